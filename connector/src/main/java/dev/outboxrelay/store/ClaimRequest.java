@@ -1,0 +1,53 @@
+package dev.outboxrelay.store;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * What a claimer asks for.
+ *
+ * @param owner lease owner identity, unique per task and per start
+ * @param instanceKeys the instance keys this owner relays; never empty, never blank
+ * @param limit the most rows one claim returns
+ * @param leaseDuration how long the lease holds before others may reclaim the row
+ * @param maxAttempts attempt budget; {@link #UNLIMITED_ATTEMPTS} for none
+ * @param ordered keep per-aggregate first-delivery order
+ */
+public record ClaimRequest(
+    String owner,
+    Set<String> instanceKeys,
+    int limit,
+    Duration leaseDuration,
+    int maxAttempts,
+    boolean ordered) {
+
+  public static final int UNLIMITED_ATTEMPTS = Integer.MAX_VALUE;
+
+  public ClaimRequest {
+    Objects.requireNonNull(owner, "owner");
+    if (owner.isBlank()) {
+      throw new IllegalArgumentException("owner must not be blank");
+    }
+    instanceKeys = InstanceKeys.requireValid(instanceKeys);
+    if (limit < 1) {
+      throw new IllegalArgumentException("limit must be at least 1");
+    }
+    Objects.requireNonNull(leaseDuration, "leaseDuration");
+    if (leaseDuration.isNegative() || leaseDuration.isZero()) {
+      throw new IllegalArgumentException("leaseDuration must be positive");
+    }
+    if (maxAttempts < 1) {
+      throw new IllegalArgumentException("maxAttempts must be at least 1");
+    }
+  }
+
+  public List<String> instanceKeyList() {
+    return List.copyOf(instanceKeys);
+  }
+
+  public ClaimRequest withLimit(int newLimit) {
+    return new ClaimRequest(owner, instanceKeys, newLimit, leaseDuration, maxAttempts, ordered);
+  }
+}

@@ -1,0 +1,56 @@
+package dev.outboxrelay.store;
+
+import java.time.Instant;
+import java.util.Objects;
+
+/**
+ * A row as returned by a claim: its routing fields, payload and the lease that now holds it.
+ *
+ * @param seq insertion sequence, the per-aggregate order
+ * @param topic explicit topic, or null to route by the connector's template
+ * @param payload the bytes exactly as the application wrote them; may be null
+ * @param headersJson the row's own headers as a JSON object text, or null
+ * @param deliverBefore the row is only worth sending before this instant, or null
+ * @param attempts charged attempts so far (before this claim's own outcome)
+ */
+public record ClaimedMessage(
+    long seq,
+    String messageId,
+    String instanceKey,
+    String aggregateType,
+    String aggregateId,
+    String eventType,
+    String topic,
+    byte[] payload,
+    String headersJson,
+    String correlationId,
+    Instant createdAt,
+    Instant deliverBefore,
+    int attempts,
+    Lease lease,
+    Instant leaseExpiresAt) {
+
+  public ClaimedMessage {
+    Objects.requireNonNull(messageId, "messageId");
+    Objects.requireNonNull(instanceKey, "instanceKey");
+    Objects.requireNonNull(lease, "lease");
+  }
+
+  public HeldLease heldLease() {
+    return new HeldLease(messageId, lease);
+  }
+
+  @Override
+  public String toString() {
+    // Never render the payload or headers: they may carry personal data or secrets.
+    return "ClaimedMessage[messageId="
+        + messageId
+        + ", instanceKey="
+        + instanceKey
+        + ", seq="
+        + seq
+        + ", attempts="
+        + attempts
+        + "]";
+  }
+}

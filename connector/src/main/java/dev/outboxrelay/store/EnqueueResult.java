@@ -1,0 +1,9 @@
+package dev.outboxrelay.store;
+
+/** What appending a message did. */
+public enum EnqueueResult {
+  /** A new row was written in the caller's transaction. */
+  ENQUEUED,
+  /** A row with this message id already exists; nothing was written. */
+  DUPLICATE
+}

@@ -1,0 +1,45 @@
+package dev.outboxrelay.store;
+
+import java.util.LinkedHashSet;
+import java.util.Set;
+
+/** The one place that decides what a valid instance key is. */
+public final class InstanceKeys {
+  public static final int MAX_LENGTH = 200;
+
+  private InstanceKeys() {}
+
+  /** Returns the key if it is usable as an owner of rows, otherwise throws naming the problem. */
+  public static String requireValid(String instanceKey) {
+    if (instanceKey == null) {
+      throw new IllegalArgumentException("instance key is required");
+    }
+    if (instanceKey.isBlank()) {
+      throw new IllegalArgumentException("instance key must not be blank");
+    }
+    if (instanceKey.length() > MAX_LENGTH) {
+      throw new IllegalArgumentException(
+          "instance key must be at most " + MAX_LENGTH + " characters");
+    }
+    if (!instanceKey.strip().equals(instanceKey)) {
+      throw new IllegalArgumentException("instance key must not start or end with white space");
+    }
+    for (int i = 0; i < instanceKey.length(); i++) {
+      if (Character.isISOControl(instanceKey.charAt(i))) {
+        throw new IllegalArgumentException("instance key must not contain control characters");
+      }
+    }
+    return instanceKey;
+  }
+
+  public static Set<String> requireValid(Set<String> instanceKeys) {
+    if (instanceKeys == null || instanceKeys.isEmpty()) {
+      throw new IllegalArgumentException("at least one instance key is required");
+    }
+    Set<String> copy = new LinkedHashSet<>();
+    for (String key : instanceKeys) {
+      copy.add(requireValid(key));
+    }
+    return Set.copyOf(copy);
+  }
+}

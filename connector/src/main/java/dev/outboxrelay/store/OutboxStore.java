@@ -1,0 +1,98 @@
+package dev.outboxrelay.store;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The relay's view of the outbox: claims rows under fenced leases and records their outcomes.
+ *
+ * <h2>The fencing rule</h2>
+ *
+ * <p>A claim sets a row's lease owner, increments its lease token and sets a bounded expiry, in one
+ * atomic step. Every later write for that row — published, retry, failed, released, renewed — is
+ * applied <em>only if the row is still IN_FLIGHT under the same owner and token</em>. A write that
+ * matches nothing returns {@link Outcome#CLAIM_LOST} and changes nothing: the row was reclaimed
+ * after its lease expired, requeued, or already resolved, and the caller must report it (it may
+ * have produced a duplicate) and never count it as success. There is no unfenced write path.
+ *
+ * <p>An expired lease that nobody has reclaimed still belongs to its owner: its outcome applies.
+ * Only a newer claim (which bumps the token) takes the row away.
+ *
+ * <h2>Ownership</h2>
+ *
+ * <p>Every method is bound to the caller's instance keys. Rows of another instance key, and legacy
+ * rows without one, are never claimed, changed or counted.
+ *
+ * <h2>Attempts</h2>
+ *
+ * <p>A retry outcome charges one attempt; when it reaches the budget the row ends EXHAUSTED. A
+ * claim that expires without any outcome (its worker died or hung) charges nothing by itself,
+ * because an outage of a worker must never exhaust healthy rows. Such an abandoned row is only
+ * reclaimed by {@link #claimAbandoned}, alone and in isolation; if an isolated claim is abandoned
+ * again, the row itself is the likely cause and that charges an attempt. A row that keeps killing
+ * its worker thus ends EXHAUSTED after the budget, while a batch lost in a crash is redelivered at
+ * no cost.
+ *
+ * <h2>Ordering</h2>
+ *
+ * <p>With {@link ClaimRequest#ordered()}, for rows of one instance key and aggregate id, first
+ * deliveries follow insertion order: a row is claimable only when every earlier active row of its
+ * aggregate is either held by the same owner or claimed in the same batch. A predecessor that is
+ * waiting for a retry, held by another owner or abandoned blocks it; a FAILED or EXHAUSTED one no
+ * longer does.
+ *
+ * <h2>Time</h2>
+ *
+ * <p>Leases and due times are judged by one {@link RelayClock}: the database's clock in production.
+ */
+public interface OutboxStore extends AutoCloseable {
+
+  /** Claims up to {@code request.limit()} due rows; never abandoned ones (see claimAbandoned). */
+  ClaimResult claim(ClaimRequest request);
+
+  /**
+   * Claims at most one abandoned row (IN_FLIGHT with an expired lease) in isolation. The caller
+   * must have nothing else in flight while it holds it, so that a crash can be blamed on this row.
+   */
+  ClaimResult claimAbandoned(ClaimRequest request);
+
+  /** Records Kafka's acknowledgement: PUBLISHED with coordinates; releases the lease. */
+  Outcome markPublished(PublishedAck ack);
+
+  /** Batch form of {@link #markPublished(PublishedAck)}: one round trip for all acks. */
+  Map<String, Outcome> markPublished(List<PublishedAck> acks);
+
+  /**
+   * Schedules another attempt: charges one attempt and sets AMBIGUOUS, due after {@code delay}, or
+   * EXHAUSTED (returning {@link Outcome#EXHAUSTED}) when that was the last of {@code maxAttempts}.
+   */
+  Outcome retryLater(
+      String messageId, Lease lease, String reasonCode, Duration delay, int maxAttempts);
+
+  /** Marks the row FAILED (permanent, e.g. poison or dead-lettered) with a reason code. */
+  Outcome markFailed(String messageId, Lease lease, String reasonCode);
+
+  /** Gives back a claim that was never sent: due now, no attempt charged. */
+  Outcome release(String messageId, Lease lease);
+
+  /**
+   * Extends the leases still held; returns the message ids whose claim was lost. Leases that
+   * expired but were not reclaimed are renewed too.
+   */
+  Set<String> renew(List<HeldLease> leases, Duration leaseDuration);
+
+  /** Counts rows of these instance keys by status (PUBLISHED only if asked) and the lag. */
+  BacklogSnapshot inspect(Set<String> instanceKeys, boolean countPublished);
+
+  /** Deletes at most {@code limit} PUBLISHED rows of these keys published before the cutoff. */
+  int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit);
+
+  /** "Now" by the store's clock (the database's in production). */
+  Instant now();
+
+  @Override
+  void close();
+}

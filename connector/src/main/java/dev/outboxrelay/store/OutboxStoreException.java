@@ -1,0 +1,69 @@
+package dev.outboxrelay.store;
+
+/**
+ * A store failure, classified and sanitized. It never carries the driver's message or cause: those
+ * can contain credentials, connection strings or row data, and whatever reaches Connect is shown in
+ * its REST status. The SQLState and a reason code are enough to act on.
+ */
+public final class OutboxStoreException extends RuntimeException {
+
+  /** What the caller should do about it. */
+  public enum Kind {
+    /** The database is unreachable, restarting or overloaded: retry later. */
+    TRANSIENT(true),
+    /** Credentials were refused: fail and tell the operator. */
+    AUTHENTICATION(false),
+    /** The role lacks a privilege on the outbox table. */
+    PERMISSION(false),
+    /** The table, a column or a function is missing: the schema is absent or outdated. */
+    SCHEMA(false),
+    /** A row or value broke a constraint or a type. */
+    INVALID_DATA(false),
+    /** Anything else. */
+    INTERNAL(false);
+
+    private final boolean retriable;
+
+    Kind(boolean retriable) {
+      this.retriable = retriable;
+    }
+
+    public boolean isRetriable() {
+      return retriable;
+    }
+  }
+
+  private final Kind kind;
+  private final String reasonCode;
+  private final String sqlState;
+
+  public OutboxStoreException(Kind kind, String reasonCode, String sqlState, String operation) {
+    super(
+        "outbox store "
+            + operation
+            + " failed: "
+            + reasonCode
+            + (sqlState == null ? "" : " (SQLState " + sqlState + ")"));
+    this.kind = kind;
+    this.reasonCode = reasonCode;
+    this.sqlState = sqlState;
+  }
+
+  public Kind kind() {
+    return kind;
+  }
+
+  /** A sanitized, upper-case reason code fit for logs, metrics and the row itself. */
+  public String reasonCode() {
+    return reasonCode;
+  }
+
+  /** The SQLState reported by the driver, or null. */
+  public String sqlState() {
+    return sqlState;
+  }
+
+  public boolean isRetriable() {
+    return kind.isRetriable();
+  }
+}

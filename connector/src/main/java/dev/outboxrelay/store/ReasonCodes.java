@@ -1,0 +1,17 @@
+package dev.outboxrelay.store;
+
+import java.util.regex.Pattern;
+
+/** Reason codes are short upper-case tokens, never free text: they end up in rows and logs. */
+public final class ReasonCodes {
+  private static final Pattern CODE = Pattern.compile("[A-Z0-9_]{1,64}");
+
+  private ReasonCodes() {}
+
+  public static String require(String code) {
+    if (code == null || !CODE.matcher(code).matches()) {
+      throw new IllegalArgumentException("reason code must match [A-Z0-9_]{1,64}");
+    }
+    return code;
+  }
+}

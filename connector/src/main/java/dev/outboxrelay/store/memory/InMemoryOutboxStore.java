@@ -1,0 +1,414 @@
+package dev.outboxrelay.store.memory;
+
+import dev.outboxrelay.store.BacklogSnapshot;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimResult;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.EnqueueResult;
+import dev.outboxrelay.store.HeldLease;
+import dev.outboxrelay.store.InstanceKeys;
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.Lease;
+import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.ReasonCodes;
+import dev.outboxrelay.store.RelayClock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Predicate;
+
+/**
+ * An in-memory store with exactly the PostgreSQL store's semantics (the shared contract test holds
+ * both to it). Every operation runs under one lock, which plays the part of the database's atomic
+ * statement. For tests and simulations, not for production.
+ */
+public final class InMemoryOutboxStore implements OutboxStore {
+  private final RelayClock clock;
+  private final TreeMap<Long, Row> rowsBySeq = new TreeMap<>();
+  private final Map<String, Row> rowsById = new HashMap<>();
+  private long nextSeq = 1;
+
+  public InMemoryOutboxStore(RelayClock clock) {
+    this.clock = clock;
+  }
+
+  /** Appends a message owned by {@code instanceKey}; the in-memory twin of the writer. */
+  public synchronized EnqueueResult enqueue(String instanceKey, OutboxMessage message) {
+    InstanceKeys.requireValid(instanceKey);
+    return insert(instanceKey, message);
+  }
+
+  /** Inserts a legacy row without an instance key, as rows written before ownership existed. */
+  public synchronized EnqueueResult insertLegacy(OutboxMessage message) {
+    return insert(null, message);
+  }
+
+  private EnqueueResult insert(String instanceKey, OutboxMessage message) {
+    if (rowsById.containsKey(message.messageId())) {
+      return EnqueueResult.DUPLICATE;
+    }
+    Row row = new Row(nextSeq++, message, instanceKey, now());
+    rowsBySeq.put(row.seq, row);
+    rowsById.put(row.messageId, row);
+    return EnqueueResult.ENQUEUED;
+  }
+
+  /** A copy of one row's relay state, for tests and operators. */
+  public synchronized Optional<RowState> find(String messageId) {
+    return Optional.ofNullable(rowsById.get(messageId)).map(Row::state);
+  }
+
+  @Override
+  public synchronized ClaimResult claim(ClaimRequest request) {
+    Instant now = now();
+    Set<String> keys = request.instanceKeys();
+    List<Row> batch = new ArrayList<>();
+    for (Row row : rowsBySeq.values()) {
+      if (batch.size() == request.limit()) {
+        break;
+      }
+      if (!keys.contains(row.instanceKey) || !row.isDue(now, request.maxAttempts())) {
+        continue;
+      }
+      // Under one lock the batch is the first due rows in order, so a due predecessor is always
+      // in this batch already: only a predecessor that is neither due nor ours blocks.
+      if (request.ordered()
+          && hasPredecessor(
+              row,
+              p -> !p.isDue(now, request.maxAttempts()) && !p.isHeldBy(request.owner(), now))) {
+        continue;
+      }
+      batch.add(row);
+    }
+    List<ClaimedMessage> claimed = new ArrayList<>();
+    for (Row row : batch) {
+      row.lease(request.owner(), now.plus(request.leaseDuration()));
+      row.isolated = false;
+      claimed.add(row.claimed());
+    }
+    return new ClaimResult(claimed, List.of());
+  }
+
+  @Override
+  public synchronized ClaimResult claimAbandoned(ClaimRequest request) {
+    Instant now = now();
+    for (Row row : rowsBySeq.values()) {
+      if (!request.instanceKeys().contains(row.instanceKey) || !row.isAbandoned(now)) {
+        continue;
+      }
+      if (request.ordered()
+          && hasPredecessor(row, p -> p.status.isActive() && !p.isHeldBy(request.owner(), now))) {
+        continue;
+      }
+      boolean charged = row.isolated;
+      row.abandonedClaims++;
+      row.isolated = true;
+      if (charged && row.attempts + 1 >= request.maxAttempts()) {
+        row.attempts++;
+        row.leaseToken++;
+        row.status = MessageStatus.EXHAUSTED;
+        row.leaseOwner = null;
+        row.leaseExpiresAt = null;
+        row.lastFailureCode = "ABANDONED_IN_ISOLATION";
+        return new ClaimResult(List.of(), List.of(row.messageId));
+      }
+      if (charged) {
+        row.attempts++;
+      }
+      row.lease(request.owner(), now.plus(request.leaseDuration()));
+      return new ClaimResult(List.of(row.claimed()), List.of());
+    }
+    return ClaimResult.EMPTY;
+  }
+
+  private boolean hasPredecessor(Row row, Predicate<Row> blocks) {
+    for (Row p : rowsBySeq.headMap(row.seq, false).values()) {
+      if (p.status.isActive()
+          && row.instanceKey.equals(p.instanceKey)
+          && row.aggregateId.equals(p.aggregateId)
+          && blocks.test(p)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Override
+  public synchronized Outcome markPublished(PublishedAck ack) {
+    Row row = fenced(ack.messageId(), ack.lease());
+    if (row == null) {
+      return Outcome.CLAIM_LOST;
+    }
+    KafkaCoordinates k = ack.coordinates();
+    row.status = MessageStatus.PUBLISHED;
+    row.publishedAt = now();
+    row.kafka = k;
+    row.nextAttemptAt = null;
+    row.releaseLease();
+    return Outcome.APPLIED;
+  }
+
+  @Override
+  public synchronized Map<String, Outcome> markPublished(List<PublishedAck> acks) {
+    Map<String, Outcome> outcomes = new LinkedHashMap<>();
+    for (PublishedAck ack : acks) {
+      outcomes.put(ack.messageId(), markPublished(ack));
+    }
+    return outcomes;
+  }
+
+  @Override
+  public synchronized Outcome retryLater(
+      String messageId, Lease lease, String reasonCode, Duration delay, int maxAttempts) {
+    ReasonCodes.require(reasonCode);
+    Row row = fenced(messageId, lease);
+    if (row == null) {
+      return Outcome.CLAIM_LOST;
+    }
+    row.attempts++;
+    row.lastFailureCode = reasonCode;
+    row.nextAttemptAt = now().plus(delay.isNegative() ? Duration.ZERO : delay);
+    row.releaseLease();
+    if (row.attempts >= maxAttempts) {
+      row.status = MessageStatus.EXHAUSTED;
+      return Outcome.EXHAUSTED;
+    }
+    row.status = MessageStatus.AMBIGUOUS;
+    return Outcome.APPLIED;
+  }
+
+  @Override
+  public synchronized Outcome markFailed(String messageId, Lease lease, String reasonCode) {
+    ReasonCodes.require(reasonCode);
+    Row row = fenced(messageId, lease);
+    if (row == null) {
+      return Outcome.CLAIM_LOST;
+    }
+    row.status = MessageStatus.FAILED;
+    row.lastFailureCode = reasonCode;
+    row.nextAttemptAt = null;
+    row.releaseLease();
+    return Outcome.APPLIED;
+  }
+
+  @Override
+  public synchronized Outcome release(String messageId, Lease lease) {
+    Row row = fenced(messageId, lease);
+    if (row == null) {
+      return Outcome.CLAIM_LOST;
+    }
+    row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
+    row.nextAttemptAt = null;
+    row.releaseLease();
+    return Outcome.APPLIED;
+  }
+
+  @Override
+  public synchronized Set<String> renew(List<HeldLease> leases, Duration leaseDuration) {
+    Instant expiry = now().plus(leaseDuration);
+    Set<String> lost = new HashSet<>();
+    for (HeldLease held : leases) {
+      Row row = fenced(held.messageId(), held.lease());
+      if (row == null) {
+        lost.add(held.messageId());
+      } else {
+        row.leaseExpiresAt = expiry;
+      }
+    }
+    return lost;
+  }
+
+  @Override
+  public synchronized BacklogSnapshot inspect(Set<String> instanceKeys, boolean countPublished) {
+    Set<String> keys = InstanceKeys.requireValid(instanceKeys);
+    Instant now = now();
+    Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
+    Row oldestActive = null;
+    for (Row row : rowsBySeq.values()) {
+      if (!keys.contains(row.instanceKey)) {
+        continue;
+      }
+      if (row.status != MessageStatus.PUBLISHED || countPublished) {
+        counts.merge(row.status, 1L, Long::sum);
+      }
+      if (oldestActive == null && row.status.isActive()) {
+        oldestActive = row;
+      }
+    }
+    Duration lag =
+        oldestActive == null || oldestActive.createdAt.isAfter(now)
+            ? Duration.ZERO
+            : Duration.between(oldestActive.createdAt, now);
+    return new BacklogSnapshot(counts, lag);
+  }
+
+  @Override
+  public synchronized int deletePublished(
+      Set<String> instanceKeys, Instant publishedBefore, int limit) {
+    Set<String> keys = InstanceKeys.requireValid(instanceKeys);
+    List<Row> doomed =
+        rowsBySeq.values().stream()
+            .filter(r -> keys.contains(r.instanceKey))
+            .filter(r -> r.status == MessageStatus.PUBLISHED)
+            .filter(r -> r.publishedAt.isBefore(publishedBefore))
+            .sorted((a, b) -> a.publishedAt.compareTo(b.publishedAt))
+            .limit(limit)
+            .toList();
+    for (Row row : doomed) {
+      rowsBySeq.remove(row.seq);
+      rowsById.remove(row.messageId);
+    }
+    return doomed.size();
+  }
+
+  @Override
+  public Instant now() {
+    Instant override = clock.override();
+    return override != null ? override : Instant.now();
+  }
+
+  @Override
+  public void close() {}
+
+  private Row fenced(String messageId, Lease lease) {
+    Row row = rowsById.get(messageId);
+    if (row == null
+        || row.status != MessageStatus.IN_FLIGHT
+        || !lease.owner().equals(row.leaseOwner)
+        || lease.token() != row.leaseToken) {
+      return null;
+    }
+    return row;
+  }
+
+  /** A snapshot of one row's relay state. */
+  public record RowState(
+      String messageId,
+      String instanceKey,
+      MessageStatus status,
+      int attempts,
+      int abandonedClaims,
+      Instant nextAttemptAt,
+      String leaseOwner,
+      long leaseToken,
+      Instant leaseExpiresAt,
+      String lastFailureCode,
+      KafkaCoordinates kafka) {}
+
+  private static final class Row {
+    final long seq;
+    final String messageId;
+    final String instanceKey;
+    final String aggregateType;
+    final String aggregateId;
+    final String eventType;
+    final String topic;
+    final byte[] payload;
+    final String headersJson;
+    final String correlationId;
+    final Instant createdAt;
+    final Instant deliverBefore;
+    MessageStatus status = MessageStatus.PENDING;
+    int attempts;
+    int abandonedClaims;
+    boolean isolated;
+    Instant nextAttemptAt;
+    String leaseOwner;
+    long leaseToken;
+    Instant leaseExpiresAt;
+    String lastFailureCode;
+    Instant publishedAt;
+    KafkaCoordinates kafka;
+
+    Row(long seq, OutboxMessage m, String instanceKey, Instant createdAt) {
+      this.seq = seq;
+      this.messageId = m.messageId();
+      this.instanceKey = instanceKey;
+      this.aggregateType = m.aggregateType();
+      this.aggregateId = m.aggregateId();
+      this.eventType = m.eventType();
+      this.topic = m.topic();
+      this.payload = m.payload();
+      this.headersJson = m.headersJson();
+      this.correlationId = m.correlationId();
+      this.createdAt = createdAt;
+      this.deliverBefore = m.deliverBefore();
+    }
+
+    boolean isDue(Instant now, int maxAttempts) {
+      return (status == MessageStatus.PENDING || status == MessageStatus.AMBIGUOUS)
+          && (nextAttemptAt == null || !nextAttemptAt.isAfter(now))
+          && attempts < maxAttempts;
+    }
+
+    boolean isAbandoned(Instant now) {
+      return status == MessageStatus.IN_FLIGHT && !leaseExpiresAt.isAfter(now);
+    }
+
+    boolean isHeldBy(String owner, Instant now) {
+      return status == MessageStatus.IN_FLIGHT
+          && owner.equals(leaseOwner)
+          && leaseExpiresAt.isAfter(now);
+    }
+
+    void lease(String owner, Instant expiry) {
+      status = MessageStatus.IN_FLIGHT;
+      leaseOwner = owner;
+      leaseToken++;
+      leaseExpiresAt = expiry;
+    }
+
+    void releaseLease() {
+      leaseOwner = null;
+      leaseExpiresAt = null;
+      isolated = false;
+    }
+
+    ClaimedMessage claimed() {
+      return new ClaimedMessage(
+          seq,
+          messageId,
+          instanceKey,
+          aggregateType,
+          aggregateId,
+          eventType,
+          topic,
+          payload == null ? null : payload.clone(),
+          headersJson,
+          correlationId,
+          createdAt,
+          deliverBefore,
+          attempts,
+          new Lease(leaseOwner, leaseToken),
+          leaseExpiresAt);
+    }
+
+    RowState state() {
+      return new RowState(
+          messageId,
+          instanceKey,
+          status,
+          attempts,
+          abandonedClaims,
+          nextAttemptAt,
+          leaseOwner,
+          leaseToken,
+          leaseExpiresAt,
+          lastFailureCode,
+          kafka);
+    }
+  }
+}

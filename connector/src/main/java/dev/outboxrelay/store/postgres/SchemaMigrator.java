@@ -1,0 +1,75 @@
+package dev.outboxrelay.store.postgres;
+
+import java.util.Map;
+import java.util.Optional;
+import javax.sql.DataSource;
+import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.MigrationInfo;
+import org.flywaydb.core.api.MigrationVersion;
+
+/**
+ * Applies the versioned migrations shipped in the plugin jar ({@code db/outbox}) with Flyway. Each
+ * outbox table has its own history table, so several outbox tables can live in one schema.
+ */
+public final class SchemaMigrator {
+  /** The schema version this build of the relay reads and writes. */
+  public static final String CURRENT_VERSION = "2";
+
+  private static final String LOCATION = "classpath:db/outbox";
+
+  private final DataSource dataSource;
+  private final OutboxTable table;
+
+  public SchemaMigrator(DataSource dataSource, OutboxTable table) {
+    this.dataSource = dataSource;
+    this.table = table;
+  }
+
+  /** Migrates to the latest version; a no-op when already there. Returns migrations applied. */
+  public int migrate() {
+    return flyway(null).migrate().migrationsExecuted;
+  }
+
+  /** Migrates up to and including {@code version}; for upgrade tests and staged roll-outs. */
+  public int migrateTo(String version) {
+    return flyway(version).migrate().migrationsExecuted;
+  }
+
+  /** The applied schema version, or empty when the table was never migrated by outbox-relay. */
+  public Optional<String> currentVersion() {
+    MigrationInfo current = flyway(null).info().current();
+    return current == null || current.getVersion() == null
+        ? Optional.empty()
+        : Optional.of(current.getVersion().getVersion());
+  }
+
+  /** True when the applied version is exactly the one this build expects. */
+  public boolean isCurrent() {
+    return currentVersion().map(CURRENT_VERSION::equals).orElse(false);
+  }
+
+  private Flyway flyway(String target) {
+    var config =
+        Flyway.configure(SchemaMigrator.class.getClassLoader())
+            .dataSource(dataSource)
+            .locations(LOCATION)
+            .table(table.historyTable())
+            .placeholders(
+                Map.of(
+                    "qualifiedTable", table.qualified(),
+                    "qualifiedFunction", table.qualifiedFunction(),
+                    "tableName", table.name()))
+            // The history table lives beside the outbox table; never create or clean schemas.
+            .createSchemas(false)
+            .cleanDisabled(true)
+            .baselineOnMigrate(false)
+            .loggers("slf4j");
+    if (table.schema() != null) {
+      config.schemas(table.schema()).defaultSchema(table.schema());
+    }
+    if (target != null) {
+      config.target(MigrationVersion.fromVersion(target));
+    }
+    return config.load();
+  }
+}

@@ -1,0 +1,78 @@
+package dev.outboxrelay.store.postgres;
+
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.OutboxStoreException.Kind;
+import java.sql.SQLException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTransientException;
+
+/** Classifies driver failures by SQLState, never by message text. */
+public final class SqlStates {
+  private SqlStates() {}
+
+  /** A sanitized exception for {@code operation}; the driver's message and cause are dropped. */
+  public static OutboxStoreException classify(SQLException e, String operation) {
+    String state = findState(e);
+    Kind kind = kindOf(state, e);
+    return new OutboxStoreException(kind, reasonCode(kind, state), state, operation);
+  }
+
+  static Kind kindOf(String state, SQLException e) {
+    if (state == null) {
+      return e instanceof SQLTransientException || e instanceof SQLRecoverableException
+          ? Kind.TRANSIENT
+          : Kind.INTERNAL;
+    }
+    if (state.startsWith("08") // connection exception
+        || state.startsWith("53") // insufficient resources
+        || state.startsWith("57P") // admin shutdown, crash shutdown, cannot connect now
+        || state.equals("57014") // statement timeout / cancel
+        || state.equals("40001") // serialization failure
+        || state.equals("40P01") // deadlock detected
+        || state.equals("55P03") // lock not available
+        || state.equals("55000") // object not in prerequisite state (e.g. recovery)
+        || state.equals("25006") // read-only transaction (failover to a replica)
+        || state.equals("XX000") && e instanceof SQLTransientException) {
+      return Kind.TRANSIENT;
+    }
+    if (state.startsWith("28")) {
+      return Kind.AUTHENTICATION;
+    }
+    if (state.equals("42501")) {
+      return Kind.PERMISSION;
+    }
+    if (state.equals("42P01") // undefined table
+        || state.equals("42703") // undefined column
+        || state.equals("42883") // undefined function
+        || state.equals("3F000") // invalid schema name
+        || state.equals("3D000")) { // invalid catalog (database) name
+      return Kind.SCHEMA;
+    }
+    if (state.startsWith("22") || state.startsWith("23")) {
+      return Kind.INVALID_DATA;
+    }
+    return Kind.INTERNAL;
+  }
+
+  private static String reasonCode(Kind kind, String state) {
+    return switch (kind) {
+      case TRANSIENT -> "DB_UNAVAILABLE";
+      case AUTHENTICATION -> "DB_AUTHENTICATION_FAILED";
+      case PERMISSION -> "DB_PERMISSION_DENIED";
+      case SCHEMA -> "3D000".equals(state) ? "DB_DATABASE_MISSING" : "DB_SCHEMA_MISSING";
+      case INVALID_DATA -> "DB_INVALID_DATA";
+      case INTERNAL -> "DB_ERROR";
+    };
+  }
+
+  /** The first SQLState in the exception chain (Hikari wraps the driver's exception). */
+  private static String findState(SQLException e) {
+    Throwable t = e;
+    for (int depth = 0; t != null && depth < 8; depth++, t = t.getCause()) {
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        return sql.getSQLState();
+      }
+    }
+    return null;
+  }
+}

@@ -1,0 +1,76 @@
+package dev.outboxrelay.testing;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One real PostgreSQL server per test JVM (embedded binaries from Maven, no Docker); every test
+ * class asks for a fresh database of its own.
+ */
+public final class Postgres {
+  private static final AtomicInteger DATABASES = new AtomicInteger();
+  private static EmbeddedPostgres server;
+
+  private Postgres() {}
+
+  public static synchronized EmbeddedPostgres server() {
+    if (server == null) {
+      try {
+        server =
+            EmbeddedPostgres.builder()
+                .setServerConfig("max_connections", "300")
+                .setServerConfig("synchronous_commit", "on")
+                .start();
+      } catch (IOException e) {
+        throw new UncheckedIOException("embedded PostgreSQL did not start", e);
+      }
+      Runtime.getRuntime().addShutdownHook(new Thread(Postgres::stopQuietly));
+    }
+    return server;
+  }
+
+  private static void stopQuietly() {
+    try {
+      server.close();
+    } catch (IOException ignored) {
+      // The JVM is exiting.
+    }
+  }
+
+  /** Creates an empty database and returns its JDBC URL. */
+  public static String freshDatabase(String prefix) {
+    String name = prefix.toLowerCase() + "_" + DATABASES.incrementAndGet();
+    try (Connection c = server().getPostgresDatabase().getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("CREATE DATABASE " + name);
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not create database " + name, e);
+    }
+    return jdbcUrl(name);
+  }
+
+  public static String jdbcUrl(String database) {
+    return "jdbc:postgresql://localhost:" + server().getPort() + "/" + database;
+  }
+
+  public static String user() {
+    return "postgres";
+  }
+
+  /** A small pool on the given database, as the connector would open one. */
+  public static HikariDataSource pool(String jdbcUrl, int size) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(jdbcUrl);
+    config.setUsername(user());
+    config.setMaximumPoolSize(size);
+    config.setPoolName("test-pool");
+    return new HikariDataSource(config);
+  }
+}
