@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# outbox-relay local stack: real PostgreSQL, Kafka (KRaft) and Kafka Connect as local processes.
+# No Docker; needs Java 17+ and Maven. See docs/local-stack.md.
+#
+#   ./local-stack.sh [up]      build the plugin, start everything, run the demo; leaves it running
+#   ./local-stack.sh status    what runs, connector state, outbox rows
+#   ./local-stack.sh down      stop it (logs stay in .local-stack/logs)
+#   ./local-stack.sh help      all options (ports, your own PostgreSQL, --no-demo, ...)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$ROOT"
+
+fail() {
+  echo "local-stack: $*" >&2
+  exit 1
+}
+
+require_java() {
+  local java="java"
+  if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then
+    java="$JAVA_HOME/bin/java"
+  fi
+  command -v "$java" >/dev/null 2>&1 \
+    || fail "Java was not found. Install a JDK 17 or newer (e.g. 'apt-get install openjdk-17-jdk') or set JAVA_HOME."
+  local version major
+  version="$("$java" -version 2>&1 | awk -F'"' '/version/ {print $2; exit}')"
+  major="${version%%.*}"
+  if [[ "$major" == "1" ]]; then # 1.8.0_x style
+    major="$(echo "$version" | cut -d. -f2)"
+  fi
+  if ! [[ "$major" =~ ^[0-9]+$ ]] || ((major < 17)); then
+    fail "Java ${version:-of unknown version} found at $(command -v "$java"); Java 17 or newer is needed. Install a newer JDK or point JAVA_HOME at one."
+  fi
+  JAVA="$java"
+}
+
+require_maven() {
+  command -v mvn >/dev/null 2>&1 \
+    || fail "Maven was not found. Install Maven 3.8 or newer (e.g. 'apt-get install maven')."
+}
+
+build() {
+  require_maven
+  echo "[build]    mvn -B -q -DskipTests package (the plugin, and the launcher with Kafka's jars) ..."
+  # MAVEN_ARGS lets you add e.g. -o for offline builds.
+  # shellcheck disable=SC2086
+  mvn -B -q -DskipTests ${MAVEN_ARGS:-} package \
+    || fail "the build failed (see the Maven output above)."
+}
+
+launcher_built() {
+  [[ -f local-stack/target/launcher.classpath && -d local-stack/target/classes ]]
+}
+
+run_launcher() {
+  exec "$JAVA" -cp "local-stack/target/classes:$(cat local-stack/target/launcher.classpath)" \
+    dev.outboxrelay.localstack.LocalStack "$@"
+}
+
+command="${1:-up}"
+[[ "$command" == -* ]] && command="up"
+require_java
+
+no_build=false
+args=()
+for arg in "$@"; do
+  if [[ "$arg" == "--no-build" ]]; then no_build=true; else args+=("$arg"); fi
+done
+
+case "$command" in
+  up)
+    [[ "$no_build" == true ]] || build
+    ;;
+  down | status | demo | help)
+    launcher_built || build
+    ;;
+  *)
+    fail "unknown command '$command' (use up, down, status, demo or help)"
+    ;;
+esac
+
+run_launcher "${args[@]+"${args[@]}"}"

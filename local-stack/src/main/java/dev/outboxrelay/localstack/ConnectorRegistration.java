@@ -1,0 +1,144 @@
+package dev.outboxrelay.localstack;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Registers a connector from a JSON file ({@code {"name": ..., "config": {...}}}, the body of
+ * {@code POST /connectors}) with the JDBC URL and user of this run, then waits until it and its
+ * tasks run.
+ */
+final class ConnectorRegistration {
+  private static final Duration REGISTER_TIMEOUT = Duration.ofSeconds(60);
+  private static final Duration RUNNING_TIMEOUT = Duration.ofSeconds(60);
+
+  private final ConnectRest rest;
+  private final Console console;
+
+  ConnectorRegistration(ConnectRest rest, Console console) {
+    this.rest = rest;
+    this.console = console;
+  }
+
+  record Registered(String name, List<String> instanceKeys) {}
+
+  /** The connector's config from {@code file}, with the connection of this run filled in. */
+  static Registered prepare(Path file, String jdbcUrl, String user, ObjectNode configOut) {
+    JsonNode root;
+    try {
+      root = ConnectRest.JSON.readTree(file.toFile());
+    } catch (IOException e) {
+      throw new StackException("could not read " + file + ": " + e.getMessage(), e);
+    }
+    String name = root.path("name").asText("");
+    JsonNode config = root.path("config");
+    if (name.isBlank() || !config.isObject()) {
+      throw new StackException(
+          file
+              + " must look like {\"name\": \"...\", \"config\": {...}} (a POST /connectors body)");
+    }
+    configOut.setAll((ObjectNode) config);
+    configOut.put("connection.url", jdbcUrl);
+    configOut.put("connection.user", user);
+    List<String> keys =
+        Arrays.stream(configOut.path("instance.keys").asText("").split(","))
+            .map(String::trim)
+            .filter(k -> !k.isEmpty())
+            .toList();
+    return new Registered(name, keys);
+  }
+
+  Registered register(Path file, String jdbcUrl, String user) {
+    ObjectNode config = ConnectRest.JSON.createObjectNode();
+    Registered connector = prepare(file, jdbcUrl, user, config);
+    String path = "/connectors/" + connector.name() + "/config";
+    console.step(
+        "Connector",
+        "registering "
+            + connector.name()
+            + " (instance.keys="
+            + String.join(",", connector.instanceKeys())
+            + ") from "
+            + file.getFileName()
+            + ": PUT "
+            + path);
+    AtomicReference<ConnectRest.Response> last = new AtomicReference<>();
+    Waiter.until(
+        "registering the connector",
+        REGISTER_TIMEOUT,
+        () -> {
+          ConnectRest.Response response = rest.put(path, config);
+          last.set(response);
+          // 409: the worker group is rebalancing; 5xx: the worker is not ready yet. Both pass.
+          return response.ok() || (response.status() != 409 && response.status() < 500);
+        },
+        () -> {});
+    if (!last.get().ok()) {
+      throw new StackException(
+          "Connect refused the connector config ("
+              + last.get().status()
+              + "):\n"
+              + last.get().body());
+    }
+    awaitRunning(connector.name());
+    return connector;
+  }
+
+  private void awaitRunning(String name) {
+    String path = "/connectors/" + name + "/status";
+    Waiter.until(
+        "connector " + name + " and its tasks RUNNING",
+        RUNNING_TIMEOUT,
+        () ->
+            rest.tryGet(path)
+                .filter(ConnectRest.Response::ok)
+                .map(r -> running(r.json()))
+                .orElse(false),
+        () ->
+            rest.tryGet(path)
+                .filter(ConnectRest.Response::ok)
+                .ifPresent(r -> failIfFailed(r.json())));
+    JsonNode status = rest.get(path);
+    console.step(
+        "Connector",
+        name + " RUNNING with " + status.path("tasks").size() + " task(s) on " + worker(status));
+  }
+
+  private static boolean running(JsonNode status) {
+    JsonNode tasks = status.path("tasks");
+    if (!"RUNNING".equals(status.path("connector").path("state").asText()) || tasks.isEmpty()) {
+      return false;
+    }
+    for (JsonNode task : tasks) {
+      if (!"RUNNING".equals(task.path("state").asText())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static void failIfFailed(JsonNode status) {
+    failIfFailed("connector", status.path("connector"));
+    for (JsonNode task : status.path("tasks")) {
+      failIfFailed("task " + task.path("id").asText(), task);
+    }
+  }
+
+  private static void failIfFailed(String what, JsonNode state) {
+    if ("FAILED".equals(state.path("state").asText())) {
+      String trace = state.path("trace").asText("");
+      List<String> lines = trace.lines().limit(12).toList();
+      throw new StackException(what + " FAILED:\n    " + String.join("\n    ", lines));
+    }
+  }
+
+  private static String worker(JsonNode status) {
+    return status.path("connector").path("worker_id").asText("?");
+  }
+}

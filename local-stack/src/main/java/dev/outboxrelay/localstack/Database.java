@@ -1,0 +1,51 @@
+package dev.outboxrelay.localstack;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Optional;
+import javax.sql.DataSource;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/** The PostgreSQL that holds the outbox: the embedded one, or the user's own. */
+record Database(String jdbcUrl, String user, Optional<String> password, boolean embedded) {
+
+  DataSource dataSource() {
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setURL(jdbcUrl);
+    ds.setUser(user);
+    password.ifPresent(ds::setPassword);
+    ds.setApplicationName("outbox-relay-local-stack");
+    return ds;
+  }
+
+  /** The URL as it may be printed: any password parameter masked. */
+  String displayUrl() {
+    return Redaction.jdbcUrl(jdbcUrl);
+  }
+
+  String credentialsNote() {
+    if (embedded) {
+      return "user " + user + ", no password";
+    }
+    return "user " + user + (password.isPresent() ? ", password from OUTBOX_DB_PASSWORD" : "");
+  }
+
+  /** Fails with the driver's SQLState and message (never the URL's secrets). */
+  void requireReachable() {
+    try (Connection c = dataSource().getConnection()) {
+      c.isValid(5);
+    } catch (SQLException e) {
+      throw new StackException(
+          "cannot connect to PostgreSQL at "
+              + displayUrl()
+              + " as "
+              + user
+              + " (SQLState "
+              + e.getSQLState()
+              + "): "
+              + e.getMessage()
+              + "\n  Check OUTBOX_JDBC_URL, OUTBOX_DB_USER and OUTBOX_DB_PASSWORD.",
+          e);
+    }
+  }
+}

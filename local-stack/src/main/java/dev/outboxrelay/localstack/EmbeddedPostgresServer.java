@@ -1,0 +1,98 @@
+package dev.outboxrelay.localstack;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.lang.ProcessBuilder.Redirect;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Optional;
+
+/**
+ * A real PostgreSQL from the binaries that zonky ships as Maven artifacts. Started without a
+ * shutdown hook and with its output in a log file, so it keeps running after the launcher exits;
+ * {@code down} stops it through its pid like the other processes (SIGTERM: a smart shutdown).
+ */
+final class EmbeddedPostgresServer {
+  static final String DATABASE = "outbox";
+  static final String USER = "postgres";
+
+  private final StateDir state;
+  private final int port;
+  private final Console console;
+
+  EmbeddedPostgresServer(StateDir state, int port, Console console) {
+    this.state = state;
+    this.port = port;
+    this.console = console;
+  }
+
+  Database start() {
+    console.step("PostgreSQL", "starting embedded PostgreSQL on " + Ports.LOOPBACK + ":" + port);
+    Path log = state.log(Component.POSTGRES.id());
+    EmbeddedPostgres postgres;
+    try {
+      Files.createDirectories(state.postgresData().getParent());
+      postgres =
+          EmbeddedPostgres.builder()
+              .setPort(port)
+              .setDataDirectory(state.postgresData())
+              .setCleanDataDirectory(false)
+              .setRegisterShutdownHook(false)
+              .setServerConfig("listen_addresses", Ports.LOOPBACK)
+              // Its defaults trade durability for speed; a relay demo should not.
+              .setServerConfig("synchronous_commit", "on")
+              .setServerConfig("max_connections", "100")
+              .setOutputRedirector(Redirect.appendTo(log.toFile()))
+              .setErrorRedirector(Redirect.appendTo(log.toFile()))
+              .start();
+    } catch (IOException | RuntimeException e) {
+      throw new StackException(
+          "embedded PostgreSQL did not start: "
+              + e.getMessage()
+              + "\n  Last lines of "
+              + log
+              + ":\n"
+              + ProcessControl.tail(log, 15),
+          e);
+    }
+    long pid = postmasterPid();
+    state.writePid(Component.POSTGRES, pid);
+    createDatabase(postgres);
+    console.step("PostgreSQL", "ready (pid " + pid + ")");
+    return new Database(jdbcUrl(port), USER, Optional.empty(), true);
+  }
+
+  static String jdbcUrl(int port) {
+    return "jdbc:postgresql://" + Ports.LOOPBACK + ":" + port + "/" + DATABASE;
+  }
+
+  /** The postmaster's command line names its data directory: proof that a pid is ours. */
+  static String marker(StateDir state) {
+    return state.postgresData().toString();
+  }
+
+  /**
+   * zonky starts the server through {@code pg_ctl}, which exits; the server's own pid is the first
+   * line of {@code postmaster.pid} in its data directory.
+   */
+  private long postmasterPid() {
+    Path pidFile = state.postgresData().resolve("postmaster.pid");
+    try {
+      return Long.parseLong(Files.readAllLines(pidFile).get(0).trim());
+    } catch (IOException | RuntimeException e) {
+      throw new StackException("could not read the PostgreSQL pid from " + pidFile, e);
+    }
+  }
+
+  private static void createDatabase(EmbeddedPostgres postgres) {
+    try (Connection c = postgres.getPostgresDatabase().getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("CREATE DATABASE " + DATABASE);
+    } catch (SQLException e) {
+      throw new StackException("could not create database " + DATABASE + ": " + e.getMessage(), e);
+    }
+  }
+}

@@ -1,0 +1,203 @@
+package dev.outboxrelay.localstack;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * What the user asked for: the command, and settings from {@code --flags} or environment variables
+ * (a flag wins). Secrets come from the environment only, never from flags, which {@code ps} shows.
+ */
+record StackOptions(
+    String command,
+    Path repoRoot,
+    Path stateDir,
+    boolean autoPorts,
+    Map<String, Integer> requestedPorts,
+    Optional<String> externalJdbcUrl,
+    String dbUser,
+    Optional<String> dbPassword,
+    boolean runDemo,
+    Path connectorConfig,
+    Optional<String> bootstrapServers,
+    Optional<String> connectUrl,
+    Optional<String> connectorJdbcUrl) {
+
+  static final String PG_PORT = "pg-port";
+  static final String KAFKA_PORT = "kafka-port";
+  static final String CONTROLLER_PORT = "controller-port";
+  static final String CONNECT_PORT = "connect-port";
+
+  /** Each port setting: its flag, environment variable and default. */
+  static final Map<String, PortSetting> PORTS =
+      Map.of(
+          PG_PORT, new PortSetting("LOCAL_STACK_PG_PORT", 15432, "embedded PostgreSQL"),
+          KAFKA_PORT, new PortSetting("LOCAL_STACK_KAFKA_PORT", 9092, "Kafka broker"),
+          CONTROLLER_PORT,
+              new PortSetting("LOCAL_STACK_CONTROLLER_PORT", 9093, "Kafka KRaft controller"),
+          CONNECT_PORT, new PortSetting("LOCAL_STACK_CONNECT_PORT", 8083, "Connect REST API"));
+
+  record PortSetting(String envVar, int defaultPort, String purpose) {}
+
+  static final List<String> COMMANDS = List.of("up", "down", "status", "demo", "help");
+
+  static final String USAGE =
+      """
+      usage: ./local-stack.sh [up|down|status|demo|help] [options]
+
+        up       build the plugin, start PostgreSQL, a Kafka broker and a Connect worker, register
+                 the connector and run the demo; the stack keeps running (default)
+        down     stop the stack started by `up`
+        status   show what runs, the connector's state and the outbox rows
+        demo     run only the demo against running services (used by docker/docker-compose.yml)
+
+      options (each also as an environment variable):
+        --jdbc-url=URL          OUTBOX_JDBC_URL      use this PostgreSQL instead of the embedded one
+        --db-user=NAME          OUTBOX_DB_USER       its user (default postgres)
+                                OUTBOX_DB_PASSWORD   its password (environment only, never a flag)
+        --ports=auto            LOCAL_STACK_PORTS    pick free ports instead of the defaults
+        --pg-port=N             LOCAL_STACK_PG_PORT          (default 15432)
+        --kafka-port=N          LOCAL_STACK_KAFKA_PORT       (default 9092)
+        --controller-port=N     LOCAL_STACK_CONTROLLER_PORT  (default 9093)
+        --connect-port=N        LOCAL_STACK_CONNECT_PORT     (default 8083)
+        --no-demo                                    start the services only
+        --connector-config=FILE                      connector to register (config/local-connector.json)
+        --no-build              (script only)        do not run mvn package first
+      demo only:
+        --bootstrap-servers=HOST:PORT  --connect-url=URL  --connector-jdbc-url=URL (as Connect sees it)
+      """;
+
+  static StackOptions parse(List<String> args, Map<String, String> env, Path workingDir) {
+    String command = "up";
+    Map<String, String> flags = new LinkedHashMap<>();
+    for (int i = 0; i < args.size(); i++) {
+      String arg = args.get(i);
+      if (i == 0 && !arg.startsWith("-")) {
+        command = arg.toLowerCase(Locale.ROOT);
+        if (!COMMANDS.contains(command)) {
+          throw new StackException("unknown command '" + arg + "'\n" + USAGE);
+        }
+      } else if (arg.equals("-h") || arg.equals("--help")) {
+        command = "help";
+      } else if (arg.startsWith("--")) {
+        int eq = arg.indexOf('=');
+        String name = eq < 0 ? arg.substring(2) : arg.substring(2, eq);
+        flags.put(name, eq < 0 ? "true" : arg.substring(eq + 1));
+      } else {
+        throw new StackException("unexpected argument '" + arg + "'\n" + USAGE);
+      }
+    }
+    return fromFlags(command, flags, env, workingDir);
+  }
+
+  private static StackOptions fromFlags(
+      String command, Map<String, String> flags, Map<String, String> env, Path workingDir) {
+    Settings s = new Settings(flags, env);
+    Path root = s.get("repo-root", "LOCAL_STACK_ROOT").map(Path::of).orElse(workingDir);
+    root = root.toAbsolutePath().normalize();
+    Path stateDir =
+        s.get("state-dir", "LOCAL_STACK_HOME")
+            .map(Path::of)
+            .orElse(root.resolve(".local-stack"))
+            .toAbsolutePath()
+            .normalize();
+    boolean autoPorts =
+        s.get("ports", "LOCAL_STACK_PORTS").map(v -> v.equalsIgnoreCase("auto")).orElse(false);
+    Map<String, Integer> ports = new LinkedHashMap<>();
+    PORTS.forEach(
+        (flag, setting) ->
+            s.get(flag, setting.envVar()).ifPresent(v -> ports.put(flag, port(flag, v))));
+    Path connectorConfig =
+        s.get("connector-config", null)
+            .map(Path::of)
+            .orElse(root.resolve("config/local-connector.json"));
+    StackOptions options =
+        new StackOptions(
+            command,
+            root,
+            stateDir,
+            autoPorts,
+            Map.copyOf(ports),
+            s.get("jdbc-url", "OUTBOX_JDBC_URL"),
+            s.get("db-user", "OUTBOX_DB_USER").orElse("postgres"),
+            Optional.ofNullable(env.get("OUTBOX_DB_PASSWORD")),
+            !flags.containsKey("no-demo"),
+            connectorConfig.isAbsolute() ? connectorConfig : root.resolve(connectorConfig),
+            s.get("bootstrap-servers", null),
+            s.get("connect-url", null),
+            s.get("connector-jdbc-url", null));
+    s.rejectUnknown();
+    return options;
+  }
+
+  /** The port for {@code flag}: as requested, else a free one when auto, else the default. */
+  int port(String flag) {
+    Integer requested = requestedPorts.get(flag);
+    if (requested != null) {
+      return requested;
+    }
+    return autoPorts ? Ports.anyFree() : PORTS.get(flag).defaultPort();
+  }
+
+  boolean embeddedPostgres() {
+    return externalJdbcUrl.isEmpty();
+  }
+
+  Path pluginDir() {
+    return repoRoot.resolve("connector/target/plugin");
+  }
+
+  Path kafkaClasspathFile() {
+    return repoRoot.resolve("local-stack/target/kafka.classpath");
+  }
+
+  Path workerConfigTemplate() {
+    return repoRoot.resolve("config/connect-worker.properties");
+  }
+
+  private static int port(String flag, String value) {
+    try {
+      int port = Integer.parseInt(value.trim());
+      if (port < 1 || port > 65535) {
+        throw new NumberFormatException();
+      }
+      return port;
+    } catch (NumberFormatException e) {
+      throw new StackException(
+          "--" + flag + " must be a port number (1-65535), not '" + value + "'");
+    }
+  }
+
+  /** Flags first, then environment variables; remembers which flags were used. */
+  private static final class Settings {
+    private static final List<String> SWITCHES = List.of("no-demo", "no-build");
+    private final Map<String, String> flags;
+    private final Map<String, String> env;
+    private final java.util.Set<String> used = new java.util.HashSet<>(SWITCHES);
+
+    Settings(Map<String, String> flags, Map<String, String> env) {
+      this.flags = flags;
+      this.env = env;
+    }
+
+    Optional<String> get(String flag, String envVar) {
+      used.add(flag);
+      String value = flags.get(flag);
+      if (value == null && envVar != null) {
+        value = env.get(envVar);
+      }
+      return value == null || value.isBlank() ? Optional.empty() : Optional.of(value.trim());
+    }
+
+    void rejectUnknown() {
+      for (String flag : flags.keySet()) {
+        if (!used.contains(flag)) {
+          throw new StackException("unknown option --" + flag + "\n" + USAGE);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,48 @@
+package dev.outboxrelay.localstack;
+
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/** The processes of one stack that still run, found through their pid files. */
+final class StackProcesses {
+  private static final Duration STOP_GRACE = Duration.ofSeconds(60);
+
+  private StackProcesses() {}
+
+  static String marker(StateDir state, Component component) {
+    return component == Component.POSTGRES
+        ? EmbeddedPostgresServer.marker(state)
+        : KafkaProcesses.marker(state, component);
+  }
+
+  /** Component to pid, for each one whose pid file names a live process of this stack. */
+  static Map<Component, Long> running(StateDir state) {
+    Map<Component, Long> running = new EnumMap<>(Component.class);
+    for (Component component : Component.values()) {
+      Optional<Long> pid = state.readPid(component);
+      if (pid.isPresent() && ProcessControl.isOurs(pid.get(), marker(state, component))) {
+        running.put(component, pid.get());
+      }
+    }
+    return running;
+  }
+
+  /** Stops in reverse start order: Connect (its tasks finish), then Kafka, then PostgreSQL. */
+  static void stop(StateDir state, Map<Component, Long> running, Console console) {
+    List<Component> order = List.of(Component.CONNECT, Component.KAFKA, Component.POSTGRES);
+    for (Component component : order) {
+      Long pid = running.get(component);
+      if (pid != null) {
+        console.step(component.title(), "stopping (pid " + pid + ") ...");
+        boolean clean = ProcessControl.stop(pid, STOP_GRACE);
+        console.step(
+            component.title(),
+            clean ? "stopped" : "did not stop within " + STOP_GRACE + "; killed");
+      }
+      state.deletePid(component);
+    }
+  }
+}

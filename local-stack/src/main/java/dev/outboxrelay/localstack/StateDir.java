@@ -1,0 +1,202 @@
+package dev.outboxrelay.localstack;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * {@code .local-stack/}: pid files, logs, data and the effective configs of one stack. Git-ignored;
+ * wiped by {@code up} when nothing of it runs any more.
+ */
+final class StateDir {
+  private static final String LOCK_FILE = ".lock";
+
+  private final Path root;
+
+  StateDir(Path root) {
+    this.root = root;
+  }
+
+  Path root() {
+    return root;
+  }
+
+  Path logs() {
+    return root.resolve("logs");
+  }
+
+  Path log(String name) {
+    return logs().resolve(name + ".log");
+  }
+
+  Path pidFile(Component component) {
+    return root.resolve("pids").resolve(component.id() + ".pid");
+  }
+
+  Path stackFile() {
+    return root.resolve("stack.properties");
+  }
+
+  Path postgresData() {
+    return root.resolve("postgres/data");
+  }
+
+  Path kafkaDir() {
+    return root.resolve("kafka");
+  }
+
+  Path connectDir() {
+    return root.resolve("connect");
+  }
+
+  Path plugins() {
+    return root.resolve("plugins");
+  }
+
+  /** True when an earlier run left anything here (the lock file alone does not count). */
+  boolean exists() {
+    if (!Files.isDirectory(root)) {
+      return false;
+    }
+    try (Stream<Path> entries = Files.list(root)) {
+      return entries.anyMatch(e -> !e.getFileName().toString().equals(LOCK_FILE));
+    } catch (IOException e) {
+      return true;
+    }
+  }
+
+  void createLayout() {
+    try {
+      for (Path dir : List.of(logs(), root.resolve("pids"), kafkaDir(), connectDir(), plugins())) {
+        Files.createDirectories(dir);
+      }
+    } catch (IOException e) {
+      throw new StackException("could not create " + root + ": " + e.getMessage(), e);
+    }
+  }
+
+  Optional<Long> readPid(Component component) {
+    Path file = pidFile(component);
+    try {
+      return Files.isRegularFile(file)
+          ? Optional.of(Long.parseLong(Files.readString(file).trim()))
+          : Optional.empty();
+    } catch (IOException | NumberFormatException e) {
+      return Optional.empty();
+    }
+  }
+
+  void writePid(Component component, long pid) {
+    write(pidFile(component), pid + "\n");
+  }
+
+  void deletePid(Component component) {
+    try {
+      Files.deleteIfExists(pidFile(component));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Deletes everything but the lock file. */
+  void wipe() {
+    if (!exists()) {
+      return;
+    }
+    try (Stream<Path> entries = Files.list(root)) {
+      for (Path entry : entries.toList()) {
+        if (!entry.getFileName().toString().equals(LOCK_FILE)) {
+          deleteRecursively(entry);
+        }
+      }
+    } catch (IOException e) {
+      throw new StackException("could not clean " + root + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Deletes data directories and pid files; keeps logs for a look after the fact. */
+  void clearAfterStop() {
+    for (Path path :
+        List.of(
+            root.resolve("postgres"),
+            kafkaDir(),
+            connectDir(),
+            plugins(),
+            root.resolve("pids"),
+            stackFile())) {
+      try {
+        deleteRecursively(path);
+      } catch (IOException e) {
+        throw new StackException("could not clean " + path + ": " + e.getMessage(), e);
+      }
+    }
+  }
+
+  /**
+   * Held while a command changes the stack, so two {@code ./local-stack.sh} runs never start or
+   * stop the same processes at once.
+   */
+  FileLock lock() {
+    try {
+      Files.createDirectories(root);
+      FileChannel channel =
+          FileChannel.open(
+              root.resolve(LOCK_FILE), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      FileLock lock = channel.tryLock();
+      if (lock == null) {
+        channel.close();
+        throw new StackException(
+            "another ./local-stack.sh command is working on " + root + "; wait for it to finish");
+      }
+      return lock;
+    } catch (OverlappingFileLockException e) {
+      throw new StackException("this process already holds the lock on " + root, e);
+    } catch (IOException e) {
+      throw new StackException("could not lock " + root + ": " + e.getMessage(), e);
+    }
+  }
+
+  static void write(Path file, String content) {
+    try {
+      Files.createDirectories(file.getParent());
+      Files.writeString(file, content);
+    } catch (IOException e) {
+      throw new StackException("could not write " + file + ": " + e.getMessage(), e);
+    }
+  }
+
+  static void deleteRecursively(Path path) throws IOException {
+    if (!Files.exists(path)) {
+      return;
+    }
+    try (Stream<Path> walk = Files.walk(path)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  static void copyRecursively(Path from, Path to) {
+    try (Stream<Path> walk = Files.walk(from)) {
+      for (Path source : walk.toList()) {
+        Path target = to.resolve(from.relativize(source).toString());
+        if (Files.isDirectory(source)) {
+          Files.createDirectories(target);
+        } else {
+          Files.copy(source, target);
+        }
+      }
+    } catch (IOException e) {
+      throw new StackException("could not copy " + from + " to " + to + ": " + e.getMessage(), e);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+package dev.outboxrelay.localstack;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.Iterator;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+
+/** {@code status}: what runs, the connectors' states, and the outbox rows by owner and status. */
+final class StatusCommand {
+  private final StackOptions options;
+  private final Console console;
+
+  StatusCommand(StackOptions options, Console console) {
+    this.options = options;
+    this.console = console;
+  }
+
+  int run() {
+    StateDir state = new StateDir(options.stateDir());
+    Optional<StackRecord> record = StackRecord.read(state.stackFile());
+    Map<Component, Long> running = StackProcesses.running(state);
+    if (record.isEmpty()) {
+      console.line("No local stack is running (start one with ./local-stack.sh up).");
+      return running.isEmpty() ? 3 : 1;
+    }
+    StackRecord stack = record.get();
+    for (Component component : Component.values()) {
+      if (component == Component.POSTGRES && !stack.embedded()) {
+        continue;
+      }
+      Long pid = running.get(component);
+      console.line(
+          String.format(
+              Locale.ROOT,
+              "  %-11s %s",
+              component.title(),
+              pid == null ? "NOT RUNNING" : "running (pid " + pid + ")"));
+    }
+    if (running.containsKey(Component.CONNECT)) {
+      printConnectors(new ConnectRest(stack.connectUrl()));
+    }
+    printOutbox(
+        new Database(stack.jdbcUrl(), stack.dbUser(), options.dbPassword(), stack.embedded()));
+    Summary.print(console, stack, state, options.repoRoot());
+    return running.size() == (stack.embedded() ? 3 : 2) ? 0 : 1;
+  }
+
+  private void printConnectors(ConnectRest rest) {
+    JsonNode connectors = rest.get("/connectors?expand=status");
+    console.line("  Connectors:" + (connectors.isEmpty() ? " none" : ""));
+    Iterator<Map.Entry<String, JsonNode>> it = connectors.fields();
+    while (it.hasNext()) {
+      Map.Entry<String, JsonNode> entry = it.next();
+      JsonNode status = entry.getValue().path("status");
+      StringBuilder tasks = new StringBuilder();
+      for (JsonNode task : status.path("tasks")) {
+        tasks.append(" task ").append(task.path("id").asText()).append('=');
+        tasks.append(task.path("state").asText());
+      }
+      console.line(
+          "    " + entry.getKey() + ": " + status.path("connector").path("state").asText() + tasks);
+    }
+  }
+
+  private void printOutbox(Database database) {
+    String sql =
+        "SELECT coalesce(instance_key, '(none: legacy)') AS owner, status, count(*) FROM "
+            + DemoSchema.TABLE.qualified()
+            + " GROUP BY 1, 2 ORDER BY 1, 2";
+    try (Connection c = database.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement(sql);
+        ResultSet rs = ps.executeQuery()) {
+      console.line("  Outbox rows (instance_key, status, count):");
+      while (rs.next()) {
+        console.line(
+            String.format(
+                Locale.ROOT,
+                "    %-16s %-10s %d",
+                rs.getString(1),
+                rs.getString(2),
+                rs.getLong(3)));
+      }
+    } catch (SQLException e) {
+      console.line(
+          "42P01".equals(e.getSQLState())
+              ? "  Outbox rows: no outbox table yet (the demo creates it)"
+              : "  Outbox rows: not readable (SQLState " + e.getSQLState() + ")");
+    }
+  }
+}

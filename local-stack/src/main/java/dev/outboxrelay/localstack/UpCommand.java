@@ -1,0 +1,149 @@
+package dev.outboxrelay.localstack;
+
+import java.nio.channels.FileLock;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * {@code up}: starts PostgreSQL (unless the user brings one), a Kafka broker and a Connect worker,
+ * then runs the demo and leaves everything running. Finds a running stack instead of starting a
+ * second one, and cleans up what an earlier run left behind.
+ */
+final class UpCommand {
+  private final StackOptions options;
+  private final Console console;
+  private final StateDir state;
+  private final Map<Component, Long> started = new EnumMap<>(Component.class);
+
+  UpCommand(StackOptions options, Console console) {
+    this.options = options;
+    this.console = console;
+    this.state = new StateDir(options.stateDir());
+  }
+
+  int run() throws Exception {
+    try (FileLock lock = state.lock()) {
+      Map<Component, Long> running = StackProcesses.running(state);
+      Optional<StackRecord> record = StackRecord.read(state.stackFile());
+      if (record.isPresent() && running.size() == expectedComponents(record.get())) {
+        console.line("The local stack is already running (pids " + running.values() + ").");
+        Summary.print(console, record.get(), state, options.repoRoot());
+        return 0;
+      }
+      stopPartialStack(running);
+      StackPorts ports = StackPorts.resolve(options);
+      ports.requireFree();
+      if (state.exists()) {
+        console.step("Stack", "removing the state of an earlier run in " + state.root());
+        state.wipe();
+      }
+      KafkaProcesses kafka = KafkaProcesses.from(state, options.kafkaClasspathFile());
+      if (!ConnectWorker.hasPlugin(options.pluginDir())) {
+        throw new StackException(
+            "no Connect plugin under "
+                + options.pluginDir()
+                + ": build it with `mvn -B -DskipTests package`");
+      }
+      state.createLayout();
+      StackRecord stack = startServices(ports, kafka);
+      return runDemo(stack) ? 0 : 1;
+    }
+  }
+
+  private static int expectedComponents(StackRecord record) {
+    return record.embedded() ? 3 : 2;
+  }
+
+  private void stopPartialStack(Map<Component, Long> running) {
+    if (!running.isEmpty()) {
+      console.step(
+          "Stack", "found a partial stack from an earlier run " + running + "; stopping it");
+      StackProcesses.stop(state, running, console);
+    }
+  }
+
+  /** Starts the services; stops what it started when one fails or the user interrupts. */
+  private StackRecord startServices(StackPorts ports, KafkaProcesses kafka) {
+    Thread stopOnInterrupt = new Thread(this::stopStarted, "local-stack-abort");
+    Runtime.getRuntime().addShutdownHook(stopOnInterrupt);
+    try {
+      Database database = startDatabase(ports);
+      started.put(Component.KAFKA, new KafkaBroker(state, ports, kafka, console).start().pid());
+      kafka.loggingConfig("tools-log4j2.xml");
+      Process connect =
+          new ConnectWorker(state, ports, kafka, console)
+              .start(
+                  options.workerConfigTemplate(),
+                  options.pluginDir(),
+                  database.password().orElse(""));
+      started.put(Component.CONNECT, connect.pid());
+      StackRecord stack =
+          new StackRecord(
+              ports.bootstrapServers(),
+              ports.connectUrl(),
+              database.jdbcUrl(),
+              database.user(),
+              database.embedded());
+      stack.write(state.stackFile());
+      Runtime.getRuntime().removeShutdownHook(stopOnInterrupt);
+      return stack;
+    } catch (RuntimeException e) {
+      removeQuietly(stopOnInterrupt);
+      console.step("Stack", "start failed; stopping what was started");
+      stopStarted();
+      throw e;
+    }
+  }
+
+  private Database startDatabase(StackPorts ports) {
+    if (options.embeddedPostgres()) {
+      Database database = new EmbeddedPostgresServer(state, ports.postgres(), console).start();
+      state.readPid(Component.POSTGRES).ifPresent(pid -> started.put(Component.POSTGRES, pid));
+      return database;
+    }
+    Database database =
+        new Database(
+            options.externalJdbcUrl().orElseThrow(), options.dbUser(), options.dbPassword(), false);
+    console.step("PostgreSQL", "using " + database.displayUrl() + " (OUTBOX_JDBC_URL)");
+    database.requireReachable();
+    return database;
+  }
+
+  /**
+   * The services stay up when the demo fails, so the user can look at them; the exit code and the
+   * message say what went wrong.
+   */
+  private boolean runDemo(StackRecord stack) {
+    Database database =
+        new Database(stack.jdbcUrl(), stack.dbUser(), options.dbPassword(), stack.embedded());
+    boolean ok = true;
+    if (options.runDemo()) {
+      try {
+        new OutboxDemo(
+                console, database, new ConnectRest(stack.connectUrl()), stack.bootstrapServers())
+            .run(options.connectorConfig(), stack.jdbcUrl());
+      } catch (StackException e) {
+        ok = false;
+        console.blank();
+        console.line("The demo failed (the services keep running for a look):");
+        console.line("  " + e.getMessage().replace("\n", "\n  "));
+      }
+    }
+    Summary.print(console, stack, state, options.repoRoot());
+    return ok;
+  }
+
+  private synchronized void stopStarted() {
+    StackProcesses.stop(state, new EnumMap<>(started), console);
+    started.clear();
+  }
+
+  private static void removeQuietly(Thread hook) {
+    try {
+      Runtime.getRuntime().removeShutdownHook(hook);
+    } catch (IllegalStateException e) {
+      // The JVM is already shutting down: the hook runs (or ran) anyway.
+    }
+  }
+}
