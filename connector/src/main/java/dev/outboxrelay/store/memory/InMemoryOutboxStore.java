@@ -80,7 +80,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (batch.size() == request.limit()) {
         break;
       }
-      if (!keys.contains(row.instanceKey) || !row.isDue(now, request.maxAttempts())) {
+      if (!row.ownedBy(keys) || !row.isDue(now, request.maxAttempts())) {
         continue;
       }
       // Under one lock the batch is the first due rows in order, so a due predecessor is always
@@ -106,7 +106,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   public synchronized ClaimResult claimAbandoned(ClaimRequest request) {
     Instant now = now();
     for (Row row : rowsBySeq.values()) {
-      if (!request.instanceKeys().contains(row.instanceKey) || !row.isAbandoned(now)) {
+      if (!row.ownedBy(request.instanceKeys()) || !row.isAbandoned(now)) {
         continue;
       }
       if (request.ordered()
@@ -238,7 +238,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
     Row oldestActive = null;
     for (Row row : rowsBySeq.values()) {
-      if (!keys.contains(row.instanceKey)) {
+      if (!row.ownedBy(keys)) {
         continue;
       }
       if (row.status != MessageStatus.PUBLISHED || countPublished) {
@@ -261,7 +261,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Set<String> keys = InstanceKeys.requireValid(instanceKeys);
     List<Row> doomed =
         rowsBySeq.values().stream()
-            .filter(r -> keys.contains(r.instanceKey))
+            .filter(r -> r.ownedBy(keys))
             .filter(r -> r.status == MessageStatus.PUBLISHED)
             .filter(r -> r.publishedAt.isBefore(publishedBefore))
             .sorted((a, b) -> a.publishedAt.compareTo(b.publishedAt))
@@ -346,6 +346,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
       this.correlationId = m.correlationId();
       this.createdAt = createdAt;
       this.deliverBefore = m.deliverBefore();
+    }
+
+    /** Legacy rows (no instance key) belong to nobody. */
+    boolean ownedBy(Set<String> keys) {
+      return instanceKey != null && keys.contains(instanceKey);
     }
 
     boolean isDue(Instant now, int maxAttempts) {

@@ -62,7 +62,10 @@ public final class SchemaMigrator {
             // The history table lives beside the outbox table; never create or clean schemas.
             .createSchemas(false)
             .cleanDisabled(true)
-            .baselineOnMigrate(false)
+            // The outbox usually shares a schema with the application's tables: start this
+            // table's own history at version 0 rather than refusing a non-empty schema.
+            .baselineOnMigrate(true)
+            .baselineVersion("0")
             .loggers("slf4j");
     if (table.schema() != null) {
       config.schemas(table.schema()).defaultSchema(table.schema());

@@ -1,0 +1,94 @@
+package dev.outboxrelay.config;
+
+import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_INITIAL_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_MAX_MS_CONFIG;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * Rules a single key's validator cannot enforce: those spanning several keys, and those that need
+ * the raw text before ConfigDef trimmed it. Shared by {@link OutboxSourceConfig} (which throws) and
+ * {@link ConfigValidation} (which attaches each problem to its key).
+ */
+final class ConfigChecks {
+
+  /** A broken rule, reported on {@code key}. */
+  record Problem(String key, String message) {}
+
+  private ConfigChecks() {}
+
+  /**
+   * Every broken rule. {@code parsed} returns a key's parsed value, or null when the key is itself
+   * invalid; a rule is only judged when all its keys are valid.
+   */
+  static List<Problem> find(Function<String, Object> parsed, Map<String, ?> raw) {
+    List<Problem> problems = new ArrayList<>();
+    renewalWithinLease(parsed, problems);
+    backoffMaxAtLeastInitial(parsed, problems);
+    instanceKeysWithoutControlCharacters(parsed, raw, problems);
+    return problems;
+  }
+
+  static void requireValid(Function<String, Object> parsed, Map<String, ?> raw) {
+    List<Problem> problems = find(parsed, raw);
+    if (!problems.isEmpty()) {
+      throw new ConfigException(
+          problems.stream().map(Problem::message).collect(Collectors.joining("; ")));
+    }
+  }
+
+  /** A lease must be renewed before it expires, or a slow send loses its row to another task. */
+  private static void renewalWithinLease(Function<String, Object> parsed, List<Problem> out) {
+    Long renewal = (Long) parsed.apply(LEASE_RENEWAL_INTERVAL_MS_CONFIG);
+    Long lease = (Long) parsed.apply(LEASE_DURATION_MS_CONFIG);
+    if (renewal != null && lease != null && renewal >= lease) {
+      out.add(
+          new Problem(
+              LEASE_RENEWAL_INTERVAL_MS_CONFIG,
+              LEASE_RENEWAL_INTERVAL_MS_CONFIG
+                  + " must be less than "
+                  + LEASE_DURATION_MS_CONFIG
+                  + " ("
+                  + lease
+                  + " ms), so leases are renewed before they expire"));
+    }
+  }
+
+  /** {@link dev.outboxrelay.retry.BackoffPolicy} needs initial <= max. */
+  private static void backoffMaxAtLeastInitial(Function<String, Object> parsed, List<Problem> out) {
+    Long initial = (Long) parsed.apply(RETRY_BACKOFF_INITIAL_MS_CONFIG);
+    Long max = (Long) parsed.apply(RETRY_BACKOFF_MAX_MS_CONFIG);
+    if (initial != null && max != null && max < initial) {
+      out.add(
+          new Problem(
+              RETRY_BACKOFF_MAX_MS_CONFIG,
+              RETRY_BACKOFF_MAX_MS_CONFIG
+                  + " must be at least "
+                  + RETRY_BACKOFF_INITIAL_MS_CONFIG
+                  + " ("
+                  + initial
+                  + " ms)"));
+    }
+  }
+
+  /** ConfigDef trims list entries, which would silently drop a control character at an end. */
+  private static void instanceKeysWithoutControlCharacters(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (parsed.apply(INSTANCE_KEYS_CONFIG) != null
+        && raw.get(INSTANCE_KEYS_CONFIG) instanceof String text) {
+      try {
+        Validators.requireNoControlCharacters(INSTANCE_KEYS_CONFIG, text);
+      } catch (ConfigException e) {
+        out.add(new Problem(INSTANCE_KEYS_CONFIG, e.getMessage()));
+      }
+    }
+  }
+}

@@ -1,0 +1,685 @@
+package dev.outboxrelay.config;
+
+import dev.outboxrelay.connect.NullMetadataPolicy;
+import dev.outboxrelay.mapping.PayloadFormat;
+import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.retry.BackoffPolicy;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashSet;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigDef.Importance;
+import org.apache.kafka.common.config.ConfigDef.Range;
+import org.apache.kafka.common.config.ConfigDef.Type;
+import org.apache.kafka.common.config.ConfigDef.Validator;
+import org.apache.kafka.common.config.ConfigDef.Width;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.types.Password;
+
+/**
+ * The connector's settings: every key with its doc, default and validator, and typed accessors so
+ * task code never reads raw strings. Constructing one validates single keys (ConfigDef) and the
+ * rules spanning several keys ({@link ConfigChecks}); {@link ConfigValidation} adds live checks.
+ *
+ * <p>Values are never logged: the JDBC URL may carry credentials.
+ */
+public class OutboxSourceConfig extends AbstractConfig {
+
+  public static final String CONNECTION_GROUP = "Connection";
+  public static final String OUTBOX_GROUP = "Outbox";
+  public static final String CLAIMING_GROUP = "Claiming";
+  public static final String RECORDS_GROUP = "Records";
+  public static final String MAINTENANCE_GROUP = "Maintenance";
+  public static final String WAKE_UP_GROUP = "Wake-up";
+
+  // Connection
+  public static final String CONNECTION_URL_CONFIG = "connection.url";
+  private static final String CONNECTION_URL_DOC =
+      "JDBC URL of the PostgreSQL database holding the outbox table, for example"
+          + " jdbc:postgresql://db:5432/app. Prefer connection.user and connection.password to"
+          + " credentials in the URL. outbox-relay never logs the URL or repeats it in errors.";
+
+  public static final String CONNECTION_USER_CONFIG = "connection.user";
+  private static final String CONNECTION_USER_DOC =
+      "Database role to connect as. Unset: the user given in the URL, if any.";
+
+  public static final String CONNECTION_PASSWORD_CONFIG = "connection.password";
+  private static final String CONNECTION_PASSWORD_DOC =
+      "Password of connection.user. Connect masks it; to keep it out of the connector config"
+          + " altogether, use a config provider set up on the worker, such as"
+          + " ${file:/etc/secrets/db.properties:password} or ${env:OUTBOX_DB_PASSWORD}.";
+
+  public static final String CONNECTION_POOL_SIZE_CONFIG = "connection.pool.size";
+  public static final int CONNECTION_POOL_SIZE_DEFAULT = 4;
+  private static final String CONNECTION_POOL_SIZE_DOC =
+      "Most database connections each task holds. Claims, acknowledgements, lease renewal and"
+          + " maintenance share them.";
+
+  public static final String CONNECTION_TIMEOUT_MS_CONFIG = "connection.timeout.ms";
+  public static final long CONNECTION_TIMEOUT_MS_DEFAULT = 5_000L;
+  private static final String CONNECTION_TIMEOUT_MS_DOC =
+      "How long to wait for a database connection before the attempt fails. A task starts even"
+          + " while the database is down and keeps trying.";
+
+  // Outbox
+  public static final String OUTBOX_TABLE_CONFIG = "outbox.table";
+  public static final String OUTBOX_TABLE_DEFAULT = OutboxTable.DEFAULT_NAME;
+  private static final String OUTBOX_TABLE_DOC =
+      "The outbox table, as table or schema.table: lower-case letters, digits and underscores,"
+          + " always quoted in SQL. Without a schema, the connection's search_path decides.";
+
+  public static final String INSTANCE_KEYS_CONFIG = "instance.keys";
+  private static final String INSTANCE_KEYS_DOC =
+      "Comma-separated instance keys whose rows this connector relays. Rows with other instance"
+          + " keys are never claimed or changed, so several connectors can share one table.";
+
+  public static final String SCHEMA_MIGRATE_ON_START_CONFIG = "schema.migrate.on.start";
+  private static final String SCHEMA_MIGRATE_ON_START_DOC =
+      "Create or upgrade the outbox table when the connector starts, with the migrations shipped"
+          + " in the plugin (history in the table <outbox.table>_schema_history). When false, the"
+          + " table must already exist in the current version: apply docs/schema.sql with your own"
+          + " migration tool.";
+
+  // Claiming
+  public static final String CLAIM_BATCH_SIZE_CONFIG = "claim.batch.size";
+  public static final int CLAIM_BATCH_SIZE_DEFAULT = 500;
+  private static final String CLAIM_BATCH_SIZE_DOC =
+      "Most rows one claim takes, and so most records one poll returns.";
+
+  public static final String POLL_INTERVAL_MS_CONFIG = "poll.interval.ms";
+  public static final long POLL_INTERVAL_MS_DEFAULT = 1_000L;
+  private static final String POLL_INTERVAL_MS_DOC =
+      "How long a task waits after a claim found nothing before it claims again. With"
+          + " notify.enabled, a notification ends the wait early.";
+
+  public static final String LEASE_DURATION_MS_CONFIG = "lease.duration.ms";
+  public static final long LEASE_DURATION_MS_DEFAULT = 60_000L;
+  private static final String LEASE_DURATION_MS_DOC =
+      "How long a claimed row stays reserved for the task that claimed it. Once the lease"
+          + " expires (a crashed or cut-off worker), any task may claim the row again, and the"
+          + " former holder's late acknowledgement is rejected.";
+
+  public static final String LEASE_RENEWAL_INTERVAL_MS_CONFIG = "lease.renewal.interval.ms";
+  public static final long LEASE_RENEWAL_INTERVAL_MS_DEFAULT = 20_000L;
+  private static final String LEASE_RENEWAL_INTERVAL_MS_DOC =
+      "How often a task extends the leases of rows it has sent but not yet seen acknowledged, so"
+          + " a slow or blocked producer does not lose them. Must be less than lease.duration.ms;"
+          + " a third of it tolerates two missed renewals.";
+
+  public static final String MAX_ATTEMPTS_CONFIG = "max.attempts";
+  public static final int MAX_ATTEMPTS_DEFAULT = 10;
+  private static final String MAX_ATTEMPTS_DOC =
+      "Delivery attempts per row before it is parked as EXHAUSTED. 0 means unlimited.";
+
+  public static final String RETRY_BACKOFF_INITIAL_MS_CONFIG = "retry.backoff.initial.ms";
+  public static final long RETRY_BACKOFF_INITIAL_MS_DEFAULT = 1_000L;
+  private static final String RETRY_BACKOFF_INITIAL_MS_DOC =
+      "Delay before a row whose delivery failed, or whose outcome is unknown, is tried again.";
+
+  public static final String RETRY_BACKOFF_MAX_MS_CONFIG = "retry.backoff.max.ms";
+  public static final long RETRY_BACKOFF_MAX_MS_DEFAULT = 300_000L;
+  private static final String RETRY_BACKOFF_MAX_MS_DOC =
+      "Upper bound of the retry delay. Must be at least retry.backoff.initial.ms.";
+
+  public static final String RETRY_BACKOFF_MULTIPLIER_CONFIG = "retry.backoff.multiplier";
+  public static final double RETRY_BACKOFF_MULTIPLIER_DEFAULT = 2.0;
+  private static final String RETRY_BACKOFF_MULTIPLIER_DOC =
+      "Factor by which the retry delay grows with each failed attempt.";
+
+  public static final String RETRY_BACKOFF_JITTER_CONFIG = "retry.backoff.jitter";
+  public static final double RETRY_BACKOFF_JITTER_DEFAULT = 0.2;
+  private static final String RETRY_BACKOFF_JITTER_DOC =
+      "Fraction of each retry delay that is randomized, so rows that failed together do not"
+          + " retry together. 0 turns jitter off.";
+
+  public static final String ORDERING_ENABLED_CONFIG = "ordering.enabled";
+  private static final String ORDERING_ENABLED_DOC =
+      "Deliver the rows of one aggregate (instance key and aggregate id) in insertion order: a"
+          + " row is not claimed while an earlier row of its aggregate awaits delivery. Turn off"
+          + " for more parallelism when consumers do not rely on order.";
+
+  // Records
+  public static final String ROUTING_CONVENTION_CONFIG = "routing.convention";
+  public static final String ROUTING_OUTBOX_RELAY = "outbox-relay";
+  public static final String ROUTING_DEBEZIUM = "debezium";
+  private static final String ROUTING_CONVENTION_DOC =
+      "Naming of topics and headers. outbox-relay: topic outbox.${aggregate_type}, headers"
+          + " outbox.*. debezium: that of Debezium's outbox event router (topic"
+          + " outbox.event.${aggregate_type}, key = aggregate id, header id = message id), so"
+          + " consumers moving from Debezium keep working unchanged.";
+
+  public static final String TOPIC_TEMPLATE_CONFIG = "topic.template";
+  private static final String TOPIC_TEMPLATE_DOC =
+      "Topic of each record, built from its row with the variables ${aggregate_type},"
+          + " ${event_type} and ${instance_key}; the rest must be legal in a topic name. Unset or"
+          + " empty: the routing convention's default, outbox.${aggregate_type} or"
+          + " outbox.event.${aggregate_type}. A topic set on the row itself takes precedence.";
+
+  public static final String PAYLOAD_FORMAT_CONFIG = "payload.format";
+  private static final String PAYLOAD_FORMAT_DOC =
+      "How a row's payload becomes the record value. bytes: the bytes as they are, whatever"
+          + " their serialization. json: parsed as JSON and emitted as a structured value, for"
+          + " JsonConverter and friends.";
+
+  public static final String PAYLOAD_MAX_BYTES_CONFIG = "payload.max.bytes";
+  public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_048_576;
+  private static final String PAYLOAD_MAX_BYTES_DOC =
+      "Largest payload, in bytes, the relay sends. Keep it within the producer's and the"
+          + " topic's message size limits.";
+
+  public static final String DEAD_LETTER_TOPIC_CONFIG = "dead.letter.topic";
+  private static final String DEAD_LETTER_TOPIC_DOC =
+      "Topic for rows that cannot be delivered. Empty: none; such rows are only parked in the"
+          + " outbox table.";
+
+  public static final String NULL_METADATA_POLICY_CONFIG = "null.metadata.policy";
+  private static final String NULL_METADATA_POLICY_DOC =
+      "What an acknowledgement without metadata does to its row. Connect sends one both for a"
+          + " record dropped by a transform or predicate and for a failed send under"
+          + " errors.tolerance=all, and does not say which. retry: the row is retried with"
+          + " backoff and charged an attempt. fail: the row is parked as FAILED (reason"
+          + " DROPPED_OR_UNDELIVERED), for pipelines that filter on purpose. Neither marks it"
+          + " published.";
+
+  // Maintenance
+  public static final String RETENTION_PUBLISHED_MS_CONFIG = "retention.published.ms";
+  public static final long RETENTION_PUBLISHED_MS_DEFAULT = 604_800_000L;
+  public static final long RETENTION_FOREVER = -1L;
+  private static final String RETENTION_PUBLISHED_MS_DOC =
+      "How long published rows are kept before cleanup deletes them. -1 keeps them forever.";
+
+  public static final String CLEANUP_INTERVAL_MS_CONFIG = "cleanup.interval.ms";
+  public static final long CLEANUP_INTERVAL_MS_DEFAULT = 60_000L;
+  private static final String CLEANUP_INTERVAL_MS_DOC = "How often retention cleanup runs.";
+
+  public static final String CLEANUP_BATCH_SIZE_CONFIG = "cleanup.batch.size";
+  public static final int CLEANUP_BATCH_SIZE_DEFAULT = 1_000;
+  private static final String CLEANUP_BATCH_SIZE_DOC =
+      "Most rows one cleanup statement deletes, so cleanup never holds locks for long.";
+
+  public static final String METRICS_BACKLOG_INTERVAL_MS_CONFIG = "metrics.backlog.interval.ms";
+  public static final long METRICS_BACKLOG_INTERVAL_MS_DEFAULT = 30_000L;
+  private static final String METRICS_BACKLOG_INTERVAL_MS_DOC =
+      "How often the backlog metrics (rows per status, age of the oldest pending row) are read"
+          + " from the database.";
+
+  // Wake-up
+  public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";
+  private static final String NOTIFY_ENABLED_DOC =
+      "LISTEN on notify.channel and claim as soon as a notification arrives, instead of waiting"
+          + " for poll.interval.ms. Polling goes on regardless, so a missed notification only"
+          + " delays delivery. Something must send NOTIFY on the channel when rows are inserted.";
+
+  public static final String NOTIFY_CHANNEL_CONFIG = "notify.channel";
+  public static final String NOTIFY_CHANNEL_DEFAULT = "outbox_relay";
+  private static final String NOTIFY_CHANNEL_DOC =
+      "PostgreSQL channel for notify.enabled: lower-case letters, digits and underscores.";
+
+  public OutboxSourceConfig(Map<?, ?> props) {
+    this(configDef(), props);
+  }
+
+  /** For a task config that extends {@link #configDef()} with task-only keys. */
+  protected OutboxSourceConfig(ConfigDef definition, Map<?, ?> props) {
+    super(definition, props, false); // Never log values: the URL may carry a password.
+    ConfigChecks.requireValid(this::get, originals());
+  }
+
+  /** A new definition of every key; callers may extend it. */
+  public static ConfigDef configDef() {
+    ConfigDef def = new ConfigDef();
+    new Group(def, CONNECTION_GROUP)
+        .add(
+            CONNECTION_URL_CONFIG,
+            Type.STRING,
+            ConfigDef.NO_DEFAULT_VALUE,
+            Validators.jdbcUrl(),
+            Importance.HIGH,
+            CONNECTION_URL_DOC,
+            "JDBC URL")
+        .add(
+            CONNECTION_USER_CONFIG,
+            Type.STRING,
+            null,
+            null,
+            Importance.HIGH,
+            CONNECTION_USER_DOC,
+            "User")
+        .add(
+            CONNECTION_PASSWORD_CONFIG,
+            Type.PASSWORD,
+            null,
+            null,
+            Importance.HIGH,
+            CONNECTION_PASSWORD_DOC,
+            "Password")
+        .add(
+            CONNECTION_POOL_SIZE_CONFIG,
+            Type.INT,
+            CONNECTION_POOL_SIZE_DEFAULT,
+            Range.between(2, 64),
+            Importance.LOW,
+            CONNECTION_POOL_SIZE_DOC,
+            "Pool size")
+        .add(
+            CONNECTION_TIMEOUT_MS_CONFIG,
+            Type.LONG,
+            CONNECTION_TIMEOUT_MS_DEFAULT,
+            Range.between(250L, 300_000L),
+            Importance.LOW,
+            CONNECTION_TIMEOUT_MS_DOC,
+            "Connection timeout (ms)");
+    new Group(def, OUTBOX_GROUP)
+        .add(
+            OUTBOX_TABLE_CONFIG,
+            Type.STRING,
+            OUTBOX_TABLE_DEFAULT,
+            Validators.outboxTable(),
+            Importance.HIGH,
+            OUTBOX_TABLE_DOC,
+            "Outbox table")
+        .add(
+            INSTANCE_KEYS_CONFIG,
+            Type.LIST,
+            ConfigDef.NO_DEFAULT_VALUE,
+            Validators.instanceKeys(),
+            Importance.HIGH,
+            INSTANCE_KEYS_DOC,
+            "Instance keys")
+        .add(
+            SCHEMA_MIGRATE_ON_START_CONFIG,
+            Type.BOOLEAN,
+            false,
+            null,
+            Importance.MEDIUM,
+            SCHEMA_MIGRATE_ON_START_DOC,
+            "Migrate schema on start");
+    new Group(def, CLAIMING_GROUP)
+        .add(
+            CLAIM_BATCH_SIZE_CONFIG,
+            Type.INT,
+            CLAIM_BATCH_SIZE_DEFAULT,
+            Range.between(1, 10_000),
+            Importance.MEDIUM,
+            CLAIM_BATCH_SIZE_DOC,
+            "Claim batch size")
+        .add(
+            POLL_INTERVAL_MS_CONFIG,
+            Type.LONG,
+            POLL_INTERVAL_MS_DEFAULT,
+            Range.between(10L, 600_000L),
+            Importance.MEDIUM,
+            POLL_INTERVAL_MS_DOC,
+            "Poll interval (ms)")
+        .add(
+            LEASE_DURATION_MS_CONFIG,
+            Type.LONG,
+            LEASE_DURATION_MS_DEFAULT,
+            Range.between(1_000L, 86_400_000L),
+            Importance.MEDIUM,
+            LEASE_DURATION_MS_DOC,
+            "Lease duration (ms)")
+        .add(
+            LEASE_RENEWAL_INTERVAL_MS_CONFIG,
+            Type.LONG,
+            LEASE_RENEWAL_INTERVAL_MS_DEFAULT,
+            Range.between(100L, 86_400_000L),
+            Importance.LOW,
+            LEASE_RENEWAL_INTERVAL_MS_DOC,
+            "Lease renewal interval (ms)")
+        .add(
+            MAX_ATTEMPTS_CONFIG,
+            Type.INT,
+            MAX_ATTEMPTS_DEFAULT,
+            Range.between(0, 1_000_000),
+            Importance.MEDIUM,
+            MAX_ATTEMPTS_DOC,
+            "Max attempts")
+        .add(
+            RETRY_BACKOFF_INITIAL_MS_CONFIG,
+            Type.LONG,
+            RETRY_BACKOFF_INITIAL_MS_DEFAULT,
+            Range.atLeast(0L),
+            Importance.LOW,
+            RETRY_BACKOFF_INITIAL_MS_DOC,
+            "Initial retry backoff (ms)")
+        .add(
+            RETRY_BACKOFF_MAX_MS_CONFIG,
+            Type.LONG,
+            RETRY_BACKOFF_MAX_MS_DEFAULT,
+            Range.atLeast(0L),
+            Importance.LOW,
+            RETRY_BACKOFF_MAX_MS_DOC,
+            "Max retry backoff (ms)")
+        .add(
+            RETRY_BACKOFF_MULTIPLIER_CONFIG,
+            Type.DOUBLE,
+            RETRY_BACKOFF_MULTIPLIER_DEFAULT,
+            Range.between(1.0, 100.0),
+            Importance.LOW,
+            RETRY_BACKOFF_MULTIPLIER_DOC,
+            "Retry backoff multiplier")
+        .add(
+            RETRY_BACKOFF_JITTER_CONFIG,
+            Type.DOUBLE,
+            RETRY_BACKOFF_JITTER_DEFAULT,
+            Range.between(0.0, 1.0),
+            Importance.LOW,
+            RETRY_BACKOFF_JITTER_DOC,
+            "Retry backoff jitter")
+        .add(
+            ORDERING_ENABLED_CONFIG,
+            Type.BOOLEAN,
+            true,
+            null,
+            Importance.MEDIUM,
+            ORDERING_ENABLED_DOC,
+            "Per-aggregate ordering");
+    new Group(def, RECORDS_GROUP)
+        .choice(
+            ROUTING_CONVENTION_CONFIG,
+            ROUTING_OUTBOX_RELAY,
+            Importance.MEDIUM,
+            ROUTING_CONVENTION_DOC,
+            "Routing convention",
+            ROUTING_OUTBOX_RELAY,
+            ROUTING_DEBEZIUM)
+        .add(
+            TOPIC_TEMPLATE_CONFIG,
+            Type.STRING,
+            null,
+            Validators.topicTemplate(),
+            Importance.MEDIUM,
+            TOPIC_TEMPLATE_DOC,
+            "Topic template")
+        .choice(
+            PAYLOAD_FORMAT_CONFIG,
+            "bytes",
+            Importance.MEDIUM,
+            PAYLOAD_FORMAT_DOC,
+            "Payload format",
+            "bytes",
+            "json")
+        .add(
+            PAYLOAD_MAX_BYTES_CONFIG,
+            Type.INT,
+            PAYLOAD_MAX_BYTES_DEFAULT,
+            Range.between(1, 104_857_600),
+            Importance.LOW,
+            PAYLOAD_MAX_BYTES_DOC,
+            "Max payload bytes")
+        .add(
+            DEAD_LETTER_TOPIC_CONFIG,
+            Type.STRING,
+            "",
+            Validators.optionalTopicName(),
+            Importance.MEDIUM,
+            DEAD_LETTER_TOPIC_DOC,
+            "Dead-letter topic")
+        .choice(
+            NULL_METADATA_POLICY_CONFIG,
+            "retry",
+            Importance.LOW,
+            NULL_METADATA_POLICY_DOC,
+            "Null-metadata policy",
+            "retry",
+            "fail");
+    new Group(def, MAINTENANCE_GROUP)
+        .add(
+            RETENTION_PUBLISHED_MS_CONFIG,
+            Type.LONG,
+            RETENTION_PUBLISHED_MS_DEFAULT,
+            Validators.minusOneOrAtLeastZero(),
+            Importance.MEDIUM,
+            RETENTION_PUBLISHED_MS_DOC,
+            "Retention of published rows (ms)")
+        .add(
+            CLEANUP_INTERVAL_MS_CONFIG,
+            Type.LONG,
+            CLEANUP_INTERVAL_MS_DEFAULT,
+            Range.between(1_000L, 86_400_000L),
+            Importance.LOW,
+            CLEANUP_INTERVAL_MS_DOC,
+            "Cleanup interval (ms)")
+        .add(
+            CLEANUP_BATCH_SIZE_CONFIG,
+            Type.INT,
+            CLEANUP_BATCH_SIZE_DEFAULT,
+            Range.between(1, 100_000),
+            Importance.LOW,
+            CLEANUP_BATCH_SIZE_DOC,
+            "Cleanup batch size")
+        .add(
+            METRICS_BACKLOG_INTERVAL_MS_CONFIG,
+            Type.LONG,
+            METRICS_BACKLOG_INTERVAL_MS_DEFAULT,
+            Range.between(1_000L, 3_600_000L),
+            Importance.LOW,
+            METRICS_BACKLOG_INTERVAL_MS_DOC,
+            "Backlog metrics interval (ms)");
+    new Group(def, WAKE_UP_GROUP)
+        .add(
+            NOTIFY_ENABLED_CONFIG,
+            Type.BOOLEAN,
+            true,
+            null,
+            Importance.LOW,
+            NOTIFY_ENABLED_DOC,
+            "Wake up on NOTIFY")
+        .add(
+            NOTIFY_CHANNEL_CONFIG,
+            Type.STRING,
+            NOTIFY_CHANNEL_DEFAULT,
+            Validators.channelName(),
+            Importance.LOW,
+            NOTIFY_CHANNEL_DOC,
+            "Notification channel");
+    return def;
+  }
+
+  /** Defines the keys of one group, numbering them in order. */
+  private static final class Group {
+    private final ConfigDef def;
+    private final String name;
+    private int order;
+
+    Group(ConfigDef def, String name) {
+      this.def = def;
+      this.name = name;
+    }
+
+    Group add(
+        String key,
+        Type type,
+        Object defaultValue,
+        Validator validator,
+        Importance importance,
+        String doc,
+        String displayName) {
+      Width width = type == Type.STRING || type == Type.LIST ? Width.LONG : Width.SHORT;
+      def.define(
+          key, type, defaultValue, validator, importance, doc, name, ++order, width, displayName);
+      return this;
+    }
+
+    Group choice(
+        String key,
+        String defaultValue,
+        Importance importance,
+        String doc,
+        String displayName,
+        String... choices) {
+      def.define(
+          key,
+          Type.STRING,
+          defaultValue,
+          Validators.oneOf(choices),
+          importance,
+          doc,
+          name,
+          ++order,
+          Width.SHORT,
+          displayName,
+          Validators.choices(choices));
+      return this;
+    }
+  }
+
+  // Connection
+
+  public String jdbcUrl() {
+    return getString(CONNECTION_URL_CONFIG);
+  }
+
+  /** The role to connect as, or null to leave it to the URL. */
+  public String user() {
+    String user = getString(CONNECTION_USER_CONFIG);
+    return user == null || user.isEmpty() ? null : user;
+  }
+
+  /** The password, or null; {@link Password#toString()} never reveals it. */
+  public Password password() {
+    return getPassword(CONNECTION_PASSWORD_CONFIG);
+  }
+
+  public int poolSize() {
+    return getInt(CONNECTION_POOL_SIZE_CONFIG);
+  }
+
+  public Duration connectionTimeout() {
+    return millis(CONNECTION_TIMEOUT_MS_CONFIG);
+  }
+
+  // Outbox
+
+  public OutboxTable table() {
+    return OutboxTable.parse(getString(OUTBOX_TABLE_CONFIG));
+  }
+
+  /** The configured instance keys, in the order given. */
+  public Set<String> instanceKeys() {
+    return Collections.unmodifiableSet(new LinkedHashSet<>(getList(INSTANCE_KEYS_CONFIG)));
+  }
+
+  public boolean migrateOnStart() {
+    return getBoolean(SCHEMA_MIGRATE_ON_START_CONFIG);
+  }
+
+  // Claiming
+
+  public int batchSize() {
+    return getInt(CLAIM_BATCH_SIZE_CONFIG);
+  }
+
+  public Duration pollInterval() {
+    return millis(POLL_INTERVAL_MS_CONFIG);
+  }
+
+  public Duration leaseDuration() {
+    return millis(LEASE_DURATION_MS_CONFIG);
+  }
+
+  public Duration leaseRenewalInterval() {
+    return millis(LEASE_RENEWAL_INTERVAL_MS_CONFIG);
+  }
+
+  /** The attempt budget per row; {@link ClaimRequest#UNLIMITED_ATTEMPTS} when configured as 0. */
+  public int maxAttempts() {
+    int attempts = getInt(MAX_ATTEMPTS_CONFIG);
+    return attempts == 0 ? ClaimRequest.UNLIMITED_ATTEMPTS : attempts;
+  }
+
+  public BackoffPolicy backoff() {
+    return new BackoffPolicy(
+        millis(RETRY_BACKOFF_INITIAL_MS_CONFIG),
+        millis(RETRY_BACKOFF_MAX_MS_CONFIG),
+        getDouble(RETRY_BACKOFF_MULTIPLIER_CONFIG),
+        getDouble(RETRY_BACKOFF_JITTER_CONFIG));
+  }
+
+  public boolean orderingEnabled() {
+    return getBoolean(ORDERING_ENABLED_CONFIG);
+  }
+
+  // Records
+
+  public RoutingConvention routingConvention() {
+    return choice(ROUTING_CONVENTION_CONFIG, RoutingConvention.class);
+  }
+
+  /** The configured template, or the routing convention's default when unset or empty. */
+  public String topicTemplate() {
+    String template = getString(TOPIC_TEMPLATE_CONFIG);
+    return template == null || template.isEmpty()
+        ? TopicTemplates.defaultFor(routingConvention())
+        : template;
+  }
+
+  public PayloadFormat payloadFormat() {
+    return choice(PAYLOAD_FORMAT_CONFIG, PayloadFormat.class);
+  }
+
+  public int payloadMaxBytes() {
+    return getInt(PAYLOAD_MAX_BYTES_CONFIG);
+  }
+
+  public Optional<String> deadLetterTopic() {
+    String topic = getString(DEAD_LETTER_TOPIC_CONFIG);
+    return topic == null || topic.isEmpty() ? Optional.empty() : Optional.of(topic);
+  }
+
+  public NullMetadataPolicy nullMetadataPolicy() {
+    return choice(NULL_METADATA_POLICY_CONFIG, NullMetadataPolicy.class);
+  }
+
+  // Maintenance
+
+  /** How long published rows are kept; empty to keep them forever. */
+  public Optional<Duration> retention() {
+    long ms = getLong(RETENTION_PUBLISHED_MS_CONFIG);
+    return ms == RETENTION_FOREVER ? Optional.empty() : Optional.of(Duration.ofMillis(ms));
+  }
+
+  public Duration cleanupInterval() {
+    return millis(CLEANUP_INTERVAL_MS_CONFIG);
+  }
+
+  public int cleanupBatchSize() {
+    return getInt(CLEANUP_BATCH_SIZE_CONFIG);
+  }
+
+  public Duration backlogMetricsInterval() {
+    return millis(METRICS_BACKLOG_INTERVAL_MS_CONFIG);
+  }
+
+  // Wake-up
+
+  public boolean notifyEnabled() {
+    return getBoolean(NOTIFY_ENABLED_CONFIG);
+  }
+
+  public String notifyChannel() {
+    return getString(NOTIFY_CHANNEL_CONFIG);
+  }
+
+  private Duration millis(String key) {
+    return Duration.ofMillis(getLong(key));
+  }
+
+  /** "outbox-relay" → OUTBOX_RELAY; the validator has already checked the word. */
+  private <E extends Enum<E>> E choice(String key, Class<E> type) {
+    String word = getString(key).toUpperCase(Locale.ROOT).replace('-', '_');
+    try {
+      return Enum.valueOf(type, word);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(key + " has no matching " + type.getSimpleName());
+    }
+  }
+}

@@ -1,0 +1,252 @@
+package dev.outboxrelay.config;
+
+import dev.outboxrelay.store.InstanceKeys;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * The validators of {@link OutboxSourceConfig}, one small named method per rule.
+ *
+ * <p>Every error names the key and what is wrong, never the value: a value can hold a credential (a
+ * password in a JDBC URL), SQL, or anything else a user pasted. Errors are therefore thrown with
+ * {@link ConfigException#ConfigException(String)}, never with the constructor that echoes the
+ * value. A null value means the key is unset: ConfigDef reports a missing required key itself, so
+ * validators accept null.
+ */
+final class Validators {
+  static final String JDBC_PREFIX = "jdbc:postgresql://";
+
+  /** Kafka's rule for topic names (org.apache.kafka.common.internals.Topic). */
+  static final int MAX_TOPIC_LENGTH = 249;
+
+  private static final Pattern TOPIC_CHARS = Pattern.compile("[a-zA-Z0-9._-]*");
+  private static final Pattern VARIABLE = Pattern.compile("\\$\\{([^}]*)}");
+  private static final Pattern PLAIN_NAME = Pattern.compile("[A-Za-z0-9_]{1,64}");
+
+  /** A PostgreSQL channel name that needs no quoting: NAMEDATALEN - 1 = 63 bytes. */
+  private static final Pattern CHANNEL = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+
+  private Validators() {}
+
+  /** A string validator with a readable description for the generated reference. */
+  private static ConfigDef.Validator of(String description, Check check) {
+    return new ConfigDef.Validator() {
+      @Override
+      public void ensureValid(String name, Object value) {
+        if (value != null) {
+          check.accept(name, value);
+        }
+      }
+
+      @Override
+      public String toString() {
+        return description;
+      }
+    };
+  }
+
+  @FunctionalInterface
+  private interface Check {
+    void accept(String name, Object value);
+  }
+
+  /** Only PostgreSQL URLs; the URL itself is never echoed (it may carry a password). */
+  static ConfigDef.Validator jdbcUrl() {
+    return of(
+        "a URL starting with " + JDBC_PREFIX,
+        (name, value) -> {
+          if (!((String) value).startsWith(JDBC_PREFIX)) {
+            throw new ConfigException(name + " must start with " + JDBC_PREFIX);
+          }
+        });
+  }
+
+  /** {@link OutboxTable#parse} is the one rule for table names; its messages carry no value. */
+  static ConfigDef.Validator outboxTable() {
+    return of(
+        "table or schema.table: lower-case letters, digits, underscores",
+        (name, value) -> {
+          try {
+            OutboxTable.parse((String) value);
+          } catch (IllegalArgumentException e) {
+            throw new ConfigException(name + " is invalid: " + e.getMessage());
+          }
+        });
+  }
+
+  /**
+   * A non-empty list of distinct keys, each valid per {@link InstanceKeys#requireValid(String)}.
+   * Entries are named by position, not by value.
+   */
+  static ConfigDef.Validator instanceKeys() {
+    return of(
+        "non-empty list of distinct instance keys",
+        (name, value) -> {
+          List<?> keys = (List<?>) value;
+          if (keys.isEmpty()) {
+            throw new ConfigException(name + " must name at least one instance key");
+          }
+          Set<Object> seen = new HashSet<>();
+          for (int i = 0; i < keys.size(); i++) {
+            try {
+              InstanceKeys.requireValid((String) keys.get(i));
+            } catch (IllegalArgumentException e) {
+              throw new ConfigException(
+                  name + " entry " + (i + 1) + " is invalid: " + e.getMessage());
+            }
+            if (!seen.add(keys.get(i))) {
+              throw new ConfigException(
+                  name + " entry " + (i + 1) + " repeats an earlier entry: keys must be distinct");
+            }
+          }
+        });
+  }
+
+  /**
+   * Raw-text check for instance keys: ConfigDef trims list entries, so a control character at
+   * either end would be dropped silently and the key would change meaning. Reject it instead.
+   */
+  static void requireNoControlCharacters(String name, String raw) {
+    if (raw.chars().anyMatch(Character::isISOControl)) {
+      throw new ConfigException(name + " must not contain control characters");
+    }
+  }
+
+  /** A legal Kafka topic name, or empty for "none". */
+  static ConfigDef.Validator optionalTopicName() {
+    return of(
+        "empty, or a topic name of at most 249 letters, digits, '.', '_', '-'",
+        (name, value) -> {
+          String topic = (String) value;
+          if (!topic.isEmpty()) {
+            requireLegalTopic(name, topic);
+          }
+        });
+  }
+
+  static void requireLegalTopic(String name, String topic) {
+    if (topic.equals(".") || topic.equals("..")) {
+      throw new ConfigException(name + " must not be '.' or '..'");
+    }
+    if (topic.length() > MAX_TOPIC_LENGTH) {
+      throw new ConfigException(
+          name + " must be at most " + MAX_TOPIC_LENGTH + " characters (a Kafka topic name)");
+    }
+    if (!TOPIC_CHARS.matcher(topic).matches()) {
+      throw new ConfigException(
+          name + " may only contain ASCII letters, digits, '.', '_' and '-' (a Kafka topic name)");
+    }
+  }
+
+  /**
+   * A topic template: literal parts legal in a topic name, variables only from {@link
+   * TopicTemplates#VARIABLES}. Empty means the routing convention's default.
+   */
+  static ConfigDef.Validator topicTemplate() {
+    return of(
+        "empty, or topic-name characters and the variables " + TopicTemplates.VARIABLES,
+        (name, value) -> {
+          String template = (String) value;
+          if (!template.isEmpty()) {
+            requireValidTemplate(name, template);
+          }
+        });
+  }
+
+  private static void requireValidTemplate(String name, String template) {
+    StringBuilder literal = new StringBuilder();
+    Matcher m = VARIABLE.matcher(template);
+    int end = 0;
+    while (m.find()) {
+      literal.append(template, end, m.start());
+      String variable = m.group(1);
+      if (!TopicTemplates.VARIABLES.contains("${" + variable + "}")) {
+        throw new ConfigException(
+            name
+                + " uses an unknown variable"
+                + (PLAIN_NAME.matcher(variable).matches() ? " ${" + variable + "}" : "")
+                + "; allowed: "
+                + String.join(", ", TopicTemplates.VARIABLES));
+      }
+      end = m.end();
+    }
+    literal.append(template.substring(end));
+    if (literal.indexOf("${") >= 0) {
+      throw new ConfigException(name + " has a '${' without a closing '}'");
+    }
+    if (!TOPIC_CHARS.matcher(literal).matches()) {
+      throw new ConfigException(
+          name
+              + " may only contain ASCII letters, digits, '.', '_', '-' outside its variables"
+              + " (the characters of a Kafka topic name)");
+    }
+    if (end == 0) {
+      requireLegalTopic(name, template); // No variable: the template is the topic name.
+    } else if (literal.length() > MAX_TOPIC_LENGTH) {
+      throw new ConfigException(name + " is longer than a Kafka topic name may be");
+    }
+  }
+
+  /** -1, or zero and above. */
+  static ConfigDef.Validator minusOneOrAtLeastZero() {
+    return of(
+        "-1 (never), or [0,...]",
+        (name, value) -> {
+          long v = (Long) value;
+          if (v < -1) {
+            throw new ConfigException(name + " must be -1 (keep forever) or at least 0");
+          }
+        });
+  }
+
+  /** A channel name LISTEN/NOTIFY can use without quoting. */
+  static ConfigDef.Validator channelName() {
+    return of(
+        "lower-case letters, digits, underscores; not starting with a digit; at most 63",
+        (name, value) -> {
+          if (!CHANNEL.matcher((String) value).matches()) {
+            throw new ConfigException(
+                name
+                    + " must be lower-case letters, digits and underscores, start with a letter or"
+                    + " underscore, at most 63 characters");
+          }
+        });
+  }
+
+  /** One of a few words, ignoring case; the words are listed in the error and the reference. */
+  static ConfigDef.Validator oneOf(String... words) {
+    List<String> allowed = Arrays.asList(words);
+    return of(
+        String.join(", ", allowed) + " (case-insensitive)",
+        (name, value) -> {
+          if (!allowed.contains(((String) value).toLowerCase(Locale.ROOT))) {
+            throw new ConfigException(name + " must be one of: " + String.join(", ", allowed));
+          }
+        });
+  }
+
+  /** Offers the allowed words to UIs that render a choice. */
+  static ConfigDef.Recommender choices(String... words) {
+    List<Object> values = List.of((Object[]) words);
+    return new ConfigDef.Recommender() {
+      @Override
+      public List<Object> validValues(String name, Map<String, Object> parsed) {
+        return values;
+      }
+
+      @Override
+      public boolean visible(String name, Map<String, Object> parsed) {
+        return true;
+      }
+    };
+  }
+}

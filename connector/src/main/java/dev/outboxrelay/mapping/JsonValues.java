@@ -1,0 +1,142 @@
+package dev.outboxrelay.mapping;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import java.io.IOException;
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Strict JSON reading for payloads and header objects. Failures carry no message: what went wrong
+ * is told by a reason code, never by parser text that could quote the data.
+ */
+final class JsonValues {
+  private static final JsonFactory FACTORY =
+      JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+
+  private static final ObjectMapper MAPPER =
+      JsonMapper.builder(FACTORY)
+          .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+          .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+          .build();
+
+  /** The input is not exactly one well-formed JSON value (of the expected shape). */
+  static final class MalformedJson extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    MalformedJson() {
+      super(null, null, false, false);
+    }
+  }
+
+  /** The JSON holds a number a schemaless Connect value cannot carry unchanged. */
+  static final class UnrepresentableNumber extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    UnrepresentableNumber() {
+      super(null, null, false, false);
+    }
+  }
+
+  private JsonValues() {}
+
+  /**
+   * Parses one JSON value into a schemaless Connect value: objects as {@code Map<String, Object>}
+   * in member order, arrays as {@code List}, strings, booleans, null, integers as {@code Long} and
+   * other numbers as {@code Double}, each only when that is exact.
+   */
+  static Object toConnectValue(byte[] json) throws MalformedJson, UnrepresentableNumber {
+    JsonNode tree;
+    try {
+      tree = MAPPER.readTree(json);
+    } catch (IOException e) {
+      throw new MalformedJson();
+    }
+    if (tree == null || tree.isMissingNode()) {
+      throw new MalformedJson();
+    }
+    return convert(tree);
+  }
+
+  private static Object convert(JsonNode node) throws UnrepresentableNumber {
+    switch (node.getNodeType()) {
+      case OBJECT:
+        Map<String, Object> object = new LinkedHashMap<>();
+        for (Map.Entry<String, JsonNode> member : node.properties()) {
+          object.put(member.getKey(), convert(member.getValue()));
+        }
+        return object;
+      case ARRAY:
+        List<Object> array = new ArrayList<>(node.size());
+        for (JsonNode element : node) {
+          array.add(convert(element));
+        }
+        return array;
+      case STRING:
+        return node.textValue();
+      case BOOLEAN:
+        return node.booleanValue();
+      case NULL:
+        return null;
+      case NUMBER:
+        return number(node);
+      default:
+        // Binary, POJO or missing nodes never come out of parsing text.
+        throw new IllegalStateException("unexpected JSON node type " + node.getNodeType());
+    }
+  }
+
+  private static Object number(JsonNode node) throws UnrepresentableNumber {
+    if (node.isIntegralNumber()) {
+      if (!node.canConvertToLong()) {
+        throw new UnrepresentableNumber();
+      }
+      return node.longValue();
+    }
+    // Floats are parsed as BigDecimal, so the literal's exact value is known. JsonConverter writes
+    // a Double with Double.toString; it must name the same number the payload did.
+    BigDecimal exact = node.decimalValue();
+    double approximation = exact.doubleValue();
+    if (!Double.isFinite(approximation)
+        || BigDecimal.valueOf(approximation).compareTo(exact) != 0) {
+      throw new UnrepresentableNumber();
+    }
+    return approximation;
+  }
+
+  /**
+   * Parses a JSON object of scalar members into header values, in member order: strings as they
+   * are, numbers exactly as written, booleans as {@code true}/{@code false}, null as null.
+   */
+  static Map<String, String> toHeaderValues(String json) throws MalformedJson {
+    Map<String, String> headers = new LinkedHashMap<>();
+    try (JsonParser parser = FACTORY.createParser(json)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) {
+        throw new MalformedJson();
+      }
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String name = parser.currentName();
+        JsonToken value = parser.nextToken();
+        if (value == null || value.isStructStart()) {
+          throw new MalformedJson();
+        }
+        headers.put(name, value == JsonToken.VALUE_NULL ? null : parser.getText());
+      }
+      if (parser.currentToken() != JsonToken.END_OBJECT || parser.nextToken() != null) {
+        throw new MalformedJson();
+      }
+    } catch (IOException e) {
+      throw new MalformedJson();
+    }
+    return headers;
+  }
+}

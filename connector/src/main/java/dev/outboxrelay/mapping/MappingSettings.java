@@ -1,0 +1,41 @@
+package dev.outboxrelay.mapping;
+
+import java.util.Objects;
+
+/**
+ * How claimed rows become records. Validated on construction, so a mapper never starts with a
+ * setting it cannot honour.
+ *
+ * @param topicTemplate topic for rows without an explicit topic; variables {@code
+ *     ${aggregate_type}}, {@code ${event_type}}, {@code ${instance_key}} (see {@link TopicRouter})
+ * @param convention header names (and, through the config, the default template)
+ * @param payloadFormat how the payload becomes the record value
+ * @param payloadMaxBytes the largest payload that is published, at least 1; larger rows are
+ *     unpublishable ({@link UnpublishableReasons#PAYLOAD_TOO_LARGE})
+ * @param deadLetterTopic where {@link RecordMapper#deadLetter} sends unpublishable rows, or null
+ *     for none (never the empty string)
+ */
+public record MappingSettings(
+    String topicTemplate,
+    RoutingConvention convention,
+    PayloadFormat payloadFormat,
+    int payloadMaxBytes,
+    String deadLetterTopic) {
+
+  public MappingSettings {
+    TopicRouter.requireValidTemplate(topicTemplate);
+    Objects.requireNonNull(convention, "convention");
+    Objects.requireNonNull(payloadFormat, "payloadFormat");
+    if (payloadMaxBytes < 1) {
+      throw new IllegalArgumentException("payload max bytes must be at least 1");
+    }
+    if (deadLetterTopic != null && !TopicNames.isLegal(deadLetterTopic)) {
+      throw new IllegalArgumentException(
+          "dead-letter topic must be a topic name (" + TopicNames.RULE + ") or absent");
+    }
+  }
+
+  public boolean hasDeadLetterTopic() {
+    return deadLetterTopic != null;
+  }
+}

@@ -1,0 +1,44 @@
+package dev.outboxrelay.mapping;
+
+/** Header names the relay sets on records. All values are strings. */
+public final class OutboxHeaders {
+  /** Every header name under this prefix is the relay's own; rows may not set one. */
+  public static final String RESERVED_PREFIX = "outbox.";
+
+  public static final String MESSAGE_ID = "outbox.message_id";
+  public static final String EVENT_TYPE = "outbox.event_type";
+  public static final String AGGREGATE_TYPE = "outbox.aggregate_type";
+  public static final String INSTANCE_KEY = "outbox.instance_key";
+
+  /** Only when the row has a correlation id. */
+  public static final String CORRELATION_ID = "outbox.correlation_id";
+
+  /** Dead-letter records only: the reason code the row was unpublishable for. */
+  public static final String FAILURE_REASON = "outbox.failure_reason";
+
+  /**
+   * Dead-letter records only, value {@code true}: the payload was left out because it is larger
+   * than the configured maximum (it stays in the outbox row).
+   */
+  public static final String PAYLOAD_OMITTED = "outbox.payload_omitted";
+
+  /** Debezium convention: the message id, as Debezium's outbox event router sets it. */
+  public static final String DEBEZIUM_ID = "id";
+
+  /**
+   * Debezium convention: the event type, where Debezium users usually place it with {@code
+   * table.fields.additional.placement=type:header:eventType}.
+   */
+  public static final String DEBEZIUM_EVENT_TYPE = "eventType";
+
+  private OutboxHeaders() {}
+
+  /** Whether a row's own header may not use {@code name} under {@code convention}. */
+  public static boolean isReserved(String name, RoutingConvention convention) {
+    if (name.startsWith(RESERVED_PREFIX)) {
+      return true;
+    }
+    return convention == RoutingConvention.DEBEZIUM
+        && (name.equals(DEBEZIUM_ID) || name.equals(DEBEZIUM_EVENT_TYPE));
+  }
+}

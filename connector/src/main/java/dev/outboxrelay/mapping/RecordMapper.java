@@ -1,0 +1,208 @@
+package dev.outboxrelay.mapping;
+
+import dev.outboxrelay.mapping.MappingResult.Mapped;
+import dev.outboxrelay.mapping.MappingResult.Unpublishable;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.ReasonCodes;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.header.ConnectHeaders;
+import org.apache.kafka.connect.source.SourceRecord;
+
+/**
+ * Turns claimed rows into source records, one row at a time: a row that cannot be published never
+ * affects another. Stateless and thread-safe.
+ *
+ * <h2>The record</h2>
+ *
+ * <ul>
+ *   <li>Topic: see {@link TopicRouter}. Kafka partition: none, the producer partitions by key.
+ *   <li>Key: the aggregate id, {@link Schema#STRING_SCHEMA}, so an aggregate's records share a
+ *       partition and keep their order.
+ *   <li>Value, {@link PayloadFormat#BYTES}: the payload bytes as they are, {@link
+ *       Schema#OPTIONAL_BYTES_SCHEMA}; a null payload is a null value (a tombstone).
+ *   <li>Value, {@link PayloadFormat#JSON}: the payload parsed and emitted <em>schemaless</em> (null
+ *       schema): objects as {@code Map<String, Object>} in member order, arrays as {@code List},
+ *       strings, booleans and nulls as themselves, integers as {@code Long} and other numbers as
+ *       {@code Double}. {@code JsonConverter} with {@code schemas.enable=false} then writes the
+ *       same JSON the application stored: same members in the same order, same strings, same
+ *       numbers (a number may be spelled differently, {@code 1e2} as {@code 100.0}, but never
+ *       changes value). A Connect schema is not inferred: JSON has none to offer, and one guessed
+ *       per row would change from row to row. Numbers that neither type carries exactly (integers
+ *       beyond 64 bits, decimals with more precision than a double) make the row unpublishable
+ *       rather than silently rounded; {@code BigDecimal} is no way out, as {@code JsonConverter}
+ *       cannot write one without a schema and would fail the task. A null payload and the JSON
+ *       literal {@code null} both give a null value (a tombstone).
+ *   <li>Timestamp: the row's {@code created_at}.
+ *   <li>Headers, all strings: for {@link RoutingConvention#OUTBOX_RELAY} the {@link OutboxHeaders}
+ *       {@code outbox.message_id}, {@code outbox.event_type}, {@code outbox.aggregate_type}, {@code
+ *       outbox.instance_key} and {@code outbox.correlation_id} (when present); for {@link
+ *       RoutingConvention#DEBEZIUM} {@code id} (message id) and {@code eventType}. Then the row's
+ *       own headers under their own names, in order.
+ *   <li>Source partition and offset: see {@link SourceOffsets}.
+ * </ul>
+ *
+ * <h2>Unpublishable rows</h2>
+ *
+ * <p>{@link #map} checks, in this order, and reports the first that applies: {@link
+ * UnpublishableReasons#DEADLINE_EXPIRED}, {@link UnpublishableReasons#PAYLOAD_TOO_LARGE}, {@link
+ * UnpublishableReasons#TOPIC_UNROUTABLE}, {@link UnpublishableReasons#HEADERS_MALFORMED} / {@link
+ * UnpublishableReasons#HEADER_NAME_RESERVED}, then (format JSON) {@link
+ * UnpublishableReasons#PAYLOAD_INVALID_JSON} / {@link
+ * UnpublishableReasons#PAYLOAD_NUMBER_UNREPRESENTABLE}. Nothing about the row's data is logged or
+ * put into a message; the reason code is all there is.
+ */
+public final class RecordMapper {
+  private final MappingSettings settings;
+  private final TopicRouter router;
+
+  public RecordMapper(MappingSettings settings) {
+    this.settings = Objects.requireNonNull(settings, "settings");
+    this.router = new TopicRouter(settings.topicTemplate());
+  }
+
+  public MappingSettings settings() {
+    return settings;
+  }
+
+  /**
+   * Maps one row. Never throws for anything in the row's data.
+   *
+   * @param now the relay clock's now, which judges {@code deliver_before}
+   */
+  public MappingResult map(ClaimedMessage row, Instant now) {
+    Objects.requireNonNull(now, "now");
+    if (row.deliverBefore() != null && !row.deliverBefore().isAfter(now)) {
+      return new Unpublishable(UnpublishableReasons.DEADLINE_EXPIRED);
+    }
+    if (isTooLarge(row.payload())) {
+      return new Unpublishable(UnpublishableReasons.PAYLOAD_TOO_LARGE);
+    }
+    Optional<String> topic = router.route(row);
+    if (topic.isEmpty()) {
+      return new Unpublishable(UnpublishableReasons.TOPIC_UNROUTABLE);
+    }
+    Map<String, String> rowHeaders;
+    try {
+      rowHeaders = rowHeaders(row);
+    } catch (JsonValues.MalformedJson e) {
+      return new Unpublishable(UnpublishableReasons.HEADERS_MALFORMED);
+    }
+    if (rowHeaders.keySet().stream().anyMatch(this::isReserved)) {
+      return new Unpublishable(UnpublishableReasons.HEADER_NAME_RESERVED);
+    }
+    Schema valueSchema;
+    Object value;
+    if (settings.payloadFormat() == PayloadFormat.JSON) {
+      valueSchema = null;
+      try {
+        value = row.payload() == null ? null : JsonValues.toConnectValue(row.payload());
+      } catch (JsonValues.MalformedJson e) {
+        return new Unpublishable(UnpublishableReasons.PAYLOAD_INVALID_JSON);
+      } catch (JsonValues.UnrepresentableNumber e) {
+        return new Unpublishable(UnpublishableReasons.PAYLOAD_NUMBER_UNREPRESENTABLE);
+      }
+    } else {
+      valueSchema = Schema.OPTIONAL_BYTES_SCHEMA;
+      value = row.payload();
+    }
+    ConnectHeaders headers = conventionHeaders(row);
+    rowHeaders.forEach(headers::addString);
+    return new Mapped(record(row, topic.get(), valueSchema, value, headers));
+  }
+
+  /**
+   * A record of the row for the dead-letter topic, whatever it was unpublishable for: key the
+   * aggregate id, value the raw payload bytes ({@link Schema#OPTIONAL_BYTES_SCHEMA}) whatever the
+   * format, the headers {@link #map} would set plus {@link OutboxHeaders#FAILURE_REASON}, and the
+   * same source partition and offset, so its acknowledgement maps back to the row.
+   *
+   * <p>Row headers that are malformed or use reserved names are left out, all of them. A payload
+   * larger than the maximum is left out too (null value, header {@link
+   * OutboxHeaders#PAYLOAD_OMITTED}), since the producer would likely refuse it and fail the task;
+   * it stays in the outbox row.
+   *
+   * @throws IllegalStateException if no dead-letter topic is configured
+   * @throws IllegalArgumentException if {@code reasonCode} is not a reason code
+   */
+  public SourceRecord deadLetter(ClaimedMessage row, String reasonCode) {
+    if (!settings.hasDeadLetterTopic()) {
+      throw new IllegalStateException("no dead-letter topic is configured");
+    }
+    ReasonCodes.require(reasonCode);
+    ConnectHeaders headers = conventionHeaders(row);
+    try {
+      Map<String, String> rowHeaders = rowHeaders(row);
+      if (rowHeaders.keySet().stream().noneMatch(this::isReserved)) {
+        rowHeaders.forEach(headers::addString);
+      }
+    } catch (JsonValues.MalformedJson e) {
+      // Left out; the failure reason tells why when it is the headers' fault.
+    }
+    headers.addString(OutboxHeaders.FAILURE_REASON, reasonCode);
+    byte[] value = row.payload();
+    if (isTooLarge(value)) {
+      value = null;
+      headers.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
+    }
+    return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, value, headers);
+  }
+
+  private boolean isTooLarge(byte[] payload) {
+    return payload != null && payload.length > settings.payloadMaxBytes();
+  }
+
+  private boolean isReserved(String headerName) {
+    return OutboxHeaders.isReserved(headerName, settings.convention());
+  }
+
+  private static Map<String, String> rowHeaders(ClaimedMessage row)
+      throws JsonValues.MalformedJson {
+    return row.headersJson() == null ? Map.of() : JsonValues.toHeaderValues(row.headersJson());
+  }
+
+  private ConnectHeaders conventionHeaders(ClaimedMessage row) {
+    ConnectHeaders headers = new ConnectHeaders();
+    switch (settings.convention()) {
+      case OUTBOX_RELAY:
+        headers.addString(OutboxHeaders.MESSAGE_ID, row.messageId());
+        headers.addString(OutboxHeaders.EVENT_TYPE, row.eventType());
+        headers.addString(OutboxHeaders.AGGREGATE_TYPE, row.aggregateType());
+        headers.addString(OutboxHeaders.INSTANCE_KEY, row.instanceKey());
+        if (row.correlationId() != null) {
+          headers.addString(OutboxHeaders.CORRELATION_ID, row.correlationId());
+        }
+        break;
+      case DEBEZIUM:
+        headers.addString(OutboxHeaders.DEBEZIUM_ID, row.messageId());
+        headers.addString(OutboxHeaders.DEBEZIUM_EVENT_TYPE, row.eventType());
+        break;
+      default:
+        throw new IllegalStateException("unknown convention " + settings.convention());
+    }
+    return headers;
+  }
+
+  private static SourceRecord record(
+      ClaimedMessage row, String topic, Schema valueSchema, Object value, ConnectHeaders headers) {
+    return new SourceRecord(
+        SourceOffsets.partition(row),
+        SourceOffsets.offset(row),
+        topic,
+        null,
+        Schema.STRING_SCHEMA,
+        row.aggregateId(),
+        valueSchema,
+        value,
+        row.createdAt() == null ? null : row.createdAt().toEpochMilli(),
+        headers);
+  }
+
+  @Override
+  public String toString() {
+    return "RecordMapper[" + settings + "]";
+  }
+}

@@ -1,0 +1,58 @@
+package dev.outboxrelay.mapping;
+
+import java.util.Set;
+
+/**
+ * Why a row can never be published as it is. Each is a reason code ({@code [A-Z0-9_]}) fit for the
+ * row's {@code last_failure_code}; none depends on time passing or on Kafka, so retrying a row that
+ * has one is pointless (it is poison, or too late).
+ */
+public final class UnpublishableReasons {
+  /** {@code deliver_before} is set and not after now: a late delivery is worse than none. */
+  public static final String DEADLINE_EXPIRED = "DEADLINE_EXPIRED";
+
+  /** The payload is longer than the configured maximum. */
+  public static final String PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE";
+
+  /**
+   * Format JSON, and the payload is not exactly one JSON value (empty, malformed, invalid UTF-8,
+   * trailing content, or an object with a duplicate member name, which consumers would read
+   * differently).
+   */
+  public static final String PAYLOAD_INVALID_JSON = "PAYLOAD_INVALID_JSON";
+
+  /**
+   * Format JSON, and the payload holds a number that a schemaless Connect value cannot carry
+   * without changing it: an integer beyond 64 bits, or a decimal that a double does not represent
+   * exactly (see {@link RecordMapper}).
+   */
+  public static final String PAYLOAD_NUMBER_UNREPRESENTABLE = "PAYLOAD_NUMBER_UNREPRESENTABLE";
+
+  /**
+   * The headers are not a JSON object whose values are all strings, numbers, booleans or null, or
+   * name one header twice.
+   */
+  public static final String HEADERS_MALFORMED = "HEADERS_MALFORMED";
+
+  /**
+   * A header of the row uses a name the relay sets itself: anything under {@code outbox.}, and
+   * {@code id} and {@code eventType} in the Debezium convention. Publishing it would let a row
+   * spoof, say, the message id consumers deduplicate by.
+   */
+  public static final String HEADER_NAME_RESERVED = "HEADER_NAME_RESERVED";
+
+  /** Neither the explicit topic nor the filled template is a legal topic name. */
+  public static final String TOPIC_UNROUTABLE = "TOPIC_UNROUTABLE";
+
+  public static final Set<String> ALL =
+      Set.of(
+          DEADLINE_EXPIRED,
+          PAYLOAD_TOO_LARGE,
+          PAYLOAD_INVALID_JSON,
+          PAYLOAD_NUMBER_UNREPRESENTABLE,
+          HEADERS_MALFORMED,
+          HEADER_NAME_RESERVED,
+          TOPIC_UNROUTABLE);
+
+  private UnpublishableReasons() {}
+}

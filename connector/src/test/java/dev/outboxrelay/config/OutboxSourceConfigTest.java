@@ -1,0 +1,256 @@
+package dev.outboxrelay.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.connect.NullMetadataPolicy;
+import dev.outboxrelay.mapping.PayloadFormat;
+import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.retry.BackoffPolicy;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.stream.Stream;
+import org.apache.kafka.common.config.ConfigException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Parsing, defaults and typed accessors; every bad value is rejected naming its key. */
+class OutboxSourceConfigTest {
+  static final String URL = "jdbc:postgresql://db.example:5432/app";
+
+  static Map<String, String> minimal() {
+    Map<String, String> props = new HashMap<>();
+    props.put("connection.url", URL);
+    props.put("instance.keys", "orders");
+    return props;
+  }
+
+  static Map<String, String> with(String key, String value) {
+    Map<String, String> props = minimal();
+    props.put(key, value);
+    return props;
+  }
+
+  static Map<String, String> without(String key) {
+    Map<String, String> props = minimal();
+    props.remove(key);
+    return props;
+  }
+
+  @Test
+  void defaults() {
+    OutboxSourceConfig config = new OutboxSourceConfig(minimal());
+
+    assertEquals(URL, config.jdbcUrl());
+    assertNull(config.user());
+    assertNull(config.password());
+    assertEquals(4, config.poolSize());
+    assertEquals(Duration.ofSeconds(5), config.connectionTimeout());
+    assertEquals(OutboxTable.parse("outbox"), config.table());
+    assertEquals(List.of("orders"), List.copyOf(config.instanceKeys()));
+    assertFalse(config.migrateOnStart());
+    assertEquals(500, config.batchSize());
+    assertEquals(Duration.ofSeconds(1), config.pollInterval());
+    assertEquals(Duration.ofMinutes(1), config.leaseDuration());
+    assertEquals(Duration.ofSeconds(20), config.leaseRenewalInterval());
+    assertEquals(10, config.maxAttempts());
+    assertEquals(
+        new BackoffPolicy(Duration.ofSeconds(1), Duration.ofMinutes(5), 2.0, 0.2),
+        config.backoff());
+    assertTrue(config.orderingEnabled());
+    assertEquals(RoutingConvention.OUTBOX_RELAY, config.routingConvention());
+    assertEquals("outbox.${aggregate_type}", config.topicTemplate());
+    assertEquals(PayloadFormat.BYTES, config.payloadFormat());
+    assertEquals(1_048_576, config.payloadMaxBytes());
+    assertEquals(Optional.empty(), config.deadLetterTopic());
+    assertEquals(NullMetadataPolicy.RETRY, config.nullMetadataPolicy());
+    assertEquals(Optional.of(Duration.ofDays(7)), config.retention());
+    assertEquals(Duration.ofMinutes(1), config.cleanupInterval());
+    assertEquals(1000, config.cleanupBatchSize());
+    assertEquals(Duration.ofSeconds(30), config.backlogMetricsInterval());
+    assertTrue(config.notifyEnabled());
+    assertEquals("outbox_relay", config.notifyChannel());
+  }
+
+  @Test
+  void everyKeyHasDocGroupAndDisplayName() {
+    var keys = OutboxSourceConfig.configDef().configKeys().values();
+    assertEquals(30, keys.size());
+    for (var key : keys) {
+      assertFalse(key.documentation == null || key.documentation.isBlank(), key.name);
+      assertFalse(key.group == null || key.group.isBlank(), key.name);
+      assertFalse(key.displayName == null || key.displayName.isBlank(), key.name);
+      assertTrue(key.orderInGroup > 0, key.name);
+    }
+  }
+
+  @Test
+  void debeziumConventionDefaultsToItsTopicNames() {
+    OutboxSourceConfig config = new OutboxSourceConfig(with("routing.convention", "debezium"));
+
+    assertEquals(RoutingConvention.DEBEZIUM, config.routingConvention());
+    assertEquals("outbox.event.${aggregate_type}", config.topicTemplate());
+  }
+
+  @Test
+  void choicesIgnoreCase() {
+    Map<String, String> props = minimal();
+    props.put("routing.convention", "Outbox-Relay");
+    props.put("payload.format", "JSON");
+    props.put("null.metadata.policy", "Fail");
+    OutboxSourceConfig config = new OutboxSourceConfig(props);
+
+    assertEquals(RoutingConvention.OUTBOX_RELAY, config.routingConvention());
+    assertEquals(PayloadFormat.JSON, config.payloadFormat());
+    assertEquals(NullMetadataPolicy.FAIL, config.nullMetadataPolicy());
+  }
+
+  @Test
+  void explicitTopicTemplateWinsOverTheConvention() {
+    Map<String, String> props = with("topic.template", "${instance_key}.${aggregate_type}-events");
+    props.put("routing.convention", "debezium");
+
+    assertEquals(
+        "${instance_key}.${aggregate_type}-events", new OutboxSourceConfig(props).topicTemplate());
+  }
+
+  @Test
+  void emptyTopicTemplateMeansTheDefault() {
+    assertEquals(
+        "outbox.${aggregate_type}",
+        new OutboxSourceConfig(with("topic.template", "")).topicTemplate());
+  }
+
+  @Test
+  void instanceKeysKeepTheirOrder() {
+    OutboxSourceConfig config = new OutboxSourceConfig(with("instance.keys", "b, a ,c"));
+
+    assertEquals(List.of("b", "a", "c"), List.copyOf(config.instanceKeys()));
+  }
+
+  @Test
+  void zeroMaxAttemptsMeansUnlimited() {
+    assertEquals(
+        ClaimRequest.UNLIMITED_ATTEMPTS,
+        new OutboxSourceConfig(with("max.attempts", "0")).maxAttempts());
+  }
+
+  @Test
+  void retentionMinusOneKeepsForever() {
+    assertEquals(
+        Optional.empty(), new OutboxSourceConfig(with("retention.published.ms", "-1")).retention());
+    assertEquals(
+        Optional.of(Duration.ZERO),
+        new OutboxSourceConfig(with("retention.published.ms", "0")).retention());
+  }
+
+  @Test
+  void credentialsAndTable() {
+    Map<String, String> props = minimal();
+    props.put("connection.user", "relay");
+    props.put("connection.password", "s3cret");
+    props.put("outbox.table", "app.outbox_v2");
+    OutboxSourceConfig config = new OutboxSourceConfig(props);
+
+    assertEquals("relay", config.user());
+    assertEquals("s3cret", config.password().value());
+    assertFalse(config.password().toString().contains("s3cret"));
+    assertEquals("app", config.table().schema());
+    assertEquals("outbox_v2", config.table().name());
+  }
+
+  @Test
+  void deadLetterTopicWhenSet() {
+    assertEquals(
+        Optional.of("outbox.dlq"),
+        new OutboxSourceConfig(with("dead.letter.topic", "outbox.dlq")).deadLetterTopic());
+  }
+
+  @Test
+  void renewalJustBelowTheLeaseIsAccepted() {
+    Map<String, String> props = with("lease.duration.ms", "1000");
+    props.put("lease.renewal.interval.ms", "999");
+
+    assertEquals(Duration.ofMillis(999), new OutboxSourceConfig(props).leaseRenewalInterval());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"connection.url", "instance.keys"})
+  void missingRequiredKey(String key) {
+    ConfigException e =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(without(key)));
+    assertTrue(e.getMessage().contains(key), e.getMessage());
+  }
+
+  /** One case per bad value: key, value. */
+  static Stream<Arguments> badValues() {
+    return BadConfigs.cases();
+  }
+
+  @ParameterizedTest(name = "{0}={1}")
+  @MethodSource("badValues")
+  void badValueIsRejectedNamingTheKey(String key, String value) {
+    ConfigException e =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(with(key, value)));
+    assertTrue(e.getMessage().contains(key), e.getMessage());
+    BadConfigs.assertNotEchoed(key, value, e.getMessage());
+  }
+
+  @Test
+  void renewalNotBelowLeaseIsRejectedOnRenewal() {
+    Map<String, String> props = with("lease.duration.ms", "30000");
+    props.put("lease.renewal.interval.ms", "30000");
+
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage().startsWith("lease.renewal.interval.ms must be less than lease.duration.ms"),
+        e.getMessage());
+  }
+
+  @Test
+  void backoffMaxBelowInitialIsRejectedOnMax() {
+    Map<String, String> props = with("retry.backoff.initial.ms", "5000");
+    props.put("retry.backoff.max.ms", "4999");
+
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage().startsWith("retry.backoff.max.ms must be at least retry.backoff.initial.ms"),
+        e.getMessage());
+  }
+
+  @Test
+  void unknownTemplateVariableIsNamed() {
+    ConfigException e =
+        assertThrows(
+            ConfigException.class,
+            () -> new OutboxSourceConfig(with("topic.template", "outbox.${aggregate}")));
+
+    assertEquals(
+        "topic.template uses an unknown variable ${aggregate}; allowed: ${aggregate_type},"
+            + " ${event_type}, ${instance_key}",
+        e.getMessage());
+  }
+
+  @Test
+  void urlIsNeverEchoed() {
+    String sentinel = "SENTINEL-url-7f3a";
+    ConfigException e =
+        assertThrows(
+            ConfigException.class,
+            () ->
+                new OutboxSourceConfig(with("connection.url", "mysql://u:" + sentinel + "@h/db")));
+
+    assertEquals("connection.url must start with jdbc:postgresql://", e.getMessage());
+  }
+}

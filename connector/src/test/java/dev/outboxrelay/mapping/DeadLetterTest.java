@@ -1,0 +1,149 @@
+package dev.outboxrelay.mapping;
+
+import static dev.outboxrelay.mapping.RecordMapperTest.headers;
+import static dev.outboxrelay.mapping.TestRows.NOW;
+import static dev.outboxrelay.mapping.TestRows.row;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.outboxrelay.mapping.MappingResult.Unpublishable;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.Lease;
+import java.util.List;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.junit.jupiter.api.Test;
+
+class DeadLetterTest {
+  private static final String DLQ = "outbox.dead-letter";
+
+  private static RecordMapper mapper(RoutingConvention convention, String deadLetterTopic) {
+    return new RecordMapper(
+        new MappingSettings(
+            convention.defaultTopicTemplate(),
+            convention,
+            PayloadFormat.JSON,
+            64,
+            deadLetterTopic));
+  }
+
+  @Test
+  void deadLetterCarriesTheRawPayloadTheHeadersAndTheReason() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, DLQ);
+    ClaimedMessage row =
+        row()
+            .messageId("m-5")
+            .seq(5)
+            .aggregateId("order-5")
+            .payload("{not json")
+            .correlationId("c-1")
+            .headersJson("{\"trace\":\"t-1\"}")
+            .lease(new Lease("worker-3", 31))
+            .build();
+    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row, NOW)).reasonCode();
+
+    SourceRecord record = mapper.deadLetter(row, reason);
+
+    assertEquals(DLQ, record.topic());
+    assertNull(record.kafkaPartition());
+    assertEquals(Schema.STRING_SCHEMA, record.keySchema());
+    assertEquals("order-5", record.key());
+    assertEquals(Schema.OPTIONAL_BYTES_SCHEMA, record.valueSchema());
+    assertArrayEquals(row.payload(), (byte[]) record.value());
+    assertEquals(TestRows.CREATED_AT.toEpochMilli(), record.timestamp());
+    assertEquals(
+        List.of(
+            "outbox.message_id=m-5",
+            "outbox.event_type=OrderPlaced",
+            "outbox.aggregate_type=order",
+            "outbox.instance_key=tenant-a",
+            "outbox.correlation_id=c-1",
+            "trace=t-1",
+            "outbox.failure_reason=PAYLOAD_INVALID_JSON"),
+        headers(record));
+    assertEquals(SourceOffsets.partition(row), record.sourcePartition());
+    assertEquals("m-5", SourceOffsets.messageId(record));
+    assertEquals(31L, SourceOffsets.leaseToken(record));
+  }
+
+  @Test
+  void debeziumDeadLetterUsesDebeziumHeaderNames() {
+    RecordMapper mapper = mapper(RoutingConvention.DEBEZIUM, DLQ);
+
+    SourceRecord record =
+        mapper.deadLetter(row().messageId("m-6").topic("bad topic").build(), "TOPIC_UNROUTABLE");
+
+    assertEquals(DLQ, record.topic());
+    assertEquals(
+        List.of("id=m-6", "eventType=OrderPlaced", "outbox.failure_reason=TOPIC_UNROUTABLE"),
+        headers(record));
+  }
+
+  @Test
+  void malformedOrReservedRowHeadersAreLeftOutEntirely() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, DLQ);
+    List<String> expected =
+        List.of(
+            "outbox.message_id=msg-1",
+            "outbox.event_type=OrderPlaced",
+            "outbox.aggregate_type=order",
+            "outbox.instance_key=tenant-a");
+
+    for (String headersJson :
+        new String[] {
+          "{\"ok\":\"1\",\"bad\":[1]}", "{\"ok\":\"1\",\"outbox.message_id\":\"spoofed\"}"
+        }) {
+      SourceRecord record =
+          mapper.deadLetter(row().headersJson(headersJson).build(), "HEADERS_MALFORMED");
+
+      List<String> actual = headers(record);
+      assertEquals(expected, actual.subList(0, 4), headersJson);
+      assertEquals(
+          List.of("outbox.failure_reason=HEADERS_MALFORMED"), actual.subList(4, actual.size()));
+    }
+  }
+
+  @Test
+  void payloadLargerThanTheMaximumIsLeftOutAndSaidSo() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, DLQ);
+    ClaimedMessage row = row().payload("x".repeat(65)).build();
+
+    SourceRecord record = mapper.deadLetter(row, "PAYLOAD_TOO_LARGE");
+
+    assertNull(record.value());
+    assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
+    assertEquals(
+        "PAYLOAD_TOO_LARGE", record.headers().lastWithName(OutboxHeaders.FAILURE_REASON).value());
+  }
+
+  @Test
+  void payloadAtTheMaximumIsKept() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, DLQ);
+    ClaimedMessage row = row().payload("x".repeat(64)).build();
+
+    SourceRecord record = mapper.deadLetter(row, "PAYLOAD_INVALID_JSON");
+
+    assertArrayEquals(row.payload(), (byte[]) record.value());
+    assertNull(record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED));
+  }
+
+  @Test
+  void withoutADeadLetterTopicItIsAnIllegalState() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, null);
+
+    assertThrows(
+        IllegalStateException.class, () -> mapper.deadLetter(row().build(), "DEADLINE_EXPIRED"));
+  }
+
+  @Test
+  void reasonMustBeAReasonCode() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, DLQ);
+
+    for (String reason : new String[] {null, "", "lower_case", "WITH SPACE", "X".repeat(65)}) {
+      assertThrows(IllegalArgumentException.class, () -> mapper.deadLetter(row().build(), reason));
+    }
+  }
+}

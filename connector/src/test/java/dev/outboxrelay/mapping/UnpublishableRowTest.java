@@ -1,0 +1,220 @@
+package dev.outboxrelay.mapping;
+
+import static dev.outboxrelay.mapping.TestRows.NOW;
+import static dev.outboxrelay.mapping.TestRows.row;
+import static dev.outboxrelay.mapping.TestRows.utf8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+
+import dev.outboxrelay.mapping.MappingResult.Mapped;
+import dev.outboxrelay.mapping.MappingResult.Unpublishable;
+import dev.outboxrelay.store.ClaimedMessage;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Each reason a row is unpublishable, and its boundary. */
+class UnpublishableRowTest {
+  private static final int MAX_BYTES = 32;
+
+  private static RecordMapper mapper(PayloadFormat format) {
+    return mapper(RoutingConvention.OUTBOX_RELAY, format);
+  }
+
+  private static RecordMapper mapper(RoutingConvention convention, PayloadFormat format) {
+    return new RecordMapper(
+        new MappingSettings(
+            convention.defaultTopicTemplate(), convention, format, MAX_BYTES, null));
+  }
+
+  private static String reason(RecordMapper mapper, ClaimedMessage row) {
+    return assertInstanceOf(Unpublishable.class, mapper.map(row, NOW)).reasonCode();
+  }
+
+  private static void assertMapped(RecordMapper mapper, ClaimedMessage row) {
+    assertInstanceOf(Mapped.class, mapper.map(row, NOW));
+  }
+
+  @Test
+  void deadlineAtOrBeforeNowIsExpired() {
+    RecordMapper mapper = mapper(PayloadFormat.BYTES);
+
+    assertEquals("DEADLINE_EXPIRED", reason(mapper, row().deliverBefore(NOW).build()));
+    assertEquals(
+        "DEADLINE_EXPIRED",
+        reason(mapper, row().deliverBefore(NOW.minus(Duration.ofDays(3))).build()));
+    assertMapped(mapper, row().deliverBefore(NOW.plusMillis(1)).build());
+    assertMapped(mapper, row().deliverBefore(null).build());
+  }
+
+  @ParameterizedTest
+  @EnumSource(PayloadFormat.class)
+  void payloadLongerThanTheMaximumIsTooLarge(PayloadFormat format) {
+    RecordMapper mapper = mapper(format);
+    String fits = "\"" + "x".repeat(MAX_BYTES - 2) + "\"";
+
+    assertMapped(mapper, row().payload(fits).build());
+    assertEquals(
+        "PAYLOAD_TOO_LARGE",
+        reason(mapper, row().payload("\"" + "x".repeat(MAX_BYTES - 1) + "\"").build()));
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "",
+        "   ",
+        "{",
+        "{\"a\":1,}",
+        "[1,2,]",
+        "{'a':1}",
+        "{a:1}",
+        "NaN",
+        "{}{}",
+        "1 2",
+        "{} x",
+        "\"unterminated",
+        "{\"a\":1,\"a\":2}",
+      })
+  void payloadThatIsNotExactlyOneJsonValueIsInvalid(String payload) {
+    assertEquals(
+        "PAYLOAD_INVALID_JSON", reason(mapper(PayloadFormat.JSON), row().payload(payload).build()));
+  }
+
+  @Test
+  void nestingDeeperThanTheParserAllowsIsInvalidJsonNotAStackOverflow() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                "t", RoutingConvention.OUTBOX_RELAY, PayloadFormat.JSON, 1 << 20, null));
+    int depth = 100_000;
+
+    assertEquals(
+        "PAYLOAD_INVALID_JSON",
+        reason(mapper, row().payload("[".repeat(depth) + "]".repeat(depth)).build()));
+    assertEquals(
+        "HEADERS_MALFORMED",
+        reason(mapper, row().headersJson("{\"a\":" + "[".repeat(depth)).build()));
+  }
+
+  @Test
+  void payloadThatIsNotUtf8IsInvalidJson() {
+    byte[] payload = utf8("[\"..\"]");
+    payload[2] = (byte) 0xC3;
+    payload[3] = (byte) 0x28;
+
+    assertEquals(
+        "PAYLOAD_INVALID_JSON", reason(mapper(PayloadFormat.JSON), row().payload(payload).build()));
+  }
+
+  @Test
+  void bytesFormatNeverParsesThePayload() {
+    assertMapped(mapper(PayloadFormat.BYTES), row().payload("{broken").build());
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "123456789012345678901234567890",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "0.1000000000000000055511151231257827",
+        "3.14159265358979323846264338327950288",
+        "1e400",
+        "-1e400",
+      })
+  void numberThatNoSchemalessValueCarriesExactlyIsUnrepresentable(String number) {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                "t", RoutingConvention.OUTBOX_RELAY, PayloadFormat.JSON, 4096, null));
+
+    assertEquals(
+        "PAYLOAD_NUMBER_UNREPRESENTABLE",
+        reason(mapper, row().payload("{\"a\":[" + number + "]}").build()));
+    assertEquals("PAYLOAD_NUMBER_UNREPRESENTABLE", reason(mapper, row().payload(number).build()));
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "[]",
+        "\"text\"",
+        "42",
+        "null",
+        "{\"a\":[\"x\"]}",
+        "{\"a\":{\"b\":\"c\"}}",
+        "{\"a\":\"1\",\"a\":\"2\"}",
+        "{\"a\":\"1\"} trailing",
+        "{\"a\":\"1\"}{}",
+        "{\"a\":",
+        "not json",
+        "",
+      })
+  void headersThatAreNotAnObjectOfScalarsAreMalformed(String headersJson) {
+    assertEquals(
+        "HEADERS_MALFORMED",
+        reason(mapper(PayloadFormat.BYTES), row().headersJson(headersJson).build()));
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"outbox.message_id", "outbox.failure_reason", "outbox.anything"})
+  void rowHeaderUnderTheOutboxPrefixIsReserved(String name) {
+    for (RoutingConvention convention : RoutingConvention.values()) {
+      assertEquals(
+          "HEADER_NAME_RESERVED",
+          reason(
+              mapper(convention, PayloadFormat.BYTES),
+              row().headersJson("{\"" + name + "\":\"spoof\"}").build()),
+          convention::name);
+    }
+  }
+
+  @Test
+  void debeziumHeaderNamesAreReservedOnlyInTheDebeziumConvention() {
+    for (String name : new String[] {"id", "eventType"}) {
+      ClaimedMessage row = row().headersJson("{\"" + name + "\":\"spoof\"}").build();
+
+      assertEquals(
+          "HEADER_NAME_RESERVED",
+          reason(mapper(RoutingConvention.DEBEZIUM, PayloadFormat.BYTES), row));
+      assertMapped(mapper(RoutingConvention.OUTBOX_RELAY, PayloadFormat.BYTES), row);
+    }
+  }
+
+  @Test
+  void illegalTopicIsUnroutable() {
+    RecordMapper mapper = mapper(PayloadFormat.BYTES);
+
+    assertEquals("TOPIC_UNROUTABLE", reason(mapper, row().topic("no spaces please").build()));
+    assertEquals("TOPIC_UNROUTABLE", reason(mapper, row().aggregateType("a/b").build()));
+    assertEquals("TOPIC_UNROUTABLE", reason(mapper, row().aggregateType("x".repeat(250)).build()));
+  }
+
+  @Test
+  void theFirstFailingCheckNamesTheReason() {
+    RecordMapper mapper = mapper(PayloadFormat.JSON);
+    TestRows allBad =
+        row()
+            .deliverBefore(NOW)
+            .payload("{" + "x".repeat(MAX_BYTES))
+            .topic("bad topic")
+            .headersJson("[]");
+
+    assertEquals("DEADLINE_EXPIRED", reason(mapper, allBad.build()));
+    assertEquals("PAYLOAD_TOO_LARGE", reason(mapper, allBad.deliverBefore(null).build()));
+    assertEquals("TOPIC_UNROUTABLE", reason(mapper, allBad.payload("{").build()));
+    assertEquals("HEADERS_MALFORMED", reason(mapper, allBad.topic("ok").build()));
+    assertEquals("PAYLOAD_INVALID_JSON", reason(mapper, allBad.headersJson(null).build()));
+  }
+
+  @Test
+  void everyReasonIsAValidCodeAndListed() {
+    assertEquals(7, UnpublishableReasons.ALL.size());
+    for (String code : UnpublishableReasons.ALL) {
+      assertEquals(code, new Unpublishable(code).reasonCode());
+    }
+  }
+}

@@ -1,0 +1,619 @@
+package dev.outboxrelay.store;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The one contract every {@link OutboxStore} passes: the PostgreSQL store and the in-memory store
+ * each extend it once. Time moves only through {@link #clock}.
+ */
+public abstract class OutboxStoreContract {
+  protected static final String EU = "orders-eu";
+  protected static final String US = "orders-us";
+  protected static final Duration LEASE = Duration.ofSeconds(30);
+
+  protected ManualClock clock;
+  protected OutboxStore store;
+
+  /** A fresh, empty store judged by {@code clock}. */
+  protected abstract OutboxStore newStore(ManualClock clock);
+
+  /** Appends a message owned by {@code instanceKey}, as an application's writer would. */
+  protected abstract EnqueueResult enqueue(String instanceKey, OutboxMessage message);
+
+  /** Inserts a legacy row without an instance key (written before ownership existed). */
+  protected abstract void insertLegacy(OutboxMessage message);
+
+  /** The row's relay state as stored, or null when it does not exist. */
+  protected abstract RowState state(String messageId);
+
+  /** Rejects a writer bound to this key before any connection or row exists. */
+  protected abstract void createWriter(String instanceKey);
+
+  @BeforeEach
+  void freshStore() {
+    clock = new ManualClock(Instant.now().truncatedTo(ChronoUnit.MILLIS));
+    store = newStore(clock);
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  protected static OutboxMessage message(String id, String aggregateId) {
+    return OutboxMessage.builder()
+        .messageId(id)
+        .aggregateType("order")
+        .aggregateId(aggregateId)
+        .eventType("OrderPlaced")
+        .payload(("{\"id\":\"" + id + "\"}").getBytes())
+        .build();
+  }
+
+  protected String add(String key, String id, String aggregateId) {
+    assertEquals(EnqueueResult.ENQUEUED, enqueue(key, message(id, aggregateId)));
+    return id;
+  }
+
+  protected static ClaimRequest request(String owner, int limit, Set<String> keys) {
+    return new ClaimRequest(owner, keys, limit, LEASE, 3, true);
+  }
+
+  protected static ClaimRequest request(String owner, int limit) {
+    return request(owner, limit, Set.of(EU));
+  }
+
+  protected static List<String> ids(ClaimResult result) {
+    return result.claimed().stream().map(ClaimedMessage::messageId).toList();
+  }
+
+  protected ClaimedMessage claimOne(String owner, String expectedId) {
+    ClaimResult result = store.claim(request(owner, 1));
+    assertEquals(List.of(expectedId), ids(result));
+    return result.claimed().get(0);
+  }
+
+  private static PublishedAck ack(ClaimedMessage m, long offset) {
+    return new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, offset));
+  }
+
+  private static Map<?, ?> parseJson(String json) {
+    try {
+      return new com.fasterxml.jackson.databind.ObjectMapper().readValue(json, Map.class);
+    } catch (java.io.IOException e) {
+      throw new AssertionError("not JSON", e);
+    }
+  }
+
+  // ---------------------------------------------------------------- writer
+
+  @Test
+  void writerBoundToMissingOrBlankKeyIsRejectedBeforeAnythingHappens() {
+    assertThrows(IllegalArgumentException.class, () -> createWriter(null));
+    assertThrows(IllegalArgumentException.class, () -> createWriter(""));
+    assertThrows(IllegalArgumentException.class, () -> createWriter("   "));
+  }
+
+  @Test
+  void sameMessageIdTwiceIsReportedAndWritesOneRow() {
+    add(EU, "m1", "a");
+    assertEquals(EnqueueResult.DUPLICATE, enqueue(EU, message("m1", "other")));
+    List<ClaimedMessage> claimed = store.claim(request("w1", 10)).claimed();
+    assertEquals(List.of("m1"), ids(new ClaimResult(claimed, List.of())));
+    assertEquals("a", claimed.get(0).aggregateId(), "the first write wins");
+  }
+
+  @Test
+  void jsonPayloadIsSerializedWithJackson() {
+    enqueue(
+        EU,
+        OutboxMessage.builder()
+            .messageId("j1")
+            .aggregateType("order")
+            .aggregateId("a")
+            .eventType("OrderPlaced")
+            .jsonPayload(Map.of("total", 42))
+            .header("traceparent", "00-abc")
+            .correlationId("corr-1")
+            .build());
+    ClaimedMessage m = store.claim(request("w1", 1)).claimed().get(0);
+    assertEquals("{\"total\":42}", new String(m.payload()));
+    assertEquals(Map.of("traceparent", "00-abc"), parseJson(m.headersJson()));
+    assertEquals("corr-1", m.correlationId());
+  }
+
+  // ---------------------------------------------------------------- claim and ownership
+
+  @Test
+  void claimSetsOwnerBumpedTokenAndBoundedExpiry() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    assertEquals("w1", m.lease().owner());
+    assertEquals(1, m.lease().token());
+    RowState s = state("m1");
+    assertEquals(MessageStatus.IN_FLIGHT, s.status());
+    assertEquals("w1", s.leaseOwner());
+    assertEquals(1, s.leaseToken());
+    assertEquals(clock.now().plus(LEASE), s.leaseExpiresAt());
+  }
+
+  @Test
+  void twoInstanceKeysShareOneTableAndLegacyRowsAreNeverTouched() {
+    add(EU, "eu1", "a");
+    add(US, "us1", "a");
+    insertLegacy(message("legacy1", "a"));
+    RowState legacyBefore = state("legacy1");
+
+    assertEquals(List.of("eu1"), ids(store.claim(request("w-eu", 10, Set.of(EU)))));
+    assertEquals(List.of("us1"), ids(store.claim(request("w-us", 10, Set.of(US)))));
+    clock.advance(LEASE.multipliedBy(3));
+    assertEquals(List.of(), ids(store.claim(request("w-eu2", 10, Set.of(EU)))));
+    assertEquals(List.of("eu1"), ids(store.claimAbandoned(request("w-eu2", 10, Set.of(EU)))));
+    assertTrue(store.claimAbandoned(request("w-eu3", 10, Set.of(EU))).isEmpty());
+
+    BacklogSnapshot eu = store.inspect(Set.of(EU), true);
+    assertEquals(1, eu.count(MessageStatus.IN_FLIGHT));
+    assertEquals(0, eu.count(MessageStatus.PENDING));
+    assertEquals(1, eu.countsByStatus().values().stream().mapToLong(Long::longValue).sum());
+    assertEquals(legacyBefore, state("legacy1"));
+    assertNull(state("legacy1").instanceKey());
+  }
+
+  @Test
+  void anInstanceSeesOnlyItsOwnRowsInCountsAndCleanup() {
+    ClaimedMessage eu = claimAfterAdd(EU, "eu1");
+    ClaimedMessage us = claimAfterAdd(US, "us1");
+    insertLegacy(message("legacy1", "a"));
+    store.markPublished(ack(eu, 1));
+    store.markPublished(ack(us, 2));
+    clock.advance(Duration.ofHours(1));
+
+    assertEquals(1, store.inspect(Set.of(EU), true).count(MessageStatus.PUBLISHED));
+    assertEquals(0, store.inspect(Set.of(EU), false).count(MessageStatus.PUBLISHED));
+    assertEquals(1, store.deletePublished(Set.of(EU), clock.now(), 100));
+    assertNull(state("eu1"));
+    assertEquals(MessageStatus.PUBLISHED, state("us1").status());
+    assertEquals(MessageStatus.PENDING, state("legacy1").status());
+  }
+
+  private ClaimedMessage claimAfterAdd(String key, String id) {
+    add(key, id, "a");
+    ClaimResult r = store.claim(request("w-" + key, 1, Set.of(key)));
+    return r.claimed().get(0);
+  }
+
+  @Test
+  void cleanupDeletesInBoundedBatchesAndOnlyRowsPublishedBeforeTheCutoff() {
+    for (int i = 0; i < 5; i++) {
+      add(EU, "m" + i, "agg" + i);
+    }
+    for (ClaimedMessage m : store.claim(request("w1", 5)).claimed()) {
+      store.markPublished(ack(m, m.seq()));
+    }
+    Instant cutoff = clock.now().plusMillis(1);
+    clock.advance(Duration.ofMinutes(1));
+    add(EU, "late", "agg-late");
+    ClaimedMessage late = store.claim(request("w1", 5)).claimed().get(0);
+    store.markPublished(ack(late, 99));
+
+    assertEquals(2, store.deletePublished(Set.of(EU), cutoff, 2));
+    assertEquals(2, store.deletePublished(Set.of(EU), cutoff, 2));
+    assertEquals(1, store.deletePublished(Set.of(EU), cutoff, 2));
+    assertEquals(0, store.deletePublished(Set.of(EU), cutoff, 2));
+    assertEquals(MessageStatus.PUBLISHED, state("late").status());
+  }
+
+  @Test
+  void aRowUnderAnActiveLeaseIsNotClaimableByAnotherOwner() {
+    add(EU, "m1", "a");
+    claimOne("w1", "m1");
+    assertTrue(store.claim(request("w2", 10)).isEmpty());
+    assertTrue(store.claimAbandoned(request("w2", 10)).isEmpty());
+    clock.advance(LEASE.minusMillis(1));
+    assertTrue(store.claimAbandoned(request("w2", 10)).isEmpty());
+  }
+
+  @Test
+  void afterExpiryAnotherOwnerReclaimsAndTheFirstOwnersWritesAreLost() {
+    add(EU, "m1", "a");
+    ClaimedMessage first = claimOne("w1", "m1");
+    clock.advance(LEASE);
+    ClaimedMessage second = store.claimAbandoned(request("w2", 10)).claimed().get(0);
+    assertEquals(2, second.lease().token());
+    RowState owned = state("m1");
+
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(first, 7)));
+    assertEquals(Map.of("m1", Outcome.CLAIM_LOST), store.markPublished(List.of(ack(first, 7))));
+    assertEquals(
+        Outcome.CLAIM_LOST,
+        store.retryLater("m1", first.lease(), "SEND_FAILED", Duration.ofSeconds(5), 3));
+    assertEquals(Outcome.CLAIM_LOST, store.markFailed("m1", first.lease(), "POISON"));
+    assertEquals(Outcome.CLAIM_LOST, store.release("m1", first.lease()));
+    assertEquals(Set.of("m1"), store.renew(List.of(first.heldLease()), LEASE));
+    assertEquals(owned, state("m1"), "a lost claim changes nothing of the new owner's row");
+
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(second, 8)));
+  }
+
+  @Test
+  void anExpiredLeaseThatNobodyReclaimedStillBelongsToItsOwner() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    clock.advance(LEASE.multipliedBy(2));
+    assertEquals(Set.of(), store.renew(List.of(m.heldLease()), LEASE));
+    assertEquals(clock.now().plus(LEASE), state("m1").leaseExpiresAt());
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(m, 1)));
+  }
+
+  @Test
+  void sameOwnerWithAnotherTokenIsFencedToo() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    Lease stale = new Lease("w1", m.lease().token() + 1);
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(new PublishedAck("m1", stale, k(1))));
+    assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
+  }
+
+  private static KafkaCoordinates k(long offset) {
+    return new KafkaCoordinates("t", 0, offset);
+  }
+
+  // ---------------------------------------------------------------- outcomes
+
+  @Test
+  void publishedRecordsCoordinatesAndReleasesTheLease() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    assertEquals(
+        Outcome.APPLIED,
+        store.markPublished(new PublishedAck("m1", m.lease(), new KafkaCoordinates("x", 3, 42))));
+    RowState s = state("m1");
+    assertEquals(MessageStatus.PUBLISHED, s.status());
+    assertEquals(new KafkaCoordinates("x", 3, 42), s.kafka());
+    assertNull(s.leaseOwner());
+    assertNull(s.leaseExpiresAt());
+    assertEquals(1, s.leaseToken(), "the token is never reset");
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(m, 43)), "resolved once only");
+  }
+
+  @Test
+  void batchPublishReportsEachRowSeparately() {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    add(EU, "m3", "c");
+    List<ClaimedMessage> claimed = store.claim(request("w1", 3)).claimed();
+    store.release("m3", claimed.get(2).lease());
+    Map<String, Outcome> outcomes =
+        store.markPublished(claimed.stream().map(m -> ack(m, m.seq())).toList());
+    assertEquals(
+        Map.of("m1", Outcome.APPLIED, "m2", Outcome.APPLIED, "m3", Outcome.CLAIM_LOST), outcomes);
+    assertEquals(MessageStatus.PUBLISHED, state("m2").status());
+    assertEquals(MessageStatus.PENDING, state("m3").status());
+  }
+
+  @Test
+  void retryChargesAnAttemptAndIsNotClaimableBeforeItIsDue() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    assertEquals(
+        Outcome.APPLIED,
+        store.retryLater("m1", m.lease(), "SEND_FAILED", Duration.ofSeconds(10), 3));
+    RowState s = state("m1");
+    assertEquals(MessageStatus.AMBIGUOUS, s.status());
+    assertEquals(1, s.attempts());
+    assertEquals("SEND_FAILED", s.lastFailureCode());
+    assertEquals(clock.now().plusSeconds(10), s.nextAttemptAt());
+    assertNull(s.leaseOwner());
+
+    clock.advance(Duration.ofSeconds(9));
+    assertTrue(store.claim(request("w1", 10)).isEmpty());
+    clock.advance(Duration.ofSeconds(1));
+    assertEquals(List.of("m1"), ids(store.claim(request("w1", 10))));
+  }
+
+  @Test
+  void theAttemptBudgetEndsInExhausted() {
+    add(EU, "m1", "a");
+    for (int attempt = 1; attempt <= 2; attempt++) {
+      ClaimedMessage m = claimOne("w1", "m1");
+      assertEquals(Outcome.APPLIED, store.retryLater("m1", m.lease(), "X", Duration.ZERO, 3));
+    }
+    ClaimedMessage m = claimOne("w1", "m1");
+    assertEquals(Outcome.EXHAUSTED, store.retryLater("m1", m.lease(), "X", Duration.ZERO, 3));
+    assertEquals(MessageStatus.EXHAUSTED, state("m1").status());
+    assertEquals(3, state("m1").attempts());
+    assertTrue(store.claim(request("w1", 10)).isEmpty());
+    assertTrue(store.claimAbandoned(request("w1", 10)).isEmpty());
+  }
+
+  @Test
+  void failedIsPermanentWithAReasonCode() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    assertEquals(Outcome.APPLIED, store.markFailed("m1", m.lease(), "PAYLOAD_TOO_LARGE"));
+    assertEquals(MessageStatus.FAILED, state("m1").status());
+    assertEquals("PAYLOAD_TOO_LARGE", state("m1").lastFailureCode());
+    assertNull(state("m1").leaseOwner());
+    clock.advance(Duration.ofDays(1));
+    assertTrue(store.claim(request("w1", 10)).isEmpty());
+  }
+
+  @Test
+  void reasonCodesAreCodesNotText() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> store.markFailed("m1", m.lease(), "connection to secret-host refused"));
+    assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
+  }
+
+  @Test
+  void releaseGivesBackWithoutSpendingAnAttempt() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    assertEquals(Outcome.APPLIED, store.release("m1", m.lease()));
+    RowState s = state("m1");
+    assertEquals(MessageStatus.PENDING, s.status());
+    assertEquals(0, s.attempts());
+    assertNull(s.leaseOwner());
+    assertEquals(List.of("m1"), ids(store.claim(request("w2", 10))));
+    assertEquals(2, state("m1").leaseToken());
+  }
+
+  @Test
+  void renewalExtendsHeldLeasesAndReportsLostOnes() {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    List<ClaimedMessage> claimed = store.claim(request("w1", 2)).claimed();
+    store.release("m2", claimed.get(1).lease());
+    clock.advance(Duration.ofSeconds(20));
+    Set<String> lost = store.renew(claimed.stream().map(ClaimedMessage::heldLease).toList(), LEASE);
+    assertEquals(Set.of("m2"), lost);
+    assertEquals(clock.now().plus(LEASE), state("m1").leaseExpiresAt());
+    clock.advance(Duration.ofSeconds(20));
+    assertTrue(store.claimAbandoned(request("w2", 10)).isEmpty(), "renewed lease still held");
+  }
+
+  // ---------------------------------------------------------------- attempts: poison vs outage
+
+  @Test
+  void aRowThatKeepsKillingItsWorkerEndsExhausted() {
+    add(EU, "poison", "a");
+    claimOne("w1", "poison");
+    int reclaims = 0;
+    while (true) {
+      clock.advance(LEASE); // the worker died holding it
+      ClaimResult r = store.claimAbandoned(request("w" + (++reclaims + 1), 10));
+      if (!r.exhausted().isEmpty()) {
+        assertEquals(List.of("poison"), r.exhausted());
+        break;
+      }
+      assertEquals(List.of("poison"), ids(r));
+      assertTrue(reclaims < 10, "must end EXHAUSTED instead of crash-looping forever");
+    }
+    RowState s = state("poison");
+    assertEquals(MessageStatus.EXHAUSTED, s.status());
+    assertEquals("ABANDONED_IN_ISOLATION", s.lastFailureCode());
+    assertEquals(3, s.attempts());
+    assertNull(s.leaseOwner());
+    // The first abandonment was not charged (a batch lost in a crash); three isolated ones were.
+    assertEquals(4, reclaims);
+  }
+
+  @Test
+  void workerOutagesNeverExhaustHealthyRows() {
+    for (int i = 0; i < 4; i++) {
+      add(EU, "m" + i, "agg" + i);
+    }
+    // Twenty crashes in a row, each losing a whole batch; budget 3.
+    for (int crash = 0; crash < 20; crash++) {
+      assertEquals(4, store.claim(request("batch" + crash, 10)).claimed().size());
+      clock.advance(LEASE);
+      // The restarted worker reclaims each row in isolation and delivers it.
+      for (int i = 0; i < 4; i++) {
+        ClaimResult r = store.claimAbandoned(request("solo" + crash + "-" + i, 10));
+        assertEquals(List.of(), r.exhausted());
+        ClaimedMessage m = r.claimed().get(0);
+        assertEquals(
+            Outcome.APPLIED, store.release(m.messageId(), m.lease()), "isolated and survived");
+      }
+    }
+    for (int i = 0; i < 4; i++) {
+      assertEquals(0, state("m" + i).attempts(), "outages charge nothing");
+      assertEquals(MessageStatus.PENDING, state("m" + i).status());
+    }
+    List<ClaimedMessage> last = store.claim(request("final", 10)).claimed();
+    assertEquals(4, last.size());
+    for (ClaimedMessage m : last) {
+      assertEquals(Outcome.APPLIED, store.markPublished(ack(m, m.seq())));
+    }
+  }
+
+  @Test
+  void normalClaimsNeverTakeAbandonedRows() {
+    add(EU, "m1", "a");
+    claimOne("w1", "m1");
+    clock.advance(LEASE);
+    assertTrue(store.claim(request("w2", 10)).isEmpty());
+    assertEquals(List.of("m1"), ids(store.claimAbandoned(request("w2", 10))));
+  }
+
+  // ---------------------------------------------------------------- per-aggregate order
+
+  @Test
+  void rowsOfOneAggregateAreClaimedTogetherInOrder() {
+    add(EU, "a1", "A");
+    add(EU, "b1", "B");
+    add(EU, "a2", "A");
+    add(EU, "a3", "A");
+    assertEquals(List.of("a1", "b1", "a2", "a3"), ids(store.claim(request("w1", 10))));
+  }
+
+  @Test
+  void aSuccessorWaitsWhileItsPredecessorIsHeldByAnotherOwner() {
+    add(EU, "a1", "A");
+    add(EU, "a2", "A");
+    add(EU, "b1", "B");
+    claimOne("w1", "a1");
+    assertEquals(List.of("b1"), ids(store.claim(request("w2", 10))));
+    // The same owner may pipeline: a2 follows a1 through the same producer.
+    assertEquals(List.of("a2"), ids(store.claim(request("w1", 10))));
+  }
+
+  @Test
+  void aSuccessorWaitsForItsPredecessorsRetry() {
+    add(EU, "a1", "A");
+    add(EU, "a2", "A");
+    ClaimedMessage a1 = claimOne("w1", "a1");
+    store.retryLater("a1", a1.lease(), "SEND_FAILED", Duration.ofSeconds(10), 3);
+    assertTrue(store.claim(request("w1", 10)).isEmpty(), "a2 waits behind the retry");
+    clock.advance(Duration.ofSeconds(10));
+    assertEquals(List.of("a1", "a2"), ids(store.claim(request("w2", 10))));
+  }
+
+  @Test
+  void aSuccessorWaitsForAnAbandonedPredecessor() {
+    add(EU, "a1", "A");
+    add(EU, "a2", "A");
+    claimOne("w1", "a1");
+    clock.advance(LEASE);
+    assertTrue(store.claim(request("w2", 10)).isEmpty());
+    assertTrue(store.claimAbandoned(request("w2", 10)).claimed().size() == 1);
+    assertEquals(List.of("a2"), ids(store.claim(request("w2", 10))));
+  }
+
+  @Test
+  void aFailedOrExhaustedPredecessorNoLongerBlocks() {
+    add(EU, "a1", "A");
+    add(EU, "a2", "A");
+    add(EU, "a3", "A");
+    ClaimedMessage a1 = claimOne("w1", "a1");
+    store.markFailed("a1", a1.lease(), "POISON");
+    ClaimedMessage a2 = claimOne("w2", "a2");
+    assertEquals(Outcome.EXHAUSTED, store.retryLater("a2", a2.lease(), "X", Duration.ZERO, 1));
+    assertEquals(List.of("a3"), ids(store.claim(request("w3", 10))));
+  }
+
+  @Test
+  void withOrderingOffRowsFlowIndependently() {
+    add(EU, "a1", "A");
+    add(EU, "a2", "A");
+    ClaimedMessage a1 = claimOne("w1", "a1");
+    store.retryLater("a1", a1.lease(), "SEND_FAILED", Duration.ofSeconds(10), 3);
+    ClaimRequest unordered = new ClaimRequest("w2", Set.of(EU), 10, LEASE, 3, false);
+    assertEquals(List.of("a2"), ids(store.claim(unordered)));
+  }
+
+  @Test
+  void firstClaimsFollowInsertionOrderUnderRandomInterleavings() {
+    Random random = new Random(20261129L);
+    int aggregates = 5;
+    List<String> inserted = new ArrayList<>();
+    Map<String, String> aggregateOf = new HashMap<>();
+    for (int i = 0; i < 60; i++) {
+      String agg = "agg" + random.nextInt(aggregates);
+      String id = "m" + i;
+      add(EU, id, agg);
+      inserted.add(id);
+      aggregateOf.put(id, agg);
+    }
+    List<String> owners = new ArrayList<>(List.of("w1", "w2", "w3"));
+    Map<String, List<ClaimedMessage>> held = new HashMap<>();
+    owners.forEach(o -> held.put(o, new ArrayList<>()));
+    List<String> firstClaims = new ArrayList<>();
+    Set<String> everClaimed = new java.util.HashSet<>();
+
+    for (int step = 0; step < 2000 && !allResolved(inserted); step++) {
+      int slot = random.nextInt(owners.size());
+      String owner = owners.get(slot);
+      List<ClaimedMessage> mine = held.get(owner);
+      switch (random.nextInt(7)) {
+        case 0, 1 -> {
+          ClaimResult r =
+              store.claim(
+                  new ClaimRequest(owner, Set.of(EU), 1 + random.nextInt(4), LEASE, 1000, true));
+          record(r, mine, firstClaims, everClaimed);
+        }
+        case 2 -> {
+          if (mine.isEmpty()) {
+            record(
+                store.claimAbandoned(new ClaimRequest(owner, Set.of(EU), 1, LEASE, 1000, true)),
+                mine,
+                firstClaims,
+                everClaimed);
+          }
+        }
+        case 3 -> { // acks arrive in send order
+          if (!mine.isEmpty()) {
+            ClaimedMessage m = mine.remove(0);
+            store.markPublished(ack(m, m.seq()));
+          }
+        }
+        case 4 -> {
+          if (!mine.isEmpty()) {
+            ClaimedMessage m = mine.remove(0);
+            store.retryLater(
+                m.messageId(),
+                m.lease(),
+                "SEND_FAILED",
+                Duration.ofSeconds(random.nextInt(20)),
+                1000);
+            // A failed send fails the task: the rest of this owner's pipeline is given back.
+            mine.forEach(x -> store.release(x.messageId(), x.lease()));
+            mine.clear();
+          }
+        }
+        case 5 -> clock.advance(Duration.ofSeconds(random.nextInt(15)));
+        default -> { // the owner crashes, losing its pipeline; it restarts as a new owner
+          if (random.nextInt(10) == 0) {
+            String restarted = owner + "'";
+            owners.set(slot, restarted);
+            held.put(restarted, new ArrayList<>());
+          }
+        }
+      }
+    }
+    Map<String, List<Integer>> firstClaimPositions = new HashMap<>();
+    for (String id : firstClaims) {
+      firstClaimPositions
+          .computeIfAbsent(aggregateOf.get(id), a -> new ArrayList<>())
+          .add(inserted.indexOf(id));
+    }
+    firstClaimPositions.forEach(
+        (agg, positions) ->
+            assertEquals(
+                positions.stream().sorted().collect(Collectors.toList()),
+                positions,
+                "first claims of " + agg + " follow insertion order"));
+    assertTrue(firstClaims.size() > 30, "the simulation made progress: " + firstClaims.size());
+  }
+
+  private void record(
+      ClaimResult r, List<ClaimedMessage> mine, List<String> firstClaims, Set<String> everClaimed) {
+    for (ClaimedMessage m : r.claimed()) {
+      mine.add(m);
+      if (everClaimed.add(m.messageId())) {
+        firstClaims.add(m.messageId());
+      }
+    }
+  }
+
+  private boolean allResolved(List<String> ids) {
+    return ids.stream().allMatch(id -> !state(id).status().isActive());
+  }
+}

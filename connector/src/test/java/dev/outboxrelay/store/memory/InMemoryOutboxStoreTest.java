@@ -1,0 +1,38 @@
+package dev.outboxrelay.store.memory;
+
+import dev.outboxrelay.store.EnqueueResult;
+import dev.outboxrelay.store.ManualClock;
+import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreContract;
+import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
+
+class InMemoryOutboxStoreTest extends OutboxStoreContract {
+  private InMemoryOutboxStore memory;
+
+  @Override
+  protected OutboxStore newStore(ManualClock clock) {
+    memory = new InMemoryOutboxStore(clock);
+    return memory;
+  }
+
+  @Override
+  protected EnqueueResult enqueue(String instanceKey, OutboxMessage message) {
+    return memory.enqueue(instanceKey, message);
+  }
+
+  @Override
+  protected void insertLegacy(OutboxMessage message) {
+    memory.insertLegacy(message);
+  }
+
+  @Override
+  protected RowState state(String messageId) {
+    return memory.find(messageId).orElse(null);
+  }
+
+  @Override
+  protected void createWriter(String instanceKey) {
+    memory.enqueue(instanceKey, message("never-written", "a"));
+  }
+}

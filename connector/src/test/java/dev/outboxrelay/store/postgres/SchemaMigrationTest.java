@@ -1,0 +1,160 @@
+package dev.outboxrelay.store.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Migrations: empty database, upgrade from every earlier version, replay; the rules they state. */
+class SchemaMigrationTest {
+  private HikariDataSource dataSource;
+
+  @BeforeEach
+  void database() {
+    dataSource = Postgres.pool(Postgres.freshDatabase("migration"), 2);
+  }
+
+  @AfterEach
+  void close() {
+    dataSource.close();
+  }
+
+  private SchemaMigrator migrator(String table) {
+    return new SchemaMigrator(dataSource, OutboxTable.parse(table));
+  }
+
+  @Test
+  void appliesOnAnEmptyDatabaseAndReplayIsANoOp() {
+    SchemaMigrator migrator = migrator("outbox");
+    assertEquals(Optional.empty(), migrator.currentVersion());
+    assertFalse(migrator.isCurrent());
+    assertEquals(2, migrator.migrate());
+    assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
+    assertTrue(migrator.isCurrent());
+    assertEquals(0, migrator.migrate());
+  }
+
+  @ParameterizedTest(name = "upgrade from V{0}")
+  @ValueSource(strings = {"1"})
+  void upgradesFromEveryEarlierVersionAndQuarantinesLegacyRows(String from) throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo(from);
+    exec(
+        "INSERT INTO outbox (message_id, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('legacy-1', 'order', 'a', 'E')");
+    migrator.migrate();
+    assertTrue(migrator.isCurrent());
+
+    assertNull(queryString("SELECT instance_key FROM outbox WHERE message_id = 'legacy-1'"));
+    PostgresOutboxStore store =
+        new PostgresOutboxStore(
+            dataSource, OutboxTable.parse("outbox"), RelayClock.database(), null);
+    ClaimRequest any = new ClaimRequest("w", Set.of("eu"), 10, Duration.ofSeconds(30), 5, true);
+    assertTrue(store.claim(any).isEmpty());
+    assertEquals("PENDING", queryString("SELECT status FROM outbox WHERE message_id = 'legacy-1'"));
+    // No migration or write may give it an owner.
+    SQLException e =
+        assertThrows(
+            SQLException.class,
+            () -> exec("UPDATE outbox SET instance_key = 'eu' WHERE message_id = 'legacy-1'"));
+    assertTrue(e.getSQLState().startsWith("23"), e.getSQLState());
+  }
+
+  @Test
+  void theDatabaseStatesTheInvariants() throws SQLException {
+    migrator("outbox").migrate();
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('m1', 'eu', 'order', 'a', 'E')");
+    assertViolation(
+        "INSERT INTO outbox (instance_key, aggregate_type, aggregate_id, event_type)"
+            + " VALUES (NULL, 'order', 'a', 'E')");
+    assertViolation(
+        "INSERT INTO outbox (instance_key, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('  ', 'order', 'a', 'E')");
+    assertViolation("UPDATE outbox SET instance_key = 'us' WHERE message_id = 'm1'");
+    assertViolation("UPDATE outbox SET status = 'DONE' WHERE message_id = 'm1'");
+    assertViolation("UPDATE outbox SET lease_token = -1 WHERE message_id = 'm1'");
+    assertViolation("UPDATE outbox SET attempts = -1 WHERE message_id = 'm1'");
+    assertViolation("UPDATE outbox SET last_failure_code = 'password=x' WHERE message_id = 'm1'");
+    assertViolation("UPDATE outbox SET status = 'IN_FLIGHT' WHERE message_id = 'm1'");
+    // A generated message id when the application supplies none.
+    exec(
+        "INSERT INTO outbox (instance_key, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('eu', 'order', 'b', 'E')");
+    assertEquals("2", queryString("SELECT count(DISTINCT message_id)::text FROM outbox"));
+  }
+
+  @Test
+  void severalOutboxTablesKeepTheirOwnHistory() {
+    assertEquals(2, migrator("outbox_a").migrate());
+    assertEquals(2, migrator("outbox_b").migrate());
+    assertTrue(migrator("outbox_a").isCurrent());
+  }
+
+  @Test
+  void claimsUseThePartialIndexesNotATableScan() throws SQLException {
+    migrator("outbox").migrate();
+    exec(
+        "INSERT INTO outbox (instance_key, aggregate_type, aggregate_id, event_type, status,"
+            + " published_at) SELECT 'eu', 'order', 'a' || (g % 100), 'E', 'PUBLISHED', now()"
+            + " FROM generate_series(1, 20000) g");
+    exec("ANALYZE outbox");
+    String plan =
+        queryLines(
+            "EXPLAIN (FORMAT TEXT) SELECT seq FROM outbox WHERE instance_key = 'eu'"
+                + " AND status IN ('PENDING', 'AMBIGUOUS') ORDER BY seq LIMIT 10");
+    assertTrue(plan.contains("outbox_active_idx"), plan);
+  }
+
+  private String queryLines(String sql) throws SQLException {
+    StringBuilder out = new StringBuilder();
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      while (rs.next()) {
+        out.append(rs.getString(1)).append('\n');
+      }
+    }
+    return out.toString();
+  }
+
+  private void assertViolation(String sql) {
+    SQLException e = assertThrows(SQLException.class, () -> exec(sql), sql);
+    assertTrue(e.getSQLState().startsWith("23"), sql + " -> " + e.getSQLState());
+  }
+
+  private void exec(String sql) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+
+  private String queryString(String sql) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      rs.next();
+      return rs.getString(1);
+    }
+  }
+}
