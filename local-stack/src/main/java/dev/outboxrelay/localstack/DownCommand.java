@@ -1,6 +1,5 @@
 package dev.outboxrelay.localstack;
 
-import java.nio.channels.FileLock;
 import java.util.Map;
 
 /** {@code down}: stops the stack, keeps its logs. */
@@ -19,16 +18,17 @@ final class DownCommand {
       console.line("No local stack in " + state.root() + ": nothing to stop.");
       return 0;
     }
-    try (FileLock lock = state.lock()) {
-      Map<Component, Long> running = StackProcesses.running(state);
-      if (running.isEmpty()) {
-        console.line("Nothing of the local stack runs any more; cleaning " + state.root());
-      }
-      StackProcesses.stop(state, running, console);
-      state.clearAfterStop();
-      console.line(
-          "Stopped. Logs stay in " + Summary.relative(options.repoRoot(), state.logs()) + ".");
-      return 0;
-    }
+    return state.withLock(
+        () -> {
+          Map<Component, Long> running = StackProcesses.running(state);
+          if (running.isEmpty()) {
+            console.line("Nothing of the local stack runs any more; cleaning " + state.root());
+          }
+          StackProcesses.stop(state, running, console);
+          state.clearAfterStop();
+          console.line(
+              "Stopped. Logs stay in " + Summary.relative(options.repoRoot(), state.logs()) + ".");
+          return 0;
+        });
   }
 }

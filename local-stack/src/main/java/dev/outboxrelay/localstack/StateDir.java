@@ -142,10 +142,20 @@ final class StateDir {
   }
 
   /**
-   * Held while a command changes the stack, so two {@code ./local-stack.sh} runs never start or
-   * stop the same processes at once.
+   * Runs {@code action} holding the state directory's lock, so two {@code ./local-stack.sh} runs
+   * never start or stop the same processes at once.
    */
-  FileLock lock() {
+  <T> T withLock(java.util.concurrent.Callable<T> action) throws Exception {
+    FileLock lock = lock();
+    try {
+      return action.call();
+    } finally {
+      lock.release();
+      lock.channel().close();
+    }
+  }
+
+  private FileLock lock() {
     try {
       Files.createDirectories(root);
       FileChannel channel =

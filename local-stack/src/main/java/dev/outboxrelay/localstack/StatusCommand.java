@@ -5,7 +5,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.Iterator;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -53,9 +52,7 @@ final class StatusCommand {
   private void printConnectors(ConnectRest rest) {
     JsonNode connectors = rest.get("/connectors?expand=status");
     console.line("  Connectors:" + (connectors.isEmpty() ? " none" : ""));
-    Iterator<Map.Entry<String, JsonNode>> it = connectors.fields();
-    while (it.hasNext()) {
-      Map.Entry<String, JsonNode> entry = it.next();
+    for (Map.Entry<String, JsonNode> entry : connectors.properties()) {
       JsonNode status = entry.getValue().path("status");
       StringBuilder tasks = new StringBuilder();
       for (JsonNode task : status.path("tasks")) {

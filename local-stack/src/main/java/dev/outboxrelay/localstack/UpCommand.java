@@ -1,6 +1,5 @@
 package dev.outboxrelay.localstack;
 
-import java.nio.channels.FileLock;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.Optional;
@@ -23,32 +22,34 @@ final class UpCommand {
   }
 
   int run() throws Exception {
-    try (FileLock lock = state.lock()) {
-      Map<Component, Long> running = StackProcesses.running(state);
-      Optional<StackRecord> record = StackRecord.read(state.stackFile());
-      if (record.isPresent() && running.size() == expectedComponents(record.get())) {
-        console.line("The local stack is already running (pids " + running.values() + ").");
-        Summary.print(console, record.get(), state, options.repoRoot());
-        return 0;
-      }
-      stopPartialStack(running);
-      StackPorts ports = StackPorts.resolve(options);
-      ports.requireFree();
-      if (state.exists()) {
-        console.step("Stack", "removing the state of an earlier run in " + state.root());
-        state.wipe();
-      }
-      KafkaProcesses kafka = KafkaProcesses.from(state, options.kafkaClasspathFile());
-      if (!ConnectWorker.hasPlugin(options.pluginDir())) {
-        throw new StackException(
-            "no Connect plugin under "
-                + options.pluginDir()
-                + ": build it with `mvn -B -DskipTests package`");
-      }
-      state.createLayout();
-      StackRecord stack = startServices(ports, kafka);
-      return runDemo(stack) ? 0 : 1;
+    return state.withLock(this::start);
+  }
+
+  private int start() {
+    Map<Component, Long> running = StackProcesses.running(state);
+    Optional<StackRecord> record = StackRecord.read(state.stackFile());
+    if (record.isPresent() && running.size() == expectedComponents(record.get())) {
+      console.line("The local stack is already running (pids " + running.values() + ").");
+      Summary.print(console, record.get(), state, options.repoRoot());
+      return 0;
     }
+    stopPartialStack(running);
+    StackPorts ports = StackPorts.resolve(options);
+    ports.requireFree();
+    if (state.exists()) {
+      console.step("Stack", "removing the state of an earlier run in " + state.root());
+      state.wipe();
+    }
+    KafkaProcesses kafka = KafkaProcesses.from(state, options.kafkaClasspathFile());
+    if (!ConnectWorker.hasPlugin(options.pluginDir())) {
+      throw new StackException(
+          "no Connect plugin under "
+              + options.pluginDir()
+              + ": build it with `mvn -B -DskipTests package`");
+    }
+    state.createLayout();
+    StackRecord stack = startServices(ports, kafka);
+    return runDemo(stack) ? 0 : 1;
   }
 
   private static int expectedComponents(StackRecord record) {

@@ -1,0 +1,278 @@
+package dev.outboxrelay.localstack;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+
+/**
+ * docker/ and manifests/ cannot be run here (no Docker, no Kubernetes), so every fact they rely on
+ * is checked: files they copy exist, paths agree between the files, versions match the build's
+ * Kafka version, ports stay on loopback, and secrets flow through config providers.
+ */
+class DeploymentFilesTest {
+  private static final Dockerfile DOCKERFILE =
+      Dockerfile.parse(RepoFiles.read("docker/Dockerfile"));
+  private static final JsonNode COMPOSE = RepoFiles.yaml("docker/docker-compose.yml");
+
+  /** What `mvn -Pdemo-image package` leaves in the build stage's /src, per COPY --from=build. */
+  private static final Map<String, String> BUILD_OUTPUTS =
+      Map.of(
+          "/src/connector/target/plugin/", "connector/pom.xml",
+          "/src/local-stack/target/demo-lib/", "local-stack/pom.xml",
+          "/src/local-stack/target/classes/", "local-stack/pom.xml");
+
+  @Test
+  void everyFileTheDockerfileCopiesFromTheContextExists() {
+    for (Dockerfile.Stage stage : DOCKERFILE.stages()) {
+      for (Dockerfile.Copy copy : stage.copies()) {
+        if (copy.from() == null) {
+          for (String source : copy.sources()) {
+            assertTrue(
+                source.equals(".") || Files.exists(RepoFiles.file(source)),
+                "docker/Dockerfile copies " + source + ", which does not exist");
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void everyBuildOutputTheDockerfileCopiesIsProducedByTheBuild() {
+    assertTrue(
+        DOCKERFILE.stage("build").instructions("RUN").get(0).contains("-Pdemo-image package"));
+    assertTrue(RepoFiles.read("local-stack/pom.xml").contains("<id>demo-image</id>"));
+    assertTrue(
+        RepoFiles.read("local-stack/pom.xml")
+            .contains("<outputDirectory>${project.build.directory}/demo-lib</outputDirectory>"));
+    assertTrue(RepoFiles.read("connector/pom.xml").contains("<finalName>plugin</finalName>"));
+    for (Dockerfile.Stage stage : DOCKERFILE.stages()) {
+      for (Dockerfile.Copy copy : stage.copies()) {
+        if ("build".equals(copy.from())) {
+          for (String source : copy.sources()) {
+            assertTrue(
+                BUILD_OUTPUTS.containsKey(source),
+                "docker/Dockerfile copies " + source + " from the build; nothing here makes it");
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void theConnectImageIsApacheKafkaOfTheProjectsKafkaVersion() {
+    Dockerfile.Stage connect = DOCKERFILE.stage("connect");
+    assertEquals("apache/kafka:" + RepoFiles.kafkaVersion(), DOCKERFILE.baseImage(connect));
+    assertEquals(
+        connect,
+        DOCKERFILE.stages().get(DOCKERFILE.stages().size() - 1),
+        "the Connect image is the default (last) stage");
+  }
+
+  @Test
+  void theConnectImageRunsTheWorkerConfigItCopiesWithThePluginOnPluginPath() {
+    Dockerfile.Stage connect = DOCKERFILE.stage("connect");
+    Map<String, String> copied = new HashMap<>();
+    connect.copies().forEach(c -> c.sources().forEach(s -> copied.put(s, c.destination())));
+    String workerConfig = copied.get("docker/connect-worker.properties");
+    assertTrue(
+        connect.instructions("CMD").get(0).contains("connect-distributed.sh\", \"" + workerConfig),
+        "CMD runs connect-distributed.sh with " + workerConfig);
+    Properties worker = RepoFiles.properties("docker/connect-worker.properties");
+    assertEquals(
+        stripSlash(copied.get("/src/connector/target/plugin/")),
+        stripSlash(worker.getProperty("plugin.path")));
+  }
+
+  @Test
+  void composeBuildsItsImagesFromThisDockerfileAndItsStages() {
+    Set<String> stageNames = new TreeSet<>();
+    DOCKERFILE.stages().forEach(s -> stageNames.add(s.name()));
+    Path composeDir = RepoFiles.file("docker");
+    int built = 0;
+    for (JsonNode service : COMPOSE.path("services")) {
+      JsonNode build = service.path("build");
+      if (build.isMissingNode()) {
+        continue;
+      }
+      built++;
+      Path context = composeDir.resolve(build.path("context").asText()).normalize();
+      assertEquals(RepoFiles.root(), context, "the build context is the repository root");
+      assertTrue(Files.isRegularFile(context.resolve(build.path("dockerfile").asText())));
+      assertTrue(stageNames.contains(build.path("target").asText()), build.toString());
+    }
+    assertEquals(2, built);
+  }
+
+  @Test
+  void composeRunsKafkaOfTheProjectsVersionAndPublishesOnLoopbackOnly() {
+    assertEquals(
+        "apache/kafka:" + RepoFiles.kafkaVersion(),
+        COMPOSE.path("services").path("kafka").path("image").asText());
+    for (JsonNode service : COMPOSE.path("services")) {
+      for (JsonNode port : service.path("ports")) {
+        assertTrue(port.asText().startsWith("127.0.0.1:"), "published off loopback: " + port);
+      }
+    }
+  }
+
+  @Test
+  void composeDemoRegistersTheFileTheImageShipsAgainstTheComposeServices() {
+    JsonNode services = COMPOSE.path("services");
+    Map<String, String> flags = new HashMap<>();
+    for (JsonNode arg : services.path("demo").path("command")) {
+      String[] kv = arg.asText().replaceFirst("^--", "").split("=", 2);
+      flags.put(kv[0], kv[1]);
+    }
+    String connectorConfig = flags.get("connector-config");
+    boolean shipped =
+        DOCKERFILE.stage("demo").copies().stream()
+            .anyMatch(
+                c ->
+                    c.destination().equals(connectorConfig)
+                        && c.sources().contains("config/local-connector.json"));
+    assertTrue(shipped, "the demo image ships " + connectorConfig);
+    String brokerInternal =
+        services.path("kafka").path("environment").path("KAFKA_ADVERTISED_LISTENERS").asText();
+    assertTrue(brokerInternal.contains("//" + flags.get("bootstrap-servers")));
+    assertEquals(
+        flags.get("bootstrap-servers"),
+        RepoFiles.properties("docker/connect-worker.properties").getProperty("bootstrap.servers"));
+    assertTrue(flags.get("jdbc-url").contains("//postgres:5432/"));
+    assertTrue(
+        flags
+            .get("jdbc-url")
+            .endsWith(
+                "/" + services.path("postgres").path("environment").path("POSTGRES_DB").asText()));
+    assertTrue(flags.get("connect-url").startsWith("http://connect:"));
+  }
+
+  @Test
+  void composeGivesConnectThePasswordTheConnectorConfigReadsFromItsEnvironment() {
+    assertTrue(RepoFiles.read("config/local-connector.json").contains("${env:OUTBOX_DB_PASSWORD}"));
+    JsonNode services = COMPOSE.path("services");
+    String postgres =
+        services.path("postgres").path("environment").path("POSTGRES_PASSWORD").asText();
+    assertEquals(
+        postgres, services.path("connect").path("environment").path("OUTBOX_DB_PASSWORD").asText());
+    assertEquals(
+        postgres, services.path("demo").path("environment").path("OUTBOX_DB_PASSWORD").asText());
+  }
+
+  @Test
+  void dockerIgnoreKeepsBuildOutputAndLocalStateOutOfTheContext() {
+    String ignore = RepoFiles.read("docker/Dockerfile.dockerignore");
+    assertTrue(ignore.contains("**/target/"));
+    assertTrue(ignore.contains(".local-stack/"));
+  }
+
+  @Test
+  void bothWorkerConfigsAgreeExceptOnAddressesAndPaths() {
+    Properties local = RepoFiles.properties("config/connect-worker.properties");
+    Properties image = RepoFiles.properties("docker/connect-worker.properties");
+    Set<String> placeSpecific =
+        Set.of("bootstrap.servers", "listeners", "rest.advertised.host.name", "plugin.path");
+    assertEquals(
+        new TreeSet<>(local.stringPropertyNames()), new TreeSet<>(image.stringPropertyNames()));
+    for (String key : local.stringPropertyNames()) {
+      if (!placeSpecific.contains(key)) {
+        assertEquals(local.getProperty(key), image.getProperty(key), key);
+      }
+    }
+  }
+
+  @Test
+  void strimziResourcesReferToEachOther() {
+    JsonNode connect = RepoFiles.yaml("manifests/kafka-connect.yaml");
+    JsonNode connector = RepoFiles.yaml("manifests/kafka-connector.yaml");
+    JsonNode secret = RepoFiles.yaml("manifests/secret.yaml");
+    List<JsonNode> rbac = RepoFiles.yamlDocuments("manifests/rbac.yaml");
+    String namespace = connect.path("metadata").path("namespace").asText();
+    String connectName = connect.path("metadata").path("name").asText();
+    String secretName = secret.path("metadata").path("name").asText();
+
+    assertEquals(RepoFiles.kafkaVersion(), connect.path("spec").path("version").asText());
+    assertEquals(
+        "true",
+        connect
+            .path("metadata")
+            .path("annotations")
+            .path("strimzi.io/use-connector-resources")
+            .asText());
+    assertEquals(
+        connectName, connector.path("metadata").path("labels").path("strimzi.io/cluster").asText());
+    for (JsonNode resource : List.of(connector, secret, rbac.get(0), rbac.get(1))) {
+      assertEquals(namespace, resource.path("metadata").path("namespace").asText());
+    }
+
+    JsonNode config = connect.path("spec").path("config");
+    assertEquals("secrets", config.path("config.providers").asText());
+    assertEquals(
+        "io.strimzi.kafka.KubernetesSecretConfigProvider",
+        config.path("config.providers.secrets.class").asText());
+
+    // ${secrets:<namespace>/<secret>:<key>} must name this Secret and a key it holds.
+    List<String> references = new ArrayList<>();
+    connector
+        .path("spec")
+        .path("config")
+        .forEach(
+            v -> {
+              if (v.asText().startsWith("${secrets:")) {
+                references.add(v.asText());
+              }
+            });
+    assertFalse(references.isEmpty());
+    for (String reference : references) {
+      String path = reference.substring("${secrets:".length(), reference.length() - 1);
+      assertTrue(path.startsWith(namespace + "/" + secretName + ":"), reference);
+      String key = path.substring(path.indexOf(':') + 1);
+      assertTrue(secret.path("stringData").has(key), reference + " names a key the Secret lacks");
+    }
+
+    // The provider reads through the Kubernetes API as the Connect pods' service account.
+    JsonNode role = rbac.get(0);
+    JsonNode binding = rbac.get(1);
+    assertEquals("Role", role.path("kind").asText());
+    assertEquals(secretName, role.path("rules").get(0).path("resourceNames").get(0).asText());
+    assertEquals("get", role.path("rules").get(0).path("verbs").get(0).asText());
+    assertEquals(
+        role.path("metadata").path("name").asText(), binding.path("roleRef").path("name").asText());
+    assertEquals(connectName + "-connect", binding.path("subjects").get(0).path("name").asText());
+  }
+
+  @Test
+  void strimziBuildsThePluginZipThatTheConnectorModuleProduces() {
+    JsonNode artifact =
+        RepoFiles.yaml("manifests/kafka-connect.yaml")
+            .path("spec")
+            .path("build")
+            .path("plugins")
+            .get(0)
+            .path("artifacts")
+            .get(0);
+    assertEquals("zip", artifact.path("type").asText());
+    assertTrue(
+        artifact.path("url").asText().matches(".*/outboxrelay-outbox-relay-connector-[^/]+\\.zip"));
+    assertTrue(artifact.has("sha512sum"), "Strimzi should verify the download");
+    assertTrue(
+        RepoFiles.read("connector/pom.xml")
+            .contains(
+                "<plugin.name>outboxrelay-${project.artifactId}-${project.version}</plugin.name>"));
+  }
+
+  private static String stripSlash(String path) {
+    return path.endsWith("/") ? path.substring(0, path.length() - 1) : path;
+  }
+}

@@ -1,0 +1,62 @@
+package dev.outboxrelay.localstack;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+
+/** The broker and worker configs the launcher writes: loopback only, ports and paths of the run. */
+class ServiceConfigsTest {
+  private final StateDir state = new StateDir(Path.of("/tmp/stack-test"));
+  private final StackPorts ports = new StackPorts(15432, 19092, 19093, 18083);
+
+  @Test
+  void theBrokerListensOnLoopbackOnlyInCombinedMode() {
+    Properties p = new KafkaBroker(state, ports, null, null).serverProperties();
+    assertEquals("broker,controller", p.getProperty("process.roles"));
+    assertEquals("1@127.0.0.1:19093", p.getProperty("controller.quorum.voters"));
+    assertEquals(
+        "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093", p.getProperty("listeners"));
+    assertEquals("PLAINTEXT://127.0.0.1:19092", p.getProperty("advertised.listeners"));
+    assertEquals("/tmp/stack-test/kafka/data", p.getProperty("log.dirs"));
+    assertEquals("1", p.getProperty("offsets.topic.replication.factor"));
+  }
+
+  @Test
+  void theWorkerKeepsTheTemplateAndSetsOnlyAddressesAndPluginPath() {
+    Properties template = RepoFiles.properties("config/connect-worker.properties");
+    Properties p = new ConnectWorker(state, ports, null, null).workerProperties(template);
+    assertEquals("127.0.0.1:19092", p.getProperty("bootstrap.servers"));
+    assertEquals("http://127.0.0.1:18083", p.getProperty("listeners"));
+    assertEquals("18083", p.getProperty("rest.advertised.port"));
+    assertEquals("/tmp/stack-test/plugins", p.getProperty("plugin.path"));
+    for (String key : template.stringPropertyNames()) {
+      if (!key.startsWith("rest.advertised.")
+          && !key.equals("bootstrap.servers")
+          && !key.equals("listeners")
+          && !key.equals("plugin.path")) {
+        assertEquals(template.getProperty(key), p.getProperty(key), key);
+      }
+    }
+    assertTrue(p.getProperty("config.providers").contains("env"));
+  }
+
+  @Test
+  void registrationFillsInTheConnectionOfTheRunAndKeepsThePasswordReference() {
+    var config = ConnectRest.JSON.createObjectNode();
+    ConnectorRegistration.Registered registered =
+        ConnectorRegistration.prepare(
+            RepoFiles.file("config/local-connector.json"),
+            "jdbc:postgresql://127.0.0.1:25432/outbox",
+            "app",
+            config);
+    assertEquals("outbox-relay-local", registered.name());
+    assertEquals(java.util.List.of("orders-eu"), registered.instanceKeys());
+    assertEquals(
+        "jdbc:postgresql://127.0.0.1:25432/outbox", config.path("connection.url").asText());
+    assertEquals("app", config.path("connection.user").asText());
+    assertEquals("${env:OUTBOX_DB_PASSWORD}", config.path("connection.password").asText());
+  }
+}

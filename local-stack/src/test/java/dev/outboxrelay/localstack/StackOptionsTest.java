@@ -1,0 +1,106 @@
+package dev.outboxrelay.localstack;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+class StackOptionsTest {
+  private static final Path ROOT = Path.of("/repo");
+
+  private static StackOptions parse(Map<String, String> env, String... args) {
+    return StackOptions.parse(List.of(args), env, ROOT);
+  }
+
+  @Test
+  void defaultsToUpWithEmbeddedPostgresTheDemoAndFixedPorts() {
+    StackOptions options = parse(Map.of());
+    assertEquals("up", options.command());
+    assertTrue(options.embeddedPostgres());
+    assertTrue(options.runDemo());
+    assertEquals(ROOT.resolve(".local-stack"), options.stateDir());
+    assertEquals(ROOT.resolve("config/local-connector.json"), options.connectorConfig());
+    StackPorts ports = StackPorts.resolve(options);
+    assertEquals(new StackPorts(15432, 9092, 9093, 8083), ports);
+    assertEquals("127.0.0.1:9092", ports.bootstrapServers());
+    assertEquals("http://127.0.0.1:8083", ports.connectUrl());
+  }
+
+  @Test
+  void aFlagWinsOverTheEnvironment() {
+    StackOptions options =
+        parse(
+            Map.of("LOCAL_STACK_KAFKA_PORT", "19092", "OUTBOX_DB_USER", "app"),
+            "up",
+            "--kafka-port=29092");
+    assertEquals(29092, StackPorts.resolve(options).kafka());
+    assertEquals("app", options.dbUser());
+  }
+
+  @Test
+  void anExternalDatabaseReplacesTheEmbeddedOneAndItsPort() {
+    StackOptions options =
+        parse(
+            Map.of(
+                "OUTBOX_JDBC_URL", "jdbc:postgresql://db.local:5432/app",
+                "OUTBOX_DB_PASSWORD", "s3cret"),
+            "status");
+    assertFalse(options.embeddedPostgres());
+    assertEquals(Optional.of("s3cret"), options.dbPassword());
+    assertEquals(0, StackPorts.resolve(options).postgres());
+  }
+
+  @Test
+  void passwordsAreNeverTakenFromFlags() {
+    StackException e =
+        assertThrows(StackException.class, () -> parse(Map.of(), "up", "--db-password=x"));
+    assertTrue(e.getMessage().startsWith("unknown option --db-password"));
+  }
+
+  @Test
+  void autoPortsPicksFreePortsButKeepsExplicitOnes() {
+    StackOptions options = parse(Map.of("LOCAL_STACK_PORTS", "auto"), "--connect-port=18083");
+    StackPorts ports = StackPorts.resolve(options);
+    assertEquals(18083, ports.connect());
+    assertNotEquals(9092, ports.kafka());
+    assertTrue(Ports.isFree(ports.kafka()));
+  }
+
+  @Test
+  void rejectsWhatItDoesNotKnowWithUsage() {
+    assertTrue(
+        assertThrows(StackException.class, () -> parse(Map.of(), "start"))
+            .getMessage()
+            .contains("usage:"));
+    assertEquals(
+        "--pg-port must be a port number (1-65535), not '70000'",
+        assertThrows(StackException.class, () -> parse(Map.of(), "--pg-port=70000")).getMessage());
+  }
+
+  @Test
+  void helpAndNoDemo() {
+    assertEquals("help", parse(Map.of(), "--help").command());
+    assertFalse(parse(Map.of(), "up", "--no-demo").runDemo());
+  }
+
+  @Test
+  void aBusyPortIsNamedWithTheSettingThatMovesIt() throws Exception {
+    try (var socket =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+      int busy = socket.getLocalPort();
+      StackException e =
+          assertThrows(
+              StackException.class,
+              () -> new StackPorts(0, busy, Ports.anyFree(), Ports.anyFree()).requireFree());
+      assertTrue(e.getMessage().startsWith("port " + busy + " (Kafka broker) is already in use"));
+      assertTrue(e.getMessage().contains("LOCAL_STACK_KAFKA_PORT=<port>"));
+    }
+  }
+}
