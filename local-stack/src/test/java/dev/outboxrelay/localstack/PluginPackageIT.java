@@ -1,0 +1,125 @@
+package dev.outboxrelay.localstack;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipFile;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The packaged plugin (connector/target, written at package, so this runs after it): a directory
+ * plugin.path takes as-is, in the Confluent Hub layout, with the connector's runtime dependencies
+ * and nothing the worker provides.
+ */
+class PluginPackageIT {
+  private static final String VERSION = System.getProperty("outboxrelay.version");
+  private static final String NAME = "outboxrelay-outbox-relay-connector-" + VERSION;
+  private static final Path PLUGIN_PATH = RepoFiles.file("connector/target/plugin");
+  private static final Path PLUGIN = PLUGIN_PATH.resolve(NAME);
+  private static final Path ZIP = RepoFiles.file("connector/target/" + NAME + ".zip");
+
+  /** Jars of the worker's own classpath: a second copy in a plugin breaks class identity. */
+  private static final List<String> WORKER_JAR_PREFIXES =
+      List.of(
+          "kafka-", "kafka_", "connect-api", "connect-runtime", "connect-json", "slf4j-", "log4j-");
+
+  @Test
+  void pluginPathHoldsOnePluginInTheConfluentHubLayout() throws IOException {
+    try (Stream<Path> plugins = Files.list(PLUGIN_PATH)) {
+      assertEquals(List.of(PLUGIN), plugins.toList());
+    }
+    for (String part :
+        List.of("manifest.json", "lib", "doc/README.md", "etc/local-connector.json")) {
+      assertTrue(Files.exists(PLUGIN.resolve(part)), part);
+    }
+    assertEquals(
+        Files.readString(RepoFiles.file("config/production-connector.json")),
+        Files.readString(PLUGIN.resolve("etc/production-connector.json")));
+  }
+
+  @Test
+  void manifestDescribesThisSourceConnectorAndVersion() {
+    JsonNode manifest = RepoFiles.json("connector/target/plugin/" + NAME + "/manifest.json");
+    assertEquals("outbox-relay-connector", manifest.path("name").asText());
+    assertEquals(VERSION, manifest.path("version").asText());
+    assertEquals("source", manifest.path("component_types").get(0).asText());
+    assertFalse(manifest.toString().contains("${"), "unfiltered placeholder in manifest.json");
+  }
+
+  @Test
+  void libHoldsTheConnectorAndItsRuntimeDependenciesButNoWorkerJars() throws IOException {
+    Set<String> jars = jarNames();
+    for (String expected :
+        List.of(
+            "outbox-relay-connector-" + VERSION + ".jar",
+            "postgresql-",
+            "HikariCP-",
+            "flyway-core-",
+            "flyway-database-postgresql-")) {
+      assertTrue(jars.stream().anyMatch(j -> j.startsWith(expected)), expected + " in " + jars);
+    }
+    for (String jar : jars) {
+      assertFalse(
+          WORKER_JAR_PREFIXES.stream().anyMatch(jar::startsWith),
+          jar + " belongs to the worker, not the plugin");
+      try (ZipFile zip = new ZipFile(PLUGIN.resolve("lib").resolve(jar).toFile())) {
+        assertFalse(
+            zip.stream()
+                .map(ZipEntry::getName)
+                .anyMatch(n -> n.startsWith("org/apache/kafka/") || n.startsWith("org/slf4j/")),
+            jar + " embeds Kafka or slf4j classes");
+      }
+    }
+  }
+
+  @Test
+  void theConnectorJarDeclaresItsConnectorForServiceLoading() throws IOException {
+    Path jar = PLUGIN.resolve("lib/outbox-relay-connector-" + VERSION + ".jar");
+    try (ZipFile zip = new ZipFile(jar.toFile())) {
+      ZipEntry services =
+          zip.getEntry("META-INF/services/org.apache.kafka.connect.source.SourceConnector");
+      String declared =
+          new String(zip.getInputStream(services).readAllBytes(), StandardCharsets.UTF_8).trim();
+      assertEquals(ConnectWorker.CONNECTOR_CLASS, declared);
+      assertTrue(
+          zip.getEntry(declared.replace('.', '/') + ".class") != null,
+          declared + " is declared but not in the jar");
+    }
+  }
+
+  @Test
+  void theZipHoldsExactlyTheDirectory() throws IOException {
+    Set<String> inDirectory = new TreeSet<>();
+    try (Stream<Path> files = Files.walk(PLUGIN)) {
+      files
+          .filter(Files::isRegularFile)
+          .forEach(
+              f ->
+                  inDirectory.add(NAME + "/" + PLUGIN.relativize(f).toString().replace('\\', '/')));
+    }
+    Set<String> inZip = new TreeSet<>();
+    try (ZipFile zip = new ZipFile(ZIP.toFile())) {
+      zip.stream().filter(e -> !e.isDirectory()).forEach(e -> inZip.add(e.getName()));
+    }
+    assertEquals(inDirectory, inZip);
+  }
+
+  private static Set<String> jarNames() throws IOException {
+    try (Stream<Path> files = Files.list(PLUGIN.resolve("lib"))) {
+      Set<String> names = new TreeSet<>();
+      files.forEach(f -> names.add(f.getFileName().toString()));
+      return names;
+    }
+  }
+}
