@@ -83,9 +83,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String SCHEMA_MIGRATE_ON_START_CONFIG = "schema.migrate.on.start";
   private static final String SCHEMA_MIGRATE_ON_START_DOC =
       "Create or upgrade the outbox table when the connector starts, with the migrations shipped"
-          + " in the plugin (history in the table <outbox.table>_schema_history). When false, the"
-          + " table must already exist in the current version: apply docs/schema.sql with your own"
-          + " migration tool.";
+          + " in the plugin; their history is kept in a table named after the outbox table with"
+          + " the suffix _schema_history. When false, the table must already exist in the current"
+          + " version: apply docs/schema.sql with your own migration tool.";
 
   // Claiming
   public static final String CLAIM_BATCH_SIZE_CONFIG = "claim.batch.size";

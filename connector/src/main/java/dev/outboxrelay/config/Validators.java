@@ -153,7 +153,8 @@ final class Validators {
    */
   static ConfigDef.Validator topicTemplate() {
     return of(
-        "empty, or topic-name characters and the variables " + TopicTemplates.VARIABLES,
+        "empty, or topic-name characters and the variables "
+            + String.join(", ", TopicTemplates.VARIABLES),
         (name, value) -> {
           String template = (String) value;
           if (!template.isEmpty()) {
