@@ -113,10 +113,12 @@ public final class ConfigValidation {
 
     /** One connection straight from the driver: quick to fail, nothing pooled, nothing logged. */
     private boolean canConnect() {
-      var props = DataSourceFactory.singleConnectionProperties(user, password, timeout);
-      try (Connection connection = new org.postgresql.Driver().connect(url, props)) {
+      try (Connection connection =
+          DataSourceFactory.connectOrNull(
+              url, user, password, timeout, DataSourceFactory.APPLICATION_NAME)) {
         if (connection == null) {
-          error(CONNECTION_URL_CONFIG, CONNECTION_URL_CONFIG + " is not a PostgreSQL JDBC URL");
+          error(
+              CONNECTION_URL_CONFIG, CONNECTION_URL_CONFIG + " is not a valid PostgreSQL JDBC URL");
           return false;
         }
         return true;

@@ -2,6 +2,8 @@ package dev.outboxrelay.config;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Properties;
 import org.apache.kafka.common.config.types.Password;
@@ -67,10 +69,33 @@ public final class DataSourceFactory {
   }
 
   /**
-   * Driver properties for a single connection outside the pool, as the pool would open it, with
-   * connect and login bounded by {@code timeout}.
+   * One connection outside the pool, with the pool's credentials and settings, for a connection
+   * that must stay apart (a LISTEN connection, say). It comes straight from the PostgreSQL driver,
+   * not from DriverManager, whose view of drivers depends on the caller's class loader. Opening it
+   * takes at most about {@code connection.timeout.ms}; once open, reads have no timeout.
+   *
+   * @throws SQLException classified by SQLState as usual; its message is the driver's, so never
+   *     show it to users (see {@link dev.outboxrelay.store.postgres.SqlStates#classify})
    */
-  static Properties singleConnectionProperties(String user, Password password, Duration timeout) {
+  public static Connection connect(OutboxSourceConfig config, String applicationName)
+      throws SQLException {
+    Connection connection =
+        connectOrNull(
+            config.jdbcUrl(),
+            config.user(),
+            config.password(),
+            config.connectionTimeout(),
+            applicationName);
+    if (connection == null) {
+      throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");
+    }
+    return connection;
+  }
+
+  /** Null when the driver does not accept the URL (a malformed host or port, say). */
+  static Connection connectOrNull(
+      String jdbcUrl, String user, Password password, Duration timeout, String applicationName)
+      throws SQLException {
     Properties props = new Properties();
     if (user != null) {
       props.setProperty("user", user);
@@ -78,12 +103,12 @@ public final class DataSourceFactory {
     if (password != null) {
       props.setProperty("password", password.value());
     }
-    props.setProperty("ApplicationName", APPLICATION_NAME);
+    props.setProperty("ApplicationName", applicationName);
+    props.setProperty("tcpKeepAlive", "true");
     String seconds = Long.toString(wholeSeconds(timeout));
     props.setProperty("connectTimeout", seconds);
     props.setProperty("loginTimeout", seconds);
-    props.setProperty("socketTimeout", seconds);
-    return props;
+    return new org.postgresql.Driver().connect(jdbcUrl, props);
   }
 
   /** The driver's timeouts are whole seconds, and 0 would mean "none". */

@@ -618,7 +618,7 @@ public class OutboxSourceConfig extends AbstractConfig {
   public String topicTemplate() {
     String template = getString(TOPIC_TEMPLATE_CONFIG);
     return template == null || template.isEmpty()
-        ? TopicTemplates.defaultFor(routingConvention())
+        ? routingConvention().defaultTopicTemplate()
         : template;
   }
 

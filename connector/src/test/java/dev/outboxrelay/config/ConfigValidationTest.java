@@ -170,6 +170,16 @@ class ConfigValidationTest {
   }
 
   @Test
+  void malformedUrlIsAnErrorOnTheUrl() {
+    Map<String, String> props = offline();
+    props.put("connection.url", "jdbc:postgresql://localhost:port/" + URL_SENTINEL);
+
+    // The driver's own message quotes the whole URL; ours must not.
+    String message = only(errors(props), "connection.url");
+    assertTrue(message.startsWith("could not connect to the database in connection.url"), message);
+  }
+
+  @Test
   void liveChecksAreSkippedWhileConnectionKeysAreInvalid() {
     Map<String, String> props = offline();
     props.put("connection.timeout.ms", "1");

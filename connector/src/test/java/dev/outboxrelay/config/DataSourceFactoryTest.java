@@ -82,6 +82,23 @@ class DataSourceFactoryTest {
   }
 
   @Test
+  void singleConnectionUsesTheSameSettings() throws SQLException {
+    PasswordRole.ensureCreated();
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres"),
+            Map.of(
+                "connection.user", PasswordRole.NAME,
+                "connection.password", PasswordRole.PASSWORD));
+
+    try (Connection c = DataSourceFactory.connect(config, "outbox-relay-listener")) {
+      assertEquals(PasswordRole.NAME, query(c, "SELECT current_user"));
+      assertEquals("outbox-relay-listener", query(c, "SHOW application_name"));
+      assertTrue(c.getAutoCommit());
+    }
+  }
+
+  @Test
   void poolStartsWhileTheDatabaseIsDown() throws IOException {
     int port;
     try (ServerSocket socket = new ServerSocket(0)) {

@@ -230,14 +230,14 @@ class OutboxSourceConfigTest {
   }
 
   @Test
-  void unknownTemplateVariableIsNamed() {
+  void unknownTemplateVariableIsAnError() {
     ConfigException e =
         assertThrows(
             ConfigException.class,
             () -> new OutboxSourceConfig(with("topic.template", "outbox.${aggregate}")));
 
     assertEquals(
-        "topic.template uses an unknown variable ${aggregate}; allowed: ${aggregate_type},"
+        "topic.template is invalid: topic template variable must be one of ${aggregate_type},"
             + " ${event_type}, ${instance_key}",
         e.getMessage());
   }
