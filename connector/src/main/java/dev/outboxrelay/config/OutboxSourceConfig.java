@@ -171,13 +171,16 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String PAYLOAD_MAX_BYTES_CONFIG = "payload.max.bytes";
   public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_048_576;
   private static final String PAYLOAD_MAX_BYTES_DOC =
-      "Largest payload, in bytes, the relay sends. Keep it within the producer's and the"
-          + " topic's message size limits.";
+      "Largest payload, in bytes, that is published. A row with a larger payload is never"
+          + " published (reason PAYLOAD_TOO_LARGE). Keep it within the producer's and the topic's"
+          + " message size limits.";
 
   public static final String DEAD_LETTER_TOPIC_CONFIG = "dead.letter.topic";
   private static final String DEAD_LETTER_TOPIC_DOC =
-      "Topic for rows that cannot be delivered. Empty: none; such rows are only parked in the"
-          + " outbox table.";
+      "Topic for rows that can never be published as they are (payload too large or not valid"
+          + " JSON, malformed or reserved headers, no legal topic, deadline passed), with the"
+          + " reason in a header; a payload over payload.max.bytes is left out. Empty: none; such"
+          + " rows are only parked in the outbox table.";
 
   public static final String NULL_METADATA_POLICY_CONFIG = "null.metadata.policy";
   private static final String NULL_METADATA_POLICY_DOC =
