@@ -216,14 +216,10 @@ public class OutboxSourceConfig extends AbstractConfig {
   // Wake-up
   public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";
   private static final String NOTIFY_ENABLED_DOC =
-      "LISTEN on notify.channel and claim as soon as a notification arrives, instead of waiting"
-          + " for poll.interval.ms. Polling goes on regardless, so a missed notification only"
-          + " delays delivery. Something must send NOTIFY on the channel when rows are inserted.";
-
-  public static final String NOTIFY_CHANNEL_CONFIG = "notify.channel";
-  public static final String NOTIFY_CHANNEL_DEFAULT = "outbox_relay";
-  private static final String NOTIFY_CHANNEL_DOC =
-      "PostgreSQL channel for notify.enabled: lower-case letters, digits and underscores.";
+      "LISTEN for the notifications the outbox table's insert trigger sends (schema version 3,"
+          + " channel <table>_relay, payload = instance key) and claim as soon as rows of this"
+          + " connector's instance keys commit, instead of waiting for poll.interval.ms. Polling"
+          + " goes on regardless, so a missed notification only delays delivery.";
 
   public OutboxSourceConfig(Map<?, ?> props) {
     this(configDef(), props);
@@ -475,15 +471,7 @@ public class OutboxSourceConfig extends AbstractConfig {
             null,
             Importance.LOW,
             NOTIFY_ENABLED_DOC,
-            "Wake up on NOTIFY")
-        .add(
-            NOTIFY_CHANNEL_CONFIG,
-            Type.STRING,
-            NOTIFY_CHANNEL_DEFAULT,
-            Validators.channelName(),
-            Importance.LOW,
-            NOTIFY_CHANNEL_DOC,
-            "Notification channel");
+            "Wake up on NOTIFY");
     return def;
   }
 
@@ -666,10 +654,6 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public boolean notifyEnabled() {
     return getBoolean(NOTIFY_ENABLED_CONFIG);
-  }
-
-  public String notifyChannel() {
-    return getString(NOTIFY_CHANNEL_CONFIG);
   }
 
   private Duration millis(String key) {

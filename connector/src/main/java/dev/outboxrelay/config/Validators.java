@@ -35,8 +35,6 @@ final class Validators {
   private static final Pattern VARIABLE = Pattern.compile("\\$\\{[^}]*}");
 
   /** A PostgreSQL channel name that needs no quoting: NAMEDATALEN - 1 = 63 bytes. */
-  private static final Pattern CHANNEL = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
-
   private Validators() {}
 
   /** A string validator with a readable description for the generated reference. */
@@ -168,20 +166,6 @@ final class Validators {
           long v = (Long) value;
           if (v < -1) {
             throw new ConfigException(name + " must be -1 (keep forever) or at least 0");
-          }
-        });
-  }
-
-  /** A channel name LISTEN/NOTIFY can use without quoting. */
-  static ConfigDef.Validator channelName() {
-    return of(
-        "lower-case letters, digits, underscores; not starting with a digit; at most 63",
-        (name, value) -> {
-          if (!CHANNEL.matcher((String) value).matches()) {
-            throw new ConfigException(
-                name
-                    + " must be lower-case letters, digits and underscores, start with a letter or"
-                    + " underscore, at most 63 characters");
           }
         });
   }

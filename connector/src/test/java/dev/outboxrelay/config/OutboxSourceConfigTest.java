@@ -80,7 +80,6 @@ class OutboxSourceConfigTest {
     assertEquals(1000, config.cleanupBatchSize());
     assertEquals(Duration.ofSeconds(30), config.backlogMetricsInterval());
     assertTrue(config.notifyEnabled());
-    assertEquals("outbox_relay", config.notifyChannel());
   }
 
   @Test
