@@ -129,6 +129,7 @@ public class OutboxSourceTask extends SourceTask {
     if (stopping) {
       return null;
     }
+    writer.taskPolled();
     OutboxStoreException fatal = writer.fatalError();
     if (fatal != null) {
       throw sanitizedFailure(fatal);

@@ -51,6 +51,8 @@ final class OutcomeWriter {
   private volatile boolean accepting = true;
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
   private volatile boolean renewalHealthy = true;
+  private volatile long lastPollMs;
+  private boolean stallReported;
   private long nextRenewalMs;
   private int consecutiveErrors;
 
@@ -70,6 +72,7 @@ final class OutcomeWriter {
     this.pollWake = pollWake;
     this.mdc = MDC.getCopyOfContextMap();
     this.nextRenewalMs = time.milliseconds() + settings.leaseRenewalInterval().toMillis();
+    this.lastPollMs = time.milliseconds();
     this.thread = new Thread(this::run, threadName);
     this.thread.setDaemon(true);
   }
@@ -93,6 +96,11 @@ final class OutcomeWriter {
   /** The first non-retriable store failure (credentials, schema), for the task to fail with. */
   OutboxStoreException fatalError() {
     return fatal.get();
+  }
+
+  /** The task thread calls this on every poll: renewal is a promise that the task is alive. */
+  void taskPolled() {
+    lastPollMs = time.milliseconds();
   }
 
   /** False while renewals fail: the task must not claim more than it can keep. */
@@ -306,6 +314,20 @@ final class OutcomeWriter {
       renewalHealthy = true;
       return;
     }
+    // A task thread stuck outside poll (a hung transform or converter) must not keep its rows
+    // forever: stop renewing so the leases expire and another task reclaims them. A broker
+    // outage does not trip this: sends only queue in the producer, and poll keeps being called.
+    if (time.milliseconds() - lastPollMs > settings.leaseDuration().toMillis() / 2) {
+      if (!stallReported) {
+        stallReported = true;
+        log.warn(
+            "Task thread has not polled for over half a lease; not renewing {} leases"
+                + " (reason=TASK_UNRESPONSIVE)",
+            held.size());
+      }
+      return;
+    }
+    stallReported = false;
     try {
       Set<String> lost = store.renew(held, settings.leaseDuration());
       renewalHealthy = true;

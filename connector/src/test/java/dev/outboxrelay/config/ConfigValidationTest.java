@@ -69,7 +69,7 @@ class ConfigValidationTest {
   /** Validates, checks that nothing secret leaked, and returns the errors by key. */
   static Map<String, List<String>> errors(Map<String, String> props) {
     Config config = ConfigValidation.validate(props);
-    assertEquals(30, config.configValues().size());
+    assertEquals(OutboxSourceConfig.configDef().names().size(), config.configValues().size());
     Map<String, List<String>> errors = new TreeMap<>();
     for (ConfigValue value : config.configValues()) {
       if (!value.errorMessages().isEmpty()) {
