@@ -83,9 +83,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String SCHEMA_MIGRATE_ON_START_CONFIG = "schema.migrate.on.start";
   private static final String SCHEMA_MIGRATE_ON_START_DOC =
       "Create or upgrade the outbox table when the connector starts, with the migrations shipped"
-          + " in the plugin (history in the table <outbox.table>_schema_history). When false, the"
-          + " table must already exist in the current version: apply docs/schema.sql with your own"
-          + " migration tool.";
+          + " in the plugin; their history is kept in a table named after the outbox table with"
+          + " the suffix _schema_history. When false, the table must already exist in the current"
+          + " version: apply docs/schema.sql with your own migration tool.";
 
   // Claiming
   public static final String CLAIM_BATCH_SIZE_CONFIG = "claim.batch.size";
@@ -171,13 +171,16 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String PAYLOAD_MAX_BYTES_CONFIG = "payload.max.bytes";
   public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_048_576;
   private static final String PAYLOAD_MAX_BYTES_DOC =
-      "Largest payload, in bytes, the relay sends. Keep it within the producer's and the"
-          + " topic's message size limits.";
+      "Largest payload, in bytes, that is published. A row with a larger payload is never"
+          + " published (reason PAYLOAD_TOO_LARGE). Keep it within the producer's and the topic's"
+          + " message size limits.";
 
   public static final String DEAD_LETTER_TOPIC_CONFIG = "dead.letter.topic";
   private static final String DEAD_LETTER_TOPIC_DOC =
-      "Topic for rows that cannot be delivered. Empty: none; such rows are only parked in the"
-          + " outbox table.";
+      "Topic for rows that can never be published as they are (payload too large or not valid"
+          + " JSON, malformed or reserved headers, no legal topic, deadline passed), with the"
+          + " reason in a header; a payload over payload.max.bytes is left out. Empty: none; such"
+          + " rows are only parked in the outbox table.";
 
   public static final String NULL_METADATA_POLICY_CONFIG = "null.metadata.policy";
   private static final String NULL_METADATA_POLICY_DOC =
@@ -213,14 +216,10 @@ public class OutboxSourceConfig extends AbstractConfig {
   // Wake-up
   public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";
   private static final String NOTIFY_ENABLED_DOC =
-      "LISTEN on notify.channel and claim as soon as a notification arrives, instead of waiting"
-          + " for poll.interval.ms. Polling goes on regardless, so a missed notification only"
-          + " delays delivery. Something must send NOTIFY on the channel when rows are inserted.";
-
-  public static final String NOTIFY_CHANNEL_CONFIG = "notify.channel";
-  public static final String NOTIFY_CHANNEL_DEFAULT = "outbox_relay";
-  private static final String NOTIFY_CHANNEL_DOC =
-      "PostgreSQL channel for notify.enabled: lower-case letters, digits and underscores.";
+      "LISTEN for the notifications the outbox table's insert trigger sends (schema version 3,"
+          + " channel <table>_relay, payload = instance key) and claim as soon as rows of this"
+          + " connector's instance keys commit, instead of waiting for poll.interval.ms. Polling"
+          + " goes on regardless, so a missed notification only delays delivery.";
 
   public OutboxSourceConfig(Map<?, ?> props) {
     this(configDef(), props);
@@ -472,15 +471,7 @@ public class OutboxSourceConfig extends AbstractConfig {
             null,
             Importance.LOW,
             NOTIFY_ENABLED_DOC,
-            "Wake up on NOTIFY")
-        .add(
-            NOTIFY_CHANNEL_CONFIG,
-            Type.STRING,
-            NOTIFY_CHANNEL_DEFAULT,
-            Validators.channelName(),
-            Importance.LOW,
-            NOTIFY_CHANNEL_DOC,
-            "Notification channel");
+            "Wake up on NOTIFY");
     return def;
   }
 
@@ -618,7 +609,7 @@ public class OutboxSourceConfig extends AbstractConfig {
   public String topicTemplate() {
     String template = getString(TOPIC_TEMPLATE_CONFIG);
     return template == null || template.isEmpty()
-        ? TopicTemplates.defaultFor(routingConvention())
+        ? routingConvention().defaultTopicTemplate()
         : template;
   }
 
@@ -663,10 +654,6 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public boolean notifyEnabled() {
     return getBoolean(NOTIFY_ENABLED_CONFIG);
-  }
-
-  public String notifyChannel() {
-    return getString(NOTIFY_CHANNEL_CONFIG);
   }
 
   private Duration millis(String key) {

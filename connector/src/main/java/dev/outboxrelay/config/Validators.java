@@ -1,5 +1,7 @@
 package dev.outboxrelay.config;
 
+import dev.outboxrelay.mapping.TopicNames;
+import dev.outboxrelay.mapping.TopicRouter;
 import dev.outboxrelay.store.InstanceKeys;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.util.Arrays;
@@ -8,7 +10,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
@@ -25,16 +26,15 @@ import org.apache.kafka.common.config.ConfigException;
 final class Validators {
   static final String JDBC_PREFIX = "jdbc:postgresql://";
 
-  /** Kafka's rule for topic names (org.apache.kafka.common.internals.Topic). */
-  static final int MAX_TOPIC_LENGTH = 249;
+  static final List<String> TEMPLATE_VARIABLES =
+      List.of(
+          "${" + TopicRouter.AGGREGATE_TYPE + "}",
+          "${" + TopicRouter.EVENT_TYPE + "}",
+          "${" + TopicRouter.INSTANCE_KEY + "}");
 
-  private static final Pattern TOPIC_CHARS = Pattern.compile("[a-zA-Z0-9._-]*");
-  private static final Pattern VARIABLE = Pattern.compile("\\$\\{([^}]*)}");
-  private static final Pattern PLAIN_NAME = Pattern.compile("[A-Za-z0-9_]{1,64}");
+  private static final Pattern VARIABLE = Pattern.compile("\\$\\{[^}]*}");
 
   /** A PostgreSQL channel name that needs no quoting: NAMEDATALEN - 1 = 63 bytes. */
-  private static final Pattern CHANNEL = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
-
   private Validators() {}
 
   /** A string validator with a readable description for the generated reference. */
@@ -121,79 +121,41 @@ final class Validators {
     }
   }
 
-  /** A legal Kafka topic name, or empty for "none". */
+  /** A legal Kafka topic name ({@link TopicNames}, the one rule), or empty for "none". */
   static ConfigDef.Validator optionalTopicName() {
     return of(
-        "empty, or a topic name of at most 249 letters, digits, '.', '_', '-'",
+        "empty, or " + TopicNames.RULE,
         (name, value) -> {
           String topic = (String) value;
-          if (!topic.isEmpty()) {
-            requireLegalTopic(name, topic);
+          if (!topic.isEmpty() && !TopicNames.isLegal(topic)) {
+            throw new ConfigException(name + " must be empty or a topic name: " + TopicNames.RULE);
           }
         });
-  }
-
-  static void requireLegalTopic(String name, String topic) {
-    if (topic.equals(".") || topic.equals("..")) {
-      throw new ConfigException(name + " must not be '.' or '..'");
-    }
-    if (topic.length() > MAX_TOPIC_LENGTH) {
-      throw new ConfigException(
-          name + " must be at most " + MAX_TOPIC_LENGTH + " characters (a Kafka topic name)");
-    }
-    if (!TOPIC_CHARS.matcher(topic).matches()) {
-      throw new ConfigException(
-          name + " may only contain ASCII letters, digits, '.', '_' and '-' (a Kafka topic name)");
-    }
   }
 
   /**
-   * A topic template: literal parts legal in a topic name, variables only from {@link
-   * TopicTemplates#VARIABLES}. Empty means the routing convention's default.
+   * A topic template as {@link TopicRouter} parses it; empty means the routing convention's
+   * default. Also rejected: a template whose fixed text alone is too long for a topic name, which
+   * would make every row unroutable.
    */
   static ConfigDef.Validator topicTemplate() {
     return of(
-        "empty, or topic-name characters and the variables " + TopicTemplates.VARIABLES,
+        "empty, or topic-name characters and the variables "
+            + String.join(", ", TEMPLATE_VARIABLES),
         (name, value) -> {
           String template = (String) value;
-          if (!template.isEmpty()) {
-            requireValidTemplate(name, template);
+          if (template.isEmpty()) {
+            return;
+          }
+          try {
+            TopicRouter.requireValidTemplate(template);
+          } catch (IllegalArgumentException e) {
+            throw new ConfigException(name + " is invalid: " + e.getMessage());
+          }
+          if (VARIABLE.matcher(template).replaceAll("").length() > TopicNames.MAX_LENGTH) {
+            throw new ConfigException(name + " is longer than a topic name may be");
           }
         });
-  }
-
-  private static void requireValidTemplate(String name, String template) {
-    StringBuilder literal = new StringBuilder();
-    Matcher m = VARIABLE.matcher(template);
-    int end = 0;
-    while (m.find()) {
-      literal.append(template, end, m.start());
-      String variable = m.group(1);
-      if (!TopicTemplates.VARIABLES.contains("${" + variable + "}")) {
-        throw new ConfigException(
-            name
-                + " uses an unknown variable"
-                + (PLAIN_NAME.matcher(variable).matches() ? " ${" + variable + "}" : "")
-                + "; allowed: "
-                + String.join(", ", TopicTemplates.VARIABLES));
-      }
-      end = m.end();
-    }
-    literal.append(template.substring(end));
-    if (literal.indexOf("${") >= 0) {
-      throw new ConfigException(name + " has a '${' without a closing '}'");
-    }
-    if (!TOPIC_CHARS.matcher(literal).matches()) {
-      throw new ConfigException(
-          name
-              + " may only contain ASCII letters, digits, '.', '_', '-' outside its variables"
-              + " (the characters of a Kafka topic name)");
-    }
-    if (end == 0) {
-      requireLegalTopic(name, template); // No variable: the template is the topic name.
-    } else if (literal.length() > MAX_TOPIC_LENGTH) {
-      throw new ConfigException(name + " is longer than a Kafka topic name may be");
-    }
   }
 
   /** -1, or zero and above. */
@@ -204,20 +166,6 @@ final class Validators {
           long v = (Long) value;
           if (v < -1) {
             throw new ConfigException(name + " must be -1 (keep forever) or at least 0");
-          }
-        });
-  }
-
-  /** A channel name LISTEN/NOTIFY can use without quoting. */
-  static ConfigDef.Validator channelName() {
-    return of(
-        "lower-case letters, digits, underscores; not starting with a digit; at most 63",
-        (name, value) -> {
-          if (!CHANNEL.matcher((String) value).matches()) {
-            throw new ConfigException(
-                name
-                    + " must be lower-case letters, digits and underscores, start with a letter or"
-                    + " underscore, at most 63 characters");
           }
         });
   }

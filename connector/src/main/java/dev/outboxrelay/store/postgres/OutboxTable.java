@@ -62,6 +62,19 @@ public final class OutboxTable {
     return qualify(name + "_instance_key_guard");
   }
 
+  /** The trigger function that notifies listeners of inserted rows, quoted. */
+  public String qualifiedNotifyFunction() {
+    return qualify(name + "_notify_inserted");
+  }
+
+  /**
+   * The LISTEN/NOTIFY channel on which inserts into this table are announced; the payload is the
+   * instance key.
+   */
+  public String notifyChannel() {
+    return schema == null ? name + "_relay" : schema + "_" + name + "_relay";
+  }
+
   /** Flyway's history table for this outbox table: one history per outbox table. */
   public String historyTable() {
     return name + "_schema_history";

@@ -13,7 +13,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "2";
+  public static final String CURRENT_VERSION = "3";
 
   private static final String LOCATION = "classpath:db/outbox";
 
@@ -58,6 +58,8 @@ public final class SchemaMigrator {
                 Map.of(
                     "qualifiedTable", table.qualified(),
                     "qualifiedFunction", table.qualifiedFunction(),
+                    "qualifiedNotifyFunction", table.qualifiedNotifyFunction(),
+                    "notifyChannel", table.notifyChannel(),
                     "tableName", table.name()))
             // The history table lives beside the outbox table; never create or clean schemas.
             .createSchemas(false)

@@ -46,36 +46,45 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(2, migrator.migrate());
+    assertEquals(3, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
   }
 
   @ParameterizedTest(name = "upgrade from V{0}")
-  @ValueSource(strings = {"1"})
-  void upgradesFromEveryEarlierVersionAndQuarantinesLegacyRows(String from) throws SQLException {
+  @ValueSource(strings = {"1", "2"})
+  void upgradesFromEveryEarlierVersionKeepingRowsAndQuarantiningLegacyOnes(String from)
+      throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
     migrator.migrateTo(from);
+    if (from.equals("1")) { // before V2, rows could be written without an owner
+      exec(
+          "INSERT INTO outbox (message_id, aggregate_type, aggregate_id, event_type)"
+              + " VALUES ('legacy-1', 'order', 'a', 'E')");
+    }
     exec(
-        "INSERT INTO outbox (message_id, aggregate_type, aggregate_id, event_type)"
-            + " VALUES ('legacy-1', 'order', 'a', 'E')");
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('owned-1', 'eu', 'order', 'a', 'E')");
     migrator.migrate();
     assertTrue(migrator.isCurrent());
 
-    assertNull(queryString("SELECT instance_key FROM outbox WHERE message_id = 'legacy-1'"));
     PostgresOutboxStore store =
         new PostgresOutboxStore(
             dataSource, OutboxTable.parse("outbox"), RelayClock.database(), null);
-    ClaimRequest any = new ClaimRequest("w", Set.of("eu"), 10, Duration.ofSeconds(30), 5, true);
-    assertTrue(store.claim(any).isEmpty());
-    assertEquals("PENDING", queryString("SELECT status FROM outbox WHERE message_id = 'legacy-1'"));
-    // No migration or write may give it an owner.
-    SQLException e =
-        assertThrows(
-            SQLException.class,
-            () -> exec("UPDATE outbox SET instance_key = 'eu' WHERE message_id = 'legacy-1'"));
-    assertTrue(e.getSQLState().startsWith("23"), e.getSQLState());
+    ClaimRequest eu = new ClaimRequest("w", Set.of("eu"), 10, Duration.ofSeconds(30), 5, true);
+    assertEquals(1, store.claim(eu).claimed().size(), "rows written before the upgrade flow");
+    if (from.equals("1")) {
+      assertNull(queryString("SELECT instance_key FROM outbox WHERE message_id = 'legacy-1'"));
+      assertEquals(
+          "PENDING", queryString("SELECT status FROM outbox WHERE message_id = 'legacy-1'"));
+      // No migration or write may give it an owner.
+      SQLException e =
+          assertThrows(
+              SQLException.class,
+              () -> exec("UPDATE outbox SET instance_key = 'eu' WHERE message_id = 'legacy-1'"));
+      assertTrue(e.getSQLState().startsWith("23"), e.getSQLState());
+    }
   }
 
   @Test
@@ -105,8 +114,8 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(2, migrator("outbox_a").migrate());
-    assertEquals(2, migrator("outbox_b").migrate());
+    assertEquals(3, migrator("outbox_a").migrate());
+    assertEquals(3, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
   }
 

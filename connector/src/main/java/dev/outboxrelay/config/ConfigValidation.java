@@ -1,0 +1,274 @@
+package dev.outboxrelay.config;
+
+import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_PASSWORD_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_TIMEOUT_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_URL_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_USER_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.OUTBOX_TABLE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.SCHEMA_MIGRATE_ON_START_CONFIG;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.store.postgres.SqlStates;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.kafka.common.config.Config;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigValue;
+import org.apache.kafka.common.config.types.Password;
+import org.flywaydb.core.api.MigrationVersion;
+
+/**
+ * What {@code Connector.validate()} returns: single-key validation (ConfigDef), the rules spanning
+ * keys ({@link ConfigChecks}), then live checks against the database when the connection keys are
+ * valid: can we log in, and is the outbox table there in the version this build needs.
+ *
+ * <p>Each error is attached to the key the user has to change. Errors name keys and SQLStates only;
+ * the URL, the password and the driver's messages never appear in them.
+ */
+public final class ConfigValidation {
+  /** Live checks answer within this, whatever {@code connection.timeout.ms} says. */
+  static final Duration MAX_CHECK_TIMEOUT = Duration.ofSeconds(10);
+
+  static final String FIX_SCHEMA =
+      "set "
+          + SCHEMA_MIGRATE_ON_START_CONFIG
+          + "=true, or apply docs/schema.sql with your own migration tool";
+
+  private ConfigValidation() {}
+
+  public static Config validate(Map<String, String> props) {
+    ConfigDef definition = OutboxSourceConfig.configDef();
+    Map<String, ConfigValue> values = definition.validateAll(props);
+    for (ConfigChecks.Problem problem : ConfigChecks.find(key -> validValue(values, key), props)) {
+      values.get(problem.key()).addErrorMessage(problem.message());
+    }
+    if (allValid(
+        values,
+        CONNECTION_URL_CONFIG,
+        CONNECTION_USER_CONFIG,
+        CONNECTION_PASSWORD_CONFIG,
+        CONNECTION_TIMEOUT_MS_CONFIG)) {
+      new LiveCheck(values).run();
+    }
+    List<ConfigValue> ordered = new ArrayList<>();
+    for (String key : definition.configKeys().keySet()) {
+      ordered.add(values.get(key));
+    }
+    return new Config(ordered);
+  }
+
+  private static Object validValue(Map<String, ConfigValue> values, String key) {
+    ConfigValue value = values.get(key);
+    return value == null || !value.errorMessages().isEmpty() ? null : value.value();
+  }
+
+  private static boolean allValid(Map<String, ConfigValue> values, String... keys) {
+    for (String key : keys) {
+      if (!values.get(key).errorMessages().isEmpty()) {
+        return false;
+      }
+    }
+    return values.get(keys[0]).value() != null;
+  }
+
+  /** The checks that talk to the database, with settings already known to be well-formed. */
+  private static final class LiveCheck {
+    private final Map<String, ConfigValue> values;
+    private final String url;
+    private final String user;
+    private final Password password;
+    private final Duration timeout;
+
+    LiveCheck(Map<String, ConfigValue> values) {
+      this.values = values;
+      this.url = (String) values.get(CONNECTION_URL_CONFIG).value();
+      String configuredUser = (String) values.get(CONNECTION_USER_CONFIG).value();
+      this.user = configuredUser == null || configuredUser.isEmpty() ? null : configuredUser;
+      this.password = (Password) values.get(CONNECTION_PASSWORD_CONFIG).value();
+      Duration configured =
+          Duration.ofMillis((Long) values.get(CONNECTION_TIMEOUT_MS_CONFIG).value());
+      this.timeout = configured.compareTo(MAX_CHECK_TIMEOUT) > 0 ? MAX_CHECK_TIMEOUT : configured;
+    }
+
+    void run() {
+      if (!canConnect()) {
+        return;
+      }
+      Object table = validValue(values, OUTBOX_TABLE_CONFIG);
+      Object migrate = validValue(values, SCHEMA_MIGRATE_ON_START_CONFIG);
+      if (table != null && migrate != null) {
+        checkTable(OutboxTable.parse((String) table), (Boolean) migrate);
+      }
+    }
+
+    /** One connection straight from the driver: quick to fail, nothing pooled, nothing logged. */
+    private boolean canConnect() {
+      try (Connection connection =
+          DataSourceFactory.connectOrNull(
+              url, user, password, timeout, DataSourceFactory.APPLICATION_NAME)) {
+        if (connection == null) {
+          error(
+              CONNECTION_URL_CONFIG, CONNECTION_URL_CONFIG + " is not a valid PostgreSQL JDBC URL");
+          return false;
+        }
+        return true;
+      } catch (SQLException e) {
+        reportConnectFailure(SqlStates.classify(e, "connection check"));
+        return false;
+      } catch (RuntimeException e) {
+        error(CONNECTION_URL_CONFIG, "could not connect with " + CONNECTION_URL_CONFIG);
+        return false;
+      }
+    }
+
+    private void reportConnectFailure(OutboxStoreException failure) {
+      String state = stateSuffix(failure);
+      switch (failure.kind()) {
+        case AUTHENTICATION -> {
+          String message =
+              "the database rejected "
+                  + CONNECTION_USER_CONFIG
+                  + " or "
+                  + CONNECTION_PASSWORD_CONFIG
+                  + state;
+          error(CONNECTION_PASSWORD_CONFIG, message);
+          error(CONNECTION_USER_CONFIG, message);
+        }
+        case PERMISSION ->
+            error(
+                CONNECTION_USER_CONFIG,
+                CONNECTION_USER_CONFIG + " may not connect to the database" + state);
+        case SCHEMA ->
+            error(
+                CONNECTION_URL_CONFIG,
+                "3D000".equals(failure.sqlState())
+                    ? CONNECTION_URL_CONFIG + " names a database that does not exist" + state
+                    : "could not connect with " + CONNECTION_URL_CONFIG + state);
+        default ->
+            error(
+                CONNECTION_URL_CONFIG,
+                "could not connect to the database in "
+                    + CONNECTION_URL_CONFIG
+                    + state
+                    + ": check host, port and that the server accepts connections");
+      }
+    }
+
+    /**
+     * The table must be at {@link SchemaMigrator#CURRENT_VERSION}, unless the connector is to
+     * create or upgrade it. A table without outbox-relay's schema history was created by the user's
+     * own migration tool (from docs/schema.sql) and is accepted as it is.
+     */
+    private void checkTable(OutboxTable table, boolean migrateOnStart) {
+      try (HikariDataSource pool =
+          DataSourceFactory.create(url, user, password, timeout, "outbox-relay-validate", 2, 0)) {
+        Optional<String> version = new SchemaMigrator(pool, table).currentVersion();
+        if (version.isPresent()) {
+          checkVersion(version.get(), migrateOnStart);
+        } else if (tableExists(pool, table)) {
+          if (migrateOnStart) {
+            error(
+                SCHEMA_MIGRATE_ON_START_CONFIG,
+                OUTBOX_TABLE_CONFIG
+                    + " exists but has no outbox-relay schema history ("
+                    + table.historyTable()
+                    + "), so it cannot be migrated: set "
+                    + SCHEMA_MIGRATE_ON_START_CONFIG
+                    + "=false and keep it up to date with your own migration tool");
+          }
+        } else if (!migrateOnStart) {
+          error(OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + FIX_SCHEMA);
+        }
+      } catch (SQLException e) {
+        reportTableFailure(SqlStates.classify(e, "table check"));
+      } catch (RuntimeException e) {
+        // Flyway wraps the driver's exception; its message may quote SQL or the URL.
+        SQLException cause = findSqlException(e);
+        if (cause != null) {
+          reportTableFailure(SqlStates.classify(cause, "table check"));
+        } else {
+          error(OUTBOX_TABLE_CONFIG, "could not read the schema version of " + OUTBOX_TABLE_CONFIG);
+        }
+      }
+    }
+
+    private void checkVersion(String version, boolean migrateOnStart) {
+      int comparison =
+          MigrationVersion.fromVersion(version)
+              .compareTo(MigrationVersion.fromVersion(SchemaMigrator.CURRENT_VERSION));
+      if (comparison > 0) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " has schema version "
+                + version
+                + ", newer than this connector supports ("
+                + SchemaMigrator.CURRENT_VERSION
+                + "): upgrade the connector");
+      } else if (comparison < 0 && !migrateOnStart) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " has schema version "
+                + version
+                + " but this connector needs version "
+                + SchemaMigrator.CURRENT_VERSION
+                + ": "
+                + FIX_SCHEMA);
+      }
+    }
+
+    /** to_regclass takes the quoted name as a bind parameter: nothing user-supplied in SQL. */
+    private static boolean tableExists(HikariDataSource pool, OutboxTable table)
+        throws SQLException {
+      try (Connection c = pool.getConnection();
+          PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+        ps.setString(1, table.qualified());
+        try (ResultSet rs = ps.executeQuery()) {
+          return rs.next() && rs.getBoolean(1);
+        }
+      }
+    }
+
+    private void reportTableFailure(OutboxStoreException failure) {
+      String state = stateSuffix(failure);
+      if (failure.kind() == OutboxStoreException.Kind.PERMISSION) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            CONNECTION_USER_CONFIG + " may not read " + OUTBOX_TABLE_CONFIG + state);
+      } else {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            "could not read the schema version of " + OUTBOX_TABLE_CONFIG + state);
+      }
+    }
+
+    private static SQLException findSqlException(Throwable e) {
+      Throwable t = e;
+      for (int depth = 0; t != null && depth < 8; depth++, t = t.getCause()) {
+        if (t instanceof SQLException sql) {
+          return sql;
+        }
+      }
+      return null;
+    }
+
+    private static String stateSuffix(OutboxStoreException failure) {
+      return failure.sqlState() == null ? "" : " (SQLState " + failure.sqlState() + ")";
+    }
+
+    private void error(String key, String message) {
+      values.get(key).addErrorMessage(message);
+    }
+  }
+}

@@ -1,0 +1,118 @@
+package dev.outboxrelay.config;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Properties;
+import org.apache.kafka.common.config.types.Password;
+
+/**
+ * Builds the connection pool a task uses. The pool starts even while the database is down ({@code
+ * initializationFailTimeout=-1}): connections are opened in the background and each {@code
+ * getConnection()} fails after {@code connection.timeout.ms}, which the store classifies as
+ * transient. Nothing here logs the URL or the password.
+ */
+public final class DataSourceFactory {
+  /** Shown in {@code pg_stat_activity.application_name} for every connection of the relay. */
+  public static final String APPLICATION_NAME = "outbox-relay";
+
+  static final String DRIVER_CLASS = "org.postgresql.Driver";
+
+  private DataSourceFactory() {}
+
+  /** The task's pool: {@code connection.pool.size} connections, named {@code poolName}. */
+  public static HikariDataSource create(OutboxSourceConfig config, String poolName) {
+    return create(
+        config.jdbcUrl(),
+        config.user(),
+        config.password(),
+        config.connectionTimeout(),
+        poolName,
+        config.poolSize(),
+        config.poolSize());
+  }
+
+  /** A pool with explicit sizes; {@link ConfigValidation} uses a small one that idles at zero. */
+  static HikariDataSource create(
+      String jdbcUrl,
+      String user,
+      Password password,
+      Duration timeout,
+      String poolName,
+      int maximumPoolSize,
+      int minimumIdle) {
+    HikariConfig hikari = new HikariConfig();
+    hikari.setPoolName(poolName);
+    // Named explicitly so the driver is found through this plugin's class loader, not
+    // DriverManager's view of the worker's class path.
+    hikari.setDriverClassName(DRIVER_CLASS);
+    hikari.setJdbcUrl(jdbcUrl);
+    if (user != null) {
+      hikari.setUsername(user);
+    }
+    if (password != null) {
+      hikari.setPassword(password.value());
+    }
+    hikari.setMaximumPoolSize(maximumPoolSize);
+    hikari.setMinimumIdle(minimumIdle);
+    hikari.setConnectionTimeout(timeout.toMillis());
+    hikari.setValidationTimeout(Math.min(timeout.toMillis(), Duration.ofSeconds(5).toMillis()));
+    hikari.setInitializationFailTimeout(-1);
+    hikari.setAutoCommit(true);
+    hikari.addDataSourceProperty("ApplicationName", APPLICATION_NAME);
+    // Opening a socket never takes much longer than the pool waits for it (the driver counts in
+    // whole seconds). Settings in the URL take precedence over these.
+    hikari.addDataSourceProperty("connectTimeout", Long.toString(wholeSeconds(timeout)));
+    return new HikariDataSource(hikari);
+  }
+
+  /**
+   * One connection outside the pool, with the pool's credentials and settings, for a connection
+   * that must stay apart (a LISTEN connection, say). It comes straight from the PostgreSQL driver,
+   * not from DriverManager, whose view of drivers depends on the caller's class loader. Opening it
+   * takes at most about {@code connection.timeout.ms}; once open, reads have no timeout.
+   *
+   * @throws SQLException classified by SQLState as usual; its message is the driver's, so never
+   *     show it to users (see {@link dev.outboxrelay.store.postgres.SqlStates#classify})
+   */
+  public static Connection connect(OutboxSourceConfig config, String applicationName)
+      throws SQLException {
+    Connection connection =
+        connectOrNull(
+            config.jdbcUrl(),
+            config.user(),
+            config.password(),
+            config.connectionTimeout(),
+            applicationName);
+    if (connection == null) {
+      throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");
+    }
+    return connection;
+  }
+
+  /** Null when the driver does not accept the URL (a malformed host or port, say). */
+  static Connection connectOrNull(
+      String jdbcUrl, String user, Password password, Duration timeout, String applicationName)
+      throws SQLException {
+    Properties props = new Properties();
+    if (user != null) {
+      props.setProperty("user", user);
+    }
+    if (password != null) {
+      props.setProperty("password", password.value());
+    }
+    props.setProperty("ApplicationName", applicationName);
+    props.setProperty("tcpKeepAlive", "true");
+    String seconds = Long.toString(wholeSeconds(timeout));
+    props.setProperty("connectTimeout", seconds);
+    props.setProperty("loginTimeout", seconds);
+    return new org.postgresql.Driver().connect(jdbcUrl, props);
+  }
+
+  /** The driver's timeouts are whole seconds, and 0 would mean "none". */
+  private static long wholeSeconds(Duration timeout) {
+    return Math.max(1L, (timeout.toMillis() + 999L) / 1000L);
+  }
+}

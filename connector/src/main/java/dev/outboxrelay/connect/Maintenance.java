@@ -1,0 +1,76 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.OutboxStore;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+import org.apache.kafka.common.utils.Time;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Periodic work of one task per connector (task 0): retention cleanup of PUBLISHED rows in bounded
+ * batches, and the backlog and lag figures. Own instance keys only.
+ */
+final class Maintenance {
+  private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
+
+  /** Batches per run, so one run never holds up claiming for long. */
+  private static final int MAX_BATCHES_PER_RUN = 10;
+
+  private final OutboxStore store;
+  private final OutboxSourceConfig config;
+  private final RelayMetrics metrics;
+  private final Time time;
+  private final boolean enabled;
+  private long nextCleanupMs;
+  private long nextBacklogMs;
+
+  Maintenance(
+      OutboxStore store,
+      OutboxSourceConfig config,
+      RelayMetrics metrics,
+      Time time,
+      boolean enabled) {
+    this.store = store;
+    this.config = config;
+    this.metrics = metrics;
+    this.time = time;
+    this.enabled = enabled;
+    this.nextCleanupMs = time.milliseconds() + config.cleanupInterval().toMillis();
+    this.nextBacklogMs = time.milliseconds();
+  }
+
+  void runIfDue() {
+    if (!enabled) {
+      return;
+    }
+    long now = time.milliseconds();
+    if (now >= nextBacklogMs) {
+      nextBacklogMs = now + config.backlogMetricsInterval().toMillis();
+      metrics.recordBacklog(store.inspect(config.instanceKeys(), false));
+    }
+    Optional<Duration> retention = config.retention();
+    if (retention.isPresent() && now >= nextCleanupMs) {
+      nextCleanupMs = now + config.cleanupInterval().toMillis();
+      cleanup(store.now().minus(retention.get()));
+    }
+  }
+
+  private void cleanup(Instant cutoff) {
+    int total = 0;
+    for (int i = 0; i < MAX_BATCHES_PER_RUN; i++) {
+      int deleted = store.deletePublished(config.instanceKeys(), cutoff, config.cleanupBatchSize());
+      total += deleted;
+      if (deleted < config.cleanupBatchSize()) {
+        break;
+      }
+    }
+    if (total > 0) {
+      metrics.cleanedUp.addAndGet(total);
+      log.info("Retention cleanup deleted {} PUBLISHED rows published before {}", total, cutoff);
+    }
+  }
+}

@@ -1,0 +1,76 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.config.ConfigValidation;
+import dev.outboxrelay.config.OutboxSourceConfig;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.config.Config;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.source.ExactlyOnceSupport;
+import org.apache.kafka.connect.source.SourceConnector;
+
+/**
+ * Relays a PostgreSQL transactional outbox to Kafka. Every task claims rows of the configured
+ * instance keys under fenced leases; tasks share the work through the claims themselves, so {@code
+ * tasks.max} scales it out without any partitioning of the table.
+ */
+public class OutboxSourceConnector extends SourceConnector {
+  private Map<String, String> props;
+
+  @Override
+  public String version() {
+    return Version.get();
+  }
+
+  @Override
+  public void start(Map<String, String> props) {
+    try {
+      new OutboxSourceConfig(props);
+    } catch (ConfigException e) {
+      throw new ConnectException("Invalid outbox-relay configuration: " + e.getMessage());
+    }
+    this.props = Map.copyOf(props);
+  }
+
+  @Override
+  public Class<? extends Task> taskClass() {
+    return OutboxSourceTask.class;
+  }
+
+  @Override
+  public List<Map<String, String>> taskConfigs(int maxTasks) {
+    List<Map<String, String>> configs = new ArrayList<>(maxTasks);
+    for (int i = 0; i < maxTasks; i++) {
+      Map<String, String> task = new HashMap<>(props);
+      task.put(OutboxSourceTask.TASK_ID, Integer.toString(i));
+      task.put(OutboxSourceTask.CONNECTOR_NAME, props.getOrDefault("name", "outbox-relay"));
+      configs.add(task);
+    }
+    return configs;
+  }
+
+  @Override
+  public void stop() {}
+
+  @Override
+  public ConfigDef config() {
+    return OutboxSourceConfig.configDef();
+  }
+
+  @Override
+  public Config validate(Map<String, String> connectorConfigs) {
+    return ConfigValidation.validate(connectorConfigs);
+  }
+
+  @Override
+  public ExactlyOnceSupport exactlyOnceSupport(Map<String, String> connectorConfig) {
+    // The database write that records an outcome cannot join Kafka's transaction; the outbox
+    // gives at-least-once delivery with fenced, visible duplicates instead.
+    return ExactlyOnceSupport.UNSUPPORTED;
+  }
+}

@@ -1,0 +1,342 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.mapping.MappingResult;
+import dev.outboxrelay.mapping.RecordMapper;
+import dev.outboxrelay.mapping.SourceOffsets;
+import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.ClaimResult;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.Lease;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.RelayClock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.errors.RetriableException;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.apache.kafka.connect.source.SourceTask;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * Claims outbox rows under fenced leases, hands them to Connect as records and records each outcome
+ * only while the lease still holds.
+ *
+ * <p>Threads: {@code poll()} claims and maps on the task thread; {@code commitRecord} runs on the
+ * producer's I/O thread and only queues; the {@link OutcomeWriter} thread writes outcomes in
+ * batches and renews leases. Nothing on the producer thread touches the database.
+ */
+public class OutboxSourceTask extends SourceTask {
+  private static final Logger log = LoggerFactory.getLogger(OutboxSourceTask.class);
+  static final String TASK_ID = "task.id";
+  static final String CONNECTOR_NAME = "connector.name";
+
+  private final StoreProvider storeProvider;
+  private final Time time;
+
+  private OutboxSourceConfig config;
+  private TaskSettings settings;
+  private OutboxStore store;
+  private RelayClock clock;
+  private RecordMapper mapper;
+  private InFlightLedger ledger;
+  private OutcomeWriter writer;
+  private WakeSignal wake;
+  private RelayMetrics metrics;
+  private Maintenance maintenance;
+  private NotificationListener listener;
+  private boolean schemaReady;
+  private long nextAbandonedProbeMs;
+  private boolean drainingForProbe;
+  private volatile boolean stopping;
+  private boolean stopped;
+
+  public OutboxSourceTask() {
+    this(new PostgresStoreProvider(), Time.SYSTEM);
+  }
+
+  OutboxSourceTask(StoreProvider storeProvider, Time time) {
+    this.storeProvider = storeProvider;
+    this.time = time;
+  }
+
+  @Override
+  public String version() {
+    return Version.get();
+  }
+
+  @Override
+  public void start(Map<String, String> props) {
+    try {
+      config = new OutboxSourceConfig(props);
+    } catch (ConfigException e) {
+      throw new ConnectException("Invalid outbox-relay task configuration: " + e.getMessage());
+    }
+    String connector = props.getOrDefault(CONNECTOR_NAME, "outbox-relay");
+    String taskId = props.getOrDefault(TASK_ID, "0");
+    String owner = LeaseOwners.newOwner(connector, taskId);
+    MDC.put("outbox.instance_keys", String.join(",", config.instanceKeys()));
+    settings = TaskSettingsFactory.from(config, owner);
+    metrics = new RelayMetrics();
+    metrics.register(() -> context.pluginMetrics());
+    clock = storeProvider.clock();
+    store = storeProvider.open(config, "outbox-relay-" + connector + "-" + taskId);
+    mapper = new RecordMapper(TaskSettingsFactory.mapping(config));
+    ledger = new InFlightLedger();
+    wake = new WakeSignal();
+    writer =
+        new OutcomeWriter(
+            store,
+            ledger,
+            metrics,
+            settings,
+            time,
+            wake,
+            "outbox-relay-outcomes-" + connector + "-" + taskId);
+    writer.start();
+    var notifications = storeProvider.notificationConnections(config);
+    if (config.notifyEnabled() && notifications != null) {
+      listener =
+          new NotificationListener(
+              notifications,
+              config.table().notifyChannel(),
+              config.instanceKeys(),
+              wake,
+              "outbox-relay-listener-" + connector + "-" + taskId);
+      listener.start();
+    }
+    maintenance = new Maintenance(store, config, metrics, time, "0".equals(taskId));
+    nextAbandonedProbeMs = time.milliseconds();
+    log.info(
+        "Started outbox-relay task {} as lease owner {} for instance keys {}",
+        taskId,
+        owner,
+        config.instanceKeys());
+  }
+
+  @Override
+  public List<SourceRecord> poll() {
+    if (stopping) {
+      return null;
+    }
+    writer.taskPolled();
+    OutboxStoreException fatal = writer.fatalError();
+    if (fatal != null) {
+      throw sanitizedFailure(fatal);
+    }
+    try {
+      ensureSchema();
+      maintenance.runIfDue();
+      List<SourceRecord> records = claimAndMap();
+      if (records.isEmpty()) {
+        wake.await(settings.pollInterval());
+        return null;
+      }
+      return records;
+    } catch (OutboxStoreException e) {
+      metrics.databaseErrors.incrementAndGet();
+      if (e.isRetriable()) {
+        log.warn(
+            "Database unavailable while claiming (reason={}, sqlState={}); will retry",
+            e.reasonCode(),
+            e.sqlState());
+        wake.await(settings.pollInterval());
+        throw new RetriableException("outbox-relay: " + e.getMessage());
+      }
+      throw sanitizedFailure(e);
+    }
+  }
+
+  private void ensureSchema() {
+    if (!schemaReady && config.migrateOnStart()) {
+      storeProvider.migrate(config);
+    }
+    schemaReady = true;
+  }
+
+  private List<SourceRecord> claimAndMap() {
+    if (ledger.size() >= settings.maxInFlight() || !writer.isRenewalHealthy()) {
+      return List.of(); // wait for Kafka to acknowledge what we hold
+    }
+    long now = time.milliseconds();
+    if (now >= nextAbandonedProbeMs) {
+      drainingForProbe = true;
+    }
+    ClaimResult result;
+    if (drainingForProbe) {
+      if (!ledger.isEmpty()) {
+        return List.of(); // an isolated claim must be the only thing this task holds
+      }
+      result = store.claimAbandoned(settings.claimRequest());
+      reportExhausted(result);
+      if (result.claimed().isEmpty()) {
+        if (!result.exhausted().isEmpty()) {
+          return List.of(); // probe again at once: there may be more
+        }
+        drainingForProbe = false;
+        nextAbandonedProbeMs = now + settings.abandonedProbeInterval().toMillis();
+        result = store.claim(settings.claimRequest());
+      } else {
+        log.info(
+            "Reclaimed abandoned message_id={} instance_key={} in isolation",
+            result.claimed().get(0).messageId(),
+            result.claimed().get(0).instanceKey());
+      }
+    } else {
+      result = store.claim(settings.claimRequest());
+    }
+    if (stopping) {
+      result
+          .claimed()
+          .forEach(m -> writer.submit(new PendingOutcome.Released(m.messageId(), m.lease())));
+      return List.of();
+    }
+    metrics.claimed.addAndGet(result.claimed().size());
+    return map(result.claimed());
+  }
+
+  private void reportExhausted(ClaimResult result) {
+    for (String messageId : result.exhausted()) {
+      metrics.exhausted.incrementAndGet();
+      log.warn(
+          "Message exhausted: its worker vanished again while it was claimed alone"
+              + " (message_id={} reason=ABANDONED_IN_ISOLATION)",
+          messageId);
+    }
+  }
+
+  private List<SourceRecord> map(List<ClaimedMessage> claimed) {
+    Instant now = now();
+    List<SourceRecord> records = new ArrayList<>(claimed.size());
+    for (ClaimedMessage row : claimed) {
+      MappingResult result = mapper.map(row, now);
+      if (result instanceof MappingResult.Mapped mapped) {
+        ledger.add(row, null);
+        records.add(mapped.record());
+      } else if (result instanceof MappingResult.Unpublishable bad) {
+        log.warn(
+            "Message cannot be published: message_id={} instance_key={} reason={}",
+            row.messageId(),
+            row.instanceKey(),
+            bad.reasonCode());
+        if (mapper.settings().hasDeadLetterTopic()) {
+          ledger.add(row, bad.reasonCode());
+          records.add(mapper.deadLetter(row, bad.reasonCode()));
+        } else {
+          ledger.add(row, bad.reasonCode());
+          writer.submit(
+              new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), false));
+        }
+      }
+    }
+    metrics.inFlight.set(ledger.size());
+    return records;
+  }
+
+  private Instant now() {
+    Instant override = clock.override();
+    return override != null ? override : Instant.ofEpochMilli(time.milliseconds());
+  }
+
+  @Override
+  public void commitRecord(SourceRecord record, RecordMetadata metadata) {
+    // Runs on the producer's I/O thread: identify the row, queue the outcome, return.
+    String messageId;
+    long token;
+    try {
+      messageId = SourceOffsets.messageId(record);
+      token = SourceOffsets.leaseToken(record);
+    } catch (IllegalArgumentException e) {
+      log.warn("Acknowledgement for a record without an outbox source offset ignored");
+      return;
+    }
+    Lease lease = new Lease(settings.owner(), token);
+    PendingOutcome outcome;
+    var entry = ledger.get(messageId);
+    if (metadata == null) {
+      outcome = new PendingOutcome.Unconfirmed(messageId, lease);
+    } else if (entry.isPresent() && entry.get().isDeadLetter()) {
+      outcome = new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), true);
+    } else {
+      outcome =
+          new PendingOutcome.Published(
+              messageId,
+              lease,
+              new KafkaCoordinates(metadata.topic(), metadata.partition(), metadata.offset()));
+    }
+    if (!writer.submit(outcome)) {
+      metrics.lateAcks.incrementAndGet();
+      log.warn(
+          "Acknowledgement arrived after the task stopped writing: message_id={}"
+              + " (reason=LATE_ACK; the row is reclaimed after its lease expires)",
+          messageId);
+    }
+  }
+
+  @Override
+  public void stop() {
+    if (stopped) {
+      return;
+    }
+    stopped = true;
+    stopping = true;
+    if (wake != null) {
+      wake.wake();
+    }
+    if (listener != null) {
+      listener.stop();
+    }
+    if (writer == null) {
+      closeStore();
+      return;
+    }
+    writer.stop(
+        Duration.ofSeconds(2),
+        settings.lateAckGrace(),
+        () -> {
+          closeStore();
+          log.info("outbox-relay task stopped: {}", metrics);
+        });
+  }
+
+  private void closeStore() {
+    if (metrics != null) {
+      metrics.unregister();
+    }
+    if (store != null) {
+      store.close();
+    }
+  }
+
+  private static ConnectException sanitizedFailure(OutboxStoreException e) {
+    String hint =
+        switch (e.kind()) {
+          case AUTHENTICATION -> "; check connection.user and connection.password";
+          case PERMISSION -> "; grant the connector's role access to the outbox table";
+          case SCHEMA ->
+              "; create the outbox table (schema.migrate.on.start=true, or docs/schema.sql)";
+          default -> "";
+        };
+    // No cause attached: Connect shows the whole chain in the task's REST status.
+    return new ConnectException("outbox-relay: " + e.getMessage() + hint);
+  }
+
+  /** For tests: this task's counters. */
+  RelayMetrics metrics() {
+    return metrics;
+  }
+
+  String owner() {
+    return settings.owner();
+  }
+}

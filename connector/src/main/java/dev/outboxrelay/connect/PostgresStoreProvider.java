@@ -1,0 +1,64 @@
+package dev.outboxrelay.connect;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.config.DataSourceFactory;
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.PostgresOutboxStore;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.store.postgres.SqlStates;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.function.Supplier;
+import org.flywaydb.core.api.FlywayException;
+
+/** The production store: PostgreSQL through a HikariCP pool, judged by the database clock. */
+final class PostgresStoreProvider implements StoreProvider {
+  private HikariDataSource dataSource;
+
+  @Override
+  public OutboxStore open(OutboxSourceConfig config, String poolName) {
+    dataSource = DataSourceFactory.create(config, poolName);
+    return new PostgresOutboxStore(dataSource, config.table(), clock(), dataSource);
+  }
+
+  @Override
+  public void migrate(OutboxSourceConfig config) {
+    try {
+      new SchemaMigrator(dataSource, config.table()).migrate();
+    } catch (FlywayException e) {
+      SQLException sql = findSql(e);
+      throw sql != null
+          ? SqlStates.classify(sql, "migrate")
+          : new OutboxStoreException(
+              OutboxStoreException.Kind.SCHEMA, "SCHEMA_MIGRATION_FAILED", null, "migrate");
+    }
+  }
+
+  private static SQLException findSql(Throwable t) {
+    for (int depth = 0; t != null && depth < 10; depth++, t = t.getCause()) {
+      if (t instanceof SQLException sql) {
+        return sql;
+      }
+    }
+    return null;
+  }
+
+  @Override
+  public Supplier<Connection> notificationConnections(OutboxSourceConfig config) {
+    return () -> {
+      try {
+        return DataSourceFactory.connect(config, "outbox-relay-listener");
+      } catch (SQLException e) {
+        throw SqlStates.classify(e, "listen");
+      }
+    };
+  }
+
+  @Override
+  public RelayClock clock() {
+    return RelayClock.database();
+  }
+}

@@ -1,0 +1,26 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.RelayClock;
+import java.sql.Connection;
+import java.util.function.Supplier;
+
+/** Opens the store a task works on. Production uses PostgreSQL; tests may substitute. */
+interface StoreProvider {
+
+  /** Opens the store (a pool is created lazily: the database may still be down). */
+  OutboxStore open(OutboxSourceConfig config, String poolName);
+
+  /** Applies the schema migrations (only called when {@code schema.migrate.on.start} is set). */
+  void migrate(OutboxSourceConfig config);
+
+  /**
+   * Connections for LISTEN/NOTIFY wake-ups, outside the pool (held for long); null where the store
+   * has no notifications.
+   */
+  Supplier<Connection> notificationConnections(OutboxSourceConfig config);
+
+  /** The clock leases are judged by: the database's unless a test substitutes one. */
+  RelayClock clock();
+}

@@ -1,0 +1,31 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.retry.BackoffPolicy;
+import dev.outboxrelay.store.ClaimRequest;
+import java.time.Duration;
+import java.util.Set;
+
+/**
+ * What the task's loops need, resolved from the connector configuration once.
+ *
+ * @param maxInFlight the most records handed to Connect and unresolved at once (a few batches)
+ */
+record TaskSettings(
+    String owner,
+    Set<String> instanceKeys,
+    int batchSize,
+    Duration pollInterval,
+    Duration leaseDuration,
+    Duration leaseRenewalInterval,
+    int maxAttempts,
+    BackoffPolicy backoff,
+    boolean ordered,
+    NullMetadataPolicy nullMetadataPolicy,
+    int maxInFlight,
+    Duration abandonedProbeInterval,
+    Duration lateAckGrace) {
+
+  ClaimRequest claimRequest() {
+    return new ClaimRequest(owner, instanceKeys, batchSize, leaseDuration, maxAttempts, ordered);
+  }
+}

@@ -1,0 +1,180 @@
+package dev.outboxrelay.metrics;
+
+import dev.outboxrelay.store.BacklogSnapshot;
+import dev.outboxrelay.store.MessageStatus;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.Measurable;
+import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.common.metrics.Sensor;
+import org.apache.kafka.common.metrics.stats.Avg;
+import org.apache.kafka.common.metrics.stats.Max;
+
+/**
+ * A task's metrics. Counts are kept here (tests and logs read them) and exposed through Connect's
+ * plugin metrics (KIP-877) where the worker offers them. Names carry their unit; values are counts
+ * and durations only, never identifiers or payloads. The reference is docs/metrics.md.
+ */
+public final class RelayMetrics {
+  public final AtomicLong claimed = new AtomicLong();
+  public final AtomicLong published = new AtomicLong();
+  public final AtomicLong claimLost = new AtomicLong();
+  public final AtomicLong retried = new AtomicLong();
+  public final AtomicLong exhausted = new AtomicLong();
+  public final AtomicLong failed = new AtomicLong();
+  public final AtomicLong deadLettered = new AtomicLong();
+  public final AtomicLong released = new AtomicLong();
+  public final AtomicLong leaseRenewalsLost = new AtomicLong();
+  public final AtomicLong lateAcks = new AtomicLong();
+  public final AtomicLong databaseErrors = new AtomicLong();
+  public final AtomicLong cleanedUp = new AtomicLong();
+  public final AtomicLong inFlight = new AtomicLong();
+  public final AtomicLong lagMs = new AtomicLong();
+  private final LinkedHashMap<MessageStatus, AtomicLong> backlog = new LinkedHashMap<>();
+  private final AtomicLong outcomeWriteMaxMs = new AtomicLong();
+  private final AtomicLong outcomeWriteTotalMs = new AtomicLong();
+  private final AtomicLong outcomeWrites = new AtomicLong();
+
+  private final List<MetricName> registered = new ArrayList<>();
+  private PluginMetrics pluginMetrics;
+  private Sensor outcomeWriteSensor;
+
+  public RelayMetrics() {
+    for (MessageStatus s : MessageStatus.values()) {
+      if (s != MessageStatus.PUBLISHED) {
+        backlog.put(s, new AtomicLong());
+      }
+    }
+  }
+
+  /** Exposes every metric through Connect; a no-op for workers older than Kafka 4.1. */
+  public void register(PluginMetricsSource source) {
+    PluginMetrics metrics;
+    try {
+      metrics = source.get();
+    } catch (NoSuchMethodError | UnsupportedOperationException e) {
+      return; // worker predates KIP-877: metrics stay internal (and in logs)
+    }
+    if (metrics == null) {
+      return;
+    }
+    this.pluginMetrics = metrics;
+    gauge("claimed-total", "Rows claimed under a lease (records).", claimed::get);
+    gauge(
+        "published-total",
+        "Rows recorded PUBLISHED after Kafka acknowledged them.",
+        published::get);
+    gauge(
+        "claim-lost-total",
+        "Outcome writes that matched no row: the lease was taken over (possible duplicate).",
+        claimLost::get);
+    gauge("retried-total", "Rows scheduled for another attempt (AMBIGUOUS).", retried::get);
+    gauge("exhausted-total", "Rows that spent their attempt budget (EXHAUSTED).", exhausted::get);
+    gauge("failed-total", "Rows recorded FAILED (unpublishable, not dead-lettered).", failed::get);
+    gauge(
+        "dead-lettered-total",
+        "Rows sent to the dead-letter topic and recorded FAILED.",
+        deadLettered::get);
+    gauge("released-total", "Claims given back without being sent.", released::get);
+    gauge("lease-renewal-lost-total", "Held leases found lost at renewal.", leaseRenewalsLost::get);
+    gauge(
+        "late-ack-total",
+        "Acknowledgements that arrived after the task stopped writing.",
+        lateAcks::get);
+    gauge(
+        "database-errors-total",
+        "Failed database operations (classified by SQLState).",
+        databaseErrors::get);
+    gauge("cleaned-up-total", "PUBLISHED rows deleted by retention cleanup.", cleanedUp::get);
+    gauge("in-flight-records", "Records handed to Connect and not yet resolved.", inFlight::get);
+    gauge("lag-ms", "Age of the oldest row awaiting delivery, milliseconds.", lagMs::get);
+    backlog.forEach(
+        (status, value) ->
+            gauge(
+                "backlog-" + status.name().toLowerCase().replace('_', '-') + "-records",
+                "Rows of this connector's instance keys in status " + status + ".",
+                value::get));
+    outcomeWriteSensor = metrics.addSensor("outcome-write-latency");
+    outcomeWriteSensor.add(
+        metrics.metricName(
+            "outcome-write-latency-avg-ms",
+            "Average duration of one fenced outcome write (a batch), milliseconds.",
+            new LinkedHashMap<>()),
+        new Avg());
+    outcomeWriteSensor.add(
+        metrics.metricName(
+            "outcome-write-latency-max-ms",
+            "Longest fenced outcome write (a batch) in the window, milliseconds.",
+            new LinkedHashMap<>()),
+        new Max());
+  }
+
+  private void gauge(String name, String description, LongSupplier value) {
+    MetricName metricName = pluginMetrics.metricName(name, description, new LinkedHashMap<>());
+    pluginMetrics.addMetric(metricName, (Measurable) (config, now) -> value.getAsLong());
+    registered.add(metricName);
+  }
+
+  public void recordOutcomeWrite(long millis) {
+    outcomeWrites.incrementAndGet();
+    outcomeWriteTotalMs.addAndGet(millis);
+    outcomeWriteMaxMs.accumulateAndGet(millis, Math::max);
+    if (outcomeWriteSensor != null) {
+      outcomeWriteSensor.record(millis);
+    }
+  }
+
+  public void recordBacklog(BacklogSnapshot snapshot) {
+    backlog.forEach((status, value) -> value.set(snapshot.count(status)));
+    lagMs.set(snapshot.lag().toMillis());
+  }
+
+  public long backlog(MessageStatus status) {
+    AtomicLong value = backlog.get(status);
+    return value == null ? 0 : value.get();
+  }
+
+  public void unregister() {
+    if (pluginMetrics == null) {
+      return;
+    }
+    try {
+      registered.forEach(pluginMetrics::removeMetric);
+      pluginMetrics.removeSensor("outcome-write-latency");
+    } catch (RuntimeException e) {
+      // The worker may already have closed the plugin's metrics.
+    }
+    registered.clear();
+    pluginMetrics = null;
+  }
+
+  @Override
+  public String toString() {
+    return "claimed="
+        + claimed
+        + " published="
+        + published
+        + " claimLost="
+        + claimLost
+        + " retried="
+        + retried
+        + " exhausted="
+        + exhausted
+        + " failed="
+        + failed
+        + " deadLettered="
+        + deadLettered
+        + " inFlight="
+        + inFlight;
+  }
+
+  /** Where the plugin metrics come from; a method reference to the Connect context's getter. */
+  @FunctionalInterface
+  public interface PluginMetricsSource {
+    PluginMetrics get();
+  }
+}

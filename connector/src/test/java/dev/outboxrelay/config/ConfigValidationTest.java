@@ -1,0 +1,386 @@
+package dev.outboxrelay.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.testing.Postgres;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.apache.kafka.common.config.Config;
+import org.apache.kafka.common.config.ConfigValue;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * {@link ConfigValidation} against a real PostgreSQL: each error lands on its own key, and no error
+ * ever carries the URL, the password or the driver's message.
+ */
+class ConfigValidationTest {
+  static final String PASSWORD_SENTINEL = "PW-SENTINEL-41c9";
+  static final String URL_SENTINEL = "URL-SENTINEL-8d2e";
+
+  static String closedPortUrl;
+
+  @BeforeAll
+  static void findClosedPort() throws IOException {
+    int port;
+    try (ServerSocket socket = new ServerSocket(0)) {
+      port = socket.getLocalPort();
+    }
+    closedPortUrl = "jdbc:postgresql://127.0.0.1:" + port + "/app?password=" + URL_SENTINEL;
+  }
+
+  /** Valid settings for {@code jdbcUrl}, with sentinels in the URL and the password. */
+  static Map<String, String> props(String jdbcUrl) {
+    Map<String, String> props = new HashMap<>();
+    props.put(
+        "connection.url",
+        jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "password=" + URL_SENTINEL);
+    props.put("connection.user", Postgres.user());
+    props.put("connection.password", PASSWORD_SENTINEL);
+    props.put("instance.keys", "orders");
+    props.put("connection.timeout.ms", "2000");
+    return props;
+  }
+
+  static Map<String, String> offline() {
+    Map<String, String> props = props("jdbc:postgresql://127.0.0.1:1/app");
+    props.put("connection.url", closedPortUrl);
+    return props;
+  }
+
+  /** Validates, checks that nothing secret leaked, and returns the errors by key. */
+  static Map<String, List<String>> errors(Map<String, String> props) {
+    Config config = ConfigValidation.validate(props);
+    assertEquals(OutboxSourceConfig.configDef().names().size(), config.configValues().size());
+    Map<String, List<String>> errors = new TreeMap<>();
+    for (ConfigValue value : config.configValues()) {
+      if (!value.errorMessages().isEmpty()) {
+        errors.put(value.name(), value.errorMessages());
+      }
+    }
+    for (List<String> messages : errors.values()) {
+      for (String message : messages) {
+        assertFalse(message.contains(PASSWORD_SENTINEL), message);
+        assertFalse(message.contains(URL_SENTINEL), message);
+        assertFalse(message.contains(PasswordRole.PASSWORD), message);
+        assertFalse(message.contains("jdbc:postgresql://1"), message);
+        assertFalse(message.contains("localhost:"), message);
+        assertFalse(message.contains("FATAL"), message); // a server message
+      }
+    }
+    return errors;
+  }
+
+  static String only(Map<String, List<String>> errors, String key) {
+    assertEquals(Set.of(key), errors.keySet(), errors.toString());
+    assertEquals(1, errors.get(key).size(), errors.toString());
+    return errors.get(key).get(0);
+  }
+
+  static void migrate(String jdbcUrl, String table, String version) {
+    try (HikariDataSource pool = Postgres.pool(jdbcUrl, 2)) {
+      new SchemaMigrator(pool, OutboxTable.parse(table)).migrateTo(version);
+    }
+  }
+
+  static void execute(String jdbcUrl, String sql) throws SQLException {
+    try (HikariDataSource pool = Postgres.pool(jdbcUrl, 1);
+        Connection c = pool.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+
+  // Live: connection
+
+  @Test
+  void unreachableServerIsAnErrorOnTheUrl() {
+    String message = only(errors(offline()), "connection.url");
+
+    assertTrue(message.startsWith("could not connect to the database in connection.url"), message);
+    assertTrue(message.contains("SQLState 08"), message);
+  }
+
+  @Test
+  void unknownDatabaseIsAnErrorOnTheUrl() {
+    String message = only(errors(props(Postgres.jdbcUrl("no_such_database"))), "connection.url");
+
+    assertEquals("connection.url names a database that does not exist (SQLState 3D000)", message);
+  }
+
+  @Test
+  void wrongPasswordIsAnErrorOnTheCredentials() {
+    PasswordRole.ensureCreated();
+    Map<String, String> props = props(Postgres.jdbcUrl("postgres"));
+    props.put("connection.user", PasswordRole.NAME);
+    // The URL's password (a sentinel too) would win over this one: both are wrong.
+    props.put("connection.password", PASSWORD_SENTINEL);
+
+    Map<String, List<String>> errors = errors(props);
+
+    assertEquals(Set.of("connection.password", "connection.user"), errors.keySet());
+    assertEquals(
+        List.of("the database rejected connection.user or connection.password (SQLState 28P01)"),
+        errors.get("connection.password"));
+  }
+
+  @Test
+  void rightPasswordPasses() {
+    PasswordRole.ensureCreated();
+    Map<String, String> props = props(Postgres.freshDatabase("config_role_ok"));
+    props.put("connection.url", props.get("connection.url").replaceAll("[?&]password=.*", ""));
+    props.put("connection.user", PasswordRole.NAME);
+    props.put("connection.password", PasswordRole.PASSWORD);
+    props.put("schema.migrate.on.start", "true");
+
+    assertEquals(Map.of(), errors(props));
+  }
+
+  @Test
+  void roleThatMayNotReadTheTableIsAnErrorOnTheTable() {
+    PasswordRole.ensureCreated();
+    String url = Postgres.freshDatabase("config_role_denied");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("connection.url", url);
+    props.put("connection.user", PasswordRole.NAME);
+    props.put("connection.password", PasswordRole.PASSWORD);
+
+    String message = only(errors(props), "outbox.table");
+
+    assertEquals("connection.user may not read outbox.table (SQLState 42501)", message);
+  }
+
+  @Test
+  void malformedUrlIsAnErrorOnTheUrl() {
+    Map<String, String> props = offline();
+    props.put("connection.url", "jdbc:postgresql://localhost:port/" + URL_SENTINEL);
+
+    // The driver's own message quotes the whole URL; ours must not.
+    String message = only(errors(props), "connection.url");
+    assertTrue(message.startsWith("could not connect to the database in connection.url"), message);
+  }
+
+  @Test
+  void liveChecksAreSkippedWhileConnectionKeysAreInvalid() {
+    Map<String, String> props = offline();
+    props.put("connection.timeout.ms", "1");
+
+    only(errors(props), "connection.timeout.ms"); // no attempt, so no error on the URL
+  }
+
+  @Test
+  void otherInvalidKeysDoNotSkipLiveChecks() {
+    Map<String, String> props = offline();
+    props.put("poll.interval.ms", "1");
+
+    assertEquals(Set.of("connection.url", "poll.interval.ms"), errors(props).keySet());
+  }
+
+  // Live: table
+
+  @Test
+  void missingTableIsAnErrorOnTheTableNamingTheFix() {
+    String message = only(errors(props(Postgres.freshDatabase("config_missing"))), "outbox.table");
+
+    assertEquals(
+        "outbox.table does not exist: set schema.migrate.on.start=true, or apply"
+            + " docs/schema.sql with your own migration tool",
+        message);
+  }
+
+  @Test
+  void missingTableInMissingSchemaIsAnErrorOnTheTable() {
+    Map<String, String> props = props(Postgres.freshDatabase("config_missing_schema"));
+    props.put("outbox.table", "relay.outbox");
+
+    String message = only(errors(props), "outbox.table");
+    assertTrue(message.startsWith("outbox.table does not exist"), message);
+  }
+
+  @Test
+  void missingTableIsFineWhenTheConnectorCreatesIt() {
+    Map<String, String> props = props(Postgres.freshDatabase("config_create"));
+    props.put("schema.migrate.on.start", "true");
+
+    assertEquals(Map.of(), errors(props));
+  }
+
+  @Test
+  void currentTablePasses() {
+    String url = Postgres.freshDatabase("config_current");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+
+    assertEquals(Map.of(), errors(props(url)));
+  }
+
+  @Test
+  void currentTableInItsOwnSchemaPasses() throws SQLException {
+    String url = Postgres.freshDatabase("config_schema");
+    execute(url, "CREATE SCHEMA relay");
+    migrate(url, "relay.events", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("outbox.table", "relay.events");
+
+    assertEquals(Map.of(), errors(props));
+  }
+
+  @Test
+  void olderTableIsAnErrorOnTheTableNamingTheFix() {
+    String url = Postgres.freshDatabase("config_older");
+    migrate(url, "outbox", "1");
+
+    String message = only(errors(props(url)), "outbox.table");
+
+    assertEquals(
+        "outbox.table has schema version 1 but this connector needs version "
+            + SchemaMigrator.CURRENT_VERSION
+            + ": set schema.migrate.on.start=true, or apply docs/schema.sql with your own"
+            + " migration tool",
+        message);
+  }
+
+  @Test
+  void olderTableIsFineWhenTheConnectorUpgradesIt() {
+    String url = Postgres.freshDatabase("config_upgrade");
+    migrate(url, "outbox", "1");
+    Map<String, String> props = props(url);
+    props.put("schema.migrate.on.start", "true");
+
+    assertEquals(Map.of(), errors(props));
+  }
+
+  @Test
+  void newerTableIsAnErrorEvenWhenMigrating() throws SQLException {
+    String url = Postgres.freshDatabase("config_newer");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    execute(
+        url,
+        "INSERT INTO outbox_schema_history (installed_rank, version, description, type, script,"
+            + " checksum, installed_by, execution_time, success)"
+            + " VALUES (100, '99', 'from the future', 'SQL', 'V99__future.sql', 0, 'test', 0,"
+            + " true)");
+    Map<String, String> props = props(url);
+    props.put("schema.migrate.on.start", "true");
+
+    String message = only(errors(props), "outbox.table");
+
+    assertEquals(
+        "outbox.table has schema version 99, newer than this connector supports ("
+            + SchemaMigrator.CURRENT_VERSION
+            + "): upgrade the connector",
+        message);
+  }
+
+  @Test
+  void tableManagedByAnotherToolIsAccepted() throws SQLException {
+    String url = Postgres.freshDatabase("config_external");
+    execute(url, "CREATE TABLE outbox (seq bigint)");
+
+    assertEquals(Map.of(), errors(props(url)));
+  }
+
+  @Test
+  void tableManagedByAnotherToolCannotBeMigrated() throws SQLException {
+    String url = Postgres.freshDatabase("config_external_migrate");
+    execute(url, "CREATE TABLE outbox (seq bigint)");
+    Map<String, String> props = props(url);
+    props.put("schema.migrate.on.start", "true");
+
+    String message = only(errors(props), "schema.migrate.on.start");
+
+    assertTrue(
+        message.startsWith("outbox.table exists but has no outbox-relay schema history"), message);
+  }
+
+  // Static: every bad value lands on its own key
+
+  static Stream<Arguments> badValues() {
+    return BadConfigs.cases();
+  }
+
+  @ParameterizedTest(name = "{0}={1}")
+  @MethodSource("badValues")
+  void badValueIsAnErrorOnItsKey(String key, String value) {
+    Map<String, String> props = offline();
+    props.put(key, value);
+
+    Map<String, List<String>> errors = errors(props);
+
+    assertTrue(errors.containsKey(key), errors.toString());
+    for (String message : errors.get(key)) {
+      assertTrue(message.contains(key), message);
+      BadConfigs.assertNotEchoed(key, value, message);
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"connection.url", "instance.keys"})
+  void missingRequiredKeyIsAnErrorOnItsKey(String key) {
+    Map<String, String> props = offline();
+    props.remove(key);
+
+    Map<String, List<String>> errors = errors(props);
+
+    assertEquals(
+        List.of("Missing required configuration \"" + key + "\" which has no default value."),
+        errors.get(key));
+  }
+
+  @Test
+  void renewalNotBelowLeaseIsAnErrorOnRenewalOnly() {
+    String url = Postgres.freshDatabase("config_renewal");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("lease.duration.ms", "10000");
+    props.put("lease.renewal.interval.ms", "10000");
+
+    assertEquals(
+        "lease.renewal.interval.ms must be less than lease.duration.ms (10000 ms), so leases are"
+            + " renewed before they expire",
+        only(errors(props), "lease.renewal.interval.ms"));
+  }
+
+  @Test
+  void backoffMaxBelowInitialIsAnErrorOnMaxOnly() {
+    String url = Postgres.freshDatabase("config_backoff");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("retry.backoff.initial.ms", "2000");
+    props.put("retry.backoff.max.ms", "1000");
+
+    assertEquals(
+        "retry.backoff.max.ms must be at least retry.backoff.initial.ms (2000 ms)",
+        only(errors(props), "retry.backoff.max.ms"));
+  }
+
+  @Test
+  void crossFieldRulesWaitForTheirKeysToBeValid() {
+    Map<String, String> props = offline();
+    props.put("lease.duration.ms", "1");
+    props.put("lease.renewal.interval.ms", "50000");
+
+    Map<String, List<String>> errors = errors(props);
+
+    assertTrue(errors.containsKey("lease.duration.ms"));
+    assertFalse(errors.containsKey("lease.renewal.interval.ms"), errors.toString());
+  }
+}

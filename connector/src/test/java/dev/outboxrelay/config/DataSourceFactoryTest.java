@@ -1,0 +1,116 @@
+package dev.outboxrelay.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.SqlStates;
+import dev.outboxrelay.testing.Postgres;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The task's pool, against the embedded PostgreSQL. */
+class DataSourceFactoryTest {
+
+  static OutboxSourceConfig config(String url, Map<String, String> extra) {
+    Map<String, String> props = new HashMap<>();
+    props.put("connection.url", url);
+    props.put("instance.keys", "orders");
+    props.putAll(extra);
+    return new OutboxSourceConfig(props);
+  }
+
+  static String query(Connection c, String sql) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      rs.next();
+      return rs.getString(1);
+    }
+  }
+
+  @Test
+  void poolFollowsTheConfig() throws SQLException {
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres"),
+            Map.of(
+                "connection.user", Postgres.user(),
+                "connection.pool.size", "3",
+                "connection.timeout.ms", "1500"));
+
+    try (HikariDataSource pool = DataSourceFactory.create(config, "outbox-relay-task-0");
+        Connection c = pool.getConnection()) {
+      assertEquals("outbox-relay-task-0", pool.getPoolName());
+      assertEquals(3, pool.getMaximumPoolSize());
+      assertEquals(1500, pool.getConnectionTimeout());
+      assertEquals(-1, pool.getInitializationFailTimeout());
+      assertTrue(c.getAutoCommit());
+      assertEquals("outbox-relay", query(c, "SHOW application_name"));
+      assertEquals(Postgres.user(), query(c, "SELECT current_user"));
+    }
+  }
+
+  @Test
+  void passwordIsUsed() throws SQLException {
+    PasswordRole.ensureCreated();
+    Map<String, String> credentials = new HashMap<>();
+    credentials.put("connection.user", PasswordRole.NAME);
+    credentials.put("connection.password", PasswordRole.PASSWORD);
+    OutboxSourceConfig right = config(Postgres.jdbcUrl("postgres"), credentials);
+    credentials.put("connection.password", "wrong");
+    credentials.put("connection.timeout.ms", "250");
+    OutboxSourceConfig wrong = config(Postgres.jdbcUrl("postgres"), credentials);
+
+    try (HikariDataSource pool = DataSourceFactory.create(right, "right");
+        Connection c = pool.getConnection()) {
+      assertEquals(PasswordRole.NAME, query(c, "SELECT current_user"));
+    }
+    try (HikariDataSource pool = DataSourceFactory.create(wrong, "wrong")) {
+      SQLException e = assertThrows(SQLException.class, pool::getConnection);
+      assertEquals(
+          OutboxStoreException.Kind.AUTHENTICATION, SqlStates.classify(e, "connect").kind());
+    }
+  }
+
+  @Test
+  void singleConnectionUsesTheSameSettings() throws SQLException {
+    PasswordRole.ensureCreated();
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres"),
+            Map.of(
+                "connection.user", PasswordRole.NAME,
+                "connection.password", PasswordRole.PASSWORD));
+
+    try (Connection c = DataSourceFactory.connect(config, "outbox-relay-listener")) {
+      assertEquals(PasswordRole.NAME, query(c, "SELECT current_user"));
+      assertEquals("outbox-relay-listener", query(c, "SHOW application_name"));
+      assertTrue(c.getAutoCommit());
+    }
+  }
+
+  @Test
+  void poolStartsWhileTheDatabaseIsDown() throws IOException {
+    int port;
+    try (ServerSocket socket = new ServerSocket(0)) {
+      port = socket.getLocalPort();
+    }
+    OutboxSourceConfig config =
+        config(
+            "jdbc:postgresql://127.0.0.1:" + port + "/app", Map.of("connection.timeout.ms", "250"));
+
+    try (HikariDataSource pool = DataSourceFactory.create(config, "down")) {
+      SQLException e = assertThrows(SQLException.class, pool::getConnection);
+      assertEquals(OutboxStoreException.Kind.TRANSIENT, SqlStates.classify(e, "connect").kind());
+    }
+  }
+}

@@ -1,0 +1,388 @@
+package dev.outboxrelay.connect;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.mapping.SourceOffsets;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ManualClock;
+import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.memory.InMemoryOutboxStore;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.errors.RetriableException;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.apache.kafka.connect.source.SourceTaskContext;
+import org.apache.kafka.connect.storage.OffsetStorageReader;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The task's own logic against the in-memory store (held to the PostgreSQL store's behaviour by the
+ * shared contract). The Connect-cluster tests cover the same paths end to end.
+ */
+class OutboxSourceTaskTest {
+  private final ManualClock clock = new ManualClock(Instant.parse("2026-11-29T12:00:00Z"));
+  private InMemoryOutboxStore store;
+  private FailingStore failing;
+  private OutboxSourceTask task;
+
+  @BeforeEach
+  void setUp() {
+    store = new InMemoryOutboxStore(clock);
+    failing = new FailingStore(store);
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (task != null) {
+      task.stop();
+    }
+  }
+
+  private OutboxSourceTask startTask(Map<String, String> overrides) {
+    Map<String, String> props = new HashMap<>();
+    props.put("connection.url", "jdbc:postgresql://localhost:1/unused");
+    props.put("instance.keys", "eu");
+    props.put("poll.interval.ms", "10");
+    props.put("claim.batch.size", "10");
+    props.put("notify.enabled", "false");
+    props.putAll(overrides);
+    OutboxSourceTask t =
+        new OutboxSourceTask(
+            new StoreProvider() {
+              @Override
+              public OutboxStore open(OutboxSourceConfig config, String poolName) {
+                return failing;
+              }
+
+              @Override
+              public void migrate(OutboxSourceConfig config) {}
+
+              @Override
+              public RelayClock clock() {
+                return clock;
+              }
+
+              @Override
+              public java.util.function.Supplier<java.sql.Connection> notificationConnections(
+                  OutboxSourceConfig config) {
+                return null;
+              }
+            },
+            Time.SYSTEM);
+    t.initialize(new NoMetricsContext());
+    t.start(props);
+    task = t;
+    return t;
+  }
+
+  private void add(String key, String id, String aggregate, byte[] payload) {
+    store.enqueue(
+        key,
+        OutboxMessage.builder()
+            .messageId(id)
+            .aggregateType("order")
+            .aggregateId(aggregate)
+            .eventType("OrderPlaced")
+            .payload(payload)
+            .build());
+  }
+
+  private static RecordMetadata metadata(SourceRecord r, long offset) {
+    return new RecordMetadata(new TopicPartition(r.topic(), 0), offset, 0, 0L, 0, 0);
+  }
+
+  private MessageStatus status(String id) {
+    return store.find(id).orElseThrow().status();
+  }
+
+  @Test
+  void claimsEmitsAndRecordsPublishedWithCoordinates() {
+    add("eu", "m1", "a", "{}".getBytes());
+    add("eu", "m2", "a", "{}".getBytes());
+    add("us", "foreign", "a", "{}".getBytes());
+    store.insertLegacy(message("legacy"));
+    startTask(Map.of());
+
+    List<SourceRecord> records = task.poll();
+    assertEquals(List.of("m1", "m2"), records.stream().map(SourceOffsets::messageId).toList());
+    assertEquals("outbox.order", records.get(0).topic());
+    assertEquals("a", records.get(0).key());
+    for (int i = 0; i < records.size(); i++) {
+      task.commitRecord(records.get(i), metadata(records.get(i), 100 + i));
+    }
+    await().until(() -> status("m2") == MessageStatus.PUBLISHED);
+    assertEquals(MessageStatus.PUBLISHED, status("m1"));
+    assertEquals(100, store.find("m1").orElseThrow().kafka().offset());
+    assertEquals(MessageStatus.PENDING, status("foreign"));
+    assertEquals(MessageStatus.PENDING, status("legacy"));
+    assertEquals(2, task.metrics().published.get());
+  }
+
+  private static OutboxMessage message(String id) {
+    return OutboxMessage.builder()
+        .messageId(id)
+        .aggregateType("order")
+        .aggregateId("a")
+        .eventType("E")
+        .build();
+  }
+
+  @Test
+  void nullMetadataIsNeverPublishedAndBecomesARetry() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    SourceRecord r = task.poll().get(0);
+    task.commitRecord(r, null);
+    await().until(() -> status("m1") == MessageStatus.AMBIGUOUS);
+    assertEquals(1, store.find("m1").orElseThrow().attempts());
+    assertEquals("DELIVERY_UNCONFIRMED", store.find("m1").orElseThrow().lastFailureCode());
+    assertEquals(1, task.metrics().retried.get());
+  }
+
+  @Test
+  void nullMetadataWithPolicyFailIsRecordedFailed() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of("null.metadata.policy", "fail"));
+    task.commitRecord(task.poll().get(0), null);
+    await().until(() -> status("m1") == MessageStatus.FAILED);
+    assertEquals("DROPPED_OR_UNDELIVERED", store.find("m1").orElseThrow().lastFailureCode());
+  }
+
+  @Test
+  void aStaleAcknowledgementIsRejectedCountedAndLeavesTheNewOwnersRow() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of("lease.duration.ms", "1000", "lease.renewal.interval.ms", "900"));
+    SourceRecord r = task.poll().get(0);
+    clock.advance(Duration.ofSeconds(2));
+    var takeover =
+        store.claimAbandoned(
+            new ClaimRequest("other-owner", Set.of("eu"), 1, Duration.ofMinutes(1), 10, true));
+    assertEquals(1, takeover.claimed().size());
+    var before = store.find("m1").orElseThrow();
+
+    task.commitRecord(r, metadata(r, 5));
+    await().until(() -> task.metrics().claimLost.get() == 1);
+    assertEquals(before, store.find("m1").orElseThrow());
+    assertEquals(0, task.metrics().published.get());
+  }
+
+  @Test
+  void poisonRowsAreFailedWithAReasonWhileNeighboursFlow() {
+    add("eu", "good1", "a", "{}".getBytes());
+    add("eu", "bad", "b", "not json".getBytes());
+    add("eu", "good2", "c", "{}".getBytes());
+    startTask(Map.of("payload.format", "json"));
+    List<SourceRecord> records = task.poll();
+    assertEquals(
+        List.of("good1", "good2"), records.stream().map(SourceOffsets::messageId).toList());
+    await().until(() -> status("bad") == MessageStatus.FAILED);
+    assertEquals("PAYLOAD_INVALID_JSON", store.find("bad").orElseThrow().lastFailureCode());
+  }
+
+  @Test
+  void poisonRowsGoToTheDeadLetterTopicWhenConfigured() {
+    add("eu", "bad", "b", "not json".getBytes());
+    startTask(Map.of("payload.format", "json", "dead.letter.topic", "outbox.dlq"));
+    SourceRecord dlq = task.poll().get(0);
+    assertEquals("outbox.dlq", dlq.topic());
+    assertEquals(MessageStatus.IN_FLIGHT, status("bad"), "FAILED only once the DLQ has it");
+    task.commitRecord(dlq, metadata(dlq, 1));
+    await().until(() -> status("bad") == MessageStatus.FAILED);
+    assertEquals(1, task.metrics().deadLettered.get());
+  }
+
+  @Test
+  void databaseOutageIsRetriableAndTheTaskRecovers() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    failing.failing = true;
+    assertThrows(RetriableException.class, task::poll);
+    failing.failing = false;
+    assertEquals(1, task.poll().size());
+  }
+
+  @Test
+  void authenticationFailureFailsTheTaskWithASanitizedMessage() {
+    startTask(Map.of());
+    failing.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.AUTHENTICATION, "DB_AUTHENTICATION_FAILED", "28P01", "claim");
+    failing.failing = true;
+    ConnectException e = assertThrows(ConnectException.class, task::poll);
+    assertTrue(e.getMessage().contains("DB_AUTHENTICATION_FAILED"), e.getMessage());
+    assertNull(e.getCause());
+  }
+
+  @Test
+  void stopIsIdempotentAndALateAcknowledgementIsReportedNotWritten() {
+    add("eu", "m1", "a", "{}".getBytes());
+    add("eu", "m2", "b", "{}".getBytes());
+    startTask(Map.of());
+    List<SourceRecord> records = task.poll();
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+    task.stop();
+    task.stop();
+    assertNull(task.poll());
+    await().until(() -> status("m1") == MessageStatus.PUBLISHED);
+    // m2 is still awaited for the grace period: a late ack within it is still recorded.
+    task.commitRecord(records.get(1), metadata(records.get(1), 2));
+    await().until(() -> status("m2") == MessageStatus.PUBLISHED);
+  }
+
+  @Test
+  void idleTaskWaitsAndReturnsNull() {
+    startTask(Map.of());
+    assertNull(task.poll());
+  }
+
+  @Test
+  void anAbandonedRowIsReclaimedAloneAndNothingElseIsClaimedMeanwhile() {
+    add("eu", "m1", "a", "{}".getBytes());
+    store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(1), 10, true));
+    add("eu", "m2", "b", "{}".getBytes());
+    clock.advance(Duration.ofSeconds(5));
+    startTask(Map.of());
+    List<SourceRecord> first = task.poll();
+    assertEquals(List.of("m1"), first.stream().map(SourceOffsets::messageId).toList());
+    assertNull(task.poll(), "nothing else while the isolated row is in flight");
+    task.commitRecord(first.get(0), metadata(first.get(0), 1));
+    await().until(() -> status("m1") == MessageStatus.PUBLISHED);
+    List<SourceRecord> next = null;
+    for (int i = 0; i < 5 && (next == null || next.isEmpty()); i++) {
+      next = task.poll();
+    }
+    assertEquals(List.of("m2"), next.stream().map(SourceOffsets::messageId).toList());
+  }
+
+  /** Delegates to the in-memory store, or fails like a database that went away. */
+  static final class FailingStore implements OutboxStore {
+    private final OutboxStore delegate;
+    volatile boolean failing;
+    volatile OutboxStoreException failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+
+    FailingStore(OutboxStore delegate) {
+      this.delegate = delegate;
+    }
+
+    private void check() {
+      if (failing) {
+        throw failure;
+      }
+    }
+
+    @Override
+    public dev.outboxrelay.store.ClaimResult claim(ClaimRequest request) {
+      check();
+      return delegate.claim(request);
+    }
+
+    @Override
+    public dev.outboxrelay.store.ClaimResult claimAbandoned(ClaimRequest request) {
+      check();
+      return delegate.claimAbandoned(request);
+    }
+
+    @Override
+    public dev.outboxrelay.store.Outcome markPublished(dev.outboxrelay.store.PublishedAck ack) {
+      check();
+      return delegate.markPublished(ack);
+    }
+
+    @Override
+    public Map<String, dev.outboxrelay.store.Outcome> markPublished(
+        List<dev.outboxrelay.store.PublishedAck> acks) {
+      check();
+      return delegate.markPublished(acks);
+    }
+
+    @Override
+    public dev.outboxrelay.store.Outcome retryLater(
+        String messageId,
+        dev.outboxrelay.store.Lease lease,
+        String reasonCode,
+        Duration delay,
+        int maxAttempts) {
+      check();
+      return delegate.retryLater(messageId, lease, reasonCode, delay, maxAttempts);
+    }
+
+    @Override
+    public dev.outboxrelay.store.Outcome markFailed(
+        String messageId, dev.outboxrelay.store.Lease lease, String reasonCode) {
+      check();
+      return delegate.markFailed(messageId, lease, reasonCode);
+    }
+
+    @Override
+    public dev.outboxrelay.store.Outcome release(
+        String messageId, dev.outboxrelay.store.Lease lease) {
+      check();
+      return delegate.release(messageId, lease);
+    }
+
+    @Override
+    public Set<String> renew(List<dev.outboxrelay.store.HeldLease> leases, Duration d) {
+      check();
+      return delegate.renew(leases, d);
+    }
+
+    @Override
+    public dev.outboxrelay.store.BacklogSnapshot inspect(Set<String> keys, boolean published) {
+      check();
+      return delegate.inspect(keys, published);
+    }
+
+    @Override
+    public int deletePublished(Set<String> keys, Instant before, int limit) {
+      check();
+      return delegate.deletePublished(keys, before, limit);
+    }
+
+    @Override
+    public Instant now() {
+      return delegate.now();
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  private static final class NoMetricsContext implements SourceTaskContext {
+    @Override
+    public Map<String, String> configs() {
+      return Map.of();
+    }
+
+    @Override
+    public OffsetStorageReader offsetStorageReader() {
+      return null;
+    }
+
+    @Override
+    public PluginMetrics pluginMetrics() {
+      return null;
+    }
+  }
+}
