@@ -37,7 +37,7 @@ final class DemoSchema {
           "outbox table already at V"
               + version.get()
               + (applied > 0 ? ", " + applied + " newer migration(s) applied" : "")
-              + "; no legacy row added");
+              + "; no new legacy row written");
       return existingLegacyRow();
     }
     migrator.migrateTo("1");
@@ -47,9 +47,9 @@ final class DemoSchema {
     migrator.migrate();
     console.step(
         "Schema",
-        "V"
+        "migrated to V"
             + SchemaMigrator.CURRENT_VERSION
-            + " applied: every new row must name its instance key");
+            + " (from V2 on, every new row must name its instance key; older rows keep none)");
     return Optional.of(legacy);
   }
 

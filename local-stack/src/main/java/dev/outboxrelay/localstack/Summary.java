@@ -41,7 +41,7 @@ final class Summary {
         + relative(repoRoot, state.root().resolve("config/tools-log4j2.xml"))
         + " org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "
         + stack.bootstrapServers()
-        + " --topic outbox.order --from-beginning --property print.key=true";
+        + " --topic outbox.order --from-beginning --formatter-property print.key=true";
   }
 
   static String relative(Path root, Path path) {
