@@ -22,12 +22,15 @@ final class ConnectWorker {
   private final StackPorts ports;
   private final KafkaProcesses kafka;
   private final Console console;
+  private final SpawnGate gate;
 
-  ConnectWorker(StateDir state, StackPorts ports, KafkaProcesses kafka, Console console) {
+  ConnectWorker(
+      StateDir state, StackPorts ports, KafkaProcesses kafka, Console console, SpawnGate gate) {
     this.state = state;
     this.ports = ports;
     this.kafka = kafka;
     this.console = console;
+    this.gate = gate;
   }
 
   /**
@@ -44,15 +47,20 @@ final class ConnectWorker {
     console.step(
         "Connect", "starting distributed worker on " + ports.connectUrl() + " (plugin.path only)");
     Process process =
-        ProcessControl.startJava(
-            kafka.classpath(),
-            kafka.jvmOptions(Component.CONNECT),
-            "org.apache.kafka.connect.cli.ConnectDistributed",
-            List.of(config.toString()),
-            Map.of("OUTBOX_DB_PASSWORD", dbPassword),
-            state.log(Component.CONNECT.id()),
-            state.root());
-    state.writePid(Component.CONNECT, process.pid());
+        gate.spawn(
+            () -> {
+              Process p =
+                  ProcessControl.startJava(
+                      kafka.classpath(),
+                      kafka.jvmOptions(Component.CONNECT),
+                      "org.apache.kafka.connect.cli.ConnectDistributed",
+                      List.of(config.toString()),
+                      Map.of("OUTBOX_DB_PASSWORD", dbPassword),
+                      state.log(Component.CONNECT.id()),
+                      state.root());
+              state.writePid(Component.CONNECT, p.pid());
+              return p;
+            });
     awaitReady(
         new ConnectRest(ports.connectUrl()),
         KafkaProcesses.aliveCheck(process, "Connect", state.log(Component.CONNECT.id())));

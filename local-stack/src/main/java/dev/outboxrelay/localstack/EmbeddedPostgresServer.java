@@ -22,15 +22,26 @@ final class EmbeddedPostgresServer {
   private final StateDir state;
   private final int port;
   private final Console console;
+  private final SpawnGate gate;
 
-  EmbeddedPostgresServer(StateDir state, int port, Console console) {
+  EmbeddedPostgresServer(StateDir state, int port, Console console, SpawnGate gate) {
     this.state = state;
     this.port = port;
     this.console = console;
+    this.gate = gate;
   }
 
   Database start() {
     console.step("PostgreSQL", "starting embedded PostgreSQL on " + Ports.LOOPBACK + ":" + port);
+    EmbeddedPostgres postgres = gate.spawn(this::startServer);
+    long pid = postmasterPid();
+    createDatabase(postgres);
+    console.step("PostgreSQL", "ready (pid " + pid + ")");
+    return new Database(jdbcUrl(port), USER, Optional.empty(), true);
+  }
+
+  /** Starts the server and writes its pid file. */
+  private EmbeddedPostgres startServer() {
     Path log = state.log(Component.POSTGRES.id());
     EmbeddedPostgres postgres;
     try {
@@ -58,11 +69,8 @@ final class EmbeddedPostgresServer {
               + ProcessControl.tail(log, 15),
           e);
     }
-    long pid = postmasterPid();
-    state.writePid(Component.POSTGRES, pid);
-    createDatabase(postgres);
-    console.step("PostgreSQL", "ready (pid " + pid + ")");
-    return new Database(jdbcUrl(port), USER, Optional.empty(), true);
+    state.writePid(Component.POSTGRES, postmasterPid());
+    return postgres;
   }
 
   static String jdbcUrl(int port) {

@@ -22,12 +22,15 @@ final class KafkaBroker {
   private final StackPorts ports;
   private final KafkaProcesses kafka;
   private final Console console;
+  private final SpawnGate gate;
 
-  KafkaBroker(StateDir state, StackPorts ports, KafkaProcesses kafka, Console console) {
+  KafkaBroker(
+      StateDir state, StackPorts ports, KafkaProcesses kafka, Console console, SpawnGate gate) {
     this.state = state;
     this.ports = ports;
     this.kafka = kafka;
     this.console = console;
+    this.gate = gate;
   }
 
   Process start() {
@@ -38,15 +41,20 @@ final class KafkaBroker {
     console.step(
         "Kafka", "starting broker + controller on " + ports.bootstrapServers() + " (KRaft) ...");
     Process process =
-        ProcessControl.startJava(
-            kafka.classpath(),
-            kafka.jvmOptions(Component.KAFKA),
-            "kafka.Kafka",
-            List.of(config.toString()),
-            Map.of(),
-            state.log(Component.KAFKA.id()),
-            state.root());
-    state.writePid(Component.KAFKA, process.pid());
+        gate.spawn(
+            () -> {
+              Process p =
+                  ProcessControl.startJava(
+                      kafka.classpath(),
+                      kafka.jvmOptions(Component.KAFKA),
+                      "kafka.Kafka",
+                      List.of(config.toString()),
+                      Map.of(),
+                      state.log(Component.KAFKA.id()),
+                      state.root());
+              state.writePid(Component.KAFKA, p.pid());
+              return p;
+            });
     awaitReady(process);
     console.step("Kafka", "ready (pid " + process.pid() + ")");
     return process;

@@ -1,7 +1,9 @@
 package dev.outboxrelay.localstack;
 
+import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Map;
 
 /**
  * Entry point of {@code ./local-stack.sh}: a real PostgreSQL, a KRaft Kafka broker and a
@@ -12,14 +14,15 @@ public final class LocalStack {
   private LocalStack() {}
 
   public static void main(String[] args) {
-    System.exit(run(args));
+    System.exit(run(args, System.getenv(), System.out, System.err));
   }
 
-  static int run(String[] args) {
-    Console console = new Console(System.out);
+  /** Runs one command; returns the exit code. */
+  static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
+    Console console = new Console(out);
     try {
       StackOptions options =
-          StackOptions.parse(Arrays.asList(args), System.getenv(), Path.of("").toAbsolutePath());
+          StackOptions.parse(Arrays.asList(args), env, Path.of("").toAbsolutePath());
       // Before anything logs: the launcher's own log goes next to the services' logs.
       System.setProperty(
           "outboxrelay.localstack.log", options.stateDir().resolve("logs/launcher.log").toString());
@@ -34,12 +37,12 @@ public final class LocalStack {
         }
       };
     } catch (StackException e) {
-      System.err.println();
-      System.err.println("local-stack: " + e.getMessage());
+      err.println();
+      err.println("local-stack: " + e.getMessage());
       return 1;
     } catch (Exception e) {
-      System.err.println("local-stack: unexpected failure: " + e);
-      e.printStackTrace(System.err);
+      err.println("local-stack: unexpected failure: " + e);
+      e.printStackTrace(err);
       return 2;
     }
   }

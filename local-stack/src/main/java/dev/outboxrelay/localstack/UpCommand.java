@@ -1,6 +1,5 @@
 package dev.outboxrelay.localstack;
 
-import java.util.EnumMap;
 import java.util.Map;
 import java.util.Optional;
 
@@ -13,7 +12,7 @@ final class UpCommand {
   private final StackOptions options;
   private final Console console;
   private final StateDir state;
-  private final Map<Component, Long> started = new EnumMap<>(Component.class);
+  private final SpawnGate gate = new SpawnGate();
 
   UpCommand(StackOptions options, Console console) {
     this.options = options;
@@ -66,19 +65,15 @@ final class UpCommand {
 
   /** Starts the services; stops what it started when one fails or the user interrupts. */
   private StackRecord startServices(StackPorts ports, KafkaProcesses kafka) {
-    Thread stopOnInterrupt = new Thread(this::stopStarted, "local-stack-abort");
-    Runtime.getRuntime().addShutdownHook(stopOnInterrupt);
+    Thread abort = new Thread(this::abort, "local-stack-abort");
+    Runtime.getRuntime().addShutdownHook(abort);
     try {
       Database database = startDatabase(ports);
-      started.put(Component.KAFKA, new KafkaBroker(state, ports, kafka, console).start().pid());
+      new KafkaBroker(state, ports, kafka, console, gate).start();
       kafka.loggingConfig("tools-log4j2.xml");
-      Process connect =
-          new ConnectWorker(state, ports, kafka, console)
-              .start(
-                  options.workerConfigTemplate(),
-                  options.pluginDir(),
-                  database.password().orElse(""));
-      started.put(Component.CONNECT, connect.pid());
+      new ConnectWorker(state, ports, kafka, console, gate)
+          .start(
+              options.workerConfigTemplate(), options.pluginDir(), database.password().orElse(""));
       StackRecord stack =
           new StackRecord(
               ports.bootstrapServers(),
@@ -87,21 +82,19 @@ final class UpCommand {
               database.user(),
               database.embedded());
       stack.write(state.stackFile());
-      Runtime.getRuntime().removeShutdownHook(stopOnInterrupt);
+      Runtime.getRuntime().removeShutdownHook(abort);
       return stack;
     } catch (RuntimeException e) {
-      removeQuietly(stopOnInterrupt);
+      removeQuietly(abort);
       console.step("Stack", "start failed; stopping what was started");
-      stopStarted();
+      abort();
       throw e;
     }
   }
 
   private Database startDatabase(StackPorts ports) {
     if (options.embeddedPostgres()) {
-      Database database = new EmbeddedPostgresServer(state, ports.postgres(), console).start();
-      state.readPid(Component.POSTGRES).ifPresent(pid -> started.put(Component.POSTGRES, pid));
-      return database;
+      return new EmbeddedPostgresServer(state, ports.postgres(), console, gate).start();
     }
     Database database =
         new Database(
@@ -135,9 +128,13 @@ final class UpCommand {
     return ok;
   }
 
-  private synchronized void stopStarted() {
-    StackProcesses.stop(state, new EnumMap<>(started), console);
-    started.clear();
+  /**
+   * Closes the gate, so nothing starts any more, then stops whatever of this stack runs (every
+   * started process has its pid file by then).
+   */
+  private void abort() {
+    gate.close();
+    StackProcesses.stop(state, StackProcesses.running(state), console);
   }
 
   private static void removeQuietly(Thread hook) {

@@ -14,7 +14,7 @@ class ServiceConfigsTest {
 
   @Test
   void theBrokerListensOnLoopbackOnlyInCombinedMode() {
-    Properties p = new KafkaBroker(state, ports, null, null).serverProperties();
+    Properties p = new KafkaBroker(state, ports, null, null, SpawnGate.open()).serverProperties();
     assertEquals("broker,controller", p.getProperty("process.roles"));
     assertEquals("1@127.0.0.1:19093", p.getProperty("controller.quorum.voters"));
     assertEquals(
@@ -27,7 +27,8 @@ class ServiceConfigsTest {
   @Test
   void theWorkerKeepsTheTemplateAndSetsOnlyAddressesAndPluginPath() {
     Properties template = RepoFiles.properties("config/connect-worker.properties");
-    Properties p = new ConnectWorker(state, ports, null, null).workerProperties(template);
+    Properties p =
+        new ConnectWorker(state, ports, null, null, SpawnGate.open()).workerProperties(template);
     assertEquals("127.0.0.1:19092", p.getProperty("bootstrap.servers"));
     assertEquals("http://127.0.0.1:18083", p.getProperty("listeners"));
     assertEquals("18083", p.getProperty("rest.advertised.port"));

@@ -1,0 +1,121 @@
+package dev.outboxrelay.localstack;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The launcher end to end, as ./local-stack.sh runs it: real PostgreSQL, broker and Connect worker
+ * processes on free ports, the demo (which fails the run unless the owned rows are PUBLISHED in
+ * Kafka and the others untouched), a second {@code up}, {@code status} and {@code down}.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class LocalStackIT {
+  @TempDir static Path stateDir;
+
+  private static final Map<String, String> ENV = Map.of("LOCAL_STACK_PORTS", "auto");
+  private static String firstUp;
+  private static int firstUpExit;
+
+  record Run(int exit, String out, String err) {}
+
+  static Run localStack(String... args) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    List<String> all = new ArrayList<>(List.of(args));
+    all.add("--repo-root=" + RepoFiles.root());
+    all.add("--state-dir=" + stateDir);
+    int exit =
+        LocalStack.run(
+            all.toArray(String[]::new),
+            ENV,
+            new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+    return new Run(
+        exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+  }
+
+  @BeforeAll
+  static void up() {
+    Run run = localStack("up");
+    firstUp = run.out() + run.err();
+    firstUpExit = run.exit();
+  }
+
+  @AfterAll
+  static void down() {
+    localStack("down");
+  }
+
+  @Test
+  @Order(1)
+  void upStartsTheStackAndTheDemoSucceeds() {
+    assertEquals(0, firstUpExit, firstUp);
+    assertTrue(firstUp.contains("Result     ok: 4 owned rows PUBLISHED in Kafka; 3 rows"), firstUp);
+    assertTrue(firstUp.contains("legacy row written with instance_key NULL"), firstUp);
+  }
+
+  @Test
+  @Order(2)
+  void theConnectorRunsAndKeepsItsPasswordAReference() {
+    StackRecord stack = StackRecord.read(stateDir.resolve("stack.properties")).orElseThrow();
+    ConnectRest rest = new ConnectRest(stack.connectUrl());
+    JsonNode status = rest.get("/connectors/outbox-relay-local/status");
+    assertEquals("RUNNING", status.path("connector").path("state").asText());
+    assertEquals(
+        "${env:OUTBOX_DB_PASSWORD}",
+        rest.get("/connectors/outbox-relay-local/config").path("connection.password").asText());
+  }
+
+  @Test
+  @Order(3)
+  void aSecondUpFindsTheRunningStack() {
+    Run again = localStack("up");
+    assertEquals(0, again.exit(), again.err());
+    assertTrue(again.out().startsWith("The local stack is already running"), again.out());
+  }
+
+  @Test
+  @Order(4)
+  void statusShowsTheRowsByOwner() {
+    Run status = localStack("status");
+    assertEquals(0, status.exit(), status.out() + status.err());
+    assertTrue(status.out().contains("outbox-relay-local: RUNNING task 0=RUNNING"), status.out());
+    assertTrue(status.out().matches("(?s).*orders-eu +PUBLISHED +4.*"), status.out());
+    assertTrue(status.out().matches("(?s).*orders-us +PENDING +2.*"), status.out());
+  }
+
+  @Test
+  @Order(5)
+  void downStopsEveryProcess() throws IOException {
+    List<Long> pids = new ArrayList<>();
+    for (Component c : Component.values()) {
+      Path pidFile = stateDir.resolve("pids").resolve(c.id() + ".pid");
+      pids.add(Long.parseLong(Files.readString(pidFile).trim()));
+    }
+    Run down = localStack("down");
+    assertEquals(0, down.exit(), down.out() + down.err());
+    for (long pid : pids) {
+      assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "pid " + pid);
+    }
+    assertFalse(Files.exists(stateDir.resolve("pids")));
+  }
+}
