@@ -6,6 +6,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -31,6 +32,7 @@ final class NotificationListener {
   private final Map<String, String> mdc;
   private volatile boolean running = true;
   private volatile Connection current;
+  private final AtomicLong received = new AtomicLong();
 
   NotificationListener(
       Supplier<Connection> connections,
@@ -73,8 +75,11 @@ final class NotificationListener {
         PGConnection pg = connection.unwrap(PGConnection.class);
         while (running) {
           PGNotification[] notifications = pg.getNotifications(1000);
-          if (notifications != null && isForUs(notifications)) {
-            wake.wake();
+          if (notifications != null) {
+            if (isForUs(notifications)) {
+              wake.wake();
+            }
+            received.addAndGet(notifications.length);
           }
         }
       } catch (SQLException | RuntimeException e) {
@@ -93,6 +98,11 @@ final class NotificationListener {
       }
       backoffMs = Math.min(RECONNECT_MAX.toMillis(), backoffMs * 2);
     }
+  }
+
+  /** Notifications read so far, ours or not; for tests. */
+  long received() {
+    return received.get();
   }
 
   private boolean isForUs(PGNotification[] notifications) {

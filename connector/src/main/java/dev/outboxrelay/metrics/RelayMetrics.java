@@ -56,7 +56,7 @@ public final class RelayMetrics {
     PluginMetrics metrics;
     try {
       metrics = source.get();
-    } catch (NoSuchMethodError | UnsupportedOperationException e) {
+    } catch (LinkageError | UnsupportedOperationException e) {
       return; // worker predates KIP-877: metrics stay internal (and in logs)
     }
     if (metrics == null) {

@@ -1,0 +1,97 @@
+package dev.outboxrelay.connect;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The insert trigger (schema V3) notifies, and the listener wakes the task for its own keys. */
+class NotificationListenerTest {
+  private static final OutboxTable TABLE = OutboxTable.parse("outbox");
+  private HikariDataSource dataSource;
+  private String url;
+  private NotificationListener listener;
+  private final WakeSignal wake = new WakeSignal();
+
+  @BeforeEach
+  void setUp() {
+    url = Postgres.freshDatabase("notify");
+    dataSource = Postgres.pool(url, 2);
+    new SchemaMigrator(dataSource, TABLE).migrate();
+    listener =
+        new NotificationListener(
+            () -> {
+              try {
+                return DriverManager.getConnection(url, Postgres.user(), "");
+              } catch (SQLException e) {
+                throw new IllegalStateException(e);
+              }
+            },
+            TABLE.notifyChannel(),
+            Set.of("eu"),
+            wake,
+            "test-listener");
+  }
+
+  @AfterEach
+  void tearDown() {
+    listener.stop();
+    dataSource.close();
+  }
+
+  private void insert(String key) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      new PostgresOutboxWriter(TABLE, key)
+          .enqueue(
+              c,
+              OutboxMessage.builder()
+                  .aggregateType("order")
+                  .aggregateId("a")
+                  .eventType("E")
+                  .build());
+      c.commit();
+    }
+  }
+
+  @Test
+  void aCommittedInsertOfOurKeyWakesTheTask() throws SQLException {
+    listener.start();
+    // The LISTEN is registered asynchronously: keep inserting until one is heard.
+    await()
+        .until(
+            () -> {
+              insert("eu");
+              return wake.isSignalled();
+            });
+  }
+
+  @Test
+  void anotherInstancesInsertDoesNotWakeUs() throws SQLException {
+    listener.start();
+    await()
+        .until(
+            () -> {
+              insert("eu");
+              return wake.isSignalled();
+            });
+    await().until(() -> listener.received() >= 1);
+    wake.await(java.time.Duration.ZERO); // consume the signal
+    long before = listener.received();
+    insert("us");
+    await().until(() -> listener.received() > before);
+    assertFalse(wake.isSignalled(), "a foreign instance key's insert must not wake this task");
+  }
+}
