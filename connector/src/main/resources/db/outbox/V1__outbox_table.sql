@@ -1,5 +1,5 @@
 -- outbox-relay schema, version 1: the outbox table, its relay state and the indexes the claim needs.
--- ${qualifiedTable} and ${tableName} are Flyway placeholders filled from the connector's table setting.
+-- The table name comes from the connector's outbox.table setting (Flyway placeholders).
 
 CREATE TABLE ${qualifiedTable} (
     seq               BIGINT GENERATED ALWAYS AS IDENTITY,

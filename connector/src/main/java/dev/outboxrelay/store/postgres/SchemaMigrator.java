@@ -15,7 +15,10 @@ public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
   public static final String CURRENT_VERSION = "3";
 
-  private static final String LOCATION = "classpath:db/outbox";
+  /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
+  public static final String MIGRATIONS_PATH = "db/outbox";
+
+  private static final String LOCATION = "classpath:" + MIGRATIONS_PATH;
 
   private final DataSource dataSource;
   private final OutboxTable table;
@@ -48,19 +51,26 @@ public final class SchemaMigrator {
     return currentVersion().map(CURRENT_VERSION::equals).orElse(false);
   }
 
+  /**
+   * The values of the migrations' {@code ${...}} placeholders for {@code table}; also used to print
+   * the migrations as plain SQL for teams that run their own migration tool.
+   */
+  public static Map<String, String> placeholders(OutboxTable table) {
+    return Map.of(
+        "qualifiedTable", table.qualified(),
+        "qualifiedFunction", table.qualifiedFunction(),
+        "qualifiedNotifyFunction", table.qualifiedNotifyFunction(),
+        "notifyChannel", table.notifyChannel(),
+        "tableName", table.name());
+  }
+
   private Flyway flyway(String target) {
     var config =
         Flyway.configure(SchemaMigrator.class.getClassLoader())
             .dataSource(dataSource)
             .locations(LOCATION)
             .table(table.historyTable())
-            .placeholders(
-                Map.of(
-                    "qualifiedTable", table.qualified(),
-                    "qualifiedFunction", table.qualifiedFunction(),
-                    "qualifiedNotifyFunction", table.qualifiedNotifyFunction(),
-                    "notifyChannel", table.notifyChannel(),
-                    "tableName", table.name()))
+            .placeholders(placeholders(table))
             // The history table lives beside the outbox table; never create or clean schemas.
             .createSchemas(false)
             .cleanDisabled(true)

@@ -1,0 +1,54 @@
+package dev.outboxrelay.cli;
+
+import dev.outboxrelay.store.OutboxStoreException;
+
+/**
+ * A failure the CLI reports as one sanitized line and an exit code. Its message is written by the
+ * CLI itself, never copied from a driver, Flyway or the pool: those can carry a connection string,
+ * a password or row data.
+ */
+public final class CliException extends RuntimeException {
+  private final int exitCode;
+
+  private CliException(int exitCode, String message) {
+    super(message, null, false, false);
+    this.exitCode = exitCode;
+  }
+
+  public int exitCode() {
+    return exitCode;
+  }
+
+  public static CliException usage(String message) {
+    return new CliException(ExitCode.USAGE, message);
+  }
+
+  public static CliException nothingMatched(String message) {
+    return new CliException(ExitCode.NOTHING_MATCHED, message);
+  }
+
+  /** A database failure without an SQLState, e.g. a schema the CLI must not touch. */
+  public static CliException database(String reasonCode, String explanation) {
+    return new CliException(ExitCode.DATABASE, reasonCode + ": " + explanation);
+  }
+
+  /** A classified store failure; its message carries only the reason code and SQLState. */
+  public static CliException database(OutboxStoreException e) {
+    return new CliException(ExitCode.DATABASE, e.getMessage() + ": " + hint(e.kind()));
+  }
+
+  private static String hint(OutboxStoreException.Kind kind) {
+    return switch (kind) {
+      case TRANSIENT ->
+          "the database is unreachable or unavailable; check --jdbc-url, the network and that"
+              + " the server accepts connections";
+      case AUTHENTICATION -> "the database refused the credentials; check --user and the password";
+      case PERMISSION -> "the role lacks a privilege on the outbox table";
+      case SCHEMA ->
+          "the database, schema, outbox table or one of its columns is missing; check --jdbc-url"
+              + " and --table (migrate creates or upgrades the table, not a database or schema)";
+      case INVALID_DATA -> "the database rejected a value";
+      case INTERNAL -> "the database reported an unexpected error";
+    };
+  }
+}

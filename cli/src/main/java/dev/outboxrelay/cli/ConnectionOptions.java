@@ -1,0 +1,113 @@
+package dev.outboxrelay.cli;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import picocli.CommandLine.Option;
+
+/**
+ * How to reach the database: the options every command that connects shares. The password is never
+ * echoed, and the URL is never printed (it may carry credentials).
+ */
+public final class ConnectionOptions {
+  public static final String JDBC_URL_ENV = "OUTBOX_JDBC_URL";
+  public static final String USER_ENV = "OUTBOX_USER";
+  public static final String PASSWORD_ENV = "OUTBOX_PASSWORD";
+
+  @Option(
+      names = "--jdbc-url",
+      paramLabel = "URL",
+      description =
+          "PostgreSQL JDBC URL, jdbc:postgresql://host:port/database. Default: env "
+              + JDBC_URL_ENV
+              + ".")
+  String jdbcUrl;
+
+  @Option(
+      names = "--user",
+      paramLabel = "ROLE",
+      description = "Database role. Default: env " + USER_ENV + ", else the driver's default.")
+  String user;
+
+  @Option(
+      names = "--password",
+      arity = "0..1",
+      interactive = true,
+      paramLabel = "PASSWORD",
+      description =
+          "Password; without a value it is prompted for, not echoed. Prefer env "
+              + PASSWORD_ENV
+              + " or --password-file: other users can read command lines.")
+  char[] password;
+
+  @Option(
+      names = "--password-file",
+      paramLabel = "FILE",
+      description = "Read the password from FILE (one trailing line break is dropped).")
+  Path passwordFile;
+
+  @Option(
+      names = "--connect-timeout",
+      paramLabel = "SECONDS",
+      defaultValue = "10",
+      description = "Give up connecting after this many seconds. Default: ${DEFAULT-VALUE}.")
+  int connectTimeoutSeconds;
+
+  /** Resolves options, then the environment; fails as a usage error, never echoing a value. */
+  public ConnectionSettings resolve(Map<String, String> env) {
+    String url = firstNonBlank(jdbcUrl, env.get(JDBC_URL_ENV));
+    if (url == null) {
+      throw CliException.usage("no database given: pass --jdbc-url or set " + JDBC_URL_ENV);
+    }
+    if (password != null && passwordFile != null) {
+      throw CliException.usage("give either --password or --password-file, not both");
+    }
+    if (connectTimeoutSeconds < 1 || connectTimeoutSeconds > 3600) {
+      throw CliException.usage("--connect-timeout must be between 1 and 3600 seconds");
+    }
+    return new ConnectionSettings(
+        url,
+        firstNonBlank(user, env.get(USER_ENV)),
+        resolvePassword(env),
+        Duration.ofSeconds(connectTimeoutSeconds));
+  }
+
+  private String resolvePassword(Map<String, String> env) {
+    if (password != null) {
+      return new String(password);
+    }
+    if (passwordFile != null) {
+      return readPasswordFile(passwordFile);
+    }
+    String fromEnv = env.get(PASSWORD_ENV);
+    return fromEnv == null || fromEnv.isEmpty() ? null : fromEnv;
+  }
+
+  private static String readPasswordFile(Path file) {
+    String content;
+    try {
+      content = Files.readString(file, StandardCharsets.UTF_8);
+    } catch (IOException | RuntimeException e) {
+      throw CliException.usage("--password-file cannot be read");
+    }
+    if (content.endsWith("\r\n")) {
+      content = content.substring(0, content.length() - 2);
+    } else if (content.endsWith("\n")) {
+      content = content.substring(0, content.length() - 1);
+    }
+    if (content.isEmpty()) {
+      throw CliException.usage("--password-file is empty");
+    }
+    return content;
+  }
+
+  private static String firstNonBlank(String first, String second) {
+    if (first != null && !first.isBlank()) {
+      return first;
+    }
+    return second == null || second.isBlank() ? null : second;
+  }
+}

@@ -1,0 +1,18 @@
+package dev.outboxrelay.cli;
+
+import java.time.Duration;
+
+/**
+ * Resolved connection settings. {@link #toString()} never shows the URL or the password.
+ *
+ * @param user null for the driver's default (the URL's user, else the operating system user)
+ * @param password null when none was given
+ */
+public record ConnectionSettings(
+    String jdbcUrl, String user, String password, Duration connectTimeout) {
+
+  @Override
+  public String toString() {
+    return "ConnectionSettings[user=" + user + ", connectTimeout=" + connectTimeout + "]";
+  }
+}

@@ -1,0 +1,122 @@
+package dev.outboxrelay.cli;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.cli.operator.OperatorStore;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.PostgresOutboxStore;
+import dev.outboxrelay.store.postgres.SqlStates;
+import java.sql.SQLException;
+import javax.sql.DataSource;
+
+/**
+ * The CLI's connection to one outbox table: a pool of at most two connections (Flyway may hold a
+ * second one), opened eagerly so that a wrong password or an unreachable server fails at once.
+ * Every failure leaves here classified by SQLState, without the driver's text.
+ */
+public final class Database implements AutoCloseable {
+  /** Shown in {@code pg_stat_activity.application_name}. */
+  public static final String APPLICATION_NAME = "outbox-relay-cli";
+
+  private static final String DRIVER_CLASS = "org.postgresql.Driver";
+  private static final String URL_PREFIX = "jdbc:postgresql:";
+
+  private final HikariDataSource pool;
+  private final OutboxTable table;
+
+  private Database(HikariDataSource pool, OutboxTable table) {
+    this.pool = pool;
+    this.table = table;
+  }
+
+  public static Database open(ConnectionSettings settings, OutboxTable table) {
+    requireValidUrl(settings.jdbcUrl());
+    HikariConfig config = new HikariConfig();
+    config.setPoolName(APPLICATION_NAME);
+    config.setDriverClassName(DRIVER_CLASS);
+    config.setJdbcUrl(settings.jdbcUrl());
+    if (settings.user() != null) {
+      config.setUsername(settings.user());
+    }
+    if (settings.password() != null) {
+      config.setPassword(settings.password());
+    }
+    config.setMaximumPoolSize(2);
+    config.setMinimumIdle(0);
+    config.setAutoCommit(true);
+    long timeoutMillis = settings.connectTimeout().toMillis();
+    config.setConnectionTimeout(timeoutMillis);
+    config.setValidationTimeout(Math.min(timeoutMillis, 5_000L));
+    // One attempt while the pool starts: a CLI reports a refused login now, not after retrying.
+    config.setInitializationFailTimeout(1);
+    config.addDataSourceProperty("ApplicationName", APPLICATION_NAME);
+    String seconds = Long.toString(settings.connectTimeout().toSeconds());
+    config.addDataSourceProperty("connectTimeout", seconds);
+    config.addDataSourceProperty("loginTimeout", seconds);
+    try {
+      return new Database(new HikariDataSource(config), table);
+    } catch (RuntimeException e) {
+      // HikariCP's PoolInitializationException wraps the driver's SQLException.
+      throw classify(e, "connect");
+    }
+  }
+
+  /**
+   * Checks the URL before the pool sees it: the pool would quote a URL it rejects, credentials and
+   * all.
+   */
+  private static void requireValidUrl(String url) {
+    boolean valid;
+    try {
+      valid = url.startsWith(URL_PREFIX) && org.postgresql.Driver.parseURL(url, null) != null;
+    } catch (RuntimeException e) {
+      valid = false;
+    }
+    if (!valid) {
+      throw CliException.usage(
+          "the JDBC URL is not a valid PostgreSQL URL (jdbc:postgresql://host:port/database);"
+              + " it is not shown because it may contain credentials");
+    }
+  }
+
+  /**
+   * Turns any failure that comes from the database side (driver, pool, Flyway) into a sanitized
+   * {@link CliException}: classified by the first SQLState in its chain, its text dropped.
+   */
+  public static CliException classify(Throwable failure, String operation) {
+    if (failure instanceof CliException cli) {
+      return cli;
+    }
+    Throwable t = failure;
+    for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) {
+      if (t instanceof SQLException sql) {
+        return CliException.database(SqlStates.classify(sql, operation));
+      }
+    }
+    return CliException.database(
+        "DB_ERROR", operation + " failed without an SQLState; the cause is not shown");
+  }
+
+  public DataSource dataSource() {
+    return pool;
+  }
+
+  public OutboxTable table() {
+    return table;
+  }
+
+  /** The relay's own store: its counts, lag and retention delete are reused, not re-written. */
+  public PostgresOutboxStore relayStore() {
+    return new PostgresOutboxStore(pool, table, RelayClock.database(), null);
+  }
+
+  public OperatorStore operatorStore() {
+    return new OperatorStore(pool, table);
+  }
+
+  @Override
+  public void close() {
+    pool.close();
+  }
+}

@@ -1,0 +1,21 @@
+package dev.outboxrelay.cli;
+
+/** The CLI's exit codes; scripts branch on them, so they never change meaning. */
+public final class ExitCode {
+  /** The command did what was asked. */
+  public static final int OK = 0;
+
+  /** Bad options or arguments: nothing was read or changed. */
+  public static final int USAGE = 1;
+
+  /** The database was unreachable, refused the credentials or failed the statement. */
+  public static final int DATABASE = 2;
+
+  /** Nothing matched where something was required (inspect, requeue). */
+  public static final int NOTHING_MATCHED = 3;
+
+  /** A bug in the CLI: nothing more is printed, since the failure may carry driver text. */
+  public static final int INTERNAL = 4;
+
+  private ExitCode() {}
+}

@@ -1,0 +1,166 @@
+package dev.outboxrelay.cli;
+
+import dev.outboxrelay.cli.command.InspectCommand;
+import dev.outboxrelay.cli.command.ListCommand;
+import dev.outboxrelay.cli.command.MigrateCommand;
+import dev.outboxrelay.cli.command.PurgeCommand;
+import dev.outboxrelay.cli.command.RequeueCommand;
+import dev.outboxrelay.cli.command.SchemaSqlCommand;
+import dev.outboxrelay.cli.command.StatusCommand;
+import dev.outboxrelay.store.OutboxStoreException;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.IVersionProvider;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ScopeType;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.UnmatchedArgumentException;
+
+/**
+ * {@code outbox-relay-cli}: operator tooling for the outbox, run outside Kafka Connect. Every data
+ * command works on exactly one instance key and never reads or changes another key's rows, legacy
+ * rows without a key, or rows under a lease.
+ */
+@Command(
+    name = "outbox-relay-cli",
+    scope = ScopeType.INHERIT,
+    mixinStandardHelpOptions = true,
+    versionProvider = OutboxRelayCli.Version.class,
+    description = "Operator tooling for the outbox-relay transactional outbox (PostgreSQL).",
+    subcommands = {
+      StatusCommand.class,
+      ListCommand.class,
+      InspectCommand.class,
+      RequeueCommand.class,
+      PurgeCommand.class,
+      MigrateCommand.class,
+      SchemaSqlCommand.class
+    },
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {
+      "0:done",
+      "1:usage error (nothing was read or changed)",
+      "2:database or authentication error",
+      "3:nothing matched where something was required",
+      "4:internal error"
+    })
+public final class OutboxRelayCli implements Runnable {
+  /** Held so the setting is not lost when the logger is collected. */
+  private static final Logger DRIVER_LOG = Logger.getLogger("org.postgresql");
+
+  private final Map<String, String> env;
+
+  @Spec CommandSpec spec;
+
+  OutboxRelayCli(Map<String, String> env) {
+    this.env = Map.copyOf(env);
+  }
+
+  /** The environment the command was started with (for OUTBOX_* settings). */
+  public Map<String, String> env() {
+    return env;
+  }
+
+  @Override
+  public void run() {
+    throw new ParameterException(spec.commandLine(), "a command is required");
+  }
+
+  public static void main(String[] args) {
+    PrintWriter out = new PrintWriter(System.out, true);
+    PrintWriter err = new PrintWriter(System.err, true);
+    System.exit(run(args, System.getenv(), out, err));
+  }
+
+  /** Runs one command line; returns its exit code (see {@link ExitCode}). */
+  public static int run(String[] args, Map<String, String> env, PrintWriter out, PrintWriter err) {
+    // The driver's own log lines may quote hosts or server messages: the CLI speaks for itself.
+    DRIVER_LOG.setLevel(Level.OFF);
+    CommandLine cli = new CommandLine(new OutboxRelayCli(env));
+    cli.setOut(out);
+    cli.setErr(err);
+    cli.setCaseInsensitiveEnumValuesAllowed(true);
+    cli.setParameterExceptionHandler(OutboxRelayCli::usageError);
+    cli.setExecutionExceptionHandler(
+        (e, commandLine, parseResult) -> failure(e, commandLine.getErr()));
+    try {
+      return cli.execute(args);
+    } finally {
+      out.flush();
+      err.flush();
+    }
+  }
+
+  private static int usageError(ParameterException e, String[] args) {
+    CommandLine cli = e.getCommandLine();
+    PrintWriter err = cli.getErr();
+    err.println("error: " + describe(e));
+    err.println(
+        "Run '" + cli.getCommandSpec().qualifiedName() + " --help' for its options and examples.");
+    return ExitCode.USAGE;
+  }
+
+  /**
+   * A usage error, never echoing an unknown argument's value: a mistyped {@code --pasword=secret}
+   * must not print the secret.
+   */
+  private static String describe(ParameterException e) {
+    if (e instanceof UnmatchedArgumentException unmatched) {
+      List<String> options = new ArrayList<>();
+      int others = 0;
+      for (String arg : unmatched.getUnmatched()) {
+        if (arg.startsWith("-")) {
+          int eq = arg.indexOf('=');
+          options.add(eq < 0 ? arg : arg.substring(0, eq));
+        } else {
+          others++;
+        }
+      }
+      StringBuilder message = new StringBuilder();
+      if (!options.isEmpty()) {
+        message.append("unknown option ").append(Text.safe(String.join(", ", options)));
+      }
+      if (others > 0) {
+        message
+            .append(message.isEmpty() ? "" : "; ")
+            .append(others)
+            .append(" unexpected argument(s), not shown");
+      }
+      return message.toString();
+    }
+    String message = e.getMessage();
+    return Text.safe(message.startsWith("Error: ") ? message.substring(7) : message);
+  }
+
+  private static int failure(Exception e, PrintWriter err) {
+    CliException cli =
+        e instanceof CliException c
+            ? c
+            : e instanceof OutboxStoreException store ? CliException.database(store) : null;
+    if (cli == null) {
+      // Not the CLI's own words: the message may quote a driver or a connection string.
+      err.println("error: internal error (" + e.getClass().getSimpleName() + ")");
+      return ExitCode.INTERNAL;
+    }
+    err.println("error: " + cli.getMessage());
+    return cli.exitCode();
+  }
+
+  /** The version from the jar's manifest. */
+  static final class Version implements IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      String version = OutboxRelayCli.class.getPackage().getImplementationVersion();
+      return new String[] {
+        "outbox-relay-cli " + (version == null ? "(development build)" : version)
+      };
+    }
+  }
+}

@@ -1,0 +1,44 @@
+package dev.outboxrelay.cli.command;
+
+import dev.outboxrelay.cli.CliException;
+import java.time.DateTimeException;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+
+/**
+ * A "published before" cutoff: a date (midnight UTC), an instant with an offset, or an age relative
+ * to the database clock. A local time without an offset is refused: it would depend on where the
+ * CLI runs.
+ */
+record Cutoff(Instant instant, Duration age) {
+  static final String FORMS =
+      "a date (2024-01-31, midnight UTC), an instant with an offset (2024-01-31T12:00:00Z)"
+          + " or an age (P30D, PT12H)";
+
+  static Cutoff parse(String option, String value) {
+    String v = value.strip();
+    try {
+      if (v.startsWith("P") || v.startsWith("p")) {
+        Duration age = Duration.parse(v);
+        if (age.isNegative() || age.isZero()) {
+          throw CliException.usage(option + " must be a positive age");
+        }
+        return new Cutoff(null, age);
+      }
+      if (v.length() == 10) {
+        return new Cutoff(LocalDate.parse(v).atStartOfDay(ZoneOffset.UTC).toInstant(), null);
+      }
+      return new Cutoff(OffsetDateTime.parse(v).toInstant(), null);
+    } catch (DateTimeException e) {
+      throw CliException.usage(option + " must be " + FORMS);
+    }
+  }
+
+  /** The instant, an age being taken back from the database's "now". */
+  Instant resolve(Instant databaseNow) {
+    return instant != null ? instant : databaseNow.minus(age);
+  }
+}

@@ -1,0 +1,144 @@
+package dev.outboxrelay.cli.command;
+
+import dev.outboxrelay.cli.CliException;
+import dev.outboxrelay.cli.Database;
+import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import java.io.PrintWriter;
+import java.sql.SQLException;
+import java.util.Optional;
+import java.util.function.Supplier;
+import org.flywaydb.core.api.FlywayException;
+import org.flywaydb.core.api.MigrationVersion;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "migrate",
+    description = {
+      "Creates or upgrades the outbox table with the relay's own migrations (SchemaMigrator), and"
+          + " prints the schema version before and after. A no-op when already current.",
+      "A table created by another migration tool (from schema-sql) is refused: keep it current"
+          + " with schema-sql --after-version."
+    },
+    footerHeading = "%nExamples:%n",
+    footer = {
+      "  outbox-relay-cli migrate --user app_owner --password",
+      "  outbox-relay-cli migrate --table app.outbox --target 2"
+    })
+public final class MigrateCommand extends DatabaseCommand {
+  @Option(
+      names = "--target",
+      paramLabel = "VERSION",
+      description = "Stop at this version (staged roll-outs). Default: the latest.")
+  String target;
+
+  private MigrationVersion targetVersion;
+
+  @Override
+  void validate() {
+    if (target == null) {
+      return;
+    }
+    try {
+      targetVersion = MigrationVersion.fromVersion(target);
+    } catch (RuntimeException e) {
+      throw CliException.usage("--target must be a schema version such as 2");
+    }
+    if (targetVersion.isNewerThan(SchemaMigrator.CURRENT_VERSION)) {
+      throw CliException.usage(
+          "--target is newer than the latest version this CLI knows ("
+              + SchemaMigrator.CURRENT_VERSION
+              + ")");
+    }
+  }
+
+  @Override
+  int run(Database database) {
+    SchemaMigrator migrator = new SchemaMigrator(database.dataSource(), database.table());
+    Optional<String> from = flyway(migrator::currentVersion);
+    if (from.isEmpty() && database.operatorStore().tableExists()) {
+      throw CliException.database(
+          "SCHEMA_NOT_MANAGED",
+          "table "
+              + database.table()
+              + " exists without an outbox-relay schema history ("
+              + database.table().historyTable()
+              + "): another migration tool keeps it; use schema-sql --after-version instead");
+    }
+    if (from.isPresent()
+        && MigrationVersion.fromVersion(from.get()).isNewerThan(SchemaMigrator.CURRENT_VERSION)) {
+      throw CliException.database(
+          "SCHEMA_TOO_NEW",
+          "table "
+              + database.table()
+              + " has schema version "
+              + from.get()
+              + ", newer than this CLI knows ("
+              + SchemaMigrator.CURRENT_VERSION
+              + "): use a newer outbox-relay-cli");
+    }
+    if (from.isPresent()
+        && targetVersion != null
+        && MigrationVersion.fromVersion(from.get()).isNewerThan(targetVersion.getVersion())) {
+      throw CliException.usage(
+          "--target " + targetVersion + " is older than the table's version " + from.get());
+    }
+    int applied =
+        flyway(
+            () ->
+                targetVersion == null
+                    ? migrator.migrate()
+                    : migrator.migrateTo(targetVersion.getVersion()));
+    Optional<String> to = flyway(migrator::currentVersion);
+    PrintWriter out = out();
+    String before = from.orElse("none");
+    String after = to.orElse("none");
+    if (applied == 0) {
+      out.println("table " + database.table() + ": schema version " + after + ", nothing to apply");
+    } else {
+      out.println(
+          "table "
+              + database.table()
+              + ": schema version "
+              + before
+              + " -> "
+              + after
+              + " ("
+              + applied
+              + " migration(s) applied)");
+    }
+    return ExitCode.OK;
+  }
+
+  /**
+   * Runs a Flyway call. Its exceptions quote SQL, server messages or the connection, so only the
+   * SQLState or Flyway's error code is reported.
+   */
+  private static <T> T flyway(Supplier<T> call) {
+    try {
+      return call.get();
+    } catch (FlywayException e) {
+      if (hasSqlException(e)) {
+        throw Database.classify(e, "migrate");
+      }
+      String code = e.getErrorCode() instanceof Enum<?> en ? en.name() : "ERROR";
+      throw CliException.database(
+          "SCHEMA_MIGRATION_FAILED",
+          "Flyway refused the migration ("
+              + code
+              + "); its message is not shown because it may quote the connection");
+    } catch (RuntimeException e) {
+      throw Database.classify(e, "migrate");
+    }
+  }
+
+  private static boolean hasSqlException(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException) {
+        return true;
+      }
+    }
+    return false;
+  }
+}

@@ -1,0 +1,105 @@
+package dev.outboxrelay.cli.command;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.outboxrelay.cli.Database;
+import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.cli.Text;
+import dev.outboxrelay.cli.TextTable;
+import dev.outboxrelay.cli.operator.OldestRow;
+import dev.outboxrelay.cli.operator.OperatorStore;
+import dev.outboxrelay.store.BacklogSnapshot;
+import dev.outboxrelay.store.MessageStatus;
+import java.io.PrintWriter;
+import java.util.Optional;
+import java.util.Set;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "status",
+    description = {
+      "Rows per status, the lag, and the oldest FAILED and EXHAUSTED rows of one instance key.",
+      "Lag is the age of the oldest row awaiting delivery (PENDING, AMBIGUOUS or IN_FLIGHT), by"
+          + " the database clock."
+    },
+    footerHeading = "%nExamples:%n",
+    footer = {
+      "  export OUTBOX_JDBC_URL=jdbc:postgresql://db:5432/app OUTBOX_USER=ops",
+      "  export OUTBOX_PASSWORD=...   # or --password-file /run/secrets/outbox",
+      "  outbox-relay-cli status --instance-key orders",
+      "  outbox-relay-cli status --instance-key orders --json"
+    })
+public final class StatusCommand extends InstanceCommand {
+  @Option(names = "--json", description = "Print JSON for machines.")
+  boolean json;
+
+  @Override
+  int run(Database database) {
+    BacklogSnapshot snapshot = database.relayStore().inspect(Set.of(instanceKey), true);
+    OperatorStore store = database.operatorStore();
+    Optional<OldestRow> failed = store.oldest(instanceKey, MessageStatus.FAILED);
+    Optional<OldestRow> exhausted = store.oldest(instanceKey, MessageStatus.EXHAUSTED);
+    long total = 0;
+    for (MessageStatus status : MessageStatus.values()) {
+      total += snapshot.count(status);
+    }
+    PrintWriter out = out();
+    if (json) {
+      ObjectNode root = Text.json().createObjectNode();
+      root.put("table", database.table().toString());
+      root.put("instance_key", instanceKey);
+      ObjectNode counts = root.putObject("counts");
+      for (MessageStatus status : MessageStatus.values()) {
+        counts.put(status.name(), snapshot.count(status));
+      }
+      root.put("total", total);
+      root.put("lag_ms", snapshot.lag().toMillis());
+      root.set("oldest_failed", oldestJson(failed));
+      root.set("oldest_exhausted", oldestJson(exhausted));
+      out.println(Text.toJson(root));
+      return ExitCode.OK;
+    }
+    out.println("table " + database.table() + ", instance key " + Text.safe(instanceKey));
+    out.println();
+    TextTable counts = new TextTable("STATUS", "ROWS");
+    for (MessageStatus status : MessageStatus.values()) {
+      counts.row(status.name(), snapshot.count(status));
+    }
+    counts.row("total", total);
+    out.print(counts.render());
+    out.println();
+    out.println(
+        "lag: "
+            + Text.duration(snapshot.lag())
+            + " (age of the oldest PENDING, AMBIGUOUS or IN_FLIGHT row)");
+    out.println();
+    TextTable oldest = new TextTable("OLDEST", "MESSAGE ID", "REASON", "AGE");
+    oldestRow(oldest, MessageStatus.FAILED, failed);
+    oldestRow(oldest, MessageStatus.EXHAUSTED, exhausted);
+    out.print(oldest.render());
+    return ExitCode.OK;
+  }
+
+  private static ObjectNode oldestJson(Optional<OldestRow> row) {
+    if (row.isEmpty()) {
+      return null;
+    }
+    ObjectNode node = Text.json().createObjectNode();
+    node.put("message_id", row.get().messageId());
+    node.put("reason_code", row.get().reasonCode());
+    node.put("age_ms", row.get().age().toMillis());
+    return node;
+  }
+
+  private static void oldestRow(TextTable table, MessageStatus status, Optional<OldestRow> row) {
+    if (row.isEmpty()) {
+      table.row(status.name(), "-", "-", "-");
+    } else {
+      table.row(
+          status.name(),
+          Text.safe(row.get().messageId()),
+          Text.safe(row.get().reasonCode()),
+          Text.duration(row.get().age()));
+    }
+  }
+}

@@ -1,0 +1,53 @@
+package dev.outboxrelay.cli.operator;
+
+import dev.outboxrelay.store.MessageStatus;
+import java.util.EnumSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Which parked rows of one instance key to requeue.
+ *
+ * @param messageIds the requested ids, without duplicates, in the order given (MESSAGE_IDS only)
+ * @param correlationId CORRELATION_ID only
+ * @param statuses FAILED, EXHAUSTED or both
+ */
+public record RequeueRequest(
+    String instanceKey,
+    Selector selector,
+    List<String> messageIds,
+    String correlationId,
+    Set<MessageStatus> statuses) {
+
+  /** How rows are chosen; always among the parked rows of the instance key. */
+  public enum Selector {
+    MESSAGE_IDS,
+    CORRELATION_ID,
+    ALL
+  }
+
+  public static final Set<MessageStatus> PARKED =
+      Set.copyOf(EnumSet.of(MessageStatus.FAILED, MessageStatus.EXHAUSTED));
+
+  public RequeueRequest {
+    Objects.requireNonNull(instanceKey, "instanceKey");
+    Objects.requireNonNull(selector, "selector");
+    messageIds = messageIds == null ? List.of() : List.copyOf(new LinkedHashSet<>(messageIds));
+    statuses = statuses == null || statuses.isEmpty() ? PARKED : Set.copyOf(statuses);
+    if (!PARKED.containsAll(statuses)) {
+      throw new IllegalArgumentException("only FAILED and EXHAUSTED rows can be requeued");
+    }
+    if (selector == Selector.MESSAGE_IDS && messageIds.isEmpty()) {
+      throw new IllegalArgumentException("at least one message id is required");
+    }
+    if (selector == Selector.CORRELATION_ID && correlationId == null) {
+      throw new IllegalArgumentException("a correlation id is required");
+    }
+  }
+
+  String[] statusNames() {
+    return statuses.stream().map(Enum::name).sorted().toArray(String[]::new);
+  }
+}

@@ -1,0 +1,154 @@
+package dev.outboxrelay.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** list and inspect: one key's rows only; payload and headers only with --payload. */
+class ListAndInspectTest {
+  private static final byte[] BINARY = {(byte) 0xff, (byte) 0xfe, 0, 1};
+
+  private static OutboxFixture outbox;
+
+  @BeforeAll
+  static void outbox() throws SQLException {
+    outbox = OutboxFixture.populated("list");
+    outbox.insert("eu", "eu-binary", null, BINARY);
+    outbox.insert("eu", "eu-\u001b[2Jtricky", null);
+  }
+
+  @AfterAll
+  static void close() {
+    outbox.close();
+  }
+
+  @Test
+  void listShowsOnlyTheKeysRowsWithThatStatusOldestFirst() {
+    Cli.Result r = outbox.cli().forKey("eu", "list", "--status", "failed");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertTrue(
+        r.hasLine("SEQ +MESSAGE ID +ATTEMPTS +REASON +AGGREGATE +EVENT TYPE .*"), r::toString);
+    assertTrue(
+        r.hasLine("\\d+ +eu-failed-1 +2 +POISON_PILL +order/agg-eu-failed-1 +OrderPlaced +c-1 .*"),
+        r::toString);
+    assertTrue(r.hasLine("\\d+ +eu-failed-2 +0 +DEAD_LETTERED .*"), r::toString);
+    assertTrue(r.out().indexOf("eu-failed-1") < r.out().indexOf("eu-failed-2"));
+    assertFalse(r.out().contains("us-"), r::toString);
+    assertFalse(r.out().contains("legacy"), r::toString);
+    assertFalse(r.out().contains("PAYLOAD-SENTINEL"), r::toString);
+  }
+
+  @Test
+  void listPagesWithAfterSeq() {
+    Cli.Result first = outbox.cli().forKey("eu", "list", "--status", "FAILED", "--limit", "1");
+    assertTrue(first.out().contains("eu-failed-1"), first::toString);
+    assertFalse(first.out().contains("eu-failed-2"), first::toString);
+    String hint =
+        first
+            .out()
+            .lines()
+            .filter(l -> l.startsWith("more rows may follow"))
+            .findFirst()
+            .orElseThrow();
+    String afterSeq = hint.substring(hint.lastIndexOf(' ') + 1);
+
+    Cli.Result next =
+        outbox.cli().forKey("eu", "list", "--status", "FAILED", "--after-seq", afterSeq);
+    assertTrue(next.out().contains("eu-failed-2"), next::toString);
+    assertFalse(next.out().contains("eu-failed-1"), next::toString);
+  }
+
+  @Test
+  void listJsonHasRelayStateButNoPayloadOrHeaders() {
+    Cli.Result r = outbox.cli().forKey("us", "list", "--status", "EXHAUSTED", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    JsonNode rows = r.json();
+    assertEquals(1, rows.size());
+    JsonNode row = rows.get(0);
+    assertEquals("us-exhausted-1", row.get("message_id").asText());
+    assertEquals("us", row.get("instance_key").asText());
+    assertEquals(5, row.get("attempts").asInt());
+    assertTrue(row.get("isolated").asBoolean());
+    assertEquals(OutboxFixture.PAYLOAD.length(), row.get("payload_bytes").asInt());
+    List<String> fields = new ArrayList<>();
+    row.fieldNames().forEachRemaining(fields::add);
+    assertFalse(fields.contains("headers"), fields::toString);
+    assertFalse(
+        fields.stream().anyMatch(f -> f.startsWith("payload_") && !f.equals("payload_bytes")));
+    assertFalse(r.out().contains("SENTINEL"), r::toString);
+  }
+
+  @Test
+  void listOfAnEmptyStatusSaysSo() {
+    Cli.Result r = outbox.cli().forKey("asia", "list", "--status", "PENDING");
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals("no PENDING rows for instance key asia\n", r.out());
+  }
+
+  @Test
+  void inspectHidesPayloadAndHeadersUnlessAsked() {
+    Cli.Result r = outbox.cli().forKey("eu", "inspect", "eu-exhausted-1");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertTrue(r.hasLine("status +EXHAUSTED"), r::toString);
+    assertTrue(r.hasLine("last failure code +BROKER_TIMEOUT"), r::toString);
+    assertTrue(r.hasLine("lease token +9"), r::toString);
+    assertTrue(r.hasLine("isolated +true"), r::toString);
+    assertTrue(
+        r.hasLine("payload size +" + OutboxFixture.PAYLOAD.length() + " bytes"), r::toString);
+    assertTrue(r.hasLine("payload and headers not shown: add --payload to show them"));
+    assertFalse(r.out().contains("SENTINEL"), r::toString);
+
+    Cli.Result json = outbox.cli().forKey("eu", "inspect", "eu-exhausted-1", "--json");
+    assertFalse(json.out().contains("SENTINEL"), json::toString);
+    assertFalse(json.json().has("payload_utf8"));
+    assertFalse(json.json().has("headers"));
+  }
+
+  @Test
+  void inspectShowsPayloadAndHeadersWhenAsked() {
+    Cli.Result r = outbox.cli().forKey("eu", "inspect", "eu-failed-1", "--payload");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertTrue(r.out().contains("payload (UTF-8):\n" + OutboxFixture.PAYLOAD + "\n"), r::toString);
+    assertTrue(r.out().contains("HEADER-SENTINEL"), r::toString);
+
+    JsonNode json =
+        outbox.cli().forKey("eu", "inspect", "eu-failed-1", "--payload", "--json").json();
+    assertEquals(OutboxFixture.PAYLOAD, json.get("payload_utf8").asText());
+    assertEquals("HEADER-SENTINEL", json.get("headers").get("trace").asText());
+
+    JsonNode binary =
+        outbox.cli().forKey("eu", "inspect", "eu-binary", "--payload", "--json").json();
+    assertEquals(Base64.getEncoder().encodeToString(BINARY), binary.get("payload_base64").asText());
+  }
+
+  @Test
+  void inspectNeverShowsAnotherKeysOrALegacyRow() {
+    for (String id : new String[] {"us-failed-1", "legacy-failed", "no-such-id"}) {
+      Cli.Result r = outbox.cli().forKey("eu", "inspect", id, "--payload");
+      assertEquals(ExitCode.NOTHING_MATCHED, r.exitCode(), r::toString);
+      assertEquals("", r.out());
+      assertEquals("error: instance key eu has no row with message id " + id + "\n", r.err());
+    }
+  }
+
+  @Test
+  void controlCharactersFromRowsAreEscaped() {
+    Cli.Result r = outbox.cli().forKey("eu", "list", "--status", "PENDING");
+
+    assertFalse(r.out().contains("\u001b"), r::toString);
+    assertTrue(r.out().contains("eu-\\u001b[2Jtricky"), r::toString);
+  }
+}

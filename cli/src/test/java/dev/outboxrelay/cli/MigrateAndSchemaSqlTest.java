@@ -1,0 +1,150 @@
+package dev.outboxrelay.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.cli.operator.SchemaScript;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.EnqueueResult;
+import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.PostgresOutboxStore;
+import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** migrate applies SchemaMigrator; schema-sql prints the same migrations as working plain SQL. */
+class MigrateAndSchemaSqlTest {
+  private OutboxFixture db;
+
+  @BeforeEach
+  void database() {
+    db = OutboxFixture.empty("migrate");
+  }
+
+  @AfterEach
+  void close() {
+    db.close();
+  }
+
+  @Test
+  void migratesAnEmptyDatabaseAndReplayIsANoOp() {
+    Cli.Result first = db.cli().run("migrate");
+    assertEquals(ExitCode.OK, first.exitCode(), first::toString);
+    assertEquals(
+        "table outbox: schema version none -> "
+            + SchemaMigrator.CURRENT_VERSION
+            + " (3 migration(s) applied)\n",
+        first.out());
+
+    Cli.Result again = db.cli().run("migrate");
+    assertEquals(ExitCode.OK, again.exitCode(), again::toString);
+    assertEquals("table outbox: schema version 3, nothing to apply\n", again.out());
+  }
+
+  @Test
+  void targetStagesAnUpgrade() {
+    assertEquals(
+        "table outbox: schema version none -> 2 (2 migration(s) applied)\n",
+        db.cli().run("migrate", "--target", "2").out());
+    assertEquals(
+        "table outbox: schema version 2 -> 3 (1 migration(s) applied)\n",
+        db.cli().run("migrate").out());
+    Cli.Result down = db.cli().run("migrate", "--target", "1");
+    assertEquals(ExitCode.USAGE, down.exitCode(), down::toString);
+    Cli.Result beyond = db.cli().run("migrate", "--target", "99");
+    assertEquals(ExitCode.USAGE, beyond.exitCode(), beyond::toString);
+  }
+
+  @Test
+  void aSchemaNewerThanTheCliIsRefused() throws SQLException {
+    db.cli().run("migrate");
+    db.exec(
+        "INSERT INTO outbox_schema_history (installed_rank, version, description, type, script,"
+            + " checksum, installed_by, execution_time, success)"
+            + " VALUES (100, '4', 'future', 'SQL', 'V4__future.sql', 0, 'test', 0, TRUE)");
+
+    Cli.Result r = db.cli().run("migrate");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertTrue(r.err().startsWith("error: SCHEMA_TOO_NEW: "), r::toString);
+  }
+
+  @Test
+  void schemaSqlBuildsAWorkingOutboxThatMigrateThenLeavesAlone() throws SQLException {
+    Cli.Result sql = new Cli().run("schema-sql");
+    assertEquals(ExitCode.OK, sql.exitCode(), sql::toString);
+    db.exec(sql.out());
+
+    assertWorkingOutbox("outbox");
+    assertEquals(ExitCode.OK, db.cli().forKey("eu", "status").exitCode());
+    Cli.Result migrate = db.cli().run("migrate");
+    assertEquals(ExitCode.DATABASE, migrate.exitCode(), migrate::toString);
+    assertTrue(migrate.err().startsWith("error: SCHEMA_NOT_MANAGED: table outbox exists"));
+  }
+
+  @Test
+  void schemaSqlFillsASchemaQualifiedTableAndPrintsUpgrades() throws SQLException {
+    db.exec("CREATE SCHEMA app");
+    Cli.Result upToV2 = new Cli().run("schema-sql", "--table", "app.orders_outbox");
+    String v1AndV2 = upToV2.out().substring(0, upToV2.out().indexOf("-- V3__"));
+    db.exec(v1AndV2);
+    Cli.Result upgrade =
+        new Cli().run("schema-sql", "--table", "app.orders_outbox", "--after-version", "2");
+    assertTrue(upgrade.out().contains("as plain SQL: migration V3."), upgrade::toString);
+    assertFalse(upgrade.out().contains("V1__"), upgrade::toString);
+    assertTrue(upgrade.out().contains("\"app\".\"orders_outbox\""), upgrade::toString);
+    assertFalse(upgrade.out().contains("${"), upgrade::toString);
+    db.exec(upgrade.out());
+
+    assertWorkingOutbox("app.orders_outbox");
+    Cli.Result none = new Cli().run("schema-sql", "--after-version", "3");
+    assertTrue(none.out().contains("no migrations after version 3"), none::toString);
+  }
+
+  @Test
+  void schemaSqlPrintsEveryShippedMigration() {
+    String all = new Cli().run("schema-sql").out();
+    for (SchemaScript.Migration m : SchemaScript.migrations()) {
+      assertTrue(all.contains("-- " + m.fileName() + "\n"), m.fileName());
+    }
+    assertEquals(
+        SchemaMigrator.CURRENT_VERSION,
+        SchemaScript.migrations().get(SchemaScript.migrations().size() - 1).version().getVersion());
+  }
+
+  /** The relay can write, claim and publish rows in a table built from the printed SQL. */
+  private void assertWorkingOutbox(String table) throws SQLException {
+    OutboxTable outboxTable = OutboxTable.parse(table);
+    try (Connection c = db.dataSource.getConnection()) {
+      PostgresOutboxWriter writer = new PostgresOutboxWriter(outboxTable, "eu");
+      OutboxMessage message =
+          OutboxMessage.builder()
+              .aggregateType("order")
+              .aggregateId("o-1")
+              .eventType("OrderPlaced")
+              .payload(new byte[] {1})
+              .build();
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, message));
+    }
+    try (PostgresOutboxStore store =
+        new PostgresOutboxStore(db.dataSource, outboxTable, RelayClock.database(), null)) {
+      assertEquals(
+          1,
+          store
+              .claim(new ClaimRequest("relay", Set.of("eu"), 10, Duration.ofMinutes(1), 5, true))
+              .claimed()
+              .size());
+    }
+    assertEquals(Optional.empty(), new SchemaMigrator(db.dataSource, outboxTable).currentVersion());
+  }
+}

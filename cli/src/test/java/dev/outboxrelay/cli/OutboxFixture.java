@@ -1,0 +1,238 @@
+package dev.outboxrelay.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * An outbox in a fresh database, as production would have it: legacy rows written before V2 (no
+ * instance key), then rows of two instance keys, "eu" and "us", in every status. Relay states are
+ * set with direct SQL updates.
+ *
+ * <p>Per key K: K-pending (created 2 hours ago), K-in-flight (leased), K-ambiguous, K-failed-1
+ * (created 3 days ago, POISON_PILL, correlation c-1), K-failed-2 (DEAD_LETTERED, c-2),
+ * K-exhausted-1 (BROKER_TIMEOUT, isolated, c-1), K-published-old (published 2020-06-01),
+ * K-published-new (published now). Legacy: legacy-failed, legacy-exhausted (c-1),
+ * legacy-published-old.
+ */
+final class OutboxFixture implements AutoCloseable {
+  static final String PAYLOAD = "{\"card\":\"PAYLOAD-SENTINEL-4111\"}";
+  static final String HEADERS = "{\"trace\": \"HEADER-SENTINEL\"}";
+
+  final String url;
+  final HikariDataSource dataSource;
+
+  private OutboxFixture(String url) {
+    this.url = url;
+    HikariDataSource pool = new HikariDataSource();
+    pool.setJdbcUrl(url);
+    pool.setUsername(TestDatabase.user());
+    pool.setMaximumPoolSize(2);
+    this.dataSource = pool;
+  }
+
+  /** An empty database, nothing migrated. */
+  static OutboxFixture empty(String prefix) {
+    return new OutboxFixture(TestDatabase.fresh(prefix));
+  }
+
+  /**
+   * A populated outbox of its own, cloned from one populated template database (CREATE DATABASE ...
+   * TEMPLATE), so that tests that change rows do not pay for migrations each time.
+   */
+  static OutboxFixture populated(String prefix) throws SQLException {
+    return new OutboxFixture(TestDatabase.copyOf(template(), prefix));
+  }
+
+  private static String templateName;
+
+  private static synchronized String template() throws SQLException {
+    if (templateName == null) {
+      try (OutboxFixture f = populate("outbox_template")) {
+        templateName = f.url.substring(f.url.lastIndexOf('/') + 1);
+      }
+    }
+    return templateName;
+  }
+
+  private static OutboxFixture populate(String prefix) throws SQLException {
+    OutboxFixture f = empty(prefix);
+    SchemaMigrator migrator = new SchemaMigrator(f.dataSource, OutboxTable.parse("outbox"));
+    migrator.migrateTo("1");
+    f.insert(null, "legacy-failed", "c-3");
+    f.update("legacy-failed", "status = 'FAILED', last_failure_code = 'POISON_PILL'");
+    f.insert(null, "legacy-exhausted", "c-1");
+    f.update("legacy-exhausted", "status = 'EXHAUSTED', attempts = 5");
+    f.insert(null, "legacy-published-old", null);
+    f.update("legacy-published-old", "status = 'PUBLISHED', published_at = '2020-06-01Z'");
+    migrator.migrate();
+    for (String key : new String[] {"eu", "us"}) {
+      f.insertRows(key);
+    }
+    return f;
+  }
+
+  private void insertRows(String key) throws SQLException {
+    insert(key, key + "-pending", null);
+    update(key + "-pending", "created_at = now() - interval '2 hours'");
+    insert(key, key + "-in-flight", "c-1");
+    update(
+        key + "-in-flight",
+        "status = 'IN_FLIGHT', lease_owner = 'worker-1', lease_token = 7,"
+            + " lease_expires_at = now() + interval '1 hour'");
+    insert(key, key + "-ambiguous", null);
+    update(
+        key + "-ambiguous",
+        "status = 'AMBIGUOUS', attempts = 1, last_failure_code = 'BROKER_TIMEOUT',"
+            + " next_attempt_at = now() + interval '5 minutes'");
+    insert(key, key + "-failed-1", "c-1");
+    update(
+        key + "-failed-1",
+        "status = 'FAILED', attempts = 2, last_failure_code = 'POISON_PILL', lease_token = 3,"
+            + " created_at = now() - interval '3 days'");
+    insert(key, key + "-failed-2", "c-2");
+    update(key + "-failed-2", "status = 'FAILED', last_failure_code = 'DEAD_LETTERED'");
+    insert(key, key + "-exhausted-1", "c-1");
+    update(
+        key + "-exhausted-1",
+        "status = 'EXHAUSTED', attempts = 5, last_failure_code = 'BROKER_TIMEOUT',"
+            + " isolated = TRUE, abandoned_claims = 2, lease_token = 9,"
+            + " next_attempt_at = now() + interval '1 minute'");
+    insert(key, key + "-published-old", null);
+    update(
+        key + "-published-old",
+        "status = 'PUBLISHED', published_at = '2020-06-01Z', kafka_topic = 'orders',"
+            + " kafka_partition = 0, kafka_offset = 41");
+    insert(key, key + "-published-new", null);
+    update(
+        key + "-published-new",
+        "status = 'PUBLISHED', published_at = now(), kafka_topic = 'orders',"
+            + " kafka_partition = 0, kafka_offset = 42");
+  }
+
+  void insert(String key, String messageId, String correlationId) throws SQLException {
+    insert(key, messageId, correlationId, PAYLOAD.getBytes(StandardCharsets.UTF_8));
+  }
+
+  void insert(String key, String messageId, String correlationId, byte[] payload)
+      throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id,"
+                    + " event_type, topic, payload, headers, correlation_id)"
+                    + " VALUES (?, ?, 'order', ?, 'OrderPlaced', 'orders', ?, CAST(? AS jsonb), ?)")) {
+      ps.setString(1, messageId);
+      ps.setString(2, key);
+      ps.setString(3, "agg-" + messageId);
+      ps.setBytes(4, payload);
+      ps.setString(5, HEADERS);
+      ps.setString(6, correlationId);
+      assertEquals(1, ps.executeUpdate());
+    }
+  }
+
+  /** Sets relay state directly; {@code assignments} is test-owned SQL. */
+  void update(String messageId, String assignments) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("UPDATE outbox SET " + assignments + " WHERE message_id = ?")) {
+      ps.setString(1, messageId);
+      assertEquals(1, ps.executeUpdate(), messageId);
+    }
+  }
+
+  void exec(String sql) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+
+  long count(String where) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT count(*) FROM outbox WHERE " + where)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /** Every row's relay state, by message id: compare before and after to prove what changed. */
+  Map<String, RowState> snapshot() throws SQLException {
+    Map<String, RowState> rows = new LinkedHashMap<>();
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT message_id, instance_key, status, attempts, abandoned_claims, isolated,"
+                    + " next_attempt_at::text, lease_owner, lease_token,"
+                    + " lease_expires_at::text, last_failure_code, published_at::text"
+                    + " FROM outbox ORDER BY seq")) {
+      while (rs.next()) {
+        rows.put(
+            rs.getString(1),
+            new RowState(
+                rs.getString(2),
+                rs.getString(3),
+                rs.getInt(4),
+                rs.getInt(5),
+                rs.getBoolean(6),
+                rs.getString(7),
+                rs.getString(8),
+                rs.getLong(9),
+                rs.getString(10),
+                rs.getString(11),
+                rs.getString(12)));
+      }
+    }
+    return rows;
+  }
+
+  record RowState(
+      String instanceKey,
+      String status,
+      int attempts,
+      int abandonedClaims,
+      boolean isolated,
+      String nextAttemptAt,
+      String leaseOwner,
+      long leaseToken,
+      String leaseExpiresAt,
+      String lastFailureCode,
+      String publishedAt) {}
+
+  /** Asserts that every row but {@code changed} is exactly as it was. */
+  static void assertUnchangedExcept(
+      Map<String, RowState> before, Map<String, RowState> after, String... changed) {
+    Map<String, RowState> expected = new LinkedHashMap<>(before);
+    Map<String, RowState> actual = new LinkedHashMap<>(after);
+    for (String id : changed) {
+      expected.remove(id);
+      actual.remove(id);
+    }
+    for (Map.Entry<String, RowState> e : expected.entrySet()) {
+      assertEquals(e.getValue(), actual.get(e.getKey()), e.getKey() + " must not change");
+    }
+    assertEquals(expected.keySet(), actual.keySet());
+  }
+
+  Cli cli() {
+    return Cli.against(url);
+  }
+
+  @Override
+  public void close() {
+    dataSource.close();
+  }
+}

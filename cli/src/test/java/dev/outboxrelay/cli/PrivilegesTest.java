@@ -1,0 +1,47 @@
+package dev.outboxrelay.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.sql.SQLException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The privileges docs/operator-cli.md lists are enough for an operator role. */
+class PrivilegesTest {
+  private OutboxFixture outbox;
+
+  @BeforeEach
+  void outbox() throws SQLException {
+    TestDatabase.ensurePasswordRole();
+    outbox = OutboxFixture.populated("privileges");
+    String role = TestDatabase.PASSWORD_ROLE;
+    outbox.exec("GRANT SELECT, DELETE ON outbox TO " + role);
+    outbox.exec(
+        "GRANT UPDATE (status, attempts, next_attempt_at, last_failure_code, isolated,"
+            + " lease_owner, lease_expires_at, lease_token) ON outbox TO "
+            + role);
+  }
+
+  @AfterEach
+  void close() {
+    outbox.close();
+  }
+
+  @Test
+  void anOperatorRoleCanRequeueAndPurge() {
+    Cli cli =
+        new Cli()
+            .env(ConnectionOptions.JDBC_URL_ENV, outbox.url)
+            .env(ConnectionOptions.USER_ENV, TestDatabase.PASSWORD_ROLE)
+            .env(ConnectionOptions.PASSWORD_ENV, TestDatabase.PASSWORD);
+
+    Cli.Result requeue = cli.forKey("eu", "requeue", "--all");
+    assertEquals(ExitCode.OK, requeue.exitCode(), requeue::toString);
+    Cli.Result byId = cli.forKey("eu", "requeue", "--message-id", "eu-failed-1");
+    assertEquals(ExitCode.NOTHING_MATCHED, byId.exitCode(), byId::toString);
+    Cli.Result purge = cli.forKey("eu", "purge", "--published-before", "2021-01-01");
+    assertEquals(ExitCode.OK, purge.exitCode(), purge::toString);
+    assertEquals(ExitCode.OK, cli.forKey("eu", "status").exitCode());
+  }
+}

@@ -1,0 +1,206 @@
+package dev.outboxrelay.cli;
+
+import static dev.outboxrelay.cli.OutboxFixture.assertUnchangedExcept;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.outboxrelay.cli.OutboxFixture.RowState;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.PostgresOutboxStore;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * requeue changes only parked rows of its own key, fenced by status: never another key's rows,
+ * legacy rows, PUBLISHED or IN_FLIGHT rows.
+ */
+class RequeueCommandTest {
+  private OutboxFixture outbox;
+  private Map<String, RowState> before;
+
+  @BeforeEach
+  void outbox() throws SQLException {
+    outbox = OutboxFixture.populated("requeue");
+    before = outbox.snapshot();
+  }
+
+  @AfterEach
+  void close() {
+    outbox.close();
+  }
+
+  @Test
+  void byMessageIdRequeuesOwnParkedRowsAndSaysWhyOthersWereNot() throws SQLException {
+    Cli.Result r =
+        outbox
+            .cli()
+            .forKey(
+                "eu",
+                "requeue",
+                "--message-id",
+                "eu-failed-1",
+                "--message-id",
+                "eu-exhausted-1",
+                "--message-id",
+                "eu-published-old",
+                "--message-id",
+                "eu-in-flight",
+                "--message-id",
+                "us-failed-1",
+                "--message-id",
+                "legacy-failed",
+                "--message-id",
+                "no-such-id",
+                "--message-id",
+                "eu-failed-1");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertTrue(r.out().startsWith("requeued 2 row(s) of instance key eu (EXHAUSTED, FAILED)\n"));
+    assertTrue(r.hasLine("eu-published-old +NOT_PARKED +PUBLISHED"), r::toString);
+    assertTrue(r.hasLine("eu-in-flight +NOT_PARKED +IN_FLIGHT"), r::toString);
+    assertTrue(r.hasLine("us-failed-1 +OTHER_INSTANCE +-"), r::toString);
+    assertTrue(r.hasLine("legacy-failed +OTHER_INSTANCE +-"), r::toString);
+    assertTrue(r.hasLine("no-such-id +NOT_FOUND +-"), r::toString);
+
+    Map<String, RowState> after = outbox.snapshot();
+    assertRequeued(before.get("eu-failed-1"), after.get("eu-failed-1"));
+    assertRequeued(before.get("eu-exhausted-1"), after.get("eu-exhausted-1"));
+    assertUnchangedExcept(before, after, "eu-failed-1", "eu-exhausted-1");
+  }
+
+  @Test
+  void byCorrelationIdStaysWithinTheKey() throws SQLException {
+    // c-1 is also on us-failed-1, us-exhausted-1, eu-in-flight and legacy-exhausted.
+    Cli.Result r = outbox.cli().forKey("eu", "requeue", "--correlation-id", "c-1");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals("requeued 2 row(s) of instance key eu (EXHAUSTED, FAILED)\n", r.out());
+    Map<String, RowState> after = outbox.snapshot();
+    assertRequeued(before.get("eu-failed-1"), after.get("eu-failed-1"));
+    assertRequeued(before.get("eu-exhausted-1"), after.get("eu-exhausted-1"));
+    assertUnchangedExcept(before, after, "eu-failed-1", "eu-exhausted-1");
+  }
+
+  @Test
+  void allRequeuesEveryParkedRowOfTheKeyAndNothingElse() throws SQLException {
+    Cli.Result r = outbox.cli().forKey("us", "requeue", "--all", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    JsonNode json = r.json();
+    assertEquals(3, json.get("requeued").asLong());
+    assertEquals(0, json.get("not_requeued").size());
+    Map<String, RowState> after = outbox.snapshot();
+    for (String id : List.of("us-failed-1", "us-failed-2", "us-exhausted-1")) {
+      assertRequeued(before.get(id), after.get(id));
+    }
+    assertUnchangedExcept(before, after, "us-failed-1", "us-failed-2", "us-exhausted-1");
+  }
+
+  @Test
+  void statusNarrowsTheSelection() throws SQLException {
+    Cli.Result r = outbox.cli().forKey("eu", "requeue", "--all", "--status", "EXHAUSTED");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals("requeued 1 row(s) of instance key eu (EXHAUSTED)\n", r.out());
+    assertUnchangedExcept(before, outbox.snapshot(), "eu-exhausted-1");
+
+    Cli.Result failedOnly =
+        outbox
+            .cli()
+            .forKey("eu", "requeue", "--message-id", "eu-failed-1", "--status", "EXHAUSTED");
+    assertEquals(ExitCode.NOTHING_MATCHED, failedOnly.exitCode(), failedOnly::toString);
+    assertTrue(
+        failedOnly.hasLine("eu-failed-1 +STATUS_NOT_SELECTED +FAILED"), failedOnly::toString);
+  }
+
+  @Test
+  void dryRunOnlyCounts() throws SQLException {
+    Cli.Result r = outbox.cli().forKey("eu", "requeue", "--all", "--dry-run");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals(
+        "dry run: 3 EXHAUSTED, FAILED row(s) of instance key eu would be requeued\n", r.out());
+    assertUnchangedExcept(before, outbox.snapshot());
+
+    Cli.Result json =
+        outbox.cli().forKey("eu", "requeue", "--correlation-id", "c-9", "--dry-run", "--json");
+    assertEquals(ExitCode.NOTHING_MATCHED, json.exitCode(), json::toString);
+    assertEquals(0, json.json().get("would_requeue").asLong());
+  }
+
+  @Test
+  void aRowThatChangedMeanwhileIsNotTouchedAgain() throws SQLException {
+    assertEquals(
+        ExitCode.OK,
+        outbox.cli().forKey("eu", "requeue", "--message-id", "eu-failed-2").exitCode());
+    Map<String, RowState> once = outbox.snapshot();
+
+    Cli.Result again =
+        outbox.cli().forKey("eu", "requeue", "--message-id", "eu-failed-2", "--json");
+
+    assertEquals(ExitCode.NOTHING_MATCHED, again.exitCode(), again::toString);
+    assertEquals("error: nothing matched: no parked row was requeued\n", again.err());
+    JsonNode skipped = again.json().get("not_requeued").get(0);
+    assertEquals("NOT_PARKED", skipped.get("reason").asText());
+    assertEquals("PENDING", skipped.get("status").asText());
+    assertUnchangedExcept(once, outbox.snapshot());
+  }
+
+  @Test
+  void nothingToRequeueExitsWithThree() throws SQLException {
+    Cli.Result r = outbox.cli().forKey("asia", "requeue", "--all");
+    assertEquals(ExitCode.NOTHING_MATCHED, r.exitCode(), r::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
+  }
+
+  @Test
+  void requeuedRowsAreClaimedAgainByTheRelay() {
+    outbox.cli().forKey("eu", "requeue", "--all");
+
+    try (PostgresOutboxStore store =
+        new PostgresOutboxStore(
+            outbox.dataSource, OutboxTable.parse("outbox"), RelayClock.database(), null)) {
+      List<String> claimed =
+          store
+              .claim(new ClaimRequest("relay", Set.of("eu"), 100, Duration.ofMinutes(1), 5, false))
+              .claimed()
+              .stream()
+              .map(ClaimedMessage::messageId)
+              .toList();
+      assertTrue(
+          claimed.containsAll(List.of("eu-failed-1", "eu-failed-2", "eu-exhausted-1")),
+          claimed::toString);
+    }
+  }
+
+  @Test
+  void onlyFailedOrExhaustedCanBeAskedFor() {
+    Cli.Result r = outbox.cli().forKey("eu", "requeue", "--all", "--status", "PUBLISHED");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals("error: --status must be FAILED or EXHAUSTED\n", r.err());
+  }
+
+  private static void assertRequeued(RowState before, RowState after) {
+    assertEquals(before.instanceKey(), after.instanceKey());
+    assertEquals("PENDING", after.status());
+    assertEquals(0, after.attempts());
+    assertNull(after.nextAttemptAt());
+    assertNull(after.lastFailureCode());
+    assertEquals(false, after.isolated());
+    assertNull(after.leaseOwner());
+    assertNull(after.leaseExpiresAt());
+    assertEquals(before.leaseToken() + 1, after.leaseToken(), "the lease token is bumped");
+    assertEquals(before.abandonedClaims(), after.abandonedClaims(), "history is kept");
+  }
+}

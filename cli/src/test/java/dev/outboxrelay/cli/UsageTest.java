@@ -1,0 +1,102 @@
+package dev.outboxrelay.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** Usage errors exit with 1 before any connection is opened, and never echo a secret. */
+class UsageTest {
+  private static final String SENTINEL = "SENTINEL-secret-91";
+
+  /** Nothing listens here: a usage error must be reported before connecting. */
+  private static final Cli CLI =
+      new Cli().env(ConnectionOptions.JDBC_URL_ENV, "jdbc:postgresql://127.0.0.1:9/never");
+
+  @ParameterizedTest(name = "{0}")
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "no command                | ''",
+        "missing instance key      | status",
+        "two instance keys         | status --instance-key eu --instance-key us",
+        "a list of keys            | status --instance-key eu,us",
+        "blank instance key        | status --instance-key ' '",
+        "bad table                 | status --instance-key eu --table Outbox;drop",
+        "list without status       | list --instance-key eu",
+        "list limit too large      | list --instance-key eu --status FAILED --limit 100000",
+        "requeue without selection | requeue --instance-key eu",
+        "requeue with two          | requeue --instance-key eu --all --correlation-id c",
+        "purge without cutoff      | purge --instance-key eu",
+        "purge batch of zero       | purge --instance-key eu --published-before P1D --batch-size 0",
+        "inspect without id        | inspect --instance-key eu",
+        "schema-sql bad version    | schema-sql --after-version x.y",
+      })
+  void exitsWithOne(String name, String args) {
+    Cli.Result r = CLI.run(args.isEmpty() ? new String[0] : args.split(" "));
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertTrue(r.err().startsWith("error: "), r::toString);
+    assertFalse(r.err().contains("DB_"), "no connection was attempted: " + r);
+  }
+
+  @Test
+  void anUnknownOptionIsNamedButItsValueIsNot() {
+    Cli.Result r = CLI.run("status", "--instance-key", "eu", "--pasword=" + SENTINEL, SENTINEL);
+
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertTrue(
+        r.err().startsWith("error: unknown option --pasword; 1 unexpected argument(s), not shown"));
+    assertFalse(r.err().contains(SENTINEL), r::toString);
+  }
+
+  @Test
+  void anInvalidUrlIsNotEchoed() {
+    Cli.Result r =
+        new Cli()
+            .env(ConnectionOptions.JDBC_URL_ENV, "jdbc:mysql://db/app?password=" + SENTINEL)
+            .run("status", "--instance-key", "eu");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertFalse(r.err().contains(SENTINEL), r::toString);
+    assertFalse(r.err().contains("mysql"), r::toString);
+  }
+
+  @Test
+  void aDatabaseIsRequired() {
+    Cli.Result r = new Cli().run("status", "--instance-key", "eu");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals("error: no database given: pass --jdbc-url or set OUTBOX_JDBC_URL\n", r.err());
+  }
+
+  @Test
+  void passwordAndPasswordFileExcludeEachOther() {
+    Cli.Result r =
+        CLI.run("status", "--instance-key", "eu", "--password", SENTINEL, "--password-file", "f");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals("error: give either --password or --password-file, not both\n", r.err());
+  }
+
+  @Test
+  void anUnreadablePasswordFileIsAUsageError() {
+    Cli.Result r =
+        CLI.run("status", "--instance-key", "eu", "--password-file", "/nonexistent/" + SENTINEL);
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals("error: --password-file cannot be read\n", r.err());
+  }
+
+  @Test
+  void helpAndVersionExitWithZero() {
+    Cli.Result help = new Cli().run("--help");
+    assertEquals(ExitCode.OK, help.exitCode());
+    for (String command :
+        new String[] {"status", "list", "inspect", "requeue", "purge", "migrate", "schema-sql"}) {
+      assertTrue(help.out().contains("  " + command + " "), command);
+      Cli.Result commandHelp = new Cli().run(command, "--help");
+      assertEquals(ExitCode.OK, commandHelp.exitCode(), command);
+      assertTrue(commandHelp.out().contains("Exit codes:"), command);
+    }
+    assertEquals(ExitCode.OK, new Cli().run("--version").exitCode());
+  }
+}
