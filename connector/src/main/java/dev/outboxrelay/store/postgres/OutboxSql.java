@@ -96,7 +96,10 @@ final class OutboxSql {
             + sameAggregateBefore.formatted("c")
             + " AND "
             + due.formatted("p")
-            + " AND p.seq NOT IN (SELECT seq FROM candidate)))"
+            + " AND NOT EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq)"
+            // OFFSET 0 keeps this a per-candidate probe of the aggregate index: as a join,
+            // PostgreSQL may hash the whole backlog on every claim.
+            + " OFFSET 0))"
             + claimUpdate.formatted("claimable");
 
     claimUnordered =
