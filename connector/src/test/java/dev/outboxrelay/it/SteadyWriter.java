@@ -88,8 +88,12 @@ final class SteadyWriter implements AutoCloseable {
   }
 
   @Override
-  public void close() throws InterruptedException {
+  public void close() {
     closed = true;
-    thread.join(Duration.ofSeconds(10).toMillis());
+    try {
+      thread.join(Duration.ofSeconds(10).toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }
