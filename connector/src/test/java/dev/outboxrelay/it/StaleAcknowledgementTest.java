@@ -1,0 +1,142 @@
+package dev.outboxrelay.it;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.it.LogCapture.Event;
+import dev.outboxrelay.it.OutboxDb.Row;
+import dev.outboxrelay.it.RelayCluster.Delivered;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A task whose thread hangs in a transform loses its row to the other task once the lease runs out;
+ * when the hung task finally sends the record and Kafka acknowledges it, that stale acknowledgement
+ * is rejected: logged, counted in the plugin metrics, and the row keeps what the new owner
+ * recorded.
+ */
+@ExtendWith(RelayCluster.class)
+class StaleAcknowledgementTest {
+  private static final String CONNECTOR = "stale-relay";
+  private static final String KEY = "stale";
+  private static final String TOPIC = "it-stale";
+  private static final String TARGET = "stale-target";
+
+  @AfterEach
+  void undeploy() throws InterruptedException {
+    BlockOnceTransform.disarm();
+    RelayCluster.delete(CONNECTOR);
+  }
+
+  @Test
+  void acknowledgementOfATakenOverLeaseIsRejectedVisiblyAndChangesNothing() throws Exception {
+    LogCapture logs = LogCapture.get();
+    BlockOnceTransform.Gate gate = BlockOnceTransform.arm(TARGET);
+    try (OutboxDb db = OutboxDb.fresh("it_stale").migrate()) {
+      Map<String, String> config = RelayCluster.connectorConfig(db, KEY, 2);
+      config.put("topic.template", TOPIC);
+      config.put("lease.duration.ms", "3000");
+      config.put("lease.renewal.interval.ms", "1000");
+      config.put("poll.interval.ms", "100");
+      config.put("transforms", "block");
+      config.put("transforms.block.type", BlockOnceTransform.class.getName());
+      RelayCluster.deploy(CONNECTOR, config);
+      long mark = logs.mark();
+      db.insert(KEY, List.of(OutboxDb.message(TARGET, "agg-1")));
+
+      // One task claims the row and hangs in the transform with it.
+      await("a task hangs on " + TARGET).atMost(Duration.ofSeconds(30)).until(gate::hasBlocked);
+      int hungTask = taskOf(gate.blockedThread);
+      int otherTask = 1 - hungTask;
+      long firstToken = db.row(TARGET).leaseToken();
+      assertEquals("IN_FLIGHT", db.row(TARGET).status());
+
+      // Its lease is no longer renewed, expires, and the other task reclaims and publishes it.
+      await("the other task publishes " + TARGET)
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> "PUBLISHED".equals(db.row(TARGET).status()));
+      Row taken = db.row(TARGET);
+      assertTrue(taken.leaseToken() > firstToken, () -> "reclaimed under a new token: " + taken);
+      List<Delivered> before = recordsOf(TARGET);
+      assertEquals(1, before.size(), () -> "only the new owner has sent it so far: " + before);
+      assertEquals(coordinates(before.get(0)), coordinates(taken));
+      assertFalse(
+          logs.matching(
+                  mark,
+                  e ->
+                      e.message().contains("Reclaimed abandoned message_id=" + TARGET)
+                          && e.connectContext().contains("task-" + otherTask))
+              .isEmpty(),
+          "the other task reclaimed the row in isolation");
+      assertFalse(
+          logs.matching(
+                  mark,
+                  e ->
+                      e.message().contains("reason=TASK_UNRESPONSIVE")
+                          && e.connectContext().contains("task-" + hungTask))
+              .isEmpty(),
+          "the hung task stopped renewing its lease");
+      assertEquals(0, claimLost(hungTask));
+
+      // The hung task wakes up, sends its copy and hears back from Kafka: too late.
+      gate.release();
+      await("the stale acknowledgement is rejected")
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> claimLost(hungTask) >= 1 && !claimLostLines(mark, hungTask).isEmpty());
+      Event line = claimLostLines(mark, hungTask).get(0);
+      assertEquals("WARN", line.level());
+      assertTrue(line.message().contains("instance_key=" + KEY), line.message());
+      assertTrue(line.message().contains("outcome PUBLISHED"), line.message());
+      assertEquals(1, claimLost(hungTask));
+      assertEquals(0, claimLost(otherTask));
+
+      // Both copies are in Kafka; the row still shows the new owner's, untouched.
+      List<Delivered> after = recordsOf(TARGET);
+      assertEquals(2, after.size(), () -> "the duplicate is visible: " + after);
+      assertNotEquals(coordinates(after.get(0)), coordinates(after.get(1)));
+      assertEquals(taken, db.row(TARGET));
+      RelayCluster.assertRunning(CONNECTOR, 2);
+    }
+  }
+
+  private static int taskOf(String threadName) {
+    // Connect names task threads "task-thread-{connector}-{task}".
+    return Integer.parseInt(threadName.substring(threadName.lastIndexOf('-') + 1));
+  }
+
+  private static long claimLost(int task) {
+    return ConnectMBeans.taskMetric(CONNECTOR, task, "claim-lost-total").orElse(-1);
+  }
+
+  private static List<Event> claimLostLines(long mark, int task) {
+    return LogCapture.get()
+        .matching(
+            mark,
+            e ->
+                e.message().contains("Claim lost")
+                    && e.message().contains("message_id=" + TARGET)
+                    && e.message().contains("reason=LEASE_TAKEN_OVER")
+                    && e.connectContext().contains(CONNECTOR + "|task-" + task));
+  }
+
+  private static List<Delivered> recordsOf(String messageId) {
+    return RelayCluster.consumeAll(TOPIC).stream()
+        .filter(d -> messageId.equals(d.messageId()))
+        .toList();
+  }
+
+  private static String coordinates(Delivered d) {
+    return d.topic() + "/" + d.partition() + "@" + d.offset();
+  }
+
+  private static String coordinates(Row r) {
+    return r.kafkaTopic() + "/" + r.kafkaPartition() + "@" + r.kafkaOffset();
+  }
+}
