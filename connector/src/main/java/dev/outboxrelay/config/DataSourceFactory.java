@@ -18,8 +18,6 @@ public final class DataSourceFactory {
   /** Shown in {@code pg_stat_activity.application_name} for every connection of the relay. */
   public static final String APPLICATION_NAME = "outbox-relay";
 
-  static final String DRIVER_CLASS = "org.postgresql.Driver";
-
   private DataSourceFactory() {}
 
   /** The task's pool: {@code connection.pool.size} connections, named {@code poolName}. */
@@ -45,34 +43,37 @@ public final class DataSourceFactory {
       int minimumIdle) {
     HikariConfig hikari = new HikariConfig();
     hikari.setPoolName(poolName);
-    // Named explicitly so the driver is found through this plugin's class loader, not
-    // DriverManager's view of the worker's class path.
-    hikari.setDriverClassName(DRIVER_CLASS);
-    hikari.setJdbcUrl(jdbcUrl);
-    if (user != null) {
-      hikari.setUsername(user);
-    }
-    if (password != null) {
-      hikari.setPassword(password.value());
-    }
+    Properties props = credentials(user, password);
+    props.setProperty("ApplicationName", APPLICATION_NAME);
+    // Opening a socket never takes much longer than the pool waits for it (the driver counts in
+    // whole seconds). Settings in the URL take precedence over these.
+    props.setProperty("connectTimeout", Long.toString(wholeSeconds(timeout)));
+    // The pool gets a data source, never the URL: Hikari logs its configuration at debug level.
+    hikari.setDataSource(new DriverDataSource(jdbcUrl, props));
     hikari.setMaximumPoolSize(maximumPoolSize);
     hikari.setMinimumIdle(minimumIdle);
     hikari.setConnectionTimeout(timeout.toMillis());
     hikari.setValidationTimeout(Math.min(timeout.toMillis(), Duration.ofSeconds(5).toMillis()));
     hikari.setInitializationFailTimeout(-1);
     hikari.setAutoCommit(true);
-    hikari.addDataSourceProperty("ApplicationName", APPLICATION_NAME);
-    // Opening a socket never takes much longer than the pool waits for it (the driver counts in
-    // whole seconds). Settings in the URL take precedence over these.
-    hikari.addDataSourceProperty("connectTimeout", Long.toString(wholeSeconds(timeout)));
     return new HikariDataSource(hikari);
+  }
+
+  private static Properties credentials(String user, Password password) {
+    Properties props = new Properties();
+    if (user != null) {
+      props.setProperty("user", user);
+    }
+    if (password != null) {
+      props.setProperty("password", password.value());
+    }
+    return props;
   }
 
   /**
    * One connection outside the pool, with the pool's credentials and settings, for a connection
-   * that must stay apart (a LISTEN connection, say). It comes straight from the PostgreSQL driver,
-   * not from DriverManager, whose view of drivers depends on the caller's class loader. Opening it
-   * takes at most about {@code connection.timeout.ms}; once open, reads have no timeout.
+   * that must stay apart (a LISTEN connection, say). Opening it takes at most about {@code
+   * connection.timeout.ms}; once open, reads have no timeout.
    *
    * @throws SQLException classified by SQLState as usual; its message is the driver's, so never
    *     show it to users (see {@link dev.outboxrelay.store.postgres.SqlStates#classify})
@@ -96,19 +97,13 @@ public final class DataSourceFactory {
   static Connection connectOrNull(
       String jdbcUrl, String user, Password password, Duration timeout, String applicationName)
       throws SQLException {
-    Properties props = new Properties();
-    if (user != null) {
-      props.setProperty("user", user);
-    }
-    if (password != null) {
-      props.setProperty("password", password.value());
-    }
+    Properties props = credentials(user, password);
     props.setProperty("ApplicationName", applicationName);
     props.setProperty("tcpKeepAlive", "true");
     String seconds = Long.toString(wholeSeconds(timeout));
     props.setProperty("connectTimeout", seconds);
     props.setProperty("loginTimeout", seconds);
-    return new org.postgresql.Driver().connect(jdbcUrl, props);
+    return new DriverDataSource(jdbcUrl, props).connectOrNull();
   }
 
   /** The driver's timeouts are whole seconds, and 0 would mean "none". */

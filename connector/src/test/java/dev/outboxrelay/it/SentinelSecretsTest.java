@@ -166,45 +166,14 @@ class SentinelSecretsTest {
           logs.matching(mark, e -> e.message().contains("message_id=s-poison-json")).isEmpty(),
           "the poison row's failure was logged");
       List<String> leaks = new ArrayList<>();
-      int knownUrlDumps = 0;
       for (Event e : logs.sentinelHits()) {
         if (e.fullText().contains(control) || e.logger().startsWith(TEST_REST_CLIENT)) {
-          continue;
-        }
-        if (isKnownUrlDump(e)) {
-          knownUrlDumps++;
           continue;
         }
         leaks.add(e.fullText());
       }
       assertEquals(List.of(), leaks, "log events carrying a secret");
-      log.warn(
-          "Sentinel test: {} log events scanned; {} debug-level dumps of the JDBC URL by HikariCP"
-              + " and the PostgreSQL driver (known, see isKnownUrlDump)",
-          logs.scannedCount() - mark,
-          knownUrlDumps);
     }
-  }
-
-  /**
-   * KNOWN LEAK, to be removed once fixed: the libraries the plugin hands the JDBC URL to print it
-   * whole at debug level. HikariCP's configuration dump (DEBUG, com.zaxxer.hikari.HikariConfig,
-   * "jdbcUrl....", which masks only password parameters) and the PostgreSQL driver (FINE,
-   * org.postgresql.Driver, "Connecting with URL: ...", which masks nothing). Tolerated for the URL
-   * sentinel only, and only in exactly these two messages.
-   */
-  private boolean isKnownUrlDump(Event e) {
-    String text = e.fullText();
-    if (!text.contains(urlSecret)
-        || secrets.stream().anyMatch(s -> !s.equals(urlSecret) && text.contains(s))) {
-      return false;
-    }
-    return e.logger().equals("com.zaxxer.hikari.HikariConfig")
-            && e.level().equals("DEBUG")
-            && e.message().startsWith("jdbcUrl.")
-        || e.logger().equals("org.postgresql.Driver")
-            && e.level().equals("JUL-FINE")
-            && e.message().startsWith("Connecting with URL: ");
   }
 
   private void deploy(String name, Map<String, String> config) throws InterruptedException {

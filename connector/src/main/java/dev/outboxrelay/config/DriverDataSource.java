@@ -1,0 +1,113 @@
+package dev.outboxrelay.config;
+
+import java.io.PrintWriter;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.util.Properties;
+import java.util.logging.Logger;
+import javax.sql.DataSource;
+
+/**
+ * Opens connections straight from the PostgreSQL driver with the URL's parameters moved into
+ * properties, so the driver and the pool only ever see (and may log, at debug level) {@code
+ * jdbc:postgresql://host:port/database}: a password or token put in the URL's query string never
+ * reaches a log line. The driver is used directly, not through DriverManager, whose view of drivers
+ * depends on the caller's class loader.
+ */
+final class DriverDataSource implements DataSource {
+  private final String baseUrl;
+  private final Properties properties;
+  private int loginTimeoutSeconds;
+
+  /**
+   * @param jdbcUrl the configured URL; its query parameters override {@code defaults}
+   * @param defaults properties such as user, password and timeouts
+   */
+  DriverDataSource(String jdbcUrl, Properties defaults) {
+    int query = jdbcUrl.indexOf('?');
+    this.baseUrl = query < 0 ? jdbcUrl : jdbcUrl.substring(0, query);
+    this.properties = new Properties();
+    this.properties.putAll(defaults);
+    if (query >= 0) {
+      for (String pair : jdbcUrl.substring(query + 1).split("&")) {
+        if (pair.isEmpty()) {
+          continue;
+        }
+        int eq = pair.indexOf('=');
+        String key = decode(eq < 0 ? pair : pair.substring(0, eq));
+        String value = eq < 0 ? "" : decode(pair.substring(eq + 1));
+        properties.setProperty(key, value);
+      }
+    }
+  }
+
+  private static String decode(String s) {
+    return URLDecoder.decode(s, StandardCharsets.UTF_8);
+  }
+
+  /** Null when the driver does not accept the URL (a malformed host or port, say). */
+  Connection connectOrNull() throws SQLException {
+    return new org.postgresql.Driver().connect(baseUrl, properties);
+  }
+
+  @Override
+  public Connection getConnection() throws SQLException {
+    Connection c = connectOrNull();
+    if (c == null) {
+      throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");
+    }
+    return c;
+  }
+
+  @Override
+  public Connection getConnection(String username, String password) throws SQLException {
+    throw new SQLFeatureNotSupportedException("credentials come from the connector settings");
+  }
+
+  @Override
+  public PrintWriter getLogWriter() {
+    return null;
+  }
+
+  @Override
+  public void setLogWriter(PrintWriter out) {}
+
+  @Override
+  public void setLoginTimeout(int seconds) {
+    this.loginTimeoutSeconds = seconds;
+    if (seconds > 0) {
+      properties.setProperty("loginTimeout", Integer.toString(seconds));
+    }
+  }
+
+  @Override
+  public int getLoginTimeout() {
+    return loginTimeoutSeconds;
+  }
+
+  @Override
+  public Logger getParentLogger() throws SQLFeatureNotSupportedException {
+    throw new SQLFeatureNotSupportedException();
+  }
+
+  @Override
+  public <T> T unwrap(Class<T> iface) throws SQLException {
+    if (iface.isInstance(this)) {
+      return iface.cast(this);
+    }
+    throw new SQLException("not a wrapper for " + iface.getSimpleName());
+  }
+
+  @Override
+  public boolean isWrapperFor(Class<?> iface) {
+    return iface.isInstance(this);
+  }
+
+  @Override
+  public String toString() {
+    return "outbox-relay PostgreSQL data source"; // never the URL: the pool logs this
+  }
+}
