@@ -243,11 +243,19 @@ final class OutboxSql {
             + " AND o.lease_owner = h.owner AND o.lease_token = h.token"
             + " RETURNING o.message_id";
 
-    // Parameters: keys[], includePublished.
+    // Parameters: keys[], keys[], includePublished, keys[]. One branch per partial index, so the
+    // backlog figures cost O(active + parked rows), not a scan of every retained PUBLISHED row.
     countByStatus =
         "SELECT status, count(*) FROM "
             + t
-            + " WHERE instance_key = ANY (?) AND (status <> 'PUBLISHED' OR ?) GROUP BY status";
+            + " WHERE instance_key = ANY (?) AND status IN "
+            + ACTIVE
+            + " GROUP BY status UNION ALL SELECT status, count(*) FROM "
+            + t
+            + " WHERE instance_key = ANY (?) AND status IN ('FAILED', 'EXHAUSTED') GROUP BY status"
+            + " UNION ALL SELECT status, count(*) FROM "
+            + t
+            + " WHERE ? AND instance_key = ANY (?) AND status = 'PUBLISHED' GROUP BY status";
 
     // Parameters: now, keys[]. The oldest active row by insertion order: an index lookup, not a
     // scan of the backlog.

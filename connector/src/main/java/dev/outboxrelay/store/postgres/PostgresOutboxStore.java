@@ -289,7 +289,9 @@ public final class PostgresOutboxStore implements OutboxStore {
     try (Connection c = dataSource.getConnection()) {
       try (PreparedStatement ps = c.prepareStatement(sql.countByStatus)) {
         ps.setArray(1, c.createArrayOf("text", keys));
-        ps.setBoolean(2, countPublished);
+        ps.setArray(2, c.createArrayOf("text", keys));
+        ps.setBoolean(3, countPublished);
+        ps.setArray(4, c.createArrayOf("text", keys));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             counts.put(MessageStatus.valueOf(rs.getString(1)), rs.getLong(2));
