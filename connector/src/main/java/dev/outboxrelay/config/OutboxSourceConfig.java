@@ -219,7 +219,9 @@ public class OutboxSourceConfig extends AbstractConfig {
       "LISTEN for the notifications the outbox table's insert trigger sends (schema version 3,"
           + " channel <table>_relay, payload = instance key) and claim as soon as rows of this"
           + " connector's instance keys commit, instead of waiting for poll.interval.ms. Polling"
-          + " goes on regardless, so a missed notification only delays delivery.";
+          + " goes on regardless, so a missed notification only delays delivery. Notifying"
+          + " serializes the inserting transactions' commits in PostgreSQL; where that matters more"
+          + " than latency, set outbox_relay.notify = 'off' for the database (schema version 5).";
 
   public OutboxSourceConfig(Map<?, ?> props) {
     this(configDef(), props);

@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -52,8 +53,15 @@ class NotificationListenerTest {
   }
 
   private void insert(String key) throws SQLException {
+    insert(key, true);
+  }
+
+  private void insert(String key, boolean notify) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
+      try (var s = c.createStatement()) {
+        s.execute("SET LOCAL outbox_relay.notify = '" + (notify ? "on" : "off") + "'");
+      }
       new PostgresOutboxWriter(TABLE, key)
           .enqueue(
               c,
@@ -93,5 +101,24 @@ class NotificationListenerTest {
     insert("us");
     await().until(() -> listener.received() > before);
     assertFalse(wake.isSignalled(), "a foreign instance key's insert must not wake this task");
+  }
+
+  @Test
+  void theNotificationCanBeSwitchedOffWithoutDdl() throws SQLException {
+    listener.start();
+    await()
+        .until(
+            () -> {
+              insert("eu");
+              return wake.isSignalled();
+            });
+    await().until(() -> listener.received() >= 1);
+    wake.await(java.time.Duration.ZERO);
+    long before = listener.received();
+    insert("eu", false);
+    insert("us", true); // heard after the silent insert, had there been a notification for it
+    await().until(() -> listener.received() > before);
+    assertFalse(wake.isSignalled(), "outbox_relay.notify=off sends no notification");
+    assertEquals(before + 1, listener.received());
   }
 }
