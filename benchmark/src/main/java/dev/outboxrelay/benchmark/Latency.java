@@ -57,7 +57,9 @@ final class Latency {
     int warmRows = (int) (rate * options.latencyWarmup.toSeconds());
     int measuredRows = (int) (rate * options.latencyDuration.toSeconds());
     int total = warmRows + measuredRows;
-    int threads = Math.max(4, Math.min(32, rate / 150));
+    // Enough application threads that durable commits of 10-40 ms (a loaded machine) still
+    // keep the schedule: each thread commits one row at a time.
+    int threads = Math.max(8, Math.min(64, rate / 25));
     try {
       connect.createTopic(topic, options.partitions);
       Drain.Config config =
