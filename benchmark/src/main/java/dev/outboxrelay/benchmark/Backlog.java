@@ -1,0 +1,129 @@
+package dev.outboxrelay.benchmark;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Outbox rows as the benchmark writes and checks them. Row {@code n} (1-based, in insertion order)
+ * belongs to aggregate {@code (n - 1) % aggregates} and is that aggregate's {@code (n - 1) /
+ * aggregates}-th event; its JSON payload, padded to about {@code payloadBytes}, starts with those
+ * three numbers so that a consumer can check delivery and per-aggregate order cheaply: {@code
+ * {"n":17,"a":16,"s":0,"p":"xxxx…"}}.
+ */
+final class Backlog {
+  static final String INSTANCE_KEY = "bench";
+  static final String AGGREGATE_TYPE = "order";
+  static final String EVENT_TYPE = "OrderChanged";
+  private static final int CHUNK = 50_000;
+
+  private Backlog() {}
+
+  /** The payload of row {@code n}, as the bulk insert writes it. */
+  static byte[] payload(long n, int aggregates, int payloadBytes) {
+    String head =
+        "{\"n\":" + n + ",\"a\":" + (n - 1) % aggregates + ",\"s\":" + (n - 1) / aggregates;
+    int pad = Math.max(0, payloadBytes - head.length() - 8);
+    return (head + ",\"p\":\"" + "x".repeat(pad) + "\"}")
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  static String aggregateId(long n, int aggregates) {
+    return "agg-" + String.format("%05d", (n - 1) % aggregates);
+  }
+
+  /**
+   * Inserts rows {@code from..to} with the given status, server-side, committing every 50,000 rows;
+   * then vacuums and analyzes the table, as autovacuum would have done for a backlog that built up
+   * over time.
+   */
+  static void insert(
+      String url, long from, long to, int aggregates, int payloadBytes, String topic, String status)
+      throws SQLException {
+    String sql =
+        "INSERT INTO "
+            + BenchPostgres.TABLE.qualified()
+            + " (instance_key, aggregate_type, aggregate_id, event_type, topic, payload, status,"
+            + " published_at, kafka_topic, kafka_partition, kafka_offset)"
+            + " SELECT ?, ?, 'agg-' || lpad(((g - 1) % ?)::text, 5, '0'), ?, ?,"
+            + " convert_to(format('{\"n\":%s,\"a\":%s,\"s\":%s,\"p\":\"%s\"}', g, (g - 1) % ?,"
+            + " (g - 1) / ?, repeat('x', greatest(0, ? - length(format('{\"n\":%s,\"a\":%s,\"s\":%s',"
+            + " g, (g - 1) % ?, (g - 1) / ?)) - 8))), 'UTF8'),"
+            + " ?, CASE WHEN ? = 'PUBLISHED' THEN now() END,"
+            + " CASE WHEN ? = 'PUBLISHED' THEN ? END,"
+            + " CASE WHEN ? = 'PUBLISHED' THEN 0 END,"
+            + " CASE WHEN ? = 'PUBLISHED' THEN g END"
+            + " FROM generate_series(?::bigint, ?::bigint) g";
+    try (Connection c = BenchPostgres.connect(url)) {
+      c.setAutoCommit(false);
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        for (long start = from; start <= to; start += CHUNK) {
+          long end = Math.min(to, start + CHUNK - 1);
+          int i = 1;
+          ps.setString(i++, INSTANCE_KEY);
+          ps.setString(i++, AGGREGATE_TYPE);
+          ps.setInt(i++, aggregates);
+          ps.setString(i++, EVENT_TYPE);
+          ps.setString(i++, topic);
+          ps.setInt(i++, aggregates);
+          ps.setInt(i++, aggregates);
+          ps.setInt(i++, payloadBytes);
+          ps.setInt(i++, aggregates);
+          ps.setInt(i++, aggregates);
+          ps.setString(i++, status);
+          ps.setString(i++, status);
+          ps.setString(i++, status);
+          ps.setString(i++, topic);
+          ps.setString(i++, status);
+          ps.setString(i++, status);
+          ps.setLong(i++, start);
+          ps.setLong(i, end);
+          ps.executeUpdate();
+          c.commit();
+        }
+      }
+      c.setAutoCommit(true);
+      vacuum(c);
+    }
+  }
+
+  static void vacuum(Connection autocommit) throws SQLException {
+    try (Statement s = autocommit.createStatement()) {
+      s.execute("VACUUM (ANALYZE) " + BenchPostgres.TABLE.qualified());
+    }
+  }
+
+  /** True while any row still awaits delivery or its outcome (PENDING, AMBIGUOUS, IN_FLIGHT). */
+  static boolean anyActive(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT EXISTS (SELECT 1 FROM "
+                    + BenchPostgres.TABLE.qualified()
+                    + " WHERE instance_key = '"
+                    + INSTANCE_KEY
+                    + "' AND status IN ('PENDING', 'AMBIGUOUS', 'IN_FLIGHT'))")) {
+      rs.next();
+      return rs.getBoolean(1);
+    }
+  }
+
+  static Map<String, Long> statusCounts(Connection c) throws SQLException {
+    Map<String, Long> counts = new TreeMap<>();
+    try (Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT status, count(*) FROM "
+                    + BenchPostgres.TABLE.qualified()
+                    + " GROUP BY status")) {
+      while (rs.next()) {
+        counts.put(rs.getString(1), rs.getLong(2));
+      }
+    }
+    return counts;
+  }
+}

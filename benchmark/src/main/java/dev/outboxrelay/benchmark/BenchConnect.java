@@ -1,0 +1,98 @@
+package dev.outboxrelay.benchmark;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
+import org.apache.kafka.connect.util.clusters.EmbeddedConnectCluster;
+
+/**
+ * A real Connect cluster (one distributed worker with REST) and a real KRaft broker, in this JVM:
+ * Kafka's own embedded test kit, as the integration tests use it.
+ */
+final class BenchConnect implements AutoCloseable {
+  private final EmbeddedConnectCluster cluster;
+  private final Admin admin;
+
+  BenchConnect() {
+    Map<String, String> worker = new HashMap<>(); // the kit writes into it: must be mutable
+    worker.put("plugin.discovery", "service_load");
+    worker.put("offset.flush.interval.ms", "10000");
+    // Lets connector configs carry producer.override.* (the tuning runs).
+    worker.put("connector.client.config.override.policy", "All");
+    cluster =
+        new EmbeddedConnectCluster.Builder()
+            .name("outbox-relay-benchmark")
+            .numWorkers(1)
+            .numBrokers(1)
+            .brokerProps(new Properties())
+            .workerProps(worker)
+            .build();
+    cluster.start();
+    admin = cluster.kafka().createAdminClient();
+  }
+
+  String bootstrapServers() {
+    return cluster.kafka().bootstrapServers();
+  }
+
+  void createTopic(String topic, int partitions) throws Exception {
+    admin.createTopics(java.util.List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
+  }
+
+  void deleteTopic(String topic) throws Exception {
+    admin.deleteTopics(java.util.List.of(topic)).all().get();
+  }
+
+  void createConnector(String name, Map<String, String> config, int tasks)
+      throws InterruptedException {
+    cluster.configureConnector(name, config);
+    cluster
+        .assertions()
+        .assertConnectorAndExactlyNumTasksAreRunning(name, tasks, "connector did not start");
+  }
+
+  void pause(String name, int tasks) throws InterruptedException {
+    cluster.pauseConnector(name);
+    cluster
+        .assertions()
+        .assertConnectorAndExactlyNumTasksArePaused(name, tasks, "connector did not pause");
+  }
+
+  void resume(String name) {
+    cluster.resumeConnector(name);
+  }
+
+  /** Throws if the connector or a task failed: a run with a failed task has no valid figure. */
+  void requireHealthy(String name) {
+    ConnectorStateInfo status = cluster.connectorStatus(name);
+    if ("FAILED".equals(status.connector().state())) {
+      throw new IllegalStateException("connector failed: " + status.connector().trace());
+    }
+    for (ConnectorStateInfo.TaskState task : status.tasks()) {
+      if ("FAILED".equals(task.state())) {
+        throw new IllegalStateException("task " + task.id() + " failed: " + task.trace());
+      }
+    }
+  }
+
+  void deleteConnector(String name) throws InterruptedException {
+    cluster.deleteConnector(name);
+    cluster
+        .assertions()
+        .assertConnectorDoesNotExist(name, "connector was not deleted within the kit's timeout");
+  }
+
+  static Duration startupTimeout() {
+    return Duration.ofMinutes(1);
+  }
+
+  @Override
+  public void close() {
+    admin.close();
+    cluster.stop();
+  }
+}

@@ -1,0 +1,129 @@
+package dev.outboxrelay.benchmark;
+
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/**
+ * Real PostgreSQL (embedded binaries from Maven) with durable settings: every commit waits for its
+ * WAL to be flushed to disk. One server for the whole run; each run gets a database of its own,
+ * dropped afterwards.
+ */
+final class BenchPostgres implements AutoCloseable {
+  static final String USER = "postgres";
+  static final OutboxTable TABLE = OutboxTable.parse("outbox");
+
+  /** Settings that decide durability and speed, reported with every result. */
+  static final List<String> REPORTED_SETTINGS =
+      List.of(
+          "server_version",
+          "fsync",
+          "synchronous_commit",
+          "full_page_writes",
+          "wal_sync_method",
+          "wal_level",
+          "shared_buffers",
+          "max_wal_size",
+          "checkpoint_timeout",
+          "autovacuum",
+          "max_connections");
+
+  private final EmbeddedPostgres server;
+  private final AtomicInteger databases = new AtomicInteger();
+
+  BenchPostgres(String sharedBuffers) throws IOException {
+    server =
+        EmbeddedPostgres.builder()
+            .setServerConfig("fsync", "on")
+            .setServerConfig("synchronous_commit", "on")
+            .setServerConfig("full_page_writes", "on")
+            .setServerConfig("max_connections", "300")
+            .setServerConfig("shared_buffers", sharedBuffers)
+            // Bulk loading 1,000,000 rows must not trigger a checkpoint storm mid-measurement.
+            .setServerConfig("max_wal_size", "8GB")
+            .setServerConfig("checkpoint_timeout", "30min")
+            .start();
+  }
+
+  /** Creates an empty database with the outbox schema and returns its JDBC URL. */
+  String freshDatabase(String prefix) throws SQLException {
+    String name = prefix + "_" + databases.incrementAndGet();
+    try (Connection c = admin();
+        Statement s = c.createStatement()) {
+      s.execute("CREATE DATABASE " + name);
+    }
+    String url = url(name);
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setUrl(url);
+    ds.setUser(USER);
+    new SchemaMigrator(ds, TABLE).migrate();
+    return url;
+  }
+
+  void dropDatabase(String url) throws SQLException {
+    String name = url.substring(url.lastIndexOf('/') + 1);
+    try (Connection c = admin();
+        Statement s = c.createStatement()) {
+      s.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+    }
+  }
+
+  String url(String database) {
+    return "jdbc:postgresql://localhost:" + server.getPort() + "/" + database;
+  }
+
+  static Connection connect(String url) throws SQLException {
+    Properties p = new Properties();
+    p.setProperty("user", USER);
+    p.setProperty("ApplicationName", "outbox-relay-benchmark");
+    p.setProperty("reWriteBatchedInserts", "true");
+    return DriverManager.getConnection(url, p);
+  }
+
+  Connection admin() throws SQLException {
+    return connect(url("postgres"));
+  }
+
+  Map<String, String> settings() throws SQLException {
+    Map<String, String> values = new LinkedHashMap<>();
+    try (Connection c = admin();
+        Statement s = c.createStatement()) {
+      for (String name : REPORTED_SETTINGS) {
+        try (ResultSet rs = s.executeQuery("SHOW " + name)) {
+          rs.next();
+          values.put(name, rs.getString(1));
+        }
+      }
+      try (ResultSet rs = s.executeQuery("SELECT version()")) {
+        rs.next();
+        values.put("version", rs.getString(1));
+      }
+    }
+    return values;
+  }
+
+  /** Flushes dirty buffers, so that a checkpoint does not land in the middle of a measurement. */
+  void checkpoint() throws SQLException {
+    try (Connection c = admin();
+        Statement s = c.createStatement()) {
+      s.execute("CHECKPOINT");
+    }
+  }
+
+  @Override
+  public void close() throws IOException {
+    server.close();
+  }
+}

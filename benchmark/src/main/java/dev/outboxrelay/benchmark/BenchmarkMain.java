@@ -1,0 +1,207 @@
+package dev.outboxrelay.benchmark;
+
+import dev.outboxrelay.benchmark.Options.Scenario;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Runs every scenario in one JVM against one embedded PostgreSQL server and one embedded Connect
+ * cluster, then writes a Markdown report (and the raw per-run figures as CSV) under {@code
+ * --output}. See docs/benchmarks.md.
+ */
+public final class BenchmarkMain {
+  private BenchmarkMain() {}
+
+  public static void main(String[] args) throws Exception {
+    // Kafka's test jars bring log4j2 configurations of their own; this one must win.
+    System.setProperty("log4j2.configurationFile", "classpath:log4j2-benchmark.xml");
+    Options options;
+    try {
+      options = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      System.exit(2);
+      return;
+    }
+    Path report = run(options);
+    System.out.println("Report: " + report.toAbsolutePath());
+    System.exit(0); // the kit leaves non-daemon threads behind
+  }
+
+  /** Runs the scenarios the options select; returns the path of the Markdown report. */
+  static Path run(Options options) throws Exception {
+    Results results = new Results(options);
+    results.machine = Machine.describe();
+    results.loadAtStart = Machine.loadAverage();
+    String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
+    Files.createDirectories(options.output);
+    Path csv = options.output.resolve("runs-" + stamp + ".csv");
+    results.csv = csv;
+    Progress.log("machine " + results.machine);
+    try (BenchPostgres pg = new BenchPostgres(options.sharedBuffers);
+        BenchConnect connect = new BenchConnect()) {
+      results.postgres = pg.settings();
+      Progress.log("postgres " + results.postgres);
+      Drain drain = new Drain(pg, connect, options);
+      throughput(options, pg, drain, results);
+      if (options.runs(Scenario.LATENCY)) {
+        Latency latency = new Latency(pg, connect, options);
+        for (int run = 1; run <= options.runs; run++) {
+          for (int rate : options.latencyRates) {
+            Latency.Result r = latency.run(rate);
+            results.latency.computeIfAbsent(rate, k -> new ArrayList<>()).add(r);
+            results.record("latency", rate + "/s", run, r.toString());
+            Progress.log(
+                "latency %d/s run %d: p50 %.1f ms, p99 %.1f ms, max %.1f ms, achieved %.0f/s, load %.2f"
+                    .formatted(
+                        rate,
+                        run,
+                        r.p50Micros() / 1e3,
+                        r.p99Micros() / 1e3,
+                        r.maxMicros() / 1e3,
+                        r.achievedRate(),
+                        r.loadAverage()));
+          }
+        }
+      }
+      if (options.runs(Scenario.SCALE)) {
+        ClaimScale scale = new ClaimScale(pg, options);
+        for (int retained : List.of(0, options.scaleRetained)) {
+          ClaimScale.Result r = scale.run(retained);
+          results.scale.add(r);
+          results.record("scale", "retained=" + retained, 1, r.toString());
+          Progress.log("scale " + r);
+        }
+      }
+      if (options.runs(Scenario.MEMORY)) {
+        MemoryRun.Result r = new MemoryRun(drain, options).run();
+        results.memory = r;
+        results.record("memory", "rows=" + r.rows(), 1, r.toString());
+        Progress.log("memory " + r);
+      }
+    }
+    results.loadAtEnd = Machine.loadAverage();
+    Path report = options.output.resolve("report-" + stamp + ".md");
+    Files.writeString(report, new ReportWriter(results).markdown());
+    System.out.println(Files.readString(report));
+    return report;
+  }
+
+  /** Drains, database limit and naive relay, interleaved run by run so drift hits all alike. */
+  private static void throughput(Options options, BenchPostgres pg, Drain drain, Results results)
+      throws Exception {
+    List<Drain.Config> configs = new ArrayList<>();
+    if (options.runs(Scenario.DRAIN)) {
+      for (int tasks : options.tasks) {
+        for (boolean ordered : List.of(true, false)) {
+          configs.add(drainConfig(options, tasks, ordered, options.batchSize, Map.of()));
+        }
+      }
+    }
+    if (options.runs(Scenario.VARIANTS)) {
+      for (int batch : options.variantBatchSizes) {
+        configs.add(drainConfig(options, 2, true, batch, Map.of()));
+      }
+      configs.add(drainConfig(options, 2, true, options.batchSize, Drain.throughputOverrides()));
+      int largest = options.variantBatchSizes.stream().max(Integer::compare).orElse(0);
+      if (largest > options.batchSize) {
+        configs.add(drainConfig(options, 2, true, largest, Drain.throughputOverrides()));
+      }
+    }
+    if (options.runs(Scenario.NAIVE)) {
+      configs.add(
+          new Drain.Config(
+              Results.NAIVE, true, 1, true, options.batchSize, Map.of(), options.naiveRows));
+    }
+    DatabaseLimit limit = new DatabaseLimit(pg, options);
+    if (configs.isEmpty() && !options.runs(Scenario.DATABASE)) {
+      return;
+    }
+    // JIT, connection pools and the broker warm up on a run that is not counted.
+    if (!configs.isEmpty()) {
+      Drain.Result w =
+          drain.run(
+              new Drain.Config(
+                  "warm-up",
+                  false,
+                  2,
+                  true,
+                  options.batchSize,
+                  Map.of(),
+                  Math.min(options.rows, 20_000)));
+      Progress.log("warm-up drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
+    }
+    for (int run = 1; run <= options.runs; run++) {
+      if (options.runs(Scenario.DATABASE)) {
+        for (Results.LimitConfig lc : Results.LIMIT_CONFIGS) {
+          DatabaseLimit.Result r =
+              limit.run(options.rows, options.batchSize, lc.ordered(), lc.threads());
+          results.limits.computeIfAbsent(lc.label(), k -> new ArrayList<>()).add(r);
+          results.record("database", lc.label(), run, r.toString());
+          Progress.log(
+              "%s run %d: %.0f rows/s (%.1f s), load %.2f"
+                  .formatted(lc.label(), run, r.rowsPerSecond(), r.seconds(), r.load()));
+        }
+      }
+      for (Drain.Config config : configs) {
+        Drain.Result r = drain.run(config);
+        results.drains.computeIfAbsent(config.label(), k -> new ArrayList<>()).add(r);
+        results.drainConfigs.put(config.label(), config);
+        results.record("drain", config.label(), run, r.toString());
+        Progress.log(
+            "%s run %d: %.0f rows/s (%.1f s; Kafka %.1f s), duplicates %d, order violations %d, %s, load %.2f"
+                .formatted(
+                    config.label(),
+                    run,
+                    r.rowsPerSecond(),
+                    r.seconds(),
+                    r.kafkaSeconds(),
+                    r.duplicates(),
+                    r.orderViolations(),
+                    r.finalCounts(),
+                    r.loadAverage()));
+      }
+    }
+  }
+
+  static Drain.Config drainConfig(
+      Options options, int tasks, boolean ordered, int batch, Map<String, String> overrides) {
+    String label =
+        "outbox-relay, tasks.max=%d, ordering %s, claim.batch.size=%d%s"
+            .formatted(
+                tasks,
+                ordered ? "on" : "off",
+                batch,
+                overrides.isEmpty() ? "" : ", producer overrides");
+    return new Drain.Config(label, false, tasks, ordered, batch, overrides, options.rows);
+  }
+
+  /** Progress lines on stdout, so a long run shows where it is. */
+  static final class Progress {
+    private Progress() {}
+
+    static void log(String line) {
+      System.out.printf(
+          "[%s] %s%n", LocalDateTime.now().format(DateTimeFormatter.ofPattern("HH:mm:ss")), line);
+      System.out.flush();
+    }
+  }
+
+  static void appendCsv(Path csv, String line) {
+    try {
+      Files.writeString(
+          csv,
+          line + "\n",
+          java.nio.file.StandardOpenOption.CREATE,
+          java.nio.file.StandardOpenOption.APPEND);
+    } catch (IOException e) {
+      Progress.log("could not write " + csv + ": " + e.getMessage());
+    }
+  }
+}

@@ -1,0 +1,108 @@
+package dev.outboxrelay.benchmark;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimResult;
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.PostgresOutboxStore;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import javax.sql.DataSource;
+
+/**
+ * The database's own limit for this workload: a plain loop that claims a batch with the connector's
+ * own claim statement and marks it published with the connector's own batched statement, each in
+ * autocommit (two durable commits per batch), with no Kafka at all. Rows per second.
+ */
+final class DatabaseLimit {
+  record Result(double seconds, double rowsPerSecond, Map<String, Long> finalCounts, double load) {}
+
+  private final BenchPostgres pg;
+  private final Options options;
+
+  DatabaseLimit(BenchPostgres pg, Options options) {
+    this.pg = pg;
+    this.options = options;
+  }
+
+  Result run(int rows, int batchSize, boolean ordered, int threads) throws Exception {
+    String url = pg.freshDatabase("dblimit");
+    HikariConfig hc = new HikariConfig();
+    hc.setJdbcUrl(url);
+    hc.setUsername(BenchPostgres.USER);
+    hc.setMaximumPoolSize(threads + 1);
+    hc.setPoolName("benchmark-dblimit");
+    try (HikariDataSource pool = new HikariDataSource(hc)) {
+      Backlog.insert(url, 1, rows, options.aggregates, options.payloadBytes, "bench-x", "PENDING");
+      pg.checkpoint();
+      double load = Machine.loadAverage();
+      PostgresOutboxStore store =
+          new PostgresOutboxStore(pool, BenchPostgres.TABLE, RelayClock.database(), null);
+      ExecutorService executor = Executors.newFixedThreadPool(threads);
+      long start = System.nanoTime();
+      List<Future<Long>> loops = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        ClaimRequest request =
+            new ClaimRequest(
+                "dblimit-" + t,
+                Set.of(Backlog.INSTANCE_KEY),
+                batchSize,
+                Duration.ofMinutes(1),
+                10,
+                ordered);
+        loops.add(executor.submit(() -> loop(store, request, pool)));
+      }
+      long relayed = 0;
+      for (Future<Long> f : loops) {
+        relayed += f.get();
+      }
+      long done = System.nanoTime();
+      executor.shutdown();
+      if (relayed != rows) {
+        throw new IllegalStateException("database loop relayed " + relayed + " of " + rows);
+      }
+      double seconds = (done - start) / 1e9;
+      try (Connection c = BenchPostgres.connect(url)) {
+        return new Result(seconds, rows / seconds, Backlog.statusCounts(c), load);
+      }
+    } finally {
+      pg.dropDatabase(url);
+    }
+  }
+
+  private static long loop(PostgresOutboxStore store, ClaimRequest request, DataSource pool)
+      throws SQLException {
+    long relayed = 0;
+    while (true) {
+      ClaimResult claim = store.claim(request);
+      if (claim.claimed().isEmpty()) {
+        // With several loops an empty claim may only mean "the rest is locked by the others".
+        try (Connection c = pool.getConnection()) {
+          if (!Backlog.anyActive(c)) {
+            return relayed;
+          }
+        }
+        continue;
+      }
+      List<PublishedAck> acks = new ArrayList<>(claim.claimed().size());
+      for (var m : claim.claimed()) {
+        acks.add(
+            new PublishedAck(
+                m.messageId(), m.lease(), new KafkaCoordinates("bench-x", 0, m.seq())));
+      }
+      store.markPublished(acks);
+      relayed += acks.size();
+    }
+  }
+}

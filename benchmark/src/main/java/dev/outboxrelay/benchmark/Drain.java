@@ -1,0 +1,162 @@
+package dev.outboxrelay.benchmark;
+
+import dev.outboxrelay.benchmark.naive.NaiveRelayConnector;
+import dev.outboxrelay.connect.OutboxSourceConnector;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+
+/**
+ * Backlog drain: N rows are inserted while the connector is paused (it was created on the empty
+ * table and is running and idle before that); the clock starts when the connector is resumed and
+ * stops when every row has been read from Kafka <em>and</em> no row is left PENDING, AMBIGUOUS or
+ * IN_FLIGHT in the table.
+ */
+final class Drain {
+  /** One configuration of the drain. */
+  record Config(
+      String label,
+      boolean naive,
+      int tasks,
+      boolean ordered,
+      int batchSize,
+      Map<String, String> overrides,
+      int rows) {}
+
+  record Result(
+      double seconds,
+      double rowsPerSecond,
+      double kafkaSeconds,
+      long duplicates,
+      long orderViolations,
+      Map<String, Long> finalCounts,
+      double loadAverage) {}
+
+  private static final AtomicInteger RUNS = new AtomicInteger();
+
+  private final BenchPostgres pg;
+  private final BenchConnect connect;
+  private final Options options;
+
+  Drain(BenchPostgres pg, BenchConnect connect, Options options) {
+    this.pg = pg;
+    this.connect = connect;
+    this.options = options;
+  }
+
+  Result run(Config config) throws Exception {
+    return run(config, pausedBeforeStart -> {});
+  }
+
+  /**
+   * @param onResume called with true right before the connector is resumed and with false right
+   *     after the drain completed (the memory run samples the heap in between)
+   */
+  Result run(Config config, Consumer<Boolean> onResume) throws Exception {
+    int id = RUNS.incrementAndGet();
+    String name = "drain-" + id;
+    String topic = "bench-drain-" + id;
+    String url = pg.freshDatabase("drain");
+    try {
+      connect.createTopic(topic, options.partitions);
+      connect.createConnector(name, connectorConfig(config, url), config.tasks());
+      connect.pause(name, config.tasks());
+      Backlog.insert(
+          url, 1, config.rows(), options.aggregates, options.payloadBytes, topic, "PENDING");
+      pg.checkpoint();
+      double load = Machine.loadAverage();
+      try (Connection c = BenchPostgres.connect(url);
+          TopicReader reader =
+              new TopicReader(
+                  connect.bootstrapServers(),
+                  topic,
+                  options.partitions,
+                  config.rows(),
+                  options.aggregates,
+                  false,
+                  true)) {
+        onResume.accept(true);
+        long start = System.nanoTime();
+        connect.resume(name);
+        long deadline = start + options.runTimeout.toNanos();
+        long nextHealthCheck = start;
+        while (reader.distinct() < config.rows()) {
+          long now = System.nanoTime();
+          if (now > deadline) {
+            throw new IllegalStateException(
+                config.label() + ": only " + reader.distinct() + " rows arrived in time");
+          }
+          if (now >= nextHealthCheck) {
+            connect.requireHealthy(name);
+            nextHealthCheck = now + Duration.ofSeconds(2).toNanos();
+          }
+          LockSupport.parkNanos(Duration.ofMillis(5).toNanos());
+        }
+        long kafkaDone = reader.lastArrivalNanos();
+        while (Backlog.anyActive(c)) {
+          if (System.nanoTime() > deadline) {
+            throw new IllegalStateException(config.label() + ": rows still active at timeout");
+          }
+          LockSupport.parkNanos(Duration.ofMillis(5).toNanos());
+        }
+        long done = System.nanoTime();
+        onResume.accept(false);
+        double seconds = (done - start) / 1e9;
+        Result result =
+            new Result(
+                seconds,
+                config.rows() / seconds,
+                (kafkaDone - start) / 1e9,
+                reader.duplicates(),
+                reader.orderViolations(),
+                Backlog.statusCounts(c),
+                load);
+        connect.requireHealthy(name);
+        return result;
+      }
+    } finally {
+      connect.deleteConnector(name);
+      connect.deleteTopic(topic);
+      pg.dropDatabase(url);
+    }
+  }
+
+  static Map<String, String> connectorConfig(Config config, String url) {
+    Map<String, String> c = new HashMap<>();
+    c.put(
+        "connector.class",
+        config.naive()
+            ? NaiveRelayConnector.class.getName()
+            : OutboxSourceConnector.class.getName());
+    c.put("tasks.max", Integer.toString(config.tasks()));
+    c.put("connection.url", url);
+    c.put("connection.user", BenchPostgres.USER);
+    c.put("key.converter", "org.apache.kafka.connect.storage.StringConverter");
+    c.put("value.converter", "org.apache.kafka.connect.converters.ByteArrayConverter");
+    if (!config.naive()) {
+      c.put("instance.keys", Backlog.INSTANCE_KEY);
+      c.put("ordering.enabled", Boolean.toString(config.ordered()));
+      c.put("claim.batch.size", Integer.toString(config.batchSize()));
+    } else {
+      c.put(NaiveRelayConnector.BATCH_SIZE, Integer.toString(config.batchSize()));
+    }
+    c.putAll(config.overrides());
+    return c;
+  }
+
+  /** The producer overrides that raise throughput and keep per-key order. */
+  static Map<String, String> throughputOverrides() {
+    Map<String, String> o = new LinkedHashMap<>();
+    o.put("producer.override.enable.idempotence", "true");
+    o.put("producer.override.acks", "all");
+    o.put("producer.override.max.in.flight.requests.per.connection", "5");
+    o.put("producer.override.linger.ms", "20");
+    o.put("producer.override.batch.size", "262144");
+    return o;
+  }
+}

@@ -1,0 +1,178 @@
+package dev.outboxrelay.benchmark;
+
+import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Commit-to-consumer latency at a steady insert rate. Application threads insert one row per
+ * transaction through {@link PostgresOutboxWriter}, on a fixed schedule (row {@code n} is due at
+ * {@code start + n / rate}); each takes a timestamp right after its commit returns. A row cannot
+ * carry its own post-commit time, so the payload carries the row number and the timestamps stay in
+ * this JVM, where the consumer's arrival times are taken with the same clock ({@link
+ * System#nanoTime}). The connector runs with its defaults (LISTEN/NOTIFY wake-up on).
+ */
+final class Latency {
+  record Result(
+      int rate,
+      int rows,
+      double achievedRate,
+      long p50Micros,
+      long p99Micros,
+      long p999Micros,
+      long maxMicros,
+      long insertP50Micros,
+      long insertP99Micros,
+      long maxScheduleLagMillis,
+      long duplicates,
+      double loadAverage) {}
+
+  private static final AtomicInteger RUNS = new AtomicInteger();
+
+  private final BenchPostgres pg;
+  private final BenchConnect connect;
+  private final Options options;
+
+  Latency(BenchPostgres pg, BenchConnect connect, Options options) {
+    this.pg = pg;
+    this.connect = connect;
+    this.options = options;
+  }
+
+  Result run(int rate) throws Exception {
+    int id = RUNS.incrementAndGet();
+    String name = "latency-" + id;
+    String topic = "bench-latency-" + id;
+    String url = pg.freshDatabase("latency");
+    int warmRows = (int) (rate * options.latencyWarmup.toSeconds());
+    int measuredRows = (int) (rate * options.latencyDuration.toSeconds());
+    int total = warmRows + measuredRows;
+    // Enough application threads that durable commits of 10-40 ms (a loaded machine) still
+    // keep the schedule: each thread commits one row at a time.
+    int threads = Math.max(8, Math.min(64, rate / 25));
+    try {
+      connect.createTopic(topic, options.partitions);
+      Drain.Config config =
+          new Drain.Config(
+              "latency",
+              false,
+              options.latencyTasks,
+              true,
+              options.batchSize,
+              java.util.Map.of(),
+              0);
+      connect.createConnector(name, Drain.connectorConfig(config, url), options.latencyTasks);
+      pg.checkpoint();
+      double load = Machine.loadAverage();
+      long[] committedAt = new long[total + 1];
+      long[] insertMicros = new long[total + 1];
+      AtomicLong maxLag = new AtomicLong();
+      try (TopicReader reader =
+          new TopicReader(
+              connect.bootstrapServers(),
+              topic,
+              options.partitions,
+              total,
+              options.aggregates,
+              true,
+              false)) {
+        AtomicInteger tickets = new AtomicInteger();
+        PostgresOutboxWriter writer =
+            new PostgresOutboxWriter(BenchPostgres.TABLE, Backlog.INSTANCE_KEY);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        long start = System.nanoTime() + Duration.ofMillis(200).toNanos();
+        double intervalNanos = 1e9 / rate;
+        List<Future<?>> inserters = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+          inserters.add(
+              pool.submit(
+                  () -> {
+                    try (Connection c = BenchPostgres.connect(url)) {
+                      c.setAutoCommit(false);
+                      while (true) {
+                        int n = tickets.incrementAndGet();
+                        if (n > total) {
+                          return null;
+                        }
+                        long due = start + (long) ((n - 1) * intervalNanos);
+                        long wait;
+                        while ((wait = due - System.nanoTime()) > 0) {
+                          LockSupport.parkNanos(wait);
+                        }
+                        long begin = System.nanoTime();
+                        maxLag.accumulateAndGet(begin - due, Math::max);
+                        writer.enqueue(
+                            c,
+                            OutboxMessage.builder()
+                                .aggregateType(Backlog.AGGREGATE_TYPE)
+                                .aggregateId(Backlog.aggregateId(n, options.aggregates))
+                                .eventType(Backlog.EVENT_TYPE)
+                                .topic(topic)
+                                .payload(
+                                    Backlog.payload(n, options.aggregates, options.payloadBytes))
+                                .build());
+                        c.commit();
+                        long committed = System.nanoTime();
+                        committedAt[n] = committed;
+                        insertMicros[n] = (committed - begin) / 1000;
+                      }
+                    }
+                  }));
+        }
+        for (Future<?> f : inserters) {
+          f.get();
+        }
+        long insertsDone = System.nanoTime();
+        pool.shutdown();
+        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        while (reader.distinct() < total) {
+          if (System.nanoTime() > deadline) {
+            throw new IllegalStateException(
+                "latency run: only " + reader.distinct() + " of " + total + " rows arrived");
+          }
+          connect.requireHealthy(name);
+          LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
+        }
+        reader.close();
+        long measuredStart = start + (long) (warmRows * intervalNanos);
+        long[] latencies = new long[measuredRows];
+        long[] inserts = new long[measuredRows];
+        for (int i = 0; i < measuredRows; i++) {
+          int n = warmRows + 1 + i;
+          latencies[i] = Math.max(0, (reader.arrivalNanos(n) - committedAt[n]) / 1000);
+          inserts[i] = insertMicros[n];
+        }
+        Arrays.sort(latencies);
+        Arrays.sort(inserts);
+        double achieved = measuredRows / ((insertsDone - measuredStart) / 1e9);
+        return new Result(
+            rate,
+            measuredRows,
+            achieved,
+            Stats.percentile(latencies, 50),
+            Stats.percentile(latencies, 99),
+            Stats.percentile(latencies, 99.9),
+            latencies[latencies.length - 1],
+            Stats.percentile(inserts, 50),
+            Stats.percentile(inserts, 99),
+            maxLag.get() / 1_000_000,
+            reader.duplicates(),
+            load);
+      }
+    } finally {
+      connect.deleteConnector(name);
+      connect.deleteTopic(topic);
+      pg.dropDatabase(url);
+    }
+  }
+}

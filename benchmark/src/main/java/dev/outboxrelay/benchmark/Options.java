@@ -1,0 +1,163 @@
+package dev.outboxrelay.benchmark;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Command-line flags of the benchmark, each {@code --name value}. Defaults are the figures quoted
+ * in docs/benchmarks.md; {@code --quick} shrinks every size for a fast check of the harness.
+ */
+final class Options {
+  enum Scenario {
+    DRAIN,
+    VARIANTS,
+    DATABASE,
+    NAIVE,
+    LATENCY,
+    SCALE,
+    MEMORY
+  }
+
+  Set<Scenario> scenarios = new LinkedHashSet<>(Arrays.asList(Scenario.values()));
+  int runs = 3;
+  int rows = 100_000;
+  int aggregates = 1_000;
+  int partitions = 6;
+  int payloadBytes = 300;
+  int batchSize = 500;
+  List<Integer> tasks = List.of(1, 2, 4);
+  List<Integer> variantBatchSizes = List.of(100, 2000);
+  int naiveRows = 5_000;
+  List<Integer> latencyRates = List.of(500, 5_000);
+  Duration latencyDuration = Duration.ofSeconds(60);
+  Duration latencyWarmup = Duration.ofSeconds(5);
+  int latencyTasks = 2;
+  int scaleRetained = 1_000_000;
+  int scalePending = 10_000;
+  int scaleClaims = 200;
+  int memoryRows = 1_000_000;
+  Duration memorySampleInterval = Duration.ofSeconds(5);
+  Duration runTimeout = Duration.ofMinutes(20);
+  String sharedBuffers = "512MB";
+  Path output = Path.of("benchmark", "target", "benchmark-results");
+
+  static Options parse(String... args) {
+    Options o = new Options();
+    List<String> rest = new ArrayList<>(Arrays.asList(args));
+    if (rest.remove("--quick")) {
+      o.quick();
+    }
+    for (int i = 0; i < rest.size(); i++) {
+      String flag = rest.get(i);
+      if (flag.equals("--help") || flag.equals("-h")) {
+        throw new IllegalArgumentException(usage());
+      }
+      if (i + 1 >= rest.size()) {
+        throw new IllegalArgumentException("missing value for " + flag + "\n" + usage());
+      }
+      String v = rest.get(++i);
+      switch (flag) {
+        case "--scenarios" -> o.scenarios = scenarios(v);
+        case "--runs" -> o.runs = positive(flag, v);
+        case "--rows" -> o.rows = positive(flag, v);
+        case "--aggregates" -> o.aggregates = positive(flag, v);
+        case "--partitions" -> o.partitions = positive(flag, v);
+        case "--payload-bytes" -> o.payloadBytes = positive(flag, v);
+        case "--batch-size" -> o.batchSize = positive(flag, v);
+        case "--tasks" -> o.tasks = ints(flag, v);
+        case "--variant-batch-sizes" -> o.variantBatchSizes = ints(flag, v);
+        case "--naive-rows" -> o.naiveRows = positive(flag, v);
+        case "--latency-rates" -> o.latencyRates = ints(flag, v);
+        case "--latency-seconds" -> o.latencyDuration = Duration.ofSeconds(positive(flag, v));
+        case "--latency-warmup-seconds" ->
+            o.latencyWarmup = Duration.ofSeconds(Integer.parseInt(v));
+        case "--latency-tasks" -> o.latencyTasks = positive(flag, v);
+        case "--scale-retained" -> o.scaleRetained = positive(flag, v);
+        case "--scale-pending" -> o.scalePending = positive(flag, v);
+        case "--scale-claims" -> o.scaleClaims = positive(flag, v);
+        case "--memory-rows" -> o.memoryRows = positive(flag, v);
+        case "--memory-sample-seconds" ->
+            o.memorySampleInterval = Duration.ofSeconds(positive(flag, v));
+        case "--run-timeout-seconds" -> o.runTimeout = Duration.ofSeconds(positive(flag, v));
+        case "--shared-buffers" -> o.sharedBuffers = v;
+        case "--output" -> o.output = Path.of(v);
+        default -> throw new IllegalArgumentException("unknown flag " + flag + "\n" + usage());
+      }
+    }
+    return o;
+  }
+
+  /** Small sizes: checks that every scenario works, in a minute or two. No figure to quote. */
+  void quick() {
+    runs = 1;
+    rows = 3_000;
+    tasks = List.of(1, 2);
+    variantBatchSizes = List.of(100);
+    naiveRows = 300;
+    latencyRates = List.of(200);
+    latencyDuration = Duration.ofSeconds(5);
+    latencyWarmup = Duration.ofSeconds(1);
+    scaleRetained = 20_000;
+    scalePending = 2_000;
+    scaleClaims = 20;
+    memoryRows = 10_000;
+    memorySampleInterval = Duration.ofSeconds(1);
+    runTimeout = Duration.ofMinutes(3);
+  }
+
+  boolean runs(Scenario s) {
+    return scenarios.contains(s);
+  }
+
+  static String usage() {
+    return """
+        usage: java -jar benchmark/target/outbox-relay-benchmark.jar [--quick] [flags]
+          --scenarios LIST           drain,variants,database,naive,latency,scale,memory (default all)
+          --runs N                   runs per configuration (3)
+          --rows N                   backlog rows per drain run (100000)
+          --tasks LIST               tasks.max values of the drain matrix (1,2,4)
+          --batch-size N             claim.batch.size of the defaults (500)
+          --variant-batch-sizes LIST other claim.batch.size values to compare (100,2000)
+          --naive-rows N             backlog of the naive relay (5000: it is slow)
+          --latency-rates LIST       rows per second (500,5000)
+          --latency-seconds N        measured duration per rate (60)
+          --latency-warmup-seconds N unmeasured lead-in (5)
+          --latency-tasks N          tasks.max of the latency runs (2)
+          --scale-retained N         PUBLISHED rows kept in the table (1000000)
+          --scale-pending N          pending rows the claims run against (10000)
+          --scale-claims N           timed claims per table (200)
+          --memory-rows N            backlog of the memory run (1000000)
+          --shared-buffers SIZE      PostgreSQL shared_buffers (512MB)
+          --output DIR               where results go (benchmark/target/benchmark-results)
+        """;
+  }
+
+  private static Set<Scenario> scenarios(String v) {
+    Set<Scenario> s = new LinkedHashSet<>();
+    for (String name : v.split(",")) {
+      s.add(Scenario.valueOf(name.trim().toUpperCase()));
+    }
+    return s;
+  }
+
+  private static List<Integer> ints(String flag, String v) {
+    List<Integer> values = new ArrayList<>();
+    for (String part : v.split(",")) {
+      values.add(positive(flag, part.trim()));
+    }
+    return List.copyOf(values);
+  }
+
+  private static int positive(String flag, String v) {
+    int n = Integer.parseInt(v.replace("_", ""));
+    if (n <= 0) {
+      throw new IllegalArgumentException(flag + " must be positive");
+    }
+    return n;
+  }
+}

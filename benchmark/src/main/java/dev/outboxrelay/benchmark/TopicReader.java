@@ -1,0 +1,186 @@
+package dev.outboxrelay.benchmark;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Reads a run's topic from the beginning on its own thread and keeps what the figures need: which
+ * rows arrived (a bit per row), duplicates, per-aggregate order violations and, when asked, the
+ * arrival time of each row's first copy.
+ */
+final class TopicReader implements AutoCloseable {
+  private final KafkaConsumer<byte[], byte[]> consumer;
+  private final BitSet seen;
+  private final long[] lastSequence;
+  private final long[] arrivalNanos;
+  private final boolean checkOrder;
+  private final int rows;
+  private final Thread thread;
+  private final AtomicLong distinct = new AtomicLong();
+  private final AtomicLong duplicates = new AtomicLong();
+  private final AtomicLong orderViolations = new AtomicLong();
+  private volatile long lastArrivalNanos;
+  private volatile RuntimeException failure;
+  private volatile boolean running = true;
+
+  /**
+   * @param rows highest row number expected
+   * @param recordArrivals keep each row's arrival time (latency runs)
+   * @param checkOrder count rows that arrive after a later row of their aggregate
+   */
+  TopicReader(
+      String bootstrap,
+      String topic,
+      int partitions,
+      int rows,
+      int aggregates,
+      boolean recordArrivals,
+      boolean checkOrder) {
+    consumer =
+        new KafkaConsumer<>(
+            Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrap,
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                "earliest",
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+                false,
+                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                5_000,
+                ConsumerConfig.FETCH_MIN_BYTES_CONFIG,
+                1),
+            new ByteArrayDeserializer(),
+            new ByteArrayDeserializer());
+    List<TopicPartition> assigned = new ArrayList<>();
+    for (int p = 0; p < partitions; p++) {
+      assigned.add(new TopicPartition(topic, p));
+    }
+    consumer.assign(assigned);
+    consumer.seekToBeginning(assigned);
+    seen = new BitSet(rows + 1);
+    lastSequence = new long[aggregates];
+    java.util.Arrays.fill(lastSequence, -1);
+    arrivalNanos = recordArrivals ? new long[rows + 1] : null;
+    this.checkOrder = checkOrder;
+    this.rows = rows;
+    thread = new Thread(this::run, "benchmark-reader-" + topic);
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  private void run() {
+    try {
+      while (running) {
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
+        if (records.isEmpty()) {
+          continue;
+        }
+        long now = System.nanoTime();
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+          accept(r.value(), now);
+        }
+        lastArrivalNanos = now;
+      }
+    } catch (WakeupException e) {
+      // close() ends the loop.
+    } catch (RuntimeException e) {
+      failure = e;
+    } finally {
+      consumer.close(Duration.ofSeconds(5));
+    }
+  }
+
+  private void accept(byte[] value, long now) {
+    long[] head = PayloadHead.parse(value);
+    int n = (int) head[0];
+    if (n <= 0 || n > rows) {
+      return; // not a row of this run
+    }
+    if (seen.get(n)) {
+      duplicates.incrementAndGet();
+      return;
+    }
+    seen.set(n);
+    if (arrivalNanos != null) {
+      arrivalNanos[n] = now;
+    }
+    if (checkOrder) {
+      int aggregate = (int) head[1];
+      if (head[2] < lastSequence[aggregate]) {
+        orderViolations.incrementAndGet();
+      }
+      lastSequence[aggregate] = Math.max(lastSequence[aggregate], head[2]);
+    }
+    distinct.incrementAndGet();
+  }
+
+  long distinct() {
+    check();
+    return distinct.get();
+  }
+
+  long duplicates() {
+    return duplicates.get();
+  }
+
+  long orderViolations() {
+    return orderViolations.get();
+  }
+
+  long lastArrivalNanos() {
+    return lastArrivalNanos;
+  }
+
+  /** Arrival time of row {@code n}'s first copy, 0 if it never came. Read after {@link #close}. */
+  long arrivalNanos(int n) {
+    return arrivalNanos[n];
+  }
+
+  private void check() {
+    if (failure != null) {
+      throw new IllegalStateException("topic reader failed", failure);
+    }
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    if (!thread.isAlive()) {
+      return;
+    }
+    running = false;
+    consumer.wakeup();
+    thread.join();
+  }
+
+  /** The numbers at the start of a benchmark payload: {@code {"n":N,"a":A,"s":S,...}}. */
+  static final class PayloadHead {
+    private PayloadHead() {}
+
+    static long[] parse(byte[] value) {
+      long[] numbers = new long[3];
+      int found = 0;
+      long current = -1;
+      for (int i = 0; i < value.length && found < 3; i++) {
+        byte b = value[i];
+        if (b >= '0' && b <= '9') {
+          current = (current < 0 ? 0 : current * 10) + (b - '0');
+        } else if (current >= 0) {
+          numbers[found++] = current;
+          current = -1;
+        }
+      }
+      return numbers;
+    }
+  }
+}

@@ -1,0 +1,46 @@
+package dev.outboxrelay.benchmark;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The whole harness on tiny sizes: real PostgreSQL, a real Connect cluster, the connector, the
+ * naive relay and the database loop each relay a few hundred rows, and a report comes out. No
+ * figure is checked: this machine's speed is not the build's business.
+ */
+class BenchmarkSmokeTest {
+  @Test
+  void runsEachThroughputScenarioOnATinyBacklog(@TempDir Path output) throws Exception {
+    Options options =
+        Options.parse(
+            "--quick",
+            "--scenarios",
+            "drain,database,naive,scale",
+            "--rows",
+            "400",
+            "--tasks",
+            "1",
+            "--naive-rows",
+            "40",
+            "--scale-retained",
+            "2000",
+            "--scale-pending",
+            "600",
+            "--scale-claims",
+            "5",
+            "--output",
+            output.toString());
+
+    String report = Files.readString(BenchmarkMain.run(options));
+
+    assertTrue(report.contains("database limit: JDBC loop"), report);
+    assertTrue(report.contains("outbox-relay, tasks.max=1, ordering on"), report);
+    assertTrue(report.contains("naive relay"), report);
+    assertTrue(report.contains("## Claim time vs retained PUBLISHED rows"), report);
+    assertTrue(report.contains("## Targets"), report);
+  }
+}
