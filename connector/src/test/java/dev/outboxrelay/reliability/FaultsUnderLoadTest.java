@@ -1,0 +1,268 @@
+package dev.outboxrelay.reliability;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.reliability.Verdict.Figures;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Faults injected while rows flow through several tasks on two workers, each in its own scenario,
+ * with a second connector of another instance key on the same table throughout. Each ends with
+ * {@link Verdict#check}: nothing lost, order kept, every duplicate accounted for.
+ */
+@ExtendWith(ReliabilityCluster.class)
+class FaultsUnderLoadTest {
+  static final int ROWS = 10_000;
+
+  /**
+   * A task thread hangs in a transform until its leases expire (it stops renewing once it has not
+   * polled for half a lease); the other tasks take its rows over; then it wakes up and tries to
+   * record what it held. Every such write is rejected and the rows keep what their new owners
+   * wrote.
+   */
+  @Test
+  void aHungTaskIsFencedOffAndEveryStaleWriteIsRejected() throws Exception {
+    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "hung-task")) {
+      String trigger = "m-" + ROWS / 4;
+      HangingTransform.Hang hang = HangingTransform.arm(trigger);
+      Map<String, String> main = s.mainConfig(3);
+      main.put("transforms", "hang");
+      main.put("transforms.hang.type", HangingTransform.class.getName());
+      main.put("transforms.hang." + HangingTransform.TRIGGER, trigger);
+      s.deploy(main, s.otherConfig(2));
+      s.startLoad(Scenario.load(ROWS));
+      Set<String> takenOver;
+      Map<String, String> newOwnersWrote;
+      try {
+        ConnectKit.awaitTrue("the task hangs", Scenario.DRAIN, () -> hang.entered.getCount() == 0);
+        String hungOwner =
+            s.db
+                .map("SELECT message_id, lease_owner FROM outbox WHERE message_id = ?", trigger)
+                .get(trigger);
+        String[] held =
+            s.db
+                .map(
+                    "SELECT message_id, lease_owner FROM outbox"
+                        + " WHERE lease_owner = ? AND status = 'IN_FLIGHT'",
+                    hungOwner)
+                .keySet()
+                .toArray(String[]::new);
+        assertTrue(List.of(held).contains(trigger));
+
+        // It stops renewing; its leases expire and the other tasks take its rows over.
+        ConnectKit.awaitTrue(
+            "the hung task's rows taken over and published",
+            Scenario.DRAIN,
+            () ->
+                s.db.count(
+                        "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
+                            + " AND (status <> 'PUBLISHED' OR lease_owner = ?)",
+                        held,
+                        hungOwner)
+                    == 0);
+        assertTrue(
+            LogCapture.get().countRelayLines(s.mainConnector, "reason=TASK_UNRESPONSIVE") > 0,
+            "the hung task says it stopped renewing");
+        takenOver =
+            s.db
+                .map(
+                    "SELECT message_id, lease_owner FROM outbox"
+                        + " WHERE message_id = ANY (?) AND abandoned_claims > 0",
+                    (Object) held)
+                .keySet();
+        assertTrue(takenOver.contains(trigger), takenOver::toString);
+        newOwnersWrote = s.db.snapshot("message_id = ANY (?)", (Object) ids(takenOver));
+      } finally {
+        hang.release.countDown();
+      }
+
+      // It wakes up, sends what it still held and tries to record it: every write is rejected.
+      ConnectKit.awaitTrue(
+          "a claim-lost line for every row taken over from the hung task",
+          Scenario.DRAIN,
+          () -> claimLostIds(s).containsAll(takenOver));
+      assertEquals(newOwnersWrote, s.db.snapshot("message_id = ANY (?)", (Object) ids(takenOver)));
+
+      Figures f = Verdict.check(s);
+      assertEquals(new TreeSet<>(takenOver), new TreeSet<>(claimLostIds(s)), "claim-lost rows");
+      assertTrue(f.duplicatedRows() <= takenOver.size(), f::toString);
+    }
+  }
+
+  /**
+   * The database goes away (new connections refused, every backend terminated) for longer than a
+   * lease, then returns. Tasks stay RUNNING and recover by themselves.
+   */
+  @Test
+  void theDatabaseGoesAwayForLongerThanALeaseAndReturns() throws Exception {
+    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "db-outage")) {
+      s.deploy(s.mainConfig(3), s.otherConfig(2));
+      s.startLoad(Scenario.load(ROWS));
+      s.awaitPublished(ROWS / 4);
+      int errorsBefore = LogCapture.get().errors().size();
+      int mark = LogCapture.get().mark();
+      s.db.goAway();
+      Instant goneAt = OutboxDb.serverNow();
+      try {
+        // Every lease held when it went away has expired by the database's own clock, and every
+        // task has found the database unavailable (claiming, writing outcomes or renewing).
+        ConnectKit.awaitTrue(
+            "the outage outlasts every lease and every task met it",
+            Scenario.DRAIN,
+            () ->
+                OutboxDb.serverNow().isAfter(goneAt.plus(Scenario.LEASE).plusSeconds(1))
+                    && tasksMet(s.mainConnector, mark, "reason=DB_UNAVAILABLE") == 3);
+        assertTrue(
+            s.kit.allRunning(s.mainConnector), () -> s.kit.taskStates(s.mainConnector).toString());
+      } finally {
+        s.db.comeBack();
+      }
+      Figures f = Verdict.check(s);
+      assertTrue(s.kit.allRunning(s.mainConnector), "tasks were never restarted or failed");
+      assertTrue(s.kit.allRunning(s.otherConnector));
+      assertEquals(List.of(), newErrorsAbout(errorsBefore, s), "errors logged during the outage");
+      Scenario.report(
+          "|  | db-outage: "
+              + LogCapture.get().relayLinesSince(mark).stream()
+                  .filter(l -> l.message().contains("reason=DB_UNAVAILABLE"))
+                  .count()
+              + " refused database operations logged |");
+    }
+  }
+
+  /**
+   * Kafka stops acknowledging the records of two of the main connector's three tasks for longer
+   * than a lease (their producers' I/O threads stall, as with a broker that accepts but does not
+   * answer), while the cluster and Connect's group stay up and the third task keeps working and
+   * probing for abandoned rows. The stalled tasks keep polling, so their leases are renewed and no
+   * row is taken from them: zero duplicates, zero claim-lost, zero rows reclaimed.
+   */
+  @Test
+  void kafkaStopsAcknowledgingForLongerThanALeaseAndNothingIsSentTwice() throws Exception {
+    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "kafka-slow")) {
+      Map<String, String> main = s.mainConfig(3);
+      main.put("producer.override.interceptor.classes", StallingInterceptor.class.getName());
+      s.deploy(main, s.otherConfig(2));
+      s.startLoad(Scenario.load(ROWS));
+      s.awaitPublished(ROWS / 4);
+      String[] stalledTasks = {s.mainConnector + "/task-0/%", s.mainConnector + "/task-1/%"};
+      StallingInterceptor.stall(
+          id ->
+              id.equals("connector-producer-" + s.mainConnector + "-0")
+                  || id.equals("connector-producer-" + s.mainConnector + "-1"));
+      try {
+        ConnectKit.awaitTrue(
+            "two producers stop acknowledging",
+            Scenario.DRAIN,
+            () -> StallingInterceptor.stalledThreads() == 2);
+        Instant stalledAt = OutboxDb.serverNow();
+        // What those tasks hold now cannot be acknowledged until they resume.
+        Map<String, String> waiting =
+            s.db.map(
+                "SELECT message_id, lease_token::text FROM outbox WHERE status = 'IN_FLIGHT'"
+                    + " AND lease_owner LIKE ANY (?)",
+                (Object) stalledTasks);
+        assertTrue(waiting.size() > 0, "the stalled tasks hold rows");
+        String[] ids = waiting.keySet().toArray(String[]::new);
+        Timestamp renewedBeyond = Timestamp.from(stalledAt.plus(Scenario.LEASE).plusSeconds(1));
+        ConnectKit.awaitTrue(
+            "the waiting rows' leases renewed past the lease they had when Kafka stalled",
+            Scenario.DRAIN,
+            () ->
+                OutboxDb.serverNow().isAfter(stalledAt.plus(Scenario.LEASE).plusSeconds(1))
+                    && s.db.count(
+                            "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
+                                + " AND status = 'IN_FLIGHT' AND lease_expires_at <= ?",
+                            ids,
+                            renewedBeyond)
+                        == 0);
+        // Rows still wait for Kafka, longer than a lease, and none changed hands.
+        assertTrue(
+            s.db.count(
+                    "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
+                        + " AND status = 'IN_FLIGHT'",
+                    (Object) ids)
+                > 0,
+            "rows still waiting for Kafka");
+        assertEquals(
+            waiting,
+            s.db.map(
+                "SELECT message_id, lease_token::text FROM outbox WHERE message_id = ANY (?)",
+                (Object) ids),
+            "every row held when Kafka stalled keeps its claim (lease token)");
+      } finally {
+        StallingInterceptor.resume();
+      }
+      Figures f = Verdict.check(s);
+      assertEquals(0, f.duplicateRecords(), f::toString);
+      assertEquals(0, f.claimLostLines(), f::toString);
+      assertEquals(0, f.reclaimedRows(), f::toString);
+      assertTrue(s.kit.allRunning(s.mainConnector));
+    }
+  }
+
+  /**
+   * The broker itself stops (the only one: the whole cluster is away) and later returns. Connect
+   * revokes every task of a worker that cannot reach its group coordinator, so the tasks are
+   * stopped while records wait in their producers, and new task instances start once the broker is
+   * back. Nothing is lost; records that reached the broker unacknowledged are sent again by the
+   * rows' new owners, each accounted for by its reclaimed lease.
+   */
+  @Test
+  void theBrokerStopsAndReturns() throws Exception {
+    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "broker-down")) {
+      s.deploy(s.mainConfig(3), s.otherConfig(2));
+      s.startLoad(Scenario.load(ROWS));
+      s.awaitPublished(ROWS / 4);
+      Instant stoppedAt = OutboxDb.serverNow();
+      s.kit.connect().kafka().stopOnlyBrokers();
+      try {
+        ConnectKit.awaitTrue(
+            "the broker stays away for longer than a lease",
+            Scenario.DRAIN,
+            () -> OutboxDb.serverNow().isAfter(stoppedAt.plus(Scenario.LEASE).plusSeconds(1)));
+      } finally {
+        s.kit.connect().kafka().restartOnlyBrokers();
+      }
+      Figures f = Verdict.check(s);
+      s.kit.awaitRunning(s.mainConnector, 3);
+      assertTrue(f.lost() == 0, f::toString);
+    }
+  }
+
+  private static String[] ids(Set<String> ids) {
+    return ids.toArray(String[]::new);
+  }
+
+  private static Set<String> claimLostIds(Scenario s) {
+    return LogCapture.get().claimLost(s.mainConnector).stream()
+        .map(LogCapture.ClaimLost::messageId)
+        .collect(Collectors.toSet());
+  }
+
+  /** How many distinct tasks of {@code connector} logged {@code fragment} since {@code mark}. */
+  static long tasksMet(String connector, int mark, String fragment) {
+    return LogCapture.get().relayLinesSince(mark).stream()
+        .filter(l -> connector.equals(l.connector()))
+        .filter(l -> l.message().contains(fragment))
+        .map(LogCapture.Line::task)
+        .distinct()
+        .count();
+  }
+
+  private static List<String> newErrorsAbout(int from, Scenario s) {
+    List<String> all = LogCapture.get().errors();
+    return all.subList(from, all.size()).stream()
+        .filter(e -> e.contains(s.mainConnector) || e.contains(s.otherConnector))
+        .toList();
+  }
+}

@@ -1,0 +1,101 @@
+package dev.outboxrelay.reliability;
+
+import dev.outboxrelay.mapping.OutboxHeaders;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.connect.util.clusters.EmbeddedKafkaCluster;
+
+/** Reads whole topics back from the broker, every partition from its start to its end. */
+final class KafkaRecords {
+  private KafkaRecords() {}
+
+  /** A record as it is in Kafka. */
+  record Rec(
+      String topic,
+      int partition,
+      long offset,
+      String key,
+      byte[] value,
+      Map<String, String> headers) {
+
+    String messageId() {
+      return headers.get(OutboxHeaders.MESSAGE_ID);
+    }
+
+    String instanceKey() {
+      return headers.get(OutboxHeaders.INSTANCE_KEY);
+    }
+
+    String valueText() {
+      return value == null ? null : new String(value, StandardCharsets.UTF_8);
+    }
+  }
+
+  /** Every record of {@code topics}, in partition and offset order. */
+  static List<Rec> readAll(EmbeddedKafkaCluster kafka, String... topics) {
+    Map<String, Object> props = new HashMap<>();
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, "reliability-reader-" + System.nanoTime());
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
+    List<Rec> records = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> consumer = kafka.createConsumer(props)) {
+      List<TopicPartition> partitions = new ArrayList<>();
+      for (String topic : topics) {
+        for (PartitionInfo p : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
+          partitions.add(new TopicPartition(topic, p.partition()));
+        }
+      }
+      consumer.assign(partitions);
+      consumer.seekToBeginning(partitions);
+      Map<TopicPartition, Long> end = consumer.endOffsets(partitions, Duration.ofSeconds(30));
+      long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+      while (!caughtUp(consumer, end)) {
+        if (System.nanoTime() > deadline) {
+          throw new AssertionError("could not read " + end + " within 2 minutes");
+        }
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
+          records.add(
+              new Rec(
+                  r.topic(),
+                  r.partition(),
+                  r.offset(),
+                  r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8),
+                  r.value(),
+                  headers(r)));
+        }
+      }
+    }
+    return records;
+  }
+
+  private static boolean caughtUp(
+      KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, Long> end) {
+    for (Map.Entry<TopicPartition, Long> e : end.entrySet()) {
+      if (consumer.position(e.getKey(), Duration.ofSeconds(30)) < e.getValue()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static Map<String, String> headers(ConsumerRecord<byte[], byte[]> r) {
+    Map<String, String> headers = new LinkedHashMap<>();
+    for (Header h : r.headers()) {
+      headers.put(
+          h.key(), h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
+    }
+    return headers;
+  }
+}

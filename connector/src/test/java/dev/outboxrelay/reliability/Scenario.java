@@ -1,0 +1,184 @@
+package dev.outboxrelay.reliability;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.outboxrelay.config.DataSourceFactory;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One fault scenario: a fresh database, the main connector (instance key {@link #MAIN_KEY}, the one
+ * under fault) and a second connector with another instance key ({@link #OTHER_KEY}) on the same
+ * table, each with its own topic, and the application writing rows of both throughout. {@link
+ * #verdict} runs the checks every scenario ends with.
+ */
+final class Scenario implements AutoCloseable {
+  static final String MAIN_KEY = "orders";
+  static final String OTHER_KEY = "billing";
+
+  /** Lease of every connector in the suite; faults are made to outlast it. */
+  static final Duration LEASE = Duration.ofSeconds(6);
+
+  static final int LEGACY_ROWS = 25;
+  static final int UNOWNED_ROWS = 25;
+
+  /** Long enough for a loaded 2-core machine; every wait is on a condition. */
+  static final Duration DRAIN = Duration.ofMinutes(3);
+
+  private static final AtomicInteger DATABASES = new AtomicInteger();
+
+  final String name;
+  final ConnectKit kit;
+  final OutboxDb db;
+  final String mainConnector;
+  final String otherConnector;
+  final String mainTopic;
+  final String otherTopic;
+  final Map<String, String> untouchedBefore;
+  private LoadWriter writer;
+  private final long startedNanos = System.nanoTime();
+
+  private Scenario(ConnectKit kit, String name, OutboxDb db) {
+    this.name = name;
+    this.kit = kit;
+    this.db = db;
+    this.mainConnector = name + "-orders";
+    this.otherConnector = name + "-billing";
+    this.mainTopic = "rel." + name + ".orders";
+    this.otherTopic = "rel." + name + ".billing";
+    this.untouchedBefore = untouched();
+  }
+
+  static Scenario open(ConnectKit kit, String name) {
+    return open(kit, name, "rel_" + name.replace('-', '_') + "_" + DATABASES.incrementAndGet());
+  }
+
+  static Scenario open(ConnectKit kit, String name, String database) {
+    OutboxDb db = OutboxDb.create(database).prepare(MAIN_KEY, LEGACY_ROWS, UNOWNED_ROWS);
+    Scenario s = new Scenario(kit, name, db);
+    kit.createTopic(s.mainTopic, 3);
+    kit.createTopic(s.otherTopic, 3);
+    return s;
+  }
+
+  /** Legacy rows (no instance key) and rows of a key nobody relays, as JSON, by message id. */
+  Map<String, String> untouched() {
+    return db.snapshot("instance_key IS NULL OR instance_key = ?", OutboxDb.UNOWNED_KEY);
+  }
+
+  Map<String, String> mainConfig(int tasks) {
+    return ConnectKit.relayConfig(db, MAIN_KEY, tasks, mainTopic);
+  }
+
+  Map<String, String> otherConfig(int tasks) {
+    return ConnectKit.relayConfig(db, OTHER_KEY, tasks, otherTopic);
+  }
+
+  void deploy(Map<String, String> main, Map<String, String> other) throws InterruptedException {
+    kit.deploy(otherConnector, other);
+    kit.deploy(mainConnector, main);
+  }
+
+  /** The usual load: {@code total} main rows in batches of 200 over 300 aggregates. */
+  static LoadWriter.Spec load(int total) {
+    return new LoadWriter.Spec(MAIN_KEY, OTHER_KEY, total, 200, 300, 5, 3000, 160);
+  }
+
+  LoadWriter startLoad(LoadWriter.Spec spec, LoadWriter.Extras extras) {
+    writer = new LoadWriter(db, spec, extras).start();
+    return writer;
+  }
+
+  LoadWriter startLoad(LoadWriter.Spec spec) {
+    return startLoad(spec, null);
+  }
+
+  LoadWriter writer() {
+    return writer;
+  }
+
+  /** Waits until {@code rows} main rows are PUBLISHED: the fault then hits a flowing stream. */
+  void awaitPublished(long rows) {
+    ConnectKit.awaitTrue(
+        name + ": " + rows + " rows published",
+        DRAIN,
+        () -> {
+          writer.check();
+          return db.published(MAIN_KEY) >= rows;
+        });
+  }
+
+  /** Waits until the writer is done and nothing of either connector is left to deliver. */
+  void awaitDrained() {
+    ConnectKit.awaitTrue(
+        name + ": every row written and delivered",
+        DRAIN,
+        () -> {
+          writer.check();
+          return writer.done() && db.active(MAIN_KEY) == 0 && db.active(OTHER_KEY) == 0;
+        });
+  }
+
+  Duration elapsed() {
+    return Duration.ofNanos(System.nanoTime() - startedNanos);
+  }
+
+  /** Appends a line of figures to target/reliability/figures.md, for docs/reliability.md. */
+  static void report(String line) {
+    Path file = Path.of("target", "reliability", "figures.md");
+    try {
+      Files.createDirectories(file.getParent());
+      Files.writeString(
+          file,
+          line + System.lineSeparator(),
+          StandardCharsets.UTF_8,
+          StandardOpenOption.CREATE,
+          StandardOpenOption.APPEND);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  void assertUntouched() {
+    assertEquals(untouchedBefore, untouched(), name + ": legacy and unowned rows changed");
+  }
+
+  /**
+   * Deletes both connectors and waits until every database connection of the relay (pools and
+   * listeners) is closed and every relay metric is unregistered: nothing leaks once the tasks are
+   * gone, including tasks that failed, were restarted, hung or were abandoned as zombies.
+   */
+  void deleteAndAwaitReleased() {
+    kit.delete(mainConnector);
+    kit.delete(otherConnector);
+    ConnectKit.awaitTrue(
+        name + ": relay connections and metrics released",
+        Duration.ofSeconds(90),
+        Duration.ofMillis(500),
+        () ->
+            db.backends(DataSourceFactory.APPLICATION_NAME) == 0
+                && db.backends(DataSourceFactory.APPLICATION_NAME + "-listener") == 0
+                && Mbeans.relayMetricNames(mainConnector).isEmpty()
+                && Mbeans.relayMetricNames(otherConnector).isEmpty());
+  }
+
+  /** Stops the writer, then {@link #deleteAndAwaitReleased}: a leak fails the scenario. */
+  @Override
+  public void close() {
+    try {
+      if (writer != null) {
+        writer.close();
+      }
+      deleteAndAwaitReleased();
+    } finally {
+      db.close();
+    }
+  }
+}

@@ -1,0 +1,187 @@
+package dev.outboxrelay.reliability;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A distributed Connect worker in a JVM of its own ({@code ConnectDistributed}), joining the group
+ * of the in-process cluster with the same settings, so it can die abruptly: {@link #kill()} is
+ * SIGKILL, with no shutdown hook, no task stop, no producer flush. Its class path is the test class
+ * path (the connector is found by service loading, as in the cluster), its log a file.
+ */
+final class WorkerProcess implements AutoCloseable {
+  private static final Pattern CLAIM_LOST =
+      Pattern.compile("Claim lost: outcome \\S+ not recorded for message_id=(\\S+) ");
+
+  private final Process process;
+  private final int port;
+  private final Path log;
+  private final HttpClient http = HttpClient.newHttpClient();
+
+  private WorkerProcess(Process process, int port, Path log) {
+    this.process = process;
+    this.port = port;
+    this.log = log;
+  }
+
+  /** Starts a worker with the cluster's worker settings, its own REST port on loopback. */
+  static WorkerProcess start(Map<String, String> clusterWorkerProps, Path dir) {
+    try {
+      Files.createDirectories(dir);
+      int port = freePort();
+      Properties props = new Properties();
+      clusterWorkerProps.forEach(
+          (k, v) -> {
+            if (!k.startsWith("listeners")
+                && !k.startsWith("admin.listeners")
+                && !k.startsWith("rest.advertised")) {
+              props.setProperty(k, v);
+            }
+          });
+      props.setProperty("listeners", "http://127.0.0.1:" + port);
+      props.setProperty("rest.advertised.host.name", "127.0.0.1");
+      props.setProperty("rest.advertised.port", Integer.toString(port));
+      Path config = dir.resolve("worker.properties");
+      try (var out = Files.newBufferedWriter(config)) {
+        props.store(out, "external worker of the reliability suite");
+      }
+      Path log = dir.resolve("worker.log");
+      Path logConfig = dir.resolve("log4j2.xml");
+      Files.writeString(logConfig, logConfig(log), StandardCharsets.UTF_8);
+      List<String> command = new ArrayList<>();
+      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      command.add("-Xmx384m");
+      command.add("-XX:+UseSerialGC");
+      command.add("-XX:TieredStopAtLevel=1"); // starts faster; plenty for a test worker
+      command.add("-Dlog4j2.configurationFile=" + logConfig.toAbsolutePath());
+      command.add("org.apache.kafka.connect.cli.ConnectDistributed");
+      command.add(config.toAbsolutePath().toString());
+      ProcessBuilder builder = new ProcessBuilder(command);
+      builder.environment().put("CLASSPATH", testClassPath());
+      builder.redirectErrorStream(true);
+      builder.redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("worker.out").toFile()));
+      builder.redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+      return new WorkerProcess(builder.start(), port, log);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Surefire runs tests from a manifest-only jar; the real class path is in this property. */
+  private static String testClassPath() {
+    return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0, 0, InetAddress.getLoopbackAddress())) {
+      return socket.getLocalPort();
+    }
+  }
+
+  private static String logConfig(Path log) {
+    return """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <Configuration status="WARN">
+          <Appenders>
+            <File name="file" fileName="%s" append="true">
+              <PatternLayout pattern="%%d{HH:mm:ss.SSS} %%-5p [%%t] %%c{1} %%X - %%m%%n%%throwable"/>
+            </File>
+          </Appenders>
+          <Loggers>
+            <Logger name="dev.outboxrelay" level="DEBUG"/>
+            <Logger name="org.eclipse.jetty" level="WARN"/>
+            <Root level="INFO"><AppenderRef ref="file"/></Root>
+          </Loggers>
+        </Configuration>
+        """
+        .formatted(log.toAbsolutePath());
+  }
+
+  /** The worker id Connect reports for this worker in task statuses. */
+  String workerId() {
+    return "127.0.0.1:" + port;
+  }
+
+  boolean alive() {
+    return process.isAlive();
+  }
+
+  /** True once its REST API answers and it has joined the group (GET /health is 200). */
+  boolean healthy() {
+    if (!process.isAlive()) {
+      throw new IllegalStateException("the worker process exited; see " + log);
+    }
+    try {
+      HttpResponse<String> response =
+          http.send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health"))
+                  .timeout(Duration.ofSeconds(5))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      return response.statusCode() == 200;
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** SIGKILL: the JVM vanishes mid-stream, its sockets closed by the kernel. */
+  void kill() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor(30, TimeUnit.SECONDS);
+  }
+
+  /** Message ids of the claim-lost lines this worker logged (before it died, if it did). */
+  List<String> claimLost() {
+    List<String> ids = new ArrayList<>();
+    if (!Files.exists(log)) {
+      return ids;
+    }
+    try {
+      for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+        Matcher m = CLAIM_LOST.matcher(line);
+        if (m.find()) {
+          ids.add(m.group(1));
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return ids;
+  }
+
+  Path log() {
+    return log;
+  }
+
+  /** Stops it gracefully (SIGTERM), then forcibly if it does not stop within a minute. */
+  @Override
+  public void close() throws InterruptedException {
+    if (process.isAlive()) {
+      process.destroy();
+      if (!process.waitFor(60, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+      }
+    }
+  }
+}
