@@ -239,6 +239,35 @@ class FaultsUnderLoadTest {
     }
   }
 
+  /** tasks.max changes twice mid-stream (2 to 4, then 4 to 2): every task is replaced each time. */
+  @Test
+  void tasksMaxChangesMidStream() throws Exception {
+    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "tasks-max")) {
+      Map<String, String> main = s.mainConfig(2);
+      s.deploy(main, s.otherConfig(2));
+      s.startLoad(Scenario.load(ROWS));
+      s.awaitPublished(ROWS / 4);
+      main.put("tasks.max", "4");
+      s.kit.deploy(s.mainConnector, main);
+      ConnectKit.awaitTrue(
+          "each of the four tasks claims",
+          Scenario.DRAIN,
+          () -> {
+            for (int t = 0; t < 4; t++) {
+              if (Mbeans.relayMetric(s.mainConnector, t, "claimed-total") <= 0) {
+                return false;
+              }
+            }
+            return true;
+          });
+      s.awaitPublished(ROWS / 2);
+      main.put("tasks.max", "2");
+      s.kit.deploy(s.mainConnector, main);
+      Figures f = Verdict.check(s);
+      assertEquals(2, s.kit.status(s.mainConnector).tasks().size(), f::toString);
+    }
+  }
+
   private static String[] ids(Set<String> ids) {
     return ids.toArray(String[]::new);
   }
