@@ -3,10 +3,11 @@ package dev.outboxrelay.reliability;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CopyOnWriteArraySet;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
@@ -18,6 +19,7 @@ import org.apache.logging.log4j.core.LogEvent;
 import org.apache.logging.log4j.core.LoggerContext;
 import org.apache.logging.log4j.core.appender.AbstractAppender;
 import org.apache.logging.log4j.core.config.Configuration;
+import org.apache.logging.log4j.core.config.Configurator;
 import org.apache.logging.log4j.core.config.LoggerConfig;
 import org.apache.logging.log4j.core.config.Property;
 
@@ -45,7 +47,9 @@ final class LogCapture {
 
   private static LogCapture installed;
 
-  private final Set<String> sentinels = new CopyOnWriteArraySet<>();
+  /** Sentinel to the least severe level (Log4j2 int level) at which it must not appear. */
+  private final Map<String, Integer> sentinels = new ConcurrentHashMap<>();
+
   private final ConcurrentLinkedQueue<String> leaks = new ConcurrentLinkedQueue<>();
   private final ConcurrentLinkedQueue<Line> relayLines = new ConcurrentLinkedQueue<>();
   private final ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
@@ -94,9 +98,32 @@ final class LogCapture {
     java.util.logging.Logger.getLogger("").addHandler(new JulHandler(this));
   }
 
-  /** From now on, any event containing {@code sentinel} is a leak. */
+  /** From now on, any event containing one of {@code values}, at any level, is a leak. */
   void watch(String... values) {
-    sentinels.addAll(List.of(values));
+    for (String v : values) {
+      sentinels.put(v, Level.ALL.intLevel());
+    }
+  }
+
+  /** From now on, an event at {@code level} or more severe containing {@code value} is a leak. */
+  void watchFrom(Level level, String value) {
+    sentinels.put(value, level.intLevel());
+  }
+
+  /**
+   * Lets every event of {@code loggers} through (Level.ALL) until the returned handle is closed,
+   * which restores their previous levels.
+   */
+  static AutoCloseable everyLevelOf(String... loggers) {
+    LoggerContext context = (LoggerContext) LogManager.getContext(false);
+    Map<String, Level> previous = new HashMap<>();
+    Map<String, Level> all = new HashMap<>();
+    for (String logger : loggers) {
+      previous.put(logger, context.getConfiguration().getLoggerConfig(logger).getLevel());
+      all.put(logger, Level.ALL);
+    }
+    Configurator.setLevel(all);
+    return () -> Configurator.setLevel(previous);
   }
 
   void unwatchAll() {
@@ -154,7 +181,7 @@ final class LogCapture {
     return new ArrayList<>(errors);
   }
 
-  private void accept(String logger, String rendered, boolean relay, Line line) {
+  private void accept(String logger, int level, String rendered, boolean relay, Line line) {
     events.incrementAndGet();
     if (rendered.startsWith("ERROR") || rendered.startsWith("SEVERE")) {
       errors.add(rendered);
@@ -165,8 +192,9 @@ final class LogCapture {
     if (NOT_THE_RELAY.stream().anyMatch(logger::startsWith)) {
       return;
     }
-    for (String sentinel : sentinels) {
-      if (rendered.contains(sentinel)) {
+    for (Map.Entry<String, Integer> watched : sentinels.entrySet()) {
+      String sentinel = watched.getKey();
+      if (level <= watched.getValue() && rendered.contains(sentinel)) {
         leaks.add("[" + sentinel + "] " + rendered);
       }
     }
@@ -209,10 +237,25 @@ final class LogCapture {
       boolean relay = logger.startsWith("dev.outboxrelay") && !logger.contains("reliability");
       capture.accept(
           logger,
+          event.getLevel().intLevel(),
           rendered,
           relay,
           relay ? new Line(event.getLevel().name(), logger, context, message) : null);
     }
+  }
+
+  private static Level log4jLevel(java.util.logging.Level jul) {
+    int v = jul.intValue();
+    if (v >= java.util.logging.Level.SEVERE.intValue()) {
+      return Level.ERROR;
+    }
+    if (v >= java.util.logging.Level.WARNING.intValue()) {
+      return Level.WARN;
+    }
+    if (v >= java.util.logging.Level.INFO.intValue()) {
+      return Level.INFO;
+    }
+    return v >= java.util.logging.Level.FINE.intValue() ? Level.DEBUG : Level.TRACE;
   }
 
   private static final class JulHandler extends Handler {
@@ -234,6 +277,7 @@ final class LogCapture {
       String logger = String.valueOf(record.getLoggerName());
       capture.accept(
           logger,
+          log4jLevel(record.getLevel()).intLevel(),
           record.getLevel()
               + " "
               + logger
