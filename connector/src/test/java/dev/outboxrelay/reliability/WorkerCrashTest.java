@@ -38,14 +38,22 @@ class WorkerCrashTest {
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
 
-      // Kill it while its tasks hold rows.
+      // Kill it while its task holds rows: freeze it, and kill it if it holds some (else thaw
+      // it and try again), so the kill cannot race with its last outcome write.
       String[] victimTaskPatterns = ownerPatterns(s.mainConnector, victimTasks);
       ConnectKit.awaitTrue(
-          "the victim's task holds at least 30 leases",
+          "the victim frozen while its task holds leases",
           Scenario.DRAIN,
-          () -> heldByOwnerLike(s, victimTaskPatterns) >= 30);
-      victim.kill();
-      // The lease owners of the dead task instances (their replacements will have new ones).
+          Duration.ofMillis(300),
+          () -> {
+            victim.freeze();
+            if (heldByOwnerLike(s, victimTaskPatterns) > 0) {
+              return true;
+            }
+            victim.thaw();
+            return false;
+          });
+      // The lease owners of the frozen task instances (their replacements will have new ones).
       String[] victimOwners =
           s.db
               .map(
@@ -54,6 +62,7 @@ class WorkerCrashTest {
                   (Object) victimTaskPatterns)
               .keySet()
               .toArray(String[]::new);
+      victim.kill();
       long heldAtDeath = heldBy(s, victimOwners);
       long killedAt = System.nanoTime();
 

@@ -144,6 +144,33 @@ final class WorkerProcess implements AutoCloseable {
     }
   }
 
+  /** SIGSTOP: the JVM freezes where it is (what it holds stays held), until {@link #thaw}. */
+  void freeze() {
+    signal("-STOP");
+  }
+
+  /** SIGCONT. */
+  void thaw() {
+    signal("-CONT");
+  }
+
+  private void signal(String signal) {
+    try {
+      Process kill =
+          new ProcessBuilder("kill", signal, Long.toString(process.pid()))
+              .redirectErrorStream(true)
+              .start();
+      if (!kill.waitFor(30, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+        throw new IllegalStateException("kill " + signal + " " + process.pid() + " failed");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** SIGKILL: the JVM vanishes mid-stream, its sockets closed by the kernel. */
   void kill() throws InterruptedException {
     process.destroyForcibly();
