@@ -17,7 +17,8 @@ import org.apache.kafka.connect.source.SourceConnector;
 /**
  * Relays a PostgreSQL transactional outbox to Kafka. Every task claims rows of the configured
  * instance keys under fenced leases; tasks share the work through the claims themselves, so {@code
- * tasks.max} scales it out without any partitioning of the table.
+ * tasks.max} scales it out without any partitioning of the table. With ordering, each task prefers
+ * its own share of the aggregates (a preference, not a partition: see {@code AggregateAffinity}).
  */
 public class OutboxSourceConnector extends SourceConnector {
   private Map<String, String> props;
@@ -48,6 +49,7 @@ public class OutboxSourceConnector extends SourceConnector {
     for (int i = 0; i < maxTasks; i++) {
       Map<String, String> task = new HashMap<>(props);
       task.put(OutboxSourceTask.TASK_ID, Integer.toString(i));
+      task.put(OutboxSourceTask.TASK_COUNT, Integer.toString(maxTasks));
       task.put(OutboxSourceTask.CONNECTOR_NAME, props.getOrDefault("name", "outbox-relay"));
       configs.add(task);
     }

@@ -5,6 +5,7 @@ import dev.outboxrelay.mapping.MappingResult;
 import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -39,6 +40,7 @@ import org.slf4j.MDC;
 public class OutboxSourceTask extends SourceTask {
   private static final Logger log = LoggerFactory.getLogger(OutboxSourceTask.class);
   static final String TASK_ID = "task.id";
+  static final String TASK_COUNT = "task.count";
   static final String CONNECTOR_NAME = "connector.name";
 
   private final StoreProvider storeProvider;
@@ -86,7 +88,9 @@ public class OutboxSourceTask extends SourceTask {
     String taskId = props.getOrDefault(TASK_ID, "0");
     String owner = LeaseOwners.newOwner(connector, taskId);
     MDC.put("outbox.instance_keys", String.join(",", config.instanceKeys()));
-    settings = TaskSettingsFactory.from(config, owner);
+    settings =
+        TaskSettingsFactory.from(
+            config, owner, intOrZero(taskId), intOrZero(props.getOrDefault(TASK_COUNT, "1")));
     metrics = new RelayMetrics();
     metrics.register(() -> context.pluginMetrics());
     clock = storeProvider.clock();
@@ -185,7 +189,7 @@ public class OutboxSourceTask extends SourceTask {
         }
         drainingForProbe = false;
         nextAbandonedProbeMs = now + settings.abandonedProbeInterval().toMillis();
-        result = store.claim(settings.claimRequest());
+        result = claimDue();
       } else {
         log.info(
             "Reclaimed abandoned message_id={} instance_key={} in isolation",
@@ -193,7 +197,7 @@ public class OutboxSourceTask extends SourceTask {
             result.claimed().get(0).instanceKey());
       }
     } else {
-      result = store.claim(settings.claimRequest());
+      result = claimDue();
     }
     if (stopping) {
       result
@@ -203,6 +207,27 @@ public class OutboxSourceTask extends SourceTask {
     }
     metrics.claimed.addAndGet(result.claimed().size());
     return map(result.claimed());
+  }
+
+  /**
+   * Claims due rows of this task's share of the aggregates, else of any: a share runs dry at the
+   * end of a backlog, or while its task is being restarted, and the rows must not wait for it.
+   */
+  private ClaimResult claimDue() {
+    ClaimRequest request = settings.claimRequest();
+    ClaimResult result = store.claim(request);
+    if (result.claimed().isEmpty() && request.affinity() != null) {
+      result = store.claim(request.withoutAffinity());
+    }
+    return result;
+  }
+
+  private static int intOrZero(String value) {
+    try {
+      return Integer.parseInt(value);
+    } catch (NumberFormatException e) {
+      return 0;
+    }
   }
 
   private void reportExhausted(ClaimResult result) {

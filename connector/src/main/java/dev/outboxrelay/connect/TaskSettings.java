@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import dev.outboxrelay.retry.BackoffPolicy;
+import dev.outboxrelay.store.AggregateAffinity;
 import dev.outboxrelay.store.ClaimRequest;
 import java.time.Duration;
 import java.util.Set;
@@ -9,6 +10,8 @@ import java.util.Set;
  * What the task's loops need, resolved from the connector configuration once.
  *
  * @param maxInFlight the most records handed to Connect and unresolved at once (a few batches)
+ * @param affinity the share of aggregates this task claims first when ordered; {@code null} for a
+ *     single task or unordered claims
  */
 record TaskSettings(
     String owner,
@@ -23,9 +26,11 @@ record TaskSettings(
     NullMetadataPolicy nullMetadataPolicy,
     int maxInFlight,
     Duration abandonedProbeInterval,
-    Duration lateAckGrace) {
+    Duration lateAckGrace,
+    AggregateAffinity affinity) {
 
   ClaimRequest claimRequest() {
-    return new ClaimRequest(owner, instanceKeys, batchSize, leaseDuration, maxAttempts, ordered);
+    return new ClaimRequest(
+        owner, instanceKeys, batchSize, leaseDuration, maxAttempts, ordered, affinity);
   }
 }

@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.mapping.MappingSettings;
+import dev.outboxrelay.store.AggregateAffinity;
 import java.time.Duration;
 
 /** Resolves the task's settings from the validated configuration. */
@@ -11,7 +12,16 @@ final class TaskSettingsFactory {
 
   private TaskSettingsFactory() {}
 
+  /** For a single task, or where the task's place among its siblings does not matter. */
   static TaskSettings from(OutboxSourceConfig config, String owner) {
+    return from(config, owner, 0, 1);
+  }
+
+  /**
+   * @param taskIndex this task's index among the connector's tasks
+   * @param taskCount how many tasks the connector started
+   */
+  static TaskSettings from(OutboxSourceConfig config, String owner, int taskIndex, int taskCount) {
     Duration lease = config.leaseDuration();
     return new TaskSettings(
         owner,
@@ -28,7 +38,9 @@ final class TaskSettingsFactory {
         // Look for abandoned rows a few times per lease: they block their aggregates meanwhile.
         lease.dividedBy(4),
         // Connect closes the producer within 30 s of stop; later acknowledgements cannot come.
-        Duration.ofSeconds(30));
+        Duration.ofSeconds(30),
+        // Ordered tasks that prefer disjoint aggregates never wait on each other's in-flight rows.
+        config.orderingEnabled() ? AggregateAffinity.ofTask(taskIndex, taskCount) : null);
   }
 
   static MappingSettings mapping(OutboxSourceConfig config) {

@@ -14,6 +14,8 @@ import java.util.Set;
  * @param leaseDuration how long the lease holds before others may reclaim the row
  * @param maxAttempts attempt budget; {@link #UNLIMITED_ATTEMPTS} for none
  * @param ordered keep per-aggregate first-delivery order
+ * @param affinity with ordering only: claim only rows of the aggregates in this share; {@code null}
+ *     for rows of any aggregate
  */
 public record ClaimRequest(
     String owner,
@@ -21,7 +23,8 @@ public record ClaimRequest(
     int limit,
     Duration leaseDuration,
     int maxAttempts,
-    boolean ordered) {
+    boolean ordered,
+    AggregateAffinity affinity) {
 
   public static final int UNLIMITED_ATTEMPTS = Integer.MAX_VALUE;
 
@@ -41,6 +44,20 @@ public record ClaimRequest(
     if (maxAttempts < 1) {
       throw new IllegalArgumentException("maxAttempts must be at least 1");
     }
+    if (affinity != null && !ordered) {
+      throw new IllegalArgumentException("an aggregate affinity needs ordered claims");
+    }
+  }
+
+  /** A request for rows of any aggregate. */
+  public ClaimRequest(
+      String owner,
+      Set<String> instanceKeys,
+      int limit,
+      Duration leaseDuration,
+      int maxAttempts,
+      boolean ordered) {
+    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null);
   }
 
   public List<String> instanceKeyList() {
@@ -48,6 +65,12 @@ public record ClaimRequest(
   }
 
   public ClaimRequest withLimit(int newLimit) {
-    return new ClaimRequest(owner, instanceKeys, newLimit, leaseDuration, maxAttempts, ordered);
+    return new ClaimRequest(
+        owner, instanceKeys, newLimit, leaseDuration, maxAttempts, ordered, affinity);
+  }
+
+  /** The same request for rows of any aggregate. */
+  public ClaimRequest withoutAffinity() {
+    return new ClaimRequest(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null);
   }
 }

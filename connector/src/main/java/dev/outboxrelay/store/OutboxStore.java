@@ -44,6 +44,10 @@ import java.util.Set;
  * waiting for a retry, held by another owner or abandoned blocks it; a FAILED or EXHAUSTED one no
  * longer does.
  *
+ * <p>With an {@link AggregateAffinity}, an ordered claim takes rows of the aggregates in its share
+ * only; the store decides which share an aggregate is in, always the same one. The ordering rule
+ * above applies unchanged. {@link #claimAbandoned} ignores affinities.
+ *
  * <h2>Time</h2>
  *
  * <p>Leases and due times are judged by one {@link RelayClock}: the database's clock in production.

@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -113,6 +114,53 @@ class OutboxSourceTaskTest {
 
   private MessageStatus status(String id) {
     return store.find(id).orElseThrow().status();
+  }
+
+  private static List<String> messageIds(List<SourceRecord> records) {
+    return records == null ? List.of() : records.stream().map(SourceOffsets::messageId).toList();
+  }
+
+  @Test
+  void orderedTasksPreferTheirOwnShareOfAggregatesSoNeitherStarves() {
+    // 40 aggregates, two rows each: a batch of 50 taken by one task without affinity would cover
+    // every aggregate and leave the other task nothing.
+    for (int round = 0; round < 2; round++) {
+      for (int a = 0; a < 40; a++) {
+        add("eu", "m" + round + "-" + a, "agg-" + a, "{}".getBytes());
+      }
+    }
+    Map<String, String> props = Map.of("claim.batch.size", "50", OutboxSourceTask.TASK_COUNT, "2");
+    Map<String, String> first = new HashMap<>(props);
+    first.put(OutboxSourceTask.TASK_ID, "0");
+    OutboxSourceTask task0 = startTask(first);
+    Map<String, String> second = new HashMap<>(props);
+    second.put(OutboxSourceTask.TASK_ID, "1");
+    try {
+      List<String> claimed0 = messageIds(task0.poll());
+      OutboxSourceTask task1 = startTask(second);
+      List<String> claimed1 = messageIds(task1.poll());
+      assertFalse(claimed0.isEmpty());
+      assertFalse(claimed1.isEmpty(), "the second task starved");
+      assertEquals(80, claimed0.size() + claimed1.size(), "each took its whole share");
+      assertTrue(java.util.Collections.disjoint(claimed0, claimed1));
+    } finally {
+      task0.stop();
+    }
+  }
+
+  @Test
+  void anOrderedTaskWhoseShareIsDryHelpsWithTheOthers() {
+    // Only aggregates of share 1 (the in-memory store's rule): task 0 of 2 still claims them.
+    int added = 0;
+    for (int a = 0; added < 5; a++) {
+      if (Math.floorMod(("agg-" + a).hashCode(), 2) == 1) {
+        add("eu", "m" + a, "agg-" + a, "{}".getBytes());
+        added++;
+      }
+    }
+    OutboxSourceTask t =
+        startTask(Map.of(OutboxSourceTask.TASK_ID, "0", OutboxSourceTask.TASK_COUNT, "2"));
+    assertEquals(5, messageIds(t.poll()).size());
   }
 
   @Test

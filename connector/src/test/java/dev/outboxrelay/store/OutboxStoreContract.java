@@ -1,6 +1,7 @@
 package dev.outboxrelay.store;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -507,6 +508,94 @@ public abstract class OutboxStoreContract {
     ClaimedMessage a2 = claimOne("w2", "a2");
     assertEquals(Outcome.EXHAUSTED, store.retryLater("a2", a2.lease(), "X", Duration.ZERO, 1));
     assertEquals(List.of("a3"), ids(store.claim(request("w3", 10))));
+  }
+
+  // ---------------------------------------------------------------- aggregate affinity
+
+  private static ClaimRequest inShare(String owner, int limit, int slot, int slots) {
+    return new ClaimRequest(
+        owner, Set.of(EU), limit, LEASE, 3, true, new AggregateAffinity(slot, slots));
+  }
+
+  @Test
+  void affinitiesSplitTheAggregatesIntoDisjointSharesThatCoverEveryRow() {
+    Map<String, String> aggregateOf = new HashMap<>();
+    for (int i = 0; i < 120; i++) {
+      String aggregate = "agg-" + (i % 40);
+      aggregateOf.put(add(EU, "m" + i, aggregate), aggregate);
+    }
+    add(US, "us-1", "agg-1");
+    Map<String, Integer> shareOfAggregate = new HashMap<>();
+    List<String> claimed = new ArrayList<>();
+    for (int slot = 0; slot < 3; slot++) {
+      List<String> share = ids(store.claim(inShare("w" + slot, 1000, slot, 3)));
+      assertFalse(share.isEmpty(), "share " + slot + " of 40 aggregates is empty");
+      assertEquals(
+          share.stream().sorted(java.util.Comparator.comparingInt(id -> seqOf(id))).toList(),
+          share,
+          "a share is claimed in insertion order");
+      for (String id : share) {
+        Integer before = shareOfAggregate.put(aggregateOf.get(id), slot);
+        assertTrue(before == null || before == slot, "aggregate in two shares: " + id);
+      }
+      claimed.addAll(share);
+    }
+    assertEquals(120, claimed.size());
+    assertEquals(aggregateOf.keySet(), Set.copyOf(claimed), "every row in exactly one share");
+    assertEquals(
+        MessageStatus.PENDING, state("us-1").status(), "another instance's row is untouched");
+  }
+
+  private static int seqOf(String id) {
+    return Integer.parseInt(id.substring(1));
+  }
+
+  @Test
+  void anAffinityTakesOnlyItsShareThoughOlderRowsOfOtherSharesWait() {
+    for (int i = 0; i < 40; i++) {
+      add(EU, "m" + i, "agg-" + i);
+    }
+    ClaimResult first = store.claim(inShare("w0", 1, 0, 2));
+    ClaimResult other = store.claim(inShare("w1", 1, 1, 2));
+    assertEquals(1, first.claimed().size());
+    assertEquals(1, other.claimed().size());
+    String mine = first.claimed().get(0).messageId();
+    String theirs = other.claimed().get(0).messageId();
+    // Each share takes its own oldest row, so the oldest row of all went to one of them.
+    assertEquals(0, Math.min(seqOf(mine), seqOf(theirs)));
+    // Without an affinity, every remaining row, in insertion order, whatever its share.
+    List<String> rest = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      if (!List.of(mine, theirs).contains("m" + i)) {
+        rest.add("m" + i);
+      }
+    }
+    assertEquals(rest, ids(store.claim(request("w2", 1000))));
+  }
+
+  @Test
+  void anAffinityDoesNotLiftOrdering() {
+    for (int i = 0; i < 20; i++) {
+      add(EU, "p" + i, "agg-" + i);
+    }
+    for (int i = 0; i < 20; i++) {
+      add(EU, "s" + i, "agg-" + i);
+    }
+    // Another owner holds every first row; no share may take a successor.
+    assertEquals(20, store.claim(request("holder", 20)).claimed().size());
+    assertTrue(store.claim(inShare("w0", 100, 0, 2)).isEmpty());
+    assertTrue(store.claim(inShare("w1", 100, 1, 2)).isEmpty());
+    // The holder pipelines its own aggregates whatever the share.
+    assertEquals(20, store.claim(request("holder", 100)).claimed().size());
+  }
+
+  @Test
+  void anAffinityNeedsOrderedClaims() {
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new ClaimRequest("w", Set.of(EU), 1, LEASE, 3, false, new AggregateAffinity(0, 2)));
+    assertThrows(IllegalArgumentException.class, () -> new AggregateAffinity(0, 1));
+    assertThrows(IllegalArgumentException.class, () -> new AggregateAffinity(2, 2));
   }
 
   @Test

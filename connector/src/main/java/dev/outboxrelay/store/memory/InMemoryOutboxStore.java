@@ -1,5 +1,6 @@
 package dev.outboxrelay.store.memory;
 
+import dev.outboxrelay.store.AggregateAffinity;
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
@@ -83,6 +84,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (!row.ownedBy(keys) || !row.isDue(now, request.maxAttempts())) {
         continue;
       }
+      if (request.affinity() != null && !inShare(row.aggregateId, request.affinity())) {
+        continue;
+      }
       // Under one lock the batch is the first due rows in order, so a due predecessor is always
       // in this batch already: only a predecessor that is neither due nor ours blocks.
       if (request.ordered()
@@ -132,6 +136,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
       return new ClaimResult(List.of(row.claimed()), List.of());
     }
     return ClaimResult.EMPTY;
+  }
+
+  /** The share of an aggregate: any fixed function of its id will do (PostgreSQL uses hashtext). */
+  private static boolean inShare(String aggregateId, AggregateAffinity affinity) {
+    return Math.floorMod(aggregateId.hashCode(), affinity.slots()) == affinity.slot();
   }
 
   private boolean hasPredecessor(Row row, Predicate<Row> blocks) {

@@ -22,6 +22,7 @@ final class OutboxSql {
 
   final String insert;
   final String claimOrdered;
+  final String claimOrderedWithAffinity;
   final String claimUnordered;
   final String claimAbandonedOrdered;
   final String claimAbandonedUnordered;
@@ -78,29 +79,17 @@ final class OutboxSql {
             + " FROM %s c, clock WHERE o.seq = c.seq RETURNING "
             + CLAIMED_COLUMNS;
 
-    claimOrdered =
-        "WITH "
-            + CLOCK
-            + ", candidate AS (SELECT o.seq, o.instance_key, o.aggregate_id FROM "
-            + t
-            + " o, clock WHERE o.instance_key = ANY (?) AND "
-            + due.formatted("o")
-            + " AND NOT EXISTS ("
-            + blockingPredecessor
-            + ") ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED)"
-            // A due predecessor that is not in our batch is locked by a concurrent claimer (we
-            // skipped it): its successors must wait for that claim to settle.
-            + ", claimable AS (SELECT c.seq FROM candidate c, clock WHERE NOT EXISTS (SELECT 1 FROM "
-            + t
-            + " p WHERE "
-            + sameAggregateBefore.formatted("c")
-            + " AND "
-            + due.formatted("p")
-            + " AND NOT EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq)"
-            // OFFSET 0 keeps this a per-candidate probe of the aggregate index: as a join,
-            // PostgreSQL may hash the whole backlog on every claim.
-            + " OFFSET 0))"
-            + claimUpdate.formatted("claimable");
+    claimOrdered = orderedClaim(t, due, blockingPredecessor, sameAggregateBefore, "", claimUpdate);
+    // Parameters as claimOrdered, then slots and slot before the limit. The mask keeps the hash
+    // non-negative; hashtext is stable for a given text, so an aggregate keeps its share.
+    claimOrderedWithAffinity =
+        orderedClaim(
+            t,
+            due,
+            blockingPredecessor,
+            sameAggregateBefore,
+            " AND (hashtext(o.aggregate_id) & 2147483647) % CAST(? AS integer) = CAST(? AS integer)",
+            claimUpdate);
 
     claimUnordered =
         "WITH "
@@ -279,5 +268,37 @@ final class OutboxSql {
             + " ORDER BY published_at LIMIT ? FOR UPDATE SKIP LOCKED)";
 
     now = "SELECT COALESCE(CAST(? AS timestamptz), statement_timestamp())";
+  }
+
+  private static String orderedClaim(
+      String t,
+      String due,
+      String blockingPredecessor,
+      String sameAggregateBefore,
+      String affinity,
+      String claimUpdate) {
+    return "WITH "
+        + CLOCK
+        + ", candidate AS (SELECT o.seq, o.instance_key, o.aggregate_id FROM "
+        + t
+        + " o, clock WHERE o.instance_key = ANY (?) AND "
+        + due.formatted("o")
+        + affinity
+        + " AND NOT EXISTS ("
+        + blockingPredecessor
+        + ") ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED)"
+        // A due predecessor that is not in our batch is locked by a concurrent claimer (we
+        // skipped it): its successors must wait for that claim to settle.
+        + ", claimable AS (SELECT c.seq FROM candidate c, clock WHERE NOT EXISTS (SELECT 1 FROM "
+        + t
+        + " p WHERE "
+        + sameAggregateBefore.formatted("c")
+        + " AND "
+        + due.formatted("p")
+        + " AND NOT EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq)"
+        // OFFSET 0 keeps this a per-candidate probe of the aggregate index: as a join,
+        // PostgreSQL may hash the whole backlog on every claim.
+        + " OFFSET 0))"
+        + claimUpdate.formatted("claimable");
   }
 }

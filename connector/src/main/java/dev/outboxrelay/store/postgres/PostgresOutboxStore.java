@@ -58,12 +58,15 @@ public final class PostgresOutboxStore implements OutboxStore {
   @Override
   public ClaimResult claim(ClaimRequest request) {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(request.ordered() ? sql.claimOrdered : sql.claimUnordered)) {
+        PreparedStatement ps = c.prepareStatement(claimStatement(request))) {
       int i = 1;
       setNow(ps, i++);
       ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
       ps.setInt(i++, request.maxAttempts());
+      if (request.affinity() != null) {
+        ps.setInt(i++, request.affinity().slots());
+        ps.setInt(i++, request.affinity().slot());
+      }
       if (request.ordered()) {
         ps.setInt(i++, request.maxAttempts());
         ps.setString(i++, request.owner());
@@ -78,6 +81,13 @@ public final class PostgresOutboxStore implements OutboxStore {
     } catch (SQLException e) {
       throw SqlStates.classify(e, "claim");
     }
+  }
+
+  private String claimStatement(ClaimRequest request) {
+    if (!request.ordered()) {
+      return sql.claimUnordered;
+    }
+    return request.affinity() == null ? sql.claimOrdered : sql.claimOrderedWithAffinity;
   }
 
   @Override
