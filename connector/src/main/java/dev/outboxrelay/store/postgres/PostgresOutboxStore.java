@@ -1,5 +1,6 @@
 package dev.outboxrelay.store.postgres;
 
+import dev.outboxrelay.store.AggregateAffinity;
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
@@ -59,31 +60,38 @@ public final class PostgresOutboxStore implements OutboxStore {
   public ClaimResult claim(ClaimRequest request) {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(claimStatement(request))) {
-      int i = 1;
-      setNow(ps, i++);
-      ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
-      ps.setInt(i++, request.maxAttempts());
-      if (request.affinity() != null) {
-        ps.setInt(i++, request.affinity().slots());
-        ps.setInt(i++, request.affinity().slot());
-      }
-      if (request.ordered()) {
-        ps.setInt(i++, request.maxAttempts());
-        ps.setString(i++, request.owner());
-      }
-      ps.setInt(i++, request.limit());
-      if (request.ordered()) {
-        ps.setInt(i++, request.maxAttempts());
-      }
-      ps.setString(i++, request.owner());
-      ps.setLong(i, request.leaseDuration().toMillis());
+      bindClaim(c, ps, request);
       return readClaim(ps);
     } catch (SQLException e) {
       throw SqlStates.classify(e, "claim");
     }
   }
 
-  private String claimStatement(ClaimRequest request) {
+  /** Binds {@link #claimStatement}'s parameters; package-private for the plan tests. */
+  void bindClaim(Connection c, PreparedStatement ps, ClaimRequest request) throws SQLException {
+    int i = 1;
+    setNow(ps, i++);
+    ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
+    ps.setInt(i++, request.maxAttempts());
+    if (request.affinity() != null) {
+      AggregateAffinity affinity = request.affinity();
+      ps.setInt(i++, affinity.slots());
+      ps.setInt(i++, affinity.slots() - affinity.slot());
+      ps.setInt(i++, affinity.slots());
+    }
+    if (request.ordered()) {
+      ps.setInt(i++, request.maxAttempts());
+      ps.setString(i++, request.owner());
+    }
+    ps.setInt(i++, request.limit());
+    if (request.ordered()) {
+      ps.setInt(i++, request.maxAttempts());
+    }
+    ps.setString(i++, request.owner());
+    ps.setLong(i, request.leaseDuration().toMillis());
+  }
+
+  String claimStatement(ClaimRequest request) {
     if (!request.ordered()) {
       return sql.claimUnordered;
     }
