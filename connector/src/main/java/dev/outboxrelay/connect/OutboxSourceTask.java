@@ -60,6 +60,7 @@ public class OutboxSourceTask extends SourceTask {
   private boolean schemaReady;
   private long nextAbandonedProbeMs;
   private boolean drainingForProbe;
+  private long shareDrySinceMs = -1;
   private volatile boolean stopping;
   private boolean stopped;
 
@@ -210,16 +211,30 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   /**
-   * Claims due rows of this task's share of the aggregates, else of any: a share runs dry at the
-   * end of a backlog, or while its task is being restarted, and the rows must not wait for it.
+   * Claims due rows of this task's share of the aggregates; once the share has stayed dry for a
+   * while, of any share too. Other shares' rows must not wait for a task that is gone or being
+   * restarted, but taking them at once would block the aggregates their own task is working through
+   * (the benchmark measured ordered tasks stealing each other's aggregates to a third of one task's
+   * speed).
    */
   private ClaimResult claimDue() {
     ClaimRequest request = settings.claimRequest();
     ClaimResult result = store.claim(request);
-    if (result.claimed().isEmpty() && request.affinity() != null) {
-      result = store.claim(request.withoutAffinity());
+    if (request.affinity() == null) {
+      return result;
     }
-    return result;
+    long now = time.milliseconds();
+    if (!result.claimed().isEmpty()) {
+      shareDrySinceMs = -1;
+      return result;
+    }
+    if (shareDrySinceMs < 0) {
+      shareDrySinceMs = now;
+    }
+    if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
+      return result;
+    }
+    return store.claim(request.withoutAffinity());
   }
 
   private static int intOrZero(String value) {

@@ -12,6 +12,7 @@ import java.util.Set;
  * @param maxInFlight the most records handed to Connect and unresolved at once (a few batches)
  * @param affinity the share of aggregates this task claims first when ordered; {@code null} for a
  *     single task or unordered claims
+ * @param shareFallbackDelay how long the task's share must stay dry before it claims other shares
  */
 record TaskSettings(
     String owner,
@@ -27,7 +28,8 @@ record TaskSettings(
     int maxInFlight,
     Duration abandonedProbeInterval,
     Duration lateAckGrace,
-    AggregateAffinity affinity) {
+    AggregateAffinity affinity,
+    Duration shareFallbackDelay) {
 
   ClaimRequest claimRequest() {
     return new ClaimRequest(

@@ -40,7 +40,9 @@ final class TaskSettingsFactory {
         // Connect closes the producer within 30 s of stop; later acknowledgements cannot come.
         Duration.ofSeconds(30),
         // Ordered tasks that prefer disjoint aggregates never wait on each other's in-flight rows.
-        config.orderingEnabled() ? AggregateAffinity.ofTask(taskIndex, taskCount) : null);
+        config.orderingEnabled() ? AggregateAffinity.ofTask(taskIndex, taskCount) : null,
+        // As often as abandoned rows are looked for: the same few times per lease.
+        lease.dividedBy(4));
   }
 
   static MappingSettings mapping(OutboxSourceConfig config) {

@@ -26,6 +26,7 @@ import java.util.Set;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
@@ -45,6 +46,7 @@ class OutboxSourceTaskTest {
   private InMemoryOutboxStore store;
   private FailingStore failing;
   private OutboxSourceTask task;
+  private Time time = Time.SYSTEM;
 
   @BeforeEach
   void setUp() {
@@ -89,7 +91,7 @@ class OutboxSourceTaskTest {
                 return null;
               }
             },
-            Time.SYSTEM);
+            time);
     t.initialize(new NoMetricsContext());
     t.start(props);
     task = t;
@@ -158,8 +160,25 @@ class OutboxSourceTaskTest {
         added++;
       }
     }
+    MockTime mockTime = new MockTime();
+    time = mockTime;
     OutboxSourceTask t =
-        startTask(Map.of(OutboxSourceTask.TASK_ID, "0", OutboxSourceTask.TASK_COUNT, "2"));
+        startTask(
+            Map.of(
+                OutboxSourceTask.TASK_ID,
+                "0",
+                OutboxSourceTask.TASK_COUNT,
+                "2",
+                "lease.duration.ms",
+                "8000",
+                "lease.renewal.interval.ms",
+                "2000"));
+    // It leaves them to their own task for a quarter of a lease: taking them at once would block
+    // the aggregates that task is working through.
+    assertNull(t.poll());
+    mockTime.sleep(1999);
+    assertNull(t.poll());
+    mockTime.sleep(1);
     assertEquals(5, messageIds(t.poll()).size());
   }
 
