@@ -54,6 +54,7 @@ public class OutboxSourceTask extends SourceTask {
   private InFlightLedger ledger;
   private OutcomeWriter writer;
   private WakeSignal wake;
+  private IdleBackoff idle;
   private RelayMetrics metrics;
   private Maintenance maintenance;
   private NotificationListener listener;
@@ -99,6 +100,7 @@ public class OutboxSourceTask extends SourceTask {
     mapper = new RecordMapper(TaskSettingsFactory.mapping(config));
     ledger = new InFlightLedger();
     wake = new WakeSignal();
+    idle = new IdleBackoff(settings.pollInterval());
     writer =
         new OutcomeWriter(
             store,
@@ -144,7 +146,7 @@ public class OutboxSourceTask extends SourceTask {
       maintenance.runIfDue();
       List<SourceRecord> records = claimAndMap();
       if (records.isEmpty()) {
-        wake.await(settings.pollInterval());
+        wake.await(idle.nextWait());
         return null;
       }
       return records;
@@ -205,6 +207,9 @@ public class OutboxSourceTask extends SourceTask {
           .claimed()
           .forEach(m -> writer.submit(new PendingOutcome.Released(m.messageId(), m.lease())));
       return List.of();
+    }
+    if (!result.claimed().isEmpty()) {
+      idle.claimedRows();
     }
     metrics.claimed.addAndGet(result.claimed().size());
     return map(result.claimed());
