@@ -53,20 +53,25 @@ public final class BenchmarkMain {
       if (options.runs(Scenario.LATENCY)) {
         Latency latency = new Latency(pg, connect, options);
         for (int run = 1; run <= options.runs; run++) {
-          for (int rate : options.latencyRates) {
-            Latency.Result r = latency.run(rate);
-            results.latency.computeIfAbsent(rate, k -> new ArrayList<>()).add(r);
-            results.record("latency", rate + "/s", run, r.toString());
-            Progress.log(
-                "latency %d/s run %d: p50 %.1f ms, p99 %.1f ms, max %.1f ms, achieved %.0f/s, load %.2f"
-                    .formatted(
-                        rate,
-                        run,
-                        r.p50Micros() / 1e3,
-                        r.p99Micros() / 1e3,
-                        r.maxMicros() / 1e3,
-                        r.achievedRate(),
-                        r.loadAverage()));
+          for (boolean notify : options.latencyNotifyOff ? List.of(true, false) : List.of(true)) {
+            for (int rate : options.latencyRates) {
+              Latency.Result r = latency.run(rate, notify);
+              (notify ? results.latency : results.latencyNotifyOff)
+                  .computeIfAbsent(rate, k -> new ArrayList<>())
+                  .add(r);
+              String label = rate + "/s" + (notify ? "" : " notify off");
+              results.record("latency", label, run, r.toString());
+              Progress.log(
+                  "latency %s run %d: p50 %.1f ms, p99 %.1f ms, max %.1f ms, achieved %.0f/s, load %.2f"
+                      .formatted(
+                          label,
+                          run,
+                          r.p50Micros() / 1e3,
+                          r.p99Micros() / 1e3,
+                          r.maxMicros() / 1e3,
+                          r.achievedRate(),
+                          r.loadAverage()));
+            }
           }
         }
       }

@@ -25,6 +25,7 @@ import java.util.concurrent.locks.LockSupport;
 final class Latency {
   record Result(
       int rate,
+      boolean insertNotification,
       int rows,
       double achievedRate,
       long p50Micros,
@@ -49,7 +50,12 @@ final class Latency {
     this.options = options;
   }
 
-  Result run(int rate) throws Exception {
+  /**
+   * @param notify false to switch the insert trigger's notification off for the database (schema
+   *     version 5), as operators do where inserts must share WAL flushes; the connector then relies
+   *     on its polling
+   */
+  Result run(int rate, boolean notify) throws Exception {
     int id = RUNS.incrementAndGet();
     String name = "latency-" + id;
     String topic = "bench-latency-" + id;
@@ -71,6 +77,14 @@ final class Latency {
               options.batchSize,
               java.util.Map.of(),
               0);
+      if (!notify) {
+        try (Connection c = BenchPostgres.connect(url);
+            java.sql.Statement s = c.createStatement()) {
+          s.execute(
+              "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET outbox_relay.notify = ''off''',"
+                  + " current_database()); END $$");
+        }
+      }
       connect.createConnector(name, Drain.connectorConfig(config, url), options.latencyTasks);
       pg.checkpoint();
       double load = Machine.loadAverage();
@@ -157,6 +171,7 @@ final class Latency {
         double achieved = measuredRows / ((insertsDone - measuredStart) / 1e9);
         return new Result(
             rate,
+            notify,
             measuredRows,
             achieved,
             Stats.percentile(latencies, 50),

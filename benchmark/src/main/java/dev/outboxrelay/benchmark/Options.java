@@ -37,6 +37,7 @@ final class Options {
   Duration latencyDuration = Duration.ofSeconds(60);
   Duration latencyWarmup = Duration.ofSeconds(5);
   int latencyTasks = 2;
+  boolean latencyNotifyOff = true;
   int scaleRetained = 1_000_000;
   int scalePending = 10_000;
   int scaleClaims = 200;
@@ -77,6 +78,7 @@ final class Options {
         case "--latency-warmup-seconds" ->
             o.latencyWarmup = Duration.ofSeconds(Integer.parseInt(v));
         case "--latency-tasks" -> o.latencyTasks = positive(flag, v);
+        case "--latency-notify-off" -> o.latencyNotifyOff = Boolean.parseBoolean(v);
         case "--scale-retained" -> o.scaleRetained = positive(flag, v);
         case "--scale-pending" -> o.scalePending = positive(flag, v);
         case "--scale-claims" -> o.scaleClaims = positive(flag, v);
@@ -128,6 +130,7 @@ final class Options {
           --latency-seconds N        measured duration per rate (60)
           --latency-warmup-seconds N unmeasured lead-in (5)
           --latency-tasks N          tasks.max of the latency runs (2)
+          --latency-notify-off BOOL  also run each rate with the insert notification off (true)
           --scale-retained N         PUBLISHED rows kept in the table (1000000)
           --scale-pending N          pending rows the claims run against (10000)
           --scale-claims N           timed claims per table (200)

@@ -84,24 +84,28 @@ final class ReportWriter {
             .formatted(r.options.latencyTasks));
     line("");
     line(
-        "| rate | measured rows | achieved rows/s | p50 ms | p99 ms | p99.9 ms | max ms | insert+commit p50 / p99 ms | load avg |");
-    line("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    r.latency.forEach(
-        (rate, runs) ->
-            line(
-                "| %d/s | %d | %s | %s | %s | %s | %s | %s / %s | %s |"
-                    .formatted(
-                        rate,
-                        runs.get(0).rows(),
-                        fmt(runs, Latency.Result::achievedRate, "%.0f"),
-                        fmt(runs, x -> x.p50Micros() / 1e3, "%.1f"),
-                        fmt(runs, x -> x.p99Micros() / 1e3, "%.1f"),
-                        fmt(runs, x -> x.p999Micros() / 1e3, "%.1f"),
-                        fmt(runs, x -> x.maxMicros() / 1e3, "%.1f"),
-                        fmt(runs, x -> x.insertP50Micros() / 1e3, "%.1f"),
-                        fmt(runs, x -> x.insertP99Micros() / 1e3, "%.1f"),
-                        fmt(runs, Latency.Result::loadAverage, "%.2f"))));
+        "| rate | insert notification | measured rows | achieved rows/s | p50 ms | p99 ms | p99.9 ms | max ms | insert+commit p50 / p99 ms | load avg |");
+    line("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    r.latency.forEach((rate, runs) -> latencyRow(rate, "on (default)", runs));
+    r.latencyNotifyOff.forEach((rate, runs) -> latencyRow(rate, "off", runs));
     line("");
+  }
+
+  private void latencyRow(int rate, String notify, List<Latency.Result> runs) {
+    line(
+        "| %d/s | %s | %d | %s | %s | %s | %s | %s | %s / %s | %s |"
+            .formatted(
+                rate,
+                notify,
+                runs.get(0).rows(),
+                fmt(runs, Latency.Result::achievedRate, "%.0f"),
+                fmt(runs, x -> x.p50Micros() / 1e3, "%.1f"),
+                fmt(runs, x -> x.p99Micros() / 1e3, "%.1f"),
+                fmt(runs, x -> x.p999Micros() / 1e3, "%.1f"),
+                fmt(runs, x -> x.maxMicros() / 1e3, "%.1f"),
+                fmt(runs, x -> x.insertP50Micros() / 1e3, "%.1f"),
+                fmt(runs, x -> x.insertP99Micros() / 1e3, "%.1f"),
+                fmt(runs, Latency.Result::loadAverage, "%.2f")));
   }
 
   private void scale() {

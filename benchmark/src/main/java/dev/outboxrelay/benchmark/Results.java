@@ -30,6 +30,10 @@ final class Results {
   final Map<String, List<Drain.Result>> drains = new LinkedHashMap<>();
   final Map<String, Drain.Config> drainConfigs = new LinkedHashMap<>();
   final Map<Integer, List<Latency.Result>> latency = new TreeMap<>();
+
+  /** The same rates with the insert trigger's notification switched off. */
+  final Map<Integer, List<Latency.Result>> latencyNotifyOff = new TreeMap<>();
+
   final List<ClaimScale.Result> scale = new ArrayList<>();
   MemoryRun.Result memory;
 
