@@ -11,6 +11,17 @@ final class OutboxSql {
   private static final String CLOCK =
       "clock AS (SELECT COALESCE(CAST(? AS timestamptz), statement_timestamp()) AS now)";
 
+  /**
+   * The clock of a claim, which also commits the claim without waiting for its WAL flush
+   * (transaction-local, so pooled connections keep the server's setting). Safe because a claim is
+   * only a lease: lost in a database crash, its row is simply claimable again, the holder's outcome
+   * write is fenced off or reported as a lost claim, and an outcome made durable later flushes the
+   * claim's WAL before its own. A volatile function keeps this CTE evaluated and not inlined.
+   */
+  private static final String CLAIM_CLOCK =
+      "clock AS (SELECT COALESCE(CAST(? AS timestamptz), statement_timestamp()) AS now,"
+          + " set_config('synchronous_commit', 'off', true) AS commit_mode)";
+
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
 
   /** Columns a claim returns, prefixed by the UPDATE's alias. */
@@ -101,7 +112,7 @@ final class OutboxSql {
 
     claimUnordered =
         "WITH "
-            + CLOCK
+            + CLAIM_CLOCK
             + ", candidate AS (SELECT o.seq FROM "
             + t
             + " o, clock WHERE o.instance_key = ANY (?) AND "
@@ -286,7 +297,7 @@ final class OutboxSql {
       String affinity,
       String claimUpdate) {
     return "WITH "
-        + CLOCK
+        + CLAIM_CLOCK
         + ", candidate AS (SELECT o.seq, o.instance_key, o.aggregate_id FROM "
         + t
         + " o, clock WHERE o.instance_key = ANY (?) AND "

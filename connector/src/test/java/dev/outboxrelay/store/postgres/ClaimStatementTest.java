@@ -24,14 +24,16 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The claims' plans on a drain-like table: a backlog over many aggregates, with batches of one
- * owner already in flight. A claim must read the active-rows index in seq order up to its limit and
- * probe each candidate's aggregate by index: the plans the benchmark found slow were a sort of the
- * whole share (an affinity estimated at 0.5 % of the rows) and a nested loop over every in-flight
- * row (an ordering check pulled up into an anti-join), costs that grow with the backlog or with
- * what is in flight.
+ * The claim statements on a drain-like table: their plans, and how they commit.
+ *
+ * <p>Plans, on a drain-like table: a backlog over many aggregates, with batches of one owner
+ * already in flight. A claim must read the active-rows index in seq order up to its limit and probe
+ * each candidate's aggregate by index: the plans the benchmark found slow were a sort of the whole
+ * share (an affinity estimated at 0.5 % of the rows) and a nested loop over every in-flight row (an
+ * ordering check pulled up into an anti-join), costs that grow with the backlog or with what is in
+ * flight.
  */
-class ClaimPlanTest {
+class ClaimStatementTest {
   private static final OutboxTable TABLE = OutboxTable.parse("outbox");
   private static HikariDataSource dataSource;
   private static PostgresOutboxStore store;
@@ -106,6 +108,34 @@ class ClaimPlanTest {
     }
     assertFalse(step.isEmpty(), plan);
     return step.toString();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("claims")
+  void aClaimCommitsWithoutWaitingForItsFlushAndLeavesTheSessionAsItWas(
+      String name, ClaimRequest request) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      assertEquals("on", show(c));
+      c.setAutoCommit(false);
+      try (PreparedStatement ps = c.prepareStatement(store.claimStatement(request))) {
+        store.bindClaim(c, ps, request.withLimit(1));
+        try (ResultSet rs = ps.executeQuery()) {
+          assertTrue(rs.next(), "claims a row");
+        }
+      }
+      assertEquals("off", show(c), "the claim's own transaction");
+      c.rollback();
+      c.setAutoCommit(true);
+      assertEquals("on", show(c), "the pooled connection after the claim");
+    }
+  }
+
+  private static String show(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SHOW synchronous_commit")) {
+      rs.next();
+      return rs.getString(1);
+    }
   }
 
   private static String explain(ClaimRequest request) throws SQLException {
