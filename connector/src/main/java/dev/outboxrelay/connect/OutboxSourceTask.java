@@ -335,6 +335,11 @@ public class OutboxSourceTask extends SourceTask {
     }
     stopped = true;
     stopping = true;
+    if (metrics != null) {
+      // Now, not after the late-ack grace: a replacement instance of this task may start at once
+      // and must be able to register the same metric names.
+      metrics.unregister();
+    }
     if (wake != null) {
       wake.wake();
     }

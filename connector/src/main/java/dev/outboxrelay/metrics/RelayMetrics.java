@@ -13,6 +13,8 @@ import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.metrics.stats.Avg;
 import org.apache.kafka.common.metrics.stats.Max;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A task's metrics. Counts are kept here (tests and logs read them) and exposed through Connect's
@@ -39,9 +41,11 @@ public final class RelayMetrics {
   private final AtomicLong outcomeWriteTotalMs = new AtomicLong();
   private final AtomicLong outcomeWrites = new AtomicLong();
 
+  private static final Logger log = LoggerFactory.getLogger(RelayMetrics.class);
+
   private final List<MetricName> registered = new ArrayList<>();
   private PluginMetrics pluginMetrics;
-  private Sensor outcomeWriteSensor;
+  private volatile Sensor outcomeWriteSensor;
 
   public RelayMetrics() {
     for (MessageStatus s : MessageStatus.values()) {
@@ -52,7 +56,7 @@ public final class RelayMetrics {
   }
 
   /** Exposes every metric through Connect; a no-op for workers older than Kafka 4.1. */
-  public void register(PluginMetricsSource source) {
+  public synchronized void register(PluginMetricsSource source) {
     PluginMetrics metrics;
     try {
       metrics = source.get();
@@ -63,6 +67,19 @@ public final class RelayMetrics {
       return;
     }
     this.pluginMetrics = metrics;
+    try {
+      registerAll(metrics);
+    } catch (IllegalArgumentException e) {
+      // An earlier instance of this task still holds the names: its thread has not returned
+      // (Connect gave up on a graceful stop). Run without exposed metrics rather than fail.
+      log.warn(
+          "Metrics of an earlier instance of this task are still registered; this instance runs"
+              + " without exposing its metrics until it restarts (reason=METRICS_NAME_TAKEN)");
+      unregister();
+    }
+  }
+
+  private void registerAll(PluginMetrics metrics) {
     gauge("claimed-total", "Rows claimed under a lease (records).", claimed::get);
     gauge(
         "published-total",
@@ -123,8 +140,9 @@ public final class RelayMetrics {
     outcomeWrites.incrementAndGet();
     outcomeWriteTotalMs.addAndGet(millis);
     outcomeWriteMaxMs.accumulateAndGet(millis, Math::max);
-    if (outcomeWriteSensor != null) {
-      outcomeWriteSensor.record(millis);
+    Sensor sensor = outcomeWriteSensor;
+    if (sensor != null) {
+      sensor.record(millis);
     }
   }
 
@@ -138,17 +156,20 @@ public final class RelayMetrics {
     return value == null ? 0 : value.get();
   }
 
-  public void unregister() {
+  public synchronized void unregister() {
     if (pluginMetrics == null) {
       return;
     }
     try {
       registered.forEach(pluginMetrics::removeMetric);
-      pluginMetrics.removeSensor("outcome-write-latency");
+      if (outcomeWriteSensor != null) {
+        pluginMetrics.removeSensor("outcome-write-latency");
+      }
     } catch (RuntimeException e) {
       // The worker may already have closed the plugin's metrics.
     }
     registered.clear();
+    outcomeWriteSensor = null;
     pluginMetrics = null;
   }
 

@@ -1,0 +1,70 @@
+package dev.outboxrelay.metrics;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Registration against Kafka's own plugin metrics, as a Connect worker hands them to a task. */
+class RelayMetricsTest {
+  private final Metrics registry = new Metrics();
+
+  @AfterEach
+  void close() {
+    registry.close();
+  }
+
+  private PluginMetricsImpl taskMetrics() {
+    return new PluginMetricsImpl(registry, Map.of("connector", "orders", "task", "0"));
+  }
+
+  private Object value(String name) {
+    for (Map.Entry<MetricName, ? extends org.apache.kafka.common.Metric> e :
+        registry.metrics().entrySet()) {
+      if (e.getKey().name().equals(name)) {
+        return e.getValue().metricValue();
+      }
+    }
+    return null;
+  }
+
+  @Test
+  void aReplacementStartsWhileTheOldInstanceStillHoldsTheNamesAndTakesThemOnItsNextStart() {
+    RelayMetrics old = new RelayMetrics();
+    old.register(this::taskMetrics);
+    old.claimed.set(7);
+    assertEquals(7.0, ((Number) value("claimed-total")).doubleValue());
+
+    // Connect starts the replacement while the old instance's thread has not returned.
+    RelayMetrics replacement = new RelayMetrics();
+    replacement.register(this::taskMetrics); // does not throw: the task must not fail for this
+    replacement.claimed.set(3);
+    assertEquals(7.0, ((Number) value("claimed-total")).doubleValue(), "the old names stay");
+    replacement.recordOutcomeWrite(5); // and recording without exposed metrics is harmless
+
+    old.unregister();
+    assertTrue(value("claimed-total") == null, "the old instance removed its names");
+    RelayMetrics next = new RelayMetrics();
+    next.register(this::taskMetrics);
+    next.claimed.set(1);
+    assertEquals(1.0, ((Number) value("claimed-total")).doubleValue());
+    next.recordOutcomeWrite(5);
+    assertEquals(5.0, ((Number) value("outcome-write-latency-max-ms")).doubleValue());
+  }
+
+  @Test
+  void unregisterRemovesEverythingAndIsIdempotent() {
+    RelayMetrics metrics = new RelayMetrics();
+    metrics.register(this::taskMetrics);
+    assertFalse(registry.metrics().keySet().stream().noneMatch(n -> n.group().equals("plugins")));
+    metrics.unregister();
+    metrics.unregister();
+    assertTrue(registry.metrics().keySet().stream().noneMatch(n -> n.group().equals("plugins")));
+  }
+}
