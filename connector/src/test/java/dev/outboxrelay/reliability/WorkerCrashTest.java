@@ -38,14 +38,18 @@ class WorkerCrashTest {
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
 
-      // Kill it while its task holds rows: freeze it, and kill it if it holds some (else thaw
-      // it and try again), so the kill cannot race with its last outcome write.
+      // Kill it while its task holds rows: once it is seen holding some, freeze it, and kill it
+      // if it still holds some (else thaw it and try again), so the kill cannot race with its
+      // last outcome write. Rows are held for milliseconds only, hence the short poll.
       String[] victimTaskPatterns = ownerPatterns(s.mainConnector, victimTasks);
       ConnectKit.awaitTrue(
           "the victim frozen while its task holds leases",
           Scenario.DRAIN,
-          Duration.ofMillis(300),
+          Duration.ofMillis(5),
           () -> {
+            if (heldByOwnerLike(s, victimTaskPatterns) == 0) {
+              return false;
+            }
             victim.freeze();
             if (heldByOwnerLike(s, victimTaskPatterns) > 0) {
               return true;
