@@ -1,6 +1,5 @@
 package dev.outboxrelay.reliability;
 
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.Verdict.Figures;
@@ -32,40 +31,45 @@ class WorkerCrashTest {
         Scenario s = Scenario.open(kit, "worker-crash")) {
       ConnectKit.awaitTrue("the victim worker joins", ConnectKit.STARTUP, victim::healthy);
       s.deploy(s.mainConfig(MAIN_TASKS), s.otherConfig(2));
-      Set<Integer> victimTasks = tasksOn(kit.status(s.mainConnector), victim.workerId());
-      assertFalse(
-          victimTasks.isEmpty(), () -> "no task on the victim: " + kit.status(s.mainConnector));
+      // The victim's task instances, by the lease owners its own log names: a status read right
+      // after deployment can predate a rebalance that moves a task to another worker.
+      ConnectKit.awaitTrue(
+          "a task of the main connector on the victim",
+          ConnectKit.STARTUP,
+          () -> !victim.leaseOwners(s.mainConnector).isEmpty());
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
 
       // Kill it while its task holds rows: once it is seen holding some, freeze it, and kill it
       // if it still holds some (else thaw it and try again), so the kill cannot race with its
-      // last outcome write. Rows are held for milliseconds only, hence the short poll.
-      String[] victimTaskPatterns = ownerPatterns(s.mainConnector, victimTasks);
+      // last outcome write. Rows are held for milliseconds only, hence the short poll; the owners
+      // are re-read from the log now and then, in case a task was restarted on the victim.
+      VictimOwners owners = new VictimOwners(victim, s.mainConnector);
       ConnectKit.awaitTrue(
           "the victim frozen while its task holds leases",
           Scenario.DRAIN,
           Duration.ofMillis(5),
           () -> {
-            if (heldByOwnerLike(s, victimTaskPatterns) == 0) {
+            if (heldBy(s, owners.current()) == 0) {
               return false;
             }
             victim.freeze();
-            if (heldByOwnerLike(s, victimTaskPatterns) > 0) {
+            if (heldBy(s, owners.current()) > 0) {
               return true;
             }
             victim.thaw();
             return false;
           });
-      // The lease owners of the frozen task instances (their replacements will have new ones).
+      // The owners that hold rows at the freeze (their replacements will have new ones).
       String[] victimOwners =
           s.db
               .map(
                   "SELECT DISTINCT lease_owner, lease_owner FROM outbox"
-                      + " WHERE status = 'IN_FLIGHT' AND lease_owner LIKE ANY (?)",
-                  (Object) victimTaskPatterns)
+                      + " WHERE status = 'IN_FLIGHT' AND lease_owner = ANY (?)",
+                  (Object) owners.current())
               .keySet()
               .toArray(String[]::new);
+      String victimTasks = String.join(", ", victimOwners);
       victim.kill();
       long heldAtDeath = heldBy(s, victimOwners);
       long killedAt = System.nanoTime();
@@ -90,7 +94,7 @@ class WorkerCrashTest {
         Figures f = Verdict.check(s, Map.of(), elsewhere);
         assertTrue(f.reclaimedRows() > 0, f::toString);
         Scenario.report(
-            "|  | worker-crash: tasks "
+            "|  | worker-crash: task instances "
                 + victimTasks
                 + " killed holding "
                 + heldAtDeath
@@ -107,27 +111,8 @@ class WorkerCrashTest {
     return Duration.ofNanos(System.nanoTime() - nanos).toSeconds();
   }
 
-  private static Set<Integer> tasksOn(ConnectorStateInfo status, String workerId) {
-    Set<Integer> tasks = new HashSet<>();
-    status.tasks().stream()
-        .filter(t -> workerId.equals(t.workerId()))
-        .forEach(t -> tasks.add(t.id()));
-    return tasks;
-  }
-
   private static boolean onWorker(ConnectorStateInfo status, String workerId) {
     return status.tasks().stream().anyMatch(t -> workerId.equals(t.workerId()));
-  }
-
-  private static String[] ownerPatterns(String connector, Set<Integer> tasks) {
-    return tasks.stream().map(t -> connector + "/task-" + t + "/%").toArray(String[]::new);
-  }
-
-  /** IN_FLIGHT rows held by any instance of the given tasks (LIKE patterns). */
-  private static long heldByOwnerLike(Scenario s, String[] ownerPatterns) {
-    return s.db.count(
-        "SELECT count(*) FROM outbox WHERE status = 'IN_FLIGHT' AND lease_owner LIKE ANY (?)",
-        (Object) ownerPatterns);
   }
 
   /** IN_FLIGHT rows held by exactly these lease owners. */
@@ -135,5 +120,26 @@ class WorkerCrashTest {
     return s.db.count(
         "SELECT count(*) FROM outbox WHERE status = 'IN_FLIGHT' AND lease_owner = ANY (?)",
         (Object) owners);
+  }
+
+  /** The victim's lease owners of the main connector, re-read from its log every 250 ms. */
+  private static final class VictimOwners {
+    private final WorkerProcess victim;
+    private final String connector;
+    private String[] owners = new String[0];
+    private long readAt;
+
+    VictimOwners(WorkerProcess victim, String connector) {
+      this.victim = victim;
+      this.connector = connector;
+    }
+
+    String[] current() {
+      if (owners.length == 0 || System.nanoTime() - readAt > Duration.ofMillis(250).toNanos()) {
+        owners = victim.leaseOwners(connector).toArray(String[]::new);
+        readAt = System.nanoTime();
+      }
+      return owners;
+    }
   }
 }

@@ -29,6 +29,8 @@ import java.util.regex.Pattern;
 final class WorkerProcess implements AutoCloseable {
   private static final Pattern CLAIM_LOST =
       Pattern.compile("Claim lost: outcome \\S+ not recorded for message_id=(\\S+) ");
+  private static final Pattern STARTED_AS =
+      Pattern.compile("Started outbox-relay task \\S+ as lease owner (\\S+) for instance keys");
 
   private final Process process;
   private final int port;
@@ -63,6 +65,7 @@ final class WorkerProcess implements AutoCloseable {
         props.store(out, "external worker of the reliability suite");
       }
       Path log = dir.resolve("worker.log");
+      Files.deleteIfExists(log); // a log of this run only: owners and claim-lost lines are read
       Path logConfig = dir.resolve("log4j2.xml");
       Files.writeString(logConfig, logConfig(log), StandardCharsets.UTF_8);
       List<String> command = new ArrayList<>();
@@ -179,21 +182,36 @@ final class WorkerProcess implements AutoCloseable {
 
   /** Message ids of the claim-lost lines this worker logged (before it died, if it did). */
   List<String> claimLost() {
-    List<String> ids = new ArrayList<>();
+    return matches(CLAIM_LOST);
+  }
+
+  /** The first group of every log line matching the pattern. */
+  private List<String> matches(Pattern pattern) {
+    List<String> found = new ArrayList<>();
     if (!Files.exists(log)) {
-      return ids;
+      return found;
     }
     try {
       for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
-        Matcher m = CLAIM_LOST.matcher(line);
+        Matcher m = pattern.matcher(line);
         if (m.find()) {
-          ids.add(m.group(1));
+          found.add(m.group(1));
         }
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return ids;
+    return found;
+  }
+
+  /**
+   * Lease owners of the task instances of a connector this worker started (from its log). Task
+   * statuses can lag a rebalance; an owner started in this JVM is certainly this worker's.
+   */
+  List<String> leaseOwners(String connector) {
+    return matches(STARTED_AS).stream()
+        .filter(owner -> owner.startsWith(connector + "/task-"))
+        .toList();
   }
 
   Path log() {
