@@ -67,6 +67,11 @@ public final class OutboxTable {
     return qualify(name + "_notify_inserted");
   }
 
+  /** An index of this table (indexes live in the table's schema), quoted. */
+  public String qualifiedIndex(String suffix) {
+    return qualify(name + "_" + suffix);
+  }
+
   /**
    * The LISTEN/NOTIFY channel on which inserts into this table are announced; the payload is the
    * instance key.

@@ -46,14 +46,14 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(5, migrator.migrate());
+    assertEquals(6, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
   }
 
   @ParameterizedTest(name = "upgrade from V{0}")
-  @ValueSource(strings = {"1", "2", "3", "4"})
+  @ValueSource(strings = {"1", "2", "3", "4", "5"})
   void upgradesFromEveryEarlierVersionKeepingRowsAndQuarantiningLegacyOnes(String from)
       throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
@@ -114,9 +114,26 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(5, migrator("outbox_a").migrate());
-    assertEquals(5, migrator("outbox_b").migrate());
+    assertEquals(6, migrator("outbox_a").migrate());
+    assertEquals(6, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
+  }
+
+  @Test
+  void version6DropsTheUnusedActiveIndexAlsoInAnotherSchema() throws SQLException {
+    exec("CREATE SCHEMA app");
+    for (String table : new String[] {"outbox", "app.outbox"}) {
+      SchemaMigrator migrator = migrator(table);
+      migrator.migrateTo("5");
+      String schema = table.contains(".") ? "app" : "public";
+      String indexes =
+          "SELECT count(*)::text FROM pg_indexes WHERE schemaname = '"
+              + schema
+              + "' AND indexname = 'outbox_active_idx'";
+      assertEquals("1", queryString(indexes), table + " at version 5");
+      migrator.migrate();
+      assertEquals("0", queryString(indexes), table + " at version 6");
+    }
   }
 
   @Test
@@ -134,6 +151,14 @@ class SchemaMigrationTest {
     // Claims filter by instance_key = ANY (...): only the (seq) index returns them in order
     // without walking the PUBLISHED rows.
     assertTrue(plan.contains("outbox_active_seq_idx"), plan);
+    // The backlog counts read an index of the active rows, not the retained PUBLISHED ones.
+    String counts =
+        queryLines(
+            "EXPLAIN (FORMAT TEXT) SELECT status, count(*) FROM outbox"
+                + " WHERE instance_key = ANY ('{eu}')"
+                + " AND status IN ('PENDING', 'AMBIGUOUS', 'IN_FLIGHT') GROUP BY status");
+    assertTrue(counts.contains("outbox_active_"), counts);
+    assertFalse(counts.contains("Seq Scan"), counts);
   }
 
   private String queryLines(String sql) throws SQLException {
