@@ -8,6 +8,9 @@ import dev.outboxrelay.store.OutboxStoreException;
  * a password or row data.
  */
 public final class CliException extends RuntimeException {
+  /** SQLState of a statement cancelled by a timeout or on request. */
+  private static final String QUERY_CANCELED = "57014";
+
   private final int exitCode;
 
   private CliException(int exitCode, String message) {
@@ -34,7 +37,12 @@ public final class CliException extends RuntimeException {
 
   /** A classified store failure; its message carries only the reason code and SQLState. */
   public static CliException database(OutboxStoreException e) {
-    return new CliException(ExitCode.DATABASE, e.getMessage() + ": " + hint(e.kind()));
+    String hint =
+        QUERY_CANCELED.equals(e.sqlState())
+            ? "the statement was cancelled, by --statement-timeout or the server's"
+                + " statement_timeout; a requeue keeps the batches it finished (run it again)"
+            : hint(e.kind());
+    return new CliException(ExitCode.DATABASE, e.getMessage() + ": " + hint);
   }
 
   private static String hint(OutboxStoreException.Kind kind) {

@@ -56,6 +56,16 @@ public final class ConnectionOptions {
       description = "Give up connecting after this many seconds. Default: ${DEFAULT-VALUE}.")
   int connectTimeoutSeconds;
 
+  @Option(
+      names = "--statement-timeout",
+      paramLabel = "SECONDS",
+      defaultValue = "0",
+      description =
+          "Cancel any statement that runs longer than this many seconds (PostgreSQL"
+              + " statement_timeout, set for the CLI's sessions only); 0 keeps the server's"
+              + " setting. Default: ${DEFAULT-VALUE}.")
+  int statementTimeoutSeconds;
+
   /** Resolves options, then the environment; fails as a usage error, never echoing a value. */
   public ConnectionSettings resolve(Map<String, String> env) {
     String url = firstNonBlank(jdbcUrl, env.get(JDBC_URL_ENV));
@@ -68,11 +78,15 @@ public final class ConnectionOptions {
     if (connectTimeoutSeconds < 1 || connectTimeoutSeconds > 3600) {
       throw CliException.usage("--connect-timeout must be between 1 and 3600 seconds");
     }
+    if (statementTimeoutSeconds < 0 || statementTimeoutSeconds > 86_400) {
+      throw CliException.usage("--statement-timeout must be between 0 and 86400 seconds");
+    }
     return new ConnectionSettings(
         url,
         firstNonBlank(user, env.get(USER_ENV)),
         resolvePassword(env),
-        Duration.ofSeconds(connectTimeoutSeconds));
+        Duration.ofSeconds(connectTimeoutSeconds),
+        Duration.ofSeconds(statementTimeoutSeconds));
   }
 
   private String resolvePassword(Map<String, String> env) {

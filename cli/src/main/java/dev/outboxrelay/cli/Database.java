@@ -54,6 +54,11 @@ public final class Database implements AutoCloseable {
     String seconds = Long.toString(settings.connectTimeout().toSeconds());
     config.addDataSourceProperty("connectTimeout", seconds);
     config.addDataSourceProperty("loginTimeout", seconds);
+    if (!settings.statementTimeout().isZero()) {
+      // A startup option of the CLI's own sessions; a cancelled statement fails with 57014.
+      config.addDataSourceProperty(
+          "options", "-c statement_timeout=" + settings.statementTimeout().toMillis());
+    }
     try {
       return new Database(new HikariDataSource(config), table);
     } catch (RuntimeException e) {

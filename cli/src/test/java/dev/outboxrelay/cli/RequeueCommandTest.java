@@ -12,7 +12,9 @@ import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
+import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -105,6 +107,63 @@ class RequeueCommandTest {
       assertRequeued(before.get(id), after.get(id));
     }
     assertUnchangedExcept(before, after, "us-failed-1", "us-failed-2", "us-exhausted-1");
+  }
+
+  @Test
+  void allAndCorrelationIdRunInBatchesWithTheSameResult() throws SQLException {
+    Cli.Result all = outbox.cli().forKey("us", "requeue", "--all", "--batch-size", "1", "--json");
+    assertEquals(ExitCode.OK, all.exitCode(), all::toString);
+    assertEquals(3, all.json().get("requeued").asLong());
+    Cli.Result byCorrelation =
+        outbox.cli().forKey("eu", "requeue", "--correlation-id", "c-1", "--batch-size", "1");
+    assertEquals(ExitCode.OK, byCorrelation.exitCode(), byCorrelation::toString);
+    assertEquals("requeued 2 row(s) of instance key eu (EXHAUSTED, FAILED)\n", byCorrelation.out());
+
+    Map<String, RowState> after = outbox.snapshot();
+    List<String> requeued =
+        List.of("us-failed-1", "us-failed-2", "us-exhausted-1", "eu-failed-1", "eu-exhausted-1");
+    requeued.forEach(id -> assertRequeued(before.get(id), after.get(id)));
+    assertUnchangedExcept(before, after, requeued.toArray(String[]::new));
+  }
+
+  @Test
+  void aCancelledRequeueKeepsTheBatchesItFinishedAndARerunContinues() throws SQLException {
+    // Another transaction holds the last parked row of "us": the batch that reaches it waits,
+    // and the statement timeout cancels it.
+    try (Connection holder = outbox.dataSource.getConnection()) {
+      holder.setAutoCommit(false);
+      try (Statement s = holder.createStatement()) {
+        s.executeQuery("SELECT 1 FROM outbox WHERE message_id = 'us-exhausted-1' FOR UPDATE")
+            .close();
+      }
+      Cli.Result cancelled =
+          outbox
+              .cli()
+              .forKey("us", "requeue", "--all", "--batch-size", "1", "--statement-timeout", "1");
+      holder.rollback();
+
+      assertEquals(ExitCode.DATABASE, cancelled.exitCode(), cancelled::toString);
+      assertTrue(cancelled.err().contains("SQLState 57014"), cancelled::toString);
+      assertTrue(cancelled.err().contains("run it again"), cancelled::toString);
+    }
+    Map<String, RowState> partly = outbox.snapshot();
+    assertRequeued(before.get("us-failed-1"), partly.get("us-failed-1"));
+    assertRequeued(before.get("us-failed-2"), partly.get("us-failed-2"));
+    assertUnchangedExcept(before, partly, "us-failed-1", "us-failed-2");
+
+    Cli.Result rerun = outbox.cli().forKey("us", "requeue", "--all");
+    assertEquals(ExitCode.OK, rerun.exitCode(), rerun::toString);
+    assertEquals("requeued 1 row(s) of instance key us (EXHAUSTED, FAILED)\n", rerun.out());
+    assertRequeued(before.get("us-exhausted-1"), outbox.snapshot().get("us-exhausted-1"));
+  }
+
+  @Test
+  void batchSizeIsBounded() {
+    for (String size : List.of("0", "100001")) {
+      Cli.Result r = outbox.cli().forKey("eu", "requeue", "--all", "--batch-size", size);
+      assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+      assertEquals("error: --batch-size must be between 1 and 100000\n", r.err());
+    }
   }
 
   @Test

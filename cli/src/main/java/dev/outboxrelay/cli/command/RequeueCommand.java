@@ -26,6 +26,8 @@ import picocli.CommandLine.Option;
           + " now, with attempts 0, no failure code and a bumped lease token.",
       "Only rows still parked when the statement runs are changed; rows of other instance keys,"
           + " legacy rows and rows in any other status are never touched.",
+      "By message id it is one statement (all or none); with --all or --correlation-id it runs in"
+          + " batches (--batch-size), so a large parked set is never one long transaction.",
       "Exits with 3 when nothing was (or, with --dry-run, would be) requeued."
     },
     footerHeading = "%nExamples:%n",
@@ -36,6 +38,7 @@ import picocli.CommandLine.Option;
     })
 public final class RequeueCommand extends InstanceCommand {
   static final int MAX_MESSAGE_IDS = 10_000;
+  static final int MAX_BATCH_SIZE = 100_000;
 
   @ArgGroup(exclusive = true, multiplicity = "1")
   Selection selection;
@@ -71,6 +74,16 @@ public final class RequeueCommand extends InstanceCommand {
               + " are poison or dead-lettered: requeue them once the cause is fixed.")
   Set<MessageStatus> statuses;
 
+  @Option(
+      names = "--batch-size",
+      paramLabel = "ROWS",
+      defaultValue = "10000",
+      description =
+          "With --all or --correlation-id: requeue in batches of at most ROWS rows, one"
+              + " transaction each, in insertion order (rows parked after the requeue began are"
+              + " left for the next one; if interrupted, run it again). Default: ${DEFAULT-VALUE}.")
+  int batchSize;
+
   @Option(names = "--dry-run", description = "Only count the rows that would be requeued.")
   boolean dryRun;
 
@@ -81,6 +94,9 @@ public final class RequeueCommand extends InstanceCommand {
 
   @Override
   void validateOptions() {
+    if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
+      throw CliException.usage("--batch-size must be between 1 and " + MAX_BATCH_SIZE);
+    }
     if (statuses != null && !RequeueRequest.PARKED.containsAll(statuses)) {
       throw CliException.usage("--status must be FAILED or EXHAUSTED");
     }
@@ -134,7 +150,7 @@ public final class RequeueCommand extends InstanceCommand {
       }
       return count == 0 ? nothingMatched("no parked row would be requeued") : ExitCode.OK;
     }
-    RequeueReport report = database.operatorStore().requeue(request);
+    RequeueReport report = database.operatorStore().requeue(request, batchSize);
     if (json) {
       ObjectNode node = header();
       node.put("dry_run", false);

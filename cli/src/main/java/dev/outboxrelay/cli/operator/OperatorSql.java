@@ -12,8 +12,10 @@ import java.util.Map;
  *
  * <p>Requeue is the operator's only write besides the relay's own retention delete, and it follows
  * the store's fencing rule: it applies only to rows that are still parked (FAILED or EXHAUSTED)
- * under this instance key when the statement runs, so a row that changed meanwhile is left alone.
+ * under this instance key when its statement runs, so a row that changed meanwhile is left alone.
  * It bumps the lease token, so an outcome from any earlier claim of the row can never apply.
+ * Requeues by correlation id or of all parked rows run in bounded batches, one transaction each, so
+ * that a large parked set never becomes one long transaction.
  */
 final class OperatorSql {
   private static final String PARKED = "('FAILED', 'EXHAUSTED')";
@@ -34,7 +36,9 @@ final class OperatorSql {
   final String inspect;
   final String inspectWithPayload;
   final String requeueMessageIds;
-  final Map<RequeueRequest.Selector, String> requeue = new EnumMap<>(RequeueRequest.Selector.class);
+  final String lastSeq;
+  final Map<RequeueRequest.Selector, String> requeueBatch =
+      new EnumMap<>(RequeueRequest.Selector.class);
   final Map<RequeueRequest.Selector, String> countRequeueable =
       new EnumMap<>(RequeueRequest.Selector.class);
   final String countPurgeable;
@@ -81,7 +85,24 @@ final class OperatorSql {
       String where = parkedOfKey + selectorCondition(selector);
       countRequeueable.put(selector, "SELECT count(*) FROM " + t + where);
       if (selector != RequeueRequest.Selector.MESSAGE_IDS) { // see requeueMessageIds
-        requeue.put(selector, requeueSet + where);
+        // One batch, in insertion order, of the rows between a cursor and the last seq when the
+        // requeue began (rows parked later are left for the next requeue, so a row that fails
+        // again at once cannot keep the loop going). The UPDATE repeats the selection, so a row
+        // that changed since the batch was picked is left alone. Returns the batch's last seq
+        // (the next cursor; null when no row is left) and how many rows were requeued.
+        // Parameters: the selection's, afterSeq, upToSeq, limit, the selection's again.
+        requeueBatch.put(
+            selector,
+            "WITH picked AS (SELECT seq FROM "
+                + t
+                + where
+                + " AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?),"
+                + " requeued AS ("
+                + requeueSet
+                + where
+                + " AND seq IN (SELECT seq FROM picked) RETURNING 1)"
+                + " SELECT (SELECT max(seq) FROM picked) AS last_seq,"
+                + " (SELECT count(*) FROM requeued) AS requeued");
       }
     }
 
@@ -107,6 +128,8 @@ final class OperatorSql {
         "SELECT count(*) FROM "
             + t
             + " WHERE instance_key = ? AND status = 'PUBLISHED' AND published_at < ?";
+
+    lastSeq = "SELECT COALESCE(max(seq), 0) FROM " + t;
 
     // Parameter: the quoted table name, as a value (to_regclass parses it).
     tableExists = "SELECT to_regclass(?) IS NOT NULL";

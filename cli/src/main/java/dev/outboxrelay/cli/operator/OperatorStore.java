@@ -18,10 +18,10 @@ import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
- * The operator commands' reads and their one write (requeue), each a single statement in
- * autocommit, each bound to one instance key. Failures leave as {@link
- * dev.outboxrelay.store.OutboxStoreException}, classified by SQLState and without driver text.
- * Counts, lag and the retention delete are the relay store's own (see {@code PostgresOutboxStore}).
+ * The operator commands' reads and their one write (requeue), each statement in autocommit, each
+ * bound to one instance key. Failures leave as {@link dev.outboxrelay.store.OutboxStoreException},
+ * classified by SQLState and without driver text. Counts, lag and the retention delete are the
+ * relay store's own (see {@code PostgresOutboxStore}).
  */
 public final class OperatorStore {
   private final DataSource dataSource;
@@ -97,7 +97,7 @@ public final class OperatorStore {
   public long countRequeueable(RequeueRequest request) {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(sql.countRequeueable.get(request.selector()))) {
-      bindRequeueSelection(c, ps, request);
+      bindRequeueSelection(c, ps, request, 1);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1);
@@ -109,16 +109,45 @@ public final class OperatorStore {
 
   /**
    * Sets the chosen rows that are still parked back to PENDING, due now, with a fresh attempt
-   * budget and a bumped lease token; one statement, so all or none.
+   * budget and a bumped lease token. By message id: one statement, so all or none. By correlation
+   * id or all: in batches of at most {@code batchSize} rows in insertion order, each its own
+   * transaction, over the rows inserted before the requeue began; if it is interrupted, the batches
+   * done stay done and running it again continues.
    */
-  public RequeueReport requeue(RequeueRequest request) {
+  public RequeueReport requeue(RequeueRequest request, int batchSize) {
+    if (batchSize < 1) {
+      throw new IllegalArgumentException("batchSize must be positive");
+    }
     if (request.selector() == RequeueRequest.Selector.MESSAGE_IDS) {
       return requeueMessageIds(request);
     }
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.requeue.get(request.selector()))) {
-      bindRequeueSelection(c, ps, request);
-      return new RequeueReport(ps.executeUpdate(), List.of());
+    try (Connection c = dataSource.getConnection()) {
+      long upToSeq;
+      try (PreparedStatement ps = c.prepareStatement(sql.lastSeq);
+          ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        upToSeq = rs.getLong(1);
+      }
+      long requeued = 0;
+      long afterSeq = 0;
+      try (PreparedStatement ps = c.prepareStatement(sql.requeueBatch.get(request.selector()))) {
+        while (true) {
+          int next = bindRequeueSelection(c, ps, request, 1);
+          ps.setLong(next++, afterSeq);
+          ps.setLong(next++, upToSeq);
+          ps.setInt(next++, batchSize);
+          bindRequeueSelection(c, ps, request, next);
+          try (ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            long last = rs.getLong("last_seq");
+            if (rs.wasNull()) {
+              return new RequeueReport(requeued, List.of());
+            }
+            requeued += rs.getLong("requeued");
+            afterSeq = last;
+          }
+        }
+      }
     } catch (SQLException e) {
       throw SqlStates.classify(e, "requeue");
     }
@@ -168,17 +197,20 @@ public final class OperatorStore {
     return new RequeueReport.Skipped(messageId, reason, current);
   }
 
-  private static void bindRequeueSelection(
-      Connection c, PreparedStatement ps, RequeueRequest request) throws SQLException {
-    ps.setString(1, InstanceKeys.requireValid(request.instanceKey()));
-    ps.setArray(2, c.createArrayOf("text", request.statusNames()));
+  /** Binds the selection from parameter {@code first} on; returns the next parameter index. */
+  private static int bindRequeueSelection(
+      Connection c, PreparedStatement ps, RequeueRequest request, int first) throws SQLException {
+    int i = first;
+    ps.setString(i++, InstanceKeys.requireValid(request.instanceKey()));
+    ps.setArray(i++, c.createArrayOf("text", request.statusNames()));
     switch (request.selector()) {
-      case MESSAGE_IDS -> ps.setArray(3, c.createArrayOf("text", request.messageIds().toArray()));
-      case CORRELATION_ID -> ps.setString(3, request.correlationId());
+      case MESSAGE_IDS -> ps.setArray(i++, c.createArrayOf("text", request.messageIds().toArray()));
+      case CORRELATION_ID -> ps.setString(i++, request.correlationId());
       case ALL -> {
         // Nothing further: every parked row of the key.
       }
     }
+    return i;
   }
 
   /** How many PUBLISHED rows of the key were published before the cutoff. */
