@@ -60,6 +60,7 @@ public class OutboxSourceTask extends SourceTask {
   private NotificationListener listener;
   private boolean schemaReady;
   private long nextAbandonedProbeMs;
+  private long lastClaimErrorMs = OutcomeWriter.NO_ERROR;
   private boolean drainingForProbe;
   private long shareDrySinceMs = -1;
   private volatile boolean stopping;
@@ -153,6 +154,7 @@ public class OutboxSourceTask extends SourceTask {
     } catch (OutboxStoreException e) {
       metrics.databaseErrors.incrementAndGet();
       if (e.isRetriable()) {
+        lastClaimErrorMs = time.milliseconds();
         log.warn(
             "Database unavailable while claiming (reason={}, sqlState={}); will retry",
             e.reasonCode(),
@@ -176,7 +178,9 @@ public class OutboxSourceTask extends SourceTask {
       return List.of(); // wait for Kafka to acknowledge what we hold
     }
     long now = time.milliseconds();
-    if (now >= nextAbandonedProbeMs) {
+    if (recentDatabaseError(now)) {
+      drainingForProbe = false; // owners first
+    } else if (now >= nextAbandonedProbeMs) {
       drainingForProbe = true;
     }
     ClaimResult result;
@@ -213,6 +217,19 @@ public class OutboxSourceTask extends SourceTask {
     }
     metrics.claimed.addAndGet(result.claimed().size());
     return map(result.claimed());
+  }
+
+  /**
+   * Owners get the first chance after a database error (an outage, a failover): every task's leases
+   * may have run out while their holders could not renew, and their outcome writers renew them or
+   * write their outcomes as soon as the database is back. Probing for abandoned rows at once would
+   * take rows that were never abandoned and re-send them, so the probe waits until a probe interval
+   * has passed without an error in this task's claims or outcome writes.
+   */
+  private boolean recentDatabaseError(long now) {
+    long last = Math.max(lastClaimErrorMs, writer.lastDatabaseErrorMs());
+    return last != OutcomeWriter.NO_ERROR
+        && now - last < settings.abandonedProbeInterval().toMillis();
   }
 
   /**

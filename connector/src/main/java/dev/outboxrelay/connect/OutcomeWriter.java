@@ -36,6 +36,7 @@ final class OutcomeWriter {
   private static final int MAX_BATCH = 1000;
   private static final Duration ERROR_BACKOFF_MIN = Duration.ofMillis(100);
   private static final Duration ERROR_BACKOFF_MAX = Duration.ofSeconds(5);
+  static final long NO_ERROR = Long.MIN_VALUE;
 
   private final OutboxStore store;
   private final InFlightLedger ledger;
@@ -52,6 +53,7 @@ final class OutcomeWriter {
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
   private volatile boolean renewalHealthy = true;
   private volatile long lastPollMs;
+  private volatile long lastDatabaseErrorMs = NO_ERROR;
   private boolean stallReported;
   private long nextRenewalMs;
   private int consecutiveErrors;
@@ -75,6 +77,11 @@ final class OutcomeWriter {
     this.lastPollMs = time.milliseconds();
     this.thread = new Thread(this::run, threadName);
     this.thread.setDaemon(true);
+  }
+
+  /** When a write or renewal of this writer last failed, or {@link #NO_ERROR}. */
+  long lastDatabaseErrorMs() {
+    return lastDatabaseErrorMs;
   }
 
   void start() {
@@ -183,6 +190,7 @@ final class OutcomeWriter {
         consecutiveErrors = 0;
       } catch (OutboxStoreException e) {
         metrics.databaseErrors.incrementAndGet();
+        lastDatabaseErrorMs = time.milliseconds();
         if (!e.isRetriable()) {
           fatal.compareAndSet(null, e);
         }
@@ -341,6 +349,7 @@ final class OutcomeWriter {
       }
     } catch (OutboxStoreException e) {
       metrics.databaseErrors.incrementAndGet();
+      lastDatabaseErrorMs = time.milliseconds();
       renewalHealthy = false;
       if (!e.isRetriable()) {
         fatal.compareAndSet(null, e);

@@ -341,6 +341,31 @@ class OutboxSourceTaskTest {
     assertEquals(List.of("m2"), next.stream().map(SourceOffsets::messageId).toList());
   }
 
+  @Test
+  void afterADatabaseErrorOwnersGetAProbeIntervalToRenewBeforeExpiredLeasesAreTaken() {
+    // m1's lease ran out while the database was away; its owner is alive and about to renew.
+    add("eu", "m1", "a", "{}".getBytes());
+    store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(1), 10, true));
+    clock.advance(Duration.ofSeconds(5));
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    OutboxSourceTask t =
+        startTask(Map.of("lease.duration.ms", "8000", "lease.renewal.interval.ms", "2000"));
+    failing.failing = true;
+    assertThrows(RetriableException.class, t::poll);
+    failing.failing = false;
+
+    // For a probe interval (a quarter of the lease) after the error, m1 is left to its owner.
+    assertNull(t.poll());
+    mockTime.sleep(1999);
+    assertNull(t.poll());
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"));
+    assertEquals(0, store.find("m1").orElseThrow().abandonedClaims());
+    // Its owner did not come back: then it is reclaimed, alone, as any abandoned row.
+    mockTime.sleep(1);
+    assertEquals(List.of("m1"), messageIds(t.poll()));
+  }
+
   /** Delegates to the in-memory store, or fails like a database that went away. */
   static final class FailingStore implements OutboxStore {
     private final OutboxStore delegate;
