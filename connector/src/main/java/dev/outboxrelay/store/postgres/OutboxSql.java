@@ -265,20 +265,17 @@ final class OutboxSql {
             + t
             + " WHERE ? AND instance_key = ANY (?) AND status = 'PUBLISHED' GROUP BY status";
 
-    // Parameters: now, keys[], keys[]. The oldest active row by insertion order: the first entry
-    // of the due rows' index and of the in-flight rows' index (schema version 7), not a scan of
-    // the backlog.
+    // Parameters: now, keys[]. The oldest active row by insertion order: an index lookup, not a
+    // scan of the backlog.
     lag =
         "WITH "
             + CLOCK
-            + " SELECT GREATEST(0, EXTRACT(EPOCH FROM (clock.now - oldest.created_at)) * 1000)::bigint"
-            + " FROM clock, ((SELECT o.seq, o.created_at FROM "
+            + " SELECT GREATEST(0, EXTRACT(EPOCH FROM (clock.now - o.created_at)) * 1000)::bigint"
+            + " FROM "
             + t
-            + " o WHERE o.instance_key = ANY (?) AND o.status IN ('PENDING', 'AMBIGUOUS')"
-            + " ORDER BY o.seq LIMIT 1) UNION ALL (SELECT o.seq, o.created_at FROM "
-            + t
-            + " o WHERE o.instance_key = ANY (?) AND o.status = 'IN_FLIGHT'"
-            + " ORDER BY o.seq LIMIT 1)) oldest ORDER BY oldest.seq LIMIT 1";
+            + " o, clock WHERE o.instance_key = ANY (?) AND o.status IN "
+            + ACTIVE
+            + " ORDER BY o.seq LIMIT 1";
 
     // Parameters: keys[], cutoff, limit.
     deletePublished =

@@ -101,42 +101,25 @@ public final class PostgresOutboxStore implements OutboxStore {
   @Override
   public ClaimResult claimAbandoned(ClaimRequest request) {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(claimAbandonedStatement(request))) {
-      bindClaimAbandoned(c, ps, request);
+        PreparedStatement ps =
+            c.prepareStatement(
+                request.ordered() ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered)) {
+      int i = 1;
+      setNow(ps, i++);
+      ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
+      if (request.ordered()) {
+        ps.setString(i++, request.owner());
+      }
+      ps.setInt(i++, request.maxAttempts());
+      ps.setInt(i++, request.maxAttempts());
+      ps.setString(i++, request.owner());
+      ps.setInt(i++, request.maxAttempts());
+      ps.setLong(i++, request.leaseDuration().toMillis());
+      ps.setInt(i, request.maxAttempts());
       return readClaim(ps);
     } catch (SQLException e) {
       throw SqlStates.classify(e, "claim-abandoned");
     }
-  }
-
-  String claimAbandonedStatement(ClaimRequest request) {
-    return request.ordered() ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered;
-  }
-
-  void bindClaimAbandoned(Connection c, PreparedStatement ps, ClaimRequest request)
-      throws SQLException {
-    int i = 1;
-    setNow(ps, i++);
-    ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
-    if (request.ordered()) {
-      ps.setString(i++, request.owner());
-    }
-    ps.setInt(i++, request.maxAttempts());
-    ps.setInt(i++, request.maxAttempts());
-    ps.setString(i++, request.owner());
-    ps.setInt(i++, request.maxAttempts());
-    ps.setLong(i++, request.leaseDuration().toMillis());
-    ps.setInt(i, request.maxAttempts());
-  }
-
-  String lagStatement() {
-    return sql.lag;
-  }
-
-  void bindLag(Connection c, PreparedStatement ps, Object[] keys) throws SQLException {
-    setNow(ps, 1);
-    ps.setArray(2, c.createArrayOf("text", keys));
-    ps.setArray(3, c.createArrayOf("text", keys));
   }
 
   private static ClaimResult readClaim(PreparedStatement ps) throws SQLException {
@@ -335,7 +318,8 @@ public final class PostgresOutboxStore implements OutboxStore {
       }
       long lagMillis = 0;
       try (PreparedStatement ps = c.prepareStatement(sql.lag)) {
-        bindLag(c, ps, keys);
+        setNow(ps, 1);
+        ps.setArray(2, c.createArrayOf("text", keys));
         try (ResultSet rs = ps.executeQuery()) {
           if (rs.next()) {
             lagMillis = rs.getLong(1);

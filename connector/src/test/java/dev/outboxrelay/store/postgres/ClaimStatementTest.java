@@ -19,11 +19,9 @@ import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The claim statements on a drain-like table: their plans, and how they commit.
@@ -82,8 +80,7 @@ class ClaimStatementTest {
       throws SQLException {
     String plan = explain(request);
     String candidates = candidateStep(plan);
-    // The due rows' index: the rows in flight at the head of the backlog are not even read.
-    assertTrue(candidates.contains("Index Scan using outbox_due_seq_idx"), plan);
+    assertTrue(candidates.contains("Index Scan using outbox_active_seq_idx"), plan);
     assertFalse(candidates.contains("Seq Scan"), plan);
     assertFalse(plan.contains("Sort"), plan);
     assertFalse(plan.contains("Materialize"), plan);
@@ -133,27 +130,6 @@ class ClaimStatementTest {
     }
   }
 
-  @ParameterizedTest(name = "ordered={0}")
-  @ValueSource(booleans = {true, false})
-  void theAbandonedLeaseProbeReadsOnlyTheRowsInFlight(boolean ordered) throws SQLException {
-    ClaimRequest request = request(ordered, null);
-    String plan =
-        explain(
-            store.claimAbandonedStatement(request),
-            (c, ps) -> store.bindClaimAbandoned(c, ps, request));
-    assertTrue(plan.contains("Index Scan using outbox_in_flight_seq_idx"), plan);
-    assertFalse(plan.contains("Seq Scan on outbox"), plan);
-  }
-
-  @Test
-  void theLagQueryReadsTheFirstEntryOfEachSeqIndex() throws SQLException {
-    Object[] keys = {"eu"};
-    String plan = explain(store.lagStatement(), (c, ps) -> store.bindLag(c, ps, keys));
-    assertTrue(plan.contains("Index Scan using outbox_due_seq_idx"), plan);
-    assertTrue(plan.contains("Index Scan using outbox_in_flight_seq_idx"), plan);
-    assertFalse(plan.contains("Seq Scan"), plan);
-  }
-
   private static String show(Connection c) throws SQLException {
     try (Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SHOW synchronous_commit")) {
@@ -163,18 +139,10 @@ class ClaimStatementTest {
   }
 
   private static String explain(ClaimRequest request) throws SQLException {
-    return explain(store.claimStatement(request), (c, ps) -> store.bindClaim(c, ps, request));
-  }
-
-  private interface Binder {
-    void bind(Connection c, PreparedStatement ps) throws SQLException;
-  }
-
-  private static String explain(String statement, Binder binder) throws SQLException {
     StringBuilder plan = new StringBuilder();
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement("EXPLAIN " + statement)) {
-      binder.bind(c, ps);
+        PreparedStatement ps = c.prepareStatement("EXPLAIN " + store.claimStatement(request))) {
+      store.bindClaim(c, ps, request);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           plan.append(rs.getString(1)).append('\n');

@@ -46,14 +46,14 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(7, migrator.migrate());
+    assertEquals(6, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
   }
 
   @ParameterizedTest(name = "upgrade from V{0}")
-  @ValueSource(strings = {"1", "2", "3", "4", "5", "6"})
+  @ValueSource(strings = {"1", "2", "3", "4", "5"})
   void upgradesFromEveryEarlierVersionKeepingRowsAndQuarantiningLegacyOnes(String from)
       throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
@@ -114,13 +114,13 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(7, migrator("outbox_a").migrate());
-    assertEquals(7, migrator("outbox_b").migrate());
+    assertEquals(6, migrator("outbox_a").migrate());
+    assertEquals(6, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
   }
 
   @Test
-  void versions6And7ReplaceTheActiveIndexesAlsoInAnotherSchema() throws SQLException {
+  void version6DropsTheUnusedActiveIndexAlsoInAnotherSchema() throws SQLException {
     exec("CREATE SCHEMA app");
     for (String table : new String[] {"outbox", "app.outbox"}) {
       SchemaMigrator migrator = migrator(table);
@@ -131,20 +131,8 @@ class SchemaMigrationTest {
               + schema
               + "' AND indexname = 'outbox_active_idx'";
       assertEquals("1", queryString(indexes), table + " at version 5");
-      migrator.migrateTo("6");
-      assertEquals("0", queryString(indexes), table + " at version 6");
-      // Version 7 replaces version 4's (seq) index of the active rows by two.
-      String seqIndexes =
-          "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes"
-              + " WHERE schemaname = '"
-              + schema
-              + "' AND indexname LIKE 'outbox%seq_idx'";
-      assertEquals("outbox_active_seq_idx", queryString(seqIndexes), table + " at version 6");
       migrator.migrate();
-      assertEquals(
-          "outbox_due_seq_idx,outbox_in_flight_seq_idx",
-          queryString(seqIndexes),
-          table + " at version 7");
+      assertEquals("0", queryString(indexes), table + " at version 6");
     }
   }
 
@@ -160,9 +148,9 @@ class SchemaMigrationTest {
         queryLines(
             "EXPLAIN (FORMAT TEXT) SELECT seq FROM outbox WHERE instance_key = ANY ('{eu}')"
                 + " AND status IN ('PENDING', 'AMBIGUOUS') ORDER BY seq LIMIT 10");
-    // Claims filter by instance_key = ANY (...): only the (seq) index of the due rows returns them
-    // in order without walking the PUBLISHED rows (or the rows in flight).
-    assertTrue(plan.contains("outbox_due_seq_idx"), plan);
+    // Claims filter by instance_key = ANY (...): only the (seq) index returns them in order
+    // without walking the PUBLISHED rows.
+    assertTrue(plan.contains("outbox_active_seq_idx"), plan);
     // The backlog counts read an index of the active rows, not the retained PUBLISHED ones.
     String counts =
         queryLines(
