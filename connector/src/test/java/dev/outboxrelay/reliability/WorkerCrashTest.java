@@ -1,5 +1,6 @@
 package dev.outboxrelay.reliability;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.Verdict.Figures;
@@ -54,7 +55,7 @@ class WorkerCrashTest {
               return false;
             }
             victim.freeze();
-            if (heldBy(s, owners.current()) > 0) {
+            if (heldAfterSettling(s, owners.current()) > 0) {
               return true;
             }
             victim.thaw();
@@ -113,6 +114,27 @@ class WorkerCrashTest {
 
   private static boolean onWorker(ConnectorStateInfo status, String workerId) {
     return status.tasks().stream().anyMatch(t -> workerId.equals(t.workerId()));
+  }
+
+  /**
+   * IN_FLIGHT rows held by these owners once the count has stopped changing: an outcome write the
+   * victim sent just before it froze still completes in the database (CI once saw it publish every
+   * row the frozen task held, leaving nothing to reclaim).
+   */
+  private static long heldAfterSettling(Scenario s, String[] owners) {
+    long[] last = {heldBy(s, owners)};
+    await("the frozen victim's leases settle")
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(25))
+        .during(Duration.ofMillis(500))
+        .until(
+            () -> {
+              long now = heldBy(s, owners);
+              boolean same = now == last[0];
+              last[0] = now;
+              return same;
+            });
+    return last[0];
   }
 
   /** IN_FLIGHT rows held by exactly these lease owners. */
