@@ -22,6 +22,8 @@ import org.slf4j.LoggerFactory;
  * and durations only, never identifiers or payloads. The reference is docs/metrics.md.
  */
 public final class RelayMetrics {
+  private static final Logger log = LoggerFactory.getLogger(RelayMetrics.class);
+
   public final AtomicLong claimed = new AtomicLong();
   public final AtomicLong published = new AtomicLong();
   public final AtomicLong claimLost = new AtomicLong();
@@ -40,8 +42,6 @@ public final class RelayMetrics {
   private final AtomicLong outcomeWriteMaxMs = new AtomicLong();
   private final AtomicLong outcomeWriteTotalMs = new AtomicLong();
   private final AtomicLong outcomeWrites = new AtomicLong();
-
-  private static final Logger log = LoggerFactory.getLogger(RelayMetrics.class);
 
   private final List<MetricName> registered = new ArrayList<>();
   private PluginMetrics pluginMetrics;

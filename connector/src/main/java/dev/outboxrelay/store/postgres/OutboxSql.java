@@ -8,8 +8,10 @@ package dev.outboxrelay.store.postgres;
  * use, otherwise the database's own statement timestamp.
  */
 final class OutboxSql {
-  private static final String CLOCK =
-      "clock AS (SELECT COALESCE(CAST(? AS timestamptz), statement_timestamp()) AS now)";
+  /** The bound test instant if any, else the database's statement timestamp. */
+  private static final String NOW = "COALESCE(CAST(? AS timestamptz), statement_timestamp())";
+
+  private static final String CLOCK = "clock AS (SELECT " + NOW + " AS now)";
 
   /**
    * The clock of a claim, which also commits the claim without waiting for its WAL flush
@@ -19,8 +21,9 @@ final class OutboxSql {
    * claim's WAL before its own. A volatile function keeps this CTE evaluated and not inlined.
    */
   private static final String CLAIM_CLOCK =
-      "clock AS (SELECT COALESCE(CAST(? AS timestamptz), statement_timestamp()) AS now,"
-          + " set_config('synchronous_commit', 'off', true) AS commit_mode)";
+      "clock AS (SELECT "
+          + NOW
+          + " AS now, set_config('synchronous_commit', 'off', true) AS commit_mode)";
 
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
 
@@ -286,7 +289,7 @@ final class OutboxSql {
             + " WHERE instance_key = ANY (?) AND status = 'PUBLISHED' AND published_at < ?"
             + " ORDER BY published_at LIMIT ? FOR UPDATE SKIP LOCKED)";
 
-    now = "SELECT COALESCE(CAST(? AS timestamptz), statement_timestamp())";
+    now = "SELECT " + NOW;
   }
 
   private static String orderedClaim(
