@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.HeldLease;
+import dev.outboxrelay.store.Lease;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -12,29 +13,54 @@ import java.util.concurrent.ConcurrentMap;
  * under. It bounds how much the task holds in memory, feeds lease renewal, and lets an
  * acknowledgement find its row's instance key and attempt count. Thread-safe: poll adds, the
  * outcome writer removes.
+ *
+ * <p>An entry keeps only what an outcome needs, never the payload: with several batches of 1 MiB
+ * payloads in flight, the ledger would otherwise pin them until Kafka acknowledges.
  */
 final class InFlightLedger {
 
-  /** One handed record: the claim, and what Kafka's acknowledgement should record. */
-  record Entry(ClaimedMessage message, String deadLetterReason) {
+  /** One handed record: its lease, and what Kafka's acknowledgement should record. */
+  record Entry(
+      String messageId, String instanceKey, Lease lease, int attempts, String deadLetterReason) {
     boolean isDeadLetter() {
       return deadLetterReason != null;
+    }
+
+    HeldLease heldLease() {
+      return new HeldLease(messageId, lease);
     }
   }
 
   private final ConcurrentMap<String, Entry> entries = new ConcurrentHashMap<>();
 
   void add(ClaimedMessage message, String deadLetterReason) {
-    entries.put(message.messageId(), new Entry(message, deadLetterReason));
+    entries.put(
+        message.messageId(),
+        new Entry(
+            message.messageId(),
+            message.instanceKey(),
+            message.lease(),
+            message.attempts(),
+            deadLetterReason));
   }
 
   Optional<Entry> get(String messageId) {
     return Optional.ofNullable(entries.get(messageId));
   }
 
-  /** Removes the entry only if it is still the claim with this token. */
-  void resolve(String messageId, long token) {
-    entries.computeIfPresent(messageId, (id, e) -> e.message().lease().token() == token ? null : e);
+  /** Removes the entry only if it is still the claim with this token; true if it did. */
+  boolean resolve(String messageId, long token) {
+    boolean[] removed = {false};
+    entries.computeIfPresent(
+        messageId,
+        (id, e) -> {
+          if (e.lease().token() == token) {
+            removed[0] = true;
+            return null;
+          }
+          return e;
+        });
+    return removed[0];
   }
 
   int size() {
@@ -46,6 +72,6 @@ final class InFlightLedger {
   }
 
   List<HeldLease> heldLeases() {
-    return entries.values().stream().map(e -> e.message().heldLease()).toList();
+    return entries.values().stream().map(Entry::heldLease).toList();
   }
 }

@@ -39,9 +39,9 @@ import org.slf4j.MDC;
  */
 public class OutboxSourceTask extends SourceTask {
   private static final Logger log = LoggerFactory.getLogger(OutboxSourceTask.class);
-  static final String TASK_ID = "task.id";
-  static final String TASK_COUNT = "task.count";
-  static final String CONNECTOR_NAME = "connector.name";
+  static final String TASK_ID = TaskIdentity.TASK_ID;
+  static final String TASK_COUNT = TaskIdentity.TASK_COUNT;
+  static final String CONNECTOR_NAME = TaskIdentity.CONNECTOR_NAME;
 
   private final StoreProvider storeProvider;
   private final Time time;
@@ -52,15 +52,14 @@ public class OutboxSourceTask extends SourceTask {
   private RelayClock clock;
   private RecordMapper mapper;
   private InFlightLedger ledger;
-  private OutcomeWriter writer;
+  private TaskRuntime runtime;
   private WakeSignal wake;
   private IdleBackoff idle;
   private RelayMetrics metrics;
   private Maintenance maintenance;
-  private NotificationListener listener;
   private boolean schemaReady;
   private long nextAbandonedProbeMs;
-  private long lastClaimErrorMs = OutcomeWriter.NO_ERROR;
+  private long lastClaimErrorMs = StoreHealth.NO_ERROR;
   private boolean drainingForProbe;
   private long shareDrySinceMs = -1;
   private volatile boolean stopping;
@@ -87,47 +86,41 @@ public class OutboxSourceTask extends SourceTask {
     } catch (ConfigException e) {
       throw new ConnectException("Invalid outbox-relay task configuration: " + e.getMessage());
     }
-    String connector = props.getOrDefault(CONNECTOR_NAME, "outbox-relay");
-    String taskId = props.getOrDefault(TASK_ID, "0");
-    String owner = LeaseOwners.newOwner(connector, taskId);
+    TaskIdentity identity = TaskIdentity.from(props);
+    String owner =
+        LeaseOwners.newOwner(identity.connectorName(), Integer.toString(identity.index()));
     MDC.put("outbox.instance_keys", String.join(",", config.instanceKeys()));
-    settings =
-        TaskSettingsFactory.from(
-            config, owner, intOrZero(taskId), intOrZero(props.getOrDefault(TASK_COUNT, "1")));
+    settings = TaskSettingsFactory.from(config, owner, identity.index(), identity.count());
     metrics = new RelayMetrics();
     metrics.register(() -> context.pluginMetrics());
     clock = storeProvider.clock();
-    store = storeProvider.open(config, "outbox-relay-" + connector + "-" + taskId);
     mapper = new RecordMapper(TaskSettingsFactory.mapping(config));
-    ledger = new InFlightLedger();
     wake = new WakeSignal();
     idle = new IdleBackoff(settings.pollInterval());
-    writer =
-        new OutcomeWriter(
-            store,
-            ledger,
-            metrics,
-            settings,
-            time,
-            wake,
-            "outbox-relay-outcomes-" + connector + "-" + taskId);
-    writer.start();
-    var notifications = storeProvider.notificationConnections(config);
-    if (config.notifyEnabled() && notifications != null) {
-      listener =
-          new NotificationListener(
-              notifications,
-              config.table().notifyChannel(),
-              config.instanceKeys(),
-              wake,
-              "outbox-relay-listener-" + connector + "-" + taskId);
-      listener.start();
+    store = storeProvider.open(config, "outbox-relay-" + identity.threadSuffix());
+    runtime = new TaskRuntime(store, metrics, settings, time, wake, identity.threadSuffix());
+    ledger = runtime.ledger();
+    try {
+      runtime.start();
+      var notifications = storeProvider.notificationConnections(config);
+      if (config.notifyEnabled() && notifications != null) {
+        runtime.attach(
+            new NotificationListener(
+                notifications,
+                config.table().notifyChannel(),
+                config.instanceKeys(),
+                wake,
+                "outbox-relay-listener-" + identity.threadSuffix()));
+      }
+      maintenance = new Maintenance(store, config, metrics, time, identity.isFirst());
+    } catch (RuntimeException | Error e) {
+      stop(); // Connect may not call stop() for a task that failed to start
+      throw e;
     }
-    maintenance = new Maintenance(store, config, metrics, time, "0".equals(taskId));
     nextAbandonedProbeMs = time.milliseconds();
     log.info(
         "Started outbox-relay task {} as lease owner {} for instance keys {}",
-        taskId,
+        identity.index(),
         owner,
         config.instanceKeys());
   }
@@ -137,10 +130,14 @@ public class OutboxSourceTask extends SourceTask {
     if (stopping) {
       return null;
     }
-    writer.taskPolled();
-    OutboxStoreException fatal = writer.fatalError();
+    runtime.renewer().taskPolled();
+    OutboxStoreException fatal = runtime.health().fatalStoreError();
     if (fatal != null) {
       throw sanitizedFailure(fatal);
+    }
+    StoreHealth.Failure failure = runtime.failure();
+    if (failure != null) {
+      throw new ConnectException(failure.message());
     }
     try {
       ensureSchema();
@@ -174,7 +171,7 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   private List<SourceRecord> claimAndMap() {
-    if (ledger.size() >= settings.maxInFlight() || !writer.isRenewalHealthy()) {
+    if (ledger.size() >= settings.maxInFlight() || !runtime.renewer().isHealthy()) {
       return List.of(); // wait for Kafka to acknowledge what we hold
     }
     long now = time.milliseconds();
@@ -209,7 +206,7 @@ public class OutboxSourceTask extends SourceTask {
     if (stopping) {
       result
           .claimed()
-          .forEach(m -> writer.submit(new PendingOutcome.Released(m.messageId(), m.lease())));
+          .forEach(m -> runtime.submit(new PendingOutcome.Released(m.messageId(), m.lease())));
       return List.of();
     }
     if (!result.claimed().isEmpty()) {
@@ -227,8 +224,8 @@ public class OutboxSourceTask extends SourceTask {
    * has passed without an error in this task's claims or outcome writes.
    */
   private boolean recentDatabaseError(long now) {
-    long last = Math.max(lastClaimErrorMs, writer.lastDatabaseErrorMs());
-    return last != OutcomeWriter.NO_ERROR
+    long last = Math.max(lastClaimErrorMs, runtime.health().lastDatabaseErrorMs());
+    return last != StoreHealth.NO_ERROR
         && now - last < settings.abandonedProbeInterval().toMillis();
   }
 
@@ -257,14 +254,6 @@ public class OutboxSourceTask extends SourceTask {
       return result;
     }
     return store.claim(request.withoutAffinity());
-  }
-
-  private static int intOrZero(String value) {
-    try {
-      return Integer.parseInt(value);
-    } catch (NumberFormatException e) {
-      return 0;
-    }
   }
 
   private void reportExhausted(ClaimResult result) {
@@ -296,7 +285,7 @@ public class OutboxSourceTask extends SourceTask {
           records.add(mapper.deadLetter(row, bad.reasonCode()));
         } else {
           ledger.add(row, bad.reasonCode());
-          writer.submit(
+          runtime.submit(
               new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), false));
         }
       }
@@ -326,7 +315,12 @@ public class OutboxSourceTask extends SourceTask {
     PendingOutcome outcome;
     var entry = ledger.get(messageId);
     if (metadata == null) {
-      outcome = new PendingOutcome.Unconfirmed(messageId, lease);
+      outcome =
+          new PendingOutcome.Unconfirmed(messageId, lease, PendingOutcome.Unconfirmed.NO_METADATA);
+    } else if (!metadata.hasOffset()) {
+      // acks=0: the producer sent it but nothing confirms it was written.
+      outcome =
+          new PendingOutcome.Unconfirmed(messageId, lease, PendingOutcome.Unconfirmed.NO_OFFSET);
     } else if (entry.isPresent() && entry.get().isDeadLetter()) {
       outcome = new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), true);
     } else {
@@ -336,7 +330,7 @@ public class OutboxSourceTask extends SourceTask {
               lease,
               new KafkaCoordinates(metadata.topic(), metadata.partition(), metadata.offset()));
     }
-    if (!writer.submit(outcome)) {
+    if (!runtime.submit(outcome)) {
       metrics.lateAcks.incrementAndGet();
       log.warn(
           "Acknowledgement arrived after the task stopped writing: message_id={}"
@@ -357,31 +351,10 @@ public class OutboxSourceTask extends SourceTask {
       // and must be able to register the same metric names.
       metrics.unregister();
     }
-    if (wake != null) {
-      wake.wake();
-    }
-    if (listener != null) {
-      listener.stop();
-    }
-    if (writer == null) {
-      closeStore();
-      return;
-    }
-    writer.stop(
-        Duration.ofSeconds(2),
-        settings.lateAckGrace(),
-        () -> {
-          closeStore();
-          log.info("outbox-relay task stopped: {}", metrics);
-        });
-  }
-
-  private void closeStore() {
-    if (metrics != null) {
-      metrics.unregister();
-    }
-    if (store != null) {
-      store.close();
+    if (runtime != null) {
+      runtime.stop(Duration.ofSeconds(2), settings.lateAckGrace());
+    } else if (store != null) {
+      store.close(); // the runtime was never built: nothing else holds the store
     }
   }
 

@@ -9,12 +9,24 @@ sealed interface PendingOutcome {
 
   Lease lease();
 
-  /** Kafka acknowledged the record. */
+  /** Kafka acknowledged the record at an offset. */
   record Published(String messageId, Lease lease, KafkaCoordinates coordinates)
       implements PendingOutcome {}
 
-  /** Connect reported no metadata: dropped by a transform, or a tolerated send failure. */
-  record Unconfirmed(String messageId, Lease lease) implements PendingOutcome {}
+  /**
+   * Delivery cannot be confirmed: Connect reported no metadata (dropped by a transform, or a
+   * tolerated send failure; reason {@code DELIVERY_UNCONFIRMED}), or the acknowledgement carried no
+   * offset (a producer with {@code acks=0}; reason {@code ACK_WITHOUT_OFFSET}).
+   */
+  record Unconfirmed(String messageId, Lease lease, String reasonCode) implements PendingOutcome {
+    static final String NO_METADATA = "DELIVERY_UNCONFIRMED";
+    static final String NO_OFFSET = "ACK_WITHOUT_OFFSET";
+
+    /** Only a missing acknowledgement may mean "dropped on purpose" (see null.metadata.policy). */
+    boolean mayBeDropped() {
+      return NO_METADATA.equals(reasonCode);
+    }
+  }
 
   /** The row can never be published (or was dead-lettered): FAILED with a reason code. */
   record Failed(String messageId, Lease lease, String reasonCode, boolean deadLettered)

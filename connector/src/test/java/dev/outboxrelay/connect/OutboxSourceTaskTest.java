@@ -23,6 +23,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.PluginMetrics;
@@ -366,6 +369,136 @@ class OutboxSourceTaskTest {
     assertEquals(List.of("m1"), messageIds(t.poll()));
   }
 
+  @Test
+  void anOutcomeWriterThatDiesFailsTheTaskWithASanitizedReasonAndTheStoreClosesOnce() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    List<SourceRecord> records = task.poll();
+    failing.publishBug = new IllegalStateException("sentinel-payload-text");
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+
+    AtomicReference<ConnectException> failure = new AtomicReference<>();
+    await()
+        .until(
+            () -> {
+              try {
+                task.poll();
+                return false;
+              } catch (ConnectException e) {
+                failure.set(e);
+                return true;
+              }
+            });
+    String message = failure.get().getMessage();
+    assertTrue(message.contains("reason=BACKGROUND_THREAD_DIED"), message);
+    assertFalse(message.contains("sentinel-payload-text"), message);
+    assertNull(failure.get().getCause());
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"), "nothing recorded without a write");
+
+    task.stop();
+    await().until(() -> failing.closes.get() == 1);
+    task.stop();
+    assertEquals(1, failing.closes.get());
+  }
+
+  @Test
+  void theStoreIsClosedOnceWhenTheTaskStopsWithNothingInFlight() {
+    startTask(Map.of());
+    assertNull(task.poll());
+    task.stop();
+    await().until(() -> failing.closes.get() == 1);
+    task.stop();
+    assertEquals(1, failing.closes.get());
+  }
+
+  @Test
+  void anAcknowledgementWithoutAnOffsetIsNeverRecordedAsPublished() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    SourceRecord record = task.poll().get(0);
+    // What a producer with acks=0 reports: metadata, but offset -1.
+    RecordMetadata noOffset =
+        new RecordMetadata(new TopicPartition(record.topic(), 0), -1, 0, 0L, 0, 0);
+    assertFalse(noOffset.hasOffset());
+    task.commitRecord(record, noOffset);
+    await().until(() -> status("m1") != MessageStatus.IN_FLIGHT);
+    assertEquals(MessageStatus.AMBIGUOUS, status("m1"));
+    assertEquals("ACK_WITHOUT_OFFSET", store.find("m1").orElseThrow().lastFailureCode());
+    assertEquals(0, task.metrics().published.get());
+  }
+
+  @Test
+  void aLeaseLostAtRenewalIsALostClaimThatFreesItsSlotAndIsCountedOnce() {
+    add("eu", "m1", "a", "{}".getBytes());
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    startTask(Map.of("lease.duration.ms", "8000", "lease.renewal.interval.ms", "2000"));
+    SourceRecord record = task.poll().get(0);
+    assertEquals(1, task.metrics().inFlight.get());
+    // The lease runs out (the database's clock) and another owner takes the row.
+    clock.advance(Duration.ofSeconds(9));
+    assertEquals(
+        1,
+        store
+            .claimAbandoned(
+                new ClaimRequest("other", Set.of("eu"), 1, Duration.ofSeconds(8), 10, true))
+            .claimed()
+            .size());
+
+    mockTime.sleep(2000); // renewal due
+    await().until(() -> task.metrics().leaseRenewalsLost.get() == 1);
+    assertEquals(1, task.metrics().claimLost.get(), "a lost renewal is a lost claim");
+    assertEquals(0, task.metrics().inFlight.get(), "its in-flight slot is free");
+
+    // Kafka acknowledges the record after all: fenced off, and not counted a second time.
+    task.commitRecord(record, metadata(record, 7));
+    await().until(() -> failing.publishCalls.get() == 1);
+    mockTime.sleep(2000);
+    await().until(() -> failing.publishCalls.get() == 1 && task.metrics().inFlight.get() == 0);
+    assertEquals(1, task.metrics().claimLost.get());
+    assertEquals(0, task.metrics().published.get());
+    assertEquals("other", store.find("m1").orElseThrow().leaseOwner());
+  }
+
+  @Test
+  void anAcknowledgementQueuedWhenTheWriterClosesIsCountedLateNotLost() {
+    add("eu", "m1", "a", "{}".getBytes());
+    add("eu", "m2", "b", "{}".getBytes());
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    startTask(Map.of());
+    List<SourceRecord> records = task.poll();
+    CountDownLatch gate = new CountDownLatch(1);
+    failing.publishGate = gate;
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+    await().until(() -> failing.publishCalls.get() == 1); // the writer is inside m1's write
+    task.commitRecord(records.get(1), metadata(records.get(1), 2)); // queued behind it
+
+    Thread stopper = new Thread(task::stop);
+    stopper.start();
+    // The flush waits on the task's clock: let it and the late-ack grace run out.
+    await()
+        .until(
+            () -> {
+              mockTime.sleep(1000);
+              return !stopper.isAlive();
+            });
+    mockTime.sleep(60_000);
+    gate.countDown();
+
+    await().until(() -> failing.closes.get() == 1);
+    assertEquals(MessageStatus.PUBLISHED, status("m1"));
+    assertTrue(
+        status("m2") == MessageStatus.PUBLISHED || task.metrics().lateAcks.get() == 1,
+        "m2's acknowledgement was neither written nor counted late");
+  }
+
+  @Test
+  void aMalformedTaskIdFailsTheTaskInsteadOfBecomingTaskZero() {
+    assertThrows(ConnectException.class, () -> startTask(Map.of(OutboxSourceTask.TASK_ID, "x1")));
+    task = null;
+  }
+
   /** Delegates to the in-memory store, or fails like a database that went away. */
   static final class FailingStore implements OutboxStore {
     private final OutboxStore delegate;
@@ -373,6 +506,15 @@ class OutboxSourceTaskTest {
     volatile OutboxStoreException failure =
         new OutboxStoreException(
             OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+
+    /** Thrown by the next batch publish: a bug, not a store failure. */
+    volatile RuntimeException publishBug;
+
+    /** While set, a batch publish waits for it (uninterruptibly, like a driver call). */
+    volatile CountDownLatch publishGate;
+
+    final AtomicInteger publishCalls = new AtomicInteger();
+    final AtomicInteger closes = new AtomicInteger();
 
     FailingStore(OutboxStore delegate) {
       this.delegate = delegate;
@@ -406,6 +548,15 @@ class OutboxSourceTaskTest {
     public Map<String, dev.outboxrelay.store.Outcome> markPublished(
         List<dev.outboxrelay.store.PublishedAck> acks) {
       check();
+      publishCalls.incrementAndGet();
+      RuntimeException bug = publishBug;
+      if (bug != null) {
+        throw bug;
+      }
+      CountDownLatch gate = publishGate;
+      if (gate != null) {
+        Uninterruptibles.await(gate);
+      }
       return delegate.markPublished(acks);
     }
 
@@ -458,7 +609,27 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public void close() {}
+    public void close() {
+      closes.incrementAndGet();
+    }
+  }
+
+  /** Waits without giving way to interrupts, as a JDBC call does. */
+  private static final class Uninterruptibles {
+    static void await(CountDownLatch latch) {
+      boolean interrupted = false;
+      while (true) {
+        try {
+          latch.await();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   private static final class NoMetricsContext implements SourceTaskContext {

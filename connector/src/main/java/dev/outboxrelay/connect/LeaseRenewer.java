@@ -1,0 +1,139 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.HeldLease;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
+import java.util.List;
+import java.util.Set;
+import org.apache.kafka.common.utils.Time;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Renews the leases of records still waiting for Kafka, so a broker outage does not hand them to
+ * another task. A lease the renewal finds lost is a lost claim: reported once, and its in-flight
+ * slot is freed. Runs on the outcome loop's thread, so it never races an outcome write of the same
+ * row.
+ */
+final class LeaseRenewer {
+  private static final Logger log = LoggerFactory.getLogger(LeaseRenewer.class);
+
+  private final OutboxStore store;
+  private final InFlightLedger ledger;
+  private final LostClaims lostClaims;
+  private final RelayMetrics metrics;
+  private final TaskSettings settings;
+  private final Time time;
+  private final StoreHealth health;
+  private final WakeSignal pollWake;
+
+  private volatile boolean healthy = true;
+  private volatile long lastPollMs;
+  private long nextRenewalMs;
+  private boolean stallReported;
+
+  LeaseRenewer(
+      OutboxStore store,
+      InFlightLedger ledger,
+      LostClaims lostClaims,
+      RelayMetrics metrics,
+      TaskSettings settings,
+      Time time,
+      StoreHealth health,
+      WakeSignal pollWake) {
+    this.store = store;
+    this.ledger = ledger;
+    this.lostClaims = lostClaims;
+    this.metrics = metrics;
+    this.settings = settings;
+    this.time = time;
+    this.health = health;
+    this.pollWake = pollWake;
+    this.lastPollMs = time.milliseconds();
+    this.nextRenewalMs = time.milliseconds() + settings.leaseRenewalInterval().toMillis();
+  }
+
+  /** The task thread calls this on every poll: renewal is a promise that the task is alive. */
+  void taskPolled() {
+    lastPollMs = time.milliseconds();
+  }
+
+  /** False while renewals fail: the task must not claim more than it can keep. */
+  boolean isHealthy() {
+    return healthy;
+  }
+
+  /** Milliseconds until the next renewal is due (0 when due now). */
+  long millisUntilDue() {
+    return Math.max(0, nextRenewalMs - time.milliseconds());
+  }
+
+  void renewIfDue() {
+    if (time.milliseconds() < nextRenewalMs) {
+      return;
+    }
+    nextRenewalMs = time.milliseconds() + settings.leaseRenewalInterval().toMillis();
+    List<HeldLease> held = ledger.heldLeases();
+    if (held.isEmpty()) {
+      healthy = true;
+      return;
+    }
+    // A task thread stuck outside poll (a hung transform or converter) must not keep its rows
+    // forever: stop renewing so the leases expire and another task reclaims them. A broker
+    // outage does not trip this: sends only queue in the producer, and poll keeps being called.
+    if (time.milliseconds() - lastPollMs > settings.leaseDuration().toMillis() / 2) {
+      if (!stallReported) {
+        stallReported = true;
+        log.warn(
+            "Task thread has not polled for over half a lease; not renewing {} leases"
+                + " (reason=TASK_UNRESPONSIVE)",
+            held.size());
+      }
+      return;
+    }
+    stallReported = false;
+    try {
+      Set<String> lost = store.renew(held, settings.leaseDuration());
+      healthy = true;
+      for (HeldLease lease : held) {
+        if (lost.contains(lease.messageId())) {
+          claimLost(lease);
+        }
+      }
+    } catch (OutboxStoreException e) {
+      health.databaseError(e);
+      healthy = false;
+      log.warn(
+          "Lease renewal for {} records failed (reason={}, sqlState={}); claiming paused",
+          held.size(),
+          e.reasonCode(),
+          e.sqlState());
+      // Try again soon rather than a whole interval later.
+      nextRenewalMs =
+          time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
+    }
+  }
+
+  /**
+   * The row is no longer ours: stop renewing it and free its slot. Its record may still reach Kafka
+   * (a duplicate of what the new owner sends); its outcome write will be fenced off.
+   */
+  private void claimLost(HeldLease lease) {
+    var entry = ledger.get(lease.messageId());
+    if (entry.isEmpty() || !ledger.resolve(lease.messageId(), lease.lease().token())) {
+      return; // settled meanwhile
+    }
+    lostClaims.add(entry.get());
+    metrics.leaseRenewalsLost.incrementAndGet();
+    metrics.claimLost.incrementAndGet();
+    metrics.inFlight.set(ledger.size());
+    pollWake.wake();
+    log.warn(
+        "Claim lost while waiting for Kafka: message_id={} instance_key={}"
+            + " (reason=LEASE_TAKEN_OVER; lease renewal matched no row, a duplicate in Kafka is"
+            + " possible)",
+        lease.messageId(),
+        entry.get().instanceKey());
+  }
+}

@@ -1,0 +1,232 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.OutboxStoreException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.utils.Time;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * The task's database thread for everything after a claim: it writes queued outcomes in batches (so
+ * {@code commitRecord}, on the producer's I/O thread, never waits for the database) and renews
+ * leases between them. Outcomes are never dropped: a failed write is retried until it applies, is
+ * reported lost, or the task is abandoned; an outcome that can no longer be written is counted as a
+ * late acknowledgement. Whatever ends the thread, its exit hook runs exactly once.
+ */
+final class OutcomeLoop {
+  private static final Logger log = LoggerFactory.getLogger(OutcomeLoop.class);
+  private static final int MAX_BATCH = 1000;
+  private static final Duration ERROR_BACKOFF_MIN = Duration.ofMillis(100);
+  private static final Duration ERROR_BACKOFF_MAX = Duration.ofSeconds(5);
+
+  private final OutcomeWriter writer;
+  private final LeaseRenewer renewer;
+  private final InFlightLedger ledger;
+  private final RelayMetrics metrics;
+  private final StoreHealth health;
+  private final Time time;
+  private final WakeSignal pollWake;
+  private final Runnable onExit;
+  private final BlockingQueue<PendingOutcome> queue = new LinkedBlockingQueue<>();
+  private final Object admission = new Object();
+  private final Thread thread;
+  private final Map<String, String> mdc;
+
+  private boolean accepting = true; // guarded by admission
+  private volatile long closeDeadlineMs = Long.MAX_VALUE;
+  private int consecutiveErrors;
+
+  /**
+   * @param onExit runs once on this thread as its last act, however the thread ends
+   */
+  OutcomeLoop(
+      OutcomeWriter writer,
+      LeaseRenewer renewer,
+      InFlightLedger ledger,
+      RelayMetrics metrics,
+      StoreHealth health,
+      Time time,
+      WakeSignal pollWake,
+      Runnable onExit,
+      String threadName) {
+    this.writer = writer;
+    this.renewer = renewer;
+    this.ledger = ledger;
+    this.metrics = metrics;
+    this.health = health;
+    this.time = time;
+    this.pollWake = pollWake;
+    this.onExit = onExit;
+    this.mdc = MDC.getCopyOfContextMap();
+    this.thread = new Thread(this::run, threadName);
+    this.thread.setDaemon(true);
+  }
+
+  void start() {
+    thread.start();
+  }
+
+  boolean isAlive() {
+    return thread.isAlive();
+  }
+
+  /**
+   * Queues an outcome; never blocks. Returns false once the loop no longer writes: the caller
+   * reports it as a late acknowledgement (the row keeps its lease until expiry, then is reclaimed).
+   * Admission and the loop's closing are atomic: an outcome is either refused here or written or
+   * counted by the loop, never lost in between.
+   */
+  boolean submit(PendingOutcome outcome) {
+    synchronized (admission) {
+      if (!accepting) {
+        return false;
+      }
+      queue.add(outcome);
+      return true;
+    }
+  }
+
+  /**
+   * Waits up to {@code flushTimeout} for queued outcomes to be written, then keeps accepting late
+   * acknowledgements for the grace period (Connect closes the producer after stop, and callbacks
+   * may still arrive); the loop ends when every handed record is resolved or grace ends.
+   */
+  void stop(Duration flushTimeout, Duration lateAckGrace) {
+    long flushDeadline = time.milliseconds() + flushTimeout.toMillis();
+    while (!queue.isEmpty() && time.milliseconds() < flushDeadline && thread.isAlive()) {
+      pollWake.await(Duration.ofMillis(10));
+    }
+    closeDeadlineMs = time.milliseconds() + lateAckGrace.toMillis();
+    thread.interrupt();
+  }
+
+  private void run() {
+    if (mdc != null) {
+      MDC.setContextMap(mdc);
+    }
+    try {
+      loop();
+    } catch (Throwable t) { // NOPMD: any death must fail the task, not vanish with the thread
+      health.threadDied("outcome writer", t);
+      // The class only: a message may carry row data or connection details.
+      log.error(
+          "Outcome writer thread died (reason=BACKGROUND_THREAD_DIED, error={}); the task fails",
+          t.getClass().getName());
+    } finally {
+      closeAdmission();
+      pollWake.wake();
+      onExit.run();
+    }
+  }
+
+  private void loop() {
+    while (true) {
+      boolean closing = closeDeadlineMs != Long.MAX_VALUE;
+      if (closing && (ledger.isEmpty() && queue.isEmpty() || pastCloseDeadline())) {
+        return;
+      }
+      List<PendingOutcome> batch = nextBatch();
+      if (!batch.isEmpty()) {
+        writeUntilDone(batch);
+      }
+      renewer.renewIfDue();
+    }
+  }
+
+  private boolean pastCloseDeadline() {
+    return time.milliseconds() >= closeDeadlineMs;
+  }
+
+  /** Stops admission; what is still queued can no longer be written and is reported late. */
+  private void closeAdmission() {
+    List<PendingOutcome> unwritten = new ArrayList<>();
+    synchronized (admission) {
+      accepting = false;
+      queue.drainTo(unwritten);
+    }
+    for (PendingOutcome o : unwritten) {
+      metrics.lateAcks.incrementAndGet();
+      log.warn(
+          "Outcome not written before the task stopped: message_id={} (reason=LATE_ACK; the row"
+              + " is reclaimed after its lease expires)",
+          o.messageId());
+    }
+    if (!ledger.isEmpty()) {
+      log.warn(
+          "Outcome writer closed with {} records unacknowledged by Kafka; their leases expire and"
+              + " the rows are reclaimed (reason=UNRESOLVED_AT_STOP)",
+          ledger.size());
+    }
+  }
+
+  private List<PendingOutcome> nextBatch() {
+    List<PendingOutcome> batch = new ArrayList<>();
+    long waitMs = Math.max(1, Math.min(renewer.millisUntilDue(), 200));
+    try {
+      PendingOutcome first = queue.poll(waitMs, TimeUnit.MILLISECONDS);
+      if (first != null) {
+        batch.add(first);
+        queue.drainTo(batch, MAX_BATCH - 1);
+      }
+    } catch (InterruptedException e) {
+      // stop() interrupts to end the wait early; the loop re-checks whether to close.
+      Thread.interrupted();
+      queue.drainTo(batch, MAX_BATCH);
+    }
+    return batch;
+  }
+
+  /** Writes the batch, retrying transient failures with backoff; never drops an outcome. */
+  private void writeUntilDone(List<PendingOutcome> batch) {
+    List<PendingOutcome> remaining = new ArrayList<>(batch);
+    while (!remaining.isEmpty()) {
+      try {
+        writer.write(remaining);
+        consecutiveErrors = 0;
+      } catch (OutboxStoreException e) {
+        health.databaseError(e);
+        consecutiveErrors++;
+        log.warn(
+            "Writing {} outcomes failed (reason={}, sqlState={}); retrying",
+            remaining.size(),
+            e.reasonCode(),
+            e.sqlState());
+        if (pastCloseDeadline()) {
+          abandon(remaining);
+          return;
+        }
+        backoff();
+      }
+    }
+  }
+
+  /** The task is gone and the database still refuses: the leases expire, the rows come back. */
+  private void abandon(List<PendingOutcome> unwritten) {
+    for (PendingOutcome o : unwritten) {
+      log.warn(
+          "Outcome abandoned at stop: message_id={} (reason=DATABASE_UNAVAILABLE_AT_STOP; the row"
+              + " is reclaimed after its lease expires)",
+          o.messageId());
+    }
+  }
+
+  private void backoff() {
+    long max = ERROR_BACKOFF_MAX.toMillis();
+    long delay = Math.min(max, ERROR_BACKOFF_MIN.toMillis() << Math.min(consecutiveErrors, 10));
+    delay = (long) (delay * (0.5 + ThreadLocalRandom.current().nextDouble() / 2));
+    try {
+      Thread.sleep(delay); // not a test wait: production backoff between database retries
+    } catch (InterruptedException e) {
+      Thread.interrupted(); // stop() shortens the wait; the caller re-checks the deadline
+    }
+  }
+}

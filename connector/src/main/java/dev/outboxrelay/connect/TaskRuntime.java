@@ -1,0 +1,150 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.OutboxStore;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.common.utils.Time;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Owns the task's store and its background threads: starts them, tells the task thread when one
+ * failed, and stops them. The store is closed exactly once, when both the task has asked to stop
+ * and the outcome loop has ended (it may still write late acknowledgements after {@code stop()}),
+ * in whichever order those two happen.
+ */
+final class TaskRuntime {
+  private static final Logger log = LoggerFactory.getLogger(TaskRuntime.class);
+
+  private final OutboxStore store;
+  private final InFlightLedger ledger = new InFlightLedger();
+  private final LostClaims lostClaims = new LostClaims();
+  private final WakeSignal wake;
+  private final StoreHealth health;
+  private final LeaseRenewer renewer;
+  private final OutcomeLoop loop;
+  private final RelayMetrics metrics;
+  private final AtomicInteger closeParties = new AtomicInteger(2);
+  private final AtomicBoolean stopRequested = new AtomicBoolean();
+  private final AtomicBoolean storeClosed = new AtomicBoolean();
+  private volatile NotificationListener listener;
+  private boolean started;
+
+  TaskRuntime(
+      OutboxStore store,
+      RelayMetrics metrics,
+      TaskSettings settings,
+      Time time,
+      WakeSignal wake,
+      String threadSuffix) {
+    this.store = store;
+    this.metrics = metrics;
+    this.wake = wake;
+    this.health = new StoreHealth(metrics, time);
+    this.renewer =
+        new LeaseRenewer(store, ledger, lostClaims, metrics, settings, time, health, wake);
+    OutcomeWriter writer =
+        new OutcomeWriter(store, ledger, lostClaims, metrics, settings, time, wake);
+    this.loop =
+        new OutcomeLoop(
+            writer,
+            renewer,
+            ledger,
+            metrics,
+            health,
+            time,
+            wake,
+            this::closeWhenBothDone,
+            "outbox-relay-outcomes-" + threadSuffix);
+  }
+
+  void start() {
+    started = true;
+    loop.start();
+  }
+
+  /** Starts the LISTEN thread; stopped with the runtime. */
+  void attach(NotificationListener notificationListener) {
+    this.listener = notificationListener;
+    notificationListener.start();
+  }
+
+  OutboxStore store() {
+    return store;
+  }
+
+  InFlightLedger ledger() {
+    return ledger;
+  }
+
+  StoreHealth health() {
+    return health;
+  }
+
+  LeaseRenewer renewer() {
+    return renewer;
+  }
+
+  /** Queues an outcome; false once outcomes are no longer written (a late acknowledgement). */
+  boolean submit(PendingOutcome outcome) {
+    return loop.submit(outcome);
+  }
+
+  /**
+   * Why the task must fail now, or null: a background thread died, or ended without being asked to
+   * (which only a failure does).
+   */
+  StoreHealth.Failure failure() {
+    StoreHealth.Failure died = health.threadFailure();
+    if (died != null) {
+      return died;
+    }
+    if (!stopRequested.get() && closeParties.get() < 2) {
+      return new StoreHealth.Failure(
+          "BACKGROUND_THREAD_DIED", "the outcome writer thread ended unexpectedly");
+    }
+    return null;
+  }
+
+  /**
+   * Stops the listener, flushes queued outcomes for up to {@code flushTimeout}, and lets the
+   * outcome loop accept late acknowledgements for {@code lateAckGrace}; returns without waiting for
+   * that. Idempotent.
+   */
+  void stop(Duration flushTimeout, Duration lateAckGrace) {
+    if (!stopRequested.compareAndSet(false, true)) {
+      return;
+    }
+    NotificationListener l = listener;
+    if (l != null) {
+      l.stop();
+    }
+    wake.wake();
+    if (started) {
+      loop.stop(flushTimeout, lateAckGrace);
+    } else {
+      closeWhenBothDone(); // no loop will ever end: arrive in its place
+    }
+    closeWhenBothDone();
+  }
+
+  /** For tests: whether the store was closed. */
+  boolean isStoreClosed() {
+    return storeClosed.get();
+  }
+
+  private void closeWhenBothDone() {
+    if (closeParties.decrementAndGet() != 0) {
+      return;
+    }
+    if (storeClosed.compareAndSet(false, true)) {
+      try {
+        store.close();
+      } finally {
+        log.info("outbox-relay task stopped: {}", metrics);
+      }
+    }
+  }
+}
