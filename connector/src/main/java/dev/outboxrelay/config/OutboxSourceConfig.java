@@ -1,6 +1,7 @@
 package dev.outboxrelay.config;
 
 import dev.outboxrelay.connect.NullMetadataPolicy;
+import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.retry.BackoffPolicy;
@@ -172,11 +173,18 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " JsonConverter and friends.";
 
   public static final String PAYLOAD_MAX_BYTES_CONFIG = "payload.max.bytes";
-  public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_048_576;
+  public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_000_000;
   private static final String PAYLOAD_MAX_BYTES_DOC =
       "Largest payload, in bytes, that is published. A row with a larger payload is never"
-          + " published (reason PAYLOAD_TOO_LARGE). Keep it within the producer's and the topic's"
-          + " message size limits.";
+          + " published (reason PAYLOAD_TOO_LARGE). The default leaves room for the key, headers"
+          + " and batch overhead under the producer's default max.request.size (1048576). Besides,"
+          + " a row whose whole record would exceed the producer's max.request.size (read from"
+          + " producer.override.max.request.size, else Kafka's default) is never published"
+          + " (reason RECORD_TOO_LARGE), so a row near the limit is parked instead of failing the"
+          + " task. Keep it within the topic's max.message.bytes too.";
+
+  /** The producer setting the record-size check follows, as a connector override. */
+  static final String PRODUCER_MAX_REQUEST_SIZE = "producer.override.max.request.size";
 
   public static final String DEAD_LETTER_TOPIC_CONFIG = "dead.letter.topic";
   private static final String DEAD_LETTER_TOPIC_DOC =
@@ -624,6 +632,25 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public int payloadMaxBytes() {
     return getInt(PAYLOAD_MAX_BYTES_CONFIG);
+  }
+
+  /**
+   * The producer's {@code max.request.size} as this connector overrides it, else Kafka's default.
+   * An unreadable value is the producer's to reject; the default stands meanwhile.
+   */
+  public int producerMaxRequestSize() {
+    Object value = originals().get(PRODUCER_MAX_REQUEST_SIZE);
+    if (value != null) {
+      try {
+        int size = Integer.parseInt(value.toString().trim());
+        if (size > 0) {
+          return size;
+        }
+      } catch (NumberFormatException e) {
+        // falls through to the default
+      }
+    }
+    return MappingSettings.DEFAULT_RECORD_MAX_BYTES;
   }
 
   public Optional<String> deadLetterTopic() {

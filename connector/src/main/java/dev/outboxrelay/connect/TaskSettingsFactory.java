@@ -51,6 +51,7 @@ final class TaskSettingsFactory {
         config.routingConvention(),
         config.payloadFormat(),
         config.payloadMaxBytes(),
-        config.deadLetterTopic().orElse(null));
+        config.deadLetterTopic().orElse(null),
+        config.producerMaxRequestSize());
   }
 }

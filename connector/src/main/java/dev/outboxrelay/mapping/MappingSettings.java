@@ -14,13 +14,35 @@ import java.util.Objects;
  *     unpublishable ({@link UnpublishableReasons#PAYLOAD_TOO_LARGE})
  * @param deadLetterTopic where {@link RecordMapper#deadLetter} sends unpublishable rows, or null
  *     for none (never the empty string)
+ * @param recordMaxBytes the producer's {@code max.request.size}: a record estimated larger is
+ *     unpublishable ({@link UnpublishableReasons#RECORD_TOO_LARGE})
  */
 public record MappingSettings(
     String topicTemplate,
     RoutingConvention convention,
     PayloadFormat payloadFormat,
     int payloadMaxBytes,
-    String deadLetterTopic) {
+    String deadLetterTopic,
+    int recordMaxBytes) {
+
+  /** Kafka's default {@code max.request.size}. */
+  public static final int DEFAULT_RECORD_MAX_BYTES = 1_048_576;
+
+  /** With the producer's default request size. */
+  public MappingSettings(
+      String topicTemplate,
+      RoutingConvention convention,
+      PayloadFormat payloadFormat,
+      int payloadMaxBytes,
+      String deadLetterTopic) {
+    this(
+        topicTemplate,
+        convention,
+        payloadFormat,
+        payloadMaxBytes,
+        deadLetterTopic,
+        DEFAULT_RECORD_MAX_BYTES);
+  }
 
   public MappingSettings {
     TopicRouter.requireValidTemplate(topicTemplate);
@@ -28,6 +50,9 @@ public record MappingSettings(
     Objects.requireNonNull(payloadFormat, "payloadFormat");
     if (payloadMaxBytes < 1) {
       throw new IllegalArgumentException("payload max bytes must be at least 1");
+    }
+    if (recordMaxBytes < 1) {
+      throw new IllegalArgumentException("record max bytes must be at least 1");
     }
     if (deadLetterTopic != null && !TopicNames.isLegal(deadLetterTopic)) {
       throw new IllegalArgumentException(

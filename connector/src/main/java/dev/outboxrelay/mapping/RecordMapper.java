@@ -52,8 +52,9 @@ import org.apache.kafka.connect.source.SourceRecord;
  * UnpublishableReasons#TOPIC_UNROUTABLE}, {@link UnpublishableReasons#HEADERS_MALFORMED} / {@link
  * UnpublishableReasons#HEADER_NAME_RESERVED}, then (format JSON) {@link
  * UnpublishableReasons#PAYLOAD_INVALID_JSON} / {@link
- * UnpublishableReasons#PAYLOAD_NUMBER_UNREPRESENTABLE}. Nothing about the row's data is logged or
- * put into a message; the reason code is all there is.
+ * UnpublishableReasons#PAYLOAD_NUMBER_UNREPRESENTABLE}, then {@link
+ * UnpublishableReasons#RECORD_TOO_LARGE} (see {@link RecordSize}). Nothing about the row's data is
+ * logged or put into a message; the reason code is all there is.
  */
 public final class RecordMapper {
   private final MappingSettings settings;
@@ -111,7 +112,11 @@ public final class RecordMapper {
     }
     ConnectHeaders headers = conventionHeaders(row);
     rowHeaders.forEach(headers::addString);
-    return new Mapped(record(row, topic.get(), valueSchema, value, headers));
+    SourceRecord record = record(row, topic.get(), valueSchema, value, headers);
+    if (RecordSize.upperBound(record, row.payload()) > settings.recordMaxBytes()) {
+      return new Unpublishable(UnpublishableReasons.RECORD_TOO_LARGE);
+    }
+    return new Mapped(record);
   }
 
   /**
@@ -144,11 +149,14 @@ public final class RecordMapper {
     }
     headers.addString(OutboxHeaders.FAILURE_REASON, reasonCode);
     byte[] value = row.payload();
-    if (isTooLarge(value)) {
-      value = null;
-      headers.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
+    SourceRecord withPayload =
+        record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, value, headers);
+    if (!isTooLarge(value)
+        && RecordSize.upperBound(withPayload, value) <= settings.recordMaxBytes()) {
+      return withPayload;
     }
-    return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, value, headers);
+    headers.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
+    return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, headers);
   }
 
   private boolean isTooLarge(byte[] payload) {

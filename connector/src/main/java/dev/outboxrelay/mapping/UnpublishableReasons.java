@@ -41,6 +41,12 @@ public final class UnpublishableReasons {
    */
   public static final String HEADER_NAME_RESERVED = "HEADER_NAME_RESERVED";
 
+  /**
+   * The record, with its key and headers, would exceed the producer's {@code max.request.size}: the
+   * producer would refuse it and fail the task.
+   */
+  public static final String RECORD_TOO_LARGE = "RECORD_TOO_LARGE";
+
   /** Neither the explicit topic nor the filled template is a legal topic name. */
   public static final String TOPIC_UNROUTABLE = "TOPIC_UNROUTABLE";
 
@@ -48,6 +54,7 @@ public final class UnpublishableReasons {
       Set.of(
           DEADLINE_EXPIRED,
           PAYLOAD_TOO_LARGE,
+          RECORD_TOO_LARGE,
           PAYLOAD_INVALID_JSON,
           PAYLOAD_NUMBER_UNREPRESENTABLE,
           HEADERS_MALFORMED,

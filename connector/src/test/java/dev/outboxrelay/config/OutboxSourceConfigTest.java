@@ -72,7 +72,7 @@ class OutboxSourceConfigTest {
     assertEquals(RoutingConvention.OUTBOX_RELAY, config.routingConvention());
     assertEquals("outbox.${aggregate_type}", config.topicTemplate());
     assertEquals(PayloadFormat.BYTES, config.payloadFormat());
-    assertEquals(1_048_576, config.payloadMaxBytes());
+    assertEquals(1_000_000, config.payloadMaxBytes());
     assertEquals(Optional.empty(), config.deadLetterTopic());
     assertEquals(NullMetadataPolicy.RETRY, config.nullMetadataPolicy());
     assertEquals(Optional.of(Duration.ofDays(7)), config.retention());

@@ -1,0 +1,97 @@
+package dev.outboxrelay.mapping;
+
+import static dev.outboxrelay.mapping.TestRows.NOW;
+import static dev.outboxrelay.mapping.TestRows.row;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.ClaimedMessage;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.record.internal.AbstractRecords;
+import org.apache.kafka.common.record.internal.CompressionType;
+import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.connect.header.Header;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.junit.jupiter.api.Test;
+
+/** A row the producer would refuse as too large is parked, never handed to Connect. */
+class RecordSizeTest {
+  private static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
+
+  private static RecordMapper mapper(int payloadMaxBytes, int recordMaxBytes) {
+    return new RecordMapper(
+        new MappingSettings(
+            RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+            RoutingConvention.OUTBOX_RELAY,
+            PayloadFormat.BYTES,
+            payloadMaxBytes,
+            null,
+            recordMaxBytes));
+  }
+
+  private static ClaimedMessage rowWithPayload(int size) {
+    return row().payload(new byte[size]).headersJson("{\"traceparent\":\"00-abc-def-01\"}").build();
+  }
+
+  /** What the producer itself computes and checks against max.request.size. */
+  private static int producerUpperBound(SourceRecord record, byte[] payload) {
+    List<org.apache.kafka.common.header.Header> headers = new ArrayList<>();
+    for (Header h : record.headers()) {
+      headers.add(
+          new RecordHeader(h.key(), String.valueOf(h.value()).getBytes(StandardCharsets.UTF_8)));
+    }
+    return AbstractRecords.estimateSizeInBytesUpperBound(
+        RecordBatch.CURRENT_MAGIC_VALUE,
+        CompressionType.NONE,
+        record.key().toString().getBytes(StandardCharsets.UTF_8),
+        payload,
+        headers.toArray(new org.apache.kafka.common.header.Header[0]));
+  }
+
+  @Test
+  void aPayloadAtTheDefaultMaximumStillFitsTheProducersDefaultRequestSize() {
+    int max = OutboxSourceConfig.PAYLOAD_MAX_BYTES_DEFAULT;
+    ClaimedMessage row = rowWithPayload(max);
+    MappingResult result = mapper(max, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row, NOW);
+    if (result instanceof MappingResult.Mapped mapped) {
+      assertTrue(
+          producerUpperBound(mapped.record(), row.payload()) <= KAFKA_DEFAULT_MAX_REQUEST_SIZE,
+          "handed to Connect, the producer would refuse it and fail the task");
+    }
+  }
+
+  @Test
+  void aRowWhoseRecordWouldExceedTheRequestSizeIsUnpublishable() {
+    ClaimedMessage row = rowWithPayload(KAFKA_DEFAULT_MAX_REQUEST_SIZE - 40);
+    MappingResult result =
+        mapper(KAFKA_DEFAULT_MAX_REQUEST_SIZE, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row, NOW);
+    assertEquals(
+        UnpublishableReasons.RECORD_TOO_LARGE,
+        assertInstanceOf(MappingResult.Unpublishable.class, result).reasonCode());
+  }
+
+  @Test
+  void theEstimateIsNeverBelowTheProducersOwn() {
+    RecordMapper mapper = mapper(2_000_000, 4_000_000);
+    for (int size : new int[] {0, 1, 127, 128, 16_383, 16_384, 1_000_000}) {
+      ClaimedMessage row = rowWithPayload(size);
+      SourceRecord record =
+          assertInstanceOf(MappingResult.Mapped.class, mapper.map(row, NOW)).record();
+      long ours = RecordSize.upperBound(record, row.payload());
+      assertTrue(ours >= producerUpperBound(record, row.payload()), "size " + size);
+    }
+  }
+
+  @Test
+  void aRecordThatFitsIsMapped() {
+    ClaimedMessage row = rowWithPayload(900_000);
+    assertInstanceOf(
+        MappingResult.Mapped.class,
+        mapper(KAFKA_DEFAULT_MAX_REQUEST_SIZE, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row, NOW));
+  }
+}
