@@ -1,0 +1,96 @@
+package dev.outboxrelay.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.store.ClaimedMessage;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import org.apache.kafka.common.utils.MockTime;
+import org.junit.jupiter.api.Test;
+
+class LeaseRenewerTest {
+  private final RuntimeFixture f =
+      new RuntimeFixture(Map.of("lease.duration.ms", "8000", "lease.renewal.interval.ms", "2000"));
+  private final MockTime time = new MockTime();
+  private final OutboxSourceTaskTest.FailingStore store =
+      new OutboxSourceTaskTest.FailingStore(f.store);
+  private final StoreHealth health = new StoreHealth(f.metrics, time);
+  private final LeaseRenewer renewer =
+      new LeaseRenewer(store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+
+  private Instant expiry(String id) {
+    return f.store.find(id).orElseThrow().leaseExpiresAt();
+  }
+
+  @Test
+  void renewsHeldLeasesOnlyWhenDue() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    f.clock.advance(Duration.ofSeconds(1));
+
+    renewer.renewIfDue();
+    assertEquals(claimed, expiry("m1"), "not due yet");
+    assertEquals(2000, renewer.millisUntilDue());
+
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(1), expiry("m1"), "a lease from the store's now");
+    assertEquals(0, f.metrics.claimLost.get());
+  }
+
+  @Test
+  void aTaskThatStoppedPollingIsNotKeptAlive() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    f.clock.advance(Duration.ofSeconds(1));
+    time.sleep(4001); // over half a lease without a poll
+    renewer.renewIfDue();
+    assertEquals(claimed, expiry("m1"));
+
+    renewer.taskPolled();
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(1), expiry("m1"));
+  }
+
+  @Test
+  void aFailedRenewalPausesClaimingUntilOneSucceeds() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    time.sleep(2000);
+    store.failing = true;
+    renewer.renewIfDue();
+    assertFalse(renewer.isHealthy());
+    assertEquals(1, f.metrics.databaseErrors.get());
+    assertEquals(time.milliseconds(), health.lastDatabaseErrorMs());
+    assertEquals(1000, renewer.millisUntilDue(), "retried soon, not a whole interval later");
+
+    store.failing = false;
+    time.sleep(1000);
+    renewer.taskPolled();
+    renewer.renewIfDue();
+    assertTrue(renewer.isHealthy());
+  }
+
+  @Test
+  void aLeaseFoundTakenOverIsALostClaimReportedOnce() {
+    f.add("eu", "m1", "a");
+    ClaimedMessage mine = f.claimIntoLedger().get(0);
+    f.takeOverAfterExpiry("other");
+    time.sleep(2000);
+    renewer.taskPolled();
+
+    renewer.renewIfDue();
+
+    assertEquals(1, f.metrics.claimLost.get());
+    assertEquals(1, f.metrics.leaseRenewalsLost.get());
+    assertTrue(f.ledger.isEmpty(), "its slot is free and it is not renewed again");
+    assertEquals(mine.lease(), f.lostClaims.take("m1", mine.lease().token()).orElseThrow().lease());
+    assertEquals("other", f.store.find("m1").orElseThrow().leaseOwner());
+  }
+}

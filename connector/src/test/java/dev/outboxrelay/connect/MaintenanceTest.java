@@ -1,0 +1,94 @@
+package dev.outboxrelay.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.PublishedAck;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.common.utils.MockTime;
+import org.junit.jupiter.api.Test;
+
+class MaintenanceTest {
+  private final MockTime time = new MockTime();
+
+  private static RuntimeFixture fixture() {
+    return new RuntimeFixture(
+        Map.of(
+            "instance.keys", "eu",
+            "ordering.enabled", "false",
+            "retention.published.ms", "60000",
+            "cleanup.interval.ms", "10000",
+            "cleanup.batch.size", "2",
+            "metrics.backlog.interval.ms", "5000"));
+  }
+
+  private static void publishAll(RuntimeFixture f) {
+    for (ClaimedMessage m : f.store.claim(f.settings.claimRequest()).claimed()) {
+      f.store.markPublished(
+          new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, m.seq())));
+    }
+  }
+
+  @Test
+  void onlyTheFirstTaskRunsIt() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "m1", "a");
+    new Maintenance(f.store, f.config, f.metrics, time, false).runIfDue();
+    assertEquals(0, f.metrics.backlog(MessageStatus.PENDING));
+    new Maintenance(f.store, f.config, f.metrics, time, true).runIfDue();
+    assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
+  }
+
+  @Test
+  void backlogFiguresAreRefreshedAtTheirInterval() {
+    RuntimeFixture f = fixture();
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true);
+    maintenance.runIfDue();
+    f.add("eu", "m1", "a");
+    maintenance.runIfDue();
+    assertEquals(0, f.metrics.backlog(MessageStatus.PENDING), "not due yet");
+    time.sleep(5000);
+    maintenance.runIfDue();
+    assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
+  }
+
+  @Test
+  void retentionDeletesOnlyOwnPublishedRowsOlderThanTheCutoffInBatches() {
+    RuntimeFixture f = fixture();
+    for (int i = 0; i < 5; i++) {
+      f.add("eu", "old" + i, "a" + i);
+      f.add("us", "theirs" + i, "a" + i);
+    }
+    publishAll(f);
+    for (ClaimedMessage m :
+        f.store
+            .claim(new ClaimRequest("us-task", Set.of("us"), 10, Duration.ofSeconds(30), 3, false))
+            .claimed()) {
+      f.store.markPublished(
+          new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, m.seq())));
+    }
+    f.clock.advance(Duration.ofSeconds(61));
+    f.add("eu", "recent", "r");
+    publishAll(f);
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true);
+
+    time.sleep(10_000);
+    maintenance.runIfDue();
+
+    assertEquals(5, f.metrics.cleanedUp.get());
+    for (int i = 0; i < 5; i++) {
+      assertTrue(f.store.find("old" + i).isEmpty());
+      assertEquals(
+          MessageStatus.PUBLISHED,
+          f.store.find("theirs" + i).orElseThrow().status(),
+          "another instance key's row");
+    }
+    assertEquals(MessageStatus.PUBLISHED, f.store.find("recent").orElseThrow().status());
+  }
+}

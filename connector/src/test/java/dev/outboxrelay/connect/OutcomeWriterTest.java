@@ -1,0 +1,164 @@
+package dev.outboxrelay.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.connect.PendingOutcome.Failed;
+import dev.outboxrelay.connect.PendingOutcome.Published;
+import dev.outboxrelay.connect.PendingOutcome.Released;
+import dev.outboxrelay.connect.PendingOutcome.Unconfirmed;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxStoreException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.utils.MockTime;
+import org.junit.jupiter.api.Test;
+
+class OutcomeWriterTest {
+
+  private static OutcomeWriter writer(RuntimeFixture f) {
+    return new OutcomeWriter(
+        f.store, f.ledger, f.lostClaims, f.metrics, f.settings, new MockTime(), f.wake);
+  }
+
+  private static MessageStatus status(RuntimeFixture f, String id) {
+    return f.store.find(id).orElseThrow().status();
+  }
+
+  private static Published published(ClaimedMessage m, long offset) {
+    return new Published(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, offset));
+  }
+
+  @Test
+  void writesEachKindSettlesTheLedgerAndCountsIt() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("ordering.enabled", "false"));
+    for (int i = 1; i <= 4; i++) {
+      f.add("eu", "m" + i, "a" + i);
+    }
+    List<ClaimedMessage> c = f.claimIntoLedger();
+    List<PendingOutcome> batch =
+        new ArrayList<>(
+            List.of(
+                published(c.get(0), 10),
+                new Failed("m2", c.get(1).lease(), "PAYLOAD_TOO_LARGE", false),
+                new Failed("m3", c.get(2).lease(), "PAYLOAD_TOO_LARGE", true),
+                new Released("m4", c.get(3).lease())));
+
+    writer(f).write(batch);
+
+    assertTrue(batch.isEmpty(), "every outcome written");
+    assertEquals(MessageStatus.PUBLISHED, status(f, "m1"));
+    assertEquals(new KafkaCoordinates("t", 0, 10), f.store.find("m1").orElseThrow().kafka());
+    assertEquals(MessageStatus.FAILED, status(f, "m2"));
+    assertEquals(MessageStatus.FAILED, status(f, "m3"));
+    assertEquals(MessageStatus.PENDING, status(f, "m4"));
+    assertEquals(1, f.metrics.published.get());
+    assertEquals(1, f.metrics.failed.get());
+    assertEquals(1, f.metrics.deadLettered.get());
+    assertEquals(1, f.metrics.released.get());
+    assertTrue(f.ledger.isEmpty());
+    assertEquals(0, f.metrics.inFlight.get());
+    assertTrue(f.wake.isSignalled(), "a freed slot wakes poll");
+  }
+
+  @Test
+  void aStaleOutcomeIsALostClaimAndLeavesTheNewOwnersRowAndLedgerEntry() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    ClaimedMessage first = f.claimIntoLedger().get(0);
+    ClaimedMessage again = f.takeOverAfterExpiry(RuntimeFixture.OWNER);
+    f.ledger.add(again, null); // the same task reclaimed it under a new token
+    List<PendingOutcome> batch = new ArrayList<>(List.of(published(first, 1)));
+
+    writer(f).write(batch);
+
+    assertEquals(1, f.metrics.claimLost.get());
+    assertEquals(0, f.metrics.published.get());
+    assertEquals(MessageStatus.IN_FLIGHT, status(f, "m1"));
+    assertEquals(again.lease().token(), f.ledger.get("m1").orElseThrow().lease().token());
+  }
+
+  @Test
+  void aStoreFailureLeavesTheUnwrittenOutcomesForTheRetry() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("ordering.enabled", "false"));
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "b");
+    List<ClaimedMessage> c = f.claimIntoLedger();
+    OutboxSourceTaskTest.FailingStore failing = new OutboxSourceTaskTest.FailingStore(f.store);
+    OutcomeWriter writer =
+        new OutcomeWriter(
+            failing, f.ledger, f.lostClaims, f.metrics, f.settings, new MockTime(), f.wake);
+    List<PendingOutcome> batch =
+        new ArrayList<>(List.of(published(c.get(0), 1), new Released("m2", c.get(1).lease())));
+    failing.failing = true;
+
+    assertThrows(OutboxStoreException.class, () -> writer.write(batch));
+    assertEquals(2, batch.size(), "nothing dropped");
+    failing.failing = false;
+    writer.write(batch);
+    assertTrue(batch.isEmpty());
+    assertEquals(MessageStatus.PUBLISHED, status(f, "m1"));
+  }
+
+  @Test
+  void anAckWithoutOffsetIsRetriedEvenWhenDroppedRecordsAreFailed() {
+    RuntimeFixture f =
+        new RuntimeFixture(Map.of("null.metadata.policy", "fail", "ordering.enabled", "false"));
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "b");
+    List<ClaimedMessage> c = f.claimIntoLedger();
+    List<PendingOutcome> batch =
+        new ArrayList<>(
+            List.of(
+                new Unconfirmed("m1", c.get(0).lease(), Unconfirmed.NO_METADATA),
+                new Unconfirmed("m2", c.get(1).lease(), Unconfirmed.NO_OFFSET)));
+
+    writer(f).write(batch);
+
+    assertEquals(MessageStatus.FAILED, status(f, "m1"));
+    assertEquals("DROPPED_OR_UNDELIVERED", f.store.find("m1").orElseThrow().lastFailureCode());
+    assertEquals(MessageStatus.AMBIGUOUS, status(f, "m2"));
+    assertEquals("ACK_WITHOUT_OFFSET", f.store.find("m2").orElseThrow().lastFailureCode());
+    assertEquals(1, f.store.find("m2").orElseThrow().attempts());
+    assertEquals(1, f.metrics.retried.get());
+  }
+
+  @Test
+  void aRetryThatSpendsTheLastAttemptIsCountedExhausted() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("max.attempts", "1"));
+    f.add("eu", "m1", "a");
+    ClaimedMessage m = f.claimIntoLedger().get(0);
+    List<PendingOutcome> batch =
+        new ArrayList<>(List.of(new Unconfirmed("m1", m.lease(), Unconfirmed.NO_METADATA)));
+
+    writer(f).write(batch);
+
+    assertEquals(MessageStatus.EXHAUSTED, status(f, "m1"));
+    assertEquals(1, f.metrics.exhausted.get());
+    assertEquals(0, f.metrics.retried.get());
+  }
+
+  @Test
+  void anOutcomeOfAClaimAlreadyReportedLostIsNotCountedAgain() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    ClaimedMessage m = f.claimIntoLedger().get(0);
+    f.lostClaims.add(f.ledger.get("m1").orElseThrow());
+    f.ledger.resolve("m1", m.lease().token());
+    f.takeOverAfterExpiry("other");
+
+    writer(f).write(new ArrayList<>(List.of(published(m, 3))));
+
+    assertEquals(0, f.metrics.claimLost.get(), "counted when the renewal found it lost");
+    assertEquals(0, f.lostClaims.size());
+    assertEquals("other", leaseOwner(f, "m1"));
+  }
+
+  private static String leaseOwner(RuntimeFixture f, String id) {
+    return f.store.find(id).orElseThrow().leaseOwner();
+  }
+}
