@@ -1,6 +1,5 @@
 package dev.outboxrelay.config;
 
-import dev.outboxrelay.connect.NullMetadataPolicy;
 import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;

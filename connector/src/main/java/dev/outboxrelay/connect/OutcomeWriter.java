@@ -1,5 +1,6 @@
 package dev.outboxrelay.connect;
 
+import dev.outboxrelay.config.NullMetadataPolicy;
 import dev.outboxrelay.connect.PendingOutcome.Failed;
 import dev.outboxrelay.connect.PendingOutcome.Published;
 import dev.outboxrelay.connect.PendingOutcome.Released;

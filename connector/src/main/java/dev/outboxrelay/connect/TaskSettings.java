@@ -1,5 +1,6 @@
 package dev.outboxrelay.connect;
 
+import dev.outboxrelay.config.NullMetadataPolicy;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.AggregateAffinity;
 import dev.outboxrelay.store.ClaimRequest;

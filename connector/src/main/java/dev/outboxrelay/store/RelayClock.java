@@ -7,7 +7,7 @@ import java.time.Instant;
  *
  * <p>In production every worker uses the database's clock ({@link #database()}): a lease written by
  * one worker and judged by another cannot be skewed by their host clocks. Tests substitute a {@link
- * ManualClock} so that expiry and backoff can be crossed without sleeping; both stores honour it.
+ * ManualClock} (in the tests) so that expiry and backoff can be crossed without sleeping; both stores honour it.
  */
 public interface RelayClock {
 

@@ -1,4 +1,4 @@
-package dev.outboxrelay.connect;
+package dev.outboxrelay.config;
 
 /**
  * What a {@code commitRecord} without metadata means for the row. Connect passes null both when a
