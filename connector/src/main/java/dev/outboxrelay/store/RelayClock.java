@@ -6,8 +6,8 @@ import java.time.Instant;
  * The one clock that leases and due times are judged by.
  *
  * <p>In production every worker uses the database's clock ({@link #database()}): a lease written by
- * one worker and judged by another cannot be skewed by their host clocks. Tests substitute a {@link
- * ManualClock} (in the tests) so that expiry and backoff can be crossed without sleeping; both stores honour it.
+ * one worker and judged by another cannot be skewed by their host clocks. Tests substitute a manual
+ * clock so that expiry and backoff can be crossed without sleeping; both stores honour it.
  */
 public interface RelayClock {
 
