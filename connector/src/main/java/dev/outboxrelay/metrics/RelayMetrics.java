@@ -87,7 +87,7 @@ public final class RelayMetrics {
         published::get);
     gauge(
         "claim-lost-total",
-        "Outcome writes that matched no row: the lease was taken over (possible duplicate).",
+        "Claims lost to another owner, at an outcome write or a renewal (possible duplicate).",
         claimLost::get);
     gauge("retried-total", "Rows scheduled for another attempt (AMBIGUOUS).", retried::get);
     gauge("exhausted-total", "Rows that spent their attempt budget (EXHAUSTED).", exhausted::get);

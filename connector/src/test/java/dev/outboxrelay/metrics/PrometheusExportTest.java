@@ -1,0 +1,194 @@
+package dev.outboxrelay.metrics;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.outboxrelay.store.BacklogSnapshot;
+import dev.outboxrelay.store.MessageStatus;
+import io.prometheus.jmx.JmxCollector;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.io.ByteArrayOutputStream;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.management.MBeanAttributeInfo;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import org.apache.kafka.common.metrics.Gauge;
+import org.apache.kafka.common.metrics.JmxReporter;
+import org.apache.kafka.common.metrics.KafkaMetricsContext;
+import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
+import org.apache.kafka.common.utils.Time;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The shipped Prometheus rules and Grafana dashboard against the metrics the task really registers:
+ * the task's metrics are published the way a Connect worker publishes plugin metrics (Kafka's JMX
+ * reporter, domain kafka.connect, connector and task tags), then scraped with the JMX exporter's
+ * own rule engine and the shipped rules.
+ */
+class PrometheusExportTest {
+  static final Path RULES = Path.of("../config/metrics/jmx-exporter.yml");
+  static final Path DASHBOARD = Path.of("../config/metrics/grafana-dashboard.json");
+  static final Path STRIMZI_RULES = Path.of("../manifests/metrics-config.yaml");
+  private static final String CONNECTOR = "orders-outbox";
+  private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
+  private static final Pattern SAMPLE =
+      Pattern.compile("^([a-z_]+)\\{([^}]*)\\} ([-0-9.Ee+]+)$", Pattern.MULTILINE);
+
+  private Metrics kafkaMetrics;
+  private RelayMetrics relay;
+
+  @BeforeEach
+  void publishLikeAConnectWorker() throws Exception {
+    kafkaMetrics =
+        new Metrics(
+            new MetricConfig(),
+            List.of(new JmxReporter()),
+            Time.SYSTEM,
+            new KafkaMetricsContext("kafka.connect"));
+    // Tags in Connect's order (ConnectMetrics.taskPluginMetrics): the MBean's name follows it.
+    Map<String, String> tags = new LinkedHashMap<>();
+    tags.put("connector", CONNECTOR);
+    tags.put("task", "0");
+    PluginMetricsImpl plugin = new PluginMetricsImpl(kafkaMetrics, tags);
+    relay = new RelayMetrics();
+    relay.register(() -> plugin);
+    relay.claimed.set(11);
+    relay.published.set(7);
+    relay.claimLost.set(2);
+    relay.leaseRenewalsLost.set(1);
+    relay.retried.set(3);
+    relay.exhausted.set(4);
+    relay.failed.set(5);
+    relay.deadLettered.set(6);
+    relay.inFlight.set(8);
+    Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
+    counts.put(MessageStatus.PENDING, 40L);
+    counts.put(MessageStatus.EXHAUSTED, 1L);
+    relay.recordBacklog(new BacklogSnapshot(counts, Duration.ofMillis(1500)));
+    relay.recordOutcomeWrite(12);
+    // Connect's own task status, registered as Connect does: a string gauge of its metrics.
+    kafkaMetrics.addMetric(
+        kafkaMetrics.metricName("status", "connector-task-metrics", "task status", tags),
+        (Gauge<String>) (config, now) -> "running");
+  }
+
+  @AfterEach
+  void unpublish() {
+    relay.unregister();
+    kafkaMetrics.close();
+  }
+
+  /** Series name with its labels, e.g. outbox_relay_published_total{connector=..,task=0}. */
+  private static Map<String, Double> scrape(String rules) throws Exception {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    PrometheusRegistry registry = new PrometheusRegistry();
+    new JmxCollector(rules).register(registry);
+    new PrometheusTextFormatWriter(false).write(out, registry.scrape());
+    Map<String, Double> samples = new HashMap<>();
+    Matcher m = SAMPLE.matcher(out.toString(StandardCharsets.UTF_8));
+    while (m.find()) {
+      samples.put(m.group(1) + "{" + m.group(2) + "}", Double.parseDouble(m.group(3)));
+    }
+    return samples;
+  }
+
+  private static String taskLabels() {
+    return "connector=\"" + CONNECTOR + "\",task=\"0\"";
+  }
+
+  @Test
+  void everyRegisteredMetricIsExportedWithItsValueAndTheConnectorAndTaskLabels() throws Exception {
+    Map<String, Double> samples = scrape(Files.readString(RULES));
+    ObjectName bean =
+        new ObjectName("kafka.connect:type=plugins,connector=" + CONNECTOR + ",task=0");
+    MBeanAttributeInfo[] attributes = SERVER.getMBeanInfo(bean).getAttributes();
+    assertTrue(attributes.length >= 20, "the task's metrics are published: " + attributes.length);
+    for (MBeanAttributeInfo attribute : attributes) {
+      String series = "outbox_relay_" + attribute.getName().replace('-', '_');
+      Double exported = samples.get(series + "{" + taskLabels() + "}");
+      Object value = SERVER.getAttribute(bean, attribute.getName());
+      assertTrue(exported != null, series + " is not exported; samples: " + samples.keySet());
+      assertEquals(((Number) value).doubleValue(), exported, 0.0001, series);
+    }
+    assertEquals(7.0, samples.get("outbox_relay_published_total{" + taskLabels() + "}"));
+    assertEquals(40.0, samples.get("outbox_relay_backlog_pending_records{" + taskLabels() + "}"));
+    assertEquals(1500.0, samples.get("outbox_relay_lag_ms{" + taskLabels() + "}"));
+    assertEquals(
+        1.0,
+        samples.get(
+            "kafka_connect_task_status{connector=\""
+                + CONNECTOR
+                + "\",status=\"running\",task=\"0\"}"));
+  }
+
+  @Test
+  void everyMetricTheDashboardQueriesIsExported() throws Exception {
+    Set<String> exported = new TreeSet<>();
+    scrape(Files.readString(RULES))
+        .keySet()
+        .forEach(k -> exported.add(k.substring(0, k.indexOf('{'))));
+    JsonNode dashboard = new ObjectMapper().readTree(DASHBOARD.toFile());
+    Set<String> queried = new TreeSet<>();
+    Pattern name = Pattern.compile("\\b(outbox_relay_[a-z_]+|kafka_connect_[a-z_]+)\\b");
+    for (JsonNode panel : dashboard.get("panels")) {
+      for (JsonNode target : panel.get("targets")) {
+        Matcher m = name.matcher(target.get("expr").asText());
+        while (m.find()) {
+          queried.add(m.group(1));
+        }
+      }
+    }
+    queried.add(
+        dashboard.at("/templating/list/1/query/query").asText().replaceAll(".*\\((\\w+),.*", "$1"));
+    assertFalse(queried.isEmpty());
+    for (String metric : queried) {
+      assertTrue(exported.contains(metric), metric + " is queried but not exported: " + exported);
+    }
+    for (String headline :
+        List.of(
+            "outbox_relay_backlog_pending_records",
+            "outbox_relay_lag_ms",
+            "outbox_relay_published_total",
+            "outbox_relay_claim_lost_total",
+            "outbox_relay_retried_total",
+            "outbox_relay_exhausted_total")) {
+      assertTrue(queried.contains(headline), "the dashboard shows " + headline);
+    }
+  }
+
+  @Test
+  void strimzisMetricsConfigCarriesTheSameRules() throws Exception {
+    String configMap = Files.readString(STRIMZI_RULES);
+    String rules = Files.readString(RULES);
+    String indented =
+        rules
+            .lines()
+            .map(line -> line.isEmpty() ? line : "    " + line)
+            .reduce((a, b) -> a + "\n" + b)
+            .orElseThrow();
+    assertTrue(
+        configMap.contains(indented),
+        "manifests/metrics-config.yaml must embed config/metrics/jmx-exporter.yml as it is");
+  }
+}
