@@ -73,7 +73,11 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String OUTBOX_TABLE_DEFAULT = OutboxTable.DEFAULT_NAME;
   private static final String OUTBOX_TABLE_DOC =
       "The outbox table, as table or schema.table: lower-case letters, digits and underscores,"
-          + " always quoted in SQL. Without a schema, the connection's search_path decides.";
+          + " at most 48 characters per part, always quoted in SQL. Without a schema, the"
+          + " connection's search_path decides. Names derived from it that would pass PostgreSQL's"
+          + " 63-byte identifier limit are shortened deterministically: index, constraint, trigger"
+          + " and function names are cut as PostgreSQL cuts them; the notification channel and the"
+          + " schema history table keep a prefix and end in _ and 8 hex digits of a SHA-256.";
 
   public static final String INSTANCE_KEYS_CONFIG = "instance.keys";
   private static final String INSTANCE_KEYS_DOC =
@@ -227,8 +231,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";
   private static final String NOTIFY_ENABLED_DOC =
       "LISTEN for the notifications the outbox table's insert trigger sends (schema version 3,"
-          + " channel <table>_relay, payload = instance key) and claim as soon as rows of this"
-          + " connector's instance keys commit, instead of waiting for poll.interval.ms. Polling"
+          + " channel [<schema>_]<table>_relay, see outbox.table; payload = instance key) and"
+          + " claim as soon as rows of this connector's instance keys commit, instead of waiting"
+          + " for poll.interval.ms. Polling"
           + " goes on regardless, so a missed notification only delays delivery. Notifying"
           + " serializes the inserting transactions' commits in PostgreSQL; where that matters more"
           + " than latency, set outbox_relay.notify = 'off' for the database (schema version 5).";

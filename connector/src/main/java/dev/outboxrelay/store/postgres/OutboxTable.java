@@ -1,5 +1,9 @@
 package dev.outboxrelay.store.postgres;
 
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.regex.Pattern;
@@ -10,6 +14,12 @@ import java.util.regex.Pattern;
  */
 public final class OutboxTable {
   public static final String DEFAULT_NAME = "outbox";
+
+  /**
+   * PostgreSQL keeps at most this many bytes of an identifier (NAMEDATALEN - 1) and cuts longer
+   * ones without an error. Table names are ASCII, so characters are bytes.
+   */
+  public static final int MAX_IDENTIFIER_BYTES = 63;
 
   private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]{0,47}");
 
@@ -23,7 +33,8 @@ public final class OutboxTable {
 
   /**
    * Parses {@code table} or {@code schema.table}: lower-case letters, digits and underscores,
-   * starting with a letter or underscore, at most 48 characters each (room for index names).
+   * starting with a letter or underscore, at most 48 characters each: a derived name keeps the
+   * whole table name (see {@link #objectName}).
    */
   public static OutboxTable parse(String qualifiedName) {
     Objects.requireNonNull(qualifiedName, "table name");
@@ -59,30 +70,67 @@ public final class OutboxTable {
 
   /** The trigger function guarding the instance key, quoted. */
   public String qualifiedFunction() {
-    return qualify(name + "_instance_key_guard");
+    return qualify(objectName("instance_key_guard"));
   }
 
   /** The trigger function that notifies listeners of inserted rows, quoted. */
   public String qualifiedNotifyFunction() {
-    return qualify(name + "_notify_inserted");
+    return qualify(objectName("notify_inserted"));
   }
 
   /** An index of this table (indexes live in the table's schema), quoted. */
   public String qualifiedIndex(String suffix) {
-    return qualify(name + "_" + suffix);
+    return qualify(objectName(suffix));
+  }
+
+  /**
+   * The name of this table's object {@code <table>_<suffix>} (index, constraint, trigger,
+   * function), cut to {@value #MAX_IDENTIFIER_BYTES} bytes exactly as PostgreSQL cuts it: the
+   * released migrations spell most of these names as {@code "${tableName}_<suffix>"}, so the cut is
+   * what existing databases hold. The table name (at most 48 characters) always survives whole, so
+   * two tables' names never meet; the suffixes differ within the 14 characters that remain.
+   */
+  public String objectName(String suffix) {
+    String full = name + "_" + suffix;
+    return full.length() <= MAX_IDENTIFIER_BYTES ? full : full.substring(0, MAX_IDENTIFIER_BYTES);
   }
 
   /**
    * The LISTEN/NOTIFY channel on which inserts into this table are announced; the payload is the
-   * instance key.
+   * instance key. pg_notify rejects a channel of 64 bytes or more (LISTEN cuts it), so a longer
+   * name is shortened with a hash: with it, every insert failed unless notifying was off.
    */
   public String notifyChannel() {
-    return schema == null ? name + "_relay" : schema + "_" + name + "_relay";
+    String full = schema == null ? name + "_relay" : schema + "_" + name + "_relay";
+    return full.length() <= MAX_IDENTIFIER_BYTES ? full : shortened(full, MAX_IDENTIFIER_BYTES);
   }
 
-  /** Flyway's history table for this outbox table: one history per outbox table. */
+  /**
+   * Flyway's history table for this outbox table: one history per outbox table. Flyway names its
+   * primary key {@code <history>_pk} and an index {@code <history>_s_idx}; from 62 bytes on,
+   * PostgreSQL's cut makes them collide and the first migration fails. Names up to 61 bytes work
+   * and are kept; longer ones become 57 bytes, where Flyway's names fit whole.
+   */
   public String historyTable() {
-    return name + "_schema_history";
+    String full = name + "_schema_history";
+    return full.length() <= MAX_IDENTIFIER_BYTES - 2
+        ? full
+        : shortened(full, MAX_IDENTIFIER_BYTES - "_s_idx".length());
+  }
+
+  /**
+   * The first {@code length - 9} characters of {@code full}, an underscore and 8 hex digits of its
+   * SHA-256: deterministic; two different full names end alike with odds of 1 in 2^32.
+   */
+  private static String shortened(String full, int length) {
+    byte[] digest;
+    try {
+      digest = MessageDigest.getInstance("SHA-256").digest(full.getBytes(StandardCharsets.UTF_8));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java platform has SHA-256", e);
+    }
+    String hash = HexFormat.of().formatHex(digest, 0, 4);
+    return full.substring(0, length - hash.length() - 1) + "_" + hash;
   }
 
   private String qualify(String identifier) {

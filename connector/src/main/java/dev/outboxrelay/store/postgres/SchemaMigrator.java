@@ -53,7 +53,10 @@ public final class SchemaMigrator {
 
   /**
    * The values of the migrations' {@code ${...}} placeholders for {@code table}; also used to print
-   * the migrations as plain SQL for teams that run their own migration tool.
+   * the migrations as plain SQL for teams that run their own migration tool. Every derived name
+   * comes from {@link OutboxTable}, fitted to PostgreSQL's identifier limit. The migrations spell
+   * most object names as {@code "${tableName}_<suffix>"} in their text, which Flyway checksums, so
+   * those stay cut by PostgreSQL, the way {@link OutboxTable#objectName} cuts them.
    */
   public static Map<String, String> placeholders(OutboxTable table) {
     return Map.of(
