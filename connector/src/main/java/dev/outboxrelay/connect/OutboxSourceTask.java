@@ -8,6 +8,7 @@ import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
@@ -268,12 +269,14 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   private void reportExhausted(ClaimResult result) {
-    for (String messageId : result.exhausted()) {
+    for (ExhaustedMessage row : result.exhausted()) {
       metrics.exhausted.incrementAndGet();
       log.warn(
-          "Message exhausted: its worker vanished again while it was claimed alone"
-              + " (message_id={} reason=ABANDONED_IN_ISOLATION)",
-          messageId);
+          "Message exhausted by a claim instead of being sent: message_id={} instance_key={}"
+              + " reason={}",
+          row.messageId(),
+          row.instanceKey(),
+          row.reasonCode());
     }
   }
 

@@ -401,7 +401,8 @@ public abstract class OutboxStoreContract {
       clock.advance(LEASE); // the worker died holding it
       ClaimResult r = store.claimAbandoned(request("w" + (++reclaims + 1), 10));
       if (!r.exhausted().isEmpty()) {
-        assertEquals(List.of("poison"), r.exhausted());
+        assertEquals(
+            List.of(new ExhaustedMessage("poison", EU, "ABANDONED_IN_ISOLATION")), r.exhausted());
         break;
       }
       assertEquals(List.of("poison"), ids(r));

@@ -6,6 +6,7 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.EnqueueResult;
+import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.InstanceKeys;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -126,8 +127,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
         row.status = MessageStatus.EXHAUSTED;
         row.leaseOwner = null;
         row.leaseExpiresAt = null;
-        row.lastFailureCode = "ABANDONED_IN_ISOLATION";
-        return new ClaimResult(List.of(), List.of(row.messageId));
+        row.lastFailureCode = ReasonCodes.ABANDONED_IN_ISOLATION;
+        return new ClaimResult(List.of(), List.of(row.exhausted()));
       }
       if (charged) {
         row.attempts++;
@@ -408,6 +409,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
           attempts,
           new Lease(leaseOwner, leaseToken),
           leaseExpiresAt);
+    }
+
+    ExhaustedMessage exhausted() {
+      return new ExhaustedMessage(messageId, instanceKey, lastFailureCode);
     }
 
     RowState state() {

@@ -32,7 +32,7 @@ final class OutboxSql {
       "o.seq, o.message_id, o.instance_key, o.aggregate_type, o.aggregate_id, o.event_type,"
           + " o.topic, o.payload, o.headers::text AS headers, o.correlation_id, o.created_at,"
           + " o.deliver_before, o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
-          + " o.status";
+          + " o.status, o.last_failure_code";
 
   final String insert;
   final String claimOrdered;

@@ -5,6 +5,7 @@ import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.InstanceKeys;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -124,11 +125,15 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   private static ClaimResult readClaim(PreparedStatement ps) throws SQLException {
     List<ClaimedMessage> claimed = new ArrayList<>();
-    List<String> exhausted = new ArrayList<>();
+    List<ExhaustedMessage> exhausted = new ArrayList<>();
     try (ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         if (MessageStatus.valueOf(rs.getString("status")) == MessageStatus.EXHAUSTED) {
-          exhausted.add(rs.getString("message_id"));
+          exhausted.add(
+              new ExhaustedMessage(
+                  rs.getString("message_id"),
+                  rs.getString("instance_key"),
+                  rs.getString("last_failure_code")));
           continue;
         }
         claimed.add(
