@@ -213,7 +213,7 @@ public class OutboxSourceTask extends SourceTask {
           .forEach(m -> writer.submit(new PendingOutcome.Released(m.messageId(), m.lease())));
       return List.of();
     }
-    if (!result.claimed().isEmpty()) {
+    if (!result.isEmpty()) {
       idle.claimedRows();
     }
     metrics.claimed.addAndGet(result.claimed().size());
@@ -243,11 +243,12 @@ public class OutboxSourceTask extends SourceTask {
   private ClaimResult claimDue() {
     ClaimRequest request = settings.claimRequest();
     ClaimResult result = store.claim(request);
+    reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
     if (request.affinity() == null) {
       return result;
     }
     long now = time.milliseconds();
-    if (!result.claimed().isEmpty()) {
+    if (!result.isEmpty()) {
       shareDrySinceMs = -1;
       return result;
     }
@@ -257,7 +258,9 @@ public class OutboxSourceTask extends SourceTask {
     if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
       return result;
     }
-    return store.claim(request.withoutAffinity());
+    ClaimResult anyShare = store.claim(request.withoutAffinity());
+    reportExhausted(anyShare);
+    return anyShare;
   }
 
   private static int intOrZero(String value) {

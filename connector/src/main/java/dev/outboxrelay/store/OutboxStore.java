@@ -36,6 +36,11 @@ import java.util.Set;
  * its worker thus ends EXHAUSTED after the budget, while a batch lost in a crash is redelivered at
  * no cost.
  *
+ * <p>A due row that has already spent the claim's budget (the budget was lowered after it was
+ * charged) is not leased either: the claim itself moves it to EXHAUSTED ({@link
+ * ReasonCodes#ATTEMPTS_BUDGET_LOWERED}), bumps its token and reports it in {@link
+ * ClaimResult#exhausted()}, so that it neither waits for ever nor blocks its aggregate.
+ *
  * <h2>Ordering</h2>
  *
  * <p>With {@link ClaimRequest#ordered()}, for rows of one instance key and aggregate id, first
@@ -54,7 +59,10 @@ import java.util.Set;
  */
 public interface OutboxStore extends AutoCloseable {
 
-  /** Claims up to {@code request.limit()} due rows; never abandoned ones (see claimAbandoned). */
+  /**
+   * Claims up to {@code request.limit()} due rows; never abandoned ones (see claimAbandoned). Due
+   * rows over the budget count towards the limit and end EXHAUSTED instead.
+   */
   ClaimResult claim(ClaimRequest request);
 
   /**

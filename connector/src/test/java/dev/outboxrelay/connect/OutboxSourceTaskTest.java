@@ -42,6 +42,7 @@ import org.junit.jupiter.api.Test;
  * shared contract). The Connect-cluster tests cover the same paths end to end.
  */
 class OutboxSourceTaskTest {
+  private static final Duration LEASE = Duration.ofSeconds(30);
   private final ManualClock clock = new ManualClock(Instant.parse("2026-11-29T12:00:00Z"));
   private InMemoryOutboxStore store;
   private FailingStore failing;
@@ -212,6 +213,23 @@ class OutboxSourceTaskTest {
         .aggregateId("a")
         .eventType("E")
         .build();
+  }
+
+  @Test
+  void rowsOverALoweredBudgetAreParkedCountedAndTheirAggregateFlows() {
+    add("eu", "a1", "a", "{}".getBytes());
+    ClaimRequest earlier = new ClaimRequest("earlier", Set.of("eu"), 1, LEASE, 10, true);
+    for (int i = 0; i < 2; i++) {
+      var m = store.claim(earlier).claimed().get(0);
+      store.retryLater("a1", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+    }
+    add("eu", "a2", "a", "{}".getBytes());
+    startTask(Map.of("max.attempts", "2"));
+
+    assertEquals(List.of("a2"), messageIds(task.poll()));
+    assertEquals(MessageStatus.EXHAUSTED, status("a1"));
+    assertEquals("ATTEMPTS_BUDGET_LOWERED", store.find("a1").orElseThrow().lastFailureCode());
+    assertEquals(1, task.metrics().exhausted.get());
   }
 
   @Test

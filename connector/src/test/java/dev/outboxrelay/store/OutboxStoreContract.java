@@ -446,6 +446,79 @@ public abstract class OutboxStoreContract {
     }
   }
 
+  /** Charges the oldest due row of {@code key} two retries under a budget of 10. */
+  private void chargeTwoAttempts(String key, String id, Duration lastDelay) {
+    ClaimRequest generous = new ClaimRequest("charger", Set.of(key), 1, LEASE, 10, true);
+    ClaimedMessage first = store.claim(generous).claimed().get(0);
+    assertEquals(id, first.messageId());
+    store.retryLater(id, first.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+    ClaimedMessage second = store.claim(generous).claimed().get(0);
+    assertEquals(id, second.messageId());
+    store.retryLater(id, second.lease(), "DELIVERY_UNCONFIRMED", lastDelay, 10);
+  }
+
+  private static ClaimRequest loweredBudget(String owner, int maxAttempts, boolean ordered) {
+    return new ClaimRequest(owner, Set.of(EU), 10, LEASE, maxAttempts, ordered);
+  }
+
+  private void assertParkedForALoweredBudget(String id, int attempts, long token) {
+    RowState s = state(id);
+    assertEquals(MessageStatus.EXHAUSTED, s.status());
+    assertEquals(ReasonCodes.ATTEMPTS_BUDGET_LOWERED, s.lastFailureCode());
+    assertEquals(attempts, s.attempts(), "parking charges nothing");
+    assertEquals(token, s.leaseToken(), "the token moves on, fencing any earlier lease");
+    assertNull(s.leaseOwner());
+    assertNull(s.leaseExpiresAt());
+  }
+
+  @Test
+  void aLoweredBudgetParksOverBudgetRowsWhenDueAndTheirAggregateMovesOn() {
+    add(EU, "a1", "A");
+    chargeTwoAttempts(EU, "a1", Duration.ofSeconds(10));
+    add(EU, "a2", "A");
+    add(EU, "b1", "B");
+    add(US, "us1", "A");
+    chargeTwoAttempts(US, "us1", Duration.ZERO);
+    RowState otherInstance = state("us1");
+
+    // max.attempts lowered from 10 to 2: a1 has spent its budget. Until it is due it waits like
+    // any retry, and its aggregate waits behind it.
+    ClaimResult early = store.claim(loweredBudget("w1", 2, true));
+    assertEquals(List.of("b1"), ids(early));
+    assertEquals(List.of(), early.exhausted());
+
+    clock.advance(Duration.ofSeconds(10));
+    ClaimResult due = store.claim(loweredBudget("w2", 2, true));
+    assertEquals(
+        List.of(new ExhaustedMessage("a1", EU, ReasonCodes.ATTEMPTS_BUDGET_LOWERED)),
+        due.exhausted());
+    assertEquals(List.of("a2"), ids(due), "its successor is no longer blocked");
+    assertParkedForALoweredBudget("a1", 2, 3);
+    assertEquals(otherInstance, state("us1"), "another instance's row is never touched");
+
+    assertTrue(store.claim(loweredBudget("w3", 10, true)).isEmpty(), "parked for good");
+    clock.advance(LEASE.multipliedBy(2));
+    assertEquals(List.of("a2"), ids(store.claimAbandoned(loweredBudget("w3", 10, true))));
+  }
+
+  @Test
+  void aLoweredBudgetParksOverBudgetRowsOfUnorderedClaimsToo() {
+    add(EU, "a1", "A");
+    chargeTwoAttempts(EU, "a1", Duration.ZERO);
+    add(EU, "a2", "A");
+    add(US, "us1", "A");
+    chargeTwoAttempts(US, "us1", Duration.ZERO);
+    RowState otherInstance = state("us1");
+
+    ClaimResult r = store.claim(loweredBudget("w1", 1, false));
+    assertEquals(
+        List.of(new ExhaustedMessage("a1", EU, ReasonCodes.ATTEMPTS_BUDGET_LOWERED)),
+        r.exhausted());
+    assertEquals(List.of("a2"), ids(r));
+    assertParkedForALoweredBudget("a1", 2, 3);
+    assertEquals(otherInstance, state("us1"));
+  }
+
   @Test
   void normalClaimsNeverTakeAbandonedRows() {
     add(EU, "m1", "a");

@@ -82,7 +82,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (batch.size() == request.limit()) {
         break;
       }
-      if (!row.ownedBy(keys) || !row.isDue(now, request.maxAttempts())) {
+      if (!row.ownedBy(keys) || !row.isDue(now)) {
         continue;
       }
       if (request.affinity() != null && !inShare(row.aggregateId, request.affinity())) {
@@ -91,20 +91,26 @@ public final class InMemoryOutboxStore implements OutboxStore {
       // Under one lock the batch is the first due rows in order, so a due predecessor is always
       // in this batch already: only a predecessor that is neither due nor ours blocks.
       if (request.ordered()
-          && hasPredecessor(
-              row,
-              p -> !p.isDue(now, request.maxAttempts()) && !p.isHeldBy(request.owner(), now))) {
+          && hasPredecessor(row, p -> !p.isDue(now) && !p.isHeldBy(request.owner(), now))) {
         continue;
       }
       batch.add(row);
     }
     List<ClaimedMessage> claimed = new ArrayList<>();
+    List<ExhaustedMessage> exhausted = new ArrayList<>();
     for (Row row : batch) {
-      row.lease(request.owner(), now.plus(request.leaseDuration()));
       row.isolated = false;
+      if (row.attempts >= request.maxAttempts()) {
+        // Charged under a higher budget than today's: parked, so it neither waits for ever nor
+        // blocks its aggregate.
+        row.park(ReasonCodes.ATTEMPTS_BUDGET_LOWERED);
+        exhausted.add(row.exhausted());
+        continue;
+      }
+      row.lease(request.owner(), now.plus(request.leaseDuration()));
       claimed.add(row.claimed());
     }
-    return new ClaimResult(claimed, List.of());
+    return new ClaimResult(claimed, exhausted);
   }
 
   @Override
@@ -123,11 +129,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       row.isolated = true;
       if (charged && row.attempts + 1 >= request.maxAttempts()) {
         row.attempts++;
-        row.leaseToken++;
-        row.status = MessageStatus.EXHAUSTED;
-        row.leaseOwner = null;
-        row.leaseExpiresAt = null;
-        row.lastFailureCode = ReasonCodes.ABANDONED_IN_ISOLATION;
+        row.park(ReasonCodes.ABANDONED_IN_ISOLATION);
         return new ClaimResult(List.of(), List.of(row.exhausted()));
       }
       if (charged) {
@@ -363,10 +365,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
       return instanceKey != null && keys.contains(instanceKey);
     }
 
-    boolean isDue(Instant now, int maxAttempts) {
+    /** Due whatever its attempts: a claim parks a row that is over the budget. */
+    boolean isDue(Instant now) {
       return (status == MessageStatus.PENDING || status == MessageStatus.AMBIGUOUS)
-          && (nextAttemptAt == null || !nextAttemptAt.isAfter(now))
-          && attempts < maxAttempts;
+          && (nextAttemptAt == null || !nextAttemptAt.isAfter(now));
     }
 
     boolean isAbandoned(Instant now) {
@@ -384,6 +386,15 @@ public final class InMemoryOutboxStore implements OutboxStore {
       leaseOwner = owner;
       leaseToken++;
       leaseExpiresAt = expiry;
+    }
+
+    /** EXHAUSTED by a claim: the token moves on, so no earlier lease can write it. */
+    void park(String reasonCode) {
+      status = MessageStatus.EXHAUSTED;
+      leaseToken++;
+      leaseOwner = null;
+      leaseExpiresAt = null;
+      lastFailureCode = reasonCode;
     }
 
     void releaseLease() {

@@ -18,12 +18,14 @@ final class OutboxSql {
    * (transaction-local, so pooled connections keep the server's setting). Safe because a claim is
    * only a lease: lost in a database crash, its row is simply claimable again, the holder's outcome
    * write is fenced off or reported as a lost claim, and an outcome made durable later flushes the
-   * claim's WAL before its own. A volatile function keeps this CTE evaluated and not inlined.
+   * claim's WAL before its own. A volatile function keeps this CTE evaluated and not inlined. It
+   * also carries the attempt budget.
    */
   private static final String CLAIM_CLOCK =
       "clock AS (SELECT "
           + NOW
-          + " AS now, set_config('synchronous_commit', 'off', true) AS commit_mode)";
+          + " AS now, CAST(? AS integer) AS budget,"
+          + " set_config('synchronous_commit', 'off', true) AS commit_mode)";
 
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
 
@@ -62,12 +64,14 @@ final class OutboxSql {
             + " VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS jsonb), ?, ?)"
             + " ON CONFLICT (message_id) DO NOTHING";
 
-    // Parameters of both claims: now, keys[], maxAttempts, [ordered: maxAttempts, owner,] limit,
-    // [ordered: maxAttempts,] owner, leaseMillis.
+    // Parameters of both claims: now, maxAttempts, keys[], [ordered: owner,] limit, owner,
+    // leaseMillis. A due row within the budget is leased; one at or over it (max.attempts was
+    // lowered after it was charged) is parked EXHAUSTED by the same claim, so that it neither
+    // waits for ever nor blocks its aggregate, and the claimer reports it.
     String due =
         "%1$s.status IN ('PENDING', 'AMBIGUOUS')"
-            + " AND (%1$s.next_attempt_at IS NULL OR %1$s.next_attempt_at <= clock.now)"
-            + " AND %1$s.attempts < ?";
+            + " AND (%1$s.next_attempt_at IS NULL OR %1$s.next_attempt_at <= clock.now)";
+    String overBudget = "o.attempts >= clock.budget";
     String sameAggregateBefore =
         "p.instance_key = %1$s.instance_key AND p.aggregate_id = %1$s.aggregate_id"
             + " AND p.seq < %1$s.seq";
@@ -92,13 +96,25 @@ final class OutboxSql {
     String claimUpdate =
         " UPDATE "
             + t
-            + " o SET status = 'IN_FLIGHT', lease_owner = ?, lease_token = o.lease_token + 1,"
-            + " lease_expires_at = clock.now + (? * INTERVAL '1 millisecond'), isolated = FALSE"
+            + " o SET status = CASE WHEN "
+            + overBudget
+            + " THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,"
+            + " lease_owner = CASE WHEN "
+            + overBudget
+            + " THEN NULL ELSE ? END,"
+            + " lease_token = o.lease_token + 1,"
+            + " lease_expires_at = CASE WHEN "
+            + overBudget
+            + " THEN NULL ELSE clock.now + (? * INTERVAL '1 millisecond') END,"
+            + " last_failure_code = CASE WHEN "
+            + overBudget
+            + " THEN 'ATTEMPTS_BUDGET_LOWERED' ELSE o.last_failure_code END,"
+            + " isolated = FALSE"
             + " FROM %s c, clock WHERE o.seq = c.seq RETURNING "
             + CLAIMED_COLUMNS;
 
     claimOrdered = orderedClaim(t, due, blockingPredecessor, sameAggregateBefore, "", claimUpdate);
-    // Parameters as claimOrdered, plus slots, slots - slot, slots after the first maxAttempts.
+    // Parameters as claimOrdered, plus slots, slots - slot, slots after keys[].
     // The mask keeps the hash non-negative; hashtext is stable for a given text, so an aggregate
     // keeps its share. "(h % n + n - slot) % n < 1" means "h % n = slot", written as an inequality
     // because PostgreSQL estimates an equality on an expression at 0.5 % of the rows: it then

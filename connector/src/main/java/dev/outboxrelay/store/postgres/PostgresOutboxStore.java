@@ -72,8 +72,8 @@ public final class PostgresOutboxStore implements OutboxStore {
   void bindClaim(Connection c, PreparedStatement ps, ClaimRequest request) throws SQLException {
     int i = 1;
     setNow(ps, i++);
-    ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
     ps.setInt(i++, request.maxAttempts());
+    ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
     if (request.affinity() != null) {
       AggregateAffinity affinity = request.affinity();
       ps.setInt(i++, affinity.slots());
@@ -81,13 +81,9 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setInt(i++, affinity.slots());
     }
     if (request.ordered()) {
-      ps.setInt(i++, request.maxAttempts());
       ps.setString(i++, request.owner());
     }
     ps.setInt(i++, request.limit());
-    if (request.ordered()) {
-      ps.setInt(i++, request.maxAttempts());
-    }
     ps.setString(i++, request.owner());
     ps.setLong(i, request.leaseDuration().toMillis());
   }
