@@ -229,10 +229,11 @@ final class OutcomeWriter {
     }
     if (!acks.isEmpty()) {
       long start = time.milliseconds();
-      Map<String, Outcome> outcomes = store.markPublished(acks);
+      List<Outcome> outcomes = store.markPublished(acks);
       metrics.recordOutcomeWrite(time.milliseconds() - start);
-      for (PublishedAck ack : acks) {
-        settle(ack.messageId(), ack.lease().token(), "PUBLISHED", outcomes.get(ack.messageId()));
+      for (int j = 0; j < acks.size(); j++) {
+        PublishedAck ack = acks.get(j);
+        settle(ack.messageId(), ack.lease().token(), "PUBLISHED", outcomes.get(j));
       }
       remaining.removeIf(Published.class::isInstance);
     }

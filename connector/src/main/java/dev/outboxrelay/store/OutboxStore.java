@@ -3,7 +3,6 @@ package dev.outboxrelay.store;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 /**
@@ -74,8 +73,14 @@ public interface OutboxStore extends AutoCloseable {
   /** Records Kafka's acknowledgement: PUBLISHED with coordinates; releases the lease. */
   Outcome markPublished(PublishedAck ack);
 
-  /** Batch form of {@link #markPublished(PublishedAck)}: one round trip for all acks. */
-  Map<String, Outcome> markPublished(List<PublishedAck> acks);
+  /**
+   * Batch form of {@link #markPublished(PublishedAck)}: one round trip for all acks. Returns one
+   * outcome per ack, in the order of {@code acks}. Each ack is judged by its own lease, as if the
+   * acks were written one after the other: of two acks of one row, only the one whose lease holds
+   * the row is {@link Outcome#APPLIED}, and a repeated ack is {@link Outcome#CLAIM_LOST} (resolved
+   * once only).
+   */
+  List<Outcome> markPublished(List<PublishedAck> acks);
 
   /**
    * Schedules another attempt: charges one attempt and sets AMBIGUOUS, due after {@code delay}, or

@@ -421,7 +421,7 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public Map<String, dev.outboxrelay.store.Outcome> markPublished(
+    public List<dev.outboxrelay.store.Outcome> markPublished(
         List<dev.outboxrelay.store.PublishedAck> acks) {
       check();
       return delegate.markPublished(acks);

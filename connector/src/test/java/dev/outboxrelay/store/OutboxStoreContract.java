@@ -238,7 +238,7 @@ public abstract class OutboxStoreContract {
     RowState owned = state("m1");
 
     assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(first, 7)));
-    assertEquals(Map.of("m1", Outcome.CLAIM_LOST), store.markPublished(List.of(ack(first, 7))));
+    assertEquals(List.of(Outcome.CLAIM_LOST), store.markPublished(List.of(ack(first, 7))));
     assertEquals(
         Outcome.CLAIM_LOST,
         store.retryLater("m1", first.lease(), "SEND_FAILED", Duration.ofSeconds(5), 3));
@@ -298,12 +298,40 @@ public abstract class OutboxStoreContract {
     add(EU, "m3", "c");
     List<ClaimedMessage> claimed = store.claim(request("w1", 3)).claimed();
     store.release("m3", claimed.get(2).lease());
-    Map<String, Outcome> outcomes =
+    List<Outcome> outcomes =
         store.markPublished(claimed.stream().map(m -> ack(m, m.seq())).toList());
-    assertEquals(
-        Map.of("m1", Outcome.APPLIED, "m2", Outcome.APPLIED, "m3", Outcome.CLAIM_LOST), outcomes);
+    assertEquals(List.of(Outcome.APPLIED, Outcome.APPLIED, Outcome.CLAIM_LOST), outcomes);
     assertEquals(MessageStatus.PUBLISHED, state("m2").status());
     assertEquals(MessageStatus.PENDING, state("m3").status());
+  }
+
+  @Test
+  void aBatchJudgesEachAckByItsOwnLeaseEvenForOneRowAckedTwice() {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    List<ClaimedMessage> stale = store.claim(request("w1", 2)).claimed();
+    stale.forEach(m -> store.release(m.messageId(), m.lease()));
+    List<ClaimedMessage> current = store.claim(request("w1", 2)).claimed();
+
+    List<Outcome> outcomes =
+        store.markPublished(
+            List.of(
+                ack(current.get(0), 5),
+                ack(stale.get(0), 4),
+                ack(stale.get(1), 6),
+                ack(current.get(1), 7),
+                ack(current.get(1), 8)));
+    assertEquals(
+        List.of(
+            Outcome.APPLIED,
+            Outcome.CLAIM_LOST,
+            Outcome.CLAIM_LOST,
+            Outcome.APPLIED,
+            Outcome.CLAIM_LOST),
+        outcomes,
+        "only the ack under the row's lease applies, and only once");
+    assertEquals(k(5), state("m1").kafka());
+    assertEquals(k(7), state("m2").kafka());
   }
 
   @Test

@@ -24,7 +24,6 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -174,10 +173,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized Map<String, Outcome> markPublished(List<PublishedAck> acks) {
-    Map<String, Outcome> outcomes = new LinkedHashMap<>();
+  public synchronized List<Outcome> markPublished(List<PublishedAck> acks) {
+    List<Outcome> outcomes = new ArrayList<>(acks.size());
     for (PublishedAck ack : acks) {
-      outcomes.put(ack.messageId(), markPublished(ack));
+      outcomes.add(markPublished(ack));
     }
     return outcomes;
   }

@@ -209,7 +209,8 @@ final class OutboxSql {
             + " FROM clock WHERE message_id = ?"
             + fenced;
 
-    // Parameters: now, message_id[], owner[], token[], topic[], partition[], offset[].
+    // Parameters: now, message_id[], owner[], token[], topic[], partition[], offset[]. Returns the
+    // position of each applied ack.
     markPublishedBatch =
         "WITH "
             + CLOCK
@@ -221,10 +222,11 @@ final class OutboxSql {
             + " isolated = FALSE"
             + " FROM clock, unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]),"
             + " CAST(? AS text[]), CAST(? AS integer[]), CAST(? AS bigint[]))"
-            + " AS a(message_id, owner, token, topic, kafka_partition, kafka_offset)"
+            + " WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,"
+            + " kafka_offset, n)"
             + " WHERE o.message_id = a.message_id AND o.status = 'IN_FLIGHT'"
             + " AND o.lease_owner = a.owner AND o.lease_token = a.token"
-            + " RETURNING o.message_id";
+            + " RETURNING a.n";
 
     // Parameters: now, maxAttempts, reason, delayMillis, messageId, owner, token.
     retryLater =

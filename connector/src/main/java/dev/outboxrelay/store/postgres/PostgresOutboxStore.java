@@ -29,7 +29,6 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -175,11 +174,23 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public Map<String, Outcome> markPublished(List<PublishedAck> acks) {
+  public List<Outcome> markPublished(List<PublishedAck> acks) {
     if (acks.isEmpty()) {
-      return Map.of();
+      return List.of();
     }
-    int n = acks.size();
+    // A repeated ack (same row, same lease) is sent once: joined twice to its row, PostgreSQL
+    // would apply either one's coordinates. Repeats are CLAIM_LOST, as if written one by one.
+    List<PublishedAck> sent = new ArrayList<>();
+    int[] sentAs = new int[acks.size()];
+    Set<HeldLease> seen = new HashSet<>();
+    for (int j = 0; j < acks.size(); j++) {
+      PublishedAck ack = acks.get(j);
+      sentAs[j] = seen.add(new HeldLease(ack.messageId(), ack.lease())) ? sent.size() : -1;
+      if (sentAs[j] >= 0) {
+        sent.add(ack);
+      }
+    }
+    int n = sent.size();
     String[] ids = new String[n];
     String[] owners = new String[n];
     Long[] tokens = new Long[n];
@@ -187,7 +198,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     Integer[] partitions = new Integer[n];
     Long[] offsets = new Long[n];
     for (int j = 0; j < n; j++) {
-      PublishedAck ack = acks.get(j);
+      PublishedAck ack = sent.get(j);
       ids[j] = ack.messageId();
       owners[j] = ack.lease().owner();
       tokens[j] = ack.lease().token();
@@ -204,10 +215,15 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setArray(5, c.createArrayOf("text", topics));
       ps.setArray(6, c.createArrayOf("integer", partitions));
       ps.setArray(7, c.createArrayOf("bigint", offsets));
-      Set<String> applied = returnedIds(ps);
-      Map<String, Outcome> outcomes = new HashMap<>();
-      for (String id : ids) {
-        outcomes.put(id, applied.contains(id) ? Outcome.APPLIED : Outcome.CLAIM_LOST);
+      boolean[] applied = new boolean[n];
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          applied[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
+        }
+      }
+      List<Outcome> outcomes = new ArrayList<>(acks.size());
+      for (int position : sentAs) {
+        outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
       }
       return outcomes;
     } catch (SQLException e) {
