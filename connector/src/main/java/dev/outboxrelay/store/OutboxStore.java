@@ -23,7 +23,10 @@ import java.util.Set;
  * <h2>Ownership</h2>
  *
  * <p>Every method is bound to the caller's instance keys. Rows of another instance key, and legacy
- * rows without one, are never claimed, changed or counted.
+ * rows without one, are never claimed, changed or counted. The writes after a claim carry no keys
+ * of their own: they are fenced on the instance keys this store has claimed for, besides the lease,
+ * so that a lease whose owner name collides with another instance's still cannot reach its rows
+ * (such a write is {@link Outcome#CLAIM_LOST}).
  *
  * <h2>Attempts</h2>
  *

@@ -44,6 +44,12 @@ public abstract class OutboxStoreContract {
   /** The row's relay state as stored, or null when it does not exist. */
   protected abstract RowState state(String messageId);
 
+  /**
+   * Puts the row IN_FLIGHT under {@code lease} until {@code expiresAt} behind the store's back, as
+   * a claim of another instance (or an older relay, for a legacy row) whose owner name collides.
+   */
+  protected abstract void holdElsewhere(String messageId, Lease lease, Instant expiresAt);
+
   /** Rejects a writer bound to this key before any connection or row exists. */
   protected abstract void createWriter(String instanceKey);
 
@@ -267,6 +273,32 @@ public abstract class OutboxStoreContract {
     Lease stale = new Lease("w1", m.lease().token() + 1);
     assertEquals(Outcome.CLAIM_LOST, store.markPublished(new PublishedAck("m1", stale, k(1))));
     assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
+  }
+
+  @Test
+  void aLeaseNeverWritesARowOfAnotherInstanceKeyOrALegacyRow() {
+    add(EU, "eu1", "a");
+    Lease lease = claimOne("w1", "eu1").lease();
+    add(US, "us1", "a");
+    insertLegacy(message("legacy1", "a"));
+    for (String id : List.of("us1", "legacy1")) {
+      holdElsewhere(id, lease, clock.now().plus(LEASE));
+      RowState theirs = state(id);
+
+      assertEquals(Outcome.CLAIM_LOST, store.markPublished(new PublishedAck(id, lease, k(1))), id);
+      assertEquals(
+          List.of(Outcome.CLAIM_LOST),
+          store.markPublished(List.of(new PublishedAck(id, lease, k(1)))),
+          id);
+      assertEquals(
+          Outcome.CLAIM_LOST, store.retryLater(id, lease, "SEND_FAILED", Duration.ZERO, 3), id);
+      assertEquals(Outcome.CLAIM_LOST, store.markFailed(id, lease, "POISON"), id);
+      assertEquals(Outcome.CLAIM_LOST, store.release(id, lease), id);
+      clock.advance(Duration.ofSeconds(1));
+      assertEquals(Set.of(id), store.renew(List.of(new HeldLease(id, lease)), LEASE), id);
+      assertEquals(theirs, state(id), id + " is not this store's to change");
+    }
+    assertEquals(Outcome.APPLIED, store.markPublished(new PublishedAck("eu1", lease, k(2))));
   }
 
   private static KafkaCoordinates k(long offset) {

@@ -42,6 +42,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
   private final Map<String, Row> rowsById = new HashMap<>();
   private long nextSeq = 1;
 
+  /** The instance keys this store has claimed for: writes after a claim are fenced on them too. */
+  private final Set<String> claimedKeys = new HashSet<>();
+
   public InMemoryOutboxStore(RelayClock clock) {
     this.clock = clock;
   }
@@ -72,8 +75,21 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return Optional.ofNullable(rowsById.get(messageId)).map(Row::state);
   }
 
+  /**
+   * For tests: holds a row under {@code lease} without a claim through this store, as another
+   * instance's claim (or an older relay's, for a legacy row) with a colliding owner would.
+   */
+  synchronized void holdElsewhere(String messageId, Lease lease, Instant expiresAt) {
+    Row row = rowsById.get(messageId);
+    row.status = MessageStatus.IN_FLIGHT;
+    row.leaseOwner = lease.owner();
+    row.leaseToken = lease.token();
+    row.leaseExpiresAt = expiresAt;
+  }
+
   @Override
   public synchronized ClaimResult claim(ClaimRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
     Instant now = now();
     Set<String> keys = request.instanceKeys();
     List<Row> batch = new ArrayList<>();
@@ -114,6 +130,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   @Override
   public synchronized ClaimResult claimAbandoned(ClaimRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
     Instant now = now();
     for (Row row : rowsBySeq.values()) {
       if (!row.ownedBy(request.instanceKeys()) || !row.isAbandoned(now)) {
@@ -297,6 +314,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   private Row fenced(String messageId, Lease lease) {
     Row row = rowsById.get(messageId);
     if (row == null
+        || !row.ownedBy(claimedKeys)
         || row.status != MessageStatus.IN_FLIGHT
         || !lease.owner().equals(row.leaseOwner)
         || lease.token() != row.leaseToken) {

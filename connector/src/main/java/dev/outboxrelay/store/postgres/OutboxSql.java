@@ -195,7 +195,10 @@ final class OutboxSql {
             + " ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED)"
             + abandonedUpdate;
 
-    String fenced = " AND status = 'IN_FLIGHT' AND lease_owner = ? AND lease_token = ?";
+    // Every write after a claim: the lease, and the instance keys the writer claims for.
+    String fenced =
+        " AND status = 'IN_FLIGHT' AND lease_owner = ? AND lease_token = ?"
+            + " AND instance_key = ANY (?)";
     String releaseLease = " lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE";
 
     markPublished =
@@ -209,8 +212,8 @@ final class OutboxSql {
             + " FROM clock WHERE message_id = ?"
             + fenced;
 
-    // Parameters: now, message_id[], owner[], token[], topic[], partition[], offset[]. Returns the
-    // position of each applied ack.
+    // Parameters: now, message_id[], owner[], token[], topic[], partition[], offset[], keys[].
+    // Returns the position of each applied ack.
     markPublishedBatch =
         "WITH "
             + CLOCK
@@ -226,9 +229,10 @@ final class OutboxSql {
             + " kafka_offset, n)"
             + " WHERE o.message_id = a.message_id AND o.status = 'IN_FLIGHT'"
             + " AND o.lease_owner = a.owner AND o.lease_token = a.token"
+            + " AND o.instance_key = ANY (?)"
             + " RETURNING a.n";
 
-    // Parameters: now, maxAttempts, reason, delayMillis, messageId, owner, token.
+    // Parameters: now, maxAttempts, reason, delayMillis, messageId, owner, token, keys[].
     retryLater =
         "WITH "
             + CLOCK
@@ -259,7 +263,7 @@ final class OutboxSql {
             + " WHERE message_id = ?"
             + fenced;
 
-    // Parameters: now, leaseMillis, message_id[], owner[], token[].
+    // Parameters: now, leaseMillis, message_id[], owner[], token[], keys[].
     renew =
         "WITH "
             + CLOCK
@@ -270,6 +274,7 @@ final class OutboxSql {
             + " AS h(message_id, owner, token)"
             + " WHERE o.message_id = h.message_id AND o.status = 'IN_FLIGHT'"
             + " AND o.lease_owner = h.owner AND o.lease_token = h.token"
+            + " AND o.instance_key = ANY (?)"
             + " RETURNING o.message_id";
 
     // Parameters: keys[], keys[], includePublished, keys[]. One branch per partial index, so the

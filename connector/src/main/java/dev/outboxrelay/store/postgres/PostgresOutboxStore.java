@@ -16,6 +16,7 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.RelayClock;
+import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -33,6 +34,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 
 /**
@@ -44,6 +46,13 @@ public final class PostgresOutboxStore implements OutboxStore {
   private final OutboxSql sql;
   private final RelayClock clock;
   private final AutoCloseable ownedResource;
+
+  /**
+   * The instance keys this store has claimed for. Every write after a claim is fenced on them as
+   * well as on the lease, so that even a lease whose owner name collides with another instance's
+   * never reaches a row of another instance key, nor a legacy row.
+   */
+  private final Set<String> claimedKeys = ConcurrentHashMap.newKeySet();
 
   /**
    * @param ownedResource closed by {@link #close()} (the pool this store owns), or null
@@ -58,6 +67,7 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public ClaimResult claim(ClaimRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(claimStatement(request))) {
       bindClaim(c, ps, request);
@@ -96,6 +106,7 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public ClaimResult claimAbandoned(ClaimRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
@@ -167,6 +178,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setString(5, ack.messageId());
       ps.setString(6, ack.lease().owner());
       ps.setLong(7, ack.lease().token());
+      ps.setArray(8, claimedKeys(c));
       return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
     } catch (SQLException e) {
       throw SqlStates.classify(e, "mark-published");
@@ -215,6 +227,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setArray(5, c.createArrayOf("text", topics));
       ps.setArray(6, c.createArrayOf("integer", partitions));
       ps.setArray(7, c.createArrayOf("bigint", offsets));
+      ps.setArray(8, claimedKeys(c));
       boolean[] applied = new boolean[n];
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -243,6 +256,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setString(5, messageId);
       ps.setString(6, lease.owner());
       ps.setLong(7, lease.token());
+      ps.setArray(8, claimedKeys(c));
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
           return Outcome.CLAIM_LOST;
@@ -264,6 +278,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setString(2, messageId);
       ps.setString(3, lease.owner());
       ps.setLong(4, lease.token());
+      ps.setArray(5, claimedKeys(c));
       return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
     } catch (SQLException e) {
       throw SqlStates.classify(e, "mark-failed");
@@ -277,6 +292,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setString(1, messageId);
       ps.setString(2, lease.owner());
       ps.setLong(3, lease.token());
+      ps.setArray(4, claimedKeys(c));
       return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
     } catch (SQLException e) {
       throw SqlStates.classify(e, "release");
@@ -304,6 +320,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setArray(3, c.createArrayOf("text", ids));
       ps.setArray(4, c.createArrayOf("text", owners));
       ps.setArray(5, c.createArrayOf("bigint", tokens));
+      ps.setArray(6, claimedKeys(c));
       Set<String> renewed = returnedIds(ps);
       Set<String> lost = new HashSet<>();
       for (String id : ids) {
@@ -386,6 +403,10 @@ public final class PostgresOutboxStore implements OutboxStore {
         // Closing a pool does not fail in a way a caller could act on.
       }
     }
+  }
+
+  private Array claimedKeys(Connection c) throws SQLException {
+    return c.createArrayOf("text", claimedKeys.toArray());
   }
 
   private void setNow(PreparedStatement ps, int index) throws SQLException {
