@@ -15,7 +15,6 @@ import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -284,10 +283,9 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   private List<SourceRecord> map(List<ClaimedMessage> claimed) {
-    Instant now = now();
     List<SourceRecord> records = new ArrayList<>(claimed.size());
     for (ClaimedMessage row : claimed) {
-      MappingResult result = mapper.map(row, now);
+      MappingResult result = mapper.map(row);
       if (result instanceof MappingResult.Mapped mapped) {
         ledger.add(row, null);
         records.add(mapped.record());
@@ -309,11 +307,6 @@ public class OutboxSourceTask extends SourceTask {
     }
     metrics.inFlight.set(ledger.size());
     return records;
-  }
-
-  private Instant now() {
-    Instant override = clock.override();
-    return override != null ? override : Instant.ofEpochMilli(time.milliseconds());
   }
 
   @Override

@@ -48,6 +48,7 @@ class OutboxSourceTaskTest {
   private FailingStore failing;
   private OutboxSourceTask task;
   private Time time = Time.SYSTEM;
+  private RelayClock taskClock = clock;
 
   @BeforeEach
   void setUp() {
@@ -83,7 +84,7 @@ class OutboxSourceTaskTest {
 
               @Override
               public RelayClock clock() {
-                return clock;
+                return taskClock;
               }
 
               @Override
@@ -230,6 +231,42 @@ class OutboxSourceTaskTest {
     assertEquals(MessageStatus.EXHAUSTED, status("a1"));
     assertEquals("ATTEMPTS_BUDGET_LOWERED", store.find("a1").orElseThrow().lastFailureCode());
     assertEquals(1, task.metrics().exhausted.get());
+  }
+
+  /** A row due before {@code deadline}, claimed by a task whose host clock reads {@code worker}. */
+  private List<SourceRecord> pollWithDeadlineAndWorkerClock(Instant deadline, Instant worker) {
+    store.enqueue(
+        "eu",
+        OutboxMessage.builder()
+            .messageId("m1")
+            .aggregateType("order")
+            .aggregateId("a")
+            .eventType("OrderPlaced")
+            .payload("{}".getBytes())
+            .deliverBefore(deadline)
+            .build());
+    taskClock = RelayClock.database(); // production: the store judges time, the host has its own
+    time = new MockTime(0, worker.toEpochMilli(), 0);
+    startTask(Map.of());
+    return task.poll();
+  }
+
+  @Test
+  void aDeadlineThatTheStoreClockHasPassedFailsTheRowWhateverTheWorkerClockSays() {
+    Instant deadline = clock.now().minusSeconds(1);
+    List<SourceRecord> records =
+        pollWithDeadlineAndWorkerClock(deadline, deadline.minusSeconds(60));
+    assertEquals(List.of(), messageIds(records));
+    await().until(() -> status("m1") == MessageStatus.FAILED);
+    assertEquals("DEADLINE_EXPIRED", store.find("m1").orElseThrow().lastFailureCode());
+  }
+
+  @Test
+  void aDeadlineThatTheStoreClockHasNotReachedIsPublishedWhateverTheWorkerClockSays() {
+    Instant deadline = clock.now().plusSeconds(1);
+    List<SourceRecord> records = pollWithDeadlineAndWorkerClock(deadline, deadline.plusSeconds(60));
+    assertEquals(List.of("m1"), messageIds(records));
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"));
   }
 
   @Test

@@ -143,6 +143,34 @@ public abstract class OutboxStoreContract {
     assertEquals("corr-1", m.correlationId());
   }
 
+  @Test
+  void aClaimJudgesEachDeadlineByTheStoresClock() {
+    for (int i = 0; i < 3; i++) {
+      enqueue(
+          EU,
+          OutboxMessage.builder()
+              .messageId("d" + i)
+              .aggregateType("order")
+              .aggregateId("agg" + i)
+              .eventType("OrderPlaced")
+              .deliverBefore(clock.now().plusSeconds(10).plusMillis(i - 1))
+              .build());
+    }
+    add(EU, "none", "agg-none");
+    clock.advance(Duration.ofSeconds(10));
+    Map<String, Boolean> expired = new HashMap<>();
+    for (ClaimedMessage m : store.claim(request("w1", 10)).claimed()) {
+      expired.put(m.messageId(), m.deadlineExpired());
+    }
+    assertEquals(Map.of("d0", true, "d1", true, "d2", false, "none", false), expired);
+
+    // A reclaim judges it again, at its own time.
+    clock.advance(LEASE);
+    ClaimedMessage reclaimed = store.claimAbandoned(request("w2", 10)).claimed().get(0);
+    assertEquals("d0", reclaimed.messageId());
+    assertTrue(reclaimed.deadlineExpired());
+  }
+
   // ---------------------------------------------------------------- claim and ownership
 
   @Test

@@ -123,7 +123,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
         continue;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      claimed.add(row.claimed());
+      claimed.add(row.claimed(now));
     }
     return new ClaimResult(claimed, exhausted);
   }
@@ -152,7 +152,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
         row.attempts++;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      return new ClaimResult(List.of(row.claimed()), List.of());
+      return new ClaimResult(List.of(row.claimed(now)), List.of());
     }
     return ClaimResult.EMPTY;
   }
@@ -420,7 +420,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
       isolated = false;
     }
 
-    ClaimedMessage claimed() {
+    /** The row as a claim at {@code now} returns it: its deadline is judged by this clock. */
+    ClaimedMessage claimed(Instant now) {
       return new ClaimedMessage(
           seq,
           messageId,
@@ -434,6 +435,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
           correlationId,
           createdAt,
           deliverBefore,
+          deliverBefore != null && !deliverBefore.isAfter(now),
           attempts,
           new Lease(leaseOwner, leaseToken),
           leaseExpiresAt);

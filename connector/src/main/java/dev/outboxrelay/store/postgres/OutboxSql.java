@@ -29,11 +29,15 @@ final class OutboxSql {
 
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
 
-  /** Columns a claim returns, prefixed by the UPDATE's alias. */
+  /**
+   * Columns a claim returns, prefixed by the UPDATE's alias. Whether the row's deadline has passed
+   * is judged here, by the claim's clock, not by the worker that maps it.
+   */
   private static final String CLAIMED_COLUMNS =
       "o.seq, o.message_id, o.instance_key, o.aggregate_type, o.aggregate_id, o.event_type,"
           + " o.topic, o.payload, o.headers::text AS headers, o.correlation_id, o.created_at,"
-          + " o.deliver_before, o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
+          + " o.deliver_before, COALESCE(o.deliver_before <= clock.now, FALSE) AS deadline_expired,"
+          + " o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
           + " o.status, o.last_failure_code";
 
   final String insert;

@@ -156,6 +156,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                 rs.getString("correlation_id"),
                 instant(rs, "created_at"),
                 instant(rs, "deliver_before"),
+                rs.getBoolean("deadline_expired"),
                 rs.getInt("attempts"),
                 new Lease(rs.getString("lease_owner"), rs.getLong("lease_token")),
                 instant(rs, "lease_expires_at")));
