@@ -8,13 +8,12 @@ import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
-import dev.outboxrelay.store.RelayClock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -49,7 +48,6 @@ public class OutboxSourceTask extends SourceTask {
   private OutboxSourceConfig config;
   private TaskSettings settings;
   private OutboxStore store;
-  private RelayClock clock;
   private RecordMapper mapper;
   private InFlightLedger ledger;
   private TaskRuntime runtime;
@@ -93,7 +91,6 @@ public class OutboxSourceTask extends SourceTask {
     settings = TaskSettingsFactory.from(config, owner, identity.index(), identity.count());
     metrics = new RelayMetrics();
     metrics.register(() -> context.pluginMetrics());
-    clock = storeProvider.clock();
     mapper = new RecordMapper(TaskSettingsFactory.mapping(config));
     wake = new WakeSignal();
     idle = new IdleBackoff(settings.pollInterval());
@@ -209,7 +206,7 @@ public class OutboxSourceTask extends SourceTask {
           .forEach(m -> runtime.submit(new PendingOutcome.Released(m.messageId(), m.lease())));
       return List.of();
     }
-    if (!result.claimed().isEmpty()) {
+    if (!result.isEmpty()) {
       idle.claimedRows();
     }
     metrics.claimed.addAndGet(result.claimed().size());
@@ -239,11 +236,12 @@ public class OutboxSourceTask extends SourceTask {
   private ClaimResult claimDue() {
     ClaimRequest request = settings.claimRequest();
     ClaimResult result = store.claim(request);
+    reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
     if (request.affinity() == null) {
       return result;
     }
     long now = time.milliseconds();
-    if (!result.claimed().isEmpty()) {
+    if (!result.isEmpty()) {
       shareDrySinceMs = -1;
       return result;
     }
@@ -253,24 +251,27 @@ public class OutboxSourceTask extends SourceTask {
     if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
       return result;
     }
-    return store.claim(request.withoutAffinity());
+    ClaimResult anyShare = store.claim(request.withoutAffinity());
+    reportExhausted(anyShare);
+    return anyShare;
   }
 
   private void reportExhausted(ClaimResult result) {
-    for (String messageId : result.exhausted()) {
+    for (ExhaustedMessage row : result.exhausted()) {
       metrics.exhausted.incrementAndGet();
       log.warn(
-          "Message exhausted: its worker vanished again while it was claimed alone"
-              + " (message_id={} reason=ABANDONED_IN_ISOLATION)",
-          messageId);
+          "Message exhausted by a claim instead of being sent: message_id={} instance_key={}"
+              + " reason={}",
+          row.messageId(),
+          row.instanceKey(),
+          row.reasonCode());
     }
   }
 
   private List<SourceRecord> map(List<ClaimedMessage> claimed) {
-    Instant now = now();
     List<SourceRecord> records = new ArrayList<>(claimed.size());
     for (ClaimedMessage row : claimed) {
-      MappingResult result = mapper.map(row, now);
+      MappingResult result = mapper.map(row);
       if (result instanceof MappingResult.Mapped mapped) {
         ledger.add(row, null);
         records.add(mapped.record());
@@ -292,11 +293,6 @@ public class OutboxSourceTask extends SourceTask {
     }
     metrics.inFlight.set(ledger.size());
     return records;
-  }
-
-  private Instant now() {
-    Instant override = clock.override();
-    return override != null ? override : Instant.ofEpochMilli(time.milliseconds());
   }
 
   @Override

@@ -14,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
@@ -66,10 +65,11 @@ final class OutcomeWriter {
     }
     if (!acks.isEmpty()) {
       long start = time.milliseconds();
-      Map<String, Outcome> outcomes = store.markPublished(acks);
+      List<Outcome> outcomes = store.markPublished(acks);
       metrics.recordOutcomeWrite(time.milliseconds() - start);
-      for (PublishedAck ack : acks) {
-        settle(ack.messageId(), ack.lease(), OutcomeKind.PUBLISHED, outcomes.get(ack.messageId()));
+      for (int j = 0; j < acks.size(); j++) {
+        PublishedAck ack = acks.get(j);
+        settle(ack.messageId(), ack.lease(), OutcomeKind.PUBLISHED, outcomes.get(j));
       }
       remaining.removeIf(Published.class::isInstance);
     }

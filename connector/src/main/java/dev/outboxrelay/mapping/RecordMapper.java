@@ -4,7 +4,6 @@ import dev.outboxrelay.mapping.MappingResult.Mapped;
 import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ReasonCodes;
-import java.time.Instant;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -70,13 +69,12 @@ public final class RecordMapper {
   }
 
   /**
-   * Maps one row. Never throws for anything in the row's data.
-   *
-   * @param now the relay clock's now, which judges {@code deliver_before}
+   * Maps one row. Never throws for anything in the row's data. Whether {@code deliver_before} has
+   * passed is the claim's judgement ({@link ClaimedMessage#deadlineExpired()}, by the store's
+   * clock), never this worker's clock.
    */
-  public MappingResult map(ClaimedMessage row, Instant now) {
-    Objects.requireNonNull(now, "now");
-    if (row.deliverBefore() != null && !row.deliverBefore().isAfter(now)) {
+  public MappingResult map(ClaimedMessage row) {
+    if (row.deadlineExpired()) {
       return new Unpublishable(UnpublishableReasons.DEADLINE_EXPIRED);
     }
     if (isTooLarge(row.payload())) {

@@ -6,10 +6,10 @@ import java.util.List;
  * What a claim did.
  *
  * @param claimed rows now leased to the claimer, in insertion order
- * @param exhausted message ids the claim moved to EXHAUSTED instead of leasing them (an isolated
- *     claim that was abandoned again spent the last attempt)
+ * @param exhausted rows the claim moved to EXHAUSTED instead of leasing them (an isolated claim
+ *     that was abandoned again spent the last attempt)
  */
-public record ClaimResult(List<ClaimedMessage> claimed, List<String> exhausted) {
+public record ClaimResult(List<ClaimedMessage> claimed, List<ExhaustedMessage> exhausted) {
   public static final ClaimResult EMPTY = new ClaimResult(List.of(), List.of());
 
   public ClaimResult {

@@ -11,6 +11,8 @@ import java.util.Objects;
  * @param payload the bytes exactly as the application wrote them; may be null
  * @param headersJson the row's own headers as a JSON object text, or null
  * @param deliverBefore the row is only worth sending before this instant, or null
+ * @param deadlineExpired {@code deliverBefore} had passed when the row was claimed, judged by the
+ *     store's clock (the database's in production) like every other time, never a worker's
  * @param attempts charged attempts so far (before this claim's own outcome)
  */
 public record ClaimedMessage(
@@ -26,6 +28,7 @@ public record ClaimedMessage(
     String correlationId,
     Instant createdAt,
     Instant deliverBefore,
+    boolean deadlineExpired,
     int attempts,
     Lease lease,
     Instant leaseExpiresAt) {

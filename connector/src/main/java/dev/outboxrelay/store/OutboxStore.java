@@ -3,7 +3,6 @@ package dev.outboxrelay.store;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 /**
@@ -24,7 +23,10 @@ import java.util.Set;
  * <h2>Ownership</h2>
  *
  * <p>Every method is bound to the caller's instance keys. Rows of another instance key, and legacy
- * rows without one, are never claimed, changed or counted.
+ * rows without one, are never claimed, changed or counted. The writes after a claim carry no keys
+ * of their own: they are fenced on the instance keys this store has claimed for, besides the lease,
+ * so that a lease whose owner name collides with another instance's still cannot reach its rows
+ * (such a write is {@link Outcome#CLAIM_LOST}).
  *
  * <h2>Attempts</h2>
  *
@@ -35,6 +37,11 @@ import java.util.Set;
  * again, the row itself is the likely cause and that charges an attempt. A row that keeps killing
  * its worker thus ends EXHAUSTED after the budget, while a batch lost in a crash is redelivered at
  * no cost.
+ *
+ * <p>A due row that has already spent the claim's budget (the budget was lowered after it was
+ * charged) is not leased either: the claim itself moves it to EXHAUSTED ({@link
+ * ReasonCodes#ATTEMPTS_BUDGET_LOWERED}), bumps its token and reports it in {@link
+ * ClaimResult#exhausted()}, so that it neither waits for ever nor blocks its aggregate.
  *
  * <h2>Ordering</h2>
  *
@@ -54,7 +61,10 @@ import java.util.Set;
  */
 public interface OutboxStore extends AutoCloseable {
 
-  /** Claims up to {@code request.limit()} due rows; never abandoned ones (see claimAbandoned). */
+  /**
+   * Claims up to {@code request.limit()} due rows; never abandoned ones (see claimAbandoned). Due
+   * rows over the budget count towards the limit and end EXHAUSTED instead.
+   */
   ClaimResult claim(ClaimRequest request);
 
   /**
@@ -66,8 +76,14 @@ public interface OutboxStore extends AutoCloseable {
   /** Records Kafka's acknowledgement: PUBLISHED with coordinates; releases the lease. */
   Outcome markPublished(PublishedAck ack);
 
-  /** Batch form of {@link #markPublished(PublishedAck)}: one round trip for all acks. */
-  Map<String, Outcome> markPublished(List<PublishedAck> acks);
+  /**
+   * Batch form of {@link #markPublished(PublishedAck)}: one round trip for all acks. Returns one
+   * outcome per ack, in the order of {@code acks}. Each ack is judged by its own lease, as if the
+   * acks were written one after the other: of two acks of one row, only the one whose lease holds
+   * the row is {@link Outcome#APPLIED}, and a repeated ack is {@link Outcome#CLAIM_LOST} (resolved
+   * once only).
+   */
+  List<Outcome> markPublished(List<PublishedAck> acks);
 
   /**
    * Schedules another attempt: charges one attempt and sets AMBIGUOUS, due after {@code delay}, or

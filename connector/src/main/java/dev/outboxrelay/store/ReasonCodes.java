@@ -4,6 +4,15 @@ import java.util.regex.Pattern;
 
 /** Reason codes are short upper-case tokens, never free text: they end up in rows and logs. */
 public final class ReasonCodes {
+  /** An isolated claim was abandoned again and that spent the last attempt. */
+  public static final String ABANDONED_IN_ISOLATION = "ABANDONED_IN_ISOLATION";
+
+  /**
+   * A due row had already spent the attempt budget, which was lowered since (PENDING or AMBIGUOUS
+   * rows at or over {@code max.attempts} would otherwise wait for ever).
+   */
+  public static final String ATTEMPTS_BUDGET_LOWERED = "ATTEMPTS_BUDGET_LOWERED";
+
   private static final Pattern CODE = Pattern.compile("[A-Z0-9_]{1,64}");
 
   private ReasonCodes() {}

@@ -28,6 +28,7 @@ class InFlightLedgerTest {
         null,
         Instant.EPOCH,
         null,
+        false,
         2,
         new Lease("owner", token),
         Instant.EPOCH);

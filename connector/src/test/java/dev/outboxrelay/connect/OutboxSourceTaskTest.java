@@ -45,11 +45,13 @@ import org.junit.jupiter.api.Test;
  * shared contract). The Connect-cluster tests cover the same paths end to end.
  */
 class OutboxSourceTaskTest {
+  private static final Duration LEASE = Duration.ofSeconds(30);
   private final ManualClock clock = new ManualClock(Instant.parse("2026-11-29T12:00:00Z"));
   private InMemoryOutboxStore store;
   private FailingStore failing;
   private OutboxSourceTask task;
   private Time time = Time.SYSTEM;
+  private RelayClock taskClock = clock;
 
   @BeforeEach
   void setUp() {
@@ -85,7 +87,7 @@ class OutboxSourceTaskTest {
 
               @Override
               public RelayClock clock() {
-                return clock;
+                return taskClock;
               }
 
               @Override
@@ -215,6 +217,59 @@ class OutboxSourceTaskTest {
         .aggregateId("a")
         .eventType("E")
         .build();
+  }
+
+  @Test
+  void rowsOverALoweredBudgetAreParkedCountedAndTheirAggregateFlows() {
+    add("eu", "a1", "a", "{}".getBytes());
+    ClaimRequest earlier = new ClaimRequest("earlier", Set.of("eu"), 1, LEASE, 10, true);
+    for (int i = 0; i < 2; i++) {
+      var m = store.claim(earlier).claimed().get(0);
+      store.retryLater("a1", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+    }
+    add("eu", "a2", "a", "{}".getBytes());
+    startTask(Map.of("max.attempts", "2"));
+
+    assertEquals(List.of("a2"), messageIds(task.poll()));
+    assertEquals(MessageStatus.EXHAUSTED, status("a1"));
+    assertEquals("ATTEMPTS_BUDGET_LOWERED", store.find("a1").orElseThrow().lastFailureCode());
+    assertEquals(1, task.metrics().exhausted.get());
+  }
+
+  /** A row due before {@code deadline}, claimed by a task whose host clock reads {@code worker}. */
+  private List<SourceRecord> pollWithDeadlineAndWorkerClock(Instant deadline, Instant worker) {
+    store.enqueue(
+        "eu",
+        OutboxMessage.builder()
+            .messageId("m1")
+            .aggregateType("order")
+            .aggregateId("a")
+            .eventType("OrderPlaced")
+            .payload("{}".getBytes())
+            .deliverBefore(deadline)
+            .build());
+    taskClock = RelayClock.database(); // production: the store judges time, the host has its own
+    time = new MockTime(0, worker.toEpochMilli(), 0);
+    startTask(Map.of());
+    return task.poll();
+  }
+
+  @Test
+  void aDeadlineThatTheStoreClockHasPassedFailsTheRowWhateverTheWorkerClockSays() {
+    Instant deadline = clock.now().minusSeconds(1);
+    List<SourceRecord> records =
+        pollWithDeadlineAndWorkerClock(deadline, deadline.minusSeconds(60));
+    assertEquals(List.of(), messageIds(records));
+    await().until(() -> status("m1") == MessageStatus.FAILED);
+    assertEquals("DEADLINE_EXPIRED", store.find("m1").orElseThrow().lastFailureCode());
+  }
+
+  @Test
+  void aDeadlineThatTheStoreClockHasNotReachedIsPublishedWhateverTheWorkerClockSays() {
+    Instant deadline = clock.now().plusSeconds(1);
+    List<SourceRecord> records = pollWithDeadlineAndWorkerClock(deadline, deadline.plusSeconds(60));
+    assertEquals(List.of("m1"), messageIds(records));
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"));
   }
 
   @Test
@@ -545,7 +600,7 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public Map<String, dev.outboxrelay.store.Outcome> markPublished(
+    public List<dev.outboxrelay.store.Outcome> markPublished(
         List<dev.outboxrelay.store.PublishedAck> acks) {
       check();
       publishCalls.incrementAndGet();

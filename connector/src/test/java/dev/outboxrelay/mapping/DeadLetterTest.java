@@ -1,7 +1,6 @@
 package dev.outboxrelay.mapping;
 
 import static dev.outboxrelay.mapping.RecordMapperTest.headers;
-import static dev.outboxrelay.mapping.TestRows.NOW;
 import static dev.outboxrelay.mapping.TestRows.row;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -43,7 +42,7 @@ class DeadLetterTest {
             .headersJson("{\"trace\":\"t-1\"}")
             .lease(new Lease("worker-3", 31))
             .build();
-    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row, NOW)).reasonCode();
+    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
 
     SourceRecord record = mapper.deadLetter(row, reason);
 

@@ -1,6 +1,5 @@
 package dev.outboxrelay.mapping;
 
-import static dev.outboxrelay.mapping.TestRows.NOW;
 import static dev.outboxrelay.mapping.TestRows.row;
 import static dev.outboxrelay.mapping.TestRows.utf8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -52,7 +51,7 @@ class JsonPayloadRoundTripTest {
   }
 
   private SourceRecord map(String payload) {
-    return assertInstanceOf(Mapped.class, mapper.map(row().payload(payload).build(), NOW)).record();
+    return assertInstanceOf(Mapped.class, mapper.map(row().payload(payload).build())).record();
   }
 
   private void assertSameJsonAfterConverter(String payload) throws IOException {

@@ -31,7 +31,7 @@ class RecordMapperTest {
   }
 
   static SourceRecord mapped(RecordMapper mapper, ClaimedMessage row) {
-    return assertInstanceOf(Mapped.class, mapper.map(row, NOW)).record();
+    return assertInstanceOf(Mapped.class, mapper.map(row)).record();
   }
 
   /** Header names and values in order; values as the strings they are. */
@@ -237,7 +237,7 @@ class RecordMapperTest {
 
     List<String> outcomes = new ArrayList<>();
     for (ClaimedMessage row : rows) {
-      MappingResult result = mapper.map(row, NOW);
+      MappingResult result = mapper.map(row);
       if (result instanceof Mapped mapped) {
         assertEquals(row.messageId(), SourceOffsets.messageId(mapped.record()));
         assertEquals(Map.of("id", 17L, "total", 19.99), mapped.record().value());

@@ -1,6 +1,5 @@
 package dev.outboxrelay.mapping;
 
-import static dev.outboxrelay.mapping.TestRows.NOW;
 import static dev.outboxrelay.mapping.TestRows.row;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -57,7 +56,7 @@ class RecordSizeTest {
   void aPayloadAtTheDefaultMaximumStillFitsTheProducersDefaultRequestSize() {
     int max = OutboxSourceConfig.PAYLOAD_MAX_BYTES_DEFAULT;
     ClaimedMessage row = rowWithPayload(max);
-    MappingResult result = mapper(max, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row, NOW);
+    MappingResult result = mapper(max, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row);
     if (result instanceof MappingResult.Mapped mapped) {
       assertTrue(
           producerUpperBound(mapped.record(), row.payload()) <= KAFKA_DEFAULT_MAX_REQUEST_SIZE,
@@ -69,7 +68,7 @@ class RecordSizeTest {
   void aRowWhoseRecordWouldExceedTheRequestSizeIsUnpublishable() {
     ClaimedMessage row = rowWithPayload(KAFKA_DEFAULT_MAX_REQUEST_SIZE - 40);
     MappingResult result =
-        mapper(KAFKA_DEFAULT_MAX_REQUEST_SIZE, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row, NOW);
+        mapper(KAFKA_DEFAULT_MAX_REQUEST_SIZE, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row);
     assertEquals(
         UnpublishableReasons.RECORD_TOO_LARGE,
         assertInstanceOf(MappingResult.Unpublishable.class, result).reasonCode());
@@ -80,8 +79,7 @@ class RecordSizeTest {
     RecordMapper mapper = mapper(2_000_000, 4_000_000);
     for (int size : new int[] {0, 1, 127, 128, 16_383, 16_384, 1_000_000}) {
       ClaimedMessage row = rowWithPayload(size);
-      SourceRecord record =
-          assertInstanceOf(MappingResult.Mapped.class, mapper.map(row, NOW)).record();
+      SourceRecord record = assertInstanceOf(MappingResult.Mapped.class, mapper.map(row)).record();
       long ours = RecordSize.upperBound(record, row.payload());
       assertTrue(ours >= producerUpperBound(record, row.payload()), "size " + size);
     }
@@ -92,6 +90,6 @@ class RecordSizeTest {
     ClaimedMessage row = rowWithPayload(900_000);
     assertInstanceOf(
         MappingResult.Mapped.class,
-        mapper(KAFKA_DEFAULT_MAX_REQUEST_SIZE, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row, NOW));
+        mapper(KAFKA_DEFAULT_MAX_REQUEST_SIZE, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row));
   }
 }

@@ -58,7 +58,7 @@ class RedactionTest {
       assertRedacted(mapper.settings());
       for (ClaimedMessage row : rows) {
         assertRedacted(row);
-        MappingResult result = mapper.map(row, NOW);
+        MappingResult result = mapper.map(row);
         assertRedacted(result);
         outcomes.merge(result.getClass().getSimpleName(), 1, Integer::sum);
       }

@@ -1,6 +1,5 @@
 package dev.outboxrelay.mapping;
 
-import static dev.outboxrelay.mapping.TestRows.NOW;
 import static dev.outboxrelay.mapping.TestRows.row;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -22,7 +21,7 @@ class SourceOffsetsTest {
   private SourceRecord mapped(String messageId, long token) {
     return assertInstanceOf(
             Mapped.class,
-            mapper.map(row().messageId(messageId).lease(new Lease("w", token)).build(), NOW))
+            mapper.map(row().messageId(messageId).lease(new Lease("w", token)).build()))
         .record();
   }
 

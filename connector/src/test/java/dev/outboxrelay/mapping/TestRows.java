@@ -8,6 +8,8 @@ import java.time.Instant;
 /** Claimed rows for tests, built through the public constructor; every field can be changed. */
 final class TestRows {
   static final Instant CREATED_AT = Instant.parse("2026-03-01T10:15:30.123Z");
+
+  /** The store's clock when the rows were claimed. */
   static final Instant NOW = Instant.parse("2026-03-01T10:16:00Z");
 
   long seq = 42;
@@ -22,6 +24,7 @@ final class TestRows {
   String correlationId;
   Instant createdAt = CREATED_AT;
   Instant deliverBefore;
+  boolean deadlineExpired;
   int attempts;
   Lease lease = new Lease("worker-1", 7);
 
@@ -87,8 +90,16 @@ final class TestRows {
     return this;
   }
 
+  /** Sets the deadline, judged expired or not as a claim at {@link #NOW} would. */
   TestRows deliverBefore(Instant deliverBefore) {
     this.deliverBefore = deliverBefore;
+    this.deadlineExpired = deliverBefore != null && !deliverBefore.isAfter(NOW);
+    return this;
+  }
+
+  /** Overrides the claim's judgement of the deadline. */
+  TestRows deadlineExpired(boolean deadlineExpired) {
+    this.deadlineExpired = deadlineExpired;
     return this;
   }
 
@@ -111,6 +122,7 @@ final class TestRows {
         correlationId,
         createdAt,
         deliverBefore,
+        deadlineExpired,
         attempts,
         lease,
         createdAt.plusSeconds(60));

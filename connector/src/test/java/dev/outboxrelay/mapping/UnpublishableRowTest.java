@@ -10,6 +10,7 @@ import dev.outboxrelay.mapping.MappingResult.Mapped;
 import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import java.time.Duration;
+import java.time.Instant;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -30,15 +31,15 @@ class UnpublishableRowTest {
   }
 
   private static String reason(RecordMapper mapper, ClaimedMessage row) {
-    return assertInstanceOf(Unpublishable.class, mapper.map(row, NOW)).reasonCode();
+    return assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
   }
 
   private static void assertMapped(RecordMapper mapper, ClaimedMessage row) {
-    assertInstanceOf(Mapped.class, mapper.map(row, NOW));
+    assertInstanceOf(Mapped.class, mapper.map(row));
   }
 
   @Test
-  void deadlineAtOrBeforeNowIsExpired() {
+  void deadlineAtOrBeforeTheClaimIsExpired() {
     RecordMapper mapper = mapper(PayloadFormat.BYTES);
 
     assertEquals("DEADLINE_EXPIRED", reason(mapper, row().deliverBefore(NOW).build()));
@@ -47,6 +48,18 @@ class UnpublishableRowTest {
         reason(mapper, row().deliverBefore(NOW.minus(Duration.ofDays(3))).build()));
     assertMapped(mapper, row().deliverBefore(NOW.plusMillis(1)).build());
     assertMapped(mapper, row().deliverBefore(null).build());
+  }
+
+  @Test
+  void theDeadlineIsTheClaimsJudgementNotTheMappersClock() {
+    RecordMapper mapper = mapper(PayloadFormat.BYTES);
+    Instant longAgo = Instant.EPOCH;
+    Instant farAhead = Instant.parse("2999-01-01T00:00:00Z");
+
+    assertMapped(mapper, row().deliverBefore(longAgo).deadlineExpired(false).build());
+    assertEquals(
+        "DEADLINE_EXPIRED",
+        reason(mapper, row().deliverBefore(farAhead).deadlineExpired(true).build()));
   }
 
   @ParameterizedTest
@@ -212,7 +225,7 @@ class UnpublishableRowTest {
 
   @Test
   void everyReasonIsAValidCodeAndListed() {
-    assertEquals(7, UnpublishableReasons.ALL.size());
+    assertEquals(8, UnpublishableReasons.ALL.size());
     for (String code : UnpublishableReasons.ALL) {
       assertEquals(code, new Unpublishable(code).reasonCode());
     }

@@ -44,6 +44,12 @@ public abstract class OutboxStoreContract {
   /** The row's relay state as stored, or null when it does not exist. */
   protected abstract RowState state(String messageId);
 
+  /**
+   * Puts the row IN_FLIGHT under {@code lease} until {@code expiresAt} behind the store's back, as
+   * a claim of another instance (or an older relay, for a legacy row) whose owner name collides.
+   */
+  protected abstract void holdElsewhere(String messageId, Lease lease, Instant expiresAt);
+
   /** Rejects a writer bound to this key before any connection or row exists. */
   protected abstract void createWriter(String instanceKey);
 
@@ -135,6 +141,34 @@ public abstract class OutboxStoreContract {
     assertEquals("{\"total\":42}", new String(m.payload()));
     assertEquals(Map.of("traceparent", "00-abc"), parseJson(m.headersJson()));
     assertEquals("corr-1", m.correlationId());
+  }
+
+  @Test
+  void aClaimJudgesEachDeadlineByTheStoresClock() {
+    for (int i = 0; i < 3; i++) {
+      enqueue(
+          EU,
+          OutboxMessage.builder()
+              .messageId("d" + i)
+              .aggregateType("order")
+              .aggregateId("agg" + i)
+              .eventType("OrderPlaced")
+              .deliverBefore(clock.now().plusSeconds(10).plusMillis(i - 1))
+              .build());
+    }
+    add(EU, "none", "agg-none");
+    clock.advance(Duration.ofSeconds(10));
+    Map<String, Boolean> expired = new HashMap<>();
+    for (ClaimedMessage m : store.claim(request("w1", 10)).claimed()) {
+      expired.put(m.messageId(), m.deadlineExpired());
+    }
+    assertEquals(Map.of("d0", true, "d1", true, "d2", false, "none", false), expired);
+
+    // A reclaim judges it again, at its own time.
+    clock.advance(LEASE);
+    ClaimedMessage reclaimed = store.claimAbandoned(request("w2", 10)).claimed().get(0);
+    assertEquals("d0", reclaimed.messageId());
+    assertTrue(reclaimed.deadlineExpired());
   }
 
   // ---------------------------------------------------------------- claim and ownership
@@ -238,7 +272,7 @@ public abstract class OutboxStoreContract {
     RowState owned = state("m1");
 
     assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(first, 7)));
-    assertEquals(Map.of("m1", Outcome.CLAIM_LOST), store.markPublished(List.of(ack(first, 7))));
+    assertEquals(List.of(Outcome.CLAIM_LOST), store.markPublished(List.of(ack(first, 7))));
     assertEquals(
         Outcome.CLAIM_LOST,
         store.retryLater("m1", first.lease(), "SEND_FAILED", Duration.ofSeconds(5), 3));
@@ -267,6 +301,32 @@ public abstract class OutboxStoreContract {
     Lease stale = new Lease("w1", m.lease().token() + 1);
     assertEquals(Outcome.CLAIM_LOST, store.markPublished(new PublishedAck("m1", stale, k(1))));
     assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
+  }
+
+  @Test
+  void aLeaseNeverWritesARowOfAnotherInstanceKeyOrALegacyRow() {
+    add(EU, "eu1", "a");
+    Lease lease = claimOne("w1", "eu1").lease();
+    add(US, "us1", "a");
+    insertLegacy(message("legacy1", "a"));
+    for (String id : List.of("us1", "legacy1")) {
+      holdElsewhere(id, lease, clock.now().plus(LEASE));
+      RowState theirs = state(id);
+
+      assertEquals(Outcome.CLAIM_LOST, store.markPublished(new PublishedAck(id, lease, k(1))), id);
+      assertEquals(
+          List.of(Outcome.CLAIM_LOST),
+          store.markPublished(List.of(new PublishedAck(id, lease, k(1)))),
+          id);
+      assertEquals(
+          Outcome.CLAIM_LOST, store.retryLater(id, lease, "SEND_FAILED", Duration.ZERO, 3), id);
+      assertEquals(Outcome.CLAIM_LOST, store.markFailed(id, lease, "POISON"), id);
+      assertEquals(Outcome.CLAIM_LOST, store.release(id, lease), id);
+      clock.advance(Duration.ofSeconds(1));
+      assertEquals(Set.of(id), store.renew(List.of(new HeldLease(id, lease)), LEASE), id);
+      assertEquals(theirs, state(id), id + " is not this store's to change");
+    }
+    assertEquals(Outcome.APPLIED, store.markPublished(new PublishedAck("eu1", lease, k(2))));
   }
 
   private static KafkaCoordinates k(long offset) {
@@ -298,12 +358,40 @@ public abstract class OutboxStoreContract {
     add(EU, "m3", "c");
     List<ClaimedMessage> claimed = store.claim(request("w1", 3)).claimed();
     store.release("m3", claimed.get(2).lease());
-    Map<String, Outcome> outcomes =
+    List<Outcome> outcomes =
         store.markPublished(claimed.stream().map(m -> ack(m, m.seq())).toList());
-    assertEquals(
-        Map.of("m1", Outcome.APPLIED, "m2", Outcome.APPLIED, "m3", Outcome.CLAIM_LOST), outcomes);
+    assertEquals(List.of(Outcome.APPLIED, Outcome.APPLIED, Outcome.CLAIM_LOST), outcomes);
     assertEquals(MessageStatus.PUBLISHED, state("m2").status());
     assertEquals(MessageStatus.PENDING, state("m3").status());
+  }
+
+  @Test
+  void aBatchJudgesEachAckByItsOwnLeaseEvenForOneRowAckedTwice() {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    List<ClaimedMessage> stale = store.claim(request("w1", 2)).claimed();
+    stale.forEach(m -> store.release(m.messageId(), m.lease()));
+    List<ClaimedMessage> current = store.claim(request("w1", 2)).claimed();
+
+    List<Outcome> outcomes =
+        store.markPublished(
+            List.of(
+                ack(current.get(0), 5),
+                ack(stale.get(0), 4),
+                ack(stale.get(1), 6),
+                ack(current.get(1), 7),
+                ack(current.get(1), 8)));
+    assertEquals(
+        List.of(
+            Outcome.APPLIED,
+            Outcome.CLAIM_LOST,
+            Outcome.CLAIM_LOST,
+            Outcome.APPLIED,
+            Outcome.CLAIM_LOST),
+        outcomes,
+        "only the ack under the row's lease applies, and only once");
+    assertEquals(k(5), state("m1").kafka());
+    assertEquals(k(7), state("m2").kafka());
   }
 
   @Test
@@ -401,7 +489,8 @@ public abstract class OutboxStoreContract {
       clock.advance(LEASE); // the worker died holding it
       ClaimResult r = store.claimAbandoned(request("w" + (++reclaims + 1), 10));
       if (!r.exhausted().isEmpty()) {
-        assertEquals(List.of("poison"), r.exhausted());
+        assertEquals(
+            List.of(new ExhaustedMessage("poison", EU, "ABANDONED_IN_ISOLATION")), r.exhausted());
         break;
       }
       assertEquals(List.of("poison"), ids(r));
@@ -443,6 +532,79 @@ public abstract class OutboxStoreContract {
     for (ClaimedMessage m : last) {
       assertEquals(Outcome.APPLIED, store.markPublished(ack(m, m.seq())));
     }
+  }
+
+  /** Charges the oldest due row of {@code key} two retries under a budget of 10. */
+  private void chargeTwoAttempts(String key, String id, Duration lastDelay) {
+    ClaimRequest generous = new ClaimRequest("charger", Set.of(key), 1, LEASE, 10, true);
+    ClaimedMessage first = store.claim(generous).claimed().get(0);
+    assertEquals(id, first.messageId());
+    store.retryLater(id, first.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+    ClaimedMessage second = store.claim(generous).claimed().get(0);
+    assertEquals(id, second.messageId());
+    store.retryLater(id, second.lease(), "DELIVERY_UNCONFIRMED", lastDelay, 10);
+  }
+
+  private static ClaimRequest loweredBudget(String owner, int maxAttempts, boolean ordered) {
+    return new ClaimRequest(owner, Set.of(EU), 10, LEASE, maxAttempts, ordered);
+  }
+
+  private void assertParkedForALoweredBudget(String id, int attempts, long token) {
+    RowState s = state(id);
+    assertEquals(MessageStatus.EXHAUSTED, s.status());
+    assertEquals(ReasonCodes.ATTEMPTS_BUDGET_LOWERED, s.lastFailureCode());
+    assertEquals(attempts, s.attempts(), "parking charges nothing");
+    assertEquals(token, s.leaseToken(), "the token moves on, fencing any earlier lease");
+    assertNull(s.leaseOwner());
+    assertNull(s.leaseExpiresAt());
+  }
+
+  @Test
+  void aLoweredBudgetParksOverBudgetRowsWhenDueAndTheirAggregateMovesOn() {
+    add(EU, "a1", "A");
+    chargeTwoAttempts(EU, "a1", Duration.ofSeconds(10));
+    add(EU, "a2", "A");
+    add(EU, "b1", "B");
+    add(US, "us1", "A");
+    chargeTwoAttempts(US, "us1", Duration.ZERO);
+    RowState otherInstance = state("us1");
+
+    // max.attempts lowered from 10 to 2: a1 has spent its budget. Until it is due it waits like
+    // any retry, and its aggregate waits behind it.
+    ClaimResult early = store.claim(loweredBudget("w1", 2, true));
+    assertEquals(List.of("b1"), ids(early));
+    assertEquals(List.of(), early.exhausted());
+
+    clock.advance(Duration.ofSeconds(10));
+    ClaimResult due = store.claim(loweredBudget("w2", 2, true));
+    assertEquals(
+        List.of(new ExhaustedMessage("a1", EU, ReasonCodes.ATTEMPTS_BUDGET_LOWERED)),
+        due.exhausted());
+    assertEquals(List.of("a2"), ids(due), "its successor is no longer blocked");
+    assertParkedForALoweredBudget("a1", 2, 3);
+    assertEquals(otherInstance, state("us1"), "another instance's row is never touched");
+
+    assertTrue(store.claim(loweredBudget("w3", 10, true)).isEmpty(), "parked for good");
+    clock.advance(LEASE.multipliedBy(2));
+    assertEquals(List.of("a2"), ids(store.claimAbandoned(loweredBudget("w3", 10, true))));
+  }
+
+  @Test
+  void aLoweredBudgetParksOverBudgetRowsOfUnorderedClaimsToo() {
+    add(EU, "a1", "A");
+    chargeTwoAttempts(EU, "a1", Duration.ZERO);
+    add(EU, "a2", "A");
+    add(US, "us1", "A");
+    chargeTwoAttempts(US, "us1", Duration.ZERO);
+    RowState otherInstance = state("us1");
+
+    ClaimResult r = store.claim(loweredBudget("w1", 1, false));
+    assertEquals(
+        List.of(new ExhaustedMessage("a1", EU, ReasonCodes.ATTEMPTS_BUDGET_LOWERED)),
+        r.exhausted());
+    assertEquals(List.of("a2"), ids(r));
+    assertParkedForALoweredBudget("a1", 2, 3);
+    assertEquals(otherInstance, state("us1"));
   }
 
   @Test

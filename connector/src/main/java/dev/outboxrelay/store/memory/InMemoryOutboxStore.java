@@ -6,6 +6,7 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.EnqueueResult;
+import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.InstanceKeys;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -23,7 +24,6 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -41,6 +41,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
   private final TreeMap<Long, Row> rowsBySeq = new TreeMap<>();
   private final Map<String, Row> rowsById = new HashMap<>();
   private long nextSeq = 1;
+
+  /** The instance keys this store has claimed for: writes after a claim are fenced on them too. */
+  private final Set<String> claimedKeys = new HashSet<>();
 
   public InMemoryOutboxStore(RelayClock clock) {
     this.clock = clock;
@@ -72,8 +75,21 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return Optional.ofNullable(rowsById.get(messageId)).map(Row::state);
   }
 
+  /**
+   * For tests: holds a row under {@code lease} without a claim through this store, as another
+   * instance's claim (or an older relay's, for a legacy row) with a colliding owner would.
+   */
+  synchronized void holdElsewhere(String messageId, Lease lease, Instant expiresAt) {
+    Row row = rowsById.get(messageId);
+    row.status = MessageStatus.IN_FLIGHT;
+    row.leaseOwner = lease.owner();
+    row.leaseToken = lease.token();
+    row.leaseExpiresAt = expiresAt;
+  }
+
   @Override
   public synchronized ClaimResult claim(ClaimRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
     Instant now = now();
     Set<String> keys = request.instanceKeys();
     List<Row> batch = new ArrayList<>();
@@ -81,7 +97,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (batch.size() == request.limit()) {
         break;
       }
-      if (!row.ownedBy(keys) || !row.isDue(now, request.maxAttempts())) {
+      if (!row.ownedBy(keys) || !row.isDue(now)) {
         continue;
       }
       if (request.affinity() != null && !inShare(row.aggregateId, request.affinity())) {
@@ -90,24 +106,31 @@ public final class InMemoryOutboxStore implements OutboxStore {
       // Under one lock the batch is the first due rows in order, so a due predecessor is always
       // in this batch already: only a predecessor that is neither due nor ours blocks.
       if (request.ordered()
-          && hasPredecessor(
-              row,
-              p -> !p.isDue(now, request.maxAttempts()) && !p.isHeldBy(request.owner(), now))) {
+          && hasPredecessor(row, p -> !p.isDue(now) && !p.isHeldBy(request.owner(), now))) {
         continue;
       }
       batch.add(row);
     }
     List<ClaimedMessage> claimed = new ArrayList<>();
+    List<ExhaustedMessage> exhausted = new ArrayList<>();
     for (Row row : batch) {
-      row.lease(request.owner(), now.plus(request.leaseDuration()));
       row.isolated = false;
-      claimed.add(row.claimed());
+      if (row.attempts >= request.maxAttempts()) {
+        // Charged under a higher budget than today's: parked, so it neither waits for ever nor
+        // blocks its aggregate.
+        row.park(ReasonCodes.ATTEMPTS_BUDGET_LOWERED);
+        exhausted.add(row.exhausted());
+        continue;
+      }
+      row.lease(request.owner(), now.plus(request.leaseDuration()));
+      claimed.add(row.claimed(now));
     }
-    return new ClaimResult(claimed, List.of());
+    return new ClaimResult(claimed, exhausted);
   }
 
   @Override
   public synchronized ClaimResult claimAbandoned(ClaimRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
     Instant now = now();
     for (Row row : rowsBySeq.values()) {
       if (!row.ownedBy(request.instanceKeys()) || !row.isAbandoned(now)) {
@@ -122,18 +145,14 @@ public final class InMemoryOutboxStore implements OutboxStore {
       row.isolated = true;
       if (charged && row.attempts + 1 >= request.maxAttempts()) {
         row.attempts++;
-        row.leaseToken++;
-        row.status = MessageStatus.EXHAUSTED;
-        row.leaseOwner = null;
-        row.leaseExpiresAt = null;
-        row.lastFailureCode = "ABANDONED_IN_ISOLATION";
-        return new ClaimResult(List.of(), List.of(row.messageId));
+        row.park(ReasonCodes.ABANDONED_IN_ISOLATION);
+        return new ClaimResult(List.of(), List.of(row.exhausted()));
       }
       if (charged) {
         row.attempts++;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      return new ClaimResult(List.of(row.claimed()), List.of());
+      return new ClaimResult(List.of(row.claimed(now)), List.of());
     }
     return ClaimResult.EMPTY;
   }
@@ -171,10 +190,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized Map<String, Outcome> markPublished(List<PublishedAck> acks) {
-    Map<String, Outcome> outcomes = new LinkedHashMap<>();
+  public synchronized List<Outcome> markPublished(List<PublishedAck> acks) {
+    List<Outcome> outcomes = new ArrayList<>(acks.size());
     for (PublishedAck ack : acks) {
-      outcomes.put(ack.messageId(), markPublished(ack));
+      outcomes.add(markPublished(ack));
     }
     return outcomes;
   }
@@ -295,6 +314,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   private Row fenced(String messageId, Lease lease) {
     Row row = rowsById.get(messageId);
     if (row == null
+        || !row.ownedBy(claimedKeys)
         || row.status != MessageStatus.IN_FLIGHT
         || !lease.owner().equals(row.leaseOwner)
         || lease.token() != row.leaseToken) {
@@ -362,10 +382,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
       return instanceKey != null && keys.contains(instanceKey);
     }
 
-    boolean isDue(Instant now, int maxAttempts) {
+    /** Due whatever its attempts: a claim parks a row that is over the budget. */
+    boolean isDue(Instant now) {
       return (status == MessageStatus.PENDING || status == MessageStatus.AMBIGUOUS)
-          && (nextAttemptAt == null || !nextAttemptAt.isAfter(now))
-          && attempts < maxAttempts;
+          && (nextAttemptAt == null || !nextAttemptAt.isAfter(now));
     }
 
     boolean isAbandoned(Instant now) {
@@ -385,13 +405,23 @@ public final class InMemoryOutboxStore implements OutboxStore {
       leaseExpiresAt = expiry;
     }
 
+    /** EXHAUSTED by a claim: the token moves on, so no earlier lease can write it. */
+    void park(String reasonCode) {
+      status = MessageStatus.EXHAUSTED;
+      leaseToken++;
+      leaseOwner = null;
+      leaseExpiresAt = null;
+      lastFailureCode = reasonCode;
+    }
+
     void releaseLease() {
       leaseOwner = null;
       leaseExpiresAt = null;
       isolated = false;
     }
 
-    ClaimedMessage claimed() {
+    /** The row as a claim at {@code now} returns it: its deadline is judged by this clock. */
+    ClaimedMessage claimed(Instant now) {
       return new ClaimedMessage(
           seq,
           messageId,
@@ -405,9 +435,14 @@ public final class InMemoryOutboxStore implements OutboxStore {
           correlationId,
           createdAt,
           deliverBefore,
+          deliverBefore != null && !deliverBefore.isAfter(now),
           attempts,
           new Lease(leaseOwner, leaseToken),
           leaseExpiresAt);
+    }
+
+    ExhaustedMessage exhausted() {
+      return new ExhaustedMessage(messageId, instanceKey, lastFailureCode);
     }
 
     RowState state() {

@@ -18,21 +18,27 @@ final class OutboxSql {
    * (transaction-local, so pooled connections keep the server's setting). Safe because a claim is
    * only a lease: lost in a database crash, its row is simply claimable again, the holder's outcome
    * write is fenced off or reported as a lost claim, and an outcome made durable later flushes the
-   * claim's WAL before its own. A volatile function keeps this CTE evaluated and not inlined.
+   * claim's WAL before its own. A volatile function keeps this CTE evaluated and not inlined. It
+   * also carries the attempt budget.
    */
   private static final String CLAIM_CLOCK =
       "clock AS (SELECT "
           + NOW
-          + " AS now, set_config('synchronous_commit', 'off', true) AS commit_mode)";
+          + " AS now, CAST(? AS integer) AS budget,"
+          + " set_config('synchronous_commit', 'off', true) AS commit_mode)";
 
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
 
-  /** Columns a claim returns, prefixed by the UPDATE's alias. */
+  /**
+   * Columns a claim returns, prefixed by the UPDATE's alias. Whether the row's deadline has passed
+   * is judged here, by the claim's clock, not by the worker that maps it.
+   */
   private static final String CLAIMED_COLUMNS =
       "o.seq, o.message_id, o.instance_key, o.aggregate_type, o.aggregate_id, o.event_type,"
           + " o.topic, o.payload, o.headers::text AS headers, o.correlation_id, o.created_at,"
-          + " o.deliver_before, o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
-          + " o.status";
+          + " o.deliver_before, COALESCE(o.deliver_before <= clock.now, FALSE) AS deadline_expired,"
+          + " o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
+          + " o.status, o.last_failure_code";
 
   final String insert;
   final String claimOrdered;
@@ -62,12 +68,14 @@ final class OutboxSql {
             + " VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS jsonb), ?, ?)"
             + " ON CONFLICT (message_id) DO NOTHING";
 
-    // Parameters of both claims: now, keys[], maxAttempts, [ordered: maxAttempts, owner,] limit,
-    // [ordered: maxAttempts,] owner, leaseMillis.
+    // Parameters of both claims: now, maxAttempts, keys[], [ordered: owner,] limit, owner,
+    // leaseMillis. A due row within the budget is leased; one at or over it (max.attempts was
+    // lowered after it was charged) is parked EXHAUSTED by the same claim, so that it neither
+    // waits for ever nor blocks its aggregate, and the claimer reports it.
     String due =
         "%1$s.status IN ('PENDING', 'AMBIGUOUS')"
-            + " AND (%1$s.next_attempt_at IS NULL OR %1$s.next_attempt_at <= clock.now)"
-            + " AND %1$s.attempts < ?";
+            + " AND (%1$s.next_attempt_at IS NULL OR %1$s.next_attempt_at <= clock.now)";
+    String overBudget = "o.attempts >= clock.budget";
     String sameAggregateBefore =
         "p.instance_key = %1$s.instance_key AND p.aggregate_id = %1$s.aggregate_id"
             + " AND p.seq < %1$s.seq";
@@ -92,13 +100,25 @@ final class OutboxSql {
     String claimUpdate =
         " UPDATE "
             + t
-            + " o SET status = 'IN_FLIGHT', lease_owner = ?, lease_token = o.lease_token + 1,"
-            + " lease_expires_at = clock.now + (? * INTERVAL '1 millisecond'), isolated = FALSE"
+            + " o SET status = CASE WHEN "
+            + overBudget
+            + " THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,"
+            + " lease_owner = CASE WHEN "
+            + overBudget
+            + " THEN NULL ELSE ? END,"
+            + " lease_token = o.lease_token + 1,"
+            + " lease_expires_at = CASE WHEN "
+            + overBudget
+            + " THEN NULL ELSE clock.now + (? * INTERVAL '1 millisecond') END,"
+            + " last_failure_code = CASE WHEN "
+            + overBudget
+            + " THEN 'ATTEMPTS_BUDGET_LOWERED' ELSE o.last_failure_code END,"
+            + " isolated = FALSE"
             + " FROM %s c, clock WHERE o.seq = c.seq RETURNING "
             + CLAIMED_COLUMNS;
 
     claimOrdered = orderedClaim(t, due, blockingPredecessor, sameAggregateBefore, "", claimUpdate);
-    // Parameters as claimOrdered, plus slots, slots - slot, slots after the first maxAttempts.
+    // Parameters as claimOrdered, plus slots, slots - slot, slots after keys[].
     // The mask keeps the hash non-negative; hashtext is stable for a given text, so an aggregate
     // keeps its share. "(h % n + n - slot) % n < 1" means "h % n = slot", written as an inequality
     // because PostgreSQL estimates an equality on an expression at 0.5 % of the rows: it then
@@ -179,7 +199,10 @@ final class OutboxSql {
             + " ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED)"
             + abandonedUpdate;
 
-    String fenced = " AND status = 'IN_FLIGHT' AND lease_owner = ? AND lease_token = ?";
+    // Every write after a claim: the lease, and the instance keys the writer claims for.
+    String fenced =
+        " AND status = 'IN_FLIGHT' AND lease_owner = ? AND lease_token = ?"
+            + " AND instance_key = ANY (?)";
     String releaseLease = " lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE";
 
     markPublished =
@@ -193,7 +216,8 @@ final class OutboxSql {
             + " FROM clock WHERE message_id = ?"
             + fenced;
 
-    // Parameters: now, message_id[], owner[], token[], topic[], partition[], offset[].
+    // Parameters: now, message_id[], owner[], token[], topic[], partition[], offset[], keys[].
+    // Returns the position of each applied ack.
     markPublishedBatch =
         "WITH "
             + CLOCK
@@ -205,12 +229,14 @@ final class OutboxSql {
             + " isolated = FALSE"
             + " FROM clock, unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]),"
             + " CAST(? AS text[]), CAST(? AS integer[]), CAST(? AS bigint[]))"
-            + " AS a(message_id, owner, token, topic, kafka_partition, kafka_offset)"
+            + " WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,"
+            + " kafka_offset, n)"
             + " WHERE o.message_id = a.message_id AND o.status = 'IN_FLIGHT'"
             + " AND o.lease_owner = a.owner AND o.lease_token = a.token"
-            + " RETURNING o.message_id";
+            + " AND o.instance_key = ANY (?)"
+            + " RETURNING a.n";
 
-    // Parameters: now, maxAttempts, reason, delayMillis, messageId, owner, token.
+    // Parameters: now, maxAttempts, reason, delayMillis, messageId, owner, token, keys[].
     retryLater =
         "WITH "
             + CLOCK
@@ -241,7 +267,7 @@ final class OutboxSql {
             + " WHERE message_id = ?"
             + fenced;
 
-    // Parameters: now, leaseMillis, message_id[], owner[], token[].
+    // Parameters: now, leaseMillis, message_id[], owner[], token[], keys[].
     renew =
         "WITH "
             + CLOCK
@@ -252,6 +278,7 @@ final class OutboxSql {
             + " AS h(message_id, owner, token)"
             + " WHERE o.message_id = h.message_id AND o.status = 'IN_FLIGHT'"
             + " AND o.lease_owner = h.owner AND o.lease_token = h.token"
+            + " AND o.instance_key = ANY (?)"
             + " RETURNING o.message_id";
 
     // Parameters: keys[], keys[], includePublished, keys[]. One branch per partial index, so the

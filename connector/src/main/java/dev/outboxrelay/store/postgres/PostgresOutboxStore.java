@@ -5,6 +5,7 @@ import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.InstanceKeys;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -15,6 +16,7 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.RelayClock;
+import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -28,11 +30,11 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 
 /**
@@ -44,6 +46,13 @@ public final class PostgresOutboxStore implements OutboxStore {
   private final OutboxSql sql;
   private final RelayClock clock;
   private final AutoCloseable ownedResource;
+
+  /**
+   * The instance keys this store has claimed for. Every write after a claim is fenced on them as
+   * well as on the lease, so that even a lease whose owner name collides with another instance's
+   * never reaches a row of another instance key, nor a legacy row.
+   */
+  private final Set<String> claimedKeys = ConcurrentHashMap.newKeySet();
 
   /**
    * @param ownedResource closed by {@link #close()} (the pool this store owns), or null
@@ -58,6 +67,7 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public ClaimResult claim(ClaimRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(claimStatement(request))) {
       bindClaim(c, ps, request);
@@ -71,8 +81,8 @@ public final class PostgresOutboxStore implements OutboxStore {
   void bindClaim(Connection c, PreparedStatement ps, ClaimRequest request) throws SQLException {
     int i = 1;
     setNow(ps, i++);
-    ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
     ps.setInt(i++, request.maxAttempts());
+    ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
     if (request.affinity() != null) {
       AggregateAffinity affinity = request.affinity();
       ps.setInt(i++, affinity.slots());
@@ -80,13 +90,9 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setInt(i++, affinity.slots());
     }
     if (request.ordered()) {
-      ps.setInt(i++, request.maxAttempts());
       ps.setString(i++, request.owner());
     }
     ps.setInt(i++, request.limit());
-    if (request.ordered()) {
-      ps.setInt(i++, request.maxAttempts());
-    }
     ps.setString(i++, request.owner());
     ps.setLong(i, request.leaseDuration().toMillis());
   }
@@ -100,6 +106,7 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public ClaimResult claimAbandoned(ClaimRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
@@ -124,11 +131,15 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   private static ClaimResult readClaim(PreparedStatement ps) throws SQLException {
     List<ClaimedMessage> claimed = new ArrayList<>();
-    List<String> exhausted = new ArrayList<>();
+    List<ExhaustedMessage> exhausted = new ArrayList<>();
     try (ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         if (MessageStatus.valueOf(rs.getString("status")) == MessageStatus.EXHAUSTED) {
-          exhausted.add(rs.getString("message_id"));
+          exhausted.add(
+              new ExhaustedMessage(
+                  rs.getString("message_id"),
+                  rs.getString("instance_key"),
+                  rs.getString("last_failure_code")));
           continue;
         }
         claimed.add(
@@ -145,6 +156,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                 rs.getString("correlation_id"),
                 instant(rs, "created_at"),
                 instant(rs, "deliver_before"),
+                rs.getBoolean("deadline_expired"),
                 rs.getInt("attempts"),
                 new Lease(rs.getString("lease_owner"), rs.getLong("lease_token")),
                 instant(rs, "lease_expires_at")));
@@ -167,6 +179,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setString(5, ack.messageId());
       ps.setString(6, ack.lease().owner());
       ps.setLong(7, ack.lease().token());
+      ps.setArray(8, claimedKeys(c));
       return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
     } catch (SQLException e) {
       throw SqlStates.classify(e, "mark-published");
@@ -174,11 +187,23 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public Map<String, Outcome> markPublished(List<PublishedAck> acks) {
+  public List<Outcome> markPublished(List<PublishedAck> acks) {
     if (acks.isEmpty()) {
-      return Map.of();
+      return List.of();
     }
-    int n = acks.size();
+    // A repeated ack (same row, same lease) is sent once: joined twice to its row, PostgreSQL
+    // would apply either one's coordinates. Repeats are CLAIM_LOST, as if written one by one.
+    List<PublishedAck> sent = new ArrayList<>();
+    int[] sentAs = new int[acks.size()];
+    Set<HeldLease> seen = new HashSet<>();
+    for (int j = 0; j < acks.size(); j++) {
+      PublishedAck ack = acks.get(j);
+      sentAs[j] = seen.add(new HeldLease(ack.messageId(), ack.lease())) ? sent.size() : -1;
+      if (sentAs[j] >= 0) {
+        sent.add(ack);
+      }
+    }
+    int n = sent.size();
     String[] ids = new String[n];
     String[] owners = new String[n];
     Long[] tokens = new Long[n];
@@ -186,7 +211,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     Integer[] partitions = new Integer[n];
     Long[] offsets = new Long[n];
     for (int j = 0; j < n; j++) {
-      PublishedAck ack = acks.get(j);
+      PublishedAck ack = sent.get(j);
       ids[j] = ack.messageId();
       owners[j] = ack.lease().owner();
       tokens[j] = ack.lease().token();
@@ -203,10 +228,16 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setArray(5, c.createArrayOf("text", topics));
       ps.setArray(6, c.createArrayOf("integer", partitions));
       ps.setArray(7, c.createArrayOf("bigint", offsets));
-      Set<String> applied = returnedIds(ps);
-      Map<String, Outcome> outcomes = new HashMap<>();
-      for (String id : ids) {
-        outcomes.put(id, applied.contains(id) ? Outcome.APPLIED : Outcome.CLAIM_LOST);
+      ps.setArray(8, claimedKeys(c));
+      boolean[] applied = new boolean[n];
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          applied[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
+        }
+      }
+      List<Outcome> outcomes = new ArrayList<>(acks.size());
+      for (int position : sentAs) {
+        outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
       }
       return outcomes;
     } catch (SQLException e) {
@@ -226,6 +257,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setString(5, messageId);
       ps.setString(6, lease.owner());
       ps.setLong(7, lease.token());
+      ps.setArray(8, claimedKeys(c));
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
           return Outcome.CLAIM_LOST;
@@ -247,6 +279,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setString(2, messageId);
       ps.setString(3, lease.owner());
       ps.setLong(4, lease.token());
+      ps.setArray(5, claimedKeys(c));
       return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
     } catch (SQLException e) {
       throw SqlStates.classify(e, "mark-failed");
@@ -260,6 +293,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setString(1, messageId);
       ps.setString(2, lease.owner());
       ps.setLong(3, lease.token());
+      ps.setArray(4, claimedKeys(c));
       return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
     } catch (SQLException e) {
       throw SqlStates.classify(e, "release");
@@ -287,6 +321,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       ps.setArray(3, c.createArrayOf("text", ids));
       ps.setArray(4, c.createArrayOf("text", owners));
       ps.setArray(5, c.createArrayOf("bigint", tokens));
+      ps.setArray(6, claimedKeys(c));
       Set<String> renewed = returnedIds(ps);
       Set<String> lost = new HashSet<>();
       for (String id : ids) {
@@ -369,6 +404,10 @@ public final class PostgresOutboxStore implements OutboxStore {
         // Closing a pool does not fail in a way a caller could act on.
       }
     }
+  }
+
+  private Array claimedKeys(Connection c) throws SQLException {
+    return c.createArrayOf("text", claimedKeys.toArray());
   }
 
   private void setNow(PreparedStatement ps, int index) throws SQLException {

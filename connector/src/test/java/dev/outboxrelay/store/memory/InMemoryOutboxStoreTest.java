@@ -1,11 +1,13 @@
 package dev.outboxrelay.store.memory;
 
 import dev.outboxrelay.store.EnqueueResult;
+import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.ManualClock;
 import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreContract;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
+import java.time.Instant;
 
 class InMemoryOutboxStoreTest extends OutboxStoreContract {
   private InMemoryOutboxStore memory;
@@ -29,6 +31,11 @@ class InMemoryOutboxStoreTest extends OutboxStoreContract {
   @Override
   protected RowState state(String messageId) {
     return memory.find(messageId).orElse(null);
+  }
+
+  @Override
+  protected void holdElsewhere(String messageId, Lease lease, Instant expiresAt) {
+    memory.holdElsewhere(messageId, lease, expiresAt);
   }
 
   @Override

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.EnqueueResult;
 import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.ManualClock;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxMessage;
@@ -19,6 +20,8 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -135,6 +138,35 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
 
   private static Instant instant(Timestamp ts) {
     return ts == null ? null : ts.toInstant();
+  }
+
+  @Override
+  protected void holdElsewhere(String messageId, Lease lease, Instant expiresAt) {
+    // A legacy row can only be held if it was claimed before V2; the check is bypassed as above.
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try (Statement s = c.createStatement()) {
+        s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
+      }
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = ?, lease_token = ?,"
+                  + " lease_expires_at = ? WHERE message_id = ?")) {
+        ps.setString(1, lease.owner());
+        ps.setLong(2, lease.token());
+        ps.setObject(3, OffsetDateTime.ofInstant(expiresAt, ZoneOffset.UTC));
+        ps.setString(4, messageId);
+        assertEquals(1, ps.executeUpdate());
+      }
+      try (Statement s = c.createStatement()) {
+        s.execute(
+            "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
+                + " CHECK (instance_key IS NOT NULL) NOT VALID");
+      }
+      c.commit();
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   @Override
