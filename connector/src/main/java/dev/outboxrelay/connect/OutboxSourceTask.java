@@ -5,10 +5,8 @@ import dev.outboxrelay.mapping.MappingResult;
 import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
-import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
-import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
@@ -55,11 +53,8 @@ public class OutboxSourceTask extends SourceTask {
   private IdleBackoff idle;
   private RelayMetrics metrics;
   private Maintenance maintenance;
+  private ClaimLoop claims;
   private boolean schemaReady;
-  private long nextAbandonedProbeMs;
-  private long lastClaimErrorMs = StoreHealth.NO_ERROR;
-  private boolean drainingForProbe;
-  private long shareDrySinceMs = -1;
   private volatile boolean stopping;
   private boolean stopped;
 
@@ -114,7 +109,8 @@ public class OutboxSourceTask extends SourceTask {
       stop(); // Connect may not call stop() for a task that failed to start
       throw e;
     }
-    nextAbandonedProbeMs = time.milliseconds();
+    claims =
+        new ClaimLoop(store, settings, ledger, runtime.renewer(), runtime.health(), metrics, time);
     log.info(
         "Started outbox-relay task {} as lease owner {} for instance keys {}",
         identity.index(),
@@ -148,7 +144,7 @@ public class OutboxSourceTask extends SourceTask {
     } catch (OutboxStoreException e) {
       metrics.databaseErrors.incrementAndGet();
       if (e.isRetriable()) {
-        lastClaimErrorMs = time.milliseconds();
+        claims.claimFailed();
         log.warn(
             "Database unavailable while claiming (reason={}, sqlState={}); will retry",
             e.reasonCode(),
@@ -168,38 +164,7 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   private List<SourceRecord> claimAndMap() {
-    if (ledger.size() >= settings.maxInFlight() || !runtime.renewer().isHealthy()) {
-      return List.of(); // wait for Kafka to acknowledge what we hold
-    }
-    long now = time.milliseconds();
-    if (recentDatabaseError(now)) {
-      drainingForProbe = false; // owners first
-    } else if (now >= nextAbandonedProbeMs) {
-      drainingForProbe = true;
-    }
-    ClaimResult result;
-    if (drainingForProbe) {
-      if (!ledger.isEmpty()) {
-        return List.of(); // an isolated claim must be the only thing this task holds
-      }
-      result = store.claimAbandoned(settings.claimRequest());
-      reportExhausted(result);
-      if (result.claimed().isEmpty()) {
-        if (!result.exhausted().isEmpty()) {
-          return List.of(); // probe again at once: there may be more
-        }
-        drainingForProbe = false;
-        nextAbandonedProbeMs = now + settings.abandonedProbeInterval().toMillis();
-        result = claimDue();
-      } else {
-        log.info(
-            "Reclaimed abandoned message_id={} instance_key={} in isolation",
-            result.claimed().get(0).messageId(),
-            result.claimed().get(0).instanceKey());
-      }
-    } else {
-      result = claimDue();
-    }
+    ClaimResult result = claims.next();
     if (stopping) {
       result
           .claimed()
@@ -211,61 +176,6 @@ public class OutboxSourceTask extends SourceTask {
     }
     metrics.claimed.addAndGet(result.claimed().size());
     return map(result.claimed());
-  }
-
-  /**
-   * Owners get the first chance after a database error (an outage, a failover): every task's leases
-   * may have run out while their holders could not renew, and their outcome writers renew them or
-   * write their outcomes as soon as the database is back. Probing for abandoned rows at once would
-   * take rows that were never abandoned and re-send them, so the probe waits until a probe interval
-   * has passed without an error in this task's claims or outcome writes.
-   */
-  private boolean recentDatabaseError(long now) {
-    long last = Math.max(lastClaimErrorMs, runtime.health().lastDatabaseErrorMs());
-    return last != StoreHealth.NO_ERROR
-        && now - last < settings.abandonedProbeInterval().toMillis();
-  }
-
-  /**
-   * Claims due rows of this task's share of the aggregates; once the share has stayed dry for a
-   * while, of any share too. Other shares' rows must not wait for a task that is gone or being
-   * restarted, but taking them at once would block the aggregates their own task is working through
-   * (the benchmark measured ordered tasks stealing each other's aggregates to a third of one task's
-   * speed).
-   */
-  private ClaimResult claimDue() {
-    ClaimRequest request = settings.claimRequest();
-    ClaimResult result = store.claim(request);
-    reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
-    if (request.affinity() == null) {
-      return result;
-    }
-    long now = time.milliseconds();
-    if (!result.isEmpty()) {
-      shareDrySinceMs = -1;
-      return result;
-    }
-    if (shareDrySinceMs < 0) {
-      shareDrySinceMs = now;
-    }
-    if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
-      return result;
-    }
-    ClaimResult anyShare = store.claim(request.withoutAffinity());
-    reportExhausted(anyShare);
-    return anyShare;
-  }
-
-  private void reportExhausted(ClaimResult result) {
-    for (ExhaustedMessage row : result.exhausted()) {
-      metrics.exhausted.incrementAndGet();
-      log.warn(
-          "Message exhausted by a claim instead of being sent: message_id={} instance_key={}"
-              + " reason={}",
-          row.messageId(),
-          row.instanceKey(),
-          row.reasonCode());
-    }
   }
 
   private List<SourceRecord> map(List<ClaimedMessage> claimed) {

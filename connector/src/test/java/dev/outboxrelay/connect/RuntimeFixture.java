@@ -28,13 +28,18 @@ final class RuntimeFixture {
   final TaskSettings settings;
 
   RuntimeFixture(Map<String, String> overrides) {
+    this(overrides, 0, 1);
+  }
+
+  /** As task {@code taskIndex} of {@code taskCount}. */
+  RuntimeFixture(Map<String, String> overrides, int taskIndex, int taskCount) {
     Map<String, String> props = new HashMap<>();
     props.put("connection.url", "jdbc:postgresql://localhost:1/unused");
     props.put("instance.keys", "eu");
     props.put("max.attempts", "3");
     props.putAll(overrides);
     config = new OutboxSourceConfig(props);
-    settings = TaskSettingsFactory.from(config, OWNER);
+    settings = TaskSettingsFactory.from(config, OWNER, taskIndex, taskCount);
   }
 
   void add(String instanceKey, String messageId, String aggregateId) {

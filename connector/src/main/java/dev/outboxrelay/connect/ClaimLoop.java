@@ -1,0 +1,145 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimResult;
+import dev.outboxrelay.store.ExhaustedMessage;
+import dev.outboxrelay.store.OutboxStore;
+import org.apache.kafka.common.utils.Time;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Decides what the task claims next, on the task thread: nothing while it holds all it may or
+ * cannot renew; an abandoned row alone when it is time to look for one; otherwise due rows of its
+ * own share of the aggregates, and of any share once its own stayed dry. Judges time by the task's
+ * {@link Time}, so tests move it.
+ */
+final class ClaimLoop {
+  private static final Logger log = LoggerFactory.getLogger(ClaimLoop.class);
+
+  private final OutboxStore store;
+  private final TaskSettings settings;
+  private final InFlightLedger ledger;
+  private final LeaseRenewer renewer;
+  private final StoreHealth health;
+  private final RelayMetrics metrics;
+  private final Time time;
+
+  private long nextAbandonedProbeMs;
+  private long lastClaimErrorMs = StoreHealth.NO_ERROR;
+  private boolean drainingForProbe;
+  private long shareDrySinceMs = -1;
+
+  ClaimLoop(
+      OutboxStore store,
+      TaskSettings settings,
+      InFlightLedger ledger,
+      LeaseRenewer renewer,
+      StoreHealth health,
+      RelayMetrics metrics,
+      Time time) {
+    this.store = store;
+    this.settings = settings;
+    this.ledger = ledger;
+    this.renewer = renewer;
+    this.health = health;
+    this.metrics = metrics;
+    this.time = time;
+    this.nextAbandonedProbeMs = time.milliseconds();
+  }
+
+  /** The next claim: rows now leased to this task (and rows the claim parked), or nothing. */
+  ClaimResult next() {
+    if (ledger.size() >= settings.maxInFlight() || !renewer.isHealthy()) {
+      return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
+    }
+    long now = time.milliseconds();
+    if (recentDatabaseError(now)) {
+      drainingForProbe = false; // owners first
+    } else if (now >= nextAbandonedProbeMs) {
+      drainingForProbe = true;
+    }
+    if (!drainingForProbe) {
+      return claimDue();
+    }
+    if (!ledger.isEmpty()) {
+      return ClaimResult.EMPTY; // an isolated claim must be the only thing this task holds
+    }
+    ClaimResult result = store.claimAbandoned(settings.claimRequest());
+    reportExhausted(result);
+    if (!result.claimed().isEmpty()) {
+      log.info(
+          "Reclaimed abandoned message_id={} instance_key={} in isolation",
+          result.claimed().get(0).messageId(),
+          result.claimed().get(0).instanceKey());
+      return result;
+    }
+    if (!result.exhausted().isEmpty()) {
+      return result; // probe again at once: there may be more
+    }
+    drainingForProbe = false;
+    nextAbandonedProbeMs = now + settings.abandonedProbeInterval().toMillis();
+    return claimDue();
+  }
+
+  /** A claim failed on the database: abandoned rows wait, so their owners can renew first. */
+  void claimFailed() {
+    lastClaimErrorMs = time.milliseconds();
+  }
+
+  /**
+   * Owners get the first chance after a database error (an outage, a failover): every task's leases
+   * may have run out while their holders could not renew, and their outcome writers renew them or
+   * write their outcomes as soon as the database is back. Probing for abandoned rows at once would
+   * take rows that were never abandoned and re-send them, so the probe waits until a probe interval
+   * has passed without an error in this task's claims or outcome writes.
+   */
+  private boolean recentDatabaseError(long now) {
+    long last = Math.max(lastClaimErrorMs, health.lastDatabaseErrorMs());
+    return last != StoreHealth.NO_ERROR
+        && now - last < settings.abandonedProbeInterval().toMillis();
+  }
+
+  /**
+   * Claims due rows of this task's share of the aggregates; once the share has stayed dry for a
+   * while, of any share too. Other shares' rows must not wait for a task that is gone or being
+   * restarted, but taking them at once would block the aggregates their own task is working through
+   * (the benchmark measured ordered tasks stealing each other's aggregates to a third of one task's
+   * speed).
+   */
+  private ClaimResult claimDue() {
+    ClaimRequest request = settings.claimRequest();
+    ClaimResult result = store.claim(request);
+    reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
+    if (request.affinity() == null) {
+      return result;
+    }
+    long now = time.milliseconds();
+    if (!result.isEmpty()) {
+      shareDrySinceMs = -1;
+      return result;
+    }
+    if (shareDrySinceMs < 0) {
+      shareDrySinceMs = now;
+    }
+    if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
+      return result;
+    }
+    ClaimResult anyShare = store.claim(request.withoutAffinity());
+    reportExhausted(anyShare);
+    return anyShare;
+  }
+
+  private void reportExhausted(ClaimResult result) {
+    for (ExhaustedMessage row : result.exhausted()) {
+      metrics.exhausted.incrementAndGet();
+      log.warn(
+          "Message exhausted by a claim instead of being sent: message_id={} instance_key={}"
+              + " reason={}",
+          row.messageId(),
+          row.instanceKey(),
+          row.reasonCode());
+    }
+  }
+}

@@ -1,0 +1,125 @@
+package dev.outboxrelay.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimResult;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.OutboxStoreException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.common.utils.MockTime;
+import org.junit.jupiter.api.Test;
+
+/** The task's claim policy, with the task's clock moved by the test. */
+class ClaimLoopTest {
+  private static final Map<String, String> LEASE_8S =
+      Map.of("lease.duration.ms", "8000", "lease.renewal.interval.ms", "2000");
+
+  private final MockTime time = new MockTime();
+
+  private ClaimLoop loop(RuntimeFixture f) {
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(
+            f.store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+    return new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time);
+  }
+
+  private static List<String> ids(ClaimResult result) {
+    return result.claimed().stream().map(ClaimedMessage::messageId).toList();
+  }
+
+  private static void handToConnect(RuntimeFixture f, ClaimResult result) {
+    result.claimed().forEach(m -> f.ledger.add(m, null));
+  }
+
+  @Test
+  void claimsNothingMoreWhileItHoldsItsInFlightBound() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("claim.batch.size", "2"));
+    for (int i = 0; i < 10; i++) {
+      f.add("eu", "m" + i, "a" + i);
+    }
+    ClaimLoop loop = loop(f);
+    for (int batch = 0; batch < 4; batch++) {
+      handToConnect(f, loop.next());
+    }
+    assertEquals(8, f.ledger.size(), "four batches in flight");
+    assertTrue(loop.next().isEmpty());
+  }
+
+  @Test
+  void anAbandonedRowIsReclaimedAloneOnlyWhenNothingElseIsHeld() {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    f.add("eu", "lost", "a");
+    f.store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
+    f.add("eu", "due", "b");
+    f.clock.advance(Duration.ofSeconds(9));
+    ClaimLoop loop = loop(f);
+
+    ClaimResult first = loop.next();
+    assertEquals(List.of("lost"), ids(first));
+    handToConnect(f, first);
+    assertTrue(loop.next().isEmpty(), "nothing beside an isolated claim");
+    f.ledger.resolve("lost", first.claimed().get(0).lease().token());
+    assertEquals(List.of("due"), ids(loop.next()), "no abandoned row left: due rows flow");
+  }
+
+  @Test
+  void afterAClaimErrorAbandonedRowsWaitAProbeIntervalForTheirOwners() {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    f.add("eu", "m1", "a");
+    f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
+    f.clock.advance(Duration.ofSeconds(9));
+    ClaimLoop loop = loop(f);
+    loop.claimFailed();
+
+    assertTrue(loop.next().isEmpty());
+    time.sleep(1999); // a probe interval is a quarter of the lease
+    assertTrue(loop.next().isEmpty());
+    time.sleep(1);
+    assertEquals(List.of("m1"), ids(loop.next()));
+  }
+
+  @Test
+  void anOutcomeWriteErrorAlsoHoldsTheProbeBack() {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    f.add("eu", "m1", "a");
+    f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
+    f.clock.advance(Duration.ofSeconds(9));
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(
+            f.store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+    ClaimLoop loop = new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    health.databaseError(
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "markPublished"));
+
+    assertTrue(loop.next().isEmpty());
+    time.sleep(2000);
+    assertEquals(List.of("m1"), ids(loop.next()));
+  }
+
+  @Test
+  void anOrderedTaskTakesOtherSharesOnlyAfterItsOwnStayedDry() {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
+    String other = null; // an aggregate of task 1's share (the in-memory store: hashCode mod 2)
+    for (int i = 0; other == null; i++) {
+      if (Math.floorMod(("agg-" + i).hashCode(), 2) == 1) {
+        other = "agg-" + i;
+      }
+    }
+    f.add("eu", "theirs", other);
+    ClaimLoop loop = loop(f);
+
+    assertTrue(loop.next().isEmpty(), "its own share is dry: wait for the other task");
+    time.sleep(1999); // the fallback delay is a quarter of the lease
+    assertTrue(loop.next().isEmpty());
+    time.sleep(1);
+    assertEquals(List.of("theirs"), ids(loop.next()));
+  }
+}
