@@ -1,22 +1,13 @@
 package dev.outboxrelay.connect;
 
-import dev.outboxrelay.config.OutboxSourceConfig;
-import dev.outboxrelay.mapping.MappingResult;
-import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimResult;
-import dev.outboxrelay.store.ClaimedMessage;
-import dev.outboxrelay.store.KafkaCoordinates;
-import dev.outboxrelay.store.Lease;
-import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
@@ -28,11 +19,13 @@ import org.slf4j.MDC;
 
 /**
  * Claims outbox rows under fenced leases, hands them to Connect as records and records each outcome
- * only while the lease still holds.
+ * only while the lease still holds. Connect glue only: {@link ClaimLoop} decides what to claim,
+ * {@link RecordHandoff} turns rows into records and acknowledgements into outcomes, and {@link
+ * TaskRuntime} owns the store and the background threads.
  *
  * <p>Threads: {@code poll()} claims and maps on the task thread; {@code commitRecord} runs on the
- * producer's I/O thread and only queues; the {@link OutcomeWriter} thread writes outcomes in
- * batches and renews leases. Nothing on the producer thread touches the database.
+ * producer's I/O thread and only queues; the outcome loop thread writes outcomes in batches and
+ * renews leases. Nothing on the producer thread touches the database.
  */
 public class OutboxSourceTask extends SourceTask {
   private static final Logger log = LoggerFactory.getLogger(OutboxSourceTask.class);
@@ -43,17 +36,10 @@ public class OutboxSourceTask extends SourceTask {
   private final StoreProvider storeProvider;
   private final Time time;
 
-  private OutboxSourceConfig config;
-  private TaskSettings settings;
-  private OutboxStore store;
-  private RecordMapper mapper;
-  private InFlightLedger ledger;
-  private TaskRuntime runtime;
-  private WakeSignal wake;
-  private IdleBackoff idle;
+  private TaskConfig config;
   private RelayMetrics metrics;
-  private Maintenance maintenance;
-  private ClaimLoop claims;
+  private TaskRuntime runtime;
+  private IdleBackoff idle;
   private boolean schemaReady;
   private volatile boolean stopping;
   private boolean stopped;
@@ -74,48 +60,22 @@ public class OutboxSourceTask extends SourceTask {
 
   @Override
   public void start(Map<String, String> props) {
-    try {
-      config = new OutboxSourceConfig(props);
-    } catch (ConfigException e) {
-      throw new ConnectException("Invalid outbox-relay task configuration: " + e.getMessage());
-    }
-    TaskIdentity identity = TaskIdentity.from(props);
-    String owner =
-        LeaseOwners.newOwner(identity.connectorName(), Integer.toString(identity.index()));
-    MDC.put("outbox.instance_keys", String.join(",", config.instanceKeys()));
-    settings = TaskSettingsFactory.from(config, owner, identity.index(), identity.count());
+    config = TaskConfig.parse(props);
+    MDC.put("outbox.instance_keys", String.join(",", config.connector().instanceKeys()));
     metrics = new RelayMetrics();
     metrics.register(() -> context.pluginMetrics());
-    mapper = new RecordMapper(TaskSettingsFactory.mapping(config));
-    wake = new WakeSignal();
-    idle = new IdleBackoff(settings.pollInterval());
-    store = storeProvider.open(config, "outbox-relay-" + identity.threadSuffix());
-    runtime = new TaskRuntime(store, metrics, settings, time, wake, identity.threadSuffix());
-    ledger = runtime.ledger();
+    idle = new IdleBackoff(config.settings().pollInterval());
     try {
-      runtime.start();
-      var notifications = storeProvider.notificationConnections(config);
-      if (config.notifyEnabled() && notifications != null) {
-        runtime.attach(
-            new NotificationListener(
-                notifications,
-                config.table().notifyChannel(),
-                config.instanceKeys(),
-                wake,
-                "outbox-relay-listener-" + identity.threadSuffix()));
-      }
-      maintenance = new Maintenance(store, config, metrics, time, identity.isFirst());
+      runtime = TaskRuntime.start(config, storeProvider, metrics, time);
     } catch (RuntimeException | Error e) {
-      stop(); // Connect may not call stop() for a task that failed to start
+      metrics.unregister(); // Connect may not call stop() for a task that failed to start
       throw e;
     }
-    claims =
-        new ClaimLoop(store, settings, ledger, runtime.renewer(), runtime.health(), metrics, time);
     log.info(
         "Started outbox-relay task {} as lease owner {} for instance keys {}",
-        identity.index(),
-        owner,
-        config.instanceKeys());
+        config.identity().index(),
+        config.settings().owner(),
+        config.connector().instanceKeys());
   }
 
   @Override
@@ -124,85 +84,57 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     runtime.renewer().taskPolled();
-    OutboxStoreException fatal = runtime.health().fatalStoreError();
-    if (fatal != null) {
-      throw sanitizedFailure(fatal);
-    }
-    StoreHealth.Failure failure = runtime.failure();
-    if (failure != null) {
-      throw new ConnectException(failure.message());
-    }
+    failIfBroken();
     try {
       ensureSchema();
-      maintenance.runIfDue();
-      List<SourceRecord> records = claimAndMap();
+      runtime.maintenance().runIfDue();
+      ClaimResult claimed = runtime.claims().next();
+      if (stopping) {
+        runtime.release(claimed.claimed());
+        return null;
+      }
+      if (!claimed.isEmpty()) {
+        idle.claimedRows();
+      }
+      metrics.claimed.addAndGet(claimed.claimed().size());
+      List<SourceRecord> records = runtime.handoff().toRecords(claimed.claimed());
       if (records.isEmpty()) {
-        wake.await(idle.nextWait());
+        runtime.wake().await(idle.nextWait());
         return null;
       }
       return records;
     } catch (OutboxStoreException e) {
       metrics.databaseErrors.incrementAndGet();
-      if (e.isRetriable()) {
-        claims.claimFailed();
-        log.warn(
-            "Database unavailable while claiming (reason={}, sqlState={}); will retry",
-            e.reasonCode(),
-            e.sqlState());
-        wake.await(settings.pollInterval());
-        throw new RetriableException("outbox-relay: " + e.getMessage());
+      if (!e.isRetriable()) {
+        throw TaskFailures.of(e);
       }
-      throw sanitizedFailure(e);
+      runtime.claims().claimFailed();
+      log.warn(
+          "Database unavailable while claiming (reason={}, sqlState={}); will retry",
+          e.reasonCode(),
+          e.sqlState());
+      runtime.wake().await(config.settings().pollInterval());
+      throw new RetriableException("outbox-relay: " + e.getMessage());
+    }
+  }
+
+  /** A non-retriable store error or a dead background thread fails the task, sanitized. */
+  private void failIfBroken() {
+    OutboxStoreException fatal = runtime.health().fatalStoreError();
+    if (fatal != null) {
+      throw TaskFailures.of(fatal);
+    }
+    StoreHealth.Failure failure = runtime.failure();
+    if (failure != null) {
+      throw new ConnectException(failure.message());
     }
   }
 
   private void ensureSchema() {
-    if (!schemaReady && config.migrateOnStart()) {
-      storeProvider.migrate(config);
+    if (!schemaReady && config.connector().migrateOnStart()) {
+      storeProvider.migrate(config.connector());
     }
     schemaReady = true;
-  }
-
-  private List<SourceRecord> claimAndMap() {
-    ClaimResult result = claims.next();
-    if (stopping) {
-      result
-          .claimed()
-          .forEach(m -> runtime.submit(new PendingOutcome.Released(m.messageId(), m.lease())));
-      return List.of();
-    }
-    if (!result.isEmpty()) {
-      idle.claimedRows();
-    }
-    metrics.claimed.addAndGet(result.claimed().size());
-    return map(result.claimed());
-  }
-
-  private List<SourceRecord> map(List<ClaimedMessage> claimed) {
-    List<SourceRecord> records = new ArrayList<>(claimed.size());
-    for (ClaimedMessage row : claimed) {
-      MappingResult result = mapper.map(row);
-      if (result instanceof MappingResult.Mapped mapped) {
-        ledger.add(row, null);
-        records.add(mapped.record());
-      } else if (result instanceof MappingResult.Unpublishable bad) {
-        log.warn(
-            "Message cannot be published: message_id={} instance_key={} reason={}",
-            row.messageId(),
-            row.instanceKey(),
-            bad.reasonCode());
-        if (mapper.settings().hasDeadLetterTopic()) {
-          ledger.add(row, bad.reasonCode());
-          records.add(mapper.deadLetter(row, bad.reasonCode()));
-        } else {
-          ledger.add(row, bad.reasonCode());
-          runtime.submit(
-              new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), false));
-        }
-      }
-    }
-    metrics.inFlight.set(ledger.size());
-    return records;
   }
 
   @Override
@@ -217,26 +149,7 @@ public class OutboxSourceTask extends SourceTask {
       log.warn("Acknowledgement for a record without an outbox source offset ignored");
       return;
     }
-    Lease lease = new Lease(settings.owner(), token);
-    PendingOutcome outcome;
-    var entry = ledger.get(messageId);
-    if (metadata == null) {
-      outcome =
-          new PendingOutcome.Unconfirmed(messageId, lease, PendingOutcome.Unconfirmed.NO_METADATA);
-    } else if (!metadata.hasOffset()) {
-      // acks=0: the producer sent it but nothing confirms it was written.
-      outcome =
-          new PendingOutcome.Unconfirmed(messageId, lease, PendingOutcome.Unconfirmed.NO_OFFSET);
-    } else if (entry.isPresent() && entry.get().isDeadLetter()) {
-      outcome = new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), true);
-    } else {
-      outcome =
-          new PendingOutcome.Published(
-              messageId,
-              lease,
-              new KafkaCoordinates(metadata.topic(), metadata.partition(), metadata.offset()));
-    }
-    if (!runtime.submit(outcome)) {
+    if (!runtime.submit(runtime.handoff().outcomeOf(messageId, token, metadata))) {
       metrics.lateAcks.incrementAndGet();
       log.warn(
           "Acknowledgement arrived after the task stopped writing: message_id={}"
@@ -258,23 +171,8 @@ public class OutboxSourceTask extends SourceTask {
       metrics.unregister();
     }
     if (runtime != null) {
-      runtime.stop(Duration.ofSeconds(2), settings.lateAckGrace());
-    } else if (store != null) {
-      store.close(); // the runtime was never built: nothing else holds the store
+      runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace());
     }
-  }
-
-  private static ConnectException sanitizedFailure(OutboxStoreException e) {
-    String hint =
-        switch (e.kind()) {
-          case AUTHENTICATION -> "; check connection.user and connection.password";
-          case PERMISSION -> "; grant the connector's role access to the outbox table";
-          case SCHEMA ->
-              "; create the outbox table (schema.migrate.on.start=true, or docs/schema.sql)";
-          default -> "";
-        };
-    // No cause attached: Connect shows the whole chain in the task's REST status.
-    return new ConnectException("outbox-relay: " + e.getMessage() + hint);
   }
 
   /** For tests: this task's counters. */
@@ -283,6 +181,6 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   String owner() {
-    return settings.owner();
+    return config.settings().owner();
   }
 }

@@ -1,8 +1,11 @@
 package dev.outboxrelay.connect;
 
+import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.OutboxStore;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.Time;
@@ -29,19 +32,51 @@ final class TaskRuntime {
   private final AtomicInteger closeParties = new AtomicInteger(2);
   private final AtomicBoolean stopRequested = new AtomicBoolean();
   private final AtomicBoolean storeClosed = new AtomicBoolean();
+  private final ClaimLoop claims;
+  private final RecordHandoff handoff;
   private volatile NotificationListener listener;
+  private Maintenance maintenance;
   private boolean started;
 
-  TaskRuntime(
-      OutboxStore store,
-      RelayMetrics metrics,
-      TaskSettings settings,
-      Time time,
-      WakeSignal wake,
-      String threadSuffix) {
+  /**
+   * Opens the store and starts the task's threads: the outcome loop, and the LISTEN thread when
+   * notifications are on. If anything fails half way, what was started is stopped and the store
+   * closed before the failure propagates.
+   */
+  static TaskRuntime start(
+      TaskConfig config, StoreProvider provider, RelayMetrics metrics, Time time) {
+    String suffix = config.identity().threadSuffix();
+    OutboxStore store = provider.open(config.connector(), "outbox-relay-" + suffix);
+    TaskRuntime runtime = new TaskRuntime(store, metrics, config, time, suffix);
+    try {
+      runtime.started = true;
+      runtime.loop.start();
+      var notifications = provider.notificationConnections(config.connector());
+      if (config.connector().notifyEnabled() && notifications != null) {
+        runtime.listener =
+            new NotificationListener(
+                notifications,
+                config.connector().table().notifyChannel(),
+                config.connector().instanceKeys(),
+                runtime.wake,
+                "outbox-relay-listener-" + suffix);
+        runtime.listener.start();
+      }
+      runtime.maintenance =
+          new Maintenance(store, config.connector(), metrics, time, config.identity().isFirst());
+      return runtime;
+    } catch (RuntimeException | Error e) {
+      runtime.stop(Duration.ZERO, Duration.ZERO);
+      throw e;
+    }
+  }
+
+  private TaskRuntime(
+      OutboxStore store, RelayMetrics metrics, TaskConfig config, Time time, String threadSuffix) {
+    TaskSettings settings = config.settings();
     this.store = store;
     this.metrics = metrics;
-    this.wake = wake;
+    this.wake = new WakeSignal();
     this.health = new StoreHealth(metrics, time);
     this.renewer =
         new LeaseRenewer(store, ledger, lostClaims, metrics, settings, time, health, wake);
@@ -58,25 +93,27 @@ final class TaskRuntime {
             wake,
             this::closeWhenBothDone,
             "outbox-relay-outcomes-" + threadSuffix);
+    this.claims = new ClaimLoop(store, settings, ledger, renewer, health, metrics, time);
+    this.handoff =
+        new RecordHandoff(
+            new RecordMapper(config.mapping()), ledger, this::submit, metrics, settings.owner());
   }
 
-  void start() {
-    started = true;
-    loop.start();
+  ClaimLoop claims() {
+    return claims;
   }
 
-  /** Starts the LISTEN thread; stopped with the runtime. */
-  void attach(NotificationListener notificationListener) {
-    this.listener = notificationListener;
-    notificationListener.start();
+  RecordHandoff handoff() {
+    return handoff;
   }
 
-  OutboxStore store() {
-    return store;
+  Maintenance maintenance() {
+    return maintenance;
   }
 
-  InFlightLedger ledger() {
-    return ledger;
+  /** Woken by notifications, resolved outcomes and stop; {@code poll()} waits on it. */
+  WakeSignal wake() {
+    return wake;
   }
 
   StoreHealth health() {
@@ -85,6 +122,11 @@ final class TaskRuntime {
 
   LeaseRenewer renewer() {
     return renewer;
+  }
+
+  /** Releases claims never handed to Connect (made while the task was stopping). */
+  void release(List<ClaimedMessage> claimed) {
+    claimed.forEach(m -> submit(new PendingOutcome.Released(m.messageId(), m.lease())));
   }
 
   /** Queues an outcome; false once outcomes are no longer written (a late acknowledgement). */

@@ -1,0 +1,22 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.store.OutboxStoreException;
+import org.apache.kafka.connect.errors.ConnectException;
+
+/** The exceptions that fail a task: sanitized, with a hint naming what to fix. */
+final class TaskFailures {
+  private TaskFailures() {}
+
+  static ConnectException of(OutboxStoreException e) {
+    String hint =
+        switch (e.kind()) {
+          case AUTHENTICATION -> "; check connection.user and connection.password";
+          case PERMISSION -> "; grant the connector's role access to the outbox table";
+          case SCHEMA ->
+              "; create the outbox table (schema.migrate.on.start=true, or docs/schema.sql)";
+          default -> "";
+        };
+    // No cause attached: Connect shows the whole chain in the task's REST status.
+    return new ConnectException("outbox-relay: " + e.getMessage() + hint);
+  }
+}
