@@ -75,7 +75,8 @@ record StackOptions(
                  the connector and run the demo; the stack keeps running (default)
         down     stop the stack started by `up`
         status   show what runs, the connector's state and the outbox rows
-        demo     run only the demo against running services (used by docker/docker-compose.yml)
+        demo     run only the demo: against the running local stack, or against the services
+                 the demo-only options name (used by docker/docker-compose.yml)
 
       options (each also as an environment variable):
         --jdbc-url=URL          LOCAL_STACK_JDBC_URL     use this PostgreSQL instead of the embedded one
@@ -91,7 +92,7 @@ record StackOptions(
         --no-demo                                    start the services only
         --connector-config=FILE                      connector to register (config/local-connector.json)
         --no-build              (script only)        do not run mvn package first
-      demo only:
+      demo only (each defaults to the running local stack's):
         --bootstrap-servers=HOST:PORT  --connect-url=URL  --connector-jdbc-url=URL (as Connect sees it)
       """;
 
