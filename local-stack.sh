@@ -5,6 +5,7 @@
 #   ./local-stack.sh [up]      build the plugin, start everything, run the demo; leaves it running
 #   ./local-stack.sh status    what runs, connector state, outbox rows
 #   ./local-stack.sh down      stop it (logs stay in .local-stack/logs)
+#   ./local-stack.sh demo      the demo again, against the running stack
 #   ./local-stack.sh help      all options (ports, your own PostgreSQL, --no-demo, ...)
 set -euo pipefail
 
@@ -53,6 +54,16 @@ launcher_built() {
   [[ -f local-stack/target/launcher.classpath && -d local-stack/target/classes ]]
 }
 
+launcher() {
+  "$JAVA" -cp "local-stack/target/classes:$(cat local-stack/target/launcher.classpath)" \
+    dev.outboxrelay.localstack.LocalStack "$@"
+}
+
+# True when the stack these options name is up: the launcher's own check, far quicker than a build.
+stack_running() {
+  launcher_built && launcher running "$@" >/dev/null 2>&1
+}
+
 run_launcher() {
   exec "$JAVA" -cp "local-stack/target/classes:$(cat local-stack/target/launcher.classpath)" \
     dev.outboxrelay.localstack.LocalStack "$@"
@@ -67,16 +78,24 @@ args=()
 for arg in "$@"; do
   if [[ "$arg" == "--no-build" ]]; then no_build=true; else args+=("$arg"); fi
 done
+options=("${args[@]+"${args[@]}"}") # the arguments without the command
+if [[ ${#args[@]} -gt 0 && "${args[0]}" != -* ]]; then options=("${args[@]:1}"); fi
 
 case "$command" in
   up)
-    [[ "$no_build" == true ]] || build
+    if [[ "$no_build" == true ]]; then
+      :
+    elif stack_running "${options[@]+"${options[@]}"}"; then
+      echo "[build]    skipped: the local stack is already running (./local-stack.sh down, then up, to rebuild)"
+    else
+      build
+    fi
     ;;
-  down | status | demo | help)
+  down | status | demo | running | help)
     launcher_built || build
     ;;
   *)
-    fail "unknown command '$command' (use up, down, status, demo or help)"
+    fail "unknown command '$command' (use up, down, status, demo, running or help)"
     ;;
 esac
 

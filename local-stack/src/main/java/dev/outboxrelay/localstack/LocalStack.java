@@ -36,6 +36,8 @@ public final class LocalStack {
         case "down" -> new DownCommand(options, console).run();
         case "status" -> new StatusCommand(options, console).run();
         case "demo" -> new DemoCommand(options, console).run();
+        case "running" ->
+            StackProcesses.runningStack(new StateDir(options.stateDir())).isPresent() ? 0 : 1;
         default -> {
           console.line(StackOptions.USAGE);
           yield 0;

@@ -65,7 +65,7 @@ record StackOptions(
 
   record PortSetting(String envVar, int defaultPort, String purpose) {}
 
-  static final List<String> COMMANDS = List.of("up", "down", "status", "demo", "help");
+  static final List<String> COMMANDS = List.of("up", "down", "status", "demo", "running", "help");
 
   static final String USAGE =
       """
@@ -77,6 +77,7 @@ record StackOptions(
         status   show what runs, the connector's state and the outbox rows
         demo     run only the demo: against the running local stack, or against the services
                  the demo-only options name (used by docker/docker-compose.yml)
+        running  exit with 0 when the local stack runs, 1 when not; prints nothing (for scripts)
 
       options (each also as an environment variable):
         --jdbc-url=URL          LOCAL_STACK_JDBC_URL     use this PostgreSQL instead of the embedded one

@@ -60,6 +60,13 @@ class DemoTest {
   }
 
   @Test
+  void runningAnswersOneAndPrintsNothingWhenNoStackRuns() {
+    Run run = localStack("running");
+    assertEquals(1, run.exit());
+    assertEquals("", run.out() + run.err());
+  }
+
+  @Test
   void aRegisteredConnectorKeepsItsTasksMaxAndTheChangesAreNamed() {
     Path file = RepoFiles.file("config/local-connector.json");
     ObjectNode config = ConnectRest.JSON.createObjectNode();

@@ -26,8 +26,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The launcher end to end, as ./local-stack.sh runs it: real PostgreSQL, broker and Connect worker
  * processes on free ports, the demo (which fails the run unless the owned rows are PUBLISHED in
- * Kafka and the others untouched), a second {@code up}, {@code status}, the demo alone next to a
- * second connector, and {@code down}.
+ * Kafka and the others untouched), a second {@code up} (by the script too: no build), {@code
+ * status}, the demo alone next to a second connector, and {@code down}.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LocalStackIT {
@@ -105,6 +105,19 @@ class LocalStackIT {
     assertTrue(status.out().matches("(?s).*orders-us +PENDING +2.*"), status.out());
   }
 
+  @Test
+  @Order(5)
+  void theScriptSkipsTheBuildWhileTheStackRuns(@TempDir Path work) throws Exception {
+    LocalStackScript.Result again =
+        LocalStackScript.run(work, ENV, "up", "--state-dir=" + stateDir);
+    assertEquals(0, again.exit(), again.output());
+    assertEquals("", again.mvnCalls(), "the script ran mvn although the stack runs");
+    assertTrue(
+        again.output().startsWith("[build]    skipped: the local stack is already running"),
+        again.output());
+    assertTrue(again.output().contains("The local stack is already running"), again.output());
+  }
+
   /**
    * The demo again, as docs/local-stack.md suggests after a look around: a second connector for
    * orders-us registered, more tasks for the demo's connector, and no options at all.
@@ -159,5 +172,6 @@ class LocalStackIT {
       assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "pid " + pid);
     }
     assertFalse(Files.exists(stateDir.resolve("pids")));
+    assertEquals(1, localStack("running").exit());
   }
 }
