@@ -15,6 +15,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -156,6 +157,16 @@ class LocalStackIT {
                 + " outbox-relay-us (not checked)"),
         all);
     assertEquals("2", rest.get("/connectors/outbox-relay-local/config").path("tasks.max").asText());
+  }
+
+  @Test
+  @Order(7)
+  void theLogsHoldNoEscapeCodes() throws IOException {
+    try (Stream<Path> logs = Files.list(stateDir.resolve("logs"))) {
+      for (Path log : logs.toList()) {
+        assertFalse(Files.readString(log).contains("\u001b"), "an ANSI escape code in " + log);
+      }
+    }
   }
 
   @Test

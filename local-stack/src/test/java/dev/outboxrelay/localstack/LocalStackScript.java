@@ -1,5 +1,9 @@
 package dev.outboxrelay.localstack;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -55,5 +59,21 @@ final class LocalStackScript {
     }
     String mvnCalls = Files.exists(calls) ? Files.readString(calls) : "";
     return new Result(process.exitValue(), output, mvnCalls);
+  }
+
+  static void assertNoEscapeCodes(String text) {
+    assertFalse(text.contains("\u001b"), "an ANSI escape code in: " + text);
+  }
+
+  /** The build's progress line, and nothing coloured, when the output goes to a file or pipe. */
+  static void assertBuiltWithoutColour(Result result) {
+    assertTrue(
+        result.output().contains("[build]    Building the plugin and the launcher"),
+        result.output());
+    assertTrue(result.output().contains("downloads about 240 MB"), result.output());
+    assertTrue(result.mvnCalls().contains("-Dstyle.color=never"), result.mvnCalls());
+    assertTrue(result.mvnCalls().contains("-Djansi.noreset=true"), result.mvnCalls());
+    assertEquals(1, result.exit(), result.output());
+    assertNoEscapeCodes(result.output());
   }
 }
