@@ -5,6 +5,7 @@
 #   ./local-stack.sh [up]      build the plugin, start everything, run the demo; leaves it running
 #   ./local-stack.sh status    what runs, connector state, outbox rows
 #   ./local-stack.sh down      stop it (logs stay in .local-stack/logs)
+#   ./local-stack.sh demo      the demo again, against the running stack
 #   ./local-stack.sh help      all options (ports, your own PostgreSQL, --no-demo, ...)
 set -euo pipefail
 
@@ -42,15 +43,36 @@ require_maven() {
 
 build() {
   require_maven
-  echo "[build]    mvn -B -q -DskipTests package (the plugin, and the launcher with Kafka's jars) ..."
+  local color=()
+  if [[ ! -t 1 ]]; then
+    # Output to a file or a pipe: no colour codes. -Dstyle.color=never is Maven's switch; Maven 3.8.7
+    # (as Debian ships it) still writes a reset code (ESC[0m) at exit unless Jansi is told not to.
+    color=(-Dstyle.color=never)
+    export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-Djansi.noreset=true"
+  fi
+  echo "[build]    Building the plugin and the launcher: mvn -B -q -DskipTests package"
+  echo "           (quiet while it works, about 10 s; the first run downloads about 240 MB of"
+  echo "           dependencies into ~/.m2 and takes a few minutes) ..."
+  local started=$SECONDS
   # MAVEN_ARGS lets you add e.g. -o for offline builds.
   # shellcheck disable=SC2086
-  mvn -B -q -DskipTests ${MAVEN_ARGS:-} package \
+  mvn -B -q "${color[@]+"${color[@]}"}" -DskipTests ${MAVEN_ARGS:-} package \
     || fail "the build failed (see the Maven output above)."
+  echo "[build]    done in $((SECONDS - started)) s"
 }
 
 launcher_built() {
   [[ -f local-stack/target/launcher.classpath && -d local-stack/target/classes ]]
+}
+
+launcher() {
+  "$JAVA" -cp "local-stack/target/classes:$(cat local-stack/target/launcher.classpath)" \
+    dev.outboxrelay.localstack.LocalStack "$@"
+}
+
+# True when the stack these options name is up: the launcher's own check, far quicker than a build.
+stack_running() {
+  launcher_built && launcher running "$@" >/dev/null 2>&1
 }
 
 run_launcher() {
@@ -67,16 +89,24 @@ args=()
 for arg in "$@"; do
   if [[ "$arg" == "--no-build" ]]; then no_build=true; else args+=("$arg"); fi
 done
+options=("${args[@]+"${args[@]}"}") # the arguments without the command
+if [[ ${#args[@]} -gt 0 && "${args[0]}" != -* ]]; then options=("${args[@]:1}"); fi
 
 case "$command" in
   up)
-    [[ "$no_build" == true ]] || build
+    if [[ "$no_build" == true ]]; then
+      :
+    elif stack_running "${options[@]+"${options[@]}"}"; then
+      echo "[build]    skipped: the local stack is already running (./local-stack.sh down, then up, to rebuild)"
+    else
+      build
+    fi
     ;;
-  down | status | demo | help)
+  down | status | demo | running | help)
     launcher_built || build
     ;;
   *)
-    fail "unknown command '$command' (use up, down, status, demo or help)"
+    fail "unknown command '$command' (use up, down, status, demo, running or help)"
     ;;
 esac
 

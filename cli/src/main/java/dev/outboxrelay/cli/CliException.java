@@ -35,14 +35,25 @@ public final class CliException extends RuntimeException {
     return new CliException(ExitCode.DATABASE, reasonCode + ": " + explanation);
   }
 
-  /** A classified store failure; its message carries only the reason code and SQLState. */
-  public static CliException database(OutboxStoreException e) {
+  /**
+   * A classified store failure, in the words of the command that met it: {@code what} names the
+   * command and the step, e.g. {@code "status failed"} or {@code "status could not connect"}. The
+   * message carries only that, the reason code, the SQLState and a hint.
+   */
+  public static CliException database(String what, OutboxStoreException e) {
     String hint =
         QUERY_CANCELED.equals(e.sqlState())
             ? "the statement was cancelled, by --statement-timeout or the server's"
                 + " statement_timeout; a requeue keeps the batches it finished (run it again)"
             : hint(e.kind());
-    return new CliException(ExitCode.DATABASE, e.getMessage() + ": " + hint);
+    return new CliException(
+        ExitCode.DATABASE,
+        what
+            + ": "
+            + e.reasonCode()
+            + (e.sqlState() == null ? "" : " (SQLState " + e.sqlState() + ")")
+            + ": "
+            + hint);
   }
 
   private static String hint(OutboxStoreException.Kind kind) {

@@ -30,6 +30,10 @@ public final class Database implements AutoCloseable {
     this.table = table;
   }
 
+  /**
+   * Opens the pool. A database failure leaves as a sanitized {@link
+   * dev.outboxrelay.store.OutboxStoreException}, for the command to report in its own words.
+   */
   public static Database open(ConnectionSettings settings, OutboxTable table) {
     requireValidUrl(settings.jdbcUrl());
     HikariConfig config = new HikariConfig();
@@ -68,6 +72,25 @@ public final class Database implements AutoCloseable {
   }
 
   /**
+   * Turns any failure that comes from the database side (driver, pool, Flyway) into a sanitized
+   * exception: an {@link dev.outboxrelay.store.OutboxStoreException} classified by the first
+   * SQLState in its chain, its text dropped; a {@link CliException} when there is no SQLState.
+   */
+  public static RuntimeException classify(Throwable failure, String operation) {
+    if (failure instanceof CliException cli) {
+      return cli;
+    }
+    Throwable t = failure;
+    for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) {
+      if (t instanceof SQLException sql) {
+        return SqlStates.classify(sql, operation);
+      }
+    }
+    return CliException.database(
+        "DB_ERROR", operation + " failed without an SQLState; the cause is not shown");
+  }
+
+  /**
    * Checks the URL before the pool sees it: the pool would quote a URL it rejects, credentials and
    * all.
    */
@@ -83,24 +106,6 @@ public final class Database implements AutoCloseable {
           "the JDBC URL is not a valid PostgreSQL URL (jdbc:postgresql://host:port/database);"
               + " it is not shown because it may contain credentials");
     }
-  }
-
-  /**
-   * Turns any failure that comes from the database side (driver, pool, Flyway) into a sanitized
-   * {@link CliException}: classified by the first SQLState in its chain, its text dropped.
-   */
-  public static CliException classify(Throwable failure, String operation) {
-    if (failure instanceof CliException cli) {
-      return cli;
-    }
-    Throwable t = failure;
-    for (int depth = 0; t != null && depth < 16; depth++, t = t.getCause()) {
-      if (t instanceof SQLException sql) {
-        return CliException.database(SqlStates.classify(sql, operation));
-      }
-    }
-    return CliException.database(
-        "DB_ERROR", operation + " failed without an SQLState; the cause is not shown");
   }
 
   public DataSource dataSource() {

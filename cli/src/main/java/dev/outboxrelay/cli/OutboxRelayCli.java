@@ -89,7 +89,8 @@ public final class OutboxRelayCli implements Runnable {
     cli.setCaseInsensitiveEnumValuesAllowed(true);
     cli.setParameterExceptionHandler(OutboxRelayCli::usageError);
     cli.setExecutionExceptionHandler(
-        (e, commandLine, parseResult) -> failure(e, commandLine.getErr()));
+        (e, commandLine, parseResult) ->
+            failure(e, commandLine.getCommandName(), commandLine.getErr()));
     try {
       return cli.execute(args);
     } finally {
@@ -139,11 +140,14 @@ public final class OutboxRelayCli implements Runnable {
     return Text.safe(message.startsWith("Error: ") ? message.substring(7) : message);
   }
 
-  private static int failure(Exception e, PrintWriter err) {
+  /** Reports a failure of {@code command} (the one that was run, never a step inside it). */
+  private static int failure(Exception e, String command, PrintWriter err) {
     CliException cli =
         e instanceof CliException c
             ? c
-            : e instanceof OutboxStoreException store ? CliException.database(store) : null;
+            : e instanceof OutboxStoreException store
+                ? CliException.database(command + " failed", store)
+                : null;
     if (cli == null) {
       // Not the CLI's own words: the message may quote a driver or a connection string.
       err.println("error: internal error (" + e.getClass().getSimpleName() + ")");

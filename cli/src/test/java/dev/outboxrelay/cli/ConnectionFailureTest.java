@@ -9,6 +9,8 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -51,7 +53,7 @@ class ConnectionFailureTest {
 
     assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
     assertEquals(
-        "error: outbox store connect failed: DB_AUTHENTICATION_FAILED (SQLState 28P01): the"
+        "error: status could not connect: DB_AUTHENTICATION_FAILED (SQLState 28P01): the"
             + " database refused the credentials; check --user and the password\n",
         r.err());
     assertRevealsNothing(r, outbox.url);
@@ -90,7 +92,7 @@ class ConnectionFailureTest {
 
     assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
     assertTrue(
-        r.err().startsWith("error: outbox store connect failed: DB_UNAVAILABLE (SQLState 08001)"),
+        r.err().startsWith("error: requeue could not connect: DB_UNAVAILABLE (SQLState 08001)"),
         r::toString);
     assertRevealsNothing(r, url);
     assertFalse(r.err().contains(Integer.toString(port)), r::toString);
@@ -157,6 +159,29 @@ class ConnectionFailureTest {
     Cli.Result noTable = outbox.cli().forKey("eu", "status", "--table", "not_migrated");
     assertEquals(ExitCode.DATABASE, noTable.exitCode(), noTable::toString);
     assertTrue(noTable.err().contains("DB_SCHEMA_MISSING (SQLState 42P01)"), noTable::toString);
+  }
+
+  @Test
+  void aFailureNamesTheCommandThatRanNotAStepInsideIt() {
+    String hint =
+        ": the database, schema, outbox table or one of its columns is missing; check --jdbc-url"
+            + " and --table (migrate creates or upgrades the table, not a database or schema)\n";
+    for (List<String> command :
+        List.of(
+            List.of("status"),
+            List.of("list", "--status", "FAILED"),
+            List.of("inspect", "eu-failed-1"),
+            List.of("requeue", "--all"),
+            List.of("purge", "--published-before", "P30D"))) {
+      List<String> args = new ArrayList<>(command.subList(1, command.size()));
+      args.addAll(List.of("--table", "nope"));
+      Cli.Result r = outbox.cli().forKey("eu", command.get(0), args.toArray(String[]::new));
+
+      assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+      assertEquals(
+          "error: " + command.get(0) + " failed: DB_SCHEMA_MISSING (SQLState 42P01)" + hint,
+          r.err());
+    }
   }
 
   @Test

@@ -7,16 +7,21 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Registers a connector from a JSON file ({@code {"name": ..., "config": {...}}}, the body of
  * {@code POST /connectors}) with the JDBC URL and user of this run, then waits until it and its
- * tasks run.
+ * tasks run. A connector of that name that is already registered keeps its {@code tasks.max}; its
+ * other settings become the file's, and the settings that change are named.
  */
 final class ConnectorRegistration {
   private static final Duration REGISTER_TIMEOUT = Duration.ofSeconds(60);
   private static final Duration RUNNING_TIMEOUT = Duration.ofSeconds(60);
+  static final String TASKS_MAX = "tasks.max";
 
   private final ConnectRest rest;
   private final Console console;
@@ -69,16 +74,28 @@ final class ConnectorRegistration {
             + ": PUT "
             + path);
     AtomicReference<ConnectRest.Response> last = new AtomicReference<>();
+    AtomicReference<String> change = new AtomicReference<>();
     Waiter.until(
         "registering the connector",
         REGISTER_TIMEOUT,
         () -> {
+          // Read what is registered right before replacing it (409 and 5xx: not ready yet).
+          Optional<ConnectRest.Response> current = rest.tryGet(path);
+          if (current.isEmpty() || current.get().status() == 409 || current.get().status() >= 500) {
+            return false;
+          }
+          if (current.get().ok()) {
+            change.set(keepTasksMax(current.get().json(), config, file));
+          }
           ConnectRest.Response response = rest.put(path, config);
           last.set(response);
           // 409: the worker group is rebalancing; 5xx: the worker is not ready yet. Both pass.
           return response.ok() || (response.status() != 409 && response.status() < 500);
         },
         () -> {});
+    if (change.get() != null) {
+      console.detail(change.get());
+    }
     if (!last.get().ok()) {
       throw new StackException(
           "Connect refused the connector config ("
@@ -88,6 +105,46 @@ final class ConnectorRegistration {
     }
     awaitRunning(connector.name());
     return connector;
+  }
+
+  /**
+   * Keeps the registered connector's {@code tasks.max} in {@code config} (whoever raised it meant
+   * it) and says what else the file changes. Returns that sentence.
+   */
+  static String keepTasksMax(JsonNode registered, ObjectNode config, Path file) {
+    String tasksMax = registered.path(TASKS_MAX).asText(null);
+    String kept = "";
+    if (tasksMax != null) {
+      if (!tasksMax.equals(config.path(TASKS_MAX).asText(null))) {
+        kept =
+            " (" + file.getFileName() + " says " + config.path(TASKS_MAX).asText("nothing") + ")";
+      }
+      config.put(TASKS_MAX, tasksMax);
+    }
+    Set<String> changed = new TreeSet<>();
+    config
+        .properties()
+        .forEach(
+            e -> {
+              if (!e.getValue().asText().equals(registered.path(e.getKey()).asText(null))) {
+                changed.add(e.getKey());
+              }
+            });
+    registered
+        .fieldNames()
+        .forEachRemaining(
+            key -> {
+              if (!key.equals("name") && !config.has(key)) {
+                changed.add(key);
+              }
+            });
+    return "already registered: keeps its tasks.max="
+        + (tasksMax == null ? "(default)" : tasksMax)
+        + kept
+        + "; "
+        + (changed.isEmpty()
+            ? "its other settings already equal the file's"
+            : "settings set to the file's: " + String.join(", ", changed));
   }
 
   private void awaitRunning(String name) {

@@ -27,7 +27,9 @@ record Database(String jdbcUrl, String user, Optional<String> password, boolean 
     if (embedded) {
       return "user " + user + ", no password";
     }
-    return "user " + user + (password.isPresent() ? ", password from OUTBOX_DB_PASSWORD" : "");
+    return "user "
+        + user
+        + (password.isPresent() ? ", password from " + StackOptions.DB_PASSWORD_ENV : "");
   }
 
   /** Fails with the driver's SQLState and message (never the URL's secrets). */
@@ -44,7 +46,13 @@ record Database(String jdbcUrl, String user, Optional<String> password, boolean 
               + e.getSQLState()
               + "): "
               + e.getMessage()
-              + "\n  Check OUTBOX_JDBC_URL, OUTBOX_DB_USER and OUTBOX_DB_PASSWORD.",
+              + "\n  Check --jdbc-url (or "
+              + StackOptions.JDBC_URL_ENV
+              + "), --db-user (or "
+              + StackOptions.DB_USER_ENV
+              + ") and "
+              + StackOptions.DB_PASSWORD_ENV
+              + ".",
           e);
     }
   }

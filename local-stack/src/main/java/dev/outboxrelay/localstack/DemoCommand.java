@@ -1,10 +1,15 @@
 package dev.outboxrelay.localstack;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
 
 /**
- * {@code demo}: the demo alone, against services that run elsewhere; docker/docker-compose.yml runs
- * it in a container next to Kafka, Connect and PostgreSQL.
+ * {@code demo}: the demo alone. Against the running local stack it needs no options: the addresses
+ * come from the stack's record in the state directory. Against services that run elsewhere
+ * (docker/docker-compose.yml runs it in a container next to Kafka, Connect and PostgreSQL) the
+ * options name them; an option always wins over the record.
  */
 final class DemoCommand {
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(180);
@@ -18,27 +23,81 @@ final class DemoCommand {
   }
 
   int run() {
-    String jdbcUrl = require(options.externalJdbcUrl().orElse(null), "--jdbc-url");
-    String bootstrap = require(options.bootstrapServers().orElse(null), "--bootstrap-servers");
-    String connectUrl = require(options.connectUrl().orElse(null), "--connect-url");
-    Database database = new Database(jdbcUrl, options.dbUser(), options.dbPassword(), false);
-    ConnectRest rest = new ConnectRest(connectUrl);
-    console.step("Connect", "waiting for " + connectUrl + "/health");
+    StateDir state = new StateDir(options.stateDir());
+    Optional<StackRecord> stack = StackProcesses.runningStack(state);
+    Optional<String> jdbcUrl = options.externalJdbcUrl().or(() -> stack.map(StackRecord::jdbcUrl));
+    Optional<String> bootstrap =
+        options.bootstrapServers().or(() -> stack.map(StackRecord::bootstrapServers));
+    Optional<String> connectUrl = options.connectUrl().or(() -> stack.map(StackRecord::connectUrl));
+    requireAll(state, jdbcUrl, bootstrap, connectUrl);
+    stack.ifPresent(
+        s ->
+            console.step(
+                "Stack",
+                "the local stack running in "
+                    + Summary.relative(options.repoRoot(), state.root())
+                    + (options.externalJdbcUrl().isPresent()
+                            || options.bootstrapServers().isPresent()
+                            || options.connectUrl().isPresent()
+                        ? " (where no option says otherwise)"
+                        : "")));
+    // The record's user belongs to the record's database; a database given here has its own.
+    String user =
+        options
+            .dbUserSetting()
+            .or(
+                () ->
+                    options.externalJdbcUrl().isEmpty()
+                        ? stack.map(StackRecord::dbUser)
+                        : Optional.empty())
+            .orElse(StackOptions.DEFAULT_DB_USER);
+    boolean embedded =
+        options.externalJdbcUrl().isEmpty() && stack.map(StackRecord::embedded).orElse(false);
+    Database database = new Database(jdbcUrl.orElseThrow(), user, options.dbPassword(), embedded);
+    ConnectRest rest = new ConnectRest(connectUrl.orElseThrow());
+    console.step("Connect", "waiting for " + rest.baseUrl() + "/health");
     Waiter.until(
-        "Kafka Connect healthy at " + connectUrl,
+        "Kafka Connect healthy at " + rest.baseUrl(),
         CONNECT_TIMEOUT,
         () -> rest.tryGet("/health").map(ConnectRest.Response::ok).orElse(false),
         () -> {});
     database.requireReachable();
-    new OutboxDemo(console, database, rest, bootstrap)
-        .run(options.connectorConfig(), options.connectorJdbcUrl().orElse(jdbcUrl));
+    new OutboxDemo(console, database, rest, bootstrap.orElseThrow())
+        .run(options.connectorConfig(), options.connectorJdbcUrl().orElse(jdbcUrl.orElseThrow()));
     return 0;
   }
 
-  private static String require(String value, String flag) {
-    if (value == null) {
-      throw new StackException("demo needs " + flag + "\n" + StackOptions.USAGE);
+  /** One error that names every missing option at once. */
+  private static void requireAll(
+      StateDir state,
+      Optional<String> jdbcUrl,
+      Optional<String> bootstrap,
+      Optional<String> connectUrl) {
+    List<String> missing = new ArrayList<>();
+    if (jdbcUrl.isEmpty()) {
+      missing.add("--jdbc-url");
     }
-    return value;
+    if (bootstrap.isEmpty()) {
+      missing.add("--bootstrap-servers");
+    }
+    if (connectUrl.isEmpty()) {
+      missing.add("--connect-url");
+    }
+    if (missing.isEmpty()) {
+      return;
+    }
+    String list =
+        missing.size() == 1
+            ? missing.get(0)
+            : String.join(", ", missing.subList(0, missing.size() - 1))
+                + " and "
+                + missing.get(missing.size() - 1);
+    throw new StackException(
+        "demo needs "
+            + list
+            + ": no local stack runs in "
+            + state.root()
+            + " to take them from (start one with ./local-stack.sh up, or name the services)\n"
+            + StackOptions.USAGE);
   }
 }

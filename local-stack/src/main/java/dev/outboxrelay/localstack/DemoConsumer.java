@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.Set;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -18,6 +19,8 @@ final class DemoConsumer {
   /** Every topic the default template {@code outbox.${aggregate_type}} can name. */
   static final Pattern TOPICS = Pattern.compile("outbox\\..*");
 
+  static final String INSTANCE_KEY_HEADER = "outbox.instance_key";
+
   private final String bootstrapServers;
   private final Console console;
 
@@ -26,8 +29,12 @@ final class DemoConsumer {
     this.console = console;
   }
 
-  /** Returns once {@code expected} records of run {@code runId} arrived; throws after timeout. */
-  List<ConsumerRecord<String, byte[]>> await(String runId, int expected, Duration timeout) {
+  /**
+   * Returns once {@code expected} records of run {@code runId} and of {@code instanceKeys} arrived
+   * (records of other keys, relayed by other connectors, are not counted); throws after timeout.
+   */
+  List<ConsumerRecord<String, byte[]>> await(
+      String runId, Set<String> instanceKeys, int expected, Duration timeout) {
     Properties p = new Properties();
     p.setProperty(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
     p.setProperty(ConsumerConfig.GROUP_ID_CONFIG, "local-stack-demo-" + runId);
@@ -54,7 +61,8 @@ final class DemoConsumer {
         for (ConsumerRecord<String, byte[]> record : consumer.poll(Duration.ofMillis(500))) {
           String value =
               record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
-          if (value.contains(runId)) {
+          String key = instanceKey(record);
+          if (value.contains(runId) && key != null && instanceKeys.contains(key)) {
             seen.add(record);
             console.detail(describe(record, value));
           }
@@ -62,6 +70,13 @@ final class DemoConsumer {
       }
     }
     return seen;
+  }
+
+  static String instanceKey(ConsumerRecord<String, byte[]> record) {
+    Header header = record.headers().lastHeader(INSTANCE_KEY_HEADER);
+    return header == null || header.value() == null
+        ? null
+        : new String(header.value(), StandardCharsets.UTF_8);
   }
 
   static String describe(ConsumerRecord<String, byte[]> record, String value) {

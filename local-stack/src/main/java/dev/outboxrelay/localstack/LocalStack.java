@@ -3,6 +3,7 @@ package dev.outboxrelay.localstack;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -26,11 +27,17 @@ public final class LocalStack {
       // Before anything logs: the launcher's own log goes next to the services' logs.
       System.setProperty(
           "outboxrelay.localstack.log", options.stateDir().resolve("logs/launcher.log").toString());
+      // Only where the settings are read: down and running take none of them.
+      if (List.of("up", "status", "demo").contains(options.command())) {
+        options.warnings().forEach(w -> err.println("local-stack: warning: " + w));
+      }
       return switch (options.command()) {
         case "up" -> new UpCommand(options, console).run();
         case "down" -> new DownCommand(options, console).run();
         case "status" -> new StatusCommand(options, console).run();
         case "demo" -> new DemoCommand(options, console).run();
+        case "running" ->
+            StackProcesses.runningStack(new StateDir(options.stateDir())).isPresent() ? 0 : 1;
         default -> {
           console.line(StackOptions.USAGE);
           yield 0;

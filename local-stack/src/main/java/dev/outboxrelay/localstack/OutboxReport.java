@@ -15,6 +15,7 @@ import javax.sql.DataSource;
 final class OutboxReport {
   record Row(
       long seq,
+      String messageId,
       String instanceKey,
       String aggregateId,
       String eventType,
@@ -44,7 +45,7 @@ final class OutboxReport {
 
   List<Row> rows(List<String> messageIds) {
     String sql =
-        "SELECT seq, instance_key, aggregate_id, event_type, status, attempts, lease_owner,"
+        "SELECT seq, message_id, instance_key, aggregate_id, event_type, status, attempts, lease_owner,"
             + " lease_token, kafka_topic, kafka_partition, kafka_offset FROM "
             + DemoSchema.TABLE.qualified()
             + " WHERE message_id = ANY (?) ORDER BY seq";
@@ -58,6 +59,7 @@ final class OutboxReport {
           rows.add(
               new Row(
                   rs.getLong("seq"),
+                  rs.getString("message_id"),
                   rs.getString("instance_key"),
                   rs.getString("aggregate_id"),
                   rs.getString("event_type"),

@@ -1,6 +1,7 @@
 package dev.outboxrelay.localstack;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -10,6 +11,14 @@ import java.util.Optional;
 /**
  * What the user asked for: the command, and settings from {@code --flags} or environment variables
  * (a flag wins). Secrets come from the environment only, never from flags, which {@code ps} shows.
+ *
+ * <p>Every environment variable of the local stack starts with {@code LOCAL_STACK_}; {@code
+ * OUTBOX_JDBC_URL}, {@code OUTBOX_USER} and {@code OUTBOX_PASSWORD} belong to the operator CLI. The
+ * stack's former names {@code OUTBOX_JDBC_URL}, {@code OUTBOX_DB_USER} and {@code
+ * OUTBOX_DB_PASSWORD} still work in this release, each with a warning in {@link #warnings()}.
+ *
+ * @param dbUserSetting the database user as given; {@link #dbUser()} applies the default
+ * @param warnings what the user should change (deprecated variables), printed before the command
  */
 record StackOptions(
     String command,
@@ -18,13 +27,27 @@ record StackOptions(
     boolean autoPorts,
     Map<String, Integer> requestedPorts,
     Optional<String> externalJdbcUrl,
-    String dbUser,
+    Optional<String> dbUserSetting,
     Optional<String> dbPassword,
     boolean runDemo,
     Path connectorConfig,
     Optional<String> bootstrapServers,
     Optional<String> connectUrl,
-    Optional<String> connectorJdbcUrl) {
+    Optional<String> connectorJdbcUrl,
+    List<String> warnings) {
+
+  static final String JDBC_URL_ENV = "LOCAL_STACK_JDBC_URL";
+  static final String DB_USER_ENV = "LOCAL_STACK_DB_USER";
+  static final String DB_PASSWORD_ENV = "LOCAL_STACK_DB_PASSWORD";
+
+  /** The names of this release's predecessors: read, with a warning, for one release. */
+  static final Map<String, String> DEPRECATED_ENV =
+      Map.of(
+          JDBC_URL_ENV, "OUTBOX_JDBC_URL",
+          DB_USER_ENV, "OUTBOX_DB_USER",
+          DB_PASSWORD_ENV, "OUTBOX_DB_PASSWORD");
+
+  static final String DEFAULT_DB_USER = "postgres";
 
   static final String PG_PORT = "pg-port";
   static final String KAFKA_PORT = "kafka-port";
@@ -42,7 +65,7 @@ record StackOptions(
 
   record PortSetting(String envVar, int defaultPort, String purpose) {}
 
-  static final List<String> COMMANDS = List.of("up", "down", "status", "demo", "help");
+  static final List<String> COMMANDS = List.of("up", "down", "status", "demo", "running", "help");
 
   static final String USAGE =
       """
@@ -52,12 +75,16 @@ record StackOptions(
                  the connector and run the demo; the stack keeps running (default)
         down     stop the stack started by `up`
         status   show what runs, the connector's state and the outbox rows
-        demo     run only the demo against running services (used by docker/docker-compose.yml)
+        demo     run only the demo: against the running local stack, or against the services
+                 the demo-only options name (used by docker/docker-compose.yml)
+        running  exit with 0 when the local stack runs, 1 when not; prints nothing (for scripts)
 
       options (each also as an environment variable):
-        --jdbc-url=URL          OUTBOX_JDBC_URL      use this PostgreSQL instead of the embedded one
-        --db-user=NAME          OUTBOX_DB_USER       its user (default postgres)
-                                OUTBOX_DB_PASSWORD   its password (environment only, never a flag)
+        --jdbc-url=URL          LOCAL_STACK_JDBC_URL     use this PostgreSQL instead of the embedded one
+        --db-user=NAME          LOCAL_STACK_DB_USER      its user (default postgres)
+                                LOCAL_STACK_DB_PASSWORD  its password (environment only, never a flag)
+                                (OUTBOX_JDBC_URL, OUTBOX_DB_USER, OUTBOX_DB_PASSWORD: deprecated
+                                names of these three, still read in this release, with a warning)
         --ports=auto            LOCAL_STACK_PORTS    pick free ports instead of the defaults
         --pg-port=N             LOCAL_STACK_PG_PORT          (default 15432)
         --kafka-port=N          LOCAL_STACK_KAFKA_PORT       (default 9092)
@@ -66,7 +93,7 @@ record StackOptions(
         --no-demo                                    start the services only
         --connector-config=FILE                      connector to register (config/local-connector.json)
         --no-build              (script only)        do not run mvn package first
-      demo only:
+      demo only (each defaults to the running local stack's):
         --bootstrap-servers=HOST:PORT  --connect-url=URL  --connector-jdbc-url=URL (as Connect sees it)
       """;
 
@@ -121,16 +148,37 @@ record StackOptions(
             stateDir,
             autoPorts,
             Map.copyOf(ports),
-            s.get("jdbc-url", "OUTBOX_JDBC_URL"),
-            s.get("db-user", "OUTBOX_DB_USER").orElse("postgres"),
-            Optional.ofNullable(env.get("OUTBOX_DB_PASSWORD")),
+            s.get("jdbc-url", JDBC_URL_ENV),
+            s.get("db-user", DB_USER_ENV),
+            s.secret(DB_PASSWORD_ENV),
             !flags.containsKey("no-demo"),
             connectorConfig.isAbsolute() ? connectorConfig : root.resolve(connectorConfig),
             s.get("bootstrap-servers", null),
             s.get("connect-url", null),
-            s.get("connector-jdbc-url", null));
+            s.get("connector-jdbc-url", null),
+            List.copyOf(s.warnings));
     s.rejectUnknown();
     return options;
+  }
+
+  /** The database user: as given, else {@value #DEFAULT_DB_USER}. */
+  String dbUser() {
+    return dbUserSetting.orElse(DEFAULT_DB_USER);
+  }
+
+  static String deprecationWarning(String deprecated, String replacement) {
+    String warning =
+        deprecated
+            + " is deprecated for the local stack and is read only until the next release; set "
+            + replacement
+            + " instead.";
+    if (deprecated.equals("OUTBOX_JDBC_URL")) {
+      warning +=
+          " Until then `up` takes it as your own PostgreSQL and starts no embedded one."
+              + " OUTBOX_JDBC_URL is the operator CLI's variable: if you set it for the CLI,"
+              + " unset it in this shell.";
+    }
+    return warning;
   }
 
   /** The port for {@code flag}: as requested, else a free one when auto, else the default. */
@@ -171,12 +219,16 @@ record StackOptions(
     }
   }
 
-  /** Flags first, then environment variables; remembers which flags were used. */
+  /**
+   * Flags first, then environment variables, then a variable's deprecated name (with a warning);
+   * remembers which flags were used.
+   */
   private static final class Settings {
     private static final List<String> SWITCHES = List.of("no-demo", "no-build");
     private final Map<String, String> flags;
     private final Map<String, String> env;
     private final java.util.Set<String> used = new java.util.HashSet<>(SWITCHES);
+    private final List<String> warnings = new ArrayList<>();
 
     Settings(Map<String, String> flags, Map<String, String> env) {
       this.flags = flags;
@@ -187,9 +239,27 @@ record StackOptions(
       used.add(flag);
       String value = flags.get(flag);
       if (value == null && envVar != null) {
-        value = env.get(envVar);
+        value = fromEnv(envVar);
       }
       return value == null || value.isBlank() ? Optional.empty() : Optional.of(value.trim());
+    }
+
+    /** From the environment only, as it is (a password may have spaces at either end). */
+    Optional<String> secret(String envVar) {
+      String value = fromEnv(envVar);
+      return value == null || value.isEmpty() ? Optional.empty() : Optional.of(value);
+    }
+
+    private String fromEnv(String envVar) {
+      String value = env.get(envVar);
+      String deprecated = DEPRECATED_ENV.get(envVar);
+      if ((value == null || value.isBlank()) && deprecated != null) {
+        value = env.get(deprecated);
+        if (value != null && !value.isBlank()) {
+          warnings.add(deprecationWarning(deprecated, envVar));
+        }
+      }
+      return value;
     }
 
     void rejectUnknown() {

@@ -30,6 +30,19 @@ final class StackProcesses {
     return running;
   }
 
+  /**
+   * The stack recorded in {@code state} when every one of its processes runs: what {@code up}
+   * leaves behind. Empty when nothing, or only part of it, runs.
+   */
+  static Optional<StackRecord> runningStack(StateDir state) {
+    Optional<StackRecord> record = StackRecord.read(state.stackFile());
+    if (record.isEmpty()) {
+      return Optional.empty();
+    }
+    int expected = record.get().embedded() ? 3 : 2;
+    return running(state).size() == expected ? record : Optional.empty();
+  }
+
   /** Stops in reverse start order: Connect (its tasks finish), then Kafka, then PostgreSQL. */
   static void stop(StateDir state, Map<Component, Long> running, Console console) {
     List<Component> order = List.of(Component.CONNECT, Component.KAFKA, Component.POSTGRES);

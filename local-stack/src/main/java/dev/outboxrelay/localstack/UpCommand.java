@@ -99,7 +99,9 @@ final class UpCommand {
     Database database =
         new Database(
             options.externalJdbcUrl().orElseThrow(), options.dbUser(), options.dbPassword(), false);
-    console.step("PostgreSQL", "using " + database.displayUrl() + " (OUTBOX_JDBC_URL)");
+    console.step(
+        "PostgreSQL",
+        "using your own " + database.displayUrl() + " (" + database.credentialsNote() + ")");
     database.requireReachable();
     return database;
   }

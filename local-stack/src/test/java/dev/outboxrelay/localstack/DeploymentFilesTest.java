@@ -167,7 +167,10 @@ class DeploymentFilesTest {
     assertEquals(
         postgres, services.path("connect").path("environment").path("OUTBOX_DB_PASSWORD").asText());
     assertEquals(
-        postgres, services.path("demo").path("environment").path("OUTBOX_DB_PASSWORD").asText());
+        postgres,
+        services.path("demo").path("environment").path(StackOptions.DB_PASSWORD_ENV).asText());
+    assertTrue(
+        services.path("demo").path("environment").path("OUTBOX_DB_PASSWORD").isMissingNode());
   }
 
   @Test

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -14,6 +15,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -25,7 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The launcher end to end, as ./local-stack.sh runs it: real PostgreSQL, broker and Connect worker
  * processes on free ports, the demo (which fails the run unless the owned rows are PUBLISHED in
- * Kafka and the others untouched), a second {@code up}, {@code status} and {@code down}.
+ * Kafka and the others untouched), a second {@code up} (by the script too: no build), {@code
+ * status}, the demo alone next to a second connector, and {@code down}.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LocalStackIT {
@@ -105,6 +108,69 @@ class LocalStackIT {
 
   @Test
   @Order(5)
+  void theScriptSkipsTheBuildWhileTheStackRuns(@TempDir Path work) throws Exception {
+    LocalStackScript.Result again =
+        LocalStackScript.run(work, ENV, "up", "--state-dir=" + stateDir);
+    assertEquals(0, again.exit(), again.output());
+    assertEquals("", again.mvnCalls(), "the script ran mvn although the stack runs");
+    assertTrue(
+        again.output().startsWith("[build]    skipped: the local stack is already running"),
+        again.output());
+    assertTrue(again.output().contains("The local stack is already running"), again.output());
+  }
+
+  /**
+   * The demo again, as docs/local-stack.md suggests after a look around: a second connector for
+   * orders-us registered, more tasks for the demo's connector, and no options at all.
+   */
+  @Test
+  @Order(6)
+  void theDemoTakesTheRunningStackKeepsTasksMaxAndJudgesOnlyItsOwnRows() {
+    StackRecord stack = StackRecord.read(stateDir.resolve("stack.properties")).orElseThrow();
+    ConnectRest rest = new ConnectRest(stack.connectUrl());
+    ObjectNode us = ConnectRest.JSON.createObjectNode();
+    us.put("connector.class", ConnectWorker.CONNECTOR_CLASS);
+    us.put("connection.url", stack.jdbcUrl());
+    us.put("connection.user", "postgres");
+    us.put("connection.password", "${env:OUTBOX_DB_PASSWORD}");
+    us.put("instance.keys", "orders-us");
+    us.put("key.converter", "org.apache.kafka.connect.storage.StringConverter");
+    us.put("value.converter", "org.apache.kafka.connect.converters.ByteArrayConverter");
+    assertTrue(rest.put("/connectors/outbox-relay-us/config", us).ok());
+    ObjectNode local = (ObjectNode) rest.get("/connectors/outbox-relay-local/config");
+    local.remove("name");
+    local.put("tasks.max", "2");
+    assertTrue(rest.put("/connectors/outbox-relay-local/config", local).ok());
+
+    Run demo = localStack("demo");
+
+    String all = demo.out() + demo.err();
+    assertEquals(0, demo.exit(), all);
+    assertTrue(all.contains("Stack      the local stack running in " + stateDir), all);
+    assertTrue(
+        all.contains("already registered: keeps its tasks.max=2 (local-connector.json says 1)"),
+        all);
+    assertTrue(
+        all.contains(
+            "Result     ok: 4 owned rows PUBLISHED in Kafka; 1 row of no connector's instance keys"
+                + " (the legacy row) untouched; 2 orders-us rows left to connector"
+                + " outbox-relay-us (not checked)"),
+        all);
+    assertEquals("2", rest.get("/connectors/outbox-relay-local/config").path("tasks.max").asText());
+  }
+
+  @Test
+  @Order(7)
+  void theLogsHoldNoEscapeCodes() throws IOException {
+    try (Stream<Path> logs = Files.list(stateDir.resolve("logs"))) {
+      for (Path log : logs.toList()) {
+        assertFalse(Files.readString(log).contains("\u001b"), "an ANSI escape code in " + log);
+      }
+    }
+  }
+
+  @Test
+  @Order(8)
   void downStopsEveryProcess() throws IOException {
     List<Long> pids = new ArrayList<>();
     for (Component c : Component.values()) {
@@ -117,5 +183,6 @@ class LocalStackIT {
       assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "pid " + pid);
     }
     assertFalse(Files.exists(stateDir.resolve("pids")));
+    assertEquals(1, localStack("running").exit());
   }
 }

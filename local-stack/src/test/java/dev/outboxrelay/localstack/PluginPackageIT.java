@@ -12,6 +12,8 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipFile;
@@ -33,6 +35,13 @@ class PluginPackageIT {
   private static final List<String> WORKER_JAR_PREFIXES =
       List.of(
           "kafka-", "kafka_", "connect-api", "connect-runtime", "connect-json", "slf4j-", "log4j-");
+
+  /** {@code flyway-core-13.12.1.jar}, {@code jackson-annotations-2.20.jar}: name and version. */
+  private static final Pattern VERSIONED_JAR = Pattern.compile("(.+?)-\\d[^-]*(-SNAPSHOT)?\\.jar");
+
+  /** How docs/deployment.md names a jar of lib/: {@code flyway-core-<v>.jar}. */
+  private static final Pattern DOCUMENTED_JAR =
+      Pattern.compile("([A-Za-z][A-Za-z0-9.-]*?)-<(?:v|version)>\\.jar");
 
   @Test
   void pluginPathHoldsOnePluginInTheConfluentHubLayout() throws IOException {
@@ -81,6 +90,22 @@ class PluginPackageIT {
             jar + " embeds Kafka or slf4j classes");
       }
     }
+  }
+
+  @Test
+  void deploymentMdListsEveryJarOfLibAndNoOther() throws IOException {
+    Set<String> inLib = new TreeSet<>();
+    for (String jar : jarNames()) {
+      Matcher m = VERSIONED_JAR.matcher(jar);
+      assertTrue(m.matches(), jar + " is not <name>-<version>.jar");
+      inLib.add(m.group(1));
+    }
+    Set<String> documented = new TreeSet<>();
+    Matcher m = DOCUMENTED_JAR.matcher(RepoFiles.read("docs/deployment.md"));
+    while (m.find()) {
+      documented.add(m.group(1));
+    }
+    assertEquals(inLib, documented, "docs/deployment.md's lib/ list against " + PLUGIN);
   }
 
   @Test

@@ -6,11 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class StackOptionsTest {
   private static final Path ROOT = Path.of("/repo");
@@ -37,7 +41,7 @@ class StackOptionsTest {
   void aFlagWinsOverTheEnvironment() {
     StackOptions options =
         parse(
-            Map.of("LOCAL_STACK_KAFKA_PORT", "19092", "OUTBOX_DB_USER", "app"),
+            Map.of("LOCAL_STACK_KAFKA_PORT", "19092", "LOCAL_STACK_DB_USER", "app"),
             "up",
             "--kafka-port=29092");
     assertEquals(29092, StackPorts.resolve(options).kafka());
@@ -49,12 +53,88 @@ class StackOptionsTest {
     StackOptions options =
         parse(
             Map.of(
-                "OUTBOX_JDBC_URL", "jdbc:postgresql://db.local:5432/app",
-                "OUTBOX_DB_PASSWORD", "s3cret"),
+                "LOCAL_STACK_JDBC_URL", "jdbc:postgresql://db.local:5432/app",
+                "LOCAL_STACK_DB_PASSWORD", "s3cret"),
             "status");
     assertFalse(options.embeddedPostgres());
     assertEquals(Optional.of("s3cret"), options.dbPassword());
     assertEquals(0, StackPorts.resolve(options).postgres());
+    assertEquals(List.of(), options.warnings());
+  }
+
+  @Test
+  void theOperatorCliVariablesLeaveTheStackAloneWhenItsOwnAreSet() {
+    // README's CLI section exports these; the stack's own variables win, without a warning.
+    StackOptions options =
+        parse(
+            Map.of(
+                "OUTBOX_JDBC_URL", "jdbc:postgresql://prod-db:5432/app",
+                "OUTBOX_USER", "ops",
+                "OUTBOX_PASSWORD", "ops-secret",
+                "LOCAL_STACK_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/dev",
+                "LOCAL_STACK_DB_USER", "dev"));
+    assertEquals(Optional.of("jdbc:postgresql://127.0.0.1:5432/dev"), options.externalJdbcUrl());
+    assertEquals("dev", options.dbUser());
+    assertEquals(Optional.empty(), options.dbPassword());
+    assertEquals(List.of(), options.warnings());
+
+    StackOptions cliOnly =
+        parse(Map.of("OUTBOX_USER", "ops", "OUTBOX_PASSWORD", "ops-secret"), "status");
+    assertTrue(cliOnly.embeddedPostgres());
+    assertEquals("postgres", cliOnly.dbUser());
+    assertEquals(Optional.empty(), cliOnly.dbPassword());
+    assertEquals(List.of(), cliOnly.warnings());
+  }
+
+  @Test
+  void theDeprecatedNamesStillWorkForOneReleaseAndSaySo() {
+    StackOptions options =
+        parse(
+            Map.of(
+                "OUTBOX_JDBC_URL", "jdbc:postgresql://db.local:5432/app",
+                "OUTBOX_DB_USER", "app",
+                "OUTBOX_DB_PASSWORD", "s3cret"));
+    assertEquals(Optional.of("jdbc:postgresql://db.local:5432/app"), options.externalJdbcUrl());
+    assertEquals("app", options.dbUser());
+    assertEquals(Optional.of("s3cret"), options.dbPassword());
+    assertEquals(3, options.warnings().size(), options.warnings()::toString);
+    String all = String.join("\n", options.warnings());
+    for (String[] rename :
+        new String[][] {
+          {"OUTBOX_JDBC_URL", "LOCAL_STACK_JDBC_URL"},
+          {"OUTBOX_DB_USER", "LOCAL_STACK_DB_USER"},
+          {"OUTBOX_DB_PASSWORD", "LOCAL_STACK_DB_PASSWORD"}
+        }) {
+      assertTrue(
+          all.contains(
+              rename[0]
+                  + " is deprecated for the local stack and is read only until the next release;"
+                  + " set "
+                  + rename[1]
+                  + " instead."),
+          all);
+    }
+    assertTrue(
+        all.contains("Until then `up` takes it as your own PostgreSQL and starts no embedded one."),
+        all);
+    assertFalse(all.contains("s3cret"), all);
+  }
+
+  @Test
+  void deprecationWarningsGoToStandardErrorBeforeTheCommandRuns(@TempDir Path state) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int exit =
+        LocalStack.run(
+            new String[] {"status", "--state-dir=" + state},
+            Map.of("OUTBOX_DB_USER", "app"),
+            new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+    assertEquals(3, exit);
+    assertTrue(
+        err.toString(StandardCharsets.UTF_8)
+            .startsWith("local-stack: warning: OUTBOX_DB_USER is deprecated"),
+        err.toString(StandardCharsets.UTF_8));
   }
 
   @Test
@@ -88,6 +168,13 @@ class StackOptionsTest {
   void helpAndNoDemo() {
     assertEquals("help", parse(Map.of(), "--help").command());
     assertFalse(parse(Map.of(), "up", "--no-demo").runDemo());
+  }
+
+  @Test
+  void theUsageNamesTheStacksOwnVariablesOnly() {
+    assertTrue(StackOptions.USAGE.contains("--jdbc-url=URL          LOCAL_STACK_JDBC_URL"));
+    assertTrue(StackOptions.USAGE.contains("--db-user=NAME          LOCAL_STACK_DB_USER"));
+    assertTrue(StackOptions.USAGE.contains("LOCAL_STACK_DB_PASSWORD"));
   }
 
   @Test

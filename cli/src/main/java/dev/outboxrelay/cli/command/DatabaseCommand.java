@@ -1,10 +1,12 @@
 package dev.outboxrelay.cli.command;
 
+import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.ConnectionOptions;
 import dev.outboxrelay.cli.ConnectionSettings;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.OutboxRelayCli;
 import dev.outboxrelay.cli.TableOption;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
@@ -31,8 +33,17 @@ abstract class DatabaseCommand implements Callable<Integer> {
     OutboxTable table = tableOption.table();
     validate();
     ConnectionSettings settings = connection.resolve(root.env());
-    try (Database database = Database.open(settings, table)) {
+    try (Database database = open(settings, table)) {
       return run(database);
+    }
+  }
+
+  /** A failure to connect is reported as this command's. */
+  private Database open(ConnectionSettings settings, OutboxTable table) {
+    try {
+      return Database.open(settings, table);
+    } catch (OutboxStoreException e) {
+      throw CliException.database(spec.name() + " could not connect", e);
     }
   }
 
