@@ -171,7 +171,14 @@ public final class ConfigValidation {
      */
     private void checkTable(OutboxTable table, boolean migrateOnStart) {
       try (HikariDataSource pool =
-          DataSourceFactory.create(url, user, password, timeout, "outbox-relay-validate", 2, 0)) {
+          DataSourceFactory.create(
+              url,
+              user,
+              password,
+              new DataSourceFactory.Timeouts(timeout, timeout, timeout.plusSeconds(5)),
+              "outbox-relay-validate",
+              2,
+              0)) {
         Optional<String> version = new SchemaMigrator(pool, table).currentVersion();
         if (version.isPresent()) {
           checkVersion(version.get(), migrateOnStart);

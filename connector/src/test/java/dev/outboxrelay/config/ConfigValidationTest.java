@@ -360,6 +360,21 @@ class ConfigValidationTest {
   }
 
   @Test
+  void socketTimeoutNotAboveStatementTimeoutIsAnErrorOnSocketOnly() {
+    String url = Postgres.freshDatabase("config_socket");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("statement.timeout.ms", "60000");
+    props.put("socket.timeout.ms", "60000");
+
+    assertEquals(
+        "socket.timeout.ms must be more than statement.timeout.ms (60000 ms), so that the database"
+            + " cancels a slow statement before the connection is given up; leave it unset for"
+            + " statement.timeout.ms plus 30 seconds",
+        only(errors(props), "socket.timeout.ms"));
+  }
+
+  @Test
   void backoffMaxBelowInitialIsAnErrorOnMaxOnly() {
     String url = Postgres.freshDatabase("config_backoff");
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
