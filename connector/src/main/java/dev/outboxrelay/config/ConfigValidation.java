@@ -44,6 +44,16 @@ public final class ConfigValidation {
           + SCHEMA_MIGRATE_ON_START_CONFIG
           + "=true, or apply docs/schema.sql with your own migration tool";
 
+  /** Connect's per-connector override of the producer's {@code acks}. */
+  static final String PRODUCER_ACKS_CONFIG = "producer.override.acks";
+
+  static final String PRODUCER_ACKS_ERROR =
+      PRODUCER_ACKS_CONFIG
+          + " must be all (or -1): a row is recorded as published on Kafka's acknowledgement,"
+          + " which proves delivery only with acks=all (acks=0 returns no offset at all, acks=1 is"
+          + " given before the record is replicated and can be lost); remove the override or set"
+          + " it to all";
+
   private ConfigValidation() {}
 
   public static Config validate(Map<String, String> props) {
@@ -64,7 +74,27 @@ public final class ConfigValidation {
     for (String key : definition.configKeys().keySet()) {
       ordered.add(values.get(key));
     }
+    producerAcks(props).ifPresent(ordered::add);
     return new Config(ordered);
+  }
+
+  /**
+   * An error on {@code producer.override.acks} unless it is all or -1. Connect lists a value of a
+   * key the connector does not define as it is, and counts its errors like any other.
+   */
+  private static Optional<ConfigValue> producerAcks(Map<String, String> props) {
+    String acks = props.get(PRODUCER_ACKS_CONFIG);
+    if (acks == null) {
+      return Optional.empty();
+    }
+    String trimmed = acks.trim();
+    if (trimmed.equalsIgnoreCase("all") || trimmed.equals("-1")) {
+      return Optional.empty();
+    }
+    ConfigValue value = new ConfigValue(PRODUCER_ACKS_CONFIG);
+    value.value(acks);
+    value.addErrorMessage(PRODUCER_ACKS_ERROR);
+    return Optional.of(value);
   }
 
   private static Object validValue(Map<String, ConfigValue> values, String key) {

@@ -14,6 +14,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -69,9 +70,17 @@ class ConfigValidationTest {
   /** Validates, checks that nothing secret leaked, and returns the errors by key. */
   static Map<String, List<String>> errors(Map<String, String> props) {
     Config config = ConfigValidation.validate(props);
-    assertEquals(OutboxSourceConfig.configDef().names().size(), config.configValues().size());
+    Set<String> reported = new HashSet<>();
+    for (ConfigValue value : config.configValues()) {
+      assertTrue(reported.add(value.name()), "reported twice: " + value.name());
+    }
+    // Every key of the connector, and other keys only where they are wrong.
+    assertTrue(reported.containsAll(OutboxSourceConfig.configDef().names()), reported.toString());
     Map<String, List<String>> errors = new TreeMap<>();
     for (ConfigValue value : config.configValues()) {
+      if (!OutboxSourceConfig.configDef().names().contains(value.name())) {
+        assertFalse(value.errorMessages().isEmpty(), value.name());
+      }
       if (!value.errorMessages().isEmpty()) {
         errors.put(value.name(), value.errorMessages());
       }
@@ -309,6 +318,35 @@ class ConfigValidationTest {
 
     assertTrue(
         message.startsWith("outbox.table exists but has no outbox-relay schema history"), message);
+  }
+
+  // Producer overrides
+
+  @ParameterizedTest
+  @ValueSource(strings = {"0", "1", " 1 "})
+  void producerAcksOtherThanAllIsAnErrorOnThatKey(String acks) {
+    String url = Postgres.freshDatabase("config_acks");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("producer.override.acks", acks);
+
+    assertEquals(
+        "producer.override.acks must be all (or -1): a row is recorded as published on Kafka's"
+            + " acknowledgement, which proves delivery only with acks=all (acks=0 returns no"
+            + " offset at all, acks=1 is given before the record is replicated and can be lost);"
+            + " remove the override or set it to all",
+        only(errors(props), "producer.override.acks"));
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"all", "-1", " all"})
+  void producerAcksAllPasses(String acks) {
+    String url = Postgres.freshDatabase("config_acks_all");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("producer.override.acks", acks);
+
+    assertEquals(Map.of(), errors(props));
   }
 
   // Static: every bad value lands on its own key

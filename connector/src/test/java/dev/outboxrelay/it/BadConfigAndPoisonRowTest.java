@@ -107,6 +107,9 @@ class BadConfigAndPoisonRowTest {
             });
     assertEquals(Set.of("lease.renewal.interval.ms"), renewal.keySet(), renewal::toString);
 
+    Map<String, List<String>> acks = errorsOf(c -> c.put("producer.override.acks", "1"));
+    assertEquals(Set.of("producer.override.acks"), acks.keySet(), acks::toString);
+
     int closedPort;
     try (ServerSocket socket = new ServerSocket(0)) {
       closedPort = socket.getLocalPort();
