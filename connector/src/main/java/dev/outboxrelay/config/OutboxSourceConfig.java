@@ -52,9 +52,11 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public static final String CONNECTION_PASSWORD_CONFIG = "connection.password";
   private static final String CONNECTION_PASSWORD_DOC =
-      "Password of connection.user. Connect masks it; to keep it out of the connector config"
-          + " altogether, use a config provider set up on the worker, such as"
-          + " ${file:/etc/secrets/db.properties:password} or ${env:OUTBOX_DB_PASSWORD}.";
+      "Password of connection.user. Give it through a config provider set up on the worker,"
+          + " such as ${file:/etc/secrets/db.properties:password} or ${env:OUTBOX_DB_PASSWORD}:"
+          + " Connect keeps connector configs as written, in its config topic and in the answer to"
+          + " GET /connectors/<name>/config, so a literal password is stored and shown there in"
+          + " clear; only validation responses mask it.";
 
   public static final String CONNECTION_POOL_SIZE_CONFIG = "connection.pool.size";
   public static final int CONNECTION_POOL_SIZE_DEFAULT = 4;
