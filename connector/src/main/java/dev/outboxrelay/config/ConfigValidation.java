@@ -18,9 +18,11 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
@@ -30,7 +32,8 @@ import org.flywaydb.core.api.MigrationVersion;
 /**
  * What {@code Connector.validate()} returns: single-key validation (ConfigDef), the rules spanning
  * keys ({@link ConfigChecks}), then live checks against the database when the connection keys are
- * valid: can we log in, and is the outbox table there in the version this build needs.
+ * valid: can we log in, and is the outbox table there, with the relay's columns, in the version
+ * this build needs.
  *
  * <p>Each error is attached to the key the user has to change. Errors name keys and SQLStates only;
  * the URL, the password and the driver's messages never appear in them.
@@ -43,6 +46,40 @@ public final class ConfigValidation {
       "set "
           + SCHEMA_MIGRATE_ON_START_CONFIG
           + "=true, or apply docs/schema.sql with your own migration tool";
+
+  /**
+   * Every column of the outbox table, as schema version {@value SchemaMigrator#CURRENT_VERSION} has
+   * them (all created by V1; later versions add constraints, triggers and indexes only). The store
+   * reads or writes each of them; {@code ConfigValidationTest} compares this list with a freshly
+   * migrated table.
+   */
+  static final List<String> REQUIRED_COLUMNS =
+      List.of(
+          "seq",
+          "message_id",
+          "instance_key",
+          "aggregate_type",
+          "aggregate_id",
+          "event_type",
+          "topic",
+          "payload",
+          "headers",
+          "correlation_id",
+          "created_at",
+          "deliver_before",
+          "status",
+          "attempts",
+          "abandoned_claims",
+          "isolated",
+          "next_attempt_at",
+          "lease_owner",
+          "lease_token",
+          "lease_expires_at",
+          "last_failure_code",
+          "published_at",
+          "kafka_topic",
+          "kafka_partition",
+          "kafka_offset");
 
   /** Connect's per-connector override of the producer's {@code acks}. */
   static final String PRODUCER_ACKS_CONFIG = "producer.override.acks";
@@ -197,7 +234,8 @@ public final class ConfigValidation {
     /**
      * The table must be at {@link SchemaMigrator#CURRENT_VERSION}, unless the connector is to
      * create or upgrade it. A table without outbox-relay's schema history was created by the user's
-     * own migration tool (from docs/schema.sql) and is accepted as it is.
+     * own migration tool (from docs/schema.sql) and is accepted when it has every column the relay
+     * needs; any existing table is checked for them.
      */
     private void checkTable(OutboxTable table, boolean migrateOnStart) {
       try (HikariDataSource pool =
@@ -210,9 +248,10 @@ public final class ConfigValidation {
               2,
               0)) {
         Optional<String> version = new SchemaMigrator(pool, table).currentVersion();
+        boolean exists = tableExists(pool, table);
         if (version.isPresent()) {
           checkVersion(version.get(), migrateOnStart);
-        } else if (tableExists(pool, table)) {
+        } else if (exists) {
           if (migrateOnStart) {
             error(
                 SCHEMA_MIGRATE_ON_START_CONFIG,
@@ -225,6 +264,9 @@ public final class ConfigValidation {
           }
         } else if (!migrateOnStart) {
           error(OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + FIX_SCHEMA);
+        }
+        if (exists && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
+          checkColumns(missingColumns(pool, table));
         }
       } catch (SQLException e) {
         reportTableFailure(SqlStates.classify(e, "table check"));
@@ -263,6 +305,77 @@ public final class ConfigValidation {
                 + ": "
                 + FIX_SCHEMA);
       }
+    }
+
+    /**
+     * A table without the relay's columns (an application table named by mistake, say) would pass
+     * every other check and fail the task at its first claim.
+     */
+    private void checkColumns(List<String> missing) {
+      if (missing.isEmpty()) {
+        return;
+      }
+      int required = REQUIRED_COLUMNS.size();
+      if (missing.size() == required) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " names a table that is not an outbox table: it has none of the "
+                + required
+                + " columns outbox-relay reads and writes ("
+                + abbreviated(missing)
+                + "). Set "
+                + OUTBOX_TABLE_CONFIG
+                + " to the outbox table; for a new one, pick a name no table has and "
+                + FIX_SCHEMA);
+      } else {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " lacks "
+                + missing.size()
+                + " of the "
+                + required
+                + " columns outbox-relay reads and writes: "
+                + abbreviated(missing)
+                + ". Bring the table to schema version "
+                + SchemaMigrator.CURRENT_VERSION
+                + " as in docs/schema.sql with your own migration tool, or set "
+                + OUTBOX_TABLE_CONFIG
+                + " to the outbox table");
+      }
+    }
+
+    /** Up to six names, then how many more. */
+    private static String abbreviated(List<String> names) {
+      int shown = Math.min(names.size(), 6);
+      String list = String.join(", ", names.subList(0, shown));
+      return names.size() > shown ? list + " and " + (names.size() - shown) + " more" : list;
+    }
+
+    /** The required columns the table does not have, in the order of {@link #REQUIRED_COLUMNS}. */
+    private static List<String> missingColumns(HikariDataSource pool, OutboxTable table)
+        throws SQLException {
+      Set<String> present = new HashSet<>();
+      try (Connection c = pool.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?)"
+                      + " AND attnum > 0 AND NOT attisdropped")) {
+        ps.setString(1, table.qualified());
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            present.add(rs.getString(1));
+          }
+        }
+      }
+      List<String> missing = new ArrayList<>();
+      for (String column : REQUIRED_COLUMNS) {
+        if (!present.contains(column)) {
+          missing.add(column);
+        }
+      }
+      return missing;
     }
 
     /** to_regclass takes the quoted name as a bind parameter: nothing user-supplied in SQL. */

@@ -11,8 +11,10 @@ import dev.outboxrelay.testing.Postgres;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -299,18 +301,78 @@ class ConfigValidationTest {
         message);
   }
 
+  /** The outbox table as docs/schema.sql creates it: current, without outbox-relay's history. */
+  static String externallyManagedTable(String prefix) throws SQLException {
+    String url = Postgres.freshDatabase(prefix);
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    execute(url, "DROP TABLE outbox_schema_history");
+    return url;
+  }
+
   @Test
   void tableManagedByAnotherToolIsAccepted() throws SQLException {
-    String url = Postgres.freshDatabase("config_external");
-    execute(url, "CREATE TABLE outbox (seq bigint)");
+    String url = externallyManagedTable("config_external");
 
     assertEquals(Map.of(), errors(props(url)));
   }
 
   @Test
+  void requiredColumnsAreThoseOfTheMigratedTable() throws SQLException {
+    String url = Postgres.freshDatabase("config_columns");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    List<String> columns = new ArrayList<>();
+    try (HikariDataSource pool = Postgres.pool(url, 1);
+        Connection c = pool.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT column_name FROM information_schema.columns"
+                    + " WHERE table_name = 'outbox' ORDER BY ordinal_position")) {
+      while (rs.next()) {
+        columns.add(rs.getString(1));
+      }
+    }
+
+    assertEquals(columns, ConfigValidation.REQUIRED_COLUMNS);
+  }
+
+  @Test
+  void tableThatIsNoOutboxIsAnErrorOnTheTable() throws SQLException {
+    String url = Postgres.freshDatabase("config_not_outbox");
+    execute(url, "CREATE TABLE demo_orders (id bigint PRIMARY KEY, customer text, total numeric)");
+    Map<String, String> props = props(url);
+    props.put("outbox.table", "demo_orders");
+
+    String message = only(errors(props), "outbox.table");
+
+    assertEquals(
+        "outbox.table names a table that is not an outbox table: it has none of the 25 columns"
+            + " outbox-relay reads and writes (seq, message_id, instance_key, aggregate_type,"
+            + " aggregate_id, event_type and 19 more). Set outbox.table to the outbox table; for a"
+            + " new one, pick a name no table has and set schema.migrate.on.start=true, or apply"
+            + " docs/schema.sql with your own migration tool",
+        message);
+  }
+
+  @Test
+  void tableMissingSomeColumnsIsAnErrorNamingThem() throws SQLException {
+    String url = externallyManagedTable("config_partial");
+    execute(url, "ALTER TABLE outbox DROP COLUMN kafka_offset, DROP COLUMN isolated");
+
+    String message = only(errors(props(url)), "outbox.table");
+
+    assertEquals(
+        "outbox.table lacks 2 of the 25 columns outbox-relay reads and writes: isolated,"
+            + " kafka_offset. Bring the table to schema version "
+            + SchemaMigrator.CURRENT_VERSION
+            + " as in docs/schema.sql with your own migration tool, or set outbox.table to the"
+            + " outbox table",
+        message);
+  }
+
+  @Test
   void tableManagedByAnotherToolCannotBeMigrated() throws SQLException {
-    String url = Postgres.freshDatabase("config_external_migrate");
-    execute(url, "CREATE TABLE outbox (seq bigint)");
+    String url = externallyManagedTable("config_external_migrate");
     Map<String, String> props = props(url);
     props.put("schema.migrate.on.start", "true");
 
