@@ -198,8 +198,38 @@ public final class ConfigValidation {
       }
     }
 
+    /**
+     * Each failure on the key to change. By SQLState only: 28P01 (password refused) may mean a
+     * wrong user as well, 28000 (role unknown, not allowed to log in, or not admitted by
+     * pg_hba.conf) is the user's, and the driver's 08004 when the server asks for a password none
+     * was given is the password's; with a password, 08004 is a refusal of another kind.
+     */
     private void reportConnectFailure(OutboxStoreException failure) {
       String state = stateSuffix(failure);
+      if ("08004".equals(failure.sqlState()) && !passwordGiven()) {
+        error(
+            CONNECTION_PASSWORD_CONFIG,
+            "the database asks "
+                + CONNECTION_USER_CONFIG
+                + " for a password and "
+                + CONNECTION_PASSWORD_CONFIG
+                + " is not set"
+                + state
+                + ": set "
+                + CONNECTION_PASSWORD_CONFIG
+                + ", preferably through a config provider");
+        return;
+      }
+      if ("28000".equals(failure.sqlState())) {
+        error(
+            CONNECTION_USER_CONFIG,
+            "the database refused "
+                + CONNECTION_USER_CONFIG
+                + state
+                + ": check that the role exists, may log in, and is admitted to this database"
+                + " from this host by pg_hba.conf");
+        return;
+      }
       switch (failure.kind()) {
         case AUTHENTICATION -> {
           String message =
@@ -411,6 +441,11 @@ public final class ConfigValidation {
         }
       }
       return null;
+    }
+
+    /** A password in connection.password or in the URL's query string. */
+    private boolean passwordGiven() {
+      return password != null || DriverDataSource.urlParameters(url).containsKey("password");
     }
 
     private static String stateSuffix(OutboxStoreException failure) {

@@ -154,6 +154,35 @@ class ConfigValidationTest {
   }
 
   @Test
+  void missingPasswordIsAnErrorOnThePassword() {
+    PasswordRole.ensureCreated();
+    Map<String, String> props = props(Postgres.jdbcUrl("postgres"));
+    props.put("connection.url", Postgres.jdbcUrl("postgres")); // no password in the URL either
+    props.put("connection.user", PasswordRole.NAME);
+    props.remove("connection.password");
+
+    String message = only(errors(props), "connection.password");
+
+    assertEquals(
+        "the database asks connection.user for a password and connection.password is not set"
+            + " (SQLState 08004): set connection.password, preferably through a config provider",
+        message);
+  }
+
+  @Test
+  void unknownRoleIsAnErrorOnTheUser() {
+    Map<String, String> props = props(Postgres.jdbcUrl("postgres"));
+    props.put("connection.user", "no_such_role");
+
+    String message = only(errors(props), "connection.user");
+
+    assertEquals(
+        "the database refused connection.user (SQLState 28000): check that the role exists, may"
+            + " log in, and is admitted to this database from this host by pg_hba.conf",
+        message);
+  }
+
+  @Test
   void rightPasswordPasses() {
     PasswordRole.ensureCreated();
     Map<String, String> props = props(Postgres.freshDatabase("config_role_ok"));
