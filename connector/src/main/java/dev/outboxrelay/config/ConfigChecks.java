@@ -5,6 +5,8 @@ import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_INITIAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_MAX_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.SOCKET_TIMEOUT_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.STATEMENT_TIMEOUT_MS_CONFIG;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -33,6 +35,7 @@ final class ConfigChecks {
     List<Problem> problems = new ArrayList<>();
     renewalWithinLease(parsed, problems);
     backoffMaxAtLeastInitial(parsed, problems);
+    socketTimeoutAboveStatementTimeout(parsed, problems);
     instanceKeysWithoutControlCharacters(parsed, raw, problems);
     return problems;
   }
@@ -76,6 +79,30 @@ final class ConfigChecks {
                   + " ("
                   + initial
                   + " ms)"));
+    }
+  }
+
+  /**
+   * A statement the database is about to cancel must not lose its connection first: the cancel
+   * (SQLState 57014) says what happened, a socket timeout only that the connection is gone.
+   */
+  private static void socketTimeoutAboveStatementTimeout(
+      Function<String, Object> parsed, List<Problem> out) {
+    Long statement = (Long) parsed.apply(STATEMENT_TIMEOUT_MS_CONFIG);
+    Long socket = (Long) parsed.apply(SOCKET_TIMEOUT_MS_CONFIG);
+    if (statement != null && socket != null && socket <= statement) {
+      out.add(
+          new Problem(
+              SOCKET_TIMEOUT_MS_CONFIG,
+              SOCKET_TIMEOUT_MS_CONFIG
+                  + " must be more than "
+                  + STATEMENT_TIMEOUT_MS_CONFIG
+                  + " ("
+                  + statement
+                  + " ms), so that the database cancels a slow statement before the connection"
+                  + " is given up; leave it unset for "
+                  + STATEMENT_TIMEOUT_MS_CONFIG
+                  + " plus 30 seconds"));
     }
   }
 

@@ -18,9 +18,11 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
@@ -30,7 +32,8 @@ import org.flywaydb.core.api.MigrationVersion;
 /**
  * What {@code Connector.validate()} returns: single-key validation (ConfigDef), the rules spanning
  * keys ({@link ConfigChecks}), then live checks against the database when the connection keys are
- * valid: can we log in, and is the outbox table there in the version this build needs.
+ * valid: can we log in, and is the outbox table there, with the relay's columns, in the version
+ * this build needs.
  *
  * <p>Each error is attached to the key the user has to change. Errors name keys and SQLStates only;
  * the URL, the password and the driver's messages never appear in them.
@@ -43,6 +46,50 @@ public final class ConfigValidation {
       "set "
           + SCHEMA_MIGRATE_ON_START_CONFIG
           + "=true, or apply docs/schema.sql with your own migration tool";
+
+  /**
+   * Every column of the outbox table, as schema version {@value SchemaMigrator#CURRENT_VERSION} has
+   * them (all created by V1; later versions add constraints, triggers and indexes only). The store
+   * reads or writes each of them; {@code ConfigValidationTest} compares this list with a freshly
+   * migrated table.
+   */
+  static final List<String> REQUIRED_COLUMNS =
+      List.of(
+          "seq",
+          "message_id",
+          "instance_key",
+          "aggregate_type",
+          "aggregate_id",
+          "event_type",
+          "topic",
+          "payload",
+          "headers",
+          "correlation_id",
+          "created_at",
+          "deliver_before",
+          "status",
+          "attempts",
+          "abandoned_claims",
+          "isolated",
+          "next_attempt_at",
+          "lease_owner",
+          "lease_token",
+          "lease_expires_at",
+          "last_failure_code",
+          "published_at",
+          "kafka_topic",
+          "kafka_partition",
+          "kafka_offset");
+
+  /** Connect's per-connector override of the producer's {@code acks}. */
+  static final String PRODUCER_ACKS_CONFIG = "producer.override.acks";
+
+  static final String PRODUCER_ACKS_ERROR =
+      PRODUCER_ACKS_CONFIG
+          + " must be all (or -1): a row is recorded as published on Kafka's acknowledgement,"
+          + " which proves delivery only with acks=all (acks=0 returns no offset at all, acks=1 is"
+          + " given before the record is replicated and can be lost); remove the override or set"
+          + " it to all";
 
   private ConfigValidation() {}
 
@@ -64,7 +111,27 @@ public final class ConfigValidation {
     for (String key : definition.configKeys().keySet()) {
       ordered.add(values.get(key));
     }
+    producerAcks(props).ifPresent(ordered::add);
     return new Config(ordered);
+  }
+
+  /**
+   * An error on {@code producer.override.acks} unless it is all or -1. Connect lists a value of a
+   * key the connector does not define as it is, and counts its errors like any other.
+   */
+  private static Optional<ConfigValue> producerAcks(Map<String, String> props) {
+    String acks = props.get(PRODUCER_ACKS_CONFIG);
+    if (acks == null) {
+      return Optional.empty();
+    }
+    String trimmed = acks.trim();
+    if (trimmed.equalsIgnoreCase("all") || trimmed.equals("-1")) {
+      return Optional.empty();
+    }
+    ConfigValue value = new ConfigValue(PRODUCER_ACKS_CONFIG);
+    value.value(acks);
+    value.addErrorMessage(PRODUCER_ACKS_ERROR);
+    return Optional.of(value);
   }
 
   private static Object validValue(Map<String, ConfigValue> values, String key) {
@@ -131,8 +198,38 @@ public final class ConfigValidation {
       }
     }
 
+    /**
+     * Each failure on the key to change. By SQLState only: 28P01 (password refused) may mean a
+     * wrong user as well, 28000 (role unknown, not allowed to log in, or not admitted by
+     * pg_hba.conf) is the user's, and the driver's 08004 when the server asks for a password none
+     * was given is the password's; with a password, 08004 is a refusal of another kind.
+     */
     private void reportConnectFailure(OutboxStoreException failure) {
       String state = stateSuffix(failure);
+      if ("08004".equals(failure.sqlState()) && !passwordGiven()) {
+        error(
+            CONNECTION_PASSWORD_CONFIG,
+            "the database asks "
+                + CONNECTION_USER_CONFIG
+                + " for a password and "
+                + CONNECTION_PASSWORD_CONFIG
+                + " is not set"
+                + state
+                + ": set "
+                + CONNECTION_PASSWORD_CONFIG
+                + ", preferably through a config provider");
+        return;
+      }
+      if ("28000".equals(failure.sqlState())) {
+        error(
+            CONNECTION_USER_CONFIG,
+            "the database refused "
+                + CONNECTION_USER_CONFIG
+                + state
+                + ": check that the role exists, may log in, and is admitted to this database"
+                + " from this host by pg_hba.conf");
+        return;
+      }
       switch (failure.kind()) {
         case AUTHENTICATION -> {
           String message =
@@ -167,15 +264,24 @@ public final class ConfigValidation {
     /**
      * The table must be at {@link SchemaMigrator#CURRENT_VERSION}, unless the connector is to
      * create or upgrade it. A table without outbox-relay's schema history was created by the user's
-     * own migration tool (from docs/schema.sql) and is accepted as it is.
+     * own migration tool (from docs/schema.sql) and is accepted when it has every column the relay
+     * needs; any existing table is checked for them.
      */
     private void checkTable(OutboxTable table, boolean migrateOnStart) {
       try (HikariDataSource pool =
-          DataSourceFactory.create(url, user, password, timeout, "outbox-relay-validate", 2, 0)) {
+          DataSourceFactory.create(
+              url,
+              user,
+              password,
+              new DataSourceFactory.Timeouts(timeout, timeout, timeout.plusSeconds(5)),
+              "outbox-relay-validate",
+              2,
+              0)) {
         Optional<String> version = new SchemaMigrator(pool, table).currentVersion();
+        boolean exists = tableExists(pool, table);
         if (version.isPresent()) {
           checkVersion(version.get(), migrateOnStart);
-        } else if (tableExists(pool, table)) {
+        } else if (exists) {
           if (migrateOnStart) {
             error(
                 SCHEMA_MIGRATE_ON_START_CONFIG,
@@ -188,6 +294,9 @@ public final class ConfigValidation {
           }
         } else if (!migrateOnStart) {
           error(OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + FIX_SCHEMA);
+        }
+        if (exists && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
+          checkColumns(missingColumns(pool, table));
         }
       } catch (SQLException e) {
         reportTableFailure(SqlStates.classify(e, "table check"));
@@ -228,6 +337,77 @@ public final class ConfigValidation {
       }
     }
 
+    /**
+     * A table without the relay's columns (an application table named by mistake, say) would pass
+     * every other check and fail the task at its first claim.
+     */
+    private void checkColumns(List<String> missing) {
+      if (missing.isEmpty()) {
+        return;
+      }
+      int required = REQUIRED_COLUMNS.size();
+      if (missing.size() == required) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " names a table that is not an outbox table: it has none of the "
+                + required
+                + " columns outbox-relay reads and writes ("
+                + abbreviated(missing)
+                + "). Set "
+                + OUTBOX_TABLE_CONFIG
+                + " to the outbox table; for a new one, pick a name no table has and "
+                + FIX_SCHEMA);
+      } else {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " lacks "
+                + missing.size()
+                + " of the "
+                + required
+                + " columns outbox-relay reads and writes: "
+                + abbreviated(missing)
+                + ". Bring the table to schema version "
+                + SchemaMigrator.CURRENT_VERSION
+                + " as in docs/schema.sql with your own migration tool, or set "
+                + OUTBOX_TABLE_CONFIG
+                + " to the outbox table");
+      }
+    }
+
+    /** Up to six names, then how many more. */
+    private static String abbreviated(List<String> names) {
+      int shown = Math.min(names.size(), 6);
+      String list = String.join(", ", names.subList(0, shown));
+      return names.size() > shown ? list + " and " + (names.size() - shown) + " more" : list;
+    }
+
+    /** The required columns the table does not have, in the order of {@link #REQUIRED_COLUMNS}. */
+    private static List<String> missingColumns(HikariDataSource pool, OutboxTable table)
+        throws SQLException {
+      Set<String> present = new HashSet<>();
+      try (Connection c = pool.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?)"
+                      + " AND attnum > 0 AND NOT attisdropped")) {
+        ps.setString(1, table.qualified());
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            present.add(rs.getString(1));
+          }
+        }
+      }
+      List<String> missing = new ArrayList<>();
+      for (String column : REQUIRED_COLUMNS) {
+        if (!present.contains(column)) {
+          missing.add(column);
+        }
+      }
+      return missing;
+    }
+
     /** to_regclass takes the quoted name as a bind parameter: nothing user-supplied in SQL. */
     private static boolean tableExists(HikariDataSource pool, OutboxTable table)
         throws SQLException {
@@ -261,6 +441,11 @@ public final class ConfigValidation {
         }
       }
       return null;
+    }
+
+    /** A password in connection.password or in the URL's query string. */
+    private boolean passwordGiven() {
+      return password != null || DriverDataSource.urlParameters(url).containsKey("password");
     }
 
     private static String stateSuffix(OutboxStoreException failure) {

@@ -13,10 +13,25 @@ import org.apache.kafka.common.config.types.Password;
  * initializationFailTimeout=-1}): connections are opened in the background and each {@code
  * getConnection()} fails after {@code connection.timeout.ms}, which the store classifies as
  * transient. Nothing here logs the URL or the password.
+ *
+ * <p>No statement can hang a task: every pooled connection runs {@code SET statement_timeout} when
+ * it opens, so the database cancels a statement stuck behind a lock (SQLState 57014), and the
+ * driver gives a connection up when a read waits longer than the socket timeout (SQLState 08006),
+ * as on a network path that silently drops packets. Both are transient failures. TCP keepalive also
+ * probes idle connections.
  */
 public final class DataSourceFactory {
   /** Shown in {@code pg_stat_activity.application_name} for every connection of the relay. */
   public static final String APPLICATION_NAME = "outbox-relay";
+
+  /**
+   * The timeouts of a pool.
+   *
+   * @param connection opening a connection, and waiting for one from the pool
+   * @param statement how long the database lets one statement run
+   * @param socket how long one read on an open connection may wait; above {@code statement}
+   */
+  record Timeouts(Duration connection, Duration statement, Duration socket) {}
 
   private DataSourceFactory() {}
 
@@ -26,7 +41,7 @@ public final class DataSourceFactory {
         config.jdbcUrl(),
         config.user(),
         config.password(),
-        config.connectionTimeout(),
+        new Timeouts(config.connectionTimeout(), config.statementTimeout(), config.socketTimeout()),
         poolName,
         config.poolSize(),
         config.poolSize());
@@ -37,7 +52,7 @@ public final class DataSourceFactory {
       String jdbcUrl,
       String user,
       Password password,
-      Duration timeout,
+      Timeouts timeouts,
       String poolName,
       int maximumPoolSize,
       int minimumIdle) {
@@ -47,13 +62,20 @@ public final class DataSourceFactory {
     props.setProperty("ApplicationName", APPLICATION_NAME);
     // Opening a socket never takes much longer than the pool waits for it (the driver counts in
     // whole seconds). Settings in the URL take precedence over these.
-    props.setProperty("connectTimeout", Long.toString(wholeSeconds(timeout)));
+    props.setProperty("connectTimeout", Long.toString(wholeSeconds(timeouts.connection())));
+    props.setProperty("socketTimeout", Long.toString(wholeSeconds(timeouts.socket())));
+    props.setProperty("tcpKeepAlive", "true");
     // The pool gets a data source, never the URL: Hikari logs its configuration at debug level.
     hikari.setDataSource(new DriverDataSource(jdbcUrl, props));
+    // A session setting rather than the startup parameter "options": connection poolers such as
+    // PgBouncer refuse unknown startup parameters but pass a SET through.
+    hikari.setConnectionInitSql(
+        "SET statement_timeout = " + Math.max(1L, timeouts.statement().toMillis()));
     hikari.setMaximumPoolSize(maximumPoolSize);
     hikari.setMinimumIdle(minimumIdle);
-    hikari.setConnectionTimeout(timeout.toMillis());
-    hikari.setValidationTimeout(Math.min(timeout.toMillis(), Duration.ofSeconds(5).toMillis()));
+    hikari.setConnectionTimeout(timeouts.connection().toMillis());
+    hikari.setValidationTimeout(
+        Math.min(timeouts.connection().toMillis(), Duration.ofSeconds(5).toMillis()));
     hikari.setInitializationFailTimeout(-1);
     hikari.setAutoCommit(true);
     return new HikariDataSource(hikari);

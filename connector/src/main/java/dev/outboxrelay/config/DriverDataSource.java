@@ -31,6 +31,13 @@ final class DriverDataSource implements DataSource {
     this.baseUrl = query < 0 ? jdbcUrl : jdbcUrl.substring(0, query);
     this.properties = new Properties();
     this.properties.putAll(defaults);
+    this.properties.putAll(urlParameters(jdbcUrl));
+  }
+
+  /** The query parameters of {@code jdbcUrl}, decoded; empty without a query string. */
+  static Properties urlParameters(String jdbcUrl) {
+    Properties parameters = new Properties();
+    int query = jdbcUrl.indexOf('?');
     if (query >= 0) {
       for (String pair : jdbcUrl.substring(query + 1).split("&")) {
         if (pair.isEmpty()) {
@@ -39,9 +46,10 @@ final class DriverDataSource implements DataSource {
         int eq = pair.indexOf('=');
         String key = decode(eq < 0 ? pair : pair.substring(0, eq));
         String value = eq < 0 ? "" : decode(pair.substring(eq + 1));
-        properties.setProperty(key, value);
+        parameters.setProperty(key, value);
       }
     }
+    return parameters;
   }
 
   private static String decode(String s) {

@@ -52,9 +52,11 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public static final String CONNECTION_PASSWORD_CONFIG = "connection.password";
   private static final String CONNECTION_PASSWORD_DOC =
-      "Password of connection.user. Connect masks it; to keep it out of the connector config"
-          + " altogether, use a config provider set up on the worker, such as"
-          + " ${file:/etc/secrets/db.properties:password} or ${env:OUTBOX_DB_PASSWORD}.";
+      "Password of connection.user. Give it through a config provider set up on the worker,"
+          + " such as ${file:/etc/secrets/db.properties:password} or ${env:OUTBOX_DB_PASSWORD}:"
+          + " Connect keeps connector configs as written, in its config topic and in the answer to"
+          + " GET /connectors/<name>/config, so a literal password is stored and shown there in"
+          + " clear; only validation responses mask it.";
 
   public static final String CONNECTION_POOL_SIZE_CONFIG = "connection.pool.size";
   public static final int CONNECTION_POOL_SIZE_DEFAULT = 4;
@@ -67,6 +69,25 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String CONNECTION_TIMEOUT_MS_DOC =
       "How long to wait for a database connection before the attempt fails. A task starts even"
           + " while the database is down and keeps trying.";
+
+  public static final String STATEMENT_TIMEOUT_MS_CONFIG = "statement.timeout.ms";
+  public static final long STATEMENT_TIMEOUT_MS_DEFAULT = 30_000L;
+  private static final String STATEMENT_TIMEOUT_MS_DOC =
+      "Longest any statement of a task may run before PostgreSQL cancels it (statement_timeout,"
+          + " set on each pooled connection when it opens). A claim or an outcome write stuck"
+          + " behind a lock then fails with SQLState 57014 and is retried like any other transient"
+          + " database error, instead of holding the task. Keep it above the slowest statement you"
+          + " expect, including schema migrations when schema.migrate.on.start is set.";
+
+  public static final String SOCKET_TIMEOUT_MS_CONFIG = "socket.timeout.ms";
+  public static final long SOCKET_TIMEOUT_MARGIN_MS = 30_000L;
+  private static final String SOCKET_TIMEOUT_MS_DOC =
+      "Longest a task waits for the database to answer on an open connection before it gives the"
+          + " connection up as broken (the driver's socketTimeout, in whole seconds), so a network"
+          + " path that silently drops packets fails the call instead of hanging the task;"
+          + " connections also use TCP keepalive. Must be more than statement.timeout.ms, so that"
+          + " a slow statement is cancelled by the database first. Unset: statement.timeout.ms"
+          + " plus 30 seconds.";
 
   // Outbox
   public static final String OUTBOX_TABLE_CONFIG = "outbox.table";
@@ -291,7 +312,23 @@ public class OutboxSourceConfig extends AbstractConfig {
             Range.between(250L, 300_000L),
             Importance.LOW,
             CONNECTION_TIMEOUT_MS_DOC,
-            "Connection timeout (ms)");
+            "Connection timeout (ms)")
+        .add(
+            STATEMENT_TIMEOUT_MS_CONFIG,
+            Type.LONG,
+            STATEMENT_TIMEOUT_MS_DEFAULT,
+            Range.between(100L, 86_400_000L),
+            Importance.LOW,
+            STATEMENT_TIMEOUT_MS_DOC,
+            "Statement timeout (ms)")
+        .add(
+            SOCKET_TIMEOUT_MS_CONFIG,
+            Type.LONG,
+            null,
+            Validators.optionalBetween(1_000L, 86_400_000L),
+            Importance.LOW,
+            SOCKET_TIMEOUT_MS_DOC,
+            "Socket timeout (ms)");
     new Group(def, OUTBOX_GROUP)
         .add(
             OUTBOX_TABLE_CONFIG,
@@ -563,6 +600,19 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public Duration connectionTimeout() {
     return millis(CONNECTION_TIMEOUT_MS_CONFIG);
+  }
+
+  /** How long the database lets one statement run before it cancels it. */
+  public Duration statementTimeout() {
+    return millis(STATEMENT_TIMEOUT_MS_CONFIG);
+  }
+
+  /** How long a read on an open connection may wait; unset, the statement timeout plus 30 s. */
+  public Duration socketTimeout() {
+    Long configured = getLong(SOCKET_TIMEOUT_MS_CONFIG);
+    return configured != null
+        ? Duration.ofMillis(configured)
+        : statementTimeout().plusMillis(SOCKET_TIMEOUT_MARGIN_MS);
   }
 
   // Outbox

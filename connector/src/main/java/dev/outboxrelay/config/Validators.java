@@ -158,6 +158,12 @@ final class Validators {
         });
   }
 
+  /** Unset, or a whole number in [min, max]. */
+  static ConfigDef.Validator optionalBetween(long min, long max) {
+    ConfigDef.Range range = ConfigDef.Range.between(min, max);
+    return of("unset, or " + range, range::ensureValid);
+  }
+
   /** -1, or zero and above. */
   static ConfigDef.Validator minusOneOrAtLeastZero() {
     return of(

@@ -29,6 +29,12 @@ final class BadConfigs {
         Arguments.of("connection.timeout.ms", "249"),
         Arguments.of("connection.timeout.ms", "300001"),
         Arguments.of("connection.timeout.ms", "5s"),
+        Arguments.of("statement.timeout.ms", "99"),
+        Arguments.of("statement.timeout.ms", "86400001"),
+        Arguments.of("statement.timeout.ms", "30s"),
+        Arguments.of("socket.timeout.ms", "999"),
+        Arguments.of("socket.timeout.ms", "86400001"),
+        Arguments.of("socket.timeout.ms", "30000"),
         // Outbox
         Arguments.of("outbox.table", ""),
         Arguments.of("outbox.table", "outbox; drop table x"),

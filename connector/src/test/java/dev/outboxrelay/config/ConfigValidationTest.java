@@ -11,9 +11,12 @@ import dev.outboxrelay.testing.Postgres;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -69,9 +72,17 @@ class ConfigValidationTest {
   /** Validates, checks that nothing secret leaked, and returns the errors by key. */
   static Map<String, List<String>> errors(Map<String, String> props) {
     Config config = ConfigValidation.validate(props);
-    assertEquals(OutboxSourceConfig.configDef().names().size(), config.configValues().size());
+    Set<String> reported = new HashSet<>();
+    for (ConfigValue value : config.configValues()) {
+      assertTrue(reported.add(value.name()), "reported twice: " + value.name());
+    }
+    // Every key of the connector, and other keys only where they are wrong.
+    assertTrue(reported.containsAll(OutboxSourceConfig.configDef().names()), reported.toString());
     Map<String, List<String>> errors = new TreeMap<>();
     for (ConfigValue value : config.configValues()) {
+      if (!OutboxSourceConfig.configDef().names().contains(value.name())) {
+        assertFalse(value.errorMessages().isEmpty(), value.name());
+      }
       if (!value.errorMessages().isEmpty()) {
         errors.put(value.name(), value.errorMessages());
       }
@@ -140,6 +151,35 @@ class ConfigValidationTest {
     assertEquals(
         List.of("the database rejected connection.user or connection.password (SQLState 28P01)"),
         errors.get("connection.password"));
+  }
+
+  @Test
+  void missingPasswordIsAnErrorOnThePassword() {
+    PasswordRole.ensureCreated();
+    Map<String, String> props = props(Postgres.jdbcUrl("postgres"));
+    props.put("connection.url", Postgres.jdbcUrl("postgres")); // no password in the URL either
+    props.put("connection.user", PasswordRole.NAME);
+    props.remove("connection.password");
+
+    String message = only(errors(props), "connection.password");
+
+    assertEquals(
+        "the database asks connection.user for a password and connection.password is not set"
+            + " (SQLState 08004): set connection.password, preferably through a config provider",
+        message);
+  }
+
+  @Test
+  void unknownRoleIsAnErrorOnTheUser() {
+    Map<String, String> props = props(Postgres.jdbcUrl("postgres"));
+    props.put("connection.user", "no_such_role");
+
+    String message = only(errors(props), "connection.user");
+
+    assertEquals(
+        "the database refused connection.user (SQLState 28000): check that the role exists, may"
+            + " log in, and is admitted to this database from this host by pg_hba.conf",
+        message);
   }
 
   @Test
@@ -290,18 +330,78 @@ class ConfigValidationTest {
         message);
   }
 
+  /** The outbox table as docs/schema.sql creates it: current, without outbox-relay's history. */
+  static String externallyManagedTable(String prefix) throws SQLException {
+    String url = Postgres.freshDatabase(prefix);
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    execute(url, "DROP TABLE outbox_schema_history");
+    return url;
+  }
+
   @Test
   void tableManagedByAnotherToolIsAccepted() throws SQLException {
-    String url = Postgres.freshDatabase("config_external");
-    execute(url, "CREATE TABLE outbox (seq bigint)");
+    String url = externallyManagedTable("config_external");
 
     assertEquals(Map.of(), errors(props(url)));
   }
 
   @Test
+  void requiredColumnsAreThoseOfTheMigratedTable() throws SQLException {
+    String url = Postgres.freshDatabase("config_columns");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    List<String> columns = new ArrayList<>();
+    try (HikariDataSource pool = Postgres.pool(url, 1);
+        Connection c = pool.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT column_name FROM information_schema.columns"
+                    + " WHERE table_name = 'outbox' ORDER BY ordinal_position")) {
+      while (rs.next()) {
+        columns.add(rs.getString(1));
+      }
+    }
+
+    assertEquals(columns, ConfigValidation.REQUIRED_COLUMNS);
+  }
+
+  @Test
+  void tableThatIsNoOutboxIsAnErrorOnTheTable() throws SQLException {
+    String url = Postgres.freshDatabase("config_not_outbox");
+    execute(url, "CREATE TABLE demo_orders (id bigint PRIMARY KEY, customer text, total numeric)");
+    Map<String, String> props = props(url);
+    props.put("outbox.table", "demo_orders");
+
+    String message = only(errors(props), "outbox.table");
+
+    assertEquals(
+        "outbox.table names a table that is not an outbox table: it has none of the 25 columns"
+            + " outbox-relay reads and writes (seq, message_id, instance_key, aggregate_type,"
+            + " aggregate_id, event_type and 19 more). Set outbox.table to the outbox table; for a"
+            + " new one, pick a name no table has and set schema.migrate.on.start=true, or apply"
+            + " docs/schema.sql with your own migration tool",
+        message);
+  }
+
+  @Test
+  void tableMissingSomeColumnsIsAnErrorNamingThem() throws SQLException {
+    String url = externallyManagedTable("config_partial");
+    execute(url, "ALTER TABLE outbox DROP COLUMN kafka_offset, DROP COLUMN isolated");
+
+    String message = only(errors(props(url)), "outbox.table");
+
+    assertEquals(
+        "outbox.table lacks 2 of the 25 columns outbox-relay reads and writes: isolated,"
+            + " kafka_offset. Bring the table to schema version "
+            + SchemaMigrator.CURRENT_VERSION
+            + " as in docs/schema.sql with your own migration tool, or set outbox.table to the"
+            + " outbox table",
+        message);
+  }
+
+  @Test
   void tableManagedByAnotherToolCannotBeMigrated() throws SQLException {
-    String url = Postgres.freshDatabase("config_external_migrate");
-    execute(url, "CREATE TABLE outbox (seq bigint)");
+    String url = externallyManagedTable("config_external_migrate");
     Map<String, String> props = props(url);
     props.put("schema.migrate.on.start", "true");
 
@@ -309,6 +409,35 @@ class ConfigValidationTest {
 
     assertTrue(
         message.startsWith("outbox.table exists but has no outbox-relay schema history"), message);
+  }
+
+  // Producer overrides
+
+  @ParameterizedTest
+  @ValueSource(strings = {"0", "1", " 1 "})
+  void producerAcksOtherThanAllIsAnErrorOnThatKey(String acks) {
+    String url = Postgres.freshDatabase("config_acks");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("producer.override.acks", acks);
+
+    assertEquals(
+        "producer.override.acks must be all (or -1): a row is recorded as published on Kafka's"
+            + " acknowledgement, which proves delivery only with acks=all (acks=0 returns no"
+            + " offset at all, acks=1 is given before the record is replicated and can be lost);"
+            + " remove the override or set it to all",
+        only(errors(props), "producer.override.acks"));
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"all", "-1", " all"})
+  void producerAcksAllPasses(String acks) {
+    String url = Postgres.freshDatabase("config_acks_all");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("producer.override.acks", acks);
+
+    assertEquals(Map.of(), errors(props));
   }
 
   // Static: every bad value lands on its own key
@@ -357,6 +486,21 @@ class ConfigValidationTest {
         "lease.renewal.interval.ms must be less than lease.duration.ms (10000 ms), so leases are"
             + " renewed before they expire",
         only(errors(props), "lease.renewal.interval.ms"));
+  }
+
+  @Test
+  void socketTimeoutNotAboveStatementTimeoutIsAnErrorOnSocketOnly() {
+    String url = Postgres.freshDatabase("config_socket");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("statement.timeout.ms", "60000");
+    props.put("socket.timeout.ms", "60000");
+
+    assertEquals(
+        "socket.timeout.ms must be more than statement.timeout.ms (60000 ms), so that the database"
+            + " cancels a slow statement before the connection is given up; leave it unset for"
+            + " statement.timeout.ms plus 30 seconds",
+        only(errors(props), "socket.timeout.ms"));
   }
 
   @Test

@@ -1,12 +1,14 @@
 package dev.outboxrelay.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The committed reference is exactly what the ConfigDef generates. */
@@ -26,6 +28,25 @@ class ConfigurationDocTest {
         "docs/configuration.md is out of date with OutboxSourceConfig; regenerate it from the"
             + " repository root with: "
             + ConfigDocGenerator.REGENERATE);
+  }
+
+  /**
+   * Connect returns a literal password in clear from {@code GET /connectors/<name>/config}; only
+   * validation responses mask it (BadConfigAndPoisonRowTest shows both). The advice must not
+   * promise more.
+   */
+  @Test
+  void passwordAdviceDoesNotPromiseMasking() throws IOException {
+    String doc =
+        OutboxSourceConfig.configDef().configKeys().get("connection.password").documentation;
+    String readme = Files.readString(Path.of("../README.md"), StandardCharsets.UTF_8);
+
+    for (String text : List.of(doc, readme)) {
+      assertFalse(text.contains("Connect masks it"), text);
+    }
+    assertTrue(doc.contains("${file:") && doc.contains("${env:"), doc);
+    assertTrue(doc.contains("in clear") && doc.contains("only validation responses mask it"), doc);
+    assertTrue(readme.contains("only validation responses mask it"), "README.md");
   }
 
   @Test

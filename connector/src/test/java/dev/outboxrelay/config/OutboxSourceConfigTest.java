@@ -56,6 +56,8 @@ class OutboxSourceConfigTest {
     assertNull(config.password());
     assertEquals(4, config.poolSize());
     assertEquals(Duration.ofSeconds(5), config.connectionTimeout());
+    assertEquals(Duration.ofSeconds(30), config.statementTimeout());
+    assertEquals(Duration.ofSeconds(60), config.socketTimeout());
     assertEquals(OutboxTable.parse("outbox"), config.table());
     assertEquals(List.of("orders"), List.copyOf(config.instanceKeys()));
     assertFalse(config.migrateOnStart());
@@ -84,13 +86,35 @@ class OutboxSourceConfigTest {
   @Test
   void everyKeyHasDocGroupAndDisplayName() {
     var keys = OutboxSourceConfig.configDef().configKeys().values();
-    assertEquals(29, keys.size());
+    assertEquals(31, keys.size());
     for (var key : keys) {
       assertFalse(key.documentation == null || key.documentation.isBlank(), key.name);
       assertFalse(key.group == null || key.group.isBlank(), key.name);
       assertFalse(key.displayName == null || key.displayName.isBlank(), key.name);
       assertTrue(key.orderInGroup > 0, key.name);
     }
+  }
+
+  @Test
+  void unsetSocketTimeoutFollowsTheStatementTimeout() {
+    OutboxSourceConfig derived = new OutboxSourceConfig(with("statement.timeout.ms", "120000"));
+    Map<String, String> props = with("statement.timeout.ms", "120000");
+    props.put("socket.timeout.ms", "121000");
+    OutboxSourceConfig explicit = new OutboxSourceConfig(props);
+
+    assertEquals(Duration.ofSeconds(150), derived.socketTimeout());
+    assertEquals(Duration.ofSeconds(121), explicit.socketTimeout());
+  }
+
+  @Test
+  void socketTimeoutNotAboveStatementTimeoutIsRejected() {
+    Map<String, String> props = with("statement.timeout.ms", "120000");
+    props.put("socket.timeout.ms", "60000");
+
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage().startsWith("socket.timeout.ms must be more than statement.timeout.ms"),
+        e.getMessage());
   }
 
   @Test

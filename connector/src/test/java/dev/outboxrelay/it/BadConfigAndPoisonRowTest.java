@@ -4,11 +4,13 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.outboxrelay.it.OutboxDb.Row;
 import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.store.OutboxMessage;
+import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -18,6 +20,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.UUID;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import org.apache.kafka.connect.runtime.rest.entities.ConfigInfo;
@@ -107,6 +110,9 @@ class BadConfigAndPoisonRowTest {
             });
     assertEquals(Set.of("lease.renewal.interval.ms"), renewal.keySet(), renewal::toString);
 
+    Map<String, List<String>> acks = errorsOf(c -> c.put("producer.override.acks", "1"));
+    assertEquals(Set.of("producer.override.acks"), acks.keySet(), acks::toString);
+
     int closedPort;
     try (ServerSocket socket = new ServerSocket(0)) {
       closedPort = socket.getLocalPort();
@@ -116,6 +122,39 @@ class BadConfigAndPoisonRowTest {
     assertEquals(Set.of("connection.url"), down.keySet(), down::toString);
     assertFalse(down.toString().contains("unreachable_db"), "the URL is not echoed");
     assertFalse(down.toString().contains(Integer.toString(closedPort)), "the URL is not echoed");
+  }
+
+  /**
+   * What the docs tell users about a literal password (ConfigurationDocTest keeps them to it):
+   * validation masks it, the connector's config as Connect returns it does not.
+   */
+  @Test
+  void literalPasswordIsMaskedOnlyByValidation() throws Exception {
+    String literal = "it-literal-password-" + UUID.randomUUID();
+    Map<String, String> config = valid();
+    config.put("connection.password", literal); // trusted locally: the server never asks for it
+
+    ConfigInfos validated =
+        RelayCluster.connect().validateConnectorConfig(RelayCluster.CONNECTOR_CLASS, config);
+    String shown =
+        validated.configs().stream()
+            .filter(info -> info.configValue().name().equals("connection.password"))
+            .findFirst()
+            .orElseThrow()
+            .configValue()
+            .value();
+    assertEquals("[hidden]", shown);
+
+    config.remove("name");
+    RelayCluster.deploy(CONNECTOR, config);
+    deployed = true;
+    Response response =
+        RelayCluster.connect()
+            .requestGet(
+                RelayCluster.connect().endpointForResource("connectors/" + CONNECTOR + "/config"));
+    assertEquals(200, response.getStatus());
+    String body = String.valueOf(response.getEntity()); // the kit hands back the body it read
+    assertTrue(body.contains(literal), "GET shows it in clear");
   }
 
   @Test
