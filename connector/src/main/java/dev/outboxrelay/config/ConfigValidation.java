@@ -9,6 +9,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.SCHEMA_MIGRATE_ON_START_
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -445,7 +446,7 @@ public final class ConfigValidation {
 
     /** A password in connection.password or in the URL's query string. */
     private boolean passwordGiven() {
-      return password != null || DriverDataSource.urlParameters(url).containsKey("password");
+      return password != null || DataSourceFactory.urlHasPassword(url);
     }
 
     private static String stateSuffix(OutboxStoreException failure) {

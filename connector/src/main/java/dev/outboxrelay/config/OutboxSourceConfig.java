@@ -5,6 +5,7 @@ import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.postgres.ConnectionSettings;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.time.Duration;
 import java.util.Collections;
@@ -682,6 +683,18 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public PayloadFormat payloadFormat() {
     return choice(PAYLOAD_FORMAT_CONFIG, PayloadFormat.class);
+  }
+
+  /** How the relay reaches the database. */
+  public ConnectionSettings connectionSettings() {
+    return new ConnectionSettings(
+        jdbcUrl(),
+        user(),
+        password(),
+        connectionTimeout(),
+        statementTimeout(),
+        socketTimeout(),
+        poolSize());
   }
 
   public int payloadMaxBytes() {

@@ -1,11 +1,11 @@
 package dev.outboxrelay.connect;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.outboxrelay.config.DataSourceFactory;
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -20,14 +20,19 @@ final class PostgresStoreProvider implements StoreProvider {
 
   @Override
   public OutboxStore open(OutboxSourceConfig config, String poolName) {
-    dataSource = DataSourceFactory.create(config, poolName);
+    dataSource = DataSourceFactory.create(config.connectionSettings(), poolName);
     return new PostgresOutboxStore(dataSource, config.table(), clock(), dataSource);
   }
 
   @Override
   public void migrate(OutboxSourceConfig config) {
     try {
-      new SchemaMigrator(dataSource, config.table()).migrate();
+      // Not the task's pool: its statement timeout would cancel a long index build.
+      new SchemaMigrator(
+              DataSourceFactory.unpooled(
+                  config.connectionSettings(), DataSourceFactory.APPLICATION_NAME + "-migrate"),
+              config.table())
+          .migrate();
     } catch (FlywayException e) {
       SQLException sql = findSql(e);
       throw sql != null
@@ -50,7 +55,7 @@ final class PostgresStoreProvider implements StoreProvider {
   public Supplier<Connection> notificationConnections(OutboxSourceConfig config) {
     return () -> {
       try {
-        return DataSourceFactory.connect(config, "outbox-relay-listener");
+        return DataSourceFactory.connect(config.connectionSettings(), "outbox-relay-listener");
       } catch (SQLException e) {
         throw SqlStates.classify(e, "listen");
       }

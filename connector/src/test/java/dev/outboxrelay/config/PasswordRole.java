@@ -19,15 +19,15 @@ import java.util.Properties;
  * this prepends pg_hba.conf rules requiring scram-sha-256 for this one role and reloads the server;
  * every other role stays trusted.
  */
-final class PasswordRole {
-  static final String NAME = "outbox_config_password_role";
-  static final String PASSWORD = "correct-horse-battery-staple";
+public final class PasswordRole {
+  public static final String NAME = "outbox_config_password_role";
+  public static final String PASSWORD = "correct-horse-battery-staple";
 
   private static boolean created;
 
   private PasswordRole() {}
 
-  static synchronized void ensureCreated() {
+  public static synchronized void ensureCreated() {
     if (created) {
       return;
     }

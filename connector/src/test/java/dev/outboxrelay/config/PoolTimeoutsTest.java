@@ -11,6 +11,7 @@ import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
@@ -61,7 +62,7 @@ class PoolTimeoutsTest {
   }
 
   static OutboxStore store(OutboxSourceConfig config) {
-    HikariDataSource pool = DataSourceFactory.create(config, "pool-timeouts");
+    HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "pool-timeouts");
     return new PostgresOutboxStore(pool, TABLE, RelayClock.database(), pool);
   }
 
@@ -165,7 +166,8 @@ class PoolTimeoutsTest {
   void timeoutsAreSetOnEveryPooledConnection() throws SQLException {
     OutboxSourceConfig config =
         config(url, Map.of("statement.timeout.ms", "1500", "socket.timeout.ms", "2500"));
-    try (HikariDataSource pool = DataSourceFactory.create(config, "pool-timeouts");
+    try (HikariDataSource pool =
+            DataSourceFactory.create(config.connectionSettings(), "pool-timeouts");
         Connection c = pool.getConnection();
         Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SHOW statement_timeout")) {

@@ -2,7 +2,7 @@ package dev.outboxrelay.reliability;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.outboxrelay.config.DataSourceFactory;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

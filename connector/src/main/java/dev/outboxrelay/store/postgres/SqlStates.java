@@ -23,6 +23,11 @@ public final class SqlStates {
           ? Kind.TRANSIENT
           : Kind.INTERNAL;
     }
+    if (state.equals("08004")) {
+      // Connection rejected: pgjdbc's "no password was provided" (or an SSL mode the server
+      // refuses). Retrying cannot fix it; the task fails naming the credentials.
+      return Kind.AUTHENTICATION;
+    }
     if (state.startsWith("08") // connection exception
         || state.startsWith("53") // insufficient resources
         || state.startsWith("57P") // admin shutdown, crash shutdown, cannot connect now

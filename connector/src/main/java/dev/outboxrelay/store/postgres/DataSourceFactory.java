@@ -1,4 +1,4 @@
-package dev.outboxrelay.config;
+package dev.outboxrelay.store.postgres;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -6,6 +6,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Properties;
+import javax.sql.DataSource;
 import org.apache.kafka.common.config.types.Password;
 
 /**
@@ -31,24 +32,25 @@ public final class DataSourceFactory {
    * @param statement how long the database lets one statement run
    * @param socket how long one read on an open connection may wait; above {@code statement}
    */
-  record Timeouts(Duration connection, Duration statement, Duration socket) {}
+  public record Timeouts(Duration connection, Duration statement, Duration socket) {}
 
   private DataSourceFactory() {}
 
   /** The task's pool: {@code connection.pool.size} connections, named {@code poolName}. */
-  public static HikariDataSource create(OutboxSourceConfig config, String poolName) {
+  public static HikariDataSource create(ConnectionSettings settings, String poolName) {
     return create(
-        config.jdbcUrl(),
-        config.user(),
-        config.password(),
-        new Timeouts(config.connectionTimeout(), config.statementTimeout(), config.socketTimeout()),
+        settings.jdbcUrl(),
+        settings.user(),
+        settings.password(),
+        new Timeouts(
+            settings.connectTimeout(), settings.statementTimeout(), settings.socketTimeout()),
         poolName,
-        config.poolSize(),
-        config.poolSize());
+        settings.poolSize(),
+        settings.poolSize());
   }
 
-  /** A pool with explicit sizes; {@link ConfigValidation} uses a small one that idles at zero. */
-  static HikariDataSource create(
+  /** A pool with explicit sizes; the connector's validation uses a small one that idles at zero. */
+  public static HikariDataSource create(
       String jdbcUrl,
       String user,
       Password password,
@@ -100,14 +102,14 @@ public final class DataSourceFactory {
    * @throws SQLException classified by SQLState as usual; its message is the driver's, so never
    *     show it to users (see {@link dev.outboxrelay.store.postgres.SqlStates#classify})
    */
-  public static Connection connect(OutboxSourceConfig config, String applicationName)
+  public static Connection connect(ConnectionSettings settings, String applicationName)
       throws SQLException {
     Connection connection =
         connectOrNull(
-            config.jdbcUrl(),
-            config.user(),
-            config.password(),
-            config.connectionTimeout(),
+            settings.jdbcUrl(),
+            settings.user(),
+            settings.password(),
+            settings.connectTimeout(),
             applicationName);
     if (connection == null) {
       throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");
@@ -115,8 +117,28 @@ public final class DataSourceFactory {
     return connection;
   }
 
+  /**
+   * Connections outside the pool, opened on demand and closed by their user, without the pool's
+   * statement and socket timeouts: for schema migrations, whose index builds on a large table may
+   * rightly take longer than any claim.
+   */
+  public static DataSource unpooled(ConnectionSettings settings, String applicationName) {
+    Properties props = credentials(settings.user(), settings.password());
+    props.setProperty("ApplicationName", applicationName);
+    props.setProperty("tcpKeepAlive", "true");
+    String seconds = Long.toString(wholeSeconds(settings.connectTimeout()));
+    props.setProperty("connectTimeout", seconds);
+    props.setProperty("loginTimeout", seconds);
+    return new DriverDataSource(settings.jdbcUrl(), props);
+  }
+
+  /** Whether the URL's query string carries a password. */
+  public static boolean urlHasPassword(String jdbcUrl) {
+    return DriverDataSource.urlParameters(jdbcUrl).containsKey("password");
+  }
+
   /** Null when the driver does not accept the URL (a malformed host or port, say). */
-  static Connection connectOrNull(
+  public static Connection connectOrNull(
       String jdbcUrl, String user, Password password, Duration timeout, String applicationName)
       throws SQLException {
     Properties props = credentials(user, password);

@@ -1,12 +1,13 @@
-package dev.outboxrelay.config;
+package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.config.PasswordRole;
 import dev.outboxrelay.store.OutboxStoreException;
-import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.testing.Postgres;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -47,7 +48,8 @@ class DataSourceFactoryTest {
                 "connection.pool.size", "3",
                 "connection.timeout.ms", "1500"));
 
-    try (HikariDataSource pool = DataSourceFactory.create(config, "outbox-relay-task-0");
+    try (HikariDataSource pool =
+            DataSourceFactory.create(config.connectionSettings(), "outbox-relay-task-0");
         Connection c = pool.getConnection()) {
       assertEquals("outbox-relay-task-0", pool.getPoolName());
       assertEquals(3, pool.getMaximumPoolSize());
@@ -70,11 +72,11 @@ class DataSourceFactoryTest {
     credentials.put("connection.timeout.ms", "250");
     OutboxSourceConfig wrong = config(Postgres.jdbcUrl("postgres"), credentials);
 
-    try (HikariDataSource pool = DataSourceFactory.create(right, "right");
+    try (HikariDataSource pool = DataSourceFactory.create(right.connectionSettings(), "right");
         Connection c = pool.getConnection()) {
       assertEquals(PasswordRole.NAME, query(c, "SELECT current_user"));
     }
-    try (HikariDataSource pool = DataSourceFactory.create(wrong, "wrong")) {
+    try (HikariDataSource pool = DataSourceFactory.create(wrong.connectionSettings(), "wrong")) {
       SQLException e = assertThrows(SQLException.class, pool::getConnection);
       assertEquals(
           OutboxStoreException.Kind.AUTHENTICATION, SqlStates.classify(e, "connect").kind());
@@ -91,7 +93,8 @@ class DataSourceFactoryTest {
                 "connection.user", PasswordRole.NAME,
                 "connection.password", PasswordRole.PASSWORD));
 
-    try (Connection c = DataSourceFactory.connect(config, "outbox-relay-listener")) {
+    try (Connection c =
+        DataSourceFactory.connect(config.connectionSettings(), "outbox-relay-listener")) {
       assertEquals(PasswordRole.NAME, query(c, "SELECT current_user"));
       assertEquals("outbox-relay-listener", query(c, "SHOW application_name"));
       assertTrue(c.getAutoCommit());
@@ -108,7 +111,7 @@ class DataSourceFactoryTest {
         config(
             "jdbc:postgresql://127.0.0.1:" + port + "/app", Map.of("connection.timeout.ms", "250"));
 
-    try (HikariDataSource pool = DataSourceFactory.create(config, "down")) {
+    try (HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "down")) {
       SQLException e = assertThrows(SQLException.class, pool::getConnection);
       assertEquals(OutboxStoreException.Kind.TRANSIENT, SqlStates.classify(e, "connect").kind());
     }

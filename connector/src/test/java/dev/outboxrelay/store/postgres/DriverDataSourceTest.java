@@ -1,4 +1,4 @@
-package dev.outboxrelay.config;
+package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

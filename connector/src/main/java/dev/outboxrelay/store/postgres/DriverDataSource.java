@@ -1,4 +1,4 @@
-package dev.outboxrelay.config;
+package dev.outboxrelay.store.postgres;
 
 import java.io.PrintWriter;
 import java.net.URLDecoder;

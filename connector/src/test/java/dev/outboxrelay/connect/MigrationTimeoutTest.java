@@ -1,0 +1,80 @@
+package dev.outboxrelay.connect;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The task's statement timeout bounds claims and outcome writes, not schema migrations: an index
+ * change on a busy table may wait for locks, or build, far longer than any claim.
+ */
+class MigrationTimeoutTest {
+  private static final OutboxTable TABLE = OutboxTable.parse("outbox");
+
+  @Test
+  void aMigrationWaitingForALockOutlivesTheTasksStatementTimeout() throws Exception {
+    String url = Postgres.freshDatabase("migration_timeout");
+    try (HikariDataSource admin = Postgres.pool(url, 2)) {
+      new SchemaMigrator(admin, TABLE).migrateTo("5");
+      OutboxSourceConfig config =
+          new OutboxSourceConfig(
+              Map.of(
+                  "connection.url", url,
+                  "connection.user", Postgres.user(),
+                  "instance.keys", "orders",
+                  "statement.timeout.ms", "100",
+                  "schema.migrate.on.start", "true"));
+      PostgresStoreProvider provider = new PostgresStoreProvider();
+      try (Connection blocker = admin.getConnection();
+          Statement s = blocker.createStatement()) {
+        blocker.setAutoCommit(false);
+        s.execute("LOCK TABLE outbox IN ACCESS SHARE MODE"); // V6 drops an index: it must wait
+        provider.open(config, "migration-timeout").close();
+        CompletableFuture<Void> migration =
+            CompletableFuture.runAsync(() -> provider.migrate(config));
+
+        // Ten times the statement timeout spent waiting, and still not cancelled.
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> waitingOnLockFor(admin, Duration.ofSeconds(1)) || migration.isDone());
+        migration.getNow(null); // rethrows a cancelled migration's failure
+        blocker.commit();
+        migration.get();
+      }
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement();
+          ResultSet rs =
+              s.executeQuery("SELECT max(version::int) FROM outbox_schema_history WHERE success")) {
+        rs.next();
+        assertEquals(6, rs.getInt(1));
+      }
+    }
+  }
+
+  private static boolean waitingOnLockFor(HikariDataSource admin, Duration atLeast)
+      throws Exception {
+    try (Connection c = admin.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    + " AND query ILIKE '%DROP INDEX%' AND now() - query_start > interval '"
+                    + atLeast.toMillis()
+                    + " milliseconds'")) {
+      rs.next();
+      return rs.getInt(1) > 0;
+    }
+  }
+}

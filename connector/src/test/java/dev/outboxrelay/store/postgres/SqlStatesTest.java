@@ -1,0 +1,38 @@
+package dev.outboxrelay.store.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.OutboxStoreException.Kind;
+import java.sql.SQLException;
+import org.junit.jupiter.api.Test;
+
+class SqlStatesTest {
+
+  private static OutboxStoreException classify(String state) {
+    return SqlStates.classify(new SQLException("driver text", state), "claim");
+  }
+
+  @Test
+  void aMissingPasswordFailsTheTaskInsteadOfBeingRetriedForEver() {
+    // pgjdbc: "The server requested password-based authentication, but no password was provided."
+    OutboxStoreException e = classify("08004");
+    assertEquals(Kind.AUTHENTICATION, e.kind());
+    assertFalse(e.isRetriable());
+    assertEquals("DB_AUTHENTICATION_FAILED", e.reasonCode());
+  }
+
+  @Test
+  void connectionLossesAndCancelledStatementsAreRetried() {
+    for (String state : new String[] {"08006", "08001", "57014", "57P01", "53300", "40001"}) {
+      assertTrue(classify(state).isRetriable(), state);
+    }
+  }
+
+  @Test
+  void theDriversTextNeverReachesTheException() {
+    assertFalse(classify("08006").getMessage().contains("driver text"));
+  }
+}
