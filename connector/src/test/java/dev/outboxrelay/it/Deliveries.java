@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.it.OutboxDb.Row;
 import dev.outboxrelay.it.RelayCluster.Delivered;
+import dev.outboxrelay.testing.LogCapture;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;

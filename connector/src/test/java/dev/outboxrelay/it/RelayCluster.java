@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.outboxrelay.connect.OutboxSourceConnector;
 import dev.outboxrelay.mapping.OutboxHeaders;
+import dev.outboxrelay.testing.LogCapture;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -54,7 +55,7 @@ final class RelayCluster implements BeforeAllCallback {
   }
 
   private static synchronized EmbeddedConnectCluster start() {
-    LogCapture.install();
+    LogCapture.get();
     Map<String, String> workerProps = new HashMap<>(); // mutable: the kit writes into it
     workerProps.put("plugin.discovery", "service_load");
     workerProps.put("offset.flush.interval.ms", "1000");

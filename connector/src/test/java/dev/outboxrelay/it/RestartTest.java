@@ -3,6 +3,7 @@ package dev.outboxrelay.it;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.testing.LogCapture;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;

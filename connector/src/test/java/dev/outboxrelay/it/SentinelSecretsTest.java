@@ -6,8 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.it.ConnectMBeans.Attribute;
-import dev.outboxrelay.it.LogCapture.Event;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.LogCapture.Event;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -94,8 +95,8 @@ class SentinelSecretsTest {
       // An unknown parameter the driver ignores, and a harmless name that shows the URL was used.
       String url = db.url() + "?ApplicationName=" + URL_MARKER + "&itSecret=" + urlSecret;
       long mark = logs.mark();
-      logs.watchFor(secrets.toArray(String[]::new));
-      logs.watchFor(control);
+      logs.watch(secrets.toArray(String[]::new));
+      logs.watch(control);
 
       try (AutoCloseable everything = LogCapture.everyLevel()) {
         controlLog.trace("control event {}", control);

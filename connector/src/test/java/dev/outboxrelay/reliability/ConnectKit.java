@@ -3,6 +3,7 @@ package dev.outboxrelay.reliability;
 import static org.awaitility.Awaitility.await;
 
 import dev.outboxrelay.connect.OutboxSourceConnector;
+import dev.outboxrelay.testing.LogCapture;
 import jakarta.ws.rs.core.Response;
 import java.time.Duration;
 import java.util.HashMap;

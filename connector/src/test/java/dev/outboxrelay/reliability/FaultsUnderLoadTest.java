@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.LogCapture;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.List;
@@ -70,7 +71,8 @@ class FaultsUnderLoadTest {
                         hungOwner)
                     == 0);
         assertTrue(
-            LogCapture.get().countRelayLines(s.mainConnector, "reason=TASK_UNRESPONSIVE") > 0,
+            LogCapture.get().tasksLogging(s.mainConnector, s.logMark, "reason=TASK_UNRESPONSIVE")
+                > 0,
             "the hung task says it stopped renewing");
         takenOver =
             s.db
@@ -108,8 +110,7 @@ class FaultsUnderLoadTest {
       s.deploy(s.mainConfig(3), s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
-      int errorsBefore = LogCapture.get().errors().size();
-      int mark = LogCapture.get().mark();
+      long mark = LogCapture.get().mark();
       s.db.goAway();
       Instant goneAt = OutboxDb.serverNow();
       try {
@@ -120,7 +121,8 @@ class FaultsUnderLoadTest {
             Scenario.DRAIN,
             () ->
                 OutboxDb.serverNow().isAfter(goneAt.plus(Scenario.LEASE).plusSeconds(1))
-                    && tasksMet(s.mainConnector, mark, "reason=DB_UNAVAILABLE") == 3);
+                    && LogCapture.get().tasksLogging(s.mainConnector, mark, "reason=DB_UNAVAILABLE")
+                        == 3);
         assertTrue(
             s.kit.allRunning(s.mainConnector), () -> s.kit.taskStates(s.mainConnector).toString());
       } finally {
@@ -129,10 +131,10 @@ class FaultsUnderLoadTest {
       Figures f = Verdict.check(s);
       assertTrue(s.kit.allRunning(s.mainConnector), "tasks were never restarted or failed");
       assertTrue(s.kit.allRunning(s.otherConnector));
-      assertEquals(List.of(), newErrorsAbout(errorsBefore, s), "errors logged during the outage");
+      assertEquals(List.of(), newErrorsAbout(mark, s), "errors logged during the outage");
       Scenario.report(
           "|  | db-outage: "
-              + LogCapture.get().relayLinesSince(mark).stream()
+              + LogCapture.get().relayLines(mark).stream()
                   .filter(l -> l.message().contains("reason=DB_UNAVAILABLE"))
                   .count()
               + " refused database operations logged |");
@@ -273,24 +275,14 @@ class FaultsUnderLoadTest {
   }
 
   private static Set<String> claimLostIds(Scenario s) {
-    return LogCapture.get().claimLost(s.mainConnector).stream()
+    return LogCapture.get().claimLost(s.mainConnector, s.logMark).stream()
         .map(LogCapture.ClaimLost::messageId)
         .collect(Collectors.toSet());
   }
 
-  /** How many distinct tasks of {@code connector} logged {@code fragment} since {@code mark}. */
-  static long tasksMet(String connector, int mark, String fragment) {
-    return LogCapture.get().relayLinesSince(mark).stream()
-        .filter(l -> connector.equals(l.connector()))
-        .filter(l -> l.message().contains(fragment))
-        .map(LogCapture.Line::task)
-        .distinct()
-        .count();
-  }
-
-  private static List<String> newErrorsAbout(int from, Scenario s) {
-    List<String> all = LogCapture.get().errors();
-    return all.subList(from, all.size()).stream()
+  private static List<String> newErrorsAbout(long mark, Scenario s) {
+    return LogCapture.get().errors(mark).stream()
+        .map(LogCapture.Event::fullText)
         .filter(e -> e.contains(s.mainConnector) || e.contains(s.otherConnector))
         .toList();
   }

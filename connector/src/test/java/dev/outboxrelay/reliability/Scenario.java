@@ -3,6 +3,7 @@ package dev.outboxrelay.reliability;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.outboxrelay.config.DataSourceFactory;
+import dev.outboxrelay.testing.LogCapture;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -42,6 +43,10 @@ final class Scenario implements AutoCloseable {
   final String mainTopic;
   final String otherTopic;
   final Map<String, String> untouchedBefore;
+
+  /** Where this scenario starts in the log: its connectors' lines all come after. */
+  final long logMark = LogCapture.get().mark();
+
   private LoadWriter writer;
   private final long startedNanos = System.nanoTime();
 

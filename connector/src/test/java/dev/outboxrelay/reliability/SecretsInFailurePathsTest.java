@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.LogCapture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -53,12 +54,13 @@ class SecretsInFailurePathsTest {
   @Test
   void sentinelsNeverLeakThroughFailurePaths() throws Exception {
     LogCapture logs = LogCapture.get();
-    logs.clearLeaks();
+    logs.stopWatching();
     logs.watch(password, urlPassword, payload, headerName, headerValue, driver);
     // host, port and database name are not secret to the relay (the pool and the driver may log
     // them at debug level); at INFO and above, they must not show either.
     logs.watchFrom(Level.INFO, database);
-    long eventsBefore = logs.events();
+    long eventsBefore = logs.scannedCount();
+    long errorsMark = logs.mark();
     try (AutoCloseable verbose = LogCapture.everyLevelOf("dev.outboxrelay", "com.zaxxer.hikari");
         Scenario s = Scenario.open(ReliabilityCluster.kit(), "secrets", database)) {
       installFaultTrigger(s.db);
@@ -90,13 +92,13 @@ class SecretsInFailurePathsTest {
       retriablePhase(s, "publish-retriable", "outcomes failed (reason=DB_UNAVAILABLE", 1);
 
       // The database goes away: the driver's messages now name it (a sentinel).
-      int mark = logs.mark();
+      long mark = logs.mark();
       s.db.goAway();
       try {
         ConnectKit.awaitTrue(
             "each task meets the vanished database",
             Scenario.DRAIN,
-            () -> FaultsUnderLoadTest.tasksMet(s.mainConnector, mark, "DB_UNAVAILABLE") == 2);
+            () -> logs.tasksLogging(s.mainConnector, mark, "DB_UNAVAILABLE") == 2);
       } finally {
         s.db.comeBack();
       }
@@ -126,16 +128,20 @@ class SecretsInFailurePathsTest {
       assertEquals(List.of(), Mbeans.scan(sentinels()), "MBeans leak a sentinel");
       assertTrue(Mbeans.count() > 100, "MBeans scanned: " + Mbeans.count());
       // The capture saw the failure paths: Connect's own ERROR events with the tasks' exceptions.
-      assertTrue(logs.events() - eventsBefore > 500, "log events captured");
+      assertTrue(logs.scannedCount() - eventsBefore > 500, "log events captured");
       assertTrue(
-          logs.errors().stream()
+          logs.errors(errorsMark).stream()
+                  .map(LogCapture.Event::fullText)
                   .filter(e -> e.contains(s.mainConnector) && e.contains("SQLState P0001"))
                   .count()
               >= 3,
           "the failed tasks' ERROR events, exceptions included, were captured");
-      assertEquals(List.of(), logs.leaks(), "log events leak a sentinel");
+      assertEquals(
+          List.of(),
+          logs.leaks(LogCapture.TEST_REST_CLIENT, LogCapture.EMBEDDED_POSTGRES),
+          "log events leak a sentinel");
     } finally {
-      logs.unwatchAll();
+      logs.stopWatching();
     }
   }
 
@@ -231,14 +237,14 @@ class SecretsInFailurePathsTest {
   }
 
   private void retriablePhase(Scenario s, String mode, String logged, int tasks) {
-    int mark = LogCapture.get().mark();
+    long mark = LogCapture.get().mark();
     setMode(s, mode);
     try {
       writePhaseRows(s, mode, 10);
       ConnectKit.awaitTrue(
           mode + " met by " + tasks + " task(s)",
           Scenario.DRAIN,
-          () -> FaultsUnderLoadTest.tasksMet(s.mainConnector, mark, logged) >= tasks);
+          () -> LogCapture.get().tasksLogging(s.mainConnector, mark, logged) >= tasks);
       assertTrue(s.kit.allRunning(s.mainConnector), () -> s.kit.rawStatus(s.mainConnector));
     } finally {
       setMode(s, null);

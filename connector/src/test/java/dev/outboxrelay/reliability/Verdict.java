@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.KafkaRecords.Rec;
 import dev.outboxrelay.reliability.OutboxDb.RowFacts;
+import dev.outboxrelay.testing.LogCapture;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -126,7 +127,7 @@ final class Verdict {
 
     // Every duplicate accounted for by a real loss of lease.
     Set<String> claimLost = new HashSet<>(claimLostElsewhere);
-    List<LogCapture.ClaimLost> lines = LogCapture.get().claimLost(s.mainConnector);
+    List<LogCapture.ClaimLost> lines = LogCapture.get().claimLost(s.mainConnector, s.logMark);
     lines.forEach(l -> claimLost.add(l.messageId()));
     int duplicateRecords = 0;
     int duplicatedRows = 0;
