@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.outboxrelay.it.OutboxDb.Row;
 import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import java.io.IOException;
 import java.net.ServerSocket;

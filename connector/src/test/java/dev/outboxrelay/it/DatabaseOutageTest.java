@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import java.time.Duration;
 import java.util.List;

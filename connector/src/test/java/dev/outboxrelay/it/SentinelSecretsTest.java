@@ -5,8 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.it.ConnectMBeans.Attribute;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.ConnectMBeans.Attribute;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.LogCapture.Event;
 import jakarta.ws.rs.core.Response;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.it.OutboxDb.Row;
 import dev.outboxrelay.it.RelayCluster.Delivered;
+import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.LogCapture.Event;
 import java.time.Duration;

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import java.sql.Timestamp;
 import java.time.Instant;
@@ -256,7 +257,7 @@ class FaultsUnderLoadTest {
           Scenario.DRAIN,
           () -> {
             for (int t = 0; t < 4; t++) {
-              if (Mbeans.relayMetric(s.mainConnector, t, "claimed-total") <= 0) {
+              if (ConnectMBeans.taskMetric(s.mainConnector, t, "claimed-total").orElse(-1) <= 0) {
                 return false;
               }
             }

@@ -3,6 +3,7 @@ package dev.outboxrelay.reliability;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.outboxrelay.config.DataSourceFactory;
+import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -170,8 +171,8 @@ final class Scenario implements AutoCloseable {
         () ->
             db.backends(DataSourceFactory.APPLICATION_NAME) == 0
                 && db.backends(DataSourceFactory.APPLICATION_NAME + "-listener") == 0
-                && Mbeans.relayMetricNames(mainConnector).isEmpty()
-                && Mbeans.relayMetricNames(otherConnector).isEmpty());
+                && ConnectMBeans.metricBeans(mainConnector).isEmpty()
+                && ConnectMBeans.metricBeans(otherConnector).isEmpty());
   }
 
   /** Stops the writer, then {@link #deleteAndAwaitReleased}: a leak fails the scenario. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -122,11 +123,11 @@ class SecretsInFailurePathsTest {
           failedStatuses.stream().filter(st -> st.contains("SQLState P0001")).count() >= 3,
           () -> "the failed tasks' traces were seen: " + failedStatuses);
       assertTrue(
-          Mbeans.relayMetric(s.mainConnector, 0, "claimed-total") >= 0
-              && Mbeans.relayMetric(s.mainConnector, 1, "database-errors-total") >= 0,
+          ConnectMBeans.taskMetric(s.mainConnector, 0, "claimed-total").isPresent()
+              && ConnectMBeans.taskMetric(s.mainConnector, 1, "database-errors-total").isPresent(),
           "the relay's metrics are registered, so the scan covers them");
-      assertEquals(List.of(), Mbeans.scan(sentinels()), "MBeans leak a sentinel");
-      assertTrue(Mbeans.count() > 100, "MBeans scanned: " + Mbeans.count());
+      assertEquals(List.of(), ConnectMBeans.leaks("", sentinels()), "MBeans leak a sentinel");
+      assertTrue(ConnectMBeans.count() > 100, "MBeans scanned: " + ConnectMBeans.count());
       // The capture saw the failure paths: Connect's own ERROR events with the tasks' exceptions.
       assertTrue(logs.scannedCount() - eventsBefore > 500, "log events captured");
       assertTrue(
