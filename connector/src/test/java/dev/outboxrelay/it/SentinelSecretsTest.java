@@ -10,6 +10,7 @@ import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.ConnectMBeans.Attribute;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.LogCapture.Event;
+import dev.outboxrelay.testing.OutboxDb;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -122,7 +123,7 @@ class SentinelSecretsTest {
                         && ConnectMBeans.sumOverTasks(RELAY, 2, "failed-total") == 2);
         assertEquals("PAYLOAD_INVALID_JSON", db.row("s-poison-json").lastFailureCode());
         assertEquals("HEADER_NAME_RESERVED", db.row("s-poison-header").lastFailureCode());
-        assertTrue(db.backendsNamed(URL_MARKER) > 0, "the relay connected with the URL given");
+        assertTrue(db.backends(URL_MARKER) > 0, "the relay connected with the URL given");
 
         // A connector whose table disappears: its task fails.
         Map<String, String> vanishing =

@@ -1,16 +1,17 @@
 package dev.outboxrelay.it;
 
-import static dev.outboxrelay.it.OutboxDb.message;
+import static dev.outboxrelay.testing.OutboxDb.message;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
-import dev.outboxrelay.it.OutboxDb.Row;
 import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.mapping.OutboxHeaders;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -6,11 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.it.OutboxDb.Row;
 import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.LogCapture.Event;
+import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;

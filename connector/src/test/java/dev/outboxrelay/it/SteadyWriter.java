@@ -3,7 +3,7 @@ package dev.outboxrelay.it;
 import static org.awaitility.Awaitility.await;
 
 import dev.outboxrelay.store.OutboxMessage;
-import java.sql.Connection;
+import dev.outboxrelay.testing.OutboxDb;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -65,13 +65,13 @@ final class SteadyWriter implements AutoCloseable {
   }
 
   private void run() {
-    try (Connection c = db.openConnection()) {
+    try {
       while (written.get() < total && !closed) {
         await()
             .pollDelay(Duration.ZERO)
             .atMost(Duration.ofMinutes(3))
             .pollInterval(Duration.ofMillis(50))
-            .until(() -> closed || db.unresolved(c, instanceKey) < maxBacklog);
+            .until(() -> closed || db.active(instanceKey) < maxBacklog);
         int from = written.get();
         int count = Math.min(chunk, total - from);
         List<OutboxMessage> messages = new ArrayList<>(count);
@@ -79,7 +79,7 @@ final class SteadyWriter implements AutoCloseable {
           int n = Integer.parseInt(id.substring(id.length() - 5));
           messages.add(OutboxDb.message(id, idPrefix + "-agg-" + (n % AGGREGATES)));
         }
-        db.insert(c, instanceKey, messages);
+        db.inTransaction(c -> db.enqueue(c, instanceKey, messages));
         written.addAndGet(count);
       }
     } catch (Throwable t) {

@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.outboxrelay.connect.OutboxSourceConnector;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
 import jakarta.ws.rs.core.Response;
 import java.time.Duration;
 import java.util.HashMap;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.reliability.Verdict.Figures;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.List;
@@ -65,7 +66,7 @@ class FaultsUnderLoadTest {
             "the hung task's rows taken over and published",
             Scenario.DRAIN,
             () ->
-                s.db.count(
+                s.db.scalar(
                         "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
                             + " AND (status <> 'PUBLISHED' OR lease_owner = ?)",
                         held,
@@ -182,7 +183,7 @@ class FaultsUnderLoadTest {
             Scenario.DRAIN,
             () ->
                 OutboxDb.serverNow().isAfter(stalledAt.plus(Scenario.LEASE).plusSeconds(1))
-                    && s.db.count(
+                    && s.db.scalar(
                             "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
                                 + " AND status = 'IN_FLIGHT' AND lease_expires_at <= ?",
                             ids,
@@ -190,7 +191,7 @@ class FaultsUnderLoadTest {
                         == 0);
         // Rows still wait for Kafka, longer than a lease, and none changed hands.
         assertTrue(
-            s.db.count(
+            s.db.scalar(
                     "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
                         + " AND status = 'IN_FLIGHT'",
                     (Object) ids)

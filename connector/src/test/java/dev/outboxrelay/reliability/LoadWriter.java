@@ -2,6 +2,7 @@ package dev.outboxrelay.reliability;
 
 import static org.awaitility.Awaitility.await;
 
+import dev.outboxrelay.testing.OutboxDb;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import dev.outboxrelay.config.DataSourceFactory;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -13,7 +14,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One fault scenario: a fresh database, the main connector (instance key {@link #MAIN_KEY}, the one
@@ -30,11 +30,10 @@ final class Scenario implements AutoCloseable {
 
   static final int LEGACY_ROWS = 25;
   static final int UNOWNED_ROWS = 25;
+  static final String UNOWNED_KEY = "unowned";
 
   /** Long enough for a loaded 2-core machine; every wait is on a condition. */
   static final Duration DRAIN = Duration.ofMinutes(3);
-
-  private static final AtomicInteger DATABASES = new AtomicInteger();
 
   final String name;
   final ConnectKit kit;
@@ -63,20 +62,58 @@ final class Scenario implements AutoCloseable {
   }
 
   static Scenario open(ConnectKit kit, String name) {
-    return open(kit, name, "rel_" + name.replace('-', '_') + "_" + DATABASES.incrementAndGet());
+    return open(kit, name, OutboxDb.fresh("rel_" + name.replace('-', '_')));
   }
 
   static Scenario open(ConnectKit kit, String name, String database) {
-    OutboxDb db = OutboxDb.create(database).prepare(MAIN_KEY, LEGACY_ROWS, UNOWNED_ROWS);
+    return open(kit, name, OutboxDb.create(database));
+  }
+
+  private static Scenario open(ConnectKit kit, String name, OutboxDb db) {
+    prepare(db);
     Scenario s = new Scenario(kit, name, db);
     kit.createTopic(s.mainTopic, 3);
     kit.createTopic(s.otherTopic, 3);
     return s;
   }
 
+  /**
+   * Schema V1, then {@link #LEGACY_ROWS} rows without an instance key (as before V2), then the
+   * current version, then {@link #UNOWNED_ROWS} rows of {@link #UNOWNED_KEY}, and the audit of
+   * every update to a row that is not the main connector's (who held it before and after), kept by
+   * a trigger.
+   */
+  private static void prepare(OutboxDb db) {
+    db.migrateTo("1");
+    db.update(
+        "INSERT INTO outbox (message_id, aggregate_type, aggregate_id, event_type, payload)"
+            + " SELECT 'legacy-' || g, 'order', 'legacy-agg-' || (g % 7), 'Legacy',"
+            + " convert_to('{\"legacy\":' || g || '}', 'UTF8') FROM generate_series(1, ?) g",
+        LEGACY_ROWS);
+    db.migrate();
+    db.update(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " payload) SELECT 'unowned-' || g, ?, 'order', 'u-agg-' || (g % 5), 'Unowned',"
+            + " convert_to('{\"u\":' || g || '}', 'UTF8') FROM generate_series(1, ?) g",
+        UNOWNED_KEY, UNOWNED_ROWS);
+    db.update(
+        "CREATE TABLE relay_audit (id BIGSERIAL PRIMARY KEY, message_id TEXT, instance_key TEXT,"
+            + " old_owner TEXT, new_owner TEXT, old_status TEXT, new_status TEXT)");
+    db.update(
+        "CREATE FUNCTION relay_audit_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            + " INSERT INTO relay_audit (message_id, instance_key, old_owner, new_owner,"
+            + " old_status, new_status) VALUES (OLD.message_id, OLD.instance_key,"
+            + " OLD.lease_owner, NEW.lease_owner, OLD.status, NEW.status); RETURN NULL; END $$");
+    db.update(
+        "CREATE TRIGGER relay_audit AFTER UPDATE ON outbox FOR EACH ROW"
+            + " WHEN (OLD.instance_key IS DISTINCT FROM '"
+            + MAIN_KEY
+            + "') EXECUTE FUNCTION relay_audit_row()");
+  }
+
   /** Legacy rows (no instance key) and rows of a key nobody relays, as JSON, by message id. */
   Map<String, String> untouched() {
-    return db.snapshot("instance_key IS NULL OR instance_key = ?", OutboxDb.UNOWNED_KEY);
+    return db.snapshot("instance_key IS NULL OR instance_key = ?", UNOWNED_KEY);
   }
 
   Map<String, String> mainConfig(int tasks) {
@@ -117,7 +154,7 @@ final class Scenario implements AutoCloseable {
         DRAIN,
         () -> {
           writer.check();
-          return db.published(MAIN_KEY) >= rows;
+          return db.count("PUBLISHED", MAIN_KEY) >= rows;
         });
   }
 

@@ -8,6 +8,7 @@ import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.reliability.Verdict.Figures;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -82,7 +83,7 @@ class SecretsInFailurePathsTest {
           "every sentinel row settled",
           Scenario.DRAIN,
           () ->
-              s.db.count(
+              s.db.scalar(
                       "SELECT count(*) FROM outbox WHERE message_id LIKE 's-%'"
                           + " AND status IN ('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')")
                   == 0);
@@ -213,7 +214,7 @@ class SecretsInFailurePathsTest {
 
   private void insert(
       Scenario s, String id, String key, String body, String headers, String topic) {
-    s.db.exec(
+    s.db.update(
         "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
             + " topic, payload, headers) VALUES (?, ?, 'order', ?, 'Secret', ?, ?, CAST(? AS jsonb))",
         id,
@@ -296,9 +297,9 @@ class SecretsInFailurePathsTest {
   }
 
   private void setMode(Scenario s, String mode) {
-    s.db.exec("DELETE FROM relay_fault");
+    s.db.update("DELETE FROM relay_fault");
     if (mode != null) {
-      s.db.exec("INSERT INTO relay_fault (mode) VALUES (?)", mode);
+      s.db.update("INSERT INTO relay_fault (mode) VALUES (?)", mode);
     }
   }
 
@@ -309,13 +310,13 @@ class SecretsInFailurePathsTest {
    * FAILED ({@code failed-*}); with SQLState 40001 (retriable) or P0001 (not).
    */
   private void installFaultTrigger(OutboxDb db) {
-    db.exec("CREATE TABLE relay_fault (mode TEXT NOT NULL)");
+    db.update("CREATE TABLE relay_fault (mode TEXT NOT NULL)");
     String raise =
         " '%s refused row %% payload %%', OLD.message_id, encode(OLD.payload, 'escape')"
                 .formatted(driver)
             + " USING DETAIL = '%s detail ' || coalesce(OLD.headers::text, ''), HINT = '%s hint'"
                 .formatted(driver, driver);
-    db.exec(
+    db.update(
         "CREATE FUNCTION relay_fault_row() RETURNS trigger LANGUAGE plpgsql AS $$"
             + " DECLARE m TEXT; BEGIN"
             + " IF OLD.instance_key IS DISTINCT FROM '"
@@ -333,7 +334,7 @@ class SecretsInFailurePathsTest {
             + " ELSE RAISE EXCEPTION"
             + raise
             + "; END IF; END IF; RETURN NEW; END $$");
-    db.exec(
+    db.update(
         "CREATE TRIGGER relay_fault BEFORE UPDATE ON outbox FOR EACH ROW"
             + " EXECUTE FUNCTION relay_fault_row()");
   }

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.KafkaRecords.Rec;
-import dev.outboxrelay.reliability.OutboxDb.RowFacts;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -80,7 +80,7 @@ final class Verdict {
       Scenario s, Map<String, String> expectedParked, Set<String> claimLostElsewhere) {
     s.awaitDrained();
     LoadWriter.Spec spec = s.writer().spec();
-    Map<String, RowFacts> rows = s.db.facts(Scenario.MAIN_KEY);
+    Map<String, Row> rows = s.db.rows(Scenario.MAIN_KEY);
     List<Rec> mainRecords = KafkaRecords.readAll(s.kit.connect().kafka(), s.mainTopic);
     List<Rec> otherRecords = KafkaRecords.readAll(s.kit.connect().kafka(), s.otherTopic);
 
@@ -103,11 +103,11 @@ final class Verdict {
     List<String> lost = new ArrayList<>();
     long published = 0;
     long failed = 0;
-    for (RowFacts row : rows.values()) {
+    for (Row row : rows.values()) {
       String parked = expectedParked.get(row.messageId());
       if (parked != null) {
-        if (!parked.equals(row.status() + " " + row.failureCode())) {
-          lost.add(row.messageId() + " (" + row.status() + " " + row.failureCode() + ")");
+        if (!parked.equals(row.status() + " " + row.lastFailureCode())) {
+          lost.add(row.messageId() + " (" + row.status() + " " + row.lastFailureCode() + ")");
         }
         failed++;
         continue;
@@ -137,7 +137,7 @@ final class Verdict {
       if (copies > 1) {
         duplicateRecords += copies - 1;
         duplicatedRows++;
-        RowFacts row = rows.get(e.getKey());
+        Row row = rows.get(e.getKey());
         if (row == null || (row.abandonedClaims() == 0 && !claimLost.contains(e.getKey()))) {
           unaccounted.add(e.getKey() + " x" + copies);
         }
@@ -146,7 +146,7 @@ final class Verdict {
     assertEquals(List.of(), unaccounted, s.name + ": duplicates without a lost lease");
 
     // The other connector: all delivered, to its topic; never touched by the main connector.
-    Map<String, RowFacts> others = s.db.facts(Scenario.OTHER_KEY);
+    Map<String, Row> others = s.db.rows(Scenario.OTHER_KEY);
     assertEquals(spec.otherTotal(), others.size() - extraIds(others.keySet()).size(), s.name);
     Map<String, List<Rec>> otherById = byMessageId(otherRecords);
     List<String> otherLost =
@@ -156,25 +156,25 @@ final class Verdict {
                     expectedParked.containsKey(r.messageId())
                         ? !expectedParked
                             .get(r.messageId())
-                            .equals(r.status() + " " + r.failureCode())
+                            .equals(r.status() + " " + r.lastFailureCode())
                         : !"PUBLISHED".equals(r.status()) || !otherById.containsKey(r.messageId()))
-            .map(RowFacts::messageId)
+            .map(Row::messageId)
             .limit(20)
             .toList();
     assertEquals(List.of(), otherLost, s.name + ": rows of the other instance key lost");
     String mainOwner = s.mainConnector + "/task-%";
     assertEquals(
         0,
-        s.db.count(
+        s.db.scalar(
             "SELECT count(*) FROM relay_audit WHERE old_owner LIKE ? OR new_owner LIKE ?",
             mainOwner,
             mainOwner),
         s.name + ": the main connector changed a row that is not its own");
     assertEquals(
         0,
-        s.db.count(
+        s.db.scalar(
             "SELECT count(*) FROM relay_audit WHERE instance_key IS NULL OR instance_key = ?",
-            OutboxDb.UNOWNED_KEY),
+            Scenario.UNOWNED_KEY),
         s.name + ": a legacy or unowned row was updated");
     s.assertUntouched();
 
@@ -213,7 +213,7 @@ final class Verdict {
   }
 
   /** The row's recorded coordinates hold a record of this very message. */
-  private static boolean pointsAtItself(RowFacts row, List<Rec> copies) {
+  private static boolean pointsAtItself(Row row, List<Rec> copies) {
     return copies.stream()
         .anyMatch(
             r ->
@@ -226,7 +226,7 @@ final class Verdict {
    * Walks each partition in offset order, keeping the first copy of each message; per aggregate
    * (the record key), the rows' seq must then only grow.
    */
-  static List<String> orderViolations(List<Rec> records, Map<String, RowFacts> rows) {
+  static List<String> orderViolations(List<Rec> records, Map<String, Row> rows) {
     Map<String, List<Rec>> byPartition = new TreeMap<>();
     for (Rec r : records) {
       byPartition.computeIfAbsent(r.topic() + "-" + r.partition(), k -> new ArrayList<>()).add(r);
@@ -240,7 +240,7 @@ final class Verdict {
         if (!seen.add(r.messageId())) {
           continue;
         }
-        RowFacts row = rows.get(r.messageId());
+        Row row = rows.get(r.messageId());
         if (row == null) {
           continue;
         }

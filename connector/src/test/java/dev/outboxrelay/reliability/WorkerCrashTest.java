@@ -139,7 +139,7 @@ class WorkerCrashTest {
 
   /** IN_FLIGHT rows held by exactly these lease owners. */
   private static long heldBy(Scenario s, String[] owners) {
-    return s.db.count(
+    return s.db.scalar(
         "SELECT count(*) FROM outbox WHERE status = 'IN_FLIGHT' AND lease_owner = ANY (?)",
         (Object) owners);
   }
