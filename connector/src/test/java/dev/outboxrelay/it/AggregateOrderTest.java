@@ -4,8 +4,9 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.OutboxDb;
 import dev.outboxrelay.testing.OutboxDb.Row;
 import java.time.Duration;
@@ -18,7 +19,7 @@ import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Per-aggregate order of first deliveries, with three tasks competing for rows and some aggregates
@@ -26,8 +27,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Connect acknowledges them without metadata and the rows are retried). For every key, the first
  * time each message shows up in Kafka follows the order the rows were inserted in.
  */
-@ExtendWith(RelayCluster.class)
 class AggregateOrderTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final String CONNECTOR = "order-relay";
   private static final String KEY = "ordered";
   private static final String TOPIC = "it-order";
@@ -39,7 +42,7 @@ class AggregateOrderTest {
 
   @AfterEach
   void undeploy() throws InterruptedException {
-    RelayCluster.delete(CONNECTOR);
+    CLUSTER.delete(CONNECTOR);
     DropFirstClaimsTransform.reset();
   }
 
@@ -65,7 +68,7 @@ class AggregateOrderTest {
       for (int round = 0; round < ROUNDS / 2; round++) {
         db.insert(KEY, round(round));
       }
-      Map<String, String> config = RelayCluster.connectorConfig(db, KEY, 3);
+      Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 3);
       config.put("topic.template", TOPIC);
       config.put("claim.batch.size", "10");
       config.put("null.metadata.policy", "retry");
@@ -78,7 +81,7 @@ class AggregateOrderTest {
           FAILING.entrySet().stream()
               .map(e -> e.getKey() + ":" + e.getValue())
               .collect(Collectors.joining(",")));
-      RelayCluster.deploy(CONNECTOR, config);
+      CLUSTER.deploy(CONNECTOR, config);
       for (int round = ROUNDS / 2; round < ROUNDS; round++) {
         db.insert(KEY, round(round));
       }
@@ -88,7 +91,7 @@ class AggregateOrderTest {
           .until(() -> db.count("PUBLISHED", KEY) == total);
 
       Map<String, Row> rows = db.rows();
-      List<Delivered> delivered = RelayCluster.consumeAll(TOPIC);
+      List<Delivered> delivered = CLUSTER.readAll(TOPIC);
 
       // The failure really happened: every row of a failing aggregate was retried as often as
       // its records were dropped, and the others never were.
@@ -127,7 +130,7 @@ class AggregateOrderTest {
             }
           });
       assertEquals(List.of(), violations, "per-aggregate first-delivery order");
-      RelayCluster.assertRunning(CONNECTOR, 3);
+      CLUSTER.assertRunning(CONNECTOR, 3);
     }
   }
 

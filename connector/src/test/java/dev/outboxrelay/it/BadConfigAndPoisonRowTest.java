@@ -6,9 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
 import dev.outboxrelay.testing.OutboxDb.Row;
@@ -29,15 +30,17 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Bad configurations are refused by the REST validate endpoint with each error on the key to fix; a
  * row that can never be published is parked FAILED with its reason while its neighbours, in its own
  * aggregate too, are published.
  */
-@ExtendWith(RelayCluster.class)
 class BadConfigAndPoisonRowTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final String CONNECTOR = "poison-relay";
   private static final String KEY = "poison";
   private static final String TOPIC = "it-poison";
@@ -59,12 +62,12 @@ class BadConfigAndPoisonRowTest {
   @AfterEach
   void undeploy() throws InterruptedException {
     if (deployed) {
-      RelayCluster.delete(CONNECTOR);
+      CLUSTER.delete(CONNECTOR);
     }
   }
 
   private static Map<String, String> valid() {
-    Map<String, String> config = RelayCluster.connectorConfig(db, KEY, 1);
+    Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 1);
     config.put("name", "validated"); // the validate endpoint requires it
     return config;
   }
@@ -74,7 +77,7 @@ class BadConfigAndPoisonRowTest {
     Map<String, String> config = valid();
     change.accept(config);
     ConfigInfos infos =
-        RelayCluster.connect().validateConnectorConfig(RelayCluster.CONNECTOR_CLASS, config);
+        CLUSTER.connect().validateConnectorConfig(ConnectCluster.CONNECTOR_CLASS, config);
     Map<String, List<String>> errors = new TreeMap<>();
     for (ConfigInfo info : infos.configs()) {
       if (!info.configValue().errors().isEmpty()) {
@@ -133,12 +136,12 @@ class BadConfigAndPoisonRowTest {
             json("p-4", "agg-b", "[4, \"four\"]"),
             json("p-5", "agg-a", "{\"n\":5}"));
     db.insert(KEY, rows);
-    Map<String, String> config = RelayCluster.connectorConfig(db, KEY, 2);
+    Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 2);
     config.put("topic.template", TOPIC);
     config.put("payload.format", "json");
-    config.put("value.converter", RelayCluster.JSON_CONVERTER);
+    config.put("value.converter", ConnectCluster.JSON_CONVERTER);
     config.put("value.converter.schemas.enable", "false");
-    RelayCluster.deploy(CONNECTOR, config);
+    CLUSTER.deploy(CONNECTOR, config);
     deployed = true;
 
     await("the poison row FAILED and its neighbours PUBLISHED")
@@ -150,7 +153,7 @@ class BadConfigAndPoisonRowTest {
     assertNull(poison.kafkaTopic());
     assertNull(poison.kafkaOffset());
 
-    List<Delivered> delivered = RelayCluster.consumeAll(TOPIC);
+    List<Delivered> delivered = CLUSTER.readAll(TOPIC);
     assertEquals(
         new TreeSet<>(List.of("p-1", "p-3", "p-4", "p-5")),
         delivered.stream()
@@ -171,7 +174,7 @@ class BadConfigAndPoisonRowTest {
             .isEmpty(),
         "the poison row is reported with its reason");
     assertEquals(1, ConnectMBeans.sumOverTasks(CONNECTOR, 2, "failed-total"), "failed-total");
-    RelayCluster.assertRunning(CONNECTOR, 2);
+    CLUSTER.assertRunning(CONNECTOR, 2);
   }
 
   private static OutboxMessage json(String id, String aggregate, String payload) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
@@ -13,7 +14,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,8 +24,10 @@ import org.slf4j.LoggerFactory;
  * each attempt waits connection.timeout.ms). The tasks stay RUNNING throughout (no restart), resume
  * by themselves once it is back, and lose nothing.
  */
-@ExtendWith(RelayCluster.class)
 class DatabaseOutageTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final Logger log = LoggerFactory.getLogger(DatabaseOutageTest.class);
   private static final String CONNECTOR = "outage-relay";
   private static final String KEY = "outage";
@@ -41,20 +44,20 @@ class DatabaseOutageTest {
       db.allowConnections(true);
       db.close();
     }
-    RelayCluster.delete(CONNECTOR);
+    CLUSTER.delete(CONNECTOR);
   }
 
   @Test
   void tasksRideOutADatabaseOutageWithoutRestartingOrLosingRows() throws Exception {
     LogCapture logs = LogCapture.get();
     db = OutboxDb.fresh("it_outage").migrate();
-    Map<String, String> config = RelayCluster.connectorConfig(db, KEY, TASKS);
+    Map<String, String> config = ConnectCluster.relayConfig(db, KEY, TASKS);
     config.put("topic.template", TOPIC);
     config.put("claim.batch.size", "20");
     config.put("lease.duration.ms", "5000");
     config.put("lease.renewal.interval.ms", "1500");
     config.put("connection.timeout.ms", "1000");
-    RelayCluster.deploy(CONNECTOR, config);
+    CLUSTER.deploy(CONNECTOR, config);
     long startMark = logs.mark();
 
     try (SteadyWriter writer = new SteadyWriter(db, KEY, "db", TOTAL, 50, 300).start()) {
@@ -79,7 +82,7 @@ class DatabaseOutageTest {
           .pollInterval(Duration.ofMillis(250))
           .until(
               () -> {
-                RelayCluster.assertRunning(CONNECTOR, TASKS); // never FAILED meanwhile
+                CLUSTER.assertRunning(CONNECTOR, TASKS); // never FAILED meanwhile
                 for (int task = 0; task < TASKS; task++) {
                   if (refusedOperations(logs, outageMark, task) < REFUSED_PER_TASK) {
                     return false;
@@ -90,7 +93,7 @@ class DatabaseOutageTest {
       assertTrue(
           ConnectMBeans.sumOverTasks(CONNECTOR, TASKS, "database-errors-total") > errorsBefore,
           "the failures are counted in database-errors-total");
-      RelayCluster.assertRunning(CONNECTOR, TASKS);
+      CLUSTER.assertRunning(CONNECTOR, TASKS);
 
       // It comes back; nobody touches the connector.
       db.allowConnections(true);
@@ -100,7 +103,7 @@ class DatabaseOutageTest {
           .until(() -> db.count("PUBLISHED", KEY) == TOTAL);
       assertTrue(writtenAtOutage < TOTAL, "rows were still being written when it went away");
 
-      RelayCluster.assertRunning(CONNECTOR, TASKS);
+      CLUSTER.assertRunning(CONNECTOR, TASKS);
       List<LogCapture.Event> restarts =
           logs.matching(
               startMark,
@@ -120,8 +123,7 @@ class DatabaseOutageTest {
 
       Map<String, OutboxDb.Row> rows = db.rows();
       Map<String, Integer> duplicates =
-          Deliveries.assertAllPublishedAtLeastOnce(
-              rows, RelayCluster.consumeAll(TOPIC), writer.ids());
+          Deliveries.assertAllPublishedAtLeastOnce(rows, CLUSTER.readAll(TOPIC), writer.ids());
       Deliveries.assertDuplicatesReported(duplicates, startMark);
       Deliveries.assertNoAttemptCharged(rows, writer.ids());
       log.warn(

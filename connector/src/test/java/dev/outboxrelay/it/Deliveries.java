@@ -3,7 +3,7 @@ package dev.outboxrelay.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.it.RelayCluster.Delivered;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb.Row;
 import java.util.Collection;

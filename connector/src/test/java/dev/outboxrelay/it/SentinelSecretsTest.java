@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.ConnectMBeans.Attribute;
 import dev.outboxrelay.testing.LogCapture;
@@ -25,7 +26,7 @@ import org.apache.kafka.connect.runtime.rest.entities.ConfigInfos;
 import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,8 +36,10 @@ import org.slf4j.LoggerFactory;
  * paths run), in the connectors' REST status or validation errors, or in any Kafka MBean (names,
  * attribute names, values).
  */
-@ExtendWith(RelayCluster.class)
 class SentinelSecretsTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final Logger log = LoggerFactory.getLogger(SentinelSecretsTest.class);
   private static final Logger controlLog = LoggerFactory.getLogger("dev.outboxrelay.it.control");
   private static final java.util.logging.Logger controlJul =
@@ -73,7 +76,7 @@ class SentinelSecretsTest {
   void undeploy() throws InterruptedException {
     LogCapture.get().stopWatching();
     for (String name : deployed) {
-      RelayCluster.delete(name);
+      CLUSTER.delete(name);
     }
   }
 
@@ -108,10 +111,10 @@ class SentinelSecretsTest {
         assertNoSecretIn("validation errors", validationErrors(unreachableConfig(db)));
 
         // A connector that parks two poison rows and publishes their neighbours.
-        Map<String, String> config = withSecrets(RelayCluster.connectorConfig(db, KEY, 2), url);
+        Map<String, String> config = withSecrets(ConnectCluster.relayConfig(db, KEY, 2), url);
         config.put("topic.template", TOPIC);
         config.put("payload.format", "json");
-        config.put("value.converter", RelayCluster.JSON_CONVERTER);
+        config.put("value.converter", ConnectCluster.JSON_CONVERTER);
         config.put("value.converter.schemas.enable", "false");
         deploy(RELAY, config);
         await("poison rows FAILED, neighbours PUBLISHED")
@@ -127,11 +130,12 @@ class SentinelSecretsTest {
 
         // A connector whose table disappears: its task fails.
         Map<String, String> vanishing =
-            withSecrets(RelayCluster.connectorConfig(db, "vanishing-key", 1), url);
+            withSecrets(ConnectCluster.relayConfig(db, "vanishing-key", 1), url);
         vanishing.put("outbox.table", "vanishing");
         deploy(VANISHING, vanishing);
         db.update("DROP TABLE vanishing");
-        RelayCluster.connect()
+        CLUSTER
+            .connect()
             .assertions()
             .assertConnectorIsRunningAndTasksHaveFailed(VANISHING, 1, "task fails on the table");
       }
@@ -141,7 +145,7 @@ class SentinelSecretsTest {
         assertNoSecretIn(name + " status", get("connectors/" + name + "/status"));
       }
       assertNoSecretIn("all statuses", get("connectors?expand=status"));
-      ConnectorStateInfo failed = RelayCluster.status(VANISHING);
+      ConnectorStateInfo failed = CLUSTER.status(VANISHING);
       String trace = failed.tasks().get(0).trace();
       assertEquals("FAILED", failed.tasks().get(0).state());
       assertTrue(trace.contains("42P01"), () -> "the trace says what failed: " + trace);
@@ -181,7 +185,7 @@ class SentinelSecretsTest {
 
   private void deploy(String name, Map<String, String> config) throws InterruptedException {
     deployed.add(name);
-    RelayCluster.deploy(name, config);
+    CLUSTER.deploy(name, config);
   }
 
   private Map<String, String> withSecrets(Map<String, String> config, String url) {
@@ -197,7 +201,7 @@ class SentinelSecretsTest {
     }
     Map<String, String> config =
         withSecrets(
-            RelayCluster.connectorConfig(db, KEY, 1),
+            ConnectCluster.relayConfig(db, KEY, 1),
             "jdbc:postgresql://127.0.0.1:" + closedPort + "/x?itSecret=" + urlSecret);
     config.put("name", "sentinel-validate");
     return config;
@@ -205,7 +209,7 @@ class SentinelSecretsTest {
 
   private static String validationErrors(Map<String, String> config) {
     ConfigInfos infos =
-        RelayCluster.connect().validateConnectorConfig(RelayCluster.CONNECTOR_CLASS, config);
+        CLUSTER.connect().validateConnectorConfig(ConnectCluster.CONNECTOR_CLASS, config);
     assertTrue(infos.errorCount() > 0, "the unreachable database is reported");
     StringBuilder errors = new StringBuilder();
     for (ConfigInfo info : infos.configs()) {
@@ -216,7 +220,7 @@ class SentinelSecretsTest {
 
   private static String get(String resource) {
     Response response =
-        RelayCluster.connect().requestGet(RelayCluster.connect().endpointForResource(resource));
+        CLUSTER.connect().requestGet(CLUSTER.connect().endpointForResource(resource));
     assertEquals(200, response.getStatus(), resource);
     return String.valueOf(response.getEntity()); // the kit hands back the body it read
   }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
@@ -15,15 +16,17 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Faults injected while rows flow through several tasks on two workers, each in its own scenario,
  * with a second connector of another instance key on the same table throughout. Each ends with
  * {@link Verdict#check}: nothing lost, order kept, every duplicate accounted for.
  */
-@ExtendWith(ReliabilityCluster.class)
 class FaultsUnderLoadTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.TWO_WORKERS);
+
   static final int ROWS = 10_000;
 
   /**
@@ -34,7 +37,7 @@ class FaultsUnderLoadTest {
    */
   @Test
   void aHungTaskIsFencedOffAndEveryStaleWriteIsRejected() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "hung-task")) {
+    try (Scenario s = Scenario.open(CLUSTER, "hung-task")) {
       String trigger = "m-" + ROWS / 4;
       HangingTransform.Hang hang = HangingTransform.arm(trigger);
       Map<String, String> main = s.mainConfig(3);
@@ -46,7 +49,7 @@ class FaultsUnderLoadTest {
       Set<String> takenOver;
       Map<String, String> newOwnersWrote;
       try {
-        ConnectKit.awaitTrue("the task hangs", Scenario.DRAIN, () -> hang.entered.getCount() == 0);
+        Scenario.awaitTrue("the task hangs", Scenario.DRAIN, () -> hang.entered.getCount() == 0);
         String hungOwner =
             s.db
                 .map("SELECT message_id, lease_owner FROM outbox WHERE message_id = ?", trigger)
@@ -62,7 +65,7 @@ class FaultsUnderLoadTest {
         assertTrue(List.of(held).contains(trigger));
 
         // It stops renewing; its leases expire and the other tasks take its rows over.
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the hung task's rows taken over and published",
             Scenario.DRAIN,
             () ->
@@ -90,7 +93,7 @@ class FaultsUnderLoadTest {
       }
 
       // It wakes up, sends what it still held and tries to record it: every write is rejected.
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           "a claim-lost line for every row taken over from the hung task",
           Scenario.DRAIN,
           () -> claimLostIds(s).containsAll(takenOver));
@@ -108,7 +111,7 @@ class FaultsUnderLoadTest {
    */
   @Test
   void theDatabaseGoesAwayForLongerThanALeaseAndReturns() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "db-outage")) {
+    try (Scenario s = Scenario.open(CLUSTER, "db-outage")) {
       s.deploy(s.mainConfig(3), s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
@@ -118,7 +121,7 @@ class FaultsUnderLoadTest {
       try {
         // Every lease held when it went away has expired by the database's own clock, and every
         // task has found the database unavailable (claiming, writing outcomes or renewing).
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the outage outlasts every lease and every task met it",
             Scenario.DRAIN,
             () ->
@@ -152,7 +155,7 @@ class FaultsUnderLoadTest {
    */
   @Test
   void kafkaStopsAcknowledgingForLongerThanALeaseAndNothingIsSentTwice() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "kafka-slow")) {
+    try (Scenario s = Scenario.open(CLUSTER, "kafka-slow")) {
       Map<String, String> main = s.mainConfig(3);
       main.put("producer.override.interceptor.classes", StallingInterceptor.class.getName());
       s.deploy(main, s.otherConfig(2));
@@ -164,7 +167,7 @@ class FaultsUnderLoadTest {
               id.equals("connector-producer-" + s.mainConnector + "-0")
                   || id.equals("connector-producer-" + s.mainConnector + "-1"));
       try {
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "two producers stop acknowledging",
             Scenario.DRAIN,
             () -> StallingInterceptor.stalledThreads() == 2);
@@ -178,7 +181,7 @@ class FaultsUnderLoadTest {
         assertTrue(waiting.size() > 0, "the stalled tasks hold rows");
         String[] ids = waiting.keySet().toArray(String[]::new);
         Timestamp renewedBeyond = Timestamp.from(stalledAt.plus(Scenario.LEASE).plusSeconds(1));
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the waiting rows' leases renewed past the lease they had when Kafka stalled",
             Scenario.DRAIN,
             () ->
@@ -223,14 +226,14 @@ class FaultsUnderLoadTest {
    */
   @Test
   void theBrokerStopsAndReturns() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "broker-down")) {
+    try (Scenario s = Scenario.open(CLUSTER, "broker-down")) {
       s.deploy(s.mainConfig(3), s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
       Instant stoppedAt = OutboxDb.serverNow();
       s.kit.connect().kafka().stopOnlyBrokers();
       try {
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the broker stays away for longer than a lease",
             Scenario.DRAIN,
             () -> OutboxDb.serverNow().isAfter(stoppedAt.plus(Scenario.LEASE).plusSeconds(1)));
@@ -246,14 +249,14 @@ class FaultsUnderLoadTest {
   /** tasks.max changes twice mid-stream (2 to 4, then 4 to 2): every task is replaced each time. */
   @Test
   void tasksMaxChangesMidStream() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "tasks-max")) {
+    try (Scenario s = Scenario.open(CLUSTER, "tasks-max")) {
       Map<String, String> main = s.mainConfig(2);
       s.deploy(main, s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
       main.put("tasks.max", "4");
       s.kit.deploy(s.mainConnector, main);
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           "each of the four tasks claims",
           Scenario.DRAIN,
           () -> {

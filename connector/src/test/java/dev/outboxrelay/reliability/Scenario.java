@@ -1,8 +1,10 @@
 package dev.outboxrelay.reliability;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.outboxrelay.config.DataSourceFactory;
+import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
@@ -14,6 +16,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.Callable;
 
 /**
  * One fault scenario: a fresh database, the main connector (instance key {@link #MAIN_KEY}, the one
@@ -35,8 +38,11 @@ final class Scenario implements AutoCloseable {
   /** Long enough for a loaded 2-core machine; every wait is on a condition. */
   static final Duration DRAIN = Duration.ofMinutes(3);
 
+  /** How long a worker (or a connector's tasks) may take to start on a loaded 2-core machine. */
+  static final Duration STARTUP = Duration.ofSeconds(90);
+
   final String name;
-  final ConnectKit kit;
+  final ConnectCluster kit;
   final OutboxDb db;
   final String mainConnector;
   final String otherConnector;
@@ -50,7 +56,7 @@ final class Scenario implements AutoCloseable {
   private LoadWriter writer;
   private final long startedNanos = System.nanoTime();
 
-  private Scenario(ConnectKit kit, String name, OutboxDb db) {
+  private Scenario(ConnectCluster kit, String name, OutboxDb db) {
     this.name = name;
     this.kit = kit;
     this.db = db;
@@ -61,15 +67,15 @@ final class Scenario implements AutoCloseable {
     this.untouchedBefore = untouched();
   }
 
-  static Scenario open(ConnectKit kit, String name) {
+  static Scenario open(ConnectCluster kit, String name) {
     return open(kit, name, OutboxDb.fresh("rel_" + name.replace('-', '_')));
   }
 
-  static Scenario open(ConnectKit kit, String name, String database) {
+  static Scenario open(ConnectCluster kit, String name, String database) {
     return open(kit, name, OutboxDb.create(database));
   }
 
-  private static Scenario open(ConnectKit kit, String name, OutboxDb db) {
+  private static Scenario open(ConnectCluster kit, String name, OutboxDb db) {
     prepare(db);
     Scenario s = new Scenario(kit, name, db);
     kit.createTopic(s.mainTopic, 3);
@@ -117,11 +123,24 @@ final class Scenario implements AutoCloseable {
   }
 
   Map<String, String> mainConfig(int tasks) {
-    return ConnectKit.relayConfig(db, MAIN_KEY, tasks, mainTopic);
+    return relayConfig(MAIN_KEY, tasks, mainTopic);
   }
 
   Map<String, String> otherConfig(int tasks) {
-    return ConnectKit.relayConfig(db, OTHER_KEY, tasks, otherTopic);
+    return relayConfig(OTHER_KEY, tasks, otherTopic);
+  }
+
+  /** A connector config relaying {@code instanceKeys} to {@code topic}, with the suite's lease. */
+  private Map<String, String> relayConfig(String instanceKeys, int tasks, String topic) {
+    Map<String, String> config = ConnectCluster.relayConfig(db, instanceKeys, tasks);
+    config.put("connection.pool.size", "3");
+    config.put("topic.template", topic);
+    config.put("claim.batch.size", "100");
+    config.put("poll.interval.ms", "500");
+    config.put("lease.duration.ms", Long.toString(LEASE.toMillis()));
+    config.put("lease.renewal.interval.ms", Long.toString(LEASE.toMillis() / 4));
+    config.put("metrics.backlog.interval.ms", "1000");
+    return config;
   }
 
   void deploy(Map<String, String> main, Map<String, String> other) throws InterruptedException {
@@ -149,7 +168,7 @@ final class Scenario implements AutoCloseable {
 
   /** Waits until {@code rows} main rows are PUBLISHED: the fault then hits a flowing stream. */
   void awaitPublished(long rows) {
-    ConnectKit.awaitTrue(
+    awaitTrue(
         name + ": " + rows + " rows published",
         DRAIN,
         () -> {
@@ -160,13 +179,22 @@ final class Scenario implements AutoCloseable {
 
   /** Waits until the writer is done and nothing of either connector is left to deliver. */
   void awaitDrained() {
-    ConnectKit.awaitTrue(
+    awaitTrue(
         name + ": every row written and delivered",
         DRAIN,
         () -> {
           writer.check();
           return writer.done() && db.active(MAIN_KEY) == 0 && db.active(OTHER_KEY) == 0;
         });
+  }
+
+  /** Waits for {@code condition}, polling, within {@code atMost}. */
+  static void awaitTrue(String what, Duration atMost, Callable<Boolean> condition) {
+    awaitTrue(what, atMost, Duration.ofMillis(100), condition);
+  }
+
+  static void awaitTrue(String what, Duration atMost, Duration poll, Callable<Boolean> condition) {
+    await(what).atMost(atMost).pollInterval(poll).until(condition);
   }
 
   Duration elapsed() {
@@ -199,9 +227,9 @@ final class Scenario implements AutoCloseable {
    * gone, including tasks that failed, were restarted, hung or were abandoned as zombies.
    */
   void deleteAndAwaitReleased() {
-    kit.delete(mainConnector);
-    kit.delete(otherConnector);
-    ConnectKit.awaitTrue(
+    kit.deleteQuietly(mainConnector);
+    kit.deleteQuietly(otherConnector);
+    awaitTrue(
         name + ": relay connections and metrics released",
         Duration.ofSeconds(90),
         Duration.ofMillis(500),

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
@@ -19,7 +20,7 @@ import java.util.Set;
 import java.util.UUID;
 import org.apache.logging.log4j.Level;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Secrets never leak through a failure path. Sentinel strings sit in the connection password, in
@@ -34,8 +35,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * java.util.logging, every enabled level, exception chains included), in any MBean name, attribute
  * or value, or in the connectors' status from the REST API (the failed tasks' traces included).
  */
-@ExtendWith(ReliabilityCluster.class)
 class SecretsInFailurePathsTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.TWO_WORKERS);
+
   private final String run = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
   private final String password = "SNTL-password-" + run;
   private final String urlPassword = "SNTL-urlpassword-" + run;
@@ -64,7 +67,7 @@ class SecretsInFailurePathsTest {
     long eventsBefore = logs.scannedCount();
     long errorsMark = logs.mark();
     try (AutoCloseable verbose = LogCapture.everyLevelOf("dev.outboxrelay", "com.zaxxer.hikari");
-        Scenario s = Scenario.open(ReliabilityCluster.kit(), "secrets", database)) {
+        Scenario s = Scenario.open(CLUSTER, "secrets", database)) {
       installFaultTrigger(s.db);
       String dlq = "rel.secrets.dlq";
       s.kit.createTopic(dlq, 1);
@@ -79,7 +82,7 @@ class SecretsInFailurePathsTest {
 
       // Rows that can never be published, and rows dropped until their attempts are spent.
       writeSecretRows(s);
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           "every sentinel row settled",
           Scenario.DRAIN,
           () ->
@@ -97,7 +100,7 @@ class SecretsInFailurePathsTest {
       long mark = logs.mark();
       s.db.goAway();
       try {
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "each task meets the vanished database",
             Scenario.DRAIN,
             () -> logs.tasksLogging(s.mainConnector, mark, "DB_UNAVAILABLE") == 2);
@@ -243,7 +246,7 @@ class SecretsInFailurePathsTest {
     setMode(s, mode);
     try {
       writePhaseRows(s, mode, 10);
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           mode + " met by " + tasks + " task(s)",
           Scenario.DRAIN,
           () -> LogCapture.get().tasksLogging(s.mainConnector, mark, logged) >= tasks);
@@ -271,7 +274,7 @@ class SecretsInFailurePathsTest {
       } else {
         writePhaseRows(s, mode, 10);
       }
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           mode + ": a task fails",
           Scenario.DRAIN,
           () ->
@@ -283,7 +286,7 @@ class SecretsInFailurePathsTest {
       setMode(s, null);
     }
     // Restart what failed, through REST, until every task runs (a task may report FAILED late).
-    ConnectKit.awaitTrue(
+    Scenario.awaitTrue(
         mode + ": every task running again after restarts",
         Scenario.DRAIN,
         Duration.ofSeconds(1),

@@ -3,7 +3,8 @@ package dev.outboxrelay.reliability;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.reliability.KafkaRecords.Rec;
+import dev.outboxrelay.testing.KafkaRecords;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb.Row;
 import java.util.ArrayList;
@@ -81,8 +82,8 @@ final class Verdict {
     s.awaitDrained();
     LoadWriter.Spec spec = s.writer().spec();
     Map<String, Row> rows = s.db.rows(Scenario.MAIN_KEY);
-    List<Rec> mainRecords = KafkaRecords.readAll(s.kit.connect().kafka(), s.mainTopic);
-    List<Rec> otherRecords = KafkaRecords.readAll(s.kit.connect().kafka(), s.otherTopic);
+    List<Delivered> mainRecords = s.kit.readAll(s.mainTopic);
+    List<Delivered> otherRecords = s.kit.readAll(s.otherTopic);
 
     // Nothing of one connector in the other's topic.
     assertTrue(
@@ -93,7 +94,7 @@ final class Verdict {
         s.name + ": a record of another instance key in the other topic");
 
     // Every main row written: in Kafka at least once, PUBLISHED where Kafka has it.
-    Map<String, List<Rec>> byId = byMessageId(mainRecords);
+    Map<String, List<Delivered>> byId = KafkaRecords.byMessageId(mainRecords);
     Set<String> expectedIds = new HashSet<>();
     for (int n = 0; n < spec.total(); n++) {
       expectedIds.add("m-" + n);
@@ -112,8 +113,10 @@ final class Verdict {
         failed++;
         continue;
       }
-      List<Rec> copies = byId.getOrDefault(row.messageId(), List.of());
-      if (!"PUBLISHED".equals(row.status()) || copies.isEmpty() || !pointsAtItself(row, copies)) {
+      List<Delivered> copies = byId.getOrDefault(row.messageId(), List.of());
+      if (!"PUBLISHED".equals(row.status())
+          || copies.isEmpty()
+          || !KafkaRecords.pointsAtOneOf(row, copies)) {
         lost.add(row.messageId() + " (" + row.status() + ", " + copies.size() + " in Kafka)");
       } else {
         published++;
@@ -132,7 +135,7 @@ final class Verdict {
     int duplicateRecords = 0;
     int duplicatedRows = 0;
     List<String> unaccounted = new ArrayList<>();
-    for (Map.Entry<String, List<Rec>> e : byId.entrySet()) {
+    for (Map.Entry<String, List<Delivered>> e : byId.entrySet()) {
       int copies = e.getValue().size();
       if (copies > 1) {
         duplicateRecords += copies - 1;
@@ -148,7 +151,7 @@ final class Verdict {
     // The other connector: all delivered, to its topic; never touched by the main connector.
     Map<String, Row> others = s.db.rows(Scenario.OTHER_KEY);
     assertEquals(spec.otherTotal(), others.size() - extraIds(others.keySet()).size(), s.name);
-    Map<String, List<Rec>> otherById = byMessageId(otherRecords);
+    Map<String, List<Delivered>> otherById = KafkaRecords.byMessageId(otherRecords);
     List<String> otherLost =
         others.values().stream()
             .filter(
@@ -204,39 +207,21 @@ final class Verdict {
         .collect(Collectors.toSet());
   }
 
-  private static Map<String, List<Rec>> byMessageId(List<Rec> records) {
-    Map<String, List<Rec>> byId = new HashMap<>();
-    for (Rec r : records) {
-      byId.computeIfAbsent(r.messageId(), k -> new ArrayList<>()).add(r);
-    }
-    return byId;
-  }
-
-  /** The row's recorded coordinates hold a record of this very message. */
-  private static boolean pointsAtItself(Row row, List<Rec> copies) {
-    return copies.stream()
-        .anyMatch(
-            r ->
-                r.topic().equals(row.kafkaTopic())
-                    && r.partition() == row.kafkaPartition()
-                    && r.offset() == row.kafkaOffset());
-  }
-
   /**
    * Walks each partition in offset order, keeping the first copy of each message; per aggregate
    * (the record key), the rows' seq must then only grow.
    */
-  static List<String> orderViolations(List<Rec> records, Map<String, Row> rows) {
-    Map<String, List<Rec>> byPartition = new TreeMap<>();
-    for (Rec r : records) {
+  static List<String> orderViolations(List<Delivered> records, Map<String, Row> rows) {
+    Map<String, List<Delivered>> byPartition = new TreeMap<>();
+    for (Delivered r : records) {
       byPartition.computeIfAbsent(r.topic() + "-" + r.partition(), k -> new ArrayList<>()).add(r);
     }
     List<String> violations = new ArrayList<>();
-    for (List<Rec> partition : byPartition.values()) {
+    for (List<Delivered> partition : byPartition.values()) {
       partition.sort((a, b) -> Long.compare(a.offset(), b.offset()));
       Set<String> seen = new HashSet<>();
       Map<String, Long> lastSeq = new HashMap<>();
-      for (Rec r : partition) {
+      for (Delivered r : partition) {
         if (!seen.add(r.messageId())) {
           continue;
         }
