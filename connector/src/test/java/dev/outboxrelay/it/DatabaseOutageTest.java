@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
 import java.time.Duration;
@@ -60,7 +61,7 @@ class DatabaseOutageTest {
     CLUSTER.deploy(CONNECTOR, config);
     long startMark = logs.mark();
 
-    try (SteadyWriter writer = new SteadyWriter(db, KEY, "db", TOTAL, 50, 300).start()) {
+    try (LoadWriter writer = LoadWriter.messages(db, KEY, "db", TOTAL, 50, 300).start()) {
       long[] inFlight = new long[1];
       await("rows flowing, some in flight")
           .atMost(Duration.ofSeconds(120))

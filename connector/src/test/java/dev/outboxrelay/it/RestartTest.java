@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
 import java.time.Duration;
@@ -47,7 +48,7 @@ class RestartTest {
       long logMark = LogCapture.get().mark();
       CLUSTER.deploy(CONNECTOR, config);
 
-      try (SteadyWriter writer = new SteadyWriter(db, KEY, "rs", TOTAL, 50, 300).start()) {
+      try (LoadWriter writer = LoadWriter.messages(db, KEY, "rs", TOTAL, 50, 300).start()) {
         long inFlightAtTaskRestart = awaitPublishedWithRowsInFlight(db, 300);
         int writtenAtTaskRestart = writer.written();
         CLUSTER.connect().restartTask(CONNECTOR, 0);

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import dev.outboxrelay.config.DataSourceFactory;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
 import java.io.IOException;
@@ -54,6 +55,7 @@ final class Scenario implements AutoCloseable {
   final long logMark = LogCapture.get().mark();
 
   private LoadWriter writer;
+  private LoadWriter.Spec spec;
   private final long startedNanos = System.nanoTime();
 
   private Scenario(ConnectCluster kit, String name, OutboxDb db) {
@@ -153,8 +155,9 @@ final class Scenario implements AutoCloseable {
     return new LoadWriter.Spec(MAIN_KEY, OTHER_KEY, total, 200, 300, 5, 3000, 160);
   }
 
-  LoadWriter startLoad(LoadWriter.Spec spec, LoadWriter.Extras extras) {
-    writer = new LoadWriter(db, spec, extras).start();
+  LoadWriter startLoad(LoadWriter.Spec spec, LoadWriter.Batch extras) {
+    this.spec = spec;
+    writer = LoadWriter.load(db, spec, extras).start();
     return writer;
   }
 
@@ -162,8 +165,9 @@ final class Scenario implements AutoCloseable {
     return startLoad(spec, null);
   }
 
-  LoadWriter writer() {
-    return writer;
+  /** What the application writes in this scenario. */
+  LoadWriter.Spec spec() {
+    return spec;
   }
 
   /** Waits until {@code rows} main rows are PUBLISHED: the fault then hits a flowing stream. */

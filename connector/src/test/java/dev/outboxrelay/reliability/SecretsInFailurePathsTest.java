@@ -8,6 +8,7 @@ import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.reliability.Verdict.Figures;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
 import java.nio.charset.StandardCharsets;

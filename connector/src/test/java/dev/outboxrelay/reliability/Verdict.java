@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.KafkaRecords;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb.Row;
 import java.util.ArrayList;
@@ -80,7 +81,7 @@ final class Verdict {
   static Figures check(
       Scenario s, Map<String, String> expectedParked, Set<String> claimLostElsewhere) {
     s.awaitDrained();
-    LoadWriter.Spec spec = s.writer().spec();
+    LoadWriter.Spec spec = s.spec();
     Map<String, Row> rows = s.db.rows(Scenario.MAIN_KEY);
     List<Delivered> mainRecords = s.kit.readAll(s.mainTopic);
     List<Delivered> otherRecords = s.kit.readAll(s.otherTopic);
