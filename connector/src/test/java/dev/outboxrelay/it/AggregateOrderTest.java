@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.DropTransform;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.OutboxDb;
 import dev.outboxrelay.testing.OutboxDb.Row;
@@ -43,7 +44,7 @@ class AggregateOrderTest {
   @AfterEach
   void undeploy() throws InterruptedException {
     CLUSTER.delete(CONNECTOR);
-    DropFirstClaimsTransform.reset();
+    DropTransform.reset();
   }
 
   private static Map<String, Integer> failing() {
@@ -62,7 +63,7 @@ class AggregateOrderTest {
 
   @Test
   void firstDeliveriesFollowInsertionOrderPerAggregateDespiteRetries() throws Exception {
-    DropFirstClaimsTransform.reset();
+    DropTransform.reset();
     try (OutboxDb db = OutboxDb.fresh("it_order").migrate()) {
       // Interleaved: each round appends one event to every aggregate, in one transaction.
       for (int round = 0; round < ROUNDS / 2; round++) {
@@ -75,7 +76,7 @@ class AggregateOrderTest {
       config.put("retry.backoff.initial.ms", "100");
       config.put("retry.backoff.max.ms", "400");
       config.put("transforms", "drop");
-      config.put("transforms.drop.type", DropFirstClaimsTransform.class.getName());
+      config.put("transforms.drop.type", DropTransform.class.getName());
       config.put(
           "transforms.drop.aggregates",
           FAILING.entrySet().stream()
@@ -98,15 +99,14 @@ class AggregateOrderTest {
       for (Row row : rows.values()) {
         int drops = FAILING.getOrDefault(row.aggregateId(), 0);
         assertEquals(drops, row.attempts(), () -> "attempts of " + row);
-        assertEquals(
-            drops, DropFirstClaimsTransform.drops(row.messageId()), () -> "drops of " + row);
+        assertEquals(drops, DropTransform.drops(row.messageId()), () -> "drops of " + row);
         if (drops > 0) {
           assertEquals("DELIVERY_UNCONFIRMED", row.lastFailureCode(), row.messageId());
         }
       }
       assertTrue(
-          DropFirstClaimsTransform.PASSING_THREADS.size() >= 2,
-          () -> "several tasks delivered: " + DropFirstClaimsTransform.PASSING_THREADS);
+          DropTransform.passingThreads().size() >= 2,
+          () -> "several tasks delivered: " + DropTransform.passingThreads());
 
       // Records leave in Kafka per partition in offset order; a key lives in one partition.
       Map<String, List<Delivered>> byKey = new LinkedHashMap<>();

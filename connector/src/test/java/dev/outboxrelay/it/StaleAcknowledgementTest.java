@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.HangOnceTransform;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.LogCapture.Event;
@@ -37,14 +38,14 @@ class StaleAcknowledgementTest {
 
   @AfterEach
   void undeploy() throws InterruptedException {
-    BlockOnceTransform.disarm();
+    HangOnceTransform.releaseAll();
     CLUSTER.delete(CONNECTOR);
   }
 
   @Test
   void acknowledgementOfATakenOverLeaseIsRejectedVisiblyAndChangesNothing() throws Exception {
     LogCapture logs = LogCapture.get();
-    BlockOnceTransform.Gate gate = BlockOnceTransform.arm(TARGET);
+    HangOnceTransform.Hang gate = HangOnceTransform.arm(TARGET);
     try (OutboxDb db = OutboxDb.fresh("it_stale").migrate()) {
       Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 2);
       config.put("topic.template", TOPIC);
@@ -52,14 +53,14 @@ class StaleAcknowledgementTest {
       config.put("lease.renewal.interval.ms", "1000");
       config.put("poll.interval.ms", "100");
       config.put("transforms", "block");
-      config.put("transforms.block.type", BlockOnceTransform.class.getName());
+      config.put("transforms.block.type", HangOnceTransform.class.getName());
       CLUSTER.deploy(CONNECTOR, config);
       long mark = logs.mark();
       db.insert(KEY, List.of(OutboxDb.message(TARGET, "agg-1")));
 
       // One task claims the row and hangs in the transform with it.
-      await("a task hangs on " + TARGET).atMost(Duration.ofSeconds(30)).until(gate::hasBlocked);
-      int hungTask = taskOf(gate.blockedThread);
+      await("a task hangs on " + TARGET).atMost(Duration.ofSeconds(30)).until(gate::hasHung);
+      int hungTask = taskOf(gate.thread());
       int otherTask = 1 - hungTask;
       long firstToken = db.row(TARGET).leaseToken();
       assertEquals("IN_FLIGHT", db.row(TARGET).status());

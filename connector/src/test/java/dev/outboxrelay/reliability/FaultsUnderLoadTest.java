@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.reliability.Verdict.Figures;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.HangOnceTransform;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
 import java.sql.Timestamp;
@@ -39,17 +40,16 @@ class FaultsUnderLoadTest {
   void aHungTaskIsFencedOffAndEveryStaleWriteIsRejected() throws Exception {
     try (Scenario s = Scenario.open(CLUSTER, "hung-task")) {
       String trigger = "m-" + ROWS / 4;
-      HangingTransform.Hang hang = HangingTransform.arm(trigger);
+      HangOnceTransform.Hang hang = HangOnceTransform.arm(trigger);
       Map<String, String> main = s.mainConfig(3);
       main.put("transforms", "hang");
-      main.put("transforms.hang.type", HangingTransform.class.getName());
-      main.put("transforms.hang." + HangingTransform.TRIGGER, trigger);
+      main.put("transforms.hang.type", HangOnceTransform.class.getName());
       s.deploy(main, s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       Set<String> takenOver;
       Map<String, String> newOwnersWrote;
       try {
-        Scenario.awaitTrue("the task hangs", Scenario.DRAIN, () -> hang.entered.getCount() == 0);
+        Scenario.awaitTrue("the task hangs", Scenario.DRAIN, hang::hasHung);
         String hungOwner =
             s.db
                 .map("SELECT message_id, lease_owner FROM outbox WHERE message_id = ?", trigger)
@@ -89,7 +89,7 @@ class FaultsUnderLoadTest {
         assertTrue(takenOver.contains(trigger), takenOver::toString);
         newOwnersWrote = s.db.snapshot("message_id = ANY (?)", (Object) ids(takenOver));
       } finally {
-        hang.release.countDown();
+        hang.release();
       }
 
       // It wakes up, sends what it still held and tries to record it: every write is rejected.

@@ -8,6 +8,7 @@ import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.reliability.Verdict.Figures;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.DropTransform;
 import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
@@ -37,6 +38,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * or value, or in the connectors' status from the REST API (the failed tasks' traces included).
  */
 class SecretsInFailurePathsTest {
+  /** A row header that makes the transform drop the row's records. */
+  private static final String DROP_HEADER = "drop-me";
+
   @RegisterExtension
   static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.TWO_WORKERS);
 
@@ -76,7 +80,8 @@ class SecretsInFailurePathsTest {
       main.put("dead.letter.topic", dlq);
       main.put("max.attempts", "3");
       main.put("transforms", "drop");
-      main.put("transforms.drop.type", DroppingTransform.class.getName());
+      main.put("transforms.drop.type", DropTransform.class.getName());
+      main.put("transforms.drop." + DropTransform.HEADER_CONFIG, DROP_HEADER);
       s.deploy(main, secretConfig(s, s.otherConfig(1)));
       s.startLoad(
           new LoadWriter.Spec(Scenario.MAIN_KEY, Scenario.OTHER_KEY, 1000, 100, 50, 5, 400, 32));
@@ -202,7 +207,7 @@ class SecretsInFailurePathsTest {
         "s-dropped",
         Scenario.MAIN_KEY,
         secret,
-        "{\"" + DroppingTransform.HEADER + "\": \"" + headerValue + "\"}",
+        "{\"" + DROP_HEADER + "\": \"" + headerValue + "\"}",
         null);
     parked.put("s-dropped", "EXHAUSTED DELIVERY_UNCONFIRMED");
     // The other connector has no dead-letter topic: parked FAILED at once.
