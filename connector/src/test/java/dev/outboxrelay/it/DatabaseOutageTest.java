@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.Deliveries;
 import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;

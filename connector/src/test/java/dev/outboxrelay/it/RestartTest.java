@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.Deliveries;
 import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
