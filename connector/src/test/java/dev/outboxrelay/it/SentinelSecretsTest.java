@@ -12,6 +12,7 @@ import dev.outboxrelay.testing.ConnectMBeans.Attribute;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.LogCapture.Event;
 import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.Sentinels;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -45,13 +46,6 @@ class SentinelSecretsTest {
   private static final java.util.logging.Logger controlJul =
       java.util.logging.Logger.getLogger("org.postgresql.itcontrol");
 
-  /**
-   * The test kit's REST client logs every request body and response it exchanges (the connector
-   * config included): that is the test talking, like a curl transcript, not the worker or the
-   * plugin.
-   */
-  private static final String TEST_REST_CLIENT = "org.apache.kafka.connect.util.clusters";
-
   private static final String RELAY = "sentinel-relay";
   private static final String VANISHING = "sentinel-vanishing";
   private static final String KEY = "sentinel";
@@ -64,8 +58,7 @@ class SentinelSecretsTest {
   private final String headerSecret = sentinel("HeaderValue");
   private final String headerNameSecret = sentinel("HeaderName").toLowerCase();
   private final String control = sentinel("Control");
-  private final List<String> secrets =
-      List.of(password, urlSecret, payloadSecret, headerSecret, headerNameSecret);
+  private Sentinels secrets;
   private final List<String> deployed = new ArrayList<>();
 
   private static String sentinel(String what) {
@@ -100,7 +93,7 @@ class SentinelSecretsTest {
       // An unknown parameter the driver ignores, and a harmless name that shows the URL was used.
       String url = db.url() + "?ApplicationName=" + URL_MARKER + "&itSecret=" + urlSecret;
       long mark = logs.mark();
-      logs.watch(secrets.toArray(String[]::new));
+      secrets = Sentinels.watch(password, urlSecret, payloadSecret, headerSecret, headerNameSecret);
       logs.watch(control);
 
       try (AutoCloseable everything = LogCapture.everyLevel()) {
@@ -108,7 +101,7 @@ class SentinelSecretsTest {
         controlJul.finest("control event " + control);
 
         // Validation errors of a config carrying the secrets.
-        assertNoSecretIn("validation errors", validationErrors(unreachableConfig(db)));
+        secrets.assertAbsent("validation errors", validationErrors(unreachableConfig(db)));
 
         // A connector that parks two poison rows and publishes their neighbours.
         Map<String, String> config = withSecrets(ConnectCluster.relayConfig(db, KEY, 2), url);
@@ -142,9 +135,9 @@ class SentinelSecretsTest {
 
       // REST status: connector and task states and traces.
       for (String name : List.of(RELAY, VANISHING)) {
-        assertNoSecretIn(name + " status", get("connectors/" + name + "/status"));
+        secrets.assertAbsent(name + " status", get("connectors/" + name + "/status"));
       }
-      assertNoSecretIn("all statuses", get("connectors?expand=status"));
+      secrets.assertAbsent("all statuses", get("connectors?expand=status"));
       ConnectorStateInfo failed = CLUSTER.status(VANISHING);
       String trace = failed.tasks().get(0).trace();
       assertEquals("FAILED", failed.tasks().get(0).state());
@@ -159,9 +152,7 @@ class SentinelSecretsTest {
                       a.bean().toString().contains("type=plugins,connector=" + RELAY)
                           && a.name().equals("failed-total")),
           "the scan sees the relay's plugin metrics");
-      for (Attribute a : attributes) {
-        assertNoSecretIn("MBean " + a.bean(), a.bean() + " " + a.name() + " " + a.value());
-      }
+      assertEquals(List.of(), secrets.inMBeans("kafka"), "MBeans carrying a secret");
 
       // Logs: every event since the rows were written, of every logger and level.
       List<Event> controlHits =
@@ -172,13 +163,10 @@ class SentinelSecretsTest {
       assertFalse(
           logs.matching(mark, e -> e.message().contains("message_id=s-poison-json")).isEmpty(),
           "the poison row's failure was logged");
-      List<String> leaks = new ArrayList<>();
-      for (Event e : logs.sentinelHits()) {
-        if (e.fullText().contains(control) || e.logger().startsWith(TEST_REST_CLIENT)) {
-          continue;
-        }
-        leaks.add(e.fullText());
-      }
+      List<String> leaks =
+          secrets.inLogs(LogCapture.TEST_REST_CLIENT).stream()
+              .filter(leak -> !leak.contains(control))
+              .toList();
       assertEquals(List.of(), leaks, "log events carrying a secret");
     }
   }
@@ -223,12 +211,6 @@ class SentinelSecretsTest {
         CLUSTER.connect().requestGet(CLUSTER.connect().endpointForResource(resource));
     assertEquals(200, response.getStatus(), resource);
     return String.valueOf(response.getEntity()); // the kit hands back the body it read
-  }
-
-  private void assertNoSecretIn(String where, String text) {
-    for (String secret : secrets) {
-      assertFalse(text.contains(secret), () -> where + " contains a secret: " + text);
-    }
   }
 
   private static OutboxMessage.Builder row(String id, String payload) {

