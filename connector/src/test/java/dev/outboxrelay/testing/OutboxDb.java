@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 
 /**
@@ -30,6 +31,7 @@ public final class OutboxDb implements AutoCloseable {
   public static final String TEST_APPLICATION_NAME = "outbox-test";
 
   private static final Pattern IDENTIFIER = Pattern.compile("[a-z][a-z0-9_]{0,40}");
+  private static final AtomicInteger POOLS = new AtomicInteger();
 
   private final String name;
   private final String url;
@@ -43,7 +45,8 @@ public final class OutboxDb implements AutoCloseable {
     config.setJdbcUrl(url);
     config.setUsername(Postgres.user());
     config.setMaximumPoolSize(4);
-    config.setPoolName("outbox-test-" + name);
+    // Not named after the database: a test may make its name a secret that must not be logged.
+    config.setPoolName("outbox-test-" + POOLS.incrementAndGet());
     config.addDataSourceProperty("ApplicationName", TEST_APPLICATION_NAME);
     this.pool = new HikariDataSource(config);
   }
