@@ -188,15 +188,15 @@ public final class OutboxDb implements AutoCloseable {
 
   /** Every row, by message id, in insertion order. */
   public Map<String, Row> rows() {
-    return rows("TRUE");
+    return select("TRUE");
   }
 
   /** The rows of {@code instanceKey}, by message id, in insertion order. */
   public Map<String, Row> rows(String instanceKey) {
-    return rows("instance_key = ?", instanceKey);
+    return select("instance_key = ?", instanceKey);
   }
 
-  private Map<String, Row> rows(String where, Object... params) {
+  private Map<String, Row> select(String where, Object... params) {
     Map<String, Row> rows = new LinkedHashMap<>();
     query(
         "SELECT seq, message_id, instance_key, aggregate_id, status, attempts, abandoned_claims,"
@@ -229,7 +229,7 @@ public final class OutboxDb implements AutoCloseable {
   }
 
   public Row row(String messageId) {
-    Row row = rows("message_id = ?", messageId).get(messageId);
+    Row row = select("message_id = ?", messageId).get(messageId);
     if (row == null) {
       throw new AssertionError("no row " + messageId);
     }
