@@ -4,9 +4,12 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.it.OutboxDb.Row;
-import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.DropTransform;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -17,7 +20,7 @@ import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Per-aggregate order of first deliveries, with three tasks competing for rows and some aggregates
@@ -25,8 +28,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Connect acknowledges them without metadata and the rows are retried). For every key, the first
  * time each message shows up in Kafka follows the order the rows were inserted in.
  */
-@ExtendWith(RelayCluster.class)
 class AggregateOrderTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final String CONNECTOR = "order-relay";
   private static final String KEY = "ordered";
   private static final String TOPIC = "it-order";
@@ -38,8 +43,8 @@ class AggregateOrderTest {
 
   @AfterEach
   void undeploy() throws InterruptedException {
-    RelayCluster.delete(CONNECTOR);
-    DropFirstClaimsTransform.reset();
+    CLUSTER.delete(CONNECTOR);
+    DropTransform.reset();
   }
 
   private static Map<String, Integer> failing() {
@@ -58,26 +63,26 @@ class AggregateOrderTest {
 
   @Test
   void firstDeliveriesFollowInsertionOrderPerAggregateDespiteRetries() throws Exception {
-    DropFirstClaimsTransform.reset();
+    DropTransform.reset();
     try (OutboxDb db = OutboxDb.fresh("it_order").migrate()) {
       // Interleaved: each round appends one event to every aggregate, in one transaction.
       for (int round = 0; round < ROUNDS / 2; round++) {
         db.insert(KEY, round(round));
       }
-      Map<String, String> config = RelayCluster.connectorConfig(db, KEY, 3);
+      Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 3);
       config.put("topic.template", TOPIC);
       config.put("claim.batch.size", "10");
       config.put("null.metadata.policy", "retry");
       config.put("retry.backoff.initial.ms", "100");
       config.put("retry.backoff.max.ms", "400");
       config.put("transforms", "drop");
-      config.put("transforms.drop.type", DropFirstClaimsTransform.class.getName());
+      config.put("transforms.drop.type", DropTransform.class.getName());
       config.put(
           "transforms.drop.aggregates",
           FAILING.entrySet().stream()
               .map(e -> e.getKey() + ":" + e.getValue())
               .collect(Collectors.joining(",")));
-      RelayCluster.deploy(CONNECTOR, config);
+      CLUSTER.deploy(CONNECTOR, config);
       for (int round = ROUNDS / 2; round < ROUNDS; round++) {
         db.insert(KEY, round(round));
       }
@@ -87,22 +92,21 @@ class AggregateOrderTest {
           .until(() -> db.count("PUBLISHED", KEY) == total);
 
       Map<String, Row> rows = db.rows();
-      List<Delivered> delivered = RelayCluster.consumeAll(TOPIC);
+      List<Delivered> delivered = CLUSTER.readAll(TOPIC);
 
       // The failure really happened: every row of a failing aggregate was retried as often as
       // its records were dropped, and the others never were.
       for (Row row : rows.values()) {
         int drops = FAILING.getOrDefault(row.aggregateId(), 0);
         assertEquals(drops, row.attempts(), () -> "attempts of " + row);
-        assertEquals(
-            drops, DropFirstClaimsTransform.drops(row.messageId()), () -> "drops of " + row);
+        assertEquals(drops, DropTransform.drops(row.messageId()), () -> "drops of " + row);
         if (drops > 0) {
           assertEquals("DELIVERY_UNCONFIRMED", row.lastFailureCode(), row.messageId());
         }
       }
       assertTrue(
-          DropFirstClaimsTransform.PASSING_THREADS.size() >= 2,
-          () -> "several tasks delivered: " + DropFirstClaimsTransform.PASSING_THREADS);
+          DropTransform.passingThreads().size() >= 2,
+          () -> "several tasks delivered: " + DropTransform.passingThreads());
 
       // Records leave in Kafka per partition in offset order; a key lives in one partition.
       Map<String, List<Delivered>> byKey = new LinkedHashMap<>();
@@ -126,7 +130,7 @@ class AggregateOrderTest {
             }
           });
       assertEquals(List.of(), violations, "per-aggregate first-delivery order");
-      RelayCluster.assertRunning(CONNECTOR, 3);
+      CLUSTER.assertRunning(CONNECTOR, 3);
     }
   }
 

@@ -7,9 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.outboxrelay.it.OutboxDb.Row;
-import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -29,15 +33,17 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Bad configurations are refused by the REST validate endpoint with each error on the key to fix; a
  * row that can never be published is parked FAILED with its reason while its neighbours, in its own
  * aggregate too, are published.
  */
-@ExtendWith(RelayCluster.class)
 class BadConfigAndPoisonRowTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final String CONNECTOR = "poison-relay";
   private static final String KEY = "poison";
   private static final String TOPIC = "it-poison";
@@ -59,12 +65,12 @@ class BadConfigAndPoisonRowTest {
   @AfterEach
   void undeploy() throws InterruptedException {
     if (deployed) {
-      RelayCluster.delete(CONNECTOR);
+      CLUSTER.delete(CONNECTOR);
     }
   }
 
   private static Map<String, String> valid() {
-    Map<String, String> config = RelayCluster.connectorConfig(db, KEY, 1);
+    Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 1);
     config.put("name", "validated"); // the validate endpoint requires it
     return config;
   }
@@ -74,7 +80,7 @@ class BadConfigAndPoisonRowTest {
     Map<String, String> config = valid();
     change.accept(config);
     ConfigInfos infos =
-        RelayCluster.connect().validateConnectorConfig(RelayCluster.CONNECTOR_CLASS, config);
+        CLUSTER.connect().validateConnectorConfig(ConnectCluster.CONNECTOR_CLASS, config);
     Map<String, List<String>> errors = new TreeMap<>();
     for (ConfigInfo info : infos.configs()) {
       if (!info.configValue().errors().isEmpty()) {
@@ -135,7 +141,7 @@ class BadConfigAndPoisonRowTest {
     config.put("connection.password", literal); // trusted locally: the server never asks for it
 
     ConfigInfos validated =
-        RelayCluster.connect().validateConnectorConfig(RelayCluster.CONNECTOR_CLASS, config);
+        CLUSTER.connect().validateConnectorConfig(ConnectCluster.CONNECTOR_CLASS, config);
     String shown =
         validated.configs().stream()
             .filter(info -> info.configValue().name().equals("connection.password"))
@@ -146,12 +152,13 @@ class BadConfigAndPoisonRowTest {
     assertEquals("[hidden]", shown);
 
     config.remove("name");
-    RelayCluster.deploy(CONNECTOR, config);
+    CLUSTER.deploy(CONNECTOR, config);
     deployed = true;
     Response response =
-        RelayCluster.connect()
+        CLUSTER
+            .connect()
             .requestGet(
-                RelayCluster.connect().endpointForResource("connectors/" + CONNECTOR + "/config"));
+                CLUSTER.connect().endpointForResource("connectors/" + CONNECTOR + "/config"));
     assertEquals(200, response.getStatus());
     String body = String.valueOf(response.getEntity()); // the kit hands back the body it read
     assertTrue(body.contains(literal), "GET shows it in clear");
@@ -169,12 +176,12 @@ class BadConfigAndPoisonRowTest {
             json("p-4", "agg-b", "[4, \"four\"]"),
             json("p-5", "agg-a", "{\"n\":5}"));
     db.insert(KEY, rows);
-    Map<String, String> config = RelayCluster.connectorConfig(db, KEY, 2);
+    Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 2);
     config.put("topic.template", TOPIC);
     config.put("payload.format", "json");
-    config.put("value.converter", RelayCluster.JSON_CONVERTER);
+    config.put("value.converter", ConnectCluster.JSON_CONVERTER);
     config.put("value.converter.schemas.enable", "false");
-    RelayCluster.deploy(CONNECTOR, config);
+    CLUSTER.deploy(CONNECTOR, config);
     deployed = true;
 
     await("the poison row FAILED and its neighbours PUBLISHED")
@@ -186,7 +193,7 @@ class BadConfigAndPoisonRowTest {
     assertNull(poison.kafkaTopic());
     assertNull(poison.kafkaOffset());
 
-    List<Delivered> delivered = RelayCluster.consumeAll(TOPIC);
+    List<Delivered> delivered = CLUSTER.readAll(TOPIC);
     assertEquals(
         new TreeSet<>(List.of("p-1", "p-3", "p-4", "p-5")),
         delivered.stream()
@@ -207,7 +214,7 @@ class BadConfigAndPoisonRowTest {
             .isEmpty(),
         "the poison row is reported with its reason");
     assertEquals(1, ConnectMBeans.sumOverTasks(CONNECTOR, 2, "failed-total"), "failed-total");
-    RelayCluster.assertRunning(CONNECTOR, 2);
+    CLUSTER.assertRunning(CONNECTOR, 2);
   }
 
   private static OutboxMessage json(String id, String aggregate, String payload) {

@@ -5,12 +5,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.Deliveries;
+import dev.outboxrelay.testing.LoadWriter;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,8 +26,10 @@ import org.slf4j.LoggerFactory;
  * each attempt waits connection.timeout.ms). The tasks stay RUNNING throughout (no restart), resume
  * by themselves once it is back, and lose nothing.
  */
-@ExtendWith(RelayCluster.class)
 class DatabaseOutageTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final Logger log = LoggerFactory.getLogger(DatabaseOutageTest.class);
   private static final String CONNECTOR = "outage-relay";
   private static final String KEY = "outage";
@@ -38,23 +46,23 @@ class DatabaseOutageTest {
       db.allowConnections(true);
       db.close();
     }
-    RelayCluster.delete(CONNECTOR);
+    CLUSTER.delete(CONNECTOR);
   }
 
   @Test
   void tasksRideOutADatabaseOutageWithoutRestartingOrLosingRows() throws Exception {
     LogCapture logs = LogCapture.get();
     db = OutboxDb.fresh("it_outage").migrate();
-    Map<String, String> config = RelayCluster.connectorConfig(db, KEY, TASKS);
+    Map<String, String> config = ConnectCluster.relayConfig(db, KEY, TASKS);
     config.put("topic.template", TOPIC);
     config.put("claim.batch.size", "20");
     config.put("lease.duration.ms", "5000");
     config.put("lease.renewal.interval.ms", "1500");
     config.put("connection.timeout.ms", "1000");
-    RelayCluster.deploy(CONNECTOR, config);
+    CLUSTER.deploy(CONNECTOR, config);
     long startMark = logs.mark();
 
-    try (SteadyWriter writer = new SteadyWriter(db, KEY, "db", TOTAL, 50, 300).start()) {
+    try (LoadWriter writer = LoadWriter.messages(db, KEY, "db", TOTAL, 50, 300).start()) {
       long[] inFlight = new long[1];
       await("rows flowing, some in flight")
           .atMost(Duration.ofSeconds(120))
@@ -76,7 +84,7 @@ class DatabaseOutageTest {
           .pollInterval(Duration.ofMillis(250))
           .until(
               () -> {
-                RelayCluster.assertRunning(CONNECTOR, TASKS); // never FAILED meanwhile
+                CLUSTER.assertRunning(CONNECTOR, TASKS); // never FAILED meanwhile
                 for (int task = 0; task < TASKS; task++) {
                   if (refusedOperations(logs, outageMark, task) < REFUSED_PER_TASK) {
                     return false;
@@ -87,7 +95,7 @@ class DatabaseOutageTest {
       assertTrue(
           ConnectMBeans.sumOverTasks(CONNECTOR, TASKS, "database-errors-total") > errorsBefore,
           "the failures are counted in database-errors-total");
-      RelayCluster.assertRunning(CONNECTOR, TASKS);
+      CLUSTER.assertRunning(CONNECTOR, TASKS);
 
       // It comes back; nobody touches the connector.
       db.allowConnections(true);
@@ -97,7 +105,7 @@ class DatabaseOutageTest {
           .until(() -> db.count("PUBLISHED", KEY) == TOTAL);
       assertTrue(writtenAtOutage < TOTAL, "rows were still being written when it went away");
 
-      RelayCluster.assertRunning(CONNECTOR, TASKS);
+      CLUSTER.assertRunning(CONNECTOR, TASKS);
       List<LogCapture.Event> restarts =
           logs.matching(
               startMark,
@@ -117,8 +125,7 @@ class DatabaseOutageTest {
 
       Map<String, OutboxDb.Row> rows = db.rows();
       Map<String, Integer> duplicates =
-          Deliveries.assertAllPublishedAtLeastOnce(
-              rows, RelayCluster.consumeAll(TOPIC), writer.ids());
+          Deliveries.assertAllPublishedAtLeastOnce(rows, CLUSTER.readAll(TOPIC), writer.ids());
       Deliveries.assertDuplicatesReported(duplicates, startMark);
       Deliveries.assertNoAttemptCharged(rows, writer.ids());
       log.warn(

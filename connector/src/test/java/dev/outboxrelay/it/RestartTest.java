@@ -3,11 +3,16 @@ package dev.outboxrelay.it;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.Deliveries;
+import dev.outboxrelay.testing.LoadWriter;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,8 +21,10 @@ import org.slf4j.LoggerFactory;
  * and the relay keeps publishing, loses nothing: every row ends PUBLISHED and is in Kafka at least
  * once. Duplicates are allowed (at-least-once) and reported.
  */
-@ExtendWith(RelayCluster.class)
 class RestartTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final Logger log = LoggerFactory.getLogger(RestartTest.class);
   private static final String CONNECTOR = "restart-relay";
   private static final String KEY = "restart";
@@ -27,33 +34,35 @@ class RestartTest {
 
   @AfterEach
   void undeploy() throws InterruptedException {
-    RelayCluster.delete(CONNECTOR);
+    CLUSTER.delete(CONNECTOR);
   }
 
   @Test
   void restartingATaskAndTheConnectorMidStreamLosesNothing() throws Exception {
     try (OutboxDb db = OutboxDb.fresh("it_restart").migrate()) {
-      Map<String, String> config = RelayCluster.connectorConfig(db, KEY, TASKS);
+      Map<String, String> config = ConnectCluster.relayConfig(db, KEY, TASKS);
       config.put("topic.template", TOPIC);
       config.put("claim.batch.size", "20");
       config.put("poll.interval.ms", "100");
       config.put("lease.duration.ms", "4000");
       config.put("lease.renewal.interval.ms", "1000");
       long logMark = LogCapture.get().mark();
-      RelayCluster.deploy(CONNECTOR, config);
+      CLUSTER.deploy(CONNECTOR, config);
 
-      try (SteadyWriter writer = new SteadyWriter(db, KEY, "rs", TOTAL, 50, 300).start()) {
+      try (LoadWriter writer = LoadWriter.messages(db, KEY, "rs", TOTAL, 50, 300).start()) {
         long inFlightAtTaskRestart = awaitPublishedWithRowsInFlight(db, 300);
         int writtenAtTaskRestart = writer.written();
-        RelayCluster.connect().restartTask(CONNECTOR, 0);
-        RelayCluster.connect()
+        CLUSTER.connect().restartTask(CONNECTOR, 0);
+        CLUSTER
+            .connect()
             .assertions()
             .assertConnectorAndExactlyNumTasksAreRunning(CONNECTOR, TASKS, "after task restart");
 
         long inFlightAtConnectorRestart = awaitPublishedWithRowsInFlight(db, 700);
         int writtenAtConnectorRestart = writer.written();
-        RelayCluster.connect().restartConnectorAndTasks(CONNECTOR, false, true, false);
-        RelayCluster.connect()
+        CLUSTER.connect().restartConnectorAndTasks(CONNECTOR, false, true, false);
+        CLUSTER
+            .connect()
             .assertions()
             .assertConnectorAndExactlyNumTasksAreRunning(CONNECTOR, TASKS, "after restart");
 
@@ -65,8 +74,7 @@ class RestartTest {
 
         Map<String, OutboxDb.Row> rows = db.rows();
         Map<String, Integer> duplicates =
-            Deliveries.assertAllPublishedAtLeastOnce(
-                rows, RelayCluster.consumeAll(TOPIC), writer.ids());
+            Deliveries.assertAllPublishedAtLeastOnce(rows, CLUSTER.readAll(TOPIC), writer.ids());
         Deliveries.assertDuplicatesReported(duplicates, logMark);
         Deliveries.assertNoAttemptCharged(rows, writer.ids());
         log.warn(
@@ -79,7 +87,7 @@ class RestartTest {
             inFlightAtTaskRestart,
             writtenAtConnectorRestart,
             inFlightAtConnectorRestart);
-        RelayCluster.assertRunning(CONNECTOR, TASKS);
+        CLUSTER.assertRunning(CONNECTOR, TASKS);
       }
     }
   }

@@ -5,9 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.it.ConnectMBeans.Attribute;
-import dev.outboxrelay.it.LogCapture.Event;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.ConnectMBeans.Attribute;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.LogCapture.Event;
+import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.Sentinels;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -22,7 +27,7 @@ import org.apache.kafka.connect.runtime.rest.entities.ConfigInfos;
 import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,19 +37,14 @@ import org.slf4j.LoggerFactory;
  * paths run), in the connectors' REST status or validation errors, or in any Kafka MBean (names,
  * attribute names, values).
  */
-@ExtendWith(RelayCluster.class)
 class SentinelSecretsTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final Logger log = LoggerFactory.getLogger(SentinelSecretsTest.class);
   private static final Logger controlLog = LoggerFactory.getLogger("dev.outboxrelay.it.control");
   private static final java.util.logging.Logger controlJul =
       java.util.logging.Logger.getLogger("org.postgresql.itcontrol");
-
-  /**
-   * The test kit's REST client logs every request body and response it exchanges (the connector
-   * config included): that is the test talking, like a curl transcript, not the worker or the
-   * plugin.
-   */
-  private static final String TEST_REST_CLIENT = "org.apache.kafka.connect.util.clusters";
 
   private static final String RELAY = "sentinel-relay";
   private static final String VANISHING = "sentinel-vanishing";
@@ -58,8 +58,7 @@ class SentinelSecretsTest {
   private final String headerSecret = sentinel("HeaderValue");
   private final String headerNameSecret = sentinel("HeaderName").toLowerCase();
   private final String control = sentinel("Control");
-  private final List<String> secrets =
-      List.of(password, urlSecret, payloadSecret, headerSecret, headerNameSecret);
+  private Sentinels secrets;
   private final List<String> deployed = new ArrayList<>();
 
   private static String sentinel(String what) {
@@ -70,7 +69,7 @@ class SentinelSecretsTest {
   void undeploy() throws InterruptedException {
     LogCapture.get().stopWatching();
     for (String name : deployed) {
-      RelayCluster.delete(name);
+      CLUSTER.delete(name);
     }
   }
 
@@ -94,21 +93,21 @@ class SentinelSecretsTest {
       // An unknown parameter the driver ignores, and a harmless name that shows the URL was used.
       String url = db.url() + "?ApplicationName=" + URL_MARKER + "&itSecret=" + urlSecret;
       long mark = logs.mark();
-      logs.watchFor(secrets.toArray(String[]::new));
-      logs.watchFor(control);
+      secrets = Sentinels.watch(password, urlSecret, payloadSecret, headerSecret, headerNameSecret);
+      logs.watch(control);
 
       try (AutoCloseable everything = LogCapture.everyLevel()) {
         controlLog.trace("control event {}", control);
         controlJul.finest("control event " + control);
 
         // Validation errors of a config carrying the secrets.
-        assertNoSecretIn("validation errors", validationErrors(unreachableConfig(db)));
+        secrets.assertAbsent("validation errors", validationErrors(unreachableConfig(db)));
 
         // A connector that parks two poison rows and publishes their neighbours.
-        Map<String, String> config = withSecrets(RelayCluster.connectorConfig(db, KEY, 2), url);
+        Map<String, String> config = withSecrets(ConnectCluster.relayConfig(db, KEY, 2), url);
         config.put("topic.template", TOPIC);
         config.put("payload.format", "json");
-        config.put("value.converter", RelayCluster.JSON_CONVERTER);
+        config.put("value.converter", ConnectCluster.JSON_CONVERTER);
         config.put("value.converter.schemas.enable", "false");
         deploy(RELAY, config);
         await("poison rows FAILED, neighbours PUBLISHED")
@@ -120,25 +119,26 @@ class SentinelSecretsTest {
                         && ConnectMBeans.sumOverTasks(RELAY, 2, "failed-total") == 2);
         assertEquals("PAYLOAD_INVALID_JSON", db.row("s-poison-json").lastFailureCode());
         assertEquals("HEADER_NAME_RESERVED", db.row("s-poison-header").lastFailureCode());
-        assertTrue(db.backendsNamed(URL_MARKER) > 0, "the relay connected with the URL given");
+        assertTrue(db.backends(URL_MARKER) > 0, "the relay connected with the URL given");
 
         // A connector whose table disappears: its task fails.
         Map<String, String> vanishing =
-            withSecrets(RelayCluster.connectorConfig(db, "vanishing-key", 1), url);
+            withSecrets(ConnectCluster.relayConfig(db, "vanishing-key", 1), url);
         vanishing.put("outbox.table", "vanishing");
         deploy(VANISHING, vanishing);
         db.update("DROP TABLE vanishing");
-        RelayCluster.connect()
+        CLUSTER
+            .connect()
             .assertions()
             .assertConnectorIsRunningAndTasksHaveFailed(VANISHING, 1, "task fails on the table");
       }
 
       // REST status: connector and task states and traces.
       for (String name : List.of(RELAY, VANISHING)) {
-        assertNoSecretIn(name + " status", get("connectors/" + name + "/status"));
+        secrets.assertAbsent(name + " status", get("connectors/" + name + "/status"));
       }
-      assertNoSecretIn("all statuses", get("connectors?expand=status"));
-      ConnectorStateInfo failed = RelayCluster.status(VANISHING);
+      secrets.assertAbsent("all statuses", get("connectors?expand=status"));
+      ConnectorStateInfo failed = CLUSTER.status(VANISHING);
       String trace = failed.tasks().get(0).trace();
       assertEquals("FAILED", failed.tasks().get(0).state());
       assertTrue(trace.contains("42P01"), () -> "the trace says what failed: " + trace);
@@ -152,9 +152,7 @@ class SentinelSecretsTest {
                       a.bean().toString().contains("type=plugins,connector=" + RELAY)
                           && a.name().equals("failed-total")),
           "the scan sees the relay's plugin metrics");
-      for (Attribute a : attributes) {
-        assertNoSecretIn("MBean " + a.bean(), a.bean() + " " + a.name() + " " + a.value());
-      }
+      assertEquals(List.of(), secrets.inMBeans("kafka"), "MBeans carrying a secret");
 
       // Logs: every event since the rows were written, of every logger and level.
       List<Event> controlHits =
@@ -165,20 +163,17 @@ class SentinelSecretsTest {
       assertFalse(
           logs.matching(mark, e -> e.message().contains("message_id=s-poison-json")).isEmpty(),
           "the poison row's failure was logged");
-      List<String> leaks = new ArrayList<>();
-      for (Event e : logs.sentinelHits()) {
-        if (e.fullText().contains(control) || e.logger().startsWith(TEST_REST_CLIENT)) {
-          continue;
-        }
-        leaks.add(e.fullText());
-      }
+      List<String> leaks =
+          secrets.inLogs(LogCapture.TEST_REST_CLIENT).stream()
+              .filter(leak -> !leak.contains(control))
+              .toList();
       assertEquals(List.of(), leaks, "log events carrying a secret");
     }
   }
 
   private void deploy(String name, Map<String, String> config) throws InterruptedException {
     deployed.add(name);
-    RelayCluster.deploy(name, config);
+    CLUSTER.deploy(name, config);
   }
 
   private Map<String, String> withSecrets(Map<String, String> config, String url) {
@@ -194,7 +189,7 @@ class SentinelSecretsTest {
     }
     Map<String, String> config =
         withSecrets(
-            RelayCluster.connectorConfig(db, KEY, 1),
+            ConnectCluster.relayConfig(db, KEY, 1),
             "jdbc:postgresql://127.0.0.1:" + closedPort + "/x?itSecret=" + urlSecret);
     config.put("name", "sentinel-validate");
     return config;
@@ -202,7 +197,7 @@ class SentinelSecretsTest {
 
   private static String validationErrors(Map<String, String> config) {
     ConfigInfos infos =
-        RelayCluster.connect().validateConnectorConfig(RelayCluster.CONNECTOR_CLASS, config);
+        CLUSTER.connect().validateConnectorConfig(ConnectCluster.CONNECTOR_CLASS, config);
     assertTrue(infos.errorCount() > 0, "the unreachable database is reported");
     StringBuilder errors = new StringBuilder();
     for (ConfigInfo info : infos.configs()) {
@@ -213,15 +208,9 @@ class SentinelSecretsTest {
 
   private static String get(String resource) {
     Response response =
-        RelayCluster.connect().requestGet(RelayCluster.connect().endpointForResource(resource));
+        CLUSTER.connect().requestGet(CLUSTER.connect().endpointForResource(resource));
     assertEquals(200, response.getStatus(), resource);
     return String.valueOf(response.getEntity()); // the kit hands back the body it read
-  }
-
-  private void assertNoSecretIn(String where, String text) {
-    for (String secret : secrets) {
-      assertFalse(text.contains(secret), () -> where + " contains a secret: " + text);
-    }
   }
 
   private static OutboxMessage.Builder row(String id, String payload) {

@@ -1,16 +1,18 @@
 package dev.outboxrelay.it;
 
-import static dev.outboxrelay.it.OutboxDb.message;
+import static dev.outboxrelay.testing.OutboxDb.message;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
-import dev.outboxrelay.it.OutboxDb.Row;
-import dev.outboxrelay.it.RelayCluster.Delivered;
 import dev.outboxrelay.mapping.OutboxHeaders;
 import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -21,15 +23,17 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Two connectors with different instance keys share one outbox table, each with two tasks. Each
  * relays exactly its own rows, once each, and records where Kafka put them; rows of a third
  * instance key and a legacy row without one are never touched.
  */
-@ExtendWith(RelayCluster.class)
 class SharedTableTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final String EU = "eu";
   private static final String US = "us";
   private static final String OTHER = "other";
@@ -45,7 +49,7 @@ class SharedTableTest {
   @AfterEach
   void undeploy() throws InterruptedException {
     for (String name : deployed) {
-      RelayCluster.delete(name);
+      CLUSTER.delete(name);
     }
   }
 
@@ -62,10 +66,10 @@ class SharedTableTest {
       assertEquals(31, untouchedBefore.size(), "the other instance's rows and the legacy row");
 
       for (String key : List.of(EU, US)) {
-        Map<String, String> config = RelayCluster.connectorConfig(db, key, 2);
+        Map<String, String> config = ConnectCluster.relayConfig(db, key, 2);
         config.put("topic.template", TOPIC_OF.get(key));
         String name = "shared-" + key + "-relay";
-        RelayCluster.deploy(name, config);
+        CLUSTER.deploy(name, config);
         deployed.add(name);
       }
       // More rows while both connectors run, in several transactions each.
@@ -81,7 +85,7 @@ class SharedTableTest {
           .until(() -> db.count("PUBLISHED", EU) == perKey && db.count("PUBLISHED", US) == perKey);
 
       Map<String, Row> rows = db.rows();
-      List<Delivered> delivered = RelayCluster.consumeAll(TOPIC_OF.get(EU), TOPIC_OF.get(US));
+      List<Delivered> delivered = CLUSTER.readAll(TOPIC_OF.get(EU), TOPIC_OF.get(US));
       Map<String, List<Delivered>> byMessageId =
           delivered.stream().collect(Collectors.groupingBy(Delivered::messageId));
 
@@ -123,7 +127,7 @@ class SharedTableTest {
       assertEquals(untouchedBefore, db.rowsOutside(EU, US));
       assertFalse(byMessageId.containsKey("legacy-1"));
       for (String name : deployed) {
-        RelayCluster.assertRunning(name, 2);
+        CLUSTER.assertRunning(name, 2);
       }
     }
   }

@@ -6,15 +6,20 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.it.LogCapture.Event;
-import dev.outboxrelay.it.OutboxDb.Row;
-import dev.outboxrelay.it.RelayCluster.Delivered;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.HangOnceTransform;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.LogCapture.Event;
+import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A task whose thread hangs in a transform loses its row to the other task once the lease runs out;
@@ -22,8 +27,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * is rejected: logged, counted in the plugin metrics, and the row keeps what the new owner
  * recorded.
  */
-@ExtendWith(RelayCluster.class)
 class StaleAcknowledgementTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.ONE_WORKER);
+
   private static final String CONNECTOR = "stale-relay";
   private static final String KEY = "stale";
   private static final String TOPIC = "it-stale";
@@ -31,29 +38,29 @@ class StaleAcknowledgementTest {
 
   @AfterEach
   void undeploy() throws InterruptedException {
-    BlockOnceTransform.disarm();
-    RelayCluster.delete(CONNECTOR);
+    HangOnceTransform.releaseAll();
+    CLUSTER.delete(CONNECTOR);
   }
 
   @Test
   void acknowledgementOfATakenOverLeaseIsRejectedVisiblyAndChangesNothing() throws Exception {
     LogCapture logs = LogCapture.get();
-    BlockOnceTransform.Gate gate = BlockOnceTransform.arm(TARGET);
+    HangOnceTransform.Hang gate = HangOnceTransform.arm(TARGET);
     try (OutboxDb db = OutboxDb.fresh("it_stale").migrate()) {
-      Map<String, String> config = RelayCluster.connectorConfig(db, KEY, 2);
+      Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 2);
       config.put("topic.template", TOPIC);
       config.put("lease.duration.ms", "3000");
       config.put("lease.renewal.interval.ms", "1000");
       config.put("poll.interval.ms", "100");
       config.put("transforms", "block");
-      config.put("transforms.block.type", BlockOnceTransform.class.getName());
-      RelayCluster.deploy(CONNECTOR, config);
+      config.put("transforms.block.type", HangOnceTransform.class.getName());
+      CLUSTER.deploy(CONNECTOR, config);
       long mark = logs.mark();
       db.insert(KEY, List.of(OutboxDb.message(TARGET, "agg-1")));
 
       // One task claims the row and hangs in the transform with it.
-      await("a task hangs on " + TARGET).atMost(Duration.ofSeconds(30)).until(gate::hasBlocked);
-      int hungTask = taskOf(gate.blockedThread);
+      await("a task hangs on " + TARGET).atMost(Duration.ofSeconds(30)).until(gate::hasHung);
+      int hungTask = taskOf(gate.thread());
       int otherTask = 1 - hungTask;
       long firstToken = db.row(TARGET).leaseToken();
       assertEquals("IN_FLIGHT", db.row(TARGET).status());
@@ -102,7 +109,7 @@ class StaleAcknowledgementTest {
       assertEquals(2, after.size(), () -> "the duplicate is visible: " + after);
       assertNotEquals(coordinates(after.get(0)), coordinates(after.get(1)));
       assertEquals(taken, db.row(TARGET));
-      RelayCluster.assertRunning(CONNECTOR, 2);
+      CLUSTER.assertRunning(CONNECTOR, 2);
     }
   }
 
@@ -127,9 +134,7 @@ class StaleAcknowledgementTest {
   }
 
   private static List<Delivered> recordsOf(String messageId) {
-    return RelayCluster.consumeAll(TOPIC).stream()
-        .filter(d -> messageId.equals(d.messageId()))
-        .toList();
+    return CLUSTER.readAll(TOPIC).stream().filter(d -> messageId.equals(d.messageId())).toList();
   }
 
   private static String coordinates(Delivered d) {

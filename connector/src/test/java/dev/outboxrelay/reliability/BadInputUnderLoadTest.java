@@ -5,8 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.OutboxHeaders;
 import dev.outboxrelay.mapping.UnpublishableReasons;
-import dev.outboxrelay.reliability.KafkaRecords.Rec;
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -18,7 +19,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Rows that can never be published, mixed among good rows of the same aggregates while tens of
@@ -28,8 +29,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * nothing is lost. What each reason means row by row is the mapping tests' business; this is the
  * same under load, through Connect, with ordering on.
  */
-@ExtendWith(ReliabilityCluster.class)
 class BadInputUnderLoadTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.TWO_WORKERS);
+
   private static final int ROWS = 10_000;
 
   /** A kind of bad row: how it is written, and the reason it must be parked with. */
@@ -75,7 +78,7 @@ class BadInputUnderLoadTest {
 
   @Test
   void badRowsAreParkedWithTheirReasonAndTheirNeighboursFlow() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "bad-input")) {
+    try (Scenario s = Scenario.open(CLUSTER, "bad-input")) {
       String dlq = "rel.bad-input.dlq";
       s.kit.createTopic(dlq, 1);
       Map<String, String> main = s.mainConfig(3);
@@ -93,8 +96,8 @@ class BadInputUnderLoadTest {
       Figures f = Verdict.check(s, expected, Set.of());
 
       // Every bad row of the main connector is in the dead-letter topic, with its reason.
-      Map<String, List<Rec>> dead = new HashMap<>();
-      for (Rec r : KafkaRecords.readAll(s.kit.connect().kafka(), dlq)) {
+      Map<String, List<Delivered>> dead = new HashMap<>();
+      for (Delivered r : s.kit.readAll(dlq)) {
         dead.computeIfAbsent(r.messageId(), k -> new ArrayList<>()).add(r);
       }
       List<String> missing = new ArrayList<>();
@@ -102,7 +105,7 @@ class BadInputUnderLoadTest {
           (id, parked) -> {
             if (id.startsWith("bad-orders-")) {
               String reason = parked.substring("FAILED ".length());
-              List<Rec> copies = dead.getOrDefault(id, List.of());
+              List<Delivered> copies = dead.getOrDefault(id, List.of());
               if (copies.isEmpty()
                   || !reason.equals(copies.get(0).headers().get(OutboxHeaders.FAILURE_REASON))) {
                 missing.add(id + " " + reason);

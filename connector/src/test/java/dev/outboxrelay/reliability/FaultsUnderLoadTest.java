@@ -4,6 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.HangOnceTransform;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.List;
@@ -12,15 +17,17 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Faults injected while rows flow through several tasks on two workers, each in its own scenario,
  * with a second connector of another instance key on the same table throughout. Each ends with
  * {@link Verdict#check}: nothing lost, order kept, every duplicate accounted for.
  */
-@ExtendWith(ReliabilityCluster.class)
 class FaultsUnderLoadTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.TWO_WORKERS);
+
   static final int ROWS = 10_000;
 
   /**
@@ -31,19 +38,18 @@ class FaultsUnderLoadTest {
    */
   @Test
   void aHungTaskIsFencedOffAndEveryStaleWriteIsRejected() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "hung-task")) {
+    try (Scenario s = Scenario.open(CLUSTER, "hung-task")) {
       String trigger = "m-" + ROWS / 4;
-      HangingTransform.Hang hang = HangingTransform.arm(trigger);
+      HangOnceTransform.Hang hang = HangOnceTransform.arm(trigger);
       Map<String, String> main = s.mainConfig(3);
       main.put("transforms", "hang");
-      main.put("transforms.hang.type", HangingTransform.class.getName());
-      main.put("transforms.hang." + HangingTransform.TRIGGER, trigger);
+      main.put("transforms.hang.type", HangOnceTransform.class.getName());
       s.deploy(main, s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       Set<String> takenOver;
       Map<String, String> newOwnersWrote;
       try {
-        ConnectKit.awaitTrue("the task hangs", Scenario.DRAIN, () -> hang.entered.getCount() == 0);
+        Scenario.awaitTrue("the task hangs", Scenario.DRAIN, hang::hasHung);
         String hungOwner =
             s.db
                 .map("SELECT message_id, lease_owner FROM outbox WHERE message_id = ?", trigger)
@@ -59,18 +65,19 @@ class FaultsUnderLoadTest {
         assertTrue(List.of(held).contains(trigger));
 
         // It stops renewing; its leases expire and the other tasks take its rows over.
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the hung task's rows taken over and published",
             Scenario.DRAIN,
             () ->
-                s.db.count(
+                s.db.scalar(
                         "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
                             + " AND (status <> 'PUBLISHED' OR lease_owner = ?)",
                         held,
                         hungOwner)
                     == 0);
         assertTrue(
-            LogCapture.get().countRelayLines(s.mainConnector, "reason=TASK_UNRESPONSIVE") > 0,
+            LogCapture.get().tasksLogging(s.mainConnector, s.logMark, "reason=TASK_UNRESPONSIVE")
+                > 0,
             "the hung task says it stopped renewing");
         takenOver =
             s.db
@@ -82,11 +89,11 @@ class FaultsUnderLoadTest {
         assertTrue(takenOver.contains(trigger), takenOver::toString);
         newOwnersWrote = s.db.snapshot("message_id = ANY (?)", (Object) ids(takenOver));
       } finally {
-        hang.release.countDown();
+        hang.release();
       }
 
       // It wakes up, sends what it still held and tries to record it: every write is rejected.
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           "a claim-lost line for every row taken over from the hung task",
           Scenario.DRAIN,
           () -> claimLostIds(s).containsAll(takenOver));
@@ -104,23 +111,23 @@ class FaultsUnderLoadTest {
    */
   @Test
   void theDatabaseGoesAwayForLongerThanALeaseAndReturns() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "db-outage")) {
+    try (Scenario s = Scenario.open(CLUSTER, "db-outage")) {
       s.deploy(s.mainConfig(3), s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
-      int errorsBefore = LogCapture.get().errors().size();
-      int mark = LogCapture.get().mark();
+      long mark = LogCapture.get().mark();
       s.db.goAway();
       Instant goneAt = OutboxDb.serverNow();
       try {
         // Every lease held when it went away has expired by the database's own clock, and every
         // task has found the database unavailable (claiming, writing outcomes or renewing).
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the outage outlasts every lease and every task met it",
             Scenario.DRAIN,
             () ->
                 OutboxDb.serverNow().isAfter(goneAt.plus(Scenario.LEASE).plusSeconds(1))
-                    && tasksMet(s.mainConnector, mark, "reason=DB_UNAVAILABLE") == 3);
+                    && LogCapture.get().tasksLogging(s.mainConnector, mark, "reason=DB_UNAVAILABLE")
+                        == 3);
         assertTrue(
             s.kit.allRunning(s.mainConnector), () -> s.kit.taskStates(s.mainConnector).toString());
       } finally {
@@ -129,10 +136,10 @@ class FaultsUnderLoadTest {
       Figures f = Verdict.check(s);
       assertTrue(s.kit.allRunning(s.mainConnector), "tasks were never restarted or failed");
       assertTrue(s.kit.allRunning(s.otherConnector));
-      assertEquals(List.of(), newErrorsAbout(errorsBefore, s), "errors logged during the outage");
+      assertEquals(List.of(), newErrorsAbout(mark, s), "errors logged during the outage");
       Scenario.report(
           "|  | db-outage: "
-              + LogCapture.get().relayLinesSince(mark).stream()
+              + LogCapture.get().relayLines(mark).stream()
                   .filter(l -> l.message().contains("reason=DB_UNAVAILABLE"))
                   .count()
               + " refused database operations logged |");
@@ -148,7 +155,7 @@ class FaultsUnderLoadTest {
    */
   @Test
   void kafkaStopsAcknowledgingForLongerThanALeaseAndNothingIsSentTwice() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "kafka-slow")) {
+    try (Scenario s = Scenario.open(CLUSTER, "kafka-slow")) {
       Map<String, String> main = s.mainConfig(3);
       main.put("producer.override.interceptor.classes", StallingInterceptor.class.getName());
       s.deploy(main, s.otherConfig(2));
@@ -160,7 +167,7 @@ class FaultsUnderLoadTest {
               id.equals("connector-producer-" + s.mainConnector + "-0")
                   || id.equals("connector-producer-" + s.mainConnector + "-1"));
       try {
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "two producers stop acknowledging",
             Scenario.DRAIN,
             () -> StallingInterceptor.stalledThreads() == 2);
@@ -174,12 +181,12 @@ class FaultsUnderLoadTest {
         assertTrue(waiting.size() > 0, "the stalled tasks hold rows");
         String[] ids = waiting.keySet().toArray(String[]::new);
         Timestamp renewedBeyond = Timestamp.from(stalledAt.plus(Scenario.LEASE).plusSeconds(1));
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the waiting rows' leases renewed past the lease they had when Kafka stalled",
             Scenario.DRAIN,
             () ->
                 OutboxDb.serverNow().isAfter(stalledAt.plus(Scenario.LEASE).plusSeconds(1))
-                    && s.db.count(
+                    && s.db.scalar(
                             "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
                                 + " AND status = 'IN_FLIGHT' AND lease_expires_at <= ?",
                             ids,
@@ -187,7 +194,7 @@ class FaultsUnderLoadTest {
                         == 0);
         // Rows still wait for Kafka, longer than a lease, and none changed hands.
         assertTrue(
-            s.db.count(
+            s.db.scalar(
                     "SELECT count(*) FROM outbox WHERE message_id = ANY (?)"
                         + " AND status = 'IN_FLIGHT'",
                     (Object) ids)
@@ -219,14 +226,14 @@ class FaultsUnderLoadTest {
    */
   @Test
   void theBrokerStopsAndReturns() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "broker-down")) {
+    try (Scenario s = Scenario.open(CLUSTER, "broker-down")) {
       s.deploy(s.mainConfig(3), s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
       Instant stoppedAt = OutboxDb.serverNow();
       s.kit.connect().kafka().stopOnlyBrokers();
       try {
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the broker stays away for longer than a lease",
             Scenario.DRAIN,
             () -> OutboxDb.serverNow().isAfter(stoppedAt.plus(Scenario.LEASE).plusSeconds(1)));
@@ -242,19 +249,19 @@ class FaultsUnderLoadTest {
   /** tasks.max changes twice mid-stream (2 to 4, then 4 to 2): every task is replaced each time. */
   @Test
   void tasksMaxChangesMidStream() throws Exception {
-    try (Scenario s = Scenario.open(ReliabilityCluster.kit(), "tasks-max")) {
+    try (Scenario s = Scenario.open(CLUSTER, "tasks-max")) {
       Map<String, String> main = s.mainConfig(2);
       s.deploy(main, s.otherConfig(2));
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
       main.put("tasks.max", "4");
       s.kit.deploy(s.mainConnector, main);
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           "each of the four tasks claims",
           Scenario.DRAIN,
           () -> {
             for (int t = 0; t < 4; t++) {
-              if (Mbeans.relayMetric(s.mainConnector, t, "claimed-total") <= 0) {
+              if (ConnectMBeans.taskMetric(s.mainConnector, t, "claimed-total").orElse(-1) <= 0) {
                 return false;
               }
             }
@@ -273,24 +280,14 @@ class FaultsUnderLoadTest {
   }
 
   private static Set<String> claimLostIds(Scenario s) {
-    return LogCapture.get().claimLost(s.mainConnector).stream()
+    return LogCapture.get().claimLost(s.mainConnector, s.logMark).stream()
         .map(LogCapture.ClaimLost::messageId)
         .collect(Collectors.toSet());
   }
 
-  /** How many distinct tasks of {@code connector} logged {@code fragment} since {@code mark}. */
-  static long tasksMet(String connector, int mark, String fragment) {
-    return LogCapture.get().relayLinesSince(mark).stream()
-        .filter(l -> connector.equals(l.connector()))
-        .filter(l -> l.message().contains(fragment))
-        .map(LogCapture.Line::task)
-        .distinct()
-        .count();
-  }
-
-  private static List<String> newErrorsAbout(int from, Scenario s) {
-    List<String> all = LogCapture.get().errors();
-    return all.subList(from, all.size()).stream()
+  private static List<String> newErrorsAbout(long mark, Scenario s) {
+    return LogCapture.get().errors(mark).stream()
+        .map(LogCapture.Event::fullText)
         .filter(e -> e.contains(s.mainConnector) || e.contains(s.otherConnector))
         .toList();
   }

@@ -1,8 +1,14 @@
 package dev.outboxrelay.reliability;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.outboxrelay.store.postgres.DataSourceFactory;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.LoadWriter;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -11,7 +17,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.Callable;
 
 /**
  * One fault scenario: a fresh database, the main connector (instance key {@link #MAIN_KEY}, the one
@@ -28,24 +34,31 @@ final class Scenario implements AutoCloseable {
 
   static final int LEGACY_ROWS = 25;
   static final int UNOWNED_ROWS = 25;
+  static final String UNOWNED_KEY = "unowned";
 
   /** Long enough for a loaded 2-core machine; every wait is on a condition. */
   static final Duration DRAIN = Duration.ofMinutes(3);
 
-  private static final AtomicInteger DATABASES = new AtomicInteger();
+  /** How long a worker (or a connector's tasks) may take to start on a loaded 2-core machine. */
+  static final Duration STARTUP = Duration.ofSeconds(90);
 
   final String name;
-  final ConnectKit kit;
+  final ConnectCluster kit;
   final OutboxDb db;
   final String mainConnector;
   final String otherConnector;
   final String mainTopic;
   final String otherTopic;
   final Map<String, String> untouchedBefore;
+
+  /** Where this scenario starts in the log: its connectors' lines all come after. */
+  final long logMark = LogCapture.get().mark();
+
   private LoadWriter writer;
+  private LoadWriter.Spec spec;
   private final long startedNanos = System.nanoTime();
 
-  private Scenario(ConnectKit kit, String name, OutboxDb db) {
+  private Scenario(ConnectCluster kit, String name, OutboxDb db) {
     this.name = name;
     this.kit = kit;
     this.db = db;
@@ -56,29 +69,80 @@ final class Scenario implements AutoCloseable {
     this.untouchedBefore = untouched();
   }
 
-  static Scenario open(ConnectKit kit, String name) {
-    return open(kit, name, "rel_" + name.replace('-', '_') + "_" + DATABASES.incrementAndGet());
+  static Scenario open(ConnectCluster kit, String name) {
+    return open(kit, name, OutboxDb.fresh("rel_" + name.replace('-', '_')));
   }
 
-  static Scenario open(ConnectKit kit, String name, String database) {
-    OutboxDb db = OutboxDb.create(database).prepare(MAIN_KEY, LEGACY_ROWS, UNOWNED_ROWS);
+  static Scenario open(ConnectCluster kit, String name, String database) {
+    return open(kit, name, OutboxDb.create(database));
+  }
+
+  private static Scenario open(ConnectCluster kit, String name, OutboxDb db) {
+    prepare(db);
     Scenario s = new Scenario(kit, name, db);
     kit.createTopic(s.mainTopic, 3);
     kit.createTopic(s.otherTopic, 3);
     return s;
   }
 
+  /**
+   * Schema V1, then {@link #LEGACY_ROWS} rows without an instance key (as before V2), then the
+   * current version, then {@link #UNOWNED_ROWS} rows of {@link #UNOWNED_KEY}, and the audit of
+   * every update to a row that is not the main connector's (who held it before and after), kept by
+   * a trigger.
+   */
+  private static void prepare(OutboxDb db) {
+    db.migrateTo("1");
+    db.update(
+        "INSERT INTO outbox (message_id, aggregate_type, aggregate_id, event_type, payload)"
+            + " SELECT 'legacy-' || g, 'order', 'legacy-agg-' || (g % 7), 'Legacy',"
+            + " convert_to('{\"legacy\":' || g || '}', 'UTF8') FROM generate_series(1, ?) g",
+        LEGACY_ROWS);
+    db.migrate();
+    db.update(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " payload) SELECT 'unowned-' || g, ?, 'order', 'u-agg-' || (g % 5), 'Unowned',"
+            + " convert_to('{\"u\":' || g || '}', 'UTF8') FROM generate_series(1, ?) g",
+        UNOWNED_KEY, UNOWNED_ROWS);
+    db.update(
+        "CREATE TABLE relay_audit (id BIGSERIAL PRIMARY KEY, message_id TEXT, instance_key TEXT,"
+            + " old_owner TEXT, new_owner TEXT, old_status TEXT, new_status TEXT)");
+    db.update(
+        "CREATE FUNCTION relay_audit_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            + " INSERT INTO relay_audit (message_id, instance_key, old_owner, new_owner,"
+            + " old_status, new_status) VALUES (OLD.message_id, OLD.instance_key,"
+            + " OLD.lease_owner, NEW.lease_owner, OLD.status, NEW.status); RETURN NULL; END $$");
+    db.update(
+        "CREATE TRIGGER relay_audit AFTER UPDATE ON outbox FOR EACH ROW"
+            + " WHEN (OLD.instance_key IS DISTINCT FROM '"
+            + MAIN_KEY
+            + "') EXECUTE FUNCTION relay_audit_row()");
+  }
+
   /** Legacy rows (no instance key) and rows of a key nobody relays, as JSON, by message id. */
   Map<String, String> untouched() {
-    return db.snapshot("instance_key IS NULL OR instance_key = ?", OutboxDb.UNOWNED_KEY);
+    return db.snapshot("instance_key IS NULL OR instance_key = ?", UNOWNED_KEY);
   }
 
   Map<String, String> mainConfig(int tasks) {
-    return ConnectKit.relayConfig(db, MAIN_KEY, tasks, mainTopic);
+    return relayConfig(MAIN_KEY, tasks, mainTopic);
   }
 
   Map<String, String> otherConfig(int tasks) {
-    return ConnectKit.relayConfig(db, OTHER_KEY, tasks, otherTopic);
+    return relayConfig(OTHER_KEY, tasks, otherTopic);
+  }
+
+  /** A connector config relaying {@code instanceKeys} to {@code topic}, with the suite's lease. */
+  private Map<String, String> relayConfig(String instanceKeys, int tasks, String topic) {
+    Map<String, String> config = ConnectCluster.relayConfig(db, instanceKeys, tasks);
+    config.put("connection.pool.size", "3");
+    config.put("topic.template", topic);
+    config.put("claim.batch.size", "100");
+    config.put("poll.interval.ms", "500");
+    config.put("lease.duration.ms", Long.toString(LEASE.toMillis()));
+    config.put("lease.renewal.interval.ms", Long.toString(LEASE.toMillis() / 4));
+    config.put("metrics.backlog.interval.ms", "1000");
+    return config;
   }
 
   void deploy(Map<String, String> main, Map<String, String> other) throws InterruptedException {
@@ -91,8 +155,9 @@ final class Scenario implements AutoCloseable {
     return new LoadWriter.Spec(MAIN_KEY, OTHER_KEY, total, 200, 300, 5, 3000, 160);
   }
 
-  LoadWriter startLoad(LoadWriter.Spec spec, LoadWriter.Extras extras) {
-    writer = new LoadWriter(db, spec, extras).start();
+  LoadWriter startLoad(LoadWriter.Spec spec, LoadWriter.Batch extras) {
+    this.spec = spec;
+    writer = LoadWriter.load(db, spec, extras).start();
     return writer;
   }
 
@@ -100,30 +165,40 @@ final class Scenario implements AutoCloseable {
     return startLoad(spec, null);
   }
 
-  LoadWriter writer() {
-    return writer;
+  /** What the application writes in this scenario. */
+  LoadWriter.Spec spec() {
+    return spec;
   }
 
   /** Waits until {@code rows} main rows are PUBLISHED: the fault then hits a flowing stream. */
   void awaitPublished(long rows) {
-    ConnectKit.awaitTrue(
+    awaitTrue(
         name + ": " + rows + " rows published",
         DRAIN,
         () -> {
           writer.check();
-          return db.published(MAIN_KEY) >= rows;
+          return db.count("PUBLISHED", MAIN_KEY) >= rows;
         });
   }
 
   /** Waits until the writer is done and nothing of either connector is left to deliver. */
   void awaitDrained() {
-    ConnectKit.awaitTrue(
+    awaitTrue(
         name + ": every row written and delivered",
         DRAIN,
         () -> {
           writer.check();
           return writer.done() && db.active(MAIN_KEY) == 0 && db.active(OTHER_KEY) == 0;
         });
+  }
+
+  /** Waits for {@code condition}, polling, within {@code atMost}. */
+  static void awaitTrue(String what, Duration atMost, Callable<Boolean> condition) {
+    awaitTrue(what, atMost, Duration.ofMillis(100), condition);
+  }
+
+  static void awaitTrue(String what, Duration atMost, Duration poll, Callable<Boolean> condition) {
+    await(what).atMost(atMost).pollInterval(poll).until(condition);
   }
 
   Duration elapsed() {
@@ -156,17 +231,17 @@ final class Scenario implements AutoCloseable {
    * gone, including tasks that failed, were restarted, hung or were abandoned as zombies.
    */
   void deleteAndAwaitReleased() {
-    kit.delete(mainConnector);
-    kit.delete(otherConnector);
-    ConnectKit.awaitTrue(
+    kit.deleteQuietly(mainConnector);
+    kit.deleteQuietly(otherConnector);
+    awaitTrue(
         name + ": relay connections and metrics released",
         Duration.ofSeconds(90),
         Duration.ofMillis(500),
         () ->
             db.backends(DataSourceFactory.APPLICATION_NAME) == 0
                 && db.backends(DataSourceFactory.APPLICATION_NAME + "-listener") == 0
-                && Mbeans.relayMetricNames(mainConnector).isEmpty()
-                && Mbeans.relayMetricNames(otherConnector).isEmpty());
+                && ConnectMBeans.metricBeans(mainConnector).isEmpty()
+                && ConnectMBeans.metricBeans(otherConnector).isEmpty());
   }
 
   /** Stops the writer, then {@link #deleteAndAwaitReleased}: a leak fails the scenario. */

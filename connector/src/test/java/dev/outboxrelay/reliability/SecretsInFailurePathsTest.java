@@ -1,11 +1,17 @@
 package dev.outboxrelay.reliability;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.ConnectMBeans;
+import dev.outboxrelay.testing.DropTransform;
+import dev.outboxrelay.testing.LoadWriter;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb;
+import dev.outboxrelay.testing.Sentinels;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,7 +22,7 @@ import java.util.Set;
 import java.util.UUID;
 import org.apache.logging.log4j.Level;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Secrets never leak through a failure path. Sentinel strings sit in the connection password, in
@@ -31,8 +37,13 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * java.util.logging, every enabled level, exception chains included), in any MBean name, attribute
  * or value, or in the connectors' status from the REST API (the failed tasks' traces included).
  */
-@ExtendWith(ReliabilityCluster.class)
 class SecretsInFailurePathsTest {
+  /** A row header that makes the transform drop the row's records. */
+  private static final String DROP_HEADER = "drop-me";
+
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.TWO_WORKERS);
+
   private final String run = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
   private final String password = "SNTL-password-" + run;
   private final String urlPassword = "SNTL-urlpassword-" + run;
@@ -46,21 +57,18 @@ class SecretsInFailurePathsTest {
   private final List<String> failedStatuses = new ArrayList<>();
   private int phaseRows;
 
-  private Set<String> sentinels() {
-    return Set.of(password, urlPassword, database, payload, headerName, headerValue, driver);
-  }
-
   @Test
   void sentinelsNeverLeakThroughFailurePaths() throws Exception {
     LogCapture logs = LogCapture.get();
-    logs.clearLeaks();
-    logs.watch(password, urlPassword, payload, headerName, headerValue, driver);
     // host, port and database name are not secret to the relay (the pool and the driver may log
     // them at debug level); at INFO and above, they must not show either.
-    logs.watchFrom(Level.INFO, database);
-    long eventsBefore = logs.events();
+    Sentinels sentinels =
+        Sentinels.watch(password, urlPassword, payload, headerName, headerValue, driver)
+            .watchFrom(Level.INFO, database);
+    long eventsBefore = logs.scannedCount();
+    long errorsMark = logs.mark();
     try (AutoCloseable verbose = LogCapture.everyLevelOf("dev.outboxrelay", "com.zaxxer.hikari");
-        Scenario s = Scenario.open(ReliabilityCluster.kit(), "secrets", database)) {
+        Scenario s = Scenario.open(CLUSTER, "secrets", database)) {
       installFaultTrigger(s.db);
       String dlq = "rel.secrets.dlq";
       s.kit.createTopic(dlq, 1);
@@ -68,18 +76,19 @@ class SecretsInFailurePathsTest {
       main.put("dead.letter.topic", dlq);
       main.put("max.attempts", "3");
       main.put("transforms", "drop");
-      main.put("transforms.drop.type", DroppingTransform.class.getName());
+      main.put("transforms.drop.type", DropTransform.class.getName());
+      main.put("transforms.drop." + DropTransform.HEADER_CONFIG, DROP_HEADER);
       s.deploy(main, secretConfig(s, s.otherConfig(1)));
       s.startLoad(
           new LoadWriter.Spec(Scenario.MAIN_KEY, Scenario.OTHER_KEY, 1000, 100, 50, 5, 400, 32));
 
       // Rows that can never be published, and rows dropped until their attempts are spent.
       writeSecretRows(s);
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           "every sentinel row settled",
           Scenario.DRAIN,
           () ->
-              s.db.count(
+              s.db.scalar(
                       "SELECT count(*) FROM outbox WHERE message_id LIKE 's-%'"
                           + " AND status IN ('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')")
                   == 0);
@@ -90,13 +99,13 @@ class SecretsInFailurePathsTest {
       retriablePhase(s, "publish-retriable", "outcomes failed (reason=DB_UNAVAILABLE", 1);
 
       // The database goes away: the driver's messages now name it (a sentinel).
-      int mark = logs.mark();
+      long mark = logs.mark();
       s.db.goAway();
       try {
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "each task meets the vanished database",
             Scenario.DRAIN,
-            () -> FaultsUnderLoadTest.tasksMet(s.mainConnector, mark, "DB_UNAVAILABLE") == 2);
+            () -> logs.tasksLogging(s.mainConnector, mark, "DB_UNAVAILABLE") == 2);
       } finally {
         s.db.comeBack();
       }
@@ -111,31 +120,32 @@ class SecretsInFailurePathsTest {
 
       failedStatuses.add(s.kit.rawAllStatuses());
       for (String status : failedStatuses) {
-        for (String sentinel : sentinels()) {
-          assertFalse(
-              status.contains(sentinel), () -> "REST status leaks " + sentinel + ": " + status);
-        }
+        sentinels.assertAbsent("REST status", status);
       }
       assertTrue(
           failedStatuses.stream().filter(st -> st.contains("SQLState P0001")).count() >= 3,
           () -> "the failed tasks' traces were seen: " + failedStatuses);
       assertTrue(
-          Mbeans.relayMetric(s.mainConnector, 0, "claimed-total") >= 0
-              && Mbeans.relayMetric(s.mainConnector, 1, "database-errors-total") >= 0,
+          ConnectMBeans.taskMetric(s.mainConnector, 0, "claimed-total").isPresent()
+              && ConnectMBeans.taskMetric(s.mainConnector, 1, "database-errors-total").isPresent(),
           "the relay's metrics are registered, so the scan covers them");
-      assertEquals(List.of(), Mbeans.scan(sentinels()), "MBeans leak a sentinel");
-      assertTrue(Mbeans.count() > 100, "MBeans scanned: " + Mbeans.count());
+      assertEquals(List.of(), sentinels.inMBeans(""), "MBeans leak a sentinel");
+      assertTrue(ConnectMBeans.count() > 100, "MBeans scanned: " + ConnectMBeans.count());
       // The capture saw the failure paths: Connect's own ERROR events with the tasks' exceptions.
-      assertTrue(logs.events() - eventsBefore > 500, "log events captured");
+      assertTrue(logs.scannedCount() - eventsBefore > 500, "log events captured");
       assertTrue(
-          logs.errors().stream()
+          logs.errors(errorsMark).stream()
+                  .map(LogCapture.Event::fullText)
                   .filter(e -> e.contains(s.mainConnector) && e.contains("SQLState P0001"))
                   .count()
               >= 3,
           "the failed tasks' ERROR events, exceptions included, were captured");
-      assertEquals(List.of(), logs.leaks(), "log events leak a sentinel");
+      assertEquals(
+          List.of(),
+          sentinels.inLogs(LogCapture.TEST_REST_CLIENT, LogCapture.EMBEDDED_POSTGRES),
+          "log events leak a sentinel");
     } finally {
-      logs.unwatchAll();
+      sentinels.close();
     }
   }
 
@@ -190,7 +200,7 @@ class SecretsInFailurePathsTest {
         "s-dropped",
         Scenario.MAIN_KEY,
         secret,
-        "{\"" + DroppingTransform.HEADER + "\": \"" + headerValue + "\"}",
+        "{\"" + DROP_HEADER + "\": \"" + headerValue + "\"}",
         null);
     parked.put("s-dropped", "EXHAUSTED DELIVERY_UNCONFIRMED");
     // The other connector has no dead-letter topic: parked FAILED at once.
@@ -206,7 +216,7 @@ class SecretsInFailurePathsTest {
 
   private void insert(
       Scenario s, String id, String key, String body, String headers, String topic) {
-    s.db.exec(
+    s.db.update(
         "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
             + " topic, payload, headers) VALUES (?, ?, 'order', ?, 'Secret', ?, ?, CAST(? AS jsonb))",
         id,
@@ -231,14 +241,14 @@ class SecretsInFailurePathsTest {
   }
 
   private void retriablePhase(Scenario s, String mode, String logged, int tasks) {
-    int mark = LogCapture.get().mark();
+    long mark = LogCapture.get().mark();
     setMode(s, mode);
     try {
       writePhaseRows(s, mode, 10);
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           mode + " met by " + tasks + " task(s)",
           Scenario.DRAIN,
-          () -> FaultsUnderLoadTest.tasksMet(s.mainConnector, mark, logged) >= tasks);
+          () -> LogCapture.get().tasksLogging(s.mainConnector, mark, logged) >= tasks);
       assertTrue(s.kit.allRunning(s.mainConnector), () -> s.kit.rawStatus(s.mainConnector));
     } finally {
       setMode(s, null);
@@ -263,7 +273,7 @@ class SecretsInFailurePathsTest {
       } else {
         writePhaseRows(s, mode, 10);
       }
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           mode + ": a task fails",
           Scenario.DRAIN,
           () ->
@@ -275,7 +285,7 @@ class SecretsInFailurePathsTest {
       setMode(s, null);
     }
     // Restart what failed, through REST, until every task runs (a task may report FAILED late).
-    ConnectKit.awaitTrue(
+    Scenario.awaitTrue(
         mode + ": every task running again after restarts",
         Scenario.DRAIN,
         Duration.ofSeconds(1),
@@ -289,9 +299,9 @@ class SecretsInFailurePathsTest {
   }
 
   private void setMode(Scenario s, String mode) {
-    s.db.exec("DELETE FROM relay_fault");
+    s.db.update("DELETE FROM relay_fault");
     if (mode != null) {
-      s.db.exec("INSERT INTO relay_fault (mode) VALUES (?)", mode);
+      s.db.update("INSERT INTO relay_fault (mode) VALUES (?)", mode);
     }
   }
 
@@ -302,13 +312,13 @@ class SecretsInFailurePathsTest {
    * FAILED ({@code failed-*}); with SQLState 40001 (retriable) or P0001 (not).
    */
   private void installFaultTrigger(OutboxDb db) {
-    db.exec("CREATE TABLE relay_fault (mode TEXT NOT NULL)");
+    db.update("CREATE TABLE relay_fault (mode TEXT NOT NULL)");
     String raise =
         " '%s refused row %% payload %%', OLD.message_id, encode(OLD.payload, 'escape')"
                 .formatted(driver)
             + " USING DETAIL = '%s detail ' || coalesce(OLD.headers::text, ''), HINT = '%s hint'"
                 .formatted(driver, driver);
-    db.exec(
+    db.update(
         "CREATE FUNCTION relay_fault_row() RETURNS trigger LANGUAGE plpgsql AS $$"
             + " DECLARE m TEXT; BEGIN"
             + " IF OLD.instance_key IS DISTINCT FROM '"
@@ -326,7 +336,7 @@ class SecretsInFailurePathsTest {
             + " ELSE RAISE EXCEPTION"
             + raise
             + "; END IF; END IF; RETURN NEW; END $$");
-    db.exec(
+    db.update(
         "CREATE TRIGGER relay_fault BEFORE UPDATE ON outbox FOR EACH ROW"
             + " EXECUTE FUNCTION relay_fault_row()");
   }

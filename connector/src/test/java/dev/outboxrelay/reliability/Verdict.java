@@ -3,8 +3,11 @@ package dev.outboxrelay.reliability;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.reliability.KafkaRecords.Rec;
-import dev.outboxrelay.reliability.OutboxDb.RowFacts;
+import dev.outboxrelay.testing.KafkaRecords;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.LoadWriter;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -78,10 +81,10 @@ final class Verdict {
   static Figures check(
       Scenario s, Map<String, String> expectedParked, Set<String> claimLostElsewhere) {
     s.awaitDrained();
-    LoadWriter.Spec spec = s.writer().spec();
-    Map<String, RowFacts> rows = s.db.facts(Scenario.MAIN_KEY);
-    List<Rec> mainRecords = KafkaRecords.readAll(s.kit.connect().kafka(), s.mainTopic);
-    List<Rec> otherRecords = KafkaRecords.readAll(s.kit.connect().kafka(), s.otherTopic);
+    LoadWriter.Spec spec = s.spec();
+    Map<String, Row> rows = s.db.rows(Scenario.MAIN_KEY);
+    List<Delivered> mainRecords = s.kit.readAll(s.mainTopic);
+    List<Delivered> otherRecords = s.kit.readAll(s.otherTopic);
 
     // Nothing of one connector in the other's topic.
     assertTrue(
@@ -92,7 +95,7 @@ final class Verdict {
         s.name + ": a record of another instance key in the other topic");
 
     // Every main row written: in Kafka at least once, PUBLISHED where Kafka has it.
-    Map<String, List<Rec>> byId = byMessageId(mainRecords);
+    Map<String, List<Delivered>> byId = KafkaRecords.byMessageId(mainRecords);
     Set<String> expectedIds = new HashSet<>();
     for (int n = 0; n < spec.total(); n++) {
       expectedIds.add("m-" + n);
@@ -102,17 +105,19 @@ final class Verdict {
     List<String> lost = new ArrayList<>();
     long published = 0;
     long failed = 0;
-    for (RowFacts row : rows.values()) {
+    for (Row row : rows.values()) {
       String parked = expectedParked.get(row.messageId());
       if (parked != null) {
-        if (!parked.equals(row.status() + " " + row.failureCode())) {
-          lost.add(row.messageId() + " (" + row.status() + " " + row.failureCode() + ")");
+        if (!parked.equals(row.status() + " " + row.lastFailureCode())) {
+          lost.add(row.messageId() + " (" + row.status() + " " + row.lastFailureCode() + ")");
         }
         failed++;
         continue;
       }
-      List<Rec> copies = byId.getOrDefault(row.messageId(), List.of());
-      if (!"PUBLISHED".equals(row.status()) || copies.isEmpty() || !pointsAtItself(row, copies)) {
+      List<Delivered> copies = byId.getOrDefault(row.messageId(), List.of());
+      if (!"PUBLISHED".equals(row.status())
+          || copies.isEmpty()
+          || !KafkaRecords.pointsAtOneOf(row, copies)) {
         lost.add(row.messageId() + " (" + row.status() + ", " + copies.size() + " in Kafka)");
       } else {
         published++;
@@ -126,17 +131,17 @@ final class Verdict {
 
     // Every duplicate accounted for by a real loss of lease.
     Set<String> claimLost = new HashSet<>(claimLostElsewhere);
-    List<LogCapture.ClaimLost> lines = LogCapture.get().claimLost(s.mainConnector);
+    List<LogCapture.ClaimLost> lines = LogCapture.get().claimLost(s.mainConnector, s.logMark);
     lines.forEach(l -> claimLost.add(l.messageId()));
     int duplicateRecords = 0;
     int duplicatedRows = 0;
     List<String> unaccounted = new ArrayList<>();
-    for (Map.Entry<String, List<Rec>> e : byId.entrySet()) {
+    for (Map.Entry<String, List<Delivered>> e : byId.entrySet()) {
       int copies = e.getValue().size();
       if (copies > 1) {
         duplicateRecords += copies - 1;
         duplicatedRows++;
-        RowFacts row = rows.get(e.getKey());
+        Row row = rows.get(e.getKey());
         if (row == null || (row.abandonedClaims() == 0 && !claimLost.contains(e.getKey()))) {
           unaccounted.add(e.getKey() + " x" + copies);
         }
@@ -145,9 +150,9 @@ final class Verdict {
     assertEquals(List.of(), unaccounted, s.name + ": duplicates without a lost lease");
 
     // The other connector: all delivered, to its topic; never touched by the main connector.
-    Map<String, RowFacts> others = s.db.facts(Scenario.OTHER_KEY);
+    Map<String, Row> others = s.db.rows(Scenario.OTHER_KEY);
     assertEquals(spec.otherTotal(), others.size() - extraIds(others.keySet()).size(), s.name);
-    Map<String, List<Rec>> otherById = byMessageId(otherRecords);
+    Map<String, List<Delivered>> otherById = KafkaRecords.byMessageId(otherRecords);
     List<String> otherLost =
         others.values().stream()
             .filter(
@@ -155,25 +160,25 @@ final class Verdict {
                     expectedParked.containsKey(r.messageId())
                         ? !expectedParked
                             .get(r.messageId())
-                            .equals(r.status() + " " + r.failureCode())
+                            .equals(r.status() + " " + r.lastFailureCode())
                         : !"PUBLISHED".equals(r.status()) || !otherById.containsKey(r.messageId()))
-            .map(RowFacts::messageId)
+            .map(Row::messageId)
             .limit(20)
             .toList();
     assertEquals(List.of(), otherLost, s.name + ": rows of the other instance key lost");
     String mainOwner = s.mainConnector + "/task-%";
     assertEquals(
         0,
-        s.db.count(
+        s.db.scalar(
             "SELECT count(*) FROM relay_audit WHERE old_owner LIKE ? OR new_owner LIKE ?",
             mainOwner,
             mainOwner),
         s.name + ": the main connector changed a row that is not its own");
     assertEquals(
         0,
-        s.db.count(
+        s.db.scalar(
             "SELECT count(*) FROM relay_audit WHERE instance_key IS NULL OR instance_key = ?",
-            OutboxDb.UNOWNED_KEY),
+            Scenario.UNOWNED_KEY),
         s.name + ": a legacy or unowned row was updated");
     s.assertUntouched();
 
@@ -203,43 +208,25 @@ final class Verdict {
         .collect(Collectors.toSet());
   }
 
-  private static Map<String, List<Rec>> byMessageId(List<Rec> records) {
-    Map<String, List<Rec>> byId = new HashMap<>();
-    for (Rec r : records) {
-      byId.computeIfAbsent(r.messageId(), k -> new ArrayList<>()).add(r);
-    }
-    return byId;
-  }
-
-  /** The row's recorded coordinates hold a record of this very message. */
-  private static boolean pointsAtItself(RowFacts row, List<Rec> copies) {
-    return copies.stream()
-        .anyMatch(
-            r ->
-                r.topic().equals(row.kafkaTopic())
-                    && r.partition() == row.kafkaPartition()
-                    && r.offset() == row.kafkaOffset());
-  }
-
   /**
    * Walks each partition in offset order, keeping the first copy of each message; per aggregate
    * (the record key), the rows' seq must then only grow.
    */
-  static List<String> orderViolations(List<Rec> records, Map<String, RowFacts> rows) {
-    Map<String, List<Rec>> byPartition = new TreeMap<>();
-    for (Rec r : records) {
+  static List<String> orderViolations(List<Delivered> records, Map<String, Row> rows) {
+    Map<String, List<Delivered>> byPartition = new TreeMap<>();
+    for (Delivered r : records) {
       byPartition.computeIfAbsent(r.topic() + "-" + r.partition(), k -> new ArrayList<>()).add(r);
     }
     List<String> violations = new ArrayList<>();
-    for (List<Rec> partition : byPartition.values()) {
+    for (List<Delivered> partition : byPartition.values()) {
       partition.sort((a, b) -> Long.compare(a.offset(), b.offset()));
       Set<String> seen = new HashSet<>();
       Map<String, Long> lastSeq = new HashMap<>();
-      for (Rec r : partition) {
+      for (Delivered r : partition) {
         if (!seen.add(r.messageId())) {
           continue;
         }
-        RowFacts row = rows.get(r.messageId());
+        Row row = rows.get(r.messageId());
         if (row == null) {
           continue;
         }

@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.Verdict.Figures;
+import dev.outboxrelay.testing.ConnectCluster;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
@@ -11,7 +12,7 @@ import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A Connect worker dies abruptly mid-stream and later rejoins. The in-process workers of the kit
@@ -19,24 +20,26 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * the same group ({@link WorkerProcess}); it is killed with SIGKILL while its tasks hold leases and
  * have records in flight, then a new worker process joins in its place.
  */
-@ExtendWith(ReliabilityCluster.class)
 class WorkerCrashTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER = ConnectCluster.shared(ConnectCluster.TWO_WORKERS);
+
   private static final int ROWS = 10_000;
   private static final int MAIN_TASKS = 4;
 
   @Test
   void aWorkerKilledMidStreamLosesNothingAndItsRowsAreTakenOver() throws Exception {
-    ConnectKit kit = ReliabilityCluster.kit();
+    ConnectCluster kit = CLUSTER;
     Path dir = Path.of("target", "reliability", "worker-crash");
     try (WorkerProcess victim = WorkerProcess.start(kit.workerProps(), dir.resolve("victim"));
         Scenario s = Scenario.open(kit, "worker-crash")) {
-      ConnectKit.awaitTrue("the victim worker joins", ConnectKit.STARTUP, victim::healthy);
+      Scenario.awaitTrue("the victim worker joins", Scenario.STARTUP, victim::healthy);
       s.deploy(s.mainConfig(MAIN_TASKS), s.otherConfig(2));
       // The victim's task instances, by the lease owners its own log names: a status read right
       // after deployment can predate a rebalance that moves a task to another worker.
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           "a task of the main connector on the victim",
-          ConnectKit.STARTUP,
+          Scenario.STARTUP,
           () -> !victim.leaseOwners(s.mainConnector).isEmpty());
       s.startLoad(Scenario.load(ROWS));
       s.awaitPublished(ROWS / 4);
@@ -46,7 +49,7 @@ class WorkerCrashTest {
       // last outcome write. Rows are held for milliseconds only, hence the short poll; the owners
       // are re-read from the log now and then, in case a task was restarted on the victim.
       VictimOwners owners = new VictimOwners(victim, s.mainConnector);
-      ConnectKit.awaitTrue(
+      Scenario.awaitTrue(
           "the victim frozen while its task holds leases",
           Scenario.DRAIN,
           Duration.ofMillis(5),
@@ -79,13 +82,13 @@ class WorkerCrashTest {
       try (WorkerProcess rejoined =
           WorkerProcess.start(kit.workerProps(), dir.resolve("rejoined"))) {
         // Meanwhile the dead worker's leases expire and the surviving tasks reclaim its rows.
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue(
             "the dead worker's rows reclaimed", Scenario.DRAIN, () -> heldBy(s, victimOwners) == 0);
         long reclaimedAfter = secondsSince(killedAt);
-        ConnectKit.awaitTrue("a worker rejoins", ConnectKit.STARTUP, rejoined::healthy);
-        ConnectKit.awaitTrue(
+        Scenario.awaitTrue("a worker rejoins", Scenario.STARTUP, rejoined::healthy);
+        Scenario.awaitTrue(
             "every task running on a live worker",
-            ConnectKit.STARTUP,
+            Scenario.STARTUP,
             () ->
                 kit.allRunning(s.mainConnector)
                     && !onWorker(kit.status(s.mainConnector), victim.workerId()));
@@ -139,7 +142,7 @@ class WorkerCrashTest {
 
   /** IN_FLIGHT rows held by exactly these lease owners. */
   private static long heldBy(Scenario s, String[] owners) {
-    return s.db.count(
+    return s.db.scalar(
         "SELECT count(*) FROM outbox WHERE status = 'IN_FLIGHT' AND lease_owner = ANY (?)",
         (Object) owners);
   }

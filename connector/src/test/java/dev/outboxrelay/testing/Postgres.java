@@ -46,7 +46,11 @@ public final class Postgres {
 
   /** Creates an empty database and returns its JDBC URL. */
   public static String freshDatabase(String prefix) {
-    String name = prefix.toLowerCase() + "_" + DATABASES.incrementAndGet();
+    return createDatabase(prefix.toLowerCase() + "_" + DATABASES.incrementAndGet());
+  }
+
+  /** Creates an empty database of exactly this name and returns its JDBC URL. */
+  public static String createDatabase(String name) {
     try (Connection c = server().getPostgresDatabase().getConnection();
         Statement s = c.createStatement()) {
       s.execute("CREATE DATABASE " + name);

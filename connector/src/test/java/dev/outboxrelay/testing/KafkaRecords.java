@@ -1,9 +1,12 @@
-package dev.outboxrelay.reliability;
+package dev.outboxrelay.testing;
 
 import dev.outboxrelay.mapping.OutboxHeaders;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,11 +20,11 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.connect.util.clusters.EmbeddedKafkaCluster;
 
 /** Reads whole topics back from the broker, every partition from its start to its end. */
-final class KafkaRecords {
+public final class KafkaRecords {
   private KafkaRecords() {}
 
   /** A record as it is in Kafka. */
-  record Rec(
+  public record Delivered(
       String topic,
       int partition,
       long offset,
@@ -29,27 +32,26 @@ final class KafkaRecords {
       byte[] value,
       Map<String, String> headers) {
 
-    String messageId() {
+    public String messageId() {
       return headers.get(OutboxHeaders.MESSAGE_ID);
     }
 
-    String instanceKey() {
+    public String instanceKey() {
       return headers.get(OutboxHeaders.INSTANCE_KEY);
-    }
-
-    String valueText() {
-      return value == null ? null : new String(value, StandardCharsets.UTF_8);
     }
   }
 
-  /** Every record of {@code topics}, in partition and offset order. */
-  static List<Rec> readAll(EmbeddedKafkaCluster kafka, String... topics) {
+  /**
+   * Every record of {@code topics} up to their end offsets at the time of the call, in topic, then
+   * partition, then offset order.
+   */
+  public static List<Delivered> readAll(EmbeddedKafkaCluster kafka, String... topics) {
     Map<String, Object> props = new HashMap<>();
-    props.put(ConsumerConfig.GROUP_ID_CONFIG, "reliability-reader-" + System.nanoTime());
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, "test-reader-" + System.nanoTime());
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
-    List<Rec> records = new ArrayList<>();
+    List<Delivered> records = new ArrayList<>();
     try (KafkaConsumer<byte[], byte[]> consumer = kafka.createConsumer(props)) {
       List<TopicPartition> partitions = new ArrayList<>();
       for (String topic : topics) {
@@ -67,7 +69,7 @@ final class KafkaRecords {
         }
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
           records.add(
-              new Rec(
+              new Delivered(
                   r.topic(),
                   r.partition(),
                   r.offset(),
@@ -77,7 +79,30 @@ final class KafkaRecords {
         }
       }
     }
+    records.sort(
+        Comparator.comparing(Delivered::topic)
+            .thenComparingInt(Delivered::partition)
+            .thenComparingLong(Delivered::offset));
     return records;
+  }
+
+  /** The records by message id, each message's copies in the order given. */
+  public static Map<String, List<Delivered>> byMessageId(Collection<Delivered> records) {
+    Map<String, List<Delivered>> byId = new LinkedHashMap<>();
+    for (Delivered r : records) {
+      byId.computeIfAbsent(r.messageId(), k -> new ArrayList<>()).add(r);
+    }
+    return byId;
+  }
+
+  /** The Kafka coordinates the row records hold one of these copies of its message. */
+  public static boolean pointsAtOneOf(Row row, Collection<Delivered> copies) {
+    return copies.stream()
+        .anyMatch(
+            d ->
+                d.topic().equals(row.kafkaTopic())
+                    && Integer.valueOf(d.partition()).equals(row.kafkaPartition())
+                    && Long.valueOf(d.offset()).equals(row.kafkaOffset()));
   }
 
   private static boolean caughtUp(

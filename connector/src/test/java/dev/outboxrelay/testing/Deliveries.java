@@ -1,10 +1,10 @@
-package dev.outboxrelay.it;
+package dev.outboxrelay.testing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.it.OutboxDb.Row;
-import dev.outboxrelay.it.RelayCluster.Delivered;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.OutboxDb.Row;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -12,14 +12,14 @@ import java.util.TreeMap;
 import java.util.stream.Collectors;
 
 /** At-least-once, checked: every row PUBLISHED, in Kafka, and pointing at one of its copies. */
-final class Deliveries {
+public final class Deliveries {
   private Deliveries() {}
 
   /**
    * Asserts that each of {@code ids} is PUBLISHED and was consumed at least once, and that its row
    * records the coordinates of one of its copies. Returns the duplicates: message id → copies.
    */
-  static Map<String, Integer> assertAllPublishedAtLeastOnce(
+  public static Map<String, Integer> assertAllPublishedAtLeastOnce(
       Map<String, Row> rows, List<Delivered> delivered, Collection<String> ids) {
     Map<String, List<Delivered>> byId =
         delivered.stream().collect(Collectors.groupingBy(Delivered::messageId));
@@ -30,12 +30,7 @@ final class Deliveries {
       List<Delivered> copies = byId.getOrDefault(id, List.of());
       assertTrue(!copies.isEmpty(), () -> id + " was never consumed");
       assertTrue(
-          copies.stream()
-              .anyMatch(
-                  d ->
-                      d.topic().equals(row.kafkaTopic())
-                          && row.kafkaPartition() == d.partition()
-                          && row.kafkaOffset() == d.offset()),
+          KafkaRecords.pointsAtOneOf(row, copies),
           () -> id + " records coordinates of none of its copies: " + row + " " + copies);
       if (copies.size() > 1) {
         duplicates.put(id, copies.size());
@@ -48,7 +43,7 @@ final class Deliveries {
    * Every duplicate comes from a lost lease or a late acknowledgement, and is reported at WARN with
    * its message id (docs/design.md, "Exactly-once").
    */
-  static void assertDuplicatesReported(Map<String, Integer> duplicates, long logMark) {
+  public static void assertDuplicatesReported(Map<String, Integer> duplicates, long logMark) {
     for (String id : duplicates.keySet()) {
       assertTrue(
           !LogCapture.get()
@@ -61,7 +56,7 @@ final class Deliveries {
   }
 
   /** Restarts and outages charge no attempt (docs/design.md, "Attempts"). */
-  static void assertNoAttemptCharged(Map<String, Row> rows, Collection<String> ids) {
+  public static void assertNoAttemptCharged(Map<String, Row> rows, Collection<String> ids) {
     for (String id : ids) {
       assertEquals(0, rows.get(id).attempts(), () -> "attempts charged to " + rows.get(id));
     }
