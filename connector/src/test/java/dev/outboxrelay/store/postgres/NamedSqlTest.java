@@ -139,6 +139,45 @@ class NamedSqlTest {
     assertTrue(message(() -> binder.setString("owner", "b")).contains(":owner"));
   }
 
+  @Test
+  void everyStatementOfTheStoreParses() {
+    OutboxSql sql = new OutboxSql(OutboxTable.parse("app.outbox"));
+    assertEquals(
+        List.of("now", "max_attempts", "instance_keys", "owner", "limit", "lease_ms"),
+        List.copyOf(sql.claimOrdered.names()));
+    assertEquals(
+        List.of(
+            "now",
+            "max_attempts",
+            "instance_keys",
+            "slots",
+            "slots_minus_slot",
+            "owner",
+            "limit",
+            "lease_ms"),
+        List.copyOf(sql.claimOrderedWithAffinity.names()));
+    assertArrayEquals(new int[] {4, 6}, sql.claimOrderedWithAffinity.positions("slots"));
+    assertEquals(
+        List.of("now", "instance_keys", "owner", "max_attempts", "lease_ms"),
+        List.copyOf(sql.claimAbandonedOrdered.names()));
+    assertArrayEquals(new int[] {4, 5, 7, 9}, sql.claimAbandonedOrdered.positions("max_attempts"));
+    assertEquals(
+        List.of(
+            "message_id",
+            "instance_key",
+            "aggregate_type",
+            "aggregate_id",
+            "event_type",
+            "topic",
+            "payload",
+            "headers",
+            "correlation_id",
+            "deliver_before"),
+        List.copyOf(sql.insert.names()));
+    assertTrue(sql.insert.jdbc().startsWith("INSERT INTO \"app\".\"outbox\" (message_id,"));
+    assertTrue(sql.insert.jdbc().contains("CAST(? AS jsonb)"));
+  }
+
   private static String message(Executable action) {
     RuntimeException e = assertThrows(RuntimeException.class, action::run);
     return e.getMessage();
