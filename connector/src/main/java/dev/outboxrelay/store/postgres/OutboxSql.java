@@ -32,18 +32,6 @@ final class OutboxSql {
           + " AND instance_key = ANY (:instance_keys)";
 
   /**
-   * {@code {claimed columns}}: what a claim returns, over the UPDATE's alias. Whether the row's
-   * deadline has passed is judged here, by the claim's clock, not by the worker that maps it.
-   */
-  private static final String CLAIMED_COLUMNS =
-      """
-      o.seq, o.message_id, o.instance_key, o.aggregate_type, o.aggregate_id, o.event_type,
-        o.topic, o.payload, o.headers::text AS headers, o.correlation_id, o.created_at,
-        o.deliver_before, COALESCE(o.deliver_before <= clock.now, FALSE) AS deadline_expired,
-        o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,
-        o.status, o.last_failure_code""";
-
-  /**
    * An ordered claim. A due row within the budget is leased; one at or over it (max.attempts was
    * lowered after it was charged) is parked EXHAUSTED by the same claim, so that it neither waits
    * for ever nor blocks its aggregate, and the claimer reports it.
@@ -207,7 +195,9 @@ final class OutboxSql {
     fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
     fragments.put("{affinity}", AFFINITY);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
-    fragments.put("{claimed columns}", CLAIMED_COLUMNS);
+    fragments.put("{claimed columns}", OutboxColumns.Claimed.RETURNING);
+    fragments.put("{inserted columns}", OutboxColumns.Inserted.COLUMNS);
+    fragments.put("{inserted values}", OutboxColumns.Inserted.VALUES);
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
@@ -218,11 +208,8 @@ final class OutboxSql {
     insert =
         statement(
             """
-            INSERT INTO {table} (message_id, instance_key, aggregate_type, aggregate_id,
-              event_type, topic, payload, headers, correlation_id, deliver_before)
-            VALUES (:message_id, :instance_key, :aggregate_type, :aggregate_id,
-              :event_type, :topic, :payload, CAST(:headers AS jsonb), :correlation_id,
-              :deliver_before)
+            INSERT INTO {table} ({inserted columns})
+            VALUES ({inserted values})
             ON CONFLICT (message_id) DO NOTHING""");
 
     claimOrdered = statement(CLAIM_ORDERED.replace("{affinity}", ""));

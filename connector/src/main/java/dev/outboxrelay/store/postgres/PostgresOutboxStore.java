@@ -131,32 +131,11 @@ public final class PostgresOutboxStore implements OutboxStore {
     List<ExhaustedMessage> exhausted = new ArrayList<>();
     try (ResultSet rs = result) {
       while (rs.next()) {
-        if (MessageStatus.valueOf(rs.getString("status")) == MessageStatus.EXHAUSTED) {
-          exhausted.add(
-              new ExhaustedMessage(
-                  rs.getString("message_id"),
-                  rs.getString("instance_key"),
-                  rs.getString("last_failure_code")));
-          continue;
+        if (OutboxColumns.Claimed.isExhausted(rs)) {
+          exhausted.add(OutboxColumns.Claimed.exhausted(rs));
+        } else {
+          claimed.add(OutboxColumns.Claimed.claimed(rs));
         }
-        claimed.add(
-            new ClaimedMessage(
-                rs.getLong("seq"),
-                rs.getString("message_id"),
-                rs.getString("instance_key"),
-                rs.getString("aggregate_type"),
-                rs.getString("aggregate_id"),
-                rs.getString("event_type"),
-                rs.getString("topic"),
-                rs.getBytes("payload"),
-                rs.getString("headers"),
-                rs.getString("correlation_id"),
-                instant(rs, "created_at"),
-                instant(rs, "deliver_before"),
-                rs.getBoolean("deadline_expired"),
-                rs.getInt("attempts"),
-                new Lease(rs.getString("lease_owner"), rs.getLong("lease_token")),
-                instant(rs, "lease_expires_at")));
       }
     }
     // UPDATE ... RETURNING has no order; records must leave in insertion order.
@@ -447,11 +426,6 @@ public final class PostgresOutboxStore implements OutboxStore {
     } else {
       ps.setObject(index, OffsetDateTime.ofInstant(override, ZoneOffset.UTC));
     }
-  }
-
-  private static Instant instant(ResultSet rs, String column) throws SQLException {
-    Timestamp ts = rs.getTimestamp(column);
-    return ts == null ? null : ts.toInstant();
   }
 
   private static Set<String> returnedIds(ResultSet result) throws SQLException {
