@@ -1,353 +1,361 @@
 package dev.outboxrelay.store.postgres;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
 /**
- * Every statement the PostgreSQL store runs, in one place. The table name is a validated, quoted
- * identifier; everything else is a bind parameter.
+ * Every statement the PostgreSQL store runs, in one place, each written out whole with named
+ * parameters ({@link NamedSql}). Placeholders in braces are filled in once, when the statements are
+ * built: {@code {table}} with the validated, quoted table name, the others with the small fragments
+ * below. Every value is a bind parameter.
  *
- * <p>Each statement judges time by {@code clock.now}: the bound instant when a test clock is in
- * use, otherwise the database's own statement timestamp.
+ * <p>Each statement judges time by {@code clock.now}: the bound instant ({@code :now}) when a test
+ * clock is in use, otherwise the database's own statement timestamp.
  */
 final class OutboxSql {
-  /** The bound test instant if any, else the database's statement timestamp. */
-  private static final String NOW = "COALESCE(CAST(? AS timestamptz), statement_timestamp())";
+  private static final Pattern PLACEHOLDER = Pattern.compile("\\{[^}]*}");
 
-  private static final String CLOCK = "clock AS (SELECT " + NOW + " AS now)";
+  /** {@code {now}}: the bound test instant if any, else the database's statement timestamp. */
+  private static final String NOW = "COALESCE(CAST(:now AS timestamptz), statement_timestamp())";
 
-  /**
-   * The clock of a claim, which also commits the claim without waiting for its WAL flush
-   * (transaction-local, so pooled connections keep the server's setting). Safe because a claim is
-   * only a lease: lost in a database crash, its row is simply claimable again, the holder's outcome
-   * write is fenced off or reported as a lost claim, and an outcome made durable later flushes the
-   * claim's WAL before its own. A volatile function keeps this CTE evaluated and not inlined. It
-   * also carries the attempt budget.
-   */
-  private static final String CLAIM_CLOCK =
-      "clock AS (SELECT "
-          + NOW
-          + " AS now, CAST(? AS integer) AS budget,"
-          + " set_config('synchronous_commit', 'off', true) AS commit_mode)";
-
+  /** {@code {active}}: the statuses of the partial indexes' predicate, spelled as they are. */
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
 
   /**
-   * Columns a claim returns, prefixed by the UPDATE's alias. Whether the row's deadline has passed
-   * is judged here, by the claim's clock, not by the worker that maps it.
+   * {@code {fence}}: every write after a claim holds the lease, and touches only rows of the
+   * instance keys the writer claims for.
    */
-  private static final String CLAIMED_COLUMNS =
-      "o.seq, o.message_id, o.instance_key, o.aggregate_type, o.aggregate_id, o.event_type,"
-          + " o.topic, o.payload, o.headers::text AS headers, o.correlation_id, o.created_at,"
-          + " o.deliver_before, COALESCE(o.deliver_before <= clock.now, FALSE) AS deadline_expired,"
-          + " o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
-          + " o.status, o.last_failure_code";
+  private static final String FENCE =
+      "AND status = 'IN_FLIGHT' AND lease_owner = :owner AND lease_token = :token"
+          + " AND instance_key = ANY (:instance_keys)";
 
-  final String insert;
-  final String claimOrdered;
-  final String claimOrderedWithAffinity;
-  final String claimUnordered;
-  final String claimAbandonedOrdered;
-  final String claimAbandonedUnordered;
-  final String markPublished;
-  final String markPublishedBatch;
-  final String retryLater;
-  final String markFailed;
-  final String release;
-  final String renew;
-  final String countByStatus;
-  final String lag;
-  final String deletePublished;
-  final String now;
+  /**
+   * An ordered claim. A due row within the budget is leased; one at or over it (max.attempts was
+   * lowered after it was charged) is parked EXHAUSTED by the same claim, so that it neither waits
+   * for ever nor blocks its aggregate, and the claimer reports it.
+   *
+   * <p>The clock CTE also commits the claim without waiting for its WAL flush (transaction-local,
+   * so pooled connections keep the server's setting). Safe because a claim is only a lease: lost in
+   * a database crash, its row is simply claimable again, the holder's outcome write is fenced off
+   * or reported as a lost claim, and an outcome made durable later flushes the claim's WAL before
+   * its own. A volatile function keeps this CTE evaluated and not inlined. It also carries the
+   * attempt budget.
+   *
+   * <p>In {@code candidate}, a predecessor blocks unless it is due (then it must be in this very
+   * batch, see {@code claimable}) or held by this owner under a live lease. Its OFFSET 0 keeps it a
+   * probe of the aggregate index per candidate: pulled up into an anti-join, it was planned as a
+   * nested loop over every in-flight row (a claim of 500 then cost 500 x in-flight comparisons and
+   * slowed with each pipelined batch).
+   *
+   * <p>In {@code claimable}, a due predecessor that is not in our batch is locked by a concurrent
+   * claimer (we skipped it): its successors must wait for that claim to settle. OFFSET 0 keeps this
+   * a per-candidate probe of the aggregate index: as a join, PostgreSQL may hash the whole backlog
+   * on every claim.
+   */
+  private static final String CLAIM_ORDERED =
+      """
+      WITH clock AS (
+        SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
+          set_config('synchronous_commit', 'off', true) AS commit_mode
+      ), candidate AS (
+        SELECT o.seq, o.instance_key, o.aggregate_id
+        FROM {table} o, clock
+        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
+          {affinity}
+          AND NOT EXISTS (
+            SELECT 1 FROM {table} p
+            WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
+              AND p.seq < o.seq
+              AND p.status IN {active}
+              AND NOT ({due(p)})
+              AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
+                AND p.lease_expires_at > clock.now)
+            OFFSET 0)
+        ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
+      ), claimable AS (
+        SELECT c.seq FROM candidate c, clock
+        WHERE NOT EXISTS (
+          SELECT 1 FROM {table} p
+          WHERE p.instance_key = c.instance_key AND p.aggregate_id = c.aggregate_id
+            AND p.seq < c.seq
+            AND {due(p)}
+            AND NOT EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq)
+          OFFSET 0)
+      )
+      {lease(claimable)}""";
+
+  /**
+   * {@code {affinity}} of an ordered claim: only aggregates of one share. The mask keeps the hash
+   * non-negative; hashtext is stable for a given text, so an aggregate keeps its share. "(h % n + n
+   * - slot) % n < 1" means "h % n = slot", written as an inequality because PostgreSQL estimates an
+   * equality on an expression at 0.5 % of the rows: it then sorted the whole share instead of
+   * reading the seq index up to the limit.
+   */
+  private static final String AFFINITY =
+      """
+      AND ((hashtext(o.aggregate_id) & 2147483647) % CAST(:slots AS integer)
+        + CAST(:slots_minus_slot AS integer)) % CAST(:slots AS integer) < 1""";
+
+  /** An unordered claim: the oldest due rows, whatever their aggregate. */
+  private static final String CLAIM_UNORDERED =
+      """
+      WITH clock AS (
+        SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
+          set_config('synchronous_commit', 'off', true) AS commit_mode
+      ), candidate AS (
+        SELECT o.seq
+        FROM {table} o, clock
+        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
+        ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
+      )
+      {lease(candidate)}""";
+
+  /** {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. */
+  private static final String LEASE =
+      """
+      UPDATE {table} o
+      SET status = CASE WHEN o.attempts >= clock.budget THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,
+        lease_owner = CASE WHEN o.attempts >= clock.budget THEN NULL ELSE :owner END,
+        lease_token = o.lease_token + 1,
+        lease_expires_at = CASE WHEN o.attempts >= clock.budget THEN NULL
+          ELSE clock.now + (:lease_ms * INTERVAL '1 millisecond') END,
+        last_failure_code = CASE WHEN o.attempts >= clock.budget THEN 'ATTEMPTS_BUDGET_LOWERED'
+          ELSE o.last_failure_code END,
+        isolated = FALSE
+      FROM {rows} c, clock WHERE o.seq = c.seq
+      RETURNING {claimed columns}""";
+
+  /**
+   * The claim of one abandoned row (its lease expired), ordered or not. It is reclaimed alone and
+   * flagged isolated; abandoned again while isolated, it is charged an attempt, and past the budget
+   * it ends EXHAUSTED (token still bumped so the vanished owner stays fenced off).
+   */
+  private static final String CLAIM_ABANDONED =
+      """
+      WITH clock AS (SELECT {now} AS now), target AS (
+        SELECT o.seq
+        FROM {table} o, clock
+        WHERE o.instance_key = ANY (:instance_keys)
+          AND o.status = 'IN_FLIGHT' AND o.lease_expires_at <= clock.now {in order}
+        ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED
+      )
+      UPDATE {table} o
+      SET status = CASE WHEN (o.isolated AND o.attempts + 1 >= :max_attempts)
+          THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,
+        attempts = o.attempts + CASE WHEN o.isolated THEN 1 ELSE 0 END,
+        abandoned_claims = o.abandoned_claims + 1,
+        lease_token = o.lease_token + 1,
+        lease_owner = CASE WHEN (o.isolated AND o.attempts + 1 >= :max_attempts)
+          THEN NULL ELSE :owner END,
+        lease_expires_at = CASE WHEN o.isolated AND o.attempts + 1 >= :max_attempts THEN NULL
+          ELSE clock.now + (:lease_ms * INTERVAL '1 millisecond') END,
+        last_failure_code = CASE WHEN o.isolated AND o.attempts + 1 >= :max_attempts
+          THEN 'ABANDONED_IN_ISOLATION' ELSE o.last_failure_code END,
+        isolated = TRUE
+      FROM target c, clock WHERE o.seq = c.seq
+      RETURNING {claimed columns}""";
+
+  /**
+   * {@code {in order}} of an ordered abandoned claim: no earlier row of its aggregate is active,
+   * unless this owner holds it under a live lease.
+   */
+  private static final String ABANDONED_IN_ORDER =
+      """
+      AND NOT EXISTS (
+            SELECT 1 FROM {table} p
+            WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
+              AND p.seq < o.seq
+              AND p.status IN {active}
+              AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
+                AND p.lease_expires_at > clock.now))""";
+
+  final NamedSql insert;
+  final NamedSql claimOrdered;
+  final NamedSql claimOrderedWithAffinity;
+  final NamedSql claimUnordered;
+  final NamedSql claimAbandonedOrdered;
+  final NamedSql claimAbandonedUnordered;
+  final NamedSql markPublished;
+  final NamedSql markPublishedBatch;
+  final NamedSql retryLater;
+  final NamedSql markFailed;
+  final NamedSql release;
+  final NamedSql renew;
+  final NamedSql countByStatus;
+  final NamedSql lag;
+  final NamedSql deletePublished;
+  final NamedSql now;
+
+  private final Map<String, String> fragments = new LinkedHashMap<>();
 
   OutboxSql(OutboxTable table) {
-    String t = table.qualified();
+    fragments.put("{lease(claimable)}", LEASE.replace("{rows}", "claimable"));
+    fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
+    fragments.put("{affinity}", AFFINITY);
+    fragments.put("{in order}", ABANDONED_IN_ORDER);
+    fragments.put("{claimed columns}", OutboxColumns.Claimed.RETURNING);
+    fragments.put("{inserted columns}", OutboxColumns.Inserted.COLUMNS);
+    fragments.put("{inserted values}", OutboxColumns.Inserted.VALUES);
+    fragments.put("{due(o)}", due("o"));
+    fragments.put("{due(p)}", due("p"));
+    fragments.put("{fence}", FENCE);
+    fragments.put("{active}", ACTIVE);
+    fragments.put("{now}", NOW);
+    fragments.put("{table}", table.qualified());
 
     insert =
-        "INSERT INTO "
-            + t
-            + " (message_id, instance_key, aggregate_type, aggregate_id, event_type, topic,"
-            + " payload, headers, correlation_id, deliver_before)"
-            + " VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS jsonb), ?, ?)"
-            + " ON CONFLICT (message_id) DO NOTHING";
+        statement(
+            """
+            INSERT INTO {table} ({inserted columns})
+            VALUES ({inserted values})
+            ON CONFLICT (message_id) DO NOTHING""");
 
-    // Parameters of both claims: now, maxAttempts, keys[], [ordered: owner,] limit, owner,
-    // leaseMillis. A due row within the budget is leased; one at or over it (max.attempts was
-    // lowered after it was charged) is parked EXHAUSTED by the same claim, so that it neither
-    // waits for ever nor blocks its aggregate, and the claimer reports it.
+    claimOrdered = statement(CLAIM_ORDERED.replace("{affinity}", ""));
+    claimOrderedWithAffinity = statement(CLAIM_ORDERED);
+    claimUnordered = statement(CLAIM_UNORDERED);
+    claimAbandonedOrdered = statement(CLAIM_ABANDONED);
+    claimAbandonedUnordered = statement(CLAIM_ABANDONED.replace("{in order}", ""));
+
+    markPublished =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now)
+            UPDATE {table}
+            SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = :kafka_topic,
+              kafka_partition = :kafka_partition, kafka_offset = :kafka_offset,
+              next_attempt_at = NULL,
+              lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
+            FROM clock
+            WHERE message_id = :message_id {fence}""");
+
+    // Returns the position of each applied ack.
+    markPublishedBatch =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now)
+            UPDATE {table} o
+            SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = a.topic,
+              kafka_partition = a.kafka_partition, kafka_offset = a.kafka_offset,
+              next_attempt_at = NULL,
+              lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
+            FROM clock,
+              unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
+                CAST(:tokens AS bigint[]), CAST(:kafka_topics AS text[]),
+                CAST(:kafka_partitions AS integer[]), CAST(:kafka_offsets AS bigint[]))
+              WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,
+                kafka_offset, n)
+            WHERE o.message_id = a.message_id AND o.status = 'IN_FLIGHT'
+              AND o.lease_owner = a.owner AND o.lease_token = a.token
+              AND o.instance_key = ANY (:instance_keys)
+            RETURNING a.n""");
+
+    retryLater =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now)
+            UPDATE {table}
+            SET status = CASE WHEN attempts + 1 >= :max_attempts THEN 'EXHAUSTED'
+                ELSE 'AMBIGUOUS' END,
+              attempts = attempts + 1, last_failure_code = :reason,
+              next_attempt_at = clock.now + (:delay_ms * INTERVAL '1 millisecond'),
+              lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
+            FROM clock
+            WHERE message_id = :message_id {fence}
+            RETURNING status""");
+
+    markFailed =
+        statement(
+            """
+            UPDATE {table}
+            SET status = 'FAILED', last_failure_code = :reason, next_attempt_at = NULL,
+              lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
+            WHERE message_id = :message_id {fence}""");
+
+    release =
+        statement(
+            """
+            UPDATE {table}
+            SET status = CASE WHEN attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
+              next_attempt_at = NULL,
+              lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
+            WHERE message_id = :message_id {fence}""");
+
+    // Returns the message id of each renewed lease.
+    renew =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now)
+            UPDATE {table} o
+            SET lease_expires_at = clock.now + (:lease_ms * INTERVAL '1 millisecond')
+            FROM clock,
+              unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
+                CAST(:tokens AS bigint[])) AS h(message_id, owner, token)
+            WHERE o.message_id = h.message_id AND o.status = 'IN_FLIGHT'
+              AND o.lease_owner = h.owner AND o.lease_token = h.token
+              AND o.instance_key = ANY (:instance_keys)
+            RETURNING o.message_id""");
+
+    // One branch per partial index, so the backlog figures cost O(active + parked rows), not a
+    // scan of every retained PUBLISHED row.
+    countByStatus =
+        statement(
+            """
+            SELECT status, count(*) FROM {table}
+            WHERE instance_key = ANY (:instance_keys) AND status IN {active}
+            GROUP BY status
+            UNION ALL
+            SELECT status, count(*) FROM {table}
+            WHERE instance_key = ANY (:instance_keys) AND status IN ('FAILED', 'EXHAUSTED')
+            GROUP BY status
+            UNION ALL
+            SELECT status, count(*) FROM {table}
+            WHERE :count_published AND instance_key = ANY (:instance_keys)
+              AND status = 'PUBLISHED'
+            GROUP BY status""");
+
+    // The oldest active row by insertion order: an index lookup, not a scan of the backlog.
+    lag =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now)
+            SELECT GREATEST(0, EXTRACT(EPOCH FROM (clock.now - o.created_at)) * 1000)::bigint
+            FROM {table} o, clock
+            WHERE o.instance_key = ANY (:instance_keys) AND o.status IN {active}
+            ORDER BY o.seq LIMIT 1""");
+
+    deletePublished =
+        statement(
+            """
+            DELETE FROM {table}
+            WHERE seq IN (
+              SELECT seq FROM {table}
+              WHERE instance_key = ANY (:instance_keys) AND status = 'PUBLISHED'
+                AND published_at < :published_before
+              ORDER BY published_at LIMIT :limit FOR UPDATE SKIP LOCKED)""");
+
+    now = statement("SELECT {now}");
+  }
+
+  /** {@code {due(o)}}, {@code {due(p)}}: the row awaits delivery and any retry delay has passed. */
+  private static String due(String row) {
     String due =
         "%1$s.status IN ('PENDING', 'AMBIGUOUS')"
             + " AND (%1$s.next_attempt_at IS NULL OR %1$s.next_attempt_at <= clock.now)";
-    String overBudget = "o.attempts >= clock.budget";
-    String sameAggregateBefore =
-        "p.instance_key = %1$s.instance_key AND p.aggregate_id = %1$s.aggregate_id"
-            + " AND p.seq < %1$s.seq";
-    // A predecessor blocks unless it is due (then it must be in this very batch, see below) or
-    // held by this owner under a live lease.
-    String blockingPredecessor =
-        "SELECT 1 FROM "
-            + t
-            + " p WHERE "
-            + sameAggregateBefore.formatted("o")
-            + " AND p.status IN "
-            + ACTIVE
-            + " AND NOT ("
-            + due.formatted("p")
-            + ")"
-            + " AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = ?"
-            + " AND p.lease_expires_at > clock.now)"
-            // OFFSET 0 keeps this a probe of the aggregate index per candidate: pulled up into an
-            // anti-join, it was planned as a nested loop over every in-flight row (a claim of 500
-            // then cost 500 x in-flight comparisons and slowed with each pipelined batch).
-            + " OFFSET 0";
-    String claimUpdate =
-        " UPDATE "
-            + t
-            + " o SET status = CASE WHEN "
-            + overBudget
-            + " THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,"
-            + " lease_owner = CASE WHEN "
-            + overBudget
-            + " THEN NULL ELSE ? END,"
-            + " lease_token = o.lease_token + 1,"
-            + " lease_expires_at = CASE WHEN "
-            + overBudget
-            + " THEN NULL ELSE clock.now + (? * INTERVAL '1 millisecond') END,"
-            + " last_failure_code = CASE WHEN "
-            + overBudget
-            + " THEN 'ATTEMPTS_BUDGET_LOWERED' ELSE o.last_failure_code END,"
-            + " isolated = FALSE"
-            + " FROM %s c, clock WHERE o.seq = c.seq RETURNING "
-            + CLAIMED_COLUMNS;
-
-    claimOrdered = orderedClaim(t, due, blockingPredecessor, sameAggregateBefore, "", claimUpdate);
-    // Parameters as claimOrdered, plus slots, slots - slot, slots after keys[].
-    // The mask keeps the hash non-negative; hashtext is stable for a given text, so an aggregate
-    // keeps its share. "(h % n + n - slot) % n < 1" means "h % n = slot", written as an inequality
-    // because PostgreSQL estimates an equality on an expression at 0.5 % of the rows: it then
-    // sorted the whole share instead of reading the seq index up to the limit.
-    claimOrderedWithAffinity =
-        orderedClaim(
-            t,
-            due,
-            blockingPredecessor,
-            sameAggregateBefore,
-            " AND ((hashtext(o.aggregate_id) & 2147483647) % CAST(? AS integer) + CAST(? AS integer))"
-                + " % CAST(? AS integer) < 1",
-            claimUpdate);
-
-    claimUnordered =
-        "WITH "
-            + CLAIM_CLOCK
-            + ", candidate AS (SELECT o.seq FROM "
-            + t
-            + " o, clock WHERE o.instance_key = ANY (?) AND "
-            + due.formatted("o")
-            + " ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED)"
-            + claimUpdate.formatted("candidate");
-
-    // Parameters: now, keys[], [ordered: owner,] maxAttempts, maxAttempts, owner, leaseMillis,
-    // maxAttempts. An abandoned row is reclaimed alone and flagged isolated; abandoned again while
-    // isolated, it is charged an attempt, and past the budget it ends EXHAUSTED (token still bumped
-    // so the vanished owner stays fenced off).
-    String abandoned = "o.status = 'IN_FLIGHT' AND o.lease_expires_at <= clock.now";
-    String anyOtherActivePredecessor =
-        "SELECT 1 FROM "
-            + t
-            + " p WHERE "
-            + sameAggregateBefore.formatted("o")
-            + " AND p.status IN "
-            + ACTIVE
-            + " AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = ?"
-            + " AND p.lease_expires_at > clock.now)";
-    String exhaustsNow = "(o.isolated AND o.attempts + 1 >= ?)";
-    String abandonedUpdate =
-        " UPDATE "
-            + t
-            + " o SET"
-            + " status = CASE WHEN "
-            + exhaustsNow
-            + " THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,"
-            + " attempts = o.attempts + CASE WHEN o.isolated THEN 1 ELSE 0 END,"
-            + " abandoned_claims = o.abandoned_claims + 1,"
-            + " lease_token = o.lease_token + 1,"
-            + " lease_owner = CASE WHEN "
-            + exhaustsNow
-            + " THEN NULL ELSE ? END,"
-            + " lease_expires_at = CASE WHEN o.isolated AND o.attempts + 1 >= ? THEN NULL"
-            + " ELSE clock.now + (? * INTERVAL '1 millisecond') END,"
-            + " last_failure_code = CASE WHEN o.isolated AND o.attempts + 1 >= ?"
-            + " THEN 'ABANDONED_IN_ISOLATION' ELSE o.last_failure_code END,"
-            + " isolated = TRUE"
-            + " FROM target c, clock WHERE o.seq = c.seq RETURNING "
-            + CLAIMED_COLUMNS;
-    claimAbandonedOrdered =
-        "WITH "
-            + CLOCK
-            + ", target AS (SELECT o.seq FROM "
-            + t
-            + " o, clock WHERE o.instance_key = ANY (?) AND "
-            + abandoned
-            + " AND NOT EXISTS ("
-            + anyOtherActivePredecessor
-            + ") ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED)"
-            + abandonedUpdate;
-    claimAbandonedUnordered =
-        "WITH "
-            + CLOCK
-            + ", target AS (SELECT o.seq FROM "
-            + t
-            + " o, clock WHERE o.instance_key = ANY (?) AND "
-            + abandoned
-            + " ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED)"
-            + abandonedUpdate;
-
-    // Every write after a claim: the lease, and the instance keys the writer claims for.
-    String fenced =
-        " AND status = 'IN_FLIGHT' AND lease_owner = ? AND lease_token = ?"
-            + " AND instance_key = ANY (?)";
-    String releaseLease = " lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE";
-
-    markPublished =
-        "WITH "
-            + CLOCK
-            + " UPDATE "
-            + t
-            + " SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = ?,"
-            + " kafka_partition = ?, kafka_offset = ?, next_attempt_at = NULL,"
-            + releaseLease
-            + " FROM clock WHERE message_id = ?"
-            + fenced;
-
-    // Parameters: now, message_id[], owner[], token[], topic[], partition[], offset[], keys[].
-    // Returns the position of each applied ack.
-    markPublishedBatch =
-        "WITH "
-            + CLOCK
-            + " UPDATE "
-            + t
-            + " o SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = a.topic,"
-            + " kafka_partition = a.kafka_partition, kafka_offset = a.kafka_offset,"
-            + " next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,"
-            + " isolated = FALSE"
-            + " FROM clock, unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]),"
-            + " CAST(? AS text[]), CAST(? AS integer[]), CAST(? AS bigint[]))"
-            + " WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,"
-            + " kafka_offset, n)"
-            + " WHERE o.message_id = a.message_id AND o.status = 'IN_FLIGHT'"
-            + " AND o.lease_owner = a.owner AND o.lease_token = a.token"
-            + " AND o.instance_key = ANY (?)"
-            + " RETURNING a.n";
-
-    // Parameters: now, maxAttempts, reason, delayMillis, messageId, owner, token, keys[].
-    retryLater =
-        "WITH "
-            + CLOCK
-            + " UPDATE "
-            + t
-            + " SET status = CASE WHEN attempts + 1 >= ? THEN 'EXHAUSTED' ELSE 'AMBIGUOUS' END,"
-            + " attempts = attempts + 1, last_failure_code = ?,"
-            + " next_attempt_at = clock.now + (? * INTERVAL '1 millisecond'),"
-            + releaseLease
-            + " FROM clock WHERE message_id = ?"
-            + fenced
-            + " RETURNING status";
-
-    markFailed =
-        "UPDATE "
-            + t
-            + " SET status = 'FAILED', last_failure_code = ?, next_attempt_at = NULL,"
-            + releaseLease
-            + " WHERE message_id = ?"
-            + fenced;
-
-    release =
-        "UPDATE "
-            + t
-            + " SET status = CASE WHEN attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,"
-            + " next_attempt_at = NULL,"
-            + releaseLease
-            + " WHERE message_id = ?"
-            + fenced;
-
-    // Parameters: now, leaseMillis, message_id[], owner[], token[], keys[].
-    renew =
-        "WITH "
-            + CLOCK
-            + " UPDATE "
-            + t
-            + " o SET lease_expires_at = clock.now + (? * INTERVAL '1 millisecond')"
-            + " FROM clock, unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]))"
-            + " AS h(message_id, owner, token)"
-            + " WHERE o.message_id = h.message_id AND o.status = 'IN_FLIGHT'"
-            + " AND o.lease_owner = h.owner AND o.lease_token = h.token"
-            + " AND o.instance_key = ANY (?)"
-            + " RETURNING o.message_id";
-
-    // Parameters: keys[], keys[], includePublished, keys[]. One branch per partial index, so the
-    // backlog figures cost O(active + parked rows), not a scan of every retained PUBLISHED row.
-    countByStatus =
-        "SELECT status, count(*) FROM "
-            + t
-            + " WHERE instance_key = ANY (?) AND status IN "
-            + ACTIVE
-            + " GROUP BY status UNION ALL SELECT status, count(*) FROM "
-            + t
-            + " WHERE instance_key = ANY (?) AND status IN ('FAILED', 'EXHAUSTED') GROUP BY status"
-            + " UNION ALL SELECT status, count(*) FROM "
-            + t
-            + " WHERE ? AND instance_key = ANY (?) AND status = 'PUBLISHED' GROUP BY status";
-
-    // Parameters: now, keys[]. The oldest active row by insertion order: an index lookup, not a
-    // scan of the backlog.
-    lag =
-        "WITH "
-            + CLOCK
-            + " SELECT GREATEST(0, EXTRACT(EPOCH FROM (clock.now - o.created_at)) * 1000)::bigint"
-            + " FROM "
-            + t
-            + " o, clock WHERE o.instance_key = ANY (?) AND o.status IN "
-            + ACTIVE
-            + " ORDER BY o.seq LIMIT 1";
-
-    // Parameters: keys[], cutoff, limit.
-    deletePublished =
-        "DELETE FROM "
-            + t
-            + " WHERE seq IN (SELECT seq FROM "
-            + t
-            + " WHERE instance_key = ANY (?) AND status = 'PUBLISHED' AND published_at < ?"
-            + " ORDER BY published_at LIMIT ? FOR UPDATE SKIP LOCKED)";
-
-    now = "SELECT " + NOW;
+    return due.formatted(row);
   }
 
-  private static String orderedClaim(
-      String t,
-      String due,
-      String blockingPredecessor,
-      String sameAggregateBefore,
-      String affinity,
-      String claimUpdate) {
-    return "WITH "
-        + CLAIM_CLOCK
-        + ", candidate AS (SELECT o.seq, o.instance_key, o.aggregate_id FROM "
-        + t
-        + " o, clock WHERE o.instance_key = ANY (?) AND "
-        + due.formatted("o")
-        + affinity
-        + " AND NOT EXISTS ("
-        + blockingPredecessor
-        + ") ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED)"
-        // A due predecessor that is not in our batch is locked by a concurrent claimer (we
-        // skipped it): its successors must wait for that claim to settle.
-        + ", claimable AS (SELECT c.seq FROM candidate c, clock WHERE NOT EXISTS (SELECT 1 FROM "
-        + t
-        + " p WHERE "
-        + sameAggregateBefore.formatted("c")
-        + " AND "
-        + due.formatted("p")
-        + " AND NOT EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq)"
-        // OFFSET 0 keeps this a per-candidate probe of the aggregate index: as a join,
-        // PostgreSQL may hash the whole backlog on every claim.
-        + " OFFSET 0))"
-        + claimUpdate.formatted("claimable");
+  /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
+  private NamedSql statement(String template) {
+    String sql = template;
+    for (Map.Entry<String, String> fragment : fragments.entrySet()) {
+      sql = sql.replace(fragment.getKey(), fragment.getValue());
+    }
+    Matcher left = PLACEHOLDER.matcher(sql);
+    if (left.find()) {
+      throw new IllegalStateException("unknown placeholder " + left.group());
+    }
+    return NamedSql.parse(sql);
   }
 }

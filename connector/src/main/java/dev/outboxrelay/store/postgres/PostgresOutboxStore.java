@@ -68,98 +68,74 @@ public final class PostgresOutboxStore implements OutboxStore {
   @Override
   public ClaimResult claim(ClaimRequest request) {
     claimedKeys.addAll(request.instanceKeys());
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(claimStatement(request))) {
-      bindClaim(c, ps, request);
-      return readClaim(ps);
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "claim");
-    }
+    return run(
+        "claim",
+        claimSql(request),
+        (c, statement) -> readClaim(bindClaim(c, statement, request).executeQuery()));
+  }
+
+  /** The claim for {@code request}, as JDBC SQL; package-private for the plan tests. */
+  String claimStatement(ClaimRequest request) {
+    return claimSql(request).jdbc();
   }
 
   /** Binds {@link #claimStatement}'s parameters; package-private for the plan tests. */
   void bindClaim(Connection c, PreparedStatement ps, ClaimRequest request) throws SQLException {
-    int i = 1;
-    setNow(ps, i++);
-    ps.setInt(i++, request.maxAttempts());
-    ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
-    if (request.affinity() != null) {
-      AggregateAffinity affinity = request.affinity();
-      ps.setInt(i++, affinity.slots());
-      ps.setInt(i++, affinity.slots() - affinity.slot());
-      ps.setInt(i++, affinity.slots());
-    }
-    if (request.ordered()) {
-      ps.setString(i++, request.owner());
-    }
-    ps.setInt(i++, request.limit());
-    ps.setString(i++, request.owner());
-    ps.setLong(i, request.leaseDuration().toMillis());
+    bindClaim(c, claimSql(request).bind(ps), request).ready();
   }
 
-  String claimStatement(ClaimRequest request) {
+  private NamedSql claimSql(ClaimRequest request) {
     if (!request.ordered()) {
       return sql.claimUnordered;
     }
     return request.affinity() == null ? sql.claimOrdered : sql.claimOrderedWithAffinity;
   }
 
+  private NamedSql.Binder bindClaim(Connection c, NamedSql.Binder statement, ClaimRequest request)
+      throws SQLException {
+    statement
+        .set("now", this::setNow)
+        .setInt("max_attempts", request.maxAttempts())
+        .setArray("instance_keys", textArray(c, request.instanceKeyList().toArray()))
+        .setString("owner", request.owner())
+        .setInt("limit", request.limit())
+        .setLong("lease_ms", request.leaseDuration().toMillis());
+    AggregateAffinity affinity = request.affinity();
+    if (affinity != null) {
+      statement
+          .setInt("slots", affinity.slots())
+          .setInt("slots_minus_slot", affinity.slots() - affinity.slot());
+    }
+    return statement;
+  }
+
   @Override
   public ClaimResult claimAbandoned(ClaimRequest request) {
     claimedKeys.addAll(request.instanceKeys());
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                request.ordered() ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered)) {
-      int i = 1;
-      setNow(ps, i++);
-      ps.setArray(i++, c.createArrayOf("text", request.instanceKeyList().toArray()));
-      if (request.ordered()) {
-        ps.setString(i++, request.owner());
-      }
-      ps.setInt(i++, request.maxAttempts());
-      ps.setInt(i++, request.maxAttempts());
-      ps.setString(i++, request.owner());
-      ps.setInt(i++, request.maxAttempts());
-      ps.setLong(i++, request.leaseDuration().toMillis());
-      ps.setInt(i, request.maxAttempts());
-      return readClaim(ps);
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "claim-abandoned");
-    }
+    return run(
+        "claim-abandoned",
+        request.ordered() ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered,
+        (c, statement) ->
+            readClaim(
+                statement
+                    .set("now", this::setNow)
+                    .setArray("instance_keys", textArray(c, request.instanceKeyList().toArray()))
+                    .setInt("max_attempts", request.maxAttempts())
+                    .setString("owner", request.owner())
+                    .setLong("lease_ms", request.leaseDuration().toMillis())
+                    .executeQuery()));
   }
 
-  private static ClaimResult readClaim(PreparedStatement ps) throws SQLException {
+  private static ClaimResult readClaim(ResultSet result) throws SQLException {
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();
-    try (ResultSet rs = ps.executeQuery()) {
+    try (ResultSet rs = result) {
       while (rs.next()) {
-        if (MessageStatus.valueOf(rs.getString("status")) == MessageStatus.EXHAUSTED) {
-          exhausted.add(
-              new ExhaustedMessage(
-                  rs.getString("message_id"),
-                  rs.getString("instance_key"),
-                  rs.getString("last_failure_code")));
-          continue;
+        if (OutboxColumns.Claimed.isExhausted(rs)) {
+          exhausted.add(OutboxColumns.Claimed.exhausted(rs));
+        } else {
+          claimed.add(OutboxColumns.Claimed.claimed(rs));
         }
-        claimed.add(
-            new ClaimedMessage(
-                rs.getLong("seq"),
-                rs.getString("message_id"),
-                rs.getString("instance_key"),
-                rs.getString("aggregate_type"),
-                rs.getString("aggregate_id"),
-                rs.getString("event_type"),
-                rs.getString("topic"),
-                rs.getBytes("payload"),
-                rs.getString("headers"),
-                rs.getString("correlation_id"),
-                instant(rs, "created_at"),
-                instant(rs, "deliver_before"),
-                rs.getBoolean("deadline_expired"),
-                rs.getInt("attempts"),
-                new Lease(rs.getString("lease_owner"), rs.getLong("lease_token")),
-                instant(rs, "lease_expires_at")));
       }
     }
     // UPDATE ... RETURNING has no order; records must leave in insertion order.
@@ -169,21 +145,21 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public Outcome markPublished(PublishedAck ack) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.markPublished)) {
-      KafkaCoordinates k = ack.coordinates();
-      setNow(ps, 1);
-      ps.setString(2, k.topic());
-      ps.setInt(3, k.partition());
-      ps.setLong(4, k.offset());
-      ps.setString(5, ack.messageId());
-      ps.setString(6, ack.lease().owner());
-      ps.setLong(7, ack.lease().token());
-      ps.setArray(8, claimedKeys(c));
-      return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "mark-published");
-    }
+    KafkaCoordinates k = ack.coordinates();
+    return run(
+        "mark-published",
+        sql.markPublished,
+        (c, statement) -> {
+          statement
+              .set("now", this::setNow)
+              .setString("kafka_topic", k.topic())
+              .setInt("kafka_partition", k.partition())
+              .setLong("kafka_offset", k.offset())
+              .setString("message_id", ack.messageId());
+          return fenced(c, statement, ack.lease()).executeUpdate() == 1
+              ? Outcome.APPLIED
+              : Outcome.CLAIM_LOST;
+        });
   }
 
   @Override
@@ -219,85 +195,83 @@ public final class PostgresOutboxStore implements OutboxStore {
       partitions[j] = ack.coordinates().partition();
       offsets[j] = ack.coordinates().offset();
     }
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.markPublishedBatch)) {
-      setNow(ps, 1);
-      ps.setArray(2, c.createArrayOf("text", ids));
-      ps.setArray(3, c.createArrayOf("text", owners));
-      ps.setArray(4, c.createArrayOf("bigint", tokens));
-      ps.setArray(5, c.createArrayOf("text", topics));
-      ps.setArray(6, c.createArrayOf("integer", partitions));
-      ps.setArray(7, c.createArrayOf("bigint", offsets));
-      ps.setArray(8, claimedKeys(c));
-      boolean[] applied = new boolean[n];
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          applied[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
-        }
-      }
-      List<Outcome> outcomes = new ArrayList<>(acks.size());
-      for (int position : sentAs) {
-        outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
-      }
-      return outcomes;
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "mark-published");
+    boolean[] applied =
+        run(
+            "mark-published",
+            sql.markPublishedBatch,
+            (c, statement) -> {
+              statement
+                  .set("now", this::setNow)
+                  .setArray("message_ids", textArray(c, ids))
+                  .setArray("owners", textArray(c, owners))
+                  .setArray("tokens", c.createArrayOf("bigint", tokens))
+                  .setArray("kafka_topics", textArray(c, topics))
+                  .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
+                  .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
+                  .setArray("instance_keys", claimedKeys(c));
+              boolean[] positions = new boolean[n];
+              try (ResultSet rs = statement.executeQuery()) {
+                while (rs.next()) {
+                  positions[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
+                }
+              }
+              return positions;
+            });
+    List<Outcome> outcomes = new ArrayList<>(acks.size());
+    for (int position : sentAs) {
+      outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
     }
+    return outcomes;
   }
 
   @Override
   public Outcome retryLater(
       String messageId, Lease lease, String reasonCode, Duration delay, int maxAttempts) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.retryLater)) {
-      setNow(ps, 1);
-      ps.setInt(2, maxAttempts);
-      ps.setString(3, ReasonCodes.require(reasonCode));
-      ps.setLong(4, Math.max(0, delay.toMillis()));
-      ps.setString(5, messageId);
-      ps.setString(6, lease.owner());
-      ps.setLong(7, lease.token());
-      ps.setArray(8, claimedKeys(c));
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return Outcome.CLAIM_LOST;
-        }
-        return MessageStatus.valueOf(rs.getString(1)) == MessageStatus.EXHAUSTED
-            ? Outcome.EXHAUSTED
-            : Outcome.APPLIED;
-      }
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "retry-later");
-    }
+    return run(
+        "retry-later",
+        sql.retryLater,
+        (c, statement) -> {
+          statement
+              .set("now", this::setNow)
+              .setInt("max_attempts", maxAttempts)
+              .setString("reason", ReasonCodes.require(reasonCode))
+              .setLong("delay_ms", Math.max(0, delay.toMillis()))
+              .setString("message_id", messageId);
+          try (ResultSet rs = fenced(c, statement, lease).executeQuery()) {
+            if (!rs.next()) {
+              return Outcome.CLAIM_LOST;
+            }
+            return MessageStatus.valueOf(rs.getString(1)) == MessageStatus.EXHAUSTED
+                ? Outcome.EXHAUSTED
+                : Outcome.APPLIED;
+          }
+        });
   }
 
   @Override
   public Outcome markFailed(String messageId, Lease lease, String reasonCode) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.markFailed)) {
-      ps.setString(1, ReasonCodes.require(reasonCode));
-      ps.setString(2, messageId);
-      ps.setString(3, lease.owner());
-      ps.setLong(4, lease.token());
-      ps.setArray(5, claimedKeys(c));
-      return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "mark-failed");
-    }
+    return run(
+        "mark-failed",
+        sql.markFailed,
+        (c, statement) -> {
+          statement
+              .setString("reason", ReasonCodes.require(reasonCode))
+              .setString("message_id", messageId);
+          return fenced(c, statement, lease).executeUpdate() == 1
+              ? Outcome.APPLIED
+              : Outcome.CLAIM_LOST;
+        });
   }
 
   @Override
   public Outcome release(String messageId, Lease lease) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.release)) {
-      ps.setString(1, messageId);
-      ps.setString(2, lease.owner());
-      ps.setLong(3, lease.token());
-      ps.setArray(4, claimedKeys(c));
-      return ps.executeUpdate() == 1 ? Outcome.APPLIED : Outcome.CLAIM_LOST;
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "release");
-    }
+    return run(
+        "release",
+        sql.release,
+        (c, statement) ->
+            fenced(c, statement.setString("message_id", messageId), lease).executeUpdate() == 1
+                ? Outcome.APPLIED
+                : Outcome.CLAIM_LOST);
   }
 
   @Override
@@ -314,25 +288,27 @@ public final class PostgresOutboxStore implements OutboxStore {
       owners[j] = leases.get(j).lease().owner();
       tokens[j] = leases.get(j).lease().token();
     }
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.renew)) {
-      setNow(ps, 1);
-      ps.setLong(2, leaseDuration.toMillis());
-      ps.setArray(3, c.createArrayOf("text", ids));
-      ps.setArray(4, c.createArrayOf("text", owners));
-      ps.setArray(5, c.createArrayOf("bigint", tokens));
-      ps.setArray(6, claimedKeys(c));
-      Set<String> renewed = returnedIds(ps);
-      Set<String> lost = new HashSet<>();
-      for (String id : ids) {
-        if (!renewed.contains(id)) {
-          lost.add(id);
-        }
+    Set<String> renewed =
+        run(
+            "renew",
+            sql.renew,
+            (c, statement) ->
+                returnedIds(
+                    statement
+                        .set("now", this::setNow)
+                        .setLong("lease_ms", leaseDuration.toMillis())
+                        .setArray("message_ids", textArray(c, ids))
+                        .setArray("owners", textArray(c, owners))
+                        .setArray("tokens", c.createArrayOf("bigint", tokens))
+                        .setArray("instance_keys", claimedKeys(c))
+                        .executeQuery()));
+    Set<String> lost = new HashSet<>();
+    for (String id : ids) {
+      if (!renewed.contains(id)) {
+        lost.add(id);
       }
-      return lost;
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "renew");
     }
+    return lost;
   }
 
   @Override
@@ -340,25 +316,27 @@ public final class PostgresOutboxStore implements OutboxStore {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
     Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
     try (Connection c = dataSource.getConnection()) {
-      try (PreparedStatement ps = c.prepareStatement(sql.countByStatus)) {
-        ps.setArray(1, c.createArrayOf("text", keys));
-        ps.setArray(2, c.createArrayOf("text", keys));
-        ps.setBoolean(3, countPublished);
-        ps.setArray(4, c.createArrayOf("text", keys));
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            counts.put(MessageStatus.valueOf(rs.getString(1)), rs.getLong(2));
-          }
+      try (PreparedStatement ps = c.prepareStatement(sql.countByStatus.jdbc());
+          ResultSet rs =
+              sql.countByStatus
+                  .bind(ps)
+                  .setArray("instance_keys", textArray(c, keys))
+                  .setBoolean("count_published", countPublished)
+                  .executeQuery()) {
+        while (rs.next()) {
+          counts.put(MessageStatus.valueOf(rs.getString(1)), rs.getLong(2));
         }
       }
       long lagMillis = 0;
-      try (PreparedStatement ps = c.prepareStatement(sql.lag)) {
-        setNow(ps, 1);
-        ps.setArray(2, c.createArrayOf("text", keys));
-        try (ResultSet rs = ps.executeQuery()) {
-          if (rs.next()) {
-            lagMillis = rs.getLong(1);
-          }
+      try (PreparedStatement ps = c.prepareStatement(sql.lag.jdbc());
+          ResultSet rs =
+              sql.lag
+                  .bind(ps)
+                  .set("now", this::setNow)
+                  .setArray("instance_keys", textArray(c, keys))
+                  .executeQuery()) {
+        if (rs.next()) {
+          lagMillis = rs.getLong(1);
         }
       }
       return new BacklogSnapshot(counts, Duration.ofMillis(lagMillis));
@@ -370,29 +348,32 @@ public final class PostgresOutboxStore implements OutboxStore {
   @Override
   public int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.deletePublished)) {
-      ps.setArray(1, c.createArrayOf("text", keys));
-      ps.setObject(2, OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC));
-      ps.setInt(3, limit);
-      return ps.executeUpdate();
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "delete-published");
-    }
+    return run(
+        "delete-published",
+        sql.deletePublished,
+        (c, statement) ->
+            statement
+                .setArray("instance_keys", textArray(c, keys))
+                .setObject(
+                    "published_before",
+                    OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC),
+                    Types.TIMESTAMP_WITH_TIMEZONE)
+                .setInt("limit", limit)
+                .executeUpdate());
   }
 
   @Override
   public Instant now() {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.now)) {
-      setNow(ps, 1);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return instant(rs, 1);
-      }
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "now");
-    }
+    return run(
+        "now",
+        sql.now,
+        (c, statement) -> {
+          try (ResultSet rs = statement.set("now", this::setNow).executeQuery()) {
+            rs.next();
+            Timestamp ts = rs.getTimestamp(1);
+            return ts == null ? null : ts.toInstant();
+          }
+        });
   }
 
   @Override
@@ -406,8 +387,36 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
   }
 
+  /** One statement on its own connection; a driver failure is classified as {@code operation}. */
+  private <T> T run(String operation, NamedSql sql, Work<T> work) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql.jdbc())) {
+      return work.run(c, sql.bind(ps));
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, operation);
+    }
+  }
+
+  @FunctionalInterface
+  private interface Work<T> {
+    T run(Connection c, NamedSql.Binder statement) throws SQLException;
+  }
+
+  /** Fences a write after a claim on the lease and on the instance keys claimed for. */
+  private NamedSql.Binder fenced(Connection c, NamedSql.Binder statement, Lease lease)
+      throws SQLException {
+    return statement
+        .setString("owner", lease.owner())
+        .setLong("token", lease.token())
+        .setArray("instance_keys", claimedKeys(c));
+  }
+
   private Array claimedKeys(Connection c) throws SQLException {
-    return c.createArrayOf("text", claimedKeys.toArray());
+    return textArray(c, claimedKeys.toArray());
+  }
+
+  private static Array textArray(Connection c, Object[] values) throws SQLException {
+    return c.createArrayOf("text", values);
   }
 
   private void setNow(PreparedStatement ps, int index) throws SQLException {
@@ -419,23 +428,13 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
   }
 
-  private static Set<String> returnedIds(PreparedStatement ps) throws SQLException {
+  private static Set<String> returnedIds(ResultSet result) throws SQLException {
     Set<String> ids = new HashSet<>();
-    try (ResultSet rs = ps.executeQuery()) {
+    try (ResultSet rs = result) {
       while (rs.next()) {
         ids.add(rs.getString(1));
       }
     }
     return ids;
-  }
-
-  private static Instant instant(ResultSet rs, String column) throws SQLException {
-    Timestamp ts = rs.getTimestamp(column);
-    return ts == null ? null : ts.toInstant();
-  }
-
-  private static Instant instant(ResultSet rs, int column) throws SQLException {
-    Timestamp ts = rs.getTimestamp(column);
-    return ts == null ? null : ts.toInstant();
   }
 }

@@ -17,11 +17,11 @@ import java.time.ZoneOffset;
  */
 public final class PostgresOutboxWriter {
   private final String instanceKey;
-  private final String insertSql;
+  private final NamedSql insert;
 
   public PostgresOutboxWriter(OutboxTable table, String instanceKey) {
     this.instanceKey = InstanceKeys.requireValid(instanceKey);
-    this.insertSql = new OutboxSql(table).insert;
+    this.insert = new OutboxSql(table).insert;
   }
 
   public String instanceKey() {
@@ -35,22 +35,26 @@ public final class PostgresOutboxWriter {
    * @throws SQLException as the driver raised it, so the caller's transaction handling applies
    */
   public EnqueueResult enqueue(Connection transaction, OutboxMessage message) throws SQLException {
-    try (PreparedStatement ps = transaction.prepareStatement(insertSql)) {
-      ps.setString(1, message.messageId());
-      ps.setString(2, instanceKey);
-      ps.setString(3, message.aggregateType());
-      ps.setString(4, message.aggregateId());
-      ps.setString(5, message.eventType());
-      ps.setString(6, message.topic());
-      ps.setBytes(7, message.payload());
-      ps.setString(8, message.headersJson());
-      ps.setString(9, message.correlationId());
-      if (message.deliverBefore() == null) {
-        ps.setNull(10, Types.TIMESTAMP_WITH_TIMEZONE);
-      } else {
-        ps.setObject(10, OffsetDateTime.ofInstant(message.deliverBefore(), ZoneOffset.UTC));
-      }
-      return ps.executeUpdate() == 1 ? EnqueueResult.ENQUEUED : EnqueueResult.DUPLICATE;
+    try (PreparedStatement ps = transaction.prepareStatement(insert.jdbc())) {
+      OffsetDateTime deliverBefore =
+          message.deliverBefore() == null
+              ? null
+              : OffsetDateTime.ofInstant(message.deliverBefore(), ZoneOffset.UTC);
+      int inserted =
+          insert
+              .bind(ps)
+              .setString("message_id", message.messageId())
+              .setString("instance_key", instanceKey)
+              .setString("aggregate_type", message.aggregateType())
+              .setString("aggregate_id", message.aggregateId())
+              .setString("event_type", message.eventType())
+              .setString("topic", message.topic())
+              .setBytes("payload", message.payload())
+              .setString("headers", message.headersJson())
+              .setString("correlation_id", message.correlationId())
+              .setObject("deliver_before", deliverBefore, Types.TIMESTAMP_WITH_TIMEZONE)
+              .executeUpdate();
+      return inserted == 1 ? EnqueueResult.ENQUEUED : EnqueueResult.DUPLICATE;
     }
   }
 }
