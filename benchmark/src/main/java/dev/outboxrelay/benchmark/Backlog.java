@@ -44,6 +44,14 @@ final class Backlog {
   static void insert(
       String url, long from, long to, int aggregates, int payloadBytes, String topic, String status)
       throws SQLException {
+    insertRows(url, from, to, aggregates, payloadBytes, topic, status);
+    vacuum(url, BenchPostgres.TABLE.qualified());
+  }
+
+  /** {@link #insert} without the VACUUM: the INSERT statements alone, for the WAL figures. */
+  static void insertRows(
+      String url, long from, long to, int aggregates, int payloadBytes, String topic, String status)
+      throws SQLException {
     String sql =
         "INSERT INTO "
             + BenchPostgres.TABLE.qualified()
@@ -86,14 +94,56 @@ final class Backlog {
           c.commit();
         }
       }
-      c.setAutoCommit(true);
-      vacuum(c);
     }
   }
 
   static void vacuum(Connection autocommit) throws SQLException {
     try (Statement s = autocommit.createStatement()) {
       s.execute("VACUUM (ANALYZE) " + BenchPostgres.TABLE.qualified());
+    }
+  }
+
+  /** VACUUM (ANALYZE) of a table, as autovacuum would have done for a backlog built over time. */
+  static void vacuum(String url, String table) throws SQLException {
+    try (Connection c = BenchPostgres.connect(url);
+        Statement s = c.createStatement()) {
+      s.execute("VACUUM (ANALYZE) " + table);
+    }
+  }
+
+  /** SQL of the aggregate id of row {@code g}, as {@link #aggregateId} computes it. */
+  static String aggregateIdSql(int aggregates) {
+    return "'agg-' || lpad(((g - 1) % " + aggregates + ")::text, 5, '0')";
+  }
+
+  /** SQL of the JSON text of row {@code g}'s payload, as {@link #payload} builds it. */
+  static String payloadSql(int aggregates, int payloadBytes) {
+    String head = "g, (g - 1) % " + aggregates + ", (g - 1) / " + aggregates;
+    return "format('{\"n\":%s,\"a\":%s,\"s\":%s,\"p\":\"%s\"}', "
+        + head
+        + ", repeat('x', greatest(0, "
+        + payloadBytes
+        + " - length(format('{\"n\":%s,\"a\":%s,\"s\":%s', "
+        + head
+        + ")) - 8)))";
+  }
+
+  /**
+   * Inserts rows {@code from..to} into another table shape: {@code insertSql} is an INSERT … SELECT
+   * over {@code generate_series(?::bigint, ?::bigint) g}, committed every 50,000 rows like {@link
+   * #insert}.
+   */
+  static void insertSeries(String url, String insertSql, long from, long to) throws SQLException {
+    try (Connection c = BenchPostgres.connect(url)) {
+      c.setAutoCommit(false);
+      try (PreparedStatement ps = c.prepareStatement(insertSql)) {
+        for (long start = from; start <= to; start += CHUNK) {
+          ps.setLong(1, start);
+          ps.setLong(2, Math.min(to, start + CHUNK - 1));
+          ps.executeUpdate();
+          c.commit();
+        }
+      }
     }
   }
 

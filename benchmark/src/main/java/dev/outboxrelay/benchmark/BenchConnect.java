@@ -1,5 +1,6 @@
 package dev.outboxrelay.benchmark;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -18,8 +19,19 @@ final class BenchConnect implements AutoCloseable {
   private final Admin admin;
 
   BenchConnect() {
+    this(null);
+  }
+
+  /**
+   * @param pluginPath a folder for the worker's {@code plugin.path} (Debezium's plugin), or null:
+   *     the benchmark's own connectors are on the classpath either way
+   */
+  BenchConnect(Path pluginPath) {
     Map<String, String> worker = new HashMap<>(); // the kit writes into it: must be mutable
     worker.put("plugin.discovery", "service_load");
+    if (pluginPath != null) {
+      worker.put("plugin.path", pluginPath.toAbsolutePath().toString());
+    }
     worker.put("offset.flush.interval.ms", "10000");
     // Lets connector configs carry producer.override.* (the tuning runs).
     worker.put("connector.client.config.override.policy", "All");
@@ -60,6 +72,15 @@ final class BenchConnect implements AutoCloseable {
     cluster
         .assertions()
         .assertConnectorAndExactlyNumTasksArePaused(name, tasks, "connector did not pause");
+  }
+
+  /**
+   * Stops the connector (KIP-875): unlike a pause, its tasks are shut down, so a connector with
+   * background threads of its own (Debezium's WAL reader) does no work until {@link #resume}.
+   */
+  void stop(String name) throws InterruptedException {
+    cluster.stopConnector(name);
+    cluster.assertions().assertConnectorIsStopped(name, "connector did not stop");
   }
 
   void resume(String name) {

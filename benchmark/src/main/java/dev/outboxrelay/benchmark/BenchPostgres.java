@@ -4,6 +4,7 @@ import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -20,6 +21,12 @@ import org.postgresql.ds.PGSimpleDataSource;
  * Real PostgreSQL (embedded binaries from Maven) with durable settings: every commit waits for its
  * WAL to be flushed to disk. One server for the whole run; each run gets a database of its own,
  * dropped afterwards.
+ *
+ * <p>The server runs with {@code wal_level=logical} by default, for every scenario alike: the
+ * Debezium peer needs it, and it changes what an UPDATE or INSERT writes to the WAL (no prefix and
+ * suffix compression of updated tuples, tuple data logged even beside a full-page image), so WAL
+ * figures are only comparable under one setting. {@code pg_stat_statements} is preloaded for the
+ * per-run cost figures ({@link RunCost}).
  */
 final class BenchPostgres implements AutoCloseable {
   static final String USER = "postgres";
@@ -38,14 +45,19 @@ final class BenchPostgres implements AutoCloseable {
           "max_wal_size",
           "checkpoint_timeout",
           "autovacuum",
-          "max_connections");
+          "max_connections",
+          "shared_preload_libraries");
 
   private final EmbeddedPostgres server;
   private final AtomicInteger databases = new AtomicInteger();
+  private final ServerCpu cpu;
 
-  BenchPostgres(String sharedBuffers) throws IOException {
+  BenchPostgres(String sharedBuffers, String walLevel) throws IOException, SQLException {
     server =
         EmbeddedPostgres.builder()
+            .setServerConfig("wal_level", walLevel)
+            .setServerConfig("shared_preload_libraries", "pg_stat_statements")
+            .setServerConfig("pg_stat_statements.track", "top")
             .setServerConfig("fsync", "on")
             .setServerConfig("synchronous_commit", "on")
             .setServerConfig("full_page_writes", "on")
@@ -55,16 +67,40 @@ final class BenchPostgres implements AutoCloseable {
             .setServerConfig("max_wal_size", "8GB")
             .setServerConfig("checkpoint_timeout", "30min")
             .start();
+    String dataDirectory;
+    try (Connection c = admin();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SHOW data_directory")) {
+      rs.next();
+      dataDirectory = rs.getString(1);
+    }
+    cpu = ServerCpu.of(Path.of(dataDirectory));
   }
 
   /** Creates an empty database with the outbox schema and returns its JDBC URL. */
   String freshDatabase(String prefix) throws SQLException {
+    return freshDatabase(prefix, true);
+  }
+
+  /**
+   * Creates an empty database (with the outbox schema if asked) and the statistics extensions the
+   * cost figures read, and returns its JDBC URL.
+   */
+  String freshDatabase(String prefix, boolean outboxSchema) throws SQLException {
     String name = prefix + "_" + databases.incrementAndGet();
     try (Connection c = admin();
         Statement s = c.createStatement()) {
       s.execute("CREATE DATABASE " + name);
     }
     String url = url(name);
+    try (Connection c = connect(url);
+        Statement s = c.createStatement()) {
+      s.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+      s.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect");
+    }
+    if (!outboxSchema) {
+      return url;
+    }
     PGSimpleDataSource ds = new PGSimpleDataSource();
     ds.setUrl(url);
     ds.setUser(USER);
@@ -78,6 +114,19 @@ final class BenchPostgres implements AutoCloseable {
         Statement s = c.createStatement()) {
       s.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
     }
+  }
+
+  int port() {
+    return server.getPort();
+  }
+
+  /**
+   * CPU seconds (user + system) the PostgreSQL server has used so far: the postmaster, every live
+   * child process (backends, WAL sender, autovacuum, background writers) and the children it has
+   * reaped. NaN where /proc is not available.
+   */
+  double cpuSeconds() {
+    return cpu.seconds();
   }
 
   String url(String database) {

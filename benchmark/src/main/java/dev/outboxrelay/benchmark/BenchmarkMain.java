@@ -44,12 +44,17 @@ public final class BenchmarkMain {
     Path csv = options.output.resolve("runs-" + stamp + ".csv");
     results.csv = csv;
     Progress.log("machine " + results.machine);
-    try (BenchPostgres pg = new BenchPostgres(options.sharedBuffers);
-        BenchConnect connect = new BenchConnect()) {
+    Path pluginPath = null;
+    if (options.runs(Scenario.DEBEZIUM)) {
+      pluginPath = options.debeziumPluginPath();
+      DebeziumDrain.requirePlugin(pluginPath);
+    }
+    try (BenchPostgres pg = new BenchPostgres(options.sharedBuffers, options.walLevel);
+        BenchConnect connect = new BenchConnect(pluginPath)) {
       results.postgres = pg.settings();
       Progress.log("postgres " + results.postgres);
       Drain drain = new Drain(pg, connect, options);
-      throughput(options, pg, drain, results);
+      throughput(options, pg, connect, drain, results);
       if (options.runs(Scenario.LATENCY)) {
         Latency latency = new Latency(pg, connect, options);
         for (int run = 1; run <= options.runs; run++) {
@@ -99,7 +104,8 @@ public final class BenchmarkMain {
   }
 
   /** Drains, database limit and naive relay, interleaved run by run so drift hits all alike. */
-  private static void throughput(Options options, BenchPostgres pg, Drain drain, Results results)
+  private static void throughput(
+      Options options, BenchPostgres pg, BenchConnect connect, Drain drain, Results results)
       throws Exception {
     List<Drain.Config> configs = new ArrayList<>();
     if (options.runs(Scenario.DRAIN)) {
@@ -125,7 +131,13 @@ public final class BenchmarkMain {
               Results.NAIVE, true, 1, true, options.batchSize, Map.of(), options.naiveRows));
     }
     DatabaseLimit limit = new DatabaseLimit(pg, options);
-    if (configs.isEmpty() && !options.runs(Scenario.DATABASE)) {
+    MinimalLoop minimal = new MinimalLoop(pg, options);
+    DebeziumDrain debezium =
+        options.runs(Scenario.DEBEZIUM) ? new DebeziumDrain(pg, connect, options) : null;
+    if (configs.isEmpty()
+        && !options.runs(Scenario.DATABASE)
+        && !options.runs(Scenario.MINIMAL)
+        && debezium == null) {
       return;
     }
     // JIT, connection pools and the broker warm up on a run that is not counted.
@@ -142,6 +154,12 @@ public final class BenchmarkMain {
                   Math.min(options.rows, 20_000)));
       Progress.log("warm-up drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
     }
+    if (debezium != null && !options.debeziumPayloads.isEmpty()) {
+      // The peer gets its uncounted warm-up too (its classes load, its code is compiled).
+      DebeziumDrain.Result w =
+          debezium.run(options.debeziumPayloads.get(0), Math.min(options.rows, 20_000));
+      Progress.log("Debezium warm-up drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
+    }
     for (int run = 1; run <= options.runs; run++) {
       if (options.runs(Scenario.DATABASE)) {
         for (Results.LimitConfig lc : Results.LIMIT_CONFIGS) {
@@ -150,9 +168,19 @@ public final class BenchmarkMain {
           results.limits.computeIfAbsent(lc.label(), k -> new ArrayList<>()).add(r);
           results.record("database", lc.label(), run, r.toString());
           Progress.log(
-              "%s run %d: %.0f rows/s (%.1f s), load %.2f"
-                  .formatted(lc.label(), run, r.rowsPerSecond(), r.seconds(), r.load()));
+              "%s run %d: %.0f rows/s (%.1f s), %s, load %.2f"
+                  .formatted(
+                      lc.label(), run, r.rowsPerSecond(), r.seconds(), brief(r.cost()), r.load()));
         }
+      }
+      if (options.runs(Scenario.MINIMAL)) {
+        String label = MinimalLoop.label(options.minimalBatchSize);
+        MinimalLoop.Result r = minimal.run(options.rows, options.minimalBatchSize);
+        results.minimal.computeIfAbsent(label, k -> new ArrayList<>()).add(r);
+        results.record("minimal", label, run, r.toString());
+        Progress.log(
+            "%s run %d: %.0f rows/s (%.1f s), %s, load %.2f"
+                .formatted(label, run, r.rowsPerSecond(), r.seconds(), brief(r.cost()), r.load()));
       }
       for (Drain.Config config : configs) {
         Drain.Result r = drain.run(config);
@@ -161,18 +189,50 @@ public final class BenchmarkMain {
         results.record("drain", config.label(), run, r.toString());
         Progress.log(
             "%s run %d: %.0f rows/s (%.1f s; Kafka %.1f s), duplicates %d, order violations %d, %s, load %.2f"
-                .formatted(
-                    config.label(),
-                    run,
-                    r.rowsPerSecond(),
-                    r.seconds(),
-                    r.kafkaSeconds(),
-                    r.duplicates(),
-                    r.orderViolations(),
-                    r.finalCounts(),
-                    r.loadAverage()));
+                    .formatted(
+                        config.label(),
+                        run,
+                        r.rowsPerSecond(),
+                        r.seconds(),
+                        r.kafkaSeconds(),
+                        r.duplicates(),
+                        r.orderViolations(),
+                        r.finalCounts(),
+                        r.loadAverage())
+                + ", "
+                + brief(r.cost()));
+      }
+      if (debezium != null) {
+        for (Options.DebeziumPayload payload : options.debeziumPayloads) {
+          String label = debezium.label(payload);
+          DebeziumDrain.Result r = debezium.run(payload, options.rows);
+          results.debezium.computeIfAbsent(label, k -> new ArrayList<>()).add(r);
+          results.record("debezium", label, run, r.toString());
+          Progress.log(
+              "%s run %d: %.0f rows/s (%.1f s), duplicates %d, order violations %d, %s, load %.2f"
+                  .formatted(
+                      label,
+                      run,
+                      r.rowsPerSecond(),
+                      r.seconds(),
+                      r.duplicates(),
+                      r.orderViolations(),
+                      brief(r.cost()),
+                      r.loadAverage()));
+        }
       }
     }
+  }
+
+  /** The cost figures of a run, for its progress line. */
+  static String brief(RunCost.Result c) {
+    return "WAL %.0f B/row insert, %.0f B/row relay, PostgreSQL CPU %.2f s, JVM CPU %.2f s, HOT %s"
+        .formatted(
+            c.insertWalPerRow(),
+            c.relayWalPerRow(),
+            c.pgCpuSeconds(),
+            c.jvmCpuSeconds(),
+            Double.isNaN(c.hotRatio()) ? "–" : "%.0f%%".formatted(100 * c.hotRatio()));
   }
 
   static Drain.Config drainConfig(

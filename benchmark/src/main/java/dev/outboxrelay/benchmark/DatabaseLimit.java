@@ -26,7 +26,12 @@ import javax.sql.DataSource;
  * autocommit (two durable commits per batch), with no Kafka at all. Rows per second.
  */
 final class DatabaseLimit {
-  record Result(double seconds, double rowsPerSecond, Map<String, Long> finalCounts, double load) {}
+  record Result(
+      double seconds,
+      double rowsPerSecond,
+      Map<String, Long> finalCounts,
+      double load,
+      RunCost.Result cost) {}
 
   private final BenchPostgres pg;
   private final Options options;
@@ -43,39 +48,50 @@ final class DatabaseLimit {
     hc.setUsername(BenchPostgres.USER);
     hc.setMaximumPoolSize(threads + 1);
     hc.setPoolName("benchmark-dblimit");
-    try (HikariDataSource pool = new HikariDataSource(hc)) {
-      Backlog.insert(url, 1, rows, options.aggregates, options.payloadBytes, "bench-x", "PENDING");
+    try (RunCost.Meter meter = new RunCost.Meter(pg, url, BenchPostgres.TABLE.qualified(), rows)) {
+      meter.insertStarted();
+      Backlog.insertRows(
+          url, 1, rows, options.aggregates, options.payloadBytes, "bench-x", "PENDING");
+      meter.insertDone();
+      Backlog.vacuum(url, BenchPostgres.TABLE.qualified());
       pg.checkpoint();
       double load = Machine.loadAverage();
-      PostgresOutboxStore store =
-          new PostgresOutboxStore(pool, BenchPostgres.TABLE, RelayClock.database(), null);
-      ExecutorService executor = Executors.newFixedThreadPool(threads);
-      long start = System.nanoTime();
-      List<Future<Long>> loops = new ArrayList<>();
-      for (int t = 0; t < threads; t++) {
-        ClaimRequest request =
-            new ClaimRequest(
-                "dblimit-" + t,
-                Set.of(Backlog.INSTANCE_KEY),
-                batchSize,
-                Duration.ofMinutes(1),
-                10,
-                ordered);
-        loops.add(executor.submit(() -> loop(store, request, pool)));
+      double seconds;
+      Map<String, Long> counts;
+      try (HikariDataSource pool = new HikariDataSource(hc)) {
+        PostgresOutboxStore store =
+            new PostgresOutboxStore(pool, BenchPostgres.TABLE, RelayClock.database(), null);
+        ExecutorService executor = Executors.newFixedThreadPool(threads);
+        meter.relayStarted();
+        long start = System.nanoTime();
+        List<Future<Long>> loops = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+          ClaimRequest request =
+              new ClaimRequest(
+                  "dblimit-" + t,
+                  Set.of(Backlog.INSTANCE_KEY),
+                  batchSize,
+                  Duration.ofMinutes(1),
+                  10,
+                  ordered);
+          loops.add(executor.submit(() -> loop(store, request, pool)));
+        }
+        long relayed = 0;
+        for (Future<Long> f : loops) {
+          relayed += f.get();
+        }
+        long done = System.nanoTime();
+        meter.relayDone();
+        executor.shutdown();
+        if (relayed != rows) {
+          throw new IllegalStateException("database loop relayed " + relayed + " of " + rows);
+        }
+        seconds = (done - start) / 1e9;
+        try (Connection c = pool.getConnection()) {
+          counts = Backlog.statusCounts(c);
+        }
       }
-      long relayed = 0;
-      for (Future<Long> f : loops) {
-        relayed += f.get();
-      }
-      long done = System.nanoTime();
-      executor.shutdown();
-      if (relayed != rows) {
-        throw new IllegalStateException("database loop relayed " + relayed + " of " + rows);
-      }
-      double seconds = (done - start) / 1e9;
-      try (Connection c = BenchPostgres.connect(url)) {
-        return new Result(seconds, rows / seconds, Backlog.statusCounts(c), load);
-      }
+      return new Result(seconds, rows / seconds, counts, load, meter.finish());
     } finally {
       pg.dropDatabase(url);
     }

@@ -35,7 +35,8 @@ final class Drain {
       long duplicates,
       long orderViolations,
       Map<String, Long> finalCounts,
-      double loadAverage) {}
+      double loadAverage,
+      RunCost.Result cost) {}
 
   private static final AtomicInteger RUNS = new AtomicInteger();
 
@@ -62,14 +63,21 @@ final class Drain {
     String name = "drain-" + id;
     String topic = "bench-drain-" + id;
     String url = pg.freshDatabase("drain");
-    try {
+    boolean connectorExists = false;
+    try (RunCost.Meter meter =
+        new RunCost.Meter(pg, url, BenchPostgres.TABLE.qualified(), config.rows())) {
       connect.createTopic(topic, options.partitions);
+      connectorExists = true;
       connect.createConnector(name, connectorConfig(config, url), config.tasks());
       connect.pause(name, config.tasks());
-      Backlog.insert(
+      meter.insertStarted();
+      Backlog.insertRows(
           url, 1, config.rows(), options.aggregates, options.payloadBytes, topic, "PENDING");
+      meter.insertDone();
+      Backlog.vacuum(url, BenchPostgres.TABLE.qualified());
       pg.checkpoint();
       double load = Machine.loadAverage();
+      Result result;
       try (Connection c = BenchPostgres.connect(url);
           TopicReader reader =
               new TopicReader(
@@ -81,6 +89,7 @@ final class Drain {
                   false,
                   true)) {
         onResume.accept(true);
+        meter.relayStarted();
         long start = System.nanoTime();
         connect.resume(name);
         long deadline = start + options.runTimeout.toNanos();
@@ -105,9 +114,10 @@ final class Drain {
           LockSupport.parkNanos(Duration.ofMillis(5).toNanos());
         }
         long done = System.nanoTime();
+        meter.relayDone();
         onResume.accept(false);
         double seconds = (done - start) / 1e9;
-        Result result =
+        result =
             new Result(
                 seconds,
                 config.rows() / seconds,
@@ -115,12 +125,27 @@ final class Drain {
                 reader.duplicates(),
                 reader.orderViolations(),
                 Backlog.statusCounts(c),
-                load);
+                load,
+                null);
         connect.requireHealthy(name);
-        return result;
       }
-    } finally {
+      // The table's statistics are complete once the connector's sessions have closed.
+      connectorExists = false;
       connect.deleteConnector(name);
+      RunCost.Result cost = meter.finish();
+      return new Result(
+          result.seconds(),
+          result.rowsPerSecond(),
+          result.kafkaSeconds(),
+          result.duplicates(),
+          result.orderViolations(),
+          result.finalCounts(),
+          result.loadAverage(),
+          cost);
+    } finally {
+      if (connectorExists) {
+        connect.deleteConnector(name);
+      }
       connect.deleteTopic(topic);
       pg.dropDatabase(url);
     }

@@ -20,7 +20,17 @@ final class Options {
     NAIVE,
     LATENCY,
     SCALE,
-    MEMORY
+    MEMORY,
+    MINIMAL,
+    DEBEZIUM
+  }
+
+  /** How the Debezium peer hands the outbox payload to Kafka. */
+  enum DebeziumPayload {
+    /** The payload column's JSON text as a string value (StringConverter). */
+    STRING,
+    /** {@code table.expand.json.payload=true}: a structured value (JsonConverter, no schema). */
+    EXPANDED
   }
 
   Set<Scenario> scenarios = new LinkedHashSet<>(Arrays.asList(Scenario.values()));
@@ -45,6 +55,14 @@ final class Options {
   Duration memorySampleInterval = Duration.ofSeconds(5);
   Duration runTimeout = Duration.ofMinutes(20);
   String sharedBuffers = "512MB";
+  String walLevel = "logical";
+  int minimalBatchSize = 1_000;
+  List<DebeziumPayload> debeziumPayloads =
+      List.of(DebeziumPayload.STRING, DebeziumPayload.EXPANDED);
+
+  /** Folder on the worker's plugin.path holding Debezium's plugin; null: beside the jar. */
+  Path debeziumPluginPath;
+
   Path output = Path.of("benchmark", "target", "benchmark-results");
 
   static Options parse(String... args) {
@@ -87,11 +105,35 @@ final class Options {
             o.memorySampleInterval = Duration.ofSeconds(positive(flag, v));
         case "--run-timeout-seconds" -> o.runTimeout = Duration.ofSeconds(positive(flag, v));
         case "--shared-buffers" -> o.sharedBuffers = v;
+        case "--wal-level" -> o.walLevel = walLevel(v);
+        case "--minimal-batch-size" -> o.minimalBatchSize = positive(flag, v);
+        case "--debezium-payloads" -> o.debeziumPayloads = debeziumPayloads(v);
+        case "--debezium-plugin-path" -> o.debeziumPluginPath = Path.of(v);
         case "--output" -> o.output = Path.of(v);
         default -> throw new IllegalArgumentException("unknown flag " + flag + "\n" + usage());
       }
     }
+    if (o.runs(Scenario.DEBEZIUM) && !o.walLevel.equals("logical")) {
+      throw new IllegalArgumentException("--scenarios debezium needs --wal-level logical");
+    }
     return o;
+  }
+
+  /**
+   * The folder given, or {@code debezium-plugin} beside the benchmark's jar (or beside {@code
+   * target/classes} in a build): the build unpacks Debezium's plugin archive there.
+   */
+  Path debeziumPluginPath() {
+    if (debeziumPluginPath != null) {
+      return debeziumPluginPath;
+    }
+    try {
+      Path code =
+          Path.of(Options.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+      return code.getParent().resolve("debezium-plugin");
+    } catch (java.net.URISyntaxException | RuntimeException e) {
+      return Path.of("benchmark", "target", "debezium-plugin");
+    }
   }
 
   /** Small sizes: checks that every scenario works, in a minute or two. No figure to quote. */
@@ -119,7 +161,8 @@ final class Options {
   static String usage() {
     return """
         usage: java -jar benchmark/target/outbox-relay-benchmark.jar [--quick] [flags]
-          --scenarios LIST           drain,variants,database,naive,latency,scale,memory (default all)
+          --scenarios LIST           drain,variants,database,naive,latency,scale,memory,
+                                     minimal,debezium (default all)
           --runs N                   runs per configuration (3)
           --rows N                   backlog rows per drain run (100000)
           --tasks LIST               tasks.max values of the drain matrix (1,2,4)
@@ -135,7 +178,13 @@ final class Options {
           --scale-pending N          pending rows the claims run against (10000)
           --scale-claims N           timed claims per table (200)
           --memory-rows N            backlog of the memory run (1000000)
+          --minimal-batch-size N     rows per claim of the minimal loop (1000)
+          --debezium-payloads LIST   string,expanded: the Debezium peer's payload variants (both)
+          --debezium-plugin-path DIR Connect plugin.path holding Debezium's plugin
+                                     (target/debezium-plugin beside the jar)
           --shared-buffers SIZE      PostgreSQL shared_buffers (512MB)
+          --wal-level LEVEL          PostgreSQL wal_level, every scenario alike (logical;
+                                     debezium needs it)
           --output DIR               where results go (benchmark/target/benchmark-results)
         """;
   }
@@ -146,6 +195,21 @@ final class Options {
       s.add(Scenario.valueOf(name.trim().toUpperCase()));
     }
     return s;
+  }
+
+  private static String walLevel(String v) {
+    if (!v.equals("logical") && !v.equals("replica")) {
+      throw new IllegalArgumentException("--wal-level must be logical or replica");
+    }
+    return v;
+  }
+
+  private static List<DebeziumPayload> debeziumPayloads(String v) {
+    List<DebeziumPayload> values = new ArrayList<>();
+    for (String part : v.split(",")) {
+      values.add(DebeziumPayload.valueOf(part.trim().toUpperCase()));
+    }
+    return List.copyOf(values);
   }
 
   private static List<Integer> ints(String flag, String v) {

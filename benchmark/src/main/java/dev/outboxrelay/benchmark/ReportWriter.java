@@ -38,7 +38,7 @@ final class ReportWriter {
   }
 
   private void throughput() {
-    if (r.limits.isEmpty() && r.drains.isEmpty()) {
+    if (r.limits.isEmpty() && r.drains.isEmpty() && r.minimal.isEmpty() && r.debezium.isEmpty()) {
       return;
     }
     line("## Throughput (backlog drain)");
@@ -55,6 +55,16 @@ final class ReportWriter {
                         fmt(runs, DatabaseLimit.Result::rowsPerSecond, "%.0f"),
                         fmt(runs, DatabaseLimit.Result::seconds, "%.1f"),
                         fmt(runs, DatabaseLimit.Result::load, "%.2f"))));
+    r.minimal.forEach(
+        (label, runs) ->
+            line(
+                "| %s | %d | %s | %s | – | – | %s |"
+                    .formatted(
+                        label,
+                        r.options.rows,
+                        fmt(runs, MinimalLoop.Result::rowsPerSecond, "%.0f"),
+                        fmt(runs, MinimalLoop.Result::seconds, "%.1f"),
+                        fmt(runs, MinimalLoop.Result::load, "%.2f"))));
     r.drains.forEach(
         (label, runs) ->
             line(
@@ -67,12 +77,149 @@ final class ReportWriter {
                         fmt(runs, x -> x.duplicates(), "%.0f"),
                         fmt(runs, x -> x.orderViolations(), "%.0f"),
                         fmt(runs, Drain.Result::loadAverage, "%.2f"))));
+    r.debezium.forEach(
+        (label, runs) ->
+            line(
+                "| %s | %d | %s | %s | %s | %s | %s |"
+                    .formatted(
+                        label,
+                        r.options.rows,
+                        fmt(runs, DebeziumDrain.Result::rowsPerSecond, "%.0f"),
+                        fmt(runs, DebeziumDrain.Result::seconds, "%.1f"),
+                        fmt(runs, x -> x.duplicates(), "%.0f"),
+                        fmt(runs, x -> x.orderViolations(), "%.0f"),
+                        fmt(runs, DebeziumDrain.Result::loadAverage, "%.2f"))));
     line("");
     line(
         "Time runs from resuming the connector until every row has been read from Kafka and none"
-            + " is left PENDING, AMBIGUOUS or IN_FLIGHT. Order violations count rows read after a"
+            + " is left PENDING, AMBIGUOUS or IN_FLIGHT (Debezium: until every row has been read"
+            + " from Kafka; it writes nothing back). Order violations count rows read after a"
             + " later row of the same aggregate (only meaningful with ordering on).");
     line("");
+    r.debezium.forEach(
+        (label, runs) ->
+            line(
+                ("%s: stopped (not paused) while the backlog was inserted; from resume to the first"
+                        + " row (task start, replication stream opened at its offset) %s s of the"
+                        + " drain's %s s.")
+                    .formatted(
+                        label,
+                        fmt(runs, DebeziumDrain.Result::firstRowSeconds, "%.2f"),
+                        fmt(runs, DebeziumDrain.Result::seconds, "%.1f"))));
+    if (!r.debezium.isEmpty()) {
+      line("");
+    }
+    cost();
+  }
+
+  /** One configuration's runs as the cost table sees them. */
+  private record CostRow(String label, List<Double> rowsPerSecond, List<RunCost.Result> costs) {}
+
+  private List<CostRow> costRows() {
+    List<CostRow> rows = new ArrayList<>();
+    r.limits.forEach(
+        (label, runs) ->
+            rows.add(
+                new CostRow(
+                    label,
+                    runs.stream().map(DatabaseLimit.Result::rowsPerSecond).toList(),
+                    runs.stream().map(DatabaseLimit.Result::cost).toList())));
+    r.minimal.forEach(
+        (label, runs) ->
+            rows.add(
+                new CostRow(
+                    label,
+                    runs.stream().map(MinimalLoop.Result::rowsPerSecond).toList(),
+                    runs.stream().map(MinimalLoop.Result::cost).toList())));
+    r.drains.forEach(
+        (label, runs) ->
+            rows.add(
+                new CostRow(
+                    label,
+                    runs.stream().map(Drain.Result::rowsPerSecond).toList(),
+                    runs.stream().map(Drain.Result::cost).toList())));
+    r.debezium.forEach(
+        (label, runs) ->
+            rows.add(
+                new CostRow(
+                    label,
+                    runs.stream().map(DebeziumDrain.Result::rowsPerSecond).toList(),
+                    runs.stream().map(DebeziumDrain.Result::cost).toList())));
+    return rows;
+  }
+
+  private void cost() {
+    List<CostRow> rows = costRows();
+    if (rows.isEmpty()) {
+      return;
+    }
+    line("## Cost per row (medians of the runs above)");
+    line("");
+    line(
+        "| configuration | rows/s | WAL B/row insert | WAL B/row relay | FPI B/row insert / relay | WAL records/row insert / relay | PostgreSQL CPU s | JVM CPU s | CPU µs/row PostgreSQL / JVM | HOT updates | heap MiB | indexes MiB | total MiB |");
+    line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (CostRow row : rows) {
+      List<RunCost.Result> c = row.costs();
+      double hot = med(c, RunCost.Result::hotRatio);
+      line(
+          "| %s | %.0f | %.0f | %.0f | %.0f / %.0f | %.2f / %.2f | %.2f | %.2f | %.0f / %.0f | %s | %.1f | %.1f | %.1f |"
+              .formatted(
+                  row.label(),
+                  Stats.summarize(row.rowsPerSecond()).median(),
+                  med(c, RunCost.Result::insertWalPerRow),
+                  med(c, RunCost.Result::relayWalPerRow),
+                  med(c, RunCost.Result::insertFpiPerRow),
+                  med(c, RunCost.Result::relayFpiPerRow),
+                  med(c, RunCost.Result::insertRecordsPerRow),
+                  med(c, RunCost.Result::relayRecordsPerRow),
+                  med(c, RunCost.Result::pgCpuSeconds),
+                  med(c, RunCost.Result::jvmCpuSeconds),
+                  med(c, RunCost.Result::pgCpuMicrosPerRow),
+                  med(c, RunCost.Result::jvmCpuMicrosPerRow),
+                  Double.isNaN(hot)
+                      ? "– (no update)"
+                      : "%.0f %% of %.0f".formatted(100 * hot, med(c, x -> (double) x.updates())),
+                  med(c, x -> x.heapBytes() / 1048576.0),
+                  med(c, x -> x.indexBytes() / 1048576.0),
+                  med(c, x -> x.totalBytes() / 1048576.0)));
+    }
+    line("");
+    line(
+        "WAL: `pg_wal_lsn_diff` of `pg_current_wal_insert_lsn()` around the backlog's INSERT"
+            + " statements (insert) and from resume until the clock stopped (relay), divided by the"
+            + " backlog's rows; FPI: full-page-image bytes and WAL records of the same ranges"
+            + " (`pg_walinspect`). The WAL is the whole server's (autovacuum included); the relay"
+            + " phase starts right after a CHECKPOINT, so each page's first change in it carries a"
+            + " full-page image. CPU: the PostgreSQL server's process tree (/proc) and this JVM"
+            + " (relay, broker, worker, consumer), over the relay phase. HOT: `n_tup_hot_upd` of"
+            + " `n_tup_upd` in `pg_stat_user_tables`; sizes: `pg_relation_size`, `pg_indexes_size`,"
+            + " `pg_total_relation_size` of the relayed table after the run.");
+    line("");
+    line("### Top statements by total time (relay phase, last run of each configuration)");
+    line("");
+    for (CostRow row : rows) {
+      RunCost.Result last = row.costs().get(row.costs().size() - 1);
+      line("**" + row.label() + "**");
+      line("");
+      if (last.topStatements().isEmpty()) {
+        line("(no SQL statement: the relay reads the WAL through its replication connection)");
+        line("");
+        continue;
+      }
+      line("| total ms | calls | mean ms | rows | statement |");
+      line("|---:|---:|---:|---:|---|");
+      for (RunCost.TopStatement t : last.topStatements()) {
+        line(
+            "| %.1f | %d | %.3f | %d | `%s` |"
+                .formatted(
+                    t.totalMs(), t.calls(), t.meanMs(), t.rows(), t.query().replace("|", "\\|")));
+      }
+      line("");
+    }
+  }
+
+  private static <T> double med(List<T> runs, ToDoubleFunction<T> f) {
+    return Stats.summarize(runs.stream().map(x -> f.applyAsDouble(x)).toList()).median();
   }
 
   private void latency() {

@@ -29,6 +29,8 @@ final class Results {
   final Map<String, List<DatabaseLimit.Result>> limits = new LinkedHashMap<>();
   final Map<String, List<Drain.Result>> drains = new LinkedHashMap<>();
   final Map<String, Drain.Config> drainConfigs = new LinkedHashMap<>();
+  final Map<String, List<MinimalLoop.Result>> minimal = new LinkedHashMap<>();
+  final Map<String, List<DebeziumDrain.Result>> debezium = new LinkedHashMap<>();
   final Map<Integer, List<Latency.Result>> latency = new TreeMap<>();
 
   /** The same rates with the insert trigger's notification switched off. */

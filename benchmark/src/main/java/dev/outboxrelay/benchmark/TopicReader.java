@@ -30,7 +30,9 @@ final class TopicReader implements AutoCloseable {
   private final AtomicLong distinct = new AtomicLong();
   private final AtomicLong duplicates = new AtomicLong();
   private final AtomicLong orderViolations = new AtomicLong();
+  private final AtomicLong foreign = new AtomicLong();
   private volatile long lastArrivalNanos;
+  private volatile long firstArrivalNanos;
   private volatile RuntimeException failure;
   private volatile boolean running = true;
 
@@ -105,6 +107,7 @@ final class TopicReader implements AutoCloseable {
     long[] head = PayloadHead.parse(value);
     int n = (int) head[0];
     if (n <= 0 || n > rows) {
+      foreign.incrementAndGet();
       return; // not a row of this run
     }
     if (seen.get(n)) {
@@ -112,6 +115,9 @@ final class TopicReader implements AutoCloseable {
       return;
     }
     seen.set(n);
+    if (firstArrivalNanos == 0) {
+      firstArrivalNanos = now;
+    }
     if (arrivalNanos != null) {
       arrivalNanos[n] = now;
     }
@@ -130,12 +136,23 @@ final class TopicReader implements AutoCloseable {
     return distinct.get();
   }
 
+  /** Records whose row number is not one of this run's (a peer's warm-up row, numbered 0). */
+  long foreign() {
+    check();
+    return foreign.get();
+  }
+
   long duplicates() {
     return duplicates.get();
   }
 
   long orderViolations() {
     return orderViolations.get();
+  }
+
+  /** When the first row of this run arrived (0 before). */
+  long firstArrivalNanos() {
+    return firstArrivalNanos;
   }
 
   long lastArrivalNanos() {
@@ -163,11 +180,27 @@ final class TopicReader implements AutoCloseable {
     thread.join();
   }
 
-  /** The numbers at the start of a benchmark payload: {@code {"n":N,"a":A,"s":S,...}}. */
+  /**
+   * The numbers of a benchmark payload: {@code {"n":N,"a":A,"s":S,...}} as written, or the same
+   * keys in another order and spacing (PostgreSQL's jsonb text and Debezium's expanded JSON: {@code
+   * {"a": A, "n": N, "p": "…", "s": S}}).
+   */
   static final class PayloadHead {
     private PayloadHead() {}
 
     static long[] parse(byte[] value) {
+      if (value.length > 5
+          && value[0] == '{'
+          && value[1] == '"'
+          && value[2] == 'n'
+          && value[3] == '"'
+          && value[4] == ':') {
+        return inOrder(value);
+      }
+      return byKey(value);
+    }
+
+    private static long[] inOrder(byte[] value) {
       long[] numbers = new long[3];
       int found = 0;
       long current = -1;
@@ -179,6 +212,50 @@ final class TopicReader implements AutoCloseable {
           numbers[found++] = current;
           current = -1;
         }
+      }
+      return numbers;
+    }
+
+    /** Finds {@code "n"}, {@code "a"} and {@code "s"} as keys; the padding ("p") is all x. */
+    private static long[] byKey(byte[] value) {
+      long[] numbers = new long[3];
+      int found = 0;
+      for (int i = 0; i + 2 < value.length && found < 3; i++) {
+        if (value[i] != '"' || value[i + 2] != '"') {
+          continue;
+        }
+        int slot =
+            switch (value[i + 1]) {
+              case 'n' -> 0;
+              case 'a' -> 1;
+              case 's' -> 2;
+              default -> -1;
+            };
+        if (slot < 0) {
+          continue;
+        }
+        int j = i + 3;
+        while (j < value.length && value[j] == ' ') {
+          j++;
+        }
+        if (j >= value.length || value[j] != ':') {
+          continue;
+        }
+        j++;
+        while (j < value.length && value[j] == ' ') {
+          j++;
+        }
+        long v = 0;
+        int digits = 0;
+        while (j < value.length && value[j] >= '0' && value[j] <= '9') {
+          v = v * 10 + (value[j++] - '0');
+          digits++;
+        }
+        if (digits > 0) {
+          numbers[slot] = v;
+          found++;
+        }
+        i = j - 1;
       }
       return numbers;
     }

@@ -9,8 +9,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The whole harness on tiny sizes: real PostgreSQL, a real Connect cluster, the connector, the
- * naive relay and the database loop each relay a few hundred rows, and a report comes out. No
- * figure is checked: this machine's speed is not the build's business.
+ * naive relay, the database loop, the minimal loop and the Debezium peer (both payload variants)
+ * each relay a few hundred rows, and a report with the cost figures comes out. No figure is
+ * checked: this machine's speed is not the build's business.
  */
 class BenchmarkSmokeTest {
   @Test
@@ -19,7 +20,7 @@ class BenchmarkSmokeTest {
         Options.parse(
             "--quick",
             "--scenarios",
-            "drain,database,naive,scale",
+            "drain,database,naive,scale,minimal,debezium",
             "--rows",
             "400",
             "--tasks",
@@ -42,5 +43,10 @@ class BenchmarkSmokeTest {
     assertTrue(report.contains("naive relay"), report);
     assertTrue(report.contains("## Claim time vs retained PUBLISHED rows"), report);
     assertTrue(report.contains("## Targets"), report);
+    assertTrue(report.contains("minimal loop: claim 1000 per statement"), report);
+    assertTrue(report.contains("outbox EventRouter, string payload"), report);
+    assertTrue(report.contains("outbox EventRouter, expanded JSON payload"), report);
+    assertTrue(report.contains("## Cost per row"), report);
+    assertTrue(report.contains("### Top statements by total time"), report);
   }
 }

@@ -56,6 +56,40 @@ class OptionsTest {
   }
 
   @Test
+  void payloadHeadReadsJsonbTextAndExpandedJsonByKey() {
+    // PostgreSQL's jsonb text (Debezium's string payload) and JsonConverter's output of the
+    // expanded payload order the keys by length, then bytes.
+    byte[] jsonb = "{\"a\": 344, \"n\": 12345, \"p\": \"xxxx\", \"s\": 12}".getBytes();
+    byte[] expanded = "{\"a\":344,\"n\":12345,\"p\":\"xxxx\",\"s\":12}".getBytes();
+    assertArrayEquals(new long[] {12_345, 344, 12}, TopicReader.PayloadHead.parse(jsonb));
+    assertArrayEquals(new long[] {12_345, 344, 12}, TopicReader.PayloadHead.parse(expanded));
+    // The peer's warm-up row is number 0 of aggregate -1: not a row of the run.
+    byte[] warmUp = "{\"a\": -1, \"n\": 0, \"p\": \"x\", \"s\": -1}".getBytes();
+    assertEquals(0, TopicReader.PayloadHead.parse(warmUp)[0]);
+  }
+
+  @Test
+  void peerAndMinimalFlags() {
+    Options o =
+        Options.parse(
+            "--scenarios",
+            "minimal,debezium",
+            "--minimal-batch-size",
+            "200",
+            "--debezium-payloads",
+            "expanded");
+    assertEquals(200, o.minimalBatchSize);
+    assertEquals(List.of(Options.DebeziumPayload.EXPANDED), o.debeziumPayloads);
+    assertEquals("logical", o.walLevel);
+    assertEquals(
+        "replica", Options.parse("--scenarios", "drain", "--wal-level", "replica").walLevel);
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> Options.parse("--scenarios", "debezium", "--wal-level", "replica"));
+    assertThrows(IllegalArgumentException.class, () -> Options.parse("--wal-level", "minimal"));
+  }
+
+  @Test
   void percentilesAreNearestRank() {
     long[] sorted = new long[100];
     for (int i = 0; i < 100; i++) {
