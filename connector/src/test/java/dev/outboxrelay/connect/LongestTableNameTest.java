@@ -38,14 +38,12 @@ class LongestTableNameTest {
   private static final String SCHEMA = longest("relay_schema_");
   private static final OutboxTable TABLE = OutboxTable.parse(SCHEMA + "." + longest("outbox_"));
 
-  /** The indexes the migrations leave (V6 dropped V1's active_idx), by suffix. */
+  /**
+   * The indexes the migrations leave (V6 dropped V1's active_idx, V7 replaced the status ones), by
+   * suffix.
+   */
   private static final String[] INDEXES = {
-    "pkey",
-    "message_id_key",
-    "active_aggregate_idx",
-    "published_idx",
-    "parked_idx",
-    "active_seq_idx"
+    "pkey", "message_id_key", "due_seq_idx", "due_aggregate_idx", "settled_idx", "parked_rows_idx"
   };
 
   private static final String[] CONSTRAINTS = {
@@ -139,7 +137,7 @@ class LongestTableNameTest {
       String prefix = "outbox_" + length + "_";
       OutboxTable table =
           OutboxTable.parse(SCHEMA + "." + prefix + "x".repeat(length - prefix.length()));
-      assertEquals(6, new SchemaMigrator(dataSource, table).migrate(), table.name());
+      assertEquals(7, new SchemaMigrator(dataSource, table).migrate(), table.name());
       assertDerivedNames(table);
     }
   }

@@ -77,7 +77,10 @@ final class OperatorSql {
             + t
             + " SET status = 'PENDING', attempts = 0, next_attempt_at = NULL,"
             + " last_failure_code = NULL, isolated = FALSE, lease_owner = NULL,"
-            + " lease_expires_at = NULL, lease_token = lease_token + 1";
+            + " lease_expires_at = NULL, lease_token = lease_token + 1,"
+            // Back among the rows awaiting delivery (schema version 7: parked_at is in the due
+            // indexes' predicate).
+            + " parked_at = NULL";
     // Parameters: key, statuses[], then the selector's own.
     String parkedOfKey =
         " WHERE instance_key = ? AND status IN " + PARKED + " AND status = ANY (CAST(? AS text[]))";

@@ -20,8 +20,17 @@ final class OutboxSql {
   /** {@code {now}}: the bound test instant if any, else the database's statement timestamp. */
   private static final String NOW = "COALESCE(CAST(:now AS timestamptz), statement_timestamp())";
 
-  /** {@code {active}}: the statuses of the partial indexes' predicate, spelled as they are. */
+  /** The statuses of a row awaiting delivery, in flight included. */
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
+
+  /**
+   * {@code {unsettled(row)}}: the predicate of the partial indexes of the rows awaiting delivery
+   * (schema version 7), spelled as they are so that the planner can use them, then the statuses. No
+   * index uses status: a claim, a renewal, a retry or a release changes no indexed column, so on a
+   * page with room it is a HOT update. Only publishing and parking settle a row.
+   */
+  private static final String UNSETTLED =
+      "%1$s.published_at IS NULL AND %1$s.parked_at IS NULL AND %1$s.status IN " + ACTIVE;
 
   /**
    * {@code {fence}}: every write after a claim holds the lease, and touches only rows of the
@@ -68,7 +77,7 @@ final class OutboxSql {
             SELECT 1 FROM {table} p
             WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
               AND p.seq < o.seq
-              AND p.status IN {active}
+              AND {unsettled(p)}
               AND NOT ({due(p)})
               AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
                 AND p.lease_expires_at > clock.now)
@@ -123,6 +132,7 @@ final class OutboxSql {
           ELSE clock.now + (:lease_ms * INTERVAL '1 millisecond') END,
         last_failure_code = CASE WHEN o.attempts >= clock.budget THEN 'ATTEMPTS_BUDGET_LOWERED'
           ELSE o.last_failure_code END,
+        parked_at = CASE WHEN o.attempts >= clock.budget THEN clock.now ELSE o.parked_at END,
         isolated = FALSE
       FROM {rows} c, clock WHERE o.seq = c.seq
       RETURNING {claimed columns}""";
@@ -138,6 +148,7 @@ final class OutboxSql {
         SELECT o.seq
         FROM {table} o, clock
         WHERE o.instance_key = ANY (:instance_keys)
+          AND o.published_at IS NULL AND o.parked_at IS NULL
           AND o.status = 'IN_FLIGHT' AND o.lease_expires_at <= clock.now {in order}
         ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED
       )
@@ -153,6 +164,8 @@ final class OutboxSql {
           ELSE clock.now + (:lease_ms * INTERVAL '1 millisecond') END,
         last_failure_code = CASE WHEN o.isolated AND o.attempts + 1 >= :max_attempts
           THEN 'ABANDONED_IN_ISOLATION' ELSE o.last_failure_code END,
+        parked_at = CASE WHEN o.isolated AND o.attempts + 1 >= :max_attempts THEN clock.now
+          ELSE o.parked_at END,
         isolated = TRUE
       FROM target c, clock WHERE o.seq = c.seq
       RETURNING {claimed columns}""";
@@ -167,7 +180,7 @@ final class OutboxSql {
             SELECT 1 FROM {table} p
             WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
               AND p.seq < o.seq
-              AND p.status IN {active}
+              AND {unsettled(p)}
               AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
                 AND p.lease_expires_at > clock.now))""";
 
@@ -201,7 +214,8 @@ final class OutboxSql {
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
-    fragments.put("{active}", ACTIVE);
+    fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
+    fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
     fragments.put("{now}", NOW);
     fragments.put("{table}", table.qualified());
 
@@ -225,7 +239,7 @@ final class OutboxSql {
             UPDATE {table}
             SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = :kafka_topic,
               kafka_partition = :kafka_partition, kafka_offset = :kafka_offset,
-              next_attempt_at = NULL,
+              next_attempt_at = NULL, payload = NULL, headers = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
             WHERE message_id = :message_id {fence}""");
@@ -238,7 +252,7 @@ final class OutboxSql {
             UPDATE {table} o
             SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = a.topic,
               kafka_partition = a.kafka_partition, kafka_offset = a.kafka_offset,
-              next_attempt_at = NULL,
+              next_attempt_at = NULL, payload = NULL, headers = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock,
               unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
@@ -260,6 +274,7 @@ final class OutboxSql {
                 ELSE 'AMBIGUOUS' END,
               attempts = attempts + 1, last_failure_code = :reason,
               next_attempt_at = clock.now + (:delay_ms * INTERVAL '1 millisecond'),
+              parked_at = CASE WHEN attempts + 1 >= :max_attempts THEN clock.now END,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
             WHERE message_id = :message_id {fence}
@@ -268,9 +283,12 @@ final class OutboxSql {
     markFailed =
         statement(
             """
+            WITH clock AS (SELECT {now} AS now)
             UPDATE {table}
             SET status = 'FAILED', last_failure_code = :reason, next_attempt_at = NULL,
+              parked_at = clock.now,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
+            FROM clock
             WHERE message_id = :message_id {fence}""");
 
     release =
@@ -298,21 +316,23 @@ final class OutboxSql {
             RETURNING o.message_id""");
 
     // One branch per partial index, so the backlog figures cost O(active + parked rows), not a
-    // scan of every retained PUBLISHED row.
+    // scan of every retained PUBLISHED row. The branches are disjoint by their predicates; a row
+    // parked by a relay older than schema version 7 (no parked_at) is counted in the first.
     countByStatus =
         statement(
             """
             SELECT status, count(*) FROM {table}
-            WHERE instance_key = ANY (:instance_keys) AND status IN {active}
+            WHERE instance_key = ANY (:instance_keys)
+              AND published_at IS NULL AND parked_at IS NULL
             GROUP BY status
             UNION ALL
             SELECT status, count(*) FROM {table}
-            WHERE instance_key = ANY (:instance_keys) AND status IN ('FAILED', 'EXHAUSTED')
+            WHERE instance_key = ANY (:instance_keys) AND parked_at IS NOT NULL
             GROUP BY status
             UNION ALL
             SELECT status, count(*) FROM {table}
             WHERE :count_published AND instance_key = ANY (:instance_keys)
-              AND status = 'PUBLISHED'
+              AND published_at IS NOT NULL
             GROUP BY status""");
 
     // The oldest active row by insertion order: an index lookup, not a scan of the backlog.
@@ -322,7 +342,7 @@ final class OutboxSql {
             WITH clock AS (SELECT {now} AS now)
             SELECT GREATEST(0, EXTRACT(EPOCH FROM (clock.now - o.created_at)) * 1000)::bigint
             FROM {table} o, clock
-            WHERE o.instance_key = ANY (:instance_keys) AND o.status IN {active}
+            WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
             ORDER BY o.seq LIMIT 1""");
 
     deletePublished =
@@ -332,7 +352,7 @@ final class OutboxSql {
             WHERE seq IN (
               SELECT seq FROM {table}
               WHERE instance_key = ANY (:instance_keys) AND status = 'PUBLISHED'
-                AND published_at < :published_before
+                AND published_at IS NOT NULL AND published_at < :published_before
               ORDER BY published_at LIMIT :limit FOR UPDATE SKIP LOCKED)""");
 
     now = statement("SELECT {now}");
@@ -341,7 +361,8 @@ final class OutboxSql {
   /** {@code {due(o)}}, {@code {due(p)}}: the row awaits delivery and any retry delay has passed. */
   private static String due(String row) {
     String due =
-        "%1$s.status IN ('PENDING', 'AMBIGUOUS')"
+        "%1$s.published_at IS NULL AND %1$s.parked_at IS NULL"
+            + " AND %1$s.status IN ('PENDING', 'AMBIGUOUS')"
             + " AND (%1$s.next_attempt_at IS NULL OR %1$s.next_attempt_at <= clock.now)";
     return due.formatted(row);
   }

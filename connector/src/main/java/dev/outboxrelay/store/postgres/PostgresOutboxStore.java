@@ -255,6 +255,7 @@ public final class PostgresOutboxStore implements OutboxStore {
         sql.markFailed,
         (c, statement) -> {
           statement
+              .set("now", this::setNow)
               .setString("reason", ReasonCodes.require(reasonCode))
               .setString("message_id", messageId);
           return fenced(c, statement, lease).executeUpdate() == 1

@@ -13,7 +13,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "6";
+  public static final String CURRENT_VERSION = "7";
 
   /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
   public static final String MIGRATIONS_PATH = "db/outbox";
@@ -65,6 +65,10 @@ public final class SchemaMigrator {
         "qualifiedNotifyFunction", table.qualifiedNotifyFunction(),
         "notifyChannel", table.notifyChannel(),
         "qualifiedV1ActiveIndex", table.qualifiedIndex("active_idx"),
+        "qualifiedIndexActiveSeq", table.qualifiedIndex("active_seq_idx"),
+        "qualifiedIndexActiveAggregate", table.qualifiedIndex("active_aggregate_idx"),
+        "qualifiedIndexPublished", table.qualifiedIndex("published_idx"),
+        "qualifiedIndexParked", table.qualifiedIndex("parked_idx"),
         "tableName", table.name());
   }
 

@@ -80,12 +80,12 @@ class ClaimStatementTest {
       throws SQLException {
     String plan = explain(request);
     String candidates = candidateStep(plan);
-    assertTrue(candidates.contains("Index Scan using outbox_active_seq_idx"), plan);
+    assertTrue(candidates.contains("Index Scan using outbox_due_seq_idx"), plan);
     assertFalse(candidates.contains("Seq Scan"), plan);
     assertFalse(plan.contains("Sort"), plan);
     assertFalse(plan.contains("Materialize"), plan);
     if (request.ordered()) {
-      assertTrue(candidates.contains("Index Scan using outbox_active_aggregate_idx"), plan);
+      assertTrue(candidates.contains("Index Scan using outbox_due_aggregate_idx"), plan);
     }
   }
 

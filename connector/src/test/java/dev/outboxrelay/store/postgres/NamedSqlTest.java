@@ -160,7 +160,8 @@ class NamedSqlTest {
     assertEquals(
         List.of("now", "instance_keys", "owner", "max_attempts", "lease_ms"),
         List.copyOf(sql.claimAbandonedOrdered.names()));
-    assertArrayEquals(new int[] {4, 5, 7, 9}, sql.claimAbandonedOrdered.positions("max_attempts"));
+    assertArrayEquals(
+        new int[] {4, 5, 7, 9, 10}, sql.claimAbandonedOrdered.positions("max_attempts"));
     assertEquals(
         List.of(
             "message_id",

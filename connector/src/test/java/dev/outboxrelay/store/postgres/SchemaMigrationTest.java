@@ -46,7 +46,7 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(6, migrator.migrate());
+    assertEquals(7, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
@@ -114,8 +114,8 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(6, migrator("outbox_a").migrate());
-    assertEquals(6, migrator("outbox_b").migrate());
+    assertEquals(7, migrator("outbox_a").migrate());
+    assertEquals(7, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
   }
 
@@ -137,6 +137,36 @@ class SchemaMigrationTest {
   }
 
   @Test
+  void version7ParksTheParkedRowsOfOwnersAndLeavesLegacyRowsAlone() throws SQLException {
+    exec("CREATE SCHEMA app");
+    SchemaMigrator migrator = migrator("app.outbox");
+    migrator.migrateTo("1");
+    exec(
+        "INSERT INTO app.outbox (message_id, instance_key, aggregate_type, aggregate_id,"
+            + " event_type, status) VALUES ('legacy', NULL, 'o', 'a', 'E', 'FAILED')");
+    migrator.migrateTo("6");
+    exec(
+        "INSERT INTO app.outbox (message_id, instance_key, aggregate_type, aggregate_id,"
+            + " event_type, status) VALUES ('owned', 'eu', 'o', 'a', 'E', 'EXHAUSTED'),"
+            + " ('pending', 'eu', 'o', 'b', 'E', 'PENDING')");
+    migrator.migrate();
+    assertEquals(
+        "owned",
+        queryString(
+            "SELECT string_agg(message_id, ',') FROM app.outbox WHERE parked_at IS NOT NULL"));
+    String indexes =
+        "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes"
+            + " WHERE schemaname = 'app' AND tablename = 'outbox' AND indexname LIKE 'outbox_%_idx'";
+    assertEquals(
+        "outbox_due_aggregate_idx,outbox_due_seq_idx,outbox_parked_rows_idx,outbox_settled_idx",
+        queryString(indexes),
+        "no index uses status any more");
+    assertEquals(
+        "{fillfactor=45}",
+        queryString("SELECT reloptions::text FROM pg_class WHERE oid = 'app.outbox'::regclass"));
+  }
+
+  @Test
   void claimsUseThePartialIndexesNotATableScan() throws SQLException {
     migrator("outbox").migrate();
     exec(
@@ -147,17 +177,18 @@ class SchemaMigrationTest {
     String plan =
         queryLines(
             "EXPLAIN (FORMAT TEXT) SELECT seq FROM outbox WHERE instance_key = ANY ('{eu}')"
+                + " AND published_at IS NULL AND parked_at IS NULL"
                 + " AND status IN ('PENDING', 'AMBIGUOUS') ORDER BY seq LIMIT 10");
     // Claims filter by instance_key = ANY (...): only the (seq) index returns them in order
     // without walking the PUBLISHED rows.
-    assertTrue(plan.contains("outbox_active_seq_idx"), plan);
+    assertTrue(plan.contains("outbox_due_seq_idx"), plan);
     // The backlog counts read an index of the active rows, not the retained PUBLISHED ones.
     String counts =
         queryLines(
             "EXPLAIN (FORMAT TEXT) SELECT status, count(*) FROM outbox"
                 + " WHERE instance_key = ANY ('{eu}')"
-                + " AND status IN ('PENDING', 'AMBIGUOUS', 'IN_FLIGHT') GROUP BY status");
-    assertTrue(counts.contains("outbox_active_"), counts);
+                + " AND published_at IS NULL AND parked_at IS NULL GROUP BY status");
+    assertTrue(counts.contains("outbox_due_"), counts);
     assertFalse(counts.contains("Seq Scan"), counts);
   }
 
