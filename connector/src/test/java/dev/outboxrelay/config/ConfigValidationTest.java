@@ -362,7 +362,9 @@ class ConfigValidationTest {
       }
     }
 
-    assertEquals(columns, ConfigValidation.REQUIRED_COLUMNS);
+    List<String> expected = new ArrayList<>(ConfigValidation.REQUIRED_COLUMNS);
+    expected.addAll(ConfigValidation.MIGRATED_COLUMNS);
+    assertEquals(columns, expected);
   }
 
   @Test
