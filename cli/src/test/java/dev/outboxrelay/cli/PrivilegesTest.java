@@ -19,7 +19,7 @@ class PrivilegesTest {
     outbox.exec("GRANT SELECT, DELETE ON outbox TO " + role);
     outbox.exec(
         "GRANT UPDATE (status, attempts, next_attempt_at, last_failure_code, isolated,"
-            + " lease_owner, lease_expires_at, lease_token) ON outbox TO "
+            + " lease_owner, lease_expires_at, lease_token, parked_at) ON outbox TO "
             + role);
   }
 
