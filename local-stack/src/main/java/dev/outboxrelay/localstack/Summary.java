@@ -18,7 +18,8 @@ final class Summary {
     if (stack.hasMetrics()) {
       console.line(
           "  Metrics          " + stack.metricsUrl() + "  (Prometheus, the Connect worker)");
-      console.line("                   Grafana dashboard " + DASHBOARD + ", rules " + RULES);
+      console.line("                   curl -s " + stack.metricsUrl() + " | grep '^outbox_relay_'");
+      console.line("  Dashboard        " + DASHBOARD + "  (Grafana, over " + RULES + ")");
     }
     console.line("  Kafka bootstrap  " + stack.bootstrapServers());
     console.line(

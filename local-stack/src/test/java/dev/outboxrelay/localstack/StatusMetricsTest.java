@@ -91,7 +91,8 @@ class StatusMetricsTest {
         out);
     assertTrue(out.contains("every metrics.backlog.interval.ms, 30 s by default"), out);
     assertTrue(out.contains("  Metrics          " + url + "  (Prometheus"), out);
-    assertTrue(out.contains("Grafana dashboard config/metrics/grafana-dashboard.json"), out);
+    assertTrue(
+        out.contains("  Dashboard        config/metrics/grafana-dashboard.json  (Grafana"), out);
   }
 
   @Test
