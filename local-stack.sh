@@ -3,7 +3,7 @@
 # No Docker; needs Java 17+ and Maven. See docs/local-stack.md.
 #
 #   ./local-stack.sh [up]      build the plugin, start everything, run the demo; leaves it running
-#   ./local-stack.sh status    what runs, connector state, outbox rows
+#   ./local-stack.sh status    what runs, connector state, headline metrics, outbox rows
 #   ./local-stack.sh down      stop it (logs stay in .local-stack/logs)
 #   ./local-stack.sh demo      the demo again, against the running stack
 #   ./local-stack.sh help      all options (ports, your own PostgreSQL, --no-demo, ...)

@@ -1,9 +1,12 @@
 package dev.outboxrelay.localstack;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -34,11 +37,27 @@ final class ConnectWorker {
   }
 
   /**
-   * Starts the worker with {@code OUTBOX_DB_PASSWORD} in its environment, for connector configs
-   * that say {@code ${env:OUTBOX_DB_PASSWORD}}; the password appears nowhere else.
+   * The Prometheus JMX exporter, run as a {@code -javaagent} of the worker: its jar and the rules
+   * that turn the relay's MBeans into {@code outbox_relay_*} series.
    */
-  Process start(Path workerTemplate, Path builtPlugins, String dbPassword) {
+  record MetricsAgent(Path jar, Path rules) {
+    /** {@code -javaagent:<jar>=127.0.0.1:<port>:<rules>}: served on loopback only. */
+    String jvmOption(int port) {
+      return "-javaagent:" + jar + "=" + Ports.LOOPBACK + ":" + port + ":" + rules;
+    }
+  }
+
+  /**
+   * Starts the worker with {@code OUTBOX_DB_PASSWORD} in its environment, for connector configs
+   * that say {@code ${env:OUTBOX_DB_PASSWORD}}; the password appears nowhere else. The JMX exporter
+   * agent serves the worker's metrics on {@link StackPorts#metricsUrl()}.
+   */
+  Process start(
+      Path workerTemplate, Path builtPlugins, MetricsAgent builtAgent, String dbPassword) {
     copyPlugins(builtPlugins);
+    MetricsAgent agent = copyMetricsAgent(builtAgent);
+    List<String> jvmOptions = new ArrayList<>(kafka.jvmOptions(Component.CONNECT));
+    jvmOptions.add(agent.jvmOption(ports.metrics()));
     Path config = state.connectDir().resolve("worker.properties");
     PropertiesFiles.write(
         config,
@@ -46,13 +65,14 @@ final class ConnectWorker {
         "Effective Connect worker config: " + workerTemplate + " with ports and paths of this run");
     console.step(
         "Connect", "starting distributed worker on " + ports.connectUrl() + " (plugin.path only)");
+    console.detail("Prometheus metrics (JMX exporter agent) on " + ports.metricsUrl());
     Process process =
         gate.spawn(
             () -> {
               Process p =
                   ProcessControl.startJava(
                       kafka.classpath(),
-                      kafka.jvmOptions(Component.CONNECT),
+                      jvmOptions,
                       "org.apache.kafka.connect.cli.ConnectDistributed",
                       List.of(config.toString()),
                       Map.of("OUTBOX_DB_PASSWORD", dbPassword),
@@ -94,13 +114,36 @@ final class ConnectWorker {
     StateDir.copyRecursively(builtPlugins, state.plugins());
   }
 
+  /**
+   * The worker runs a copy of the agent and of the rules, like the plugin: a rebuild (or {@code mvn
+   * clean}) while the stack runs leaves the running worker's files alone.
+   */
+  private MetricsAgent copyMetricsAgent(MetricsAgent built) {
+    Path jar = state.agents().resolve(built.jar().getFileName().toString());
+    Path rules = state.root().resolve("config").resolve(built.rules().getFileName().toString());
+    try {
+      Files.createDirectories(jar.getParent());
+      Files.createDirectories(rules.getParent());
+      Files.copy(built.jar(), jar, StandardCopyOption.REPLACE_EXISTING);
+      Files.copy(built.rules(), rules, StandardCopyOption.REPLACE_EXISTING);
+    } catch (IOException e) {
+      throw new StackException(
+          "could not copy the metrics agent and its rules into "
+              + state.root()
+              + ": "
+              + e.getMessage(),
+          e);
+    }
+    return new MetricsAgent(jar, rules);
+  }
+
   static boolean hasPlugin(Path pluginDir) {
     if (!Files.isDirectory(pluginDir)) {
       return false;
     }
     try (Stream<Path> files = Files.walk(pluginDir)) {
       return files.anyMatch(f -> f.getFileName().toString().endsWith(".jar"));
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       return false;
     }
   }

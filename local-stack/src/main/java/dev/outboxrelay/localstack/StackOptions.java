@@ -53,6 +53,7 @@ record StackOptions(
   static final String KAFKA_PORT = "kafka-port";
   static final String CONTROLLER_PORT = "controller-port";
   static final String CONNECT_PORT = "connect-port";
+  static final String METRICS_PORT = "metrics-port";
 
   /** Each port setting: its flag, environment variable and default. */
   static final Map<String, PortSetting> PORTS =
@@ -61,7 +62,10 @@ record StackOptions(
           KAFKA_PORT, new PortSetting("LOCAL_STACK_KAFKA_PORT", 9092, "Kafka broker"),
           CONTROLLER_PORT,
               new PortSetting("LOCAL_STACK_CONTROLLER_PORT", 9093, "Kafka KRaft controller"),
-          CONNECT_PORT, new PortSetting("LOCAL_STACK_CONNECT_PORT", 8083, "Connect REST API"));
+          CONNECT_PORT, new PortSetting("LOCAL_STACK_CONNECT_PORT", 8083, "Connect REST API"),
+          METRICS_PORT,
+              new PortSetting(
+                  "LOCAL_STACK_METRICS_PORT", 9404, "Connect worker's Prometheus metrics"));
 
   record PortSetting(String envVar, int defaultPort, String purpose) {}
 
@@ -74,7 +78,8 @@ record StackOptions(
         up       build the plugin, start PostgreSQL, a Kafka broker and a Connect worker, register
                  the connector and run the demo; the stack keeps running (default)
         down     stop the stack started by `up`
-        status   show what runs, the connector's state and the outbox rows
+        status   show what runs, the connectors' states, their headline metrics and the outbox
+                 rows
         demo     run only the demo: against the running local stack, or against the services
                  the demo-only options name (used by docker/docker-compose.yml)
         running  exit with 0 when the local stack runs, 1 when not; prints nothing (for scripts)
@@ -90,6 +95,7 @@ record StackOptions(
         --kafka-port=N          LOCAL_STACK_KAFKA_PORT       (default 9092)
         --controller-port=N     LOCAL_STACK_CONTROLLER_PORT  (default 9093)
         --connect-port=N        LOCAL_STACK_CONNECT_PORT     (default 8083)
+        --metrics-port=N        LOCAL_STACK_METRICS_PORT     (default 9404; the worker's /metrics)
         --no-demo                                    start the services only
         --connector-config=FILE                      connector to register (config/local-connector.json)
         --no-build              (script only)        do not run mvn package first
@@ -204,6 +210,16 @@ record StackOptions(
 
   Path workerConfigTemplate() {
     return repoRoot.resolve("config/connect-worker.properties");
+  }
+
+  /** The Prometheus JMX exporter agent the build copies (local-stack/pom.xml, metrics-agent). */
+  Path metricsAgentJar() {
+    return repoRoot.resolve("local-stack/target/agents/jmx_prometheus_javaagent.jar");
+  }
+
+  /** The exporter's rules for the relay's metrics, shared with docker/ and manifests/. */
+  Path metricsRules() {
+    return repoRoot.resolve(Summary.RULES);
   }
 
   private static int port(String flag, String value) {

@@ -1,14 +1,15 @@
 package dev.outboxrelay.localstack;
 
 /** The loopback ports of one stack, resolved once (a free port is picked only once). */
-record StackPorts(int postgres, int kafka, int controller, int connect) {
+record StackPorts(int postgres, int kafka, int controller, int connect, int metrics) {
 
   static StackPorts resolve(StackOptions options) {
     return new StackPorts(
         options.embeddedPostgres() ? options.port(StackOptions.PG_PORT) : 0,
         options.port(StackOptions.KAFKA_PORT),
         options.port(StackOptions.CONTROLLER_PORT),
-        options.port(StackOptions.CONNECT_PORT));
+        options.port(StackOptions.CONNECT_PORT),
+        options.port(StackOptions.METRICS_PORT));
   }
 
   /** Fails with a message naming the first busy port and how to choose another. */
@@ -19,6 +20,7 @@ record StackPorts(int postgres, int kafka, int controller, int connect) {
     require(kafka, StackOptions.KAFKA_PORT);
     require(controller, StackOptions.CONTROLLER_PORT);
     require(connect, StackOptions.CONNECT_PORT);
+    require(metrics, StackOptions.METRICS_PORT);
   }
 
   private static void require(int port, String flag) {
@@ -32,5 +34,10 @@ record StackPorts(int postgres, int kafka, int controller, int connect) {
 
   String connectUrl() {
     return "http://" + Ports.LOOPBACK + ":" + connect;
+  }
+
+  /** The Connect worker's Prometheus endpoint (the JMX exporter agent). */
+  String metricsUrl() {
+    return "http://" + Ports.LOOPBACK + ":" + metrics + "/metrics";
   }
 }

@@ -16,12 +16,23 @@ import java.util.Properties;
  * given is kept, readable by the owner only, since {@code status} connects with it).
  */
 record StackRecord(
-    String bootstrapServers, String connectUrl, String jdbcUrl, String dbUser, boolean embedded) {
+    String bootstrapServers,
+    String connectUrl,
+    String metricsUrl,
+    String jdbcUrl,
+    String dbUser,
+    boolean embedded) {
+
+  /** True when the worker serves Prometheus metrics (a stack started before it did has none). */
+  boolean hasMetrics() {
+    return !metricsUrl.isEmpty();
+  }
 
   void write(Path file) {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", bootstrapServers);
     p.setProperty("connect.url", connectUrl);
+    p.setProperty("metrics.url", metricsUrl);
     p.setProperty("jdbc.url", jdbcUrl);
     p.setProperty("db.user", dbUser);
     p.setProperty("postgres.embedded", Boolean.toString(embedded));
@@ -53,6 +64,7 @@ record StackRecord(
         new StackRecord(
             p.getProperty("bootstrap.servers", ""),
             p.getProperty("connect.url", ""),
+            p.getProperty("metrics.url", ""),
             p.getProperty("jdbc.url", ""),
             p.getProperty("db.user", "postgres"),
             Boolean.parseBoolean(p.getProperty("postgres.embedded", "true"))));

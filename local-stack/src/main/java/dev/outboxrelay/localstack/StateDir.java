@@ -62,6 +62,11 @@ final class StateDir {
     return root.resolve("plugins");
   }
 
+  /** The copy of the JMX exporter agent the worker runs. */
+  Path agents() {
+    return root.resolve("agents");
+  }
+
   /** True when an earlier run left anything here (the lock file alone does not count). */
   boolean exists() {
     if (!Files.isDirectory(root)) {
@@ -131,6 +136,7 @@ final class StateDir {
             kafkaDir(),
             connectDir(),
             plugins(),
+            agents(),
             root.resolve("pids"),
             stackFile())) {
       try {

@@ -9,7 +9,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
-/** {@code status}: what runs, the connectors' states, and the outbox rows by owner and status. */
+/**
+ * {@code status}: what runs, the connectors' states, their headline metrics (from the worker's
+ * Prometheus endpoint), and the outbox rows by owner and status.
+ */
 final class StatusCommand {
   private final StackOptions options;
   private final Console console;
@@ -43,6 +46,7 @@ final class StatusCommand {
     if (running.containsKey(Component.CONNECT)) {
       printConnectors(new ConnectRest(stack.connectUrl()));
     }
+    printMetrics(stack);
     printOutbox(
         new Database(stack.jdbcUrl(), stack.dbUser(), options.dbPassword(), stack.embedded()));
     Summary.print(console, stack, state, options.repoRoot());
@@ -62,6 +66,37 @@ final class StatusCommand {
       console.line(
           "    " + entry.getKey() + ": " + status.path("connector").path("state").asText() + tasks);
     }
+  }
+
+  /** The headline figures per connector; one line, and no failure, when they cannot be read. */
+  private void printMetrics(StackRecord stack) {
+    if (!stack.hasMetrics()) {
+      console.line(
+          "  Metrics: this stack was started without a metrics endpoint"
+              + " (./local-stack.sh down, then up, to get one)");
+      return;
+    }
+    MetricsEndpoint endpoint = new MetricsEndpoint(stack.metricsUrl());
+    MetricsEndpoint.Scrape scrape = endpoint.scrape();
+    if (!scrape.ok()) {
+      console.line("  Metrics: not reachable at " + endpoint.url() + " (" + scrape.failure() + ")");
+      return;
+    }
+    Map<String, RelayFigures> figures = scrape.figures();
+    if (figures.isEmpty()) {
+      console.line(
+          "  Metrics: "
+              + endpoint.url()
+              + " has no outbox_relay series (no task of the relay is running)");
+      return;
+    }
+    console.line("  Metrics (" + endpoint.url() + ", all tasks of each connector):");
+    for (RelayFigures connector : figures.values()) {
+      connector.lines().forEach(line -> console.line("    " + line));
+    }
+    console.line(
+        "    (backlog and lag as task 0 last read them: every metrics.backlog.interval.ms,"
+            + " 30 s by default)");
   }
 
   private void printOutbox(Database database) {

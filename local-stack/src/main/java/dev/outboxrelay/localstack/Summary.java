@@ -4,6 +4,9 @@ import java.nio.file.Path;
 
 /** Where everything is, printed by {@code up} and {@code status}. */
 final class Summary {
+  static final String DASHBOARD = "config/metrics/grafana-dashboard.json";
+  static final String RULES = "config/metrics/jmx-exporter.yml";
+
   private Summary() {}
 
   static void print(Console console, StackRecord stack, StateDir state, Path repoRoot) {
@@ -12,6 +15,12 @@ final class Summary {
     console.line("Local stack (all on loopback):");
     console.line("  Connect REST     " + stack.connectUrl());
     console.line("                   curl -s " + stack.connectUrl() + "/connectors?expand=status");
+    if (stack.hasMetrics()) {
+      console.line(
+          "  Metrics          " + stack.metricsUrl() + "  (Prometheus, the Connect worker)");
+      console.line("                   curl -s " + stack.metricsUrl() + " | grep '^outbox_relay_'");
+      console.line("  Dashboard        " + DASHBOARD + "  (Grafana, over " + RULES + ")");
+    }
     console.line("  Kafka bootstrap  " + stack.bootstrapServers());
     console.line(
         "  PostgreSQL       "

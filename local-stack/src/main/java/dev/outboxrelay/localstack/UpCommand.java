@@ -1,5 +1,6 @@
 package dev.outboxrelay.localstack;
 
+import java.nio.file.Files;
 import java.util.Map;
 import java.util.Optional;
 
@@ -46,9 +47,24 @@ final class UpCommand {
               + options.pluginDir()
               + ": build it with `mvn -B -DskipTests package`");
     }
+    requireMetricsAgent();
     state.createLayout();
     StackRecord stack = startServices(ports, kafka);
     return runDemo(stack) ? 0 : 1;
+  }
+
+  private void requireMetricsAgent() {
+    if (!Files.isRegularFile(options.metricsAgentJar())) {
+      throw new StackException(
+          options.metricsAgentJar()
+              + " (the worker's Prometheus JMX exporter agent) is missing: build first with `mvn -B"
+              + " -DskipTests package` (./local-stack.sh up does it unless --no-build is given)");
+    }
+    if (!Files.isRegularFile(options.metricsRules())) {
+      throw new StackException(
+          options.metricsRules()
+              + " (the JMX exporter's rules for the relay's metrics) is missing");
+    }
   }
 
   private static int expectedComponents(StackRecord record) {
@@ -73,11 +89,15 @@ final class UpCommand {
       kafka.loggingConfig("tools-log4j2.xml");
       new ConnectWorker(state, ports, kafka, console, gate)
           .start(
-              options.workerConfigTemplate(), options.pluginDir(), database.password().orElse(""));
+              options.workerConfigTemplate(),
+              options.pluginDir(),
+              new ConnectWorker.MetricsAgent(options.metricsAgentJar(), options.metricsRules()),
+              database.password().orElse(""));
       StackRecord stack =
           new StackRecord(
               ports.bootstrapServers(),
               ports.connectUrl(),
+              ports.metricsUrl(),
               database.jdbcUrl(),
               database.user(),
               database.embedded());

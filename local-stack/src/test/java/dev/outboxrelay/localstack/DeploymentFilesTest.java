@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -27,11 +29,23 @@ class DeploymentFilesTest {
   private static final JsonNode COMPOSE = RepoFiles.yaml("docker/docker-compose.yml");
 
   /** What `mvn -Pdemo-image package` leaves in the build stage's /src, per COPY --from=build. */
+  /** The JMX exporter agent that local-stack/pom.xml copies (execution metrics-agent). */
+  private static final String AGENT_BUILD_OUTPUT =
+      "/src/local-stack/target/agents/jmx_prometheus_javaagent.jar";
+
   private static final Map<String, String> BUILD_OUTPUTS =
       Map.of(
-          "/src/connector/target/plugin/", "connector/pom.xml",
-          "/src/local-stack/target/demo-lib/", "local-stack/pom.xml",
-          "/src/local-stack/target/classes/", "local-stack/pom.xml");
+          "/src/connector/target/plugin/",
+          "connector/pom.xml",
+          "/src/local-stack/target/demo-lib/",
+          "local-stack/pom.xml",
+          "/src/local-stack/target/classes/",
+          "local-stack/pom.xml",
+          AGENT_BUILD_OUTPUT,
+          "local-stack/pom.xml");
+
+  private static final Pattern JAVAAGENT =
+      Pattern.compile("-javaagent:(\\S+\\.jar)=(?:([^:\\s]+):)?(\\d+):(\\S+)");
 
   @Test
   void everyFileTheDockerfileCopiesFromTheContextExists() {
@@ -68,6 +82,63 @@ class DeploymentFilesTest {
         }
       }
     }
+  }
+
+  /**
+   * The agent the image copies is the file every build writes (this module's own build wrote it
+   * before the tests ran), and the exporter version is the one whose rule engine checks the rules
+   * (connector/'s PrometheusExportTest).
+   */
+  @Test
+  void theMetricsAgentTheImageCopiesIsWhatTheBuildWrites() {
+    String pom = RepoFiles.read("local-stack/pom.xml");
+    assertTrue(pom.contains("<artifactId>jmx_prometheus_javaagent</artifactId>"));
+    assertTrue(pom.contains("<destFileName>jmx_prometheus_javaagent.jar</destFileName>"));
+    assertTrue(
+        pom.contains("<outputDirectory>${project.build.directory}/agents</outputDirectory>"));
+    assertTrue(
+        Files.isRegularFile(RepoFiles.file(AGENT_BUILD_OUTPUT.substring("/src/".length()))),
+        AGENT_BUILD_OUTPUT + " was not written by this build");
+    Matcher agent =
+        Pattern.compile("<jmx.exporter.version>([^<]+)</jmx.exporter.version>").matcher(pom);
+    Matcher collector =
+        Pattern.compile(
+                "<artifactId>collector</artifactId>\\s*<version>([^<]+)</version>", Pattern.DOTALL)
+            .matcher(RepoFiles.read("connector/pom.xml"));
+    assertTrue(agent.find(), "local-stack/pom.xml names the agent's version");
+    assertTrue(
+        collector.find(), "connector/pom.xml tests the rules with io.prometheus.jmx:collector");
+    assertEquals(collector.group(1), agent.group(1), "the agent runs the rules the tests check");
+  }
+
+  @Test
+  void theConnectImageRunsTheJmxExporterAgentWithTheRelaysRulesOnPort9404() {
+    Dockerfile.Stage connect = DOCKERFILE.stage("connect");
+    Map<String, String> copied = new HashMap<>();
+    connect.copies().forEach(c -> c.sources().forEach(s -> copied.put(s, c.destination())));
+    String kafkaOpts =
+        connect.instructions("ENV").stream()
+            .filter(e -> e.startsWith("KAFKA_OPTS="))
+            .map(e -> e.substring("KAFKA_OPTS=".length()).replaceAll("^\"|\"$", ""))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("the connect stage sets no KAFKA_OPTS"));
+    Matcher agent = JAVAAGENT.matcher(kafkaOpts);
+    assertTrue(agent.matches(), kafkaOpts);
+    assertEquals(copied.get(AGENT_BUILD_OUTPUT), agent.group(1), "the agent is the copied jar");
+    assertEquals(
+        copied.get("config/metrics/jmx-exporter.yml"), agent.group(4), "the rules are the copy");
+    assertEquals("9404", agent.group(3));
+    assertTrue(agent.group(2) == null, "all interfaces of the container: compose maps the port");
+    assertFalse(agent.group(1).startsWith("/opt/kafka/libs/"), "the agent is not a library");
+    assertFalse(
+        agent.group(1).startsWith(stripSlash(copied.get("/src/connector/target/plugin/"))),
+        "the agent is not a plugin");
+    assertTrue(
+        List.of(connect.instructions("EXPOSE").get(0).split("\\s+")).contains("9404"),
+        connect.instructions("EXPOSE").toString());
+    List<String> ports = new ArrayList<>();
+    COMPOSE.path("services").path("connect").path("ports").forEach(p -> ports.add(p.asText()));
+    assertTrue(ports.contains("127.0.0.1:9404:9404"), ports.toString());
   }
 
   @Test

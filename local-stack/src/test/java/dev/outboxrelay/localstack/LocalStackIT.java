@@ -1,5 +1,6 @@
 package dev.outboxrelay.localstack;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -9,12 +10,19 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -27,8 +35,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The launcher end to end, as ./local-stack.sh runs it: real PostgreSQL, broker and Connect worker
  * processes on free ports, the demo (which fails the run unless the owned rows are PUBLISHED in
- * Kafka and the others untouched), a second {@code up} (by the script too: no build), {@code
- * status}, the demo alone next to a second connector, and {@code down}.
+ * Kafka and the others untouched), the worker's Prometheus endpoint, a second {@code up} (by the
+ * script too: no build), {@code status} with the headline figures, the demo alone next to a second
+ * connector, and {@code down}.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LocalStackIT {
@@ -74,6 +83,13 @@ class LocalStackIT {
     assertEquals(0, firstUpExit, firstUp);
     assertTrue(firstUp.contains("Result     ok: 4 owned rows PUBLISHED in Kafka; 3 rows"), firstUp);
     assertTrue(firstUp.contains("legacy row written with instance_key NULL"), firstUp);
+    assertTrue(
+        firstUp.matches(
+            "(?s).*\\n  Metrics          http://127\\.0\\.0\\.1:\\d+/metrics  \\(Prometheus.*"),
+        firstUp);
+    assertTrue(
+        firstUp.contains("  Dashboard        config/metrics/grafana-dashboard.json  (Grafana"),
+        firstUp);
   }
 
   @Test
@@ -88,8 +104,58 @@ class LocalStackIT {
         rest.get("/connectors/outbox-relay-local/config").path("connection.password").asText());
   }
 
+  /**
+   * The worker runs the JMX exporter agent on loopback with the relay's rules; the broker does not.
+   * Before {@code theDemoTakesTheRunningStack...}, which restarts the tasks (their counters start
+   * again from 0).
+   */
   @Test
   @Order(3)
+  void theWorkerServesTheRelaysMetricsOnItsPrometheusEndpoint() throws Exception {
+    StackRecord stack = StackRecord.read(stateDir.resolve("stack.properties")).orElseThrow();
+    assertTrue(
+        stack.metricsUrl().matches("http://127\\.0\\.0\\.1:\\d+/metrics"), stack.metricsUrl());
+    String connect = commandLine(Component.CONNECT);
+    assertTrue(
+        connect.contains(
+            "-javaagent:"
+                + stateDir.resolve("agents/jmx_prometheus_javaagent.jar")
+                + "=127.0.0.1:"
+                + URI.create(stack.metricsUrl()).getPort()
+                + ":"
+                + stateDir.resolve("config/jmx-exporter.yml")),
+        connect);
+    assertFalse(commandLine(Component.KAFKA).contains("-javaagent"));
+
+    HttpClient http = HttpClient.newHttpClient();
+    Pattern published =
+        Pattern.compile(
+            "(?m)^outbox_relay_published_total\\{connector=\"outbox-relay-local\",task=\"0\"}"
+                + " (\\S+)$");
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .untilAsserted(
+            () -> {
+              String body =
+                  http.send(
+                          HttpRequest.newBuilder(URI.create(stack.metricsUrl())).build(),
+                          HttpResponse.BodyHandlers.ofString())
+                      .body();
+              Matcher m = published.matcher(body);
+              assertTrue(m.find(), body);
+              assertTrue(Double.parseDouble(m.group(1)) > 0, m.group());
+            });
+  }
+
+  private static String commandLine(Component component) throws IOException {
+    long pid =
+        Long.parseLong(
+            Files.readString(stateDir.resolve("pids").resolve(component.id() + ".pid")).trim());
+    return ProcessControl.commandLine(pid).orElseThrow();
+  }
+
+  @Test
+  @Order(4)
   void aSecondUpFindsTheRunningStack() {
     Run again = localStack("up");
     assertEquals(0, again.exit(), again.err());
@@ -97,17 +163,32 @@ class LocalStackIT {
   }
 
   @Test
-  @Order(4)
-  void statusShowsTheRowsByOwner() {
-    Run status = localStack("status");
-    assertEquals(0, status.exit(), status.out() + status.err());
-    assertTrue(status.out().contains("outbox-relay-local: RUNNING task 0=RUNNING"), status.out());
-    assertTrue(status.out().matches("(?s).*orders-eu +PUBLISHED +4.*"), status.out());
-    assertTrue(status.out().matches("(?s).*orders-us +PENDING +2.*"), status.out());
+  @Order(5)
+  void statusShowsTheRowsByOwnerAndTheHeadlineFigures() {
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .untilAsserted(
+            () -> {
+              Run status = localStack("status");
+              String out = status.out();
+              assertEquals(0, status.exit(), out + status.err());
+              assertTrue(out.contains("outbox-relay-local: RUNNING task 0=RUNNING"), out);
+              assertTrue(out.matches("(?s).*orders-eu +PUBLISHED +4.*"), out);
+              assertTrue(out.matches("(?s).*orders-us +PENDING +2.*"), out);
+              assertTrue(
+                  out.matches(
+                      "(?s).*\\n  Metrics \\(http://127\\.0\\.0\\.1:\\d+/metrics, all tasks of each"
+                          + " connector\\):\\n"
+                          + "    outbox-relay-local \\(1 task\\): published 4, claims lost 0,"
+                          + " retried 0, exhausted 0\\n"
+                          + "      backlog: pending \\d+, in flight \\d+, failed 0, exhausted 0;"
+                          + " oldest undelivered row [^\\n]+ \\(lag\\)\\n.*"),
+                  out);
+            });
   }
 
   @Test
-  @Order(5)
+  @Order(6)
   void theScriptSkipsTheBuildWhileTheStackRuns(@TempDir Path work) throws Exception {
     LocalStackScript.Result again =
         LocalStackScript.run(work, ENV, "up", "--state-dir=" + stateDir);
@@ -124,7 +205,7 @@ class LocalStackIT {
    * orders-us registered, more tasks for the demo's connector, and no options at all.
    */
   @Test
-  @Order(6)
+  @Order(7)
   void theDemoTakesTheRunningStackKeepsTasksMaxAndJudgesOnlyItsOwnRows() {
     StackRecord stack = StackRecord.read(stateDir.resolve("stack.properties")).orElseThrow();
     ConnectRest rest = new ConnectRest(stack.connectUrl());
@@ -160,7 +241,7 @@ class LocalStackIT {
   }
 
   @Test
-  @Order(7)
+  @Order(8)
   void theLogsHoldNoEscapeCodes() throws IOException {
     try (Stream<Path> logs = Files.list(stateDir.resolve("logs"))) {
       for (Path log : logs.toList()) {
@@ -170,7 +251,7 @@ class LocalStackIT {
   }
 
   @Test
-  @Order(8)
+  @Order(9)
   void downStopsEveryProcess() throws IOException {
     List<Long> pids = new ArrayList<>();
     for (Component c : Component.values()) {

@@ -1,16 +1,21 @@
 package dev.outboxrelay.localstack;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Properties;
+import java.util.jar.Attributes;
+import java.util.jar.JarFile;
 import org.junit.jupiter.api.Test;
 
 /** The broker and worker configs the launcher writes: loopback only, ports and paths of the run. */
 class ServiceConfigsTest {
   private final StateDir state = new StateDir(Path.of("/tmp/stack-test"));
-  private final StackPorts ports = new StackPorts(15432, 19092, 19093, 18083);
+  private final StackPorts ports = new StackPorts(15432, 19092, 19093, 18083, 19404);
 
   @Test
   void theBrokerListensOnLoopbackOnlyInCombinedMode() {
@@ -45,6 +50,34 @@ class ServiceConfigsTest {
   }
 
   @Test
+  void theWorkerRunsTheJmxExporterAgentOnLoopbackWithTheRelaysRules() {
+    ConnectWorker.MetricsAgent agent =
+        new ConnectWorker.MetricsAgent(
+            Path.of("/tmp/stack-test/agents/jmx_prometheus_javaagent.jar"),
+            Path.of("/tmp/stack-test/config/jmx-exporter.yml"));
+    assertEquals(
+        "-javaagent:/tmp/stack-test/agents/jmx_prometheus_javaagent.jar=127.0.0.1:19404:"
+            + "/tmp/stack-test/config/jmx-exporter.yml",
+        agent.jvmOption(ports.metrics()));
+  }
+
+  /**
+   * The build copies the agent next to the classpaths (generate-resources ran before the tests).
+   */
+  @Test
+  void theBuildCopiesTheAgentAndKeepsItOffBothClasspaths() throws Exception {
+    Path jar = RepoFiles.file("local-stack/target/agents/jmx_prometheus_javaagent.jar");
+    try (JarFile agent = new JarFile(jar.toFile())) {
+      Attributes manifest = agent.getManifest().getMainAttributes();
+      assertEquals("io.prometheus.jmx.JavaAgent", manifest.getValue("Premain-Class"));
+    }
+    for (String classpath : List.of("kafka.classpath", "launcher.classpath")) {
+      String entries = Files.readString(RepoFiles.file("local-stack/target/" + classpath));
+      assertFalse(entries.contains("jmx_prometheus"), classpath + " holds the agent");
+    }
+  }
+
+  @Test
   void registrationFillsInTheConnectionOfTheRunAndKeepsThePasswordReference() {
     var config = ConnectRest.JSON.createObjectNode();
     ConnectorRegistration.Registered registered =
@@ -54,7 +87,7 @@ class ServiceConfigsTest {
             "app",
             config);
     assertEquals("outbox-relay-local", registered.name());
-    assertEquals(java.util.List.of("orders-eu"), registered.instanceKeys());
+    assertEquals(List.of("orders-eu"), registered.instanceKeys());
     assertEquals(
         "jdbc:postgresql://127.0.0.1:25432/outbox", config.path("connection.url").asText());
     assertEquals("app", config.path("connection.user").asText());

@@ -32,9 +32,14 @@ class StackOptionsTest {
     assertEquals(ROOT.resolve(".local-stack"), options.stateDir());
     assertEquals(ROOT.resolve("config/local-connector.json"), options.connectorConfig());
     StackPorts ports = StackPorts.resolve(options);
-    assertEquals(new StackPorts(15432, 9092, 9093, 8083), ports);
+    assertEquals(new StackPorts(15432, 9092, 9093, 8083, 9404), ports);
     assertEquals("127.0.0.1:9092", ports.bootstrapServers());
     assertEquals("http://127.0.0.1:8083", ports.connectUrl());
+    assertEquals("http://127.0.0.1:9404/metrics", ports.metricsUrl());
+    assertEquals(
+        ROOT.resolve("local-stack/target/agents/jmx_prometheus_javaagent.jar"),
+        options.metricsAgentJar());
+    assertEquals(ROOT.resolve("config/metrics/jmx-exporter.yml"), options.metricsRules());
   }
 
   @Test
@@ -151,6 +156,46 @@ class StackOptionsTest {
     assertEquals(18083, ports.connect());
     assertNotEquals(9092, ports.kafka());
     assertTrue(Ports.isFree(ports.kafka()));
+    assertNotEquals(9404, ports.metrics());
+    assertTrue(Ports.isFree(ports.metrics()));
+  }
+
+  @Test
+  void theMetricsPortIsAPortSettingLikeTheOthers() {
+    assertEquals(
+        19404,
+        StackPorts.resolve(parse(Map.of("LOCAL_STACK_METRICS_PORT", "19404"), "up")).metrics());
+    assertEquals(
+        29404,
+        StackPorts.resolve(
+                parse(Map.of("LOCAL_STACK_METRICS_PORT", "19404"), "up", "--metrics-port=29404"))
+            .metrics());
+    assertEquals(
+        "http://127.0.0.1:29404/metrics",
+        StackPorts.resolve(parse(Map.of(), "--metrics-port=29404")).metricsUrl());
+    assertEquals(
+        "--metrics-port must be a port number (1-65535), not 'x'",
+        assertThrows(StackException.class, () -> parse(Map.of(), "--metrics-port=x")).getMessage());
+    assertTrue(
+        StackOptions.USAGE.contains(
+            "--metrics-port=N        LOCAL_STACK_METRICS_PORT     (default 9404"),
+        StackOptions.USAGE);
+  }
+
+  @Test
+  void aBusyMetricsPortIsNamedWithItsSetting() throws Exception {
+    try (var socket =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+      int busy = socket.getLocalPort();
+      StackPorts ports = new StackPorts(0, Ports.anyFree(), Ports.anyFree(), Ports.anyFree(), busy);
+      StackException e = assertThrows(StackException.class, ports::requireFree);
+      assertTrue(
+          e.getMessage()
+              .startsWith(
+                  "port " + busy + " (Connect worker's Prometheus metrics) is already in use"),
+          e.getMessage());
+      assertTrue(e.getMessage().contains("LOCAL_STACK_METRICS_PORT=<port>"), e.getMessage());
+    }
   }
 
   @Test
@@ -185,7 +230,9 @@ class StackOptionsTest {
       StackException e =
           assertThrows(
               StackException.class,
-              () -> new StackPorts(0, busy, Ports.anyFree(), Ports.anyFree()).requireFree());
+              () ->
+                  new StackPorts(0, busy, Ports.anyFree(), Ports.anyFree(), Ports.anyFree())
+                      .requireFree());
       assertTrue(e.getMessage().startsWith("port " + busy + " (Kafka broker) is already in use"));
       assertTrue(e.getMessage().contains("LOCAL_STACK_KAFKA_PORT=<port>"));
     }

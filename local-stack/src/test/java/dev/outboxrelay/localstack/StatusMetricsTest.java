@@ -1,0 +1,123 @@
+package dev.outboxrelay.localstack;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code status} reads the headline figures from the worker's Prometheus endpoint, here a stand-in
+ * on loopback; and says in one line, without failing, when it cannot. No process of the stack runs
+ * (LocalStackIT reads a real worker's endpoint).
+ */
+class StatusMetricsTest {
+  @TempDir Path stateDir;
+  private HttpServer server;
+
+  @AfterEach
+  void stopServer() {
+    if (server != null) {
+      server.stop(0);
+    }
+  }
+
+  private String serve(int status, String body) throws IOException {
+    server = HttpServer.create(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), 0);
+    server.createContext(
+        "/metrics",
+        exchange -> {
+          byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+          exchange.getResponseHeaders().add("Content-Type", "text/plain; version=0.0.4");
+          exchange.sendResponseHeaders(status, bytes.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(bytes);
+          }
+        });
+    server.start();
+    return "http://127.0.0.1:" + server.getAddress().getPort() + "/metrics";
+  }
+
+  /** A stack record whose services are gone: status shows what it can read. */
+  private String status(String metricsUrl) {
+    int gone = Ports.anyFree();
+    new StackRecord(
+            "127.0.0.1:" + gone,
+            "http://127.0.0.1:" + gone,
+            metricsUrl,
+            "jdbc:postgresql://127.0.0.1:" + gone + "/outbox",
+            "postgres",
+            true)
+        .write(stateDir.resolve("stack.properties"));
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int exit =
+        LocalStack.run(
+            new String[] {"status", "--state-dir=" + stateDir, "--repo-root=" + RepoFiles.root()},
+            Map.of(),
+            new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+    String all = out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8);
+    assertEquals(1, exit, "the processes do not run, nothing else fails: " + all);
+    assertTrue(all.contains("Outbox rows: not readable"), all);
+    return all;
+  }
+
+  @Test
+  void printsTheHeadlineFiguresPerConnector() throws IOException {
+    String url = serve(200, PrometheusTextTest.SCRAPE);
+    String out = status(url);
+    assertTrue(
+        out.contains(
+            "  Metrics ("
+                + url
+                + ", all tasks of each connector):\n"
+                + "    outbox-relay-local (2 tasks): published 7, claims lost 1, retried 3,"
+                + " exhausted 0\n"
+                + "      backlog: pending 12, in flight 5, failed 1, exhausted 0;"
+                + " oldest undelivered row 4.3 s (lag)\n"
+                + "    outbox-relay-us (1 task): published 2,"),
+        out);
+    assertTrue(out.contains("every metrics.backlog.interval.ms, 30 s by default"), out);
+    assertTrue(out.contains("  Metrics          " + url + "  (Prometheus"), out);
+    assertTrue(
+        out.contains("  Dashboard        config/metrics/grafana-dashboard.json  (Grafana"), out);
+  }
+
+  @Test
+  void anEndpointThatDoesNotAnswerIsOneLine() {
+    String url = "http://127.0.0.1:" + Ports.anyFree() + "/metrics";
+    String out = status(url);
+    assertTrue(out.contains("  Metrics: not reachable at " + url + " (connection refused"), out);
+    assertEquals(1, out.split("Metrics: ", -1).length - 1, out);
+  }
+
+  @Test
+  void anEndpointThatFailsOrHasNoRelaySeriesSaysSo() throws IOException {
+    String url = serve(500, "oops");
+    assertTrue(status(url).contains("  Metrics: not reachable at " + url + " (answered HTTP 500)"));
+    stopServer();
+    String empty = serve(200, "# TYPE jvm_threads_current gauge\njvm_threads_current 61.0\n");
+    assertTrue(
+        status(empty)
+            .contains("  Metrics: " + empty + " has no outbox_relay series (no task of the relay"));
+  }
+
+  @Test
+  void aStackStartedBeforeTheEndpointExistedIsToldHowToGetOne() {
+    String out = status("");
+    assertTrue(out.contains("  Metrics: this stack was started without a metrics endpoint"), out);
+    assertTrue(!out.contains("  Metrics          "), out);
+  }
+}
