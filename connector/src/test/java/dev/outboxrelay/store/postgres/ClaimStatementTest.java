@@ -86,6 +86,12 @@ class ClaimStatementTest {
     assertFalse(plan.contains("Materialize"), plan);
     if (request.ordered()) {
       assertTrue(candidates.contains("Index Scan using outbox_due_aggregate_idx"), plan);
+      // Every predecessor probe (the candidate's and the claimable check's) reads the aggregate
+      // index: both due indexes share a predicate, and probing the (seq) one by range would read
+      // every earlier due row per candidate (benchmarks.md, finding 10).
+      assertFalse(plan.matches("(?s).*Index Scan using outbox_due_seq_idx on outbox p.*"), plan);
+      assertTrue(
+          plan.matches("(?s).*Index Scan using outbox_due_aggregate_idx on outbox p_1.*"), plan);
     }
   }
 
