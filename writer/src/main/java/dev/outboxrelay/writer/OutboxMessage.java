@@ -54,9 +54,6 @@ public final class OutboxMessage {
   }
 
   private static String requireTraceparent(String traceparent) {
-    if (traceparent == null) {
-      throw new IllegalArgumentException("traceparent is required");
-    }
     Matcher m = TRACEPARENT_FORMAT.matcher(traceparent);
     if (!m.matches()) {
       throw new IllegalArgumentException(
@@ -213,13 +210,18 @@ public final class OutboxMessage {
 
     /**
      * The W3C Trace Context {@code traceparent} of the business transaction, as the {@value
-     * OutboxMessage#TRACEPARENT} header: a consumer that reads it continues the trace. Checked
-     * here: version {@code 00}, {@code 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>} in
-     * lower-case hex, neither id all zeros.
+     * OutboxMessage#TRACEPARENT} header: the relay copies it onto the Kafka record, so a consumer
+     * continues the trace. Checked here: version {@code 00}, {@code 00-<32 hex trace id>-<16 hex
+     * parent id>-<2 hex flags>} in lower-case hex, neither id all zeros. Null, for a business
+     * transaction outside any trace, leaves the message without the header.
      *
-     * @throws IllegalArgumentException if {@code traceparent} is not such a value
+     * @throws IllegalArgumentException if {@code traceparent} is not null and not such a value
      */
     public Builder traceparent(String traceparent) {
+      if (traceparent == null) {
+        this.headers.remove(TRACEPARENT);
+        return this;
+      }
       return header(TRACEPARENT, requireTraceparent(traceparent));
     }
 
