@@ -1,7 +1,7 @@
 package dev.outboxrelay.benchmark;
 
-import dev.outboxrelay.store.OutboxMessage;
-import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
+import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -102,7 +102,7 @@ final class Latency {
               false)) {
         AtomicInteger tickets = new AtomicInteger();
         PostgresOutboxWriter writer =
-            new PostgresOutboxWriter(BenchPostgres.TABLE, Backlog.INSTANCE_KEY);
+            new PostgresOutboxWriter(BenchPostgres.TABLE.tableName(), Backlog.INSTANCE_KEY);
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         long start = System.nanoTime() + Duration.ofMillis(200).toNanos();
         double intervalNanos = 1e9 / rate;

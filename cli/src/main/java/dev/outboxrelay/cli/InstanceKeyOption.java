@@ -1,6 +1,6 @@
 package dev.outboxrelay.cli;
 
-import dev.outboxrelay.store.InstanceKeys;
+import dev.outboxrelay.writer.InstanceKeys;
 import picocli.CommandLine.Option;
 
 /**

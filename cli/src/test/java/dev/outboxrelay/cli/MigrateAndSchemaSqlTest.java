@@ -6,13 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.cli.operator.SchemaScript;
 import dev.outboxrelay.store.ClaimRequest;
-import dev.outboxrelay.store.EnqueueResult;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
-import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.writer.EnqueueResult;
+import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -131,7 +131,7 @@ class MigrateAndSchemaSqlTest {
   private void assertWorkingOutbox(String table) throws SQLException {
     OutboxTable outboxTable = OutboxTable.parse(table);
     try (Connection c = db.dataSource.getConnection()) {
-      PostgresOutboxWriter writer = new PostgresOutboxWriter(outboxTable, "eu");
+      PostgresOutboxWriter writer = new PostgresOutboxWriter(outboxTable.tableName(), "eu");
       OutboxMessage message =
           OutboxMessage.builder()
               .aggregateType("order")

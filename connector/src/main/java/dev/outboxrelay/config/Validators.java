@@ -2,8 +2,8 @@ package dev.outboxrelay.config;
 
 import dev.outboxrelay.mapping.TopicNames;
 import dev.outboxrelay.mapping.TopicRouter;
-import dev.outboxrelay.store.InstanceKeys;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.writer.InstanceKeys;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;

@@ -1,5 +1,6 @@
 package dev.outboxrelay.store;
 
+import dev.outboxrelay.writer.InstanceKeys;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;

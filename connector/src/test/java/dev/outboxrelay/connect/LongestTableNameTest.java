@@ -7,13 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimRequest;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
-import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.Postgres;
+import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -235,7 +235,7 @@ class LongestTableNameTest {
   private void insert(String key) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
-      new PostgresOutboxWriter(TABLE, key)
+      new PostgresOutboxWriter(TABLE.tableName(), key)
           .enqueue(
               c,
               OutboxMessage.builder()

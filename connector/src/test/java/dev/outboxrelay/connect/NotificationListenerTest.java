@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.store.postgres.OutboxTable;
-import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.Postgres;
+import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -62,7 +62,7 @@ class NotificationListenerTest {
       try (var s = c.createStatement()) {
         s.execute("SET LOCAL outbox_relay.notify = '" + (notify ? "on" : "off") + "'");
       }
-      new PostgresOutboxWriter(TABLE, key)
+      new PostgresOutboxWriter(TABLE.tableName(), key)
           .enqueue(
               c,
               OutboxMessage.builder()

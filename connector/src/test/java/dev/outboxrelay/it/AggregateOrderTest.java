@@ -4,12 +4,12 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.DropTransform;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.OutboxDb;
 import dev.outboxrelay.testing.OutboxDb.Row;
+import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -7,13 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
 import dev.outboxrelay.testing.OutboxDb.Row;
+import dev.outboxrelay.writer.OutboxMessage;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.net.ServerSocket;

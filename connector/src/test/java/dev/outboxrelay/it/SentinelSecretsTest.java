@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.ConnectMBeans;
 import dev.outboxrelay.testing.ConnectMBeans.Attribute;
@@ -13,6 +12,7 @@ import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.LogCapture.Event;
 import dev.outboxrelay.testing.OutboxDb;
 import dev.outboxrelay.testing.Sentinels;
+import dev.outboxrelay.writer.OutboxMessage;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
 import java.net.ServerSocket;

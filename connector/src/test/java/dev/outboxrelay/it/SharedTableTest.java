@@ -8,11 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 import dev.outboxrelay.mapping.OutboxHeaders;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.OutboxDb;
 import dev.outboxrelay.testing.OutboxDb.Row;
+import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

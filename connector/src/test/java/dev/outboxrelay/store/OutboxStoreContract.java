@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
+import dev.outboxrelay.writer.EnqueueResult;
+import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;

@@ -2,7 +2,7 @@ package dev.outboxrelay.testing;
 
 import static org.awaitility.Awaitility.await;
 
-import dev.outboxrelay.store.OutboxMessage;
+import dev.outboxrelay.writer.OutboxMessage;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

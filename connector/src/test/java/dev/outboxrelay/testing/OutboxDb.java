@@ -2,10 +2,10 @@ package dev.outboxrelay.testing;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.store.postgres.OutboxTable;
-import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -131,7 +131,7 @@ public final class OutboxDb implements AutoCloseable {
   /** Appends the messages within the caller's transaction. */
   public void enqueue(Connection c, String instanceKey, List<OutboxMessage> messages)
       throws SQLException {
-    PostgresOutboxWriter writer = new PostgresOutboxWriter(table, instanceKey);
+    PostgresOutboxWriter writer = new PostgresOutboxWriter(table.tableName(), instanceKey);
     for (OutboxMessage m : messages) {
       writer.enqueue(c, m);
     }

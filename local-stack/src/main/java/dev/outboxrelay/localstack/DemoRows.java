@@ -1,7 +1,7 @@
 package dev.outboxrelay.localstack;
 
-import dev.outboxrelay.store.OutboxMessage;
-import dev.outboxrelay.store.postgres.PostgresOutboxWriter;
+import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -71,7 +71,7 @@ final class DemoRows {
 
   /** The business change and its event commit together, or neither does. */
   private Row placeOrChange(Connection c, String orderId, String eventType) throws SQLException {
-    PostgresOutboxWriter writer = new PostgresOutboxWriter(DemoSchema.TABLE, OWNED_KEY);
+    PostgresOutboxWriter writer = new PostgresOutboxWriter(DemoSchema.TABLE.tableName(), OWNED_KEY);
     OutboxMessage message =
         OutboxMessage.builder()
             .messageId(UUID.randomUUID().toString())

@@ -72,6 +72,7 @@ class PluginPackageIT {
     for (String expected :
         List.of(
             "outbox-relay-connector-" + VERSION + ".jar",
+            "outbox-relay-writer-" + VERSION + ".jar",
             "postgresql-",
             "HikariCP-",
             "flyway-core-",

@@ -1,9 +1,9 @@
 package dev.outboxrelay.cli.operator;
 
-import dev.outboxrelay.store.InstanceKeys;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SqlStates;
+import dev.outboxrelay.writer.InstanceKeys;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -13,46 +13,12 @@ import java.util.Locale;
 import java.util.stream.Collectors;
 
 /**
- * The outbox row's columns as the store writes and reads them, each spelled once: the INSERT's
- * column and value lists and a claim's RETURNING list are built from these, and a claimed row is
- * read back by these names.
+ * The outbox row's columns as the store reads them, each spelled once: a claim's RETURNING list is
+ * built from these, and a claimed row is read back by these names. The columns an application
+ * writes are the writer library's ({@code dev.outboxrelay.writer.PostgresOutboxWriter}).
  */
 final class OutboxColumns {
   private OutboxColumns() {}
-
-  /**
-   * The columns an application writes, in the INSERT's order. Each value is the parameter of the
-   * column's own name ({@code :message_id}, ...), cast where JDBC cannot send the column's type.
-   */
-  enum Inserted {
-    MESSAGE_ID,
-    INSTANCE_KEY,
-    AGGREGATE_TYPE,
-    AGGREGATE_ID,
-    EVENT_TYPE,
-    TOPIC,
-    PAYLOAD,
-    HEADERS("CAST(:headers AS jsonb)"),
-    CORRELATION_ID,
-    DELIVER_BEFORE;
-
-    /** {@code message_id, instance_key, ...} */
-    static final String COLUMNS = join(values(), c -> c.column);
-
-    /** {@code :message_id, :instance_key, ...} */
-    static final String VALUES = join(values(), c -> c.value);
-
-    final String column = name().toLowerCase(Locale.ROOT);
-    private final String value;
-
-    Inserted() {
-      this.value = ":" + column;
-    }
-
-    Inserted(String value) {
-      this.value = value;
-    }
-  }
 
   /**
    * The columns a claim returns, over the UPDATE's alias {@code o} and the claim's {@code clock}.

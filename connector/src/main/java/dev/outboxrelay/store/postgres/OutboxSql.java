@@ -13,6 +13,9 @@ import java.util.regex.Pattern;
  *
  * <p>Each statement judges time by {@code clock.now}: the bound instant ({@code :now}) when a test
  * clock is in use, otherwise the database's own statement timestamp.
+ *
+ * <p>The one statement the relay does not run is the INSERT of a new row: applications write rows
+ * with the writer library ({@code dev.outboxrelay.writer.PostgresOutboxWriter}), which defines it.
  */
 final class OutboxSql {
   private static final Pattern PLACEHOLDER = Pattern.compile("\\{[^}]*}");
@@ -184,7 +187,6 @@ final class OutboxSql {
               AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
                 AND p.lease_expires_at > clock.now))""";
 
-  final NamedSql insert;
   final NamedSql claimOrdered;
   final NamedSql claimOrderedWithAffinity;
   final NamedSql claimUnordered;
@@ -209,8 +211,6 @@ final class OutboxSql {
     fragments.put("{affinity}", AFFINITY);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
     fragments.put("{claimed columns}", OutboxColumns.Claimed.RETURNING);
-    fragments.put("{inserted columns}", OutboxColumns.Inserted.COLUMNS);
-    fragments.put("{inserted values}", OutboxColumns.Inserted.VALUES);
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
@@ -218,13 +218,6 @@ final class OutboxSql {
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
     fragments.put("{now}", NOW);
     fragments.put("{table}", table.qualified());
-
-    insert =
-        statement(
-            """
-            INSERT INTO {table} ({inserted columns})
-            VALUES ({inserted values})
-            ON CONFLICT (message_id) DO NOTHING""");
 
     claimOrdered = statement(CLAIM_ORDERED.replace("{affinity}", ""));
     claimOrderedWithAffinity = statement(CLAIM_ORDERED);

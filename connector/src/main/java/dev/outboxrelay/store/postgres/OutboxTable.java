@@ -1,16 +1,15 @@
 package dev.outboxrelay.store.postgres;
 
+import dev.outboxrelay.writer.OutboxTableName;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
-import java.util.Locale;
-import java.util.Objects;
-import java.util.regex.Pattern;
 
 /**
- * The outbox table's name, validated once and always quoted. Only plain identifiers are accepted,
- * so no table setting can smuggle SQL into a statement.
+ * The outbox table's name, validated once and always quoted, with the names the relay derives from
+ * it. Parsing and quoting are the writer library's {@link OutboxTableName}, so the relay and the
+ * applications that write rows accept exactly the same names.
  */
 public final class OutboxTable {
   public static final String DEFAULT_NAME = "outbox";
@@ -21,14 +20,14 @@ public final class OutboxTable {
    */
   public static final int MAX_IDENTIFIER_BYTES = 63;
 
-  private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]{0,47}");
-
+  private final OutboxTableName tableName;
   private final String schema;
   private final String name;
 
-  private OutboxTable(String schema, String name) {
-    this.schema = schema;
-    this.name = name;
+  private OutboxTable(OutboxTableName tableName) {
+    this.tableName = tableName;
+    this.schema = tableName.schema();
+    this.name = tableName.name();
   }
 
   /**
@@ -37,21 +36,12 @@ public final class OutboxTable {
    * whole table name (see {@link #objectName}).
    */
   public static OutboxTable parse(String qualifiedName) {
-    Objects.requireNonNull(qualifiedName, "table name");
-    String[] parts = qualifiedName.split("\\.", -1);
-    if (parts.length > 2) {
-      throw new IllegalArgumentException("table name must be 'table' or 'schema.table'");
-    }
-    for (String part : parts) {
-      if (!IDENTIFIER.matcher(part).matches()) {
-        throw new IllegalArgumentException(
-            "table name must be lower-case letters, digits and underscores,"
-                + " start with a letter or underscore, at most 48 characters per part");
-      }
-    }
-    return parts.length == 2
-        ? new OutboxTable(parts[0], parts[1])
-        : new OutboxTable(null, parts[0]);
+    return new OutboxTable(OutboxTableName.parse(qualifiedName));
+  }
+
+  /** The name as the writer library takes it ({@code new PostgresOutboxWriter(name, key)}). */
+  public OutboxTableName tableName() {
+    return tableName;
   }
 
   /** Null when the table lives in the connection's default schema. */
@@ -65,7 +55,7 @@ public final class OutboxTable {
 
   /** The table as it appears in SQL, quoted. */
   public String qualified() {
-    return qualify(name);
+    return tableName.qualified();
   }
 
   /** The trigger function guarding the instance key, quoted. */
@@ -143,18 +133,16 @@ public final class OutboxTable {
 
   @Override
   public String toString() {
-    return schema == null ? name : schema + "." + name;
+    return tableName.toString();
   }
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof OutboxTable other
-        && Objects.equals(schema, other.schema)
-        && name.equals(other.name);
+    return o instanceof OutboxTable other && tableName.equals(other.tableName);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(schema, name.toLowerCase(Locale.ROOT));
+    return tableName.hashCode();
   }
 }

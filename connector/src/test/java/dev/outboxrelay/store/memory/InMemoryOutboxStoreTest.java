@@ -1,12 +1,12 @@
 package dev.outboxrelay.store.memory;
 
-import dev.outboxrelay.store.EnqueueResult;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.ManualClock;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreContract;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
+import dev.outboxrelay.writer.EnqueueResult;
+import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Instant;
 
 class InMemoryOutboxStoreTest extends OutboxStoreContract {

@@ -162,21 +162,6 @@ class NamedSqlTest {
         List.copyOf(sql.claimAbandonedOrdered.names()));
     assertArrayEquals(
         new int[] {4, 5, 7, 9, 10}, sql.claimAbandonedOrdered.positions("max_attempts"));
-    assertEquals(
-        List.of(
-            "message_id",
-            "instance_key",
-            "aggregate_type",
-            "aggregate_id",
-            "event_type",
-            "topic",
-            "payload",
-            "headers",
-            "correlation_id",
-            "deliver_before"),
-        List.copyOf(sql.insert.names()));
-    assertTrue(sql.insert.jdbc().startsWith("INSERT INTO \"app\".\"outbox\" (message_id,"));
-    assertTrue(sql.insert.jdbc().contains("CAST(? AS jsonb)"));
   }
 
   private static String message(Executable action) {

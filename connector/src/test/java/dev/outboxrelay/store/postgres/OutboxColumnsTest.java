@@ -9,7 +9,7 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
-/** The column lists the statements are built from. Reading them back runs in the store's tests. */
+/** The column list a claim returns. Reading it back runs in the store's tests. */
 class OutboxColumnsTest {
 
   @Test
@@ -40,18 +40,6 @@ class OutboxColumnsTest {
             .map(c -> c.label)
             .collect(Collectors.toCollection(TreeSet::new));
     assertEquals(components, columns);
-  }
-
-  @Test
-  void anInsertWritesTheApplicationsFieldsEachFromItsOwnParameter() {
-    assertEquals(
-        "message_id, instance_key, aggregate_type, aggregate_id, event_type, topic, payload,"
-            + " headers, correlation_id, deliver_before",
-        OutboxColumns.Inserted.COLUMNS);
-    assertEquals(
-        ":message_id, :instance_key, :aggregate_type, :aggregate_id, :event_type, :topic,"
-            + " :payload, CAST(:headers AS jsonb), :correlation_id, :deliver_before",
-        OutboxColumns.Inserted.VALUES);
   }
 
   private static String snakeCase(String camel) {

@@ -6,9 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.Postgres;
+import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -55,7 +56,7 @@ class PostgresClaimRaceTest {
         Statement s = c.createStatement()) {
       s.execute("TRUNCATE outbox RESTART IDENTITY");
     }
-    PostgresOutboxWriter writer = new PostgresOutboxWriter(TABLE, "eu");
+    PostgresOutboxWriter writer = new PostgresOutboxWriter(TABLE.tableName(), "eu");
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       for (int i = 0; i < 400; i++) {

@@ -3,16 +3,17 @@ package dev.outboxrelay.store.postgres;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.outboxrelay.store.EnqueueResult;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.ManualClock;
 import dev.outboxrelay.store.MessageStatus;
-import dev.outboxrelay.store.OutboxMessage;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreContract;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.Postgres;
+import dev.outboxrelay.writer.EnqueueResult;
+import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -58,7 +59,7 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
 
   @Override
   protected EnqueueResult enqueue(String instanceKey, OutboxMessage message) {
-    PostgresOutboxWriter writer = new PostgresOutboxWriter(TABLE, instanceKey);
+    PostgresOutboxWriter writer = new PostgresOutboxWriter(TABLE.tableName(), instanceKey);
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       EnqueueResult result = writer.enqueue(c, message);
@@ -171,7 +172,7 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
 
   @Override
   protected void createWriter(String instanceKey) {
-    euWriter = new PostgresOutboxWriter(TABLE, instanceKey);
+    euWriter = new PostgresOutboxWriter(TABLE.tableName(), instanceKey);
     assertEquals(instanceKey, euWriter.instanceKey());
   }
 }

@@ -1,9 +1,12 @@
-package dev.outboxrelay.store;
+package dev.outboxrelay.writer;
 
 import java.util.LinkedHashSet;
 import java.util.Set;
 
-/** The one place that decides what a valid instance key is. */
+/**
+ * The one place that decides what a valid instance key is: the writer checks it when it is created,
+ * the relay when it is configured, and the operator CLI for each command.
+ */
 public final class InstanceKeys {
   public static final int MAX_LENGTH = 200;
 

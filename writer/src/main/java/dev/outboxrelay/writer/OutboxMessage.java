@@ -1,4 +1,4 @@
-package dev.outboxrelay.store;
+package dev.outboxrelay.writer;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -9,9 +9,23 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
-/** A message an application appends to the outbox. Build with {@link #builder()}. */
+/**
+ * A message an application appends to the outbox. Build with {@link #builder()}; immutable.
+ *
+ * <p>The relay publishes it as one Kafka record: key the aggregate id, value the payload, and the
+ * headers as string headers under their own names, next to the relay's own ({@code outbox.*}).
+ */
 public final class OutboxMessage {
+  /** The W3C Trace Context header that {@link Builder#traceparent} sets. */
+  public static final String TRACEPARENT = "traceparent";
+
+  /** Version 00 of W3C Trace Context: {@code 00-<trace id>-<parent id>-<flags>}, lower-case hex. */
+  private static final Pattern TRACEPARENT_FORMAT =
+      Pattern.compile("00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}");
+
   private static final ObjectMapper JSON = JsonMapper.builder().findAndAddModules().build();
 
   private final String messageId;
@@ -37,6 +51,20 @@ public final class OutboxMessage {
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(b.headers));
     this.correlationId = b.correlationId;
     this.deliverBefore = b.deliverBefore;
+  }
+
+  private static String requireTraceparent(String traceparent) {
+    Matcher m = TRACEPARENT_FORMAT.matcher(traceparent);
+    if (!m.matches()) {
+      throw new IllegalArgumentException(
+          "traceparent must be 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>,"
+              + " lower-case");
+    }
+    if (m.group(1).chars().allMatch(c -> c == '0') || m.group(2).chars().allMatch(c -> c == '0')) {
+      throw new IllegalArgumentException(
+          "traceparent must not have an all-zero trace or parent id");
+    }
+    return traceparent;
   }
 
   private static String requireText(String value, String name) {
@@ -70,15 +98,17 @@ public final class OutboxMessage {
     return topic;
   }
 
+  /** A copy of the payload, or null (a tombstone). */
   public byte[] payload() {
-    return payload;
+    return payload == null ? null : payload.clone();
   }
 
+  /** The headers, in the order they were set; a value may be null. */
   public Map<String, String> headers() {
     return headers;
   }
 
-  /** The headers as a JSON object text, or null when there are none. */
+  /** The headers as a JSON object text, as the row's {@code headers} column holds them, or null. */
   public String headersJson() {
     if (headers.isEmpty()) {
       return null;
@@ -151,7 +181,11 @@ public final class OutboxMessage {
       return this;
     }
 
-    /** Serializes the object as JSON with Jackson. */
+    /**
+     * Serializes the object as JSON with Jackson (a mapper with the Jackson modules found on the
+     * classpath, such as jackson-datatype-jsr310 for {@code java.time}). For a mapper of your own,
+     * pass its bytes to {@link #payload}.
+     */
     public Builder jsonPayload(Object value) {
       try {
         this.payload = JSON.writeValueAsBytes(value);
@@ -162,9 +196,33 @@ public final class OutboxMessage {
       return this;
     }
 
+    /**
+     * A record header: the relay sets it on the Kafka record as a string header of this name (a
+     * null value gives a header with a null value). Setting a name again replaces its value. Names
+     * starting with {@code outbox.} are the relay's own: a row that uses one is not published but
+     * recorded FAILED ({@code HEADER_NAME_RESERVED}), as are {@code id} and {@code eventType} under
+     * the connector's Debezium convention.
+     */
     public Builder header(String name, String value) {
       this.headers.put(Objects.requireNonNull(name, "header name"), value);
       return this;
+    }
+
+    /**
+     * The W3C Trace Context {@code traceparent} of the business transaction, as the {@value
+     * OutboxMessage#TRACEPARENT} header: the relay copies it onto the Kafka record, so a consumer
+     * continues the trace. Checked here: version {@code 00}, {@code 00-<32 hex trace id>-<16 hex
+     * parent id>-<2 hex flags>} in lower-case hex, neither id all zeros. Null, for a business
+     * transaction outside any trace, leaves the message without the header.
+     *
+     * @throws IllegalArgumentException if {@code traceparent} is not null and not such a value
+     */
+    public Builder traceparent(String traceparent) {
+      if (traceparent == null) {
+        this.headers.remove(TRACEPARENT);
+        return this;
+      }
+      return header(TRACEPARENT, requireTraceparent(traceparent));
     }
 
     public Builder correlationId(String correlationId) {
@@ -172,7 +230,11 @@ public final class OutboxMessage {
       return this;
     }
 
-    /** Optional deadline: past it, the row is recorded FAILED instead of being published late. */
+    /**
+     * Optional deadline: past it (by the database's clock, when the relay claims the row), the row
+     * is recorded FAILED ({@code DEADLINE_EXPIRED}) instead of being published late. There is no
+     * "deliver not before": the row has no such column yet.
+     */
     public Builder deliverBefore(Instant deliverBefore) {
       this.deliverBefore = deliverBefore;
       return this;

@@ -1,4 +1,4 @@
-package dev.outboxrelay.store;
+package dev.outboxrelay.writer;
 
 /** What appending a message did. */
 public enum EnqueueResult {

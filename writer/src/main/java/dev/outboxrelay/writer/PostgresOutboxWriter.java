@@ -1,0 +1,70 @@
+package dev.outboxrelay.writer;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.Objects;
+
+/**
+ * Appends messages in the caller's own transaction: pass the connection that carries the business
+ * change, and the row commits or rolls back with it. The writer never commits, rolls back, changes
+ * auto-commit or closes the connection; that is the caller's (or its framework's) business.
+ *
+ * <p>Bound to one table and one instance key, both checked when the writer is created, before any
+ * connection or row exists. Immutable and thread-safe: create one per table and instance key and
+ * share it.
+ */
+public final class PostgresOutboxWriter {
+  private final OutboxTableName table;
+  private final String instanceKey;
+  private final OutboxInsert insert;
+
+  /**
+   * A writer for {@code table} ({@code table} or {@code schema.table}, see {@link
+   * OutboxTableName#parse}) and the relay that owns its rows, {@code instanceKey}.
+   *
+   * @throws IllegalArgumentException if the table name or the instance key is not valid
+   */
+  public PostgresOutboxWriter(String table, String instanceKey) {
+    this(OutboxTableName.parse(table), instanceKey);
+  }
+
+  /**
+   * A writer for {@code table} and the relay that owns its rows, {@code instanceKey}.
+   *
+   * @throws IllegalArgumentException if the instance key is not valid (see {@link InstanceKeys})
+   */
+  public PostgresOutboxWriter(OutboxTableName table, String instanceKey) {
+    this.instanceKey = InstanceKeys.requireValid(instanceKey);
+    this.table = Objects.requireNonNull(table, "table");
+    this.insert = new OutboxInsert(table);
+  }
+
+  public OutboxTableName table() {
+    return table;
+  }
+
+  public String instanceKey() {
+    return instanceKey;
+  }
+
+  /**
+   * Inserts the message using {@code transaction}; the caller commits. Returns {@link
+   * EnqueueResult#DUPLICATE} without writing when the message id already exists.
+   *
+   * @throws SQLException as the driver raised it, so the caller's transaction handling applies
+   */
+  public EnqueueResult enqueue(Connection transaction, OutboxMessage message) throws SQLException {
+    Objects.requireNonNull(transaction, "transaction");
+    Objects.requireNonNull(message, "message");
+    try (PreparedStatement ps = transaction.prepareStatement(insert.sql())) {
+      OutboxInsert.bind(ps, instanceKey, message);
+      return ps.executeUpdate() == 1 ? EnqueueResult.ENQUEUED : EnqueueResult.DUPLICATE;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresOutboxWriter[table=" + table + ", instanceKey=" + instanceKey + "]";
+  }
+}

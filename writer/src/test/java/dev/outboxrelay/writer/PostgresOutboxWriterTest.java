@@ -1,0 +1,193 @@
+package dev.outboxrelay.writer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.Types;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What the writer does to the caller's connection, recorded call by call on a JDBC proxy: nothing
+ * at all when its input is invalid, and only prepare, bind, execute and close its own statement
+ * otherwise: never commit, roll back, change auto-commit or close the caller's connection. Against
+ * a real database: {@link PostgresOutboxWriterDatabaseTest}.
+ */
+class PostgresOutboxWriterTest {
+  private static final String EXPECTED_SQL =
+      "INSERT INTO \"app\".\"outbox\" (message_id, instance_key, aggregate_type, aggregate_id,"
+          + " event_type, topic, payload, headers, correlation_id, deliver_before)"
+          + " VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS jsonb), ?, ?)"
+          + " ON CONFLICT (message_id) DO NOTHING";
+
+  /** Every JDBC call the writer makes, as "method(arguments)", connection and statement alike. */
+  private final List<String> calls = new ArrayList<>();
+
+  private int updateCount = 1;
+
+  @Test
+  void aBlankOrInvalidInstanceKeyIsRejectedBeforeTheConnectionIsTouched() {
+    Connection connection = recordingConnection();
+    for (String key : new String[] {null, "", "   ", "\t", " eu", "eu ", "e\nu", "x".repeat(201)}) {
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> new PostgresOutboxWriter("outbox", key).enqueue(connection, message()),
+              () -> "instance key [" + key + "]");
+      assertTrue(e.getMessage().startsWith("instance key "), e.getMessage());
+    }
+    assertEquals(List.of(), calls);
+  }
+
+  @Test
+  void anInvalidTableNameIsRejectedBeforeTheConnectionIsTouched() {
+    Connection connection = recordingConnection();
+    for (String table :
+        new String[] {"", "Outbox", "a.b.c", "outbox; DROP TABLE x", "\"outbox\""}) {
+      assertThrows(
+          IllegalArgumentException.class,
+          () -> new PostgresOutboxWriter(table, "eu").enqueue(connection, message()),
+          table);
+    }
+    assertEquals(List.of(), calls);
+  }
+
+  @Test
+  void aMissingMessageOrConnectionIsRejectedBeforeTheConnectionIsTouched() {
+    PostgresOutboxWriter writer = new PostgresOutboxWriter("outbox", "eu");
+    Connection connection = recordingConnection();
+    assertThrows(NullPointerException.class, () -> writer.enqueue(connection, null));
+    assertThrows(NullPointerException.class, () -> writer.enqueue(null, message()));
+    assertEquals(List.of(), calls);
+  }
+
+  @Test
+  void enqueueBindsEveryColumnOnItsOwnStatementAndLeavesTheTransactionToTheCaller()
+      throws Exception {
+    PostgresOutboxWriter writer = new PostgresOutboxWriter("app.outbox", "orders-eu");
+    Instant deadline = Instant.parse("2030-01-02T03:04:05Z");
+    OutboxMessage message =
+        OutboxMessage.builder()
+            .messageId("m-1")
+            .aggregateType("order")
+            .aggregateId("o-42")
+            .eventType("OrderPlaced")
+            .topic("orders")
+            .payload("{}".getBytes(StandardCharsets.UTF_8))
+            .header("tenant", "acme")
+            .correlationId("c-7")
+            .deliverBefore(deadline)
+            .build();
+
+    assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(recordingConnection(), message));
+
+    assertEquals(
+        List.of(
+            "prepareStatement(" + EXPECTED_SQL + ")",
+            "setString(1, m-1)",
+            "setString(2, orders-eu)",
+            "setString(3, order)",
+            "setString(4, o-42)",
+            "setString(5, OrderPlaced)",
+            "setString(6, orders)",
+            "setBytes(7, [123, 125])",
+            "setString(8, {\"tenant\":\"acme\"})",
+            "setString(9, c-7)",
+            "setObject(10, " + OffsetDateTime.ofInstant(deadline, ZoneOffset.UTC) + ")",
+            "executeUpdate()",
+            "close()"),
+        calls);
+  }
+
+  @Test
+  void absentOptionalFieldsAreBoundAsNull() throws Exception {
+    PostgresOutboxWriter writer = new PostgresOutboxWriter("outbox", "eu");
+    OutboxMessage message =
+        OutboxMessage.builder()
+            .messageId("m-2")
+            .aggregateType("order")
+            .aggregateId("o-1")
+            .eventType("OrderPlaced")
+            .build();
+
+    writer.enqueue(recordingConnection(), message);
+
+    assertEquals(
+        List.of(
+            "setString(6, null)",
+            "setBytes(7, null)",
+            "setString(8, null)",
+            "setString(9, null)",
+            "setNull(10, " + Types.TIMESTAMP_WITH_TIMEZONE + ")"),
+        calls.subList(6, 11));
+  }
+
+  @Test
+  void noRowInsertedMeansTheMessageIdExisted() throws Exception {
+    updateCount = 0;
+    assertEquals(
+        EnqueueResult.DUPLICATE,
+        new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+  }
+
+  @Test
+  void theWriterTellsItsTableAndInstanceKey() {
+    PostgresOutboxWriter writer = new PostgresOutboxWriter("app.outbox", "eu");
+    assertEquals(OutboxTableName.parse("app.outbox"), writer.table());
+    assertEquals("eu", writer.instanceKey());
+    assertEquals("PostgresOutboxWriter[table=app.outbox, instanceKey=eu]", writer.toString());
+  }
+
+  private static OutboxMessage message() {
+    return OutboxMessage.builder()
+        .aggregateType("order")
+        .aggregateId("o-1")
+        .eventType("OrderPlaced")
+        .build();
+  }
+
+  /**
+   * A connection that records every call; {@code prepareStatement} returns a statement that records
+   * too. Any other method of either records and returns null, which would fail the writer loudly.
+   */
+  private Connection recordingConnection() {
+    PreparedStatement statement =
+        (PreparedStatement)
+            Proxy.newProxyInstance(
+                getClass().getClassLoader(),
+                new Class<?>[] {PreparedStatement.class},
+                (proxy, method, args) -> {
+                  calls.add(call(method.getName(), args));
+                  return method.getName().equals("executeUpdate") ? updateCount : null;
+                });
+    return (Connection)
+        Proxy.newProxyInstance(
+            getClass().getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              calls.add(call(method.getName(), args));
+              return method.getName().equals("prepareStatement") ? statement : null;
+            });
+  }
+
+  private static String call(String method, Object[] args) {
+    if (args == null) {
+      return method + "()";
+    }
+    List<String> shown = new ArrayList<>();
+    for (Object arg : args) {
+      shown.add(arg instanceof byte[] bytes ? Arrays.toString(bytes) : String.valueOf(arg));
+    }
+    return method + "(" + String.join(", ", shown) + ")";
+  }
+}
