@@ -9,16 +9,91 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
 import java.util.Locale;
 import java.util.stream.Collectors;
 
 /**
  * The outbox row's columns as the store writes and reads them, each spelled once: the INSERT's
  * column and value lists and a claim's RETURNING list are built from these, and a claimed row is
- * read back by these names.
+ * read back by these names. {@link Row} is every column of the row, as the operator tools (the CLI,
+ * the local stack's report) select and read it too.
  */
-final class OutboxColumns {
+public final class OutboxColumns {
   private OutboxColumns() {}
+
+  /**
+   * Every column of the row, in the table's order, as a SELECT reads it: the label a column is
+   * selected under is its name, and a row is read back by that name. A claim's columns ({@link
+   * Claimed}) are taken from here. The payload and the headers are the message's {@link #content}:
+   * the operator tools read them only when asked for. Headers are read as text (JDBC has no jsonb).
+   */
+  public enum Row {
+    SEQ,
+    MESSAGE_ID,
+    INSTANCE_KEY,
+    AGGREGATE_TYPE,
+    AGGREGATE_ID,
+    EVENT_TYPE,
+    TOPIC,
+    PAYLOAD(true, "%s"),
+    HEADERS(true, "%s::text"),
+    CORRELATION_ID,
+    CREATED_AT,
+    DELIVER_BEFORE,
+    STATUS,
+    ATTEMPTS,
+    ABANDONED_CLAIMS,
+    ISOLATED,
+    NEXT_ATTEMPT_AT,
+    LEASE_OWNER,
+    LEASE_TOKEN,
+    LEASE_EXPIRES_AT,
+    LAST_FAILURE_CODE,
+    PUBLISHED_AT,
+    KAFKA_TOPIC,
+    KAFKA_PARTITION,
+    KAFKA_OFFSET,
+    /** Schema version 7: when the row was parked FAILED or EXHAUSTED (null otherwise). */
+    PARKED_AT;
+
+    /** Every column but the content: the row's routing fields and relay state. */
+    public static final List<Row> STATE = Arrays.stream(values()).filter(c -> !c.content).toList();
+
+    /** The column's name: the label a SELECT gives it, and the name it is read back by. */
+    public final String label = name().toLowerCase(Locale.ROOT);
+
+    /** The message's content (payload, headers), not its routing or relay state. */
+    public final boolean content;
+
+    /** How the column is read, around its (qualified) name. */
+    private final String read;
+
+    Row() {
+      this(false, "%s");
+    }
+
+    Row(boolean content, String read) {
+      this.content = content;
+      this.read = read;
+    }
+
+    /**
+     * The column as a SELECT list reads it, over {@code alias} (null: unqualified): {@code o.seq},
+     * {@code o.headers::text AS headers}.
+     */
+    public String selected(String alias) {
+      String column = alias == null ? label : alias + "." + label;
+      String expression = read.formatted(column);
+      return expression.equals(column) ? column : expression + " AS " + label;
+    }
+
+    /** A SELECT list of {@code columns}, over {@code alias} (null: unqualified). */
+    public static String select(String alias, Collection<Row> columns) {
+      return columns.stream().map(c -> c.selected(alias)).collect(Collectors.joining(", "));
+    }
+  }
 
   /**
    * The columns an application writes, in the INSERT's order. Each value is the parameter of the
@@ -55,9 +130,10 @@ final class OutboxColumns {
   }
 
   /**
-   * The columns a claim returns, over the UPDATE's alias {@code o} and the claim's {@code clock}.
-   * Whether the row's deadline has passed is judged here, by the claim's clock, not by the worker
-   * that maps the row.
+   * The columns a claim returns, over the UPDATE's alias {@code o} and the claim's {@code clock}:
+   * each a column of the {@link Row} of the same name, read as it reads it, but for the one the
+   * claim computes. Whether the row's deadline has passed is judged here, by the claim's clock, not
+   * by the worker that maps the row.
    */
   enum Claimed {
     SEQ,
@@ -68,7 +144,7 @@ final class OutboxColumns {
     EVENT_TYPE,
     TOPIC,
     PAYLOAD,
-    HEADERS("o.headers::text"),
+    HEADERS,
     CORRELATION_ID,
     CREATED_AT,
     DELIVER_BEFORE,
@@ -88,10 +164,12 @@ final class OutboxColumns {
 
     private final String selected;
 
+    /** The row's column of this name, as it is read (a name the row lacks fails at once). */
     Claimed() {
-      this.selected = "o." + label;
+      this.selected = Row.valueOf(name()).selected("o");
     }
 
+    /** A value the claim computes. */
     Claimed(String expression) {
       this.selected = expression + " AS " + label;
     }
