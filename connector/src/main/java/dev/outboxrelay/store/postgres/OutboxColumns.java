@@ -55,8 +55,8 @@ public final class OutboxColumns {
     KAFKA_TOPIC,
     KAFKA_PARTITION,
     KAFKA_OFFSET,
-    /** Schema version 7: when the row was parked FAILED or EXHAUSTED (null otherwise). */
-    PARKED_AT;
+    /** When the row was parked FAILED or EXHAUSTED (null otherwise). */
+    PARKED_AT(7);
 
     /** Every column but the content: the row's routing fields and relay state. */
     public static final List<Row> STATE = Arrays.stream(values()).filter(c -> !c.content).toList();
@@ -67,16 +67,28 @@ public final class OutboxColumns {
     /** The message's content (payload, headers), not its routing or relay state. */
     public final boolean content;
 
+    /** The schema version that added the column: 1, the first, but for a few added later. */
+    public final int since;
+
     /** How the column is read, around its (qualified) name. */
     private final String read;
 
     Row() {
-      this(false, "%s");
+      this(false, "%s", 1);
     }
 
     Row(boolean content, String read) {
+      this(content, read, 1);
+    }
+
+    Row(int since) {
+      this(false, "%s", since);
+    }
+
+    Row(boolean content, String read, int since) {
       this.content = content;
       this.read = read;
+      this.since = since;
     }
 
     /**
