@@ -24,90 +24,6 @@ public final class OutboxColumns {
   private OutboxColumns() {}
 
   /**
-   * Every column of the row, in the table's order, as a SELECT reads it: the label a column is
-   * selected under is its name, and a row is read back by that name. A claim's columns ({@link
-   * Claimed}) are taken from here. The payload and the headers are the message's {@link #content}:
-   * the operator tools read them only when asked for. Headers are read as text (JDBC has no jsonb).
-   */
-  public enum Row {
-    SEQ,
-    MESSAGE_ID,
-    INSTANCE_KEY,
-    AGGREGATE_TYPE,
-    AGGREGATE_ID,
-    EVENT_TYPE,
-    TOPIC,
-    PAYLOAD(true, "%s"),
-    HEADERS(true, "%s::text"),
-    CORRELATION_ID,
-    CREATED_AT,
-    DELIVER_BEFORE,
-    STATUS,
-    ATTEMPTS,
-    ABANDONED_CLAIMS,
-    ISOLATED,
-    NEXT_ATTEMPT_AT,
-    LEASE_OWNER,
-    LEASE_TOKEN,
-    LEASE_EXPIRES_AT,
-    LAST_FAILURE_CODE,
-    PUBLISHED_AT,
-    KAFKA_TOPIC,
-    KAFKA_PARTITION,
-    KAFKA_OFFSET,
-    /** When the row was parked FAILED or EXHAUSTED (null otherwise). */
-    PARKED_AT(7);
-
-    /** Every column but the content: the row's routing fields and relay state. */
-    public static final List<Row> STATE = Arrays.stream(values()).filter(c -> !c.content).toList();
-
-    /** The column's name: the label a SELECT gives it, and the name it is read back by. */
-    public final String label = name().toLowerCase(Locale.ROOT);
-
-    /** The message's content (payload, headers), not its routing or relay state. */
-    public final boolean content;
-
-    /** The schema version that added the column: 1, the first, but for a few added later. */
-    public final int since;
-
-    /** How the column is read, around its (qualified) name. */
-    private final String read;
-
-    Row() {
-      this(false, "%s", 1);
-    }
-
-    Row(boolean content, String read) {
-      this(content, read, 1);
-    }
-
-    Row(int since) {
-      this(false, "%s", since);
-    }
-
-    Row(boolean content, String read, int since) {
-      this.content = content;
-      this.read = read;
-      this.since = since;
-    }
-
-    /**
-     * The column as a SELECT list reads it, over {@code alias} (null: unqualified): {@code o.seq},
-     * {@code o.headers::text AS headers}.
-     */
-    public String selected(String alias) {
-      String column = alias == null ? label : alias + "." + label;
-      String expression = read.formatted(column);
-      return expression.equals(column) ? column : expression + " AS " + label;
-    }
-
-    /** A SELECT list of {@code columns}, over {@code alias} (null: unqualified). */
-    public static String select(String alias, Collection<Row> columns) {
-      return columns.stream().map(c -> c.selected(alias)).collect(Collectors.joining(", "));
-    }
-  }
-
-  /**
    * The columns an application writes, in the INSERT's order. Each value is the parameter of the
    * column's own name ({@code :message_id}, ...), cast where JDBC cannot send the column's type.
    */
@@ -221,6 +137,90 @@ public final class OutboxColumns {
     private static Instant instant(ResultSet rs, Claimed column) throws SQLException {
       Timestamp ts = rs.getTimestamp(column.label);
       return ts == null ? null : ts.toInstant();
+    }
+  }
+
+  /**
+   * Every column of the row, in the table's order, as a SELECT reads it: the label a column is
+   * selected under is its name, and a row is read back by that name. A claim's columns ({@link
+   * Claimed}) are taken from here. The payload and the headers are the message's {@link #content}:
+   * the operator tools read them only when asked for. Headers are read as text (JDBC has no jsonb).
+   */
+  public enum Row {
+    SEQ,
+    MESSAGE_ID,
+    INSTANCE_KEY,
+    AGGREGATE_TYPE,
+    AGGREGATE_ID,
+    EVENT_TYPE,
+    TOPIC,
+    PAYLOAD(true, "%s"),
+    HEADERS(true, "%s::text"),
+    CORRELATION_ID,
+    CREATED_AT,
+    DELIVER_BEFORE,
+    STATUS,
+    ATTEMPTS,
+    ABANDONED_CLAIMS,
+    ISOLATED,
+    NEXT_ATTEMPT_AT,
+    LEASE_OWNER,
+    LEASE_TOKEN,
+    LEASE_EXPIRES_AT,
+    LAST_FAILURE_CODE,
+    PUBLISHED_AT,
+    KAFKA_TOPIC,
+    KAFKA_PARTITION,
+    KAFKA_OFFSET,
+    /** When the row was parked FAILED or EXHAUSTED (null otherwise). */
+    PARKED_AT(7);
+
+    /** Every column but the content: the row's routing fields and relay state. */
+    public static final List<Row> STATE = Arrays.stream(values()).filter(c -> !c.content).toList();
+
+    /** The column's name: the label a SELECT gives it, and the name it is read back by. */
+    public final String label = name().toLowerCase(Locale.ROOT);
+
+    /** The message's content (payload, headers), not its routing or relay state. */
+    public final boolean content;
+
+    /** The schema version that added the column: 1, the first, but for a few added later. */
+    public final int since;
+
+    /** How the column is read, around its (qualified) name. */
+    private final String read;
+
+    Row() {
+      this(false, "%s", 1);
+    }
+
+    Row(boolean content, String read) {
+      this(content, read, 1);
+    }
+
+    Row(int since) {
+      this(false, "%s", since);
+    }
+
+    Row(boolean content, String read, int since) {
+      this.content = content;
+      this.read = read;
+      this.since = since;
+    }
+
+    /**
+     * The column as a SELECT list reads it, over {@code alias} (null: unqualified): {@code o.seq},
+     * {@code o.headers::text AS headers}.
+     */
+    public String selected(String alias) {
+      String column = alias == null ? label : alias + "." + label;
+      String expression = read.formatted(column);
+      return expression.equals(column) ? column : expression + " AS " + label;
+    }
+
+    /** A SELECT list of {@code columns}, over {@code alias} (null: unqualified). */
+    public static String select(String alias, Collection<Row> columns) {
+      return columns.stream().map(c -> c.selected(alias)).collect(Collectors.joining(", "));
     }
   }
 

@@ -18,10 +18,7 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
-/**
- * The column lists the statements are built from, and the row they are taken from. Reading them
- * back runs in the store's tests.
- */
+/** The column lists the statements are built from. Reading them back runs in the store's tests. */
 class OutboxColumnsTest {
 
   @Test
