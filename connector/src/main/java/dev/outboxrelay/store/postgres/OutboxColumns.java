@@ -17,8 +17,7 @@ import java.util.stream.Collectors;
 /**
  * The outbox row's columns as the store writes and reads them, each spelled once: the INSERT's
  * column and value lists and a claim's RETURNING list are built from these, and a claimed row is
- * read back by these names. {@link Row} is every column of the row, as the operator tools (the CLI,
- * the local stack's report) select and read it too.
+ * read back by these names.
  */
 public final class OutboxColumns {
   private OutboxColumns() {}
@@ -58,10 +57,9 @@ public final class OutboxColumns {
   }
 
   /**
-   * The columns a claim returns, over the UPDATE's alias {@code o} and the claim's {@code clock}:
-   * each a column of the {@link Row} of the same name, read as it reads it, but for the one the
-   * claim computes. Whether the row's deadline has passed is judged here, by the claim's clock, not
-   * by the worker that maps the row.
+   * The columns a claim returns, over the UPDATE's alias {@code o} and the claim's {@code clock}.
+   * Whether the row's deadline has passed is judged here, by the claim's clock, not by the worker
+   * that maps the row.
    */
   enum Claimed {
     SEQ,
@@ -92,7 +90,10 @@ public final class OutboxColumns {
 
     private final String selected;
 
-    /** The row's column of this name, as it is read (a name the row lacks fails at once). */
+    /**
+     * The {@link Row}'s column of this name, read as the row reads it (a name the row lacks fails
+     * at once): a column is named once, there.
+     */
     Claimed() {
       this.selected = Row.valueOf(name()).selected("o");
     }
@@ -141,10 +142,11 @@ public final class OutboxColumns {
   }
 
   /**
-   * Every column of the row, in the table's order, as a SELECT reads it: the label a column is
-   * selected under is its name, and a row is read back by that name. A claim's columns ({@link
-   * Claimed}) are taken from here. The payload and the headers are the message's {@link #content}:
-   * the operator tools read them only when asked for. Headers are read as text (JDBC has no jsonb).
+   * Every column of the row, in the table's order, as a SELECT reads it, for the store and the
+   * operator tools (the CLI, the local stack's report): the label a column is selected under is its
+   * name, and a row is read back by that name. A claim's columns ({@link Claimed}) are taken from
+   * here. The payload and the headers are the message's {@link #content}: the operator tools read
+   * them only when asked for. Headers are read as text (JDBC has no jsonb).
    */
   public enum Row {
     SEQ,

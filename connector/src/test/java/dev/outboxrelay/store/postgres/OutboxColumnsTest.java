@@ -36,6 +36,10 @@ class OutboxColumnsTest {
     assertEquals(Row.values().length - 2, Row.STATE.size());
   }
 
+  private static List<Row> contentColumns() {
+    return Arrays.stream(Row.values()).filter(c -> c.content).toList();
+  }
+
   /** A column added by a migration needs its place in the row, and the other way round. */
   @Test
   void theRowHasEveryColumnOfTheMigratedTableInItsOrder() throws SQLException {
@@ -98,10 +102,6 @@ class OutboxColumnsTest {
         ":message_id, :instance_key, :aggregate_type, :aggregate_id, :event_type, :topic,"
             + " :payload, CAST(:headers AS jsonb), :correlation_id, :deliver_before",
         OutboxColumns.Inserted.VALUES);
-  }
-
-  private static List<Row> contentColumns() {
-    return Arrays.stream(Row.values()).filter(c -> c.content).toList();
   }
 
   private static String snakeCase(String camel) {
