@@ -10,6 +10,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.SCHEMA_MIGRATE_ON_START_
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
+import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -19,6 +20,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -49,44 +51,24 @@ public final class ConfigValidation {
           + "=true, or apply docs/schema.sql with your own migration tool";
 
   /**
-   * Every column of the outbox table, as schema version {@value SchemaMigrator#CURRENT_VERSION} has
-   * them (all created by V1; later versions add {@link #MIGRATED_COLUMNS} only). The store reads or
-   * writes each of them; {@code ConfigValidationTest} compares this list with a freshly migrated
-   * table.
+   * The columns schema version 1 created: every column of the outbox table ({@link
+   * OutboxColumns.Row}) but the {@link #MIGRATED_COLUMNS}. The store reads or writes each of them;
+   * {@code ConfigValidationTest} compares these lists with a freshly migrated table.
    */
-  static final List<String> REQUIRED_COLUMNS =
-      List.of(
-          "seq",
-          "message_id",
-          "instance_key",
-          "aggregate_type",
-          "aggregate_id",
-          "event_type",
-          "topic",
-          "payload",
-          "headers",
-          "correlation_id",
-          "created_at",
-          "deliver_before",
-          "status",
-          "attempts",
-          "abandoned_claims",
-          "isolated",
-          "next_attempt_at",
-          "lease_owner",
-          "lease_token",
-          "lease_expires_at",
-          "last_failure_code",
-          "published_at",
-          "kafka_topic",
-          "kafka_partition",
-          "kafka_offset");
+  static final List<String> REQUIRED_COLUMNS = columns(true);
 
   /**
    * Columns later migrations add. Not required of a table: an older table is brought up to date by
    * the migrations (schema.migrate.on.start), and one that is not is reported as outdated.
    */
-  static final List<String> MIGRATED_COLUMNS = List.of("parked_at");
+  static final List<String> MIGRATED_COLUMNS = columns(false);
+
+  private static List<String> columns(boolean firstVersion) {
+    return Arrays.stream(OutboxColumns.Row.values())
+        .filter(c -> (c.since == 1) == firstVersion)
+        .map(c -> c.label)
+        .toList();
+  }
 
   /** Connect's per-connector override of the producer's {@code acks}. */
   static final String PRODUCER_ACKS_CONFIG = "producer.override.acks";

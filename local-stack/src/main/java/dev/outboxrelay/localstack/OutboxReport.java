@@ -1,5 +1,20 @@
 package dev.outboxrelay.localstack;
 
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.AGGREGATE_ID;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.ATTEMPTS;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.EVENT_TYPE;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.INSTANCE_KEY;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.KAFKA_OFFSET;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.KAFKA_PARTITION;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.KAFKA_TOPIC;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.LEASE_OWNER;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.LEASE_TOKEN;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.MESSAGE_ID;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.SEQ;
+import static dev.outboxrelay.store.postgres.OutboxColumns.Row.STATUS;
+
+import dev.outboxrelay.store.postgres.NamedSql;
+import dev.outboxrelay.store.postgres.OutboxColumns;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -11,7 +26,10 @@ import java.util.List;
 import java.util.Locale;
 import javax.sql.DataSource;
 
-/** Reads outbox rows back: what the relay did to each, straight from the table. */
+/**
+ * Reads outbox rows back: what the relay did to each, straight from the table, by the columns the
+ * operator tools read ({@link OutboxColumns.Row}).
+ */
 final class OutboxReport {
   record Row(
       long seq,
@@ -37,6 +55,32 @@ final class OutboxReport {
     }
   }
 
+  /** The demo's rows by message id, in insertion order: the columns {@link Row} shows. */
+  private static final NamedSql ROWS =
+      NamedSql.parse(
+          """
+          SELECT {columns} FROM {table}
+          WHERE message_id = ANY (:message_ids)
+          ORDER BY seq"""
+              .replace(
+                  "{columns}",
+                  OutboxColumns.Row.select(
+                      null,
+                      List.of(
+                          SEQ,
+                          MESSAGE_ID,
+                          INSTANCE_KEY,
+                          AGGREGATE_ID,
+                          EVENT_TYPE,
+                          STATUS,
+                          ATTEMPTS,
+                          LEASE_OWNER,
+                          LEASE_TOKEN,
+                          KAFKA_TOPIC,
+                          KAFKA_PARTITION,
+                          KAFKA_OFFSET)))
+              .replace("{table}", DemoSchema.TABLE.qualified()));
+
   private final DataSource dataSource;
 
   OutboxReport(DataSource dataSource) {
@@ -44,32 +88,26 @@ final class OutboxReport {
   }
 
   List<Row> rows(List<String> messageIds) {
-    String sql =
-        "SELECT seq, message_id, instance_key, aggregate_id, event_type, status, attempts, lease_owner,"
-            + " lease_token, kafka_topic, kafka_partition, kafka_offset FROM "
-            + DemoSchema.TABLE.qualified()
-            + " WHERE message_id = ANY (?) ORDER BY seq";
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql)) {
+        PreparedStatement ps = c.prepareStatement(ROWS.jdbc())) {
       Array ids = c.createArrayOf("text", messageIds.toArray());
-      ps.setArray(1, ids);
       List<Row> rows = new ArrayList<>();
-      try (ResultSet rs = ps.executeQuery()) {
+      try (ResultSet rs = ROWS.bind(ps).setArray("message_ids", ids).executeQuery()) {
         while (rs.next()) {
           rows.add(
               new Row(
-                  rs.getLong("seq"),
-                  rs.getString("message_id"),
-                  rs.getString("instance_key"),
-                  rs.getString("aggregate_id"),
-                  rs.getString("event_type"),
-                  rs.getString("status"),
-                  rs.getInt("attempts"),
-                  rs.getString("lease_owner"),
-                  rs.getLong("lease_token"),
-                  rs.getString("kafka_topic"),
-                  (Integer) rs.getObject("kafka_partition"),
-                  (Long) rs.getObject("kafka_offset")));
+                  rs.getLong(SEQ.label),
+                  rs.getString(MESSAGE_ID.label),
+                  rs.getString(INSTANCE_KEY.label),
+                  rs.getString(AGGREGATE_ID.label),
+                  rs.getString(EVENT_TYPE.label),
+                  rs.getString(STATUS.label),
+                  rs.getInt(ATTEMPTS.label),
+                  rs.getString(LEASE_OWNER.label),
+                  rs.getLong(LEASE_TOKEN.label),
+                  rs.getString(KAFKA_TOPIC.label),
+                  rs.getObject(KAFKA_PARTITION.label, Integer.class),
+                  rs.getObject(KAFKA_OFFSET.label, Long.class)));
         }
       }
       return rows;

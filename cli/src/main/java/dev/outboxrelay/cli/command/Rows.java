@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.TextTable;
 import dev.outboxrelay.cli.operator.RowView;
+import dev.outboxrelay.store.postgres.OutboxColumns.Row;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -42,27 +43,29 @@ final class Rows {
     return table;
   }
 
+  /** One row, a line per field, each named as its column ({@code message_id}: "message id"). */
   static TextTable detailTable(RowView row) {
     TextTable table = TextTable.keyValue();
-    table.row("message id", Text.safe(row.messageId()));
-    table.row("seq", row.seq());
-    table.row("instance key", Text.safe(row.instanceKey()));
-    table.row("status", row.status());
+    table.row(name(Row.MESSAGE_ID), Text.safe(row.messageId()));
+    table.row(name(Row.SEQ), row.seq());
+    table.row(name(Row.INSTANCE_KEY), Text.safe(row.instanceKey()));
+    table.row(name(Row.STATUS), row.status());
     table.row("aggregate", Text.safe(row.aggregateType()) + "/" + Text.safe(row.aggregateId()));
-    table.row("event type", Text.safe(row.eventType()));
-    table.row("topic", Text.safe(row.topic()));
-    table.row("correlation id", Text.safe(row.correlationId()));
-    table.row("created at", Text.instant(row.createdAt()));
-    table.row("deliver before", Text.instant(row.deliverBefore()));
-    table.row("attempts", row.attempts());
-    table.row("abandoned claims", row.abandonedClaims());
-    table.row("isolated", row.isolated());
-    table.row("next attempt at", Text.instant(row.nextAttemptAt()));
-    table.row("last failure code", Text.safe(row.lastFailureCode()));
-    table.row("lease owner", Text.safe(row.leaseOwner()));
-    table.row("lease token", row.leaseToken());
-    table.row("lease expires at", Text.instant(row.leaseExpiresAt()));
-    table.row("published at", Text.instant(row.publishedAt()));
+    table.row(name(Row.EVENT_TYPE), Text.safe(row.eventType()));
+    table.row(name(Row.TOPIC), Text.safe(row.topic()));
+    table.row(name(Row.CORRELATION_ID), Text.safe(row.correlationId()));
+    table.row(name(Row.CREATED_AT), Text.instant(row.createdAt()));
+    table.row(name(Row.DELIVER_BEFORE), Text.instant(row.deliverBefore()));
+    table.row(name(Row.ATTEMPTS), row.attempts());
+    table.row(name(Row.ABANDONED_CLAIMS), row.abandonedClaims());
+    table.row(name(Row.ISOLATED), row.isolated());
+    table.row(name(Row.NEXT_ATTEMPT_AT), Text.instant(row.nextAttemptAt()));
+    table.row(name(Row.LAST_FAILURE_CODE), Text.safe(row.lastFailureCode()));
+    table.row(name(Row.LEASE_OWNER), Text.safe(row.leaseOwner()));
+    table.row(name(Row.LEASE_TOKEN), row.leaseToken());
+    table.row(name(Row.LEASE_EXPIRES_AT), Text.instant(row.leaseExpiresAt()));
+    table.row(name(Row.PUBLISHED_AT), Text.instant(row.publishedAt()));
+    table.row(name(Row.PARKED_AT), Text.instant(row.parkedAt()));
     table.row(
         "kafka",
         row.kafkaTopic() == null
@@ -73,40 +76,43 @@ final class Rows {
     return table;
   }
 
+  /** One row as JSON, each field named by its column; the payload and headers only when asked. */
   static ObjectNode json(RowView row, boolean withPayload) {
     ObjectNode node = Text.json().createObjectNode();
-    node.put("seq", row.seq());
-    node.put("message_id", row.messageId());
-    node.put("instance_key", row.instanceKey());
-    node.put("status", row.status().name());
-    node.put("aggregate_type", row.aggregateType());
-    node.put("aggregate_id", row.aggregateId());
-    node.put("event_type", row.eventType());
-    node.put("topic", row.topic());
-    node.put("correlation_id", row.correlationId());
-    node.put("created_at", iso(row.createdAt()));
-    node.put("deliver_before", iso(row.deliverBefore()));
-    node.put("attempts", row.attempts());
-    node.put("abandoned_claims", row.abandonedClaims());
-    node.put("isolated", row.isolated());
-    node.put("next_attempt_at", iso(row.nextAttemptAt()));
-    node.put("last_failure_code", row.lastFailureCode());
-    node.put("lease_owner", row.leaseOwner());
-    node.put("lease_token", row.leaseToken());
-    node.put("lease_expires_at", iso(row.leaseExpiresAt()));
-    node.put("published_at", iso(row.publishedAt()));
-    node.put("kafka_topic", row.kafkaTopic());
-    node.put("kafka_partition", row.kafkaPartition());
-    node.put("kafka_offset", row.kafkaOffset());
+    node.put(Row.SEQ.label, row.seq());
+    node.put(Row.MESSAGE_ID.label, row.messageId());
+    node.put(Row.INSTANCE_KEY.label, row.instanceKey());
+    node.put(Row.STATUS.label, row.status().name());
+    node.put(Row.AGGREGATE_TYPE.label, row.aggregateType());
+    node.put(Row.AGGREGATE_ID.label, row.aggregateId());
+    node.put(Row.EVENT_TYPE.label, row.eventType());
+    node.put(Row.TOPIC.label, row.topic());
+    node.put(Row.CORRELATION_ID.label, row.correlationId());
+    node.put(Row.CREATED_AT.label, iso(row.createdAt()));
+    node.put(Row.DELIVER_BEFORE.label, iso(row.deliverBefore()));
+    node.put(Row.ATTEMPTS.label, row.attempts());
+    node.put(Row.ABANDONED_CLAIMS.label, row.abandonedClaims());
+    node.put(Row.ISOLATED.label, row.isolated());
+    node.put(Row.NEXT_ATTEMPT_AT.label, iso(row.nextAttemptAt()));
+    node.put(Row.LAST_FAILURE_CODE.label, row.lastFailureCode());
+    node.put(Row.LEASE_OWNER.label, row.leaseOwner());
+    node.put(Row.LEASE_TOKEN.label, row.leaseToken());
+    node.put(Row.LEASE_EXPIRES_AT.label, iso(row.leaseExpiresAt()));
+    node.put(Row.PUBLISHED_AT.label, iso(row.publishedAt()));
+    node.put(Row.PARKED_AT.label, iso(row.parkedAt()));
+    node.put(Row.KAFKA_TOPIC.label, row.kafkaTopic());
+    node.put(Row.KAFKA_PARTITION.label, row.kafkaPartition());
+    node.put(Row.KAFKA_OFFSET.label, row.kafkaOffset());
     node.put("payload_bytes", row.payloadBytes());
     if (withPayload) {
       if (row.headersJson() == null) {
-        node.putNull("headers");
+        node.putNull(Row.HEADERS.label);
       } else {
         try {
-          node.set("headers", Text.json().readTree(row.headersJson()));
+          node.set(Row.HEADERS.label, Text.json().readTree(row.headersJson()));
         } catch (JsonProcessingException e) {
-          node.put("headers", row.headersJson()); // jsonb always parses; kept as text otherwise
+          node.put(
+              Row.HEADERS.label, row.headersJson()); // jsonb always parses; kept as text otherwise
         }
       }
       String text = utf8OrNull(row.payload());
@@ -156,6 +162,11 @@ final class Rows {
     } catch (CharacterCodingException e) {
       return null;
     }
+  }
+
+  /** The column's name as a detail line shows it: {@code message_id} is "message id". */
+  private static String name(Row column) {
+    return column.label.replace('_', ' ');
   }
 
   private static String iso(Instant instant) {

@@ -1,14 +1,23 @@
 package dev.outboxrelay.cli.operator;
 
+import dev.outboxrelay.store.postgres.NamedSql;
+import dev.outboxrelay.store.postgres.OutboxColumns.Row;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
- * Every statement the operator commands run, in one place. The table name is the validated, quoted
- * identifier of {@link OutboxTable}; everything else is a bind parameter. Every statement is bound
- * to one instance key ({@code instance_key = ?}), so rows of other keys and legacy rows without a
- * key are never read or changed. "Now" is the database's clock.
+ * Every statement the operator commands run, in one place, each written out whole with named
+ * parameters ({@link NamedSql}) that {@link OperatorStore} binds by name. Placeholders in braces
+ * are filled in once, when the statements are built: {@code {table}} with the validated, quoted
+ * identifier of {@link OutboxTable}, the others with the fragments below; the columns a row is read
+ * by are the connector's ({@link Row}). Everything else is a bind parameter. Every statement is
+ * bound to one instance key ({@code instance_key = :instance_key}), so rows of other keys and
+ * legacy rows without a key are never read or changed. "Now" is the database's clock.
  *
  * <p>Requeue is the operator's only write besides the relay's own retention delete, and it follows
  * the store's fencing rule: it applies only to rows that are still parked (FAILED or EXHAUSTED)
@@ -18,131 +27,181 @@ import java.util.Map;
  * that a large parked set never becomes one long transaction.
  */
 final class OperatorSql {
-  private static final String PARKED = "('FAILED', 'EXHAUSTED')";
+  private static final Pattern PLACEHOLDER = Pattern.compile("\\{[^}]*}");
 
-  /** A row's relay state and routing fields; never its payload or headers. */
-  private static final String ROW_COLUMNS =
-      "seq, message_id, instance_key, status, aggregate_type, aggregate_id, event_type, topic,"
-          + " correlation_id, created_at, deliver_before, attempts, abandoned_claims, isolated,"
-          + " next_attempt_at, lease_owner, lease_token, lease_expires_at, last_failure_code,"
-          + " published_at, kafka_topic, kafka_partition, kafka_offset,"
-          + " octet_length(payload) AS payload_bytes";
+  /** The label the payload's size is read by, in place of the payload. */
+  static final String PAYLOAD_BYTES = "payload_bytes";
 
-  private static final String AGE_MILLIS =
-      "GREATEST(0, EXTRACT(EPOCH FROM (statement_timestamp() - created_at)) * 1000)::bigint";
+  /** {@code {row}}: a row's relay state and routing fields, and its payload's size. */
+  private static final String ROW =
+      Row.select(null, Row.STATE) + ", octet_length(payload) AS " + PAYLOAD_BYTES;
 
-  final String oldestWithStatus;
-  final String list;
-  final String inspect;
-  final String inspectWithPayload;
-  final String requeueMessageIds;
-  final String lastSeq;
-  final Map<RequeueRequest.Selector, String> requeueBatch =
+  /** {@code {row with content}}: the same, and the payload and the headers (as text). */
+  private static final String ROW_WITH_CONTENT =
+      Row.select(null, List.of(Row.values())) + ", octet_length(payload) AS " + PAYLOAD_BYTES;
+
+  /** {@code {oldest}}: what status shows of the oldest row with a status. */
+  private static final String OLDEST =
+      Row.select(null, List.of(Row.MESSAGE_ID, Row.LAST_FAILURE_CODE));
+
+  /**
+   * {@code {requeue}}: back to PENDING and due now, with a fresh attempt budget, no failure code,
+   * not isolated, no lease, and a bumped lease token; and back among the rows awaiting delivery
+   * (schema version 7: parked_at is in the due indexes' predicate).
+   */
+  private static final String REQUEUE =
+      """
+      UPDATE {table}
+        SET status = 'PENDING', attempts = 0, next_attempt_at = NULL,
+          last_failure_code = NULL, isolated = FALSE, lease_owner = NULL,
+          lease_expires_at = NULL, lease_token = lease_token + 1,
+          parked_at = NULL""";
+
+  /** {@code {parked of key}}: rows still parked under the key, with a chosen status. */
+  private static final String PARKED_OF_KEY =
+      """
+      WHERE instance_key = :instance_key AND status IN ('FAILED', 'EXHAUSTED')
+          AND status = ANY (CAST(:statuses AS text[]))""";
+
+  final NamedSql oldestWithStatus;
+  final NamedSql list;
+  final NamedSql inspect;
+  final NamedSql inspectWithPayload;
+  final NamedSql requeueMessageIds;
+  final NamedSql lastSeq;
+  final Map<RequeueRequest.Selector, NamedSql> requeueBatch =
       new EnumMap<>(RequeueRequest.Selector.class);
-  final Map<RequeueRequest.Selector, String> countRequeueable =
+  final Map<RequeueRequest.Selector, NamedSql> countRequeueable =
       new EnumMap<>(RequeueRequest.Selector.class);
-  final String countPurgeable;
-  final String tableExists;
+  final NamedSql countPurgeable;
+  final NamedSql tableExists;
+
+  private final Map<String, String> fragments = new LinkedHashMap<>();
 
   OperatorSql(OutboxTable table) {
-    String t = table.qualified();
+    fragments.put("{requeue}", REQUEUE);
+    fragments.put("{parked of key}", PARKED_OF_KEY);
+    fragments.put("{row}", ROW);
+    fragments.put("{row with content}", ROW_WITH_CONTENT);
+    fragments.put("{oldest}", OLDEST);
+    fragments.put("{table}", table.qualified());
 
-    // Parameters: key, status.
     oldestWithStatus =
-        "SELECT message_id, last_failure_code, "
-            + AGE_MILLIS
-            + " AS age_ms FROM "
-            + t
-            + " WHERE instance_key = ? AND status = ? ORDER BY seq LIMIT 1";
+        statement(
+            """
+            SELECT {oldest},
+              GREATEST(0, EXTRACT(EPOCH FROM (statement_timestamp() - created_at)) * 1000)::bigint
+                AS age_ms
+            FROM {table}
+            WHERE instance_key = :instance_key AND status = :status
+            ORDER BY seq LIMIT 1""");
 
-    // Parameters: key, status, afterSeq, limit.
     list =
-        "SELECT "
-            + ROW_COLUMNS
-            + " FROM "
-            + t
-            + " WHERE instance_key = ? AND status = ? AND seq > ? ORDER BY seq LIMIT ?";
+        statement(
+            """
+            SELECT {row}
+            FROM {table}
+            WHERE instance_key = :instance_key AND status = :status AND seq > :after_seq
+            ORDER BY seq LIMIT :limit""");
 
-    // Parameters: key, messageId.
-    inspect = "SELECT " + ROW_COLUMNS + " FROM " + t + " WHERE instance_key = ? AND message_id = ?";
-    inspectWithPayload =
-        "SELECT "
-            + ROW_COLUMNS
-            + ", payload, headers::text AS headers FROM "
-            + t
-            + " WHERE instance_key = ? AND message_id = ?";
+    String inspectRow =
+        """
+        SELECT {columns}
+        FROM {table}
+        WHERE instance_key = :instance_key AND message_id = :message_id""";
+    inspect = statement(inspectRow.replace("{columns}", "{row}"));
+    inspectWithPayload = statement(inspectRow.replace("{columns}", "{row with content}"));
 
-    String requeueSet =
-        "UPDATE "
-            + t
-            + " SET status = 'PENDING', attempts = 0, next_attempt_at = NULL,"
-            + " last_failure_code = NULL, isolated = FALSE, lease_owner = NULL,"
-            + " lease_expires_at = NULL, lease_token = lease_token + 1,"
-            // Back among the rows awaiting delivery (schema version 7: parked_at is in the due
-            // indexes' predicate).
-            + " parked_at = NULL";
-    // Parameters: key, statuses[], then the selector's own.
-    String parkedOfKey =
-        " WHERE instance_key = ? AND status IN " + PARKED + " AND status = ANY (CAST(? AS text[]))";
     for (RequeueRequest.Selector selector : RequeueRequest.Selector.values()) {
-      String where = parkedOfKey + selectorCondition(selector);
-      countRequeueable.put(selector, "SELECT count(*) FROM " + t + where);
+      String selection = "{parked of key}" + selectorCondition(selector);
+      countRequeueable.put(
+          selector,
+          statement(
+              """
+              SELECT count(*) FROM {table}
+              {selection}"""
+                  .replace("{selection}", selection)));
       if (selector != RequeueRequest.Selector.MESSAGE_IDS) { // see requeueMessageIds
         // One batch, in insertion order, of the rows between a cursor and the last seq when the
         // requeue began (rows parked later are left for the next requeue, so a row that fails
         // again at once cannot keep the loop going). The UPDATE repeats the selection, so a row
         // that changed since the batch was picked is left alone. Returns the batch's last seq
         // (the next cursor; null when no row is left) and how many rows were requeued.
-        // Parameters: the selection's, afterSeq, upToSeq, limit, the selection's again.
         requeueBatch.put(
             selector,
-            "WITH picked AS (SELECT seq FROM "
-                + t
-                + where
-                + " AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?),"
-                + " requeued AS ("
-                + requeueSet
-                + where
-                + " AND seq IN (SELECT seq FROM picked) RETURNING 1)"
-                + " SELECT (SELECT max(seq) FROM picked) AS last_seq,"
-                + " (SELECT count(*) FROM requeued) AS requeued");
+            statement(
+                """
+                WITH picked AS (
+                  SELECT seq FROM {table}
+                  {selection}
+                    AND seq > :after_seq AND seq <= :up_to_seq
+                  ORDER BY seq LIMIT :limit
+                ), requeued AS (
+                  {requeue}
+                  {selection}
+                    AND seq IN (SELECT seq FROM picked)
+                  RETURNING 1
+                )
+                SELECT (SELECT max(seq) FROM picked) AS last_seq,
+                  (SELECT count(*) FROM requeued) AS requeued"""
+                    .replace("{selection}", selection)));
       }
     }
 
     // Requeue by message id, and the reason for every requested id that was not requeued, in one
-    // statement and so one snapshot. Parameters: ids[], key, statuses[], key. The outer SELECT sees
-    // the rows as they were before the UPDATE.
+    // statement and so one snapshot. The outer SELECT sees the rows as they were before the UPDATE.
     requeueMessageIds =
-        "WITH requested AS (SELECT r.message_id, r.n"
-            + " FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS r(message_id, n)),"
-            + " requeued AS ("
-            + requeueSet
-            + parkedOfKey
-            + " AND message_id IN (SELECT message_id FROM requested) RETURNING message_id)"
-            + " SELECT r.message_id, q.message_id IS NOT NULL AS requeued,"
-            + " COALESCE(o.instance_key = ?, FALSE) AS own, o.status"
-            + " FROM requested r LEFT JOIN requeued q ON q.message_id = r.message_id"
-            + " LEFT JOIN "
-            + t
-            + " o ON o.message_id = r.message_id ORDER BY r.n";
+        statement(
+            """
+            WITH requested AS (
+              SELECT r.message_id, r.n
+              FROM unnest(CAST(:message_ids AS text[])) WITH ORDINALITY AS r(message_id, n)
+            ), requeued AS (
+              {requeue}
+              {parked of key}
+                AND message_id IN (SELECT message_id FROM requested)
+              RETURNING message_id
+            )
+            SELECT r.message_id, q.message_id IS NOT NULL AS requeued,
+              COALESCE(o.instance_key = :instance_key, FALSE) AS own, o.status
+            FROM requested r
+              LEFT JOIN requeued q ON q.message_id = r.message_id
+              LEFT JOIN {table} o ON o.message_id = r.message_id
+            ORDER BY r.n""");
 
-    // Parameters: key, cutoff. The same rows PostgresOutboxStore.deletePublished removes.
+    // The same rows PostgresOutboxStore.deletePublished removes.
     countPurgeable =
-        "SELECT count(*) FROM "
-            + t
-            + " WHERE instance_key = ? AND status = 'PUBLISHED' AND published_at < ?";
+        statement(
+            """
+            SELECT count(*) FROM {table}
+            WHERE instance_key = :instance_key AND status = 'PUBLISHED'
+              AND published_at < :published_before""");
 
-    lastSeq = "SELECT COALESCE(max(seq), 0) FROM " + t;
+    lastSeq = statement("SELECT COALESCE(max(seq), 0) FROM {table}");
 
-    // Parameter: the quoted table name, as a value (to_regclass parses it).
-    tableExists = "SELECT to_regclass(?) IS NOT NULL";
+    // The quoted table name, as a value: to_regclass parses it.
+    tableExists = statement("SELECT to_regclass(:table_name) IS NOT NULL");
   }
 
+  /** The selector's own condition, after {@code {parked of key}}. */
   private static String selectorCondition(RequeueRequest.Selector selector) {
     return switch (selector) {
-      case MESSAGE_IDS -> " AND message_id = ANY (CAST(? AS text[]))";
-      case CORRELATION_ID -> " AND correlation_id = ?";
+      case MESSAGE_IDS -> "\n    AND message_id = ANY (CAST(:message_ids AS text[]))";
+      case CORRELATION_ID -> "\n    AND correlation_id = :correlation_id";
       case ALL -> "";
     };
+  }
+
+  /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
+  private NamedSql statement(String template) {
+    String sql = template;
+    for (Map.Entry<String, String> fragment : fragments.entrySet()) {
+      sql = sql.replace(fragment.getKey(), fragment.getValue());
+    }
+    Matcher left = PLACEHOLDER.matcher(sql);
+    if (left.find()) {
+      throw new IllegalStateException("unknown placeholder " + left.group());
+    }
+    return NamedSql.parse(sql);
   }
 }

@@ -1,6 +1,8 @@
 package dev.outboxrelay.cli.operator;
 
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.postgres.NamedSql;
+import dev.outboxrelay.store.postgres.OutboxColumns.Row;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.InstanceKeys;
@@ -36,43 +38,47 @@ public final class OperatorStore {
 
   /** The oldest row of the key with this status (by insertion order), if any. */
   public Optional<OldestRow> oldest(String instanceKey, MessageStatus status) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.oldestWithStatus)) {
-      ps.setString(1, InstanceKeys.requireValid(instanceKey));
-      ps.setString(2, status.name());
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return Optional.empty();
-        }
-        return Optional.of(
-            new OldestRow(
-                rs.getString("message_id"),
-                rs.getString("last_failure_code"),
-                Duration.ofMillis(rs.getLong("age_ms"))));
-      }
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "oldest-row");
-    }
+    return run(
+        "oldest-row",
+        sql.oldestWithStatus,
+        (c, statement) -> {
+          try (ResultSet rs =
+              statement
+                  .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+                  .setString("status", status.name())
+                  .executeQuery()) {
+            if (!rs.next()) {
+              return Optional.empty();
+            }
+            return Optional.of(
+                new OldestRow(
+                    rs.getString(Row.MESSAGE_ID.label),
+                    rs.getString(Row.LAST_FAILURE_CODE.label),
+                    Duration.ofMillis(rs.getLong("age_ms"))));
+          }
+        });
   }
 
   /** Up to {@code limit} rows of the key with this status and a seq above {@code afterSeq}. */
   public List<RowView> list(String instanceKey, MessageStatus status, long afterSeq, int limit) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.list)) {
-      ps.setString(1, InstanceKeys.requireValid(instanceKey));
-      ps.setString(2, status.name());
-      ps.setLong(3, afterSeq);
-      ps.setInt(4, limit);
-      List<RowView> rows = new ArrayList<>();
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          rows.add(row(rs, false));
-        }
-      }
-      return rows;
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "list");
-    }
+    return run(
+        "list",
+        sql.list,
+        (c, statement) -> {
+          List<RowView> rows = new ArrayList<>();
+          try (ResultSet rs =
+              statement
+                  .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+                  .setString("status", status.name())
+                  .setLong("after_seq", afterSeq)
+                  .setInt("limit", limit)
+                  .executeQuery()) {
+            while (rs.next()) {
+              rows.add(row(rs, false));
+            }
+          }
+          return rows;
+        });
   }
 
   /**
@@ -80,31 +86,31 @@ public final class OperatorStore {
    * only when {@code withPayload}; otherwise they never leave the database.
    */
   public Optional<RowView> inspect(String instanceKey, String messageId, boolean withPayload) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(withPayload ? sql.inspectWithPayload : sql.inspect)) {
-      ps.setString(1, InstanceKeys.requireValid(instanceKey));
-      ps.setString(2, messageId);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? Optional.of(row(rs, withPayload)) : Optional.empty();
-      }
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "inspect");
-    }
+    return run(
+        "inspect",
+        withPayload ? sql.inspectWithPayload : sql.inspect,
+        (c, statement) -> {
+          try (ResultSet rs =
+              statement
+                  .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+                  .setString("message_id", messageId)
+                  .executeQuery()) {
+            return rs.next() ? Optional.of(row(rs, withPayload)) : Optional.empty();
+          }
+        });
   }
 
   /** How many rows {@link #requeue} would requeue now. */
   public long countRequeueable(RequeueRequest request) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.countRequeueable.get(request.selector()))) {
-      bindRequeueSelection(c, ps, request, 1);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1);
-      }
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "count-requeueable");
-    }
+    return run(
+        "count-requeueable",
+        sql.countRequeueable.get(request.selector()),
+        (c, statement) -> {
+          try (ResultSet rs = bindRequeueSelection(c, statement, request).executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
+          }
+        });
   }
 
   /**
@@ -121,23 +127,24 @@ public final class OperatorStore {
     if (request.selector() == RequeueRequest.Selector.MESSAGE_IDS) {
       return requeueMessageIds(request);
     }
+    NamedSql batch = sql.requeueBatch.get(request.selector());
     try (Connection c = dataSource.getConnection()) {
       long upToSeq;
-      try (PreparedStatement ps = c.prepareStatement(sql.lastSeq);
-          ResultSet rs = ps.executeQuery()) {
+      try (PreparedStatement ps = c.prepareStatement(sql.lastSeq.jdbc());
+          ResultSet rs = sql.lastSeq.bind(ps).executeQuery()) {
         rs.next();
         upToSeq = rs.getLong(1);
       }
       long requeued = 0;
       long afterSeq = 0;
-      try (PreparedStatement ps = c.prepareStatement(sql.requeueBatch.get(request.selector()))) {
+      try (PreparedStatement ps = c.prepareStatement(batch.jdbc())) {
         while (true) {
-          int next = bindRequeueSelection(c, ps, request, 1);
-          ps.setLong(next++, afterSeq);
-          ps.setLong(next++, upToSeq);
-          ps.setInt(next++, batchSize);
-          bindRequeueSelection(c, ps, request, next);
-          try (ResultSet rs = ps.executeQuery()) {
+          NamedSql.Binder statement =
+              bindRequeueSelection(c, batch.bind(ps), request)
+                  .setLong("after_seq", afterSeq)
+                  .setLong("up_to_seq", upToSeq)
+                  .setInt("limit", batchSize);
+          try (ResultSet rs = statement.executeQuery()) {
             rs.next();
             long last = rs.getLong("last_seq");
             if (rs.wasNull()) {
@@ -154,28 +161,23 @@ public final class OperatorStore {
   }
 
   private RequeueReport requeueMessageIds(RequeueRequest request) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.requeueMessageIds)) {
-      String key = InstanceKeys.requireValid(request.instanceKey());
-      ps.setArray(1, c.createArrayOf("text", request.messageIds().toArray()));
-      ps.setString(2, key);
-      ps.setArray(3, c.createArrayOf("text", request.statusNames()));
-      ps.setString(4, key);
-      long requeued = 0;
-      List<RequeueReport.Skipped> skipped = new ArrayList<>();
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          if (rs.getBoolean("requeued")) {
-            requeued++;
-          } else {
-            skipped.add(skipped(request, rs));
+    return run(
+        "requeue",
+        sql.requeueMessageIds,
+        (c, statement) -> {
+          long requeued = 0;
+          List<RequeueReport.Skipped> skipped = new ArrayList<>();
+          try (ResultSet rs = bindRequeueSelection(c, statement, request).executeQuery()) {
+            while (rs.next()) {
+              if (rs.getBoolean("requeued")) {
+                requeued++;
+              } else {
+                skipped.add(skipped(request, rs));
+              }
+            }
           }
-        }
-      }
-      return new RequeueReport(requeued, skipped);
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "requeue");
-    }
+          return new RequeueReport(requeued, skipped);
+        });
   }
 
   private static RequeueReport.Skipped skipped(RequeueRequest request, ResultSet rs)
@@ -197,82 +199,101 @@ public final class OperatorStore {
     return new RequeueReport.Skipped(messageId, reason, current);
   }
 
-  /** Binds the selection from parameter {@code first} on; returns the next parameter index. */
-  private static int bindRequeueSelection(
-      Connection c, PreparedStatement ps, RequeueRequest request, int first) throws SQLException {
-    int i = first;
-    ps.setString(i++, InstanceKeys.requireValid(request.instanceKey()));
-    ps.setArray(i++, c.createArrayOf("text", request.statusNames()));
-    switch (request.selector()) {
-      case MESSAGE_IDS -> ps.setArray(i++, c.createArrayOf("text", request.messageIds().toArray()));
-      case CORRELATION_ID -> ps.setString(i++, request.correlationId());
-      case ALL -> {
-        // Nothing further: every parked row of the key.
-      }
-    }
-    return i;
+  /** Binds the selection: the key, the statuses and the selector's own parameter. */
+  private static NamedSql.Binder bindRequeueSelection(
+      Connection c, NamedSql.Binder statement, RequeueRequest request) throws SQLException {
+    statement
+        .setString("instance_key", InstanceKeys.requireValid(request.instanceKey()))
+        .setArray("statuses", c.createArrayOf("text", request.statusNames()));
+    return switch (request.selector()) {
+      case MESSAGE_IDS ->
+          statement.setArray(
+              "message_ids", c.createArrayOf("text", request.messageIds().toArray()));
+      case CORRELATION_ID -> statement.setString("correlation_id", request.correlationId());
+      case ALL -> statement; // nothing further: every parked row of the key
+    };
   }
 
   /** How many PUBLISHED rows of the key were published before the cutoff. */
   public long countPurgeable(String instanceKey, Instant publishedBefore) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.countPurgeable)) {
-      ps.setString(1, InstanceKeys.requireValid(instanceKey));
-      ps.setObject(2, OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC));
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1);
-      }
-    } catch (SQLException e) {
-      throw SqlStates.classify(e, "count-purgeable");
-    }
+    OffsetDateTime cutoff = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
+    return run(
+        "count-purgeable",
+        sql.countPurgeable,
+        (c, statement) -> {
+          try (ResultSet rs =
+              statement
+                  .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+                  .set("published_before", (ps, i) -> ps.setObject(i, cutoff))
+                  .executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
+          }
+        });
   }
 
   /** True when the outbox table exists (whoever created it). */
   public boolean tableExists() {
+    return run(
+        "table-exists",
+        sql.tableExists,
+        (c, statement) -> {
+          try (ResultSet rs = statement.setString("table_name", table.qualified()).executeQuery()) {
+            return rs.next() && rs.getBoolean(1);
+          }
+        });
+  }
+
+  /**
+   * One statement on a connection of its own; a failure leaves classified, as {@code operation}.
+   */
+  private <T> T run(String operation, NamedSql statement, Work<T> work) {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.tableExists)) {
-      ps.setString(1, table.qualified());
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() && rs.getBoolean(1);
-      }
+        PreparedStatement ps = c.prepareStatement(statement.jdbc())) {
+      return work.run(c, statement.bind(ps));
     } catch (SQLException e) {
-      throw SqlStates.classify(e, "table-exists");
+      throw SqlStates.classify(e, operation);
     }
+  }
+
+  @FunctionalInterface
+  private interface Work<T> {
+    T run(Connection c, NamedSql.Binder statement) throws SQLException;
   }
 
   private static RowView row(ResultSet rs, boolean withPayload) throws SQLException {
     return new RowView(
-        rs.getLong("seq"),
-        rs.getString("message_id"),
-        rs.getString("instance_key"),
-        MessageStatus.valueOf(rs.getString("status")),
-        rs.getString("aggregate_type"),
-        rs.getString("aggregate_id"),
-        rs.getString("event_type"),
-        rs.getString("topic"),
-        rs.getString("correlation_id"),
-        instant(rs, "created_at"),
-        instant(rs, "deliver_before"),
-        rs.getInt("attempts"),
-        rs.getInt("abandoned_claims"),
-        rs.getBoolean("isolated"),
-        instant(rs, "next_attempt_at"),
-        rs.getString("lease_owner"),
-        rs.getLong("lease_token"),
-        instant(rs, "lease_expires_at"),
-        rs.getString("last_failure_code"),
-        instant(rs, "published_at"),
-        rs.getString("kafka_topic"),
-        rs.getObject("kafka_partition", Integer.class),
-        rs.getObject("kafka_offset", Long.class),
-        rs.getObject("payload_bytes", Integer.class),
-        withPayload ? rs.getBytes("payload") : null,
-        withPayload ? rs.getString("headers") : null);
+        rs.getLong(Row.SEQ.label),
+        rs.getString(Row.MESSAGE_ID.label),
+        rs.getString(Row.INSTANCE_KEY.label),
+        MessageStatus.valueOf(rs.getString(Row.STATUS.label)),
+        rs.getString(Row.AGGREGATE_TYPE.label),
+        rs.getString(Row.AGGREGATE_ID.label),
+        rs.getString(Row.EVENT_TYPE.label),
+        rs.getString(Row.TOPIC.label),
+        rs.getString(Row.CORRELATION_ID.label),
+        instant(rs, Row.CREATED_AT),
+        instant(rs, Row.DELIVER_BEFORE),
+        rs.getInt(Row.ATTEMPTS.label),
+        rs.getInt(Row.ABANDONED_CLAIMS.label),
+        rs.getBoolean(Row.ISOLATED.label),
+        instant(rs, Row.NEXT_ATTEMPT_AT),
+        rs.getString(Row.LEASE_OWNER.label),
+        rs.getLong(Row.LEASE_TOKEN.label),
+        instant(rs, Row.LEASE_EXPIRES_AT),
+        rs.getString(Row.LAST_FAILURE_CODE.label),
+        instant(rs, Row.PUBLISHED_AT),
+        instant(rs, Row.PARKED_AT),
+        rs.getString(Row.KAFKA_TOPIC.label),
+        rs.getObject(Row.KAFKA_PARTITION.label, Integer.class),
+        rs.getObject(Row.KAFKA_OFFSET.label, Long.class),
+        rs.getObject(OperatorSql.PAYLOAD_BYTES, Integer.class),
+        withPayload ? rs.getBytes(Row.PAYLOAD.label) : null,
+        withPayload ? rs.getString(Row.HEADERS.label) : null);
   }
 
-  private static Instant instant(ResultSet rs, String column) throws SQLException {
-    OffsetDateTime value = rs.getObject(column, OffsetDateTime.class);
+  private static Instant instant(ResultSet rs, Row column) throws SQLException {
+    OffsetDateTime value = rs.getObject(column.label, OffsetDateTime.class);
     return value == null ? null : value.toInstant();
   }
 }

@@ -28,6 +28,7 @@ public record RowView(
     Instant leaseExpiresAt,
     String lastFailureCode,
     Instant publishedAt,
+    Instant parkedAt,
     String kafkaTopic,
     Integer kafkaPartition,
     Long kafkaOffset,

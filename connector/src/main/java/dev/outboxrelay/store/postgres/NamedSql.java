@@ -20,8 +20,10 @@ import java.util.Set;
  * <p>A colon starts a parameter only where SQL would read a token: not in a {@code ::} cast, nor
  * inside a string literal, a quoted identifier or a comment. A positional {@code ?} is refused, and
  * so is a dollar sign (dollar quoting is not supported), so nothing can shift the positions.
+ *
+ * <p>Public so that the operator tools write and bind their statements the same way.
  */
-final class NamedSql {
+public final class NamedSql {
   private final String jdbc;
   private final Map<String, int[]> positions;
 
@@ -30,7 +32,7 @@ final class NamedSql {
     this.positions = positions;
   }
 
-  static NamedSql parse(String sql) {
+  public static NamedSql parse(String sql) {
     StringBuilder out = new StringBuilder(sql.length());
     Map<String, List<Integer>> found = new LinkedHashMap<>();
     int count = 0;
@@ -117,17 +119,17 @@ final class NamedSql {
   }
 
   /** The statement for {@link java.sql.Connection#prepareStatement}, with {@code ?} parameters. */
-  String jdbc() {
+  public String jdbc() {
     return jdbc;
   }
 
   /** The parameter names, in order of first occurrence. */
-  Set<String> names() {
+  public Set<String> names() {
     return positions.keySet();
   }
 
   /** The 1-based JDBC positions of {@code name}. */
-  int[] positions(String name) {
+  public int[] positions(String name) {
     int[] at = positions.get(name);
     if (at == null) {
       throw new IllegalArgumentException("no parameter :" + name + " in the statement");
@@ -139,7 +141,7 @@ final class NamedSql {
    * Binds {@code ps}, prepared from {@link #jdbc()} (or from it behind a prefix without parameters,
    * such as {@code EXPLAIN}).
    */
-  Binder bind(PreparedStatement ps) {
+  public Binder bind(PreparedStatement ps) {
     return new Binder(ps);
   }
 
@@ -150,12 +152,12 @@ final class NamedSql {
 
   /** Sets one value at one position. */
   @FunctionalInterface
-  interface Setter {
+  public interface Setter {
     void set(PreparedStatement ps, int index) throws SQLException;
   }
 
   /** Binds each parameter once, by name; executes only when every parameter has a value. */
-  final class Binder {
+  public final class Binder {
     private final PreparedStatement ps;
     private final Set<String> bound = new HashSet<>();
 
@@ -163,7 +165,7 @@ final class NamedSql {
       this.ps = ps;
     }
 
-    Binder set(String name, Setter setter) throws SQLException {
+    public Binder set(String name, Setter setter) throws SQLException {
       int[] at = positions(name);
       if (!bound.add(name)) {
         throw new IllegalStateException("parameter :" + name + " is bound twice");
@@ -174,32 +176,32 @@ final class NamedSql {
       return this;
     }
 
-    Binder setInt(String name, int value) throws SQLException {
+    public Binder setInt(String name, int value) throws SQLException {
       return set(name, (p, i) -> p.setInt(i, value));
     }
 
-    Binder setLong(String name, long value) throws SQLException {
+    public Binder setLong(String name, long value) throws SQLException {
       return set(name, (p, i) -> p.setLong(i, value));
     }
 
-    Binder setBoolean(String name, boolean value) throws SQLException {
+    public Binder setBoolean(String name, boolean value) throws SQLException {
       return set(name, (p, i) -> p.setBoolean(i, value));
     }
 
-    Binder setString(String name, String value) throws SQLException {
+    public Binder setString(String name, String value) throws SQLException {
       return set(name, (p, i) -> p.setString(i, value));
     }
 
-    Binder setBytes(String name, byte[] value) throws SQLException {
+    public Binder setBytes(String name, byte[] value) throws SQLException {
       return set(name, (p, i) -> p.setBytes(i, value));
     }
 
-    Binder setArray(String name, Array value) throws SQLException {
+    public Binder setArray(String name, Array value) throws SQLException {
       return set(name, (p, i) -> p.setArray(i, value));
     }
 
     /** {@code value}, or SQL NULL of {@code nullType} when it is null. */
-    Binder setObject(String name, Object value, int nullType) throws SQLException {
+    public Binder setObject(String name, Object value, int nullType) throws SQLException {
       return set(
           name,
           (p, i) -> {
@@ -212,7 +214,7 @@ final class NamedSql {
     }
 
     /** The statement, once every parameter has a value. */
-    PreparedStatement ready() {
+    public PreparedStatement ready() {
       List<String> missing = new ArrayList<>();
       for (String name : positions.keySet()) {
         if (!bound.contains(name)) {
@@ -225,11 +227,11 @@ final class NamedSql {
       return ps;
     }
 
-    ResultSet executeQuery() throws SQLException {
+    public ResultSet executeQuery() throws SQLException {
       return ready().executeQuery();
     }
 
-    int executeUpdate() throws SQLException {
+    public int executeUpdate() throws SQLException {
       return ready().executeUpdate();
     }
   }

@@ -9,6 +9,8 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
 import java.util.Locale;
 import java.util.stream.Collectors;
 
@@ -17,7 +19,7 @@ import java.util.stream.Collectors;
  * built from these, and a claimed row is read back by these names. The columns an application
  * writes are the writer library's ({@code dev.outboxrelay.writer.PostgresOutboxWriter}).
  */
-final class OutboxColumns {
+public final class OutboxColumns {
   private OutboxColumns() {}
 
   /**
@@ -34,7 +36,7 @@ final class OutboxColumns {
     EVENT_TYPE,
     TOPIC,
     PAYLOAD,
-    HEADERS("o.headers::text"),
+    HEADERS,
     CORRELATION_ID,
     CREATED_AT,
     DELIVER_BEFORE,
@@ -54,10 +56,15 @@ final class OutboxColumns {
 
     private final String selected;
 
+    /**
+     * The {@link Row}'s column of this name, read as the row reads it (a name the row lacks fails
+     * at once): a column is named once, there.
+     */
     Claimed() {
-      this.selected = "o." + label;
+      this.selected = Row.valueOf(name()).selected("o");
     }
 
+    /** A value the claim computes. */
     Claimed(String expression) {
       this.selected = expression + " AS " + label;
     }
@@ -97,6 +104,91 @@ final class OutboxColumns {
     private static Instant instant(ResultSet rs, Claimed column) throws SQLException {
       Timestamp ts = rs.getTimestamp(column.label);
       return ts == null ? null : ts.toInstant();
+    }
+  }
+
+  /**
+   * Every column of the row, in the table's order, as a SELECT reads it, for the store and the
+   * operator tools (the CLI, the local stack's report): the label a column is selected under is its
+   * name, and a row is read back by that name. A claim's columns ({@link Claimed}) are taken from
+   * here. The payload and the headers are the message's {@link #content}: the operator tools read
+   * them only when asked for. Headers are read as text (JDBC has no jsonb).
+   */
+  public enum Row {
+    SEQ,
+    MESSAGE_ID,
+    INSTANCE_KEY,
+    AGGREGATE_TYPE,
+    AGGREGATE_ID,
+    EVENT_TYPE,
+    TOPIC,
+    PAYLOAD(true, "%s"),
+    HEADERS(true, "%s::text"),
+    CORRELATION_ID,
+    CREATED_AT,
+    DELIVER_BEFORE,
+    STATUS,
+    ATTEMPTS,
+    ABANDONED_CLAIMS,
+    ISOLATED,
+    NEXT_ATTEMPT_AT,
+    LEASE_OWNER,
+    LEASE_TOKEN,
+    LEASE_EXPIRES_AT,
+    LAST_FAILURE_CODE,
+    PUBLISHED_AT,
+    KAFKA_TOPIC,
+    KAFKA_PARTITION,
+    KAFKA_OFFSET,
+    /** When the row was parked FAILED or EXHAUSTED (null otherwise). */
+    PARKED_AT(7);
+
+    /** Every column but the content: the row's routing fields and relay state. */
+    public static final List<Row> STATE = Arrays.stream(values()).filter(c -> !c.content).toList();
+
+    /** The column's name: the label a SELECT gives it, and the name it is read back by. */
+    public final String label = name().toLowerCase(Locale.ROOT);
+
+    /** The message's content (payload, headers), not its routing or relay state. */
+    public final boolean content;
+
+    /** The schema version that added the column: 1, the first, but for a few added later. */
+    public final int since;
+
+    /** How the column is read, around its (qualified) name. */
+    private final String read;
+
+    Row() {
+      this(false, "%s", 1);
+    }
+
+    Row(boolean content, String read) {
+      this(content, read, 1);
+    }
+
+    Row(int since) {
+      this(false, "%s", since);
+    }
+
+    Row(boolean content, String read, int since) {
+      this.content = content;
+      this.read = read;
+      this.since = since;
+    }
+
+    /**
+     * The column as a SELECT list reads it, over {@code alias} (null: unqualified): {@code o.seq},
+     * {@code o.headers::text AS headers}.
+     */
+    public String selected(String alias) {
+      String column = alias == null ? label : alias + "." + label;
+      String expression = read.formatted(column);
+      return expression.equals(column) ? column : expression + " AS " + label;
+    }
+
+    /** A SELECT list of {@code columns}, over {@code alias} (null: unqualified). */
+    public static String select(String alias, Collection<Row> columns) {
+      return columns.stream().map(c -> c.selected(alias)).collect(Collectors.joining(", "));
     }
   }
 

@@ -2,8 +2,17 @@ package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.postgres.OutboxColumns.Row;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -11,6 +20,47 @@ import org.junit.jupiter.api.Test;
 
 /** The column list a claim returns. Reading it back runs in the store's tests. */
 class OutboxColumnsTest {
+
+  @Test
+  void theRowIsReadColumnByColumnAndItsHeadersAsText() {
+    assertEquals(
+        "seq, message_id, instance_key, aggregate_type, aggregate_id, event_type, topic, payload,"
+            + " headers::text AS headers, correlation_id, created_at, deliver_before, status,"
+            + " attempts, abandoned_claims, isolated, next_attempt_at, lease_owner, lease_token,"
+            + " lease_expires_at, last_failure_code, published_at, kafka_topic, kafka_partition,"
+            + " kafka_offset, parked_at",
+        Row.select(null, List.of(Row.values())));
+    assertEquals("o.headers::text AS headers", Row.HEADERS.selected("o"));
+    assertEquals("o.seq", Row.SEQ.selected("o"));
+    assertEquals(List.of(Row.PAYLOAD, Row.HEADERS), contentColumns());
+    assertEquals(Row.values().length - 2, Row.STATE.size());
+  }
+
+  private static List<Row> contentColumns() {
+    return Arrays.stream(Row.values()).filter(c -> c.content).toList();
+  }
+
+  /** A column added by a migration needs its place in the row, and the other way round. */
+  @Test
+  void theRowHasEveryColumnOfTheMigratedTableInItsOrder() throws SQLException {
+    OutboxTable table = OutboxTable.parse("outbox");
+    try (HikariDataSource dataSource = Postgres.pool(Postgres.freshDatabase("columns"), 2)) {
+      new SchemaMigrator(dataSource, table).migrate();
+      List<String> columns = new ArrayList<>();
+      try (Connection c = dataSource.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "SELECT column_name FROM information_schema.columns"
+                      + " WHERE table_schema = current_schema() AND table_name = 'outbox'"
+                      + " ORDER BY ordinal_position");
+          ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          columns.add(rs.getString(1));
+        }
+      }
+      assertEquals(columns, Arrays.stream(Row.values()).map(c -> c.label).toList());
+    }
+  }
 
   @Test
   void aClaimReturnsTheRowAsAClaimedMessageAndItsParkingFields() {
