@@ -96,7 +96,7 @@ final class StatusCommand {
     }
     console.line(
         "    (backlog and lag as task 0 last read them: every metrics.backlog.interval.ms,"
-            + " 30 s by default)");
+            + " 5 s on this stack)");
   }
 
   private void printOutbox(Database database) {

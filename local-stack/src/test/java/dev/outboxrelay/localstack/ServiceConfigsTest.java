@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -11,6 +12,7 @@ import java.util.Properties;
 import java.util.jar.Attributes;
 import java.util.jar.JarFile;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The broker and worker configs the launcher writes: loopback only, ports and paths of the run. */
 class ServiceConfigsTest {
@@ -92,5 +94,21 @@ class ServiceConfigsTest {
         "jdbc:postgresql://127.0.0.1:25432/outbox", config.path("connection.url").asText());
     assertEquals("app", config.path("connection.user").asText());
     assertEquals("${env:OUTBOX_DB_PASSWORD}", config.path("connection.password").asText());
+    assertEquals(
+        "5000",
+        config.path("metrics.backlog.interval.ms").asText(),
+        "the stack refreshes the backlog figures every 5 s, not the default 30 s");
+  }
+
+  @Test
+  void aBacklogIntervalTheFileSetsIsKept(@TempDir Path dir) throws IOException {
+    Path file = dir.resolve("connector.json");
+    Files.writeString(
+        file,
+        "{\"name\": \"c\", \"config\": {\"instance.keys\": \"k\","
+            + " \"metrics.backlog.interval.ms\": \"60000\"}}");
+    var config = ConnectRest.JSON.createObjectNode();
+    ConnectorRegistration.prepare(file, "jdbc:postgresql://127.0.0.1:1/x", "app", config);
+    assertEquals("60000", config.path("metrics.backlog.interval.ms").asText());
   }
 }

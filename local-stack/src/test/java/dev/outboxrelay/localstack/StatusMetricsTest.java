@@ -89,7 +89,7 @@ class StatusMetricsTest {
                 + " oldest undelivered row 4.3 s (lag)\n"
                 + "    outbox-relay-us (1 task): published 2,"),
         out);
-    assertTrue(out.contains("every metrics.backlog.interval.ms, 30 s by default"), out);
+    assertTrue(out.contains("every metrics.backlog.interval.ms, 5 s on this stack"), out);
     assertTrue(out.contains("  Metrics          " + url + "  (Prometheus"), out);
     assertTrue(
         out.contains("  Dashboard        config/metrics/grafana-dashboard.json  (Grafana"), out);
