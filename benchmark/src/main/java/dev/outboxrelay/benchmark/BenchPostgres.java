@@ -41,6 +41,7 @@ final class BenchPostgres implements AutoCloseable {
           "full_page_writes",
           "wal_sync_method",
           "wal_level",
+          "wal_compression",
           "shared_buffers",
           "max_wal_size",
           "checkpoint_timeout",
@@ -52,10 +53,12 @@ final class BenchPostgres implements AutoCloseable {
   private final AtomicInteger databases = new AtomicInteger();
   private final ServerCpu cpu;
 
-  BenchPostgres(String sharedBuffers, String walLevel) throws IOException, SQLException {
+  BenchPostgres(String sharedBuffers, String walLevel, String walCompression)
+      throws IOException, SQLException {
     server =
         EmbeddedPostgres.builder()
             .setServerConfig("wal_level", walLevel)
+            .setServerConfig("wal_compression", walCompression)
             .setServerConfig("shared_preload_libraries", "pg_stat_statements")
             .setServerConfig("pg_stat_statements.track", "top")
             .setServerConfig("fsync", "on")

@@ -49,7 +49,8 @@ public final class BenchmarkMain {
       pluginPath = options.debeziumPluginPath();
       DebeziumDrain.requirePlugin(pluginPath);
     }
-    try (BenchPostgres pg = new BenchPostgres(options.sharedBuffers, options.walLevel);
+    try (BenchPostgres pg =
+            new BenchPostgres(options.sharedBuffers, options.walLevel, options.walCompression);
         BenchConnect connect = new BenchConnect(pluginPath)) {
       results.postgres = pg.settings();
       Progress.log("postgres " + results.postgres);

@@ -55,6 +55,7 @@ final class Options {
   Duration memorySampleInterval = Duration.ofSeconds(5);
   Duration runTimeout = Duration.ofMinutes(20);
   String sharedBuffers = "512MB";
+  String walCompression = "off";
   String walLevel = "logical";
   int minimalBatchSize = 1_000;
   List<DebeziumPayload> debeziumPayloads =
@@ -106,6 +107,7 @@ final class Options {
         case "--run-timeout-seconds" -> o.runTimeout = Duration.ofSeconds(positive(flag, v));
         case "--shared-buffers" -> o.sharedBuffers = v;
         case "--wal-level" -> o.walLevel = walLevel(v);
+        case "--wal-compression" -> o.walCompression = walCompression(v);
         case "--minimal-batch-size" -> o.minimalBatchSize = positive(flag, v);
         case "--debezium-payloads" -> o.debeziumPayloads = debeziumPayloads(v);
         case "--debezium-plugin-path" -> o.debeziumPluginPath = Path.of(v);
@@ -183,6 +185,7 @@ final class Options {
           --debezium-plugin-path DIR Connect plugin.path holding Debezium's plugin
                                      (target/debezium-plugin beside the jar)
           --shared-buffers SIZE      PostgreSQL shared_buffers (512MB)
+          --wal-compression METHOD   PostgreSQL wal_compression: off, pglz, lz4 or zstd (off)
           --wal-level LEVEL          PostgreSQL wal_level, every scenario alike (logical;
                                      debezium needs it)
           --output DIR               where results go (benchmark/target/benchmark-results)
@@ -195,6 +198,13 @@ final class Options {
       s.add(Scenario.valueOf(name.trim().toUpperCase()));
     }
     return s;
+  }
+
+  private static String walCompression(String v) {
+    if (!List.of("off", "pglz", "lz4", "zstd").contains(v)) {
+      throw new IllegalArgumentException("--wal-compression must be off, pglz, lz4 or zstd");
+    }
+    return v;
   }
 
   private static String walLevel(String v) {

@@ -87,6 +87,9 @@ class OptionsTest {
         IllegalArgumentException.class,
         () -> Options.parse("--scenarios", "debezium", "--wal-level", "replica"));
     assertThrows(IllegalArgumentException.class, () -> Options.parse("--wal-level", "minimal"));
+    assertEquals("off", o.walCompression);
+    assertEquals("pglz", Options.parse("--wal-compression", "pglz").walCompression);
+    assertThrows(IllegalArgumentException.class, () -> Options.parse("--wal-compression", "on"));
   }
 
   @Test
