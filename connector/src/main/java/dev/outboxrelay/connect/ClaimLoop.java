@@ -27,7 +27,6 @@ final class ClaimLoop {
   private final Time time;
 
   private long nextAbandonedProbeMs;
-  private long lastClaimErrorMs = StoreHealth.NO_ERROR;
   private boolean drainingForProbe;
   private long shareDrySinceMs = -1;
 
@@ -83,20 +82,16 @@ final class ClaimLoop {
     return claimDue();
   }
 
-  /** A claim failed on the database: abandoned rows wait, so their owners can renew first. */
-  void claimFailed() {
-    lastClaimErrorMs = time.milliseconds();
-  }
-
   /**
    * Owners get the first chance after a database error (an outage, a failover): every task's leases
    * may have run out while their holders could not renew, and their outcome writers renew them or
    * write their outcomes as soon as the database is back. Probing for abandoned rows at once would
    * take rows that were never abandoned and re-send them, so the probe waits until a probe interval
-   * has passed without an error in this task's claims or outcome writes.
+   * has passed without an error in this task's claims, outcome writes or renewals (all recorded in
+   * {@link StoreHealth}).
    */
   private boolean recentDatabaseError(long now) {
-    long last = Math.max(lastClaimErrorMs, health.lastDatabaseErrorMs());
+    long last = health.lastDatabaseErrorMs();
     return last != StoreHealth.NO_ERROR
         && now - last < settings.abandonedProbeInterval().toMillis();
   }

@@ -104,11 +104,10 @@ public class OutboxSourceTask extends SourceTask {
       }
       return records;
     } catch (OutboxStoreException e) {
-      metrics.databaseErrors.incrementAndGet();
+      runtime.health().databaseError(e); // counts it, and holds the abandoned-row probe back
       if (!e.isRetriable()) {
         throw TaskFailures.of(e);
       }
-      runtime.claims().claimFailed();
       log.warn(
           "Database unavailable while claiming (reason={}, sqlState={}); will retry",
           e.reasonCode(),

@@ -31,7 +31,6 @@ final class TaskRuntime {
   private final RelayMetrics metrics;
   private final AtomicInteger closeParties = new AtomicInteger(2);
   private final AtomicBoolean stopRequested = new AtomicBoolean();
-  private final AtomicBoolean storeClosed = new AtomicBoolean();
   private final ClaimLoop claims;
   private final RecordHandoff handoff;
   private volatile NotificationListener listener;
@@ -172,21 +171,15 @@ final class TaskRuntime {
     closeWhenBothDone();
   }
 
-  /** For tests: whether the store was closed. */
-  boolean isStoreClosed() {
-    return storeClosed.get();
-  }
-
   private void closeWhenBothDone() {
+    // Each party arrives once, so the count reaches zero exactly once.
     if (closeParties.decrementAndGet() != 0) {
       return;
     }
-    if (storeClosed.compareAndSet(false, true)) {
-      try {
-        store.close();
-      } finally {
-        log.info("outbox-relay task stopped: {}", metrics);
-      }
+    try {
+      store.close();
+    } finally {
+      log.info("outbox-relay task stopped: {}", metrics);
     }
   }
 }

@@ -22,7 +22,10 @@ class ClaimLoopTest {
   private final MockTime time = new MockTime();
 
   private ClaimLoop loop(RuntimeFixture f) {
-    StoreHealth health = new StoreHealth(f.metrics, time);
+    return loop(f, new StoreHealth(f.metrics, time));
+  }
+
+  private ClaimLoop loop(RuntimeFixture f, StoreHealth health) {
     LeaseRenewer renewer =
         new LeaseRenewer(
             f.store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
@@ -74,8 +77,11 @@ class ClaimLoopTest {
     f.add("eu", "m1", "a");
     f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
     f.clock.advance(Duration.ofSeconds(9));
-    ClaimLoop loop = loop(f);
-    loop.claimFailed();
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    ClaimLoop loop = loop(f, health);
+    health.databaseError(
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim"));
 
     assertTrue(loop.next().isEmpty());
     time.sleep(1999); // a probe interval is a quarter of the lease
@@ -91,10 +97,7 @@ class ClaimLoopTest {
     f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
     f.clock.advance(Duration.ofSeconds(9));
     StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(
-            f.store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
-    ClaimLoop loop = new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    ClaimLoop loop = loop(f, health);
     health.databaseError(
         new OutboxStoreException(
             OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "markPublished"));
