@@ -17,6 +17,8 @@ import java.util.Set;
  * @param ordered keep per-aggregate first-delivery order
  * @param affinity with ordering only: claim only rows of the aggregates in this share; {@code null}
  *     for rows of any aggregate
+ * @param exactlyOnce an exactly-once claim: its epoch and number, written into the rows, and the
+ *     only buckets it may take rows of; {@code null} in at-least-once mode
  */
 public record ClaimRequest(
     String owner,
@@ -25,7 +27,8 @@ public record ClaimRequest(
     Duration leaseDuration,
     int maxAttempts,
     boolean ordered,
-    AggregateAffinity affinity) {
+    AggregateAffinity affinity,
+    ExactlyOnceClaim exactlyOnce) {
 
   public static final int UNLIMITED_ATTEMPTS = Integer.MAX_VALUE;
 
@@ -48,6 +51,21 @@ public record ClaimRequest(
     if (affinity != null && !ordered) {
       throw new IllegalArgumentException("an aggregate affinity needs ordered claims");
     }
+    if (affinity != null && exactlyOnce != null) {
+      throw new IllegalArgumentException("an exactly-once claim has buckets, not an affinity");
+    }
+  }
+
+  /** An at-least-once request. */
+  public ClaimRequest(
+      String owner,
+      Set<String> instanceKeys,
+      int limit,
+      Duration leaseDuration,
+      int maxAttempts,
+      boolean ordered,
+      AggregateAffinity affinity) {
+    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, affinity, null);
   }
 
   /** A request for rows of any aggregate. */
@@ -58,7 +76,7 @@ public record ClaimRequest(
       Duration leaseDuration,
       int maxAttempts,
       boolean ordered) {
-    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null);
+    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null, null);
   }
 
   public List<String> instanceKeyList() {
@@ -67,11 +85,27 @@ public record ClaimRequest(
 
   public ClaimRequest withLimit(int newLimit) {
     return new ClaimRequest(
-        owner, instanceKeys, newLimit, leaseDuration, maxAttempts, ordered, affinity);
+        owner, instanceKeys, newLimit, leaseDuration, maxAttempts, ordered, affinity, exactlyOnce);
   }
 
   /** The same request for rows of any aggregate. */
   public ClaimRequest withoutAffinity() {
-    return new ClaimRequest(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null);
+    return new ClaimRequest(
+        owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null, exactlyOnce);
+  }
+
+  /**
+   * The same request as exactly-once claim number {@code batch} of the instance of {@code epoch}.
+   */
+  public ClaimRequest exactlyOnce(long epoch, long batch, BucketShare share) {
+    return new ClaimRequest(
+        owner,
+        instanceKeys,
+        limit,
+        leaseDuration,
+        maxAttempts,
+        ordered,
+        null,
+        new ExactlyOnceClaim(epoch, batch, share));
   }
 }

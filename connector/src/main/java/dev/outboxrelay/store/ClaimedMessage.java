@@ -14,6 +14,8 @@ import java.util.Objects;
  * @param deadlineExpired {@code deliverBefore} had passed when the row was claimed, judged by the
  *     store's clock (the database's in production) like every other time, never a worker's
  * @param attempts charged attempts so far (before this claim's own outcome)
+ * @param aggregateHash the aggregate's non-negative hash, as the store computes it: it places the
+ *     aggregate in an exactly-once bucket ({@link BucketShare#bucketOf})
  */
 public record ClaimedMessage(
     long seq,
@@ -31,7 +33,8 @@ public record ClaimedMessage(
     boolean deadlineExpired,
     int attempts,
     Lease lease,
-    Instant leaseExpiresAt) {
+    Instant leaseExpiresAt,
+    int aggregateHash) {
 
   public ClaimedMessage {
     Objects.requireNonNull(messageId, "messageId");

@@ -110,6 +110,19 @@ public interface OutboxStore extends AutoCloseable {
   /** Deletes at most {@code limit} PUBLISHED rows of these keys published before the cutoff. */
   int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit);
 
+  /**
+   * Exactly-once: a new epoch for a starting task instance, larger than every epoch taken before it
+   * (a database transaction id in production).
+   */
+  long newEpoch();
+
+  /**
+   * Exactly-once: settles the rows of the request's buckets leased under a lower epoch — covered by
+   * a committed position: PUBLISHED ({@link ReasonCodes#RECOVERED_FROM_OFFSETS}); otherwise
+   * released, due now, no attempt charged. Both bump the token. Atomic.
+   */
+  Recovery recover(RecoveryRequest request);
+
   /** "Now" by the store's clock (the database's in production). */
   Instant now();
 

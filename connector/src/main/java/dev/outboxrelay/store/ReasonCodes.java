@@ -13,6 +13,12 @@ public final class ReasonCodes {
    */
   public static final String ATTEMPTS_BUDGET_LOWERED = "ATTEMPTS_BUDGET_LOWERED";
 
+  /**
+   * Exactly-once: a restarted task found the row's record committed to Kafka (a committed source
+   * offset covers its position) and recorded it PUBLISHED without sending it again.
+   */
+  public static final String RECOVERED_FROM_OFFSETS = "RECOVERED_FROM_OFFSETS";
+
   private static final Pattern CODE = Pattern.compile("[A-Z0-9_]{1,64}");
 
   private ReasonCodes() {}

@@ -31,7 +31,8 @@ class InFlightLedgerTest {
         false,
         2,
         new Lease("owner", token),
-        Instant.EPOCH);
+        Instant.EPOCH,
+        0);
   }
 
   @Test

@@ -594,6 +594,18 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public long newEpoch() {
+      check();
+      return delegate.newEpoch();
+    }
+
+    @Override
+    public dev.outboxrelay.store.Recovery recover(dev.outboxrelay.store.RecoveryRequest request) {
+      check();
+      return delegate.recover(request);
+    }
+
+    @Override
     public dev.outboxrelay.store.Outcome markPublished(dev.outboxrelay.store.PublishedAck ack) {
       check();
       return delegate.markPublished(ack);

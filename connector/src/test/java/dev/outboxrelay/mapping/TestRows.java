@@ -125,6 +125,7 @@ final class TestRows {
         deadlineExpired,
         attempts,
         lease,
-        createdAt.plusSeconds(60));
+        createdAt.plusSeconds(60),
+        aggregateId.hashCode() & Integer.MAX_VALUE);
   }
 }

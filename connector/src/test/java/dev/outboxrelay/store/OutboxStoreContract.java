@@ -681,6 +681,187 @@ public abstract class OutboxStoreContract {
         owner, Set.of(EU), limit, LEASE, 3, true, new AggregateAffinity(slot, slots));
   }
 
+  // ---------------------------------------------------------------- exactly-once
+
+  private static ClaimRequest exactlyOnce(
+      String owner, int limit, long epoch, long batch, BucketShare share) {
+    return request(owner, limit).exactlyOnce(epoch, batch, share);
+  }
+
+  private static final BucketShare ALL_BUCKETS = new BucketShare(4, 0, 1);
+
+  /** The committed position of {@code row}: the last record of its bucket in a transaction. */
+  private static CommittedPosition committedAt(ClaimedMessage row, long epoch, long batch) {
+    return new CommittedPosition(
+        row.instanceKey(), ALL_BUCKETS.bucketOf(row.aggregateHash()), epoch, batch, row.seq());
+  }
+
+  @Test
+  void epochsIncrease() {
+    long first = store.newEpoch();
+    long second = store.newEpoch();
+    assertTrue(second > first, first + " then " + second);
+  }
+
+  @Test
+  void exactlyOnceSharesSplitTheBucketsIntoDisjointSetsThatCoverEveryRow() {
+    for (int i = 0; i < 40; i++) {
+      add(EU, "m" + i, "agg-" + i);
+    }
+    long epoch = store.newEpoch();
+    Set<String> seen = new java.util.HashSet<>();
+    for (int task = 0; task < 3; task++) {
+      BucketShare share = new BucketShare(8, task, 3);
+      ClaimResult result = store.claim(exactlyOnce("task-" + task, 100, epoch, 1, share));
+      for (ClaimedMessage row : result.claimed()) {
+        assertTrue(share.owns(share.bucketOf(row.aggregateHash())), row.messageId());
+        assertTrue(seen.add(row.messageId()), "claimed twice: " + row.messageId());
+      }
+    }
+    assertEquals(40, seen.size());
+  }
+
+  @Test
+  void recoveryRecordsCoveredRowsPublishedAndReleasesTheRest() {
+    String a = add(EU, "a", "agg-1");
+    String b = add(EU, "b", "agg-1");
+    String other = add(US, "u", "agg-1");
+    long old = store.newEpoch();
+    List<ClaimedMessage> claimed =
+        store.claim(exactlyOnce("old", 10, old, 1, ALL_BUCKETS)).claimed();
+    ClaimedMessage first = claimed.get(0);
+    ClaimedMessage second = claimed.get(1);
+    assertEquals(List.of(a, b), List.of(first.messageId(), second.messageId()));
+    store.claim(
+        new ClaimRequest("old", Set.of(US), 10, LEASE, 3, true)
+            .exactlyOnce(old, 1, ALL_BUCKETS)); // another instance key's row, same epoch
+
+    long next = store.newEpoch();
+    Recovery recovery =
+        store.recover(
+            new RecoveryRequest(
+                Set.of(EU), ALL_BUCKETS, next, List.of(committedAt(first, old, 1)), false));
+
+    assertEquals(List.of(a), recovery.published());
+    assertEquals(List.of(b), recovery.released());
+    RowState published = state(a);
+    assertEquals(MessageStatus.PUBLISHED, published.status());
+    assertEquals(ReasonCodes.RECOVERED_FROM_OFFSETS, published.lastFailureCode());
+    assertEquals(MessageStatus.PENDING, state(b).status());
+    assertNull(state(b).leaseOwner());
+    assertEquals(0, state(b).attempts(), "a release charges nothing");
+    assertEquals(MessageStatus.IN_FLIGHT, state(other).status(), "other instance keys untouched");
+    // The previous holder is fenced off on both rows.
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(first, 1)));
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(second, 2)));
+    // The released row is due again, in order.
+    assertEquals(List.of(b), ids(store.claim(exactlyOnce("new", 10, next, 1, ALL_BUCKETS))));
+  }
+
+  @Test
+  void aPositionCoversOnlyItsOwnEpochAndWhatCameBeforeIt() {
+    String a = add(EU, "a", "agg-1");
+    String b = add(EU, "b", "agg-1");
+    long old = store.newEpoch();
+    ClaimedMessage first = store.claim(exactlyOnce("old", 1, old, 1, ALL_BUCKETS)).claimed().get(0);
+    ClaimedMessage second =
+        store.claim(exactlyOnce("old", 1, old, 2, ALL_BUCKETS)).claimed().get(0);
+    assertEquals(List.of(a, b), List.of(first.messageId(), second.messageId()));
+    long next = store.newEpoch();
+
+    // Another epoch's position covers nothing of this one.
+    CommittedPosition foreign = committedAt(second, old - 1, 9);
+    Recovery none =
+        store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, next, List.of(foreign), false));
+    assertEquals(List.of(), none.published());
+    assertEquals(List.of(a, b), none.released());
+  }
+
+  @Test
+  void aLaterBatchCoversAnEarlierOneOfItsBucket() {
+    add(EU, "a", "agg-1");
+    add(EU, "b", "agg-1");
+    add(EU, "c", "agg-1");
+    long old = store.newEpoch();
+    store.claim(exactlyOnce("old", 1, old, 1, ALL_BUCKETS));
+    ClaimedMessage second =
+        store.claim(exactlyOnce("old", 1, old, 2, ALL_BUCKETS)).claimed().get(0);
+    store.claim(exactlyOnce("old", 1, old, 3, ALL_BUCKETS));
+    long next = store.newEpoch();
+    Recovery recovery =
+        store.recover(
+            new RecoveryRequest(
+                Set.of(EU), ALL_BUCKETS, next, List.of(committedAt(second, old, 2)), false));
+    assertEquals(List.of("a", "b"), recovery.published());
+    assertEquals(List.of("c"), recovery.released());
+  }
+
+  @Test
+  void recoveryNeverTouchesRowsOfItsOwnOrAHigherEpochNorOtherBuckets() {
+    for (int i = 0; i < 12; i++) {
+      add(EU, "m" + i, "agg-" + i);
+    }
+    long mine = store.newEpoch();
+    long newer = store.newEpoch();
+    BucketShare share0 = new BucketShare(4, 0, 2);
+    BucketShare share1 = new BucketShare(4, 1, 2);
+    List<String> mineIds = ids(store.claim(exactlyOnce("mine", 100, mine, 1, share0)));
+    List<String> newerIds = ids(store.claim(exactlyOnce("newer", 100, newer, 1, share1)));
+    assertFalse(mineIds.isEmpty());
+    assertFalse(newerIds.isEmpty());
+
+    // "mine" recovers its buckets: its own rows stay; "newer"'s rows are in other buckets.
+    assertTrue(
+        store.recover(new RecoveryRequest(Set.of(EU), share0, mine, List.of(), false)).isEmpty());
+    // A zombie of a lower epoch owning share1 must not take the newer owner's rows.
+    assertTrue(
+        store.recover(new RecoveryRequest(Set.of(EU), share1, mine, List.of(), false)).isEmpty());
+    for (String id : newerIds) {
+      assertEquals("newer", state(id).leaseOwner());
+    }
+  }
+
+  @Test
+  void laterRecoveriesReleaseOnlyExpiredLeasesOfLowerEpochs() {
+    add(EU, "z", "agg-1");
+    long zombie = store.newEpoch();
+    long owner = store.newEpoch();
+    store.claim(exactlyOnce("zombie", 10, zombie, 1, ALL_BUCKETS));
+    RecoveryRequest sweep = new RecoveryRequest(Set.of(EU), ALL_BUCKETS, owner, List.of(), true);
+
+    assertTrue(store.recover(sweep).isEmpty(), "a live lease is left alone");
+    clock.advance(LEASE.plusMillis(1));
+    assertEquals(List.of("z"), store.recover(sweep).released());
+  }
+
+  @Test
+  void anAtLeastOnceClaimForgetsTheExactlyOncePosition() {
+    String a = add(EU, "a", "agg-1");
+    long old = store.newEpoch();
+    ClaimedMessage eos = store.claim(exactlyOnce("old", 1, old, 1, ALL_BUCKETS)).claimed().get(0);
+    assertEquals(Outcome.APPLIED, store.release(a, eos.lease()));
+    ClaimedMessage alo = claimOne("alo", a);
+    long next = store.newEpoch();
+    Recovery recovery =
+        store.recover(
+            new RecoveryRequest(
+                Set.of(EU), ALL_BUCKETS, next, List.of(committedAt(eos, old, 1)), false));
+    assertEquals(List.of(a), recovery.released(), "leased by at-least-once: not covered");
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(alo, 1)));
+  }
+
+  @Test
+  void legacyRowsAreNeverRecovered() {
+    insertLegacy(message("legacy", "agg-1"));
+    holdElsewhere("legacy", new Lease("old", 1), clock.now().minusSeconds(1));
+    long epoch = store.newEpoch();
+    assertTrue(
+        store
+            .recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, epoch, List.of(), false))
+            .isEmpty());
+    assertEquals("old", state("legacy").leaseOwner());
+  }
+
   @Test
   void affinitiesSplitTheAggregatesIntoDisjointSharesThatCoverEveryRow() {
     Map<String, String> aggregateOf = new HashMap<>();

@@ -2,9 +2,12 @@ package dev.outboxrelay.store.memory;
 
 import dev.outboxrelay.store.AggregateAffinity;
 import dev.outboxrelay.store.BacklogSnapshot;
+import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.CommittedPosition;
+import dev.outboxrelay.store.ExactlyOnceClaim;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -14,6 +17,8 @@ import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
+import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.InstanceKeys;
@@ -41,6 +46,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   private final TreeMap<Long, Row> rowsBySeq = new TreeMap<>();
   private final Map<String, Row> rowsById = new HashMap<>();
   private long nextSeq = 1;
+  private long lastEpoch;
 
   /** The instance keys this store has claimed for: writes after a claim are fenced on them too. */
   private final Set<String> claimedKeys = new HashSet<>();
@@ -103,6 +109,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (request.affinity() != null && !inShare(row.aggregateId, request.affinity())) {
         continue;
       }
+      ExactlyOnceClaim exactlyOnce = request.exactlyOnce();
+      if (exactlyOnce != null && !inBuckets(row, exactlyOnce.share())) {
+        continue;
+      }
       // Under one lock the batch is the first due rows in order, so a due predecessor is always
       // in this batch already: only a predecessor that is neither due nor ours blocks.
       if (request.ordered()
@@ -123,9 +133,69 @@ public final class InMemoryOutboxStore implements OutboxStore {
         continue;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
+      ExactlyOnceClaim exactlyOnce = request.exactlyOnce();
+      row.leaseEpoch = exactlyOnce == null ? null : exactlyOnce.epoch();
+      row.claimBatch = exactlyOnce == null ? null : exactlyOnce.batch();
       claimed.add(row.claimed(now));
     }
     return new ClaimResult(claimed, exhausted);
+  }
+
+  @Override
+  public synchronized long newEpoch() {
+    return ++lastEpoch;
+  }
+
+  @Override
+  public synchronized Recovery recover(RecoveryRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
+    Instant now = now();
+    List<String> published = new ArrayList<>();
+    List<String> released = new ArrayList<>();
+    for (Row row : rowsBySeq.values()) {
+      if (!row.ownedBy(request.instanceKeys())
+          || row.status != MessageStatus.IN_FLIGHT
+          || !inBuckets(row, request.share())
+          || (row.leaseEpoch != null && row.leaseEpoch >= request.epoch())
+          || (request.expiredOnly() && !row.isAbandoned(now))) {
+        continue;
+      }
+      if (isCovered(row, request)) {
+        row.status = MessageStatus.PUBLISHED;
+        row.publishedAt = now;
+        row.kafka = null;
+        row.lastFailureCode = ReasonCodes.RECOVERED_FROM_OFFSETS;
+        published.add(row.messageId);
+      } else {
+        row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
+        released.add(row.messageId);
+      }
+      row.nextAttemptAt = null;
+      row.releaseLease();
+      row.leaseToken++;
+      row.leaseEpoch = null;
+      row.claimBatch = null;
+    }
+    return new Recovery(published, released);
+  }
+
+  private static boolean isCovered(Row row, RecoveryRequest request) {
+    if (row.leaseEpoch == null || row.claimBatch == null) {
+      return false;
+    }
+    int bucket = request.share().bucketOf(row.aggregateHash());
+    for (CommittedPosition p : request.committed()) {
+      if (p.instanceKey().equals(row.instanceKey)
+          && p.bucket() == bucket
+          && p.covers(row.leaseEpoch, row.claimBatch, row.seq)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static boolean inBuckets(Row row, BucketShare share) {
+    return share.owns(share.bucketOf(row.aggregateHash()));
   }
 
   @Override
@@ -361,6 +431,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
     String lastFailureCode;
     Instant publishedAt;
     KafkaCoordinates kafka;
+    Long leaseEpoch;
+    Long claimBatch;
 
     Row(long seq, OutboxMessage m, String instanceKey, Instant createdAt) {
       this.seq = seq;
@@ -375,6 +447,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
       this.correlationId = m.correlationId();
       this.createdAt = createdAt;
       this.deliverBefore = m.deliverBefore();
+    }
+
+    /** Any fixed, non-negative function of the aggregate id will do (PostgreSQL uses hashtext). */
+    int aggregateHash() {
+      return aggregateId.hashCode() & Integer.MAX_VALUE;
     }
 
     /** Legacy rows (no instance key) belong to nobody. */
@@ -438,7 +515,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
           deliverBefore != null && !deliverBefore.isAfter(now),
           attempts,
           new Lease(leaseOwner, leaseToken),
-          leaseExpiresAt);
+          leaseExpiresAt,
+          aggregateHash());
     }
 
     ExhaustedMessage exhausted() {

@@ -46,7 +46,9 @@ public final class OutboxColumns {
     LEASE_TOKEN,
     LEASE_EXPIRES_AT,
     STATUS,
-    LAST_FAILURE_CODE;
+    LAST_FAILURE_CODE,
+    /** The aggregate's hash, which places it in a share or an exactly-once bucket. */
+    AGGREGATE_HASH(OutboxSql.AGGREGATE_HASH.formatted("o"));
 
     /** {@code o.seq, o.message_id, ..., o.headers::text AS headers, ...} */
     static final String RETURNING = join(values(), c -> c.selected);
@@ -98,7 +100,8 @@ public final class OutboxColumns {
           rs.getBoolean(DEADLINE_EXPIRED.label),
           rs.getInt(ATTEMPTS.label),
           new Lease(rs.getString(LEASE_OWNER.label), rs.getLong(LEASE_TOKEN.label)),
-          instant(rs, LEASE_EXPIRES_AT));
+          instant(rs, LEASE_EXPIRES_AT),
+          rs.getInt(AGGREGATE_HASH.label));
     }
 
     private static Instant instant(ResultSet rs, Claimed column) throws SQLException {
@@ -141,7 +144,11 @@ public final class OutboxColumns {
     KAFKA_PARTITION,
     KAFKA_OFFSET,
     /** When the row was parked FAILED or EXHAUSTED (null otherwise). */
-    PARKED_AT(7);
+    PARKED_AT(7),
+    /** Exactly-once: the epoch of the task instance holding the lease (null otherwise). */
+    LEASE_EPOCH(8),
+    /** Exactly-once: that instance's claim counter when it claimed the row (null otherwise). */
+    CLAIM_BATCH(8);
 
     /** Every column but the content: the row's routing fields and relay state. */
     public static final List<Row> STATE = Arrays.stream(values()).filter(c -> !c.content).toList();

@@ -70,12 +70,12 @@ final class OutboxSql {
       """
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
-          set_config('synchronous_commit', 'off', true) AS commit_mode
+          {commit mode}
       ), candidate AS (
         SELECT o.seq, o.instance_key, o.aggregate_id
         FROM {table} o, clock
         WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
-          {affinity}
+          {affinity} {share}
           AND NOT EXISTS (
             SELECT 1 FROM {table} p
             WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
@@ -99,6 +99,34 @@ final class OutboxSql {
       {lease(claimable)}""";
 
   /**
+   * {@code {commit mode}} of a claim: without waiting for its WAL flush (see {@link
+   * #CLAIM_ORDERED}) unless {@code :durable} — an exactly-once claim, whose loss in a database
+   * crash after its records were committed to Kafka would make the rows due again (docs/design.md,
+   * claim 4). Then the server's own setting stays.
+   */
+  private static final String COMMIT_MODE =
+      """
+      set_config('synchronous_commit', CASE WHEN CAST(:durable AS boolean)
+            THEN current_setting('synchronous_commit') ELSE 'off' END, true) AS commit_mode""";
+
+  /**
+   * The aggregate's hash over a row alias: non-negative, and stable for a given text (hashtext), so
+   * an aggregate keeps its share and its exactly-once bucket.
+   */
+  static final String AGGREGATE_HASH = "(hashtext(%1$s.aggregate_id) & 2147483647)";
+
+  /**
+   * {@code {share}} of an exactly-once claim or recovery: only rows of the buckets this task owns,
+   * bucket = hash mod buckets, owned by task {@code bucket mod tasks}. The inequality form, as in
+   * {@link #AFFINITY}, keeps PostgreSQL's estimate sane.
+   */
+  private static final String SHARE =
+      """
+      AND ((hashtext(o.aggregate_id) & 2147483647) % CAST(:buckets AS integer)
+        % CAST(:tasks AS integer) + CAST(:tasks_minus_task AS integer))
+        % CAST(:tasks AS integer) < 1""";
+
+  /**
    * {@code {affinity}} of an ordered claim: only aggregates of one share. The mask keeps the hash
    * non-negative; hashtext is stable for a given text, so an aggregate keeps its share. "(h % n + n
    * - slot) % n < 1" means "h % n = slot", written as an inequality because PostgreSQL estimates an
@@ -115,14 +143,57 @@ final class OutboxSql {
       """
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
-          set_config('synchronous_commit', 'off', true) AS commit_mode
+          {commit mode}
       ), candidate AS (
         SELECT o.seq
         FROM {table} o, clock
-        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
+        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)} {share}
         ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
       )
       {lease(candidate)}""";
+
+  /**
+   * Exactly-once recovery (docs/design.md): the rows of this task's buckets leased under a lower
+   * epoch — all of them at start, only those whose lease expired afterwards. A row whose position a
+   * committed offset covers was committed to Kafka and is recorded PUBLISHED without its Kafka
+   * coordinates; any other row is released, due now, at no attempt's cost. Both bump the token, so
+   * the previous holder's late writes are fenced off. Row locks are waited for, not skipped: a
+   * previous holder's write in progress must settle first.
+   */
+  private static final String RECOVER =
+      """
+      WITH clock AS (SELECT {now} AS now), committed AS (
+        SELECT * FROM unnest(CAST(:committed_keys AS text[]),
+          CAST(:committed_buckets AS integer[]), CAST(:committed_epochs AS bigint[]),
+          CAST(:committed_batches AS bigint[]), CAST(:committed_seqs AS bigint[]))
+          AS c(instance_key, bucket, epoch, batch, seq)
+      ), target AS (
+        SELECT o.seq, EXISTS (
+            SELECT 1 FROM committed c
+            WHERE c.instance_key = o.instance_key
+              AND c.bucket = (hashtext(o.aggregate_id) & 2147483647) % CAST(:buckets AS integer)
+              AND c.epoch = o.lease_epoch AND (o.claim_batch, o.seq) <= (c.batch, c.seq)
+          ) AS covered
+        FROM {table} o, clock
+        WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)} AND o.status = 'IN_FLIGHT'
+          AND (o.lease_epoch IS NULL OR o.lease_epoch < CAST(:epoch AS bigint))
+          AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
+          {share}
+        ORDER BY o.seq FOR UPDATE OF o
+      )
+      UPDATE {table} o
+      SET status = CASE WHEN t.covered THEN 'PUBLISHED'
+          WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
+        published_at = CASE WHEN t.covered THEN clock.now END,
+        last_failure_code = CASE WHEN t.covered THEN 'RECOVERED_FROM_OFFSETS'
+          ELSE o.last_failure_code END,
+        payload = CASE WHEN t.covered THEN NULL ELSE o.payload END,
+        headers = CASE WHEN t.covered THEN NULL ELSE o.headers END,
+        kafka_topic = NULL, kafka_partition = NULL, kafka_offset = NULL,
+        next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+        lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL, isolated = FALSE
+      FROM target t, clock WHERE o.seq = t.seq
+      RETURNING o.message_id, o.instance_key, t.covered""";
 
   /** {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. */
   private static final String LEASE =
@@ -136,6 +207,7 @@ final class OutboxSql {
         last_failure_code = CASE WHEN o.attempts >= clock.budget THEN 'ATTEMPTS_BUDGET_LOWERED'
           ELSE o.last_failure_code END,
         parked_at = CASE WHEN o.attempts >= clock.budget THEN clock.now ELSE o.parked_at END,
+        lease_epoch = CAST(:epoch AS bigint), claim_batch = CAST(:claim_batch AS bigint),
         isolated = FALSE
       FROM {rows} c, clock WHERE o.seq = c.seq
       RETURNING {claimed columns}""";
@@ -190,6 +262,11 @@ final class OutboxSql {
   final NamedSql claimOrdered;
   final NamedSql claimOrderedWithAffinity;
   final NamedSql claimUnordered;
+  final NamedSql claimOrderedInShare;
+  final NamedSql claimUnorderedInShare;
+  final NamedSql recover;
+  final NamedSql recoverInShare;
+  final NamedSql newEpoch;
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
   final NamedSql markPublished;
@@ -219,9 +296,18 @@ final class OutboxSql {
     fragments.put("{now}", NOW);
     fragments.put("{table}", table.qualified());
 
-    claimOrdered = statement(CLAIM_ORDERED.replace("{affinity}", ""));
-    claimOrderedWithAffinity = statement(CLAIM_ORDERED);
-    claimUnordered = statement(CLAIM_UNORDERED);
+    fragments.put("{commit mode}", COMMIT_MODE);
+
+    String ordered = CLAIM_ORDERED.replace("{affinity}", "");
+    claimOrdered = statement(ordered.replace("{share}", ""));
+    claimOrderedWithAffinity = statement(CLAIM_ORDERED.replace("{share}", ""));
+    claimOrderedInShare = statement(ordered.replace("{share}", SHARE));
+    claimUnordered = statement(CLAIM_UNORDERED.replace("{share}", ""));
+    claimUnorderedInShare = statement(CLAIM_UNORDERED.replace("{share}", SHARE));
+    recover = statement(RECOVER.replace("{share}", ""));
+    recoverInShare = statement(RECOVER.replace("{share}", SHARE));
+    // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md).
+    newEpoch = statement("SELECT txid_current()");
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);
     claimAbandonedUnordered = statement(CLAIM_ABANDONED.replace("{in order}", ""));
 

@@ -2,9 +2,12 @@ package dev.outboxrelay.store.postgres;
 
 import dev.outboxrelay.store.AggregateAffinity;
 import dev.outboxrelay.store.BacklogSnapshot;
+import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.CommittedPosition;
+import dev.outboxrelay.store.ExactlyOnceClaim;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -14,6 +17,8 @@ import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
+import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.writer.InstanceKeys;
 import java.sql.Array;
@@ -85,8 +90,12 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   private NamedSql claimSql(ClaimRequest request) {
+    boolean inShare = request.exactlyOnce() != null && !request.exactlyOnce().share().ownsAll();
     if (!request.ordered()) {
-      return sql.claimUnordered;
+      return inShare ? sql.claimUnorderedInShare : sql.claimUnordered;
+    }
+    if (inShare) {
+      return sql.claimOrderedInShare;
     }
     return request.affinity() == null ? sql.claimOrdered : sql.claimOrderedWithAffinity;
   }
@@ -106,7 +115,86 @@ public final class PostgresOutboxStore implements OutboxStore {
           .setInt("slots", affinity.slots())
           .setInt("slots_minus_slot", affinity.slots() - affinity.slot());
     }
+    ExactlyOnceClaim exactlyOnce = request.exactlyOnce();
+    statement
+        .setBoolean("durable", exactlyOnce != null)
+        .setObject("epoch", exactlyOnce == null ? null : exactlyOnce.epoch(), Types.BIGINT)
+        .setObject("claim_batch", exactlyOnce == null ? null : exactlyOnce.batch(), Types.BIGINT);
+    if (exactlyOnce != null && !exactlyOnce.share().ownsAll()) {
+      bindShare(statement, exactlyOnce.share());
+    }
     return statement;
+  }
+
+  private static NamedSql.Binder bindShare(NamedSql.Binder statement, BucketShare share)
+      throws SQLException {
+    return statement
+        .setInt("buckets", share.buckets())
+        .setInt("tasks", share.taskCount())
+        .setInt("tasks_minus_task", share.taskCount() - share.taskIndex());
+  }
+
+  @Override
+  public long newEpoch() {
+    return run(
+        "new-epoch",
+        sql.newEpoch,
+        (c, statement) -> {
+          try (ResultSet rs = statement.ready().executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
+          }
+        });
+  }
+
+  @Override
+  public Recovery recover(RecoveryRequest request) {
+    claimedKeys.addAll(request.instanceKeys());
+    BucketShare share = request.share();
+    List<CommittedPosition> committed = request.committed();
+    int n = committed.size();
+    String[] keys = new String[n];
+    Integer[] buckets = new Integer[n];
+    Long[] epochs = new Long[n];
+    Long[] batches = new Long[n];
+    Long[] seqs = new Long[n];
+    for (int j = 0; j < n; j++) {
+      CommittedPosition p = committed.get(j);
+      keys[j] = p.instanceKey();
+      buckets[j] = p.bucket();
+      epochs[j] = p.epoch();
+      batches[j] = p.batch();
+      seqs[j] = p.seq();
+    }
+    return run(
+        "recover",
+        share.ownsAll() ? sql.recover : sql.recoverInShare,
+        (c, statement) -> {
+          statement
+              .set("now", this::setNow)
+              .setArray("committed_keys", textArray(c, keys))
+              .setArray("committed_buckets", c.createArrayOf("integer", buckets))
+              .setArray("committed_epochs", c.createArrayOf("bigint", epochs))
+              .setArray("committed_batches", c.createArrayOf("bigint", batches))
+              .setArray("committed_seqs", c.createArrayOf("bigint", seqs))
+              .setInt("buckets", share.buckets())
+              .setArray("instance_keys", textArray(c, request.instanceKeys().toArray()))
+              .setLong("epoch", request.epoch())
+              .setBoolean("expired_only", request.expiredOnly());
+          if (!share.ownsAll()) {
+            statement
+                .setInt("tasks", share.taskCount())
+                .setInt("tasks_minus_task", share.taskCount() - share.taskIndex());
+          }
+          List<String> published = new ArrayList<>();
+          List<String> released = new ArrayList<>();
+          try (ResultSet rs = statement.ready().executeQuery()) {
+            while (rs.next()) {
+              (rs.getBoolean(3) ? published : released).add(rs.getString(1));
+            }
+          }
+          return new Recovery(published, released);
+        });
   }
 
   @Override

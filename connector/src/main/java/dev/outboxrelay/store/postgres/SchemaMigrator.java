@@ -13,7 +13,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "7";
+  public static final String CURRENT_VERSION = "8";
 
   /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
   public static final String MIGRATIONS_PATH = "db/outbox";

@@ -28,7 +28,7 @@ class OutboxColumnsTest {
             + " headers::text AS headers, correlation_id, created_at, deliver_before, status,"
             + " attempts, abandoned_claims, isolated, next_attempt_at, lease_owner, lease_token,"
             + " lease_expires_at, last_failure_code, published_at, kafka_topic, kafka_partition,"
-            + " kafka_offset, parked_at",
+            + " kafka_offset, parked_at, lease_epoch, claim_batch",
         Row.select(null, List.of(Row.values())));
     assertEquals("o.headers::text AS headers", Row.HEADERS.selected("o"));
     assertEquals("o.seq", Row.SEQ.selected("o"));
@@ -69,7 +69,7 @@ class OutboxColumnsTest {
             + " o.topic, o.payload, o.headers::text AS headers, o.correlation_id, o.created_at,"
             + " o.deliver_before, COALESCE(o.deliver_before <= clock.now, FALSE) AS deadline_expired,"
             + " o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
-            + " o.status, o.last_failure_code",
+            + " o.status, o.last_failure_code, (hashtext(o.aggregate_id) & 2147483647) AS aggregate_hash",
         OutboxColumns.Claimed.RETURNING);
   }
 

@@ -46,7 +46,7 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(7, migrator.migrate());
+    assertEquals(8, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
@@ -114,8 +114,8 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(7, migrator("outbox_a").migrate());
-    assertEquals(7, migrator("outbox_b").migrate());
+    assertEquals(8, migrator("outbox_a").migrate());
+    assertEquals(8, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
   }
 
