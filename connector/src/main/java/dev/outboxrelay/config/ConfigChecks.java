@@ -1,5 +1,7 @@
 package dev.outboxrelay.config;
 
+import static dev.outboxrelay.config.OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.EXACTLY_ONCE;
 import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
@@ -37,6 +39,7 @@ final class ConfigChecks {
     backoffMaxAtLeastInitial(parsed, problems);
     socketTimeoutAboveStatementTimeout(parsed, problems);
     instanceKeysWithoutControlCharacters(parsed, raw, problems);
+    exactlyOnceRequiredOfConnect(parsed, raw, problems);
     return problems;
   }
 
@@ -103,6 +106,31 @@ final class ConfigChecks {
                   + " is given up; leave it unset for "
                   + STATEMENT_TIMEOUT_MS_CONFIG
                   + " plus 30 seconds"));
+    }
+  }
+
+  /** Connect's own setting: with it, Connect refuses to run the connector without transactions. */
+  static final String CONNECT_EXACTLY_ONCE_SUPPORT = "exactly.once.support";
+
+  /**
+   * Exactly-once must not quietly run without it: Connect's {@code exactly.once.support=required}
+   * makes Connect refuse the connector on workers without exactly-once source support.
+   */
+  private static void exactlyOnceRequiredOfConnect(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    Object guarantee = parsed.apply(DELIVERY_GUARANTEE_CONFIG);
+    if (guarantee instanceof String g
+        && g.trim().equalsIgnoreCase(EXACTLY_ONCE)
+        && !(raw.get(CONNECT_EXACTLY_ONCE_SUPPORT) instanceof String support
+            && support.trim().equalsIgnoreCase("required"))) {
+      out.add(
+          new Problem(
+              DELIVERY_GUARANTEE_CONFIG,
+              DELIVERY_GUARANTEE_CONFIG
+                  + "=exactly-once needs "
+                  + CONNECT_EXACTLY_ONCE_SUPPORT
+                  + "=required in the connector configuration, so that Connect runs it only on"
+                  + " workers with exactly.once.source.support=enabled"));
     }
   }
 

@@ -218,6 +218,24 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " reason in a header; a payload over payload.max.bytes is left out. Empty: none; such"
           + " rows are only parked in the outbox table.";
 
+  // Delivery guarantee
+  public static final String DELIVERY_GUARANTEE_CONFIG = "delivery.guarantee";
+  public static final String AT_LEAST_ONCE = "at-least-once";
+  public static final String EXACTLY_ONCE = "exactly-once";
+  private static final String DELIVERY_GUARANTEE_DOC =
+      "at-least-once: every row reaches Kafka, and a lost lease can send it twice (visible as"
+          + " claim-lost-total). exactly-once: no row reaches a read_committed consumer twice, with"
+          + " any tasks.max; needs workers with exactly.once.source.support=enabled and this"
+          + " connector's exactly.once.support=required (docs/design.md, Exactly-once).";
+
+  public static final String EXACTLY_ONCE_BUCKETS_CONFIG = "exactly.once.buckets";
+  public static final int EXACTLY_ONCE_BUCKETS_DEFAULT = 16;
+  private static final String EXACTLY_ONCE_BUCKETS_DOC =
+      "With delivery.guarantee=exactly-once: how many fixed buckets (source partitions) each"
+          + " instance key's aggregates are split into, by hash of the aggregate id. Tasks own"
+          + " buckets, so at most this many tasks run. Change it only with the connector drained:"
+          + " rows in flight at a change are sent again once.";
+
   public static final String NULL_METADATA_POLICY_CONFIG = "null.metadata.policy";
   private static final String NULL_METADATA_POLICY_DOC =
       "What an acknowledgement without metadata does to its row. Connect sends one both for a"
@@ -435,7 +453,23 @@ public class OutboxSourceConfig extends AbstractConfig {
             null,
             Importance.MEDIUM,
             ORDERING_ENABLED_DOC,
-            "Per-aggregate ordering");
+            "Per-aggregate ordering")
+        .choice(
+            DELIVERY_GUARANTEE_CONFIG,
+            AT_LEAST_ONCE,
+            Importance.HIGH,
+            DELIVERY_GUARANTEE_DOC,
+            "Delivery guarantee",
+            AT_LEAST_ONCE,
+            EXACTLY_ONCE)
+        .add(
+            EXACTLY_ONCE_BUCKETS_CONFIG,
+            Type.INT,
+            EXACTLY_ONCE_BUCKETS_DEFAULT,
+            Range.between(1, 1024),
+            Importance.LOW,
+            EXACTLY_ONCE_BUCKETS_DOC,
+            "Exactly-once buckets");
     new Group(def, RECORDS_GROUP)
         .choice(
             ROUTING_CONVENTION_CONFIG,
@@ -723,6 +757,15 @@ public class OutboxSourceConfig extends AbstractConfig {
   public Optional<String> deadLetterTopic() {
     String topic = getString(DEAD_LETTER_TOPIC_CONFIG);
     return topic == null || topic.isEmpty() ? Optional.empty() : Optional.of(topic);
+  }
+
+  /** delivery.guarantee=exactly-once. */
+  public boolean exactlyOnce() {
+    return EXACTLY_ONCE.equalsIgnoreCase(getString(DELIVERY_GUARANTEE_CONFIG));
+  }
+
+  public int exactlyOnceBuckets() {
+    return getInt(EXACTLY_ONCE_BUCKETS_CONFIG);
   }
 
   public NullMetadataPolicy nullMetadataPolicy() {

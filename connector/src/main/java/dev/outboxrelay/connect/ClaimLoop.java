@@ -25,6 +25,7 @@ final class ClaimLoop {
   private final StoreHealth health;
   private final RelayMetrics metrics;
   private final Time time;
+  private final ExactlyOnceState exactlyOnce;
 
   private long nextAbandonedProbeMs;
   private boolean drainingForProbe;
@@ -38,6 +39,22 @@ final class ClaimLoop {
       StoreHealth health,
       RelayMetrics metrics,
       Time time) {
+    this(store, settings, ledger, renewer, health, metrics, time, null);
+  }
+
+  /**
+   * @param exactlyOnce the task's exactly-once state, or null in at-least-once mode
+   */
+  ClaimLoop(
+      OutboxStore store,
+      TaskSettings settings,
+      InFlightLedger ledger,
+      LeaseRenewer renewer,
+      StoreHealth health,
+      RelayMetrics metrics,
+      Time time,
+      ExactlyOnceState exactlyOnce) {
+    this.exactlyOnce = exactlyOnce;
     this.store = store;
     this.settings = settings;
     this.ledger = ledger;
@@ -52,6 +69,9 @@ final class ClaimLoop {
   ClaimResult next() {
     if (ledger.size() >= settings.maxInFlight() || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
+    }
+    if (exactlyOnce != null) {
+      return claimInBuckets();
     }
     long now = time.milliseconds();
     if (recentDatabaseError(now)) {
@@ -124,6 +144,18 @@ final class ClaimLoop {
     ClaimResult anyShare = store.claim(request.withoutAffinity());
     reportExhausted(anyShare);
     return anyShare;
+  }
+
+  /**
+   * Exactly-once: due rows of this task's buckets only, never another share's, and no abandoned
+   * reclaim (an abandoned row may have been committed to Kafka: only recovery, which consults the
+   * offsets, settles it). Expired leases of lower epochs are released by the sweep first.
+   */
+  private ClaimResult claimInBuckets() {
+    exactlyOnce.sweepIfDue();
+    ClaimResult result = store.claim(exactlyOnce.nextClaim(settings.claimRequest()));
+    reportExhausted(result);
+    return result;
   }
 
   private void reportExhausted(ClaimResult result) {

@@ -11,6 +11,7 @@ import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.source.ConnectorTransactionBoundaries;
 import org.apache.kafka.connect.source.ExactlyOnceSupport;
 import org.apache.kafka.connect.source.SourceConnector;
 
@@ -19,9 +20,13 @@ import org.apache.kafka.connect.source.SourceConnector;
  * instance keys under fenced leases; tasks share the work through the claims themselves, so {@code
  * tasks.max} scales it out without any partitioning of the table. With ordering, each task prefers
  * its own share of the aggregates (a preference, not a partition: see {@code AggregateAffinity}).
+ *
+ * <p>With {@code delivery.guarantee=exactly-once} the aggregates are split into fixed buckets that
+ * tasks own strictly, and at most that many tasks run (docs/design.md, "Exactly-once").
  */
 public class OutboxSourceConnector extends SourceConnector {
   private Map<String, String> props;
+  private OutboxSourceConfig config;
 
   @Override
   public String version() {
@@ -31,7 +36,7 @@ public class OutboxSourceConnector extends SourceConnector {
   @Override
   public void start(Map<String, String> props) {
     try {
-      new OutboxSourceConfig(props);
+      config = new OutboxSourceConfig(props);
     } catch (ConfigException e) {
       throw new ConnectException("Invalid outbox-relay configuration: " + e.getMessage());
     }
@@ -45,11 +50,13 @@ public class OutboxSourceConnector extends SourceConnector {
 
   @Override
   public List<Map<String, String>> taskConfigs(int maxTasks) {
-    List<Map<String, String>> configs = new ArrayList<>(maxTasks);
-    for (int i = 0; i < maxTasks; i++) {
+    // Exactly-once tasks own buckets: a task beyond the number of buckets would own none.
+    int tasks = config.exactlyOnce() ? Math.min(maxTasks, config.exactlyOnceBuckets()) : maxTasks;
+    List<Map<String, String>> configs = new ArrayList<>(tasks);
+    for (int i = 0; i < tasks; i++) {
       Map<String, String> task = new HashMap<>(props);
       task.put(OutboxSourceTask.TASK_ID, Integer.toString(i));
-      task.put(OutboxSourceTask.TASK_COUNT, Integer.toString(maxTasks));
+      task.put(OutboxSourceTask.TASK_COUNT, Integer.toString(tasks));
       task.put(OutboxSourceTask.CONNECTOR_NAME, props.getOrDefault("name", "outbox-relay"));
       configs.add(task);
     }
@@ -71,8 +78,19 @@ public class OutboxSourceConnector extends SourceConnector {
 
   @Override
   public ExactlyOnceSupport exactlyOnceSupport(Map<String, String> connectorConfig) {
-    // The database write that records an outcome cannot join Kafka's transaction; the outbox
-    // gives at-least-once delivery with fenced, visible duplicates instead.
-    return ExactlyOnceSupport.UNSUPPORTED;
+    // at-least-once: the outcome write cannot join Kafka's transaction, and nothing reconciles
+    // it. exactly-once: the committed source offsets tell a restarted task which claimed rows
+    // Kafka committed (docs/design.md, "Exactly-once").
+    String guarantee = connectorConfig.get(OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
+    return guarantee != null && guarantee.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE)
+        ? ExactlyOnceSupport.SUPPORTED
+        : ExactlyOnceSupport.UNSUPPORTED;
+  }
+
+  @Override
+  public ConnectorTransactionBoundaries canDefineTransactionBoundaries(
+      Map<String, String> connectorConfig) {
+    // poll (one claim batch per transaction) and interval keep the order the design relies on.
+    return ConnectorTransactionBoundaries.UNSUPPORTED;
   }
 }

@@ -66,16 +66,19 @@ public class OutboxSourceTask extends SourceTask {
     metrics.register(() -> context.pluginMetrics());
     idle = new IdleBackoff(config.settings().pollInterval());
     try {
-      runtime = TaskRuntime.start(config, storeProvider, metrics, time);
+      runtime =
+          TaskRuntime.start(
+              config, storeProvider, metrics, time, () -> context.offsetStorageReader());
     } catch (RuntimeException | Error e) {
       metrics.unregister(); // Connect may not call stop() for a task that failed to start
       throw e;
     }
     log.info(
-        "Started outbox-relay task {} as lease owner {} for instance keys {}",
+        "Started outbox-relay task {} as lease owner {} for instance keys {} ({})",
         config.identity().index(),
         config.settings().owner(),
-        config.connector().instanceKeys());
+        config.connector().instanceKeys(),
+        config.settings().exactlyOnce() ? "exactly-once" : "at-least-once");
   }
 
   @Override
@@ -87,7 +90,14 @@ public class OutboxSourceTask extends SourceTask {
     failIfBroken();
     try {
       ensureSchema();
+      ExactlyOnceState exactlyOnce = runtime.exactlyOnce();
+      if (exactlyOnce != null && !exactlyOnce.isRecovered()) {
+        exactlyOnce.recover(); // before the first claim
+      }
       runtime.maintenance().runIfDue();
+      if (runtime.handoff().hasHeld()) {
+        return runtime.handoff().releaseHeld();
+      }
       ClaimResult claimed = runtime.claims().next();
       if (stopping) {
         runtime.release(claimed.claimed());
@@ -138,7 +148,11 @@ public class OutboxSourceTask extends SourceTask {
 
   @Override
   public void commitRecord(SourceRecord record, RecordMetadata metadata) {
-    // Runs on the producer's I/O thread: identify the row, queue the outcome, return.
+    // Runs on the producer's I/O thread (exactly-once: on the task thread, after the transaction
+    // committed): identify the row, queue the outcome, return.
+    if (SourceOffsets.isParked(record)) {
+      return; // exactly-once dead letter: its row was parked before it was sent
+    }
     String messageId;
     long token;
     try {

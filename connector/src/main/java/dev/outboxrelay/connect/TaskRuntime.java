@@ -8,7 +8,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,6 +35,7 @@ final class TaskRuntime {
   private final AtomicBoolean stopRequested = new AtomicBoolean();
   private final ClaimLoop claims;
   private final RecordHandoff handoff;
+  private final ExactlyOnceState exactlyOnce;
   private volatile NotificationListener listener;
   private Maintenance maintenance;
   private boolean started;
@@ -43,10 +46,14 @@ final class TaskRuntime {
    * closed before the failure propagates.
    */
   static TaskRuntime start(
-      TaskConfig config, StoreProvider provider, RelayMetrics metrics, Time time) {
+      TaskConfig config,
+      StoreProvider provider,
+      RelayMetrics metrics,
+      Time time,
+      Supplier<OffsetStorageReader> offsets) {
     String suffix = config.identity().threadSuffix();
     OutboxStore store = provider.open(config.connector(), "outbox-relay-" + suffix);
-    TaskRuntime runtime = new TaskRuntime(store, metrics, config, time, suffix);
+    TaskRuntime runtime = new TaskRuntime(store, metrics, config, time, suffix, offsets);
     try {
       runtime.started = true;
       runtime.loop.start();
@@ -71,8 +78,17 @@ final class TaskRuntime {
   }
 
   private TaskRuntime(
-      OutboxStore store, RelayMetrics metrics, TaskConfig config, Time time, String threadSuffix) {
+      OutboxStore store,
+      RelayMetrics metrics,
+      TaskConfig config,
+      Time time,
+      String threadSuffix,
+      Supplier<OffsetStorageReader> offsets) {
     TaskSettings settings = config.settings();
+    this.exactlyOnce =
+        settings.exactlyOnce()
+            ? new ExactlyOnceState(store, settings, offsets, metrics, time)
+            : null;
     this.store = store;
     this.metrics = metrics;
     this.wake = new WakeSignal();
@@ -92,10 +108,22 @@ final class TaskRuntime {
             wake,
             this::closeWhenBothDone,
             "outbox-relay-outcomes-" + threadSuffix);
-    this.claims = new ClaimLoop(store, settings, ledger, renewer, health, metrics, time);
+    this.claims =
+        new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);
     this.handoff =
         new RecordHandoff(
-            new RecordMapper(config.mapping()), ledger, this::submit, metrics, settings.owner());
+            new RecordMapper(config.mapping()),
+            ledger,
+            this::submit,
+            metrics,
+            settings.owner(),
+            exactlyOnce,
+            store);
+  }
+
+  /** The task's exactly-once state, or null in at-least-once mode. */
+  ExactlyOnceState exactlyOnce() {
+    return exactlyOnce;
   }
 
   ClaimLoop claims() {

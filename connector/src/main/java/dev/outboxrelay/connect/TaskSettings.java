@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import dev.outboxrelay.config.NullMetadataPolicy;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.AggregateAffinity;
+import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimRequest;
 import java.time.Duration;
 import java.util.Set;
@@ -14,6 +15,8 @@ import java.util.Set;
  * @param affinity the share of aggregates this task claims first when ordered; {@code null} for a
  *     single task or unordered claims
  * @param shareFallbackDelay how long the task's share must stay dry before it claims other shares
+ * @param buckets exactly-once: the buckets this task owns, strictly; {@code null} in at-least-once
+ *     mode
  */
 record TaskSettings(
     String owner,
@@ -30,7 +33,12 @@ record TaskSettings(
     Duration abandonedProbeInterval,
     Duration lateAckGrace,
     AggregateAffinity affinity,
-    Duration shareFallbackDelay) {
+    Duration shareFallbackDelay,
+    BucketShare buckets) {
+
+  boolean exactlyOnce() {
+    return buckets != null;
+  }
 
   ClaimRequest claimRequest() {
     return new ClaimRequest(

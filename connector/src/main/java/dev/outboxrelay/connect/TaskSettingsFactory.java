@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.store.AggregateAffinity;
+import dev.outboxrelay.store.BucketShare;
 import java.time.Duration;
 
 /** Resolves the task's settings from the validated configuration. */
@@ -39,10 +40,19 @@ final class TaskSettingsFactory {
         lease.dividedBy(4),
         // Connect closes the producer within 30 s of stop; later acknowledgements cannot come.
         Duration.ofSeconds(30),
-        // Ordered tasks that prefer disjoint aggregates never wait on each other's in-flight rows.
-        config.orderingEnabled() ? AggregateAffinity.ofTask(taskIndex, taskCount) : null,
+        // Ordered tasks that prefer disjoint aggregates never wait on each other's in-flight rows;
+        // exactly-once tasks own their buckets strictly instead.
+        config.orderingEnabled() && !config.exactlyOnce()
+            ? AggregateAffinity.ofTask(taskIndex, taskCount)
+            : null,
         // As often as abandoned rows are looked for: the same few times per lease.
-        lease.dividedBy(4));
+        lease.dividedBy(4),
+        config.exactlyOnce()
+            ? new BucketShare(
+                config.exactlyOnceBuckets(),
+                taskIndex,
+                Math.min(taskCount, config.exactlyOnceBuckets()))
+            : null);
   }
 
   static MappingSettings mapping(OutboxSourceConfig config) {

@@ -1,7 +1,11 @@
 package dev.outboxrelay.mapping;
 
+import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.CommittedPosition;
+import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
@@ -15,6 +19,11 @@ public final class SourceOffsets {
   public static final String MESSAGE_ID = "message_id";
   public static final String LEASE_TOKEN = "lease_token";
   public static final String SEQ = "seq";
+  public static final String BUCKET = "bucket";
+  public static final String BUCKETS = "buckets";
+  public static final String EPOCH = "epoch";
+  public static final String BATCH = "batch";
+  public static final String PARKED = "parked";
 
   private SourceOffsets() {}
 
@@ -26,6 +35,67 @@ public final class SourceOffsets {
   /** {@code {"message_id": String, "lease_token": Long, "seq": Long}}. */
   public static Map<String, Object> offset(ClaimedMessage row) {
     return Map.of(MESSAGE_ID, row.messageId(), LEASE_TOKEN, row.lease().token(), SEQ, row.seq());
+  }
+
+  /**
+   * Exactly-once: {@code {"instance_key": ..., "bucket": b, "buckets": n}}, one source partition
+   * per bucket, whose committed offset names the last record of the bucket Kafka committed.
+   */
+  public static Map<String, Object> bucketPartition(String instanceKey, int bucket, int buckets) {
+    return Map.of(INSTANCE_KEY, instanceKey, BUCKET, bucket, BUCKETS, buckets);
+  }
+
+  /**
+   * Exactly-once: the record moved to its bucket's partition, its offset carrying the row's
+   * position ({@code epoch}, {@code batch}, {@code seq}) besides the message id and lease token;
+   * {@code parked} marks a dead-letter record whose row was parked before it was sent.
+   */
+  public static SourceRecord atPosition(
+      SourceRecord record,
+      ClaimedMessage row,
+      BucketShare share,
+      long epoch,
+      long batch,
+      boolean parked) {
+    Map<String, Object> offset = new HashMap<>(offset(row));
+    offset.put(EPOCH, epoch);
+    offset.put(BATCH, batch);
+    if (parked) {
+      offset.put(PARKED, true);
+    }
+    return new SourceRecord(
+        bucketPartition(row.instanceKey(), share.bucketOf(row.aggregateHash()), share.buckets()),
+        Map.copyOf(offset),
+        record.topic(),
+        record.kafkaPartition(),
+        record.keySchema(),
+        record.key(),
+        record.valueSchema(),
+        record.value(),
+        record.timestamp(),
+        record.headers());
+  }
+
+  /** Exactly-once: a dead-letter record whose row was parked before it was sent. */
+  public static boolean isParked(SourceRecord record) {
+    return Boolean.TRUE.equals(offsetOf(record).get(PARKED));
+  }
+
+  /**
+   * Exactly-once: the committed position a bucket's stored offset names; empty when it names none
+   * (no offset, or one this connector's exactly-once mode did not write).
+   */
+  public static Optional<CommittedPosition> committedPosition(
+      String instanceKey, int bucket, Map<String, ?> offset) {
+    if (offset == null
+        || !(offset.get(EPOCH) instanceof Number epoch)
+        || !(offset.get(BATCH) instanceof Number batch)
+        || !(offset.get(SEQ) instanceof Number seq)) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        new CommittedPosition(
+            instanceKey, bucket, epoch.longValue(), batch.longValue(), seq.longValue()));
   }
 
   /**

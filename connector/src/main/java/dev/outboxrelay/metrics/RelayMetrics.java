@@ -34,6 +34,8 @@ public final class RelayMetrics {
   public final AtomicLong released = new AtomicLong();
   public final AtomicLong leaseRenewalsLost = new AtomicLong();
   public final AtomicLong lateAcks = new AtomicLong();
+  public final AtomicLong recoveredPublished = new AtomicLong();
+  public final AtomicLong recoveredReleased = new AtomicLong();
   public final AtomicLong databaseErrors = new AtomicLong();
   public final AtomicLong cleanedUp = new AtomicLong();
   public final AtomicLong inFlight = new AtomicLong();
@@ -102,6 +104,14 @@ public final class RelayMetrics {
         "late-ack-total",
         "Acknowledgements that arrived after the task stopped writing.",
         lateAcks::get);
+    gauge(
+        "recovered-published-total",
+        "Exactly-once: rows recorded PUBLISHED from committed offsets, not sent again.",
+        recoveredPublished::get);
+    gauge(
+        "recovered-released-total",
+        "Exactly-once: claims of earlier instances Kafka never committed, released to be sent.",
+        recoveredReleased::get);
     gauge(
         "database-errors-total",
         "Failed database operations (classified by SQLState).",

@@ -105,6 +105,9 @@ public final class ConnectCluster implements BeforeAllCallback {
     Properties brokerProps = new Properties();
     brokerProps.put("auto.create.topics.enable", "true");
     brokerProps.put("num.partitions", "3");
+    // One broker: transactions (exactly-once workers) need their state log to fit on it.
+    brokerProps.put("transaction.state.log.replication.factor", "1");
+    brokerProps.put("transaction.state.log.min.isr", "1");
     EmbeddedConnectCluster cluster =
         new EmbeddedConnectCluster.Builder()
             .name(options.name())
@@ -253,5 +256,10 @@ public final class ConnectCluster implements BeforeAllCallback {
   /** Everything in these topics up to their current end offsets, in partition then offset order. */
   public List<Delivered> readAll(String... topics) {
     return KafkaRecords.readAll(connect().kafka(), topics);
+  }
+
+  /** What a read_committed consumer sees of these topics (exactly-once). */
+  public List<Delivered> readCommitted(String... topics) {
+    return KafkaRecords.readAll(connect().kafka(), "read_committed", topics);
   }
 }

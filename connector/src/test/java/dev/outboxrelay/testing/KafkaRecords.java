@@ -46,7 +46,18 @@ public final class KafkaRecords {
    * partition, then offset order.
    */
   public static List<Delivered> readAll(EmbeddedKafkaCluster kafka, String... topics) {
+    return readAll(kafka, "read_uncommitted", topics);
+  }
+
+  /**
+   * As {@link #readAll(EmbeddedKafkaCluster, String...)}, with this {@code isolation.level}:
+   * read_committed sees only committed transactions (exactly-once), read_uncommitted also records
+   * of aborted ones.
+   */
+  public static List<Delivered> readAll(
+      EmbeddedKafkaCluster kafka, String isolationLevel, String... topics) {
     Map<String, Object> props = new HashMap<>();
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolationLevel);
     props.put(ConsumerConfig.GROUP_ID_CONFIG, "test-reader-" + System.nanoTime());
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");

@@ -1,0 +1,149 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.mapping.SourceOffsets;
+import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.BucketShare;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.CommittedPosition;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryRequest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.apache.kafka.connect.storage.OffsetStorageReader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A task's exactly-once state (docs/design.md, "Exactly-once"): its epoch, the buckets it owns and
+ * its claim counter. Before the first claim it recovers what its buckets hold under lower epochs,
+ * judged by the committed source offsets; afterwards it releases, now and then, expired leases of
+ * lower epochs (instances fenced in Kafka that still claimed). Task thread only.
+ */
+final class ExactlyOnceState {
+  private static final Logger log = LoggerFactory.getLogger(ExactlyOnceState.class);
+  private static final long NO_EPOCH = -1;
+
+  private final OutboxStore store;
+  private final BucketShare share;
+  private final Set<String> instanceKeys;
+  private final Supplier<OffsetStorageReader> offsets;
+  private final RelayMetrics metrics;
+  private final Time time;
+  private final Duration sweepInterval;
+
+  private long epoch = NO_EPOCH;
+  private boolean recovered;
+  private long batch;
+  private long nextSweepMs;
+
+  ExactlyOnceState(
+      OutboxStore store,
+      TaskSettings settings,
+      Supplier<OffsetStorageReader> offsets,
+      RelayMetrics metrics,
+      Time time) {
+    this.store = store;
+    this.share = settings.buckets();
+    this.instanceKeys = settings.instanceKeys();
+    this.offsets = offsets;
+    this.metrics = metrics;
+    this.time = time;
+    this.sweepInterval = settings.abandonedProbeInterval();
+  }
+
+  boolean isRecovered() {
+    return recovered;
+  }
+
+  /**
+   * Takes this instance's epoch (once) and recovers its buckets. Connect starts a task only after
+   * fencing every earlier producer of its buckets, so the offsets read now are final for them.
+   */
+  void recover() {
+    if (epoch == NO_EPOCH) {
+      epoch = store.newEpoch();
+    }
+    List<CommittedPosition> committed = committedPositions();
+    Recovery recovery =
+        store.recover(new RecoveryRequest(instanceKeys, share, epoch, committed, false));
+    recovered = true;
+    nextSweepMs = time.milliseconds() + sweepInterval.toMillis();
+    report(recovery, "start");
+    log.info(
+        "Exactly-once task recovered: epoch={} buckets={} of {} committed_positions={}"
+            + " recorded_published={} released={}",
+        epoch,
+        share.ownedBuckets(),
+        share.buckets(),
+        committed.size(),
+        recovery.published().size(),
+        recovery.released().size());
+  }
+
+  /** Releases expired leases of lower epochs in this task's buckets, once per sweep interval. */
+  void sweepIfDue() {
+    long now = time.milliseconds();
+    if (now < nextSweepMs) {
+      return;
+    }
+    nextSweepMs = now + sweepInterval.toMillis();
+    Recovery recovery =
+        store.recover(new RecoveryRequest(instanceKeys, share, epoch, List.of(), true));
+    report(recovery, "sweep");
+  }
+
+  /** The next claim: {@code base} as this instance's next exactly-once claim. */
+  ClaimRequest nextClaim(ClaimRequest base) {
+    return base.exactlyOnce(epoch, ++batch, share);
+  }
+
+  /** The record of a row of the latest claim, at its bucket's partition and its position. */
+  SourceRecord atPosition(SourceRecord record, ClaimedMessage row, boolean parked) {
+    return SourceOffsets.atPosition(record, row, share, epoch, batch, parked);
+  }
+
+  private List<CommittedPosition> committedPositions() {
+    List<Map<String, Object>> partitions = new ArrayList<>();
+    for (String key : instanceKeys) {
+      for (int bucket : share.ownedBuckets()) {
+        partitions.add(SourceOffsets.bucketPartition(key, bucket, share.buckets()));
+      }
+    }
+    Map<Map<String, Object>, Map<String, Object>> stored = offsets.get().offsets(partitions);
+    List<CommittedPosition> committed = new ArrayList<>();
+    for (Map<String, Object> partition : partitions) {
+      String key = (String) partition.get(SourceOffsets.INSTANCE_KEY);
+      int bucket = (Integer) partition.get(SourceOffsets.BUCKET);
+      Map<String, Object> offset = stored == null ? null : stored.get(partition);
+      SourceOffsets.committedPosition(key, bucket, offset).ifPresent(committed::add);
+    }
+    return committed;
+  }
+
+  private void report(Recovery recovery, String when) {
+    metrics.recoveredPublished.addAndGet(recovery.published().size());
+    metrics.recoveredReleased.addAndGet(recovery.released().size());
+    for (String id : recovery.published()) {
+      log.info(
+          "Recorded PUBLISHED from the committed offsets without sending again: message_id={}"
+              + " (reason=RECOVERED_FROM_OFFSETS, at={})",
+          id,
+          when);
+    }
+    for (String id : recovery.released()) {
+      log.info(
+          "Released a claim of an earlier instance that Kafka never committed: message_id={}"
+              + " (reason=NOT_COMMITTED, at={})",
+          id,
+          when);
+    }
+  }
+}

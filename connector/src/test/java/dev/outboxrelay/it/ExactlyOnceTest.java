@@ -1,0 +1,170 @@
+package dev.outboxrelay.it;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.KafkaRecords;
+import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.LoadWriter;
+import dev.outboxrelay.testing.OutboxDb;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Exactly-once delivery (docs/design.md, "Exactly-once") on a worker with exactly-once source
+ * support: a read_committed consumer sees every row exactly once, in per-aggregate order, across
+ * restarts, a change of tasks.max, and a crash between Kafka's commit and the outcome write.
+ */
+class ExactlyOnceTest {
+  @RegisterExtension
+  static final ConnectCluster CLUSTER =
+      ConnectCluster.shared(
+          ConnectCluster.Options.named("outbox-relay-eos")
+              .workerProp("exactly.once.source.support", "enabled"));
+
+  private static final String CONNECTOR = "eos-relay";
+
+  @AfterEach
+  void undeploy() throws InterruptedException {
+    CLUSTER.deleteQuietly(CONNECTOR);
+  }
+
+  static Map<String, String> exactlyOnceConfig(OutboxDb db, String key, String topic, int tasks) {
+    Map<String, String> config = ConnectCluster.relayConfig(db, key, tasks);
+    config.put("delivery.guarantee", "exactly-once");
+    config.put("exactly.once.support", "required");
+    config.put("exactly.once.buckets", "8");
+    config.put("topic.template", topic);
+    config.put("claim.batch.size", "50");
+    config.put("poll.interval.ms", "100");
+    config.put("lease.duration.ms", "6000");
+    config.put("lease.renewal.interval.ms", "1500");
+    return config;
+  }
+
+  @Test
+  void everyRowOnceInOrderAcrossRestartsAndTasksMaxChanges() throws Exception {
+    String key = "eos-restart";
+    String topic = "it-eos-restart";
+    int total = 3000;
+    try (OutboxDb db = OutboxDb.fresh("it_eos_restart").migrate()) {
+      CLUSTER.createTopic(topic, 3);
+      Map<String, String> config = exactlyOnceConfig(db, key, topic, 3);
+      CLUSTER.deploy(CONNECTOR, config);
+      CLUSTER.awaitRunning(CONNECTOR, 3);
+      try (LoadWriter writer = LoadWriter.messages(db, key, "eo", total, 50, 600).start()) {
+        awaitPublished(db, key, 400);
+        CLUSTER.connect().restartConnectorAndTasks(CONNECTOR, false, true, false);
+        awaitPublished(db, key, 900);
+        config.put("tasks.max", "1");
+        CLUSTER.connect().configureConnector(CONNECTOR, config);
+        awaitPublished(db, key, 1500);
+        config.put("tasks.max", "4");
+        CLUSTER.connect().configureConnector(CONNECTOR, config);
+        awaitPublished(db, key, 2100);
+        CLUSTER.connect().restartTask(CONNECTOR, 1);
+        writer.awaitDone(Duration.ofSeconds(120));
+        awaitPublished(db, key, total);
+        assertExactlyOnceInOrder(db, key, CLUSTER.readCommitted(topic), writer.ids());
+      }
+    }
+  }
+
+  @Test
+  void aCrashAfterKafkaCommittedAndBeforeTheOutcomeWriteSendsNothingAgain() throws Exception {
+    String key = "eos-crash";
+    String topic = "it-eos-crash";
+    int total = 300;
+    try (OutboxDb db = OutboxDb.fresh("it_eos_crash").migrate()) {
+      CLUSTER.createTopic(topic, 3);
+      // The injected fault: every acknowledgement's PUBLISHED write (the one with Kafka
+      // coordinates) fails with a retriable error (serialization failure), so records reach Kafka
+      // and commit while their rows stay IN_FLIGHT. Recovery's write (no coordinates) passes.
+      db.update(
+          "CREATE FUNCTION refuse_published() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+              + " IF NEW.status = 'PUBLISHED' AND NEW.kafka_topic IS NOT NULL THEN"
+              + " RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$");
+      db.update(
+          "CREATE TRIGGER refuse_published BEFORE UPDATE ON outbox FOR EACH ROW"
+              + " EXECUTE FUNCTION refuse_published()");
+      db.insert(key, messages("cr", total));
+      Map<String, String> config = exactlyOnceConfig(db, key, topic, 2);
+      CLUSTER.deploy(CONNECTOR, config);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> CLUSTER.readCommitted(topic).size() >= total);
+      assertEquals(total, db.count("IN_FLIGHT", key), "every row sent, none recorded");
+
+      // The crash: the tasks stop with their outcomes unwritten; new instances start.
+      CLUSTER.delete(CONNECTOR);
+      CLUSTER.deploy(CONNECTOR, config);
+      awaitPublished(db, key, total);
+
+      List<Delivered> committed = CLUSTER.readCommitted(topic);
+      assertExactlyOnceInOrder(db, key, committed, OutboxDb.ids("cr", 0, total));
+      long recovered =
+          db.scalar(
+              "SELECT count(*) FROM outbox WHERE last_failure_code = 'RECOVERED_FROM_OFFSETS'");
+      assertEquals(total, recovered, "every row recorded from the offsets, none sent again");
+    }
+  }
+
+  private static List<dev.outboxrelay.writer.OutboxMessage> messages(String prefix, int total) {
+    List<dev.outboxrelay.writer.OutboxMessage> messages = new ArrayList<>();
+    List<String> ids = OutboxDb.ids(prefix, 0, total);
+    for (int i = 0; i < total; i++) {
+      messages.add(OutboxDb.message(ids.get(i), prefix + "-agg-" + (i % 16)));
+    }
+    return messages;
+  }
+
+  private static void awaitPublished(OutboxDb db, String key, long atLeast) {
+    await()
+        .atMost(Duration.ofSeconds(120))
+        .pollInterval(Duration.ofMillis(200))
+        .until(() -> db.count("PUBLISHED", key) >= atLeast);
+  }
+
+  /**
+   * Every id exactly once among the committed records, every row PUBLISHED, and per aggregate the
+   * records in Kafka follow the rows' insertion order.
+   */
+  static void assertExactlyOnceInOrder(
+      OutboxDb db, String key, List<Delivered> committed, List<String> ids) {
+    Map<String, List<Delivered>> byId = KafkaRecords.byMessageId(committed);
+    List<String> duplicated = new ArrayList<>();
+    List<String> missing = new ArrayList<>();
+    for (String id : ids) {
+      int copies = byId.getOrDefault(id, List.of()).size();
+      if (copies == 0) {
+        missing.add(id);
+      } else if (copies > 1) {
+        duplicated.add(id);
+      }
+    }
+    assertEquals(List.of(), missing, "rows missing from Kafka");
+    assertEquals(List.of(), duplicated, "rows a read_committed consumer sees twice");
+    Map<String, OutboxDb.Row> rows = db.rows(key);
+    for (String id : ids) {
+      assertEquals("PUBLISHED", rows.get(id).status(), id);
+    }
+    // Records of one aggregate share a key, hence a partition: their offsets follow seq order.
+    Map<String, Long> lastSeqByAggregate = new HashMap<>();
+    for (Delivered d : committed) {
+      OutboxDb.Row row = rows.get(d.messageId());
+      long previous = lastSeqByAggregate.getOrDefault(row.aggregateId(), -1L);
+      assertTrue(
+          row.seq() > previous,
+          "aggregate " + row.aggregateId() + " out of order at " + d.messageId());
+      lastSeqByAggregate.put(row.aggregateId(), row.seq());
+    }
+  }
+}
