@@ -84,6 +84,23 @@ class OutboxSourceConfigTest {
   }
 
   @Test
+  void exactlyOnceNeedsConnectToRequireIt() {
+    Map<String, String> props = with("delivery.guarantee", "exactly-once");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(e.getMessage().contains("delivery.guarantee"), e.getMessage());
+    assertTrue(e.getMessage().contains("exactly.once.support=required"), e.getMessage());
+
+    props.put("exactly.once.support", "requested");
+    assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+
+    props.put("exactly.once.support", "required");
+    OutboxSourceConfig config = new OutboxSourceConfig(props);
+    assertTrue(config.exactlyOnce());
+    assertEquals(16, config.exactlyOnceBuckets());
+    assertFalse(new OutboxSourceConfig(minimal()).exactlyOnce(), "at-least-once by default");
+  }
+
+  @Test
   void everyKeyHasDocGroupAndDisplayName() {
     var keys = OutboxSourceConfig.configDef().configKeys().values();
     assertEquals(33, keys.size());
