@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.errors.RetriableException;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.slf4j.Logger;
@@ -117,7 +118,17 @@ final class ExactlyOnceState {
         partitions.add(SourceOffsets.bucketPartition(key, bucket, share.buckets()));
       }
     }
-    Map<Map<String, Object>, Map<String, Object>> stored = offsets.get().offsets(partitions);
+    Map<Map<String, Object>, Map<String, Object>> stored;
+    try {
+      stored = offsets.get().offsets(partitions);
+    } catch (RuntimeException e) {
+      // Connect reads the offsets topic to its end; a broker that is away makes that time out.
+      // Nothing is claimed until it succeeds, so poll() is simply tried again.
+      log.warn(
+          "Exactly-once recovery could not read the committed offsets ({}); will retry",
+          e.getClass().getSimpleName());
+      throw new RetriableException("outbox-relay: committed offsets unreadable, will retry");
+    }
     List<CommittedPosition> committed = new ArrayList<>();
     for (Map<String, Object> partition : partitions) {
       String key = (String) partition.get(SourceOffsets.INSTANCE_KEY);
