@@ -3,10 +3,11 @@
 # No Docker; needs Java 17+ and Maven. See docs/local-stack.md.
 #
 #   ./local-stack.sh [up]      build the plugin, start everything, run the demo; leaves it running
+#   ./local-stack.sh --exactly-once   the same with exactly-once delivery (worker, connector, demo)
 #   ./local-stack.sh status    what runs, connector state, headline metrics, outbox rows
 #   ./local-stack.sh down      stop it (logs stay in .local-stack/logs)
 #   ./local-stack.sh demo      the demo again, against the running stack
-#   ./local-stack.sh help      all options (ports, your own PostgreSQL, --no-demo, ...)
+#   ./local-stack.sh help      all options (ports, your own PostgreSQL, --exactly-once, --no-demo, ...)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

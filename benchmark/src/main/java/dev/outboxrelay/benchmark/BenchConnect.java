@@ -17,16 +17,25 @@ import org.apache.kafka.connect.util.clusters.EmbeddedConnectCluster;
 final class BenchConnect implements AutoCloseable {
   private final EmbeddedConnectCluster cluster;
   private final Admin admin;
+  private final boolean exactlyOnce;
 
   BenchConnect() {
     this(null);
   }
 
+  BenchConnect(Path pluginPath) {
+    this(pluginPath, false);
+  }
+
   /**
    * @param pluginPath a folder for the worker's {@code plugin.path} (Debezium's plugin), or null:
    *     the benchmark's own connectors are on the classpath either way
+   * @param exactlyOnce a worker with {@code exactly.once.source.support=enabled} (KIP-618): every
+   *     source task on it writes each poll's records and offsets in one Kafka transaction. A
+   *     cluster of its own, since that worker setting applies to every connector it runs
    */
-  BenchConnect(Path pluginPath) {
+  BenchConnect(Path pluginPath, boolean exactlyOnce) {
+    this.exactlyOnce = exactlyOnce;
     Map<String, String> worker = new HashMap<>(); // the kit writes into it: must be mutable
     worker.put("plugin.discovery", "service_load");
     if (pluginPath != null) {
@@ -35,16 +44,28 @@ final class BenchConnect implements AutoCloseable {
     worker.put("offset.flush.interval.ms", "10000");
     // Lets connector configs carry producer.override.* (the tuning runs).
     worker.put("connector.client.config.override.policy", "All");
+    Properties broker = new Properties();
+    if (exactlyOnce) {
+      worker.put("exactly.once.source.support", "enabled");
+      // One broker: the transaction state log must fit on it.
+      broker.put("transaction.state.log.replication.factor", "1");
+      broker.put("transaction.state.log.min.isr", "1");
+    }
     cluster =
         new EmbeddedConnectCluster.Builder()
-            .name("outbox-relay-benchmark")
+            .name(exactlyOnce ? "outbox-relay-benchmark-eos" : "outbox-relay-benchmark")
             .numWorkers(1)
             .numBrokers(1)
-            .brokerProps(new Properties())
+            .brokerProps(broker)
             .workerProps(worker)
             .build();
     cluster.start();
     admin = cluster.kafka().createAdminClient();
+  }
+
+  /** True when the worker runs source tasks exactly once (transactions). */
+  boolean exactlyOnce() {
+    return exactlyOnce;
   }
 
   String bootstrapServers() {

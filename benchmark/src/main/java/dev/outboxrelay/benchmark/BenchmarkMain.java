@@ -51,11 +51,15 @@ public final class BenchmarkMain {
     }
     try (BenchPostgres pg =
             new BenchPostgres(options.sharedBuffers, options.walLevel, options.walCompression);
-        BenchConnect connect = new BenchConnect(pluginPath)) {
+        BenchConnect connect = new BenchConnect(pluginPath);
+        // A second cluster, whose worker runs source tasks exactly once; null when not needed.
+        BenchConnect eosConnect =
+            options.runs(Scenario.DRAIN_EOS) ? new BenchConnect(null, true) : null) {
       results.postgres = pg.settings();
       Progress.log("postgres " + results.postgres);
       Drain drain = new Drain(pg, connect, options);
-      throughput(options, pg, connect, drain, results);
+      Drain eosDrain = eosConnect == null ? null : new Drain(pg, eosConnect, options);
+      throughput(options, pg, connect, drain, eosDrain, results);
       if (options.runs(Scenario.LATENCY)) {
         Latency latency = new Latency(pg, connect, options);
         for (int run = 1; run <= options.runs; run++) {
@@ -106,7 +110,12 @@ public final class BenchmarkMain {
 
   /** Drains, database limit and naive relay, interleaved run by run so drift hits all alike. */
   private static void throughput(
-      Options options, BenchPostgres pg, BenchConnect connect, Drain drain, Results results)
+      Options options,
+      BenchPostgres pg,
+      BenchConnect connect,
+      Drain drain,
+      Drain eosDrain,
+      Results results)
       throws Exception {
     List<Drain.Config> configs = new ArrayList<>();
     if (options.runs(Scenario.DRAIN)) {
@@ -114,6 +123,19 @@ public final class BenchmarkMain {
         for (boolean ordered : List.of(true, false)) {
           configs.add(drainConfig(options, tasks, ordered, options.batchSize, Map.of()));
         }
+      }
+    }
+    if (eosDrain != null) {
+      // Each exactly-once drain beside the same drain at least once (shared with the drain
+      // matrix when that runs it too).
+      for (int tasks : options.eosTasks) {
+        Drain.Config atLeastOnce = drainConfig(options, tasks, true, options.batchSize, Map.of());
+        Drain.Config exactlyOnce = eosDrainConfig(options, tasks);
+        if (configs.stream().noneMatch(c -> c.label().equals(atLeastOnce.label()))) {
+          configs.add(atLeastOnce);
+        }
+        configs.add(exactlyOnce);
+        results.eosPairs.put(exactlyOnce.label(), atLeastOnce.label());
       }
     }
     if (options.runs(Scenario.VARIANTS)) {
@@ -155,6 +177,22 @@ public final class BenchmarkMain {
                   Math.min(options.rows, 20_000)));
       Progress.log("warm-up drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
     }
+    if (eosDrain != null) {
+      // The exactly-once cluster's broker, worker and transaction coordinator warm up as well.
+      Drain.Config warmUp = eosDrainConfig(options, 2);
+      Drain.Result w =
+          eosDrain.run(
+              new Drain.Config(
+                  "warm-up exactly-once",
+                  false,
+                  warmUp.tasks(),
+                  true,
+                  options.batchSize,
+                  warmUp.overrides(),
+                  Math.min(options.rows, 20_000)));
+      Progress.log(
+          "warm-up exactly-once drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
+    }
     if (debezium != null && !options.debeziumPayloads.isEmpty()) {
       // The peer gets its uncounted warm-up too (its classes load, its code is compiled).
       DebeziumDrain.Result w =
@@ -184,7 +222,7 @@ public final class BenchmarkMain {
                 .formatted(label, run, r.rowsPerSecond(), r.seconds(), brief(r.cost()), r.load()));
       }
       for (Drain.Config config : configs) {
-        Drain.Result r = drain.run(config);
+        Drain.Result r = (Drain.exactlyOnce(config) ? eosDrain : drain).run(config);
         results.drains.computeIfAbsent(config.label(), k -> new ArrayList<>()).add(r);
         results.drainConfigs.put(config.label(), config);
         results.record("drain", config.label(), run, r.toString());
@@ -201,7 +239,8 @@ public final class BenchmarkMain {
                         r.finalCounts(),
                         r.loadAverage())
                 + ", "
-                + brief(r.cost()));
+                + brief(r.cost())
+                + (r.exactlyOnce() ? ", " + r.transactions() : ""));
       }
       if (debezium != null) {
         for (Options.DebeziumPayload payload : options.debeziumPayloads) {
@@ -234,6 +273,15 @@ public final class BenchmarkMain {
             c.pgCpuSeconds(),
             c.jvmCpuSeconds(),
             Double.isNaN(c.hotRatio()) ? "–" : "%.0f%%".formatted(100 * c.hotRatio()));
+  }
+
+  /** The defaults drain with the connector in exactly-once mode (on the exactly-once worker). */
+  static Drain.Config eosDrainConfig(Options options, int tasks) {
+    String label =
+        "outbox-relay exactly-once, tasks.max=%d, ordering on, claim.batch.size=%d"
+            .formatted(tasks, options.batchSize);
+    return new Drain.Config(
+        label, false, tasks, true, options.batchSize, Drain.exactlyOnceSettings(), options.rows);
   }
 
   static Drain.Config drainConfig(

@@ -36,7 +36,26 @@ final class Drain {
       long orderViolations,
       Map<String, Long> finalCounts,
       double loadAverage,
-      RunCost.Result cost) {}
+      RunCost.Result cost,
+      TransactionCost.Result transactions) {
+    /** True for a run of the connector in exactly-once mode (it has transaction figures). */
+    boolean exactlyOnce() {
+      return transactions != null;
+    }
+  }
+
+  /** The connector settings of exactly-once mode, as a config's overrides. */
+  static Map<String, String> exactlyOnceSettings() {
+    Map<String, String> o = new LinkedHashMap<>();
+    o.put("delivery.guarantee", "exactly-once");
+    o.put("exactly.once.support", "required");
+    return o;
+  }
+
+  /** True when the config runs the connector in exactly-once mode. */
+  static boolean exactlyOnce(Config config) {
+    return "exactly-once".equals(config.overrides().get("delivery.guarantee"));
+  }
 
   private static final AtomicInteger RUNS = new AtomicInteger();
 
@@ -59,6 +78,14 @@ final class Drain {
    *     after the drain completed (the memory run samples the heap in between)
    */
   Result run(Config config, Consumer<Boolean> onResume) throws Exception {
+    boolean exactlyOnce = exactlyOnce(config);
+    if (exactlyOnce != connect.exactlyOnce()) {
+      throw new IllegalArgumentException(
+          config.label()
+              + (exactlyOnce
+                  ? " needs a worker with exactly-once source support"
+                  : " must not run on an exactly-once worker (its tasks would use transactions)"));
+    }
     int id = RUNS.incrementAndGet();
     String name = "drain-" + id;
     String topic = "bench-drain-" + id;
@@ -87,9 +114,11 @@ final class Drain {
                   config.rows(),
                   options.aggregates,
                   false,
-                  true)) {
+                  true,
+                  exactlyOnce)) {
         onResume.accept(true);
         meter.relayStarted();
+        double commitNanosBefore = exactlyOnce ? TransactionCost.commitNanos(name) : 0;
         long start = System.nanoTime();
         connect.resume(name);
         long deadline = start + options.runTimeout.toNanos();
@@ -117,6 +146,15 @@ final class Drain {
         meter.relayDone();
         onResume.accept(false);
         double seconds = (done - start) / 1e9;
+        TransactionCost.Result transactions =
+            exactlyOnce
+                ? TransactionCost.Result.of(
+                    TransactionCost.transactions(c),
+                    config.rows(),
+                    (TransactionCost.commitNanos(name) - commitNanosBefore) / 1e9,
+                    seconds,
+                    config.tasks())
+                : null;
         result =
             new Result(
                 seconds,
@@ -126,7 +164,8 @@ final class Drain {
                 reader.orderViolations(),
                 Backlog.statusCounts(c),
                 load,
-                null);
+                null,
+                transactions);
         connect.requireHealthy(name);
       }
       // The table's statistics are complete once the connector's sessions have closed.
@@ -141,7 +180,8 @@ final class Drain {
           result.orderViolations(),
           result.finalCounts(),
           result.loadAverage(),
-          cost);
+          cost,
+          result.transactions());
     } finally {
       if (connectorExists) {
         connect.deleteConnector(name);

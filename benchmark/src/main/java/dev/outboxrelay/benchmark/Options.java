@@ -15,6 +15,11 @@ import java.util.Set;
 final class Options {
   enum Scenario {
     DRAIN,
+    /**
+     * {@code drain-eos}: the defaults drain with the connector in exactly-once mode on a worker
+     * with exactly-once source support, beside the same drain at least once.
+     */
+    DRAIN_EOS,
     VARIANTS,
     DATABASE,
     NAIVE,
@@ -33,6 +38,9 @@ final class Options {
     EXPANDED
   }
 
+  /** The connector's default {@code exactly.once.buckets}: the most tasks that mode runs. */
+  static final int EXACTLY_ONCE_BUCKETS = 16;
+
   Set<Scenario> scenarios = new LinkedHashSet<>(Arrays.asList(Scenario.values()));
   int runs = 3;
   int rows = 100_000;
@@ -41,6 +49,7 @@ final class Options {
   int payloadBytes = 300;
   int batchSize = 500;
   List<Integer> tasks = List.of(1, 2, 4);
+  List<Integer> eosTasks = List.of(2);
   List<Integer> variantBatchSizes = List.of(100, 2000);
   int naiveRows = 5_000;
   List<Integer> latencyRates = List.of(500, 5_000);
@@ -90,6 +99,7 @@ final class Options {
         case "--payload-bytes" -> o.payloadBytes = positive(flag, v);
         case "--batch-size" -> o.batchSize = positive(flag, v);
         case "--tasks" -> o.tasks = ints(flag, v);
+        case "--eos-tasks" -> o.eosTasks = ints(flag, v);
         case "--variant-batch-sizes" -> o.variantBatchSizes = ints(flag, v);
         case "--naive-rows" -> o.naiveRows = positive(flag, v);
         case "--latency-rates" -> o.latencyRates = ints(flag, v);
@@ -114,6 +124,12 @@ final class Options {
         case "--output" -> o.output = Path.of(v);
         default -> throw new IllegalArgumentException("unknown flag " + flag + "\n" + usage());
       }
+    }
+    if (o.eosTasks.stream().anyMatch(t -> t > EXACTLY_ONCE_BUCKETS)) {
+      throw new IllegalArgumentException(
+          "--eos-tasks: an exactly-once connector runs at most exactly.once.buckets ("
+              + EXACTLY_ONCE_BUCKETS
+              + ") tasks");
     }
     if (o.runs(Scenario.DEBEZIUM) && !o.walLevel.equals("logical")) {
       throw new IllegalArgumentException("--scenarios debezium needs --wal-level logical");
@@ -163,11 +179,13 @@ final class Options {
   static String usage() {
     return """
         usage: java -jar benchmark/target/outbox-relay-benchmark.jar [--quick] [flags]
-          --scenarios LIST           drain,variants,database,naive,latency,scale,memory,
-                                     minimal,debezium (default all)
+          --scenarios LIST           drain,drain-eos,variants,database,naive,latency,scale,
+                                     memory,minimal,debezium (default all)
           --runs N                   runs per configuration (3)
           --rows N                   backlog rows per drain run (100000)
           --tasks LIST               tasks.max values of the drain matrix (1,2,4)
+          --eos-tasks LIST           tasks.max values of drain-eos: each runs exactly once and
+                                     at least once (2)
           --batch-size N             claim.batch.size of the defaults (500)
           --variant-batch-sizes LIST other claim.batch.size values to compare (100,2000)
           --naive-rows N             backlog of the naive relay (5000: it is slow)
@@ -195,7 +213,7 @@ final class Options {
   private static Set<Scenario> scenarios(String v) {
     Set<Scenario> s = new LinkedHashSet<>();
     for (String name : v.split(",")) {
-      s.add(Scenario.valueOf(name.trim().toUpperCase()));
+      s.add(Scenario.valueOf(name.trim().toUpperCase().replace('-', '_')));
     }
     return s;
   }

@@ -29,6 +29,10 @@ final class Results {
   final Map<String, List<DatabaseLimit.Result>> limits = new LinkedHashMap<>();
   final Map<String, List<Drain.Result>> drains = new LinkedHashMap<>();
   final Map<String, Drain.Config> drainConfigs = new LinkedHashMap<>();
+
+  /** Each exactly-once drain's label and the label of the same drain at least once. */
+  final Map<String, String> eosPairs = new LinkedHashMap<>();
+
   final Map<String, List<MinimalLoop.Result>> minimal = new LinkedHashMap<>();
   final Map<String, List<DebeziumDrain.Result>> debezium = new LinkedHashMap<>();
   final Map<Integer, List<Latency.Result>> latency = new TreeMap<>();

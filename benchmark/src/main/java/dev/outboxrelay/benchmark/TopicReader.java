@@ -49,6 +49,22 @@ final class TopicReader implements AutoCloseable {
       int aggregates,
       boolean recordArrivals,
       boolean checkOrder) {
+    this(bootstrap, topic, partitions, rows, aggregates, recordArrivals, checkOrder, false);
+  }
+
+  /**
+   * @param readCommitted read with {@code isolation.level=read_committed}, as consumers of an
+   *     exactly-once connector must: a record counts when its transaction committed
+   */
+  TopicReader(
+      String bootstrap,
+      String topic,
+      int partitions,
+      int rows,
+      int aggregates,
+      boolean recordArrivals,
+      boolean checkOrder,
+      boolean readCommitted) {
     consumer =
         new KafkaConsumer<>(
             Map.of(
@@ -61,7 +77,9 @@ final class TopicReader implements AutoCloseable {
                 ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
                 5_000,
                 ConsumerConfig.FETCH_MIN_BYTES_CONFIG,
-                1),
+                1,
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                readCommitted ? "read_committed" : "read_uncommitted"),
             new ByteArrayDeserializer(),
             new ByteArrayDeserializer());
     List<TopicPartition> assigned = new ArrayList<>();

@@ -9,9 +9,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The whole harness on tiny sizes: real PostgreSQL, a real Connect cluster, the connector, the
- * naive relay, the database loop, the minimal loop and the Debezium peer (both payload variants)
- * each relay a few hundred rows, and a report with the cost figures comes out. No figure is
- * checked: this machine's speed is not the build's business.
+ * naive relay, the database loop, the minimal loop, the Debezium peer (both payload variants) and
+ * the connector in exactly-once mode on an exactly-once worker each relay a few hundred rows, and a
+ * report with the cost figures comes out. No figure is checked: this machine's speed is not the
+ * build's business.
  */
 class BenchmarkSmokeTest {
   @Test
@@ -20,10 +21,12 @@ class BenchmarkSmokeTest {
         Options.parse(
             "--quick",
             "--scenarios",
-            "drain,database,naive,scale,minimal,debezium",
+            "drain,drain-eos,database,naive,scale,minimal,debezium",
             "--rows",
             "400",
             "--tasks",
+            "1",
+            "--eos-tasks",
             "1",
             "--naive-rows",
             "40",
@@ -48,5 +51,14 @@ class BenchmarkSmokeTest {
     assertTrue(report.contains("outbox EventRouter, expanded JSON payload"), report);
     assertTrue(report.contains("## Cost per row"), report);
     assertTrue(report.contains("### Top statements by total time"), report);
+    assertTrue(report.contains("## Exactly-once vs at-least-once"), report);
+    assertTrue(
+        report.contains(
+            "| outbox-relay exactly-once, tasks.max=1, ordering on, claim.batch.size=500 | 400 |"),
+        report);
+    assertTrue(
+        report.contains("- MET: outbox-relay exactly-once, tasks.max=1")
+            || report.contains("- MISSED: outbox-relay exactly-once, tasks.max=1"),
+        report);
   }
 }

@@ -2,10 +2,13 @@ package dev.outboxrelay.benchmark;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -39,6 +42,25 @@ class OptionsTest {
     assertEquals(List.of(2, 4), o.tasks);
     assertEquals(Set.of(Options.Scenario.LATENCY, Options.Scenario.SCALE), o.scenarios);
     assertEquals(Duration.ofSeconds(10), o.latencyDuration);
+  }
+
+  @Test
+  void theExactlyOnceDrainIsAScenarioWithItsOwnTasks() {
+    Options o = Options.parse("--scenarios", "drain,drain-eos", "--eos-tasks", "1,4");
+    assertEquals(Set.of(Options.Scenario.DRAIN, Options.Scenario.DRAIN_EOS), o.scenarios);
+    assertEquals(List.of(1, 4), o.eosTasks);
+    assertEquals(List.of(2), Options.parse().eosTasks, "the defaults drain's tasks.max");
+    assertThrows(IllegalArgumentException.class, () -> Options.parse("--eos-tasks", "17"));
+    Drain.Config eos = BenchmarkMain.eosDrainConfig(o, 4);
+    assertTrue(Drain.exactlyOnce(eos));
+    assertEquals("required", eos.overrides().get("exactly.once.support"));
+    assertEquals(4, eos.tasks());
+    Drain.Config atLeastOnce = BenchmarkMain.drainConfig(o, 4, true, o.batchSize, Map.of());
+    assertFalse(Drain.exactlyOnce(atLeastOnce));
+    assertEquals(
+        Drain.connectorConfig(atLeastOnce, "jdbc:postgresql://x/y").size() + 2,
+        Drain.connectorConfig(eos, "jdbc:postgresql://x/y").size(),
+        "the same drain with the two exactly-once settings");
   }
 
   @Test

@@ -53,7 +53,11 @@ final class ConnectWorker {
    * agent serves the worker's metrics on {@link StackPorts#metricsUrl()}.
    */
   Process start(
-      Path workerTemplate, Path builtPlugins, MetricsAgent builtAgent, String dbPassword) {
+      Path workerTemplate,
+      Path builtPlugins,
+      MetricsAgent builtAgent,
+      String dbPassword,
+      Delivery delivery) {
     copyPlugins(builtPlugins);
     MetricsAgent agent = copyMetricsAgent(builtAgent);
     List<String> jvmOptions = new ArrayList<>(kafka.jvmOptions(Component.CONNECT));
@@ -61,10 +65,18 @@ final class ConnectWorker {
     Path config = state.connectDir().resolve("worker.properties");
     PropertiesFiles.write(
         config,
-        workerProperties(PropertiesFiles.read(workerTemplate)),
-        "Effective Connect worker config: " + workerTemplate + " with ports and paths of this run");
+        workerProperties(PropertiesFiles.read(workerTemplate), delivery),
+        "Effective Connect worker config: "
+            + workerTemplate
+            + " with ports and paths of this run"
+            + (delivery.exactlyOnce() ? " and exactly-once source support" : ""));
     console.step(
-        "Connect", "starting distributed worker on " + ports.connectUrl() + " (plugin.path only)");
+        "Connect",
+        "starting distributed worker on "
+            + ports.connectUrl()
+            + " (plugin.path only"
+            + (delivery.exactlyOnce() ? ", " + Delivery.WORKER_SUPPORT + "=enabled" : "")
+            + ")");
     console.detail("Prometheus metrics (JMX exporter agent) on " + ports.metricsUrl());
     Process process =
         gate.spawn(
@@ -88,10 +100,14 @@ final class ConnectWorker {
     return process;
   }
 
-  /** The template with the values only this run knows. */
-  Properties workerProperties(Properties template) {
+  /**
+   * The template with the values only this run knows: addresses, the plugin path and, in
+   * exactly-once mode, {@code exactly.once.source.support=enabled}.
+   */
+  Properties workerProperties(Properties template, Delivery delivery) {
     Properties p = new Properties();
     p.putAll(template);
+    delivery.workerSettings().forEach(p::setProperty);
     p.setProperty("bootstrap.servers", ports.bootstrapServers());
     p.setProperty("listeners", ports.connectUrl());
     p.setProperty("rest.advertised.host.name", Ports.LOOPBACK);

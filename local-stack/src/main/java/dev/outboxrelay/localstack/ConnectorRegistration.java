@@ -35,8 +35,12 @@ final class ConnectorRegistration {
 
   record Registered(String name, List<String> instanceKeys) {}
 
-  /** The connector's config from {@code file}, with the connection of this run filled in. */
-  static Registered prepare(Path file, String jdbcUrl, String user, ObjectNode configOut) {
+  /**
+   * The connector's config from {@code file}, with the connection of this run filled in and, in
+   * exactly-once mode, the guarantee and Connect's {@code exactly.once.support=required}.
+   */
+  static Registered prepare(
+      Path file, String jdbcUrl, String user, Delivery delivery, ObjectNode configOut) {
     JsonNode root;
     try {
       root = ConnectRest.JSON.readTree(file.toFile());
@@ -53,6 +57,7 @@ final class ConnectorRegistration {
     configOut.setAll((ObjectNode) config);
     configOut.put("connection.url", jdbcUrl);
     configOut.put("connection.user", user);
+    delivery.connectorSettings().forEach(configOut::put);
     // A laptop's backlog is small and someone is watching: the backlog and lag figures (status,
     // the metrics endpoint) are refreshed every few seconds rather than the default 30 s, unless
     // the file says otherwise.
@@ -67,9 +72,9 @@ final class ConnectorRegistration {
     return new Registered(name, keys);
   }
 
-  Registered register(Path file, String jdbcUrl, String user) {
+  Registered register(Path file, String jdbcUrl, String user, Delivery delivery) {
     ObjectNode config = ConnectRest.JSON.createObjectNode();
-    Registered connector = prepare(file, jdbcUrl, user, config);
+    Registered connector = prepare(file, jdbcUrl, user, delivery, config);
     String path = "/connectors/" + connector.name() + "/config";
     console.step(
         "Connector",
@@ -79,8 +84,17 @@ final class ConnectorRegistration {
             + String.join(",", connector.instanceKeys())
             + ") from "
             + file.getFileName()
+            + (delivery.exactlyOnce() ? " in exactly-once mode" : "")
             + ": PUT "
             + path);
+    if (delivery.exactlyOnce()) {
+      StringBuilder added = new StringBuilder();
+      delivery
+          .connectorSettings()
+          .forEach(
+              (k, v) -> added.append(added.isEmpty() ? "" : ", ").append(k).append('=').append(v));
+      console.detail("with " + added + " on top of the file's settings");
+    }
     AtomicReference<ConnectRest.Response> last = new AtomicReference<>();
     AtomicReference<String> change = new AtomicReference<>();
     Waiter.until(

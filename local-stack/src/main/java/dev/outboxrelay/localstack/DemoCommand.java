@@ -62,7 +62,13 @@ final class DemoCommand {
         () -> rest.tryGet("/health").map(ConnectRest.Response::ok).orElse(false),
         () -> {});
     database.requireReachable();
-    new OutboxDemo(console, database, rest, bootstrap.orElseThrow())
+    // --exactly-once wins; else the running stack's guarantee; else the default.
+    Delivery delivery =
+        options
+            .deliverySetting()
+            .or(() -> stack.map(StackRecord::delivery))
+            .orElse(Delivery.AT_LEAST_ONCE);
+    new OutboxDemo(console, database, rest, bootstrap.orElseThrow(), delivery)
         .run(options.connectorConfig(), options.connectorJdbcUrl().orElse(jdbcUrl.orElseThrow()));
     return 0;
   }

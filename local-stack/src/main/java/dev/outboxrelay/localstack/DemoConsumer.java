@@ -22,11 +22,31 @@ final class DemoConsumer {
   static final String INSTANCE_KEY_HEADER = "outbox.instance_key";
 
   private final String bootstrapServers;
+  private final Delivery delivery;
   private final Console console;
 
-  DemoConsumer(String bootstrapServers, Console console) {
+  DemoConsumer(String bootstrapServers, Delivery delivery, Console console) {
     this.bootstrapServers = bootstrapServers;
+    this.delivery = delivery;
     this.console = console;
+  }
+
+  /**
+   * The consumer's settings: a group of its own per run, from the earliest offset, and in
+   * exactly-once mode {@code isolation.level=read_committed}, as every consumer of an exactly-once
+   * connector must read (records of aborted transactions are in the log too).
+   */
+  Properties consumerProperties(String runId) {
+    Properties p = new Properties();
+    p.setProperty(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    p.setProperty(ConsumerConfig.GROUP_ID_CONFIG, "local-stack-demo-" + runId);
+    p.setProperty(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    p.setProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    p.setProperty(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "1000");
+    if (delivery.exactlyOnce()) {
+      p.setProperty(ConsumerConfig.ISOLATION_LEVEL_CONFIG, delivery.isolationLevel());
+    }
+    return p;
   }
 
   /**
@@ -35,14 +55,15 @@ final class DemoConsumer {
    */
   List<ConsumerRecord<String, byte[]>> await(
       String runId, Set<String> instanceKeys, int expected, Duration timeout) {
-    Properties p = new Properties();
-    p.setProperty(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-    p.setProperty(ConsumerConfig.GROUP_ID_CONFIG, "local-stack-demo-" + runId);
-    p.setProperty(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    p.setProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-    p.setProperty(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "1000");
+    Properties p = consumerProperties(runId);
     List<ConsumerRecord<String, byte[]>> seen = new ArrayList<>();
-    console.step("Kafka", "consuming topics matching " + TOPICS + " from " + bootstrapServers);
+    console.step(
+        "Kafka",
+        "consuming topics matching "
+            + TOPICS
+            + " from "
+            + bootstrapServers
+            + (delivery.exactlyOnce() ? " (isolation.level=read_committed)" : ""));
     try (KafkaConsumer<String, byte[]> consumer =
         new KafkaConsumer<>(p, new StringDeserializer(), new ByteArrayDeserializer())) {
       consumer.subscribe(TOPICS);

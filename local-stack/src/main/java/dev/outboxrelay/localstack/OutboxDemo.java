@@ -28,12 +28,19 @@ final class OutboxDemo {
   private final Database database;
   private final ConnectRest rest;
   private final String bootstrapServers;
+  private final Delivery delivery;
 
-  OutboxDemo(Console console, Database database, ConnectRest rest, String bootstrapServers) {
+  OutboxDemo(
+      Console console,
+      Database database,
+      ConnectRest rest,
+      String bootstrapServers,
+      Delivery delivery) {
     this.console = console;
     this.database = database;
     this.rest = rest;
     this.bootstrapServers = bootstrapServers;
+    this.delivery = delivery;
   }
 
   /**
@@ -45,7 +52,7 @@ final class OutboxDemo {
     Optional<String> legacy = new DemoSchema(dataSource, console).prepare();
     ConnectorRegistration.Registered connector =
         new ConnectorRegistration(rest, console)
-            .register(connectorConfig, connectorJdbcUrl, database.user());
+            .register(connectorConfig, connectorJdbcUrl, database.user(), delivery);
     Set<String> ownKeys = Set.copyOf(connector.instanceKeys());
 
     String runId = UUID.randomUUID().toString().substring(0, 8);
@@ -81,7 +88,7 @@ final class OutboxDemo {
         .filter(r -> otherOwners.containsKey(r.instanceKey()))
         .forEach(r -> ofOthers.merge(r.instanceKey(), 1L, Long::sum));
 
-    new DemoConsumer(bootstrapServers, console)
+    new DemoConsumer(bootstrapServers, delivery, console)
         .await(runId, ownKeys, owned.size(), ARRIVAL_TIMEOUT);
     OutboxReport report = new OutboxReport(dataSource);
     report.awaitPublished(owned, ARRIVAL_TIMEOUT);

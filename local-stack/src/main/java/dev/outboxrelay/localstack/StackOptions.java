@@ -18,6 +18,8 @@ import java.util.Optional;
  * OUTBOX_DB_PASSWORD} still work in this release, each with a warning in {@link #warnings()}.
  *
  * @param dbUserSetting the database user as given; {@link #dbUser()} applies the default
+ * @param deliverySetting {@code --exactly-once} as given; {@link #delivery()} applies the default,
+ *     and {@code demo} takes the running stack's when it is not given
  * @param warnings what the user should change (deprecated variables), printed before the command
  */
 record StackOptions(
@@ -34,11 +36,13 @@ record StackOptions(
     Optional<String> bootstrapServers,
     Optional<String> connectUrl,
     Optional<String> connectorJdbcUrl,
+    Optional<Delivery> deliverySetting,
     List<String> warnings) {
 
   static final String JDBC_URL_ENV = "LOCAL_STACK_JDBC_URL";
   static final String DB_USER_ENV = "LOCAL_STACK_DB_USER";
   static final String DB_PASSWORD_ENV = "LOCAL_STACK_DB_PASSWORD";
+  static final String EXACTLY_ONCE_ENV = "LOCAL_STACK_EXACTLY_ONCE";
 
   /** The names of this release's predecessors: read, with a warning, for one release. */
   static final Map<String, String> DEPRECATED_ENV =
@@ -96,6 +100,10 @@ record StackOptions(
         --controller-port=N     LOCAL_STACK_CONTROLLER_PORT  (default 9093)
         --connect-port=N        LOCAL_STACK_CONNECT_PORT     (default 8083)
         --metrics-port=N        LOCAL_STACK_METRICS_PORT     (default 9404; the worker's /metrics)
+        --exactly-once          LOCAL_STACK_EXACTLY_ONCE=true
+                                run exactly-once: the worker with exactly.once.source.support=
+                                enabled, the connector with delivery.guarantee=exactly-once and
+                                exactly.once.support=required, the demo reading read_committed
         --no-demo                                    start the services only
         --connector-config=FILE                      connector to register (config/local-connector.json)
         --no-build              (script only)        do not run mvn package first
@@ -162,9 +170,31 @@ record StackOptions(
             s.get("bootstrap-servers", null),
             s.get("connect-url", null),
             s.get("connector-jdbc-url", null),
+            s.get("exactly-once", EXACTLY_ONCE_ENV).map(StackOptions::delivery),
             List.copyOf(s.warnings));
     s.rejectUnknown();
     return options;
+  }
+
+  /**
+   * The delivery guarantee: as given, else at-least-once (Connect's and the connector's default).
+   */
+  Delivery delivery() {
+    return deliverySetting.orElse(Delivery.AT_LEAST_ONCE);
+  }
+
+  /**
+   * {@code --exactly-once} alone is {@code true}; the variable takes {@code true} or {@code false}.
+   */
+  private static Delivery delivery(String value) {
+    if (value.equalsIgnoreCase("true")) {
+      return Delivery.EXACTLY_ONCE;
+    }
+    if (value.equalsIgnoreCase("false")) {
+      return Delivery.AT_LEAST_ONCE;
+    }
+    throw new StackException(
+        "--exactly-once (" + EXACTLY_ONCE_ENV + ") must be true or false, not '" + value + "'");
   }
 
   /** The database user: as given, else {@value #DEFAULT_DB_USER}. */

@@ -14,6 +14,9 @@ import java.util.Properties;
  * Where a running stack is: {@code .local-stack/stack.properties}, written by {@code up}, read by
  * {@code status}, {@code down} and a second {@code up}. Never holds a password (the JDBC URL as
  * given is kept, readable by the owner only, since {@code status} connects with it).
+ *
+ * @param delivery the guarantee the stack was started with ({@code delivery=}; a stack started
+ *     before the setting existed ran at least once)
  */
 record StackRecord(
     String bootstrapServers,
@@ -21,7 +24,8 @@ record StackRecord(
     String metricsUrl,
     String jdbcUrl,
     String dbUser,
-    boolean embedded) {
+    boolean embedded,
+    Delivery delivery) {
 
   /** True when the worker serves Prometheus metrics (a stack started before it did has none). */
   boolean hasMetrics() {
@@ -36,6 +40,7 @@ record StackRecord(
     p.setProperty("jdbc.url", jdbcUrl);
     p.setProperty("db.user", dbUser);
     p.setProperty("postgres.embedded", Boolean.toString(embedded));
+    p.setProperty("delivery", delivery.label());
     StringWriter out = new StringWriter();
     try {
       p.store(out, "outbox-relay local stack (written by ./local-stack.sh up)");
@@ -67,6 +72,7 @@ record StackRecord(
             p.getProperty("metrics.url", ""),
             p.getProperty("jdbc.url", ""),
             p.getProperty("db.user", "postgres"),
-            Boolean.parseBoolean(p.getProperty("postgres.embedded", "true"))));
+            Boolean.parseBoolean(p.getProperty("postgres.embedded", "true")),
+            Delivery.fromLabel(p.getProperty("delivery", ""))));
   }
 }

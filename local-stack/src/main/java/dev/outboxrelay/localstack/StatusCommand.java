@@ -43,6 +43,7 @@ final class StatusCommand {
               component.title(),
               pid == null ? "NOT RUNNING" : "running (pid " + pid + ")"));
     }
+    console.line(String.format(Locale.ROOT, "  %-11s %s", "Delivery", stack.delivery().describe()));
     if (running.containsKey(Component.CONNECT)) {
       printConnectors(new ConnectRest(stack.connectUrl()));
     }
@@ -54,7 +55,7 @@ final class StatusCommand {
   }
 
   private void printConnectors(ConnectRest rest) {
-    JsonNode connectors = rest.get("/connectors?expand=status");
+    JsonNode connectors = rest.get("/connectors?expand=status&expand=info");
     console.line("  Connectors:" + (connectors.isEmpty() ? " none" : ""));
     for (Map.Entry<String, JsonNode> entry : connectors.properties()) {
       JsonNode status = entry.getValue().path("status");
@@ -63,8 +64,16 @@ final class StatusCommand {
         tasks.append(" task ").append(task.path("id").asText()).append('=');
         tasks.append(task.path("state").asText());
       }
+      // A connector that sets its guarantee says which; one that does not runs the default.
+      String guarantee =
+          entry.getValue().path("info").path("config").path(Delivery.GUARANTEE).asText("");
       console.line(
-          "    " + entry.getKey() + ": " + status.path("connector").path("state").asText() + tasks);
+          "    "
+              + entry.getKey()
+              + ": "
+              + status.path("connector").path("state").asText()
+              + tasks
+              + (guarantee.isEmpty() ? "" : " (" + Delivery.GUARANTEE + "=" + guarantee + ")"));
     }
   }
 

@@ -13,6 +13,7 @@ final class Summary {
     String logs = relative(repoRoot, state.logs());
     console.blank();
     console.line("Local stack (all on loopback):");
+    console.line("  Delivery         " + stack.delivery().describe());
     console.line("  Connect REST     " + stack.connectUrl());
     console.line("                   curl -s " + stack.connectUrl() + "/connectors?expand=status");
     if (stack.hasMetrics()) {
@@ -50,7 +51,8 @@ final class Summary {
         + relative(repoRoot, state.root().resolve("config/tools-log4j2.xml"))
         + " org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "
         + stack.bootstrapServers()
-        + " --topic outbox.order --from-beginning --formatter-property print.key=true";
+        + " --topic outbox.order --from-beginning --formatter-property print.key=true"
+        + (stack.delivery().exactlyOnce() ? " --isolation-level " + Delivery.READ_COMMITTED : "");
   }
 
   static String relative(Path root, Path path) {

@@ -31,7 +31,7 @@ final class UpCommand {
     if (record.isPresent() && running.size() == expectedComponents(record.get())) {
       console.line("The local stack is already running (pids " + running.values() + ").");
       Summary.print(console, record.get(), state, options.repoRoot());
-      return 0;
+      return sameDelivery(record.get()) ? 0 : 1;
     }
     stopPartialStack(running);
     StackPorts ports = StackPorts.resolve(options);
@@ -51,6 +51,27 @@ final class UpCommand {
     state.createLayout();
     StackRecord stack = startServices(ports, kafka);
     return runDemo(stack) ? 0 : 1;
+  }
+
+  /**
+   * A running stack is kept as it is: when it runs another guarantee than the one asked for, says
+   * so (the worker's exactly-once support is fixed when it starts) and returns false.
+   */
+  private boolean sameDelivery(StackRecord running) {
+    Delivery asked = options.delivery();
+    if (running.delivery() == asked) {
+      return true;
+    }
+    console.blank();
+    console.line(
+        "It runs "
+            + running.delivery().label()
+            + ", not "
+            + asked.label()
+            + " as asked: ./local-stack.sh down, then ./local-stack.sh up"
+            + (asked.exactlyOnce() ? " --exactly-once" : "")
+            + ", to switch.");
+    return false;
   }
 
   private void requireMetricsAgent() {
@@ -92,7 +113,8 @@ final class UpCommand {
               options.workerConfigTemplate(),
               options.pluginDir(),
               new ConnectWorker.MetricsAgent(options.metricsAgentJar(), options.metricsRules()),
-              database.password().orElse(""));
+              database.password().orElse(""),
+              options.delivery());
       StackRecord stack =
           new StackRecord(
               ports.bootstrapServers(),
@@ -100,7 +122,8 @@ final class UpCommand {
               ports.metricsUrl(),
               database.jdbcUrl(),
               database.user(),
-              database.embedded());
+              database.embedded(),
+              options.delivery());
       stack.write(state.stackFile());
       Runtime.getRuntime().removeShutdownHook(abort);
       return stack;
@@ -137,7 +160,11 @@ final class UpCommand {
     if (options.runDemo()) {
       try {
         new OutboxDemo(
-                console, database, new ConnectRest(stack.connectUrl()), stack.bootstrapServers())
+                console,
+                database,
+                new ConnectRest(stack.connectUrl()),
+                stack.bootstrapServers(),
+                stack.delivery())
             .run(options.connectorConfig(), stack.jdbcUrl());
       } catch (StackException e) {
         ok = false;

@@ -54,14 +54,6 @@ class ConnectorConfigFilesTest {
   static Stream<Shipped> shippedConfigs() {
     Set<String> localWorker = providers(RepoFiles.properties("config/connect-worker.properties"));
     Set<String> imageWorker = providers(RepoFiles.properties("docker/connect-worker.properties"));
-    JsonNode connector = RepoFiles.yaml("manifests/kafka-connector.yaml");
-    JsonNode connect = RepoFiles.yaml("manifests/kafka-connect.yaml");
-    Map<String, String> strimzi = new LinkedHashMap<>();
-    strimzi.put("connector.class", connector.path("spec").path("class").asText());
-    strimzi.put("tasks.max", connector.path("spec").path("tasksMax").asText());
-    strimzi.putAll(RepoFiles.stringMap(connector.path("spec").path("config")));
-    Set<String> strimziProviders =
-        Set.of(connect.path("spec").path("config").path("config.providers").asText().split(","));
     return Stream.of(
         new Shipped(
             "config/local-connector.json", restConfig("config/local-connector.json"), localWorker),
@@ -69,7 +61,27 @@ class ConnectorConfigFilesTest {
             "config/production-connector.json",
             restConfig("config/production-connector.json"),
             imageWorker),
-        new Shipped("manifests/kafka-connector.yaml", strimzi, strimziProviders));
+        new Shipped(
+            "config/exactly-once-connector.json",
+            restConfig("config/exactly-once-connector.json"),
+            imageWorker),
+        strimzi("manifests/kafka-connector.yaml", "manifests/kafka-connect.yaml"),
+        strimzi(
+            "manifests/kafka-connector-exactly-once.yaml",
+            "manifests/kafka-connect-exactly-once.yaml"));
+  }
+
+  /** A KafkaConnector's config as Connect sees it, and the providers of its KafkaConnect. */
+  private static Shipped strimzi(String connectorFile, String connectFile) {
+    JsonNode connector = RepoFiles.yaml(connectorFile);
+    JsonNode connect = RepoFiles.yaml(connectFile);
+    Map<String, String> config = new LinkedHashMap<>();
+    config.put("connector.class", connector.path("spec").path("class").asText());
+    config.put("tasks.max", connector.path("spec").path("tasksMax").asText());
+    config.putAll(RepoFiles.stringMap(connector.path("spec").path("config")));
+    Set<String> providers =
+        Set.of(connect.path("spec").path("config").path("config.providers").asText().split(","));
+    return new Shipped(connectorFile, config, providers);
   }
 
   private static Map<String, String> restConfig(String file) {
@@ -165,7 +177,10 @@ class ConnectorConfigFilesTest {
               RepoFiles.properties(worker)
                   .getProperty("config.providers.env.param.allowlist.pattern"));
       for (String file :
-          List.of("config/local-connector.json", "config/production-connector.json")) {
+          List.of(
+              "config/local-connector.json",
+              "config/production-connector.json",
+              "config/exactly-once-connector.json")) {
         Matcher m = Pattern.compile("\\$\\{env:([^}:]+)}").matcher(RepoFiles.read(file));
         while (m.find()) {
           assertTrue(
@@ -174,6 +189,48 @@ class ConnectorConfigFilesTest {
         }
       }
     }
+  }
+
+  /**
+   * The exactly-once examples are the production connector in exactly-once mode: the guarantee,
+   * Connect's requirement (so that a worker without exactly-once support refuses the connector), no
+   * more tasks than buckets, and otherwise the same settings as their at-least-once originals.
+   */
+  @Test
+  void theExactlyOnceExamplesAreTheProductionConnectorInExactlyOnceMode() {
+    Map<String, String> production = restConfig("config/production-connector.json");
+    Map<String, Map<String, String>> exactlyOnce = new LinkedHashMap<>();
+    exactlyOnce.put(
+        "config/exactly-once-connector.json", restConfig("config/exactly-once-connector.json"));
+    Map<String, String> manifest = new LinkedHashMap<>();
+    shippedConfigs()
+        .filter(s -> s.file().equals("manifests/kafka-connector-exactly-once.yaml"))
+        .forEach(s -> manifest.putAll(s.config()));
+    exactlyOnce.put("manifests/kafka-connector-exactly-once.yaml", manifest);
+    Map<String, String> strimziProduction = new LinkedHashMap<>();
+    shippedConfigs()
+        .filter(s -> s.file().equals("manifests/kafka-connector.yaml"))
+        .forEach(s -> strimziProduction.putAll(s.config()));
+    Set<String> modeKeys =
+        Set.of(
+            "delivery.guarantee",
+            "exactly.once.support",
+            "exactly.once.buckets",
+            "transaction.boundary");
+    exactlyOnce.forEach(
+        (file, config) -> {
+          assertEquals("exactly-once", config.get("delivery.guarantee"), file);
+          assertEquals("required", config.get("exactly.once.support"), file);
+          assertTrue(
+              Integer.parseInt(config.get("tasks.max"))
+                  <= Integer.parseInt(config.get("exactly.once.buckets")),
+              file + ": the connector starts at most exactly.once.buckets tasks");
+          Map<String, String> rest = new LinkedHashMap<>(config);
+          rest.keySet().removeAll(modeKeys);
+          Map<String, String> original =
+              file.startsWith("config/") ? production : strimziProduction;
+          assertEquals(original, rest, file + " differs from its original beyond the mode");
+        });
   }
 
   @Test

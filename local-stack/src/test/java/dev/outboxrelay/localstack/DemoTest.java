@@ -71,7 +71,11 @@ class DemoTest {
     Path file = RepoFiles.file("config/local-connector.json");
     ObjectNode config = ConnectRest.JSON.createObjectNode();
     ConnectorRegistration.prepare(
-        file, "jdbc:postgresql://127.0.0.1:15432/outbox", "postgres", config);
+        file,
+        "jdbc:postgresql://127.0.0.1:15432/outbox",
+        "postgres",
+        Delivery.AT_LEAST_ONCE,
+        config);
     ObjectNode registered = config.deepCopy();
     registered.put("name", "outbox-relay-local");
     registered.put("tasks.max", "2");
@@ -91,7 +95,11 @@ class DemoTest {
     Path file = RepoFiles.file("config/local-connector.json");
     ObjectNode config = ConnectRest.JSON.createObjectNode();
     ConnectorRegistration.prepare(
-        file, "jdbc:postgresql://127.0.0.1:15432/outbox", "postgres", config);
+        file,
+        "jdbc:postgresql://127.0.0.1:15432/outbox",
+        "postgres",
+        Delivery.AT_LEAST_ONCE,
+        config);
     ObjectNode registered = config.deepCopy();
     registered.put("name", "outbox-relay-local");
 

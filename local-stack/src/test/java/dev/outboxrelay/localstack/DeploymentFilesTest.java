@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -16,6 +17,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -324,6 +326,73 @@ class DeploymentFilesTest {
     assertEquals(
         role.path("metadata").path("name").asText(), binding.path("roleRef").path("name").asText());
     assertEquals(connectName + "-connect", binding.path("subjects").get(0).path("name").asText());
+  }
+
+  /**
+   * The exactly-once KafkaConnect is kafka-connect.yaml with exactly-once source support, as a
+   * Connect cluster of its own (group and internal topics), whose service account may read the
+   * database Secret; its KafkaConnector runs on it.
+   */
+  @Test
+  void theExactlyOnceConnectClusterIsTheSameClusterWithExactlyOnceSourceSupport() {
+    ObjectNode atLeastOnce = (ObjectNode) RepoFiles.yaml("manifests/kafka-connect.yaml");
+    ObjectNode exactlyOnce =
+        (ObjectNode) RepoFiles.yaml("manifests/kafka-connect-exactly-once.yaml");
+    JsonNode connector = RepoFiles.yaml("manifests/kafka-connector-exactly-once.yaml");
+    String name = exactlyOnce.path("metadata").path("name").asText();
+    JsonNode spec = exactlyOnce.path("spec");
+
+    assertEquals(RepoFiles.kafkaVersion(), spec.path("version").asText());
+    assertEquals("enabled", spec.path("config").path("exactly.once.source.support").asText());
+    assertTrue(
+        atLeastOnce.path("spec").path("config").path("exactly.once.source.support").isMissingNode(),
+        "the at-least-once cluster keeps Connect's default");
+    for (String own :
+        List.of("groupId", "configStorageTopic", "offsetStorageTopic", "statusStorageTopic")) {
+      assertFalse(
+          spec.path(own).asText().equals(atLeastOnce.path("spec").path(own).asText()),
+          own + " must differ from kafka-connect.yaml's: it is another Connect cluster");
+    }
+    assertEquals(
+        name, connector.path("metadata").path("labels").path("strimzi.io/cluster").asText());
+    assertEquals(
+        atLeastOnce.path("metadata").path("namespace").asText(),
+        connector.path("metadata").path("namespace").asText());
+
+    // What Connect makes of it: Strimzi's fields plus spec.config (providers are Strimzi's jars).
+    Map<String, String> worker = new HashMap<>();
+    worker.put("bootstrap.servers", spec.path("bootstrapServers").asText());
+    worker.put("group.id", spec.path("groupId").asText());
+    worker.put("config.storage.topic", spec.path("configStorageTopic").asText());
+    worker.put("offset.storage.topic", spec.path("offsetStorageTopic").asText());
+    worker.put("status.storage.topic", spec.path("statusStorageTopic").asText());
+    RepoFiles.stringMap(spec.path("config"))
+        .forEach(
+            (k, v) -> {
+              if (!k.startsWith("config.providers")) {
+                worker.put(k, v);
+              }
+            });
+    assertTrue(new DistributedConfig(worker).exactlyOnceSourceEnabled());
+
+    // Otherwise the same resource: the same Kafka, build, metrics and settings.
+    for (ObjectNode resource : List.of(atLeastOnce, exactlyOnce)) {
+      ((ObjectNode) resource.path("metadata")).remove("name");
+      ((ObjectNode) resource.path("metadata").path("annotations")).removeAll();
+      ObjectNode s = (ObjectNode) resource.path("spec");
+      s.remove(
+          List.of("groupId", "configStorageTopic", "offsetStorageTopic", "statusStorageTopic"));
+      ((ObjectNode) s.path("config")).remove("exactly.once.source.support");
+      ((ObjectNode) s.path("build").path("output")).remove("image");
+    }
+    assertEquals(atLeastOnce, exactlyOnce);
+
+    List<String> accounts = new ArrayList<>();
+    RepoFiles.yamlDocuments("manifests/rbac.yaml")
+        .get(1)
+        .path("subjects")
+        .forEach(subject -> accounts.add(subject.path("name").asText()));
+    assertTrue(accounts.contains(name + "-connect"), accounts.toString());
   }
 
   @Test

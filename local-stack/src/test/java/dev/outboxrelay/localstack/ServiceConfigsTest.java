@@ -35,7 +35,8 @@ class ServiceConfigsTest {
   void theWorkerKeepsTheTemplateAndSetsOnlyAddressesAndPluginPath() {
     Properties template = RepoFiles.properties("config/connect-worker.properties");
     Properties p =
-        new ConnectWorker(state, ports, null, null, SpawnGate.open()).workerProperties(template);
+        new ConnectWorker(state, ports, null, null, SpawnGate.open())
+            .workerProperties(template, Delivery.AT_LEAST_ONCE);
     assertEquals("127.0.0.1:19092", p.getProperty("bootstrap.servers"));
     assertEquals("http://127.0.0.1:18083", p.getProperty("listeners"));
     assertEquals("18083", p.getProperty("rest.advertised.port"));
@@ -49,6 +50,56 @@ class ServiceConfigsTest {
       }
     }
     assertTrue(p.getProperty("config.providers").contains("env"));
+    assertEquals(null, p.getProperty("exactly.once.source.support"), "the default worker's");
+  }
+
+  @Test
+  void anExactlyOnceWorkerIsTheSameWorkerWithExactlyOnceSourceSupport() {
+    Properties template = RepoFiles.properties("config/connect-worker.properties");
+    ConnectWorker worker = new ConnectWorker(state, ports, null, null, SpawnGate.open());
+    Properties atLeastOnce = worker.workerProperties(template, Delivery.AT_LEAST_ONCE);
+    Properties exactlyOnce = worker.workerProperties(template, Delivery.EXACTLY_ONCE);
+    assertEquals("enabled", exactlyOnce.getProperty("exactly.once.source.support"));
+    exactlyOnce.remove("exactly.once.source.support");
+    assertEquals(atLeastOnce, exactlyOnce, "nothing else differs");
+  }
+
+  /**
+   * Exactly-once workers need the transaction state log, which one broker can only hold at RF 1.
+   */
+  @Test
+  void theBrokerCanHoldTheTransactionStateLogOfAnExactlyOnceWorker() {
+    Properties p = new KafkaBroker(state, ports, null, null, SpawnGate.open()).serverProperties();
+    assertEquals("1", p.getProperty("transaction.state.log.replication.factor"));
+    assertEquals("1", p.getProperty("transaction.state.log.min.isr"));
+  }
+
+  @Test
+  void inExactlyOnceModeRegistrationAddsTheGuaranteeAndConnectsRequirementToTheFile() {
+    var atLeastOnce = ConnectRest.JSON.createObjectNode();
+    var exactlyOnce = ConnectRest.JSON.createObjectNode();
+    Path file = RepoFiles.file("config/local-connector.json");
+    String url = "jdbc:postgresql://127.0.0.1:25432/outbox";
+    ConnectorRegistration.prepare(file, url, "app", Delivery.AT_LEAST_ONCE, atLeastOnce);
+    ConnectorRegistration.prepare(file, url, "app", Delivery.EXACTLY_ONCE, exactlyOnce);
+    assertFalse(atLeastOnce.has("delivery.guarantee"), "the default mode registers the file as is");
+    assertFalse(atLeastOnce.has("exactly.once.support"));
+    assertEquals("exactly-once", exactlyOnce.path("delivery.guarantee").asText());
+    assertEquals("required", exactlyOnce.path("exactly.once.support").asText());
+    exactlyOnce.remove(List.of("delivery.guarantee", "exactly.once.support"));
+    assertEquals(atLeastOnce, exactlyOnce, "nothing else differs");
+  }
+
+  @Test
+  void theDemoConsumerReadsCommittedRecordsOnlyInExactlyOnceMode() {
+    Properties atLeastOnce =
+        new DemoConsumer("127.0.0.1:19092", Delivery.AT_LEAST_ONCE, null).consumerProperties("r1");
+    Properties exactlyOnce =
+        new DemoConsumer("127.0.0.1:19092", Delivery.EXACTLY_ONCE, null).consumerProperties("r1");
+    assertEquals(null, atLeastOnce.getProperty("isolation.level"), "Kafka's default, as before");
+    assertEquals("read_committed", exactlyOnce.getProperty("isolation.level"));
+    exactlyOnce.remove("isolation.level");
+    assertEquals(atLeastOnce, exactlyOnce, "nothing else differs");
   }
 
   @Test
@@ -87,6 +138,7 @@ class ServiceConfigsTest {
             RepoFiles.file("config/local-connector.json"),
             "jdbc:postgresql://127.0.0.1:25432/outbox",
             "app",
+            Delivery.AT_LEAST_ONCE,
             config);
     assertEquals("outbox-relay-local", registered.name());
     assertEquals(List.of("orders-eu"), registered.instanceKeys());
@@ -108,7 +160,8 @@ class ServiceConfigsTest {
         "{\"name\": \"c\", \"config\": {\"instance.keys\": \"k\","
             + " \"metrics.backlog.interval.ms\": \"60000\"}}");
     var config = ConnectRest.JSON.createObjectNode();
-    ConnectorRegistration.prepare(file, "jdbc:postgresql://127.0.0.1:1/x", "app", config);
+    ConnectorRegistration.prepare(
+        file, "jdbc:postgresql://127.0.0.1:1/x", "app", Delivery.AT_LEAST_ONCE, config);
     assertEquals("60000", config.path("metrics.backlog.interval.ms").asText());
   }
 }

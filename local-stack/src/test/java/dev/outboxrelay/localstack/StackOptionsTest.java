@@ -210,6 +210,48 @@ class StackOptionsTest {
   }
 
   @Test
+  void exactlyOnceIsASwitchOrAVariableAndOffByDefault() {
+    assertEquals(Delivery.AT_LEAST_ONCE, parse(Map.of()).delivery());
+    assertEquals(Optional.empty(), parse(Map.of()).deliverySetting(), "demo takes the stack's");
+    assertEquals(Delivery.EXACTLY_ONCE, parse(Map.of(), "up", "--exactly-once").delivery());
+    assertEquals(Delivery.EXACTLY_ONCE, parse(Map.of(), "--exactly-once").delivery());
+    assertEquals(
+        Delivery.EXACTLY_ONCE, parse(Map.of("LOCAL_STACK_EXACTLY_ONCE", "true")).delivery());
+    assertEquals(
+        Optional.of(Delivery.AT_LEAST_ONCE),
+        parse(Map.of("LOCAL_STACK_EXACTLY_ONCE", "true"), "demo", "--exactly-once=false")
+            .deliverySetting(),
+        "a flag wins over the environment");
+    // The script asks `running` with the options of `up`: the switch must parse there too.
+    assertEquals("running", parse(Map.of(), "running", "--exactly-once").command());
+    assertEquals(
+        "--exactly-once (LOCAL_STACK_EXACTLY_ONCE) must be true or false, not 'yes'",
+        assertThrows(
+                StackException.class, () -> parse(Map.of("LOCAL_STACK_EXACTLY_ONCE", "yes"), "up"))
+            .getMessage());
+    assertTrue(StackOptions.USAGE.contains("--exactly-once          LOCAL_STACK_EXACTLY_ONCE"));
+  }
+
+  @Test
+  void theStackRecordKeepsTheGuaranteeAndAnOlderRecordRanAtLeastOnce(@TempDir Path dir)
+      throws Exception {
+    Path file = dir.resolve("stack.properties");
+    StackRecord stack =
+        new StackRecord(
+            "127.0.0.1:1",
+            "http://127.0.0.1:2",
+            "",
+            "jdbc:postgresql://127.0.0.1:3/outbox",
+            "postgres",
+            true,
+            Delivery.EXACTLY_ONCE);
+    stack.write(file);
+    assertEquals(stack, StackRecord.read(file).orElseThrow());
+    java.nio.file.Files.writeString(file, "connect.url=http://127.0.0.1:2\n");
+    assertEquals(Delivery.AT_LEAST_ONCE, StackRecord.read(file).orElseThrow().delivery());
+  }
+
+  @Test
   void helpAndNoDemo() {
     assertEquals("help", parse(Map.of(), "--help").command());
     assertFalse(parse(Map.of(), "up", "--no-demo").runDemo());

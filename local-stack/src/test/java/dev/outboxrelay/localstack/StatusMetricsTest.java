@@ -58,7 +58,8 @@ class StatusMetricsTest {
             metricsUrl,
             "jdbc:postgresql://127.0.0.1:" + gone + "/outbox",
             "postgres",
-            true)
+            true,
+            Delivery.AT_LEAST_ONCE)
         .write(stateDir.resolve("stack.properties"));
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();

@@ -2,6 +2,7 @@ package dev.outboxrelay.localstack;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
@@ -9,6 +10,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -29,6 +31,19 @@ class WorkerConfigFilesTest {
       }
     }
     assertTrue(unknown.isEmpty(), file + " uses keys Connect does not define: " + unknown);
+  }
+
+  /** {@code ./local-stack.sh --exactly-once} runs the local template with this one key more. */
+  @Test
+  void theLocalWorkerWithExactlyOnceSourceSupportIsValid() {
+    Map<String, String> worker = asMap(RepoFiles.properties("config/connect-worker.properties"));
+    worker.putAll(Delivery.EXACTLY_ONCE.workerSettings());
+    DistributedConfig parsed = new DistributedConfig(worker);
+    assertTrue(parsed.exactlyOnceSourceEnabled());
+    assertFalse(
+        new DistributedConfig(asMap(RepoFiles.properties("config/connect-worker.properties")))
+            .exactlyOnceSourceEnabled(),
+        "the default mode keeps Connect's default");
   }
 
   @ParameterizedTest
