@@ -117,6 +117,50 @@ class ExactlyOnceTest {
     }
   }
 
+  @Test
+  void poisonRowsAreParkedAndDeadLetteredInsideTheTransactionNotRetriedForEver() throws Exception {
+    String key = "eos-poison";
+    String topic = "it-eos-poison";
+    String deadLetters = "it-eos-poison-dlq";
+    try (OutboxDb db = OutboxDb.fresh("it_eos_poison").migrate()) {
+      CLUSTER.createTopic(topic, 3);
+      CLUSTER.createTopic(deadLetters, 1);
+      List<dev.outboxrelay.writer.OutboxMessage> rows = new ArrayList<>(messages("ok", 200));
+      List<String> poison = OutboxDb.ids("bad", 0, 5);
+      for (String id : poison) {
+        rows.add(
+            dev.outboxrelay.writer.OutboxMessage.builder()
+                .messageId(id)
+                .aggregateType("order")
+                .aggregateId("bad-agg-" + id)
+                .eventType("OrderPlaced")
+                .payload(new byte[5_000])
+                .build());
+      }
+      db.insert(key, rows);
+      Map<String, String> config = exactlyOnceConfig(db, key, topic, 2);
+      config.put("payload.max.bytes", "1000");
+      config.put("dead.letter.topic", deadLetters);
+      CLUSTER.deploy(CONNECTOR, config);
+      awaitPublished(db, key, 200);
+      await().atMost(Duration.ofSeconds(60)).until(() -> db.count("FAILED", key) == poison.size());
+
+      assertExactlyOnceInOrder(db, key, CLUSTER.readCommitted(topic), OutboxDb.ids("ok", 0, 200));
+      List<Delivered> dead = CLUSTER.readCommitted(deadLetters);
+      assertEquals(
+          poison.stream().sorted().toList(),
+          dead.stream().map(Delivered::messageId).sorted().toList(),
+          "one dead letter per poison row, committed");
+      for (String id : poison) {
+        assertEquals("PAYLOAD_TOO_LARGE", db.row(id).lastFailureCode(), id);
+      }
+      assertEquals(
+          0,
+          dev.outboxrelay.testing.ConnectMBeans.sumOverTasks(CONNECTOR, 2, "claim-lost-total"),
+          "a dead letter's acknowledgement is not a lost claim");
+    }
+  }
+
   private static List<dev.outboxrelay.writer.OutboxMessage> messages(String prefix, int total) {
     List<dev.outboxrelay.writer.OutboxMessage> messages = new ArrayList<>();
     List<String> ids = OutboxDb.ids(prefix, 0, total);
