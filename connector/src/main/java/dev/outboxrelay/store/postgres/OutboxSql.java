@@ -72,13 +72,13 @@ final class OutboxSql {
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           set_config('synchronous_commit', 'off', true) AS commit_mode
       ), candidate AS (
-        SELECT o.seq, o.instance_key, o.aggregate_id
+        SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id
         FROM {table} o, clock
         WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
           {affinity}
           AND NOT EXISTS (
             SELECT 1 FROM {table} p
-            WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
+            WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
               AND p.seq < o.seq
               AND {unsettled(p)}
               AND NOT ({due(p)})
@@ -90,7 +90,7 @@ final class OutboxSql {
         SELECT c.seq FROM candidate c, clock
         WHERE NOT EXISTS (
           SELECT 1 FROM {table} p
-          WHERE p.instance_key = c.instance_key AND p.aggregate_id = c.aggregate_id
+          WHERE p.instance_key = c.instance_key AND {aggregate_id(p)} = c.aggregate_id
             AND p.seq < c.seq
             AND {due(p)}
             AND NOT EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq)
@@ -107,7 +107,7 @@ final class OutboxSql {
    */
   private static final String AFFINITY =
       """
-      AND ((hashtext(o.aggregate_id) & 2147483647) % CAST(:slots AS integer)
+      AND ((hashtext({aggregate_id as text(o)}) & 2147483647) % CAST(:slots AS integer)
         + CAST(:slots_minus_slot AS integer)) % CAST(:slots AS integer) < 1""";
 
   /** An unordered claim: the oldest due rows, whatever their aggregate. */
@@ -181,7 +181,7 @@ final class OutboxSql {
       """
       AND NOT EXISTS (
             SELECT 1 FROM {table} p
-            WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
+            WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
               AND p.seq < o.seq
               AND {unsettled(p)}
               AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
@@ -206,16 +206,31 @@ final class OutboxSql {
   private final Map<String, String> fragments = new LinkedHashMap<>();
 
   OutboxSql(OutboxTable table) {
+    this(table, ColumnMapping.RELAY);
+  }
+
+  /**
+   * The statements for {@code table}, its message fields in the {@code columns} named there: {@code
+   * {message_id}} and {@code {message_id(o)}} as text, to compare with a bound id; {@code
+   * {aggregate_id(o)}} as stored, to compare with itself; {@code {payload}}, a column to clear.
+   */
+  OutboxSql(OutboxTable table, ColumnMapping columns) {
     fragments.put("{lease(claimable)}", LEASE.replace("{rows}", "claimable"));
     fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
     fragments.put("{affinity}", AFFINITY);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
-    fragments.put("{claimed columns}", OutboxColumns.Claimed.RETURNING);
+    fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns));
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
+    fragments.put("{message_id}", columns.asText(OutboxColumns.Row.MESSAGE_ID, null));
+    fragments.put("{message_id(o)}", columns.asText(OutboxColumns.Row.MESSAGE_ID, "o"));
+    fragments.put("{aggregate_id(o)}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, "o"));
+    fragments.put("{aggregate_id(p)}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, "p"));
+    fragments.put("{aggregate_id as text(o)}", columns.asText(OutboxColumns.Row.AGGREGATE_ID, "o"));
+    fragments.put("{payload}", columns.quoted(OutboxColumns.Row.PAYLOAD, null));
     fragments.put("{now}", NOW);
     fragments.put("{table}", table.qualified());
 
@@ -232,10 +247,10 @@ final class OutboxSql {
             UPDATE {table}
             SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = :kafka_topic,
               kafka_partition = :kafka_partition, kafka_offset = :kafka_offset,
-              next_attempt_at = NULL, payload = NULL, headers = NULL,
+              next_attempt_at = NULL, {payload} = NULL, headers = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
-            WHERE message_id = :message_id {fence}""");
+            WHERE {message_id} = :message_id {fence}""");
 
     // Returns the position of each applied ack.
     markPublishedBatch =
@@ -245,7 +260,7 @@ final class OutboxSql {
             UPDATE {table} o
             SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = a.topic,
               kafka_partition = a.kafka_partition, kafka_offset = a.kafka_offset,
-              next_attempt_at = NULL, payload = NULL, headers = NULL,
+              next_attempt_at = NULL, {payload} = NULL, headers = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock,
               unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
@@ -253,7 +268,7 @@ final class OutboxSql {
                 CAST(:kafka_partitions AS integer[]), CAST(:kafka_offsets AS bigint[]))
               WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,
                 kafka_offset, n)
-            WHERE o.message_id = a.message_id AND o.status = 'IN_FLIGHT'
+            WHERE {message_id(o)} = a.message_id AND o.status = 'IN_FLIGHT'
               AND o.lease_owner = a.owner AND o.lease_token = a.token
               AND o.instance_key = ANY (:instance_keys)
             RETURNING a.n""");
@@ -270,7 +285,7 @@ final class OutboxSql {
               parked_at = CASE WHEN attempts + 1 >= :max_attempts THEN clock.now END,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
-            WHERE message_id = :message_id {fence}
+            WHERE {message_id} = :message_id {fence}
             RETURNING status""");
 
     markFailed =
@@ -282,7 +297,7 @@ final class OutboxSql {
               parked_at = clock.now,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
-            WHERE message_id = :message_id {fence}""");
+            WHERE {message_id} = :message_id {fence}""");
 
     release =
         statement(
@@ -291,7 +306,7 @@ final class OutboxSql {
             SET status = CASE WHEN attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
               next_attempt_at = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
-            WHERE message_id = :message_id {fence}""");
+            WHERE {message_id} = :message_id {fence}""");
 
     // Returns the message id of each renewed lease.
     renew =
@@ -303,10 +318,10 @@ final class OutboxSql {
             FROM clock,
               unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
                 CAST(:tokens AS bigint[])) AS h(message_id, owner, token)
-            WHERE o.message_id = h.message_id AND o.status = 'IN_FLIGHT'
+            WHERE {message_id(o)} = h.message_id AND o.status = 'IN_FLIGHT'
               AND o.lease_owner = h.owner AND o.lease_token = h.token
               AND o.instance_key = ANY (:instance_keys)
-            RETURNING o.message_id""");
+            RETURNING {message_id(o)}""");
 
     // One branch per partial index, so the backlog figures cost O(active + parked rows), not a
     // scan of every retained PUBLISHED row. The branches are disjoint by their predicates; a row
