@@ -1,13 +1,20 @@
 package dev.outboxrelay.config;
 
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_ADDITIONAL_PLACEMENT_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TYPE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_INITIAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_MAX_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.ROUTING_CONVENTION_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.ROUTING_DEBEZIUM;
 import static dev.outboxrelay.config.OutboxSourceConfig.SOCKET_TIMEOUT_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.STATEMENT_TIMEOUT_MS_CONFIG;
 
+import dev.outboxrelay.mapping.OutboxHeaders;
+import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -37,6 +44,7 @@ final class ConfigChecks {
     backoffMaxAtLeastInitial(parsed, problems);
     socketTimeoutAboveStatementTimeout(parsed, problems);
     instanceKeysWithoutControlCharacters(parsed, raw, problems);
+    headersNotReserved(parsed, problems);
     return problems;
   }
 
@@ -103,6 +111,44 @@ final class ConfigChecks {
                   + " is given up; leave it unset for "
                   + STATEMENT_TIMEOUT_MS_CONFIG
                   + " plus 30 seconds"));
+    }
+  }
+
+  /**
+   * A column sent under a header name the relay sets itself would make every row unpublishable
+   * (HEADER_NAME_RESERVED): refused here, once, instead.
+   */
+  private static void headersNotReserved(Function<String, Object> parsed, List<Problem> out) {
+    @SuppressWarnings("unchecked")
+    List<String> placements = (List<String>) parsed.apply(COLUMN_ADDITIONAL_PLACEMENT_CONFIG);
+    String convention = (String) parsed.apply(ROUTING_CONVENTION_CONFIG);
+    String eventType = (String) parsed.apply(COLUMN_EVENT_TYPE_CONFIG);
+    if (placements == null || convention == null || eventType == null) {
+      return;
+    }
+    RoutingConvention routing =
+        convention.equalsIgnoreCase(ROUTING_DEBEZIUM)
+            ? RoutingConvention.DEBEZIUM
+            : RoutingConvention.OUTBOX_RELAY;
+    List<ColumnMapping.HeaderColumn> headers = HeaderPlacements.parse(placements);
+    for (int i = 0; i < headers.size(); i++) {
+      if (HeaderPlacements.isReserved(headers.get(i), routing, eventType)) {
+        out.add(
+            new Problem(
+                COLUMN_ADDITIONAL_PLACEMENT_CONFIG,
+                COLUMN_ADDITIONAL_PLACEMENT_CONFIG
+                    + " entry "
+                    + (i + 1)
+                    + " names a header the relay sets itself (names under "
+                    + OutboxHeaders.RESERVED_PREFIX
+                    + ", and id and eventType under "
+                    + ROUTING_CONVENTION_CONFIG
+                    + "="
+                    + ROUTING_DEBEZIUM
+                    + ", where only "
+                    + COLUMN_EVENT_TYPE_CONFIG
+                    + ":header:eventType is accepted): choose another alias"));
+      }
     }
   }
 

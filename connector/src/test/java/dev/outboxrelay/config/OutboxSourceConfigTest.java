@@ -86,7 +86,7 @@ class OutboxSourceConfigTest {
   @Test
   void everyKeyHasDocGroupAndDisplayName() {
     var keys = OutboxSourceConfig.configDef().configKeys().values();
-    assertEquals(31, keys.size());
+    assertEquals(37, keys.size());
     for (var key : keys) {
       assertFalse(key.documentation == null || key.documentation.isBlank(), key.name);
       assertFalse(key.group == null || key.group.isBlank(), key.name);
