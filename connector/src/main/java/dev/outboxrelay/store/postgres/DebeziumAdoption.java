@@ -64,7 +64,8 @@ public final class DebeziumAdoption {
     out.add(
         """
         -- Wait at most 5 s for each lock, so the application's inserts never queue behind this
-        -- script for longer; on a lock timeout nothing has changed: run the script again.
+        -- script for longer; on a lock timeout before the COMMIT nothing has changed: run the
+        -- script again.
         SET lock_timeout = '5s'""");
     out.add("BEGIN");
     out.add(
@@ -191,6 +192,11 @@ public final class DebeziumAdoption {
             ALTER TABLE {table} SET (fillfactor = 45)"""));
     out.add("COMMIT");
     out.add(
+        """
+        -- An index build CONCURRENTLY blocks no insert, and it waits for the transactions
+        -- running when it starts: let it wait as long as they take.
+        RESET lock_timeout""");
+    out.add(
         fill(
             """
             -- The indexes, built while the application writes. A failed CONCURRENTLY build leaves
@@ -246,7 +252,7 @@ public final class DebeziumAdoption {
             """
             -- Changes no row and rewrites nothing: rows already there stay Debezium's (legacy rows
             -- without an instance key), rows inserted from the COMMIT on are the relay's. Run it
-            -- with psql, statement by statement (the indexes are built CONCURRENTLY, outside a
+            -- with psql -v ON_ERROR_STOP=1 -f (the indexes are built CONCURRENTLY, outside a
             -- transaction), while Debezium still runs: docs/switching-from-debezium.md.
             """);
     for (String statement : statements()) {
