@@ -4,6 +4,7 @@ import static dev.outboxrelay.config.ConfigValidationTest.errors;
 import static dev.outboxrelay.config.ConfigValidationTest.only;
 import static dev.outboxrelay.config.ConfigValidationTest.props;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -141,6 +142,23 @@ class ColumnMappingValidationTest {
             + " (the relay sends the payload as the value, with no envelope, and the producer"
             + " partitions by key)",
         only(errors(props), "column.additional.placement"));
+  }
+
+  @Test
+  void theMigrationsAreNotForATableReadUnderOtherNames() {
+    Map<String, String> props = debezium(adopted);
+    props.put("schema.migrate.on.start", "true");
+
+    Map<String, List<String>> errors = errors(props);
+    assertTrue(
+        errors
+            .get("column.message.id")
+            .get(0)
+            .startsWith(
+                "column.message.id names a column other than the relay's own (message_id), which"
+                    + " a table created or migrated by schema.migrate.on.start=true does not have"),
+        errors::toString);
+    assertFalse(errors.containsKey("column.payload"), "payload is the relay's own name");
   }
 
   @Test
