@@ -1,8 +1,10 @@
 package dev.outboxrelay.store.postgres;
 
+import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 /**
  * Which columns of the outbox table hold the message's own fields, for a table the application
@@ -98,13 +100,24 @@ public record ColumnMapping(
    * index-preserving relabel for a varchar one). The payload is never cast: {@link
    * OutboxColumns.Claimed} reads it by its type.
    */
-  String asText(OutboxColumns.Row field, String alias) {
+  public String asText(OutboxColumns.Row field, String alias) {
     String column = quoted(field, alias);
     return isMapped(field) && field != OutboxColumns.Row.PAYLOAD ? column + "::text" : column;
   }
 
+  /**
+   * A SELECT list of {@code fields} over {@code alias} (null: unqualified), each under the relay's
+   * label ({@link OutboxColumns.Row#selected}): {@code "id"::text AS message_id}. The payload is
+   * read as stored ({@link OutboxColumns#payload}).
+   */
+  public String select(String alias, Collection<OutboxColumns.Row> fields) {
+    return fields.stream()
+        .map(f -> isMapped(f) ? asText(f, alias) + " AS " + f.label : f.selected(alias))
+        .collect(Collectors.joining(", "));
+  }
+
   /** {@code field}'s column over {@code alias} as it is, for comparing it with itself. */
-  String quoted(OutboxColumns.Row field, String alias) {
+  public String quoted(OutboxColumns.Row field, String alias) {
     String prefix = alias == null ? "" : alias + ".";
     return isMapped(field) ? prefix + '"' + column(field) + '"' : prefix + field.label;
   }

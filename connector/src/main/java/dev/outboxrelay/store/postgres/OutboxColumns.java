@@ -142,18 +142,8 @@ public final class OutboxColumns {
           instant(rs, LEASE_EXPIRES_AT));
     }
 
-    /**
-     * The payload as stored: a {@code bytea} column's bytes, or the UTF-8 text of any other type
-     * (jsonb, json, text, varchar: a mapped payload column), judged by the column's type.
-     */
     private static byte[] payload(ResultSet rs) throws SQLException {
-      int index = rs.findColumn(PAYLOAD.label);
-      int type = rs.getMetaData().getColumnType(index);
-      if (type == Types.BINARY || type == Types.VARBINARY || type == Types.LONGVARBINARY) {
-        return rs.getBytes(index);
-      }
-      String text = rs.getString(index);
-      return text == null ? null : text.getBytes(StandardCharsets.UTF_8);
+      return OutboxColumns.payload(rs, PAYLOAD.label);
     }
 
     /**
@@ -278,6 +268,21 @@ public final class OutboxColumns {
     public static String select(String alias, Collection<Row> columns) {
       return columns.stream().map(c -> c.selected(alias)).collect(Collectors.joining(", "));
     }
+  }
+
+  /**
+   * The payload read under {@code label} as stored: a {@code bytea} column's bytes, or the UTF-8
+   * text of any other type (jsonb, json, text, varchar: a mapped payload column), judged by the
+   * column's type.
+   */
+  public static byte[] payload(ResultSet rs, String label) throws SQLException {
+    int index = rs.findColumn(label);
+    int type = rs.getMetaData().getColumnType(index);
+    if (type == Types.BINARY || type == Types.VARBINARY || type == Types.LONGVARBINARY) {
+      return rs.getBytes(index);
+    }
+    String text = rs.getString(index);
+    return text == null ? null : text.getBytes(StandardCharsets.UTF_8);
   }
 
   private static <E> String join(E[] columns, java.util.function.Function<E, String> part) {
