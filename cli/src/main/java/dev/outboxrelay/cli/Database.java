@@ -4,9 +4,13 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.cli.operator.OperatorStore;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SqlStates;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import javax.sql.DataSource;
 
@@ -24,10 +28,12 @@ public final class Database implements AutoCloseable {
 
   private final HikariDataSource pool;
   private final OutboxTable table;
+  private final ColumnMapping columns;
 
-  private Database(HikariDataSource pool, OutboxTable table) {
+  private Database(HikariDataSource pool, OutboxTable table, ColumnMapping columns) {
     this.pool = pool;
     this.table = table;
+    this.columns = columns;
   }
 
   /**
@@ -35,6 +41,12 @@ public final class Database implements AutoCloseable {
    * dev.outboxrelay.store.OutboxStoreException}, for the command to report in its own words.
    */
   public static Database open(ConnectionSettings settings, OutboxTable table) {
+    return open(settings, table, ColumnMapping.RELAY);
+  }
+
+  /** For a table whose message fields have other names (an adopted Debezium table). */
+  public static Database open(
+      ConnectionSettings settings, OutboxTable table, ColumnMapping columns) {
     requireValidUrl(settings.jdbcUrl());
     HikariConfig config = new HikariConfig();
     config.setPoolName(APPLICATION_NAME);
@@ -64,7 +76,7 @@ public final class Database implements AutoCloseable {
           "options", "-c statement_timeout=" + settings.statementTimeout().toMillis());
     }
     try {
-      return new Database(new HikariDataSource(config), table);
+      return new Database(new HikariDataSource(config), table, columns);
     } catch (RuntimeException e) {
       // HikariCP's PoolInitializationException wraps the driver's SQLException.
       throw classify(e, "connect");
@@ -118,11 +130,32 @@ public final class Database implements AutoCloseable {
 
   /** The relay's own store: its counts, lag and retention delete are reused, not re-written. */
   public PostgresOutboxStore relayStore() {
-    return new PostgresOutboxStore(pool, table, RelayClock.database(), null);
+    return new PostgresOutboxStore(pool, table, columns, RelayClock.database(), null);
   }
 
   public OperatorStore operatorStore() {
-    return new OperatorStore(pool, table);
+    return new OperatorStore(pool, table, columns, payloadIsBytea());
+  }
+
+  /**
+   * Whether the payload column is bytea (the relay's own table) rather than text-like (a Debezium
+   * table's jsonb): its size is measured differently. A table or column not found counts as bytea;
+   * the command's own statement then reports it missing.
+   */
+  private boolean payloadIsBytea() {
+    try (Connection c = pool.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT atttypid = 'bytea'::regtype FROM pg_attribute"
+                    + " WHERE attrelid = to_regclass(?) AND attname = ? AND NOT attisdropped")) {
+      ps.setString(1, table.qualified());
+      ps.setString(2, columns.payload());
+      try (ResultSet rs = ps.executeQuery()) {
+        return !rs.next() || rs.getBoolean(1);
+      }
+    } catch (SQLException e) {
+      throw classify(e, "read the payload column's type");
+    }
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.outboxrelay.cli;
 
+import dev.outboxrelay.cli.command.AdoptDebeziumTableCommand;
 import dev.outboxrelay.cli.command.InspectCommand;
 import dev.outboxrelay.cli.command.ListCommand;
 import dev.outboxrelay.cli.command.MigrateCommand;
@@ -41,7 +42,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
       RequeueCommand.class,
       PurgeCommand.class,
       MigrateCommand.class,
-      SchemaSqlCommand.class
+      SchemaSqlCommand.class,
+      AdoptDebeziumTableCommand.class
     },
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {

@@ -91,7 +91,16 @@ class UsageTest {
     Cli.Result help = new Cli().run("--help");
     assertEquals(ExitCode.OK, help.exitCode());
     for (String command :
-        new String[] {"status", "list", "inspect", "requeue", "purge", "migrate", "schema-sql"}) {
+        new String[] {
+          "status",
+          "list",
+          "inspect",
+          "requeue",
+          "purge",
+          "migrate",
+          "schema-sql",
+          "adopt-debezium-table"
+        }) {
       assertTrue(help.out().contains("  " + command + " "), command);
       Cli.Result commandHelp = new Cli().run(command, "--help");
       assertEquals(ExitCode.OK, commandHelp.exitCode(), command);

@@ -1,5 +1,11 @@
 package dev.outboxrelay.config;
 
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_ADDITIONAL_PLACEMENT_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_ID_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_TYPE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TYPE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_MESSAGE_ID_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_PAYLOAD_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.EXACTLY_ONCE;
 import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
@@ -7,9 +13,15 @@ import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_INITIAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_MAX_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.ROUTING_CONVENTION_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.ROUTING_DEBEZIUM;
+import static dev.outboxrelay.config.OutboxSourceConfig.SCHEMA_MIGRATE_ON_START_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.SOCKET_TIMEOUT_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.STATEMENT_TIMEOUT_MS_CONFIG;
 
+import dev.outboxrelay.mapping.OutboxHeaders;
+import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -40,6 +52,8 @@ final class ConfigChecks {
     socketTimeoutAboveStatementTimeout(parsed, problems);
     instanceKeysWithoutControlCharacters(parsed, raw, problems);
     exactlyOnceRequiredOfConnect(parsed, raw, problems);
+    headersNotReserved(parsed, problems);
+    mappedColumnsNotMigrated(parsed, problems);
     return problems;
   }
 
@@ -132,6 +146,79 @@ final class ConfigChecks {
                   + "=required in the connector configuration, so that Connect runs it only on"
                   + " workers with exactly.once.source.support=enabled"));
     }
+  }
+
+  /**
+   * A column sent under a header name the relay sets itself would make every row unpublishable
+   * (HEADER_NAME_RESERVED): refused here, once, instead.
+   */
+  private static void headersNotReserved(Function<String, Object> parsed, List<Problem> out) {
+    @SuppressWarnings("unchecked")
+    List<String> placements = (List<String>) parsed.apply(COLUMN_ADDITIONAL_PLACEMENT_CONFIG);
+    String convention = (String) parsed.apply(ROUTING_CONVENTION_CONFIG);
+    String eventType = (String) parsed.apply(COLUMN_EVENT_TYPE_CONFIG);
+    if (placements == null || convention == null || eventType == null) {
+      return;
+    }
+    RoutingConvention routing =
+        convention.equalsIgnoreCase(ROUTING_DEBEZIUM)
+            ? RoutingConvention.DEBEZIUM
+            : RoutingConvention.OUTBOX_RELAY;
+    List<ColumnMapping.HeaderColumn> headers = HeaderPlacements.parse(placements);
+    for (int i = 0; i < headers.size(); i++) {
+      if (HeaderPlacements.isReserved(headers.get(i), routing, eventType)) {
+        out.add(
+            new Problem(
+                COLUMN_ADDITIONAL_PLACEMENT_CONFIG,
+                COLUMN_ADDITIONAL_PLACEMENT_CONFIG
+                    + " entry "
+                    + (i + 1)
+                    + " names a header the relay sets itself (names under "
+                    + OutboxHeaders.RESERVED_PREFIX
+                    + ", and id and eventType under "
+                    + ROUTING_CONVENTION_CONFIG
+                    + "="
+                    + ROUTING_DEBEZIUM
+                    + ", where only "
+                    + COLUMN_EVENT_TYPE_CONFIG
+                    + ":header:eventType is accepted): choose another alias"));
+      }
+    }
+  }
+
+  /**
+   * The migrations create and upgrade the relay's own table, whose columns have the relay's names:
+   * a table read under other names (an adopted Debezium table) is kept up to date by its owner.
+   */
+  private static void mappedColumnsNotMigrated(Function<String, Object> parsed, List<Problem> out) {
+    if (!Boolean.TRUE.equals(parsed.apply(SCHEMA_MIGRATE_ON_START_CONFIG))) {
+      return;
+    }
+    Map<String, String> relayNames =
+        Map.of(
+            COLUMN_MESSAGE_ID_CONFIG, ColumnMapping.RELAY.messageId(),
+            COLUMN_AGGREGATE_TYPE_CONFIG, ColumnMapping.RELAY.aggregateType(),
+            COLUMN_AGGREGATE_ID_CONFIG, ColumnMapping.RELAY.aggregateId(),
+            COLUMN_EVENT_TYPE_CONFIG, ColumnMapping.RELAY.eventType(),
+            COLUMN_PAYLOAD_CONFIG, ColumnMapping.RELAY.payload());
+    relayNames.entrySet().stream()
+        .sorted(Map.Entry.comparingByKey())
+        .filter(e -> parsed.apply(e.getKey()) != null)
+        .filter(e -> !e.getValue().equals(parsed.apply(e.getKey())))
+        .forEach(
+            e ->
+                out.add(
+                    new Problem(
+                        e.getKey(),
+                        e.getKey()
+                            + " names a column other than the relay's own ("
+                            + e.getValue()
+                            + "), which a table created or migrated by "
+                            + SCHEMA_MIGRATE_ON_START_CONFIG
+                            + "=true does not have: set "
+                            + SCHEMA_MIGRATE_ON_START_CONFIG
+                            + "=false for a table adopted with outbox-relay-cli"
+                            + " adopt-debezium-table")));
   }
 
   /** ConfigDef trims list entries, which would silently drop a control character at an end. */

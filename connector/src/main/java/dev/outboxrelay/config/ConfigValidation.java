@@ -1,5 +1,11 @@
 package dev.outboxrelay.config;
 
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_ADDITIONAL_PLACEMENT_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_ID_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_TYPE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TYPE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_MESSAGE_ID_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_PAYLOAD_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_PASSWORD_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_TIMEOUT_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_URL_CONFIG;
@@ -9,6 +15,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.SCHEMA_MIGRATE_ON_START_
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
@@ -21,11 +28,10 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
@@ -69,6 +75,15 @@ public final class ConfigValidation {
         .map(c -> c.label)
         .toList();
   }
+
+  /** The settings that name the column of a message field, by the relay's name of the field. */
+  static final Map<String, String> MAPPING_KEYS =
+      Map.of(
+          ColumnMapping.RELAY.messageId(), COLUMN_MESSAGE_ID_CONFIG,
+          ColumnMapping.RELAY.aggregateType(), COLUMN_AGGREGATE_TYPE_CONFIG,
+          ColumnMapping.RELAY.aggregateId(), COLUMN_AGGREGATE_ID_CONFIG,
+          ColumnMapping.RELAY.eventType(), COLUMN_EVENT_TYPE_CONFIG,
+          ColumnMapping.RELAY.payload(), COLUMN_PAYLOAD_CONFIG);
 
   /** Connect's per-connector override of the producer's {@code acks}. */
   static final String PRODUCER_ACKS_CONFIG = "producer.override.acks";
@@ -285,7 +300,9 @@ public final class ConfigValidation {
           error(OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + FIX_SCHEMA);
         }
         if (exists && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
-          checkColumns(missingColumns(pool, table));
+          Map<String, Boolean> present = presentColumns(pool, table);
+          checkColumns(missingColumns(present));
+          checkMappedColumns(present);
         }
       } catch (SQLException e) {
         reportTableFailure(SqlStates.classify(e, "table check"));
@@ -372,29 +389,86 @@ public final class ConfigValidation {
       return names.size() > shown ? list + " and " + (names.size() - shown) + " more" : list;
     }
 
-    /** The required columns the table does not have, in the order of {@link #REQUIRED_COLUMNS}. */
-    private static List<String> missingColumns(HikariDataSource pool, OutboxTable table)
-        throws SQLException {
-      Set<String> present = new HashSet<>();
-      try (Connection c = pool.getConnection();
-          PreparedStatement ps =
-              c.prepareStatement(
-                  "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?)"
-                      + " AND attnum > 0 AND NOT attisdropped")) {
-        ps.setString(1, table.qualified());
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            present.add(rs.getString(1));
-          }
-        }
-      }
+    /**
+     * The required columns the table does not have, in the order of {@link #REQUIRED_COLUMNS}. A
+     * message field mapped to a column of another name ({@code column.*}) is checked on its own key
+     * instead ({@link #checkMappedColumns}).
+     */
+    private List<String> missingColumns(Map<String, Boolean> present) {
       List<String> missing = new ArrayList<>();
       for (String column : REQUIRED_COLUMNS) {
-        if (!present.contains(column)) {
+        String key = MAPPING_KEYS.get(column);
+        boolean mappedElsewhere = key != null && !column.equals(validValue(values, key));
+        if (!mappedElsewhere && !present.containsKey(column)) {
           missing.add(column);
         }
       }
       return missing;
+    }
+
+    /**
+     * Each {@code column.*} setting that names a column of another name must name one of the
+     * table's; the payload's must allow NULL (a published row's payload is cleared); each column
+     * placed as a header must exist. Each error on its own key, naming the setting, not the value.
+     */
+    private void checkMappedColumns(Map<String, Boolean> present) {
+      MAPPING_KEYS.forEach(
+          (relayColumn, key) -> {
+            Object column = validValue(values, key);
+            if (column != null && !column.equals(relayColumn) && !present.containsKey(column)) {
+              error(
+                  key,
+                  key
+                      + " names a column that "
+                      + OUTBOX_TABLE_CONFIG
+                      + " does not have: set it to the column that holds this field");
+            }
+          });
+      Object payload = validValue(values, COLUMN_PAYLOAD_CONFIG);
+      if (payload != null && Boolean.FALSE.equals(present.get(payload))) {
+        error(
+            COLUMN_PAYLOAD_CONFIG,
+            COLUMN_PAYLOAD_CONFIG
+                + " names a NOT NULL column: the relay clears the payload of a published row"
+                + " (it is in Kafka), so the column must allow NULL (ALTER TABLE ... ALTER COLUMN"
+                + " ... DROP NOT NULL changes no row)");
+      }
+      Object placements = validValue(values, COLUMN_ADDITIONAL_PLACEMENT_CONFIG);
+      if (placements instanceof List<?> entries) {
+        List<ColumnMapping.HeaderColumn> headers =
+            HeaderPlacements.parse(entries.stream().map(String::valueOf).toList());
+        for (int i = 0; i < headers.size(); i++) {
+          if (!present.containsKey(headers.get(i).column())) {
+            error(
+                COLUMN_ADDITIONAL_PLACEMENT_CONFIG,
+                COLUMN_ADDITIONAL_PLACEMENT_CONFIG
+                    + " entry "
+                    + (i + 1)
+                    + " names a column that "
+                    + OUTBOX_TABLE_CONFIG
+                    + " does not have");
+          }
+        }
+      }
+    }
+
+    /** The table's columns, each with whether it allows NULL. */
+    private static Map<String, Boolean> presentColumns(HikariDataSource pool, OutboxTable table)
+        throws SQLException {
+      Map<String, Boolean> present = new HashMap<>();
+      try (Connection c = pool.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "SELECT attname, NOT attnotnull FROM pg_attribute"
+                      + " WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped")) {
+        ps.setString(1, table.qualified());
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            present.put(rs.getString(1), rs.getBoolean(2));
+          }
+        }
+      }
+      return present;
     }
 
     /** to_regclass takes the quoted name as a bind parameter: nothing user-supplied in SQL. */

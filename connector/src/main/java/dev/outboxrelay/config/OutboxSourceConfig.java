@@ -5,11 +5,13 @@ import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.ConnectionSettings;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -39,6 +41,7 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String RECORDS_GROUP = "Records";
   public static final String MAINTENANCE_GROUP = "Maintenance";
   public static final String WAKE_UP_GROUP = "Wake-up";
+  public static final String COLUMNS_GROUP = "Table columns";
 
   // Connection
   public static final String CONNECTION_URL_CONFIG = "connection.url";
@@ -195,7 +198,10 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String PAYLOAD_FORMAT_DOC =
       "How a row's payload becomes the record value. bytes: the bytes as they are, whatever"
           + " their serialization. json: parsed as JSON and emitted as a structured value, for"
-          + " JsonConverter and friends.";
+          + " JsonConverter and friends (what Debezium's outbox event router sends with"
+          + " table.expand.json.payload=true). string: the payload as text (UTF-8), a Connect"
+          + " string, which is what Debezium's outbox event router sends by default for a jsonb,"
+          + " json, text or varchar payload column.";
 
   public static final String PAYLOAD_MAX_BYTES_CONFIG = "payload.max.bytes";
   public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_000_000;
@@ -277,6 +283,48 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " goes on regardless, so a missed notification only delays delivery. Notifying"
           + " serializes the inserting transactions' commits in PostgreSQL; where that matters more"
           + " than latency, set outbox_relay.notify = 'off' for the database (schema version 5).";
+
+  // Table columns
+  public static final String COLUMN_MESSAGE_ID_CONFIG = "column.message.id";
+  private static final String COLUMN_MESSAGE_ID_DOC =
+      "Column holding the message id, sent as the id header (debezium) or outbox.message_id"
+          + " (outbox-relay); Debezium's table.field.event.id (id). Read as text, so a uuid"
+          + " column works. The settings of this group let the relay read a table the"
+          + " application writes under other names, such as a Debezium outbox table adopted with"
+          + " outbox-relay-cli adopt-debezium-table (docs/switching-from-debezium.md).";
+
+  public static final String COLUMN_AGGREGATE_TYPE_CONFIG = "column.aggregate.type";
+  private static final String COLUMN_AGGREGATE_TYPE_DOC =
+      "Column holding the aggregate type, the topic template's ${aggregate_type}; Debezium's"
+          + " route.by.field (aggregatetype).";
+
+  public static final String COLUMN_AGGREGATE_ID_CONFIG = "column.aggregate.id";
+  private static final String COLUMN_AGGREGATE_ID_DOC =
+      "Column holding the aggregate id: the record key, and the aggregate whose rows are"
+          + " delivered in order; Debezium's table.field.event.key (aggregateid).";
+
+  public static final String COLUMN_EVENT_TYPE_CONFIG = "column.event.type";
+  private static final String COLUMN_EVENT_TYPE_DOC =
+      "Column holding the event type, sent as the eventType header (debezium) or"
+          + " outbox.event_type (outbox-relay), the topic template's ${event_type}; Debezium's"
+          + " table.field.event.type (type).";
+
+  public static final String COLUMN_PAYLOAD_CONFIG = "column.payload";
+  private static final String COLUMN_PAYLOAD_DOC =
+      "Column holding the payload: bytea is read as bytes, jsonb, json, text and varchar as"
+          + " their UTF-8 text (see payload.format). It must allow NULL: a published row keeps"
+          + " its Kafka coordinates, not its payload. Debezium's table.field.event.payload"
+          + " (payload).";
+
+  public static final String COLUMN_ADDITIONAL_PLACEMENT_CONFIG = "column.additional.placement";
+  private static final String COLUMN_ADDITIONAL_PLACEMENT_DOC =
+      "Further columns sent as record headers, in Debezium's table.fields.additional.placement"
+          + " syntax: a comma-separated list of column:header or column:header:alias (the header's"
+          + " name; the column's name when absent). Values are sent as their PostgreSQL text,"
+          + " null as a null header. Only the header placement is supported (not envelope or"
+          + " partition). Header names under outbox. are the relay's, and so are id and"
+          + " eventType in the debezium convention: there, <event type column>:header:eventType"
+          + " is accepted and sent once.";
 
   public OutboxSourceConfig(Map<?, ?> props) {
     this(configDef(), props);
@@ -494,7 +542,8 @@ public class OutboxSourceConfig extends AbstractConfig {
             PAYLOAD_FORMAT_DOC,
             "Payload format",
             "bytes",
-            "json")
+            "json",
+            "string")
         .add(
             PAYLOAD_MAX_BYTES_CONFIG,
             Type.INT,
@@ -561,6 +610,24 @@ public class OutboxSourceConfig extends AbstractConfig {
             Importance.LOW,
             NOTIFY_ENABLED_DOC,
             "Wake up on NOTIFY");
+    new Group(def, COLUMNS_GROUP)
+        .column(COLUMN_MESSAGE_ID_CONFIG, ColumnMapping.RELAY.messageId(), COLUMN_MESSAGE_ID_DOC)
+        .column(
+            COLUMN_AGGREGATE_TYPE_CONFIG,
+            ColumnMapping.RELAY.aggregateType(),
+            COLUMN_AGGREGATE_TYPE_DOC)
+        .column(
+            COLUMN_AGGREGATE_ID_CONFIG, ColumnMapping.RELAY.aggregateId(), COLUMN_AGGREGATE_ID_DOC)
+        .column(COLUMN_EVENT_TYPE_CONFIG, ColumnMapping.RELAY.eventType(), COLUMN_EVENT_TYPE_DOC)
+        .column(COLUMN_PAYLOAD_CONFIG, ColumnMapping.RELAY.payload(), COLUMN_PAYLOAD_DOC)
+        .add(
+            COLUMN_ADDITIONAL_PLACEMENT_CONFIG,
+            Type.LIST,
+            "",
+            Validators.additionalPlacement(),
+            Importance.LOW,
+            COLUMN_ADDITIONAL_PLACEMENT_DOC,
+            "Columns as headers");
     return def;
   }
 
@@ -587,6 +654,17 @@ public class OutboxSourceConfig extends AbstractConfig {
       def.define(
           key, type, defaultValue, validator, importance, doc, name, ++order, width, displayName);
       return this;
+    }
+
+    Group column(String key, String defaultColumn, String doc) {
+      return add(
+          key,
+          Type.STRING,
+          defaultColumn,
+          Validators.columnName(),
+          Importance.LOW,
+          doc,
+          "Column: " + key.substring("column.".length()));
     }
 
     Group choice(
@@ -770,6 +848,26 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public NullMetadataPolicy nullMetadataPolicy() {
     return choice(NULL_METADATA_POLICY_CONFIG, NullMetadataPolicy.class);
+  }
+
+  /**
+   * The columns holding the message's fields, and those sent as headers; under the debezium
+   * convention a placement of the event type column as eventType is left out, as the convention
+   * sends that header already ({@link ConfigChecks} rejects any other use of a reserved name).
+   */
+  public ColumnMapping columnMapping() {
+    String eventType = getString(COLUMN_EVENT_TYPE_CONFIG);
+    List<ColumnMapping.HeaderColumn> headers =
+        HeaderPlacements.parse(getList(COLUMN_ADDITIONAL_PLACEMENT_CONFIG)).stream()
+            .filter(h -> !HeaderPlacements.isConventionEventType(h, routingConvention(), eventType))
+            .toList();
+    return new ColumnMapping(
+        getString(COLUMN_MESSAGE_ID_CONFIG),
+        getString(COLUMN_AGGREGATE_TYPE_CONFIG),
+        getString(COLUMN_AGGREGATE_ID_CONFIG),
+        eventType,
+        getString(COLUMN_PAYLOAD_CONFIG),
+        headers);
   }
 
   // Maintenance

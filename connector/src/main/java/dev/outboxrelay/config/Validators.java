@@ -2,6 +2,7 @@ package dev.outboxrelay.config;
 
 import dev.outboxrelay.mapping.TopicNames;
 import dev.outboxrelay.mapping.TopicRouter;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.writer.InstanceKeys;
 import java.util.Arrays;
@@ -154,6 +155,32 @@ final class Validators {
           }
           if (VARIABLE.matcher(template).replaceAll("").length() > TopicNames.MAX_LENGTH) {
             throw new ConfigException(name + " is longer than a topic name may be");
+          }
+        });
+  }
+
+  /** A column of the outbox table, as {@link ColumnMapping} takes it (always quoted in SQL). */
+  static ConfigDef.Validator columnName() {
+    return of(
+        ColumnMapping.COLUMN_RULE,
+        (name, value) -> {
+          if (!ColumnMapping.isColumnName((String) value)) {
+            throw new ConfigException(name + " must be " + ColumnMapping.COLUMN_RULE);
+          }
+        });
+  }
+
+  /** Debezium's placement syntax, header placements only ({@link HeaderPlacements}). */
+  static ConfigDef.Validator additionalPlacement() {
+    return of(
+        "empty, or a list of column:header[:alias]",
+        (name, value) -> {
+          @SuppressWarnings("unchecked")
+          List<String> entries = (List<String>) value;
+          try {
+            HeaderPlacements.parse(entries);
+          } catch (IllegalArgumentException e) {
+            throw new ConfigException(name + " " + e.getMessage());
           }
         });
   }

@@ -21,7 +21,8 @@ final class PostgresStoreProvider implements StoreProvider {
   @Override
   public OutboxStore open(OutboxSourceConfig config, String poolName) {
     dataSource = DataSourceFactory.create(config.connectionSettings(), poolName);
-    return new PostgresOutboxStore(dataSource, config.table(), clock(), dataSource);
+    return new PostgresOutboxStore(
+        dataSource, config.table(), config.columnMapping(), clock(), dataSource);
   }
 
   @Override

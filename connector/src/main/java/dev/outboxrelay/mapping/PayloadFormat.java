@@ -7,5 +7,11 @@ public enum PayloadFormat {
   /**
    * The payload parsed as JSON and emitted as a structured value, for JsonConverter and friends.
    */
-  JSON
+  JSON,
+  /**
+   * The payload as UTF-8 text, a Connect string with an optional string schema: what Debezium's
+   * outbox event router sends for a jsonb, json, text or varchar payload column (without {@code
+   * table.expand.json.payload}).
+   */
+  STRING
 }

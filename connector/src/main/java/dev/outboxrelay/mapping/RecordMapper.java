@@ -4,6 +4,10 @@ import dev.outboxrelay.mapping.MappingResult.Mapped;
 import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ReasonCodes;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -23,6 +27,10 @@ import org.apache.kafka.connect.source.SourceRecord;
  *       partition and keep their order.
  *   <li>Value, {@link PayloadFormat#BYTES}: the payload bytes as they are, {@link
  *       Schema#OPTIONAL_BYTES_SCHEMA}; a null payload is a null value (a tombstone).
+ *   <li>Value, {@link PayloadFormat#STRING}: the payload decoded as UTF-8, {@link
+ *       Schema#OPTIONAL_STRING_SCHEMA}, as Debezium's outbox event router sends a text-like payload
+ *       column; bytes that are not UTF-8 make the row unpublishable ({@link
+ *       UnpublishableReasons#PAYLOAD_INVALID_TEXT}).
  *   <li>Value, {@link PayloadFormat#JSON}: the payload parsed and emitted <em>schemaless</em> (null
  *       schema): objects as {@code Map<String, Object>} in member order, arrays as {@code List},
  *       strings, booleans and nulls as themselves, integers as {@code Long} and other numbers as
@@ -104,6 +112,13 @@ public final class RecordMapper {
       } catch (JsonValues.UnrepresentableNumber e) {
         return new Unpublishable(UnpublishableReasons.PAYLOAD_NUMBER_UNREPRESENTABLE);
       }
+    } else if (settings.payloadFormat() == PayloadFormat.STRING) {
+      valueSchema = Schema.OPTIONAL_STRING_SCHEMA;
+      try {
+        value = row.payload() == null ? null : utf8(row.payload());
+      } catch (CharacterCodingException e) {
+        return new Unpublishable(UnpublishableReasons.PAYLOAD_INVALID_TEXT);
+      }
     } else {
       valueSchema = Schema.OPTIONAL_BYTES_SCHEMA;
       value = row.payload();
@@ -155,6 +170,16 @@ public final class RecordMapper {
     }
     headers.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
     return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, headers);
+  }
+
+  /** Strict: malformed input is an error, never replaced. */
+  private static String utf8(byte[] bytes) throws CharacterCodingException {
+    return StandardCharsets.UTF_8
+        .newDecoder()
+        .onMalformedInput(CodingErrorAction.REPORT)
+        .onUnmappableCharacter(CodingErrorAction.REPORT)
+        .decode(ByteBuffer.wrap(bytes))
+        .toString();
   }
 
   private boolean isTooLarge(byte[] payload) {

@@ -28,6 +28,9 @@ public final class UnpublishableReasons {
    */
   public static final String PAYLOAD_NUMBER_UNREPRESENTABLE = "PAYLOAD_NUMBER_UNREPRESENTABLE";
 
+  /** Format string, and the payload is not valid UTF-8 text. */
+  public static final String PAYLOAD_INVALID_TEXT = "PAYLOAD_INVALID_TEXT";
+
   /**
    * The headers are not a JSON object whose values are all strings, numbers, booleans or null, or
    * name one header twice.
@@ -57,6 +60,7 @@ public final class UnpublishableReasons {
           RECORD_TOO_LARGE,
           PAYLOAD_INVALID_JSON,
           PAYLOAD_NUMBER_UNREPRESENTABLE,
+          PAYLOAD_INVALID_TEXT,
           HEADERS_MALFORMED,
           HEADER_NAME_RESERVED,
           TOPIC_UNROUTABLE);

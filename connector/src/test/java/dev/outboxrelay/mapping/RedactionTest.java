@@ -37,7 +37,7 @@ class RedactionTest {
   void noResultOrMapperRendersThePayloadOrHeaderValues() {
     List<ClaimedMessage> rows =
         List.of(
-            // Mapped, both formats.
+            // Mapped, every format.
             row()
                 .payload("{\"secret\":\"" + SENTINEL + "\"}")
                 .headersJson("{\"h\":\"" + SENTINEL + "\"}")
@@ -65,7 +65,9 @@ class RedactionTest {
     }
     // Both kinds of result were rendered: the loop really covered them.
     assertEquals(
-        Map.of("Mapped", 4, "Unpublishable", 12), outcomes, "mapped: 1 + 3 (BYTES skips JSON)");
+        Map.of("Mapped", 7, "Unpublishable", 17),
+        outcomes,
+        "mapped: 1 (JSON) + 3 (BYTES skips JSON) + 3 (STRING, the same)");
   }
 
   @Test

@@ -225,7 +225,7 @@ class UnpublishableRowTest {
 
   @Test
   void everyReasonIsAValidCodeAndListed() {
-    assertEquals(8, UnpublishableReasons.ALL.size());
+    assertEquals(9, UnpublishableReasons.ALL.size());
     for (String code : UnpublishableReasons.ALL) {
       assertEquals(code, new Unpublishable(code).reasonCode());
     }

@@ -7,6 +7,7 @@ import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.OutboxRelayCli;
 import dev.outboxrelay.cli.TableOption;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
@@ -31,20 +32,26 @@ abstract class DatabaseCommand implements Callable<Integer> {
   @Override
   public final Integer call() {
     OutboxTable table = tableOption.table();
+    ColumnMapping columns = columns();
     validate();
     ConnectionSettings settings = connection.resolve(root.env());
-    try (Database database = open(settings, table)) {
+    try (Database database = open(settings, table, columns)) {
       return run(database);
     }
   }
 
   /** A failure to connect is reported as this command's. */
-  private Database open(ConnectionSettings settings, OutboxTable table) {
+  private Database open(ConnectionSettings settings, OutboxTable table, ColumnMapping columns) {
     try {
-      return Database.open(settings, table);
+      return Database.open(settings, table, columns);
     } catch (OutboxStoreException e) {
       throw CliException.database(spec.name() + " could not connect", e);
     }
+  }
+
+  /** The columns holding the message's fields: the relay's own, unless the command takes them. */
+  ColumnMapping columns() {
+    return ColumnMapping.RELAY;
   }
 
   /** Checks this command's own options; throws a usage {@link dev.outboxrelay.cli.CliException}. */

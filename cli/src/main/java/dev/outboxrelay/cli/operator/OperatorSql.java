@@ -1,5 +1,6 @@
 package dev.outboxrelay.cli.operator;
 
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.NamedSql;
 import dev.outboxrelay.store.postgres.OutboxColumns.Row;
 import dev.outboxrelay.store.postgres.OutboxTable;
@@ -33,16 +34,30 @@ final class OperatorSql {
   static final String PAYLOAD_BYTES = "payload_bytes";
 
   /** {@code {row}}: a row's relay state and routing fields, and its payload's size. */
-  private static final String ROW =
-      Row.select(null, Row.STATE) + ", octet_length(payload) AS " + PAYLOAD_BYTES;
+  private static String row(ColumnMapping columns, boolean payloadIsBytea) {
+    return columns.select(null, Row.STATE) + ", " + payloadBytes(columns, payloadIsBytea);
+  }
 
   /** {@code {row with content}}: the same, and the payload and the headers (as text). */
-  private static final String ROW_WITH_CONTENT =
-      Row.select(null, List.of(Row.values())) + ", octet_length(payload) AS " + PAYLOAD_BYTES;
+  private static String rowWithContent(ColumnMapping columns, boolean payloadIsBytea) {
+    return columns.select(null, List.of(Row.values()))
+        + ", "
+        + payloadBytes(columns, payloadIsBytea);
+  }
+
+  /** The payload's size: its bytes (bytea), or its text's (jsonb, json, text, varchar). */
+  private static String payloadBytes(ColumnMapping columns, boolean payloadIsBytea) {
+    return "octet_length("
+        + columns.quoted(Row.PAYLOAD, null)
+        + (payloadIsBytea ? "" : "::text")
+        + ") AS "
+        + PAYLOAD_BYTES;
+  }
 
   /** {@code {oldest}}: what status shows of the oldest row with a status. */
-  private static final String OLDEST =
-      Row.select(null, List.of(Row.MESSAGE_ID, Row.LAST_FAILURE_CODE));
+  private static String oldest(ColumnMapping columns) {
+    return columns.select(null, List.of(Row.MESSAGE_ID, Row.LAST_FAILURE_CODE));
+  }
 
   /**
    * {@code {requeue}}: back to PENDING and due now, with a fresh attempt budget, no failure code,
@@ -79,11 +94,24 @@ final class OperatorSql {
   private final Map<String, String> fragments = new LinkedHashMap<>();
 
   OperatorSql(OutboxTable table) {
+    this(table, ColumnMapping.RELAY, true);
+  }
+
+  /**
+   * The statements for a table whose message fields are in the {@code columns} named there (an
+   * adopted Debezium table): read under the relay's labels, a row found by {@code {message_id}}.
+   *
+   * @param payloadIsBytea the payload column's type is bytea (the relay's own), not a text-like one
+   *     (a Debezium table's jsonb)
+   */
+  OperatorSql(OutboxTable table, ColumnMapping columns, boolean payloadIsBytea) {
     fragments.put("{requeue}", REQUEUE);
     fragments.put("{parked of key}", PARKED_OF_KEY);
-    fragments.put("{row}", ROW);
-    fragments.put("{row with content}", ROW_WITH_CONTENT);
-    fragments.put("{oldest}", OLDEST);
+    fragments.put("{row}", row(columns, payloadIsBytea));
+    fragments.put("{row with content}", rowWithContent(columns, payloadIsBytea));
+    fragments.put("{oldest}", oldest(columns));
+    fragments.put("{message_id}", columns.asText(Row.MESSAGE_ID, null));
+    fragments.put("{message_id(o)}", columns.asText(Row.MESSAGE_ID, "o"));
     fragments.put("{table}", table.qualified());
 
     oldestWithStatus =
@@ -108,7 +136,7 @@ final class OperatorSql {
         """
         SELECT {columns}
         FROM {table}
-        WHERE instance_key = :instance_key AND message_id = :message_id""";
+        WHERE instance_key = :instance_key AND {message_id} = :message_id""";
     inspect = statement(inspectRow.replace("{columns}", "{row}"));
     inspectWithPayload = statement(inspectRow.replace("{columns}", "{row with content}"));
 
@@ -159,14 +187,14 @@ final class OperatorSql {
             ), requeued AS (
               {requeue}
               {parked of key}
-                AND message_id IN (SELECT message_id FROM requested)
-              RETURNING message_id
+                AND {message_id} IN (SELECT message_id FROM requested)
+              RETURNING {message_id} AS message_id
             )
             SELECT r.message_id, q.message_id IS NOT NULL AS requeued,
               COALESCE(o.instance_key = :instance_key, FALSE) AS own, o.status
             FROM requested r
               LEFT JOIN requeued q ON q.message_id = r.message_id
-              LEFT JOIN {table} o ON o.message_id = r.message_id
+              LEFT JOIN {table} o ON {message_id(o)} = r.message_id
             ORDER BY r.n""");
 
     // The same rows PostgresOutboxStore.deletePublished removes.
@@ -186,7 +214,7 @@ final class OperatorSql {
   /** The selector's own condition, after {@code {parked of key}}. */
   private static String selectorCondition(RequeueRequest.Selector selector) {
     return switch (selector) {
-      case MESSAGE_IDS -> "\n    AND message_id = ANY (CAST(:message_ids AS text[]))";
+      case MESSAGE_IDS -> "\n    AND {message_id} = ANY (CAST(:message_ids AS text[]))";
       case CORRELATION_ID -> "\n    AND correlation_id = :correlation_id";
       case ALL -> "";
     };

@@ -1,7 +1,9 @@
 package dev.outboxrelay.cli.operator;
 
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.NamedSql;
+import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxColumns.Row;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -31,9 +33,19 @@ public final class OperatorStore {
   private final OperatorSql sql;
 
   public OperatorStore(DataSource dataSource, OutboxTable table) {
+    this(dataSource, table, ColumnMapping.RELAY, true);
+  }
+
+  /**
+   * For a table whose message fields have other names or types (an adopted Debezium table).
+   *
+   * @param payloadIsBytea the payload column is bytea, not jsonb, json, text or varchar
+   */
+  public OperatorStore(
+      DataSource dataSource, OutboxTable table, ColumnMapping columns, boolean payloadIsBytea) {
     this.dataSource = dataSource;
     this.table = table;
-    this.sql = new OperatorSql(table);
+    this.sql = new OperatorSql(table, columns, payloadIsBytea);
   }
 
   /** The oldest row of the key with this status (by insertion order), if any. */
@@ -288,7 +300,7 @@ public final class OperatorStore {
         rs.getObject(Row.KAFKA_PARTITION.label, Integer.class),
         rs.getObject(Row.KAFKA_OFFSET.label, Long.class),
         rs.getObject(OperatorSql.PAYLOAD_BYTES, Integer.class),
-        withPayload ? rs.getBytes(Row.PAYLOAD.label) : null,
+        withPayload ? OutboxColumns.payload(rs, Row.PAYLOAD.label) : null,
         withPayload ? rs.getString(Row.HEADERS.label) : null);
   }
 

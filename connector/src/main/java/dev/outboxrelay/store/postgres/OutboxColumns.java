@@ -1,12 +1,15 @@
 package dev.outboxrelay.store.postgres;
 
+import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.MessageStatus;
+import java.nio.charset.StandardCharsets;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
+import java.sql.Types;
 import java.time.Instant;
 import java.util.Arrays;
 import java.util.Collection;
@@ -48,7 +51,10 @@ public final class OutboxColumns {
     STATUS,
     LAST_FAILURE_CODE,
     /** The aggregate's hash, which places it in a share or an exactly-once bucket. */
-    AGGREGATE_HASH(OutboxSql.AGGREGATE_HASH.formatted("o"));
+    AGGREGATE_HASH(OutboxSql.AGGREGATE_HASH.formatted("o.aggregate_id"));
+
+    /** The label prefix of the header columns a claim returns ({@link ColumnMapping}). */
+    static final String HEADER_COLUMN_LABEL = "header_column_";
 
     /** {@code o.seq, o.message_id, ..., o.headers::text AS headers, ...} */
     static final String RETURNING = join(values(), c -> c.selected);
@@ -58,17 +64,22 @@ public final class OutboxColumns {
 
     private final String selected;
 
+    /** What the claim computes for this column, or null for a column of the row. */
+    private final String expression;
+
     /**
      * The {@link Row}'s column of this name, read as the row reads it (a name the row lacks fails
      * at once): a column is named once, there.
      */
     Claimed() {
       this.selected = Row.valueOf(name()).selected("o");
+      this.expression = null;
     }
 
     /** A value the claim computes. */
     Claimed(String expression) {
       this.selected = expression + " AS " + label;
+      this.expression = expression;
     }
 
     /** The row a claim parked EXHAUSTED instead of leasing it (it was over the budget). */
@@ -83,7 +94,43 @@ public final class OutboxColumns {
           rs.getString(LAST_FAILURE_CODE.label));
     }
 
+    /**
+     * {@link #RETURNING} for a table whose message fields have other names ({@link ColumnMapping}),
+     * each read under the relay's label, then the header columns as {@code header_column_1}, ... .
+     */
+    static String returning(ColumnMapping columns) {
+      if (columns.equals(ColumnMapping.RELAY)) {
+        return RETURNING;
+      }
+      StringBuilder out = new StringBuilder();
+      for (Claimed c : values()) {
+        Row field = c.expression == null ? Row.valueOf(c.name()) : null;
+        boolean mapped = field != null && columns.isMapped(field);
+        String selected =
+            c == AGGREGATE_HASH
+                ? OutboxSql.AGGREGATE_HASH.formatted(columns.asText(Row.AGGREGATE_ID, "o"))
+                    + " AS "
+                    + c.label
+                : c.selected;
+        out.append(out.length() == 0 ? "" : ", ")
+            .append(mapped ? columns.asText(field, "o") + " AS " + c.label : selected);
+      }
+      List<ColumnMapping.HeaderColumn> headers = columns.headerColumns();
+      for (int i = 0; i < headers.size(); i++) {
+        out.append(", o.\"")
+            .append(headers.get(i).column())
+            .append("\"::text AS ")
+            .append(HEADER_COLUMN_LABEL)
+            .append(i + 1);
+      }
+      return out.toString();
+    }
+
     static ClaimedMessage claimed(ResultSet rs) throws SQLException {
+      return claimed(rs, ColumnMapping.RELAY);
+    }
+
+    static ClaimedMessage claimed(ResultSet rs, ColumnMapping columns) throws SQLException {
       return new ClaimedMessage(
           rs.getLong(SEQ.label),
           rs.getString(MESSAGE_ID.label),
@@ -92,8 +139,8 @@ public final class OutboxColumns {
           rs.getString(AGGREGATE_ID.label),
           rs.getString(EVENT_TYPE.label),
           rs.getString(TOPIC.label),
-          rs.getBytes(PAYLOAD.label),
-          rs.getString(HEADERS.label),
+          payload(rs),
+          headers(rs, columns.headerColumns()),
           rs.getString(CORRELATION_ID.label),
           instant(rs, CREATED_AT),
           instant(rs, DELIVER_BEFORE),
@@ -102,6 +149,43 @@ public final class OutboxColumns {
           new Lease(rs.getString(LEASE_OWNER.label), rs.getLong(LEASE_TOKEN.label)),
           instant(rs, LEASE_EXPIRES_AT),
           rs.getInt(AGGREGATE_HASH.label));
+    }
+
+    private static byte[] payload(ResultSet rs) throws SQLException {
+      return OutboxColumns.payload(rs, PAYLOAD.label);
+    }
+
+    /**
+     * The row's headers as a JSON object text: the header columns first, in order, their values as
+     * text (null stays null), then the row's own headers. Joined as text, so a name given twice
+     * stays twice and the mapper rejects the row; headers that are not an object are passed on as
+     * they are, for the mapper to reject.
+     */
+    private static String headers(ResultSet rs, List<ColumnMapping.HeaderColumn> columns)
+        throws SQLException {
+      String own = rs.getString(HEADERS.label);
+      if (columns.isEmpty()) {
+        return own;
+      }
+      if (own != null && !own.startsWith("{")) {
+        return own;
+      }
+      JsonStringEncoder json = JsonStringEncoder.getInstance();
+      StringBuilder out = new StringBuilder("{");
+      for (int i = 0; i < columns.size(); i++) {
+        String value = rs.getString(HEADER_COLUMN_LABEL + (i + 1));
+        out.append(i == 0 ? "" : ",")
+            .append('"')
+            .append(json.quoteAsString(columns.get(i).header()))
+            .append("\":");
+        if (value == null) {
+          out.append("null");
+        } else {
+          out.append('"').append(json.quoteAsString(value)).append('"');
+        }
+      }
+      String rest = own == null ? "}" : own.substring(1).strip();
+      return out.append(rest.equals("}") ? "" : ",").append(rest).toString();
     }
 
     private static Instant instant(ResultSet rs, Claimed column) throws SQLException {
@@ -197,6 +281,21 @@ public final class OutboxColumns {
     public static String select(String alias, Collection<Row> columns) {
       return columns.stream().map(c -> c.selected(alias)).collect(Collectors.joining(", "));
     }
+  }
+
+  /**
+   * The payload read under {@code label} as stored: a {@code bytea} column's bytes, or the UTF-8
+   * text of any other type (jsonb, json, text, varchar: a mapped payload column), judged by the
+   * column's type.
+   */
+  public static byte[] payload(ResultSet rs, String label) throws SQLException {
+    int index = rs.findColumn(label);
+    int type = rs.getMetaData().getColumnType(index);
+    if (type == Types.BINARY || type == Types.VARBINARY || type == Types.LONGVARBINARY) {
+      return rs.getBytes(index);
+    }
+    String text = rs.getString(index);
+    return text == null ? null : text.getBytes(StandardCharsets.UTF_8);
   }
 
   private static <E> String join(E[] columns, java.util.function.Function<E, String> part) {

@@ -72,13 +72,13 @@ final class OutboxSql {
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}
       ), candidate AS (
-        SELECT o.seq, o.instance_key, o.aggregate_id
+        SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id
         FROM {table} o, clock
         WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
           {affinity} {share}
           AND NOT EXISTS (
             SELECT 1 FROM {table} p
-            WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
+            WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
               AND p.seq < o.seq
               AND {unsettled(p)}
               AND NOT ({due(p)})
@@ -90,7 +90,7 @@ final class OutboxSql {
         SELECT c.seq FROM candidate c, clock
         WHERE NOT EXISTS (
           SELECT 1 FROM {table} p
-          WHERE p.instance_key = c.instance_key AND p.aggregate_id = c.aggregate_id
+          WHERE p.instance_key = c.instance_key AND {aggregate_id(p)} = c.aggregate_id
             AND p.seq < c.seq
             AND {due(p)}
             AND NOT EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq)
@@ -113,7 +113,7 @@ final class OutboxSql {
    * The aggregate's hash over a row alias: non-negative, and stable for a given text (hashtext), so
    * an aggregate keeps its share and its exactly-once bucket.
    */
-  static final String AGGREGATE_HASH = "(hashtext(%1$s.aggregate_id) & 2147483647)";
+  static final String AGGREGATE_HASH = "(hashtext(%s) & 2147483647)";
 
   /**
    * {@code {share}} of an exactly-once claim or recovery: only rows of the buckets this task owns,
@@ -122,7 +122,7 @@ final class OutboxSql {
    */
   private static final String SHARE =
       """
-      AND ((hashtext(o.aggregate_id) & 2147483647) % CAST(:buckets AS integer)
+      AND ((hashtext({aggregate_id as text(o)}) & 2147483647) % CAST(:buckets AS integer)
         % CAST(:tasks AS integer) + CAST(:tasks_minus_task AS integer))
         % CAST(:tasks AS integer) < 1""";
 
@@ -135,7 +135,7 @@ final class OutboxSql {
    */
   private static final String AFFINITY =
       """
-      AND ((hashtext(o.aggregate_id) & 2147483647) % CAST(:slots AS integer)
+      AND ((hashtext({aggregate_id as text(o)}) & 2147483647) % CAST(:slots AS integer)
         + CAST(:slots_minus_slot AS integer)) % CAST(:slots AS integer) < 1""";
 
   /** An unordered claim: the oldest due rows, whatever their aggregate. */
@@ -171,7 +171,8 @@ final class OutboxSql {
         SELECT o.seq, EXISTS (
             SELECT 1 FROM committed c
             WHERE c.instance_key = o.instance_key
-              AND c.bucket = (hashtext(o.aggregate_id) & 2147483647) % CAST(:buckets AS integer)
+              AND c.bucket = (hashtext({aggregate_id as text(o)}) & 2147483647)
+                % CAST(:buckets AS integer)
               AND c.epoch = o.lease_epoch AND (o.claim_batch, o.seq) <= (c.batch, c.seq)
           ) AS covered
         FROM {table} o, clock
@@ -187,13 +188,13 @@ final class OutboxSql {
         published_at = CASE WHEN t.covered THEN clock.now END,
         last_failure_code = CASE WHEN t.covered THEN 'RECOVERED_FROM_OFFSETS'
           ELSE o.last_failure_code END,
-        payload = CASE WHEN t.covered THEN NULL ELSE o.payload END,
+        {payload} = CASE WHEN t.covered THEN NULL ELSE {payload} END,
         headers = CASE WHEN t.covered THEN NULL ELSE o.headers END,
         kafka_topic = NULL, kafka_partition = NULL, kafka_offset = NULL,
         next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
         lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL, isolated = FALSE
       FROM target t, clock WHERE o.seq = t.seq
-      RETURNING o.message_id, o.instance_key, t.covered""";
+      RETURNING {message_id(o)}, o.instance_key, t.covered""";
 
   /** {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. */
   private static final String LEASE =
@@ -253,7 +254,7 @@ final class OutboxSql {
       """
       AND NOT EXISTS (
             SELECT 1 FROM {table} p
-            WHERE p.instance_key = o.instance_key AND p.aggregate_id = o.aggregate_id
+            WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
               AND p.seq < o.seq
               AND {unsettled(p)}
               AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
@@ -283,16 +284,31 @@ final class OutboxSql {
   private final Map<String, String> fragments = new LinkedHashMap<>();
 
   OutboxSql(OutboxTable table) {
+    this(table, ColumnMapping.RELAY);
+  }
+
+  /**
+   * The statements for {@code table}, its message fields in the {@code columns} named there: {@code
+   * {message_id}} and {@code {message_id(o)}} as text, to compare with a bound id; {@code
+   * {aggregate_id(o)}} as stored, to compare with itself; {@code {payload}}, a column to clear.
+   */
+  OutboxSql(OutboxTable table, ColumnMapping columns) {
     fragments.put("{lease(claimable)}", LEASE.replace("{rows}", "claimable"));
     fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
     fragments.put("{affinity}", AFFINITY);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
-    fragments.put("{claimed columns}", OutboxColumns.Claimed.RETURNING);
+    fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns));
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
+    fragments.put("{message_id}", columns.asText(OutboxColumns.Row.MESSAGE_ID, null));
+    fragments.put("{message_id(o)}", columns.asText(OutboxColumns.Row.MESSAGE_ID, "o"));
+    fragments.put("{aggregate_id(o)}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, "o"));
+    fragments.put("{aggregate_id(p)}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, "p"));
+    fragments.put("{aggregate_id as text(o)}", columns.asText(OutboxColumns.Row.AGGREGATE_ID, "o"));
+    fragments.put("{payload}", columns.quoted(OutboxColumns.Row.PAYLOAD, null));
     fragments.put("{now}", NOW);
     fragments.put("{table}", table.qualified());
 
@@ -318,10 +334,10 @@ final class OutboxSql {
             UPDATE {table}
             SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = :kafka_topic,
               kafka_partition = :kafka_partition, kafka_offset = :kafka_offset,
-              next_attempt_at = NULL, payload = NULL, headers = NULL,
+              next_attempt_at = NULL, {payload} = NULL, headers = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
-            WHERE message_id = :message_id {fence}""");
+            WHERE {message_id} = :message_id {fence}""");
 
     // Returns the position of each applied ack.
     markPublishedBatch =
@@ -331,7 +347,7 @@ final class OutboxSql {
             UPDATE {table} o
             SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = a.topic,
               kafka_partition = a.kafka_partition, kafka_offset = a.kafka_offset,
-              next_attempt_at = NULL, payload = NULL, headers = NULL,
+              next_attempt_at = NULL, {payload} = NULL, headers = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock,
               unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
@@ -339,7 +355,7 @@ final class OutboxSql {
                 CAST(:kafka_partitions AS integer[]), CAST(:kafka_offsets AS bigint[]))
               WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,
                 kafka_offset, n)
-            WHERE o.message_id = a.message_id AND o.status = 'IN_FLIGHT'
+            WHERE {message_id(o)} = a.message_id AND o.status = 'IN_FLIGHT'
               AND o.lease_owner = a.owner AND o.lease_token = a.token
               AND o.instance_key = ANY (:instance_keys)
             RETURNING a.n""");
@@ -356,7 +372,7 @@ final class OutboxSql {
               parked_at = CASE WHEN attempts + 1 >= :max_attempts THEN clock.now END,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
-            WHERE message_id = :message_id {fence}
+            WHERE {message_id} = :message_id {fence}
             RETURNING status""");
 
     markFailed =
@@ -368,7 +384,7 @@ final class OutboxSql {
               parked_at = clock.now,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
-            WHERE message_id = :message_id {fence}""");
+            WHERE {message_id} = :message_id {fence}""");
 
     release =
         statement(
@@ -377,7 +393,7 @@ final class OutboxSql {
             SET status = CASE WHEN attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
               next_attempt_at = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
-            WHERE message_id = :message_id {fence}""");
+            WHERE {message_id} = :message_id {fence}""");
 
     // Returns the message id of each renewed lease.
     renew =
@@ -389,10 +405,10 @@ final class OutboxSql {
             FROM clock,
               unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
                 CAST(:tokens AS bigint[])) AS h(message_id, owner, token)
-            WHERE o.message_id = h.message_id AND o.status = 'IN_FLIGHT'
+            WHERE {message_id(o)} = h.message_id AND o.status = 'IN_FLIGHT'
               AND o.lease_owner = h.owner AND o.lease_token = h.token
               AND o.instance_key = ANY (:instance_keys)
-            RETURNING o.message_id""");
+            RETURNING {message_id(o)}""");
 
     // One branch per partial index, so the backlog figures cost O(active + parked rows), not a
     // scan of every retained PUBLISHED row. The branches are disjoint by their predicates; a row

@@ -68,6 +68,14 @@ public final class OutboxTable {
     return qualify(objectName("notify_inserted"));
   }
 
+  /**
+   * The sequence of {@code seq} on an adopted table ({@link DebeziumAdoption}), which gets its
+   * numbers from a column default, not an identity, so that adding it rewrites nothing; quoted.
+   */
+  public String qualifiedSeqSequence() {
+    return qualify(objectName("seq_seq"));
+  }
+
   /** An index of this table (indexes live in the table's schema), quoted. */
   public String qualifiedIndex(String suffix) {
     return qualify(objectName(suffix));

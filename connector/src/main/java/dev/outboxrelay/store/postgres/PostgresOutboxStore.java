@@ -49,6 +49,7 @@ import javax.sql.DataSource;
 public final class PostgresOutboxStore implements OutboxStore {
   private final DataSource dataSource;
   private final OutboxSql sql;
+  private final ColumnMapping columns;
   private final RelayClock clock;
   private final AutoCloseable ownedResource;
 
@@ -64,8 +65,23 @@ public final class PostgresOutboxStore implements OutboxStore {
    */
   public PostgresOutboxStore(
       DataSource dataSource, OutboxTable table, RelayClock clock, AutoCloseable ownedResource) {
+    this(dataSource, table, ColumnMapping.RELAY, clock, ownedResource);
+  }
+
+  /**
+   * @param columns the columns holding the message's fields, for a table the application writes
+   *     under other names (an adopted Debezium outbox table)
+   * @param ownedResource closed by {@link #close()} (the pool this store owns), or null
+   */
+  public PostgresOutboxStore(
+      DataSource dataSource,
+      OutboxTable table,
+      ColumnMapping columns,
+      RelayClock clock,
+      AutoCloseable ownedResource) {
     this.dataSource = dataSource;
-    this.sql = new OutboxSql(table);
+    this.sql = new OutboxSql(table, columns);
+    this.columns = columns;
     this.clock = clock;
     this.ownedResource = ownedResource;
   }
@@ -214,7 +230,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                     .executeQuery()));
   }
 
-  private static ClaimResult readClaim(ResultSet result) throws SQLException {
+  private ClaimResult readClaim(ResultSet result) throws SQLException {
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();
     try (ResultSet rs = result) {
@@ -222,7 +238,7 @@ public final class PostgresOutboxStore implements OutboxStore {
         if (OutboxColumns.Claimed.isExhausted(rs)) {
           exhausted.add(OutboxColumns.Claimed.exhausted(rs));
         } else {
-          claimed.add(OutboxColumns.Claimed.claimed(rs));
+          claimed.add(OutboxColumns.Claimed.claimed(rs, columns));
         }
       }
     }

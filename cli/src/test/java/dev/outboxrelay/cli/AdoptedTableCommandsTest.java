@@ -1,0 +1,127 @@
+package dev.outboxrelay.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.outboxrelay.store.postgres.ColumnMapping;
+import dev.outboxrelay.store.postgres.DebeziumAdoption;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The data commands on a Debezium outbox table adopted in place, its message fields named with
+ * {@code --column-*} as the connector's {@code column.*} settings name them: status, list, inspect
+ * and requeue see the relay's rows only, never Debezium's legacy rows.
+ */
+class AdoptedTableCommandsTest {
+  private static final String PARKED = "6f1c1a52-3c4e-4d7b-9a61-0c2f1b7d9e01";
+  private static final String PENDING = "0b8e7a4d-2f19-4c1e-8d3a-5e6f7a8b9c0d";
+  private static final String LEGACY = "9a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d";
+  private static final String[] COLUMNS = {
+    "--column-message-id", "id",
+    "--column-aggregate-type", "aggregatetype",
+    "--column-aggregate-id", "aggregateid",
+    "--column-event-type", "type",
+    "--column-payload", "payload"
+  };
+
+  static String url;
+
+  @BeforeAll
+  static void adoptedTable() throws SQLException {
+    url = TestDatabase.fresh("cli_adopted");
+    try (Connection c = TestDatabase.connect(url);
+        Statement s = c.createStatement()) {
+      s.execute(
+          "CREATE TABLE outbox (id uuid NOT NULL, aggregatetype varchar(255) NOT NULL,"
+              + " aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload jsonb)");
+      s.execute(insert(LEGACY, "OrderCreated"));
+      DebeziumAdoption adoption =
+          new DebeziumAdoption(
+              OutboxTable.parse("outbox"),
+              "eu",
+              new ColumnMapping("id", "aggregatetype", "aggregateid", "type", "payload", List.of()),
+              List.of());
+      for (String statement : adoption.statements()) {
+        s.execute(statement);
+      }
+      s.execute(insert(PARKED, "OrderPaid"));
+      s.execute(insert(PENDING, "OrderShipped"));
+      s.execute(
+          "UPDATE outbox SET status = 'EXHAUSTED', attempts = 3, parked_at = now(),"
+              + " last_failure_code = 'BROKER_TIMEOUT' WHERE id = '"
+              + PARKED
+              + "'");
+    }
+  }
+
+  private static String insert(String id, String type) {
+    return "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ('"
+        + id
+        + "', 'order', 'o-1', '"
+        + type
+        + "', '{\"total\": 12}')";
+  }
+
+  private static Cli.Result run(String command, String... more) {
+    List<String> args = new ArrayList<>(List.of(command, "--instance-key", "eu"));
+    args.addAll(List.of(COLUMNS));
+    args.addAll(List.of(more));
+    return Cli.against(url).run(args.toArray(String[]::new));
+  }
+
+  @Test
+  void statusCountsTheRelaysRowsAndNamesTheOldestParkedOne() {
+    Cli.Result r = run("status", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    JsonNode json = r.json();
+    assertEquals(2, json.get("total").asLong(), "Debezium's row is not counted: " + r);
+    assertEquals(PARKED, json.get("oldest_exhausted").get("message_id").asText());
+  }
+
+  @Test
+  void listAndInspectReadTheDebeziumColumns() {
+    Cli.Result list = run("list", "--status", "EXHAUSTED", "--json");
+    assertEquals(ExitCode.OK, list.exitCode(), list::toString);
+    JsonNode row = list.json().get(0);
+    assertEquals(PARKED, row.get("message_id").asText());
+    assertEquals("o-1", row.get("aggregate_id").asText());
+    assertEquals("OrderPaid", row.get("event_type").asText());
+
+    Cli.Result inspect = run("inspect", PENDING, "--payload");
+    assertEquals(ExitCode.OK, inspect.exitCode(), inspect::toString);
+    assertTrue(inspect.hasLine("status +PENDING"), inspect::toString);
+    assertTrue(inspect.hasLine("payload size +13 bytes"), inspect::toString);
+    assertTrue(inspect.out().contains("{\"total\": 12}"), inspect::toString);
+
+    Cli.Result legacy = run("inspect", LEGACY);
+    assertEquals(
+        ExitCode.NOTHING_MATCHED, legacy.exitCode(), "a legacy row is not the key's: " + legacy);
+  }
+
+  @Test
+  void requeueByIdSendsTheParkedRowAgain() {
+    Cli.Result r = run("requeue", "--message-id", PARKED);
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    Cli.Result inspect = run("inspect", PARKED);
+    assertTrue(inspect.hasLine("status +PENDING"), inspect::toString);
+  }
+
+  @Test
+  void aColumnOptionThatIsNoColumnNameIsAUsageError() {
+    Cli.Result r =
+        Cli.against(url)
+            .run("status", "--instance-key", "eu", "--column-message-id", "id; DROP TABLE x");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals("error: --column-message-id must be " + ColumnMapping.COLUMN_RULE + "\n", r.err());
+  }
+}

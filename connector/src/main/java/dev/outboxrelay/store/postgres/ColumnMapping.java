@@ -1,0 +1,124 @@
+package dev.outboxrelay.store.postgres;
+
+import java.util.Collection;
+import java.util.List;
+import java.util.Objects;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+/**
+ * Which columns of the outbox table hold the message's own fields, for a table the application
+ * already writes under other names (a Debezium outbox table adopted with {@code outbox-relay-cli
+ * adopt-debezium-table}: {@code id}, {@code aggregatetype}, {@code aggregateid}, {@code type},
+ * {@code payload}). The relay's state columns (seq, instance_key, status, the lease, ...) always
+ * have the relay's names: the adoption adds them.
+ *
+ * <p>A mapped column is read as text ({@code ::text}, so {@code uuid} and {@code varchar} columns
+ * read as the relay's {@code text}), and a row is found by {@code messageId::text}, which an index
+ * on that expression serves (the adoption creates it). The payload is read as it is stored: bytes
+ * from {@code bytea}, the UTF-8 text of {@code jsonb}, {@code json}, {@code text} or {@code
+ * varchar}.
+ *
+ * @param headerColumns further columns whose values (as text) become record headers, in order
+ */
+public record ColumnMapping(
+    String messageId,
+    String aggregateType,
+    String aggregateId,
+    String eventType,
+    String payload,
+    List<HeaderColumn> headerColumns) {
+
+  /** A column name the relay can quote without changing it: PostgreSQL's unquoted identifiers. */
+  private static final Pattern COLUMN = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+
+  /** What {@link #isColumnName} accepts, worded for error messages. */
+  public static final String COLUMN_RULE =
+      "a column name of 1 to 63 lower-case letters, digits and underscores, not starting with a"
+          + " digit";
+
+  /** The relay's own table: every field under its own name, no header columns. */
+  public static final ColumnMapping RELAY =
+      new ColumnMapping(
+          OutboxColumns.Row.MESSAGE_ID.label,
+          OutboxColumns.Row.AGGREGATE_TYPE.label,
+          OutboxColumns.Row.AGGREGATE_ID.label,
+          OutboxColumns.Row.EVENT_TYPE.label,
+          OutboxColumns.Row.PAYLOAD.label,
+          List.of());
+
+  /** A column whose value is sent as the header {@code header}. */
+  public record HeaderColumn(String column, String header) {
+    public HeaderColumn {
+      requireColumn(column);
+      Objects.requireNonNull(header, "header");
+      if (header.isEmpty()) {
+        throw new IllegalArgumentException("a header name must not be empty");
+      }
+    }
+  }
+
+  public ColumnMapping {
+    requireColumn(messageId);
+    requireColumn(aggregateType);
+    requireColumn(aggregateId);
+    requireColumn(eventType);
+    requireColumn(payload);
+    headerColumns = List.copyOf(headerColumns);
+  }
+
+  public static boolean isColumnName(String name) {
+    return name != null && COLUMN.matcher(name).matches();
+  }
+
+  private static void requireColumn(String name) {
+    if (!isColumnName(name)) {
+      throw new IllegalArgumentException("column must be " + COLUMN_RULE);
+    }
+  }
+
+  /** The column that holds {@code field} of the row (its own name for the relay's state). */
+  public String column(OutboxColumns.Row field) {
+    return switch (field) {
+      case MESSAGE_ID -> messageId;
+      case AGGREGATE_TYPE -> aggregateType;
+      case AGGREGATE_ID -> aggregateId;
+      case EVENT_TYPE -> eventType;
+      case PAYLOAD -> payload;
+      default -> field.label;
+    };
+  }
+
+  /** Whether {@code field} is held by a column of another name or type than the relay's. */
+  public boolean isMapped(OutboxColumns.Row field) {
+    return !column(field).equals(RELAY.column(field));
+  }
+
+  /**
+   * {@code field} over {@code alias} (null: unqualified) as a value of the relay's type: {@code
+   * o.message_id}, or {@code o."id"::text} when mapped (a no-op for a text column, an
+   * index-preserving relabel for a varchar one). The payload is never cast: {@link
+   * OutboxColumns.Claimed} reads it by its type.
+   */
+  public String asText(OutboxColumns.Row field, String alias) {
+    String column = quoted(field, alias);
+    return isMapped(field) && field != OutboxColumns.Row.PAYLOAD ? column + "::text" : column;
+  }
+
+  /**
+   * A SELECT list of {@code fields} over {@code alias} (null: unqualified), each under the relay's
+   * label ({@link OutboxColumns.Row#selected}): {@code "id"::text AS message_id}. The payload is
+   * read as stored ({@link OutboxColumns#payload}).
+   */
+  public String select(String alias, Collection<OutboxColumns.Row> fields) {
+    return fields.stream()
+        .map(f -> isMapped(f) ? asText(f, alias) + " AS " + f.label : f.selected(alias))
+        .collect(Collectors.joining(", "));
+  }
+
+  /** {@code field}'s column over {@code alias} as it is, for comparing it with itself. */
+  public String quoted(OutboxColumns.Row field, String alias) {
+    String prefix = alias == null ? "" : alias + ".";
+    return isMapped(field) ? prefix + '"' + column(field) + '"' : prefix + field.label;
+  }
+}

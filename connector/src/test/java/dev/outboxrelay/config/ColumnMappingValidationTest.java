@@ -1,0 +1,194 @@
+package dev.outboxrelay.config;
+
+import static dev.outboxrelay.config.ConfigValidationTest.errors;
+import static dev.outboxrelay.config.ConfigValidationTest.only;
+import static dev.outboxrelay.config.ConfigValidationTest.props;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.store.postgres.ColumnMapping;
+import dev.outboxrelay.store.postgres.ColumnMapping.HeaderColumn;
+import dev.outboxrelay.testing.DebeziumOutboxTable;
+import dev.outboxrelay.testing.OutboxDb;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.config.ConfigException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The {@code column.*} settings: each bad one reported by {@code validate()} on its own key, with a
+ * message that names the setting and not its value; good ones accepted against a Debezium outbox
+ * table adopted in place.
+ */
+class ColumnMappingValidationTest {
+  static OutboxDb adopted;
+  static OutboxDb notAdopted;
+
+  @BeforeAll
+  static void tables() throws Exception {
+    adopted = OutboxDb.fresh("config_adopted");
+    new DebeziumOutboxTable(adopted).adopt("orders");
+    notAdopted = OutboxDb.fresh("config_debezium");
+    new DebeziumOutboxTable(notAdopted);
+  }
+
+  @AfterAll
+  static void close() {
+    adopted.close();
+    notAdopted.close();
+  }
+
+  private static Map<String, String> debezium(OutboxDb db) {
+    Map<String, String> props = props(db.url());
+    props.putAll(DebeziumOutboxTable.COLUMN_SETTINGS);
+    props.put("routing.convention", "debezium");
+    props.put("payload.format", "string");
+    props.put("column.additional.placement", "type:header:eventType,aggregatetype:header:kind");
+    return props;
+  }
+
+  @Test
+  void anAdoptedTableWithItsColumnsNamedIsValid() {
+    assertEquals(Map.of(), errors(debezium(adopted)));
+  }
+
+  @Test
+  void aMappedColumnTheTableLacksIsReportedOnItsKey() {
+    Map<String, String> props = debezium(adopted);
+    props.put("column.aggregate.id", "aggregate_idx");
+
+    String message = only(errors(props), "column.aggregate.id");
+    assertEquals(
+        "column.aggregate.id names a column that outbox.table does not have: set it to the column"
+            + " that holds this field",
+        message);
+  }
+
+  @Test
+  void theRelaysOwnNameWhereTheTableHasAnotherIsReportedOnTheTable() {
+    Map<String, String> props = debezium(adopted);
+    props.remove("column.message.id");
+
+    String message = only(errors(props), "outbox.table");
+    assertTrue(message.startsWith("outbox.table lacks 1 of the 25 columns"), message);
+    assertTrue(message.contains("message_id"), message);
+  }
+
+  @Test
+  void aDebeziumTableNotYetAdoptedLacksTheRelaysState() {
+    String message = only(errors(debezium(notAdopted)), "outbox.table");
+    assertTrue(message.startsWith("outbox.table lacks 20 of the 25 columns"), message);
+  }
+
+  @Test
+  void aNotNullPayloadColumnIsReportedOnColumnPayload() throws Exception {
+    try (OutboxDb db = OutboxDb.fresh("config_payload_not_null")) {
+      new DebeziumOutboxTable(db).adopt("orders");
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("ALTER TABLE outbox ALTER COLUMN payload SET NOT NULL");
+      }
+      String message = only(errors(debezium(db)), "column.payload");
+      assertTrue(message.startsWith("column.payload names a NOT NULL column"), message);
+    }
+  }
+
+  @Test
+  void aPlacedColumnTheTableLacksIsReportedOnThePlacement() {
+    Map<String, String> props = debezium(adopted);
+    props.put("column.additional.placement", "type:header:eventType,tracingspancontext:header");
+
+    assertEquals(
+        "column.additional.placement entry 2 names a column that outbox.table does not have",
+        only(errors(props), "column.additional.placement"));
+  }
+
+  @Test
+  void aPlacementUnderAReservedHeaderNameIsRefused() {
+    Map<String, String> props = debezium(adopted);
+    props.put("column.additional.placement", "aggregatetype:header:id");
+    assertTrue(
+        only(errors(props), "column.additional.placement")
+            .startsWith(
+                "column.additional.placement entry 1 names a header the relay sets itself"));
+
+    props.put("column.additional.placement", "aggregatetype:header:eventType");
+    assertTrue(
+        only(errors(props), "column.additional.placement")
+            .startsWith(
+                "column.additional.placement entry 1 names a header the relay sets itself"));
+
+    props.put("column.additional.placement", "type:header:outbox.event_type");
+    props.put("routing.convention", "outbox-relay");
+    assertTrue(
+        only(errors(props), "column.additional.placement")
+            .startsWith(
+                "column.additional.placement entry 1 names a header the relay sets itself"));
+  }
+
+  @Test
+  void onlyTheHeaderPlacementIsSupported() {
+    Map<String, String> props = debezium(adopted);
+    props.put("column.additional.placement", "type:header:eventType,aggregateid:envelope:key");
+
+    assertEquals(
+        "column.additional.placement entry 2 has placement 'envelope': only 'header' is supported"
+            + " (the relay sends the payload as the value, with no envelope, and the producer"
+            + " partitions by key)",
+        only(errors(props), "column.additional.placement"));
+  }
+
+  @Test
+  void theMigrationsAreNotForATableReadUnderOtherNames() {
+    Map<String, String> props = debezium(adopted);
+    props.put("schema.migrate.on.start", "true");
+
+    Map<String, List<String>> errors = errors(props);
+    assertTrue(
+        errors
+            .get("column.message.id")
+            .get(0)
+            .startsWith(
+                "column.message.id names a column other than the relay's own (message_id), which"
+                    + " a table created or migrated by schema.migrate.on.start=true does not have"),
+        errors::toString);
+    assertFalse(errors.containsKey("column.payload"), "payload is the relay's own name");
+  }
+
+  @Test
+  void aColumnNameIsAnUnquotedIdentifier() {
+    Map<String, String> props = debezium(adopted);
+    props.put("column.message.id", "Id\"; DROP TABLE outbox; --");
+
+    String message = only(errors(props), "column.message.id");
+    assertEquals("column.message.id must be " + ColumnMapping.COLUMN_RULE, message);
+  }
+
+  @Test
+  void theConventionsEventTypeHeaderIsSentOnceAndOtherPlacementsInOrder() {
+    Map<String, String> props = new HashMap<>(debezium(adopted));
+    OutboxSourceConfig config = new OutboxSourceConfig(props);
+
+    assertEquals(
+        new ColumnMapping(
+            "id",
+            "aggregatetype",
+            "aggregateid",
+            "type",
+            "payload",
+            List.of(new HeaderColumn("aggregatetype", "kind"))),
+        config.columnMapping());
+    assertEquals(RoutingConvention.DEBEZIUM, config.routingConvention());
+
+    props.put("column.additional.placement", "type:header:eventType,type:header:eventType");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage().contains("entry 2 names a header an earlier entry names"), e::getMessage);
+  }
+}
