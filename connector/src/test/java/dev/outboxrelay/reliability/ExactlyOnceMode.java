@@ -2,6 +2,7 @@ package dev.outboxrelay.reliability;
 
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.LogCapture;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -9,7 +10,13 @@ import java.util.concurrent.ExecutionException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.admin.TransactionState;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
 
 /**
@@ -63,6 +70,63 @@ final class ExactlyOnceMode {
       Thread.currentThread().interrupt();
       throw new IllegalStateException(e);
     }
+  }
+
+  /**
+   * Every transaction the broker knows that is not complete, with its state, age and partitions,
+   * and the partitions of these topics whose last stable offset lags their end: what a
+   * read_committed reader waits for.
+   */
+  static String openTransactions(ConnectCluster kit, String... topics) {
+    StringBuilder out = new StringBuilder();
+    try (Admin admin = kit.connect().kafka().createAdminClient()) {
+      List<String> ids =
+          admin.listTransactions().all().get().stream()
+              .filter(t -> t.state() != TransactionState.COMPLETE_COMMIT)
+              .filter(t -> t.state() != TransactionState.COMPLETE_ABORT)
+              .filter(t -> t.state() != TransactionState.EMPTY)
+              .map(TransactionListing::transactionalId)
+              .toList();
+      admin
+          .describeTransactions(ids)
+          .all()
+          .get()
+          .forEach(
+              (id, t) ->
+                  out.append(id)
+                      .append(' ')
+                      .append(t.state())
+                      .append(" started ")
+                      .append(t.transactionStartTimeMs().orElse(-1))
+                      .append(' ')
+                      .append(t.topicPartitions())
+                      .append('\n'));
+      Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+      for (var d : admin.describeTopics(List.of(topics)).allTopicNames().get().values()) {
+        d.partitions()
+            .forEach(
+                p -> latest.put(new TopicPartition(d.name(), p.partition()), OffsetSpec.latest()));
+      }
+      var committed =
+          admin
+              .listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED))
+              .all()
+              .get();
+      var end = admin.listOffsets(latest).all().get();
+      committed.forEach(
+          (tp, lso) -> {
+            long high = end.get(tp).offset();
+            if (lso.offset() < high) {
+              out.append(tp).append(" LSO ").append(lso.offset()).append(" < end ").append(high);
+              out.append('\n');
+            }
+          });
+    } catch (ExecutionException e) {
+      out.append("(could not describe: ").append(e.getCause()).append(')');
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return out.toString();
   }
 
   /** What the recoveries of a connector's tasks recorded and released, from the log lines. */

@@ -144,7 +144,17 @@ final class ExactlyOnceVerdict {
       if (!"PUBLISHED".equals(row.status())
           || copies.isEmpty()
           || (!recovered && !KafkaRecords.pointsAtOneOf(row, copies))) {
-        lost.add(row.messageId() + " (" + row.status() + ", " + copies.size() + " in Kafka)");
+        lost.add(
+            row.messageId()
+                + " ("
+                + row.status()
+                + " at "
+                + row.kafkaPartition()
+                + "@"
+                + row.kafkaOffset()
+                + ", "
+                + copies.size()
+                + " in Kafka)");
       }
     }
     return lost;
