@@ -183,13 +183,13 @@ final class Scenario implements AutoCloseable {
 
   /** Waits until the writer is done and nothing of either connector is left to deliver. */
   void awaitDrained() {
-    awaitTrue(
-        name + ": every row written and delivered",
-        DRAIN,
-        () -> {
-          writer.check();
-          return writer.done() && db.active(MAIN_KEY) == 0 && db.active(OTHER_KEY) == 0;
-        });
+    awaitTrue(name + ": every row written and delivered", DRAIN, this::drained);
+  }
+
+  /** Whether the writer is done and nothing of either connector is left to deliver. */
+  boolean drained() {
+    writer.check();
+    return writer.done() && db.active(MAIN_KEY) == 0 && db.active(OTHER_KEY) == 0;
   }
 
   /** Waits for {@code condition}, polling, within {@code atMost}. */

@@ -166,21 +166,7 @@ final class Verdict {
             .limit(20)
             .toList();
     assertEquals(List.of(), otherLost, s.name + ": rows of the other instance key lost");
-    String mainOwner = s.mainConnector + "/task-%";
-    assertEquals(
-        0,
-        s.db.scalar(
-            "SELECT count(*) FROM relay_audit WHERE old_owner LIKE ? OR new_owner LIKE ?",
-            mainOwner,
-            mainOwner),
-        s.name + ": the main connector changed a row that is not its own");
-    assertEquals(
-        0,
-        s.db.scalar(
-            "SELECT count(*) FROM relay_audit WHERE instance_key IS NULL OR instance_key = ?",
-            Scenario.UNOWNED_KEY),
-        s.name + ": a legacy or unowned row was updated");
-    s.assertUntouched();
+    assertNeighboursUntouched(s);
 
     long reclaimed = rows.values().stream().filter(r -> r.abandonedClaims() > 0).count();
     Figures figures =
@@ -201,8 +187,30 @@ final class Verdict {
     return figures;
   }
 
+  /**
+   * No lease owner of the main connector ever changed a row of another instance key (the audit
+   * trigger's record), and legacy and unowned rows are unchanged, column for column.
+   */
+  static void assertNeighboursUntouched(Scenario s) {
+    String mainOwner = s.mainConnector + "/task-%";
+    assertEquals(
+        0,
+        s.db.scalar(
+            "SELECT count(*) FROM relay_audit WHERE old_owner LIKE ? OR new_owner LIKE ?",
+            mainOwner,
+            mainOwner),
+        s.name + ": the main connector changed a row that is not its own");
+    assertEquals(
+        0,
+        s.db.scalar(
+            "SELECT count(*) FROM relay_audit WHERE instance_key IS NULL OR instance_key = ?",
+            Scenario.UNOWNED_KEY),
+        s.name + ": a legacy or unowned row was updated");
+    s.assertUntouched();
+  }
+
   /** Ids of main rows a scenario wrote besides {@code m-<n>} (bad rows, sentinel rows). */
-  private static Set<String> extraIds(Set<String> ids) {
+  static Set<String> extraIds(Set<String> ids) {
     return ids.stream()
         .filter(id -> !id.startsWith("m-") && !id.startsWith("o-"))
         .collect(Collectors.toSet());

@@ -45,6 +45,11 @@ final class WorkerProcess implements AutoCloseable {
 
   /** Starts a worker with the cluster's worker settings, its own REST port on loopback. */
   static WorkerProcess start(Map<String, String> clusterWorkerProps, Path dir) {
+    return start(clusterWorkerProps, dir, List.of());
+  }
+
+  /** As {@link #start(Map, Path)}, with these extra JVM options (system properties, say). */
+  static WorkerProcess start(Map<String, String> clusterWorkerProps, Path dir, List<String> jvm) {
     try {
       Files.createDirectories(dir);
       int port = freePort();
@@ -74,6 +79,7 @@ final class WorkerProcess implements AutoCloseable {
       command.add("-XX:+UseSerialGC");
       command.add("-XX:TieredStopAtLevel=1"); // starts faster; plenty for a test worker
       command.add("-Dlog4j2.configurationFile=" + logConfig.toAbsolutePath());
+      command.addAll(jvm);
       command.add("org.apache.kafka.connect.cli.ConnectDistributed");
       command.add(config.toAbsolutePath().toString());
       ProcessBuilder builder = new ProcessBuilder(command);
@@ -186,7 +192,7 @@ final class WorkerProcess implements AutoCloseable {
   }
 
   /** The first group of every log line matching the pattern. */
-  private List<String> matches(Pattern pattern) {
+  List<String> matches(Pattern pattern) {
     List<String> found = new ArrayList<>();
     if (!Files.exists(log)) {
       return found;
