@@ -143,20 +143,62 @@ class NamedSqlTest {
   void everyStatementOfTheStoreParses() {
     OutboxSql sql = new OutboxSql(OutboxTable.parse("app.outbox"));
     assertEquals(
-        List.of("now", "max_attempts", "instance_keys", "owner", "limit", "lease_ms"),
+        List.of(
+            "now",
+            "max_attempts",
+            "durable",
+            "instance_keys",
+            "owner",
+            "limit",
+            "lease_ms",
+            "epoch",
+            "claim_batch"),
         List.copyOf(sql.claimOrdered.names()));
     assertEquals(
         List.of(
             "now",
             "max_attempts",
+            "durable",
             "instance_keys",
             "slots",
             "slots_minus_slot",
             "owner",
             "limit",
-            "lease_ms"),
+            "lease_ms",
+            "epoch",
+            "claim_batch"),
         List.copyOf(sql.claimOrderedWithAffinity.names()));
-    assertArrayEquals(new int[] {4, 6}, sql.claimOrderedWithAffinity.positions("slots"));
+    assertArrayEquals(new int[] {5, 7}, sql.claimOrderedWithAffinity.positions("slots"));
+    assertEquals(
+        List.of(
+            "now",
+            "max_attempts",
+            "durable",
+            "instance_keys",
+            "buckets",
+            "tasks",
+            "tasks_minus_task",
+            "owner",
+            "limit",
+            "lease_ms",
+            "epoch",
+            "claim_batch"),
+        List.copyOf(sql.claimOrderedInShare.names()));
+    assertEquals(
+        List.of(
+            "now",
+            "committed_keys",
+            "committed_buckets",
+            "committed_epochs",
+            "committed_batches",
+            "committed_seqs",
+            "buckets",
+            "instance_keys",
+            "epoch",
+            "expired_only",
+            "tasks",
+            "tasks_minus_task"),
+        List.copyOf(sql.recoverInShare.names()));
     assertEquals(
         List.of("now", "instance_keys", "owner", "max_attempts", "lease_ms"),
         List.copyOf(sql.claimAbandonedOrdered.names()));
