@@ -40,6 +40,7 @@ public class OutboxSourceTask extends SourceTask {
   private RelayMetrics metrics;
   private TaskRuntime runtime;
   private IdleBackoff idle;
+  private ClaimPrefetch prefetch;
   private boolean schemaReady;
   private volatile boolean stopping;
   private boolean stopped;
@@ -73,6 +74,11 @@ public class OutboxSourceTask extends SourceTask {
       metrics.unregister(); // Connect may not call stop() for a task that failed to start
       throw e;
     }
+    if (runtime.exactlyOnce() != null) {
+      prefetch =
+          new ClaimPrefetch(
+              this::claimBatch, "outbox-relay-prefetch-" + config.identity().threadSuffix());
+    }
     log.info(
         "Started outbox-relay task {} as lease owner {} for instance keys {} ({})",
         config.identity().index(),
@@ -95,8 +101,8 @@ public class OutboxSourceTask extends SourceTask {
         exactlyOnce.recover(); // before the first claim
       }
       runtime.maintenance().runIfDue();
-      if (runtime.handoff().hasHeld()) {
-        return runtime.handoff().releaseHeld();
+      if (prefetch != null) {
+        return handOver(prefetch.next());
       }
       ClaimResult claimed = runtime.claims().next();
       if (stopping) {
@@ -125,6 +131,35 @@ public class OutboxSourceTask extends SourceTask {
       runtime.wake().await(config.settings().pollInterval());
       throw new RetriableException("outbox-relay: " + e.getMessage());
     }
+  }
+
+  /**
+   * Exactly-once: a claim and its records, on the prefetch thread (or the task thread when nothing
+   * was prefetched). A batch held for its parks is handed over first.
+   */
+  private ClaimPrefetch.Batch claimBatch() {
+    if (runtime.handoff().hasHeld()) {
+      List<SourceRecord> records = runtime.handoff().releaseHeld();
+      return new ClaimPrefetch.Batch(records, records.size());
+    }
+    ClaimResult claimed = runtime.claims().next();
+    metrics.claimed.addAndGet(claimed.claimed().size());
+    return new ClaimPrefetch.Batch(
+        runtime.handoff().toRecords(claimed.claimed()), claimed.claimed().size());
+  }
+
+  private List<SourceRecord> handOver(ClaimPrefetch.Batch batch) {
+    if (stopping) {
+      return null; // its rows are covered by no offset: the next instance releases them
+    }
+    if (batch.claimed() > 0) {
+      idle.claimedRows();
+    }
+    if (batch.records().isEmpty()) {
+      runtime.wake().await(idle.nextWait());
+      return null;
+    }
+    return batch.records();
   }
 
   /** A non-retriable store error or a dead background thread fails the task, sanitized. */
@@ -182,6 +217,9 @@ public class OutboxSourceTask extends SourceTask {
       // Now, not after the late-ack grace: a replacement instance of this task may start at once
       // and must be able to register the same metric names.
       metrics.unregister();
+    }
+    if (prefetch != null) {
+      prefetch.close();
     }
     if (runtime != null) {
       runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace());

@@ -1,5 +1,6 @@
 package dev.outboxrelay.connect;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -87,8 +88,8 @@ class ExactlyOnceTaskTest {
   @Test
   void recordsCarryTheirBucketPartitionAndAPositionThatGrowsWithEachClaim() {
     add("a", "agg-1", 10);
-    List<SourceRecord> first = start().poll();
     add("b", "agg-1", 10);
+    List<SourceRecord> first = start(Map.of("claim.batch.size", "1")).poll();
     List<SourceRecord> second = task.poll();
 
     SourceRecord r1 = first.get(0);
@@ -127,6 +128,23 @@ class ExactlyOnceTaskTest {
         UnpublishableReasons.PAYLOAD_TOO_LARGE,
         store.find("too-large").orElseThrow().lastFailureCode());
     assertEquals(List.of("later"), task.poll().stream().map(SourceOffsets::messageId).toList());
+  }
+
+  @Test
+  void theNextBatchIsClaimedWhileConnectCommitsTheCurrentOne() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    List<SourceRecord> first = start(Map.of("claim.batch.size", "1")).poll();
+    assertEquals(List.of("a"), first.stream().map(SourceOffsets::messageId).toList());
+    // No second poll yet: the prefetch claims b meanwhile, under the next claim number.
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> store.find("b").orElseThrow().status() == MessageStatus.IN_FLIGHT);
+    List<SourceRecord> second = task.poll();
+    assertEquals(List.of("b"), second.stream().map(SourceOffsets::messageId).toList());
+    assertEquals(
+        (Long) first.get(0).sourceOffset().get(SourceOffsets.BATCH) + 1,
+        second.get(0).sourceOffset().get(SourceOffsets.BATCH));
   }
 
   private static ClaimRequest previousClaim() {
