@@ -161,6 +161,25 @@ class ExactlyOnceTest {
     }
   }
 
+  @Test
+  void anAtLeastOnceConnectorOnAnExactlyOnceWorkerBehavesAsToday() throws Exception {
+    String key = "alo-on-eos";
+    String topic = "it-alo-on-eos";
+    try (OutboxDb db = OutboxDb.fresh("it_alo_on_eos").migrate()) {
+      CLUSTER.createTopic(topic, 3);
+      db.insert(key, messages("al", 300));
+      Map<String, String> config = ConnectCluster.relayConfig(db, key, 2);
+      config.put("topic.template", topic);
+      CLUSTER.deploy(CONNECTOR, config);
+      awaitPublished(db, key, 300);
+      // Transactional producers still, so read_committed sees every row, here exactly once.
+      assertExactlyOnceInOrder(db, key, CLUSTER.readCommitted(topic), OutboxDb.ids("al", 0, 300));
+      for (OutboxDb.Row row : db.rows(key).values()) {
+        assertTrue(row.kafkaOffset() != null, "recorded from Kafka's acknowledgement");
+      }
+    }
+  }
+
   private static List<dev.outboxrelay.writer.OutboxMessage> messages(String prefix, int total) {
     List<dev.outboxrelay.writer.OutboxMessage> messages = new ArrayList<>();
     List<String> ids = OutboxDb.ids(prefix, 0, total);
