@@ -85,11 +85,7 @@ final class RecordHandoff {
         ledger.add(row, null);
         records.add(mapped.record());
       } else if (result instanceof MappingResult.Unpublishable bad) {
-        log.warn(
-            "Message cannot be published: message_id={} instance_key={} reason={}",
-            row.messageId(),
-            row.instanceKey(),
-            bad.reasonCode());
+        logUnpublishable(row, bad.reasonCode());
         ledger.add(row, bad.reasonCode());
         if (mapper.settings().hasDeadLetterTopic()) {
           records.add(mapper.deadLetter(row, bad.reasonCode()));
@@ -145,11 +141,7 @@ final class RecordHandoff {
         ledger.add(row, null);
         records.add(exactlyOnce.atPosition(mapped.record(), row, false));
       } else if (result instanceof MappingResult.Unpublishable bad) {
-        log.warn(
-            "Message cannot be published: message_id={} instance_key={} reason={}",
-            row.messageId(),
-            row.instanceKey(),
-            bad.reasonCode());
+        logUnpublishable(row, bad.reasonCode());
         boolean deadLetter = mapper.settings().hasDeadLetterTopic();
         parks.add(new Park(row, bad.reasonCode(), deadLetter));
         if (deadLetter) {
@@ -160,6 +152,14 @@ final class RecordHandoff {
     metrics.inFlight.set(ledger.size());
     held = new HeldBatch(records, parks);
     return releaseHeld();
+  }
+
+  private static void logUnpublishable(ClaimedMessage row, String reasonCode) {
+    log.warn(
+        "Message cannot be published: message_id={} instance_key={} reason={}",
+        row.messageId(),
+        row.instanceKey(),
+        reasonCode);
   }
 
   private record Park(ClaimedMessage row, String reasonCode, boolean deadLettered) {}

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.store.BucketShare;
@@ -16,7 +15,6 @@ import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.ReasonCodes;
-import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
 import dev.outboxrelay.writer.OutboxMessage;
 import java.lang.reflect.InvocationTargetException;
@@ -187,29 +185,7 @@ class ExactlyOnceTaskTest {
     props.put("exactly.once.buckets", Integer.toString(BUCKETS));
     props.putAll(overrides);
     OutboxStore parksMayFail = parksMayFail(store);
-    task =
-        new OutboxSourceTask(
-            new StoreProvider() {
-              @Override
-              public OutboxStore open(OutboxSourceConfig config, String poolName) {
-                return parksMayFail;
-              }
-
-              @Override
-              public void migrate(OutboxSourceConfig config) {}
-
-              @Override
-              public RelayClock clock() {
-                return clock;
-              }
-
-              @Override
-              public java.util.function.Supplier<java.sql.Connection> notificationConnections(
-                  OutboxSourceConfig config) {
-                return null;
-              }
-            },
-            Time.SYSTEM);
+    task = new OutboxSourceTask(new FixedStoreProvider(parksMayFail, () -> clock), Time.SYSTEM);
     task.initialize(new Context());
     task.start(props);
     return task;

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ManualClock;
@@ -75,28 +74,7 @@ class OutboxSourceTaskTest {
     props.put("notify.enabled", "false");
     props.putAll(overrides);
     OutboxSourceTask t =
-        new OutboxSourceTask(
-            new StoreProvider() {
-              @Override
-              public OutboxStore open(OutboxSourceConfig config, String poolName) {
-                return failing;
-              }
-
-              @Override
-              public void migrate(OutboxSourceConfig config) {}
-
-              @Override
-              public RelayClock clock() {
-                return taskClock;
-              }
-
-              @Override
-              public java.util.function.Supplier<java.sql.Connection> notificationConnections(
-                  OutboxSourceConfig config) {
-                return null;
-              }
-            },
-            time);
+        new OutboxSourceTask(new FixedStoreProvider(failing, () -> taskClock), time);
     t.initialize(new NoMetricsContext());
     t.start(props);
     task = t;

@@ -51,7 +51,7 @@ public final class OutboxColumns {
     STATUS,
     LAST_FAILURE_CODE,
     /** The aggregate's hash, which places it in a share or an exactly-once bucket. */
-    AGGREGATE_HASH(OutboxSql.AGGREGATE_HASH.formatted("o.aggregate_id"));
+    AGGREGATE_HASH("{aggregate hash(o)}");
 
     /** The label prefix of the header columns a claim returns ({@link ColumnMapping}). */
     static final String HEADER_COLUMN_LABEL = "header_column_";
@@ -106,14 +106,8 @@ public final class OutboxColumns {
       for (Claimed c : values()) {
         Row field = c.expression == null ? Row.valueOf(c.name()) : null;
         boolean mapped = field != null && columns.isMapped(field);
-        String selected =
-            c == AGGREGATE_HASH
-                ? OutboxSql.AGGREGATE_HASH.formatted(columns.asText(Row.AGGREGATE_ID, "o"))
-                    + " AS "
-                    + c.label
-                : c.selected;
         out.append(out.length() == 0 ? "" : ", ")
-            .append(mapped ? columns.asText(field, "o") + " AS " + c.label : selected);
+            .append(mapped ? columns.asText(field, "o") + " AS " + c.label : c.selected);
       }
       List<ColumnMapping.HeaderColumn> headers = columns.headerColumns();
       for (int i = 0; i < headers.size(); i++) {

@@ -110,10 +110,11 @@ final class OutboxSql {
             THEN current_setting('synchronous_commit') ELSE 'off' END, true) AS commit_mode""";
 
   /**
-   * The aggregate's hash over a row alias: non-negative, and stable for a given text (hashtext), so
-   * an aggregate keeps its share and its exactly-once bucket.
+   * {@code {aggregate hash(o)}}: the aggregate's hash, non-negative and stable for a given text
+   * (hashtext), so an aggregate keeps its share and its exactly-once bucket. One expression for the
+   * affinity, the bucket share, recovery and the hash a claim returns.
    */
-  static final String AGGREGATE_HASH = "(hashtext(%s) & 2147483647)";
+  private static final String AGGREGATE_HASH = "(hashtext({aggregate_id as text(o)}) & 2147483647)";
 
   /**
    * {@code {share}} of an exactly-once claim or recovery: only rows of the buckets this task owns,
@@ -122,7 +123,7 @@ final class OutboxSql {
    */
   private static final String SHARE =
       """
-      AND ((hashtext({aggregate_id as text(o)}) & 2147483647) % CAST(:buckets AS integer)
+      AND ({aggregate hash(o)} % CAST(:buckets AS integer)
         % CAST(:tasks AS integer) + CAST(:tasks_minus_task AS integer))
         % CAST(:tasks AS integer) < 1""";
 
@@ -135,7 +136,7 @@ final class OutboxSql {
    */
   private static final String AFFINITY =
       """
-      AND ((hashtext({aggregate_id as text(o)}) & 2147483647) % CAST(:slots AS integer)
+      AND ({aggregate hash(o)} % CAST(:slots AS integer)
         + CAST(:slots_minus_slot AS integer)) % CAST(:slots AS integer) < 1""";
 
   /** An unordered claim: the oldest due rows, whatever their aggregate. */
@@ -171,8 +172,7 @@ final class OutboxSql {
         SELECT o.seq, EXISTS (
             SELECT 1 FROM committed c
             WHERE c.instance_key = o.instance_key
-              AND c.bucket = (hashtext({aggregate_id as text(o)}) & 2147483647)
-                % CAST(:buckets AS integer)
+              AND c.bucket = {aggregate hash(o)} % CAST(:buckets AS integer)
               AND c.epoch = o.lease_epoch AND (o.claim_batch, o.seq) <= (c.batch, c.seq)
           ) AS covered
         FROM {table} o, clock
@@ -307,6 +307,7 @@ final class OutboxSql {
     fragments.put("{message_id(o)}", columns.asText(OutboxColumns.Row.MESSAGE_ID, "o"));
     fragments.put("{aggregate_id(o)}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, "o"));
     fragments.put("{aggregate_id(p)}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, "p"));
+    fragments.put("{aggregate hash(o)}", AGGREGATE_HASH);
     fragments.put("{aggregate_id as text(o)}", columns.asText(OutboxColumns.Row.AGGREGATE_ID, "o"));
     fragments.put("{payload}", columns.quoted(OutboxColumns.Row.PAYLOAD, null));
     fragments.put("{now}", NOW);

@@ -193,14 +193,13 @@ public final class PostgresOutboxStore implements OutboxStore {
               .setArray("committed_epochs", c.createArrayOf("bigint", epochs))
               .setArray("committed_batches", c.createArrayOf("bigint", batches))
               .setArray("committed_seqs", c.createArrayOf("bigint", seqs))
-              .setInt("buckets", share.buckets())
               .setArray("instance_keys", textArray(c, request.instanceKeys().toArray()))
               .setLong("epoch", request.epoch())
               .setBoolean("expired_only", request.expiredOnly());
-          if (!share.ownsAll()) {
-            statement
-                .setInt("tasks", share.taskCount())
-                .setInt("tasks_minus_task", share.taskCount() - share.taskIndex());
+          if (share.ownsAll()) {
+            statement.setInt("buckets", share.buckets()); // a row's bucket, for its position
+          } else {
+            bindShare(statement, share);
           }
           List<String> published = new ArrayList<>();
           List<String> released = new ArrayList<>();

@@ -69,7 +69,7 @@ class OutboxColumnsTest {
             + " o.topic, o.payload, o.headers::text AS headers, o.correlation_id, o.created_at,"
             + " o.deliver_before, COALESCE(o.deliver_before <= clock.now, FALSE) AS deadline_expired,"
             + " o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
-            + " o.status, o.last_failure_code, (hashtext(o.aggregate_id) & 2147483647) AS aggregate_hash",
+            + " o.status, o.last_failure_code, {aggregate hash(o)} AS aggregate_hash",
         OutboxColumns.Claimed.RETURNING);
   }
 

@@ -3,10 +3,8 @@ package dev.outboxrelay.store.postgres;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.ManualClock;
-import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreContract;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
@@ -16,13 +14,9 @@ import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.sql.Timestamp;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -103,71 +97,16 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
 
   @Override
   protected RowState state(String messageId) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT message_id, instance_key, status, attempts, abandoned_claims,"
-                    + " next_attempt_at, lease_owner, lease_token, lease_expires_at,"
-                    + " last_failure_code, kafka_topic, kafka_partition, kafka_offset"
-                    + " FROM outbox WHERE message_id = ?")) {
-      ps.setString(1, messageId);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        String topic = rs.getString("kafka_topic");
-        return new RowState(
-            rs.getString("message_id"),
-            rs.getString("instance_key"),
-            MessageStatus.valueOf(rs.getString("status")),
-            rs.getInt("attempts"),
-            rs.getInt("abandoned_claims"),
-            instant(rs.getTimestamp("next_attempt_at")),
-            rs.getString("lease_owner"),
-            rs.getLong("lease_token"),
-            instant(rs.getTimestamp("lease_expires_at")),
-            rs.getString("last_failure_code"),
-            topic == null
-                ? null
-                : new KafkaCoordinates(
-                    topic, rs.getInt("kafka_partition"), rs.getLong("kafka_offset")));
-      }
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  private static Instant instant(Timestamp ts) {
-    return ts == null ? null : ts.toInstant();
+    return rows().state(messageId);
   }
 
   @Override
   protected void holdElsewhere(String messageId, Lease lease, Instant expiresAt) {
-    // A legacy row can only be held if it was claimed before V2; the check is bypassed as above.
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      try (Statement s = c.createStatement()) {
-        s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
-      }
-      try (PreparedStatement ps =
-          c.prepareStatement(
-              "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = ?, lease_token = ?,"
-                  + " lease_expires_at = ? WHERE message_id = ?")) {
-        ps.setString(1, lease.owner());
-        ps.setLong(2, lease.token());
-        ps.setObject(3, OffsetDateTime.ofInstant(expiresAt, ZoneOffset.UTC));
-        ps.setString(4, messageId);
-        assertEquals(1, ps.executeUpdate());
-      }
-      try (Statement s = c.createStatement()) {
-        s.execute(
-            "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
-                + " CHECK (instance_key IS NOT NULL) NOT VALID");
-      }
-      c.commit();
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
+    rows().holdElsewhere(messageId, lease, expiresAt);
+  }
+
+  private ContractRows rows() {
+    return new ContractRows(dataSource, "outbox", "message_id", "outbox_instance_key_required");
   }
 
   @Override

@@ -1,0 +1,110 @@
+package dev.outboxrelay.store.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.Lease;
+import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import javax.sql.DataSource;
+
+/**
+ * The store contract's look behind a PostgreSQL store's back, for the relay's own table and an
+ * adopted one alike: a table name, the column that holds the message id, and the name of the NOT
+ * VALID check that keeps instance keys required.
+ */
+record ContractRows(DataSource dataSource, String table, String idColumn, String keyCheck) {
+
+  /** The row's relay state as stored, or null when it does not exist. */
+  RowState state(String messageId) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT "
+                    + idColumn
+                    + ", instance_key, status, attempts, abandoned_claims,"
+                    + " next_attempt_at, lease_owner, lease_token, lease_expires_at,"
+                    + " last_failure_code, kafka_topic, kafka_partition, kafka_offset"
+                    + " FROM "
+                    + table
+                    + " WHERE "
+                    + idColumn
+                    + " = ?")) {
+      ps.setString(1, messageId);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        String topic = rs.getString("kafka_topic");
+        return new RowState(
+            rs.getString(1),
+            rs.getString("instance_key"),
+            MessageStatus.valueOf(rs.getString("status")),
+            rs.getInt("attempts"),
+            rs.getInt("abandoned_claims"),
+            instant(rs.getTimestamp("next_attempt_at")),
+            rs.getString("lease_owner"),
+            rs.getLong("lease_token"),
+            instant(rs.getTimestamp("lease_expires_at")),
+            rs.getString("last_failure_code"),
+            topic == null
+                ? null
+                : new KafkaCoordinates(
+                    topic, rs.getInt("kafka_partition"), rs.getLong("kafka_offset")));
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Puts the row IN_FLIGHT under {@code lease}; a legacy row can only be held if it was claimed
+   * before instance keys were required, so the check is bypassed for the update.
+   */
+  void holdElsewhere(String messageId, Lease lease, Instant expiresAt) {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try (Statement s = c.createStatement()) {
+        s.execute("ALTER TABLE " + table + " DROP CONSTRAINT " + keyCheck);
+      }
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "UPDATE "
+                  + table
+                  + " SET status = 'IN_FLIGHT', lease_owner = ?, lease_token = ?,"
+                  + " lease_expires_at = ? WHERE "
+                  + idColumn
+                  + " = ?")) {
+        ps.setString(1, lease.owner());
+        ps.setLong(2, lease.token());
+        ps.setObject(3, OffsetDateTime.ofInstant(expiresAt, ZoneOffset.UTC));
+        ps.setString(4, messageId);
+        assertEquals(1, ps.executeUpdate());
+      }
+      try (Statement s = c.createStatement()) {
+        s.execute(
+            "ALTER TABLE "
+                + table
+                + " ADD CONSTRAINT "
+                + keyCheck
+                + " CHECK (instance_key IS NOT NULL) NOT VALID");
+      }
+      c.commit();
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static Instant instant(Timestamp ts) {
+    return ts == null ? null : ts.toInstant();
+  }
+}
