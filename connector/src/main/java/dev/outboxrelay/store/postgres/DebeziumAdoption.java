@@ -34,6 +34,9 @@ import java.util.regex.Pattern;
 public final class DebeziumAdoption {
   private static final Pattern ROLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$-]{0,62}");
 
+  /** The migration that creates the published log, the latest version this script includes. */
+  static final String PUBLISHED_LOG_MIGRATION = "V9__published_log.sql";
+
   private final OutboxTable table;
   private final String instanceKey;
   private final ColumnMapping columns;
@@ -237,6 +240,8 @@ public final class DebeziumAdoption {
             CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_rows_idx"
                 ON {table} (instance_key, correlation_id)
                 WHERE parked_at IS NOT NULL"""));
+    // The published log of schema version 9, exactly as the migration creates it.
+    out.addAll(SchemaMigrator.plainStatements(PUBLISHED_LOG_MIGRATION, table));
     return out;
   }
 

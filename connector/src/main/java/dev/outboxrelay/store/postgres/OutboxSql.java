@@ -157,9 +157,9 @@ final class OutboxSql {
    * Exactly-once recovery (docs/design.md): the rows of this task's buckets leased under a lower
    * epoch — all of them at start, only those whose lease expired afterwards. A row whose position a
    * committed offset covers was committed to Kafka and is recorded PUBLISHED without its Kafka
-   * coordinates; any other row is released, due now, at no attempt's cost. Both bump the token, so
-   * the previous holder's late writes are fenced off. Row locks are waited for, not skipped: a
-   * previous holder's write in progress must settle first.
+   * coordinates (moved to the published log); any other row is released, due now, at no attempt's
+   * cost. Both bump the token, so the previous holder's late writes are fenced off. Row locks are
+   * waited for, not skipped: a previous holder's write in progress must settle first.
    */
   private static final String RECOVER =
       """
@@ -181,20 +181,49 @@ final class OutboxSql {
           AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
           {share}
         ORDER BY o.seq FOR UPDATE OF o
+      ), released AS (
+        UPDATE {table} o
+        SET status = CASE WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
+          kafka_topic = NULL, kafka_partition = NULL, kafka_offset = NULL,
+          next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+          lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
+          isolated = FALSE
+        FROM target t WHERE o.seq = t.seq AND NOT t.covered
+        RETURNING {message_id(o)} AS message_id, o.instance_key
+      ), moved AS (
+        DELETE FROM {table} o USING target t WHERE o.seq = t.seq AND t.covered
+        RETURNING {moved(o)}, o.lease_token + 1 AS lease_token,
+          'RECOVERED_FROM_OFFSETS' AS last_failure_code,
+          CAST(NULL AS text) AS topic, CAST(NULL AS integer) AS kafka_partition,
+          CAST(NULL AS bigint) AS kafka_offset
+      ), logged AS (
+        {log moved}
       )
-      UPDATE {table} o
-      SET status = CASE WHEN t.covered THEN 'PUBLISHED'
-          WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
-        published_at = CASE WHEN t.covered THEN clock.now END,
-        last_failure_code = CASE WHEN t.covered THEN 'RECOVERED_FROM_OFFSETS'
-          ELSE o.last_failure_code END,
-        {payload} = CASE WHEN t.covered THEN NULL ELSE {payload} END,
-        headers = CASE WHEN t.covered THEN NULL ELSE o.headers END,
-        kafka_topic = NULL, kafka_partition = NULL, kafka_offset = NULL,
-        next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
-        lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL, isolated = FALSE
-      FROM target t, clock WHERE o.seq = t.seq
-      RETURNING {message_id(o)}, o.instance_key, t.covered""";
+      SELECT message_id, instance_key, FALSE FROM released
+      UNION ALL SELECT message_id, instance_key, TRUE FROM moved""";
+
+  /**
+   * {@code {moved(o)}}: what a published row leaves in the published log (schema version 9),
+   * returned by the DELETE that takes it out of the outbox; {@code {log moved}} writes it. The
+   * message's own fields go in as text, whatever the adopted table's column types.
+   */
+  private static final String MOVED =
+      """
+      o.seq, {message_id(o)} AS message_id, o.instance_key,
+          {aggregate_type as text(o)} AS aggregate_type, {aggregate_id as text(o)} AS aggregate_id,
+          {event_type as text(o)} AS event_type, o.correlation_id, o.created_at, o.attempts,
+          o.abandoned_claims""";
+
+  private static final String LOG_MOVED =
+      """
+      INSERT INTO {published} (seq, message_id, instance_key, aggregate_type, aggregate_id,
+            event_type, correlation_id, created_at, attempts, abandoned_claims, lease_token,
+            last_failure_code, published_at, kafka_topic, kafka_partition, kafka_offset)
+          SELECT m.seq, m.message_id, m.instance_key, m.aggregate_type, m.aggregate_id,
+            m.event_type, m.correlation_id, m.created_at, m.attempts, m.abandoned_claims,
+            m.lease_token, m.last_failure_code, clock.now, m.topic, m.kafka_partition,
+            m.kafka_offset
+          FROM moved m, clock""";
 
   /** {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. */
   private static final String LEASE =
@@ -270,7 +299,6 @@ final class OutboxSql {
   final NamedSql newEpoch;
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
-  final NamedSql markPublished;
   final NamedSql markPublishedBatch;
   final NamedSql retryLater;
   final NamedSql markFailed;
@@ -278,6 +306,7 @@ final class OutboxSql {
   final NamedSql renew;
   final NamedSql countByStatus;
   final NamedSql lag;
+  final NamedSql deletePublishedLog;
   final NamedSql deletePublished;
   final NamedSql now;
 
@@ -293,6 +322,8 @@ final class OutboxSql {
    * {aggregate_id(o)}} as stored, to compare with itself; {@code {payload}}, a column to clear.
    */
   OutboxSql(OutboxTable table, ColumnMapping columns) {
+    fragments.put("{log moved}", LOG_MOVED);
+    fragments.put("{moved(o)}", MOVED);
     fragments.put("{lease(claimable)}", LEASE.replace("{rows}", "claimable"));
     fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
     fragments.put("{affinity}", AFFINITY);
@@ -310,8 +341,12 @@ final class OutboxSql {
     fragments.put("{aggregate hash(o)}", AGGREGATE_HASH);
     fragments.put("{aggregate_id as text(o)}", columns.asText(OutboxColumns.Row.AGGREGATE_ID, "o"));
     fragments.put("{payload}", columns.quoted(OutboxColumns.Row.PAYLOAD, null));
+    fragments.put(
+        "{aggregate_type as text(o)}", columns.asText(OutboxColumns.Row.AGGREGATE_TYPE, "o"));
+    fragments.put("{event_type as text(o)}", columns.asText(OutboxColumns.Row.EVENT_TYPE, "o"));
     fragments.put("{now}", NOW);
     fragments.put("{table}", table.qualified());
+    fragments.put("{published}", table.qualifiedPublishedLog());
 
     fragments.put("{commit mode}", COMMIT_MODE);
 
@@ -328,38 +363,29 @@ final class OutboxSql {
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);
     claimAbandonedUnordered = statement(CLAIM_ABANDONED.replace("{in order}", ""));
 
-    markPublished =
-        statement(
-            """
-            WITH clock AS (SELECT {now} AS now)
-            UPDATE {table}
-            SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = :kafka_topic,
-              kafka_partition = :kafka_partition, kafka_offset = :kafka_offset,
-              next_attempt_at = NULL, {payload} = NULL, headers = NULL,
-              lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
-            FROM clock
-            WHERE {message_id} = :message_id {fence}""");
-
-    // Returns the position of each applied ack.
+    // Publishing moves each acknowledged row, still held under the acknowledged lease, into the
+    // published log: one DELETE and one INSERT, no new version of the row and no index entry in
+    // the outbox. Returns the position of each applied ack.
     markPublishedBatch =
         statement(
             """
-            WITH clock AS (SELECT {now} AS now)
-            UPDATE {table} o
-            SET status = 'PUBLISHED', published_at = clock.now, kafka_topic = a.topic,
-              kafka_partition = a.kafka_partition, kafka_offset = a.kafka_offset,
-              next_attempt_at = NULL, {payload} = NULL, headers = NULL,
-              lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
-            FROM clock,
-              unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
-                CAST(:tokens AS bigint[]), CAST(:kafka_topics AS text[]),
-                CAST(:kafka_partitions AS integer[]), CAST(:kafka_offsets AS bigint[]))
-              WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,
-                kafka_offset, n)
-            WHERE {message_id(o)} = a.message_id AND o.status = 'IN_FLIGHT'
-              AND o.lease_owner = a.owner AND o.lease_token = a.token
-              AND o.instance_key = ANY (:instance_keys)
-            RETURNING a.n""");
+            WITH clock AS (SELECT {now} AS now), acked AS (
+              SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
+                  CAST(:tokens AS bigint[]), CAST(:kafka_topics AS text[]),
+                  CAST(:kafka_partitions AS integer[]), CAST(:kafka_offsets AS bigint[]))
+                WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,
+                  kafka_offset, n)
+            ), moved AS (
+              DELETE FROM {table} o USING acked a
+              WHERE {message_id(o)} = a.message_id AND o.status = 'IN_FLIGHT'
+                AND o.lease_owner = a.owner AND o.lease_token = a.token
+                AND o.instance_key = ANY (:instance_keys)
+              RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,
+                a.kafka_partition, a.kafka_offset, a.n
+            ), logged AS (
+              {log moved}
+            )
+            SELECT n FROM moved""");
 
     retryLater =
         statement(
@@ -412,8 +438,10 @@ final class OutboxSql {
             RETURNING {message_id(o)}""");
 
     // One branch per partial index, so the backlog figures cost O(active + parked rows), not a
-    // scan of every retained PUBLISHED row. The branches are disjoint by their predicates; a row
+    // scan of every retained published row. The branches are disjoint by their predicates; a row
     // parked by a relay older than schema version 7 (no parked_at) is counted in the first.
+    // Published rows are in the published log, and those published before version 9 still in the
+    // table; both are counted only on request.
     countByStatus =
         statement(
             """
@@ -429,7 +457,11 @@ final class OutboxSql {
             SELECT status, count(*) FROM {table}
             WHERE :count_published AND instance_key = ANY (:instance_keys)
               AND published_at IS NOT NULL
-            GROUP BY status""");
+            GROUP BY status
+            UNION ALL
+            SELECT 'PUBLISHED', count(*) FROM {published}
+            WHERE :count_published AND instance_key = ANY (:instance_keys)
+            HAVING count(*) > 0""");
 
     // The oldest active row by insertion order: an index lookup, not a scan of the backlog.
     lag =
@@ -440,6 +472,18 @@ final class OutboxSql {
             FROM {table} o, clock
             WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
             ORDER BY o.seq LIMIT 1""");
+
+    // Retention: the oldest entries of the published log (in no particular order within the
+    // cutoff: the BRIN index finds the old pages), then rows published before schema version 9,
+    // still in the table, through the settled index.
+    deletePublishedLog =
+        statement(
+            """
+            DELETE FROM {published}
+            WHERE ctid = ANY (ARRAY(
+              SELECT ctid FROM {published}
+              WHERE instance_key = ANY (:instance_keys) AND published_at < :published_before
+              LIMIT :limit))""");
 
     deletePublished =
         statement(

@@ -76,6 +76,14 @@ public final class OutboxTable {
     return qualify(objectName("seq_seq"));
   }
 
+  /**
+   * The published log (schema version 9): where publishing moves a row, in the table's schema,
+   * quoted. {@code <table>_published} fits whole: table names have at most 48 characters.
+   */
+  public String qualifiedPublishedLog() {
+    return qualify(objectName("published"));
+  }
+
   /** An index of this table (indexes live in the table's schema), quoted. */
   public String qualifiedIndex(String suffix) {
     return qualify(objectName(suffix));

@@ -10,7 +10,6 @@ import dev.outboxrelay.store.CommittedPosition;
 import dev.outboxrelay.store.ExactlyOnceClaim;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
-import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
@@ -248,21 +247,7 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public Outcome markPublished(PublishedAck ack) {
-    KafkaCoordinates k = ack.coordinates();
-    return run(
-        "mark-published",
-        sql.markPublished,
-        (c, statement) -> {
-          statement
-              .set("now", this::setNow)
-              .setString("kafka_topic", k.topic())
-              .setInt("kafka_partition", k.partition())
-              .setLong("kafka_offset", k.offset())
-              .setString("message_id", ack.messageId());
-          return fenced(c, statement, ack.lease()).executeUpdate() == 1
-              ? Outcome.APPLIED
-              : Outcome.CLAIM_LOST;
-        });
+    return markPublished(List.of(ack)).get(0);
   }
 
   @Override
@@ -428,7 +413,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                   .setBoolean("count_published", countPublished)
                   .executeQuery()) {
         while (rs.next()) {
-          counts.put(MessageStatus.valueOf(rs.getString(1)), rs.getLong(2));
+          counts.merge(MessageStatus.valueOf(rs.getString(1)), rs.getLong(2), Long::sum);
         }
       }
       long lagMillis = 0;
@@ -452,18 +437,31 @@ public final class PostgresOutboxStore implements OutboxStore {
   @Override
   public int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
-    return run(
-        "delete-published",
-        sql.deletePublished,
-        (c, statement) ->
-            statement
-                .setArray("instance_keys", textArray(c, keys))
-                .setObject(
-                    "published_before",
-                    OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC),
-                    Types.TIMESTAMP_WITH_TIMEZONE)
-                .setInt("limit", limit)
-                .executeUpdate());
+    OffsetDateTime before = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
+    int deleted =
+        run(
+            "delete-published",
+            sql.deletePublishedLog,
+            (c, statement) ->
+                statement
+                    .setArray("instance_keys", textArray(c, keys))
+                    .setObject("published_before", before, Types.TIMESTAMP_WITH_TIMEZONE)
+                    .setInt("limit", limit)
+                    .executeUpdate());
+    if (deleted >= limit) {
+      return deleted;
+    }
+    // Rows published before schema version 9 are still in the table.
+    return deleted
+        + run(
+            "delete-published",
+            sql.deletePublished,
+            (c, statement) ->
+                statement
+                    .setArray("instance_keys", textArray(c, keys))
+                    .setObject("published_before", before, Types.TIMESTAMP_WITH_TIMEZONE)
+                    .setInt("limit", limit - deleted)
+                    .executeUpdate());
   }
 
   @Override

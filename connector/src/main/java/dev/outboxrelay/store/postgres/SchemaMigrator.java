@@ -1,7 +1,14 @@
 package dev.outboxrelay.store.postgres;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.MigrationInfo;
@@ -13,7 +20,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "8";
+  public static final String CURRENT_VERSION = "9";
 
   /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
   public static final String MIGRATIONS_PATH = "db/outbox";
@@ -59,17 +66,45 @@ public final class SchemaMigrator {
    * those stay cut by PostgreSQL, the way {@link OutboxTable#objectName} cuts them.
    */
   public static Map<String, String> placeholders(OutboxTable table) {
-    return Map.of(
-        "qualifiedTable", table.qualified(),
-        "qualifiedFunction", table.qualifiedFunction(),
-        "qualifiedNotifyFunction", table.qualifiedNotifyFunction(),
-        "notifyChannel", table.notifyChannel(),
-        "qualifiedV1ActiveIndex", table.qualifiedIndex("active_idx"),
-        "qualifiedIndexActiveSeq", table.qualifiedIndex("active_seq_idx"),
-        "qualifiedIndexActiveAggregate", table.qualifiedIndex("active_aggregate_idx"),
-        "qualifiedIndexPublished", table.qualifiedIndex("published_idx"),
-        "qualifiedIndexParked", table.qualifiedIndex("parked_idx"),
-        "tableName", table.name());
+    return Map.ofEntries(
+        Map.entry("qualifiedTable", table.qualified()),
+        Map.entry("qualifiedFunction", table.qualifiedFunction()),
+        Map.entry("qualifiedNotifyFunction", table.qualifiedNotifyFunction()),
+        Map.entry("notifyChannel", table.notifyChannel()),
+        Map.entry("qualifiedV1ActiveIndex", table.qualifiedIndex("active_idx")),
+        Map.entry("qualifiedIndexActiveSeq", table.qualifiedIndex("active_seq_idx")),
+        Map.entry("qualifiedIndexActiveAggregate", table.qualifiedIndex("active_aggregate_idx")),
+        Map.entry("qualifiedIndexPublished", table.qualifiedIndex("published_idx")),
+        Map.entry("qualifiedIndexParked", table.qualifiedIndex("parked_idx")),
+        Map.entry("qualifiedPublishedTable", table.qualifiedPublishedLog()),
+        Map.entry("tableName", table.name()));
+  }
+
+  /**
+   * The statements of one shipped migration whose statements are all plain (no function bodies),
+   * placeholders filled for {@code table}, comments left out: for scripts that bring a table
+   * outbox-relay did not create up to a version ({@link DebeziumAdoption}).
+   */
+  static List<String> plainStatements(String migration, OutboxTable table) {
+    String path = LOCATION.substring("classpath:".length()) + "/" + migration;
+    String sql;
+    try (InputStream in = SchemaMigrator.class.getClassLoader().getResourceAsStream(path)) {
+      if (in == null) {
+        throw new IllegalStateException("no migration " + path);
+      }
+      sql = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    for (Map.Entry<String, String> placeholder : placeholders(table).entrySet()) {
+      sql = sql.replace("${" + placeholder.getKey() + "}", placeholder.getValue());
+    }
+    String code =
+        sql.lines().filter(line -> !line.startsWith("--")).collect(Collectors.joining("\n"));
+    return Arrays.stream(code.split(";"))
+        .map(String::strip)
+        .filter(statement -> !statement.isEmpty())
+        .toList();
   }
 
   private Flyway flyway(String target) {

@@ -61,7 +61,7 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
   void emptyTable() throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
-      s.execute("TRUNCATE events RESTART IDENTITY");
+      s.execute("TRUNCATE events, events_published RESTART IDENTITY");
     }
   }
 

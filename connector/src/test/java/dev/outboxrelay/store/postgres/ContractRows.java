@@ -24,46 +24,73 @@ import javax.sql.DataSource;
  */
 record ContractRows(DataSource dataSource, String table, String idColumn, String keyCheck) {
 
-  /** The row's relay state as stored, or null when it does not exist. */
+  /**
+   * The row's relay state as stored, or null when it does not exist: from the table, or, once
+   * published, from the published log (schema version 9), where a row is PUBLISHED and holds no
+   * lease.
+   */
   RowState state(String messageId) {
+    RowState row =
+        read(
+            "SELECT "
+                + idColumn
+                + "::text, instance_key, status, attempts, abandoned_claims,"
+                + " next_attempt_at, lease_owner, lease_token, lease_expires_at,"
+                + " last_failure_code, kafka_topic, kafka_partition, kafka_offset"
+                + " FROM "
+                + table
+                + " WHERE "
+                + idColumn
+                + "::text = ?",
+            messageId);
+    return row != null
+        ? row
+        : read(
+            "SELECT message_id, instance_key, 'PUBLISHED' AS status, attempts, abandoned_claims,"
+                + " NULL::timestamptz AS next_attempt_at, NULL AS lease_owner, lease_token,"
+                + " NULL::timestamptz AS lease_expires_at, last_failure_code, kafka_topic,"
+                + " kafka_partition, kafka_offset FROM "
+                + table
+                + "_published WHERE message_id = ?",
+            messageId);
+  }
+
+  private RowState read(String sql, String messageId) {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT "
-                    + idColumn
-                    + ", instance_key, status, attempts, abandoned_claims,"
-                    + " next_attempt_at, lease_owner, lease_token, lease_expires_at,"
-                    + " last_failure_code, kafka_topic, kafka_partition, kafka_offset"
-                    + " FROM "
-                    + table
-                    + " WHERE "
-                    + idColumn
-                    + " = ?")) {
+        PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setString(1, messageId);
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
           return null;
         }
-        String topic = rs.getString("kafka_topic");
-        return new RowState(
-            rs.getString(1),
-            rs.getString("instance_key"),
-            MessageStatus.valueOf(rs.getString("status")),
-            rs.getInt("attempts"),
-            rs.getInt("abandoned_claims"),
-            instant(rs.getTimestamp("next_attempt_at")),
-            rs.getString("lease_owner"),
-            rs.getLong("lease_token"),
-            instant(rs.getTimestamp("lease_expires_at")),
-            rs.getString("last_failure_code"),
-            topic == null
-                ? null
-                : new KafkaCoordinates(
-                    topic, rs.getInt("kafka_partition"), rs.getLong("kafka_offset")));
+        RowState row = row(rs);
+        if (rs.next()) {
+          throw new IllegalStateException("two rows for one message id");
+        }
+        return row;
       }
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  private static RowState row(ResultSet rs) throws SQLException {
+    String topic = rs.getString("kafka_topic");
+    return new RowState(
+        rs.getString(1),
+        rs.getString("instance_key"),
+        MessageStatus.valueOf(rs.getString("status")),
+        rs.getInt("attempts"),
+        rs.getInt("abandoned_claims"),
+        instant(rs.getTimestamp("next_attempt_at")),
+        rs.getString("lease_owner"),
+        rs.getLong("lease_token"),
+        instant(rs.getTimestamp("lease_expires_at")),
+        rs.getString("last_failure_code"),
+        topic == null
+            ? null
+            : new KafkaCoordinates(
+                topic, rs.getInt("kafka_partition"), rs.getLong("kafka_offset")));
   }
 
   /**

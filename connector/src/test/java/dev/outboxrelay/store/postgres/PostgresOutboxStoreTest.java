@@ -42,7 +42,7 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
   void emptyTable() throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
-      s.execute("TRUNCATE outbox RESTART IDENTITY");
+      s.execute("TRUNCATE outbox, outbox_published RESTART IDENTITY");
     }
   }
 

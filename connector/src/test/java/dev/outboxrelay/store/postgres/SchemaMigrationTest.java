@@ -8,6 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
@@ -15,6 +20,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
@@ -46,7 +52,7 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(8, migrator.migrate());
+    assertEquals(9, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
@@ -114,8 +120,8 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(8, migrator("outbox_a").migrate());
-    assertEquals(8, migrator("outbox_b").migrate());
+    assertEquals(9, migrator("outbox_a").migrate());
+    assertEquals(9, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
   }
 
@@ -164,6 +170,50 @@ class SchemaMigrationTest {
     assertEquals(
         "{fillfactor=45}",
         queryString("SELECT reloptions::text FROM pg_class WHERE oid = 'app.outbox'::regclass"));
+  }
+
+  @Test
+  void version9LeavesRowsPublishedBeforeItForRetentionAndPublishesIntoTheLog() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("1");
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " status, published_at, kafka_topic, kafka_partition, kafka_offset) VALUES"
+            + " ('legacy', NULL, 'order', 'a', 'E', 'PUBLISHED', now() - interval '2 days', 't',"
+            + " 0, 8)");
+    migrator.migrateTo("8");
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " status, published_at, kafka_topic, kafka_partition, kafka_offset) VALUES"
+            + " ('old', 'eu', 'order', 'a', 'E', 'PUBLISHED', now() - interval '2 days', 't', 0, 7),"
+            + " ('new', 'eu', 'order', 'b', 'E', 'PENDING', NULL, NULL, NULL, NULL)");
+    migrator.migrate();
+    assertEquals("PUBLISHED", queryString("SELECT status FROM outbox WHERE message_id = 'old'"));
+
+    PostgresOutboxStore store =
+        new PostgresOutboxStore(
+            dataSource, OutboxTable.parse("outbox"), RelayClock.database(), null);
+    ClaimedMessage claimed =
+        store
+            .claim(new ClaimRequest("w", Set.of("eu"), 10, Duration.ofSeconds(30), 5, true))
+            .claimed()
+            .get(0);
+    assertEquals(
+        Outcome.APPLIED,
+        store.markPublished(
+            new PublishedAck("new", claimed.lease(), new KafkaCoordinates("t", 1, 9))));
+    assertEquals("0", queryString("SELECT count(*) FROM outbox WHERE message_id = 'new'"));
+    assertEquals(
+        "eu,order,b,E,1,9",
+        queryString(
+            "SELECT concat_ws(',', instance_key, aggregate_type, aggregate_id, event_type,"
+                + " kafka_partition, kafka_offset) FROM outbox_published WHERE message_id = 'new'"));
+    assertEquals(2, store.inspect(Set.of("eu"), true).count(MessageStatus.PUBLISHED));
+
+    // Retention: the log first, then what version 8 published in the table; legacy rows never.
+    assertEquals(2, store.deletePublished(Set.of("eu"), Instant.now().plusSeconds(1), 10));
+    assertEquals("0", queryString("SELECT count(*) FROM outbox_published"));
+    assertEquals("legacy", queryString("SELECT string_agg(message_id, ',') FROM outbox"));
   }
 
   @Test
