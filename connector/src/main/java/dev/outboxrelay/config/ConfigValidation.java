@@ -303,6 +303,18 @@ public final class ConfigValidation {
           Map<String, Boolean> present = presentColumns(pool, table);
           checkColumns(missingColumns(present));
           checkMappedColumns(present);
+          if (version.isEmpty()
+              && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()
+              && !relationExists(pool, table.qualifiedPublishedLog())) {
+            // A table kept up to date by the user's own tool (or adopted from Debezium).
+            error(
+                OUTBOX_TABLE_CONFIG,
+                OUTBOX_TABLE_CONFIG
+                    + " has no published log ("
+                    + table.objectName("published")
+                    + ", schema version 9): apply the statements of `outbox-relay-cli schema-sql"
+                    + " --after-version 8`");
+          }
         }
       } catch (SQLException e) {
         reportTableFailure(SqlStates.classify(e, "table check"));
@@ -474,9 +486,14 @@ public final class ConfigValidation {
     /** to_regclass takes the quoted name as a bind parameter: nothing user-supplied in SQL. */
     private static boolean tableExists(HikariDataSource pool, OutboxTable table)
         throws SQLException {
+      return relationExists(pool, table.qualified());
+    }
+
+    private static boolean relationExists(HikariDataSource pool, String qualified)
+        throws SQLException {
       try (Connection c = pool.getConnection();
           PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
-        ps.setString(1, table.qualified());
+        ps.setString(1, qualified);
         try (ResultSet rs = ps.executeQuery()) {
           return rs.next() && rs.getBoolean(1);
         }

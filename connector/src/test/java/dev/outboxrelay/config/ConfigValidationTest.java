@@ -346,6 +346,20 @@ class ConfigValidationTest {
   }
 
   @Test
+  void tableManagedByAnotherToolWithoutThePublishedLogIsAnErrorOnTheTable() throws SQLException {
+    String url = externallyManagedTable("config_external_v8");
+    execute(url, "DROP TABLE outbox_published");
+
+    assertEquals(
+        Map.of(
+            "outbox.table",
+            List.of(
+                "outbox.table has no published log (outbox_published, schema version 9): apply"
+                    + " the statements of `outbox-relay-cli schema-sql --after-version 8`")),
+        errors(props(url)));
+  }
+
+  @Test
   void requiredColumnsAreThoseOfTheMigratedTable() throws SQLException {
     String url = Postgres.freshDatabase("config_columns");
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);

@@ -112,7 +112,9 @@ class ExactlyOnceTest {
       assertExactlyOnceInOrder(db, key, committed, OutboxDb.ids("cr", 0, total));
       long recovered =
           db.scalar(
-              "SELECT count(*) FROM outbox WHERE last_failure_code = 'RECOVERED_FROM_OFFSETS'");
+              "SELECT count(*) FROM "
+                  + db.messages()
+                  + " WHERE last_failure_code = 'RECOVERED_FROM_OFFSETS'");
       assertEquals(total, recovered, "every row recorded from the offsets, none sent again");
     }
   }

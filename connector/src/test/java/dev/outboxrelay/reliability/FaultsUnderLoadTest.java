@@ -82,7 +82,8 @@ class FaultsUnderLoadTest {
         takenOver =
             s.db
                 .map(
-                    "SELECT message_id, lease_owner FROM outbox"
+                    "SELECT message_id, lease_owner FROM "
+                        + s.db.messages()
                         + " WHERE message_id = ANY (?) AND abandoned_claims > 0",
                     (Object) held)
                 .keySet();

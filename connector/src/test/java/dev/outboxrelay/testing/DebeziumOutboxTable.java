@@ -109,10 +109,15 @@ public final class DebeziumOutboxTable {
     try (Connection c = db.connection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT count(*) FROM outbox"
-                    + " WHERE instance_key IS NOT DISTINCT FROM ? AND status = ?")) {
+                "SELECT (SELECT count(*) FROM outbox"
+                    + " WHERE instance_key IS NOT DISTINCT FROM ? AND status = ?)"
+                    + " + (SELECT count(*) FROM outbox_published"
+                    + " WHERE instance_key = ? AND ? = 'PUBLISHED')")) {
+      // Published rows of the relay are in the published log (schema version 9).
       ps.setString(1, instanceKey);
       ps.setString(2, status);
+      ps.setString(3, instanceKey);
+      ps.setString(4, status);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1);

@@ -196,13 +196,32 @@ public final class OutboxDb implements AutoCloseable {
     return select("instance_key = ?", instanceKey);
   }
 
+  /**
+   * Every message as a row of the table, wherever it is: awaiting delivery or parked in the table,
+   * or published, in the published log (schema version 9), where it is PUBLISHED without a lease.
+   */
+  public String messages() {
+    String columns =
+        "seq, message_id, instance_key, aggregate_id, %s, attempts, abandoned_claims,"
+            + " lease_token, %s, last_failure_code, kafka_topic, kafka_partition, kafka_offset";
+    return "(SELECT "
+        + columns.formatted("status", "lease_owner")
+        + " FROM "
+        + table.qualified()
+        + " UNION ALL SELECT "
+        + columns.formatted("'PUBLISHED' AS status", "NULL AS lease_owner")
+        + " FROM "
+        + table.qualifiedPublishedLog()
+        + ") messages";
+  }
+
   private Map<String, Row> select(String where, Object... params) {
     Map<String, Row> rows = new LinkedHashMap<>();
     query(
         "SELECT seq, message_id, instance_key, aggregate_id, status, attempts, abandoned_claims,"
             + " lease_token, lease_owner, last_failure_code, kafka_topic, kafka_partition,"
             + " kafka_offset FROM "
-            + table.qualified()
+            + messages()
             + " WHERE "
             + where
             + " ORDER BY seq",
@@ -239,9 +258,7 @@ public final class OutboxDb implements AutoCloseable {
   /** How many rows of these instance keys have this status. */
   public long count(String status, String... instanceKeys) {
     return scalar(
-        "SELECT count(*) FROM "
-            + table.qualified()
-            + " WHERE status = ? AND instance_key = ANY (?)",
+        "SELECT count(*) FROM " + messages() + " WHERE status = ? AND instance_key = ANY (?)",
         status,
         instanceKeys);
   }
@@ -257,9 +274,23 @@ public final class OutboxDb implements AutoCloseable {
 
   /** Every column of the rows matching {@code where}, as JSON text, by message id. */
   public Map<String, String> snapshot(String where, Object... params) {
-    return map(
-        "SELECT message_id, row_to_json(o)::text FROM " + table.qualified() + " o WHERE " + where,
-        params);
+    Map<String, String> rows =
+        new LinkedHashMap<>(
+            map(
+                "SELECT message_id, row_to_json(o)::text FROM "
+                    + table.qualified()
+                    + " o WHERE "
+                    + where,
+                params));
+    // Published rows (schema version 9): their entry in the published log.
+    rows.putAll(
+        map(
+            "SELECT message_id, row_to_json(p)::text FROM "
+                + table.qualifiedPublishedLog()
+                + " p WHERE "
+                + where,
+            params));
+    return rows;
   }
 
   /**
