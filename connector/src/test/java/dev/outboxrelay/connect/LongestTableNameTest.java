@@ -137,7 +137,7 @@ class LongestTableNameTest {
       String prefix = "outbox_" + length + "_";
       OutboxTable table =
           OutboxTable.parse(SCHEMA + "." + prefix + "x".repeat(length - prefix.length()));
-      assertEquals(8, new SchemaMigrator(dataSource, table).migrate(), table.name());
+      assertEquals(9, new SchemaMigrator(dataSource, table).migrate(), table.name());
       assertDerivedNames(table);
     }
   }
@@ -184,6 +184,13 @@ class LongestTableNameTest {
             SCHEMA,
             table.historyTable()),
         name + ": history table");
+    assertEquals(
+        objectNames(table, "published_id_idx", "published_at_idx"),
+        names(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                + " WHERE i.indrelid = to_regclass(?)",
+            table.qualifiedPublishedLog()),
+        name + ": published log and its indexes");
     assertEquals(Set.of(table.notifyChannel()), listeningChannels(table), name + ": channel");
     assertTrue(table.notifyChannel().getBytes(StandardCharsets.UTF_8).length <= 63);
   }

@@ -90,10 +90,11 @@ class ExactlyOnceTest {
       // and commit while their rows stay IN_FLIGHT. Recovery's write (no coordinates) passes.
       db.update(
           "CREATE FUNCTION refuse_published() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-              + " IF NEW.status = 'PUBLISHED' AND NEW.kafka_topic IS NOT NULL THEN"
+              + " IF NEW.kafka_topic IS NOT NULL THEN"
               + " RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$");
+      // Publishing inserts into the published log: failing that insert fails the statement.
       db.update(
-          "CREATE TRIGGER refuse_published BEFORE UPDATE ON outbox FOR EACH ROW"
+          "CREATE TRIGGER refuse_published BEFORE INSERT ON outbox_published FOR EACH ROW"
               + " EXECUTE FUNCTION refuse_published()");
       db.insert(key, messages("cr", total));
       Map<String, String> config = exactlyOnceConfig(db, key, topic, 2);

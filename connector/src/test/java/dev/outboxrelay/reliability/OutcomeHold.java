@@ -24,8 +24,10 @@ final class OutcomeHold {
             + " RAISE EXCEPTION 'acknowledgements held by the test' USING ERRCODE = '40001';"
             + " END IF; RETURN NEW; END $$");
     db.update(
-        "CREATE TRIGGER hold_outcomes BEFORE UPDATE ON outbox FOR EACH ROW"
-            + " WHEN (NEW.status = 'PUBLISHED' AND OLD.instance_key = '"
+        // Publishing inserts into the published log (schema version 9); failing that insert
+        // fails the whole statement, the outbox row's DELETE included.
+        "CREATE TRIGGER hold_outcomes BEFORE INSERT ON outbox_published FOR EACH ROW"
+            + " WHEN (NEW.instance_key = '"
             + instanceKey
             + "') EXECUTE FUNCTION hold_outcomes()");
     return new OutcomeHold(db);

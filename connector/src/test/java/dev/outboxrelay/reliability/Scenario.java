@@ -111,9 +111,13 @@ final class Scenario implements AutoCloseable {
         "CREATE FUNCTION relay_audit_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
             + " INSERT INTO relay_audit (message_id, instance_key, old_owner, new_owner,"
             + " old_status, new_status) VALUES (OLD.message_id, OLD.instance_key,"
-            + " OLD.lease_owner, NEW.lease_owner, OLD.status, NEW.status); RETURN NULL; END $$");
+            + " OLD.lease_owner,"
+            + " CASE WHEN TG_OP = 'UPDATE' THEN NEW.lease_owner END,"
+            + " OLD.status, CASE WHEN TG_OP = 'UPDATE' THEN NEW.status ELSE 'DELETED' END);"
+            + " RETURN NULL; END $$");
+    // Deletes too: publishing moves a row out of the table (schema version 9).
     db.update(
-        "CREATE TRIGGER relay_audit AFTER UPDATE ON outbox FOR EACH ROW"
+        "CREATE TRIGGER relay_audit AFTER UPDATE OR DELETE ON outbox FOR EACH ROW"
             + " WHEN (OLD.instance_key IS DISTINCT FROM '"
             + MAIN_KEY
             + "') EXECUTE FUNCTION relay_audit_row()");

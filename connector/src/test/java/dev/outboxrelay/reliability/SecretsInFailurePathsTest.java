@@ -323,21 +323,23 @@ class SecretsInFailurePathsTest {
             + " DECLARE m TEXT; BEGIN"
             + " IF OLD.instance_key IS DISTINCT FROM '"
             + Scenario.MAIN_KEY
-            + "' THEN RETURN NEW; END IF;"
+            + "' THEN RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END; END IF;"
             + " SELECT mode INTO m FROM relay_fault LIMIT 1;"
-            + " IF m IS NULL THEN RETURN NEW; END IF;"
-            + " IF (m LIKE 'claim-%' AND NEW.status = 'IN_FLIGHT'"
+            + " IF m IS NULL THEN RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;"
+            + " END IF;"
+            // Publishing deletes the row (moving it to the published log, schema version 9).
+            + " IF (TG_OP = 'DELETE' AND m LIKE 'publish-%' AND OLD.status = 'IN_FLIGHT')"
+            + " OR (TG_OP = 'UPDATE' AND ((m LIKE 'claim-%' AND NEW.status = 'IN_FLIGHT'"
             + " AND NEW.lease_token <> OLD.lease_token)"
-            + " OR (m LIKE 'publish-%' AND NEW.status = 'PUBLISHED')"
-            + " OR (m LIKE 'failed-%' AND NEW.status = 'FAILED') THEN"
+            + " OR (m LIKE 'failed-%' AND NEW.status = 'FAILED'))) THEN"
             + " IF m LIKE '%-retriable' THEN RAISE EXCEPTION"
             + raise
             + ", ERRCODE = 'serialization_failure';"
             + " ELSE RAISE EXCEPTION"
             + raise
-            + "; END IF; END IF; RETURN NEW; END $$");
+            + "; END IF; END IF; RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END; END $$");
     db.update(
-        "CREATE TRIGGER relay_fault BEFORE UPDATE ON outbox FOR EACH ROW"
+        "CREATE TRIGGER relay_fault BEFORE UPDATE OR DELETE ON outbox FOR EACH ROW"
             + " EXECUTE FUNCTION relay_fault_row()");
   }
 }
