@@ -149,6 +149,25 @@ class PostgresOutboxWriterDatabaseTest {
   }
 
   @Test
+  void theApplicationsRoleNeedsSelectOnThePublishedLogToo() throws SQLException {
+    // What the insert needed before schema version 9: INSERT, and SELECT on the column that ON
+    // CONFLICT (message_id) infers its arbiter index from.
+    String role = "writer_app_" + System.nanoTime();
+    db.exec("CREATE ROLE " + role + "; GRANT INSERT, SELECT (message_id) ON outbox TO " + role);
+    try (Connection c = db.connection()) {
+      c.createStatement().execute("SET ROLE " + role);
+      SQLException e = assertThrows(SQLException.class, () -> writer.enqueue(c, placed("o-1")));
+      assertEquals("42501", e.getSQLState(), e::toString); // insufficient_privilege: the log
+    }
+    db.exec("GRANT SELECT ON outbox_published TO " + role);
+    try (Connection c = db.connection()) {
+      c.createStatement().execute("SET ROLE " + role);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+      assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-1")));
+    }
+  }
+
+  @Test
   void theDuplicateCheckReadsTheLogsMessageIdIndex() {
     db.exec(
         "INSERT INTO outbox_published (seq, message_id, instance_key, attempts, abandoned_claims,"
