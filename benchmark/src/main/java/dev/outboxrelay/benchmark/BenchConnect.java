@@ -15,6 +15,13 @@ import org.apache.kafka.connect.util.clusters.EmbeddedConnectCluster;
  * Kafka's own embedded test kit, as the integration tests use it.
  */
 final class BenchConnect implements AutoCloseable {
+  /**
+   * The exactly-once worker's metrics sample window (a day; Connect's default is 30 s, two
+   * samples): its tasks' windowed averages, {@code transaction-size-avg} among them, then cover a
+   * whole run ({@link TransactionCost#transactions}).
+   */
+  static final long METRICS_WINDOW_MS = 86_400_000L;
+
   private final EmbeddedConnectCluster cluster;
   private final Admin admin;
   private final boolean exactlyOnce;
@@ -47,6 +54,7 @@ final class BenchConnect implements AutoCloseable {
     Properties broker = new Properties();
     if (exactlyOnce) {
       worker.put("exactly.once.source.support", "enabled");
+      worker.put("metrics.sample.window.ms", Long.toString(METRICS_WINDOW_MS));
       // One broker: the transaction state log must fit on it.
       broker.put("transaction.state.log.replication.factor", "1");
       broker.put("transaction.state.log.min.isr", "1");

@@ -48,7 +48,7 @@ final class DatabaseLimit {
     hc.setUsername(BenchPostgres.USER);
     hc.setMaximumPoolSize(threads + 1);
     hc.setPoolName("benchmark-dblimit");
-    try (RunCost.Meter meter = new RunCost.Meter(pg, url, BenchPostgres.TABLE.qualified(), rows)) {
+    try (RunCost.Meter meter = RunCost.Meter.ofRelayTable(pg, url, rows)) {
       meter.insertStarted();
       Backlog.insertRows(
           url, 1, rows, options.aggregates, options.payloadBytes, "bench-x", "PENDING");

@@ -91,8 +91,7 @@ final class Drain {
     String topic = "bench-drain-" + id;
     String url = pg.freshDatabase("drain");
     boolean connectorExists = false;
-    try (RunCost.Meter meter =
-        new RunCost.Meter(pg, url, BenchPostgres.TABLE.qualified(), config.rows())) {
+    try (RunCost.Meter meter = RunCost.Meter.ofRelayTable(pg, url, config.rows())) {
       connect.createTopic(topic, options.partitions);
       connectorExists = true;
       connect.createConnector(name, connectorConfig(config, url), config.tasks());
@@ -149,7 +148,7 @@ final class Drain {
         TransactionCost.Result transactions =
             exactlyOnce
                 ? TransactionCost.Result.of(
-                    TransactionCost.transactions(c),
+                    TransactionCost.transactions(name),
                     config.rows(),
                     (TransactionCost.commitNanos(name) - commitNanosBefore) / 1e9,
                     seconds,

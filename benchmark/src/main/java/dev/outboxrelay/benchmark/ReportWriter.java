@@ -152,8 +152,9 @@ final class ReportWriter {
         "Both drains run on their own one-worker Connect cluster with its own broker (the worker"
             + " setting exactly.once.source.support=enabled applies to every connector of a"
             + " worker), interleaved run by run; exactly-once consumers read read_committed."
-            + " Transactions: the claim batches the rows were published from (one per poll, hence"
-            + " one transaction each with transaction.boundary=poll). Commit time: the task"
+            + " Transactions: the transactions the tasks committed (Connect's source-task"
+            + " metrics: records written / transaction-size-avg, per task; one per poll with"
+            + " transaction.boundary=poll, i.e. one per claim batch). Commit time: the task"
             + " producers' txn-commit-time-ns-total during the drain, which includes waiting for"
             + " the transaction's records to be acknowledged; its share is of the drain's time"
             + " times tasks.max.");
@@ -204,13 +205,13 @@ final class ReportWriter {
     line("## Cost per row (medians of the runs above)");
     line("");
     line(
-        "| configuration | rows/s | WAL B/row insert | WAL B/row relay | FPI B/row insert / relay | WAL records/row insert / relay | PostgreSQL CPU s | JVM CPU s | CPU µs/row PostgreSQL / JVM | HOT updates | heap MiB | indexes MiB | total MiB |");
-    line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        "| configuration | rows/s | WAL B/row insert | WAL B/row relay | FPI B/row insert / relay | WAL records/row insert / relay | PostgreSQL CPU s | JVM CPU s | CPU µs/row PostgreSQL / JVM | HOT updates | heap MiB | indexes MiB | total MiB | published log MiB |");
+    line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (CostRow row : rows) {
       List<RunCost.Result> c = row.costs();
       double hot = med(c, RunCost.Result::hotRatio);
       line(
-          "| %s | %.0f | %.0f | %.0f | %.0f / %.0f | %.2f / %.2f | %.2f | %.2f | %.0f / %.0f | %s | %.1f | %.1f | %.1f |"
+          "| %s | %.0f | %.0f | %.0f | %.0f / %.0f | %.2f / %.2f | %.2f | %.2f | %.0f / %.0f | %s | %.1f | %.1f | %.1f | %s |"
               .formatted(
                   row.label(),
                   Stats.summarize(row.rowsPerSecond()).median(),
@@ -229,7 +230,10 @@ final class ReportWriter {
                       : "%.0f %% of %.0f".formatted(100 * hot, med(c, x -> (double) x.updates())),
                   med(c, x -> x.heapBytes() / 1048576.0),
                   med(c, x -> x.indexBytes() / 1048576.0),
-                  med(c, x -> x.totalBytes() / 1048576.0)));
+                  med(c, x -> x.totalBytes() / 1048576.0),
+                  c.stream().allMatch(RunCost.Result::hasPublishedLog)
+                      ? "%.1f".formatted(med(c, x -> x.publishedLogBytes() / 1048576.0))
+                      : "–"));
     }
     line("");
     line(
@@ -241,7 +245,11 @@ final class ReportWriter {
             + " full-page image. CPU: the PostgreSQL server's process tree (/proc) and this JVM"
             + " (relay, broker, worker, consumer), over the relay phase. HOT: `n_tup_hot_upd` of"
             + " `n_tup_upd` in `pg_stat_user_tables`; sizes: `pg_relation_size`, `pg_indexes_size`,"
-            + " `pg_total_relation_size` of the relayed table after the run.");
+            + " `pg_total_relation_size` of the relayed table after the run (not vacuumed), and"
+            + " `pg_total_relation_size` of its published log (schema version 9: publishing"
+            + " deletes the row from the table and writes an entry there; – where the table has"
+            + " none). The naive relay marks rows PUBLISHED in the table itself, so its log stays"
+            + " empty.");
     line("");
     line("### Top statements by total time (relay phase, last run of each configuration)");
     line("");

@@ -28,9 +28,10 @@ import java.util.stream.Collectors;
  * seconds ({@link ServerCpu}) and this JVM's ({@code getProcessCpuTime}: the relay, the broker, the
  * worker and the consumer all run in it). After the run, once every other session of the run's
  * database has closed (so that their statistics are flushed): the table's updates and HOT updates
- * ({@code pg_stat_user_tables}), its heap, index and total size, and the five statements of the
- * relay phase with the most total execution time ({@code pg_stat_statements}, reset when the relay
- * phase starts).
+ * ({@code pg_stat_user_tables}), its heap, index and total size, the total size of its published
+ * log where it has one (the relay's table from schema version 9: publishing moves each row there),
+ * and the five statements of the relay phase with the most total execution time ({@code
+ * pg_stat_statements}, reset when the relay phase starts).
  */
 final class RunCost {
   private RunCost() {}
@@ -59,7 +60,13 @@ final class RunCost {
       long heapBytes,
       long indexBytes,
       long totalBytes,
+      long publishedLogBytes,
       List<TopStatement> topStatements) {
+
+    /** True when the relayed table has a published log (its size is then measured). */
+    boolean hasPublishedLog() {
+      return publishedLogBytes >= 0;
+    }
 
     double insertWalPerRow() {
       return (double) insertWalBytes / rows;
@@ -105,7 +112,8 @@ final class RunCost {
       return ("walInsertBytesPerRow=%.1f, walInsertRecordsPerRow=%.2f, walInsertFpiBytesPerRow=%.1f,"
               + " walRelayBytesPerRow=%.1f, walRelayRecordsPerRow=%.2f, walRelayFpiBytesPerRow=%.1f,"
               + " pgCpuSeconds=%.2f, jvmCpuSeconds=%.2f, updates=%d, hotUpdates=%d,"
-              + " heapBytes=%d, indexBytes=%d, totalBytes=%d, topStatements=[%s]")
+              + " heapBytes=%d, indexBytes=%d, totalBytes=%d, publishedLogBytes=%d,"
+              + " topStatements=[%s]")
           .formatted(
               insertWalPerRow(),
               insertRecordsPerRow(),
@@ -120,6 +128,7 @@ final class RunCost {
               heapBytes,
               indexBytes,
               totalBytes,
+              publishedLogBytes,
               topStatements.stream()
                   .map(TopStatement::toString)
                   .collect(Collectors.joining(" | ")));
@@ -136,6 +145,7 @@ final class RunCost {
 
     private final BenchPostgres pg;
     private final String table;
+    private final String publishedLog;
     private final long rows;
     private final Connection c;
     private String insertStart;
@@ -150,14 +160,35 @@ final class RunCost {
     private long jvmCpuEnd;
 
     /**
-     * @param table the table the run relays from, as SQL names it
+     * @param table the table the run relays from, as SQL names it; it has no published log
      * @param rows the rows of the backlog, the divisor of every per-row figure
      */
     Meter(BenchPostgres pg, String url, String table, long rows) throws SQLException {
+      this(pg, url, table, null, rows);
+    }
+
+    /**
+     * @param table the table the run relays from, as SQL names it
+     * @param publishedLog its published log, as SQL names it, or null: none
+     * @param rows the rows of the backlog, the divisor of every per-row figure
+     */
+    Meter(BenchPostgres pg, String url, String table, String publishedLog, long rows)
+        throws SQLException {
       this.pg = pg;
       this.table = table;
+      this.publishedLog = publishedLog;
       this.rows = rows;
       this.c = BenchPostgres.connect(url);
+    }
+
+    /** A meter of the relay's own table and its published log. */
+    static Meter ofRelayTable(BenchPostgres pg, String url, long rows) throws SQLException {
+      return new Meter(
+          pg,
+          url,
+          BenchPostgres.TABLE.qualified(),
+          BenchPostgres.TABLE.qualifiedPublishedLog(),
+          rows);
     }
 
     void insertStarted() throws SQLException {
@@ -220,6 +251,17 @@ final class RunCost {
             total = rs.getLong(5);
           }
         }
+        long logTotal = -1;
+        if (publishedLog != null) {
+          try (PreparedStatement ps =
+              c.prepareStatement("SELECT pg_total_relation_size(?::regclass)")) {
+            ps.setString(1, publishedLog);
+            try (ResultSet rs = ps.executeQuery()) {
+              rs.next();
+              logTotal = rs.getLong(1);
+            }
+          }
+        }
         return new Result(
             rows,
             lsnDiff(insertEnd, insertStart),
@@ -235,6 +277,7 @@ final class RunCost {
             heap,
             indexes,
             total,
+            logTotal,
             top);
       } finally {
         close();

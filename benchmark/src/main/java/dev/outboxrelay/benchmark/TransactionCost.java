@@ -1,10 +1,6 @@
 package dev.outboxrelay.benchmark;
 
 import java.lang.management.ManagementFactory;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import javax.management.JMException;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
@@ -13,10 +9,11 @@ import javax.management.ObjectName;
  * What the Kafka transactions of an exactly-once drain cost, from figures that exist anyway: the
  * time the tasks' transactional producers spent in {@code commitTransaction} (the producer's
  * cumulative {@code txn-commit-time-ns-total}, read over JMX: the embedded workers run in this JVM)
- * and the number of transactions, which is the number of claim batches the run's rows were
- * published from (the exactly-once claim writes its batch into each row, and {@code poll()} returns
- * one claim batch, so with Connect's default {@code transaction.boundary=poll} each is one
- * transaction).
+ * and the number of transactions the tasks committed, from Connect's own source-task metrics
+ * ({@link #transactions}). {@code poll()} returns one claim batch, so with Connect's default {@code
+ * transaction.boundary=poll} that is the number of claim batches the run's rows were published
+ * from. (Until schema version 8 it was counted from the rows' claim batches; a published row now
+ * leaves the table, and its published log entry keeps no claim batch.)
  *
  * <p>A commit waits until every record of its transaction is acknowledged, so the commit time
  * includes the sends' round trip; it is the part of each poll the task spends blocked on Kafka.
@@ -81,18 +78,42 @@ final class TransactionCost {
     }
   }
 
-  /** Claim batches the run's rows were published from: one transaction each. */
-  static long transactions(Connection c) throws SQLException {
-    try (Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
-                "SELECT count(*) FROM (SELECT DISTINCT lease_epoch, claim_batch FROM "
-                    + BenchPostgres.TABLE.qualified()
-                    + " WHERE instance_key = '"
-                    + Backlog.INSTANCE_KEY
-                    + "' AND status = 'PUBLISHED' AND claim_batch IS NOT NULL) b")) {
-      rs.next();
-      return rs.getLong(1);
+  /**
+   * The transactions the connector's tasks committed so far, summed over its tasks: per task
+   * (Connect names its metrics {@code
+   * kafka.connect:type=source-task-metrics,connector=<connector>,task=<n>}), the records it wrote
+   * ({@code source-record-write-total}, cumulative) divided by the average size of its committed
+   * transactions ({@code transaction-size-avg}, recorded once per commit). That average is a
+   * windowed one: the exactly-once worker keeps its samples for longer than any run ({@link
+   * BenchConnect#METRICS_WINDOW_MS}), so it covers every transaction of the task. Read while the
+   * tasks run: their metrics go with them.
+   */
+  static long transactions(String connector) {
+    MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+    try {
+      long total = 0;
+      ObjectName pattern = new ObjectName("kafka.connect:type=source-task-metrics,*");
+      for (ObjectName name : server.queryNames(pattern, null)) {
+        if (!connector.equals(unquoted(name.getKeyProperty("connector")))) {
+          continue;
+        }
+        double written = number(server.getAttribute(name, "source-record-write-total"));
+        double size = number(server.getAttribute(name, "transaction-size-avg"));
+        if (written > 0 && size > 0) {
+          total += Math.round(written / size);
+        }
+      }
+      return total;
+    } catch (JMException e) {
+      throw new IllegalStateException("could not read the tasks' transaction metrics", e);
     }
+  }
+
+  private static double number(Object value) {
+    return value instanceof Number n && Double.isFinite(n.doubleValue()) ? n.doubleValue() : 0;
+  }
+
+  private static String unquoted(String value) {
+    return value != null && value.startsWith("\"") ? ObjectName.unquote(value) : value;
   }
 }

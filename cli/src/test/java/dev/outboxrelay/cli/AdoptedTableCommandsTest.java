@@ -24,6 +24,7 @@ class AdoptedTableCommandsTest {
   private static final String PARKED = "6f1c1a52-3c4e-4d7b-9a61-0c2f1b7d9e01";
   private static final String PENDING = "0b8e7a4d-2f19-4c1e-8d3a-5e6f7a8b9c0d";
   private static final String LEGACY = "9a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d";
+  private static final String PUBLISHED = "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f";
   private static final String[] COLUMNS = {
     "--column-message-id", "id",
     "--column-aggregate-type", "aggregatetype",
@@ -59,6 +60,18 @@ class AdoptedTableCommandsTest {
               + " last_failure_code = 'BROKER_TIMEOUT' WHERE id = '"
               + PARKED
               + "'");
+      // Published as the relay publishes (schema version 9): moved into the published log, its
+      // message fields as text.
+      s.execute(insert(PUBLISHED, "OrderPlaced"));
+      s.execute(
+          "WITH moved AS (DELETE FROM outbox WHERE id = '"
+              + PUBLISHED
+              + "' RETURNING *) INSERT INTO outbox_published (seq, message_id, instance_key,"
+              + " aggregate_type, aggregate_id, event_type, correlation_id, created_at, attempts,"
+              + " abandoned_claims, lease_token, published_at, kafka_topic, kafka_partition,"
+              + " kafka_offset) SELECT seq, id::text, instance_key, aggregatetype::text,"
+              + " aggregateid::text, type::text, correlation_id, created_at, 1, 0, 1, now(),"
+              + " 'outbox.order', 0, 5 FROM moved");
     }
   }
 
@@ -83,7 +96,8 @@ class AdoptedTableCommandsTest {
 
     assertEquals(ExitCode.OK, r.exitCode(), r::toString);
     JsonNode json = r.json();
-    assertEquals(2, json.get("total").asLong(), "Debezium's row is not counted: " + r);
+    assertEquals(3, json.get("total").asLong(), "Debezium's row is not counted: " + r);
+    assertEquals(1, json.get("counts").get("PUBLISHED").asLong(), r::toString);
     assertEquals(PARKED, json.get("oldest_exhausted").get("message_id").asText());
   }
 
@@ -105,6 +119,27 @@ class AdoptedTableCommandsTest {
     Cli.Result legacy = run("inspect", LEGACY);
     assertEquals(
         ExitCode.NOTHING_MATCHED, legacy.exitCode(), "a legacy row is not the key's: " + legacy);
+  }
+
+  @Test
+  void listAndInspectFindThePublishedLogsEntryAlongsideTheDebeziumColumns() {
+    Cli.Result list = run("list", "--status", "PUBLISHED", "--json");
+    assertEquals(ExitCode.OK, list.exitCode(), list::toString);
+    assertEquals(1, list.json().size(), list::toString);
+    JsonNode row = list.json().get(0);
+    assertEquals(PUBLISHED, row.get("message_id").asText());
+    assertEquals("OrderPlaced", row.get("event_type").asText());
+    assertEquals(5, row.get("kafka_offset").asLong());
+
+    // With the payload: the table's jsonb payload and the log's missing one are one column.
+    Cli.Result inspect = run("inspect", PUBLISHED, "--payload", "--json");
+    assertEquals(ExitCode.OK, inspect.exitCode(), inspect::toString);
+    assertEquals("PUBLISHED", inspect.json().get("status").asText());
+    assertTrue(inspect.json().get("payload_utf8").isNull(), inspect::toString);
+
+    Cli.Result requeue = run("requeue", "--message-id", PUBLISHED);
+    assertEquals(ExitCode.NOTHING_MATCHED, requeue.exitCode(), requeue::toString);
+    assertTrue(requeue.hasLine(PUBLISHED + " +NOT_PARKED +PUBLISHED"), requeue::toString);
   }
 
   @Test

@@ -29,7 +29,7 @@ class ConnectionFailureTest {
   static void outbox() throws SQLException {
     TestDatabase.ensurePasswordRole();
     outbox = OutboxFixture.populated("auth");
-    outbox.exec("GRANT SELECT ON outbox TO " + TestDatabase.PASSWORD_ROLE);
+    outbox.exec("GRANT SELECT ON outbox, outbox_published TO " + TestDatabase.PASSWORD_ROLE);
   }
 
   @AfterAll

@@ -6,6 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.cli.operator.SchemaScript;
 import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
@@ -14,8 +18,11 @@ import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
@@ -127,28 +134,50 @@ class MigrateAndSchemaSqlTest {
         SchemaScript.migrations().get(SchemaScript.migrations().size() - 1).version().getVersion());
   }
 
-  /** The relay can write, claim and publish rows in a table built from the printed SQL. */
+  /**
+   * The relay can write, claim and publish rows in a table built from the printed SQL: publishing
+   * moves the row into the published log, in the table's schema.
+   */
   private void assertWorkingOutbox(String table) throws SQLException {
     OutboxTable outboxTable = OutboxTable.parse(table);
+    PostgresOutboxWriter writer = new PostgresOutboxWriter(outboxTable.tableName(), "eu");
+    OutboxMessage message =
+        OutboxMessage.builder()
+            .messageId("m-1")
+            .aggregateType("order")
+            .aggregateId("o-1")
+            .eventType("OrderPlaced")
+            .payload(new byte[] {1})
+            .build();
     try (Connection c = db.dataSource.getConnection()) {
-      PostgresOutboxWriter writer = new PostgresOutboxWriter(outboxTable.tableName(), "eu");
-      OutboxMessage message =
-          OutboxMessage.builder()
-              .aggregateType("order")
-              .aggregateId("o-1")
-              .eventType("OrderPlaced")
-              .payload(new byte[] {1})
-              .build();
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, message));
     }
     try (PostgresOutboxStore store =
         new PostgresOutboxStore(db.dataSource, outboxTable, RelayClock.database(), null)) {
-      assertEquals(
-          1,
+      List<ClaimedMessage> claimed =
           store
               .claim(new ClaimRequest("relay", Set.of("eu"), 10, Duration.ofMinutes(1), 5, true))
-              .claimed()
-              .size());
+              .claimed();
+      assertEquals(1, claimed.size());
+      assertEquals(
+          Outcome.APPLIED,
+          store.markPublished(
+              new PublishedAck(
+                  "m-1", claimed.get(0).lease(), new KafkaCoordinates("outbox.order", 0, 7))));
+    }
+    try (Connection c = db.dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT (SELECT count(*) FROM "
+                    + outboxTable.qualified()
+                    + "),"
+                    + " (SELECT count(*) FROM "
+                    + outboxTable.qualifiedPublishedLog()
+                    + ")")) {
+      rs.next();
+      assertEquals(0, rs.getLong(1), "published: no longer in the table");
+      assertEquals(1, rs.getLong(2), "published: in the log");
     }
     assertEquals(Optional.empty(), new SchemaMigrator(db.dataSource, outboxTable).currentVersion());
   }

@@ -21,9 +21,10 @@ import java.util.Map;
  *
  * <p>Per key K: K-pending (created 2 hours ago), K-in-flight (leased), K-ambiguous, K-failed-1
  * (created 3 days ago, POISON_PILL, correlation c-1), K-failed-2 (DEAD_LETTERED, c-2),
- * K-exhausted-1 (BROKER_TIMEOUT, isolated, c-1), K-published-old (published 2020-06-01),
- * K-published-new (published now). Legacy: legacy-failed, legacy-exhausted (c-1),
- * legacy-published-old.
+ * K-exhausted-1 (BROKER_TIMEOUT, isolated, c-1), K-published-old (published 2020-06-01, before
+ * schema version 9: still in the table, status PUBLISHED), K-published-new (published now, from
+ * version 9 on: moved into the published log {@code outbox_published}). Legacy: legacy-failed,
+ * legacy-exhausted (c-1), legacy-published-old.
  */
 final class OutboxFixture implements AutoCloseable {
   static final String PAYLOAD = "{\"card\":\"PAYLOAD-SENTINEL-4111\"}";
@@ -114,10 +115,33 @@ final class OutboxFixture implements AutoCloseable {
         "status = 'PUBLISHED', published_at = '2020-06-01Z', kafka_topic = 'orders',"
             + " kafka_partition = 0, kafka_offset = 41");
     insert(key, key + "-published-new", null);
-    update(
-        key + "-published-new",
-        "status = 'PUBLISHED', published_at = now(), kafka_topic = 'orders',"
-            + " kafka_partition = 0, kafka_offset = 42");
+    update(key + "-published-new", "attempts = 1, lease_token = 4");
+    publishIntoLog(key + "-published-new", "now()", 42);
+  }
+
+  /**
+   * Publishes a row as the relay does from schema version 9: one statement deletes it from the
+   * table and writes its entry into the published log, published at {@code publishedAt} (test-owned
+   * SQL) to topic orders, partition 0, at {@code offset}.
+   */
+  void publishIntoLog(String messageId, String publishedAt, long offset) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "WITH moved AS (DELETE FROM outbox WHERE message_id = ? RETURNING *)"
+                    + " INSERT INTO outbox_published (seq, message_id, instance_key,"
+                    + " aggregate_type, aggregate_id, event_type, correlation_id, created_at,"
+                    + " attempts, abandoned_claims, lease_token, last_failure_code, published_at,"
+                    + " kafka_topic, kafka_partition, kafka_offset)"
+                    + " SELECT seq, message_id, instance_key, aggregate_type, aggregate_id,"
+                    + " event_type, correlation_id, created_at, attempts, abandoned_claims,"
+                    + " lease_token, last_failure_code, "
+                    + publishedAt
+                    + ", 'orders', 0, ? FROM moved")) {
+      ps.setString(1, messageId);
+      ps.setLong(2, offset);
+      assertEquals(1, ps.executeUpdate(), messageId);
+    }
   }
 
   void insert(String key, String messageId, String correlationId) throws SQLException {
@@ -159,16 +183,29 @@ final class OutboxFixture implements AutoCloseable {
     }
   }
 
+  /** Rows of the outbox table matching {@code where}. */
   long count(String where) throws SQLException {
+    return count("outbox", where);
+  }
+
+  /** Entries of the published log matching {@code where}. */
+  long logCount(String where) throws SQLException {
+    return count("outbox_published", where);
+  }
+
+  private long count(String table, String where) throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT count(*) FROM outbox WHERE " + where)) {
+        ResultSet rs = s.executeQuery("SELECT count(*) FROM " + table + " WHERE " + where)) {
       rs.next();
       return rs.getLong(1);
     }
   }
 
-  /** Every row's relay state, by message id: compare before and after to prove what changed. */
+  /**
+   * Every row's relay state, by message id, the table's rows and the published log's entries alike:
+   * compare before and after to prove what changed.
+   */
   Map<String, RowState> snapshot() throws SQLException {
     Map<String, RowState> rows = new LinkedHashMap<>();
     try (Connection c = dataSource.getConnection();
@@ -177,11 +214,15 @@ final class OutboxFixture implements AutoCloseable {
             s.executeQuery(
                 "SELECT message_id, instance_key, status, attempts, abandoned_claims, isolated,"
                     + " next_attempt_at::text, lease_owner, lease_token,"
-                    + " lease_expires_at::text, last_failure_code, published_at::text"
-                    + " FROM outbox ORDER BY seq")) {
+                    + " lease_expires_at::text, last_failure_code, published_at::text,"
+                    + " FALSE AS in_log, seq FROM outbox"
+                    + " UNION ALL"
+                    + " SELECT message_id, instance_key, 'PUBLISHED', attempts, abandoned_claims,"
+                    + " FALSE, NULL, NULL, lease_token, NULL, last_failure_code,"
+                    + " published_at::text, TRUE, seq FROM outbox_published"
+                    + " ORDER BY seq")) {
       while (rs.next()) {
-        rows.put(
-            rs.getString(1),
+        RowState row =
             new RowState(
                 rs.getString(2),
                 rs.getString(3),
@@ -193,12 +234,15 @@ final class OutboxFixture implements AutoCloseable {
                 rs.getLong(9),
                 rs.getString(10),
                 rs.getString(11),
-                rs.getString(12)));
+                rs.getString(12),
+                rs.getBoolean(13));
+        assertEquals(null, rows.put(rs.getString(1), row), "one row per message id");
       }
     }
     return rows;
   }
 
+  /** A row's relay state; {@code inLog}: an entry of the published log, not a row of the table. */
   record RowState(
       String instanceKey,
       String status,
@@ -210,7 +254,8 @@ final class OutboxFixture implements AutoCloseable {
       long leaseToken,
       String leaseExpiresAt,
       String lastFailureCode,
-      String publishedAt) {}
+      String publishedAt,
+      boolean inLog) {}
 
   /** Asserts that every row but {@code changed} is exactly as it was. */
   static void assertUnchangedExcept(

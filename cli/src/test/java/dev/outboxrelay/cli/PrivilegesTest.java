@@ -16,7 +16,7 @@ class PrivilegesTest {
     TestDatabase.ensurePasswordRole();
     outbox = OutboxFixture.populated("privileges");
     String role = TestDatabase.PASSWORD_ROLE;
-    outbox.exec("GRANT SELECT, DELETE ON outbox TO " + role);
+    outbox.exec("GRANT SELECT, DELETE ON outbox, outbox_published TO " + role);
     outbox.exec(
         "GRANT UPDATE (status, attempts, next_attempt_at, last_failure_code, isolated,"
             + " lease_owner, lease_expires_at, lease_token, parked_at) ON outbox TO "
@@ -43,5 +43,9 @@ class PrivilegesTest {
     Cli.Result purge = cli.forKey("eu", "purge", "--published-before", "2021-01-01");
     assertEquals(ExitCode.OK, purge.exitCode(), purge::toString);
     assertEquals(ExitCode.OK, cli.forKey("eu", "status").exitCode());
+    Cli.Result published = cli.forKey("eu", "list", "--status", "PUBLISHED");
+    assertEquals(ExitCode.OK, published.exitCode(), published::toString);
+    Cli.Result inspect = cli.forKey("eu", "inspect", "eu-published-new");
+    assertEquals(ExitCode.OK, inspect.exitCode(), inspect::toString);
   }
 }

@@ -15,7 +15,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** purge deletes only old PUBLISHED rows of its own key, in bounded batches. */
+/**
+ * purge deletes only old PUBLISHED rows of its own key, in bounded batches: entries of the
+ * published log and rows published before schema version 9, still in the table.
+ */
 class PurgeCommandTest {
   private static final int EXTRA_OLD = 24;
 
@@ -29,9 +32,16 @@ class PurgeCommandTest {
     for (int i = 0; i < EXTRA_OLD; i++) {
       String id = "eu-old-" + i;
       outbox.insert("eu", id, null);
-      outbox.update(id, "status = 'PUBLISHED', published_at = '2020-01-01Z'");
+      if (i % 2 == 0) { // published before schema version 9: still in the table
+        outbox.update(id, "status = 'PUBLISHED', published_at = '2020-01-01Z'");
+      } else { // from version 9 on: in the published log
+        outbox.publishIntoLog(id, "TIMESTAMPTZ '2020-01-01Z'", i);
+      }
       oldEuRows.add(id);
     }
+    // Old entries of another key in the log: never purged for eu.
+    outbox.insert("us", "us-old-log", null);
+    outbox.publishIntoLog("us-old-log", "TIMESTAMPTZ '2020-01-01Z'", 99);
     // Old, but not PUBLISHED: never purged.
     outbox.update("eu-failed-2", "created_at = '2019-01-01Z'");
     before = outbox.snapshot();
@@ -64,8 +74,10 @@ class PurgeCommandTest {
     Map<String, RowState> expected = new LinkedHashMap<>(before);
     oldEuRows.forEach(expected::remove);
     assertUnchangedExcept(expected, after);
-    assertEquals(1, outbox.count("instance_key = 'eu' AND status = 'PUBLISHED'"));
+    assertEquals(0, outbox.count("instance_key = 'eu' AND status = 'PUBLISHED'"));
+    assertEquals(1, outbox.logCount("instance_key = 'eu'")); // eu-published-new, published now
     assertEquals(1, outbox.count("message_id = 'us-published-old'"));
+    assertEquals(1, outbox.logCount("message_id = 'us-old-log'"));
     assertEquals(1, outbox.count("message_id = 'legacy-published-old'"));
   }
 
@@ -86,14 +98,15 @@ class PurgeCommandTest {
 
   @Test
   void anAgeIsTakenFromTheDatabaseClock() throws SQLException {
-    // 2020 is more than 365 days ago; eu-published-new was published just now.
+    // 2020 is more than 365 days ago; us-published-new was published just now.
     Cli.Result r = outbox.cli().forKey("us", "purge", "--published-before", "P365D");
 
     assertEquals(ExitCode.OK, r.exitCode(), r::toString);
-    assertTrue(r.hasLine("purged 1 PUBLISHED row\\(s\\) of instance key us published before .*"));
+    assertTrue(r.hasLine("purged 2 PUBLISHED row\\(s\\) of instance key us published before .*"));
     assertEquals(0, outbox.count("message_id = 'us-published-old'"));
-    assertEquals(1, outbox.count("message_id = 'us-published-new'"));
-    assertUnchangedExcept(before, outbox.snapshot(), "us-published-old");
+    assertEquals(0, outbox.logCount("message_id = 'us-old-log'"));
+    assertEquals(1, outbox.logCount("message_id = 'us-published-new'"));
+    assertUnchangedExcept(before, outbox.snapshot(), "us-published-old", "us-old-log");
   }
 
   @Test

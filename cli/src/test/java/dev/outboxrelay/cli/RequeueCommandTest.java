@@ -57,6 +57,10 @@ class RequeueCommandTest {
                 "--message-id",
                 "eu-published-old",
                 "--message-id",
+                "eu-published-new",
+                "--message-id",
+                "us-published-new",
+                "--message-id",
                 "eu-in-flight",
                 "--message-id",
                 "us-failed-1",
@@ -70,6 +74,9 @@ class RequeueCommandTest {
     assertEquals(ExitCode.OK, r.exitCode(), r::toString);
     assertTrue(r.out().startsWith("requeued 2 row(s) of instance key eu (EXHAUSTED, FAILED)\n"));
     assertTrue(r.hasLine("eu-published-old +NOT_PARKED +PUBLISHED"), r::toString);
+    // In the published log: this key's is PUBLISHED, another key's is not shown.
+    assertTrue(r.hasLine("eu-published-new +NOT_PARKED +PUBLISHED"), r::toString);
+    assertTrue(r.hasLine("us-published-new +OTHER_INSTANCE +-"), r::toString);
     assertTrue(r.hasLine("eu-in-flight +NOT_PARKED +IN_FLIGHT"), r::toString);
     assertTrue(r.hasLine("us-failed-1 +OTHER_INSTANCE +-"), r::toString);
     assertTrue(r.hasLine("legacy-failed +OTHER_INSTANCE +-"), r::toString);

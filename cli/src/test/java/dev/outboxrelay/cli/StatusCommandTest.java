@@ -39,6 +39,8 @@ class StatusCommandTest {
     assertEquals(1, counts.get("AMBIGUOUS").asLong());
     assertEquals(2, counts.get("FAILED").asLong());
     assertEquals(1, counts.get("EXHAUSTED").asLong());
+    // eu-published-old in the table (published before schema version 9), eu-published-new in
+    // the published log.
     assertEquals(2, counts.get("PUBLISHED").asLong());
     assertEquals(8, json.get("total").asLong(), "legacy rows and us rows are not counted");
 

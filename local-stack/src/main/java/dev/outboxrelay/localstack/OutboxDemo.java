@@ -17,9 +17,10 @@ import javax.sql.DataSource;
 /**
  * The demo: schema with a legacy row, the connector registered for {@code orders-eu}, rows for
  * {@code orders-eu} and {@code orders-us}, and then the proof, read back from Kafka and from the
- * table: the owned rows arrive in order and turn PUBLISHED, while the rows of the instance key no
- * connector owns and the legacy row stay exactly as written. Only the demo's own rows are judged:
- * rows of a key that another registered connector owns are left to it.
+ * table and its published log: the owned rows arrive in order and turn PUBLISHED (moved into the
+ * published log), while the rows of the instance key no connector owns and the legacy row stay
+ * exactly as written. Only the demo's own rows are judged: rows of a key that another registered
+ * connector owns are left to it.
  */
 final class OutboxDemo {
   private static final Duration ARRIVAL_TIMEOUT = Duration.ofSeconds(60);
@@ -97,7 +98,7 @@ final class OutboxDemo {
     legacy.ifPresent(shown::add);
     rows.forEach(r -> shown.add(r.messageId()));
     List<OutboxReport.Row> table = report.rows(shown);
-    console.step("Outbox", "the rows, read back from the outbox table:");
+    console.step("Outbox", "the rows, read back from the outbox table and its published log:");
     OutboxReport.table(table).forEach(console::detail);
     console.step("Result", outcome(table, owned, unowned, ofOthers, otherOwners));
   }

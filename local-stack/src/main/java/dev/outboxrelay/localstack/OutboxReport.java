@@ -27,8 +27,10 @@ import java.util.Locale;
 import javax.sql.DataSource;
 
 /**
- * Reads outbox rows back: what the relay did to each, straight from the table, by the columns the
- * operator tools read ({@link OutboxColumns.Row}).
+ * Reads outbox rows back: what the relay did to each, straight from the table and its published
+ * log, by the columns the operator tools read ({@link OutboxColumns.Row}). From schema version 9
+ * publishing moves a row out of the table into the published log, so a published row is read from
+ * there: status PUBLISHED, its attempts, lease token and Kafka coordinates, no lease owner.
  */
 final class OutboxReport {
   record Row(
@@ -55,11 +57,20 @@ final class OutboxReport {
     }
   }
 
-  /** The demo's rows by message id, in insertion order: the columns {@link Row} shows. */
+  /**
+   * The demo's rows by message id, in insertion order: the columns {@link Row} shows, of the rows
+   * in the table and of the published log's entries (the same labels, in the same order).
+   */
   private static final NamedSql ROWS =
       NamedSql.parse(
           """
           SELECT {columns} FROM {table}
+          WHERE message_id = ANY (:message_ids)
+          UNION ALL
+          SELECT seq, message_id, instance_key, aggregate_id, event_type,
+            CAST('PUBLISHED' AS text) AS status, attempts, CAST(NULL AS text) AS lease_owner,
+            lease_token, kafka_topic, kafka_partition, kafka_offset
+          FROM {published}
           WHERE message_id = ANY (:message_ids)
           ORDER BY seq"""
               .replace(
@@ -79,7 +90,8 @@ final class OutboxReport {
                           KAFKA_TOPIC,
                           KAFKA_PARTITION,
                           KAFKA_OFFSET)))
-              .replace("{table}", DemoSchema.TABLE.qualified()));
+              .replace("{table}", DemoSchema.TABLE.qualified())
+              .replace("{published}", DemoSchema.TABLE.qualifiedPublishedLog()));
 
   private final DataSource dataSource;
 
@@ -112,7 +124,8 @@ final class OutboxReport {
       }
       return rows;
     } catch (SQLException e) {
-      throw new StackException("could not read the outbox table: " + e.getMessage(), e);
+      throw new StackException(
+          "could not read the outbox table and its published log: " + e.getMessage(), e);
     }
   }
 

@@ -108,13 +108,41 @@ final class StatusCommand {
             + " 5 s on this stack)");
   }
 
+  /**
+   * The rows by owner and status: the table's, and the published log's entries as PUBLISHED (schema
+   * version 9; an older table has no log yet, and its published rows are in the table).
+   */
   private void printOutbox(Database database) {
-    String sql =
-        "SELECT coalesce(instance_key, '(none: legacy)') AS owner, status, count(*) FROM "
-            + DemoSchema.TABLE.qualified()
-            + " GROUP BY 1, 2 ORDER BY 1, 2";
-    try (Connection c = database.dataSource().getConnection();
-        PreparedStatement ps = c.prepareStatement(sql);
+    String rows =
+        "SELECT coalesce(instance_key, '(none: legacy)') AS owner, status FROM "
+            + DemoSchema.TABLE.qualified();
+    try (Connection c = database.dataSource().getConnection()) {
+      if (exists(c, DemoSchema.TABLE.qualifiedPublishedLog())) {
+        rows +=
+            " UNION ALL SELECT instance_key, 'PUBLISHED' FROM "
+                + DemoSchema.TABLE.qualifiedPublishedLog();
+      }
+      printOutbox(
+          c, "SELECT owner, status, count(*) FROM (" + rows + ") r GROUP BY 1, 2 ORDER BY 1, 2");
+    } catch (SQLException e) {
+      console.line(
+          "42P01".equals(e.getSQLState())
+              ? "  Outbox rows: no outbox table yet (the demo creates it)"
+              : "  Outbox rows: not readable (SQLState " + e.getSQLState() + ")");
+    }
+  }
+
+  private static boolean exists(Connection c, String qualifiedName) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+      ps.setString(1, qualifiedName);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
+    }
+  }
+
+  private void printOutbox(Connection c, String sql) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql);
         ResultSet rs = ps.executeQuery()) {
       console.line("  Outbox rows (instance_key, status, count):");
       while (rs.next()) {
@@ -126,11 +154,6 @@ final class StatusCommand {
                 rs.getString(2),
                 rs.getLong(3)));
       }
-    } catch (SQLException e) {
-      console.line(
-          "42P01".equals(e.getSQLState())
-              ? "  Outbox rows: no outbox table yet (the demo creates it)"
-              : "  Outbox rows: not readable (SQLState " + e.getSQLState() + ")");
     }
   }
 }

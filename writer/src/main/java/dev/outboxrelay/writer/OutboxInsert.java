@@ -13,8 +13,20 @@ import java.util.stream.Collectors;
 /**
  * The INSERT of an application's row: the one definition of the columns an application writes,
  * their order and how each is bound. Every value is a bind parameter; the table name is the
- * validated, quoted {@link OutboxTableName}. A retried insert of an existing message id does
- * nothing ({@code ON CONFLICT (message_id) DO NOTHING}).
+ * validated, quoted {@link OutboxTableName}.
+ *
+ * <p>A retried insert of an existing message id does nothing, whether the row still waits in the
+ * outbox ({@code ON CONFLICT (message_id) DO NOTHING}) or was published: from schema version 9
+ * publishing moves a row into the published log ({@link OutboxTableName#publishedLogQualified()}),
+ * so the row is inserted only if the log has no entry with its message id (its message_id index
+ * answers). That holds until retention deletes the log entry. A retry that races the very publish
+ * of its message (the publish commits after the retry's check) inserts the row again: a duplicate,
+ * delivered at least once like any other.
+ *
+ * <p>The values are one row of a VALUES list, read by the INSERT's SELECT: each is cast to its
+ * column's type, so that PostgreSQL knows every parameter's type whatever the driver sends (a
+ * string parameter of unspecified type, as with pgjdbc's {@code stringtype=unspecified}, has no
+ * type of its own outside an INSERT's VALUES).
  */
 final class OutboxInsert {
   /**
@@ -29,28 +41,28 @@ final class OutboxInsert {
     AGGREGATE_ID,
     EVENT_TYPE,
     TOPIC,
-    PAYLOAD,
-    HEADERS("CAST(? AS jsonb)"),
+    PAYLOAD("bytea"),
+    HEADERS("jsonb"),
     CORRELATION_ID,
-    DELIVER_BEFORE;
+    DELIVER_BEFORE("timestamptz");
 
     /** {@code message_id, instance_key, ...} */
     static final String COLUMNS = join(c -> c.column);
 
-    /** {@code ?, ?, ..., CAST(? AS jsonb), ...} */
+    /** {@code CAST(? AS text), CAST(? AS text), ..., CAST(? AS jsonb), ...} */
     static final String VALUES = join(c -> c.value);
 
     final String column = name().toLowerCase(Locale.ROOT);
 
-    /** The parameter, cast where JDBC cannot send the column's type. */
+    /** The parameter, cast to the column's type. */
     private final String value;
 
     Column() {
-      this("?");
+      this("text");
     }
 
-    Column(String value) {
-      this.value = value;
+    Column(String type) {
+      this.value = "CAST(? AS " + type + ")";
     }
 
     /** Its 1-based JDBC parameter index. */
@@ -71,9 +83,14 @@ final class OutboxInsert {
             + table.qualified()
             + " ("
             + Column.COLUMNS
-            + ") VALUES ("
+            + ") SELECT * FROM (VALUES ("
             + Column.VALUES
-            + ") ON CONFLICT (message_id) DO NOTHING";
+            + ")) AS v ("
+            + Column.COLUMNS
+            + ") WHERE NOT EXISTS (SELECT 1 FROM "
+            + table.publishedLogQualified()
+            + " p WHERE p.message_id = v.message_id)"
+            + " ON CONFLICT (message_id) DO NOTHING";
   }
 
   /** The statement for {@link java.sql.Connection#prepareStatement}. */

@@ -64,6 +64,17 @@ public final class OutboxTableName {
     return schema == null ? quote(name) : quote(schema) + "." + quote(name);
   }
 
+  /**
+   * The table's published log (schema version 9), quoted, in the table's schema: {@code
+   * "outbox_published"} or {@code "app"."outbox_published"}. Publishing moves a row there; the
+   * writer's insert checks it for the message id. The name fits PostgreSQL's 63 bytes whole (a
+   * table name has at most 48 characters), so it is the name the migration creates.
+   */
+  public String publishedLogQualified() {
+    String log = name + "_published";
+    return schema == null ? quote(log) : quote(schema) + "." + quote(log);
+  }
+
   private static String quote(String identifier) {
     return '"' + identifier + '"';
   }

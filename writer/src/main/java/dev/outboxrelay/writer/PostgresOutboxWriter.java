@@ -13,6 +13,11 @@ import java.util.Objects;
  * <p>Bound to one table and one instance key, both checked when the writer is created, before any
  * connection or row exists. Immutable and thread-safe: create one per table and instance key and
  * share it.
+ *
+ * <p>The table must be at schema version 9 or later: the insert reads the table's published log
+ * ({@link OutboxTableName#publishedLogQualified()}), which that version creates. Upgrade the table
+ * (the connector of the same version migrates it on start, or {@code outbox-relay-cli migrate} or
+ * {@code schema-sql}) before the applications that write with this writer.
  */
 public final class PostgresOutboxWriter {
   private final OutboxTableName table;
@@ -50,7 +55,11 @@ public final class PostgresOutboxWriter {
 
   /**
    * Inserts the message using {@code transaction}; the caller commits. Returns {@link
-   * EnqueueResult#DUPLICATE} without writing when the message id already exists.
+   * EnqueueResult#DUPLICATE} without writing when the message id already exists: in the outbox
+   * (awaiting delivery or parked) or in its published log, that is until retention deletes the
+   * published entry. A retry that races the publish of the very same message (the publish commits
+   * while the insert runs) can still insert it again; that duplicate is delivered at least once,
+   * like any other.
    *
    * @throws SQLException as the driver raised it, so the caller's transaction handling applies
    */

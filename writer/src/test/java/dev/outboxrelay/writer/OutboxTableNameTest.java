@@ -32,6 +32,17 @@ class OutboxTableNameTest {
   }
 
   @Test
+  void thePublishedLogIsTheTableNameWithPublishedInTheSameSchema() {
+    assertEquals("\"outbox_published\"", OutboxTableName.parse("outbox").publishedLogQualified());
+    assertEquals(
+        "\"app\".\"orders_outbox_2_published\"",
+        OutboxTableName.parse("app.orders_outbox_2").publishedLogQualified());
+    String longest = "x".repeat(48);
+    assertEquals(
+        "\"" + longest + "_published\"", OutboxTableName.parse(longest).publishedLogQualified());
+  }
+
+  @Test
   void anythingButLowerCaseIdentifiersOfAtMost48CharactersIsRejected() {
     OutboxTableName.parse("_" + "x".repeat(47));
     for (String invalid :

@@ -2,6 +2,7 @@ package dev.outboxrelay.writer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -13,11 +14,12 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * The writer against a real PostgreSQL, on the table docs/schema.sql creates: every column lands as
  * given, the row commits and rolls back with the caller's transaction, and a retried message id is
- * a no-op.
+ * a no-op, whether its row still waits in the outbox or was published into the published log.
  */
 class PostgresOutboxWriterDatabaseTest {
   private static final String TRACEPARENT = OutboxMessageTest.TRACEPARENT;
@@ -121,12 +123,116 @@ class PostgresOutboxWriterDatabaseTest {
   }
 
   @Test
+  void aMessageIdAlreadyInThePublishedLogIsADuplicateAndChangesNothing() throws SQLException {
+    // What publishing leaves (schema version 9): the row is gone from the outbox, its entry is in
+    // the published log.
+    try (Connection c = db.connection()) {
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+    }
+    publish("o-1:placed");
+    assertEquals(0, db.count("SELECT count(*) FROM outbox"));
+
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-1")));
+      c.commit();
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM outbox"));
+    assertEquals(1, db.count("SELECT count(*) FROM outbox_published"));
+
+    // Once retention deleted the entry, the message id is new again.
+    db.exec("DELETE FROM outbox_published");
+    try (Connection c = db.connection()) {
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+    }
+    assertEquals(1, db.count("SELECT count(*) FROM outbox"));
+  }
+
+  @Test
+  void theApplicationsRoleNeedsSelectOnThePublishedLogToo() throws SQLException {
+    // What the insert needed before schema version 9: INSERT, and SELECT on the column that ON
+    // CONFLICT (message_id) infers its arbiter index from.
+    String role = "writer_app_" + System.nanoTime();
+    db.exec("CREATE ROLE " + role + "; GRANT INSERT, SELECT (message_id) ON outbox TO " + role);
+    try (Connection c = db.connection()) {
+      c.createStatement().execute("SET ROLE " + role);
+      SQLException e = assertThrows(SQLException.class, () -> writer.enqueue(c, placed("o-1")));
+      assertEquals("42501", e.getSQLState(), e::toString); // insufficient_privilege: the log
+    }
+    db.exec("GRANT SELECT ON outbox_published TO " + role);
+    try (Connection c = db.connection()) {
+      c.createStatement().execute("SET ROLE " + role);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+      assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-1")));
+    }
+  }
+
+  @Test
+  void theDuplicateCheckReadsTheLogsMessageIdIndex() {
+    db.exec(
+        "INSERT INTO outbox_published (seq, message_id, instance_key, attempts, abandoned_claims,"
+            + " lease_token, published_at)"
+            + " SELECT i, 'm-' || i, 'orders-eu', 1, 0, 1, now() FROM generate_series(1, 20000) i;"
+            + " ANALYZE outbox_published");
+    String plan =
+        db
+            .rows(
+                "EXPLAIN "
+                    + new OutboxInsert(OutboxTableName.parse("outbox"))
+                        .sql()
+                        .replace("?", "NULL")
+                        .replaceFirst("CAST\\(NULL AS text\\)", "CAST('m-7' AS text)"))
+            .stream()
+            .map(row -> row.values().iterator().next())
+            .reduce("", (a, b) -> a + b + "\n");
+    assertTrue(plan.contains("outbox_published_id_idx"), plan);
+  }
+
+  @Test
+  void everyParameterHasATypeWhenTheDriverSendsStringsUntyped() throws SQLException {
+    // pgjdbc's stringtype=unspecified (common where applications bind UUIDs or JSON as strings)
+    // sends string parameters without a type: in a SELECT list only the casts give them one.
+    PGSimpleDataSource untyped = new PGSimpleDataSource();
+    untyped.setUrl(db.url());
+    untyped.setUser("postgres");
+    untyped.setStringType("unspecified");
+    OutboxMessage message =
+        OutboxMessage.builder()
+            .messageId("o-9:placed")
+            .aggregateType("order")
+            .aggregateId("o-9")
+            .eventType("OrderPlaced")
+            .topic("orders")
+            .jsonPayload(Map.of("id", "o-9"))
+            .header("tenant", "acme")
+            .correlationId("checkout-9")
+            .deliverBefore(Instant.parse("2030-01-02T03:04:05Z"))
+            .build();
+    try (Connection c = untyped.getConnection()) {
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, message));
+      assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, message));
+    }
+    assertEquals(
+        List.of(Map.of("message_id", "o-9:placed", "tenant", "acme", "topic", "orders")),
+        db.rows("SELECT message_id, headers ->> 'tenant' AS tenant, topic FROM outbox"));
+  }
+
+  @Test
   void aSchemaQualifiedTableIsWrittenWhereverTheSearchPathPoints() throws SQLException {
     TestDatabase other = TestDatabase.empty("writer_schema");
     other.exec("CREATE SCHEMA app; SET search_path TO app; " + TestDatabase.schemaSql());
     PostgresOutboxWriter appWriter = new PostgresOutboxWriter("app.outbox", "orders-eu");
     try (Connection c = other.connection()) {
       assertEquals(EnqueueResult.ENQUEUED, appWriter.enqueue(c, placed("o-1")));
+    }
+    assertEquals(1, other.count("SELECT count(*) FROM app.outbox"));
+    // The duplicate check reads the log in the table's schema, not the search path's.
+    other.exec(
+        "INSERT INTO app.outbox_published (seq, message_id, instance_key, attempts,"
+            + " abandoned_claims, lease_token, published_at)"
+            + " VALUES (1, 'o-2:placed', 'orders-eu', 1, 0, 1, now())");
+    try (Connection c = other.connection()) {
+      assertEquals(EnqueueResult.DUPLICATE, appWriter.enqueue(c, placed("o-2")));
     }
     assertEquals(1, other.count("SELECT count(*) FROM app.outbox"));
   }
@@ -138,6 +244,24 @@ class PostgresOutboxWriterDatabaseTest {
       SQLException e = assertThrows(SQLException.class, () -> missing.enqueue(c, placed("o-1")));
       assertEquals("42P01", e.getSQLState(), e::toString); // undefined_table
     }
+  }
+
+  /**
+   * Moves a row into the published log as the relay's acknowledgement does (schema version 9): one
+   * statement deletes it from the outbox and inserts its entry.
+   */
+  private void publish(String messageId) {
+    db.exec(
+        "WITH moved AS (DELETE FROM outbox WHERE message_id = '"
+            + messageId
+            + "' RETURNING seq, message_id, instance_key, aggregate_type, aggregate_id,"
+            + " event_type, correlation_id, created_at, attempts, abandoned_claims, lease_token)"
+            + " INSERT INTO outbox_published (seq, message_id, instance_key, aggregate_type,"
+            + " aggregate_id, event_type, correlation_id, created_at, attempts, abandoned_claims,"
+            + " lease_token, published_at, kafka_topic, kafka_partition, kafka_offset)"
+            + " SELECT seq, message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " correlation_id, created_at, attempts + 1, abandoned_claims, lease_token, now(),"
+            + " 'outbox.order', 0, 41 FROM moved");
   }
 
   private static OutboxMessage placed(String orderId) {

@@ -24,10 +24,19 @@ import org.junit.jupiter.api.Test;
  * a real database: {@link PostgresOutboxWriterDatabaseTest}.
  */
 class PostgresOutboxWriterTest {
+  private static final String COLUMNS =
+      "message_id, instance_key, aggregate_type, aggregate_id, event_type, topic, payload,"
+          + " headers, correlation_id, deliver_before";
+
   private static final String EXPECTED_SQL =
-      "INSERT INTO \"app\".\"outbox\" (message_id, instance_key, aggregate_type, aggregate_id,"
-          + " event_type, topic, payload, headers, correlation_id, deliver_before)"
-          + " VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS jsonb), ?, ?)"
+      "INSERT INTO \"app\".\"outbox\" ("
+          + COLUMNS
+          + ") SELECT * FROM (VALUES (CAST(? AS text), CAST(? AS text), CAST(? AS text),"
+          + " CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS bytea),"
+          + " CAST(? AS jsonb), CAST(? AS text), CAST(? AS timestamptz))) AS v ("
+          + COLUMNS
+          + ") WHERE NOT EXISTS (SELECT 1 FROM \"app\".\"outbox_published\" p"
+          + " WHERE p.message_id = v.message_id)"
           + " ON CONFLICT (message_id) DO NOTHING";
 
   /** Every JDBC call the writer makes, as "method(arguments)", connection and statement alike. */

@@ -21,7 +21,8 @@ import org.postgresql.ds.PGSimpleDataSource;
 /**
  * A real PostgreSQL (embedded binaries from Maven, one server per test JVM) and a fresh database
  * per test, with the outbox table created by the committed docs/schema.sql: the plain SQL a user
- * applies with their own migration tool. No Flyway, not even in tests.
+ * applies with their own migration tool, the published log of schema version 9 included. No Flyway,
+ * not even in tests.
  */
 final class TestDatabase {
   /** The committed plain-SQL schema; the CLI's SchemaDocTest keeps it equal to the migrations. */
@@ -83,6 +84,11 @@ final class TestDatabase {
     } catch (IOException ignored) {
       // The JVM is exiting.
     }
+  }
+
+  /** The database's JDBC URL, for a connection configured otherwise. */
+  String url() {
+    return dataSource.getUrl();
   }
 
   DataSource dataSource() {

@@ -16,7 +16,8 @@ import picocli.CommandLine.Parameters;
     name = "inspect",
     description = {
       "One row of the instance key: relay state and routing fields. The payload and headers are"
-          + " neither read nor shown unless --payload is given.",
+          + " neither read nor shown unless --payload is given. A published message is found in"
+          + " the published log (no payload or headers kept there).",
       "Exits with 3 when the instance key has no row with this message id."
     },
     footerHeading = "%nExamples:%n",

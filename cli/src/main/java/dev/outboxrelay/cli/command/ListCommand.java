@@ -16,7 +16,8 @@ import picocli.CommandLine.Option;
     name = "list",
     description = {
       "Rows of one instance key with one status, oldest first: relay state and routing fields,"
-          + " never payloads or headers (see inspect --payload)."
+          + " never payloads or headers (see inspect --payload). PUBLISHED: the published log's"
+          + " entries and the rows published before schema version 9, by seq."
     },
     footerHeading = "%nExamples:%n",
     footer = {

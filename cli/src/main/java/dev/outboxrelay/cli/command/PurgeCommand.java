@@ -15,7 +15,9 @@ import picocli.CommandLine.Option;
     name = "purge",
     description = {
       "Deletes PUBLISHED rows of one instance key published before a cutoff, in bounded batches"
-          + " (each its own transaction), printing progress. No other row is ever deleted.",
+          + " (each its own transaction), printing progress: entries of the published log, then"
+          + " rows published before schema version 9, still in the table. No other row is ever"
+          + " deleted.",
       "Safe to interrupt: rows deleted so far stay deleted, the rest stay as they were."
     },
     footerHeading = "%nExamples:%n",
@@ -82,7 +84,8 @@ public final class PurgeCommand extends InstanceCommand {
     long total = 0;
     int batches = 0;
     while (true) {
-      // The relay's own retention delete: PUBLISHED rows of this key only, skipping locked ones.
+      // The relay's own retention delete, of this key's rows only: the published log's entries
+      // first, then PUBLISHED rows still in the table (skipping locked ones).
       int deleted = store.deletePublished(keys, before, batchSize);
       if (deleted == 0) {
         break;

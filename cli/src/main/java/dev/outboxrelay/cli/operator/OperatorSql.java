@@ -15,10 +15,17 @@ import java.util.regex.Pattern;
  * Every statement the operator commands run, in one place, each written out whole with named
  * parameters ({@link NamedSql}) that {@link OperatorStore} binds by name. Placeholders in braces
  * are filled in once, when the statements are built: {@code {table}} with the validated, quoted
- * identifier of {@link OutboxTable}, the others with the fragments below; the columns a row is read
- * by are the connector's ({@link Row}). Everything else is a bind parameter. Every statement is
- * bound to one instance key ({@code instance_key = :instance_key}), so rows of other keys and
- * legacy rows without a key are never read or changed. "Now" is the database's clock.
+ * identifier of {@link OutboxTable}, {@code {published}} with its published log's, the others with
+ * the fragments below; the columns a row is read by are the connector's ({@link Row}). Everything
+ * else is a bind parameter. Every statement is bound to one instance key ({@code instance_key =
+ * :instance_key}), so rows of other keys and legacy rows without a key are never read or changed.
+ * "Now" is the database's clock.
+ *
+ * <p>Published rows are in two places (schema version 9): publishing moves a row out of the table
+ * into the published log ({@link OutboxTable#qualifiedPublishedLog()}), a narrow row that is always
+ * PUBLISHED; rows published before version 9 stay in the table, status PUBLISHED, until retention
+ * deletes them. Whatever reads, counts or finds published rows reads both; a log entry is read
+ * under the row's labels, the columns the log does not keep being null ({@link #logRow}).
  *
  * <p>Requeue is the operator's only write besides the relay's own retention delete, and it follows
  * the store's fencing rule: it applies only to rows that are still parked (FAILED or EXHAUSTED)
@@ -52,6 +59,56 @@ final class OperatorSql {
         + (payloadIsBytea ? "" : "::text")
         + ") AS "
         + PAYLOAD_BYTES;
+  }
+
+  /**
+   * {@code {log row}} and {@code {log row with content}}: a published log entry read as {@code
+   * {row}} and {@code {row with content}} read a row of the table, the same labels in the same
+   * order (so that the two are one UNION): its own columns as they are, PUBLISHED, and null for
+   * what the log does not keep (no lease, no retry, not parked, no payload or headers: they are in
+   * Kafka).
+   */
+  private static String logRow(boolean withContent) {
+    StringBuilder out = new StringBuilder();
+    for (Row field : withContent ? List.of(Row.values()) : Row.STATE) {
+      out.append(out.length() == 0 ? "" : ", ")
+          .append(logColumn(field))
+          .append(" AS ")
+          .append(field.label);
+    }
+    return out.append(", CAST(NULL AS integer) AS ").append(PAYLOAD_BYTES).toString();
+  }
+
+  /** The published log's value of {@code field} (schema version 9's columns). */
+  private static String logColumn(Row field) {
+    return switch (field) {
+      case SEQ,
+          MESSAGE_ID,
+          INSTANCE_KEY,
+          AGGREGATE_TYPE,
+          AGGREGATE_ID,
+          EVENT_TYPE,
+          CORRELATION_ID,
+          CREATED_AT,
+          ATTEMPTS,
+          ABANDONED_CLAIMS,
+          LEASE_TOKEN,
+          LAST_FAILURE_CODE,
+          PUBLISHED_AT,
+          KAFKA_TOPIC,
+          KAFKA_PARTITION,
+          KAFKA_OFFSET ->
+          field.label;
+      case STATUS -> "CAST('PUBLISHED' AS text)";
+      case ISOLATED -> "FALSE";
+      case TOPIC, LEASE_OWNER -> "CAST(NULL AS text)";
+      case DELIVER_BEFORE, NEXT_ATTEMPT_AT, LEASE_EXPIRES_AT, PARKED_AT ->
+          "CAST(NULL AS timestamptz)";
+      case LEASE_EPOCH, CLAIM_BATCH -> "CAST(NULL AS bigint)";
+      // The table's own type, whatever it is (bytea, or a Debezium table's jsonb): the UNION
+      // gives an untyped NULL the other branch's type.
+      case PAYLOAD, HEADERS -> "NULL";
+    };
   }
 
   /** {@code {oldest}}: what status shows of the oldest row with a status. */
@@ -109,11 +166,15 @@ final class OperatorSql {
     fragments.put("{parked of key}", PARKED_OF_KEY);
     fragments.put("{row}", row(columns, payloadIsBytea));
     fragments.put("{row with content}", rowWithContent(columns, payloadIsBytea));
+    fragments.put("{log row}", logRow(false));
+    fragments.put("{log row with content}", logRow(true));
     fragments.put("{oldest}", oldest(columns));
     fragments.put("{message_id}", columns.asText(Row.MESSAGE_ID, null));
     fragments.put("{message_id(o)}", columns.asText(Row.MESSAGE_ID, "o"));
     fragments.put("{table}", table.qualified());
+    fragments.put("{published}", table.qualifiedPublishedLog());
 
+    // Only for the statuses a row holds in the table: status asks for FAILED and EXHAUSTED.
     oldestWithStatus =
         statement(
             """
@@ -124,21 +185,46 @@ final class OperatorSql {
             WHERE instance_key = :instance_key AND status = :status
             ORDER BY seq LIMIT 1""");
 
+    // PUBLISHED rows: those of the published log, and those published before schema version 9,
+    // still in the table. The log branch is planned away (a one-time filter) for any other status.
+    // The log has no index by seq: a page of PUBLISHED rows reads the key's entries in the log.
     list =
         statement(
             """
-            SELECT {row}
-            FROM {table}
-            WHERE instance_key = :instance_key AND status = :status AND seq > :after_seq
+            SELECT * FROM (
+              SELECT {row}
+              FROM {table}
+              WHERE instance_key = :instance_key AND status = :status AND seq > :after_seq
+              UNION ALL
+              SELECT {log row}
+              FROM {published}
+              WHERE :status = 'PUBLISHED' AND instance_key = :instance_key AND seq > :after_seq
+            ) r
             ORDER BY seq LIMIT :limit""");
 
+    // The row with this id in the table, else its entry in the published log (the latest, should
+    // a message id have been published twice). The table's row comes first: a message id is in
+    // both only when a retried insert raced its publish, and the row in the table is the one that
+    // is still to be delivered or acted on.
     String inspectRow =
         """
-        SELECT {columns}
-        FROM {table}
-        WHERE instance_key = :instance_key AND {message_id} = :message_id""";
-    inspect = statement(inspectRow.replace("{columns}", "{row}"));
-    inspectWithPayload = statement(inspectRow.replace("{columns}", "{row with content}"));
+        SELECT * FROM (
+          SELECT {columns}, 0 AS place
+          FROM {table}
+          WHERE instance_key = :instance_key AND {message_id} = :message_id
+          UNION ALL
+          SELECT {log columns}, 1 AS place
+          FROM {published}
+          WHERE instance_key = :instance_key AND message_id = :message_id
+        ) r
+        ORDER BY place, published_at DESC LIMIT 1""";
+    inspect =
+        statement(inspectRow.replace("{columns}", "{row}").replace("{log columns}", "{log row}"));
+    inspectWithPayload =
+        statement(
+            inspectRow
+                .replace("{columns}", "{row with content}")
+                .replace("{log columns}", "{log row with content}"));
 
     for (RequeueRequest.Selector selector : RequeueRequest.Selector.values()) {
       String selection = "{parked of key}" + selectorCondition(selector);
@@ -178,6 +264,8 @@ final class OperatorSql {
 
     // Requeue by message id, and the reason for every requested id that was not requeued, in one
     // statement and so one snapshot. The outer SELECT sees the rows as they were before the UPDATE.
+    // An id not in the table may be in the published log: PUBLISHED (NOT_PARKED) if it is the
+    // key's, another instance's otherwise.
     requeueMessageIds =
         statement(
             """
@@ -191,19 +279,30 @@ final class OperatorSql {
               RETURNING {message_id} AS message_id
             )
             SELECT r.message_id, q.message_id IS NOT NULL AS requeued,
-              COALESCE(o.instance_key = :instance_key, FALSE) AS own, o.status
+              CASE WHEN o.status IS NOT NULL THEN COALESCE(o.instance_key = :instance_key, FALSE)
+                ELSE COALESCE(l.instance_key = :instance_key, FALSE) END AS own,
+              COALESCE(o.status, l.status) AS status
             FROM requested r
               LEFT JOIN requeued q ON q.message_id = r.message_id
               LEFT JOIN {table} o ON {message_id(o)} = r.message_id
+              LEFT JOIN LATERAL (
+                SELECT p.instance_key, 'PUBLISHED' AS status
+                FROM {published} p
+                WHERE p.message_id = r.message_id
+                ORDER BY p.instance_key = :instance_key DESC LIMIT 1
+              ) l ON TRUE
             ORDER BY r.n""");
 
-    // The same rows PostgresOutboxStore.deletePublished removes.
+    // The same rows PostgresOutboxStore.deletePublished removes: entries of the published log,
+    // and rows published before schema version 9, still in the table.
     countPurgeable =
         statement(
             """
-            SELECT count(*) FROM {table}
-            WHERE instance_key = :instance_key AND status = 'PUBLISHED'
-              AND published_at < :published_before""");
+            SELECT (SELECT count(*) FROM {published}
+                WHERE instance_key = :instance_key AND published_at < :published_before)
+              + (SELECT count(*) FROM {table}
+                WHERE instance_key = :instance_key AND status = 'PUBLISHED'
+                  AND published_at IS NOT NULL AND published_at < :published_before)""");
 
     lastSeq = statement("SELECT COALESCE(max(seq), 0) FROM {table}");
 

@@ -26,6 +26,10 @@ import javax.sql.DataSource;
  * bound to one instance key. Failures leave as {@link dev.outboxrelay.store.OutboxStoreException},
  * classified by SQLState and without driver text. Counts, lag and the retention delete are the
  * relay store's own (see {@code PostgresOutboxStore}).
+ *
+ * <p>Published rows are read from the table's published log and, for rows published before schema
+ * version 9, from the table itself ({@link OperatorSql}). A log entry reads as a PUBLISHED row
+ * without lease, retry state, payload or headers.
  */
 public final class OperatorStore {
   private final DataSource dataSource;
@@ -48,7 +52,10 @@ public final class OperatorStore {
     this.sql = new OperatorSql(table, columns, payloadIsBytea);
   }
 
-  /** The oldest row of the key with this status (by insertion order), if any. */
+  /**
+   * The oldest row of the key with this status (by insertion order), if any: for the statuses of
+   * the rows in the table (FAILED, EXHAUSTED, ...), not for PUBLISHED ones in the published log.
+   */
   public Optional<OldestRow> oldest(String instanceKey, MessageStatus status) {
     return run(
         "oldest-row",
@@ -71,7 +78,11 @@ public final class OperatorStore {
         });
   }
 
-  /** Up to {@code limit} rows of the key with this status and a seq above {@code afterSeq}. */
+  /**
+   * Up to {@code limit} rows of the key with this status and a seq above {@code afterSeq}, in seq
+   * order. PUBLISHED: the published log's entries and the table's rows published before schema
+   * version 9, together.
+   */
   public List<RowView> list(String instanceKey, MessageStatus status, long afterSeq, int limit) {
     return run(
         "list",
@@ -94,8 +105,9 @@ public final class OperatorStore {
   }
 
   /**
-   * The row with this message id, only if it belongs to the key. Its payload and headers are read
-   * only when {@code withPayload}; otherwise they never leave the database.
+   * The row with this message id, only if it belongs to the key: the table's, else the (latest)
+   * entry of the published log. Its payload and headers are read only when {@code withPayload};
+   * otherwise they never leave the database (the published log keeps neither).
    */
   public Optional<RowView> inspect(String instanceKey, String messageId, boolean withPayload) {
     return run(
@@ -226,7 +238,10 @@ public final class OperatorStore {
     };
   }
 
-  /** How many PUBLISHED rows of the key were published before the cutoff. */
+  /**
+   * How many PUBLISHED rows of the key were published before the cutoff: entries of the published
+   * log and rows published before schema version 9, still in the table.
+   */
   public long countPurgeable(String instanceKey, Instant publishedBefore) {
     OffsetDateTime cutoff = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
     return run(
