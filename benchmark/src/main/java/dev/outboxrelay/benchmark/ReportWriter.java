@@ -205,13 +205,13 @@ final class ReportWriter {
     line("## Cost per row (medians of the runs above)");
     line("");
     line(
-        "| configuration | rows/s | WAL B/row insert | WAL B/row relay | FPI B/row insert / relay | WAL records/row insert / relay | PostgreSQL CPU s | JVM CPU s | CPU µs/row PostgreSQL / JVM | HOT updates | heap MiB | indexes MiB | total MiB | published log MiB |");
-    line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        "| configuration | rows/s | WAL B/row insert | WAL B/row relay | FPI B/row insert / relay | WAL records/row insert / relay | PostgreSQL CPU s | JVM CPU s | CPU µs/row PostgreSQL / JVM | HOT updates | heap MiB | indexes MiB | total MiB | published log MiB | after VACUUM MiB |");
+    line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (CostRow row : rows) {
       List<RunCost.Result> c = row.costs();
       double hot = med(c, RunCost.Result::hotRatio);
       line(
-          "| %s | %.0f | %.0f | %.0f | %.0f / %.0f | %.2f / %.2f | %.2f | %.2f | %.0f / %.0f | %s | %.1f | %.1f | %.1f | %s |"
+          "| %s | %.0f | %.0f | %.0f | %.0f / %.0f | %.2f / %.2f | %.2f | %.2f | %.0f / %.0f | %s | %.1f | %.1f | %.1f | %s | %.1f |"
               .formatted(
                   row.label(),
                   Stats.summarize(row.rowsPerSecond()).median(),
@@ -233,7 +233,8 @@ final class ReportWriter {
                   med(c, x -> x.totalBytes() / 1048576.0),
                   c.stream().allMatch(RunCost.Result::hasPublishedLog)
                       ? "%.1f".formatted(med(c, x -> x.publishedLogBytes() / 1048576.0))
-                      : "–"));
+                      : "–",
+                  med(c, x -> x.vacuumedBytes() / 1048576.0)));
     }
     line("");
     line(
@@ -249,7 +250,9 @@ final class ReportWriter {
             + " `pg_total_relation_size` of its published log (schema version 9: publishing"
             + " deletes the row from the table and writes an entry there; – where the table has"
             + " none). The naive relay marks rows PUBLISHED in the table itself, so its log stays"
-            + " empty.");
+            + " empty. After VACUUM: the table's and its log's `pg_total_relation_size` once a plain"
+            + " VACUUM has run after the run (as autovacuum soon would): the steady-state"
+            + " footprint, without the drain's dead row versions.");
     line("");
     line("### Top statements by total time (relay phase, last run of each configuration)");
     line("");

@@ -61,6 +61,7 @@ final class RunCost {
       long indexBytes,
       long totalBytes,
       long publishedLogBytes,
+      long vacuumedBytes,
       List<TopStatement> topStatements) {
 
     /** True when the relayed table has a published log (its size is then measured). */
@@ -113,6 +114,7 @@ final class RunCost {
               + " walRelayBytesPerRow=%.1f, walRelayRecordsPerRow=%.2f, walRelayFpiBytesPerRow=%.1f,"
               + " pgCpuSeconds=%.2f, jvmCpuSeconds=%.2f, updates=%d, hotUpdates=%d,"
               + " heapBytes=%d, indexBytes=%d, totalBytes=%d, publishedLogBytes=%d,"
+              + " vacuumedBytes=%d,"
               + " topStatements=[%s]")
           .formatted(
               insertWalPerRow(),
@@ -129,6 +131,7 @@ final class RunCost {
               indexBytes,
               totalBytes,
               publishedLogBytes,
+              vacuumedBytes,
               topStatements.stream()
                   .map(TopStatement::toString)
                   .collect(Collectors.joining(" | ")));
@@ -262,6 +265,7 @@ final class RunCost {
             }
           }
         }
+        long vacuumed = vacuumedSize();
         return new Result(
             rows,
             lsnDiff(insertEnd, insertStart),
@@ -278,9 +282,33 @@ final class RunCost {
             indexes,
             total,
             logTotal,
+            vacuumed,
             top);
       } finally {
         close();
+      }
+    }
+
+    /**
+     * What the relayed table (and its published log) take once VACUUM has run after the drain, as
+     * autovacuum would soon: the steady-state footprint, not the dead versions of the drain.
+     */
+    private long vacuumedSize() throws SQLException {
+      String sizes = "pg_total_relation_size(?::regclass)";
+      try (Statement s = c.createStatement()) {
+        s.execute("VACUUM " + table + (publishedLog == null ? "" : ", " + publishedLog));
+      }
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "SELECT " + sizes + (publishedLog == null ? "" : " + " + sizes))) {
+        ps.setString(1, table);
+        if (publishedLog != null) {
+          ps.setString(2, publishedLog);
+        }
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          return rs.getLong(1);
+        }
       }
     }
 

@@ -62,7 +62,7 @@ public final class CliException extends RuntimeException {
           "the database is unreachable or unavailable; check --jdbc-url, the network and that"
               + " the server accepts connections";
       case AUTHENTICATION -> "the database refused the credentials; check --user and the password";
-      case PERMISSION -> "the role lacks a privilege on the outbox table";
+      case PERMISSION -> "the role lacks a privilege on the outbox table or its published log";
       case SCHEMA ->
           "the database, schema, outbox table or one of its columns is missing; check --jdbc-url"
               + " and --table (migrate creates or upgrades the table, not a database or schema)";

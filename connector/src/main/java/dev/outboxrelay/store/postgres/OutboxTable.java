@@ -78,10 +78,11 @@ public final class OutboxTable {
 
   /**
    * The published log (schema version 9): where publishing moves a row, in the table's schema,
-   * quoted. {@code <table>_published} fits whole: table names have at most 48 characters.
+   * quoted; the name the writer library checks for duplicates. {@code <table>_published} fits
+   * whole: table names have at most 48 characters.
    */
   public String qualifiedPublishedLog() {
-    return qualify(objectName("published"));
+    return tableName.publishedLogQualified();
   }
 
   /** An index of this table (indexes live in the table's schema), quoted. */
