@@ -299,8 +299,7 @@ final class RunCost {
         s.execute("VACUUM " + table + (publishedLog == null ? "" : ", " + publishedLog));
       }
       try (PreparedStatement ps =
-          c.prepareStatement(
-              "SELECT " + sizes + (publishedLog == null ? "" : " + " + sizes))) {
+          c.prepareStatement("SELECT " + sizes + (publishedLog == null ? "" : " + " + sizes))) {
         ps.setString(1, table);
         if (publishedLog != null) {
           ps.setString(2, publishedLog);
