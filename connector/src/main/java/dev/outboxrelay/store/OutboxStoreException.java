@@ -13,7 +13,7 @@ public final class OutboxStoreException extends RuntimeException {
     TRANSIENT(true),
     /** Credentials were refused: fail and tell the operator. */
     AUTHENTICATION(false),
-    /** The role lacks a privilege on the outbox table. */
+    /** The role lacks a privilege on the outbox table or its published log. */
     PERMISSION(false),
     /** The table, a column or a function is missing: the schema is absent or outdated. */
     SCHEMA(false),

@@ -1,0 +1,138 @@
+package dev.outboxrelay.store.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.HeldLease;
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The privileges docs/deployment.md grants the connector's role are enough for everything a task
+ * does, and the published log's are needed: the grants are the documented ones, word for word.
+ */
+class RelayPrivilegesTest {
+  private static final String ROLE = "outbox_relay_grants";
+  private static final OutboxTable TABLE = OutboxTable.parse("outbox");
+
+  private String url;
+  private HikariDataSource owner;
+  private HikariDataSource relay;
+
+  @BeforeEach
+  void setUp() throws SQLException {
+    url = Postgres.freshDatabase("relay_privileges");
+    owner = Postgres.pool(url, 2);
+    new SchemaMigrator(owner, TABLE).migrate();
+    exec(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '"
+            + ROLE
+            + "') THEN CREATE ROLE "
+            + ROLE
+            + " LOGIN; END IF; END $$");
+    exec("GRANT SELECT, UPDATE, DELETE ON outbox TO " + ROLE);
+    exec("GRANT SELECT, INSERT, DELETE ON outbox_published TO " + ROLE);
+    exec("GRANT SELECT ON outbox_schema_history TO " + ROLE);
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type)"
+            + " SELECT 'm' || g, 'eu', 'order', 'a' || g, 'E' FROM generate_series(1, 5) g");
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(url);
+    config.setUsername(ROLE);
+    config.setMaximumPoolSize(2);
+    relay = new HikariDataSource(config);
+  }
+
+  @AfterEach
+  void tearDown() {
+    relay.close();
+    owner.close();
+  }
+
+  @Test
+  void theDocumentedGrantsCoverEveryWriteOfATask() {
+    PostgresOutboxStore store = new PostgresOutboxStore(relay, TABLE, RelayClock.database(), null);
+    assertEquals(
+        Optional.of(SchemaMigrator.CURRENT_VERSION),
+        new SchemaMigrator(relay, TABLE).currentVersion());
+
+    List<ClaimedMessage> claimed =
+        store
+            .claim(new ClaimRequest("w", Set.of("eu"), 10, Duration.ofSeconds(30), 5, false))
+            .claimed();
+    assertEquals(5, claimed.size());
+    assertEquals(
+        Set.of(),
+        store.renew(
+            claimed.stream().map(m -> new HeldLease(m.messageId(), m.lease())).toList(),
+            Duration.ofSeconds(30)));
+    assertEquals(
+        Outcome.APPLIED,
+        store.markPublished(
+            new PublishedAck("m1", claimed.get(0).lease(), new KafkaCoordinates("t", 0, 1))));
+    assertEquals(
+        Outcome.APPLIED,
+        store.retryLater("m2", claimed.get(1).lease(), "ACK_WITHOUT_OFFSET", Duration.ZERO, 5));
+    assertEquals(
+        Outcome.APPLIED, store.markFailed("m3", claimed.get(2).lease(), "PAYLOAD_TOO_LARGE"));
+    assertEquals(Outcome.APPLIED, store.release("m4", claimed.get(3).lease()));
+    assertEquals(1, store.inspect(Set.of("eu"), true).count(MessageStatus.PUBLISHED));
+    assertEquals(1, store.deletePublished(Set.of("eu"), Instant.now().plusSeconds(60), 10));
+  }
+
+  @Test
+  void withoutInsertOnThePublishedLogNothingIsPublished() throws SQLException {
+    exec("REVOKE INSERT ON outbox_published FROM " + ROLE);
+    PostgresOutboxStore store = new PostgresOutboxStore(relay, TABLE, RelayClock.database(), null);
+    ClaimedMessage m =
+        store
+            .claim(new ClaimRequest("w", Set.of("eu"), 1, Duration.ofSeconds(30), 5, false))
+            .claimed()
+            .get(0);
+
+    OutboxStoreException e =
+        assertThrows(
+            OutboxStoreException.class,
+            () ->
+                store.markPublished(
+                    new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, 1))));
+    assertEquals(OutboxStoreException.Kind.PERMISSION, e.kind());
+    assertEquals(1, count("SELECT count(*) FROM outbox WHERE status = 'IN_FLIGHT'"));
+  }
+
+  private long count(String sql) throws SQLException {
+    try (Connection c = owner.getConnection();
+        Statement s = c.createStatement();
+        var rs = s.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  private void exec(String sql) throws SQLException {
+    try (Connection c = owner.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+}
