@@ -285,14 +285,22 @@ ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS claim_batch BIGINT;
 --
 -- The log has no primary key and no unique constraint: nothing may stop a publish. Its message_id
 -- index serves operators' lookups and the writer library's duplicate check (a retried insert of a
--- message id already published does nothing); its BRIN index on published_at, a few pages for
--- millions of rows, serves retention, which deletes old log rows in bounded batches.
+-- message id already published does nothing); its (instance_key, published_at) index serves
+-- retention, which deletes each instance key's old entries in bounded batches. (A BRIN index on
+-- published_at would be smaller, but once vacuum lets new entries reuse the space of deleted ones,
+-- every page range spans old and new times and retention would read the whole log.) Its replica
+-- identity is the whole row: with a publication FOR ALL TABLES (logical replication, or Debezium
+-- on the same database) PostgreSQL refuses to delete from a table without one, and retention
+-- would stop; the entries are narrow, and only retention deletes them.
 --
+-- The table is created, not reused: a relation of this name that exists already (another table
+-- named <table>_published) makes the migration fail instead of receiving published rows.
+
 -- Rows published before this version stay in the outbox table, status PUBLISHED, until retention
 -- deletes them there (through the settled index of version 7, which no new publish writes to):
 -- nothing is moved, and this migration only creates objects.
 
-CREATE TABLE IF NOT EXISTS "outbox_published" (
+CREATE TABLE "outbox_published" (
     seq               BIGINT      NOT NULL,
     message_id        TEXT        NOT NULL,
     instance_key      TEXT        NOT NULL,
@@ -318,4 +326,6 @@ CREATE INDEX IF NOT EXISTS "outbox_published_id_idx"
     ON "outbox_published" (message_id);
 
 CREATE INDEX IF NOT EXISTS "outbox_published_at_idx"
-    ON "outbox_published" USING brin (published_at);
+    ON "outbox_published" (instance_key, published_at);
+
+ALTER TABLE "outbox_published" REPLICA IDENTITY FULL;

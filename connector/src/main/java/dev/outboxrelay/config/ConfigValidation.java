@@ -69,6 +69,29 @@ public final class ConfigValidation {
    */
   static final List<String> MIGRATED_COLUMNS = columns(false);
 
+  /**
+   * The columns of the published log (schema version 9) that publishing writes; {@code
+   * ConfigValidationTest} compares them with a freshly migrated log.
+   */
+  static final List<String> PUBLISHED_LOG_COLUMNS =
+      List.of(
+          "seq",
+          "message_id",
+          "instance_key",
+          "aggregate_type",
+          "aggregate_id",
+          "event_type",
+          "correlation_id",
+          "created_at",
+          "attempts",
+          "abandoned_claims",
+          "lease_token",
+          "last_failure_code",
+          "published_at",
+          "kafka_topic",
+          "kafka_partition",
+          "kafka_offset");
+
   private static List<String> columns(boolean firstVersion) {
     return Arrays.stream(OutboxColumns.Row.values())
         .filter(c -> (c.since == 1) == firstVersion)
@@ -303,17 +326,9 @@ public final class ConfigValidation {
           Map<String, Boolean> present = presentColumns(pool, table);
           checkColumns(missingColumns(present));
           checkMappedColumns(present);
-          if (version.isEmpty()
-              && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()
-              && !relationExists(pool, table.qualifiedPublishedLog())) {
+          if (version.isEmpty() && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
             // A table kept up to date by the user's own tool (or adopted from Debezium).
-            error(
-                OUTBOX_TABLE_CONFIG,
-                OUTBOX_TABLE_CONFIG
-                    + " has no published log ("
-                    + table.objectName("published")
-                    + ", schema version 9): apply the statements of `outbox-relay-cli schema-sql"
-                    + " --after-version 8`");
+            checkPublishedLog(pool, table);
           }
         }
       } catch (SQLException e) {
@@ -326,6 +341,35 @@ public final class ConfigValidation {
         } else {
           error(OUTBOX_TABLE_CONFIG, "could not read the schema version of " + OUTBOX_TABLE_CONFIG);
         }
+      }
+    }
+
+    /** The published log of schema version 9 exists, and is one: it has the log's columns. */
+    private void checkPublishedLog(HikariDataSource pool, OutboxTable table) throws SQLException {
+      String log = table.objectName("published");
+      if (!relationExists(pool, table.qualifiedPublishedLog())) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " has no published log ("
+                + log
+                + ", schema version 9): apply the statements of `outbox-relay-cli schema-sql"
+                + " --after-version 8`");
+        return;
+      }
+      Map<String, Boolean> present = presentColumns(pool, table.qualifiedPublishedLog());
+      List<String> missing =
+          PUBLISHED_LOG_COLUMNS.stream().filter(c -> !present.containsKey(c)).toList();
+      if (!missing.isEmpty()) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + "'s published log "
+                + log
+                + " lacks "
+                + abbreviated(missing)
+                + ": a relation of that name that is not outbox-relay's published log (schema"
+                + " version 9); rename it");
       }
     }
 
@@ -420,8 +464,8 @@ public final class ConfigValidation {
 
     /**
      * Each {@code column.*} setting that names a column of another name must name one of the
-     * table's; the payload's must allow NULL (a published row's payload is cleared); each column
-     * placed as a header must exist. Each error on its own key, naming the setting, not the value.
+     * table's; each column placed as a header must exist. Each error on its own key, naming the
+     * setting, not the value.
      */
     private void checkMappedColumns(Map<String, Boolean> present) {
       MAPPING_KEYS.forEach(
@@ -436,15 +480,6 @@ public final class ConfigValidation {
                       + " does not have: set it to the column that holds this field");
             }
           });
-      Object payload = validValue(values, COLUMN_PAYLOAD_CONFIG);
-      if (payload != null && Boolean.FALSE.equals(present.get(payload))) {
-        error(
-            COLUMN_PAYLOAD_CONFIG,
-            COLUMN_PAYLOAD_CONFIG
-                + " names a NOT NULL column: the relay clears the payload of a published row"
-                + " (it is in Kafka), so the column must allow NULL (ALTER TABLE ... ALTER COLUMN"
-                + " ... DROP NOT NULL changes no row)");
-      }
       Object placements = validValue(values, COLUMN_ADDITIONAL_PLACEMENT_CONFIG);
       if (placements instanceof List<?> entries) {
         List<ColumnMapping.HeaderColumn> headers =
@@ -467,13 +502,18 @@ public final class ConfigValidation {
     /** The table's columns, each with whether it allows NULL. */
     private static Map<String, Boolean> presentColumns(HikariDataSource pool, OutboxTable table)
         throws SQLException {
+      return presentColumns(pool, table.qualified());
+    }
+
+    private static Map<String, Boolean> presentColumns(HikariDataSource pool, String qualified)
+        throws SQLException {
       Map<String, Boolean> present = new HashMap<>();
       try (Connection c = pool.getConnection();
           PreparedStatement ps =
               c.prepareStatement(
                   "SELECT attname, NOT attnotnull FROM pg_attribute"
                       + " WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped")) {
-        ps.setString(1, table.qualified());
+        ps.setString(1, qualified);
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             present.put(rs.getString(1), rs.getBoolean(2));

@@ -312,8 +312,7 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String COLUMN_PAYLOAD_CONFIG = "column.payload";
   private static final String COLUMN_PAYLOAD_DOC =
       "Column holding the payload: bytea is read as bytes, jsonb, json, text and varchar as"
-          + " their UTF-8 text (see payload.format). It must allow NULL: a published row keeps"
-          + " its Kafka coordinates, not its payload. Debezium's table.field.event.payload"
+          + " their UTF-8 text (see payload.format). Debezium's table.field.event.payload"
           + " (payload).";
 
   public static final String COLUMN_ADDITIONAL_PLACEMENT_CONFIG = "column.additional.placement";

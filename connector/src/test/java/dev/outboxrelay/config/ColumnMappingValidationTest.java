@@ -87,15 +87,15 @@ class ColumnMappingValidationTest {
   }
 
   @Test
-  void aNotNullPayloadColumnIsReportedOnColumnPayload() throws Exception {
+  void aNotNullPayloadColumnIsAccepted() throws Exception {
+    // Since schema version 9 publishing moves the row out instead of clearing its payload.
     try (OutboxDb db = OutboxDb.fresh("config_payload_not_null")) {
       new DebeziumOutboxTable(db).adopt("orders");
       try (var c = db.connection();
           var s = c.createStatement()) {
         s.execute("ALTER TABLE outbox ALTER COLUMN payload SET NOT NULL");
       }
-      String message = only(errors(debezium(db)), "column.payload");
-      assertTrue(message.startsWith("column.payload names a NOT NULL column"), message);
+      assertEquals(Map.of(), errors(debezium(db)));
     }
   }
 

@@ -360,6 +360,38 @@ class ConfigValidationTest {
   }
 
   @Test
+  void aRelationNamedLikeThePublishedLogThatIsNotOneIsAnErrorOnTheTable() throws SQLException {
+    String url = externallyManagedTable("config_external_other_log");
+    execute(url, "DROP TABLE outbox_published");
+    execute(url, "CREATE TABLE outbox_published (id bigint, message_id text)");
+
+    List<String> messages = errors(props(url)).get("outbox.table");
+    assertEquals(1, messages.size(), messages::toString);
+    assertTrue(
+        messages.get(0).startsWith("outbox.table's published log outbox_published lacks seq,"),
+        messages.get(0));
+  }
+
+  @Test
+  void publishedLogColumnsAreThoseOfTheMigratedLog() throws SQLException {
+    String url = Postgres.freshDatabase("config_log_columns");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    List<String> columns = new ArrayList<>();
+    try (HikariDataSource pool = Postgres.pool(url, 1);
+        Connection c = pool.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT column_name FROM information_schema.columns"
+                    + " WHERE table_name = 'outbox_published' ORDER BY ordinal_position")) {
+      while (rs.next()) {
+        columns.add(rs.getString(1));
+      }
+    }
+    assertEquals(ConfigValidation.PUBLISHED_LOG_COLUMNS, columns);
+  }
+
+  @Test
   void requiredColumnsAreThoseOfTheMigratedTable() throws SQLException {
     String url = Postgres.freshDatabase("config_columns");
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);

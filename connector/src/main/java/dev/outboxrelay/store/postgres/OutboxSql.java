@@ -319,7 +319,7 @@ final class OutboxSql {
   /**
    * The statements for {@code table}, its message fields in the {@code columns} named there: {@code
    * {message_id}} and {@code {message_id(o)}} as text, to compare with a bound id; {@code
-   * {aggregate_id(o)}} as stored, to compare with itself; {@code {payload}}, a column to clear.
+   * {aggregate_id(o)}} as stored, to compare with itself.
    */
   OutboxSql(OutboxTable table, ColumnMapping columns) {
     fragments.put("{log moved}", LOG_MOVED);
@@ -340,7 +340,6 @@ final class OutboxSql {
     fragments.put("{aggregate_id(p)}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, "p"));
     fragments.put("{aggregate hash(o)}", AGGREGATE_HASH);
     fragments.put("{aggregate_id as text(o)}", columns.asText(OutboxColumns.Row.AGGREGATE_ID, "o"));
-    fragments.put("{payload}", columns.quoted(OutboxColumns.Row.PAYLOAD, null));
     fragments.put(
         "{aggregate_type as text(o)}", columns.asText(OutboxColumns.Row.AGGREGATE_TYPE, "o"));
     fragments.put("{event_type as text(o)}", columns.asText(OutboxColumns.Row.EVENT_TYPE, "o"));
