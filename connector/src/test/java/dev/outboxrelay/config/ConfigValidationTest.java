@@ -11,6 +11,7 @@ import dev.outboxrelay.testing.Postgres;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -376,37 +377,33 @@ class ConfigValidationTest {
   void publishedLogColumnsAreThoseOfTheMigratedLog() throws SQLException {
     String url = Postgres.freshDatabase("config_log_columns");
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    assertEquals(ConfigValidation.PUBLISHED_LOG_COLUMNS, columnsOf(url, "outbox_published"));
+  }
+
+  /** The table's columns in their order, from a freshly migrated database. */
+  private static List<String> columnsOf(String url, String table) throws SQLException {
     List<String> columns = new ArrayList<>();
     try (HikariDataSource pool = Postgres.pool(url, 1);
         Connection c = pool.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
+        PreparedStatement ps =
+            c.prepareStatement(
                 "SELECT column_name FROM information_schema.columns"
-                    + " WHERE table_name = 'outbox_published' ORDER BY ordinal_position")) {
-      while (rs.next()) {
-        columns.add(rs.getString(1));
+                    + " WHERE table_name = ? ORDER BY ordinal_position")) {
+      ps.setString(1, table);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          columns.add(rs.getString(1));
+        }
       }
     }
-    assertEquals(ConfigValidation.PUBLISHED_LOG_COLUMNS, columns);
+    return columns;
   }
 
   @Test
   void requiredColumnsAreThoseOfTheMigratedTable() throws SQLException {
     String url = Postgres.freshDatabase("config_columns");
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
-    List<String> columns = new ArrayList<>();
-    try (HikariDataSource pool = Postgres.pool(url, 1);
-        Connection c = pool.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
-                "SELECT column_name FROM information_schema.columns"
-                    + " WHERE table_name = 'outbox' ORDER BY ordinal_position")) {
-      while (rs.next()) {
-        columns.add(rs.getString(1));
-      }
-    }
+    List<String> columns = columnsOf(url, "outbox");
 
     List<String> expected = new ArrayList<>(ConfigValidation.REQUIRED_COLUMNS);
     expected.addAll(ConfigValidation.MIGRATED_COLUMNS);

@@ -472,9 +472,9 @@ final class OutboxSql {
             WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
             ORDER BY o.seq LIMIT 1""");
 
-    // Retention: the oldest entries of the published log (in no particular order within the
-    // cutoff: the BRIN index finds the old pages), then rows published before schema version 9,
-    // still in the table, through the settled index.
+    // Retention: entries of the published log older than the cutoff, through its (instance_key,
+    // published_at) index, then rows published before schema version 9, still in the table,
+    // through the settled index.
     deletePublishedLog =
         statement(
             """

@@ -438,30 +438,23 @@ public final class PostgresOutboxStore implements OutboxStore {
   public int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
     OffsetDateTime before = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
-    int deleted =
-        run(
-            "delete-published",
-            sql.deletePublishedLog,
-            (c, statement) ->
-                statement
-                    .setArray("instance_keys", textArray(c, keys))
-                    .setObject("published_before", before, Types.TIMESTAMP_WITH_TIMEZONE)
-                    .setInt("limit", limit)
-                    .executeUpdate());
-    if (deleted >= limit) {
-      return deleted;
-    }
-    // Rows published before schema version 9 are still in the table.
-    return deleted
-        + run(
-            "delete-published",
-            sql.deletePublished,
-            (c, statement) ->
-                statement
-                    .setArray("instance_keys", textArray(c, keys))
-                    .setObject("published_before", before, Types.TIMESTAMP_WITH_TIMEZONE)
-                    .setInt("limit", limit - deleted)
-                    .executeUpdate());
+    int deleted = deletePublished(sql.deletePublishedLog, keys, before, limit);
+    // Then rows published before schema version 9, still in the table.
+    return deleted >= limit
+        ? deleted
+        : deleted + deletePublished(sql.deletePublished, keys, before, limit - deleted);
+  }
+
+  private int deletePublished(NamedSql delete, Object[] keys, OffsetDateTime before, int limit) {
+    return run(
+        "delete-published",
+        delete,
+        (c, statement) ->
+            statement
+                .setArray("instance_keys", textArray(c, keys))
+                .setObject("published_before", before, Types.TIMESTAMP_WITH_TIMEZONE)
+                .setInt("limit", limit)
+                .executeUpdate());
   }
 
   @Override
