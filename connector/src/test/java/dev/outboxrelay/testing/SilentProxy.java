@@ -91,11 +91,13 @@ public final class SilentProxy implements AutoCloseable {
                   if (silent.get()) {
                     continue; // read and drop: the peer sees an open, mute connection
                   }
-                  out.write(buffer, 0, n);
-                  out.flush();
                   if (fromClient) {
+                    // Before forwarding: once the server has the chunk, its answer may come back
+                    // before this thread could fall silent (a fast statement then succeeded).
                     tail = watch(tail, buffer, n, silent);
                   }
+                  out.write(buffer, 0, n);
+                  out.flush();
                 }
               } catch (IOException e) {
                 // Either side closed: the proxy is closing, or the peer gave up.
