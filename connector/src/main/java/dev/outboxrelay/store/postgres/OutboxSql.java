@@ -55,16 +55,22 @@ final class OutboxSql {
    * its own. A volatile function keeps this CTE evaluated and not inlined. It also carries the
    * attempt budget.
    *
-   * <p>In {@code candidate}, a predecessor blocks unless it is due (then it must be in this very
-   * batch, see {@code claimable}) or held by this owner under a live lease. Its OFFSET 0 keeps it a
-   * probe of the aggregate index per candidate: pulled up into an anti-join, it was planned as a
-   * nested loop over every in-flight row (a claim of 500 then cost 500 x in-flight comparisons and
-   * slowed with each pipelined batch).
+   * <p>Per-aggregate order is judged by one probe per candidate, {@code earlier}: the first
+   * unsettled row before it in its aggregate that this owner does not hold under a live lease (rows
+   * it holds are being sent in order ahead of the candidate). None: the candidate is next in its
+   * aggregate. One that is not due (in flight elsewhere, waiting for a retry, lease expired) blocks
+   * it. A due one must be claimed in this very batch, which only {@code claimable} can tell; the
+   * probe reads the aggregate index forwards and stops at its first match, so an aggregate stuck
+   * behind one row costs one step per candidate, not a walk of all its rows.
    *
-   * <p>In {@code claimable}, a due predecessor that is not in our batch is locked by a concurrent
-   * claimer (we skipped it): its successors must wait for that claim to settle. OFFSET 0 keeps this
-   * a per-candidate probe of the aggregate index: as a join, PostgreSQL may hash the whole backlog
-   * on every claim.
+   * <p>{@code claimable} checks again only the candidates with a due earlier row (several rows of
+   * one aggregate in a batch): no earlier row may block, and every due one must be in the batch. A
+   * due row not in it is locked by a concurrent claimer (skipped) or was claimed since this
+   * statement's snapshot; its successors wait for that claim to settle. Candidates with no earlier
+   * row to judge (the common case on a backlog spread over many aggregates) skip this second probe.
+   *
+   * <p>OFFSET 0 keeps the claimable check a per-candidate probe of the aggregate index: as a join,
+   * PostgreSQL may hash the whole backlog on every claim (docs/benchmarks.md, findings 2 and 4).
    */
   private static final String CLAIM_ORDERED =
       """
@@ -72,31 +78,36 @@ final class OutboxSql {
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}
       ), candidate AS (
-        SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id
-        FROM {table} o, clock
+        SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
+          earlier.due AS after_due
+        FROM {table} o CROSS JOIN clock LEFT JOIN LATERAL (
+          SELECT {due(p)} AS due
+          FROM {table} p
+          WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
+            AND p.seq < o.seq
+            AND {unsettled(p)}
+            AND NOT {held(p)}
+          ORDER BY p.seq LIMIT 1) earlier ON TRUE
         WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
           {affinity} {share}
-          AND NOT EXISTS (
-            SELECT 1 FROM {table} p
-            WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
-              AND p.seq < o.seq
-              AND {unsettled(p)}
-              AND NOT ({due(p)})
-              AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
-                AND p.lease_expires_at > clock.now)
-            OFFSET 0)
+          AND earlier.due IS NOT FALSE
         ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
       ), claimable AS (
         SELECT c.seq FROM candidate c, clock
-        WHERE NOT EXISTS (
+        WHERE c.after_due IS NULL OR NOT EXISTS (
           SELECT 1 FROM {table} p
           WHERE p.instance_key = c.instance_key AND {aggregate_id(p)} = c.aggregate_id
             AND p.seq < c.seq
-            AND {due(p)}
-            AND NOT EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq)
+            AND {unsettled(p)}
+            AND NOT {held(p)}
+            AND NOT ({due(p)} AND EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq))
           OFFSET 0)
       )
       {lease(claimable)}""";
+
+  /** {@code {held(p)}}: the row is in flight under a live lease of this owner. */
+  private static final String HELD =
+      "(%1$s.status = 'IN_FLIGHT' AND %1$s.lease_owner = :owner AND %1$s.lease_expires_at > clock.now)";
 
   /**
    * {@code {commit mode}} of a claim: without waiting for its WAL flush (see {@link
@@ -286,8 +297,7 @@ final class OutboxSql {
             WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
               AND p.seq < o.seq
               AND {unsettled(p)}
-              AND NOT (p.status = 'IN_FLIGHT' AND p.lease_owner = :owner
-                AND p.lease_expires_at > clock.now))""";
+              AND NOT {held(p)})""";
 
   final NamedSql claimOrdered;
   final NamedSql claimOrderedWithAffinity;
@@ -334,6 +344,7 @@ final class OutboxSql {
     fragments.put("{fence}", FENCE);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
+    fragments.put("{held(p)}", HELD.formatted("p"));
     fragments.put("{message_id}", columns.asText(OutboxColumns.Row.MESSAGE_ID, null));
     fragments.put("{message_id(o)}", columns.asText(OutboxColumns.Row.MESSAGE_ID, "o"));
     fragments.put("{aggregate_id(o)}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, "o"));
