@@ -26,6 +26,7 @@ final class ClaimLoop {
   private final RelayMetrics metrics;
   private final Time time;
   private final ExactlyOnceState exactlyOnce;
+  private final ClaimCursor cursor = new ClaimCursor();
 
   private long nextAbandonedProbeMs;
   private boolean drainingForProbe;
@@ -124,8 +125,9 @@ final class ClaimLoop {
    * speed).
    */
   private ClaimResult claimDue() {
-    ClaimRequest request = settings.claimRequest();
+    ClaimRequest request = cursor.next(settings.claimRequest());
     ClaimResult result = store.claim(request);
+    cursor.claimed(request, result);
     reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
     if (request.affinity() == null) {
       return result;
@@ -141,7 +143,8 @@ final class ClaimLoop {
     if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
       return result;
     }
-    ClaimResult anyShare = store.claim(request.withoutAffinity());
+    ClaimResult anyShare =
+        store.claim(request.withoutAffinity().after(ClaimRequest.FROM_THE_START));
     reportExhausted(anyShare);
     return anyShare;
   }
@@ -153,7 +156,9 @@ final class ClaimLoop {
    */
   private ClaimResult claimInBuckets() {
     exactlyOnce.sweepIfDue();
-    ClaimResult result = store.claim(exactlyOnce.nextClaim(settings.claimRequest()));
+    ClaimRequest request = cursor.next(exactlyOnce.nextClaim(settings.claimRequest()));
+    ClaimResult result = store.claim(request);
+    cursor.claimed(request, result);
     reportExhausted(result);
     return result;
   }
