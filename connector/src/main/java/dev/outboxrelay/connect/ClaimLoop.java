@@ -26,7 +26,6 @@ final class ClaimLoop {
   private final RelayMetrics metrics;
   private final Time time;
   private final ExactlyOnceState exactlyOnce;
-  private final ClaimCursor cursor = new ClaimCursor();
 
   private long nextAbandonedProbeMs;
   private boolean drainingForProbe;
@@ -125,9 +124,8 @@ final class ClaimLoop {
    * speed).
    */
   private ClaimResult claimDue() {
-    ClaimRequest request = cursor.next(settings.claimRequest());
+    ClaimRequest request = settings.claimRequest();
     ClaimResult result = store.claim(request);
-    cursor.claimed(request, result);
     reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
     if (request.affinity() == null) {
       return result;
@@ -143,8 +141,7 @@ final class ClaimLoop {
     if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
       return result;
     }
-    ClaimResult anyShare =
-        store.claim(request.withoutAffinity().after(ClaimRequest.FROM_THE_START));
+    ClaimResult anyShare = store.claim(request.withoutAffinity());
     reportExhausted(anyShare);
     return anyShare;
   }
@@ -156,9 +153,7 @@ final class ClaimLoop {
    */
   private ClaimResult claimInBuckets() {
     exactlyOnce.sweepIfDue();
-    ClaimRequest request = cursor.next(exactlyOnce.nextClaim(settings.claimRequest()));
-    ClaimResult result = store.claim(request);
-    cursor.claimed(request, result);
+    ClaimResult result = store.claim(exactlyOnce.nextClaim(settings.claimRequest()));
     reportExhausted(result);
     return result;
   }

@@ -19,10 +19,6 @@ import java.util.Set;
  *     for rows of any aggregate
  * @param exactlyOnce an exactly-once claim: its epoch and number, written into the rows, and the
  *     only buckets it may take rows of; {@code null} in at-least-once mode
- * @param afterSeq take only rows with a greater {@code seq}, {@link #FROM_THE_START} for any: where
- *     a claimer's previous claim ended, so that it does not read again through the rows it holds.
- *     Earlier rows still count as predecessors for the per-aggregate order: a due one holds its
- *     aggregate's later rows back until a claim from the start takes it.
  */
 public record ClaimRequest(
     String owner,
@@ -32,13 +28,9 @@ public record ClaimRequest(
     int maxAttempts,
     boolean ordered,
     AggregateAffinity affinity,
-    ExactlyOnceClaim exactlyOnce,
-    long afterSeq) {
+    ExactlyOnceClaim exactlyOnce) {
 
   public static final int UNLIMITED_ATTEMPTS = Integer.MAX_VALUE;
-
-  /** An {@link #afterSeq} that takes rows of any {@code seq} (identity values start at 1). */
-  public static final long FROM_THE_START = 0;
 
   public ClaimRequest {
     Objects.requireNonNull(owner, "owner");
@@ -62,9 +54,6 @@ public record ClaimRequest(
     if (affinity != null && exactlyOnce != null) {
       throw new IllegalArgumentException("an exactly-once claim has buckets, not an affinity");
     }
-    if (afterSeq < FROM_THE_START) {
-      throw new IllegalArgumentException("afterSeq must not be negative");
-    }
   }
 
   /** An at-least-once request. */
@@ -76,16 +65,7 @@ public record ClaimRequest(
       int maxAttempts,
       boolean ordered,
       AggregateAffinity affinity) {
-    this(
-        owner,
-        instanceKeys,
-        limit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        affinity,
-        null,
-        FROM_THE_START);
+    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, affinity, null);
   }
 
   /** A request for rows of any aggregate. */
@@ -96,16 +76,7 @@ public record ClaimRequest(
       Duration leaseDuration,
       int maxAttempts,
       boolean ordered) {
-    this(
-        owner,
-        instanceKeys,
-        limit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        null,
-        null,
-        FROM_THE_START);
+    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null, null);
   }
 
   public List<String> instanceKeyList() {
@@ -114,43 +85,13 @@ public record ClaimRequest(
 
   public ClaimRequest withLimit(int newLimit) {
     return new ClaimRequest(
-        owner,
-        instanceKeys,
-        newLimit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        affinity,
-        exactlyOnce,
-        afterSeq);
-  }
-
-  /** The same request for rows after {@code seq} only ({@link #FROM_THE_START}: any). */
-  public ClaimRequest after(long seq) {
-    return new ClaimRequest(
-        owner,
-        instanceKeys,
-        limit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        affinity,
-        exactlyOnce,
-        seq);
+        owner, instanceKeys, newLimit, leaseDuration, maxAttempts, ordered, affinity, exactlyOnce);
   }
 
   /** The same request for rows of any aggregate. */
   public ClaimRequest withoutAffinity() {
     return new ClaimRequest(
-        owner,
-        instanceKeys,
-        limit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        null,
-        exactlyOnce,
-        afterSeq);
+        owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null, exactlyOnce);
   }
 
   /**
@@ -165,7 +106,6 @@ public record ClaimRequest(
         maxAttempts,
         ordered,
         null,
-        new ExactlyOnceClaim(epoch, batch, share),
-        afterSeq);
+        new ExactlyOnceClaim(epoch, batch, share));
   }
 }

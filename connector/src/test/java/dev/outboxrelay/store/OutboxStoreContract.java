@@ -674,43 +674,6 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of("a3"), ids(store.claim(request("w3", 10))));
   }
 
-  /** The due rows' seqs, read by claiming them once and releasing them (no attempt is spent). */
-  private Map<String, Long> seqsOfDueRows() {
-    Map<String, Long> seqs = new HashMap<>();
-    for (ClaimedMessage m :
-        store.claim(new ClaimRequest("peek", Set.of(EU), 100, LEASE, 3, false)).claimed()) {
-      seqs.put(m.messageId(), m.seq());
-      assertEquals(Outcome.APPLIED, store.release(m.messageId(), m.lease()));
-    }
-    return seqs;
-  }
-
-  @Test
-  void aClaimAfterASeqTakesOnlyLaterRowsAndAClaimFromTheStartStillFindsEarlierOnes() {
-    add(EU, "a1", "A");
-    add(EU, "b1", "B");
-    add(EU, "c1", "C");
-    Map<String, Long> seq = seqsOfDueRows();
-    ClaimRequest unordered = new ClaimRequest("w1", Set.of(EU), 10, LEASE, 3, false);
-    assertEquals(List.of("b1", "c1"), ids(store.claim(unordered.after(seq.get("a1")))));
-    assertTrue(store.claim(unordered.after(seq.get("c1"))).isEmpty());
-    assertEquals(List.of("a1"), ids(store.claim(unordered.after(ClaimRequest.FROM_THE_START))));
-  }
-
-  @Test
-  void aDueRowBeforeWhereAClaimStartsStillHoldsItsAggregateBack() {
-    add(EU, "a1", "A");
-    add(EU, "b1", "B");
-    add(EU, "a2", "A");
-    add(EU, "b2", "B");
-    Map<String, Long> seq = seqsOfDueRows();
-    assertEquals(
-        List.of("b1", "b2"),
-        ids(store.claim(request("w1", 10).after(seq.get("a1")))),
-        "a2 waits for a1, due but before where the claim started");
-    assertEquals(List.of("a1", "a2"), ids(store.claim(request("w1", 10))));
-  }
-
   // ---------------------------------------------------------------- aggregate affinity
 
   private static ClaimRequest inShare(String owner, int limit, int slot, int slots) {

@@ -99,8 +99,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Instant now = now();
     Set<String> keys = request.instanceKeys();
     List<Row> batch = new ArrayList<>();
-    Set<Row> inBatch = new HashSet<>();
-    for (Row row : rowsBySeq.tailMap(request.afterSeq(), false).values()) {
+    for (Row row : rowsBySeq.values()) {
       if (batch.size() == request.limit()) {
         break;
       }
@@ -114,15 +113,13 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (exactlyOnce != null && !inBuckets(row, exactlyOnce.share())) {
         continue;
       }
-      // Under one lock the batch is the first due rows after afterSeq in order: a predecessor
-      // blocks if it is neither due nor ours, or due but not in the batch (at or before afterSeq).
+      // Under one lock the batch is the first due rows in order, so a due predecessor is always
+      // in this batch already: only a predecessor that is neither due nor ours blocks.
       if (request.ordered()
-          && hasPredecessor(
-              row, p -> p.isDue(now) ? !inBatch.contains(p) : !p.isHeldBy(request.owner(), now))) {
+          && hasPredecessor(row, p -> !p.isDue(now) && !p.isHeldBy(request.owner(), now))) {
         continue;
       }
       batch.add(row);
-      inBatch.add(row);
     }
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();

@@ -88,7 +88,7 @@ final class OutboxSql {
             AND {unsettled(p)}
             AND NOT {held(p)}
           ORDER BY p.seq LIMIT 1) earlier ON TRUE
-        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)} {after}
+        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
           {affinity} {share}
           AND earlier.due IS NOT FALSE
         ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
@@ -150,14 +150,6 @@ final class OutboxSql {
       AND ({aggregate hash(o)} % CAST(:slots AS integer)
         + CAST(:slots_minus_slot AS integer)) % CAST(:slots AS integer) < 1""";
 
-  /**
-   * {@code {after}} of both claims: rows after the claimer's previous claim only (ClaimRequest's
-   * afterSeq, 0 for all). The rows a claimer holds sit at the head of the due-rows index, and a
-   * claim from the start would visit each of them in the table only to filter it out. The bound
-   * limits only which rows are taken: the ordered claim's probes still judge every earlier row.
-   */
-  private static final String AFTER = "AND o.seq > CAST(:after_seq AS bigint)";
-
   /** An unordered claim: the oldest due rows, whatever their aggregate. */
   private static final String CLAIM_UNORDERED =
       """
@@ -167,7 +159,7 @@ final class OutboxSql {
       ), candidate AS (
         SELECT o.seq
         FROM {table} o, clock
-        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)} {after} {share}
+        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)} {share}
         ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
       )
       {lease(candidate)}""";
@@ -345,7 +337,6 @@ final class OutboxSql {
     fragments.put("{lease(claimable)}", LEASE.replace("{rows}", "claimable"));
     fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
     fragments.put("{affinity}", AFFINITY);
-    fragments.put("{after}", AFTER);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
     fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns));
     fragments.put("{due(o)}", due("o"));

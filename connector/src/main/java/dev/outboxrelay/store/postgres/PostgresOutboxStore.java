@@ -123,7 +123,6 @@ public final class PostgresOutboxStore implements OutboxStore {
         .setArray("instance_keys", textArray(c, request.instanceKeyList().toArray()))
         .setString("owner", request.owner())
         .setInt("limit", request.limit())
-        .setLong("after_seq", request.afterSeq())
         .setLong("lease_ms", request.leaseDuration().toMillis());
     AggregateAffinity affinity = request.affinity();
     if (affinity != null) {

@@ -95,17 +95,6 @@ class ClaimStatementTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("claims")
-  void aClaimAfterASeqStartsReadingThereRatherThanFilteringTheRowsBefore(
-      String name, ClaimRequest request) throws SQLException {
-    String candidates = candidateStep(explain(request.after(1_000)));
-    assertTrue(
-        candidates.matches(
-            "(?s).*Index Scan using outbox_due_seq_idx on outbox o\\S* [^\\n]*\\n\\s+Index Cond: \\(seq > .*"),
-        candidates);
-  }
-
   /**
    * The plan of the candidate CTE (how rows are found). The UPDATE's own join on the primary key
    * may be a hash join over a table this small, which is the planner's right.
