@@ -115,7 +115,7 @@ final class DatabaseLimit {
       for (var m : claim.claimed()) {
         acks.add(
             new PublishedAck(
-                m.messageId(), m.lease(), new KafkaCoordinates("bench-x", 0, m.seq())));
+                m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("bench-x", 0, m.seq())));
       }
       store.markPublished(acks);
       relayed += acks.size();

@@ -163,7 +163,10 @@ class MigrateAndSchemaSqlTest {
           Outcome.APPLIED,
           store.markPublished(
               new PublishedAck(
-                  "m-1", claimed.get(0).lease(), new KafkaCoordinates("outbox.order", 0, 7))));
+                  "m-1",
+                  claimed.get(0).seq(),
+                  claimed.get(0).lease(),
+                  new KafkaCoordinates("outbox.order", 0, 7))));
     }
     try (Connection c = db.dataSource.getConnection();
         Statement s = c.createStatement();

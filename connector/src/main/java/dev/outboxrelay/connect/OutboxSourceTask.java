@@ -189,15 +189,17 @@ public class OutboxSourceTask extends SourceTask {
       return; // exactly-once dead letter: its row was parked before it was sent
     }
     String messageId;
+    long seq;
     long token;
     try {
       messageId = SourceOffsets.messageId(record);
+      seq = SourceOffsets.seq(record);
       token = SourceOffsets.leaseToken(record);
     } catch (IllegalArgumentException e) {
       log.warn("Acknowledgement for a record without an outbox source offset ignored");
       return;
     }
-    if (!runtime.submit(runtime.handoff().outcomeOf(messageId, token, metadata))) {
+    if (!runtime.submit(runtime.handoff().outcomeOf(messageId, seq, token, metadata))) {
       metrics.lateAcks.incrementAndGet();
       log.warn(
           "Acknowledgement arrived after the task stopped writing: message_id={}"

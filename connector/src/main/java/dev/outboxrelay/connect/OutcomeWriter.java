@@ -60,7 +60,7 @@ final class OutcomeWriter {
     List<PublishedAck> acks = new ArrayList<>();
     for (PendingOutcome o : remaining) {
       if (o instanceof Published p) {
-        acks.add(new PublishedAck(p.messageId(), p.lease(), p.coordinates()));
+        acks.add(new PublishedAck(p.messageId(), p.seq(), p.lease(), p.coordinates()));
       }
     }
     if (!acks.isEmpty()) {

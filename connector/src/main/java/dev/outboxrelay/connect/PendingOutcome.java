@@ -9,8 +9,8 @@ sealed interface PendingOutcome {
 
   Lease lease();
 
-  /** Kafka acknowledged the record at an offset. */
-  record Published(String messageId, Lease lease, KafkaCoordinates coordinates)
+  /** Kafka acknowledged the record of the row {@code seq} at an offset. */
+  record Published(String messageId, long seq, Lease lease, KafkaCoordinates coordinates)
       implements PendingOutcome {}
 
   /**

@@ -170,7 +170,7 @@ final class RecordHandoff {
    * What an acknowledgement records. Only metadata with an offset proves a write: none means a drop
    * or a tolerated failure, and an offset of -1 a producer with acks=0.
    */
-  PendingOutcome outcomeOf(String messageId, long token, RecordMetadata metadata) {
+  PendingOutcome outcomeOf(String messageId, long seq, long token, RecordMetadata metadata) {
     Lease lease = new Lease(owner, token);
     if (metadata == null) {
       return new PendingOutcome.Unconfirmed(
@@ -185,6 +185,7 @@ final class RecordHandoff {
     }
     return new PendingOutcome.Published(
         messageId,
+        seq,
         lease,
         new KafkaCoordinates(metadata.topic(), metadata.partition(), metadata.offset()));
   }

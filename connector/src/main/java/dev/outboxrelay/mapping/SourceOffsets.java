@@ -120,6 +120,17 @@ public final class SourceOffsets {
     throw new IllegalArgumentException("record has no lease token in its source offset");
   }
 
+  /**
+   * @throws IllegalArgumentException if the record was not made by this connector's mapping
+   */
+  public static long seq(SourceRecord record) {
+    Object seq = offsetOf(record).get(SEQ);
+    if (seq instanceof Long || seq instanceof Integer) {
+      return ((Number) seq).longValue();
+    }
+    throw new IllegalArgumentException("record has no seq in its source offset");
+  }
+
   private static Map<String, ?> offsetOf(SourceRecord record) {
     Map<String, ?> offset = record.sourceOffset();
     return offset == null ? Map.of() : offset;

@@ -31,7 +31,8 @@ class MaintenanceTest {
   private static void publishAll(RuntimeFixture f) {
     for (ClaimedMessage m : f.store.claim(f.settings.claimRequest()).claimed()) {
       f.store.markPublished(
-          new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, m.seq())));
+          new PublishedAck(
+              m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, m.seq())));
     }
   }
 
@@ -71,7 +72,8 @@ class MaintenanceTest {
             .claim(new ClaimRequest("us-task", Set.of("us"), 10, Duration.ofSeconds(30), 3, false))
             .claimed()) {
       f.store.markPublished(
-          new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, m.seq())));
+          new PublishedAck(
+              m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, m.seq())));
     }
     f.clock.advance(Duration.ofSeconds(61));
     f.add("eu", "recent", "r");

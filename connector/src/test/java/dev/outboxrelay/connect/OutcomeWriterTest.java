@@ -30,7 +30,7 @@ class OutcomeWriterTest {
   }
 
   private static Published published(ClaimedMessage m, long offset) {
-    return new Published(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, offset));
+    return new Published(m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, offset));
   }
 
   @Test

@@ -21,7 +21,8 @@ class SourceOffsetsTest {
   private SourceRecord mapped(String messageId, long token) {
     return assertInstanceOf(
             Mapped.class,
-            mapper.map(row().messageId(messageId).lease(new Lease("w", token)).build()))
+            mapper.map(
+                row().messageId(messageId).seq(token + 40).lease(new Lease("w", token)).build()))
         .record();
   }
 
@@ -32,6 +33,7 @@ class SourceOffsetsTest {
 
     assertEquals("m-1", SourceOffsets.messageId(first));
     assertEquals(3L, SourceOffsets.leaseToken(first));
+    assertEquals(43L, SourceOffsets.seq(first));
     assertEquals("m-2", SourceOffsets.messageId(second));
     assertEquals(Long.MAX_VALUE, SourceOffsets.leaseToken(second));
   }
@@ -44,6 +46,7 @@ class SourceOffsetsTest {
 
     assertEquals("m-3", SourceOffsets.messageId(transformed));
     assertEquals(9L, SourceOffsets.leaseToken(transformed));
+    assertEquals(49L, SourceOffsets.seq(transformed));
   }
 
   @Test
@@ -57,6 +60,7 @@ class SourceOffsetsTest {
             null);
 
     assertEquals(5L, SourceOffsets.leaseToken(record));
+    assertEquals(1L, SourceOffsets.seq(record));
   }
 
   @Test
@@ -70,6 +74,7 @@ class SourceOffsetsTest {
     for (SourceRecord record : new SourceRecord[] {foreign, noOffset, wrongTypes}) {
       assertThrows(IllegalArgumentException.class, () -> SourceOffsets.messageId(record));
       assertThrows(IllegalArgumentException.class, () -> SourceOffsets.leaseToken(record));
+      assertThrows(IllegalArgumentException.class, () -> SourceOffsets.seq(record));
     }
   }
 }

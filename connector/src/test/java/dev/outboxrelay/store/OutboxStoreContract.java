@@ -97,7 +97,8 @@ public abstract class OutboxStoreContract {
   }
 
   private static PublishedAck ack(ClaimedMessage m, long offset) {
-    return new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, offset));
+    return new PublishedAck(
+        m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, offset));
   }
 
   private static Map<?, ?> parseJson(String json) {
@@ -301,25 +302,42 @@ public abstract class OutboxStoreContract {
     add(EU, "m1", "a");
     ClaimedMessage m = claimOne("w1", "m1");
     Lease stale = new Lease("w1", m.lease().token() + 1);
-    assertEquals(Outcome.CLAIM_LOST, store.markPublished(new PublishedAck("m1", stale, k(1))));
+    assertEquals(
+        Outcome.CLAIM_LOST, store.markPublished(new PublishedAck("m1", m.seq(), stale, k(1))));
     assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
+  }
+
+  @Test
+  void anAckWhoseSeqIsNotItsRowsIsALostClaimAndPublishesNothing() {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    ClaimResult both = store.claim(request("w1", 2));
+    ClaimedMessage m1 = both.claimed().get(0);
+    ClaimedMessage m2 = both.claimed().get(1);
+    assertEquals(
+        Outcome.CLAIM_LOST,
+        store.markPublished(new PublishedAck("m1", m2.seq(), m1.lease(), k(1))));
+    assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
+    assertEquals(MessageStatus.IN_FLIGHT, state("m2").status());
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(m1, 1)));
   }
 
   @Test
   void aLeaseNeverWritesARowOfAnotherInstanceKeyOrALegacyRow() {
     add(EU, "eu1", "a");
-    Lease lease = claimOne("w1", "eu1").lease();
+    ClaimedMessage eu1 = claimOne("w1", "eu1");
+    Lease lease = eu1.lease();
     add(US, "us1", "a");
     insertLegacy(message("legacy1", "a"));
     for (String id : List.of("us1", "legacy1")) {
       holdElsewhere(id, lease, clock.now().plus(LEASE));
       RowState theirs = state(id);
 
-      assertEquals(Outcome.CLAIM_LOST, store.markPublished(new PublishedAck(id, lease, k(1))), id);
-      assertEquals(
-          List.of(Outcome.CLAIM_LOST),
-          store.markPublished(List.of(new PublishedAck(id, lease, k(1)))),
-          id);
+      // An adopted table's legacy row has no seq (NULL): no ack can name it by one.
+      long seq = theirs.seq() > 0 ? theirs.seq() : eu1.seq();
+      PublishedAck ack = new PublishedAck(id, seq, lease, k(1));
+      assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack), id);
+      assertEquals(List.of(Outcome.CLAIM_LOST), store.markPublished(List.of(ack)), id);
       assertEquals(
           Outcome.CLAIM_LOST, store.retryLater(id, lease, "SEND_FAILED", Duration.ZERO, 3), id);
       assertEquals(Outcome.CLAIM_LOST, store.markFailed(id, lease, "POISON"), id);
@@ -328,7 +346,8 @@ public abstract class OutboxStoreContract {
       assertEquals(Set.of(id), store.renew(List.of(new HeldLease(id, lease)), LEASE), id);
       assertEquals(theirs, state(id), id + " is not this store's to change");
     }
-    assertEquals(Outcome.APPLIED, store.markPublished(new PublishedAck("eu1", lease, k(2))));
+    assertEquals(
+        Outcome.APPLIED, store.markPublished(new PublishedAck("eu1", eu1.seq(), lease, k(2))));
   }
 
   private static KafkaCoordinates k(long offset) {
@@ -343,7 +362,8 @@ public abstract class OutboxStoreContract {
     ClaimedMessage m = claimOne("w1", "m1");
     assertEquals(
         Outcome.APPLIED,
-        store.markPublished(new PublishedAck("m1", m.lease(), new KafkaCoordinates("x", 3, 42))));
+        store.markPublished(
+            new PublishedAck("m1", m.seq(), m.lease(), new KafkaCoordinates("x", 3, 42))));
     RowState s = state("m1");
     assertEquals(MessageStatus.PUBLISHED, s.status());
     assertEquals(new KafkaCoordinates("x", 3, 42), s.kafka());

@@ -74,7 +74,8 @@ class OutboxReportTest {
       assertEquals(
           Outcome.APPLIED,
           store.markPublished(
-              new PublishedAck("r-1", first.lease(), new KafkaCoordinates("outbox.order", 0, 7))));
+              new PublishedAck(
+                  "r-1", first.seq(), first.lease(), new KafkaCoordinates("outbox.order", 0, 7))));
     }
 
     OutboxReport report = new OutboxReport(dataSource);

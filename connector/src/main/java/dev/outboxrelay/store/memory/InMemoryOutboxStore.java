@@ -247,8 +247,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
   @Override
   public synchronized Outcome markPublished(PublishedAck ack) {
     Row row = fenced(ack.messageId(), ack.lease());
-    if (row == null) {
-      return Outcome.CLAIM_LOST;
+    if (row == null || row.seq != ack.seq()) {
+      return Outcome.CLAIM_LOST; // the row is found by its seq, which must hold the message id
     }
     KafkaCoordinates k = ack.coordinates();
     row.status = MessageStatus.PUBLISHED;
@@ -393,7 +393,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return row;
   }
 
-  /** A snapshot of one row's relay state. */
+  /** A snapshot of one row's relay state, and its {@code seq}. */
   public record RowState(
       String messageId,
       String instanceKey,
@@ -405,7 +405,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
       long leaseToken,
       Instant leaseExpiresAt,
       String lastFailureCode,
-      KafkaCoordinates kafka) {}
+      KafkaCoordinates kafka,
+      long seq) {}
 
   private static final class Row {
     final long seq;
@@ -535,7 +536,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
           leaseToken,
           leaseExpiresAt,
           lastFailureCode,
-          kafka);
+          kafka,
+          seq);
     }
   }
 }

@@ -375,19 +375,23 @@ final class OutboxSql {
 
     // Publishing moves each acknowledged row, still held under the acknowledged lease, into the
     // published log: one DELETE and one INSERT, no new version of the row and no index entry in
-    // the outbox. Returns the position of each applied ack.
+    // the outbox. Each row is found by its seq (the primary key: a bigint probe, cheaper than the
+    // message id's text index) and must hold the acked message id. Returns the position of each
+    // applied ack.
     markPublishedBatch =
         statement(
             """
             WITH clock AS (SELECT {now} AS now), acked AS (
-              SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
-                  CAST(:tokens AS bigint[]), CAST(:kafka_topics AS text[]),
-                  CAST(:kafka_partitions AS integer[]), CAST(:kafka_offsets AS bigint[]))
-                WITH ORDINALITY AS a(message_id, owner, token, topic, kafka_partition,
+              SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
+                  CAST(:owners AS text[]), CAST(:tokens AS bigint[]),
+                  CAST(:kafka_topics AS text[]), CAST(:kafka_partitions AS integer[]),
+                  CAST(:kafka_offsets AS bigint[]))
+                WITH ORDINALITY AS a(message_id, seq, owner, token, topic, kafka_partition,
                   kafka_offset, n)
             ), moved AS (
               DELETE FROM {table} o USING acked a
-              WHERE {message_id(o)} = a.message_id AND o.status = 'IN_FLIGHT'
+              WHERE o.seq = a.seq AND {message_id(o)} = a.message_id
+                AND o.status = 'IN_FLIGHT'
                 AND o.lease_owner = a.owner AND o.lease_token = a.token
                 AND o.instance_key = ANY (:instance_keys)
               RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,

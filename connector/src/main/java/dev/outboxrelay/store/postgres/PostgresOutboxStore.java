@@ -269,6 +269,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
     int n = sent.size();
     String[] ids = new String[n];
+    Long[] seqs = new Long[n];
     String[] owners = new String[n];
     Long[] tokens = new Long[n];
     String[] topics = new String[n];
@@ -277,6 +278,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     for (int j = 0; j < n; j++) {
       PublishedAck ack = sent.get(j);
       ids[j] = ack.messageId();
+      seqs[j] = ack.seq();
       owners[j] = ack.lease().owner();
       tokens[j] = ack.lease().token();
       topics[j] = ack.coordinates().topic();
@@ -291,6 +293,7 @@ public final class PostgresOutboxStore implements OutboxStore {
               statement
                   .set("now", this::setNow)
                   .setArray("message_ids", textArray(c, ids))
+                  .setArray("seqs", c.createArrayOf("bigint", seqs))
                   .setArray("owners", textArray(c, owners))
                   .setArray("tokens", c.createArrayOf("bigint", tokens))
                   .setArray("kafka_topics", textArray(c, topics))
@@ -370,6 +373,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
     int n = leases.size();
     String[] ids = new String[n];
+    Long[] seqs = new Long[n];
     String[] owners = new String[n];
     Long[] tokens = new Long[n];
     for (int j = 0; j < n; j++) {

@@ -36,7 +36,7 @@ record ContractRows(DataSource dataSource, String table, String idColumn, String
                 + idColumn
                 + "::text, instance_key, status, attempts, abandoned_claims,"
                 + " next_attempt_at, lease_owner, lease_token, lease_expires_at,"
-                + " last_failure_code, kafka_topic, kafka_partition, kafka_offset"
+                + " last_failure_code, kafka_topic, kafka_partition, kafka_offset, seq"
                 + " FROM "
                 + table
                 + " WHERE "
@@ -55,7 +55,7 @@ record ContractRows(DataSource dataSource, String table, String idColumn, String
         "SELECT message_id, instance_key, 'PUBLISHED' AS status, attempts, abandoned_claims,"
             + " NULL::timestamptz AS next_attempt_at, NULL AS lease_owner, lease_token,"
             + " NULL::timestamptz AS lease_expires_at, last_failure_code, kafka_topic,"
-            + " kafka_partition, kafka_offset FROM "
+            + " kafka_partition, kafka_offset, seq FROM "
             + table
             + "_published WHERE message_id = ?",
         messageId);
@@ -95,8 +95,8 @@ record ContractRows(DataSource dataSource, String table, String idColumn, String
         rs.getString("last_failure_code"),
         topic == null
             ? null
-            : new KafkaCoordinates(
-                topic, rs.getInt("kafka_partition"), rs.getLong("kafka_offset")));
+            : new KafkaCoordinates(topic, rs.getInt("kafka_partition"), rs.getLong("kafka_offset")),
+        rs.getLong("seq"));
   }
 
   /**

@@ -62,7 +62,10 @@ class HotClaimTest {
 
     store.markPublished(
         claimed.stream()
-            .map(m -> new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, 1)))
+            .map(
+                m ->
+                    new PublishedAck(
+                        m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, 1)))
             .toList());
     assertEquals(
         List.of(0L, 0L),

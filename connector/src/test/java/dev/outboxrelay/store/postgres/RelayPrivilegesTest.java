@@ -89,7 +89,11 @@ class RelayPrivilegesTest {
     assertEquals(
         Outcome.APPLIED,
         store.markPublished(
-            new PublishedAck("m1", claimed.get(0).lease(), new KafkaCoordinates("t", 0, 1))));
+            new PublishedAck(
+                "m1",
+                claimed.get(0).seq(),
+                claimed.get(0).lease(),
+                new KafkaCoordinates("t", 0, 1))));
     assertEquals(
         Outcome.APPLIED,
         store.retryLater("m2", claimed.get(1).lease(), "ACK_WITHOUT_OFFSET", Duration.ZERO, 5));
@@ -115,7 +119,8 @@ class RelayPrivilegesTest {
             OutboxStoreException.class,
             () ->
                 store.markPublished(
-                    new PublishedAck(m.messageId(), m.lease(), new KafkaCoordinates("t", 0, 1))));
+                    new PublishedAck(
+                        m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, 1))));
     assertEquals(OutboxStoreException.Kind.PERMISSION, e.kind());
     assertEquals(1, count("SELECT count(*) FROM outbox WHERE status = 'IN_FLIGHT'"));
   }

@@ -201,7 +201,8 @@ class SchemaMigrationTest {
     assertEquals(
         Outcome.APPLIED,
         store.markPublished(
-            new PublishedAck("new", claimed.lease(), new KafkaCoordinates("t", 1, 9))));
+            new PublishedAck(
+                "new", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 1, 9))));
     assertEquals("0", queryString("SELECT count(*) FROM outbox WHERE message_id = 'new'"));
     assertEquals(
         "eu,order,b,E,1,9",
