@@ -137,7 +137,7 @@ class LongestTableNameTest {
       String prefix = "outbox_" + length + "_";
       OutboxTable table =
           OutboxTable.parse(SCHEMA + "." + prefix + "x".repeat(length - prefix.length()));
-      assertEquals(9, new SchemaMigrator(dataSource, table).migrate(), table.name());
+      assertEquals(10, new SchemaMigrator(dataSource, table).migrate(), table.name());
       assertDerivedNames(table);
     }
   }
@@ -185,7 +185,7 @@ class LongestTableNameTest {
             table.historyTable()),
         name + ": history table");
     assertEquals(
-        objectNames(table, "published_id_idx", "published_at_idx"),
+        objectNames(table, "published_id_hash", "published_at_idx"),
         names(
             "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
                 + " WHERE i.indrelid = to_regclass(?)",

@@ -185,7 +185,7 @@ class PostgresOutboxWriterDatabaseTest {
             .stream()
             .map(row -> row.values().iterator().next())
             .reduce("", (a, b) -> a + b + "\n");
-    assertTrue(plan.contains("outbox_published_id_idx"), plan);
+    assertTrue(plan.contains("outbox_published_id_hash"), plan);
   }
 
   @Test

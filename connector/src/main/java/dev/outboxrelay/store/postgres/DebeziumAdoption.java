@@ -34,8 +34,14 @@ import java.util.regex.Pattern;
 public final class DebeziumAdoption {
   private static final Pattern ROLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$-]{0,62}");
 
-  /** The migration that creates the published log, the latest version this script includes. */
+  /** The migration that creates the published log. */
   static final String PUBLISHED_LOG_MIGRATION = "V9__published_log.sql";
+
+  /**
+   * The migration that gives the published log its hash index of message ids: the latest version
+   * this script includes (a later one is applied with {@code schema-sql --after-version 10}).
+   */
+  static final String PUBLISHED_LOG_HASH_INDEX_MIGRATION = "V10__published_log_hash_index.sql";
 
   private final OutboxTable table;
   private final String instanceKey;
@@ -240,8 +246,9 @@ public final class DebeziumAdoption {
             CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_rows_idx"
                 ON {table} (instance_key, correlation_id)
                 WHERE parked_at IS NOT NULL"""));
-    // The published log of schema version 9, exactly as the migration creates it.
+    // The published log of schema versions 9 and 10, exactly as the migrations create it.
     out.addAll(SchemaMigrator.plainStatements(PUBLISHED_LOG_MIGRATION, table));
+    out.addAll(SchemaMigrator.plainStatements(PUBLISHED_LOG_HASH_INDEX_MIGRATION, table));
     return out;
   }
 

@@ -20,7 +20,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "9";
+  public static final String CURRENT_VERSION = "10";
 
   /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
   public static final String MIGRATIONS_PATH = "db/outbox";
@@ -77,6 +77,7 @@ public final class SchemaMigrator {
         Map.entry("qualifiedIndexPublished", table.qualifiedIndex("published_idx")),
         Map.entry("qualifiedIndexParked", table.qualifiedIndex("parked_idx")),
         Map.entry("qualifiedPublishedTable", table.qualifiedPublishedLog()),
+        Map.entry("qualifiedIndexPublishedId", table.qualifiedIndex("published_id_idx")),
         Map.entry("tableName", table.name()));
   }
 

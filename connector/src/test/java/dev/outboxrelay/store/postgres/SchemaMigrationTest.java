@@ -52,7 +52,7 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(9, migrator.migrate());
+    assertEquals(10, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
@@ -120,8 +120,8 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(9, migrator("outbox_a").migrate());
-    assertEquals(9, migrator("outbox_b").migrate());
+    assertEquals(10, migrator("outbox_a").migrate());
+    assertEquals(10, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
   }
 
@@ -235,6 +235,30 @@ class SchemaMigrationTest {
   }
 
   @Test
+  void version10FindsLoggedMessageIdsThroughAHashIndex() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("9");
+    exec(
+        "INSERT INTO outbox_published (seq, message_id, instance_key, attempts, abandoned_claims,"
+            + " lease_token, published_at) SELECT g, 'm-' || g, 'eu', 1, 0, 1, now()"
+            + " FROM generate_series(1, 5000) g");
+    migrator.migrate();
+
+    assertEquals(
+        "outbox_published_at_idx btree,outbox_published_id_hash hash",
+        queryString(
+            "SELECT string_agg(c.relname || ' ' || am.amname, ',' ORDER BY c.relname)"
+                + " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                + " JOIN pg_am am ON am.oid = c.relam"
+                + " WHERE i.indrelid = 'outbox_published'::regclass"));
+    exec("ANALYZE outbox_published");
+    String plan = plan("SELECT 1 FROM outbox_published WHERE message_id = 'm-4321'");
+    assertTrue(plan.contains("outbox_published_id_hash"), plan);
+    assertEquals(
+        "1", queryString("SELECT count(*) FROM outbox_published WHERE message_id = 'm-4321'"));
+  }
+
+  @Test
   void claimsUseThePartialIndexesNotATableScan() throws SQLException {
     migrator("outbox").migrate();
     exec(
@@ -282,6 +306,18 @@ class SchemaMigrationTest {
         Statement s = c.createStatement()) {
       s.execute(sql);
     }
+  }
+
+  private String plan(String sql) throws SQLException {
+    StringBuilder plan = new StringBuilder();
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("EXPLAIN " + sql)) {
+      while (rs.next()) {
+        plan.append(rs.getString(1)).append('\n');
+      }
+    }
+    return plan.toString();
   }
 
   private String queryString(String sql) throws SQLException {
