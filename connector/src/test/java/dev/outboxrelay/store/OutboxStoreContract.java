@@ -683,6 +683,20 @@ public abstract class OutboxStoreContract {
   }
 
   @Test
+  void aDueEarlierRowInTheBatchDoesNotLiftABlockBehindIt() {
+    add(EU, "a1", "A");
+    add(EU, "a2", "A");
+    add(EU, "a3", "A");
+    add(EU, "b1", "B");
+    List<ClaimedMessage> held = store.claim(request("w1", 2)).claimed();
+    assertEquals(List.of("a1", "a2"), ids(new ClaimResult(held, List.of())));
+    store.retryLater("a2", held.get(1).lease(), "SEND_FAILED", Duration.ofSeconds(10), 3);
+    assertEquals(Outcome.APPLIED, store.release("a1", held.get(0).lease()));
+    // a1 is due again, a2 waits for its retry, a3 is due: a3 must wait for a2, though a1 goes.
+    assertEquals(List.of("a1", "b1"), ids(store.claim(request("w2", 10))));
+  }
+
+  @Test
   void aFailedOrExhaustedPredecessorNoLongerBlocks() {
     add(EU, "a1", "A");
     add(EU, "a2", "A");
