@@ -112,23 +112,23 @@ public final class SourceOffsets {
    * @throws IllegalArgumentException if the record was not made by this connector's mapping
    */
   public static long leaseToken(SourceRecord record) {
-    // Written as a Long; an Integer is accepted too, as a deserialized offset may be narrowed.
-    Object token = offsetOf(record).get(LEASE_TOKEN);
-    if (token instanceof Long || token instanceof Integer) {
-      return ((Number) token).longValue();
-    }
-    throw new IllegalArgumentException("record has no lease token in its source offset");
+    return whole(record, LEASE_TOKEN, "lease token");
   }
 
   /**
    * @throws IllegalArgumentException if the record was not made by this connector's mapping
    */
   public static long seq(SourceRecord record) {
-    Object seq = offsetOf(record).get(SEQ);
-    if (seq instanceof Long || seq instanceof Integer) {
-      return ((Number) seq).longValue();
+    return whole(record, SEQ, "seq");
+  }
+
+  /** A whole number of the offset: written as a Long, or an Integer once narrowed in transit. */
+  private static long whole(SourceRecord record, String key, String what) {
+    Object value = offsetOf(record).get(key);
+    if (value instanceof Long || value instanceof Integer) {
+      return ((Number) value).longValue();
     }
-    throw new IllegalArgumentException("record has no seq in its source offset");
+    throw new IllegalArgumentException("record has no " + what + " in its source offset");
   }
 
   private static Map<String, ?> offsetOf(SourceRecord record) {
