@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Before and after, measured the only way this machine kind allows: the benchmarks of two builds run
+# in alternating invocations (A, B, A, B, ...), each a fresh JVM with its own broker, worker and
+# PostgreSQL, so that drift in the machine's load hits both builds alike. Drains spread by ±15 %
+# between invocations of one build on 2 cores (docs/benchmarks.md), so one invocation per build
+# says little.
+#
+#   benchmark/compare.sh [-n PAIRS] REV_A REV_B [benchmark flags...]
+#
+# REV_A and REV_B are git revisions; WORKTREE is the working tree with its uncommitted changes
+# (tracked files). Every flag after them goes to both benchmarks, e.g.
+#
+#   benchmark/compare.sh HEAD WORKTREE --scenarios database,drain --tasks 2 --runs 3
+#
+# Each build's benchmark is built from a clean export of its revision (Maven flags from
+# MVN_FLAGS, default "-B -q -Dstyle.color=never"); reports go to benchmark/target/compare/<time>/<n>-<A|B>/ and the
+# summary below to summary.md beside them. Run nothing else heavy meanwhile.
+set -euo pipefail
+
+pairs=2
+if [[ "${1:-}" == "-n" ]]; then
+  pairs=$2
+  shift 2
+fi
+if [[ $# -lt 2 ]]; then
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+rev_a=$1
+rev_b=$2
+shift 2
+
+root=$(git rev-parse --show-toplevel)
+work="$root/benchmark/target/compare/$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$work"
+
+# A revision's tree as a commit: WORKTREE becomes a commit object of the tracked files as they are.
+commit_of() {
+  if [[ "$1" == "WORKTREE" ]]; then
+    local stash
+    stash=$(git -C "$root" stash create)
+    echo "${stash:-$(git -C "$root" rev-parse HEAD)}"
+  else
+    git -C "$root" rev-parse --verify "$1^{commit}"
+  fi
+}
+
+build() { # label revision
+  local label=$1 commit
+  commit=$(commit_of "$2")
+  echo "building $label = $2 ($commit)"
+  mkdir -p "$work/src-$label" "$work/jar-$label"
+  git -C "$root" archive "$commit" | tar -x -C "$work/src-$label"
+  (cd "$work/src-$label" && mvn ${MVN_FLAGS:--B -q -Dstyle.color=never} -pl benchmark -am package -DskipTests)
+  cp -r "$work/src-$label/benchmark/target/outbox-relay-benchmark.jar" \
+    "$work/src-$label/benchmark/target/lib" "$work/jar-$label/"
+  if [[ -d "$work/src-$label/benchmark/target/debezium-plugin" ]]; then
+    cp -r "$work/src-$label/benchmark/target/debezium-plugin" "$work/jar-$label/"
+  fi
+}
+
+build A "$rev_a"
+build B "$rev_b"
+
+for ((i = 1; i <= pairs; i++)); do
+  for label in A B; do
+    out="$work/$i-$label"
+    echo "invocation $i-$label started $(date +%T)"
+    (cd "$work/jar-$label" && java -jar outbox-relay-benchmark.jar "$@" --output "$out" \
+      > "$out.log" 2>&1) || echo "invocation $i-$label failed: see $out.log"
+  done
+done
+
+# One line per configuration and invocation: rows/s (median and min–max of the invocation's runs),
+# then the cost columns where the report has them (older builds' reports have no cost table).
+{
+  echo "# $rev_a (A) vs $rev_b (B), $pairs alternating pairs, flags: $*"
+  echo
+  for ((i = 1; i <= pairs; i++)); do
+    for label in A B; do
+      report=$(ls "$work/$i-$label"/report-*.md 2>/dev/null | head -1 || true)
+      [[ -n "$report" ]] || continue
+      echo "## invocation $i-$label"
+      echo
+      echo "| configuration | rows/s, median (min–max) | WAL B/row insert / relay | CPU µs/row PostgreSQL / JVM |"
+      echo "|---|---:|---:|---:|"
+      awk -F'|' '
+        /^## / { section = $0 }
+        /^###/ { section = "" }
+        section ~ /Throughput/ && /^\| [a-zA-Z]/ && $2 !~ /configuration/ { order[++n] = $2; rate[$2] = $4 }
+        section ~ /Cost per row/ && /^\| [a-zA-Z]/ && $2 !~ /configuration/ {
+          gsub(/ /, "", $4); gsub(/ /, "", $5); wal[$2] = $4 " / " $5; cpu[$2] = $10
+        }
+        END {
+          for (k = 1; k <= n; k++) {
+            c = order[k]
+            printf "|%s|%s| %s |%s|\n", c, rate[c], (c in wal) ? wal[c] : "–", (c in cpu) ? cpu[c] : " – "
+          }
+        }' "$report"
+      echo
+    done
+  done
+} > "$work/summary.md"
+cat "$work/summary.md"
