@@ -137,7 +137,7 @@ class LongestTableNameTest {
       String prefix = "outbox_" + length + "_";
       OutboxTable table =
           OutboxTable.parse(SCHEMA + "." + prefix + "x".repeat(length - prefix.length()));
-      assertEquals(10, new SchemaMigrator(dataSource, table).migrate(), table.name());
+      assertEquals(11, new SchemaMigrator(dataSource, table).migrate(), table.name());
       assertDerivedNames(table);
     }
   }

@@ -20,7 +20,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "10";
+  public static final String CURRENT_VERSION = "11";
 
   /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
   public static final String MIGRATIONS_PATH = "db/outbox";
@@ -78,6 +78,7 @@ public final class SchemaMigrator {
         Map.entry("qualifiedIndexParked", table.qualifiedIndex("parked_idx")),
         Map.entry("qualifiedPublishedTable", table.qualifiedPublishedLog()),
         Map.entry("qualifiedIndexPublishedId", table.qualifiedIndex("published_id_idx")),
+        Map.entry("qualifiedIndexPublishedIdHash", table.qualifiedIndex("published_id_hash")),
         Map.entry("tableName", table.name()));
   }
 

@@ -52,7 +52,7 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(10, migrator.migrate());
+    assertEquals(11, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
@@ -120,8 +120,8 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(10, migrator("outbox_a").migrate());
-    assertEquals(10, migrator("outbox_b").migrate());
+    assertEquals(11, migrator("outbox_a").migrate());
+    assertEquals(11, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
   }
 
@@ -256,6 +256,50 @@ class SchemaMigrationTest {
     assertTrue(plan.contains("outbox_published_id_hash"), plan);
     assertEquals(
         "1", queryString("SELECT count(*) FROM outbox_published WHERE message_id = 'm-4321'"));
+  }
+
+  @Test
+  void version11RebuildsAHashIndexThatAFailedConcurrentBuildLeftInvalid() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("9");
+    exec(
+        "INSERT INTO outbox_published (seq, message_id, instance_key, attempts, abandoned_claims,"
+            + " lease_token, published_at) SELECT g, 'm-' || g, 'eu', 1, 0, 1, now()"
+            + " FROM generate_series(1, 5000) g");
+    // What a cancelled CREATE INDEX CONCURRENTLY leaves under the name version 10 builds: an index
+    // PostgreSQL does not use. Version 10's IF NOT EXISTS keeps it and drops the btree.
+    exec("CREATE INDEX outbox_published_id_hash ON outbox_published USING hash (message_id)");
+    exec(
+        "UPDATE pg_index SET indisvalid = FALSE"
+            + " WHERE indexrelid = 'outbox_published_id_hash'::regclass");
+    migrator.migrateTo("10");
+    assertEquals("false", indexValid());
+
+    migrator.migrate();
+
+    assertEquals("true", indexValid());
+    exec("ANALYZE outbox_published");
+    String plan = plan("SELECT 1 FROM outbox_published WHERE message_id = 'm-4321'");
+    assertTrue(plan.contains("outbox_published_id_hash"), plan);
+  }
+
+  @Test
+  void version11LeavesAValidHashIndexAsItIs() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("10");
+    String before = queryString("SELECT pg_relation_filenode('outbox_published_id_hash')::text");
+
+    migrator.migrate();
+
+    assertEquals("true", indexValid());
+    assertEquals(
+        before, queryString("SELECT pg_relation_filenode('outbox_published_id_hash')::text"));
+  }
+
+  private String indexValid() throws SQLException {
+    return queryString(
+        "SELECT indisvalid::text FROM pg_index"
+            + " WHERE indexrelid = 'outbox_published_id_hash'::regclass");
   }
 
   @Test
