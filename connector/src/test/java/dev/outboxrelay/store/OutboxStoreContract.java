@@ -323,6 +323,19 @@ public abstract class OutboxStoreContract {
   }
 
   @Test
+  void anAckWithASeqNoRowCanHaveIsALostClaimNotAnError() {
+    add(EU, "m1", "a");
+    ClaimedMessage m1 = claimOne("w1", "m1");
+    for (long seq : new long[] {0, -1, Long.MIN_VALUE, Long.MAX_VALUE}) {
+      PublishedAck ack = new PublishedAck("m1", seq, m1.lease(), k(1));
+      assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack), "seq " + seq);
+      assertEquals(List.of(Outcome.CLAIM_LOST), store.markPublished(List.of(ack)), "seq " + seq);
+    }
+    assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(m1, 1)));
+  }
+
+  @Test
   void aLeaseNeverWritesARowOfAnotherInstanceKeyOrALegacyRow() {
     add(EU, "eu1", "a");
     ClaimedMessage eu1 = claimOne("w1", "eu1");

@@ -375,9 +375,9 @@ final class OutboxSql {
 
     // Publishing moves each acknowledged row, still held under the acknowledged lease, into the
     // published log: one DELETE and one INSERT, no new version of the row and no index entry in
-    // the outbox. Each row is found by its seq (the primary key: a bigint probe, cheaper than the
-    // message id's text index) and must hold the acked message id. Returns the position of each
-    // applied ack.
+    // the outbox. Each row is found by its seq (the primary key, a unique index on an adopted
+    // table: a bigint probe, cheaper than the message id's text index) and must hold the acked
+    // message id. Returns the position of each applied ack.
     markPublishedBatch =
         statement(
             """

@@ -373,7 +373,6 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
     int n = leases.size();
     String[] ids = new String[n];
-    Long[] seqs = new Long[n];
     String[] owners = new String[n];
     Long[] tokens = new Long[n];
     for (int j = 0; j < n; j++) {
