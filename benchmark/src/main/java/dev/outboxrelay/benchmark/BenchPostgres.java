@@ -3,6 +3,7 @@ package dev.outboxrelay.benchmark;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.File;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -53,8 +54,12 @@ final class BenchPostgres implements AutoCloseable {
   private final AtomicInteger databases = new AtomicInteger();
   private final ServerCpu cpu;
 
-  BenchPostgres(String sharedBuffers, String walLevel, String walCompression)
+  /**
+   * @param serverLog the file the server writes its log to (beside the run's report)
+   */
+  BenchPostgres(String sharedBuffers, String walLevel, String walCompression, Path serverLog)
       throws IOException, SQLException {
+    File log = serverLog.toFile();
     server =
         EmbeddedPostgres.builder()
             .setServerConfig("wal_level", walLevel)
@@ -69,6 +74,15 @@ final class BenchPostgres implements AutoCloseable {
             // Bulk loading 1,000,000 rows must not trigger a checkpoint storm mid-measurement.
             .setServerConfig("max_wal_size", "8GB")
             .setServerConfig("checkpoint_timeout", "30min")
+            // The server's own log, for what the figures cannot say (a stall: lock waits,
+            // autovacuum, checkpoints, slow statements). Written by the server to the file for
+            // its whole life, not through a pipe that is read only while it starts.
+            .setServerConfig("log_lock_waits", "on")
+            .setServerConfig("log_autovacuum_min_duration", "0")
+            .setServerConfig("log_checkpoints", "on")
+            .setServerConfig("log_min_duration_statement", "1000")
+            .setOutputRedirector(ProcessBuilder.Redirect.appendTo(log))
+            .setErrorRedirector(ProcessBuilder.Redirect.appendTo(log))
             .start();
     String dataDirectory;
     try (Connection c = admin();

@@ -50,7 +50,11 @@ public final class BenchmarkMain {
       DebeziumDrain.requirePlugin(pluginPath);
     }
     try (BenchPostgres pg =
-            new BenchPostgres(options.sharedBuffers, options.walLevel, options.walCompression);
+            new BenchPostgres(
+                options.sharedBuffers,
+                options.walLevel,
+                options.walCompression,
+                options.output.resolve("postgres-" + stamp + ".log"));
         BenchConnect connect = new BenchConnect(pluginPath);
         // A second cluster, whose worker runs source tasks exactly once; null when not needed.
         BenchConnect eosConnect =
