@@ -76,7 +76,8 @@ public final class BenchmarkMain {
               String label = rate + "/s" + (notify ? "" : " notify off");
               results.record("latency", label, run, r.toString());
               Progress.log(
-                  "latency %s run %d: p50 %.1f ms, p99 %.1f ms, max %.1f ms, achieved %.0f/s, load %.2f"
+                  ("latency %s run %d: p50 %.1f ms, p99 %.1f ms, max %.1f ms, achieved %.0f/s,"
+                          + " PostgreSQL %.0f µs/row, %.2f claims/row, load %.2f")
                       .formatted(
                           label,
                           run,
@@ -84,6 +85,8 @@ public final class BenchmarkMain {
                           r.p99Micros() / 1e3,
                           r.maxMicros() / 1e3,
                           r.achievedRate(),
+                          r.pgCpuMicrosPerRow(),
+                          r.claimsPerRow(),
                           r.loadAverage()));
             }
           }

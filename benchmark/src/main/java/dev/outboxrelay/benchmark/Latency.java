@@ -3,6 +3,9 @@ package dev.outboxrelay.benchmark;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -36,7 +39,9 @@ final class Latency {
       long insertP99Micros,
       long maxScheduleLagMillis,
       long duplicates,
-      double loadAverage) {}
+      double loadAverage,
+      double pgCpuMicrosPerRow,
+      double claimsPerRow) {}
 
   private static final AtomicInteger RUNS = new AtomicInteger();
 
@@ -78,7 +83,7 @@ final class Latency {
               0);
       if (!notify) {
         try (Connection c = BenchPostgres.connect(url);
-            java.sql.Statement s = c.createStatement()) {
+            Statement s = c.createStatement()) {
           s.execute(
               "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET outbox_relay.notify = ''off''',"
                   + " current_database()); END $$");
@@ -86,6 +91,8 @@ final class Latency {
       }
       connect.createConnector(name, Drain.connectorConfig(config, url), options.latencyTasks);
       pg.checkpoint();
+      resetStatements(url);
+      double pgCpuStart = pg.cpuSeconds();
       double load = Machine.loadAverage();
       long[] committedAt = new long[total + 1];
       long[] insertMicros = new long[total + 1];
@@ -176,6 +183,8 @@ final class Latency {
           LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
         }
         reader.close();
+        double pgCpuSeconds = pg.cpuSeconds() - pgCpuStart;
+        long claims = claimCalls(url);
         long[] latencies = new long[measuredRows];
         long[] inserts = new long[measuredRows];
         for (int i = 0; i < measuredRows; i++) {
@@ -199,12 +208,39 @@ final class Latency {
             Stats.percentile(inserts, 99),
             maxLag.get() / 1_000_000,
             reader.duplicates(),
-            load);
+            load,
+            pgCpuSeconds * 1e6 / inserted,
+            (double) claims / inserted);
       }
     } finally {
       connect.deleteConnector(name);
       connect.deleteTopic(topic);
       pg.dropDatabase(url);
+    }
+  }
+
+  private static void resetStatements(String url) throws SQLException {
+    try (Connection c = BenchPostgres.connect(url);
+        Statement s = c.createStatement()) {
+      s.execute("SELECT pg_stat_statements_reset()");
+    }
+  }
+
+  /**
+   * The claims of due rows the relay ran in this database since {@link #resetStatements}: both
+   * claim statements (ordered or not) select a {@code candidate}.
+   */
+  private static long claimCalls(String url) throws SQLException {
+    try (Connection c = BenchPostgres.connect(url);
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements"
+                    + " WHERE dbid = (SELECT oid FROM pg_database"
+                    + " WHERE datname = current_database())"
+                    + " AND query LIKE '%candidate AS (%'")) {
+      rs.next();
+      return rs.getLong(1);
     }
   }
 }

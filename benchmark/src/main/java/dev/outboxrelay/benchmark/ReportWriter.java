@@ -290,8 +290,8 @@ final class ReportWriter {
             .formatted(r.options.latencyTasks));
     line("");
     line(
-        "| rate | insert notification | measured rows | achieved rows/s | p50 ms | p99 ms | p99.9 ms | max ms | insert+commit p50 / p99 ms | load avg |");
-    line("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        "| rate | insert notification | measured rows | achieved rows/s | p50 ms | p99 ms | p99.9 ms | max ms | insert+commit p50 / p99 ms | PostgreSQL CPU µs/row | claims/row | load avg |");
+    line("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     r.latency.forEach((rate, runs) -> latencyRow(rate, "on (default)", runs));
     r.latencyNotifyOff.forEach((rate, runs) -> latencyRow(rate, "off", runs));
     line("");
@@ -299,7 +299,7 @@ final class ReportWriter {
 
   private void latencyRow(int rate, String notify, List<Latency.Result> runs) {
     line(
-        "| %d/s | %s | %d | %s | %s | %s | %s | %s | %s / %s | %s |"
+        "| %d/s | %s | %d | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |"
             .formatted(
                 rate,
                 notify,
@@ -311,6 +311,8 @@ final class ReportWriter {
                 fmt(runs, x -> x.maxMicros() / 1e3, "%.1f"),
                 fmt(runs, x -> x.insertP50Micros() / 1e3, "%.1f"),
                 fmt(runs, x -> x.insertP99Micros() / 1e3, "%.1f"),
+                fmt(runs, Latency.Result::pgCpuMicrosPerRow, "%.0f"),
+                fmt(runs, Latency.Result::claimsPerRow, "%.2f"),
                 fmt(runs, Latency.Result::loadAverage, "%.2f")));
   }
 
