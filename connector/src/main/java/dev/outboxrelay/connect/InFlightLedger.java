@@ -67,6 +67,16 @@ final class InFlightLedger {
     return entries.size();
   }
 
+  /**
+   * Whether resolving entries, from {@code sizeBefore} to {@code sizeAfter}, is news to a waiting
+   * {@code poll()}: it freed room under {@code maxInFlight} for the next claim, or emptied the
+   * ledger (what an isolated reclaim waits for). Other resolutions do not wake it: a trickle's
+   * every acknowledgement would otherwise be followed by a claim that finds nothing.
+   */
+  static boolean freesPoll(int sizeBefore, int sizeAfter, int maxInFlight) {
+    return sizeAfter == 0 || (sizeBefore >= maxInFlight && sizeAfter < maxInFlight);
+  }
+
   boolean isEmpty() {
     return entries.isEmpty();
   }

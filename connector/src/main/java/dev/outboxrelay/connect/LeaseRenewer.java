@@ -121,14 +121,18 @@ final class LeaseRenewer {
    */
   private void claimLost(HeldLease lease) {
     var entry = ledger.get(lease.messageId());
+    int before = ledger.size();
     if (entry.isEmpty() || !ledger.resolve(lease.messageId(), lease.lease().token())) {
       return; // settled meanwhile
     }
     lostClaims.add(entry.get());
     metrics.leaseRenewalsLost.incrementAndGet();
     metrics.claimLost.incrementAndGet();
-    metrics.inFlight.set(ledger.size());
-    pollWake.wake();
+    int after = ledger.size();
+    metrics.inFlight.set(after);
+    if (InFlightLedger.freesPoll(before, after, settings.maxInFlight())) {
+      pollWake.wake();
+    }
     log.warn(
         "Claim lost while waiting for Kafka: message_id={} instance_key={}"
             + " (reason=LEASE_TAKEN_OVER; lease renewal matched no row, a duplicate in Kafka is"

@@ -104,14 +104,16 @@ public class OutboxSourceTask extends SourceTask {
       if (prefetch != null) {
         return handOver(prefetch.next());
       }
+      if (idle.waitBeforeClaim()) {
+        runtime.wake().await(idle.nextWait()); // a trickle: claim on its next row, not at once
+        return null;
+      }
       ClaimResult claimed = runtime.claims().next();
       if (stopping) {
         runtime.release(claimed.claimed());
         return null;
       }
-      if (!claimed.isEmpty()) {
-        idle.claimedRows();
-      }
+      idle.claimed(claimed.claimed().size(), config.settings().batchSize());
       metrics.claimed.addAndGet(claimed.claimed().size());
       List<SourceRecord> records = runtime.handoff().toRecords(claimed.claimed());
       if (records.isEmpty()) {

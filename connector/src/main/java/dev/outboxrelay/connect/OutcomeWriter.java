@@ -115,10 +115,14 @@ final class OutcomeWriter {
 
   private void settle(String messageId, Lease lease, OutcomeKind kind, Outcome outcome) {
     String instanceKey = instanceKeyOf(messageId);
+    int before = ledger.size();
     ledger.resolve(messageId, lease.token());
     var reportedAtRenewal = lostClaims.take(messageId, lease.token());
-    metrics.inFlight.set(ledger.size());
-    pollWake.wake();
+    int after = ledger.size();
+    metrics.inFlight.set(after);
+    if (InFlightLedger.freesPoll(before, after, settings.maxInFlight())) {
+      pollWake.wake();
+    }
     if (outcome == null || outcome == Outcome.CLAIM_LOST) {
       if (reportedAtRenewal.isPresent()) {
         log.info(

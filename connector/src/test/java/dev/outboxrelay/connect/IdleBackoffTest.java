@@ -1,6 +1,8 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -39,5 +41,33 @@ class IdleBackoffTest {
     IdleBackoff tiny = new IdleBackoff(Duration.ofMillis(5));
     tiny.claimedRows();
     assertEquals(List.of(5L, 5L), waits(tiny, 2));
+  }
+
+  @Test
+  void aShortBatchWhileCaughtUpMakesTheNextClaimWaitOnce() {
+    IdleBackoff backoff = new IdleBackoff(Duration.ofMillis(1000));
+    backoff.claimed(0, 500); // caught up with the inserts
+    assertFalse(backoff.waitBeforeClaim());
+    backoff.claimed(1, 500); // a trickle: one row
+    assertTrue(backoff.waitBeforeClaim());
+    assertFalse(backoff.waitBeforeClaim(), "once");
+    assertEquals(List.of(10L), waits(backoff, 1), "the short wait, or a wake-up");
+    backoff.claimed(3, 500);
+    assertTrue(backoff.waitBeforeClaim());
+  }
+
+  @Test
+  void aBacklogIsClaimedBackToBackEvenThroughShortBatches() {
+    IdleBackoff backoff = new IdleBackoff(Duration.ofMillis(1000));
+    backoff.claimed(500, 500); // a full batch: a backlog
+    assertFalse(backoff.waitBeforeClaim());
+    backoff.claimed(120, 500); // short, but not caught up: ordering held rows back
+    assertFalse(backoff.waitBeforeClaim());
+    backoff.claimed(0, 500);
+    backoff.claimed(120, 500);
+    assertTrue(backoff.waitBeforeClaim(), "caught up once a claim found nothing");
+    backoff.claimed(500, 500);
+    backoff.claimed(120, 500);
+    assertFalse(backoff.waitBeforeClaim(), "a full batch ends the trickle");
   }
 }

@@ -72,4 +72,13 @@ class InFlightLedgerTest {
     assertTrue(ledger.resolve("m1", 7));
     assertTrue(ledger.isEmpty());
   }
+
+  @Test
+  void onlyRoomUnderTheLimitOrAnEmptyLedgerWakesPoll() {
+    assertTrue(InFlightLedger.freesPoll(2000, 1999, 2000), "room for the next claim");
+    assertTrue(InFlightLedger.freesPoll(2300, 1800, 2000), "a batch of outcomes made room");
+    assertTrue(InFlightLedger.freesPoll(1, 0, 2000), "empty: an isolated reclaim may run");
+    assertFalse(InFlightLedger.freesPoll(12, 11, 2000), "a trickle's acknowledgement");
+    assertFalse(InFlightLedger.freesPoll(2300, 2100, 2000), "still full");
+  }
 }

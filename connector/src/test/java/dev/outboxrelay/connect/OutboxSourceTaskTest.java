@@ -106,6 +106,34 @@ class OutboxSourceTaskTest {
   }
 
   @Test
+  void aTrickleIsClaimedRowByRowWithoutAnEmptyClaimAfterEachRow() {
+    startTask(Map.of());
+    assertNull(task.poll(), "idle: the first claim finds nothing");
+    assertEquals(1, failing.claimCalls.get());
+
+    add("eu", "m1", "a", "{}".getBytes());
+    assertEquals(List.of("m1"), messageIds(task.poll()));
+    add("eu", "m2", "b", "{}".getBytes());
+    assertNull(task.poll(), "after a short batch while caught up: wait for a wake-up first");
+    assertEquals(2, failing.claimCalls.get(), "no claim right after the one that took m1");
+    assertEquals(List.of("m2"), messageIds(task.poll()));
+    assertEquals(3, failing.claimCalls.get());
+  }
+
+  @Test
+  void aBacklogIsClaimedBackToBackThroughItsLastShortBatch() {
+    for (int i = 0; i < 25; i++) {
+      add("eu", "m" + i, "a" + i, "{}".getBytes());
+    }
+    startTask(Map.of());
+    assertEquals(10, messageIds(task.poll()).size());
+    assertEquals(10, messageIds(task.poll()).size());
+    assertEquals(5, messageIds(task.poll()).size());
+    assertNull(task.poll(), "the claim after the last short batch ran and found nothing");
+    assertEquals(4, failing.claimCalls.get());
+  }
+
+  @Test
   void orderedTasksPreferTheirOwnShareOfAggregatesSoNeitherStarves() {
     // 40 aggregates, two rows each: a batch of 50 taken by one task without affinity would cover
     // every aggregate and leave the other task nothing.
@@ -547,6 +575,7 @@ class OutboxSourceTaskTest {
     volatile CountDownLatch publishGate;
 
     final AtomicInteger publishCalls = new AtomicInteger();
+    final AtomicInteger claimCalls = new AtomicInteger();
     final AtomicInteger closes = new AtomicInteger();
 
     FailingStore(OutboxStore delegate) {
@@ -562,6 +591,7 @@ class OutboxSourceTaskTest {
     @Override
     public dev.outboxrelay.store.ClaimResult claim(ClaimRequest request) {
       check();
+      claimCalls.incrementAndGet();
       return delegate.claim(request);
     }
 
