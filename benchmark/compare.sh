@@ -72,7 +72,8 @@ for ((i = 1; i <= pairs; i++)); do
 done
 
 # One line per configuration and invocation: rows/s (median and min–max of the invocation's runs),
-# then the cost columns where the report has them (older builds' reports have no cost table).
+# then the cost columns where the report has them (older builds' reports have no cost table); then
+# the latency table where the invocation ran latency.
 {
   echo "# $rev_a (A) vs $rev_b (B), $pairs alternating pairs, flags: $*"
   echo
@@ -97,6 +98,10 @@ done
             printf "|%s|%s| %s |%s|\n", c, rate[c], (c in wal) ? wal[c] : "–", (c in cpu) ? cpu[c] : " – "
           }
         }' "$report"
+      echo
+      # Latency runs, where the invocation had them: the report's own table, columns as it names
+      # them (older builds' reports have fewer).
+      awk '/^## Commit-to-consumer/ { on = 1; next } /^## / { on = 0 } on && /^\|/' "$report"
       echo
     done
   done
