@@ -238,10 +238,7 @@ class SchemaMigrationTest {
   void version10FindsLoggedMessageIdsThroughAHashIndex() throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
     migrator.migrateTo("9");
-    exec(
-        "INSERT INTO outbox_published (seq, message_id, instance_key, attempts, abandoned_claims,"
-            + " lease_token, published_at) SELECT g, 'm-' || g, 'eu', 1, 0, 1, now()"
-            + " FROM generate_series(1, 5000) g");
+    logEntries(5000);
     migrator.migrate();
 
     assertEquals(
@@ -251,9 +248,7 @@ class SchemaMigrationTest {
                 + " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
                 + " JOIN pg_am am ON am.oid = c.relam"
                 + " WHERE i.indrelid = 'outbox_published'::regclass"));
-    exec("ANALYZE outbox_published");
-    String plan = plan("SELECT 1 FROM outbox_published WHERE message_id = 'm-4321'");
-    assertTrue(plan.contains("outbox_published_id_hash"), plan);
+    assertFindsMessageIdsThroughTheHashIndex();
     assertEquals(
         "1", queryString("SELECT count(*) FROM outbox_published WHERE message_id = 'm-4321'"));
   }
@@ -262,10 +257,7 @@ class SchemaMigrationTest {
   void version11RebuildsAHashIndexThatAFailedConcurrentBuildLeftInvalid() throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
     migrator.migrateTo("9");
-    exec(
-        "INSERT INTO outbox_published (seq, message_id, instance_key, attempts, abandoned_claims,"
-            + " lease_token, published_at) SELECT g, 'm-' || g, 'eu', 1, 0, 1, now()"
-            + " FROM generate_series(1, 5000) g");
+    logEntries(5000);
     // What a cancelled CREATE INDEX CONCURRENTLY leaves under the name version 10 builds: an index
     // PostgreSQL does not use. Version 10's IF NOT EXISTS keeps it and drops the btree.
     exec("CREATE INDEX outbox_published_id_hash ON outbox_published USING hash (message_id)");
@@ -278,9 +270,7 @@ class SchemaMigrationTest {
     migrator.migrate();
 
     assertEquals("true", indexValid());
-    exec("ANALYZE outbox_published");
-    String plan = plan("SELECT 1 FROM outbox_published WHERE message_id = 'm-4321'");
-    assertTrue(plan.contains("outbox_published_id_hash"), plan);
+    assertFindsMessageIdsThroughTheHashIndex();
   }
 
   @Test
@@ -294,6 +284,22 @@ class SchemaMigrationTest {
     assertEquals("true", indexValid());
     assertEquals(
         before, queryString("SELECT pg_relation_filenode('outbox_published_id_hash')::text"));
+  }
+
+  /** Entries m-1 .. m-n in the published log of schema version 9. */
+  private void logEntries(int n) throws SQLException {
+    exec(
+        "INSERT INTO outbox_published (seq, message_id, instance_key, attempts, abandoned_claims,"
+            + " lease_token, published_at) SELECT g, 'm-' || g, 'eu', 1, 0, 1, now()"
+            + " FROM generate_series(1, "
+            + n
+            + ") g");
+  }
+
+  private void assertFindsMessageIdsThroughTheHashIndex() throws SQLException {
+    exec("ANALYZE outbox_published");
+    String plan = plan("SELECT 1 FROM outbox_published WHERE message_id = 'm-4321'");
+    assertTrue(plan.contains("outbox_published_id_hash"), plan);
   }
 
   private String indexValid() throws SQLException {
