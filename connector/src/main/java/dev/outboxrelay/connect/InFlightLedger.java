@@ -21,13 +21,18 @@ final class InFlightLedger {
 
   /** One handed record: its lease, and what Kafka's acknowledgement should record. */
   record Entry(
-      String messageId, String instanceKey, Lease lease, int attempts, String deadLetterReason) {
+      String messageId,
+      long seq,
+      String instanceKey,
+      Lease lease,
+      int attempts,
+      String deadLetterReason) {
     boolean isDeadLetter() {
       return deadLetterReason != null;
     }
 
     HeldLease heldLease() {
-      return new HeldLease(messageId, lease);
+      return new HeldLease(messageId, seq, lease);
     }
   }
 
@@ -38,6 +43,7 @@ final class InFlightLedger {
         message.messageId(),
         new Entry(
             message.messageId(),
+            message.seq(),
             message.instanceKey(),
             message.lease(),
             message.attempts(),

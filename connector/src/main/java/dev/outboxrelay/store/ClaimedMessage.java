@@ -43,7 +43,7 @@ public record ClaimedMessage(
   }
 
   public HeldLease heldLease() {
-    return new HeldLease(messageId, lease);
+    return new HeldLease(messageId, seq, lease);
   }
 
   @Override

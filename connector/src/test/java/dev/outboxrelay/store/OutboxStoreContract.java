@@ -317,6 +317,11 @@ public abstract class OutboxStoreContract {
     assertEquals(
         Outcome.CLAIM_LOST,
         store.markPublished(new PublishedAck("m1", m2.seq(), m1.lease(), k(1))));
+    clock.advance(Duration.ofSeconds(1));
+    Instant expiry = state("m1").leaseExpiresAt();
+    assertEquals(
+        Set.of("m1"), store.renew(List.of(new HeldLease("m1", m2.seq(), m1.lease())), LEASE));
+    assertEquals(expiry, state("m1").leaseExpiresAt(), "a renewal naming another row's seq");
     assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
     assertEquals(MessageStatus.IN_FLIGHT, state("m2").status());
     assertEquals(Outcome.APPLIED, store.markPublished(ack(m1, 1)));
@@ -356,7 +361,7 @@ public abstract class OutboxStoreContract {
       assertEquals(Outcome.CLAIM_LOST, store.markFailed(id, lease, "POISON"), id);
       assertEquals(Outcome.CLAIM_LOST, store.release(id, lease), id);
       clock.advance(Duration.ofSeconds(1));
-      assertEquals(Set.of(id), store.renew(List.of(new HeldLease(id, lease)), LEASE), id);
+      assertEquals(Set.of(id), store.renew(List.of(new HeldLease(id, seq, lease)), LEASE), id);
       assertEquals(theirs, state(id), id + " is not this store's to change");
     }
     assertEquals(
@@ -427,6 +432,17 @@ public abstract class OutboxStoreContract {
         "only the ack under the row's lease applies, and only once");
     assertEquals(k(5), state("m1").kafka());
     assertEquals(k(7), state("m2").kafka());
+  }
+
+  @Test
+  void aBatchAppliesTheRowsLeaseBesideAnAckOfAHigherTokenTheRowNeverHad() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    Lease never = new Lease("w1", m.lease().token() + 1);
+    assertEquals(
+        List.of(Outcome.CLAIM_LOST, Outcome.APPLIED),
+        store.markPublished(List.of(new PublishedAck("m1", m.seq(), never, k(1)), ack(m, 2))));
+    assertEquals(k(2), state("m1").kafka());
   }
 
   @Test

@@ -320,8 +320,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Set<String> lost = new HashSet<>();
     for (HeldLease held : leases) {
       Row row = fenced(held.messageId(), held.lease());
-      if (row == null) {
-        lost.add(held.messageId());
+      if (row == null || row.seq != held.seq()) {
+        lost.add(held.messageId()); // the row is found by its seq, which must hold the message id
       } else {
         row.leaseExpiresAt = expiry;
       }

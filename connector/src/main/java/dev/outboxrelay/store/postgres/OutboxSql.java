@@ -91,7 +91,7 @@ final class OutboxSql {
         WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
           {affinity} {share}
           AND earlier.due IS NOT FALSE
-        ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
+        ORDER BY o.seq LIMIT {limit} FOR UPDATE OF o SKIP LOCKED
       ), claimable AS (
         SELECT c.seq FROM candidate c, clock
         WHERE c.after_due IS NULL OR NOT EXISTS (
@@ -104,6 +104,17 @@ final class OutboxSql {
           OFFSET 0)
       )
       {lease(claimable)}""";
+
+  /**
+   * {@code {limit}} of a claim: a sub-select, so that the planner does not know it. An outbox's
+   * statistics are often those of a nearly empty table, taken between bursts. With a known limit at
+   * or above that estimate, PostgreSQL judged that a claim reads every due row anyway: it collected
+   * and sorted them all, probing each one's aggregate, instead of reading the seq index up to the
+   * limit (0.5 s at 20,000 due rows, seconds under load; docs/benchmarks.md, finding 19). For a
+   * limit it cannot know, the planner assumes a tenth of the rows, and the ordered read wins
+   * whatever the estimate.
+   */
+  private static final String LIMIT = "(SELECT CAST(:limit AS integer))";
 
   /** {@code {held(p)}}: the row is in flight under a live lease of this owner. */
   private static final String HELD =
@@ -160,7 +171,7 @@ final class OutboxSql {
         SELECT o.seq
         FROM {table} o, clock
         WHERE o.instance_key = ANY (:instance_keys) AND {due(o)} {share}
-        ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
+        ORDER BY o.seq LIMIT {limit} FOR UPDATE OF o SKIP LOCKED
       )
       {lease(candidate)}""";
 
@@ -235,6 +246,13 @@ final class OutboxSql {
             m.lease_token, m.last_failure_code, clock.now, m.topic, m.kafka_partition,
             m.kafka_offset
           FROM moved m, clock""";
+
+  /**
+   * {@code {ack(o)}}: the position of row {@code o}'s ack in {@code a.seqs}, sorted ascending and
+   * distinct: width_bucket's binary search returns the last position whose seq is at most the
+   * row's, which for a seq in the array is its own.
+   */
+  private static final String ACK = "width_bucket(o.seq, a.seqs)";
 
   /** {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. */
   private static final String LEASE =
@@ -342,6 +360,8 @@ final class OutboxSql {
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
+    fragments.put("{ack(o)}", ACK);
+    fragments.put("{limit}", LIMIT);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
     fragments.put("{held(p)}", HELD.formatted("p"));
@@ -375,27 +395,29 @@ final class OutboxSql {
 
     // Publishing moves each acknowledged row, still held under the acknowledged lease, into the
     // published log: one DELETE and one INSERT, no new version of the row and no index entry in
-    // the outbox. Each row is found by its seq (the primary key, a unique index on an adopted
-    // table: a bigint probe, cheaper than the message id's text index) and must hold the acked
-    // message id. Returns the position of each applied ack.
+    // the outbox. The rows are found by their seqs (the primary key, a unique index on an adopted
+    // table) and each must hold its ack's message id and lease. There is no join with the acks: a
+    // join's plan rests on the estimate of rows in flight, which statistics taken while none were
+    // make one, and the planner then scanned the whole table once per ack (docs/benchmarks.md,
+    // finding 19). The seqs come sorted and distinct, so {ack(o)} finds a row's ack by binary
+    // search. Returns the position of each applied ack.
     markPublishedBatch =
         statement(
             """
-            WITH clock AS (SELECT {now} AS now), acked AS (
-              SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
-                  CAST(:owners AS text[]), CAST(:tokens AS bigint[]),
-                  CAST(:kafka_topics AS text[]), CAST(:kafka_partitions AS integer[]),
-                  CAST(:kafka_offsets AS bigint[]))
-                WITH ORDINALITY AS a(message_id, seq, owner, token, topic, kafka_partition,
-                  kafka_offset, n)
-            ), moved AS (
-              DELETE FROM {table} o USING acked a
-              WHERE o.seq = a.seq AND {message_id(o)} = a.message_id
+            WITH clock AS (SELECT {now} AS now), moved AS (
+              DELETE FROM {table} o
+              USING (SELECT CAST(:seqs AS bigint[]) AS seqs,
+                  CAST(:message_ids AS text[]) AS message_ids, CAST(:owners AS text[]) AS owners,
+                  CAST(:tokens AS bigint[]) AS tokens, CAST(:kafka_topics AS text[]) AS topics,
+                  CAST(:kafka_partitions AS integer[]) AS partitions,
+                  CAST(:kafka_offsets AS bigint[]) AS offsets) a
+              WHERE o.seq = ANY (a.seqs) AND {message_id(o)} = a.message_ids[{ack(o)}]
                 AND o.status = 'IN_FLIGHT'
-                AND o.lease_owner = a.owner AND o.lease_token = a.token
+                AND o.lease_owner = a.owners[{ack(o)}] AND o.lease_token = a.tokens[{ack(o)}]
                 AND o.instance_key = ANY (:instance_keys)
-              RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,
-                a.kafka_partition, a.kafka_offset, a.n
+              RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topics[{ack(o)}] AS topic,
+                a.partitions[{ack(o)}] AS kafka_partition, a.offsets[{ack(o)}] AS kafka_offset,
+                {ack(o)} AS n
             ), logged AS (
               {log moved}
             )
@@ -436,18 +458,20 @@ final class OutboxSql {
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             WHERE {message_id} = :message_id {fence}""");
 
-    // Returns the message id of each renewed lease.
+    // Returns the message id of each renewed lease. Found like the rows of a publish: by their
+    // sorted, distinct seqs, with no join.
     renew =
         statement(
             """
             WITH clock AS (SELECT {now} AS now)
             UPDATE {table} o
             SET lease_expires_at = clock.now + (:lease_ms * INTERVAL '1 millisecond')
-            FROM clock,
-              unnest(CAST(:message_ids AS text[]), CAST(:owners AS text[]),
-                CAST(:tokens AS bigint[])) AS h(message_id, owner, token)
-            WHERE {message_id(o)} = h.message_id AND o.status = 'IN_FLIGHT'
-              AND o.lease_owner = h.owner AND o.lease_token = h.token
+            FROM clock, (SELECT CAST(:seqs AS bigint[]) AS seqs,
+                CAST(:message_ids AS text[]) AS message_ids, CAST(:owners AS text[]) AS owners,
+                CAST(:tokens AS bigint[]) AS tokens) a
+            WHERE o.seq = ANY (a.seqs) AND {message_id(o)} = a.message_ids[{ack(o)}]
+              AND o.status = 'IN_FLIGHT'
+              AND o.lease_owner = a.owners[{ack(o)}] AND o.lease_token = a.tokens[{ack(o)}]
               AND o.instance_key = ANY (:instance_keys)
             RETURNING {message_id(o)}""");
 

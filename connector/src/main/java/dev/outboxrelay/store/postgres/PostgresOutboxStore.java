@@ -255,19 +255,37 @@ public final class PostgresOutboxStore implements OutboxStore {
     if (acks.isEmpty()) {
       return List.of();
     }
-    // A repeated ack (same row, same lease) is sent once: joined twice to its row, PostgreSQL
-    // would apply either one's coordinates. Repeats are CLAIM_LOST, as if written one by one.
+    // A repeated ack (same row, same lease) is sent once. Repeats are CLAIM_LOST, as if written
+    // one by one: a row is published once.
     List<PublishedAck> sent = new ArrayList<>();
     int[] sentAs = new int[acks.size()];
     Set<HeldLease> seen = new HashSet<>();
     for (int j = 0; j < acks.size(); j++) {
       PublishedAck ack = acks.get(j);
-      sentAs[j] = seen.add(new HeldLease(ack.messageId(), ack.lease())) ? sent.size() : -1;
+      sentAs[j] =
+          seen.add(new HeldLease(ack.messageId(), ack.seq(), ack.lease())) ? sent.size() : -1;
       if (sentAs[j] >= 0) {
         sent.add(ack);
       }
     }
-    int n = sent.size();
+    boolean[] applied = new boolean[sent.size()];
+    for (int[] round :
+        RowRounds.of(sent.size(), j -> sent.get(j).seq(), j -> sent.get(j).lease().token())) {
+      boolean[] moved = publish(sent, round);
+      for (int k = 0; k < round.length; k++) {
+        applied[round[k]] = moved[k];
+      }
+    }
+    List<Outcome> outcomes = new ArrayList<>(acks.size());
+    for (int position : sentAs) {
+      outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
+    }
+    return outcomes;
+  }
+
+  /** Publishes the acks {@code round} names (distinct rows, by seq); true for each one applied. */
+  private boolean[] publish(List<PublishedAck> acks, int[] round) {
+    int n = round.length;
     String[] ids = new String[n];
     Long[] seqs = new Long[n];
     String[] owners = new String[n];
@@ -275,44 +293,38 @@ public final class PostgresOutboxStore implements OutboxStore {
     String[] topics = new String[n];
     Integer[] partitions = new Integer[n];
     Long[] offsets = new Long[n];
-    for (int j = 0; j < n; j++) {
-      PublishedAck ack = sent.get(j);
-      ids[j] = ack.messageId();
-      seqs[j] = ack.seq();
-      owners[j] = ack.lease().owner();
-      tokens[j] = ack.lease().token();
-      topics[j] = ack.coordinates().topic();
-      partitions[j] = ack.coordinates().partition();
-      offsets[j] = ack.coordinates().offset();
+    for (int k = 0; k < n; k++) {
+      PublishedAck ack = acks.get(round[k]);
+      ids[k] = ack.messageId();
+      seqs[k] = ack.seq();
+      owners[k] = ack.lease().owner();
+      tokens[k] = ack.lease().token();
+      topics[k] = ack.coordinates().topic();
+      partitions[k] = ack.coordinates().partition();
+      offsets[k] = ack.coordinates().offset();
     }
-    boolean[] applied =
-        run(
-            "mark-published",
-            sql.markPublishedBatch,
-            (c, statement) -> {
-              statement
-                  .set("now", this::setNow)
-                  .setArray("message_ids", textArray(c, ids))
-                  .setArray("seqs", c.createArrayOf("bigint", seqs))
-                  .setArray("owners", textArray(c, owners))
-                  .setArray("tokens", c.createArrayOf("bigint", tokens))
-                  .setArray("kafka_topics", textArray(c, topics))
-                  .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
-                  .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
-                  .setArray("instance_keys", claimedKeys(c));
-              boolean[] positions = new boolean[n];
-              try (ResultSet rs = statement.executeQuery()) {
-                while (rs.next()) {
-                  positions[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
-                }
-              }
-              return positions;
-            });
-    List<Outcome> outcomes = new ArrayList<>(acks.size());
-    for (int position : sentAs) {
-      outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
-    }
-    return outcomes;
+    return run(
+        "mark-published",
+        sql.markPublishedBatch,
+        (c, statement) -> {
+          statement
+              .set("now", this::setNow)
+              .setArray("message_ids", textArray(c, ids))
+              .setArray("seqs", c.createArrayOf("bigint", seqs))
+              .setArray("owners", textArray(c, owners))
+              .setArray("tokens", c.createArrayOf("bigint", tokens))
+              .setArray("kafka_topics", textArray(c, topics))
+              .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
+              .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
+              .setArray("instance_keys", claimedKeys(c));
+          boolean[] moved = new boolean[n];
+          try (ResultSet rs = statement.executeQuery()) {
+            while (rs.next()) {
+              moved[(int) rs.getLong(1) - 1] = true; // positions count from 1
+            }
+          }
+          return moved;
+        });
   }
 
   @Override
@@ -368,39 +380,48 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public Set<String> renew(List<HeldLease> leases, Duration leaseDuration) {
-    if (leases.isEmpty()) {
-      return Set.of();
+    Set<String> renewed = new HashSet<>();
+    for (int[] round :
+        RowRounds.of(leases.size(), j -> leases.get(j).seq(), j -> leases.get(j).lease().token())) {
+      renewed.addAll(renew(leases, round, leaseDuration));
     }
-    int n = leases.size();
-    String[] ids = new String[n];
-    String[] owners = new String[n];
-    Long[] tokens = new Long[n];
-    for (int j = 0; j < n; j++) {
-      ids[j] = leases.get(j).messageId();
-      owners[j] = leases.get(j).lease().owner();
-      tokens[j] = leases.get(j).lease().token();
-    }
-    Set<String> renewed =
-        run(
-            "renew",
-            sql.renew,
-            (c, statement) ->
-                returnedIds(
-                    statement
-                        .set("now", this::setNow)
-                        .setLong("lease_ms", leaseDuration.toMillis())
-                        .setArray("message_ids", textArray(c, ids))
-                        .setArray("owners", textArray(c, owners))
-                        .setArray("tokens", c.createArrayOf("bigint", tokens))
-                        .setArray("instance_keys", claimedKeys(c))
-                        .executeQuery()));
     Set<String> lost = new HashSet<>();
-    for (String id : ids) {
-      if (!renewed.contains(id)) {
-        lost.add(id);
+    for (HeldLease lease : leases) {
+      if (!renewed.contains(lease.messageId())) {
+        lost.add(lease.messageId());
       }
     }
     return lost;
+  }
+
+  /** Renews the leases {@code round} names (distinct rows, by seq); the message ids renewed. */
+  private Set<String> renew(List<HeldLease> leases, int[] round, Duration leaseDuration) {
+    int n = round.length;
+    String[] ids = new String[n];
+    Long[] seqs = new Long[n];
+    String[] owners = new String[n];
+    Long[] tokens = new Long[n];
+    for (int k = 0; k < n; k++) {
+      HeldLease held = leases.get(round[k]);
+      ids[k] = held.messageId();
+      seqs[k] = held.seq();
+      owners[k] = held.lease().owner();
+      tokens[k] = held.lease().token();
+    }
+    return run(
+        "renew",
+        sql.renew,
+        (c, statement) ->
+            returnedIds(
+                statement
+                    .set("now", this::setNow)
+                    .setLong("lease_ms", leaseDuration.toMillis())
+                    .setArray("seqs", c.createArrayOf("bigint", seqs))
+                    .setArray("message_ids", textArray(c, ids))
+                    .setArray("owners", textArray(c, owners))
+                    .setArray("tokens", c.createArrayOf("bigint", tokens))
+                    .setArray("instance_keys", claimedKeys(c))
+                    .executeQuery()));
   }
 
   @Override

@@ -7,7 +7,6 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
-import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
@@ -84,8 +83,7 @@ class RelayPrivilegesTest {
     assertEquals(
         Set.of(),
         store.renew(
-            claimed.stream().map(m -> new HeldLease(m.messageId(), m.lease())).toList(),
-            Duration.ofSeconds(30)));
+            claimed.stream().map(ClaimedMessage::heldLease).toList(), Duration.ofSeconds(30)));
     assertEquals(
         Outcome.APPLIED,
         store.markPublished(
