@@ -254,7 +254,12 @@ final class OutboxSql {
    */
   private static final String ACK = "width_bucket(o.seq, a.seqs)";
 
-  /** {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. */
+  /**
+   * {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. It takes the
+   * claimed rows as an array of seqs, a probe of the primary key each, not as a join: the planner
+   * estimates a claim's rows at a tenth of the table (its limit is hidden, {@link #LIMIT}), and
+   * joined it hashed them and read the whole table to find them.
+   */
   private static final String LEASE =
       """
       UPDATE {table} o
@@ -268,7 +273,7 @@ final class OutboxSql {
         parked_at = CASE WHEN o.attempts >= clock.budget THEN clock.now ELSE o.parked_at END,
         lease_epoch = CAST(:epoch AS bigint), claim_batch = CAST(:claim_batch AS bigint),
         isolated = FALSE
-      FROM {rows} c, clock WHERE o.seq = c.seq
+      FROM clock WHERE o.seq = ANY (ARRAY(SELECT seq FROM {rows}))
       RETURNING {claimed columns}""";
 
   /**

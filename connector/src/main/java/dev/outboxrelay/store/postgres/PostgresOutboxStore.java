@@ -269,13 +269,15 @@ public final class PostgresOutboxStore implements OutboxStore {
       }
     }
     boolean[] applied = new boolean[sent.size()];
-    for (int[] round :
-        RowRounds.of(sent.size(), j -> sent.get(j).seq(), j -> sent.get(j).lease().token())) {
-      boolean[] moved = publish(sent, round);
-      for (int k = 0; k < round.length; k++) {
-        applied[round[k]] = moved[k];
-      }
-    }
+    List<int[]> rounds =
+        RowRounds.of(sent.size(), j -> sent.get(j).seq(), j -> sent.get(j).lease().token());
+    run(
+        "mark-published",
+        sql.markPublishedBatch,
+        (c, statement) -> {
+          inRounds(c, rounds, round -> publish(c, statement.next(), sent, round, applied));
+          return null;
+        });
     List<Outcome> outcomes = new ArrayList<>(acks.size());
     for (int position : sentAs) {
       outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
@@ -283,8 +285,14 @@ public final class PostgresOutboxStore implements OutboxStore {
     return outcomes;
   }
 
-  /** Publishes the acks {@code round} names (distinct rows, by seq); true for each one applied. */
-  private boolean[] publish(List<PublishedAck> acks, int[] round) {
+  /** Publishes the acks {@code round} names (distinct rows), marking those applied. */
+  private void publish(
+      Connection c,
+      NamedSql.Binder statement,
+      List<PublishedAck> acks,
+      int[] round,
+      boolean[] applied)
+      throws SQLException {
     int n = round.length;
     String[] ids = new String[n];
     Long[] seqs = new Long[n];
@@ -303,28 +311,49 @@ public final class PostgresOutboxStore implements OutboxStore {
       partitions[k] = ack.coordinates().partition();
       offsets[k] = ack.coordinates().offset();
     }
-    return run(
-        "mark-published",
-        sql.markPublishedBatch,
-        (c, statement) -> {
-          statement
-              .set("now", this::setNow)
-              .setArray("message_ids", textArray(c, ids))
-              .setArray("seqs", c.createArrayOf("bigint", seqs))
-              .setArray("owners", textArray(c, owners))
-              .setArray("tokens", c.createArrayOf("bigint", tokens))
-              .setArray("kafka_topics", textArray(c, topics))
-              .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
-              .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
-              .setArray("instance_keys", claimedKeys(c));
-          boolean[] moved = new boolean[n];
-          try (ResultSet rs = statement.executeQuery()) {
-            while (rs.next()) {
-              moved[(int) rs.getLong(1) - 1] = true; // positions count from 1
-            }
-          }
-          return moved;
-        });
+    statement
+        .set("now", this::setNow)
+        .setArray("message_ids", textArray(c, ids))
+        .setArray("seqs", c.createArrayOf("bigint", seqs))
+        .setArray("owners", textArray(c, owners))
+        .setArray("tokens", c.createArrayOf("bigint", tokens))
+        .setArray("kafka_topics", textArray(c, topics))
+        .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
+        .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
+        .setArray("instance_keys", claimedKeys(c));
+    try (ResultSet rs = statement.executeQuery()) {
+      while (rs.next()) {
+        applied[round[(int) rs.getLong(1) - 1]] = true; // positions in the round count from 1
+      }
+    }
+  }
+
+  /**
+   * Runs {@code round} for each round on one connection. More than one round runs in one
+   * transaction, so that a batch applies whole or not at all, as one statement would.
+   */
+  private static void inRounds(Connection c, List<int[]> rounds, Round round) throws SQLException {
+    if (rounds.size() == 1) {
+      round.run(rounds.get(0));
+      return;
+    }
+    c.setAutoCommit(false);
+    try {
+      for (int[] entries : rounds) {
+        round.run(entries);
+      }
+      c.commit();
+    } catch (SQLException | RuntimeException e) {
+      c.rollback();
+      throw e;
+    } finally {
+      c.setAutoCommit(true);
+    }
+  }
+
+  @FunctionalInterface
+  private interface Round {
+    void run(int[] entries) throws SQLException;
   }
 
   @Override
@@ -380,11 +409,22 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public Set<String> renew(List<HeldLease> leases, Duration leaseDuration) {
-    Set<String> renewed = new HashSet<>();
-    for (int[] round :
-        RowRounds.of(leases.size(), j -> leases.get(j).seq(), j -> leases.get(j).lease().token())) {
-      renewed.addAll(renew(leases, round, leaseDuration));
+    if (leases.isEmpty()) {
+      return Set.of();
     }
+    Set<String> renewed = new HashSet<>();
+    List<int[]> rounds =
+        RowRounds.of(leases.size(), j -> leases.get(j).seq(), j -> leases.get(j).lease().token());
+    run(
+        "renew",
+        sql.renew,
+        (c, statement) -> {
+          inRounds(
+              c,
+              rounds,
+              round -> renewed.addAll(renew(c, statement.next(), leases, round, leaseDuration)));
+          return null;
+        });
     Set<String> lost = new HashSet<>();
     for (HeldLease lease : leases) {
       if (!renewed.contains(lease.messageId())) {
@@ -394,8 +434,14 @@ public final class PostgresOutboxStore implements OutboxStore {
     return lost;
   }
 
-  /** Renews the leases {@code round} names (distinct rows, by seq); the message ids renewed. */
-  private Set<String> renew(List<HeldLease> leases, int[] round, Duration leaseDuration) {
+  /** Renews the leases {@code round} names (distinct rows); the message ids renewed. */
+  private Set<String> renew(
+      Connection c,
+      NamedSql.Binder statement,
+      List<HeldLease> leases,
+      int[] round,
+      Duration leaseDuration)
+      throws SQLException {
     int n = round.length;
     String[] ids = new String[n];
     Long[] seqs = new Long[n];
@@ -408,20 +454,16 @@ public final class PostgresOutboxStore implements OutboxStore {
       owners[k] = held.lease().owner();
       tokens[k] = held.lease().token();
     }
-    return run(
-        "renew",
-        sql.renew,
-        (c, statement) ->
-            returnedIds(
-                statement
-                    .set("now", this::setNow)
-                    .setLong("lease_ms", leaseDuration.toMillis())
-                    .setArray("seqs", c.createArrayOf("bigint", seqs))
-                    .setArray("message_ids", textArray(c, ids))
-                    .setArray("owners", textArray(c, owners))
-                    .setArray("tokens", c.createArrayOf("bigint", tokens))
-                    .setArray("instance_keys", claimedKeys(c))
-                    .executeQuery()));
+    return returnedIds(
+        statement
+            .set("now", this::setNow)
+            .setLong("lease_ms", leaseDuration.toMillis())
+            .setArray("seqs", c.createArrayOf("bigint", seqs))
+            .setArray("message_ids", textArray(c, ids))
+            .setArray("owners", textArray(c, owners))
+            .setArray("tokens", c.createArrayOf("bigint", tokens))
+            .setArray("instance_keys", claimedKeys(c))
+            .executeQuery());
   }
 
   @Override

@@ -1,12 +1,19 @@
 package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.ManualClock;
+import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreContract;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.writer.EnqueueResult;
@@ -17,9 +24,11 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Instant;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /** The store contract against a real PostgreSQL: one database for the class, truncated per test. */
 class PostgresOutboxStoreTest extends OutboxStoreContract {
@@ -113,5 +122,51 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
   protected void createWriter(String instanceKey) {
     euWriter = new PostgresOutboxWriter(TABLE.tableName(), instanceKey);
     assertEquals(instanceKey, euWriter.instanceKey());
+  }
+
+  /**
+   * A batch that names one row under two leases takes two statements (the store finds each row of a
+   * statement by binary search over distinct seqs); they run in one transaction, so that the batch
+   * applies whole or not at all, as one statement would.
+   */
+  @Test
+  void aBatchThatTakesTwoStatementsAppliesWholeOrNotAtAll() throws SQLException {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    List<ClaimedMessage> claimed = store.claim(request("w1", 2)).claimed();
+    ClaimedMessage m1 = claimed.get(0);
+    ClaimedMessage m2 = claimed.get(1);
+    Lease never = new Lease("w1", m1.lease().token() + 1); // goes first: the higher token
+    List<PublishedAck> batch =
+        List.of(
+            new PublishedAck("m1", m1.seq(), never, coordinates(1)),
+            new PublishedAck("m1", m1.seq(), m1.lease(), coordinates(2)),
+            new PublishedAck("m2", m2.seq(), m2.lease(), coordinates(3)));
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS"
+              + " $$BEGIN RAISE EXCEPTION 'refused'; END$$");
+      s.execute(
+          "CREATE TRIGGER refuse_m1 BEFORE DELETE ON outbox FOR EACH ROW"
+              + " WHEN (OLD.message_id = 'm1') EXECUTE FUNCTION refuse()");
+    }
+    try {
+      assertThrows(OutboxStoreException.class, () -> store.markPublished(batch));
+      assertEquals(MessageStatus.IN_FLIGHT, state("m2").status(), "the first statement undone");
+    } finally {
+      try (Connection c = dataSource.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("DROP TRIGGER refuse_m1 ON outbox");
+        s.execute("DROP FUNCTION refuse()");
+      }
+    }
+    assertEquals(
+        List.of(Outcome.CLAIM_LOST, Outcome.APPLIED, Outcome.APPLIED), store.markPublished(batch));
+    assertEquals(coordinates(2), state("m1").kafka());
+  }
+
+  private static KafkaCoordinates coordinates(long offset) {
+    return new KafkaCoordinates("t", 0, offset);
   }
 }
