@@ -91,7 +91,7 @@ final class OutboxSql {
         WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
           {affinity} {share}
           AND earlier.due IS NOT FALSE
-        ORDER BY o.seq LIMIT {limit} FOR UPDATE OF o SKIP LOCKED
+        ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
       ), claimable AS (
         SELECT c.seq FROM candidate c, clock
         WHERE c.after_due IS NULL OR NOT EXISTS (
@@ -106,15 +106,15 @@ final class OutboxSql {
       {lease(claimable)}""";
 
   /**
-   * {@code {limit}} of a claim: a sub-select, so that the planner does not know it. An outbox's
-   * statistics are often those of a nearly empty table, taken between bursts. With a known limit at
-   * or above that estimate, PostgreSQL judged that a claim reads every due row anyway: it collected
-   * and sorted them all, probing each one's aggregate, instead of reading the seq index up to the
-   * limit (0.5 s at 20,000 due rows, seconds under load; docs/benchmarks.md, finding 19). For a
-   * limit it cannot know, the planner assumes a tenth of the rows, and the ordered read wins
-   * whatever the estimate.
+   * The planner settings of a claim's transaction, SET LOCAL so that pooled connections keep their
+   * own. A claim reads the due rows in seq order and stops at its limit, and probes a candidate's
+   * aggregate forwards up to the first match. An outbox's statistics are often those of a nearly
+   * empty table, taken between bursts; on them PostgreSQL judged that a claim reads every due row
+   * anyway, and collected (bitmap scan) and sorted them all, probing each one's aggregate: seconds
+   * per claim once a backlog had built up (docs/benchmarks.md, finding 19). Without sorts and
+   * bitmap scans, only the ordered reads remain.
    */
-  private static final String LIMIT = "(SELECT CAST(:limit AS integer))";
+  static final String CLAIM_PLAN = "SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off";
 
   /** {@code {held(p)}}: the row is in flight under a live lease of this owner. */
   private static final String HELD =
@@ -171,7 +171,7 @@ final class OutboxSql {
         SELECT o.seq
         FROM {table} o, clock
         WHERE o.instance_key = ANY (:instance_keys) AND {due(o)} {share}
-        ORDER BY o.seq LIMIT {limit} FOR UPDATE OF o SKIP LOCKED
+        ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
       )
       {lease(candidate)}""";
 
@@ -256,9 +256,9 @@ final class OutboxSql {
 
   /**
    * {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. It takes the
-   * claimed rows as an array of seqs, a probe of the primary key each, not as a join: the planner
-   * estimates a claim's rows at a tenth of the table (its limit is hidden, {@link #LIMIT}), and
-   * joined it hashed them and read the whole table to find them.
+   * claimed rows as an array of seqs, a probe of the primary key each, not as a join, whose plan
+   * would rest on an estimate of the claimed rows (with a claim's limit hidden from the planner, it
+   * once hashed them and read the whole table; docs/benchmarks.md, finding 19).
    */
   private static final String LEASE =
       """
@@ -366,7 +366,6 @@ final class OutboxSql {
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
     fragments.put("{ack(o)}", ACK);
-    fragments.put("{limit}", LIMIT);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
     fragments.put("{held(p)}", HELD.formatted("p"));

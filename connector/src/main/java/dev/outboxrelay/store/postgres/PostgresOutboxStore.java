@@ -25,6 +25,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.sql.Timestamp;
 import java.sql.Types;
 import java.time.Duration;
@@ -89,9 +90,27 @@ public final class PostgresOutboxStore implements OutboxStore {
   public ClaimResult claim(ClaimRequest request) {
     claimedKeys.addAll(request.instanceKeys());
     return run(
-        "claim",
-        claimSql(request),
-        (c, statement) -> readClaim(bindClaim(c, statement, request).executeQuery()));
+        "claim", claimSql(request), (c, statement) -> claim(c, bindClaim(c, statement, request)));
+  }
+
+  /** Runs a bound claim in its own transaction, planned as {@link OutboxSql#CLAIM_PLAN} says. */
+  private ClaimResult claim(Connection c, NamedSql.Binder claim) throws SQLException {
+    return inTransaction(
+        c,
+        () -> {
+          planAsClaim(c);
+          return readClaim(claim.executeQuery());
+        });
+  }
+
+  /**
+   * Sets {@link OutboxSql#CLAIM_PLAN} for the rest of {@code c}'s transaction; package-private for
+   * the plan tests, which explain a claim as it is planned here.
+   */
+  static void planAsClaim(Connection c) throws SQLException {
+    try (Statement plan = c.createStatement()) {
+      plan.execute(OutboxSql.CLAIM_PLAN);
+    }
   }
 
   /** The claim for {@code request}, as JDBC SQL; package-private for the plan tests. */
@@ -218,14 +237,14 @@ public final class PostgresOutboxStore implements OutboxStore {
         "claim-abandoned",
         request.ordered() ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered,
         (c, statement) ->
-            readClaim(
+            claim(
+                c,
                 statement
                     .set("now", this::setNow)
                     .setArray("instance_keys", textArray(c, request.instanceKeyList().toArray()))
                     .setInt("max_attempts", request.maxAttempts())
                     .setString("owner", request.owner())
-                    .setLong("lease_ms", request.leaseDuration().toMillis())
-                    .executeQuery()));
+                    .setLong("lease_ms", request.leaseDuration().toMillis())));
   }
 
   private ClaimResult readClaim(ResultSet result) throws SQLException {
@@ -337,18 +356,36 @@ public final class PostgresOutboxStore implements OutboxStore {
       round.run(rounds.get(0));
       return;
     }
+    inTransaction(
+        c,
+        () -> {
+          for (int[] entries : rounds) {
+            round.run(entries);
+          }
+          return null;
+        });
+  }
+
+  /**
+   * Runs {@code work} in one transaction on {@code c}, then gives the connection back as it was.
+   */
+  private static <T> T inTransaction(Connection c, Transaction<T> work) throws SQLException {
     c.setAutoCommit(false);
     try {
-      for (int[] entries : rounds) {
-        round.run(entries);
-      }
+      T result = work.run();
       c.commit();
+      return result;
     } catch (SQLException | RuntimeException e) {
       c.rollback();
       throw e;
     } finally {
       c.setAutoCommit(true);
     }
+  }
+
+  @FunctionalInterface
+  private interface Transaction<T> {
+    T run() throws SQLException;
   }
 
   @FunctionalInterface
