@@ -10,8 +10,9 @@ import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
- * Hands out one connection in a transaction whose {@code close()} rolls back instead of closing:
- * the store's real claim statement then runs again and again against the very same pending rows.
+ * Hands out one connection in a transaction whose {@code close()} and {@code commit()} roll back
+ * instead, and which stays in a transaction: the store's real claim statement (which commits its
+ * own transaction) then runs again and again against the very same pending rows.
  */
 final class RollbackDataSource implements DataSource {
   private final Connection connection;
@@ -28,9 +29,15 @@ final class RollbackDataSource implements DataSource {
             Connection.class.getClassLoader(),
             new Class<?>[] {Connection.class},
             (proxy, method, args) -> {
-              if (method.getName().equals("close")) {
-                connection.rollback();
-                return null;
+              switch (method.getName()) {
+                case "close", "commit" -> {
+                  connection.rollback();
+                  return null;
+                }
+                case "setAutoCommit" -> {
+                  return null;
+                }
+                default -> {}
               }
               try {
                 return method.invoke(connection, args);
