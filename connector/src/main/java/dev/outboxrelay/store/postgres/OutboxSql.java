@@ -116,6 +116,14 @@ final class OutboxSql {
    */
   static final String CLAIM_PLAN = "SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off";
 
+  /**
+   * The planner setting of a publish's or a renewal's transaction. Statistics taken with no row in
+   * flight put the outbox's side of the join with the acks at one row, and PostgreSQL then chose a
+   * nested loop: the table (or, bounded by the seqs, every acked row) compared with every ack.
+   * Without nested loops the join is a hash or merge join, linear in the acks.
+   */
+  static final String ACKS_PLAN = "SET LOCAL enable_nestloop = off";
+
   /** {@code {held(p)}}: the row is in flight under a live lease of this owner. */
   private static final String HELD =
       "(%1$s.status = 'IN_FLIGHT' AND %1$s.lease_owner = :owner AND %1$s.lease_expires_at > clock.now)";
@@ -248,13 +256,6 @@ final class OutboxSql {
           FROM moved m, clock""";
 
   /**
-   * {@code {ack(o)}}: the position of row {@code o}'s ack in {@code a.seqs}, sorted ascending and
-   * distinct: width_bucket's binary search returns the last position whose seq is at most the
-   * row's, which for a seq in the array is its own.
-   */
-  private static final String ACK = "width_bucket(o.seq, a.seqs)";
-
-  /**
    * {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. It takes the
    * claimed rows as an array of seqs, a probe of the primary key each, not as a join, whose plan
    * would rest on an estimate of the claimed rows (with a claim's limit hidden from the planner, it
@@ -365,7 +366,6 @@ final class OutboxSql {
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
-    fragments.put("{ack(o)}", ACK);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
     fragments.put("{held(p)}", HELD.formatted("p"));
@@ -399,29 +399,30 @@ final class OutboxSql {
 
     // Publishing moves each acknowledged row, still held under the acknowledged lease, into the
     // published log: one DELETE and one INSERT, no new version of the row and no index entry in
-    // the outbox. The rows are found by their seqs (the primary key, a unique index on an adopted
-    // table) and each must hold its ack's message id and lease. There is no join with the acks: a
-    // join's plan rests on the estimate of rows in flight, which statistics taken while none were
-    // make one, and the planner then scanned the whole table once per ack (docs/benchmarks.md,
-    // finding 19). The seqs come sorted and distinct, so {ack(o)} finds a row's ack by binary
-    // search. Returns the position of each applied ack.
+    // the outbox. Each row is found by its seq (the primary key, a unique index on an adopted
+    // table) and must hold the acked message id. The outbox is read only by `seq = ANY (:seqs)`,
+    // and the statement runs under ACKS_PLAN: the join with the acks is then a hash or merge join,
+    // whatever the statistics say of the rows in flight (docs/benchmarks.md, finding 19). Returns
+    // the position of each applied ack.
     markPublishedBatch =
         statement(
             """
-            WITH clock AS (SELECT {now} AS now), moved AS (
-              DELETE FROM {table} o
-              USING (SELECT CAST(:seqs AS bigint[]) AS seqs,
-                  CAST(:message_ids AS text[]) AS message_ids, CAST(:owners AS text[]) AS owners,
-                  CAST(:tokens AS bigint[]) AS tokens, CAST(:kafka_topics AS text[]) AS topics,
-                  CAST(:kafka_partitions AS integer[]) AS partitions,
-                  CAST(:kafka_offsets AS bigint[]) AS offsets) a
-              WHERE o.seq = ANY (a.seqs) AND {message_id(o)} = a.message_ids[{ack(o)}]
+            WITH clock AS (SELECT {now} AS now), acked AS (
+              SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
+                  CAST(:owners AS text[]), CAST(:tokens AS bigint[]),
+                  CAST(:kafka_topics AS text[]), CAST(:kafka_partitions AS integer[]),
+                  CAST(:kafka_offsets AS bigint[]))
+                WITH ORDINALITY AS a(message_id, seq, owner, token, topic, kafka_partition,
+                  kafka_offset, n)
+            ), moved AS (
+              DELETE FROM {table} o USING acked a
+              WHERE o.seq = ANY (CAST(:seqs AS bigint[]))
+                AND o.seq = a.seq AND {message_id(o)} = a.message_id
                 AND o.status = 'IN_FLIGHT'
-                AND o.lease_owner = a.owners[{ack(o)}] AND o.lease_token = a.tokens[{ack(o)}]
+                AND o.lease_owner = a.owner AND o.lease_token = a.token
                 AND o.instance_key = ANY (:instance_keys)
-              RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topics[{ack(o)}] AS topic,
-                a.partitions[{ack(o)}] AS kafka_partition, a.offsets[{ack(o)}] AS kafka_offset,
-                {ack(o)} AS n
+              RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,
+                a.kafka_partition, a.kafka_offset, a.n
             ), logged AS (
               {log moved}
             )
@@ -462,20 +463,20 @@ final class OutboxSql {
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             WHERE {message_id} = :message_id {fence}""");
 
-    // Returns the message id of each renewed lease. Found like the rows of a publish: by their
-    // sorted, distinct seqs, with no join.
+    // Returns the message id of each renewed lease. Found like the rows of a publish, and run
+    // under ACKS_PLAN too.
     renew =
         statement(
             """
             WITH clock AS (SELECT {now} AS now)
             UPDATE {table} o
             SET lease_expires_at = clock.now + (:lease_ms * INTERVAL '1 millisecond')
-            FROM clock, (SELECT CAST(:seqs AS bigint[]) AS seqs,
-                CAST(:message_ids AS text[]) AS message_ids, CAST(:owners AS text[]) AS owners,
-                CAST(:tokens AS bigint[]) AS tokens) a
-            WHERE o.seq = ANY (a.seqs) AND {message_id(o)} = a.message_ids[{ack(o)}]
-              AND o.status = 'IN_FLIGHT'
-              AND o.lease_owner = a.owners[{ack(o)}] AND o.lease_token = a.tokens[{ack(o)}]
+            FROM clock,
+              unnest(CAST(:seqs AS bigint[]), CAST(:message_ids AS text[]),
+                CAST(:owners AS text[]), CAST(:tokens AS bigint[])) AS h(seq, message_id, owner, token)
+            WHERE o.seq = ANY (CAST(:seqs AS bigint[]))
+              AND o.seq = h.seq AND {message_id(o)} = h.message_id AND o.status = 'IN_FLIGHT'
+              AND o.lease_owner = h.owner AND o.lease_token = h.token
               AND o.instance_key = ANY (:instance_keys)
             RETURNING {message_id(o)}""");
 

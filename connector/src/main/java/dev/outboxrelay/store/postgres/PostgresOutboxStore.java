@@ -98,18 +98,19 @@ public final class PostgresOutboxStore implements OutboxStore {
     return inTransaction(
         c,
         () -> {
-          planAsClaim(c);
+          plan(c, OutboxSql.CLAIM_PLAN);
           return readClaim(claim.executeQuery());
         });
   }
 
   /**
-   * Sets {@link OutboxSql#CLAIM_PLAN} for the rest of {@code c}'s transaction; package-private for
-   * the plan tests, which explain a claim as it is planned here.
+   * Applies {@code settings} ({@link OutboxSql#CLAIM_PLAN}, {@link OutboxSql#ACKS_PLAN}) for the
+   * rest of {@code c}'s transaction; package-private for the plan tests, which explain a statement
+   * as it is planned here.
    */
-  static void planAsClaim(Connection c) throws SQLException {
+  static void plan(Connection c, String settings) throws SQLException {
     try (Statement plan = c.createStatement()) {
-      plan.execute(OutboxSql.CLAIM_PLAN);
+      plan.execute(settings);
     }
   }
 
@@ -274,8 +275,8 @@ public final class PostgresOutboxStore implements OutboxStore {
     if (acks.isEmpty()) {
       return List.of();
     }
-    // A repeated ack (same row, same lease) is sent once. Repeats are CLAIM_LOST, as if written
-    // one by one: a row is published once.
+    // A repeated ack (same row, same lease) is sent once: joined twice to its row, PostgreSQL
+    // would apply either one's coordinates. Repeats are CLAIM_LOST, as if written one by one.
     List<PublishedAck> sent = new ArrayList<>();
     int[] sentAs = new int[acks.size()];
     Set<HeldLease> seen = new HashSet<>();
@@ -287,32 +288,7 @@ public final class PostgresOutboxStore implements OutboxStore {
         sent.add(ack);
       }
     }
-    boolean[] applied = new boolean[sent.size()];
-    List<int[]> rounds =
-        RowRounds.of(sent.size(), j -> sent.get(j).seq(), j -> sent.get(j).lease().token());
-    run(
-        "mark-published",
-        sql.markPublishedBatch,
-        (c, statement) -> {
-          inRounds(c, rounds, round -> publish(c, statement.next(), sent, round, applied));
-          return null;
-        });
-    List<Outcome> outcomes = new ArrayList<>(acks.size());
-    for (int position : sentAs) {
-      outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
-    }
-    return outcomes;
-  }
-
-  /** Publishes the acks {@code round} names (distinct rows), marking those applied. */
-  private void publish(
-      Connection c,
-      NamedSql.Binder statement,
-      List<PublishedAck> acks,
-      int[] round,
-      boolean[] applied)
-      throws SQLException {
-    int n = round.length;
+    int n = sent.size();
     String[] ids = new String[n];
     Long[] seqs = new Long[n];
     String[] owners = new String[n];
@@ -320,50 +296,49 @@ public final class PostgresOutboxStore implements OutboxStore {
     String[] topics = new String[n];
     Integer[] partitions = new Integer[n];
     Long[] offsets = new Long[n];
-    for (int k = 0; k < n; k++) {
-      PublishedAck ack = acks.get(round[k]);
-      ids[k] = ack.messageId();
-      seqs[k] = ack.seq();
-      owners[k] = ack.lease().owner();
-      tokens[k] = ack.lease().token();
-      topics[k] = ack.coordinates().topic();
-      partitions[k] = ack.coordinates().partition();
-      offsets[k] = ack.coordinates().offset();
+    for (int j = 0; j < n; j++) {
+      PublishedAck ack = sent.get(j);
+      ids[j] = ack.messageId();
+      seqs[j] = ack.seq();
+      owners[j] = ack.lease().owner();
+      tokens[j] = ack.lease().token();
+      topics[j] = ack.coordinates().topic();
+      partitions[j] = ack.coordinates().partition();
+      offsets[j] = ack.coordinates().offset();
     }
-    statement
-        .set("now", this::setNow)
-        .setArray("message_ids", textArray(c, ids))
-        .setArray("seqs", c.createArrayOf("bigint", seqs))
-        .setArray("owners", textArray(c, owners))
-        .setArray("tokens", c.createArrayOf("bigint", tokens))
-        .setArray("kafka_topics", textArray(c, topics))
-        .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
-        .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
-        .setArray("instance_keys", claimedKeys(c));
-    try (ResultSet rs = statement.executeQuery()) {
-      while (rs.next()) {
-        applied[round[(int) rs.getLong(1) - 1]] = true; // positions in the round count from 1
-      }
+    boolean[] applied =
+        run(
+            "mark-published",
+            sql.markPublishedBatch,
+            (c, statement) -> {
+              statement
+                  .set("now", this::setNow)
+                  .setArray("message_ids", textArray(c, ids))
+                  .setArray("seqs", c.createArrayOf("bigint", seqs))
+                  .setArray("owners", textArray(c, owners))
+                  .setArray("tokens", c.createArrayOf("bigint", tokens))
+                  .setArray("kafka_topics", textArray(c, topics))
+                  .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
+                  .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
+                  .setArray("instance_keys", claimedKeys(c));
+              return inTransaction(
+                  c,
+                  () -> {
+                    plan(c, OutboxSql.ACKS_PLAN);
+                    boolean[] positions = new boolean[n];
+                    try (ResultSet rs = statement.executeQuery()) {
+                      while (rs.next()) {
+                        positions[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
+                      }
+                    }
+                    return positions;
+                  });
+            });
+    List<Outcome> outcomes = new ArrayList<>(acks.size());
+    for (int position : sentAs) {
+      outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
     }
-  }
-
-  /**
-   * Runs {@code round} for each round on one connection. More than one round runs in one
-   * transaction, so that a batch applies whole or not at all, as one statement would.
-   */
-  private static void inRounds(Connection c, List<int[]> rounds, Round round) throws SQLException {
-    if (rounds.size() == 1) {
-      round.run(rounds.get(0));
-      return;
-    }
-    inTransaction(
-        c,
-        () -> {
-          for (int[] entries : rounds) {
-            round.run(entries);
-          }
-          return null;
-        });
+    return outcomes;
   }
 
   /**
@@ -386,11 +361,6 @@ public final class PostgresOutboxStore implements OutboxStore {
   @FunctionalInterface
   private interface Transaction<T> {
     T run() throws SQLException;
-  }
-
-  @FunctionalInterface
-  private interface Round {
-    void run(int[] entries) throws SQLException;
   }
 
   @Override
@@ -449,58 +419,44 @@ public final class PostgresOutboxStore implements OutboxStore {
     if (leases.isEmpty()) {
       return Set.of();
     }
-    Set<String> renewed = new HashSet<>();
-    List<int[]> rounds =
-        RowRounds.of(leases.size(), j -> leases.get(j).seq(), j -> leases.get(j).lease().token());
-    run(
-        "renew",
-        sql.renew,
-        (c, statement) -> {
-          inRounds(
-              c,
-              rounds,
-              round -> renewed.addAll(renew(c, statement.next(), leases, round, leaseDuration)));
-          return null;
-        });
-    Set<String> lost = new HashSet<>();
-    for (HeldLease lease : leases) {
-      if (!renewed.contains(lease.messageId())) {
-        lost.add(lease.messageId());
-      }
-    }
-    return lost;
-  }
-
-  /** Renews the leases {@code round} names (distinct rows); the message ids renewed. */
-  private Set<String> renew(
-      Connection c,
-      NamedSql.Binder statement,
-      List<HeldLease> leases,
-      int[] round,
-      Duration leaseDuration)
-      throws SQLException {
-    int n = round.length;
+    int n = leases.size();
     String[] ids = new String[n];
     Long[] seqs = new Long[n];
     String[] owners = new String[n];
     Long[] tokens = new Long[n];
-    for (int k = 0; k < n; k++) {
-      HeldLease held = leases.get(round[k]);
-      ids[k] = held.messageId();
-      seqs[k] = held.seq();
-      owners[k] = held.lease().owner();
-      tokens[k] = held.lease().token();
+    for (int j = 0; j < n; j++) {
+      ids[j] = leases.get(j).messageId();
+      seqs[j] = leases.get(j).seq();
+      owners[j] = leases.get(j).lease().owner();
+      tokens[j] = leases.get(j).lease().token();
     }
-    return returnedIds(
-        statement
-            .set("now", this::setNow)
-            .setLong("lease_ms", leaseDuration.toMillis())
-            .setArray("seqs", c.createArrayOf("bigint", seqs))
-            .setArray("message_ids", textArray(c, ids))
-            .setArray("owners", textArray(c, owners))
-            .setArray("tokens", c.createArrayOf("bigint", tokens))
-            .setArray("instance_keys", claimedKeys(c))
-            .executeQuery());
+    Set<String> renewed =
+        run(
+            "renew",
+            sql.renew,
+            (c, statement) -> {
+              statement
+                  .set("now", this::setNow)
+                  .setLong("lease_ms", leaseDuration.toMillis())
+                  .setArray("seqs", c.createArrayOf("bigint", seqs))
+                  .setArray("message_ids", textArray(c, ids))
+                  .setArray("owners", textArray(c, owners))
+                  .setArray("tokens", c.createArrayOf("bigint", tokens))
+                  .setArray("instance_keys", claimedKeys(c));
+              return inTransaction(
+                  c,
+                  () -> {
+                    plan(c, OutboxSql.ACKS_PLAN);
+                    return returnedIds(statement.executeQuery());
+                  });
+            });
+    Set<String> lost = new HashSet<>();
+    for (String id : ids) {
+      if (!renewed.contains(id)) {
+        lost.add(id);
+      }
+    }
+    return lost;
   }
 
   @Override

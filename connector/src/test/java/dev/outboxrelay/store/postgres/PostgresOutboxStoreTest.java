@@ -125,18 +125,18 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
   }
 
   /**
-   * A batch that names one row under two leases takes two statements (the store finds each row of a
-   * statement by binary search over distinct seqs); they run in one transaction, so that the batch
-   * applies whole or not at all, as one statement would.
+   * A batch of acks applies whole or not at all: a failure on one row (here a trigger refusing its
+   * delete) publishes none of the others, so that the outcome writer's retry of the batch finds
+   * them all still in flight and applies them, rather than reporting lost claims.
    */
   @Test
-  void aBatchThatTakesTwoStatementsAppliesWholeOrNotAtAll() throws SQLException {
+  void aBatchOfAcksAppliesWholeOrNotAtAll() throws SQLException {
     add(EU, "m1", "a");
     add(EU, "m2", "b");
     List<ClaimedMessage> claimed = store.claim(request("w1", 2)).claimed();
     ClaimedMessage m1 = claimed.get(0);
     ClaimedMessage m2 = claimed.get(1);
-    Lease never = new Lease("w1", m1.lease().token() + 1); // goes first: the higher token
+    Lease never = new Lease("w1", m1.lease().token() + 1);
     List<PublishedAck> batch =
         List.of(
             new PublishedAck("m1", m1.seq(), never, coordinates(1)),
@@ -153,7 +153,7 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     }
     try {
       assertThrows(OutboxStoreException.class, () -> store.markPublished(batch));
-      assertEquals(MessageStatus.IN_FLIGHT, state("m2").status(), "the first statement undone");
+      assertEquals(MessageStatus.IN_FLIGHT, state("m2").status(), "nothing published");
     } finally {
       try (Connection c = dataSource.getConnection();
           Statement s = c.createStatement()) {
