@@ -342,20 +342,29 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   /**
-   * Runs {@code work} in one transaction on {@code c}, then gives the connection back as it was.
+   * Runs {@code work} in one transaction on {@code c}, then gives the connection back as it was. A
+   * failure is reported as it happened: on a connection that broke (a read timed out, the server
+   * went away) the rollback and the reset fail too, and their errors must not take its place and
+   * its SQLState, which says whether to retry. The pool discards a broken connection, and resets
+   * the auto-commit of one it keeps.
    */
   private static <T> T inTransaction(Connection c, Transaction<T> work) throws SQLException {
     c.setAutoCommit(false);
+    T result;
     try {
-      T result = work.run();
+      result = work.run();
       c.commit();
-      return result;
     } catch (SQLException | RuntimeException e) {
-      c.rollback();
+      try {
+        c.rollback();
+        c.setAutoCommit(true);
+      } catch (SQLException cleanup) {
+        e.addSuppressed(cleanup);
+      }
       throw e;
-    } finally {
-      c.setAutoCommit(true);
     }
+    c.setAutoCommit(true);
+    return result;
   }
 
   @FunctionalInterface
