@@ -165,11 +165,6 @@ public final class NamedSql {
       this.ps = ps;
     }
 
-    /** A binder of the same statement for its next execution, every parameter unbound. */
-    public Binder next() {
-      return new Binder(ps);
-    }
-
     public Binder set(String name, Setter setter) throws SQLException {
       int[] at = positions(name);
       if (!bound.add(name)) {

@@ -140,17 +140,6 @@ class NamedSqlTest {
   }
 
   @Test
-  void theNextExecutionBindsEveryNameAgain() throws SQLException {
-    Map<Integer, Object> values = new TreeMap<>();
-    NamedSql.Binder first =
-        NamedSql.parse("SELECT :owner, :limit").bind(recording(values)).setString("owner", "a");
-    NamedSql.Binder next = first.next().setString("owner", "b");
-    assertTrue(message(next::ready).contains(":limit"), "nothing carried over");
-    next.setInt("limit", 2).ready();
-    assertEquals(Map.of(1, "b", 2, 2), values);
-  }
-
-  @Test
   void everyStatementOfTheStoreParses() {
     OutboxSql sql = new OutboxSql(OutboxTable.parse("app.outbox"));
     assertEquals(
