@@ -163,29 +163,19 @@ class ClaimStatementTest {
   @EnumSource(Statistics.class)
   void aPublishFindsItsRowsByThePrimaryKeyAndHashesItsAcks(Statistics statistics)
       throws SQLException {
-    NamedSql publish = new OutboxSql(TABLE).markPublishedBatch;
     List<ClaimedMessage> acked = inFlight.get(statistics).subList(0, 400);
-    String plan;
-    try (Connection c = dataSources.get(statistics).getConnection();
-        PreparedStatement ps =
-            c.prepareStatement("EXPLAIN (ANALYZE, TIMING OFF) " + publish.jdbc())) {
-      c.setAutoCommit(false);
-      PostgresOutboxStore.plan(c, OutboxSql.ACKS_PLAN);
-      publish
-          .bind(ps)
-          .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
-          .setArray(
-              "message_ids", c.createArrayOf("text", column(acked, ClaimedMessage::messageId)))
-          .setArray("seqs", c.createArrayOf("bigint", column(acked, ClaimedMessage::seq)))
-          .setArray("owners", c.createArrayOf("text", column(acked, m -> m.lease().owner())))
-          .setArray("tokens", c.createArrayOf("bigint", column(acked, m -> m.lease().token())))
-          .setArray("kafka_topics", c.createArrayOf("text", column(acked, m -> "t")))
-          .setArray("kafka_partitions", c.createArrayOf("integer", column(acked, m -> 0)))
-          .setArray("kafka_offsets", c.createArrayOf("bigint", column(acked, ClaimedMessage::seq)))
-          .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}));
-      plan = plan(ps);
-      c.rollback();
-    }
+    String plan =
+        explainUnderAcksPlan(
+            statistics,
+            new OutboxSql(TABLE).markPublishedBatch,
+            acked,
+            (c, publish) ->
+                publish
+                    .setArray("kafka_topics", c.createArrayOf("text", column(acked, m -> "t")))
+                    .setArray("kafka_partitions", c.createArrayOf("integer", column(acked, m -> 0)))
+                    .setArray(
+                        "kafka_offsets",
+                        c.createArrayOf("bigint", column(acked, ClaimedMessage::seq))));
     assertFindsRowsByThePrimaryKeyAlone(plan);
     assertTrue(
         plan.contains("Delete on outbox o  (") && plan.contains("actual rows=400 loops=1"),
@@ -197,30 +187,51 @@ class ClaimStatementTest {
   @EnumSource(Statistics.class)
   void aRenewalFindsItsRowsByThePrimaryKeyAndHashesItsLeases(Statistics statistics)
       throws SQLException {
-    NamedSql renew = new OutboxSql(TABLE).renew;
-    List<ClaimedMessage> held = inFlight.get(statistics);
-    String plan;
-    try (Connection c = dataSources.get(statistics).getConnection();
-        PreparedStatement ps =
-            c.prepareStatement("EXPLAIN (ANALYZE, TIMING OFF) " + renew.jdbc())) {
-      c.setAutoCommit(false);
-      PostgresOutboxStore.plan(c, OutboxSql.ACKS_PLAN);
-      renew
-          .bind(ps)
-          .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
-          .setLong("lease_ms", 60_000)
-          .setArray("seqs", c.createArrayOf("bigint", column(held, ClaimedMessage::seq)))
-          .setArray("message_ids", c.createArrayOf("text", column(held, ClaimedMessage::messageId)))
-          .setArray("owners", c.createArrayOf("text", column(held, m -> m.lease().owner())))
-          .setArray("tokens", c.createArrayOf("bigint", column(held, m -> m.lease().token())))
-          .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}));
-      plan = plan(ps);
-      c.rollback();
-    }
+    String plan =
+        explainUnderAcksPlan(
+            statistics,
+            new OutboxSql(TABLE).renew,
+            inFlight.get(statistics),
+            (c, renew) -> renew.setLong("lease_ms", 60_000));
     assertFindsRowsByThePrimaryKeyAlone(plan);
     assertTrue(
         plan.contains("Update on outbox o  (") && plan.contains("actual rows=1500 loops=1"),
         "renews every held row: " + plan);
+  }
+
+  /** Binds what one statement has beyond the leases the others share. */
+  @FunctionalInterface
+  private interface Binding {
+    void bind(Connection c, NamedSql.Binder statement) throws SQLException;
+  }
+
+  /**
+   * The plan of a publish or a renewal of {@code rows}, run and rolled back, planned as the store
+   * plans it ({@link OutboxSql#ACKS_PLAN}).
+   */
+  private static String explainUnderAcksPlan(
+      Statistics statistics, NamedSql statement, List<ClaimedMessage> rows, Binding rest)
+      throws SQLException {
+    try (Connection c = dataSources.get(statistics).getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("EXPLAIN (ANALYZE, TIMING OFF) " + statement.jdbc())) {
+      c.setAutoCommit(false);
+      PostgresOutboxStore.plan(c, OutboxSql.ACKS_PLAN);
+      NamedSql.Binder binder =
+          statement
+              .bind(ps)
+              .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
+              .setArray("seqs", c.createArrayOf("bigint", column(rows, ClaimedMessage::seq)))
+              .setArray(
+                  "message_ids", c.createArrayOf("text", column(rows, ClaimedMessage::messageId)))
+              .setArray("owners", c.createArrayOf("text", column(rows, m -> m.lease().owner())))
+              .setArray("tokens", c.createArrayOf("bigint", column(rows, m -> m.lease().token())))
+              .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}));
+      rest.bind(c, binder);
+      String plan = plan(ps);
+      c.rollback();
+      return plan;
+    }
   }
 
   private static void assertFindsRowsByThePrimaryKeyAlone(String plan) {
