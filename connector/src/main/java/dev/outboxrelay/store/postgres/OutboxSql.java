@@ -106,23 +106,30 @@ final class OutboxSql {
       {lease(claimable)}""";
 
   /**
-   * The planner settings of a claim's transaction, SET LOCAL so that pooled connections keep their
-   * own. A claim reads the due rows in seq order and stops at its limit, and probes a candidate's
-   * aggregate forwards up to the first match. An outbox's statistics are often those of a nearly
-   * empty table, taken between bursts; on them PostgreSQL judged that a claim reads every due row
-   * anyway, and collected (bitmap scan) and sorted them all, probing each one's aggregate: seconds
-   * per claim once a backlog had built up (docs/benchmarks.md, finding 19). Without sorts and
-   * bitmap scans, only the ordered reads remain.
+   * The planner settings of a claim's transaction, local to it so that pooled connections keep
+   * their own. A claim reads the due rows in seq order and stops at its limit, and probes a
+   * candidate's aggregate forwards up to the first match. An outbox's statistics are often those of
+   * a nearly empty table, taken between bursts; on them PostgreSQL judged that a claim reads every
+   * due row anyway, and collected (bitmap scan) and sorted them all, probing each one's aggregate:
+   * seconds per claim once a backlog had built up (docs/benchmarks.md, finding 19). Without sorts
+   * and bitmap scans, only the ordered reads remain.
+   *
+   * <p>Sent in one round trip with the statement ({@link PostgresOutboxStore#planned}):
+   * set_config's third argument makes a setting transaction-local, like SET LOCAL, but without SET
+   * LOCAL's warning outside a transaction block, and statements sent up to one Sync share one
+   * transaction.
    */
-  static final String CLAIM_PLAN = "SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off";
+  static final String CLAIM_PLAN =
+      "SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)";
 
   /**
    * The planner setting of a publish's or a renewal's transaction. Statistics taken with no row in
    * flight put the outbox's side of the join with the acks at one row, and PostgreSQL then chose a
    * nested loop: the table (or, bounded by the seqs, every acked row) compared with every ack.
-   * Without nested loops the join is a hash or merge join, linear in the acks.
+   * Without nested loops the join is a hash or merge join, linear in the acks. Sent as {@link
+   * #CLAIM_PLAN} is.
    */
-  static final String ACKS_PLAN = "SET LOCAL enable_nestloop = off";
+  static final String ACKS_PLAN = "SELECT set_config('enable_nestloop', 'off', true)";
 
   /** {@code {held(p)}}: the row is in flight under a live lease of this owner. */
   private static final String HELD =

@@ -25,7 +25,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.sql.Timestamp;
 import java.sql.Types;
 import java.time.Duration;
@@ -44,7 +43,8 @@ import javax.sql.DataSource;
 
 /**
  * The PostgreSQL store: each operation is one statement in autocommit, so a claim or an outcome is
- * atomic and costs one round trip. See {@link OutboxStore} for the fencing rule.
+ * atomic and costs one round trip (a claim, a publish and a renewal send their planner settings in
+ * the same one). See {@link OutboxStore} for the fencing rule.
  */
 public final class PostgresOutboxStore implements OutboxStore {
   private final DataSource dataSource;
@@ -90,28 +90,33 @@ public final class PostgresOutboxStore implements OutboxStore {
   public ClaimResult claim(ClaimRequest request) {
     claimedKeys.addAll(request.instanceKeys());
     return run(
-        "claim", claimSql(request), (c, statement) -> claim(c, bindClaim(c, statement, request)));
-  }
-
-  /** Runs a bound claim in its own transaction, planned as {@link OutboxSql#CLAIM_PLAN} says. */
-  private ClaimResult claim(Connection c, NamedSql.Binder claim) throws SQLException {
-    return inTransaction(
-        c,
-        () -> {
-          plan(c, OutboxSql.CLAIM_PLAN);
-          return readClaim(claim.executeQuery());
-        });
+        "claim",
+        OutboxSql.CLAIM_PLAN,
+        claimSql(request),
+        (c, statement) -> readClaim(planned(bindClaim(c, statement, request))));
   }
 
   /**
-   * Applies {@code settings} ({@link OutboxSql#CLAIM_PLAN}, {@link OutboxSql#ACKS_PLAN}) for the
-   * rest of {@code c}'s transaction; package-private for the plan tests, which explain a statement
-   * as it is planned here.
+   * {@code statement} behind the planner {@code settings} ({@link OutboxSql#CLAIM_PLAN}, {@link
+   * OutboxSql#ACKS_PLAN}), as one string: the driver sends both in one round trip, up to one Sync,
+   * so they share one transaction (an implicit one in autocommit) and the settings end with it.
+   * Package-private for the plan tests, which explain a statement as it is sent here.
    */
-  static void plan(Connection c, String settings) throws SQLException {
-    try (Statement plan = c.createStatement()) {
-      plan.execute(settings);
+  static String planned(String settings, String statement) {
+    return settings + ";\n" + statement;
+  }
+
+  /** Executes a statement prepared from {@link #planned} and returns its own result. */
+  static ResultSet planned(PreparedStatement ps) throws SQLException {
+    ps.execute(); // the settings' row
+    if (!ps.getMoreResults()) {
+      throw new SQLException("the planned statement returned no rows");
     }
+    return ps.getResultSet();
+  }
+
+  private static ResultSet planned(NamedSql.Binder statement) throws SQLException {
+    return planned(statement.ready());
   }
 
   /** The claim for {@code request}, as JDBC SQL; package-private for the plan tests. */
@@ -236,16 +241,18 @@ public final class PostgresOutboxStore implements OutboxStore {
     claimedKeys.addAll(request.instanceKeys());
     return run(
         "claim-abandoned",
+        OutboxSql.CLAIM_PLAN,
         request.ordered() ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered,
         (c, statement) ->
-            claim(
-                c,
-                statement
-                    .set("now", this::setNow)
-                    .setArray("instance_keys", textArray(c, request.instanceKeyList().toArray()))
-                    .setInt("max_attempts", request.maxAttempts())
-                    .setString("owner", request.owner())
-                    .setLong("lease_ms", request.leaseDuration().toMillis())));
+            readClaim(
+                planned(
+                    statement
+                        .set("now", this::setNow)
+                        .setArray(
+                            "instance_keys", textArray(c, request.instanceKeyList().toArray()))
+                        .setInt("max_attempts", request.maxAttempts())
+                        .setString("owner", request.owner())
+                        .setLong("lease_ms", request.leaseDuration().toMillis()))));
   }
 
   private ClaimResult readClaim(ResultSet result) throws SQLException {
@@ -309,6 +316,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     boolean[] applied =
         run(
             "mark-published",
+            OutboxSql.ACKS_PLAN,
             sql.markPublishedBatch,
             (c, statement) -> {
               statement
@@ -321,55 +329,19 @@ public final class PostgresOutboxStore implements OutboxStore {
                   .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
                   .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
                   .setArray("instance_keys", claimedKeys(c));
-              return inTransaction(
-                  c,
-                  () -> {
-                    plan(c, OutboxSql.ACKS_PLAN);
-                    boolean[] positions = new boolean[n];
-                    try (ResultSet rs = statement.executeQuery()) {
-                      while (rs.next()) {
-                        positions[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
-                      }
-                    }
-                    return positions;
-                  });
+              boolean[] positions = new boolean[n];
+              try (ResultSet rs = planned(statement)) {
+                while (rs.next()) {
+                  positions[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
+                }
+              }
+              return positions;
             });
     List<Outcome> outcomes = new ArrayList<>(acks.size());
     for (int position : sentAs) {
       outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
     }
     return outcomes;
-  }
-
-  /**
-   * Runs {@code work} in one transaction on {@code c}, then gives the connection back as it was. A
-   * failure is reported as it happened: on a connection that broke (a read timed out, the server
-   * went away) the rollback and the reset fail too, and their errors must not take its place and
-   * its SQLState, which says whether to retry. The pool discards a broken connection, and resets
-   * the auto-commit of one it keeps.
-   */
-  private static <T> T inTransaction(Connection c, Transaction<T> work) throws SQLException {
-    c.setAutoCommit(false);
-    T result;
-    try {
-      result = work.run();
-      c.commit();
-    } catch (SQLException | RuntimeException e) {
-      try {
-        c.rollback();
-        c.setAutoCommit(true);
-      } catch (SQLException cleanup) {
-        e.addSuppressed(cleanup);
-      }
-      throw e;
-    }
-    c.setAutoCommit(true);
-    return result;
-  }
-
-  @FunctionalInterface
-  private interface Transaction<T> {
-    T run() throws SQLException;
   }
 
   @Override
@@ -442,6 +414,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     Set<String> renewed =
         run(
             "renew",
+            OutboxSql.ACKS_PLAN,
             sql.renew,
             (c, statement) -> {
               statement
@@ -452,12 +425,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                   .setArray("owners", textArray(c, owners))
                   .setArray("tokens", c.createArrayOf("bigint", tokens))
                   .setArray("instance_keys", claimedKeys(c));
-              return inTransaction(
-                  c,
-                  () -> {
-                    plan(c, OutboxSql.ACKS_PLAN);
-                    return returnedIds(statement.executeQuery());
-                  });
+              return returnedIds(planned(statement));
             });
     Set<String> lost = new HashSet<>();
     for (String id : ids) {
@@ -552,8 +520,14 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   /** One statement on its own connection; a driver failure is classified as {@code operation}. */
   private <T> T run(String operation, NamedSql sql, Work<T> work) {
+    return run(operation, null, sql, work);
+  }
+
+  /** Runs {@code sql} behind the planner {@code settings} (none when null). */
+  private <T> T run(String operation, String settings, NamedSql sql, Work<T> work) {
+    String jdbc = settings == null ? sql.jdbc() : planned(settings, sql.jdbc());
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.jdbc())) {
+        PreparedStatement ps = c.prepareStatement(jdbc)) {
       return work.run(c, sql.bind(ps));
     } catch (SQLException e) {
       throw SqlStates.classify(e, operation);

@@ -214,9 +214,10 @@ class ClaimStatementTest {
       throws SQLException {
     try (Connection c = dataSources.get(statistics).getConnection();
         PreparedStatement ps =
-            c.prepareStatement("EXPLAIN (ANALYZE, TIMING OFF) " + statement.jdbc())) {
+            c.prepareStatement(
+                PostgresOutboxStore.planned(
+                    OutboxSql.ACKS_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + statement.jdbc()))) {
       c.setAutoCommit(false);
-      PostgresOutboxStore.plan(c, OutboxSql.ACKS_PLAN);
       NamedSql.Binder binder =
           statement
               .bind(ps)
@@ -299,9 +300,11 @@ class ClaimStatementTest {
     PostgresOutboxStore store = stores.get(statistics);
     try (Connection c = dataSources.get(statistics).getConnection();
         PreparedStatement ps =
-            c.prepareStatement("EXPLAIN (ANALYZE, TIMING OFF) " + store.claimStatement(request))) {
+            c.prepareStatement(
+                PostgresOutboxStore.planned(
+                    OutboxSql.CLAIM_PLAN,
+                    "EXPLAIN (ANALYZE, TIMING OFF) " + store.claimStatement(request)))) {
       c.setAutoCommit(false);
-      PostgresOutboxStore.plan(c, OutboxSql.CLAIM_PLAN);
       store.bindClaim(c, ps, request);
       String plan = plan(ps);
       c.rollback();
@@ -312,7 +315,7 @@ class ClaimStatementTest {
   /** The plan's lines, each bound array shortened to '{...}'. */
   private static String plan(PreparedStatement explain) throws SQLException {
     StringBuilder plan = new StringBuilder();
-    try (ResultSet rs = explain.executeQuery()) {
+    try (ResultSet rs = PostgresOutboxStore.planned(explain)) {
       while (rs.next()) {
         plan.append(rs.getString(1).replaceAll("'\\{[^']*}'", "'{...}'")).append('\n');
       }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.ManualClock;
@@ -21,10 +22,13 @@ import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -33,12 +37,14 @@ import org.junit.jupiter.api.Test;
 /** The store contract against a real PostgreSQL: one database for the class, truncated per test. */
 class PostgresOutboxStoreTest extends OutboxStoreContract {
   static final OutboxTable TABLE = OutboxTable.parse("outbox");
+  static String url;
   static HikariDataSource dataSource;
   private PostgresOutboxWriter euWriter;
 
   @BeforeAll
   static void database() {
-    dataSource = Postgres.pool(Postgres.freshDatabase("store"), 8);
+    url = Postgres.freshDatabase("store");
+    dataSource = Postgres.pool(url, 8);
     new SchemaMigrator(dataSource, TABLE).migrate();
   }
 
@@ -164,6 +170,73 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     assertEquals(
         List.of(Outcome.CLAIM_LOST, Outcome.APPLIED, Outcome.APPLIED), store.markPublished(batch));
     assertEquals(coordinates(2), state("m1").kafka());
+  }
+
+  /**
+   * A claim, a renewal and a publish each run under their planner settings (OutboxSql.CLAIM_PLAN,
+   * ACKS_PLAN), sent with the statement in one round trip; the settings end with the statement's
+   * transaction, so the pooled connection goes back as it was. A trigger records the settings each
+   * row change saw; the pool has one connection, so every call uses the one checked afterwards.
+   */
+  @Test
+  void plannerSettingsHoldForTheirStatementOnly() throws SQLException {
+    add(EU, "m1", "a");
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE seen (op text, settings text)");
+      s.execute(
+          "CREATE FUNCTION record_settings() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN"
+              + " INSERT INTO seen VALUES (TG_OP, current_setting('enable_sort') || ','"
+              + " || current_setting('enable_bitmapscan') || ','"
+              + " || current_setting('enable_nestloop'));"
+              + " RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END; END$$");
+      s.execute(
+          "CREATE TRIGGER record_settings BEFORE UPDATE OR DELETE ON outbox"
+              + " FOR EACH ROW EXECUTE FUNCTION record_settings()");
+    }
+    try (HikariDataSource one = Postgres.pool(url, 1)) {
+      PostgresOutboxStore single = new PostgresOutboxStore(one, TABLE, clock, null);
+      ClaimedMessage m1 = single.claim(request("w1", 1)).claimed().get(0);
+      HeldLease held = new HeldLease("m1", m1.seq(), m1.lease());
+      assertEquals(Set.of(), single.renew(List.of(held), LEASE));
+      assertEquals(
+          List.of(Outcome.APPLIED),
+          single.markPublished(
+              List.of(new PublishedAck("m1", m1.seq(), m1.lease(), coordinates(1)))));
+      assertEquals(List.of("UPDATE off,off,on", "UPDATE on,on,off", "DELETE on,on,off"), seen(one));
+      assertEquals("on,on,on", settings(one), "the pooled connection's own settings");
+    } finally {
+      try (Connection c = dataSource.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("DROP TRIGGER record_settings ON outbox");
+        s.execute("DROP FUNCTION record_settings()");
+        s.execute("DROP TABLE seen");
+      }
+    }
+  }
+
+  private static List<String> seen(HikariDataSource one) throws SQLException {
+    List<String> seen = new ArrayList<>();
+    try (Connection c = one.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT op || ' ' || settings FROM seen ORDER BY ctid")) {
+      while (rs.next()) {
+        seen.add(rs.getString(1));
+      }
+    }
+    return seen;
+  }
+
+  private static String settings(HikariDataSource one) throws SQLException {
+    try (Connection c = one.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT current_setting('enable_sort') || ',' || current_setting('enable_bitmapscan')"
+                    + " || ',' || current_setting('enable_nestloop')")) {
+      rs.next();
+      return rs.getString(1);
+    }
   }
 
   private static KafkaCoordinates coordinates(long offset) {
