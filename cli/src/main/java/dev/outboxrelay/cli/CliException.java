@@ -11,6 +11,8 @@ public final class CliException extends RuntimeException {
   /** SQLState of a statement cancelled by a timeout or on request. */
   private static final String QUERY_CANCELED = "57014";
 
+  private static final String LOCK_NOT_AVAILABLE = "55P03";
+
   private final int exitCode;
 
   private CliException(int exitCode, String message) {
@@ -45,7 +47,11 @@ public final class CliException extends RuntimeException {
         QUERY_CANCELED.equals(e.sqlState())
             ? "the statement was cancelled, by --statement-timeout or the server's"
                 + " statement_timeout; a requeue keeps the batches it finished (run it again)"
-            : hint(e.kind());
+            : LOCK_NOT_AVAILABLE.equals(e.sqlState())
+                ? "another transaction held a lock on the table for longer than the lock timeout"
+                    + " (migrate: --lock-timeout); nothing was changed, run it again when that"
+                    + " transaction has ended"
+                : hint(e.kind());
     return new CliException(
         ExitCode.DATABASE,
         what

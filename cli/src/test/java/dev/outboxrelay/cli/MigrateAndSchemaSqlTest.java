@@ -25,9 +25,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** migrate applies SchemaMigrator; schema-sql prints the same migrations as working plain SQL. */
 class MigrateAndSchemaSqlTest {
@@ -74,6 +76,35 @@ class MigrateAndSchemaSqlTest {
     assertEquals(ExitCode.USAGE, down.exitCode(), down::toString);
     Cli.Result beyond = db.cli().run("migrate", "--target", "99");
     assertEquals(ExitCode.USAGE, beyond.exitCode(), beyond::toString);
+  }
+
+  /**
+   * A migration that cannot take the table's lock within --lock-timeout gives up, changing nothing,
+   * and says why; the application's inserts would otherwise queue behind its wait.
+   */
+  @Test
+  @Timeout(value = 2, unit = TimeUnit.MINUTES) // without the lock timeout it would wait for ever
+  void aMigrationThatCannotTakeItsLockGivesUpAndChangesNothing() throws SQLException {
+    db.cli().run("migrate", "--target", "7");
+    try (Connection reader = db.dataSource.getConnection();
+        Statement s = reader.createStatement()) {
+      reader.setAutoCommit(false);
+      s.execute("SELECT count(*) FROM outbox"); // a long transaction on the table
+
+      Cli.Result r = db.cli().run("migrate", "--lock-timeout", "50");
+
+      assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+      assertTrue(
+          r.err()
+              .startsWith(
+                  "error: migrate failed: DB_LOCK_NOT_AVAILABLE (SQLState 55P03): another"
+                      + " transaction held a lock"),
+          r::toString);
+      reader.commit();
+    }
+    Cli.Result after = db.cli().run("migrate", "--target", "7");
+    assertTrue(after.out().contains("schema version 7, nothing to apply"), after::toString);
+    assertEquals(ExitCode.USAGE, db.cli().run("migrate", "--lock-timeout", "-1").exitCode());
   }
 
   @Test

@@ -116,6 +116,16 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " the suffix _schema_history. When false, the table must already exist in the current"
           + " version: apply docs/schema.sql with your own migration tool.";
 
+  public static final String SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_CONFIG =
+      "schema.migrate.lock.timeout.ms";
+  public static final long SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_DEFAULT = 5_000L;
+  private static final String SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_DOC =
+      "Longest a migration statement waits for a lock on the outbox table (PostgreSQL's"
+          + " lock_timeout); 0 waits as long as it takes. While a migration waits for its lock, the"
+          + " application's inserts queue behind it: a long transaction on the table would stall"
+          + " them all. On a timeout the migration changes nothing, and the task retries it on its"
+          + " next poll (reason DB_LOCK_NOT_AVAILABLE).";
+
   // Claiming
   public static final String CLAIM_BATCH_SIZE_CONFIG = "claim.batch.size";
   public static final int CLAIM_BATCH_SIZE_DEFAULT = 500;
@@ -419,7 +429,15 @@ public class OutboxSourceConfig extends AbstractConfig {
             null,
             Importance.MEDIUM,
             SCHEMA_MIGRATE_ON_START_DOC,
-            "Migrate schema on start");
+            "Migrate schema on start")
+        .add(
+            SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_CONFIG,
+            Type.LONG,
+            SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_DEFAULT,
+            Range.between(0L, 3_600_000L),
+            Importance.LOW,
+            SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_DOC,
+            "Migration lock timeout (ms)");
     new Group(def, CLAIMING_GROUP)
         .add(
             CLAIM_BATCH_SIZE_CONFIG,
@@ -740,6 +758,11 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public boolean migrateOnStart() {
     return getBoolean(SCHEMA_MIGRATE_ON_START_CONFIG);
+  }
+
+  /** How long a migration waits for a lock; zero waits as long as it takes. */
+  public Duration schemaMigrateLockTimeout() {
+    return millis(SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_CONFIG);
   }
 
   // Claiming

@@ -127,7 +127,8 @@ public class OutboxSourceTask extends SourceTask {
         throw TaskFailures.of(e);
       }
       log.warn(
-          "Database unavailable while claiming (reason={}, sqlState={}); will retry",
+          "Database unavailable while {} (reason={}, sqlState={}); will retry",
+          StoreProvider.MIGRATE.equals(e.operation()) ? "migrating the schema" : "claiming",
           e.reasonCode(),
           e.sqlState());
       runtime.wake().await(config.settings().pollInterval());

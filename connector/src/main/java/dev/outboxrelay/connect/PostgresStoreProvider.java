@@ -32,14 +32,15 @@ final class PostgresStoreProvider implements StoreProvider {
       new SchemaMigrator(
               DataSourceFactory.unpooled(
                   config.connectionSettings(), DataSourceFactory.APPLICATION_NAME + "-migrate"),
-              config.table())
+              config.table(),
+              config.schemaMigrateLockTimeout())
           .migrate();
     } catch (FlywayException e) {
       SQLException sql = findSql(e);
       throw sql != null
-          ? SqlStates.classify(sql, "migrate")
+          ? SqlStates.classify(sql, MIGRATE)
           : new OutboxStoreException(
-              OutboxStoreException.Kind.SCHEMA, "SCHEMA_MIGRATION_FAILED", null, "migrate");
+              OutboxStoreException.Kind.SCHEMA, "SCHEMA_MIGRATION_FAILED", null, MIGRATE);
     }
   }
 

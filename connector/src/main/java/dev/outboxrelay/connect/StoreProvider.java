@@ -2,17 +2,24 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
 import java.sql.Connection;
 import java.util.function.Supplier;
 
 /** Opens the store a task works on. Production uses PostgreSQL; tests may substitute. */
 interface StoreProvider {
+  /** The operation a failed {@link #migrate} names in its {@link OutboxStoreException}. */
+  String MIGRATE = "migrate";
 
   /** Opens the store (a pool is created lazily: the database may still be down). */
   OutboxStore open(OutboxSourceConfig config, String poolName);
 
-  /** Applies the schema migrations (only called when {@code schema.migrate.on.start} is set). */
+  /**
+   * Applies the schema migrations (only called when {@code schema.migrate.on.start} is set).
+   *
+   * @throws OutboxStoreException classified, its operation {@link #MIGRATE}
+   */
   void migrate(OutboxSourceConfig config);
 
   /**

@@ -36,6 +36,7 @@ public final class OutboxStoreException extends RuntimeException {
   private final Kind kind;
   private final String reasonCode;
   private final String sqlState;
+  private final String operation;
 
   public OutboxStoreException(Kind kind, String reasonCode, String sqlState, String operation) {
     super(
@@ -47,6 +48,7 @@ public final class OutboxStoreException extends RuntimeException {
     this.kind = kind;
     this.reasonCode = reasonCode;
     this.sqlState = sqlState;
+    this.operation = operation;
   }
 
   public Kind kind() {
@@ -65,5 +67,10 @@ public final class OutboxStoreException extends RuntimeException {
 
   public boolean isRetriable() {
     return kind.isRetriable();
+  }
+
+  /** What failed, as the store names it: {@code claim}, {@code migrate}, ... */
+  public String operation() {
+    return operation;
   }
 }

@@ -2,9 +2,12 @@ package dev.outboxrelay.connect;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.Postgres;
@@ -13,8 +16,11 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The task's statement timeout bounds claims and outcome writes, not schema migrations: an index
@@ -35,7 +41,8 @@ class MigrationTimeoutTest {
                   "connection.user", Postgres.user(),
                   "instance.keys", "orders",
                   "statement.timeout.ms", "100",
-                  "schema.migrate.on.start", "true"));
+                  "schema.migrate.on.start", "true",
+                  "schema.migrate.lock.timeout.ms", "0"));
       PostgresStoreProvider provider = new PostgresStoreProvider();
       try (Connection blocker = admin.getConnection();
           Statement s = blocker.createStatement()) {
@@ -60,6 +67,43 @@ class MigrationTimeoutTest {
         rs.next();
         assertEquals(Integer.parseInt(SchemaMigrator.CURRENT_VERSION), rs.getInt(1));
       }
+    }
+  }
+
+  /**
+   * What a migration does not do is wait long for its lock: inserts queue behind it. Past {@code
+   * schema.migrate.lock.timeout.ms} it fails, retriable, naming the lock; nothing has changed, and
+   * the next attempt applies once the lock is free.
+   */
+  @Test
+  @Timeout(value = 2, unit = TimeUnit.MINUTES) // without the lock timeout it would wait for ever
+  void aMigrationGivesUpOnALockPastTheLockTimeoutAndIsRetriable() throws Exception {
+    String url = Postgres.freshDatabase("migration_lock_timeout");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, TABLE).migrateTo("5");
+      OutboxSourceConfig config =
+          new OutboxSourceConfig(
+              Map.of(
+                  "connection.url", url,
+                  "connection.user", Postgres.user(),
+                  "instance.keys", "orders",
+                  "schema.migrate.on.start", "true",
+                  "schema.migrate.lock.timeout.ms", "50"));
+      PostgresStoreProvider provider = new PostgresStoreProvider();
+      try (Connection blocker = admin.getConnection();
+          Statement s = blocker.createStatement()) {
+        blocker.setAutoCommit(false);
+        s.execute("LOCK TABLE outbox IN ACCESS SHARE MODE");
+        OutboxStoreException e =
+            assertThrows(OutboxStoreException.class, () -> provider.migrate(config));
+        assertTrue(e.isRetriable());
+        assertEquals("DB_LOCK_NOT_AVAILABLE", e.reasonCode());
+        assertEquals(StoreProvider.MIGRATE, e.operation());
+        assertEquals(Optional.of("5"), new SchemaMigrator(admin, TABLE).currentVersion());
+        blocker.commit();
+      }
+      provider.migrate(config);
+      assertTrue(new SchemaMigrator(admin, TABLE).isCurrent());
     }
   }
 

@@ -6,6 +6,7 @@ import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import java.io.PrintWriter;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.function.Supplier;
 import org.flywaydb.core.api.FlywayException;
@@ -24,7 +25,8 @@ import picocli.CommandLine.Option;
     footerHeading = "%nExamples:%n",
     footer = {
       "  outbox-relay-cli migrate --user app_owner --password",
-      "  outbox-relay-cli migrate --table app.outbox --target 2"
+      "  outbox-relay-cli migrate --table app.outbox --target 2",
+      "  outbox-relay-cli migrate --lock-timeout 0"
     })
 public final class MigrateCommand extends DatabaseCommand {
   @Option(
@@ -33,10 +35,22 @@ public final class MigrateCommand extends DatabaseCommand {
       description = "Stop at this version (staged roll-outs). Default: the latest.")
   String target;
 
+  @Option(
+      names = "--lock-timeout",
+      paramLabel = "MS",
+      description =
+          "Longest a migration statement waits for a lock on the table, in milliseconds (0: as"
+              + " long as it takes). Inserts into the table queue behind a migration waiting for"
+              + " its lock. Default: ${DEFAULT-VALUE}.")
+  long lockTimeoutMs = SchemaMigrator.DEFAULT_LOCK_TIMEOUT.toMillis();
+
   private MigrationVersion targetVersion;
 
   @Override
   void validate() {
+    if (lockTimeoutMs < 0) {
+      throw CliException.usage("--lock-timeout must be 0 or more milliseconds");
+    }
     if (target == null) {
       return;
     }
@@ -55,7 +69,9 @@ public final class MigrateCommand extends DatabaseCommand {
 
   @Override
   int run(Database database) {
-    SchemaMigrator migrator = new SchemaMigrator(database.dataSource(), database.table());
+    SchemaMigrator migrator =
+        new SchemaMigrator(
+            database.dataSource(), database.table(), Duration.ofMillis(lockTimeoutMs));
     Optional<String> from = flyway(migrator::currentVersion);
     if (from.isEmpty() && database.operatorStore().tableExists()) {
       throw CliException.database(

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -27,12 +28,32 @@ public final class SchemaMigrator {
 
   private static final String LOCATION = "classpath:" + MIGRATIONS_PATH;
 
+  /**
+   * How long a migration statement waits for a lock by default. A statement waiting for the outbox
+   * table's lock holds up every insert queued behind it; failing is better, and changes nothing.
+   */
+  public static final Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(5);
+
   private final DataSource dataSource;
   private final OutboxTable table;
+  private final Duration lockTimeout;
 
   public SchemaMigrator(DataSource dataSource, OutboxTable table) {
+    this(dataSource, table, DEFAULT_LOCK_TIMEOUT);
+  }
+
+  /**
+   * @param lockTimeout PostgreSQL's {@code lock_timeout} for the migrations: the longest a
+   *     statement waits for a lock (on a timeout, SQLState 55P03, its migration is rolled back);
+   *     zero waits as long as it takes
+   */
+  public SchemaMigrator(DataSource dataSource, OutboxTable table, Duration lockTimeout) {
+    if (lockTimeout.isNegative()) {
+      throw new IllegalArgumentException("lock timeout must not be negative");
+    }
     this.dataSource = dataSource;
     this.table = table;
+    this.lockTimeout = lockTimeout;
   }
 
   /** Migrates to the latest version; a no-op when already there. Returns migrations applied. */
@@ -123,6 +144,9 @@ public final class SchemaMigrator {
             // table's own history at version 0 rather than refusing a non-empty schema.
             .baselineOnMigrate(true)
             .baselineVersion("0")
+            // Every connection Flyway opens; Flyway's own lock is an advisory try-lock, so only
+            // the migrations' statements wait under it.
+            .initSql("SET lock_timeout = " + lockTimeout.toMillis())
             .loggers("slf4j");
     if (table.schema() != null) {
       config.schemas(table.schema()).defaultSchema(table.schema());

@@ -61,7 +61,7 @@ public final class SqlStates {
 
   private static String reasonCode(Kind kind, String state) {
     return switch (kind) {
-      case TRANSIENT -> "DB_UNAVAILABLE";
+      case TRANSIENT -> "55P03".equals(state) ? "DB_LOCK_NOT_AVAILABLE" : "DB_UNAVAILABLE";
       case AUTHENTICATION -> "DB_AUTHENTICATION_FAILED";
       case PERMISSION -> "DB_PERMISSION_DENIED";
       case SCHEMA -> "3D000".equals(state) ? "DB_DATABASE_MISSING" : "DB_SCHEMA_MISSING";

@@ -1,5 +1,6 @@
 package dev.outboxrelay.store.postgres;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -16,6 +17,7 @@ import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -23,9 +25,15 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.flywaydb.core.api.FlywayException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -35,7 +43,7 @@ class SchemaMigrationTest {
 
   @BeforeEach
   void database() {
-    dataSource = Postgres.pool(Postgres.freshDatabase("migration"), 2);
+    dataSource = Postgres.pool(Postgres.freshDatabase("migration"), 5);
   }
 
   @AfterEach
@@ -116,6 +124,74 @@ class SchemaMigrationTest {
         "INSERT INTO outbox (instance_key, aggregate_type, aggregate_id, event_type)"
             + " VALUES ('eu', 'order', 'b', 'E')");
     assertEquals("2", queryString("SELECT count(DISTINCT message_id)::text FROM outbox"));
+  }
+
+  /**
+   * A migration that needs the outbox table's lock while a long transaction holds the table (here a
+   * reader) gives up after its lock timeout, changing nothing, rather than queueing every insert
+   * behind its wait; once the reader is gone, the same migration applies.
+   */
+  @Test
+  @Timeout(value = 2, unit = TimeUnit.MINUTES) // without the lock timeout it would wait for ever
+  void aMigrationGivesUpOnALockItCannotTakeAndChangesNothing() throws SQLException {
+    OutboxTable table = OutboxTable.parse("outbox");
+    new SchemaMigrator(dataSource, table).migrateTo("7");
+    SchemaMigrator impatient = new SchemaMigrator(dataSource, table, Duration.ofMillis(50));
+    try (Connection reader = dataSource.getConnection();
+        Statement s = reader.createStatement()) {
+      reader.setAutoCommit(false);
+      s.execute("SELECT count(*) FROM outbox"); // holds ACCESS SHARE until it ends
+      FlywayException e = assertThrows(FlywayException.class, impatient::migrate);
+      assertEquals("55P03", sqlStateOf(e), "lock_not_available");
+      assertEquals(Optional.of("7"), impatient.currentVersion());
+      reader.commit();
+    }
+    assertEquals(4, impatient.migrate());
+    assertTrue(impatient.isCurrent());
+  }
+
+  /** Without a lock timeout, a migration waits for the table's lock as long as it takes. */
+  @Test
+  void aLockTimeoutOfZeroWaitsForTheLock() throws Exception {
+    OutboxTable table = OutboxTable.parse("outbox");
+    new SchemaMigrator(dataSource, table).migrateTo("7");
+    SchemaMigrator patient = new SchemaMigrator(dataSource, table, Duration.ZERO);
+    ExecutorService executor = Executors.newSingleThreadExecutor();
+    try (Connection reader = dataSource.getConnection();
+        Statement s = reader.createStatement()) {
+      reader.setAutoCommit(false);
+      s.execute("SELECT count(*) FROM outbox");
+      Future<Integer> migration = executor.submit(patient::migrate);
+      await().until(() -> waitingForALock("ALTER TABLE"));
+      assertFalse(migration.isDone());
+      reader.commit();
+      assertEquals(4, migration.get(1, TimeUnit.MINUTES));
+    } finally {
+      executor.shutdownNow();
+    }
+  }
+
+  private boolean waitingForALock(String statement) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    + " AND query LIKE ? AND datname = current_database()")) {
+      ps.setString(1, "%" + statement + "%");
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1) > 0;
+      }
+    }
+  }
+
+  private static String sqlStateOf(Throwable t) {
+    for (; t != null; t = t.getCause()) {
+      if (t instanceof SQLException sql) {
+        return sql.getSQLState();
+      }
+    }
+    return null;
   }
 
   @Test

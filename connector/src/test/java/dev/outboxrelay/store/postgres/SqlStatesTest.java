@@ -32,6 +32,14 @@ class SqlStatesTest {
   }
 
   @Test
+  void aLockTimeoutIsRetriedUnderAReasonOfItsOwn() {
+    OutboxStoreException e = classify("55P03");
+    assertTrue(e.isRetriable());
+    assertEquals("DB_LOCK_NOT_AVAILABLE", e.reasonCode());
+    assertEquals("DB_UNAVAILABLE", classify("08006").reasonCode());
+  }
+
+  @Test
   void theDriversTextNeverReachesTheException() {
     assertFalse(classify("08006").getMessage().contains("driver text"));
   }
