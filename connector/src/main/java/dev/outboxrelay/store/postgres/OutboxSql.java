@@ -114,10 +114,9 @@ final class OutboxSql {
    * seconds per claim once a backlog had built up (docs/benchmarks.md, finding 19). Without sorts
    * and bitmap scans, only the ordered reads remain.
    *
-   * <p>Sent in one round trip with the statement ({@link PostgresOutboxStore#planned}):
-   * set_config's third argument makes a setting transaction-local, like SET LOCAL, but without SET
-   * LOCAL's warning outside a transaction block, and statements sent up to one Sync share one
-   * transaction.
+   * <p>Sent with the statement in the same string, in a transaction of their own ({@link
+   * PostgresOutboxStore#planned}); set_config's third argument makes a setting local to the
+   * transaction, like SET LOCAL, and one SELECT sets both.
    */
   static final String CLAIM_PLAN =
       "SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)";

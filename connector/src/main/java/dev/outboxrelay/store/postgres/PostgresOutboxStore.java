@@ -43,8 +43,8 @@ import javax.sql.DataSource;
 
 /**
  * The PostgreSQL store: each operation is one statement in autocommit, so a claim or an outcome is
- * atomic and costs one round trip (a claim, a publish and a renewal send their planner settings in
- * the same one). See {@link OutboxStore} for the fencing rule.
+ * atomic and costs one round trip (a claim, a publish and a renewal two: they run in a transaction
+ * of their own, for their planner settings). See {@link OutboxStore} for the fencing rule.
  */
 public final class PostgresOutboxStore implements OutboxStore {
   private final DataSource dataSource;
@@ -98,9 +98,13 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   /**
    * {@code statement} behind the planner {@code settings} ({@link OutboxSql#CLAIM_PLAN}, {@link
-   * OutboxSql#ACKS_PLAN}), as one string: the driver sends both in one round trip, up to one Sync,
-   * so they share one transaction (an implicit one in autocommit) and the settings end with it.
-   * Package-private for the plan tests, which explain a statement as it is sent here.
+   * OutboxSql#ACKS_PLAN}), as one string, run in a transaction of its own ({@link #run}): the
+   * driver sends the BEGIN, the settings and the statement in one round trip, and the COMMIT in a
+   * second. The settings end with the transaction. Without it they would not reliably reach the
+   * statement: in autocommit the driver may send a Sync between the two (it does once a statement
+   * is server-prepared and its results' size is unknown), and with {@code preferQueryMode=simple}
+   * it sends each as a query of its own; either ends autocommit's implicit transaction. Package-
+   * private for the plan tests, which explain a statement as it is sent here.
    */
   static String planned(String settings, String statement) {
     return settings + ";\n" + statement;
@@ -523,15 +527,52 @@ public final class PostgresOutboxStore implements OutboxStore {
     return run(operation, null, sql, work);
   }
 
-  /** Runs {@code sql} behind the planner {@code settings} (none when null). */
+  /**
+   * Runs {@code sql} behind the planner {@code settings}, in a transaction of their own ({@link
+   * #planned(String, String)}); or alone in autocommit when {@code settings} is null.
+   */
   private <T> T run(String operation, String settings, NamedSql sql, Work<T> work) {
     String jdbc = settings == null ? sql.jdbc() : planned(settings, sql.jdbc());
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(jdbc)) {
-      return work.run(c, sql.bind(ps));
+      NamedSql.Binder statement = sql.bind(ps);
+      return settings == null
+          ? work.run(c, statement)
+          : inTransaction(c, () -> work.run(c, statement));
     } catch (SQLException e) {
       throw SqlStates.classify(e, operation);
     }
+  }
+
+  /**
+   * Runs {@code work} in one transaction on {@code c}, then gives the connection back as it was. A
+   * failure is reported as it happened: on a connection that broke (a read timed out, the server
+   * went away) the rollback and the reset fail too, and their errors must not take its place and
+   * its SQLState, which says whether to retry. The pool discards a broken connection, and resets
+   * the auto-commit of one it keeps.
+   */
+  private static <T> T inTransaction(Connection c, Transaction<T> work) throws SQLException {
+    c.setAutoCommit(false);
+    T result;
+    try {
+      result = work.run();
+      c.commit();
+    } catch (SQLException | RuntimeException e) {
+      try {
+        c.rollback();
+        c.setAutoCommit(true);
+      } catch (SQLException cleanup) {
+        e.addSuppressed(cleanup);
+      }
+      throw e;
+    }
+    c.setAutoCommit(true);
+    return result;
+  }
+
+  @FunctionalInterface
+  private interface Transaction<T> {
+    T run() throws SQLException;
   }
 
   @FunctionalInterface

@@ -15,6 +15,7 @@ import dev.outboxrelay.store.OutboxStoreContract;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.writer.EnqueueResult;
@@ -33,6 +34,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The store contract against a real PostgreSQL: one database for the class, truncated per test. */
 class PostgresOutboxStoreTest extends OutboxStoreContract {
@@ -174,13 +177,16 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
 
   /**
    * A claim, a renewal and a publish each run under their planner settings (OutboxSql.CLAIM_PLAN,
-   * ACKS_PLAN), sent with the statement in one round trip; the settings end with the statement's
-   * transaction, so the pooled connection goes back as it was. A trigger records the settings each
-   * row change saw; the pool has one connection, so every call uses the one checked afterwards.
+   * ACKS_PLAN), sent with the statement; the settings end with the statement's transaction, so the
+   * pooled connection goes back as it was. A trigger records the settings each row change saw; the
+   * pool has one connection, so every call uses the one checked afterwards. Each runs more often
+   * than the driver's prepareThreshold (5), with the database's clock as in production (its
+   * parameter is bound untyped), and in the driver's simple query mode too: in autocommit, either
+   * made the driver end the settings' transaction before the statement ran.
    */
-  @Test
-  void plannerSettingsHoldForTheirStatementOnly() throws SQLException {
-    add(EU, "m1", "a");
+  @ParameterizedTest(name = "url parameters \"{0}\"")
+  @ValueSource(strings = {"", "?preferQueryMode=simple"})
+  void plannerSettingsHoldForTheirStatementOnly(String urlParameters) throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
       s.execute("CREATE TABLE seen (op text, settings text)");
@@ -194,16 +200,22 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
           "CREATE TRIGGER record_settings BEFORE UPDATE OR DELETE ON outbox"
               + " FOR EACH ROW EXECUTE FUNCTION record_settings()");
     }
-    try (HikariDataSource one = Postgres.pool(url, 1)) {
-      PostgresOutboxStore single = new PostgresOutboxStore(one, TABLE, clock, null);
-      ClaimedMessage m1 = single.claim(request("w1", 1)).claimed().get(0);
-      HeldLease held = new HeldLease("m1", m1.seq(), m1.lease());
-      assertEquals(Set.of(), single.renew(List.of(held), LEASE));
-      assertEquals(
-          List.of(Outcome.APPLIED),
-          single.markPublished(
-              List.of(new PublishedAck("m1", m1.seq(), m1.lease(), coordinates(1)))));
-      assertEquals(List.of("UPDATE off,off,on", "UPDATE on,on,off", "DELETE on,on,off"), seen(one));
+    int rounds = 7;
+    try (HikariDataSource one = Postgres.pool(url + urlParameters, 1)) {
+      PostgresOutboxStore single = new PostgresOutboxStore(one, TABLE, RelayClock.database(), null);
+      List<String> expected = new ArrayList<>();
+      for (int round = 0; round < rounds; round++) {
+        String id = add(EU, "m" + round, "a" + round);
+        ClaimedMessage m = single.claim(request("w1", 1)).claimed().get(0);
+        assertEquals(id, m.messageId());
+        assertEquals(Set.of(), single.renew(List.of(new HeldLease(id, m.seq(), m.lease())), LEASE));
+        assertEquals(
+            List.of(Outcome.APPLIED),
+            single.markPublished(
+                List.of(new PublishedAck(id, m.seq(), m.lease(), coordinates(round)))));
+        expected.addAll(List.of("UPDATE off,off,on", "UPDATE on,on,off", "DELETE on,on,off"));
+      }
+      assertEquals(expected, seen(one));
       assertEquals("on,on,on", settings(one), "the pooled connection's own settings");
     } finally {
       try (Connection c = dataSource.getConnection();
