@@ -48,8 +48,8 @@ public final class CliException extends RuntimeException {
             ? "the statement was cancelled, by --statement-timeout or the server's"
                 + " statement_timeout; a requeue keeps the batches it finished (run it again)"
             : LOCK_NOT_AVAILABLE.equals(e.sqlState())
-                ? "another transaction held a lock on the table for longer than the lock timeout"
-                    + " (migrate: --lock-timeout); nothing was changed, run it again when that"
+                ? "another transaction held a lock on the table for longer than the lock timeout;"
+                    + " what waited for it was rolled back: run the command again when that"
                     + " transaction has ended"
                 : hint(e.kind());
     return new CliException(

@@ -105,6 +105,7 @@ class MigrateAndSchemaSqlTest {
     Cli.Result after = db.cli().run("migrate", "--target", "7");
     assertTrue(after.out().contains("schema version 7, nothing to apply"), after::toString);
     assertEquals(ExitCode.USAGE, db.cli().run("migrate", "--lock-timeout", "-1").exitCode());
+    assertEquals(ExitCode.USAGE, db.cli().run("migrate", "--lock-timeout", "3600001").exitCode());
   }
 
   @Test

@@ -120,11 +120,13 @@ public class OutboxSourceConfig extends AbstractConfig {
       "schema.migrate.lock.timeout.ms";
   public static final long SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_DEFAULT = 5_000L;
   private static final String SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_DOC =
-      "Longest a migration statement waits for a lock on the outbox table (PostgreSQL's"
-          + " lock_timeout); 0 waits as long as it takes. While a migration waits for its lock, the"
-          + " application's inserts queue behind it: a long transaction on the table would stall"
-          + " them all. On a timeout the migration changes nothing, and the task retries it on its"
-          + " next poll (reason DB_LOCK_NOT_AVAILABLE).";
+      "Longest a migration waits for a lock (PostgreSQL's lock_timeout, set for each migration);"
+          + " 0 leaves the server's own setting (by default, no limit). While a migration waits for"
+          + " the outbox table's lock, the application's inserts queue behind it: a long"
+          + " transaction on the table would stall them all. On a timeout that migration is rolled"
+          + " back (reason DB_LOCK_NOT_AVAILABLE) and the task tries again after a growing delay,"
+          + " from twice the timeout (at least 10 s) up to 5 minutes. It bounds the wait, not the"
+          + " time a migration holds a lock it got.";
 
   // Claiming
   public static final String CLAIM_BATCH_SIZE_CONFIG = "claim.batch.size";

@@ -41,7 +41,7 @@ public class OutboxSourceTask extends SourceTask {
   private TaskRuntime runtime;
   private IdleBackoff idle;
   private ClaimPrefetch prefetch;
-  private boolean schemaReady;
+  private SchemaReadiness schema;
   private volatile boolean stopping;
   private boolean stopped;
 
@@ -66,6 +66,7 @@ public class OutboxSourceTask extends SourceTask {
     metrics = new RelayMetrics();
     metrics.register(() -> context.pluginMetrics());
     idle = new IdleBackoff(config.settings().pollInterval());
+    schema = new SchemaReadiness(storeProvider, config.connector(), time);
     try {
       runtime =
           TaskRuntime.start(
@@ -95,7 +96,10 @@ public class OutboxSourceTask extends SourceTask {
     runtime.renewer().taskPolled();
     failIfBroken();
     try {
-      ensureSchema();
+      if (!schema.ensure()) {
+        runtime.wake().await(config.settings().pollInterval()); // a migration backing off
+        return null;
+      }
       ExactlyOnceState exactlyOnce = runtime.exactlyOnce();
       if (exactlyOnce != null && !exactlyOnce.isRecovered()) {
         exactlyOnce.recover(); // before the first claim
@@ -126,11 +130,18 @@ public class OutboxSourceTask extends SourceTask {
       if (!e.isRetriable()) {
         throw TaskFailures.of(e);
       }
-      log.warn(
-          "Database unavailable while {} (reason={}, sqlState={}); will retry",
-          StoreProvider.MIGRATE.equals(e.operation()) ? "migrating the schema" : "claiming",
-          e.reasonCode(),
-          e.sqlState());
+      if (StoreProvider.MIGRATE.equals(e.operation())) {
+        log.warn(
+            "Schema migration failed (reason={}, sqlState={}); will retry {}",
+            e.reasonCode(),
+            e.sqlState(),
+            schema.nextAttempt());
+      } else {
+        log.warn(
+            "Database unavailable while claiming (reason={}, sqlState={}); will retry",
+            e.reasonCode(),
+            e.sqlState());
+      }
       runtime.wake().await(config.settings().pollInterval());
       throw new RetriableException("outbox-relay: " + e.getMessage());
     }
@@ -175,13 +186,6 @@ public class OutboxSourceTask extends SourceTask {
     if (failure != null) {
       throw new ConnectException(failure.message());
     }
-  }
-
-  private void ensureSchema() {
-    if (!schemaReady && config.connector().migrateOnStart()) {
-      storeProvider.migrate(config.connector());
-    }
-    schemaReady = true;
   }
 
   @Override

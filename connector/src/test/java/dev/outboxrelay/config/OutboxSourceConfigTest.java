@@ -103,7 +103,7 @@ class OutboxSourceConfigTest {
   @Test
   void everyKeyHasDocGroupAndDisplayName() {
     var keys = OutboxSourceConfig.configDef().configKeys().values();
-    assertEquals(39, keys.size());
+    assertEquals(40, keys.size());
     for (var key : keys) {
       assertFalse(key.documentation == null || key.documentation.isBlank(), key.name);
       assertFalse(key.group == null || key.group.isBlank(), key.name);

@@ -2,14 +2,25 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
 import java.sql.Connection;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
-/** For task tests: one store for every task, no migrations, no notifications, a given clock. */
+/**
+ * For task tests: one store for every task, migrations that change nothing (and fail on demand), no
+ * notifications, a given clock.
+ */
 final class FixedStoreProvider implements StoreProvider {
   private final OutboxStore store;
   private final Supplier<RelayClock> clock;
+
+  /** Migrations run (with {@code schema.migrate.on.start}); none change anything. */
+  final AtomicInteger migrations = new AtomicInteger();
+
+  /** Thrown by each migration while set. */
+  volatile OutboxStoreException migrationFailure;
 
   FixedStoreProvider(OutboxStore store, Supplier<RelayClock> clock) {
     this.store = store;
@@ -22,7 +33,13 @@ final class FixedStoreProvider implements StoreProvider {
   }
 
   @Override
-  public void migrate(OutboxSourceConfig config) {}
+  public void migrate(OutboxSourceConfig config) {
+    migrations.incrementAndGet();
+    OutboxStoreException failure = migrationFailure;
+    if (failure != null) {
+      throw failure;
+    }
+  }
 
   @Override
   public Supplier<Connection> notificationConnections(OutboxSourceConfig config) {

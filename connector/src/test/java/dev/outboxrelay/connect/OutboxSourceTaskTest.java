@@ -48,6 +48,7 @@ class OutboxSourceTaskTest {
   private final ManualClock clock = new ManualClock(Instant.parse("2026-11-29T12:00:00Z"));
   private InMemoryOutboxStore store;
   private FailingStore failing;
+  private FixedStoreProvider provider;
   private OutboxSourceTask task;
   private Time time = Time.SYSTEM;
   private RelayClock taskClock = clock;
@@ -73,8 +74,8 @@ class OutboxSourceTaskTest {
     props.put("claim.batch.size", "10");
     props.put("notify.enabled", "false");
     props.putAll(overrides);
-    OutboxSourceTask t =
-        new OutboxSourceTask(new FixedStoreProvider(failing, () -> taskClock), time);
+    provider = new FixedStoreProvider(failing, () -> taskClock);
+    OutboxSourceTask t = new OutboxSourceTask(provider, time);
     t.initialize(new NoMetricsContext());
     t.start(props);
     task = t;
@@ -191,6 +192,50 @@ class OutboxSourceTaskTest {
     assertNull(t.poll());
     mockTime.sleep(1);
     assertEquals(5, messageIds(t.poll()).size());
+  }
+
+  /**
+   * A migration that timed out on a lock is tried again after a delay, not on every poll: each
+   * attempt queues the application's inserts behind its wait. Nothing is claimed before it applied.
+   */
+  @Test
+  void aMigrationThatTimedOutOnALockBacksOffInsteadOfRetryingEveryPoll() {
+    add("eu", "m1", "a", "{}".getBytes());
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
+    provider.migrationFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT,
+            "DB_LOCK_NOT_AVAILABLE",
+            "55P03",
+            StoreProvider.MIGRATE);
+
+    assertThrows(RetriableException.class, t::poll);
+    assertNull(t.poll());
+    mockTime.sleep(7_999); // the first delay: 10 s less up to a fifth of jitter
+    assertNull(t.poll());
+    assertEquals(1, provider.migrations.get(), "tried again before its delay");
+    assertEquals(MessageStatus.PENDING, status("m1"));
+
+    provider.migrationFailure = null;
+    mockTime.sleep(2_001);
+    assertEquals(List.of("m1"), messageIds(t.poll()));
+    assertEquals(2, provider.migrations.get());
+  }
+
+  /** The database being down is no reason to wait longer than a poll: retried on the next one. */
+  @Test
+  void aMigrationThatFoundTheDatabaseDownIsTriedAgainOnTheNextPoll() {
+    add("eu", "m1", "a", "{}".getBytes());
+    OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
+    provider.migrationFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", StoreProvider.MIGRATE);
+    assertThrows(RetriableException.class, t::poll);
+    provider.migrationFailure = null;
+    assertEquals(List.of("m1"), messageIds(t.poll()));
+    assertEquals(2, provider.migrations.get());
   }
 
   @Test

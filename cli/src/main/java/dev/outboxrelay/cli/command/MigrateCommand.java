@@ -39,17 +39,19 @@ public final class MigrateCommand extends DatabaseCommand {
       names = "--lock-timeout",
       paramLabel = "MS",
       description =
-          "Longest a migration statement waits for a lock on the table, in milliseconds (0: as"
-              + " long as it takes). Inserts into the table queue behind a migration waiting for"
-              + " its lock. Default: ${DEFAULT-VALUE}.")
+          "Longest a migration waits for a lock, in milliseconds, at most 3600000 (0: the"
+              + " server's own lock_timeout, by default no limit). Inserts into the table queue"
+              + " behind a migration waiting for its lock. Default: ${DEFAULT-VALUE}.")
   long lockTimeoutMs = SchemaMigrator.DEFAULT_LOCK_TIMEOUT.toMillis();
+
+  private static final long MAX_LOCK_TIMEOUT_MS = 3_600_000L;
 
   private MigrationVersion targetVersion;
 
   @Override
   void validate() {
-    if (lockTimeoutMs < 0) {
-      throw CliException.usage("--lock-timeout must be 0 or more milliseconds");
+    if (lockTimeoutMs < 0 || lockTimeoutMs > MAX_LOCK_TIMEOUT_MS) {
+      throw CliException.usage("--lock-timeout must be within 0 and 3600000 milliseconds");
     }
     if (target == null) {
       return;

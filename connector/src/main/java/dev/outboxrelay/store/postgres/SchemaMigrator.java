@@ -43,9 +43,9 @@ public final class SchemaMigrator {
   }
 
   /**
-   * @param lockTimeout PostgreSQL's {@code lock_timeout} for the migrations: the longest a
-   *     statement waits for a lock (on a timeout, SQLState 55P03, its migration is rolled back);
-   *     zero waits as long as it takes
+   * @param lockTimeout PostgreSQL's {@code lock_timeout} for the migrations: the longest one wait
+   *     for a lock may last (on a timeout, SQLState 55P03, that migration is rolled back; those
+   *     before it stay applied); zero leaves the server's own setting (by default, no limit)
    */
   public SchemaMigrator(DataSource dataSource, OutboxTable table, Duration lockTimeout) {
     if (lockTimeout.isNegative()) {
@@ -144,10 +144,11 @@ public final class SchemaMigrator {
             // table's own history at version 0 rather than refusing a non-empty schema.
             .baselineOnMigrate(true)
             .baselineVersion("0")
-            // Every connection Flyway opens; Flyway's own lock is an advisory try-lock, so only
-            // the migrations' statements wait under it.
-            .initSql("SET lock_timeout = " + lockTimeout.toMillis())
             .loggers("slf4j");
+    if (!lockTimeout.isZero()) {
+      // Only the migrations' statements wait under it: Flyway's own lock is an advisory try-lock.
+      config.callbacks(new LockTimeoutCallback(lockTimeout));
+    }
     if (table.schema() != null) {
       config.schemas(table.schema()).defaultSchema(table.schema());
     }

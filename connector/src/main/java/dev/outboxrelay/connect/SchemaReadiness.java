@@ -1,0 +1,86 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.retry.BackoffPolicy;
+import dev.outboxrelay.store.OutboxStoreException;
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.DoubleSupplier;
+import org.apache.kafka.common.utils.Time;
+
+/**
+ * Applies the schema migrations before a task's first claim, when {@code schema.migrate.on.start}
+ * is set. A migration that could not take a lock within its lock timeout (SQLState 55P03: a long
+ * transaction holds the outbox table) is tried again after a growing delay, not on the next poll:
+ * each attempt queues the application's inserts behind its wait for up to the lock timeout. Any
+ * other retriable failure (the database is down) is tried again on the next poll.
+ */
+final class SchemaReadiness {
+  static final String LOCK_NOT_AVAILABLE = "55P03";
+
+  private final StoreProvider provider;
+  private final OutboxSourceConfig config;
+  private final Time time;
+  private final DoubleSupplier random;
+  private final BackoffPolicy lockBackoff;
+  private boolean ready;
+  private int lockTimeouts;
+  private long nextAttemptMs;
+
+  SchemaReadiness(StoreProvider provider, OutboxSourceConfig config, Time time) {
+    this(provider, config, time, () -> ThreadLocalRandom.current().nextDouble());
+  }
+
+  SchemaReadiness(
+      StoreProvider provider, OutboxSourceConfig config, Time time, DoubleSupplier random) {
+    this.provider = provider;
+    this.config = config;
+    this.time = time;
+    this.random = random;
+    this.ready = !config.migrateOnStart();
+    // At least twice the lock timeout, so that inserts wait on a migration a third of the time at
+    // most, and less with every attempt.
+    Duration initial =
+        max(Duration.ofSeconds(10), config.schemaMigrateLockTimeout().multipliedBy(2));
+    this.lockBackoff = new BackoffPolicy(initial, max(Duration.ofMinutes(5), initial), 2.0, 0.2);
+  }
+
+  /**
+   * True once the schema is ready; false while a migration that timed out on a lock waits for its
+   * next attempt.
+   *
+   * @throws OutboxStoreException the failure of the migration tried now
+   */
+  boolean ensure() {
+    if (ready) {
+      return true;
+    }
+    if (time.milliseconds() < nextAttemptMs) {
+      return false;
+    }
+    try {
+      provider.migrate(config);
+    } catch (OutboxStoreException e) {
+      if (LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
+        lockTimeouts++;
+        nextAttemptMs =
+            time.milliseconds() + lockBackoff.delayAfter(lockTimeouts, random).toMillis();
+      }
+      throw e;
+    }
+    ready = true;
+    return true;
+  }
+
+  /** When the next attempt runs, for the log: "in 12 s", or "on the next poll". */
+  String nextAttempt() {
+    long waitMs = nextAttemptMs - time.milliseconds();
+    return waitMs > 0
+        ? "in " + Math.max(1, Math.round(waitMs / 1000.0)) + " s"
+        : "on the next poll";
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
+  }
+}
