@@ -15,6 +15,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -28,6 +29,17 @@ import org.junit.jupiter.api.Timeout;
  */
 class MigrationTimeoutTest {
   private static final OutboxTable TABLE = OutboxTable.parse("outbox");
+  private static final String LOCK_TIMEOUT = "schema.migrate.lock.timeout.ms";
+
+  /** A connector that migrates on start, with {@code settings} besides. */
+  private static OutboxSourceConfig migratingConfig(String url, Map<String, String> settings) {
+    Map<String, String> props = new HashMap<>(settings);
+    props.put("connection.url", url);
+    props.put("connection.user", Postgres.user());
+    props.put("instance.keys", "orders");
+    props.put("schema.migrate.on.start", "true");
+    return new OutboxSourceConfig(props);
+  }
 
   @Test
   void aMigrationWaitingForALockOutlivesTheTasksStatementTimeout() throws Exception {
@@ -35,14 +47,7 @@ class MigrationTimeoutTest {
     try (HikariDataSource admin = Postgres.pool(url, 2)) {
       new SchemaMigrator(admin, TABLE).migrateTo("5");
       OutboxSourceConfig config =
-          new OutboxSourceConfig(
-              Map.of(
-                  "connection.url", url,
-                  "connection.user", Postgres.user(),
-                  "instance.keys", "orders",
-                  "statement.timeout.ms", "100",
-                  "schema.migrate.on.start", "true",
-                  "schema.migrate.lock.timeout.ms", "0"));
+          migratingConfig(url, Map.of("statement.timeout.ms", "100", LOCK_TIMEOUT, "0"));
       PostgresStoreProvider provider = new PostgresStoreProvider();
       try (Connection blocker = admin.getConnection();
           Statement s = blocker.createStatement()) {
@@ -81,14 +86,7 @@ class MigrationTimeoutTest {
     String url = Postgres.freshDatabase("migration_lock_timeout");
     try (HikariDataSource admin = Postgres.pool(url, 3)) {
       new SchemaMigrator(admin, TABLE).migrateTo("5");
-      OutboxSourceConfig config =
-          new OutboxSourceConfig(
-              Map.of(
-                  "connection.url", url,
-                  "connection.user", Postgres.user(),
-                  "instance.keys", "orders",
-                  "schema.migrate.on.start", "true",
-                  "schema.migrate.lock.timeout.ms", "50"));
+      OutboxSourceConfig config = migratingConfig(url, Map.of(LOCK_TIMEOUT, "50"));
       PostgresStoreProvider provider = new PostgresStoreProvider();
       try (Connection blocker = admin.getConnection();
           Statement s = blocker.createStatement()) {
