@@ -597,12 +597,19 @@ public final class PostgresOutboxStore implements OutboxStore {
     return c.createArrayOf("text", values);
   }
 
+  /**
+   * Binds {@code :now} as text (ISO-8601, or a text null), cast to timestamptz in the statement. A
+   * typed parameter: a timestamptz null goes out untyped, and the driver then has the statement
+   * described once it is server-prepared, after which it sends a Sync ahead of it, an extra round
+   * trip between a planned statement's settings and the statement ({@link #planned(String,
+   * String)}).
+   */
   private void setNow(PreparedStatement ps, int index) throws SQLException {
     Instant override = clock.override();
     if (override == null) {
-      ps.setNull(index, Types.TIMESTAMP_WITH_TIMEZONE);
+      ps.setNull(index, Types.VARCHAR);
     } else {
-      ps.setObject(index, OffsetDateTime.ofInstant(override, ZoneOffset.UTC));
+      ps.setString(index, override.toString());
     }
   }
 

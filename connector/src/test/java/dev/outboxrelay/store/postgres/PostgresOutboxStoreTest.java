@@ -227,6 +227,38 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     }
   }
 
+  /**
+   * A claim, a renewal and a publish cost two round trips each: the BEGIN, their planner settings
+   * and the statement in one, the COMMIT in the other. Counted as the driver's Syncs once each is
+   * server-prepared on the connection (from its fifth run), with the database's clock as in
+   * production: a parameter the driver cannot type made it describe the statement and then send a
+   * Sync between the settings and the statement, a third round trip.
+   */
+  @Test
+  void aPlannedStatementCostsTwoRoundTrips() {
+    try (HikariDataSource one = Postgres.pool(url, 1);
+        DriverSyncs syncs = new DriverSyncs()) {
+      PostgresOutboxStore single = new PostgresOutboxStore(one, TABLE, RelayClock.database(), null);
+      for (int round = 0; round < 8; round++) {
+        String id = add(EU, "m" + round, "a" + round);
+        long offset = round;
+        List<ClaimedMessage> claimed = new ArrayList<>();
+        int claim = syncs.during(() -> claimed.addAll(single.claim(request("w1", 1)).claimed()));
+        ClaimedMessage m = claimed.get(0);
+        int renew =
+            syncs.during(() -> single.renew(List.of(new HeldLease(id, m.seq(), m.lease())), LEASE));
+        int publish =
+            syncs.during(
+                () ->
+                    single.markPublished(
+                        List.of(new PublishedAck(id, m.seq(), m.lease(), coordinates(offset)))));
+        if (round >= 5) {
+          assertEquals(List.of(2, 2, 2), List.of(claim, renew, publish), "round " + round);
+        }
+      }
+    }
+  }
+
   private static List<String> seen(HikariDataSource one) throws SQLException {
     List<String> seen = new ArrayList<>();
     try (Connection c = one.getConnection();
