@@ -125,7 +125,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " the outbox table's lock, the application's inserts queue behind it: a long"
           + " transaction on the table would stall them all. On a timeout that migration is rolled"
           + " back (reason DB_LOCK_NOT_AVAILABLE) and the task tries again after a growing delay,"
-          + " from twice the timeout (at least 10 s) up to 5 minutes. It bounds the wait, not the"
+          + " from twice the timeout (10 s at least; up to a fifth less, at random), doubling up to"
+          + " 5 minutes, once per task that migrates. It bounds the wait, not the"
           + " time a migration holds a lock it got.";
 
   // Claiming
@@ -762,7 +763,7 @@ public class OutboxSourceConfig extends AbstractConfig {
     return getBoolean(SCHEMA_MIGRATE_ON_START_CONFIG);
   }
 
-  /** How long a migration waits for a lock; zero waits as long as it takes. */
+  /** How long a migration waits for a lock; zero leaves the server's own lock_timeout. */
   public Duration schemaMigrateLockTimeout() {
     return millis(SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_CONFIG);
   }

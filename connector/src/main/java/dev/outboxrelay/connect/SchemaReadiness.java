@@ -38,8 +38,8 @@ final class SchemaReadiness {
     this.time = time;
     this.random = random;
     this.ready = !config.migrateOnStart();
-    // At least twice the lock timeout, so that inserts wait on a migration a third of the time at
-    // most, and less with every attempt.
+    // At least twice the lock timeout (less up to a fifth of jitter), so that a task's attempts
+    // hold the inserts well under half the time, and less with every attempt.
     Duration initial =
         max(Duration.ofSeconds(10), config.schemaMigrateLockTimeout().multipliedBy(2));
     this.lockBackoff = new BackoffPolicy(initial, max(Duration.ofMinutes(5), initial), 2.0, 0.2);
