@@ -11,6 +11,8 @@ import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryRequest;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -30,6 +32,14 @@ import org.slf4j.LoggerFactory;
  */
 final class ExactlyOnceState {
   private static final Logger log = LoggerFactory.getLogger(ExactlyOnceState.class);
+
+  /** The orders a bucket's partition may have been committed under (all of its keys'). */
+  private static final int KEY_ORDERS = 6;
+
+  private static final Comparator<CommittedPosition> POSITION_ORDER =
+      Comparator.comparingLong(CommittedPosition::epoch)
+          .thenComparingLong(CommittedPosition::batch)
+          .thenComparingLong(CommittedPosition::seq);
   private static final long NO_EPOCH = -1;
 
   private final OutboxStore store;
@@ -111,16 +121,42 @@ final class ExactlyOnceState {
     return SourceOffsets.atPosition(record, row, share, epoch, batch, parked);
   }
 
+  /**
+   * The committed position of each owned bucket. Read under every order of the partition's keys,
+   * each in a call of its own (the reader would merge equal maps): builds before the fixed order
+   * committed under their JVM's order, so one bucket may have offsets under several. The latest is
+   * the one of the highest epoch, epoch order being ownership order.
+   */
   private List<CommittedPosition> committedPositions() {
-    List<Map<String, Object>> partitions = new ArrayList<>();
-    for (String key : instanceKeys) {
-      for (int bucket : share.ownedBuckets()) {
-        partitions.add(SourceOffsets.bucketPartition(key, bucket, share.buckets()));
+    Map<List<Object>, CommittedPosition> latest = new LinkedHashMap<>();
+    for (int order = 0; order < KEY_ORDERS; order++) {
+      List<Map<String, Object>> partitions = new ArrayList<>();
+      for (String key : instanceKeys) {
+        for (int bucket : share.ownedBuckets()) {
+          partitions.add(
+              SourceOffsets.bucketPartitionInEveryOrder(key, bucket, share.buckets()).get(order));
+        }
+      }
+      Map<Map<String, Object>, Map<String, Object>> stored = readOffsets(partitions);
+      for (Map<String, Object> partition : partitions) {
+        String key = (String) partition.get(SourceOffsets.INSTANCE_KEY);
+        int bucket = (Integer) partition.get(SourceOffsets.BUCKET);
+        Map<String, Object> offset = stored == null ? null : stored.get(partition);
+        SourceOffsets.committedPosition(key, bucket, offset)
+            .ifPresent(p -> latest.merge(List.of(key, bucket), p, ExactlyOnceState::later));
       }
     }
-    Map<Map<String, Object>, Map<String, Object>> stored;
+    return new ArrayList<>(latest.values());
+  }
+
+  private static CommittedPosition later(CommittedPosition a, CommittedPosition b) {
+    return POSITION_ORDER.compare(a, b) >= 0 ? a : b;
+  }
+
+  private Map<Map<String, Object>, Map<String, Object>> readOffsets(
+      List<Map<String, Object>> partitions) {
     try {
-      stored = offsets.get().offsets(partitions);
+      return offsets.get().offsets(partitions);
     } catch (RuntimeException e) {
       // Connect reads the offsets topic to its end; a broker that is away makes that time out.
       // Nothing is claimed until it succeeds, so poll() is simply tried again.
@@ -129,14 +165,6 @@ final class ExactlyOnceState {
           e.getClass().getSimpleName());
       throw new RetriableException("outbox-relay: committed offsets unreadable, will retry");
     }
-    List<CommittedPosition> committed = new ArrayList<>();
-    for (Map<String, Object> partition : partitions) {
-      String key = (String) partition.get(SourceOffsets.INSTANCE_KEY);
-      int bucket = (Integer) partition.get(SourceOffsets.BUCKET);
-      Map<String, Object> offset = stored == null ? null : stored.get(partition);
-      SourceOffsets.committedPosition(key, bucket, offset).ifPresent(committed::add);
-    }
-    return committed;
   }
 
   private void report(Recovery recovery, String when) {

@@ -3,7 +3,10 @@ package dev.outboxrelay.mapping;
 import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.CommittedPosition;
-import java.util.HashMap;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -34,15 +37,48 @@ public final class SourceOffsets {
 
   /** {@code {"message_id": String, "lease_token": Long, "seq": Long}}. */
   public static Map<String, Object> offset(ClaimedMessage row) {
-    return Map.of(MESSAGE_ID, row.messageId(), LEASE_TOKEN, row.lease().token(), SEQ, row.seq());
+    return ordered(MESSAGE_ID, row.messageId(), LEASE_TOKEN, row.lease().token(), SEQ, row.seq());
   }
 
   /**
    * Exactly-once: {@code {"instance_key": ..., "bucket": b, "buckets": n}}, one source partition
    * per bucket, whose committed offset names the last record of the bucket Kafka committed.
+   *
+   * <p>Its keys iterate in this fixed order, in every JVM. Connect finds a committed offset by the
+   * bytes of its serialized source partition, and serializes a map's entries in their iteration
+   * order; {@link Map#of}'s order is seeded anew in each JVM, so a task that moved to another
+   * worker looked its offsets up under other bytes, found none, and sent again what its predecessor
+   * had committed but not yet recorded.
    */
   public static Map<String, Object> bucketPartition(String instanceKey, int bucket, int buckets) {
-    return Map.of(INSTANCE_KEY, instanceKey, BUCKET, bucket, BUCKETS, buckets);
+    return ordered(INSTANCE_KEY, instanceKey, BUCKET, bucket, BUCKETS, buckets);
+  }
+
+  /**
+   * {@link #bucketPartition} in each of the six orders of its keys, the fixed one first: the
+   * partitions under which builds before the fixed order (whose order was the JVM's) may have
+   * committed this bucket's offsets.
+   */
+  public static List<Map<String, Object>> bucketPartitionInEveryOrder(
+      String instanceKey, int bucket, int buckets) {
+    Object[] k = {INSTANCE_KEY, BUCKET, BUCKETS};
+    Object[] v = {instanceKey, bucket, buckets};
+    int[][] orders = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    List<Map<String, Object>> partitions = new ArrayList<>(orders.length);
+    for (int[] o : orders) {
+      partitions.add(ordered(k[o[0]], v[o[0]], k[o[1]], v[o[1]], k[o[2]], v[o[2]]));
+    }
+    return partitions;
+  }
+
+  /** An unmodifiable map of three entries that iterates in the order given. */
+  private static Map<String, Object> ordered(
+      Object k1, Object v1, Object k2, Object v2, Object k3, Object v3) {
+    Map<String, Object> map = new LinkedHashMap<>(4);
+    map.put((String) k1, v1);
+    map.put((String) k2, v2);
+    map.put((String) k3, v3);
+    return Collections.unmodifiableMap(map);
   }
 
   /**
@@ -57,7 +93,7 @@ public final class SourceOffsets {
       long epoch,
       long batch,
       boolean parked) {
-    Map<String, Object> offset = new HashMap<>(offset(row));
+    Map<String, Object> offset = new LinkedHashMap<>(offset(row));
     offset.put(EPOCH, epoch);
     offset.put(BATCH, batch);
     if (parked) {
@@ -65,7 +101,7 @@ public final class SourceOffsets {
     }
     return new SourceRecord(
         bucketPartition(row.instanceKey(), share.bucketOf(row.aggregateHash()), share.buckets()),
-        Map.copyOf(offset),
+        Collections.unmodifiableMap(offset),
         record.topic(),
         record.kafkaPartition(),
         record.keySchema(),

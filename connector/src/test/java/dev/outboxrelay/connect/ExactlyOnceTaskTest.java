@@ -10,10 +10,12 @@ import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.ManualClock;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
 import dev.outboxrelay.writer.OutboxMessage;
@@ -21,7 +23,6 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -35,6 +36,8 @@ import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The exactly-once task against the in-memory store and a stand-in for Connect's offset reader:
@@ -46,7 +49,7 @@ class ExactlyOnceTaskTest {
   private static final BucketShare ALL = new BucketShare(BUCKETS, 0, 1);
 
   private final ManualClock clock = new ManualClock(Instant.parse("2026-12-01T12:00:00Z"));
-  private final Map<Map<String, Object>, Map<String, Object>> committedOffsets = new HashMap<>();
+  private final ConnectOffsetStore committedOffsets = new ConnectOffsetStore();
   private InMemoryOutboxStore store;
   private volatile boolean parksFail;
   private OutboxSourceTask task;
@@ -81,6 +84,67 @@ class ExactlyOnceTaskTest {
         ReasonCodes.RECOVERED_FROM_OFFSETS, store.find("a").orElseThrow().lastFailureCode());
     assertEquals(1, task.metrics().recoveredPublished.get());
     assertEquals(1, task.metrics().recoveredReleased.get());
+  }
+
+  /**
+   * A task that moved to another worker finds its predecessor's committed offsets: Connect looks
+   * them up by the serialized partition's bytes, which follow the map's key order. Builds before
+   * the fixed order committed under their JVM's own, so every order is read.
+   */
+  @ParameterizedTest(name = "committed under key order {0}")
+  @ValueSource(ints = {0, 1, 2, 3, 4, 5})
+  void recoversFromOffsetsCommittedUnderAnyKeyOrder(int order) {
+    add("a", "agg-1", 10);
+    add("b", "agg-1", 10);
+    long old = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
+    int bucket = ALL.bucketOf(a.aggregateHash());
+    commit(SourceOffsets.bucketPartitionInEveryOrder("eu", bucket, BUCKETS).get(order), a, old, 1);
+
+    List<SourceRecord> records = start().poll();
+
+    assertEquals(List.of("b"), records.stream().map(SourceOffsets::messageId).toList());
+    assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status());
+  }
+
+  /**
+   * The bytes Connect keeps a bucket's offset under are the same in every JVM: the partition's keys
+   * iterate in one fixed order (Map.of's order is seeded per JVM).
+   */
+  @Test
+  void aBucketPartitionSerializesToTheSameBytesInEveryJvm() {
+    assertEquals(
+        "[\"outbox-relay-test\",{\"instance_key\":\"eu\",\"bucket\":3,\"buckets\":16}]",
+        new String(
+            committedOffsets.serialized(SourceOffsets.bucketPartition("eu", 3, 16)),
+            java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /**
+   * Offsets of one bucket under two key orders (two builds, or two JVMs of an older build): the
+   * later owner's, of the higher epoch, is the bucket's committed position.
+   */
+  @Test
+  void theHigherEpochsOffsetWinsAcrossKeyOrders() {
+    add("a", "agg-1", 10);
+    add("b", "agg-1", 10);
+    add("c", "agg-1", 10);
+    ClaimRequest one =
+        new ClaimRequest("previous", Set.of("eu"), 1, Duration.ofSeconds(30), 5, true);
+    long first = store.newEpoch();
+    ClaimedMessage a = store.claim(one.exactlyOnce(first, 1, ALL)).claimed().get(0);
+    store.markPublished(new PublishedAck("a", a.seq(), a.lease(), new KafkaCoordinates("t", 0, 0)));
+    long second = store.newEpoch();
+    ClaimedMessage b = store.claim(one.exactlyOnce(second, 1, ALL)).claimed().get(0);
+    List<Map<String, Object>> orders =
+        SourceOffsets.bucketPartitionInEveryOrder("eu", ALL.bucketOf(a.aggregateHash()), BUCKETS);
+    commit(orders.get(0), a, first, 1); // the earlier owner's offset
+    commit(orders.get(3), b, second, 1); // the later owner's, under another key order
+
+    List<SourceRecord> records = start().poll();
+
+    assertEquals(List.of("c"), records.stream().map(SourceOffsets::messageId).toList());
+    assertEquals(MessageStatus.PUBLISHED, store.find("b").orElseThrow().status());
   }
 
   @Test
@@ -151,8 +215,12 @@ class ExactlyOnceTaskTest {
 
   private void commit(ClaimedMessage row, long epoch, long batch) {
     int bucket = ALL.bucketOf(row.aggregateHash());
-    committedOffsets.put(
-        SourceOffsets.bucketPartition(row.instanceKey(), bucket, BUCKETS),
+    commit(SourceOffsets.bucketPartition(row.instanceKey(), bucket, BUCKETS), row, epoch, batch);
+  }
+
+  private void commit(Map<String, Object> partition, ClaimedMessage row, long epoch, long batch) {
+    committedOffsets.commit(
+        partition,
         Map.of(
             SourceOffsets.EPOCH, epoch, SourceOffsets.BATCH, batch, SourceOffsets.SEQ, row.seq()));
   }
@@ -218,26 +286,7 @@ class ExactlyOnceTaskTest {
 
     @Override
     public OffsetStorageReader offsetStorageReader() {
-      return new OffsetStorageReader() {
-        @Override
-        public <T> Map<String, Object> offset(Map<String, T> partition) {
-          return committedOffsets.get(partition);
-        }
-
-        @Override
-        @SuppressWarnings("unchecked")
-        public <T> Map<Map<String, T>, Map<String, Object>> offsets(
-            Collection<Map<String, T>> partitions) {
-          Map<Map<String, T>, Map<String, Object>> found = new HashMap<>();
-          for (Map<String, T> p : partitions) {
-            Map<String, Object> offset = committedOffsets.get((Map<String, Object>) (Map<?, ?>) p);
-            if (offset != null) {
-              found.put(p, offset);
-            }
-          }
-          return found;
-        }
-      };
+      return committedOffsets.reader();
     }
 
     @Override

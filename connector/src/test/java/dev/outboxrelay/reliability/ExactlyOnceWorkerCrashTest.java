@@ -1,11 +1,13 @@
 package dev.outboxrelay.reliability;
 
 import static dev.outboxrelay.reliability.ExactlyOnceMode.exactlyOnce;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.ExactlyOnceMode.Recoveries;
 import dev.outboxrelay.reliability.ExactlyOnceVerdict.Figures;
 import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.LogCapture;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -79,6 +81,7 @@ class ExactlyOnceWorkerCrashTest {
             victim.thaw();
             return false;
           });
+      long killed = LogCapture.get().mark();
       victim.kill();
 
       Scenario.awaitTrue(
@@ -93,6 +96,25 @@ class ExactlyOnceWorkerCrashTest {
               victim.matches(
                   Pattern.compile(
                       "(\\[" + Pattern.quote(s.mainConnector) + "\\|task-\\d+].*recovered.*)")));
+      // The victim's tasks start again in this JVM and must find the offsets they committed in the
+      // victim's: Connect looks them up by the serialized partition's bytes, which depend on the
+      // partition map's key order (once seeded per JVM). None of them committed nothing.
+      s.awaitDrained(); // every task has recovered by then
+      List<String> moved =
+          LogCapture.get()
+              .matching(
+                  killed,
+                  e ->
+                      e.message().contains(ExactlyOnceMode.RECOVERED)
+                          && (s.mainConnector.equals(e.connector())
+                              || s.otherConnector.equals(e.connector())))
+              .stream()
+              .map(LogCapture.Event::message)
+              .toList();
+      assertFalse(moved.isEmpty(), "no task recovered in this JVM after the kill");
+      assertTrue(
+          moved.stream().noneMatch(line -> line.contains("committed_positions=0 ")),
+          () -> "a task that moved found none of its committed offsets: " + moved);
       Figures f = ExactlyOnceVerdict.check(s, victimRecoveries);
       assertTrue(f.abortedRecords() > 0, () -> "no aborted record: the kill proved nothing " + f);
       assertTrue(f.uncommittedDuplicatedRows() > 0, f::toString);
