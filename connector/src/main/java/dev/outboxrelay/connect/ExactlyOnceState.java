@@ -75,13 +75,25 @@ final class ExactlyOnceState {
   }
 
   /**
-   * Takes this instance's epoch (once) and recovers its buckets. Connect starts a task only after
-   * fencing every earlier producer of its buckets, so the offsets read now are final for them.
+   * Takes this instance's epoch, once: from {@code start()}, so that epoch order follows the order
+   * in which Connect started (and fenced) the instances. Taken at the first poll instead, an
+   * instance fenced by its successor whose first poll came late (a migration backing off, a slow
+   * thread) would have taken the higher epoch, and its recovery released the successor's rows in
+   * flight. When the database is away at start, the first poll takes it.
    */
-  void recover() {
+  void takeEpoch() {
     if (epoch == NO_EPOCH) {
       epoch = store.newEpoch();
     }
+  }
+
+  /**
+   * Recovers this instance's buckets (taking its epoch first if start() could not). Connect starts
+   * a task only after fencing every earlier producer of its buckets, so the offsets read now are
+   * final for them.
+   */
+  void recover() {
+    takeEpoch();
     List<CommittedPosition> committed = committedPositions();
     Recovery recovery =
         store.recover(new RecoveryRequest(instanceKeys, share, epoch, committed, false));

@@ -76,6 +76,7 @@ public class OutboxSourceTask extends SourceTask {
       throw e;
     }
     if (runtime.exactlyOnce() != null) {
+      takeEpochIfReachable(runtime.exactlyOnce());
       prefetch =
           new ClaimPrefetch(
               this::claimBatch, "outbox-relay-prefetch-" + config.identity().threadSuffix());
@@ -174,6 +175,18 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     return batch.records();
+  }
+
+  /** The epoch now, in start(); the first poll takes it if the database is away. */
+  private static void takeEpochIfReachable(ExactlyOnceState exactlyOnce) {
+    try {
+      exactlyOnce.takeEpoch();
+    } catch (OutboxStoreException e) {
+      log.warn(
+          "Exactly-once epoch not taken at start (reason={}, sqlState={}); the first poll takes it",
+          e.reasonCode(),
+          e.sqlState());
+    }
   }
 
   /** A non-retriable store error or a dead background thread fails the task, sanitized. */

@@ -52,6 +52,7 @@ class ExactlyOnceTaskTest {
   private final ConnectOffsetStore committedOffsets = new ConnectOffsetStore();
   private InMemoryOutboxStore store;
   private volatile boolean parksFail;
+  private volatile boolean epochsFail;
   private OutboxSourceTask task;
 
   @BeforeEach
@@ -105,6 +106,36 @@ class ExactlyOnceTaskTest {
 
     assertEquals(List.of("b"), records.stream().map(SourceOffsets::messageId).toList());
     assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status());
+  }
+
+  /**
+   * An instance takes its epoch when Connect starts it, not at its first poll: a successor started
+   * (and fencing it) in between takes a higher one, so the late instance's recovery can never
+   * release the successor's rows in flight.
+   */
+  @Test
+  void theEpochIsTakenAtStartNotAtTheFirstPoll() {
+    add("a", "agg-1", 10);
+    OutboxSourceTask late = start();
+    long successor = store.newEpoch();
+
+    List<SourceRecord> records = late.poll();
+
+    assertTrue((Long) records.get(0).sourceOffset().get(SourceOffsets.EPOCH) < successor);
+  }
+
+  /** With the database away at start, the task still starts, and its first poll takes the epoch. */
+  @Test
+  void anEpochNotTakenAtStartIsTakenByTheFirstPoll() {
+    add("a", "agg-1", 10);
+    epochsFail = true;
+    OutboxSourceTask t = start();
+    epochsFail = false;
+
+    List<SourceRecord> records = t.poll();
+
+    assertEquals(List.of("a"), records.stream().map(SourceOffsets::messageId).toList());
+    assertTrue((Long) records.get(0).sourceOffset().get(SourceOffsets.EPOCH) > 0);
   }
 
   /**
@@ -269,6 +300,10 @@ class ExactlyOnceTaskTest {
               if (parksFail && method.getName().equals("markFailed")) {
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "park");
+              }
+              if (epochsFail && method.getName().equals("newEpoch")) {
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "new-epoch");
               }
               try {
                 return method.invoke(delegate, args);
