@@ -140,14 +140,17 @@ final class ExactlyOnceState {
    * the one of the highest epoch, epoch order being ownership order.
    */
   private List<CommittedPosition> committedPositions() {
+    List<List<Map<String, Object>>> everyOrder = new ArrayList<>();
+    for (String key : instanceKeys) {
+      for (int bucket : share.ownedBuckets()) {
+        everyOrder.add(SourceOffsets.bucketPartitionInEveryOrder(key, bucket, share.buckets()));
+      }
+    }
     Map<List<Object>, CommittedPosition> latest = new LinkedHashMap<>();
     for (int order = 0; order < KEY_ORDERS; order++) {
-      List<Map<String, Object>> partitions = new ArrayList<>();
-      for (String key : instanceKeys) {
-        for (int bucket : share.ownedBuckets()) {
-          partitions.add(
-              SourceOffsets.bucketPartitionInEveryOrder(key, bucket, share.buckets()).get(order));
-        }
+      List<Map<String, Object>> partitions = new ArrayList<>(everyOrder.size());
+      for (List<Map<String, Object>> orders : everyOrder) {
+        partitions.add(orders.get(order));
       }
       Map<Map<String, Object>, Map<String, Object>> stored = readOffsets(partitions);
       for (Map<String, Object> partition : partitions) {

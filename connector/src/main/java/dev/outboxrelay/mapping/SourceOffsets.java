@@ -35,9 +35,12 @@ public final class SourceOffsets {
     return Map.of(INSTANCE_KEY, row.instanceKey());
   }
 
-  /** {@code {"message_id": String, "lease_token": Long, "seq": Long}}. */
+  /**
+   * {@code {"message_id": String, "lease_token": Long, "seq": Long}}. An offset is a value, never
+   * looked up by its bytes, so its key order does not matter (unlike a partition's).
+   */
   public static Map<String, Object> offset(ClaimedMessage row) {
-    return ordered(MESSAGE_ID, row.messageId(), LEASE_TOKEN, row.lease().token(), SEQ, row.seq());
+    return Map.of(MESSAGE_ID, row.messageId(), LEASE_TOKEN, row.lease().token(), SEQ, row.seq());
   }
 
   /**
@@ -61,7 +64,7 @@ public final class SourceOffsets {
    */
   public static List<Map<String, Object>> bucketPartitionInEveryOrder(
       String instanceKey, int bucket, int buckets) {
-    Object[] k = {INSTANCE_KEY, BUCKET, BUCKETS};
+    String[] k = {INSTANCE_KEY, BUCKET, BUCKETS};
     Object[] v = {instanceKey, bucket, buckets};
     int[][] orders = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
     List<Map<String, Object>> partitions = new ArrayList<>(orders.length);
@@ -73,11 +76,11 @@ public final class SourceOffsets {
 
   /** An unmodifiable map of three entries that iterates in the order given. */
   private static Map<String, Object> ordered(
-      Object k1, Object v1, Object k2, Object v2, Object k3, Object v3) {
+      String k1, Object v1, String k2, Object v2, String k3, Object v3) {
     Map<String, Object> map = new LinkedHashMap<>(4);
-    map.put((String) k1, v1);
-    map.put((String) k2, v2);
-    map.put((String) k3, v3);
+    map.put(k1, v1);
+    map.put(k2, v2);
+    map.put(k3, v3);
     return Collections.unmodifiableMap(map);
   }
 
