@@ -1,6 +1,7 @@
 package dev.outboxrelay.cli;
 
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.SqlStates;
 
 /**
  * A failure the CLI reports as one sanitized line and an exit code. Its message is written by the
@@ -10,8 +11,6 @@ import dev.outboxrelay.store.OutboxStoreException;
 public final class CliException extends RuntimeException {
   /** SQLState of a statement cancelled by a timeout or on request. */
   private static final String QUERY_CANCELED = "57014";
-
-  private static final String LOCK_NOT_AVAILABLE = "55P03";
 
   private final int exitCode;
 
@@ -47,7 +46,7 @@ public final class CliException extends RuntimeException {
         QUERY_CANCELED.equals(e.sqlState())
             ? "the statement was cancelled, by --statement-timeout or the server's"
                 + " statement_timeout; a requeue keeps the batches it finished (run it again)"
-            : LOCK_NOT_AVAILABLE.equals(e.sqlState())
+            : SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())
                 ? "another transaction held a lock on the table for longer than the lock timeout;"
                     + " what waited for it was rolled back: run the command again when that"
                     + " transaction has ended"

@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.SqlStates;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.DoubleSupplier;
@@ -16,8 +17,6 @@ import org.apache.kafka.common.utils.Time;
  * other retriable failure (the database is down) is tried again on the next poll.
  */
 final class SchemaReadiness {
-  static final String LOCK_NOT_AVAILABLE = "55P03";
-
   private final StoreProvider provider;
   private final OutboxSourceConfig config;
   private final Time time;
@@ -61,7 +60,7 @@ final class SchemaReadiness {
     try {
       provider.migrate(config);
     } catch (OutboxStoreException e) {
-      if (LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
+      if (SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
         lockTimeouts++;
         nextAttemptMs =
             time.milliseconds() + lockBackoff.delayAfter(lockTimeouts, random).toMillis();

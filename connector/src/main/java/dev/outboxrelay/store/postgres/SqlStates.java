@@ -8,6 +8,9 @@ import java.sql.SQLTransientException;
 
 /** Classifies driver failures by SQLState, never by message text. */
 public final class SqlStates {
+  /** lock_not_available: a lock_timeout (or NOWAIT) expired; retriable. */
+  public static final String LOCK_NOT_AVAILABLE = "55P03";
+
   private SqlStates() {}
 
   /** A sanitized exception for {@code operation}; the driver's message and cause are dropped. */
@@ -34,7 +37,7 @@ public final class SqlStates {
         || state.equals("57014") // statement timeout / cancel
         || state.equals("40001") // serialization failure
         || state.equals("40P01") // deadlock detected
-        || state.equals("55P03") // lock not available
+        || state.equals(LOCK_NOT_AVAILABLE)
         || state.equals("55000") // object not in prerequisite state (e.g. recovery)
         || state.equals("25006") // read-only transaction (failover to a replica)
         || state.equals("XX000") && e instanceof SQLTransientException) {
@@ -61,7 +64,8 @@ public final class SqlStates {
 
   private static String reasonCode(Kind kind, String state) {
     return switch (kind) {
-      case TRANSIENT -> "55P03".equals(state) ? "DB_LOCK_NOT_AVAILABLE" : "DB_UNAVAILABLE";
+      case TRANSIENT ->
+          LOCK_NOT_AVAILABLE.equals(state) ? "DB_LOCK_NOT_AVAILABLE" : "DB_UNAVAILABLE";
       case AUTHENTICATION -> "DB_AUTHENTICATION_FAILED";
       case PERMISSION -> "DB_PERMISSION_DENIED";
       case SCHEMA -> "3D000".equals(state) ? "DB_DATABASE_MISSING" : "DB_SCHEMA_MISSING";
