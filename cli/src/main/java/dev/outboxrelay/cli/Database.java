@@ -58,7 +58,7 @@ public final class Database implements AutoCloseable {
     if (settings.password() != null) {
       config.setPassword(settings.password());
     }
-    config.setMaximumPoolSize(2);
+    config.setMaximumPoolSize(3); // migrate: its lock's connection and Flyway's two
     config.setMinimumIdle(0);
     config.setAutoCommit(true);
     long timeoutMillis = settings.connectTimeout().toMillis();

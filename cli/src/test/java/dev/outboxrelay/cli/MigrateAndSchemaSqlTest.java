@@ -1,9 +1,11 @@
 package dev.outboxrelay.cli;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.cli.operator.SchemaScript;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
@@ -25,6 +27,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -106,6 +111,59 @@ class MigrateAndSchemaSqlTest {
     assertTrue(after.out().contains("schema version 7, nothing to apply"), after::toString);
     assertEquals(ExitCode.USAGE, db.cli().run("migrate", "--lock-timeout", "-1").exitCode());
     assertEquals(ExitCode.USAGE, db.cli().run("migrate", "--lock-timeout", "3600001").exitCode());
+  }
+
+  /**
+   * While a task (here a SchemaMigrator waiting for the table's lock) migrates the table, migrate
+   * says so at once and changes nothing, instead of waiting behind Flyway's lock and then failing
+   * without a reason.
+   */
+  @Test
+  @Timeout(value = 2, unit = TimeUnit.MINUTES)
+  void aMigrationRunningElsewhereIsReportedAtOnce() throws Exception {
+    db.cli().run("migrate", "--target", "7");
+    ExecutorService executor = Executors.newSingleThreadExecutor();
+    try (HikariDataSource task = new HikariDataSource();
+        Connection reader = db.dataSource.getConnection();
+        Statement s = reader.createStatement()) {
+      task.setJdbcUrl(db.url);
+      task.setUsername(TestDatabase.user());
+      task.setMaximumPoolSize(3);
+      reader.setAutoCommit(false);
+      s.execute("SELECT count(*) FROM outbox"); // the task's migration waits for it
+      Future<Integer> running =
+          executor.submit(
+              new SchemaMigrator(task, OutboxTable.parse("outbox"), Duration.ZERO)::migrate);
+      await().until(this::aSessionWaitsForALock);
+
+      Cli.Result r = db.cli().run("migrate");
+
+      assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+      assertEquals(
+          "error: SCHEMA_MIGRATION_IN_PROGRESS: another session is migrating table outbox (a task"
+              + " with schema.migrate.on.start, or another migrate); nothing was changed: run the"
+              + " command again when it has finished\n",
+          r.err());
+      assertFalse(running.isDone());
+      reader.commit();
+      assertEquals(4, running.get(1, TimeUnit.MINUTES));
+    } finally {
+      executor.shutdownNow();
+    }
+    Cli.Result after = db.cli().run("migrate");
+    assertTrue(after.out().contains("nothing to apply"), after::toString);
+  }
+
+  private boolean aSessionWaitsForALock() throws SQLException {
+    try (Connection c = db.dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    + " AND datname = current_database()")) {
+      rs.next();
+      return rs.getLong(1) > 0;
+    }
   }
 
   @Test

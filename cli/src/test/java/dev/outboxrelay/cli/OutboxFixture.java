@@ -38,7 +38,7 @@ final class OutboxFixture implements AutoCloseable {
     HikariDataSource pool = new HikariDataSource();
     pool.setJdbcUrl(url);
     pool.setUsername(TestDatabase.user());
-    pool.setMaximumPoolSize(2);
+    pool.setMaximumPoolSize(3); // a migration takes three
     this.dataSource = pool;
   }
 

@@ -113,7 +113,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String SCHEMA_MIGRATE_ON_START_DOC =
       "Create or upgrade the outbox table when the connector starts, with the migrations shipped"
           + " in the plugin; their history is kept in a table named after the outbox table with"
-          + " the suffix _schema_history. When false, the table must already exist in the current"
+          + " the suffix _schema_history. Each task migrates before its first claim, one at a time"
+          + " per table: the others wait for the running migration, checking again after 1 s"
+          + " growing to 30 s. When false, the table must already exist in the current"
           + " version: apply docs/schema.sql with your own migration tool.";
 
   public static final String SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_CONFIG =

@@ -6,6 +6,7 @@ import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
+import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -35,6 +36,9 @@ final class PostgresStoreProvider implements StoreProvider {
               config.table(),
               config.schemaMigrateLockTimeout())
           .migrate();
+    } catch (MigrationInProgressException e) {
+      throw new OutboxStoreException(
+          OutboxStoreException.Kind.TRANSIENT, MIGRATION_IN_PROGRESS, null, MIGRATE);
     } catch (FlywayException e) {
       SQLException sql = findSql(e);
       throw sql != null

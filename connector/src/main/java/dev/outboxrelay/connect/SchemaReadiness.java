@@ -8,15 +8,21 @@ import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.DoubleSupplier;
 import org.apache.kafka.common.utils.Time;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Applies the schema migrations before a task's first claim, when {@code schema.migrate.on.start}
  * is set. A migration that could not take a lock within its lock timeout (SQLState 55P03: a long
  * transaction holds the outbox table) is tried again after a growing delay, not on the next poll:
- * each attempt queues the application's inserts behind its wait for up to the lock timeout. Any
- * other retriable failure (the database is down) is tried again on the next poll.
+ * each attempt queues the application's inserts behind its wait for up to the lock timeout. A
+ * migration that another session is running (another task, or the CLI) is waited for, checking
+ * again after a short growing delay: not a failure, and it holds up nothing. Any other retriable
+ * failure (the database is down) is tried again on the next poll.
  */
 final class SchemaReadiness {
+  private static final Logger log = LoggerFactory.getLogger(SchemaReadiness.class);
+
   private final StoreProvider provider;
   private final OutboxSourceConfig config;
   private final Time time;
@@ -24,6 +30,7 @@ final class SchemaReadiness {
   private final BackoffPolicy lockBackoff;
   private boolean ready;
   private int lockTimeouts;
+  private int migrationsElsewhere;
   private long nextAttemptMs;
 
   SchemaReadiness(StoreProvider provider, OutboxSourceConfig config, Time time) {
@@ -45,8 +52,15 @@ final class SchemaReadiness {
   }
 
   /**
+   * Checks for the end of another session's migration: a migration usually takes a second or two,
+   * an index build on a large table minutes.
+   */
+  static final BackoffPolicy ELSEWHERE_BACKOFF =
+      new BackoffPolicy(Duration.ofSeconds(1), Duration.ofSeconds(30), 2.0, 0.2);
+
+  /**
    * True once the schema is ready; false while a migration that timed out on a lock waits for its
-   * next attempt.
+   * next attempt, or another session's migration of the table runs.
    *
    * @throws OutboxStoreException the failure of the migration tried now
    */
@@ -60,6 +74,18 @@ final class SchemaReadiness {
     try {
       provider.migrate(config);
     } catch (OutboxStoreException e) {
+      if (StoreProvider.MIGRATION_IN_PROGRESS.equals(e.reasonCode())) {
+        migrationsElsewhere++;
+        nextAttemptMs =
+            time.milliseconds()
+                + ELSEWHERE_BACKOFF.delayAfter(migrationsElsewhere, random).toMillis();
+        log.info(
+            "Schema migration of table {} is running in another session (a task or the CLI);"
+                + " checking again {}",
+            config.table(),
+            nextAttempt());
+        return false;
+      }
       if (SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
         lockTimeouts++;
         nextAttemptMs =

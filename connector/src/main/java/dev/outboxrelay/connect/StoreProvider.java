@@ -12,6 +12,12 @@ interface StoreProvider {
   /** The operation a failed {@link #migrate} names in its {@link OutboxStoreException}. */
   String MIGRATE = "migrate";
 
+  /**
+   * The reason code of a {@link #migrate} that found another session migrating the same table
+   * (another task, or the CLI): retriable, nothing was changed.
+   */
+  String MIGRATION_IN_PROGRESS = "SCHEMA_MIGRATION_IN_PROGRESS";
+
   /** Opens the store (a pool is created lazily: the database may still be down). */
   OutboxStore open(OutboxSourceConfig config, String poolName);
 

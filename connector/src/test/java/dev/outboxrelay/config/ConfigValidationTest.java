@@ -108,7 +108,7 @@ class ConfigValidationTest {
   }
 
   static void migrate(String jdbcUrl, String table, String version) {
-    try (HikariDataSource pool = Postgres.pool(jdbcUrl, 2)) {
+    try (HikariDataSource pool = Postgres.pool(jdbcUrl, 3)) {
       new SchemaMigrator(pool, OutboxTable.parse(table)).migrateTo(version);
     }
   }

@@ -46,7 +46,7 @@ class PoolTimeoutsTest {
   @BeforeAll
   static void database() {
     url = Postgres.freshDatabase("pool_timeouts");
-    try (HikariDataSource pool = Postgres.pool(url, 2)) {
+    try (HikariDataSource pool = Postgres.pool(url, 3)) {
       new SchemaMigrator(pool, TABLE).migrate();
     }
   }

@@ -79,7 +79,7 @@ class LongestTableNameTest {
   @BeforeEach
   void setUp() throws SQLException {
     url = Postgres.freshDatabase("longest_name");
-    dataSource = Postgres.pool(url, 2);
+    dataSource = Postgres.pool(url, 3);
     exec("CREATE SCHEMA " + SCHEMA);
     new SchemaMigrator(dataSource, TABLE).migrate();
     listener =

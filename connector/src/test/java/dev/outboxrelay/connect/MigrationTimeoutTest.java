@@ -44,7 +44,7 @@ class MigrationTimeoutTest {
   @Test
   void aMigrationWaitingForALockOutlivesTheTasksStatementTimeout() throws Exception {
     String url = Postgres.freshDatabase("migration_timeout");
-    try (HikariDataSource admin = Postgres.pool(url, 2)) {
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
       new SchemaMigrator(admin, TABLE).migrateTo("5");
       OutboxSourceConfig config =
           migratingConfig(url, Map.of("statement.timeout.ms", "100", LOCK_TIMEOUT, "0"));

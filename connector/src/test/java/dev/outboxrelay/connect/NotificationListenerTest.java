@@ -29,7 +29,7 @@ class NotificationListenerTest {
   @BeforeEach
   void setUp() {
     url = Postgres.freshDatabase("notify");
-    dataSource = Postgres.pool(url, 2);
+    dataSource = Postgres.pool(url, 3);
     new SchemaMigrator(dataSource, TABLE).migrate();
     listener =
         new NotificationListener(

@@ -224,6 +224,43 @@ class OutboxSourceTaskTest {
     assertEquals(2, provider.migrations.get());
   }
 
+  /**
+   * Another session migrating the table (another task, or the CLI) is waited for, not reported as a
+   * failure: poll returns nothing, without an exception, and checks again after a short growing
+   * delay. Nothing is claimed before the migration has been found applied.
+   */
+  @Test
+  void aMigrationRunningInAnotherSessionIsWaitedForWithoutAFailure() {
+    add("eu", "m1", "a", "{}".getBytes());
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
+    provider.migrationFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT,
+            StoreProvider.MIGRATION_IN_PROGRESS,
+            null,
+            StoreProvider.MIGRATE);
+
+    assertNull(t.poll());
+    mockTime.sleep(799); // the first delay: 1 s less up to a fifth of jitter
+    assertNull(t.poll());
+    assertEquals(1, provider.migrations.get(), "checked again before its delay");
+    mockTime.sleep(201);
+    assertNull(t.poll());
+    assertEquals(2, provider.migrations.get());
+    mockTime.sleep(1_599); // then 2 s
+    assertNull(t.poll());
+    assertEquals(2, provider.migrations.get());
+    assertEquals(MessageStatus.PENDING, status("m1"));
+
+    provider.migrationFailure = null;
+    mockTime.sleep(401);
+    assertEquals(List.of("m1"), messageIds(t.poll()));
+    assertEquals(3, provider.migrations.get());
+    assertEquals(0, t.metrics().databaseErrors.get(), "not a database error");
+  }
+
   /** The database being down is no reason to wait longer than a poll: retried on the next one. */
   @Test
   void aMigrationThatFoundTheDatabaseDownIsTriedAgainOnTheNextPoll() {

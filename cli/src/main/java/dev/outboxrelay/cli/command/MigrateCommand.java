@@ -3,6 +3,7 @@ package dev.outboxrelay.cli.command;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import java.io.PrintWriter;
 import java.sql.SQLException;
@@ -136,6 +137,13 @@ public final class MigrateCommand extends DatabaseCommand {
   private static <T> T flyway(Supplier<T> call) {
     try {
       return call.get();
+    } catch (MigrationInProgressException e) {
+      throw CliException.database(
+          "SCHEMA_MIGRATION_IN_PROGRESS",
+          "another session is migrating table "
+              + e.table()
+              + " (a task with schema.migrate.on.start, or another migrate); nothing was changed:"
+              + " run the command again when it has finished");
     } catch (FlywayException e) {
       if (hasSqlException(e)) {
         throw Database.classify(e, "migrate");

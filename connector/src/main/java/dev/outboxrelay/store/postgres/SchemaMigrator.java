@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -12,6 +13,7 @@ import java.util.Optional;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationInfo;
 import org.flywaydb.core.api.MigrationVersion;
 
@@ -56,14 +58,33 @@ public final class SchemaMigrator {
     this.lockTimeout = lockTimeout;
   }
 
-  /** Migrates to the latest version; a no-op when already there. Returns migrations applied. */
+  /**
+   * Migrates to the latest version; a no-op when already there. Returns migrations applied. Uses
+   * three connections of the data source at once.
+   *
+   * @throws MigrationInProgressException another session is migrating this table; nothing changed
+   */
   public int migrate() {
-    return flyway(null).migrate().migrationsExecuted;
+    return exclusively(null);
   }
 
-  /** Migrates up to and including {@code version}; for upgrade tests and staged roll-outs. */
+  /**
+   * Migrates up to and including {@code version}; for upgrade tests and staged roll-outs.
+   *
+   * @throws MigrationInProgressException another session is migrating this table; nothing changed
+   */
   public int migrateTo(String version) {
-    return flyway(version).migrate().migrationsExecuted;
+    return exclusively(version);
+  }
+
+  private int exclusively(String target) {
+    // Three connections for the duration: the lock's and Flyway's two (its transactional lock, the
+    // default, keeps the history table's work apart from the migrations').
+    try (MigrationLock lock = MigrationLock.take(dataSource, table)) {
+      return flyway(target).migrate().migrationsExecuted;
+    } catch (SQLException e) {
+      throw new FlywayException("could not take or release the migration lock", e);
+    }
   }
 
   /** The applied schema version, or empty when the table was never migrated by outbox-relay. */

@@ -42,7 +42,7 @@ class DebeziumAdoptionTest {
 
   @BeforeEach
   void debeziumTable() throws SQLException {
-    dataSource = Postgres.pool(Postgres.freshDatabase("adopt"), 2);
+    dataSource = Postgres.pool(Postgres.freshDatabase("adopt"), 3);
     execute(DebeziumOutboxTable.CREATE);
     execute(
         "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload)"

@@ -30,7 +30,7 @@ class HotClaimTest {
 
   @BeforeAll
   static void migrate() {
-    dataSource = Postgres.pool(Postgres.freshDatabase("hot_claims"), 2);
+    dataSource = Postgres.pool(Postgres.freshDatabase("hot_claims"), 3);
     new SchemaMigrator(dataSource, TABLE).migrate();
   }
 

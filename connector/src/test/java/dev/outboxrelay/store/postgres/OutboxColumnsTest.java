@@ -44,7 +44,7 @@ class OutboxColumnsTest {
   @Test
   void theRowHasEveryColumnOfTheMigratedTableInItsOrder() throws SQLException {
     OutboxTable table = OutboxTable.parse("outbox");
-    try (HikariDataSource dataSource = Postgres.pool(Postgres.freshDatabase("columns"), 2)) {
+    try (HikariDataSource dataSource = Postgres.pool(Postgres.freshDatabase("columns"), 3)) {
       new SchemaMigrator(dataSource, table).migrate();
       List<String> columns = new ArrayList<>();
       try (Connection c = dataSource.getConnection();

@@ -41,7 +41,7 @@ class RelayPrivilegesTest {
   @BeforeEach
   void setUp() throws SQLException {
     url = Postgres.freshDatabase("relay_privileges");
-    owner = Postgres.pool(url, 2);
+    owner = Postgres.pool(url, 3);
     new SchemaMigrator(owner, TABLE).migrate();
     exec(
         "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '"

@@ -43,7 +43,7 @@ class SchemaMigrationTest {
 
   @BeforeEach
   void database() {
-    dataSource = Postgres.pool(Postgres.freshDatabase("migration"), 5);
+    dataSource = Postgres.pool(Postgres.freshDatabase("migration"), 8);
   }
 
   @AfterEach
@@ -168,6 +168,77 @@ class SchemaMigrationTest {
       assertEquals(4, migration.get(1, TimeUnit.MINUTES));
     } finally {
       executor.shutdownNow();
+    }
+  }
+
+  /**
+   * While one session migrates a table, another session's migration of the same table fails at once
+   * and changes nothing, however the table is named; it does not wait behind Flyway's own lock (50
+   * tries a second apart, then a failure without an SQLState). Another table's migration is not
+   * held up. Once the first has finished, the second finds nothing to apply.
+   */
+  @Test
+  void aSecondMigrationOfTheSameTableFailsAtOnceWhileTheFirstRuns() throws Exception {
+    OutboxTable table = OutboxTable.parse("outbox");
+    new SchemaMigrator(dataSource, table).migrateTo("7");
+    ExecutorService executor = Executors.newSingleThreadExecutor();
+    try (Connection reader = dataSource.getConnection();
+        Statement s = reader.createStatement()) {
+      reader.setAutoCommit(false);
+      s.execute("SELECT count(*) FROM outbox"); // the first migration waits for it
+      Future<Integer> first =
+          executor.submit(new SchemaMigrator(dataSource, table, Duration.ZERO)::migrate);
+      await().until(() -> waitingForALock("ALTER TABLE"));
+
+      for (String name : new String[] {"outbox", "public.outbox"}) {
+        SchemaMigrator second = migrator(name);
+        MigrationInProgressException e =
+            assertThrows(MigrationInProgressException.class, second::migrate, name);
+        assertEquals(name, e.table());
+        assertThrows(MigrationInProgressException.class, () -> second.migrateTo("8"), name);
+      }
+      assertEquals(Optional.of("7"), migrator("outbox").currentVersion());
+      assertEquals(11, migrator("other_outbox").migrate(), "another table is not held up");
+      assertFalse(first.isDone());
+
+      reader.commit();
+      assertEquals(4, first.get(1, TimeUnit.MINUTES));
+    } finally {
+      executor.shutdownNow();
+    }
+    assertEquals(0, migrator("outbox").migrate());
+    assertTrue(migrator("public.outbox").isCurrent());
+  }
+
+  /** The lock ends with its migration, successful or not: a failed one does not keep it. */
+  @Test
+  void aMigrationThatFailedLeavesNoLockBehind() throws SQLException {
+    OutboxTable table = OutboxTable.parse("outbox");
+    new SchemaMigrator(dataSource, table).migrateTo("7");
+    try (Connection reader = dataSource.getConnection();
+        Statement s = reader.createStatement()) {
+      reader.setAutoCommit(false);
+      s.execute("SELECT count(*) FROM outbox");
+      assertThrows(
+          FlywayException.class,
+          new SchemaMigrator(dataSource, table, Duration.ofMillis(50))::migrate);
+      reader.commit();
+    }
+    assertEquals(0, advisoryLocksHeld());
+    assertEquals(4, migrator("outbox").migrate());
+    assertEquals(0, advisoryLocksHeld());
+  }
+
+  private long advisoryLocksHeld() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                    + " AND database = (SELECT oid FROM pg_database"
+                    + " WHERE datname = current_database())")) {
+      rs.next();
+      return rs.getLong(1);
     }
   }
 
