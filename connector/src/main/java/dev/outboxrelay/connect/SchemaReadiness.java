@@ -31,6 +31,7 @@ final class SchemaReadiness {
   private boolean ready;
   private int lockTimeouts;
   private int migrationsElsewhere;
+  private long waitingSinceMs;
   private long nextAttemptMs;
 
   SchemaReadiness(StoreProvider provider, OutboxSourceConfig config, Time time) {
@@ -58,6 +59,9 @@ final class SchemaReadiness {
   static final BackoffPolicy ELSEWHERE_BACKOFF =
       new BackoffPolicy(Duration.ofSeconds(1), Duration.ofSeconds(30), 2.0, 0.2);
 
+  /** How long a wait for another session's migration is logged at INFO before WARN. */
+  static final long LONG_WAIT_MINUTES = 5;
+
   /**
    * True once the schema is ready; false while a migration that timed out on a lock waits for its
    * next attempt, or another session's migration of the table runs.
@@ -75,17 +79,10 @@ final class SchemaReadiness {
       provider.migrate(config);
     } catch (OutboxStoreException e) {
       if (StoreProvider.MIGRATION_IN_PROGRESS.equals(e.reasonCode())) {
-        migrationsElsewhere++;
-        nextAttemptMs =
-            time.milliseconds()
-                + ELSEWHERE_BACKOFF.delayAfter(migrationsElsewhere, random).toMillis();
-        log.info(
-            "Schema migration of table {} is running in another session (a task or the CLI);"
-                + " checking again {}",
-            config.table(),
-            nextAttempt());
+        waitElsewhere();
         return false;
       }
+      migrationsElsewhere = 0;
       if (SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
         lockTimeouts++;
         nextAttemptMs =
@@ -95,6 +92,32 @@ final class SchemaReadiness {
     }
     ready = true;
     return true;
+  }
+
+  private void waitElsewhere() {
+    long now = time.milliseconds();
+    if (migrationsElsewhere++ == 0) {
+      waitingSinceMs = now;
+    }
+    nextAttemptMs = now + ELSEWHERE_BACKOFF.delayAfter(migrationsElsewhere, random).toMillis();
+    long waitedMinutes = (now - waitingSinceMs) / 60_000;
+    if (waitedMinutes < LONG_WAIT_MINUTES) {
+      log.info(
+          "Schema migration of table {} is running in another session (a task or the CLI);"
+              + " checking again {}",
+          config.table(),
+          nextAttempt());
+    } else {
+      // A migrator whose process died while its session lingers (a partition) holds the lock
+      // until the server notices; an index build may also just be long. Either deserves a look.
+      log.warn(
+          "Schema migration of table {} has been running in another session for {} min;"
+              + " checking again {}. Its session holds an advisory lock (pg_locks, locktype"
+              + " advisory; application_name outbox-relay-migrate for a task's)",
+          config.table(),
+          waitedMinutes,
+          nextAttempt());
+    }
   }
 
   /** When the next attempt runs, for the log: "in 12 s", or "on the next poll". */

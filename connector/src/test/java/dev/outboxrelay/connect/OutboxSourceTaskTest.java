@@ -15,6 +15,7 @@ import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Duration;
 import java.time.Instant;
@@ -259,6 +260,56 @@ class OutboxSourceTaskTest {
     assertEquals(List.of("m1"), messageIds(t.poll()));
     assertEquals(3, provider.migrations.get());
     assertEquals(0, t.metrics().databaseErrors.get(), "not a database error");
+  }
+
+  /**
+   * A wait for another session's migration is logged at INFO, and at WARN once it has lasted
+   * {@value SchemaReadiness#LONG_WAIT_MINUTES} minutes (a migrator that died while its session
+   * lingers holds the lock until the server notices); the checks stay at most 30 s apart.
+   */
+  @Test
+  void aLongWaitForAnotherSessionsMigrationIsAWarning() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
+    provider.migrationFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT,
+            StoreProvider.MIGRATION_IN_PROGRESS,
+            null,
+            StoreProvider.MIGRATE);
+    LogCapture logs = LogCapture.get();
+    long mark = logs.mark();
+
+    assertNull(t.poll());
+    for (int i = 0; i < 9; i++) { // 4.5 min
+      mockTime.sleep(30_000);
+      assertNull(t.poll());
+    }
+    assertEquals(10, provider.migrations.get(), "checked at most 30 s apart");
+    assertEquals(List.of("INFO"), levelsOfWaits(logs, mark));
+
+    mockTime.sleep(30_000);
+    assertNull(t.poll());
+    mockTime.sleep(30_000);
+    assertNull(t.poll());
+    List<LogCapture.Event> warnings =
+        logs.matching(
+            mark,
+            e ->
+                e.level().equals("WARN")
+                    && e.message().startsWith("Schema migration of table outbox has been running"));
+    assertEquals(2, warnings.size(), warnings::toString);
+    assertTrue(warnings.get(0).message().contains("for 5 min"), warnings.get(0)::message);
+  }
+
+  private static List<String> levelsOfWaits(LogCapture logs, long mark) {
+    return logs
+        .matching(mark, e -> e.message().startsWith("Schema migration of table outbox"))
+        .stream()
+        .map(LogCapture.Event::level)
+        .distinct()
+        .toList();
   }
 
   /** The database being down is no reason to wait longer than a poll: retried on the next one. */

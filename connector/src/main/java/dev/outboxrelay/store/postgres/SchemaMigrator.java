@@ -83,7 +83,7 @@ public final class SchemaMigrator {
     try (MigrationLock lock = MigrationLock.take(dataSource, table)) {
       return flyway(target).migrate().migrationsExecuted;
     } catch (SQLException e) {
-      throw new FlywayException("could not take or release the migration lock", e);
+      throw new FlywayException("could not take the migration lock", e);
     }
   }
 

@@ -29,6 +29,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
 import org.flywaydb.core.api.FlywayException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -36,6 +37,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /** Migrations: empty database, upgrade from every earlier version, replay; the rules they state. */
 class SchemaMigrationTest {
@@ -210,23 +212,50 @@ class SchemaMigrationTest {
     assertTrue(migrator("public.outbox").isCurrent());
   }
 
-  /** The lock ends with its migration, successful or not: a failed one does not keep it. */
+  /**
+   * The lock ends with its migration, successful or not: a failed one does not keep it. Through
+   * unpooled connections, as the connector migrates: a pool would roll back what it is handed back.
+   */
   @Test
   void aMigrationThatFailedLeavesNoLockBehind() throws SQLException {
     OutboxTable table = OutboxTable.parse("outbox");
-    new SchemaMigrator(dataSource, table).migrateTo("7");
+    DataSource unpooled = unpooled(dataSource.getJdbcUrl());
+    new SchemaMigrator(unpooled, table).migrateTo("7");
+    assertEquals(0, advisoryLocksHeld());
     try (Connection reader = dataSource.getConnection();
         Statement s = reader.createStatement()) {
       reader.setAutoCommit(false);
       s.execute("SELECT count(*) FROM outbox");
       assertThrows(
           FlywayException.class,
-          new SchemaMigrator(dataSource, table, Duration.ofMillis(50))::migrate);
+          new SchemaMigrator(unpooled, table, Duration.ofMillis(50))::migrate);
       reader.commit();
     }
     assertEquals(0, advisoryLocksHeld());
-    assertEquals(4, migrator("outbox").migrate());
+    assertEquals(4, new SchemaMigrator(unpooled, table).migrate());
     assertEquals(0, advisoryLocksHeld());
+  }
+
+  /**
+   * A table named without a schema, on a connection whose search path names no existing schema, has
+   * nowhere to be created: a clear error (invalid schema name), not a migration "in progress" for
+   * ever.
+   */
+  @Test
+  void aSearchPathWithoutASchemaIsAnErrorNotAMigrationInProgress() {
+    DataSource nowhere = unpooled(dataSource.getJdbcUrl() + "?currentSchema=not_created_yet");
+    FlywayException e =
+        assertThrows(
+            FlywayException.class,
+            () -> new SchemaMigrator(nowhere, OutboxTable.parse("outbox")).migrate());
+    assertEquals("3F000", sqlStateOf(e));
+  }
+
+  private static DataSource unpooled(String url) {
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setURL(url);
+    ds.setUser(Postgres.user());
+    return ds;
   }
 
   private long advisoryLocksHeld() throws SQLException {
