@@ -152,8 +152,11 @@ final class ClaimLoop {
    * offsets, settles it). Expired leases of lower epochs are released by the sweep first.
    */
   private ClaimResult claimInBuckets() {
+    ClaimRequest base = settings.claimRequest();
+    exactlyOnce.releaseUnconfirmedClaim(base.owner());
     exactlyOnce.sweepIfDue();
-    ClaimResult result = store.claim(exactlyOnce.nextClaim(settings.claimRequest()));
+    ClaimResult result = store.claim(exactlyOnce.nextClaim(base));
+    exactlyOnce.claimReturned();
     reportExhausted(result);
     return result;
   }

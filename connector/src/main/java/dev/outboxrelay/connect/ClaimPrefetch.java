@@ -62,11 +62,14 @@ final class ClaimPrefetch implements AutoCloseable {
     return batch;
   }
 
-  private static Batch await(Future<Batch> prefetched) {
+  private Batch await(Future<Batch> prefetched) {
     try {
       return prefetched.get();
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt(); // the task is being cancelled: hand nothing over
+      // Hand nothing over now, but keep the claim for the next poll: dropped, its rows would stay
+      // leased under a position that the next batch's committed offset covers.
+      pending = prefetched;
+      Thread.currentThread().interrupt();
       return Batch.EMPTY;
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RuntimeException failure) {

@@ -41,6 +41,10 @@ final class ExactlyOnceState {
           .thenComparingLong(CommittedPosition::batch)
           .thenComparingLong(CommittedPosition::seq);
   private static final long NO_EPOCH = -1;
+  private static final long NO_BATCH = 0;
+
+  /** The reason code of rows released after their claim's result was lost. */
+  static final String CLAIM_RESULT_LOST = "CLAIM_RESULT_LOST";
 
   private final OutboxStore store;
   private final BucketShare share;
@@ -53,6 +57,7 @@ final class ExactlyOnceState {
   private long epoch = NO_EPOCH;
   private boolean recovered;
   private long batch;
+  private long unconfirmedBatch = NO_BATCH;
   private long nextSweepMs;
 
   ExactlyOnceState(
@@ -123,9 +128,41 @@ final class ExactlyOnceState {
     report(recovery, "sweep");
   }
 
-  /** The next claim: {@code base} as this instance's next exactly-once claim. */
+  /**
+   * The next claim: {@code base} as this instance's next exactly-once claim. Unconfirmed until
+   * {@link #claimReturned()}.
+   */
   ClaimRequest nextClaim(ClaimRequest base) {
-    return base.exactlyOnce(epoch, ++batch, share);
+    unconfirmedBatch = ++batch;
+    return base.exactlyOnce(epoch, batch, share);
+  }
+
+  /** The claim of {@link #nextClaim} returned its rows. */
+  void claimReturned() {
+    unconfirmedBatch = NO_BATCH;
+  }
+
+  /**
+   * Before the next claim: releases what a claim whose result never arrived may hold. Such a claim
+   * may have committed (the connection was lost at COMMIT): its rows would then stay leased to this
+   * instance, never handed over, under a position that the next batch's committed offset covers,
+   * and a recovery would record them PUBLISHED unsent; while leased, they would also let later rows
+   * of their aggregates go first. Throws, like a claim, while the database is away.
+   */
+  void releaseUnconfirmedClaim(String owner) {
+    if (unconfirmedBatch == NO_BATCH) {
+      return;
+    }
+    List<String> released = store.releaseBatch(instanceKeys, owner, epoch, unconfirmedBatch);
+    for (String id : released) {
+      log.warn(
+          "Released a claim whose result never arrived: message_id={} (reason={}, batch={})",
+          id,
+          CLAIM_RESULT_LOST,
+          unconfirmedBatch);
+    }
+    metrics.recoveredReleased.addAndGet(released.size());
+    unconfirmedBatch = NO_BATCH;
   }
 
   /** The record of a row of the latest claim, at its bucket's partition and its position. */

@@ -110,7 +110,8 @@ public final class RelayMetrics {
         recoveredPublished::get);
     gauge(
         "recovered-released-total",
-        "Exactly-once: claims of earlier instances Kafka never committed, released to be sent.",
+        "Exactly-once: claims of earlier instances Kafka never committed, and of claims whose"
+            + " result never arrived, released to be sent.",
         recoveredReleased::get);
     gauge(
         "database-errors-total",

@@ -123,6 +123,15 @@ public interface OutboxStore extends AutoCloseable {
    */
   Recovery recover(RecoveryRequest request);
 
+  /**
+   * Exactly-once: releases the rows that claim {@code batch} of {@code epoch} leased to {@code
+   * owner}, whatever became of that claim: its commit may have succeeded although its result never
+   * reached the task (a connection lost at COMMIT). Due now, no attempt charged, token bumped. None
+   * of them was handed over, so they must not stay leased under a position that a later batch's
+   * committed offset would cover. Returns the message ids released; idempotent.
+   */
+  List<String> releaseBatch(Set<String> instanceKeys, String owner, long epoch, long batch);
+
   /** "Now" by the store's clock (the database's in production). */
   Instant now();
 

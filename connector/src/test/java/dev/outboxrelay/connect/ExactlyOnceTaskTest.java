@@ -53,6 +53,7 @@ class ExactlyOnceTaskTest {
   private InMemoryOutboxStore store;
   private volatile boolean parksFail;
   private volatile boolean epochsFail;
+  private volatile int claimResultsLost;
   private OutboxSourceTask task;
 
   @BeforeEach
@@ -223,6 +224,37 @@ class ExactlyOnceTaskTest {
     assertEquals(List.of("later"), task.poll().stream().map(SourceOffsets::messageId).toList());
   }
 
+  /**
+   * A claim that committed although its result never arrived (the connection lost at COMMIT) holds
+   * rows that were never handed over. They are released before the next claim, and sent first, in
+   * their order: left leased, a later row of their aggregate would have gone first, and the later
+   * batch's committed offset would have covered them, so that a recovery recorded them PUBLISHED
+   * unsent.
+   */
+  @Test
+  void aClaimWhoseResultNeverArrivedIsReleasedBeforeTheNextClaim() {
+    add("a", "agg-1", 10);
+    add("b", "agg-1", 10);
+    claimResultsLost = 1;
+    OutboxSourceTask first = start(Map.of("claim.batch.size", "1"));
+    assertThrows(RetriableException.class, first::poll);
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status(), "it committed");
+
+    List<SourceRecord> records = first.poll();
+
+    assertEquals(List.of("a"), records.stream().map(SourceOffsets::messageId).toList());
+    assertEquals(1, first.metrics().recoveredReleased.get());
+    // Kafka commits that batch; the instance dies before writing its outcome.
+    committedOffsets.commit(
+        records.get(0).sourcePartition(), new HashMap<>(records.get(0).sourceOffset()));
+    first.stop();
+
+    List<SourceRecord> next = start(Map.of("claim.batch.size", "1")).poll();
+
+    assertEquals(List.of("b"), next.stream().map(SourceOffsets::messageId).toList());
+    assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status(), "it was sent");
+  }
+
   @Test
   void theNextBatchIsClaimedWhileConnectCommitsTheCurrentOne() {
     add("a", "agg-1", 10);
@@ -300,6 +332,12 @@ class ExactlyOnceTaskTest {
               if (parksFail && method.getName().equals("markFailed")) {
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "park");
+              }
+              if (claimResultsLost > 0 && method.getName().equals("claim")) {
+                claimResultsLost--;
+                method.invoke(delegate, args); // committed, but the result is lost
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
               }
               if (epochsFail && method.getName().equals("newEpoch")) {
                 throw new OutboxStoreException(

@@ -747,6 +747,13 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public List<String> releaseBatch(
+        Set<String> instanceKeys, String owner, long epoch, long batch) {
+      check();
+      return delegate.releaseBatch(instanceKeys, owner, epoch, batch);
+    }
+
+    @Override
     public dev.outboxrelay.store.Outcome markPublished(dev.outboxrelay.store.PublishedAck ack) {
       check();
       return delegate.markPublished(ack);

@@ -179,6 +179,30 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return new Recovery(published, released);
   }
 
+  @Override
+  public synchronized List<String> releaseBatch(
+      Set<String> instanceKeys, String owner, long epoch, long batch) {
+    InstanceKeys.requireValid(instanceKeys);
+    List<String> released = new ArrayList<>();
+    for (Row row : rowsBySeq.values()) {
+      if (row.ownedBy(instanceKeys)
+          && row.status == MessageStatus.IN_FLIGHT
+          && owner.equals(row.leaseOwner)
+          && Long.valueOf(epoch).equals(row.leaseEpoch)
+          && Long.valueOf(batch).equals(row.claimBatch)) {
+        row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
+        row.nextAttemptAt = null;
+        row.releaseLease();
+        row.leaseToken++;
+        row.leaseEpoch = null;
+        row.claimBatch = null;
+        released.add(row.messageId);
+      }
+    }
+    released.sort(null);
+    return released;
+  }
+
   private static boolean isCovered(Row row, RecoveryRequest request) {
     if (row.leaseEpoch == null || row.claimBatch == null) {
       return false;

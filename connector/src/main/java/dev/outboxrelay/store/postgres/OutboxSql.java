@@ -336,6 +336,7 @@ final class OutboxSql {
   final NamedSql claimUnorderedInShare;
   final NamedSql recover;
   final NamedSql recoverInShare;
+  final NamedSql releaseBatch;
   final NamedSql newEpoch;
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
@@ -398,6 +399,21 @@ final class OutboxSql {
     claimUnorderedInShare = statement(CLAIM_UNORDERED.replace("{share}", SHARE));
     recover = statement(RECOVER.replace("{share}", ""));
     recoverInShare = statement(RECOVER.replace("{share}", SHARE));
+    // The rows of one exactly-once claim whose result never arrived: released like recovery's,
+    // token bumped, so that no later committed offset covers rows never handed over.
+    releaseBatch =
+        statement(
+            """
+            UPDATE {table} o
+            SET status = CASE WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
+              next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+              lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
+              isolated = FALSE
+            WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
+              AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
+              AND o.lease_epoch = CAST(:epoch AS bigint)
+              AND o.claim_batch = CAST(:claim_batch AS bigint)
+            RETURNING {message_id(o)}""");
     // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md).
     newEpoch = statement("SELECT txid_current()");
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);

@@ -498,6 +498,29 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
+  public List<String> releaseBatch(Set<String> instanceKeys, String owner, long epoch, long batch) {
+    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
+    return run(
+        "release-batch",
+        sql.releaseBatch,
+        (c, statement) -> {
+          statement
+              .setArray("instance_keys", textArray(c, keys))
+              .setString("owner", owner)
+              .setLong("epoch", epoch)
+              .setLong("claim_batch", batch);
+          List<String> released = new ArrayList<>();
+          try (ResultSet rs = statement.ready().executeQuery()) {
+            while (rs.next()) {
+              released.add(rs.getString(1));
+            }
+          }
+          released.sort(null);
+          return released;
+        });
+  }
+
+  @Override
   public Instant now() {
     return run(
         "now",
