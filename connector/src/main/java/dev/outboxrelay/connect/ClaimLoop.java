@@ -5,6 +5,8 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.OutboxStore;
+import java.util.List;
+import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,6 +20,9 @@ import org.slf4j.LoggerFactory;
 final class ClaimLoop {
   private static final Logger log = LoggerFactory.getLogger(ClaimLoop.class);
 
+  /** The reason code of rows released after their claim's result was lost. */
+  static final String CLAIM_RESULT_LOST = "CLAIM_RESULT_LOST";
+
   private final OutboxStore store;
   private final TaskSettings settings;
   private final InFlightLedger ledger;
@@ -30,6 +35,7 @@ final class ClaimLoop {
   private long nextAbandonedProbeMs;
   private boolean drainingForProbe;
   private long shareDrySinceMs = -1;
+  private boolean claimUnconfirmed;
 
   ClaimLoop(
       OutboxStore store,
@@ -73,6 +79,7 @@ final class ClaimLoop {
     if (exactlyOnce != null) {
       return claimInBuckets();
     }
+    releaseUnconfirmedClaim();
     long now = time.milliseconds();
     if (recentDatabaseError(now)) {
       drainingForProbe = false; // owners first
@@ -85,7 +92,7 @@ final class ClaimLoop {
     if (!ledger.isEmpty()) {
       return ClaimResult.EMPTY; // an isolated claim must be the only thing this task holds
     }
-    ClaimResult result = store.claimAbandoned(settings.claimRequest());
+    ClaimResult result = confirmed(() -> store.claimAbandoned(settings.claimRequest()));
     reportExhausted(result);
     if (!result.claimed().isEmpty()) {
       log.info(
@@ -125,7 +132,7 @@ final class ClaimLoop {
    */
   private ClaimResult claimDue() {
     ClaimRequest request = settings.claimRequest();
-    ClaimResult result = store.claim(request);
+    ClaimResult result = confirmed(() -> store.claim(request));
     reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
     if (request.affinity() == null) {
       return result;
@@ -141,9 +148,42 @@ final class ClaimLoop {
     if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
       return result;
     }
-    ClaimResult anyShare = store.claim(request.withoutAffinity());
+    ClaimResult anyShare = confirmed(() -> store.claim(request.withoutAffinity()));
     reportExhausted(anyShare);
     return anyShare;
+  }
+
+  /**
+   * A claim, unconfirmed until it returns: one that throws may still have committed (the connection
+   * lost at COMMIT), leasing rows to this owner that no record will ever carry.
+   */
+  private ClaimResult confirmed(Supplier<ClaimResult> claim) {
+    claimUnconfirmed = true;
+    ClaimResult result = claim.get();
+    claimUnconfirmed = false;
+    return result;
+  }
+
+  /**
+   * At least once, before the next claim: releases the rows of a claim whose result never arrived
+   * (leased to this owner, unique to this instance, and not held). Left leased, they would let
+   * later rows of their aggregates go first, and wait a lease and a reclaim in isolation. Throws,
+   * like a claim, while the database is away.
+   */
+  private void releaseUnconfirmedClaim() {
+    if (!claimUnconfirmed) {
+      return;
+    }
+    List<String> released =
+        store.releaseUnheld(settings.instanceKeys(), settings.owner(), ledger.heldSeqs());
+    for (String id : released) {
+      log.warn(
+          "Released a claim whose result never arrived: message_id={} (reason={})",
+          id,
+          CLAIM_RESULT_LOST);
+    }
+    metrics.unconfirmedReleased.addAndGet(released.size());
+    claimUnconfirmed = false;
   }
 
   /**

@@ -43,9 +43,6 @@ final class ExactlyOnceState {
   private static final long NO_EPOCH = -1;
   private static final long NO_BATCH = 0;
 
-  /** The reason code of rows released after their claim's result was lost. */
-  static final String CLAIM_RESULT_LOST = "CLAIM_RESULT_LOST";
-
   private final OutboxStore store;
   private final BucketShare share;
   private final Set<String> instanceKeys;
@@ -158,10 +155,10 @@ final class ExactlyOnceState {
       log.warn(
           "Released a claim whose result never arrived: message_id={} (reason={}, batch={})",
           id,
-          CLAIM_RESULT_LOST,
+          ClaimLoop.CLAIM_RESULT_LOST,
           unconfirmedBatch);
     }
-    metrics.recoveredReleased.addAndGet(released.size());
+    metrics.unconfirmedReleased.addAndGet(released.size());
     unconfirmedBatch = NO_BATCH;
   }
 

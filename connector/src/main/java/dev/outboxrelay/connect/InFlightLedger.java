@@ -90,4 +90,9 @@ final class InFlightLedger {
   List<HeldLease> heldLeases() {
     return entries.values().stream().map(Entry::heldLease).toList();
   }
+
+  /** The seqs of the rows held now. */
+  List<Long> heldSeqs() {
+    return entries.values().stream().map(Entry::seq).toList();
+  }
 }

@@ -36,6 +36,7 @@ public final class RelayMetrics {
   public final AtomicLong lateAcks = new AtomicLong();
   public final AtomicLong recoveredPublished = new AtomicLong();
   public final AtomicLong recoveredReleased = new AtomicLong();
+  public final AtomicLong unconfirmedReleased = new AtomicLong();
   public final AtomicLong databaseErrors = new AtomicLong();
   public final AtomicLong cleanedUp = new AtomicLong();
   public final AtomicLong inFlight = new AtomicLong();
@@ -110,9 +111,12 @@ public final class RelayMetrics {
         recoveredPublished::get);
     gauge(
         "recovered-released-total",
-        "Exactly-once: claims of earlier instances Kafka never committed, and of claims whose"
-            + " result never arrived, released to be sent.",
+        "Exactly-once: claims of earlier instances Kafka never committed, released to be sent.",
         recoveredReleased::get);
+    gauge(
+        "unconfirmed-claim-released-total",
+        "Rows of a claim whose result never arrived (connection lost at COMMIT), released.",
+        unconfirmedReleased::get);
     gauge(
         "database-errors-total",
         "Failed database operations (classified by SQLState).",

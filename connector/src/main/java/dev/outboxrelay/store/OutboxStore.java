@@ -2,6 +2,7 @@ package dev.outboxrelay.store;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Collection;
 import java.util.List;
 import java.util.Set;
 
@@ -131,6 +132,15 @@ public interface OutboxStore extends AutoCloseable {
    * committed offset would cover. Returns the message ids released; idempotent.
    */
   List<String> releaseBatch(Set<String> instanceKeys, String owner, long epoch, long batch);
+
+  /**
+   * At-least-once: releases the rows leased to {@code owner} (one task instance: owners are unique
+   * per start) that it does not hold, i.e. whose seq is not in {@code heldSeqs}: the rows of a
+   * claim whose result never reached it. Due now, no attempt charged, token bumped. Returns the
+   * message ids released; idempotent. Finds the rows by reading the active ones: for the rare claim
+   * whose connection was lost at COMMIT, not for every claim.
+   */
+  List<String> releaseUnheld(Set<String> instanceKeys, String owner, Collection<Long> heldSeqs);
 
   /** "Now" by the store's clock (the database's in production). */
   Instant now();

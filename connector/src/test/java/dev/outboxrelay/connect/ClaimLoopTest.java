@@ -1,12 +1,15 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -52,6 +55,51 @@ class ClaimLoopTest {
     }
     assertEquals(8, f.ledger.size(), "four batches in flight");
     assertTrue(loop.next().isEmpty());
+  }
+
+  /**
+   * A claim that committed although its result never arrived (the connection lost at COMMIT) leases
+   * rows the task never holds. They are released before the next claim and come first, in order;
+   * without that, the next claim would take the later row of their aggregate (its owner's own rows
+   * in flight do not block it) and send it first.
+   */
+  @Test
+  void aClaimWhoseResultNeverArrivedIsReleasedBeforeTheNextClaim() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("claim.batch.size", "1"));
+    f.add("eu", "held", "b");
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "a");
+    int[] lostResults = {0};
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  Object result = method.invoke(f.store, args);
+                  if (method.getName().equals("claim") && lostResults[0]-- > 0) {
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+                  }
+                  return result;
+                });
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(
+            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+    ClaimLoop loop = new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    ClaimResult first = loop.next();
+    assertEquals(List.of("held"), ids(first));
+    handToConnect(f, first);
+
+    lostResults[0] = 1;
+    assertThrows(OutboxStoreException.class, loop::next);
+    assertEquals(RuntimeFixture.OWNER, f.store.find("m1").orElseThrow().leaseOwner());
+
+    assertEquals(List.of("m1"), ids(loop.next()));
+    assertEquals(1, f.metrics.unconfirmedReleased.get());
+    assertEquals(
+        RuntimeFixture.OWNER, f.store.find("held").orElseThrow().leaseOwner(), "held: kept");
   }
 
   @Test

@@ -243,7 +243,7 @@ class ExactlyOnceTaskTest {
     List<SourceRecord> records = first.poll();
 
     assertEquals(List.of("a"), records.stream().map(SourceOffsets::messageId).toList());
-    assertEquals(1, first.metrics().recoveredReleased.get());
+    assertEquals(1, first.metrics().unconfirmedReleased.get());
     // Kafka commits that batch; the instance dies before writing its outcome.
     committedOffsets.commit(
         records.get(0).sourcePartition(), new HashMap<>(records.get(0).sourceOffset()));

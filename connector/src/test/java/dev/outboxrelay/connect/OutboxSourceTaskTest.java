@@ -754,6 +754,13 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public List<String> releaseUnheld(
+        Set<String> instanceKeys, String owner, java.util.Collection<Long> heldSeqs) {
+      check();
+      return delegate.releaseUnheld(instanceKeys, owner, heldSeqs);
+    }
+
+    @Override
     public dev.outboxrelay.store.Outcome markPublished(dev.outboxrelay.store.PublishedAck ack) {
       check();
       return delegate.markPublished(ack);

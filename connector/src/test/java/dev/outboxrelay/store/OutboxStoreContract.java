@@ -502,6 +502,40 @@ public abstract class OutboxStoreContract {
     assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
   }
 
+  /**
+   * The rows an owner leased but does not hold (a claim whose result never arrived) are released,
+   * and only those: not the rows it holds, nor another owner's, nor another instance key's. Due
+   * again in order, no attempt charged, the lost claim's lease fenced off; a second release finds
+   * nothing.
+   */
+  @Test
+  void releasingWhatAnOwnerDoesNotHoldLeavesWhatItHolds() {
+    String a = add(EU, "a", "agg-1");
+    String b = add(EU, "b", "agg-1");
+    String c = add(EU, "c", "agg-2");
+    String o = add(EU, "o", "agg-3");
+    String u = add(US, "u", "agg-4");
+    ClaimedMessage held = store.claim(request("me", 1)).claimed().get(0);
+    assertEquals(a, held.messageId());
+    List<ClaimedMessage> lost = store.claim(request("me", 2)).claimed();
+    assertEquals(List.of(b, c), lost.stream().map(ClaimedMessage::messageId).toList());
+    store.claim(request("other", 1));
+    store.claim(request("me", 1, Set.of(US)));
+
+    assertEquals(List.of(b, c), store.releaseUnheld(Set.of(EU), "me", List.of(held.seq())));
+
+    assertEquals(MessageStatus.PENDING, state(b).status());
+    assertNull(state(b).leaseOwner());
+    assertEquals(0, state(b).attempts(), "a release charges nothing");
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(lost.get(0), 1)), "fenced off");
+    assertEquals("me", state(a).leaseOwner(), "held: untouched");
+    assertEquals("other", state(o).leaseOwner(), "another owner's: untouched");
+    assertEquals("me", state(u).leaseOwner(), "another instance key's: untouched");
+    assertEquals(List.of(), store.releaseUnheld(Set.of(EU), "me", List.of(held.seq())));
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(held, 1)));
+    assertEquals(List.of(b, c), ids(store.claim(request("me", 10))));
+  }
+
   @Test
   void releaseGivesBackWithoutSpendingAnAttempt() {
     add(EU, "m1", "a");

@@ -26,6 +26,7 @@ import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -190,6 +191,30 @@ public final class InMemoryOutboxStore implements OutboxStore {
           && owner.equals(row.leaseOwner)
           && Long.valueOf(epoch).equals(row.leaseEpoch)
           && Long.valueOf(batch).equals(row.claimBatch)) {
+        row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
+        row.nextAttemptAt = null;
+        row.releaseLease();
+        row.leaseToken++;
+        row.leaseEpoch = null;
+        row.claimBatch = null;
+        released.add(row.messageId);
+      }
+    }
+    released.sort(null);
+    return released;
+  }
+
+  @Override
+  public synchronized List<String> releaseUnheld(
+      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs) {
+    InstanceKeys.requireValid(instanceKeys);
+    Set<Long> held = Set.copyOf(heldSeqs);
+    List<String> released = new ArrayList<>();
+    for (Row row : rowsBySeq.values()) {
+      if (row.ownedBy(instanceKeys)
+          && row.status == MessageStatus.IN_FLIGHT
+          && owner.equals(row.leaseOwner)
+          && !held.contains(row.seq)) {
         row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
         row.nextAttemptAt = null;
         row.releaseLease();

@@ -337,6 +337,7 @@ final class OutboxSql {
   final NamedSql recover;
   final NamedSql recoverInShare;
   final NamedSql releaseBatch;
+  final NamedSql releaseUnheld;
   final NamedSql newEpoch;
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
@@ -413,6 +414,19 @@ final class OutboxSql {
               AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
               AND o.lease_epoch = CAST(:epoch AS bigint)
               AND o.claim_batch = CAST(:claim_batch AS bigint)
+            RETURNING {message_id(o)}""");
+    // At least once, the same for the rows an owner leased but does not hold.
+    releaseUnheld =
+        statement(
+            """
+            UPDATE {table} o
+            SET status = CASE WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
+              next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+              lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
+              isolated = FALSE
+            WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
+              AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
+              AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
             RETURNING {message_id(o)}""");
     // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md).
     newEpoch = statement("SELECT txid_current()");

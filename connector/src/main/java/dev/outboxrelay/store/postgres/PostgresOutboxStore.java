@@ -32,6 +32,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.HashSet;
@@ -503,21 +504,41 @@ public final class PostgresOutboxStore implements OutboxStore {
     return run(
         "release-batch",
         sql.releaseBatch,
-        (c, statement) -> {
-          statement
-              .setArray("instance_keys", textArray(c, keys))
-              .setString("owner", owner)
-              .setLong("epoch", epoch)
-              .setLong("claim_batch", batch);
-          List<String> released = new ArrayList<>();
-          try (ResultSet rs = statement.ready().executeQuery()) {
-            while (rs.next()) {
-              released.add(rs.getString(1));
-            }
-          }
-          released.sort(null);
-          return released;
-        });
+        (c, statement) ->
+            releasedIds(
+                statement
+                    .setArray("instance_keys", textArray(c, keys))
+                    .setString("owner", owner)
+                    .setLong("epoch", epoch)
+                    .setLong("claim_batch", batch)));
+  }
+
+  @Override
+  public List<String> releaseUnheld(
+      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs) {
+    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
+    Long[] held = heldSeqs.toArray(new Long[0]);
+    return run(
+        "release-unheld",
+        sql.releaseUnheld,
+        (c, statement) ->
+            releasedIds(
+                statement
+                    .setArray("instance_keys", textArray(c, keys))
+                    .setString("owner", owner)
+                    .setArray("held_seqs", c.createArrayOf("bigint", held))));
+  }
+
+  /** The message ids a release returned, sorted. */
+  private static List<String> releasedIds(NamedSql.Binder statement) throws SQLException {
+    List<String> released = new ArrayList<>();
+    try (ResultSet rs = statement.ready().executeQuery()) {
+      while (rs.next()) {
+        released.add(rs.getString(1));
+      }
+    }
+    released.sort(null);
+    return released;
   }
 
   @Override
