@@ -30,6 +30,7 @@ final class LeaseRenewer {
 
   private volatile boolean healthy = true;
   private volatile long lastPollMs;
+  private volatile boolean polling;
   private long nextRenewalMs;
   private boolean stallReported;
 
@@ -57,6 +58,17 @@ final class LeaseRenewer {
   /** The task thread calls this on every poll: renewal is a promise that the task is alive. */
   void taskPolled() {
     lastPollMs = time.milliseconds();
+    polling = true;
+  }
+
+  /**
+   * ... and when the poll returns. A poll in progress is the relay's own work (a claim, the
+   * maintenance of task 0), bounded by its statement timeouts: however long it takes, the task is
+   * alive, and its rows waiting for Kafka must not expire meanwhile.
+   */
+  void pollReturned() {
+    lastPollMs = time.milliseconds();
+    polling = false;
   }
 
   /** False while renewals fail: the task must not claim more than it can keep. */
@@ -82,7 +94,7 @@ final class LeaseRenewer {
     // A task thread stuck outside poll (a hung transform or converter) must not keep its rows
     // forever: stop renewing so the leases expire and another task reclaims them. A broker
     // outage does not trip this: sends only queue in the producer, and poll keeps being called.
-    if (time.milliseconds() - lastPollMs > settings.leaseDuration().toMillis() / 2) {
+    if (!polling && time.milliseconds() - lastPollMs > settings.leaseDuration().toMillis() / 2) {
       if (!stallReported) {
         stallReported = true;
         log.warn(

@@ -95,7 +95,15 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     runtime.renewer().taskPolled();
-    failIfBroken();
+    try {
+      failIfBroken();
+      return claimAndHandOver();
+    } finally {
+      runtime.renewer().pollReturned();
+    }
+  }
+
+  private List<SourceRecord> claimAndHandOver() {
     try {
       if (!schema.ensure()) {
         runtime.wake().await(config.settings().pollInterval()); // a migration backing off

@@ -204,6 +204,8 @@ final class OutcomeLoop {
           abandon(remaining);
           return;
         }
+        // A write that keeps failing (behind a lock, say) must not let the held leases expire.
+        renewer.renewIfDue();
         backoff();
       }
     }
@@ -212,6 +214,7 @@ final class OutcomeLoop {
   /** The task is gone and the database still refuses: the leases expire, the rows come back. */
   private void abandon(List<PendingOutcome> unwritten) {
     for (PendingOutcome o : unwritten) {
+      metrics.lateAcks.incrementAndGet();
       log.warn(
           "Outcome abandoned at stop: message_id={} (reason=DATABASE_UNAVAILABLE_AT_STOP; the row"
               + " is reclaimed after its lease expires)",

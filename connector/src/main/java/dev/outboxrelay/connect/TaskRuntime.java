@@ -153,7 +153,14 @@ final class TaskRuntime {
 
   /** Releases claims never handed to Connect (made while the task was stopping). */
   void release(List<ClaimedMessage> claimed) {
-    claimed.forEach(m -> submit(new PendingOutcome.Released(m.messageId(), m.lease())));
+    for (ClaimedMessage m : claimed) {
+      if (!submit(new PendingOutcome.Released(m.messageId(), m.lease()))) {
+        log.info(
+            "Claim not given back at stop: message_id={} (reason=WRITER_CLOSED; the row is"
+                + " reclaimed after its lease expires)",
+            m.messageId());
+      }
+    }
   }
 
   /** Queues an outcome; false once outcomes are no longer written (a late acknowledgement). */

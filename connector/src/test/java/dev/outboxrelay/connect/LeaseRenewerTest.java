@@ -58,6 +58,28 @@ class LeaseRenewerTest {
     assertEquals(claimed.plusSeconds(1), expiry("m1"));
   }
 
+  /**
+   * A poll in progress is the relay's own work (a slow claim, task 0's maintenance): however long
+   * it takes, the leases are renewed. Only a task thread away from poll is not kept alive.
+   */
+  @Test
+  void aLongPollInProgressKeepsTheLeasesAlive() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    renewer.taskPolled(); // and the poll takes long
+    f.clock.advance(Duration.ofSeconds(1));
+    time.sleep(4001); // over half a lease
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(1), expiry("m1"), "renewed during the poll");
+
+    renewer.pollReturned();
+    f.clock.advance(Duration.ofSeconds(1));
+    time.sleep(4001); // over half a lease outside poll
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(1), expiry("m1"), "not renewed: the thread is elsewhere");
+  }
+
   @Test
   void aFailedRenewalPausesClaimingUntilOneSucceeds() {
     f.add("eu", "m1", "a");

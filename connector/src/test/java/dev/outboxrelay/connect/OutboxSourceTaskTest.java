@@ -485,6 +485,38 @@ class OutboxSourceTaskTest {
     assertEquals(1, task.poll().size());
   }
 
+  /**
+   * A publish that keeps failing while the rest of the database works (a write stuck behind a lock,
+   * cancelled by the statement timeout each time) does not stop lease renewal: the rows waiting for
+   * their outcome keep their leases, and are published once the write goes through.
+   */
+  @Test
+  void aPublishThatKeepsFailingDoesNotStopLeaseRenewal() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(
+        Map.of(
+            "lease.duration.ms", "2000",
+            "lease.renewal.interval.ms", "200",
+            "poll.interval.ms", "100"));
+    List<SourceRecord> records = task.poll();
+    failing.publishesFail = true;
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+    await().until(() -> failing.publishCalls.get() >= 1);
+    int renewals = failing.renewCalls.get();
+
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(
+            () -> {
+              assertNull(task.poll()); // Connect keeps polling: the task thread is alive
+              return failing.publishCalls.get() >= 4 && failing.renewCalls.get() >= renewals + 2;
+            });
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"));
+
+    failing.publishesFail = false;
+    await().until(() -> status("m1") == MessageStatus.PUBLISHED);
+  }
+
   @Test
   void authenticationFailureFailsTheTaskWithASanitizedMessage() {
     startTask(Map.of());
@@ -707,7 +739,11 @@ class OutboxSourceTaskTest {
     /** While set, a batch publish waits for it (uninterruptibly, like a driver call). */
     volatile CountDownLatch publishGate;
 
+    /** While set, batch publishes fail (a write stuck behind a lock); nothing else does. */
+    volatile boolean publishesFail;
+
     final AtomicInteger publishCalls = new AtomicInteger();
+    final AtomicInteger renewCalls = new AtomicInteger();
     final AtomicInteger claimCalls = new AtomicInteger();
     final AtomicInteger closes = new AtomicInteger();
 
@@ -771,6 +807,9 @@ class OutboxSourceTaskTest {
         List<dev.outboxrelay.store.PublishedAck> acks) {
       check();
       publishCalls.incrementAndGet();
+      if (publishesFail) {
+        throw failure;
+      }
       RuntimeException bug = publishBug;
       if (bug != null) {
         throw bug;
@@ -810,6 +849,7 @@ class OutboxSourceTaskTest {
     @Override
     public Set<String> renew(List<dev.outboxrelay.store.HeldLease> leases, Duration d) {
       check();
+      renewCalls.incrementAndGet();
       return delegate.renew(leases, d);
     }
 
