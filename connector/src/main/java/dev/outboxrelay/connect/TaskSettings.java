@@ -11,7 +11,8 @@ import java.util.Set;
 /**
  * What the task's loops need, resolved from the connector configuration once.
  *
- * @param maxInFlight the most records handed to Connect and unresolved at once (a few batches)
+ * @param maxInFlight how many records handed to Connect and unresolved stop the next claim (a few
+ *     batches; a claim started below it may take a whole batch more)
  * @param affinity the share of aggregates this task claims first when ordered; {@code null} for a
  *     single task or unordered claims
  * @param shareFallbackDelay how long the task's share must stay dry before it claims other shares
