@@ -70,12 +70,21 @@ class ClaimLoopTest {
     f.add("eu", "m1", "a");
     f.add("eu", "m2", "a");
     int[] lostResults = {0};
+    int[] releasesFail = {0};
+    int[] claims = {0};
     OutboxStore store =
         (OutboxStore)
             Proxy.newProxyInstance(
                 OutboxStore.class.getClassLoader(),
                 new Class<?>[] {OutboxStore.class},
                 (proxy, method, args) -> {
+                  if (method.getName().equals("releaseUnheld") && releasesFail[0]-- > 0) {
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "release");
+                  }
+                  if (method.getName().equals("claim")) {
+                    claims[0]++;
+                  }
                   Object result = method.invoke(f.store, args);
                   if (method.getName().equals("claim") && lostResults[0]-- > 0) {
                     throw new OutboxStoreException(
@@ -95,6 +104,11 @@ class ClaimLoopTest {
     lostResults[0] = 1;
     assertThrows(OutboxStoreException.class, loop::next);
     assertEquals(RuntimeFixture.OWNER, f.store.find("m1").orElseThrow().leaseOwner());
+
+    releasesFail[0] = 1; // the database is still away: no claim before the release
+    int claimsBefore = claims[0];
+    assertThrows(OutboxStoreException.class, loop::next);
+    assertEquals(claimsBefore, claims[0], "nothing claimed while the release failed");
 
     assertEquals(List.of("m1"), ids(loop.next()));
     assertEquals(1, f.metrics.unconfirmedReleased.get());

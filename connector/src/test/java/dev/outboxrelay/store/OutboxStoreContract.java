@@ -536,6 +536,23 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of(b, c), ids(store.claim(request("me", 10))));
   }
 
+  /**
+   * With nothing held, every row leased to the owner goes back; a legacy row (no instance key)
+   * leased under the same owner's name is never touched.
+   */
+  @Test
+  void releasingWithNothingHeldTakesEveryRowOfTheOwnerButNeverALegacyRow() {
+    String a = add(EU, "a", "agg-1");
+    insertLegacy(message("legacy", "agg-2"));
+    store.claim(request("me", 10));
+    holdElsewhere("legacy", new Lease("me", 1), clock.now().plus(LEASE));
+
+    assertEquals(List.of(a), store.releaseUnheld(Set.of(EU), "me", List.of()));
+
+    assertEquals(MessageStatus.PENDING, state(a).status());
+    assertEquals("me", state("legacy").leaseOwner(), "a legacy row stays as it is");
+  }
+
   @Test
   void releaseGivesBackWithoutSpendingAnAttempt() {
     add(EU, "m1", "a");
