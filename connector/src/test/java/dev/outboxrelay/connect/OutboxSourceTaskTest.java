@@ -205,12 +205,7 @@ class OutboxSourceTaskTest {
     MockTime mockTime = new MockTime();
     time = mockTime;
     OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
-    provider.migrationFailure =
-        new OutboxStoreException(
-            OutboxStoreException.Kind.TRANSIENT,
-            "DB_LOCK_NOT_AVAILABLE",
-            "55P03",
-            StoreProvider.MIGRATE);
+    provider.migrationFailure = transientMigrationFailure("DB_LOCK_NOT_AVAILABLE", "55P03");
 
     assertThrows(RetriableException.class, t::poll);
     assertNull(t.poll());
@@ -237,11 +232,7 @@ class OutboxSourceTaskTest {
     time = mockTime;
     OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
     provider.migrationFailure =
-        new OutboxStoreException(
-            OutboxStoreException.Kind.TRANSIENT,
-            StoreProvider.MIGRATION_IN_PROGRESS,
-            null,
-            StoreProvider.MIGRATE);
+        transientMigrationFailure(StoreProvider.MIGRATION_IN_PROGRESS, null);
 
     assertNull(t.poll());
     mockTime.sleep(799); // the first delay: 1 s less up to a fifth of jitter
@@ -273,11 +264,7 @@ class OutboxSourceTaskTest {
     time = mockTime;
     OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
     provider.migrationFailure =
-        new OutboxStoreException(
-            OutboxStoreException.Kind.TRANSIENT,
-            StoreProvider.MIGRATION_IN_PROGRESS,
-            null,
-            StoreProvider.MIGRATE);
+        transientMigrationFailure(StoreProvider.MIGRATION_IN_PROGRESS, null);
     LogCapture logs = LogCapture.get();
     long mark = logs.mark();
 
@@ -312,14 +299,17 @@ class OutboxSourceTaskTest {
         .toList();
   }
 
+  private static OutboxStoreException transientMigrationFailure(String reason, String sqlState) {
+    return new OutboxStoreException(
+        OutboxStoreException.Kind.TRANSIENT, reason, sqlState, StoreProvider.MIGRATE);
+  }
+
   /** The database being down is no reason to wait longer than a poll: retried on the next one. */
   @Test
   void aMigrationThatFoundTheDatabaseDownIsTriedAgainOnTheNextPoll() {
     add("eu", "m1", "a", "{}".getBytes());
     OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
-    provider.migrationFailure =
-        new OutboxStoreException(
-            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", StoreProvider.MIGRATE);
+    provider.migrationFailure = transientMigrationFailure("DB_UNAVAILABLE", "08006");
     assertThrows(RetriableException.class, t::poll);
     provider.migrationFailure = null;
     assertEquals(List.of("m1"), messageIds(t.poll()));

@@ -191,12 +191,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
           && owner.equals(row.leaseOwner)
           && Long.valueOf(epoch).equals(row.leaseEpoch)
           && Long.valueOf(batch).equals(row.claimBatch)) {
-        row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
-        row.nextAttemptAt = null;
-        row.releaseLease();
-        row.leaseToken++;
-        row.leaseEpoch = null;
-        row.claimBatch = null;
+        giveBack(row);
         released.add(row.messageId);
       }
     }
@@ -215,17 +210,22 @@ public final class InMemoryOutboxStore implements OutboxStore {
           && row.status == MessageStatus.IN_FLIGHT
           && owner.equals(row.leaseOwner)
           && !held.contains(row.seq)) {
-        row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
-        row.nextAttemptAt = null;
-        row.releaseLease();
-        row.leaseToken++;
-        row.leaseEpoch = null;
-        row.claimBatch = null;
+        giveBack(row);
         released.add(row.messageId);
       }
     }
     released.sort(null);
     return released;
+  }
+
+  /** A claim's row handed back unsent: due now, no attempt charged, the lost lease fenced off. */
+  private static void giveBack(Row row) {
+    row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
+    row.nextAttemptAt = null;
+    row.releaseLease();
+    row.leaseToken++;
+    row.leaseEpoch = null;
+    row.claimBatch = null;
   }
 
   private static boolean isCovered(Row row, RecoveryRequest request) {

@@ -239,6 +239,17 @@ final class OutboxSql {
       UNION ALL SELECT message_id, instance_key, TRUE FROM moved""";
 
   /**
+   * {@code {give back(o)}}: a claim's row handed back unsent (its claim's result was lost): due
+   * now, no attempt charged, the token bumped so that the lost claim's lease writes nothing.
+   */
+  private static final String GIVE_BACK =
+      """
+      status = CASE WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
+        next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+        lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
+        isolated = FALSE""";
+
+  /**
    * {@code {moved(o)}}: what a published row leaves in the published log (schema version 9),
    * returned by the DELETE that takes it out of the outbox; {@code {log moved}} writes it. The
    * message's own fields go in as text, whatever the adopted table's column types.
@@ -365,6 +376,7 @@ final class OutboxSql {
    */
   OutboxSql(OutboxTable table, ColumnMapping columns) {
     fragments.put("{log moved}", LOG_MOVED);
+    fragments.put("{give back(o)}", GIVE_BACK);
     fragments.put("{moved(o)}", MOVED);
     fragments.put("{lease(claimable)}", LEASE.replace("{rows}", "claimable"));
     fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
@@ -405,11 +417,7 @@ final class OutboxSql {
     releaseBatch =
         statement(
             """
-            UPDATE {table} o
-            SET status = CASE WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
-              next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
-              lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
-              isolated = FALSE
+            UPDATE {table} o SET {give back(o)}
             WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
               AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
               AND o.lease_epoch = CAST(:epoch AS bigint)
@@ -419,11 +427,7 @@ final class OutboxSql {
     releaseUnheld =
         statement(
             """
-            UPDATE {table} o
-            SET status = CASE WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
-              next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
-              lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
-              isolated = FALSE
+            UPDATE {table} o SET {give back(o)}
             WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
               AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
               AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
