@@ -76,10 +76,10 @@ final class ClaimLoop {
     if (ledger.size() >= settings.maxInFlight() || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }
+    releaseUnconfirmedClaim();
     if (exactlyOnce != null) {
       return claimInBuckets();
     }
-    releaseUnconfirmedClaim();
     long now = time.milliseconds();
     if (recentDatabaseError(now)) {
       drainingForProbe = false; // owners first
@@ -165,10 +165,11 @@ final class ClaimLoop {
   }
 
   /**
-   * At least once, before the next claim: releases the rows of a claim whose result never arrived
-   * (leased to this owner, unique to this instance, and not held). Left leased, they would let
-   * later rows of their aggregates go first, and wait a lease and a reclaim in isolation. Throws,
-   * like a claim, while the database is away.
+   * Before the next claim: releases the rows of a claim whose result never arrived (leased to this
+   * owner, unique to this instance, and not held). Left leased, they would let later rows of their
+   * aggregates go first; at least once they would wait a lease and a reclaim in isolation, and
+   * exactly once the next batch's committed offset would cover them, so that a recovery recorded
+   * them PUBLISHED unsent. Throws, like a claim, while the database is away.
    */
   private void releaseUnconfirmedClaim() {
     if (!claimUnconfirmed) {
@@ -192,11 +193,9 @@ final class ClaimLoop {
    * offsets, settles it). Expired leases of lower epochs are released by the sweep first.
    */
   private ClaimResult claimInBuckets() {
-    ClaimRequest base = settings.claimRequest();
-    exactlyOnce.releaseUnconfirmedClaim(base.owner());
     exactlyOnce.sweepIfDue();
-    ClaimResult result = store.claim(exactlyOnce.nextClaim(base));
-    exactlyOnce.claimReturned();
+    ClaimResult result =
+        confirmed(() -> store.claim(exactlyOnce.nextClaim(settings.claimRequest())));
     reportExhausted(result);
     return result;
   }

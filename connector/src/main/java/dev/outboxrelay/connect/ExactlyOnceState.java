@@ -41,7 +41,6 @@ final class ExactlyOnceState {
           .thenComparingLong(CommittedPosition::batch)
           .thenComparingLong(CommittedPosition::seq);
   private static final long NO_EPOCH = -1;
-  private static final long NO_BATCH = 0;
 
   private final OutboxStore store;
   private final BucketShare share;
@@ -54,7 +53,6 @@ final class ExactlyOnceState {
   private long epoch = NO_EPOCH;
   private boolean recovered;
   private long batch;
-  private long unconfirmedBatch = NO_BATCH;
   private long nextSweepMs;
 
   ExactlyOnceState(
@@ -125,41 +123,9 @@ final class ExactlyOnceState {
     report(recovery, "sweep");
   }
 
-  /**
-   * The next claim: {@code base} as this instance's next exactly-once claim. Unconfirmed until
-   * {@link #claimReturned()}.
-   */
+  /** The next claim: {@code base} as this instance's next exactly-once claim. */
   ClaimRequest nextClaim(ClaimRequest base) {
-    unconfirmedBatch = ++batch;
-    return base.exactlyOnce(epoch, batch, share);
-  }
-
-  /** The claim of {@link #nextClaim} returned its rows. */
-  void claimReturned() {
-    unconfirmedBatch = NO_BATCH;
-  }
-
-  /**
-   * Before the next claim: releases what a claim whose result never arrived may hold. Such a claim
-   * may have committed (the connection was lost at COMMIT): its rows would then stay leased to this
-   * instance, never handed over, under a position that the next batch's committed offset covers,
-   * and a recovery would record them PUBLISHED unsent; while leased, they would also let later rows
-   * of their aggregates go first. Throws, like a claim, while the database is away.
-   */
-  void releaseUnconfirmedClaim(String owner) {
-    if (unconfirmedBatch == NO_BATCH) {
-      return;
-    }
-    List<String> released = store.releaseBatch(instanceKeys, owner, epoch, unconfirmedBatch);
-    for (String id : released) {
-      log.warn(
-          "Released a claim whose result never arrived: message_id={} (reason={}, batch={})",
-          id,
-          ClaimLoop.CLAIM_RESULT_LOST,
-          unconfirmedBatch);
-    }
-    metrics.unconfirmedReleased.addAndGet(released.size());
-    unconfirmedBatch = NO_BATCH;
+    return base.exactlyOnce(epoch, ++batch, share);
   }
 
   /** The record of a row of the latest claim, at its bucket's partition and its position. */

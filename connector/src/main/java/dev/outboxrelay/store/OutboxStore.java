@@ -125,15 +125,6 @@ public interface OutboxStore extends AutoCloseable {
   Recovery recover(RecoveryRequest request);
 
   /**
-   * Exactly-once: releases the rows that claim {@code batch} of {@code epoch} leased to {@code
-   * owner}, whatever became of that claim: its commit may have succeeded although its result never
-   * reached the task (a connection lost at COMMIT). Due now, no attempt charged, token bumped. None
-   * of them was handed over, so they must not stay leased under a position that a later batch's
-   * committed offset would cover. Returns the message ids released; idempotent.
-   */
-  List<String> releaseBatch(Set<String> instanceKeys, String owner, long epoch, long batch);
-
-  /**
    * At-least-once: releases the rows leased to {@code owner} (one task instance: owners are unique
    * per start) that it does not hold, i.e. whose seq is not in {@code heldSeqs}: the rows of a
    * claim whose result never reached it. Due now, no attempt charged, token bumped. Returns the

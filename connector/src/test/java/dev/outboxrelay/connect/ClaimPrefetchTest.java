@@ -1,5 +1,6 @@
 package dev.outboxrelay.connect;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -53,7 +54,7 @@ class ClaimPrefetchTest {
   }
 
   private static int awaitClaims(AtomicInteger claims, int expected) {
-    org.awaitility.Awaitility.await().until(() -> claims.get() >= expected);
+    await().until(() -> claims.get() >= expected);
     return claims.get();
   }
 }

@@ -773,13 +773,6 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public List<String> releaseBatch(
-        Set<String> instanceKeys, String owner, long epoch, long batch) {
-      check();
-      return delegate.releaseBatch(instanceKeys, owner, epoch, batch);
-    }
-
-    @Override
     public List<String> releaseUnheld(
         Set<String> instanceKeys, String owner, java.util.Collection<Long> heldSeqs) {
       check();

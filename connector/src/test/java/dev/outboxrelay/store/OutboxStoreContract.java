@@ -964,42 +964,6 @@ public abstract class OutboxStoreContract {
     assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(alo, 1)));
   }
 
-  /**
-   * The rows of one claim whose result never arrived are released, and only those: not another
-   * batch, epoch, owner or instance key. Due again in order, no attempt charged, the claim's lease
-   * fenced off; a second release finds nothing.
-   */
-  @Test
-  void releasingABatchReleasesThatClaimOnly() {
-    String a = add(EU, "a", "agg-1");
-    String b = add(EU, "b", "agg-1");
-    String c = add(EU, "c", "agg-2");
-    String u = add(US, "u", "agg-1");
-    long epoch = store.newEpoch();
-    long other = store.newEpoch();
-    ClaimedMessage first =
-        store.claim(exactlyOnce("me", 1, epoch, 1, ALL_BUCKETS)).claimed().get(0);
-    assertEquals(a, first.messageId());
-    List<ClaimedMessage> lost = store.claim(exactlyOnce("me", 10, epoch, 2, ALL_BUCKETS)).claimed();
-    assertEquals(List.of(b, c), lost.stream().map(ClaimedMessage::messageId).toList());
-    store.claim(
-        new ClaimRequest("me", Set.of(US), 10, LEASE, 3, true).exactlyOnce(epoch, 2, ALL_BUCKETS));
-
-    assertEquals(List.of(), store.releaseBatch(Set.of(EU), "me", other, 2), "another epoch");
-    assertEquals(List.of(), store.releaseBatch(Set.of(EU), "someone", epoch, 2), "another owner");
-    assertEquals(List.of(), store.releaseBatch(Set.of(EU), "me", epoch, 3), "another batch");
-    assertEquals(List.of(b, c), store.releaseBatch(Set.of(EU), "me", epoch, 2));
-
-    assertEquals(MessageStatus.PENDING, state(b).status());
-    assertNull(state(b).leaseOwner());
-    assertEquals(0, state(b).attempts(), "a release charges nothing");
-    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(lost.get(0), 1)), "fenced off");
-    assertEquals(MessageStatus.IN_FLIGHT, state(a).status(), "batch 1 untouched");
-    assertEquals(MessageStatus.IN_FLIGHT, state(u).status(), "other instance keys untouched");
-    assertEquals(List.of(), store.releaseBatch(Set.of(EU), "me", epoch, 2), "idempotent");
-    assertEquals(List.of(b, c), ids(store.claim(exactlyOnce("me", 10, epoch, 3, ALL_BUCKETS))));
-  }
-
   @Test
   void legacyRowsAreNeverRecovered() {
     insertLegacy(message("legacy", "agg-1"));

@@ -181,25 +181,6 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized List<String> releaseBatch(
-      Set<String> instanceKeys, String owner, long epoch, long batch) {
-    InstanceKeys.requireValid(instanceKeys);
-    List<String> released = new ArrayList<>();
-    for (Row row : rowsBySeq.values()) {
-      if (row.ownedBy(instanceKeys)
-          && row.status == MessageStatus.IN_FLIGHT
-          && owner.equals(row.leaseOwner)
-          && Long.valueOf(epoch).equals(row.leaseEpoch)
-          && Long.valueOf(batch).equals(row.claimBatch)) {
-        giveBack(row);
-        released.add(row.messageId);
-      }
-    }
-    released.sort(null);
-    return released;
-  }
-
-  @Override
   public synchronized List<String> releaseUnheld(
       Set<String> instanceKeys, String owner, Collection<Long> heldSeqs) {
     InstanceKeys.requireValid(instanceKeys);

@@ -347,7 +347,6 @@ final class OutboxSql {
   final NamedSql claimUnorderedInShare;
   final NamedSql recover;
   final NamedSql recoverInShare;
-  final NamedSql releaseBatch;
   final NamedSql releaseUnheld;
   final NamedSql newEpoch;
   final NamedSql claimAbandonedOrdered;
@@ -412,18 +411,7 @@ final class OutboxSql {
     claimUnorderedInShare = statement(CLAIM_UNORDERED.replace("{share}", SHARE));
     recover = statement(RECOVER.replace("{share}", ""));
     recoverInShare = statement(RECOVER.replace("{share}", SHARE));
-    // The rows of one exactly-once claim whose result never arrived: released like recovery's,
-    // token bumped, so that no later committed offset covers rows never handed over.
-    releaseBatch =
-        statement(
-            """
-            UPDATE {table} o SET {give back(o)}
-            WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
-              AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
-              AND o.lease_epoch = CAST(:epoch AS bigint)
-              AND o.claim_batch = CAST(:claim_batch AS bigint)
-            RETURNING {message_id(o)}""");
-    // At least once, the same for the rows an owner leased but does not hold.
+    // The rows of a claim whose result never arrived: leased to the owner, not held by it.
     releaseUnheld =
         statement(
             """

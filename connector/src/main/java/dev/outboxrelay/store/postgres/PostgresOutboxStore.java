@@ -499,21 +499,6 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public List<String> releaseBatch(Set<String> instanceKeys, String owner, long epoch, long batch) {
-    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
-    return run(
-        "release-batch",
-        sql.releaseBatch,
-        (c, statement) ->
-            releasedIds(
-                statement
-                    .setArray("instance_keys", textArray(c, keys))
-                    .setString("owner", owner)
-                    .setLong("epoch", epoch)
-                    .setLong("claim_batch", batch)));
-  }
-
-  @Override
   public List<String> releaseUnheld(
       Set<String> instanceKeys, String owner, Collection<Long> heldSeqs) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
