@@ -19,6 +19,7 @@ import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.ReplicaIdentity;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
 import java.sql.Connection;
@@ -326,6 +327,7 @@ public final class ConfigValidation {
           Map<String, Boolean> present = presentColumns(pool, table);
           checkColumns(missingColumns(present));
           checkMappedColumns(present);
+          checkReplicaIdentity(pool, table);
           if (version.isEmpty() && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
             // A table kept up to date by the user's own tool (or adopted from Debezium).
             checkPublishedLog(pool, table);
@@ -345,6 +347,31 @@ public final class ConfigValidation {
     }
 
     /** The published log of schema version 9 exists, and is one: it has the log's columns. */
+    /**
+     * A publication that publishes updates or deletes of a table without a replica identity makes
+     * the server refuse every claim and every publish (SQLState 55000); a Debezium connector's
+     * publication for all tables does, on an adopted table without a primary key.
+     */
+    private void checkReplicaIdentity(HikariDataSource pool, OutboxTable table)
+        throws SQLException {
+      List<String> publications;
+      try (Connection c = pool.getConnection()) {
+        publications = ReplicaIdentity.blockingPublications(c, table);
+      }
+      if (!publications.isEmpty()) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " has no replica identity and "
+                + (publications.size() == 1 ? "publication " : "publications ")
+                + abbreviated(publications)
+                + (publications.size() == 1 ? " publishes" : " publish")
+                + " its updates or deletes, so PostgreSQL would refuse every claim and publish"
+                + " (SQLState 55000): give the table a primary key or REPLICA IDENTITY FULL, or"
+                + " take it out of the publication");
+      }
+    }
+
     private void checkPublishedLog(HikariDataSource pool, OutboxTable table) throws SQLException {
       String log = table.objectName("published");
       if (!relationExists(pool, table.qualifiedPublishedLog())) {

@@ -456,6 +456,30 @@ class ConfigValidationTest {
         message.startsWith("outbox.table exists but has no outbox-relay schema history"), message);
   }
 
+  // Live: publications
+
+  @Test
+  void aPublicationOfUpdatesOrDeletesOfATableWithoutReplicaIdentityIsAnErrorOnTheTable()
+      throws SQLException {
+    String url = Postgres.freshDatabase("config_replica_identity");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    execute(url, "CREATE PUBLICATION inserts_only FOR TABLE outbox WITH (publish = 'insert')");
+    execute(url, "CREATE PUBLICATION everything FOR ALL TABLES");
+    assertEquals(Map.of(), errors(props(url)), "the primary key is its replica identity");
+
+    execute(url, "ALTER TABLE outbox REPLICA IDENTITY NOTHING");
+
+    assertEquals(
+        "outbox.table has no replica identity and publication everything publishes its updates"
+            + " or deletes, so PostgreSQL would refuse every claim and publish (SQLState 55000):"
+            + " give the table a primary key or REPLICA IDENTITY FULL, or take it out of the"
+            + " publication",
+        only(errors(props(url)), "outbox.table"));
+
+    execute(url, "ALTER PUBLICATION everything SET (publish = 'insert')");
+    assertEquals(Map.of(), errors(props(url)), "a publication of inserts only needs none");
+  }
+
   // Producer overrides
 
   @ParameterizedTest

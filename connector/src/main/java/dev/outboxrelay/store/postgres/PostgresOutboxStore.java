@@ -13,6 +13,7 @@ import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
@@ -49,6 +50,7 @@ import javax.sql.DataSource;
  */
 public final class PostgresOutboxStore implements OutboxStore {
   private final DataSource dataSource;
+  private final OutboxTable table;
   private final OutboxSql sql;
   private final ColumnMapping columns;
   private final RelayClock clock;
@@ -81,6 +83,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       RelayClock clock,
       AutoCloseable ownedResource) {
     this.dataSource = dataSource;
+    this.table = table;
     this.sql = new OutboxSql(table, columns);
     this.columns = columns;
     this.clock = clock;
@@ -569,7 +572,30 @@ public final class PostgresOutboxStore implements OutboxStore {
           ? work.run(c, statement)
           : inTransaction(c, () -> work.run(c, statement));
     } catch (SQLException e) {
-      throw SqlStates.classify(e, operation);
+      throw classify(e, operation);
+    }
+  }
+
+  /**
+   * By SQLState; a 55000 is asked about further: the server refusing to change a table that a
+   * publication needs a replica identity of fails the task with what to fix, where retrying it like
+   * the 55000 of a server in recovery would leave the task running and relaying nothing.
+   */
+  private OutboxStoreException classify(SQLException e, String operation) {
+    OutboxStoreException failure = SqlStates.classify(e, operation);
+    if (SqlStates.OBJECT_NOT_IN_PREREQUISITE_STATE.equals(failure.sqlState())
+        && lacksReplicaIdentity()) {
+      return new OutboxStoreException(
+          OutboxStoreException.Kind.SCHEMA, ReplicaIdentity.MISSING, failure.sqlState(), operation);
+    }
+    return failure;
+  }
+
+  private boolean lacksReplicaIdentity() {
+    try (Connection c = dataSource.getConnection()) {
+      return !ReplicaIdentity.blockingPublications(c, table).isEmpty();
+    } catch (SQLException e) {
+      return false; // as classified by its SQLState: retried
     }
   }
 

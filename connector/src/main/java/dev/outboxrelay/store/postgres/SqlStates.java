@@ -11,6 +11,13 @@ public final class SqlStates {
   /** lock_not_available: a lock_timeout (or NOWAIT) expired; retriable. */
   public static final String LOCK_NOT_AVAILABLE = "55P03";
 
+  /**
+   * object_not_in_prerequisite_state: retriable when the server is in recovery (a standby that was
+   * connected to during a failover); permanent when the outbox table lacks a replica identity that
+   * a publication needs, which {@link ReplicaIdentity} tells apart.
+   */
+  public static final String OBJECT_NOT_IN_PREREQUISITE_STATE = "55000";
+
   private SqlStates() {}
 
   /** A sanitized exception for {@code operation}; the driver's message and cause are dropped. */
@@ -38,7 +45,7 @@ public final class SqlStates {
         || state.equals("40001") // serialization failure
         || state.equals("40P01") // deadlock detected
         || state.equals(LOCK_NOT_AVAILABLE)
-        || state.equals("55000") // object not in prerequisite state (e.g. recovery)
+        || state.equals(OBJECT_NOT_IN_PREREQUISITE_STATE)
         || state.equals("25006") // read-only transaction (failover to a replica)
         || state.equals("XX000") && e instanceof SQLTransientException) {
       return Kind.TRANSIENT;

@@ -1,17 +1,29 @@
 package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.ManualClock;
+import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreContract;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -21,9 +33,13 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 /**
  * The store contract on a Debezium-style outbox table adopted in place ({@link DebeziumAdoption}),
@@ -137,6 +153,96 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
   @Override
   protected RowState state(String messageId) {
     return rows().state(messageId);
+  }
+
+  /**
+   * Debezium's default publication (FOR ALL TABLES) publishes updates and deletes, and an adopted
+   * table may have no primary key, as this one: PostgreSQL then refuses a publish (a DELETE) and a
+   * claim (an UPDATE) with SQLState 55000. The store says why, as a failure the task does not retry
+   * (a retried 55000 would leave it running and relaying nothing), and changes nothing.
+   */
+  @Test
+  void aPublicationThatNeedsAReplicaIdentityTheTableLacksFailsClaimsAndPublishesNamingIt()
+      throws SQLException {
+    ClaimedMessage m = claimOne("relay-a", add(EU, "m1", "a"));
+    add(EU, "m2", "b");
+    PublishedAck ack = new PublishedAck("m1", m.seq(), m.lease(), new KafkaCoordinates("t", 0, 1));
+    execute("CREATE PUBLICATION relay_test_deletes FOR TABLE events WITH (publish = 'delete')");
+    try {
+      assertRefusedForReplicaIdentity(() -> store.markPublished(ack));
+      assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
+
+      execute("ALTER PUBLICATION relay_test_deletes SET (publish = 'insert, update')");
+      assertRefusedForReplicaIdentity(() -> store.claim(request("relay-a", 10)));
+      assertEquals(MessageStatus.PENDING, state("m2").status());
+
+      execute("ALTER TABLE events REPLICA IDENTITY FULL"); // one way to fix it
+      assertEquals(Outcome.APPLIED, store.markPublished(ack));
+      assertEquals(List.of("m2"), ids(store.claim(request("relay-a", 10))));
+    } finally {
+      execute("DROP PUBLICATION relay_test_deletes");
+      execute("ALTER TABLE events REPLICA IDENTITY DEFAULT");
+    }
+  }
+
+  /** A 55000 of another cause (a server in recovery, during a failover) is retried, as before. */
+  @Test
+  void anotherObjectNotInPrerequisiteStateIsRetried() {
+    DataSource refusingOnce = refusingFirstStatement(dataSource, "55000");
+    OutboxStore refusing = new PostgresOutboxStore(refusingOnce, TABLE, COLUMNS, clock, null);
+
+    OutboxStoreException e =
+        assertThrows(OutboxStoreException.class, () -> refusing.claim(request("relay-a", 10)));
+
+    assertTrue(e.isRetriable(), e.reasonCode());
+    assertEquals("DB_UNAVAILABLE", e.reasonCode());
+  }
+
+  private static void assertRefusedForReplicaIdentity(Executable write) {
+    OutboxStoreException e = assertThrows(OutboxStoreException.class, write);
+    assertEquals(ReplicaIdentity.MISSING, e.reasonCode());
+    assertEquals("55000", e.sqlState());
+    assertFalse(e.isRetriable());
+  }
+
+  private static void execute(String sql) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+
+  /** {@code target}, whose first connection fails its first statement with {@code sqlState}. */
+  private static DataSource refusingFirstStatement(DataSource target, String sqlState) {
+    AtomicBoolean refused = new AtomicBoolean();
+    return (DataSource)
+        Proxy.newProxyInstance(
+            DataSource.class.getClassLoader(),
+            new Class<?>[] {DataSource.class},
+            (proxy, method, args) -> {
+              Object result = invoke(target, method, args);
+              if (!method.getName().equals("getConnection") || refused.getAndSet(true)) {
+                return result;
+              }
+              Connection real = (Connection) result;
+              return Proxy.newProxyInstance(
+                  Connection.class.getClassLoader(),
+                  new Class<?>[] {Connection.class},
+                  (p, m, a) -> {
+                    if (m.getName().equals("prepareStatement")) {
+                      throw new SQLException("refused", sqlState);
+                    }
+                    return invoke(real, m, a);
+                  });
+            });
+  }
+
+  private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
   }
 
   @Override

@@ -1,0 +1,64 @@
+package dev.outboxrelay.store.postgres;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Whether PostgreSQL lets the relay change the outbox table's rows. A table in a publication that
+ * publishes updates or deletes (logical replication, or a Debezium connector's publication FOR ALL
+ * TABLES, its default) needs a replica identity: a primary key, an index chosen with REPLICA
+ * IDENTITY USING INDEX, or REPLICA IDENTITY FULL. Without one the server refuses every claim (an
+ * UPDATE) and every publish (a DELETE) with SQLState 55000, the code it also uses for transient
+ * states, so the store asks this before reporting a 55000. The relay's own table has a primary key;
+ * an adopted table may not.
+ */
+public final class ReplicaIdentity {
+  /** The reason code of a table that publications forbid the relay to change. */
+  public static final String MISSING = "TABLE_WITHOUT_REPLICA_IDENTITY";
+
+  /**
+   * The publications that publish updates or deletes of the table while it has no replica identity
+   * (an index named by REPLICA IDENTITY that was dropped leaves none either). A missing table has
+   * none.
+   */
+  private static final String BLOCKING_PUBLICATIONS =
+      """
+      SELECT DISTINCT p.pubname
+        FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        JOIN pg_publication_tables pt ON pt.schemaname = n.nspname AND pt.tablename = c.relname
+        JOIN pg_publication p ON p.pubname = pt.pubname
+       WHERE c.oid = to_regclass(?)
+         AND (p.pubupdate OR p.pubdelete)
+         AND c.relreplident <> 'f'
+         AND NOT EXISTS (
+               SELECT 1 FROM pg_index i
+                WHERE i.indrelid = c.oid
+                  AND CASE c.relreplident
+                        WHEN 'd' THEN i.indisprimary
+                        WHEN 'i' THEN i.indisreplident
+                        ELSE false
+                      END)
+       ORDER BY p.pubname""";
+
+  private ReplicaIdentity() {}
+
+  /** The publications that make PostgreSQL refuse the relay's updates and deletes of the table. */
+  public static List<String> blockingPublications(Connection c, OutboxTable table)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(BLOCKING_PUBLICATIONS)) {
+      ps.setString(1, table.qualified());
+      List<String> names = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          names.add(rs.getString(1));
+        }
+      }
+      return names;
+    }
+  }
+}
