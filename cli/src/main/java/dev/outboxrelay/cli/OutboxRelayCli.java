@@ -13,8 +13,11 @@ import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IVersionProvider;
@@ -104,17 +107,19 @@ public final class OutboxRelayCli implements Runnable {
   private static int usageError(ParameterException e, String[] args) {
     CommandLine cli = e.getCommandLine();
     PrintWriter err = cli.getErr();
-    err.println("error: " + describe(e));
+    err.println("error: " + describe(e, args));
     err.println(
         "Run '" + cli.getCommandSpec().qualifiedName() + " --help' for its options and examples.");
     return ExitCode.USAGE;
   }
 
   /**
-   * A usage error, never echoing an unknown argument's value: a mistyped {@code --pasword=secret}
-   * must not print the secret.
+   * A usage error, never echoing an argument's value: a mistyped {@code --pasword=secret} must not
+   * print the secret, nor {@code --user --password=secret} (an empty {@code $USER} in a script),
+   * which picocli reports as "Expected parameter for option '--user' but found
+   * '--password=secret'".
    */
-  private static String describe(ParameterException e) {
+  private static String describe(ParameterException e, String[] args) {
     if (e instanceof UnmatchedArgumentException unmatched) {
       List<String> options = new ArrayList<>();
       int others = 0;
@@ -139,8 +144,48 @@ public final class OutboxRelayCli implements Runnable {
       return message.toString();
     }
     String message = e.getMessage();
-    return Text.safe(message.startsWith("Error: ") ? message.substring(7) : message);
+    CommandLine root = e.getCommandLine();
+    while (root.getParent() != null) {
+      root = root.getParent();
+    }
+    return Text.safe(
+        withoutValues(
+            message.startsWith("Error: ") ? message.substring(7) : message,
+            args,
+            root.getSubcommands().keySet()));
   }
+
+  /** A segment of picocli's message in quotes: an option, or a value the user typed. */
+  private static final Pattern QUOTED = Pattern.compile("'([^']*)'");
+
+  /** An option as picocli quotes it in a message: its name, maybe with its label. */
+  private static final Pattern OPTION = Pattern.compile("-{1,2}[a-z][a-z-]*(=<[a-z-]+>)?");
+
+  /**
+   * {@code message} with every quoted segment that is not an option, and every argument that is
+   * neither an option nor a command, replaced: picocli quotes the values it rejects, and a
+   * converter may repeat one unquoted.
+   */
+  static String withoutValues(String message, String[] args, Set<String> commands) {
+    Matcher quoted = QUOTED.matcher(message);
+    StringBuilder out = new StringBuilder();
+    while (quoted.find()) {
+      String shown = OPTION.matcher(quoted.group(1)).matches() ? quoted.group() : NOT_SHOWN;
+      quoted.appendReplacement(out, Matcher.quoteReplacement(shown));
+    }
+    quoted.appendTail(out);
+    String result = out.toString();
+    for (String arg : args) {
+      int eq = arg.indexOf('=');
+      String value = arg.startsWith("-") ? (eq < 0 ? null : arg.substring(eq + 1)) : arg;
+      if (value != null && value.length() >= 3 && !commands.contains(value)) {
+        result = result.replace(value, NOT_SHOWN);
+      }
+    }
+    return result;
+  }
+
+  private static final String NOT_SHOWN = "(a value, not shown)";
 
   /** Reports a failure of {@code command} (the one that was run, never a step inside it). */
   private static int failure(Exception e, String command, PrintWriter err) {

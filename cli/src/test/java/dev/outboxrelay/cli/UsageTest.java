@@ -52,6 +52,29 @@ class UsageTest {
     assertFalse(r.err().contains(SENTINEL), r::toString);
   }
 
+  /**
+   * picocli quotes the argument it found where a value was expected, or the value it could not
+   * convert: an empty {@code $USER} in a script puts the password there.
+   */
+  @ParameterizedTest(name = "{0}")
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "option without its value | status --instance-key eu --user --password=SENTINEL-secret-91",
+        "value taken as an option | status --instance-key eu --user --password SENTINEL-secret-91",
+        "a value not a number     | list --instance-key eu --status FAILED --limit SENTINEL-secret-91",
+        "a value not an enum      | list --instance-key eu --status SENTINEL-secret-91",
+        "a cutoff not a duration  | purge --instance-key eu --published-before SENTINEL-secret-91",
+      })
+  void aRejectedValueIsNotEchoedButItsOptionIsNamed(String name, String args) {
+    Cli.Result r = CLI.run(args.split(" "));
+
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertFalse(r.err().contains(SENTINEL), r::toString);
+    assertFalse(r.err().contains("secret"), r::toString);
+    assertTrue(r.err().matches("(?s)error: [^\n]*--[a-z-]+.*"), r::toString);
+  }
+
   @Test
   void anInvalidUrlIsNotEchoed() {
     Cli.Result r =
