@@ -1,9 +1,11 @@
 package dev.outboxrelay.mapping;
 
+import dev.outboxrelay.writer.OutboxMessage;
+
 /** Header names the relay sets on records. All values are strings. */
 public final class OutboxHeaders {
   /** Every header name under this prefix is the relay's own; rows may not set one. */
-  public static final String RESERVED_PREFIX = "outbox.";
+  public static final String RESERVED_PREFIX = OutboxMessage.RESERVED_HEADER_PREFIX;
 
   public static final String MESSAGE_ID = "outbox.message_id";
   public static final String EVENT_TYPE = "outbox.event_type";

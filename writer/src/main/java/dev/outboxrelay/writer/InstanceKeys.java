@@ -27,6 +27,12 @@ public final class InstanceKeys {
     if (!instanceKey.strip().equals(instanceKey)) {
       throw new IllegalArgumentException("instance key must not start or end with white space");
     }
+    if (instanceKey.indexOf(',') >= 0) {
+      // The connector's instance.keys is a comma-separated list: such a key is never relayed.
+      throw new IllegalArgumentException(
+          "instance key must not contain a comma (the connector's instance.keys is a"
+              + " comma-separated list, so no connector could relay its rows)");
+    }
     for (int i = 0; i < instanceKey.length(); i++) {
       if (Character.isISOControl(instanceKey.charAt(i))) {
         throw new IllegalArgumentException("instance key must not contain control characters");

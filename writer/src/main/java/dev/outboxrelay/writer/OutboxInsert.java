@@ -76,8 +76,17 @@ final class OutboxInsert {
   }
 
   private final String sql;
+  private final String takenElsewhereSql;
 
   OutboxInsert(OutboxTableName table) {
+    // Asked only when the insert wrote nothing: whether the id that stopped it is another owner's.
+    this.takenElsewhereSql =
+        "SELECT EXISTS (SELECT 1 FROM "
+            + table.qualified()
+            + " WHERE message_id = ? AND instance_key IS DISTINCT FROM ?)"
+            + " OR EXISTS (SELECT 1 FROM "
+            + table.publishedLogQualified()
+            + " WHERE message_id = ? AND instance_key IS DISTINCT FROM ?)";
     this.sql =
         "INSERT INTO "
             + table.qualified()
@@ -96,6 +105,14 @@ final class OutboxInsert {
   /** The statement for {@link java.sql.Connection#prepareStatement}. */
   String sql() {
     return sql;
+  }
+
+  /**
+   * Whether the message id is used by a row, or a published-log entry, of another instance key or
+   * of none (a legacy row); parameters: message id, instance key, message id, instance key.
+   */
+  String takenElsewhereSql() {
+    return takenElsewhereSql;
   }
 
   /** Sets one parameter. */

@@ -22,6 +22,9 @@ public final class OutboxMessage {
   /** The W3C Trace Context header that {@link Builder#traceparent} sets. */
   public static final String TRACEPARENT = "traceparent";
 
+  /** The prefix of the headers the relay sets itself ({@code outbox.message_id}, ...). */
+  public static final String RESERVED_HEADER_PREFIX = "outbox.";
+
   /** Version 00 of W3C Trace Context: {@code 00-<trace id>-<parent id>-<flags>}, lower-case hex. */
   private static final Pattern TRACEPARENT_FORMAT =
       Pattern.compile("00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}");
@@ -38,10 +41,22 @@ public final class OutboxMessage {
   private final String correlationId;
   private final Instant deliverBefore;
 
+  /** The longest message id the table takes (its {@code message_id_check}), in characters. */
+  public static final int MAX_MESSAGE_ID_LENGTH = 255;
+
+  /**
+   * Every value is checked here rather than by the database: a row the database refuses fails with
+   * an error whose detail quotes the whole row, payload included ("Failing row contains ..."), and
+   * applications log such errors.
+   */
   private OutboxMessage(Builder b) {
     this.messageId = b.messageId != null ? b.messageId : UUID.randomUUID().toString();
     if (messageId.isBlank()) {
       throw new IllegalArgumentException("message id must not be blank");
+    }
+    if (messageId.codePointCount(0, messageId.length()) > MAX_MESSAGE_ID_LENGTH) {
+      throw new IllegalArgumentException(
+          "message id must be at most " + MAX_MESSAGE_ID_LENGTH + " characters");
     }
     this.aggregateType = requireText(b.aggregateType, "aggregateType");
     this.aggregateId = requireText(b.aggregateId, "aggregateId");
@@ -51,6 +66,25 @@ public final class OutboxMessage {
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(b.headers));
     this.correlationId = b.correlationId;
     this.deliverBefore = b.deliverBefore;
+    requireNoNul(messageId, "messageId");
+    requireNoNul(aggregateType, "aggregateType");
+    requireNoNul(aggregateId, "aggregateId");
+    requireNoNul(eventType, "eventType");
+    requireNoNul(topic, "topic");
+    requireNoNul(correlationId, "correlationId");
+    headers.forEach(
+        (name, value) -> {
+          requireNoNul(name, "a header name");
+          requireNoNul(value, "header " + (name.indexOf('\0') < 0 ? name : "?"));
+        });
+  }
+
+  /** PostgreSQL's text and jsonb cannot hold U+0000. */
+  private static void requireNoNul(String value, String name) {
+    if (value != null && value.indexOf('\0') >= 0) {
+      throw new IllegalArgumentException(
+          name + " must not contain the character U+0000, which PostgreSQL text cannot hold");
+    }
   }
 
   private static String requireTraceparent(String traceparent) {
@@ -199,12 +233,23 @@ public final class OutboxMessage {
     /**
      * A record header: the relay sets it on the Kafka record as a string header of this name (a
      * null value gives a header with a null value). Setting a name again replaces its value. Names
-     * starting with {@code outbox.} are the relay's own: a row that uses one is not published but
-     * recorded FAILED ({@code HEADER_NAME_RESERVED}), as are {@code id} and {@code eventType} under
-     * the connector's Debezium convention.
+     * starting with {@code outbox.} are the relay's own and refused here; {@code id} and {@code
+     * eventType} are the relay's too under the connector's Debezium convention (a setting this
+     * library cannot see): a row that uses one is not published but recorded FAILED ({@code
+     * HEADER_NAME_RESERVED}).
+     *
+     * @throws IllegalArgumentException if {@code name} starts with {@code outbox.}
      */
     public Builder header(String name, String value) {
-      this.headers.put(Objects.requireNonNull(name, "header name"), value);
+      Objects.requireNonNull(name, "header name");
+      if (name.startsWith(RESERVED_HEADER_PREFIX)) {
+        throw new IllegalArgumentException(
+            "header names starting with "
+                + RESERVED_HEADER_PREFIX
+                + " are the relay's own; a row with one would be recorded FAILED"
+                + " (HEADER_NAME_RESERVED) instead of published");
+      }
+      this.headers.put(name, value);
       return this;
     }
 

@@ -2,6 +2,7 @@ package dev.outboxrelay.writer;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.Objects;
 
@@ -55,12 +56,14 @@ public final class PostgresOutboxWriter {
 
   /**
    * Inserts the message using {@code transaction}; the caller commits. Returns {@link
-   * EnqueueResult#DUPLICATE} without writing when the message id already exists: in the outbox
-   * (awaiting delivery or parked) or in its published log, that is until retention deletes the
-   * published entry. A retry that races the publish of the very same message (the publish commits
-   * while the insert runs) can still insert it again; that duplicate is delivered at least once,
-   * like any other.
+   * EnqueueResult#DUPLICATE} without writing when the message id already exists for this instance
+   * key: in the outbox (awaiting delivery or parked) or in its published log, that is until
+   * retention deletes the published entry. A retry that races the publish of the very same message
+   * (the publish commits while the insert runs) can still insert it again; that duplicate is
+   * delivered at least once, like any other.
    *
+   * @throws MessageIdTakenException if the message id is used by a row of another instance key, or
+   *     a legacy row without one: message ids are unique across the table
    * @throws SQLException as the driver raised it, so the caller's transaction handling applies
    */
   public EnqueueResult enqueue(Connection transaction, OutboxMessage message) throws SQLException {
@@ -68,7 +71,29 @@ public final class PostgresOutboxWriter {
     Objects.requireNonNull(message, "message");
     try (PreparedStatement ps = transaction.prepareStatement(insert.sql())) {
       OutboxInsert.bind(ps, instanceKey, message);
-      return ps.executeUpdate() == 1 ? EnqueueResult.ENQUEUED : EnqueueResult.DUPLICATE;
+      if (ps.executeUpdate() == 1) {
+        return EnqueueResult.ENQUEUED;
+      }
+    }
+    if (takenElsewhere(transaction, message.messageId())) {
+      throw new MessageIdTakenException(message.messageId());
+    }
+    return EnqueueResult.DUPLICATE;
+  }
+
+  /**
+   * Whether the id that stopped the insert belongs to another instance key's row (or a legacy row):
+   * that is no retry of this message, and reporting it DUPLICATE would lose the message.
+   */
+  private boolean takenElsewhere(Connection transaction, String messageId) throws SQLException {
+    try (PreparedStatement ps = transaction.prepareStatement(insert.takenElsewhereSql())) {
+      ps.setString(1, messageId);
+      ps.setString(2, instanceKey);
+      ps.setString(3, messageId);
+      ps.setString(4, instanceKey);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
     }
   }
 

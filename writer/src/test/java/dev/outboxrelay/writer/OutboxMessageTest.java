@@ -39,6 +39,50 @@ class OutboxMessageTest {
     assertThrows(IllegalArgumentException.class, () -> order().messageId(" ").build());
   }
 
+  /**
+   * What the table would refuse is refused here, naming the field: the database's refusal quotes
+   * the whole row, payload included, in an error applications log.
+   */
+  @Test
+  void whatTheTableWouldRefuseIsRefusedNamingTheField() {
+    assertEquals(
+        "message id must be at most 255 characters",
+        assertThrows(
+                IllegalArgumentException.class, () -> order().messageId("m".repeat(256)).build())
+            .getMessage());
+    // 255 characters, 510 UTF-16 units: the table counts characters.
+    assertEquals(510, order().messageId("\uD83D\uDE00".repeat(255)).build().messageId().length());
+    for (var field :
+        Map.<String, java.util.function.UnaryOperator<OutboxMessage.Builder>>of(
+                "messageId", b -> b.messageId("m\0"),
+                "aggregateType", b -> b.aggregateType("order\0"),
+                "aggregateId", b -> b.aggregateId("o\0"),
+                "eventType", b -> b.eventType("P\0"),
+                "topic", b -> b.topic("t\0"),
+                "correlationId", b -> b.correlationId("c\0"),
+                "header tenant", b -> b.header("tenant", "acme\0"),
+                "a header name", b -> b.header("ten\0ant", "acme"))
+            .entrySet()) {
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class, () -> field.getValue().apply(order()).build());
+      assertEquals(
+          field.getKey()
+              + " must not contain the character U+0000, which PostgreSQL text cannot"
+              + " hold",
+          e.getMessage());
+    }
+  }
+
+  @Test
+  void theRelaysOwnHeaderNamesAreRefused() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class, () -> order().header("outbox.message_id", "x"));
+    assertTrue(e.getMessage().startsWith("header names starting with outbox. are the relay's own"));
+    assertEquals("x", order().header("outboxed", "x").build().headers().get("outboxed"));
+  }
+
   @Test
   void aMessageIdIsARandomUuidUnlessGiven() {
     OutboxMessage a = order().build();

@@ -1,6 +1,7 @@
 package dev.outboxrelay.writer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -122,6 +123,42 @@ class PostgresOutboxWriterDatabaseTest {
         db.rows("SELECT aggregate_id, event_type FROM outbox"));
   }
 
+  /**
+   * Two applications sharing a table under their own instance keys, with ids of the same shape
+   * (derived from business keys): the second is no retry of the first, and a DUPLICATE would
+   * silently lose its message. Same with the first already published, and with a legacy row.
+   */
+  @Test
+  void aMessageIdOfAnotherInstanceKeyIsRefusedNotCalledADuplicate() throws SQLException {
+    PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
+    try (Connection c = db.connection()) {
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-2")));
+    }
+    publish("o-2:placed");
+    db.exec(
+        "ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required;"
+            + " INSERT INTO outbox (message_id, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('o-3:placed', 'order', 'o-3', 'Legacy')");
+
+    for (String orderId : List.of("o-1", "o-2", "o-3")) {
+      try (Connection c = db.connection()) {
+        c.setAutoCommit(false);
+        MessageIdTakenException e =
+            assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed(orderId)));
+        c.rollback();
+        assertEquals("23505", e.getSQLState());
+        assertEquals(orderId + ":placed", e.messageId());
+        assertFalse(e.getMessage().contains("orders-eu"), "another key's name is not told");
+      }
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM outbox WHERE instance_key = 'orders-us'"));
+    try (Connection c = db.connection()) {
+      assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-1")), "its own retry");
+      assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-2")), "published");
+    }
+  }
+
   @Test
   void aMessageIdAlreadyInThePublishedLogIsADuplicateAndChangesNothing() throws SQLException {
     // What publishing leaves (schema version 9): the row is gone from the outbox, its entry is in
@@ -150,10 +187,15 @@ class PostgresOutboxWriterDatabaseTest {
 
   @Test
   void theApplicationsRoleNeedsSelectOnThePublishedLogToo() throws SQLException {
-    // What the insert needed before schema version 9: INSERT, and SELECT on the column that ON
-    // CONFLICT (message_id) infers its arbiter index from.
+    // INSERT, and SELECT on the column that ON CONFLICT (message_id) infers its arbiter index from
+    // and on instance_key, which tells a retry from another instance key's id: what the insert
+    // needed before schema version 9, but for instance_key.
     String role = "writer_app_" + System.nanoTime();
-    db.exec("CREATE ROLE " + role + "; GRANT INSERT, SELECT (message_id) ON outbox TO " + role);
+    db.exec(
+        "CREATE ROLE "
+            + role
+            + "; GRANT INSERT, SELECT (message_id, instance_key) ON outbox TO "
+            + role);
     try (Connection c = db.connection()) {
       c.createStatement().execute("SET ROLE " + role);
       SQLException e = assertThrows(SQLException.class, () -> writer.enqueue(c, placed("o-1")));

@@ -8,6 +8,7 @@ import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.Types;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -44,10 +45,14 @@ class PostgresOutboxWriterTest {
 
   private int updateCount = 1;
 
+  /** What the check after an insert that wrote nothing answers. */
+  private boolean takenElsewhere;
+
   @Test
   void aBlankOrInvalidInstanceKeyIsRejectedBeforeTheConnectionIsTouched() {
     Connection connection = recordingConnection();
-    for (String key : new String[] {null, "", "   ", "\t", " eu", "eu ", "e\nu", "x".repeat(201)}) {
+    for (String key :
+        new String[] {null, "", "   ", "\t", " eu", "eu ", "e\nu", "eu,us", "x".repeat(201)}) {
       IllegalArgumentException e =
           assertThrows(
               IllegalArgumentException.class,
@@ -150,6 +155,22 @@ class PostgresOutboxWriterTest {
   }
 
   @Test
+  void noRowInsertedBecauseAnotherKeyHasTheIdIsNoDuplicate() {
+    updateCount = 0;
+    takenElsewhere = true;
+    OutboxMessage message = message();
+    MessageIdTakenException e =
+        assertThrows(
+            MessageIdTakenException.class,
+            () -> new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message));
+    assertEquals("23505", e.getSQLState());
+    assertEquals(message.messageId(), e.messageId());
+    assertTrue(
+        calls.contains("setString(2, eu)"), // the check asks about other keys than the writer's
+        calls::toString);
+  }
+
+  @Test
   void theWriterTellsItsTableAndInstanceKey() {
     PostgresOutboxWriter writer = new PostgresOutboxWriter("app.outbox", "eu");
     assertEquals(OutboxTableName.parse("app.outbox"), writer.table());
@@ -177,7 +198,11 @@ class PostgresOutboxWriterTest {
                 new Class<?>[] {PreparedStatement.class},
                 (proxy, method, args) -> {
                   calls.add(call(method.getName(), args));
-                  return method.getName().equals("executeUpdate") ? updateCount : null;
+                  return switch (method.getName()) {
+                    case "executeUpdate" -> updateCount;
+                    case "executeQuery" -> answer(takenElsewhere);
+                    default -> null;
+                  };
                 });
     return (Connection)
         Proxy.newProxyInstance(
@@ -187,6 +212,21 @@ class PostgresOutboxWriterTest {
               calls.add(call(method.getName(), args));
               return method.getName().equals("prepareStatement") ? statement : null;
             });
+  }
+
+  /** A result of one row and one boolean column. */
+  private ResultSet answer(boolean value) {
+    boolean[] read = {false};
+    return (ResultSet)
+        Proxy.newProxyInstance(
+            getClass().getClassLoader(),
+            new Class<?>[] {ResultSet.class},
+            (proxy, method, args) ->
+                switch (method.getName()) {
+                  case "next" -> !read[0] && (read[0] = true);
+                  case "getBoolean" -> value;
+                  default -> null;
+                });
   }
 
   private static String call(String method, Object[] args) {
