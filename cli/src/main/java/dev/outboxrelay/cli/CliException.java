@@ -69,8 +69,9 @@ public final class CliException extends RuntimeException {
       case AUTHENTICATION -> "the database refused the credentials; check --user and the password";
       case PERMISSION -> "the role lacks a privilege on the outbox table or its published log";
       case SCHEMA ->
-          "the database, schema, outbox table or one of its columns is missing; check --jdbc-url"
-              + " and --table (migrate creates or upgrades the table, not a database or schema)";
+          "the database, schema, outbox table, one of its columns or its published log (schema"
+              + " version 9) is missing; check --jdbc-url and --table (migrate creates or upgrades"
+              + " the table, not a database or schema)";
       case INVALID_DATA -> "the database rejected a value";
       case INTERNAL -> "the database reported an unexpected error";
     };

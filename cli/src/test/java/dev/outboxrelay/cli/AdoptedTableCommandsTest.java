@@ -151,6 +151,33 @@ class AdoptedTableCommandsTest {
     assertTrue(inspect.hasLine("status +PENDING"), inspect::toString);
   }
 
+  /**
+   * On an adopted table message ids are unique among the relay's rows only: a legacy row may share
+   * one. Requeue by id reports the key's own row, once, and tells nothing of the legacy one.
+   */
+  @Test
+  void requeueByIdReportsTheKeysRowOnceBesideALegacyRowOfTheSameId() throws SQLException {
+    try (Connection c = TestDatabase.connect(url);
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
+      s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
+      s.execute(
+          "INSERT INTO outbox (id, aggregatetype, aggregateid, type, instance_key) VALUES ('"
+              + PENDING
+              + "', 'order', 'o-9', 'OrderCreated', NULL)");
+      s.execute(
+          "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
+              + " CHECK (instance_key IS NOT NULL) NOT VALID");
+      c.commit();
+    }
+
+    Cli.Result r = run("requeue", "--message-id", PENDING);
+
+    assertEquals(ExitCode.NOTHING_MATCHED, r.exitCode(), r::toString);
+    assertEquals(1, r.out().lines().filter(line -> line.contains(PENDING)).count(), r::toString);
+    assertTrue(r.hasLine(PENDING + " +NOT_PARKED +PENDING"), r::toString);
+  }
+
   @Test
   void aColumnOptionThatIsNoColumnNameIsAUsageError() {
     Cli.Result r =

@@ -164,8 +164,9 @@ class ConnectionFailureTest {
   @Test
   void aFailureNamesTheCommandThatRanNotAStepInsideIt() {
     String hint =
-        ": the database, schema, outbox table or one of its columns is missing; check --jdbc-url"
-            + " and --table (migrate creates or upgrades the table, not a database or schema)\n";
+        ": the database, schema, outbox table, one of its columns or its published log (schema"
+            + " version 9) is missing; check --jdbc-url and --table (migrate creates or upgrades"
+            + " the table, not a database or schema)\n";
     for (List<String> command :
         List.of(
             List.of("status"),

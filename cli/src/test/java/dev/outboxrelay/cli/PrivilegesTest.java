@@ -1,6 +1,7 @@
 package dev.outboxrelay.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.sql.SQLException;
 import org.junit.jupiter.api.AfterEach;
@@ -28,13 +29,30 @@ class PrivilegesTest {
     outbox.close();
   }
 
+  private Cli operator() {
+    return new Cli()
+        .env(ConnectionOptions.JDBC_URL_ENV, outbox.url)
+        .env(ConnectionOptions.USER_ENV, TestDatabase.PASSWORD_ROLE)
+        .env(ConnectionOptions.PASSWORD_ENV, TestDatabase.PASSWORD);
+  }
+
+  /** Purge takes the table's old published rows FOR UPDATE: UPDATE on any one column. */
+  @Test
+  void aRoleThatOnlyPurgesNeedsUpdateOnOneColumnToo() throws SQLException {
+    String role = TestDatabase.PASSWORD_ROLE;
+    outbox.exec("REVOKE UPDATE ON outbox FROM " + role);
+    Cli.Result refused = operator().forKey("eu", "purge", "--published-before", "2021-01-01");
+    assertEquals(ExitCode.DATABASE, refused.exitCode(), refused::toString);
+    assertTrue(refused.err().contains("DB_PERMISSION_DENIED"), refused::toString);
+
+    outbox.exec("GRANT UPDATE (status) ON outbox TO " + role);
+    Cli.Result purge = operator().forKey("eu", "purge", "--published-before", "2021-01-01");
+    assertEquals(ExitCode.OK, purge.exitCode(), purge::toString);
+  }
+
   @Test
   void anOperatorRoleCanRequeueAndPurge() {
-    Cli cli =
-        new Cli()
-            .env(ConnectionOptions.JDBC_URL_ENV, outbox.url)
-            .env(ConnectionOptions.USER_ENV, TestDatabase.PASSWORD_ROLE)
-            .env(ConnectionOptions.PASSWORD_ENV, TestDatabase.PASSWORD);
+    Cli cli = operator();
 
     Cli.Result requeue = cli.forKey("eu", "requeue", "--all");
     assertEquals(ExitCode.OK, requeue.exitCode(), requeue::toString);

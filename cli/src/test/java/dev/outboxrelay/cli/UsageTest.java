@@ -32,6 +32,7 @@ class UsageTest {
         "requeue with two          | requeue --instance-key eu --all --correlation-id c",
         "purge without cutoff      | purge --instance-key eu",
         "purge batch of zero       | purge --instance-key eu --published-before P1D --batch-size 0",
+        "purge age out of range    | purge --instance-key eu --published-before P1000000000000D",
         "inspect without id        | inspect --instance-key eu",
         "schema-sql bad version    | schema-sql --after-version x.y",
       })

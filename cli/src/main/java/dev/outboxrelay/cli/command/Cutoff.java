@@ -18,6 +18,9 @@ record Cutoff(Instant instant, Duration age) {
       "a date (2024-01-31, midnight UTC), an instant with an offset (2024-01-31T12:00:00Z)"
           + " or an age (P30D, PT12H)";
 
+  /** Ten thousand years: older than any row. */
+  static final Duration MAX_AGE = Duration.ofDays(3_652_425);
+
   static Cutoff parse(String option, String value) {
     String v = value.strip();
     try {
@@ -25,6 +28,11 @@ record Cutoff(Instant instant, Duration age) {
         Duration age = Duration.parse(v);
         if (age.isNegative() || age.isZero()) {
           throw CliException.usage(option + " must be a positive age");
+        }
+        if (age.compareTo(MAX_AGE) > 0) {
+          // Taken back from "now", a larger one would leave the range of instants.
+          throw CliException.usage(
+              option + " must be an age of at most " + MAX_AGE.toDays() + " days");
         }
         return new Cutoff(null, age);
       }

@@ -18,8 +18,9 @@ import java.util.regex.Pattern;
  * identifier of {@link OutboxTable}, {@code {published}} with its published log's, the others with
  * the fragments below; the columns a row is read by are the connector's ({@link Row}). Everything
  * else is a bind parameter. Every statement is bound to one instance key ({@code instance_key =
- * :instance_key}), so rows of other keys and legacy rows without a key are never read or changed.
- * "Now" is the database's clock.
+ * :instance_key}), so rows of other keys and legacy rows without a key are never changed or
+ * counted, and read only to tell a requeue by message id that an id is not the key's. "Now" is the
+ * database's clock.
  *
  * <p>Published rows are in two places (schema version 9): publishing moves a row out of the table
  * into the published log ({@link OutboxTable#qualifiedPublishedLog()}), a narrow row that is always
@@ -284,7 +285,13 @@ final class OperatorSql {
               COALESCE(o.status, l.status) AS status
             FROM requested r
               LEFT JOIN requeued q ON q.message_id = r.message_id
-              LEFT JOIN {table} o ON {message_id(o)} = r.message_id
+              LEFT JOIN LATERAL (
+                -- On an adopted table a legacy row may share the id: the key's own row first.
+                SELECT o.status, o.instance_key
+                FROM {table} o
+                WHERE {message_id(o)} = r.message_id
+                ORDER BY o.instance_key = :instance_key DESC NULLS LAST LIMIT 1
+              ) o ON TRUE
               LEFT JOIN LATERAL (
                 SELECT p.instance_key, 'PUBLISHED' AS status
                 FROM {published} p

@@ -3,6 +3,8 @@ package dev.outboxrelay.store.postgres;
 import dev.outboxrelay.writer.InstanceKeys;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -32,6 +34,8 @@ import java.util.regex.Pattern;
  * ones cannot run in a transaction block), or as one commented script.
  */
 public final class DebeziumAdoption {
+  private static final Pattern PLACEHOLDER = Pattern.compile("\\{[a-z_]+}");
+
   private static final Pattern ROLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$-]{0,62}");
 
   /** The migration that creates the published log. */
@@ -275,26 +279,42 @@ public final class DebeziumAdoption {
     return out.toString();
   }
 
+  /**
+   * The template with its placeholders filled in one pass, so that a value (the instance key may
+   * hold braces) is never read as a placeholder itself.
+   */
   private String fill(String template) {
-    String name = table.name();
-    return template
-        .replace("{table}", table.qualified())
-        .replace("{name}", name)
-        .replace("{sequence}", table.qualifiedSeqSequence())
-        .replace("{instance_key}", literal(instanceKey))
-        .replace("{guard}", table.qualifiedFunction())
-        .replace("{notify}", table.qualifiedNotifyFunction())
-        .replace("{channel}", table.notifyChannel())
-        .replace("{message_id}", columns.asText(OutboxColumns.Row.MESSAGE_ID, null))
-        .replace("{aggregate_id}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, null));
+    Map<String, String> values =
+        Map.of(
+            "{table}", table.qualified(),
+            "{name}", table.name(),
+            "{sequence}", table.qualifiedSeqSequence(),
+            "{instance_key}", literal(instanceKey),
+            "{guard}", table.qualifiedFunction(),
+            "{notify}", table.qualifiedNotifyFunction(),
+            "{channel}", table.notifyChannel(),
+            "{message_id}", columns.asText(OutboxColumns.Row.MESSAGE_ID, null),
+            "{aggregate_id}", columns.quoted(OutboxColumns.Row.AGGREGATE_ID, null));
+    Matcher placeholder = PLACEHOLDER.matcher(template);
+    StringBuilder out = new StringBuilder();
+    while (placeholder.find()) {
+      String value = values.getOrDefault(placeholder.group(), placeholder.group());
+      placeholder.appendReplacement(out, Matcher.quoteReplacement(value));
+    }
+    return placeholder.appendTail(out).toString();
   }
 
   private String column(String name) {
     return table.qualified() + "." + name;
   }
 
+  /**
+   * A string constant that reads the same whatever {@code standard_conforming_strings} is: with a
+   * backslash, an escape string constant ({@code E'...'}) with the backslash doubled.
+   */
   private static String literal(String value) {
-    return "'" + value.replace("'", "''") + "'";
+    String quoted = value.replace("'", "''");
+    return value.indexOf('\\') < 0 ? "'" + quoted + "'" : "E'" + quoted.replace("\\", "\\\\") + "'";
   }
 
   private static String quote(String identifier) {

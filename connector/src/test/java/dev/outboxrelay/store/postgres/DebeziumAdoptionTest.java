@@ -170,6 +170,34 @@ class DebeziumAdoptionTest {
         () -> new DebeziumAdoption(TABLE, " ", DebeziumOutboxTable.COLUMNS, List.of()));
   }
 
+  /**
+   * The key lands in the column default exactly: braces that look like the script's placeholders
+   * stay as they are, and a backslash means itself even where standard_conforming_strings is off.
+   */
+  @Test
+  void theInstanceKeyIsWrittenAsGivenWhateverItHolds() throws SQLException {
+    String key = "eu {guard} {instance_key} \\x o'k";
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("SET standard_conforming_strings = off");
+      for (String statement :
+          new DebeziumAdoption(TABLE, key, DebeziumOutboxTable.COLUMNS, List.of()).statements()) {
+        s.execute(statement);
+      }
+      s.execute("RESET standard_conforming_strings");
+    }
+    execute(
+        "INSERT INTO outbox (id, aggregatetype, aggregateid, type) VALUES (gen_random_uuid(),"
+            + " 'order', 'o-1', 'OrderPaid')");
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery("SELECT instance_key FROM outbox WHERE instance_key IS NOT NULL")) {
+      assertTrue(rs.next());
+      assertEquals(key, rs.getString(1));
+    }
+  }
+
   private void adopt() throws SQLException {
     DebeziumAdoption adoption =
         new DebeziumAdoption(TABLE, KEY, DebeziumOutboxTable.COLUMNS, List.of());
