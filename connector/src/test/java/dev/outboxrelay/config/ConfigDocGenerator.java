@@ -18,9 +18,12 @@ import org.apache.kafka.common.config.ConfigDef.ConfigKey;
  * edited by hand; {@link ConfigurationDocTest} fails when it is out of date.
  */
 public final class ConfigDocGenerator {
-  /** From the repository root; Maven runs {@code exec:java} in the directory it was started in. */
+  /**
+   * From the repository root; Maven runs {@code exec:java} in the directory it was started in. The
+   * connector needs the writer module from the local repository: the first command puts it there.
+   */
   static final String REGENERATE =
-      "mvn -B -pl connector test-compile exec:java"
+      "mvn -B -q -pl writer -am install -DskipTests && mvn -B -pl connector test-compile exec:java"
           + " -Dexec.mainClass=dev.outboxrelay.config.ConfigDocGenerator"
           + " -Dexec.classpathScope=test -Dexec.args=docs/configuration.md";
 

@@ -317,6 +317,22 @@ class DeploymentFilesTest {
       assertTrue(secret.path("stringData").has(key), reference + " names a key the Secret lacks");
     }
 
+    // sslmode=verify-full checks the server against the file sslrootcert names: the Connect
+    // container must have it, from a Secret volume (else the driver looks for
+    // ~/.postgresql/root.crt, which the image lacks, and every connection fails).
+    String url = connector.path("spec").path("config").path("connection.url").asText();
+    Matcher rootCert = Pattern.compile("[?&]sslrootcert=([^&]+)").matcher(url);
+    assertTrue(url.contains("sslmode=verify-full") && rootCert.find(), url);
+    JsonNode template = connect.path("spec").path("template");
+    JsonNode mount = template.path("connectContainer").path("volumeMounts").get(0);
+    assertTrue(
+        rootCert.group(1).startsWith(mount.path("mountPath").asText() + "/"),
+        rootCert.group(1) + " lies in no volume mounted into the Connect container");
+    JsonNode volume = template.path("pod").path("volumes").get(0);
+    assertEquals(mount.path("name").asText(), volume.path("name").asText());
+    assertFalse(volume.path("secret").path("secretName").asText().isEmpty());
+    assertFalse(url.contains("ApplicationName"), "the relay names its own sessions: " + url);
+
     // The provider reads through the Kubernetes API as the Connect pods' service account.
     JsonNode role = rbac.get(0);
     JsonNode binding = rbac.get(1);
