@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
@@ -64,7 +65,15 @@ public class OutboxSourceTask extends SourceTask {
     config = TaskConfig.parse(props);
     MDC.put("outbox.instance_keys", String.join(",", config.connector().instanceKeys()));
     metrics = new RelayMetrics();
-    metrics.register(() -> context.pluginMetrics());
+    // Not a lambda: linking one resolves its type, PluginMetrics, which workers before Kafka 4.1
+    // lack; the class's method is resolved only when called, and register() catches that.
+    metrics.register(
+        new RelayMetrics.PluginMetricsSource() {
+          @Override
+          public PluginMetrics get() {
+            return context.pluginMetrics();
+          }
+        });
     idle = new IdleBackoff(config.settings().pollInterval());
     schema = new SchemaReadiness(storeProvider, config.connector(), time);
     try {
