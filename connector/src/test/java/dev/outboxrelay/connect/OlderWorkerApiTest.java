@@ -30,8 +30,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * The connector and its own dependencies are loaded in a class loader of their own with that
  * release's {@code connect-api} and {@code kafka-clients} (copied by the build into
  * target/older-kafka) in place of this build's, as a worker of that release loads a plugin. The
- * task must start, relay a row (claim, record, acknowledgement) and stop there: docs/deployment.md
- * says such workers run the connector without its task metrics.
+ * connector must validate its config and start, and the task start, relay a row (claim, record,
+ * acknowledgement) and stop: docs/deployment.md says such workers run the connector without its
+ * task metrics.
  */
 class OlderWorkerApiTest {
   private static final String KEY = "older-api";
@@ -57,6 +58,9 @@ class OlderWorkerApiTest {
         config.put("exactly.once.support", "required");
       }
       Object connector = newInstance(worker, OutboxSourceConnector.class.getName());
+      for (Object value : (List<?>) call(call(connector, "validate", config), "configValues")) {
+        assertEquals(List.of(), call(value, "errorMessages"), () -> value.toString());
+      }
       call(connector, "start", config);
       @SuppressWarnings("unchecked")
       Map<String, String> taskConfig =
