@@ -23,15 +23,32 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * revokes the tasks and starts new instances once it is back; they fence the old producers and
  * recover from the offsets. A cluster of its own: a broker restart leaves the kit's cluster in a
  * state later scenarios should not inherit.
+ *
+ * <p>The broker stops without a controlled shutdown. With one, the controller first moves every
+ * partition to no leader (leader -1: the only broker is leaving) while the broker's transaction
+ * coordinator still runs. A transaction completed in that window (an EndTxn, a fencing
+ * InitProducerId, or the retry of a marker refused with NOT_LEADER_OR_FOLLOWER) finds no leader
+ * endpoint for its partitions, which Kafka 4.1+ takes for deleted partitions: the coordinator skips
+ * their markers ("likely deleted already") and completes the transaction, and the partitions keep
+ * it open for good (hanging transactions, in about half the runs). That is KAFKA-20734:
+ * KRaftMetadataCache.getPartitionLeaderEndpoint returns empty instead of Node.noNode() for a
+ * partition without a leader since it moved to Java (KAFKA-17573), and
+ * TransactionMarkerChannelManager.addTxnMarkersToBrokerQueue then drops the marker. Without a
+ * controlled shutdown the broker stops its coordinator before the controller fences it (session
+ * timeout); on restart every partition gets its leader back in one metadata update, before the
+ * coordinator reloads its transactions and resends their markers. Connect and the relay still lose
+ * the broker mid-transaction; its logs are still closed cleanly. With it, 1 run in 15 still hung
+ * (docs/reliability.md, E5), which the stuck-partition check below reports as a skip.
  */
 class ExactlyOnceBrokerRestartTest {
   @RegisterExtension
   static final ConnectCluster CLUSTER =
       ConnectCluster.shared(
           new ConnectCluster.Options(
-              "outbox-relay-eos-broker",
-              ExactlyOnceMode.WORKERS.workers(),
-              ExactlyOnceMode.WORKERS.workerProps()));
+                  "outbox-relay-eos-broker",
+                  ExactlyOnceMode.WORKERS.workers(),
+                  ExactlyOnceMode.WORKERS.workerProps())
+              .brokerProp("controlled.shutdown.enable", "false"));
 
   static final int ROWS = ExactlyOnceFaultsTest.ROWS;
 

@@ -28,20 +28,34 @@ public final class ConnectCluster implements BeforeAllCallback {
       "org.apache.kafka.connect.converters.ByteArrayConverter";
   public static final String JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter";
 
-  /** What a cluster is made of: its name, its workers and their settings beyond the common ones. */
-  public record Options(String name, int workers, Map<String, String> workerProps) {
+  /**
+   * What a cluster is made of: its name, its workers and their settings beyond the common ones, and
+   * its broker's settings beyond the common ones.
+   */
+  public record Options(
+      String name, int workers, Map<String, String> workerProps, Map<String, String> brokerProps) {
+    public Options(String name, int workers, Map<String, String> workerProps) {
+      this(name, workers, workerProps, Map.of());
+    }
+
     public static Options named(String name) {
       return new Options(name, 1, Map.of());
     }
 
     public Options workers(int count) {
-      return new Options(name, count, workerProps);
+      return new Options(name, count, workerProps, brokerProps);
     }
 
     public Options workerProp(String key, String value) {
       Map<String, String> props = new LinkedHashMap<>(workerProps);
       props.put(key, value);
-      return new Options(name, workers, Map.copyOf(props));
+      return new Options(name, workers, Map.copyOf(props), brokerProps);
+    }
+
+    public Options brokerProp(String key, String value) {
+      Map<String, String> props = new LinkedHashMap<>(brokerProps);
+      props.put(key, value);
+      return new Options(name, workers, workerProps, Map.copyOf(props));
     }
   }
 
@@ -108,6 +122,7 @@ public final class ConnectCluster implements BeforeAllCallback {
     // One broker: transactions (exactly-once workers) need their state log to fit on it.
     brokerProps.put("transaction.state.log.replication.factor", "1");
     brokerProps.put("transaction.state.log.min.isr", "1");
+    brokerProps.putAll(options.brokerProps());
     EmbeddedConnectCluster cluster =
         new EmbeddedConnectCluster.Builder()
             .name(options.name())
