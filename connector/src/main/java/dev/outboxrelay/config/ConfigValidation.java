@@ -119,6 +119,19 @@ public final class ConfigValidation {
           + " given before the record is replicated and can be lost); remove the override or set"
           + " it to all";
 
+  /** Connect's per-connector error tolerance of converters and transforms. */
+  static final String ERRORS_TOLERANCE_CONFIG = "errors.tolerance";
+
+  static final String ERRORS_TOLERANCE_ERROR =
+      ERRORS_TOLERANCE_CONFIG
+          + " must be none with "
+          + OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG
+          + "="
+          + OutboxSourceConfig.EXACTLY_ONCE
+          + ": all drops a record that a converter or transform fails on, a later record's"
+          + " committed offset then covers its row, and a recovery would record that row PUBLISHED"
+          + " although it never reached Kafka; remove the setting (none is Connect's default)";
+
   private ConfigValidation() {}
 
   public static Config validate(Map<String, String> props) {
@@ -140,7 +153,28 @@ public final class ConfigValidation {
       ordered.add(values.get(key));
     }
     producerAcks(props).ifPresent(ordered::add);
+    exactlyOnceErrorTolerance(props).ifPresent(ordered::add);
     return new Config(ordered);
+  }
+
+  /**
+   * An error on {@code errors.tolerance=all} in exactly-once mode: at least once, a dropped
+   * record's row is only never acknowledged and goes back; exactly once, its position is covered by
+   * the next record's offset (docs/design.md, Exactly-once, what it does not cover).
+   */
+  private static Optional<ConfigValue> exactlyOnceErrorTolerance(Map<String, String> props) {
+    String guarantee = props.get(OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
+    String tolerance = props.get(ERRORS_TOLERANCE_CONFIG);
+    if (guarantee == null
+        || tolerance == null
+        || !guarantee.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE)
+        || !tolerance.trim().equalsIgnoreCase("all")) {
+      return Optional.empty();
+    }
+    ConfigValue value = new ConfigValue(ERRORS_TOLERANCE_CONFIG);
+    value.value(tolerance);
+    value.addErrorMessage(ERRORS_TOLERANCE_ERROR);
+    return Optional.of(value);
   }
 
   /**

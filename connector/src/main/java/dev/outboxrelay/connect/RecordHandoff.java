@@ -119,7 +119,7 @@ final class RecordHandoff {
       if (outcome == Outcome.CLAIM_LOST) {
         metrics.claimLost.incrementAndGet();
         log.warn(
-            "Claim lost before parking: message_id={} instance_key={} (reason=CLAIM_LOST)",
+            "Claim lost before parking: message_id={} instance_key={} (reason=LEASE_TAKEN_OVER)",
             park.row.messageId(),
             park.row.instanceKey());
       } else if (park.deadLettered) {

@@ -188,24 +188,36 @@ public final class RelayMetrics {
     pluginMetrics = null;
   }
 
+  /**
+   * Every count (and the last lag and rows in flight), for the line a task logs when it stops (the
+   * summary a worker without plugin metrics has): a lost claim or a late acknowledgement must show
+   * there too.
+   */
   @Override
   public String toString() {
-    return "claimed="
-        + claimed
-        + " published="
-        + published
-        + " claimLost="
-        + claimLost
-        + " retried="
-        + retried
-        + " exhausted="
-        + exhausted
-        + " failed="
-        + failed
-        + " deadLettered="
-        + deadLettered
-        + " inFlight="
-        + inFlight;
+    LinkedHashMap<String, AtomicLong> counts = new LinkedHashMap<>();
+    counts.put("claimed", claimed);
+    counts.put("published", published);
+    counts.put("claimLost", claimLost);
+    counts.put("leaseRenewalsLost", leaseRenewalsLost);
+    counts.put("lateAcks", lateAcks);
+    counts.put("unconfirmedReleased", unconfirmedReleased);
+    counts.put("retried", retried);
+    counts.put("exhausted", exhausted);
+    counts.put("failed", failed);
+    counts.put("deadLettered", deadLettered);
+    counts.put("released", released);
+    counts.put("recoveredPublished", recoveredPublished);
+    counts.put("recoveredReleased", recoveredReleased);
+    counts.put("databaseErrors", databaseErrors);
+    counts.put("cleanedUp", cleanedUp);
+    counts.put("inFlight", inFlight);
+    counts.put("lagMs", lagMs);
+    StringBuilder line = new StringBuilder();
+    counts.forEach(
+        (name, count) ->
+            line.append(line.isEmpty() ? "" : " ").append(name).append('=').append(count));
+    return line.toString();
   }
 
   /** Where the plugin metrics come from; a method reference to the Connect context's getter. */

@@ -509,6 +509,27 @@ class ConfigValidationTest {
     assertEquals(Map.of(), errors(props));
   }
 
+  @Test
+  void errorToleranceAllIsAnErrorOnThatKeyInExactlyOnceModeOnly() {
+    String url = Postgres.freshDatabase("config_tolerance");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("errors.tolerance", "all");
+    assertEquals(Map.of(), errors(props), "at least once, a dropped record's row goes back");
+
+    props.put("delivery.guarantee", "exactly-once");
+    props.put("exactly.once.support", "required");
+    assertEquals(
+        "errors.tolerance must be none with delivery.guarantee=exactly-once: all drops a record"
+            + " that a converter or transform fails on, a later record's committed offset then"
+            + " covers its row, and a recovery would record that row PUBLISHED although it never"
+            + " reached Kafka; remove the setting (none is Connect's default)",
+        only(errors(props), "errors.tolerance"));
+
+    props.put("errors.tolerance", "none");
+    assertEquals(Map.of(), errors(props));
+  }
+
   // Static: every bad value lands on its own key
 
   static Stream<Arguments> badValues() {

@@ -67,4 +67,24 @@ class RelayMetricsTest {
     metrics.unregister();
     assertTrue(registry.metrics().keySet().stream().noneMatch(n -> n.group().equals("plugins")));
   }
+
+  /** The stop line: every count, the lost and late ones included, each once, with its value. */
+  @Test
+  void theSummaryNamesEveryCount() {
+    RelayMetrics metrics = new RelayMetrics();
+    metrics.lateAcks.set(3);
+    metrics.claimLost.set(2);
+    String summary = metrics.toString();
+
+    assertTrue(summary.contains("lateAcks=3"), summary);
+    assertTrue(summary.contains("claimLost=2"), summary);
+    for (var field : RelayMetrics.class.getFields()) {
+      if (field.getType() == java.util.concurrent.atomic.AtomicLong.class) {
+        assertTrue(
+            summary.contains(" " + field.getName() + "=")
+                || summary.startsWith(field.getName() + "="),
+            field.getName() + ": " + summary);
+      }
+    }
+  }
 }

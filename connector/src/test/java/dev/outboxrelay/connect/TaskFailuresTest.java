@@ -1,0 +1,52 @@
+package dev.outboxrelay.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.OutboxStoreException.Kind;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** What a failed task's REST status says: the sanitized failure, then what to fix, no cause. */
+class TaskFailuresTest {
+  @ParameterizedTest(name = "{0} {1}")
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "AUTHENTICATION | DB_AUTHENTICATION_FAILED | 28P01 | check connection.user and"
+            + " connection.password",
+        "PERMISSION | DB_PERMISSION_DENIED | 42501 | grant connection.user's role access to the"
+            + " outbox table and its published log (docs/deployment.md)",
+        "SCHEMA | DB_SCHEMA_MISSING | 42P01 | create the outbox table"
+            + " (schema.migrate.on.start=true, or docs/schema.sql)",
+        "SCHEMA | DB_DATABASE_MISSING | 3D000 | connection.url names a database that does not"
+            + " exist",
+        "SCHEMA | TABLE_WITHOUT_REPLICA_IDENTITY | 55000 | a publication that publishes updates or"
+            + " deletes includes the outbox table, which has no replica identity: give it a primary"
+            + " key or REPLICA IDENTITY FULL, or take it out of the publication",
+      })
+  void aFailureSaysWhatToFix(Kind kind, String reason, String sqlState, String hint) {
+    ConnectException e = TaskFailures.of(new OutboxStoreException(kind, reason, sqlState, "claim"));
+
+    assertEquals(
+        "outbox-relay: outbox store claim failed: "
+            + reason
+            + " (SQLState "
+            + sqlState
+            + "); "
+            + hint,
+        e.getMessage());
+    assertNull(e.getCause());
+  }
+
+  @ParameterizedTest
+  @CsvSource({"INVALID_DATA, DB_INVALID_DATA, 22001", "INTERNAL, DB_ERROR, XX001"})
+  void aFailureWithNothingToFixInTheConfigSaysWhatFailed(
+      Kind kind, String reason, String sqlState) {
+    assertEquals(
+        "outbox-relay: outbox store claim failed: " + reason + " (SQLState " + sqlState + ")",
+        TaskFailures.of(new OutboxStoreException(kind, reason, sqlState, "claim")).getMessage());
+  }
+}
