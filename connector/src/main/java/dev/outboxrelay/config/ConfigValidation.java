@@ -541,6 +541,22 @@ public final class ConfigValidation {
                       + " does not have: set it to the column that holds this field");
             }
           });
+      Object aggregateId = validValue(values, COLUMN_AGGREGATE_ID_CONFIG);
+      Object guarantee = validValue(values, OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
+      if (aggregateId != null
+          && Boolean.TRUE.equals(present.get(aggregateId))
+          && OutboxSourceConfig.EXACTLY_ONCE.equalsIgnoreCase(String.valueOf(guarantee))) {
+        // A row's bucket is a hash of its aggregate id: without one it is in no task's buckets.
+        error(
+            COLUMN_AGGREGATE_ID_CONFIG,
+            COLUMN_AGGREGATE_ID_CONFIG
+                + " names a column that allows NULL: with "
+                + OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG
+                + "="
+                + OutboxSourceConfig.EXACTLY_ONCE
+                + " a row without an aggregate id belongs to no bucket and would never be claimed;"
+                + " make the column NOT NULL");
+      }
       Object placements = validValue(values, COLUMN_ADDITIONAL_PLACEMENT_CONFIG);
       if (placements instanceof List<?> entries) {
         List<ColumnMapping.HeaderColumn> headers =

@@ -236,7 +236,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String DEAD_LETTER_TOPIC_DOC =
       "Topic for rows that can never be published as they are (payload too large or not valid"
           + " JSON, malformed or reserved headers, no legal topic, deadline passed), with the"
-          + " reason in a header; a payload over payload.max.bytes is left out. Empty: none; such"
+          + " reason in a header and the payload's bytes as the value (read them with"
+          + " ByteArrayConverter); a payload over payload.max.bytes, or a record too large for the"
+          + " producer, is sent without its payload and the row's own headers. Empty: none; such"
           + " rows are only parked in the outbox table.";
 
   // Delivery guarantee

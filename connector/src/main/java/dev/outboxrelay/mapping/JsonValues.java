@@ -3,6 +3,7 @@ package dev.outboxrelay.mapping;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -20,8 +21,19 @@ import java.util.Map;
  * is told by a reason code, never by parser text that could quote the data.
  */
 final class JsonValues {
+  /**
+   * How deep a payload may nest. Jackson reads and writes at most 1,000 levels, and a converter
+   * that wraps the value (JsonConverter's schema envelope) adds one when it writes: a payload at
+   * Jackson's reading limit would fail the task there instead of being parked here.
+   */
+  static final int MAX_NESTING_DEPTH = 900;
+
   private static final JsonFactory FACTORY =
-      JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+      JsonFactory.builder()
+          .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+          .streamReadConstraints(
+              StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING_DEPTH).build())
+          .build();
 
   private static final ObjectMapper MAPPER =
       JsonMapper.builder(FACTORY)

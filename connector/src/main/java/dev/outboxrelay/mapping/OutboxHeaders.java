@@ -19,8 +19,9 @@ public final class OutboxHeaders {
   public static final String FAILURE_REASON = "outbox.failure_reason";
 
   /**
-   * Dead-letter records only, value {@code true}: the payload was left out because it is larger
-   * than the configured maximum (it stays in the outbox row).
+   * Dead-letter records only, value {@code true}: the payload and the row's own headers were left
+   * out, the payload being larger than the configured maximum or the record larger than the
+   * producer takes (both stay in the outbox row).
    */
   public static final String PAYLOAD_OMITTED = "outbox.payload_omitted";
 

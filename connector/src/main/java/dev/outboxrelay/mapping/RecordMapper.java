@@ -8,6 +8,8 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -138,10 +140,11 @@ public final class RecordMapper {
    * format, the headers {@link #map} would set plus {@link OutboxHeaders#FAILURE_REASON}, and the
    * same source partition and offset, so its acknowledgement maps back to the row.
    *
-   * <p>Row headers that are malformed or use reserved names are left out, all of them. A payload
-   * larger than the maximum is left out too (null value, header {@link
-   * OutboxHeaders#PAYLOAD_OMITTED}), since the producer would likely refuse it and fail the task;
-   * it stays in the outbox row.
+   * <p>Row headers that are malformed or use reserved names are left out, all of them. When the
+   * payload is larger than the maximum, or the record would be larger than the producer takes, the
+   * payload and the row's own headers are left out (null value, header {@link
+   * OutboxHeaders#PAYLOAD_OMITTED}), since the producer would refuse the record and fail the task;
+   * both stay in the outbox row.
    *
    * @throws IllegalStateException if no dead-letter topic is configured
    * @throws IllegalArgumentException if {@code reasonCode} is not a reason code
@@ -168,8 +171,11 @@ public final class RecordMapper {
         && RecordSize.upperBound(withPayload, value) <= settings.recordMaxBytes()) {
       return withPayload;
     }
-    headers.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
-    return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, headers);
+    // Without the payload, and without the row's own headers, which may be what was too large.
+    ConnectHeaders bare = conventionHeaders(row);
+    bare.addString(OutboxHeaders.FAILURE_REASON, reasonCode);
+    bare.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
+    return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, bare);
   }
 
   /** Strict: malformed input is an error, never replaced. */
@@ -224,13 +230,33 @@ public final class RecordMapper {
         SourceOffsets.offset(row),
         topic,
         null,
-        Schema.STRING_SCHEMA,
+        // An adopted table's aggregate id column may allow NULL: a record without a key.
+        row.aggregateId() == null ? Schema.OPTIONAL_STRING_SCHEMA : Schema.STRING_SCHEMA,
         row.aggregateId(),
         valueSchema,
         value,
-        row.createdAt() == null ? null : row.createdAt().toEpochMilli(),
+        timestamp(row.createdAt()),
         headers);
   }
+
+  /**
+   * The row's creation time, unless Kafka would refuse it: Connect fails the task on a timestamp
+   * before 1970, and brokers refuse one too far in the future ({@code
+   * log.message.timestamp.after.max.ms}, which recent Kafka releases set to an hour: an imported
+   * row, or a database clock far ahead of the broker's). Then none: the producer stamps the record
+   * when it sends it.
+   */
+  static Long timestamp(Instant createdAt) {
+    if (createdAt == null
+        || createdAt.isBefore(Instant.EPOCH)
+        || createdAt.isAfter(Instant.now().plus(MAX_FUTURE_TIMESTAMP))) {
+      return null;
+    }
+    return createdAt.toEpochMilli();
+  }
+
+  /** How far ahead of this worker's clock a row's creation time may be and still stamp it. */
+  static final Duration MAX_FUTURE_TIMESTAMP = Duration.ofMinutes(10);
 
   @Override
   public String toString() {

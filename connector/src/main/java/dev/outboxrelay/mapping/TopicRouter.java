@@ -67,9 +67,19 @@ public final class TopicRouter {
     return legal(topic.toString());
   }
 
+  /**
+   * Legal, and not one of Kafka's internal topics ({@code __consumer_offsets}, {@code
+   * __transaction_state}, ...): a row must not be able to write there, and the broker would refuse
+   * it and fail the task.
+   */
   private static Optional<String> legal(String topic) {
-    return TopicNames.isLegal(topic) ? Optional.of(topic) : Optional.empty();
+    return TopicNames.isLegal(topic) && !topic.startsWith(INTERNAL_PREFIX)
+        ? Optional.of(topic)
+        : Optional.empty();
   }
+
+  /** The prefix of Kafka's internal topics. */
+  static final String INTERNAL_PREFIX = "__";
 
   private static List<Function<ClaimedMessage, String>> parse(String template) {
     Objects.requireNonNull(template, "topic template");

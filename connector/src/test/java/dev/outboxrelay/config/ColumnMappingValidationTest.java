@@ -86,6 +86,31 @@ class ColumnMappingValidationTest {
     assertTrue(message.startsWith("outbox.table lacks 20 of the 25 columns"), message);
   }
 
+  /**
+   * Exactly once, a row's bucket is a hash of its aggregate id: a nullable aggregate id column is
+   * an error on its key then (at least once such a row is claimed like any other, keyless).
+   */
+  @Test
+  void aNullableAggregateIdColumnIsAnErrorInExactlyOnceModeOnly() throws Exception {
+    try (OutboxDb db = OutboxDb.fresh("config_aggregate_nullable")) {
+      new DebeziumOutboxTable(db).adopt("orders");
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("ALTER TABLE outbox ALTER COLUMN aggregateid DROP NOT NULL");
+      }
+      Map<String, String> props = debezium(db);
+      assertEquals(Map.of(), errors(props));
+
+      props.put("delivery.guarantee", "exactly-once");
+      props.put("exactly.once.support", "required");
+      assertEquals(
+          "column.aggregate.id names a column that allows NULL: with"
+              + " delivery.guarantee=exactly-once a row without an aggregate id belongs to no"
+              + " bucket and would never be claimed; make the column NOT NULL",
+          only(errors(props), "column.aggregate.id"));
+    }
+  }
+
   @Test
   void aNotNullPayloadColumnIsAccepted() throws Exception {
     // Since schema version 9 publishing moves the row out instead of clearing its payload.

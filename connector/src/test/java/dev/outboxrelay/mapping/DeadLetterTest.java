@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
@@ -116,6 +117,35 @@ class DeadLetterTest {
     assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
     assertEquals(
         "PAYLOAD_TOO_LARGE", record.headers().lastWithName(OutboxHeaders.FAILURE_REASON).value());
+  }
+
+  /**
+   * A row too large for the producer because of its headers: its dead-letter record leaves them out
+   * with the payload, and fits.
+   */
+  @Test
+  void aRecordTooLargeForItsHeadersIsDeadLetteredWithoutThem() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.JSON,
+                64,
+                DLQ,
+                2_000));
+    ClaimedMessage row =
+        row().payload("{}").headersJson("{\"big\":\"" + "x".repeat(3_000) + "\"}").build();
+    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
+    assertEquals("RECORD_TOO_LARGE", reason);
+
+    SourceRecord record = mapper.deadLetter(row, reason);
+
+    assertNull(record.value());
+    assertNull(record.headers().lastWithName("big"));
+    assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
+    assertEquals(reason, record.headers().lastWithName(OutboxHeaders.FAILURE_REASON).value());
+    assertTrue(RecordSize.upperBound(record, null) <= 2_000);
   }
 
   @Test

@@ -270,4 +270,77 @@ class RecordMapperTest {
     assertEquals(first, second);
     assertEquals(5, second.headers().size());
   }
+
+  /**
+   * Kafka would refuse these timestamps (Connect fails the task on one before 1970; brokers refuse
+   * one far in the future): the record goes without one, and the producer stamps it.
+   */
+  @Test
+  void aCreationTimeKafkaWouldRefuseLeavesTheRecordWithoutATimestamp() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, PayloadFormat.BYTES);
+    for (String createdAt : List.of("1969-12-31T23:59:59Z", "3000-01-01T00:00:00Z")) {
+      SourceRecord record =
+          mapped(mapper, row().createdAt(java.time.Instant.parse(createdAt)).build());
+      assertNull(record.timestamp(), createdAt);
+    }
+    assertEquals(0L, mapped(mapper, row().createdAt(java.time.Instant.EPOCH).build()).timestamp());
+  }
+
+  /** An adopted table's aggregate id may be NULL: a record without a key, not a failed task. */
+  @Test
+  void aRowWithoutAnAggregateIdIsARecordWithoutAKey() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, PayloadFormat.BYTES);
+
+    SourceRecord record = mapped(mapper, row().aggregateId(null).build());
+
+    assertNull(record.key());
+    assertEquals(Schema.OPTIONAL_STRING_SCHEMA, record.keySchema());
+    org.apache.kafka.connect.json.JsonConverter keys =
+        new org.apache.kafka.connect.json.JsonConverter();
+    keys.configure(Map.of("schemas.enable", "true"), true);
+    keys.fromConnectData(record.topic(), record.keySchema(), record.key()); // does not throw
+  }
+
+  /** A row must not write into Kafka's internal topics; the broker would fail the task too. */
+  @Test
+  void anInternalTopicIsUnroutable() {
+    RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, PayloadFormat.BYTES);
+    for (String topic : List.of("__consumer_offsets", "__transaction_state", "__anything")) {
+      assertEquals(
+          UnpublishableReasons.TOPIC_UNROUTABLE,
+          assertInstanceOf(
+                  MappingResult.Unpublishable.class, mapper.map(row().topic(topic).build()))
+              .reasonCode(),
+          topic);
+    }
+    assertEquals("_one", mapped(mapper, row().topic("_one").build()).topic());
+  }
+
+  /**
+   * Deeper than 900 levels is parked: Jackson writes at most 1,000 and a converter's envelope adds
+   * one, so a payload near Jackson's reading limit would fail the task when the converter writes.
+   */
+  @Test
+  void jsonNestedDeeperThanTheLimitIsInvalid() {
+    String deep = "[".repeat(901) + "]".repeat(901);
+    String deepest = "[".repeat(900) + "]".repeat(900);
+    RecordMapper large =
+        new RecordMapper(
+            new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.JSON,
+                4096,
+                null));
+
+    assertEquals(
+        UnpublishableReasons.PAYLOAD_INVALID_JSON,
+        assertInstanceOf(MappingResult.Unpublishable.class, large.map(row().payload(deep).build()))
+            .reasonCode());
+    SourceRecord record = mapped(large, row().payload(deepest).build());
+    org.apache.kafka.connect.json.JsonConverter values =
+        new org.apache.kafka.connect.json.JsonConverter();
+    values.configure(Map.of("schemas.enable", "true"), false);
+    values.fromConnectData(record.topic(), record.valueSchema(), record.value()); // writes
+  }
 }

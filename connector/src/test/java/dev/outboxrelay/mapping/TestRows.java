@@ -80,6 +80,11 @@ final class TestRows {
     return payload(utf8(utf8Payload));
   }
 
+  TestRows createdAt(Instant createdAt) {
+    this.createdAt = createdAt;
+    return this;
+  }
+
   TestRows headersJson(String headersJson) {
     this.headersJson = headersJson;
     return this;
@@ -126,6 +131,6 @@ final class TestRows {
         attempts,
         lease,
         createdAt.plusSeconds(60),
-        aggregateId.hashCode() & Integer.MAX_VALUE);
+        aggregateId == null ? 0 : aggregateId.hashCode() & Integer.MAX_VALUE);
   }
 }
