@@ -11,6 +11,8 @@ import dev.outboxrelay.cli.command.StatusCommand;
 import dev.outboxrelay.store.OutboxStoreException;
 import java.io.PrintWriter;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -22,6 +24,7 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IVersionProvider;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ScopeType;
 import picocli.CommandLine.Spec;
@@ -152,37 +155,61 @@ public final class OutboxRelayCli implements Runnable {
         withoutValues(
             message.startsWith("Error: ") ? message.substring(7) : message,
             args,
-            root.getSubcommands().keySet()));
+            optionNames(root)));
+  }
+
+  /** Every option name of the command and its subcommands: {@code --user}, {@code -h}, ... */
+  private static Set<String> optionNames(CommandLine command) {
+    Set<String> names = new HashSet<>();
+    for (OptionSpec option : command.getCommandSpec().options()) {
+      names.addAll(List.of(option.names()));
+    }
+    for (CommandLine sub : command.getSubcommands().values()) {
+      names.addAll(optionNames(sub));
+    }
+    return names;
   }
 
   /** A segment of picocli's message in quotes: an option, or a value the user typed. */
   private static final Pattern QUOTED = Pattern.compile("'([^']*)'");
 
-  /** An option as picocli quotes it in a message: its name, maybe with its label. */
-  private static final Pattern OPTION = Pattern.compile("-{1,2}[a-z][a-z-]*(=<[a-z-]+>)?");
-
   /**
-   * {@code message} with every quoted segment that is not an option, and every argument that is
-   * neither an option nor a command, replaced: picocli quotes the values it rejects, and a
-   * converter may repeat one unquoted.
+   * {@code message} with everything picocli quoted that is not one of {@code options} replaced:
+   * picocli quotes the values it rejects, and the argument it found where a value was expected. The
+   * arguments themselves go first, longest first, since a value may hold a quote; then any other
+   * quoted segment that is not an option (maybe with its label, {@code '--table=<table>'}). The
+   * CLI's own converters never repeat a value.
    */
-  static String withoutValues(String message, String[] args, Set<String> commands) {
-    Matcher quoted = QUOTED.matcher(message);
-    StringBuilder out = new StringBuilder();
-    while (quoted.find()) {
-      String shown = OPTION.matcher(quoted.group(1)).matches() ? quoted.group() : NOT_SHOWN;
-      quoted.appendReplacement(out, Matcher.quoteReplacement(shown));
-    }
-    quoted.appendTail(out);
-    String result = out.toString();
+  static String withoutValues(String message, String[] args, Set<String> options) {
+    List<String> typed = new ArrayList<>();
     for (String arg : args) {
       int eq = arg.indexOf('=');
-      String value = arg.startsWith("-") ? (eq < 0 ? null : arg.substring(eq + 1)) : arg;
-      if (value != null && value.length() >= 3 && !commands.contains(value)) {
-        result = result.replace(value, NOT_SHOWN);
+      if (!options.contains(eq < 0 ? arg : arg.substring(0, eq))) {
+        typed.add(arg); // a value, or something that is no option of ours
+      } else if (eq >= 0) {
+        typed.add(arg); // --option=value, as picocli quotes a misplaced one
+        typed.add(arg.substring(eq + 1));
       }
     }
-    return result;
+    typed.sort(Comparator.comparingInt(String::length).reversed());
+    String result = message;
+    for (String value : typed) {
+      if (!value.isEmpty()) {
+        result = result.replace("'" + value + "'", "'" + NOT_SHOWN + "'");
+      }
+    }
+    Matcher quoted = QUOTED.matcher(result);
+    StringBuilder out = new StringBuilder();
+    while (quoted.find()) {
+      String content = quoted.group(1);
+      int eq = content.indexOf('=');
+      boolean option =
+          options.contains(eq < 0 ? content : content.substring(0, eq))
+              && (eq < 0 || content.substring(eq + 1).matches("<[^<>']*>"));
+      String shown = option || content.equals(NOT_SHOWN) ? quoted.group() : "'" + NOT_SHOWN + "'";
+      quoted.appendReplacement(out, Matcher.quoteReplacement(shown));
+    }
+    return quoted.appendTail(out).toString();
   }
 
   private static final String NOT_SHOWN = "(a value, not shown)";

@@ -176,6 +176,23 @@ class AdoptedTableCommandsTest {
     assertEquals(ExitCode.NOTHING_MATCHED, r.exitCode(), r::toString);
     assertEquals(1, r.out().lines().filter(line -> line.contains(PENDING)).count(), r::toString);
     assertTrue(r.hasLine(PENDING + " +NOT_PARKED +PENDING"), r::toString);
+
+    // A legacy row sharing the id of the key's published-log entry: the entry is the key's row.
+    try (Connection c = TestDatabase.connect(url);
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
+      s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
+      s.execute(
+          "INSERT INTO outbox (id, aggregatetype, aggregateid, type, instance_key) VALUES ('"
+              + PUBLISHED
+              + "', 'order', 'o-8', 'OrderCreated', NULL)");
+      s.execute(
+          "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
+              + " CHECK (instance_key IS NOT NULL) NOT VALID");
+      c.commit();
+    }
+    Cli.Result published = run("requeue", "--message-id", PUBLISHED);
+    assertTrue(published.hasLine(PUBLISHED + " +NOT_PARKED +PUBLISHED"), published::toString);
   }
 
   @Test

@@ -76,6 +76,30 @@ class UsageTest {
     assertTrue(r.err().matches("(?s)error: [^\n]*--[a-z-]+.*"), r::toString);
   }
 
+  /** A value holding quotes is hidden whole; words of the message stay as they are. */
+  @Test
+  void aValueWithQuotesIsHiddenWholeAndTheMessageStaysReadable() {
+    Cli.Result quoted =
+        CLI.run("status", "--instance-key", "eu", "--user", "--password=pa'ss'word-91");
+    assertEquals(ExitCode.USAGE, quoted.exitCode(), quoted::toString);
+    assertFalse(quoted.err().contains("ss'word"), quoted::toString);
+    assertFalse(quoted.err().contains("ss"), quoted::toString);
+    assertTrue(
+        quoted
+            .err()
+            .startsWith(
+                "error: Expected parameter for option '--user' but found '(a value, not shown)'"),
+        quoted::toString);
+
+    Cli.Result word =
+        CLI.run("list", "--instance-key", "eu", "--status", "FAILED", "--limit", "option");
+    assertTrue(
+        word.err()
+            .startsWith(
+                "error: Invalid value for option '--limit': '(a value, not shown)' is not an int"),
+        word::toString);
+  }
+
   @Test
   void anInvalidUrlIsNotEchoed() {
     Cli.Result r =

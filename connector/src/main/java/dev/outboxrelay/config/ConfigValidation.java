@@ -380,7 +380,6 @@ public final class ConfigValidation {
       }
     }
 
-    /** The published log of schema version 9 exists, and is one: it has the log's columns. */
     /**
      * A publication that publishes updates or deletes of a table without a replica identity makes
      * the server refuse every claim and every publish (SQLState 55000); a Debezium connector's
@@ -406,6 +405,7 @@ public final class ConfigValidation {
       }
     }
 
+    /** The published log of schema version 9 exists, and is one: it has the log's columns. */
     private void checkPublishedLog(HikariDataSource pool, OutboxTable table) throws SQLException {
       String log = table.objectName("published");
       if (!relationExists(pool, table.qualifiedPublishedLog())) {

@@ -131,6 +131,13 @@ final class Validators {
           if (!topic.isEmpty() && !TopicNames.isLegal(topic)) {
             throw new ConfigException(name + " must be empty or a topic name: " + TopicNames.RULE);
           }
+          if (TopicNames.isInternal(topic)) {
+            throw new ConfigException(
+                name
+                    + " must not start with "
+                    + TopicNames.INTERNAL_PREFIX
+                    + ": that names Kafka's internal topics");
+          }
         });
   }
 

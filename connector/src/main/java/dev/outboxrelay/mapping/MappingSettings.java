@@ -54,9 +54,14 @@ public record MappingSettings(
     if (recordMaxBytes < 1) {
       throw new IllegalArgumentException("record max bytes must be at least 1");
     }
-    if (deadLetterTopic != null && !TopicNames.isLegal(deadLetterTopic)) {
+    if (deadLetterTopic != null
+        && (!TopicNames.isLegal(deadLetterTopic) || TopicNames.isInternal(deadLetterTopic))) {
       throw new IllegalArgumentException(
-          "dead-letter topic must be a topic name (" + TopicNames.RULE + ") or absent");
+          "dead-letter topic must be a topic name ("
+              + TopicNames.RULE
+              + ", not starting with "
+              + TopicNames.INTERNAL_PREFIX
+              + ") or absent");
     }
   }
 

@@ -16,6 +16,18 @@ public final class TopicNames {
 
   private TopicNames() {}
 
+  /** The prefix of Kafka's internal topics ({@code __consumer_offsets}, ...). */
+  public static final String INTERNAL_PREFIX = "__";
+
+  /**
+   * Whether {@code name} is one of Kafka's internal topics, or looks like one: no row may write
+   * there, and a broker refuses a producer's record to {@code __consumer_offsets} and fails the
+   * task.
+   */
+  public static boolean isInternal(String name) {
+    return name != null && name.startsWith(INTERNAL_PREFIX);
+  }
+
   /** Whether Kafka would accept {@code name} as a topic name; null is not legal. */
   public static boolean isLegal(String name) {
     return name != null

@@ -73,18 +73,21 @@ public final class TopicRouter {
    * it and fail the task.
    */
   private static Optional<String> legal(String topic) {
-    return TopicNames.isLegal(topic) && !topic.startsWith(INTERNAL_PREFIX)
+    return TopicNames.isLegal(topic) && !TopicNames.isInternal(topic)
         ? Optional.of(topic)
         : Optional.empty();
   }
-
-  /** The prefix of Kafka's internal topics. */
-  static final String INTERNAL_PREFIX = "__";
 
   private static List<Function<ClaimedMessage, String>> parse(String template) {
     Objects.requireNonNull(template, "topic template");
     if (template.isEmpty()) {
       throw new IllegalArgumentException("topic template must not be empty");
+    }
+    if (TopicNames.isInternal(template)) {
+      throw new IllegalArgumentException(
+          "topic template must not start with "
+              + TopicNames.INTERNAL_PREFIX
+              + ": that names Kafka's internal topics, where no row may write");
     }
     List<Function<ClaimedMessage, String>> segments = new ArrayList<>();
     boolean hasVariable = false;

@@ -220,7 +220,10 @@ public final class RelayMetrics {
     return line.toString();
   }
 
-  /** Where the plugin metrics come from; a method reference to the Connect context's getter. */
+  /**
+   * Where the plugin metrics come from: the Connect context's getter, called through a class of its
+   * own (not a lambda, whose linking would need {@code PluginMetrics}, absent before Kafka 4.1).
+   */
   @FunctionalInterface
   public interface PluginMetricsSource {
     PluginMetrics get();

@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.ConnectCluster;
@@ -52,6 +53,10 @@ class OlderWorkerApiTest {
       assertTrue(
           Stream.of(contextClass.getMethods()).noneMatch(m -> m.getName().equals("pluginMetrics")),
           "an API without plugin metrics");
+      assertThrows(
+          ClassNotFoundException.class,
+          () -> worker.loadClass("org.apache.kafka.common.metrics.PluginMetrics"),
+          "nothing of this build's Kafka on the worker's class path");
       Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 1);
       config.put("delivery.guarantee", guarantee);
       if (guarantee.equals("exactly-once")) {

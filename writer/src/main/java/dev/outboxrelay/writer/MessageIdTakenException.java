@@ -5,8 +5,11 @@ import java.sql.SQLIntegrityConstraintViolationException;
 /**
  * The message id is already used by a row of another instance key, or by a legacy row without one:
  * nothing was written. Message ids are unique across the whole table, whichever instance key owns a
- * row; treating this as a retried duplicate would drop the message. SQLState {@code 23505}
- * (unique_violation), so that transaction handling that knows unique violations applies.
+ * row; treating this as a retried duplicate would drop the message. Roll the transaction back:
+ * unlike a unique violation raised by PostgreSQL, this one leaves it open, and a COMMIT would
+ * commit the business change without its message. SQLState {@code 23000}
+ * (integrity_constraint_violation), not {@code 23505}: code that takes a unique violation for
+ * "already done" (Spring's {@code DuplicateKeyException}) and commits would lose the message.
  */
 public final class MessageIdTakenException extends SQLIntegrityConstraintViolationException {
   private static final long serialVersionUID = 1L;
@@ -18,8 +21,9 @@ public final class MessageIdTakenException extends SQLIntegrityConstraintViolati
         "outbox message id "
             + messageId
             + " is already used by a row of another instance key (or a legacy row without one);"
-            + " nothing was written: message ids are unique across the whole table",
-        "23505");
+            + " nothing was written, roll the transaction back: message ids are unique across the"
+            + " whole table",
+        "23000");
     this.messageId = messageId;
   }
 

@@ -76,17 +76,26 @@ final class OutboxInsert {
   }
 
   private final String sql;
-  private final String takenElsewhereSql;
+  private final String ownerSql;
 
   OutboxInsert(OutboxTableName table) {
-    // Asked only when the insert wrote nothing: whether the id that stopped it is another owner's.
-    this.takenElsewhereSql =
+    // Asked only when the insert wrote nothing: whether the id that stopped it is another owner's
+    // (or a legacy row's), and whether it is this key's.
+    String outbox = table.qualified();
+    String log = table.publishedLogQualified();
+    this.ownerSql =
         "SELECT EXISTS (SELECT 1 FROM "
-            + table.qualified()
+            + outbox
             + " WHERE message_id = ? AND instance_key IS DISTINCT FROM ?)"
             + " OR EXISTS (SELECT 1 FROM "
-            + table.publishedLogQualified()
-            + " WHERE message_id = ? AND instance_key IS DISTINCT FROM ?)";
+            + log
+            + " WHERE message_id = ? AND instance_key IS DISTINCT FROM ?),"
+            + " EXISTS (SELECT 1 FROM "
+            + outbox
+            + " WHERE message_id = ? AND instance_key = ?)"
+            + " OR EXISTS (SELECT 1 FROM "
+            + log
+            + " WHERE message_id = ? AND instance_key = ?)";
     this.sql =
         "INSERT INTO "
             + table.qualified()
@@ -108,11 +117,12 @@ final class OutboxInsert {
   }
 
   /**
-   * Whether the message id is used by a row, or a published-log entry, of another instance key or
-   * of none (a legacy row); parameters: message id, instance key, message id, instance key.
+   * Two booleans: whether the message id is used by a row, or a published-log entry, of another
+   * instance key or of none (a legacy row); and whether by one of this key. Parameters: message id
+   * and instance key, four times.
    */
-  String takenElsewhereSql() {
-    return takenElsewhereSql;
+  String ownerSql() {
+    return ownerSql;
   }
 
   /** Sets one parameter. */

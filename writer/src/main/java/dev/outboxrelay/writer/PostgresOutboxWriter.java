@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLTransientException;
 import java.util.Objects;
 
 /**
@@ -69,30 +70,57 @@ public final class PostgresOutboxWriter {
   public EnqueueResult enqueue(Connection transaction, OutboxMessage message) throws SQLException {
     Objects.requireNonNull(transaction, "transaction");
     Objects.requireNonNull(message, "message");
-    try (PreparedStatement ps = transaction.prepareStatement(insert.sql())) {
-      OutboxInsert.bind(ps, instanceKey, message);
-      if (ps.executeUpdate() == 1) {
-        return EnqueueResult.ENQUEUED;
+    for (int attempt = 1; attempt <= MAX_INSERTS; attempt++) {
+      try (PreparedStatement ps = transaction.prepareStatement(insert.sql())) {
+        OutboxInsert.bind(ps, instanceKey, message);
+        if (ps.executeUpdate() == 1) {
+          return EnqueueResult.ENQUEUED;
+        }
+      }
+      switch (owner(transaction, message.messageId())) {
+        case THIS_KEY:
+          return EnqueueResult.DUPLICATE;
+        case ANOTHER:
+          throw new MessageIdTakenException(message.messageId());
+        case NONE:
+          // What stopped the insert is gone (retention deleted a published-log entry meanwhile,
+          // under READ COMMITTED): the id is free again, so insert once more.
+          break;
+        default:
+          throw new IllegalStateException("unknown owner");
       }
     }
-    if (takenElsewhere(transaction, message.messageId())) {
-      throw new MessageIdTakenException(message.messageId());
-    }
-    return EnqueueResult.DUPLICATE;
+    throw new SQLTransientException(
+        "outbox message id " + message.messageId() + " kept changing owner; retry the transaction",
+        "40001");
+  }
+
+  /** How often an insert that wrote nothing is tried again when nothing holds its id any more. */
+  private static final int MAX_INSERTS = 3;
+
+  /** Whose row, or published-log entry, stopped an insert that wrote nothing. */
+  private enum Owner {
+    THIS_KEY,
+    ANOTHER,
+    NONE
   }
 
   /**
-   * Whether the id that stopped the insert belongs to another instance key's row (or a legacy row):
-   * that is no retry of this message, and reporting it DUPLICATE would lose the message.
+   * Whose the id that stopped the insert is: another instance key's (or a legacy row's) is no retry
+   * of this message, and reporting it DUPLICATE would lose the message.
    */
-  private boolean takenElsewhere(Connection transaction, String messageId) throws SQLException {
-    try (PreparedStatement ps = transaction.prepareStatement(insert.takenElsewhereSql())) {
-      ps.setString(1, messageId);
-      ps.setString(2, instanceKey);
-      ps.setString(3, messageId);
-      ps.setString(4, instanceKey);
+  private Owner owner(Connection transaction, String messageId) throws SQLException {
+    try (PreparedStatement ps = transaction.prepareStatement(insert.ownerSql())) {
+      for (int i = 1; i <= 8; i += 2) {
+        ps.setString(i, messageId);
+        ps.setString(i + 1, instanceKey);
+      }
       try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() && rs.getBoolean(1);
+        rs.next();
+        if (rs.getBoolean(1)) {
+          return Owner.ANOTHER;
+        }
+        return rs.getBoolean(2) ? Owner.THIS_KEY : Owner.NONE;
       }
     }
   }

@@ -147,7 +147,7 @@ class PostgresOutboxWriterDatabaseTest {
         MessageIdTakenException e =
             assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed(orderId)));
         c.rollback();
-        assertEquals("23505", e.getSQLState());
+        assertEquals("23000", e.getSQLState());
         assertEquals(orderId + ":placed", e.messageId());
         assertFalse(e.getMessage().contains("orders-eu"), "another key's name is not told");
       }

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Types;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -43,10 +44,13 @@ class PostgresOutboxWriterTest {
   /** Every JDBC call the writer makes, as "method(arguments)", connection and statement alike. */
   private final List<String> calls = new ArrayList<>();
 
-  private int updateCount = 1;
+  /** What each INSERT answers, in turn; the last one again once they run out. */
+  private final java.util.Deque<Integer> updateCounts = new java.util.ArrayDeque<>(List.of(1));
 
-  /** What the check after an insert that wrote nothing answers. */
+  /** What the check after an insert that wrote nothing answers: another key's, this key's. */
   private boolean takenElsewhere;
+
+  private boolean ownId;
 
   @Test
   void aBlankOrInvalidInstanceKeyIsRejectedBeforeTheConnectionIsTouched() {
@@ -148,7 +152,9 @@ class PostgresOutboxWriterTest {
 
   @Test
   void noRowInsertedMeansTheMessageIdExisted() throws Exception {
-    updateCount = 0;
+    updateCounts.clear();
+    updateCounts.add(0);
+    ownId = true;
     assertEquals(
         EnqueueResult.DUPLICATE,
         new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
@@ -156,18 +162,54 @@ class PostgresOutboxWriterTest {
 
   @Test
   void noRowInsertedBecauseAnotherKeyHasTheIdIsNoDuplicate() {
-    updateCount = 0;
+    updateCounts.clear();
+    updateCounts.add(0);
     takenElsewhere = true;
     OutboxMessage message = message();
     MessageIdTakenException e =
         assertThrows(
             MessageIdTakenException.class,
             () -> new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message));
-    assertEquals("23505", e.getSQLState());
+    assertEquals("23000", e.getSQLState());
     assertEquals(message.messageId(), e.messageId());
-    assertTrue(
-        calls.contains("setString(2, eu)"), // the check asks about other keys than the writer's
-        calls::toString);
+    // The check binds the id and the writer's key, for the table and the log, twice each.
+    int prepared = 0;
+    for (int i = 0; i < calls.size(); i++) {
+      prepared = calls.get(i).startsWith("prepareStatement(") ? i : prepared;
+    }
+    List<String> check = calls.subList(prepared, calls.size());
+    assertTrue(check.get(0).startsWith("prepareStatement(SELECT EXISTS"), check::toString);
+    for (int i = 1; i <= 8; i += 2) {
+      assertTrue(
+          check.contains("setString(" + i + ", " + message.messageId() + ")"), check::toString);
+      assertTrue(check.contains("setString(" + (i + 1) + ", eu)"), check::toString);
+    }
+  }
+
+  /**
+   * The id was freed between the insert and the check (retention, READ COMMITTED): insert again.
+   */
+  @Test
+  void anIdNobodyHoldsAnyMoreIsInsertedAgain() throws Exception {
+    updateCounts.clear();
+    updateCounts.addAll(List.of(0, 1));
+    assertEquals(
+        EnqueueResult.ENQUEUED,
+        new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertEquals(2, calls.stream().filter(c -> c.equals("executeUpdate()")).count());
+  }
+
+  @Test
+  void anIdThatKeepsChangingOwnerAsksForARetryOfTheTransaction() {
+    updateCounts.clear();
+    updateCounts.add(0);
+    SQLException e =
+        assertThrows(
+            SQLException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertEquals("40001", e.getSQLState());
+    assertEquals(3, calls.stream().filter(c -> c.equals("executeUpdate()")).count());
   }
 
   @Test
@@ -199,8 +241,9 @@ class PostgresOutboxWriterTest {
                 (proxy, method, args) -> {
                   calls.add(call(method.getName(), args));
                   return switch (method.getName()) {
-                    case "executeUpdate" -> updateCount;
-                    case "executeQuery" -> answer(takenElsewhere);
+                    case "executeUpdate" ->
+                        updateCounts.size() > 1 ? updateCounts.poll() : updateCounts.peek();
+                    case "executeQuery" -> answer(takenElsewhere, ownId);
                     default -> null;
                   };
                 });
@@ -214,8 +257,8 @@ class PostgresOutboxWriterTest {
             });
   }
 
-  /** A result of one row and one boolean column. */
-  private ResultSet answer(boolean value) {
+  /** A result of one row of two boolean columns. */
+  private ResultSet answer(boolean first, boolean second) {
     boolean[] read = {false};
     return (ResultSet)
         Proxy.newProxyInstance(
@@ -224,7 +267,7 @@ class PostgresOutboxWriterTest {
             (proxy, method, args) ->
                 switch (method.getName()) {
                   case "next" -> !read[0] && (read[0] = true);
-                  case "getBoolean" -> value;
+                  case "getBoolean" -> (int) args[0] == 1 ? first : second;
                   default -> null;
                 });
   }

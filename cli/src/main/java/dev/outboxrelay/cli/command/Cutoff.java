@@ -18,8 +18,8 @@ record Cutoff(Instant instant, Duration age) {
       "a date (2024-01-31, midnight UTC), an instant with an offset (2024-01-31T12:00:00Z)"
           + " or an age (P30D, PT12H)";
 
-  /** Ten thousand years: older than any row. */
-  static final Duration MAX_AGE = Duration.ofDays(3_652_425);
+  /** A thousand years: older than any row, and within PostgreSQL's timestamps from today. */
+  static final Duration MAX_AGE = Duration.ofDays(365_243);
 
   static Cutoff parse(String option, String value) {
     String v = value.strip();

@@ -280,9 +280,12 @@ final class OperatorSql {
               RETURNING {message_id} AS message_id
             )
             SELECT r.message_id, q.message_id IS NOT NULL AS requeued,
-              CASE WHEN o.status IS NOT NULL THEN COALESCE(o.instance_key = :instance_key, FALSE)
-                ELSE COALESCE(l.instance_key = :instance_key, FALSE) END AS own,
-              COALESCE(o.status, l.status) AS status
+              COALESCE(o.instance_key = :instance_key, FALSE)
+                OR COALESCE(l.instance_key = :instance_key, FALSE) AS own,
+              -- The key's own row first (a legacy row may share the id), the table's before the log's.
+              CASE WHEN o.instance_key = :instance_key THEN o.status
+                WHEN l.instance_key = :instance_key THEN l.status
+                ELSE COALESCE(o.status, l.status) END AS status
             FROM requested r
               LEFT JOIN requeued q ON q.message_id = r.message_id
               LEFT JOIN LATERAL (
