@@ -157,19 +157,7 @@ class AdoptedTableCommandsTest {
    */
   @Test
   void requeueByIdReportsTheKeysRowOnceBesideALegacyRowOfTheSameId() throws SQLException {
-    try (Connection c = TestDatabase.connect(url);
-        Statement s = c.createStatement()) {
-      c.setAutoCommit(false);
-      s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
-      s.execute(
-          "INSERT INTO outbox (id, aggregatetype, aggregateid, type, instance_key) VALUES ('"
-              + PENDING
-              + "', 'order', 'o-9', 'OrderCreated', NULL)");
-      s.execute(
-          "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
-              + " CHECK (instance_key IS NOT NULL) NOT VALID");
-      c.commit();
-    }
+    insertLegacy(PENDING, "o-9");
 
     Cli.Result r = run("requeue", "--message-id", PENDING);
 
@@ -178,21 +166,28 @@ class AdoptedTableCommandsTest {
     assertTrue(r.hasLine(PENDING + " +NOT_PARKED +PENDING"), r::toString);
 
     // A legacy row sharing the id of the key's published-log entry: the entry is the key's row.
+    insertLegacy(PUBLISHED, "o-8");
+    Cli.Result published = run("requeue", "--message-id", PUBLISHED);
+    assertTrue(published.hasLine(PUBLISHED + " +NOT_PARKED +PUBLISHED"), published::toString);
+  }
+
+  /** A row without an instance key, as Debezium's rows before the adoption; ids may repeat. */
+  private static void insertLegacy(String id, String aggregateId) throws SQLException {
     try (Connection c = TestDatabase.connect(url);
         Statement s = c.createStatement()) {
       c.setAutoCommit(false);
       s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
       s.execute(
           "INSERT INTO outbox (id, aggregatetype, aggregateid, type, instance_key) VALUES ('"
-              + PUBLISHED
-              + "', 'order', 'o-8', 'OrderCreated', NULL)");
+              + id
+              + "', 'order', '"
+              + aggregateId
+              + "', 'OrderCreated', NULL)");
       s.execute(
           "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
               + " CHECK (instance_key IS NOT NULL) NOT VALID");
       c.commit();
     }
-    Cli.Result published = run("requeue", "--message-id", PUBLISHED);
-    assertTrue(published.hasLine(PUBLISHED + " +NOT_PARKED +PUBLISHED"), published::toString);
   }
 
   @Test
