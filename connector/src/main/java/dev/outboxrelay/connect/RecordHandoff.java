@@ -89,9 +89,13 @@ final class RecordHandoff {
         ledger.add(row, bad.reasonCode());
         if (mapper.settings().hasDeadLetterTopic()) {
           records.add(mapper.deadLetter(row, bad.reasonCode()));
-        } else {
-          submit.test(
-              new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), false));
+        } else if (!submit.test(
+            new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), false))) {
+          metrics.lateAcks.incrementAndGet();
+          log.warn(
+              "Outcome not queued, the task is stopping: message_id={} (reason=LATE_ACK; the row"
+                  + " is reclaimed after its lease expires)",
+              row.messageId());
         }
       }
     }

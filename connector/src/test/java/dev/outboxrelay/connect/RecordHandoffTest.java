@@ -1,0 +1,82 @@
+package dev.outboxrelay.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.outboxrelay.mapping.MappingSettings;
+import dev.outboxrelay.mapping.PayloadFormat;
+import dev.outboxrelay.mapping.RecordMapper;
+import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.Lease;
+import dev.outboxrelay.testing.LogCapture;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** At least once, the records of a claim, and the FAILED outcomes of its unpublishable rows. */
+class RecordHandoffTest {
+  private final RelayMetrics metrics = new RelayMetrics();
+  private final InFlightLedger ledger = new InFlightLedger();
+  private final RecordMapper mapper =
+      new RecordMapper(
+          new MappingSettings(
+              RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+              RoutingConvention.OUTBOX_RELAY,
+              PayloadFormat.BYTES,
+              1024,
+              null));
+
+  private static ClaimedMessage row(String id, String topic) {
+    return new ClaimedMessage(
+        1L,
+        id,
+        "eu",
+        "order",
+        "a",
+        "OrderPlaced",
+        topic,
+        new byte[] {1},
+        null,
+        null,
+        Instant.EPOCH,
+        null,
+        false,
+        1,
+        new Lease("owner", 7),
+        Instant.EPOCH,
+        0);
+  }
+
+  @Test
+  void anUnpublishableRowsOutcomeIsQueuedAndItsNeighbourHandedOver() {
+    List<PendingOutcome> queued = new ArrayList<>();
+    RecordHandoff handoff = new RecordHandoff(mapper, ledger, queued::add, metrics, "owner");
+
+    var records = handoff.toRecords(List.of(row("bad", "__consumer_offsets"), row("good", null)));
+
+    assertEquals(1, records.size());
+    assertEquals(1, queued.size());
+    assertEquals("bad", queued.get(0).messageId());
+    assertEquals(2, ledger.size());
+  }
+
+  /** At stop the queue refuses: the row comes back after its lease, and that is not silent. */
+  @Test
+  void aFailedOutcomeTheStoppingTaskCannotQueueIsReportedLate() {
+    RecordHandoff handoff = new RecordHandoff(mapper, ledger, o -> false, metrics, "owner");
+    long mark = LogCapture.get().mark();
+
+    handoff.toRecords(List.of(row("bad", "__consumer_offsets")));
+
+    assertEquals(1, metrics.lateAcks.get());
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                e -> e.message().contains("message_id=bad") && e.message().contains("LATE_ACK"))
+            .size());
+  }
+}
