@@ -95,6 +95,8 @@ public final class OutboxRelayCli implements Runnable {
     cli.setOut(out);
     cli.setErr(err);
     cli.setCaseInsensitiveEnumValuesAllowed(true);
+    // An @file's arguments would not be in args, where a usage error's values are hidden from.
+    cli.setExpandAtFiles(false);
     cli.setParameterExceptionHandler(OutboxRelayCli::usageError);
     cli.setExecutionExceptionHandler(
         (e, commandLine, parseResult) ->
@@ -127,11 +129,12 @@ public final class OutboxRelayCli implements Runnable {
       List<String> options = new ArrayList<>();
       int others = 0;
       for (String arg : unmatched.getUnmatched()) {
-        if (arg.startsWith("-")) {
-          int eq = arg.indexOf('=');
-          options.add(eq < 0 ? arg : arg.substring(0, eq));
+        int eq = arg.indexOf('=');
+        String name = eq < 0 ? arg : arg.substring(0, eq);
+        if (OPTION_LIKE.matcher(name).matches()) {
+          options.add(name);
         } else {
-          others++;
+          others++; // a value, or something like one (-Secr3t): not shown
         }
       }
       StringBuilder message = new StringBuilder();
@@ -158,17 +161,28 @@ public final class OutboxRelayCli implements Runnable {
             optionNames(root)));
   }
 
-  /** Every option name of the command and its subcommands: {@code --user}, {@code -h}, ... */
+  /**
+   * What picocli may quote that is not a value: every option name of the command and its
+   * subcommands ({@code --user}), each with its label as picocli writes a missing one ({@code
+   * --instance-key=KEY}), and the labels of positional parameters ({@code MESSAGE_ID}).
+   */
   private static Set<String> optionNames(CommandLine command) {
     Set<String> names = new HashSet<>();
     for (OptionSpec option : command.getCommandSpec().options()) {
-      names.addAll(List.of(option.names()));
+      for (String name : option.names()) {
+        names.add(name);
+        names.add(name + "=" + option.paramLabel());
+      }
     }
+    command.getCommandSpec().positionalParameters().forEach(p -> names.add(p.paramLabel()));
     for (CommandLine sub : command.getSubcommands().values()) {
       names.addAll(optionNames(sub));
     }
     return names;
   }
+
+  /** What a mistyped option looks like: {@code --pasword}, {@code -x}; anything else is a value. */
+  private static final Pattern OPTION_LIKE = Pattern.compile("--[a-z][a-z0-9-]*|-[a-zA-Z]");
 
   /** A segment of picocli's message in quotes: an option, or a value the user typed. */
   private static final Pattern QUOTED = Pattern.compile("'([^']*)'");
@@ -177,8 +191,9 @@ public final class OutboxRelayCli implements Runnable {
    * {@code message} with everything picocli quoted that is not one of {@code options} replaced:
    * picocli quotes the values it rejects, and the argument it found where a value was expected. The
    * arguments themselves go first, longest first, since a value may hold a quote; then any other
-   * quoted segment that is not an option (maybe with its label, {@code '--table=<table>'}). The
-   * CLI's own converters never repeat a value.
+   * quoted segment that is not an option, an option with its label ({@code '--instance-key=KEY'},
+   * as picocli names a missing one) or a positional parameter's label. The CLI's own converters
+   * never repeat a value.
    */
   static String withoutValues(String message, String[] args, Set<String> options) {
     List<String> typed = new ArrayList<>();
@@ -202,10 +217,7 @@ public final class OutboxRelayCli implements Runnable {
     StringBuilder out = new StringBuilder();
     while (quoted.find()) {
       String content = quoted.group(1);
-      int eq = content.indexOf('=');
-      boolean option =
-          options.contains(eq < 0 ? content : content.substring(0, eq))
-              && (eq < 0 || content.substring(eq + 1).matches("<[^<>']*>"));
+      boolean option = options.contains(content);
       String shown = option || content.equals(NOT_SHOWN) ? quoted.group() : "'" + NOT_SHOWN + "'";
       quoted.appendReplacement(out, Matcher.quoteReplacement(shown));
     }

@@ -100,6 +100,39 @@ class UsageTest {
         word::toString);
   }
 
+  /** What picocli names that is no value stays readable: a missing option with its label. */
+  @Test
+  void aMissingOptionIsNamedWithItsLabel() {
+    Cli.Result r = CLI.run("status");
+    assertTrue(
+        r.err().startsWith("error: Missing required option: '--instance-key=KEY'"), r::toString);
+    Cli.Result id = CLI.run("inspect", "--instance-key", "eu");
+    assertFalse(id.err().contains("not shown"), id::toString);
+  }
+
+  /** An unknown argument that does not look like an option is a value: counted, not shown. */
+  @Test
+  void anUnknownArgumentThatLooksLikeAValueIsNotShown() {
+    Cli.Result r = CLI.run("status", "--instance-key", "eu", "--pasword", "-Secr3t-91");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertFalse(r.err().contains("Secr3t"), r::toString);
+    assertTrue(r.err().startsWith("error: unknown option --pasword"), r::toString);
+  }
+
+  /** No @file expansion: arguments read from a file would escape the redaction. */
+  @Test
+  void anAtFileIsNotExpanded() throws java.io.IOException {
+    java.nio.file.Path file = java.nio.file.Files.createTempFile("cli-args", ".txt");
+    java.nio.file.Files.writeString(file, "--user\n--password=pa'ss'word-91\n");
+    try {
+      Cli.Result r = CLI.run("status", "--instance-key", "eu", "@" + file);
+      assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+      assertFalse(r.err().contains("ss"), r::toString);
+    } finally {
+      java.nio.file.Files.delete(file);
+    }
+  }
+
   @Test
   void anInvalidUrlIsNotEchoed() {
     Cli.Result r =

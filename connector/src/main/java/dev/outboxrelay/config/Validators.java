@@ -132,11 +132,7 @@ final class Validators {
             throw new ConfigException(name + " must be empty or a topic name: " + TopicNames.RULE);
           }
           if (TopicNames.isInternal(topic)) {
-            throw new ConfigException(
-                name
-                    + " must not start with "
-                    + TopicNames.INTERNAL_PREFIX
-                    + ": that names Kafka's internal topics");
+            throw new ConfigException(name + " must not be one of Kafka's internal topics");
           }
         });
   }

@@ -93,8 +93,8 @@ final class RecordHandoff {
             new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), false))) {
           metrics.lateAcks.incrementAndGet();
           log.warn(
-              "Outcome not queued, the task is stopping: message_id={} (reason=LATE_ACK; the row"
-                  + " is reclaimed after its lease expires)",
+              "Outcome not queued, the outcome writer has stopped: message_id={} (reason=LATE_ACK;"
+                  + " the row is reclaimed after its lease expires)",
               row.messageId());
         }
       }

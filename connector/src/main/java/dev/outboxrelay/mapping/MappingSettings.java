@@ -59,9 +59,7 @@ public record MappingSettings(
       throw new IllegalArgumentException(
           "dead-letter topic must be a topic name ("
               + TopicNames.RULE
-              + ", not starting with "
-              + TopicNames.INTERNAL_PREFIX
-              + ") or absent");
+              + ", not one of Kafka's internal topics) or absent");
     }
   }
 

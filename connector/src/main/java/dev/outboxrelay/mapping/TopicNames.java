@@ -1,5 +1,6 @@
 package dev.outboxrelay.mapping;
 
+import java.util.Set;
 import java.util.regex.Pattern;
 
 /** The one place that decides what a legal Kafka topic name is. */
@@ -16,16 +17,21 @@ public final class TopicNames {
 
   private TopicNames() {}
 
-  /** The prefix of Kafka's internal topics ({@code __consumer_offsets}, ...). */
-  public static final String INTERNAL_PREFIX = "__";
-
   /**
-   * Whether {@code name} is one of Kafka's internal topics, or looks like one: no row may write
-   * there, and a broker refuses a producer's record to {@code __consumer_offsets} and fails the
-   * task.
+   * Kafka's internal topics: no row may write there, and a broker refuses a producer's record to
+   * them, which fails the task. Other names starting with {@code __} are ordinary topics.
    */
+  public static final Set<String> INTERNAL =
+      Set.of(
+          "__consumer_offsets",
+          "__transaction_state",
+          "__share_group_state",
+          "__remote_log_metadata",
+          "__cluster_metadata");
+
+  /** Whether {@code name} is one of Kafka's {@link #INTERNAL} topics. */
   public static boolean isInternal(String name) {
-    return name != null && name.startsWith(INTERNAL_PREFIX);
+    return INTERNAL.contains(name);
   }
 
   /** Whether Kafka would accept {@code name} as a topic name; null is not legal. */

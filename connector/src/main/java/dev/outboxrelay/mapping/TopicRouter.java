@@ -69,8 +69,8 @@ public final class TopicRouter {
 
   /**
    * Legal, and not one of Kafka's internal topics ({@code __consumer_offsets}, {@code
-   * __transaction_state}, ...): a row must not be able to write there, and the broker would refuse
-   * it and fail the task.
+   * __transaction_state}, ...; {@link TopicNames#INTERNAL}): a row must not be able to write there,
+   * and the broker would refuse it and fail the task.
    */
   private static Optional<String> legal(String topic) {
     return TopicNames.isLegal(topic) && !TopicNames.isInternal(topic)
@@ -85,9 +85,7 @@ public final class TopicRouter {
     }
     if (TopicNames.isInternal(template)) {
       throw new IllegalArgumentException(
-          "topic template must not start with "
-              + TopicNames.INTERNAL_PREFIX
-              + ": that names Kafka's internal topics, where no row may write");
+          "topic template must not be one of Kafka's internal topics, where no row may write");
     }
     List<Function<ClaimedMessage, String>> segments = new ArrayList<>();
     boolean hasVariable = false;

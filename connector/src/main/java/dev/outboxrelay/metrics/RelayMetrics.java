@@ -103,7 +103,7 @@ public final class RelayMetrics {
     gauge("lease-renewal-lost-total", "Held leases found lost at renewal.", leaseRenewalsLost::get);
     gauge(
         "late-ack-total",
-        "Acknowledgements that arrived after the task stopped writing.",
+        "Outcomes the task could no longer write (late acknowledgements, unqueued FAILED).",
         lateAcks::get);
     gauge(
         "recovered-published-total",

@@ -95,7 +95,6 @@ final class BadConfigs {
         Arguments.of("dead.letter.topic", "d".repeat(250)),
         Arguments.of("dead.letter.topic", "__consumer_offsets"),
         Arguments.of("topic.template", "__consumer_offsets"),
-        Arguments.of("topic.template", "__${aggregate_type}"),
         Arguments.of("null.metadata.policy", "ignore"),
         // Maintenance
         Arguments.of("retention.published.ms", "-2"),

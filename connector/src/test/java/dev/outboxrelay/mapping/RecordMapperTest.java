@@ -305,7 +305,8 @@ class RecordMapperTest {
   @Test
   void anInternalTopicIsUnroutable() {
     RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, PayloadFormat.BYTES);
-    for (String topic : List.of("__consumer_offsets", "__transaction_state", "__anything")) {
+    for (String topic :
+        List.of("__consumer_offsets", "__transaction_state", "__share_group_state")) {
       assertEquals(
           UnpublishableReasons.TOPIC_UNROUTABLE,
           assertInstanceOf(
@@ -313,7 +314,7 @@ class RecordMapperTest {
               .reasonCode(),
           topic);
     }
-    assertEquals("_one", mapped(mapper, row().topic("_one").build()).topic());
+    assertEquals("__ours", mapped(mapper, row().topic("__ours").build()).topic());
   }
 
   /**

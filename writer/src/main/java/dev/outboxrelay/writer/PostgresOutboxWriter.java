@@ -64,7 +64,9 @@ public final class PostgresOutboxWriter {
    * delivered at least once, like any other.
    *
    * @throws MessageIdTakenException if the message id is used by a row of another instance key, or
-   *     a legacy row without one: message ids are unique across the table
+   *     a legacy row without one: message ids are unique across the table; roll back
+   * @throws java.sql.SQLTransientException (SQLState 40001) if the id kept being freed and taken
+   *     again between the insert and the check: retry the transaction
    * @throws SQLException as the driver raised it, so the caller's transaction handling applies
    */
   public EnqueueResult enqueue(Connection transaction, OutboxMessage message) throws SQLException {
