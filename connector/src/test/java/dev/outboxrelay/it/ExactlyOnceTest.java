@@ -62,7 +62,7 @@ class ExactlyOnceTest {
       CLUSTER.awaitRunning(CONNECTOR, 3);
       try (LoadWriter writer = LoadWriter.messages(db, key, "eo", total, 50, 600).start()) {
         awaitPublished(db, key, 400);
-        CLUSTER.connect().restartConnectorAndTasks(CONNECTOR, false, true, false);
+        CLUSTER.restartConnectorAndTasks(CONNECTOR);
         awaitPublished(db, key, 900);
         config.put("tasks.max", "1");
         CLUSTER.connect().configureConnector(CONNECTOR, config);
@@ -70,7 +70,7 @@ class ExactlyOnceTest {
         config.put("tasks.max", "4");
         CLUSTER.connect().configureConnector(CONNECTOR, config);
         awaitPublished(db, key, 2100);
-        CLUSTER.connect().restartTask(CONNECTOR, 1);
+        CLUSTER.restartTask(CONNECTOR, 1);
         writer.awaitDone(Duration.ofSeconds(120));
         awaitPublished(db, key, total);
         assertExactlyOnceInOrder(db, key, CLUSTER.readCommitted(topic), writer.ids());

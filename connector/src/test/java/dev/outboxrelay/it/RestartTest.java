@@ -52,7 +52,7 @@ class RestartTest {
       try (LoadWriter writer = LoadWriter.messages(db, KEY, "rs", TOTAL, 50, 300).start()) {
         long inFlightAtTaskRestart = awaitPublishedWithRowsInFlight(db, 300);
         int writtenAtTaskRestart = writer.written();
-        CLUSTER.connect().restartTask(CONNECTOR, 0);
+        CLUSTER.restartTask(CONNECTOR, 0);
         CLUSTER
             .connect()
             .assertions()
@@ -60,7 +60,7 @@ class RestartTest {
 
         long inFlightAtConnectorRestart = awaitPublishedWithRowsInFlight(db, 700);
         int writtenAtConnectorRestart = writer.written();
-        CLUSTER.connect().restartConnectorAndTasks(CONNECTOR, false, true, false);
+        CLUSTER.restartConnectorAndTasks(CONNECTOR);
         CLUSTER
             .connect()
             .assertions()

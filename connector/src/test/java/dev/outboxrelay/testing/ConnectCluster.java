@@ -5,13 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import dev.outboxrelay.connect.OutboxSourceConnector;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import jakarta.ws.rs.core.Response;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
+import org.apache.kafka.connect.runtime.rest.errors.ConnectRestException;
 import org.apache.kafka.connect.util.clusters.EmbeddedConnectCluster;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
@@ -181,6 +184,32 @@ public final class ConnectCluster implements BeforeAllCallback {
   public void deploy(String name, Map<String, String> config) throws InterruptedException {
     connect().configureConnector(name, config);
     awaitRunning(name, Integer.parseInt(config.getOrDefault("tasks.max", "1")));
+  }
+
+  /**
+   * Restarts one task through REST, again while Connect answers 409: right after a reconfiguration
+   * the workers rebalance, and the leader is briefly unknown.
+   */
+  public void restartTask(String name, int task) {
+    duringRebalance(
+        "task " + task + " of " + name + " restarted", () -> connect().restartTask(name, task));
+  }
+
+  /** Restarts the connector and its tasks through REST, again while Connect answers 409. */
+  public void restartConnectorAndTasks(String name) {
+    duringRebalance(
+        name + " restarted", () -> connect().restartConnectorAndTasks(name, false, true, false));
+  }
+
+  private static void duringRebalance(String what, Runnable request) {
+    Awaitility.await(what)
+        .atMost(Duration.ofSeconds(60))
+        .ignoreExceptionsMatching(e -> e instanceof ConnectRestException c && c.statusCode() == 409)
+        .until(
+            () -> {
+              request.run();
+              return true;
+            });
   }
 
   public void awaitRunning(String name, int tasks) throws InterruptedException {
