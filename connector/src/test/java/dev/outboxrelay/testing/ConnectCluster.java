@@ -282,15 +282,33 @@ public final class ConnectCluster implements BeforeAllCallback {
     return String.valueOf(response.getEntity());
   }
 
-  /** POST /connectors/{name}/restart?includeTasks=true&onlyFailed=true. */
+  /**
+   * POST /connectors/{name}/restart?includeTasks=true&onlyFailed=true, again while Connect answers
+   * 409 (a rebalance under way); any other status but 2xx fails the test.
+   */
   public void restartFailedTasks(String name) {
-    connect()
-        .requestPost(
-            connect()
-                .endpointForResource(
-                    "connectors/" + name + "/restart?includeTasks=true&onlyFailed=true"),
-            "",
-            Map.of());
+    Awaitility.await(name + "'s failed tasks restarted")
+        .atMost(Duration.ofSeconds(60))
+        .until(
+            () -> {
+              Response response =
+                  connect()
+                      .requestPost(
+                          connect()
+                              .endpointForResource(
+                                  "connectors/"
+                                      + name
+                                      + "/restart?includeTasks=true&onlyFailed=true"),
+                          "",
+                          Map.of());
+              int status = response.getStatus();
+              if (status == 409) {
+                return false;
+              }
+              assertEquals(
+                  2, status / 100, () -> "restart answered " + status + ": " + body(response));
+              return true;
+            });
   }
 
   public void createTopic(String topic, int partitions) {
