@@ -171,10 +171,8 @@ public final class ConfigValidation {
         || !tolerance.trim().equalsIgnoreCase("all")) {
       return Optional.empty();
     }
-    ConfigValue value = new ConfigValue(ERRORS_TOLERANCE_CONFIG);
-    value.value(tolerance);
-    value.addErrorMessage(ERRORS_TOLERANCE_ERROR);
-    return Optional.of(value);
+    return Optional.of(
+        undefinedKeyError(ERRORS_TOLERANCE_CONFIG, tolerance, ERRORS_TOLERANCE_ERROR));
   }
 
   /**
@@ -190,10 +188,18 @@ public final class ConfigValidation {
     if (trimmed.equalsIgnoreCase("all") || trimmed.equals("-1")) {
       return Optional.empty();
     }
-    ConfigValue value = new ConfigValue(PRODUCER_ACKS_CONFIG);
-    value.value(acks);
-    value.addErrorMessage(PRODUCER_ACKS_ERROR);
-    return Optional.of(value);
+    return Optional.of(undefinedKeyError(PRODUCER_ACKS_CONFIG, acks, PRODUCER_ACKS_ERROR));
+  }
+
+  /**
+   * An error on a key the connector does not define (Connect's own, such as a producer override):
+   * Connect lists it with its value as given and counts its errors like any other.
+   */
+  private static ConfigValue undefinedKeyError(String key, String value, String message) {
+    ConfigValue error = new ConfigValue(key);
+    error.value(value);
+    error.addErrorMessage(message);
+    return error;
   }
 
   private static Object validValue(Map<String, ConfigValue> values, String key) {

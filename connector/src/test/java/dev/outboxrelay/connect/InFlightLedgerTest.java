@@ -6,33 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.ClaimedMessage;
-import dev.outboxrelay.store.Lease;
 import java.lang.ref.WeakReference;
-import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class InFlightLedgerTest {
 
   private static ClaimedMessage claimed(String id, long token, byte[] payload) {
-    return new ClaimedMessage(
-        1L,
-        id,
-        "eu",
-        "order",
-        "a",
-        "OrderPlaced",
-        null,
-        payload,
-        null,
-        null,
-        Instant.EPOCH,
-        null,
-        false,
-        2,
-        new Lease("owner", token),
-        Instant.EPOCH,
-        0);
+    return ClaimedRows.claimed(id, token, null, payload, 2);
   }
 
   @Test

@@ -8,9 +8,7 @@ import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimedMessage;
-import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.testing.LogCapture;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -29,24 +27,7 @@ class RecordHandoffTest {
               null));
 
   private static ClaimedMessage row(String id, String topic) {
-    return new ClaimedMessage(
-        1L,
-        id,
-        "eu",
-        "order",
-        "a",
-        "OrderPlaced",
-        topic,
-        new byte[] {1},
-        null,
-        null,
-        Instant.EPOCH,
-        null,
-        false,
-        1,
-        new Lease("owner", 7),
-        Instant.EPOCH,
-        0);
+    return ClaimedRows.claimed(id, 7, topic, new byte[] {1}, 1);
   }
 
   @Test
