@@ -29,10 +29,11 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
@@ -364,7 +365,7 @@ public final class ConfigValidation {
           error(OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + FIX_SCHEMA);
         }
         if (exists && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
-          Map<String, Boolean> present = presentColumns(pool, table);
+          Set<String> present = presentColumns(pool, table);
           checkColumns(missingColumns(present));
           checkMappedColumns(present);
           checkReplicaIdentity(pool, table);
@@ -424,9 +425,9 @@ public final class ConfigValidation {
                 + " --after-version 8`");
         return;
       }
-      Map<String, Boolean> present = presentColumns(pool, table.qualifiedPublishedLog());
+      Set<String> present = presentColumns(pool, table.qualifiedPublishedLog());
       List<String> missing =
-          PUBLISHED_LOG_COLUMNS.stream().filter(c -> !present.containsKey(c)).toList();
+          PUBLISHED_LOG_COLUMNS.stream().filter(c -> !present.contains(c)).toList();
       if (!missing.isEmpty()) {
         error(
             OUTBOX_TABLE_CONFIG,
@@ -517,12 +518,12 @@ public final class ConfigValidation {
      * message field mapped to a column of another name ({@code column.*}) is checked on its own key
      * instead ({@link #checkMappedColumns}).
      */
-    private List<String> missingColumns(Map<String, Boolean> present) {
+    private List<String> missingColumns(Set<String> present) {
       List<String> missing = new ArrayList<>();
       for (String column : REQUIRED_COLUMNS) {
         String key = MAPPING_KEYS.get(column);
         boolean mappedElsewhere = key != null && !column.equals(validValue(values, key));
-        if (!mappedElsewhere && !present.containsKey(column)) {
+        if (!mappedElsewhere && !present.contains(column)) {
           missing.add(column);
         }
       }
@@ -534,11 +535,11 @@ public final class ConfigValidation {
      * table's; each column placed as a header must exist. Each error on its own key, naming the
      * setting, not the value.
      */
-    private void checkMappedColumns(Map<String, Boolean> present) {
+    private void checkMappedColumns(Set<String> present) {
       MAPPING_KEYS.forEach(
           (relayColumn, key) -> {
             Object column = validValue(values, key);
-            if (column != null && !column.equals(relayColumn) && !present.containsKey(column)) {
+            if (column != null && !column.equals(relayColumn) && !present.contains(column)) {
               error(
                   key,
                   key
@@ -547,28 +548,12 @@ public final class ConfigValidation {
                       + " does not have: set it to the column that holds this field");
             }
           });
-      Object aggregateId = validValue(values, COLUMN_AGGREGATE_ID_CONFIG);
-      Object guarantee = validValue(values, OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
-      if (aggregateId != null
-          && Boolean.TRUE.equals(present.get(aggregateId))
-          && OutboxSourceConfig.EXACTLY_ONCE.equalsIgnoreCase(String.valueOf(guarantee))) {
-        // A row's bucket is a hash of its aggregate id: without one it is in no task's buckets.
-        error(
-            COLUMN_AGGREGATE_ID_CONFIG,
-            COLUMN_AGGREGATE_ID_CONFIG
-                + " names a column that allows NULL: with "
-                + OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG
-                + "="
-                + OutboxSourceConfig.EXACTLY_ONCE
-                + " a row without an aggregate id belongs to no bucket and would never be claimed;"
-                + " make the column NOT NULL");
-      }
       Object placements = validValue(values, COLUMN_ADDITIONAL_PLACEMENT_CONFIG);
       if (placements instanceof List<?> entries) {
         List<ColumnMapping.HeaderColumn> headers =
             HeaderPlacements.parse(entries.stream().map(String::valueOf).toList());
         for (int i = 0; i < headers.size(); i++) {
-          if (!present.containsKey(headers.get(i).column())) {
+          if (!present.contains(headers.get(i).column())) {
             error(
                 COLUMN_ADDITIONAL_PLACEMENT_CONFIG,
                 COLUMN_ADDITIONAL_PLACEMENT_CONFIG
@@ -582,24 +567,24 @@ public final class ConfigValidation {
       }
     }
 
-    /** The table's columns, each with whether it allows NULL. */
-    private static Map<String, Boolean> presentColumns(HikariDataSource pool, OutboxTable table)
+    /** The table's column names. */
+    private static Set<String> presentColumns(HikariDataSource pool, OutboxTable table)
         throws SQLException {
       return presentColumns(pool, table.qualified());
     }
 
-    private static Map<String, Boolean> presentColumns(HikariDataSource pool, String qualified)
+    private static Set<String> presentColumns(HikariDataSource pool, String qualified)
         throws SQLException {
-      Map<String, Boolean> present = new HashMap<>();
+      Set<String> present = new HashSet<>();
       try (Connection c = pool.getConnection();
           PreparedStatement ps =
               c.prepareStatement(
-                  "SELECT attname, NOT attnotnull FROM pg_attribute"
+                  "SELECT attname FROM pg_attribute"
                       + " WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped")) {
         ps.setString(1, qualified);
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
-            present.put(rs.getString(1), rs.getBoolean(2));
+            present.add(rs.getString(1));
           }
         }
       }

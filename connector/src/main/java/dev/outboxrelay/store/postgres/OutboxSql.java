@@ -148,9 +148,12 @@ final class OutboxSql {
   /**
    * {@code {aggregate hash(o)}}: the aggregate's hash, non-negative and stable for a given text
    * (hashtext), so an aggregate keeps its share and its exactly-once bucket. One expression for the
-   * affinity, the bucket share, recovery and the hash a claim returns.
+   * affinity, the bucket share, recovery and the hash a claim returns. A NULL aggregate id (an
+   * adopted table's nullable column) hashes as the empty text: it must be in some share, or under
+   * steady load its rows would wait for a task whose share ran dry.
    */
-  private static final String AGGREGATE_HASH = "(hashtext({aggregate_id as text(o)}) & 2147483647)";
+  private static final String AGGREGATE_HASH =
+      "(hashtext(COALESCE({aggregate_id as text(o)}, '')) & 2147483647)";
 
   /**
    * {@code {share}} of an exactly-once claim or recovery: only rows of the buckets this task owns,

@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.AggregateAffinity;
+import dev.outboxrelay.store.BucketShare;
+import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
@@ -32,7 +35,9 @@ import java.sql.Statement;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -61,7 +66,7 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
         Statement s = c.createStatement()) {
       s.execute(
           "CREATE TABLE events (id varchar(255) NOT NULL, aggregatetype varchar(255) NOT NULL,"
-              + " aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload text)");
+              + " aggregateid varchar(255), type varchar(255) NOT NULL, payload text)");
       for (String statement : new DebeziumAdoption(TABLE, EU, COLUMNS, List.of()).statements()) {
         s.execute(statement);
       }
@@ -196,6 +201,59 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
 
     assertTrue(e.isRetriable(), e.reasonCode());
     assertEquals("DB_UNAVAILABLE", e.reasonCode());
+  }
+
+  /**
+   * A row without an aggregate id (this table's column allows NULL, as some adopted tables' do) is
+   * in exactly one share of an ordered claim and in exactly one task's exactly-once buckets, like
+   * any aggregate's rows, and the hash its claim returns names that bucket: in none, it would wait
+   * under steady load until some task's share ran dry, and never be claimed exactly once.
+   */
+  @Test
+  void aRowWithoutAnAggregateIdIsInExactlyOneShareAndOneBucket() throws SQLException {
+    insertWithoutAggregateId("keyless-1");
+    OutboxStore store = newStore(new ManualClock(Instant.parse("2026-01-01T00:00:00Z")));
+    List<String> claimed = new ArrayList<>();
+    for (int slot = 0; slot < 3; slot++) {
+      for (ClaimedMessage m : store.claim(inShare(slot, 3)).claimed()) {
+        claimed.add("share " + slot + ": " + m.messageId() + ", aggregate " + m.aggregateId());
+      }
+    }
+    assertEquals(1, claimed.size(), claimed.toString());
+    assertTrue(claimed.get(0).endsWith(": keyless-1, aggregate null"), claimed.toString());
+
+    insertWithoutAggregateId("keyless-2");
+    long epoch = store.newEpoch();
+    claimed.clear();
+    for (int task = 0; task < 3; task++) {
+      BucketShare share = new BucketShare(8, task, 3);
+      for (ClaimedMessage m : store.claim(request(task).exactlyOnce(epoch, 1, share)).claimed()) {
+        assertTrue(share.owns(share.bucketOf(m.aggregateHash())), m.messageId());
+        claimed.add(m.messageId());
+      }
+    }
+    assertEquals(List.of("keyless-2"), claimed);
+  }
+
+  private static ClaimRequest inShare(int slot, int slots) {
+    return new ClaimRequest(
+        "task-" + slot, Set.of(EU), 10, LEASE, 3, true, new AggregateAffinity(slot, slots));
+  }
+
+  private static ClaimRequest request(int task) {
+    return new ClaimRequest("task-" + task, Set.of(EU), 10, LEASE, 3, true);
+  }
+
+  private static void insertWithoutAggregateId(String id) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO events (id, aggregatetype, aggregateid, type, payload, instance_key)"
+                    + " VALUES (?, 'order', NULL, 'Created', '{}', ?)")) {
+      ps.setString(1, id);
+      ps.setString(2, EU);
+      ps.executeUpdate();
+    }
   }
 
   private static void assertRefusedForReplicaIdentity(Executable write) {
