@@ -34,6 +34,7 @@ final class ClaimLoop {
 
   private long nextAbandonedProbeMs;
   private boolean drainingForProbe;
+  private boolean holdsIsolatedClaim;
   private long shareDrySinceMs = -1;
   private boolean claimUnconfirmed;
 
@@ -80,6 +81,14 @@ final class ClaimLoop {
     if (exactlyOnce != null) {
       return claimInBuckets();
     }
+    if (holdsIsolatedClaim) {
+      if (!ledger.isEmpty()) {
+        // Alone until it settles, whatever happens meanwhile (a database error included): rows
+        // claimed beside it would share the blame if the worker crashed on it.
+        return ClaimResult.EMPTY;
+      }
+      holdsIsolatedClaim = false;
+    }
     long now = time.milliseconds();
     if (recentDatabaseError(now)) {
       drainingForProbe = false; // owners first
@@ -95,6 +104,7 @@ final class ClaimLoop {
     ClaimResult result = confirmed(() -> store.claimAbandoned(settings.claimRequest()));
     reportExhausted(result);
     if (!result.claimed().isEmpty()) {
+      holdsIsolatedClaim = true;
       log.info(
           "Reclaimed abandoned message_id={} instance_key={} in isolation",
           result.claimed().get(0).messageId(),

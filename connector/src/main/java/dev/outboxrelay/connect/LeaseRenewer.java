@@ -30,6 +30,7 @@ final class LeaseRenewer {
 
   private volatile boolean healthy = true;
   private volatile long lastPollMs;
+  private volatile long lastAcknowledgementMs;
   private volatile boolean polling;
   private long nextRenewalMs;
   private boolean stallReported;
@@ -52,6 +53,7 @@ final class LeaseRenewer {
     this.health = health;
     this.pollWake = pollWake;
     this.lastPollMs = time.milliseconds();
+    this.lastAcknowledgementMs = time.milliseconds();
     this.nextRenewalMs = time.milliseconds() + settings.leaseRenewalInterval().toMillis();
   }
 
@@ -69,6 +71,15 @@ final class LeaseRenewer {
   void pollReturned() {
     lastPollMs = time.milliseconds();
     polling = false;
+  }
+
+  /**
+   * Kafka acknowledged one of the task's records ({@code commitRecord}, any thread). The producer
+   * is delivering, so a task thread away from poll is blocked in a send (a full producer buffer)
+   * that these acknowledgements are draining, not hung.
+   */
+  void acknowledged() {
+    lastAcknowledgementMs = time.milliseconds();
   }
 
   /** False while renewals fail: the task must not claim more than it can keep. */
@@ -92,19 +103,26 @@ final class LeaseRenewer {
       return;
     }
     // A task thread stuck outside poll (a hung transform or converter) must not keep its rows
-    // forever: stop renewing so the leases expire and another task reclaims them. A broker
-    // outage does not trip this: sends only queue in the producer, and poll keeps being called.
-    if (!polling && time.milliseconds() - lastPollMs > settings.leaseDuration().toMillis() / 2) {
+    // forever: stop renewing so the leases expire and another task reclaims them. A thread
+    // blocked in a send by a full producer buffer is not stuck while acknowledgements arrive; a
+    // broker outage with small records does not trip this at all (sends only queue, poll goes on).
+    if (isUnresponsive()) {
       if (!stallReported) {
         stallReported = true;
         log.warn(
-            "Task thread has not polled for over half a lease; not renewing {} leases"
-                + " (reason=TASK_UNRESPONSIVE)",
+            "Task thread has not polled for over half a lease and Kafka acknowledged nothing"
+                + " meanwhile; not renewing {} leases (reason=TASK_UNRESPONSIVE)",
             held.size());
       }
+      // Look again soon: renew as soon as the thread is back, not a whole interval later.
+      nextRenewalMs =
+          time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
       return;
     }
-    stallReported = false;
+    if (stallReported) {
+      stallReported = false;
+      log.info("Task thread responsive again; renewing {} leases", held.size());
+    }
     try {
       Set<String> lost = store.renew(held, settings.leaseDuration());
       healthy = true;
@@ -125,6 +143,12 @@ final class LeaseRenewer {
       nextRenewalMs =
           time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
     }
+  }
+
+  private boolean isUnresponsive() {
+    long now = time.milliseconds();
+    long halfLease = settings.leaseDuration().toMillis() / 2;
+    return !polling && now - lastPollMs > halfLease && now - lastAcknowledgementMs > halfLease;
   }
 
   /**

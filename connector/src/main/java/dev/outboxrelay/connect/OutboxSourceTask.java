@@ -222,6 +222,7 @@ public class OutboxSourceTask extends SourceTask {
   public void commitRecord(SourceRecord record, RecordMetadata metadata) {
     // Runs on the producer's I/O thread (exactly-once: on the task thread, after the transaction
     // committed): identify the row, queue the outcome, return.
+    runtime.renewer().acknowledged(); // the task's records are moving: it is not hung
     if (SourceOffsets.isParked(record)) {
       return; // exactly-once dead letter: its row was parked before it was sent
     }
@@ -240,7 +241,7 @@ public class OutboxSourceTask extends SourceTask {
       metrics.lateAcks.incrementAndGet();
       log.warn(
           "Acknowledgement arrived after the task stopped writing: message_id={}"
-              + " (reason=LATE_ACK; the row is reclaimed after its lease expires)",
+              + " (reason=LATE_ACK; a later claim or the next instance's recovery settles the row)",
           messageId);
     }
   }

@@ -123,6 +123,9 @@ final class OutcomeLoop {
           t.getClass().getName());
     } finally {
       closeAdmission();
+      if (closeDeadlineMs != Long.MAX_VALUE) {
+        writer.settleUnresolvedAtStop(); // a stop, not a death: what Kafka never acknowledged
+      }
       pollWake.wake();
       onExit.run();
     }
@@ -156,15 +159,9 @@ final class OutcomeLoop {
     for (PendingOutcome o : unwritten) {
       metrics.lateAcks.incrementAndGet();
       log.warn(
-          "Outcome not written before the task stopped: message_id={} (reason=LATE_ACK; the row"
-              + " is reclaimed after its lease expires)",
+          "Outcome not written before the task stopped: message_id={} (reason=LATE_ACK; a later"
+              + " claim or the next instance's recovery settles the row)",
           o.messageId());
-    }
-    if (!ledger.isEmpty()) {
-      log.warn(
-          "Outcome writer closed with {} records unacknowledged by Kafka; their leases expire and"
-              + " the rows are reclaimed (reason=UNRESOLVED_AT_STOP)",
-          ledger.size());
     }
   }
 
@@ -216,8 +213,8 @@ final class OutcomeLoop {
     for (PendingOutcome o : unwritten) {
       metrics.lateAcks.incrementAndGet();
       log.warn(
-          "Outcome abandoned at stop: message_id={} (reason=DATABASE_UNAVAILABLE_AT_STOP; the row"
-              + " is reclaimed after its lease expires)",
+          "Outcome abandoned at stop: message_id={} (reason=DATABASE_UNAVAILABLE_AT_STOP; a"
+              + " later claim or the next instance's recovery settles the row)",
           o.messageId());
     }
   }

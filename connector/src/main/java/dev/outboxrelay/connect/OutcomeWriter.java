@@ -8,6 +8,7 @@ import dev.outboxrelay.connect.PendingOutcome.Unconfirmed;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import java.time.Duration;
@@ -77,6 +78,52 @@ final class OutcomeWriter {
       writeOne(it.next());
       it.remove();
     }
+  }
+
+  /**
+   * After the late-acknowledgement grace of a stop, with records still unacknowledged: no callback
+   * can come any more (Connect has closed the producer). At least once their rows are given back,
+   * due now, no attempt charged, token bumped: left leased they would wait out their leases and
+   * then be reclaimed one by one in isolation, and one already held in isolation would be charged
+   * an attempt for a stop. Exactly once the next instance's recovery settles them from the
+   * committed offsets, and nothing is written here. Never throws: the task is stopping.
+   */
+  void settleUnresolvedAtStop() {
+    int unresolved = ledger.size();
+    if (unresolved == 0) {
+      return;
+    }
+    if (settings.exactlyOnce()) {
+      log.warn(
+          "Outcome writer closed with {} records unacknowledged by Kafka; the next instance's"
+              + " recovery settles their rows from the committed offsets"
+              + " (reason=UNRESOLVED_AT_STOP)",
+          unresolved);
+      return;
+    }
+    List<String> givenBack;
+    try {
+      givenBack = store.releaseUnheld(settings.instanceKeys(), settings.owner(), List.of());
+    } catch (RuntimeException e) { // NOPMD: stopping; the leases expire instead
+      log.warn(
+          "Outcome writer closed with {} records unacknowledged by Kafka and could not give their"
+              + " rows back (reason=UNRESOLVED_AT_STOP, error={}); their leases expire and the rows"
+              + " are reclaimed",
+          unresolved,
+          e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
+      return;
+    }
+    for (String id : givenBack) {
+      log.info(
+          "Given back unacknowledged at stop: message_id={} (reason=UNRESOLVED_AT_STOP; due again"
+              + " now, no attempt charged, a duplicate in Kafka is possible)",
+          id);
+    }
+    log.warn(
+        "Outcome writer closed with {} records unacknowledged by Kafka; gave {} rows back, due"
+            + " again now (reason=UNRESOLVED_AT_STOP)",
+        unresolved,
+        givenBack.size());
   }
 
   private void writeOne(PendingOutcome o) {

@@ -94,7 +94,7 @@ final class RecordHandoff {
           metrics.lateAcks.incrementAndGet();
           log.warn(
               "Outcome not queued, the outcome writer has stopped: message_id={} (reason=LATE_ACK;"
-                  + " the row is reclaimed after its lease expires)",
+                  + " a later claim or the next instance's recovery settles the row)",
               row.messageId());
         }
       }

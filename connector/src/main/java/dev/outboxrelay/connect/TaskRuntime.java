@@ -156,8 +156,8 @@ final class TaskRuntime {
     for (ClaimedMessage m : claimed) {
       if (!submit(new PendingOutcome.Released(m.messageId(), m.lease()))) {
         log.info(
-            "Claim not given back at stop: message_id={} (reason=WRITER_CLOSED; the row is"
-                + " reclaimed after its lease expires)",
+            "Claim not given back at stop: message_id={} (reason=WRITER_CLOSED; a later claim"
+                + " or the next instance's recovery settles the row)",
             m.messageId());
       }
     }

@@ -133,6 +133,32 @@ class ClaimLoopTest {
     assertEquals(List.of("due"), ids(loop.next()), "no abandoned row left: due rows flow");
   }
 
+  /**
+   * A database error while an isolated claim is in flight (a failed renewal or outcome write) gives
+   * owners their probe interval again, but must not end the isolation: a batch claimed beside the
+   * row would share the blame if the worker crashed on it.
+   */
+  @Test
+  void aDatabaseErrorDoesNotEndAnIsolatedClaimsIsolation() {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    f.add("eu", "lost", "a");
+    f.store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
+    f.add("eu", "due", "b");
+    f.clock.advance(Duration.ofSeconds(9));
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    ClaimLoop loop = loop(f, health);
+    ClaimResult isolated = loop.next();
+    assertEquals(List.of("lost"), ids(isolated));
+    handToConnect(f, isolated);
+
+    health.databaseError(
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "renew"));
+    assertTrue(loop.next().isEmpty(), "still alone after the error");
+    f.ledger.resolve("lost", isolated.claimed().get(0).lease().token());
+    assertEquals(List.of("due"), ids(loop.next()), "settled: due rows flow");
+  }
+
   @Test
   void afterAClaimErrorAbandonedRowsWaitAProbeIntervalForTheirOwners() {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S);

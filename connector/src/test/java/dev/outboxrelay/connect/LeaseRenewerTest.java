@@ -59,6 +59,47 @@ class LeaseRenewerTest {
   }
 
   /**
+   * Connect's task thread blocks in a send while the producer's buffer is full (large records, a
+   * slow broker), away from poll: while acknowledgements arrive, the producer is draining that
+   * buffer and the task is alive, so its leases are renewed.
+   */
+  @Test
+  void acknowledgementsKeepATaskBlockedInASendAlive() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    f.clock.advance(Duration.ofSeconds(1));
+    time.sleep(3000);
+    renewer.acknowledged(); // another record of the task
+    time.sleep(1001); // over half a lease since the last poll, not since the acknowledgement
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(1), expiry("m1"));
+
+    f.clock.advance(Duration.ofSeconds(1));
+    time.sleep(4001); // over half a lease since both
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(1), expiry("m1"), "neither polls nor acknowledgements");
+  }
+
+  /** Once a stalled task thread polls again its leases are renewed within a second. */
+  @Test
+  void aStalledTaskIsRenewedSoonAfterItPollsAgain() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    time.sleep(4001);
+    renewer.renewIfDue();
+    assertEquals(claimed, expiry("m1"));
+    assertEquals(1000, renewer.millisUntilDue(), "looked at again soon, not an interval later");
+
+    renewer.taskPolled();
+    f.clock.advance(Duration.ofSeconds(1));
+    time.sleep(1000);
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(1), expiry("m1"));
+  }
+
+  /**
    * A poll in progress is the relay's own work (a slow claim, task 0's maintenance): however long
    * it takes, the leases are renewed. Only a task thread away from poll is not kept alive.
    */

@@ -535,6 +535,34 @@ class OutboxSourceTaskTest {
     await().until(() -> status("m2") == MessageStatus.PUBLISHED);
   }
 
+  /**
+   * A row whose record Kafka never acknowledged is given back once the stop's late-ack grace has
+   * passed (no callback can come then): due again, uncharged. Left leased, it would wait out its
+   * lease, and this one, held in isolation, would be charged an attempt by its next reclaim.
+   */
+  @Test
+  void aRowStillUnacknowledgedWhenTheStopsGraceEndsIsGivenBackUncharged() {
+    add("eu", "m1", "a", "{}".getBytes());
+    store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(1), 10, true));
+    clock.advance(Duration.ofSeconds(5));
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    startTask(Map.of());
+    assertEquals(List.of("m1"), messageIds(task.poll()), "reclaimed in isolation");
+    long token = store.find("m1").orElseThrow().leaseToken();
+
+    task.stop();
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"), "its acknowledgement may still come");
+    mockTime.sleep(30_000);
+    await().until(() -> failing.closes.get() == 1);
+
+    var row = store.find("m1").orElseThrow();
+    assertEquals(MessageStatus.PENDING, row.status());
+    assertNull(row.leaseOwner());
+    assertEquals(0, row.attempts());
+    assertTrue(row.leaseToken() > token, "the stopped task's late writes are fenced off");
+  }
+
   @Test
   void idleTaskWaitsAndReturnsNull() {
     startTask(Map.of());
