@@ -41,6 +41,7 @@ public class OutboxSourceTask extends SourceTask {
   private RelayMetrics metrics;
   private TaskRuntime runtime;
   private IdleBackoff idle;
+  private PollPause pause;
   private ClaimPrefetch prefetch;
   private SchemaReadiness schema;
   private volatile boolean stopping;
@@ -84,6 +85,7 @@ public class OutboxSourceTask extends SourceTask {
       metrics.unregister(); // Connect may not call stop() for a task that failed to start
       throw e;
     }
+    pause = new PollPause(runtime.wake());
     if (runtime.exactlyOnce() != null) {
       takeEpochIfReachable(runtime.exactlyOnce());
       prefetch =
@@ -114,8 +116,11 @@ public class OutboxSourceTask extends SourceTask {
 
   private List<SourceRecord> claimAndHandOver() {
     try {
+      if (!pause.awaitSlice()) {
+        return null; // the rest of a wait begun by an earlier poll
+      }
       if (!schema.ensure()) {
-        runtime.wake().await(config.settings().pollInterval()); // a migration backing off
+        pause.start(config.settings().pollInterval()); // a migration backing off
         return null;
       }
       ExactlyOnceState exactlyOnce = runtime.exactlyOnce();
@@ -127,7 +132,7 @@ public class OutboxSourceTask extends SourceTask {
         return handOver(prefetch.next());
       }
       if (idle.waitBeforeClaim()) {
-        runtime.wake().await(idle.nextWait()); // a trickle: claim on its next row, not at once
+        pause.start(idle.nextWait()); // a trickle: claim on its next row, not at once
         return null;
       }
       ClaimResult claimed = runtime.claims().next();
@@ -139,7 +144,7 @@ public class OutboxSourceTask extends SourceTask {
       metrics.claimed.addAndGet(claimed.claimed().size());
       List<SourceRecord> records = runtime.handoff().toRecords(claimed.claimed());
       if (records.isEmpty()) {
-        runtime.wake().await(idle.nextWait());
+        pause.start(idle.nextWait());
         return null;
       }
       return records;
@@ -160,7 +165,7 @@ public class OutboxSourceTask extends SourceTask {
             e.reasonCode(),
             e.sqlState());
       }
-      runtime.wake().await(config.settings().pollInterval());
+      pause.start(config.settings().pollInterval());
       throw new RetriableException("outbox-relay: " + e.getMessage());
     }
   }
@@ -188,7 +193,7 @@ public class OutboxSourceTask extends SourceTask {
       idle.claimedRows();
     }
     if (batch.records().isEmpty()) {
-      runtime.wake().await(idle.nextWait());
+      pause.start(idle.nextWait());
       return null;
     }
     return batch.records();

@@ -23,17 +23,23 @@ final class WakeSignal {
     }
   }
 
-  /** Waits up to {@code timeout} for a wake-up; restores the interrupt flag if interrupted. */
-  void await(Duration timeout) {
+  /**
+   * Waits up to {@code timeout} for a wake-up; true if woken (or interrupted: the interrupt flag is
+   * restored), false if the time passed.
+   */
+  boolean await(Duration timeout) {
     lock.lock();
     try {
       long nanos = timeout.toNanos();
       while (!signalled && nanos > 0) {
         nanos = woken.awaitNanos(nanos);
       }
+      boolean woke = signalled;
       signalled = false;
+      return woke;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      return true;
     } finally {
       lock.unlock();
     }

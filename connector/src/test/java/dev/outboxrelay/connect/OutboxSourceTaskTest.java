@@ -23,6 +23,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -561,6 +562,25 @@ class OutboxSourceTaskTest {
     assertNull(row.leaseOwner());
     assertEquals(0, row.attempts());
     assertTrue(row.leaseToken() > token, "the stopped task's late writes are fenced off");
+  }
+
+  /**
+   * Connect stops a task only once its poll has returned: a poll waits at most a second, however
+   * long the poll interval, and the next polls take the rest of the wait (an idle task still claims
+   * once per interval).
+   */
+  @Test
+  void aPollWaitsAtMostASecondAndTheNextPollsTakeTheRestOfTheWait() {
+    startTask(Map.of("poll.interval.ms", "600000"));
+    CompletableFuture<List<SourceRecord>> first = CompletableFuture.supplyAsync(task::poll);
+    await().atMost(Duration.ofSeconds(30)).until(first::isDone);
+    assertNull(first.join(), "an empty claim, then one slice of its wait");
+
+    add("eu", "m1", "a", "{}".getBytes());
+    CompletableFuture<List<SourceRecord>> second = CompletableFuture.supplyAsync(task::poll);
+    await().atMost(Duration.ofSeconds(30)).until(second::isDone);
+    assertNull(second.join(), "still the interval's wait: nothing claimed");
+    assertEquals(MessageStatus.PENDING, status("m1"));
   }
 
   @Test
