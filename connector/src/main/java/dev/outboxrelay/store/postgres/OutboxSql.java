@@ -138,12 +138,22 @@ final class OutboxSql {
    * {@code {commit mode}} of a claim: without waiting for its WAL flush (see {@link
    * #CLAIM_ORDERED}) unless {@code :durable} — an exactly-once claim, whose loss in a database
    * crash after its records were committed to Kafka would make the rows due again (docs/design.md,
-   * claim 4). Then the server's own setting stays.
+   * claim 4). Then {@link #DURABLE}.
    */
   private static final String COMMIT_MODE =
       """
       set_config('synchronous_commit', CASE WHEN CAST(:durable AS boolean)
-            THEN current_setting('synchronous_commit') ELSE 'off' END, true) AS commit_mode""";
+            THEN {durable} ELSE 'off' END, true) AS commit_mode""";
+
+  /**
+   * {@code {durable}}: the server's own synchronous_commit, raised to 'local' (wait for the local
+   * flush) where the server, database or role turned it off: the writes that name it must survive a
+   * crash of the database, which 'off' does not promise.
+   */
+  private static final String DURABLE =
+      """
+      CASE WHEN current_setting('synchronous_commit') = 'off' THEN 'local'
+            ELSE current_setting('synchronous_commit') END""";
 
   /**
    * {@code {aggregate hash(o)}}: the aggregate's hash, non-negative and stable for a given text
@@ -405,6 +415,7 @@ final class OutboxSql {
     fragments.put("{published}", table.qualifiedPublishedLog());
 
     fragments.put("{commit mode}", COMMIT_MODE);
+    fragments.put("{durable}", DURABLE); // after {commit mode}, which holds it
 
     String ordered = CLAIM_ORDERED.replace("{affinity}", "");
     claimOrdered = statement(ordered.replace("{share}", ""));
@@ -477,7 +488,9 @@ final class OutboxSql {
     markFailed =
         statement(
             """
-            WITH clock AS (SELECT {now} AS now)
+            WITH clock AS (
+              SELECT {now} AS now, set_config('synchronous_commit', {durable}, true) AS commit_mode
+            )
             UPDATE {table}
             SET status = 'FAILED', last_failure_code = :reason, next_attempt_at = NULL,
               parked_at = clock.now,

@@ -27,6 +27,7 @@ import java.util.function.Function;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -294,6 +295,61 @@ class ClaimStatementTest {
       c.rollback();
       c.setAutoCommit(true);
       assertEquals("on", show(c), "the pooled connection after the claim");
+    }
+  }
+
+  /**
+   * Where the server, database or role turned synchronous_commit off, the writes whose loss in a
+   * crash would break exactly-once recovery still wait for their local flush: an exactly-once claim
+   * (its rows would be due again although Kafka has their records) and a park (a row parked before
+   * its batch's offsets covered it would be recorded PUBLISHED, unsent). Other claims stay off.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("claims")
+  void onAServerThatDoesNotWaitForFlushesExactlyOnceClaimsStillDo(String name, ClaimRequest request)
+      throws SQLException {
+    PostgresOutboxStore store = stores.get(Statistics.FRESH);
+    try (Connection c = dataSources.get(Statistics.FRESH).getConnection()) {
+      c.setAutoCommit(false);
+      execute(c, "SET LOCAL synchronous_commit = off"); // as a server, database or role may
+      try (PreparedStatement ps = c.prepareStatement(store.claimStatement(request))) {
+        store.bindClaim(c, ps, request.withLimit(1));
+        try (ResultSet rs = ps.executeQuery()) {
+          assertTrue(rs.next(), "claims a row");
+        }
+      }
+      assertEquals(request.exactlyOnce() == null ? "off" : "local", show(c));
+      c.rollback();
+    }
+  }
+
+  @Test
+  void onAServerThatDoesNotWaitForFlushesAParkStillDoes() throws SQLException {
+    ClaimedMessage held = inFlight.get(Statistics.FRESH).get(0);
+    try (Connection c = dataSources.get(Statistics.FRESH).getConnection()) {
+      c.setAutoCommit(false);
+      execute(c, "SET LOCAL synchronous_commit = off");
+      try (PreparedStatement ps = c.prepareStatement(new OutboxSql(TABLE).markFailed.jdbc())) {
+        new OutboxSql(TABLE)
+            .markFailed
+            .bind(ps)
+            .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
+            .setString("reason", "POISON")
+            .setString("message_id", held.messageId())
+            .setString("owner", held.lease().owner())
+            .setLong("token", held.lease().token())
+            .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
+            .ready();
+        assertEquals(1, ps.executeUpdate(), "parks the row");
+      }
+      assertEquals("local", show(c));
+      c.rollback();
+    }
+  }
+
+  private static void execute(Connection c, String sql) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute(sql);
     }
   }
 
