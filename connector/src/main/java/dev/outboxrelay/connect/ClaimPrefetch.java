@@ -9,13 +9,13 @@ import java.util.function.Supplier;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
- * Exactly-once: claims the next batch while Connect sends and commits the current one. Connect
- * polls an exactly-once task again only after the transaction of its last poll committed, so a
- * claim made inside {@code poll()} would leave the producer idle during the claim and the database
- * idle during the commit. After a batch with rows the next claim starts at once on this class's
- * thread and the next {@code poll()} takes its result; after an empty one nothing is claimed ahead
- * (the next poll claims itself, after its idle wait), so an idle task does not claim before it is
- * notified.
+ * Exactly-once: claims the next batch while Connect sends and commits the current one. With the
+ * default transaction boundary Connect polls an exactly-once task again only after the transaction
+ * of its last poll committed, so a claim made inside {@code poll()} would leave the producer idle
+ * during the claim and the database idle during the commit. After a batch with rows the next claim
+ * starts at once on this class's thread and the next {@code poll()} takes its result; after an
+ * empty one nothing is claimed ahead (the next poll claims itself, after its idle wait), so an idle
+ * task does not claim before it is notified.
  *
  * <p>As safe as a claim inside {@code poll()}: a prefetched batch is claimed under the instance's
  * epoch with the next claim number, and the claims and mappings still run one after the other (each

@@ -28,7 +28,9 @@ import org.slf4j.LoggerFactory;
  * A task's exactly-once state (docs/design.md, "Exactly-once"): its epoch, the buckets it owns and
  * its claim counter. Before the first claim it recovers what its buckets hold under lower epochs,
  * judged by the committed source offsets; afterwards it releases, now and then, expired leases of
- * lower epochs (instances fenced in Kafka that still claimed). Task thread only.
+ * lower epochs (instances fenced in Kafka that still claimed). Used by one thread at a time: the
+ * task thread, and the prefetch thread for the claims it makes ahead ({@link ClaimPrefetch} hands
+ * each claim's result over through a future, which orders the two).
  */
 final class ExactlyOnceState {
   private static final Logger log = LoggerFactory.getLogger(ExactlyOnceState.class);

@@ -32,6 +32,7 @@ final class LeaseRenewer {
   private volatile long lastPollMs;
   private volatile long lastAcknowledgementMs;
   private volatile boolean polling;
+  private volatile boolean stopping;
   private long nextRenewalMs;
   private boolean stallReported;
 
@@ -82,6 +83,17 @@ final class LeaseRenewer {
     lastAcknowledgementMs = time.milliseconds();
   }
 
+  /**
+   * The task is stopping. Exactly once, its records' fate is then the committed offsets' (Connect
+   * makes every acknowledgement before it stops the task, and the next instance's recovery settles
+   * the rest, bumping their tokens): renewing would only report those rows as lost claims, false
+   * alarms on the signal of a zombie. At least once, acknowledgements still come during the stop's
+   * grace, and the leases are renewed until then.
+   */
+  void taskStopping() {
+    stopping = true;
+  }
+
   /** False while renewals fail: the task must not claim more than it can keep. */
   boolean isHealthy() {
     return healthy;
@@ -97,6 +109,9 @@ final class LeaseRenewer {
       return;
     }
     nextRenewalMs = time.milliseconds() + settings.leaseRenewalInterval().toMillis();
+    if (stopping && settings.exactlyOnce()) {
+      return;
+    }
     List<HeldLease> held = ledger.heldLeases();
     if (held.isEmpty()) {
       healthy = true;

@@ -94,7 +94,7 @@ final class OutcomeWriter {
       return;
     }
     if (settings.exactlyOnce()) {
-      log.warn(
+      log.info( // routine: a batch claimed ahead, or one whose transaction did not commit
           "Outcome writer closed with {} records unacknowledged by Kafka; the next instance's"
               + " recovery settles their rows from the committed offsets"
               + " (reason=UNRESOLVED_AT_STOP)",

@@ -197,6 +197,7 @@ final class TaskRuntime {
     if (l != null) {
       l.stop();
     }
+    renewer.taskStopping();
     wake.wake();
     if (started) {
       loop.stop(flushTimeout, lateAckGrace);

@@ -140,6 +140,46 @@ class LeaseRenewerTest {
     assertTrue(renewer.isHealthy());
   }
 
+  /**
+   * Exactly once, a stopping task leaves its unacknowledged rows to the next instance's recovery,
+   * which bumps their tokens: renewing them would report each as a lost claim, a false alarm on the
+   * zombie signal. At least once, the leases are renewed through the stop's grace.
+   */
+  @Test
+  void aStoppingTaskRenewsOnlyAtLeastOnce() {
+    RuntimeFixture eos =
+        new RuntimeFixture(
+            Map.of("delivery.guarantee", "exactly-once", "exactly.once.support", "required"));
+    LeaseRenewer eosRenewer =
+        new LeaseRenewer(
+            eos.store,
+            eos.ledger,
+            eos.lostClaims,
+            eos.metrics,
+            eos.settings,
+            time,
+            new StoreHealth(eos.metrics, time),
+            eos.wake);
+    eos.add("eu", "m1", "a");
+    eos.claimIntoLedger();
+    eos.takeOverAfterExpiry("recovered"); // as the next instance's recovery would
+    eosRenewer.taskStopping();
+    eosRenewer.taskPolled();
+    time.sleep(60_000);
+    eosRenewer.renewIfDue();
+    assertEquals(0, eos.metrics.claimLost.get(), "no false alarm");
+
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    renewer.taskStopping();
+    renewer.taskPolled();
+    f.clock.advance(Duration.ofSeconds(1));
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(1), expiry("m1"), "at least once: renewed while stopping");
+  }
+
   @Test
   void aLeaseFoundTakenOverIsALostClaimReportedOnce() {
     f.add("eu", "m1", "a");
