@@ -102,15 +102,17 @@ final class ExactlyOnceState {
     recovered = true;
     nextSweepMs = time.milliseconds() + sweepInterval.toMillis();
     report(recovery, "start");
+    reportLaterEpoch(recovery);
     log.info(
         "Exactly-once task recovered: epoch={} buckets={} of {} committed_positions={}"
-            + " recorded_published={} released={}",
+            + " recorded_published={} released={} leased_under_later_epoch={}",
         epoch,
         share.ownedBuckets(),
         share.buckets(),
         committed.size(),
         recovery.published().size(),
-        recovery.released().size());
+        recovery.released().size(),
+        recovery.laterEpoch().size());
   }
 
   /** Releases expired leases of lower epochs in this task's buckets, once per sweep interval. */
@@ -200,6 +202,20 @@ final class ExactlyOnceState {
               + " (reason=NOT_COMMITTED, at={})",
           id,
           when);
+    }
+  }
+
+  /** At start only (a sweep does not look): rows that no instance's recovery will ever take. */
+  private void reportLaterEpoch(Recovery recovery) {
+    metrics.laterEpochRows.set(recovery.laterEpoch().size());
+    for (String id : recovery.laterEpoch()) {
+      // A database restored or moved with rows in flight (docs/design.md, Exactly-once limits),
+      // or an instance that took its epoch late.
+      log.warn(
+          "Row leased under a later epoch than this task's ({}) left in flight; nothing recovers"
+              + " it: message_id={} (reason=LEASED_UNDER_LATER_EPOCH)",
+          epoch,
+          id);
     }
   }
 }

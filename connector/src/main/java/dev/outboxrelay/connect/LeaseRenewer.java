@@ -163,7 +163,11 @@ final class LeaseRenewer {
   private boolean isUnresponsive() {
     long now = time.milliseconds();
     long halfLease = settings.leaseDuration().toMillis() / 2;
-    return !polling && now - lastPollMs > halfLease && now - lastAcknowledgementMs > halfLease;
+    // A stopping task polls no more; its grace is bounded and its records may still be sent.
+    return !stopping
+        && !polling
+        && now - lastPollMs > halfLease
+        && now - lastAcknowledgementMs > halfLease;
   }
 
   /**

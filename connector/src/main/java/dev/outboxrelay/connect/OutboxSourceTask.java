@@ -116,8 +116,8 @@ public class OutboxSourceTask extends SourceTask {
 
   private List<SourceRecord> claimAndHandOver() {
     try {
-      if (!pause.awaitSlice()) {
-        return null; // the rest of a wait begun by an earlier poll
+      if (!pause.awaitSlice() || stopping) {
+        return null; // the rest of a wait begun by an earlier poll, or woken by stop()
       }
       if (!schema.ensure()) {
         pause.start(config.settings().pollInterval()); // a migration backing off

@@ -81,12 +81,14 @@ final class OutcomeWriter {
   }
 
   /**
-   * After the late-acknowledgement grace of a stop, with records still unacknowledged: no callback
-   * can come any more (Connect has closed the producer). At least once their rows are given back,
-   * due now, no attempt charged, token bumped: left leased they would wait out their leases and
-   * then be reclaimed one by one in isolation, and one already held in isolation would be charged
-   * an attempt for a stop. Exactly once the next instance's recovery settles them from the
-   * committed offsets, and nothing is written here. Never throws: the task is stopping.
+   * After the late-acknowledgement grace of a stop, with records still unacknowledged (Connect
+   * closes the producer after stop, so few acknowledgements can still come). At least once their
+   * leases end now: the rows are abandoned rows at once instead of when their leases would have run
+   * out, reclaimed one by one in isolation as after a crash (the stop may be Connect's after a
+   * failure that one of them caused, which isolation charges and in the end parks), and with their
+   * tokens kept, so a late acknowledgement is still written. Exactly once the next instance's
+   * recovery settles them from the committed offsets, and nothing is written here. Never throws:
+   * the task is stopping.
    */
   void settleUnresolvedAtStop() {
     int unresolved = ledger.size();
@@ -101,29 +103,29 @@ final class OutcomeWriter {
           unresolved);
       return;
     }
-    List<String> givenBack;
+    List<String> expired;
     try {
-      givenBack = store.releaseUnheld(settings.instanceKeys(), settings.owner(), List.of());
-    } catch (RuntimeException e) { // NOPMD: stopping; the leases expire instead
+      expired = store.expireLeases(settings.instanceKeys(), settings.owner());
+    } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(
-          "Outcome writer closed with {} records unacknowledged by Kafka and could not give their"
-              + " rows back (reason=UNRESOLVED_AT_STOP, error={}); their leases expire and the rows"
-              + " are reclaimed",
+          "Outcome writer closed with {} records unacknowledged by Kafka and could not end their"
+              + " leases (reason=UNRESOLVED_AT_STOP, error={}); the rows are reclaimed when the"
+              + " leases run out",
           unresolved,
           e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
       return;
     }
-    for (String id : givenBack) {
+    for (String id : expired) {
       log.info(
-          "Given back unacknowledged at stop: message_id={} (reason=UNRESOLVED_AT_STOP; due again"
-              + " now, no attempt charged, a duplicate in Kafka is possible)",
+          "Lease ended unacknowledged at stop: message_id={} (reason=UNRESOLVED_AT_STOP; reclaimed"
+              + " now, alone, as an abandoned row)",
           id);
     }
     log.warn(
-        "Outcome writer closed with {} records unacknowledged by Kafka; gave {} rows back, due"
-            + " again now (reason=UNRESOLVED_AT_STOP)",
+        "Outcome writer closed with {} records unacknowledged by Kafka; ended the leases of {}"
+            + " rows, reclaimed now as abandoned rows (reason=UNRESOLVED_AT_STOP)",
         unresolved,
-        givenBack.size());
+        expired.size());
   }
 
   private void writeOne(PendingOutcome o) {

@@ -37,6 +37,7 @@ public final class RelayMetrics {
   public final AtomicLong recoveredPublished = new AtomicLong();
   public final AtomicLong recoveredReleased = new AtomicLong();
   public final AtomicLong unconfirmedReleased = new AtomicLong();
+  public final AtomicLong laterEpochRows = new AtomicLong();
   public final AtomicLong databaseErrors = new AtomicLong();
   public final AtomicLong cleanedUp = new AtomicLong();
   public final AtomicLong inFlight = new AtomicLong();
@@ -113,6 +114,11 @@ public final class RelayMetrics {
         "recovered-released-total",
         "Exactly-once: claims of earlier instances Kafka never committed, released to be sent.",
         recoveredReleased::get);
+    gauge(
+        "later-epoch-rows",
+        "Exactly-once: rows of this task's buckets found at its start leased under a later epoch"
+            + " than its own, which nothing recovers (a restored or moved database).",
+        laterEpochRows::get);
     gauge(
         "unconfirmed-claim-released-total",
         "Rows of a claim whose result never arrived (connection lost at COMMIT), released.",
@@ -209,6 +215,7 @@ public final class RelayMetrics {
     counts.put("released", released);
     counts.put("recoveredPublished", recoveredPublished);
     counts.put("recoveredReleased", recoveredReleased);
+    counts.put("laterEpochRows", laterEpochRows);
     counts.put("databaseErrors", databaseErrors);
     counts.put("cleanedUp", cleanedUp);
     counts.put("inFlight", inFlight);

@@ -133,6 +133,15 @@ public interface OutboxStore extends AutoCloseable {
    */
   List<String> releaseUnheld(Set<String> instanceKeys, String owner, Collection<Long> heldSeqs);
 
+  /**
+   * Ends now the live leases of {@code owner} (one task instance) on rows of {@code instanceKeys}:
+   * a stopping task's records that Kafka can no longer acknowledge. Nothing else changes, the token
+   * included: the rows are abandoned rows at once, reclaimed one by one in isolation as after a
+   * crash (one of them may have failed the task), and an acknowledgement that still comes can still
+   * be written. Returns the message ids, sorted; idempotent.
+   */
+  List<String> expireLeases(Set<String> instanceKeys, String owner);
+
   /** "Now" by the store's clock (the database's in production). */
   Instant now();
 

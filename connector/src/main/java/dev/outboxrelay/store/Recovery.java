@@ -4,17 +4,22 @@ import java.util.List;
 
 /**
  * What a recovery did: rows recorded PUBLISHED because a committed offset covers them (reason
- * {@link ReasonCodes#RECOVERED_FROM_OFFSETS}), and rows released to be sent again.
+ * {@link ReasonCodes#RECOVERED_FROM_OFFSETS}), and rows released to be sent again. And, at start
+ * only, rows it left alone because they are leased under a later epoch than the recovering
+ * instance's: no instance should hold one (epoch order is ownership order), so they point at a
+ * database restored or moved with rows in flight, or at an instance that took its epoch late;
+ * nothing recovers them, and they must be reported.
  */
-public record Recovery(List<String> published, List<String> released) {
-  public static final Recovery NONE = new Recovery(List.of(), List.of());
+public record Recovery(List<String> published, List<String> released, List<String> laterEpoch) {
+  public static final Recovery NONE = new Recovery(List.of(), List.of(), List.of());
 
   public Recovery {
     published = List.copyOf(published);
     released = List.copyOf(released);
+    laterEpoch = List.copyOf(laterEpoch);
   }
 
   public boolean isEmpty() {
-    return published.isEmpty() && released.isEmpty();
+    return published.isEmpty() && released.isEmpty() && laterEpoch.isEmpty();
   }
 }

@@ -89,6 +89,23 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A row leased under a later epoch than the starting task's (a database restored with rows in
+   * flight restarts transaction ids lower): recovery leaves it, and the task counts it, since
+   * nothing will ever recover it.
+   */
+  @Test
+  void aRowLeasedUnderALaterEpochIsCountedAndLeftAtStart() {
+    add("a", "agg-1", 10);
+    store.claim(previousClaim().exactlyOnce(1_000_000_000L, 1, ALL));
+
+    List<SourceRecord> records = start().poll();
+
+    assertTrue(records == null || records.isEmpty(), "nothing to claim");
+    assertEquals(1, task.metrics().laterEpochRows.get());
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
+  }
+
+  /**
    * A task that moved to another worker finds its predecessor's committed offsets: Connect looks
    * them up by the serialized partition's bytes, which follow the map's key order. Builds before
    * the fixed order committed under their JVM's own, so every order is read.

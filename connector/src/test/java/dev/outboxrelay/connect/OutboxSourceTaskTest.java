@@ -537,31 +537,33 @@ class OutboxSourceTaskTest {
   }
 
   /**
-   * A row whose record Kafka never acknowledged is given back once the stop's late-ack grace has
-   * passed (no callback can come then): due again, uncharged. Left leased, it would wait out its
-   * lease, and this one, held in isolation, would be charged an attempt by its next reclaim.
+   * A row whose record Kafka never acknowledged has its lease ended once the stop's late-ack grace
+   * has passed, so that it is reclaimed now, not when the lease would have run out: as an abandoned
+   * row, alone (the stop may have been a failure this very row caused), and with its token kept, so
+   * an acknowledgement that still comes is still written.
    */
   @Test
-  void aRowStillUnacknowledgedWhenTheStopsGraceEndsIsGivenBackUncharged() {
+  void aRowStillUnacknowledgedWhenTheStopsGraceEndsIsAbandonedAtOnce() {
     add("eu", "m1", "a", "{}".getBytes());
-    store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(1), 10, true));
-    clock.advance(Duration.ofSeconds(5));
+    add("eu", "m2", "b", "{}".getBytes());
     MockTime mockTime = new MockTime();
     time = mockTime;
     startTask(Map.of());
-    assertEquals(List.of("m1"), messageIds(task.poll()), "reclaimed in isolation");
-    long token = store.find("m1").orElseThrow().leaseToken();
+    List<SourceRecord> records = task.poll();
+    assertEquals(List.of("m1", "m2"), messageIds(records));
 
     task.stop();
-    assertEquals(MessageStatus.IN_FLIGHT, status("m1"), "its acknowledgement may still come");
     mockTime.sleep(30_000);
     await().until(() -> failing.closes.get() == 1);
 
     var row = store.find("m1").orElseThrow();
-    assertEquals(MessageStatus.PENDING, row.status());
-    assertNull(row.leaseOwner());
+    assertEquals(MessageStatus.IN_FLIGHT, row.status());
+    assertEquals(clock.now(), row.leaseExpiresAt(), "abandoned now, not in 30 s");
     assertEquals(0, row.attempts());
-    assertTrue(row.leaseToken() > token, "the stopped task's late writes are fenced off");
+    var reclaimed =
+        store.claimAbandoned(
+            new ClaimRequest("next", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true));
+    assertEquals(List.of("m1"), reclaimed.claimed().stream().map(m -> m.messageId()).toList());
   }
 
   /**
@@ -825,6 +827,12 @@ class OutboxSourceTaskTest {
         Set<String> instanceKeys, String owner, java.util.Collection<Long> heldSeqs) {
       check();
       return delegate.releaseUnheld(instanceKeys, owner, heldSeqs);
+    }
+
+    @Override
+    public List<String> expireLeases(Set<String> instanceKeys, String owner) {
+      check();
+      return delegate.expireLeases(instanceKeys, owner);
     }
 
     @Override

@@ -553,6 +553,38 @@ public abstract class OutboxStoreContract {
     assertEquals("me", state("legacy").leaseOwner(), "a legacy row stays as it is");
   }
 
+  /**
+   * A stopping owner's live leases end now, and nothing else changes: the rows are abandoned rows
+   * at once (reclaimed alone), their tokens kept, so an acknowledgement that still comes is still
+   * written. Another owner's rows, another instance key's and a legacy row are never touched.
+   */
+  @Test
+  void expiringAnOwnersLeasesAbandonsItsRowsAtOnceAndKeepsTheirTokens() {
+    String a = add(EU, "a", "agg-1");
+    String b = add(EU, "b", "agg-2");
+    String o = add(EU, "o", "agg-3");
+    String u = add(US, "u", "agg-4");
+    insertLegacy(message("legacy", "agg-5"));
+    List<ClaimedMessage> mine = store.claim(request("me", 2)).claimed();
+    store.claim(request("other", 1));
+    store.claim(request("me", 1, Set.of(US)));
+    holdElsewhere("legacy", new Lease("me", 1), clock.now().plus(LEASE));
+
+    assertEquals(List.of(a, b), store.expireLeases(Set.of(EU), "me"));
+
+    assertEquals(clock.now(), state(a).leaseExpiresAt());
+    assertEquals(MessageStatus.IN_FLIGHT, state(a).status());
+    assertEquals(mine.get(0).lease().token(), state(a).leaseToken(), "token kept");
+    assertEquals(0, state(a).attempts());
+    assertEquals(clock.now().plus(LEASE), state(o).leaseExpiresAt(), "another owner's: untouched");
+    assertEquals(clock.now().plus(LEASE), state(u).leaseExpiresAt(), "another key's: untouched");
+    assertEquals(clock.now().plus(LEASE), state("legacy").leaseExpiresAt(), "legacy: untouched");
+    assertEquals(List.of(), store.expireLeases(Set.of(EU), "me"), "idempotent");
+
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(mine.get(1), 1)), "a late ack counts");
+    assertEquals(List.of(a), ids(store.claimAbandoned(request("next", 10))), "reclaimed alone");
+  }
+
   @Test
   void releaseGivesBackWithoutSpendingAnAttempt() {
     add(EU, "m1", "a");
@@ -891,6 +923,37 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of(a, b), none.released());
   }
 
+  /**
+   * Rows leased under a later epoch than the recovering instance's (a database restored with rows
+   * in flight restarts transaction ids lower) are left alone, and reported at start: nothing else
+   * will ever recover them. Not at a sweep (it runs often and reports nothing new), and never rows
+   * of another instance key.
+   */
+  @Test
+  void aStartReportsRowsLeasedUnderALaterEpochAndLeavesThem() {
+    String a = add(EU, "a", "agg-1");
+    add(US, "u", "agg-1");
+    long restored = store.newEpoch(); // the lower epoch a restored database hands out
+    long before = store.newEpoch();
+    ClaimedMessage held =
+        store.claim(exactlyOnce("before", 1, before, 1, ALL_BUCKETS)).claimed().get(0);
+    store.claim(
+        new ClaimRequest("before", Set.of(US), 1, LEASE, 3, true)
+            .exactlyOnce(before, 1, ALL_BUCKETS));
+
+    Recovery start =
+        store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), false));
+    assertEquals(List.of(a), start.laterEpoch());
+    assertEquals(List.of(), start.released());
+    assertEquals(MessageStatus.IN_FLIGHT, state(a).status(), "left alone");
+    assertEquals(held.lease().token(), state(a).leaseToken());
+
+    clock.advance(LEASE.plusSeconds(1));
+    Recovery sweep =
+        store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), true));
+    assertEquals(Recovery.NONE, sweep);
+  }
+
   @Test
   void aLaterBatchCoversAnEarlierOneOfItsBucket() {
     add(EU, "a", "agg-1");
@@ -927,9 +990,13 @@ public abstract class OutboxStoreContract {
     // "mine" recovers its buckets: its own rows stay; "newer"'s rows are in other buckets.
     assertTrue(
         store.recover(new RecoveryRequest(Set.of(EU), share0, mine, List.of(), false)).isEmpty());
-    // A zombie of a lower epoch owning share1 must not take the newer owner's rows.
-    assertTrue(
-        store.recover(new RecoveryRequest(Set.of(EU), share1, mine, List.of(), false)).isEmpty());
+    // A zombie of a lower epoch owning share1 must not take the newer owner's rows; it reports
+    // them, as rows nothing it could do recovers.
+    Recovery zombie =
+        store.recover(new RecoveryRequest(Set.of(EU), share1, mine, List.of(), false));
+    assertEquals(List.of(), zombie.published());
+    assertEquals(List.of(), zombie.released());
+    assertEquals(newerIds, zombie.laterEpoch());
     for (String id : newerIds) {
       assertEquals("newer", state(id).leaseOwner());
     }

@@ -153,11 +153,17 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Instant now = now();
     List<String> published = new ArrayList<>();
     List<String> released = new ArrayList<>();
+    List<String> laterEpoch = new ArrayList<>();
     for (Row row : rowsBySeq.values()) {
       if (!row.ownedBy(request.instanceKeys())
           || row.status != MessageStatus.IN_FLIGHT
-          || !inBuckets(row, request.share())
-          || (row.leaseEpoch != null && row.leaseEpoch >= request.epoch())
+          || !inBuckets(row, request.share())) {
+        continue;
+      }
+      if (row.leaseEpoch != null && row.leaseEpoch > request.epoch() && !request.expiredOnly()) {
+        laterEpoch.add(row.messageId);
+      }
+      if ((row.leaseEpoch != null && row.leaseEpoch >= request.epoch())
           || (request.expiredOnly() && !row.isAbandoned(now))) {
         continue;
       }
@@ -177,7 +183,22 @@ public final class InMemoryOutboxStore implements OutboxStore {
       row.leaseEpoch = null;
       row.claimBatch = null;
     }
-    return new Recovery(published, released);
+    return new Recovery(published, released, laterEpoch);
+  }
+
+  @Override
+  public synchronized List<String> expireLeases(Set<String> instanceKeys, String owner) {
+    InstanceKeys.requireValid(instanceKeys);
+    Instant now = now();
+    List<String> expired = new ArrayList<>();
+    for (Row row : rowsBySeq.values()) {
+      if (row.ownedBy(instanceKeys) && row.isHeldBy(owner, now)) {
+        row.leaseExpiresAt = now;
+        expired.add(row.messageId);
+      }
+    }
+    expired.sort(null);
+    return expired;
   }
 
   @Override

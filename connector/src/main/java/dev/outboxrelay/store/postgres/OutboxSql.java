@@ -208,7 +208,9 @@ final class OutboxSql {
    * committed offset covers was committed to Kafka and is recorded PUBLISHED without its Kafka
    * coordinates (moved to the published log); any other row is released, due now, at no attempt's
    * cost. Both bump the token, so the previous holder's late writes are fenced off. Row locks are
-   * waited for, not skipped: a previous holder's write in progress must settle first.
+   * waited for, not skipped: a previous holder's write in progress must settle first. At start it
+   * also returns, untouched, the rows leased under a later epoch (see {@link
+   * dev.outboxrelay.store.Recovery}).
    */
   private static final String RECOVER =
       """
@@ -247,9 +249,17 @@ final class OutboxSql {
           CAST(NULL AS bigint) AS kafka_offset
       ), logged AS (
         {log moved}
+      ), later_epoch AS (
+        SELECT {message_id(o)} AS message_id, o.instance_key
+        FROM {table} o
+        WHERE NOT CAST(:expired_only AS boolean)
+          AND o.instance_key = ANY (:instance_keys) AND {unsettled(o)} AND o.status = 'IN_FLIGHT'
+          AND o.lease_epoch > CAST(:epoch AS bigint)
+          {share}
       )
-      SELECT message_id, instance_key, FALSE FROM released
-      UNION ALL SELECT message_id, instance_key, TRUE FROM moved""";
+      SELECT message_id, instance_key, 'released' FROM released
+      UNION ALL SELECT message_id, instance_key, 'published' FROM moved
+      UNION ALL SELECT message_id, instance_key, 'later epoch' FROM later_epoch""";
 
   /**
    * {@code {give back(o)}}: a claim's row handed back unsent (its claim's result was lost): due
@@ -361,6 +371,7 @@ final class OutboxSql {
   final NamedSql recover;
   final NamedSql recoverInShare;
   final NamedSql releaseUnheld;
+  final NamedSql expireLeases;
   final NamedSql newEpoch;
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
@@ -433,6 +444,17 @@ final class OutboxSql {
             WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
               AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
               AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
+            RETURNING {message_id(o)}""");
+    // A stopping task's live leases, ended now; nothing else changes (OutboxStore#expireLeases).
+    expireLeases =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now)
+            UPDATE {table} o SET lease_expires_at = clock.now
+            FROM clock
+            WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
+              AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
+              AND o.lease_expires_at > clock.now
             RETURNING {message_id(o)}""");
     // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md).
     newEpoch = statement("SELECT txid_current()");

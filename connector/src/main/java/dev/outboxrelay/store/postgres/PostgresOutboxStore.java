@@ -235,12 +235,17 @@ public final class PostgresOutboxStore implements OutboxStore {
           }
           List<String> published = new ArrayList<>();
           List<String> released = new ArrayList<>();
+          List<String> laterEpoch = new ArrayList<>();
           try (ResultSet rs = statement.ready().executeQuery()) {
             while (rs.next()) {
-              (rs.getBoolean(3) ? published : released).add(rs.getString(1));
+              switch (rs.getString(3)) {
+                case "published" -> published.add(rs.getString(1));
+                case "released" -> released.add(rs.getString(1));
+                default -> laterEpoch.add(rs.getString(1));
+              }
             }
           }
-          return new Recovery(published, released);
+          return new Recovery(published, released, laterEpoch);
         });
   }
 
@@ -515,6 +520,20 @@ public final class PostgresOutboxStore implements OutboxStore {
                     .setArray("instance_keys", textArray(c, keys))
                     .setString("owner", owner)
                     .setArray("held_seqs", c.createArrayOf("bigint", held))));
+  }
+
+  @Override
+  public List<String> expireLeases(Set<String> instanceKeys, String owner) {
+    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
+    return run(
+        "expire-leases",
+        sql.expireLeases,
+        (c, statement) ->
+            releasedIds(
+                statement
+                    .set("now", this::setNow)
+                    .setArray("instance_keys", textArray(c, keys))
+                    .setString("owner", owner)));
   }
 
   /** The message ids a release returned, sorted. */
