@@ -85,10 +85,10 @@ final class OutcomeWriter {
    * closes the producer after stop, so few acknowledgements can still come). At least once their
    * leases end now: the rows are abandoned rows at once instead of when their leases would have run
    * out, reclaimed one by one in isolation as after a crash (the stop may be Connect's after a
-   * failure that one of them caused, which isolation charges and in the end parks), and with their
-   * tokens kept, so a late acknowledgement is still written. Exactly once the next instance's
-   * recovery settles them from the committed offsets, and nothing is written here. Never throws:
-   * the task is stopping.
+   * failure that one of them caused, which isolation charges and in the end parks). Runs after the
+   * outcome loop has ended, on its thread: no renewal (which matches owner and token, not a live
+   * lease) can extend a lease after this. Exactly once the next instance's recovery settles them
+   * from the committed offsets, and nothing is written here. Never throws: the task is stopping.
    */
   void settleUnresolvedAtStop() {
     int unresolved = ledger.size();
@@ -118,12 +118,12 @@ final class OutcomeWriter {
     for (String id : expired) {
       log.info(
           "Lease ended unacknowledged at stop: message_id={} (reason=UNRESOLVED_AT_STOP; reclaimed"
-              + " now, alone, as an abandoned row)",
+              + " alone, as an abandoned row)",
           id);
     }
     log.warn(
         "Outcome writer closed with {} records unacknowledged by Kafka; ended the leases of {}"
-            + " rows, reclaimed now as abandoned rows (reason=UNRESOLVED_AT_STOP)",
+            + " rows, reclaimed as abandoned rows (reason=UNRESOLVED_AT_STOP)",
         unresolved,
         expired.size());
   }

@@ -137,8 +137,7 @@ public interface OutboxStore extends AutoCloseable {
    * Ends now the live leases of {@code owner} (one task instance) on rows of {@code instanceKeys}:
    * a stopping task's records that Kafka can no longer acknowledge. Nothing else changes, the token
    * included: the rows are abandoned rows at once, reclaimed one by one in isolation as after a
-   * crash (one of them may have failed the task), and an acknowledgement that still comes can still
-   * be written. Returns the message ids, sorted; idempotent.
+   * crash (one of them may have failed the task). Returns the message ids, sorted; idempotent.
    */
   List<String> expireLeases(Set<String> instanceKeys, String owner);
 

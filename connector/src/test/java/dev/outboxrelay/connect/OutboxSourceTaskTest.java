@@ -538,9 +538,9 @@ class OutboxSourceTaskTest {
 
   /**
    * A row whose record Kafka never acknowledged has its lease ended once the stop's late-ack grace
-   * has passed, so that it is reclaimed now, not when the lease would have run out: as an abandoned
-   * row, alone (the stop may have been a failure this very row caused), and with its token kept, so
-   * an acknowledgement that still comes is still written.
+   * has passed, so that it is reclaimed at the next abandoned-row probe, not once the lease would
+   * have run out: as an abandoned row, alone (the stop may have been a failure this very row
+   * caused).
    */
   @Test
   void aRowStillUnacknowledgedWhenTheStopsGraceEndsIsAbandonedAtOnce() {

@@ -160,7 +160,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
           || !inBuckets(row, request.share())) {
         continue;
       }
-      if (row.leaseEpoch != null && row.leaseEpoch > request.epoch() && !request.expiredOnly()) {
+      if (row.leaseEpoch != null
+          && row.leaseEpoch > request.epoch()
+          && !request.expiredOnly()
+          && row.isAbandoned(now)) {
         laterEpoch.add(row.messageId);
       }
       if ((row.leaseEpoch != null && row.leaseEpoch >= request.epoch())

@@ -209,7 +209,7 @@ final class OutboxSql {
    * coordinates (moved to the published log); any other row is released, due now, at no attempt's
    * cost. Both bump the token, so the previous holder's late writes are fenced off. Row locks are
    * waited for, not skipped: a previous holder's write in progress must settle first. At start it
-   * also returns, untouched, the rows leased under a later epoch (see {@link
+   * also returns, untouched, the expired rows leased under a later epoch (see {@link
    * dev.outboxrelay.store.Recovery}).
    */
   private static final String RECOVER =
@@ -251,10 +251,10 @@ final class OutboxSql {
         {log moved}
       ), later_epoch AS (
         SELECT {message_id(o)} AS message_id, o.instance_key
-        FROM {table} o
+        FROM {table} o, clock
         WHERE NOT CAST(:expired_only AS boolean)
           AND o.instance_key = ANY (:instance_keys) AND {unsettled(o)} AND o.status = 'IN_FLIGHT'
-          AND o.lease_epoch > CAST(:epoch AS bigint)
+          AND o.lease_epoch > CAST(:epoch AS bigint) AND o.lease_expires_at <= clock.now
           {share}
       )
       SELECT message_id, instance_key, 'released' FROM released
