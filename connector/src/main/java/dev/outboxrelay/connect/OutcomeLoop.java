@@ -185,11 +185,13 @@ final class OutcomeLoop {
   /** Writes the batch, retrying transient failures with backoff; never drops an outcome. */
   private void writeUntilDone(List<PendingOutcome> batch) {
     List<PendingOutcome> remaining = new ArrayList<>(batch);
+    boolean retried = false;
     while (!remaining.isEmpty()) {
       try {
-        writer.write(remaining);
+        writer.write(remaining, retried);
         consecutiveErrors = 0;
       } catch (OutboxStoreException e) {
+        retried = true;
         health.databaseError(e);
         consecutiveErrors++;
         log.warn(

@@ -13,8 +13,10 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
@@ -58,6 +60,16 @@ final class OutcomeWriter {
    * failure propagates with the unwritten outcomes still in {@code remaining}.
    */
   void write(List<PendingOutcome> remaining) {
+    write(remaining, false);
+  }
+
+  /**
+   * As {@link #write(List)}; {@code retried}: these outcomes' previous write failed, and may have
+   * committed all the same (the connection lost at COMMIT). A publish then finds its rows gone:
+   * those its own earlier attempt published are applied, not lost claims (which would count a false
+   * duplicate each, by the hundred in a database failover).
+   */
+  void write(List<PendingOutcome> remaining, boolean retried) {
     List<PublishedAck> acks = new ArrayList<>();
     for (PendingOutcome o : remaining) {
       if (o instanceof Published p) {
@@ -67,6 +79,9 @@ final class OutcomeWriter {
     if (!acks.isEmpty()) {
       long start = time.milliseconds();
       List<Outcome> outcomes = store.markPublished(acks);
+      if (retried) {
+        outcomes = withEarlierAttempt(acks, outcomes);
+      }
       metrics.recordOutcomeWrite(time.milliseconds() - start);
       for (int j = 0; j < acks.size(); j++) {
         PublishedAck ack = acks.get(j);
@@ -126,6 +141,35 @@ final class OutcomeWriter {
             + " rows, reclaimed as abandoned rows (reason=UNRESOLVED_AT_STOP)",
         unresolved,
         expired.size());
+  }
+
+  /** {@code outcomes}, each lost claim that the earlier attempt applied after all made APPLIED. */
+  private List<Outcome> withEarlierAttempt(List<PublishedAck> acks, List<Outcome> outcomes) {
+    List<PublishedAck> lost = new ArrayList<>();
+    for (int j = 0; j < acks.size(); j++) {
+      if (outcomes.get(j) == Outcome.CLAIM_LOST) {
+        lost.add(acks.get(j));
+      }
+    }
+    if (lost.isEmpty()) {
+      return outcomes;
+    }
+    Set<String> applied = new HashSet<>(store.publishedUnderOwnLease(lost));
+    if (applied.isEmpty()) {
+      return outcomes;
+    }
+    List<Outcome> corrected = new ArrayList<>(outcomes);
+    for (int j = 0; j < acks.size(); j++) {
+      // remove(): a repeated ack of one row stays a lost claim, as in any publish
+      if (corrected.get(j) == Outcome.CLAIM_LOST && applied.remove(acks.get(j).messageId())) {
+        corrected.set(j, Outcome.APPLIED);
+      }
+    }
+    log.info(
+        "A retried publish found {} rows published by its own earlier attempt, whose reply was"
+            + " lost (reason=WRITE_REPLY_LOST)",
+        lost.size() - (int) corrected.stream().filter(o -> o == Outcome.CLAIM_LOST).count());
+    return corrected;
   }
 
   private void writeOne(PendingOutcome o) {

@@ -87,6 +87,14 @@ public interface OutboxStore extends AutoCloseable {
   List<Outcome> markPublished(List<PublishedAck> acks);
 
   /**
+   * Of {@code acks} that a retried publish found lost, the message ids of those whose rows were
+   * published under the ack's own seq and lease token (their published-log entry, or the row itself
+   * where the store keeps it): by the earlier attempt of the same write, which committed though its
+   * reply never arrived (the connection lost at COMMIT). A lost claim leaves a different token.
+   */
+  Set<String> publishedUnderOwnLease(List<PublishedAck> acks);
+
+  /**
    * Schedules another attempt: charges one attempt and sets AMBIGUOUS, due after {@code delay}, or
    * EXHAUSTED (returning {@link Outcome#EXHAUSTED}) when that was the last of {@code maxAttempts}.
    */

@@ -520,6 +520,26 @@ class OutboxSourceTaskTest {
     assertNull(e.getCause());
   }
 
+  /**
+   * A publish that committed though its reply was lost (the connection dropped at COMMIT, as in a
+   * database failover) is retried, finds its rows gone, and records them as published, not as lost
+   * claims: each would otherwise count a false duplicate on the zombie signal.
+   */
+  @Test
+  void aPublishWhoseReplyWasLostIsNotALostClaimWhenRetried() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    List<SourceRecord> records = task.poll();
+    failing.nextPublishLosesItsReply = true;
+
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+
+    await().until(() -> failing.publishCalls.get() >= 2 && task.metrics().inFlight.get() == 0);
+    assertEquals(MessageStatus.PUBLISHED, status("m1"));
+    assertEquals(1, task.metrics().published.get());
+    assertEquals(0, task.metrics().claimLost.get());
+  }
+
   @Test
   void stopIsIdempotentAndALateAcknowledgementIsReportedNotWritten() {
     add("eu", "m1", "a", "{}".getBytes());
@@ -782,6 +802,9 @@ class OutboxSourceTaskTest {
     /** While set, batch publishes fail (a write stuck behind a lock); nothing else does. */
     volatile boolean publishesFail;
 
+    /** The next batch publish commits, then fails: its reply lost, as at a failover. */
+    volatile boolean nextPublishLosesItsReply;
+
     final AtomicInteger publishCalls = new AtomicInteger();
     final AtomicInteger renewCalls = new AtomicInteger();
     final AtomicInteger claimCalls = new AtomicInteger();
@@ -857,7 +880,18 @@ class OutboxSourceTaskTest {
       if (gate != null) {
         Uninterruptibles.await(gate);
       }
-      return delegate.markPublished(acks);
+      List<dev.outboxrelay.store.Outcome> outcomes = delegate.markPublished(acks);
+      if (nextPublishLosesItsReply) {
+        nextPublishLosesItsReply = false;
+        throw failure;
+      }
+      return outcomes;
+    }
+
+    @Override
+    public Set<String> publishedUnderOwnLease(List<dev.outboxrelay.store.PublishedAck> acks) {
+      check();
+      return delegate.publishedUnderOwnLease(acks);
     }
 
     @Override

@@ -586,6 +586,33 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of(a), ids(store.claimAbandoned(request("next", 10))), "reclaimed alone");
   }
 
+  /**
+   * A publish retried after its reply was lost finds its rows gone; the store tells which of them
+   * were published under the ack's own lease (by the earlier attempt) and which by another lease (a
+   * lost claim).
+   */
+  @Test
+  void aPublishedRowIsKnownByTheLeaseThatPublishedIt() {
+    add(EU, "a", "agg-1");
+    add(EU, "b", "agg-2");
+    add(US, "u", "agg-3");
+    ClaimedMessage a = claimOne("w1", "a");
+    ClaimedMessage b = claimOne("w1", "b");
+    ClaimedMessage u = store.claim(request("w1", 1, Set.of(US))).claimed().get(0);
+    assertEquals(
+        List.of(Outcome.APPLIED, Outcome.APPLIED),
+        store.markPublished(List.of(ack(a, 1), ack(u, 3))));
+    clock.advance(LEASE.plusSeconds(1));
+    ClaimedMessage bAgain = store.claimAbandoned(request("w2", 1)).claimed().get(0);
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(bAgain, 2)));
+
+    assertEquals(
+        Set.of("a"),
+        store.publishedUnderOwnLease(List.of(ack(a, 1), ack(b, 2))),
+        "b was published under w2's lease, not w1's");
+    assertEquals(Set.of(), store.publishedUnderOwnLease(List.of()));
+  }
+
   @Test
   void releaseGivesBackWithoutSpendingAnAttempt() {
     add(EU, "m1", "a");

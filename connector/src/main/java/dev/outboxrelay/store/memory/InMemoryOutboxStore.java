@@ -323,6 +323,22 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
+  public synchronized Set<String> publishedUnderOwnLease(List<PublishedAck> acks) {
+    Set<String> published = new HashSet<>();
+    for (PublishedAck ack : acks) {
+      Row row = rowsById.get(ack.messageId());
+      if (row != null
+          && row.ownedBy(claimedKeys)
+          && row.status == MessageStatus.PUBLISHED
+          && row.seq == ack.seq()
+          && row.leaseToken == ack.lease().token()) {
+        published.add(ack.messageId());
+      }
+    }
+    return published;
+  }
+
+  @Override
   public synchronized Outcome retryLater(
       String messageId, Lease lease, String reasonCode, Duration delay, int maxAttempts) {
     ReasonCodes.require(reasonCode);

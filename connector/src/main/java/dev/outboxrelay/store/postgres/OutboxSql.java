@@ -376,6 +376,7 @@ final class OutboxSql {
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
   final NamedSql markPublishedBatch;
+  final NamedSql publishedUnderOwnLease;
   final NamedSql retryLater;
   final NamedSql markFailed;
   final NamedSql release;
@@ -491,6 +492,18 @@ final class OutboxSql {
               {log moved}
             )
             SELECT n FROM moved""");
+
+    // Acks a retried publish found lost whose rows the log holds under their own lease: published
+    // by the earlier attempt, whose reply was lost. Found by the message id index.
+    publishedUnderOwnLease =
+        statement(
+            """
+            SELECT p.message_id
+            FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
+                CAST(:tokens AS bigint[])) AS a(message_id, seq, token)
+              JOIN {published} p ON p.message_id = a.message_id AND p.seq = a.seq
+                AND p.lease_token = a.token
+            WHERE p.instance_key = ANY (:instance_keys)""");
 
     retryLater =
         statement(

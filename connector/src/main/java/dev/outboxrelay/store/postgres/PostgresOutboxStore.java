@@ -358,6 +358,34 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
+  public Set<String> publishedUnderOwnLease(List<PublishedAck> acks) {
+    if (acks.isEmpty()) {
+      return Set.of();
+    }
+    return run(
+        "published-under-own-lease",
+        sql.publishedUnderOwnLease,
+        (c, statement) -> {
+          statement
+              .setArray(
+                  "message_ids", textArray(c, acks.stream().map(PublishedAck::messageId).toArray()))
+              .setArray(
+                  "seqs", c.createArrayOf("bigint", acks.stream().map(PublishedAck::seq).toArray()))
+              .setArray(
+                  "tokens",
+                  c.createArrayOf("bigint", acks.stream().map(a -> a.lease().token()).toArray()))
+              .setArray("instance_keys", claimedKeys(c));
+          Set<String> published = new HashSet<>();
+          try (ResultSet rs = statement.ready().executeQuery()) {
+            while (rs.next()) {
+              published.add(rs.getString(1));
+            }
+          }
+          return published;
+        });
+  }
+
+  @Override
   public Outcome retryLater(
       String messageId, Lease lease, String reasonCode, Duration delay, int maxAttempts) {
     return run(
