@@ -88,9 +88,11 @@ public interface OutboxStore extends AutoCloseable {
 
   /**
    * Of {@code acks} that a retried publish found lost, the message ids of those whose rows were
-   * published under the ack's own seq and lease token (their published-log entry, or the row itself
-   * where the store keeps it): by the earlier attempt of the same write, which committed though its
-   * reply never arrived (the connection lost at COMMIT). A lost claim leaves a different token.
+   * published under the ack's own seq and lease token and with its own Kafka coordinates (their
+   * published-log entry, or the row itself where the store keeps it): by the earlier attempt of the
+   * same write, which committed though its reply never arrived (the connection lost at COMMIT).
+   * Another owner's publish has other coordinates, even under the same token (a claim lost in a
+   * database crash is claimed again with the token it had).
    */
   Set<String> publishedUnderOwnLease(List<PublishedAck> acks);
 

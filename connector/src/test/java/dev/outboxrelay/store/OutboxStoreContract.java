@@ -588,8 +588,8 @@ public abstract class OutboxStoreContract {
 
   /**
    * A publish retried after its reply was lost finds its rows gone; the store tells which of them
-   * were published under the ack's own lease (by the earlier attempt) and which by another lease (a
-   * lost claim).
+   * were published under the ack's own lease and Kafka coordinates (by the earlier attempt) and
+   * which otherwise (a lost claim).
    */
   @Test
   void aPublishedRowIsKnownByTheLeaseThatPublishedIt() {
@@ -610,6 +610,10 @@ public abstract class OutboxStoreContract {
         Set.of("a"),
         store.publishedUnderOwnLease(List.of(ack(a, 1), ack(b, 2))),
         "b was published under w2's lease, not w1's");
+    assertEquals(
+        Set.of(),
+        store.publishedUnderOwnLease(List.of(ack(a, 7))),
+        "same lease, other Kafka coordinates: another owner's publish under a reused token");
     assertEquals(Set.of(), store.publishedUnderOwnLease(List.of()));
   }
 

@@ -331,7 +331,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
           && row.ownedBy(claimedKeys)
           && row.status == MessageStatus.PUBLISHED
           && row.seq == ack.seq()
-          && row.leaseToken == ack.lease().token()) {
+          && row.leaseToken == ack.lease().token()
+          && ack.coordinates().equals(row.kafka)) {
         published.add(ack.messageId());
       }
     }

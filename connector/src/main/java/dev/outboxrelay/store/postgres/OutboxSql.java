@@ -493,16 +493,21 @@ final class OutboxSql {
             )
             SELECT n FROM moved""");
 
-    // Acks a retried publish found lost whose rows the log holds under their own lease: published
-    // by the earlier attempt, whose reply was lost. Found by the message id index.
+    // Acks a retried publish found lost whose rows the log holds under their own lease and with
+    // their own Kafka coordinates: published by the earlier attempt, whose reply was lost. The
+    // coordinates tell it from another owner's publish under the same token (a claim lost in a
+    // database crash is claimed again with the token it had). Found by the message id index.
     publishedUnderOwnLease =
         statement(
             """
             SELECT p.message_id
             FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
-                CAST(:tokens AS bigint[])) AS a(message_id, seq, token)
+                CAST(:tokens AS bigint[]), CAST(:kafka_topics AS text[]),
+                CAST(:kafka_partitions AS integer[]), CAST(:kafka_offsets AS bigint[]))
+                AS a(message_id, seq, token, topic, kafka_partition, kafka_offset)
               JOIN {published} p ON p.message_id = a.message_id AND p.seq = a.seq
-                AND p.lease_token = a.token
+                AND p.lease_token = a.token AND p.kafka_topic = a.topic
+                AND p.kafka_partition = a.kafka_partition AND p.kafka_offset = a.kafka_offset
             WHERE p.instance_key = ANY (:instance_keys)""");
 
     retryLater =

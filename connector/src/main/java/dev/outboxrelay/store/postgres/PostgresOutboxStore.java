@@ -374,6 +374,17 @@ public final class PostgresOutboxStore implements OutboxStore {
               .setArray(
                   "tokens",
                   c.createArrayOf("bigint", acks.stream().map(a -> a.lease().token()).toArray()))
+              .setArray(
+                  "kafka_topics",
+                  textArray(c, acks.stream().map(a -> a.coordinates().topic()).toArray()))
+              .setArray(
+                  "kafka_partitions",
+                  c.createArrayOf(
+                      "integer", acks.stream().map(a -> a.coordinates().partition()).toArray()))
+              .setArray(
+                  "kafka_offsets",
+                  c.createArrayOf(
+                      "bigint", acks.stream().map(a -> a.coordinates().offset()).toArray()))
               .setArray("instance_keys", claimedKeys(c));
           Set<String> published = new HashSet<>();
           try (ResultSet rs = statement.ready().executeQuery()) {

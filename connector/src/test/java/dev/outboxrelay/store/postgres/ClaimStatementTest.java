@@ -197,6 +197,7 @@ class ClaimStatementTest {
     assertFalse(plan.contains("Seq Scan"), plan);
     if (ordered) {
       assertFalse(plan.matches("(?s).*using outbox_due_seq_idx on outbox p.*"), plan);
+      assertTrue(plan.matches("(?s).*using outbox_due_aggregate_idx on outbox p\\b.*"), plan);
     }
   }
 
