@@ -116,13 +116,19 @@ class ClaimLoopTest {
         RuntimeFixture.OWNER, f.store.find("held").orElseThrow().leaseOwner(), "held: kept");
   }
 
-  @Test
-  void anAbandonedRowIsReclaimedAloneOnlyWhenNothingElseIsHeld() {
+  /** "lost", whose owner crashed and whose lease has run out, and "due", of another aggregate. */
+  private static RuntimeFixture abandonedBesideADueRow() {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S);
     f.add("eu", "lost", "a");
     f.store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
     f.add("eu", "due", "b");
     f.clock.advance(Duration.ofSeconds(9));
+    return f;
+  }
+
+  @Test
+  void anAbandonedRowIsReclaimedAloneOnlyWhenNothingElseIsHeld() {
+    RuntimeFixture f = abandonedBesideADueRow();
     ClaimLoop loop = loop(f);
 
     ClaimResult first = loop.next();
@@ -140,11 +146,7 @@ class ClaimLoopTest {
    */
   @Test
   void aDatabaseErrorDoesNotEndAnIsolatedClaimsIsolation() {
-    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
-    f.add("eu", "lost", "a");
-    f.store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
-    f.add("eu", "due", "b");
-    f.clock.advance(Duration.ofSeconds(9));
+    RuntimeFixture f = abandonedBesideADueRow();
     StoreHealth health = new StoreHealth(f.metrics, time);
     ClaimLoop loop = loop(f, health);
     ClaimResult isolated = loop.next();

@@ -309,38 +309,15 @@ public final class PostgresOutboxStore implements OutboxStore {
       }
     }
     int n = sent.size();
-    String[] ids = new String[n];
-    Long[] seqs = new Long[n];
-    String[] owners = new String[n];
-    Long[] tokens = new Long[n];
-    String[] topics = new String[n];
-    Integer[] partitions = new Integer[n];
-    Long[] offsets = new Long[n];
-    for (int j = 0; j < n; j++) {
-      PublishedAck ack = sent.get(j);
-      ids[j] = ack.messageId();
-      seqs[j] = ack.seq();
-      owners[j] = ack.lease().owner();
-      tokens[j] = ack.lease().token();
-      topics[j] = ack.coordinates().topic();
-      partitions[j] = ack.coordinates().partition();
-      offsets[j] = ack.coordinates().offset();
-    }
+    Object[] owners = sent.stream().map(ack -> ack.lease().owner()).toArray();
     boolean[] applied =
         run(
             "mark-published",
             OutboxSql.ACKS_PLAN,
             sql.markPublishedBatch,
             (c, statement) -> {
-              statement
-                  .set("now", this::setNow)
-                  .setArray("message_ids", textArray(c, ids))
-                  .setArray("seqs", c.createArrayOf("bigint", seqs))
+              bindAcks(c, statement.set("now", this::setNow), sent)
                   .setArray("owners", textArray(c, owners))
-                  .setArray("tokens", c.createArrayOf("bigint", tokens))
-                  .setArray("kafka_topics", textArray(c, topics))
-                  .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
-                  .setArray("kafka_offsets", c.createArrayOf("bigint", offsets))
                   .setArray("instance_keys", claimedKeys(c));
               boolean[] positions = new boolean[n];
               try (ResultSet rs = planned(statement)) {
@@ -365,35 +342,38 @@ public final class PostgresOutboxStore implements OutboxStore {
     return run(
         "published-under-own-lease",
         sql.publishedUnderOwnLease,
-        (c, statement) -> {
-          statement
-              .setArray(
-                  "message_ids", textArray(c, acks.stream().map(PublishedAck::messageId).toArray()))
-              .setArray(
-                  "seqs", c.createArrayOf("bigint", acks.stream().map(PublishedAck::seq).toArray()))
-              .setArray(
-                  "tokens",
-                  c.createArrayOf("bigint", acks.stream().map(a -> a.lease().token()).toArray()))
-              .setArray(
-                  "kafka_topics",
-                  textArray(c, acks.stream().map(a -> a.coordinates().topic()).toArray()))
-              .setArray(
-                  "kafka_partitions",
-                  c.createArrayOf(
-                      "integer", acks.stream().map(a -> a.coordinates().partition()).toArray()))
-              .setArray(
-                  "kafka_offsets",
-                  c.createArrayOf(
-                      "bigint", acks.stream().map(a -> a.coordinates().offset()).toArray()))
-              .setArray("instance_keys", claimedKeys(c));
-          Set<String> published = new HashSet<>();
-          try (ResultSet rs = statement.ready().executeQuery()) {
-            while (rs.next()) {
-              published.add(rs.getString(1));
-            }
-          }
-          return published;
-        });
+        (c, statement) ->
+            Set.copyOf(
+                messageIds(
+                    bindAcks(c, statement, acks).setArray("instance_keys", claimedKeys(c)))));
+  }
+
+  /** Binds each ack's message id, seq, lease token and Kafka coordinates, as arrays in order. */
+  private static NamedSql.Binder bindAcks(
+      Connection c, NamedSql.Binder statement, List<PublishedAck> acks) throws SQLException {
+    int n = acks.size();
+    String[] ids = new String[n];
+    Long[] seqs = new Long[n];
+    Long[] tokens = new Long[n];
+    String[] topics = new String[n];
+    Integer[] partitions = new Integer[n];
+    Long[] offsets = new Long[n];
+    for (int j = 0; j < n; j++) {
+      PublishedAck ack = acks.get(j);
+      ids[j] = ack.messageId();
+      seqs[j] = ack.seq();
+      tokens[j] = ack.lease().token();
+      topics[j] = ack.coordinates().topic();
+      partitions[j] = ack.coordinates().partition();
+      offsets[j] = ack.coordinates().offset();
+    }
+    return statement
+        .setArray("message_ids", textArray(c, ids))
+        .setArray("seqs", c.createArrayOf("bigint", seqs))
+        .setArray("tokens", c.createArrayOf("bigint", tokens))
+        .setArray("kafka_topics", textArray(c, topics))
+        .setArray("kafka_partitions", c.createArrayOf("integer", partitions))
+        .setArray("kafka_offsets", c.createArrayOf("bigint", offsets));
   }
 
   @Override
@@ -554,7 +534,7 @@ public final class PostgresOutboxStore implements OutboxStore {
         "release-unheld",
         sql.releaseUnheld,
         (c, statement) ->
-            releasedIds(
+            messageIds(
                 statement
                     .setArray("instance_keys", textArray(c, keys))
                     .setString("owner", owner)
@@ -568,23 +548,23 @@ public final class PostgresOutboxStore implements OutboxStore {
         "expire-leases",
         sql.expireLeases,
         (c, statement) ->
-            releasedIds(
+            messageIds(
                 statement
                     .set("now", this::setNow)
                     .setArray("instance_keys", textArray(c, keys))
                     .setString("owner", owner)));
   }
 
-  /** The message ids a release returned, sorted. */
-  private static List<String> releasedIds(NamedSql.Binder statement) throws SQLException {
-    List<String> released = new ArrayList<>();
+  /** The message ids a statement returned (its first column), sorted. */
+  private static List<String> messageIds(NamedSql.Binder statement) throws SQLException {
+    List<String> ids = new ArrayList<>();
     try (ResultSet rs = statement.ready().executeQuery()) {
       while (rs.next()) {
-        released.add(rs.getString(1));
+        ids.add(rs.getString(1));
       }
     }
-    released.sort(null);
-    return released;
+    ids.sort(null);
+    return ids;
   }
 
   @Override
