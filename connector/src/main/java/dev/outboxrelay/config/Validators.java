@@ -1,10 +1,10 @@
 package dev.outboxrelay.config;
 
-import dev.outboxrelay.mapping.TopicNames;
 import dev.outboxrelay.mapping.TopicRouter;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.writer.InstanceKeys;
+import dev.outboxrelay.writer.TopicNames;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;

@@ -1,5 +1,6 @@
 package dev.outboxrelay.mapping;
 
+import dev.outboxrelay.writer.TopicNames;
 import java.util.Objects;
 
 /**

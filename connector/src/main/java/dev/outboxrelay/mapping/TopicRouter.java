@@ -1,6 +1,7 @@
 package dev.outboxrelay.mapping;
 
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.writer.TopicNames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -70,12 +71,11 @@ public final class TopicRouter {
   /**
    * Legal, and not one of Kafka's internal topics ({@code __consumer_offsets}, {@code
    * __transaction_state}, ...; {@link TopicNames#INTERNAL}): a row must not be able to write there,
-   * and the broker would refuse it and fail the task.
+   * and the broker would refuse it and fail the task. The writer checks an explicit topic with the
+   * same rule ({@link TopicNames#isRoutable}).
    */
   private static Optional<String> legal(String topic) {
-    return TopicNames.isLegal(topic) && !TopicNames.isInternal(topic)
-        ? Optional.of(topic)
-        : Optional.empty();
+    return TopicNames.isRoutable(topic) ? Optional.of(topic) : Optional.empty();
   }
 
   private static List<Function<ClaimedMessage, String>> parse(String template) {

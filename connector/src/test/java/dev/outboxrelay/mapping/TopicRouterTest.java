@@ -2,7 +2,6 @@ package dev.outboxrelay.mapping;
 
 import static dev.outboxrelay.mapping.TestRows.row;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -109,19 +108,5 @@ class TopicRouterTest {
     return new TopicRouter(convention.defaultTopicTemplate())
         .route(row().aggregateType("order").build())
         .orElseThrow();
-  }
-
-  @Test
-  void topicNamesFollowKafkasRule() {
-    assertTrue(TopicNames.isLegal("a"));
-    assertTrue(TopicNames.isLegal("Az09._-"));
-    assertTrue(TopicNames.isLegal("a".repeat(249)));
-    assertFalse(TopicNames.isLegal("a".repeat(250)));
-    assertFalse(TopicNames.isLegal(null));
-    assertFalse(TopicNames.isLegal(""));
-    assertFalse(TopicNames.isLegal("."));
-    assertFalse(TopicNames.isLegal(".."));
-    assertFalse(TopicNames.isLegal("a b"));
-    assertFalse(TopicNames.isLegal("a\n"));
   }
 }

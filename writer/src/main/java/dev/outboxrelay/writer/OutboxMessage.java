@@ -2,7 +2,9 @@ package dev.outboxrelay.writer;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -29,7 +31,18 @@ public final class OutboxMessage {
   private static final Pattern TRACEPARENT_FORMAT =
       Pattern.compile("00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}");
 
-  private static final ObjectMapper JSON = JsonMapper.builder().findAndAddModules().build();
+  /**
+   * The Jackson modules found on the classpath; dates and durations as ISO-8601 strings, not as
+   * numbers: Jackson's default writes an {@code Instant} as a decimal of seconds with nine
+   * fractional digits (1700000000.123456789), which a double cannot carry unchanged, so a connector
+   * with {@code payload.format=json} would not publish the row (PAYLOAD_NUMBER_UNREPRESENTABLE).
+   */
+  private static final ObjectMapper JSON =
+      JsonMapper.builder()
+          .findAndAddModules()
+          .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
+          .disable(SerializationFeature.WRITE_DURATIONS_AS_TIMESTAMPS)
+          .build();
 
   private final String messageId;
   private final String aggregateType;
@@ -43,6 +56,14 @@ public final class OutboxMessage {
 
   /** The longest message id the table takes (its {@code message_id_check}), in characters. */
   public static final int MAX_MESSAGE_ID_LENGTH = 255;
+
+  /**
+   * The longest aggregate id, in UTF-8 bytes. The table's btree index on {@code (instance_key,
+   * aggregate_id, seq)} refuses an entry over about 2,700 bytes (SQLState 54000); with an instance
+   * key of at most {@value InstanceKeys#MAX_LENGTH} characters, an aggregate id of this length
+   * always fits.
+   */
+  public static final int MAX_AGGREGATE_ID_BYTES = 1024;
 
   /**
    * Every value is checked here rather than by the database: a row the database refuses fails with
@@ -60,6 +81,12 @@ public final class OutboxMessage {
     }
     this.aggregateType = requireText(b.aggregateType, "aggregateType");
     this.aggregateId = requireText(b.aggregateId, "aggregateId");
+    if (aggregateId.getBytes(StandardCharsets.UTF_8).length > MAX_AGGREGATE_ID_BYTES) {
+      throw new IllegalArgumentException(
+          "aggregateId must be at most "
+              + MAX_AGGREGATE_ID_BYTES
+              + " bytes in UTF-8 (the table's index on it refuses longer ones)");
+    }
     this.eventType = requireText(b.eventType, "eventType");
     this.topic = b.topic;
     this.payload = b.payload;
@@ -77,6 +104,14 @@ public final class OutboxMessage {
           requireNoNul(name, "a header name");
           requireNoNul(value, "header " + (name.indexOf('\0') < 0 ? name : "?"));
         });
+    if (topic != null && !TopicNames.isRoutable(topic)) {
+      // The relay would record the row FAILED (TOPIC_UNROUTABLE) after the business change
+      // committed; it never falls back to the template for an explicit topic.
+      throw new IllegalArgumentException(
+          "topic must be "
+              + TopicNames.RULE
+              + ", and not one of Kafka's internal topics, or null for the connector's template");
+    }
   }
 
   /** PostgreSQL's text and jsonb cannot hold U+0000. */
@@ -137,7 +172,13 @@ public final class OutboxMessage {
     return payload == null ? null : payload.clone();
   }
 
-  /** The headers, in the order they were set; a value may be null. */
+  /**
+   * The headers, in the order they were set here; a value may be null. That order is not kept
+   * beyond this object: the row's {@code headers} column is {@code jsonb}, which stores an object's
+   * keys in an order of its own, not the order they were written in, and the relay adds the headers
+   * to the Kafka record in the order it reads them from the column. Consumers must look headers up
+   * by name.
+   */
   public Map<String, String> headers() {
     return headers;
   }
@@ -192,7 +233,10 @@ public final class OutboxMessage {
       return this;
     }
 
-    /** The Kafka record key: rows of one aggregate keep their order. */
+    /**
+     * The Kafka record key: rows of one aggregate keep their order. At most {@value
+     * OutboxMessage#MAX_AGGREGATE_ID_BYTES} bytes in UTF-8.
+     */
     public Builder aggregateId(String aggregateId) {
       this.aggregateId = aggregateId;
       return this;
@@ -203,7 +247,11 @@ public final class OutboxMessage {
       return this;
     }
 
-    /** Optional explicit topic; it wins over the connector's routing template. */
+    /**
+     * Optional explicit topic; it wins over the connector's routing template. {@link #build()}
+     * refuses a topic the relay would not publish to ({@link TopicNames#isRoutable}): not a legal
+     * Kafka topic name, or one of Kafka's internal topics.
+     */
     public Builder topic(String topic) {
       this.topic = topic;
       return this;
@@ -216,9 +264,19 @@ public final class OutboxMessage {
     }
 
     /**
-     * Serializes the object as JSON with Jackson (a mapper with the Jackson modules found on the
-     * classpath, such as jackson-datatype-jsr310 for {@code java.time}). For a mapper of your own,
-     * pass its bytes to {@link #payload}.
+     * Serializes the object as JSON with the library's own Jackson mapper: the Jackson modules
+     * found on the classpath (such as jackson-datatype-jsr310 for {@code java.time}), and dates and
+     * durations as ISO-8601 strings ({@code "2023-11-14T22:13:20.123456789Z"}, {@code "PT1H"}), not
+     * Jackson's default numbers. For a mapper of your own, pass its bytes to {@link #payload}.
+     *
+     * <p>With the connector's {@code payload.format=json}, every number in the payload must be an
+     * integer of at most 64 bits or a decimal that a double carries unchanged (as it does 0.1, and
+     * not 1700000000.123456789); otherwise the relay records the row FAILED ({@code
+     * PAYLOAD_NUMBER_UNREPRESENTABLE}). A {@code BigDecimal} of more than 15 significant digits
+     * (which a double may not carry unchanged) or a {@code BigInteger} beyond 64 bits breaks that
+     * (send it as a string, for example with {@code @JsonFormat(shape = JsonFormat.Shape.STRING)}),
+     * as do dates written as numbers by a mapper of your own with {@code WRITE_DATES_AS_TIMESTAMPS}
+     * on.
      */
     public Builder jsonPayload(Object value) {
       try {

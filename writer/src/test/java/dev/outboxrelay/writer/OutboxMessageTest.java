@@ -2,12 +2,17 @@ package dev.outboxrelay.writer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -74,6 +79,71 @@ class OutboxMessageTest {
     }
   }
 
+  /**
+   * The table's btree index on (instance_key, aggregate_id, seq) refuses a longer entry with
+   * SQLState 54000 ({@link PostgresOutboxWriterDatabaseTest} shows the bound fits).
+   */
+  @Test
+  void anAggregateIdOver1024Utf8BytesIsRefusedNamingTheField() {
+    String message = "aggregateId must be at most 1024 bytes in UTF-8";
+    for (String tooLong :
+        new String[] {
+          "a".repeat(1025),
+          "\u00e9".repeat(512) + "a", // 2 bytes each
+          "\u20ac".repeat(341) + "ab", // 3 bytes each
+          "\uD83D\uDE00".repeat(256) + "a", // 4 bytes each, 2 UTF-16 units
+        }) {
+      IllegalArgumentException e =
+          assertThrows(IllegalArgumentException.class, () -> order().aggregateId(tooLong).build());
+      assertTrue(e.getMessage().startsWith(message), e.getMessage());
+      assertFalse(e.getMessage().contains(tooLong.substring(0, 16)), "never echoes the value");
+    }
+    for (String longest :
+        new String[] {
+          "a".repeat(1024),
+          "\u00e9".repeat(512),
+          "\u20ac".repeat(341) + "a",
+          "\uD83D\uDE00".repeat(256)
+        }) {
+      assertEquals(longest, order().aggregateId(longest).build().aggregateId());
+    }
+  }
+
+  /**
+   * An explicit topic the relay would not publish to would have the row recorded FAILED
+   * (TOPIC_UNROUTABLE) after the business change committed: refused when building instead, by the
+   * very rule the relay routes with ({@link TopicNames#isRoutable}).
+   */
+  @Test
+  void anExplicitTopicTheRelayCouldNotPublishToIsRefusedNamingTheField() {
+    for (String illegal :
+        new String[] {
+          "",
+          "Orders/EU",
+          "orders eu",
+          ".",
+          "..",
+          "t".repeat(250),
+          "__consumer_offsets",
+          "__transaction_state",
+        }) {
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> order().topic(illegal).build(),
+              () -> "accepted [" + illegal + "]");
+      assertEquals(
+          "topic must be 1 to 249 characters of [a-zA-Z0-9._-], other than '.' and '..', and not"
+              + " one of Kafka's internal topics, or null for the connector's template",
+          e.getMessage());
+      assertFalse(TopicNames.isRoutable(illegal), illegal);
+    }
+    for (String legal : new String[] {"orders", "Orders.EU-v1_2", "t".repeat(249), "__orders"}) {
+      assertEquals(legal, order().topic(legal).build().topic());
+    }
+    assertNull(order().topic(null).build().topic(), "null: the connector's template");
+  }
+
   @Test
   void theRelaysOwnHeaderNamesAreRefused() {
     IllegalArgumentException e =
@@ -111,6 +181,43 @@ class OutboxMessageTest {
         new String(order().jsonPayload(map).build().payload(), StandardCharsets.UTF_8));
   }
 
+  record Shipped(Instant at, LocalDate day, Duration took, java.util.Date legacy) {}
+
+  /**
+   * Dates as ISO-8601 text: Jackson's default numbers (1700000000.123456789 for an Instant) are
+   * decimals a double cannot carry, which a connector with payload.format=json would not publish.
+   */
+  @Test
+  void jsonPayloadWritesDatesAndDurationsAsIsoText() {
+    Instant at = Instant.parse("2023-11-14T22:13:20.123456789Z");
+    OutboxMessage m =
+        order()
+            .jsonPayload(
+                new Shipped(
+                    at,
+                    LocalDate.parse("2023-11-14"),
+                    Duration.ofSeconds(3600, 1),
+                    java.util.Date.from(Instant.parse("2023-11-14T22:13:20.123Z"))))
+            .build();
+    assertEquals(
+        "{\"at\":\"2023-11-14T22:13:20.123456789Z\",\"day\":\"2023-11-14\","
+            + "\"took\":\"PT1H0.000000001S\",\"legacy\":\"2023-11-14T22:13:20.123+00:00\"}",
+        new String(m.payload(), StandardCharsets.UTF_8));
+  }
+
+  /** Numbers are the caller's: the library changes none of them (see jsonPayload's javadoc). */
+  @Test
+  void jsonPayloadWritesNumbersAsTheyAre() {
+    assertEquals(
+        "{\"exact\":12345678901234567890.5}",
+        new String(
+            order()
+                .jsonPayload(Map.of("exact", new BigDecimal("12345678901234567890.5")))
+                .build()
+                .payload(),
+            StandardCharsets.UTF_8));
+  }
+
   /** Jackson cannot serialize it: no properties, no serializer. */
   static final class Opaque {}
 
@@ -134,7 +241,7 @@ class OutboxMessageTest {
   }
 
   @Test
-  void headersKeepTheirOrderAndBecomeOneJsonObject() {
+  void headersBecomeOneJsonObjectWhoseOrderTheJsonbColumnDoesNotKeep() {
     OutboxMessage m =
         order()
             .header("tenant", "acme")
@@ -142,6 +249,8 @@ class OutboxMessageTest {
             .header("empty", null)
             .header("tenant", "acme-2")
             .build();
+    // The builder's order, kept by this object only: the row's jsonb column stores the keys in an
+    // order of its own (PostgresOutboxWriterDatabaseTest), and Kafka gets them in that order.
     assertEquals(List.of("tenant", "traceparent", "empty"), List.copyOf(m.headers().keySet()));
     assertEquals(
         "{\"tenant\":\"acme-2\",\"traceparent\":\"" + TRACEPARENT + "\",\"empty\":null}",

@@ -12,6 +12,7 @@ import java.sql.SQLException;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.TreeMap;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -277,6 +278,82 @@ class PostgresOutboxWriterDatabaseTest {
       assertEquals(EnqueueResult.DUPLICATE, appWriter.enqueue(c, placed("o-2")));
     }
     assertEquals(1, other.count("SELECT count(*) FROM app.outbox"));
+  }
+
+  /**
+   * The index on (instance_key, aggregate_id, seq) refuses an entry over about 2,700 bytes: the
+   * longest aggregate id build() accepts fits it with the longest instance key, and a much longer
+   * one fails the insert (SQLState 54000), which is why build() refuses it. Random characters, so
+   * that PostgreSQL cannot compress the index entry below the limit.
+   */
+  @Test
+  void theLongestAggregateIdFitsTheIndexWithTheLongestInstanceKey() throws SQLException {
+    Random random = new Random(42);
+    StringBuilder key = new StringBuilder(); // 200 characters of 3 bytes each
+    while (key.length() < InstanceKeys.MAX_LENGTH) {
+      key.append((char) (0x4e00 + random.nextInt(0x5000)));
+    }
+    StringBuilder aggregateId = new StringBuilder(); // 256 characters of 4 bytes each
+    while (aggregateId.length() < 512) {
+      aggregateId.appendCodePoint(0x20000 + random.nextInt(0xa000));
+    }
+    assertEquals(
+        OutboxMessage.MAX_AGGREGATE_ID_BYTES,
+        aggregateId.toString().getBytes(StandardCharsets.UTF_8).length);
+    PostgresOutboxWriter longestKey = new PostgresOutboxWriter("outbox", key.toString());
+    OutboxMessage longest =
+        OutboxMessage.builder()
+            .aggregateType("order")
+            .aggregateId(aggregateId.toString())
+            .eventType("OrderPlaced")
+            .build();
+    try (Connection c = db.connection()) {
+      assertEquals(EnqueueResult.ENQUEUED, longestKey.enqueue(c, longest));
+    }
+    assertEquals(
+        List.of(Map.of("bytes", "1024")),
+        db.rows("SELECT octet_length(aggregate_id) AS bytes FROM outbox"));
+
+    while (aggregateId.length() < 1500) { // 3,000 bytes
+      aggregateId.appendCodePoint(0x20000 + random.nextInt(0xa000));
+    }
+    try (Connection c = db.connection();
+        PreparedStatement insert =
+            c.prepareStatement(
+                "INSERT INTO outbox (instance_key, aggregate_type, aggregate_id, event_type)"
+                    + " VALUES ('orders-eu', 'order', ?, 'OrderPlaced')")) {
+      insert.setString(1, aggregateId.toString());
+      SQLException e = assertThrows(SQLException.class, insert::executeUpdate);
+      assertEquals("54000", e.getSQLState(), e::toString); // program_limit_exceeded
+    }
+  }
+
+  /**
+   * The headers column is jsonb, which keeps an object's keys in an order of its own: the relay
+   * reads them, and sets them on the Kafka record, in that order, not in the order of the header()
+   * calls.
+   */
+  @Test
+  void theHeadersColumnDoesNotKeepTheOrderOfTheHeaderCalls() throws SQLException {
+    OutboxMessage message =
+        OutboxMessage.builder()
+            .aggregateType("order")
+            .aggregateId("o-1")
+            .eventType("OrderPlaced")
+            .header("tenant", "acme")
+            .traceparent(TRACEPARENT)
+            .header("a", "1")
+            .build();
+    assertEquals(List.of("tenant", "traceparent", "a"), List.copyOf(message.headers().keySet()));
+    try (Connection c = db.connection()) {
+      writer.enqueue(c, message);
+    }
+    assertEquals(
+        List.of(
+            Map.of(
+                "headers",
+                "{\"a\": \"1\", \"tenant\": \"acme\", \"traceparent\": \"" + TRACEPARENT + "\"}")),
+        db.rows("SELECT headers FROM outbox"));
   }
 
   @Test

@@ -44,6 +44,9 @@ class PostgresOutboxWriterTest {
   /** Every JDBC call the writer makes, as "method(arguments)", connection and statement alike. */
   private final List<String> calls = new ArrayList<>();
 
+  /** The calls on the connection alone. */
+  private final List<String> connectionCalls = new ArrayList<>();
+
   /** What each INSERT answers, in turn; the last one again once they run out. */
   private final java.util.Deque<Integer> updateCounts = new java.util.ArrayDeque<>(List.of(1));
 
@@ -125,6 +128,7 @@ class PostgresOutboxWriterTest {
             "executeUpdate()",
             "close()"),
         calls);
+    assertTheTransactionIsTheCallers();
   }
 
   @Test
@@ -148,6 +152,7 @@ class PostgresOutboxWriterTest {
             "setString(9, null)",
             "setNull(10, " + Types.TIMESTAMP_WITH_TIMEZONE + ")"),
         calls.subList(6, 11));
+    assertTheTransactionIsTheCallers();
   }
 
   @Test
@@ -158,6 +163,7 @@ class PostgresOutboxWriterTest {
     assertEquals(
         EnqueueResult.DUPLICATE,
         new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertTheTransactionIsTheCallers();
   }
 
   @Test
@@ -172,6 +178,8 @@ class PostgresOutboxWriterTest {
             () -> new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message));
     assertEquals("23000", e.getSQLState());
     assertEquals(message.messageId(), e.messageId());
+    // Left open for the caller to roll back: the writer neither rolls back nor commits.
+    assertTheTransactionIsTheCallers();
     // The check binds the id and the writer's key, for the table and the log, twice each.
     int prepared = 0;
     for (int i = 0; i < calls.size(); i++) {
@@ -197,6 +205,7 @@ class PostgresOutboxWriterTest {
         EnqueueResult.ENQUEUED,
         new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
     assertEquals(2, calls.stream().filter(c -> c.equals("executeUpdate()")).count());
+    assertTheTransactionIsTheCallers();
   }
 
   @Test
@@ -210,6 +219,8 @@ class PostgresOutboxWriterTest {
                 new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
     assertEquals("40001", e.getSQLState());
     assertEquals(3, calls.stream().filter(c -> c.equals("executeUpdate()")).count());
+    // The caller retries the transaction: the writer rolls nothing back itself.
+    assertTheTransactionIsTheCallers();
   }
 
   @Test
@@ -253,8 +264,25 @@ class PostgresOutboxWriterTest {
             new Class<?>[] {Connection.class},
             (proxy, method, args) -> {
               calls.add(call(method.getName(), args));
+              connectionCalls.add(call(method.getName(), args));
               return method.getName().equals("prepareStatement") ? statement : null;
             });
+  }
+
+  /**
+   * The writer only prepared statements on the caller's connection, whatever it returned or threw:
+   * no commit, rollback, auto-commit change, close or anything else that touches the transaction.
+   * And it closed every statement it prepared.
+   */
+  private void assertTheTransactionIsTheCallers() {
+    assertEquals(
+        List.of(),
+        connectionCalls.stream().filter(c -> !c.startsWith("prepareStatement(")).toList(),
+        "calls on the caller's connection other than prepareStatement");
+    assertEquals(
+        connectionCalls.size(),
+        calls.stream().filter(c -> c.equals("close()")).count(),
+        () -> "every statement closed, the connection never: " + calls);
   }
 
   /** A result of one row of two boolean columns. */

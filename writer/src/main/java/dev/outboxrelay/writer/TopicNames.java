@@ -1,15 +1,22 @@
-package dev.outboxrelay.mapping;
+package dev.outboxrelay.writer;
 
 import java.util.Set;
 import java.util.regex.Pattern;
 
-/** The one place that decides what a legal Kafka topic name is. */
+/**
+ * The one place that decides what a legal Kafka topic name is, and which topics a row may name: the
+ * writer checks a message's explicit topic when it is built, the relay routes each row and checks
+ * its own settings with the same rules.
+ */
 public final class TopicNames {
   /** Kafka's own limit on topic name length. */
   public static final int MAX_LENGTH = 249;
 
-  /** The characters Kafka allows in a topic name. */
-  static final Pattern LEGAL_CHARS = Pattern.compile("[a-zA-Z0-9._-]*");
+  /**
+   * The characters Kafka allows in a topic name (any number of them: text that is part of a name,
+   * such as a topic template's literal text).
+   */
+  public static final Pattern LEGAL_CHARS = Pattern.compile("[a-zA-Z0-9._-]*");
 
   /** What {@link #isLegal} checks, worded for error messages. */
   public static final String RULE =
@@ -42,5 +49,14 @@ public final class TopicNames {
         && !name.equals(".")
         && !name.equals("..")
         && LEGAL_CHARS.matcher(name).matches();
+  }
+
+  /**
+   * Whether a row may be published to {@code name}: {@link #isLegal legal} and not one of Kafka's
+   * {@link #INTERNAL internal} topics. A row whose topic is not is recorded FAILED ({@code
+   * TOPIC_UNROUTABLE}) by the relay.
+   */
+  public static boolean isRoutable(String name) {
+    return isLegal(name) && !isInternal(name);
   }
 }
