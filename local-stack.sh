@@ -7,7 +7,8 @@
 #   ./local-stack.sh status    what runs, connector state, headline metrics, outbox rows
 #   ./local-stack.sh down      stop it (logs stay in .local-stack/logs)
 #   ./local-stack.sh demo      the demo again, against the running stack
-#   ./local-stack.sh help      all options (ports, your own PostgreSQL, --exactly-once, --no-demo, ...)
+#   ./local-stack.sh help      all options (ports, your own PostgreSQL, --exactly-once, --no-demo, ...);
+#                              also -h or --help: no Java, no build
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -81,8 +82,61 @@ run_launcher() {
     dev.outboxrelay.localstack.LocalStack "$@"
 }
 
+# The launcher's usage (StackOptions.USAGE; LocalStackScriptTest keeps the two the same), printed
+# here so that help needs neither Java nor a build.
+usage() {
+  cat <<'EOF'
+usage: ./local-stack.sh [up|down|status|demo|help] [options]
+
+  up       build the plugin, start PostgreSQL, a Kafka broker and a Connect worker, register
+           the connector and run the demo; the stack keeps running (default)
+  down     stop the stack started by `up`
+  status   show what runs, the connectors' states, their headline metrics and the outbox
+           rows
+  demo     run only the demo: against the running local stack, or against the services
+           the demo-only options name (used by docker/docker-compose.yml)
+  running  exit with 0 when the local stack runs, 1 when not; prints nothing (for scripts)
+
+options (each also as an environment variable):
+  --jdbc-url=URL          LOCAL_STACK_JDBC_URL     use this PostgreSQL instead of the embedded one
+  --db-user=NAME          LOCAL_STACK_DB_USER      its user (default postgres)
+                          LOCAL_STACK_DB_PASSWORD  its password (environment only, never a flag)
+                          (OUTBOX_JDBC_URL, OUTBOX_DB_USER, OUTBOX_DB_PASSWORD: deprecated
+                          names of these three, still read in this release, with a warning;
+                          the demo refuses a database named by OUTBOX_JDBC_URL)
+  --ports=auto            LOCAL_STACK_PORTS    pick free ports instead of the defaults
+  --pg-port=N             LOCAL_STACK_PG_PORT          (default 15432)
+  --kafka-port=N          LOCAL_STACK_KAFKA_PORT       (default 9092)
+  --controller-port=N     LOCAL_STACK_CONTROLLER_PORT  (default 9093)
+  --connect-port=N        LOCAL_STACK_CONNECT_PORT     (default 8083)
+  --metrics-port=N        LOCAL_STACK_METRICS_PORT     (default 9404; the worker's /metrics)
+  --exactly-once          LOCAL_STACK_EXACTLY_ONCE=true
+                          run exactly-once: the worker with exactly.once.source.support=
+                          enabled, the connector with delivery.guarantee=exactly-once and
+                          exactly.once.support=required, the demo reading read_committed
+  --no-demo                                    start the services only
+  --connector-config=FILE                      connector to register (config/local-connector.json)
+  --no-build              (script only)        do not run mvn package first
+demo only (each defaults to the running local stack's):
+  --bootstrap-servers=HOST:PORT  --connect-url=URL  --connector-jdbc-url=URL (as Connect sees it)
+EOF
+}
+
+# -h or --help anywhere, or help as the command: the usage, and nothing else (as the launcher does).
+for arg in "$@"; do
+  case "$arg" in
+    -h | --help)
+      usage
+      exit 0
+      ;;
+  esac
+done
 command="${1:-up}"
 [[ "$command" == -* ]] && command="up"
+if [[ "$command" == "help" ]]; then
+  usage
+  exit 0
+fi
 require_java
 
 no_build=false
@@ -103,7 +157,7 @@ case "$command" in
       build
     fi
     ;;
-  down | status | demo | running | help)
+  down | status | demo | running)
     launcher_built || build
     ;;
   *)

@@ -49,8 +49,10 @@ final class ConnectWorker {
 
   /**
    * Starts the worker with {@code OUTBOX_DB_PASSWORD} in its environment, for connector configs
-   * that say {@code ${env:OUTBOX_DB_PASSWORD}}; the password appears nowhere else. The JMX exporter
-   * agent serves the worker's metrics on {@link StackPorts#metricsUrl()}.
+   * that say {@code ${env:OUTBOX_DB_PASSWORD}}; the password appears nowhere else, and it is the
+   * only {@code OUTBOX_*} or {@code LOCAL_STACK_*} variable the worker gets (its {@code env} config
+   * provider hands {@code OUTBOX_*} variables to any connector). The JMX exporter agent serves the
+   * worker's metrics on {@link StackPorts#metricsUrl()}.
    */
   Process start(
       Path workerTemplate,
@@ -89,7 +91,8 @@ final class ConnectWorker {
                       List.of(config.toString()),
                       Map.of("OUTBOX_DB_PASSWORD", dbPassword),
                       state.log(Component.CONNECT.id()),
-                      state.root());
+                      state.root(),
+                      true);
               state.writePid(Component.CONNECT, p.pid());
               return p;
             });
@@ -164,7 +167,10 @@ final class ConnectWorker {
     }
   }
 
-  /** Waits for {@code /health} (the worker has joined its group), then reports the plugin. */
+  /**
+   * Waits for {@code /health} (the worker has joined its group), then requires the plugin in {@code
+   * /connector-plugins}: a worker that did not load it fails the start, with where to look.
+   */
   void awaitReady(ConnectRest rest, Runnable aliveCheck) {
     Waiter.until(
         "Kafka Connect becoming healthy at " + rest.baseUrl(),
@@ -172,16 +178,21 @@ final class ConnectWorker {
         () -> rest.tryGet("/health").map(ConnectRest.Response::ok).orElse(false),
         aliveCheck);
     Optional<String> version = pluginVersion(rest);
-    if (version.isPresent()) {
-      console.detail("plugin " + CONNECTOR_CLASS + " " + version.get() + " loaded");
-    } else {
-      console.detail(
-          "the worker lists no "
+    if (version.isEmpty()) {
+      Path log = state.log(Component.CONNECT.id());
+      throw new StackException(
+          "the Connect worker at "
+              + rest.baseUrl()
+              + " does not list "
               + CONNECTOR_CLASS
-              + " (see "
-              + state.log(Component.CONNECT.id())
-              + ")");
+              + " in /connector-plugins: it did not load the plugin from plugin.path ("
+              + state.plugins()
+              + "). Look for the plugin scan and its errors in "
+              + log
+              + "; its last lines:\n"
+              + ProcessControl.tail(log, 25));
     }
+    console.detail("plugin " + CONNECTOR_CLASS + " " + version.get() + " loaded");
   }
 
   static Optional<String> pluginVersion(ConnectRest rest) {

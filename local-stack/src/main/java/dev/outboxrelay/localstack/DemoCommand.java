@@ -23,6 +23,7 @@ final class DemoCommand {
   }
 
   int run() {
+    options.requireDemoDatabaseNamedExplicitly();
     StateDir state = new StateDir(options.stateDir());
     Optional<StackRecord> stack = StackProcesses.runningStack(state);
     Optional<String> jdbcUrl = options.externalJdbcUrl().or(() -> stack.map(StackRecord::jdbcUrl));

@@ -13,7 +13,10 @@ import java.util.Optional;
 /**
  * A real PostgreSQL from the binaries that zonky ships as Maven artifacts. Started without a
  * shutdown hook and with its output in a log file, so it keeps running after the launcher exits;
- * {@code down} stops it through its pid like the other processes (SIGTERM: a smart shutdown).
+ * {@code down} stops it through its pid like the other processes, with SIGINT: a fast shutdown,
+ * which ends open client sessions (SIGTERM, a smart shutdown, would wait for them). {@code pg_ctl},
+ * which zonky starts it with, runs it in a session of its own, so a Ctrl-C in the terminal does not
+ * reach it.
  */
 final class EmbeddedPostgresServer {
   static final String DATABASE = "outbox";

@@ -51,7 +51,8 @@ final class KafkaBroker {
                       List.of(config.toString()),
                       Map.of(),
                       state.log(Component.KAFKA.id()),
-                      state.root());
+                      state.root(),
+                      true);
               state.writePid(Component.KAFKA, p.pid());
               return p;
             });
@@ -104,7 +105,8 @@ final class KafkaBroker {
             List.of("format", "-t", clusterId, "-c", config.toString()),
             Map.of(),
             log,
-            state.root());
+            state.root(),
+            false);
     try {
       if (!format.waitFor(FORMAT_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
         format.destroyForcibly();

@@ -17,6 +17,8 @@ import java.util.Optional;
  * stack's former names {@code OUTBOX_JDBC_URL}, {@code OUTBOX_DB_USER} and {@code
  * OUTBOX_DB_PASSWORD} still work in this release, each with a warning in {@link #warnings()}.
  *
+ * @param jdbcUrlFromDeprecatedEnv {@code externalJdbcUrl} came from the deprecated {@code
+ *     OUTBOX_JDBC_URL}, which the demo refuses (see {@link #requireDemoDatabaseNamedExplicitly()})
  * @param dbUserSetting the database user as given; {@link #dbUser()} applies the default
  * @param deliverySetting {@code --exactly-once} as given; {@link #delivery()} applies the default,
  *     and {@code demo} takes the running stack's when it is not given
@@ -29,6 +31,7 @@ record StackOptions(
     boolean autoPorts,
     Map<String, Integer> requestedPorts,
     Optional<String> externalJdbcUrl,
+    boolean jdbcUrlFromDeprecatedEnv,
     Optional<String> dbUserSetting,
     Optional<String> dbPassword,
     boolean runDemo,
@@ -50,6 +53,8 @@ record StackOptions(
           JDBC_URL_ENV, "OUTBOX_JDBC_URL",
           DB_USER_ENV, "OUTBOX_DB_USER",
           DB_PASSWORD_ENV, "OUTBOX_DB_PASSWORD");
+
+  static final String DEPRECATED_JDBC_URL_ENV = DEPRECATED_ENV.get(JDBC_URL_ENV);
 
   static final String DEFAULT_DB_USER = "postgres";
 
@@ -93,7 +98,8 @@ record StackOptions(
         --db-user=NAME          LOCAL_STACK_DB_USER      its user (default postgres)
                                 LOCAL_STACK_DB_PASSWORD  its password (environment only, never a flag)
                                 (OUTBOX_JDBC_URL, OUTBOX_DB_USER, OUTBOX_DB_PASSWORD: deprecated
-                                names of these three, still read in this release, with a warning)
+                                names of these three, still read in this release, with a warning;
+                                the demo refuses a database named by OUTBOX_JDBC_URL)
         --ports=auto            LOCAL_STACK_PORTS    pick free ports instead of the defaults
         --pg-port=N             LOCAL_STACK_PG_PORT          (default 15432)
         --kafka-port=N          LOCAL_STACK_KAFKA_PORT       (default 9092)
@@ -155,6 +161,7 @@ record StackOptions(
         s.get("connector-config", null)
             .map(Path::of)
             .orElse(root.resolve("config/local-connector.json"));
+    Optional<String> jdbcUrl = s.get("jdbc-url", JDBC_URL_ENV);
     StackOptions options =
         new StackOptions(
             command,
@@ -162,7 +169,8 @@ record StackOptions(
             stateDir,
             autoPorts,
             Map.copyOf(ports),
-            s.get("jdbc-url", JDBC_URL_ENV),
+            jdbcUrl,
+            jdbcUrl.isPresent() && s.deprecatedUsed.contains(DEPRECATED_JDBC_URL_ENV),
             s.get("db-user", DB_USER_ENV),
             s.secret(DB_PASSWORD_ENV),
             !flags.containsKey("no-demo"),
@@ -208,22 +216,60 @@ record StackOptions(
             + " is deprecated for the local stack and is read only until the next release; set "
             + replacement
             + " instead.";
-    if (deprecated.equals("OUTBOX_JDBC_URL")) {
+    if (deprecated.equals(DEPRECATED_JDBC_URL_ENV)) {
       warning +=
-          " Until then `up` takes it as your own PostgreSQL and starts no embedded one."
+          " Until then `up --no-demo` and `status` take it as your own PostgreSQL (no embedded"
+              + " one starts); the demo (`up` without --no-demo, and `demo`) refuses it."
               + " OUTBOX_JDBC_URL is the operator CLI's variable: if you set it for the CLI,"
               + " unset it in this shell.";
     }
     return warning;
   }
 
-  /** The port for {@code flag}: as requested, else a free one when auto, else the default. */
-  int port(String flag) {
+  /**
+   * The demo writes to its database (the connector's migrations, demo_orders, orders-eu and
+   * orders-us rows) and registers a connector that publishes that table's orders-eu rows: it never
+   * takes the database from {@code OUTBOX_JDBC_URL}, the operator CLI's variable (and the stack's
+   * deprecated name), which may well name a real database. Throws when the URL came from there.
+   */
+  void requireDemoDatabaseNamedExplicitly() {
+    if (!jdbcUrlFromDeprecatedEnv) {
+      return;
+    }
+    throw new StackException(
+        DEPRECATED_JDBC_URL_ENV
+            + " is set, and the demo does not take its database from it: the demo would migrate"
+            + " the outbox table there, create demo_orders, write orders-eu and orders-us rows and"
+            + " register a connector that publishes every orders-eu row of that table. "
+            + DEPRECATED_JDBC_URL_ENV
+            + " is the operator CLI's variable (and the local stack's deprecated name for "
+            + JDBC_URL_ENV
+            + ").\n  For the embedded PostgreSQL: unset "
+            + DEPRECATED_JDBC_URL_ENV
+            + " in this shell."
+            + "\n  For the demo on that database on purpose: name it with --jdbc-url=URL (or "
+            + JDBC_URL_ENV
+            + ")."
+            + "\n  For the services on it without the demo: ./local-stack.sh up --no-demo.");
+  }
+
+  /**
+   * The port for {@code flag}: as requested, else (when auto) a free one that is none of {@code
+   * taken}, else the default.
+   */
+  int port(String flag, java.util.Set<Integer> taken) {
     Integer requested = requestedPorts.get(flag);
     if (requested != null) {
       return requested;
     }
-    return autoPorts ? Ports.anyFree() : PORTS.get(flag).defaultPort();
+    if (!autoPorts) {
+      return PORTS.get(flag).defaultPort();
+    }
+    int port = Ports.anyFree();
+    while (taken.contains(port)) {
+      port = Ports.anyFree();
+    }
+    return port;
   }
 
   boolean embeddedPostgres() {
@@ -275,6 +321,7 @@ record StackOptions(
     private final Map<String, String> env;
     private final java.util.Set<String> used = new java.util.HashSet<>(SWITCHES);
     private final List<String> warnings = new ArrayList<>();
+    private final java.util.Set<String> deprecatedUsed = new java.util.HashSet<>();
 
     Settings(Map<String, String> flags, Map<String, String> env) {
       this.flags = flags;
@@ -302,6 +349,7 @@ record StackOptions(
       if ((value == null || value.isBlank()) && deprecated != null) {
         value = env.get(deprecated);
         if (value != null && !value.isBlank()) {
+          deprecatedUsed.add(deprecated);
           warnings.add(deprecationWarning(deprecated, envVar));
         }
       }

@@ -43,6 +43,16 @@ final class StackProcesses {
     return running(state).size() == expected ? record : Optional.empty();
   }
 
+  /**
+   * PostgreSQL gets SIGINT, its fast shutdown: SIGTERM would be its smart shutdown, which waits
+   * until every client session (a psql left open) has ended. Kafka and Connect get SIGTERM.
+   */
+  static ProcessControl.StopSignal signal(Component component) {
+    return component == Component.POSTGRES
+        ? ProcessControl.StopSignal.INT
+        : ProcessControl.StopSignal.TERM;
+  }
+
   /** Stops in reverse start order: Connect (its tasks finish), then Kafka, then PostgreSQL. */
   static void stop(StateDir state, Map<Component, Long> running, Console console) {
     List<Component> order = List.of(Component.CONNECT, Component.KAFKA, Component.POSTGRES);
@@ -50,7 +60,7 @@ final class StackProcesses {
       Long pid = running.get(component);
       if (pid != null) {
         console.step(component.title(), "stopping (pid " + pid + ") ...");
-        boolean clean = ProcessControl.stop(pid, STOP_GRACE);
+        boolean clean = ProcessControl.stop(pid, STOP_GRACE, signal(component));
         console.step(
             component.title(),
             clean ? "stopped" : "did not stop within " + STOP_GRACE + "; killed");

@@ -14,6 +14,7 @@ final class UpCommand {
   private final Console console;
   private final StateDir state;
   private final SpawnGate gate = new SpawnGate();
+  private boolean aborted;
 
   UpCommand(StackOptions options, Console console) {
     this.options = options;
@@ -33,6 +34,9 @@ final class UpCommand {
       Summary.print(console, record.get(), state, options.repoRoot());
       return sameDelivery(record.get()) ? 0 : 1;
     }
+    if (options.runDemo()) {
+      options.requireDemoDatabaseNamedExplicitly();
+    }
     stopPartialStack(running);
     StackPorts ports = StackPorts.resolve(options);
     ports.requireFree();
@@ -49,8 +53,31 @@ final class UpCommand {
     }
     requireMetricsAgent();
     state.createLayout();
-    StackRecord stack = startServices(ports, kafka);
-    return runDemo(stack) ? 0 : 1;
+    return startServicesAndDemo(ports, kafka);
+  }
+
+  /**
+   * Starts the services and runs the demo, and until both are done stops what it started when the
+   * user interrupts (Ctrl-C reaches the launcher only: the services run in sessions of their own)
+   * or a service fails to start. A failing demo leaves the services running.
+   */
+  private int startServicesAndDemo(StackPorts ports, KafkaProcesses kafka) {
+    Thread abort = new Thread(this::abort, "local-stack-abort");
+    Runtime.getRuntime().addShutdownHook(abort);
+    try {
+      StackRecord stack;
+      try {
+        stack = startServices(ports, kafka);
+      } catch (RuntimeException e) {
+        removeQuietly(abort);
+        console.step("Stack", "start failed; stopping what was started");
+        abort();
+        throw e;
+      }
+      return runDemo(stack) ? 0 : 1;
+    } finally {
+      removeQuietly(abort);
+    }
   }
 
   /**
@@ -100,39 +127,29 @@ final class UpCommand {
     }
   }
 
-  /** Starts the services; stops what it started when one fails or the user interrupts. */
+  /** Starts the services and writes the stack's record. */
   private StackRecord startServices(StackPorts ports, KafkaProcesses kafka) {
-    Thread abort = new Thread(this::abort, "local-stack-abort");
-    Runtime.getRuntime().addShutdownHook(abort);
-    try {
-      Database database = startDatabase(ports);
-      new KafkaBroker(state, ports, kafka, console, gate).start();
-      kafka.loggingConfig("tools-log4j2.xml");
-      new ConnectWorker(state, ports, kafka, console, gate)
-          .start(
-              options.workerConfigTemplate(),
-              options.pluginDir(),
-              new ConnectWorker.MetricsAgent(options.metricsAgentJar(), options.metricsRules()),
-              database.password().orElse(""),
-              options.delivery());
-      StackRecord stack =
-          new StackRecord(
-              ports.bootstrapServers(),
-              ports.connectUrl(),
-              ports.metricsUrl(),
-              database.jdbcUrl(),
-              database.user(),
-              database.embedded(),
-              options.delivery());
-      stack.write(state.stackFile());
-      Runtime.getRuntime().removeShutdownHook(abort);
-      return stack;
-    } catch (RuntimeException e) {
-      removeQuietly(abort);
-      console.step("Stack", "start failed; stopping what was started");
-      abort();
-      throw e;
-    }
+    Database database = startDatabase(ports);
+    new KafkaBroker(state, ports, kafka, console, gate).start();
+    kafka.loggingConfig("tools-log4j2.xml");
+    new ConnectWorker(state, ports, kafka, console, gate)
+        .start(
+            options.workerConfigTemplate(),
+            options.pluginDir(),
+            new ConnectWorker.MetricsAgent(options.metricsAgentJar(), options.metricsRules()),
+            database.password().orElse(""),
+            options.delivery());
+    StackRecord stack =
+        new StackRecord(
+            ports.bootstrapServers(),
+            ports.connectUrl(),
+            ports.metricsUrl(),
+            database.jdbcUrl(),
+            database.user(),
+            database.embedded(),
+            options.delivery());
+    stack.write(state.stackFile());
+    return stack;
   }
 
   private Database startDatabase(StackPorts ports) {
@@ -179,11 +196,21 @@ final class UpCommand {
 
   /**
    * Closes the gate, so nothing starts any more, then stops whatever of this stack runs (every
-   * started process has its pid file by then).
+   * started process has its pid file by then) and removes its record, data and pid files; the logs
+   * stay.
    */
-  private void abort() {
+  private synchronized void abort() {
+    if (aborted) {
+      return; // the shutdown hook and a start that failed because of the interrupt: once is enough
+    }
+    aborted = true;
     gate.close();
     StackProcesses.stop(state, StackProcesses.running(state), console);
+    try {
+      state.clearAfterStop();
+    } catch (StackException e) {
+      console.step("Stack", e.getMessage());
+    }
   }
 
   private static void removeQuietly(Thread hook) {

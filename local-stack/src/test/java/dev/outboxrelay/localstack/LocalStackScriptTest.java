@@ -1,5 +1,6 @@
 package dev.outboxrelay.localstack;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
@@ -21,6 +22,25 @@ class LocalStackScriptTest {
     assertTrue(
         result.output().contains("local-stack: the build failed (see the Maven output above)."),
         result.output());
+  }
+
+  /**
+   * Help, asked any way the launcher understands, is the launcher's usage, printed by the script:
+   * no build, no Java, and never taken for {@code up}.
+   */
+  @Test
+  void helpPrintsTheLaunchersUsageWithoutABuild() throws Exception {
+    for (String[] args :
+        new String[][] {
+          {"--help"}, {"-h"}, {"help"}, {"down", "--help"}, {"up", "--no-build", "-h"}
+        }) {
+      LocalStackScript.Result result =
+          LocalStackScript.run(work, Map.of("JAVA_HOME", work.resolve("no-jdk").toString()), args);
+
+      assertEquals(0, result.exit(), String.join(" ", args) + ": " + result.output());
+      assertEquals(StackOptions.USAGE.strip(), result.output().strip(), String.join(" ", args));
+      assertEquals("", result.mvnCalls(), String.join(" ", args) + " ran mvn");
+    }
   }
 
   @Test

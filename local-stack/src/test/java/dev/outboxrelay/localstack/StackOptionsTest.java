@@ -120,9 +120,146 @@ class StackOptionsTest {
           all);
     }
     assertTrue(
-        all.contains("Until then `up` takes it as your own PostgreSQL and starts no embedded one."),
+        all.contains(
+            "Until then `up --no-demo` and `status` take it as your own PostgreSQL (no embedded"
+                + " one starts); the demo (`up` without --no-demo, and `demo`) refuses it."),
         all);
     assertFalse(all.contains("s3cret"), all);
+    assertTrue(options.jdbcUrlFromDeprecatedEnv());
+  }
+
+  /**
+   * README exports OUTBOX_JDBC_URL for the operator CLI: the demo (migrations, demo_orders, rows, a
+   * connector publishing orders-eu) must not land in that database because of it.
+   */
+  @Test
+  void theDemoRefusesTheDatabaseOfTheDeprecatedVariable(@TempDir Path state) throws Exception {
+    Map<String, String> cliShell =
+        Map.of("OUTBOX_JDBC_URL", "jdbc:postgresql://prod-db:5432/app?password=hunter2");
+    for (String command : List.of("up", "demo")) {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      int exit =
+          LocalStack.run(
+              new String[] {command, "--state-dir=" + state, "--repo-root=" + state},
+              cliShell,
+              new PrintStream(out, true, StandardCharsets.UTF_8),
+              new PrintStream(err, true, StandardCharsets.UTF_8));
+      String all = out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8);
+      assertEquals(1, exit, all);
+      assertTrue(
+          all.contains(
+              "local-stack: OUTBOX_JDBC_URL is set, and the demo does not take its database from"
+                  + " it"),
+          all);
+      assertTrue(all.contains("name it with --jdbc-url=URL (or LOCAL_STACK_JDBC_URL)"), all);
+      assertTrue(all.contains("./local-stack.sh up --no-demo"), all);
+      assertFalse(all.contains("prod-db") || all.contains("hunter2"), all);
+      assertEquals("", out.toString(StandardCharsets.UTF_8), "nothing started: " + all);
+    }
+    try (var entries = java.nio.file.Files.list(state)) {
+      assertEquals(List.of(state.resolve(".lock")), entries.toList(), "nothing started");
+    }
+
+    // Everything else stays as it was: services without the demo, status, and the explicit names.
+    StackOptions noDemo = parse(cliShell, "up", "--no-demo");
+    assertEquals(
+        Optional.of("jdbc:postgresql://prod-db:5432/app?password=hunter2"),
+        noDemo.externalJdbcUrl());
+    assertFalse(noDemo.runDemo());
+    assertTrue(parse(cliShell, "status").jdbcUrlFromDeprecatedEnv());
+    for (StackOptions explicit :
+        List.of(
+            parse(cliShell, "demo", "--jdbc-url=jdbc:postgresql://127.0.0.1:5432/dev"),
+            parse(
+                Map.of(
+                    "OUTBOX_JDBC_URL", "jdbc:postgresql://prod-db:5432/app",
+                    "LOCAL_STACK_JDBC_URL", "jdbc:postgresql://127.0.0.1:5432/dev"),
+                "up"))) {
+      assertFalse(explicit.jdbcUrlFromDeprecatedEnv());
+      explicit.requireDemoDatabaseNamedExplicitly();
+      assertEquals(Optional.of("jdbc:postgresql://127.0.0.1:5432/dev"), explicit.externalJdbcUrl());
+    }
+    parse(Map.of()).requireDemoDatabaseNamedExplicitly();
+  }
+
+  @Test
+  void twoSettingsWithOnePortFailBeforeAnythingStartsAndNameBothSettings() {
+    StackException e =
+        assertThrows(
+            StackException.class,
+            () -> StackPorts.resolve(parse(Map.of(), "--kafka-port=9093")).requireFree());
+    assertEquals(
+        "--kafka-port (LOCAL_STACK_KAFKA_PORT, Kafka broker) and --controller-port"
+            + " (LOCAL_STACK_CONTROLLER_PORT, Kafka KRaft controller) are both port 9093: each"
+            + " needs a port of its own. Choose different ports (or LOCAL_STACK_PORTS=auto for"
+            + " free ones).",
+        e.getMessage());
+
+    e =
+        assertThrows(
+            StackException.class,
+            () ->
+                StackPorts.resolve(
+                        parse(Map.of("LOCAL_STACK_METRICS_PORT", "18083"), "--connect-port=18083"))
+                    .requireFree());
+    assertTrue(
+        e.getMessage()
+            .startsWith(
+                "--connect-port (LOCAL_STACK_CONNECT_PORT, Connect REST API) and --metrics-port"
+                    + " (LOCAL_STACK_METRICS_PORT, Connect worker's Prometheus metrics) are both"
+                    + " port 18083"),
+        e.getMessage());
+
+    // Checked before any port is probed: the clash is named even when the port is busy.
+    e =
+        assertThrows(
+            StackException.class, () -> new StackPorts(15432, 1, 2, 15432, 3).requireFree());
+    assertTrue(e.getMessage().startsWith("--pg-port (LOCAL_STACK_PG_PORT"), e.getMessage());
+
+    // The embedded PostgreSQL's port does not count when the database is your own.
+    new StackPorts(0, 9092, 9093, 8083, 9404).requireDistinct();
+  }
+
+  @Test
+  void upWithTwoSettingsOnOnePortStartsNothing(@TempDir Path state) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int exit =
+        LocalStack.run(
+            new String[] {
+              "up",
+              "--state-dir=" + state,
+              "--repo-root=" + state,
+              "--ports=auto",
+              "--kafka-port=19999",
+              "--metrics-port=19999"
+            },
+            Map.of(),
+            new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+    assertEquals(1, exit, out + "\n" + err);
+    assertTrue(
+        err.toString(StandardCharsets.UTF_8)
+            .contains("--kafka-port (LOCAL_STACK_KAFKA_PORT, Kafka broker) and --metrics-port"),
+        err.toString(StandardCharsets.UTF_8));
+    assertEquals("", out.toString(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void autoPortsAreFiveDifferentPorts() {
+    StackPorts ports = StackPorts.resolve(parse(Map.of("LOCAL_STACK_PORTS", "auto")));
+    assertEquals(
+        5,
+        new java.util.HashSet<>(
+                List.of(
+                    ports.postgres(),
+                    ports.kafka(),
+                    ports.controller(),
+                    ports.connect(),
+                    ports.metrics()))
+            .size());
+    ports.requireDistinct();
   }
 
   @Test

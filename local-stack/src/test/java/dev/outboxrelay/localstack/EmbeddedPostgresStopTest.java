@@ -1,0 +1,58 @@
+package dev.outboxrelay.localstack;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code down} stops the embedded PostgreSQL while a client session is open (docs/local-stack.md
+ * suggests psql): a fast shutdown, which ends the session, not a smart one, which would wait for it
+ * until the grace period ran out and the server was killed.
+ */
+class EmbeddedPostgresStopTest {
+  @TempDir Path root;
+
+  private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+  private final Console console = new Console(new PrintStream(out, true, StandardCharsets.UTF_8));
+  private StateDir state;
+
+  @AfterEach
+  void stopWhatRuns() {
+    if (state != null) {
+      StackProcesses.stop(state, StackProcesses.running(state), console);
+    }
+  }
+
+  @Test
+  void downStopsPostgresCleanlyWhileASessionIsOpen() throws Exception {
+    state = new StateDir(root);
+    state.createLayout();
+    Database database =
+        new EmbeddedPostgresServer(state, Ports.anyFree(), console, SpawnGate.open()).start();
+    Map<Component, Long> running = StackProcesses.running(state);
+    long pid = running.get(Component.POSTGRES);
+
+    try (Connection session = database.dataSource().getConnection()) {
+      assertTrue(session.isValid(5));
+
+      StackProcesses.stop(state, running, console);
+
+      String log = out.toString(StandardCharsets.UTF_8);
+      assertTrue(log.contains("PostgreSQL stopped\n"), log);
+      assertFalse(log.contains("killed"), log);
+      assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+      assertFalse(session.isValid(5), "the session outlived the server");
+    }
+    assertEquals(Map.of(), StackProcesses.running(state));
+  }
+}
