@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.UUID;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -253,6 +254,29 @@ public abstract class OutboxStoreContract {
     assertEquals(1, store.deletePublished(Set.of(EU), cutoff, 2));
     assertEquals(0, store.deletePublished(Set.of(EU), cutoff, 2));
     assertEquals(MessageStatus.PUBLISHED, state("late").status());
+  }
+
+  @Test
+  void aRowWithACorrelationIdLongerThanAnIndexEntryIsParked() {
+    // Random hex, 7,200 characters: compressed or not, more than a btree entry holds (2,704 B).
+    StringBuilder correlationId = new StringBuilder();
+    while (correlationId.length() < 7_200) {
+      correlationId.append(UUID.randomUUID().toString().replace("-", ""));
+    }
+    OutboxMessage message =
+        OutboxMessage.builder()
+            .messageId("m1")
+            .aggregateType("order")
+            .aggregateId("a")
+            .eventType("OrderPlaced")
+            .correlationId(correlationId.toString())
+            .payload("{}".getBytes())
+            .build();
+    assertEquals(EnqueueResult.ENQUEUED, enqueue(EU, message));
+    ClaimedMessage claimed = claimOne("w1", "m1");
+
+    assertEquals(Outcome.APPLIED, store.markFailed("m1", claimed.lease(), "POISON"));
+    assertEquals(MessageStatus.FAILED, state("m1").status());
   }
 
   @Test

@@ -11,7 +11,8 @@ import java.util.regex.Pattern;
  * The SQL that lets the relay take over a Debezium outbox table in place: the application keeps
  * inserting {@code id, aggregatetype, aggregateid, type, payload} as it does, and the relay reads
  * those columns through {@link ColumnMapping}. It adds the relay's state columns and the objects of
- * schema version 7 (constraints, triggers, indexes) and changes no row.
+ * schema version 7 (constraints, triggers, indexes; the parked rows' index as version 12 has it)
+ * and changes no row.
  *
  * <ul>
  *   <li>No rewrite, no long lock. Each column is added with no default or a constant one, which
@@ -247,8 +248,9 @@ public final class DebeziumAdoption {
     out.add(
         fill(
             """
-            CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_rows_idx"
-                ON {table} (instance_key, correlation_id)
+            -- Parked rows by correlation id, its first 200 characters (schema version 12).
+            CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_cid_idx"
+                ON {table} (instance_key, left(correlation_id, 200))
                 WHERE parked_at IS NOT NULL"""));
     // The published log of schema versions 9 and 10, exactly as the migrations create it.
     out.addAll(SchemaMigrator.plainStatements(PUBLISHED_LOG_MIGRATION, table));

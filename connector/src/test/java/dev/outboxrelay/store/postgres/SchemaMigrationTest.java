@@ -41,6 +41,9 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /** Migrations: empty database, upgrade from every earlier version, replay; the rules they state. */
 class SchemaMigrationTest {
+  /** Migrations a new table gets: one per version. */
+  private static final int LATEST = Integer.parseInt(SchemaMigrator.CURRENT_VERSION);
+
   private HikariDataSource dataSource;
 
   @BeforeEach
@@ -62,7 +65,7 @@ class SchemaMigrationTest {
     SchemaMigrator migrator = migrator("outbox");
     assertEquals(Optional.empty(), migrator.currentVersion());
     assertFalse(migrator.isCurrent());
-    assertEquals(11, migrator.migrate());
+    assertEquals(LATEST, migrator.migrate());
     assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
     assertTrue(migrator.isCurrent());
     assertEquals(0, migrator.migrate());
@@ -148,7 +151,7 @@ class SchemaMigrationTest {
       assertEquals(Optional.of("7"), impatient.currentVersion());
       reader.commit();
     }
-    assertEquals(4, impatient.migrate());
+    assertEquals(LATEST - 7, impatient.migrate());
     assertTrue(impatient.isCurrent());
   }
 
@@ -167,7 +170,7 @@ class SchemaMigrationTest {
       await().until(() -> waitingForALock("ALTER TABLE"));
       assertFalse(migration.isDone());
       reader.commit();
-      assertEquals(4, migration.get(1, TimeUnit.MINUTES));
+      assertEquals(LATEST - 7, migration.get(1, TimeUnit.MINUTES));
     } finally {
       executor.shutdownNow();
     }
@@ -200,11 +203,11 @@ class SchemaMigrationTest {
         assertThrows(MigrationInProgressException.class, () -> second.migrateTo("8"), name);
       }
       assertEquals(Optional.of("7"), migrator("outbox").currentVersion());
-      assertEquals(11, migrator("other_outbox").migrate(), "another table is not held up");
+      assertEquals(LATEST, migrator("other_outbox").migrate(), "another table is not held up");
       assertFalse(first.isDone());
 
       reader.commit();
-      assertEquals(4, first.get(1, TimeUnit.MINUTES));
+      assertEquals(LATEST - 7, first.get(1, TimeUnit.MINUTES));
     } finally {
       executor.shutdownNow();
     }
@@ -232,7 +235,7 @@ class SchemaMigrationTest {
       reader.commit();
     }
     assertEquals(0, advisoryLocksHeld());
-    assertEquals(4, new SchemaMigrator(unpooled, table).migrate());
+    assertEquals(LATEST - 7, new SchemaMigrator(unpooled, table).migrate());
     assertEquals(0, advisoryLocksHeld());
   }
 
@@ -296,8 +299,8 @@ class SchemaMigrationTest {
 
   @Test
   void severalOutboxTablesKeepTheirOwnHistory() {
-    assertEquals(11, migrator("outbox_a").migrate());
-    assertEquals(11, migrator("outbox_b").migrate());
+    assertEquals(LATEST, migrator("outbox_a").migrate());
+    assertEquals(LATEST, migrator("outbox_b").migrate());
     assertTrue(migrator("outbox_a").isCurrent());
   }
 
@@ -340,7 +343,7 @@ class SchemaMigrationTest {
         "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes"
             + " WHERE schemaname = 'app' AND tablename = 'outbox' AND indexname LIKE 'outbox_%_idx'";
     assertEquals(
-        "outbox_due_aggregate_idx,outbox_due_seq_idx,outbox_parked_rows_idx,outbox_settled_idx",
+        "outbox_due_aggregate_idx,outbox_due_seq_idx,outbox_parked_cid_idx,outbox_settled_idx",
         queryString(indexes),
         "no index uses status any more");
     assertEquals(
@@ -460,6 +463,58 @@ class SchemaMigrationTest {
     assertEquals("true", indexValid());
     assertEquals(
         before, queryString("SELECT pg_relation_filenode('outbox_published_id_hash')::text"));
+  }
+
+  @Test
+  void version12ParksARowWhoseCorrelationIdIsLongerThanAnIndexEntry() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("11");
+    // 6,400 hex digits: pglz cannot squeeze them under a btree entry's 2,704 bytes.
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " correlation_id) SELECT 'long', 'eu', 'o', 'a', 'E', string_agg(md5(g::text), '')"
+            + " FROM generate_series(1, 200) g");
+    String park =
+        "UPDATE outbox SET status = 'FAILED', parked_at = now(), last_failure_code = 'X'"
+            + " WHERE message_id = 'long'";
+    SQLException refused = assertThrows(SQLException.class, () -> exec(park));
+    assertEquals("54000", refused.getSQLState(), "version 11 cannot index the parked row");
+
+    migrator.migrate();
+    exec(park);
+
+    exec("ANALYZE outbox");
+    String lookup =
+        "SELECT message_id FROM outbox WHERE instance_key = 'eu' AND parked_at IS NOT NULL"
+            + " AND left(correlation_id, 200) = left(c.id, 200) AND correlation_id = c.id";
+    String byCorrelation =
+        "WITH c AS (SELECT string_agg(md5(g::text), '') AS id FROM generate_series(1, 200) g) "
+            + lookup.replace("FROM outbox", "FROM c, outbox");
+    assertEquals("long", queryString(byCorrelation));
+    exec("SET enable_seqscan = off");
+    assertTrue(plan(byCorrelation).contains("outbox_parked_cid_idx"), plan(byCorrelation));
+  }
+
+  @Test
+  void version12BuildsAgainAParkedRowsIndexThatAFailedConcurrentBuildLeftInvalid()
+      throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("11");
+    exec(
+        "CREATE INDEX outbox_parked_cid_idx ON outbox (instance_key, left(correlation_id, 200))"
+            + " WHERE parked_at IS NOT NULL");
+    exec(
+        "UPDATE pg_index SET indisvalid = FALSE"
+            + " WHERE indexrelid = 'outbox_parked_cid_idx'::regclass");
+
+    migrator.migrate();
+
+    assertEquals(
+        "true",
+        queryString(
+            "SELECT indisvalid::text FROM pg_index"
+                + " WHERE indexrelid = 'outbox_parked_cid_idx'::regclass"));
+    assertNull(queryString("SELECT to_regclass('outbox_parked_rows_idx')::text"));
   }
 
   /** Entries m-1 .. m-n in the published log of schema version 9. */
