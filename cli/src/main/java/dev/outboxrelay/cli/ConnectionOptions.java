@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Properties;
 import picocli.CommandLine.Option;
 
 /**
@@ -29,7 +30,11 @@ public final class ConnectionOptions {
   @Option(
       names = "--user",
       paramLabel = "ROLE",
-      description = "Database role. Default: env " + USER_ENV + ", else the driver's default.")
+      description =
+          "Database role. Default: env "
+              + USER_ENV
+              + ", else the URL's user, else the driver's default. Refused beside a user in the"
+              + " URL.")
   String user;
 
   @Option(
@@ -62,8 +67,8 @@ public final class ConnectionOptions {
       defaultValue = "0",
       description =
           "Cancel any statement that runs longer than this many seconds (PostgreSQL"
-              + " statement_timeout, set for the CLI's sessions only); 0 keeps the server's"
-              + " setting. Default: ${DEFAULT-VALUE}.")
+              + " statement_timeout, set for the CLI's sessions only, after any options of the"
+              + " URL); 0 keeps the server's (or the URL's) setting. Default: ${DEFAULT-VALUE}.")
   int statementTimeoutSeconds;
 
   /** Resolves options, then the environment; fails as a usage error, never echoing a value. */
@@ -81,12 +86,50 @@ public final class ConnectionOptions {
     if (statementTimeoutSeconds < 0 || statementTimeoutSeconds > 86_400) {
       throw CliException.usage("--statement-timeout must be between 0 and 86400 seconds");
     }
+    requireOnePlace(url, env);
     return new ConnectionSettings(
         url,
         firstNonBlank(user, env.get(USER_ENV)),
         resolvePassword(env),
         Duration.ofSeconds(connectTimeoutSeconds),
         Duration.ofSeconds(statementTimeoutSeconds));
+  }
+
+  /**
+   * The driver takes a user or password in the URL over the one the CLI passes, so a URL with a
+   * {@code user} (or {@code password}) beside {@code --user} (or a password option) would silently
+   * connect as the URL says: refused, naming where each came from, never a value. A URL that is not
+   * the driver's is left for {@link Database#open} to refuse.
+   */
+  private void requireOnePlace(String url, Map<String, String> env) {
+    Properties inUrl = Database.urlProperties(url);
+    if (inUrl == null) {
+      return;
+    }
+    String userSource =
+        user != null && !user.isBlank()
+            ? "--user"
+            : env.get(USER_ENV) != null && !env.get(USER_ENV).isBlank() ? USER_ENV : null;
+    if (inUrl.containsKey("user") && userSource != null) {
+      throw CliException.usage(
+          "the JDBC URL has a user and "
+              + userSource
+              + " gives one too (the URL's would be used): give the user in one place only");
+    }
+    String passwordSource =
+        password != null
+            ? "--password"
+            : passwordFile != null
+                ? "--password-file"
+                : env.get(PASSWORD_ENV) != null && !env.get(PASSWORD_ENV).isEmpty()
+                    ? PASSWORD_ENV
+                    : null;
+    if (inUrl.containsKey("password") && passwordSource != null) {
+      throw CliException.usage(
+          "the JDBC URL has a password and "
+              + passwordSource
+              + " gives one too (the URL's would be used): give the password in one place only");
+    }
   }
 
   private String resolvePassword(Map<String, String> env) {

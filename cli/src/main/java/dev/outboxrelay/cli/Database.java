@@ -12,6 +12,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.Properties;
 import javax.sql.DataSource;
 
 /**
@@ -51,7 +52,6 @@ public final class Database implements AutoCloseable {
     HikariConfig config = new HikariConfig();
     config.setPoolName(APPLICATION_NAME);
     config.setDriverClassName(DRIVER_CLASS);
-    config.setJdbcUrl(settings.jdbcUrl());
     if (settings.user() != null) {
       config.setUsername(settings.user());
     }
@@ -71,10 +71,13 @@ public final class Database implements AutoCloseable {
     config.addDataSourceProperty("connectTimeout", seconds);
     config.addDataSourceProperty("loginTimeout", seconds);
     if (!settings.statementTimeout().isZero()) {
-      // A startup option of the CLI's own sessions; a cancelled statement fails with 57014.
-      config.addDataSourceProperty(
-          "options", "-c statement_timeout=" + settings.statementTimeout().toMillis());
+      // A session setting of the CLI's own connections, run after connecting and so after any
+      // options of the URL; a cancelled statement fails with 57014. (The startup parameter
+      // "options" would lose to the URL's own, and poolers such as PgBouncer refuse it.)
+      config.setConnectionInitSql(
+          "SET statement_timeout = " + settings.statementTimeout().toMillis());
     }
+    config.setJdbcUrl(settings.jdbcUrl());
     try {
       return new Database(new HikariDataSource(config), table, columns);
     } catch (RuntimeException e) {
@@ -107,16 +110,22 @@ public final class Database implements AutoCloseable {
    * all.
    */
   private static void requireValidUrl(String url) {
-    boolean valid;
-    try {
-      valid = url.startsWith(URL_PREFIX) && org.postgresql.Driver.parseURL(url, null) != null;
-    } catch (RuntimeException e) {
-      valid = false;
-    }
-    if (!valid) {
+    if (urlProperties(url) == null) {
       throw CliException.usage(
           "the JDBC URL is not a valid PostgreSQL URL (jdbc:postgresql://host:port/database);"
               + " it is not shown because it may contain credentials");
+    }
+  }
+
+  /**
+   * What the driver reads from the URL (its parameters decoded, and the host, port and database),
+   * as it reads it; null when it is no PostgreSQL URL the driver takes.
+   */
+  static Properties urlProperties(String url) {
+    try {
+      return url.startsWith(URL_PREFIX) ? org.postgresql.Driver.parseURL(url, null) : null;
+    } catch (RuntimeException e) {
+      return null;
     }
   }
 

@@ -5,7 +5,11 @@ public final class ExitCode {
   /** The command did what was asked. */
   public static final int OK = 0;
 
-  /** Bad options or arguments: nothing was read or changed. */
+  /**
+   * Bad options or arguments: nothing was changed. Most are found before connecting; a few only
+   * once connected (a purge cutoff in the future by the database clock, a migrate target older than
+   * the table), after reads but before any change.
+   */
   public static final int USAGE = 1;
 
   /** The database was unreachable, refused the credentials or failed the statement. */

@@ -54,7 +54,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
       "0:done",
-      "1:usage error (nothing was read or changed)",
+      "1:usage error: bad or missing options; nothing was changed (a few are found only once"
+          + " connected: a purge cutoff in the future, a migrate --target older than the table)",
       "2:database or authentication error",
       "3:nothing matched where something was required",
       "4:internal error"

@@ -1,6 +1,7 @@
 package dev.outboxrelay.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -144,11 +145,17 @@ class AdoptedTableCommandsTest {
 
   @Test
   void requeueByIdSendsTheParkedRowAgain() {
+    Cli.Result parked = run("inspect", PARKED, "--json");
+    assertFalse(parked.json().get("parked_at").isNull(), parked::toString);
+
     Cli.Result r = run("requeue", "--message-id", PARKED);
 
     assertEquals(ExitCode.OK, r.exitCode(), r::toString);
-    Cli.Result inspect = run("inspect", PARKED);
-    assertTrue(inspect.hasLine("status +PENDING"), inspect::toString);
+    Cli.Result inspect = run("inspect", PARKED, "--json");
+    assertEquals("PENDING", inspect.json().get("status").asText(), inspect::toString);
+    // Back among the rows awaiting delivery: the relay's claim requires parked_at IS NULL.
+    assertTrue(inspect.json().get("parked_at").isNull(), inspect::toString);
+    assertEquals(0, inspect.json().get("attempts").asInt(), inspect::toString);
   }
 
   /**

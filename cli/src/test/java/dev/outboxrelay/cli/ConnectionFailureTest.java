@@ -85,8 +85,6 @@ class ConnectionFailureTest {
                 "--all",
                 "--jdbc-url",
                 url,
-                "--password",
-                SENTINEL,
                 "--connect-timeout",
                 "2");
 

@@ -24,6 +24,8 @@ class ListAndInspectTest {
     outbox = OutboxFixture.populated("list");
     outbox.insert("eu", "eu-binary", null, BINARY);
     outbox.insert("eu", "eu-\u001b[2Jtricky", null);
+    // Held under exactly-once: the claim's epoch and batch (schema version 8).
+    outbox.update("eu-in-flight", "lease_epoch = 3, claim_batch = 17");
   }
 
   @AfterAll
@@ -87,6 +89,27 @@ class ListAndInspectTest {
     assertFalse(
         fields.stream().anyMatch(f -> f.startsWith("payload_") && !f.equals("payload_bytes")));
     assertFalse(r.out().contains("SENTINEL"), r::toString);
+  }
+
+  /** Every relay field, named as its column: the exactly-once claim's too. */
+  @Test
+  void listJsonHasTheExactlyOnceClaimFields() {
+    Cli.Result r = outbox.cli().forKey("eu", "list", "--status", "IN_FLIGHT", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    JsonNode row = r.json().get(0);
+    assertEquals("eu-in-flight", row.get("message_id").asText());
+    assertEquals(3, row.get("lease_epoch").asLong(), r::toString);
+    assertEquals(17, row.get("claim_batch").asLong(), r::toString);
+
+    JsonNode parked = outbox.cli().forKey("eu", "list", "--status", "FAILED", "--json").json();
+    assertTrue(parked.get(0).has("lease_epoch"), parked::toString);
+    assertTrue(parked.get(0).get("lease_epoch").isNull(), parked::toString);
+    assertTrue(parked.get(0).get("claim_batch").isNull(), parked::toString);
+
+    Cli.Result inspect = outbox.cli().forKey("eu", "inspect", "eu-in-flight");
+    assertTrue(inspect.hasLine("lease epoch +3"), inspect::toString);
+    assertTrue(inspect.hasLine("claim batch +17"), inspect::toString);
   }
 
   @Test

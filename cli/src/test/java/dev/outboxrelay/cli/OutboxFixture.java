@@ -21,9 +21,10 @@ import java.util.Map;
  *
  * <p>Per key K: K-pending (created 2 hours ago), K-in-flight (leased), K-ambiguous, K-failed-1
  * (created 3 days ago, POISON_PILL, correlation c-1), K-failed-2 (DEAD_LETTERED, c-2),
- * K-exhausted-1 (BROKER_TIMEOUT, isolated, c-1), K-published-old (published 2020-06-01, before
- * schema version 9: still in the table, status PUBLISHED), K-published-new (published now, from
- * version 9 on: moved into the published log {@code outbox_published}). Legacy: legacy-failed,
+ * K-exhausted-1 (BROKER_TIMEOUT, isolated, c-1), the parked ones parked as the relay parks them
+ * (parked_at set, no lease; schema version 7), K-published-old (published 2020-06-01, before schema
+ * version 9: still in the table, status PUBLISHED), K-published-new (published now, from version 9
+ * on: moved into the published log {@code outbox_published}). Legacy: legacy-failed,
  * legacy-exhausted (c-1), legacy-published-old.
  */
 final class OutboxFixture implements AutoCloseable {
@@ -97,18 +98,23 @@ final class OutboxFixture implements AutoCloseable {
         "status = 'AMBIGUOUS', attempts = 1, last_failure_code = 'BROKER_TIMEOUT',"
             + " next_attempt_at = now() + interval '5 minutes'");
     insert(key, key + "-failed-1", "c-1");
+    // Parked as the relay parks (markFailed, retryLater): parked_at set, which takes the row out
+    // of the rows awaiting delivery; no lease. A requeue must clear parked_at again.
     update(
         key + "-failed-1",
         "status = 'FAILED', attempts = 2, last_failure_code = 'POISON_PILL', lease_token = 3,"
-            + " created_at = now() - interval '3 days'");
+            + " created_at = now() - interval '3 days', next_attempt_at = NULL,"
+            + " parked_at = now() - interval '1 day'");
     insert(key, key + "-failed-2", "c-2");
-    update(key + "-failed-2", "status = 'FAILED', last_failure_code = 'DEAD_LETTERED'");
+    update(
+        key + "-failed-2",
+        "status = 'FAILED', last_failure_code = 'DEAD_LETTERED', parked_at = now()");
     insert(key, key + "-exhausted-1", "c-1");
     update(
         key + "-exhausted-1",
         "status = 'EXHAUSTED', attempts = 5, last_failure_code = 'BROKER_TIMEOUT',"
             + " isolated = TRUE, abandoned_claims = 2, lease_token = 9,"
-            + " next_attempt_at = now() + interval '1 minute'");
+            + " next_attempt_at = now() + interval '1 minute', parked_at = now()");
     insert(key, key + "-published-old", null);
     update(
         key + "-published-old",
@@ -215,11 +221,11 @@ final class OutboxFixture implements AutoCloseable {
                 "SELECT message_id, instance_key, status, attempts, abandoned_claims, isolated,"
                     + " next_attempt_at::text, lease_owner, lease_token,"
                     + " lease_expires_at::text, last_failure_code, published_at::text,"
-                    + " FALSE AS in_log, seq FROM outbox"
+                    + " FALSE AS in_log, parked_at::text, seq FROM outbox"
                     + " UNION ALL"
                     + " SELECT message_id, instance_key, 'PUBLISHED', attempts, abandoned_claims,"
                     + " FALSE, NULL, NULL, lease_token, NULL, last_failure_code,"
-                    + " published_at::text, TRUE, seq FROM outbox_published"
+                    + " published_at::text, TRUE, NULL, seq FROM outbox_published"
                     + " ORDER BY seq")) {
       while (rs.next()) {
         RowState row =
@@ -235,7 +241,8 @@ final class OutboxFixture implements AutoCloseable {
                 rs.getString(10),
                 rs.getString(11),
                 rs.getString(12),
-                rs.getBoolean(13));
+                rs.getBoolean(13),
+                rs.getString(14));
         assertEquals(null, rows.put(rs.getString(1), row), "one row per message id");
       }
     }
@@ -255,7 +262,8 @@ final class OutboxFixture implements AutoCloseable {
       String leaseExpiresAt,
       String lastFailureCode,
       String publishedAt,
-      boolean inLog) {}
+      boolean inLog,
+      String parkedAt) {}
 
   /** Asserts that every row but {@code changed} is exactly as it was. */
   static void assertUnchangedExcept(

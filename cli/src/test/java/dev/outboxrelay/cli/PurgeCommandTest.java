@@ -123,8 +123,48 @@ class PurgeCommandTest {
     Cli.Result r = outbox.cli().forKey("eu", "purge", "--published-before", "2999-01-01");
 
     assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
-    assertTrue(r.err().contains("lies in the future by the database clock"), r::toString);
+    assertTrue(
+        r.err().startsWith("error: --published-before lies in the future by the database clock"),
+        r::toString);
+    // A usage error never repeats a typed value.
+    assertFalse(r.err().contains("2999"), r::toString);
     assertUnchangedExcept(before, outbox.snapshot());
+  }
+
+  /**
+   * A batch that fails leaves the batches before it deleted, and says so with the progress lines.
+   * The role may delete from the published log but not from the table: the second batch's log
+   * delete commits, its table delete fails.
+   */
+  @Test
+  void aFailedBatchSaysWhatWasDeletedBeforeIt() throws SQLException {
+    TestDatabase.ensurePasswordRole();
+    String role = TestDatabase.PASSWORD_ROLE;
+    outbox.exec("GRANT SELECT ON outbox, outbox_published TO " + role);
+    outbox.exec("GRANT DELETE ON outbox_published TO " + role);
+    outbox.exec("GRANT UPDATE (status) ON outbox TO " + role);
+    Cli cli =
+        new Cli()
+            .env(ConnectionOptions.JDBC_URL_ENV, outbox.url)
+            .env(ConnectionOptions.USER_ENV, role)
+            .env(ConnectionOptions.PASSWORD_ENV, TestDatabase.PASSWORD);
+
+    // eu's old rows: 12 in the published log, 13 in the table.
+    Cli.Result r =
+        cli.forKey("eu", "purge", "--published-before", "2021-01-01", "--batch-size", "10");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertEquals(
+        "deleted 10 (10 so far)\n"
+            + "failed after deleting 10 in 1 batch(es), which stay deleted; the failed batch may"
+            + " have deleted up to 10 published-log entries too\n",
+        r.out());
+    assertTrue(
+        r.err().startsWith("error: purge failed: DB_PERMISSION_DENIED (SQLState 42501)"),
+        r::toString);
+    // What the failed batch did: its log entries went, the table's rows stayed.
+    assertEquals(0, outbox.logCount("instance_key = 'eu' AND published_at < '2021-01-01Z'"));
+    assertEquals(13, outbox.count("instance_key = 'eu' AND status = 'PUBLISHED'"));
   }
 
   @Test

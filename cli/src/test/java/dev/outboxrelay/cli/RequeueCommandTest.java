@@ -2,6 +2,7 @@ package dev.outboxrelay.cli;
 
 import static dev.outboxrelay.cli.OutboxFixture.assertUnchangedExcept;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -35,6 +36,13 @@ class RequeueCommandTest {
   void outbox() throws SQLException {
     outbox = OutboxFixture.populated("requeue");
     before = outbox.snapshot();
+    // Parked as the relay parks: a requeue that forgot parked_at would show.
+    before.forEach(
+        (id, row) -> {
+          if (row.instanceKey() != null && Set.of("FAILED", "EXHAUSTED").contains(row.status())) {
+            assertNotNull(row.parkedAt(), id);
+          }
+        });
   }
 
   @AfterEach
@@ -152,6 +160,15 @@ class RequeueCommandTest {
       assertEquals(ExitCode.DATABASE, cancelled.exitCode(), cancelled::toString);
       assertTrue(cancelled.err().contains("SQLState 57014"), cancelled::toString);
       assertTrue(cancelled.err().contains("run it again"), cancelled::toString);
+      // What the finished batches did is said, not dropped with the failure.
+      assertTrue(
+          cancelled
+              .err()
+              .startsWith(
+                  "error: requeue failed after requeuing 2 row(s) in the batches before the"
+                      + " failure, which stay requeued: "),
+          cancelled::toString);
+      assertEquals(1, cancelled.err().lines().count(), cancelled::toString);
     }
     Map<String, RowState> partly = outbox.snapshot();
     assertRequeued(before.get("us-failed-1"), partly.get("us-failed-1"));
@@ -230,24 +247,111 @@ class RequeueCommandTest {
     assertUnchangedExcept(before, outbox.snapshot());
   }
 
+  /**
+   * The fixture's rows are parked as the relay parks them (parked_at set), so the relay's claim
+   * passes them by until a requeue has cleared parked_at: a requeue that left it would set them
+   * PENDING and yet never deliver them.
+   */
   @Test
   void requeuedRowsAreClaimedAgainByTheRelay() {
-    outbox.cli().forKey("eu", "requeue", "--all");
-
+    List<String> parked = List.of("eu-failed-1", "eu-failed-2", "eu-exhausted-1");
     try (PostgresOutboxStore store =
         new PostgresOutboxStore(
             outbox.dataSource, OutboxTable.parse("outbox"), RelayClock.database(), null)) {
-      List<String> claimed =
-          store
-              .claim(new ClaimRequest("relay", Set.of("eu"), 100, Duration.ofMinutes(1), 5, false))
-              .claimed()
-              .stream()
-              .map(ClaimedMessage::messageId)
-              .toList();
-      assertTrue(
-          claimed.containsAll(List.of("eu-failed-1", "eu-failed-2", "eu-exhausted-1")),
-          claimed::toString);
+      List<String> beforeRequeue = claim(store);
+      assertTrue(beforeRequeue.stream().noneMatch(parked::contains), beforeRequeue::toString);
+
+      Cli.Result r = outbox.cli().forKey("eu", "requeue", "--all");
+      assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+
+      List<String> claimed = claim(store);
+      assertTrue(claimed.containsAll(parked), claimed::toString);
     }
+  }
+
+  private static List<String> claim(PostgresOutboxStore store) {
+    return store
+        .claim(new ClaimRequest("relay", Set.of("eu"), 100, Duration.ofMinutes(1), 5, false))
+        .claimed()
+        .stream()
+        .map(ClaimedMessage::messageId)
+        .toList();
+  }
+
+  /**
+   * A requeued row keeps its deliver_before: one that has passed makes the relay record it FAILED
+   * (DEADLINE_EXPIRED) again at once, so the requeue says how many such rows it sent.
+   */
+  @Test
+  void requeueSaysHowManyRowsHaveAPassedDeadline() throws SQLException {
+    outbox.update(
+        "eu-failed-2",
+        "last_failure_code = 'DEADLINE_EXPIRED', deliver_before = now() - interval '1 hour'");
+    outbox.update("eu-failed-1", "deliver_before = now() + interval '1 day'");
+    outbox.update("us-failed-2", "deliver_before = now() - interval '1 hour'");
+
+    Cli.Result dryRun = outbox.cli().forKey("eu", "requeue", "--all", "--dry-run");
+    assertEquals(ExitCode.OK, dryRun.exitCode(), dryRun::toString);
+    assertEquals(
+        "dry run: 3 EXHAUSTED, FAILED row(s) of instance key eu would be requeued\n"
+            + "1 of them have a deliver_before that has passed: the relay records them FAILED"
+            + " (DEADLINE_EXPIRED) again when it claims them\n",
+        dryRun.out());
+
+    Cli.Result all = outbox.cli().forKey("eu", "requeue", "--all", "--batch-size", "1", "--json");
+    assertEquals(ExitCode.OK, all.exitCode(), all::toString);
+    assertEquals(3, all.json().get("requeued").asLong());
+    assertEquals(1, all.json().get("deadline_passed").asLong(), all::toString);
+
+    Cli.Result byId = outbox.cli().forKey("us", "requeue", "--message-id", "us-failed-2");
+    assertEquals(ExitCode.OK, byId.exitCode(), byId::toString);
+    assertTrue(byId.hasLine("1 of them have a deliver_before that has passed: .*"), byId::toString);
+
+    Cli.Result none = outbox.cli().forKey("us", "requeue", "--message-id", "us-failed-1");
+    assertEquals("requeued 1 row(s) of instance key us (EXHAUSTED, FAILED)\n", none.out());
+  }
+
+  /**
+   * By correlation id the rows are found by the id's first 200 characters (what the index of parked
+   * rows holds), then by the whole id: a longer id sharing that prefix is another id.
+   */
+  @Test
+  void aLongCorrelationIdIsMatchedWholeNotByItsPrefix() throws SQLException {
+    String prefix = "t".repeat(200);
+    for (String id : List.of("eu-long-a", "eu-long-b")) {
+      outbox.insert("eu", id, prefix + "-" + id);
+      outbox.update(id, "status = 'FAILED', last_failure_code = 'POISON_PILL', parked_at = now()");
+    }
+    Map<String, RowState> parked = outbox.snapshot();
+
+    Cli.Result r = outbox.cli().forKey("eu", "requeue", "--correlation-id", prefix + "-eu-long-a");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals("requeued 1 row(s) of instance key eu (EXHAUSTED, FAILED)\n", r.out());
+    Map<String, RowState> after = outbox.snapshot();
+    assertRequeued(parked.get("eu-long-a"), after.get("eu-long-a"));
+    assertUnchangedExcept(parked, after, "eu-long-a");
+  }
+
+  /**
+   * --all and --correlation-id select parked rows by parked_at, as the index of parked rows does. A
+   * row parked by a relay older than schema version 7 after the table was migrated has no
+   * parked_at: a requeue by its message id still sends it again.
+   */
+  @Test
+  void aRowParkedWithoutParkedAtIsRequeuedByItsMessageId() throws SQLException {
+    outbox.update("eu-failed-2", "parked_at = NULL");
+    Map<String, RowState> parked = outbox.snapshot();
+
+    Cli.Result all = outbox.cli().forKey("eu", "requeue", "--all", "--status", "FAILED");
+    assertEquals("requeued 1 row(s) of instance key eu (FAILED)\n", all.out(), all::toString);
+    assertEquals("FAILED", outbox.snapshot().get("eu-failed-2").status());
+
+    Cli.Result byId = outbox.cli().forKey("eu", "requeue", "--message-id", "eu-failed-2");
+    assertEquals(ExitCode.OK, byId.exitCode(), byId::toString);
+    Map<String, RowState> after = outbox.snapshot();
+    assertRequeued(parked.get("eu-failed-2"), after.get("eu-failed-2"));
+    assertUnchangedExcept(parked, after, "eu-failed-1", "eu-failed-2");
   }
 
   @Test
@@ -259,6 +363,7 @@ class RequeueCommandTest {
 
   private static void assertRequeued(RowState before, RowState after) {
     assertEquals(before.instanceKey(), after.instanceKey());
+    assertNull(after.parkedAt(), "back among the rows awaiting delivery");
     assertEquals("PENDING", after.status());
     assertEquals(0, after.attempts());
     assertNull(after.nextAttemptAt());

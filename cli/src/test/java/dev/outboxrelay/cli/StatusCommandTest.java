@@ -43,6 +43,7 @@ class StatusCommandTest {
     // the published log.
     assertEquals(2, counts.get("PUBLISHED").asLong());
     assertEquals(8, json.get("total").asLong(), "legacy rows and us rows are not counted");
+    assertEquals(0, json.get("expired_leases").asLong(), "eu-in-flight's lease is live");
 
     // The oldest active row was created 2 hours ago by the database clock.
     assertTrue(json.get("lag_ms").asLong() >= Duration.ofHours(2).toMillis(), r::toString);
@@ -67,6 +68,7 @@ class StatusCommandTest {
     assertTrue(r.hasLine("FAILED +2"), out);
     assertTrue(r.hasLine("PUBLISHED +2"), out);
     assertTrue(r.hasLine("total +8"), out);
+    assertTrue(r.hasLine("expired leases: 0 \\(IN_FLIGHT rows whose lease has expired\\)"), out);
     assertTrue(
         r.hasLine("lag: 2h \\d+m \\(age of the oldest PENDING, AMBIGUOUS or IN_FLIGHT row\\)"),
         out);
@@ -74,6 +76,47 @@ class StatusCommandTest {
     assertTrue(r.hasLine("EXHAUSTED +us-exhausted-1 +BROKER_TIMEOUT +\\S+.*"), out);
     assertFalse(out.contains("eu-"), out);
     assertFalse(out.contains("legacy"), out);
+  }
+
+  /**
+   * IN_FLIGHT rows whose lease has expired (their claimer stopped) are counted apart from the live
+   * ones, by the database clock, for the key only.
+   */
+  @Test
+  void expiredLeasesAreCountedApartForTheKeyOnly() throws SQLException {
+    try (OutboxFixture leases = OutboxFixture.populated("status_leases")) {
+      for (String id : new String[] {"eu-abandoned-1", "eu-abandoned-2", "us-abandoned"}) {
+        leases.insert(id.substring(0, 2), id, null);
+        leases.update(
+            id,
+            "status = 'IN_FLIGHT', lease_owner = 'worker-2', lease_token = 2,"
+                + " lease_expires_at = now() - interval '1 minute'");
+      }
+      // A legacy row (no key) with an expired lease is not counted either.
+      leases.exec("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
+      leases.update(
+          "legacy-exhausted",
+          "status = 'IN_FLIGHT', lease_owner = 'worker-0', lease_token = 1,"
+              + " lease_expires_at = now() - interval '1 minute'");
+      leases.exec(
+          "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
+              + " CHECK (instance_key IS NOT NULL) NOT VALID");
+
+      Cli.Result eu = leases.cli().forKey("eu", "status", "--json");
+      assertEquals(ExitCode.OK, eu.exitCode(), eu::toString);
+      assertEquals(3, eu.json().get("counts").get("IN_FLIGHT").asLong(), eu::toString);
+      assertEquals(2, eu.json().get("expired_leases").asLong(), eu::toString);
+
+      Cli.Result us = leases.cli().forKey("us", "status");
+      assertEquals(ExitCode.OK, us.exitCode(), us::toString);
+      assertTrue(us.hasLine("IN_FLIGHT +2"), us::toString);
+      assertTrue(
+          us.hasLine("expired leases: 1 \\(IN_FLIGHT rows whose lease has expired\\)"),
+          us::toString);
+
+      Cli.Result none = leases.cli().forKey("asia", "status", "--json");
+      assertEquals(0, none.json().get("expired_leases").asLong(), none::toString);
+    }
   }
 
   @Test

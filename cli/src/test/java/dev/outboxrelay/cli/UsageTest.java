@@ -24,7 +24,6 @@ class UsageTest {
         "missing instance key      | status",
         "two instance keys         | status --instance-key eu --instance-key us",
         "a list of keys            | status --instance-key eu,us",
-        "blank instance key        | status --instance-key ' '",
         "bad table                 | status --instance-key eu --table Outbox;drop",
         "list without status       | list --instance-key eu",
         "list limit too large      | list --instance-key eu --status FAILED --limit 100000",
@@ -41,6 +40,16 @@ class UsageTest {
     assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
     assertTrue(r.err().startsWith("error: "), r::toString);
     assertFalse(r.err().contains("DB_"), "no connection was attempted: " + r);
+  }
+
+  /** A blank key is refused by the key's own rule, not taken for something else. */
+  @Test
+  void aBlankInstanceKeyIsRefusedAsBlank() {
+    for (String key : new String[] {" ", ""}) {
+      Cli.Result r = CLI.run("status", "--instance-key", key);
+      assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+      assertEquals("error: --instance-key: instance key must not be blank\n", r.err());
+    }
   }
 
   @Test
@@ -188,5 +197,20 @@ class UsageTest {
       assertTrue(commandHelp.out().contains("Exit codes:"), command);
     }
     assertEquals(ExitCode.OK, new Cli().run("--version").exitCode());
+  }
+
+  /** Exit code 1 does not promise that nothing was read: a few usage errors need the database. */
+  @Test
+  void theHelpSaysWhichUsageErrorsAreFoundOnceConnected() {
+    for (String command : new String[] {"purge", "migrate"}) {
+      String help = new Cli().run(command, "--help").out().replaceAll("\\s+", " ");
+      assertFalse(help.contains("nothing was read"), help);
+      assertTrue(
+          help.contains(
+              "1 usage error: bad or missing options; nothing was changed (a few are found only"
+                  + " once connected: a purge cutoff in the future, a migrate --target older than"
+                  + " the table)"),
+          help);
+    }
   }
 }

@@ -4,6 +4,7 @@ import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.Text;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import java.io.PrintWriter;
 import java.time.Instant;
@@ -62,12 +63,9 @@ public final class PurgeCommand extends InstanceCommand {
     Instant now = store.now();
     Instant before = cutoff.resolve(now);
     if (before.isAfter(now)) {
+      // A usage error never repeats a typed value: the cutoff is not shown.
       throw CliException.usage(
-          "--published-before "
-              + before
-              + " lies in the future by the database clock ("
-              + now
-              + ")");
+          "--published-before lies in the future by the database clock (now " + now + ")");
     }
     PrintWriter out = out();
     String rows =
@@ -86,7 +84,25 @@ public final class PurgeCommand extends InstanceCommand {
     while (true) {
       // The relay's own retention delete, of this key's rows only: the published log's entries
       // first, then PUBLISHED rows still in the table (skipping locked ones).
-      int deleted = store.deletePublished(keys, before, batchSize);
+      int deleted;
+      try {
+        deleted = store.deletePublished(keys, before, batchSize);
+      } catch (OutboxStoreException e) {
+        // What was done goes with the progress lines; the failure itself is reported as any
+        // other. The batches before stay deleted. The failed batch's two deletes are separate
+        // statements: its published-log entries may have been deleted before the table's delete
+        // failed, and deletePublished does not say how many.
+        out.println(
+            "failed after deleting "
+                + total
+                + " in "
+                + batches
+                + " batch(es), which stay deleted; the failed batch may have deleted up to "
+                + batchSize
+                + " published-log entries too");
+        out.flush();
+        throw e;
+      }
       if (deleted == 0) {
         break;
       }

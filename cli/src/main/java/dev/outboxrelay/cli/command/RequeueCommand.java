@@ -7,6 +7,7 @@ import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.TextTable;
+import dev.outboxrelay.cli.operator.RequeueFailedException;
 import dev.outboxrelay.cli.operator.RequeueReport;
 import dev.outboxrelay.cli.operator.RequeueRequest;
 import dev.outboxrelay.store.MessageStatus;
@@ -27,7 +28,11 @@ import picocli.CommandLine.Option;
       "Only rows still parked when the statement runs are changed; rows of other instance keys,"
           + " legacy rows and rows in any other status are never touched.",
       "By message id it is one statement (all or none); with --all or --correlation-id it runs in"
-          + " batches (--batch-size), so a large parked set is never one long transaction.",
+          + " batches (--batch-size), so a large parked set is never one long transaction. If a"
+          + " batch fails, the batches before it stay requeued and the error says how many rows"
+          + " they requeued.",
+      "A requeued row keeps its deliver_before: the count of rows whose deadline has passed is"
+          + " printed, since the relay records them FAILED (DEADLINE_EXPIRED) again at once.",
       "Exits with 3 when nothing was (or, with --dry-run, would be) requeued."
     },
     footerHeading = "%nExamples:%n",
@@ -132,29 +137,43 @@ public final class RequeueCommand extends InstanceCommand {
     String statusNames =
         request.statuses().stream().map(Enum::name).sorted().collect(Collectors.joining(", "));
     if (dryRun) {
-      long count = database.operatorStore().countRequeueable(request);
+      RequeueReport count = database.operatorStore().countRequeueable(request);
       if (json) {
         ObjectNode node = header();
         node.put("dry_run", true);
-        node.put("would_requeue", count);
+        node.put("would_requeue", count.requeued());
+        node.put("deadline_passed", count.deadlinePassed());
         out.println(Text.toJson(node));
       } else {
         out.println(
             "dry run: "
-                + count
+                + count.requeued()
                 + " "
                 + statusNames
                 + " row(s) of instance key "
                 + Text.safe(instanceKey)
                 + " would be requeued");
+        printDeadlinePassed(out, count);
       }
-      return count == 0 ? nothingMatched("no parked row would be requeued") : ExitCode.OK;
+      return count.requeued() == 0
+          ? nothingMatched("no parked row would be requeued")
+          : ExitCode.OK;
     }
-    RequeueReport report = database.operatorStore().requeue(request, batchSize);
+    RequeueReport report;
+    try {
+      report = database.operatorStore().requeue(request, batchSize);
+    } catch (RequeueFailedException e) {
+      throw CliException.database(
+          "requeue failed after requeuing "
+              + e.requeued()
+              + " row(s) in the batches before the failure, which stay requeued",
+          e.failure());
+    }
     if (json) {
       ObjectNode node = header();
       node.put("dry_run", false);
       node.put("requeued", report.requeued());
+      node.put("deadline_passed", report.deadlinePassed());
       ArrayNode skipped = node.putArray("not_requeued");
       for (RequeueReport.Skipped s : report.notRequeued()) {
         ObjectNode item = skipped.addObject();
@@ -172,6 +191,7 @@ public final class RequeueCommand extends InstanceCommand {
               + " ("
               + statusNames
               + ")");
+      printDeadlinePassed(out, report);
       if (!report.notRequeued().isEmpty()) {
         out.println();
         out.println("not requeued:");
@@ -184,6 +204,19 @@ public final class RequeueCommand extends InstanceCommand {
       }
     }
     return report.requeued() == 0 ? nothingMatched("no parked row was requeued") : ExitCode.OK;
+  }
+
+  /**
+   * A requeued row keeps its deliver_before: one that has passed makes the relay record the row
+   * FAILED (DEADLINE_EXPIRED) again as soon as it claims it, so the count is said, not hidden.
+   */
+  private static void printDeadlinePassed(PrintWriter out, RequeueReport report) {
+    if (report.deadlinePassed() > 0) {
+      out.println(
+          report.deadlinePassed()
+              + " of them have a deliver_before that has passed: the relay records them FAILED"
+              + " (DEADLINE_EXPIRED) again when it claims them");
+    }
   }
 
   private ObjectNode header() {

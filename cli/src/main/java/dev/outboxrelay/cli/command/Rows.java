@@ -64,6 +64,8 @@ final class Rows {
     table.row(name(Row.LEASE_OWNER), Text.safe(row.leaseOwner()));
     table.row(name(Row.LEASE_TOKEN), row.leaseToken());
     table.row(name(Row.LEASE_EXPIRES_AT), Text.instant(row.leaseExpiresAt()));
+    table.row(name(Row.LEASE_EPOCH), row.leaseEpoch() == null ? "-" : row.leaseEpoch());
+    table.row(name(Row.CLAIM_BATCH), row.claimBatch() == null ? "-" : row.claimBatch());
     table.row(name(Row.PUBLISHED_AT), Text.instant(row.publishedAt()));
     table.row(name(Row.PARKED_AT), Text.instant(row.parkedAt()));
     table.row(
@@ -98,6 +100,8 @@ final class Rows {
     node.put(Row.LEASE_OWNER.label, row.leaseOwner());
     node.put(Row.LEASE_TOKEN.label, row.leaseToken());
     node.put(Row.LEASE_EXPIRES_AT.label, iso(row.leaseExpiresAt()));
+    node.put(Row.LEASE_EPOCH.label, row.leaseEpoch());
+    node.put(Row.CLAIM_BATCH.label, row.claimBatch());
     node.put(Row.PUBLISHED_AT.label, iso(row.publishedAt()));
     node.put(Row.PARKED_AT.label, iso(row.parkedAt()));
     node.put(Row.KAFKA_TOPIC.label, row.kafkaTopic());

@@ -20,7 +20,9 @@ import picocli.CommandLine.Option;
     description = {
       "Rows per status, the lag, and the oldest FAILED and EXHAUSTED rows of one instance key.",
       "Lag is the age of the oldest row awaiting delivery (PENDING, AMBIGUOUS or IN_FLIGHT), by"
-          + " the database clock."
+          + " the database clock.",
+      "Expired leases: the IN_FLIGHT rows whose lease has expired by the database clock (their"
+          + " claimer stopped renewing it; the relay claims them again), counted among IN_FLIGHT."
     },
     footerHeading = "%nExamples:%n",
     footer = {
@@ -39,6 +41,7 @@ public final class StatusCommand extends InstanceCommand {
     OperatorStore store = database.operatorStore();
     Optional<OldestRow> failed = store.oldest(instanceKey, MessageStatus.FAILED);
     Optional<OldestRow> exhausted = store.oldest(instanceKey, MessageStatus.EXHAUSTED);
+    long expiredLeases = store.countExpiredLeases(instanceKey);
     long total = 0;
     for (MessageStatus status : MessageStatus.values()) {
       total += snapshot.count(status);
@@ -53,6 +56,7 @@ public final class StatusCommand extends InstanceCommand {
         counts.put(status.name(), snapshot.count(status));
       }
       root.put("total", total);
+      root.put("expired_leases", expiredLeases);
       root.put("lag_ms", snapshot.lag().toMillis());
       root.set("oldest_failed", oldestJson(failed));
       root.set("oldest_exhausted", oldestJson(exhausted));
@@ -68,6 +72,7 @@ public final class StatusCommand extends InstanceCommand {
     counts.row("total", total);
     out.print(counts.render());
     out.println();
+    out.println("expired leases: " + expiredLeases + " (IN_FLIGHT rows whose lease has expired)");
     out.println(
         "lag: "
             + Text.duration(snapshot.lag())

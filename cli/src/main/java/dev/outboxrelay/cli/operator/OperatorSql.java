@@ -136,12 +136,30 @@ final class OperatorSql {
       WHERE instance_key = :instance_key AND status IN ('FAILED', 'EXHAUSTED')
           AND status = ANY (CAST(:statuses AS text[]))""";
 
+  /**
+   * The predicate of the index of parked rows (schema version 7, and 12's), spelled as it is so
+   * that the planner can use that index for a requeue by correlation id or of all parked rows. Not
+   * for a requeue by message id, which finds its rows by their id: a row parked by a relay older
+   * than schema version 7 after the table was migrated has no parked_at, and a requeue by its
+   * message id still reaches it.
+   */
+  private static final String PARKED_INDEX = "\n    AND parked_at IS NOT NULL";
+
+  /**
+   * {@code {deadline passed}}: the row's deliver_before has passed by the database clock, as the
+   * relay judges it when it claims the row (it then records the row FAILED, DEADLINE_EXPIRED,
+   * again): a requeue reports how many of its rows are such.
+   */
+  private static final String DEADLINE_PASSED =
+      "COALESCE(deliver_before <= statement_timestamp(), FALSE)";
+
   final NamedSql oldestWithStatus;
   final NamedSql list;
   final NamedSql inspect;
   final NamedSql inspectWithPayload;
   final NamedSql requeueMessageIds;
   final NamedSql lastSeq;
+  final NamedSql countExpiredLeases;
   final Map<RequeueRequest.Selector, NamedSql> requeueBatch =
       new EnumMap<>(RequeueRequest.Selector.class);
   final Map<RequeueRequest.Selector, NamedSql> countRequeueable =
@@ -165,6 +183,7 @@ final class OperatorSql {
   OperatorSql(OutboxTable table, ColumnMapping columns, boolean payloadIsBytea) {
     fragments.put("{requeue}", REQUEUE);
     fragments.put("{parked of key}", PARKED_OF_KEY);
+    fragments.put("{deadline passed}", DEADLINE_PASSED);
     fragments.put("{row}", row(columns, payloadIsBytea));
     fragments.put("{row with content}", rowWithContent(columns, payloadIsBytea));
     fragments.put("{log row}", logRow(false));
@@ -228,12 +247,17 @@ final class OperatorSql {
                 .replace("{log columns}", "{log row with content}"));
 
     for (RequeueRequest.Selector selector : RequeueRequest.Selector.values()) {
-      String selection = "{parked of key}" + selectorCondition(selector);
+      String selection =
+          "{parked of key}"
+              + (selector == RequeueRequest.Selector.MESSAGE_IDS ? "" : PARKED_INDEX)
+              + selectorCondition(selector);
       countRequeueable.put(
           selector,
           statement(
               """
-              SELECT count(*) FROM {table}
+              SELECT count(*) AS requeued,
+                count(*) FILTER (WHERE {deadline passed}) AS deadline_passed
+              FROM {table}
               {selection}"""
                   .replace("{selection}", selection)));
       if (selector != RequeueRequest.Selector.MESSAGE_IDS) { // see requeueMessageIds
@@ -241,7 +265,8 @@ final class OperatorSql {
         // requeue began (rows parked later are left for the next requeue, so a row that fails
         // again at once cannot keep the loop going). The UPDATE repeats the selection, so a row
         // that changed since the batch was picked is left alone. Returns the batch's last seq
-        // (the next cursor; null when no row is left) and how many rows were requeued.
+        // (the next cursor; null when no row is left), how many rows were requeued and how many of
+        // those have a deliver_before that has passed.
         requeueBatch.put(
             selector,
             statement(
@@ -255,10 +280,11 @@ final class OperatorSql {
                   {requeue}
                   {selection}
                     AND seq IN (SELECT seq FROM picked)
-                  RETURNING 1
+                  RETURNING {deadline passed} AS deadline_passed
                 )
                 SELECT (SELECT max(seq) FROM picked) AS last_seq,
-                  (SELECT count(*) FROM requeued) AS requeued"""
+                  (SELECT count(*) FROM requeued) AS requeued,
+                  (SELECT count(*) FROM requeued WHERE deadline_passed) AS deadline_passed"""
                     .replace("{selection}", selection)));
       }
     }
@@ -277,9 +303,10 @@ final class OperatorSql {
               {requeue}
               {parked of key}
                 AND {message_id} IN (SELECT message_id FROM requested)
-              RETURNING {message_id} AS message_id
+              RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed
             )
             SELECT r.message_id, q.message_id IS NOT NULL AS requeued,
+              COALESCE(q.deadline_passed, FALSE) AS deadline_passed,
               COALESCE(o.instance_key = :instance_key, FALSE)
                 OR COALESCE(l.instance_key = :instance_key, FALSE) AS own,
               -- The key's own row first (a legacy row may share the id), the table's before the log's.
@@ -314,7 +341,19 @@ final class OperatorSql {
                 WHERE instance_key = :instance_key AND status = 'PUBLISHED'
                   AND published_at IS NOT NULL AND published_at < :published_before)""");
 
-    lastSeq = statement("SELECT COALESCE(max(seq), 0) FROM {table}");
+    // The key's last row when a batched requeue begins: its batches stop there.
+    lastSeq =
+        statement("SELECT COALESCE(max(seq), 0) FROM {table} WHERE instance_key = :instance_key");
+
+    // IN_FLIGHT rows whose lease has expired (their claimer stopped renewing): the predicate of
+    // the indexes of the rows awaiting delivery first, so that they can serve it.
+    countExpiredLeases =
+        statement(
+            """
+            SELECT count(*) FROM {table}
+            WHERE instance_key = :instance_key
+              AND published_at IS NULL AND parked_at IS NULL
+              AND status = 'IN_FLIGHT' AND lease_expires_at <= statement_timestamp()""");
 
     // The quoted table name, as a value: to_regclass parses it.
     tableExists = statement("SELECT to_regclass(:table_name) IS NOT NULL");
@@ -324,7 +363,10 @@ final class OperatorSql {
   private static String selectorCondition(RequeueRequest.Selector selector) {
     return switch (selector) {
       case MESSAGE_IDS -> "\n    AND {message_id} = ANY (CAST(:message_ids AS text[]))";
-      case CORRELATION_ID -> "\n    AND correlation_id = :correlation_id";
+      // The prefix first: the index of parked rows holds it (schema version 12), not the whole id.
+      case CORRELATION_ID ->
+          "\n    AND left(correlation_id, 200) = left(:correlation_id, 200)"
+              + " AND correlation_id = :correlation_id";
       case ALL -> "";
     };
   }

@@ -1,6 +1,7 @@
 package dev.outboxrelay.cli.operator;
 
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.NamedSql;
 import dev.outboxrelay.store.postgres.OutboxColumns;
@@ -124,13 +125,36 @@ public final class OperatorStore {
         });
   }
 
-  /** How many rows {@link #requeue} would requeue now. */
-  public long countRequeueable(RequeueRequest request) {
+  /**
+   * What {@link #requeue} would requeue now: how many rows, and how many of them have a passed
+   * deadline (without the reasons for requested ids that would not be).
+   */
+  public RequeueReport countRequeueable(RequeueRequest request) {
     return run(
         "count-requeueable",
         sql.countRequeueable.get(request.selector()),
         (c, statement) -> {
           try (ResultSet rs = bindRequeueSelection(c, statement, request).executeQuery()) {
+            rs.next();
+            return new RequeueReport(
+                rs.getLong("requeued"), rs.getLong("deadline_passed"), List.of());
+          }
+        });
+  }
+
+  /**
+   * How many IN_FLIGHT rows of the key hold a lease that has expired by the database clock: claims
+   * whose holder stopped renewing them, which the relay takes back.
+   */
+  public long countExpiredLeases(String instanceKey) {
+    return run(
+        "count-expired-leases",
+        sql.countExpiredLeases,
+        (c, statement) -> {
+          try (ResultSet rs =
+              statement
+                  .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+                  .executeQuery()) {
             rs.next();
             return rs.getLong(1);
           }
@@ -141,8 +165,9 @@ public final class OperatorStore {
    * Sets the chosen rows that are still parked back to PENDING, due now, with a fresh attempt
    * budget and a bumped lease token. By message id: one statement, so all or none. By correlation
    * id or all: in batches of at most {@code batchSize} rows in insertion order, each its own
-   * transaction, over the rows inserted before the requeue began; if it is interrupted, the batches
-   * done stay done and running it again continues.
+   * transaction, over the rows of the key inserted before the requeue began; if a batch fails, the
+   * batches done stay done, the failure says how many rows they requeued ({@link
+   * RequeueFailedException}), and running it again continues.
    */
   public RequeueReport requeue(RequeueRequest request, int batchSize) {
     if (batchSize < 1) {
@@ -152,15 +177,22 @@ public final class OperatorStore {
       return requeueMessageIds(request);
     }
     NamedSql batch = sql.requeueBatch.get(request.selector());
+    long requeued = 0;
+    long deadlinePassed = 0;
+    boolean batchesBegun = false;
     try (Connection c = dataSource.getConnection()) {
       long upToSeq;
       try (PreparedStatement ps = c.prepareStatement(sql.lastSeq.jdbc());
-          ResultSet rs = sql.lastSeq.bind(ps).executeQuery()) {
+          ResultSet rs =
+              sql.lastSeq
+                  .bind(ps)
+                  .setString("instance_key", InstanceKeys.requireValid(request.instanceKey()))
+                  .executeQuery()) {
         rs.next();
         upToSeq = rs.getLong(1);
       }
-      long requeued = 0;
       long afterSeq = 0;
+      batchesBegun = true;
       try (PreparedStatement ps = c.prepareStatement(batch.jdbc())) {
         while (true) {
           NamedSql.Binder statement =
@@ -172,15 +204,20 @@ public final class OperatorStore {
             rs.next();
             long last = rs.getLong("last_seq");
             if (rs.wasNull()) {
-              return new RequeueReport(requeued, List.of());
+              return new RequeueReport(requeued, deadlinePassed, List.of());
             }
             requeued += rs.getLong("requeued");
+            deadlinePassed += rs.getLong("deadline_passed");
             afterSeq = last;
           }
         }
       }
     } catch (SQLException e) {
-      throw SqlStates.classify(e, "requeue");
+      OutboxStoreException failure = SqlStates.classify(e, "requeue");
+      if (batchesBegun) {
+        throw new RequeueFailedException(requeued, failure);
+      }
+      throw failure;
     }
   }
 
@@ -190,17 +227,19 @@ public final class OperatorStore {
         sql.requeueMessageIds,
         (c, statement) -> {
           long requeued = 0;
+          long deadlinePassed = 0;
           List<RequeueReport.Skipped> skipped = new ArrayList<>();
           try (ResultSet rs = bindRequeueSelection(c, statement, request).executeQuery()) {
             while (rs.next()) {
               if (rs.getBoolean("requeued")) {
                 requeued++;
+                deadlinePassed += rs.getBoolean("deadline_passed") ? 1 : 0;
               } else {
                 skipped.add(skipped(request, rs));
               }
             }
           }
-          return new RequeueReport(requeued, skipped);
+          return new RequeueReport(requeued, deadlinePassed, skipped);
         });
   }
 
@@ -314,6 +353,8 @@ public final class OperatorStore {
         rs.getString(Row.KAFKA_TOPIC.label),
         rs.getObject(Row.KAFKA_PARTITION.label, Integer.class),
         rs.getObject(Row.KAFKA_OFFSET.label, Long.class),
+        rs.getObject(Row.LEASE_EPOCH.label, Long.class),
+        rs.getObject(Row.CLAIM_BATCH.label, Long.class),
         rs.getObject(OperatorSql.PAYLOAD_BYTES, Integer.class),
         withPayload ? OutboxColumns.payload(rs, Row.PAYLOAD.label) : null,
         withPayload ? rs.getString(Row.HEADERS.label) : null);

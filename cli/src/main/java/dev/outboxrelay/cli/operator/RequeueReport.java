@@ -7,9 +7,11 @@ import java.util.List;
  * What a requeue did.
  *
  * @param requeued rows set back to PENDING
+ * @param deadlinePassed of those, the rows whose deliver_before has passed by the database clock:
+ *     the relay records them FAILED (DEADLINE_EXPIRED) again as soon as it claims them
  * @param notRequeued for a requeue by message id, each requested id that was left alone and why
  */
-public record RequeueReport(long requeued, List<Skipped> notRequeued) {
+public record RequeueReport(long requeued, long deadlinePassed, List<Skipped> notRequeued) {
   public RequeueReport {
     notRequeued = List.copyOf(notRequeued);
   }

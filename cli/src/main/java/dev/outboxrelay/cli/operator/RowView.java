@@ -32,6 +32,8 @@ public record RowView(
     String kafkaTopic,
     Integer kafkaPartition,
     Long kafkaOffset,
+    Long leaseEpoch,
+    Long claimBatch,
     Integer payloadBytes,
     byte[] payload,
     String headersJson) {}

@@ -1,0 +1,140 @@
+package dev.outboxrelay.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.store.postgres.OutboxTable;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/**
+ * The driver takes the URL's parameters over the properties the CLI passes: a user or password in
+ * the URL beside the CLI's own is refused, and the URL's options keep the statement timeout.
+ */
+class JdbcUrlTest {
+  private static final String SENTINEL = "SENTINEL-url-secret-53";
+
+  /** Nothing listens here: a usage error must be reported before connecting. */
+  private static final String UNREACHABLE = "jdbc:postgresql://127.0.0.1:9/never";
+
+  @Test
+  void aUserInTheUrlBesideUserIsRefusedWithoutShowingEither() {
+    Cli.Result option =
+        new Cli()
+            .run(
+                "status",
+                "--instance-key",
+                "eu",
+                "--jdbc-url",
+                UNREACHABLE + "?user=" + SENTINEL,
+                "--user",
+                SENTINEL + "-option");
+    assertEquals(ExitCode.USAGE, option.exitCode(), option::toString);
+    assertEquals(
+        "error: the JDBC URL has a user and --user gives one too (the URL's would be used): give"
+            + " the user in one place only\n",
+        option.err());
+
+    Cli.Result env =
+        new Cli()
+            .env(ConnectionOptions.JDBC_URL_ENV, UNREACHABLE + "?ssl=false&user=" + SENTINEL)
+            .env(ConnectionOptions.USER_ENV, SENTINEL + "-env")
+            .run("status", "--instance-key", "eu");
+    assertEquals(ExitCode.USAGE, env.exitCode(), env::toString);
+    assertTrue(env.err().contains(" and OUTBOX_USER gives one too "), env::toString);
+    assertFalse((option.out() + option.err() + env.out() + env.err()).contains(SENTINEL));
+  }
+
+  @Test
+  void aPasswordInTheUrlBesideAPasswordOptionIsRefusedWithoutShowingEither() {
+    Cli.Result option =
+        new Cli()
+            .env(ConnectionOptions.JDBC_URL_ENV, UNREACHABLE + "?password=" + SENTINEL)
+            .run("status", "--instance-key", "eu", "--password=" + SENTINEL + "-option");
+    assertEquals(ExitCode.USAGE, option.exitCode(), option::toString);
+    assertEquals(
+        "error: the JDBC URL has a password and --password gives one too (the URL's would be"
+            + " used): give the password in one place only\n",
+        option.err());
+
+    Cli.Result env =
+        new Cli()
+            .env(ConnectionOptions.JDBC_URL_ENV, UNREACHABLE + "?password=" + SENTINEL)
+            .env(ConnectionOptions.PASSWORD_ENV, SENTINEL + "-env")
+            .run("status", "--instance-key", "eu");
+    assertEquals(ExitCode.USAGE, env.exitCode(), env::toString);
+    assertTrue(env.err().contains(" and OUTBOX_PASSWORD gives one too "), env::toString);
+    assertFalse((option.out() + option.err() + env.out() + env.err()).contains(SENTINEL));
+  }
+
+  /** A user and a password in the URL alone are the URL's to give. */
+  @Test
+  void aUserOnlyInTheUrlIsUsed() throws SQLException {
+    try (OutboxFixture outbox = OutboxFixture.populated("url_user")) {
+      Cli.Result r =
+          new Cli()
+              .env(ConnectionOptions.JDBC_URL_ENV, outbox.url + "?user=" + TestDatabase.user())
+              .run("status", "--instance-key", "eu", "--json");
+      assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+      assertEquals(8, r.json().get("total").asLong());
+    }
+  }
+
+  /**
+   * The URL's options reach the server and so does --statement-timeout: the driver would take the
+   * URL's options over the CLI's, so the timeout is added to them.
+   */
+  @Test
+  void theStatementTimeoutIsAddedToTheUrlsOptions() throws SQLException {
+    String url =
+        TestDatabase.fresh("url_options")
+            + "?ApplicationName=url-test&options=-c%20work_mem%3D1234kB&connectTimeout=5";
+    try (Database database = open(url, "--statement-timeout", "3");
+        Connection c = database.dataSource().getConnection()) {
+      assertEquals("3s", show(c, "statement_timeout"));
+      assertEquals("1234kB", show(c, "work_mem"));
+    }
+    // A timeout of the URL's own is overridden by --statement-timeout, kept without it.
+    String withTimeout = TestDatabase.fresh("url_options") + "?options=-c%20statement_timeout%3D7s";
+    try (Database database = open(withTimeout, "--statement-timeout", "2");
+        Connection c = database.dataSource().getConnection()) {
+      assertEquals("2s", show(c, "statement_timeout"));
+    }
+    try (Database database = open(withTimeout);
+        Connection c = database.dataSource().getConnection()) {
+      assertEquals("7s", show(c, "statement_timeout"));
+    }
+    // Without options in the URL, the timeout is the only one.
+    try (Database database = open(TestDatabase.fresh("url_options"), "--statement-timeout", "4");
+        Connection c = database.dataSource().getConnection()) {
+      assertEquals("4s", show(c, "statement_timeout"));
+    }
+  }
+
+  /** Opens the database as the CLI does, from its connection options. */
+  private static Database open(String url, String... options) {
+    ConnectionOptions connection = new ConnectionOptions();
+    String[] args = new String[options.length + 2];
+    args[0] = "--jdbc-url";
+    args[1] = url;
+    System.arraycopy(options, 0, args, 2, options.length);
+    new CommandLine(connection).parseArgs(args);
+    ConnectionSettings settings =
+        connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user()));
+    return Database.open(settings, OutboxTable.parse("outbox"));
+  }
+
+  private static String show(Connection c, String setting) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SHOW " + setting)) {
+      rs.next();
+      return rs.getString(1);
+    }
+  }
+}

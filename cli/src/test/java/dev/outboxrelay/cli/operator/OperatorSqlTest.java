@@ -1,0 +1,67 @@
+package dev.outboxrelay.cli.operator;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.outboxrelay.store.postgres.ColumnMapping;
+import dev.outboxrelay.store.postgres.NamedSql;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import java.lang.reflect.Field;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** What every operator statement must say, whatever the rows: it is bound to one instance key. */
+class OperatorSqlTest {
+  /** Reads no rows: the one statement not bound to a key. */
+  private static final List<String> KEYLESS = List.of("tableExists");
+
+  @Test
+  void everyStatementThatReadsRowsIsBoundToTheInstanceKey() throws IllegalAccessException {
+    for (OperatorSql sql :
+        List.of(
+            new OperatorSql(OutboxTable.parse("outbox")),
+            new OperatorSql(
+                OutboxTable.parse("app.outbox"),
+                new ColumnMapping(
+                    "id", "aggregatetype", "aggregateid", "type", "payload", List.of()),
+                false))) {
+      Map<String, NamedSql> statements = statements(sql);
+      assertTrue(statements.containsKey("lastSeq"), statements::toString);
+      for (Map.Entry<String, NamedSql> e : statements.entrySet()) {
+        if (KEYLESS.contains(e.getKey())) {
+          assertFalse(e.getValue().names().contains("instance_key"), e.getKey());
+        } else {
+          assertTrue(
+              e.getValue().names().contains("instance_key"),
+              e.getKey() + " must be bound to the instance key: " + e.getValue());
+          assertTrue(
+              e.getValue().jdbc().contains("instance_key = ?"),
+              e.getKey() + " must select by the instance key: " + e.getValue());
+        }
+      }
+    }
+  }
+
+  /** Every statement of {@code sql}, by field name (a map's by field name and key). */
+  static Map<String, NamedSql> statements(OperatorSql sql) throws IllegalAccessException {
+    Map<String, NamedSql> statements = new LinkedHashMap<>();
+    for (Field field : OperatorSql.class.getDeclaredFields()) {
+      field.setAccessible(true);
+      Object value =
+          java.lang.reflect.Modifier.isStatic(field.getModifiers()) ? null : field.get(sql);
+      if (value instanceof NamedSql statement) {
+        statements.put(field.getName(), statement);
+      } else if (value instanceof Map<?, ?> map) {
+        map.forEach(
+            (key, v) -> {
+              if (v instanceof NamedSql statement) {
+                statements.put(field.getName() + "." + key, statement);
+              }
+            });
+      }
+    }
+    return statements;
+  }
+}
