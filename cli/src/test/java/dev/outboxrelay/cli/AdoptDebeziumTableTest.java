@@ -6,8 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DebeziumAdoption;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** adopt-debezium-table prints the connector's adoption script for the table it is given. */
 class AdoptDebeziumTableTest {
@@ -62,5 +68,50 @@ class AdoptDebeziumTableTest {
 
     Cli.Result noKey = new Cli().run("adopt-debezium-table");
     assertEquals(ExitCode.USAGE, noKey.exitCode(), noKey::toString);
+  }
+
+  /**
+   * An adopted table has no schema history: later versions come from {@code schema-sql
+   * --after-version 10}. They apply to a table adopted by this release (which has version 12's
+   * index of parked rows already) and to one adopted by an earlier release (version 7's index).
+   */
+  @ParameterizedTest(name = "adopted by an earlier release: {0}")
+  @ValueSource(booleans = {false, true})
+  void laterSchemaVersionsApplyToAnAdoptedTable(boolean adoptedEarlier) throws SQLException {
+    String url = TestDatabase.fresh("cli_adopted_later");
+    try (Connection c = TestDatabase.connect(url);
+        Statement s = c.createStatement()) {
+      s.execute(
+          "CREATE TABLE outbox (id uuid NOT NULL, aggregatetype varchar(255) NOT NULL,"
+              + " aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload jsonb)");
+      DebeziumAdoption adoption =
+          new DebeziumAdoption(
+              OutboxTable.parse("outbox"),
+              "eu",
+              new ColumnMapping("id", "aggregatetype", "aggregateid", "type", "payload", List.of()),
+              List.of());
+      for (String statement : adoption.statements()) {
+        s.execute(statement);
+      }
+      if (adoptedEarlier) { // the index the adoption script built before schema version 12
+        s.execute("DROP INDEX outbox_parked_cid_idx");
+        s.execute(
+            "CREATE INDEX outbox_parked_rows_idx ON outbox (instance_key, correlation_id)"
+                + " WHERE parked_at IS NOT NULL");
+      }
+
+      Cli.Result script = new Cli().run("schema-sql", "--after-version", "10");
+      assertEquals(ExitCode.OK, script.exitCode(), script::toString);
+      s.execute(script.out());
+
+      try (ResultSet rs =
+          s.executeQuery(
+              "SELECT string_agg(c.relname || ' ' || i.indisvalid, ',' ORDER BY c.relname)"
+                  + " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                  + " WHERE i.indrelid = 'outbox'::regclass AND c.relname LIKE 'outbox_parked%'")) {
+        rs.next();
+        assertEquals("outbox_parked_cid_idx true", rs.getString(1));
+      }
+    }
   }
 }

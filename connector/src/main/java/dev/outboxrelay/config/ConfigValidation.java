@@ -372,6 +372,7 @@ public final class ConfigValidation {
           if (version.isEmpty() && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
             // A table kept up to date by the user's own tool (or adopted from Debezium).
             checkPublishedLog(pool, table);
+            checkParkedRowsIndex(pool, table);
           }
         }
       } catch (SQLException e) {
@@ -438,6 +439,24 @@ public final class ConfigValidation {
                 + abbreviated(missing)
                 + ": a relation of that name that is not outbox-relay's published log (schema"
                 + " version 9); rename it");
+      }
+    }
+
+    /**
+     * Schema version 12 replaced the index of parked rows by one on a prefix of the correlation id:
+     * with the old one still there, a row whose correlation id is longer than an index entry can
+     * never be parked, and each try fails the task.
+     */
+    private void checkParkedRowsIndex(HikariDataSource pool, OutboxTable table)
+        throws SQLException {
+      if (relationExists(pool, table.qualifiedIndex("parked_rows_idx"))) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " still has the index of parked rows of schema version 7 ("
+                + table.objectName("parked_rows_idx")
+                + "), which cannot hold a long correlation id: apply the statements of"
+                + " `outbox-relay-cli schema-sql --after-version 11` (schema version 12)");
       }
     }
 

@@ -361,6 +361,26 @@ class ConfigValidationTest {
   }
 
   @Test
+  void tableManagedByAnotherToolWithTheParkedRowsIndexOfVersion7IsAnErrorOnTheTable()
+      throws SQLException {
+    String url = externallyManagedTable("config_external_v11");
+    execute(
+        url,
+        "CREATE INDEX outbox_parked_rows_idx ON outbox (instance_key, correlation_id)"
+            + " WHERE parked_at IS NOT NULL");
+
+    assertEquals(
+        Map.of(
+            "outbox.table",
+            List.of(
+                "outbox.table still has the index of parked rows of schema version 7"
+                    + " (outbox_parked_rows_idx), which cannot hold a long correlation id: apply"
+                    + " the statements of `outbox-relay-cli schema-sql --after-version 11` (schema"
+                    + " version 12)")),
+        errors(props(url)));
+  }
+
+  @Test
   void aRelationNamedLikeThePublishedLogThatIsNotOneIsAnErrorOnTheTable() throws SQLException {
     String url = externallyManagedTable("config_external_other_log");
     execute(url, "DROP TABLE outbox_published");
