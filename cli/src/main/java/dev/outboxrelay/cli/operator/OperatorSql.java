@@ -341,9 +341,12 @@ final class OperatorSql {
                 WHERE instance_key = :instance_key AND status = 'PUBLISHED'
                   AND published_at IS NOT NULL AND published_at < :published_before)""");
 
-    // The key's last row when a batched requeue begins: its batches stop there.
+    // The key's last parked row when a batched requeue begins: its batches stop there. (Parked
+    // rows only, which the index of parked rows serves: the selectors that batch read no other.)
     lastSeq =
-        statement("SELECT COALESCE(max(seq), 0) FROM {table} WHERE instance_key = :instance_key");
+        statement(
+            "SELECT COALESCE(max(seq), 0) FROM {table}"
+                + " WHERE instance_key = :instance_key AND parked_at IS NOT NULL");
 
     // IN_FLIGHT rows whose lease has expired (their claimer stopped renewing): the predicate of
     // the indexes of the rows awaiting delivery first, so that they can serve it.
