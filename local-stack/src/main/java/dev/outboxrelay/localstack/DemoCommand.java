@@ -22,10 +22,22 @@ final class DemoCommand {
     this.console = console;
   }
 
-  int run() {
+  /**
+   * The demo's database must not come from {@code OUTBOX_JDBC_URL}: neither this shell's nor the
+   * one a running stack was started with ({@code up --no-demo}), unless a URL is given now.
+   */
+  static void requireDatabaseNamedExplicitly(StackOptions options, Optional<StackRecord> stack) {
     options.requireDemoDatabaseNamedExplicitly();
+    if (options.externalJdbcUrl().isEmpty()
+        && stack.map(StackRecord::jdbcUrlFromDeprecatedEnv).orElse(false)) {
+      throw StackOptions.demoRefusesDeprecatedJdbcUrl();
+    }
+  }
+
+  int run() {
     StateDir state = new StateDir(options.stateDir());
     Optional<StackRecord> stack = StackProcesses.runningStack(state);
+    requireDatabaseNamedExplicitly(options, stack);
     Optional<String> jdbcUrl = options.externalJdbcUrl().or(() -> stack.map(StackRecord::jdbcUrl));
     Optional<String> bootstrap =
         options.bootstrapServers().or(() -> stack.map(StackRecord::bootstrapServers));

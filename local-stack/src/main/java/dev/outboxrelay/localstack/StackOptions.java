@@ -233,12 +233,17 @@ record StackOptions(
    * deprecated name), which may well name a real database. Throws when the URL came from there.
    */
   void requireDemoDatabaseNamedExplicitly() {
-    if (!jdbcUrlFromDeprecatedEnv) {
-      return;
+    if (jdbcUrlFromDeprecatedEnv) {
+      throw demoRefusesDeprecatedJdbcUrl();
     }
-    throw new StackException(
+  }
+
+  /** Why the demo does not run on the database {@code OUTBOX_JDBC_URL} names, and what to do. */
+  static StackException demoRefusesDeprecatedJdbcUrl() {
+    return new StackException(
         DEPRECATED_JDBC_URL_ENV
-            + " is set, and the demo does not take its database from it: the demo would migrate"
+            + " names the database (in this shell, or the running stack was started with it), and"
+            + " the demo does not take its database from it: the demo would migrate"
             + " the outbox table there, create demo_orders, write orders-eu and orders-us rows and"
             + " register a connector that publishes every orders-eu row of that table. "
             + DEPRECATED_JDBC_URL_ENV
@@ -246,7 +251,7 @@ record StackOptions(
             + JDBC_URL_ENV
             + ").\n  For the embedded PostgreSQL: unset "
             + DEPRECATED_JDBC_URL_ENV
-            + " in this shell."
+            + " in this shell (and stop a stack started with it: ./local-stack.sh down)."
             + "\n  For the demo on that database on purpose: name it with --jdbc-url=URL (or "
             + JDBC_URL_ENV
             + ")."

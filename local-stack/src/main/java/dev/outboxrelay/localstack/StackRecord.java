@@ -17,6 +17,8 @@ import java.util.Properties;
  *
  * @param delivery the guarantee the stack was started with ({@code delivery=}; a stack started
  *     before the setting existed ran at least once)
+ * @param jdbcUrlFromDeprecatedEnv the database was named only by the deprecated {@code
+ *     OUTBOX_JDBC_URL} ({@code up --no-demo}): a later {@code demo} refuses it as {@code up} would
  */
 record StackRecord(
     String bootstrapServers,
@@ -25,7 +27,8 @@ record StackRecord(
     String jdbcUrl,
     String dbUser,
     boolean embedded,
-    Delivery delivery) {
+    Delivery delivery,
+    boolean jdbcUrlFromDeprecatedEnv) {
 
   /** True when the worker serves Prometheus metrics (a stack started before it did has none). */
   boolean hasMetrics() {
@@ -41,6 +44,7 @@ record StackRecord(
     p.setProperty("db.user", dbUser);
     p.setProperty("postgres.embedded", Boolean.toString(embedded));
     p.setProperty("delivery", delivery.label());
+    p.setProperty("jdbc.url.deprecated.env", Boolean.toString(jdbcUrlFromDeprecatedEnv));
     StringWriter out = new StringWriter();
     try {
       p.store(out, "outbox-relay local stack (written by ./local-stack.sh up)");
@@ -73,6 +77,7 @@ record StackRecord(
             p.getProperty("jdbc.url", ""),
             p.getProperty("db.user", "postgres"),
             Boolean.parseBoolean(p.getProperty("postgres.embedded", "true")),
-            Delivery.fromLabel(p.getProperty("delivery", ""))));
+            Delivery.fromLabel(p.getProperty("delivery", "")),
+            Boolean.parseBoolean(p.getProperty("jdbc.url.deprecated.env", "false"))));
   }
 }

@@ -69,7 +69,8 @@ final class UpCommand {
       try {
         stack = startServices(ports, kafka);
       } catch (RuntimeException e) {
-        removeQuietly(abort);
+        // The hook stays while this stops the services: a second Ctrl-C then waits for it (abort
+        // is idempotent) instead of leaving detached services running.
         console.step("Stack", "start failed; stopping what was started");
         abort();
         throw e;
@@ -147,7 +148,8 @@ final class UpCommand {
             database.jdbcUrl(),
             database.user(),
             database.embedded(),
-            options.delivery());
+            options.delivery(),
+            options.jdbcUrlFromDeprecatedEnv());
     stack.write(state.stackFile());
     return stack;
   }

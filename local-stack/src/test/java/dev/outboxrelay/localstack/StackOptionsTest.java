@@ -149,7 +149,8 @@ class StackOptionsTest {
       assertEquals(1, exit, all);
       assertTrue(
           all.contains(
-              "local-stack: OUTBOX_JDBC_URL is set, and the demo does not take its database from"
+              "local-stack: OUTBOX_JDBC_URL names the database (in this shell, or the running stack"
+                  + " was started with it), and the demo does not take its database from"
                   + " it"),
           all);
       assertTrue(all.contains("name it with --jdbc-url=URL (or LOCAL_STACK_JDBC_URL)"), all);
@@ -181,6 +182,33 @@ class StackOptionsTest {
       assertEquals(Optional.of("jdbc:postgresql://127.0.0.1:5432/dev"), explicit.externalJdbcUrl());
     }
     parse(Map.of()).requireDemoDatabaseNamedExplicitly();
+  }
+
+  @Test
+  void theDemoRefusesTheDatabaseAStackTookFromTheDeprecatedVariable() {
+    StackRecord startedWithIt =
+        new StackRecord(
+            "127.0.0.1:1",
+            "http://127.0.0.1:2",
+            "",
+            "jdbc:postgresql://prod-db:5432/app",
+            "postgres",
+            false,
+            Delivery.AT_LEAST_ONCE,
+            true);
+    // `up --no-demo` in a shell exporting OUTBOX_JDBC_URL, then `demo` after unsetting it.
+    StackException e =
+        assertThrows(
+            StackException.class,
+            () ->
+                DemoCommand.requireDatabaseNamedExplicitly(
+                    parse(Map.of(), "demo"), Optional.of(startedWithIt)));
+    assertTrue(e.getMessage().startsWith("OUTBOX_JDBC_URL names the database"), e.getMessage());
+
+    DemoCommand.requireDatabaseNamedExplicitly(
+        parse(Map.of(), "demo", "--jdbc-url=jdbc:postgresql://127.0.0.1:5432/dev"),
+        Optional.of(startedWithIt));
+    DemoCommand.requireDatabaseNamedExplicitly(parse(Map.of(), "demo"), Optional.empty());
   }
 
   @Test
@@ -381,7 +409,8 @@ class StackOptionsTest {
             "jdbc:postgresql://127.0.0.1:3/outbox",
             "postgres",
             true,
-            Delivery.EXACTLY_ONCE);
+            Delivery.EXACTLY_ONCE,
+            true);
     stack.write(file);
     assertEquals(stack, StackRecord.read(file).orElseThrow());
     java.nio.file.Files.writeString(file, "connect.url=http://127.0.0.1:2\n");

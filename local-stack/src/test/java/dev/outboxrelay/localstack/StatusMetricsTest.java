@@ -59,7 +59,8 @@ class StatusMetricsTest {
             "jdbc:postgresql://127.0.0.1:" + gone + "/outbox",
             "postgres",
             true,
-            Delivery.AT_LEAST_ONCE)
+            Delivery.AT_LEAST_ONCE,
+            false)
         .write(stateDir.resolve("stack.properties"));
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
