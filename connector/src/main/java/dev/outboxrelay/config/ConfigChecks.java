@@ -6,6 +6,9 @@ import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_TYPE_CO
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TYPE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_MESSAGE_ID_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_PAYLOAD_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_PASSWORD_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_URL_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_USER_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.EXACTLY_ONCE;
 import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
@@ -22,12 +25,15 @@ import static dev.outboxrelay.config.OutboxSourceConfig.STATEMENT_TIMEOUT_MS_CON
 import dev.outboxrelay.mapping.OutboxHeaders;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.store.postgres.ColumnMapping;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.types.Password;
 
 /**
  * Rules a single key's validator cannot enforce: those spanning several keys, and those that need
@@ -54,6 +60,7 @@ final class ConfigChecks {
     exactlyOnceRequiredOfConnect(parsed, raw, problems);
     headersNotReserved(parsed, problems);
     mappedColumnsNotMigrated(parsed, problems);
+    credentialsInOnePlace(parsed, problems);
     return problems;
   }
 
@@ -222,6 +229,42 @@ final class ConfigChecks {
   }
 
   /** ConfigDef trims list entries, which would silently drop a control character at an end. */
+  /**
+   * The driver takes a user or password in the URL's query string over connection.user and
+   * connection.password: with both given, the key would silently not apply (a rotated password
+   * would change nothing). Reported on the key, never with a value.
+   */
+  private static void credentialsInOnePlace(Function<String, Object> parsed, List<Problem> out) {
+    String url = (String) parsed.apply(CONNECTION_URL_CONFIG);
+    if (url == null) {
+      return;
+    }
+    Properties inUrl = DataSourceFactory.urlParameters(url);
+    String user = (String) parsed.apply(CONNECTION_USER_CONFIG);
+    if (inUrl.containsKey("user") && user != null && !user.isEmpty()) {
+      out.add(
+          new Problem(
+              CONNECTION_USER_CONFIG,
+              CONNECTION_URL_CONFIG
+                  + " names a user too, and the driver would take the URL's: give the user in"
+                  + " one place, "
+                  + CONNECTION_USER_CONFIG));
+    }
+    Password password = (Password) parsed.apply(CONNECTION_PASSWORD_CONFIG);
+    if (inUrl.containsKey("password")
+        && password != null
+        && password.value() != null
+        && !password.value().isEmpty()) {
+      out.add(
+          new Problem(
+              CONNECTION_PASSWORD_CONFIG,
+              CONNECTION_URL_CONFIG
+                  + " holds a password too, and the driver would take the URL's: give the"
+                  + " password in one place, "
+                  + CONNECTION_PASSWORD_CONFIG));
+    }
+  }
+
   private static void instanceKeysWithoutControlCharacters(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
     if (parsed.apply(INSTANCE_KEYS_CONFIG) != null

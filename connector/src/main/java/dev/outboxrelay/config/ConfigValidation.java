@@ -26,11 +26,13 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -133,6 +135,9 @@ public final class ConfigValidation {
           + " committed offset then covers its row, and a recovery would record that row PUBLISHED"
           + " although it never reached Kafka; remove the setting (none is Connect's default)";
 
+  /** What Connect's validation response shows in place of a URL that carries a credential. */
+  static final String HIDDEN_URL = "[hidden: the URL carries a password]";
+
   private ConfigValidation() {}
 
   public static Config validate(Map<String, String> props) {
@@ -149,6 +154,7 @@ public final class ConfigValidation {
         CONNECTION_TIMEOUT_MS_CONFIG)) {
       new LiveCheck(values).run();
     }
+    hideCredentialsOfUrl(values.get(CONNECTION_URL_CONFIG));
     List<ConfigValue> ordered = new ArrayList<>();
     for (String key : definition.configKeys().keySet()) {
       ordered.add(values.get(key));
@@ -156,6 +162,18 @@ public final class ConfigValidation {
     producerAcks(props).ifPresent(ordered::add);
     exactlyOnceErrorTolerance(props).ifPresent(ordered::add);
     return new Config(ordered);
+  }
+
+  /**
+   * Connect's validation response shows every value that is not of type PASSWORD as it is: a URL
+   * with a password (or an SSL key's) in its query string is shown as {@link #HIDDEN_URL}.
+   */
+  private static void hideCredentialsOfUrl(ConfigValue url) {
+    if (url.value() instanceof String text
+        && DataSourceFactory.urlParameters(text).stringPropertyNames().stream()
+            .anyMatch(name -> name.toLowerCase(Locale.ROOT).contains("password"))) {
+      url.value(HIDDEN_URL);
+    }
   }
 
   /**
@@ -257,13 +275,38 @@ public final class ConfigValidation {
               CONNECTION_URL_CONFIG, CONNECTION_URL_CONFIG + " is not a valid PostgreSQL JDBC URL");
           return false;
         }
-        return true;
+        return isWritable(connection);
       } catch (SQLException e) {
         reportConnectFailure(SqlStates.classify(e, "connection check"));
         return false;
       } catch (RuntimeException e) {
         error(CONNECTION_URL_CONFIG, "could not connect with " + CONNECTION_URL_CONFIG);
         return false;
+      }
+    }
+
+    /**
+     * The relay writes every row it claims: a standby (a URL of several hosts reaches one with
+     * pgjdbc's default targetServerType=any) or a read-only default would refuse each claim with
+     * SQLState 25006, which a task retries as a transient error, without end.
+     */
+    private boolean isWritable(Connection connection) throws SQLException {
+      try (Statement s = connection.createStatement();
+          ResultSet rs =
+              s.executeQuery(
+                  "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'")) {
+        if (rs.next() && rs.getBoolean(1)) {
+          error(
+              CONNECTION_URL_CONFIG,
+              CONNECTION_URL_CONFIG
+                  + " reaches a server where "
+                  + CONNECTION_USER_CONFIG
+                  + " can only read (a standby, or default_transaction_read_only on): the relay"
+                  + " writes every row it claims; name the primary (with several hosts, add"
+                  + " targetServerType=primary)");
+          return false;
+        }
+        return true;
       }
     }
 

@@ -48,7 +48,10 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String CONNECTION_URL_DOC =
       "JDBC URL of the PostgreSQL database holding the outbox table, for example"
           + " jdbc:postgresql://db:5432/app. Prefer connection.user and connection.password to"
-          + " credentials in the URL. outbox-relay never logs the URL or repeats it in errors.";
+          + " credentials in the URL: the driver takes the URL's over them, so a user or password"
+          + " given in both places is refused. It must reach a server that takes writes (the"
+          + " primary). outbox-relay never logs the URL or repeats it in errors, and validation"
+          + " responses hide one that carries a password.";
 
   public static final String CONNECTION_USER_CONFIG = "connection.user";
   private static final String CONNECTION_USER_DOC =
@@ -81,7 +84,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " set on each pooled connection when it opens). A claim or an outcome write stuck"
           + " behind a lock then fails with SQLState 57014 and is retried like any other transient"
           + " database error, instead of holding the task. Keep it above the slowest statement you"
-          + " expect, including schema migrations when schema.migrate.on.start is set.";
+          + " expect of a task; schema migrations (schema.migrate.on.start) run without a"
+          + " statement timeout, whatever the role's or the URL's.";
 
   public static final String SOCKET_TIMEOUT_MS_CONFIG = "socket.timeout.ms";
   public static final long SOCKET_TIMEOUT_MARGIN_MS = 30_000L;

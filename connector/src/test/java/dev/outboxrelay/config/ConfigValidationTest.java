@@ -48,15 +48,18 @@ class ConfigValidationTest {
     try (ServerSocket socket = new ServerSocket(0)) {
       port = socket.getLocalPort();
     }
-    closedPortUrl = "jdbc:postgresql://127.0.0.1:" + port + "/app?password=" + URL_SENTINEL;
+    closedPortUrl = "jdbc:postgresql://127.0.0.1:" + port + "/app?sslpassword=" + URL_SENTINEL;
   }
 
-  /** Valid settings for {@code jdbcUrl}, with sentinels in the URL and the password. */
+  /**
+   * Valid settings for {@code jdbcUrl}, with sentinels in the URL (a credential the driver does not
+   * use without SSL: a password there would override connection.password) and the password.
+   */
   static Map<String, String> props(String jdbcUrl) {
     Map<String, String> props = new HashMap<>();
     props.put(
         "connection.url",
-        jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "password=" + URL_SENTINEL);
+        jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "sslpassword=" + URL_SENTINEL);
     props.put("connection.user", Postgres.user());
     props.put("connection.password", PASSWORD_SENTINEL);
     props.put("instance.keys", "orders");
@@ -337,6 +340,46 @@ class ConfigValidationTest {
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
     execute(url, "DROP TABLE outbox_schema_history");
     return url;
+  }
+
+  @Test
+  void aUserOrPasswordInTheUrlBesideItsKeyIsAnErrorOnTheKeyAndTheUrlIsNotShown() {
+    Map<String, String> props = offline();
+    props.put("connection.url", closedPortUrl + "&user=app&password=" + URL_SENTINEL + "-other");
+
+    assertEquals(
+        Map.of(
+            "connection.user",
+            List.of(
+                "connection.url names a user too, and the driver would take the URL's: give the"
+                    + " user in one place, connection.user"),
+            "connection.password",
+            List.of(
+                "connection.url holds a password too, and the driver would take the URL's: give"
+                    + " the password in one place, connection.password")),
+        errors(props));
+    Object shown =
+        ConfigValidation.validate(props).configValues().stream()
+            .filter(v -> v.name().equals("connection.url"))
+            .findFirst()
+            .orElseThrow()
+            .value();
+    assertEquals(ConfigValidation.HIDDEN_URL, shown);
+  }
+
+  @Test
+  void aDatabaseThatOnlyReadsIsAnErrorOnTheUrl() throws SQLException {
+    String url = externallyManagedTable("config_read_only");
+    execute(
+        url,
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on',"
+            + " current_database()); END $$");
+
+    assertEquals(
+        "connection.url reaches a server where connection.user can only read (a standby, or"
+            + " default_transaction_read_only on): the relay writes every row it claims; name the"
+            + " primary (with several hosts, add targetServerType=primary)",
+        only(errors(props(url)), "connection.url"));
   }
 
   @Test

@@ -137,6 +137,14 @@ public final class DataSourceFactory {
     return DriverDataSource.urlParameters(jdbcUrl).containsKey("password");
   }
 
+  /**
+   * The parameters of {@code jdbcUrl}'s query string, decoded, as the connections get them: they
+   * take precedence over the connector's own properties (user, password, timeouts).
+   */
+  public static Properties urlParameters(String jdbcUrl) {
+    return DriverDataSource.urlParameters(jdbcUrl);
+  }
+
   /** Null when the driver does not accept the URL (a malformed host or port, say). */
   public static Connection connectOrNull(
       String jdbcUrl, String user, Password password, Duration timeout, String applicationName)

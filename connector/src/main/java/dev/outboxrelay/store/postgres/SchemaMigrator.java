@@ -168,10 +168,8 @@ public final class SchemaMigrator {
             .baselineOnMigrate(true)
             .baselineVersion("0")
             .loggers("slf4j");
-    if (!lockTimeout.isZero()) {
-      // Only the migrations' statements wait under it: Flyway's own lock is an advisory try-lock.
-      config.callbacks(new LockTimeoutCallback(lockTimeout));
-    }
+    // Only the migrations' statements run under these: Flyway's own lock is an advisory try-lock.
+    config.callbacks(new MigrationTimeoutsCallback(lockTimeout));
     if (table.schema() != null) {
       config.schemas(table.schema()).defaultSchema(table.schema());
     }
