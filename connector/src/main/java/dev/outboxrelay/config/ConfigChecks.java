@@ -128,6 +128,33 @@ final class ConfigChecks {
                   + STATEMENT_TIMEOUT_MS_CONFIG
                   + " plus 30 seconds"));
     }
+    String url = (String) parsed.apply(CONNECTION_URL_CONFIG);
+    String inUrl =
+        url == null ? null : DataSourceFactory.urlParameters(url).getProperty("socketTimeout");
+    if (statement != null && inUrl != null && !socketTimeoutAbove(inUrl, statement)) {
+      // The URL's socketTimeout (whole seconds, 0: none) takes precedence over socket.timeout.ms.
+      out.add(
+          new Problem(
+              CONNECTION_URL_CONFIG,
+              "the socketTimeout in "
+                  + CONNECTION_URL_CONFIG
+                  + " must be more than "
+                  + STATEMENT_TIMEOUT_MS_CONFIG
+                  + " ("
+                  + statement
+                  + " ms), in whole seconds and not 0, so that no read can hang a task; or leave it"
+                  + " out and set "
+                  + SOCKET_TIMEOUT_MS_CONFIG));
+    }
+  }
+
+  private static boolean socketTimeoutAbove(String seconds, long statementMs) {
+    try {
+      long s = Long.parseLong(seconds.strip());
+      return s > 0 && s * 1000 > statementMs;
+    } catch (NumberFormatException e) {
+      return false;
+    }
   }
 
   /** Connect's own setting: with it, Connect refuses to run the connector without transactions. */

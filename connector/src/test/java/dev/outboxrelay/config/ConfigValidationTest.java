@@ -368,6 +368,21 @@ class ConfigValidationTest {
   }
 
   @Test
+  void aSocketTimeoutInTheUrlMustOutlastTheStatementTimeout() {
+    for (String socketTimeout : new String[] {"0", "30", "x"}) {
+      Map<String, String> props = offline();
+      props.put("connection.url", closedPortUrl + "&socketTimeout=" + socketTimeout);
+
+      assertEquals(
+          "the socketTimeout in connection.url must be more than statement.timeout.ms (30000 ms),"
+              + " in whole seconds and not 0, so that no read can hang a task; or leave it out"
+              + " and set socket.timeout.ms",
+          only(errors(props), "connection.url"),
+          socketTimeout);
+    }
+  }
+
+  @Test
   void aDatabaseThatOnlyReadsIsAnErrorOnTheUrl() throws SQLException {
     String url = externallyManagedTable("config_read_only");
     execute(
