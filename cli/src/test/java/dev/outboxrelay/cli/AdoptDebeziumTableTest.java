@@ -81,18 +81,8 @@ class AdoptDebeziumTableTest {
     String url = TestDatabase.fresh("cli_adopted_later");
     try (Connection c = TestDatabase.connect(url);
         Statement s = c.createStatement()) {
-      s.execute(
-          "CREATE TABLE outbox (id uuid NOT NULL, aggregatetype varchar(255) NOT NULL,"
-              + " aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload jsonb)");
-      DebeziumAdoption adoption =
-          new DebeziumAdoption(
-              OutboxTable.parse("outbox"),
-              "eu",
-              new ColumnMapping("id", "aggregatetype", "aggregateid", "type", "payload", List.of()),
-              List.of());
-      for (String statement : adoption.statements()) {
-        s.execute(statement);
-      }
+      s.execute(AdoptedTableCommandsTest.CREATE_DEBEZIUM_TABLE);
+      AdoptedTableCommandsTest.adopt(s);
       if (adoptedEarlier) { // the index the adoption script built before schema version 12
         s.execute("DROP INDEX outbox_parked_cid_idx");
         s.execute(

@@ -36,24 +36,32 @@ class AdoptedTableCommandsTest {
 
   static String url;
 
+  /** The outbox table of Debezium's outbox event router, as an application has it. */
+  static final String CREATE_DEBEZIUM_TABLE =
+      "CREATE TABLE outbox (id uuid NOT NULL, aggregatetype varchar(255) NOT NULL,"
+          + " aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload jsonb)";
+
+  /** Runs the adoption script's statements on that table, for instance key eu. */
+  static void adopt(Statement s) throws SQLException {
+    DebeziumAdoption adoption =
+        new DebeziumAdoption(
+            OutboxTable.parse("outbox"),
+            "eu",
+            new ColumnMapping("id", "aggregatetype", "aggregateid", "type", "payload", List.of()),
+            List.of());
+    for (String statement : adoption.statements()) {
+      s.execute(statement);
+    }
+  }
+
   @BeforeAll
   static void adoptedTable() throws SQLException {
     url = TestDatabase.fresh("cli_adopted");
     try (Connection c = TestDatabase.connect(url);
         Statement s = c.createStatement()) {
-      s.execute(
-          "CREATE TABLE outbox (id uuid NOT NULL, aggregatetype varchar(255) NOT NULL,"
-              + " aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload jsonb)");
+      s.execute(CREATE_DEBEZIUM_TABLE);
       s.execute(insert(LEGACY, "OrderCreated"));
-      DebeziumAdoption adoption =
-          new DebeziumAdoption(
-              OutboxTable.parse("outbox"),
-              "eu",
-              new ColumnMapping("id", "aggregatetype", "aggregateid", "type", "payload", List.of()),
-              List.of());
-      for (String statement : adoption.statements()) {
-        s.execute(statement);
-      }
+      adopt(s);
       s.execute(insert(PARKED, "OrderPaid"));
       s.execute(insert(PENDING, "OrderShipped"));
       s.execute(
