@@ -39,7 +39,21 @@ public abstract class OutboxStoreContract {
   protected abstract OutboxStore newStore(ManualClock clock);
 
   /** Appends a message owned by {@code instanceKey}, as an application's writer would. */
+  /**
+   * Writes {@code message} for {@code instanceKey} as the writer does.
+   *
+   * @throws MessageIdTaken if a row of another instance key, or a legacy row, has its message id
+   */
   protected abstract EnqueueResult enqueue(String instanceKey, OutboxMessage message);
+
+  /** The writer refused a message id that a row of another instance key (or a legacy row) has. */
+  protected static final class MessageIdTaken extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public MessageIdTaken(Throwable cause) {
+      super(cause);
+    }
+  }
 
   /** Inserts a legacy row without an instance key (written before ownership existed). */
   protected abstract void insertLegacy(OutboxMessage message);
@@ -126,6 +140,24 @@ public abstract class OutboxStoreContract {
     List<ClaimedMessage> claimed = store.claim(request("w1", 10)).claimed();
     assertEquals(List.of("m1"), ids(new ClaimResult(claimed, List.of())));
     assertEquals("a", claimed.get(0).aggregateId(), "the first write wins");
+  }
+
+  @Test
+  void messageIdOfAnotherKeyIsRefusedAndNothingIsWritten() {
+    add(EU, "m1", "a");
+    // Not DUPLICATE: that would tell the caller its message is already there, and lose it.
+    assertThrows(MessageIdTaken.class, () -> enqueue(US, message("m1", "c")));
+    assertEquals(List.of(), ids(store.claim(request("w1", 10, Set.of(US)))));
+    List<ClaimedMessage> claimed = store.claim(request("w1", 10)).claimed();
+    assertEquals(List.of("m1"), ids(new ClaimResult(claimed, List.of())));
+    assertEquals("a", claimed.get(0).aggregateId(), "the row of the other key is untouched");
+  }
+
+  @Test
+  protected void messageIdOfALegacyRowIsRefused() {
+    insertLegacy(message("legacy1", "b"));
+    assertThrows(MessageIdTaken.class, () -> enqueue(US, message("legacy1", "c")));
+    assertEquals(List.of(), ids(store.claim(request("w1", 10, Set.of(US)))));
   }
 
   @Test

@@ -56,15 +56,33 @@ public final class InMemoryOutboxStore implements OutboxStore {
     this.clock = clock;
   }
 
-  /** Appends a message owned by {@code instanceKey}; the in-memory twin of the writer. */
+  /**
+   * Appends a message owned by {@code instanceKey}; the in-memory twin of the writer.
+   *
+   * @throws IdTakenException if a row of another instance key, or a legacy row, has its message id
+   *     (the writer's {@code MessageIdTakenException})
+   */
   public synchronized EnqueueResult enqueue(String instanceKey, OutboxMessage message) {
     InstanceKeys.requireValid(instanceKey);
+    Row existing = rowsById.get(message.messageId());
+    if (existing != null && !instanceKey.equals(existing.instanceKey)) {
+      throw new IdTakenException(message.messageId());
+    }
     return insert(instanceKey, message);
   }
 
   /** Inserts a legacy row without an instance key, as rows written before ownership existed. */
   public synchronized EnqueueResult insertLegacy(OutboxMessage message) {
     return insert(null, message);
+  }
+
+  /** The message id is used by a row of another instance key, or a legacy row: nothing written. */
+  public static final class IdTakenException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    IdTakenException(String messageId) {
+      super("message id " + messageId + " is used by a row of another instance key");
+    }
   }
 
   private EnqueueResult insert(String instanceKey, OutboxMessage message) {

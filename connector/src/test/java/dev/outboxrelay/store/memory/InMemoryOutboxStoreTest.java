@@ -20,7 +20,11 @@ class InMemoryOutboxStoreTest extends OutboxStoreContract {
 
   @Override
   protected EnqueueResult enqueue(String instanceKey, OutboxMessage message) {
-    return memory.enqueue(instanceKey, message);
+    try {
+      return memory.enqueue(instanceKey, message);
+    } catch (InMemoryOutboxStore.IdTakenException e) {
+      throw new MessageIdTaken(e);
+    }
   }
 
   @Override

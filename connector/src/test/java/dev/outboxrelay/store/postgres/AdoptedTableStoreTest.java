@@ -30,6 +30,7 @@ import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Instant;
@@ -119,10 +120,37 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
           message.deliverBefore() == null
               ? null
               : OffsetDateTime.ofInstant(message.deliverBefore(), ZoneOffset.UTC));
-      return ps.executeUpdate() == 1 ? EnqueueResult.ENQUEUED : EnqueueResult.DUPLICATE;
+      if (ps.executeUpdate() == 1) {
+        return EnqueueResult.ENQUEUED;
+      }
+      // As the writer: a duplicate only when the row with this id is this key's.
+      try (PreparedStatement owner =
+          c.prepareStatement("SELECT instance_key FROM events WHERE id::text = ?")) {
+        owner.setString(1, message.messageId());
+        try (ResultSet rs = owner.executeQuery()) {
+          if (rs.next() && !instanceKey.equals(rs.getString(1))) {
+            throw new MessageIdTaken(new IllegalStateException(message.messageId()));
+          }
+        }
+      }
+      return EnqueueResult.DUPLICATE;
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /**
+   * Unlike the relay's own table, an adopted one keeps its message ids unique only among the rows
+   * written since the adoption: legacy rows are as unique as the table's own key makes them (this
+   * table has none; Debezium's documented shape has a primary key on {@code id}). The new row is
+   * written and, like any row of its key, relayed; the legacy row stays untouched.
+   */
+  @Test
+  @Override
+  protected void messageIdOfALegacyRowIsRefused() {
+    insertLegacy(message("legacy1", "b"));
+    assertEquals(EnqueueResult.ENQUEUED, enqueue(US, message("legacy1", "c")));
+    assertEquals(List.of("legacy1"), ids(store.claim(request("w1", 10, Set.of(US)))));
   }
 
   /** A row from before the adoption: no instance key, no seq. */

@@ -19,6 +19,7 @@ import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.writer.EnqueueResult;
+import dev.outboxrelay.writer.MessageIdTakenException;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
@@ -77,6 +78,8 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
       EnqueueResult result = writer.enqueue(c, message);
       c.commit();
       return result;
+    } catch (MessageIdTakenException e) {
+      throw new MessageIdTaken(e);
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }
