@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
@@ -50,7 +51,13 @@ final class Maintenance {
     long now = time.milliseconds();
     if (now >= nextBacklogMs) {
       nextBacklogMs = now + config.backlogMetricsInterval().toMillis();
-      metrics.recordBacklog(store.inspect(config.instanceKeys(), false));
+      try {
+        metrics.recordBacklog(
+            store.inspect(config.instanceKeys(), false), config.backlogMetricsInterval());
+      } catch (OutboxStoreException e) {
+        metrics.backlogReadFailed(); // lag-ms keeps ageing; the caller handles the error
+        throw e;
+      }
     }
     Optional<Duration> retention = config.retention();
     if (retention.isPresent() && now >= nextCleanupMs) {

@@ -65,7 +65,7 @@ public class OutboxSourceTask extends SourceTask {
   public void start(Map<String, String> props) {
     config = TaskConfig.parse(props);
     MDC.put("outbox.instance_keys", String.join(",", config.connector().instanceKeys()));
-    metrics = new RelayMetrics();
+    metrics = new RelayMetrics(time);
     // Not a lambda: linking one resolves its type, PluginMetrics, which workers before Kafka 4.1
     // lack; the class's method is resolved only when called, and register() catches that.
     metrics.register(
@@ -74,7 +74,8 @@ public class OutboxSourceTask extends SourceTask {
           public PluginMetrics get() {
             return context.pluginMetrics();
           }
-        });
+        },
+        config.identity().isFirst()); // the task that reads the backlog (Maintenance)
     idle = new IdleBackoff(config.settings().pollInterval());
     schema = new SchemaReadiness(storeProvider, config.connector(), time);
     try {

@@ -2,6 +2,7 @@ package dev.outboxrelay.metrics;
 
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,6 +14,7 @@ import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.metrics.stats.Avg;
 import org.apache.kafka.common.metrics.stats.Max;
+import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,7 +43,11 @@ public final class RelayMetrics {
   public final AtomicLong databaseErrors = new AtomicLong();
   public final AtomicLong cleanedUp = new AtomicLong();
   public final AtomicLong inFlight = new AtomicLong();
-  public final AtomicLong lagMs = new AtomicLong();
+  private final Time time;
+  private volatile long lagAtReadMs;
+  private volatile long readAtMs;
+  private volatile long overdueAfterMs = Long.MAX_VALUE;
+  private volatile boolean readFailed;
   private final LinkedHashMap<MessageStatus, AtomicLong> backlog = new LinkedHashMap<>();
   private final AtomicLong outcomeWriteMaxMs = new AtomicLong();
   private final AtomicLong outcomeWriteTotalMs = new AtomicLong();
@@ -52,6 +58,12 @@ public final class RelayMetrics {
   private volatile Sensor outcomeWriteSensor;
 
   public RelayMetrics() {
+    this(Time.SYSTEM);
+  }
+
+  /** With the clock that ages {@code lag-ms} between backlog reads (see {@link #lagMs()}). */
+  public RelayMetrics(Time time) {
+    this.time = time;
     for (MessageStatus s : MessageStatus.values()) {
       if (s != MessageStatus.PUBLISHED) {
         backlog.put(s, new AtomicLong());
@@ -59,8 +71,21 @@ public final class RelayMetrics {
     }
   }
 
-  /** Exposes every metric through Connect; a no-op for workers older than Kafka 4.1. */
+  /**
+   * Exposes every metric but the backlog figures; see {@link #register(PluginMetricsSource,
+   * boolean)}.
+   */
   public synchronized void register(PluginMetricsSource source) {
+    register(source, false);
+  }
+
+  /**
+   * Exposes every metric through Connect; a no-op for workers older than Kafka 4.1.
+   *
+   * @param readsBacklog this task reads the backlog figures ({@code lag-ms}, {@code backlog-*}):
+   *     only such a task registers them, so that when it is down they are missing, not zero
+   */
+  public synchronized void register(PluginMetricsSource source, boolean readsBacklog) {
     PluginMetrics metrics;
     try {
       metrics = source.get();
@@ -72,7 +97,7 @@ public final class RelayMetrics {
     }
     this.pluginMetrics = metrics;
     try {
-      registerAll(metrics);
+      registerAll(metrics, readsBacklog);
     } catch (IllegalArgumentException e) {
       // An earlier instance of this task still holds the names: its thread has not returned
       // (Connect gave up on a graceful stop). Run without exposed metrics rather than fail.
@@ -83,7 +108,7 @@ public final class RelayMetrics {
     }
   }
 
-  private void registerAll(PluginMetrics metrics) {
+  private void registerAll(PluginMetrics metrics, boolean readsBacklog) {
     gauge("claimed-total", "Rows claimed under a lease (records).", claimed::get);
     gauge(
         "published-total",
@@ -129,13 +154,15 @@ public final class RelayMetrics {
         databaseErrors::get);
     gauge("cleaned-up-total", "PUBLISHED rows deleted by retention cleanup.", cleanedUp::get);
     gauge("in-flight-records", "Records handed to Connect and not yet resolved.", inFlight::get);
-    gauge("lag-ms", "Age of the oldest row awaiting delivery, milliseconds.", lagMs::get);
-    backlog.forEach(
-        (status, value) ->
-            gauge(
-                "backlog-" + status.name().toLowerCase().replace('_', '-') + "-records",
-                "Rows of this connector's instance keys in status " + status + ".",
-                value::get));
+    if (readsBacklog) {
+      gauge("lag-ms", "Age of the oldest row awaiting delivery, milliseconds.", this::lagMs);
+      backlog.forEach(
+          (status, value) ->
+              gauge(
+                  "backlog-" + status.name().toLowerCase().replace('_', '-') + "-records",
+                  "Rows of this connector's instance keys in status " + status + ".",
+                  value::get));
+    }
     outcomeWriteSensor = metrics.addSensor("outcome-write-latency");
     outcomeWriteSensor.add(
         metrics.metricName(
@@ -167,9 +194,38 @@ public final class RelayMetrics {
     }
   }
 
-  public void recordBacklog(BacklogSnapshot snapshot) {
+  /**
+   * A backlog read; the next is due within {@code interval}.
+   *
+   * @param interval how often the backlog is read ({@code metrics.backlog.interval.ms})
+   */
+  public void recordBacklog(BacklogSnapshot snapshot, Duration interval) {
     backlog.forEach((status, value) -> value.set(snapshot.count(status)));
-    lagMs.set(snapshot.lag().toMillis());
+    lagAtReadMs = snapshot.lag().toMillis();
+    readAtMs = time.milliseconds();
+    overdueAfterMs = 2 * interval.toMillis();
+    readFailed = false;
+  }
+
+  /** The backlog could not be read (the database is unavailable): see {@link #lagMs()}. */
+  public void backlogReadFailed() {
+    readFailed = true;
+  }
+
+  /**
+   * The age of the oldest undelivered row at the last backlog read. When the next read failed or is
+   * overdue (twice the interval: the task thread is held up, e.g. blocked on a full producer
+   * buffer), the age that row has now: it keeps growing, so a lag alert fires during a database or
+   * broker outage instead of showing the figure from before it. No row at the last read stays 0
+   * (rows of an unavailable database are not being written either).
+   */
+  public long lagMs() {
+    long lag = lagAtReadMs;
+    long sinceRead = time.milliseconds() - readAtMs;
+    if (lag > 0 && (readFailed || sinceRead > overdueAfterMs)) {
+      return lag + Math.max(0, sinceRead);
+    }
+    return lag;
   }
 
   public long backlog(MessageStatus status) {
@@ -219,12 +275,11 @@ public final class RelayMetrics {
     counts.put("databaseErrors", databaseErrors);
     counts.put("cleanedUp", cleanedUp);
     counts.put("inFlight", inFlight);
-    counts.put("lagMs", lagMs);
     StringBuilder line = new StringBuilder();
     counts.forEach(
         (name, count) ->
             line.append(line.isEmpty() ? "" : " ").append(name).append('=').append(count));
-    return line.toString();
+    return line.append(" lagMs=").append(lagMs()).toString();
   }
 
   /**

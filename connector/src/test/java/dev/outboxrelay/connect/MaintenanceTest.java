@@ -1,16 +1,23 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.PublishedAck;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 
@@ -57,6 +64,42 @@ class MaintenanceTest {
     time.sleep(5000);
     maintenance.runIfDue();
     assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
+  }
+
+  @Test
+  void aFailedBacklogReadLeavesTheLagAgeingAndFailsTheCall() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "m1", "a");
+    f.clock.advance(Duration.ofSeconds(4));
+    AtomicBoolean databaseDown = new AtomicBoolean();
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (databaseDown.get() && method.getName().equals("inspect")) {
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT,
+                        "DATABASE_UNAVAILABLE",
+                        "08006",
+                        "inspect");
+                  }
+                  try {
+                    return method.invoke(f.store, args);
+                  } catch (InvocationTargetException e) {
+                    throw e.getCause();
+                  }
+                });
+    RelayMetrics metrics = new RelayMetrics(time);
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true);
+    maintenance.runIfDue();
+    assertEquals(4_000, metrics.lagMs());
+
+    databaseDown.set(true);
+    time.sleep(5000);
+    assertThrows(OutboxStoreException.class, maintenance::runIfDue);
+    assertEquals(9_000, metrics.lagMs(), "the oldest row's age now, not the last reading");
   }
 
   @Test

@@ -50,6 +50,7 @@ class PrometheusExportTest {
   static final Path RULES = Path.of("../config/metrics/jmx-exporter.yml");
   static final Path DASHBOARD = Path.of("../config/metrics/grafana-dashboard.json");
   static final Path STRIMZI_RULES = Path.of("../manifests/metrics-config.yaml");
+  static final Path ALERTS = Path.of("../config/metrics/alerts.yml");
   private static final String CONNECTOR = "orders-outbox";
   private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
   private static final Pattern SAMPLE =
@@ -72,7 +73,7 @@ class PrometheusExportTest {
     tags.put("task", "0");
     PluginMetricsImpl plugin = new PluginMetricsImpl(kafkaMetrics, tags);
     relay = new RelayMetrics();
-    relay.register(() -> plugin);
+    relay.register(() -> plugin, true);
     relay.claimed.set(11);
     relay.published.set(7);
     relay.claimLost.set(2);
@@ -85,7 +86,8 @@ class PrometheusExportTest {
     Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
     counts.put(MessageStatus.PENDING, 40L);
     counts.put(MessageStatus.EXHAUSTED, 1L);
-    relay.recordBacklog(new BacklogSnapshot(counts, Duration.ofMillis(1500)));
+    relay.recordBacklog(
+        new BacklogSnapshot(counts, Duration.ofMillis(1500)), Duration.ofSeconds(30));
     relay.recordOutcomeWrite(12);
     // Connect's own task status, registered as Connect does: a string gauge of its metrics.
     kafkaMetrics.addMetric(
@@ -174,6 +176,26 @@ class PrometheusExportTest {
             "outbox_relay_retried_total",
             "outbox_relay_exhausted_total")) {
       assertTrue(queried.contains(headline), "the dashboard shows " + headline);
+    }
+  }
+
+  @Test
+  void everySeriesTheAlertsReadIsExported() throws Exception {
+    Set<String> exported = new TreeSet<>();
+    scrape(Files.readString(RULES))
+        .keySet()
+        .forEach(k -> exported.add(k.substring(0, k.indexOf('{'))));
+    Set<String> read = new TreeSet<>();
+    Matcher m =
+        Pattern.compile("\\b(outbox_relay_[a-z_]+|kafka_connect_[a-z_]+)\\b")
+            .matcher(Files.readString(ALERTS));
+    while (m.find()) {
+      read.add(m.group(1));
+    }
+    assertTrue(read.contains("outbox_relay_lag_ms"), "the lag is alerted on: " + read);
+    assertTrue(read.contains("kafka_connect_task_status"), "failed tasks are: " + read);
+    for (String metric : read) {
+      assertTrue(exported.contains(metric), metric + " is alerted on but not exported");
     }
   }
 

@@ -2,12 +2,17 @@ package dev.outboxrelay.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.store.BacklogSnapshot;
+import dev.outboxrelay.store.MessageStatus;
+import java.time.Duration;
 import java.util.Map;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
+import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -66,6 +71,56 @@ class RelayMetricsTest {
     metrics.unregister();
     metrics.unregister();
     assertTrue(registry.metrics().keySet().stream().noneMatch(n -> n.group().equals("plugins")));
+  }
+
+  @Test
+  void onlyTheTaskThatReadsTheBacklogExportsItSoThatItsAbsenceShows() {
+    RelayMetrics other = new RelayMetrics();
+    other.register(this::taskMetrics, false);
+    assertTrue(value("claimed-total") != null);
+    assertNull(value("lag-ms"), "a zero here would hide a backlog when the reading task is down");
+    assertNull(value("backlog-pending-records"));
+    other.unregister();
+
+    RelayMetrics first = new RelayMetrics();
+    first.register(this::taskMetrics, true);
+    assertEquals(0.0, ((Number) value("lag-ms")).doubleValue());
+    assertEquals(0.0, ((Number) value("backlog-pending-records")).doubleValue());
+    first.unregister();
+  }
+
+  @Test
+  void lagKeepsAgeingWhileTheBacklogCannotBeReadOrItsReadIsOverdue() {
+    MockTime time = new MockTime(0, 1_000_000, 0);
+    RelayMetrics metrics = new RelayMetrics(time);
+    metrics.register(this::taskMetrics, true);
+    Duration interval = Duration.ofSeconds(30);
+    metrics.recordBacklog(backlog(Duration.ofSeconds(5)), interval);
+    time.sleep(20_000);
+    assertEquals(5_000, metrics.lagMs(), "a fresh reading is reported as read");
+
+    metrics.backlogReadFailed(); // the database is unavailable
+    assertEquals(25_000, metrics.lagMs());
+    assertEquals(25_000.0, ((Number) value("lag-ms")).doubleValue());
+    time.sleep(60_000);
+    assertEquals(85_000, metrics.lagMs());
+
+    metrics.recordBacklog(backlog(Duration.ofSeconds(2)), interval);
+    assertEquals(2_000, metrics.lagMs(), "the next reading replaces the estimate");
+    time.sleep(60_000);
+    assertEquals(2_000, metrics.lagMs(), "not yet overdue: twice the interval");
+    time.sleep(1);
+    assertEquals(62_001, metrics.lagMs(), "overdue: the task thread is held up");
+
+    metrics.recordBacklog(backlog(Duration.ZERO), interval);
+    metrics.backlogReadFailed();
+    time.sleep(600_000);
+    assertEquals(0, metrics.lagMs(), "no row waited at the last reading");
+    metrics.unregister();
+  }
+
+  private static BacklogSnapshot backlog(Duration lag) {
+    return new BacklogSnapshot(Map.of(MessageStatus.PENDING, lag.isZero() ? 0L : 3L), lag);
   }
 
   /** The stop line: every count, the lost and late ones included, each once, with its value. */

@@ -269,6 +269,41 @@ class DeploymentFilesTest {
   }
 
   @Test
+  void thePodMonitorScrapesBothConnectClustersAndTheRulesAreTheShippedAlerts() {
+    List<JsonNode> monitoring = RepoFiles.yamlDocuments("manifests/monitoring.yaml");
+    JsonNode podMonitor = monitoring.get(0);
+    JsonNode rule = monitoring.get(1);
+    assertEquals("PodMonitor", podMonitor.path("kind").asText());
+    assertEquals("PrometheusRule", rule.path("kind").asText());
+    JsonNode spec = podMonitor.path("spec");
+    assertEquals(
+        "KafkaConnect", spec.path("selector").path("matchLabels").path("strimzi.io/kind").asText());
+    List<String> clusters = new ArrayList<>();
+    spec.path("selector")
+        .path("matchExpressions")
+        .get(0)
+        .path("values")
+        .forEach(v -> clusters.add(v.asText()));
+    for (String manifest :
+        List.of("manifests/kafka-connect.yaml", "manifests/kafka-connect-exactly-once.yaml")) {
+      JsonNode connect = RepoFiles.yaml(manifest);
+      assertTrue(
+          clusters.contains(connect.path("metadata").path("name").asText()),
+          manifest + " is scraped");
+      assertEquals(
+          connect.path("metadata").path("namespace").asText(),
+          spec.path("namespaceSelector").path("matchNames").get(0).asText());
+      assertTrue(connect.path("spec").has("metricsConfig"), manifest + " serves the metrics");
+    }
+    // Strimzi's name for the metrics port (9404) of its pods.
+    assertEquals("tcp-prometheus", spec.path("podMetricsEndpoints").get(0).path("port").asText());
+    assertEquals(
+        RepoFiles.yaml("config/metrics/alerts.yml").path("groups"),
+        rule.path("spec").path("groups"),
+        "the PrometheusRule holds config/metrics/alerts.yml's groups as they are");
+  }
+
+  @Test
   void strimziResourcesReferToEachOther() {
     JsonNode connect = RepoFiles.yaml("manifests/kafka-connect.yaml");
     JsonNode connector = RepoFiles.yaml("manifests/kafka-connector.yaml");

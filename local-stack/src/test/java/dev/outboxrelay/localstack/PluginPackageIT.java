@@ -52,9 +52,16 @@ class PluginPackageIT {
         List.of("manifest.json", "lib", "doc/README.md", "etc/local-connector.json")) {
       assertTrue(Files.exists(PLUGIN.resolve(part)), part);
     }
-    assertEquals(
-        Files.readString(RepoFiles.file("config/production-connector.json")),
-        Files.readString(PLUGIN.resolve("etc/production-connector.json")));
+    // Every connector config that the shipped doc/connector-configs.md (config/README.md)
+    // describes.
+    for (String config :
+        List.of(
+            "local-connector.json", "production-connector.json", "exactly-once-connector.json")) {
+      assertEquals(
+          Files.readString(RepoFiles.file("config/" + config)),
+          Files.readString(PLUGIN.resolve("etc/" + config)),
+          config);
+    }
   }
 
   @Test
