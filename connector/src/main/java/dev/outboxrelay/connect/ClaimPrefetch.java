@@ -1,10 +1,15 @@
 package dev.outboxrelay.connect;
 
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import org.apache.kafka.connect.source.SourceRecord;
 
@@ -20,22 +25,32 @@ import org.apache.kafka.connect.source.SourceRecord;
  * <p>As safe as a claim inside {@code poll()}: a prefetched batch is claimed under the instance's
  * epoch with the next claim number, and the claims and mappings still run one after the other (each
  * starts when the previous result was taken). A batch that is never handed over, because the task
- * stopped, is covered by no offset: the next instance's recovery releases its rows.
+ * stopped, is covered by no offset and has parked nothing (parks are written at hand-over, {@link
+ * RecordHandoff#handOver}): the next instance's recovery releases its rows.
  */
 final class ClaimPrefetch implements AutoCloseable {
 
-  /** A claim's records, and how many rows it claimed (some may have been parked instead). */
-  record Batch(List<SourceRecord> records, int claimed) {
-    static final Batch EMPTY = new Batch(List.of(), 0);
+  /** A claim's positioned records, and how many rows it claimed (some may be parked instead). */
+  record Batch(RecordHandoff.Positioned positioned, int claimed) {
+    static final Batch EMPTY = new Batch(RecordHandoff.Positioned.EMPTY, 0);
+
+    /** Stands for a batch with rows, already handed over: the next claim may start. */
+    static final Batch HAD_ROWS = new Batch(RecordHandoff.Positioned.EMPTY, 1);
 
     boolean claimedNothing() {
-      return claimed == 0 && records.isEmpty();
+      return claimed == 0 && positioned.isEmpty();
+    }
+
+    List<SourceRecord> records() {
+      return positioned.records();
     }
   }
 
   private final Supplier<Batch> claim;
   private final ExecutorService thread;
-  private Future<Batch> pending;
+
+  /** The claim running or done ahead; whoever takes it (the next poll, or a stop) owns it. */
+  private final AtomicReference<Future<Batch>> pending = new AtomicReference<>();
 
   ClaimPrefetch(Supplier<Batch> claim, String threadName) {
     this.claim = claim;
@@ -49,17 +64,24 @@ final class ClaimPrefetch implements AutoCloseable {
   }
 
   /**
-   * The prefetched batch, or one claimed now when none is pending; then starts the next claim if
-   * this one had rows. A failure of the claim (a store error) is thrown here, on the task thread.
+   * The prefetched batch, or one claimed now when none is pending; nothing is claimed ahead until
+   * {@link #startNextAfter}. A failure of the claim (a store error) is thrown here.
    */
-  Batch next() {
-    Future<Batch> prefetched = pending;
-    pending = null;
-    Batch batch = prefetched == null ? claim.get() : await(prefetched);
-    if (!batch.claimedNothing()) {
-      pending = thread.submit(claim::get);
+  Batch take() {
+    Future<Batch> prefetched = pending.getAndSet(null);
+    return prefetched == null ? claim.get() : await(prefetched);
+  }
+
+  /** Starts the next claim ahead if {@code batch} had rows (an empty one: the next poll claims). */
+  void startNextAfter(Batch batch) {
+    if (batch.claimedNothing()) {
+      return;
     }
-    return batch;
+    try {
+      pending.set(thread.submit(claim::get));
+    } catch (RejectedExecutionException e) {
+      // closed: the task is stopping, and claims nothing more
+    }
   }
 
   private Batch await(Future<Batch> prefetched) {
@@ -68,7 +90,7 @@ final class ClaimPrefetch implements AutoCloseable {
     } catch (InterruptedException e) {
       // Hand nothing over now, but keep the claim for the next poll: dropped, its rows would stay
       // leased under a position that the next batch's committed offset covers.
-      pending = prefetched;
+      pending.compareAndSet(null, prefetched);
       Thread.currentThread().interrupt();
       return Batch.EMPTY;
     } catch (ExecutionException e) {
@@ -82,9 +104,36 @@ final class ClaimPrefetch implements AutoCloseable {
     }
   }
 
-  /** Stops the thread; a claim in progress may still finish (its rows are recovered later). */
+  /** As {@link #close(Duration)} without waiting. */
   @Override
   public void close() {
-    thread.shutdownNow();
+    close(Duration.ZERO);
+  }
+
+  /**
+   * Starts no more claims, and waits up to {@code timeout} for one in progress (it is not
+   * interrupted: its rows are recovered later either way). Returns the batch claimed ahead that no
+   * poll took, to be {@linkplain RecordHandoff#forget forgotten}; empty when there is none, it
+   * failed, or it is still running.
+   */
+  Optional<Batch> close(Duration timeout) {
+    thread.shutdown();
+    try {
+      thread.awaitTermination(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    Future<Batch> untaken = pending.getAndSet(null);
+    if (untaken == null || !untaken.isDone()) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(untaken.get());
+    } catch (ExecutionException e) {
+      return Optional.empty();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Optional.empty();
+    }
   }
 }

@@ -34,6 +34,9 @@ public class OutboxSourceTask extends SourceTask {
   static final String TASK_COUNT = TaskIdentity.TASK_COUNT;
   static final String CONNECTOR_NAME = TaskIdentity.CONNECTOR_NAME;
 
+  /** How long a stop waits for a claim made ahead, so that its rows leave the ledger. */
+  private static final Duration PREFETCH_STOP_WAIT = Duration.ofSeconds(1);
+
   private final StoreProvider storeProvider;
   private final Time time;
 
@@ -130,7 +133,7 @@ public class OutboxSourceTask extends SourceTask {
       }
       runtime.maintenance().runIfDue();
       if (prefetch != null) {
-        return handOver(prefetch.next());
+        return handOverNextBatch();
       }
       if (idle.waitBeforeClaim()) {
         pause.start(idle.nextWait()); // a trickle: claim on its next row, not at once
@@ -172,32 +175,50 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   /**
-   * Exactly-once: a claim and its records, on the prefetch thread (or the task thread when nothing
-   * was prefetched). A batch held for its parks is handed over first.
+   * Exactly-once: a claim and its positioned records, on the prefetch thread (or the task thread
+   * when nothing was prefetched). Its parks are written when it is handed over.
    */
   private ClaimPrefetch.Batch claimBatch() {
-    if (runtime.handoff().hasHeld()) {
-      List<SourceRecord> records = runtime.handoff().releaseHeld();
-      return new ClaimPrefetch.Batch(records, records.size());
-    }
     ClaimResult claimed = runtime.claims().next();
     metrics.claimed.addAndGet(claimed.claimed().size());
     return new ClaimPrefetch.Batch(
-        runtime.handoff().toRecords(claimed.claimed()), claimed.claimed().size());
+        runtime.handoff().position(claimed.claimed()), claimed.claimed().size());
   }
 
-  private List<SourceRecord> handOver(ClaimPrefetch.Batch batch) {
+  /**
+   * Exactly-once: the next batch, its parks written first; only then is the next one claimed ahead.
+   * A batch held because a park failed is retried first, and nothing is claimed meanwhile.
+   */
+  private List<SourceRecord> handOverNextBatch() {
+    RecordHandoff handoff = runtime.handoff();
+    if (handoff.hasHeld()) {
+      List<SourceRecord> records = handoff.releaseHeld();
+      prefetch.startNextAfter(ClaimPrefetch.Batch.HAD_ROWS);
+      return handOver(records, true);
+    }
+    ClaimPrefetch.Batch batch = prefetch.take();
+    if (stopping) {
+      // Never handed over: nothing parked, covered by no offset; the next instance releases it.
+      handoff.forget(batch.positioned());
+      return null;
+    }
+    List<SourceRecord> records = handoff.handOver(batch.positioned());
+    prefetch.startNextAfter(batch);
+    return handOver(records, batch.claimed() > 0);
+  }
+
+  private List<SourceRecord> handOver(List<SourceRecord> records, boolean claimedRows) {
     if (stopping) {
       return null; // its rows are covered by no offset: the next instance releases them
     }
-    if (batch.claimed() > 0) {
+    if (claimedRows) {
       idle.claimedRows();
     }
-    if (batch.records().isEmpty()) {
+    if (records.isEmpty()) {
       pause.start(idle.nextWait());
       return null;
     }
-    return batch.records();
+    return records;
   }
 
   /** The epoch now, in start(); the first poll takes it if the database is away. */
@@ -264,8 +285,10 @@ public class OutboxSourceTask extends SourceTask {
       // and must be able to register the same metric names.
       metrics.unregister();
     }
-    if (prefetch != null) {
-      prefetch.close();
+    if (prefetch != null && runtime != null) {
+      // What Connect never got leaves the ledger, so the outcome writer does not wait for it.
+      prefetch.close(PREFETCH_STOP_WAIT).ifPresent(b -> runtime.handoff().forget(b.positioned()));
+      runtime.handoff().forgetHeld();
     }
     if (runtime != null) {
       runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace());

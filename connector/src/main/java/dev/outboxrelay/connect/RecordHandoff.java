@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.mapping.MappingResult;
 import dev.outboxrelay.mapping.RecordMapper;
+import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -12,6 +13,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -25,9 +27,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Exactly-once: each record moves to its bucket's source partition with the row's position in
  * its offset, and an unpublishable row is parked FAILED <em>before</em> its batch is handed over
- * (its dead-letter record, when configured, still goes in the batch's transaction). Until every
- * park of a batch is written the batch is held and nothing new is claimed: a later record of the
- * bucket would otherwise cover the position of a row that was never sent (docs/design.md).
+ * (its dead-letter record, when configured, still goes in the batch's transaction). A claim is
+ * {@linkplain #position positioned} on whichever thread claimed it, and its parks are written on
+ * the task thread when it is {@linkplain #handOver handed over}, not before: a batch that never
+ * leaves (the task stopped first) parks nothing, so no row ends FAILED without its dead-letter
+ * record; the next instance's recovery releases its rows. Until every park of a batch is written
+ * the batch is held and nothing claimed after it is handed over: a later record of the bucket would
+ * otherwise cover the position of a row that was never sent (docs/design.md).
  */
 final class RecordHandoff {
   private static final Logger log = LoggerFactory.getLogger(RecordHandoff.class);
@@ -40,8 +46,11 @@ final class RecordHandoff {
   private final ExactlyOnceState exactlyOnce;
   private final OutboxStore store;
 
-  /** Exactly-once: the records of a batch whose parks are not all written yet, or null. */
-  private HeldBatch held;
+  /**
+   * Exactly-once: the batch being handed over whose parks are not all written yet, or null. Set and
+   * cleared by the task thread; {@link #forgetHeld} (a stop) may take it from any thread.
+   */
+  private final AtomicReference<Positioned> held = new AtomicReference<>();
 
   RecordHandoff(
       RecordMapper mapper,
@@ -73,10 +82,13 @@ final class RecordHandoff {
     this.owner = owner;
   }
 
-  /** The records to hand to Connect for these claimed rows; every row enters the ledger. */
+  /**
+   * The records to hand to Connect for these claimed rows; every row enters the ledger. Exactly
+   * once, on the task thread: {@link #position}, then {@link #handOver}.
+   */
   List<SourceRecord> toRecords(List<ClaimedMessage> claimed) {
     if (exactlyOnce != null) {
-      return toPositionedRecords(claimed);
+      return handOver(position(claimed));
     }
     List<SourceRecord> records = new ArrayList<>(claimed.size());
     for (ClaimedMessage row : claimed) {
@@ -105,17 +117,38 @@ final class RecordHandoff {
 
   /** Exactly-once: whether a batch waits for its parks (then {@link #releaseHeld} first). */
   boolean hasHeld() {
-    return held != null;
+    return held.get() != null;
   }
 
   /**
-   * Exactly-once: writes the held batch's remaining parks, then hands its records over.
+   * Exactly-once, on the task thread: writes the batch's parks, then returns its records to hand
+   * over.
+   *
+   * @throws dev.outboxrelay.store.OutboxStoreException if a park cannot be written; the batch stays
+   *     held, and {@link #releaseHeld} goes on with it
+   */
+  List<SourceRecord> handOver(Positioned batch) {
+    if (batch.parks.isEmpty()) {
+      return batch.records;
+    }
+    if (!held.compareAndSet(null, batch)) {
+      throw new IllegalStateException("a held batch leaves before any later one");
+    }
+    return releaseHeld();
+  }
+
+  /**
+   * Exactly-once: writes the held batch's remaining parks, then hands its records over (none when a
+   * stop {@linkplain #forgetHeld forgot} the batch meanwhile).
    *
    * @throws dev.outboxrelay.store.OutboxStoreException if a park cannot be written; the batch stays
    *     held
    */
   List<SourceRecord> releaseHeld() {
-    HeldBatch batch = held;
+    Positioned batch = held.get();
+    if (batch == null) {
+      return List.of();
+    }
     while (!batch.parks.isEmpty()) {
       Park park = batch.parks.peek();
       Outcome outcome = store.markFailed(park.row.messageId(), park.row.lease(), park.reasonCode);
@@ -132,11 +165,38 @@ final class RecordHandoff {
         metrics.failed.incrementAndGet();
       }
     }
-    held = null;
-    return batch.records;
+    return held.compareAndSet(batch, null) ? batch.records : List.of();
   }
 
-  private List<SourceRecord> toPositionedRecords(List<ClaimedMessage> claimed) {
+  /**
+   * Exactly-once, at a stop: a batch that was never handed over leaves the ledger (Kafka will never
+   * acknowledge it; its rows stay leased under positions no committed offset covers, and the next
+   * instance's recovery releases them). Without this the outcome writer would wait for them until
+   * the end of the late-acknowledgement grace.
+   */
+  void forget(Positioned batch) {
+    for (SourceRecord record : batch.records) {
+      if (!SourceOffsets.isParked(record)) {
+        ledger.resolve(SourceOffsets.messageId(record), SourceOffsets.leaseToken(record));
+      }
+    }
+    metrics.inFlight.set(ledger.size());
+  }
+
+  /** Exactly-once, at a stop: {@link #forget} the held batch, if any; it is not handed over. */
+  void forgetHeld() {
+    Positioned batch = held.getAndSet(null);
+    if (batch != null) {
+      forget(batch);
+    }
+  }
+
+  /**
+   * Exactly-once, on any thread: maps a claim's rows to records at their positions, entering the
+   * publishable ones in the ledger; the parks of the unpublishable ones are written at {@link
+   * #handOver}.
+   */
+  Positioned position(List<ClaimedMessage> claimed) {
     List<SourceRecord> records = new ArrayList<>(claimed.size());
     Deque<Park> parks = new ArrayDeque<>();
     for (ClaimedMessage row : claimed) {
@@ -154,8 +214,7 @@ final class RecordHandoff {
       }
     }
     metrics.inFlight.set(ledger.size());
-    held = new HeldBatch(records, parks);
-    return releaseHeld();
+    return new Positioned(records, parks);
   }
 
   private static void logUnpublishable(ClaimedMessage row, String reasonCode) {
@@ -168,7 +227,31 @@ final class RecordHandoff {
 
   private record Park(ClaimedMessage row, String reasonCode, boolean deadLettered) {}
 
-  private record HeldBatch(List<SourceRecord> records, Deque<Park> parks) {}
+  /** Exactly-once: a claim's records, and the parks to write before they may leave. */
+  static final class Positioned {
+    static final Positioned EMPTY = new Positioned(List.of(), new ArrayDeque<>());
+
+    private final List<SourceRecord> records;
+    private final Deque<Park> parks;
+
+    private Positioned(List<SourceRecord> records, Deque<Park> parks) {
+      this.records = records;
+      this.parks = parks;
+    }
+
+    /** Records without parks (tests). */
+    static Positioned of(List<SourceRecord> records) {
+      return new Positioned(records, new ArrayDeque<>());
+    }
+
+    List<SourceRecord> records() {
+      return records;
+    }
+
+    boolean isEmpty() {
+      return records.isEmpty() && parks.isEmpty();
+    }
+  }
 
   /**
    * What an acknowledgement records. Only metadata with an offset proves a write: none means a drop

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 class ClaimPrefetchTest {
   private static ClaimPrefetch.Batch batch(String topic) {
     SourceRecord record = new SourceRecord(Map.of(), Map.of(), topic, null, null);
-    return new ClaimPrefetch.Batch(List.of(record), 1);
+    return new ClaimPrefetch.Batch(RecordHandoff.Positioned.of(List.of(record)), 1);
   }
 
   /**
@@ -41,16 +41,23 @@ class ClaimPrefetchTest {
               return batch("claim-" + n);
             },
             "prefetch-test")) {
-      assertEquals("claim-1", prefetch.next().records().get(0).topic());
+      assertEquals("claim-1", next(prefetch).records().get(0).topic());
 
       Thread.currentThread().interrupt(); // the second claim is still running
-      assertTrue(prefetch.next().records().isEmpty());
+      assertTrue(next(prefetch).records().isEmpty());
       assertTrue(Thread.interrupted(), "the interrupt is kept");
 
       release.countDown();
-      assertEquals("claim-2", prefetch.next().records().get(0).topic());
+      assertEquals("claim-2", next(prefetch).records().get(0).topic());
       assertEquals(3, awaitClaims(claims, 3), "the next claim follows the kept one only");
     }
+  }
+
+  /** As a poll takes a batch and hands it over. */
+  private static ClaimPrefetch.Batch next(ClaimPrefetch prefetch) {
+    ClaimPrefetch.Batch batch = prefetch.take();
+    prefetch.startNextAfter(batch);
+    return batch;
   }
 
   private static int awaitClaims(AtomicInteger claims, int expected) {

@@ -243,6 +243,44 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A batch claimed ahead that Connect never got, because the task stopped, parks nothing: parked
+   * then, its row would be FAILED without its dead-letter record ever sent. Its rows leave the
+   * ledger at the stop (the outcome writer does not wait for them), and the next instance's
+   * recovery releases them: the row is dead-lettered then.
+   */
+  @Test
+  void aBatchClaimedAheadAndNeverHandedOverParksNothingAndIsReleasedByTheNextInstance() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    add("big", "agg-3", 100);
+    add("c", "agg-4", 10);
+    Map<String, String> config =
+        Map.of("claim.batch.size", "2", "payload.max.bytes", "50", "dead.letter.topic", "dlq");
+    OutboxSourceTask first = start(config);
+    List<SourceRecord> handed = first.poll();
+    assertEquals(List.of("a", "b"), handed.stream().map(SourceOffsets::messageId).toList());
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> store.find("c").orElseThrow().status() == MessageStatus.IN_FLIGHT);
+    // Kafka commits the first batch; then Connect stops the task before the next poll.
+    for (SourceRecord record : handed) {
+      committedOffsets.commit(record.sourcePartition(), new HashMap<>(record.sourceOffset()));
+    }
+    first.stop();
+
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("big").orElseThrow().status());
+    assertEquals(0, first.metrics().deadLettered.get());
+    assertEquals(2, first.metrics().inFlight.get(), "a and b only: c was never handed over");
+
+    List<SourceRecord> next = start(config).poll();
+
+    assertEquals(List.of("big", "c"), next.stream().map(SourceOffsets::messageId).toList());
+    assertEquals("dlq", next.get(0).topic());
+    assertEquals(MessageStatus.FAILED, store.find("big").orElseThrow().status());
+    assertEquals(1, task.metrics().deadLettered.get());
+  }
+
+  /**
    * A claim that committed although its result never arrived (the connection lost at COMMIT) holds
    * rows that were never handed over. They are released before the next claim, and sent first, in
    * their order: left leased, a later row of their aggregate would have gone first, and the later
