@@ -114,7 +114,7 @@ final class LeaseRenewer {
     }
     List<HeldLease> held = ledger.heldLeases();
     if (held.isEmpty()) {
-      healthy = true;
+      recovered();
       return;
     }
     // A task thread stuck outside poll (a hung transform or converter) must not keep its rows
@@ -140,7 +140,7 @@ final class LeaseRenewer {
     }
     try {
       Set<String> lost = store.renew(held, settings.leaseDuration());
-      healthy = true;
+      recovered();
       for (HeldLease lease : held) {
         if (lost.contains(lease.messageId())) {
           claimLost(lease);
@@ -157,6 +157,14 @@ final class LeaseRenewer {
       // Try again soon rather than a whole interval later.
       nextRenewalMs =
           time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
+    }
+  }
+
+  /** Renewals work (again): a poll waiting since they failed claims now, not at its next turn. */
+  private void recovered() {
+    if (!healthy) {
+      healthy = true;
+      pollWake.wake();
     }
   }
 

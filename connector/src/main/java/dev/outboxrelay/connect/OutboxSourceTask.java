@@ -89,12 +89,18 @@ public class OutboxSourceTask extends SourceTask {
       metrics.unregister(); // Connect may not call stop() for a task that failed to start
       throw e;
     }
-    pause = new PollPause(runtime.wake());
-    if (runtime.exactlyOnce() != null) {
-      takeEpochIfReachable(runtime.exactlyOnce());
-      prefetch =
-          new ClaimPrefetch(
-              this::claimBatch, "outbox-relay-prefetch-" + config.identity().threadSuffix());
+    try {
+      pause = new PollPause(runtime.wake());
+      if (runtime.exactlyOnce() != null) {
+        takeEpochIfReachable(runtime.exactlyOnce());
+        prefetch =
+            new ClaimPrefetch(
+                this::claimBatch, "outbox-relay-prefetch-" + config.identity().threadSuffix());
+      }
+    } catch (RuntimeException | Error e) {
+      runtime.stop(Duration.ZERO, Duration.ZERO); // nor for these: the pool and threads must go
+      metrics.unregister();
+      throw e;
     }
     log.info(
         "Started outbox-relay task {} as lease owner {} for instance keys {} ({})",

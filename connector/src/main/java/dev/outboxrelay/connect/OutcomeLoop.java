@@ -42,6 +42,10 @@ final class OutcomeLoop {
   private final Map<String, String> mdc;
 
   private boolean accepting = true; // guarded by admission
+
+  /** Taken from the queue and not yet written: counted late if the thread dies meanwhile. */
+  private List<PendingOutcome> inHand = List.of();
+
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
   private int consecutiveErrors;
 
@@ -122,6 +126,7 @@ final class OutcomeLoop {
           "Outcome writer thread died (reason=BACKGROUND_THREAD_DIED, error={}); the task fails",
           t.getClass().getName());
     } finally {
+      reportUnwritten(inHand);
       closeAdmission();
       if (closeDeadlineMs != Long.MAX_VALUE) {
         writer.settleUnresolvedAtStop(); // a stop, not a death: what Kafka never acknowledged
@@ -140,6 +145,7 @@ final class OutcomeLoop {
       List<PendingOutcome> batch = nextBatch();
       if (!batch.isEmpty()) {
         writeUntilDone(batch);
+        inHand = List.of();
       }
       renewer.renewIfDue();
     }
@@ -156,6 +162,10 @@ final class OutcomeLoop {
       accepting = false;
       queue.drainTo(unwritten);
     }
+    reportUnwritten(unwritten);
+  }
+
+  private void reportUnwritten(List<PendingOutcome> unwritten) {
     for (PendingOutcome o : unwritten) {
       metrics.lateAcks.incrementAndGet();
       log.warn(
@@ -185,6 +195,7 @@ final class OutcomeLoop {
   /** Writes the batch, retrying transient failures with backoff; never drops an outcome. */
   private void writeUntilDone(List<PendingOutcome> batch) {
     List<PendingOutcome> remaining = new ArrayList<>(batch);
+    inHand = remaining; // the writer removes each outcome once written
     boolean retried = false;
     while (!remaining.isEmpty()) {
       try {

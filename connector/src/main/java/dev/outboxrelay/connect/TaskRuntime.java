@@ -39,6 +39,7 @@ final class TaskRuntime {
   private volatile NotificationListener listener;
   private Maintenance maintenance;
   private boolean started;
+  private final String threadSuffix;
 
   /**
    * Opens the store and starts the task's threads: the outcome loop, and the LISTEN thread when
@@ -55,8 +56,8 @@ final class TaskRuntime {
     OutboxStore store = provider.open(config.connector(), "outbox-relay-" + suffix);
     TaskRuntime runtime = new TaskRuntime(store, metrics, config, time, suffix, offsets);
     try {
-      runtime.started = true;
       runtime.loop.start();
+      runtime.started = true; // from now on the loop's end is the second party to the close
       var notifications = provider.notificationConnections(config.connector());
       if (config.connector().notifyEnabled() && notifications != null) {
         runtime.listener =
@@ -108,6 +109,7 @@ final class TaskRuntime {
             wake,
             this::closeWhenBothDone,
             "outbox-relay-outcomes-" + threadSuffix);
+    this.threadSuffix = threadSuffix;
     this.claims =
         new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);
     this.handoff =
@@ -204,14 +206,24 @@ final class TaskRuntime {
     } else {
       closeWhenBothDone(); // no loop will ever end: arrive in its place
     }
-    closeWhenBothDone();
+    if (closeParties.decrementAndGet() == 0) {
+      // The loop has ended already: close, but not on the caller's thread. Closing a pool during
+      // a database outage can wait for a connection attempt, and Connect gives stop() 5 s.
+      Thread closer = new Thread(this::close, "outbox-relay-close-" + threadSuffix);
+      closer.setDaemon(true);
+      closer.start();
+    }
   }
 
+  /** The outcome loop's last act: closes the store if the task has asked to stop already. */
   private void closeWhenBothDone() {
     // Each party arrives once, so the count reaches zero exactly once.
-    if (closeParties.decrementAndGet() != 0) {
-      return;
+    if (closeParties.decrementAndGet() == 0) {
+      close();
     }
+  }
+
+  private void close() {
     try {
       store.close();
     } finally {

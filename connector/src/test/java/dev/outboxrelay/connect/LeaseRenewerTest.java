@@ -136,8 +136,10 @@ class LeaseRenewerTest {
     store.failing = false;
     time.sleep(1000);
     renewer.taskPolled();
+    f.wake.await(Duration.ZERO); // whatever woke the poll before
     renewer.renewIfDue();
     assertTrue(renewer.isHealthy());
+    assertTrue(f.wake.isSignalled(), "a poll waiting since the failure claims now");
   }
 
   /**

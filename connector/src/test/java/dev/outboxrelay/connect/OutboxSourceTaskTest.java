@@ -680,8 +680,17 @@ class OutboxSourceTaskTest {
     assertFalse(message.contains("sentinel-payload-text"), message);
     assertNull(failure.get().getCause());
     assertEquals(MessageStatus.IN_FLIGHT, status("m1"), "nothing recorded without a write");
+    assertEquals(1, task.metrics().lateAcks.get(), "the outcome it held is reported, not lost");
 
-    task.stop();
+    // The loop has ended, so the stop is the last party to the close; a close that waits (a pool
+    // during an outage) must not hold Connect's stop().
+    CountDownLatch closing = new CountDownLatch(1);
+    failing.closeGate = closing;
+    Thread stopper = new Thread(task::stop);
+    stopper.setDaemon(true); // stuck for good if the stop waited for the close
+    stopper.start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> !stopper.isAlive());
+    closing.countDown();
     await().until(() -> failing.closes.get() == 1);
     task.stop();
     assertEquals(1, failing.closes.get());
@@ -798,6 +807,9 @@ class OutboxSourceTaskTest {
 
     /** While set, a batch publish waits for it (uninterruptibly, like a driver call). */
     volatile CountDownLatch publishGate;
+
+    /** While set, close() waits for it, as a pool's close can during an outage. */
+    volatile CountDownLatch closeGate;
 
     /** While set, batch publishes fail (a write stuck behind a lock); nothing else does. */
     volatile boolean publishesFail;
@@ -945,6 +957,10 @@ class OutboxSourceTaskTest {
 
     @Override
     public void close() {
+      CountDownLatch gate = closeGate;
+      if (gate != null) {
+        Uninterruptibles.await(gate);
+      }
       closes.incrementAndGet();
     }
   }
