@@ -21,6 +21,13 @@ final class Maintenance {
   /** Batches per run, so one run never holds up claiming for long. */
   private static final int MAX_BATCHES_PER_RUN = 10;
 
+  /**
+   * The pause before the next run when a run ended on a full batch (retention is behind): a whole
+   * {@code cleanup.interval.ms} would cap retention at 10 batches per interval (167 rows/s with the
+   * defaults), below what one task publishes, and the published log would grow without end.
+   */
+  static final long CATCH_UP_PAUSE_MS = 1000;
+
   private final OutboxStore store;
   private final OutboxSourceConfig config;
   private final RelayMetrics metrics;
@@ -62,22 +69,29 @@ final class Maintenance {
     Optional<Duration> retention = config.retention();
     if (retention.isPresent() && now >= nextCleanupMs) {
       nextCleanupMs = now + config.cleanupInterval().toMillis();
-      cleanup(store.now().minus(retention.get()));
+      if (cleanup(store.now().minus(retention.get()))) {
+        nextCleanupMs = now + Math.min(CATCH_UP_PAUSE_MS, config.cleanupInterval().toMillis());
+      }
     }
   }
 
-  private void cleanup(Instant cutoff) {
+  /** One run: up to {@link #MAX_BATCHES_PER_RUN} batches; true if rows older remain. */
+  private boolean cleanup(Instant cutoff) {
     int total = 0;
-    for (int i = 0; i < MAX_BATCHES_PER_RUN; i++) {
+    boolean behind = true;
+    for (int i = 0; i < MAX_BATCHES_PER_RUN && behind; i++) {
       int deleted = store.deletePublished(config.instanceKeys(), cutoff, config.cleanupBatchSize());
       total += deleted;
-      if (deleted < config.cleanupBatchSize()) {
-        break;
-      }
+      behind = deleted >= config.cleanupBatchSize();
     }
     if (total > 0) {
       metrics.cleanedUp.addAndGet(total);
-      log.info("Retention cleanup deleted {} PUBLISHED rows published before {}", total, cutoff);
+      if (behind) {
+        log.debug("Retention cleanup deleted {} rows and is behind; next run soon", total);
+      } else {
+        log.info("Retention cleanup deleted {} PUBLISHED rows published before {}", total, cutoff);
+      }
     }
+    return behind;
   }
 }

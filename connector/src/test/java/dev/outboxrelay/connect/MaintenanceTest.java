@@ -102,6 +102,42 @@ class MaintenanceTest {
     assertEquals(9_000, metrics.lagMs(), "the oldest row's age now, not the last reading");
   }
 
+  /**
+   * A run deletes at most 10 batches; one that ended on a full batch is behind, and the next runs
+   * after a short pause, not a whole interval later (which would cap retention below what a task
+   * publishes).
+   */
+  @Test
+  void retentionThatIsBehindRunsAgainSoonUntilItCatchesUp() {
+    RuntimeFixture f = fixture(); // batches of 2, every 10 s
+    for (int i = 0; i < 25; i++) {
+      f.add("eu", "old" + i, "a" + i);
+    }
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true);
+
+    time.sleep(10_000);
+    maintenance.runIfDue();
+    assertEquals(20, f.metrics.cleanedUp.get(), "10 batches of 2");
+    time.sleep(Maintenance.CATCH_UP_PAUSE_MS - 1);
+    maintenance.runIfDue();
+    assertEquals(20, f.metrics.cleanedUp.get(), "not yet");
+    time.sleep(1);
+    maintenance.runIfDue();
+    assertEquals(25, f.metrics.cleanedUp.get(), "caught up");
+
+    f.add("eu", "next", "n");
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    time.sleep(Maintenance.CATCH_UP_PAUSE_MS);
+    maintenance.runIfDue();
+    assertEquals(25, f.metrics.cleanedUp.get(), "caught up: the next run is an interval later");
+    time.sleep(10_000 - Maintenance.CATCH_UP_PAUSE_MS);
+    maintenance.runIfDue();
+    assertEquals(26, f.metrics.cleanedUp.get());
+  }
+
   @Test
   void retentionDeletesOnlyOwnPublishedRowsOlderThanTheCutoffInBatches() {
     RuntimeFixture f = fixture();
