@@ -250,8 +250,8 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String AT_LEAST_ONCE = "at-least-once";
   public static final String EXACTLY_ONCE = "exactly-once";
   private static final String DELIVERY_GUARANTEE_DOC =
-      "at-least-once: every row reaches Kafka, and a lost lease can send it twice (visible as"
-          + " claim-lost-total). exactly-once: no row reaches a read_committed consumer twice, with"
+      "at-least-once: every row reaches Kafka, and a lost or expired lease can send it twice"
+          + " (visible as claim-lost-total or abandoned-reclaimed-total). exactly-once: no row reaches a read_committed consumer twice, with"
           + " any tasks.max; needs workers with exactly.once.source.support=enabled and this"
           + " connector's exactly.once.support=required (docs/design.md, Exactly-once).";
 

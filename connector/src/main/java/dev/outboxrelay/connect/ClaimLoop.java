@@ -105,6 +105,7 @@ final class ClaimLoop {
     reportExhausted(result);
     if (!result.claimed().isEmpty()) {
       holdsIsolatedClaim = true;
+      metrics.abandonedReclaimed.incrementAndGet();
       log.info(
           "Reclaimed abandoned message_id={} instance_key={} in isolation",
           result.claimed().get(0).messageId(),

@@ -34,6 +34,7 @@ public final class RelayMetrics {
   public final AtomicLong failed = new AtomicLong();
   public final AtomicLong deadLettered = new AtomicLong();
   public final AtomicLong released = new AtomicLong();
+  public final AtomicLong abandonedReclaimed = new AtomicLong();
   public final AtomicLong leaseRenewalsLost = new AtomicLong();
   public final AtomicLong lateAcks = new AtomicLong();
   public final AtomicLong recoveredPublished = new AtomicLong();
@@ -126,6 +127,10 @@ public final class RelayMetrics {
         "Rows sent to the dead-letter topic and recorded FAILED.",
         deadLettered::get);
     gauge("released-total", "Claims given back without being sent.", released::get);
+    gauge(
+        "abandoned-reclaimed-total",
+        "Rows claimed again alone after another owner's lease expired (possible duplicate).",
+        abandonedReclaimed::get);
     gauge("lease-renewal-lost-total", "Held leases found lost at renewal.", leaseRenewalsLost::get);
     gauge(
         "late-ack-total",
@@ -269,6 +274,7 @@ public final class RelayMetrics {
     counts.put("failed", failed);
     counts.put("deadLettered", deadLettered);
     counts.put("released", released);
+    counts.put("abandonedReclaimed", abandonedReclaimed);
     counts.put("recoveredPublished", recoveredPublished);
     counts.put("recoveredReleased", recoveredReleased);
     counts.put("laterEpochRows", laterEpochRows);

@@ -137,6 +137,7 @@ class ClaimLoopTest {
     assertTrue(loop.next().isEmpty(), "nothing beside an isolated claim");
     f.ledger.resolve("lost", first.claimed().get(0).lease().token());
     assertEquals(List.of("due"), ids(loop.next()), "no abandoned row left: due rows flow");
+    assertEquals(1, f.metrics.abandonedReclaimed.get(), "a possible duplicate, counted once");
   }
 
   /**
