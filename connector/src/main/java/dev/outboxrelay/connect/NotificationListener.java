@@ -34,6 +34,9 @@ final class NotificationListener {
   private volatile Connection current;
   private final AtomicLong received = new AtomicLong();
 
+  /** An outage of the notification connection was logged at INFO (once, until it is back). */
+  private boolean unavailableReported;
+
   NotificationListener(
       Supplier<Connection> connections,
       String channel,
@@ -72,6 +75,10 @@ final class NotificationListener {
           s.execute("LISTEN \"" + channel + "\"");
         }
         backoffMs = RECONNECT_MIN.toMillis();
+        if (unavailableReported) {
+          unavailableReported = false;
+          log.info("Listening for insert notifications again (channel {})", channel);
+        }
         PGConnection pg = connection.unwrap(PGConnection.class);
         while (running) {
           PGNotification[] notifications = pg.getNotifications(1000);
@@ -86,10 +93,20 @@ final class NotificationListener {
         if (!running) {
           return;
         }
-        log.debug(
-            "Notification connection lost (reason=NOTIFY_UNAVAILABLE, sqlState={}); polling"
-                + " continues",
-            e instanceof SQLException sql ? sql.getSQLState() : null);
+        String sqlState = e instanceof SQLException sql ? sql.getSQLState() : null;
+        if (unavailableReported) {
+          log.debug(
+              "Notification connection still unavailable (reason=NOTIFY_UNAVAILABLE, sqlState={})",
+              sqlState);
+        } else {
+          // Once per outage, so that a LISTEN that never works is not silent; then quietly.
+          unavailableReported = true;
+          log.info(
+              "Not listening for insert notifications (reason=NOTIFY_UNAVAILABLE, sqlState={});"
+                  + " new rows are found by polling (poll.interval.ms) until the connection is"
+                  + " back",
+              sqlState);
+        }
       }
       try {
         Thread.sleep(backoffMs); // reconnect backoff of a background thread, not a test wait

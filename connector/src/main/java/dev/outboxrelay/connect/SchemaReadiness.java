@@ -104,7 +104,7 @@ final class SchemaReadiness {
     if (waitedMinutes < LONG_WAIT_MINUTES) {
       log.info(
           "Schema migration of table {} is running in another session (a task or the CLI);"
-              + " checking again {}",
+              + " checking again {} (reason=SCHEMA_MIGRATION_IN_PROGRESS)",
           config.table(),
           nextAttempt());
     } else {
@@ -113,7 +113,8 @@ final class SchemaReadiness {
       log.warn(
           "Schema migration of table {} has been running in another session for {} min;"
               + " checking again {}. Its session holds an advisory lock (pg_locks, locktype"
-              + " advisory; application_name outbox-relay-migrate for a task's)",
+              + " advisory; application_name outbox-relay-migrate for a task's)"
+              + " (reason=SCHEMA_MIGRATION_IN_PROGRESS)",
           config.table(),
           waitedMinutes,
           nextAttempt());
