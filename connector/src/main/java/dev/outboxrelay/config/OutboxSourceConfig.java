@@ -139,7 +139,10 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String CLAIM_BATCH_SIZE_CONFIG = "claim.batch.size";
   public static final int CLAIM_BATCH_SIZE_DEFAULT = 500;
   private static final String CLAIM_BATCH_SIZE_DOC =
-      "Most rows one claim takes, and so most records one poll returns.";
+      "Most rows one claim takes, and so most records one poll returns. A task holds at most 4"
+          + " claims' worth unacknowledged, and at most half the producer's buffer.memory"
+          + " (producer.override.buffer.memory, else 32 MiB) of records: with large payloads a"
+          + " claim takes fewer rows.";
 
   public static final String POLL_INTERVAL_MS_CONFIG = "poll.interval.ms";
   public static final long POLL_INTERVAL_MS_DEFAULT = 1_000L;
@@ -235,6 +238,11 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   /** The producer setting the record-size check follows, as a connector override. */
   static final String PRODUCER_MAX_REQUEST_SIZE = "producer.override.max.request.size";
+
+  static final String PRODUCER_BUFFER_MEMORY = "producer.override.buffer.memory";
+
+  /** Kafka's default {@code buffer.memory}: 32 MiB. */
+  static final long DEFAULT_PRODUCER_BUFFER_MEMORY = 32L * 1024 * 1024;
 
   public static final String DEAD_LETTER_TOPIC_CONFIG = "dead.letter.topic";
   private static final String DEAD_LETTER_TOPIC_DOC =
@@ -851,14 +859,32 @@ public class OutboxSourceConfig extends AbstractConfig {
   }
 
   /**
+   * The producer's {@code buffer.memory} as this connector overrides it, else Kafka's default (a
+   * worker-wide {@code producer.buffer.memory} is not visible here).
+   */
+  public long producerBufferMemory() {
+    return producerOverride(PRODUCER_BUFFER_MEMORY, DEFAULT_PRODUCER_BUFFER_MEMORY);
+  }
+
+  /**
    * The producer's {@code max.request.size} as this connector overrides it, else Kafka's default.
-   * An unreadable value is the producer's to reject; the default stands meanwhile.
    */
   public int producerMaxRequestSize() {
-    Object value = originals().get(PRODUCER_MAX_REQUEST_SIZE);
+    return (int)
+        Math.min(
+            Integer.MAX_VALUE,
+            producerOverride(PRODUCER_MAX_REQUEST_SIZE, MappingSettings.DEFAULT_RECORD_MAX_BYTES));
+  }
+
+  /**
+   * A positive size the connector's config gives the producer. An unreadable value is the
+   * producer's to reject; the default stands meanwhile.
+   */
+  private long producerOverride(String key, long fallback) {
+    Object value = originals().get(key);
     if (value != null) {
       try {
-        int size = Integer.parseInt(value.toString().trim());
+        long size = Long.parseLong(value.toString().trim());
         if (size > 0) {
           return size;
         }
@@ -866,7 +892,7 @@ public class OutboxSourceConfig extends AbstractConfig {
         // falls through to the default
       }
     }
-    return MappingSettings.DEFAULT_RECORD_MAX_BYTES;
+    return fallback;
   }
 
   public Optional<String> deadLetterTopic() {

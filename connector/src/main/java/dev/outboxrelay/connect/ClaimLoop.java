@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
+import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.OutboxStore;
 import java.util.List;
@@ -38,6 +39,9 @@ final class ClaimLoop {
   private long shareDrySinceMs = -1;
   private boolean claimUnconfirmed;
 
+  /** The estimated record size of the next claim's rows (see {@link #sizedRequest}). */
+  private long rowBytes;
+
   ClaimLoop(
       OutboxStore store,
       TaskSettings settings,
@@ -70,11 +74,12 @@ final class ClaimLoop {
     this.metrics = metrics;
     this.time = time;
     this.nextAbandonedProbeMs = time.milliseconds();
+    this.rowBytes = settings.payloadMaxBytes() + InFlightLedger.RECORD_OVERHEAD_BYTES;
   }
 
   /** The next claim: rows now leased to this task (and rows the claim parked), or nothing. */
   ClaimResult next() {
-    if (ledger.size() >= settings.maxInFlight() || !renewer.isHealthy()) {
+    if (ledger.isFull(settings) || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }
     releaseUnconfirmedClaim();
@@ -142,7 +147,7 @@ final class ClaimLoop {
    * speed).
    */
   private ClaimResult claimDue() {
-    ClaimRequest request = settings.claimRequest();
+    ClaimRequest request = sizedRequest();
     ClaimResult result = confirmed(() -> store.claim(request));
     reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
     if (request.affinity() == null) {
@@ -165,6 +170,31 @@ final class ClaimLoop {
   }
 
   /**
+   * A batch, or fewer rows where a batch of rows the size of the largest of the last claim would
+   * take the records held past {@code maxInFlightBytes}: large payloads are claimed a few at a
+   * time, so that neither the heap nor the producer's buffer holds several batches of them. At
+   * least one row, and the first claim of a task assumes rows of {@code payload.max.bytes}.
+   */
+  private ClaimRequest sizedRequest() {
+    ClaimRequest request = settings.claimRequest();
+    long room = settings.maxInFlightBytes() - ledger.bytes();
+    long rows = Math.max(1, room / Math.max(1, rowBytes));
+    return rows >= request.limit() ? request : request.withLimit((int) rows);
+  }
+
+  /** Remembers the largest record of a claim as the size of the next claim's rows. */
+  private ClaimResult sized(ClaimResult result) {
+    if (!result.claimed().isEmpty()) {
+      long largest = 0;
+      for (ClaimedMessage row : result.claimed()) {
+        largest = Math.max(largest, InFlightLedger.recordBytes(row));
+      }
+      rowBytes = largest;
+    }
+    return result;
+  }
+
+  /**
    * A claim, unconfirmed until it returns: one that throws may still have committed (the connection
    * lost at COMMIT), leasing rows to this owner that no record will ever carry.
    */
@@ -172,7 +202,7 @@ final class ClaimLoop {
     claimUnconfirmed = true;
     ClaimResult result = claim.get();
     claimUnconfirmed = false;
-    return result;
+    return sized(result);
   }
 
   /**
@@ -205,8 +235,7 @@ final class ClaimLoop {
    */
   private ClaimResult claimInBuckets() {
     exactlyOnce.sweepIfDue();
-    ClaimResult result =
-        confirmed(() -> store.claim(exactlyOnce.nextClaim(settings.claimRequest())));
+    ClaimResult result = confirmed(() -> store.claim(exactlyOnce.nextClaim(sizedRequest())));
     reportExhausted(result);
     return result;
   }

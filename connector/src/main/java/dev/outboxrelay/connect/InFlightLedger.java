@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The rows this task has handed to Connect and not yet resolved, with the leases they are held
@@ -15,7 +16,9 @@ import java.util.concurrent.ConcurrentMap;
  * outcome writer removes.
  *
  * <p>An entry keeps only what an outcome needs, never the payload: with several batches of 1 MiB
- * payloads in flight, the ledger would otherwise pin them until Kafka acknowledges.
+ * payloads in flight, the ledger would otherwise pin them until Kafka acknowledges. It counts the
+ * records' estimated size instead ({@link #bytes}), which bounds what the task holds in Connect and
+ * its producer.
  */
 final class InFlightLedger {
 
@@ -26,7 +29,8 @@ final class InFlightLedger {
       String instanceKey,
       Lease lease,
       int attempts,
-      String deadLetterReason) {
+      String deadLetterReason,
+      long bytes) {
     boolean isDeadLetter() {
       return deadLetterReason != null;
     }
@@ -36,18 +40,36 @@ final class InFlightLedger {
     }
   }
 
+  /**
+   * What a record holds beside its payload and headers (key, topic, offsets, Kafka's record and
+   * batch overhead, Connect's objects): an estimate, generous for small rows.
+   */
+  static final long RECORD_OVERHEAD_BYTES = 256;
+
   private final ConcurrentMap<String, Entry> entries = new ConcurrentHashMap<>();
+  private final AtomicLong bytes = new AtomicLong();
 
   void add(ClaimedMessage message, String deadLetterReason) {
-    entries.put(
-        message.messageId(),
+    Entry entry =
         new Entry(
             message.messageId(),
             message.seq(),
             message.instanceKey(),
             message.lease(),
             message.attempts(),
-            deadLetterReason));
+            deadLetterReason,
+            recordBytes(message));
+    Entry replaced = entries.put(message.messageId(), entry);
+    bytes.addAndGet(entry.bytes() - (replaced == null ? 0 : replaced.bytes()));
+  }
+
+  /** The estimated size of the record of {@code message}: its payload, headers and overhead. */
+  static long recordBytes(ClaimedMessage message) {
+    long size = RECORD_OVERHEAD_BYTES;
+    size += message.payload() == null ? 0 : message.payload().length;
+    size += message.headersJson() == null ? 0 : message.headersJson().length();
+    size += message.aggregateId() == null ? 0 : message.aggregateId().length();
+    return size;
   }
 
   Optional<Entry> get(String messageId) {
@@ -62,6 +84,7 @@ final class InFlightLedger {
         (id, e) -> {
           if (e.lease().token() == token) {
             removed[0] = true;
+            bytes.addAndGet(-e.bytes());
             return null;
           }
           return e;
@@ -73,14 +96,24 @@ final class InFlightLedger {
     return entries.size();
   }
 
+  /** The estimated size of the records held, in bytes. */
+  long bytes() {
+    return bytes.get();
+  }
+
+  /** Whether the task holds as many records, or as many bytes of them, as it may: no claim now. */
+  boolean isFull(TaskSettings settings) {
+    return size() >= settings.maxInFlight() || bytes() >= settings.maxInFlightBytes();
+  }
+
   /**
-   * Whether resolving entries, from {@code sizeBefore} to {@code sizeAfter}, is news to a waiting
-   * {@code poll()}: it freed room under {@code maxInFlight} for the next claim, or emptied the
-   * ledger (what an isolated reclaim waits for). Other resolutions do not wake it: a trickle's
-   * every acknowledgement would otherwise be followed by a claim that finds nothing.
+   * Whether resolving entries is news to a waiting {@code poll()}: it made room for the next claim
+   * ({@code fullBefore} and no longer {@code fullAfter}), or emptied the ledger (what an isolated
+   * reclaim waits for). Other resolutions do not wake it: a trickle's every acknowledgement would
+   * otherwise be followed by a claim that finds nothing.
    */
-  static boolean freesPoll(int sizeBefore, int sizeAfter, int maxInFlight) {
-    return sizeAfter == 0 || (sizeBefore >= maxInFlight && sizeAfter < maxInFlight);
+  static boolean freesPoll(boolean fullBefore, boolean fullAfter, boolean emptyAfter) {
+    return emptyAfter || (fullBefore && !fullAfter);
   }
 
   boolean isEmpty() {

@@ -184,16 +184,14 @@ final class LeaseRenewer {
    */
   private void claimLost(HeldLease lease) {
     var entry = ledger.get(lease.messageId());
-    int before = ledger.size();
+    boolean fullBefore = ledger.isFull(settings);
     if (entry.isEmpty() || !ledger.resolve(lease.messageId(), lease.lease().token())) {
       return; // settled meanwhile
     }
     lostClaims.add(entry.get());
     metrics.leaseRenewalsLost.incrementAndGet();
     metrics.claimLost.incrementAndGet();
-    int after = ledger.size();
-    metrics.inFlight.set(after);
-    if (InFlightLedger.freesPoll(before, after, settings.maxInFlight())) {
+    if (InFlightLedger.freesPoll(fullBefore, ledger.isFull(settings), ledger.isEmpty())) {
       pollWake.wake();
     }
     log.warn(

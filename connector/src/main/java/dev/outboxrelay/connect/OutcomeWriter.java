@@ -208,12 +208,10 @@ final class OutcomeWriter {
 
   private void settle(String messageId, Lease lease, OutcomeKind kind, Outcome outcome) {
     String instanceKey = instanceKeyOf(messageId);
-    int before = ledger.size();
+    boolean fullBefore = ledger.isFull(settings);
     ledger.resolve(messageId, lease.token());
     var reportedAtRenewal = lostClaims.take(messageId, lease.token());
-    int after = ledger.size();
-    metrics.inFlight.set(after);
-    if (InFlightLedger.freesPoll(before, after, settings.maxInFlight())) {
+    if (InFlightLedger.freesPoll(fullBefore, ledger.isFull(settings), ledger.isEmpty())) {
       pollWake.wake();
     }
     if (outcome == null || outcome == Outcome.CLAIM_LOST) {

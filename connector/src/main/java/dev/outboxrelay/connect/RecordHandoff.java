@@ -111,7 +111,6 @@ final class RecordHandoff {
         }
       }
     }
-    metrics.inFlight.set(ledger.size());
     return records;
   }
 
@@ -180,7 +179,6 @@ final class RecordHandoff {
         ledger.resolve(SourceOffsets.messageId(record), SourceOffsets.leaseToken(record));
       }
     }
-    metrics.inFlight.set(ledger.size());
   }
 
   /** Exactly-once, at a stop: {@link #forget} the held batch, if any; it is not handed over. */
@@ -213,7 +211,6 @@ final class RecordHandoff {
         }
       }
     }
-    metrics.inFlight.set(ledger.size());
     return new Positioned(records, parks);
   }
 

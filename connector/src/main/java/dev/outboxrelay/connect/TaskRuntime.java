@@ -92,6 +92,7 @@ final class TaskRuntime {
             : null;
     this.store = store;
     this.metrics = metrics;
+    metrics.readInFlightFrom(ledger::size, ledger::bytes);
     this.wake = new WakeSignal();
     this.health = new StoreHealth(metrics, time);
     this.renewer =

@@ -13,6 +13,10 @@ import java.util.Set;
  *
  * @param maxInFlight how many records handed to Connect and unresolved stop the next claim (a few
  *     batches; a claim started below it may take a whole batch more)
+ * @param maxInFlightBytes how many bytes of such records (estimated) stop the next claim; a claim
+ *     takes fewer rows than a batch where they would pass it (half the producer's buffer, so that a
+ *     broker that acknowledges nothing never blocks the task thread in a send)
+ * @param payloadMaxBytes the largest payload a row may have, what a task assumes of its first rows
  * @param affinity the share of aggregates this task claims first when ordered; {@code null} for a
  *     single task or unordered claims
  * @param shareFallbackDelay how long the task's share must stay dry before it claims other shares
@@ -31,6 +35,8 @@ record TaskSettings(
     boolean ordered,
     NullMetadataPolicy nullMetadataPolicy,
     int maxInFlight,
+    long maxInFlightBytes,
+    int payloadMaxBytes,
     Duration abandonedProbeInterval,
     Duration lateAckGrace,
     AggregateAffinity affinity,

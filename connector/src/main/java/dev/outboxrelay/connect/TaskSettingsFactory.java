@@ -36,6 +36,10 @@ final class TaskSettingsFactory {
         config.orderingEnabled(),
         config.nullMetadataPolicy(),
         config.batchSize() * BATCHES_IN_FLIGHT,
+        // Records held stay under half the producer's buffer: sends then never block (a broker
+        // that acknowledges nothing would hold the task thread in send(), and renewals with it).
+        config.producerBufferMemory() / 2,
+        config.payloadMaxBytes(),
         // Look for abandoned rows a few times per lease: they block their aggregates meanwhile.
         lease.dividedBy(4),
         // Connect closes the producer within 30 s of stop; later acknowledgements cannot come.

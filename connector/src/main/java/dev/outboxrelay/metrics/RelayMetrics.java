@@ -43,7 +43,8 @@ public final class RelayMetrics {
   public final AtomicLong laterEpochRows = new AtomicLong();
   public final AtomicLong databaseErrors = new AtomicLong();
   public final AtomicLong cleanedUp = new AtomicLong();
-  public final AtomicLong inFlight = new AtomicLong();
+  private volatile LongSupplier inFlightRecords = () -> 0;
+  private volatile LongSupplier inFlightBytes = () -> 0;
   private final Time time;
   private volatile long lagAtReadMs;
   private volatile long readAtMs;
@@ -158,7 +159,11 @@ public final class RelayMetrics {
         "Failed database operations (classified by SQLState).",
         databaseErrors::get);
     gauge("cleaned-up-total", "PUBLISHED rows deleted by retention cleanup.", cleanedUp::get);
-    gauge("in-flight-records", "Records handed to Connect and not yet resolved.", inFlight::get);
+    gauge("in-flight-records", "Records handed to Connect and not yet resolved.", this::inFlight);
+    gauge(
+        "in-flight-bytes",
+        "Estimated size of the records handed to Connect and not yet resolved, bytes.",
+        this::inFlightBytes);
     if (readsBacklog) {
       gauge("lag-ms", "Age of the oldest row awaiting delivery, milliseconds.", this::lagMs);
       backlog.forEach(
@@ -187,6 +192,20 @@ public final class RelayMetrics {
     MetricName metricName = pluginMetrics.metricName(name, description, new LinkedHashMap<>());
     pluginMetrics.addMetric(metricName, (Measurable) (config, now) -> value.getAsLong());
     registered.add(metricName);
+  }
+
+  /** Where the in-flight figures are read: the task's ledger, at every read (never stale). */
+  public void readInFlightFrom(LongSupplier records, LongSupplier bytes) {
+    inFlightRecords = records;
+    inFlightBytes = bytes;
+  }
+
+  public long inFlight() {
+    return inFlightRecords.getAsLong();
+  }
+
+  public long inFlightBytes() {
+    return inFlightBytes.getAsLong();
   }
 
   public void recordOutcomeWrite(long millis) {
@@ -280,12 +299,15 @@ public final class RelayMetrics {
     counts.put("laterEpochRows", laterEpochRows);
     counts.put("databaseErrors", databaseErrors);
     counts.put("cleanedUp", cleanedUp);
-    counts.put("inFlight", inFlight);
     StringBuilder line = new StringBuilder();
     counts.forEach(
         (name, count) ->
             line.append(line.isEmpty() ? "" : " ").append(name).append('=').append(count));
-    return line.append(" lagMs=").append(lagMs()).toString();
+    return line.append(" inFlight=")
+        .append(inFlight())
+        .append(" lagMs=")
+        .append(lagMs())
+        .toString();
   }
 
   /**

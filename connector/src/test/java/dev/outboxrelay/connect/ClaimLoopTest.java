@@ -58,6 +58,40 @@ class ClaimLoopTest {
   }
 
   /**
+   * Large rows are claimed a few at a time: a batch of them would hold several times the producer's
+   * buffer, so that a broker acknowledging nothing blocked the task thread in a send (and with it
+   * lease renewal), and the heap would hold batches of large payloads. The first claim assumes rows
+   * of payload.max.bytes; later ones, rows like the largest of the last claim.
+   */
+  @Test
+  void largeRowsAreClaimedFewAtATimeWithinHalfTheProducersBuffer() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "ordering.enabled", "false",
+                "claim.batch.size", "100",
+                "payload.max.bytes", "5000",
+                "producer.override.buffer.memory", "40000"));
+    for (int i = 0; i < 30; i++) {
+      // 3,999 bytes a record: payload, aggregate id and the ledger's overhead
+      f.add("eu", "large" + i, "a" + i, new byte[3999 - 256 - 2]);
+    }
+    ClaimLoop loop = loop(f);
+
+    ClaimResult first = loop.next();
+    assertEquals(3, first.claimed().size(), "20,000 bytes of room, rows of up to 5,256 assumed");
+    handToConnect(f, first);
+    ClaimResult second = loop.next();
+    assertEquals(2, second.claimed().size(), "8,003 bytes of room, rows like the last claim's");
+    handToConnect(f, second);
+    ClaimResult third = loop.next();
+    assertEquals(1, third.claimed().size(), "at least one row while there is room");
+    handToConnect(f, third);
+    assertEquals(6 * 3999, f.ledger.bytes(), "never more than a row past the budget");
+    assertTrue(loop.next().isEmpty(), "half the buffer held: nothing more");
+  }
+
+  /**
    * A claim that committed although its result never arrived (the connection lost at COMMIT) leases
    * rows the task never holds. They are released before the next claim and come first, in order;
    * without that, the next claim would take the later row of their aggregate (its owner's own rows

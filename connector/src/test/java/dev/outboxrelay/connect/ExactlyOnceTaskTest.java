@@ -270,7 +270,7 @@ class ExactlyOnceTaskTest {
 
     assertEquals(MessageStatus.IN_FLIGHT, store.find("big").orElseThrow().status());
     assertEquals(0, first.metrics().deadLettered.get());
-    assertEquals(2, first.metrics().inFlight.get(), "a and b only: c was never handed over");
+    assertEquals(2, first.metrics().inFlight(), "a and b only: c was never handed over");
 
     List<SourceRecord> next = start(config).poll();
 

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.store.ClaimedMessage;
 import java.lang.ref.WeakReference;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class InFlightLedgerTest {
@@ -56,10 +57,36 @@ class InFlightLedgerTest {
 
   @Test
   void onlyRoomUnderTheLimitOrAnEmptyLedgerWakesPoll() {
-    assertTrue(InFlightLedger.freesPoll(2000, 1999, 2000), "room for the next claim");
-    assertTrue(InFlightLedger.freesPoll(2300, 1800, 2000), "a batch of outcomes made room");
-    assertTrue(InFlightLedger.freesPoll(1, 0, 2000), "empty: an isolated reclaim may run");
-    assertFalse(InFlightLedger.freesPoll(12, 11, 2000), "a trickle's acknowledgement");
-    assertFalse(InFlightLedger.freesPoll(2300, 2100, 2000), "still full");
+    assertTrue(InFlightLedger.freesPoll(true, false, false), "room for the next claim");
+    assertTrue(InFlightLedger.freesPoll(false, false, true), "empty: an isolated reclaim may run");
+    assertFalse(InFlightLedger.freesPoll(false, false, false), "a trickle's acknowledgement");
+    assertFalse(InFlightLedger.freesPoll(true, true, false), "still full");
+  }
+
+  @Test
+  void itCountsTheBytesOfWhatItHoldsOnceAndIsFullByCountOrBytes() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of("claim.batch.size", "2", "producer.override.buffer.memory", "4000"));
+    InFlightLedger ledger = new InFlightLedger();
+    ledger.add(claimed("m1", 1, new byte[1000]), null);
+    long one = ledger.bytes();
+    assertEquals(1000 + InFlightLedger.RECORD_OVERHEAD_BYTES, one, 100);
+    ledger.add(claimed("m1", 2, new byte[1000]), null); // the same row claimed again
+    assertEquals(one, ledger.bytes(), "a replaced entry is not counted twice");
+    assertFalse(ledger.isFull(f.settings), "1 of 8 records, under 2000 bytes");
+
+    ledger.add(claimed("m2", 1, new byte[1000]), null);
+    assertTrue(ledger.isFull(f.settings), "by bytes: half of the producer's buffer");
+    assertFalse(ledger.resolve("m2", 9));
+    assertTrue(ledger.resolve("m2", 1));
+    assertEquals(one, ledger.bytes());
+    assertTrue(ledger.resolve("m1", 2));
+    assertEquals(0, ledger.bytes());
+
+    for (int i = 0; i < 8; i++) {
+      ledger.add(claimed("small" + i, 1, new byte[1]), null);
+    }
+    assertTrue(ledger.isFull(f.settings), "by count: 4 batches of 2");
   }
 }

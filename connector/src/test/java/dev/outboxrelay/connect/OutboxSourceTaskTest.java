@@ -145,7 +145,15 @@ class OutboxSourceTaskTest {
         add("eu", "m" + round + "-" + a, "agg-" + a, "{}".getBytes());
       }
     }
-    Map<String, String> props = Map.of("claim.batch.size", "50", OutboxSourceTask.TASK_COUNT, "2");
+    // Small rows: a task's first claim assumes rows of payload.max.bytes and would take fewer.
+    Map<String, String> props =
+        Map.of(
+            "claim.batch.size",
+            "50",
+            "payload.max.bytes",
+            "1000",
+            OutboxSourceTask.TASK_COUNT,
+            "2");
     Map<String, String> first = new HashMap<>(props);
     first.put(OutboxSourceTask.TASK_ID, "0");
     OutboxSourceTask task0 = startTask(first);
@@ -534,7 +542,7 @@ class OutboxSourceTaskTest {
 
     task.commitRecord(records.get(0), metadata(records.get(0), 1));
 
-    await().until(() -> failing.publishCalls.get() >= 2 && task.metrics().inFlight.get() == 0);
+    await().until(() -> failing.publishCalls.get() >= 2 && task.metrics().inFlight() == 0);
     assertEquals(MessageStatus.PUBLISHED, status("m1"));
     assertEquals(1, task.metrics().published.get());
     assertEquals(0, task.metrics().claimLost.get());
@@ -729,7 +737,7 @@ class OutboxSourceTaskTest {
     time = mockTime;
     startTask(Map.of("lease.duration.ms", "8000", "lease.renewal.interval.ms", "2000"));
     SourceRecord record = task.poll().get(0);
-    assertEquals(1, task.metrics().inFlight.get());
+    assertEquals(1, task.metrics().inFlight());
     // The lease runs out (the database's clock) and another owner takes the row.
     clock.advance(Duration.ofSeconds(9));
     assertEquals(
@@ -743,13 +751,13 @@ class OutboxSourceTaskTest {
     mockTime.sleep(2000); // renewal due
     await().until(() -> task.metrics().leaseRenewalsLost.get() == 1);
     assertEquals(1, task.metrics().claimLost.get(), "a lost renewal is a lost claim");
-    assertEquals(0, task.metrics().inFlight.get(), "its in-flight slot is free");
+    assertEquals(0, task.metrics().inFlight(), "its in-flight slot is free");
 
     // Kafka acknowledges the record after all: fenced off, and not counted a second time.
     task.commitRecord(record, metadata(record, 7));
     await().until(() -> failing.publishCalls.get() == 1);
     mockTime.sleep(2000);
-    await().until(() -> failing.publishCalls.get() == 1 && task.metrics().inFlight.get() == 0);
+    await().until(() -> failing.publishCalls.get() == 1 && task.metrics().inFlight() == 0);
     assertEquals(1, task.metrics().claimLost.get());
     assertEquals(0, task.metrics().published.get());
     assertEquals("other", store.find("m1").orElseThrow().leaseOwner());

@@ -61,7 +61,7 @@ class OutcomeWriterTest {
     assertEquals(1, f.metrics.deadLettered.get());
     assertEquals(1, f.metrics.released.get());
     assertTrue(f.ledger.isEmpty());
-    assertEquals(0, f.metrics.inFlight.get());
+    assertEquals(0, f.metrics.inFlight());
     assertTrue(f.wake.isSignalled(), "a freed slot wakes poll");
   }
 

@@ -40,9 +40,14 @@ final class RuntimeFixture {
     props.putAll(overrides);
     config = new OutboxSourceConfig(props);
     settings = TaskSettingsFactory.from(config, OWNER, taskIndex, taskCount);
+    metrics.readInFlightFrom(ledger::size, ledger::bytes);
   }
 
   void add(String instanceKey, String messageId, String aggregateId) {
+    add(instanceKey, messageId, aggregateId, "{}".getBytes());
+  }
+
+  void add(String instanceKey, String messageId, String aggregateId, byte[] payload) {
     store.enqueue(
         instanceKey,
         OutboxMessage.builder()
@@ -50,7 +55,7 @@ final class RuntimeFixture {
             .aggregateType("order")
             .aggregateId(aggregateId)
             .eventType("OrderPlaced")
-            .payload("{}".getBytes())
+            .payload(payload)
             .build());
   }
 

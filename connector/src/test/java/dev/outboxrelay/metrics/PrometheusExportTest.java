@@ -82,7 +82,7 @@ class PrometheusExportTest {
     relay.exhausted.set(4);
     relay.failed.set(5);
     relay.deadLettered.set(6);
-    relay.inFlight.set(8);
+    relay.readInFlightFrom(() -> 8, () -> 4096);
     Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
     counts.put(MessageStatus.PENDING, 40L);
     counts.put(MessageStatus.EXHAUSTED, 1L);
