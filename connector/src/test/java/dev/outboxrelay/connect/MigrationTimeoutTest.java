@@ -76,6 +76,43 @@ class MigrationTimeoutTest {
   }
 
   /**
+   * Nor by a role's or database's transaction_timeout (PostgreSQL 17), which would end the whole
+   * migration's transaction, at every retry, on a table big enough to need the time.
+   */
+  @Test
+  void aMigrationOutlivesATransactionTimeoutOfTheDatabase() throws Exception {
+    String url = Postgres.freshDatabase("migration_transaction_timeout");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, TABLE).migrateTo("5");
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET transaction_timeout = ''500ms''',"
+                + " current_database()); END $$");
+      }
+      OutboxSourceConfig config = migratingConfig(url, Map.of(LOCK_TIMEOUT, "0"));
+      PostgresStoreProvider provider = new PostgresStoreProvider();
+      try (Connection blocker = admin.getConnection();
+          Statement s = blocker.createStatement()) {
+        s.execute("SET transaction_timeout = 0"); // the blocker's lock must outlast 500 ms
+        blocker.setAutoCommit(false);
+        s.execute("LOCK TABLE outbox IN ACCESS SHARE MODE");
+        provider.open(config, "migration-transaction-timeout").close();
+        CompletableFuture<Void> migration =
+            CompletableFuture.runAsync(() -> provider.migrate(config));
+
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> waitingOnLockFor(admin, Duration.ofSeconds(1)) || migration.isDone());
+        migration.getNow(null); // rethrows a migration ended by the timeout
+        blocker.commit();
+        migration.get();
+      }
+      assertTrue(new SchemaMigrator(admin, TABLE).isCurrent());
+    }
+  }
+
+  /**
    * What a migration does not do is wait long for its lock: inserts queue behind it. Past {@code
    * schema.migrate.lock.timeout.ms} it fails, retriable, naming the lock; nothing has changed, and
    * the next attempt applies once the lock is free.

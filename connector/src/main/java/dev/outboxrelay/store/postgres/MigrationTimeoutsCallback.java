@@ -44,7 +44,10 @@ final class MigrationTimeoutsCallback implements Callback {
             .getConnection()
             .prepareStatement(
                 "SELECT set_config('statement_timeout', '0', true),"
-                    + " CASE WHEN ? THEN set_config('lock_timeout', ?, true) END")) {
+                    + " CASE WHEN ? THEN set_config('lock_timeout', ?, true) END,"
+                    // PostgreSQL 17's transaction_timeout ends the whole migration's transaction
+                    + " CASE WHEN current_setting('server_version_num')::int >= 170000"
+                    + " THEN set_config('transaction_timeout', '0', true) END")) {
       set.setBoolean(1, !lockTimeout.isZero());
       set.setString(2, lockTimeout.toMillis() + "ms");
       set.execute();

@@ -47,6 +47,10 @@ public final class SqlStates {
         || state.equals(LOCK_NOT_AVAILABLE)
         || state.equals(OBJECT_NOT_IN_PREREQUISITE_STATE)
         || state.equals("25006") // read-only transaction (failover to a replica)
+        // The session was ended by idle_in_transaction_session_timeout or transaction_timeout
+        // (a role's or a pooler's): the transaction rolled back, a new connection retries it.
+        || state.equals("25P03")
+        || state.equals("25P04")
         || state.equals("XX000") && e instanceof SQLTransientException) {
       return Kind.TRANSIENT;
     }

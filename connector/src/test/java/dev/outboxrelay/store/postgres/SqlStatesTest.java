@@ -26,7 +26,8 @@ class SqlStatesTest {
 
   @Test
   void connectionLossesAndCancelledStatementsAreRetried() {
-    for (String state : new String[] {"08006", "08001", "57014", "57P01", "53300", "40001"}) {
+    for (String state :
+        new String[] {"08006", "08001", "57014", "57P01", "53300", "40001", "25P03", "25P04"}) {
       assertTrue(classify(state).isRetriable(), state);
     }
   }
