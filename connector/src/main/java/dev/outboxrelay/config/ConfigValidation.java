@@ -412,6 +412,7 @@ public final class ConfigValidation {
           checkColumns(missingColumns(present));
           checkMappedColumns(present);
           checkReplicaIdentity(pool, table);
+          checkInvalidIndexes(pool, table);
           if (version.isEmpty() && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
             // A table kept up to date by the user's own tool (or adopted from Debezium).
             checkPublishedLog(pool, table);
@@ -482,6 +483,41 @@ public final class ConfigValidation {
                 + abbreviated(missing)
                 + ": a relation of that name that is not outbox-relay's published log (schema"
                 + " version 9); rename it");
+      }
+    }
+
+    /**
+     * An index left INVALID by a concurrent build that failed (a cancelled pre-build, a unique
+     * violation) is never used, and no migration rebuilds one that already applied: without the due
+     * indexes every claim scans the table and times out, and the task relays nothing while it stays
+     * RUNNING. A build still running shows the same way for a moment.
+     */
+    private void checkInvalidIndexes(HikariDataSource pool, OutboxTable table) throws SQLException {
+      List<String> invalid = new ArrayList<>();
+      try (Connection c = pool.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "SELECT i.indexrelid::regclass::text FROM pg_index i"
+                      + " WHERE i.indrelid IN (to_regclass(?), to_regclass(?))"
+                      + " AND NOT i.indisvalid ORDER BY 1")) {
+        ps.setString(1, table.qualified());
+        ps.setString(2, table.qualifiedPublishedLog());
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            invalid.add(rs.getString(1));
+          }
+        }
+      }
+      if (!invalid.isEmpty()) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " has "
+                + (invalid.size() == 1 ? "an invalid index, " : "invalid indexes, ")
+                + abbreviated(invalid)
+                + " (a concurrent build that failed, or one still running): the relay's"
+                + " statements cannot use it; drop it with DROP INDEX CONCURRENTLY and build it"
+                + " again as `outbox-relay-cli schema-sql` shows");
       }
     }
 

@@ -198,6 +198,27 @@ class ConfigValidationTest {
     assertEquals(Map.of(), errors(props));
   }
 
+  /**
+   * A cancelled concurrent pre-build leaves an INVALID index under the name, which the migration's
+   * IF NOT EXISTS then keeps: the claims could not use it and would scan the table.
+   */
+  @Test
+  void anInvalidIndexOfTheTableIsAnErrorOnTheTableNamingIt() throws SQLException {
+    String url = Postgres.freshDatabase("config_invalid_index");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    assertEquals(Map.of(), errors(props(url)));
+    execute(
+        url,
+        "UPDATE pg_index SET indisvalid = false"
+            + " WHERE indexrelid = 'outbox_due_aggregate_idx'::regclass");
+
+    assertEquals(
+        "outbox.table has an invalid index, outbox_due_aggregate_idx (a concurrent build that"
+            + " failed, or one still running): the relay's statements cannot use it; drop it with"
+            + " DROP INDEX CONCURRENTLY and build it again as `outbox-relay-cli schema-sql` shows",
+        only(errors(props(url)), "outbox.table"));
+  }
+
   @Test
   void roleThatMayNotReadTheTableIsAnErrorOnTheTable() {
     PasswordRole.ensureCreated();
