@@ -53,6 +53,8 @@ class PrometheusExportTest {
   static final Path ALERTS = Path.of("../config/metrics/alerts.yml");
   private static final String CONNECTOR = "orders-outbox";
   private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
+  private static final Pattern SERIES_NAME =
+      Pattern.compile("\\b(outbox_relay_[a-z_]+|kafka_connect_[a-z_]+)\\b");
   private static final Pattern SAMPLE =
       Pattern.compile("^([a-z_]+)\\{([^}]*)\\} ([-0-9.Ee+]+)$", Pattern.MULTILINE);
 
@@ -144,21 +146,33 @@ class PrometheusExportTest {
                 + "\",status=\"running\",task=\"0\"}"));
   }
 
-  @Test
-  void everyMetricTheDashboardQueriesIsExported() throws Exception {
+  /** The names of the series the shipped rules export (without labels). */
+  private static Set<String> exportedSeries() throws Exception {
     Set<String> exported = new TreeSet<>();
     scrape(Files.readString(RULES))
         .keySet()
         .forEach(k -> exported.add(k.substring(0, k.indexOf('{'))));
+    return exported;
+  }
+
+  /** The relay's and Connect's series that a query or rule text names. */
+  private static Set<String> seriesNamedIn(String text) {
+    Set<String> named = new TreeSet<>();
+    Matcher m = SERIES_NAME.matcher(text);
+    while (m.find()) {
+      named.add(m.group(1));
+    }
+    return named;
+  }
+
+  @Test
+  void everyMetricTheDashboardQueriesIsExported() throws Exception {
+    Set<String> exported = exportedSeries();
     JsonNode dashboard = new ObjectMapper().readTree(DASHBOARD.toFile());
     Set<String> queried = new TreeSet<>();
-    Pattern name = Pattern.compile("\\b(outbox_relay_[a-z_]+|kafka_connect_[a-z_]+)\\b");
     for (JsonNode panel : dashboard.get("panels")) {
       for (JsonNode target : panel.get("targets")) {
-        Matcher m = name.matcher(target.get("expr").asText());
-        while (m.find()) {
-          queried.add(m.group(1));
-        }
+        queried.addAll(seriesNamedIn(target.get("expr").asText()));
       }
     }
     queried.add(
@@ -181,17 +195,8 @@ class PrometheusExportTest {
 
   @Test
   void everySeriesTheAlertsReadIsExported() throws Exception {
-    Set<String> exported = new TreeSet<>();
-    scrape(Files.readString(RULES))
-        .keySet()
-        .forEach(k -> exported.add(k.substring(0, k.indexOf('{'))));
-    Set<String> read = new TreeSet<>();
-    Matcher m =
-        Pattern.compile("\\b(outbox_relay_[a-z_]+|kafka_connect_[a-z_]+)\\b")
-            .matcher(Files.readString(ALERTS));
-    while (m.find()) {
-      read.add(m.group(1));
-    }
+    Set<String> exported = exportedSeries();
+    Set<String> read = seriesNamedIn(Files.readString(ALERTS));
     assertTrue(read.contains("outbox_relay_lag_ms"), "the lag is alerted on: " + read);
     assertTrue(read.contains("kafka_connect_task_status"), "failed tasks are: " + read);
     for (String metric : read) {
