@@ -32,7 +32,9 @@ final class PostgresStoreProvider implements StoreProvider {
       // Not the task's pool: its statement timeout would cancel a long index build.
       new SchemaMigrator(
               DataSourceFactory.unpooled(
-                  config.connectionSettings(), DataSourceFactory.APPLICATION_NAME + "-migrate"),
+                  config.connectionSettings(),
+                  DataSourceFactory.APPLICATION_NAME + "-migrate",
+                  DataSourceFactory.MIGRATION_SESSION),
               config.table(),
               config.schemaMigrateLockTimeout())
           .migrate();

@@ -123,13 +123,31 @@ public final class DataSourceFactory {
    * rightly take longer than any claim.
    */
   public static DataSource unpooled(ConnectionSettings settings, String applicationName) {
+    return unpooled(settings, applicationName, null);
+  }
+
+  /**
+   * Session settings of a migration's connections: a role's or database's timeouts on idle or whole
+   * transactions would end Flyway's lock transaction (open for the whole run) or a long migration
+   * half-way, at every retry. Session settings, as these connections serve migrations only and
+   * close after them; behind a pooler in transaction mode they may not hold (its own limits apply),
+   * and each migration's transaction lifts them again (MigrationTimeoutsCallback).
+   */
+  public static final String MIGRATION_SESSION =
+      "SELECT set_config('idle_in_transaction_session_timeout', '0', false),"
+          + " CASE WHEN current_setting('server_version_num')::int >= 170000"
+          + " THEN set_config('transaction_timeout', '0', false) END";
+
+  /** As {@link #unpooled(ConnectionSettings, String)}, each connection running {@code setup}. */
+  public static DataSource unpooled(
+      ConnectionSettings settings, String applicationName, String setup) {
     Properties props = credentials(settings.user(), settings.password());
     props.setProperty("ApplicationName", applicationName);
     props.setProperty("tcpKeepAlive", "true");
     String seconds = Long.toString(wholeSeconds(settings.connectTimeout()));
     props.setProperty("connectTimeout", seconds);
     props.setProperty("loginTimeout", seconds);
-    return new DriverDataSource(settings.jdbcUrl(), props);
+    return new DriverDataSource(settings.jdbcUrl(), props, setup);
   }
 
   /** Whether the URL's query string carries a password. */

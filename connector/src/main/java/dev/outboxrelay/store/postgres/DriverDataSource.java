@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
+import java.sql.Statement;
 import java.util.Properties;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
@@ -20,6 +21,7 @@ import javax.sql.DataSource;
 final class DriverDataSource implements DataSource {
   private final String baseUrl;
   private final Properties properties;
+  private final String sessionSetup;
   private int loginTimeoutSeconds;
 
   /**
@@ -27,6 +29,14 @@ final class DriverDataSource implements DataSource {
    * @param defaults properties such as user, password and timeouts
    */
   DriverDataSource(String jdbcUrl, Properties defaults) {
+    this(jdbcUrl, defaults, null);
+  }
+
+  /**
+   * @param sessionSetup a statement each new connection runs first (session settings), or null
+   */
+  DriverDataSource(String jdbcUrl, Properties defaults, String sessionSetup) {
+    this.sessionSetup = sessionSetup;
     int query = jdbcUrl.indexOf('?');
     this.baseUrl = query < 0 ? jdbcUrl : jdbcUrl.substring(0, query);
     this.properties = new Properties();
@@ -66,6 +76,15 @@ final class DriverDataSource implements DataSource {
     Connection c = connectOrNull();
     if (c == null) {
       throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");
+    }
+    if (sessionSetup != null) {
+      try (Statement s = c.createStatement()) {
+        s.execute(sessionSetup);
+      } catch (SQLException e) {
+        try (c) {
+          throw e;
+        }
+      }
     }
     return c;
   }

@@ -18,6 +18,8 @@ import org.flywaydb.core.api.callback.Event;
  *   <li>{@code statement_timeout} off: an index build on a large table may take long, and a timeout
  *       set for the role or in the URL's options (as for transaction-mode poolers) would cancel it,
  *       again at every retry, and a cancelled concurrent pre-build leaves an invalid index.
+ *   <li>{@code transaction_timeout} off (PostgreSQL 17): a role's or database's would end the
+ *       migration's transaction however its statements fare.
  * </ul>
  */
 final class MigrationTimeoutsCallback implements Callback {

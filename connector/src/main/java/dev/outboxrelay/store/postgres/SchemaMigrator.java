@@ -16,7 +16,6 @@ import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationInfo;
 import org.flywaydb.core.api.MigrationVersion;
-import org.flywaydb.database.postgresql.PostgreSQLConfigurationExtension;
 
 /**
  * Applies the versioned migrations shipped in the plugin jar ({@code db/outbox}) with Flyway. Each
@@ -169,13 +168,6 @@ public final class SchemaMigrator {
             .baselineOnMigrate(true)
             .baselineVersion("0")
             .loggers("slf4j");
-    // Flyway's lock as a session advisory lock, not one held by a transaction open for the whole
-    // run: a role's transaction_timeout or idle_in_transaction_session_timeout would end that
-    // transaction, and the run with it, on a table big enough to take the time. The relay's own
-    // lock (MigrationLock) keeps other migrators out either way.
-    config
-        .getConfigurationExtension(PostgreSQLConfigurationExtension.class)
-        .setTransactionalLock(false);
     // Only the migrations' statements run under these: Flyway's own lock is an advisory try-lock.
     config.callbacks(new MigrationTimeoutsCallback(lockTimeout));
     if (table.schema() != null) {
