@@ -515,9 +515,9 @@ public final class ConfigValidation {
                 + " has "
                 + (invalid.size() == 1 ? "an invalid index, " : "invalid indexes, ")
                 + abbreviated(invalid)
-                + " (a concurrent build that failed, or one still running): the relay's"
-                + " statements cannot use it; drop it with DROP INDEX CONCURRENTLY and build it"
-                + " again as `outbox-relay-cli schema-sql` shows");
+                + " (a concurrent build that failed, or one still running): PostgreSQL never uses"
+                + " it; drop it with DROP INDEX CONCURRENTLY and build it again (the relay's own"
+                + " as `outbox-relay-cli schema-sql` shows)");
       }
     }
 

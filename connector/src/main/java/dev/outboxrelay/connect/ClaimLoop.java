@@ -6,6 +6,8 @@ import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.OutboxStore;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
@@ -183,7 +185,7 @@ final class ClaimLoop {
   }
 
   /** Remembers the largest record of a claim as the size of the next claim's rows. */
-  private ClaimResult sized(ClaimResult result) {
+  private void rememberRowSize(ClaimResult result) {
     if (!result.claimed().isEmpty()) {
       long largest = 0;
       for (ClaimedMessage row : result.claimed()) {
@@ -191,7 +193,44 @@ final class ClaimLoop {
       }
       rowBytes = largest;
     }
-    return result;
+  }
+
+  /**
+   * The rows of a claim that fit in the bytes left, in seq order (the first always); the rest are
+   * given back at once, so the bound holds when rows grew since the last claim (a burst of large
+   * payloads after small ones). Only rows after every kept one go back, so no aggregate's later row
+   * leaves before an earlier one. Throws, like a claim, while the database is away; the claim then
+   * stays unconfirmed, and its rows are released before the next.
+   */
+  private ClaimResult withinBudget(ClaimResult result) {
+    if (result.claimed().size() < 2) {
+      return result;
+    }
+    List<ClaimedMessage> bySeq = new ArrayList<>(result.claimed());
+    bySeq.sort(Comparator.comparingLong(ClaimedMessage::seq));
+    long room = settings.maxInFlightBytes() - ledger.bytes();
+    long taken = 0;
+    int keep = 0;
+    while (keep < bySeq.size()) {
+      long bytes = InFlightLedger.recordBytes(bySeq.get(keep));
+      if (keep > 0 && taken + bytes > room) {
+        break;
+      }
+      taken += bytes;
+      keep++;
+    }
+    if (keep == bySeq.size()) {
+      return result;
+    }
+    List<ClaimedMessage> kept = bySeq.subList(0, keep);
+    List<Long> held = new ArrayList<>(ledger.heldSeqs());
+    kept.forEach(row -> held.add(row.seq()));
+    List<String> released = store.releaseUnheld(settings.instanceKeys(), settings.owner(), held);
+    log.info(
+        "Claimed {} rows past the in-flight byte budget ({} bytes) and gave them back at once",
+        released.size(),
+        settings.maxInFlightBytes());
+    return new ClaimResult(List.copyOf(kept), result.exhausted());
   }
 
   /**
@@ -201,8 +240,10 @@ final class ClaimLoop {
   private ClaimResult confirmed(Supplier<ClaimResult> claim) {
     claimUnconfirmed = true;
     ClaimResult result = claim.get();
+    rememberRowSize(result);
+    result = withinBudget(result);
     claimUnconfirmed = false;
-    return sized(result);
+    return result;
   }
 
   /**

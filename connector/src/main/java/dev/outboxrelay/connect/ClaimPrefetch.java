@@ -24,9 +24,9 @@ import org.apache.kafka.connect.source.SourceRecord;
  *
  * <p>As safe as a claim inside {@code poll()}: a prefetched batch is claimed under the instance's
  * epoch with the next claim number, and the claims and mappings still run one after the other (each
- * starts when the previous result was taken). A batch that is never handed over, because the task
- * stopped, is covered by no offset and has parked nothing (parks are written at hand-over, {@link
- * RecordHandoff#handOver}): the next instance's recovery releases its rows.
+ * starts once the previous batch was handed over, its parks written). A batch that is never handed
+ * over, because the task stopped, is covered by no offset and has parked nothing (parks are written
+ * at hand-over, {@link RecordHandoff#handOver}): the next instance's recovery releases its rows.
  */
 final class ClaimPrefetch implements AutoCloseable {
 
@@ -68,6 +68,9 @@ final class ClaimPrefetch implements AutoCloseable {
    * {@link #startNextAfter}. A failure of the claim (a store error) is thrown here.
    */
   Batch take() {
+    if (thread.isShutdown()) {
+      return Batch.EMPTY; // closed: the task is stopping, and claims nothing more
+    }
     Future<Batch> prefetched = pending.getAndSet(null);
     return prefetched == null ? claim.get() : await(prefetched);
   }
@@ -90,7 +93,9 @@ final class ClaimPrefetch implements AutoCloseable {
     } catch (InterruptedException e) {
       // Hand nothing over now, but keep the claim for the next poll: dropped, its rows would stay
       // leased under a position that the next batch's committed offset covers.
-      pending.compareAndSet(null, prefetched);
+      if (!thread.isShutdown()) {
+        pending.compareAndSet(null, prefetched); // after a close, the stop forgets nothing here
+      }
       Thread.currentThread().interrupt();
       return Batch.EMPTY;
     } catch (ExecutionException e) {

@@ -70,7 +70,9 @@ final class Maintenance {
     if (retention.isPresent() && now >= nextCleanupMs) {
       nextCleanupMs = now + config.cleanupInterval().toMillis();
       if (cleanup(store.now().minus(retention.get()))) {
-        nextCleanupMs = now + Math.min(CATCH_UP_PAUSE_MS, config.cleanupInterval().toMillis());
+        // At least as long a pause as the run took: catching up never takes over task 0.
+        long ran = time.milliseconds() - now;
+        nextCleanupMs = time.milliseconds() + Math.max(CATCH_UP_PAUSE_MS, ran);
       }
     }
   }

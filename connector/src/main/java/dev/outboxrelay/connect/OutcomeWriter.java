@@ -111,7 +111,7 @@ final class OutcomeWriter {
       return;
     }
     if (settings.exactlyOnce()) {
-      log.info( // routine: a batch claimed ahead, or one whose transaction did not commit
+      log.info( // routine: a transaction that did not commit, or a claim still running at the stop
           "Outcome writer closed with {} records unacknowledged by Kafka; the next instance's"
               + " recovery settles their rows from the committed offsets"
               + " (reason=UNRESOLVED_AT_STOP)",

@@ -149,6 +149,9 @@ final class RecordHandoff {
       return List.of();
     }
     while (!batch.parks.isEmpty()) {
+      if (held.get() != batch) {
+        return List.of(); // a stop forgot the batch: park no more of it, hand nothing over
+      }
       Park park = batch.parks.peek();
       Outcome outcome = store.markFailed(park.row.messageId(), park.row.lease(), park.reasonCode);
       batch.parks.remove();

@@ -38,7 +38,7 @@ final class TaskSettingsFactory {
         config.batchSize() * BATCHES_IN_FLIGHT,
         // Records held stay under half the producer's buffer: sends then never block (a broker
         // that acknowledges nothing would hold the task thread in send(), and renewals with it).
-        config.producerBufferMemory() / 2,
+        Math.max(1, config.producerBufferMemory() / 2),
         config.payloadMaxBytes(),
         // Look for abandoned rows a few times per lease: they block their aggregates meanwhile.
         lease.dividedBy(4),

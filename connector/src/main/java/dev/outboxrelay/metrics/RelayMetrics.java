@@ -74,14 +74,6 @@ public final class RelayMetrics {
   }
 
   /**
-   * Exposes every metric but the backlog figures; see {@link #register(PluginMetricsSource,
-   * boolean)}.
-   */
-  public synchronized void register(PluginMetricsSource source) {
-    register(source, false);
-  }
-
-  /**
    * Exposes every metric through Connect; a no-op for workers older than Kafka 4.1.
    *
    * @param readsBacklog this task reads the backlog figures ({@code lag-ms}, {@code backlog-*}):

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import java.lang.reflect.Proxy;
@@ -89,6 +90,45 @@ class ClaimLoopTest {
     handToConnect(f, third);
     assertEquals(6 * 3999, f.ledger.bytes(), "never more than a row past the budget");
     assertTrue(loop.next().isEmpty(), "half the buffer held: nothing more");
+  }
+
+  /**
+   * Rows that grew since the last claim (a burst of large payloads after small ones) would take the
+   * records held far past the budget: the claim keeps the rows that fit, in seq order, and gives
+   * the rest back at once, due again.
+   */
+  @Test
+  void aClaimOfRowsLargerThanTheLastOnesKeepsWhatFitsAndGivesTheRestBack() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "ordering.enabled", "false",
+                "claim.batch.size", "100",
+                "payload.max.bytes", "500",
+                "producer.override.buffer.memory", "40000"));
+    for (int i = 0; i < 3; i++) {
+      f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
+    }
+    for (int i = 0; i < 10; i++) {
+      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
+    }
+    ClaimLoop loop = loop(f);
+
+    ClaimResult claimed = loop.next(); // sized for rows of 756 bytes: all 13 rows
+    handToConnect(f, claimed);
+
+    assertEquals(
+        List.of("small0", "small1", "small2", "large0", "large1", "large2", "large3"),
+        ids(claimed),
+        "900 + 4 × 4,000 bytes fit in 20,000");
+    assertTrue(f.ledger.bytes() <= 20_000);
+    for (int i = 4; i < 10; i++) {
+      assertEquals(MessageStatus.PENDING, f.store.find("large" + i).orElseThrow().status());
+    }
+    ClaimResult next = loop.next();
+    assertEquals(List.of("large4"), ids(next), "under the budget: one row, even past it");
+    handToConnect(f, next);
+    assertTrue(loop.next().isEmpty(), "the budget is held: nothing claimed");
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -63,6 +64,28 @@ class OutcomeWriterTest {
     assertTrue(f.ledger.isEmpty());
     assertEquals(0, f.metrics.inFlight());
     assertTrue(f.wake.isSignalled(), "a freed slot wakes poll");
+  }
+
+  /** Full by bytes while holding records: an acknowledgement that makes room wakes poll. */
+  @Test
+  void anAcknowledgementThatFreesByteRoomWakesPoll() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of("ordering.enabled", "false", "producer.override.buffer.memory", "16000"));
+    for (int i = 1; i <= 4; i++) {
+      f.add("eu", "m" + i, "a" + i, new byte[3000]);
+    }
+    List<ClaimedMessage> c = f.claimIntoLedger();
+    assertTrue(f.ledger.isFull(f.settings), "4 records of over 3,000 bytes, of 8,000");
+    f.wake.await(java.time.Duration.ZERO);
+
+    writer(f).write(new ArrayList<>(List.of(published(c.get(0), 1))));
+    assertTrue(f.ledger.isFull(f.settings), "still over the budget");
+    assertFalse(f.wake.isSignalled(), "nothing to claim for yet");
+
+    writer(f).write(new ArrayList<>(List.of(published(c.get(1), 2))));
+    assertFalse(f.ledger.isEmpty());
+    assertTrue(f.wake.isSignalled(), "room under the budget, with a record still held");
   }
 
   @Test

@@ -42,13 +42,14 @@ class RelayMetricsTest {
   @Test
   void aReplacementStartsWhileTheOldInstanceStillHoldsTheNamesAndTakesThemOnItsNextStart() {
     RelayMetrics old = new RelayMetrics();
-    old.register(this::taskMetrics);
+    old.register(this::taskMetrics, false);
     old.claimed.set(7);
     assertEquals(7.0, ((Number) value("claimed-total")).doubleValue());
 
     // Connect starts the replacement while the old instance's thread has not returned.
     RelayMetrics replacement = new RelayMetrics();
-    replacement.register(this::taskMetrics); // does not throw: the task must not fail for this
+    replacement.register(
+        this::taskMetrics, false); // does not throw: the task must not fail for this
     replacement.claimed.set(3);
     assertEquals(7.0, ((Number) value("claimed-total")).doubleValue(), "the old names stay");
     replacement.recordOutcomeWrite(5); // and recording without exposed metrics is harmless
@@ -56,7 +57,7 @@ class RelayMetricsTest {
     old.unregister();
     assertTrue(value("claimed-total") == null, "the old instance removed its names");
     RelayMetrics next = new RelayMetrics();
-    next.register(this::taskMetrics);
+    next.register(this::taskMetrics, false);
     next.claimed.set(1);
     assertEquals(1.0, ((Number) value("claimed-total")).doubleValue());
     next.recordOutcomeWrite(5);
@@ -66,7 +67,7 @@ class RelayMetricsTest {
   @Test
   void unregisterRemovesEverythingAndIsIdempotent() {
     RelayMetrics metrics = new RelayMetrics();
-    metrics.register(this::taskMetrics);
+    metrics.register(this::taskMetrics, false);
     assertFalse(registry.metrics().keySet().stream().noneMatch(n -> n.group().equals("plugins")));
     metrics.unregister();
     metrics.unregister();

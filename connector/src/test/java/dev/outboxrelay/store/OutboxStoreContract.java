@@ -38,9 +38,8 @@ public abstract class OutboxStoreContract {
   /** A fresh, empty store judged by {@code clock}. */
   protected abstract OutboxStore newStore(ManualClock clock);
 
-  /** Appends a message owned by {@code instanceKey}, as an application's writer would. */
   /**
-   * Writes {@code message} for {@code instanceKey} as the writer does.
+   * Appends a message owned by {@code instanceKey}, as an application's writer would.
    *
    * @throws MessageIdTaken if a row of another instance key, or a legacy row, has its message id
    */
