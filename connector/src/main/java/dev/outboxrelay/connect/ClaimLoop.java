@@ -206,9 +206,16 @@ final class ClaimLoop {
     if (result.claimed().size() < 2) {
       return result;
     }
+    long room = settings.maxInFlightBytes() - ledger.bytes();
+    long claimedBytes = 0;
+    for (ClaimedMessage row : result.claimed()) {
+      claimedBytes += InFlightLedger.recordBytes(row);
+    }
+    if (claimedBytes <= room) {
+      return result; // the rule: rows like the last claim's
+    }
     List<ClaimedMessage> bySeq = new ArrayList<>(result.claimed());
     bySeq.sort(Comparator.comparingLong(ClaimedMessage::seq));
-    long room = settings.maxInFlightBytes() - ledger.bytes();
     long taken = 0;
     int keep = 0;
     while (keep < bySeq.size()) {
