@@ -12,6 +12,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Properties;
 import javax.sql.DataSource;
 
@@ -48,6 +50,16 @@ public final class Database implements AutoCloseable {
   /** For a table whose message fields have other names (an adopted Debezium table). */
   public static Database open(
       ConnectionSettings settings, OutboxTable table, ColumnMapping columns) {
+    return open(settings, table, columns, null);
+  }
+
+  /**
+   * @param sessionSetup a statement each connection runs after the statement timeout, or null: a
+   *     migration's lifts the server's idle and transaction timeouts (see {@code
+   *     DataSourceFactory.MIGRATION_SESSION})
+   */
+  public static Database open(
+      ConnectionSettings settings, OutboxTable table, ColumnMapping columns, String sessionSetup) {
     requireValidUrl(settings.jdbcUrl());
     HikariConfig config = new HikariConfig();
     config.setPoolName(APPLICATION_NAME);
@@ -70,12 +82,18 @@ public final class Database implements AutoCloseable {
     String seconds = Long.toString(settings.connectTimeout().toSeconds());
     config.addDataSourceProperty("connectTimeout", seconds);
     config.addDataSourceProperty("loginTimeout", seconds);
+    List<String> init = new ArrayList<>();
     if (!settings.statementTimeout().isZero()) {
       // A session setting of the CLI's own connections, run after connecting and so after any
       // options of the URL; a cancelled statement fails with 57014. (The startup parameter
       // "options" would lose to the URL's own, and poolers such as PgBouncer refuse it.)
-      config.setConnectionInitSql(
-          "SET statement_timeout = " + settings.statementTimeout().toMillis());
+      init.add("SET statement_timeout = " + settings.statementTimeout().toMillis());
+    }
+    if (sessionSetup != null) {
+      init.add(sessionSetup);
+    }
+    if (!init.isEmpty()) {
+      config.setConnectionInitSql(String.join("; ", init));
     }
     config.setJdbcUrl(settings.jdbcUrl());
     try {

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.store.postgres.ColumnMapping;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -117,17 +119,51 @@ class JdbcUrlTest {
     }
   }
 
+  /**
+   * migrate's connections lift the server's idle and transaction timeouts for their session (a
+   * database's transaction_timeout would end Flyway's lock transaction, open for the whole run),
+   * after the CLI's own statement timeout; other commands' connections keep the server's.
+   */
+  @Test
+  void migratesConnectionsLiftTheServersTransactionTimeouts() throws SQLException {
+    String url = TestDatabase.fresh("url_migrate_session");
+    try (Database database = open(url);
+        Connection c = database.dataSource().getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET transaction_timeout = ''5min''',"
+              + " current_database()); END $$");
+    }
+    try (Database database = open(url, "--statement-timeout", "3");
+        Connection c = database.dataSource().getConnection()) {
+      assertEquals("5min", show(c, "transaction_timeout"), "not migrate: the server's");
+    }
+    try (Database database =
+            Database.open(
+                settings(url, "--statement-timeout", "3"),
+                OutboxTable.parse("outbox"),
+                ColumnMapping.RELAY,
+                DataSourceFactory.MIGRATION_SESSION);
+        Connection c = database.dataSource().getConnection()) {
+      assertEquals("0", show(c, "transaction_timeout"));
+      assertEquals("0", show(c, "idle_in_transaction_session_timeout"));
+      assertEquals("3s", show(c, "statement_timeout"), "the CLI's own still applies");
+    }
+  }
+
   /** Opens the database as the CLI does, from its connection options. */
   private static Database open(String url, String... options) {
+    return Database.open(settings(url, options), OutboxTable.parse("outbox"));
+  }
+
+  private static ConnectionSettings settings(String url, String... options) {
     ConnectionOptions connection = new ConnectionOptions();
     String[] args = new String[options.length + 2];
     args[0] = "--jdbc-url";
     args[1] = url;
     System.arraycopy(options, 0, args, 2, options.length);
     new CommandLine(connection).parseArgs(args);
-    ConnectionSettings settings =
-        connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user()));
-    return Database.open(settings, OutboxTable.parse("outbox"));
+    return connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user()));
   }
 
   private static String show(Connection c, String setting) throws SQLException {

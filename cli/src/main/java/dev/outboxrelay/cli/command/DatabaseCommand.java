@@ -43,7 +43,7 @@ abstract class DatabaseCommand implements Callable<Integer> {
   /** A failure to connect is reported as this command's. */
   private Database open(ConnectionSettings settings, OutboxTable table, ColumnMapping columns) {
     try {
-      return Database.open(settings, table, columns);
+      return Database.open(settings, table, columns, sessionSetup());
     } catch (OutboxStoreException e) {
       throw CliException.database(spec.name() + " could not connect", e);
     }
@@ -52,6 +52,11 @@ abstract class DatabaseCommand implements Callable<Integer> {
   /** The columns holding the message's fields: the relay's own, unless the command takes them. */
   ColumnMapping columns() {
     return ColumnMapping.RELAY;
+  }
+
+  /** A statement each of the command's connections runs first, or null. */
+  String sessionSetup() {
+    return null;
   }
 
   /** Checks this command's own options; throws a usage {@link dev.outboxrelay.cli.CliException}. */

@@ -3,6 +3,7 @@ package dev.outboxrelay.cli.command;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import java.io.PrintWriter;
@@ -68,6 +69,12 @@ public final class MigrateCommand extends DatabaseCommand {
               + SchemaMigrator.CURRENT_VERSION
               + ")");
     }
+  }
+
+  /** A role's or database's idle or transaction timeout must not end a long migration half-way. */
+  @Override
+  String sessionSetup() {
+    return DataSourceFactory.MIGRATION_SESSION;
   }
 
   @Override
