@@ -141,8 +141,8 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String CLAIM_BATCH_SIZE_DOC =
       "Most rows one claim takes, and so most records one poll returns. A task holds at most 4"
           + " claims' worth unacknowledged, and at most half the producer's buffer.memory"
-          + " (producer.override.buffer.memory, else 32 MiB) of records: with large payloads a"
-          + " claim takes fewer rows.";
+          + " (producer.override.buffer.memory, else 32 MiB) of records, and one row more: with"
+          + " large payloads a claim takes fewer rows.";
 
   public static final String POLL_INTERVAL_MS_CONFIG = "poll.interval.ms";
   public static final long POLL_INTERVAL_MS_DEFAULT = 1_000L;
