@@ -259,6 +259,20 @@ final class RecordHandoff {
    */
   PendingOutcome outcomeOf(String messageId, long seq, long token, RecordMetadata metadata) {
     Lease lease = new Lease(owner, token);
+    var entry = ledger.get(messageId);
+    if ((metadata == null || !metadata.hasOffset())
+        && entry.isPresent()
+        && entry.get().isDeadLetter()) {
+      // The row is unpublishable whatever became of its dead-letter record: parked FAILED with its
+      // own reason, not retried into EXHAUSTED under DELIVERY_UNCONFIRMED, which hid that reason.
+      log.warn(
+          "Dead-letter record not confirmed by Kafka: message_id={} instance_key={} reason={};"
+              + " the row is parked FAILED with that reason",
+          messageId,
+          entry.get().instanceKey(),
+          entry.get().deadLetterReason());
+      return new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), false);
+    }
     if (metadata == null) {
       return new PendingOutcome.Unconfirmed(
           messageId, lease, PendingOutcome.Unconfirmed.NO_METADATA);
@@ -266,7 +280,6 @@ final class RecordHandoff {
     if (!metadata.hasOffset()) {
       return new PendingOutcome.Unconfirmed(messageId, lease, PendingOutcome.Unconfirmed.NO_OFFSET);
     }
-    var entry = ledger.get(messageId);
     if (entry.isPresent() && entry.get().isDeadLetter()) {
       return new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), true);
     }

@@ -8,6 +8,7 @@ import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.testing.LogCapture;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,6 +42,31 @@ class RecordHandoffTest {
     assertEquals(1, queued.size());
     assertEquals("bad", queued.get(0).messageId());
     assertEquals(2, ledger.size());
+  }
+
+  /**
+   * A dead-letter record that Kafka did not confirm (dropped by a transform, a tolerated failure):
+   * the row is parked FAILED with the reason it is unpublishable, not retried until it is EXHAUSTED
+   * as DELIVERY_UNCONFIRMED, which hid that reason from the operator.
+   */
+  @Test
+  void anUnconfirmedDeadLetterRecordParksItsRowWithItsOwnReason() {
+    RecordMapper withDeadLetters =
+        new RecordMapper(
+            new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.BYTES,
+                1024,
+                "dlq"));
+    RecordHandoff handoff = new RecordHandoff(withDeadLetters, ledger, o -> true, metrics, "owner");
+    var records = handoff.toRecords(List.of(row("bad", "__consumer_offsets")));
+    assertEquals("dlq", records.get(0).topic());
+    String reason = ledger.get("bad").orElseThrow().deadLetterReason();
+
+    PendingOutcome outcome = handoff.outcomeOf("bad", 1, 7, null);
+
+    assertEquals(new PendingOutcome.Failed("bad", new Lease("owner", 7), reason, false), outcome);
   }
 
   /** At stop the queue refuses: the row comes back after its lease, and that is not silent. */
