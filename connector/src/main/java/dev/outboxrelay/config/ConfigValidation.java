@@ -493,21 +493,14 @@ public final class ConfigValidation {
      * RUNNING. A build still running shows the same way for a moment.
      */
     private void checkInvalidIndexes(HikariDataSource pool, OutboxTable table) throws SQLException {
-      List<String> invalid = new ArrayList<>();
-      try (Connection c = pool.getConnection();
-          PreparedStatement ps =
-              c.prepareStatement(
-                  "SELECT i.indexrelid::regclass::text FROM pg_index i"
-                      + " WHERE i.indrelid IN (to_regclass(?), to_regclass(?))"
-                      + " AND NOT i.indisvalid ORDER BY 1")) {
-        ps.setString(1, table.qualified());
-        ps.setString(2, table.qualifiedPublishedLog());
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            invalid.add(rs.getString(1));
-          }
-        }
-      }
+      List<String> invalid =
+          strings(
+              pool,
+              "SELECT i.indexrelid::regclass::text FROM pg_index i"
+                  + " WHERE i.indrelid IN (to_regclass(?), to_regclass(?))"
+                  + " AND NOT i.indisvalid ORDER BY 1",
+              table.qualified(),
+              table.qualifiedPublishedLog());
       if (!invalid.isEmpty()) {
         error(
             OUTBOX_TABLE_CONFIG,
@@ -673,20 +666,30 @@ public final class ConfigValidation {
 
     private static Set<String> presentColumns(HikariDataSource pool, String qualified)
         throws SQLException {
-      Set<String> present = new HashSet<>();
+      return new HashSet<>(
+          strings(
+              pool,
+              "SELECT attname FROM pg_attribute"
+                  + " WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped",
+              qualified));
+    }
+
+    /** The first column of every row of a catalog query with text parameters. */
+    private static List<String> strings(HikariDataSource pool, String sql, String... parameters)
+        throws SQLException {
+      List<String> values = new ArrayList<>();
       try (Connection c = pool.getConnection();
-          PreparedStatement ps =
-              c.prepareStatement(
-                  "SELECT attname FROM pg_attribute"
-                      + " WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped")) {
-        ps.setString(1, qualified);
+          PreparedStatement ps = c.prepareStatement(sql)) {
+        for (int i = 0; i < parameters.length; i++) {
+          ps.setString(i + 1, parameters[i]);
+        }
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
-            present.add(rs.getString(1));
+            values.add(rs.getString(1));
           }
         }
       }
-      return present;
+      return values;
     }
 
     /** to_regclass takes the quoted name as a bind parameter: nothing user-supplied in SQL. */

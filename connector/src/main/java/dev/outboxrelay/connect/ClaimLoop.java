@@ -184,34 +184,28 @@ final class ClaimLoop {
     return rows >= request.limit() ? request : request.withLimit((int) rows);
   }
 
-  /** Remembers the largest record of a claim as the size of the next claim's rows. */
-  private void rememberRowSize(ClaimResult result) {
-    if (!result.claimed().isEmpty()) {
-      long largest = 0;
-      for (ClaimedMessage row : result.claimed()) {
-        largest = Math.max(largest, InFlightLedger.recordBytes(row));
-      }
-      rowBytes = largest;
-    }
-  }
-
   /**
    * The rows of a claim that fit in the bytes left, in seq order (the first always); the rest are
    * given back at once, so the bound holds when rows grew since the last claim (a burst of large
    * payloads after small ones). Only rows after every kept one go back, so no aggregate's later row
    * leaves before an earlier one. Throws, like a claim, while the database is away; the claim then
-   * stays unconfirmed, and its rows are released before the next.
+   * stays unconfirmed, and its rows are released before the next. Its largest row is the size the
+   * next claim assumes ({@link #sizedRequest}).
    */
   private ClaimResult withinBudget(ClaimResult result) {
-    if (result.claimed().size() < 2) {
+    if (result.claimed().isEmpty()) {
       return result;
     }
-    long room = settings.maxInFlightBytes() - ledger.bytes();
     long claimedBytes = 0;
+    long largest = 0;
     for (ClaimedMessage row : result.claimed()) {
-      claimedBytes += InFlightLedger.recordBytes(row);
+      long bytes = InFlightLedger.recordBytes(row);
+      claimedBytes += bytes;
+      largest = Math.max(largest, bytes);
     }
-    if (claimedBytes <= room) {
+    rowBytes = largest; // the size of the next claim's rows
+    long room = settings.maxInFlightBytes() - ledger.bytes();
+    if (result.claimed().size() < 2 || claimedBytes <= room) {
       return result; // the rule: rows like the last claim's
     }
     List<ClaimedMessage> bySeq = new ArrayList<>(result.claimed());
@@ -246,9 +240,7 @@ final class ClaimLoop {
    */
   private ClaimResult confirmed(Supplier<ClaimResult> claim) {
     claimUnconfirmed = true;
-    ClaimResult result = claim.get();
-    rememberRowSize(result);
-    result = withinBudget(result);
+    ClaimResult result = withinBudget(claim.get());
     claimUnconfirmed = false;
     return result;
   }

@@ -9,15 +9,11 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
-import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.PublishedAck;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 
@@ -71,32 +67,13 @@ class MaintenanceTest {
     RuntimeFixture f = fixture();
     f.add("eu", "m1", "a");
     f.clock.advance(Duration.ofSeconds(4));
-    AtomicBoolean databaseDown = new AtomicBoolean();
-    OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  if (databaseDown.get() && method.getName().equals("inspect")) {
-                    throw new OutboxStoreException(
-                        OutboxStoreException.Kind.TRANSIENT,
-                        "DATABASE_UNAVAILABLE",
-                        "08006",
-                        "inspect");
-                  }
-                  try {
-                    return method.invoke(f.store, args);
-                  } catch (InvocationTargetException e) {
-                    throw e.getCause();
-                  }
-                });
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     RelayMetrics metrics = new RelayMetrics(time);
     Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true);
     maintenance.runIfDue();
     assertEquals(4_000, metrics.lagMs());
 
-    databaseDown.set(true);
+    store.failing = true; // the database is unavailable
     time.sleep(5000);
     assertThrows(OutboxStoreException.class, maintenance::runIfDue);
     assertEquals(9_000, metrics.lagMs(), "the oldest row's age now, not the last reading");

@@ -18,14 +18,17 @@ import org.junit.jupiter.api.Test;
 class RecordHandoffTest {
   private final RelayMetrics metrics = new RelayMetrics();
   private final InFlightLedger ledger = new InFlightLedger();
-  private final RecordMapper mapper =
-      new RecordMapper(
-          new MappingSettings(
-              RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-              RoutingConvention.OUTBOX_RELAY,
-              PayloadFormat.BYTES,
-              1024,
-              null));
+  private final RecordMapper mapper = mapper(null);
+
+  private static RecordMapper mapper(String deadLetterTopic) {
+    return new RecordMapper(
+        new MappingSettings(
+            RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+            RoutingConvention.OUTBOX_RELAY,
+            PayloadFormat.BYTES,
+            1024,
+            deadLetterTopic));
+  }
 
   private static ClaimedMessage row(String id, String topic) {
     return ClaimedRows.claimed(id, 7, topic, new byte[] {1}, 1);
@@ -51,15 +54,7 @@ class RecordHandoffTest {
    */
   @Test
   void anUnconfirmedDeadLetterRecordParksItsRowWithItsOwnReason() {
-    RecordMapper withDeadLetters =
-        new RecordMapper(
-            new MappingSettings(
-                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-                RoutingConvention.OUTBOX_RELAY,
-                PayloadFormat.BYTES,
-                1024,
-                "dlq"));
-    RecordHandoff handoff = new RecordHandoff(withDeadLetters, ledger, o -> true, metrics, "owner");
+    RecordHandoff handoff = new RecordHandoff(mapper("dlq"), ledger, o -> true, metrics, "owner");
     var records = handoff.toRecords(List.of(row("bad", "__consumer_offsets")));
     assertEquals("dlq", records.get(0).topic());
     String reason = ledger.get("bad").orElseThrow().deadLetterReason();
