@@ -73,7 +73,8 @@ class AdoptDebeziumTableTest {
   /**
    * An adopted table has no schema history: later versions come from {@code schema-sql
    * --after-version 10}. They apply to a table adopted by this release (which has version 12's
-   * index of parked rows already) and to one adopted by an earlier release (version 7's index).
+   * index of parked rows and version 13's of due rows already) and to one adopted by an earlier
+   * release (version 7's indexes).
    */
   @ParameterizedTest(name = "adopted by an earlier release: {0}")
   @ValueSource(booleans = {false, true})
@@ -83,11 +84,15 @@ class AdoptDebeziumTableTest {
         Statement s = c.createStatement()) {
       s.execute(AdoptedTableCommandsTest.CREATE_DEBEZIUM_TABLE);
       AdoptedTableCommandsTest.adopt(s);
-      if (adoptedEarlier) { // the index the adoption script built before schema version 12
+      if (adoptedEarlier) { // the indexes the adoption script built before schema version 12
         s.execute("DROP INDEX outbox_parked_cid_idx");
         s.execute(
             "CREATE INDEX outbox_parked_rows_idx ON outbox (instance_key, correlation_id)"
                 + " WHERE parked_at IS NOT NULL");
+        s.execute("DROP INDEX outbox_due_key_seq_idx");
+        s.execute(
+            "CREATE INDEX outbox_due_seq_idx ON outbox (seq)"
+                + " WHERE published_at IS NULL AND parked_at IS NULL AND instance_key IS NOT NULL");
       }
 
       Cli.Result script = new Cli().run("schema-sql", "--after-version", "10");
@@ -98,9 +103,12 @@ class AdoptDebeziumTableTest {
           s.executeQuery(
               "SELECT string_agg(c.relname || ' ' || i.indisvalid, ',' ORDER BY c.relname)"
                   + " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-                  + " WHERE i.indrelid = 'outbox'::regclass AND c.relname LIKE 'outbox_parked%'")) {
+                  + " WHERE i.indrelid = 'outbox'::regclass"
+                  + " AND (c.relname LIKE 'outbox_parked%' OR c.relname LIKE 'outbox_due%')")) {
         rs.next();
-        assertEquals("outbox_parked_cid_idx true", rs.getString(1));
+        assertEquals(
+            "outbox_due_aggregate_idx true,outbox_due_key_seq_idx true,outbox_parked_cid_idx true",
+            rs.getString(1));
       }
     }
   }

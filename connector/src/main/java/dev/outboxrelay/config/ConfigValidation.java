@@ -417,6 +417,7 @@ public final class ConfigValidation {
             // A table kept up to date by the user's own tool (or adopted from Debezium).
             checkPublishedLog(pool, table);
             checkParkedRowsIndex(pool, table);
+            checkDueIndex(pool, table);
           }
         }
       } catch (SQLException e) {
@@ -529,6 +530,22 @@ public final class ConfigValidation {
                 + table.objectName("parked_rows_idx")
                 + "), which cannot hold a long correlation id: apply the statements of"
                 + " `outbox-relay-cli schema-sql --after-version 11` (schema version 12)");
+      }
+    }
+
+    /**
+     * Schema version 13 indexes the due rows by (instance_key, seq): the claims read each key's due
+     * rows in order by it, and without it would sort the keys' whole backlog on every claim.
+     */
+    private void checkDueIndex(HikariDataSource pool, OutboxTable table) throws SQLException {
+      if (!relationExists(pool, table.qualifiedIndex("due_key_seq_idx"))) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " has no index of due rows by instance key ("
+                + table.objectName("due_key_seq_idx")
+                + "), which every claim reads: apply the statements of"
+                + " `outbox-relay-cli schema-sql --after-version 12` (schema version 13)");
       }
     }
 

@@ -461,6 +461,26 @@ class ConfigValidationTest {
   }
 
   @Test
+  void tableManagedByAnotherToolWithoutTheDueIndexOfVersion13IsAnErrorOnTheTable()
+      throws SQLException {
+    String url = externallyManagedTable("config_external_v12");
+    execute(url, "DROP INDEX outbox_due_key_seq_idx");
+    execute(
+        url,
+        "CREATE INDEX outbox_due_seq_idx ON outbox (seq)"
+            + " WHERE published_at IS NULL AND parked_at IS NULL");
+
+    assertEquals(
+        Map.of(
+            "outbox.table",
+            List.of(
+                "outbox.table has no index of due rows by instance key (outbox_due_key_seq_idx),"
+                    + " which every claim reads: apply the statements of `outbox-relay-cli"
+                    + " schema-sql --after-version 12` (schema version 13)")),
+        errors(props(url)));
+  }
+
+  @Test
   void aRelationNamedLikeThePublishedLogThatIsNotOneIsAnErrorOnTheTable() throws SQLException {
     String url = externallyManagedTable("config_external_other_log");
     execute(url, "DROP TABLE outbox_published");

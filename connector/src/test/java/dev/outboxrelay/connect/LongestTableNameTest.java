@@ -43,7 +43,12 @@ class LongestTableNameTest {
    * the parked rows'), by suffix.
    */
   private static final String[] INDEXES = {
-    "pkey", "message_id_key", "due_seq_idx", "due_aggregate_idx", "settled_idx", "parked_cid_idx"
+    "pkey",
+    "message_id_key",
+    "due_key_seq_idx",
+    "due_aggregate_idx",
+    "settled_idx",
+    "parked_cid_idx"
   };
 
   private static final String[] CONSTRAINTS = {

@@ -11,8 +11,8 @@ import java.util.regex.Pattern;
  * The SQL that lets the relay take over a Debezium outbox table in place: the application keeps
  * inserting {@code id, aggregatetype, aggregateid, type, payload} as it does, and the relay reads
  * those columns through {@link ColumnMapping}. It adds the relay's state columns and the objects of
- * schema version 7 (constraints, triggers, indexes; the parked rows' index as version 12 has it)
- * and changes no row.
+ * schema version 7 (constraints, triggers, indexes; the parked rows' index as version 12 has it,
+ * the due rows' as version 13 has it) and changes no row.
  *
  * <ul>
  *   <li>No rewrite, no long lock. Each column is added with no default or a constant one, which
@@ -25,8 +25,8 @@ import java.util.regex.Pattern;
  *   <li>Rows already there keep {@code instance_key} NULL: they are legacy rows, which the relay
  *       never claims, changes or counts (Debezium delivered them). Nothing is backfilled. The
  *       indexes the claims read are partial on {@code instance_key IS NOT NULL}, so those rows cost
- *       the relay nothing; the planner proves the predicate from the claims' {@code instance_key =
- *       ANY (...)}.
+ *       the relay nothing; the planner proves the predicate from the claims' conditions on {@code
+ *       instance_key}.
  *   <li>Rows inserted from the commit on get the instance key (a column default) and a {@code seq},
  *       and are the relay's.
  * </ul>
@@ -229,9 +229,10 @@ public final class DebeziumAdoption {
     out.add(
         fill(
             """
-            -- The rows awaiting delivery, in order (schema version 7, legacy rows left out).
-            CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_due_seq_idx"
-                ON {table} (seq)
+            -- The rows awaiting delivery, by instance key in order (schema version 13, legacy
+            -- rows left out).
+            CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_due_key_seq_idx"
+                ON {table} (instance_key, seq)
                 WHERE published_at IS NULL AND parked_at IS NULL AND instance_key IS NOT NULL"""));
     out.add(
         fill(

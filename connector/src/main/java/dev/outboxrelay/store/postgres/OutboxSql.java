@@ -44,6 +44,31 @@ final class OutboxSql {
           + " AND instance_key = ANY (:instance_keys)";
 
   /**
+   * {@code {own keys}}: the instance keys of the statement, one row each ({@code
+   * own.instance_key}). A statement that reads due or unsettled rows in seq order up to a limit
+   * reads them key by key ({@code {own key(o)}}, in a LATERAL subquery with that limit), each key's
+   * rows in order by the {@code (instance_key, seq)} due index (schema version 13), and keeps the
+   * first of all: it never steps over the rows of other instance keys (a paused connector's backlog
+   * in a shared table) or legacy rows. With {@code instance_key = ANY} PostgreSQL reads that index
+   * in key order only, so it read the (seq) index of every key instead and filtered
+   * (docs/benchmarks.md, finding 28).
+   */
+  private static final String OWN_KEYS =
+      "unnest(CAST(:instance_keys AS text[])) AS own(instance_key)";
+
+  /**
+   * {@code {own key(o)}}: the row is of the key {@code own.instance_key}, spelled as a range,
+   * ordered by {@code o.instance_key, o.seq}. An equality would make the key a constant of the
+   * subquery, reducing its order to seq, which the primary key also gives: PostgreSQL, estimating a
+   * third of the table for a key (of three) and assuming them spread evenly, then read the primary
+   * key from the start and filtered out every other key's row before the first of its own. As a
+   * range, only the due index reads in that order; an equality elsewhere in the subquery would
+   * bring the primary key back.
+   */
+  private static final String OWN_KEY =
+      "o.instance_key >= own.instance_key AND o.instance_key <= own.instance_key";
+
+  /**
    * An ordered claim. A due row within the budget is leased; one at or over it (max.attempts was
    * lowered after it was charged) is parked EXHAUSTED by the same claim, so that it neither waits
    * for ever nor blocks its aggregate, and the claimer reports it.
@@ -78,20 +103,22 @@ final class OutboxSql {
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}
       ), candidate AS (
-        SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
-          earlier.due AS after_due
-        FROM {table} o CROSS JOIN clock LEFT JOIN LATERAL (
-          SELECT {due(p)} AS due
-          FROM {table} p
-          WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
-            AND p.seq < o.seq
-            AND {unsettled(p)}
-            AND NOT {held(p)}
-          ORDER BY p.seq LIMIT 1) earlier ON TRUE
-        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)}
-          {affinity} {share}
-          AND earlier.due IS NOT FALSE
-        ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
+        SELECT k.* FROM {own keys} CROSS JOIN LATERAL (
+          SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
+            earlier.due AS after_due
+          FROM {table} o CROSS JOIN clock LEFT JOIN LATERAL (
+            SELECT {due(p)} AS due
+            FROM {table} p
+            WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
+              AND p.seq < o.seq
+              AND {unsettled(p)}
+              AND NOT {held(p)}
+            ORDER BY p.seq LIMIT 1) earlier ON TRUE
+          WHERE {own key(o)} AND {due(o)}
+            {affinity} {share}
+            AND earlier.due IS NOT FALSE
+          ORDER BY o.instance_key, o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED) k
+        ORDER BY k.seq LIMIT :limit
       ), claimable AS (
         SELECT c.seq FROM candidate c, clock
         WHERE c.after_due IS NULL OR NOT EXISTS (
@@ -195,10 +222,12 @@ final class OutboxSql {
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}
       ), candidate AS (
-        SELECT o.seq
-        FROM {table} o, clock
-        WHERE o.instance_key = ANY (:instance_keys) AND {due(o)} {share}
-        ORDER BY o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED
+        SELECT k.seq FROM {own keys} CROSS JOIN LATERAL (
+          SELECT o.seq
+          FROM {table} o, clock
+          WHERE {own key(o)} AND {due(o)} {share}
+          ORDER BY o.instance_key, o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED) k
+        ORDER BY k.seq LIMIT :limit
       )
       {lease(candidate)}""";
 
@@ -325,12 +354,14 @@ final class OutboxSql {
   private static final String CLAIM_ABANDONED =
       """
       WITH clock AS (SELECT {now} AS now), target AS (
-        SELECT o.seq
-        FROM {table} o, clock
-        WHERE o.instance_key = ANY (:instance_keys)
-          AND o.published_at IS NULL AND o.parked_at IS NULL
-          AND o.status = 'IN_FLIGHT' AND o.lease_expires_at <= clock.now {in order}
-        ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED
+        SELECT k.seq FROM {own keys} CROSS JOIN LATERAL (
+          SELECT o.seq
+          FROM {table} o, clock
+          WHERE {own key(o)}
+            AND o.published_at IS NULL AND o.parked_at IS NULL
+            AND o.status = 'IN_FLIGHT' AND o.lease_expires_at <= clock.now {in order}
+          ORDER BY o.instance_key, o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED) k
+        ORDER BY k.seq LIMIT 1
       )
       UPDATE {table} o
       SET status = CASE WHEN (o.isolated AND o.attempts + 1 >= :max_attempts)
@@ -410,6 +441,8 @@ final class OutboxSql {
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
+    fragments.put("{own keys}", OWN_KEYS);
+    fragments.put("{own key(o)}", OWN_KEY);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
     fragments.put("{held(p)}", HELD.formatted("p"));
@@ -595,10 +628,12 @@ final class OutboxSql {
         statement(
             """
             WITH clock AS (SELECT {now} AS now)
-            SELECT GREATEST(0, EXTRACT(EPOCH FROM (clock.now - o.created_at)) * 1000)::bigint
-            FROM {table} o, clock
-            WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
-            ORDER BY o.seq LIMIT 1""");
+            SELECT GREATEST(0, EXTRACT(EPOCH FROM (clock.now - k.created_at)) * 1000)::bigint
+            FROM clock, {own keys} CROSS JOIN LATERAL (
+              SELECT o.seq, o.created_at FROM {table} o
+              WHERE {own key(o)} AND {unsettled(o)}
+              ORDER BY o.instance_key, o.seq LIMIT 1) k
+            ORDER BY k.seq LIMIT 1""");
 
     // Retention: entries of the published log older than the cutoff, through its (instance_key,
     // published_at) index, then rows published before schema version 9, still in the table,

@@ -23,7 +23,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "12";
+  public static final String CURRENT_VERSION = "13";
 
   /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
   public static final String MIGRATIONS_PATH = "db/outbox";
@@ -120,6 +120,8 @@ public final class SchemaMigrator {
         Map.entry("qualifiedIndexParked", table.qualifiedIndex("parked_idx")),
         Map.entry("qualifiedIndexParkedRows", table.qualifiedIndex("parked_rows_idx")),
         Map.entry("qualifiedIndexParkedCorrelation", table.qualifiedIndex("parked_cid_idx")),
+        Map.entry("qualifiedIndexDueSeq", table.qualifiedIndex("due_seq_idx")),
+        Map.entry("qualifiedIndexDueKeySeq", table.qualifiedIndex("due_key_seq_idx")),
         Map.entry("qualifiedPublishedTable", table.qualifiedPublishedLog()),
         Map.entry("qualifiedIndexPublishedId", table.qualifiedIndex("published_id_idx")),
         Map.entry("qualifiedIndexPublishedIdHash", table.qualifiedIndex("published_id_hash")),

@@ -24,6 +24,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -103,9 +105,139 @@ class ClaimStatementTest {
     }
   }
 
+  /**
+   * A table shared with another connector whose backlog waits (paused), and with legacy rows, all
+   * ahead of the rows of the keys under test: {@value #OWN_ROWS} rows each of eu and us.
+   */
+  private static HikariDataSource shared;
+
+  private static final int OWN_ROWS = 500;
+
+  @BeforeAll
+  static void sharedTable() throws SQLException {
+    shared = Postgres.pool(Postgres.freshDatabase("shared"), 4);
+    new SchemaMigrator(shared, TABLE).migrate();
+    try (Connection c = shared.getConnection();
+        Statement s = c.createStatement()) {
+      // Legacy rows predate ownership (schema version 2): the check applies to new rows only.
+      s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
+      s.execute(INSERT.replace("'eu'", "NULL").replace("20000", "5000"));
+      s.execute(
+          "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
+              + " CHECK (instance_key IS NOT NULL) NOT VALID");
+      s.execute(INSERT.replace("'eu'", "'paused'"));
+      s.execute(INSERT.replace("20000", String.valueOf(OWN_ROWS)));
+      s.execute(INSERT.replace("'eu'", "'us'").replace("20000", String.valueOf(OWN_ROWS)));
+      s.execute("VACUUM ANALYZE outbox");
+    }
+  }
+
   @AfterAll
   static void close() {
     dataSources.values().forEach(HikariDataSource::close);
+    shared.close();
+  }
+
+  static Stream<Arguments> claimsOfOneOrTwoKeys() {
+    return claims()
+        .flatMap(
+            claim ->
+                Stream.of(Set.of("eu"), Set.of("eu", "us"))
+                    .map(keys -> Arguments.of(claim.get()[0], keys, claim.get()[1])));
+  }
+
+  /**
+   * The rows of other instance keys (here a paused connector's backlog of 20,000) and legacy rows
+   * (5,000) ahead of a key's own rows cost its claims nothing: a claim reads its own keys' due rows
+   * only, key by key, by the (instance_key, seq) index (schema version 13). With the (seq) index of
+   * version 7, every claim read all of them, fetched each from the table and dropped it.
+   */
+  @ParameterizedTest(name = "{0}, keys {1}")
+  @MethodSource("claimsOfOneOrTwoKeys")
+  void aClaimReadsNoRowOfAnotherKeyNorALegacyRow(String name, Set<String> keys, ClaimRequest claim)
+      throws SQLException {
+    ClaimRequest request =
+        new ClaimRequest(
+            claim.owner(),
+            keys,
+            claim.limit(),
+            claim.leaseDuration(),
+            claim.maxAttempts(),
+            claim.ordered(),
+            claim.affinity(),
+            claim.exactlyOnce());
+    PostgresOutboxStore store = new PostgresOutboxStore(shared, TABLE, RelayClock.database(), null);
+    String plan;
+    try (Connection c = shared.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                PostgresOutboxStore.planned(
+                    OutboxSql.CLAIM_PLAN,
+                    "EXPLAIN (ANALYZE, TIMING OFF) " + store.claimStatement(request)))) {
+      c.setAutoCommit(false);
+      store.bindClaim(c, ps, request);
+      plan = plan(ps);
+      c.rollback();
+    }
+    assertTrue(candidateStep(plan).contains("using outbox_due_key_seq_idx on outbox o_1"), plan);
+    assertReadsOwnRowsOnly(plan, keys);
+  }
+
+  static Stream<Arguments> probesOfOneOrTwoKeys() {
+    OutboxSql sql = new OutboxSql(TABLE);
+    return Stream.of(
+            Arguments.of("abandoned, ordered", sql.claimAbandonedOrdered),
+            Arguments.of("abandoned, unordered", sql.claimAbandonedUnordered),
+            Arguments.of("lag", sql.lag))
+        .flatMap(
+            probe ->
+                Stream.of(Set.of("eu"), Set.of("eu", "us"))
+                    .map(keys -> Arguments.of(probe.get()[0], keys, probe.get()[1])));
+  }
+
+  /** So do the abandoned-row probe and the lag's read of the oldest active row. */
+  @ParameterizedTest(name = "{0}, keys {1}")
+  @MethodSource("probesOfOneOrTwoKeys")
+  void aProbeInSeqOrderReadsNoRowOfAnotherKeyNorALegacyRow(
+      String name, Set<String> keys, NamedSql probe) throws SQLException {
+    String plan;
+    try (Connection c = shared.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                PostgresOutboxStore.planned(
+                    OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + probe.jdbc()))) {
+      c.setAutoCommit(false);
+      NamedSql.Binder binder =
+          probe
+              .bind(ps)
+              .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
+              .setArray("instance_keys", c.createArrayOf("text", keys.toArray()));
+      if (probe.names().contains("owner")) {
+        binder.setInt("max_attempts", 10).setString("owner", "relay-2").setLong("lease_ms", 60_000);
+      }
+      plan = plan(ps);
+      c.rollback();
+    }
+    assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
+    assertReadsOwnRowsOnly(plan, keys);
+  }
+
+  /**
+   * No step of the plan read and dropped more rows than the keys have: not one of the other key's
+   * or the legacy rows went through a filter. The due index's scans are by instance key.
+   */
+  private static void assertReadsOwnRowsOnly(String plan, Set<String> keys) {
+    Matcher removed = Pattern.compile("Rows Removed by Filter: (\\d+)").matcher(plan);
+    while (removed.find()) {
+      assertTrue(Long.parseLong(removed.group(1)) <= (long) OWN_ROWS * keys.size(), plan);
+    }
+    assertTrue(
+        plan.contains(
+            "Index Cond: ((instance_key >= own.instance_key)"
+                + " AND (instance_key <= own.instance_key))"),
+        plan);
+    assertFalse(plan.contains("Seq Scan"), plan);
+    assertFalse(plan.contains("Bitmap"), plan);
   }
 
   private static ClaimRequest request(boolean ordered, AggregateAffinity affinity) {
@@ -140,11 +272,12 @@ class ClaimStatementTest {
       Statistics statistics, String name, ClaimRequest request) throws SQLException {
     String plan = explain(statistics, request);
     String candidates = candidateStep(plan);
-    assertTrue(candidates.contains("Index Scan using outbox_due_seq_idx on outbox o_1"), plan);
-    // Nothing that reads every due row: no sort, no bitmap (which collects before it returns),
-    // no sequential scan, and the UPDATE finds the claimed rows by the primary key, not by a join
-    // whose plan rests on an estimate of them.
-    assertFalse(plan.contains("Sort"), plan);
+    assertTrue(candidates.contains("Index Scan using outbox_due_key_seq_idx on outbox o_1"), plan);
+    // Nothing that reads every due row: no sort but that of the keys' first rows (at most the
+    // limit per key), no bitmap (which collects before it returns), no sequential scan, and the
+    // UPDATE finds the claimed rows by the primary key, not by a join whose plan rests on an
+    // estimate of them.
+    assertOnlyTheKeysMergeSorts(plan, "k.seq");
     assertFalse(plan.contains("Bitmap"), plan);
     assertFalse(plan.contains("Seq Scan"), plan);
     assertFalse(plan.contains("Materialize"), plan);
@@ -153,7 +286,7 @@ class ClaimStatementTest {
       // Every predecessor probe (the candidate's and the claimable check's) reads the aggregate
       // index, forwards, up to its first match: both due indexes share a predicate, and probing
       // the (seq) one by range would read every earlier due row per candidate (finding 10).
-      assertFalse(plan.matches("(?s).*using outbox_due_seq_idx on outbox p.*"), plan);
+      assertFalse(plan.matches("(?s).*using outbox_due_key_seq_idx on outbox p.*"), plan);
       assertTrue(
           plan.matches("(?s).*Index Scan using outbox_due_aggregate_idx on outbox p\\b.*"), plan);
       assertTrue(
@@ -191,12 +324,12 @@ class ClaimStatementTest {
       plan = plan(ps);
       c.rollback();
     }
-    assertTrue(plan.contains("Index Scan using outbox_due_seq_idx on outbox o"), plan);
-    assertFalse(plan.contains("Sort"), plan);
+    assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
+    assertOnlyTheKeysMergeSorts(plan, "k.seq");
     assertFalse(plan.contains("Bitmap"), plan);
     assertFalse(plan.contains("Seq Scan"), plan);
     if (ordered) {
-      assertFalse(plan.matches("(?s).*using outbox_due_seq_idx on outbox p.*"), plan);
+      assertFalse(plan.matches("(?s).*using outbox_due_key_seq_idx on outbox p.*"), plan);
       assertTrue(plan.matches("(?s).*using outbox_due_aggregate_idx on outbox p\\b.*"), plan);
     }
   }
@@ -301,6 +434,26 @@ class ClaimStatementTest {
   private static Object[] column(
       List<ClaimedMessage> rows, Function<ClaimedMessage, Object> field) {
     return rows.stream().map(field).toArray();
+  }
+
+  /**
+   * The plan sorts nothing but the first rows of each instance key, a limit's worth per key, into
+   * one seq order: one sort, by {@code key}, right under the statement's limit.
+   */
+  private static void assertOnlyTheKeysMergeSorts(String plan, String key) {
+    List<String> lines = List.of(plan.split("\n"));
+    List<Integer> sorts = new ArrayList<>();
+    for (int i = 0; i < lines.size(); i++) {
+      if (lines.get(i).contains("Sort")
+          && !lines.get(i).contains("Sort Key")
+          && !lines.get(i).contains("Sort Method")) {
+        sorts.add(i);
+      }
+    }
+    assertEquals(1, sorts.size(), plan);
+    int sort = sorts.get(0);
+    assertTrue(lines.get(sort - 1).contains("Limit"), plan);
+    assertTrue(lines.get(sort + 1).strip().equals("Sort Key: " + key), plan);
   }
 
   /** The plan of the candidate CTE: how rows are found. */

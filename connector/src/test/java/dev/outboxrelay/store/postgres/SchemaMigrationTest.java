@@ -343,7 +343,7 @@ class SchemaMigrationTest {
         "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes"
             + " WHERE schemaname = 'app' AND tablename = 'outbox' AND indexname LIKE 'outbox_%_idx'";
     assertEquals(
-        "outbox_due_aggregate_idx,outbox_due_seq_idx,outbox_parked_cid_idx,outbox_settled_idx",
+        "outbox_due_aggregate_idx,outbox_due_key_seq_idx,outbox_parked_cid_idx,outbox_settled_idx",
         queryString(indexes),
         "no index uses status any more");
     assertEquals(
@@ -517,6 +517,59 @@ class SchemaMigrationTest {
     assertNull(queryString("SELECT to_regclass('outbox_parked_rows_idx')::text"));
   }
 
+  /**
+   * Version 13 replaces the due rows' (seq) index by an (instance_key, seq) one over the same rows
+   * (a legacy row's NULL key is in it too, and never read: no claim's key range holds a NULL).
+   */
+  @Test
+  void version13IndexesTheDueRowsByInstanceKeyThenSeq() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("1");
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('legacy', NULL, 'o', 'a', 'E')");
+    migrator.migrateTo("12");
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " status, published_at) VALUES ('due-eu', 'eu', 'o', 'a', 'E', 'PENDING', NULL),"
+            + " ('due-us', 'us', 'o', 'b', 'E', 'PENDING', NULL),"
+            + " ('settled', 'eu', 'o', 'c', 'E', 'PUBLISHED', now())");
+
+    migrator.migrate();
+
+    assertNull(queryString("SELECT to_regclass('outbox_due_seq_idx')::text"));
+    assertEquals(
+        "CREATE INDEX outbox_due_key_seq_idx ON public.outbox USING btree (instance_key, seq)"
+            + " WHERE ((published_at IS NULL) AND (parked_at IS NULL))",
+        queryString("SELECT pg_get_indexdef('outbox_due_key_seq_idx'::regclass)"));
+    assertEquals(
+        "due-eu",
+        queryString(
+            "SELECT string_agg(message_id, ',') FROM outbox WHERE instance_key >= 'eu'"
+                + " AND instance_key <= 'eu' AND published_at IS NULL AND parked_at IS NULL"));
+  }
+
+  @Test
+  void version13BuildsAgainADueIndexThatAFailedConcurrentBuildLeftInvalid() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("12");
+    exec(
+        "CREATE INDEX outbox_due_key_seq_idx ON outbox (instance_key, seq)"
+            + " WHERE published_at IS NULL AND parked_at IS NULL");
+    exec(
+        "UPDATE pg_index SET indisvalid = FALSE"
+            + " WHERE indexrelid = 'outbox_due_key_seq_idx'::regclass");
+
+    migrator.migrate();
+
+    assertEquals(
+        "true",
+        queryString(
+            "SELECT indisvalid::text FROM pg_index"
+                + " WHERE indexrelid = 'outbox_due_key_seq_idx'::regclass"));
+    assertNull(queryString("SELECT to_regclass('outbox_due_seq_idx')::text"));
+  }
+
   /** Entries m-1 .. m-n in the published log of schema version 9. */
   private void logEntries(int n) throws SQLException {
     exec(
@@ -549,12 +602,12 @@ class SchemaMigrationTest {
     exec("ANALYZE outbox");
     String plan =
         queryLines(
-            "EXPLAIN (FORMAT TEXT) SELECT seq FROM outbox WHERE instance_key = ANY ('{eu}')"
-                + " AND published_at IS NULL AND parked_at IS NULL"
-                + " AND status IN ('PENDING', 'AMBIGUOUS') ORDER BY seq LIMIT 10");
-    // Claims filter by instance_key = ANY (...): only the (seq) index returns them in order
-    // without walking the PUBLISHED rows.
-    assertTrue(plan.contains("outbox_due_seq_idx"), plan);
+            "EXPLAIN (FORMAT TEXT) SELECT seq FROM outbox WHERE instance_key >= 'eu'"
+                + " AND instance_key <= 'eu' AND published_at IS NULL AND parked_at IS NULL"
+                + " AND status IN ('PENDING', 'AMBIGUOUS') ORDER BY instance_key, seq LIMIT 10");
+    // Claims read a key's due rows in order (OutboxSql's {own key(o)}): only the due index
+    // returns them so without walking the PUBLISHED rows.
+    assertTrue(plan.contains("outbox_due_key_seq_idx"), plan);
     // The backlog counts read an index of the active rows, not the retained PUBLISHED ones.
     String counts =
         queryLines(
