@@ -44,13 +44,40 @@ final class Backlog {
   static void insert(
       String url, long from, long to, int aggregates, int payloadBytes, String topic, String status)
       throws SQLException {
-    insertRows(url, from, to, aggregates, payloadBytes, topic, status);
+    insert(url, INSTANCE_KEY, from, to, aggregates, payloadBytes, topic, status);
+  }
+
+  /** {@link #insert} of rows of another instance key than the connector's. */
+  static void insert(
+      String url,
+      String instanceKey,
+      long from,
+      long to,
+      int aggregates,
+      int payloadBytes,
+      String topic,
+      String status)
+      throws SQLException {
+    insertRows(url, instanceKey, from, to, aggregates, payloadBytes, topic, status);
     vacuum(url, BenchPostgres.TABLE.qualified());
   }
 
   /** {@link #insert} without the VACUUM: the INSERT statements alone, for the WAL figures. */
   static void insertRows(
       String url, long from, long to, int aggregates, int payloadBytes, String topic, String status)
+      throws SQLException {
+    insertRows(url, INSTANCE_KEY, from, to, aggregates, payloadBytes, topic, status);
+  }
+
+  private static void insertRows(
+      String url,
+      String instanceKey,
+      long from,
+      long to,
+      int aggregates,
+      int payloadBytes,
+      String topic,
+      String status)
       throws SQLException {
     String sql =
         "INSERT INTO "
@@ -72,7 +99,7 @@ final class Backlog {
         for (long start = from; start <= to; start += CHUNK) {
           long end = Math.min(to, start + CHUNK - 1);
           int i = 1;
-          ps.setString(i++, INSTANCE_KEY);
+          ps.setString(i++, instanceKey);
           ps.setString(i++, AGGREGATE_TYPE);
           ps.setInt(i++, aggregates);
           ps.setString(i++, EVENT_TYPE);

@@ -95,11 +95,16 @@ public final class BenchmarkMain {
       if (options.runs(Scenario.SCALE)) {
         ClaimScale scale = new ClaimScale(pg, options);
         for (int retained : List.of(0, options.scaleRetained)) {
-          ClaimScale.Result r = scale.run(retained);
+          ClaimScale.Result r = scale.run(retained, ClaimScale.Ahead.RETAINED_PUBLISHED);
           results.scale.add(r);
           results.record("scale", "retained=" + retained, 1, r.toString());
           Progress.log("scale " + r);
         }
+        ClaimScale.Result shared =
+            scale.run(options.scaleRetained, ClaimScale.Ahead.OTHER_KEY_PENDING);
+        results.scale.add(shared);
+        results.record("scale", "other-key-pending=" + options.scaleRetained, 1, shared.toString());
+        Progress.log("scale " + shared);
       }
       if (options.runs(Scenario.MEMORY)) {
         MemoryRun.Result r = new MemoryRun(drain, options).run();

@@ -11,17 +11,34 @@ import java.util.Arrays;
 import java.util.Set;
 
 /**
- * Claim time against the same pending batch, with and without a large number of retained PUBLISHED
- * rows in the table. Each claim is the store's real claim, timed around the call, inside a
- * transaction that is then rolled back, so every claim sees the same rows (the durable commit,
+ * Claim time against the same pending batch, with and without a large number of rows ahead of it in
+ * the table: retained PUBLISHED rows, or the due backlog of another instance key (a paused
+ * connector sharing the table). Each claim is the store's real claim, timed around the call, inside
+ * a transaction that is then rolled back, so every claim sees the same rows (the durable commit,
  * about one WAL flush, is the same in both cases and left out). The table is vacuumed, untimed,
  * every 25 claims so that rolled-back versions do not pile up.
  */
 final class ClaimScale {
   record Timing(double medianMs, double p10Ms, double p90Ms, int claimed) {}
 
+  /** What the rows ahead of the pending batch are. */
+  enum Ahead {
+    RETAINED_PUBLISHED("retained PUBLISHED rows"),
+    OTHER_KEY_PENDING("PENDING rows of another instance key");
+
+    final String description;
+
+    Ahead(String description) {
+      this.description = description;
+    }
+  }
+
+  /** The instance key of the rows ahead in {@link Ahead#OTHER_KEY_PENDING}. */
+  static final String OTHER_KEY = "bench-paused";
+
   record Result(
       int retained,
+      Ahead ahead,
       Timing ordered,
       Timing unordered,
       double backlogMetricsMs,
@@ -39,12 +56,22 @@ final class ClaimScale {
     this.options = options;
   }
 
-  Result run(int retained) throws Exception {
+  Result run(int retained, Ahead ahead) throws Exception {
     String url = pg.freshDatabase("scale");
     try {
-      if (retained > 0) {
+      if (retained > 0 && ahead == Ahead.RETAINED_PUBLISHED) {
         Backlog.insert(
             url, 1, retained, options.aggregates, options.payloadBytes, "bench-x", "PUBLISHED");
+      } else if (retained > 0) {
+        Backlog.insert(
+            url,
+            OTHER_KEY,
+            1,
+            retained,
+            options.aggregates,
+            options.payloadBytes,
+            "bench-x",
+            "PENDING");
       }
       // The same pending rows in both tables: row numbers after the retained ones.
       long first = options.scaleRetained + 1L;
@@ -66,7 +93,8 @@ final class ClaimScale {
         Timing ordered = time(store, maintenance, true);
         Timing unordered = time(store, maintenance, false);
         double metricsMs = timeBacklogMetrics(store);
-        return new Result(retained, ordered, unordered, metricsMs, tableBytes(maintenance), load);
+        return new Result(
+            retained, ahead, ordered, unordered, metricsMs, tableBytes(maintenance), load);
       }
     } finally {
       pg.dropDatabase(url);

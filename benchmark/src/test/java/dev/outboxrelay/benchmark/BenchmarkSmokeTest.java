@@ -44,7 +44,8 @@ class BenchmarkSmokeTest {
     assertTrue(report.contains("database limit: JDBC loop"), report);
     assertTrue(report.contains("outbox-relay, tasks.max=1, ordering on"), report);
     assertTrue(report.contains("naive relay"), report);
-    assertTrue(report.contains("## Claim time vs retained PUBLISHED rows"), report);
+    assertTrue(report.contains("## Claim time vs rows ahead"), report);
+    assertTrue(report.contains("| 2000 PENDING rows of another instance key |"), report);
     assertTrue(report.contains("## Targets"), report);
     assertTrue(report.contains("minimal loop: claim 1000 per statement"), report);
     assertTrue(report.contains("outbox EventRouter, string payload"), report);
