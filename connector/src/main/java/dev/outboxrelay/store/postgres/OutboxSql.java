@@ -51,7 +51,7 @@ final class OutboxSql {
    * first of all: it never steps over the rows of other instance keys (a paused connector's backlog
    * in a shared table) or legacy rows. With {@code instance_key = ANY} PostgreSQL reads that index
    * in key order only, so it read the (seq) index of every key instead and filtered
-   * (docs/benchmarks.md, finding 28).
+   * (docs/benchmarks.md, finding 21).
    */
   private static final String OWN_KEYS =
       "unnest(CAST(:instance_keys AS text[])) AS own(instance_key)";
