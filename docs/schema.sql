@@ -421,13 +421,15 @@ DROP INDEX IF EXISTS "outbox_parked_rows_idx";
 -- and on a table several connectors share it read, and fetched from the table, every due row of
 -- the other instance keys (a paused connector's backlog) and every unsettled legacy row before
 -- its first own row: 0.3 s per claim behind 300,000 of them (docs/benchmarks.md, finding 21).
--- Indexed by (instance_key, seq), each claim reads only its own keys' rows, key by key.
+-- Indexed by (instance_key, seq), each claim reads only its own keys' rows, key by key. Legacy
+-- rows (no instance key) are left out of it, as the Debezium adoption script leaves them out of
+-- its indexes: an adopted table's history stays out of the index for good.
 --
 -- On a large table, build the new index beforehand without blocking writes (same name and
 -- definition; IF NOT EXISTS then skips it here), and drop the old one with DROP INDEX
 -- CONCURRENTLY. A concurrent build that failed leaves an INVALID index under the name: this
 -- migration then builds it again.
---   CREATE INDEX CONCURRENTLY "<table>_due_key_seq_idx" ON <table> (instance_key, seq) WHERE published_at IS NULL AND parked_at IS NULL;
+--   CREATE INDEX CONCURRENTLY "<table>_due_key_seq_idx" ON <table> (instance_key, seq) WHERE published_at IS NULL AND parked_at IS NULL AND instance_key IS NOT NULL;
 
 DO $$
 BEGIN
@@ -441,6 +443,6 @@ $$;
 
 CREATE INDEX IF NOT EXISTS "outbox_due_key_seq_idx"
     ON "outbox" (instance_key, seq)
-    WHERE published_at IS NULL AND parked_at IS NULL;
+    WHERE published_at IS NULL AND parked_at IS NULL AND instance_key IS NOT NULL;
 
 DROP INDEX IF EXISTS "outbox_due_seq_idx";

@@ -828,6 +828,32 @@ public abstract class OutboxStoreContract {
     assertEquals(otherInstance, state("us1"));
   }
 
+  /**
+   * A claim for several instance keys takes the oldest due rows of them all, in seq order, whatever
+   * their key (the PostgreSQL store reads each key's rows by its index, then keeps the first of
+   * all); an aggregate that the limit cuts goes on, in order, with a later claim of its holder, and
+   * waits for it in anyone else's. The abandoned-row claim takes the oldest expired row of them
+   * all.
+   */
+  @Test
+  void aClaimForSeveralKeysTakesTheOldestRowsOfThemAllInOrder() {
+    add(US, "us1", "A");
+    add(EU, "eu1", "A");
+    add(US, "us2", "A");
+    add(EU, "eu2", "B");
+    add(US, "us3", "A");
+    add(EU, "eu3", "A");
+    Set<String> both = Set.of(EU, US);
+
+    assertEquals(List.of("us1", "eu1", "us2"), ids(store.claim(request("w1", 3, both))));
+    assertEquals(List.of("eu2"), ids(store.claim(request("w2", 3, both))));
+    assertEquals(List.of("us3", "eu3"), ids(store.claim(request("w1", 3, both))));
+
+    clock.advance(LEASE);
+    assertEquals(List.of("us1"), ids(store.claimAbandoned(request("w3", 10, both))));
+    assertEquals(List.of("eu1"), ids(store.claimAbandoned(request("w3", 10, both))));
+  }
+
   @Test
   void normalClaimsNeverTakeAbandonedRows() {
     add(EU, "m1", "a");

@@ -51,7 +51,9 @@ final class OutboxSql {
    * first of all: it never steps over the rows of other instance keys (a paused connector's backlog
    * in a shared table) or legacy rows. With {@code instance_key = ANY} PostgreSQL reads that index
    * in key order only, so it read the (seq) index of every key instead and filtered
-   * (docs/benchmarks.md, finding 21).
+   * (docs/benchmarks.md, finding 21). With several keys a locking statement locks up to its limit
+   * per key and keeps the first limit of all: the rest are unlocked at its commit, and a concurrent
+   * claimer that skipped them meanwhile is only conservative (it holds back their successors).
    */
   private static final String OWN_KEYS =
       "unnest(CAST(:instance_keys AS text[])) AS own(instance_key)";
@@ -208,7 +210,7 @@ final class OutboxSql {
    * non-negative; hashtext is stable for a given text, so an aggregate keeps its share. "(h % n + n
    * - slot) % n < 1" means "h % n = slot", written as an inequality because PostgreSQL estimates an
    * equality on an expression at 0.5 % of the rows: it then sorted the whole share instead of
-   * reading the seq index up to the limit.
+   * reading the due index up to the limit.
    */
   private static final String AFFINITY =
       """

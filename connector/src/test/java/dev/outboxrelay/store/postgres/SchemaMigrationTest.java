@@ -518,8 +518,8 @@ class SchemaMigrationTest {
   }
 
   /**
-   * Version 13 replaces the due rows' (seq) index by an (instance_key, seq) one over the same rows
-   * (a legacy row's NULL key is in it too, and never read: no claim's key range holds a NULL).
+   * Version 13 replaces the due rows' (seq) index by an (instance_key, seq) one over the due rows
+   * of owners; legacy rows (no instance key) are left out, as the adoption script leaves them out.
    */
   @Test
   void version13IndexesTheDueRowsByInstanceKeyThenSeq() throws SQLException {
@@ -540,7 +540,7 @@ class SchemaMigrationTest {
     assertNull(queryString("SELECT to_regclass('outbox_due_seq_idx')::text"));
     assertEquals(
         "CREATE INDEX outbox_due_key_seq_idx ON public.outbox USING btree (instance_key, seq)"
-            + " WHERE ((published_at IS NULL) AND (parked_at IS NULL))",
+            + " WHERE ((published_at IS NULL) AND (parked_at IS NULL) AND (instance_key IS NOT NULL))",
         queryString("SELECT pg_get_indexdef('outbox_due_key_seq_idx'::regclass)"));
     assertEquals(
         "due-eu",
@@ -555,7 +555,7 @@ class SchemaMigrationTest {
     migrator.migrateTo("12");
     exec(
         "CREATE INDEX outbox_due_key_seq_idx ON outbox (instance_key, seq)"
-            + " WHERE published_at IS NULL AND parked_at IS NULL");
+            + " WHERE published_at IS NULL AND parked_at IS NULL AND instance_key IS NOT NULL");
     exec(
         "UPDATE pg_index SET indisvalid = FALSE"
             + " WHERE indexrelid = 'outbox_due_key_seq_idx'::regclass");
