@@ -43,7 +43,9 @@ final class TaskSettingsFactory {
         // Look for abandoned rows a few times per lease: they block their aggregates meanwhile.
         lease.dividedBy(4),
         // Connect closes the producer within 30 s of stop; later acknowledgements cannot come.
-        Duration.ofSeconds(30),
+        // Exactly once, none comes after stop at all: Connect acknowledges a transaction's records
+        // on the task thread once it commits, and calls stop() on that thread after the last one.
+        config.exactlyOnce() ? Duration.ZERO : Duration.ofSeconds(30),
         // Ordered tasks that prefer disjoint aggregates never wait on each other's in-flight rows;
         // exactly-once tasks own their buckets strictly instead.
         config.orderingEnabled() && !config.exactlyOnce()

@@ -27,7 +27,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.RetriableException;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -55,6 +57,8 @@ class ExactlyOnceTaskTest {
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
   private OutboxSourceTask task;
+  private Time time = Time.SYSTEM;
+  private final AtomicInteger storeCloses = new AtomicInteger();
 
   @BeforeEach
   void setUp() {
@@ -281,6 +285,28 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A stopped exactly-once task keeps no late-acknowledgement grace: Connect acknowledges a
+   * transaction's records on the task thread after it commits and stops the task on that thread
+   * after the last, so nothing can come after stop(). Its store (the pool) closes at once, not
+   * after the at-least-once 30 s (the task's clock does not move here); the records Kafka never
+   * committed stay leased for the next instance's recovery.
+   */
+  @Test
+  void aStoppedTaskClosesItsStoreWithoutWaitingForAcknowledgementsThatCannotCome() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    time = new MockTime();
+    OutboxSourceTask first = start();
+    assertEquals(2, first.poll().size());
+
+    first.stop();
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> storeCloses.get() == 1);
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("b").orElseThrow().status());
+  }
+
+  /**
    * A claim that committed although its result never arrived (the connection lost at COMMIT) holds
    * rows that were never handed over. They are released before the next claim, and sent first, in
    * their order: left leased, a later row of their aggregate would have gone first, and the later
@@ -372,7 +398,7 @@ class ExactlyOnceTaskTest {
     props.put("exactly.once.buckets", Integer.toString(BUCKETS));
     props.putAll(overrides);
     OutboxStore parksMayFail = parksMayFail(store);
-    task = new OutboxSourceTask(new FixedStoreProvider(parksMayFail, () -> clock), Time.SYSTEM);
+    task = new OutboxSourceTask(new FixedStoreProvider(parksMayFail, () -> clock), time);
     task.initialize(new Context());
     task.start(props);
     return task;
@@ -385,6 +411,9 @@ class ExactlyOnceTaskTest {
             OutboxStore.class.getClassLoader(),
             new Class<?>[] {OutboxStore.class},
             (proxy, method, args) -> {
+              if (method.getName().equals("close")) {
+                storeCloses.incrementAndGet();
+              }
               if (parksFail && method.getName().equals("markFailed")) {
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "park");
