@@ -25,11 +25,18 @@ import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
  * at a task's Kafka transaction, and the recoveries the relay logged.
  */
 final class ExactlyOnceMode {
-  /** {@link ConnectCluster#TWO_WORKERS} with exactly-once source support. */
+  /**
+   * {@link ConnectCluster#TWO_WORKERS} with exactly-once source support. A dead worker's tasks are
+   * reassigned 1 s after the session timeout instead of 10 s (nothing here waits for a returning
+   * worker: the victim is killed for good), and the broker looks for timed-out transactions every
+   * second instead of every 10 s: only how soon the scenarios' conditions hold changes.
+   */
   static final ConnectCluster.Options WORKERS =
       ConnectCluster.TWO_WORKERS
           .workerProp("exactly.once.source.support", "enabled")
-          .workerProp("connector.client.config.override.policy", "All");
+          .workerProp("connector.client.config.override.policy", "All")
+          .workerProp("scheduled.rebalance.max.delay.ms", "1000")
+          .brokerProp("transaction.abort.timed.out.transaction.cleanup.interval.ms", "1000");
 
   static final String RECOVERED = "Exactly-once task recovered";
   private static final Pattern COUNTS =
