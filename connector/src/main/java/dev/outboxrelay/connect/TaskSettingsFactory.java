@@ -44,8 +44,9 @@ final class TaskSettingsFactory {
         lease.dividedBy(4),
         // Connect closes the producer within 30 s of stop; later acknowledgements cannot come.
         // Exactly once, none comes after stop at all: Connect acknowledges a transaction's records
-        // on the task thread once it commits, and calls stop() on that thread after the last one.
-        config.exactlyOnce() ? Duration.ZERO : Duration.ofSeconds(30),
+        // on the task thread once it commits, and calls stop() on that thread after the last one;
+        // 2 s only to retry writing the outcomes in hand through a passing database error.
+        config.exactlyOnce() ? Duration.ofSeconds(2) : Duration.ofSeconds(30),
         // Ordered tasks that prefer disjoint aggregates never wait on each other's in-flight rows;
         // exactly-once tasks own their buckets strictly instead.
         config.orderingEnabled() && !config.exactlyOnce()

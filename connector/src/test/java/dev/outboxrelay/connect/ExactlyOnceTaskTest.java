@@ -28,6 +28,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.common.utils.Time;
@@ -285,23 +287,31 @@ class ExactlyOnceTaskTest {
   }
 
   /**
-   * A stopped exactly-once task keeps no late-acknowledgement grace: Connect acknowledges a
+   * A stopped exactly-once task keeps no 30 s late-acknowledgement grace: Connect acknowledges a
    * transaction's records on the task thread after it commits and stops the task on that thread
-   * after the last, so nothing can come after stop(). Its store (the pool) closes at once, not
-   * after the at-least-once 30 s (the task's clock does not move here); the records Kafka never
-   * committed stay leased for the next instance's recovery.
+   * after the last, so nothing can come after stop(). Its store (the pool) closes after the 2 s
+   * left to retry writing outcomes in hand, not after the at-least-once 30 s (the task's clock
+   * moves 2 s here); the records Kafka never committed stay leased for the next instance's
+   * recovery, and an acknowledgement that came after all would be counted late, not written.
    */
   @Test
   void aStoppedTaskClosesItsStoreWithoutWaitingForAcknowledgementsThatCannotCome() {
     add("a", "agg-1", 10);
     add("b", "agg-2", 10);
-    time = new MockTime();
+    MockTime mockTime = new MockTime();
+    time = mockTime;
     OutboxSourceTask first = start();
-    assertEquals(2, first.poll().size());
+    List<SourceRecord> records = first.poll();
+    assertEquals(2, records.size());
 
     first.stop();
+    mockTime.sleep(2_000);
 
     await().atMost(Duration.ofSeconds(10)).until(() -> storeCloses.get() == 1);
+    first.commitRecord(
+        records.get(0),
+        new RecordMetadata(new TopicPartition(records.get(0).topic(), 0), 0, 0, 0L, 0, 0));
+    assertEquals(1, first.metrics().lateAcks.get());
     assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
     assertEquals(MessageStatus.IN_FLIGHT, store.find("b").orElseThrow().status());
   }

@@ -27,9 +27,10 @@ import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
 final class ExactlyOnceMode {
   /**
    * {@link ConnectCluster#TWO_WORKERS} with exactly-once source support. A dead worker's tasks are
-   * reassigned 1 s after the session timeout instead of 10 s (nothing here waits for a returning
-   * worker: the victim is killed for good), and the broker looks for timed-out transactions every
-   * second instead of every 10 s: only how soon the scenarios' conditions hold changes.
+   * reassigned 1 s after the session timeout instead of 10 s (the worker-crash test's victim is
+   * killed for good; in the broker-restart test the workers stay in the group, so no reassignment
+   * waits on that delay), and the broker looks for timed-out transactions every second instead of
+   * every 10 s: only how soon the scenarios' conditions hold changes.
    */
   static final ConnectCluster.Options WORKERS =
       ConnectCluster.TWO_WORKERS

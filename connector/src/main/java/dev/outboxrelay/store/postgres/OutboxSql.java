@@ -28,9 +28,10 @@ final class OutboxSql {
 
   /**
    * {@code {unsettled(row)}}: the predicate of the partial indexes of the rows awaiting delivery
-   * (schema version 7), spelled as they are so that the planner can use them, then the statuses. No
-   * index uses status: a claim, a renewal, a retry or a release changes no indexed column, so on a
-   * page with room it is a HOT update. Only publishing and parking settle a row.
+   * (schema versions 7 and 13; 13's also leaves legacy rows out, which every statement's condition
+   * on the instance key proves), spelled as they are so that the planner can use them, then the
+   * statuses. No index uses status: a claim, a renewal, a retry or a release changes no indexed
+   * column, so on a page with room it is a HOT update. Only publishing and parking settle a row.
    */
   private static final String UNSETTLED =
       "%1$s.published_at IS NULL AND %1$s.parked_at IS NULL AND %1$s.status IN " + ACTIVE;
