@@ -420,7 +420,8 @@ DROP INDEX IF EXISTS "outbox_parked_rows_idx";
 -- Version 7 indexed the due rows by seq alone. A claim reads them in seq order up to its limit,
 -- and on a table several connectors share it read, and fetched from the table, every due row of
 -- the other instance keys (a paused connector's backlog) and every unsettled legacy row before
--- its first own row: 0.3 s per claim behind 300,000 of them (docs/benchmarks.md, finding 21).
+-- its first own row: 0.11 s per claim behind 300,000 of them, 0.3 s with a cold cache
+-- (docs/benchmarks.md, finding 21).
 -- Indexed by (instance_key, seq), each claim reads only its own keys' rows, key by key. Legacy
 -- rows (no instance key) are left out of it, as the Debezium adoption script leaves them out of
 -- its indexes: an adopted table's history stays out of the index for good.
