@@ -11,6 +11,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_TIMEOUT_MS_CO
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_URL_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_USER_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.OUTBOX_TABLE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.RETENTION_PUBLISHED_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.SCHEMA_MIGRATE_ON_START_CONFIG;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -19,6 +20,7 @@ import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.RelayPrivileges;
 import dev.outboxrelay.store.postgres.ReplicaIdentity;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -413,6 +415,7 @@ public final class ConfigValidation {
           checkMappedColumns(present);
           checkReplicaIdentity(pool, table);
           checkInvalidIndexes(pool, table);
+          checkPrivileges(pool, table);
           if (version.isEmpty() && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
             // A table kept up to date by the user's own tool (or adopted from Debezium).
             checkPublishedLog(pool, table);
@@ -455,6 +458,38 @@ public final class ConfigValidation {
                 + " its updates or deletes, so PostgreSQL would refuse every claim and publish"
                 + " (SQLState 55000): give the table a primary key or REPLICA IDENTITY FULL, or"
                 + " take it out of the publication");
+      }
+    }
+
+    /**
+     * The role may do what a task does: otherwise the task would fail at its first claim, or at its
+     * first publish after Kafka had the batch. One error naming every privilege it lacks.
+     */
+    private void checkPrivileges(HikariDataSource pool, OutboxTable table) throws SQLException {
+      List<String> lacks = new ArrayList<>();
+      try (Connection c = pool.getConnection()) {
+        List<String> outbox = RelayPrivileges.missingOnOutbox(c, table);
+        if (!outbox.isEmpty()) {
+          lacks.add(String.join(", ", outbox) + " on " + OUTBOX_TABLE_CONFIG);
+        }
+        if (relationExists(pool, table.qualifiedPublishedLog())) {
+          Object retention = validValue(values, RETENTION_PUBLISHED_MS_CONFIG);
+          List<String> log =
+              RelayPrivileges.missingOnPublishedLog(
+                  c, table, !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER).equals(retention));
+          if (!log.isEmpty()) {
+            lacks.add(
+                String.join(", ", log) + " on its published log " + table.objectName("published"));
+          }
+        }
+      }
+      if (!lacks.isEmpty()) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            CONNECTION_USER_CONFIG
+                + " lacks "
+                + String.join(" and ", lacks)
+                + ", which a task needs: grant them as docs/deployment.md shows");
       }
     }
 

@@ -235,6 +235,71 @@ class ConfigValidationTest {
     assertEquals("connection.user may not read outbox.table (SQLState 42501)", message);
   }
 
+  /** The grants of docs/deployment.md, step 2, for the password role on {@code url}'s table. */
+  private static Map<String, String> grantedRole(String url, String... grants) throws SQLException {
+    PasswordRole.ensureCreated();
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    for (String grant : grants) {
+      execute(url, grant + " TO " + PasswordRole.NAME);
+    }
+    Map<String, String> props = props(url);
+    props.put("connection.url", url);
+    props.put("connection.user", PasswordRole.NAME);
+    props.put("connection.password", PasswordRole.PASSWORD);
+    return props;
+  }
+
+  @Test
+  void theDocumentedGrantsPass() throws SQLException {
+    Map<String, String> props =
+        grantedRole(
+            Postgres.freshDatabase("config_role_granted"),
+            "GRANT SELECT, UPDATE, DELETE ON outbox",
+            "GRANT SELECT, INSERT, DELETE ON outbox_published",
+            "GRANT SELECT ON outbox_schema_history");
+
+    assertEquals(Map.of(), errors(props));
+  }
+
+  /** Without the check this role passed validation and failed its first claim. */
+  @Test
+  void aRoleThatMayOnlyReadIsAnErrorOnTheTableNamingWhatItLacks() throws SQLException {
+    Map<String, String> props =
+        grantedRole(
+            Postgres.freshDatabase("config_role_read_only"),
+            "GRANT SELECT ON outbox",
+            "GRANT SELECT ON outbox_published",
+            "GRANT SELECT ON outbox_schema_history");
+
+    assertEquals(
+        "connection.user lacks UPDATE, DELETE on outbox.table and INSERT, DELETE on its published"
+            + " log outbox_published, which a task needs: grant them as docs/deployment.md shows",
+        only(errors(props), "outbox.table"));
+  }
+
+  /**
+   * Only retention deletes from the published log; a privilege granted on the columns a statement
+   * uses counts as held.
+   */
+  @Test
+  void withoutRetentionTheLogNeedsNoDeleteAndColumnGrantsCount() throws SQLException {
+    Map<String, String> props =
+        grantedRole(
+            Postgres.freshDatabase("config_role_no_retention"),
+            "GRANT SELECT, DELETE ON outbox",
+            "GRANT UPDATE (lease_owner, lease_token, lease_expires_at) ON outbox",
+            "GRANT SELECT, INSERT ON outbox_published",
+            "GRANT SELECT ON outbox_schema_history");
+    assertEquals(
+        "connection.user lacks DELETE on its published log outbox_published, which a task needs:"
+            + " grant them as docs/deployment.md shows",
+        only(errors(props), "outbox.table"));
+
+    props.put("retention.published.ms", "-1");
+
+    assertEquals(Map.of(), errors(props));
+  }
+
   @Test
   void malformedUrlIsAnErrorOnTheUrl() {
     Map<String, String> props = offline();

@@ -1,0 +1,74 @@
+package dev.outboxrelay.store.postgres;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Which of the privileges a task uses the connecting role lacks. Without one, validation passes and
+ * the task fails later: a role that may read but not UPDATE the outbox fails its first claim, and
+ * one that may not INSERT into the published log fails its first publish, after Kafka has the batch
+ * (the rows are sent again once their leases expire). Asked of the server, so grants through a
+ * group role count; a privilege granted on some columns only counts as held (the statements' own
+ * errors still name the column).
+ */
+public final class RelayPrivileges {
+  /**
+   * The privileges of {@code :privileges} the current role lacks on one table, in the given order.
+   * DELETE is table-wide; SELECT, INSERT and UPDATE may be granted per column. A missing table
+   * lacks nothing (it is reported as missing elsewhere).
+   */
+  private static final String MISSING =
+      """
+      SELECT p.privilege
+        FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS p(privilege, position)
+       WHERE NOT CASE p.privilege
+                   WHEN 'DELETE' THEN has_table_privilege(to_regclass(?), p.privilege)
+                   ELSE has_any_column_privilege(to_regclass(?), p.privilege)
+                 END
+       ORDER BY p.position""";
+
+  /** Claim and renew (SELECT … FOR UPDATE, UPDATE), publish (DELETE: the row moves out). */
+  static final List<String> OUTBOX = List.of("SELECT", "UPDATE", "DELETE");
+
+  private RelayPrivileges() {}
+
+  /** The privileges a task needs on the outbox table that the current role lacks. */
+  public static List<String> missingOnOutbox(Connection c, OutboxTable table) throws SQLException {
+    return missing(c, table.qualified(), OUTBOX);
+  }
+
+  /**
+   * The privileges a task needs on the published log that the current role lacks: INSERT to
+   * publish, SELECT for the writer's and operators' lookups, DELETE only for retention.
+   */
+  public static List<String> missingOnPublishedLog(
+      Connection c, OutboxTable table, boolean retention) throws SQLException {
+    List<String> needed = new ArrayList<>(List.of("SELECT", "INSERT"));
+    if (retention) {
+      needed.add("DELETE");
+    }
+    return missing(c, table.qualifiedPublishedLog(), needed);
+  }
+
+  private static List<String> missing(Connection c, String qualified, List<String> needed)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(MISSING)) {
+      Array privileges = c.createArrayOf("text", needed.toArray());
+      ps.setArray(1, privileges);
+      ps.setString(2, qualified);
+      ps.setString(3, qualified);
+      List<String> missing = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          missing.add(rs.getString(1));
+        }
+      }
+      return missing;
+    }
+  }
+}
