@@ -171,10 +171,18 @@ public final class ConfigValidation {
    * with a password (or an SSL key's) in its query string is shown as {@link #HIDDEN_URL}.
    */
   private static void hideCredentialsOfUrl(ConfigValue url) {
-    if (url.value() instanceof String text
-        && DataSourceFactory.urlParameters(text).stringPropertyNames().stream()
-            .anyMatch(name -> name.toLowerCase(Locale.ROOT).contains("password"))) {
+    if (url.value() instanceof String text && mayHoldPassword(text)) {
       url.value(HIDDEN_URL);
+    }
+  }
+
+  /** A URL whose query string cannot be read (a malformed %-escape) is hidden too. */
+  private static boolean mayHoldPassword(String url) {
+    try {
+      return DataSourceFactory.urlParameters(url).stringPropertyNames().stream()
+          .anyMatch(name -> name.toLowerCase(Locale.ROOT).contains("password"));
+    } catch (IllegalArgumentException e) {
+      return true;
     }
   }
 

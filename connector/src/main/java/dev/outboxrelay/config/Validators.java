@@ -2,6 +2,7 @@ package dev.outboxrelay.config;
 
 import dev.outboxrelay.mapping.TopicRouter;
 import dev.outboxrelay.store.postgres.ColumnMapping;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.writer.InstanceKeys;
 import dev.outboxrelay.writer.TopicNames;
@@ -67,6 +68,13 @@ final class Validators {
         (name, value) -> {
           if (!((String) value).startsWith(JDBC_PREFIX)) {
             throw new ConfigException(name + " must start with " + JDBC_PREFIX);
+          }
+          try {
+            DataSourceFactory.urlParameters((String) value);
+          } catch (IllegalArgumentException e) {
+            // The driver refuses such a URL too; every later rule reads its parameters.
+            throw new ConfigException(
+                name + " has a malformed %-escape in its query string: write a literal % as %25");
           }
         });
   }

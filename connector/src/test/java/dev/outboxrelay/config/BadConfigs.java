@@ -22,6 +22,9 @@ final class BadConfigs {
         Arguments.of("connection.url", "postgresql://localhost/app"),
         Arguments.of("connection.url", "jdbc:mysql://localhost/app"),
         Arguments.of("connection.url", "JDBC:POSTGRESQL://localhost/app"),
+        // A malformed %-escape: the JDK's decoder quotes the rest of the value (a password's).
+        Arguments.of("connection.url", "jdbc:postgresql://localhost/app?password=p%zzsecret"),
+        Arguments.of("connection.url", "jdbc:postgresql://localhost/app?user=app&password=secret%"),
         Arguments.of("connection.pool.size", "1"),
         Arguments.of("connection.pool.size", "65"),
         Arguments.of("connection.pool.size", "four"),

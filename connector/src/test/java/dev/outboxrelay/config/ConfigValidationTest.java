@@ -454,6 +454,25 @@ class ConfigValidationTest {
     assertEquals(ConfigValidation.HIDDEN_URL, shown);
   }
 
+  /** Before, the JDK's decoder failed the whole validation, its message quoting the password. */
+  @Test
+  void aMalformedEscapeInTheUrlIsAnErrorOnTheUrlAndTheUrlIsNotShown() {
+    Map<String, String> props = offline();
+    props.put("connection.url", closedPortUrl + "&password=p%zz" + URL_SENTINEL);
+    props.remove("connection.password");
+
+    assertEquals(
+        "connection.url has a malformed %-escape in its query string: write a literal % as %25",
+        only(errors(props), "connection.url"));
+    Object shown =
+        ConfigValidation.validate(props).configValues().stream()
+            .filter(v -> v.name().equals("connection.url"))
+            .findFirst()
+            .orElseThrow()
+            .value();
+    assertEquals(ConfigValidation.HIDDEN_URL, shown);
+  }
+
   @Test
   void aSocketTimeoutInTheUrlMustOutlastTheStatementTimeout() {
     for (String socketTimeout : new String[] {"0", "30", "x"}) {

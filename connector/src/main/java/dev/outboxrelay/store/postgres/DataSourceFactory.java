@@ -158,6 +158,8 @@ public final class DataSourceFactory {
   /**
    * The parameters of {@code jdbcUrl}'s query string, decoded, as the connections get them: they
    * take precedence over the connector's own properties (user, password, timeouts).
+   *
+   * @throws IllegalArgumentException on a malformed %-escape (its message quotes nothing)
    */
   public static Properties urlParameters(String jdbcUrl) {
     return DriverDataSource.urlParameters(jdbcUrl);

@@ -44,7 +44,12 @@ final class DriverDataSource implements DataSource {
     this.properties.putAll(urlParameters(jdbcUrl));
   }
 
-  /** The query parameters of {@code jdbcUrl}, decoded; empty without a query string. */
+  /**
+   * The query parameters of {@code jdbcUrl}, decoded; empty without a query string.
+   *
+   * @throws IllegalArgumentException on a malformed %-escape, with a message that quotes nothing of
+   *     the URL (the JDK's would quote the rest of the value: part of a password)
+   */
   static Properties urlParameters(String jdbcUrl) {
     Properties parameters = new Properties();
     int query = jdbcUrl.indexOf('?');
@@ -63,8 +68,14 @@ final class DriverDataSource implements DataSource {
   }
 
   private static String decode(String s) {
-    return URLDecoder.decode(s, StandardCharsets.UTF_8);
+    try {
+      return URLDecoder.decode(s, StandardCharsets.UTF_8);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(MALFORMED_ESCAPE);
+    }
   }
+
+  static final String MALFORMED_ESCAPE = "the query string has a malformed %-escape";
 
   /** Null when the driver does not accept the URL (a malformed host or port, say). */
   Connection connectOrNull() throws SQLException {
