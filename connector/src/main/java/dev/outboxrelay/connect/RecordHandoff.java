@@ -33,7 +33,10 @@ import org.slf4j.LoggerFactory;
  * leaves (the task stopped first) parks nothing, so no row ends FAILED without its dead-letter
  * record; the next instance's recovery releases its rows. Until every park of a batch is written
  * the batch is held and nothing claimed after it is handed over: a later record of the bucket would
- * otherwise cover the position of a row that was never sent (docs/design.md).
+ * otherwise cover the position of a row that was never sent (docs/design.md). A held batch that a
+ * stop forgets after some of its parks were written leaves those rows FAILED without their
+ * dead-letter records: each is reported and counted as failed (a row is counted dead-lettered when
+ * its record leaves with its batch).
  */
 final class RecordHandoff {
   private static final Logger log = LoggerFactory.getLogger(RecordHandoff.class);
@@ -162,12 +165,34 @@ final class RecordHandoff {
             park.row.messageId(),
             park.row.instanceKey());
       } else if (park.deadLettered) {
-        metrics.deadLettered.incrementAndGet();
+        // Counted once its dead-letter record leaves with the batch; reported if it never does.
+        if (!batch.awaitRelease(park)) {
+          reportUnsent(park);
+        }
       } else {
         metrics.failed.incrementAndGet();
       }
     }
-    return held.compareAndSet(batch, null) ? batch.records : List.of();
+    if (!held.compareAndSet(batch, null)) {
+      return List.of(); // forgotten meanwhile: forgetHeld reported its parks
+    }
+    metrics.deadLettered.addAndGet(batch.released());
+    return batch.records;
+  }
+
+  /**
+   * A row parked FAILED whose dead-letter record will never be sent: a later park of its batch
+   * failed and the task stopped before the batch left. The row stays FAILED with its reason (a
+   * requeue sends it again); counted as failed, not dead-lettered.
+   */
+  private void reportUnsent(Park park) {
+    metrics.failed.incrementAndGet();
+    log.warn(
+        "Parked FAILED without its dead-letter record, the task stopped before its batch left:"
+            + " message_id={} instance_key={} reason={} (requeue it to send it again)",
+        park.row.messageId(),
+        park.row.instanceKey(),
+        park.reasonCode);
   }
 
   /**
@@ -189,6 +214,7 @@ final class RecordHandoff {
     Positioned batch = held.getAndSet(null);
     if (batch != null) {
       forget(batch);
+      batch.forgetParked().forEach(this::reportUnsent);
     }
   }
 
@@ -234,9 +260,36 @@ final class RecordHandoff {
     private final List<SourceRecord> records;
     private final Deque<Park> parks;
 
+    /** Dead-lettered parks written while the batch is held; guarded by this. */
+    private final List<Park> parked = new ArrayList<>();
+
+    private boolean forgotten;
+
     private Positioned(List<SourceRecord> records, Deque<Park> parks) {
       this.records = records;
       this.parks = parks;
+    }
+
+    /** Keeps a written dead-lettered park until the batch leaves; false once it was forgotten. */
+    private synchronized boolean awaitRelease(Park park) {
+      if (forgotten) {
+        return false;
+      }
+      parked.add(park);
+      return true;
+    }
+
+    /** The batch left: how many dead-letter records went with it. */
+    private synchronized int released() {
+      return parked.size();
+    }
+
+    /** The batch will never leave: the dead-lettered parks already written. */
+    private synchronized List<Park> forgetParked() {
+      forgotten = true;
+      List<Park> unsent = List.copyOf(parked);
+      parked.clear();
+      return unsent;
     }
 
     /** Records without parks (tests). */

@@ -56,6 +56,10 @@ class ExactlyOnceTaskTest {
   private final ConnectOffsetStore committedOffsets = new ConnectOffsetStore();
   private InMemoryOutboxStore store;
   private volatile boolean parksFail;
+
+  /** Parks written before {@code markFailed} starts failing as in an outage; unlimited if < 0. */
+  private final AtomicInteger parksBeforeFailing = new AtomicInteger(-1);
+
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
   private OutboxSourceTask task;
@@ -249,6 +253,45 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A batch's first park is written, its second fails, and Connect stops the task: the batch never
+   * leaves, so the first row is FAILED without its dead-letter record. It is reported (a warning)
+   * and counted as failed, not as dead-lettered, which it never was.
+   */
+  @Test
+  void aRowParkedBeforeALaterParkFailedAndTheTaskStoppedIsCountedFailedNotDeadLettered() {
+    add("big-1", "agg-1", 100);
+    add("big-2", "agg-2", 100);
+    add("good", "agg-3", 10);
+    parksBeforeFailing.set(1);
+    OutboxSourceTask first = start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+
+    assertThrows(RetriableException.class, first::poll, "the second park failed: nothing leaves");
+    assertEquals(MessageStatus.FAILED, store.find("big-1").orElseThrow().status());
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("big-2").orElseThrow().status());
+    first.stop();
+
+    assertEquals(0, first.metrics().deadLettered.get());
+    assertEquals(1, first.metrics().failed.get());
+  }
+
+  /** The same parks written in one go leave with their batch: counted dead-lettered then. */
+  @Test
+  void deadLetteredParksAreCountedWhenTheirBatchLeaves() {
+    add("big-1", "agg-1", 100);
+    add("big-2", "agg-2", 100);
+    add("good", "agg-3", 10);
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+
+    List<SourceRecord> records = task.poll();
+
+    assertEquals(
+        List.of("big-1", "big-2", "good"), records.stream().map(SourceOffsets::messageId).toList());
+    assertEquals(List.of("dlq", "dlq"), List.of(records.get(0).topic(), records.get(1).topic()));
+    assertEquals(2, task.metrics().deadLettered.get());
+    assertEquals(0, task.metrics().failed.get());
+  }
+
+  /**
    * A batch claimed ahead that Connect never got, because the task stopped, parks nothing: parked
    * then, its row would be FAILED without its dead-letter record ever sent. Its rows leave the
    * ledger at the stop (the outcome writer does not wait for them), and the next instance's
@@ -424,7 +467,8 @@ class ExactlyOnceTaskTest {
               if (method.getName().equals("close")) {
                 storeCloses.incrementAndGet();
               }
-              if (parksFail && method.getName().equals("markFailed")) {
+              if (method.getName().equals("markFailed")
+                  && (parksFail || parksBeforeFailing.getAndDecrement() == 0)) {
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "park");
               }
