@@ -46,10 +46,12 @@ public final class RelayMetrics {
   private volatile LongSupplier inFlightRecords = () -> 0;
   private volatile LongSupplier inFlightBytes = () -> 0;
   private final Time time;
-  private volatile long lagAtReadMs;
-  private volatile long readAtMs;
-  private volatile long overdueAfterMs = Long.MAX_VALUE;
-  private volatile boolean readFailed;
+
+  /**
+   * The last backlog read, replaced whole: a scrape never pairs one read's lag with another's time.
+   */
+  private volatile BacklogRead lastRead = new BacklogRead(0, 0, Long.MAX_VALUE, false);
+
   private final LinkedHashMap<MessageStatus, AtomicLong> backlog = new LinkedHashMap<>();
   private final AtomicLong outcomeWriteMaxMs = new AtomicLong();
   private final AtomicLong outcomeWriteTotalMs = new AtomicLong();
@@ -217,16 +219,19 @@ public final class RelayMetrics {
    */
   public void recordBacklog(BacklogSnapshot snapshot, Duration interval) {
     backlog.forEach((status, value) -> value.set(snapshot.count(status)));
-    lagAtReadMs = snapshot.lag().toMillis();
-    readAtMs = time.milliseconds();
-    overdueAfterMs = 2 * interval.toMillis();
-    readFailed = false;
+    lastRead =
+        new BacklogRead(
+            snapshot.lag().toMillis(), time.milliseconds(), 2 * interval.toMillis(), false);
   }
 
   /** The backlog could not be read (the database is unavailable): see {@link #lagMs()}. */
   public void backlogReadFailed() {
-    readFailed = true;
+    BacklogRead read = lastRead;
+    lastRead = new BacklogRead(read.lagMs(), read.atMs(), read.overdueAfterMs(), true);
   }
+
+  /** One backlog read: the lag it found, when, when the next is overdue, and whether one failed. */
+  private record BacklogRead(long lagMs, long atMs, long overdueAfterMs, boolean failedSince) {}
 
   /**
    * The age of the oldest undelivered row at the last backlog read. When the next read failed or is
@@ -236,9 +241,10 @@ public final class RelayMetrics {
    * (rows of an unavailable database are not being written either).
    */
   public long lagMs() {
-    long lag = lagAtReadMs;
-    long sinceRead = time.milliseconds() - readAtMs;
-    if (lag > 0 && (readFailed || sinceRead > overdueAfterMs)) {
+    BacklogRead read = lastRead;
+    long lag = read.lagMs();
+    long sinceRead = time.milliseconds() - read.atMs();
+    if (lag > 0 && (read.failedSince() || sinceRead > read.overdueAfterMs())) {
       return lag + Math.max(0, sinceRead);
     }
     return lag;
