@@ -854,6 +854,29 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of("eu1"), ids(store.claimAbandoned(request("w3", 10, both))));
   }
 
+  /**
+   * Keys are sent to PostgreSQL as a text array: a key an array literal would read otherwise (NULL,
+   * quotes, braces, a backslash, inner spaces) claims its own rows and only those, beside a key it
+   * could be mistaken for.
+   */
+  @Test
+  void keysThatAnArrayLiteralWouldMisreadClaimOnlyTheirOwnRows() {
+    String nullWord = "NULL";
+    String quoted = "a\"b {c} d\\";
+    add(nullWord, "n1", "A");
+    add(quoted, "q1", "A");
+    add("a", "other1", "A");
+    add("a\"b", "other2", "A");
+    add("null", "other3", "A");
+
+    assertEquals(
+        List.of("n1", "q1"), ids(store.claim(request("w1", 10, Set.of(nullWord, quoted)))));
+    assertEquals(List.of(), ids(store.claim(request("w1", 10, Set.of(nullWord, quoted)))));
+    clock.advance(LEASE);
+    assertEquals(List.of("n1"), ids(store.claimAbandoned(request("w2", 10, Set.of(nullWord)))));
+    assertEquals(List.of("q1"), ids(store.claimAbandoned(request("w2", 10, Set.of(quoted)))));
+  }
+
   @Test
   void normalClaimsNeverTakeAbandonedRows() {
     add(EU, "m1", "a");
