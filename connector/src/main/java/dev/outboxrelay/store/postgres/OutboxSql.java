@@ -52,9 +52,10 @@ final class OutboxSql {
    * first of all: it never steps over the rows of other instance keys (a paused connector's backlog
    * in a shared table) or legacy rows. With {@code instance_key = ANY} PostgreSQL reads that index
    * in key order only, so it read the (seq) index of every key instead and filtered
-   * (docs/benchmarks.md, finding 21). With several keys a locking statement locks up to its limit
-   * per key and keeps the first limit of all: the rest are unlocked at its commit, and a concurrent
-   * claimer that skipped them meanwhile is only conservative (it holds back their successors).
+   * (docs/benchmarks.md, finding 21). With several keys a claim locks each key's rows up to its
+   * {@code {quota}} and a margin, and keeps the first limit of all: the rest are unlocked at its
+   * commit, and a concurrent claimer that skipped them meanwhile is only conservative (it holds
+   * back their successors).
    */
   private static final String OWN_KEYS =
       "unnest(CAST(:instance_keys AS text[])) AS own(instance_key)";
@@ -70,6 +71,41 @@ final class OutboxSql {
    */
   private static final String OWN_KEY =
       "o.instance_key >= own.instance_key AND o.instance_key <= own.instance_key";
+
+  /**
+   * {@code {quota}} of a claim over several instance keys: how many of the first {@code :limit} due
+   * rows of them all (in seq order) each key has, read without locking. A locking read of each key
+   * up to the whole limit locked up to the limit per key and kept the limit of all, so k keys wrote
+   * k row locks per claimed row; each key's read now stops at its quota and a margin ({@code {per
+   * key}}). Rows of an aggregate held back, or locked by a concurrent claimer, are counted here and
+   * skipped there, which only makes that key's read go on past them. With one key the quota is
+   * never read: the CASE of {@code {per key}} takes the limit first.
+   */
+  private static final String QUOTA =
+      """
+      quota AS MATERIALIZED (
+        SELECT q.instance_key, count(*) AS rows FROM (
+          SELECT k.instance_key, k.seq FROM {own keys} CROSS JOIN LATERAL (
+            SELECT o.instance_key, o.seq
+            FROM {table} o, clock
+            WHERE {own key(o)} AND {due(o)} {affinity} {share}
+            ORDER BY o.instance_key, o.seq LIMIT :limit) k
+          ORDER BY k.seq LIMIT :limit) q
+        GROUP BY q.instance_key
+      )""";
+
+  /**
+   * {@code {per key}}: how many rows a claim locks of one key ({@code own.instance_key}): the limit
+   * with one key; with k keys, the key's quota and a margin of a quarter of the limit shared among
+   * the keys (a concurrent claimer may hold rows of a key's quota), so at most 1.25 × the limit
+   * plus k rows are locked per claim instead of k × the limit.
+   */
+  private static final String PER_KEY =
+      """
+      CASE WHEN cardinality(CAST(:instance_keys AS text[])) = 1 THEN CAST(:limit AS integer)
+        ELSE COALESCE((SELECT q.rows FROM quota q WHERE q.instance_key = own.instance_key), 0)
+          + CAST(:limit AS integer) / (4 * cardinality(CAST(:instance_keys AS text[]))) + 1
+        END""";
 
   /**
    * An ordered claim. A due row within the budget is leased; one at or over it (max.attempts was
@@ -105,7 +141,7 @@ final class OutboxSql {
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}
-      ), candidate AS (
+      ), {quota}, candidate AS (
         SELECT k.* FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
             earlier.due AS after_due
@@ -120,7 +156,7 @@ final class OutboxSql {
           WHERE {own key(o)} AND {due(o)}
             {affinity} {share}
             AND earlier.due IS NOT FALSE
-          ORDER BY o.instance_key, o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED) k
+          ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
         ORDER BY k.seq LIMIT :limit
       ), claimable AS (
         SELECT c.seq FROM candidate c, clock
@@ -133,7 +169,9 @@ final class OutboxSql {
             AND NOT ({due(p)} AND EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq))
           OFFSET 0)
       )
-      {lease(claimable)}""";
+      {lease(claimable)}"""
+          .replace("{quota}", QUOTA)
+          .replace("{per key}", PER_KEY);
 
   /**
    * The planner settings of a claim's transaction, local to it so that pooled connections keep
@@ -224,15 +262,17 @@ final class OutboxSql {
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}
-      ), candidate AS (
+      ), {quota}, candidate AS (
         SELECT k.seq FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq
           FROM {table} o, clock
           WHERE {own key(o)} AND {due(o)} {share}
-          ORDER BY o.instance_key, o.seq LIMIT :limit FOR UPDATE OF o SKIP LOCKED) k
+          ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
         ORDER BY k.seq LIMIT :limit
       )
-      {lease(candidate)}""";
+      {lease(candidate)}"""
+          .replace("{quota}", QUOTA.replace("{affinity}", ""))
+          .replace("{per key}", PER_KEY);
 
   /**
    * Exactly-once recovery (docs/design.md): the rows of this task's buckets leased under a lower

@@ -156,6 +156,35 @@ class ClaimStatementTest {
   @MethodSource("claimsOfOneOrTwoKeys")
   void aClaimReadsNoRowOfAnotherKeyNorALegacyRow(String name, Set<String> keys, ClaimRequest claim)
       throws SQLException {
+    String plan = sharedPlan(keys, claim);
+
+    assertTrue(readsTheDueKeyIndex(candidateStep(plan)), plan);
+    assertReadsOwnRowsOnly(plan, keys);
+  }
+
+  /**
+   * A claim over several keys locks each key's rows up to its share of the limit and a margin, not
+   * up to the whole limit per key (which wrote k row locks per claimed row for k keys); with one
+   * key, exactly what it claims. Here eu's rows all come before us's: 500 + 63 locks for two keys
+   * instead of 1,000.
+   */
+  @ParameterizedTest(name = "{0}, keys {1}")
+  @MethodSource("claimsOfOneOrTwoKeys")
+  void aClaimLocksAtMostAQuarterMoreRowsThanItsLimit(
+      String name, Set<String> keys, ClaimRequest claim) throws SQLException {
+    String plan = sharedPlan(keys, claim);
+
+    Matcher locks =
+        Pattern.compile("LockRows .*\\(actual rows=(\\d+) loops=(\\d+)\\)").matcher(plan);
+    assertTrue(locks.find(), plan);
+    long locked = Long.parseLong(locks.group(1)) * Long.parseLong(locks.group(2));
+    long claimed = Math.min(claim.limit(), OWN_ROWS * (long) keys.size());
+    long bound = keys.size() == 1 ? claimed : claim.limit() + claim.limit() / 4 + keys.size() + 1;
+    assertTrue(locked <= bound, "locked " + locked + " (bound " + bound + ")\n" + plan);
+  }
+
+  /** The claim's plan on the shared table, for {@code keys}, run and rolled back. */
+  private static String sharedPlan(Set<String> keys, ClaimRequest claim) throws SQLException {
     ClaimRequest request =
         new ClaimRequest(
             claim.owner(),
@@ -167,7 +196,6 @@ class ClaimStatementTest {
             claim.affinity(),
             claim.exactlyOnce());
     PostgresOutboxStore store = new PostgresOutboxStore(shared, TABLE, RelayClock.database(), null);
-    String plan;
     try (Connection c = shared.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
@@ -176,11 +204,10 @@ class ClaimStatementTest {
                     "EXPLAIN (ANALYZE, TIMING OFF) " + store.claimStatement(request)))) {
       c.setAutoCommit(false);
       store.bindClaim(c, ps, request);
-      plan = plan(ps);
+      String plan = plan(ps);
       c.rollback();
+      return plan;
     }
-    assertTrue(candidateStep(plan).contains("using outbox_due_key_seq_idx on outbox o_1"), plan);
-    assertReadsOwnRowsOnly(plan, keys);
   }
 
   static Stream<Arguments> probesOfOneOrTwoKeys() {
@@ -272,12 +299,12 @@ class ClaimStatementTest {
       Statistics statistics, String name, ClaimRequest request) throws SQLException {
     String plan = explain(statistics, request);
     String candidates = candidateStep(plan);
-    assertTrue(candidates.contains("Index Scan using outbox_due_key_seq_idx on outbox o_1"), plan);
+    assertTrue(readsTheDueKeyIndex(candidates), plan);
     // Nothing that reads every due row: no sort but that of the keys' first rows (at most the
     // limit per key), no bitmap (which collects before it returns), no sequential scan, and the
     // UPDATE finds the claimed rows by the primary key, not by a join whose plan rests on an
     // estimate of them.
-    assertOnlyTheKeysMergeSorts(plan, "k.seq");
+    assertOnlyTheKeysMergeSorts(plan, "k.seq", 2); // the quota's and the claim's
     assertFalse(plan.contains("Bitmap"), plan);
     assertFalse(plan.contains("Seq Scan"), plan);
     assertFalse(plan.contains("Materialize"), plan);
@@ -325,7 +352,7 @@ class ClaimStatementTest {
       c.rollback();
     }
     assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
-    assertOnlyTheKeysMergeSorts(plan, "k.seq");
+    assertOnlyTheKeysMergeSorts(plan, "k.seq", 1);
     assertFalse(plan.contains("Bitmap"), plan);
     assertFalse(plan.contains("Seq Scan"), plan);
     if (ordered) {
@@ -440,7 +467,12 @@ class ClaimStatementTest {
    * The plan sorts nothing but the first rows of each instance key, a limit's worth per key, into
    * one seq order: one sort, by {@code key}, right under the statement's limit.
    */
-  private static void assertOnlyTheKeysMergeSorts(String plan, String key) {
+  /** The step reads the (instance_key, seq) due index by an index scan of the outbox. */
+  private static boolean readsTheDueKeyIndex(String step) {
+    return step.matches("(?s).*Index Scan using outbox_due_key_seq_idx on outbox o_\\d.*");
+  }
+
+  private static void assertOnlyTheKeysMergeSorts(String plan, String key, int expected) {
     List<String> lines = List.of(plan.split("\n"));
     List<Integer> sorts = new ArrayList<>();
     for (int i = 0; i < lines.size(); i++) {
@@ -450,10 +482,12 @@ class ClaimStatementTest {
         sorts.add(i);
       }
     }
-    assertEquals(1, sorts.size(), plan);
-    int sort = sorts.get(0);
-    assertTrue(lines.get(sort - 1).contains("Limit"), plan);
-    assertTrue(lines.get(sort + 1).strip().equals("Sort Key: " + key), plan);
+    assertEquals(expected, sorts.size(), plan);
+    for (int sort : sorts) {
+      assertTrue(lines.get(sort - 1).contains("Limit"), plan);
+      // The quota's subquery is flattened: its sort is by the scan's own seq.
+      assertTrue(lines.get(sort + 1).strip().matches("Sort Key: (" + key + "|o_\\d+\\.seq)"), plan);
+    }
   }
 
   /** The plan of the candidate CTE: how rows are found. */
