@@ -255,7 +255,6 @@ final class ConfigChecks {
                             + " adopt-debezium-table")));
   }
 
-  /** ConfigDef trims list entries, which would silently drop a control character at an end. */
   /**
    * The driver takes a user or password in the URL's query string over connection.user and
    * connection.password: with both given, the key would silently not apply (a rotated password
@@ -292,6 +291,7 @@ final class ConfigChecks {
     }
   }
 
+  /** ConfigDef trims list entries, which would silently drop a control character at an end. */
   private static void instanceKeysWithoutControlCharacters(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
     if (parsed.apply(INSTANCE_KEYS_CONFIG) != null
