@@ -78,8 +78,8 @@ final class OutboxSql {
    * up to the whole limit locked up to the limit per key and kept the limit of all, so k keys wrote
    * k row locks per claimed row; each key's read now stops at its quota and a margin ({@code {per
    * key}}). Rows of an aggregate held back, or locked by a concurrent claimer, are counted here and
-   * skipped there, which only makes that key's read go on past them. With one key the quota is
-   * never read: the CASE of {@code {per key}} takes the limit first.
+   * skipped there, which only makes that key's read go on past them. A claim for one key has no
+   * quota and locks up to the limit ({@link Claim}).
    */
   private static final String QUOTA =
       """
@@ -92,20 +92,18 @@ final class OutboxSql {
             ORDER BY o.instance_key, o.seq LIMIT :limit) k
           ORDER BY k.seq LIMIT :limit) q
         GROUP BY q.instance_key
-      )""";
+      ), """;
 
   /**
-   * {@code {per key}}: how many rows a claim locks of one key ({@code own.instance_key}): the limit
-   * with one key; with k keys, the key's quota and a margin of a quarter of the limit shared among
-   * the keys (a concurrent claimer may hold rows of a key's quota), so at most 1.25 × the limit
-   * plus k rows are locked per claim instead of k × the limit.
+   * {@code {per key}}: how many rows a claim over k keys locks of one key ({@code
+   * own.instance_key}): its quota and a margin of a quarter of the limit shared among the keys (a
+   * concurrent claimer may hold rows of a key's quota), so at most 1.25 × the limit plus k rows are
+   * locked per claim instead of k × the limit.
    */
   private static final String PER_KEY =
       """
-      CASE WHEN cardinality(CAST(:instance_keys AS text[])) = 1 THEN CAST(:limit AS integer)
-        ELSE COALESCE((SELECT q.rows FROM quota q WHERE q.instance_key = own.instance_key), 0)
-          + CAST(:limit AS integer) / (4 * cardinality(CAST(:instance_keys AS text[]))) + 1
-        END""";
+      COALESCE((SELECT q.rows FROM quota q WHERE q.instance_key = own.instance_key), 0)
+        + CAST(:limit AS integer) / (4 * cardinality(CAST(:instance_keys AS text[]))) + 1""";
 
   /**
    * An ordered claim. A due row within the budget is leased; one at or over it (max.attempts was
@@ -141,7 +139,7 @@ final class OutboxSql {
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}
-      ), {quota}, candidate AS (
+      ), {quota}candidate AS (
         SELECT k.* FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
             earlier.due AS after_due
@@ -169,9 +167,7 @@ final class OutboxSql {
             AND NOT ({due(p)} AND EXISTS (SELECT 1 FROM candidate c2 WHERE c2.seq = p.seq))
           OFFSET 0)
       )
-      {lease(claimable)}"""
-          .replace("{quota}", QUOTA)
-          .replace("{per key}", PER_KEY);
+      {lease(claimable)}""";
 
   /**
    * The planner settings of a claim's transaction, local to it so that pooled connections keep
@@ -262,7 +258,7 @@ final class OutboxSql {
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}
-      ), {quota}, candidate AS (
+      ), {quota}candidate AS (
         SELECT k.seq FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq
           FROM {table} o, clock
@@ -270,9 +266,7 @@ final class OutboxSql {
           ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
         ORDER BY k.seq LIMIT :limit
       )
-      {lease(candidate)}"""
-          .replace("{quota}", QUOTA.replace("{affinity}", ""))
-          .replace("{per key}", PER_KEY);
+      {lease(candidate)}""";
 
   /**
    * Exactly-once recovery (docs/design.md): the rows of this task's buckets leased under a lower
@@ -437,11 +431,22 @@ final class OutboxSql {
               AND {unsettled(p)}
               AND NOT {held(p)})""";
 
-  final NamedSql claimOrdered;
-  final NamedSql claimOrderedWithAffinity;
-  final NamedSql claimUnordered;
-  final NamedSql claimOrderedInShare;
-  final NamedSql claimUnorderedInShare;
+  final Claim claimOrdered;
+  final Claim claimOrderedWithAffinity;
+  final Claim claimUnordered;
+  final Claim claimOrderedInShare;
+  final Claim claimUnorderedInShare;
+
+  /**
+   * A claim statement in its two forms: for one instance key (up to the limit of its rows, locked
+   * as read) and for several ({@link #QUOTA}). The one-key form plans and runs without the quota.
+   */
+  record Claim(NamedSql oneKey, NamedSql severalKeys) {
+    NamedSql forKeys(int count) {
+      return count == 1 ? oneKey : severalKeys;
+    }
+  }
+
   final NamedSql recover;
   final NamedSql recoverInShare;
   final NamedSql releaseUnheld;
@@ -505,12 +510,14 @@ final class OutboxSql {
     fragments.put("{commit mode}", COMMIT_MODE);
     fragments.put("{durable}", DURABLE); // after {commit mode}, which holds it
 
-    String ordered = CLAIM_ORDERED.replace("{affinity}", "");
-    claimOrdered = statement(ordered.replace("{share}", ""));
-    claimOrderedWithAffinity = statement(CLAIM_ORDERED.replace("{share}", ""));
-    claimOrderedInShare = statement(ordered.replace("{share}", SHARE));
-    claimUnordered = statement(CLAIM_UNORDERED.replace("{share}", ""));
-    claimUnorderedInShare = statement(CLAIM_UNORDERED.replace("{share}", SHARE));
+    // The quota comes in before {affinity} and {share} are chosen: it takes the claim's filters.
+    String ordered = severalKeys(CLAIM_ORDERED);
+    String unordered = severalKeys(CLAIM_UNORDERED).replace("{affinity}", "");
+    claimOrdered = claim(ordered.replace("{affinity}", "").replace("{share}", ""));
+    claimOrderedWithAffinity = claim(ordered.replace("{share}", ""));
+    claimOrderedInShare = claim(ordered.replace("{affinity}", "").replace("{share}", SHARE));
+    claimUnordered = claim(unordered.replace("{share}", ""));
+    claimUnorderedInShare = claim(unordered.replace("{share}", SHARE));
     recover = statement(RECOVER.replace("{share}", ""));
     recoverInShare = statement(RECOVER.replace("{share}", SHARE));
     // The rows of a claim whose result never arrived: leased to the owner, not held by it.
@@ -713,6 +720,28 @@ final class OutboxSql {
   }
 
   /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
+  /** A claim template with its quota, marked so that {@link #claim} can take it out again. */
+  private static String severalKeys(String template) {
+    return template.replace("{quota}", QUOTA_START + QUOTA + QUOTA_END);
+  }
+
+  private static final String QUOTA_START = "/*quota*/";
+  private static final String QUOTA_END = "/*end quota*/";
+
+  /** The claim's one-key form (no quota, the limit per key) and its several-keys form. */
+  private Claim claim(String template) {
+    int start = template.indexOf(QUOTA_START);
+    int end = template.indexOf(QUOTA_END) + QUOTA_END.length();
+    String oneKey = template.substring(0, start) + template.substring(end);
+    return new Claim(
+        statement(oneKey.replace("{per key}", ":limit")),
+        statement(
+            template
+                .replace(QUOTA_START, "")
+                .replace(QUOTA_END, "")
+                .replace("{per key}", PER_KEY)));
+  }
+
   private NamedSql statement(String template) {
     String sql = template;
     for (Map.Entry<String, String> fragment : fragments.entrySet()) {

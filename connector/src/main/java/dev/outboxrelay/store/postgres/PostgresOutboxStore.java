@@ -138,6 +138,10 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   private NamedSql claimSql(ClaimRequest request) {
+    return claimOf(request).forKeys(request.instanceKeys().size());
+  }
+
+  private OutboxSql.Claim claimOf(ClaimRequest request) {
     boolean inShare = request.exactlyOnce() != null && !request.exactlyOnce().share().ownsAll();
     if (!request.ordered()) {
       return inShare ? sql.claimUnorderedInShare : sql.claimUnordered;

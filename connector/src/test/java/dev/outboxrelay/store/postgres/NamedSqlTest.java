@@ -148,42 +148,45 @@ class NamedSqlTest {
             "max_attempts",
             "durable",
             "instance_keys",
-            "limit",
             "owner",
+            "limit",
             "lease_ms",
             "epoch",
             "claim_batch"),
-        List.copyOf(sql.claimOrdered.names()));
+        List.copyOf(sql.claimOrdered.oneKey().names()));
     assertEquals(
         List.of(
             "now",
             "max_attempts",
             "durable",
             "instance_keys",
+            "owner",
             "slots",
             "slots_minus_slot",
             "limit",
-            "owner",
             "lease_ms",
             "epoch",
             "claim_batch"),
-        List.copyOf(sql.claimOrderedWithAffinity.names()));
-    assertArrayEquals(new int[] {5, 7, 12, 14}, sql.claimOrderedWithAffinity.positions("slots"));
+        List.copyOf(sql.claimOrderedWithAffinity.oneKey().names()));
+    assertArrayEquals(new int[] {6, 8}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
+    // With several keys the quota reads the share first.
+    assertArrayEquals(
+        new int[] {5, 7, 12, 14}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
     assertEquals(
         List.of(
             "now",
             "max_attempts",
             "durable",
             "instance_keys",
+            "owner",
             "buckets",
             "tasks",
             "tasks_minus_task",
             "limit",
-            "owner",
             "lease_ms",
             "epoch",
             "claim_batch"),
-        List.copyOf(sql.claimOrderedInShare.names()));
+        List.copyOf(sql.claimOrderedInShare.oneKey().names()));
     assertEquals(
         List.of(
             "now",
