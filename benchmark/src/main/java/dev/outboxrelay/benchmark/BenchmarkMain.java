@@ -105,6 +105,10 @@ public final class BenchmarkMain {
         results.scale.add(shared);
         results.record("scale", "other-key-pending=" + options.scaleRetained, 1, shared.toString());
         Progress.log("scale " + shared);
+        ClaimScale.Result overKeys = scale.runOverKeys(ClaimScale.KEYS);
+        results.scale.add(overKeys);
+        results.record("scale", "keys=" + ClaimScale.KEYS, 1, overKeys.toString());
+        Progress.log("scale " + overKeys);
       }
       if (options.runs(Scenario.MEMORY)) {
         MemoryRun.Result r = new MemoryRun(drain, options).run();

@@ -8,18 +8,22 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.LinkedHashSet;
 import java.util.Set;
 
 /**
  * Claim time against the same pending batch, with and without a large number of rows ahead of it in
  * the table: retained PUBLISHED rows, or the due backlog of another instance key (a paused
- * connector sharing the table). Each claim is the store's real claim, timed around the call, inside
- * a transaction that is then rolled back, so every claim sees the same rows (the durable commit,
- * about one WAL flush, is the same in both cases and left out). The table is vacuumed, untimed,
- * every 25 claims so that rolled-back versions do not pile up.
+ * connector sharing the table); and the same pending rows in blocks of several instance keys,
+ * claimed together by a connector of all of them (with the WAL each claim writes: its row locks).
+ * Each claim is the store's real claim, timed around the call, inside a transaction that is then
+ * rolled back, so every claim sees the same rows (the durable commit, about one WAL flush, is the
+ * same in both cases and left out). The table is vacuumed, untimed, every 25 claims so that
+ * rolled-back versions do not pile up.
  */
 final class ClaimScale {
-  record Timing(double medianMs, double p10Ms, double p90Ms, int claimed) {}
+  /** Claim times, and the WAL bytes of the median claim (its row locks and leases). */
+  record Timing(double medianMs, double p10Ms, double p90Ms, int claimed, long walBytes) {}
 
   /** What the rows ahead of the pending batch are. */
   enum Ahead {
@@ -33,12 +37,25 @@ final class ClaimScale {
     }
   }
 
+  /** How many instance keys {@link #runOverKeys} spreads the pending rows over. */
+  static final int KEYS = 4;
+
   /** The instance key of the rows ahead in {@link Ahead#OTHER_KEY_PENDING}. */
   static final String OTHER_KEY = "bench-paused";
 
+  /** The instance keys of {@link #runOverKeys}: the connector's own, then {@code own-2}, .... */
+  static String key(int index) {
+    return index == 0 ? Backlog.INSTANCE_KEY : Backlog.INSTANCE_KEY + "-" + (index + 1);
+  }
+
+  /**
+   * @param keys how many instance keys hold the pending rows (in consecutive blocks) and are
+   *     claimed together; 1 for the other rows
+   */
   record Result(
       int retained,
       Ahead ahead,
+      int keys,
       Timing ordered,
       Timing unordered,
       double backlogMetricsMs,
@@ -90,58 +107,116 @@ final class ClaimScale {
         PostgresOutboxStore store =
             new PostgresOutboxStore(
                 new RollbackDataSource(tx), BenchPostgres.TABLE, RelayClock.database(), null);
-        Timing ordered = time(store, maintenance, true);
-        Timing unordered = time(store, maintenance, false);
+        Set<String> own = Set.of(Backlog.INSTANCE_KEY);
+        Timing ordered = time(store, maintenance, own, true);
+        Timing unordered = time(store, maintenance, own, false);
         double metricsMs = timeBacklogMetrics(store);
         return new Result(
-            retained, ahead, ordered, unordered, metricsMs, tableBytes(maintenance), load);
+            retained, ahead, 1, ordered, unordered, metricsMs, tableBytes(maintenance), load);
       }
     } finally {
       pg.dropDatabase(url);
     }
   }
 
-  private Timing time(PostgresOutboxStore store, Connection maintenance, boolean ordered)
+  /**
+   * The same pending rows as {@link #run} with nothing ahead, in {@code keys} consecutive blocks of
+   * as many instance keys (one key's burst after another's), claimed by one request for all keys.
+   */
+  Result runOverKeys(int keys) throws Exception {
+    String url = pg.freshDatabase("scale");
+    try {
+      long first = options.scaleRetained + 1L;
+      long perKey = Math.max(1, options.scalePending / keys);
+      Set<String> own = new LinkedHashSet<>();
+      for (int k = 0; k < keys; k++) {
+        long from = first + k * perKey;
+        long to = k == keys - 1 ? first + options.scalePending - 1 : from + perKey - 1;
+        Backlog.insert(
+            url, key(k), from, to, options.aggregates, options.payloadBytes, "bench-x", "PENDING");
+        own.add(key(k));
+      }
+      pg.checkpoint();
+      double load = Machine.loadAverage();
+      try (Connection tx = BenchPostgres.connect(url);
+          Connection maintenance = BenchPostgres.connect(url)) {
+        PostgresOutboxStore store =
+            new PostgresOutboxStore(
+                new RollbackDataSource(tx), BenchPostgres.TABLE, RelayClock.database(), null);
+        Timing ordered = time(store, maintenance, own, true);
+        Timing unordered = time(store, maintenance, own, false);
+        double metricsMs = timeBacklogMetrics(store, own);
+        return new Result(
+            0,
+            Ahead.RETAINED_PUBLISHED,
+            keys,
+            ordered,
+            unordered,
+            metricsMs,
+            tableBytes(maintenance),
+            load);
+      }
+    } finally {
+      pg.dropDatabase(url);
+    }
+  }
+
+  private Timing time(
+      PostgresOutboxStore store, Connection maintenance, Set<String> keys, boolean ordered)
       throws Exception {
     ClaimRequest request =
-        new ClaimRequest(
-            "scale",
-            Set.of(Backlog.INSTANCE_KEY),
-            options.batchSize,
-            Duration.ofMinutes(1),
-            10,
-            ordered);
+        new ClaimRequest("scale", keys, options.batchSize, Duration.ofMinutes(1), 10, ordered);
     int expected = Math.min(options.batchSize, options.scalePending);
     long[] nanos = new long[options.scaleClaims];
+    long[] wal = new long[options.scaleClaims];
     int claimed = 0;
     for (int i = -WARMUP; i < options.scaleClaims; i++) {
       if (i % VACUUM_EVERY == 0) {
         Backlog.vacuum(maintenance);
       }
+      long lsn = walInsertPosition(maintenance);
       long start = System.nanoTime();
       claimed = store.claim(request).claimed().size();
       long elapsed = System.nanoTime() - start;
+      long written = walInsertPosition(maintenance) - lsn;
       if (claimed != expected) {
         throw new IllegalStateException("claimed " + claimed + " rows, expected " + expected);
       }
       if (i >= 0) {
         nanos[i] = elapsed;
+        wal[i] = written;
       }
     }
     Arrays.sort(nanos);
+    Arrays.sort(wal);
     return new Timing(
         Stats.percentile(nanos, 50) / 1e6,
         Stats.percentile(nanos, 10) / 1e6,
         Stats.percentile(nanos, 90) / 1e6,
-        claimed);
+        claimed,
+        Stats.percentile(wal, 50));
+  }
+
+  /** The server's WAL insert position in bytes (autovacuum may add a little between two reads). */
+  private static long walInsertPosition(Connection c) throws Exception {
+    try (Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")) {
+      rs.next();
+      return rs.getLong(1);
+    }
   }
 
   /** The backlog figures task 0 reads every 30 s by default (rows per status, oldest age). */
   private static double timeBacklogMetrics(PostgresOutboxStore store) {
+    return timeBacklogMetrics(store, Set.of(Backlog.INSTANCE_KEY));
+  }
+
+  private static double timeBacklogMetrics(PostgresOutboxStore store, Set<String> keys) {
     long[] nanos = new long[5];
     for (int i = 0; i < nanos.length; i++) {
       long start = System.nanoTime();
-      store.inspect(Set.of(Backlog.INSTANCE_KEY), false);
+      store.inspect(keys, false);
       nanos[i] = System.nanoTime() - start;
     }
     Arrays.sort(nanos);

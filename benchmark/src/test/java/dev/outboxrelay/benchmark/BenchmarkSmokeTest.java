@@ -46,6 +46,9 @@ class BenchmarkSmokeTest {
     assertTrue(report.contains("naive relay"), report);
     assertTrue(report.contains("## Claim time vs rows ahead"), report);
     assertTrue(report.contains("| 2000 PENDING rows of another instance key |"), report);
+    assertTrue(
+        report.contains("| none; the pending rows in 4 instance keys (a block each), claimed"),
+        report);
     assertTrue(report.contains("## Targets"), report);
     assertTrue(report.contains("minimal loop: claim 1000 per statement"), report);
     assertTrue(report.contains("outbox EventRouter, string payload"), report);
