@@ -855,6 +855,29 @@ public abstract class OutboxStoreContract {
   }
 
   /**
+   * A claim over several keys whose oldest due rows wait for an earlier row of their aggregate
+   * (held by another owner) still takes a full batch of the other key's rows: the PostgreSQL store
+   * sizes each key's read by how many of the oldest claimable rows it has, and a quota counting the
+   * held-back rows gave the other key only a margin (one row here).
+   */
+  @Test
+  void aClaimForSeveralKeysWhoseOldestRowsAreHeldBackFillsItsBatchWithTheOthers() {
+    add(EU, "a1", "A");
+    add(EU, "a2", "A");
+    add(EU, "a3", "A");
+    add(EU, "a4", "A");
+    add(EU, "a5", "A");
+    add(US, "u1", "U1");
+    add(US, "u2", "U2");
+    add(US, "u3", "U3");
+    add(US, "u4", "U4");
+    claimOne("w1", "a1");
+
+    assertEquals(
+        List.of("u1", "u2", "u3", "u4"), ids(store.claim(request("w2", 4, Set.of(EU, US)))));
+  }
+
+  /**
    * Keys are sent to PostgreSQL as a text array: a key an array literal would read otherwise (NULL,
    * quotes, braces, a backslash, inner spaces) claims its own rows and only those, beside a key it
    * could be mistaken for.

@@ -73,13 +73,15 @@ final class OutboxSql {
       "o.instance_key >= own.instance_key AND o.instance_key <= own.instance_key";
 
   /**
-   * {@code {quota}} of a claim over several instance keys: how many of the first {@code :limit} due
-   * rows of them all (in seq order) each key has, read without locking. A locking read of each key
-   * up to the whole limit locked up to the limit per key and kept the limit of all, so k keys wrote
-   * k row locks per claimed row; each key's read now stops at its quota and a margin ({@code {per
-   * key}}). Rows of an aggregate held back, or locked by a concurrent claimer, are counted here and
-   * skipped there, which only makes that key's read go on past them. A claim for one key has no
-   * quota and locks up to the limit ({@link Claim}).
+   * {@code {quota}} of a claim over several instance keys: how many of the first {@code :limit}
+   * claimable rows of them all (in seq order: due, and in an ordered claim not held back by an
+   * earlier row of their aggregate, {@link #EARLIER}) each key has, read without locking. A locking
+   * read of each key up to the whole limit locked up to the limit per key and kept the limit of
+   * all, so k keys wrote k row locks per claimed row; each key's read now stops at its quota and a
+   * margin ({@code {per key}}). Rows locked by a concurrent claimer are counted here and skipped
+   * there, which only makes that key's read go on past them. Counting held-back rows too gave a key
+   * whose oldest rows wait for their aggregates the whole quota, and the other keys only the
+   * margin. A claim for one key has no quota and locks up to the limit ({@link Claim}).
    */
   private static final String QUOTA =
       """
@@ -87,8 +89,8 @@ final class OutboxSql {
         SELECT q.instance_key, count(*) AS rows FROM (
           SELECT k.instance_key, k.seq FROM {own keys} CROSS JOIN LATERAL (
             SELECT o.instance_key, o.seq
-            FROM {table} o, clock
-            WHERE {own key(o)} AND {due(o)} {affinity} {share}
+            FROM {table} o CROSS JOIN clock {quota earlier}
+            WHERE {own key(o)} AND {due(o)} {affinity} {share} {quota not held back}
             ORDER BY o.instance_key, o.seq LIMIT :limit) k
           ORDER BY k.seq LIMIT :limit) q
         GROUP BY q.instance_key
@@ -104,6 +106,25 @@ final class OutboxSql {
       """
       COALESCE((SELECT q.rows FROM quota q WHERE q.instance_key = own.instance_key), 0)
         + CAST(:limit AS integer) / (4 * cardinality(CAST(:instance_keys AS text[]))) + 1""";
+
+  /**
+   * {@code {earlier}}: the probe of an ordered claim's candidate {@code o} (see {@link
+   * #CLAIM_ORDERED}): {@code earlier.due} of the first unsettled row before it in its aggregate
+   * that this owner does not hold, null without one.
+   */
+  private static final String EARLIER =
+      """
+      LEFT JOIN LATERAL (
+            SELECT {due(p)} AS due
+            FROM {table} p
+            WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
+              AND p.seq < o.seq
+              AND {unsettled(p)}
+              AND NOT {held(p)}
+            ORDER BY p.seq LIMIT 1) earlier ON TRUE""";
+
+  /** {@code {not held back}}: the candidate has no earlier row of its aggregate that is not due. */
+  private static final String NOT_HELD_BACK = "AND earlier.due IS NOT FALSE";
 
   /**
    * An ordered claim. A due row within the budget is leased; one at or over it (max.attempts was
@@ -143,17 +164,10 @@ final class OutboxSql {
         SELECT k.* FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
             earlier.due AS after_due
-          FROM {table} o CROSS JOIN clock LEFT JOIN LATERAL (
-            SELECT {due(p)} AS due
-            FROM {table} p
-            WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
-              AND p.seq < o.seq
-              AND {unsettled(p)}
-              AND NOT {held(p)}
-            ORDER BY p.seq LIMIT 1) earlier ON TRUE
+          FROM {table} o CROSS JOIN clock {earlier}
           WHERE {own key(o)} AND {due(o)}
             {affinity} {share}
-            AND earlier.due IS NOT FALSE
+            {not held back}
           ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
         ORDER BY k.seq LIMIT :limit
       ), claimable AS (
@@ -511,8 +525,17 @@ final class OutboxSql {
     fragments.put("{durable}", DURABLE); // after {commit mode}, which holds it
 
     // The quota comes in before {affinity} and {share} are chosen: it takes the claim's filters.
-    String ordered = severalKeys(CLAIM_ORDERED);
-    String unordered = severalKeys(CLAIM_UNORDERED).replace("{affinity}", "");
+    String ordered =
+        severalKeys(CLAIM_ORDERED)
+            .replace("{quota earlier}", "{earlier}")
+            .replace("{quota not held back}", "{not held back}")
+            .replace("{earlier}", EARLIER)
+            .replace("{not held back}", NOT_HELD_BACK);
+    String unordered =
+        severalKeys(CLAIM_UNORDERED)
+            .replace("{affinity}", "")
+            .replace("{quota earlier}", "")
+            .replace("{quota not held back}", "");
     claimOrdered = claim(ordered.replace("{affinity}", "").replace("{share}", ""));
     claimOrderedWithAffinity = claim(ordered.replace("{share}", ""));
     claimOrderedInShare = claim(ordered.replace("{affinity}", "").replace("{share}", SHARE));
@@ -719,7 +742,6 @@ final class OutboxSql {
     return due.formatted(row);
   }
 
-  /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
   /** A claim template with its quota, marked so that {@link #claim} can take it out again. */
   private static String severalKeys(String template) {
     return template.replace("{quota}", QUOTA_START + QUOTA + QUOTA_END);
@@ -742,6 +764,7 @@ final class OutboxSql {
                 .replace("{per key}", PER_KEY)));
   }
 
+  /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
   private NamedSql statement(String template) {
     String sql = template;
     for (Map.Entry<String, String> fragment : fragments.entrySet()) {

@@ -171,7 +171,7 @@ class NamedSqlTest {
     assertArrayEquals(new int[] {6, 8}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
     // With several keys the quota reads the share first.
     assertArrayEquals(
-        new int[] {5, 7, 12, 14}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
+        new int[] {6, 8, 13, 15}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
     assertEquals(
         List.of(
             "now",
