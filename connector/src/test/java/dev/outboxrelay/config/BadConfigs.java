@@ -116,5 +116,17 @@ final class BadConfigs {
     if (NEVER_ECHOED.contains(key) && value.length() > 2) {
       assertFalse(message.contains(value.strip()), "value echoed in: " + message);
     }
+    // Nor any part of a query string's values (a password), as a decoder's message would quote.
+    int query = value.indexOf('?');
+    if (NEVER_ECHOED.contains(key) && query >= 0) {
+      for (String pair : value.substring(query + 1).split("&")) {
+        int eq = pair.indexOf('=');
+        for (String part : pair.substring(eq + 1).split("%")) {
+          if (part.length() >= 4) {
+            assertFalse(message.contains(part), "part of a value echoed in: " + message);
+          }
+        }
+      }
+    }
   }
 }

@@ -277,9 +277,15 @@ class ConfigValidationTest {
         only(errors(props), "outbox.table"));
   }
 
+  /** The outbox columns the relay writes, as docs/deployment.md lists them for a column grant. */
+  private static final String WRITTEN_COLUMNS =
+      "status, attempts, abandoned_claims, isolated, next_attempt_at, lease_owner, lease_token,"
+          + " lease_expires_at, last_failure_code, kafka_topic, kafka_partition, kafka_offset,"
+          + " parked_at, lease_epoch, claim_batch";
+
   /**
-   * Only retention deletes from the published log; a privilege granted on the columns a statement
-   * uses counts as held.
+   * Only retention deletes from the published log; UPDATE granted on each column the relay writes
+   * counts as held.
    */
   @Test
   void withoutRetentionTheLogNeedsNoDeleteAndColumnGrantsCount() throws SQLException {
@@ -287,7 +293,7 @@ class ConfigValidationTest {
         grantedRole(
             Postgres.freshDatabase("config_role_no_retention"),
             "GRANT SELECT, DELETE ON outbox",
-            "GRANT UPDATE (lease_owner, lease_token, lease_expires_at) ON outbox",
+            "GRANT UPDATE (" + WRITTEN_COLUMNS + ") ON outbox",
             "GRANT SELECT, INSERT ON outbox_published",
             "GRANT SELECT ON outbox_schema_history");
     assertEquals(
@@ -298,6 +304,23 @@ class ConfigValidationTest {
     props.put("retention.published.ms", "-1");
 
     assertEquals(Map.of(), errors(props));
+  }
+
+  /** UPDATE on some of the columns a claim writes would fail the first claim: it is not held. */
+  @Test
+  void updateOnSomeOfTheWrittenColumnsIsAnError() throws SQLException {
+    Map<String, String> props =
+        grantedRole(
+            Postgres.freshDatabase("config_role_some_columns"),
+            "GRANT SELECT, DELETE ON outbox",
+            "GRANT UPDATE (lease_owner, lease_token, lease_expires_at) ON outbox",
+            "GRANT SELECT, INSERT, DELETE ON outbox_published",
+            "GRANT SELECT ON outbox_schema_history");
+
+    assertEquals(
+        "connection.user lacks UPDATE on outbox.table, which a task needs: grant them as"
+            + " docs/deployment.md shows",
+        only(errors(props), "outbox.table"));
   }
 
   @Test

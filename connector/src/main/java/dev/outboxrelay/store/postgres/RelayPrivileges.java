@@ -1,36 +1,54 @@
 package dev.outboxrelay.store.postgres;
 
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * Which of the privileges a task uses the connecting role lacks. Without one, validation passes and
  * the task fails later: a role that may read but not UPDATE the outbox fails its first claim, and
  * one that may not INSERT into the published log fails its first publish, after Kafka has the batch
  * (the rows are sent again once their leases expire). Asked of the server, so grants through a
- * group role count; a privilege granted on some columns only counts as held (the statements' own
- * errors still name the column).
+ * group role count. UPDATE may be granted per column, on each column the relay writes; SELECT and
+ * INSERT granted on some columns count as held (the statements' own errors name the column).
  */
 public final class RelayPrivileges {
   /**
-   * The privileges of {@code :privileges} the current role lacks on one table, in the given order.
-   * DELETE is table-wide; SELECT, INSERT and UPDATE may be granted per column. A missing table
-   * lacks nothing (it is reported as missing elsewhere).
+   * The outbox columns the relay's statements write (claims, leases, outcomes, recovery): the relay
+   * state of {@link OutboxColumns.Row}, the publish time aside (a published row moves to the log).
    */
-  private static final String MISSING =
-      """
-      SELECT p.privilege
-        FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS p(privilege, position)
-       WHERE NOT CASE p.privilege
-                   WHEN 'DELETE' THEN has_table_privilege(to_regclass(?), p.privilege)
-                   ELSE has_any_column_privilege(to_regclass(?), p.privilege)
-                 END
-       ORDER BY p.position""";
+  static final List<String> WRITTEN =
+      Stream.of(OutboxColumns.Row.values())
+          .filter(c -> c.ordinal() >= OutboxColumns.Row.STATUS.ordinal())
+          .filter(c -> c != OutboxColumns.Row.PUBLISHED_AT)
+          .map(c -> c.label)
+          .toList();
+
+  /**
+   * The privileges of {@code :privileges} the current role lacks on one table, in the given order.
+   * DELETE is table-wide; UPDATE must reach every written column the table has; SELECT and INSERT
+   * may be granted per column. A missing table lacks nothing (it is reported as missing elsewhere).
+   */
+  private static final NamedSql MISSING =
+      NamedSql.parse(
+          """
+          SELECT p.privilege
+            FROM unnest(CAST(:privileges AS text[])) WITH ORDINALITY AS p(privilege, position)
+           WHERE NOT CASE p.privilege
+                       WHEN 'DELETE' THEN has_table_privilege(to_regclass(:table), p.privilege)
+                       WHEN 'UPDATE' THEN NOT EXISTS (
+                         SELECT 1 FROM pg_attribute a
+                          WHERE a.attrelid = to_regclass(:table) AND a.attnum > 0
+                            AND NOT a.attisdropped
+                            AND a.attname = ANY (CAST(:written AS text[]))
+                            AND NOT has_column_privilege(a.attrelid, a.attnum, 'UPDATE'))
+                       ELSE has_any_column_privilege(to_regclass(:table), p.privilege)
+                     END
+           ORDER BY p.position""");
 
   /** Claim and renew (SELECT … FOR UPDATE, UPDATE), publish (DELETE: the row moves out). */
   static final List<String> OUTBOX = List.of("SELECT", "UPDATE", "DELETE");
@@ -57,11 +75,13 @@ public final class RelayPrivileges {
 
   private static List<String> missing(Connection c, String qualified, List<String> needed)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(MISSING)) {
-      Array privileges = c.createArrayOf("text", needed.toArray());
-      ps.setArray(1, privileges);
-      ps.setString(2, qualified);
-      ps.setString(3, qualified);
+    try (PreparedStatement ps = c.prepareStatement(MISSING.jdbc())) {
+      MISSING
+          .bind(ps)
+          .setArray("privileges", c.createArrayOf("text", needed.toArray()))
+          .setString("table", qualified)
+          .setArray("written", c.createArrayOf("text", WRITTEN.toArray()))
+          .ready();
       List<String> missing = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {

@@ -69,7 +69,31 @@ class RelayPrivilegesTest {
   }
 
   @Test
-  void theDocumentedGrantsCoverEveryWriteOfATask() {
+  void theDocumentedGrantsCoverEveryWriteOfATask() throws SQLException {
+    everyWriteOfATask();
+  }
+
+  /**
+   * UPDATE granted on the columns validation asks for ({@link RelayPrivileges#WRITTEN}) is enough
+   * for every write of a task, and validation finds nothing missing; without one of them it does.
+   */
+  @Test
+  void updateOnTheWrittenColumnsCoversEveryWriteOfATask() throws SQLException {
+    exec("REVOKE UPDATE ON outbox FROM " + ROLE);
+    exec("GRANT UPDATE (" + String.join(", ", RelayPrivileges.WRITTEN) + ") ON outbox TO " + ROLE);
+    try (Connection c = relay.getConnection()) {
+      assertEquals(List.of(), RelayPrivileges.missingOnOutbox(c, TABLE));
+    }
+
+    everyWriteOfATask();
+
+    exec("REVOKE UPDATE (parked_at) ON outbox FROM " + ROLE);
+    try (Connection c = relay.getConnection()) {
+      assertEquals(List.of("UPDATE"), RelayPrivileges.missingOnOutbox(c, TABLE));
+    }
+  }
+
+  private void everyWriteOfATask() {
     PostgresOutboxStore store = new PostgresOutboxStore(relay, TABLE, RelayClock.database(), null);
     assertEquals(
         Optional.of(SchemaMigrator.CURRENT_VERSION),
