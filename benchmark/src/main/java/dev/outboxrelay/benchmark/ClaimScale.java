@@ -100,20 +100,7 @@ final class ClaimScale {
           options.payloadBytes,
           "bench-x",
           "PENDING");
-      pg.checkpoint();
-      double load = Machine.loadAverage();
-      try (Connection tx = BenchPostgres.connect(url);
-          Connection maintenance = BenchPostgres.connect(url)) {
-        PostgresOutboxStore store =
-            new PostgresOutboxStore(
-                new RollbackDataSource(tx), BenchPostgres.TABLE, RelayClock.database(), null);
-        Set<String> own = Set.of(Backlog.INSTANCE_KEY);
-        Timing ordered = time(store, maintenance, own, true);
-        Timing unordered = time(store, maintenance, own, false);
-        double metricsMs = timeBacklogMetrics(store);
-        return new Result(
-            retained, ahead, 1, ordered, unordered, metricsMs, tableBytes(maintenance), load);
-      }
+      return measure(url, retained, ahead, Set.of(Backlog.INSTANCE_KEY));
     } finally {
       pg.dropDatabase(url);
     }
@@ -136,28 +123,33 @@ final class ClaimScale {
             url, key(k), from, to, options.aggregates, options.payloadBytes, "bench-x", "PENDING");
         own.add(key(k));
       }
-      pg.checkpoint();
-      double load = Machine.loadAverage();
-      try (Connection tx = BenchPostgres.connect(url);
-          Connection maintenance = BenchPostgres.connect(url)) {
-        PostgresOutboxStore store =
-            new PostgresOutboxStore(
-                new RollbackDataSource(tx), BenchPostgres.TABLE, RelayClock.database(), null);
-        Timing ordered = time(store, maintenance, own, true);
-        Timing unordered = time(store, maintenance, own, false);
-        double metricsMs = timeBacklogMetrics(store, own);
-        return new Result(
-            0,
-            Ahead.RETAINED_PUBLISHED,
-            keys,
-            ordered,
-            unordered,
-            metricsMs,
-            tableBytes(maintenance),
-            load);
-      }
+      return measure(url, 0, Ahead.RETAINED_PUBLISHED, own);
     } finally {
       pg.dropDatabase(url);
+    }
+  }
+
+  /** Times claims for {@code keys} (ordered, unordered) and the backlog metrics on {@code url}. */
+  private Result measure(String url, int retained, Ahead ahead, Set<String> keys) throws Exception {
+    pg.checkpoint();
+    double load = Machine.loadAverage();
+    try (Connection tx = BenchPostgres.connect(url);
+        Connection maintenance = BenchPostgres.connect(url)) {
+      PostgresOutboxStore store =
+          new PostgresOutboxStore(
+              new RollbackDataSource(tx), BenchPostgres.TABLE, RelayClock.database(), null);
+      Timing ordered = time(store, maintenance, keys, true);
+      Timing unordered = time(store, maintenance, keys, false);
+      double metricsMs = timeBacklogMetrics(store, keys);
+      return new Result(
+          retained,
+          ahead,
+          keys.size(),
+          ordered,
+          unordered,
+          metricsMs,
+          tableBytes(maintenance),
+          load);
     }
   }
 
@@ -208,10 +200,6 @@ final class ClaimScale {
   }
 
   /** The backlog figures task 0 reads every 30 s by default (rows per status, oldest age). */
-  private static double timeBacklogMetrics(PostgresOutboxStore store) {
-    return timeBacklogMetrics(store, Set.of(Backlog.INSTANCE_KEY));
-  }
-
   private static double timeBacklogMetrics(PostgresOutboxStore store, Set<String> keys) {
     long[] nanos = new long[5];
     for (int i = 0; i < nanos.length; i++) {

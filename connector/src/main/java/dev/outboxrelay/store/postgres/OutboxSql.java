@@ -2,6 +2,7 @@ package dev.outboxrelay.store.postgres;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -89,8 +90,8 @@ final class OutboxSql {
         SELECT q.instance_key, count(*) AS rows FROM (
           SELECT k.instance_key, k.seq FROM {own keys} CROSS JOIN LATERAL (
             SELECT o.instance_key, o.seq
-            FROM {table} o CROSS JOIN clock {quota earlier}
-            WHERE {own key(o)} AND {due(o)} {affinity} {share} {quota not held back}
+            FROM {table} o CROSS JOIN clock {earlier}
+            WHERE {own key(o)} AND {due(o)} {affinity} {share} {not held back}
             ORDER BY o.instance_key, o.seq LIMIT :limit) k
           ORDER BY k.seq LIMIT :limit) q
         GROUP BY q.instance_key
@@ -492,6 +493,9 @@ final class OutboxSql {
    * {aggregate_id(o)}} as stored, to compare with itself.
    */
   OutboxSql(OutboxTable table, ColumnMapping columns) {
+    // First: they hold placeholders of their own.
+    fragments.put("{earlier}", EARLIER);
+    fragments.put("{not held back}", NOT_HELD_BACK);
     fragments.put("{log moved}", LOG_MOVED);
     fragments.put("{give back(o)}", GIVE_BACK);
     fragments.put("{moved(o)}", MOVED);
@@ -524,23 +528,16 @@ final class OutboxSql {
     fragments.put("{commit mode}", COMMIT_MODE);
     fragments.put("{durable}", DURABLE); // after {commit mode}, which holds it
 
-    // The quota comes in before {affinity} and {share} are chosen: it takes the claim's filters.
-    String ordered =
-        severalKeys(CLAIM_ORDERED)
-            .replace("{quota earlier}", "{earlier}")
-            .replace("{quota not held back}", "{not held back}")
-            .replace("{earlier}", EARLIER)
-            .replace("{not held back}", NOT_HELD_BACK);
-    String unordered =
-        severalKeys(CLAIM_UNORDERED)
-            .replace("{affinity}", "")
-            .replace("{quota earlier}", "")
-            .replace("{quota not held back}", "");
-    claimOrdered = claim(ordered.replace("{affinity}", "").replace("{share}", ""));
-    claimOrderedWithAffinity = claim(ordered.replace("{share}", ""));
-    claimOrderedInShare = claim(ordered.replace("{affinity}", "").replace("{share}", SHARE));
-    claimUnordered = claim(unordered.replace("{share}", ""));
-    claimUnorderedInShare = claim(unordered.replace("{share}", SHARE));
+    claimOrdered = claim(CLAIM_ORDERED, t -> t.replace("{affinity}", "").replace("{share}", ""));
+    claimOrderedWithAffinity = claim(CLAIM_ORDERED, t -> t.replace("{share}", ""));
+    claimOrderedInShare =
+        claim(CLAIM_ORDERED, t -> t.replace("{affinity}", "").replace("{share}", SHARE));
+    // The quota reads like the claim: an unordered one has no affinity and no order to keep.
+    UnaryOperator<String> unordered =
+        t -> t.replace("{affinity}", "").replace("{earlier}", "").replace("{not held back}", "");
+    claimUnordered = claim(CLAIM_UNORDERED, t -> unordered.apply(t).replace("{share}", ""));
+    claimUnorderedInShare =
+        claim(CLAIM_UNORDERED, t -> unordered.apply(t).replace("{share}", SHARE));
     recover = statement(RECOVER.replace("{share}", ""));
     recoverInShare = statement(RECOVER.replace("{share}", SHARE));
     // The rows of a claim whose result never arrived: leased to the owner, not held by it.
@@ -742,26 +739,14 @@ final class OutboxSql {
     return due.formatted(row);
   }
 
-  /** A claim template with its quota, marked so that {@link #claim} can take it out again. */
-  private static String severalKeys(String template) {
-    return template.replace("{quota}", QUOTA_START + QUOTA + QUOTA_END);
-  }
-
-  private static final String QUOTA_START = "/*quota*/";
-  private static final String QUOTA_END = "/*end quota*/";
-
-  /** The claim's one-key form (no quota, the limit per key) and its several-keys form. */
-  private Claim claim(String template) {
-    int start = template.indexOf(QUOTA_START);
-    int end = template.indexOf(QUOTA_END) + QUOTA_END.length();
-    String oneKey = template.substring(0, start) + template.substring(end);
+  /**
+   * A claim's one-key form (no quota, the limit per key) and its several-keys form, each with the
+   * {@code variant}'s filters chosen after the quota came in, so that the quota reads as the claim.
+   */
+  private Claim claim(String template, UnaryOperator<String> variant) {
     return new Claim(
-        statement(oneKey.replace("{per key}", ":limit")),
-        statement(
-            template
-                .replace(QUOTA_START, "")
-                .replace(QUOTA_END, "")
-                .replace("{per key}", PER_KEY)));
+        statement(variant.apply(template.replace("{quota}", "").replace("{per key}", ":limit"))),
+        statement(variant.apply(template.replace("{quota}", QUOTA).replace("{per key}", PER_KEY))));
   }
 
   /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
