@@ -16,9 +16,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Decides what the task claims next, on the task thread: nothing while it holds all it may or
- * cannot renew; an abandoned row alone when it is time to look for one; otherwise due rows of its
- * own share of the aggregates, and of any share once its own stayed dry. Judges time by the task's
- * {@link Time}, so tests move it.
+ * cannot renew; an abandoned row alone when it is time to look for one and a look (which holds
+ * nothing back) found one; otherwise due rows of its own share of the aggregates, and of any share
+ * once its own stayed dry. Judges time by the task's {@link Time}, so tests move it.
  */
 final class ClaimLoop {
   private static final Logger log = LoggerFactory.getLogger(ClaimLoop.class);
@@ -99,8 +99,12 @@ final class ClaimLoop {
     long now = time.milliseconds();
     if (recentDatabaseError(now)) {
       drainingForProbe = false; // owners first
-    } else if (now >= nextAbandonedProbeMs) {
-      drainingForProbe = true;
+    } else if (now >= nextAbandonedProbeMs && !drainingForProbe) {
+      // Settles what it holds for an isolated claim only when there is a row to take.
+      drainingForProbe = store.hasAbandoned(settings.claimRequest());
+      if (!drainingForProbe) {
+        nextAbandonedProbeMs = now + settings.abandonedProbeInterval().toMillis();
+      }
     }
     if (!drainingForProbe) {
       return claimDue();

@@ -74,6 +74,13 @@ public interface OutboxStore extends AutoCloseable {
    */
   ClaimResult claimAbandoned(ClaimRequest request);
 
+  /**
+   * Whether {@link #claimAbandoned} would find a row now, rows locked by a concurrent claim aside;
+   * reads without locking or changing anything. A task asks this first, so that it settles what it
+   * holds before an isolated claim only when there is an abandoned row to take.
+   */
+  boolean hasAbandoned(ClaimRequest request);
+
   /** Records Kafka's acknowledgement: PUBLISHED with coordinates; releases the lease. */
   Outcome markPublished(PublishedAck ack);
 

@@ -215,6 +215,42 @@ class ClaimLoopTest {
   }
 
   /**
+   * Looking for abandoned rows holds nothing back: with batches in flight and none abandoned, the
+   * task goes on claiming at each probe instead of first settling all it holds; once a row is
+   * abandoned, the next probe does settle first, then takes it alone.
+   */
+  @Test
+  void aProbeThatFindsNoAbandonedRowDoesNotWaitForTheBatchesInFlight() {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    for (int i = 0; i < 4; i++) {
+      f.add("eu", "m" + i, "a" + i);
+    }
+    ClaimLoop loop = loop(f);
+    ClaimResult first = loop.next();
+    assertEquals(List.of("m0", "m1", "m2", "m3"), ids(first));
+    handToConnect(f, first);
+
+    f.add("eu", "m4", "a4");
+    time.sleep(2000); // a probe interval is a quarter of the lease
+    ClaimResult second = loop.next();
+    assertEquals(List.of("m4"), ids(second), "nothing abandoned: claims go on");
+    handToConnect(f, second);
+
+    f.add("eu", "lost", "b");
+    f.store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(1), 3, true));
+    f.add("eu", "m5", "a5");
+    f.clock.advance(Duration.ofSeconds(2)); // the crashed owner's lease ran out, not this task's
+    time.sleep(2000);
+    assertTrue(loop.next().isEmpty(), "an abandoned row: settle what is held first");
+    for (ClaimedMessage m : first.claimed()) {
+      f.ledger.resolve(m.messageId(), m.lease().token());
+    }
+    assertTrue(loop.next().isEmpty(), "m4 still held");
+    f.ledger.resolve("m4", second.claimed().get(0).lease().token());
+    assertEquals(List.of("lost"), ids(loop.next()), "alone");
+  }
+
+  /**
    * A database error while an isolated claim is in flight (a failed renewal or outcome write) gives
    * owners their probe interval again, but must not end the isolation: a batch claimed beside the
    * row would share the blame if the worker crashed on it.

@@ -854,6 +854,12 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public boolean hasAbandoned(ClaimRequest request) {
+      check();
+      return delegate.hasAbandoned(request);
+    }
+
+    @Override
     public long newEpoch() {
       check();
       return delegate.newEpoch();

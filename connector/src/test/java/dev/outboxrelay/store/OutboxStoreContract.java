@@ -35,6 +35,18 @@ public abstract class OutboxStoreContract {
   protected ManualClock clock;
   protected OutboxStore store;
 
+  /**
+   * {@link OutboxStore#claimAbandoned}, after asking {@link OutboxStore#hasAbandoned} the same: a
+   * task settles all it holds before an abandoned claim only on that answer, so it must agree with
+   * the claim in every scenario of this contract.
+   */
+  protected ClaimResult reclaim(ClaimRequest request) {
+    boolean found = store.hasAbandoned(request);
+    ClaimResult result = store.claimAbandoned(request);
+    assertEquals(!result.isEmpty(), found, "hasAbandoned agrees with claimAbandoned");
+    return result;
+  }
+
   /** A fresh, empty store judged by {@code clock}. */
   protected abstract OutboxStore newStore(ManualClock clock);
 
@@ -201,7 +213,7 @@ public abstract class OutboxStoreContract {
 
     // A reclaim judges it again, at its own time.
     clock.advance(LEASE);
-    ClaimedMessage reclaimed = store.claimAbandoned(request("w2", 10)).claimed().get(0);
+    ClaimedMessage reclaimed = reclaim(request("w2", 10)).claimed().get(0);
     assertEquals("d0", reclaimed.messageId());
     assertTrue(reclaimed.deadlineExpired());
   }
@@ -232,8 +244,8 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of("us1"), ids(store.claim(request("w-us", 10, Set.of(US)))));
     clock.advance(LEASE.multipliedBy(3));
     assertEquals(List.of(), ids(store.claim(request("w-eu2", 10, Set.of(EU)))));
-    assertEquals(List.of("eu1"), ids(store.claimAbandoned(request("w-eu2", 10, Set.of(EU)))));
-    assertTrue(store.claimAbandoned(request("w-eu3", 10, Set.of(EU))).isEmpty());
+    assertEquals(List.of("eu1"), ids(reclaim(request("w-eu2", 10, Set.of(EU)))));
+    assertTrue(reclaim(request("w-eu3", 10, Set.of(EU))).isEmpty());
 
     BacklogSnapshot eu = store.inspect(Set.of(EU), true);
     assertEquals(1, eu.count(MessageStatus.IN_FLIGHT));
@@ -315,9 +327,9 @@ public abstract class OutboxStoreContract {
     add(EU, "m1", "a");
     claimOne("w1", "m1");
     assertTrue(store.claim(request("w2", 10)).isEmpty());
-    assertTrue(store.claimAbandoned(request("w2", 10)).isEmpty());
+    assertTrue(reclaim(request("w2", 10)).isEmpty());
     clock.advance(LEASE.minusMillis(1));
-    assertTrue(store.claimAbandoned(request("w2", 10)).isEmpty());
+    assertTrue(reclaim(request("w2", 10)).isEmpty());
   }
 
   @Test
@@ -325,7 +337,7 @@ public abstract class OutboxStoreContract {
     add(EU, "m1", "a");
     ClaimedMessage first = claimOne("w1", "m1");
     clock.advance(LEASE);
-    ClaimedMessage second = store.claimAbandoned(request("w2", 10)).claimed().get(0);
+    ClaimedMessage second = reclaim(request("w2", 10)).claimed().get(0);
     assertEquals(2, second.lease().token());
     RowState owned = state("m1");
 
@@ -532,7 +544,7 @@ public abstract class OutboxStoreContract {
     assertEquals(MessageStatus.EXHAUSTED, state("m1").status());
     assertEquals(3, state("m1").attempts());
     assertTrue(store.claim(request("w1", 10)).isEmpty());
-    assertTrue(store.claimAbandoned(request("w1", 10)).isEmpty());
+    assertTrue(reclaim(request("w1", 10)).isEmpty());
   }
 
   @Test
@@ -638,7 +650,34 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of(), store.expireLeases(Set.of(EU), "me"), "idempotent");
 
     assertEquals(Outcome.APPLIED, store.markPublished(ack(mine.get(1), 1)), "a late ack counts");
-    assertEquals(List.of(a), ids(store.claimAbandoned(request("next", 10))), "reclaimed alone");
+    assertEquals(List.of(a), ids(reclaim(request("next", 10))), "reclaimed alone");
+  }
+
+  /**
+   * Looking for abandoned rows changes nothing and sees only the request's own instance keys: an
+   * expired lease of another key or of a legacy row is not one, nor a live lease, nor (ordered) a
+   * row whose aggregate waits for an earlier row held elsewhere.
+   */
+  @Test
+  void lookingForAbandonedRowsSeesOnlyOwnKeysAndChangesNothing() {
+    String u = add(US, "u", "agg-1");
+    insertLegacy(message("legacy", "agg-2"));
+    store.claim(request("gone", 1, Set.of(US)));
+    holdElsewhere("legacy", new Lease("gone", 1), clock.now().plus(LEASE));
+    String held = add(EU, "held", "agg-3");
+    store.claim(request("live", 1));
+    String later = add(EU, "later", "agg-3");
+    holdElsewhere(later, new Lease("gone", 7), clock.now().plus(LEASE));
+    holdElsewhere(held, new Lease("live", 1), clock.now().plus(LEASE.multipliedBy(3)));
+    clock.advance(LEASE.plusSeconds(1));
+
+    RowState before = state(later);
+    assertFalse(store.hasAbandoned(request("me", 10)), "waits for its aggregate's held row");
+    assertEquals(before, state(later), "nothing changed");
+    assertEquals(List.of(u), ids(reclaim(request("me", 10, Set.of(US)))), "another key's: its own");
+    assertTrue(
+        store.hasAbandoned(new ClaimRequest("me", Set.of(EU), 10, LEASE, 3, false)),
+        "unordered: no aggregate to wait for");
   }
 
   /**
@@ -658,7 +697,7 @@ public abstract class OutboxStoreContract {
         List.of(Outcome.APPLIED, Outcome.APPLIED),
         store.markPublished(List.of(ack(a, 1), ack(u, 3))));
     clock.advance(LEASE.plusSeconds(1));
-    ClaimedMessage bAgain = store.claimAbandoned(request("w2", 1)).claimed().get(0);
+    ClaimedMessage bAgain = reclaim(request("w2", 1)).claimed().get(0);
     assertEquals(Outcome.APPLIED, store.markPublished(ack(bAgain, 2)));
 
     assertEquals(
@@ -696,7 +735,7 @@ public abstract class OutboxStoreContract {
     assertEquals(Set.of("m2"), lost);
     assertEquals(clock.now().plus(LEASE), state("m1").leaseExpiresAt());
     clock.advance(Duration.ofSeconds(20));
-    assertTrue(store.claimAbandoned(request("w2", 10)).isEmpty(), "renewed lease still held");
+    assertTrue(reclaim(request("w2", 10)).isEmpty(), "renewed lease still held");
   }
 
   // ---------------------------------------------------------------- attempts: poison vs outage
@@ -708,7 +747,7 @@ public abstract class OutboxStoreContract {
     int reclaims = 0;
     while (true) {
       clock.advance(LEASE); // the worker died holding it
-      ClaimResult r = store.claimAbandoned(request("w" + (++reclaims + 1), 10));
+      ClaimResult r = reclaim(request("w" + (++reclaims + 1), 10));
       if (!r.exhausted().isEmpty()) {
         assertEquals(
             List.of(new ExhaustedMessage("poison", EU, "ABANDONED_IN_ISOLATION")), r.exhausted());
@@ -737,7 +776,7 @@ public abstract class OutboxStoreContract {
       clock.advance(LEASE);
       // The restarted worker reclaims each row in isolation and delivers it.
       for (int i = 0; i < 4; i++) {
-        ClaimResult r = store.claimAbandoned(request("solo" + crash + "-" + i, 10));
+        ClaimResult r = reclaim(request("solo" + crash + "-" + i, 10));
         assertEquals(List.of(), r.exhausted());
         ClaimedMessage m = r.claimed().get(0);
         assertEquals(
@@ -807,7 +846,7 @@ public abstract class OutboxStoreContract {
 
     assertTrue(store.claim(loweredBudget("w3", 10, true)).isEmpty(), "parked for good");
     clock.advance(LEASE.multipliedBy(2));
-    assertEquals(List.of("a2"), ids(store.claimAbandoned(loweredBudget("w3", 10, true))));
+    assertEquals(List.of("a2"), ids(reclaim(loweredBudget("w3", 10, true))));
   }
 
   @Test
@@ -850,8 +889,8 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of("us3", "eu3"), ids(store.claim(request("w1", 3, both))));
 
     clock.advance(LEASE);
-    assertEquals(List.of("us1"), ids(store.claimAbandoned(request("w3", 10, both))));
-    assertEquals(List.of("eu1"), ids(store.claimAbandoned(request("w3", 10, both))));
+    assertEquals(List.of("us1"), ids(reclaim(request("w3", 10, both))));
+    assertEquals(List.of("eu1"), ids(reclaim(request("w3", 10, both))));
   }
 
   /**
@@ -896,8 +935,8 @@ public abstract class OutboxStoreContract {
         List.of("n1", "q1"), ids(store.claim(request("w1", 10, Set.of(nullWord, quoted)))));
     assertEquals(List.of(), ids(store.claim(request("w1", 10, Set.of(nullWord, quoted)))));
     clock.advance(LEASE);
-    assertEquals(List.of("n1"), ids(store.claimAbandoned(request("w2", 10, Set.of(nullWord)))));
-    assertEquals(List.of("q1"), ids(store.claimAbandoned(request("w2", 10, Set.of(quoted)))));
+    assertEquals(List.of("n1"), ids(reclaim(request("w2", 10, Set.of(nullWord)))));
+    assertEquals(List.of("q1"), ids(reclaim(request("w2", 10, Set.of(quoted)))));
   }
 
   @Test
@@ -906,7 +945,7 @@ public abstract class OutboxStoreContract {
     claimOne("w1", "m1");
     clock.advance(LEASE);
     assertTrue(store.claim(request("w2", 10)).isEmpty());
-    assertEquals(List.of("m1"), ids(store.claimAbandoned(request("w2", 10))));
+    assertEquals(List.of("m1"), ids(reclaim(request("w2", 10))));
   }
 
   // ---------------------------------------------------------------- per-aggregate order
@@ -949,7 +988,7 @@ public abstract class OutboxStoreContract {
     claimOne("w1", "a1");
     clock.advance(LEASE);
     assertTrue(store.claim(request("w2", 10)).isEmpty());
-    assertTrue(store.claimAbandoned(request("w2", 10)).claimed().size() == 1);
+    assertTrue(reclaim(request("w2", 10)).claimed().size() == 1);
     assertEquals(List.of("a2"), ids(store.claim(request("w2", 10))));
   }
 
@@ -1330,7 +1369,7 @@ public abstract class OutboxStoreContract {
         case 2 -> {
           if (mine.isEmpty()) {
             record(
-                store.claimAbandoned(new ClaimRequest(owner, Set.of(EU), 1, LEASE, 1000, true)),
+                reclaim(new ClaimRequest(owner, Set.of(EU), 1, LEASE, 1000, true)),
                 mine,
                 firstClaims,
                 everClaimed);

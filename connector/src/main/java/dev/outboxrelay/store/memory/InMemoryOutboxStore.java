@@ -271,15 +271,25 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
+  public synchronized boolean hasAbandoned(ClaimRequest request) {
+    Instant now = now();
+    return rowsBySeq.values().stream().anyMatch(row -> isReclaimable(row, request, now));
+  }
+
+  /** An abandoned row of the request's keys that {@link #claimAbandoned} may take now. */
+  private boolean isReclaimable(Row row, ClaimRequest request, Instant now) {
+    return row.ownedBy(request.instanceKeys())
+        && row.isAbandoned(now)
+        && !(request.ordered()
+            && hasPredecessor(row, p -> p.status.isActive() && !p.isHeldBy(request.owner(), now)));
+  }
+
+  @Override
   public synchronized ClaimResult claimAbandoned(ClaimRequest request) {
     claimedKeys.addAll(request.instanceKeys());
     Instant now = now();
     for (Row row : rowsBySeq.values()) {
-      if (!row.ownedBy(request.instanceKeys()) || !row.isAbandoned(now)) {
-        continue;
-      }
-      if (request.ordered()
-          && hasPredecessor(row, p -> p.status.isActive() && !p.isHeldBy(request.owner(), now))) {
+      if (!isReclaimable(row, request, now)) {
         continue;
       }
       boolean charged = row.isolated;

@@ -406,13 +406,7 @@ final class OutboxSql {
   private static final String CLAIM_ABANDONED =
       """
       WITH clock AS (SELECT {now} AS now), target AS (
-        SELECT k.seq FROM {own keys} CROSS JOIN LATERAL (
-          SELECT o.seq
-          FROM {table} o, clock
-          WHERE {own key(o)}
-            AND o.published_at IS NULL AND o.parked_at IS NULL
-            AND o.status = 'IN_FLIGHT' AND o.lease_expires_at <= clock.now {in order}
-          ORDER BY o.instance_key, o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED) k
+        {abandoned row} FOR UPDATE OF o SKIP LOCKED) k
         ORDER BY k.seq LIMIT 1
       )
       UPDATE {table} o
@@ -432,6 +426,32 @@ final class OutboxSql {
         isolated = TRUE
       FROM target c, clock WHERE o.seq = c.seq
       RETURNING {claimed columns}""";
+
+  /**
+   * {@code {abandoned row}}: the oldest abandoned row of each own key (IN_FLIGHT, its lease
+   * expired, ordered: {@code {in order}}), read by the due index up to the first; the caller closes
+   * the lateral subquery, with or without a lock.
+   */
+  private static final String ABANDONED_ROW =
+      """
+      SELECT k.seq FROM {own keys} CROSS JOIN LATERAL (
+          SELECT o.seq
+          FROM {table} o, clock
+          WHERE {own key(o)}
+            AND o.published_at IS NULL AND o.parked_at IS NULL
+            AND o.status = 'IN_FLIGHT' AND o.lease_expires_at <= clock.now {in order}
+          ORDER BY o.instance_key, o.seq LIMIT 1""";
+
+  /**
+   * Whether {@link #CLAIM_ABANDONED} would find a row (locks aside), read without locking or
+   * changing one: a task looks for abandoned rows this way first, and settles what it holds before
+   * an isolated claim only when there is one (docs/design.md, "Attempts").
+   */
+  private static final String FIND_ABANDONED =
+      """
+      WITH clock AS (SELECT {now} AS now)
+      {abandoned row}) k
+      LIMIT 1""";
 
   /**
    * {@code {in order}} of an ordered abandoned claim: no earlier row of its aggregate is active,
@@ -469,6 +489,8 @@ final class OutboxSql {
   final NamedSql newEpoch;
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
+  final NamedSql findAbandonedOrdered;
+  final NamedSql findAbandonedUnordered;
   final NamedSql markPublishedBatch;
   final NamedSql publishedUnderOwnLease;
   final NamedSql retryLater;
@@ -502,6 +524,7 @@ final class OutboxSql {
     fragments.put("{lease(claimable)}", LEASE.replace("{rows}", "claimable"));
     fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
     fragments.put("{affinity}", AFFINITY);
+    fragments.put("{abandoned row}", ABANDONED_ROW);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
     fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns));
     fragments.put("{due(o)}", due("o"));
@@ -563,7 +586,9 @@ final class OutboxSql {
     // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md).
     newEpoch = statement("SELECT txid_current()");
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);
-    claimAbandonedUnordered = statement(CLAIM_ABANDONED.replace("{in order}", ""));
+    claimAbandonedUnordered = statement(unordered(CLAIM_ABANDONED));
+    findAbandonedOrdered = statement(FIND_ABANDONED);
+    findAbandonedUnordered = statement(unordered(FIND_ABANDONED));
 
     // Publishing moves each acknowledged row, still held under the acknowledged lease, into the
     // published log: one DELETE and one INSERT, no new version of the row and no index entry in
@@ -750,6 +775,11 @@ final class OutboxSql {
   }
 
   /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
+  /** An abandoned-row statement without {@code {in order}}. */
+  private static String unordered(String template) {
+    return template.replace("{abandoned row}", ABANDONED_ROW.replace("{in order}", ""));
+  }
+
   private NamedSql statement(String template) {
     String sql = template;
     for (Map.Entry<String, String> fragment : fragments.entrySet()) {

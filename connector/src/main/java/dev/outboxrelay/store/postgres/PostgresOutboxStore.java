@@ -272,6 +272,25 @@ public final class PostgresOutboxStore implements OutboxStore {
                         .setLong("lease_ms", request.leaseDuration().toMillis()))));
   }
 
+  @Override
+  public boolean hasAbandoned(ClaimRequest request) {
+    return run(
+        "find-abandoned",
+        OutboxSql.CLAIM_PLAN,
+        request.ordered() ? sql.findAbandonedOrdered : sql.findAbandonedUnordered,
+        (c, statement) -> {
+          statement
+              .set("now", this::setNow)
+              .setArray("instance_keys", textArray(c, request.instanceKeyList().toArray()));
+          if (request.ordered()) {
+            statement.setString("owner", request.owner()); // its own live leases block nothing
+          }
+          try (ResultSet rs = planned(statement)) {
+            return rs.next();
+          }
+        });
+  }
+
   private ClaimResult readClaim(ResultSet result) throws SQLException {
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();

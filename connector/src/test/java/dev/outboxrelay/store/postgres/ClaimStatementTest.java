@@ -217,6 +217,8 @@ class ClaimStatementTest {
     return Stream.of(
             Arguments.of("abandoned, ordered", sql.claimAbandonedOrdered),
             Arguments.of("abandoned, unordered", sql.claimAbandonedUnordered),
+            Arguments.of("find abandoned, ordered", sql.findAbandonedOrdered),
+            Arguments.of("find abandoned, unordered", sql.findAbandonedUnordered),
             Arguments.of("lag", sql.lag))
         .flatMap(
             probe ->
@@ -236,19 +238,24 @@ class ClaimStatementTest {
                 PostgresOutboxStore.planned(
                     OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + probe.jdbc()))) {
       c.setAutoCommit(false);
-      NamedSql.Binder binder =
-          probe
-              .bind(ps)
-              .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
-              .setArray("instance_keys", c.createArrayOf("text", keys.toArray()));
-      if (probe.names().contains("owner")) {
-        binder.setInt("max_attempts", 10).setString("owner", "relay-2").setLong("lease_ms", 60_000);
-      }
+      bindProbe(probe.bind(ps), probe, c.createArrayOf("text", keys.toArray()));
       plan = plan(ps);
       c.rollback();
     }
     assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
     assertReadsOwnRowsOnly(plan, keys);
+  }
+
+  /** Binds what an abandoned-row probe or the lag read has of a claim's parameters. */
+  private static void bindProbe(NamedSql.Binder binder, NamedSql probe, java.sql.Array keys)
+      throws SQLException {
+    binder.setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE).setArray("instance_keys", keys);
+    if (probe.names().contains("owner")) {
+      binder.setString("owner", "relay-2");
+    }
+    if (probe.names().contains("lease_ms")) {
+      binder.setInt("max_attempts", 10).setLong("lease_ms", 60_000);
+    }
   }
 
   /**
@@ -324,18 +331,22 @@ class ClaimStatementTest {
   }
 
   /**
-   * The abandoned-row probe (a few times per lease, and after a stop ends its leases) reads the
-   * unsettled rows in seq order by the due index up to the first expired lease, and probes an
-   * ordered candidate's aggregate by the aggregate index: nothing that sorts or collects the
-   * backlog. Here nothing has expired, the common case, so it reads every unsettled row and finds
-   * none.
+   * The look for an abandoned row (a few times per lease, and after a stop ends its leases) and the
+   * claim of one it found read the unsettled rows in seq order by the due index up to the first
+   * expired lease, and probe an ordered candidate's aggregate by the aggregate index: nothing that
+   * sorts or collects the backlog. Here nothing has expired, the common case, so they read every
+   * unsettled row and find none.
    */
-  @ParameterizedTest(name = "{0}, ordered: {1}")
+  @ParameterizedTest(name = "{0}, {1}, ordered: {2}")
   @MethodSource("abandonedProbes")
-  void theAbandonedRowProbeReadsTheDueIndexInOrder(Statistics statistics, boolean ordered)
-      throws SQLException {
+  void theAbandonedRowProbeReadsTheDueIndexInOrder(
+      Statistics statistics, ProbeKind kind, boolean ordered) throws SQLException {
     OutboxSql sql = new OutboxSql(TABLE);
-    NamedSql probe = ordered ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered;
+    NamedSql probe =
+        switch (kind) {
+          case CLAIM -> ordered ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered;
+          case FIND -> ordered ? sql.findAbandonedOrdered : sql.findAbandonedUnordered;
+        };
     String plan;
     try (Connection c = dataSources.get(statistics).getConnection();
         PreparedStatement ps =
@@ -343,18 +354,13 @@ class ClaimStatementTest {
                 PostgresOutboxStore.planned(
                     OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + probe.jdbc()))) {
       c.setAutoCommit(false);
-      probe
-          .bind(ps)
-          .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
-          .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
-          .setInt("max_attempts", 10)
-          .setString("owner", "relay-2")
-          .setLong("lease_ms", 60_000);
+      bindProbe(probe.bind(ps), probe, c.createArrayOf("text", new String[] {"eu"}));
       plan = plan(ps);
       c.rollback();
     }
     assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
-    assertOnlyTheKeysMergeSorts(plan, "k.seq", 1);
+    // The look stops at the first key with one: no merge of the keys.
+    assertOnlyTheKeysMergeSorts(plan, "k.seq", kind == ProbeKind.CLAIM ? 1 : 0);
     assertFalse(plan.contains("Bitmap"), plan);
     assertFalse(plan.contains("Seq Scan"), plan);
     if (ordered) {
@@ -363,11 +369,22 @@ class ClaimStatementTest {
     }
   }
 
+  /** The look for an abandoned row ({@code FIND}, read only) and its claim. */
+  enum ProbeKind {
+    FIND,
+    CLAIM
+  }
+
   static Stream<Arguments> abandonedProbes() {
     return Stream.of(Statistics.values())
         .flatMap(
             statistics ->
-                Stream.of(Arguments.of(statistics, true), Arguments.of(statistics, false)));
+                Stream.of(ProbeKind.values())
+                    .flatMap(
+                        kind ->
+                            Stream.of(
+                                Arguments.of(statistics, kind, true),
+                                Arguments.of(statistics, kind, false))));
   }
 
   /**
