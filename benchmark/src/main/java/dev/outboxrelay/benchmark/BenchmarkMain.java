@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -297,7 +298,13 @@ public final class BenchmarkMain {
         "outbox-relay exactly-once, tasks.max=%d, ordering on, claim.batch.size=%d"
             .formatted(tasks, options.batchSize);
     return new Drain.Config(
-        label, false, tasks, true, options.batchSize, Drain.exactlyOnceSettings(), options.rows);
+        label + settingsLabel(options),
+        false,
+        tasks,
+        true,
+        options.batchSize,
+        withSettings(Drain.exactlyOnceSettings(), options),
+        options.rows);
   }
 
   static Drain.Config drainConfig(
@@ -309,7 +316,27 @@ public final class BenchmarkMain {
                 ordered ? "on" : "off",
                 batch,
                 overrides.isEmpty() ? "" : ", producer overrides");
-    return new Drain.Config(label, false, tasks, ordered, batch, overrides, options.rows);
+    return new Drain.Config(
+        label + settingsLabel(options),
+        false,
+        tasks,
+        ordered,
+        batch,
+        withSettings(overrides, options),
+        options.rows);
+  }
+
+  /** {@code overrides} and the run's {@code --connector-setting}s, which win. */
+  private static Map<String, String> withSettings(Map<String, String> overrides, Options options) {
+    Map<String, String> all = new LinkedHashMap<>(overrides);
+    all.putAll(options.connectorSettings);
+    return all;
+  }
+
+  private static String settingsLabel(Options options) {
+    StringBuilder label = new StringBuilder();
+    options.connectorSettings.forEach((k, v) -> label.append(", ").append(k).append('=').append(v));
+    return label.toString();
   }
 
   /** Progress lines on stdout, so a long run shows where it is. */

@@ -4,8 +4,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -70,6 +72,9 @@ final class Options {
   List<DebeziumPayload> debeziumPayloads =
       List.of(DebeziumPayload.STRING, DebeziumPayload.EXPANDED);
 
+  /** Connector settings added to every drain of the relay ({@code --connector-setting}). */
+  Map<String, String> connectorSettings = new LinkedHashMap<>();
+
   /** Folder on the worker's plugin.path holding Debezium's plugin; null: beside the jar. */
   Path debeziumPluginPath;
 
@@ -121,6 +126,13 @@ final class Options {
         case "--minimal-batch-size" -> o.minimalBatchSize = positive(flag, v);
         case "--debezium-payloads" -> o.debeziumPayloads = debeziumPayloads(v);
         case "--debezium-plugin-path" -> o.debeziumPluginPath = Path.of(v);
+        case "--connector-setting" -> {
+          int eq = v.indexOf('=');
+          if (eq < 1) {
+            throw new IllegalArgumentException(flag + " wants KEY=VALUE, got " + v);
+          }
+          o.connectorSettings.put(v.substring(0, eq), v.substring(eq + 1));
+        }
         case "--output" -> o.output = Path.of(v);
         default -> throw new IllegalArgumentException("unknown flag " + flag + "\n" + usage());
       }
@@ -206,6 +218,8 @@ final class Options {
           --wal-compression METHOD   PostgreSQL wal_compression: off, pglz, lz4 or zstd (off)
           --wal-level LEVEL          PostgreSQL wal_level, every scenario alike (logical;
                                      debezium needs it)
+          --connector-setting K=V    a connector setting for every drain of the relay
+                                     (repeatable; e.g. lease.duration.ms=4000)
           --output DIR               where results go (benchmark/target/benchmark-results)
         """;
   }

@@ -64,6 +64,28 @@ class OptionsTest {
   }
 
   @Test
+  void connectorSettingsReachEveryRelayDrainAndItsLabel() {
+    Options o =
+        Options.parse(
+            "--connector-setting",
+            "lease.duration.ms=4000",
+            "--connector-setting",
+            "lease.renewal.interval.ms=1000");
+    Drain.Config drain = BenchmarkMain.drainConfig(o, 1, true, 500, Drain.throughputOverrides());
+    Map<String, String> config = Drain.connectorConfig(drain, "jdbc:postgresql://x/y");
+    assertEquals("4000", config.get("lease.duration.ms"));
+    assertEquals("1000", config.get("lease.renewal.interval.ms"));
+    assertEquals("true", config.get("producer.override.enable.idempotence"), "overrides kept");
+    assertTrue(drain.label().endsWith(", lease.duration.ms=4000, lease.renewal.interval.ms=1000"));
+    assertEquals(
+        "4000",
+        Drain.connectorConfig(BenchmarkMain.eosDrainConfig(o, 2), "jdbc:postgresql://x/y")
+            .get("lease.duration.ms"));
+    assertThrows(
+        IllegalArgumentException.class, () -> Options.parse("--connector-setting", "novalue"));
+  }
+
+  @Test
   void rejectsUnknownFlagsAndNonPositiveSizes() {
     assertThrows(IllegalArgumentException.class, () -> Options.parse("--nope", "1"));
     assertThrows(IllegalArgumentException.class, () -> Options.parse("--rows", "0"));
