@@ -251,6 +251,37 @@ class ClaimLoopTest {
   }
 
   /**
+   * A look that found a row another task then takes first: the task settles, its claim finds
+   * nothing, and due rows flow again until the next probe interval, not a look per poll.
+   */
+  @Test
+  void aRowFoundButTakenByAnotherTaskLetsDueRowsFlowAgain() {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    f.add("eu", "m0", "a0");
+    ClaimLoop loop = loop(f);
+    ClaimResult held = loop.next();
+    assertEquals(List.of("m0"), ids(held));
+    handToConnect(f, held);
+
+    f.add("eu", "lost", "b");
+    f.store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(1), 3, true));
+    f.add("eu", "m1", "a1");
+    f.clock.advance(Duration.ofSeconds(2));
+    time.sleep(2000);
+    assertTrue(loop.next().isEmpty(), "found: settle first");
+    f.ledger.resolve("m0", held.claimed().get(0).lease().token());
+    f.store.claimAbandoned(
+        new ClaimRequest("faster", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
+
+    ClaimResult next = loop.next();
+    assertEquals(List.of("m1"), ids(next), "taken elsewhere: due rows flow");
+    handToConnect(f, next);
+    f.add("eu", "m2", "a2");
+    assertEquals(List.of("m2"), ids(loop.next()), "no look before the next interval");
+    assertEquals(0, f.metrics.abandonedReclaimed.get());
+  }
+
+  /**
    * A database error while an isolated claim is in flight (a failed renewal or outcome write) gives
    * owners their probe interval again, but must not end the isolation: a batch claimed beside the
    * row would share the blame if the worker crashed on it.

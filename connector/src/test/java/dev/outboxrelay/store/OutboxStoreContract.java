@@ -675,9 +675,27 @@ public abstract class OutboxStoreContract {
     assertFalse(store.hasAbandoned(request("me", 10)), "waits for its aggregate's held row");
     assertEquals(before, state(later), "nothing changed");
     assertEquals(List.of(u), ids(reclaim(request("me", 10, Set.of(US)))), "another key's: its own");
-    assertTrue(
-        store.hasAbandoned(new ClaimRequest("me", Set.of(EU), 10, LEASE, 3, false)),
-        "unordered: no aggregate to wait for");
+    ClaimRequest unordered = new ClaimRequest("me", Set.of(EU), 10, LEASE, 3, false);
+    assertTrue(store.hasAbandoned(unordered), "unordered: no aggregate to wait for");
+    assertEquals(before, state(later), "a look that finds one changes nothing either");
+    assertEquals(List.of(later), ids(reclaim(unordered)));
+  }
+
+  /**
+   * An ordered look, like the claim, lets the asker's own live lease on an earlier row of the
+   * aggregate pass (it is the asker's to send first), and no one else's.
+   */
+  @Test
+  void anOrderedLookPassesOnlyTheAskersOwnEarlierRow() {
+    String mine = add(EU, "mine", "agg-1");
+    store.claim(request("me", 1));
+    String later = add(EU, "later", "agg-1");
+    holdElsewhere(later, new Lease("gone", 3), clock.now().plus(LEASE));
+    holdElsewhere(mine, new Lease("me", 1), clock.now().plus(LEASE.multipliedBy(3)));
+    clock.advance(LEASE.plusSeconds(1));
+
+    assertFalse(store.hasAbandoned(request("other", 10)), "another owner's row comes first");
+    assertEquals(List.of(later), ids(reclaim(request("me", 10))));
   }
 
   /**

@@ -774,12 +774,12 @@ final class OutboxSql {
         statement(variant.apply(template.replace("{quota}", QUOTA).replace("{per key}", PER_KEY))));
   }
 
-  /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
   /** An abandoned-row statement without {@code {in order}}. */
   private static String unordered(String template) {
     return template.replace("{abandoned row}", ABANDONED_ROW.replace("{in order}", ""));
   }
 
+  /** Fills the placeholders in (fragments first, as they hold placeholders of their own). */
   private NamedSql statement(String template) {
     String sql = template;
     for (Map.Entry<String, String> fragment : fragments.entrySet()) {
