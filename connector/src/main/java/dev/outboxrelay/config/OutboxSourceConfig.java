@@ -158,7 +158,11 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String LEASE_DURATION_MS_DOC =
       "How long a claimed row stays reserved for the task that claimed it. Once the lease"
           + " expires (a crashed or cut-off worker), any task may claim the row again, and the"
-          + " former holder's late acknowledgement is rejected.";
+          + " former holder's late acknowledgement is rejected. Keep it above"
+          + " lease.renewal.interval.ms plus statement.timeout.ms: a task renews its leases on the"
+          + " thread that writes its outcomes, so an outcome write stuck behind a lock delays the"
+          + " renewal by up to the statement timeout, and a lease that runs out meanwhile is"
+          + " reclaimed by another task (a duplicate). The connector logs a warning otherwise.";
 
   public static final String LEASE_RENEWAL_INTERVAL_MS_CONFIG = "lease.renewal.interval.ms";
   public static final long LEASE_RENEWAL_INTERVAL_MS_DEFAULT = 20_000L;
@@ -800,6 +804,14 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public Duration leaseDuration() {
     return millis(LEASE_DURATION_MS_CONFIG);
+  }
+
+  /**
+   * Whether a renewal delayed by an outcome write stuck for a whole statement timeout could come
+   * after the lease ran out: see {@code lease.duration.ms}.
+   */
+  public boolean leaseMayRunOutBehindAStuckWrite() {
+    return leaseRenewalInterval().plus(statementTimeout()).compareTo(leaseDuration()) >= 0;
   }
 
   public Duration leaseRenewalInterval() {

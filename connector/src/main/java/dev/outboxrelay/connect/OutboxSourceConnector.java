@@ -14,6 +14,8 @@ import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.ConnectorTransactionBoundaries;
 import org.apache.kafka.connect.source.ExactlyOnceSupport;
 import org.apache.kafka.connect.source.SourceConnector;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Relays a PostgreSQL transactional outbox to Kafka. Every task claims rows of the configured
@@ -25,6 +27,7 @@ import org.apache.kafka.connect.source.SourceConnector;
  * tasks own strictly, and at most that many tasks run (docs/design.md, "Exactly-once").
  */
 public class OutboxSourceConnector extends SourceConnector {
+  private static final Logger log = LoggerFactory.getLogger(OutboxSourceConnector.class);
   private Map<String, String> props;
   private OutboxSourceConfig config;
 
@@ -41,6 +44,16 @@ public class OutboxSourceConnector extends SourceConnector {
       throw new ConnectException("Invalid outbox-relay configuration: " + e.getMessage());
     }
     this.props = Map.copyOf(props);
+    if (config.leaseMayRunOutBehindAStuckWrite()) {
+      log.warn(
+          "lease.duration.ms ({} ms) is not above lease.renewal.interval.ms ({} ms) plus"
+              + " statement.timeout.ms ({} ms): an outcome write stuck behind a lock can delay a"
+              + " renewal until the lease runs out, and another task then sends the row again"
+              + " (reason=LEASE_SHORTER_THAN_STUCK_WRITE)",
+          config.leaseDuration().toMillis(),
+          config.leaseRenewalInterval().toMillis(),
+          config.statementTimeout().toMillis());
+    }
   }
 
   @Override

@@ -1,7 +1,9 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.testing.LogCapture;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +24,35 @@ class OutboxSourceConnectorTest {
       props.put("exactly.once.support", "required");
     }
     return props;
+  }
+
+  /**
+   * Renewals wait behind a stuck outcome write for up to the statement timeout: a lease no longer
+   * than both together is warned about, once, naming the settings; the defaults (60 s against 20 s
+   * plus 30 s) are not.
+   */
+  @Test
+  void aLeaseNoLongerThanARenewalBehindAStuckWriteIsWarnedAbout() {
+    long mark = LogCapture.get().mark();
+    new OutboxSourceConnector().start(config(null));
+    Map<String, String> shortLease = config(null);
+    shortLease.put("lease.duration.ms", "50000");
+    new OutboxSourceConnector().start(shortLease);
+    Map<String, String> slowStatements = config(null);
+    slowStatements.put("statement.timeout.ms", "40000");
+    new OutboxSourceConnector().start(slowStatements);
+    Map<String, String> shortButCovered = config(null);
+    shortButCovered.put("lease.duration.ms", "10000");
+    shortButCovered.put("lease.renewal.interval.ms", "3000");
+    shortButCovered.put("statement.timeout.ms", "5000");
+    new OutboxSourceConnector().start(shortButCovered);
+
+    List<LogCapture.Event> warnings =
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("LEASE_SHORTER_THAN_STUCK_WRITE"));
+    assertEquals(2, warnings.size(), "the two leases a stuck write can outlast, and no other");
+    assertTrue(warnings.get(0).message().contains("lease.duration.ms (50000 ms)"));
+    assertTrue(warnings.get(1).message().contains("statement.timeout.ms (40000 ms)"));
   }
 
   @Test
