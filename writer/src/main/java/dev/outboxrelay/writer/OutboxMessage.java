@@ -54,6 +54,11 @@ public final class OutboxMessage {
   private final String correlationId;
   private final Instant deliverBefore;
 
+  /** The deadlines the table stores: years 1 to 9999, well inside PostgreSQL's timestamptz. */
+  static final Instant EARLIEST_DEADLINE = Instant.parse("0001-01-01T00:00:00Z");
+
+  static final Instant LATEST_DEADLINE = Instant.parse("9999-12-31T23:59:59.999999Z");
+
   /** The longest message id the table takes (its {@code message_id_check}), in characters. */
   public static final int MAX_MESSAGE_ID_LENGTH = 255;
 
@@ -93,6 +98,17 @@ public final class OutboxMessage {
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(b.headers));
     this.correlationId = b.correlationId;
     this.deliverBefore = b.deliverBefore;
+    if (deliverBefore != null
+        && (deliverBefore.isBefore(EARLIEST_DEADLINE) || deliverBefore.isAfter(LATEST_DEADLINE))) {
+      // Instant reaches far past PostgreSQL's timestamptz: the insert would fail with 22008 (or
+      // the driver with a DateTimeException) inside the caller's transaction, naming no field.
+      throw new IllegalArgumentException(
+          "deliverBefore must be between "
+              + EARLIEST_DEADLINE
+              + " and "
+              + LATEST_DEADLINE
+              + "; leave it unset for no deadline");
+    }
     requireNoNul(messageId, "messageId");
     requireNoNul(aggregateType, "aggregateType");
     requireNoNul(aggregateId, "aggregateId");
@@ -336,7 +352,8 @@ public final class OutboxMessage {
     /**
      * Optional deadline: past it (by the database's clock, when the relay claims the row), the row
      * is recorded FAILED ({@code DEADLINE_EXPIRED}) instead of being published late. There is no
-     * "deliver not before": the row has no such column yet.
+     * "deliver not before": the row has no such column yet. Between the years 1 and 9999 ({@link
+     * #build()} refuses others); null for none.
      */
     public Builder deliverBefore(Instant deliverBefore) {
       this.deliverBefore = deliverBefore;

@@ -83,6 +83,21 @@ class OutboxMessageTest {
    * The table's btree index on (instance_key, aggregate_id, seq) refuses a longer entry with
    * SQLState 54000 ({@link PostgresOutboxWriterDatabaseTest} shows the bound fits).
    */
+  /** Instant.MAX, a likely "never", would fail the caller's transaction naming no field. */
+  @Test
+  void aDeadlineOutsideWhatTheTableStoresIsRefusedNamingTheField() {
+    for (Instant deadline :
+        List.of(Instant.MAX, Instant.MIN, Instant.parse("+10000-01-01T00:00:00Z"))) {
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class, () -> order().deliverBefore(deadline).build());
+      assertTrue(e.getMessage().startsWith("deliverBefore must be between"), e.getMessage());
+    }
+    Instant latest = Instant.parse("9999-12-31T23:59:59Z");
+    assertEquals(latest, order().deliverBefore(latest).build().deliverBefore());
+    assertEquals(null, order().deliverBefore(null).build().deliverBefore());
+  }
+
   @Test
   void anAggregateIdOver1024Utf8BytesIsRefusedNamingTheField() {
     String message = "aggregateId must be at most 1024 bytes in UTF-8";
