@@ -182,6 +182,21 @@ final class OutboxFixture implements AutoCloseable {
     }
   }
 
+  /** Whether a session of {@code applicationName} is waiting for a lock now. */
+  boolean waitingForALock(String applicationName) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM pg_stat_activity"
+                    + " WHERE application_name = ? AND wait_event_type = 'Lock'")) {
+      ps.setString(1, applicationName);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1) > 0;
+      }
+    }
+  }
+
   void exec(String sql) throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {

@@ -166,7 +166,9 @@ public final class RequeueCommand extends InstanceCommand {
       throw CliException.database(
           "requeue failed after requeuing "
               + e.requeued()
-              + " row(s) in the batches before the failure, which stay requeued",
+              + " row(s) in the batches before the failure, which stay requeued (the failed"
+              + " batch may have been applied too if the connection was lost at its commit;"
+              + " --dry-run counts what is left)",
           e.failure());
     }
     if (json) {

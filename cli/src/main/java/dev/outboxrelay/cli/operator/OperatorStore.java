@@ -255,6 +255,11 @@ public final class OperatorStore {
       return new RequeueReport.Skipped(messageId, RequeueReport.Reason.OTHER_INSTANCE, null);
     }
     MessageStatus current = MessageStatus.valueOf(status);
+    if (request.statuses().contains(current)) {
+      // Read as selected, yet the update's re-check found it changed meanwhile (a concurrent
+      // requeue, say): no longer parked as read, and its status now unknown here.
+      return new RequeueReport.Skipped(messageId, RequeueReport.Reason.NOT_PARKED, null);
+    }
     RequeueReport.Reason reason =
         RequeueRequest.PARKED.contains(current)
             ? RequeueReport.Reason.STATUS_NOT_SELECTED
