@@ -15,7 +15,9 @@ public final class Text {
 
   /**
    * A value from a row, safe to print on a terminal: control characters (which could move the
-   * cursor or rewrite the screen) are shown as escapes. Null is shown as "-".
+   * cursor or rewrite the screen) and format characters (bidirectional overrides, which reorder
+   * what follows on the line, and zero-width ones, which make two ids look alike) are shown as
+   * escapes. Null is shown as "-".
    */
   public static String safe(String value) {
     if (value == null) {
@@ -24,7 +26,10 @@ public final class Text {
     StringBuilder out = null;
     for (int i = 0; i < value.length(); i++) {
       char c = value.charAt(i);
-      if (Character.isISOControl(c) || c == '\u2028' || c == '\u2029') {
+      if (Character.isISOControl(c)
+          || c == '\u2028'
+          || c == '\u2029'
+          || Character.getType(c) == Character.FORMAT) {
         if (out == null) {
           out = new StringBuilder(value.length() + 8).append(value, 0, i);
         }
