@@ -3,6 +3,7 @@ package dev.outboxrelay.cli;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.outboxrelay.store.Printable;
 import java.time.Duration;
 import java.time.Instant;
 
@@ -14,31 +15,11 @@ public final class Text {
   private Text() {}
 
   /**
-   * A value from a row, safe to print on a terminal: control characters (which could move the
-   * cursor or rewrite the screen) and format characters (bidirectional overrides, which reorder
-   * what follows on the line, and zero-width ones, which make two ids look alike) are shown as
-   * escapes. Null is shown as "-".
+   * A value from a row, safe to print on a terminal ({@link Printable#escape}: control and format
+   * characters shown as escapes). Null is shown as "-".
    */
   public static String safe(String value) {
-    if (value == null) {
-      return "-";
-    }
-    StringBuilder out = null;
-    for (int i = 0; i < value.length(); i++) {
-      char c = value.charAt(i);
-      if (Character.isISOControl(c)
-          || c == '\u2028'
-          || c == '\u2029'
-          || Character.getType(c) == Character.FORMAT) {
-        if (out == null) {
-          out = new StringBuilder(value.length() + 8).append(value, 0, i);
-        }
-        out.append(String.format("\\u%04x", (int) c));
-      } else if (out != null) {
-        out.append(c);
-      }
-    }
-    return out == null ? value : out.toString();
+    return value == null ? "-" : Printable.escape(value);
   }
 
   /** Like {@link #safe(String)}, keeping line breaks and tabs (for a payload shown on request). */

@@ -6,6 +6,7 @@ import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.Printable;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -120,7 +121,7 @@ final class ClaimLoop {
       metrics.abandonedReclaimed.incrementAndGet();
       log.info(
           "Reclaimed abandoned message_id={} instance_key={} in isolation",
-          result.claimed().get(0).messageId(),
+          Printable.escape(result.claimed().get(0).messageId()),
           result.claimed().get(0).instanceKey());
       return result;
     }
@@ -266,7 +267,7 @@ final class ClaimLoop {
     for (String id : released) {
       log.warn(
           "Released a claim whose result never arrived: message_id={} (reason={})",
-          id,
+          Printable.escape(id),
           CLAIM_RESULT_LOST);
     }
     metrics.unconfirmedReleased.addAndGet(released.size());
@@ -291,7 +292,7 @@ final class ClaimLoop {
       log.warn(
           "Message exhausted by a claim instead of being sent: message_id={} instance_key={}"
               + " reason={}",
-          row.messageId(),
+          Printable.escape(row.messageId()),
           row.instanceKey(),
           row.reasonCode());
     }

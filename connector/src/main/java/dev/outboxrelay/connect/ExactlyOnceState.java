@@ -7,6 +7,7 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.CommittedPosition;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.Printable;
 import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryRequest;
 import java.time.Duration;
@@ -193,14 +194,14 @@ final class ExactlyOnceState {
       log.info(
           "Recorded PUBLISHED from the committed offsets without sending again: message_id={}"
               + " (reason=RECOVERED_FROM_OFFSETS, at={})",
-          id,
+          Printable.escape(id),
           when);
     }
     for (String id : recovery.released()) {
       log.info(
           "Released a claim of an earlier instance that Kafka never committed: message_id={}"
               + " (reason=NOT_COMMITTED, at={})",
-          id,
+          Printable.escape(id),
           when);
     }
   }
@@ -215,7 +216,7 @@ final class ExactlyOnceState {
           "Row leased under a later epoch than this task's ({}) left in flight; nothing recovers"
               + " it: message_id={} (reason=LEASED_UNDER_LATER_EPOCH)",
           epoch,
-          id);
+          Printable.escape(id));
     }
   }
 }

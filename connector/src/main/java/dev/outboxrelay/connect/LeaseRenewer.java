@@ -4,6 +4,7 @@ import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Printable;
 import java.util.List;
 import java.util.Set;
 import org.apache.kafka.common.utils.Time;
@@ -198,7 +199,7 @@ final class LeaseRenewer {
         "Claim lost while waiting for Kafka: message_id={} instance_key={}"
             + " (reason=LEASE_TAKEN_OVER; lease renewal matched no row, a duplicate in Kafka is"
             + " possible)",
-        lease.messageId(),
+        Printable.escape(lease.messageId()),
         entry.get().instanceKey());
   }
 }

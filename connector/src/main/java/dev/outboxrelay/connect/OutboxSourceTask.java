@@ -4,6 +4,7 @@ import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Printable;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -275,7 +276,7 @@ public class OutboxSourceTask extends SourceTask {
       log.warn(
           "Acknowledgement arrived after the task stopped writing: message_id={}"
               + " (reason=LATE_ACK; a later claim or the next instance's recovery settles the row)",
-          messageId);
+          Printable.escape(messageId));
     }
   }
 

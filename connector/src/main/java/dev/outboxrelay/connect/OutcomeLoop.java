@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Printable;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -171,7 +172,7 @@ final class OutcomeLoop {
       log.warn(
           "Outcome not written before the task stopped: message_id={} (reason=LATE_ACK; a later"
               + " claim or the next instance's recovery settles the row)",
-          o.messageId());
+          Printable.escape(o.messageId()));
     }
   }
 
@@ -228,7 +229,7 @@ final class OutcomeLoop {
       log.warn(
           "Outcome abandoned at stop: message_id={} (reason=DATABASE_UNAVAILABLE_AT_STOP; a"
               + " later claim or the next instance's recovery settles the row)",
-          o.messageId());
+          Printable.escape(o.messageId()));
     }
   }
 

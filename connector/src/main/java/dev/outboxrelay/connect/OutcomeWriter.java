@@ -10,6 +10,7 @@ import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.Printable;
 import dev.outboxrelay.store.PublishedAck;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -134,7 +135,7 @@ final class OutcomeWriter {
       log.info(
           "Lease ended unacknowledged at stop: message_id={} (reason=UNRESOLVED_AT_STOP; reclaimed"
               + " alone, as an abandoned row)",
-          id);
+          Printable.escape(id));
     }
     log.warn(
         "Outcome writer closed with {} records unacknowledged by Kafka; ended the leases of {}"
@@ -220,7 +221,7 @@ final class OutcomeWriter {
             "Outcome {} not recorded for message_id={} instance_key={}: its claim was already"
                 + " reported lost at lease renewal (reason=LEASE_TAKEN_OVER)",
             kind,
-            messageId,
+            Printable.escape(messageId),
             reportedAtRenewal.get().instanceKey());
         return;
       }
@@ -230,7 +231,7 @@ final class OutcomeWriter {
               + " (reason=LEASE_TAKEN_OVER; another owner holds or resolved the row, a duplicate"
               + " in Kafka is possible)",
           kind,
-          messageId,
+          Printable.escape(messageId),
           instanceKey);
       return;
     }
@@ -257,20 +258,20 @@ final class OutcomeWriter {
     if (outcome == Outcome.EXHAUSTED) {
       log.warn(
           "Message exhausted its attempt budget: message_id={} instance_key={} reason={}",
-          u.messageId(),
+          Printable.escape(u.messageId()),
           instanceKey,
           u.reasonCode());
     } else if (u.mayBeDropped()) {
       log.info(
           "Delivery unconfirmed, retry scheduled: message_id={} instance_key={} reason={}",
-          u.messageId(),
+          Printable.escape(u.messageId()),
           instanceKey,
           u.reasonCode());
     } else {
       log.warn(
           "Kafka acknowledged without an offset, retry scheduled: message_id={} instance_key={}"
               + " reason={} (the producer must use acks=all)",
-          u.messageId(),
+          Printable.escape(u.messageId()),
           instanceKey,
           u.reasonCode());
     }

@@ -9,6 +9,7 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.Printable;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -110,7 +111,7 @@ final class RecordHandoff {
           log.warn(
               "Outcome not queued, the outcome writer has stopped: message_id={} (reason=LATE_ACK;"
                   + " a later claim or the next instance's recovery settles the row)",
-              row.messageId());
+              Printable.escape(row.messageId()));
         }
       }
     }
@@ -162,7 +163,7 @@ final class RecordHandoff {
         metrics.claimLost.incrementAndGet();
         log.warn(
             "Claim lost before parking: message_id={} instance_key={} (reason=LEASE_TAKEN_OVER)",
-            park.row.messageId(),
+            Printable.escape(park.row.messageId()),
             park.row.instanceKey());
       } else if (park.deadLettered) {
         // Counted once its dead-letter record leaves with the batch; reported if it never does.
@@ -190,7 +191,7 @@ final class RecordHandoff {
     log.warn(
         "Parked FAILED without its dead-letter record, the task stopped before its batch left:"
             + " message_id={} instance_key={} reason={} (requeue it to send it again)",
-        park.row.messageId(),
+        Printable.escape(park.row.messageId()),
         park.row.instanceKey(),
         park.reasonCode);
   }
@@ -246,7 +247,7 @@ final class RecordHandoff {
   private static void logUnpublishable(ClaimedMessage row, String reasonCode) {
     log.warn(
         "Message cannot be published: message_id={} instance_key={} reason={}",
-        row.messageId(),
+        Printable.escape(row.messageId()),
         row.instanceKey(),
         reasonCode);
   }
@@ -321,7 +322,7 @@ final class RecordHandoff {
       log.warn(
           "Dead-letter record not confirmed by Kafka: message_id={} instance_key={} reason={};"
               + " the row is parked FAILED with that reason",
-          messageId,
+          Printable.escape(messageId),
           entry.get().instanceKey(),
           entry.get().deadLetterReason());
       return new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), false);

@@ -4,6 +4,7 @@ import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.Printable;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -161,7 +162,7 @@ final class TaskRuntime {
         log.info(
             "Claim not given back at stop: message_id={} (reason=WRITER_CLOSED; a later claim"
                 + " or the next instance's recovery settles the row)",
-            m.messageId());
+            Printable.escape(m.messageId()));
       }
     }
   }

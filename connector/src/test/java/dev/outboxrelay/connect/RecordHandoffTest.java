@@ -1,6 +1,8 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.mapping.PayloadFormat;
@@ -80,5 +82,22 @@ class RecordHandoffTest {
                 mark,
                 e -> e.message().contains("message_id=bad") && e.message().contains("LATE_ACK"))
             .size());
+  }
+
+  /** A message id from a row cannot forge a log line of its own, nor reorder one. */
+  @Test
+  void aMessageIdIsLoggedWithItsControlAndFormatCharactersEscaped() {
+    RecordHandoff handoff = new RecordHandoff(mapper, ledger, o -> true, metrics, "owner");
+    long mark = LogCapture.get().mark();
+
+    handoff.toRecords(List.of(row("id-1\nERROR forged\u202e", "__consumer_offsets")));
+
+    List<LogCapture.Event> lines =
+        LogCapture.get().matching(mark, e -> e.message().contains("message_id=id-1"));
+    assertEquals(1, lines.size(), lines::toString);
+    assertTrue(
+        lines.get(0).message().contains("message_id=id-1\\u000aERROR forged\\u202e "),
+        lines.get(0)::message);
+    assertFalse(lines.get(0).message().contains("\n"), lines.get(0)::message);
   }
 }
