@@ -106,6 +106,17 @@ final class LeaseRenewer {
   }
 
   void renewIfDue() {
+    renewIfDue(Set.of());
+  }
+
+  /**
+   * As {@link #renewIfDue()}, between the retries of a failed outcome write: {@code undecided} are
+   * the message ids of the outcomes still in hand. Their leases are renewed too (the write may not
+   * have applied), but a renewal that misses one does not report it: the write may have committed
+   * though its reply was lost (a failover), and then its rows are settled, not taken over. The
+   * retried write decides, and reports a lost claim itself.
+   */
+  void renewIfDue(Set<String> undecided) {
     if (time.milliseconds() < nextRenewalMs) {
       return;
     }
@@ -143,7 +154,7 @@ final class LeaseRenewer {
       Set<String> lost = store.renew(held, settings.leaseDuration());
       recovered();
       for (HeldLease lease : held) {
-        if (lost.contains(lease.messageId())) {
+        if (lost.contains(lease.messageId()) && !undecided.contains(lease.messageId())) {
           claimLost(lease);
         }
       }

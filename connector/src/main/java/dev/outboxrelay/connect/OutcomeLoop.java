@@ -5,8 +5,10 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Printable;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
@@ -216,10 +218,18 @@ final class OutcomeLoop {
           return;
         }
         // A write that keeps failing (behind a lock, say) must not let the held leases expire.
-        renewer.renewIfDue();
+        renewer.renewIfDue(messageIdsOf(remaining));
         backoff();
       }
     }
+  }
+
+  private static Set<String> messageIdsOf(List<PendingOutcome> outcomes) {
+    Set<String> ids = new HashSet<>();
+    for (PendingOutcome o : outcomes) {
+      ids.add(o.messageId());
+    }
+    return ids;
   }
 
   /** The task is gone and the database still refuses: the leases expire, the rows come back. */

@@ -548,6 +548,84 @@ class OutboxSourceTaskTest {
     assertEquals(0, task.metrics().claimLost.get());
   }
 
+  /**
+   * A lease renewal due between a publish whose reply was lost and its retry finds the row gone
+   * (published by that very write). It must leave the row to the retried write, which finds it in
+   * the published log, rather than report a lost claim: in a failover that would count a false
+   * duplicate for every acknowledgement in hand.
+   */
+  @Test
+  void aRenewalBetweenALostReplyAndItsRetryReportsNoLostClaim() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(
+        Map.of(
+            "lease.duration.ms", "2000",
+            "lease.renewal.interval.ms", "200",
+            "poll.interval.ms", "100"));
+    List<SourceRecord> records = task.poll();
+    failing.publishesFailAfterTheLostReply = true;
+    failing.nextPublishLosesItsReply = true;
+
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+    await().until(() -> failing.publishCalls.get() >= 2);
+    assertEquals(MessageStatus.PUBLISHED, status("m1"), "the lost reply's write committed");
+    int renewals = failing.renewCalls.get();
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(
+            () -> {
+              assertNull(task.poll()); // keeps the task responsive, so renewals go on
+              // a renewal since, or (the defect) an earlier one that reported the row lost
+              return failing.renewCalls.get() >= renewals + 1 || task.metrics().claimLost.get() > 0;
+            });
+    assertEquals(0, task.metrics().claimLost.get(), "the renewal left the row to the write");
+
+    failing.publishesFail = false;
+    await().until(() -> task.metrics().inFlight() == 0);
+    assertEquals(1, task.metrics().published.get());
+    assertEquals(0, task.metrics().claimLost.get());
+    assertEquals(0, task.metrics().leaseRenewalsLost.get());
+  }
+
+  /**
+   * ... while a claim really taken over during those retries is still reported, once, by the
+   * retried write.
+   */
+  @Test
+  void aClaimTakenOverWhileItsPublishIsRetriedIsReportedLostOnce() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(
+        Map.of(
+            "lease.duration.ms", "2000",
+            "lease.renewal.interval.ms", "200",
+            "poll.interval.ms", "100"));
+    List<SourceRecord> records = task.poll();
+    failing.publishesFail = true;
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+    await().until(() -> failing.publishCalls.get() >= 1);
+
+    clock.advance(Duration.ofSeconds(5)); // the lease runs out by the store's clock
+    var takenOver =
+        store.claimAbandoned(
+            new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true));
+    assertEquals(1, takenOver.claimed().size());
+    int renewals = failing.renewCalls.get();
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(
+            () -> {
+              assertNull(task.poll());
+              return failing.renewCalls.get() >= renewals + 1;
+            });
+    assertEquals(0, task.metrics().claimLost.get(), "left to the write in hand");
+
+    failing.publishesFail = false;
+    await().until(() -> task.metrics().inFlight() == 0);
+    assertEquals(1, task.metrics().claimLost.get());
+    assertEquals(0, task.metrics().published.get());
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"), "still the other owner's");
+  }
+
   @Test
   void stopIsIdempotentAndALateAcknowledgementIsReportedNotWritten() {
     add("eu", "m1", "a", "{}".getBytes());
@@ -825,6 +903,11 @@ class OutboxSourceTaskTest {
     /** The next batch publish commits, then fails: its reply lost, as at a failover. */
     volatile boolean nextPublishLosesItsReply;
 
+    /**
+     * After the lost reply, publishes fail (set publishesFail) until the test lets them through.
+     */
+    volatile boolean publishesFailAfterTheLostReply;
+
     final AtomicInteger publishCalls = new AtomicInteger();
     final AtomicInteger renewCalls = new AtomicInteger();
     final AtomicInteger claimCalls = new AtomicInteger();
@@ -909,6 +992,7 @@ class OutboxSourceTaskTest {
       List<dev.outboxrelay.store.Outcome> outcomes = delegate.markPublished(acks);
       if (nextPublishLosesItsReply) {
         nextPublishLosesItsReply = false;
+        publishesFail = publishesFailAfterTheLostReply;
         throw failure;
       }
       return outcomes;
