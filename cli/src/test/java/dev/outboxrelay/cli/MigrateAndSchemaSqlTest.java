@@ -3,6 +3,7 @@ package dev.outboxrelay.cli;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -83,6 +84,50 @@ class MigrateAndSchemaSqlTest {
     assertEquals("error: --target is older than the table's version 3\n", down.err());
     Cli.Result beyond = db.cli().run("migrate", "--target", "99");
     assertEquals(ExitCode.USAGE, beyond.exitCode(), beyond::toString);
+  }
+
+  /**
+   * Version 7 advises building its indexes beforehand, concurrently; such a build that failed
+   * leaves an INVALID index under the name, which the migration's IF NOT EXISTS then goes on past.
+   * migrate applies the migrations and fails, naming the index, so that a deployment stops there
+   * rather than leave every ordered claim without its aggregate index.
+   */
+  @Test
+  void anInvalidIndexLeftByAFailedPreBuildFailsTheMigration() throws SQLException {
+    assertEquals(ExitCode.OK, db.cli().run("migrate", "--target", "6").exitCode());
+    try (Connection c = db.dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, instance_key, payload)"
+              + " VALUES ('order', 'a', 'created', 'eu', '{}'), ('order', 'b', 'created', 'eu',"
+              + " '{}')");
+      // A unique build over two equal values fails (23505) and leaves the index INVALID.
+      SQLException failed =
+          assertThrows(
+              SQLException.class,
+              () ->
+                  s.execute(
+                      "CREATE UNIQUE INDEX CONCURRENTLY outbox_due_aggregate_idx ON outbox ((1))"));
+      assertEquals("23505", failed.getSQLState());
+    }
+
+    Cli.Result r = db.cli().run("migrate");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertTrue(
+        r.out().contains("schema version 6 -> " + SchemaMigrator.CURRENT_VERSION), r::toString);
+    assertTrue(r.err().contains("INVALID_INDEX"), r::toString);
+    assertTrue(r.err().contains("[outbox_due_aggregate_idx]"), r::toString);
+
+    try (Connection c = db.dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("DROP INDEX CONCURRENTLY outbox_due_aggregate_idx");
+      s.execute(
+          "CREATE INDEX CONCURRENTLY outbox_due_aggregate_idx ON outbox (instance_key,"
+              + " aggregate_id, seq) WHERE published_at IS NULL AND parked_at IS NULL");
+    }
+    Cli.Result repaired = db.cli().run("migrate");
+    assertEquals(ExitCode.OK, repaired.exitCode(), repaired::toString);
   }
 
   /**

@@ -536,14 +536,10 @@ public final class ConfigValidation {
      * RUNNING. A build still running shows the same way for a moment.
      */
     private void checkInvalidIndexes(HikariDataSource pool, OutboxTable table) throws SQLException {
-      List<String> invalid =
-          strings(
-              pool,
-              "SELECT i.indexrelid::regclass::text FROM pg_index i"
-                  + " WHERE i.indrelid IN (to_regclass(?), to_regclass(?))"
-                  + " AND NOT i.indisvalid ORDER BY 1",
-              table.qualified(),
-              table.qualifiedPublishedLog());
+      List<String> invalid;
+      try (Connection c = pool.getConnection()) {
+        invalid = SchemaMigrator.invalidIndexes(c, table);
+      }
       if (!invalid.isEmpty()) {
         error(
             OUTBOX_TABLE_CONFIG,
@@ -552,8 +548,9 @@ public final class ConfigValidation {
                 + (invalid.size() == 1 ? "an invalid index, " : "invalid indexes, ")
                 + abbreviated(invalid)
                 + " (a concurrent build that failed, or one still running): PostgreSQL never uses"
-                + " it; drop it with DROP INDEX CONCURRENTLY and build it again (the relay's own"
-                + " as `outbox-relay-cli schema-sql` shows)");
+                + " it; rebuild it with REINDEX INDEX CONCURRENTLY, or drop it with DROP INDEX"
+                + " CONCURRENTLY and build it again (the relay's own as `outbox-relay-cli"
+                + " schema-sql` shows)");
       }
     }
 

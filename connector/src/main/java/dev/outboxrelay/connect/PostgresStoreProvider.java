@@ -12,11 +12,16 @@ import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.function.Supplier;
 import org.flywaydb.core.api.FlywayException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** The production store: PostgreSQL through a HikariCP pool, judged by the database clock. */
 final class PostgresStoreProvider implements StoreProvider {
+  private static final Logger log = LoggerFactory.getLogger(PostgresStoreProvider.class);
+
   private HikariDataSource dataSource;
 
   @Override
@@ -30,14 +35,16 @@ final class PostgresStoreProvider implements StoreProvider {
   public void migrate(OutboxSourceConfig config) {
     try {
       // Not the task's pool: its statement timeout would cancel a long index build.
-      new SchemaMigrator(
+      SchemaMigrator migrator =
+          new SchemaMigrator(
               DataSourceFactory.unpooled(
                   config.connectionSettings(),
                   DataSourceFactory.APPLICATION_NAME + "-migrate",
                   DataSourceFactory.MIGRATION_SESSION),
               config.table(),
-              config.schemaMigrateLockTimeout())
-          .migrate();
+              config.schemaMigrateLockTimeout());
+      migrator.migrate();
+      reportInvalidIndexes(migrator, config);
     } catch (MigrationInProgressException e) {
       throw new OutboxStoreException(
           OutboxStoreException.Kind.TRANSIENT, MIGRATION_IN_PROGRESS, null, MIGRATE);
@@ -47,6 +54,29 @@ final class PostgresStoreProvider implements StoreProvider {
           ? SqlStates.classify(sql, MIGRATE)
           : new OutboxStoreException(
               OutboxStoreException.Kind.SCHEMA, "SCHEMA_MIGRATION_FAILED", null, MIGRATE);
+    }
+  }
+
+  /**
+   * A migration goes on past an index left INVALID under its name (a failed concurrent pre-build),
+   * and the relay then works without it, slowly or not at all: said at once, naming the index. Not
+   * a failure: one still being built shows the same way.
+   */
+  private static void reportInvalidIndexes(SchemaMigrator migrator, OutboxSourceConfig config) {
+    List<String> invalid;
+    try {
+      invalid = migrator.invalidIndexes();
+    } catch (OutboxStoreException e) {
+      return; // the claims report a database that fails; this check is only advice
+    }
+    if (!invalid.isEmpty()) {
+      log.warn(
+          "Outbox table {} has invalid indexes {} (reason=INVALID_INDEX; a concurrent build that"
+              + " failed, or one still running): PostgreSQL never reads them, so claims may scan"
+              + " the table. Rebuild each with REINDEX INDEX CONCURRENTLY, or drop it (DROP INDEX"
+              + " CONCURRENTLY) and build it again as `outbox-relay-cli schema-sql` shows",
+          config.table(),
+          invalid);
     }
   }
 

@@ -214,9 +214,9 @@ class ConfigValidationTest {
 
     assertEquals(
         "outbox.table has an invalid index, outbox_due_aggregate_idx (a concurrent build that"
-            + " failed, or one still running): PostgreSQL never uses it; drop it with DROP INDEX"
-            + " CONCURRENTLY and build it again (the relay's own as `outbox-relay-cli schema-sql`"
-            + " shows)",
+            + " failed, or one still running): PostgreSQL never uses it; rebuild it with REINDEX"
+            + " INDEX CONCURRENTLY, or drop it with DROP INDEX CONCURRENTLY and build it again (the"
+            + " relay's own as `outbox-relay-cli schema-sql` shows)",
         only(errors(props(url)), "outbox.table"));
   }
 

@@ -9,6 +9,7 @@ import dev.outboxrelay.store.postgres.SchemaMigrator;
 import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.function.Supplier;
 import org.flywaydb.core.api.FlywayException;
@@ -22,7 +23,10 @@ import picocli.CommandLine.Option;
       "Creates or upgrades the outbox table with the relay's own migrations (SchemaMigrator), and"
           + " prints the schema version before and after. A no-op when already current.",
       "A table created by another migration tool (from schema-sql) is refused: keep it current"
-          + " with schema-sql --after-version."
+          + " with schema-sql --after-version.",
+      "Fails (exit 2, INVALID_INDEX) when the table or its published log is left with an index"
+          + " PostgreSQL marks invalid: a concurrent pre-build that failed, which the migrations"
+          + " go on past."
     },
     footerHeading = "%nExamples:%n",
     footer = {
@@ -133,6 +137,20 @@ public final class MigrateCommand extends DatabaseCommand {
               + " ("
               + applied
               + " migration(s) applied)");
+    }
+    List<String> invalid = flyway(migrator::invalidIndexes);
+    if (!invalid.isEmpty()) {
+      // The migrations went on past them (IF NOT EXISTS meets the name): the relay would claim
+      // without them, scanning the table. A failure, so that a deployment script stops here.
+      throw CliException.database(
+          "INVALID_INDEX",
+          "table "
+              + database.table()
+              + " has invalid indexes "
+              + invalid
+              + " (a concurrent build that failed, or one still running): PostgreSQL never reads"
+              + " them. Rebuild each with REINDEX INDEX CONCURRENTLY, or drop it (DROP INDEX"
+              + " CONCURRENTLY) and build it again as schema-sql shows");
     }
     return ExitCode.OK;
   }

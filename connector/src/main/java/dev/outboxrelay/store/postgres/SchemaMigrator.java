@@ -4,8 +4,12 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -153,6 +157,40 @@ public final class SchemaMigrator {
         .map(String::strip)
         .filter(statement -> !statement.isEmpty())
         .toList();
+  }
+
+  /**
+   * The indexes of the table and its published log that PostgreSQL marks INVALID, sorted: left by a
+   * concurrent build that failed or was cancelled (a pre-build the migrations' notes advise on a
+   * large table), or one still running. PostgreSQL never reads one, and a migration whose {@code
+   * CREATE INDEX IF NOT EXISTS} met it under its name went on without it: a missing due index makes
+   * every claim scan the table until the statement timeout cancels it.
+   */
+  public List<String> invalidIndexes() {
+    try (Connection c = dataSource.getConnection()) {
+      return invalidIndexes(c, table);
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, "inspect indexes");
+    }
+  }
+
+  /** As {@link #invalidIndexes()}, on {@code c}. */
+  public static List<String> invalidIndexes(Connection c, OutboxTable table) throws SQLException {
+    List<String> invalid = new ArrayList<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT i.indexrelid::regclass::text FROM pg_index i"
+                + " WHERE i.indrelid IN (to_regclass(?), to_regclass(?))"
+                + " AND NOT i.indisvalid ORDER BY 1")) {
+      ps.setString(1, table.qualified());
+      ps.setString(2, table.qualifiedPublishedLog());
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          invalid.add(rs.getString(1));
+        }
+      }
+    }
+    return invalid;
   }
 
   private Flyway flyway(String target) {

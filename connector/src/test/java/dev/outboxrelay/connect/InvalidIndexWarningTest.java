@@ -1,0 +1,75 @@
+package dev.outboxrelay.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Schema version 7 advises building its indexes beforehand, concurrently, and goes on past an
+ * INVALID one left under the name by such a build that failed. A task that migrates on start says
+ * so at once, naming the index: the relay would otherwise claim without it, scanning the table.
+ */
+class InvalidIndexWarningTest {
+  @Test
+  void aMigrationOnStartThatLeavesAnInvalidIndexNamesIt() throws Exception {
+    String url = Postgres.freshDatabase("invalid_index_warning");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, OutboxTable.parse("outbox")).migrateTo("6");
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        // The index of a failed concurrent build: there, under its name, never read.
+        s.execute(
+            "CREATE INDEX outbox_due_aggregate_idx ON outbox (instance_key, aggregate_id, seq)");
+        s.execute(
+            "UPDATE pg_index SET indisvalid = false"
+                + " WHERE indexrelid = 'outbox_due_aggregate_idx'::regclass");
+      }
+      OutboxSourceConfig config =
+          new OutboxSourceConfig(
+              Map.of(
+                  "connection.url",
+                  url,
+                  "connection.user",
+                  Postgres.user(),
+                  "instance.keys",
+                  "orders",
+                  "schema.migrate.on.start",
+                  "true"));
+      long mark = LogCapture.get().mark();
+
+      new PostgresStoreProvider().migrate(config);
+
+      List<LogCapture.Event> warnings =
+          LogCapture.get().matching(mark, e -> e.message().contains("reason=INVALID_INDEX"));
+      assertEquals(1, warnings.size());
+      assertEquals("WARN", warnings.get(0).level());
+      assertTrue(
+          warnings.get(0).message().contains("[outbox_due_aggregate_idx]"),
+          warnings.get(0).message());
+      assertEquals(
+          SchemaMigrator.CURRENT_VERSION,
+          new SchemaMigrator(admin, OutboxTable.parse("outbox")).currentVersion().orElseThrow());
+
+      mark = LogCapture.get().mark();
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("REINDEX INDEX CONCURRENTLY outbox_due_aggregate_idx");
+      }
+      new PostgresStoreProvider().migrate(config);
+      assertEquals(
+          List.of(),
+          LogCapture.get().matching(mark, e -> e.message().contains("reason=INVALID_INDEX")));
+    }
+  }
+}
