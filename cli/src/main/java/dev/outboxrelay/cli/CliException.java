@@ -1,6 +1,7 @@
 package dev.outboxrelay.cli;
 
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.ReplicaIdentity;
 import dev.outboxrelay.store.postgres.SqlStates;
 
 /**
@@ -50,7 +51,15 @@ public final class CliException extends RuntimeException {
                 ? "another transaction held a lock on the table for longer than the lock timeout;"
                     + " what waited for it was rolled back: run the command again when that"
                     + " transaction has ended"
-                : hint(e.kind());
+                : ReplicaIdentity.MISSING.equals(e.reasonCode())
+                    ? "a publication that publishes updates or deletes includes the outbox table,"
+                        + " which has no replica identity: give it a primary key or REPLICA"
+                        + " IDENTITY FULL, or take it out of the publication"
+                    : ReplicaIdentity.LOG_MISSING.equals(e.reasonCode())
+                        ? "a publication that publishes deletes includes the published log, whose"
+                            + " replica identity was taken away: ALTER TABLE <log> REPLICA"
+                            + " IDENTITY FULL, or take the log out of the publication"
+                        : hint(e.kind());
     return new CliException(
         ExitCode.DATABASE,
         what

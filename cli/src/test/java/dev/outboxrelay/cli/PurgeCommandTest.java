@@ -167,6 +167,28 @@ class PurgeCommandTest {
     assertEquals(13, outbox.count("instance_key = 'eu' AND status = 'PUBLISHED'"));
   }
 
+  /**
+   * A publication of deletes (Debezium's FOR ALL TABLES) with the published log's replica identity
+   * taken away: PostgreSQL refuses the delete with 55000, which alone reads as a server in
+   * recovery. purge names the cause and the fix, not the network.
+   */
+  @Test
+  void aLogWithoutReplicaIdentityUnderAPublicationIsNamed() throws SQLException {
+    outbox.exec("CREATE PUBLICATION everything FOR ALL TABLES");
+    outbox.exec("ALTER TABLE outbox_published REPLICA IDENTITY DEFAULT");
+
+    Cli.Result r = outbox.cli().forKey("eu", "purge", "--published-before", "2021-01-01");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertTrue(
+        r.err()
+            .startsWith(
+                "error: purge failed: PUBLISHED_LOG_WITHOUT_REPLICA_IDENTITY (SQLState 55000): a"
+                    + " publication that publishes deletes includes the published log"),
+        r::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
+  }
+
   @Test
   void badCutoffsAreUsageErrors() {
     for (String cutoff : new String[] {"yesterday", "2021-01-01T00:00:00", "P-1D", "2021-13-01"}) {

@@ -467,6 +467,24 @@ public final class ConfigValidation {
                 + " (SQLState 55000): give the table a primary key or REPLICA IDENTITY FULL, or"
                 + " take it out of the publication");
       }
+      List<String> ofLog;
+      try (Connection c = pool.getConnection()) {
+        ofLog = ReplicaIdentity.blockingPublicationsOfLog(c, table);
+      }
+      if (!ofLog.isEmpty()) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + "'s published log "
+                + table.objectName("published")
+                + " has no replica identity and "
+                + (ofLog.size() == 1 ? "publication " : "publications ")
+                + abbreviated(ofLog)
+                + (ofLog.size() == 1 ? " publishes" : " publish")
+                + " its deletes, so PostgreSQL would refuse every retention delete (SQLState"
+                + " 55000): give it back REPLICA IDENTITY FULL (as schema version 9 creates it), or"
+                + " take it out of the publication");
+      }
     }
 
     /**

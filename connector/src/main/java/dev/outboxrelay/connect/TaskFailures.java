@@ -19,6 +19,12 @@ final class TaskFailures {
           + " has no replica identity: give it a primary key or REPLICA IDENTITY FULL, or take it"
           + " out of the publication";
     }
+    if (ReplicaIdentity.LOG_MISSING.equals(e.reasonCode())) {
+      return "; a publication that publishes deletes includes the outbox table's published log,"
+          + " whose replica identity was taken away, so retention cannot delete from it: give it"
+          + " back with ALTER TABLE <log> REPLICA IDENTITY FULL, or take the log out of the"
+          + " publication";
+    }
     if ("DB_DATABASE_MISSING".equals(e.reasonCode())) {
       return "; connection.url names a database that does not exist";
     }

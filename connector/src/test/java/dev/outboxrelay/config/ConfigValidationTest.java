@@ -707,6 +707,24 @@ class ConfigValidationTest {
     assertEquals(Map.of(), errors(props(url)), "a publication of inserts only needs none");
   }
 
+  @Test
+  void aPublicationOfDeletesOfThePublishedLogWithoutReplicaIdentityIsAnErrorOnTheTable()
+      throws SQLException {
+    String url = Postgres.freshDatabase("config_log_replica_identity");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    execute(url, "CREATE PUBLICATION everything FOR ALL TABLES");
+    assertEquals(Map.of(), errors(props(url)), "the log is created REPLICA IDENTITY FULL");
+
+    execute(url, "ALTER TABLE outbox_published REPLICA IDENTITY DEFAULT");
+
+    assertEquals(
+        "outbox.table's published log outbox_published has no replica identity and publication"
+            + " everything publishes its deletes, so PostgreSQL would refuse every retention"
+            + " delete (SQLState 55000): give it back REPLICA IDENTITY FULL (as schema version 9"
+            + " creates it), or take it out of the publication",
+        only(errors(props(url)), "outbox.table"));
+  }
+
   // Producer overrides
 
   @ParameterizedTest

@@ -26,6 +26,10 @@ class TaskFailuresTest {
         "SCHEMA | TABLE_WITHOUT_REPLICA_IDENTITY | 55000 | a publication that publishes updates or"
             + " deletes includes the outbox table, which has no replica identity: give it a primary"
             + " key or REPLICA IDENTITY FULL, or take it out of the publication",
+        "SCHEMA | PUBLISHED_LOG_WITHOUT_REPLICA_IDENTITY | 55000 | a publication that publishes"
+            + " deletes includes the outbox table's published log, whose replica identity was"
+            + " taken away, so retention cannot delete from it: give it back with ALTER TABLE <log>"
+            + " REPLICA IDENTITY FULL, or take the log out of the publication",
       })
   void aFailureSaysWhatToFix(Kind kind, String reason, String sqlState, String hint) {
     ConnectException e = TaskFailures.of(new OutboxStoreException(kind, reason, sqlState, "claim"));

@@ -7,6 +7,7 @@ import dev.outboxrelay.store.postgres.NamedSql;
 import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxColumns.Row;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.ReplicaIdentity;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.InstanceKeys;
 import java.sql.Connection;
@@ -213,7 +214,7 @@ public final class OperatorStore {
         }
       }
     } catch (SQLException e) {
-      OutboxStoreException failure = SqlStates.classify(e, "requeue");
+      OutboxStoreException failure = classify(e, "requeue");
       if (batchesBegun) {
         throw new RequeueFailedException(requeued, failure);
       }
@@ -323,8 +324,13 @@ public final class OperatorStore {
         PreparedStatement ps = c.prepareStatement(statement.jdbc())) {
       return work.run(c, statement.bind(ps));
     } catch (SQLException e) {
-      throw SqlStates.classify(e, operation);
+      throw classify(e, operation);
     }
+  }
+
+  /** By SQLState, and a 55000 that a missing replica identity explains named as such. */
+  private OutboxStoreException classify(SQLException e, String operation) {
+    return ReplicaIdentity.classify(dataSource, table, SqlStates.classify(e, operation));
   }
 
   @FunctionalInterface

@@ -643,21 +643,7 @@ public final class PostgresOutboxStore implements OutboxStore {
    * the 55000 of a server in recovery would leave the task running and relaying nothing.
    */
   private OutboxStoreException classify(SQLException e, String operation) {
-    OutboxStoreException failure = SqlStates.classify(e, operation);
-    if (SqlStates.OBJECT_NOT_IN_PREREQUISITE_STATE.equals(failure.sqlState())
-        && lacksReplicaIdentity()) {
-      return new OutboxStoreException(
-          OutboxStoreException.Kind.SCHEMA, ReplicaIdentity.MISSING, failure.sqlState(), operation);
-    }
-    return failure;
-  }
-
-  private boolean lacksReplicaIdentity() {
-    try (Connection c = dataSource.getConnection()) {
-      return !ReplicaIdentity.blockingPublications(c, table).isEmpty();
-    } catch (SQLException e) {
-      return false; // as classified by its SQLState: retried
-    }
+    return ReplicaIdentity.classify(dataSource, table, SqlStates.classify(e, operation));
   }
 
   /**

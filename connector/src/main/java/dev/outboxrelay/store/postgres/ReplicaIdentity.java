@@ -1,11 +1,13 @@
 package dev.outboxrelay.store.postgres;
 
+import dev.outboxrelay.store.OutboxStoreException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import javax.sql.DataSource;
 
 /**
  * Whether PostgreSQL lets the relay change the outbox table's rows. A table in a publication that
@@ -19,6 +21,13 @@ import java.util.List;
 public final class ReplicaIdentity {
   /** The reason code of a table that publications forbid the relay to change. */
   public static final String MISSING = "TABLE_WITHOUT_REPLICA_IDENTITY";
+
+  /**
+   * The reason code of a published log that publications forbid retention to delete from: schema
+   * version 9 creates it with REPLICA IDENTITY FULL (it has no primary key), so only a later ALTER
+   * TABLE takes that away.
+   */
+  public static final String LOG_MISSING = "PUBLISHED_LOG_WITHOUT_REPLICA_IDENTITY";
 
   /**
    * The publications that publish updates or deletes of the table while it has no replica identity
@@ -47,11 +56,49 @@ public final class ReplicaIdentity {
 
   private ReplicaIdentity() {}
 
+  /**
+   * {@code failure} as classified by its SQLState, unless it is a 55000 that a missing replica
+   * identity explains: then a SCHEMA failure naming the relation ({@link #MISSING}, {@link
+   * #LOG_MISSING}), which fails the task with what to fix, where retrying it like the 55000 of a
+   * server in recovery would leave the task running and the refused write never done.
+   */
+  public static OutboxStoreException classify(
+      DataSource dataSource, OutboxTable table, OutboxStoreException failure) {
+    if (!SqlStates.OBJECT_NOT_IN_PREREQUISITE_STATE.equals(failure.sqlState())) {
+      return failure;
+    }
+    String reason;
+    try (Connection c = dataSource.getConnection()) {
+      if (!blockingPublications(c, table).isEmpty()) {
+        reason = MISSING;
+      } else if (!blockingPublicationsOfLog(c, table).isEmpty()) {
+        reason = LOG_MISSING;
+      } else {
+        return failure;
+      }
+    } catch (SQLException e) {
+      return failure; // as classified by its SQLState: retried
+    }
+    return new OutboxStoreException(
+        OutboxStoreException.Kind.SCHEMA, reason, failure.sqlState(), failure.operation());
+  }
+
   /** The publications that make PostgreSQL refuse the relay's updates and deletes of the table. */
   public static List<String> blockingPublications(Connection c, OutboxTable table)
       throws SQLException {
+    return blockingPublications(c, table.qualified());
+  }
+
+  /** The publications that make PostgreSQL refuse retention's deletes from the published log. */
+  public static List<String> blockingPublicationsOfLog(Connection c, OutboxTable table)
+      throws SQLException {
+    return blockingPublications(c, table.qualifiedPublishedLog());
+  }
+
+  private static List<String> blockingPublications(Connection c, String qualifiedRelation)
+      throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(BLOCKING_PUBLICATIONS)) {
-      ps.setString(1, table.qualified());
+      ps.setString(1, qualifiedRelation);
       List<String> names = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
