@@ -109,16 +109,16 @@ public final class OutboxMessage {
               + LATEST_DEADLINE
               + "; leave it unset for no deadline");
     }
-    requireNoNul(messageId, "messageId");
-    requireNoNul(aggregateType, "aggregateType");
-    requireNoNul(aggregateId, "aggregateId");
-    requireNoNul(eventType, "eventType");
-    requireNoNul(topic, "topic");
-    requireNoNul(correlationId, "correlationId");
+    requireStorable(messageId, "messageId");
+    requireStorable(aggregateType, "aggregateType");
+    requireStorable(aggregateId, "aggregateId");
+    requireStorable(eventType, "eventType");
+    requireStorable(topic, "topic");
+    requireStorable(correlationId, "correlationId");
     headers.forEach(
         (name, value) -> {
-          requireNoNul(name, "a header name");
-          requireNoNul(value, "header " + (name.indexOf('\0') < 0 ? name : "?"));
+          requireStorable(name, "a header name");
+          requireStorable(value, "header " + (storable(name) ? name : "?"));
         });
     if (topic != null && !TopicNames.isRoutable(topic)) {
       // The relay would record the row FAILED (TOPIC_UNROUTABLE) after the business change
@@ -130,12 +130,43 @@ public final class OutboxMessage {
     }
   }
 
-  /** PostgreSQL's text and jsonb cannot hold U+0000. */
-  private static void requireNoNul(String value, String name) {
-    if (value != null && value.indexOf('\0') >= 0) {
+  /**
+   * PostgreSQL's text and jsonb cannot hold U+0000, nor a UTF-16 surrogate without its pair (no
+   * character at all): the driver, encoding to UTF-8, would store a '?' in its place, so two
+   * different message ids could be stored as one and the second be answered DUPLICATE, lost.
+   */
+  private static void requireStorable(String value, String name) {
+    if (value == null) {
+      return;
+    }
+    if (value.indexOf('\0') >= 0) {
       throw new IllegalArgumentException(
           name + " must not contain the character U+0000, which PostgreSQL text cannot hold");
     }
+    if (hasUnpairedSurrogate(value)) {
+      throw new IllegalArgumentException(
+          name
+              + " must not contain a UTF-16 surrogate without its pair, which is no character:"
+              + " UTF-8 cannot hold it, and it would be stored as '?'");
+    }
+  }
+
+  private static boolean storable(String value) {
+    return value.indexOf('\0') < 0 && !hasUnpairedSurrogate(value);
+  }
+
+  private static boolean hasUnpairedSurrogate(String value) {
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if (Character.isHighSurrogate(c)
+          && i + 1 < value.length()
+          && Character.isLowSurrogate(value.charAt(i + 1))) {
+        i++; // a pair: one supplementary character
+      } else if (Character.isSurrogate(c)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static String requireTraceparent(String traceparent) {

@@ -80,6 +80,39 @@ class OutboxMessageTest {
   }
 
   /**
+   * A lone UTF-16 surrogate is no character: the driver would store '?' in its place, so "order-" +
+   * U+D800 and "order-?" would be one message id, and the second insert would be answered DUPLICATE
+   * and lost. Refused in every text field, naming it; a proper pair is a character.
+   */
+  @Test
+  void aSurrogateWithoutItsPairIsRefusedNamingTheField() {
+    for (var field :
+        Map.<String, java.util.function.UnaryOperator<OutboxMessage.Builder>>of(
+                "messageId", b -> b.messageId("order-\uD800"),
+                "aggregateType", b -> b.aggregateType("order\uDC00"),
+                "aggregateId", b -> b.aggregateId("\uDBFFo"),
+                "eventType", b -> b.eventType("P\uDC00\uD800"),
+                "topic", b -> b.topic("t\uD800"),
+                "correlationId", b -> b.correlationId("c\uDFFF"),
+                "header tenant", b -> b.header("tenant", "acme\uD800"),
+                "a header name", b -> b.header("ten\uD800ant", "acme"))
+            .entrySet()) {
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class, () -> field.getValue().apply(order()).build());
+      assertEquals(
+          field.getKey()
+              + " must not contain a UTF-16 surrogate without its pair, which is no character:"
+              + " UTF-8 cannot hold it, and it would be stored as '?'",
+          e.getMessage());
+    }
+    // A pair (U+1F600) is one character, and stored as it is.
+    assertEquals(
+        "order-\uD83D\uDE00",
+        order().messageId("order-\uD83D\uDE00").header("mood", "\uD83D\uDE00").build().messageId());
+  }
+
+  /**
    * The table's btree index on (instance_key, aggregate_id, seq) refuses a longer entry with
    * SQLState 54000 ({@link PostgresOutboxWriterDatabaseTest} shows the bound fits).
    */
