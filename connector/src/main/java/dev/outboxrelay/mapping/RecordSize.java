@@ -20,7 +20,10 @@ final class RecordSize {
   /** Kafka's DefaultRecordBatch.RECORD_BATCH_OVERHEAD (magic v2). */
   static final int BATCH_OVERHEAD = 61;
 
-  /** Kafka's DefaultRecord.MAX_RECORD_OVERHEAD: length, attributes, deltas, key/value lengths. */
+  /**
+   * Kafka's DefaultRecord.MAX_RECORD_OVERHEAD: the record's length, attributes, timestamp and
+   * offset deltas. The key's and value's lengths are not in it: the producer adds them.
+   */
   static final int RECORD_OVERHEAD = 21;
 
   private static final int MAX_VARINT = 5;
@@ -28,7 +31,8 @@ final class RecordSize {
   private RecordSize() {}
 
   static long upperBound(SourceRecord record, byte[] payload) {
-    long size = BATCH_OVERHEAD + RECORD_OVERHEAD + MAX_VARINT; // + the header count
+    // + the key's length, the value's length and the header count, each at its widest
+    long size = BATCH_OVERHEAD + RECORD_OVERHEAD + 3 * MAX_VARINT;
     size += utf8Length(record.key());
     size += payload == null ? 0 : payload.length;
     for (Header header : record.headers()) {

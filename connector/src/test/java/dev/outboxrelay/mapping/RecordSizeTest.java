@@ -85,6 +85,22 @@ class RecordSizeTest {
     }
   }
 
+  /**
+   * Without the headers' margin (every varint counted at its widest): a record with no headers,
+   * whose key and value lengths take 3 bytes each in the producer's count.
+   */
+  @Test
+  void theEstimateOfARecordWithoutHeadersIsNeverBelowTheProducersOwn() {
+    for (int size : new int[] {0, 127, 128, 16_384, 1_000_000}) {
+      byte[] payload = new byte[size];
+      SourceRecord record =
+          new SourceRecord(null, null, "t", null, null, "k".repeat(20_000), null, payload);
+      assertTrue(
+          RecordSize.upperBound(record, payload) >= producerUpperBound(record, payload),
+          "size " + size);
+    }
+  }
+
   @Test
   void aRecordThatFitsIsMapped() {
     ClaimedMessage row = rowWithPayload(900_000);
