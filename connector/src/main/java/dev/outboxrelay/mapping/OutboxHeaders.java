@@ -25,6 +25,13 @@ public final class OutboxHeaders {
    */
   public static final String PAYLOAD_OMITTED = "outbox.payload_omitted";
 
+  /**
+   * Dead-letter records only, value {@code true}: even without its payload the record was larger
+   * than the producer takes (an event type, aggregate type or correlation id of that size), so it
+   * carries only the message id, the failure reason and these two markers.
+   */
+  public static final String HEADERS_OMITTED = "outbox.headers_omitted";
+
   /** Debezium convention: the message id, as Debezium's outbox event router sets it. */
   public static final String DEBEZIUM_ID = "id";
 

@@ -175,7 +175,24 @@ public final class RecordMapper {
     ConnectHeaders bare = conventionHeaders(row);
     bare.addString(OutboxHeaders.FAILURE_REASON, reasonCode);
     bare.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
-    return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, bare);
+    SourceRecord withoutPayload =
+        record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, bare);
+    if (RecordSize.upperBound(withoutPayload, null) <= settings.recordMaxBytes()) {
+      return withoutPayload;
+    }
+    // Still too large: an event type, aggregate type or correlation id of the row's own making
+    // (the table bounds none of them). The producer would refuse the record and fail the task on
+    // every claim of the row; the message id, bounded by the table, still leads back to it.
+    ConnectHeaders minimal = new ConnectHeaders();
+    minimal.addString(
+        settings.convention() == RoutingConvention.DEBEZIUM
+            ? OutboxHeaders.DEBEZIUM_ID
+            : OutboxHeaders.MESSAGE_ID,
+        row.messageId());
+    minimal.addString(OutboxHeaders.FAILURE_REASON, reasonCode);
+    minimal.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
+    minimal.addString(OutboxHeaders.HEADERS_OMITTED, "true");
+    return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, minimal);
   }
 
   /** Strict: malformed input is an error, never replaced. */

@@ -16,6 +16,8 @@ import java.util.List;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 class DeadLetterTest {
   private static final String DLQ = "outbox.dead-letter";
@@ -146,6 +148,38 @@ class DeadLetterTest {
     assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
     assertEquals(reason, record.headers().lastWithName(OutboxHeaders.FAILURE_REASON).value());
     assertTrue(RecordSize.upperBound(record, null) <= 2_000);
+  }
+
+  /**
+   * The table bounds neither the event type, nor the aggregate type, nor the correlation id: one
+   * too large for the producer even without the payload leaves only the message id in the
+   * dead-letter record. Handed over as it was, the producer would refuse it and fail the task on
+   * every claim of the row.
+   */
+  @ParameterizedTest
+  @EnumSource(RoutingConvention.class)
+  void aRecordTooLargeForTheRelaysOwnHeadersIsDeadLetteredWithTheMessageIdOnly(
+      RoutingConvention convention) {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                convention.defaultTopicTemplate(), convention, PayloadFormat.JSON, 64, DLQ, 2_000));
+    ClaimedMessage row = row().messageId("m-9").payload("{}").eventType("E".repeat(3_000)).build();
+    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
+
+    SourceRecord record = mapper.deadLetter(row, reason);
+
+    assertTrue(RecordSize.upperBound(record, null) <= 2_000);
+    assertNull(record.value());
+    String idHeader =
+        convention == RoutingConvention.DEBEZIUM
+            ? OutboxHeaders.DEBEZIUM_ID
+            : OutboxHeaders.MESSAGE_ID;
+    assertEquals("m-9", record.headers().lastWithName(idHeader).value());
+    assertEquals(reason, record.headers().lastWithName(OutboxHeaders.FAILURE_REASON).value());
+    assertEquals("true", record.headers().lastWithName(OutboxHeaders.HEADERS_OMITTED).value());
+    assertEquals(4, record.headers().size());
+    assertEquals(row.aggregateId(), record.key());
   }
 
   @Test
