@@ -16,6 +16,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.regex.Pattern;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
@@ -219,6 +220,17 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " ${event_type} and ${instance_key}; the rest must be legal in a topic name. Unset or"
           + " empty: the routing convention's default, outbox.${aggregate_type} or"
           + " outbox.event.${aggregate_type}. A topic set on the row itself takes precedence.";
+
+  public static final String TOPIC_ALLOWED_REGEX_CONFIG = "topic.allowed.regex";
+  private static final String TOPIC_ALLOWED_REGEX_DOC =
+      "The topics rows may be published to: a Java regular expression that the whole topic name"
+          + " must match, whether it is the row's own or the filled template. A row routed"
+          + " elsewhere is never published (reason TOPIC_NOT_ALLOWED; dead-lettered if"
+          + " dead.letter.topic is set). Empty: any legal topic but Kafka's internal ones. A row"
+          + " can name any topic, so whoever may insert outbox rows could otherwise write to every"
+          + " topic the task's producer may, Connect's own (configs, offsets, status) included:"
+          + " set it (e.g. outbox\\..*) where the outbox's writers are not trusted like the"
+          + " connector's operators.";
 
   public static final String PAYLOAD_FORMAT_CONFIG = "payload.format";
   private static final String PAYLOAD_FORMAT_DOC =
@@ -579,6 +591,14 @@ public class OutboxSourceConfig extends AbstractConfig {
             Importance.MEDIUM,
             TOPIC_TEMPLATE_DOC,
             "Topic template")
+        .add(
+            TOPIC_ALLOWED_REGEX_CONFIG,
+            Type.STRING,
+            "",
+            Validators.optionalRegex(),
+            Importance.MEDIUM,
+            TOPIC_ALLOWED_REGEX_DOC,
+            "Allowed topics")
         .choice(
             PAYLOAD_FORMAT_CONFIG,
             "bytes",
@@ -905,6 +925,14 @@ public class OutboxSourceConfig extends AbstractConfig {
       }
     }
     return fallback;
+  }
+
+  /** topic.allowed.regex, compiled; empty when any routable topic is allowed. */
+  public Optional<Pattern> allowedTopics() {
+    String regex = getString(TOPIC_ALLOWED_REGEX_CONFIG);
+    return regex == null || regex.isEmpty()
+        ? Optional.empty()
+        : Optional.of(Pattern.compile(regex));
   }
 
   public Optional<String> deadLetterTopic() {

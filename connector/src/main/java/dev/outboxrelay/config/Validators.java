@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 
@@ -166,6 +167,25 @@ final class Validators {
           }
           if (VARIABLE.matcher(template).replaceAll("").length() > TopicNames.MAX_LENGTH) {
             throw new ConfigException(name + " is longer than a topic name may be");
+          }
+        });
+  }
+
+  /** Empty, or a Java regular expression. */
+  static ConfigDef.Validator optionalRegex() {
+    return of(
+        "empty, or a Java regular expression",
+        (name, value) -> {
+          String regex = (String) value;
+          if (regex.isEmpty()) {
+            return;
+          }
+          try {
+            Pattern.compile(regex);
+          } catch (PatternSyntaxException e) {
+            // The index only: the description quotes the value.
+            throw new ConfigException(
+                name + " is not a valid regular expression (near index " + e.getIndex() + ")");
           }
         });
   }

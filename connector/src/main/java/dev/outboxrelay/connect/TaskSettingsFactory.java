@@ -69,6 +69,7 @@ final class TaskSettingsFactory {
         config.payloadFormat(),
         config.payloadMaxBytes(),
         config.deadLetterTopic().orElse(null),
-        config.producerMaxRequestSize());
+        config.producerMaxRequestSize(),
+        config.allowedTopics().orElse(null));
   }
 }

@@ -2,6 +2,7 @@ package dev.outboxrelay.mapping;
 
 import dev.outboxrelay.writer.TopicNames;
 import java.util.Objects;
+import java.util.regex.Pattern;
 
 /**
  * How claimed rows become records. Validated on construction, so a mapper never starts with a
@@ -17,6 +18,8 @@ import java.util.Objects;
  *     for none (never the empty string)
  * @param recordMaxBytes the producer's {@code max.request.size}: a record estimated larger is
  *     unpublishable ({@link UnpublishableReasons#RECORD_TOO_LARGE})
+ * @param allowedTopics the topics a row may be routed to, matched whole; null for any routable
+ *     topic. Others are unpublishable ({@link UnpublishableReasons#TOPIC_NOT_ALLOWED})
  */
 public record MappingSettings(
     String topicTemplate,
@@ -24,7 +27,8 @@ public record MappingSettings(
     PayloadFormat payloadFormat,
     int payloadMaxBytes,
     String deadLetterTopic,
-    int recordMaxBytes) {
+    int recordMaxBytes,
+    Pattern allowedTopics) {
 
   /** Kafka's default {@code max.request.size}. */
   public static final int DEFAULT_RECORD_MAX_BYTES = 1_048_576;
@@ -45,6 +49,24 @@ public record MappingSettings(
         DEFAULT_RECORD_MAX_BYTES);
   }
 
+  /** Any routable topic allowed. */
+  public MappingSettings(
+      String topicTemplate,
+      RoutingConvention convention,
+      PayloadFormat payloadFormat,
+      int payloadMaxBytes,
+      String deadLetterTopic,
+      int recordMaxBytes) {
+    this(
+        topicTemplate,
+        convention,
+        payloadFormat,
+        payloadMaxBytes,
+        deadLetterTopic,
+        recordMaxBytes,
+        null);
+  }
+
   public MappingSettings {
     TopicRouter.requireValidTemplate(topicTemplate);
     Objects.requireNonNull(convention, "convention");
@@ -62,6 +84,11 @@ public record MappingSettings(
               + TopicNames.RULE
               + ", not one of Kafka's internal topics) or absent");
     }
+  }
+
+  /** Whether a row may be routed to {@code topic} (a routable one). */
+  public boolean allows(String topic) {
+    return allowedTopics == null || allowedTopics.matcher(topic).matches();
   }
 
   public boolean hasDeadLetterTopic() {

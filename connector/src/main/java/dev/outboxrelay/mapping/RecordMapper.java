@@ -94,6 +94,9 @@ public final class RecordMapper {
     if (topic.isEmpty()) {
       return new Unpublishable(UnpublishableReasons.TOPIC_UNROUTABLE);
     }
+    if (!settings.allows(topic.get())) {
+      return new Unpublishable(UnpublishableReasons.TOPIC_NOT_ALLOWED);
+    }
     Map<String, String> rowHeaders;
     try {
       rowHeaders = rowHeaders(row);

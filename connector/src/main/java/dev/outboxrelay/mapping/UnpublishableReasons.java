@@ -53,6 +53,12 @@ public final class UnpublishableReasons {
   /** Neither the explicit topic nor the filled template is a legal topic name. */
   public static final String TOPIC_UNROUTABLE = "TOPIC_UNROUTABLE";
 
+  /**
+   * The row's topic (its own, or the filled template) is routable but not among the topics the
+   * connector may write to ({@code topic.allowed.regex}).
+   */
+  public static final String TOPIC_NOT_ALLOWED = "TOPIC_NOT_ALLOWED";
+
   public static final Set<String> ALL =
       Set.of(
           DEADLINE_EXPIRED,
@@ -63,7 +69,8 @@ public final class UnpublishableReasons {
           PAYLOAD_INVALID_TEXT,
           HEADERS_MALFORMED,
           HEADER_NAME_RESERVED,
-          TOPIC_UNROUTABLE);
+          TOPIC_UNROUTABLE,
+          TOPIC_NOT_ALLOWED);
 
   private UnpublishableReasons() {}
 }

@@ -103,7 +103,7 @@ class OutboxSourceConfigTest {
   @Test
   void everyKeyHasDocGroupAndDisplayName() {
     var keys = OutboxSourceConfig.configDef().configKeys().values();
-    assertEquals(40, keys.size());
+    assertEquals(41, keys.size());
     for (var key : keys) {
       assertFalse(key.documentation == null || key.documentation.isBlank(), key.name);
       assertFalse(key.group == null || key.group.isBlank(), key.name);
@@ -214,6 +214,24 @@ class OutboxSourceConfigTest {
     assertEquals(
         Optional.of("outbox.dlq"),
         new OutboxSourceConfig(with("dead.letter.topic", "outbox.dlq")).deadLetterTopic());
+  }
+
+  @Test
+  void allowedTopicsWhenSet() {
+    assertEquals(
+        Optional.empty(), new OutboxSourceConfig(with("topic.allowed.regex", "")).allowedTopics());
+    assertEquals(
+        "outbox\\..*",
+        new OutboxSourceConfig(with("topic.allowed.regex", "outbox\\..*"))
+            .allowedTopics()
+            .orElseThrow()
+            .pattern());
+    ConfigException e =
+        assertThrows(
+            ConfigException.class,
+            () -> new OutboxSourceConfig(with("topic.allowed.regex", "outbox.(secret")));
+    assertTrue(e.getMessage().contains("topic.allowed.regex"), e.getMessage());
+    assertFalse(e.getMessage().contains("secret"), "the value is not echoed: " + e.getMessage());
   }
 
   @Test

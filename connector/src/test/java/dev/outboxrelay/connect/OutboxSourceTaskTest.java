@@ -449,6 +449,30 @@ class OutboxSourceTaskTest {
     assertEquals(0, task.metrics().published.get());
   }
 
+  /** topic.allowed.regex: a row naming a topic outside it is parked, its neighbours flow. */
+  @Test
+  void aRowNamingATopicOutsideTheAllowedOnesIsParkedNotPublished() {
+    add("eu", "good", "a", "{}".getBytes());
+    store.enqueue(
+        "eu",
+        OutboxMessage.builder()
+            .messageId("forged")
+            .aggregateType("order")
+            .aggregateId("b")
+            .eventType("OrderPlaced")
+            .topic("connect-configs")
+            .payload("{}".getBytes())
+            .build());
+    startTask(Map.of("topic.allowed.regex", "outbox\\..+"));
+
+    List<SourceRecord> records = task.poll();
+
+    assertEquals(List.of("good"), records.stream().map(SourceOffsets::messageId).toList());
+    assertEquals("outbox.order", records.get(0).topic());
+    await().until(() -> status("forged") == MessageStatus.FAILED);
+    assertEquals("TOPIC_NOT_ALLOWED", store.find("forged").orElseThrow().lastFailureCode());
+  }
+
   @Test
   void poisonRowsAreFailedWithAReasonWhileNeighboursFlow() {
     add("eu", "good1", "a", "{}".getBytes());

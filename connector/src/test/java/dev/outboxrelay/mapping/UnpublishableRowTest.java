@@ -11,6 +11,7 @@ import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -206,6 +207,32 @@ class UnpublishableRowTest {
     assertEquals("TOPIC_UNROUTABLE", reason(mapper, row().aggregateType("x".repeat(250)).build()));
   }
 
+  /**
+   * topic.allowed.regex: a row may name any topic, Connect's own included, unless the operator
+   * bounds where rows go. The whole name must match; the row's own topic and the template alike.
+   */
+  @Test
+  void aTopicOutsideTheAllowedOnesIsNotAllowed() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.BYTES,
+                MAX_BYTES,
+                null,
+                MappingSettings.DEFAULT_RECORD_MAX_BYTES,
+                Pattern.compile("outbox\\..*")));
+
+    assertEquals("TOPIC_NOT_ALLOWED", reason(mapper, row().topic("connect-configs").build()));
+    assertEquals("TOPIC_NOT_ALLOWED", reason(mapper, row().topic("xoutbox.orders").build()));
+    assertMapped(mapper, row().topic("outbox.orders").build());
+    assertMapped(mapper, row().aggregateType("orders").build()); // outbox.orders, the template
+    assertEquals(
+        "TOPIC_UNROUTABLE", reason(mapper, row().topic("outbox.no spaces").build()), "first");
+    assertMapped(mapper(PayloadFormat.BYTES), row().topic("connect-configs").build());
+  }
+
   @Test
   void theFirstFailingCheckNamesTheReason() {
     RecordMapper mapper = mapper(PayloadFormat.JSON);
@@ -225,7 +252,7 @@ class UnpublishableRowTest {
 
   @Test
   void everyReasonIsAValidCodeAndListed() {
-    assertEquals(9, UnpublishableReasons.ALL.size());
+    assertEquals(10, UnpublishableReasons.ALL.size());
     for (String code : UnpublishableReasons.ALL) {
       assertEquals(code, new Unpublishable(code).reasonCode());
     }
