@@ -5,6 +5,7 @@ import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Printable;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.kafka.common.utils.Time;
@@ -114,20 +115,21 @@ final class LeaseRenewer {
    * the message ids of the outcomes still in hand. Their leases are renewed too (the write may not
    * have applied), but a renewal that misses one does not report it: the write may have committed
    * though its reply was lost (a failover), and then its rows are settled, not taken over. The
-   * retried write decides, and reports a lost claim itself.
+   * retried write decides, and reports a lost claim itself; returned are those missed, for the
+   * caller to report should the write never be retried again (abandoned at a stop).
    */
-  void renewIfDue(Set<String> undecided) {
+  Set<String> renewIfDue(Set<String> undecided) {
     if (time.milliseconds() < nextRenewalMs) {
-      return;
+      return Set.of();
     }
     nextRenewalMs = time.milliseconds() + settings.leaseRenewalInterval().toMillis();
     if (stopping && settings.exactlyOnce()) {
-      return;
+      return Set.of();
     }
     List<HeldLease> held = ledger.heldLeases();
     if (held.isEmpty()) {
       recovered();
-      return;
+      return Set.of();
     }
     // A task thread stuck outside poll (a hung transform or converter) must not keep its rows
     // forever: stop renewing so the leases expire and another task reclaims them. A thread
@@ -144,7 +146,7 @@ final class LeaseRenewer {
       // Look again soon: renew as soon as the thread is back, not a whole interval later.
       nextRenewalMs =
           time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
-      return;
+      return Set.of();
     }
     if (stallReported) {
       stallReported = false;
@@ -153,11 +155,18 @@ final class LeaseRenewer {
     try {
       Set<String> lost = store.renew(held, settings.leaseDuration());
       recovered();
+      Set<String> missedUndecided = new HashSet<>();
       for (HeldLease lease : held) {
-        if (lost.contains(lease.messageId()) && !undecided.contains(lease.messageId())) {
+        if (!lost.contains(lease.messageId())) {
+          continue;
+        }
+        if (undecided.contains(lease.messageId())) {
+          missedUndecided.add(lease.messageId());
+        } else {
           claimLost(lease);
         }
       }
+      return missedUndecided;
     } catch (OutboxStoreException e) {
       health.databaseError(e);
       healthy = false;
@@ -169,6 +178,7 @@ final class LeaseRenewer {
       // Try again soon rather than a whole interval later.
       nextRenewalMs =
           time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
+      return Set.of();
     }
   }
 

@@ -49,6 +49,13 @@ final class OutcomeLoop {
   /** Taken from the queue and not yet written: counted late if the thread dies meanwhile. */
   private List<PendingOutcome> inHand = List.of();
 
+  /**
+   * Message ids of outcomes in hand whose leases a renewal between their write's retries found
+   * gone: taken over, or settled by an earlier attempt whose reply was lost. The retried write
+   * decides; one never retried again (abandoned at a stop) is reported as a possible lost claim.
+   */
+  private final Set<String> goneWhileInHand = new HashSet<>();
+
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
   private int consecutiveErrors;
 
@@ -130,6 +137,7 @@ final class OutcomeLoop {
           t.getClass().getName());
     } finally {
       reportUnwritten(inHand);
+      inHand.forEach(this::reportIfGone);
       closeAdmission();
       if (closeDeadlineMs != Long.MAX_VALUE) {
         writer.settleUnresolvedAtStop(); // a stop, not a death: what Kafka never acknowledged
@@ -150,7 +158,9 @@ final class OutcomeLoop {
         writeUntilDone(batch);
         inHand = List.of();
       }
-      renewer.renewIfDue();
+      if (!pastCloseDeadline()) { // past it, abandoned outcomes were reported, and nothing renews
+        renewer.renewIfDue();
+      }
     }
   }
 
@@ -199,6 +209,7 @@ final class OutcomeLoop {
   private void writeUntilDone(List<PendingOutcome> batch) {
     List<PendingOutcome> remaining = new ArrayList<>(batch);
     inHand = remaining; // the writer removes each outcome once written
+    goneWhileInHand.clear();
     boolean retried = false;
     while (!remaining.isEmpty()) {
       try {
@@ -218,7 +229,7 @@ final class OutcomeLoop {
           return;
         }
         // A write that keeps failing (behind a lock, say) must not let the held leases expire.
-        renewer.renewIfDue(messageIdsOf(remaining));
+        goneWhileInHand.addAll(renewer.renewIfDue(messageIdsOf(remaining)));
         backoff();
       }
     }
@@ -240,7 +251,26 @@ final class OutcomeLoop {
           "Outcome abandoned at stop: message_id={} (reason=DATABASE_UNAVAILABLE_AT_STOP; a"
               + " later claim or the next instance's recovery settles the row)",
           Printable.escape(o.messageId()));
+      reportIfGone(o);
     }
+  }
+
+  /**
+   * An outcome in hand, never to be written, whose lease a renewal found gone: a lost claim unless
+   * an earlier attempt of the write applied it, which nothing can tell now. Reported as one, the
+   * safe side of the zombie signal.
+   */
+  private void reportIfGone(PendingOutcome o) {
+    if (!goneWhileInHand.remove(o.messageId())) {
+      return;
+    }
+    metrics.claimLost.incrementAndGet();
+    log.warn(
+        "Claim lost: outcome not written for message_id={} and lease renewal matched no row"
+            + " (reason=LEASE_TAKEN_OVER; another owner holds or resolved the row, a duplicate in"
+            + " Kafka is possible, unless an earlier attempt of the write applied it and its reply"
+            + " was lost)",
+        Printable.escape(o.messageId()));
   }
 
   private void backoff() {

@@ -650,6 +650,45 @@ class OutboxSourceTaskTest {
     assertEquals(MessageStatus.IN_FLIGHT, status("m1"), "still the other owner's");
   }
 
+  /**
+   * ... and one whose write is still failing when the stop's grace ends, never to be retried, is
+   * reported as a lost claim then: the renewal left it to a write that never came.
+   */
+  @Test
+  void aClaimTakenOverWhileItsPublishIsRetriedIsReportedLostWhenTheWriteIsAbandoned() {
+    add("eu", "m1", "a", "{}".getBytes());
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    startTask(
+        Map.of(
+            "lease.duration.ms", "2000",
+            "lease.renewal.interval.ms", "200",
+            "poll.interval.ms", "100"));
+    List<SourceRecord> records = task.poll();
+    failing.publishesFail = true;
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+    await().until(() -> failing.publishCalls.get() >= 1);
+    clock.advance(Duration.ofSeconds(5));
+    assertEquals(
+        1,
+        store
+            .claimAbandoned(
+                new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true))
+            .claimed()
+            .size());
+    int renewals = failing.renewCalls.get();
+    mockTime.sleep(300); // a renewal is due between the write's retries
+    await().until(() -> failing.renewCalls.get() > renewals);
+    assertEquals(0, task.metrics().claimLost.get(), "left to the write in hand");
+
+    task.stop();
+    mockTime.sleep(30_000); // the stop's grace ends with the write still failing
+    await().until(() -> failing.closes.get() == 1);
+
+    assertEquals(1, task.metrics().claimLost.get());
+    assertEquals(0, task.metrics().published.get());
+  }
+
   @Test
   void stopIsIdempotentAndALateAcknowledgementIsReportedNotWritten() {
     add("eu", "m1", "a", "{}".getBytes());
