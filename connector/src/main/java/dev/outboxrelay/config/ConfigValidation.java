@@ -467,6 +467,10 @@ public final class ConfigValidation {
                 + " (SQLState 55000): give the table a primary key or REPLICA IDENTITY FULL, or"
                 + " take it out of the publication");
       }
+      if (Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER)
+          .equals(validValue(values, RETENTION_PUBLISHED_MS_CONFIG))) {
+        return; // nothing ever deletes from the log
+      }
       List<String> ofLog;
       try (Connection c = pool.getConnection()) {
         ofLog = ReplicaIdentity.blockingPublicationsOfLog(c, table);

@@ -723,6 +723,12 @@ class ConfigValidationTest {
             + " delete (SQLState 55000): give it back REPLICA IDENTITY FULL (as schema version 9"
             + " creates it), or take it out of the publication",
         only(errors(props(url)), "outbox.table"));
+
+    Map<String, String> keptForEver = props(url);
+    keptForEver.put("retention.published.ms", "-1");
+    assertEquals(Map.of(), errors(keptForEver), "nothing deletes from the log");
+    execute(url, "ALTER PUBLICATION everything SET (publish = 'insert, update')");
+    assertEquals(Map.of(), errors(props(url)), "nothing updates the log");
   }
 
   // Producer overrides

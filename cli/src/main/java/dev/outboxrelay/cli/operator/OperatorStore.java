@@ -330,7 +330,8 @@ public final class OperatorStore {
 
   /** By SQLState, and a 55000 that a missing replica identity explains named as such. */
   private OutboxStoreException classify(SQLException e, String operation) {
-    return ReplicaIdentity.classify(dataSource, table, SqlStates.classify(e, operation));
+    // No statement here deletes from the published log (purge goes through the relay's store).
+    return ReplicaIdentity.classify(dataSource, table, SqlStates.classify(e, operation), false);
   }
 
   @FunctionalInterface

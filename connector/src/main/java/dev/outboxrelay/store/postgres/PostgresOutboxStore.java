@@ -49,6 +49,9 @@ import javax.sql.DataSource;
  * of their own, for their planner settings). See {@link OutboxStore} for the fencing rule.
  */
 public final class PostgresOutboxStore implements OutboxStore {
+  /** The operation of retention's deletes, the only statements that delete from the log. */
+  private static final String DELETE_PUBLISHED = "delete-published";
+
   private final DataSource dataSource;
   private final OutboxTable table;
   private final OutboxSql sql;
@@ -538,7 +541,7 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   private int deletePublished(NamedSql delete, Object[] keys, OffsetDateTime before, int limit) {
     return run(
-        "delete-published",
+        DELETE_PUBLISHED,
         delete,
         (c, statement) ->
             statement
@@ -643,7 +646,8 @@ public final class PostgresOutboxStore implements OutboxStore {
    * the 55000 of a server in recovery would leave the task running and relaying nothing.
    */
   private OutboxStoreException classify(SQLException e, String operation) {
-    return ReplicaIdentity.classify(dataSource, table, SqlStates.classify(e, operation));
+    return ReplicaIdentity.classify(
+        dataSource, table, SqlStates.classify(e, operation), DELETE_PUBLISHED.equals(operation));
   }
 
   /**

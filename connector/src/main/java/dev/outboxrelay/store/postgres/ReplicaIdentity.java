@@ -42,7 +42,7 @@ public final class ReplicaIdentity {
         JOIN pg_publication_tables pt ON pt.schemaname = n.nspname AND pt.tablename = c.relname
         JOIN pg_publication p ON p.pubname = pt.pubname
        WHERE c.oid = to_regclass(?)
-         AND (p.pubupdate OR p.pubdelete)
+         AND {publishes}
          AND c.relreplident <> 'f'
          AND NOT EXISTS (
                SELECT 1 FROM pg_index i
@@ -58,12 +58,16 @@ public final class ReplicaIdentity {
 
   /**
    * {@code failure} as classified by its SQLState, unless it is a 55000 that a missing replica
-   * identity explains: then a SCHEMA failure naming the relation ({@link #MISSING}, {@link
-   * #LOG_MISSING}), which fails the task with what to fix, where retrying it like the 55000 of a
-   * server in recovery would leave the task running and the refused write never done.
+   * identity explains (the published log's only for a statement that {@code deletesFromLog}): then
+   * a SCHEMA failure naming the relation ({@link #MISSING}, {@link #LOG_MISSING}), which fails the
+   * task with what to fix, where retrying it like the 55000 of a server in recovery would leave the
+   * task running and the refused write never done.
    */
   public static OutboxStoreException classify(
-      DataSource dataSource, OutboxTable table, OutboxStoreException failure) {
+      DataSource dataSource,
+      OutboxTable table,
+      OutboxStoreException failure,
+      boolean deletesFromLog) {
     if (!SqlStates.OBJECT_NOT_IN_PREREQUISITE_STATE.equals(failure.sqlState())) {
       return failure;
     }
@@ -71,7 +75,7 @@ public final class ReplicaIdentity {
     try (Connection c = dataSource.getConnection()) {
       if (!blockingPublications(c, table).isEmpty()) {
         reason = MISSING;
-      } else if (!blockingPublicationsOfLog(c, table).isEmpty()) {
+      } else if (deletesFromLog && !blockingPublicationsOfLog(c, table).isEmpty()) {
         reason = LOG_MISSING;
       } else {
         return failure;
@@ -86,18 +90,22 @@ public final class ReplicaIdentity {
   /** The publications that make PostgreSQL refuse the relay's updates and deletes of the table. */
   public static List<String> blockingPublications(Connection c, OutboxTable table)
       throws SQLException {
-    return blockingPublications(c, table.qualified());
+    return blockingPublications(c, table.qualified(), "(p.pubupdate OR p.pubdelete)");
   }
 
-  /** The publications that make PostgreSQL refuse retention's deletes from the published log. */
+  /**
+   * The publications that make PostgreSQL refuse retention's deletes from the published log (the
+   * only change of its rows: publishing inserts, which need no replica identity).
+   */
   public static List<String> blockingPublicationsOfLog(Connection c, OutboxTable table)
       throws SQLException {
-    return blockingPublications(c, table.qualifiedPublishedLog());
+    return blockingPublications(c, table.qualifiedPublishedLog(), "p.pubdelete");
   }
 
-  private static List<String> blockingPublications(Connection c, String qualifiedRelation)
-      throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(BLOCKING_PUBLICATIONS)) {
+  private static List<String> blockingPublications(
+      Connection c, String qualifiedRelation, String publishes) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(BLOCKING_PUBLICATIONS.replace("{publishes}", publishes))) {
       ps.setString(1, qualifiedRelation);
       List<String> names = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {

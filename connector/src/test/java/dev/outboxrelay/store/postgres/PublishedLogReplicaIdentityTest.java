@@ -5,12 +5,19 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
 import java.sql.Statement;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -42,6 +49,26 @@ class PublishedLogReplicaIdentityTest {
       assertEquals(ReplicaIdentity.LOG_MISSING, e.reasonCode());
       assertEquals("55000", e.sqlState());
       assertFalse(e.isRetriable());
+
+      // Publishing only inserts into the log, which needs no replica identity.
+      execute(
+          pool,
+          "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, instance_key, payload)"
+              + " VALUES ('order', 'a', 'created', 'eu', '{}')");
+      ClaimedMessage claimed =
+          store
+              .claim(new ClaimRequest("t", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true))
+              .claimed()
+              .get(0);
+      assertEquals(
+          List.of(Outcome.APPLIED),
+          store.markPublished(
+              List.of(
+                  new PublishedAck(
+                      claimed.messageId(),
+                      claimed.seq(),
+                      claimed.lease(),
+                      new KafkaCoordinates("t", 0, 1)))));
 
       execute(pool, "ALTER TABLE outbox REPLICA IDENTITY NOTHING");
       OutboxStoreException both =
