@@ -226,7 +226,8 @@ public class OutboxSourceConfig extends AbstractConfig {
       "The topics rows may be published to: a Java regular expression that the whole topic name"
           + " must match, whether it is the row's own or the filled template. A row routed"
           + " elsewhere is never published (reason TOPIC_NOT_ALLOWED; dead-lettered if"
-          + " dead.letter.topic is set). Empty: any legal topic but Kafka's internal ones. A row"
+          + " dead.letter.topic is set), nor is one routed to dead.letter.topic itself. Empty: any"
+          + " legal topic but Kafka's internal ones. A row"
           + " can name any topic, so whoever may insert outbox rows could otherwise write to every"
           + " topic the task's producer may, Connect's own (configs, offsets, status) included:"
           + " set it (e.g. outbox\\..*) where the outbox's writers are not trusted like the"
@@ -263,11 +264,12 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String DEAD_LETTER_TOPIC_CONFIG = "dead.letter.topic";
   private static final String DEAD_LETTER_TOPIC_DOC =
       "Topic for rows that can never be published as they are (payload too large or not valid"
-          + " JSON, malformed or reserved headers, no legal topic, deadline passed), with the"
-          + " reason in a header and the payload's bytes as the value (read them with"
+          + " JSON, malformed or reserved headers, no legal or allowed topic, deadline passed), with"
+          + " the reason in a header and the payload's bytes as the value (read them with"
           + " ByteArrayConverter); a payload over payload.max.bytes, or a record too large for the"
-          + " producer, is sent without its payload and the row's own headers. Empty: none; such"
-          + " rows are only parked in the outbox table.";
+          + " producer, is sent without its payload and the row's own headers (and, still too"
+          + " large, with the message id as its only relay header). No row may name it as its own"
+          + " topic. Empty: none; such rows are only parked in the outbox table.";
 
   // Delivery guarantee
   public static final String DELIVERY_GUARANTEE_CONFIG = "delivery.guarantee";

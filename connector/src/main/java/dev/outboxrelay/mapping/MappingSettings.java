@@ -86,9 +86,13 @@ public record MappingSettings(
     }
   }
 
-  /** Whether a row may be routed to {@code topic} (a routable one). */
+  /**
+   * Whether a row may be routed to {@code topic} (a routable one): never to the dead-letter topic,
+   * where a row's record would pass for a dead letter.
+   */
   public boolean allows(String topic) {
-    return allowedTopics == null || allowedTopics.matcher(topic).matches();
+    return !topic.equals(deadLetterTopic)
+        && (allowedTopics == null || allowedTopics.matcher(topic).matches());
   }
 
   public boolean hasDeadLetterTopic() {

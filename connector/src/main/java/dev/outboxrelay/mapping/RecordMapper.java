@@ -58,9 +58,9 @@ import org.apache.kafka.connect.source.SourceRecord;
  *
  * <p>{@link #map} checks, in this order, and reports the first that applies: {@link
  * UnpublishableReasons#DEADLINE_EXPIRED}, {@link UnpublishableReasons#PAYLOAD_TOO_LARGE}, {@link
- * UnpublishableReasons#TOPIC_UNROUTABLE}, {@link UnpublishableReasons#HEADERS_MALFORMED} / {@link
- * UnpublishableReasons#HEADER_NAME_RESERVED}, then (format JSON) {@link
- * UnpublishableReasons#PAYLOAD_INVALID_JSON} / {@link
+ * UnpublishableReasons#TOPIC_UNROUTABLE}, {@link UnpublishableReasons#TOPIC_NOT_ALLOWED}, {@link
+ * UnpublishableReasons#HEADERS_MALFORMED} / {@link UnpublishableReasons#HEADER_NAME_RESERVED}, then
+ * (format JSON) {@link UnpublishableReasons#PAYLOAD_INVALID_JSON} / {@link
  * UnpublishableReasons#PAYLOAD_NUMBER_UNREPRESENTABLE}, then {@link
  * UnpublishableReasons#RECORD_TOO_LARGE} (see {@link RecordSize}). Nothing about the row's data is
  * logged or put into a message; the reason code is all there is.

@@ -233,6 +233,24 @@ class UnpublishableRowTest {
     assertMapped(mapper(PayloadFormat.BYTES), row().topic("connect-configs").build());
   }
 
+  /** A row's record in the dead-letter topic would pass for a dead letter. */
+  @Test
+  void theDeadLetterTopicIsNoRowsTopic() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                "${aggregate_type}",
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.BYTES,
+                MAX_BYTES,
+                "outbox.dead-letter"));
+
+    assertEquals("TOPIC_NOT_ALLOWED", reason(mapper, row().topic("outbox.dead-letter").build()));
+    assertEquals(
+        "TOPIC_NOT_ALLOWED", reason(mapper, row().aggregateType("outbox.dead-letter").build()));
+    assertMapped(mapper, row().topic("outbox.orders").build());
+  }
+
   @Test
   void theFirstFailingCheckNamesTheReason() {
     RecordMapper mapper = mapper(PayloadFormat.JSON);
