@@ -38,6 +38,12 @@ public final class InstanceKeys {
         throw new IllegalArgumentException("instance key must not contain control characters");
       }
     }
+    if (StorableText.hasUnpairedSurrogate(instanceKey)) {
+      // Stored as '?': "eu" + U+D800 and "eu" + U+DBFF would own each other's rows.
+      throw new IllegalArgumentException(
+          "instance key must not contain a UTF-16 surrogate without its pair, which is no"
+              + " character");
+    }
     return instanceKey;
   }
 

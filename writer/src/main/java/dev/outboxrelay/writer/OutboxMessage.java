@@ -143,7 +143,7 @@ public final class OutboxMessage {
       throw new IllegalArgumentException(
           name + " must not contain the character U+0000, which PostgreSQL text cannot hold");
     }
-    if (hasUnpairedSurrogate(value)) {
+    if (StorableText.hasUnpairedSurrogate(value)) {
       throw new IllegalArgumentException(
           name
               + " must not contain a UTF-16 surrogate without its pair, which is no character:"
@@ -152,21 +152,7 @@ public final class OutboxMessage {
   }
 
   private static boolean storable(String value) {
-    return value.indexOf('\0') < 0 && !hasUnpairedSurrogate(value);
-  }
-
-  private static boolean hasUnpairedSurrogate(String value) {
-    for (int i = 0; i < value.length(); i++) {
-      char c = value.charAt(i);
-      if (Character.isHighSurrogate(c)
-          && i + 1 < value.length()
-          && Character.isLowSurrogate(value.charAt(i + 1))) {
-        i++; // a pair: one supplementary character
-      } else if (Character.isSurrogate(c)) {
-        return true;
-      }
-    }
-    return false;
+    return value.indexOf('\0') < 0 && !StorableText.hasUnpairedSurrogate(value);
   }
 
   private static String requireTraceparent(String traceparent) {

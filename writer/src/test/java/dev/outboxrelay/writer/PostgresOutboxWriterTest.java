@@ -59,7 +59,19 @@ class PostgresOutboxWriterTest {
   void aBlankOrInvalidInstanceKeyIsRejectedBeforeTheConnectionIsTouched() {
     Connection connection = recordingConnection();
     for (String key :
-        new String[] {null, "", "   ", "\t", " eu", "eu ", "e\nu", "eu,us", "x".repeat(201)}) {
+        new String[] {
+          null,
+          "",
+          "   ",
+          "\t",
+          " eu",
+          "eu ",
+          "e\nu",
+          "eu,us",
+          "x".repeat(201),
+          "eu\uD800",
+          "\uDC00eu"
+        }) {
       IllegalArgumentException e =
           assertThrows(
               IllegalArgumentException.class,
@@ -68,6 +80,8 @@ class PostgresOutboxWriterTest {
       assertTrue(e.getMessage().startsWith("instance key "), e.getMessage());
     }
     assertEquals(List.of(), calls);
+    // A pair is one character, and a key may hold it.
+    assertEquals("eu-\uD83C\uDF0D", InstanceKeys.requireValid("eu-\uD83C\uDF0D"));
   }
 
   @Test
