@@ -3,6 +3,7 @@ package dev.outboxrelay.cli.command;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
@@ -138,7 +139,12 @@ public final class MigrateCommand extends DatabaseCommand {
               + applied
               + " migration(s) applied)");
     }
-    List<String> invalid = flyway(migrator::invalidIndexes);
+    List<String> invalid;
+    try {
+      invalid = migrator.invalidIndexes();
+    } catch (OutboxStoreException e) { // classified, without a cause: not Flyway's
+      throw CliException.database("migrate applied its migrations, then its index check failed", e);
+    }
     if (!invalid.isEmpty()) {
       // The migrations went on past them (IF NOT EXISTS meets the name): the relay would claim
       // without them, scanning the table. A failure, so that a deployment script stops here.
