@@ -245,7 +245,20 @@ final class OutcomeLoop {
 
   /** The task is gone and the database still refuses: the leases expire, the rows come back. */
   private void abandon(List<PendingOutcome> unwritten) {
+    // A publish whose row a renewal found gone may have been applied by an attempt whose reply was
+    // lost (a failover): one read of the published log tells, so that it is no false lost claim.
+    Set<String> published =
+        writer.publishedByAnEarlierAttempt(
+            unwritten.stream().filter(o -> goneWhileInHand.contains(o.messageId())).toList());
     for (PendingOutcome o : unwritten) {
+      if (published.contains(o.messageId()) && goneWhileInHand.remove(o.messageId())) {
+        metrics.published.incrementAndGet();
+        log.info(
+            "Outcome found published by an earlier attempt of its write, whose reply was lost:"
+                + " message_id={} (reason=WRITE_REPLY_LOST)",
+            Printable.escape(o.messageId()));
+        continue;
+      }
       metrics.lateAcks.incrementAndGet();
       log.warn(
           "Outcome abandoned at stop: message_id={} (reason=DATABASE_UNAVAILABLE_AT_STOP; a"

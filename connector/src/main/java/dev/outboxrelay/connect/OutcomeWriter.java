@@ -144,6 +144,28 @@ final class OutcomeWriter {
         expired.size());
   }
 
+  /**
+   * Of these outcomes, never to be written (abandoned at a stop), the publishes whose rows the
+   * published log holds under their own lease and coordinates: applied by an earlier attempt whose
+   * reply was lost. Empty when the log cannot be read either.
+   */
+  Set<String> publishedByAnEarlierAttempt(List<PendingOutcome> outcomes) {
+    List<PublishedAck> acks = new ArrayList<>();
+    for (PendingOutcome o : outcomes) {
+      if (o instanceof Published p) {
+        acks.add(new PublishedAck(p.messageId(), p.seq(), p.lease(), p.coordinates()));
+      }
+    }
+    if (acks.isEmpty()) {
+      return Set.of();
+    }
+    try {
+      return store.publishedUnderOwnLease(acks);
+    } catch (RuntimeException e) { // NOPMD: stopping; unconfirmed, they are reported
+      return Set.of();
+    }
+  }
+
   /** {@code outcomes}, each lost claim that the earlier attempt applied after all made APPLIED. */
   private List<Outcome> withEarlierAttempt(List<PublishedAck> acks, List<Outcome> outcomes) {
     List<PublishedAck> lost = new ArrayList<>();

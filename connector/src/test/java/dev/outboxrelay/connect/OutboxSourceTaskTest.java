@@ -686,7 +686,41 @@ class OutboxSourceTaskTest {
     await().until(() -> failing.closes.get() == 1);
 
     assertEquals(1, task.metrics().claimLost.get());
+    assertEquals(0, task.metrics().leaseRenewalsLost.get(), "by the abandon, not a renewal");
     assertEquals(0, task.metrics().published.get());
+  }
+
+  /**
+   * ... but a publish abandoned so whose earlier attempt did apply (its reply lost) is found in the
+   * published log, and is no lost claim.
+   */
+  @Test
+  void anAbandonedPublishThatItsLostReplyAppliedIsNoLostClaim() {
+    add("eu", "m1", "a", "{}".getBytes());
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    startTask(
+        Map.of(
+            "lease.duration.ms", "2000",
+            "lease.renewal.interval.ms", "200",
+            "poll.interval.ms", "100"));
+    List<SourceRecord> records = task.poll();
+    failing.publishesFailAfterTheLostReply = true;
+    failing.nextPublishLosesItsReply = true;
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+    await().until(() -> failing.publishCalls.get() >= 2);
+    assertEquals(MessageStatus.PUBLISHED, status("m1"), "the lost reply's write committed");
+    int renewals = failing.renewCalls.get();
+    mockTime.sleep(300); // a renewal is due between the write's retries
+    await().until(() -> failing.renewCalls.get() > renewals);
+
+    task.stop();
+    mockTime.sleep(30_000); // the stop's grace ends with the write still failing
+    await().until(() -> failing.closes.get() == 1);
+
+    assertEquals(0, task.metrics().claimLost.get());
+    assertEquals(1, task.metrics().published.get());
+    assertEquals(0, task.metrics().lateAcks.get());
   }
 
   @Test
