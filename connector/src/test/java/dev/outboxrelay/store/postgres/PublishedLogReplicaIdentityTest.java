@@ -2,6 +2,7 @@ package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -49,6 +50,15 @@ class PublishedLogReplicaIdentityTest {
       assertEquals(ReplicaIdentity.LOG_MISSING, e.reasonCode());
       assertEquals("55000", e.sqlState());
       assertFalse(e.isRetriable());
+
+      // Only retention's deletes are blamed on the log: any other statement's 55000 is its own.
+      OutboxStoreException elsewhere =
+          new OutboxStoreException(
+              OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "55000", "claim");
+      assertSame(elsewhere, ReplicaIdentity.classify(pool, TABLE, elsewhere, false));
+      assertEquals(
+          ReplicaIdentity.LOG_MISSING,
+          ReplicaIdentity.classify(pool, TABLE, elsewhere, true).reasonCode());
 
       // Publishing only inserts into the log, which needs no replica identity.
       execute(
