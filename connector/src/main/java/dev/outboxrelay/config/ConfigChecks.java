@@ -9,6 +9,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_PAYLOAD_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_PASSWORD_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_URL_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_USER_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.DEAD_LETTER_TOPIC_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.EXACTLY_ONCE;
 import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
@@ -21,6 +22,8 @@ import static dev.outboxrelay.config.OutboxSourceConfig.ROUTING_DEBEZIUM;
 import static dev.outboxrelay.config.OutboxSourceConfig.SCHEMA_MIGRATE_ON_START_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.SOCKET_TIMEOUT_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.STATEMENT_TIMEOUT_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.TOPIC_ALLOWED_REGEX_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.TOPIC_TEMPLATE_CONFIG;
 
 import dev.outboxrelay.mapping.OutboxHeaders;
 import dev.outboxrelay.mapping.RoutingConvention;
@@ -31,6 +34,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.function.Function;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.types.Password;
@@ -61,6 +65,7 @@ final class ConfigChecks {
     headersNotReserved(parsed, problems);
     mappedColumnsNotMigrated(parsed, problems);
     credentialsInOnePlace(parsed, problems);
+    fixedTopicAllowed(parsed, problems);
     return problems;
   }
 
@@ -69,6 +74,38 @@ final class ConfigChecks {
     if (!problems.isEmpty()) {
       throw new ConfigException(
           problems.stream().map(Problem::message).collect(Collectors.joining("; ")));
+    }
+  }
+
+  /**
+   * A template without variables routes every row to one topic: if no row may go there (the
+   * dead-letter topic, or outside topic.allowed.regex), every row would be parked.
+   */
+  private static void fixedTopicAllowed(Function<String, Object> parsed, List<Problem> out) {
+    String template = (String) parsed.apply(TOPIC_TEMPLATE_CONFIG);
+    if (template == null || template.isEmpty() || template.contains("${")) {
+      return;
+    }
+    if (template.equals(parsed.apply(DEAD_LETTER_TOPIC_CONFIG))) {
+      out.add(
+          new Problem(
+              TOPIC_TEMPLATE_CONFIG,
+              TOPIC_TEMPLATE_CONFIG
+                  + " names "
+                  + DEAD_LETTER_TOPIC_CONFIG
+                  + ", where no row may be published: every row would be parked"
+                  + " (TOPIC_NOT_ALLOWED)"));
+    }
+    String allowed = (String) parsed.apply(TOPIC_ALLOWED_REGEX_CONFIG);
+    if (allowed != null && !allowed.isEmpty() && !Pattern.matches(allowed, template)) {
+      out.add(
+          new Problem(
+              TOPIC_ALLOWED_REGEX_CONFIG,
+              TOPIC_ALLOWED_REGEX_CONFIG
+                  + " does not match "
+                  + TOPIC_TEMPLATE_CONFIG
+                  + ", a fixed topic: every row without a topic of its own would be parked"
+                  + " (TOPIC_NOT_ALLOWED)"));
     }
   }
 

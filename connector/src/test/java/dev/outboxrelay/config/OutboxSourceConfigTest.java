@@ -234,6 +234,31 @@ class OutboxSourceConfigTest {
     assertFalse(e.getMessage().contains("secret"), "the value is not echoed: " + e.getMessage());
   }
 
+  /** A template without variables routes every row to one topic, which must be one rows may use. */
+  @Test
+  void aFixedTopicTemplateMustBeAnAllowedTopic() {
+    Map<String, String> deadLetters = with("topic.template", "outbox.orders");
+    deadLetters.put("dead.letter.topic", "outbox.orders");
+    ConfigException toDeadLetters =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(deadLetters));
+    assertTrue(
+        toDeadLetters.getMessage().startsWith("topic.template names dead.letter.topic"),
+        toDeadLetters.getMessage());
+
+    Map<String, String> outside = with("topic.template", "orders");
+    outside.put("topic.allowed.regex", "outbox\\..+");
+    ConfigException notAllowed =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(outside));
+    assertTrue(
+        notAllowed.getMessage().startsWith("topic.allowed.regex does not match topic.template"),
+        notAllowed.getMessage());
+
+    outside.put("topic.template", "outbox.orders");
+    assertEquals("outbox.orders", new OutboxSourceConfig(outside).topicTemplate());
+    outside.put("topic.template", "${aggregate_type}"); // rows decide: judged per row
+    assertEquals("${aggregate_type}", new OutboxSourceConfig(outside).topicTemplate());
+  }
+
   @Test
   void renewalJustBelowTheLeaseIsAccepted() {
     Map<String, String> props = with("lease.duration.ms", "1000");
