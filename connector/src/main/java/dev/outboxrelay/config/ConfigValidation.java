@@ -451,29 +451,25 @@ public final class ConfigValidation {
      */
     private void checkReplicaIdentity(HikariDataSource pool, OutboxTable table)
         throws SQLException {
-      List<String> publications;
+      boolean retention =
+          !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER)
+              .equals(validValue(values, RETENTION_PUBLISHED_MS_CONFIG));
+      List<String> ofTable;
+      List<String> ofLog;
       try (Connection c = pool.getConnection()) {
-        publications = ReplicaIdentity.blockingPublications(c, table);
+        ofTable = ReplicaIdentity.blockingPublications(c, table);
+        // Only retention deletes from the log; nothing updates it.
+        ofLog = retention ? ReplicaIdentity.blockingPublicationsOfLog(c, table) : List.of();
       }
-      if (!publications.isEmpty()) {
+      if (!ofTable.isEmpty()) {
         error(
             OUTBOX_TABLE_CONFIG,
             OUTBOX_TABLE_CONFIG
                 + " has no replica identity and "
-                + (publications.size() == 1 ? "publication " : "publications ")
-                + abbreviated(publications)
-                + (publications.size() == 1 ? " publishes" : " publish")
+                + publish(ofTable)
                 + " its updates or deletes, so PostgreSQL would refuse every claim and publish"
                 + " (SQLState 55000): give the table a primary key or REPLICA IDENTITY FULL, or"
                 + " take it out of the publication");
-      }
-      if (Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER)
-          .equals(validValue(values, RETENTION_PUBLISHED_MS_CONFIG))) {
-        return; // nothing ever deletes from the log
-      }
-      List<String> ofLog;
-      try (Connection c = pool.getConnection()) {
-        ofLog = ReplicaIdentity.blockingPublicationsOfLog(c, table);
       }
       if (!ofLog.isEmpty()) {
         error(
@@ -482,13 +478,18 @@ public final class ConfigValidation {
                 + "'s published log "
                 + table.objectName("published")
                 + " has no replica identity and "
-                + (ofLog.size() == 1 ? "publication " : "publications ")
-                + abbreviated(ofLog)
-                + (ofLog.size() == 1 ? " publishes" : " publish")
+                + publish(ofLog)
                 + " its deletes, so PostgreSQL would refuse every retention delete (SQLState"
                 + " 55000): give it back REPLICA IDENTITY FULL (as schema version 9 creates it), or"
                 + " take it out of the publication");
       }
+    }
+
+    /** "publication p publishes", "publications p, q publish". */
+    private static String publish(List<String> publications) {
+      return publications.size() == 1
+          ? "publication " + abbreviated(publications) + " publishes"
+          : "publications " + abbreviated(publications) + " publish";
     }
 
     /**

@@ -71,12 +71,7 @@ final class OutcomeWriter {
    * duplicate each, by the hundred in a database failover).
    */
   void write(List<PendingOutcome> remaining, boolean retried) {
-    List<PublishedAck> acks = new ArrayList<>();
-    for (PendingOutcome o : remaining) {
-      if (o instanceof Published p) {
-        acks.add(new PublishedAck(p.messageId(), p.seq(), p.lease(), p.coordinates()));
-      }
-    }
+    List<PublishedAck> acks = acksOf(remaining);
     if (!acks.isEmpty()) {
       long start = time.milliseconds();
       List<Outcome> outcomes = store.markPublished(acks);
@@ -150,12 +145,7 @@ final class OutcomeWriter {
    * reply was lost. Empty when the log cannot be read either.
    */
   Set<String> publishedByAnEarlierAttempt(List<PendingOutcome> outcomes) {
-    List<PublishedAck> acks = new ArrayList<>();
-    for (PendingOutcome o : outcomes) {
-      if (o instanceof Published p) {
-        acks.add(new PublishedAck(p.messageId(), p.seq(), p.lease(), p.coordinates()));
-      }
-    }
+    List<PublishedAck> acks = acksOf(outcomes);
     if (acks.isEmpty()) {
       return Set.of();
     }
@@ -164,6 +154,17 @@ final class OutcomeWriter {
     } catch (RuntimeException e) { // NOPMD: stopping; unconfirmed, they are reported
       return Set.of();
     }
+  }
+
+  /** The publishes among {@code outcomes}, as the store takes them. */
+  private static List<PublishedAck> acksOf(List<PendingOutcome> outcomes) {
+    List<PublishedAck> acks = new ArrayList<>();
+    for (PendingOutcome o : outcomes) {
+      if (o instanceof Published p) {
+        acks.add(new PublishedAck(p.messageId(), p.seq(), p.lease(), p.coordinates()));
+      }
+    }
+    return acks;
   }
 
   /** {@code outcomes}, each lost claim that the earlier attempt applied after all made APPLIED. */

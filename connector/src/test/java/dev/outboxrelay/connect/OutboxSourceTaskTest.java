@@ -84,6 +84,39 @@ class OutboxSourceTaskTest {
     return t;
   }
 
+  /** Leases short enough for renewals to come due within a test. */
+  private static final Map<String, String> SHORT_LEASES =
+      Map.of(
+          "lease.duration.ms", "2000",
+          "lease.renewal.interval.ms", "200",
+          "poll.interval.ms", "100");
+
+  /** The lease of {@code m1} runs out by the store's clock, and another owner reclaims the row. */
+  private void takenOverByAnotherOwner() {
+    clock.advance(Duration.ofSeconds(5));
+    assertEquals(
+        1,
+        store
+            .claimAbandoned(
+                new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true))
+            .claimed()
+            .size());
+  }
+
+  /** A renewal comes due between the retries of the outcome write in hand, and runs. */
+  private void renewalBetweenRetries(MockTime mockTime) {
+    int renewals = failing.renewCalls.get();
+    mockTime.sleep(300);
+    await().until(() -> failing.renewCalls.get() > renewals);
+  }
+
+  /** Stops the task and lets the stop's grace end: an outcome still unwritten is abandoned. */
+  private void stopPastTheGrace(MockTime mockTime) {
+    task.stop();
+    mockTime.sleep(30_000);
+    await().until(() -> failing.closes.get() == 1);
+  }
+
   private void add(String key, String id, String aggregate, byte[] payload) {
     store.enqueue(
         key,
@@ -516,11 +549,7 @@ class OutboxSourceTaskTest {
   @Test
   void aPublishThatKeepsFailingDoesNotStopLeaseRenewal() {
     add("eu", "m1", "a", "{}".getBytes());
-    startTask(
-        Map.of(
-            "lease.duration.ms", "2000",
-            "lease.renewal.interval.ms", "200",
-            "poll.interval.ms", "100"));
+    startTask(SHORT_LEASES);
     List<SourceRecord> records = task.poll();
     failing.publishesFail = true;
     task.commitRecord(records.get(0), metadata(records.get(0), 1));
@@ -581,11 +610,7 @@ class OutboxSourceTaskTest {
   @Test
   void aRenewalBetweenALostReplyAndItsRetryReportsNoLostClaim() {
     add("eu", "m1", "a", "{}".getBytes());
-    startTask(
-        Map.of(
-            "lease.duration.ms", "2000",
-            "lease.renewal.interval.ms", "200",
-            "poll.interval.ms", "100"));
+    startTask(SHORT_LEASES);
     List<SourceRecord> records = task.poll();
     failing.publishesFailAfterTheLostReply = true;
     failing.nextPublishLosesItsReply = true;
@@ -618,21 +643,13 @@ class OutboxSourceTaskTest {
   @Test
   void aClaimTakenOverWhileItsPublishIsRetriedIsReportedLostOnce() {
     add("eu", "m1", "a", "{}".getBytes());
-    startTask(
-        Map.of(
-            "lease.duration.ms", "2000",
-            "lease.renewal.interval.ms", "200",
-            "poll.interval.ms", "100"));
+    startTask(SHORT_LEASES);
     List<SourceRecord> records = task.poll();
     failing.publishesFail = true;
     task.commitRecord(records.get(0), metadata(records.get(0), 1));
     await().until(() -> failing.publishCalls.get() >= 1);
 
-    clock.advance(Duration.ofSeconds(5)); // the lease runs out by the store's clock
-    var takenOver =
-        store.claimAbandoned(
-            new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true));
-    assertEquals(1, takenOver.claimed().size());
+    takenOverByAnotherOwner();
     int renewals = failing.renewCalls.get();
     await()
         .atMost(Duration.ofSeconds(30))
@@ -659,31 +676,16 @@ class OutboxSourceTaskTest {
     add("eu", "m1", "a", "{}".getBytes());
     MockTime mockTime = new MockTime();
     time = mockTime;
-    startTask(
-        Map.of(
-            "lease.duration.ms", "2000",
-            "lease.renewal.interval.ms", "200",
-            "poll.interval.ms", "100"));
+    startTask(SHORT_LEASES);
     List<SourceRecord> records = task.poll();
     failing.publishesFail = true;
     task.commitRecord(records.get(0), metadata(records.get(0), 1));
     await().until(() -> failing.publishCalls.get() >= 1);
-    clock.advance(Duration.ofSeconds(5));
-    assertEquals(
-        1,
-        store
-            .claimAbandoned(
-                new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true))
-            .claimed()
-            .size());
-    int renewals = failing.renewCalls.get();
-    mockTime.sleep(300); // a renewal is due between the write's retries
-    await().until(() -> failing.renewCalls.get() > renewals);
+    takenOverByAnotherOwner();
+    renewalBetweenRetries(mockTime);
     assertEquals(0, task.metrics().claimLost.get(), "left to the write in hand");
 
-    task.stop();
-    mockTime.sleep(30_000); // the stop's grace ends with the write still failing
-    await().until(() -> failing.closes.get() == 1);
+    stopPastTheGrace(mockTime); // the write still failing
 
     assertEquals(1, task.metrics().claimLost.get());
     assertEquals(0, task.metrics().leaseRenewalsLost.get(), "by the abandon, not a renewal");
@@ -699,24 +701,16 @@ class OutboxSourceTaskTest {
     add("eu", "m1", "a", "{}".getBytes());
     MockTime mockTime = new MockTime();
     time = mockTime;
-    startTask(
-        Map.of(
-            "lease.duration.ms", "2000",
-            "lease.renewal.interval.ms", "200",
-            "poll.interval.ms", "100"));
+    startTask(SHORT_LEASES);
     List<SourceRecord> records = task.poll();
     failing.publishesFailAfterTheLostReply = true;
     failing.nextPublishLosesItsReply = true;
     task.commitRecord(records.get(0), metadata(records.get(0), 1));
     await().until(() -> failing.publishCalls.get() >= 2);
     assertEquals(MessageStatus.PUBLISHED, status("m1"), "the lost reply's write committed");
-    int renewals = failing.renewCalls.get();
-    mockTime.sleep(300); // a renewal is due between the write's retries
-    await().until(() -> failing.renewCalls.get() > renewals);
+    renewalBetweenRetries(mockTime);
 
-    task.stop();
-    mockTime.sleep(30_000); // the stop's grace ends with the write still failing
-    await().until(() -> failing.closes.get() == 1);
+    stopPastTheGrace(mockTime); // the write still failing
 
     assertEquals(0, task.metrics().claimLost.get());
     assertEquals(1, task.metrics().published.get());

@@ -16,6 +16,7 @@ import java.time.LocalDate;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 
 /** The message model: what is required, payloads as JSON or bytes, headers and traceparent. */
@@ -57,26 +58,31 @@ class OutboxMessageTest {
             .getMessage());
     // 255 characters, 510 UTF-16 units: the table counts characters.
     assertEquals(510, order().messageId("\uD83D\uDE00".repeat(255)).build().messageId().length());
-    for (var field :
-        Map.<String, java.util.function.UnaryOperator<OutboxMessage.Builder>>of(
-                "messageId", b -> b.messageId("m\0"),
-                "aggregateType", b -> b.aggregateType("order\0"),
-                "aggregateId", b -> b.aggregateId("o\0"),
-                "eventType", b -> b.eventType("P\0"),
-                "topic", b -> b.topic("t\0"),
-                "correlationId", b -> b.correlationId("c\0"),
-                "header tenant", b -> b.header("tenant", "acme\0"),
-                "a header name", b -> b.header("ten\0ant", "acme"))
-            .entrySet()) {
-      IllegalArgumentException e =
-          assertThrows(
-              IllegalArgumentException.class, () -> field.getValue().apply(order()).build());
-      assertEquals(
-          field.getKey()
-              + " must not contain the character U+0000, which PostgreSQL text cannot"
-              + " hold",
-          e.getMessage());
-    }
+    assertEveryTextFieldRefuses(
+        "\0", " must not contain the character U+0000, which PostgreSQL text cannot hold");
+  }
+
+  /**
+   * Every text field and header refuses a value holding {@code bad}, with an error naming the field
+   * and then {@code rule}.
+   */
+  private static void assertEveryTextFieldRefuses(String bad, String rule) {
+    Map<String, UnaryOperator<OutboxMessage.Builder>> fields =
+        Map.of(
+            "messageId", b -> b.messageId("m" + bad),
+            "aggregateType", b -> b.aggregateType("order" + bad),
+            "aggregateId", b -> b.aggregateId("o" + bad),
+            "eventType", b -> b.eventType("P" + bad),
+            "topic", b -> b.topic("t" + bad),
+            "correlationId", b -> b.correlationId("c" + bad),
+            "header tenant", b -> b.header("tenant", "acme" + bad),
+            "a header name", b -> b.header("ten" + bad + "ant", "acme"));
+    fields.forEach(
+        (name, spoil) -> {
+          IllegalArgumentException e =
+              assertThrows(IllegalArgumentException.class, () -> spoil.apply(order()).build());
+          assertEquals(name + rule, e.getMessage());
+        });
   }
 
   /**
@@ -86,26 +92,12 @@ class OutboxMessageTest {
    */
   @Test
   void aSurrogateWithoutItsPairIsRefusedNamingTheField() {
-    for (var field :
-        Map.<String, java.util.function.UnaryOperator<OutboxMessage.Builder>>of(
-                "messageId", b -> b.messageId("order-\uD800"),
-                "aggregateType", b -> b.aggregateType("order\uDC00"),
-                "aggregateId", b -> b.aggregateId("\uDBFFo"),
-                "eventType", b -> b.eventType("P\uDC00\uD800"),
-                "topic", b -> b.topic("t\uD800"),
-                "correlationId", b -> b.correlationId("c\uDFFF"),
-                "header tenant", b -> b.header("tenant", "acme\uD800"),
-                "a header name", b -> b.header("ten\uD800ant", "acme"))
-            .entrySet()) {
-      IllegalArgumentException e =
-          assertThrows(
-              IllegalArgumentException.class, () -> field.getValue().apply(order()).build());
-      assertEquals(
-          field.getKey()
-              + " must not contain a UTF-16 surrogate without its pair, which is no character:"
-              + " UTF-8 cannot hold it, and it would be stored as '?'",
-          e.getMessage());
-    }
+    String rule =
+        " must not contain a UTF-16 surrogate without its pair, which is no character: UTF-8"
+            + " cannot hold it, and it would be stored as '?'";
+    assertEveryTextFieldRefuses("\uD800", rule); // a high half alone
+    assertEveryTextFieldRefuses("\uDC00", rule); // a low half alone
+    assertEveryTextFieldRefuses("\uDC00\uD800", rule); // the halves in the wrong order
     // A pair (U+1F600) is one character, and stored as it is.
     assertEquals(
         "order-\uD83D\uDE00",
