@@ -13,6 +13,7 @@ import dev.outboxrelay.store.RecoveryRequest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -57,6 +58,9 @@ final class ExactlyOnceState {
   private boolean recovered;
   private long batch;
   private long nextSweepMs;
+
+  /** Rows leased under a later epoch already logged; the sweep finds them again and again. */
+  private final Set<String> reportedLaterEpoch = new HashSet<>();
 
   ExactlyOnceState(
       OutboxStore store,
@@ -126,6 +130,7 @@ final class ExactlyOnceState {
     Recovery recovery =
         store.recover(new RecoveryRequest(instanceKeys, share, epoch, List.of(), true));
     report(recovery, "sweep");
+    reportLaterEpoch(recovery);
   }
 
   /** The next claim: {@code base} as this instance's next exactly-once claim. */
@@ -206,10 +211,18 @@ final class ExactlyOnceState {
     }
   }
 
-  /** At start only (a sweep does not look): rows that no instance's recovery will ever take. */
+  /**
+   * Rows that no instance's recovery will ever take, at start and at each sweep (an instance that
+   * took its epoch late may claim after this one started); each logged once.
+   */
   private void reportLaterEpoch(Recovery recovery) {
     metrics.laterEpochRows.set(recovery.laterEpoch().size());
+    reportedLaterEpoch.retainAll(
+        Set.copyOf(recovery.laterEpoch())); // given back by hand: forget them
     for (String id : recovery.laterEpoch()) {
+      if (!reportedLaterEpoch.add(id)) {
+        continue;
+      }
       // A database restored or moved with rows in flight (docs/design.md, Exactly-once limits),
       // or an instance that took its epoch late.
       log.warn(

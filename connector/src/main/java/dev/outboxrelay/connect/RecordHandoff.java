@@ -157,7 +157,12 @@ final class RecordHandoff {
         return List.of(); // a stop forgot the batch: park no more of it, hand nothing over
       }
       Park park = batch.parks.peek();
+      boolean retried = batch.attempted == park; // still at the head: its last attempt threw
+      batch.attempted = park;
       Outcome outcome = store.markFailed(park.row.messageId(), park.row.lease(), park.reasonCode);
+      if (outcome == Outcome.CLAIM_LOST && retried && parkedByTheLostReply(park)) {
+        outcome = Outcome.APPLIED;
+      }
       batch.parks.remove();
       if (outcome == Outcome.CLAIM_LOST) {
         metrics.claimLost.incrementAndGet();
@@ -179,6 +184,25 @@ final class RecordHandoff {
     }
     metrics.deadLettered.addAndGet(batch.released());
     return batch.records;
+  }
+
+  /**
+   * A retried park that found its row gone: whether the failed attempt committed all the same (the
+   * connection lost at COMMIT, as in a failover). Exactly-once claims are durable, so the row
+   * FAILED with this park's reason under its token was parked by it; without this it was reported a
+   * lost claim, and its dead-letter record, which leaves with the batch, went uncounted.
+   */
+  private boolean parkedByTheLostReply(Park park) {
+    ClaimedMessage row = park.row;
+    if (!store.parkedUnderOwnLease(row.messageId(), row.lease(), park.reasonCode)) {
+      return false;
+    }
+    log.info(
+        "A retried park found its row parked by its own earlier attempt, whose reply was lost:"
+            + " message_id={} instance_key={} (reason=WRITE_REPLY_LOST)",
+        Printable.escape(row.messageId()),
+        row.instanceKey());
+    return true;
   }
 
   /**
@@ -265,6 +289,9 @@ final class RecordHandoff {
     private final List<Park> parked = new ArrayList<>();
 
     private boolean forgotten;
+
+    /** The park last attempted (task thread only): still at the head of parks, it threw. */
+    private Park attempted;
 
     private Positioned(List<SourceRecord> records, Deque<Park> parks) {
       this.records = records;

@@ -113,6 +113,15 @@ public interface OutboxStore extends AutoCloseable {
   /** Marks the row FAILED (permanent, e.g. poison or dead-lettered) with a reason code. */
   Outcome markFailed(String messageId, Lease lease, String reasonCode);
 
+  /**
+   * Whether the row, of a claimed instance key, is FAILED with {@code reasonCode} under {@code
+   * lease}'s token: parked by an earlier attempt of {@link #markFailed} that committed though its
+   * reply never arrived. Conclusive only where claims are durable (exactly-once): at least once, a
+   * claim lost in a database crash is claimed again under the token it had, so another owner's park
+   * would look the same.
+   */
+  boolean parkedUnderOwnLease(String messageId, Lease lease, String reasonCode);
+
   /** Gives back a claim that was never sent: due now, no attempt charged. */
   Outcome release(String messageId, Lease lease);
 

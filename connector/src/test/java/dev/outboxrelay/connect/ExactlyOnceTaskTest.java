@@ -62,6 +62,10 @@ class ExactlyOnceTaskTest {
 
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
+
+  /** Parks that commit, then fail as if their reply was lost. */
+  private volatile int parkRepliesLost;
+
   private OutboxSourceTask task;
   private Time time = Time.SYSTEM;
   private final AtomicInteger storeCloses = new AtomicInteger();
@@ -113,6 +117,34 @@ class ExactlyOnceTaskTest {
 
     assertTrue(records == null || records.isEmpty(), "nothing to claim");
     assertEquals(1, task.metrics().laterEpochRows.get());
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
+  }
+
+  /**
+   * An instance that took its epoch late (its worker stalled between Connect's fencing and its
+   * start) claims after this task started and fails on its first commit: its rows stay leased under
+   * the later epoch, which no recovery takes. This task's sweep counts them without waiting for a
+   * restart, and leaves them.
+   */
+  @Test
+  void aSweepCountsRowsLeasedUnderALaterEpochAfterTheStart() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    List<SourceRecord> first = start().poll();
+    assertTrue(first == null || first.isEmpty(), "nothing to claim");
+    assertEquals(0, task.metrics().laterEpochRows.get());
+    add("a", "agg-1", 10);
+    store.claim(previousClaim().exactlyOnce(store.newEpoch(), 1, ALL)); // the late instance
+    clock.advance(Duration.ofHours(1)); // its lease ran out long ago: nobody renews it
+    mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
+
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () -> {
+              task.poll();
+              return task.metrics().laterEpochRows.get() == 1;
+            });
     assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
   }
 
@@ -272,6 +304,46 @@ class ExactlyOnceTaskTest {
 
     assertEquals(0, first.metrics().deadLettered.get());
     assertEquals(1, first.metrics().failed.get());
+  }
+
+  /**
+   * A park whose commit reply was lost (the connection dropped at COMMIT, as in a failover) finds
+   * its row gone when retried. Parked under its own token and reason, the row was parked by that
+   * attempt: no lost claim, and its dead-letter record, which leaves with the batch, is counted.
+   */
+  @Test
+  void aParkRetriedAfterItsReplyWasLostIsNoLostClaimAndItsDeadLetterIsCounted() {
+    add("big", "agg-1", 100);
+    add("good", "agg-2", 10);
+    parkRepliesLost = 1;
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+
+    assertThrows(RetriableException.class, task::poll, "the park's reply was lost: nothing leaves");
+    assertEquals(MessageStatus.FAILED, store.find("big").orElseThrow().status(), "it committed");
+    List<SourceRecord> records = task.poll();
+
+    assertEquals(List.of("big", "good"), records.stream().map(SourceOffsets::messageId).toList());
+    assertEquals("dlq", records.get(0).topic());
+    assertEquals(0, task.metrics().claimLost.get());
+    assertEquals(1, task.metrics().deadLettered.get());
+  }
+
+  /** ... but a row another owner took over and parked under its own claim is a lost claim. */
+  @Test
+  void aRetriedParkWhoseRowAnotherOwnerParkedIsALostClaim() {
+    add("big", "agg-1", 100);
+    parksFail = true;
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    assertThrows(RetriableException.class, task::poll, "the park failed: nothing leaves");
+    clock.advance(Duration.ofHours(1)); // the task's lease ran out: another owner takes the row
+    ClaimedMessage taken = store.claimAbandoned(previousClaim()).claimed().get(0);
+    store.markFailed("big", taken.lease(), UnpublishableReasons.PAYLOAD_TOO_LARGE);
+    parksFail = false;
+
+    task.poll();
+
+    assertEquals(1, task.metrics().claimLost.get());
+    assertEquals(0, task.metrics().deadLettered.get());
   }
 
   /** The same parks written in one go leave with their batch: counted dead-lettered then. */
@@ -469,6 +541,12 @@ class ExactlyOnceTaskTest {
               }
               if (method.getName().equals("markFailed")
                   && (parksFail || parksBeforeFailing.getAndDecrement() == 0)) {
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "park");
+              }
+              if (parkRepliesLost > 0 && method.getName().equals("markFailed")) {
+                parkRepliesLost--;
+                method.invoke(delegate, args); // committed, but the reply is lost
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "park");
               }

@@ -1114,6 +1114,13 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public boolean parkedUnderOwnLease(
+        String messageId, dev.outboxrelay.store.Lease lease, String reasonCode) {
+      check();
+      return delegate.parkedUnderOwnLease(messageId, lease, reasonCode);
+    }
+
+    @Override
     public dev.outboxrelay.store.Outcome release(
         String messageId, dev.outboxrelay.store.Lease lease) {
       check();

@@ -729,6 +729,36 @@ public abstract class OutboxStoreContract {
     assertEquals(Set.of(), store.publishedUnderOwnLease(List.of()));
   }
 
+  /**
+   * An exactly-once park retried after its reply was lost finds its row gone; the store tells
+   * whether the row was parked under the park's own token and reason (by the earlier attempt) or
+   * otherwise (a lost claim).
+   */
+  @Test
+  void aParkedRowIsKnownByTheLeaseAndReasonThatParkedIt() {
+    add(EU, "a", "agg-1");
+    add(EU, "b", "agg-2");
+    add(EU, "c", "agg-3");
+    ClaimedMessage a = claimOne("w1", "a");
+    ClaimedMessage b = claimOne("w1", "b");
+    ClaimedMessage c = claimOne("w1", "c");
+    assertEquals(Outcome.APPLIED, store.markFailed("a", a.lease(), "PAYLOAD_TOO_LARGE"));
+    clock.advance(LEASE.plusSeconds(1));
+    ClaimedMessage bAgain = reclaim(request("w2", 1)).claimed().get(0);
+    assertEquals("b", bAgain.messageId());
+    assertEquals(Outcome.APPLIED, store.markFailed("b", bAgain.lease(), "PAYLOAD_TOO_LARGE"));
+
+    assertTrue(store.parkedUnderOwnLease("a", a.lease(), "PAYLOAD_TOO_LARGE"));
+    assertFalse(store.parkedUnderOwnLease("a", a.lease(), "TOPIC_NOT_ALLOWED"), "other reason");
+    assertFalse(
+        store.parkedUnderOwnLease("b", b.lease(), "PAYLOAD_TOO_LARGE"),
+        "b was parked under w2's claim, not w1's");
+    assertTrue(store.parkedUnderOwnLease("b", bAgain.lease(), "PAYLOAD_TOO_LARGE"));
+    assertFalse(
+        store.parkedUnderOwnLease("c", c.lease(), "PAYLOAD_TOO_LARGE"), "c is still in flight");
+    assertFalse(store.parkedUnderOwnLease("missing", a.lease(), "PAYLOAD_TOO_LARGE"));
+  }
+
   @Test
   void releaseGivesBackWithoutSpendingAnAttempt() {
     add(EU, "m1", "a");
@@ -1141,13 +1171,12 @@ public abstract class OutboxStoreContract {
 
   /**
    * Rows leased under a later epoch than the recovering instance's (a database restored with rows
-   * in flight restarts transaction ids lower) are left alone, and reported at start once their
-   * leases have expired: nothing else will ever recover them. Not while a lease is live (a
-   * successor's), not at a sweep (it runs often and reports nothing new), and never rows of another
-   * instance key.
+   * in flight restarts transaction ids lower) are left alone, and reported at start and by every
+   * sweep once their leases have expired: nothing else will ever recover them. Not while a lease is
+   * live (a successor's), and never rows of another instance key.
    */
   @Test
-  void aStartReportsRowsLeasedUnderALaterEpochAndLeavesThem() {
+  void recoveryReportsRowsLeasedUnderALaterEpochAndLeavesThem() {
     String a = add(EU, "a", "agg-1");
     add(US, "u", "agg-1");
     long restored = store.newEpoch(); // the lower epoch a restored database hands out
@@ -1172,7 +1201,8 @@ public abstract class OutboxStoreContract {
 
     Recovery sweep =
         store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), true));
-    assertEquals(Recovery.NONE, sweep);
+    assertEquals(new Recovery(List.of(), List.of(), List.of(a)), sweep, "a sweep finds it too");
+    assertEquals(held.lease().token(), state(a).leaseToken(), "and leaves it alone");
   }
 
   @Test

@@ -178,10 +178,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
           || !inBuckets(row, request.share())) {
         continue;
       }
-      if (row.leaseEpoch != null
-          && row.leaseEpoch > request.epoch()
-          && !request.expiredOnly()
-          && row.isAbandoned(now)) {
+      if (row.leaseEpoch != null && row.leaseEpoch > request.epoch() && row.isAbandoned(now)) {
         laterEpoch.add(row.messageId);
       }
       if ((row.leaseEpoch != null && row.leaseEpoch >= request.epoch())
@@ -399,6 +396,17 @@ public final class InMemoryOutboxStore implements OutboxStore {
     row.nextAttemptAt = null;
     row.releaseLease();
     return Outcome.APPLIED;
+  }
+
+  @Override
+  public synchronized boolean parkedUnderOwnLease(
+      String messageId, Lease lease, String reasonCode) {
+    Row row = rowsById.get(messageId);
+    return row != null
+        && row.ownedBy(claimedKeys)
+        && row.status == MessageStatus.FAILED
+        && row.leaseToken == lease.token()
+        && reasonCode.equals(row.lastFailureCode);
   }
 
   @Override

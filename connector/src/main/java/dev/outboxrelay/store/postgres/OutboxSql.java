@@ -289,8 +289,8 @@ final class OutboxSql {
    * committed offset covers was committed to Kafka and is recorded PUBLISHED without its Kafka
    * coordinates (moved to the published log); any other row is released, due now, at no attempt's
    * cost. Both bump the token, so the previous holder's late writes are fenced off. Row locks are
-   * waited for, not skipped: a previous holder's write in progress must settle first. At start it
-   * also returns, untouched, the expired rows leased under a later epoch (see {@link
+   * waited for, not skipped: a previous holder's write in progress must settle first. It also
+   * returns, untouched, the expired rows leased under a later epoch (see {@link
    * dev.outboxrelay.store.Recovery}).
    */
   private static final String RECOVER =
@@ -333,8 +333,7 @@ final class OutboxSql {
       ), later_epoch AS (
         SELECT {message_id(o)} AS message_id, o.instance_key
         FROM {table} o, clock
-        WHERE NOT CAST(:expired_only AS boolean)
-          AND o.instance_key = ANY (:instance_keys) AND {unsettled(o)} AND o.status = 'IN_FLIGHT'
+        WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)} AND o.status = 'IN_FLIGHT'
           AND o.lease_epoch > CAST(:epoch AS bigint) AND o.lease_expires_at <= clock.now
           {share}
       )
@@ -495,6 +494,7 @@ final class OutboxSql {
   final NamedSql publishedUnderOwnLease;
   final NamedSql retryLater;
   final NamedSql markFailed;
+  final NamedSql parkedUnderOwnLease;
   final NamedSql release;
   final NamedSql renew;
   final NamedSql countByStatus;
@@ -665,6 +665,15 @@ final class OutboxSql {
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
             WHERE {message_id} = :message_id {fence}""");
+
+    // An exactly-once park retried after its reply was lost: FAILED with its reason under the
+    // token it was claimed with (markFailed keeps the token). Found by the message id index.
+    parkedUnderOwnLease =
+        statement(
+            """
+            SELECT 1 FROM {table}
+            WHERE {message_id} = :message_id AND status = 'FAILED' AND lease_token = :token
+              AND last_failure_code = :reason AND instance_key = ANY (:instance_keys)""");
 
     release =
         statement(

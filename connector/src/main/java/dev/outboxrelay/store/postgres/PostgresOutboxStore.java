@@ -443,6 +443,23 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
+  public boolean parkedUnderOwnLease(String messageId, Lease lease, String reasonCode) {
+    return run(
+        "parked-under-own-lease",
+        sql.parkedUnderOwnLease,
+        (c, statement) -> {
+          statement
+              .setString("message_id", messageId)
+              .setLong("token", lease.token())
+              .setString("reason", reasonCode)
+              .setArray("instance_keys", claimedKeys(c));
+          try (ResultSet rs = statement.ready().executeQuery()) {
+            return rs.next();
+          }
+        });
+  }
+
+  @Override
   public Outcome release(String messageId, Lease lease) {
     return run(
         "release",
