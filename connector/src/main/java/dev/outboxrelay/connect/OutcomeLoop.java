@@ -13,6 +13,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,6 +49,11 @@ final class OutcomeLoop {
 
   /** Taken from the queue and not yet written: counted late if the thread dies meanwhile. */
   private List<PendingOutcome> inHand = List.of();
+
+  /**
+   * Outcomes submitted and not yet written or settled, queued or in hand; stop() waits for them.
+   */
+  private final AtomicInteger pendingWrites = new AtomicInteger();
 
   /**
    * Message ids of outcomes in hand whose leases a renewal between their write's retries found
@@ -104,19 +110,23 @@ final class OutcomeLoop {
       if (!accepting) {
         return false;
       }
+      pendingWrites.incrementAndGet();
       queue.add(outcome);
       return true;
     }
   }
 
   /**
-   * Waits up to {@code flushTimeout} for queued outcomes to be written, then keeps accepting late
-   * acknowledgements for the grace period (Connect closes the producer after stop, and callbacks
-   * may still arrive); the loop ends when every handed record is resolved or grace ends.
+   * Waits up to {@code flushTimeout} for queued outcomes, and those taken from the queue, to be
+   * written, then keeps accepting late acknowledgements for the grace period (Connect closes the
+   * producer after stop, and callbacks may still arrive); the loop ends when every handed record is
+   * resolved or grace ends. Waiting for the outcomes in hand too keeps a write from landing after
+   * stop() returned, when the task's successor may already have settled the rows (exactly once, its
+   * recovery records them PUBLISHED, and the late write would report a false lost claim).
    */
   void stop(Duration flushTimeout, Duration lateAckGrace) {
     long flushDeadline = time.milliseconds() + flushTimeout.toMillis();
-    while (!queue.isEmpty() && time.milliseconds() < flushDeadline && thread.isAlive()) {
+    while (pendingWrites.get() > 0 && time.milliseconds() < flushDeadline && thread.isAlive()) {
       pollWake.await(Duration.ofMillis(10));
     }
     closeDeadlineMs = time.milliseconds() + lateAckGrace.toMillis();
@@ -157,6 +167,7 @@ final class OutcomeLoop {
       if (!batch.isEmpty()) {
         writeUntilDone(batch);
         inHand = List.of();
+        pendingWrites.addAndGet(-batch.size());
       }
       if (!pastCloseDeadline()) { // past it, abandoned outcomes were reported, and nothing renews
         renewer.renewIfDue();

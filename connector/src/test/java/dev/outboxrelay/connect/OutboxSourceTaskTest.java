@@ -64,8 +64,27 @@ class OutboxSourceTaskTest {
   @AfterEach
   void tearDown() {
     if (task != null) {
-      task.stop();
+      stopMovingTheClock(task);
     }
+  }
+
+  /**
+   * Stops the task. Its stop waits up to a flush timeout for outcomes not yet written, on the
+   * task's clock: a MockTime is moved until the stop returns.
+   */
+  private void stopMovingTheClock(OutboxSourceTask t) {
+    if (!(time instanceof MockTime mockTime)) {
+      t.stop();
+      return;
+    }
+    Thread stopper = new Thread(t::stop);
+    stopper.start();
+    await()
+        .until(
+            () -> {
+              mockTime.sleep(100);
+              return !stopper.isAlive();
+            });
   }
 
   private OutboxSourceTask startTask(Map<String, String> overrides) {
@@ -112,7 +131,7 @@ class OutboxSourceTaskTest {
 
   /** Stops the task and lets the stop's grace end: an outcome still unwritten is abandoned. */
   private void stopPastTheGrace(MockTime mockTime) {
-    task.stop();
+    stopMovingTheClock(task);
     mockTime.sleep(30_000);
     await().until(() -> failing.closes.get() == 1);
   }
@@ -930,6 +949,35 @@ class OutboxSourceTaskTest {
     assertEquals(1, task.metrics().claimLost.get());
     assertEquals(0, task.metrics().published.get());
     assertEquals("other", store.find("m1").orElseThrow().leaseOwner());
+  }
+
+  /**
+   * stop() waits (up to its flush timeout) for an outcome write already taken from the queue, not
+   * only for queued ones. Returning with the write still running let the task's successor settle
+   * the row first (exactly once, its recovery records it PUBLISHED), and the late write then
+   * reported a false lost claim.
+   */
+  @Test
+  void stopWaitsForTheOutcomeWriteInHand() {
+    add("eu", "m1", "a", "{}".getBytes());
+    MockTime mockTime = new MockTime(); // the flush timeout does not run out by itself
+    time = mockTime;
+    startTask(Map.of());
+    List<SourceRecord> records = task.poll();
+    CountDownLatch gate = new CountDownLatch(1);
+    failing.publishGate = gate;
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+    await().until(() -> failing.publishCalls.get() == 1); // in hand: the queue is empty
+
+    Thread stopper = new Thread(task::stop);
+    stopper.start();
+    await().until(() -> stopper.getState() == Thread.State.TIMED_WAITING || !stopper.isAlive());
+    assertTrue(stopper.isAlive(), "stop() returned with the outcome write in hand");
+    gate.countDown();
+
+    await().until(() -> !stopper.isAlive());
+    assertEquals(MessageStatus.PUBLISHED, status("m1"));
+    assertEquals(1, task.metrics().published.get());
   }
 
   @Test
