@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
@@ -98,6 +99,26 @@ public class OutboxSourceConnector extends SourceConnector {
     return guarantee != null && guarantee.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE)
         ? ExactlyOnceSupport.SUPPORTED
         : ExactlyOnceSupport.UNSUPPORTED;
+  }
+
+  /**
+   * KIP-875's offset endpoints, on a stopped connector. A reset is accepted: at least once the task
+   * never reads its offsets, and exactly once its next recovery then finds no committed position,
+   * so it releases the rows still leased by earlier instances and they are sent again (duplicates,
+   * never a loss). Any other value is refused: a row's state lives in the table, and a position
+   * written by hand could make an exactly-once recovery record PUBLISHED rows Kafka never had.
+   */
+  @Override
+  public boolean alterOffsets(
+      Map<String, String> connectorConfig, Map<Map<String, ?>, Map<String, ?>> offsets) {
+    if (offsets.values().stream().anyMatch(Objects::nonNull)) {
+      throw new ConnectException(
+          "outbox-relay refuses to alter source offsets: each row's state is kept in the outbox"
+              + " table, and an offset set by hand could make exactly-once recovery record rows"
+              + " PUBLISHED that Kafka never had. Only a reset (DELETE /connectors/<name>/offsets)"
+              + " is accepted; to send rows again or skip them, use outbox-relay-cli requeue.");
+    }
+    return true;
   }
 
   @Override

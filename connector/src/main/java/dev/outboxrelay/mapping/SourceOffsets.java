@@ -44,17 +44,21 @@ public final class SourceOffsets {
   }
 
   /**
-   * Exactly-once: {@code {"instance_key": ..., "bucket": b, "buckets": n}}, one source partition
+   * Exactly-once: {@code {"bucket": b, "buckets": n, "instance_key": ...}}, one source partition
    * per bucket, whose committed offset names the last record of the bucket Kafka committed.
    *
    * <p>Its keys iterate in this fixed order, in every JVM. Connect finds a committed offset by the
    * bytes of its serialized source partition, and serializes a map's entries in their iteration
    * order; {@link Map#of}'s order is seeded anew in each JVM, so a task that moved to another
    * worker looked its offsets up under other bytes, found none, and sent again what its predecessor
-   * had committed but not yet recorded.
+   * had committed but not yet recorded. The order is the one a partition read back from the offsets
+   * topic has (Connect's JSON converter reads an object into a HashMap): Connect's offsets REST
+   * endpoints (KIP-875) list the stored partitions and look each up, or reset it, under its bytes
+   * serialized again. In another order (instance_key first, until this release) every bucket's
+   * offset was listed as null and a reset wrote its tombstones under other bytes than the offsets'.
    */
   public static Map<String, Object> bucketPartition(String instanceKey, int bucket, int buckets) {
-    return ordered(INSTANCE_KEY, instanceKey, BUCKET, bucket, BUCKETS, buckets);
+    return ordered(BUCKET, bucket, BUCKETS, buckets, INSTANCE_KEY, instanceKey);
   }
 
   /**
@@ -64,8 +68,8 @@ public final class SourceOffsets {
    */
   public static List<Map<String, Object>> bucketPartitionInEveryOrder(
       String instanceKey, int bucket, int buckets) {
-    String[] k = {INSTANCE_KEY, BUCKET, BUCKETS};
-    Object[] v = {instanceKey, bucket, buckets};
+    String[] k = {BUCKET, BUCKETS, INSTANCE_KEY};
+    Object[] v = {bucket, buckets, instanceKey};
     int[][] orders = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
     List<Map<String, Object>> partitions = new ArrayList<>(orders.length);
     for (int[] o : orders) {

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.storage.OffsetStorageReader;
@@ -31,6 +32,15 @@ final class ConnectOffsetStore {
   /** The bytes Connect stores and looks a partition up under. */
   byte[] serialized(Map<String, ?> partition) {
     return keys.fromConnectData(NAMESPACE, null, Arrays.asList(NAMESPACE, partition));
+  }
+
+  /**
+   * The partition's key as Connect's offsets REST endpoints look it up: read back from its bytes
+   * (into the converter's own map) and serialized again.
+   */
+  byte[] readBackAndSerializedAgain(Map<String, ?> partition) {
+    List<?> key = (List<?>) keys.toConnectData(NAMESPACE, serialized(partition)).value();
+    return keys.fromConnectData(NAMESPACE, null, key);
   }
 
   private ByteBuffer key(Map<String, ?> partition) {

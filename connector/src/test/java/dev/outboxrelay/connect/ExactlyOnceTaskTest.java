@@ -21,6 +21,7 @@ import dev.outboxrelay.store.memory.InMemoryOutboxStore;
 import dev.outboxrelay.writer.OutboxMessage;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
@@ -206,10 +207,25 @@ class ExactlyOnceTaskTest {
   @Test
   void aBucketPartitionSerializesToTheSameBytesInEveryJvm() {
     assertEquals(
-        "[\"outbox-relay-test\",{\"instance_key\":\"eu\",\"bucket\":3,\"buckets\":16}]",
+        "[\"outbox-relay-test\",{\"bucket\":3,\"buckets\":16,\"instance_key\":\"eu\"}]",
         new String(
             committedOffsets.serialized(SourceOffsets.bucketPartition("eu", 3, 16)),
             java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /**
+   * ... and the same bytes once read back and serialized again, as Connect's offsets REST endpoints
+   * do: otherwise they list every bucket's offset as null, and a reset misses them.
+   */
+  @Test
+  void aBucketPartitionSurvivesTheOffsetsEndpointsRoundTrip() {
+    for (String key : List.of("eu", "orders", "a-much-longer-instance-key")) {
+      Map<String, Object> partition = SourceOffsets.bucketPartition(key, 3, 16);
+      assertEquals(
+          new String(committedOffsets.serialized(partition), StandardCharsets.UTF_8),
+          new String(
+              committedOffsets.readBackAndSerializedAgain(partition), StandardCharsets.UTF_8));
+    }
   }
 
   /**

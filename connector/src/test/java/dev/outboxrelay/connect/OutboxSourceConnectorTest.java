@@ -1,12 +1,14 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.LogCapture;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.ConnectorTransactionBoundaries;
 import org.apache.kafka.connect.source.ExactlyOnceSupport;
 import org.junit.jupiter.api.Test;
@@ -81,6 +83,28 @@ class OutboxSourceConnectorTest {
     for (int i = 0; i < 3; i++) {
       assertEquals(Integer.toString(i), tasks.get(i).get(OutboxSourceTask.TASK_ID));
       assertEquals("3", tasks.get(i).get(OutboxSourceTask.TASK_COUNT));
+    }
+  }
+
+  /**
+   * KIP-875: a reset of the source offsets is accepted (at worst rows are sent again); a position
+   * set by hand is refused in either mode, since exactly-once recovery would trust it.
+   */
+  @Test
+  void offsetsMayBeResetButNotSetByHand() {
+    OutboxSourceConnector connector = new OutboxSourceConnector();
+    Map<String, ?> partition = Map.of("instance_key", "orders", "bucket", 0, "buckets", 8);
+    Map<Map<String, ?>, Map<String, ?>> reset = new HashMap<>();
+    reset.put(partition, null);
+    Map<Map<String, ?>, Map<String, ?>> set =
+        Map.of(partition, Map.of("epoch", 1L, "batch", 1L, "seq", 42L));
+
+    for (String guarantee : new String[] {null, "exactly-once"}) {
+      assertTrue(connector.alterOffsets(config(guarantee), reset), "a reset is accepted");
+      ConnectException refused =
+          assertThrows(
+              ConnectException.class, () -> connector.alterOffsets(config(guarantee), set));
+      assertTrue(refused.getMessage().contains("Only a reset"), refused.getMessage());
     }
   }
 

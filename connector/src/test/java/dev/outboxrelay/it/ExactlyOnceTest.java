@@ -2,6 +2,7 @@ package dev.outboxrelay.it;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.ConnectCluster;
@@ -14,6 +15,9 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.connect.runtime.rest.entities.ConnectorOffset;
+import org.apache.kafka.connect.runtime.rest.entities.ConnectorOffsets;
+import org.apache.kafka.connect.runtime.rest.errors.ConnectRestException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -104,6 +108,38 @@ class ExactlyOnceTest {
           .until(() -> CLUSTER.readCommitted(topic).size() >= total);
       assertEquals(total, db.count("IN_FLIGHT", key), "every row sent, none recorded");
 
+      // KIP-875 on the stopped connector: a position set by hand is refused (it could cover rows
+      // Kafka never had, which recovery would then record PUBLISHED); the offsets stay as they
+      // were.
+      CLUSTER.connect().stopConnector(CONNECTOR);
+      CLUSTER.connect().assertions().assertConnectorIsStopped(CONNECTOR, "stopped to alter");
+      ConnectorOffsets committedOffsets = CLUSTER.connect().connectorOffsets(CONNECTOR);
+      assertTrue(
+          !committedOffsets.offsets().isEmpty()
+              && committedOffsets.offsets().stream().allMatch(o -> o.offset() != null),
+          "every bucket's committed position is listed: " + committedOffsets);
+      ConnectorOffset first =
+          committedOffsets.offsets().stream()
+              .filter(o -> o.offset() != null)
+              .findFirst()
+              .orElseThrow();
+      Map<String, Object> further = new HashMap<String, Object>(first.offset());
+      further.put("seq", Long.MAX_VALUE);
+      ConnectRestException refused =
+          assertThrows(
+              ConnectRestException.class,
+              () ->
+                  CLUSTER
+                      .connect()
+                      .alterConnectorOffsets(
+                          CONNECTOR,
+                          new ConnectorOffsets(
+                              List.of(new ConnectorOffset(first.partition(), further)))));
+      // A plugin's refusal is a ConnectException, which Connect answers with 500 and its message.
+      assertEquals(500, refused.statusCode());
+      assertTrue(refused.getMessage().contains("Only a reset"), refused.getMessage());
+      assertEquals(committedOffsets.toMap(), CLUSTER.connect().connectorOffsets(CONNECTOR).toMap());
+
       // The crash: the tasks stop with their outcomes unwritten; new instances start.
       CLUSTER.delete(CONNECTOR);
       CLUSTER.deploy(CONNECTOR, config);
@@ -117,6 +153,13 @@ class ExactlyOnceTest {
                   + db.messages()
                   + " WHERE last_failure_code = 'RECOVERED_FROM_OFFSETS'");
       assertEquals(total, recovered, "every row recorded from the offsets, none sent again");
+
+      // A reset reaches the offsets themselves (its tombstones under the partitions' own bytes).
+      CLUSTER.connect().stopConnector(CONNECTOR);
+      CLUSTER.connect().assertions().assertConnectorIsStopped(CONNECTOR, "stopped to reset");
+      CLUSTER.connect().resetConnectorOffsets(CONNECTOR);
+      ConnectorOffsets reset = CLUSTER.connect().connectorOffsets(CONNECTOR);
+      assertTrue(reset.offsets().stream().allMatch(o -> o.offset() == null), "reset: " + reset);
     }
   }
 
