@@ -138,6 +138,16 @@ final class ExactlyOnceState {
     return base.exactlyOnce(epoch, ++batch, share);
   }
 
+  /** This instance's epoch. */
+  long epoch() {
+    return epoch;
+  }
+
+  /** The latest claim's number, the batch of its rows' positions. */
+  long batch() {
+    return batch;
+  }
+
   /** The record of a row of the latest claim, at its bucket's partition and its position. */
   SourceRecord atPosition(SourceRecord record, ClaimedMessage row, boolean parked) {
     return SourceOffsets.atPosition(record, row, share, epoch, batch, parked);

@@ -188,13 +188,14 @@ final class RecordHandoff {
 
   /**
    * A retried park that found its row gone: whether the failed attempt committed all the same (the
-   * connection lost at COMMIT, as in a failover). Exactly-once claims are durable, so the row
-   * FAILED with this park's reason under its token was parked by it; without this it was reported a
-   * lost claim, and its dead-letter record, which leaves with the batch, went uncounted.
+   * connection lost at COMMIT, as in a failover): the row FAILED with this park's reason under its
+   * token and its claim's position (this instance's epoch) was parked by it. Without this it was
+   * reported a lost claim, and its dead-letter record, which leaves with the batch, went uncounted.
    */
   private boolean parkedByTheLostReply(Park park) {
     ClaimedMessage row = park.row;
-    if (!store.parkedUnderOwnLease(row.messageId(), row.lease(), park.reasonCode)) {
+    if (!store.parkedUnderOwnLease(
+        row.messageId(), row.lease(), park.reasonCode, park.epoch, park.batch)) {
       return false;
     }
     log.info(
@@ -259,7 +260,8 @@ final class RecordHandoff {
       } else if (result instanceof MappingResult.Unpublishable bad) {
         logUnpublishable(row, bad.reasonCode());
         boolean deadLetter = mapper.settings().hasDeadLetterTopic();
-        parks.add(new Park(row, bad.reasonCode(), deadLetter));
+        parks.add(
+            new Park(row, bad.reasonCode(), deadLetter, exactlyOnce.epoch(), exactlyOnce.batch()));
         if (deadLetter) {
           records.add(exactlyOnce.atPosition(mapper.deadLetter(row, bad.reasonCode()), row, true));
         }
@@ -276,7 +278,9 @@ final class RecordHandoff {
         reasonCode);
   }
 
-  private record Park(ClaimedMessage row, String reasonCode, boolean deadLettered) {}
+  /** A row to park, with the position ({@code epoch}, {@code batch}) of the claim that took it. */
+  private record Park(
+      ClaimedMessage row, String reasonCode, boolean deadLettered, long epoch, long batch) {}
 
   /** Exactly-once: a claim's records, and the parks to write before they may leave. */
   static final class Positioned {

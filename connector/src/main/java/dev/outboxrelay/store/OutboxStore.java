@@ -114,13 +114,15 @@ public interface OutboxStore extends AutoCloseable {
   Outcome markFailed(String messageId, Lease lease, String reasonCode);
 
   /**
-   * Whether the row, of a claimed instance key, is FAILED with {@code reasonCode} under {@code
-   * lease}'s token: parked by an earlier attempt of {@link #markFailed} that committed though its
-   * reply never arrived. Conclusive only where claims are durable (exactly-once): at least once, a
-   * claim lost in a database crash is claimed again under the token it had, so another owner's park
-   * would look the same.
+   * Exactly-once: whether the row, of a claimed instance key, is FAILED with {@code reasonCode}
+   * under {@code lease}'s token and the claim's own position ({@code epoch}, {@code batch}, which a
+   * park keeps): parked by an earlier attempt of {@link #markFailed} that committed though its
+   * reply never arrived. The token alone could be another owner's: a claim lost in a database crash
+   * or an asynchronous failover is claimed again under the token it had, but never by the same
+   * instance's epoch.
    */
-  boolean parkedUnderOwnLease(String messageId, Lease lease, String reasonCode);
+  boolean parkedUnderOwnLease(
+      String messageId, Lease lease, String reasonCode, long epoch, long batch);
 
   /** Gives back a claim that was never sent: due now, no attempt charged. */
   Outcome release(String messageId, Lease lease);

@@ -1163,9 +1163,13 @@ class OutboxSourceTaskTest {
 
     @Override
     public boolean parkedUnderOwnLease(
-        String messageId, dev.outboxrelay.store.Lease lease, String reasonCode) {
+        String messageId,
+        dev.outboxrelay.store.Lease lease,
+        String reasonCode,
+        long epoch,
+        long batch) {
       check();
-      return delegate.parkedUnderOwnLease(messageId, lease, reasonCode);
+      return delegate.parkedUnderOwnLease(messageId, lease, reasonCode, epoch, batch);
     }
 
     @Override

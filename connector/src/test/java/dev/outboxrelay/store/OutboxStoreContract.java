@@ -731,32 +731,30 @@ public abstract class OutboxStoreContract {
 
   /**
    * An exactly-once park retried after its reply was lost finds its row gone; the store tells
-   * whether the row was parked under the park's own token and reason (by the earlier attempt) or
-   * otherwise (a lost claim).
+   * whether the row was parked under the park's own token, reason and claim position (by the
+   * earlier attempt) or otherwise (a lost claim). The token alone is not enough: a claim lost in an
+   * asynchronous failover is claimed again under the same token, by another instance's epoch.
    */
   @Test
-  void aParkedRowIsKnownByTheLeaseAndReasonThatParkedIt() {
+  void aParkedRowIsKnownByTheLeaseReasonAndPositionThatParkedIt() {
     add(EU, "a", "agg-1");
     add(EU, "b", "agg-2");
-    add(EU, "c", "agg-3");
-    ClaimedMessage a = claimOne("w1", "a");
-    ClaimedMessage b = claimOne("w1", "b");
-    ClaimedMessage c = claimOne("w1", "c");
+    long epoch = store.newEpoch();
+    ClaimedMessage a = store.claim(exactlyOnce("w1", 1, epoch, 1, ALL_BUCKETS)).claimed().get(0);
+    ClaimedMessage b = store.claim(exactlyOnce("w1", 1, epoch, 2, ALL_BUCKETS)).claimed().get(0);
     assertEquals(Outcome.APPLIED, store.markFailed("a", a.lease(), "PAYLOAD_TOO_LARGE"));
-    clock.advance(LEASE.plusSeconds(1));
-    ClaimedMessage bAgain = reclaim(request("w2", 1)).claimed().get(0);
-    assertEquals("b", bAgain.messageId());
-    assertEquals(Outcome.APPLIED, store.markFailed("b", bAgain.lease(), "PAYLOAD_TOO_LARGE"));
+    String reason = "PAYLOAD_TOO_LARGE";
+    Lease otherToken = new Lease("w1", a.lease().token() + 1);
 
-    assertTrue(store.parkedUnderOwnLease("a", a.lease(), "PAYLOAD_TOO_LARGE"));
-    assertFalse(store.parkedUnderOwnLease("a", a.lease(), "TOPIC_NOT_ALLOWED"), "other reason");
+    assertTrue(store.parkedUnderOwnLease("a", a.lease(), reason, epoch, 1));
+    assertFalse(store.parkedUnderOwnLease("a", a.lease(), "TOPIC_NOT_ALLOWED", epoch, 1), "reason");
+    assertFalse(store.parkedUnderOwnLease("a", otherToken, reason, epoch, 1), "another token");
     assertFalse(
-        store.parkedUnderOwnLease("b", b.lease(), "PAYLOAD_TOO_LARGE"),
-        "b was parked under w2's claim, not w1's");
-    assertTrue(store.parkedUnderOwnLease("b", bAgain.lease(), "PAYLOAD_TOO_LARGE"));
-    assertFalse(
-        store.parkedUnderOwnLease("c", c.lease(), "PAYLOAD_TOO_LARGE"), "c is still in flight");
-    assertFalse(store.parkedUnderOwnLease("missing", a.lease(), "PAYLOAD_TOO_LARGE"));
+        store.parkedUnderOwnLease("a", a.lease(), reason, epoch + 1, 1),
+        "the same token under another instance's epoch");
+    assertFalse(store.parkedUnderOwnLease("a", a.lease(), reason, epoch, 2), "another claim");
+    assertFalse(store.parkedUnderOwnLease("b", b.lease(), reason, epoch, 2), "b is in flight");
+    assertFalse(store.parkedUnderOwnLease("missing", a.lease(), reason, epoch, 1));
   }
 
   @Test

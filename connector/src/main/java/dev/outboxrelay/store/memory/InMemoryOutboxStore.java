@@ -400,13 +400,15 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   @Override
   public synchronized boolean parkedUnderOwnLease(
-      String messageId, Lease lease, String reasonCode) {
+      String messageId, Lease lease, String reasonCode, long epoch, long batch) {
     Row row = rowsById.get(messageId);
     return row != null
         && row.ownedBy(claimedKeys)
         && row.status == MessageStatus.FAILED
         && row.leaseToken == lease.token()
-        && reasonCode.equals(row.lastFailureCode);
+        && reasonCode.equals(row.lastFailureCode)
+        && Long.valueOf(epoch).equals(row.leaseEpoch)
+        && Long.valueOf(batch).equals(row.claimBatch);
   }
 
   @Override

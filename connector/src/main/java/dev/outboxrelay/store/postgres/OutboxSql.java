@@ -667,13 +667,15 @@ final class OutboxSql {
             WHERE {message_id} = :message_id {fence}""");
 
     // An exactly-once park retried after its reply was lost: FAILED with its reason under the
-    // token it was claimed with (markFailed keeps the token). Found by the message id index.
+    // token and position it was claimed with (markFailed keeps them). Found by the message id
+    // index.
     parkedUnderOwnLease =
         statement(
             """
             SELECT 1 FROM {table}
             WHERE {message_id} = :message_id AND status = 'FAILED' AND lease_token = :token
-              AND last_failure_code = :reason AND instance_key = ANY (:instance_keys)""");
+              AND last_failure_code = :reason AND lease_epoch = :epoch AND claim_batch = :batch
+              AND instance_key = ANY (:instance_keys)""");
 
     release =
         statement(

@@ -443,7 +443,8 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public boolean parkedUnderOwnLease(String messageId, Lease lease, String reasonCode) {
+  public boolean parkedUnderOwnLease(
+      String messageId, Lease lease, String reasonCode, long epoch, long batch) {
     return run(
         "parked-under-own-lease",
         sql.parkedUnderOwnLease,
@@ -452,6 +453,8 @@ public final class PostgresOutboxStore implements OutboxStore {
               .setString("message_id", messageId)
               .setLong("token", lease.token())
               .setString("reason", reasonCode)
+              .setLong("epoch", epoch)
+              .setLong("batch", batch)
               .setArray("instance_keys", claimedKeys(c));
           try (ResultSet rs = statement.ready().executeQuery()) {
             return rs.next();
