@@ -227,8 +227,8 @@ final class ExactlyOnceState {
    */
   private void reportLaterEpoch(Recovery recovery) {
     metrics.laterEpochRows.set(recovery.laterEpoch().size());
-    reportedLaterEpoch.retainAll(
-        Set.copyOf(recovery.laterEpoch())); // given back by hand: forget them
+    // A row given back by hand meanwhile is forgotten: reported again should it come back.
+    reportedLaterEpoch.retainAll(Set.copyOf(recovery.laterEpoch()));
     for (String id : recovery.laterEpoch()) {
       if (!reportedLaterEpoch.add(id)) {
         continue;

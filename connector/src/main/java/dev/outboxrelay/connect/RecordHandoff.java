@@ -188,8 +188,8 @@ final class RecordHandoff {
 
   /**
    * A retried park that found its row gone: whether the failed attempt committed all the same (the
-   * connection lost at COMMIT, as in a failover): the row FAILED with this park's reason under its
-   * token and its claim's position (this instance's epoch) was parked by it. Without this it was
+   * connection lost at COMMIT, as in a failover). A row FAILED with this park's reason, under its
+   * token and its claim's position (this instance's epoch), was parked by it. Without this it was
    * reported a lost claim, and its dead-letter record, which leaves with the batch, went uncounted.
    */
   private boolean parkedByTheLostReply(Park park) {
