@@ -140,7 +140,8 @@ final class LeaseRenewer {
         stallReported = true;
         log.warn(
             "Task thread has not polled for over half a lease and Kafka acknowledged nothing"
-                + " meanwhile; not renewing {} leases (reason=TASK_UNRESPONSIVE)",
+                + " meanwhile (the connector paused, or the thread stuck outside poll); not"
+                + " renewing {} leases (reason=TASK_UNRESPONSIVE)",
             held.size());
       }
       // Look again soon: renew as soon as the thread is back, not a whole interval later.
