@@ -17,6 +17,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
@@ -167,6 +168,7 @@ final class ExactlyOnceState {
       }
     }
     Map<List<Object>, CommittedPosition> latest = new LinkedHashMap<>();
+    Set<List<Object>> underEarlierOrder = new HashSet<>(); // buckets whose latest is so
     for (int order = 0; order < KEY_ORDERS; order++) {
       List<Map<String, Object>> partitions = new ArrayList<>(everyOrder.size());
       for (List<Map<String, Object>> orders : everyOrder) {
@@ -177,11 +179,35 @@ final class ExactlyOnceState {
         String key = (String) partition.get(SourceOffsets.INSTANCE_KEY);
         int bucket = (Integer) partition.get(SourceOffsets.BUCKET);
         Map<String, Object> offset = stored == null ? null : stored.get(partition);
-        SourceOffsets.committedPosition(key, bucket, offset)
-            .ifPresent(p -> latest.merge(List.of(key, bucket), p, ExactlyOnceState::later));
+        Optional<CommittedPosition> position = SourceOffsets.committedPosition(key, bucket, offset);
+        if (position.isEmpty()) {
+          continue;
+        }
+        List<Object> id = List.of(key, bucket);
+        boolean latestSoFar =
+            latest.merge(id, position.get(), ExactlyOnceState::later) == position.get();
+        if (latestSoFar && order > 0) { // the fixed order is read first
+          underEarlierOrder.add(id);
+        }
       }
     }
+    for (List<Object> id : underEarlierOrder) {
+      warnEarlierKeyOrder(latest.get(id));
+    }
     return new ArrayList<>(latest.values());
+  }
+
+  /**
+   * A bucket whose latest offset an earlier build committed under another key order: Connect's
+   * offsets endpoints neither list it nor reset it, until this instance commits the bucket again.
+   */
+  private static void warnEarlierKeyOrder(CommittedPosition p) {
+    log.warn(
+        "Exactly-once recovery used an offset committed by an earlier build under another key"
+            + " order: instance_key={} bucket={} (reason=OFFSET_UNDER_EARLIER_KEY_ORDER);"
+            + " Connect's offsets endpoints cannot list or reset it until the bucket commits again",
+        Printable.escape(p.instanceKey()),
+        p.bucket());
   }
 
   private static CommittedPosition later(CommittedPosition a, CommittedPosition b) {

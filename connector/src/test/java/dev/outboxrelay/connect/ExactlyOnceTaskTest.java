@@ -18,6 +18,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.writer.OutboxMessage;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -163,11 +164,18 @@ class ExactlyOnceTaskTest {
     ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
     int bucket = ALL.bucketOf(a.aggregateHash());
     commit(SourceOffsets.bucketPartitionInEveryOrder("eu", bucket, BUCKETS).get(order), a, old, 1);
+    long mark = LogCapture.get().mark();
 
     List<SourceRecord> records = start().poll();
 
     assertEquals(List.of("b"), records.stream().map(SourceOffsets::messageId).toList());
     assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status());
+    // Connect's offsets endpoints cannot reach an offset under another order: said once, by bucket
+    List<LogCapture.Event> warnings =
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=OFFSET_UNDER_EARLIER_KEY_ORDER"));
+    assertEquals(order == 0 ? 0 : 1, warnings.size());
+    warnings.forEach(w -> assertTrue(w.message().contains("bucket=" + bucket), w.message()));
   }
 
   /**
@@ -232,8 +240,9 @@ class ExactlyOnceTaskTest {
    * Offsets of one bucket under two key orders (two builds, or two JVMs of an older build): the
    * later owner's, of the higher epoch, is the bucket's committed position.
    */
-  @Test
-  void theHigherEpochsOffsetWinsAcrossKeyOrders() {
+  @ParameterizedTest(name = "the later owner's under key order {0}")
+  @ValueSource(ints = {0, 3})
+  void theHigherEpochsOffsetWinsAcrossKeyOrders(int laterOrder) {
     add("a", "agg-1", 10);
     add("b", "agg-1", 10);
     add("c", "agg-1", 10);
@@ -246,13 +255,20 @@ class ExactlyOnceTaskTest {
     ClaimedMessage b = store.claim(one.exactlyOnce(second, 1, ALL)).claimed().get(0);
     List<Map<String, Object>> orders =
         SourceOffsets.bucketPartitionInEveryOrder("eu", ALL.bucketOf(a.aggregateHash()), BUCKETS);
-    commit(orders.get(0), a, first, 1); // the earlier owner's offset
-    commit(orders.get(3), b, second, 1); // the later owner's, under another key order
+    commit(orders.get(3 - laterOrder), a, first, 1); // the earlier owner's offset
+    commit(orders.get(laterOrder), b, second, 1); // the later owner's, under another key order
+    long mark = LogCapture.get().mark();
 
     List<SourceRecord> records = start().poll();
 
     assertEquals(List.of("c"), records.stream().map(SourceOffsets::messageId).toList());
     assertEquals(MessageStatus.PUBLISHED, store.find("b").orElseThrow().status());
+    // only the offset recovery used is reported, and only when an earlier build's order holds it
+    assertEquals(
+        laterOrder == 0 ? 0 : 1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=OFFSET_UNDER_EARLIER_KEY_ORDER"))
+            .size());
   }
 
   @Test
