@@ -69,8 +69,10 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String CONNECTION_POOL_SIZE_CONFIG = "connection.pool.size";
   public static final int CONNECTION_POOL_SIZE_DEFAULT = 4;
   private static final String CONNECTION_POOL_SIZE_DOC =
-      "Most database connections each task holds. Claims, acknowledgements, lease renewal and"
-          + " maintenance share them.";
+      "Database connections in each task's pool. Claims, acknowledgements, lease renewal and"
+          + " maintenance share them. A task also holds one more, outside the pool, for"
+          + " notify.enabled (LISTEN), and a task that migrates the schema three more while it"
+          + " does.";
 
   public static final String CONNECTION_TIMEOUT_MS_CONFIG = "connection.timeout.ms";
   public static final long CONNECTION_TIMEOUT_MS_DEFAULT = 5_000L;
@@ -112,7 +114,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String INSTANCE_KEYS_CONFIG = "instance.keys";
   private static final String INSTANCE_KEYS_DOC =
       "Comma-separated instance keys whose rows this connector relays. Rows with other instance"
-          + " keys are never claimed or changed, so several connectors can share one table.";
+          + " keys are never claimed or changed, so several connectors can share one table. A key"
+          + " has at most 200 characters, no comma, no control character and no white space at"
+          + " either end (the writer library holds rows to the same rules).";
 
   public static final String SCHEMA_MIGRATE_ON_START_CONFIG = "schema.migrate.on.start";
   private static final String SCHEMA_MIGRATE_ON_START_DOC =
@@ -333,7 +337,10 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " for poll.interval.ms. Polling"
           + " goes on regardless, so a missed notification only delays delivery. Notifying"
           + " serializes the inserting transactions' commits in PostgreSQL; where that matters more"
-          + " than latency, set outbox_relay.notify = 'off' for the database (schema version 5).";
+          + " than latency, set outbox_relay.notify = 'off' for the database (schema version 5)."
+          + " LISTEN needs a session of its own: behind a pooler in transaction mode (PgBouncer)"
+          + " notifications are lost, so point connection.url at the server or turn this"
+          + " off.";
 
   // Table columns
   public static final String COLUMN_MESSAGE_ID_CONFIG = "column.message.id";
