@@ -1,6 +1,7 @@
 package dev.outboxrelay.cli;
 
 import dev.outboxrelay.cli.command.AdoptDebeziumTableCommand;
+import dev.outboxrelay.cli.command.DiscardCommand;
 import dev.outboxrelay.cli.command.InspectCommand;
 import dev.outboxrelay.cli.command.ListCommand;
 import dev.outboxrelay.cli.command.MigrateCommand;
@@ -46,6 +47,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       ListCommand.class,
       InspectCommand.class,
       RequeueCommand.class,
+      DiscardCommand.class,
       PurgeCommand.class,
       MigrateCommand.class,
       SchemaSqlCommand.class,

@@ -51,13 +51,15 @@ class PrivilegesTest {
   }
 
   @Test
-  void anOperatorRoleCanRequeueAndPurge() {
+  void anOperatorRoleCanRequeueDiscardAndPurge() {
     Cli cli = operator();
 
     Cli.Result requeue = cli.forKey("eu", "requeue", "--all");
     assertEquals(ExitCode.OK, requeue.exitCode(), requeue::toString);
     Cli.Result byId = cli.forKey("eu", "requeue", "--message-id", "eu-failed-1");
     assertEquals(ExitCode.NOTHING_MATCHED, byId.exitCode(), byId::toString);
+    Cli.Result discard = cli.forKey("us", "discard", "--all");
+    assertEquals(ExitCode.OK, discard.exitCode(), discard::toString);
     Cli.Result purge = cli.forKey("eu", "purge", "--published-before", "2021-01-01");
     assertEquals(ExitCode.OK, purge.exitCode(), purge::toString);
     assertEquals(ExitCode.OK, cli.forKey("eu", "status").exitCode());

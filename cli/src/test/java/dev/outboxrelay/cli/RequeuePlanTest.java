@@ -4,7 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.cli.operator.OperatorStatements;
-import dev.outboxrelay.cli.operator.RequeueRequest;
+import dev.outboxrelay.cli.operator.ParkedAction;
+import dev.outboxrelay.cli.operator.ParkedSelection;
 import dev.outboxrelay.store.postgres.NamedSql;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.Connection;
@@ -61,9 +62,11 @@ class RequeuePlanTest {
 
   @Test
   void allParkedRowsAreFoundThroughTheIndexOfParkedRows() throws SQLException {
-    RequeueRequest.Selector all = RequeueRequest.Selector.ALL;
-    assertUsesParkedIndex(OperatorStatements.requeueBatch(TABLE, all), null);
-    assertUsesParkedIndex(OperatorStatements.countRequeueable(TABLE, all), null);
+    ParkedSelection.Selector all = ParkedSelection.Selector.ALL;
+    for (ParkedAction action : ParkedAction.values()) {
+      assertUsesParkedIndex(OperatorStatements.changeBatch(TABLE, action, all), null);
+    }
+    assertUsesParkedIndex(OperatorStatements.countParked(TABLE, all), null);
   }
 
   /**
@@ -72,11 +75,12 @@ class RequeuePlanTest {
    */
   @Test
   void parkedRowsOfACorrelationIdAreFoundThroughTheIndexOfParkedRows() throws SQLException {
-    RequeueRequest.Selector correlation = RequeueRequest.Selector.CORRELATION_ID;
+    ParkedSelection.Selector correlation = ParkedSelection.Selector.CORRELATION_ID;
     for (NamedSql statement :
         List.of(
-            OperatorStatements.requeueBatch(TABLE, correlation),
-            OperatorStatements.countRequeueable(TABLE, correlation))) {
+            OperatorStatements.changeBatch(TABLE, ParkedAction.REQUEUE, correlation),
+            OperatorStatements.changeBatch(TABLE, ParkedAction.DISCARD, correlation),
+            OperatorStatements.countParked(TABLE, correlation))) {
       String plan = assertUsesParkedIndex(statement, "c-1");
       assertTrue(
           plan.lines()

@@ -28,12 +28,13 @@ import java.util.regex.Pattern;
  * deletes them. Whatever reads, counts or finds published rows reads both; a log entry is read
  * under the row's labels, the columns the log does not keep being null ({@link #logRow}).
  *
- * <p>Requeue is the operator's only write besides the relay's own retention delete, and it follows
- * the store's fencing rule: it applies only to rows that are still parked (FAILED or EXHAUSTED)
- * under this instance key when its statement runs, so a row that changed meanwhile is left alone.
- * It bumps the lease token, so an outcome from any earlier claim of the row can never apply.
- * Requeues by correlation id or of all parked rows run in bounded batches, one transaction each, so
- * that a large parked set never becomes one long transaction.
+ * <p>Requeue and discard are the operator's only writes besides the relay's own retention delete,
+ * and they follow the store's fencing rule: they apply only to rows that are still parked (FAILED
+ * or EXHAUSTED) under this instance key when the statement runs, so a row that changed meanwhile is
+ * left alone. A requeue bumps the lease token and a discard deletes the row, so an outcome from any
+ * earlier claim of the row can never apply. Both, by correlation id or of all parked rows, run in
+ * bounded batches, one transaction each, so that a large parked set never becomes one long
+ * transaction.
  */
 final class OperatorSql {
   private static final Pattern PLACEHOLDER = Pattern.compile("\\{[^}]*}");
@@ -130,6 +131,9 @@ final class OperatorSql {
           lease_expires_at = NULL, lease_token = lease_token + 1,
           parked_at = NULL""";
 
+  /** {@code {discard}}: the row is deleted, never relayed (nor in the published log). */
+  private static final String DISCARD = "DELETE FROM {table}";
+
   /** {@code {parked of key}}: rows still parked under the key, with a chosen status. */
   private static final String PARKED_OF_KEY =
       """
@@ -157,13 +161,51 @@ final class OperatorSql {
   final NamedSql list;
   final NamedSql inspect;
   final NamedSql inspectWithPayload;
-  final NamedSql requeueMessageIds;
+
+  /** See {@code changeMessageIds}: {@code {change}} is the action's UPDATE or DELETE head. */
+  private static final String CHANGE_MESSAGE_IDS =
+      """
+      WITH requested AS (
+        SELECT r.message_id, r.n
+        FROM unnest(CAST(:message_ids AS text[])) WITH ORDINALITY AS r(message_id, n)
+      ), changed AS (
+        {change}
+        {parked of key}
+          AND {message_id} IN (SELECT message_id FROM requested)
+        RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed
+      )
+      SELECT r.message_id, q.message_id IS NOT NULL AS changed,
+        COALESCE(q.deadline_passed, FALSE) AS deadline_passed,
+        COALESCE(o.instance_key = :instance_key, FALSE)
+          OR COALESCE(l.instance_key = :instance_key, FALSE) AS own,
+        -- The key's own row first (a legacy row may share the id), the table's before the log's.
+        CASE WHEN o.instance_key = :instance_key THEN o.status
+          WHEN l.instance_key = :instance_key THEN l.status
+          ELSE COALESCE(o.status, l.status) END AS status
+      FROM requested r
+        LEFT JOIN changed q ON q.message_id = r.message_id
+        LEFT JOIN LATERAL (
+          -- On an adopted table a legacy row may share the id: the key's own row first.
+          SELECT o.status, o.instance_key
+          FROM {table} o
+          WHERE {message_id(o)} = r.message_id
+          ORDER BY o.instance_key = :instance_key DESC NULLS LAST LIMIT 1
+        ) o ON TRUE
+        LEFT JOIN LATERAL (
+          SELECT p.instance_key, 'PUBLISHED' AS status
+          FROM {published} p
+          WHERE p.message_id = r.message_id
+          ORDER BY p.instance_key = :instance_key DESC LIMIT 1
+        ) l ON TRUE
+      ORDER BY r.n""";
+
+  final Map<ParkedAction, NamedSql> changeMessageIds = new EnumMap<>(ParkedAction.class);
   final NamedSql lastSeq;
   final NamedSql countExpiredLeases;
-  final Map<RequeueRequest.Selector, NamedSql> requeueBatch =
-      new EnumMap<>(RequeueRequest.Selector.class);
-  final Map<RequeueRequest.Selector, NamedSql> countRequeueable =
-      new EnumMap<>(RequeueRequest.Selector.class);
+  final Map<ParkedAction, Map<ParkedSelection.Selector, NamedSql>> changeBatch =
+      new EnumMap<>(ParkedAction.class);
+  final Map<ParkedSelection.Selector, NamedSql> countParked =
+      new EnumMap<>(ParkedSelection.Selector.class);
   final NamedSql countPurgeable;
   final NamedSql tableExists;
 
@@ -182,6 +224,7 @@ final class OperatorSql {
    */
   OperatorSql(OutboxTable table, ColumnMapping columns, boolean payloadIsBytea) {
     fragments.put("{requeue}", REQUEUE);
+    fragments.put("{discard}", DISCARD);
     fragments.put("{parked of key}", PARKED_OF_KEY);
     fragments.put("{deadline passed}", DEADLINE_PASSED);
     fragments.put("{row}", row(columns, payloadIsBytea));
@@ -246,89 +289,63 @@ final class OperatorSql {
                 .replace("{columns}", "{row with content}")
                 .replace("{log columns}", "{log row with content}"));
 
-    for (RequeueRequest.Selector selector : RequeueRequest.Selector.values()) {
+    for (ParkedSelection.Selector selector : ParkedSelection.Selector.values()) {
       String selection =
           "{parked of key}"
-              + (selector == RequeueRequest.Selector.MESSAGE_IDS ? "" : PARKED_INDEX)
+              + (selector == ParkedSelection.Selector.MESSAGE_IDS ? "" : PARKED_INDEX)
               + selectorCondition(selector);
-      countRequeueable.put(
+      countParked.put(
           selector,
           statement(
               """
-              SELECT count(*) AS requeued,
+              SELECT count(*) AS changed,
                 count(*) FILTER (WHERE {deadline passed}) AS deadline_passed
               FROM {table}
               {selection}"""
                   .replace("{selection}", selection)));
-      if (selector != RequeueRequest.Selector.MESSAGE_IDS) { // see requeueMessageIds
+      if (selector == ParkedSelection.Selector.MESSAGE_IDS) {
+        continue; // one statement, see changeMessageIds
+      }
+      for (ParkedAction action : ParkedAction.values()) {
         // One batch, in insertion order, of the rows between a cursor and the last seq when the
-        // requeue began (rows parked later are left for the next requeue, so a row that fails
-        // again at once cannot keep the loop going). The UPDATE repeats the selection, so a row
-        // that changed since the batch was picked is left alone. Returns the batch's last seq
-        // (the next cursor; null when no row is left), how many rows were requeued and how many of
+        // change began (rows parked later are left for the next run, so a row that fails again
+        // at once cannot keep a requeue going). The UPDATE or DELETE repeats the selection, so a
+        // row that changed since the batch was picked is left alone. Returns the batch's last seq
+        // (the next cursor; null when no row is left), how many rows were changed and how many of
         // those have a deliver_before that has passed.
-        requeueBatch.put(
-            selector,
-            statement(
-                """
-                WITH picked AS (
-                  SELECT seq FROM {table}
-                  {selection}
-                    AND seq > :after_seq AND seq <= :up_to_seq
-                  ORDER BY seq LIMIT :limit
-                ), requeued AS (
-                  {requeue}
-                  {selection}
-                    AND seq IN (SELECT seq FROM picked)
-                  RETURNING {deadline passed} AS deadline_passed
-                )
-                SELECT (SELECT max(seq) FROM picked) AS last_seq,
-                  (SELECT count(*) FROM requeued) AS requeued,
-                  (SELECT count(*) FROM requeued WHERE deadline_passed) AS deadline_passed"""
-                    .replace("{selection}", selection)));
+        changeBatch
+            .computeIfAbsent(action, a -> new EnumMap<>(ParkedSelection.Selector.class))
+            .put(
+                selector,
+                statement(
+                    """
+                    WITH picked AS (
+                      SELECT seq FROM {table}
+                      {selection}
+                        AND seq > :after_seq AND seq <= :up_to_seq
+                      ORDER BY seq LIMIT :limit
+                    ), changed AS (
+                      {change}
+                      {selection}
+                        AND seq IN (SELECT seq FROM picked)
+                      RETURNING {deadline passed} AS deadline_passed
+                    )
+                    SELECT (SELECT max(seq) FROM picked) AS last_seq,
+                      (SELECT count(*) FROM changed) AS changed,
+                      (SELECT count(*) FROM changed WHERE deadline_passed) AS deadline_passed"""
+                        .replace("{change}", change(action))
+                        .replace("{selection}", selection)));
       }
     }
 
-    // Requeue by message id, and the reason for every requested id that was not requeued, in one
-    // statement and so one snapshot. The outer SELECT sees the rows as they were before the UPDATE.
-    // An id not in the table may be in the published log: PUBLISHED (NOT_PARKED) if it is the
-    // key's, another instance's otherwise.
-    requeueMessageIds =
-        statement(
-            """
-            WITH requested AS (
-              SELECT r.message_id, r.n
-              FROM unnest(CAST(:message_ids AS text[])) WITH ORDINALITY AS r(message_id, n)
-            ), requeued AS (
-              {requeue}
-              {parked of key}
-                AND {message_id} IN (SELECT message_id FROM requested)
-              RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed
-            )
-            SELECT r.message_id, q.message_id IS NOT NULL AS requeued,
-              COALESCE(q.deadline_passed, FALSE) AS deadline_passed,
-              COALESCE(o.instance_key = :instance_key, FALSE)
-                OR COALESCE(l.instance_key = :instance_key, FALSE) AS own,
-              -- The key's own row first (a legacy row may share the id), the table's before the log's.
-              CASE WHEN o.instance_key = :instance_key THEN o.status
-                WHEN l.instance_key = :instance_key THEN l.status
-                ELSE COALESCE(o.status, l.status) END AS status
-            FROM requested r
-              LEFT JOIN requeued q ON q.message_id = r.message_id
-              LEFT JOIN LATERAL (
-                -- On an adopted table a legacy row may share the id: the key's own row first.
-                SELECT o.status, o.instance_key
-                FROM {table} o
-                WHERE {message_id(o)} = r.message_id
-                ORDER BY o.instance_key = :instance_key DESC NULLS LAST LIMIT 1
-              ) o ON TRUE
-              LEFT JOIN LATERAL (
-                SELECT p.instance_key, 'PUBLISHED' AS status
-                FROM {published} p
-                WHERE p.message_id = r.message_id
-                ORDER BY p.instance_key = :instance_key DESC LIMIT 1
-              ) l ON TRUE
-            ORDER BY r.n""");
+    // Requeue or discard by message id, and the reason for every requested id that was left alone,
+    // in one statement and so one snapshot. The outer SELECT sees the rows as they were before the
+    // UPDATE or DELETE. An id not in the table may be in the published log: PUBLISHED
+    // (NOT_PARKED) if it is the key's, another instance's otherwise.
+    for (ParkedAction action : ParkedAction.values()) {
+      changeMessageIds.put(
+          action, statement(CHANGE_MESSAGE_IDS.replace("{change}", change(action))));
+    }
 
     // The same rows PostgresOutboxStore.deletePublished removes: entries of the published log,
     // and rows published before schema version 9, still in the table.
@@ -362,8 +379,16 @@ final class OperatorSql {
     tableExists = statement("SELECT to_regclass(:table_name) IS NOT NULL");
   }
 
+  /** {@code {change}}: the action's UPDATE or DELETE, before its WHERE. */
+  private static String change(ParkedAction action) {
+    return switch (action) {
+      case REQUEUE -> "{requeue}";
+      case DISCARD -> "{discard}";
+    };
+  }
+
   /** The selector's own condition, after {@code {parked of key}}. */
-  private static String selectorCondition(RequeueRequest.Selector selector) {
+  private static String selectorCondition(ParkedSelection.Selector selector) {
     return switch (selector) {
       case MESSAGE_IDS -> "\n    AND {message_id} = ANY (CAST(:message_ids AS text[]))";
       // The prefix first: the index of parked rows holds it (schema version 12), not the whole id.

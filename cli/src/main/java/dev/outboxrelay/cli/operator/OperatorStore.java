@@ -24,10 +24,10 @@ import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
- * The operator commands' reads and their one write (requeue), each statement in autocommit, each
- * bound to one instance key. Failures leave as {@link dev.outboxrelay.store.OutboxStoreException},
- * classified by SQLState and without driver text. Counts, lag and the retention delete are the
- * relay store's own (see {@code PostgresOutboxStore}).
+ * The operator commands' reads and their writes to parked rows (requeue, discard), each statement
+ * in autocommit, each bound to one instance key. Failures leave as {@link
+ * dev.outboxrelay.store.OutboxStoreException}, classified by SQLState and without driver text.
+ * Counts, lag and the retention delete are the relay store's own (see {@code PostgresOutboxStore}).
  *
  * <p>Published rows are read from the table's published log and, for rows published before schema
  * version 9, from the table itself ({@link OperatorSql}). A log entry reads as a PUBLISHED row
@@ -127,18 +127,18 @@ public final class OperatorStore {
   }
 
   /**
-   * What {@link #requeue} would requeue now: how many rows, and how many of them have a passed
+   * What {@link #change} would change now: how many rows, and how many of them have a passed
    * deadline (without the reasons for requested ids that would not be).
    */
-  public RequeueReport countRequeueable(RequeueRequest request) {
+  public ParkedChange countParked(ParkedSelection request) {
     return run(
-        "count-requeueable",
-        sql.countRequeueable.get(request.selector()),
+        "count-parked",
+        sql.countParked.get(request.selector()),
         (c, statement) -> {
-          try (ResultSet rs = bindRequeueSelection(c, statement, request).executeQuery()) {
+          try (ResultSet rs = bindSelection(c, statement, request).executeQuery()) {
             rs.next();
-            return new RequeueReport(
-                rs.getLong("requeued"), rs.getLong("deadline_passed"), List.of());
+            return new ParkedChange(
+                rs.getLong("changed"), rs.getLong("deadline_passed"), List.of());
           }
         });
   }
@@ -163,22 +163,22 @@ public final class OperatorStore {
   }
 
   /**
-   * Sets the chosen rows that are still parked back to PENDING, due now, with a fresh attempt
-   * budget and a bumped lease token. By message id: one statement, so all or none. By correlation
-   * id or all: in batches of at most {@code batchSize} rows in insertion order, each its own
-   * transaction, over the rows of the key inserted before the requeue began; if a batch fails, the
-   * batches done stay done, the failure says how many rows they requeued ({@link
-   * RequeueFailedException}), and running it again continues.
+   * Requeues the chosen rows that are still parked (back to PENDING, due now, with a fresh attempt
+   * budget and a bumped lease token), or discards them (deletes them). By message id: one
+   * statement, so all or none. By correlation id or all: in batches of at most {@code batchSize}
+   * rows in insertion order, each its own transaction, over the rows of the key parked before the
+   * change began; if a batch fails, the batches done stay done, the failure says how many rows they
+   * changed ({@link ParkedChangeFailedException}), and running it again continues.
    */
-  public RequeueReport requeue(RequeueRequest request, int batchSize) {
+  public ParkedChange change(ParkedAction action, ParkedSelection request, int batchSize) {
     if (batchSize < 1) {
       throw new IllegalArgumentException("batchSize must be positive");
     }
-    if (request.selector() == RequeueRequest.Selector.MESSAGE_IDS) {
-      return requeueMessageIds(request);
+    if (request.selector() == ParkedSelection.Selector.MESSAGE_IDS) {
+      return changeMessageIds(action, request);
     }
-    NamedSql batch = sql.requeueBatch.get(request.selector());
-    long requeued = 0;
+    NamedSql batch = sql.changeBatch.get(action).get(request.selector());
+    long changed = 0;
     long deadlinePassed = 0;
     boolean batchesBegun = false;
     try (Connection c = dataSource.getConnection()) {
@@ -197,7 +197,7 @@ public final class OperatorStore {
       try (PreparedStatement ps = c.prepareStatement(batch.jdbc())) {
         while (true) {
           NamedSql.Binder statement =
-              bindRequeueSelection(c, batch.bind(ps), request)
+              bindSelection(c, batch.bind(ps), request)
                   .setLong("after_seq", afterSeq)
                   .setLong("up_to_seq", upToSeq)
                   .setInt("limit", batchSize);
@@ -205,72 +205,72 @@ public final class OperatorStore {
             rs.next();
             long last = rs.getLong("last_seq");
             if (rs.wasNull()) {
-              return new RequeueReport(requeued, deadlinePassed, List.of());
+              return new ParkedChange(changed, deadlinePassed, List.of());
             }
-            requeued += rs.getLong("requeued");
+            changed += rs.getLong("changed");
             deadlinePassed += rs.getLong("deadline_passed");
             afterSeq = last;
           }
         }
       }
     } catch (SQLException e) {
-      OutboxStoreException failure = classify(e, "requeue");
+      OutboxStoreException failure = classify(e, action.verb());
       if (batchesBegun) {
-        throw new RequeueFailedException(requeued, failure);
+        throw new ParkedChangeFailedException(changed, failure);
       }
       throw failure;
     }
   }
 
-  private RequeueReport requeueMessageIds(RequeueRequest request) {
+  private ParkedChange changeMessageIds(ParkedAction action, ParkedSelection request) {
     return run(
-        "requeue",
-        sql.requeueMessageIds,
+        action.verb(),
+        sql.changeMessageIds.get(action),
         (c, statement) -> {
-          long requeued = 0;
+          long changed = 0;
           long deadlinePassed = 0;
-          List<RequeueReport.Skipped> skipped = new ArrayList<>();
-          try (ResultSet rs = bindRequeueSelection(c, statement, request).executeQuery()) {
+          List<ParkedChange.Skipped> skipped = new ArrayList<>();
+          try (ResultSet rs = bindSelection(c, statement, request).executeQuery()) {
             while (rs.next()) {
-              if (rs.getBoolean("requeued")) {
-                requeued++;
+              if (rs.getBoolean("changed")) {
+                changed++;
                 deadlinePassed += rs.getBoolean("deadline_passed") ? 1 : 0;
               } else {
                 skipped.add(skipped(request, rs));
               }
             }
           }
-          return new RequeueReport(requeued, deadlinePassed, skipped);
+          return new ParkedChange(changed, deadlinePassed, skipped);
         });
   }
 
-  private static RequeueReport.Skipped skipped(RequeueRequest request, ResultSet rs)
+  private static ParkedChange.Skipped skipped(ParkedSelection request, ResultSet rs)
       throws SQLException {
     String messageId = rs.getString("message_id");
     String status = rs.getString("status");
     if (status == null) {
-      return new RequeueReport.Skipped(messageId, RequeueReport.Reason.NOT_FOUND, null);
+      return new ParkedChange.Skipped(messageId, ParkedChange.Reason.NOT_FOUND, null);
     }
     if (!rs.getBoolean("own")) {
       // Nothing about another instance's row is shown, not even its status.
-      return new RequeueReport.Skipped(messageId, RequeueReport.Reason.OTHER_INSTANCE, null);
+      return new ParkedChange.Skipped(messageId, ParkedChange.Reason.OTHER_INSTANCE, null);
     }
     MessageStatus current = MessageStatus.valueOf(status);
     if (request.statuses().contains(current)) {
       // Read as selected, yet the update's re-check found it changed meanwhile (a concurrent
       // requeue, say): no longer parked as read, and its status now unknown here.
-      return new RequeueReport.Skipped(messageId, RequeueReport.Reason.NOT_PARKED, null);
+      return new ParkedChange.Skipped(messageId, ParkedChange.Reason.NOT_PARKED, null);
     }
-    RequeueReport.Reason reason =
-        RequeueRequest.PARKED.contains(current)
-            ? RequeueReport.Reason.STATUS_NOT_SELECTED
-            : RequeueReport.Reason.NOT_PARKED;
-    return new RequeueReport.Skipped(messageId, reason, current);
+    ParkedChange.Reason reason =
+        ParkedSelection.PARKED.contains(current)
+            ? ParkedChange.Reason.STATUS_NOT_SELECTED
+            : ParkedChange.Reason.NOT_PARKED;
+    return new ParkedChange.Skipped(messageId, reason, current);
   }
 
   /** Binds the selection: the key, the statuses and the selector's own parameter. */
-  private static NamedSql.Binder bindRequeueSelection(
-      Connection c, NamedSql.Binder statement, RequeueRequest request) throws SQLException {
+  private static NamedSql.Binder bindSelection(
+      Connection c, NamedSql.Binder statement, ParkedSelection request) throws SQLException {
     statement
         .setString("instance_key", InstanceKeys.requireValid(request.instanceKey()))
         .setArray("statuses", c.createArrayOf("text", request.statusNames()));

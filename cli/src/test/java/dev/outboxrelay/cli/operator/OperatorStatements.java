@@ -7,13 +7,14 @@ import dev.outboxrelay.store.postgres.OutboxTable;
 public final class OperatorStatements {
   private OperatorStatements() {}
 
-  /** One batch of a requeue by {@code selector} (ALL or CORRELATION_ID) of the table. */
-  public static NamedSql requeueBatch(OutboxTable table, RequeueRequest.Selector selector) {
-    return new OperatorSql(table).requeueBatch.get(selector);
+  /** One batch of a requeue or discard by {@code selector} (ALL or CORRELATION_ID) of the table. */
+  public static NamedSql changeBatch(
+      OutboxTable table, ParkedAction action, ParkedSelection.Selector selector) {
+    return new OperatorSql(table).changeBatch.get(action).get(selector);
   }
 
-  /** The count of a requeue by {@code selector} (its dry run). */
-  public static NamedSql countRequeueable(OutboxTable table, RequeueRequest.Selector selector) {
-    return new OperatorSql(table).countRequeueable.get(selector);
+  /** The count of parked rows by {@code selector} (the dry run of a requeue or discard). */
+  public static NamedSql countParked(OutboxTable table, ParkedSelection.Selector selector) {
+    return new OperatorSql(table).countParked.get(selector);
   }
 }

@@ -8,13 +8,13 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * Which parked rows of one instance key to requeue.
+ * Which parked rows of one instance key to requeue or discard.
  *
  * @param messageIds the requested ids, without duplicates, in the order given (MESSAGE_IDS only)
  * @param correlationId CORRELATION_ID only
  * @param statuses FAILED, EXHAUSTED or both
  */
-public record RequeueRequest(
+public record ParkedSelection(
     String instanceKey,
     Selector selector,
     List<String> messageIds,
@@ -31,13 +31,14 @@ public record RequeueRequest(
   public static final Set<MessageStatus> PARKED =
       Set.copyOf(EnumSet.of(MessageStatus.FAILED, MessageStatus.EXHAUSTED));
 
-  public RequeueRequest {
+  public ParkedSelection {
     Objects.requireNonNull(instanceKey, "instanceKey");
     Objects.requireNonNull(selector, "selector");
     messageIds = messageIds == null ? List.of() : List.copyOf(new LinkedHashSet<>(messageIds));
     statuses = statuses == null || statuses.isEmpty() ? PARKED : Set.copyOf(statuses);
     if (!PARKED.containsAll(statuses)) {
-      throw new IllegalArgumentException("only FAILED and EXHAUSTED rows can be requeued");
+      throw new IllegalArgumentException(
+          "only FAILED and EXHAUSTED rows can be requeued or discarded");
     }
     if (selector == Selector.MESSAGE_IDS && messageIds.isEmpty()) {
       throw new IllegalArgumentException("at least one message id is required");

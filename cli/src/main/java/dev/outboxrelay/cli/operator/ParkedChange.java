@@ -4,19 +4,19 @@ import dev.outboxrelay.store.MessageStatus;
 import java.util.List;
 
 /**
- * What a requeue did.
+ * What a requeue or a discard of parked rows did.
  *
- * @param requeued rows set back to PENDING
- * @param deadlinePassed of those, the rows whose deliver_before has passed by the database clock:
- *     the relay records them FAILED (DEADLINE_EXPIRED) again as soon as it claims them
- * @param notRequeued for a requeue by message id, each requested id that was left alone and why
+ * @param changed rows requeued (set back to PENDING) or discarded (deleted)
+ * @param deadlinePassed of those, the rows whose deliver_before has passed by the database clock: a
+ *     requeued one the relay records FAILED (DEADLINE_EXPIRED) again as soon as it claims it
+ * @param skipped by message id, each requested id that was left alone and why
  */
-public record RequeueReport(long requeued, long deadlinePassed, List<Skipped> notRequeued) {
-  public RequeueReport {
-    notRequeued = List.copyOf(notRequeued);
+public record ParkedChange(long changed, long deadlinePassed, List<Skipped> skipped) {
+  public ParkedChange {
+    skipped = List.copyOf(skipped);
   }
 
-  /** Why a requested row was not requeued. */
+  /** Why a requested row was left alone. */
   public enum Reason {
     /** No row has this message id. */
     NOT_FOUND,

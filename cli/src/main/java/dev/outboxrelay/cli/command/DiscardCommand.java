@@ -1,0 +1,31 @@
+package dev.outboxrelay.cli.command;
+
+import dev.outboxrelay.cli.operator.ParkedAction;
+import picocli.CommandLine.Command;
+
+@Command(
+    name = "discard",
+    description = {
+      "Deletes parked (FAILED or EXHAUSTED) rows of one instance key that are not to be sent:"
+          + " a dead-lettered row whose copy in the dead-letter topic was dealt with, a row whose"
+          + " event no longer matters. They are never relayed and leave no entry in the published"
+          + " log, so their message ids may be enqueued again.",
+      "Only rows still parked when the statement runs are deleted; rows of other instance keys,"
+          + " legacy rows and rows in any other status are never touched.",
+      "By message id it is one statement (all or none); with --all or --correlation-id it runs in"
+          + " batches (--batch-size), so a large parked set is never one long transaction. If a"
+          + " batch fails, the batches before it stay discarded and the error says how many rows"
+          + " they discarded.",
+      "Exits with 3 when nothing was (or, with --dry-run, would be) discarded."
+    },
+    footerHeading = "%nExamples:%n",
+    footer = {
+      "  outbox-relay-cli discard --instance-key orders --message-id A --message-id B",
+      "  outbox-relay-cli discard --instance-key orders --all --status FAILED --dry-run"
+    })
+public final class DiscardCommand extends ParkedRowsCommand {
+  @Override
+  ParkedAction action() {
+    return ParkedAction.DISCARD;
+  }
+}

@@ -1,0 +1,232 @@
+package dev.outboxrelay.cli.command;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.outboxrelay.cli.CliException;
+import dev.outboxrelay.cli.Database;
+import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.cli.Text;
+import dev.outboxrelay.cli.TextTable;
+import dev.outboxrelay.cli.operator.ParkedAction;
+import dev.outboxrelay.cli.operator.ParkedChange;
+import dev.outboxrelay.cli.operator.ParkedChangeFailedException;
+import dev.outboxrelay.cli.operator.ParkedSelection;
+import dev.outboxrelay.store.MessageStatus;
+import java.io.PrintWriter;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Option;
+
+/**
+ * A command that changes parked (FAILED or EXHAUSTED) rows of one instance key, {@code requeue} or
+ * {@code discard}: the same selection, batches, dry run and report; only the write differs.
+ */
+abstract class ParkedRowsCommand extends InstanceCommand {
+  static final int MAX_MESSAGE_IDS = 10_000;
+  static final int MAX_BATCH_SIZE = 100_000;
+
+  @ArgGroup(exclusive = true, multiplicity = "1")
+  Selection selection;
+
+  /** Exactly one way to choose rows; --all must be explicit. */
+  static final class Selection {
+    @Option(
+        names = "--message-id",
+        paramLabel = "ID",
+        required = true,
+        description = "This row; repeat for several.")
+    List<String> messageIds;
+
+    @Option(
+        names = "--correlation-id",
+        paramLabel = "ID",
+        required = true,
+        description = "The parked rows with this correlation id.")
+    String correlationId;
+
+    @Option(names = "--all", required = true, description = "Every parked row of the instance key.")
+    boolean all;
+  }
+
+  @Option(
+      names = "--status",
+      paramLabel = "STATUS",
+      description =
+          "Only rows with this status, FAILED or EXHAUSTED; repeatable. Default: both. FAILED rows"
+              + " are poison or dead-lettered, EXHAUSTED ones spent their attempts.")
+  Set<MessageStatus> statuses;
+
+  @Option(
+      names = "--batch-size",
+      paramLabel = "ROWS",
+      defaultValue = "10000",
+      description =
+          "With --all or --correlation-id: change at most ROWS rows per transaction, in insertion"
+              + " order (rows parked after the command began are left for the next run; if"
+              + " interrupted, run it again). Default: ${DEFAULT-VALUE}.")
+  int batchSize;
+
+  @Option(names = "--dry-run", description = "Only count the rows that would be changed.")
+  boolean dryRun;
+
+  @Option(names = "--json", description = "Print JSON for machines.")
+  boolean json;
+
+  private ParkedSelection request;
+
+  /** What this command does to the rows. */
+  abstract ParkedAction action();
+
+  @Override
+  final void validateOptions() {
+    if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
+      throw CliException.usage("--batch-size must be between 1 and " + MAX_BATCH_SIZE);
+    }
+    if (statuses != null && !ParkedSelection.PARKED.containsAll(statuses)) {
+      throw CliException.usage("--status must be FAILED or EXHAUSTED");
+    }
+    ParkedSelection.Selector selector;
+    if (selection.messageIds != null) {
+      selector = ParkedSelection.Selector.MESSAGE_IDS;
+      if (selection.messageIds.size() > MAX_MESSAGE_IDS) {
+        throw CliException.usage("at most " + MAX_MESSAGE_IDS + " --message-id at a time");
+      }
+      if (selection.messageIds.stream().anyMatch(String::isBlank)) {
+        throw CliException.usage("--message-id must not be blank");
+      }
+    } else if (selection.correlationId != null) {
+      selector = ParkedSelection.Selector.CORRELATION_ID;
+      if (selection.correlationId.isBlank()) {
+        throw CliException.usage("--correlation-id must not be blank");
+      }
+    } else {
+      selector = ParkedSelection.Selector.ALL;
+    }
+    request =
+        new ParkedSelection(
+            instanceKey,
+            selector,
+            selection.messageIds,
+            selection.correlationId,
+            statuses == null ? null : EnumSet.copyOf(statuses));
+  }
+
+  @Override
+  final int run(Database database) {
+    PrintWriter out = out();
+    String verb = action().verb();
+    String done = action().pastTense();
+    String statusNames =
+        request.statuses().stream().map(Enum::name).sorted().collect(Collectors.joining(", "));
+    if (dryRun) {
+      ParkedChange count = database.operatorStore().countParked(request);
+      if (json) {
+        ObjectNode node = header();
+        node.put("dry_run", true);
+        node.put("would_" + verb, count.changed());
+        putDeadlinePassed(node, count);
+        out.println(Text.toJson(node));
+      } else {
+        out.println(
+            "dry run: "
+                + count.changed()
+                + " "
+                + statusNames
+                + " row(s) of instance key "
+                + Text.safe(instanceKey)
+                + " would be "
+                + done);
+        printDeadlinePassed(out, count);
+      }
+      return count.changed() == 0 ? nothingMatched("no parked row would be " + done) : ExitCode.OK;
+    }
+    ParkedChange report;
+    try {
+      report = database.operatorStore().change(action(), request, batchSize);
+    } catch (ParkedChangeFailedException e) {
+      throw CliException.database(
+          verb
+              + " failed after "
+              + action().gerund()
+              + " "
+              + e.changed()
+              + " row(s) in the batches before the failure, which stay "
+              + done
+              + " (the failed batch may have been applied too if the connection was lost at its"
+              + " commit; --dry-run counts what is left)",
+          e.failure());
+    }
+    if (json) {
+      ObjectNode node = header();
+      node.put("dry_run", false);
+      node.put(done, report.changed());
+      putDeadlinePassed(node, report);
+      ArrayNode skipped = node.putArray("not_" + done);
+      for (ParkedChange.Skipped s : report.skipped()) {
+        ObjectNode item = skipped.addObject();
+        item.put("message_id", s.messageId());
+        item.put("reason", s.reason().name());
+        item.put("status", s.status() == null ? null : s.status().name());
+      }
+      out.println(Text.toJson(node));
+    } else {
+      out.println(
+          done
+              + " "
+              + report.changed()
+              + " row(s) of instance key "
+              + Text.safe(instanceKey)
+              + " ("
+              + statusNames
+              + ")");
+      printDeadlinePassed(out, report);
+      if (!report.skipped().isEmpty()) {
+        out.println();
+        out.println("not " + done + ":");
+        TextTable table = new TextTable("MESSAGE ID", "REASON", "STATUS");
+        for (ParkedChange.Skipped s : report.skipped()) {
+          table.row(
+              Text.safe(s.messageId()), s.reason(), s.status() == null ? "-" : s.status().name());
+        }
+        out.print(table.render());
+      }
+    }
+    return report.changed() == 0 ? nothingMatched("no parked row was " + done) : ExitCode.OK;
+  }
+
+  /**
+   * A requeued row keeps its deliver_before: one that has passed makes the relay record the row
+   * FAILED (DEADLINE_EXPIRED) again as soon as it claims it, so the count is said, not hidden. A
+   * discarded row has none left.
+   */
+  private void printDeadlinePassed(PrintWriter out, ParkedChange change) {
+    if (action() == ParkedAction.REQUEUE && change.deadlinePassed() > 0) {
+      out.println(
+          change.deadlinePassed()
+              + " of them have a deliver_before that has passed: the relay records them FAILED"
+              + " (DEADLINE_EXPIRED) again when it claims them");
+    }
+  }
+
+  private void putDeadlinePassed(ObjectNode node, ParkedChange change) {
+    if (action() == ParkedAction.REQUEUE) {
+      node.put("deadline_passed", change.deadlinePassed());
+    }
+  }
+
+  private ObjectNode header() {
+    ObjectNode node = Text.json().createObjectNode();
+    node.put("instance_key", instanceKey);
+    ArrayNode statusArray = node.putArray("statuses");
+    request.statuses().stream().map(Enum::name).sorted().forEach(statusArray::add);
+    return node;
+  }
+
+  private int nothingMatched(String what) {
+    err().println("error: nothing matched: " + what);
+    return ExitCode.NOTHING_MATCHED;
+  }
+}

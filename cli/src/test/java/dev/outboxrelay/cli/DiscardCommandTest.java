@@ -1,0 +1,143 @@
+package dev.outboxrelay.cli;
+
+import static dev.outboxrelay.cli.OutboxFixture.assertUnchangedExcept;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.outboxrelay.cli.OutboxFixture.RowState;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * discard deletes only parked rows of its own key, fenced by status: never another key's rows,
+ * legacy rows, PUBLISHED or IN_FLIGHT rows. It shares requeue's selection (RequeueCommandTest
+ * covers its corners); these tests hold the delete to it.
+ */
+class DiscardCommandTest {
+  private OutboxFixture outbox;
+  private Map<String, RowState> before;
+
+  @BeforeEach
+  void outbox() throws SQLException {
+    outbox = OutboxFixture.populated("discard");
+    before = outbox.snapshot();
+  }
+
+  @AfterEach
+  void close() {
+    outbox.close();
+  }
+
+  @Test
+  void byMessageIdDiscardsOwnParkedRowsAndSaysWhyOthersWereNot() throws SQLException {
+    Cli.Result r =
+        outbox
+            .cli()
+            .forKey(
+                "eu",
+                "discard",
+                "--message-id",
+                "eu-failed-1",
+                "--message-id",
+                "eu-exhausted-1",
+                "--message-id",
+                "eu-published-new",
+                "--message-id",
+                "eu-in-flight",
+                "--message-id",
+                "us-failed-1",
+                "--message-id",
+                "legacy-failed",
+                "--message-id",
+                "no-such-id");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertTrue(r.out().startsWith("discarded 2 row(s) of instance key eu (EXHAUSTED, FAILED)\n"));
+    assertTrue(r.out().contains("\nnot discarded:\n"), r::toString);
+    assertTrue(r.hasLine("eu-published-new +NOT_PARKED +PUBLISHED"), r::toString);
+    assertTrue(r.hasLine("eu-in-flight +NOT_PARKED +IN_FLIGHT"), r::toString);
+    assertTrue(r.hasLine("us-failed-1 +OTHER_INSTANCE +-"), r::toString);
+    assertTrue(r.hasLine("legacy-failed +OTHER_INSTANCE +-"), r::toString);
+    assertTrue(r.hasLine("no-such-id +NOT_FOUND +-"), r::toString);
+    assertDiscarded("eu-failed-1", "eu-exhausted-1");
+  }
+
+  @Test
+  void allDiscardsEveryParkedRowOfTheKeyInBatches() throws SQLException {
+    Cli.Result r = outbox.cli().forKey("us", "discard", "--all", "--batch-size", "1", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    JsonNode json = r.json();
+    assertEquals(3, json.get("discarded").asLong());
+    assertEquals(0, json.get("not_discarded").size());
+    assertFalse(json.has("deadline_passed"), r::toString); // a requeue's concern only
+    assertDiscarded("us-failed-1", "us-failed-2", "us-exhausted-1");
+  }
+
+  @Test
+  void statusAndCorrelationIdNarrowTheSelection() throws SQLException {
+    // c-1 is also on eu-exhausted-1 (EXHAUSTED), rows of another key and a legacy row.
+    Cli.Result r =
+        outbox.cli().forKey("eu", "discard", "--correlation-id", "c-1", "--status", "FAILED");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals("discarded 1 row(s) of instance key eu (FAILED)\n", r.out());
+    assertDiscarded("eu-failed-1");
+  }
+
+  @Test
+  void dryRunOnlyCountsAndNothingToDiscardExitsWithThree() throws SQLException {
+    Cli.Result r = outbox.cli().forKey("eu", "discard", "--all", "--dry-run");
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals(
+        "dry run: 3 EXHAUSTED, FAILED row(s) of instance key eu would be discarded\n", r.out());
+
+    Cli.Result none = outbox.cli().forKey("asia", "discard", "--all");
+    assertEquals(ExitCode.NOTHING_MATCHED, none.exitCode(), none::toString);
+    assertEquals("error: nothing matched: no parked row was discarded\n", none.err());
+    assertUnchangedExcept(before, outbox.snapshot());
+  }
+
+  @Test
+  void aCancelledDiscardKeepsTheBatchesItFinishedAndSaysHowMany() throws SQLException {
+    try (Connection holder = outbox.dataSource.getConnection()) {
+      holder.setAutoCommit(false);
+      try (Statement s = holder.createStatement()) {
+        s.executeQuery("SELECT 1 FROM outbox WHERE message_id = 'us-exhausted-1' FOR UPDATE")
+            .close();
+      }
+      Cli.Result cancelled =
+          outbox
+              .cli()
+              .forKey("us", "discard", "--all", "--batch-size", "1", "--statement-timeout", "1");
+      holder.rollback();
+
+      assertEquals(ExitCode.DATABASE, cancelled.exitCode(), cancelled::toString);
+      assertTrue(
+          cancelled
+              .err()
+              .startsWith(
+                  "error: discard failed after discarding 2 row(s) in the batches before the"
+                      + " failure, which stay discarded"),
+          cancelled::toString);
+    }
+    assertDiscarded("us-failed-1", "us-failed-2");
+  }
+
+  /** The rows are gone, and no other row changed. */
+  private void assertDiscarded(String... ids) throws SQLException {
+    Map<String, RowState> after = outbox.snapshot();
+    for (String id : ids) {
+      assertTrue(before.containsKey(id), id);
+      assertFalse(after.containsKey(id), id + " must be deleted");
+    }
+    assertUnchangedExcept(before, after, ids);
+  }
+}
