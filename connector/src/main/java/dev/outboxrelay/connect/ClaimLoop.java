@@ -115,7 +115,6 @@ final class ClaimLoop {
       return ClaimResult.EMPTY; // an isolated claim must be the only thing this task holds
     }
     ClaimResult result = confirmed(() -> store.claimAbandoned(settings.claimRequest()));
-    reportExhausted(result);
     if (!result.claimed().isEmpty()) {
       holdsIsolatedClaim = true;
       metrics.abandonedReclaimed.incrementAndGet();
@@ -157,7 +156,6 @@ final class ClaimLoop {
   private ClaimResult claimDue() {
     ClaimRequest request = sizedRequest();
     ClaimResult result = confirmed(() -> store.claim(request));
-    reportExhausted(result); // rows over a lowered max.attempts, parked by the claim
     if (request.affinity() == null) {
       return result;
     }
@@ -172,9 +170,7 @@ final class ClaimLoop {
     if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
       return result;
     }
-    ClaimResult anyShare = confirmed(() -> store.claim(request.withoutAffinity()));
-    reportExhausted(anyShare);
-    return anyShare;
+    return confirmed(() -> store.claim(request.withoutAffinity()));
   }
 
   /**
@@ -242,11 +238,15 @@ final class ClaimLoop {
 
   /**
    * A claim, unconfirmed until it returns: one that throws may still have committed (the connection
-   * lost at COMMIT), leasing rows to this owner that no record will ever carry.
+   * lost at COMMIT), leasing rows to this owner that no record will ever carry. The rows it parked
+   * (over a lowered max.attempts, or abandoned in isolation) are reported as soon as it returns:
+   * they are committed even if giving back rows past the byte budget then fails.
    */
   private ClaimResult confirmed(Supplier<ClaimResult> claim) {
     claimUnconfirmed = true;
-    ClaimResult result = withinBudget(claim.get());
+    ClaimResult claimed = claim.get();
+    reportExhausted(claimed);
+    ClaimResult result = withinBudget(claimed);
     claimUnconfirmed = false;
     return result;
   }
@@ -281,9 +281,7 @@ final class ClaimLoop {
    */
   private ClaimResult claimInBuckets() {
     exactlyOnce.sweepIfDue();
-    ClaimResult result = confirmed(() -> store.claim(exactlyOnce.nextClaim(sizedRequest())));
-    reportExhausted(result);
-    return result;
+    return confirmed(() -> store.claim(exactlyOnce.nextClaim(sizedRequest())));
   }
 
   private void reportExhausted(ClaimResult result) {

@@ -190,6 +190,57 @@ class ClaimLoopTest {
         RuntimeFixture.OWNER, f.store.find("held").orElseThrow().leaseOwner(), "held: kept");
   }
 
+  /**
+   * A claim that parks rows over a lowered max.attempts commits them EXHAUSTED whatever happens
+   * next: when giving back its rows past the byte budget then fails (the database away), they are
+   * still logged and counted, not dropped with the claim's result.
+   */
+  @Test
+  void rowsAClaimParkedAreCountedEvenWhenGivingBackRowsPastTheBudgetFails() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "ordering.enabled", "false",
+                "claim.batch.size", "100",
+                "payload.max.bytes", "500",
+                "producer.override.buffer.memory", "40000"));
+    f.add("eu", "spent", "s");
+    ClaimRequest earlier =
+        new ClaimRequest("earlier", Set.of("eu"), 1, Duration.ofMinutes(1), 10, false);
+    for (int i = 0; i < 3; i++) { // three attempts spent, the task's max.attempts
+      ClaimedMessage m = f.store.claim(earlier).claimed().get(0);
+      f.store.retryLater("spent", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+    }
+    for (int i = 0; i < 10; i++) {
+      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
+    }
+    int[] releasesFail = {1};
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("releaseUnheld") && releasesFail[0]-- > 0) {
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "release");
+                  }
+                  return method.invoke(f.store, args);
+                });
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(
+            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+    ClaimLoop loop = new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+
+    assertThrows(OutboxStoreException.class, loop::next); // sized for rows of 756 bytes
+
+    assertEquals(MessageStatus.EXHAUSTED, f.store.find("spent").orElseThrow().status());
+    assertEquals(1, f.metrics.exhausted.get(), "parked by the claim: counted once");
+    loop.next(); // the unconfirmed claim's rows are released first, then claimed again
+    assertEquals(1, f.metrics.exhausted.get(), "and not counted again");
+  }
+
   /** "lost", whose owner crashed and whose lease has run out, and "due", of another aggregate. */
   private static RuntimeFixture abandonedBesideADueRow() {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S);
