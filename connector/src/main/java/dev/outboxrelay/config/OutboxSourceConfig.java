@@ -250,7 +250,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_000_000;
   private static final String PAYLOAD_MAX_BYTES_DOC =
       "Largest payload, in bytes, that is published. A row with a larger payload is never"
-          + " published (reason PAYLOAD_TOO_LARGE). The default leaves room for the key, headers"
+          + " published (reason PAYLOAD_TOO_LARGE), and a claim does not read its payload: only"
+          + " its size leaves the database, so oversized rows cannot fill a worker's heap (in a"
+          + " table adopted from Debezium the payload is read whole, then judged). The default leaves room for the key, headers"
           + " and batch overhead under the producer's default max.request.size (1048576). Besides,"
           + " a row whose whole record would exceed the producer's max.request.size (read from"
           + " producer.override.max.request.size, else Kafka's default) is never published"

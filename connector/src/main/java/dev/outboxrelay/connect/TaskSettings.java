@@ -47,8 +47,10 @@ record TaskSettings(
     return buckets != null;
   }
 
+  /** A batch; payloads over payload.max.bytes, never published, stay in the database. */
   ClaimRequest claimRequest() {
     return new ClaimRequest(
-        owner, instanceKeys, batchSize, leaseDuration, maxAttempts, ordered, affinity);
+            owner, instanceKeys, batchSize, leaseDuration, maxAttempts, ordered, affinity)
+        .withPayloadReadLimit(payloadMaxBytes);
   }
 }

@@ -87,7 +87,7 @@ public final class RecordMapper {
     if (row.deadlineExpired()) {
       return new Unpublishable(UnpublishableReasons.DEADLINE_EXPIRED);
     }
-    if (isTooLarge(row.payload())) {
+    if (isTooLarge(row)) {
       return new Unpublishable(UnpublishableReasons.PAYLOAD_TOO_LARGE);
     }
     Optional<String> topic = router.route(row);
@@ -170,7 +170,7 @@ public final class RecordMapper {
     byte[] value = row.payload();
     SourceRecord withPayload =
         record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, value, headers);
-    if (!isTooLarge(value)
+    if (!isTooLarge(row)
         && RecordSize.upperBound(withPayload, value) <= settings.recordMaxBytes()) {
       return withPayload;
     }
@@ -208,8 +208,12 @@ public final class RecordMapper {
         .toString();
   }
 
-  private boolean isTooLarge(byte[] payload) {
-    return payload != null && payload.length > settings.payloadMaxBytes();
+  /**
+   * By the stored size. A payload the claim left out was over its read limit, payload.max.bytes:
+   * mapped as a null payload it would go out as a tombstone.
+   */
+  private boolean isTooLarge(ClaimedMessage row) {
+    return row.payloadOmitted() || row.payloadBytes() > settings.payloadMaxBytes();
   }
 
   private boolean isReserved(String headerName) {

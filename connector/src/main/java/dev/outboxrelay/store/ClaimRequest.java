@@ -19,6 +19,9 @@ import java.util.Set;
  *     for rows of any aggregate
  * @param exactlyOnce an exactly-once claim: its epoch and number, written into the rows, and the
  *     only buckets it may take rows of; {@code null} in at-least-once mode
+ * @param payloadReadLimit the largest payload, in bytes, a claim reads: a larger one is left in the
+ *     database and the row returned with its size only ({@link ClaimedMessage#payloadOmitted}), so
+ *     that a burst of oversized rows, which are never published, cannot fill the worker's heap
  */
 public record ClaimRequest(
     String owner,
@@ -28,9 +31,13 @@ public record ClaimRequest(
     int maxAttempts,
     boolean ordered,
     AggregateAffinity affinity,
-    ExactlyOnceClaim exactlyOnce) {
+    ExactlyOnceClaim exactlyOnce,
+    int payloadReadLimit) {
 
   public static final int UNLIMITED_ATTEMPTS = Integer.MAX_VALUE;
+
+  /** Every payload is read, whatever its size. */
+  public static final int UNLIMITED_PAYLOAD = Integer.MAX_VALUE;
 
   public ClaimRequest {
     Objects.requireNonNull(owner, "owner");
@@ -54,6 +61,9 @@ public record ClaimRequest(
     if (affinity != null && exactlyOnce != null) {
       throw new IllegalArgumentException("an exactly-once claim has buckets, not an affinity");
     }
+    if (payloadReadLimit < 0) {
+      throw new IllegalArgumentException("payloadReadLimit must not be negative");
+    }
   }
 
   /** An at-least-once request. */
@@ -65,7 +75,16 @@ public record ClaimRequest(
       int maxAttempts,
       boolean ordered,
       AggregateAffinity affinity) {
-    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, affinity, null);
+    this(
+        owner,
+        instanceKeys,
+        limit,
+        leaseDuration,
+        maxAttempts,
+        ordered,
+        affinity,
+        null,
+        UNLIMITED_PAYLOAD);
   }
 
   /** A request for rows of any aggregate. */
@@ -76,7 +95,7 @@ public record ClaimRequest(
       Duration leaseDuration,
       int maxAttempts,
       boolean ordered) {
-    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null, null);
+    this(owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null);
   }
 
   public List<String> instanceKeyList() {
@@ -85,13 +104,43 @@ public record ClaimRequest(
 
   public ClaimRequest withLimit(int newLimit) {
     return new ClaimRequest(
-        owner, instanceKeys, newLimit, leaseDuration, maxAttempts, ordered, affinity, exactlyOnce);
+        owner,
+        instanceKeys,
+        newLimit,
+        leaseDuration,
+        maxAttempts,
+        ordered,
+        affinity,
+        exactlyOnce,
+        payloadReadLimit);
   }
 
   /** The same request for rows of any aggregate. */
   public ClaimRequest withoutAffinity() {
     return new ClaimRequest(
-        owner, instanceKeys, limit, leaseDuration, maxAttempts, ordered, null, exactlyOnce);
+        owner,
+        instanceKeys,
+        limit,
+        leaseDuration,
+        maxAttempts,
+        ordered,
+        null,
+        exactlyOnce,
+        payloadReadLimit);
+  }
+
+  /** The same request, reading payloads of at most {@code bytes}. */
+  public ClaimRequest withPayloadReadLimit(int bytes) {
+    return new ClaimRequest(
+        owner,
+        instanceKeys,
+        limit,
+        leaseDuration,
+        maxAttempts,
+        ordered,
+        affinity,
+        exactlyOnce,
+        bytes);
   }
 
   /**
@@ -106,6 +155,7 @@ public record ClaimRequest(
         maxAttempts,
         ordered,
         null,
-        new ExactlyOnceClaim(epoch, batch, share));
+        new ExactlyOnceClaim(epoch, batch, share),
+        payloadReadLimit);
   }
 }

@@ -8,7 +8,10 @@ import java.util.Objects;
  *
  * @param seq insertion sequence, the per-aggregate order
  * @param topic explicit topic, or null to route by the connector's template
- * @param payload the bytes exactly as the application wrote them; may be null
+ * @param payload the bytes exactly as the application wrote them; null for a null payload (a
+ *     tombstone), and for one over the claim's read limit ({@link #payloadOmitted})
+ * @param payloadBytes the stored payload's size in bytes (a mapped text column's in UTF-8), read or
+ *     not; -1 for a null payload
  * @param headersJson the row's own headers as a JSON object text, or null
  * @param deliverBefore the row is only worth sending before this instant, or null
  * @param deadlineExpired {@code deliverBefore} had passed when the row was claimed, judged by the
@@ -26,6 +29,7 @@ public record ClaimedMessage(
     String eventType,
     String topic,
     byte[] payload,
+    long payloadBytes,
     String headersJson,
     String correlationId,
     Instant createdAt,
@@ -40,6 +44,11 @@ public record ClaimedMessage(
     Objects.requireNonNull(messageId, "messageId");
     Objects.requireNonNull(instanceKey, "instanceKey");
     Objects.requireNonNull(lease, "lease");
+  }
+
+  /** The payload was left in the database: over the claim's read limit. */
+  public boolean payloadOmitted() {
+    return payload == null && payloadBytes >= 0;
   }
 
   public HeldLease heldLease() {

@@ -93,6 +93,24 @@ class ClaimLoopTest {
   }
 
   /**
+   * A payload over payload.max.bytes is never published, so the claim leaves it in the database: a
+   * burst of such rows cannot fill the heap, and they are parked by their size alone.
+   */
+  @Test
+  void aPayloadOverTheMaximumIsNotReadByTheClaim() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("payload.max.bytes", "500"));
+    f.add("eu", "fits", "a", new byte[500]);
+    f.add("eu", "huge", "b", new byte[501]);
+
+    Map<String, ClaimedMessage> claimed = new java.util.HashMap<>();
+    loop(f).next().claimed().forEach(m -> claimed.put(m.messageId(), m));
+
+    assertEquals(500, claimed.get("fits").payload().length);
+    assertTrue(claimed.get("huge").payloadOmitted());
+    assertEquals(501, claimed.get("huge").payloadBytes());
+  }
+
+  /**
    * Rows that grew since the last claim (a burst of large payloads after small ones) would take the
    * records held far past the budget: the claim keeps the rows that fit, in seq order, and gives
    * the rest back at once, due again.
@@ -104,21 +122,24 @@ class ClaimLoopTest {
             Map.of(
                 "ordering.enabled", "false",
                 "claim.batch.size", "100",
-                "payload.max.bytes", "500",
+                "payload.max.bytes", "5000",
                 "producer.override.buffer.memory", "40000"));
     for (int i = 0; i < 3; i++) {
       f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
     }
+    ClaimLoop loop = loop(f);
+    ClaimResult small = loop.next(); // sized for rows of 5,256 bytes: 3 of them
+    assertEquals(List.of("small0", "small1", "small2"), ids(small));
+    handToConnect(f, small);
     for (int i = 0; i < 10; i++) {
       f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
     }
-    ClaimLoop loop = loop(f);
 
-    ClaimResult claimed = loop.next(); // sized for rows of 756 bytes: all 13 rows
+    ClaimResult claimed = loop.next(); // sized for rows of 300 bytes: all 10 rows
     handToConnect(f, claimed);
 
     assertEquals(
-        List.of("small0", "small1", "small2", "large0", "large1", "large2", "large3"),
+        List.of("large0", "large1", "large2", "large3"),
         ids(claimed),
         "900 + 4 × 4,000 bytes fit in 20,000");
     assertTrue(f.ledger.bytes() <= 20_000);
@@ -202,19 +223,9 @@ class ClaimLoopTest {
             Map.of(
                 "ordering.enabled", "false",
                 "claim.batch.size", "100",
-                "payload.max.bytes", "500",
+                "payload.max.bytes", "5000",
                 "producer.override.buffer.memory", "40000"));
-    f.add("eu", "spent", "s");
-    ClaimRequest earlier =
-        new ClaimRequest("earlier", Set.of("eu"), 1, Duration.ofMinutes(1), 10, false);
-    for (int i = 0; i < 3; i++) { // three attempts spent, the task's max.attempts
-      ClaimedMessage m = f.store.claim(earlier).claimed().get(0);
-      f.store.retryLater("spent", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
-    }
-    for (int i = 0; i < 10; i++) {
-      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
-    }
-    int[] releasesFail = {1};
+    int[] releasesFail = {0};
     OutboxStore store =
         (OutboxStore)
             Proxy.newProxyInstance(
@@ -232,8 +243,25 @@ class ClaimLoopTest {
         new LeaseRenewer(
             store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
     ClaimLoop loop = new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    for (int i = 0; i < 3; i++) {
+      f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
+    }
+    ClaimResult small = loop.next(); // sized for rows of 5,256 bytes: 3 of them
+    assertEquals(List.of("small0", "small1", "small2"), ids(small));
+    handToConnect(f, small);
+    f.add("eu", "spent", "x");
+    ClaimRequest earlier =
+        new ClaimRequest("earlier", Set.of("eu"), 1, Duration.ofMinutes(1), 10, false);
+    for (int i = 0; i < 3; i++) { // three attempts spent, the task's max.attempts
+      ClaimedMessage m = f.store.claim(earlier).claimed().get(0);
+      f.store.retryLater("spent", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+    }
+    for (int i = 0; i < 10; i++) {
+      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
+    }
 
-    assertThrows(OutboxStoreException.class, loop::next); // sized for rows of 756 bytes
+    releasesFail[0] = 1;
+    assertThrows(OutboxStoreException.class, loop::next); // sized for rows of 300 bytes
 
     assertEquals(MessageStatus.EXHAUSTED, f.store.find("spent").orElseThrow().status());
     assertEquals(1, f.metrics.exhausted.get(), "parked by the claim: counted once");

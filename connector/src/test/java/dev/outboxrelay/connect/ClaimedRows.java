@@ -19,6 +19,7 @@ final class ClaimedRows {
         "OrderPlaced",
         topic,
         payload,
+        payload == null ? -1 : payload.length,
         null,
         null,
         Instant.EPOCH,

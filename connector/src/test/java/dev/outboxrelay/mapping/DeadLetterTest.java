@@ -18,6 +18,7 @@ import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class DeadLetterTest {
   private static final String DLQ = "outbox.dead-letter";
@@ -108,10 +109,12 @@ class DeadLetterTest {
     }
   }
 
-  @Test
-  void payloadLargerThanTheMaximumIsLeftOutAndSaidSo() {
+  @ParameterizedTest(name = "payload read by the claim: {0}")
+  @ValueSource(booleans = {true, false})
+  void payloadLargerThanTheMaximumIsLeftOutAndSaidSo(boolean read) {
     RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, DLQ);
-    ClaimedMessage row = row().payload("x".repeat(65)).build();
+    ClaimedMessage row =
+        read ? row().payload("x".repeat(65)).build() : row().payloadLeftOut(65).build();
 
     SourceRecord record = mapper.deadLetter(row, "PAYLOAD_TOO_LARGE");
 

@@ -20,6 +20,7 @@ final class TestRows {
   String eventType = "OrderPlaced";
   String topic;
   byte[] payload = utf8("{\"id\":17,\"total\":19.99}");
+  long payloadLeftOut = -1;
   String headersJson;
   String correlationId;
   Instant createdAt = CREATED_AT;
@@ -113,6 +114,13 @@ final class TestRows {
     return this;
   }
 
+  /** As a claim returns a payload over its read limit: left in the database, its size given. */
+  TestRows payloadLeftOut(long storedBytes) {
+    this.payload = null;
+    this.payloadLeftOut = storedBytes;
+    return this;
+  }
+
   ClaimedMessage build() {
     return new ClaimedMessage(
         seq,
@@ -123,6 +131,7 @@ final class TestRows {
         eventType,
         topic,
         payload,
+        payloadLeftOut >= 0 ? payloadLeftOut : payload == null ? -1 : payload.length,
         headersJson,
         correlationId,
         createdAt,

@@ -155,7 +155,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       ExactlyOnceClaim exactlyOnce = request.exactlyOnce();
       row.leaseEpoch = exactlyOnce == null ? null : exactlyOnce.epoch();
       row.claimBatch = exactlyOnce == null ? null : exactlyOnce.batch();
-      claimed.add(row.claimed(now));
+      claimed.add(row.claimed(now, request.payloadReadLimit()));
     }
     return new ClaimResult(claimed, exhausted);
   }
@@ -301,7 +301,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
         row.attempts++;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      return new ClaimResult(List.of(row.claimed(now)), List.of());
+      return new ClaimResult(List.of(row.claimed(now, request.payloadReadLimit())), List.of());
     }
     return ClaimResult.EMPTY;
   }
@@ -607,8 +607,12 @@ public final class InMemoryOutboxStore implements OutboxStore {
       isolated = false;
     }
 
-    /** The row as a claim at {@code now} returns it: its deadline is judged by this clock. */
-    ClaimedMessage claimed(Instant now) {
+    /**
+     * The row as a claim at {@code now} returns it: its deadline is judged by this clock, and a
+     * payload over {@code payloadReadLimit} is left out, its size given.
+     */
+    ClaimedMessage claimed(Instant now, int payloadReadLimit) {
+      boolean read = payload != null && payload.length <= payloadReadLimit;
       return new ClaimedMessage(
           seq,
           messageId,
@@ -617,7 +621,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
           aggregateId,
           eventType,
           topic,
-          payload == null ? null : payload.clone(),
+          read ? payload.clone() : null,
+          payload == null ? -1 : payload.length,
           headersJson,
           correlationId,
           createdAt,

@@ -38,7 +38,16 @@ public final class OutboxColumns {
     AGGREGATE_ID,
     EVENT_TYPE,
     TOPIC,
-    PAYLOAD,
+    /**
+     * The payload up to the claim's read limit, null past it: a row too large to publish is parked
+     * without its payload ever leaving the database. (octet_length of a bytea reads the stored
+     * length, not the value.)
+     */
+    PAYLOAD(
+        "CASE WHEN octet_length(o.payload) <= CAST(:payload_read_limit AS integer)"
+            + " THEN o.payload END"),
+    /** The stored payload's size, read or not. */
+    PAYLOAD_BYTES("octet_length(o.payload)"),
     HEADERS,
     CORRELATION_ID,
     CREATED_AT,
@@ -106,8 +115,14 @@ public final class OutboxColumns {
       for (Claimed c : values()) {
         Row field = c.expression == null ? Row.valueOf(c.name()) : null;
         boolean mapped = field != null && columns.isMapped(field);
-        out.append(out.length() == 0 ? "" : ", ")
-            .append(mapped ? columns.asText(field, "o") + " AS " + c.label : c.selected);
+        String selected = mapped ? columns.asText(field, "o") + " AS " + c.label : c.selected;
+        if (c == PAYLOAD) {
+          // Of a type only known at run time (bytea, jsonb, text, ...): read whole, as stored.
+          selected = columns.quoted(Row.PAYLOAD, "o") + " AS " + c.label;
+        } else if (c == PAYLOAD_BYTES) {
+          selected = "CAST(NULL AS integer) AS " + c.label; // measured once read
+        }
+        out.append(out.length() == 0 ? "" : ", ").append(selected);
       }
       List<ColumnMapping.HeaderColumn> headers = columns.headerColumns();
       for (int i = 0; i < headers.size(); i++) {
@@ -125,6 +140,7 @@ public final class OutboxColumns {
     }
 
     static ClaimedMessage claimed(ResultSet rs, ColumnMapping columns) throws SQLException {
+      byte[] payload = payload(rs);
       return new ClaimedMessage(
           rs.getLong(SEQ.label),
           rs.getString(MESSAGE_ID.label),
@@ -133,7 +149,8 @@ public final class OutboxColumns {
           rs.getString(AGGREGATE_ID.label),
           rs.getString(EVENT_TYPE.label),
           rs.getString(TOPIC.label),
-          payload(rs),
+          payload,
+          payloadBytes(rs, payload),
           headers(rs, columns.headerColumns()),
           rs.getString(CORRELATION_ID.label),
           instant(rs, CREATED_AT),
@@ -147,6 +164,15 @@ public final class OutboxColumns {
 
     private static byte[] payload(ResultSet rs) throws SQLException {
       return OutboxColumns.payload(rs, PAYLOAD.label);
+    }
+
+    /** The stored size the claim measured, or the size of the payload it read whole. */
+    private static long payloadBytes(ResultSet rs, byte[] payload) throws SQLException {
+      long measured = rs.getLong(PAYLOAD_BYTES.label);
+      if (!rs.wasNull()) {
+        return measured;
+      }
+      return payload == null ? -1 : payload.length;
     }
 
     /**

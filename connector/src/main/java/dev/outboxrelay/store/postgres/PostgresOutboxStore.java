@@ -164,6 +164,7 @@ public final class PostgresOutboxStore implements OutboxStore {
         .setString("owner", request.owner())
         .setInt("limit", request.limit())
         .setLong("lease_ms", request.leaseDuration().toMillis());
+    bindPayloadReadLimit(statement, request);
     AggregateAffinity affinity = request.affinity();
     if (affinity != null) {
       statement
@@ -266,13 +267,26 @@ public final class PostgresOutboxStore implements OutboxStore {
         (c, statement) ->
             readClaim(
                 planned(
-                    statement
-                        .set("now", this::setNow)
-                        .setArray(
-                            "instance_keys", textArray(c, request.instanceKeyList().toArray()))
-                        .setInt("max_attempts", request.maxAttempts())
-                        .setString("owner", request.owner())
-                        .setLong("lease_ms", request.leaseDuration().toMillis()))));
+                    bindPayloadReadLimit(
+                        statement
+                            .set("now", this::setNow)
+                            .setArray(
+                                "instance_keys", textArray(c, request.instanceKeyList().toArray()))
+                            .setInt("max_attempts", request.maxAttempts())
+                            .setString("owner", request.owner())
+                            .setLong("lease_ms", request.leaseDuration().toMillis()),
+                        request))));
+  }
+
+  /**
+   * The claim's payload read limit, in the relay's own table (a bytea payload); an adopted table's
+   * payload, of a type known only at run time, is read whole ({@link OutboxColumns.Claimed}).
+   */
+  private NamedSql.Binder bindPayloadReadLimit(NamedSql.Binder statement, ClaimRequest request)
+      throws SQLException {
+    return columns.equals(ColumnMapping.RELAY)
+        ? statement.setInt("payload_read_limit", request.payloadReadLimit())
+        : statement;
   }
 
   @Override

@@ -196,7 +196,8 @@ class ClaimStatementTest {
             claim.maxAttempts(),
             claim.ordered(),
             claim.affinity(),
-            claim.exactlyOnce());
+            claim.exactlyOnce(),
+            claim.payloadReadLimit());
     PostgresOutboxStore store = new PostgresOutboxStore(shared, TABLE, RelayClock.database(), null);
     try (Connection c = shared.getConnection();
         PreparedStatement ps =
@@ -255,6 +256,9 @@ class ClaimStatementTest {
     }
     if (probe.names().contains("lease_ms")) {
       binder.setInt("max_attempts", 10).setLong("lease_ms", 60_000);
+    }
+    if (probe.names().contains("payload_read_limit")) {
+      binder.setInt("payload_read_limit", 1_000_000);
     }
   }
 
