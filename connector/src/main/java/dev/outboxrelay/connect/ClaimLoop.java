@@ -6,6 +6,7 @@ import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Printable;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -40,7 +41,9 @@ final class ClaimLoop {
   private boolean drainingForProbe;
   private boolean holdsIsolatedClaim;
   private long shareDrySinceMs = -1;
-  private boolean claimUnconfirmed;
+
+  /** Written by the task thread; read by the outcome thread at a stop ({@link #giveBackAtStop}). */
+  private volatile boolean claimUnconfirmed;
 
   /** The estimated record size of the next claim's rows (see {@link #sizedRequest}). */
   private long rowBytes;
@@ -272,6 +275,25 @@ final class ClaimLoop {
     }
     metrics.unconfirmedReleased.addAndGet(released.size());
     claimUnconfirmed = false;
+  }
+
+  /**
+   * At least once, at a stop, on the outcome thread once the task thread claims no more: releases
+   * the rows of a claim whose result never arrived, due again at once, as the next claim would
+   * have. Left leased, they waited out their lease and were then reclaimed one by one in isolation
+   * as abandoned rows, counted as possible duplicates though no record of them was ever sent. Never
+   * throws: the task is stopping, and the leases run out instead.
+   */
+  void giveBackAtStop() {
+    try {
+      releaseUnconfirmedClaim();
+    } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
+      log.warn(
+          "Could not release a claim whose result never arrived at stop (reason={}, error={});"
+              + " its rows are reclaimed when their leases run out",
+          CLAIM_RESULT_LOST,
+          e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
+    }
   }
 
   /**

@@ -38,7 +38,13 @@ final class OutcomeWriter {
   private final TaskSettings settings;
   private final Time time;
   private final WakeSignal pollWake;
+  private final Runnable giveBackUnconfirmedClaim;
 
+  /**
+   * @param giveBackUnconfirmedClaim at least once, run at a stop before the leases of what Kafka
+   *     never acknowledged end: releases a claim whose result never arrived ({@link
+   *     ClaimLoop#giveBackAtStop}); never throws
+   */
   OutcomeWriter(
       OutboxStore store,
       InFlightLedger ledger,
@@ -46,7 +52,8 @@ final class OutcomeWriter {
       RelayMetrics metrics,
       TaskSettings settings,
       Time time,
-      WakeSignal pollWake) {
+      WakeSignal pollWake,
+      Runnable giveBackUnconfirmedClaim) {
     this.store = store;
     this.ledger = ledger;
     this.lostClaims = lostClaims;
@@ -54,6 +61,7 @@ final class OutcomeWriter {
     this.settings = settings;
     this.time = time;
     this.pollWake = pollWake;
+    this.giveBackUnconfirmedClaim = giveBackUnconfirmedClaim;
   }
 
   /**
@@ -102,6 +110,9 @@ final class OutcomeWriter {
    * from the committed offsets, and nothing is written here. Never throws: the task is stopping.
    */
   void settleUnresolvedAtStop() {
+    if (!settings.exactlyOnce()) {
+      giveBackUnconfirmedClaim.run(); // first: ending the leases below would make them abandoned
+    }
     int unresolved = ledger.size();
     if (unresolved == 0) {
       return;

@@ -98,8 +98,11 @@ final class TaskRuntime {
     this.health = new StoreHealth(metrics, time);
     this.renewer =
         new LeaseRenewer(store, ledger, lostClaims, metrics, settings, time, health, wake);
+    this.claims =
+        new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);
     OutcomeWriter writer =
-        new OutcomeWriter(store, ledger, lostClaims, metrics, settings, time, wake);
+        new OutcomeWriter(
+            store, ledger, lostClaims, metrics, settings, time, wake, claims::giveBackAtStop);
     this.loop =
         new OutcomeLoop(
             writer,
@@ -112,8 +115,6 @@ final class TaskRuntime {
             this::closeWhenBothDone,
             "outbox-relay-outcomes-" + threadSuffix);
     this.threadSuffix = threadSuffix;
-    this.claims =
-        new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);
     this.handoff =
         new RecordHandoff(
             new RecordMapper(config.mapping()),

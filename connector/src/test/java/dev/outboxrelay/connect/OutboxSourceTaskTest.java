@@ -129,6 +129,34 @@ class OutboxSourceTaskTest {
     await().until(() -> failing.renewCalls.get() > renewals);
   }
 
+  /**
+   * A claim that committed but whose reply never arrived, followed by a stop before the next claim
+   * (which would have released it): its rows are given back at the stop, due at once, not left to
+   * wait out their leases and come back as abandoned rows, reclaimed alone and counted as possible
+   * duplicates though no record of them was sent.
+   */
+  @Test
+  void aClaimWhoseReplyWasLostIsGivenBackAtStop() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    add("eu", "held", "a", "{}".getBytes());
+    startTask(Map.of("claim.batch.size", "1"));
+    List<SourceRecord> first = task.poll();
+    assertEquals(List.of("held"), messageIds(first));
+    add("eu", "m1", "b", "{}".getBytes());
+    failing.nextClaimLosesItsReply = true;
+    assertThrows(RetriableException.class, task::poll);
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"));
+
+    stopPastTheGrace(mockTime); // "held" never acknowledged: its lease ends, an abandoned row
+
+    var m1 = store.find("m1").orElseThrow();
+    assertEquals(MessageStatus.PENDING, m1.status());
+    assertNull(m1.leaseOwner());
+    assertEquals(1, task.metrics().unconfirmedReleased.get());
+    assertEquals(MessageStatus.IN_FLIGHT, status("held"));
+  }
+
   /** Stops the task and lets the stop's grace end: an outcome still unwritten is abandoned. */
   private void stopPastTheGrace(MockTime mockTime) {
     stopMovingTheClock(task);
@@ -1062,11 +1090,19 @@ class OutboxSourceTaskTest {
       }
     }
 
+    /** The next claim commits, then fails: its reply lost, as at a failover. */
+    volatile boolean nextClaimLosesItsReply;
+
     @Override
     public dev.outboxrelay.store.ClaimResult claim(ClaimRequest request) {
       check();
       claimCalls.incrementAndGet();
-      return delegate.claim(request);
+      dev.outboxrelay.store.ClaimResult result = delegate.claim(request);
+      if (nextClaimLosesItsReply) {
+        nextClaimLosesItsReply = false;
+        throw failure;
+      }
+      return result;
     }
 
     @Override

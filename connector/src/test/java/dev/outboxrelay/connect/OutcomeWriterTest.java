@@ -23,7 +23,7 @@ class OutcomeWriterTest {
 
   private static OutcomeWriter writer(RuntimeFixture f) {
     return new OutcomeWriter(
-        f.store, f.ledger, f.lostClaims, f.metrics, f.settings, new MockTime(), f.wake);
+        f.store, f.ledger, f.lostClaims, f.metrics, f.settings, new MockTime(), f.wake, () -> {});
   }
 
   private static MessageStatus status(RuntimeFixture f, String id) {
@@ -114,7 +114,14 @@ class OutcomeWriterTest {
     OutboxSourceTaskTest.FailingStore failing = new OutboxSourceTaskTest.FailingStore(f.store);
     OutcomeWriter writer =
         new OutcomeWriter(
-            failing, f.ledger, f.lostClaims, f.metrics, f.settings, new MockTime(), f.wake);
+            failing,
+            f.ledger,
+            f.lostClaims,
+            f.metrics,
+            f.settings,
+            new MockTime(),
+            f.wake,
+            () -> {});
     List<PendingOutcome> batch =
         new ArrayList<>(List.of(published(c.get(0), 1), new Released("m2", c.get(1).lease())));
     failing.failing = true;
