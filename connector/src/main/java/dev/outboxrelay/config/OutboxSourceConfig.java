@@ -251,8 +251,8 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String PAYLOAD_MAX_BYTES_DOC =
       "Largest payload, in bytes, that is published. A row with a larger payload is never"
           + " published (reason PAYLOAD_TOO_LARGE), and a claim does not read its payload: only"
-          + " its size leaves the database, so oversized rows cannot fill a worker's heap (in a"
-          + " table adopted from Debezium the payload is read whole, then judged). The default leaves room for the key, headers"
+          + " its size leaves the database (a jsonb or text payload's as UTF-8 text), so oversized"
+          + " rows cannot fill a worker's heap. The default leaves room for the key, headers"
           + " and batch overhead under the producer's default max.request.size (1048576). Besides,"
           + " a row whose whole record would exceed the producer's max.request.size (read from"
           + " producer.override.max.request.size, else Kafka's default) is never published"

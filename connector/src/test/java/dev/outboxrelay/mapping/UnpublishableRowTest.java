@@ -75,6 +75,8 @@ class UnpublishableRowTest {
         reason(mapper, row().payload("\"" + "x".repeat(MAX_BYTES - 1) + "\"").build()));
     // as the claim returns such a row: its payload left in the database, never a tombstone
     assertEquals("PAYLOAD_TOO_LARGE", reason(mapper, row().payloadLeftOut(MAX_BYTES + 1).build()));
+    // left out by a claim whose limit was lower than this mapper's maximum: not sent either
+    assertEquals("PAYLOAD_TOO_LARGE", reason(mapper, row().payloadLeftOut(MAX_BYTES - 1).build()));
   }
 
   @ParameterizedTest

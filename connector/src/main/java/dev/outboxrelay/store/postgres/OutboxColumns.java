@@ -43,11 +43,9 @@ public final class OutboxColumns {
      * without its payload ever leaving the database. (octet_length of a bytea reads the stored
      * length, not the value.)
      */
-    PAYLOAD(
-        "CASE WHEN octet_length(o.payload) <= CAST(:payload_read_limit AS integer)"
-            + " THEN o.payload END"),
-    /** The stored payload's size, read or not. */
-    PAYLOAD_BYTES("octet_length(o.payload)"),
+    PAYLOAD("CASE WHEN {payload size} <= CAST(:payload_read_limit AS integer) THEN {payload} END"),
+    /** The stored payload's size in bytes, read or not (a text-like one's as UTF-8 text). */
+    PAYLOAD_BYTES("{payload size}"),
     HEADERS,
     CORRELATION_ID,
     CREATED_AT,
@@ -64,9 +62,6 @@ public final class OutboxColumns {
 
     /** The label prefix of the header columns a claim returns ({@link ColumnMapping}). */
     static final String HEADER_COLUMN_LABEL = "header_column_";
-
-    /** {@code o.seq, o.message_id, ..., o.headers::text AS headers, ...} */
-    static final String RETURNING = join(values(), c -> c.selected);
 
     /** The label the row carries the column under, and the name it is read by. */
     final String label = name().toLowerCase(Locale.ROOT);
@@ -104,25 +99,22 @@ public final class OutboxColumns {
     }
 
     /**
-     * {@link #RETURNING} for a table whose message fields have other names ({@link ColumnMapping}),
-     * each read under the relay's label, then the header columns as {@code header_column_1}, ... .
+     * What a claim returns of {@code columns} (a table whose message fields have other names, an
+     * adopted Debezium table, or the relay's own: {@link ColumnMapping}), each under the relay's
+     * label, then the header columns as {@code header_column_1}, ... . The payload is read as
+     * stored, and measured as a bytea or, for any other type (jsonb, json, text, varchar), as its
+     * text: {@code octet_length} takes no jsonb.
      */
-    static String returning(ColumnMapping columns) {
-      if (columns.equals(ColumnMapping.RELAY)) {
-        return RETURNING;
-      }
+    static String returning(ColumnMapping columns, boolean payloadIsBytea) {
+      String payload = columns.quoted(Row.PAYLOAD, "o");
+      String size = "octet_length(" + payload + (payloadIsBytea ? ")" : "::text)");
       StringBuilder out = new StringBuilder();
       for (Claimed c : values()) {
         Row field = c.expression == null ? Row.valueOf(c.name()) : null;
         boolean mapped = field != null && columns.isMapped(field);
         String selected = mapped ? columns.asText(field, "o") + " AS " + c.label : c.selected;
-        if (c == PAYLOAD) {
-          // Of a type only known at run time (bytea, jsonb, text, ...): read whole, as stored.
-          selected = columns.quoted(Row.PAYLOAD, "o") + " AS " + c.label;
-        } else if (c == PAYLOAD_BYTES) {
-          selected = "CAST(NULL AS integer) AS " + c.label; // measured once read
-        }
-        out.append(out.length() == 0 ? "" : ", ").append(selected);
+        out.append(out.length() == 0 ? "" : ", ")
+            .append(selected.replace("{payload size}", size).replace("{payload}", payload));
       }
       List<ColumnMapping.HeaderColumn> headers = columns.headerColumns();
       for (int i = 0; i < headers.size(); i++) {
@@ -150,7 +142,7 @@ public final class OutboxColumns {
           rs.getString(EVENT_TYPE.label),
           rs.getString(TOPIC.label),
           payload,
-          payloadBytes(rs, payload),
+          payloadBytes(rs),
           headers(rs, columns.headerColumns()),
           rs.getString(CORRELATION_ID.label),
           instant(rs, CREATED_AT),
@@ -166,13 +158,10 @@ public final class OutboxColumns {
       return OutboxColumns.payload(rs, PAYLOAD.label);
     }
 
-    /** The stored size the claim measured, or the size of the payload it read whole. */
-    private static long payloadBytes(ResultSet rs, byte[] payload) throws SQLException {
+    /** The stored size the claim measured; -1 for a null payload. */
+    private static long payloadBytes(ResultSet rs) throws SQLException {
       long measured = rs.getLong(PAYLOAD_BYTES.label);
-      if (!rs.wasNull()) {
-        return measured;
-      }
-      return payload == null ? -1 : payload.length;
+      return rs.wasNull() ? -1 : measured;
     }
 
     /**

@@ -502,19 +502,23 @@ final class OutboxSql {
   final NamedSql deletePublishedLog;
   final NamedSql deletePublished;
   final NamedSql now;
+  final NamedSql readPayloadIsBytea;
 
   private final Map<String, String> fragments = new LinkedHashMap<>();
 
   OutboxSql(OutboxTable table) {
-    this(table, ColumnMapping.RELAY);
+    this(table, ColumnMapping.RELAY, true);
   }
 
   /**
    * The statements for {@code table}, its message fields in the {@code columns} named there: {@code
    * {message_id}} and {@code {message_id(o)}} as text, to compare with a bound id; {@code
    * {aggregate_id(o)}} as stored, to compare with itself.
+   *
+   * @param payloadIsBytea the payload column is a bytea (the relay's own table); otherwise a claim
+   *     measures its text (jsonb, json, text, varchar: an adopted table's)
    */
-  OutboxSql(OutboxTable table, ColumnMapping columns) {
+  OutboxSql(OutboxTable table, ColumnMapping columns, boolean payloadIsBytea) {
     // First: they hold placeholders of their own.
     fragments.put("{earlier}", EARLIER);
     fragments.put("{not held back}", NOT_HELD_BACK);
@@ -526,7 +530,7 @@ final class OutboxSql {
     fragments.put("{affinity}", AFFINITY);
     fragments.put("{abandoned row}", ABANDONED_ROW);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
-    fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns));
+    fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns, payloadIsBytea));
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
@@ -764,6 +768,16 @@ final class OutboxSql {
               ORDER BY published_at LIMIT :limit FOR UPDATE SKIP LOCKED)""");
 
     now = statement("SELECT {now}");
+
+    // Whether the payload column is a bytea, which a claim measures as it is stored; any other type
+    // is measured as text. A table or column not found counts as bytea: the claim reports it.
+    readPayloadIsBytea =
+        statement(
+            """
+            SELECT COALESCE((
+              SELECT atttypid = 'bytea'::regtype FROM pg_attribute
+              WHERE attrelid = to_regclass(CAST(:table_name AS text))
+                AND attname = CAST(:column_name AS text) AND NOT attisdropped), TRUE)""");
   }
 
   /** {@code {due(o)}}, {@code {due(p)}}: the row awaits delivery and any retry delay has passed. */

@@ -54,7 +54,16 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   private final DataSource dataSource;
   private final OutboxTable table;
+
+  /** The statements; a claim's own measure a bytea payload (the relay's table). */
   private final OutboxSql sql;
+
+  /** The same, whose claims measure the payload as text (jsonb, text: an adopted table's). */
+  private final OutboxSql textPayloadSql;
+
+  /** Whether the payload column is a bytea: read at the first claim, null until then. */
+  private volatile Boolean payloadIsBytea;
+
   private final ColumnMapping columns;
   private final RelayClock clock;
   private final AutoCloseable ownedResource;
@@ -87,7 +96,8 @@ public final class PostgresOutboxStore implements OutboxStore {
       AutoCloseable ownedResource) {
     this.dataSource = dataSource;
     this.table = table;
-    this.sql = new OutboxSql(table, columns);
+    this.sql = new OutboxSql(table, columns, true);
+    this.textPayloadSql = new OutboxSql(table, columns, false);
     this.columns = columns;
     this.clock = clock;
     this.ownedResource = ownedResource;
@@ -145,14 +155,42 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   private OutboxSql.Claim claimOf(ClaimRequest request) {
+    OutboxSql claims = claims();
     boolean inShare = request.exactlyOnce() != null && !request.exactlyOnce().share().ownsAll();
     if (!request.ordered()) {
-      return inShare ? sql.claimUnorderedInShare : sql.claimUnordered;
+      return inShare ? claims.claimUnorderedInShare : claims.claimUnordered;
     }
     if (inShare) {
-      return sql.claimOrderedInShare;
+      return claims.claimOrderedInShare;
     }
-    return request.affinity() == null ? sql.claimOrdered : sql.claimOrderedWithAffinity;
+    return request.affinity() == null ? claims.claimOrdered : claims.claimOrderedWithAffinity;
+  }
+
+  /**
+   * The statements whose claims fit the payload column's type, read once, at the first claim: a
+   * claim measures a payload before reading it ({@link ClaimRequest#payloadReadLimit}), and
+   * PostgreSQL measures a jsonb only as text. Throws, like a claim, while the database is away.
+   */
+  private OutboxSql claims() {
+    Boolean bytea = payloadIsBytea;
+    if (bytea == null) {
+      bytea =
+          run(
+              "read-payload-type",
+              sql.readPayloadIsBytea,
+              (c, statement) -> {
+                try (ResultSet rs =
+                    statement
+                        .setString("table_name", table.qualified())
+                        .setString("column_name", columns.column(OutboxColumns.Row.PAYLOAD))
+                        .executeQuery()) {
+                  rs.next();
+                  return rs.getBoolean(1);
+                }
+              });
+      payloadIsBytea = bytea;
+    }
+    return bytea ? sql : textPayloadSql;
   }
 
   private NamedSql.Binder bindClaim(Connection c, NamedSql.Binder statement, ClaimRequest request)
@@ -263,7 +301,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     return run(
         "claim-abandoned",
         OutboxSql.CLAIM_PLAN,
-        request.ordered() ? sql.claimAbandonedOrdered : sql.claimAbandonedUnordered,
+        request.ordered() ? claims().claimAbandonedOrdered : claims().claimAbandonedUnordered,
         (c, statement) ->
             readClaim(
                 planned(
@@ -278,15 +316,9 @@ public final class PostgresOutboxStore implements OutboxStore {
                         request))));
   }
 
-  /**
-   * The claim's payload read limit, in the relay's own table (a bytea payload); an adopted table's
-   * payload, of a type known only at run time, is read whole ({@link OutboxColumns.Claimed}).
-   */
-  private NamedSql.Binder bindPayloadReadLimit(NamedSql.Binder statement, ClaimRequest request)
-      throws SQLException {
-    return columns.equals(ColumnMapping.RELAY)
-        ? statement.setInt("payload_read_limit", request.payloadReadLimit())
-        : statement;
+  private static NamedSql.Binder bindPayloadReadLimit(
+      NamedSql.Binder statement, ClaimRequest request) throws SQLException {
+    return statement.setInt("payload_read_limit", request.payloadReadLimit());
   }
 
   @Override

@@ -92,11 +92,6 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
     return new PostgresOutboxStore(dataSource, TABLE, COLUMNS, clock, null);
   }
 
-  @Override
-  protected boolean readsEveryPayloadWhole() {
-    return true;
-  }
-
   /**
    * As an application writes the adopted table: its own columns, plus the instance key where it is
    * not the column default, and the optional relay columns the contract uses.

@@ -152,7 +152,8 @@ class NamedSqlTest {
             "limit",
             "lease_ms",
             "epoch",
-            "claim_batch"),
+            "claim_batch",
+            "payload_read_limit"),
         List.copyOf(sql.claimOrdered.oneKey().names()));
     assertEquals(
         List.of(
@@ -166,7 +167,8 @@ class NamedSqlTest {
             "limit",
             "lease_ms",
             "epoch",
-            "claim_batch"),
+            "claim_batch",
+            "payload_read_limit"),
         List.copyOf(sql.claimOrderedWithAffinity.oneKey().names()));
     assertArrayEquals(new int[] {6, 8}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
     // With several keys the quota reads the share first.
@@ -185,7 +187,8 @@ class NamedSqlTest {
             "limit",
             "lease_ms",
             "epoch",
-            "claim_batch"),
+            "claim_batch",
+            "payload_read_limit"),
         List.copyOf(sql.claimOrderedInShare.oneKey().names()));
     assertEquals(
         List.of(
@@ -203,7 +206,7 @@ class NamedSqlTest {
             "tasks_minus_task"),
         List.copyOf(sql.recoverInShare.names()));
     assertEquals(
-        List.of("now", "instance_keys", "owner", "max_attempts", "lease_ms"),
+        List.of("now", "instance_keys", "owner", "max_attempts", "lease_ms", "payload_read_limit"),
         List.copyOf(sql.claimAbandonedOrdered.names()));
     assertArrayEquals(
         new int[] {4, 5, 7, 9, 10}, sql.claimAbandonedOrdered.positions("max_attempts"));

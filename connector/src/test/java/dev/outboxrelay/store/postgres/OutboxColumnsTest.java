@@ -1,6 +1,7 @@
 package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimedMessage;
@@ -66,11 +67,25 @@ class OutboxColumnsTest {
   void aClaimReturnsTheRowAsAClaimedMessageAndItsParkingFields() {
     assertEquals(
         "o.seq, o.message_id, o.instance_key, o.aggregate_type, o.aggregate_id, o.event_type,"
-            + " o.topic, o.payload, o.headers::text AS headers, o.correlation_id, o.created_at,"
+            + " o.topic,"
+            + " CASE WHEN octet_length(o.payload) <= CAST(:payload_read_limit AS integer)"
+            + " THEN o.payload END AS payload, octet_length(o.payload) AS payload_bytes,"
+            + " o.headers::text AS headers, o.correlation_id, o.created_at,"
             + " o.deliver_before, COALESCE(o.deliver_before <= clock.now, FALSE) AS deadline_expired,"
             + " o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
             + " o.status, o.last_failure_code, {aggregate hash(o)} AS aggregate_hash",
-        OutboxColumns.Claimed.RETURNING);
+        OutboxColumns.Claimed.returning(ColumnMapping.RELAY, true));
+  }
+
+  /** PostgreSQL has no octet_length of a jsonb: a payload of another type is measured as text. */
+  @Test
+  void aPayloadThatIsNoByteaIsMeasuredAsText() {
+    String returning = OutboxColumns.Claimed.returning(ColumnMapping.RELAY, false);
+    assertTrue(
+        returning.contains(
+            "CASE WHEN octet_length(o.payload::text) <= CAST(:payload_read_limit AS integer)"
+                + " THEN o.payload END AS payload, octet_length(o.payload::text) AS payload_bytes"),
+        returning);
   }
 
   /** A component added to ClaimedMessage needs its column here, and the other way round. */
