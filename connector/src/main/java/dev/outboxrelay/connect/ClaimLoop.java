@@ -42,8 +42,12 @@ final class ClaimLoop {
   private boolean holdsIsolatedClaim;
   private long shareDrySinceMs = -1;
 
-  /** Written by the task thread; read by the outcome thread at a stop ({@link #giveBackAtStop}). */
-  private volatile boolean claimUnconfirmed;
+  /**
+   * A claim threw, so its result never arrived, and its rows are not released yet. Set only once a
+   * claim has failed, never while one runs: a stop ({@link #giveBackAtStop}, on the outcome thread)
+   * must not take a claim still running on the task thread for a lost one.
+   */
+  private volatile boolean claimResultLost;
 
   /** The estimated record size of the next claim's rows (see {@link #sizedRequest}). */
   private long rowBytes;
@@ -246,12 +250,14 @@ final class ClaimLoop {
    * they are committed even if giving back rows past the byte budget then fails.
    */
   private ClaimResult confirmed(Supplier<ClaimResult> claim) {
-    claimUnconfirmed = true;
-    ClaimResult claimed = claim.get();
-    reportExhausted(claimed);
-    ClaimResult result = withinBudget(claimed);
-    claimUnconfirmed = false;
-    return result;
+    try {
+      ClaimResult claimed = claim.get();
+      reportExhausted(claimed);
+      return withinBudget(claimed);
+    } catch (RuntimeException | Error e) {
+      claimResultLost = true; // it may have committed: rows leased that no record will carry
+      throw e;
+    }
   }
 
   /**
@@ -262,7 +268,7 @@ final class ClaimLoop {
    * them PUBLISHED unsent. Throws, like a claim, while the database is away.
    */
   private void releaseUnconfirmedClaim() {
-    if (!claimUnconfirmed) {
+    if (!claimResultLost) {
       return;
     }
     List<String> released =
@@ -274,15 +280,16 @@ final class ClaimLoop {
           CLAIM_RESULT_LOST);
     }
     metrics.unconfirmedReleased.addAndGet(released.size());
-    claimUnconfirmed = false;
+    claimResultLost = false;
   }
 
   /**
-   * At least once, at a stop, on the outcome thread once the task thread claims no more: releases
-   * the rows of a claim whose result never arrived, due again at once, as the next claim would
-   * have. Left leased, they waited out their lease and were then reclaimed one by one in isolation
-   * as abandoned rows, counted as possible duplicates though no record of them was ever sent. Never
-   * throws: the task is stopping, and the leases run out instead.
+   * At least once, at a stop, on the outcome thread: releases the rows of a claim whose result
+   * never arrived, due again at once, as the next claim would have (a claim still running on the
+   * task thread is not such a claim; if it commits, its rows wait out their lease). Left leased,
+   * they waited out their lease and were then reclaimed one by one in isolation as abandoned rows,
+   * counted as possible duplicates though no record of them was ever sent. Never throws: the task
+   * is stopping, and the leases run out instead.
    */
   void giveBackAtStop() {
     try {

@@ -269,6 +269,50 @@ class ClaimLoopTest {
     assertEquals(1, f.metrics.exhausted.get(), "and not counted again");
   }
 
+  /**
+   * A stop gives back a claim whose result was lost, never one still running on the task thread:
+   * that claim's reply may yet arrive, and releasing its rows meanwhile would report them lost.
+   */
+  @Test
+  void aStopDuringAClaimReleasesNothing() throws Exception {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    java.util.concurrent.CountDownLatch inClaim = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch finish = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicInteger releases =
+        new java.util.concurrent.atomic.AtomicInteger();
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("releaseUnheld")) {
+                    releases.incrementAndGet();
+                  }
+                  if (method.getName().equals("claim")) {
+                    inClaim.countDown();
+                    finish.await();
+                  }
+                  return method.invoke(f.store, args);
+                });
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(
+            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+    ClaimLoop loop = new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    java.util.concurrent.CompletableFuture<ClaimResult> claim =
+        java.util.concurrent.CompletableFuture.supplyAsync(loop::next);
+    inClaim.await();
+
+    loop.giveBackAtStop();
+    finish.countDown();
+
+    assertEquals(List.of("m1"), ids(claim.get()));
+    assertEquals(0, releases.get(), "nothing released while the claim ran");
+    assertEquals(0, f.metrics.unconfirmedReleased.get());
+  }
+
   /** "lost", whose owner crashed and whose lease has run out, and "due", of another aggregate. */
   private static RuntimeFixture abandonedBesideADueRow() {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S);
