@@ -46,7 +46,8 @@ public final class CliException extends RuntimeException {
     String hint =
         QUERY_CANCELED.equals(e.sqlState())
             ? "the statement was cancelled, by --statement-timeout or the server's"
-                + " statement_timeout; a requeue keeps the batches it finished (run it again)"
+                + " statement_timeout; a requeue, discard or purge keeps the batches it finished"
+                + " (run it again)"
             : SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())
                 ? "another transaction held a lock on the table for longer than the lock timeout;"
                     + " what waited for it was rolled back: run the command again when that"

@@ -186,6 +186,22 @@ class AdoptedTableCommandsTest {
     assertTrue(published.hasLine(PUBLISHED + " +NOT_PARKED +PUBLISHED"), published::toString);
   }
 
+  /** Discard finds rows by the mapped id too, and never touches one of Debezium's legacy rows. */
+  @Test
+  void discardLeavesALegacyRowAlone() throws SQLException {
+    Cli.Result r = run("discard", "--message-id", LEGACY, "--json");
+
+    assertEquals(ExitCode.NOTHING_MATCHED, r.exitCode(), r::toString);
+    assertEquals("OTHER_INSTANCE", r.json().get("not_discarded").get(0).get("reason").asText());
+    try (Connection c = TestDatabase.connect(url);
+        Statement s = c.createStatement();
+        java.sql.ResultSet rs =
+            s.executeQuery("SELECT count(*) FROM outbox WHERE id = '" + LEGACY + "'")) {
+      rs.next();
+      assertEquals(1, rs.getInt(1), "the legacy row is still there");
+    }
+  }
+
   /** A row without an instance key, as Debezium's rows before the adoption; ids may repeat. */
   private static void insertLegacy(String id, String aggregateId) throws SQLException {
     try (Connection c = TestDatabase.connect(url);

@@ -127,6 +127,8 @@ class DiscardCommandTest {
                   "error: discard failed after discarding 2 row(s) in the batches before the"
                       + " failure, which stay discarded"),
           cancelled::toString);
+      assertTrue(
+          cancelled.err().contains("discard or purge keeps the batches"), cancelled::toString);
     }
     assertDiscarded("us-failed-1", "us-failed-2");
   }
