@@ -71,7 +71,8 @@ public class OutboxSourceTask extends SourceTask {
     MDC.put("outbox.instance_keys", String.join(",", config.connector().instanceKeys()));
     metrics = new RelayMetrics(time);
     // Not a lambda: linking one resolves its type, PluginMetrics, which workers before Kafka 4.1
-    // lack; the class's method is resolved only when called, and register() catches that.
+    // lack; the class's method is resolved only when called, and register() catches that (and
+    // registers beans of the task's own instead).
     metrics.register(
         new RelayMetrics.PluginMetricsSource() {
           @Override
@@ -79,7 +80,9 @@ public class OutboxSourceTask extends SourceTask {
             return context.pluginMetrics();
           }
         },
-        config.identity().isFirst()); // the task that reads the backlog (Maintenance)
+        config.identity().isFirst(), // the task that reads the backlog (Maintenance)
+        config.identity().connectorName(),
+        config.identity().index());
     idle = new IdleBackoff(config.settings().pollInterval());
     schema = new SchemaReadiness(storeProvider, config.connector(), time);
     try {

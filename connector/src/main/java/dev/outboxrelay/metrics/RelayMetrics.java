@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.apache.kafka.common.MetricName;
-import org.apache.kafka.common.metrics.Measurable;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.metrics.stats.Avg;
@@ -20,8 +19,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A task's metrics. Counts are kept here (tests and logs read them) and exposed through Connect's
- * plugin metrics (KIP-877) where the worker offers them. Names carry their unit; values are counts
- * and durations only, never identifiers or payloads. The reference is docs/metrics.md.
+ * plugin metrics (KIP-877) where the worker offers them, as beans of the task's own under the same
+ * names where it does not ({@link MetricsSink}). Names carry their unit; values are counts and
+ * durations only, never identifiers or payloads. The reference is docs/metrics.md.
  */
 public final class RelayMetrics {
   private static final Logger log = LoggerFactory.getLogger(RelayMetrics.class);
@@ -58,7 +58,7 @@ public final class RelayMetrics {
   private final AtomicLong outcomeWrites = new AtomicLong();
 
   private final List<MetricName> registered = new ArrayList<>();
-  private PluginMetrics pluginMetrics;
+  private MetricsSink sink;
   private volatile Sensor outcomeWriteSensor;
 
   public RelayMetrics() {
@@ -76,35 +76,50 @@ public final class RelayMetrics {
   }
 
   /**
-   * Exposes every metric through Connect; a no-op for workers older than Kafka 4.1.
+   * Exposes every metric: through Connect's plugin metrics (Kafka 4.1 and later), else, on older
+   * workers, as beans of the task's own under the same names ({@link JmxMetricsSink}).
    *
    * @param readsBacklog this task reads the backlog figures ({@code lag-ms}, {@code backlog-*}):
    *     only such a task registers them, so that when it is down they are missing, not zero
+   * @param connector the connector's name and {@code task} the task's number, which name the beans
+   *     on older workers (Connect adds both itself to plugin metrics)
    */
-  public synchronized void register(PluginMetricsSource source, boolean readsBacklog) {
-    PluginMetrics metrics;
+  public synchronized void register(
+      PluginMetricsSource source, boolean readsBacklog, String connector, int task) {
+    MetricsSink opened;
     try {
-      metrics = source.get();
+      PluginMetrics metrics = source.get();
+      if (metrics == null) {
+        return;
+      }
+      opened = new PluginMetricsSink(metrics);
     } catch (LinkageError | UnsupportedOperationException e) {
-      return; // worker predates KIP-877: metrics stay internal (and in logs)
+      opened = JmxMetricsSink.open(connector, task); // worker predates KIP-877
+      if (opened == null) {
+        nameTaken();
+        return;
+      }
     }
-    if (metrics == null) {
-      return;
-    }
-    this.pluginMetrics = metrics;
+    this.sink = opened;
     try {
-      registerAll(metrics, readsBacklog);
+      registerAll(readsBacklog);
     } catch (IllegalArgumentException e) {
-      // An earlier instance of this task still holds the names: its thread has not returned
-      // (Connect gave up on a graceful stop). Run without exposed metrics rather than fail.
-      log.warn(
-          "Metrics of an earlier instance of this task are still registered; this instance runs"
-              + " without exposing its metrics until it restarts (reason=METRICS_NAME_TAKEN)");
+      nameTaken();
       unregister();
     }
   }
 
-  private void registerAll(PluginMetrics metrics, boolean readsBacklog) {
+  /**
+   * An earlier instance of this task still holds the names: its thread has not returned (Connect
+   * gave up on a graceful stop). Run without exposed metrics rather than fail.
+   */
+  private static void nameTaken() {
+    log.warn(
+        "Metrics of an earlier instance of this task are still registered; this instance runs"
+            + " without exposing its metrics until it restarts (reason=METRICS_NAME_TAKEN)");
+  }
+
+  private void registerAll(boolean readsBacklog) {
     gauge("claimed-total", "Rows claimed under a lease (records).", claimed::get);
     gauge(
         "published-total",
@@ -167,24 +182,22 @@ public final class RelayMetrics {
                   "Rows of this connector's instance keys in status " + status + ".",
                   value::get));
     }
-    outcomeWriteSensor = metrics.addSensor("outcome-write-latency");
+    outcomeWriteSensor = sink.addSensor("outcome-write-latency");
     outcomeWriteSensor.add(
-        metrics.metricName(
+        sink.metricName(
             "outcome-write-latency-avg-ms",
-            "Average duration of one fenced outcome write (a batch), milliseconds.",
-            new LinkedHashMap<>()),
+            "Average duration of one fenced outcome write (a batch), milliseconds."),
         new Avg());
     outcomeWriteSensor.add(
-        metrics.metricName(
+        sink.metricName(
             "outcome-write-latency-max-ms",
-            "Longest fenced outcome write (a batch) in the window, milliseconds.",
-            new LinkedHashMap<>()),
+            "Longest fenced outcome write (a batch) in the window, milliseconds."),
         new Max());
   }
 
   private void gauge(String name, String description, LongSupplier value) {
-    MetricName metricName = pluginMetrics.metricName(name, description, new LinkedHashMap<>());
-    pluginMetrics.addMetric(metricName, (Measurable) (config, now) -> value.getAsLong());
+    MetricName metricName = sink.metricName(name, description);
+    sink.addMetric(metricName, (config, now) -> value.getAsLong());
     registered.add(metricName);
   }
 
@@ -256,20 +269,21 @@ public final class RelayMetrics {
   }
 
   public synchronized void unregister() {
-    if (pluginMetrics == null) {
+    if (sink == null) {
       return;
     }
     try {
-      registered.forEach(pluginMetrics::removeMetric);
+      registered.forEach(sink::removeMetric);
       if (outcomeWriteSensor != null) {
-        pluginMetrics.removeSensor("outcome-write-latency");
+        sink.removeSensor("outcome-write-latency");
       }
+      sink.close();
     } catch (RuntimeException e) {
       // The worker may already have closed the plugin's metrics.
     }
     registered.clear();
     outcomeWriteSensor = null;
-    pluginMetrics = null;
+    sink = null;
   }
 
   /**

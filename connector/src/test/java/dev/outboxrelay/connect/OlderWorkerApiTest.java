@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,6 +10,7 @@ import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.OutboxDb;
 import java.io.File;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -22,6 +24,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -85,10 +89,28 @@ class OlderWorkerApiTest {
         await("the row PUBLISHED")
             .atMost(Duration.ofSeconds(30))
             .until(() -> db.count("PUBLISHED", KEY) == 1);
+        // The task's metrics, as beans of its own under the name 4.1's plugin metrics have
+        await("published-total 1")
+            .atMost(Duration.ofSeconds(30))
+            .until(
+                () ->
+                    ManagementFactory.getPlatformMBeanServer()
+                        .getAttribute(bean(taskConfig), "published-total"),
+                value -> Double.valueOf(1.0).equals(value));
       } finally {
         call(task, "stop");
       }
+      assertFalse(ManagementFactory.getPlatformMBeanServer().isRegistered(bean(taskConfig)));
     }
+  }
+
+  /** The bean Connect 4.1 would publish the task's plugin metrics as. */
+  private static ObjectName bean(Map<String, String> taskConfig)
+      throws MalformedObjectNameException {
+    return new ObjectName(
+        "kafka.connect:type=plugins,connector="
+            + taskConfig.get(OutboxSourceTask.CONNECTOR_NAME)
+            + ",task=0");
   }
 
   /**

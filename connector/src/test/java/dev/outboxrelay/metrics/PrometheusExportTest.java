@@ -75,7 +75,7 @@ class PrometheusExportTest {
     tags.put("task", "0");
     PluginMetricsImpl plugin = new PluginMetricsImpl(kafkaMetrics, tags);
     relay = new RelayMetrics();
-    relay.register(() -> plugin, true);
+    relay.register(() -> plugin, true, CONNECTOR, 0);
     relay.claimed.set(11);
     relay.published.set(7);
     relay.claimLost.set(2);

@@ -7,8 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
@@ -39,17 +43,55 @@ class RelayMetricsTest {
     return null;
   }
 
+  /**
+   * A worker before Kafka 4.1 offers no plugin metrics: the task registers beans of its own, under
+   * the name Connect gives plugin metrics, so that the same JMX exporter rules read them, and
+   * nothing else (its registry's count of metrics is the worker's bean). A replacement started
+   * while they are registered runs without, as with plugin metrics.
+   */
+  @Test
+  void withoutPluginMetricsTheTaskRegistersItsOwnBeansUnderTheSameName() throws Exception {
+    MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+    ObjectName bean = new ObjectName("kafka.connect:type=plugins,connector=older-worker,task=3");
+    Set<ObjectName> before = server.queryNames(new ObjectName("kafka.connect:*"), null);
+    RelayMetrics.PluginMetricsSource none =
+        () -> {
+          throw new UnsupportedOperationException("no plugin metrics");
+        };
+    RelayMetrics metrics = new RelayMetrics();
+    metrics.register(none, true, "older-worker", 3);
+    metrics.published.set(2);
+    metrics.recordOutcomeWrite(12);
+
+    assertEquals(2.0, server.getAttribute(bean, "published-total"));
+    assertEquals(12.0, server.getAttribute(bean, "outcome-write-latency-max-ms"));
+    assertEquals(0.0, server.getAttribute(bean, "lag-ms"));
+    Set<ObjectName> added = server.queryNames(new ObjectName("kafka.connect:*"), null);
+    added.removeAll(before);
+    assertEquals(Set.of(bean), added, "only the task's own bean");
+
+    RelayMetrics replacement = new RelayMetrics();
+    replacement.register(none, true, "older-worker", 3);
+    replacement.published.set(5);
+    assertEquals(2.0, server.getAttribute(bean, "published-total"), "the old bean stays");
+    replacement.unregister();
+    assertTrue(server.isRegistered(bean), "and is not the replacement's to remove");
+
+    metrics.unregister();
+    assertFalse(server.isRegistered(bean));
+  }
+
   @Test
   void aReplacementStartsWhileTheOldInstanceStillHoldsTheNamesAndTakesThemOnItsNextStart() {
     RelayMetrics old = new RelayMetrics();
-    old.register(this::taskMetrics, false);
+    old.register(this::taskMetrics, false, "orders", 0);
     old.claimed.set(7);
     assertEquals(7.0, ((Number) value("claimed-total")).doubleValue());
 
     // Connect starts the replacement while the old instance's thread has not returned.
     RelayMetrics replacement = new RelayMetrics();
-    replacement.register(
-        this::taskMetrics, false); // does not throw: the task must not fail for this
+    // does not throw: the task must not fail for this
+    replacement.register(this::taskMetrics, false, "orders", 0);
     replacement.claimed.set(3);
     assertEquals(7.0, ((Number) value("claimed-total")).doubleValue(), "the old names stay");
     replacement.recordOutcomeWrite(5); // and recording without exposed metrics is harmless
@@ -57,7 +99,7 @@ class RelayMetricsTest {
     old.unregister();
     assertTrue(value("claimed-total") == null, "the old instance removed its names");
     RelayMetrics next = new RelayMetrics();
-    next.register(this::taskMetrics, false);
+    next.register(this::taskMetrics, false, "orders", 0);
     next.claimed.set(1);
     assertEquals(1.0, ((Number) value("claimed-total")).doubleValue());
     next.recordOutcomeWrite(5);
@@ -67,7 +109,7 @@ class RelayMetricsTest {
   @Test
   void unregisterRemovesEverythingAndIsIdempotent() {
     RelayMetrics metrics = new RelayMetrics();
-    metrics.register(this::taskMetrics, false);
+    metrics.register(this::taskMetrics, false, "orders", 0);
     assertFalse(registry.metrics().keySet().stream().noneMatch(n -> n.group().equals("plugins")));
     metrics.unregister();
     metrics.unregister();
@@ -77,14 +119,14 @@ class RelayMetricsTest {
   @Test
   void onlyTheTaskThatReadsTheBacklogExportsItSoThatItsAbsenceShows() {
     RelayMetrics other = new RelayMetrics();
-    other.register(this::taskMetrics, false);
+    other.register(this::taskMetrics, false, "orders", 0);
     assertTrue(value("claimed-total") != null);
     assertNull(value("lag-ms"), "a zero here would hide a backlog when the reading task is down");
     assertNull(value("backlog-pending-records"));
     other.unregister();
 
     RelayMetrics first = new RelayMetrics();
-    first.register(this::taskMetrics, true);
+    first.register(this::taskMetrics, true, "orders", 0);
     assertEquals(0.0, ((Number) value("lag-ms")).doubleValue());
     assertEquals(0.0, ((Number) value("backlog-pending-records")).doubleValue());
     first.unregister();
@@ -94,7 +136,7 @@ class RelayMetricsTest {
   void lagKeepsAgeingWhileTheBacklogCannotBeReadOrItsReadIsOverdue() {
     MockTime time = new MockTime(0, 1_000_000, 0);
     RelayMetrics metrics = new RelayMetrics(time);
-    metrics.register(this::taskMetrics, true);
+    metrics.register(this::taskMetrics, true, "orders", 0);
     Duration interval = Duration.ofSeconds(30);
     metrics.recordBacklog(backlog(Duration.ofSeconds(5)), interval);
     time.sleep(20_000);
