@@ -15,6 +15,7 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.function.Function;
 import javax.sql.DataSource;
 
 /**
@@ -162,6 +163,31 @@ public final class Database implements AutoCloseable {
 
   public OperatorStore operatorStore() {
     return new OperatorStore(pool, table, columns, payloadIsBytea());
+  }
+
+  /**
+   * Runs {@code reads} with stores that share one connection in one read-only REPEATABLE READ
+   * transaction, so that figures read by several statements agree with each other (a row that
+   * changes status meanwhile is counted once, as it was). Rolled back after: nothing is written.
+   */
+  public <T> T inOneSnapshot(Function<Snapshot, T> reads) {
+    boolean payloadIsBytea = payloadIsBytea();
+    try (Connection c = pool.getConnection()) {
+      c.setAutoCommit(false);
+      c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+      c.setReadOnly(true);
+      try {
+        DataSource one = Snapshot.lending(c);
+        return reads.apply(
+            new Snapshot(
+                new PostgresOutboxStore(one, table, columns, RelayClock.database(), null),
+                new OperatorStore(one, table, columns, payloadIsBytea)));
+      } finally {
+        c.rollback(); // the pool resets the connection's settings when it takes it back
+      }
+    } catch (SQLException e) {
+      throw classify(e, "read one snapshot");
+    }
   }
 
   /**

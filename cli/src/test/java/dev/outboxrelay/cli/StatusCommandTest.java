@@ -5,11 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
 
 /** status counts, lag and oldest parked rows of one key, never another key's or legacy rows. */
 class StatusCommandTest {
@@ -23,6 +28,43 @@ class StatusCommandTest {
   @AfterAll
   static void close() {
     outbox.close();
+  }
+
+  /**
+   * status reads its figures in one snapshot: a row written between two of its statements is in
+   * none of them, so the counts, the lag and the oldest rows agree. Nothing is written.
+   */
+  @Test
+  void theFiguresAreReadInOneSnapshot() throws SQLException {
+    ConnectionOptions connection = new ConnectionOptions();
+    new CommandLine(connection).parseArgs("--jdbc-url", outbox.url);
+    try (Database database =
+        Database.open(
+            connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user())),
+            OutboxTable.parse("outbox"))) {
+      long[] pending =
+          database.inOneSnapshot(
+              s -> {
+                long before =
+                    s.relayStore().inspect(Set.of("eu"), false).count(MessageStatus.PENDING);
+                try {
+                  outbox.insert("eu", "written-meanwhile", "c-snapshot");
+                } catch (SQLException e) {
+                  throw new AssertionError(e);
+                }
+                long after =
+                    s.relayStore().inspect(Set.of("eu"), false).count(MessageStatus.PENDING);
+                return new long[] {before, after};
+              });
+
+      assertEquals(pending[0], pending[1], "the row written meanwhile is not seen");
+      assertEquals(
+          pending[0] + 1,
+          database.relayStore().inspect(Set.of("eu"), false).count(MessageStatus.PENDING),
+          "but it was written");
+    } finally {
+      outbox.exec("DELETE FROM outbox WHERE message_id = 'written-meanwhile'");
+    }
   }
 
   @Test

@@ -6,7 +6,6 @@ import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.TextTable;
 import dev.outboxrelay.cli.operator.OldestRow;
-import dev.outboxrelay.cli.operator.OperatorStore;
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
 import java.io.PrintWriter;
@@ -35,13 +34,27 @@ public final class StatusCommand extends InstanceCommand {
   @Option(names = "--json", description = "Print JSON for machines.")
   boolean json;
 
+  /** Every figure of the status, read in one snapshot of the table. */
+  private record Figures(
+      BacklogSnapshot backlog,
+      Optional<OldestRow> failed,
+      Optional<OldestRow> exhausted,
+      long expiredLeases) {}
+
   @Override
   int run(Database database) {
-    BacklogSnapshot snapshot = database.relayStore().inspect(Set.of(instanceKey), true);
-    OperatorStore store = database.operatorStore();
-    Optional<OldestRow> failed = store.oldest(instanceKey, MessageStatus.FAILED);
-    Optional<OldestRow> exhausted = store.oldest(instanceKey, MessageStatus.EXHAUSTED);
-    long expiredLeases = store.countExpiredLeases(instanceKey);
+    Figures figures =
+        database.inOneSnapshot(
+            s ->
+                new Figures(
+                    s.relayStore().inspect(Set.of(instanceKey), true),
+                    s.operatorStore().oldest(instanceKey, MessageStatus.FAILED),
+                    s.operatorStore().oldest(instanceKey, MessageStatus.EXHAUSTED),
+                    s.operatorStore().countExpiredLeases(instanceKey)));
+    BacklogSnapshot snapshot = figures.backlog();
+    Optional<OldestRow> failed = figures.failed();
+    Optional<OldestRow> exhausted = figures.exhausted();
+    long expiredLeases = figures.expiredLeases();
     long total = 0;
     for (MessageStatus status : MessageStatus.values()) {
       total += snapshot.count(status);
