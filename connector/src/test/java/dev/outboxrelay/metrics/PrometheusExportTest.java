@@ -121,6 +121,41 @@ class PrometheusExportTest {
     return "connector=\"" + CONNECTOR + "\",task=\"0\"";
   }
 
+  /** On a worker before Kafka 4.1 the task's own bean is exported by the same rules. */
+  @Test
+  void theTasksOwnBeanOnAnOlderWorkerIsExportedByTheSameRules() throws Exception {
+    relay.unregister(); // the plugin metrics out of the way: the same name
+    RelayMetrics own = new RelayMetrics();
+    own.register(
+        () -> {
+          throw new UnsupportedOperationException("no plugin metrics");
+        },
+        true,
+        CONNECTOR,
+        0);
+    try {
+      own.published.set(9);
+      own.recordOutcomeWrite(12);
+      Map<String, Double> samples = scrape(Files.readString(RULES));
+      ObjectName bean =
+          new ObjectName("kafka.connect:type=plugins,connector=" + CONNECTOR + ",task=0");
+      MBeanAttributeInfo[] attributes = SERVER.getMBeanInfo(bean).getAttributes();
+      assertTrue(attributes.length >= 20, "the task's metrics are published: " + attributes.length);
+      for (MBeanAttributeInfo attribute : attributes) {
+        String series = "outbox_relay_" + attribute.getName().replace('-', '_');
+        Double exported = samples.get(series + "{" + taskLabels() + "}");
+        assertTrue(exported != null, series + " is not exported; samples: " + samples.keySet());
+        Object value = SERVER.getAttribute(bean, attribute.getName());
+        assertEquals(((Number) value).doubleValue(), exported, 0.0001, series);
+      }
+      assertEquals(9.0, samples.get("outbox_relay_published_total{" + taskLabels() + "}"));
+      assertEquals(
+          12.0, samples.get("outbox_relay_outcome_write_latency_max_ms{" + taskLabels() + "}"));
+    } finally {
+      own.unregister();
+    }
+  }
+
   @Test
   void everyRegisteredMetricIsExportedWithItsValueAndTheConnectorAndTaskLabels() throws Exception {
     Map<String, Double> samples = scrape(Files.readString(RULES));

@@ -9,11 +9,14 @@ import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.JmxReporter;
+import org.apache.kafka.common.metrics.KafkaMetricsContext;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.utils.MockTime;
@@ -53,7 +56,15 @@ class RelayMetricsTest {
   void withoutPluginMetricsTheTaskRegistersItsOwnBeansUnderTheSameName() throws Exception {
     MBeanServer server = ManagementFactory.getPlatformMBeanServer();
     ObjectName bean = new ObjectName("kafka.connect:type=plugins,connector=older-worker,task=3");
+    // The worker's own registry, with the bean of its count of metrics
+    Metrics worker =
+        new Metrics(
+            new org.apache.kafka.common.metrics.MetricConfig(),
+            List.of(new JmxReporter()),
+            org.apache.kafka.common.utils.Time.SYSTEM,
+            new KafkaMetricsContext("kafka.connect"));
     Set<ObjectName> before = server.queryNames(new ObjectName("kafka.connect:*"), null);
+    assertTrue(before.contains(new ObjectName("kafka.connect:type=kafka-metrics-count")));
     RelayMetrics.PluginMetricsSource none =
         () -> {
           throw new UnsupportedOperationException("no plugin metrics");
@@ -79,6 +90,11 @@ class RelayMetricsTest {
 
     metrics.unregister();
     assertFalse(server.isRegistered(bean));
+    assertEquals(
+        before,
+        server.queryNames(new ObjectName("kafka.connect:*"), null),
+        "no other bean registered or removed");
+    worker.close();
   }
 
   @Test
