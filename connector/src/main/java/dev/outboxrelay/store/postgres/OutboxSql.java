@@ -769,15 +769,17 @@ final class OutboxSql {
 
     now = statement("SELECT {now}");
 
-    // Whether the payload column is a bytea, which a claim measures as it is stored; any other type
-    // is measured as text. A table or column not found counts as bytea: the claim reports it.
+    // Whether the payload column is a bytea (or a domain over one), which a claim measures as it
+    // is stored; any other type is measured as text. A table or column not found counts as bytea:
+    // the claim reports it.
     readPayloadIsBytea =
         statement(
             """
             SELECT COALESCE((
-              SELECT atttypid = 'bytea'::regtype FROM pg_attribute
-              WHERE attrelid = to_regclass(CAST(:table_name AS text))
-                AND attname = CAST(:column_name AS text) AND NOT attisdropped), TRUE)""");
+              SELECT COALESCE(NULLIF(t.typbasetype, 0), t.oid) = 'bytea'::regtype
+              FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+              WHERE a.attrelid = to_regclass(CAST(:table_name AS text))
+                AND a.attname = CAST(:column_name AS text) AND NOT a.attisdropped), TRUE)""");
   }
 
   /** {@code {due(o)}}, {@code {due(p)}}: the row awaits delivery and any retry delay has passed. */
