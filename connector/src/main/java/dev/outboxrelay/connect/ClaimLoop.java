@@ -11,6 +11,7 @@ import dev.outboxrelay.store.Printable;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
@@ -48,6 +49,13 @@ final class ClaimLoop {
    * must not take a claim still running on the task thread for a lost one.
    */
   private volatile boolean claimResultLost;
+
+  /**
+   * Held while the task claims (or releases a lost claim first): a stop's release ({@link
+   * #giveBackAtStop}) must not interleave with either, or it could take a claim that commits
+   * meanwhile for the lost one and release rows whose reply came.
+   */
+  private final ReentrantLock claiming = new ReentrantLock();
 
   /** The estimated record size of the next claim's rows (see {@link #sizedRequest}). */
   private long rowBytes;
@@ -89,6 +97,15 @@ final class ClaimLoop {
 
   /** The next claim: rows now leased to this task (and rows the claim parked), or nothing. */
   ClaimResult next() {
+    claiming.lock();
+    try {
+      return claimNext();
+    } finally {
+      claiming.unlock();
+    }
+  }
+
+  private ClaimResult claimNext() {
     if (ledger.isFull(settings) || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }
@@ -292,6 +309,9 @@ final class ClaimLoop {
    * is stopping, and the leases run out instead.
    */
   void giveBackAtStop() {
+    if (!claiming.tryLock()) {
+      return; // the task thread is claiming: it releases a lost claim itself before it claims
+    }
     try {
       releaseUnconfirmedClaim();
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
@@ -300,6 +320,8 @@ final class ClaimLoop {
               + " its rows are reclaimed when their leases run out",
           CLAIM_RESULT_LOST,
           e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
+    } finally {
+      claiming.unlock();
     }
   }
 
