@@ -1,20 +1,17 @@
 package dev.outboxrelay.benchmark;
 
-import java.io.PrintWriter;
+import dev.outboxrelay.store.postgres.AbstractDataSource;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
-import java.util.logging.Logger;
-import javax.sql.DataSource;
 
 /**
  * Hands out one connection in a transaction whose {@code close()} and {@code commit()} roll back
  * instead, and which stays in a transaction: the store's real claim statement (which commits its
  * own transaction) then runs again and again against the very same pending rows.
  */
-final class RollbackDataSource implements DataSource {
+final class RollbackDataSource extends AbstractDataSource {
   private final Connection connection;
 
   RollbackDataSource(Connection connection) throws SQLException {
@@ -50,36 +47,5 @@ final class RollbackDataSource implements DataSource {
   @Override
   public Connection getConnection(String username, String password) {
     return getConnection();
-  }
-
-  @Override
-  public PrintWriter getLogWriter() {
-    return null;
-  }
-
-  @Override
-  public void setLogWriter(PrintWriter out) {}
-
-  @Override
-  public void setLoginTimeout(int seconds) {}
-
-  @Override
-  public int getLoginTimeout() {
-    return 0;
-  }
-
-  @Override
-  public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-    throw new SQLFeatureNotSupportedException();
-  }
-
-  @Override
-  public <T> T unwrap(Class<T> iface) throws SQLException {
-    throw new SQLException("not a wrapper");
-  }
-
-  @Override
-  public boolean isWrapperFor(Class<?> iface) {
-    return false;
   }
 }

@@ -1,13 +1,11 @@
 package dev.outboxrelay.cli;
 
 import dev.outboxrelay.cli.operator.OperatorStore;
+import dev.outboxrelay.store.postgres.AbstractDataSource;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
-import java.io.PrintWriter;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
-import java.sql.SQLFeatureNotSupportedException;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
@@ -37,46 +35,10 @@ public record Snapshot(PostgresOutboxStore relayStore, OperatorStore operatorSto
                     throw e.getCause();
                   }
                 });
-    return new DataSource() {
+    return new AbstractDataSource() {
       @Override
       public Connection getConnection() {
         return lent;
-      }
-
-      @Override
-      public Connection getConnection(String user, String password) {
-        throw new UnsupportedOperationException("one connection, lent as it is");
-      }
-
-      @Override
-      public PrintWriter getLogWriter() {
-        return null;
-      }
-
-      @Override
-      public void setLogWriter(PrintWriter out) {}
-
-      @Override
-      public void setLoginTimeout(int seconds) {}
-
-      @Override
-      public int getLoginTimeout() {
-        return 0;
-      }
-
-      @Override
-      public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-        throw new SQLFeatureNotSupportedException();
-      }
-
-      @Override
-      public <T> T unwrap(Class<T> iface) throws java.sql.SQLException {
-        throw new java.sql.SQLException("not a wrapper");
-      }
-
-      @Override
-      public boolean isWrapperFor(Class<?> iface) {
-        return false;
       }
     };
   }

@@ -36,6 +36,15 @@ class ClaimLoopTest {
     return new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time);
   }
 
+  /** The loop over {@code store}, standing in for the fixture's own (one that fails or waits). */
+  private ClaimLoop loop(RuntimeFixture f, OutboxStore store) {
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(
+            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+    return new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+  }
+
   private static List<String> ids(ClaimResult result) {
     return result.claimed().stream().map(ClaimedMessage::messageId).toList();
   }
@@ -187,11 +196,7 @@ class ClaimLoopTest {
                   }
                   return result;
                 });
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(
-            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
-    ClaimLoop loop = new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    ClaimLoop loop = loop(f, store);
     ClaimResult first = loop.next();
     assertEquals(List.of("held"), ids(first));
     handToConnect(f, first);
@@ -238,11 +243,7 @@ class ClaimLoopTest {
                   }
                   return method.invoke(f.store, args);
                 });
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(
-            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
-    ClaimLoop loop = new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    ClaimLoop loop = loop(f, store);
     for (int i = 0; i < 3; i++) {
       f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
     }
@@ -296,11 +297,7 @@ class ClaimLoopTest {
                   }
                   return method.invoke(f.store, args);
                 });
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(
-            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
-    ClaimLoop loop = new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    ClaimLoop loop = loop(f, store);
     java.util.concurrent.CompletableFuture<ClaimResult> claim =
         java.util.concurrent.CompletableFuture.supplyAsync(loop::next);
     inClaim.await();

@@ -1,6 +1,5 @@
 package dev.outboxrelay.store.postgres;
 
-import java.io.PrintWriter;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -8,8 +7,6 @@ import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.util.Properties;
-import java.util.logging.Logger;
-import javax.sql.DataSource;
 
 /**
  * Opens connections straight from the PostgreSQL driver with the URL's parameters moved into
@@ -18,7 +15,7 @@ import javax.sql.DataSource;
  * reaches a log line. The driver is used directly, not through DriverManager, whose view of drivers
  * depends on the caller's class loader.
  */
-final class DriverDataSource implements DataSource {
+final class DriverDataSource extends AbstractDataSource {
   private final String baseUrl;
   private final Properties properties;
   private final String sessionSetup;
@@ -106,14 +103,6 @@ final class DriverDataSource implements DataSource {
   }
 
   @Override
-  public PrintWriter getLogWriter() {
-    return null;
-  }
-
-  @Override
-  public void setLogWriter(PrintWriter out) {}
-
-  @Override
   public void setLoginTimeout(int seconds) {
     this.loginTimeoutSeconds = seconds;
     if (seconds > 0) {
@@ -124,24 +113,6 @@ final class DriverDataSource implements DataSource {
   @Override
   public int getLoginTimeout() {
     return loginTimeoutSeconds;
-  }
-
-  @Override
-  public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-    throw new SQLFeatureNotSupportedException();
-  }
-
-  @Override
-  public <T> T unwrap(Class<T> iface) throws SQLException {
-    if (iface.isInstance(this)) {
-      return iface.cast(this);
-    }
-    throw new SQLException("not a wrapper for " + iface.getSimpleName());
-  }
-
-  @Override
-  public boolean isWrapperFor(Class<?> iface) {
-    return iface.isInstance(this);
   }
 
   @Override
