@@ -136,18 +136,7 @@ class PrometheusExportTest {
     try {
       own.published.set(9);
       own.recordOutcomeWrite(12);
-      Map<String, Double> samples = scrape(Files.readString(RULES));
-      ObjectName bean =
-          new ObjectName("kafka.connect:type=plugins,connector=" + CONNECTOR + ",task=0");
-      MBeanAttributeInfo[] attributes = SERVER.getMBeanInfo(bean).getAttributes();
-      assertTrue(attributes.length >= 20, "the task's metrics are published: " + attributes.length);
-      for (MBeanAttributeInfo attribute : attributes) {
-        String series = "outbox_relay_" + attribute.getName().replace('-', '_');
-        Double exported = samples.get(series + "{" + taskLabels() + "}");
-        assertTrue(exported != null, series + " is not exported; samples: " + samples.keySet());
-        Object value = SERVER.getAttribute(bean, attribute.getName());
-        assertEquals(((Number) value).doubleValue(), exported, 0.0001, series);
-      }
+      Map<String, Double> samples = everyAttributeOfTheTasksBeanExported();
       assertEquals(9.0, samples.get("outbox_relay_published_total{" + taskLabels() + "}"));
       assertEquals(
           12.0, samples.get("outbox_relay_outcome_write_latency_max_ms{" + taskLabels() + "}"));
@@ -158,18 +147,7 @@ class PrometheusExportTest {
 
   @Test
   void everyRegisteredMetricIsExportedWithItsValueAndTheConnectorAndTaskLabels() throws Exception {
-    Map<String, Double> samples = scrape(Files.readString(RULES));
-    ObjectName bean =
-        new ObjectName("kafka.connect:type=plugins,connector=" + CONNECTOR + ",task=0");
-    MBeanAttributeInfo[] attributes = SERVER.getMBeanInfo(bean).getAttributes();
-    assertTrue(attributes.length >= 20, "the task's metrics are published: " + attributes.length);
-    for (MBeanAttributeInfo attribute : attributes) {
-      String series = "outbox_relay_" + attribute.getName().replace('-', '_');
-      Double exported = samples.get(series + "{" + taskLabels() + "}");
-      Object value = SERVER.getAttribute(bean, attribute.getName());
-      assertTrue(exported != null, series + " is not exported; samples: " + samples.keySet());
-      assertEquals(((Number) value).doubleValue(), exported, 0.0001, series);
-    }
+    Map<String, Double> samples = everyAttributeOfTheTasksBeanExported();
     assertEquals(7.0, samples.get("outbox_relay_published_total{" + taskLabels() + "}"));
     assertEquals(40.0, samples.get("outbox_relay_backlog_pending_records{" + taskLabels() + "}"));
     assertEquals(1500.0, samples.get("outbox_relay_lag_ms{" + taskLabels() + "}"));
@@ -179,6 +157,26 @@ class PrometheusExportTest {
             "kafka_connect_task_status{connector=\""
                 + CONNECTOR
                 + "\",status=\"running\",task=\"0\"}"));
+  }
+
+  /**
+   * Scrapes with the shipped rules, holding every attribute of the task's bean to a series with its
+   * value and the connector and task labels; returns the samples.
+   */
+  private static Map<String, Double> everyAttributeOfTheTasksBeanExported() throws Exception {
+    Map<String, Double> samples = scrape(Files.readString(RULES));
+    ObjectName bean =
+        new ObjectName("kafka.connect:type=plugins,connector=" + CONNECTOR + ",task=0");
+    MBeanAttributeInfo[] attributes = SERVER.getMBeanInfo(bean).getAttributes();
+    assertTrue(attributes.length >= 20, "the task's metrics are published: " + attributes.length);
+    for (MBeanAttributeInfo attribute : attributes) {
+      String series = "outbox_relay_" + attribute.getName().replace('-', '_');
+      Double exported = samples.get(series + "{" + taskLabels() + "}");
+      assertTrue(exported != null, series + " is not exported; samples: " + samples.keySet());
+      Object value = SERVER.getAttribute(bean, attribute.getName());
+      assertEquals(((Number) value).doubleValue(), exported, 0.0001, series);
+    }
+    return samples;
   }
 
   /** The names of the series the shipped rules export (without labels). */
