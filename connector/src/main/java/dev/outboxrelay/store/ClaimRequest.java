@@ -103,6 +103,29 @@ public record ClaimRequest(
   }
 
   public ClaimRequest withLimit(int newLimit) {
+    return with(newLimit, affinity, exactlyOnce, payloadReadLimit);
+  }
+
+  /** The same request for rows of any aggregate. */
+  public ClaimRequest withoutAffinity() {
+    return with(limit, null, exactlyOnce, payloadReadLimit);
+  }
+
+  /** The same request, reading payloads of at most {@code bytes}. */
+  public ClaimRequest withPayloadReadLimit(int bytes) {
+    return with(limit, affinity, exactlyOnce, bytes);
+  }
+
+  /**
+   * The same request as exactly-once claim number {@code batch} of the instance of {@code epoch}.
+   */
+  public ClaimRequest exactlyOnce(long epoch, long batch, BucketShare share) {
+    return with(limit, null, new ExactlyOnceClaim(epoch, batch, share), payloadReadLimit);
+  }
+
+  /** The same owner, keys, lease, budget and order, with these. */
+  private ClaimRequest with(
+      int newLimit, AggregateAffinity newAffinity, ExactlyOnceClaim newExactlyOnce, int readLimit) {
     return new ClaimRequest(
         owner,
         instanceKeys,
@@ -110,52 +133,8 @@ public record ClaimRequest(
         leaseDuration,
         maxAttempts,
         ordered,
-        affinity,
-        exactlyOnce,
-        payloadReadLimit);
-  }
-
-  /** The same request for rows of any aggregate. */
-  public ClaimRequest withoutAffinity() {
-    return new ClaimRequest(
-        owner,
-        instanceKeys,
-        limit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        null,
-        exactlyOnce,
-        payloadReadLimit);
-  }
-
-  /** The same request, reading payloads of at most {@code bytes}. */
-  public ClaimRequest withPayloadReadLimit(int bytes) {
-    return new ClaimRequest(
-        owner,
-        instanceKeys,
-        limit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        affinity,
-        exactlyOnce,
-        bytes);
-  }
-
-  /**
-   * The same request as exactly-once claim number {@code batch} of the instance of {@code epoch}.
-   */
-  public ClaimRequest exactlyOnce(long epoch, long batch, BucketShare share) {
-    return new ClaimRequest(
-        owner,
-        instanceKeys,
-        limit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        null,
-        new ExactlyOnceClaim(epoch, batch, share),
-        payloadReadLimit);
+        newAffinity,
+        newExactlyOnce,
+        readLimit);
   }
 }
