@@ -1022,15 +1022,7 @@ class OutboxSourceTaskTest {
     await().until(() -> failing.publishCalls.get() == 1); // the writer is inside m1's write
     task.commitRecord(records.get(1), metadata(records.get(1), 2)); // queued behind it
 
-    Thread stopper = new Thread(task::stop);
-    stopper.start();
-    // The flush waits on the task's clock: let it and the late-ack grace run out.
-    await()
-        .until(
-            () -> {
-              mockTime.sleep(1000);
-              return !stopper.isAlive();
-            });
+    stopMovingTheClock(task); // the flush waits on the task's clock; then the late-ack grace
     mockTime.sleep(60_000);
     gate.countDown();
 
