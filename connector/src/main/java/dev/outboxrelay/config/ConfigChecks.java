@@ -15,6 +15,8 @@ import static dev.outboxrelay.config.OutboxSourceConfig.EXACTLY_ONCE;
 import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.PAYLOAD_FORMAT_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.PAYLOAD_JSON_SCHEMA_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_INITIAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_MAX_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.ROUTING_CONVENTION_CONFIG;
@@ -66,6 +68,7 @@ final class ConfigChecks {
     mappedColumnsNotMigrated(parsed, problems);
     credentialsInOnePlace(parsed, problems);
     fixedTopicAllowed(parsed, problems);
+    schemaInferredForJsonOnly(parsed, problems);
     return problems;
   }
 
@@ -106,6 +109,27 @@ final class ConfigChecks {
                   + TOPIC_TEMPLATE_CONFIG
                   + ", a fixed topic: every row without a topic of its own would be parked"
                   + " (TOPIC_NOT_ALLOWED)"));
+    }
+  }
+
+  /** A schema is inferred from JSON only: with another format the setting would do nothing. */
+  private static void schemaInferredForJsonOnly(
+      Function<String, Object> parsed, List<Problem> out) {
+    String schema = (String) parsed.apply(PAYLOAD_JSON_SCHEMA_CONFIG);
+    String format = (String) parsed.apply(PAYLOAD_FORMAT_CONFIG);
+    if (schema != null
+        && format != null
+        && schema.equalsIgnoreCase("inferred")
+        && !format.equalsIgnoreCase("json")) {
+      out.add(
+          new Problem(
+              PAYLOAD_JSON_SCHEMA_CONFIG,
+              PAYLOAD_JSON_SCHEMA_CONFIG
+                  + "=inferred needs "
+                  + PAYLOAD_FORMAT_CONFIG
+                  + "=json (it is "
+                  + format
+                  + ")"));
     }
   }
 

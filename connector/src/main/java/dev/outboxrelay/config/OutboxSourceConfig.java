@@ -1,5 +1,6 @@
 package dev.outboxrelay.config;
 
+import dev.outboxrelay.mapping.InferredSchema;
 import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
@@ -245,6 +246,24 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " table.expand.json.payload=true). string: the payload as text (UTF-8), a Connect"
           + " string, which is what Debezium's outbox event router sends by default for a jsonb,"
           + " json, text or varchar payload column.";
+
+  public static final String PAYLOAD_JSON_SCHEMA_CONFIG = "payload.json.schema";
+  private static final String PAYLOAD_JSON_SCHEMA_DOC =
+      "With payload.format=json: whether the value carries a Connect schema. none: a schemaless"
+          + " value (maps and lists), for JsonConverter with schemas.enable=false. inferred: a"
+          + " struct whose schema is inferred from each payload by the rules of Debezium's outbox"
+          + " event router with table.expand.json.payload=true (the struct named after the payload"
+          + " column, nested structs by their path, integers int32 or int64, other numbers"
+          + " float64, every field optional), so that schema-based converters (Avro, Protobuf,"
+          + " JSON Schema with a schema registry) can write it, and a registry sees the schemas"
+          + " Debezium registered. A payload no schema holds (not a JSON object, an array mixing"
+          + " kinds of values) is never published (reason PAYLOAD_SCHEMA_UNINFERABLE).";
+
+  public static final String PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG = "payload.json.null.behavior";
+  private static final String PAYLOAD_JSON_NULL_BEHAVIOR_DOC =
+      "With payload.json.schema=inferred: what becomes of a payload member whose value is null,"
+          + " as Debezium's table.json.payload.null.behavior. ignore: left out of the schema and"
+          + " the value. optional_bytes: an optional bytes field, null.";
 
   public static final String PAYLOAD_MAX_BYTES_CONFIG = "payload.max.bytes";
   public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_000_000;
@@ -619,6 +638,22 @@ public class OutboxSourceConfig extends AbstractConfig {
             "bytes",
             "json",
             "string")
+        .choice(
+            PAYLOAD_JSON_SCHEMA_CONFIG,
+            "none",
+            Importance.LOW,
+            PAYLOAD_JSON_SCHEMA_DOC,
+            "JSON payload schema",
+            "none",
+            "inferred")
+        .choice(
+            PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG,
+            "ignore",
+            Importance.LOW,
+            PAYLOAD_JSON_NULL_BEHAVIOR_DOC,
+            "JSON payload null members",
+            "ignore",
+            "optional_bytes")
         .add(
             PAYLOAD_MAX_BYTES_CONFIG,
             Type.INT,
@@ -883,6 +918,27 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public PayloadFormat payloadFormat() {
     return choice(PAYLOAD_FORMAT_CONFIG, PayloadFormat.class);
+  }
+
+  /** Whether a JSON payload goes with a schema inferred from it; validated against the format. */
+  private enum JsonPayloadSchema {
+    NONE,
+    INFERRED
+  }
+
+  /**
+   * The schema to infer for JSON payloads, named after the payload column; empty for schemaless
+   * values (and for the other formats, which {@link ConfigChecks} makes sure of).
+   */
+  public Optional<InferredSchema> inferredSchema() {
+    if (choice(PAYLOAD_JSON_SCHEMA_CONFIG, JsonPayloadSchema.class) != JsonPayloadSchema.INFERRED
+        || payloadFormat() != PayloadFormat.JSON) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        new InferredSchema(
+            columnMapping().payload(),
+            choice(PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG, InferredSchema.NullMembers.class)));
   }
 
   /** How the relay reaches the database. */

@@ -70,6 +70,7 @@ final class TaskSettingsFactory {
         config.payloadMaxBytes(),
         config.deadLetterTopic().orElse(null),
         config.producerMaxRequestSize(),
-        config.allowedTopics().orElse(null));
+        config.allowedTopics().orElse(null),
+        config.inferredSchema().orElse(null));
   }
 }

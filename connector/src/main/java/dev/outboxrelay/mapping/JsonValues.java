@@ -67,6 +67,11 @@ final class JsonValues {
    * other numbers as {@code Double}, each only when that is exact.
    */
   static Object toConnectValue(byte[] json) throws MalformedJson, UnrepresentableNumber {
+    return convert(parse(json));
+  }
+
+  /** Exactly one JSON value, strictly (no duplicate member names, nothing after it). */
+  static JsonNode parse(byte[] json) throws MalformedJson {
     JsonNode tree;
     try {
       tree = MAPPER.readTree(json);
@@ -76,7 +81,7 @@ final class JsonValues {
     if (tree == null || tree.isMissingNode()) {
       throw new MalformedJson();
     }
-    return convert(tree);
+    return tree;
   }
 
   private static Object convert(JsonNode node) throws UnrepresentableNumber {
@@ -114,6 +119,11 @@ final class JsonValues {
       }
       return node.longValue();
     }
+    return exactDouble(node);
+  }
+
+  /** A non-integral number as the double that names exactly its value. */
+  static double exactDouble(JsonNode node) throws UnrepresentableNumber {
     // Floats are parsed as BigDecimal, so the literal's exact value is known. JsonConverter writes
     // a Double with Double.toString; it must name the same number the payload did.
     BigDecimal exact = node.decimalValue();

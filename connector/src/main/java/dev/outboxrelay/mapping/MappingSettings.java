@@ -20,6 +20,8 @@ import java.util.regex.Pattern;
  *     unpublishable ({@link UnpublishableReasons#RECORD_TOO_LARGE})
  * @param allowedTopics the topics a row may be routed to, matched whole; null for any routable
  *     topic. Others are unpublishable ({@link UnpublishableReasons#TOPIC_NOT_ALLOWED})
+ * @param inferredSchema format JSON: the payload sent as a struct with a schema inferred from it;
+ *     null for a schemaless value
  */
 public record MappingSettings(
     String topicTemplate,
@@ -28,7 +30,8 @@ public record MappingSettings(
     int payloadMaxBytes,
     String deadLetterTopic,
     int recordMaxBytes,
-    Pattern allowedTopics) {
+    Pattern allowedTopics,
+    InferredSchema inferredSchema) {
 
   /** Kafka's default {@code max.request.size}. */
   public static final int DEFAULT_RECORD_MAX_BYTES = 1_048_576;
@@ -67,6 +70,26 @@ public record MappingSettings(
         null);
   }
 
+  /** A schemaless value for format JSON. */
+  public MappingSettings(
+      String topicTemplate,
+      RoutingConvention convention,
+      PayloadFormat payloadFormat,
+      int payloadMaxBytes,
+      String deadLetterTopic,
+      int recordMaxBytes,
+      Pattern allowedTopics) {
+    this(
+        topicTemplate,
+        convention,
+        payloadFormat,
+        payloadMaxBytes,
+        deadLetterTopic,
+        recordMaxBytes,
+        allowedTopics,
+        null);
+  }
+
   public MappingSettings {
     TopicRouter.requireValidTemplate(topicTemplate);
     Objects.requireNonNull(convention, "convention");
@@ -76,6 +99,9 @@ public record MappingSettings(
     }
     if (recordMaxBytes < 1) {
       throw new IllegalArgumentException("record max bytes must be at least 1");
+    }
+    if (inferredSchema != null && payloadFormat != PayloadFormat.JSON) {
+      throw new IllegalArgumentException("a schema is inferred for format JSON only");
     }
     if (deadLetterTopic != null
         && (!TopicNames.isLegal(deadLetterTopic) || TopicNames.isInternal(deadLetterTopic))) {

@@ -39,12 +39,16 @@ import org.apache.kafka.connect.source.SourceRecord;
  *       {@code Double}. {@code JsonConverter} with {@code schemas.enable=false} then writes the
  *       same JSON the application stored: same members in the same order, same strings, same
  *       numbers (a number may be spelled differently, {@code 1e2} as {@code 100.0}, but never
- *       changes value). A Connect schema is not inferred: JSON has none to offer, and one guessed
- *       per row would change from row to row. Numbers that neither type carries exactly (integers
- *       beyond 64 bits, decimals with more precision than a double) make the row unpublishable
- *       rather than silently rounded; {@code BigDecimal} is no way out, as {@code JsonConverter}
- *       cannot write one without a schema and would fail the task. A null payload and the JSON
- *       literal {@code null} both give a null value (a tombstone).
+ *       changes value). By default no Connect schema is inferred: JSON has none to offer, and one
+ *       guessed per row changes from row to row (see below for the opt-in). Numbers that neither
+ *       type carries exactly (integers beyond 64 bits, decimals with more precision than a double)
+ *       make the row unpublishable rather than silently rounded; {@code BigDecimal} is no way out,
+ *       as {@code JsonConverter} cannot write one without a schema and would fail the task. A null
+ *       payload and the JSON literal {@code null} both give a null value (a tombstone).
+ *   <li>Value, {@link PayloadFormat#JSON} with {@link MappingSettings#inferredSchema()}: the
+ *       payload object as a {@code Struct} with a schema inferred from it as Debezium's outbox
+ *       event router infers one ({@link JsonSchemaInference}), for Avro, Protobuf or JSON Schema
+ *       converters; a null payload is a tombstone (null value, null schema).
  *   <li>Timestamp: the row's {@code created_at}.
  *   <li>Headers, all strings: for {@link RoutingConvention#OUTBOX_RELAY} the {@link OutboxHeaders}
  *       {@code outbox.message_id}, {@code outbox.event_type}, {@code outbox.aggregate_type}, {@code
@@ -61,17 +65,23 @@ import org.apache.kafka.connect.source.SourceRecord;
  * UnpublishableReasons#TOPIC_UNROUTABLE}, {@link UnpublishableReasons#TOPIC_NOT_ALLOWED}, {@link
  * UnpublishableReasons#HEADERS_MALFORMED} / {@link UnpublishableReasons#HEADER_NAME_RESERVED}, then
  * (format JSON) {@link UnpublishableReasons#PAYLOAD_INVALID_JSON} / {@link
- * UnpublishableReasons#PAYLOAD_NUMBER_UNREPRESENTABLE}, then {@link
+ * UnpublishableReasons#PAYLOAD_NUMBER_UNREPRESENTABLE} / {@link
+ * UnpublishableReasons#PAYLOAD_SCHEMA_UNINFERABLE}, then {@link
  * UnpublishableReasons#RECORD_TOO_LARGE} (see {@link RecordSize}). Nothing about the row's data is
  * logged or put into a message; the reason code is all there is.
  */
 public final class RecordMapper {
   private final MappingSettings settings;
   private final TopicRouter router;
+  private final JsonSchemaInference inference;
 
   public RecordMapper(MappingSettings settings) {
     this.settings = Objects.requireNonNull(settings, "settings");
     this.router = new TopicRouter(settings.topicTemplate());
+    this.inference =
+        settings.inferredSchema() == null
+            ? null
+            : new JsonSchemaInference(settings.inferredSchema());
   }
 
   public MappingSettings settings() {
@@ -108,7 +118,21 @@ public final class RecordMapper {
     }
     Schema valueSchema;
     Object value;
-    if (settings.payloadFormat() == PayloadFormat.JSON) {
+    if (settings.inferredSchema() != null) {
+      try {
+        JsonSchemaInference.Inferred inferred =
+            row.payload() == null ? null : inference.infer(row.payload());
+        // A tombstone stays one: with a schema, JsonConverter would write an envelope instead.
+        valueSchema = inferred == null ? null : inferred.schema();
+        value = inferred == null ? null : inferred.value();
+      } catch (JsonValues.MalformedJson e) {
+        return new Unpublishable(UnpublishableReasons.PAYLOAD_INVALID_JSON);
+      } catch (JsonValues.UnrepresentableNumber e) {
+        return new Unpublishable(UnpublishableReasons.PAYLOAD_NUMBER_UNREPRESENTABLE);
+      } catch (JsonSchemaInference.Uninferable e) {
+        return new Unpublishable(UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE);
+      }
+    } else if (settings.payloadFormat() == PayloadFormat.JSON) {
       valueSchema = null;
       try {
         value = row.payload() == null ? null : JsonValues.toConnectValue(row.payload());

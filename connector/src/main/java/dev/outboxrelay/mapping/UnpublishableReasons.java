@@ -28,6 +28,13 @@ public final class UnpublishableReasons {
    */
   public static final String PAYLOAD_NUMBER_UNREPRESENTABLE = "PAYLOAD_NUMBER_UNREPRESENTABLE";
 
+  /**
+   * Format JSON with an inferred schema, and no Connect schema holds the payload unchanged: it is
+   * not a JSON object, an array holds elements of different kinds (a number and a string, objects
+   * whose members of one name differ so), or a member name is empty.
+   */
+  public static final String PAYLOAD_SCHEMA_UNINFERABLE = "PAYLOAD_SCHEMA_UNINFERABLE";
+
   /** Format string, and the payload is not valid UTF-8 text. */
   public static final String PAYLOAD_INVALID_TEXT = "PAYLOAD_INVALID_TEXT";
 
@@ -66,6 +73,7 @@ public final class UnpublishableReasons {
           RECORD_TOO_LARGE,
           PAYLOAD_INVALID_JSON,
           PAYLOAD_NUMBER_UNREPRESENTABLE,
+          PAYLOAD_SCHEMA_UNINFERABLE,
           PAYLOAD_INVALID_TEXT,
           HEADERS_MALFORMED,
           HEADER_NAME_RESERVED,

@@ -91,6 +91,10 @@ final class BadConfigs {
         Arguments.of("topic.template", "t".repeat(250)),
         Arguments.of("topic.template", "t".repeat(250) + "${event_type}"),
         Arguments.of("payload.format", "avro"),
+        Arguments.of("payload.json.schema", "avro"),
+        // With the default payload.format (bytes), which has no JSON to infer a schema from.
+        Arguments.of("payload.json.schema", "inferred"),
+        Arguments.of("payload.json.null.behavior", "drop"),
         Arguments.of("payload.max.bytes", "0"),
         Arguments.of("payload.max.bytes", "104857601"),
         Arguments.of("dead.letter.topic", "dead letters"),

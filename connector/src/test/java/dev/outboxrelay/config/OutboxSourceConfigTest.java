@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.mapping.InferredSchema;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.retry.BackoffPolicy;
@@ -103,7 +104,7 @@ class OutboxSourceConfigTest {
   @Test
   void everyKeyHasDocGroupAndDisplayName() {
     var keys = OutboxSourceConfig.configDef().configKeys().values();
-    assertEquals(41, keys.size());
+    assertEquals(43, keys.size());
     for (var key : keys) {
       assertFalse(key.documentation == null || key.documentation.isBlank(), key.name);
       assertFalse(key.group == null || key.group.isBlank(), key.name);
@@ -153,6 +154,28 @@ class OutboxSourceConfigTest {
     assertEquals(RoutingConvention.OUTBOX_RELAY, config.routingConvention());
     assertEquals(PayloadFormat.JSON, config.payloadFormat());
     assertEquals(NullMetadataPolicy.FAIL, config.nullMetadataPolicy());
+  }
+
+  @Test
+  void aJsonPayloadsSchemaIsInferredOnlyWhenAskedAndNamedAfterThePayloadColumn() {
+    Map<String, String> props = with("payload.format", "json");
+    assertEquals(Optional.empty(), new OutboxSourceConfig(props).inferredSchema());
+
+    props.put("payload.json.schema", "Inferred");
+    assertEquals(
+        Optional.of(new InferredSchema("payload", InferredSchema.NullMembers.IGNORE)),
+        new OutboxSourceConfig(props).inferredSchema());
+
+    props.put("column.payload", "body");
+    props.put("payload.json.null.behavior", "optional_bytes");
+    assertEquals(
+        Optional.of(new InferredSchema("body", InferredSchema.NullMembers.OPTIONAL_BYTES)),
+        new OutboxSourceConfig(props).inferredSchema());
+
+    props.put("payload.format", "string");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertEquals(
+        "payload.json.schema=inferred needs payload.format=json (it is string)", e.getMessage());
   }
 
   @Test

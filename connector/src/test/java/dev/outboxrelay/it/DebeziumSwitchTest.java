@@ -84,7 +84,22 @@ class DebeziumSwitchTest {
 
   @Test
   void anExpandedJsonPayloadIsTheJsonTheEventRouterExpanded() throws Exception {
-    try (OutboxDb db = OutboxDb.fresh("it_dbz_json")) {
+    assertExpandedAsTheEventRouterDid("it_dbz_json", false);
+  }
+
+  /** For schema-based converters: the schema the EventRouter inferred, and the value in it. */
+  @Test
+  void anInferredSchemaIsTheSchemaTheEventRouterInferred() throws Exception {
+    assertExpandedAsTheEventRouterDid("it_dbz_schema", true);
+  }
+
+  /**
+   * {@code payload.format=json} against {@code table.expand.json.payload=true}, through
+   * JsonConverter with or without schemas ({@code payload.json.schema=inferred} or none).
+   */
+  private static void assertExpandedAsTheEventRouterDid(String database, boolean schemas)
+      throws Exception {
+    try (OutboxDb db = OutboxDb.fresh(database)) {
       DebeziumOutboxTable outbox = new DebeziumOutboxTable(db);
       List<UUID> before = writeEvents(outbox, "before");
 
@@ -93,10 +108,11 @@ class DebeziumSwitchTest {
 
       Map<String, String> config = relayConfig(db);
       config.put("payload.format", "json");
+      config.put("payload.json.schema", schemas ? "inferred" : "none");
       config.put("value.converter", ConnectCluster.JSON_CONVERTER);
-      config.put("value.converter.schemas.enable", "false");
+      config.put("value.converter.schemas.enable", String.valueOf(schemas));
       JsonConverter json = new JsonConverter();
-      json.configure(Map.of("schemas.enable", "false"), false);
+      json.configure(Map.of("schemas.enable", String.valueOf(schemas)), false);
       Map<String, ConsumerView> expected;
       try (EventRouterReference debezium =
           new EventRouterReference(
@@ -109,6 +125,15 @@ class DebeziumSwitchTest {
               json)) {
         expected = capturedByDebezium(outbox, debezium, after);
       }
+      assertEquals(
+          schemas,
+          expected
+              .values()
+              .iterator()
+              .next()
+              .value()
+              .startsWith("{\"schema\":{\"type\":\"struct\""),
+          "the reference carries the EventRouter's inferred schema when schemas are on");
       assertValid(config);
       CLUSTER.deploy(CONNECTOR, config);
 

@@ -274,7 +274,7 @@ class UnpublishableRowTest {
 
   @Test
   void everyReasonIsAValidCodeAndListed() {
-    assertEquals(10, UnpublishableReasons.ALL.size());
+    assertEquals(11, UnpublishableReasons.ALL.size());
     for (String code : UnpublishableReasons.ALL) {
       assertEquals(code, new Unpublishable(code).reasonCode());
     }

@@ -1,0 +1,30 @@
+package dev.outboxrelay.mapping;
+
+import java.util.Objects;
+
+/**
+ * A JSON payload sent with a Connect schema inferred from it, as Debezium's outbox event router
+ * infers one with {@code table.expand.json.payload=true}, so that schema-based converters (Avro,
+ * Protobuf, JSON Schema with a schema registry) can write it. See {@link JsonSchemaInference}.
+ *
+ * @param rootName the name of the payload's struct schema: the payload column's name, as Debezium
+ *     names it ({@code table.field.event.payload}); nested structs are named by their path under it
+ * @param nullMembers what becomes of a member whose value is null
+ */
+public record InferredSchema(String rootName, NullMembers nullMembers) {
+
+  /** Debezium's {@code table.json.payload.null.behavior}. */
+  public enum NullMembers {
+    /** Left out of the schema (and so of the value): Debezium's default. */
+    IGNORE,
+    /** An optional bytes member whose value is null. */
+    OPTIONAL_BYTES
+  }
+
+  public InferredSchema {
+    if (rootName == null || rootName.isBlank()) {
+      throw new IllegalArgumentException("the payload schema needs a name");
+    }
+    Objects.requireNonNull(nullMembers, "nullMembers");
+  }
+}

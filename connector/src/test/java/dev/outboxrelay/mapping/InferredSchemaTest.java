@@ -1,0 +1,325 @@
+package dev.outboxrelay.mapping;
+
+import static dev.outboxrelay.mapping.TestRows.row;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.outboxrelay.mapping.InferredSchema.NullMembers;
+import dev.outboxrelay.mapping.MappingResult.Mapped;
+import dev.outboxrelay.mapping.MappingResult.Unpublishable;
+import dev.outboxrelay.testing.DebeziumOutboxTable.DebeziumRow;
+import dev.outboxrelay.testing.EventRouterReference;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.json.JsonConverter;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.apache.kafka.connect.storage.StringConverter;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * {@code payload.json.schema=inferred} against Debezium's real outbox event router with {@code
+ * table.expand.json.payload=true} (run in-process): where the router expands a payload, a consumer
+ * reading through JsonConverter with schemas sees the same schema and the same value from both.
+ * Where the router fails or drops data, the relay keeps the data or parks the row.
+ */
+class InferredSchemaTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** Payloads the router expands the same way on every run. */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "{\"a\":1,\"b\":\"x\",\"c\":true,\"d\":1.5,\"f\":{\"g\":1},\"h\":[1,2],\"i\":9999999999}",
+        "{\"id\":\"o-1\",\"customer\":{\"name\":\"Zoë\",\"vip\":true},\"lines\":[\"book\",\"pen\"]}",
+        "{\"neg\":-5,\"min\":-2147483648,\"below\":-2147483649,\"e\":1e2,\"one\":1.0,\"f\":-0.25}",
+        "{\"long\":-9223372036854775808,\"max\":9223372036854775807}",
+        "{}",
+        "{\"empty\":{},\"deep\":{\"er\":{\"est\":{}}}}",
+        "{\"n\":null,\"list\":[],\"kept\":1}",
+        "{\"n\":[null,1,null],\"s\":[\"a\",null]}",
+        "{\"o\":[{\"x\":1},{\"x\":2}]}",
+        "{\"o\":[{\"x\":1},{\"y\":\"s\"}]}",
+        "{\"o\":[{\"y\":1,\"x\":1},{\"x\":2,\"z\":true}]}",
+        "{\"o\":[{\"x\":null},{\"x\":2}]}",
+        "{\"o\":[{\"x\":[]},{\"x\":[1]}]}",
+        "{\"o\":[{}]}",
+        "{\"aa\":[[1,2],[3]],\"bb\":[[\"x\"]]}",
+        "{\"nested\":{\"deep\":{\"x\":[{\"a\":[{\"b\":1}]}]}}}",
+        "{\"a-b\":1,\"1x\":2,\"ü\":\"✓ \\\"q\\\"\\n\"}",
+        "{\"s\":[\"a\",\"b\"],\"b\":[true,false],\"f\":[1.5,2.5]}"
+      })
+  void aConsumerSeesWhatTheEventRouterExpanded(String payload) throws IOException {
+    for (NullMembers nulls : NullMembers.values()) {
+      assertEquals(
+          normalized(debezium(payload, nulls)),
+          normalized(relay(payload, nulls)),
+          () -> "null members " + nulls + ", payload " + payload);
+    }
+  }
+
+  /** Under optional_bytes a null member is an optional bytes field; an array of nulls too. */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "{\"n\":null,\"kept\":1}",
+        "{\"arr\":[null]}",
+        "{\"o\":[{\"x\":null},{\"x\":2}],\"p\":[{\"y\":null}]}"
+      })
+  void nullMembersAsOptionalBytesAsTheEventRouterHasThem(String payload) throws IOException {
+    assertEquals(
+        normalized(debezium(payload, NullMembers.OPTIONAL_BYTES)),
+        normalized(relay(payload, NullMembers.OPTIONAL_BYTES)));
+  }
+
+  @Test
+  void structsAreNamedAfterThePayloadColumnAndTheirPath() {
+    Struct value =
+        inferred(
+            "{\"customer\":{\"address\":{\"city\":\"Oslo\"}},\"lines\":[{\"sku\":\"b\"}]}",
+            new InferredSchema("body", NullMembers.IGNORE));
+    Schema schema = value.schema();
+    assertEquals("body", schema.name());
+    assertTrue(schema.isOptional());
+    Schema customer = schema.field("customer").schema();
+    assertEquals("body.customer", customer.name());
+    assertEquals("body.customer.address", customer.field("address").schema().name());
+    assertEquals("body.lines", schema.field("lines").schema().valueSchema().name());
+  }
+
+  @Test
+  void anInt32AndAnInt64InOneArrayWidenToInt64() {
+    // The router fails on this array ("different number types") and sends the payload as text.
+    Struct value = inferred("{\"ids\":[1,10000000000],\"o\":[{\"n\":1},{\"n\":10000000000}]}");
+    assertEquals(Schema.Type.INT64, value.schema().field("ids").schema().valueSchema().type());
+    assertEquals(List.of(1L, 10_000_000_000L), value.getArray("ids"));
+    List<Struct> objects = value.getArray("o");
+    assertEquals(10_000_000_000L, objects.get(1).getInt64("n"));
+    assertEquals(1L, objects.get(0).getInt64("n"));
+  }
+
+  @Test
+  void objectsInAnArrayMergeAtEveryDepthSoNoMemberIsLost() {
+    // The router merges one level only: the third element's z.r would be dropped.
+    Struct value =
+        inferred("{\"o\":[{\"y\":1,\"x\":1},{\"x\":2,\"z\":{\"q\":1}},{\"z\":{\"r\":true}}]}");
+    Schema element = value.schema().field("o").schema().valueSchema();
+    assertEquals(List.of("y", "x", "z"), names(element));
+    assertEquals(List.of("q", "r"), names(element.field("z").schema()));
+    assertFalse(element.isOptional(), "a merged element struct is required, as the router's");
+    List<Struct> objects = value.getArray("o");
+    assertEquals(true, objects.get(2).getStruct("z").getBoolean("r"));
+    assertNull(objects.get(2).getStruct("z").get("q"));
+    assertEquals(1, objects.get(1).getStruct("z").getInt32("q"));
+  }
+
+  @Test
+  void arraysOfArraysMergeTheirElementsToo() {
+    // The router takes the first inner array's element type, and fails on the second here.
+    Struct value = inferred("{\"aa\":[[1],[10000000000]],\"oo\":[[{\"a\":1}],[{\"b\":2}]]}");
+    assertEquals(List.of(List.of(1L), List.of(10_000_000_000L)), value.getArray("aa"));
+    Schema inner = value.schema().field("oo").schema().valueSchema().valueSchema();
+    assertEquals(List.of("a", "b"), names(inner));
+  }
+
+  @Test
+  void anArrayWithANullElementKeepsItsMergedStructOptional() throws IOException {
+    // Required, the null element would make the converter refuse the record.
+    String payload = "{\"o\":[null,{\"a\":1},{\"b\":2}]}";
+    Struct value = inferred(payload);
+    assertTrue(value.schema().field("o").schema().valueSchema().isOptional());
+    assertTrue(relay(payload, NullMembers.IGNORE).contains("\"payload\":{\"o\":[null,"));
+  }
+
+  @Test
+  void nullsOnlyAndEmptyArraysAreLeftOutLikeNullMembers() {
+    Struct value = inferred("{\"nulls\":[null,null],\"none\":[],\"deep\":[[]],\"kept\":true}");
+    assertEquals(List.of("kept"), names(value.schema()));
+  }
+
+  @Test
+  void aNullPayloadIsATombstoneWithoutSchema() {
+    SourceRecord record =
+        assertInstanceOf(
+                Mapped.class, mapper(NullMembers.IGNORE).map(row().payload((byte[]) null).build()))
+            .record();
+    assertNull(record.value());
+    assertNull(record.valueSchema(), "with a schema JsonConverter writes an envelope, not null");
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "[1,2]",
+        "[{\"a\":1}]",
+        "5",
+        "\"text\"",
+        "true",
+        "{\"m\":[1,\"a\"]}",
+        "{\"m\":[1,1.5]}",
+        "{\"m\":[{\"a\":1},2]}",
+        "{\"o\":[{\"x\":1},{\"x\":\"s\"}]}",
+        "{\"o\":[{\"x\":{\"y\":1}},{\"x\":[1]}]}",
+        "{\"\":1}"
+      })
+  void aPayloadNoSchemaHoldsIsParked(String payload) {
+    assertEquals(
+        UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE, parkedFor(payload), () -> payload);
+  }
+
+  @Test
+  void numbersThatWouldChangeAreParkedAsForSchemalessJson() {
+    assertEquals(
+        UnpublishableReasons.PAYLOAD_NUMBER_UNREPRESENTABLE,
+        parkedFor("{\"big\":123456789012345678901234567890}"));
+    assertEquals(
+        UnpublishableReasons.PAYLOAD_NUMBER_UNREPRESENTABLE,
+        parkedFor("{\"dec\":1.00000000000000000001}"));
+  }
+
+  @Test
+  void malformedJsonAndDuplicateMembersAreParkedAsForSchemalessJson() {
+    assertEquals(UnpublishableReasons.PAYLOAD_INVALID_JSON, parkedFor("{\"a\":1"));
+    assertEquals(UnpublishableReasons.PAYLOAD_INVALID_JSON, parkedFor("{\"a\":1,\"a\":2}"));
+    assertEquals(UnpublishableReasons.PAYLOAD_INVALID_JSON, parkedFor("{\"a\":1} trailing"));
+  }
+
+  @Test
+  void aSchemaIsInferredForFormatJsonOnly() {
+    InferredSchema inferred = new InferredSchema("payload", NullMembers.IGNORE);
+    IllegalArgumentException refused =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                new MappingSettings(
+                    "events",
+                    RoutingConvention.OUTBOX_RELAY,
+                    PayloadFormat.STRING,
+                    1 << 20,
+                    null,
+                    MappingSettings.DEFAULT_RECORD_MAX_BYTES,
+                    null,
+                    inferred));
+    assertTrue(refused.getMessage().contains("JSON"));
+  }
+
+  private static List<String> names(Schema struct) {
+    return struct.fields().stream().map(org.apache.kafka.connect.data.Field::name).toList();
+  }
+
+  private static RecordMapper mapper(NullMembers nulls) {
+    return mapper(new InferredSchema("payload", nulls));
+  }
+
+  private static RecordMapper mapper(InferredSchema inferred) {
+    return new RecordMapper(
+        new MappingSettings(
+            "events",
+            RoutingConvention.DEBEZIUM,
+            PayloadFormat.JSON,
+            1 << 20,
+            null,
+            MappingSettings.DEFAULT_RECORD_MAX_BYTES,
+            null,
+            inferred));
+  }
+
+  private static Struct inferred(String payload) {
+    return inferred(payload, new InferredSchema("payload", NullMembers.IGNORE));
+  }
+
+  private static Struct inferred(String payload, InferredSchema inferred) {
+    SourceRecord record =
+        assertInstanceOf(Mapped.class, mapper(inferred).map(row().payload(payload).build()))
+            .record();
+    Struct value = assertInstanceOf(Struct.class, record.value());
+    value.validate();
+    assertEquals(record.valueSchema(), value.schema());
+    return value;
+  }
+
+  private static String parkedFor(String payload) {
+    return assertInstanceOf(
+            Unpublishable.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()))
+        .reasonCode();
+  }
+
+  /** The relay's value as JsonConverter with schemas writes it. */
+  private static String relay(String payload, NullMembers nulls) {
+    SourceRecord record =
+        assertInstanceOf(Mapped.class, mapper(nulls).map(row().payload(payload).build())).record();
+    return text(withSchemas().fromConnectData("t", record.valueSchema(), record.value()));
+  }
+
+  /** Debezium's, the same way. */
+  private static String debezium(String payload, NullMembers nulls) {
+    try (EventRouterReference router =
+        new EventRouterReference(
+            Map.of(
+                "table.expand.json.payload",
+                "true",
+                "table.json.payload.null.behavior",
+                nulls.name().toLowerCase(java.util.Locale.ROOT)),
+            new StringConverter(),
+            withSchemas())) {
+      return router
+          .route(
+              new DebeziumRow("6b5f7a3c-0000-0000-0000-000000000001", "order", "o-1", "T", payload))
+          .value();
+    }
+  }
+
+  private static JsonConverter withSchemas() {
+    JsonConverter converter = new JsonConverter();
+    converter.configure(Map.of("schemas.enable", "true"), false);
+    return converter;
+  }
+
+  private static String text(byte[] bytes) {
+    return new String(bytes, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Object members sorted by name, and a schema's fields by field name: the router merges the
+   * objects of an array in an order that changes from one JVM to the next.
+   */
+  private static JsonNode normalized(String json) throws IOException {
+    return normalized(JSON.readTree(json));
+  }
+
+  private static JsonNode normalized(JsonNode node) {
+    if (node.isObject()) {
+      Map<String, JsonNode> sorted = new TreeMap<>();
+      node.properties().forEach(e -> sorted.put(e.getKey(), normalized(e.getValue())));
+      ObjectNode copy = JSON.createObjectNode();
+      sorted.forEach(copy::set);
+      return copy;
+    }
+    if (node.isArray()) {
+      List<JsonNode> elements = new ArrayList<>();
+      node.forEach(e -> elements.add(normalized(e)));
+      if (elements.stream().allMatch(e -> e.isObject() && e.has("field") && e.has("type"))) {
+        elements.sort(Comparator.comparing(e -> e.get("field").asText()));
+      }
+      ArrayNode copy = JSON.createArrayNode();
+      elements.forEach(copy::add);
+      return copy;
+    }
+    return node;
+  }
+}
