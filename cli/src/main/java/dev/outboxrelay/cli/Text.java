@@ -1,16 +1,27 @@
 package dev.outboxrelay.cli;
 
+import com.fasterxml.jackson.core.JsonFactoryBuilder;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.io.CharacterEscapes;
+import com.fasterxml.jackson.core.io.SerializedString;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.outboxrelay.store.Printable;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.BitSet;
 
 /** Formatting shared by the commands' human and JSON output. */
 public final class Text {
+  /**
+   * The JSON output's mapper: strings (values and field names alike) have the characters {@link
+   * Printable#escape} escapes written as JSON {@code \\uXXXX} escapes, so that a value read from a
+   * row cannot reorder or rewrite a terminal showing the JSON; it parses back to the same string.
+   */
   private static final ObjectMapper JSON =
-      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+      new ObjectMapper(new JsonFactoryBuilder().characterEscapes(new PrintableEscapes()).build())
+          .enable(SerializationFeature.INDENT_OUTPUT);
 
   private Text() {}
 
@@ -70,6 +81,53 @@ public final class Text {
       return JSON.writeValueAsString(value);
     } catch (JsonProcessingException e) {
       throw new IllegalStateException("cannot render JSON", e);
+    }
+  }
+
+  /**
+   * JSON's own escapes, plus a {@code \\uXXXX} escape for each character {@link Printable#escape}
+   * escapes: control characters (DEL and U+0080 to U+009F too, which JSON allows raw), U+2028,
+   * U+2029 and format characters (bidirectional overrides, zero-width characters). Printable itself
+   * decides, char by char as it does, so that both outputs escape the same set.
+   */
+  static final class PrintableEscapes extends CharacterEscapes {
+    private static final long serialVersionUID = 1L;
+
+    /** The UTF-16 chars Printable escapes, decided once. */
+    private static final BitSet ESCAPED = new BitSet(Character.MAX_VALUE + 1);
+
+    static {
+      for (int c = Character.MIN_VALUE; c <= Character.MAX_VALUE; c++) {
+        String one = String.valueOf((char) c);
+        if (!Printable.escape(one).equals(one)) {
+          ESCAPED.set(c);
+        }
+      }
+    }
+
+    private final int[] ascii;
+
+    PrintableEscapes() {
+      ascii = standardAsciiEscapesForJSON();
+      for (int c = 0; c < ascii.length; c++) {
+        if (ascii[c] == 0 && ESCAPED.get(c)) {
+          ascii[c] = ESCAPE_STANDARD; // DEL: \\u007F, as Jackson writes its own escapes
+        }
+      }
+    }
+
+    @Override
+    public int[] getEscapeCodesForAscii() {
+      return ascii;
+    }
+
+    @Override
+    public SerializableString getEscapeSequence(int ch) {
+      if (ch < 0 || ch > Character.MAX_VALUE || !ESCAPED.get(ch)) {
+        return null;
+      }
+      // Upper-case hex digits, as in Jackson's own escapes (\\u001B).
+      return new SerializedString(String.format("\\u%04X", ch));
     }
   }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -17,6 +18,9 @@ import org.junit.jupiter.api.Test;
 class ListAndInspectTest {
   private static final byte[] BINARY = {(byte) 0xff, (byte) 0xfe, 0, 1};
 
+  /** Shown as "eu-1exe.pdf" by a right-to-left override; U+009B starts a terminal sequence. */
+  private static final String BIDI_ID = "eu-1\u202Efdp.exe\u009B2J";
+
   private static OutboxFixture outbox;
 
   @BeforeAll
@@ -24,6 +28,7 @@ class ListAndInspectTest {
     outbox = OutboxFixture.populated("list");
     outbox.insert("eu", "eu-binary", null, BINARY);
     outbox.insert("eu", "eu-\u001b[2Jtricky", null);
+    outbox.insert("eu", BIDI_ID, "c-\u200Bzero-width");
     // Held under exactly-once: the claim's epoch and batch (schema version 8).
     outbox.update("eu-in-flight", "lease_epoch = 3, claim_batch = 17");
   }
@@ -256,5 +261,25 @@ class ListAndInspectTest {
 
     assertFalse(r.out().contains("\u001b"), r::toString);
     assertTrue(r.out().contains("eu-\\u001b[2Jtricky"), r::toString);
+  }
+
+  /** --json escapes what the human output escapes, and parses back to the row's values. */
+  @Test
+  void formatAndC1CharactersFromRowsAreEscapedInJson() throws Exception {
+    Cli.Result r = outbox.cli().forKey("eu", "inspect", BIDI_ID, "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertTrue(r.out().contains("\"eu-1\\u202Efdp.exe\\u009B2J\""), r::toString);
+    assertTrue(r.out().contains("\"c-\\u200Bzero-width\""), r::toString);
+    for (char c : new char[] {'\u202E', '\u009B', '\u200B'}) {
+      assertFalse(r.out().indexOf(c) >= 0, r::toString);
+    }
+    JsonNode json = new ObjectMapper().readTree(r.out());
+    assertEquals(BIDI_ID, json.get("message_id").asText());
+    assertEquals("c-\u200Bzero-width", json.get("correlation_id").asText());
+
+    Cli.Result list = outbox.cli().forKey("eu", "list", "--status", "PENDING", "--json");
+    assertTrue(list.out().contains("\"eu-1\\u202Efdp.exe\\u009B2J\""), list::toString);
+    assertFalse(list.out().contains("\u202E"), list::toString);
   }
 }

@@ -1,7 +1,13 @@
 package dev.outboxrelay.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.outboxrelay.store.Printable;
 import org.junit.jupiter.api.Test;
 
 /** What the CLI prints of a row's values on a terminal. */
@@ -22,5 +28,46 @@ class TextTest {
   @Test
   void multilineValuesKeepTheirLineBreaksOnly() {
     assertEquals("{\n    \"a\": \"\\u202e\"\n}", Text.safeMultiline("{\n\t\"a\": \"\u202E\"\r\n}"));
+  }
+
+  /**
+   * --json escapes the characters the human output escapes (JSON itself allows all but U+0000 to
+   * U+001F raw), in field names too, and stays JSON that parses back to the same strings.
+   */
+  @Test
+  void jsonEscapesControlAndFormatCharactersAndParsesBack() throws Exception {
+    String value = "id-1\u202Efdp.exe \u009B2J \u0085 \u007F \u2028 \u200B \uFEFF \u001B é 注文 😀";
+    String name = "trace\u202E";
+    ObjectNode node = Text.json().createObjectNode();
+    node.put("value", value);
+    node.put(name, "x");
+
+    String json = Text.toJson(node);
+
+    assertTrue(json.contains("id-1\\u202Efdp.exe \\u009B2J"), json);
+    assertTrue(json.contains("\\u0085 \\u007F \\u2028 \\u200B \\uFEFF \\u001B"), json);
+    assertTrue(json.contains("\"trace\\u202E\""), json);
+    assertTrue(json.contains(" é 注文 😀"), "letters and a pair stay: " + json);
+    for (char c : new char[] {'\u202E', '\u009B', '\u0085', '\u007F', '\u2028', '\u200B'}) {
+      assertFalse(json.indexOf(c) >= 0, () -> "raw U+" + Integer.toHexString(c) + ": " + json);
+    }
+    JsonNode back = new ObjectMapper().readTree(json);
+    assertEquals(value, back.get("value").asText());
+    assertEquals("x", back.get(name).asText());
+  }
+
+  /** JSON escapes exactly the chars Printable escapes, besides JSON's own quote and backslash. */
+  @Test
+  void jsonEscapesTheSameCharactersAsTheHumanOutput() {
+    for (int c = Character.MIN_VALUE; c <= Character.MAX_VALUE; c++) {
+      if (Character.isSurrogate((char) c) || c == '"' || c == '\\') {
+        continue;
+      }
+      String one = String.valueOf((char) c);
+      String json = Text.toJson(one);
+      boolean escaped = !json.equals("\"" + one + "\"");
+      assertEquals(
+          !Printable.escape(one).equals(one), escaped, "U+" + Integer.toHexString(c) + ": " + json);
+    }
   }
 }

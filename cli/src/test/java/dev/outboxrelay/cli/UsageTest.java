@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.store.postgres.SchemaMigrator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -174,6 +175,58 @@ class UsageTest {
         CLI.run("status", "--instance-key", "eu", "--password-file", "/nonexistent/" + SENTINEL);
     assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
     assertEquals("error: --password-file cannot be read\n", r.err());
+  }
+
+  /**
+   * Flyway's parser also takes its special words (current, latest, next) and an underscore for a
+   * dot: none names a shipped migration, so both version options take plain numbers only, refused
+   * before connecting without repeating the value.
+   */
+  @ParameterizedTest(name = "{0} {1}")
+  @CsvSource({
+    "migrate, --target, current",
+    "migrate, --target, next",
+    "migrate, --target, latest",
+    "migrate, --target, LATEST",
+    "migrate, --target, 1_2",
+    "migrate, --target, -1",
+    "migrate, --target, 2.",
+    "migrate, --target, ' 2'",
+    "schema-sql, --after-version, current",
+    "schema-sql, --after-version, next",
+    "schema-sql, --after-version, latest",
+    "schema-sql, --after-version, 1_2",
+    "schema-sql, --after-version, ''",
+  })
+  void aSchemaVersionIsNumbersOnly(String command, String option, String version) {
+    Cli.Result r = CLI.run(command, option, version);
+
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals("error: " + option + " must be a schema version such as 2\n", r.err());
+    assertEquals("", r.out());
+  }
+
+  /** A version newer than the shipped migrations: migrate refuses it, schema-sql too. */
+  @ParameterizedTest(name = "{0} {1}")
+  @CsvSource({
+    "migrate, --target",
+    "schema-sql, --after-version",
+  })
+  void aSchemaVersionNewerThanTheLatestIsRefused(String command, String option) {
+    String next = Integer.toString(Integer.parseInt(SchemaMigrator.CURRENT_VERSION) + 1);
+    for (String version : new String[] {next, "999", SchemaMigrator.CURRENT_VERSION + ".1"}) {
+      Cli.Result r = CLI.run(command, option, version);
+
+      assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+      assertEquals(
+          "error: "
+              + option
+              + " is newer than the latest version this CLI knows ("
+              + SchemaMigrator.CURRENT_VERSION
+              + ")\n",
+          r.err());
+      assertEquals("", r.out());
+    }
   }
 
   @Test

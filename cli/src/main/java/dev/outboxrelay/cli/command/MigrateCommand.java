@@ -63,17 +63,7 @@ public final class MigrateCommand extends DatabaseCommand {
     if (target == null) {
       return;
     }
-    try {
-      targetVersion = MigrationVersion.fromVersion(target);
-    } catch (RuntimeException e) {
-      throw CliException.usage("--target must be a schema version such as 2");
-    }
-    if (targetVersion.isNewerThan(SchemaMigrator.CURRENT_VERSION)) {
-      throw CliException.usage(
-          "--target is newer than the latest version this CLI knows ("
-              + SchemaMigrator.CURRENT_VERSION
-              + ")");
-    }
+    targetVersion = SchemaVersions.parse("--target", target);
   }
 
   /** A role's or database's idle or transaction timeout must not end a long migration half-way. */

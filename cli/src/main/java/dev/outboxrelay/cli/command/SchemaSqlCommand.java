@@ -1,6 +1,5 @@
 package dev.outboxrelay.cli.command;
 
-import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.TableOption;
 import dev.outboxrelay.cli.operator.SchemaScript;
@@ -41,11 +40,7 @@ public final class SchemaSqlCommand implements Callable<Integer> {
     OutboxTable table = tableOption.table();
     MigrationVersion after = null;
     if (afterVersion != null) {
-      try {
-        after = MigrationVersion.fromVersion(afterVersion);
-      } catch (RuntimeException e) {
-        throw CliException.usage("--after-version must be a schema version such as 2");
-      }
+      after = SchemaVersions.parse("--after-version", afterVersion);
     }
     spec.commandLine().getOut().print(SchemaScript.render(table, after));
     return ExitCode.OK;
