@@ -62,6 +62,10 @@ class ConnectorConfigFilesTest {
             restConfig("config/production-connector.json"),
             imageWorker),
         new Shipped(
+            "config/schema-registry-connector.json",
+            restConfig("config/schema-registry-connector.json"),
+            imageWorker),
+        new Shipped(
             "config/exactly-once-connector.json",
             restConfig("config/exactly-once-connector.json"),
             imageWorker),
