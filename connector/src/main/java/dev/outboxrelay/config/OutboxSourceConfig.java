@@ -257,7 +257,11 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " float64, every field optional), so that schema-based converters (Avro, Protobuf,"
           + " JSON Schema with a schema registry) can write it, and a registry sees the schemas"
           + " Debezium registered. A payload no schema holds (not a JSON object, an array mixing"
-          + " kinds of values) is never published (reason PAYLOAD_SCHEMA_UNINFERABLE).";
+          + " kinds of values) is never published (reason PAYLOAD_SCHEMA_UNINFERABLE). What the"
+          + " converter itself refuses (a member name Avro does not allow) fails the task, as"
+          + " with Debezium, unless errors.tolerance=all (then see null.metadata.policy); and"
+          + " JsonConverter with schemas.enable=true writes the schema into every record, which"
+          + " the record size check (payload.max.bytes) does not count.";
 
   public static final String PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG = "payload.json.null.behavior";
   private static final String PAYLOAD_JSON_NULL_BEHAVIOR_DOC =

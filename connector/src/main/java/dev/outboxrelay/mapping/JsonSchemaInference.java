@@ -2,6 +2,7 @@ package dev.outboxrelay.mapping;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.outboxrelay.mapping.InferredSchema.NullMembers;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -16,9 +17,9 @@ import org.apache.kafka.connect.errors.DataException;
 
 /**
  * A JSON object payload as a Connect struct with a schema inferred from it, by the rules of
- * Debezium's outbox event router ({@code JsonSchemaData}, Debezium 3.6) wherever those rules give a
- * value that holds the payload's data, so that a schema registry sees the same schemas after a
- * switch from Debezium:
+ * Debezium's outbox event router ({@code JsonSchemaData}, Debezium 3.6) wherever those rules give
+ * the whole payload the same way on every run, so that a schema registry sees the same schemas
+ * after a switch from Debezium:
  *
  * <ul>
  *   <li>An object is an optional struct, named by its path: the root by {@link
@@ -29,18 +30,31 @@ import org.apache.kafka.connect.errors.DataException;
  *       out (it has no element type).
  *   <li>An array: an optional array of its elements' schema. Objects in one array share one struct
  *       named by the array's path, with every member any of them has (a member missing from one is
- *       null there); when their schemas differ that struct is not optional (as Debezium builds it).
- *       An array within an array has elements without a name prefix.
+ *       null there); when their schemas differ that struct is required (Debezium's merge does not
+ *       copy "optional"). An array within an array has elements without a name prefix.
  * </ul>
  *
- * <p>Where Debezium fails on a payload, loses part of it or orders members differently from run to
- * run, this class keeps the data: an int32 and an int64 in one place widen to int64; a null
- * placeholder (optional bytes) gives way to a typed member; objects merge member by member at every
- * depth; merged members are in the order first seen. A payload no schema can hold (not an object;
- * elements of different kinds in one array; a member name Connect refuses) is {@link Uninferable},
- * never sent half: its row is parked. Nothing about the payload goes into an exception.
+ * <p>Where Debezium fails on a payload, loses part of it or varies from run to run, this class
+ * keeps the data: integers and floats in one place widen (int32 to int64, to float64 when every one
+ * is exact as a double); a null gives way to a type; objects merge member by member at every depth,
+ * in the order members are first seen; a merged struct stays optional where a null stands in its
+ * place. A payload no schema holds (not an object, values of different kinds in one place, a member
+ * name Connect refuses, nesting deeper than {@link #MAX_SCHEMA_DEPTH}) is {@link Uninferable}; one
+ * whose value would grow past the record limit (objects of one array with many different members
+ * each: every struct has all of them) is {@link TooLarge}. Either way its row is parked, never sent
+ * half. Nothing about the payload goes into an exception.
  */
 final class JsonSchemaInference {
+
+  /**
+   * How deep a schema may nest, counted as JsonConverter writes it with schemas: two levels per
+   * struct ({@code fields}, the field), one per array ({@code items}). Jackson writes at most 1,000
+   * levels, and the envelope adds one; a converter that fails would fail the task.
+   */
+  static final int MAX_SCHEMA_DEPTH = 900;
+
+  /** What a converter writes for a member an object lacks: {@code "name":null,} and quotes. */
+  private static final int FILLED_MEMBER_OVERHEAD = 8;
 
   /** No Connect schema holds this payload unchanged. */
   static final class Uninferable extends Exception {
@@ -51,197 +65,336 @@ final class JsonSchemaInference {
     }
   }
 
-  /** The payload's schema and its value in it. */
-  record Inferred(Schema schema, Struct value) {}
+  /** The value would be larger than a record may be: every merged struct has every member. */
+  static final class TooLarge extends Exception {
+    private static final long serialVersionUID = 1L;
 
-  private final InferredSchema settings;
-
-  JsonSchemaInference(InferredSchema settings) {
-    this.settings = settings;
+    TooLarge() {
+      super(null, null, false, false);
+    }
   }
 
   /**
+   * The payload's schema and its value in it; {@code filledBytes} estimates what a converter writes
+   * beyond the payload's own bytes for the members that objects lack (null there).
+   */
+  record Inferred(Schema schema, Struct value, long filledBytes) {}
+
+  private final InferredSchema settings;
+  private final long recordMaxBytes;
+
+  JsonSchemaInference(InferredSchema settings, long recordMaxBytes) {
+    this.settings = settings;
+    this.recordMaxBytes = recordMaxBytes;
+  }
+
+  /**
+   * The payload's schema and value; null for the JSON literal {@code null}, a tombstone as in
+   * schemaless JSON.
+   *
    * @throws JsonValues.MalformedJson if the payload is not exactly one JSON value
    * @throws JsonValues.UnrepresentableNumber if a number has no exact int32, int64 or float64
    * @throws Uninferable if the value is not an object, or no schema holds all of it
+   * @throws TooLarge if the filled-in value would exceed the record limit
    */
   Inferred infer(byte[] payload)
-      throws JsonValues.MalformedJson, JsonValues.UnrepresentableNumber, Uninferable {
+      throws JsonValues.MalformedJson, JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
     JsonNode tree = JsonValues.parse(payload);
+    if (tree.isNull()) {
+      return null;
+    }
     if (!tree.isObject()) {
       throw new Uninferable();
     }
     try {
-      Schema schema = schemaOf(settings.rootName(), tree);
-      return new Inferred(schema, (Struct) valueOf(schema, tree));
+      Schema schema = schemaOf(shapeOf(settings.rootName(), tree, 0), false);
+      Filled filled = new Filled();
+      Struct value = (Struct) valueOf(schema, tree, filled);
+      return new Inferred(schema, value, filled.bytes);
     } catch (DataException e) {
-      // Connect refused a member name (the empty string) or a value; nothing of it is kept.
+      // Connect refused a member name (the empty string); nothing of it is kept.
       throw new Uninferable();
     }
   }
 
-  /** The schema of one value, or null when it has none and is left out. */
-  private Schema schemaOf(String name, JsonNode node)
+  // Shapes: what the payload's values are, before nulls and empty arrays are resolved.
+
+  private sealed interface Shape permits Leaf, NullValue, ArrayShape, StructShape {}
+
+  /** A string, boolean or number, and whether a double holds it exactly (for widening). */
+  private record Leaf(Schema schema, boolean exactAsDouble) implements Shape {}
+
+  /** A JSON null: gives way to any type. */
+  private enum NullValue implements Shape {
+    INSTANCE
+  }
+
+  /** An array; {@code element} null while no element had a type (empty, or nulls only). */
+  private static final class ArrayShape implements Shape {
+    Shape element;
+    boolean hasNullElement;
+  }
+
+  /** An object; merging adds members. Required only as the merge of different array elements. */
+  private static final class StructShape implements Shape {
+    final String name;
+    final Map<String, Shape> members = new LinkedHashMap<>();
+    boolean required;
+
+    StructShape(String name) {
+      this.name = name;
+    }
+  }
+
+  /** {@code depth}: the schema's nesting so far, as JsonConverter writes it. */
+  private Shape shapeOf(String name, JsonNode node, int depth)
       throws JsonValues.UnrepresentableNumber, Uninferable {
+    if (depth > MAX_SCHEMA_DEPTH) {
+      throw new Uninferable();
+    }
     switch (node.getNodeType()) {
       case OBJECT:
-        SchemaBuilder struct = SchemaBuilder.struct().name(name).optional();
+        StructShape struct = new StructShape(name);
         for (Map.Entry<String, JsonNode> member : node.properties()) {
-          Schema memberSchema = schemaOf(path(name, member.getKey()), member.getValue());
-          if (memberSchema != null) {
-            struct.field(member.getKey(), memberSchema);
-          }
+          struct.members.put(
+              member.getKey(), shapeOf(path(name, member.getKey()), member.getValue(), depth + 2));
         }
-        return struct.build();
+        return struct;
       case ARRAY:
-        Schema elements = elementSchema(name, node);
-        return elements == null ? null : SchemaBuilder.array(elements).optional().build();
+        return arrayShape(name, node, depth + 1);
       case STRING:
-        return Schema.OPTIONAL_STRING_SCHEMA;
+        return new Leaf(Schema.OPTIONAL_STRING_SCHEMA, false);
       case BOOLEAN:
-        return Schema.OPTIONAL_BOOLEAN_SCHEMA;
+        return new Leaf(Schema.OPTIONAL_BOOLEAN_SCHEMA, false);
       case NUMBER:
-        return numberSchema(node);
+        return numberShape(node);
       case NULL:
-        return settings.nullMembers() == NullMembers.OPTIONAL_BYTES
-            ? Schema.OPTIONAL_BYTES_SCHEMA
-            : null;
+        return NullValue.INSTANCE;
       default:
         // Binary, POJO or missing nodes never come out of parsing text.
         throw new IllegalStateException("unexpected JSON node type " + node.getNodeType());
     }
   }
 
-  private static Schema numberSchema(JsonNode node) throws JsonValues.UnrepresentableNumber {
+  private static final long LARGEST_EXACT_DOUBLE_INTEGER = 1L << 53;
+
+  private static Leaf numberShape(JsonNode node) throws JsonValues.UnrepresentableNumber {
     if (node.isIntegralNumber()) {
       if (node.canConvertToInt()) {
-        return Schema.OPTIONAL_INT32_SCHEMA;
+        return new Leaf(Schema.OPTIONAL_INT32_SCHEMA, true);
       }
       if (node.canConvertToLong()) {
-        return Schema.OPTIONAL_INT64_SCHEMA;
+        long value = node.longValue();
+        boolean exact =
+            value >= -LARGEST_EXACT_DOUBLE_INTEGER && value <= LARGEST_EXACT_DOUBLE_INTEGER;
+        return new Leaf(Schema.OPTIONAL_INT64_SCHEMA, exact);
       }
       throw new JsonValues.UnrepresentableNumber();
     }
     JsonValues.exactDouble(node);
-    return Schema.OPTIONAL_FLOAT64_SCHEMA;
+    return new Leaf(Schema.OPTIONAL_FLOAT64_SCHEMA, true);
   }
 
-  /**
-   * One schema for every element of an array: objects named by the array's path, arrays without a
-   * name. Null when no element has a type (none, or nulls only, which are then left out like an
-   * empty array, or optional bytes).
-   */
-  private Schema elementSchema(String arrayName, JsonNode array)
+  /** Objects are named by the array's path, arrays by none (as Debezium names them). */
+  private ArrayShape arrayShape(String arrayName, JsonNode array, int depth)
       throws JsonValues.UnrepresentableNumber, Uninferable {
-    Set<Schema> distinct = new LinkedHashSet<>();
-    boolean hasNull = false;
+    ArrayShape shape = new ArrayShape();
+    List<Shape> typed = new ArrayList<>();
     for (JsonNode element : array) {
       if (element.isNull()) {
-        hasNull = true;
-        continue;
-      }
-      Schema schema = schemaOf(element.isObject() ? arrayName : null, element);
-      if (schema != null) {
-        distinct.add(schema);
+        shape.hasNullElement = true;
+      } else {
+        typed.add(shapeOf(element.isObject() ? arrayName : null, element, depth));
       }
     }
-    if (distinct.isEmpty()) {
-      return hasNull && settings.nullMembers() == NullMembers.OPTIONAL_BYTES
-          ? Schema.OPTIONAL_BYTES_SCHEMA
-          : null;
+    if (typed.isEmpty()) {
+      return shape;
     }
-    Schema merged = null;
-    for (Schema schema : distinct) {
-      merged = merged == null ? schema : unify(merged, schema);
+    // Debezium: a merge of objects whose schemas differ is a required struct. Judged before the
+    // merge, which changes the first element's shape in place (merging in place keeps a wide
+    // array linear).
+    Set<Schema> distinct = new LinkedHashSet<>();
+    if (typed.get(0) instanceof StructShape) {
+      for (Shape element : typed) {
+        distinct.add(schemaOf(element, false));
+      }
     }
-    if (distinct.size() > 1 && merged.type() == Schema.Type.STRUCT && !hasNull) {
-      // Debezium's merge copies the struct's name but not that it is optional (an array with a
-      // null element keeps it optional, or the converter would refuse the null).
-      return required(merged);
+    Shape merged = typed.get(0);
+    for (int i = 1; i < typed.size(); i++) {
+      merged = merge(merged, typed.get(i));
     }
-    return merged;
+    if (distinct.size() > 1 && merged instanceof StructShape struct) {
+      struct.required = true;
+    }
+    shape.element = merged;
+    return shape;
   }
 
-  /** A schema that holds the values of both, or Uninferable. */
-  private static Schema unify(Schema a, Schema b) throws Uninferable {
-    if (a.equals(b)) {
+  /** A shape that holds the values of both (built into {@code into} where it can), or throws. */
+  private static Shape merge(Shape into, Shape from) throws Uninferable {
+    if (from == NullValue.INSTANCE) {
+      return into;
+    }
+    if (into == NullValue.INSTANCE) {
+      return from;
+    }
+    if (into instanceof Leaf a && from instanceof Leaf b) {
+      return mergeLeaves(a, b);
+    }
+    if (into instanceof ArrayShape a && from instanceof ArrayShape b) {
+      a.element =
+          a.element == null
+              ? b.element
+              : b.element == null ? a.element : merge(a.element, b.element);
+      a.hasNullElement |= b.hasNullElement;
       return a;
     }
-    if (a.type() == Schema.Type.BYTES) {
-      return b; // a null placeholder gives way to a type
-    }
-    if (b.type() == Schema.Type.BYTES) {
+    if (into instanceof StructShape a && from instanceof StructShape b) {
+      for (Map.Entry<String, Shape> member : b.members.entrySet()) {
+        Shape known = a.members.get(member.getKey());
+        a.members.put(
+            member.getKey(), known == null ? member.getValue() : merge(known, member.getValue()));
+      }
+      a.required |= b.required;
       return a;
-    }
-    if (isInteger(a) && isInteger(b)) {
-      return Schema.OPTIONAL_INT64_SCHEMA;
-    }
-    if (a.type() == Schema.Type.ARRAY && b.type() == Schema.Type.ARRAY) {
-      return SchemaBuilder.array(unify(a.valueSchema(), b.valueSchema())).optional().build();
-    }
-    if (a.type() == Schema.Type.STRUCT && b.type() == Schema.Type.STRUCT) {
-      Map<String, Schema> members = new LinkedHashMap<>();
-      for (Field field : a.fields()) {
-        members.put(field.name(), field.schema());
-      }
-      for (Field field : b.fields()) {
-        Schema known = members.get(field.name());
-        members.put(field.name(), known == null ? field.schema() : unify(known, field.schema()));
-      }
-      SchemaBuilder struct = SchemaBuilder.struct().name(a.name()).optional();
-      members.forEach(struct::field);
-      return struct.build();
     }
     throw new Uninferable();
   }
 
-  private static boolean isInteger(Schema schema) {
-    return schema.type() == Schema.Type.INT32 || schema.type() == Schema.Type.INT64;
+  private static Leaf mergeLeaves(Leaf a, Leaf b) throws Uninferable {
+    Schema.Type x = a.schema().type();
+    Schema.Type y = b.schema().type();
+    boolean exact = a.exactAsDouble() && b.exactAsDouble();
+    if (x == y) {
+      return new Leaf(a.schema(), exact);
+    }
+    if (isInteger(x) && isInteger(y)) {
+      return new Leaf(Schema.OPTIONAL_INT64_SCHEMA, exact);
+    }
+    if (isNumber(x) && isNumber(y) && exact) {
+      return new Leaf(Schema.OPTIONAL_FLOAT64_SCHEMA, true);
+    }
+    throw new Uninferable();
   }
 
-  private static Schema required(Schema struct) {
-    SchemaBuilder copy = SchemaBuilder.struct().name(struct.name());
-    struct.fields().forEach(field -> copy.field(field.name(), field.schema()));
-    return copy.build();
+  private static boolean isInteger(Schema.Type type) {
+    return type == Schema.Type.INT32 || type == Schema.Type.INT64;
+  }
+
+  private static boolean isNumber(Schema.Type type) {
+    return isInteger(type) || type == Schema.Type.FLOAT64;
+  }
+
+  /**
+   * The shape's schema, or null when it has no type and is left out (a null member under {@link
+   * NullMembers#IGNORE}, an empty array). {@code elementOfNullableArray}: a struct that an array's
+   * null element stands beside stays optional, or the converter would refuse the null.
+   */
+  private Schema schemaOf(Shape shape, boolean elementOfNullableArray) {
+    if (shape instanceof Leaf leaf) {
+      return leaf.schema();
+    }
+    if (shape == NullValue.INSTANCE) {
+      return nullsAsBytes() ? Schema.OPTIONAL_BYTES_SCHEMA : null;
+    }
+    if (shape instanceof ArrayShape array) {
+      Schema element = array.element == null ? null : schemaOf(array.element, array.hasNullElement);
+      if (element == null) {
+        // Nulls only: an array of optional bytes, as Debezium has it; else nothing to type.
+        element = array.hasNullElement && nullsAsBytes() ? Schema.OPTIONAL_BYTES_SCHEMA : null;
+      }
+      return element == null ? null : SchemaBuilder.array(element).optional().build();
+    }
+    StructShape struct = (StructShape) shape;
+    SchemaBuilder builder = SchemaBuilder.struct().name(struct.name);
+    if (!struct.required || elementOfNullableArray) {
+      builder.optional();
+    }
+    for (Map.Entry<String, Shape> member : struct.members.entrySet()) {
+      Schema memberSchema = schemaOf(member.getValue(), false);
+      if (memberSchema != null) {
+        builder.field(member.getKey(), memberSchema);
+      }
+    }
+    return builder.build();
+  }
+
+  private boolean nullsAsBytes() {
+    return settings.nullMembers() == NullMembers.OPTIONAL_BYTES;
   }
 
   /** Debezium's path: the parent's name and a dot, unless there is no parent name. */
   private static String path(String parent, String member) {
-    return parent == null || parent.isBlank() ? member : parent + "." + member;
+    return parent == null || parent.trim().isEmpty() ? member : parent + "." + member;
   }
 
-  /** The value of {@code node} in {@code schema}, which was inferred from it or from more. */
-  private static Object valueOf(Schema schema, JsonNode node) {
-    if (node == null || node.isNull()) {
+  /** What filling in missing members adds to the record, bounded by the record limit. */
+  private final class Filled {
+    long bytes;
+
+    void member(String name) throws TooLarge {
+      bytes += name.getBytes(StandardCharsets.UTF_8).length + FILLED_MEMBER_OVERHEAD;
+      if (bytes > recordMaxBytes) {
+        throw new TooLarge(); // before the structs fill the heap
+      }
+    }
+  }
+
+  /**
+   * The value of {@code node} in {@code schema}, which was inferred from it or from more. A node of
+   * another kind than the schema's cannot come from a merge; it is refused all the same rather than
+   * read as a default.
+   */
+  private static Object valueOf(Schema schema, JsonNode node, Filled filled)
+      throws Uninferable, TooLarge {
+    if (node.isNull()) {
       return null;
     }
     switch (schema.type()) {
       case STRUCT:
+        require(node.isObject());
         Struct struct = new Struct(schema);
         for (Field field : schema.fields()) {
-          struct.put(field, valueOf(field.schema(), node.get(field.name())));
+          JsonNode member = node.get(field.name());
+          if (member == null) {
+            filled.member(field.name());
+          } else {
+            struct.put(field, valueOf(field.schema(), member, filled));
+          }
         }
         return struct;
       case ARRAY:
+        require(node.isArray());
         List<Object> elements = new ArrayList<>(node.size());
         for (JsonNode element : node) {
-          elements.add(valueOf(schema.valueSchema(), element));
+          elements.add(valueOf(schema.valueSchema(), element, filled));
         }
         return elements;
       case STRING:
+        require(node.isTextual());
         return node.textValue();
       case BOOLEAN:
+        require(node.isBoolean());
         return node.booleanValue();
       case INT32:
+        require(node.isIntegralNumber() && node.canConvertToInt());
         return node.intValue();
       case INT64:
+        require(node.isIntegralNumber() && node.canConvertToLong());
         return node.longValue();
       case FLOAT64:
-        // Checked exact when the schema was inferred.
+        require(node.isNumber());
+        // Exact: checked when the shape was taken (an integer widened only when exact).
         return node.decimalValue().doubleValue();
       default:
         // Bytes only ever stand for nulls, handled above.
-        throw new IllegalStateException("unexpected schema type " + schema.type());
+        throw new Uninferable();
+    }
+  }
+
+  private static void require(boolean sameKind) throws Uninferable {
+    if (!sameKind) {
+      throw new Uninferable();
     }
   }
 }

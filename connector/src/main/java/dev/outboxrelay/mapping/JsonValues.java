@@ -24,7 +24,9 @@ final class JsonValues {
   /**
    * How deep a payload may nest. Jackson reads and writes at most 1,000 levels, and a converter
    * that wraps the value (JsonConverter's schema envelope) adds one when it writes: a payload at
-   * Jackson's reading limit would fail the task there instead of being parked here.
+   * Jackson's reading limit would fail the task there instead of being parked here. An inferred
+   * schema nests deeper than its value and has its own limit ({@link
+   * JsonSchemaInference#MAX_SCHEMA_DEPTH}).
    */
   static final int MAX_NESTING_DEPTH = 900;
 

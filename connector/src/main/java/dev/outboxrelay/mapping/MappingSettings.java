@@ -70,7 +70,7 @@ public record MappingSettings(
         null);
   }
 
-  /** A schemaless value for format JSON. */
+  /** No inferred schema: format JSON sends schemaless values. */
   public MappingSettings(
       String topicTemplate,
       RoutingConvention convention,

@@ -48,7 +48,8 @@ import org.apache.kafka.connect.source.SourceRecord;
  *   <li>Value, {@link PayloadFormat#JSON} with {@link MappingSettings#inferredSchema()}: the
  *       payload object as a {@code Struct} with a schema inferred from it as Debezium's outbox
  *       event router infers one ({@link JsonSchemaInference}), for Avro, Protobuf or JSON Schema
- *       converters; a null payload is a tombstone (null value, null schema).
+ *       converters; a null payload and the JSON literal {@code null} are a tombstone (null value,
+ *       null schema).
  *   <li>Timestamp: the row's {@code created_at}.
  *   <li>Headers, all strings: for {@link RoutingConvention#OUTBOX_RELAY} the {@link OutboxHeaders}
  *       {@code outbox.message_id}, {@code outbox.event_type}, {@code outbox.aggregate_type}, {@code
@@ -81,7 +82,7 @@ public final class RecordMapper {
     this.inference =
         settings.inferredSchema() == null
             ? null
-            : new JsonSchemaInference(settings.inferredSchema());
+            : new JsonSchemaInference(settings.inferredSchema(), settings.recordMaxBytes());
   }
 
   public MappingSettings settings() {
@@ -118,6 +119,7 @@ public final class RecordMapper {
     }
     Schema valueSchema;
     Object value;
+    long filledBytes = 0;
     if (settings.inferredSchema() != null) {
       try {
         JsonSchemaInference.Inferred inferred =
@@ -125,12 +127,15 @@ public final class RecordMapper {
         // A tombstone stays one: with a schema, JsonConverter would write an envelope instead.
         valueSchema = inferred == null ? null : inferred.schema();
         value = inferred == null ? null : inferred.value();
+        filledBytes = inferred == null ? 0 : inferred.filledBytes();
       } catch (JsonValues.MalformedJson e) {
         return new Unpublishable(UnpublishableReasons.PAYLOAD_INVALID_JSON);
       } catch (JsonValues.UnrepresentableNumber e) {
         return new Unpublishable(UnpublishableReasons.PAYLOAD_NUMBER_UNREPRESENTABLE);
       } catch (JsonSchemaInference.Uninferable e) {
         return new Unpublishable(UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE);
+      } catch (JsonSchemaInference.TooLarge e) {
+        return new Unpublishable(UnpublishableReasons.RECORD_TOO_LARGE);
       }
     } else if (settings.payloadFormat() == PayloadFormat.JSON) {
       valueSchema = null;
@@ -155,7 +160,7 @@ public final class RecordMapper {
     ConnectHeaders headers = conventionHeaders(row);
     rowHeaders.forEach(headers::addString);
     SourceRecord record = record(row, topic.get(), valueSchema, value, headers);
-    if (RecordSize.upperBound(record, row.payload()) > settings.recordMaxBytes()) {
+    if (RecordSize.upperBound(record, row.payload()) + filledBytes > settings.recordMaxBytes()) {
       return new Unpublishable(UnpublishableReasons.RECORD_TOO_LARGE);
     }
     return new Mapped(record);

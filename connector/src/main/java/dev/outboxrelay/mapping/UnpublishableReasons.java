@@ -30,8 +30,10 @@ public final class UnpublishableReasons {
 
   /**
    * Format JSON with an inferred schema, and no Connect schema holds the payload unchanged: it is
-   * not a JSON object, an array holds elements of different kinds (a number and a string, objects
-   * whose members of one name differ so), or a member name is empty.
+   * neither a JSON object nor {@code null}; one place holds values of different kinds (an array's
+   * elements, or one member of an array's objects: a number and a string, an empty array and a
+   * number, an integer beyond a double's exact range and a decimal); a member name is empty; or
+   * objects nest deeper than a converter writes their schema (about 450 levels).
    */
   public static final String PAYLOAD_SCHEMA_UNINFERABLE = "PAYLOAD_SCHEMA_UNINFERABLE";
 

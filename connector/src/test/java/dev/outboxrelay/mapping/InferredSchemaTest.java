@@ -1,6 +1,7 @@
 package dev.outboxrelay.mapping;
 
 import static dev.outboxrelay.mapping.TestRows.row;
+import static dev.outboxrelay.mapping.UnpublishableReasons.RECORD_TOO_LARGE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -62,7 +63,12 @@ class InferredSchemaTest {
         "{\"aa\":[[1,2],[3]],\"bb\":[[\"x\"]]}",
         "{\"nested\":{\"deep\":{\"x\":[{\"a\":[{\"b\":1}]}]}}}",
         "{\"a-b\":1,\"1x\":2,\"ü\":\"✓ \\\"q\\\"\\n\"}",
-        "{\"s\":[\"a\",\"b\"],\"b\":[true,false],\"f\":[1.5,2.5]}"
+        "{\"s\":[\"a\",\"b\"],\"b\":[true,false],\"f\":[1.5,2.5]}",
+        // The router types an array of arrays by its first: a required struct, values all kept.
+        "{\"aa\":[[{\"a\":1},{\"b\":1}],[{\"a\":2}]]}",
+        // Under a nameless parent (an array in an array) a name of blanks is no parent either.
+        "{\"aa\":[[{\"\\u0001\":{\"b\":{\"c\":1}}}]]}",
+        "{\"aa\":[[{\"\\u2003\":{\"b\":{\"c\":1}}}]]}"
       })
   void aConsumerSeesWhatTheEventRouterExpanded(String payload) throws IOException {
     for (NullMembers nulls : NullMembers.values()) {
@@ -147,6 +153,82 @@ class InferredSchemaTest {
   }
 
   @Test
+  void integersBesideDecimalsWidenToFloat64WhenEveryOneIsExact() {
+    // The router fails on [1, 1.5], and on the objects' price when it meets 20 after 19.99.
+    Struct value = inferred("{\"m\":[1,1.5],\"lines\":[{\"price\":19.99},{\"price\":20}]}");
+    assertEquals(List.of(1.0, 1.5), value.getArray("m"));
+    List<Struct> lines = value.getArray("lines");
+    assertEquals(20.0, lines.get(1).getFloat64("price"));
+    assertEquals(
+        Schema.Type.FLOAT64,
+        value.schema().field("lines").schema().valueSchema().field("price").schema().type());
+  }
+
+  /** Merged, the null element beside it must stay possible, at any depth. */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "{\"o\":[{\"z\":[{\"a\":1},{\"b\":1}]},{\"z\":[null]}]}",
+        "{\"aa\":[[{\"a\":1},{\"b\":1}],[null]]}"
+      })
+  void aNullElementAnywhereBesideAMergedStructKeepsItOptional(String payload) {
+    for (NullMembers nulls : NullMembers.values()) {
+      assertTrue(relay(payload, nulls).contains("null]"), () -> nulls + " " + payload);
+    }
+  }
+
+  /** Never an exception out of map(): an empty array and nulls under optional_bytes. */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "{\"a\":[[],null]}",
+        "{\"o\":[{\"x\":[]},{\"x\":null}]}",
+        "{\"o\":[{\"x\":null},{\"x\":[]}]}"
+      })
+  void anEmptyArrayBesideNullsIsNeverReadAsBytes(String payload) {
+    MappingResult result = mapper(NullMembers.OPTIONAL_BYTES).map(row().payload(payload).build());
+    if (result instanceof Mapped mapped) {
+      withSchemas().fromConnectData("t", mapped.record().valueSchema(), mapped.record().value());
+    } else {
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE, ((Unpublishable) result).reasonCode());
+    }
+  }
+
+  /**
+   * Objects of one array with different members each: every struct has all of them, so 20,000
+   * objects of one member (about 250 KB) would be 400 million members. Parked as too large, once
+   * the filled-in members alone pass the record limit, before they fill the heap.
+   */
+  @Test
+  void anArrayOfObjectsWithDifferentMembersEachIsParkedWhenItsValueOutgrowsTheRecord() {
+    assertEquals(RECORD_TOO_LARGE, parkedFor(objectsWithOwnMembers(20_000)));
+    assertEquals(RECORD_TOO_LARGE, parkedFor(objectsWithOwnMembers(400)));
+    Struct small = inferred(objectsWithOwnMembers(100));
+    assertEquals(100, small.getArray("o").size());
+  }
+
+  private static String objectsWithOwnMembers(int count) {
+    StringBuilder json = new StringBuilder("{\"o\":[");
+    for (int i = 0; i < count; i++) {
+      json.append(i == 0 ? "" : ",").append("{\"k").append(i).append("\":1}");
+    }
+    return json.append("]}").toString();
+  }
+
+  /** Deeper, JsonConverter with schemas (two levels per struct) passes Jackson's 1,000 levels. */
+  @Test
+  void objectsNestedDeeperThanASchemaCanBeWrittenAreParked() {
+    assertEquals(UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE, parkedFor(nested(452)));
+    Struct deep = inferred(nested(451));
+    withSchemas().fromConnectData("t", deep.schema(), deep);
+  }
+
+  private static String nested(int objects) {
+    return "{\"a\":".repeat(objects - 1) + "{}" + "}".repeat(objects - 1);
+  }
+
+  @Test
   void nullsOnlyAndEmptyArraysAreLeftOutLikeNullMembers() {
     Struct value = inferred("{\"nulls\":[null,null],\"none\":[],\"deep\":[[]],\"kept\":true}");
     assertEquals(List.of("kept"), names(value.schema()));
@@ -160,6 +242,14 @@ class InferredSchemaTest {
             .record();
     assertNull(record.value());
     assertNull(record.valueSchema(), "with a schema JsonConverter writes an envelope, not null");
+
+    // As in schemaless JSON: the literal null too.
+    SourceRecord literal =
+        assertInstanceOf(
+                Mapped.class, mapper(NullMembers.IGNORE).map(row().payload("null").build()))
+            .record();
+    assertNull(literal.value());
+    assertNull(literal.valueSchema());
   }
 
   @ParameterizedTest
@@ -171,7 +261,13 @@ class InferredSchemaTest {
         "\"text\"",
         "true",
         "{\"m\":[1,\"a\"]}",
-        "{\"m\":[1,1.5]}",
+        "{\"m\":[9007199254740993,1.5]}",
+        "{\"a\":[[],1]}",
+        "{\"a\":[{},[]]}",
+        "{\"o\":[{\"x\":[]},{\"x\":1}]}",
+        "{\"o\":[{\"x\":[]},{\"x\":true}]}",
+        "{\"o\":[{\"x\":[]},{\"x\":\"s\"}]}",
+        "{\"o\":[{\"x\":[]},{\"x\":{\"a\":1}}]}",
         "{\"m\":[{\"a\":1},2]}",
         "{\"o\":[{\"x\":1},{\"x\":\"s\"}]}",
         "{\"o\":[{\"x\":{\"y\":1}},{\"x\":[1]}]}",
