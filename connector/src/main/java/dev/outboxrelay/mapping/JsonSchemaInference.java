@@ -5,10 +5,8 @@ import dev.outboxrelay.mapping.InferredSchema.NullMembers;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
@@ -27,7 +25,8 @@ import org.apache.kafka.connect.errors.DataException;
  *   <li>Strings, booleans: optional string, boolean. Integers: optional int32 when they fit, else
  *       int64. Other numbers: optional float64.
  *   <li>A null member: left out, or optional bytes ({@link NullMembers}). An empty array is left
- *       out (it has no element type).
+ *       out (it has no element type); under optional bytes, one beside a null (as an array of
+ *       nulls) is an array of optional bytes.
  *   <li>An array: an optional array of its elements' schema. Objects in one array share one struct
  *       named by the array's path, with every member any of them has (a member missing from one is
  *       null there); when their schemas differ that struct is required (Debezium's merge does not
@@ -109,7 +108,8 @@ final class JsonSchemaInference {
     try {
       Schema schema = schemaOf(shapeOf(settings.rootName(), tree, 0), false);
       Filled filled = new Filled();
-      Struct value = (Struct) valueOf(schema, tree, filled);
+      Struct value = new Struct(schema);
+      fillStruct(value, tree, filled);
       return new Inferred(schema, value, filled.bytes);
     } catch (DataException e) {
       // Connect refused a member name (the empty string); nothing of it is kept.
@@ -129,14 +129,45 @@ final class JsonSchemaInference {
     INSTANCE
   }
 
-  /** An array; {@code element} null while no element had a type (empty, or nulls only). */
-  private static final class ArrayShape implements Shape {
+  /**
+   * A shape whose schema is kept once built (the schema of an array's elements is compared at every
+   * level of an array of objects); a merge that changes the shape drops it.
+   */
+  private abstract static class Composite {
+    private Schema schema;
+    private Schema optionalSchema;
+
+    Schema cached(boolean optional) {
+      return optional ? optionalSchema : schema;
+    }
+
+    void cache(boolean optional, Schema built) {
+      if (optional) {
+        optionalSchema = built;
+      } else {
+        schema = built;
+      }
+    }
+
+    void changed() {
+      schema = null;
+      optionalSchema = null;
+    }
+  }
+
+  /**
+   * An array; {@code element} null while no element had a type (empty, or nulls only). {@code
+   * besideNull}: a null stood in its place in a merge (a member null in another of an array's
+   * objects).
+   */
+  private static final class ArrayShape extends Composite implements Shape {
     Shape element;
     boolean hasNullElement;
+    boolean besideNull;
   }
 
   /** An object; merging adds members. Required only as the merge of different array elements. */
-  private static final class StructShape implements Shape {
+  private static final class StructShape extends Composite implements Shape {
     final String name;
     final Map<String, Shape> members = new LinkedHashMap<>();
     boolean required;
@@ -213,30 +244,38 @@ final class JsonSchemaInference {
     // Debezium: a merge of objects whose schemas differ is a required struct. Judged before the
     // merge, which changes the first element's shape in place (merging in place keeps a wide
     // array linear).
-    Set<Schema> distinct = new LinkedHashSet<>();
-    if (typed.get(0) instanceof StructShape) {
-      for (Shape element : typed) {
-        distinct.add(schemaOf(element, false));
-      }
-    }
+    boolean differ = typed.get(0) instanceof StructShape && schemasDiffer(typed);
     Shape merged = typed.get(0);
     for (int i = 1; i < typed.size(); i++) {
       merged = merge(merged, typed.get(i));
     }
-    if (distinct.size() > 1 && merged instanceof StructShape struct) {
+    if (differ && merged instanceof StructShape struct) {
       struct.required = true;
+      struct.changed();
     }
     shape.element = merged;
     return shape;
   }
 
+  private boolean schemasDiffer(List<Shape> elements) {
+    Schema first = schemaOf(elements.get(0), false);
+    for (int i = 1; i < elements.size(); i++) {
+      if (!first.equals(schemaOf(elements.get(i), false))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** A shape that holds the values of both (built into {@code into} where it can), or throws. */
   private static Shape merge(Shape into, Shape from) throws Uninferable {
-    if (from == NullValue.INSTANCE) {
-      return into;
-    }
-    if (into == NullValue.INSTANCE) {
-      return from;
+    if (from == NullValue.INSTANCE || into == NullValue.INSTANCE) {
+      Shape typed = from == NullValue.INSTANCE ? into : from;
+      if (typed instanceof ArrayShape array && !array.besideNull) {
+        array.besideNull = true; // an array of optional bytes when it has no type of its own
+        array.changed();
+      }
+      return typed;
     }
     if (into instanceof Leaf a && from instanceof Leaf b) {
       return mergeLeaves(a, b);
@@ -247,6 +286,8 @@ final class JsonSchemaInference {
               ? b.element
               : b.element == null ? a.element : merge(a.element, b.element);
       a.hasNullElement |= b.hasNullElement;
+      a.besideNull |= b.besideNull;
+      a.changed();
       return a;
     }
     if (into instanceof StructShape a && from instanceof StructShape b) {
@@ -255,7 +296,10 @@ final class JsonSchemaInference {
         a.members.put(
             member.getKey(), known == null ? member.getValue() : merge(known, member.getValue()));
       }
-      a.required |= b.required;
+      // Required or not as the first: Debezium types an array of arrays by its first.
+      if (!b.members.isEmpty()) {
+        a.changed();
+      }
       return a;
     }
     throw new Uninferable();
@@ -288,7 +332,8 @@ final class JsonSchemaInference {
   /**
    * The shape's schema, or null when it has no type and is left out (a null member under {@link
    * NullMembers#IGNORE}, an empty array). {@code elementOfNullableArray}: a struct that an array's
-   * null element stands beside stays optional, or the converter would refuse the null.
+   * null element stands beside stays optional, or the converter would refuse the null; an array
+   * without a type of its own there is one of optional bytes, as an array of nulls is.
    */
   private Schema schemaOf(Shape shape, boolean elementOfNullableArray) {
     if (shape instanceof Leaf leaf) {
@@ -297,15 +342,33 @@ final class JsonSchemaInference {
     if (shape == NullValue.INSTANCE) {
       return nullsAsBytes() ? Schema.OPTIONAL_BYTES_SCHEMA : null;
     }
-    if (shape instanceof ArrayShape array) {
-      Schema element = array.element == null ? null : schemaOf(array.element, array.hasNullElement);
-      if (element == null) {
-        // Nulls only: an array of optional bytes, as Debezium has it; else nothing to type.
-        element = array.hasNullElement && nullsAsBytes() ? Schema.OPTIONAL_BYTES_SCHEMA : null;
-      }
-      return element == null ? null : SchemaBuilder.array(element).optional().build();
+    Composite composite = (Composite) shape;
+    Schema cached = composite.cached(elementOfNullableArray);
+    if (cached == null) {
+      cached =
+          shape instanceof ArrayShape array
+              ? arraySchema(array, elementOfNullableArray)
+              : structSchema((StructShape) shape, elementOfNullableArray);
+      composite.cache(elementOfNullableArray, cached);
     }
-    StructShape struct = (StructShape) shape;
+    return cached == NO_SCHEMA ? null : cached;
+  }
+
+  /** Cached for a shape left out (a schema no value has). */
+  private static final Schema NO_SCHEMA = SchemaBuilder.struct().name("left out").build();
+
+  private Schema arraySchema(ArrayShape array, boolean elementOfNullableArray) {
+    Schema element = array.element == null ? null : schemaOf(array.element, array.hasNullElement);
+    if (element == null) {
+      // No type of its own: beside nulls, an array of optional bytes (as Debezium types an array
+      // of nulls); else left out, as an empty array.
+      boolean nullsBeside = array.hasNullElement || array.besideNull || elementOfNullableArray;
+      element = nullsBeside && nullsAsBytes() ? Schema.OPTIONAL_BYTES_SCHEMA : null;
+    }
+    return element == null ? NO_SCHEMA : SchemaBuilder.array(element).optional().build();
+  }
+
+  private Schema structSchema(StructShape struct, boolean elementOfNullableArray) {
     SchemaBuilder builder = SchemaBuilder.struct().name(struct.name);
     if (!struct.required || elementOfNullableArray) {
       builder.optional();
@@ -341,35 +404,60 @@ final class JsonSchemaInference {
   }
 
   /**
-   * The value of {@code node} in {@code schema}, which was inferred from it or from more. A node of
-   * another kind than the schema's cannot come from a merge; it is refused all the same rather than
-   * read as a default.
+   * Fills {@code struct} (already in its parent) with the members of {@code node}, whose schema was
+   * inferred from it or from more. Each container goes into its parent empty and is filled after:
+   * Connect validates what is put into a struct, and a filled one all the way down, which at every
+   * level of a deep payload would take time by its depth times its size. A node of another kind
+   * than the schema's cannot come from a merge; it is refused all the same rather than read as a
+   * default.
    */
-  private static Object valueOf(Schema schema, JsonNode node, Filled filled)
+  private static void fillStruct(Struct struct, JsonNode node, Filled filled)
       throws Uninferable, TooLarge {
-    if (node.isNull()) {
-      return null;
+    require(node.isObject());
+    for (Field field : struct.schema().fields()) {
+      JsonNode member = node.get(field.name());
+      if (member == null) {
+        filled.member(field.name());
+      } else if (!member.isNull()) {
+        Object value = emptyOrLeaf(field.schema(), member);
+        struct.put(field, value);
+        fill(value, field.schema(), member, filled);
+      }
     }
+  }
+
+  private static void fillList(List<Object> list, Schema element, JsonNode array, Filled filled)
+      throws Uninferable, TooLarge {
+    require(array.isArray());
+    for (JsonNode node : array) {
+      if (node.isNull()) {
+        list.add(null);
+      } else {
+        Object value = emptyOrLeaf(element, node);
+        list.add(value);
+        fill(value, element, node, filled);
+      }
+    }
+  }
+
+  private static void fill(Object container, Schema schema, JsonNode node, Filled filled)
+      throws Uninferable, TooLarge {
+    if (container instanceof Struct struct) {
+      fillStruct(struct, node, filled);
+    } else if (container instanceof List<?>) {
+      @SuppressWarnings("unchecked")
+      List<Object> list = (List<Object>) container;
+      fillList(list, schema.valueSchema(), node, filled);
+    }
+  }
+
+  /** An empty struct or list to fill, or the value of a leaf. */
+  private static Object emptyOrLeaf(Schema schema, JsonNode node) throws Uninferable {
     switch (schema.type()) {
       case STRUCT:
-        require(node.isObject());
-        Struct struct = new Struct(schema);
-        for (Field field : schema.fields()) {
-          JsonNode member = node.get(field.name());
-          if (member == null) {
-            filled.member(field.name());
-          } else {
-            struct.put(field, valueOf(field.schema(), member, filled));
-          }
-        }
-        return struct;
+        return new Struct(schema);
       case ARRAY:
-        require(node.isArray());
-        List<Object> elements = new ArrayList<>(node.size());
-        for (JsonNode element : node) {
-          elements.add(valueOf(schema.valueSchema(), element, filled));
-        }
-        return elements;
+        return new ArrayList<>(node.size());
       case STRING:
         require(node.isTextual());
         return node.textValue();
@@ -387,7 +475,7 @@ final class JsonSchemaInference {
         // Exact: checked when the shape was taken (an integer widened only when exact).
         return node.decimalValue().doubleValue();
       default:
-        // Bytes only ever stand for nulls, handled above.
+        // Bytes only ever stand for nulls, which are never filled.
         throw new Uninferable();
     }
   }

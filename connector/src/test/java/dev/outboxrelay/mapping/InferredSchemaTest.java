@@ -66,6 +66,7 @@ class InferredSchemaTest {
         "{\"s\":[\"a\",\"b\"],\"b\":[true,false],\"f\":[1.5,2.5]}",
         // The router types an array of arrays by its first: a required struct, values all kept.
         "{\"aa\":[[{\"a\":1},{\"b\":1}],[{\"a\":2}]]}",
+        "{\"m\":[[{\"i\":1}],[{},{\"i\":2}]]}",
         // Under a nameless parent (an array in an array) a name of blanks is no parent either.
         "{\"aa\":[[{\"\\u0001\":{\"b\":{\"c\":1}}}]]}",
         "{\"aa\":[[{\"\\u2003\":{\"b\":{\"c\":1}}}]]}"
@@ -175,6 +176,42 @@ class InferredSchemaTest {
     for (NullMembers nulls : NullMembers.values()) {
       assertTrue(relay(payload, nulls).contains("null]"), () -> nulls + " " + payload);
     }
+  }
+
+  /**
+   * Under optional_bytes an array with no type of its own beside a null (a null element, or a null
+   * member in another of an array's objects) is an array of optional bytes, as an array of nulls
+   * is: its nulls and empty arrays are kept. Under ignore it is left out, as nulls are.
+   */
+  @Test
+  void anUntypedArrayBesideNullsIsAnArrayOfOptionalBytesUnderOptionalBytes() throws IOException {
+    String member = "{\"d\":[{\"a\":null},{\"a\":[]}]}";
+    assertEquals(
+        JSON.readTree("{\"d\":[{\"a\":null},{\"a\":[]}]}"),
+        JSON.readTree(schemaless(member, NullMembers.OPTIONAL_BYTES)));
+    String element = "{\"x\":[null,[]],\"y\":[{\"c\":[null]},{\"c\":[[],[]]}]}";
+    assertEquals(
+        JSON.readTree(element), JSON.readTree(schemaless(element, NullMembers.OPTIONAL_BYTES)));
+    assertEquals(
+        JSON.readTree("{\"d\":[{},{}],\"y\":[{},{}]}"),
+        JSON.readTree(schemaless(member.replace("}]}", "}],\"y\":[{},{}]}"), NullMembers.IGNORE)));
+  }
+
+  /**
+   * Deep and wide at once: values are filled in top-down and schemas built once per shape, so the
+   * work grows with the payload, not with its depth times its size (Connect validates what is put
+   * into a struct all the way down).
+   */
+  @Test
+  void aDeepPayloadWithAWideBottomMaps() {
+    StringBuilder bottom = new StringBuilder("{");
+    for (int i = 0; i < 20_000; i++) {
+      bottom.append(i == 0 ? "" : ",").append("\"m").append(i).append("\":").append(i);
+    }
+    bottom.append('}');
+    String payload = "{\"a\":[".repeat(200) + bottom + ",{}]}".repeat(200);
+    Struct value = inferred(payload);
+    assertEquals(2, value.getArray("a").size());
   }
 
   /** Never an exception out of map(): an empty array and nulls under optional_bytes. */
@@ -360,6 +397,15 @@ class InferredSchemaTest {
     SourceRecord record =
         assertInstanceOf(Mapped.class, mapper(nulls).map(row().payload(payload).build())).record();
     return text(withSchemas().fromConnectData("t", record.valueSchema(), record.value()));
+  }
+
+  /** The relay's value as JsonConverter without schemas writes it. */
+  private static String schemaless(String payload, NullMembers nulls) {
+    SourceRecord record =
+        assertInstanceOf(Mapped.class, mapper(nulls).map(row().payload(payload).build())).record();
+    JsonConverter converter = new JsonConverter();
+    converter.configure(Map.of("schemas.enable", "false"), false);
+    return text(converter.fromConnectData("t", record.valueSchema(), record.value()));
   }
 
   /** Debezium's, the same way. */
