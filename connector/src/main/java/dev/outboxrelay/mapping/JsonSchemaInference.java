@@ -333,7 +333,8 @@ final class JsonSchemaInference {
    * The shape's schema, or null when it has no type and is left out (a null member under {@link
    * NullMembers#IGNORE}, an empty array). {@code elementOfNullableArray}: a struct that an array's
    * null element stands beside stays optional, or the converter would refuse the null; an array
-   * without a type of its own there is one of optional bytes, as an array of nulls is.
+   * without a type of its own there is one of optional bytes, as an array of nulls is (see {@link
+   * #arraySchema}).
    */
   private Schema schemaOf(Shape shape, boolean elementOfNullableArray) {
     if (shape instanceof Leaf leaf) {
@@ -357,12 +358,22 @@ final class JsonSchemaInference {
   /** Cached for a shape left out (a schema no value has). */
   private static final Schema NO_SCHEMA = SchemaBuilder.struct().name("left out").build();
 
-  private Schema arraySchema(ArrayShape array, boolean elementOfNullableArray) {
-    Schema element = array.element == null ? null : schemaOf(array.element, array.hasNullElement);
+  /**
+   * {@code besideNulls}: this array is an element of one beside nulls. A struct element is optional
+   * only beside a null element of its own array; an array element without a type of its own is one
+   * of optional bytes beside any null around it, at any depth.
+   */
+  private Schema arraySchema(ArrayShape array, boolean besideNulls) {
+    boolean nullsBeside = array.hasNullElement || array.besideNull || besideNulls;
+    Schema element =
+        array.element == null
+            ? null
+            : schemaOf(
+                array.element,
+                array.element instanceof ArrayShape ? nullsBeside : array.hasNullElement);
     if (element == null) {
       // No type of its own: beside nulls, an array of optional bytes (as Debezium types an array
       // of nulls); else left out, as an empty array.
-      boolean nullsBeside = array.hasNullElement || array.besideNull || elementOfNullableArray;
       element = nullsBeside && nullsAsBytes() ? Schema.OPTIONAL_BYTES_SCHEMA : null;
     }
     return element == null ? NO_SCHEMA : SchemaBuilder.array(element).optional().build();

@@ -189,9 +189,18 @@ class InferredSchemaTest {
     assertEquals(
         JSON.readTree("{\"d\":[{\"a\":null},{\"a\":[]}]}"),
         JSON.readTree(schemaless(member, NullMembers.OPTIONAL_BYTES)));
-    String element = "{\"x\":[null,[]],\"y\":[{\"c\":[null]},{\"c\":[[],[]]}]}";
-    assertEquals(
-        JSON.readTree(element), JSON.readTree(schemaless(element, NullMembers.OPTIONAL_BYTES)));
+    for (String element :
+        List.of(
+            "{\"x\":[null,[]],\"y\":[{\"c\":[null]},{\"c\":[[],[]]}]}",
+            // At any depth.
+            "{\"x\":[null,[[]]]}",
+            "{\"y\":[{\"c\":null},{\"c\":[[]]}]}",
+            "{\"y\":[{\"c\":null},{\"c\":[[],[]]}]}")) {
+      assertEquals(
+          JSON.readTree(element),
+          JSON.readTree(schemaless(element, NullMembers.OPTIONAL_BYTES)),
+          element);
+    }
     assertEquals(
         JSON.readTree("{\"d\":[{},{}],\"y\":[{},{}]}"),
         JSON.readTree(schemaless(member.replace("}]}", "}],\"y\":[{},{}]}"), NullMembers.IGNORE)));
