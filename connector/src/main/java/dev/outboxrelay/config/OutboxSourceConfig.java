@@ -258,16 +258,21 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " JSON Schema with a schema registry) can write it, and a registry sees the schemas"
           + " Debezium registered. A payload no schema holds (not a JSON object, an array mixing"
           + " kinds of values) is never published (reason PAYLOAD_SCHEMA_UNINFERABLE). What the"
-          + " converter itself refuses (a member name Avro does not allow) fails the task, as"
-          + " with Debezium, unless errors.tolerance=all (then see null.metadata.policy); and"
-          + " JsonConverter with schemas.enable=true writes the schema into every record, which"
-          + " the record size check (payload.max.bytes) does not count.";
+          + " converter itself refuses (a member name Avro does not allow, a schema the registry"
+          + " refuses) fails the task, as with Debezium, unless errors.tolerance=all (then see"
+          + " null.metadata.policy). JsonConverter with schemas.enable=true writes the schema"
+          + " into every record, which neither size check counts (payload.max.bytes, nor"
+          + " RECORD_TOO_LARGE against max.request.size): a record over max.request.size then"
+          + " fails the task; keep payload.max.bytes well under it. See"
+          + " docs/switching-from-debezium.md, Schema registry.";
 
   public static final String PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG = "payload.json.null.behavior";
   private static final String PAYLOAD_JSON_NULL_BEHAVIOR_DOC =
       "With payload.json.schema=inferred: what becomes of a payload member whose value is null,"
           + " as Debezium's table.json.payload.null.behavior. ignore: left out of the schema and"
-          + " the value. optional_bytes: an optional bytes field, null.";
+          + " the value (unless another object of the same array gives the member a type: then"
+          + " it is null there). optional_bytes: an optional bytes field, null; an array of nulls"
+          + " is an array of optional bytes.";
 
   public static final String PAYLOAD_MAX_BYTES_CONFIG = "payload.max.bytes";
   public static final int PAYLOAD_MAX_BYTES_DEFAULT = 1_000_000;
