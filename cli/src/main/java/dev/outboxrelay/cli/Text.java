@@ -87,8 +87,9 @@ public final class Text {
   /**
    * JSON's own escapes, plus a {@code \\uXXXX} escape for each character {@link Printable#escape}
    * escapes: control characters (DEL and U+0080 to U+009F too, which JSON allows raw), U+2028,
-   * U+2029 and format characters (bidirectional overrides, zero-width characters). Printable itself
-   * decides, char by char as it does, so that both outputs escape the same set.
+   * U+2029 and format characters of the Basic Multilingual Plane (bidirectional overrides,
+   * zero-width characters; Printable reads one UTF-16 unit at a time). Printable itself decides,
+   * char by char as it does, so that both outputs escape the same set.
    */
   static final class PrintableEscapes extends CharacterEscapes {
     private static final long serialVersionUID = 1L;

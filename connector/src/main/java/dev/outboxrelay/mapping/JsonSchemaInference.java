@@ -75,7 +75,10 @@ final class JsonSchemaInference {
 
   /**
    * The payload's schema and its value in it; {@code filledBytes} estimates what a converter writes
-   * beyond the payload's own bytes for the members that objects lack (null there).
+   * beyond the payload's own bytes, at most: the members that objects lack (null there), a byte per
+   * value (Avro's union index of an optional field), seven more per float64 (Avro's eight-byte
+   * double where the payload may have written one digit; JsonConverter adds {@code .0} to an
+   * integer widened to one).
    */
   record Inferred(Schema schema, Struct value, long filledBytes) {}
 
@@ -106,11 +109,11 @@ final class JsonSchemaInference {
       throw new Uninferable();
     }
     try {
-      Schema schema = schemaOf(shapeOf(settings.rootName(), tree, 0), false);
-      Filled filled = new Filled();
+      Growth growth = new Growth();
+      Schema schema = schemaOf(shapeOf(settings.rootName(), tree, 0, growth), false);
       Struct value = new Struct(schema);
-      fillStruct(value, tree, filled);
-      return new Inferred(schema, value, filled.bytes);
+      fillStruct(value, tree, growth);
+      return new Inferred(schema, value, growth.filledBytes);
     } catch (DataException e) {
       // Connect refused a member name (the empty string); nothing of it is kept.
       throw new Uninferable();
@@ -178,8 +181,8 @@ final class JsonSchemaInference {
   }
 
   /** {@code depth}: the schema's nesting so far, as JsonConverter writes it. */
-  private Shape shapeOf(String name, JsonNode node, int depth)
-      throws JsonValues.UnrepresentableNumber, Uninferable {
+  private Shape shapeOf(String name, JsonNode node, int depth, Growth growth)
+      throws JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
     if (depth > MAX_SCHEMA_DEPTH) {
       throw new Uninferable();
     }
@@ -187,12 +190,15 @@ final class JsonSchemaInference {
       case OBJECT:
         StructShape struct = new StructShape(name);
         for (Map.Entry<String, JsonNode> member : node.properties()) {
-          struct.members.put(
-              member.getKey(), shapeOf(path(name, member.getKey()), member.getValue(), depth + 2));
+          JsonNode value = member.getValue();
+          // Only structs carry their names into the schema (an array passes its own on).
+          String memberPath =
+              value.isContainerNode() ? growth.named(path(name, member.getKey())) : null;
+          struct.members.put(member.getKey(), shapeOf(memberPath, value, depth + 2, growth));
         }
         return struct;
       case ARRAY:
-        return arrayShape(name, node, depth + 1);
+        return arrayShape(name, node, depth + 1, growth);
       case STRING:
         return new Leaf(Schema.OPTIONAL_STRING_SCHEMA, false);
       case BOOLEAN:
@@ -227,15 +233,15 @@ final class JsonSchemaInference {
   }
 
   /** Objects are named by the array's path, arrays by none (as Debezium names them). */
-  private ArrayShape arrayShape(String arrayName, JsonNode array, int depth)
-      throws JsonValues.UnrepresentableNumber, Uninferable {
+  private ArrayShape arrayShape(String arrayName, JsonNode array, int depth, Growth growth)
+      throws JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
     ArrayShape shape = new ArrayShape();
     List<Shape> typed = new ArrayList<>();
     for (JsonNode element : array) {
       if (element.isNull()) {
         shape.hasNullElement = true;
       } else {
-        typed.add(shapeOf(element.isObject() ? arrayName : null, element, depth));
+        typed.add(shapeOf(element.isObject() ? arrayName : null, element, depth, growth));
       }
     }
     if (typed.isEmpty()) {
@@ -402,14 +408,36 @@ final class JsonSchemaInference {
     return parent == null || parent.trim().isEmpty() ? member : parent + "." + member;
   }
 
-  /** What filling in missing members adds to the record, bounded by the record limit. */
-  private final class Filled {
-    long bytes;
+  /**
+   * What one payload's schema and value grow to beyond its own bytes, bounded by the record limit
+   * before it fills the heap: the structs' names (a path each, so a deep payload's names grow with
+   * its depth squared) and the value's growth ({@link Inferred#filledBytes()}).
+   */
+  private final class Growth {
+    long filledBytes;
+    long nameBytes;
+
+    String named(String path) throws TooLarge {
+      nameBytes += path.length();
+      check(nameBytes);
+      return path;
+    }
 
     void member(String name) throws TooLarge {
-      bytes += name.getBytes(StandardCharsets.UTF_8).length + FILLED_MEMBER_OVERHEAD;
+      filledBytes += name.getBytes(StandardCharsets.UTF_8).length + FILLED_MEMBER_OVERHEAD;
+      check(filledBytes);
+    }
+
+    void leaf(Schema.Type type) throws TooLarge {
+      // The payload has at least one character for it: a double is eight bytes and a union
+      // index more in Avro; any other value at most a union index more than its text.
+      filledBytes += type == Schema.Type.FLOAT64 ? 8 : 1;
+      check(filledBytes);
+    }
+
+    private void check(long bytes) throws TooLarge {
       if (bytes > recordMaxBytes) {
-        throw new TooLarge(); // before the structs fill the heap
+        throw new TooLarge();
       }
     }
   }
@@ -422,53 +450,62 @@ final class JsonSchemaInference {
    * than the schema's cannot come from a merge; it is refused all the same rather than read as a
    * default.
    */
-  private static void fillStruct(Struct struct, JsonNode node, Filled filled)
+  private static void fillStruct(Struct struct, JsonNode node, Growth growth)
       throws Uninferable, TooLarge {
     require(node.isObject());
     for (Field field : struct.schema().fields()) {
       JsonNode member = node.get(field.name());
       if (member == null) {
-        filled.member(field.name());
+        growth.member(field.name());
       } else if (!member.isNull()) {
-        Object value = emptyOrLeaf(field.schema(), member);
+        Object value = emptyOrLeaf(field.schema(), member, growth);
         struct.put(field, value);
-        fill(value, field.schema(), member, filled);
+        fill(value, field.schema(), member, growth);
       }
     }
   }
 
-  private static void fillList(List<Object> list, Schema element, JsonNode array, Filled filled)
+  private static void fillList(List<Object> list, Schema element, JsonNode array, Growth growth)
       throws Uninferable, TooLarge {
     require(array.isArray());
     for (JsonNode node : array) {
       if (node.isNull()) {
         list.add(null);
       } else {
-        Object value = emptyOrLeaf(element, node);
+        Object value = emptyOrLeaf(element, node, growth);
         list.add(value);
-        fill(value, element, node, filled);
+        fill(value, element, node, growth);
       }
     }
   }
 
-  private static void fill(Object container, Schema schema, JsonNode node, Filled filled)
+  private static void fill(Object container, Schema schema, JsonNode node, Growth growth)
       throws Uninferable, TooLarge {
     if (container instanceof Struct struct) {
-      fillStruct(struct, node, filled);
+      fillStruct(struct, node, growth);
     } else if (container instanceof List<?>) {
       @SuppressWarnings("unchecked")
       List<Object> list = (List<Object>) container;
-      fillList(list, schema.valueSchema(), node, filled);
+      fillList(list, schema.valueSchema(), node, growth);
     }
   }
 
-  /** An empty struct or list to fill, or the value of a leaf. */
-  private static Object emptyOrLeaf(Schema schema, JsonNode node) throws Uninferable {
+  /** An empty struct or list to fill, or the value of a leaf (its growth counted). */
+  private static Object emptyOrLeaf(Schema schema, JsonNode node, Growth growth)
+      throws Uninferable, TooLarge {
     switch (schema.type()) {
       case STRUCT:
         return new Struct(schema);
       case ARRAY:
         return new ArrayList<>(node.size());
+      default:
+        growth.leaf(schema.type());
+        return leaf(schema, node);
+    }
+  }
+
+  private static Object leaf(Schema schema, JsonNode node) throws Uninferable {
+    switch (schema.type()) {
       case STRING:
         require(node.isTextual());
         return node.textValue();

@@ -262,6 +262,32 @@ class InferredSchemaTest {
     return json.append("]}").toString();
   }
 
+  /**
+   * Each struct is named by its path, so names grow with the depth squared: 439 levels of members
+   * named with 2,000 characters (a payload of 880 KB) would name their structs with 190 million.
+   * Parked once the names alone pass the record limit, before they fill the heap.
+   */
+  @Test
+  void structNamesLongerThanARecordAreParked() {
+    String member = "{\"" + "m".repeat(2_000) + "\":";
+    assertEquals(RECORD_TOO_LARGE, parkedFor(member.repeat(439) + "{}" + "}".repeat(439)));
+    Struct shallow = inferred(member.repeat(3) + "{}" + "}".repeat(3));
+    assertEquals(1, shallow.schema().fields().size());
+  }
+
+  /**
+   * A value grows in a converter beyond the payload's text: an integer widened to a double gains
+   * ".0" in JsonConverter, and Avro writes every double in eight bytes and an optional value's
+   * union index in one. 300,000 ones beside a half (600 KB) would be a record of 1.2 MB or more.
+   */
+  @Test
+  void valuesThatGrowPastTheRecordInAConverterAreParked() {
+    String payload = "{\"m\":[0.5" + ",1".repeat(300_000) + "]}";
+    assertEquals(RECORD_TOO_LARGE, parkedFor(payload));
+    RecordMapper roomy = mapper(new InferredSchema("payload", NullMembers.IGNORE), 4 << 20);
+    assertInstanceOf(Mapped.class, roomy.map(row().payload(payload).build()), "within 4 MiB");
+  }
+
   /** Deeper, JsonConverter with schemas (two levels per struct) passes Jackson's 1,000 levels. */
   @Test
   void objectsNestedDeeperThanASchemaCanBeWrittenAreParked() {
@@ -369,6 +395,10 @@ class InferredSchemaTest {
   }
 
   private static RecordMapper mapper(InferredSchema inferred) {
+    return mapper(inferred, MappingSettings.DEFAULT_RECORD_MAX_BYTES);
+  }
+
+  private static RecordMapper mapper(InferredSchema inferred, int recordMaxBytes) {
     return new RecordMapper(
         new MappingSettings(
             "events",
@@ -376,7 +406,7 @@ class InferredSchemaTest {
             PayloadFormat.JSON,
             1 << 20,
             null,
-            MappingSettings.DEFAULT_RECORD_MAX_BYTES,
+            recordMaxBytes,
             null,
             inferred));
   }

@@ -20,15 +20,10 @@ final class SchemaVersions {
    * otherwise, which names the option but never repeats the value typed.
    */
   static MigrationVersion parse(String option, String value) {
-    if (value == null || !NUMERIC.matcher(value).matches()) {
+    if (!NUMERIC.matcher(value).matches()) {
       throw CliException.usage(option + " must be a schema version such as 2");
     }
-    MigrationVersion version;
-    try {
-      version = MigrationVersion.fromVersion(value);
-    } catch (RuntimeException e) {
-      throw CliException.usage(option + " must be a schema version such as 2");
-    }
+    MigrationVersion version = MigrationVersion.fromVersion(value); // digits and dots: parses
     if (version.isNewerThan(SchemaMigrator.CURRENT_VERSION)) {
       throw CliException.usage(
           option
