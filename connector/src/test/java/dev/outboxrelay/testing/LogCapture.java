@@ -61,8 +61,16 @@ public final class LogCapture {
       List.of("dev.outboxrelay.it.", "dev.outboxrelay.reliability.", "dev.outboxrelay.testing.");
 
   private static final Pattern TASK_CONTEXT = Pattern.compile("\\[([^|\\]]+)\\|task-(\\d+)]");
+
+  /**
+   * A lost claim, as the outcome writer reports it (with the outcome it could not record), or as
+   * the lease renewer (a renewal that matched no row, while the record waited for Kafka) or an
+   * exactly-once park reports it: whichever finds it first reports it, once.
+   */
   private static final Pattern CLAIM_LOST =
-      Pattern.compile("Claim lost: outcome (\\S+) not recorded for message_id=(\\S+) ");
+      Pattern.compile(
+          "Claim lost(?:: outcome (\\S+) not recorded for| while waiting for Kafka:| before"
+              + " parking:) message_id=(\\S+) ");
 
   /** One log event, flattened to text as it was logged. */
   public record Event(
@@ -115,7 +123,10 @@ public final class LogCapture {
     }
   }
 
-  /** A stale write the relay rejected: message id, outcome kind, connector and task. */
+  /**
+   * A stale write the relay rejected: message id, outcome kind ({@code NONE} when no outcome was
+   * being written: a renewal or a park found the claim lost), connector and task.
+   */
   public record ClaimLost(String messageId, String outcome, String connector, int task) {}
 
   private static final int MAX_KEPT = 400_000;
@@ -315,7 +326,8 @@ public final class LogCapture {
     for (Event line : relayLines(mark)) {
       Matcher m = CLAIM_LOST.matcher(line.message());
       if (m.find() && connector.equals(line.connector())) {
-        lost.add(new ClaimLost(m.group(2), m.group(1), line.connector(), line.task()));
+        String outcome = m.group(1) == null ? "NONE" : m.group(1);
+        lost.add(new ClaimLost(m.group(2), outcome, line.connector(), line.task()));
       }
     }
     return lost;
