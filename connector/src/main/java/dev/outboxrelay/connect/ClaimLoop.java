@@ -301,19 +301,25 @@ final class ClaimLoop {
   }
 
   /**
-   * At least once, at a stop, on the outcome thread: releases the rows of a claim whose result
+   * At a stop, on the outcome thread: at least once, releases the rows of a claim whose result
    * never arrived, due again at once, as the next claim would have (a claim still running on the
    * task thread is not such a claim; if it commits, its rows wait out their lease). Left leased,
    * they waited out their lease and were then reclaimed one by one in isolation as abandoned rows,
-   * counted as possible duplicates though no record of them was ever sent. Never throws: the task
-   * is stopping, and the leases run out instead.
+   * counted as possible duplicates though no record of them was ever sent. Exactly once, also the
+   * rows of a batch claimed ahead that Connect never got (the stop forgot it): left leased, the
+   * next instance's recovery would release them as suspects, to be claimed one by one. Never
+   * throws: the task is stopping, and the leases run out instead.
    */
   void giveBackAtStop() {
     if (!claiming.tryLock()) {
       return; // the task thread is claiming: it releases a lost claim itself before it claims
     }
     try {
-      releaseUnconfirmedClaim();
+      if (exactlyOnce != null && !claimResultLost) {
+        releaseClaimedAhead();
+      } else {
+        releaseUnconfirmedClaim();
+      }
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(
           "Could not release a claim whose result never arrived at stop (reason={}, error={});"
@@ -326,12 +332,37 @@ final class ClaimLoop {
   }
 
   /**
+   * Exactly once, at a stop: every row leased to this instance (its owner is unique to it) that it
+   * does not hold was never handed to Connect (the stop forgot the batch claimed ahead), so no
+   * record of it can be in Kafka.
+   */
+  private void releaseClaimedAhead() {
+    List<String> released =
+        store.releaseUnheld(settings.instanceKeys(), settings.owner(), ledger.heldSeqs());
+    for (String id : released) {
+      log.info(
+          "Gave back a row claimed ahead that Connect never got: message_id={}"
+              + " (reason=CLAIMED_AHEAD_AT_STOP)",
+          Printable.escape(id));
+    }
+  }
+
+  /**
    * Exactly-once: due rows of this task's buckets only, never another share's, and no abandoned
    * reclaim (an abandoned row may have been committed to Kafka: only recovery, which consults the
-   * offsets, settles it). Expired leases of lower epochs are released by the sweep first.
+   * offsets, settles it). Expired leases of lower epochs are released by the sweep first. The
+   * suspects a recovery released are claimed alone first ({@link ExactlyOnceState#nextClaim}).
    */
   private ClaimResult claimInBuckets() {
     exactlyOnce.sweepIfDue();
+    if (exactlyOnce.isolating()) {
+      ClaimRequest alone = exactlyOnce.nextClaim(settings.claimRequest());
+      ClaimResult suspect = confirmed(() -> store.claim(alone));
+      exactlyOnce.suspectClaimed(suspect);
+      if (!suspect.isEmpty()) {
+        return suspect;
+      }
+    }
     return confirmed(() -> store.claim(exactlyOnce.nextClaim(sizedRequest())));
   }
 

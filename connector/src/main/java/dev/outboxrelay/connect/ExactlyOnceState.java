@@ -4,10 +4,12 @@ import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.CommittedPosition;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryRequest;
 import java.time.Duration;
@@ -19,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.RetriableException;
@@ -54,6 +57,7 @@ final class ExactlyOnceState {
   private final RelayMetrics metrics;
   private final Time time;
   private final Duration sweepInterval;
+  private final int maxAttempts;
 
   private long epoch = NO_EPOCH;
   private boolean recovered;
@@ -62,6 +66,12 @@ final class ExactlyOnceState {
 
   /** Rows leased under a later epoch already logged; the sweep finds them again and again. */
   private final Set<String> reportedLaterEpoch = new HashSet<>();
+
+  /**
+   * The seqs of the suspects this instance's recoveries released (rows whose instance ended without
+   * Kafka committing them), claimed alone one by one before due rows; see {@link #nextClaim}.
+   */
+  private final TreeSet<Long> suspects = new TreeSet<>();
 
   ExactlyOnceState(
       OutboxStore store,
@@ -76,6 +86,7 @@ final class ExactlyOnceState {
     this.metrics = metrics;
     this.time = time;
     this.sweepInterval = settings.abandonedProbeInterval();
+    this.maxAttempts = settings.claimRequest().maxAttempts();
   }
 
   boolean isRecovered() {
@@ -104,20 +115,24 @@ final class ExactlyOnceState {
     takeEpoch();
     List<CommittedPosition> committed = committedPositions();
     Recovery recovery =
-        store.recover(new RecoveryRequest(instanceKeys, share, epoch, committed, false));
+        store.recover(
+            new RecoveryRequest(instanceKeys, share, epoch, committed, false, maxAttempts));
     recovered = true;
     nextSweepMs = time.milliseconds() + sweepInterval.toMillis();
     report(recovery, "start");
     reportLaterEpoch(recovery);
     log.info(
         "Exactly-once task recovered: epoch={} buckets={} of {} committed_positions={}"
-            + " recorded_published={} released={} leased_under_later_epoch={}",
+            + " recorded_published={} released={} suspects={} exhausted={}"
+            + " leased_under_later_epoch={}",
         epoch,
         share.ownedBuckets(),
         share.buckets(),
         committed.size(),
         recovery.published().size(),
         recovery.released().size(),
+        recovery.suspects().size(),
+        recovery.exhausted().size(),
         recovery.laterEpoch().size());
   }
 
@@ -129,14 +144,52 @@ final class ExactlyOnceState {
     }
     nextSweepMs = now + sweepInterval.toMillis();
     Recovery recovery =
-        store.recover(new RecoveryRequest(instanceKeys, share, epoch, List.of(), true));
+        store.recover(
+            new RecoveryRequest(instanceKeys, share, epoch, List.of(), true, maxAttempts));
     report(recovery, "sweep");
     reportLaterEpoch(recovery);
   }
 
-  /** The next claim: {@code base} as this instance's next exactly-once claim. */
+  /**
+   * The next claim: {@code base} as this instance's next exactly-once claim. While suspects wait,
+   * one of them alone: a record that fails its task (a converter's or transform's exception, a
+   * broker's refusal) aborts the transaction of its whole batch, so every row of it comes back, and
+   * the second time as a suspect; claimed alone, only the culprit fails again, is charged an
+   * attempt by the next recovery, and ends EXHAUSTED after the budget instead of failing every
+   * restarted task for ever.
+   */
   ClaimRequest nextClaim(ClaimRequest base) {
+    if (!suspects.isEmpty()) {
+      return base.isolatingSuspect(epoch, ++batch, share, List.copyOf(suspects));
+    }
     return base.exactlyOnce(epoch, ++batch, share);
+  }
+
+  /** Whether suspects wait to be claimed alone: nothing is claimed ahead meanwhile. */
+  boolean isolating() {
+    return !suspects.isEmpty();
+  }
+
+  /**
+   * What a suspect's claim found: the row it took leaves the suspects, and so does every one when
+   * it found none (each is then settled, no longer flagged, or waits behind an earlier row of its
+   * aggregate: a claim of due rows takes it later, unflagged). A row it parked (over a lowered
+   * budget) is no longer due and is skipped by the next.
+   */
+  void suspectClaimed(ClaimResult result) {
+    if (result.isEmpty()) {
+      suspects.clear();
+      return;
+    }
+    for (ClaimedMessage row : result.claimed()) {
+      suspects.remove(row.seq());
+      metrics.abandonedReclaimed.incrementAndGet();
+      log.info(
+          "Claimed message_id={} instance_key={} alone: an earlier instance ended without Kafka"
+              + " committing it (reason=NOT_COMMITTED)",
+          Printable.escape(row.messageId()),
+          row.instanceKey());
+    }
   }
 
   /** This instance's epoch. */
@@ -231,6 +284,16 @@ final class ExactlyOnceState {
   private void report(Recovery recovery, String when) {
     metrics.recoveredPublished.addAndGet(recovery.published().size());
     metrics.recoveredReleased.addAndGet(recovery.released().size());
+    metrics.exhausted.addAndGet(recovery.exhausted().size());
+    suspects.addAll(recovery.suspects());
+    for (String id : recovery.exhausted()) {
+      log.warn(
+          "Message exhausted: claimed alone, its instance ended again without Kafka committing it"
+              + " (the record likely fails its task): message_id={} (reason={}, at={})",
+          Printable.escape(id),
+          ReasonCodes.ABANDONED_IN_ISOLATION,
+          when);
+    }
     for (String id : recovery.published()) {
       log.info(
           "Recorded PUBLISHED from the committed offsets without sending again: message_id={}"

@@ -203,7 +203,7 @@ public class OutboxSourceTask extends SourceTask {
     RecordHandoff handoff = runtime.handoff();
     if (handoff.hasHeld()) {
       List<SourceRecord> records = handoff.releaseHeld();
-      prefetch.startNextAfter(ClaimPrefetch.Batch.HAD_ROWS);
+      claimAheadAfter(ClaimPrefetch.Batch.HAD_ROWS);
       return handOver(records, true);
     }
     ClaimPrefetch.Batch batch = prefetch.take();
@@ -213,8 +213,15 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     List<SourceRecord> records = handoff.handOver(batch.positioned());
-    prefetch.startNextAfter(batch);
+    claimAheadAfter(batch);
     return handOver(records, batch.claimed() > 0);
+  }
+
+  /** The next claim, ahead; not a suspect's, which waits for this batch's transaction to commit. */
+  private void claimAheadAfter(ClaimPrefetch.Batch batch) {
+    if (!runtime.exactlyOnce().isolating()) {
+      prefetch.startNextAfter(batch);
+    }
   }
 
   private List<SourceRecord> handOver(List<SourceRecord> records, boolean claimedRows) {

@@ -41,9 +41,9 @@ final class OutcomeWriter {
   private final Runnable giveBackUnconfirmedClaim;
 
   /**
-   * @param giveBackUnconfirmedClaim at least once, run at a stop before the leases of what Kafka
-   *     never acknowledged end: releases a claim whose result never arrived ({@link
-   *     ClaimLoop#giveBackAtStop}); never throws
+   * @param giveBackUnconfirmedClaim run at a stop before the leases of what Kafka never
+   *     acknowledged end: releases a claim whose result never arrived, and exactly once a batch
+   *     claimed ahead that Connect never got ({@link ClaimLoop#giveBackAtStop}); never throws
    */
   OutcomeWriter(
       OutboxStore store,
@@ -110,9 +110,7 @@ final class OutcomeWriter {
    * from the committed offsets, and nothing is written here. Never throws: the task is stopping.
    */
   void settleUnresolvedAtStop() {
-    if (!settings.exactlyOnce()) {
-      giveBackUnconfirmedClaim.run(); // first: ending the leases below would make them abandoned
-    }
+    giveBackUnconfirmedClaim.run(); // first: ending the leases below would make them abandoned
     int unresolved = ledger.size();
     if (unresolved == 0) {
       return;

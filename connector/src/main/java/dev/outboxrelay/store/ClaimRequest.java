@@ -123,6 +123,18 @@ public record ClaimRequest(
     return with(limit, null, new ExactlyOnceClaim(epoch, batch, share), payloadReadLimit);
   }
 
+  /**
+   * The same request as exactly-once claim number {@code batch} of one of the {@code suspects}
+   * alone ({@link ExactlyOnceClaim#suspects}).
+   */
+  public ClaimRequest isolatingSuspect(
+      long epoch, long batch, BucketShare share, List<Long> suspects) {
+    if (suspects.isEmpty()) {
+      throw new IllegalArgumentException("no suspect to claim");
+    }
+    return with(1, null, new ExactlyOnceClaim(epoch, batch, share, suspects), payloadReadLimit);
+  }
+
   /** The same owner, keys, lease, budget and order, with these. */
   private ClaimRequest with(
       int newLimit, AggregateAffinity newAffinity, ExactlyOnceClaim newExactlyOnce, int readLimit) {

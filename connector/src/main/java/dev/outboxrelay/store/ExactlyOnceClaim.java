@@ -1,5 +1,6 @@
 package dev.outboxrelay.store;
 
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -9,12 +10,27 @@ import java.util.Objects;
  *
  * @param epoch the claiming instance's epoch ({@link OutboxStore#newEpoch()})
  * @param batch the instance's claim counter, increasing from 1
+ * @param suspects empty for a claim of due rows; otherwise the claim takes one row alone, the first
+ *     of these seqs that is still a suspect ({@link Recovery}), due and, ordered, next in its
+ *     aggregate (no earlier row active unless the claimer holds it), and keeps it flagged isolated:
+ *     released again unsent, it is charged an attempt
  */
-public record ExactlyOnceClaim(long epoch, long batch, BucketShare share) {
+public record ExactlyOnceClaim(long epoch, long batch, BucketShare share, List<Long> suspects) {
   public ExactlyOnceClaim {
     Objects.requireNonNull(share, "share");
     if (batch < 1) {
       throw new IllegalArgumentException("batch must be at least 1");
     }
+    suspects = List.copyOf(suspects);
+  }
+
+  /** A claim of due rows. */
+  public ExactlyOnceClaim(long epoch, long batch, BucketShare share) {
+    this(epoch, batch, share, List.of());
+  }
+
+  /** Whether this is a claim of one suspect alone. */
+  public boolean isolates() {
+    return !suspects.isEmpty();
   }
 }

@@ -10,17 +10,35 @@ import java.util.List;
  * or moved with rows in flight, or an instance that took its epoch late and stopped: found by a
  * sweep when it claimed after this instance's start). A later epoch's live lease is a successor's,
  * which a fenced instance starting late sees normally: not reported.
+ *
+ * <p>A row released a second time is a suspect: its instances ended twice without Kafka committing
+ * it, and the row may be why (a record that fails its task aborts its batch's transaction). It is
+ * flagged isolated, to be claimed alone ({@link ExactlyOnceClaim#suspects}); one that was already
+ * claimed alone is charged an attempt, and past the budget is parked EXHAUSTED ({@link
+ * ReasonCodes#ABANDONED_IN_ISOLATION}) instead.
+ *
+ * @param released the message ids of the released rows, suspects included
+ * @param exhausted the message ids of the rows parked EXHAUSTED
+ * @param suspects the seqs of the released rows that are suspects, in seq order
  */
-public record Recovery(List<String> published, List<String> released, List<String> laterEpoch) {
-  public static final Recovery NONE = new Recovery(List.of(), List.of(), List.of());
+public record Recovery(
+    List<String> published,
+    List<String> released,
+    List<String> laterEpoch,
+    List<String> exhausted,
+    List<Long> suspects) {
+  public static final Recovery NONE =
+      new Recovery(List.of(), List.of(), List.of(), List.of(), List.of());
 
   public Recovery {
     published = List.copyOf(published);
     released = List.copyOf(released);
     laterEpoch = List.copyOf(laterEpoch);
+    exhausted = List.copyOf(exhausted);
+    suspects = suspects.stream().sorted().toList();
   }
 
   public boolean isEmpty() {
-    return published.isEmpty() && released.isEmpty() && laterEpoch.isEmpty();
+    return published.isEmpty() && released.isEmpty() && laterEpoch.isEmpty() && exhausted.isEmpty();
   }
 }

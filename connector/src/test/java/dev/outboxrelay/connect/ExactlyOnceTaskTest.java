@@ -18,6 +18,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
+import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.writer.OutboxMessage;
 import java.lang.reflect.InvocationTargetException;
@@ -398,11 +399,12 @@ class ExactlyOnceTaskTest {
   /**
    * A batch claimed ahead that Connect never got, because the task stopped, parks nothing: parked
    * then, its row would be FAILED without its dead-letter record ever sent. Its rows leave the
-   * ledger at the stop (the outcome writer does not wait for them), and the next instance's
-   * recovery releases them: the row is dead-lettered then.
+   * ledger at the stop (the outcome writer does not wait for them) and are given back, due at once
+   * and not suspects (nothing of them was sent): the next instance claims them as a batch, and the
+   * row is dead-lettered then.
    */
   @Test
-  void aBatchClaimedAheadAndNeverHandedOverParksNothingAndIsReleasedByTheNextInstance() {
+  void aBatchClaimedAheadAndNeverHandedOverParksNothingAndIsGivenBackAtTheStop() {
     add("a", "agg-1", 10);
     add("b", "agg-2", 10);
     add("big", "agg-3", 100);
@@ -421,7 +423,13 @@ class ExactlyOnceTaskTest {
     }
     first.stop();
 
-    assertEquals(MessageStatus.IN_FLIGHT, store.find("big").orElseThrow().status());
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () ->
+                store.find("big").orElseThrow().status() == MessageStatus.PENDING
+                    && store.find("c").orElseThrow().status() == MessageStatus.PENDING);
+    assertEquals(0, store.find("big").orElseThrow().abandonedClaims(), "given back, not abandoned");
     assertEquals(0, first.metrics().deadLettered.get());
     assertEquals(2, first.metrics().inFlight(), "a and b only: c was never handed over");
 
@@ -509,6 +517,78 @@ class ExactlyOnceTaskTest {
     assertEquals(
         (Long) first.get(0).sourceOffset().get(SourceOffsets.BATCH) + 1,
         second.get(0).sourceOffset().get(SourceOffsets.BATCH));
+  }
+
+  /**
+   * A record that fails its task (a converter's or transform's exception, a broker's refusal)
+   * aborts its whole batch's transaction, and each restarted task claimed it again with its batch:
+   * a crash loop that also held back its bucket. Once a batch has failed twice, the next instance
+   * sends its rows alone, one transaction each; the culprit fails alone, is charged by the recovery
+   * after that, and ends EXHAUSTED after max.attempts; the rows beside it are sent uncharged.
+   */
+  @Test
+  void aRecordThatFailsItsTaskIsSentAloneThenExhaustedInsteadOfFailingEveryRestart() {
+    add("a", "agg-1", 10);
+    add("poison", "agg-2", 10);
+    add("b", "agg-3", 10);
+    Map<String, String> config = Map.of("max.attempts", "2");
+    OutboxSourceTask first = start(config);
+    assertEquals(List.of("a", "poison", "b"), ids(first.poll()));
+    first.stop(); // the transaction aborted on the poison record, and the task failed
+    OutboxSourceTask second = start(config);
+    assertEquals(List.of("a", "poison", "b"), ids(second.poll()), "once may be a crash");
+    second.stop(); // and again
+
+    OutboxSourceTask third = start(config);
+    List<SourceRecord> aloneA = third.poll();
+    assertEquals(List.of("a"), ids(aloneA), "twice: each row alone");
+    commitTransaction(third, aloneA);
+    assertEquals(List.of("poison"), ids(third.poll()), "then the next, alone");
+    third.stop(); // it fails its task again, alone this time
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> store.find("a").orElseThrow().status() == MessageStatus.PUBLISHED);
+    assertEquals(0, store.find("poison").orElseThrow().attempts());
+
+    OutboxSourceTask fourth = start(config);
+    assertEquals(List.of("poison"), ids(fourth.poll()), "charged, and alone again");
+    assertEquals(1, store.find("poison").orElseThrow().attempts());
+    assertEquals(1, fourth.metrics().abandonedReclaimed.get());
+    fourth.stop();
+
+    OutboxSourceTask fifth = start(config);
+    List<SourceRecord> aloneB = fifth.poll();
+    assertEquals(List.of("b"), ids(aloneB), "b was never charged: sent alone, once");
+    RowState poison = store.find("poison").orElseThrow();
+    assertEquals(MessageStatus.EXHAUSTED, poison.status());
+    assertEquals(ReasonCodes.ABANDONED_IN_ISOLATION, poison.lastFailureCode());
+    assertEquals(1, fifth.metrics().exhausted.get());
+    assertEquals(0, store.find("b").orElseThrow().attempts());
+    commitTransaction(fifth, aloneB);
+    // No suspect left: due rows go in batches again.
+    add("c", "agg-4", 10);
+    add("d", "agg-5", 10);
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () -> {
+              List<SourceRecord> batch = fifth.poll();
+              return batch != null && ids(batch).equals(List.of("c", "d"));
+            });
+  }
+
+  private static List<String> ids(List<SourceRecord> records) {
+    return records == null ? List.of() : records.stream().map(SourceOffsets::messageId).toList();
+  }
+
+  /** What Connect does once a poll's transaction commits: its offsets, then each record's ack. */
+  private void commitTransaction(OutboxSourceTask instance, List<SourceRecord> records) {
+    long offset = 0;
+    for (SourceRecord record : records) {
+      committedOffsets.commit(record.sourcePartition(), new HashMap<>(record.sourceOffset()));
+      instance.commitRecord(
+          record, new RecordMetadata(new TopicPartition(record.topic(), 0), offset++, 0, 0L, 0, 0));
+    }
   }
 
   private static ClaimRequest previousClaim() {

@@ -224,6 +224,59 @@ class ExactlyOnceTest {
     }
   }
 
+  /**
+   * A record that fails its task (here a transform's exception; a converter's or a broker's refusal
+   * does the same) aborts its batch's transaction at every restart. After two, its batch's rows are
+   * sent alone; the culprit fails alone, and the next start parks it EXHAUSTED (max.attempts=1):
+   * every other row, those of its aggregate after it included, reaches a read_committed consumer
+   * once, in order, after a few restarts instead of never.
+   */
+  @Test
+  void aRecordThatFailsItsTaskEndsExhaustedAfterAFewRestartsInsteadOfFailingForEver()
+      throws Exception {
+    String key = "eos-crash-loop";
+    String topic = "it-eos-crash-loop";
+    try (OutboxDb db = OutboxDb.fresh("it_eos_crash_loop").migrate()) {
+      CLUSTER.createTopic(topic, 3);
+      List<dev.outboxrelay.writer.OutboxMessage> rows = new ArrayList<>(messages("cl", 30));
+      rows.add(15, OutboxDb.message("bad", "cl-agg-3")); // mid-batch, before later rows of agg-3
+      db.insert(key, rows);
+      Map<String, String> config = exactlyOnceConfig(db, key, topic, 1);
+      config.put("max.attempts", "1");
+      config.put("transforms", "fail");
+      config.put("transforms.fail.type", FailOnMessageTransform.class.getName());
+      config.put("transforms.fail." + FailOnMessageTransform.MESSAGE_ID, "bad");
+      CLUSTER.connect().configureConnector(CONNECTOR, config);
+
+      int[] restarts = {0};
+      await()
+          .atMost(Duration.ofSeconds(180))
+          .pollInterval(Duration.ofMillis(200))
+          .until(
+              () -> {
+                if ("EXHAUSTED".equals(db.row("bad").status())) {
+                  return true;
+                }
+                if (CLUSTER.taskStates(CONNECTOR).contains("0=FAILED")) {
+                  CLUSTER.restartFailedTasks(CONNECTOR);
+                  restarts[0]++;
+                }
+                return false;
+              });
+      awaitPublished(db, key, 30);
+
+      assertExactlyOnceInOrder(db, key, CLUSTER.readCommitted(topic), OutboxDb.ids("cl", 0, 30));
+      OutboxDb.Row bad = db.row("bad");
+      assertEquals("ABANDONED_IN_ISOLATION", bad.lastFailureCode());
+      assertEquals(1, bad.attempts());
+      assertTrue(restarts[0] >= 3, "twice with its batch, once alone: " + restarts[0]);
+      assertTrue(
+          CLUSTER.readCommitted(topic).stream().noneMatch(d -> "bad".equals(d.messageId())),
+          "never committed");
+      CLUSTER.awaitRunning(CONNECTOR, 1);
+    }
+  }
+
   @Test
   void anAtLeastOnceConnectorOnAnExactlyOnceWorkerBehavesAsToday() throws Exception {
     String key = "alo-on-eos";

@@ -1250,7 +1250,10 @@ public abstract class OutboxStoreContract {
 
     Recovery sweep =
         store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), true));
-    assertEquals(new Recovery(List.of(), List.of(), List.of(a)), sweep, "a sweep finds it too");
+    assertEquals(
+        new Recovery(List.of(), List.of(), List.of(a), List.of(), List.of()),
+        sweep,
+        "a sweep finds it too");
     assertEquals(held.lease().token(), state(a).leaseToken(), "and leaves it alone");
   }
 
@@ -1312,6 +1315,116 @@ public abstract class OutboxStoreContract {
     assertTrue(store.recover(sweep).isEmpty(), "a live lease is left alone");
     clock.advance(LEASE.plusMillis(1));
     assertEquals(List.of("z"), store.recover(sweep).released());
+  }
+
+  /**
+   * A row whose instances ended twice without Kafka committing it may be why (a record that fails
+   * its task aborts its whole batch's transaction): released as a suspect and claimed alone;
+   * released again after that, it is charged, and past the budget parked EXHAUSTED instead of
+   * failing every restarted task for ever. Its batch's other rows, once sent alone, are not
+   * charged.
+   */
+  @Test
+  void aRowReleasedAgainAfterItWasClaimedAloneIsChargedThenExhausted() {
+    String a = add(EU, "a", "agg-1");
+    String b = add(EU, "b", "agg-2");
+    long first = store.newEpoch();
+    store.claim(exactlyOnce("first", 10, first, 1, ALL_BUCKETS)); // a and b: its transaction aborts
+    long second = store.newEpoch();
+    Recovery once = recoverAt(second, 2);
+    assertEquals(List.of(a, b), once.released());
+    assertEquals(List.of(), once.suspects(), "one end without a commit: a crash, not a suspect");
+    assertEquals(1, state(a).abandonedClaims());
+    store.claim(exactlyOnce("second", 10, second, 1, ALL_BUCKETS)); // a and b again: aborted again
+
+    long third = store.newEpoch();
+    Recovery twice = recoverAt(third, 2);
+    assertEquals(List.of(a, b), twice.released());
+    assertEquals(List.of(seq(a), seq(b)), twice.suspects());
+    assertEquals(0, state(a).attempts(), "released twice with others: charged nothing");
+    assertEquals(2, state(a).abandonedClaims());
+
+    ClaimResult alone = store.claim(suspect("third", third, 1, twice.suspects()));
+    assertEquals(List.of(a), ids(alone), "one row, the first suspect");
+    long fourth = store.newEpoch(); // a failed its task again, alone
+    Recovery again = recoverAt(fourth, 2);
+    assertEquals(List.of(a), again.released());
+    assertEquals(List.of(seq(a)), again.suspects());
+    assertEquals(1, state(a).attempts(), "released again after it was claimed alone: charged");
+    assertEquals(MessageStatus.AMBIGUOUS, state(a).status());
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(alone.claimed().get(0), 1)));
+
+    assertEquals(List.of(a), ids(store.claim(suspect("fourth", fourth, 1, List.of(seq(a))))));
+    long fifth = store.newEpoch();
+    Recovery exhausted = recoverAt(fifth, 2);
+    assertEquals(List.of(a), exhausted.exhausted());
+    assertEquals(List.of(), exhausted.released());
+    assertEquals(List.of(), exhausted.suspects());
+    RowState parked = state(a);
+    assertEquals(MessageStatus.EXHAUSTED, parked.status());
+    assertEquals(ReasonCodes.ABANDONED_IN_ISOLATION, parked.lastFailureCode());
+    assertEquals(2, parked.attempts());
+    assertNull(parked.leaseOwner());
+
+    // b, still a suspect, goes alone and is published: never charged.
+    ClaimResult next = store.claim(suspect("fifth", fifth, 1, List.of(seq(a), seq(b))));
+    assertEquals(List.of(b), ids(next));
+    assertEquals(0, state(b).attempts());
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(next.claimed().get(0), 3)));
+    assertTrue(store.claim(suspect("fifth", fifth, 2, List.of(seq(a), seq(b)))).isEmpty());
+  }
+
+  @Test
+  void aSuspectIsClaimedAloneOnlyWhenNoEarlierRowOfItsAggregateIsActive() {
+    String a = add(EU, "a", "agg-1");
+    String b = add(EU, "b", "agg-1");
+    List<Long> suspects = releasedTwice(2);
+    assertEquals(List.of(seq(a), seq(b)), suspects);
+    long epoch = store.newEpoch(); // recoverAt took the ones before
+
+    // b alone would overtake a, which is due: not claimable until a is settled or held.
+    assertTrue(store.claim(suspect("owner", epoch, 1, List.of(seq(b)))).isEmpty());
+    assertEquals(List.of(a), ids(store.claim(suspect("owner", epoch, 2, suspects))));
+    // Held by the claimer, a no longer blocks b.
+    assertEquals(List.of(b), ids(store.claim(suspect("owner", epoch, 3, List.of(seq(b))))));
+    // Not a suspect, not due, or another key's: never taken.
+    String c = add(EU, "c", "agg-3");
+    String u = add(US, "u", "agg-4");
+    assertTrue(
+        store.claim(suspect("owner", epoch, 4, List.of(seq(a), seq(b), seq(c), seq(u)))).isEmpty());
+  }
+
+  @Test
+  void aSuspectClaimedWithDueRowsIsNotCharged() {
+    String a = add(EU, "a", "agg-1");
+    assertEquals(List.of(seq(a)), releasedTwice(2));
+    long epoch = store.newEpoch();
+    store.claim(exactlyOnce("owner", 10, epoch, 1, ALL_BUCKETS)); // with due rows, not alone
+    Recovery recovery = recoverAt(store.newEpoch(), 2);
+    assertEquals(List.of(a), recovery.released());
+    assertEquals(0, state(a).attempts(), "it was not alone: not charged");
+    assertEquals(3, state(a).abandonedClaims());
+  }
+
+  /** Every due row claimed and released by a recovery, twice: the seqs of the suspects. */
+  private List<Long> releasedTwice(int maxAttempts) {
+    store.claim(exactlyOnce("first", 10, store.newEpoch(), 1, ALL_BUCKETS));
+    recoverAt(store.newEpoch(), maxAttempts);
+    store.claim(exactlyOnce("second", 10, store.newEpoch(), 1, ALL_BUCKETS));
+    return recoverAt(store.newEpoch(), maxAttempts).suspects();
+  }
+
+  private Recovery recoverAt(long epoch, int maxAttempts) {
+    return store.recover(
+        new RecoveryRequest(Set.of(EU), ALL_BUCKETS, epoch, List.of(), false, maxAttempts));
+  }
+
+  private static ClaimRequest suspect(String owner, long epoch, long batch, List<Long> seqs) {
+    return request(owner, 10).isolatingSuspect(epoch, batch, ALL_BUCKETS, seqs);
+  }
+
+  private long seq(String messageId) {
+    return state(messageId).seq();
   }
 
   @Test

@@ -116,6 +116,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
   public synchronized ClaimResult claim(ClaimRequest request) {
     claimedKeys.addAll(request.instanceKeys());
     Instant now = now();
+    if (request.exactlyOnce() != null && request.exactlyOnce().isolates()) {
+      return claimSuspect(request, now);
+    }
     Set<String> keys = request.instanceKeys();
     List<Row> batch = new ArrayList<>();
     for (Row row : rowsBySeq.values()) {
@@ -160,6 +163,30 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return new ClaimResult(claimed, exhausted);
   }
 
+  /** One suspect alone, kept flagged isolated (OutboxSql's CLAIM_SUSPECT). */
+  private ClaimResult claimSuspect(ClaimRequest request, Instant now) {
+    ExactlyOnceClaim exactlyOnce = request.exactlyOnce();
+    for (long seq : exactlyOnce.suspects().stream().sorted().toList()) {
+      Row row = rowsBySeq.get(seq);
+      if (row == null
+          || !row.ownedBy(request.instanceKeys())
+          || !row.isDue(now)
+          || !row.isolated
+          || (request.ordered() && hasPredecessor(row, p -> !p.isHeldBy(request.owner(), now)))) {
+        continue;
+      }
+      if (row.attempts >= request.maxAttempts()) {
+        row.park(ReasonCodes.ATTEMPTS_BUDGET_LOWERED);
+        return new ClaimResult(List.of(), List.of(row.exhausted()));
+      }
+      row.lease(request.owner(), now.plus(request.leaseDuration()));
+      row.leaseEpoch = exactlyOnce.epoch();
+      row.claimBatch = exactlyOnce.batch();
+      return new ClaimResult(List.of(row.claimed(now, request.payloadReadLimit())), List.of());
+    }
+    return ClaimResult.EMPTY;
+  }
+
   @Override
   public synchronized long newEpoch() {
     return ++lastEpoch;
@@ -172,6 +199,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
     List<String> published = new ArrayList<>();
     List<String> released = new ArrayList<>();
     List<String> laterEpoch = new ArrayList<>();
+    List<String> exhausted = new ArrayList<>();
+    List<Long> suspects = new ArrayList<>();
     for (Row row : rowsBySeq.values()) {
       if (!row.ownedBy(request.instanceKeys())
           || row.status != MessageStatus.IN_FLIGHT
@@ -192,16 +221,38 @@ public final class InMemoryOutboxStore implements OutboxStore {
         row.lastFailureCode = ReasonCodes.RECOVERED_FROM_OFFSETS;
         published.add(row.messageId);
       } else {
+        // Released a second time, a suspect: claimed alone next; charged if it was alone already.
+        boolean charged = row.isolated;
+        boolean suspect = row.abandonedClaims > 0;
+        row.abandonedClaims++;
+        row.kafka = null;
+        if (charged) {
+          row.attempts++;
+        }
+        if (charged && row.attempts >= request.maxAttempts()) {
+          row.park(ReasonCodes.ABANDONED_IN_ISOLATION); // bumps the token
+          row.nextAttemptAt = null;
+          row.leaseEpoch = null;
+          row.claimBatch = null;
+          exhausted.add(row.messageId);
+          continue;
+        }
         row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
         released.add(row.messageId);
+        if (suspect) {
+          suspects.add(row.seq);
+        }
+        row.isolated = suspect;
       }
       row.nextAttemptAt = null;
-      row.releaseLease();
+      boolean isolated = row.isolated;
+      row.releaseLease(); // unflags it
+      row.isolated = isolated && row.status != MessageStatus.PUBLISHED;
       row.leaseToken++;
       row.leaseEpoch = null;
       row.claimBatch = null;
     }
-    return new Recovery(published, released, laterEpoch);
+    return new Recovery(published, released, laterEpoch, exhausted, suspects);
   }
 
   @Override

@@ -288,10 +288,13 @@ final class OutboxSql {
    * epoch — all of them at start, only those whose lease expired afterwards. A row whose position a
    * committed offset covers was committed to Kafka and is recorded PUBLISHED without its Kafka
    * coordinates (moved to the published log); any other row is released, due now, at no attempt's
-   * cost. Both bump the token, so the previous holder's late writes are fenced off. Row locks are
-   * waited for, not skipped: a previous holder's write in progress must settle first. It also
-   * returns, untouched, the expired rows leased under a later epoch (see {@link
-   * dev.outboxrelay.store.Recovery}).
+   * cost, and counted in abandoned_claims. Released a second time (its batch failed twice), it is a
+   * suspect: flagged isolated, to be claimed alone, since it may be why its instances ended. One
+   * that was claimed alone already is charged an attempt instead, and past the budget parked
+   * EXHAUSTED, as an abandoned isolated claim at least once. Both bump the token, so the previous
+   * holder's late writes are fenced off. Row locks are waited for, not skipped: a previous holder's
+   * write in progress must settle first. It also returns, untouched, the expired rows leased under
+   * a later epoch (see {@link dev.outboxrelay.store.Recovery}).
    */
   private static final String RECOVER =
       """
@@ -315,13 +318,22 @@ final class OutboxSql {
         ORDER BY o.seq FOR UPDATE OF o
       ), released AS (
         UPDATE {table} o
-        SET status = CASE WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
+        SET status = CASE WHEN o.isolated AND o.attempts + 1 >= CAST(:max_attempts AS integer)
+            THEN 'EXHAUSTED'
+            WHEN o.isolated OR o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
+          attempts = o.attempts + CASE WHEN o.isolated THEN 1 ELSE 0 END,
+          abandoned_claims = o.abandoned_claims + 1,
+          last_failure_code = CASE WHEN o.isolated
+              AND o.attempts + 1 >= CAST(:max_attempts AS integer)
+            THEN 'ABANDONED_IN_ISOLATION' ELSE o.last_failure_code END,
+          parked_at = CASE WHEN o.isolated AND o.attempts + 1 >= CAST(:max_attempts AS integer)
+            THEN clock.now ELSE o.parked_at END,
           kafka_topic = NULL, kafka_partition = NULL, kafka_offset = NULL,
           next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
           lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
-          isolated = FALSE
-        FROM target t WHERE o.seq = t.seq AND NOT t.covered
-        RETURNING {message_id(o)} AS message_id, o.instance_key
+          isolated = o.abandoned_claims > 0
+        FROM target t, clock WHERE o.seq = t.seq AND NOT t.covered
+        RETURNING {message_id(o)} AS message_id, o.instance_key, o.seq, o.status, o.isolated
       ), moved AS (
         DELETE FROM {table} o USING target t WHERE o.seq = t.seq AND t.covered
         RETURNING {moved(o)}, o.lease_token + 1 AS lease_token,
@@ -337,9 +349,12 @@ final class OutboxSql {
           AND o.lease_epoch > CAST(:epoch AS bigint) AND o.lease_expires_at <= clock.now
           {share}
       )
-      SELECT message_id, instance_key, 'released' FROM released
-      UNION ALL SELECT message_id, instance_key, 'published' FROM moved
-      UNION ALL SELECT message_id, instance_key, 'later epoch' FROM later_epoch""";
+      SELECT message_id, instance_key,
+        CASE WHEN status = 'EXHAUSTED' THEN 'exhausted' WHEN isolated THEN 'suspect'
+          ELSE 'released' END, seq
+      FROM released
+      UNION ALL SELECT message_id, instance_key, 'published', seq FROM moved
+      UNION ALL SELECT message_id, instance_key, 'later epoch', NULL FROM later_epoch""";
 
   /**
    * {@code {give back(o)}}: a claim's row handed back unsent (its claim's result was lost): due
@@ -376,10 +391,12 @@ final class OutboxSql {
           FROM moved m, clock""";
 
   /**
-   * {@code {lease(rows)}}: the UPDATE of both claims; rows over the budget are parked. It takes the
-   * claimed rows as an array of seqs, a probe of the primary key each, not as a join, whose plan
-   * would rest on an estimate of the claimed rows (with a claim's limit hidden from the planner, it
-   * once hashed them and read the whole table; docs/benchmarks.md, finding 19).
+   * {@code {lease(rows)}}: the UPDATE of the claims; rows over the budget are parked. {@code
+   * {isolation}}: FALSE for a claim of due rows, TRUE for a suspect's claim alone ({@link
+   * #CLAIM_SUSPECT}). It takes the claimed rows as an array of seqs, a probe of the primary key
+   * each, not as a join, whose plan would rest on an estimate of the claimed rows (with a claim's
+   * limit hidden from the planner, it once hashed them and read the whole table;
+   * docs/benchmarks.md, finding 19).
    */
   private static final String LEASE =
       """
@@ -393,7 +410,7 @@ final class OutboxSql {
           ELSE o.last_failure_code END,
         parked_at = CASE WHEN o.attempts >= clock.budget THEN clock.now ELSE o.parked_at END,
         lease_epoch = CAST(:epoch AS bigint), claim_batch = CAST(:claim_batch AS bigint),
-        isolated = FALSE
+        isolated = {isolation}
       FROM clock WHERE o.seq = ANY (ARRAY(SELECT seq FROM {rows}))
       RETURNING {claimed columns}""";
 
@@ -453,6 +470,26 @@ final class OutboxSql {
       LIMIT 1""";
 
   /**
+   * Exactly-once: one suspect alone (a row a recovery released: its instance ended without Kafka
+   * committing it, maybe because of it; {@link dev.outboxrelay.store.ExactlyOnceClaim#suspects}),
+   * the first of {@code :suspects} still flagged, due and, ordered ({@code {in order}}), with no
+   * earlier active row of its aggregate that the claimer does not hold. It stays flagged, so that
+   * released again unsent it is charged an attempt. Read by the primary key, the seqs being known.
+   */
+  private static final String CLAIM_SUSPECT =
+      """
+      WITH clock AS (
+        SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
+          {commit mode}
+      ), candidate AS (
+        SELECT o.seq FROM {table} o, clock
+        WHERE o.seq = ANY (CAST(:suspects AS bigint[]))
+          AND o.instance_key = ANY (:instance_keys) AND {due(o)} AND o.isolated {in order}
+        ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED
+      )
+      {lease(candidate)}""";
+
+  /**
    * {@code {in order}} of an ordered abandoned claim: no earlier row of its aggregate is active,
    * unless this owner holds it under a live lease.
    */
@@ -465,6 +502,8 @@ final class OutboxSql {
               AND {unsettled(p)}
               AND NOT {held(p)})""";
 
+  final NamedSql claimSuspectOrdered;
+  final NamedSql claimSuspectUnordered;
   final Claim claimOrdered;
   final Claim claimOrderedWithAffinity;
   final Claim claimUnordered;
@@ -555,6 +594,9 @@ final class OutboxSql {
     fragments.put("{commit mode}", COMMIT_MODE);
     fragments.put("{durable}", DURABLE); // after {commit mode}, which holds it
 
+    claimSuspectOrdered = statement(suspect(CLAIM_SUSPECT));
+    claimSuspectUnordered = statement(suspect(CLAIM_SUSPECT.replace("{in order}", "")));
+    fragments.put("{isolation}", "FALSE"); // after the suspects' claims, which set their own
     claimOrdered = claim(CLAIM_ORDERED, t -> t.replace("{affinity}", "").replace("{share}", ""));
     claimOrderedWithAffinity = claim(CLAIM_ORDERED, t -> t.replace("{share}", ""));
     claimOrderedInShare =
@@ -802,6 +844,12 @@ final class OutboxSql {
   }
 
   /** An abandoned-row statement without {@code {in order}}. */
+  /** A suspect's claim: its lease keeps the row flagged isolated. */
+  private static String suspect(String template) {
+    return template.replace(
+        "{lease(candidate)}", LEASE.replace("{rows}", "candidate").replace("{isolation}", "TRUE"));
+  }
+
   private static String unordered(String template) {
     return template.replace("{abandoned row}", ABANDONED_ROW.replace("{in order}", ""));
   }

@@ -151,7 +151,14 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   private NamedSql claimSql(ClaimRequest request) {
+    if (isolatesSuspect(request)) {
+      return request.ordered() ? claims().claimSuspectOrdered : claims().claimSuspectUnordered;
+    }
     return claimOf(request).forKeys(request.instanceKeys().size());
+  }
+
+  private static boolean isolatesSuspect(ClaimRequest request) {
+    return request.exactlyOnce() != null && request.exactlyOnce().isolates();
   }
 
   private OutboxSql.Claim claimOf(ClaimRequest request) {
@@ -200,8 +207,14 @@ public final class PostgresOutboxStore implements OutboxStore {
         .setInt("max_attempts", request.maxAttempts())
         .setArray("instance_keys", textArray(c, request.instanceKeyList().toArray()))
         .setString("owner", request.owner())
-        .setInt("limit", request.limit())
         .setLong("lease_ms", request.leaseDuration().toMillis());
+    boolean suspect = isolatesSuspect(request);
+    if (suspect) {
+      statement.setArray(
+          "suspects", c.createArrayOf("bigint", request.exactlyOnce().suspects().toArray()));
+    } else {
+      statement.setInt("limit", request.limit());
+    }
     bindPayloadReadLimit(statement, request);
     AggregateAffinity affinity = request.affinity();
     if (affinity != null) {
@@ -214,7 +227,7 @@ public final class PostgresOutboxStore implements OutboxStore {
         .setBoolean("durable", exactlyOnce != null)
         .setObject("epoch", exactlyOnce == null ? null : exactlyOnce.epoch(), Types.BIGINT)
         .setObject("claim_batch", exactlyOnce == null ? null : exactlyOnce.batch(), Types.BIGINT);
-    if (exactlyOnce != null && !exactlyOnce.share().ownsAll()) {
+    if (exactlyOnce != null && !suspect && !exactlyOnce.share().ownsAll()) {
       bindShare(statement, exactlyOnce.share());
     }
     return statement;
@@ -273,7 +286,8 @@ public final class PostgresOutboxStore implements OutboxStore {
               .setArray("committed_seqs", c.createArrayOf("bigint", seqs))
               .setArray("instance_keys", textArray(c, request.instanceKeys().toArray()))
               .setLong("epoch", request.epoch())
-              .setBoolean("expired_only", request.expiredOnly());
+              .setBoolean("expired_only", request.expiredOnly())
+              .setInt("max_attempts", request.maxAttempts());
           if (share.ownsAll()) {
             statement.setInt("buckets", share.buckets()); // a row's bucket, for its position
           } else {
@@ -282,16 +296,23 @@ public final class PostgresOutboxStore implements OutboxStore {
           List<String> published = new ArrayList<>();
           List<String> released = new ArrayList<>();
           List<String> laterEpoch = new ArrayList<>();
+          List<String> exhausted = new ArrayList<>();
+          List<Long> suspects = new ArrayList<>();
           try (ResultSet rs = statement.ready().executeQuery()) {
             while (rs.next()) {
               switch (rs.getString(3)) {
                 case "published" -> published.add(rs.getString(1));
                 case "released" -> released.add(rs.getString(1));
+                case "suspect" -> {
+                  released.add(rs.getString(1));
+                  suspects.add(rs.getLong(4));
+                }
+                case "exhausted" -> exhausted.add(rs.getString(1));
                 default -> laterEpoch.add(rs.getString(1));
               }
             }
           }
-          return new Recovery(published, released, laterEpoch);
+          return new Recovery(published, released, laterEpoch, exhausted, suspects);
         });
   }
 
