@@ -322,10 +322,12 @@ final class ClaimLoop {
       }
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(
-          "Could not release a claim whose result never arrived at stop (reason={}, error={});"
-              + " its rows are reclaimed when their leases run out",
-          CLAIM_RESULT_LOST,
-          e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
+          "Could not give back at stop the rows claimed and never handed to Connect (error={});"
+              + " {}",
+          e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName(),
+          exactlyOnce == null
+              ? "they are reclaimed when their leases run out (reason=" + CLAIM_RESULT_LOST + ")"
+              : "the next instance's recovery releases them");
     } finally {
       claiming.unlock();
     }
@@ -351,19 +353,43 @@ final class ClaimLoop {
    * Exactly-once: due rows of this task's buckets only, never another share's, and no abandoned
    * reclaim (an abandoned row may have been committed to Kafka: only recovery, which consults the
    * offsets, settles it). Expired leases of lower epochs are released by the sweep first. The
-   * suspects a recovery released are claimed alone first ({@link ExactlyOnceState#nextClaim}).
+   * suspects a recovery released are claimed first, each alone: only while the task holds nothing,
+   * and nothing else is claimed until it is resolved ({@link ExactlyOnceState#nextClaim}).
    */
   private ClaimResult claimInBuckets() {
+    if (holdsIsolatedClaim) {
+      if (!ledger.isEmpty()) {
+        return ClaimResult.EMPTY; // the suspect's transaction is alone until Kafka committed it
+      }
+      holdsIsolatedClaim = false;
+    }
     exactlyOnce.sweepIfDue();
     if (exactlyOnce.isolating()) {
+      if (!ledger.isEmpty()) {
+        // Alone in its transaction whatever the transaction boundary: what the task holds is
+        // acknowledged (committed) first. The outcome writer wakes poll() once the ledger empties.
+        return ClaimResult.EMPTY;
+      }
       ClaimRequest alone = exactlyOnce.nextClaim(settings.claimRequest());
       ClaimResult suspect = confirmed(() -> store.claim(alone));
       exactlyOnce.suspectClaimed(suspect);
-      if (!suspect.isEmpty()) {
+      if (!suspect.claimed().isEmpty()) {
+        holdsIsolatedClaim = true;
         return suspect;
+      }
+      if (!suspect.isEmpty()) {
+        return suspect; // parked over a lowered budget: the next suspect at the next claim
       }
     }
     return confirmed(() -> store.claim(exactlyOnce.nextClaim(sizedRequest())));
+  }
+
+  /**
+   * Exactly once: whether the next claim must wait for what the task holds (a suspect's claim, or
+   * the claim after one): nothing is claimed ahead meanwhile.
+   */
+  boolean isolating() {
+    return exactlyOnce != null && (holdsIsolatedClaim || exactlyOnce.isolating());
   }
 
   private void reportExhausted(ClaimResult result) {

@@ -26,7 +26,8 @@ import org.apache.kafka.connect.source.SourceRecord;
  * epoch with the next claim number, and the claims and mappings still run one after the other (each
  * starts once the previous batch was handed over, its parks written). A batch that is never handed
  * over, because the task stopped, is covered by no offset and has parked nothing (parks are written
- * at hand-over, {@link RecordHandoff#handOver}): the next instance's recovery releases its rows.
+ * at hand-over, {@link RecordHandoff#handOver}): the stop gives its rows back (or, failing that,
+ * the next instance's recovery releases them).
  */
 final class ClaimPrefetch implements AutoCloseable {
 

@@ -208,7 +208,7 @@ public class OutboxSourceTask extends SourceTask {
     }
     ClaimPrefetch.Batch batch = prefetch.take();
     if (stopping) {
-      // Never handed over: nothing parked, covered by no offset; the next instance releases it.
+      // Never handed over: nothing parked, covered by no offset; the stop gives its rows back.
       handoff.forget(batch.positioned());
       return null;
     }
@@ -217,16 +217,22 @@ public class OutboxSourceTask extends SourceTask {
     return handOver(records, batch.claimed() > 0);
   }
 
-  /** The next claim, ahead; not a suspect's, which waits for this batch's transaction to commit. */
+  /**
+   * The next claim, ahead; none while suspects are claimed alone, whose claims wait for what the
+   * task holds to be committed.
+   */
   private void claimAheadAfter(ClaimPrefetch.Batch batch) {
-    if (!runtime.exactlyOnce().isolating()) {
+    if (!runtime.claims().isolating()) {
       prefetch.startNextAfter(batch);
     }
   }
 
   private List<SourceRecord> handOver(List<SourceRecord> records, boolean claimedRows) {
     if (stopping) {
-      return null; // its rows are covered by no offset: the next instance releases them
+      // Covered by no offset, and never Connect's: they leave the ledger, and the stop gives
+      // their rows back.
+      runtime.handoff().forget(records);
+      return null;
     }
     if (claimedRows) {
       idle.claimedRows();

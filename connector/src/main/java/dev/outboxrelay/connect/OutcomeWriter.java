@@ -107,7 +107,8 @@ final class OutcomeWriter {
    * failure that one of them caused, which isolation charges and in the end parks). Runs after the
    * outcome loop has ended, on its thread: no renewal (which matches owner and token, not a live
    * lease) can extend a lease after this. Exactly once the next instance's recovery settles them
-   * from the committed offsets, and nothing is written here. Never throws: the task is stopping.
+   * from the committed offsets, and only rows never handed to Connect (a batch claimed ahead) are
+   * given back here. Never throws: the task is stopping.
    */
   void settleUnresolvedAtStop() {
     giveBackUnconfirmedClaim.run(); // first: ending the leases below would make them abandoned

@@ -223,12 +223,17 @@ final class RecordHandoff {
 
   /**
    * Exactly-once, at a stop: a batch that was never handed over leaves the ledger (Kafka will never
-   * acknowledge it; its rows stay leased under positions no committed offset covers, and the next
-   * instance's recovery releases them). Without this the outcome writer would wait for them until
-   * the end of the late-acknowledgement grace.
+   * acknowledge it; its rows stay leased under positions no committed offset covers, and the stop
+   * gives them back, or else the next instance's recovery releases them). Without this the outcome
+   * writer would wait for them until the end of the late-acknowledgement grace.
    */
   void forget(Positioned batch) {
-    for (SourceRecord record : batch.records) {
+    forget(batch.records);
+  }
+
+  /** Exactly-once: {@link #forget} these records, which are not handed over. */
+  void forget(List<SourceRecord> records) {
+    for (SourceRecord record : records) {
       if (!SourceOffsets.isParked(record)) {
         ledger.resolve(SourceOffsets.messageId(record), SourceOffsets.leaseToken(record));
       }

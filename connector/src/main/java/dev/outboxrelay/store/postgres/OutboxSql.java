@@ -843,13 +843,13 @@ final class OutboxSql {
         statement(variant.apply(template.replace("{quota}", QUOTA).replace("{per key}", PER_KEY))));
   }
 
-  /** An abandoned-row statement without {@code {in order}}. */
   /** A suspect's claim: its lease keeps the row flagged isolated. */
   private static String suspect(String template) {
     return template.replace(
         "{lease(candidate)}", LEASE.replace("{rows}", "candidate").replace("{isolation}", "TRUE"));
   }
 
+  /** An abandoned-row statement without {@code {in order}}. */
   private static String unordered(String template) {
     return template.replace("{abandoned row}", ABANDONED_ROW.replace("{in order}", ""));
   }
