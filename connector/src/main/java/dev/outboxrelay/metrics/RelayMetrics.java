@@ -139,7 +139,8 @@ public final class RelayMetrics {
     gauge("released-total", "Claims given back without being sent.", released::get);
     gauge(
         "abandoned-reclaimed-total",
-        "Rows claimed again alone after another owner's lease expired (possible duplicate).",
+        "Rows claimed again alone: after another owner's lease expired (possible duplicate);"
+            + " exactly-once, suspects a recovery released twice (no duplicate).",
         abandonedReclaimed::get);
     gauge("lease-renewal-lost-total", "Held leases found lost at renewal.", leaseRenewalsLost::get);
     gauge(
