@@ -40,7 +40,7 @@ final class ClaimLoop {
 
   private long nextAbandonedProbeMs;
   private boolean drainingForProbe;
-  private boolean holdsIsolatedClaim;
+  private volatile boolean holdsIsolatedClaim; // read by isolating() off the claiming thread
   private long shareDrySinceMs = -1;
 
   /**
@@ -364,10 +364,10 @@ final class ClaimLoop {
       holdsIsolatedClaim = false;
     }
     exactlyOnce.sweepIfDue();
-    if (exactlyOnce.isolating()) {
+    while (exactlyOnce.isolating()) {
       if (!ledger.isEmpty()) {
-        // Alone in its transaction whatever the transaction boundary: what the task holds is
-        // acknowledged (committed) first. The outcome writer wakes poll() once the ledger empties.
+        // Alone in its transaction: what the task holds is acknowledged (committed) first. The
+        // outcome writer wakes poll() once the ledger empties.
         return ClaimResult.EMPTY;
       }
       ClaimRequest alone = exactlyOnce.nextClaim(settings.claimRequest());
@@ -377,9 +377,7 @@ final class ClaimLoop {
         holdsIsolatedClaim = true;
         return suspect;
       }
-      if (!suspect.isEmpty()) {
-        return suspect; // parked over a lowered budget: the next suspect at the next claim
-      }
+      // Empty: none left to isolate. Parked over a lowered budget: on to the next suspect.
     }
     return confirmed(() -> store.claim(exactlyOnce.nextClaim(sizedRequest())));
   }

@@ -58,6 +58,7 @@ final class ExactlyOnceState {
   private final Time time;
   private final Duration sweepInterval;
   private final int maxAttempts;
+  private final boolean isolatesSuspects;
 
   private long epoch = NO_EPOCH;
   private boolean recovered;
@@ -87,6 +88,7 @@ final class ExactlyOnceState {
     this.time = time;
     this.sweepInterval = settings.abandonedProbeInterval();
     this.maxAttempts = settings.claimRequest().maxAttempts();
+    this.isolatesSuspects = settings.isolatesSuspects();
   }
 
   boolean isRecovered() {
@@ -285,7 +287,9 @@ final class ExactlyOnceState {
     metrics.recoveredPublished.addAndGet(recovery.published().size());
     metrics.recoveredReleased.addAndGet(recovery.released().size());
     metrics.exhausted.addAndGet(recovery.exhausted().size());
-    suspects.addAll(recovery.suspects());
+    if (isolatesSuspects) {
+      suspects.addAll(recovery.suspects()); // else claimed with due rows, which unflags them
+    }
     for (String id : recovery.exhausted()) {
       log.warn(
           "Message exhausted: claimed alone, its instance ended again without Kafka committing it"

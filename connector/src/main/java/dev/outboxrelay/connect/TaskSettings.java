@@ -22,6 +22,8 @@ import java.util.Set;
  * @param shareFallbackDelay how long the task's share must stay dry before it claims other shares
  * @param buckets exactly-once: the buckets this task owns, strictly; {@code null} in at-least-once
  *     mode
+ * @param isolatesSuspects exactly-once: whether suspects are claimed alone (docs/design.md,
+ *     "Suspects"): with Connect's default transaction boundary, one transaction per poll
  */
 record TaskSettings(
     String owner,
@@ -41,7 +43,8 @@ record TaskSettings(
     Duration lateAckGrace,
     AggregateAffinity affinity,
     Duration shareFallbackDelay,
-    BucketShare buckets) {
+    BucketShare buckets,
+    boolean isolatesSuspects) {
 
   boolean exactlyOnce() {
     return buckets != null;

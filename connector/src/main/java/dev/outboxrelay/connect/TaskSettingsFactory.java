@@ -59,7 +59,10 @@ final class TaskSettingsFactory {
                 config.exactlyOnceBuckets(),
                 taskIndex,
                 Math.min(taskCount, config.exactlyOnceBuckets()))
-            : null);
+            : null,
+        // A suspect alone waits for its transaction to commit: at the end of its poll, or with
+        // transaction.boundary=interval only at the end of the interval (a minute per suspect).
+        config.exactlyOnce() && config.transactionPerPoll());
   }
 
   static MappingSettings mapping(OutboxSourceConfig config) {

@@ -567,10 +567,31 @@ class ExactlyOnceTaskTest {
     assertEquals(1, fifth.metrics().exhausted.get());
     assertEquals(0, store.find("b").orElseThrow().attempts());
     commitTransaction(fifth, aloneB);
-    // No suspect left: due rows go in batches again.
+    // No suspect left: due rows go in batches again (b's hand-over may have claimed c ahead).
     add("c", "agg-4", 10);
     add("d", "agg-5", 10);
-    assertEquals(List.of("c", "d"), nextRecords(fifth));
+    List<String> after = new ArrayList<>(nextRecords(fifth));
+    if (after.size() == 1) {
+      after.addAll(nextRecords(fifth));
+    }
+    assertEquals(List.of("c", "d"), after);
+  }
+
+  /**
+   * With transaction.boundary=interval a transaction commits only at the end of its interval, so a
+   * suspect alone would hold the task a whole interval: suspects go with due rows, as before.
+   */
+  @Test
+  void suspectsAreNotIsolatedWithAnIntervalTransactionBoundary() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    Map<String, String> config = Map.of("transaction.boundary", "interval");
+    for (int instance = 0; instance < 3; instance++) {
+      OutboxSourceTask next = start(config);
+      assertEquals(List.of("a", "b"), ids(next.poll()), "instance " + instance);
+      next.stop();
+    }
+    assertEquals(2, store.find("a").orElseThrow().abandonedClaims(), "released twice, not alone");
   }
 
   /** The ids of the next records {@code instance} hands over, polling until there are some. */
