@@ -203,8 +203,22 @@ class NamedSqlTest {
             "epoch",
             "expired_only",
             "tasks",
-            "tasks_minus_task"),
+            "tasks_minus_task",
+            "max_attempts"),
         List.copyOf(sql.recoverInShare.names()));
+    assertEquals(
+        List.of(
+            "now",
+            "max_attempts",
+            "durable",
+            "suspects",
+            "instance_keys",
+            "owner",
+            "lease_ms",
+            "epoch",
+            "claim_batch",
+            "payload_read_limit"),
+        List.copyOf(sql.claimSuspectOrdered.names()));
     assertEquals(
         List.of("now", "instance_keys", "owner", "max_attempts", "lease_ms", "payload_read_limit"),
         List.copyOf(sql.claimAbandonedOrdered.names()));
