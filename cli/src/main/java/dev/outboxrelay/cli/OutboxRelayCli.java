@@ -5,6 +5,7 @@ import dev.outboxrelay.cli.command.DiscardCommand;
 import dev.outboxrelay.cli.command.InspectCommand;
 import dev.outboxrelay.cli.command.ListCommand;
 import dev.outboxrelay.cli.command.MigrateCommand;
+import dev.outboxrelay.cli.command.ParkCommand;
 import dev.outboxrelay.cli.command.PurgeCommand;
 import dev.outboxrelay.cli.command.RequeueCommand;
 import dev.outboxrelay.cli.command.SchemaSqlCommand;
@@ -48,6 +49,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       InspectCommand.class,
       RequeueCommand.class,
       DiscardCommand.class,
+      ParkCommand.class,
       PurgeCommand.class,
       MigrateCommand.class,
       SchemaSqlCommand.class,

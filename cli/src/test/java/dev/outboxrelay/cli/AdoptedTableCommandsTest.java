@@ -202,6 +202,17 @@ class AdoptedTableCommandsTest {
     }
   }
 
+  /** Park finds the key's rows by the mapped id (a dry run: the table is shared by the tests). */
+  @Test
+  void parkFindsTheKeysRowByTheMappedIdAndLeavesALegacyRowAlone() {
+    Cli.Result r =
+        run("park", "--message-id", PENDING, "--message-id", LEGACY, "--dry-run", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals(1, r.json().get("would_park").asLong(), r::toString);
+    assertEquals("OTHER_INSTANCE", r.json().get("not_parked").get(0).get("reason").asText());
+  }
+
   /** A row without an instance key, as Debezium's rows before the adoption; ids may repeat. */
   private static void insertLegacy(String id, String aggregateId) throws SQLException {
     try (Connection c = TestDatabase.connect(url);

@@ -51,7 +51,7 @@ class PrivilegesTest {
   }
 
   @Test
-  void anOperatorRoleCanRequeueDiscardAndPurge() {
+  void anOperatorRoleCanRequeueDiscardParkAndPurge() {
     Cli cli = operator();
 
     Cli.Result requeue = cli.forKey("eu", "requeue", "--all");
@@ -60,6 +60,8 @@ class PrivilegesTest {
     assertEquals(ExitCode.NOTHING_MATCHED, byId.exitCode(), byId::toString);
     Cli.Result discard = cli.forKey("us", "discard", "--all");
     assertEquals(ExitCode.OK, discard.exitCode(), discard::toString);
+    Cli.Result park = cli.forKey("us", "park", "--message-id", "us-pending");
+    assertEquals(ExitCode.OK, park.exitCode(), park::toString);
     Cli.Result purge = cli.forKey("eu", "purge", "--published-before", "2021-01-01");
     assertEquals(ExitCode.OK, purge.exitCode(), purge::toString);
     assertEquals(ExitCode.OK, cli.forKey("eu", "status").exitCode());

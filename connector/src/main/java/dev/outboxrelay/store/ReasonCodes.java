@@ -19,6 +19,12 @@ public final class ReasonCodes {
    */
   public static final String RECOVERED_FROM_OFFSETS = "RECOVERED_FROM_OFFSETS";
 
+  /**
+   * An operator parked the row by hand ({@code outbox-relay-cli park}): FAILED, as a poison row, so
+   * that requeue and discard take it.
+   */
+  public static final String PARKED_BY_OPERATOR = "PARKED_BY_OPERATOR";
+
   private static final Pattern CODE = Pattern.compile("[A-Z0-9_]{1,64}");
 
   private ReasonCodes() {}

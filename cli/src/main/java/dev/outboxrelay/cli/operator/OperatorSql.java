@@ -28,13 +28,13 @@ import java.util.regex.Pattern;
  * deletes them. Whatever reads, counts or finds published rows reads both; a log entry is read
  * under the row's labels, the columns the log does not keep being null ({@link #logRow}).
  *
- * <p>Requeue and discard are the operator's only writes besides the relay's own retention delete,
- * and they follow the store's fencing rule: they apply only to rows that are still parked (FAILED
- * or EXHAUSTED) under this instance key when the statement runs, so a row that changed meanwhile is
- * left alone. A requeue bumps the lease token and a discard deletes the row, so an outcome from any
- * earlier claim of the row can never apply. Both, by correlation id or of all parked rows, run in
- * bounded batches, one transaction each, so that a large parked set never becomes one long
- * transaction.
+ * <p>Requeue, discard and park are the operator's only writes besides the relay's own retention
+ * delete, and they follow the store's fencing rule: requeue and discard apply only to rows that are
+ * still parked (FAILED or EXHAUSTED) under this instance key when the statement runs, park only to
+ * rows still awaiting delivery, so a row that changed meanwhile is left alone. A requeue bumps the
+ * lease token and a discard deletes the row, so an outcome from any earlier claim of the row can
+ * never apply. Both, by correlation id or of all parked rows, run in bounded batches, one
+ * transaction each, so that a large parked set never becomes one long transaction.
  */
 final class OperatorSql {
   private static final Pattern PLACEHOLDER = Pattern.compile("\\{[^}]*}");
@@ -131,6 +131,24 @@ final class OperatorSql {
           lease_expires_at = NULL, lease_token = lease_token + 1,
           parked_at = NULL""";
 
+  /**
+   * {@code {park}}: FAILED by the operator's hand (PARKED_BY_OPERATOR): parked as the relay parks a
+   * poison row, out of the rows awaiting delivery, so that requeue and discard take it; its lease
+   * ended and its token bumped, so an outcome from any claim of it can never apply.
+   */
+  private static final String PARK =
+      """
+      UPDATE {table}
+        SET status = 'FAILED', last_failure_code = 'PARKED_BY_OPERATOR',
+          parked_at = statement_timestamp(), next_attempt_at = NULL, isolated = FALSE,
+          lease_owner = NULL, lease_expires_at = NULL, lease_token = lease_token + 1""";
+
+  /** {@code {awaiting of key}}: rows of the key awaiting delivery, with a chosen status. */
+  private static final String AWAITING_OF_KEY =
+      """
+      WHERE instance_key = :instance_key AND published_at IS NULL AND parked_at IS NULL
+          AND status = ANY (CAST(:statuses AS text[]))""";
+
   /** {@code {discard}}: the row is deleted, never relayed (nor in the published log). */
   private static final String DISCARD = "DELETE FROM {table}";
 
@@ -200,6 +218,7 @@ final class OperatorSql {
       ORDER BY r.n""";
 
   final Map<ParkedAction, NamedSql> changeMessageIds = new EnumMap<>(ParkedAction.class);
+  final NamedSql park;
   final NamedSql lastSeq;
   final NamedSql countExpiredLeases;
   final Map<ParkedAction, Map<ParkedSelection.Selector, NamedSql>> changeBatch =
@@ -346,6 +365,13 @@ final class OperatorSql {
       changeMessageIds.put(
           action, statement(CHANGE_MESSAGE_IDS.replace("{change}", change(action))));
     }
+
+    // Park by message id, as a requeue by message id, from the rows awaiting delivery instead.
+    park =
+        statement(
+            CHANGE_MESSAGE_IDS
+                .replace("{change}", PARK)
+                .replace("{parked of key}", AWAITING_OF_KEY));
 
     // The same rows PostgresOutboxStore.deletePublished removes: entries of the published log,
     // and rows published before schema version 9, still in the table.

@@ -244,6 +244,74 @@ public final class OperatorStore {
         });
   }
 
+  /**
+   * Parks the rows with these message ids that still await delivery under the key (PENDING or
+   * AMBIGUOUS, and IN_FLIGHT too if {@code inFlight}): FAILED, PARKED_BY_OPERATOR, lease ended,
+   * token bumped. One statement, so all or none; with {@code dryRun} it is rolled back, and the
+   * report says what it would have done.
+   */
+  public ParkedChange park(
+      String instanceKey, List<String> messageIds, boolean inFlight, boolean dryRun) {
+    String[] statuses =
+        inFlight
+            ? new String[] {"PENDING", "AMBIGUOUS", "IN_FLIGHT"}
+            : new String[] {"PENDING", "AMBIGUOUS"};
+    return run(
+        "park",
+        sql.park,
+        (c, statement) -> {
+          c.setAutoCommit(false);
+          try {
+            statement
+                .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+                .setArray("statuses", c.createArrayOf("text", statuses))
+                .setArray("message_ids", c.createArrayOf("text", messageIds.toArray()));
+            long parked = 0;
+            List<ParkedChange.Skipped> skipped = new ArrayList<>();
+            try (ResultSet rs = statement.executeQuery()) {
+              while (rs.next()) {
+                if (rs.getBoolean("changed")) {
+                  parked++;
+                } else {
+                  skipped.add(notParked(rs, inFlight));
+                }
+              }
+            }
+            if (dryRun) {
+              c.rollback();
+            } else {
+              c.commit();
+            }
+            return new ParkedChange(parked, 0, skipped);
+          } catch (SQLException | RuntimeException e) {
+            c.rollback();
+            throw e;
+          }
+        });
+  }
+
+  private static ParkedChange.Skipped notParked(ResultSet rs, boolean inFlight)
+      throws SQLException {
+    String messageId = rs.getString("message_id");
+    String status = rs.getString("status");
+    if (status == null) {
+      return new ParkedChange.Skipped(messageId, ParkedChange.Reason.NOT_FOUND, null);
+    }
+    if (!rs.getBoolean("own")) {
+      return new ParkedChange.Skipped(messageId, ParkedChange.Reason.OTHER_INSTANCE, null);
+    }
+    MessageStatus current = MessageStatus.valueOf(status);
+    ParkedChange.Reason reason =
+        switch (current) {
+          case IN_FLIGHT -> inFlight ? ParkedChange.Reason.CHANGED : ParkedChange.Reason.IN_FLIGHT;
+          case PENDING, AMBIGUOUS -> ParkedChange.Reason.CHANGED;
+          default -> ParkedChange.Reason.SETTLED;
+        };
+    // A row that changed meanwhile: its status now unknown here.
+    return new ParkedChange.Skipped(
+        messageId, reason, reason == ParkedChange.Reason.CHANGED ? null : current);
+  }
+
   private static ParkedChange.Skipped skipped(ParkedSelection request, ResultSet rs)
       throws SQLException {
     String messageId = rs.getString("message_id");

@@ -4,9 +4,9 @@ import dev.outboxrelay.store.MessageStatus;
 import java.util.List;
 
 /**
- * What a requeue or a discard of parked rows did.
+ * What a requeue or a discard of parked rows did, or a park of rows awaiting delivery.
  *
- * @param changed rows requeued (set back to PENDING) or discarded (deleted)
+ * @param changed rows requeued (set back to PENDING), discarded (deleted) or parked
  * @param deadlinePassed of those, the rows whose deliver_before has passed by the database clock: a
  *     requeued one the relay records FAILED (DEADLINE_EXPIRED) again as soon as it claims it
  * @param skipped by message id, each requested id that was left alone and why
@@ -25,7 +25,13 @@ public record ParkedChange(long changed, long deadlinePassed, List<Skipped> skip
     /** The row is not FAILED or EXHAUSTED (it may just have been requeued or published). */
     NOT_PARKED,
     /** The row is parked, but not with a status that was asked for (--status). */
-    STATUS_NOT_SELECTED
+    STATUS_NOT_SELECTED,
+    /** Park: the row is in flight, and --in-flight was not given. */
+    IN_FLIGHT,
+    /** Park: the row is parked or published already. */
+    SETTLED,
+    /** Park: the row awaited delivery, and changed while the command ran (claimed, say). */
+    CHANGED
   }
 
   /**

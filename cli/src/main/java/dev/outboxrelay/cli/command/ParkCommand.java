@@ -1,0 +1,107 @@
+package dev.outboxrelay.cli.command;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.outboxrelay.cli.CliException;
+import dev.outboxrelay.cli.Database;
+import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.cli.Text;
+import dev.outboxrelay.cli.TextTable;
+import dev.outboxrelay.cli.operator.ParkedChange;
+import java.io.PrintWriter;
+import java.util.List;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "park",
+    description = {
+      "Parks rows of one instance key that await delivery: FAILED with reason PARKED_BY_OPERATOR,"
+          + " as the relay parks a poison row, so that no task claims them again until requeue"
+          + " sends them (or discard deletes them). For a row that fails every task that takes it"
+          + " (a converter's, a transform's or the broker's refusal), without waiting for its"
+          + " attempts to run out.",
+      "PENDING and AMBIGUOUS rows only, unless --in-flight: a row in flight may be in Kafka"
+          + " already, or on its way; parked, its holder's outcome write is refused and counted as"
+          + " a lost claim. Rows of other instance keys, legacy rows and parked or published rows"
+          + " are never touched. One statement: all or none.",
+      "Exits with 3 when nothing was (or, with --dry-run, would be) parked."
+    },
+    footerHeading = "%nExamples:%n",
+    footer = {
+      "  outbox-relay-cli park --instance-key orders --message-id A --dry-run",
+      "  outbox-relay-cli park --instance-key orders --message-id A --in-flight"
+    })
+public final class ParkCommand extends InstanceCommand {
+  @Option(
+      names = "--message-id",
+      paramLabel = "ID",
+      required = true,
+      description = "This row; repeat for several.")
+  List<String> messageIds;
+
+  @Option(
+      names = "--in-flight",
+      description =
+          "Also park rows IN_FLIGHT (a task holds them: their records may be in Kafka already).")
+  boolean inFlight;
+
+  @Option(
+      names = "--dry-run",
+      description = "Park nothing: only say what would be parked (the statement is rolled back).")
+  boolean dryRun;
+
+  @Option(names = "--json", description = "Print JSON for machines.")
+  boolean json;
+
+  @Override
+  void validateOptions() {
+    if (messageIds.size() > ParkedRowsCommand.MAX_MESSAGE_IDS) {
+      throw CliException.usage(
+          "at most " + ParkedRowsCommand.MAX_MESSAGE_IDS + " --message-id at a time");
+    }
+    if (messageIds.stream().anyMatch(String::isBlank)) {
+      throw CliException.usage("--message-id must not be blank");
+    }
+  }
+
+  @Override
+  int run(Database database) {
+    ParkedChange report = database.operatorStore().park(instanceKey, messageIds, inFlight, dryRun);
+    PrintWriter out = out();
+    if (json) {
+      ObjectNode node = Text.json().createObjectNode();
+      node.put("instance_key", instanceKey);
+      node.put("dry_run", dryRun);
+      node.put(dryRun ? "would_park" : "parked", report.changed());
+      ArrayNode skipped = node.putArray("not_parked");
+      for (ParkedChange.Skipped s : report.skipped()) {
+        ObjectNode item = skipped.addObject();
+        item.put("message_id", s.messageId());
+        item.put("reason", s.reason().name());
+        item.put("status", s.status() == null ? null : s.status().name());
+      }
+      out.println(Text.toJson(node));
+    } else {
+      String rows = report.changed() + " row(s) of instance key " + Text.safe(instanceKey);
+      out.println(
+          (dryRun ? "dry run: " + rows + " would be parked" : "parked " + rows)
+              + " (FAILED, PARKED_BY_OPERATOR)");
+      if (!report.skipped().isEmpty()) {
+        out.println();
+        out.println("not parked:");
+        TextTable table = new TextTable("MESSAGE ID", "REASON", "STATUS");
+        for (ParkedChange.Skipped s : report.skipped()) {
+          table.row(
+              Text.safe(s.messageId()), s.reason(), s.status() == null ? "-" : s.status().name());
+        }
+        out.print(table.render());
+      }
+    }
+    if (report.changed() == 0) {
+      err().println("error: nothing matched: no row " + (dryRun ? "would be" : "was") + " parked");
+      return ExitCode.NOTHING_MATCHED;
+    }
+    return ExitCode.OK;
+  }
+}

@@ -1,0 +1,137 @@
+package dev.outboxrelay.cli;
+
+import static dev.outboxrelay.cli.OutboxFixture.assertUnchangedExcept;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.outboxrelay.cli.OutboxFixture.RowState;
+import dev.outboxrelay.store.ReasonCodes;
+import java.sql.SQLException;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * park parks only rows of its own key that await delivery (PENDING, AMBIGUOUS; IN_FLIGHT only when
+ * asked): FAILED, PARKED_BY_OPERATOR, lease ended and token bumped, so requeue takes it back and no
+ * outcome of an earlier claim applies. Never another key's rows, legacy rows, parked or published
+ * rows.
+ */
+class ParkCommandTest {
+  private OutboxFixture outbox;
+  private Map<String, RowState> before;
+
+  @BeforeEach
+  void outbox() throws SQLException {
+    outbox = OutboxFixture.populated("park");
+    before = outbox.snapshot();
+  }
+
+  @AfterEach
+  void close() {
+    outbox.close();
+  }
+
+  @Test
+  void parksRowsAwaitingDeliveryAndSaysWhyOthersWereNot() throws SQLException {
+    Cli.Result r =
+        outbox
+            .cli()
+            .forKey(
+                "eu",
+                "park",
+                "--message-id",
+                "eu-pending",
+                "--message-id",
+                "eu-ambiguous",
+                "--message-id",
+                "eu-in-flight",
+                "--message-id",
+                "eu-failed-1",
+                "--message-id",
+                "eu-published-new",
+                "--message-id",
+                "us-pending",
+                "--message-id",
+                "legacy-failed",
+                "--message-id",
+                "no-such-id");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertTrue(
+        r.out().startsWith("parked 2 row(s) of instance key eu (FAILED, PARKED_BY_OPERATOR)\n"),
+        r::toString);
+    assertTrue(r.hasLine("eu-in-flight +IN_FLIGHT +IN_FLIGHT"), r::toString);
+    assertTrue(r.hasLine("eu-failed-1 +SETTLED +FAILED"), r::toString);
+    assertTrue(r.hasLine("eu-published-new +SETTLED +PUBLISHED"), r::toString);
+    assertTrue(r.hasLine("us-pending +OTHER_INSTANCE +-"), r::toString);
+    assertTrue(r.hasLine("legacy-failed +OTHER_INSTANCE +-"), r::toString);
+    assertTrue(r.hasLine("no-such-id +NOT_FOUND +-"), r::toString);
+    Map<String, RowState> after = outbox.snapshot();
+    for (String id : new String[] {"eu-pending", "eu-ambiguous"}) {
+      RowState parked = after.get(id);
+      assertEquals("FAILED", parked.status(), id);
+      assertEquals(ReasonCodes.PARKED_BY_OPERATOR, parked.lastFailureCode(), id);
+      assertNotNull(parked.parkedAt(), id + " is out of the rows awaiting delivery");
+      assertNull(parked.nextAttemptAt(), id);
+      assertEquals(before.get(id).leaseToken() + 1, parked.leaseToken(), id);
+      assertEquals(before.get(id).attempts(), parked.attempts(), id + ": no attempt charged");
+    }
+    assertUnchangedExcept(before, after, "eu-pending", "eu-ambiguous");
+
+    // Parked as the relay parks a poison row: requeue takes it back.
+    Cli.Result requeued =
+        outbox.cli().forKey("eu", "requeue", "--message-id", "eu-pending", "--status", "FAILED");
+    assertEquals(ExitCode.OK, requeued.exitCode(), requeued::toString);
+    assertEquals("PENDING", outbox.snapshot().get("eu-pending").status());
+  }
+
+  @Test
+  void aRowInFlightIsParkedOnlyWhenAskedAndItsHolderIsFencedOff() throws SQLException {
+    Cli.Result r =
+        outbox.cli().forKey("eu", "park", "--message-id", "eu-in-flight", "--in-flight", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    JsonNode json = r.json();
+    assertEquals(1, json.get("parked").asLong());
+    assertEquals(0, json.get("not_parked").size());
+    RowState parked = outbox.snapshot().get("eu-in-flight");
+    assertEquals("FAILED", parked.status());
+    assertNull(parked.leaseOwner());
+    assertNull(parked.leaseExpiresAt());
+    assertEquals(8, parked.leaseToken(), "token 7 bumped: worker-1's outcome cannot apply");
+    assertUnchangedExcept(before, outbox.snapshot(), "eu-in-flight");
+  }
+
+  @Test
+  void dryRunChangesNothingAndNothingToParkExitsWithThree() throws SQLException {
+    Cli.Result dry =
+        outbox
+            .cli()
+            .forKey("eu", "park", "--message-id", "eu-pending", "--message-id", "x", "--dry-run");
+    assertEquals(ExitCode.OK, dry.exitCode(), dry::toString);
+    assertTrue(
+        dry.out()
+            .startsWith(
+                "dry run: 1 row(s) of instance key eu would be parked (FAILED,"
+                    + " PARKED_BY_OPERATOR)\n"),
+        dry::toString);
+    assertTrue(dry.hasLine("x +NOT_FOUND +-"), dry::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
+
+    Cli.Result none = outbox.cli().forKey("eu", "park", "--message-id", "eu-failed-2");
+    assertEquals(ExitCode.NOTHING_MATCHED, none.exitCode(), none::toString);
+    assertTrue(none.err().endsWith("error: nothing matched: no row was parked\n"), none::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
+  }
+
+  @Test
+  void aBlankIdIsAUsageError() {
+    Cli.Result blank = outbox.cli().forKey("eu", "park", "--message-id", " ");
+    assertEquals(ExitCode.USAGE, blank.exitCode(), blank::toString);
+  }
+}
