@@ -35,7 +35,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
 /**
  * {@code outbox-relay-cli}: operator tooling for the outbox, run outside Kafka Connect. Every data
  * command works on exactly one instance key and never reads or changes another key's rows, legacy
- * rows without a key, or rows under a lease.
+ * rows without a key, or rows under a lease (but {@code park --in-flight}, on request).
  */
 @Command(
     name = "outbox-relay-cli",

@@ -129,6 +129,58 @@ class ParkCommandTest {
     assertUnchangedExcept(before, outbox.snapshot());
   }
 
+  /**
+   * A row in flight under an exactly-once claim may be committed in Kafka though not yet recorded:
+   * parked, the next start's recovery could not record it, and a requeue would send it twice.
+   */
+  @Test
+  void aRowInFlightUnderAnExactlyOnceClaimIsNeverParked() throws SQLException {
+    outbox.exec(
+        "UPDATE outbox SET lease_epoch = 42, claim_batch = 1 WHERE message_id = 'eu-in-flight'");
+    Map<String, RowState> leased = outbox.snapshot();
+
+    Cli.Result r =
+        outbox.cli().forKey("eu", "park", "--message-id", "eu-in-flight", "--in-flight", "--json");
+
+    assertEquals(ExitCode.NOTHING_MATCHED, r.exitCode(), r::toString);
+    JsonNode refused = r.json().get("not_parked").get(0);
+    assertEquals("IN_FLIGHT_EXACTLY_ONCE", refused.get("reason").asText(), r::toString);
+    assertEquals("IN_FLIGHT", refused.get("status").asText());
+    assertUnchangedExcept(leased, outbox.snapshot());
+  }
+
+  @Test
+  void aRepeatedIdCountsOnceAndADryRunOfARowInFlightLocksNothing() throws SQLException {
+    Cli.Result dry =
+        outbox
+            .cli()
+            .forKey(
+                "eu",
+                "park",
+                "--message-id",
+                "eu-in-flight",
+                "--message-id",
+                "eu-in-flight",
+                "--message-id",
+                "nope",
+                "--message-id",
+                "nope",
+                "--in-flight",
+                "--dry-run",
+                "--json");
+    assertEquals(ExitCode.OK, dry.exitCode(), dry::toString);
+    assertEquals(1, dry.json().get("would_park").asLong(), dry::toString);
+    assertEquals(1, dry.json().get("not_parked").size(), dry::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
+
+    Cli.Result twice =
+        outbox
+            .cli()
+            .forKey(
+                "eu", "park", "--message-id", "eu-pending", "--message-id", "eu-pending", "--json");
+    assertEquals(1, twice.json().get("parked").asLong(), twice::toString);
+  }
+
   @Test
   void aBlankIdIsAUsageError() {
     Cli.Result blank = outbox.cli().forKey("eu", "park", "--message-id", " ");

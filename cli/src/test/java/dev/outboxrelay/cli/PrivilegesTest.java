@@ -50,6 +50,17 @@ class PrivilegesTest {
     assertEquals(ExitCode.OK, purge.exitCode(), purge::toString);
   }
 
+  /** A dry run of park only reads: a role without UPDATE may run it, not the park itself. */
+  @Test
+  void aReadOnlyRoleMayDryRunAParkOnly() throws SQLException {
+    outbox.exec("REVOKE UPDATE ON outbox FROM " + TestDatabase.PASSWORD_ROLE);
+    Cli.Result dry = operator().forKey("eu", "park", "--message-id", "eu-pending", "--dry-run");
+    assertEquals(ExitCode.OK, dry.exitCode(), dry::toString);
+    Cli.Result refused = operator().forKey("eu", "park", "--message-id", "eu-pending");
+    assertEquals(ExitCode.DATABASE, refused.exitCode(), refused::toString);
+    assertTrue(refused.err().contains("DB_PERMISSION_DENIED"), refused::toString);
+  }
+
   @Test
   void anOperatorRoleCanRequeueDiscardParkAndPurge() {
     Cli cli = operator();

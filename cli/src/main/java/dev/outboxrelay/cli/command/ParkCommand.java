@@ -23,7 +23,8 @@ import picocli.CommandLine.Option;
           + " attempts to run out.",
       "PENDING and AMBIGUOUS rows only, unless --in-flight: a row in flight may be in Kafka"
           + " already, or on its way; parked, its holder's outcome write is refused and counted as"
-          + " a lost claim. Rows of other instance keys, legacy rows and parked or published rows"
+          + " a lost claim. Never a row in flight under an exactly-once claim (Kafka may have"
+          + " committed it). Rows of other instance keys, legacy rows and parked or published rows"
           + " are never touched. One statement: all or none.",
       "Exits with 3 when nothing was (or, with --dry-run, would be) parked."
     },
@@ -43,12 +44,13 @@ public final class ParkCommand extends InstanceCommand {
   @Option(
       names = "--in-flight",
       description =
-          "Also park rows IN_FLIGHT (a task holds them: their records may be in Kafka already).")
+          "Also park rows IN_FLIGHT under an at-least-once claim (a task holds them: their records"
+              + " may be in Kafka already).")
   boolean inFlight;
 
   @Option(
       names = "--dry-run",
-      description = "Park nothing: only say what would be parked (the statement is rolled back).")
+      description = "Park nothing: only say what would be parked (read only, no lock).")
   boolean dryRun;
 
   @Option(names = "--json", description = "Print JSON for machines.")

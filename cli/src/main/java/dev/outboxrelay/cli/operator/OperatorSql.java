@@ -32,9 +32,10 @@ import java.util.regex.Pattern;
  * delete, and they follow the store's fencing rule: requeue and discard apply only to rows that are
  * still parked (FAILED or EXHAUSTED) under this instance key when the statement runs, park only to
  * rows still awaiting delivery, so a row that changed meanwhile is left alone. A requeue bumps the
- * lease token and a discard deletes the row, so an outcome from any earlier claim of the row can
- * never apply. Both, by correlation id or of all parked rows, run in bounded batches, one
- * transaction each, so that a large parked set never becomes one long transaction.
+ * lease token, a park too, and a discard deletes the row, so an outcome from any earlier claim of
+ * the row can never apply. Requeue and discard, by correlation id or of all parked rows, run in
+ * bounded batches, one transaction each, so that a large parked set never becomes one long
+ * transaction.
  */
 final class OperatorSql {
   private static final Pattern PLACEHOLDER = Pattern.compile("\\{[^}]*}");
@@ -143,11 +144,17 @@ final class OperatorSql {
           parked_at = statement_timestamp(), next_attempt_at = NULL, isolated = FALSE,
           lease_owner = NULL, lease_expires_at = NULL, lease_token = lease_token + 1""";
 
-  /** {@code {awaiting of key}}: rows of the key awaiting delivery, with a chosen status. */
+  /**
+   * {@code {awaiting of key}}: rows of the key awaiting delivery, with a chosen status; never one
+   * in flight under an exactly-once claim (a lease epoch): Kafka may have committed its record
+   * without the table knowing yet (the next start's recovery records it from the committed offsets,
+   * which it cannot do for a parked row), and a requeue would then send it twice.
+   */
   private static final String AWAITING_OF_KEY =
       """
       WHERE instance_key = :instance_key AND published_at IS NULL AND parked_at IS NULL
-          AND status = ANY (CAST(:statuses AS text[]))""";
+          AND status = ANY (CAST(:statuses AS text[]))
+          AND (status <> 'IN_FLIGHT' OR lease_epoch IS NULL)""";
 
   /** {@code {discard}}: the row is deleted, never relayed (nor in the published log). */
   private static final String DISCARD = "DELETE FROM {table}";
@@ -199,12 +206,13 @@ final class OperatorSql {
         -- The key's own row first (a legacy row may share the id), the table's before the log's.
         CASE WHEN o.instance_key = :instance_key THEN o.status
           WHEN l.instance_key = :instance_key THEN l.status
-          ELSE COALESCE(o.status, l.status) END AS status
+          ELSE COALESCE(o.status, l.status) END AS status,
+        COALESCE(o.instance_key = :instance_key AND o.exactly_once, FALSE) AS exactly_once
       FROM requested r
         LEFT JOIN changed q ON q.message_id = r.message_id
         LEFT JOIN LATERAL (
           -- On an adopted table a legacy row may share the id: the key's own row first.
-          SELECT o.status, o.instance_key
+          SELECT o.status, o.instance_key, o.lease_epoch IS NOT NULL AS exactly_once
           FROM {table} o
           WHERE {message_id(o)} = r.message_id
           ORDER BY o.instance_key = :instance_key DESC NULLS LAST LIMIT 1
@@ -219,6 +227,7 @@ final class OperatorSql {
 
   final Map<ParkedAction, NamedSql> changeMessageIds = new EnumMap<>(ParkedAction.class);
   final NamedSql park;
+  final NamedSql parkDryRun;
   final NamedSql lastSeq;
   final NamedSql countExpiredLeases;
   final Map<ParkedAction, Map<ParkedSelection.Selector, NamedSql>> changeBatch =
@@ -367,11 +376,20 @@ final class OperatorSql {
     }
 
     // Park by message id, as a requeue by message id, from the rows awaiting delivery instead.
-    park =
+    String parkOf = CHANGE_MESSAGE_IDS.replace("{parked of key}", AWAITING_OF_KEY);
+    park = statement(parkOf.replace("{change}", PARK));
+    // A dry run reads what the park would change, without locking or writing it.
+    parkDryRun =
         statement(
-            CHANGE_MESSAGE_IDS
-                .replace("{change}", PARK)
-                .replace("{parked of key}", AWAITING_OF_KEY));
+            parkOf
+                .replace("{change}", "SELECT * FROM {table}")
+                .replace(
+                    "RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed",
+                    "")
+                .replace(
+                    "LEFT JOIN changed q ON q.message_id = r.message_id",
+                    "LEFT JOIN (SELECT {message_id} AS message_id, FALSE AS deadline_passed"
+                        + " FROM changed) q ON q.message_id = r.message_id"));
 
     // The same rows PostgresOutboxStore.deletePublished removes: entries of the published log,
     // and rows published before schema version 9, still in the table.

@@ -19,15 +19,17 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
- * The operator commands' reads and their writes to parked rows (requeue, discard), each statement
- * in autocommit, each bound to one instance key. Failures leave as {@link
- * dev.outboxrelay.store.OutboxStoreException}, classified by SQLState and without driver text.
- * Counts, lag and the retention delete are the relay store's own (see {@code PostgresOutboxStore}).
+ * The operator commands' reads, their writes to parked rows (requeue, discard) and their parking of
+ * rows awaiting delivery (park), each statement its own transaction, each bound to one instance
+ * key. Failures leave as {@link dev.outboxrelay.store.OutboxStoreException}, classified by SQLState
+ * and without driver text. Counts, lag and the retention delete are the relay store's own (see
+ * {@code PostgresOutboxStore}).
  *
  * <p>Published rows are read from the table's published log and, for rows published before schema
  * version 9, from the table itself ({@link OperatorSql}). A log entry reads as a PUBLISHED row
@@ -246,9 +248,10 @@ public final class OperatorStore {
 
   /**
    * Parks the rows with these message ids that still await delivery under the key (PENDING or
-   * AMBIGUOUS, and IN_FLIGHT too if {@code inFlight}): FAILED, PARKED_BY_OPERATOR, lease ended,
-   * token bumped. One statement, so all or none; with {@code dryRun} it is rolled back, and the
-   * report says what it would have done.
+   * AMBIGUOUS, and IN_FLIGHT too if {@code inFlight}, but never under an exactly-once claim):
+   * FAILED, PARKED_BY_OPERATOR, lease ended, token bumped. One statement, so all or none. With
+   * {@code dryRun} the same rows are only read (no lock, no write), and the report says what it
+   * would have done.
    */
   public ParkedChange park(
       String instanceKey, List<String> messageIds, boolean inFlight, boolean dryRun) {
@@ -256,37 +259,27 @@ public final class OperatorStore {
         inFlight
             ? new String[] {"PENDING", "AMBIGUOUS", "IN_FLIGHT"}
             : new String[] {"PENDING", "AMBIGUOUS"};
+    String[] ids = new LinkedHashSet<>(messageIds).toArray(String[]::new); // each id once
     return run(
         "park",
-        sql.park,
+        dryRun ? sql.parkDryRun : sql.park,
         (c, statement) -> {
-          c.setAutoCommit(false);
-          try {
-            statement
-                .setString("instance_key", InstanceKeys.requireValid(instanceKey))
-                .setArray("statuses", c.createArrayOf("text", statuses))
-                .setArray("message_ids", c.createArrayOf("text", messageIds.toArray()));
-            long parked = 0;
-            List<ParkedChange.Skipped> skipped = new ArrayList<>();
-            try (ResultSet rs = statement.executeQuery()) {
-              while (rs.next()) {
-                if (rs.getBoolean("changed")) {
-                  parked++;
-                } else {
-                  skipped.add(notParked(rs, inFlight));
-                }
+          statement
+              .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+              .setArray("statuses", c.createArrayOf("text", statuses))
+              .setArray("message_ids", c.createArrayOf("text", ids));
+          long parked = 0;
+          List<ParkedChange.Skipped> skipped = new ArrayList<>();
+          try (ResultSet rs = statement.executeQuery()) {
+            while (rs.next()) {
+              if (rs.getBoolean("changed")) {
+                parked++;
+              } else {
+                skipped.add(notParked(rs, inFlight));
               }
             }
-            if (dryRun) {
-              c.rollback();
-            } else {
-              c.commit();
-            }
-            return new ParkedChange(parked, 0, skipped);
-          } catch (SQLException | RuntimeException e) {
-            c.rollback();
-            throw e;
           }
+          return new ParkedChange(parked, 0, skipped);
         });
   }
 
@@ -303,7 +296,10 @@ public final class OperatorStore {
     MessageStatus current = MessageStatus.valueOf(status);
     ParkedChange.Reason reason =
         switch (current) {
-          case IN_FLIGHT -> inFlight ? ParkedChange.Reason.CHANGED : ParkedChange.Reason.IN_FLIGHT;
+          case IN_FLIGHT ->
+              rs.getBoolean("exactly_once")
+                  ? ParkedChange.Reason.IN_FLIGHT_EXACTLY_ONCE
+                  : inFlight ? ParkedChange.Reason.CHANGED : ParkedChange.Reason.IN_FLIGHT;
           case PENDING, AMBIGUOUS -> ParkedChange.Reason.CHANGED;
           default -> ParkedChange.Reason.SETTLED;
         };

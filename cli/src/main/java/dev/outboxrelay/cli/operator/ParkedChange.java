@@ -28,6 +28,11 @@ public record ParkedChange(long changed, long deadlinePassed, List<Skipped> skip
     STATUS_NOT_SELECTED,
     /** Park: the row is in flight, and --in-flight was not given. */
     IN_FLIGHT,
+    /**
+     * Park: the row is in flight under an exactly-once claim, which is never parked: Kafka may have
+     * committed its record, which only the next start's recovery can tell.
+     */
+    IN_FLIGHT_EXACTLY_ONCE,
     /** Park: the row is parked or published already. */
     SETTLED,
     /** Park: the row awaited delivery, and changed while the command ran (claimed, say). */
