@@ -1,12 +1,10 @@
 package dev.outboxrelay.cli.command;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.Text;
-import dev.outboxrelay.cli.TextTable;
 import dev.outboxrelay.cli.operator.ParkedChange;
 import java.io.PrintWriter;
 import java.util.List;
@@ -76,29 +74,14 @@ public final class ParkCommand extends InstanceCommand {
       node.put("instance_key", instanceKey);
       node.put("dry_run", dryRun);
       node.put(dryRun ? "would_park" : "parked", report.changed());
-      ArrayNode skipped = node.putArray("not_parked");
-      for (ParkedChange.Skipped s : report.skipped()) {
-        ObjectNode item = skipped.addObject();
-        item.put("message_id", s.messageId());
-        item.put("reason", s.reason().name());
-        item.put("status", s.status() == null ? null : s.status().name());
-      }
+      SkippedRows.put(node, "not_parked", report.skipped());
       out.println(Text.toJson(node));
     } else {
       String rows = report.changed() + " row(s) of instance key " + Text.safe(instanceKey);
       out.println(
           (dryRun ? "dry run: " + rows + " would be parked" : "parked " + rows)
               + " (FAILED, PARKED_BY_OPERATOR)");
-      if (!report.skipped().isEmpty()) {
-        out.println();
-        out.println("not parked:");
-        TextTable table = new TextTable("MESSAGE ID", "REASON", "STATUS");
-        for (ParkedChange.Skipped s : report.skipped()) {
-          table.row(
-              Text.safe(s.messageId()), s.reason(), s.status() == null ? "-" : s.status().name());
-        }
-        out.print(table.render());
-      }
+      SkippedRows.print(out, "not parked:", report.skipped());
     }
     if (report.changed() == 0) {
       err().println("error: nothing matched: no row " + (dryRun ? "would be" : "was") + " parked");

@@ -6,7 +6,6 @@ import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.Text;
-import dev.outboxrelay.cli.TextTable;
 import dev.outboxrelay.cli.operator.ParkedAction;
 import dev.outboxrelay.cli.operator.ParkedChange;
 import dev.outboxrelay.cli.operator.ParkedChangeFailedException;
@@ -164,13 +163,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       node.put("dry_run", false);
       node.put(done, report.changed());
       putDeadlinePassed(node, report);
-      ArrayNode skipped = node.putArray("not_" + done);
-      for (ParkedChange.Skipped s : report.skipped()) {
-        ObjectNode item = skipped.addObject();
-        item.put("message_id", s.messageId());
-        item.put("reason", s.reason().name());
-        item.put("status", s.status() == null ? null : s.status().name());
-      }
+      SkippedRows.put(node, "not_" + done, report.skipped());
       out.println(Text.toJson(node));
     } else {
       out.println(
@@ -183,16 +176,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
               + statusNames
               + ")");
       printDeadlinePassed(out, report);
-      if (!report.skipped().isEmpty()) {
-        out.println();
-        out.println("not " + done + ":");
-        TextTable table = new TextTable("MESSAGE ID", "REASON", "STATUS");
-        for (ParkedChange.Skipped s : report.skipped()) {
-          table.row(
-              Text.safe(s.messageId()), s.reason(), s.status() == null ? "-" : s.status().name());
-        }
-        out.print(table.render());
-      }
+      SkippedRows.print(out, "not " + done + ":", report.skipped());
     }
     return report.changed() == 0 ? nothingMatched("no parked row was " + done) : ExitCode.OK;
   }

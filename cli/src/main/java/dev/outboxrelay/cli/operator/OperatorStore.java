@@ -283,17 +283,29 @@ public final class OperatorStore {
         });
   }
 
-  private static ParkedChange.Skipped notParked(ResultSet rs, boolean inFlight)
-      throws SQLException {
+  /**
+   * Why a requested id that is not a row of the key was left alone, or null for the key's own row:
+   * nothing about another instance's row is shown, not even its status.
+   */
+  private static ParkedChange.Skipped notTheKeys(ResultSet rs) throws SQLException {
     String messageId = rs.getString("message_id");
-    String status = rs.getString("status");
-    if (status == null) {
+    if (rs.getString("status") == null) {
       return new ParkedChange.Skipped(messageId, ParkedChange.Reason.NOT_FOUND, null);
     }
     if (!rs.getBoolean("own")) {
       return new ParkedChange.Skipped(messageId, ParkedChange.Reason.OTHER_INSTANCE, null);
     }
-    MessageStatus current = MessageStatus.valueOf(status);
+    return null;
+  }
+
+  private static ParkedChange.Skipped notParked(ResultSet rs, boolean inFlight)
+      throws SQLException {
+    ParkedChange.Skipped foreign = notTheKeys(rs);
+    if (foreign != null) {
+      return foreign;
+    }
+    String messageId = rs.getString("message_id");
+    MessageStatus current = MessageStatus.valueOf(rs.getString("status"));
     ParkedChange.Reason reason =
         switch (current) {
           case IN_FLIGHT ->
@@ -310,16 +322,12 @@ public final class OperatorStore {
 
   private static ParkedChange.Skipped skipped(ParkedSelection request, ResultSet rs)
       throws SQLException {
+    ParkedChange.Skipped foreign = notTheKeys(rs);
+    if (foreign != null) {
+      return foreign;
+    }
     String messageId = rs.getString("message_id");
-    String status = rs.getString("status");
-    if (status == null) {
-      return new ParkedChange.Skipped(messageId, ParkedChange.Reason.NOT_FOUND, null);
-    }
-    if (!rs.getBoolean("own")) {
-      // Nothing about another instance's row is shown, not even its status.
-      return new ParkedChange.Skipped(messageId, ParkedChange.Reason.OTHER_INSTANCE, null);
-    }
-    MessageStatus current = MessageStatus.valueOf(status);
+    MessageStatus current = MessageStatus.valueOf(rs.getString("status"));
     if (request.statuses().contains(current)) {
       // Read as selected, yet the update's re-check found it changed meanwhile (a concurrent
       // requeue, say): no longer parked as read, and its status now unknown here.

@@ -1,0 +1,39 @@
+package dev.outboxrelay.cli.command;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.outboxrelay.cli.Text;
+import dev.outboxrelay.cli.TextTable;
+import dev.outboxrelay.cli.operator.ParkedChange;
+import java.io.PrintWriter;
+import java.util.List;
+
+/** The requested ids a change by message id left alone, and why: as text and as JSON. */
+final class SkippedRows {
+  private SkippedRows() {}
+
+  /** Under {@code heading} ("not requeued:"), one line each; nothing when none was left. */
+  static void print(PrintWriter out, String heading, List<ParkedChange.Skipped> skipped) {
+    if (skipped.isEmpty()) {
+      return;
+    }
+    out.println();
+    out.println(heading);
+    TextTable table = new TextTable("MESSAGE ID", "REASON", "STATUS");
+    for (ParkedChange.Skipped s : skipped) {
+      table.row(Text.safe(s.messageId()), s.reason(), s.status() == null ? "-" : s.status().name());
+    }
+    out.print(table.render());
+  }
+
+  /** As the array {@code field} of {@code node}. */
+  static void put(ObjectNode node, String field, List<ParkedChange.Skipped> skipped) {
+    ArrayNode array = node.putArray(field);
+    for (ParkedChange.Skipped s : skipped) {
+      ObjectNode item = array.addObject();
+      item.put("message_id", s.messageId());
+      item.put("reason", s.reason().name());
+      item.put("status", s.status() == null ? null : s.status().name());
+    }
+  }
+}
