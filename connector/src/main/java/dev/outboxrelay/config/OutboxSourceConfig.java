@@ -967,10 +967,6 @@ public class OutboxSourceConfig extends AbstractConfig {
   }
 
   /**
-   * The producer's {@code buffer.memory} as this connector overrides it, else Kafka's default (a
-   * worker-wide {@code producer.buffer.memory} is not visible here).
-   */
-  /**
    * Whether Connect commits an exactly-once task's transaction at the end of every poll, its
    * default ({@code transaction.boundary=poll}); false with {@code interval}, where a transaction
    * holds what the task returned over the whole interval.
@@ -980,6 +976,10 @@ public class OutboxSourceConfig extends AbstractConfig {
     return boundary == null || !"interval".equalsIgnoreCase(boundary.toString().trim());
   }
 
+  /**
+   * The producer's {@code buffer.memory} as this connector overrides it, else Kafka's default (a
+   * worker-wide {@code producer.buffer.memory} is not visible here).
+   */
   public long producerBufferMemory() {
     return producerOverride(PRODUCER_BUFFER_MEMORY, DEFAULT_PRODUCER_BUFFER_MEMORY);
   }

@@ -11,10 +11,11 @@ import java.util.List;
  * sweep when it claimed after this instance's start). A later epoch's live lease is a successor's,
  * which a fenced instance starting late sees normally: not reported.
  *
- * <p>A row released a second time is a suspect: its instances ended twice without Kafka committing
- * it, and the row may be why (a record that fails its task aborts its batch's transaction). It is
- * flagged isolated, to be claimed alone ({@link ExactlyOnceClaim#suspects}); one that was already
- * claimed alone is charged an attempt, and past the budget is parked EXHAUSTED ({@link
+ * <p>A row released while its {@code abandoned_claims} is above 0 (its second release, for a row
+ * never abandoned before) is a suspect: its instances ended twice without Kafka committing it, and
+ * the row may be why (a record that fails its task aborts its batch's transaction). It is flagged
+ * isolated, to be claimed alone ({@link ExactlyOnceClaim#suspects}); one that was already claimed
+ * alone is charged an attempt, and past the budget is parked EXHAUSTED ({@link
  * ReasonCodes#ABANDONED_IN_ISOLATION}) instead.
  *
  * @param released the message ids of the released rows, suspects included

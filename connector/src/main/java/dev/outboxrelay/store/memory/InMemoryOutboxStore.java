@@ -214,6 +214,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
           || (request.expiredOnly() && !row.isAbandoned(now))) {
         continue;
       }
+      boolean suspect = false;
       if (isCovered(row, request)) {
         row.status = MessageStatus.PUBLISHED;
         row.publishedAt = now;
@@ -221,34 +222,31 @@ public final class InMemoryOutboxStore implements OutboxStore {
         row.lastFailureCode = ReasonCodes.RECOVERED_FROM_OFFSETS;
         published.add(row.messageId);
       } else {
-        // Released a second time, a suspect: claimed alone next; charged if it was alone already.
+        // Released while abandoned before, a suspect: claimed alone next; charged if it was alone.
         boolean charged = row.isolated;
-        boolean suspect = row.abandonedClaims > 0;
+        suspect = row.abandonedClaims > 0;
         row.abandonedClaims++;
         row.kafka = null;
         if (charged) {
           row.attempts++;
         }
         if (charged && row.attempts >= request.maxAttempts()) {
-          row.park(ReasonCodes.ABANDONED_IN_ISOLATION); // bumps the token
-          row.nextAttemptAt = null;
-          row.leaseEpoch = null;
-          row.claimBatch = null;
+          row.park(ReasonCodes.ABANDONED_IN_ISOLATION); // ends the lease, bumps the token
           exhausted.add(row.messageId);
-          continue;
+        } else {
+          row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
+          released.add(row.messageId);
+          if (suspect) {
+            suspects.add(row.seq);
+          }
         }
-        row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
-        released.add(row.messageId);
-        if (suspect) {
-          suspects.add(row.seq);
-        }
-        row.isolated = suspect;
       }
+      if (row.status != MessageStatus.EXHAUSTED) {
+        row.releaseLease();
+        row.leaseToken++;
+      }
+      row.isolated = suspect;
       row.nextAttemptAt = null;
-      boolean isolated = row.isolated;
-      row.releaseLease(); // unflags it
-      row.isolated = isolated && row.status != MessageStatus.PUBLISHED;
-      row.leaseToken++;
       row.leaseEpoch = null;
       row.claimBatch = null;
     }
