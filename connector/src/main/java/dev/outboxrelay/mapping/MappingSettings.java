@@ -36,7 +36,10 @@ public record MappingSettings(
   /** Kafka's default {@code max.request.size}. */
   public static final int DEFAULT_RECORD_MAX_BYTES = 1_048_576;
 
-  /** With the producer's default request size. */
+  /**
+   * With the producer's default request size, any routable topic allowed and schemaless JSON; the
+   * {@code with…} methods set the rest.
+   */
   public MappingSettings(
       String topicTemplate,
       RoutingConvention convention,
@@ -49,44 +52,8 @@ public record MappingSettings(
         payloadFormat,
         payloadMaxBytes,
         deadLetterTopic,
-        DEFAULT_RECORD_MAX_BYTES);
-  }
-
-  /** Any routable topic allowed. */
-  public MappingSettings(
-      String topicTemplate,
-      RoutingConvention convention,
-      PayloadFormat payloadFormat,
-      int payloadMaxBytes,
-      String deadLetterTopic,
-      int recordMaxBytes) {
-    this(
-        topicTemplate,
-        convention,
-        payloadFormat,
-        payloadMaxBytes,
-        deadLetterTopic,
-        recordMaxBytes,
-        null);
-  }
-
-  /** No inferred schema: format JSON sends schemaless values. */
-  public MappingSettings(
-      String topicTemplate,
-      RoutingConvention convention,
-      PayloadFormat payloadFormat,
-      int payloadMaxBytes,
-      String deadLetterTopic,
-      int recordMaxBytes,
-      Pattern allowedTopics) {
-    this(
-        topicTemplate,
-        convention,
-        payloadFormat,
-        payloadMaxBytes,
-        deadLetterTopic,
-        recordMaxBytes,
-        allowedTopics,
+        DEFAULT_RECORD_MAX_BYTES,
+        null,
         null);
   }
 
@@ -110,6 +77,45 @@ public record MappingSettings(
               + TopicNames.RULE
               + ", not one of Kafka's internal topics) or absent");
     }
+  }
+
+  /** These settings with the producer's {@code max.request.size}. */
+  public MappingSettings withRecordMaxBytes(int recordMaxBytes) {
+    return new MappingSettings(
+        topicTemplate,
+        convention,
+        payloadFormat,
+        payloadMaxBytes,
+        deadLetterTopic,
+        recordMaxBytes,
+        allowedTopics,
+        inferredSchema);
+  }
+
+  /** These settings with the topics a row may be routed to (null: any routable topic). */
+  public MappingSettings withAllowedTopics(Pattern allowedTopics) {
+    return new MappingSettings(
+        topicTemplate,
+        convention,
+        payloadFormat,
+        payloadMaxBytes,
+        deadLetterTopic,
+        recordMaxBytes,
+        allowedTopics,
+        inferredSchema);
+  }
+
+  /** These settings with a schema inferred for JSON payloads (null: schemaless values). */
+  public MappingSettings withInferredSchema(InferredSchema inferredSchema) {
+    return new MappingSettings(
+        topicTemplate,
+        convention,
+        payloadFormat,
+        payloadMaxBytes,
+        deadLetterTopic,
+        recordMaxBytes,
+        allowedTopics,
+        inferredSchema);
   }
 
   /**

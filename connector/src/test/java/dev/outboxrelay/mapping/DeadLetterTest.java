@@ -133,12 +133,12 @@ class DeadLetterTest {
     RecordMapper mapper =
         new RecordMapper(
             new MappingSettings(
-                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-                RoutingConvention.OUTBOX_RELAY,
-                PayloadFormat.JSON,
-                64,
-                DLQ,
-                2_000));
+                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                    RoutingConvention.OUTBOX_RELAY,
+                    PayloadFormat.JSON,
+                    64,
+                    DLQ)
+                .withRecordMaxBytes(2_000));
     ClaimedMessage row =
         row().payload("{}").headersJson("{\"big\":\"" + "x".repeat(3_000) + "\"}").build();
     String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
@@ -166,7 +166,8 @@ class DeadLetterTest {
     RecordMapper mapper =
         new RecordMapper(
             new MappingSettings(
-                convention.defaultTopicTemplate(), convention, PayloadFormat.JSON, 64, DLQ, 2_000));
+                    convention.defaultTopicTemplate(), convention, PayloadFormat.JSON, 64, DLQ)
+                .withRecordMaxBytes(2_000));
     ClaimedMessage row = row().messageId("m-9").payload("{}").eventType("E".repeat(3_000)).build();
     String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
 

@@ -375,14 +375,12 @@ class InferredSchemaTest {
             IllegalArgumentException.class,
             () ->
                 new MappingSettings(
-                    "events",
-                    RoutingConvention.OUTBOX_RELAY,
-                    PayloadFormat.STRING,
-                    1 << 20,
-                    null,
-                    MappingSettings.DEFAULT_RECORD_MAX_BYTES,
-                    null,
-                    inferred));
+                        "events",
+                        RoutingConvention.OUTBOX_RELAY,
+                        PayloadFormat.STRING,
+                        1 << 20,
+                        null)
+                    .withInferredSchema(inferred));
     assertTrue(refused.getMessage().contains("JSON"));
   }
 
@@ -400,15 +398,9 @@ class InferredSchemaTest {
 
   private static RecordMapper mapper(InferredSchema inferred, int recordMaxBytes) {
     return new RecordMapper(
-        new MappingSettings(
-            "events",
-            RoutingConvention.DEBEZIUM,
-            PayloadFormat.JSON,
-            1 << 20,
-            null,
-            recordMaxBytes,
-            null,
-            inferred));
+        new MappingSettings("events", RoutingConvention.DEBEZIUM, PayloadFormat.JSON, 1 << 20, null)
+            .withRecordMaxBytes(recordMaxBytes)
+            .withInferredSchema(inferred));
   }
 
   private static Struct inferred(String payload) {

@@ -25,12 +25,12 @@ class RecordSizeTest {
   private static RecordMapper mapper(int payloadMaxBytes, int recordMaxBytes) {
     return new RecordMapper(
         new MappingSettings(
-            RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-            RoutingConvention.OUTBOX_RELAY,
-            PayloadFormat.BYTES,
-            payloadMaxBytes,
-            null,
-            recordMaxBytes));
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.BYTES,
+                payloadMaxBytes,
+                null)
+            .withRecordMaxBytes(recordMaxBytes));
   }
 
   private static ClaimedMessage rowWithPayload(int size) {

@@ -220,13 +220,12 @@ class UnpublishableRowTest {
     RecordMapper mapper =
         new RecordMapper(
             new MappingSettings(
-                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-                RoutingConvention.OUTBOX_RELAY,
-                PayloadFormat.BYTES,
-                MAX_BYTES,
-                null,
-                MappingSettings.DEFAULT_RECORD_MAX_BYTES,
-                Pattern.compile("outbox\\..*")));
+                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                    RoutingConvention.OUTBOX_RELAY,
+                    PayloadFormat.BYTES,
+                    MAX_BYTES,
+                    null)
+                .withAllowedTopics(Pattern.compile("outbox\\..*")));
 
     assertEquals("TOPIC_NOT_ALLOWED", reason(mapper, row().topic("connect-configs").build()));
     assertEquals("TOPIC_NOT_ALLOWED", reason(mapper, row().topic("xoutbox.orders").build()));
