@@ -2,16 +2,18 @@ package dev.outboxrelay.connect;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.kafka.connect.source.SourceRecord;
+import org.slf4j.MDC;
 
 /**
  * Exactly-once: claims the next batch while Connect sends and commits the current one. With the
@@ -51,17 +53,28 @@ final class ClaimPrefetch implements AutoCloseable {
   private final ExecutorService thread;
 
   /** The claim running or done ahead; whoever takes it (the next poll, or a stop) owns it. */
-  private final AtomicReference<Future<Batch>> pending = new AtomicReference<>();
+  private final AtomicReference<CompletableFuture<Batch>> pending = new AtomicReference<>();
+
+  /** The task thread's logging context (connector, task, instance keys), for the claims' logs. */
+  private final Map<String, String> mdc;
 
   ClaimPrefetch(Supplier<Batch> claim, String threadName) {
     this.claim = claim;
+    this.mdc = MDC.getCopyOfContextMap();
     this.thread =
         Executors.newSingleThreadExecutor(
             r -> {
-              Thread t = new Thread(r, threadName);
+              Thread t = new Thread(() -> runWithContext(r), threadName);
               t.setDaemon(true);
               return t;
             });
+  }
+
+  private void runWithContext(Runnable r) {
+    if (mdc != null) {
+      MDC.setContextMap(mdc);
+    }
+    r.run();
   }
 
   /**
@@ -72,7 +85,7 @@ final class ClaimPrefetch implements AutoCloseable {
     if (thread.isShutdown()) {
       return Batch.EMPTY; // closed: the task is stopping, and claims nothing more
     }
-    Future<Batch> prefetched = pending.getAndSet(null);
+    CompletableFuture<Batch> prefetched = pending.getAndSet(null);
     return prefetched == null ? claim.get() : await(prefetched);
   }
 
@@ -82,13 +95,13 @@ final class ClaimPrefetch implements AutoCloseable {
       return;
     }
     try {
-      pending.set(thread.submit(claim::get));
+      pending.set(CompletableFuture.supplyAsync(claim, thread));
     } catch (RejectedExecutionException e) {
       // closed: the task is stopping, and claims nothing more
     }
   }
 
-  private Batch await(Future<Batch> prefetched) {
+  private Batch await(CompletableFuture<Batch> prefetched) {
     try {
       return prefetched.get();
     } catch (InterruptedException e) {
@@ -110,36 +123,30 @@ final class ClaimPrefetch implements AutoCloseable {
     }
   }
 
-  /** As {@link #close(Duration)} without waiting. */
+  /** As {@link #close(Duration, Consumer)} without waiting, for a batch no one needs told of. */
   @Override
   public void close() {
-    close(Duration.ZERO);
+    close(Duration.ZERO, batch -> {});
   }
 
   /**
    * Starts no more claims, and waits up to {@code timeout} for one in progress (it is not
-   * interrupted: its rows are recovered later either way). Returns the batch claimed ahead that no
-   * poll took, to be {@linkplain RecordHandoff#forget forgotten}; empty when there is none, it
-   * failed, or it is still running.
+   * interrupted). The batch claimed ahead that no poll took goes to {@code untaken}, to be
+   * {@linkplain RecordHandoff#forget forgotten}: now if it is done, or on this class's thread when
+   * it finishes (a claim that returned but whose rows are still being mapped would otherwise enter
+   * the ledger after the stop had forgotten what it held, and stay there, neither sent nor given
+   * back). Nothing goes there when there is no such batch or its claim failed.
    */
-  Optional<Batch> close(Duration timeout) {
+  void close(Duration timeout, Consumer<Batch> untaken) {
     thread.shutdown();
     try {
       thread.awaitTermination(timeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    Future<Batch> untaken = pending.getAndSet(null);
-    if (untaken == null || !untaken.isDone()) {
-      return Optional.empty();
-    }
-    try {
-      return Optional.of(untaken.get());
-    } catch (ExecutionException e) {
-      return Optional.empty();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return Optional.empty();
+    CompletableFuture<Batch> batch = pending.getAndSet(null);
+    if (batch != null) {
+      batch.thenAccept(untaken); // a failed claim entered nothing in the ledger
     }
   }
 }

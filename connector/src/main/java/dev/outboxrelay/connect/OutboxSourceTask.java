@@ -310,7 +310,8 @@ public class OutboxSourceTask extends SourceTask {
     }
     if (prefetch != null && runtime != null) {
       // What Connect never got leaves the ledger, so the outcome writer does not wait for it.
-      prefetch.close(PREFETCH_STOP_WAIT).ifPresent(b -> runtime.handoff().forget(b.positioned()));
+      RecordHandoff handoff = runtime.handoff();
+      prefetch.close(PREFETCH_STOP_WAIT, untaken -> handoff.forget(untaken.positioned()));
       runtime.handoff().forgetHeld();
     }
     if (runtime != null) {
