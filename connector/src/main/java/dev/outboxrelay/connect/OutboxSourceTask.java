@@ -69,6 +69,10 @@ public class OutboxSourceTask extends SourceTask {
   public void start(Map<String, String> props) {
     config = TaskConfig.parse(props);
     MDC.put("outbox.instance_keys", String.join(",", config.connector().instanceKeys()));
+    idle = new IdleBackoff(config.settings().pollInterval());
+    schema = new SchemaReadiness(storeProvider, config.connector(), time);
+    // Registered last before the runtime, whose failure unregisters them: Connect may not call
+    // stop() for a task that failed to start, and its replacement registers the same names.
     metrics = new RelayMetrics(time);
     // Not a lambda: linking one resolves its type, PluginMetrics, which workers before Kafka 4.1
     // lack; the class's method is resolved only when called, and register() catches that (and
@@ -83,8 +87,6 @@ public class OutboxSourceTask extends SourceTask {
         config.identity().isFirst(), // the task that reads the backlog (Maintenance)
         config.identity().connectorName(),
         config.identity().index());
-    idle = new IdleBackoff(config.settings().pollInterval());
-    schema = new SchemaReadiness(storeProvider, config.connector(), time);
     try {
       runtime =
           TaskRuntime.start(

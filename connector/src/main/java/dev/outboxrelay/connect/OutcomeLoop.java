@@ -44,6 +44,7 @@ final class OutcomeLoop {
   private final Object admission = new Object();
   private final Thread thread;
   private final Map<String, String> mdc;
+  private volatile boolean settledAtStop;
 
   private boolean accepting = true; // guarded by admission
 
@@ -100,6 +101,14 @@ final class OutcomeLoop {
   }
 
   /**
+   * Whether the loop ended as a stop ends it, having settled what Kafka never acknowledged; false
+   * while it runs and after it died (the task's stop settles then, {@link TaskRuntime}).
+   */
+  boolean settledAtStop() {
+    return settledAtStop;
+  }
+
+  /**
    * Queues an outcome; never blocks. Returns false once the loop no longer writes: the caller
    * reports it as a late acknowledgement (the row keeps its lease until expiry, then is reclaimed).
    * Admission and the loop's closing are atomic: an outcome is either refused here or written or
@@ -153,6 +162,7 @@ final class OutcomeLoop {
       closeAdmission();
       if (closeDeadlineMs != Long.MAX_VALUE) {
         writer.settleUnresolvedAtStop(); // a stop, not a death: what Kafka never acknowledged
+        settledAtStop = true;
       }
       pollWake.wake();
       onExit.run();

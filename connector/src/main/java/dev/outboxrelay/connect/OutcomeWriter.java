@@ -236,7 +236,7 @@ final class OutcomeWriter {
     String instanceKey = instanceKeyOf(o.messageId());
     settle(o.messageId(), o.lease(), kind, outcome);
     if (o instanceof Unconfirmed u && outcome.isApplied()) {
-      reportUnconfirmed(u, instanceKey, outcome);
+      reportUnconfirmed(u, instanceKey, kind, outcome);
     }
   }
 
@@ -287,8 +287,16 @@ final class OutcomeWriter {
     return ledger.get(messageId).map(InFlightLedger.Entry::instanceKey).orElse("unknown");
   }
 
-  private static void reportUnconfirmed(Unconfirmed u, String instanceKey, Outcome outcome) {
-    if (outcome == Outcome.EXHAUSTED) {
+  private static void reportUnconfirmed(
+      Unconfirmed u, String instanceKey, OutcomeKind kind, Outcome outcome) {
+    if (kind == OutcomeKind.FAILED) {
+      log.warn(
+          "Delivery unconfirmed (a transform dropped the record, or it was not delivered), parked"
+              + " FAILED as null.metadata.policy=fail asks: message_id={} instance_key={}"
+              + " reason=DROPPED_OR_UNDELIVERED",
+          Printable.escape(u.messageId()),
+          instanceKey);
+    } else if (outcome == Outcome.EXHAUSTED) {
       log.warn(
           "Message exhausted its attempt budget: message_id={} instance_key={} reason={}",
           Printable.escape(u.messageId()),

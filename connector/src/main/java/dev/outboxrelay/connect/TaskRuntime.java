@@ -31,6 +31,7 @@ final class TaskRuntime {
   private final StoreHealth health;
   private final LeaseRenewer renewer;
   private final OutcomeLoop loop;
+  private final OutcomeWriter writer;
   private final RelayMetrics metrics;
   private final AtomicInteger closeParties = new AtomicInteger(2);
   private final AtomicBoolean stopRequested = new AtomicBoolean();
@@ -55,7 +56,13 @@ final class TaskRuntime {
       Supplier<OffsetStorageReader> offsets) {
     String suffix = config.identity().threadSuffix();
     OutboxStore store = provider.open(config.connector(), "outbox-relay-" + suffix);
-    TaskRuntime runtime = new TaskRuntime(store, metrics, config, time, suffix, offsets);
+    TaskRuntime runtime;
+    try {
+      runtime = new TaskRuntime(store, metrics, config, time, suffix, offsets);
+    } catch (RuntimeException | Error e) {
+      store.close(); // the pool and its connections, opened for a runtime that never was
+      throw e;
+    }
     try {
       runtime.loop.start();
       runtime.started = true; // from now on the loop's end is the second party to the close
@@ -100,7 +107,7 @@ final class TaskRuntime {
         new LeaseRenewer(store, ledger, lostClaims, metrics, settings, time, health, wake);
     this.claims =
         new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);
-    OutcomeWriter writer =
+    this.writer =
         new OutcomeWriter(
             store, ledger, lostClaims, metrics, settings, time, wake, claims::giveBackAtStop);
     this.loop =
@@ -228,6 +235,12 @@ final class TaskRuntime {
 
   private void close() {
     try {
+      if (started && !loop.settledAtStop()) {
+        // The loop died before the stop (a bug, an Error): settle now what its end did not, or
+        // the rows would wait out their leases (exactly once, the batch claimed ahead would be
+        // left to the next instance's recovery, counted abandoned).
+        writer.settleUnresolvedAtStop();
+      }
       store.close();
     } finally {
       log.info("outbox-relay task stopped: {}", metrics);

@@ -506,9 +506,18 @@ class OutboxSourceTaskTest {
   void nullMetadataWithPolicyFailIsRecordedFailed() {
     add("eu", "m1", "a", "{}".getBytes());
     startTask(Map.of("null.metadata.policy", "fail"));
+    long mark = LogCapture.get().mark();
     task.commitRecord(task.poll().get(0), null);
     await().until(() -> status("m1") == MessageStatus.FAILED);
     assertEquals("DROPPED_OR_UNDELIVERED", store.find("m1").orElseThrow().lastFailureCode());
+    // Said as it is: parked, not "retry scheduled"
+    await()
+        .until(() -> !LogCapture.get().matching(mark, e -> e.message().contains("m1")).isEmpty());
+    List<LogCapture.Event> said = LogCapture.get().matching(mark, e -> e.message().contains("m1"));
+    assertEquals(1, said.size(), said::toString);
+    assertTrue(said.get(0).message().contains("parked FAILED"), said.get(0).message());
+    assertTrue(said.get(0).message().contains("reason=DROPPED_OR_UNDELIVERED"));
+    assertEquals(1, task.metrics().failed.get());
   }
 
   @Test
@@ -918,6 +927,10 @@ class OutboxSourceTaskTest {
     await().until(() -> failing.closes.get() == 1);
     task.stop();
     assertEquals(1, failing.closes.get());
+    // The stop settled what the dead loop could not: the row is abandoned now, not in a lease.
+    var row = store.find("m1").orElseThrow();
+    assertEquals(MessageStatus.IN_FLIGHT, row.status());
+    assertEquals(clock.now(), row.leaseExpiresAt(), "abandoned at the stop, not when it runs out");
   }
 
   @Test
