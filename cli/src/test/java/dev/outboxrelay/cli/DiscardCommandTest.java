@@ -81,6 +81,23 @@ class DiscardCommandTest {
     assertDiscarded("us-failed-1", "us-failed-2", "us-exhausted-1");
   }
 
+  /**
+   * A discard in batches takes the rows parked before it began: not one the relay parks while it
+   * runs, even below the last seq it saw (a row in flight then, dead-lettered meanwhile), which the
+   * operator never saw parked and no dry run counted. Its parked_at stands here for a park after
+   * the start.
+   */
+  @Test
+  void aBatchedDiscardLeavesARowParkedAfterItBegan() throws SQLException {
+    outbox.update("us-failed-1", "parked_at = statement_timestamp() + interval '1 hour'");
+    before = outbox.snapshot();
+    Cli.Result r = outbox.cli().forKey("us", "discard", "--all", "--batch-size", "1", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals(2, r.json().get("discarded").asLong(), r::toString);
+    assertDiscarded("us-failed-2", "us-exhausted-1");
+  }
+
   @Test
   void statusAndCorrelationIdNarrowTheSelection() throws SQLException {
     // c-1 is also on eu-exhausted-1 (EXHAUSTED), rows of another key and a legacy row.

@@ -336,8 +336,10 @@ final class OperatorSql {
       }
       for (ParkedAction action : ParkedAction.values()) {
         // One batch, in insertion order, of the rows between a cursor and the last seq when the
-        // change began (rows parked later are left for the next run, so a row that fails again
-        // at once cannot keep a requeue going). The UPDATE or DELETE repeats the selection, so a
+        // change began, parked by then (rows parked later are left for the next run, so a row
+        // that fails again at once cannot keep a requeue going, and a discard deletes no row that
+        // the relay parked while it ran: an earlier row in flight then is as new as a later one).
+        // The UPDATE or DELETE repeats the selection, so a
         // row that changed since the batch was picked is left alone. Returns the batch's last seq
         // (the next cursor; null when no row is left), how many rows were changed and how many of
         // those have a deliver_before that has passed.
@@ -351,10 +353,12 @@ final class OperatorSql {
                       SELECT seq FROM {table}
                       {selection}
                         AND seq > :after_seq AND seq <= :up_to_seq
+                        AND parked_at <= CAST(:parked_by AS timestamptz)
                       ORDER BY seq LIMIT :limit
                     ), changed AS (
                       {change}
                       {selection}
+                        AND parked_at <= CAST(:parked_by AS timestamptz)
                         AND seq IN (SELECT seq FROM picked)
                       RETURNING {deadline passed} AS deadline_passed
                     )
@@ -406,8 +410,8 @@ final class OperatorSql {
     // rows only, which the index of parked rows serves: the selectors that batch read no other.)
     lastSeq =
         statement(
-            "SELECT COALESCE(max(seq), 0) FROM {table}"
-                + " WHERE instance_key = :instance_key AND parked_at IS NOT NULL");
+            "SELECT COALESCE(max(seq), 0) AS up_to_seq, statement_timestamp() AS began"
+                + " FROM {table} WHERE instance_key = :instance_key AND parked_at IS NOT NULL");
 
     // IN_FLIGHT rows whose lease has expired (their claimer stopped renewing): the predicate of
     // the indexes of the rows awaiting delivery first, so that they can serve it.

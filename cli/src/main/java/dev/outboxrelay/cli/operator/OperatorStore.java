@@ -14,6 +14,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Types;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -185,6 +186,7 @@ public final class OperatorStore {
     boolean batchesBegun = false;
     try (Connection c = dataSource.getConnection()) {
       long upToSeq;
+      OffsetDateTime began;
       try (PreparedStatement ps = c.prepareStatement(sql.lastSeq.jdbc());
           ResultSet rs =
               sql.lastSeq
@@ -192,7 +194,8 @@ public final class OperatorStore {
                   .setString("instance_key", InstanceKeys.requireValid(request.instanceKey()))
                   .executeQuery()) {
         rs.next();
-        upToSeq = rs.getLong(1);
+        upToSeq = rs.getLong("up_to_seq");
+        began = rs.getObject("began", OffsetDateTime.class);
       }
       long afterSeq = 0;
       batchesBegun = true;
@@ -202,6 +205,7 @@ public final class OperatorStore {
               bindSelection(c, batch.bind(ps), request)
                   .setLong("after_seq", afterSeq)
                   .setLong("up_to_seq", upToSeq)
+                  .setObject("parked_by", began, Types.TIMESTAMP_WITH_TIMEZONE)
                   .setInt("limit", batchSize);
           try (ResultSet rs = statement.executeQuery()) {
             rs.next();
