@@ -192,16 +192,19 @@ public final class Database implements AutoCloseable {
   }
 
   /**
-   * Whether the payload column is bytea (the relay's own table) rather than text-like (a Debezium
-   * table's jsonb): its size is measured differently. A table or column not found counts as bytea;
+   * Whether the payload column is bytea (the relay's own table), or a domain over it, rather than
+   * text-like (a Debezium table's jsonb): its size is measured differently. The relay judges it the
+   * same way ({@code OutboxSql.readPayloadIsBytea}). A table or column not found counts as bytea;
    * the command's own statement then reports it missing.
    */
   private boolean payloadIsBytea() {
     try (Connection c = pool.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT atttypid = 'bytea'::regtype FROM pg_attribute"
-                    + " WHERE attrelid = to_regclass(?) AND attname = ? AND NOT attisdropped")) {
+                "SELECT COALESCE(NULLIF(t.typbasetype, 0), t.oid) = 'bytea'::regtype"
+                    + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
+                    + " WHERE a.attrelid = to_regclass(?) AND a.attname = ?"
+                    + " AND NOT a.attisdropped")) {
       ps.setString(1, table.qualified());
       ps.setString(2, columns.payload());
       try (ResultSet rs = ps.executeQuery()) {

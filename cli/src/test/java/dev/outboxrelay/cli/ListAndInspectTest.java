@@ -96,6 +96,20 @@ class ListAndInspectTest {
     assertFalse(r.out().contains("SENTINEL"), r::toString);
   }
 
+  /** A payload column of a domain over bytea is measured in bytes, as the relay measures it. */
+  @Test
+  void aPayloadOfADomainOverByteaIsMeasuredInBytes() throws SQLException {
+    try (OutboxFixture domain = OutboxFixture.populated("listdomain")) {
+      domain.exec("CREATE DOMAIN outbox_payload AS bytea");
+      domain.exec("ALTER TABLE outbox ALTER COLUMN payload TYPE outbox_payload");
+
+      Cli.Result r = domain.cli().forKey("us", "list", "--status", "EXHAUSTED", "--json");
+
+      assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+      assertEquals(OutboxFixture.PAYLOAD.length(), r.json().get(0).get("payload_bytes").asInt());
+    }
+  }
+
   /** Every relay field, named as its column: the exactly-once claim's too. */
   @Test
   void listJsonHasTheExactlyOnceClaimFields() {
