@@ -9,8 +9,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.outboxrelay.cli.OutboxFixture.RowState;
 import dev.outboxrelay.store.ReasonCodes;
+import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -99,12 +105,55 @@ class ParkCommandTest {
     JsonNode json = r.json();
     assertEquals(1, json.get("parked").asLong());
     assertEquals(0, json.get("not_parked").size());
+    assertEquals("[\"eu-in-flight\"]", json.get("parked_in_flight").toString(), r::toString);
     RowState parked = outbox.snapshot().get("eu-in-flight");
     assertEquals("FAILED", parked.status());
     assertNull(parked.leaseOwner());
     assertNull(parked.leaseExpiresAt());
     assertEquals(8, parked.leaseToken(), "token 7 bumped: worker-1's outcome cannot apply");
     assertUnchangedExcept(before, outbox.snapshot(), "eu-in-flight");
+  }
+
+  /**
+   * The rows that were in flight when parked are named: their records may be in Kafka already, and
+   * a requeue may send them twice. Also a row that the statement's snapshot saw PENDING and that a
+   * relay claimed while the park waited for its lock: it is parked IN_FLIGHT, and said so.
+   */
+  @Test
+  void theRowsParkedInFlightAreNamedEvenOneClaimedWhileTheParkWaited() throws Exception {
+    try (Connection claimer = outbox.dataSource.getConnection();
+        Statement st = claimer.createStatement()) {
+      claimer.setAutoCommit(false);
+      st.executeUpdate(
+          "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = 'worker-2',"
+              + " lease_token = lease_token + 1, lease_expires_at = now() + interval '1 hour'"
+              + " WHERE message_id = 'eu-pending'");
+      CompletableFuture<Cli.Result> park =
+          CompletableFuture.supplyAsync(
+              () ->
+                  outbox
+                      .cli()
+                      .forKey(
+                          "eu",
+                          "park",
+                          "--message-id",
+                          "eu-pending",
+                          "--message-id",
+                          "eu-ambiguous",
+                          "--in-flight"));
+      Awaitility.await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> outbox.waitingForALock(Database.APPLICATION_NAME));
+      claimer.commit();
+
+      Cli.Result r = park.get(30, TimeUnit.SECONDS);
+      assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+      assertTrue(r.out().startsWith("parked 2 row(s) of instance key eu"), r::toString);
+      assertTrue(r.hasLine("in flight when parked: .*requeue may send them twice"), r::toString);
+      assertTrue(r.hasLine("  eu-pending"), r::toString);
+      assertTrue(r.out().lines().noneMatch(l -> l.equals("  eu-ambiguous")), r::toString);
+    }
+    assertEquals("FAILED", outbox.snapshot().get("eu-pending").status());
   }
 
   @Test
@@ -170,6 +219,7 @@ class ParkCommandTest {
                 "--json");
     assertEquals(ExitCode.OK, dry.exitCode(), dry::toString);
     assertEquals(1, dry.json().get("would_park").asLong(), dry::toString);
+    assertEquals("[\"eu-in-flight\"]", dry.json().get("would_park_in_flight").toString());
     assertEquals(1, dry.json().get("not_parked").size(), dry::toString);
     assertUnchangedExcept(before, outbox.snapshot());
 

@@ -1,5 +1,6 @@
 package dev.outboxrelay.cli.command;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
@@ -74,6 +75,8 @@ public final class ParkCommand extends InstanceCommand {
       node.put("instance_key", instanceKey);
       node.put("dry_run", dryRun);
       node.put(dryRun ? "would_park" : "parked", report.changed());
+      ArrayNode inFlightIds = node.putArray(dryRun ? "would_park_in_flight" : "parked_in_flight");
+      report.changedInFlight().forEach(inFlightIds::add);
       SkippedRows.put(node, "not_parked", report.skipped());
       out.println(Text.toJson(node));
     } else {
@@ -81,6 +84,12 @@ public final class ParkCommand extends InstanceCommand {
       out.println(
           (dryRun ? "dry run: " + rows + " would be parked" : "parked " + rows)
               + " (FAILED, PARKED_BY_OPERATOR)");
+      if (!report.changedInFlight().isEmpty()) {
+        out.println(
+            (dryRun ? "in flight (would be parked):" : "in flight when parked:")
+                + " their records may be in Kafka already, and a requeue may send them twice");
+        report.changedInFlight().forEach(id -> out.println("  " + Text.safe(id)));
+      }
       SkippedRows.print(out, "not parked:", report.skipped());
     }
     if (report.changed() == 0) {

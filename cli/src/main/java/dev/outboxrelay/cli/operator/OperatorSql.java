@@ -133,18 +133,6 @@ final class OperatorSql {
           parked_at = NULL""";
 
   /**
-   * {@code {park}}: FAILED by the operator's hand (PARKED_BY_OPERATOR): parked as the relay parks a
-   * poison row, out of the rows awaiting delivery, so that requeue and discard take it; its lease
-   * ended and its token bumped, so an outcome from any claim of it can never apply.
-   */
-  private static final String PARK =
-      """
-      UPDATE {table}
-        SET status = 'FAILED', last_failure_code = 'PARKED_BY_OPERATOR',
-          parked_at = statement_timestamp(), next_attempt_at = NULL, isolated = FALSE,
-          lease_owner = NULL, lease_expires_at = NULL, lease_token = lease_token + 1""";
-
-  /**
    * {@code {awaiting of key}}: rows of the key awaiting delivery, with a chosen status; never one
    * in flight under an exactly-once claim (a lease epoch): Kafka may have committed its record
    * without the table knowing yet (the next start's recovery records it from the committed offsets,
@@ -193,14 +181,10 @@ final class OperatorSql {
       WITH requested AS (
         SELECT r.message_id, r.n
         FROM unnest(CAST(:message_ids AS text[])) WITH ORDINALITY AS r(message_id, n)
-      ), changed AS (
-        {change}
-        {parked of key}
-          AND {message_id} IN (SELECT message_id FROM requested)
-        RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed
-      )
+      ), {changed}
       SELECT r.message_id, q.message_id IS NOT NULL AS changed,
         COALESCE(q.deadline_passed, FALSE) AS deadline_passed,
+        COALESCE(q.in_flight, FALSE) AS in_flight,
         COALESCE(o.instance_key = :instance_key, FALSE)
           OR COALESCE(l.instance_key = :instance_key, FALSE) AS own,
         -- The key's own row first (a legacy row may share the id), the table's before the log's.
@@ -224,6 +208,61 @@ final class OperatorSql {
           ORDER BY p.instance_key = :instance_key DESC LIMIT 1
         ) l ON TRUE
       ORDER BY r.n""";
+
+  /**
+   * {@code {changed}} of a requeue or discard by message id: the requested rows still parked under
+   * the key, changed; each with whether its deliver_before has passed.
+   */
+  private static final String CHANGED_PARKED =
+      """
+      changed AS (
+        {change}
+        {parked of key}
+          AND {message_id} IN (SELECT message_id FROM requested)
+        RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed,
+          FALSE AS in_flight
+      )""";
+
+  /**
+   * {@code {changed}} of a park: the requested rows awaiting delivery under the key, FAILED by the
+   * operator's hand (PARKED_BY_OPERATOR), parked as the relay parks a poison row, out of the rows
+   * awaiting delivery, so that requeue and discard take it; its lease ended and its token bumped,
+   * so an outcome from any claim of it can never apply. Locked first so that each is reported with
+   * the status it had when parked. (An UPDATE's RETURNING sees only the new row, and the
+   * statement's snapshot may predate a claim that the UPDATE then finds: a row PENDING in the
+   * snapshot can be parked IN_FLIGHT, its record perhaps in Kafka.) Locked rows cannot change
+   * before the UPDATE, which needs no second look at them.
+   */
+  private static final String PARKED_AWAITING =
+      """
+      locked AS (
+        SELECT seq, status = 'IN_FLIGHT' AS in_flight FROM {table}
+        {awaiting of key}
+          AND {message_id} IN (SELECT message_id FROM requested)
+        FOR UPDATE
+      ), changed AS (
+        UPDATE {table} AS t
+          SET status = 'FAILED', last_failure_code = 'PARKED_BY_OPERATOR',
+            parked_at = statement_timestamp(), next_attempt_at = NULL, isolated = FALSE,
+            lease_owner = NULL, lease_expires_at = NULL, lease_token = t.lease_token + 1
+        FROM locked l
+        WHERE t.seq = l.seq
+        RETURNING {message_id} AS message_id, FALSE AS deadline_passed, l.in_flight
+      )""";
+
+  /**
+   * As {@link #PARKED_AWAITING}, only read: the rows a park would change, neither locked nor
+   * changed.
+   */
+  private static final String PARKED_AWAITING_DRY_RUN =
+      """
+      changed AS (
+        SELECT {message_id} AS message_id, FALSE AS deadline_passed,
+          status = 'IN_FLIGHT' AS in_flight
+        FROM {table}
+        {awaiting of key}
+          AND {message_id} IN (SELECT message_id FROM requested)
+      )""";
 
   final Map<ParkedAction, NamedSql> changeMessageIds = new EnumMap<>(ParkedAction.class);
   final NamedSql park;
@@ -254,6 +293,7 @@ final class OperatorSql {
     fragments.put("{requeue}", REQUEUE);
     fragments.put("{discard}", DISCARD);
     fragments.put("{parked of key}", PARKED_OF_KEY);
+    fragments.put("{awaiting of key}", AWAITING_OF_KEY);
     fragments.put("{deadline passed}", DEADLINE_PASSED);
     fragments.put("{row}", row(columns, payloadIsBytea));
     fragments.put("{row with content}", rowWithContent(columns, payloadIsBytea));
@@ -376,24 +416,16 @@ final class OperatorSql {
     // (NOT_PARKED) if it is the key's, another instance's otherwise.
     for (ParkedAction action : ParkedAction.values()) {
       changeMessageIds.put(
-          action, statement(CHANGE_MESSAGE_IDS.replace("{change}", change(action))));
+          action,
+          statement(
+              CHANGE_MESSAGE_IDS
+                  .replace("{changed}", CHANGED_PARKED)
+                  .replace("{change}", change(action))));
     }
 
     // Park by message id, as a requeue by message id, from the rows awaiting delivery instead.
-    String parkOf = CHANGE_MESSAGE_IDS.replace("{parked of key}", AWAITING_OF_KEY);
-    park = statement(parkOf.replace("{change}", PARK));
-    // A dry run reads what the park would change, without locking or writing it.
-    parkDryRun =
-        statement(
-            parkOf
-                .replace("{change}", "SELECT * FROM {table}")
-                .replace(
-                    "RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed",
-                    "")
-                .replace(
-                    "LEFT JOIN changed q ON q.message_id = r.message_id",
-                    "LEFT JOIN (SELECT {message_id} AS message_id, FALSE AS deadline_passed"
-                        + " FROM changed) q ON q.message_id = r.message_id"));
+    park = statement(CHANGE_MESSAGE_IDS.replace("{changed}", PARKED_AWAITING));
+    parkDryRun = statement(CHANGE_MESSAGE_IDS.replace("{changed}", PARKED_AWAITING_DRY_RUN));
 
     // The same rows PostgresOutboxStore.deletePublished removes: entries of the published log,
     // and rows published before schema version 9, still in the table.

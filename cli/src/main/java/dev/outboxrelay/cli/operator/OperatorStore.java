@@ -253,9 +253,9 @@ public final class OperatorStore {
   /**
    * Parks the rows with these message ids that still await delivery under the key (PENDING or
    * AMBIGUOUS, and IN_FLIGHT too if {@code inFlight}, but never under an exactly-once claim):
-   * FAILED, PARKED_BY_OPERATOR, lease ended, token bumped. One statement, so all or none. With
-   * {@code dryRun} the same rows are only read (no lock, no write), and the report says what it
-   * would have done.
+   * FAILED, PARKED_BY_OPERATOR, lease ended, token bumped. One statement, so all or none; the
+   * report names the rows that were in flight when parked. With {@code dryRun} the same rows are
+   * only read (no lock, no write), and the report says what it would have done.
    */
   public ParkedChange park(
       String instanceKey, List<String> messageIds, boolean inFlight, boolean dryRun) {
@@ -274,16 +274,20 @@ public final class OperatorStore {
               .setArray("message_ids", c.createArrayOf("text", ids));
           long parked = 0;
           List<ParkedChange.Skipped> skipped = new ArrayList<>();
+          List<String> parkedInFlight = new ArrayList<>();
           try (ResultSet rs = statement.executeQuery()) {
             while (rs.next()) {
               if (rs.getBoolean("changed")) {
                 parked++;
+                if (rs.getBoolean("in_flight")) {
+                  parkedInFlight.add(rs.getString("message_id"));
+                }
               } else {
                 skipped.add(notParked(rs, inFlight));
               }
             }
           }
-          return new ParkedChange(parked, 0, skipped);
+          return new ParkedChange(parked, 0, skipped, parkedInFlight);
         });
   }
 

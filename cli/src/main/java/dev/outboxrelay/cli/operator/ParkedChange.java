@@ -10,10 +10,20 @@ import java.util.List;
  * @param deadlinePassed of those, the rows whose deliver_before has passed by the database clock: a
  *     requeued one the relay records FAILED (DEADLINE_EXPIRED) again as soon as it claims it
  * @param skipped by message id, each requested id that was left alone and why
+ * @param changedInFlight park: the message ids of the parked rows that were in flight (at least
+ *     once, with --in-flight): their records may be in Kafka already, and a requeue may send them
+ *     twice
  */
-public record ParkedChange(long changed, long deadlinePassed, List<Skipped> skipped) {
+public record ParkedChange(
+    long changed, long deadlinePassed, List<Skipped> skipped, List<String> changedInFlight) {
   public ParkedChange {
     skipped = List.copyOf(skipped);
+    changedInFlight = List.copyOf(changedInFlight);
+  }
+
+  /** A requeue's or a discard's: no row they change is in flight. */
+  public ParkedChange(long changed, long deadlinePassed, List<Skipped> skipped) {
+    this(changed, deadlinePassed, skipped, List.of());
   }
 
   /** Why a requested row was left alone. */
