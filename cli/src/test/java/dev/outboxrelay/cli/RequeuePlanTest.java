@@ -13,6 +13,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.sql.Types;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
@@ -111,7 +113,11 @@ class RequeuePlanTest {
               .setString("instance_key", "eu")
               .setArray("statuses", c.createArrayOf("text", new String[] {"EXHAUSTED", "FAILED"}));
       if (statement.names().contains("after_seq")) {
-        binder.setLong("after_seq", 0).setLong("up_to_seq", Long.MAX_VALUE).setInt("limit", 1000);
+        binder
+            .setLong("after_seq", 0)
+            .setLong("up_to_seq", Long.MAX_VALUE)
+            .setObject("parked_by", OffsetDateTime.now(), Types.TIMESTAMP_WITH_TIMEZONE)
+            .setInt("limit", 1000);
       }
       if (correlationId != null) {
         binder.setString("correlation_id", correlationId);

@@ -13,6 +13,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.kafka.connect.source.SourceRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
 /**
@@ -32,6 +34,7 @@ import org.slf4j.MDC;
  * the next instance's recovery releases them).
  */
 final class ClaimPrefetch implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ClaimPrefetch.class);
 
   /** A claim's positioned records, and how many rows it claimed (some may be parked instead). */
   record Batch(RecordHandoff.Positioned positioned, int claimed) {
@@ -123,6 +126,18 @@ final class ClaimPrefetch implements AutoCloseable {
     }
   }
 
+  /** Late, on this class's thread, where nobody would see an exception: said, by class only. */
+  private static void forgetQuietly(Consumer<Batch> untaken, Batch batch) {
+    try {
+      untaken.accept(batch);
+    } catch (RuntimeException e) {
+      log.warn(
+          "Could not forget at stop a batch claimed ahead (error={}); the next instance's"
+              + " recovery releases its rows",
+          e.getClass().getName());
+    }
+  }
+
   /** As {@link #close(Duration, Consumer)} without waiting, for a batch no one needs told of. */
   @Override
   public void close() {
@@ -133,9 +148,11 @@ final class ClaimPrefetch implements AutoCloseable {
    * Starts no more claims, and waits up to {@code timeout} for one in progress (it is not
    * interrupted). The batch claimed ahead that no poll took goes to {@code untaken}, to be
    * {@linkplain RecordHandoff#forget forgotten}: now if it is done, or on this class's thread when
-   * it finishes (a claim that returned but whose rows are still being mapped would otherwise enter
-   * the ledger after the stop had forgotten what it held, and stay there, neither sent nor given
-   * back). Nothing goes there when there is no such batch or its claim failed.
+   * it finishes. A claim that returned but whose rows were still being mapped would otherwise enter
+   * the ledger after the stop had forgotten what it held, and stay there: the outcome writer would
+   * wait its whole grace for rows never sent, and could not give them back. (Forgotten late, they
+   * are given back if the writer has not settled yet; else the next instance's recovery releases
+   * them.) Nothing goes there when there is no such batch or its claim failed.
    */
   void close(Duration timeout, Consumer<Batch> untaken) {
     thread.shutdown();
@@ -146,7 +163,12 @@ final class ClaimPrefetch implements AutoCloseable {
     }
     CompletableFuture<Batch> batch = pending.getAndSet(null);
     if (batch != null) {
-      batch.thenAccept(untaken); // a failed claim entered nothing in the ledger
+      batch.whenComplete(
+          (claimed, failed) -> {
+            if (claimed != null) { // a failed claim entered nothing in the ledger
+              forgetQuietly(untaken, claimed);
+            }
+          });
     }
   }
 }

@@ -233,13 +233,27 @@ final class TaskRuntime {
     }
   }
 
+  /**
+   * The loop died before the stop (a bug, an Error): settle now what its end did not, or the rows
+   * would wait out their leases (exactly once, the batch claimed ahead would be left to the next
+   * instance's recovery, counted abandoned). Whatever killed the loop may strike here again: the
+   * store is closed all the same.
+   */
+  private void settleAfterTheLoopDied() {
+    try {
+      writer.settleUnresolvedAtStop();
+    } catch (Throwable t) { // NOPMD: the close must happen; the class only, as the loop's death
+      log.warn(
+          "Could not settle the unresolved rows at stop after the outcome writer died"
+              + " (error={}); their leases run out instead",
+          t.getClass().getName());
+    }
+  }
+
   private void close() {
     try {
       if (started && !loop.settledAtStop()) {
-        // The loop died before the stop (a bug, an Error): settle now what its end did not, or
-        // the rows would wait out their leases (exactly once, the batch claimed ahead would be
-        // left to the next instance's recovery, counted abandoned).
-        writer.settleUnresolvedAtStop();
+        settleAfterTheLoopDied();
       }
       store.close();
     } finally {

@@ -231,7 +231,9 @@ final class OperatorSql {
    * the status it had when parked. (An UPDATE's RETURNING sees only the new row, and the
    * statement's snapshot may predate a claim that the UPDATE then finds: a row PENDING in the
    * snapshot can be parked IN_FLIGHT, its record perhaps in Kafka.) Locked rows cannot change
-   * before the UPDATE, which needs no second look at them.
+   * before the UPDATE, which needs no second look at them. parked_at is the time of the write,
+   * after any wait for a lock (not the statement's start): a batched requeue or discard that began
+   * meanwhile takes only rows parked before it began, and this one is not.
    */
   private static final String PARKED_AWAITING =
       """
@@ -243,7 +245,7 @@ final class OperatorSql {
       ), changed AS (
         UPDATE {table} AS t
           SET status = 'FAILED', last_failure_code = 'PARKED_BY_OPERATOR',
-            parked_at = statement_timestamp(), next_attempt_at = NULL, isolated = FALSE,
+            parked_at = clock_timestamp(), next_attempt_at = NULL, isolated = FALSE,
             lease_owner = NULL, lease_expires_at = NULL, lease_token = t.lease_token + 1
         FROM locked l
         WHERE t.seq = l.seq
