@@ -168,7 +168,8 @@ public final class ConfigValidation {
 
   /**
    * Connect's validation response shows every value that is not of type PASSWORD as it is: a URL
-   * with a password (or an SSL key's) in its query string is shown as {@link #HIDDEN_URL}.
+   * with a password (or an SSL key's) in its query string, or a user and password before its host
+   * (which the URL rule refuses), is shown as {@link #HIDDEN_URL}.
    */
   private static void hideCredentialsOfUrl(ConfigValue url) {
     if (url.value() instanceof String text && mayHoldPassword(text)) {
@@ -178,6 +179,9 @@ public final class ConfigValidation {
 
   /** A URL whose query string cannot be read (a malformed %-escape) is hidden too. */
   private static boolean mayHoldPassword(String url) {
+    if (Validators.hasUserInfo(url)) {
+      return true;
+    }
     try {
       return DataSourceFactory.urlParameters(url).stringPropertyNames().stream()
           .anyMatch(name -> name.toLowerCase(Locale.ROOT).contains("password"));

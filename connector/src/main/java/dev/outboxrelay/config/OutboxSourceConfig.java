@@ -51,7 +51,8 @@ public class OutboxSourceConfig extends AbstractConfig {
       "JDBC URL of the PostgreSQL database holding the outbox table, for example"
           + " jdbc:postgresql://db:5432/app. Prefer connection.user and connection.password to"
           + " credentials in the URL: the driver takes the URL's over them, so a user or password"
-          + " given in both places is refused. It must reach a server that takes writes (the"
+          + " given in both places is refused, and so is a user or password before the host"
+          + " (user:password@host, which the driver would take for the host). It must reach a server that takes writes (the"
           + " primary). outbox-relay never logs the URL or repeats it in errors, and validation"
           + " responses hide one that carries a password.";
 
@@ -577,7 +578,7 @@ public class OutboxSourceConfig extends AbstractConfig {
             RETRY_BACKOFF_MULTIPLIER_CONFIG,
             Type.DOUBLE,
             RETRY_BACKOFF_MULTIPLIER_DEFAULT,
-            Range.between(1.0, 100.0),
+            Validators.finiteBetween(1.0, 100.0),
             Importance.LOW,
             RETRY_BACKOFF_MULTIPLIER_DOC,
             "Retry backoff multiplier")
@@ -585,7 +586,7 @@ public class OutboxSourceConfig extends AbstractConfig {
             RETRY_BACKOFF_JITTER_CONFIG,
             Type.DOUBLE,
             RETRY_BACKOFF_JITTER_DEFAULT,
-            Range.between(0.0, 1.0),
+            Validators.finiteBetween(0.0, 1.0),
             Importance.LOW,
             RETRY_BACKOFF_JITTER_DOC,
             "Retry backoff jitter")

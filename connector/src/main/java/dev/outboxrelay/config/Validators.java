@@ -62,7 +62,11 @@ final class Validators {
     void accept(String name, Object value);
   }
 
-  /** Only PostgreSQL URLs; the URL itself is never echoed (it may carry a password). */
+  /**
+   * Only PostgreSQL URLs, without a user or password before the host (the driver does not read them
+   * there: it would take them for the host); the URL itself is never echoed (it may carry a
+   * password).
+   */
   static ConfigDef.Validator jdbcUrl() {
     return of(
         "a URL starting with " + JDBC_PREFIX,
@@ -70,12 +74,53 @@ final class Validators {
           if (!((String) value).startsWith(JDBC_PREFIX)) {
             throw new ConfigException(name + " must start with " + JDBC_PREFIX);
           }
+          if (hasUserInfo((String) value)) {
+            throw new ConfigException(
+                name
+                    + " must not carry a user or password before the host (user:password@host):"
+                    + " set connection.user and connection.password instead");
+          }
           try {
             DataSourceFactory.urlParameters((String) value);
           } catch (IllegalArgumentException e) {
             // The driver refuses such a URL too; every later rule reads its parameters.
             throw new ConfigException(
                 name + " has a malformed %-escape in its query string: write a literal % as %25");
+          }
+        });
+  }
+
+  /**
+   * Whether a URL has user information in its authority ({@code //user:password@host}), whatever
+   * its scheme: what lies between {@code //} and the first {@code /}, {@code ?} or {@code #} holds
+   * an {@code @}.
+   */
+  static boolean hasUserInfo(String url) {
+    int start = url.indexOf("//");
+    if (start < 0) {
+      return false;
+    }
+    int end = url.length();
+    for (char c : new char[] {'/', '?', '#'}) {
+      int at = url.indexOf(c, start + 2);
+      if (at >= 0 && at < end) {
+        end = at;
+      }
+    }
+    return url.substring(start + 2, end).indexOf('@') >= 0;
+  }
+
+  /**
+   * A number in {@code [min, max]}, and so not NaN, which Kafka's {@code Range} lets through (every
+   * comparison with NaN is false): the task would refuse it at start instead.
+   */
+  static ConfigDef.Validator finiteBetween(double min, double max) {
+    return of(
+        "[" + min + ",...," + max + "]",
+        (name, value) -> {
+          double number = (Double) value;
+          if (!(number >= min && number <= max)) {
+            throw new ConfigException(name + " must be a number between " + min + " and " + max);
           }
         });
   }

@@ -25,6 +25,9 @@ final class BadConfigs {
         // A malformed %-escape: the JDK's decoder quotes the rest of the value (a password's).
         Arguments.of("connection.url", "jdbc:postgresql://localhost/app?password=p%zzsecret"),
         Arguments.of("connection.url", "jdbc:postgresql://localhost/app?user=app&password=secret%"),
+        // A user and password before the host, which the driver would take for the host.
+        Arguments.of("connection.url", "jdbc:postgresql://alice:s3cret@localhost:5432/app"),
+        Arguments.of("connection.url", "postgresql://alice:s3cret@localhost/app"),
         Arguments.of("connection.pool.size", "1"),
         Arguments.of("connection.pool.size", "65"),
         Arguments.of("connection.pool.size", "four"),
@@ -74,6 +77,9 @@ final class BadConfigs {
         Arguments.of("retry.backoff.multiplier", "0.99"),
         Arguments.of("retry.backoff.multiplier", "100.5"),
         Arguments.of("retry.backoff.multiplier", "fast"),
+        // Kafka's Range lets NaN through; the task would refuse it at start.
+        Arguments.of("retry.backoff.multiplier", "NaN"),
+        Arguments.of("retry.backoff.jitter", "NaN"),
         Arguments.of("retry.backoff.jitter", "-0.1"),
         Arguments.of("retry.backoff.jitter", "1.01"),
         Arguments.of("ordering.enabled", "maybe"),

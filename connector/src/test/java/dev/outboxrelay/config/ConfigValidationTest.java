@@ -477,6 +477,33 @@ class ConfigValidationTest {
     assertEquals(ConfigValidation.HIDDEN_URL, shown);
   }
 
+  /**
+   * A user and password before the host (pasted from an application's libpq URL) is an error on the
+   * URL, and the URL is not shown: the password would be, by a response that hides the password
+   * key's value.
+   */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "jdbc:postgresql://alice:" + URL_SENTINEL + "@127.0.0.1:5432/app",
+        "postgresql://alice:" + URL_SENTINEL + "@127.0.0.1/app",
+        "jdbc:postgresql://alice:" + URL_SENTINEL + "@127.0.0.1?sslmode=disable"
+      })
+  void aUserAndPasswordBeforeTheHostAreAnErrorOnTheUrlAndTheUrlIsNotShown(String url) {
+    Map<String, String> props = offline();
+    props.put("connection.url", url);
+
+    String error = only(errors(props), "connection.url");
+    assertFalse(error.contains(URL_SENTINEL), error);
+    Object shown =
+        ConfigValidation.validate(props).configValues().stream()
+            .filter(v -> v.name().equals("connection.url"))
+            .findFirst()
+            .orElseThrow()
+            .value();
+    assertEquals(ConfigValidation.HIDDEN_URL, shown);
+  }
+
   /** Before, the JDK's decoder failed the whole validation, its message quoting the password. */
   @Test
   void aMalformedEscapeInTheUrlIsAnErrorOnTheUrlAndTheUrlIsNotShown() {
