@@ -168,9 +168,12 @@ public final class RecordMapper {
 
   /**
    * A record of the row for the dead-letter topic, whatever it was unpublishable for: key the
-   * aggregate id, value the raw payload bytes ({@link Schema#OPTIONAL_BYTES_SCHEMA}) whatever the
-   * format, the headers {@link #map} would set plus {@link OutboxHeaders#FAILURE_REASON}, and the
-   * same source partition and offset, so its acknowledgement maps back to the row.
+   * aggregate id, value the raw payload bytes ({@link Schema#OPTIONAL_BYTES_SCHEMA}), the headers
+   * {@link #map} would set plus {@link OutboxHeaders#FAILURE_REASON}, and the same source partition
+   * and offset, so its acknowledgement maps back to the row. With format STRING the value is the
+   * payload's text ({@link Schema#OPTIONAL_STRING_SCHEMA}), as the converter of such a connector
+   * renders it (StringConverter would write bytes as {@code [B@…}); a payload that is not UTF-8 is
+   * left out then, as a payload too large.
    *
    * <p>Row headers that are malformed or use reserved names are left out, all of them. When the
    * payload is larger than the maximum, or the record would be larger than the producer takes, the
@@ -196,12 +199,11 @@ public final class RecordMapper {
       // Left out; the failure reason tells why when it is the headers' fault.
     }
     headers.addString(OutboxHeaders.FAILURE_REASON, reasonCode);
-    byte[] value = row.payload();
-    SourceRecord withPayload =
-        record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, value, headers);
-    if (!isTooLarge(row)
-        && RecordSize.upperBound(withPayload, value) <= settings.recordMaxBytes()) {
-      return withPayload;
+    Optional<SourceRecord> withPayload = withPayload(row, headers);
+    if (withPayload.isPresent()
+        && !isTooLarge(row)
+        && RecordSize.upperBound(withPayload.get(), row.payload()) <= settings.recordMaxBytes()) {
+      return withPayload.get();
     }
     // Without the payload, and without the row's own headers, which may be what was too large.
     ConnectHeaders bare = conventionHeaders(row);
@@ -225,6 +227,20 @@ public final class RecordMapper {
     minimal.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
     minimal.addString(OutboxHeaders.HEADERS_OMITTED, "true");
     return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, minimal);
+  }
+
+  /** The dead-letter record with the payload as its value; empty if format STRING cannot be. */
+  private Optional<SourceRecord> withPayload(ClaimedMessage row, ConnectHeaders headers) {
+    String topic = settings.deadLetterTopic();
+    if (settings.payloadFormat() != PayloadFormat.STRING || row.payload() == null) {
+      return Optional.of(record(row, topic, Schema.OPTIONAL_BYTES_SCHEMA, row.payload(), headers));
+    }
+    try {
+      return Optional.of(
+          record(row, topic, Schema.OPTIONAL_STRING_SCHEMA, utf8(row.payload()), headers));
+    } catch (CharacterCodingException e) {
+      return Optional.empty();
+    }
   }
 
   /** Strict: malformed input is an error, never replaced. */

@@ -13,8 +13,10 @@ import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.Lease;
 import java.util.List;
+import java.util.Map;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.source.SourceRecord;
+import org.apache.kafka.connect.storage.StringConverter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -195,6 +197,40 @@ class DeadLetterTest {
 
     assertArrayEquals(row.payload(), (byte[]) record.value());
     assertNull(record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED));
+  }
+
+  /**
+   * Format STRING: the dead-letter value is the payload's text, which the StringConverter of such a
+   * connector writes as it is (bytes would become "[B@…"), and with StringConverter it reads back
+   * as the payload; a payload that is not UTF-8 (why such a row is unpublishable) is left out.
+   */
+  @Test
+  void withFormatStringTheDeadLetterValueIsThePayloadsText() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                RoutingConvention.DEBEZIUM.defaultTopicTemplate(),
+                RoutingConvention.DEBEZIUM,
+                PayloadFormat.STRING,
+                64,
+                DLQ));
+    ClaimedMessage text = row().payload("{\"total\":\"19.99 €\"}").build();
+
+    SourceRecord record = mapper.deadLetter(text, "TOPIC_NOT_ALLOWED");
+
+    assertEquals(Schema.OPTIONAL_STRING_SCHEMA, record.valueSchema());
+    assertEquals("{\"total\":\"19.99 €\"}", record.value());
+    StringConverter converter = new StringConverter();
+    converter.configure(Map.of(), false);
+    assertArrayEquals(
+        text.payload(), converter.fromConnectData(DLQ, record.valueSchema(), record.value()));
+    assertNull(record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED));
+
+    ClaimedMessage notText = row().payload(new byte[] {'a', (byte) 0xC3, 'b'}).build();
+    String reason = assertInstanceOf(Unpublishable.class, mapper.map(notText)).reasonCode();
+    SourceRecord omitted = mapper.deadLetter(notText, reason);
+    assertNull(omitted.value());
+    assertEquals("true", omitted.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
   }
 
   @Test
