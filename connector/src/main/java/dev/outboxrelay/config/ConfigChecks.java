@@ -29,8 +29,10 @@ import static dev.outboxrelay.config.OutboxSourceConfig.TOPIC_TEMPLATE_CONFIG;
 
 import dev.outboxrelay.mapping.OutboxHeaders;
 import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.mapping.TopicRouter;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
+import dev.outboxrelay.writer.TopicNames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -82,11 +84,16 @@ final class ConfigChecks {
 
   /**
    * A template without variables routes every row to one topic: if no row may go there (the
-   * dead-letter topic, or outside topic.allowed.regex), every row would be parked.
+   * dead-letter topic, or outside topic.allowed.regex), every row would be parked. One whose only
+   * variable is the instance key routes each key's rows to one topic, checked the same way.
    */
   private static void fixedTopicAllowed(Function<String, Object> parsed, List<Problem> out) {
     String template = (String) parsed.apply(TOPIC_TEMPLATE_CONFIG);
-    if (template == null || template.isEmpty() || template.contains("${")) {
+    if (template == null || template.isEmpty()) {
+      return;
+    }
+    if (template.contains("${")) {
+      topicPerInstanceKeyAllowed(parsed, template, out);
       return;
     }
     if (template.equals(parsed.apply(DEAD_LETTER_TOPIC_CONFIG))) {
@@ -109,6 +116,58 @@ final class ConfigChecks {
                   + TOPIC_TEMPLATE_CONFIG
                   + ", a fixed topic: every row without a topic of its own would be parked"
                   + " (TOPIC_NOT_ALLOWED)"));
+    }
+  }
+
+  private static void topicPerInstanceKeyAllowed(
+      Function<String, Object> parsed, String template, List<Problem> out) {
+    String variable = "${" + TopicRouter.INSTANCE_KEY + "}";
+    if (template.replace(variable, "").contains("${")
+        || !(parsed.apply(INSTANCE_KEYS_CONFIG) instanceof List<?> keys)) {
+      return; // a row's own value decides, or the keys are refused already
+    }
+    String allowed = (String) parsed.apply(TOPIC_ALLOWED_REGEX_CONFIG);
+    for (Object key : keys) {
+      String topic = template.replace(variable, key.toString());
+      String parked =
+          "every row of instance key " + key + " without a topic of its own would be" + " parked";
+      if (!TopicNames.isRoutable(topic)) {
+        out.add(
+            new Problem(
+                TOPIC_TEMPLATE_CONFIG,
+                TOPIC_TEMPLATE_CONFIG
+                    + " filled with instance key "
+                    + key
+                    + " is not a topic name rows may be published to ("
+                    + TopicNames.RULE
+                    + ", not one of Kafka's internal topics): "
+                    + parked
+                    + " (TOPIC_UNROUTABLE)"));
+      } else if (topic.equals(parsed.apply(DEAD_LETTER_TOPIC_CONFIG))) {
+        out.add(
+            new Problem(
+                TOPIC_TEMPLATE_CONFIG,
+                TOPIC_TEMPLATE_CONFIG
+                    + " filled with instance key "
+                    + key
+                    + " names "
+                    + DEAD_LETTER_TOPIC_CONFIG
+                    + ": "
+                    + parked
+                    + " (TOPIC_NOT_ALLOWED)"));
+      } else if (allowed != null && !allowed.isEmpty() && !Pattern.matches(allowed, topic)) {
+        out.add(
+            new Problem(
+                TOPIC_ALLOWED_REGEX_CONFIG,
+                TOPIC_ALLOWED_REGEX_CONFIG
+                    + " does not match "
+                    + TOPIC_TEMPLATE_CONFIG
+                    + " filled with instance key "
+                    + key
+                    + ": "
+                    + parked
+                    + " (TOPIC_NOT_ALLOWED)"));
+      }
     }
   }
 

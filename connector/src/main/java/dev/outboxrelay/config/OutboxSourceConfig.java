@@ -225,7 +225,12 @@ public class OutboxSourceConfig extends AbstractConfig {
       "Topic of each record, built from its row with the variables ${aggregate_type},"
           + " ${event_type} and ${instance_key}; the rest must be legal in a topic name. Unset or"
           + " empty: the routing convention's default, outbox.${aggregate_type} or"
-          + " outbox.event.${aggregate_type}. A topic set on the row itself takes precedence.";
+          + " outbox.event.${aggregate_type}. A topic set on the row itself takes precedence."
+          + " Values are inserted as they are: Kafka takes '.' and '_' for the same character in"
+          + " topic names, so aggregate types order_item and order.item give colliding topics,"
+          + " the second of which cannot be created and fails the task that sends to it (keep"
+          + " one of the two characters out, with topic.allowed.regex). A template whose only"
+          + " variable is ${instance_key} must give each configured key a topic rows may use.";
 
   public static final String TOPIC_ALLOWED_REGEX_CONFIG = "topic.allowed.regex";
   private static final String TOPIC_ALLOWED_REGEX_DOC =

@@ -282,6 +282,52 @@ class OutboxSourceConfigTest {
     assertEquals("${aggregate_type}", new OutboxSourceConfig(outside).topicTemplate());
   }
 
+  /**
+   * A template whose only variable is the instance key routes each key's rows to one topic: each
+   * must be a topic rows may use, as a fixed template's. Keys may hold spaces, which no topic may.
+   */
+  @Test
+  void aTemplateOfTheInstanceKeyOnlyMustGiveEachKeyAnAllowedTopic() {
+    Map<String, String> spaced = with("topic.template", "outbox.${instance_key}");
+    spaced.put("instance.keys", "orders,orders eu");
+    ConfigException unroutable =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(spaced));
+    assertTrue(
+        unroutable
+            .getMessage()
+            .startsWith("topic.template filled with instance key orders eu is not a topic name"),
+        unroutable.getMessage());
+    assertFalse(unroutable.getMessage().contains("key orders is"), unroutable.getMessage());
+
+    Map<String, String> deadLetters = with("topic.template", "outbox.${instance_key}");
+    deadLetters.put("dead.letter.topic", "outbox.orders");
+    ConfigException toDeadLetters =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(deadLetters));
+    assertTrue(
+        toDeadLetters
+            .getMessage()
+            .startsWith("topic.template filled with instance key orders names dead.letter.topic"),
+        toDeadLetters.getMessage());
+
+    Map<String, String> outside = with("topic.template", "${instance_key}");
+    outside.put("topic.allowed.regex", "outbox\\..+");
+    ConfigException notAllowed =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(outside));
+    assertTrue(
+        notAllowed
+            .getMessage()
+            .startsWith(
+                "topic.allowed.regex does not match topic.template filled with instance key"
+                    + " orders"),
+        notAllowed.getMessage());
+
+    outside.put("topic.template", "outbox.${instance_key}");
+    assertEquals("outbox.${instance_key}", new OutboxSourceConfig(outside).topicTemplate());
+    outside.put("topic.template", "${instance_key}.${event_type}"); // rows decide
+    outside.put("topic.allowed.regex", "");
+    assertEquals("${instance_key}.${event_type}", new OutboxSourceConfig(outside).topicTemplate());
+  }
+
   @Test
   void renewalJustBelowTheLeaseIsAccepted() {
     Map<String, String> props = with("lease.duration.ms", "1000");
