@@ -34,7 +34,14 @@ final class JsonValues {
       JsonFactory.builder()
           .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
           .streamReadConstraints(
-              StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING_DEPTH).build())
+              // Strings and member names as long as a payload may be (payload.max.bytes bounds
+              // them; Jackson's defaults, 20M and 50k characters, would call valid JSON invalid).
+              // Numbers keep Jackson's limit: parsing a huge one costs more than linear time.
+              StreamReadConstraints.builder()
+                  .maxNestingDepth(MAX_NESTING_DEPTH)
+                  .maxStringLength(Integer.MAX_VALUE)
+                  .maxNameLength(Integer.MAX_VALUE)
+                  .build())
           .build();
 
   private static final ObjectMapper MAPPER =

@@ -79,6 +79,24 @@ class UnpublishableRowTest {
     assertEquals("PAYLOAD_TOO_LARGE", reason(mapper, row().payloadLeftOut(MAX_BYTES - 1).build()));
   }
 
+  /**
+   * Valid JSON beyond Jackson's default limits (strings of 20M characters, member names of 50k) is
+   * published, not parked as invalid: payload.max.bytes is what bounds a payload.
+   */
+  @Test
+  void longStringsAndMemberNamesAreValidJson() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                    "t", RoutingConvention.OUTBOX_RELAY, PayloadFormat.JSON, 1 << 25, null)
+                .withRecordMaxBytes(1 << 26));
+    String longString = "x".repeat(20_000_001);
+    String longName = "n".repeat(50_001);
+
+    assertMapped(mapper, row().payload("{\"s\":\"" + longString + "\"}").build());
+    assertMapped(mapper, row().payload("{\"" + longName + "\":1}").build());
+  }
+
   @ParameterizedTest
   @ValueSource(
       strings = {
