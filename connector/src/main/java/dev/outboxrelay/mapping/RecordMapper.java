@@ -160,7 +160,11 @@ public final class RecordMapper {
     ConnectHeaders headers = conventionHeaders(row);
     rowHeaders.forEach(headers::addString);
     SourceRecord record = record(row, topic.get(), valueSchema, value, headers);
-    if (RecordSize.upperBound(record, row.payload()) + filledBytes > settings.recordMaxBytes()) {
+    long size = RecordSize.upperBound(record, row.payload()) + filledBytes;
+    if (valueSchema == null && value != null) { // schemaless JSON, written back by the converter
+      size += RecordSize.jsonGrowth(value, row.payload().length, settings.recordMaxBytes() - size);
+    }
+    if (size > settings.recordMaxBytes()) {
       return new Unpublishable(UnpublishableReasons.RECORD_TOO_LARGE);
     }
     return new Mapped(record);

@@ -1,5 +1,8 @@
 package dev.outboxrelay.mapping;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -13,8 +16,8 @@ import org.apache.kafka.connect.source.SourceRecord;
  *
  * <p>The estimate follows the producer's own upper bound (a batch of one record with every varint
  * at its widest, uncompressed), with the key and string headers as UTF-8 and the value as the
- * payload bytes: exact for the byte-array and string converters, close for JSON, which writes the
- * payload's JSON back.
+ * payload bytes: exact for the byte-array and string converters. A schemaless JSON value is written
+ * back by JsonConverter, which can write more than the payload held ({@link #jsonGrowth}).
  */
 final class RecordSize {
   /** Kafka's DefaultRecordBatch.RECORD_BATCH_OVERHEAD (magic v2). */
@@ -28,7 +31,51 @@ final class RecordSize {
 
   private static final int MAX_VARINT = 5;
 
+  /**
+   * How many times its own length a JSON payload can take when written back: a number in exponent
+   * form of 3 characters ({@code 1e9}) may be written as up to 24 ({@code Double.toString}); a
+   * character outside the Basic Multilingual Plane, 4 bytes of UTF-8, as two {@code \\u} escapes,
+   * 12 bytes (Jackson's default). Everything else is written as long as it was, or shorter.
+   */
+  static final int MAX_JSON_GROWTH = 8;
+
+  /** Writes schemaless Connect values as JsonConverter does (Jackson, its default features). */
+  private static final ObjectMapper JSON = new ObjectMapper();
+
   private RecordSize() {}
+
+  /**
+   * The bytes that JsonConverter (schemas off) writes for {@code value}, parsed from a payload of
+   * {@code payloadLength} bytes, beyond that length; 0 when even {@link #MAX_JSON_GROWTH} times the
+   * payload fits in {@code room}, without writing it (every payload but the largest).
+   */
+  static long jsonGrowth(Object value, int payloadLength, long room) {
+    if ((long) payloadLength * (MAX_JSON_GROWTH - 1) <= room) {
+      return 0;
+    }
+    CountingStream written = new CountingStream();
+    try {
+      JSON.writeValue(written, value);
+    } catch (IOException e) {
+      // Not from this stream; Jackson wrote every value it was given when it read it.
+      throw new IllegalStateException("schemaless JSON value could not be written", e);
+    }
+    return Math.max(0, written.count - payloadLength);
+  }
+
+  private static final class CountingStream extends OutputStream {
+    long count;
+
+    @Override
+    public void write(int b) {
+      count++;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) {
+      count += len;
+    }
+  }
 
   static long upperBound(SourceRecord record, byte[] payload) {
     // + the key's length, the value's length and the header count, each at its widest

@@ -10,13 +10,17 @@ import dev.outboxrelay.store.ClaimedMessage;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.record.internal.AbstractRecords;
 import org.apache.kafka.common.record.internal.CompressionType;
 import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.connect.header.Header;
+import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** A row the producer would refuse as too large is parked, never handed to Connect. */
 class RecordSizeTest {
@@ -50,6 +54,53 @@ class RecordSizeTest {
         record.key().toString().getBytes(StandardCharsets.UTF_8),
         payload,
         headers.toArray(new org.apache.kafka.common.header.Header[0]));
+  }
+
+  /**
+   * JsonConverter writes a schemaless JSON value back, and may write more than the payload held: a
+   * character outside the Basic Multilingual Plane as two escapes (12 bytes for 4), a number in
+   * exponent form as Double.toString writes it. A payload that fits as it is but not as written is
+   * parked; one whose written form fits is published, and the producer takes what was written.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"emoji", "exponents"})
+  void aJsonPayloadIsMeasuredAsJsonConverterWritesIt(String kind) {
+    StringBuilder json = new StringBuilder("[");
+    for (int i = 0; i < 20_000; i++) {
+      json.append(i == 0 ? "" : ",").append(kind.equals("emoji") ? "\"\uD83D\uDE00\"" : "1e9");
+    }
+    byte[] payload = json.append(']').toString().getBytes(StandardCharsets.UTF_8);
+    JsonConverter converter = new JsonConverter();
+    converter.configure(Map.of("schemas.enable", "false"), false);
+    int tight = payload.length + 4_096; // room for the payload as it is, and the headers
+
+    RecordMapper tightMapper = jsonMapper(tight);
+    ClaimedMessage row = row().payload(payload).build();
+    assertEquals(
+        UnpublishableReasons.RECORD_TOO_LARGE,
+        assertInstanceOf(MappingResult.Unpublishable.class, tightMapper.map(row)).reasonCode());
+
+    SourceRecord record =
+        assertInstanceOf(MappingResult.Mapped.class, jsonMapper(4 * payload.length).map(row))
+            .record();
+    byte[] written = converter.fromConnectData("t", record.valueSchema(), record.value());
+    assertTrue(written.length > tight, "the tight limit is below what is written");
+    assertTrue(
+        producerUpperBound(record, written)
+            <= RecordSize.upperBound(record, payload)
+                + RecordSize.jsonGrowth(record.value(), payload.length, 0),
+        "the estimate covers what the producer is given");
+  }
+
+  private static RecordMapper jsonMapper(int recordMaxBytes) {
+    return new RecordMapper(
+        new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.JSON,
+                1 << 24,
+                null)
+            .withRecordMaxBytes(recordMaxBytes));
   }
 
   @Test
