@@ -56,7 +56,10 @@ class PluginPackageIT {
     // describes.
     for (String config :
         List.of(
-            "local-connector.json", "production-connector.json", "exactly-once-connector.json")) {
+            "local-connector.json",
+            "production-connector.json",
+            "exactly-once-connector.json",
+            "schema-registry-connector.json")) {
       assertEquals(
           Files.readString(RepoFiles.file("config/" + config)),
           Files.readString(PLUGIN.resolve("etc/" + config)),
