@@ -129,8 +129,8 @@ public interface OutboxStore extends AutoCloseable {
 
   /**
    * Extends the leases still held; returns the message ids whose claim was lost. Leases that
-   * expired but were not reclaimed are renewed too. Each message id at most once per call (a
-   * task's ledger holds one lease per row): lost claims are reported by message id.
+   * expired but were not reclaimed are renewed too. Each message id at most once per call (a task's
+   * ledger holds one lease per row): lost claims are reported by message id.
    */
   Set<String> renew(List<HeldLease> leases, Duration leaseDuration);
 

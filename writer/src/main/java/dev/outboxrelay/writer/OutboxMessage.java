@@ -1,6 +1,7 @@
 package dev.outboxrelay.writer;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamWriteFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -42,6 +43,9 @@ public final class OutboxMessage {
           .findAndAddModules()
           .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
           .disable(SerializationFeature.WRITE_DURATIONS_AS_TIMESTAMPS)
+          // A member written twice (a type id property beside a field of that name, an any-getter
+          // key): the relay reads payloads strictly and would park the row PAYLOAD_INVALID_JSON.
+          .enable(StreamWriteFeature.STRICT_DUPLICATE_DETECTION)
           .build();
 
   private final String messageId;
@@ -315,8 +319,9 @@ public final class OutboxMessage {
       try {
         this.payload = JSON.writeValueAsBytes(value);
       } catch (JsonProcessingException e) {
+        // The class only: Jackson's message may quote the value (a getter's exception, a key).
         throw new IllegalArgumentException(
-            "payload could not be serialized as JSON: " + e.getOriginalMessage(), e);
+            "payload could not be serialized as JSON (" + e.getClass().getSimpleName() + ")", e);
       }
       return this;
     }
@@ -349,7 +354,9 @@ public final class OutboxMessage {
      * OutboxMessage#TRACEPARENT} header: the relay copies it onto the Kafka record, so a consumer
      * continues the trace. Checked here: version {@code 00}, {@code 00-<32 hex trace id>-<16 hex
      * parent id>-<2 hex flags>} in lower-case hex, neither id all zeros. Null, for a business
-     * transaction outside any trace, leaves the message without the header.
+     * transaction outside any trace, leaves the message without the header. Give it your own
+     * tracer's current span context, not a request's header as it came: a client's malformed value
+     * would throw here and fail the business transaction.
      *
      * @throws IllegalArgumentException if {@code traceparent} is not null and not such a value
      */

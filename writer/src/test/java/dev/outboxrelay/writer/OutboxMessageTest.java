@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -266,6 +267,30 @@ class OutboxMessageTest {
     IllegalArgumentException e =
         assertThrows(IllegalArgumentException.class, () -> order().jsonPayload(new Opaque()));
     assertTrue(e.getMessage().startsWith("payload could not be serialized as JSON"), e::toString);
+  }
+
+  /** A value whose any-getter repeats a property's name: Jackson writes the member twice. */
+  static final class Twice {
+    public String getType() {
+      return "OrderPlaced";
+    }
+
+    @JsonAnyGetter
+    public Map<String, Object> extra() {
+      return Map.of("type", "x");
+    }
+  }
+
+  /**
+   * The relay reads payloads strictly and would park a payload with a member twice
+   * (PAYLOAD_INVALID_JSON) after the business change committed: refused when building instead.
+   */
+  @Test
+  void aPayloadWithAMemberTwiceIsRejectedWhenBuilding() {
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> order().jsonPayload(new Twice()));
+    assertTrue(e.getMessage().startsWith("payload could not be serialized as JSON"), e::toString);
+    assertFalse(e.getMessage().contains("type"), e::toString);
   }
 
   @Test
