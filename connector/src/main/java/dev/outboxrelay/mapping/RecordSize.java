@@ -39,9 +39,6 @@ final class RecordSize {
    */
   static final int MAX_JSON_GROWTH = 8;
 
-  /** Writes schemaless Connect values as JsonConverter does (Jackson, its default features). */
-  private static final ObjectMapper JSON = new ObjectMapper();
-
   private RecordSize() {}
 
   /**
@@ -55,12 +52,21 @@ final class RecordSize {
     }
     CountingStream written = new CountingStream();
     try {
-      JSON.writeValue(written, value);
+      WrittenJson.MAPPER.writeValue(written, value);
     } catch (IOException e) {
       // Not from this stream; Jackson wrote every value it was given when it read it.
       throw new IllegalStateException("schemaless JSON value could not be written", e);
     }
     return Math.max(0, written.count - payloadLength);
+  }
+
+  /**
+   * Writes schemaless Connect values as JsonConverter does (Jackson, its default features). A
+   * holder, so that the mapper (and Jackson's data binding) is loaded only when a payload needs it,
+   * not by the first record of a drain.
+   */
+  private static final class WrittenJson {
+    static final ObjectMapper MAPPER = new ObjectMapper();
   }
 
   private static final class CountingStream extends OutputStream {
