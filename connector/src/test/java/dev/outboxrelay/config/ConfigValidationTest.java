@@ -104,6 +104,15 @@ class ConfigValidationTest {
     return errors;
   }
 
+  /** The URL as the validation response shows it. */
+  private static Object shownUrl(Map<String, String> props) {
+    return ConfigValidation.validate(props).configValues().stream()
+        .filter(v -> v.name().equals("connection.url"))
+        .findFirst()
+        .orElseThrow()
+        .value();
+  }
+
   static String only(Map<String, List<String>> errors, String key) {
     assertEquals(Set.of(key), errors.keySet(), errors.toString());
     assertEquals(1, errors.get(key).size(), errors.toString());
@@ -468,13 +477,7 @@ class ConfigValidationTest {
                 "connection.url holds a password too, and the driver would take the URL's: give"
                     + " the password in one place, connection.password")),
         errors(props));
-    Object shown =
-        ConfigValidation.validate(props).configValues().stream()
-            .filter(v -> v.name().equals("connection.url"))
-            .findFirst()
-            .orElseThrow()
-            .value();
-    assertEquals(ConfigValidation.HIDDEN_URL, shown);
+    assertEquals(ConfigValidation.HIDDEN_URL, shownUrl(props));
   }
 
   /**
@@ -495,13 +498,7 @@ class ConfigValidationTest {
 
     String error = only(errors(props), "connection.url");
     assertFalse(error.contains(URL_SENTINEL), error);
-    Object shown =
-        ConfigValidation.validate(props).configValues().stream()
-            .filter(v -> v.name().equals("connection.url"))
-            .findFirst()
-            .orElseThrow()
-            .value();
-    assertEquals(ConfigValidation.HIDDEN_URL, shown);
+    assertEquals(ConfigValidation.HIDDEN_URL, shownUrl(props));
   }
 
   /** Before, the JDK's decoder failed the whole validation, its message quoting the password. */
@@ -514,13 +511,7 @@ class ConfigValidationTest {
     assertEquals(
         "connection.url has a malformed %-escape in its query string: write a literal % as %25",
         only(errors(props), "connection.url"));
-    Object shown =
-        ConfigValidation.validate(props).configValues().stream()
-            .filter(v -> v.name().equals("connection.url"))
-            .findFirst()
-            .orElseThrow()
-            .value();
-    assertEquals(ConfigValidation.HIDDEN_URL, shown);
+    assertEquals(ConfigValidation.HIDDEN_URL, shownUrl(props));
   }
 
   @Test

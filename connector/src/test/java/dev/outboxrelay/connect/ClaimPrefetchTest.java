@@ -13,6 +13,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
 import org.slf4j.MDC;
@@ -33,19 +34,7 @@ class ClaimPrefetchTest {
     CountDownLatch release = new CountDownLatch(1);
     AtomicInteger claims = new AtomicInteger();
     try (ClaimPrefetch prefetch =
-        new ClaimPrefetch(
-            () -> {
-              int n = claims.incrementAndGet();
-              if (n == 2) {
-                try {
-                  assertTrue(release.await(30, TimeUnit.SECONDS));
-                } catch (InterruptedException e) {
-                  Thread.currentThread().interrupt();
-                }
-              }
-              return batch("claim-" + n);
-            },
-            "prefetch-test")) {
+        new ClaimPrefetch(secondClaimWaitsFor(release, claims), "prefetch-test")) {
       assertEquals("claim-1", next(prefetch).records().get(0).topic());
 
       Thread.currentThread().interrupt(); // the second claim is still running
@@ -69,19 +58,7 @@ class ClaimPrefetchTest {
     AtomicInteger claims = new AtomicInteger();
     AtomicReference<ClaimPrefetch.Batch> untaken = new AtomicReference<>();
     ClaimPrefetch prefetch =
-        new ClaimPrefetch(
-            () -> {
-              int n = claims.incrementAndGet();
-              if (n == 2) {
-                try {
-                  assertTrue(release.await(30, TimeUnit.SECONDS));
-                } catch (InterruptedException e) {
-                  Thread.currentThread().interrupt();
-                }
-              }
-              return batch("claim-" + n);
-            },
-            "prefetch-test");
+        new ClaimPrefetch(secondClaimWaitsFor(release, claims), "prefetch-test");
     next(prefetch); // the second claim starts ahead, and blocks
     await().until(() -> claims.get() == 2);
 
@@ -136,6 +113,22 @@ class ClaimPrefetchTest {
       MDC.clear();
     }
     assertEquals("[orders|task-1] ", seen.get());
+  }
+
+  /** Claims "claim-n"; the second waits until {@code release} is counted down. */
+  private static Supplier<ClaimPrefetch.Batch> secondClaimWaitsFor(
+      CountDownLatch release, AtomicInteger claims) {
+    return () -> {
+      int n = claims.incrementAndGet();
+      if (n == 2) {
+        try {
+          assertTrue(release.await(30, TimeUnit.SECONDS));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return batch("claim-" + n);
+    };
   }
 
   /** As a poll takes a batch and hands it over. */
