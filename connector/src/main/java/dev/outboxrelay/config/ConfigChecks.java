@@ -129,27 +129,19 @@ final class ConfigChecks {
     String allowed = (String) parsed.apply(TOPIC_ALLOWED_REGEX_CONFIG);
     for (Object key : keys) {
       String topic = template.replace(variable, key.toString());
-      String parked =
-          "every row of instance key " + key + " without a topic of its own would be" + " parked";
+      String filled = TOPIC_TEMPLATE_CONFIG + " filled with instance key " + key;
+      String parked = "every row of that key without a topic of its own would be parked";
       if (!TopicNames.isRoutable(topic)) {
+        String rule = TopicNames.RULE + ", not one of Kafka's internal topics";
         out.add(
             new Problem(
                 TOPIC_TEMPLATE_CONFIG,
-                TOPIC_TEMPLATE_CONFIG
-                    + " filled with instance key "
-                    + key
-                    + " is not a topic name rows may be published to ("
-                    + TopicNames.RULE
-                    + ", not one of Kafka's internal topics): "
-                    + parked
-                    + " (TOPIC_UNROUTABLE)"));
+                filled + " is not a topic name (" + rule + "): " + parked + " (TOPIC_UNROUTABLE)"));
       } else if (topic.equals(parsed.apply(DEAD_LETTER_TOPIC_CONFIG))) {
         out.add(
             new Problem(
                 TOPIC_TEMPLATE_CONFIG,
-                TOPIC_TEMPLATE_CONFIG
-                    + " filled with instance key "
-                    + key
+                filled
                     + " names "
                     + DEAD_LETTER_TOPIC_CONFIG
                     + ": "
@@ -161,9 +153,7 @@ final class ConfigChecks {
                 TOPIC_ALLOWED_REGEX_CONFIG,
                 TOPIC_ALLOWED_REGEX_CONFIG
                     + " does not match "
-                    + TOPIC_TEMPLATE_CONFIG
-                    + " filled with instance key "
-                    + key
+                    + filled
                     + ": "
                     + parked
                     + " (TOPIC_NOT_ALLOWED)"));
