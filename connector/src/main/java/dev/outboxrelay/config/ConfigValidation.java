@@ -179,8 +179,8 @@ public final class ConfigValidation {
 
   /** A URL whose query string cannot be read (a malformed %-escape) is hidden too. */
   private static boolean mayHoldPassword(String url) {
-    if (Validators.hasUserInfo(url)) {
-      return true;
+    if (url.indexOf('@') >= 0) {
+      return true; // user information, or a password holding '?' before it: hidden, not parsed
     }
     try {
       return DataSourceFactory.urlParameters(url).stringPropertyNames().stream()

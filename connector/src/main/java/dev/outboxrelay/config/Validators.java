@@ -91,23 +91,32 @@ final class Validators {
   }
 
   /**
-   * Whether a URL has user information in its authority ({@code //user:password@host}), whatever
-   * its scheme: what lies between {@code //} and the first {@code /}, {@code ?} or {@code #} holds
-   * an {@code @}.
+   * Whether a URL may have user information before its host ({@code //user:password@host}),
+   * whatever its scheme: an {@code @} anywhere before the query string, or in a query parameter's
+   * name. Not only in the authority as a URI reads it: a password may hold a {@code /} or {@code #}
+   * (the driver has no fragments), or a {@code ?}, which makes the rest look like a parameter. An
+   * {@code @} in a parameter's value (a user {@code alice@server}) is not one; a database name with
+   * an {@code @} can be written {@code %40}.
    */
   static boolean hasUserInfo(String url) {
     int start = url.indexOf("//");
     if (start < 0) {
       return false;
     }
-    int end = url.length();
-    for (char c : new char[] {'/', '?', '#'}) {
-      int at = url.indexOf(c, start + 2);
-      if (at >= 0 && at < end) {
-        end = at;
+    int query = url.indexOf('?', start + 2);
+    if (url.substring(start + 2, query < 0 ? url.length() : query).indexOf('@') >= 0) {
+      return true;
+    }
+    if (query < 0) {
+      return false;
+    }
+    for (String parameter : url.substring(query + 1).split("&", -1)) {
+      int eq = parameter.indexOf('=');
+      if ((eq < 0 ? parameter : parameter.substring(0, eq)).indexOf('@') >= 0) {
+        return true;
       }
     }
-    return url.substring(start + 2, end).indexOf('@') >= 0;
+    return false;
   }
 
   /**

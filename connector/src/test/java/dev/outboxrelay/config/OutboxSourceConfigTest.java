@@ -328,6 +328,23 @@ class OutboxSourceConfigTest {
     assertEquals("${instance_key}.${event_type}", new OutboxSourceConfig(outside).topicTemplate());
   }
 
+  /**
+   * An '@' is user information only before the query string or in a parameter's name: IPv6 hosts,
+   * several hosts, and a user alice@server as a parameter's value (as Azure names users) are URLs
+   * the driver reads.
+   */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "jdbc:postgresql://[::1]:5432/app",
+        "jdbc:postgresql://db1:5432,db2:5433/app?targetServerType=primary",
+        "jdbc:postgresql://db.example:5432/app?user=alice@server&sslmode=require",
+        "jdbc:postgresql://db.example/app?options=-c%20search_path%3Dorders"
+      })
+  void anAtSignOnlyInAParametersValueIsNoUserInformation(String url) {
+    assertEquals(url, new OutboxSourceConfig(with("connection.url", url)).jdbcUrl());
+  }
+
   @Test
   void renewalJustBelowTheLeaseIsAccepted() {
     Map<String, String> props = with("lease.duration.ms", "1000");
