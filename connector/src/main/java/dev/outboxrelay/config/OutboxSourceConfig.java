@@ -306,7 +306,8 @@ public class OutboxSourceConfig extends AbstractConfig {
       "Topic for rows that can never be published as they are (payload too large or not valid"
           + " JSON, malformed or reserved headers, no legal or allowed topic, deadline passed), with"
           + " the reason in a header and the payload's bytes as the value (read them with"
-          + " ByteArrayConverter); a payload over payload.max.bytes, or a record too large for the"
+          + " ByteArrayConverter; with payload.format=string the payload's text, as StringConverter"
+          + " writes it, and a payload that is not UTF-8 is left out); a payload over payload.max.bytes, or a record too large for the"
           + " producer, is sent without its payload and the row's own headers (and, still too"
           + " large, with the message id as its only relay header). No row may name it as its own"
           + " topic. Empty: none; such rows are only parked in the outbox table.";

@@ -206,8 +206,17 @@ public final class RecordMapper {
     Optional<SourceRecord> withPayload = withPayload(row, headers);
     if (withPayload.isPresent()
         && !isTooLarge(row)
-        && RecordSize.upperBound(withPayload.get(), row.payload()) <= settings.recordMaxBytes()) {
+        && deadLetterSize(withPayload.get(), row.payload()) <= settings.recordMaxBytes()) {
       return withPayload.get();
+    }
+    if (withPayload.isEmpty() && !isTooLarge(row)) {
+      // Not text (format string): the payload alone is left out, the row's headers kept.
+      headers.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
+      SourceRecord withHeaders =
+          record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, headers);
+      if (RecordSize.upperBound(withHeaders, null) <= settings.recordMaxBytes()) {
+        return withHeaders;
+      }
     }
     // Without the payload, and without the row's own headers, which may be what was too large.
     ConnectHeaders bare = conventionHeaders(row);
@@ -231,6 +240,19 @@ public final class RecordMapper {
     minimal.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
     minimal.addString(OutboxHeaders.HEADERS_OMITTED, "true");
     return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, minimal);
+  }
+
+  /**
+   * A dead-letter record's size bound. With format JSON the connector's converter is JsonConverter
+   * (the only one of Kafka's that writes a schemaless value), which writes the payload's bytes as
+   * base64 in quotes: a third more.
+   */
+  private long deadLetterSize(SourceRecord record, byte[] payload) {
+    long size = RecordSize.upperBound(record, payload);
+    if (payload != null && settings.payloadFormat() == PayloadFormat.JSON) {
+      size += RecordSize.base64Growth(payload.length);
+    }
+    return size;
   }
 
   /** The dead-letter record with the payload as its value; empty if format STRING cannot be. */

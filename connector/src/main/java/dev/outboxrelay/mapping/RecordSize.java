@@ -32,10 +32,11 @@ final class RecordSize {
   private static final int MAX_VARINT = 5;
 
   /**
-   * How many times its own length a JSON payload can take when written back: a number in exponent
-   * form of 3 characters ({@code 1e9}) may be written as up to 24 ({@code Double.toString}); a
-   * character outside the Basic Multilingual Plane, 4 bytes of UTF-8, as two {@code \\u} escapes,
-   * 12 bytes (Jackson's default). Everything else is written as long as it was, or shorter.
+   * A bound, with room to spare, on how many times its own length a JSON payload can take when
+   * written back: a character outside the Basic Multilingual Plane, 4 bytes of UTF-8, is written as
+   * two {@code \\u} escapes, 12 bytes (Jackson's default); a number only as a double carries it
+   * exactly ({@link JsonValues}), {@code 1e6} as {@code 1000000.0}. Nothing grows more than 3
+   * times.
    */
   static final int MAX_JSON_GROWTH = 8;
 
@@ -50,6 +51,9 @@ final class RecordSize {
     if ((long) payloadLength * (MAX_JSON_GROWTH - 1) <= room) {
       return 0;
     }
+    if (room < 0) {
+      return 0; // too large as it is: nothing to measure
+    }
     CountingStream written = new CountingStream();
     try {
       WrittenJson.MAPPER.writeValue(written, value);
@@ -58,6 +62,11 @@ final class RecordSize {
       throw new IllegalStateException("schemaless JSON value could not be written", e);
     }
     return Math.max(0, written.count - payloadLength);
+  }
+
+  /** What JsonConverter writes for {@code length} bytes beyond them: base64, in quotes. */
+  static long base64Growth(int length) {
+    return 4L * ((length + 2L) / 3) + 2 - length;
   }
 
   /**

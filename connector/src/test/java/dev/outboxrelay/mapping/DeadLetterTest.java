@@ -15,6 +15,7 @@ import dev.outboxrelay.store.Lease;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.storage.StringConverter;
 import org.junit.jupiter.api.Test;
@@ -226,11 +227,45 @@ class DeadLetterTest {
         text.payload(), converter.fromConnectData(DLQ, record.valueSchema(), record.value()));
     assertNull(record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED));
 
-    ClaimedMessage notText = row().payload(new byte[] {'a', (byte) 0xC3, 'b'}).build();
+    ClaimedMessage notText =
+        row()
+            .payload(new byte[] {'a', (byte) 0xC3, 'b'})
+            .headersJson("{\"trace\":\"t-1\"}")
+            .build();
     String reason = assertInstanceOf(Unpublishable.class, mapper.map(notText)).reasonCode();
     SourceRecord omitted = mapper.deadLetter(notText, reason);
     assertNull(omitted.value());
     assertEquals("true", omitted.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
+    assertEquals("t-1", omitted.headers().lastWithName("trace").value(), "the row's headers kept");
+  }
+
+  /**
+   * With format JSON the converter is JsonConverter, which writes a dead letter's payload bytes as
+   * base64: a payload that fits as it is but not as base64 is left out, not sent for the producer
+   * to refuse (and fail the task on every claim of the row).
+   */
+  @Test
+  void withFormatJsonTheDeadLetterPayloadIsCountedAsBase64() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                    RoutingConvention.OUTBOX_RELAY,
+                    PayloadFormat.JSON,
+                    10_000,
+                    DLQ)
+                .withRecordMaxBytes(9_000));
+    ClaimedMessage row = row().payload("{not json" + "x".repeat(7_500)).build();
+    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
+
+    SourceRecord record = mapper.deadLetter(row, reason);
+
+    JsonConverter converter = new JsonConverter();
+    converter.configure(Map.of("schemas.enable", "false"), false);
+    byte[] base64 = converter.fromConnectData(DLQ, Schema.OPTIONAL_BYTES_SCHEMA, row.payload());
+    assertTrue(base64.length > 9_000, "as base64 the payload alone is over the limit");
+    assertNull(record.value());
+    assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
   }
 
   @Test
