@@ -78,7 +78,8 @@ final class Validators {
             throw new ConfigException(
                 name
                     + " must not carry a user or password before the host (user:password@host):"
-                    + " set connection.user and connection.password instead");
+                    + " set connection.user and connection.password instead (an '@' elsewhere"
+                    + " before the query string, as in a database name, is written %40)");
           }
           try {
             DataSourceFactory.urlParameters((String) value);
@@ -104,7 +105,13 @@ final class Validators {
       return false;
     }
     int query = url.indexOf('?', start + 2);
-    if (url.substring(start + 2, query < 0 ? url.length() : query).indexOf('@') >= 0) {
+    int slash = url.indexOf('/', start + 2);
+    // The driver needs a '/' before the query string: a '?' before any '/' is a password's.
+    int end = query < 0 ? url.length() : query;
+    if (query >= 0 && (slash < 0 || slash > query)) {
+      end = slash < 0 ? url.length() : slash;
+    }
+    if (url.substring(start + 2, end).indexOf('@') >= 0) {
       return true;
     }
     if (query < 0) {

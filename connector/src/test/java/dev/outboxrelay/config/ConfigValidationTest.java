@@ -494,7 +494,8 @@ class ConfigValidationTest {
         // A password holding '/', '?' or '#': the authority as a URI reads it ends before the '@'
         "jdbc:postgresql://alice:Zx/9k" + URL_SENTINEL + "@127.0.0.1:5432/app",
         "jdbc:postgresql://alice:pa?ss" + URL_SENTINEL + "@127.0.0.1/app",
-        "jdbc:postgresql://alice:p#ss" + URL_SENTINEL + "@127.0.0.1:5432/app"
+        "jdbc:postgresql://alice:p#ss" + URL_SENTINEL + "@127.0.0.1:5432/app",
+        "jdbc:postgresql://alice:pa?s=s" + URL_SENTINEL + "@127.0.0.1:5432/app"
       })
   void aUserAndPasswordBeforeTheHostAreAnErrorOnTheUrlAndTheUrlIsNotShown(String url) {
     Map<String, String> props = offline();
