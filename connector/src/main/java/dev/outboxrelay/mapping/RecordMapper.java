@@ -177,7 +177,7 @@ public final class RecordMapper {
    * and offset, so its acknowledgement maps back to the row. With format STRING the value is the
    * payload's text ({@link Schema#OPTIONAL_STRING_SCHEMA}), as the converter of such a connector
    * renders it (StringConverter would write bytes as {@code [B@…}); a payload that is not UTF-8 is
-   * left out then, as a payload too large.
+   * left out then (header {@link OutboxHeaders#PAYLOAD_OMITTED}), the row's headers kept.
    *
    * <p>Row headers that are malformed or use reserved names are left out, all of them. When the
    * payload is larger than the maximum, or the record would be larger than the producer takes, the
@@ -239,17 +239,34 @@ public final class RecordMapper {
     minimal.addString(OutboxHeaders.FAILURE_REASON, reasonCode);
     minimal.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
     minimal.addString(OutboxHeaders.HEADERS_OMITTED, "true");
-    return record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, minimal);
+    SourceRecord bareOfHeaders =
+        record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, minimal);
+    if (RecordSize.upperBound(bareOfHeaders, null) <= settings.recordMaxBytes()) {
+      return bareOfHeaders;
+    }
+    // The key itself, an aggregate id of the row's own making (the table bounds none): no key.
+    return bareOfHeaders.newRecord(
+        bareOfHeaders.topic(),
+        null,
+        Schema.OPTIONAL_STRING_SCHEMA,
+        null,
+        bareOfHeaders.valueSchema(),
+        null,
+        bareOfHeaders.timestamp(),
+        minimal);
   }
 
   /**
-   * A dead-letter record's size bound. With format JSON the connector's converter is JsonConverter
-   * (the only one of Kafka's that writes a schemaless value), which writes the payload's bytes as
-   * base64 in quotes: a third more.
+   * A dead-letter record's size bound. With format JSON and no inferred schema the connector's
+   * converter is JsonConverter (the only one of Kafka's that writes a schemaless value), which
+   * writes the payload's bytes as base64 in quotes: a third more. (With an inferred schema, a
+   * schema-based converter such as Avro writes bytes as they are.)
    */
   private long deadLetterSize(SourceRecord record, byte[] payload) {
     long size = RecordSize.upperBound(record, payload);
-    if (payload != null && settings.payloadFormat() == PayloadFormat.JSON) {
+    if (payload != null
+        && settings.payloadFormat() == PayloadFormat.JSON
+        && settings.inferredSchema() == null) {
       size += RecordSize.base64Growth(payload.length);
     }
     return size;

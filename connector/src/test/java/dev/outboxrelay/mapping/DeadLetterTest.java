@@ -189,6 +189,33 @@ class DeadLetterTest {
     assertEquals(row.aggregateId(), record.key());
   }
 
+  /**
+   * An aggregate id too large for the record (the table bounds none): the dead letter goes without
+   * a key rather than be refused by the producer on every claim; the message id leads back.
+   */
+  @Test
+  void aKeyTooLargeForTheRecordIsDeadLetteredWithoutIt() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                    RoutingConvention.OUTBOX_RELAY,
+                    PayloadFormat.JSON,
+                    64,
+                    DLQ)
+                .withRecordMaxBytes(2_000));
+    ClaimedMessage row =
+        row().messageId("m-key").aggregateId("k".repeat(3_000)).payload("{}").build();
+    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
+
+    SourceRecord record = mapper.deadLetter(row, reason);
+
+    assertNull(record.key());
+    assertEquals("m-key", record.headers().lastWithName(OutboxHeaders.MESSAGE_ID).value());
+    assertTrue(RecordSize.upperBound(record, null) <= 2_000);
+    assertEquals("m-key", SourceOffsets.messageId(record), "its acknowledgement maps to the row");
+  }
+
   @Test
   void payloadAtTheMaximumIsKept() {
     RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, DLQ);

@@ -92,6 +92,19 @@ class RecordSizeTest {
         "the estimate covers what the producer is given");
   }
 
+  /** A bytes value as JsonConverter writes it: base64 in quotes, exactly. */
+  @Test
+  void base64GrowthIsWhatJsonConverterAddsToBytes() {
+    JsonConverter converter = new JsonConverter();
+    converter.configure(Map.of("schemas.enable", "false"), false);
+    for (int n : new int[] {0, 1, 2, 3, 4, 5, 6, 7, 100, 7_509}) {
+      byte[] written =
+          converter.fromConnectData(
+              "t", org.apache.kafka.connect.data.Schema.BYTES_SCHEMA, new byte[n]);
+      assertEquals(written.length, n + RecordSize.base64Growth(n), "n=" + n);
+    }
+  }
+
   private static RecordMapper jsonMapper(int recordMaxBytes) {
     return new RecordMapper(
         new MappingSettings(
