@@ -1,5 +1,6 @@
 package dev.outboxrelay.cli;
 
+import java.io.Console;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -37,13 +38,16 @@ public final class ConnectionOptions {
               + " URL.")
   String user;
 
+  // Not picocli's interactive option: without a console (stdout or stdin redirected) it prompts
+  // on stdout and reads an echoed line, which shows the password and breaks --json output.
   @Option(
       names = "--password",
       arity = "0..1",
-      interactive = true,
+      fallbackValue = "",
       paramLabel = "PASSWORD",
       description =
-          "Password; without a value it is prompted for, not echoed. Prefer env "
+          "Password; without a value it is prompted for on the terminal, not echoed (refused"
+              + " without one). Prefer env "
               + PASSWORD_ENV
               + " or --password-file: other users can read command lines.")
   char[] password;
@@ -133,6 +137,9 @@ public final class ConnectionOptions {
   }
 
   private String resolvePassword(Map<String, String> env) {
+    if (password != null && password.length == 0) {
+      return prompt();
+    }
     if (password != null) {
       return new String(password);
     }
@@ -141,6 +148,22 @@ public final class ConnectionOptions {
     }
     String fromEnv = env.get(PASSWORD_ENV);
     return fromEnv == null || fromEnv.isEmpty() ? null : fromEnv;
+  }
+
+  /** Read from the terminal without echo; none (input or output redirected) is a usage error. */
+  private static String prompt() {
+    Console console = System.console();
+    if (console == null) {
+      throw CliException.usage(
+          "--password without a value needs a terminal to prompt on: set "
+              + PASSWORD_ENV
+              + " or use --password-file");
+    }
+    char[] typed = console.readPassword("Password: ");
+    if (typed == null || typed.length == 0) {
+      throw CliException.usage("no password was typed");
+    }
+    return new String(typed);
   }
 
   private static String readPasswordFile(Path file) {

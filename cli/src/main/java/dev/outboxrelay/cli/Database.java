@@ -130,10 +130,18 @@ public final class Database implements AutoCloseable {
    * all.
    */
   private static void requireValidUrl(String url) {
-    if (urlProperties(url) == null) {
+    Properties read = urlProperties(url);
+    if (read == null) {
       throw CliException.usage(
           "the JDBC URL is not a valid PostgreSQL URL (jdbc:postgresql://host:port/database);"
               + " it is not shown because it may contain credentials");
+    }
+    // user:password@host: the driver takes all of it for the host name, and would look it up.
+    if (read.getProperty("PGHOST", "").indexOf('@') >= 0) {
+      throw CliException.usage(
+          "the JDBC URL has a user or password before its host (user:password@host), which the"
+              + " driver does not read: give them as --user and OUTBOX_PASSWORD or"
+              + " --password-file; the URL is not shown");
     }
   }
 

@@ -169,6 +169,44 @@ class UsageTest {
     assertEquals("error: give either --password or --password-file, not both\n", r.err());
   }
 
+  /**
+   * Without a terminal (output redirected to a file or a pipe, as with --json) there is nowhere to
+   * prompt without echo: refused, instead of a prompt on stdout and an echoed line.
+   */
+  @Test
+  void aPasswordPromptWithoutATerminalIsAUsageError() {
+    Cli.Result r =
+        CLI.run(
+            "status",
+            "--instance-key",
+            "eu",
+            "--jdbc-url",
+            "jdbc:postgresql://127.0.0.1:1/app",
+            "--password",
+            "--json");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals(
+        "error: --password without a value needs a terminal to prompt on: set OUTBOX_PASSWORD"
+            + " or use --password-file\n",
+        r.err());
+    assertEquals("", r.out());
+  }
+
+  /** The driver would take user:password@host for the host name, and look it up. */
+  @Test
+  void aUserAndPasswordBeforeTheHostAreAUsageErrorAndNotShown() {
+    Cli.Result r =
+        CLI.run(
+            "status",
+            "--instance-key",
+            "eu",
+            "--jdbc-url",
+            "jdbc:postgresql://ops:" + SENTINEL + "@127.0.0.1:1/app");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertTrue(r.err().startsWith("error: the JDBC URL has a user or password before its host"));
+    assertFalse(r.err().contains(SENTINEL) || r.out().contains(SENTINEL), r::toString);
+  }
+
   @Test
   void anUnreadablePasswordFileIsAUsageError() {
     Cli.Result r =

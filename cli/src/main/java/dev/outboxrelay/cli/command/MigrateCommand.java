@@ -3,6 +3,7 @@ package dev.outboxrelay.cli.command;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
@@ -143,7 +144,7 @@ public final class MigrateCommand extends DatabaseCommand {
           "table "
               + database.table()
               + " has invalid indexes "
-              + invalid
+              + invalid.stream().map(Text::safe).toList() // names from the catalog, escaped
               + " (a concurrent build that failed, or one still running): PostgreSQL never reads"
               + " them. Rebuild each with REINDEX INDEX CONCURRENTLY, or drop it (DROP INDEX"
               + " CONCURRENTLY) and build it again as schema-sql shows");
