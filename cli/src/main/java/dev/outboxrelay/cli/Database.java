@@ -5,6 +5,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.cli.operator.OperatorStore;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.ColumnMapping;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -130,14 +131,13 @@ public final class Database implements AutoCloseable {
    * all.
    */
   private static void requireValidUrl(String url) {
-    Properties read = urlProperties(url);
-    if (read == null) {
+    if (urlProperties(url) == null) {
       throw CliException.usage(
           "the JDBC URL is not a valid PostgreSQL URL (jdbc:postgresql://host:port/database);"
               + " it is not shown because it may contain credentials");
     }
     // user:password@host: the driver takes all of it for the host name, and would look it up.
-    if (read.getProperty("PGHOST", "").indexOf('@') >= 0) {
+    if (DataSourceFactory.hasUserInfo(url)) {
       throw CliException.usage(
           "the JDBC URL has a user or password before its host (user:password@host), which the"
               + " driver does not read: give them as --user and OUTBOX_PASSWORD or"

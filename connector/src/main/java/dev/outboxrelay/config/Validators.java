@@ -74,7 +74,7 @@ final class Validators {
           if (!((String) value).startsWith(JDBC_PREFIX)) {
             throw new ConfigException(name + " must start with " + JDBC_PREFIX);
           }
-          if (hasUserInfo((String) value)) {
+          if (DataSourceFactory.hasUserInfo((String) value)) {
             throw new ConfigException(
                 name
                     + " must not carry a user or password before the host (user:password@host):"
@@ -89,41 +89,6 @@ final class Validators {
                 name + " has a malformed %-escape in its query string: write a literal % as %25");
           }
         });
-  }
-
-  /**
-   * Whether a URL may have user information before its host ({@code //user:password@host}),
-   * whatever its scheme: an {@code @} anywhere before the query string, or in a query parameter's
-   * name. Not only in the authority as a URI reads it: a password may hold a {@code /} or {@code #}
-   * (the driver has no fragments), or a {@code ?}, which makes the rest look like a parameter. An
-   * {@code @} in a parameter's value (a user {@code alice@server}) is not one; a database name with
-   * an {@code @} can be written {@code %40}.
-   */
-  static boolean hasUserInfo(String url) {
-    int start = url.indexOf("//");
-    if (start < 0) {
-      return false;
-    }
-    int query = url.indexOf('?', start + 2);
-    int slash = url.indexOf('/', start + 2);
-    // The driver needs a '/' before the query string: a '?' before any '/' is a password's.
-    int end = query < 0 ? url.length() : query;
-    if (query >= 0 && (slash < 0 || slash > query)) {
-      end = slash < 0 ? url.length() : slash;
-    }
-    if (url.substring(start + 2, end).indexOf('@') >= 0) {
-      return true;
-    }
-    if (query < 0) {
-      return false;
-    }
-    for (String parameter : url.substring(query + 1).split("&", -1)) {
-      int eq = parameter.indexOf('=');
-      if ((eq < 0 ? parameter : parameter.substring(0, eq)).indexOf('@') >= 0) {
-        return true;
-      }
-    }
-    return false;
   }
 
   /**

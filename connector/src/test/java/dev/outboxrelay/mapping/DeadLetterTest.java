@@ -36,6 +36,18 @@ class DeadLetterTest {
             deadLetterTopic));
   }
 
+  /** Format JSON, payloads of at most 64 bytes, records of at most {@code recordMaxBytes}. */
+  private static RecordMapper jsonMapper(int recordMaxBytes) {
+    return new RecordMapper(
+        new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.JSON,
+                64,
+                DLQ)
+            .withRecordMaxBytes(recordMaxBytes));
+  }
+
   @Test
   void deadLetterCarriesTheRawPayloadTheHeadersAndTheReason() {
     RecordMapper mapper = mapper(RoutingConvention.OUTBOX_RELAY, DLQ);
@@ -133,15 +145,7 @@ class DeadLetterTest {
    */
   @Test
   void aRecordTooLargeForItsHeadersIsDeadLetteredWithoutThem() {
-    RecordMapper mapper =
-        new RecordMapper(
-            new MappingSettings(
-                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-                    RoutingConvention.OUTBOX_RELAY,
-                    PayloadFormat.JSON,
-                    64,
-                    DLQ)
-                .withRecordMaxBytes(2_000));
+    RecordMapper mapper = jsonMapper(2_000);
     ClaimedMessage row =
         row().payload("{}").headersJson("{\"big\":\"" + "x".repeat(3_000) + "\"}").build();
     String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
@@ -195,15 +199,7 @@ class DeadLetterTest {
    */
   @Test
   void aKeyTooLargeForTheRecordIsDeadLetteredWithoutIt() {
-    RecordMapper mapper =
-        new RecordMapper(
-            new MappingSettings(
-                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-                    RoutingConvention.OUTBOX_RELAY,
-                    PayloadFormat.JSON,
-                    64,
-                    DLQ)
-                .withRecordMaxBytes(2_000));
+    RecordMapper mapper = jsonMapper(2_000);
     ClaimedMessage row =
         row().messageId("m-key").aggregateId("k".repeat(3_000)).payload("{}").build();
     String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();

@@ -2,7 +2,6 @@ package dev.outboxrelay.cli.command;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.Text;
@@ -57,13 +56,7 @@ public final class ParkCommand extends InstanceCommand {
 
   @Override
   void validateOptions() {
-    if (messageIds.size() > ParkedRowsCommand.MAX_MESSAGE_IDS) {
-      throw CliException.usage(
-          "at most " + ParkedRowsCommand.MAX_MESSAGE_IDS + " --message-id at a time");
-    }
-    if (messageIds.stream().anyMatch(String::isBlank)) {
-      throw CliException.usage("--message-id must not be blank");
-    }
+    ParkedRowsCommand.requireValidMessageIds(messageIds);
   }
 
   @Override

@@ -30,6 +30,16 @@ abstract class ParkedRowsCommand extends InstanceCommand {
   @ArgGroup(exclusive = true, multiplicity = "1")
   Selection selection;
 
+  /** What every command taking --message-id requires of the ids, as a usage error. */
+  static void requireValidMessageIds(List<String> messageIds) {
+    if (messageIds.size() > MAX_MESSAGE_IDS) {
+      throw CliException.usage("at most " + MAX_MESSAGE_IDS + " --message-id at a time");
+    }
+    if (messageIds.stream().anyMatch(String::isBlank)) {
+      throw CliException.usage("--message-id must not be blank");
+    }
+  }
+
   /** Exactly one way to choose rows; --all must be explicit. */
   static final class Selection {
     @Option(
@@ -90,12 +100,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     ParkedSelection.Selector selector;
     if (selection.messageIds != null) {
       selector = ParkedSelection.Selector.MESSAGE_IDS;
-      if (selection.messageIds.size() > MAX_MESSAGE_IDS) {
-        throw CliException.usage("at most " + MAX_MESSAGE_IDS + " --message-id at a time");
-      }
-      if (selection.messageIds.stream().anyMatch(String::isBlank)) {
-        throw CliException.usage("--message-id must not be blank");
-      }
+      requireValidMessageIds(selection.messageIds);
     } else if (selection.correlationId != null) {
       selector = ParkedSelection.Selector.CORRELATION_ID;
       if (selection.correlationId.isBlank()) {
