@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -30,19 +31,19 @@ final class JsonValues {
    */
   static final int MAX_NESTING_DEPTH = 900;
 
+  /**
+   * Strings and member names as long as a payload may be (payload.max.bytes bounds them; Jackson's
+   * defaults, 20M and 50k characters, would call valid JSON invalid). Numbers keep Jackson's limit
+   * of 1,000 characters: turning a longer one into a value costs more than linear time.
+   */
   private static final JsonFactory FACTORY =
-      JsonFactory.builder()
-          .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-          .streamReadConstraints(
-              // Strings and member names as long as a payload may be (payload.max.bytes bounds
-              // them; Jackson's defaults, 20M and 50k characters, would call valid JSON invalid).
-              // Numbers keep Jackson's limit: parsing a huge one costs more than linear time.
-              StreamReadConstraints.builder()
-                  .maxNestingDepth(MAX_NESTING_DEPTH)
-                  .maxStringLength(Integer.MAX_VALUE)
-                  .maxNameLength(Integer.MAX_VALUE)
-                  .build())
-          .build();
+      factory(StreamReadConstraints.defaults().getMaxNumberLength());
+
+  /**
+   * Numbers of any length, for reading them as text only (tokenizing one is linear): header values,
+   * and telling a number too long to convert from JSON that is not well-formed.
+   */
+  private static final JsonFactory TEXT_NUMBER_FACTORY = factory(Integer.MAX_VALUE);
 
   private static final ObjectMapper MAPPER =
       JsonMapper.builder(FACTORY)
@@ -79,11 +80,22 @@ final class JsonValues {
     return convert(parse(json));
   }
 
-  /** Exactly one JSON value, strictly (no duplicate member names, nothing after it). */
-  static JsonNode parse(byte[] json) throws MalformedJson {
+  /**
+   * Exactly one JSON value, strictly (no duplicate member names, nothing after it).
+   *
+   * @throws UnrepresentableNumber if the JSON is well-formed but holds a number of more than 1,000
+   *     characters, which is not converted
+   */
+  static JsonNode parse(byte[] json) throws MalformedJson, UnrepresentableNumber {
     JsonNode tree;
     try {
       tree = MAPPER.readTree(json);
+    } catch (StreamConstraintsException e) {
+      // Too deep, or a number too long: only the second leaves well-formed JSON behind.
+      if (isOneWellFormedValue(json)) {
+        throw new UnrepresentableNumber();
+      }
+      throw new MalformedJson();
     } catch (IOException e) {
       throw new MalformedJson();
     }
@@ -91,6 +103,31 @@ final class JsonValues {
       throw new MalformedJson();
     }
     return tree;
+  }
+
+  private static boolean isOneWellFormedValue(byte[] json) {
+    try (JsonParser parser = TEXT_NUMBER_FACTORY.createParser(json)) {
+      if (parser.nextToken() == null) {
+        return false;
+      }
+      parser.skipChildren();
+      return parser.nextToken() == null;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static JsonFactory factory(int maxNumberLength) {
+    return JsonFactory.builder()
+        .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+        .streamReadConstraints(
+            StreamReadConstraints.builder()
+                .maxNestingDepth(MAX_NESTING_DEPTH)
+                .maxStringLength(Integer.MAX_VALUE)
+                .maxNameLength(Integer.MAX_VALUE)
+                .maxNumberLength(maxNumberLength)
+                .build())
+        .build();
   }
 
   private static Object convert(JsonNode node) throws UnrepresentableNumber {
@@ -150,7 +187,7 @@ final class JsonValues {
    */
   static Map<String, String> toHeaderValues(String json) throws MalformedJson {
     Map<String, String> headers = new LinkedHashMap<>();
-    try (JsonParser parser = FACTORY.createParser(json)) {
+    try (JsonParser parser = TEXT_NUMBER_FACTORY.createParser(json)) {
       if (parser.nextToken() != JsonToken.START_OBJECT) {
         throw new MalformedJson();
       }

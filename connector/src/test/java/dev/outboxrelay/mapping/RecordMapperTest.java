@@ -169,6 +169,16 @@ class RecordMapperTest {
   }
 
   @Test
+  void rowHeaderNumberLongerThanTheParserConvertsStaysAsWritten() {
+    String digits = "9".repeat(5_000);
+    ClaimedMessage row = row().headersJson("{\"n\":" + digits + "}").build();
+
+    SourceRecord record = mapped(mapper(RoutingConvention.OUTBOX_RELAY, PayloadFormat.BYTES), row);
+
+    assertEquals(digits, record.headers().lastWithName("n").value());
+  }
+
+  @Test
   void emptyHeaderObjectAddsNothing() {
     RecordMapper mapper = mapper(RoutingConvention.DEBEZIUM, PayloadFormat.BYTES);
 

@@ -173,6 +173,27 @@ class UnpublishableRowTest {
     assertEquals("PAYLOAD_NUMBER_UNREPRESENTABLE", reason(mapper, row().payload(number).build()));
   }
 
+  @Test
+  void numberLongerThanTheParserConvertsIsUnrepresentableNotInvalid() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                "t", RoutingConvention.OUTBOX_RELAY, PayloadFormat.JSON, 1 << 20, null));
+    String integer = "1".repeat(1_001);
+    String decimal = "0." + "5".repeat(1_000);
+
+    assertEquals("PAYLOAD_NUMBER_UNREPRESENTABLE", reason(mapper, row().payload(integer).build()));
+    assertEquals(
+        "PAYLOAD_NUMBER_UNREPRESENTABLE",
+        reason(mapper, row().payload("{\"a\":[" + decimal + "]}").build()));
+    // Still invalid when the JSON around the number is.
+    assertEquals(
+        "PAYLOAD_INVALID_JSON", reason(mapper, row().payload("[" + integer + ",]").build()));
+    assertEquals(
+        "PAYLOAD_INVALID_JSON",
+        reason(mapper, row().payload("{\"a\":" + integer + ",\"a\":1}").build()));
+  }
+
   @ParameterizedTest
   @ValueSource(
       strings = {
