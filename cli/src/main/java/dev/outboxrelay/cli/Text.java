@@ -87,14 +87,16 @@ public final class Text {
   /**
    * JSON's own escapes, plus a {@code \\uXXXX} escape for each character {@link Printable#escape}
    * escapes: control characters (DEL and U+0080 to U+009F too, which JSON allows raw), U+2028,
-   * U+2029 and format characters of the Basic Multilingual Plane (bidirectional overrides,
-   * zero-width characters; Printable reads one UTF-16 unit at a time). Printable itself decides,
-   * char by char as it does, so that both outputs escape the same set.
+   * U+2029 and format characters (bidirectional overrides, zero-width characters), decided by
+   * Printable itself so that both outputs escape the same set. Jackson asks one UTF-16 unit at a
+   * time, so every character outside the Basic Multilingual Plane is escaped (as its surrogate
+   * pair; an emoji too): a unit alone cannot tell a Unicode tag from an emoji, and the JSON parses
+   * back to the same string either way.
    */
   static final class PrintableEscapes extends CharacterEscapes {
     private static final long serialVersionUID = 1L;
 
-    /** The UTF-16 chars Printable escapes, decided once. */
+    /** The UTF-16 chars Printable escapes alone (every surrogate, as unpaired), decided once. */
     private static final BitSet ESCAPED = new BitSet(Character.MAX_VALUE + 1);
 
     static {

@@ -23,6 +23,10 @@ class TextTest {
     assertEquals("a\\u2066b\\u2069", Text.safe("a\u2066b\u2069"));
     assertEquals("a\\u200bb", Text.safe("a\u200Bb"), "zero-width space");
     assertEquals("a\\ufeffb", Text.safe("a\uFEFFb"));
+    // Unicode tags (outside the Basic Multilingual Plane) are invisible too; an emoji stays.
+    assertEquals(
+        "id-1\\udb40\\udc01\\udb40\\udc41 😀", Text.safe("id-1\uDB40\uDC01\uDB40\uDC41 😀"));
+    assertEquals("a\\ud83db", Text.safe("a\uD83Db"), "an unpaired surrogate");
   }
 
   @Test
@@ -36,7 +40,8 @@ class TextTest {
    */
   @Test
   void jsonEscapesControlAndFormatCharactersAndParsesBack() throws Exception {
-    String value = "id-1\u202Efdp.exe \u009B2J \u0085 \u007F \u2028 \u200B \uFEFF \u001B é 注文 😀";
+    String value =
+        "id-1\u202Efdp.exe \u009B2J \u0085 \u007F \u2028 \u200B \uFEFF \u001B é 注文 😀 \uDB40\uDC41";
     String name = "trace\u202E";
     ObjectNode node = Text.json().createObjectNode();
     node.put("value", value);
@@ -47,8 +52,9 @@ class TextTest {
     assertTrue(json.contains("id-1\\u202Efdp.exe \\u009B2J"), json);
     assertTrue(json.contains("\\u0085 \\u007F \\u2028 \\u200B \\uFEFF \\u001B"), json);
     assertTrue(json.contains("\"trace\\u202E\""), json);
-    assertTrue(json.contains(" é 注文 😀"), "letters and a pair stay: " + json);
-    for (char c : new char[] {'\u202E', '\u009B', '\u0085', '\u007F', '\u2028', '\u200B'}) {
+    assertTrue(json.contains(" é 注文 \\uD83D\\uDE00 \\uDB40\\uDC41\""), "letters stay: " + json);
+    for (char c :
+        new char[] {'\u202E', '\u009B', '\u0085', '\u007F', '\u2028', '\u200B', '\uDB40'}) {
       assertFalse(json.indexOf(c) >= 0, () -> "raw U+" + Integer.toHexString(c) + ": " + json);
     }
     JsonNode back = new ObjectMapper().readTree(json);
@@ -60,7 +66,7 @@ class TextTest {
   @Test
   void jsonEscapesTheSameCharactersAsTheHumanOutput() {
     for (int c = Character.MIN_VALUE; c <= Character.MAX_VALUE; c++) {
-      if (Character.isSurrogate((char) c) || c == '"' || c == '\\') {
+      if (c == '"' || c == '\\') {
         continue;
       }
       String one = String.valueOf((char) c);

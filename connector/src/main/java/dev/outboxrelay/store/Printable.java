@@ -2,10 +2,11 @@ package dev.outboxrelay.store;
 
 /**
  * A value read from a row, safe to write into a log line or onto a terminal. Control characters (a
- * line break would forge a log line of its own; an escape sequence rewrites a terminal) and format
- * characters (bidirectional overrides reorder what follows; zero-width characters make two ids look
- * alike) are written as {@code \\uXXXX}. Message ids come from the application's rows, sometimes
- * from its clients' idempotency keys.
+ * line break would forge a log line of its own; an escape sequence rewrites a terminal), format
+ * characters (bidirectional overrides reorder what follows; zero-width characters and Unicode tags
+ * make two ids look alike) and unpaired surrogates (written as '?' by an encoder) are written as
+ * {@code \\uXXXX}, one outside the Basic Multilingual Plane as its two UTF-16 units. Message ids
+ * come from the application's rows, sometimes from its clients' idempotency keys.
  */
 public final class Printable {
   private Printable() {}
@@ -16,24 +17,29 @@ public final class Printable {
       return null;
     }
     StringBuilder out = null;
-    for (int i = 0; i < value.length(); i++) {
-      char c = value.charAt(i);
-      if (needsEscape(c)) {
+    for (int i = 0; i < value.length(); ) {
+      int codePoint = value.codePointAt(i);
+      int units = Character.charCount(codePoint);
+      if (needsEscape(codePoint)) {
         if (out == null) {
           out = new StringBuilder(value.length() + 8).append(value, 0, i);
         }
-        out.append(String.format("\\u%04x", (int) c));
+        for (int unit = i; unit < i + units; unit++) {
+          out.append(String.format("\\u%04x", (int) value.charAt(unit)));
+        }
       } else if (out != null) {
-        out.append(c);
+        out.append(value, i, i + units);
       }
+      i += units;
     }
     return out == null ? value : out.toString();
   }
 
-  private static boolean needsEscape(char c) {
-    return Character.isISOControl(c)
-        || c == '\u2028'
-        || c == '\u2029'
-        || Character.getType(c) == Character.FORMAT;
+  private static boolean needsEscape(int codePoint) {
+    return Character.isISOControl(codePoint)
+        || codePoint == '\u2028'
+        || codePoint == '\u2029'
+        || Character.getType(codePoint) == Character.FORMAT
+        || Character.getType(codePoint) == Character.SURROGATE; // unpaired
   }
 }
