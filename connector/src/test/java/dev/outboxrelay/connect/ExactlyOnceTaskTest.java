@@ -461,7 +461,13 @@ class ExactlyOnceTaskTest {
     assertEquals(2, records.size());
 
     first.stop();
-    mockTime.sleep(2_000);
+    mockTime.sleep(1_999);
+    // Not before the 2 s: the loop is still there to retry a write in hand.
+    await()
+        .during(Duration.ofMillis(300))
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> storeCloses.get() == 0);
+    mockTime.sleep(1);
 
     await().atMost(Duration.ofSeconds(10)).until(() -> storeCloses.get() == 1);
     first.commitRecord(

@@ -52,7 +52,9 @@ class RestartTest {
       try (LoadWriter writer = LoadWriter.messages(db, KEY, "rs", TOTAL, 50, 300).start()) {
         long inFlightAtTaskRestart = awaitPublishedWithRowsInFlight(db, 300);
         int writtenAtTaskRestart = writer.written();
+        long taskRestartMark = LogCapture.get().mark();
         CLUSTER.restartTask(CONNECTOR, 0);
+        awaitTaskStarts(taskRestartMark, 1, "task 0 restarted"); // the request alone is 202
         CLUSTER
             .connect()
             .assertions()
@@ -60,7 +62,9 @@ class RestartTest {
 
         long inFlightAtConnectorRestart = awaitPublishedWithRowsInFlight(db, 700);
         int writtenAtConnectorRestart = writer.written();
+        long connectorRestartMark = LogCapture.get().mark();
         CLUSTER.restartConnectorAndTasks(CONNECTOR);
+        awaitTaskStarts(connectorRestartMark, TASKS, "every task restarted");
         CLUSTER
             .connect()
             .assertions()
@@ -90,6 +94,22 @@ class RestartTest {
         CLUSTER.assertRunning(CONNECTOR, TASKS);
       }
     }
+  }
+
+  /** Waits until this connector's tasks have logged {@code starts} starts since the mark. */
+  private static void awaitTaskStarts(long mark, int starts, String what) {
+    await(what)
+        .atMost(Duration.ofSeconds(120))
+        .until(
+            () ->
+                LogCapture.get()
+                        .matching(
+                            mark,
+                            e ->
+                                e.message().startsWith("Started outbox-relay task")
+                                    && e.connectContext().contains(CONNECTOR + "|"))
+                        .size()
+                    >= starts);
   }
 
   /** Waits for a moment with rows in flight once enough are published; returns how many. */

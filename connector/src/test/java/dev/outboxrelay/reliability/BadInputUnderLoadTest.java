@@ -92,7 +92,7 @@ class BadInputUnderLoadTest {
 
       Map<String, String> expected = new ConcurrentHashMap<>();
       s.startLoad(
-          Scenario.load(ROWS), (c, first, count) -> writeBadRows(c, first, count, expected));
+          Scenario.load(ROWS), (c, first, count) -> writeBadRows(s, c, first, count, expected));
       Figures f = Verdict.check(s, expected, Set.of());
 
       // Every bad row of the main connector is in the dead-letter topic, with its reason.
@@ -138,7 +138,8 @@ class BadInputUnderLoadTest {
    * With each batch, in the same transaction: one bad row per kind for the main key (every other
    * batch) or the other key, in the aggregates of the good rows around it.
    */
-  private static void writeBadRows(Connection c, int first, int count, Map<String, String> expected)
+  private static void writeBadRows(
+      Scenario s, Connection c, int first, int count, Map<String, String> expected)
       throws SQLException {
     String key = (first / count) % 2 == 0 ? Scenario.MAIN_KEY : Scenario.OTHER_KEY;
     try (PreparedStatement ps =
@@ -159,6 +160,7 @@ class BadInputUnderLoadTest {
         ps.setBoolean(7, bad.expired);
         ps.addBatch();
         expected.put(id, "FAILED " + bad.reason);
+        s.wroteExtraRow(key, id);
       }
       ps.executeBatch();
     }

@@ -17,7 +17,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * One fault scenario: a fresh database, the main connector (instance key {@link #MAIN_KEY}, the one
@@ -56,6 +58,10 @@ final class Scenario implements AutoCloseable {
 
   private LoadWriter writer;
   private LoadWriter.Spec spec;
+
+  /** Rows a test wrote besides the load's, by instance key: the verdict expects exactly these. */
+  private final Map<String, Set<String>> extraRows = new ConcurrentHashMap<>();
+
   private final long startedNanos = System.nanoTime();
 
   private Scenario(ConnectCluster kit, String name, OutboxDb db) {
@@ -259,5 +265,15 @@ final class Scenario implements AutoCloseable {
     } finally {
       db.close();
     }
+  }
+
+  /** Records a row the test wrote itself (a bad row, a sentinel row) under {@code instanceKey}. */
+  void wroteExtraRow(String instanceKey, String messageId) {
+    extraRows.computeIfAbsent(instanceKey, k -> ConcurrentHashMap.newKeySet()).add(messageId);
+  }
+
+  /** The rows the test wrote itself under {@code instanceKey}. */
+  Set<String> extraRows(String instanceKey) {
+    return Set.copyOf(extraRows.getOrDefault(instanceKey, Set.of()));
   }
 }

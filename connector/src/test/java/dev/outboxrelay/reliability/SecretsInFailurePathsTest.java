@@ -218,6 +218,7 @@ class SecretsInFailurePathsTest {
 
   private void insert(
       Scenario s, String id, String key, String body, String headers, String topic) {
+    s.wroteExtraRow(key, id);
     s.db.update(
         "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
             + " topic, payload, headers) VALUES (?, ?, 'order', ?, 'Secret', ?, ?, CAST(? AS jsonb))",

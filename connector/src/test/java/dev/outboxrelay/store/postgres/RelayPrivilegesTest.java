@@ -2,9 +2,11 @@ package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -12,6 +14,8 @@ import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
@@ -19,6 +23,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -93,7 +98,7 @@ class RelayPrivilegesTest {
     }
   }
 
-  private void everyWriteOfATask() {
+  private void everyWriteOfATask() throws SQLException {
     PostgresOutboxStore store = new PostgresOutboxStore(relay, TABLE, RelayClock.database(), null);
     assertEquals(
         Optional.of(SchemaMigrator.CURRENT_VERSION),
@@ -124,6 +129,47 @@ class RelayPrivilegesTest {
     assertEquals(Outcome.APPLIED, store.release("m4", claimed.get(3).lease()));
     assertEquals(1, store.inspect(Set.of("eu"), true).count(MessageStatus.PUBLISHED));
     assertEquals(1, store.deletePublished(Set.of("eu"), Instant.now().plusSeconds(60), 10));
+
+    // A claim whose result never arrived, a stop's leases ended, an abandoned row reclaimed alone.
+    assertEquals(List.of("m5"), store.releaseUnheld(Set.of("eu"), "w", List.of()));
+    ClaimRequest second =
+        new ClaimRequest("w2", Set.of("eu"), 10, Duration.ofSeconds(30), 5, false);
+    assertEquals(3, store.claim(second).claimed().size()); // m2 (due again), m4, m5
+    assertEquals(List.of("m2", "m4", "m5"), store.expireLeases(Set.of("eu"), "w2"));
+    ClaimRequest isolated =
+        new ClaimRequest("w3", Set.of("eu"), 1, Duration.ofSeconds(30), 5, false);
+    assertTrue(store.hasAbandoned(isolated));
+    ClaimedMessage abandoned = store.claimAbandoned(isolated).claimed().get(0);
+    PublishedAck ack =
+        new PublishedAck(
+            abandoned.messageId(),
+            abandoned.seq(),
+            abandoned.lease(),
+            new KafkaCoordinates("t", 0, 2));
+    assertEquals(List.of(Outcome.APPLIED), store.markPublished(List.of(ack)));
+    assertEquals(Set.of(abandoned.messageId()), store.publishedUnderOwnLease(List.of(ack)));
+
+    // Exactly once: an epoch, a claim, a park and its read-back, a successor's recovery.
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('e1', 'eu', 'order', 'e1', 'E'), ('e2', 'eu', 'order', 'e2', 'E')");
+    BucketShare all = new BucketShare(4, 0, 1);
+    long epoch = store.newEpoch();
+    List<ClaimedMessage> eos =
+        store
+            .claim(
+                new ClaimRequest("w4", Set.of("eu"), 10, Duration.ofSeconds(30), 5, false)
+                    .exactlyOnce(epoch, 1, all))
+            .claimed();
+    assertEquals(2, eos.size());
+    ClaimedMessage parked = eos.get(0);
+    assertEquals(Outcome.APPLIED, store.markFailed(parked.messageId(), parked.lease(), "POISON"));
+    assertTrue(store.parkedUnderOwnLease(parked.messageId(), parked.lease(), "POISON", epoch, 1));
+    Recovery recovery =
+        store.recover(new RecoveryRequest(Set.of("eu"), all, store.newEpoch(), List.of(), false));
+    Set<String> released = new HashSet<>(Set.of("m2", "m4", "m5", eos.get(1).messageId()));
+    released.remove(abandoned.messageId()); // the other abandoned rows, and the one left unsent
+    assertEquals(released, Set.copyOf(recovery.released()));
   }
 
   @Test
