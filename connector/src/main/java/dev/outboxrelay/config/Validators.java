@@ -81,6 +81,13 @@ final class Validators {
                     + " set connection.user and connection.password instead (an '@' elsewhere"
                     + " before the query string, as in a database name, is written %40)");
           }
+          if (!DataSourceFactory.namesTheDatabaseAfterItsHosts((String) value)) {
+            throw new ConfigException(
+                name
+                    + " must end its hosts with one '/' before the database name, as in"
+                    + " jdbc:postgresql://host:5432/app (a '/' in the database name is written"
+                    + " %2F)");
+          }
           try {
             DataSourceFactory.urlParameters((String) value);
           } catch (IllegalArgumentException e) {

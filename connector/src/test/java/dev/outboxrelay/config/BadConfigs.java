@@ -28,6 +28,10 @@ final class BadConfigs {
         // A user and password before the host, which the driver would take for the host.
         Arguments.of("connection.url", "jdbc:postgresql://alice:s3cret@localhost:5432/app"),
         Arguments.of("connection.url", "postgresql://alice:s3cret@localhost/app"),
+        // No '/' after the host, or more than one: the driver refuses it and logs the URL.
+        Arguments.of("connection.url", "jdbc:postgresql://localhost:5432"),
+        Arguments.of("connection.url", "jdbc:postgresql://localhost:5432?sslmode=require"),
+        Arguments.of("connection.url", "jdbc:postgresql://localhost:5432/app/"),
         Arguments.of("connection.pool.size", "1"),
         Arguments.of("connection.pool.size", "65"),
         Arguments.of("connection.pool.size", "four"),

@@ -16,12 +16,17 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import java.util.stream.Stream;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigValue;
@@ -504,6 +509,43 @@ class ConfigValidationTest {
     String error = only(errors(props), "connection.url");
     assertFalse(error.contains(URL_SENTINEL), error);
     assertEquals(ConfigValidation.HIDDEN_URL, shownUrl(props));
+  }
+
+  /**
+   * A URL without a '/' between its hosts and the database name, or with two, is refused before the
+   * driver sees it: the driver refuses it too, but logs it whole (java.util.logging, WARNING).
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"", "?sslmode=disable", "/app/", "/app/x?sslmode=disable"})
+  void aUrlTheDriverWouldLogAndRefuseIsAnErrorOnTheUrlAndNeverReachesTheDriver(String rest) {
+    Map<String, String> props = offline();
+    String url = "jdbc:postgresql://" + URL_SENTINEL + ".invalid:5432" + rest;
+    props.put("connection.url", url);
+    Logger driverLog = Logger.getLogger("org.postgresql");
+    List<String> logged = new CopyOnWriteArrayList<>();
+    Handler handler =
+        new Handler() {
+          @Override
+          public void publish(LogRecord record) {
+            logged.add(record.getMessage() + " " + Arrays.toString(record.getParameters()));
+          }
+
+          @Override
+          public void flush() {}
+
+          @Override
+          public void close() {}
+        };
+    driverLog.addHandler(handler);
+    try {
+      assertEquals(
+          "connection.url must end its hosts with one '/' before the database name, as in"
+              + " jdbc:postgresql://host:5432/app (a '/' in the database name is written %2F)",
+          only(errors(props), "connection.url"));
+      assertEquals(List.of(), logged.stream().filter(line -> line.contains(URL_SENTINEL)).toList());
+    } finally {
+      driverLog.removeHandler(handler);
+    }
   }
 
   /** Before, the JDK's decoder failed the whole validation, its message quoting the password. */

@@ -60,13 +60,11 @@ public final class DataSourceFactory {
       int minimumIdle) {
     HikariConfig hikari = new HikariConfig();
     hikari.setPoolName(poolName);
-    Properties props = credentials(user, password);
-    props.setProperty("ApplicationName", APPLICATION_NAME);
+    Properties props = driverProperties(user, password, APPLICATION_NAME);
     // Opening a socket never takes much longer than the pool waits for it (the driver counts in
     // whole seconds). Settings in the URL take precedence over these.
     props.setProperty("connectTimeout", Long.toString(wholeSeconds(timeouts.connection())));
     props.setProperty("socketTimeout", Long.toString(wholeSeconds(timeouts.socket())));
-    props.setProperty("tcpKeepAlive", "true");
     // The pool gets a data source, never the URL: Hikari logs its configuration at debug level.
     hikari.setDataSource(new DriverDataSource(jdbcUrl, props));
     // A session setting rather than the startup parameter "options": connection poolers such as
@@ -83,8 +81,16 @@ public final class DataSourceFactory {
     return new HikariDataSource(hikari);
   }
 
-  private static Properties credentials(String user, Password password) {
+  /**
+   * Credentials and what every connection of the connector sets. The server's DETAIL is left out of
+   * the driver's messages: it can quote row values (a duplicate key's), and HikariCP logs the
+   * message of an error that breaks a connection at WARN, outside the connector's control.
+   */
+  private static Properties driverProperties(String user, Password password, String application) {
     Properties props = new Properties();
+    props.setProperty("ApplicationName", application);
+    props.setProperty("tcpKeepAlive", "true");
+    props.setProperty("logServerErrorDetail", "false");
     if (user != null) {
       props.setProperty("user", user);
     }
@@ -141,12 +147,9 @@ public final class DataSourceFactory {
   /** As {@link #unpooled(ConnectionSettings, String)}, each connection running {@code setup}. */
   public static DataSource unpooled(
       ConnectionSettings settings, String applicationName, String setup) {
-    Properties props = credentials(settings.user(), settings.password());
-    props.setProperty("ApplicationName", applicationName);
-    props.setProperty("tcpKeepAlive", "true");
-    String seconds = Long.toString(wholeSeconds(settings.connectTimeout()));
-    props.setProperty("connectTimeout", seconds);
-    props.setProperty("loginTimeout", seconds);
+    Properties props =
+        unpooledProperties(
+            settings.user(), settings.password(), applicationName, settings.connectTimeout());
     return new DriverDataSource(settings.jdbcUrl(), props, setup);
   }
 
@@ -191,6 +194,24 @@ public final class DataSourceFactory {
   }
 
   /**
+   * Whether a URL with a host part ({@code //}) has exactly one {@code /} after it before the query
+   * string, ending the hosts and starting the database name ({@code
+   * jdbc:postgresql://host:5432/app}), as the driver requires. It refuses any other such URL and
+   * logs it, the database name included, through java.util.logging at WARNING, outside the
+   * connector's control.
+   */
+  public static boolean namesTheDatabaseAfterItsHosts(String url) {
+    int start = url.indexOf("//");
+    if (start < 0) {
+      return true; // jdbc:postgresql:app, on localhost
+    }
+    int query = url.indexOf('?', start + 2);
+    String hostsAndDatabase = url.substring(start + 2, query < 0 ? url.length() : query);
+    return hostsAndDatabase.indexOf('/') >= 0
+        && hostsAndDatabase.indexOf('/') == hostsAndDatabase.lastIndexOf('/');
+  }
+
+  /**
    * The parameters of {@code jdbcUrl}'s query string, decoded, as the connections get them: they
    * take precedence over the connector's own properties (user, password, timeouts).
    *
@@ -204,13 +225,19 @@ public final class DataSourceFactory {
   public static Connection connectOrNull(
       String jdbcUrl, String user, Password password, Duration timeout, String applicationName)
       throws SQLException {
-    Properties props = credentials(user, password);
-    props.setProperty("ApplicationName", applicationName);
-    props.setProperty("tcpKeepAlive", "true");
-    String seconds = Long.toString(wholeSeconds(timeout));
+    return new DriverDataSource(
+            jdbcUrl, unpooledProperties(user, password, applicationName, timeout))
+        .connectOrNull();
+  }
+
+  /** Opening and logging in each take at most about {@code connectTimeout}; reads, no limit. */
+  private static Properties unpooledProperties(
+      String user, Password password, String applicationName, Duration connectTimeout) {
+    Properties props = driverProperties(user, password, applicationName);
+    String seconds = Long.toString(wholeSeconds(connectTimeout));
     props.setProperty("connectTimeout", seconds);
     props.setProperty("loginTimeout", seconds);
-    return new DriverDataSource(jdbcUrl, props).connectOrNull();
+    return props;
   }
 
   /** The driver's timeouts are whole seconds, and 0 would mean "none". */

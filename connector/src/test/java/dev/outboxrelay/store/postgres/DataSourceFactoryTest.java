@@ -1,6 +1,7 @@
 package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -58,6 +59,27 @@ class DataSourceFactoryTest {
       assertTrue(c.getAutoCommit());
       assertEquals("outbox-relay", query(c, "SHOW application_name"));
       assertEquals(Postgres.user(), query(c, "SELECT current_user"));
+    }
+  }
+
+  /** The server's DETAIL can quote row values; HikariCP logs a broken connection's message. */
+  @Test
+  void errorMessagesLeaveOutTheServersDetail() throws SQLException {
+    OutboxSourceConfig config =
+        config(Postgres.jdbcUrl("postgres"), Map.of("connection.user", Postgres.user()));
+
+    try (HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "detail");
+        Connection c = pool.getConnection();
+        Statement s = c.createStatement()) {
+      SQLException e =
+          assertThrows(
+              SQLException.class,
+              () ->
+                  s.execute(
+                      "DO $$ BEGIN RAISE EXCEPTION 'failed' USING DETAIL = 'row-value-sentinel';"
+                          + " END $$"));
+      assertEquals("P0001", e.getSQLState());
+      assertFalse(e.getMessage().contains("row-value-sentinel"), e.getMessage());
     }
   }
 
