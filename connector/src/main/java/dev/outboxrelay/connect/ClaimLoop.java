@@ -252,7 +252,8 @@ final class ClaimLoop {
     List<ClaimedMessage> kept = bySeq.subList(0, keep);
     List<Long> held = new ArrayList<>(ledger.heldSeqs());
     kept.forEach(row -> held.add(row.seq()));
-    List<String> released = store.releaseUnheld(settings.instanceKeys(), settings.owner(), held);
+    List<String> released =
+        store.releaseUnheld(settings.instanceKeys(), settings.owner(), held, handedThrough());
     log.info(
         "Claimed {} rows past the in-flight byte budget ({} bytes) and gave them back at once",
         released.size(),
@@ -289,7 +290,8 @@ final class ClaimLoop {
       return;
     }
     List<String> released =
-        store.releaseUnheld(settings.instanceKeys(), settings.owner(), ledger.heldSeqs());
+        store.releaseUnheld(
+            settings.instanceKeys(), settings.owner(), ledger.heldSeqs(), handedThrough());
     for (String id : released) {
       log.warn(
           "Released a claim whose result never arrived: message_id={} (reason={})",
@@ -298,6 +300,11 @@ final class ClaimLoop {
     }
     metrics.unconfirmedReleased.addAndGet(released.size());
     claimResultLost = false;
+  }
+
+  /** Exactly once, the last batch handed to Connect, whose rows only recovery may release. */
+  private long handedThrough() {
+    return exactlyOnce == null ? 0 : exactlyOnce.handedThrough();
   }
 
   /**
@@ -340,7 +347,8 @@ final class ClaimLoop {
    */
   private void releaseClaimedAhead() {
     List<String> released =
-        store.releaseUnheld(settings.instanceKeys(), settings.owner(), ledger.heldSeqs());
+        store.releaseUnheld(
+            settings.instanceKeys(), settings.owner(), ledger.heldSeqs(), handedThrough());
     for (String id : released) {
       log.info(
           "Gave back a row claimed ahead that Connect never got: message_id={}"

@@ -63,6 +63,7 @@ final class ExactlyOnceState {
   private long epoch = NO_EPOCH;
   private boolean recovered;
   private long batch;
+  private volatile long handedThrough; // read by the stop's give-back on the outcome thread
   private long nextSweepMs;
 
   /** Rows leased under a later epoch already logged; the sweep finds them again and again. */
@@ -202,6 +203,22 @@ final class ExactlyOnceState {
   /** The latest claim's number, the batch of its rows' positions. */
   long batch() {
     return batch;
+  }
+
+  /** On the task thread: these records of one batch were handed to Connect. */
+  void handedOver(List<SourceRecord> records) {
+    if (!records.isEmpty()) {
+      handedThrough = Math.max(handedThrough, SourceOffsets.batch(records.get(records.size() - 1)));
+    }
+  }
+
+  /**
+   * The last batch handed to Connect. A row of it or of an earlier one that is leased to this
+   * instance and not held was committed to Kafka, or will be, or fails the task: only recovery, by
+   * the committed offsets, settles it (its PUBLISHED write lost by the database, say).
+   */
+  long handedThrough() {
+    return handedThrough;
   }
 
   /** The record of a row of the latest claim, at its bucket's partition and its position. */

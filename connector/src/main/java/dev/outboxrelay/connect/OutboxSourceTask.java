@@ -243,6 +243,7 @@ public class OutboxSourceTask extends SourceTask {
       pause.start(idle.nextWait());
       return null;
     }
+    runtime.exactlyOnce().handedOver(records);
     return records;
   }
 

@@ -165,6 +165,15 @@ public final class SourceOffsets {
     return whole(record, SEQ, "seq");
   }
 
+  /**
+   * The exactly-once claim batch of a record's position.
+   *
+   * @throws IllegalArgumentException if the record has no exactly-once position
+   */
+  public static long batch(SourceRecord record) {
+    return whole(record, BATCH, "claim batch");
+  }
+
   /** A whole number of the offset: written as a Long, or an Integer once narrowed in transit. */
   private static long whole(SourceRecord record, String key, String what) {
     Object value = offsetOf(record).get(key);

@@ -15,6 +15,7 @@ import dev.outboxrelay.store.ManualClock;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
@@ -66,6 +67,11 @@ class ExactlyOnceTaskTest {
 
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
+
+  /** While set, PUBLISHED writes reply APPLIED but change nothing: lost by the database. */
+  private volatile boolean publishesLost;
+
+  private final AtomicInteger lostPublishes = new AtomicInteger();
 
   /** Parks that commit, then fail as if their reply was lost. */
   private volatile int parkRepliesLost;
@@ -509,6 +515,40 @@ class ExactlyOnceTaskTest {
     assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status(), "it was sent");
   }
 
+  /**
+   * A PUBLISHED write the database lost after Kafka committed the record (a failover, or the
+   * server's synchronous_commit=off) leaves its row leased to the task and not held. A later claim
+   * whose result never arrived releases what the task does not hold, but not that row: it was
+   * handed to Connect, and only recovery, by the committed offset, may settle it. Released, it was
+   * sent a second time, after the later rows of its aggregate.
+   */
+  @Test
+  void aRowOfABatchHandedToConnectIsNotReleasedWithALaterLostClaim() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    publishesLost = true;
+    OutboxSourceTask t = start(Map.of("claim.batch.size", "1"));
+    List<SourceRecord> first = t.poll();
+    assertEquals(List.of("a"), first.stream().map(SourceOffsets::messageId).toList());
+    t.commitRecord(
+        first.get(0),
+        new RecordMetadata(new TopicPartition(first.get(0).topic(), 0), 0, 0, 0L, 0, 0));
+    await().atMost(Duration.ofSeconds(10)).until(() -> lostPublishes.get() == 1);
+    await() // b claimed ahead
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> store.find("b").orElseThrow().status() == MessageStatus.IN_FLIGHT);
+    claimResultsLost = 1; // the next claim ahead commits (finding nothing) and its reply is lost
+    assertEquals(List.of("b"), t.poll().stream().map(SourceOffsets::messageId).toList());
+    await().atMost(Duration.ofSeconds(10)).until(() -> claimResultsLost == 0);
+    assertThrows(RetriableException.class, t::poll);
+
+    List<SourceRecord> next = t.poll();
+
+    assertTrue(next == null || next.isEmpty(), "nothing sent again: " + next);
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
+    assertEquals(0, t.metrics().unconfirmedReleased.get());
+  }
+
   @Test
   void theNextBatchIsClaimedWhileConnectCommitsTheCurrentOne() {
     add("a", "agg-1", 10);
@@ -703,6 +743,12 @@ class ExactlyOnceTaskTest {
                 method.invoke(delegate, args); // committed, but the result is lost
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+              }
+              if (publishesLost
+                  && method.getName().equals("markPublished")
+                  && args[0] instanceof List<?> acks) {
+                lostPublishes.incrementAndGet();
+                return acks.stream().map(ack -> Outcome.APPLIED).toList();
               }
               if (epochsFail && method.getName().equals("newEpoch")) {
                 throw new OutboxStoreException(

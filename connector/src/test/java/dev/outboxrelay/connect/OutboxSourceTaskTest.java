@@ -1145,9 +1145,12 @@ class OutboxSourceTaskTest {
 
     @Override
     public List<String> releaseUnheld(
-        Set<String> instanceKeys, String owner, java.util.Collection<Long> heldSeqs) {
+        Set<String> instanceKeys,
+        String owner,
+        java.util.Collection<Long> heldSeqs,
+        long handedThroughBatch) {
       check();
-      return delegate.releaseUnheld(instanceKeys, owner, heldSeqs);
+      return delegate.releaseUnheld(instanceKeys, owner, heldSeqs, handedThroughBatch);
     }
 
     @Override

@@ -270,7 +270,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   @Override
   public synchronized List<String> releaseUnheld(
-      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs) {
+      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs, long handedThroughBatch) {
     InstanceKeys.requireValid(instanceKeys);
     Set<Long> held = Set.copyOf(heldSeqs);
     List<String> released = new ArrayList<>();
@@ -278,7 +278,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (row.ownedBy(instanceKeys)
           && row.status == MessageStatus.IN_FLIGHT
           && owner.equals(row.leaseOwner)
-          && !held.contains(row.seq)) {
+          && !held.contains(row.seq)
+          && (row.claimBatch == null || row.claimBatch > handedThroughBatch)) {
         giveBack(row);
         released.add(row.messageId);
       }

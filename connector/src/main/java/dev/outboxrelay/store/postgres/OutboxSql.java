@@ -609,7 +609,8 @@ final class OutboxSql {
         claim(CLAIM_UNORDERED, t -> unordered.apply(t).replace("{share}", SHARE));
     recover = statement(RECOVER.replace("{share}", ""));
     recoverInShare = statement(RECOVER.replace("{share}", SHARE));
-    // The rows of a claim whose result never arrived: leased to the owner, not held by it.
+    // The rows of a claim whose result never arrived: leased to the owner, not held by it, and
+    // exactly once of no batch handed to Connect (OutboxStore#releaseUnheld).
     releaseUnheld =
         statement(
             """
@@ -617,6 +618,7 @@ final class OutboxSql {
             WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
               AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
               AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
+              AND (o.claim_batch IS NULL OR o.claim_batch > CAST(:handed_through AS bigint))
             RETURNING {message_id(o)}""");
     // A stopping task's live leases, ended now; nothing else changes (OutboxStore#expireLeases).
     expireLeases =

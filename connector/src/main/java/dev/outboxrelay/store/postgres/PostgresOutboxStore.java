@@ -640,7 +640,7 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public List<String> releaseUnheld(
-      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs) {
+      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs, long handedThroughBatch) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
     Long[] held = heldSeqs.toArray(new Long[0]);
     return run(
@@ -651,7 +651,8 @@ public final class PostgresOutboxStore implements OutboxStore {
                 statement
                     .setArray("instance_keys", textArray(c, keys))
                     .setString("owner", owner)
-                    .setArray("held_seqs", c.createArrayOf("bigint", held))));
+                    .setArray("held_seqs", c.createArrayOf("bigint", held))
+                    .setLong("handed_through", handedThroughBatch)));
   }
 
   @Override

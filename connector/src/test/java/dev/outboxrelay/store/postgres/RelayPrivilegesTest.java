@@ -131,7 +131,7 @@ class RelayPrivilegesTest {
     assertEquals(1, store.deletePublished(Set.of("eu"), Instant.now().plusSeconds(60), 10));
 
     // A claim whose result never arrived, a stop's leases ended, an abandoned row reclaimed alone.
-    assertEquals(List.of("m5"), store.releaseUnheld(Set.of("eu"), "w", List.of()));
+    assertEquals(List.of("m5"), store.releaseUnheld(Set.of("eu"), "w", List.of(), 0));
     ClaimRequest second =
         new ClaimRequest("w2", Set.of("eu"), 10, Duration.ofSeconds(30), 5, false);
     assertEquals(3, store.claim(second).claimed().size()); // m2 (due again), m4, m5
