@@ -63,6 +63,15 @@ final class ExactlyOnceState {
   private long epoch = NO_EPOCH;
   private boolean recovered;
   private long batch;
+
+  /**
+   * The positions committed before this instance started, as its recovery read them: a sweep
+   * records a row they cover PUBLISHED, not released (the recovery's own write lost by the
+   * database, a failover, would otherwise have the row sent again). Rows claimed later by an
+   * instance of a lower epoch are never covered by them: that instance is fenced.
+   */
+  private List<CommittedPosition> committedAtStart = List.of();
+
   private volatile long handedThrough; // read by the stop's give-back on the outcome thread
   private long nextSweepMs;
 
@@ -121,6 +130,7 @@ final class ExactlyOnceState {
         store.recover(
             new RecoveryRequest(instanceKeys, share, epoch, committed, false, maxAttempts));
     recovered = true;
+    committedAtStart = committed;
     nextSweepMs = time.milliseconds() + sweepInterval.toMillis();
     report(recovery, "start");
     reportLaterEpoch(recovery);
@@ -139,16 +149,20 @@ final class ExactlyOnceState {
         recovery.laterEpoch().size());
   }
 
-  /** Releases expired leases of lower epochs in this task's buckets, once per sweep interval. */
+  /**
+   * Settles expired leases of lower epochs in this task's buckets, once per sweep interval:
+   * released, or recorded PUBLISHED where a position committed before the start covers them. A
+   * sweep that fails is tried again at the next poll.
+   */
   void sweepIfDue() {
     long now = time.milliseconds();
     if (now < nextSweepMs) {
       return;
     }
-    nextSweepMs = now + sweepInterval.toMillis();
     Recovery recovery =
         store.recover(
-            new RecoveryRequest(instanceKeys, share, epoch, List.of(), true, maxAttempts));
+            new RecoveryRequest(instanceKeys, share, epoch, committedAtStart, true, maxAttempts));
+    nextSweepMs = now + sweepInterval.toMillis();
     report(recovery, "sweep");
     reportLaterEpoch(recovery);
   }

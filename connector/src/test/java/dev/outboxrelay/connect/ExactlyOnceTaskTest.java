@@ -18,6 +18,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
+import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.LogCapture;
@@ -67,6 +68,9 @@ class ExactlyOnceTaskTest {
 
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
+
+  /** Recoveries that reply having settled nothing and change nothing: lost by the database. */
+  private volatile int recoveriesLost;
 
   /** While set, PUBLISHED writes reply APPLIED but change nothing: lost by the database. */
   private volatile boolean publishesLost;
@@ -156,6 +160,39 @@ class ExactlyOnceTaskTest {
               return task.metrics().laterEpochRows.get() == 1;
             });
     assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
+  }
+
+  /**
+   * A recovery whose commit the database lost (a failover) leaves a committed row leased under the
+   * earlier epoch. Once its lease has run out, the sweep records it PUBLISHED by the positions read
+   * at the start; it released it, to be sent again.
+   */
+  @Test
+  void aSweepRecordsPublishedWhatTheLostRecoveryWouldHave() {
+    add("a", "agg-1", 10);
+    long old = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
+    commit(a, old, 1);
+    recoveriesLost = 1;
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    List<SourceRecord> first = start().poll();
+    assertTrue(first == null || first.isEmpty(), "a is leased under the earlier epoch");
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
+    clock.advance(Duration.ofHours(1)); // its lease ran out: nobody renews it
+    mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
+
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () -> {
+              List<SourceRecord> records = task.poll();
+              assertTrue(records == null || records.isEmpty(), "a sent again");
+              return store.find("a").orElseThrow().status() != MessageStatus.IN_FLIGHT;
+            });
+    assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status());
+    assertEquals(
+        ReasonCodes.RECOVERED_FROM_OFFSETS, store.find("a").orElseThrow().lastFailureCode());
   }
 
   /**
@@ -743,6 +780,10 @@ class ExactlyOnceTaskTest {
                 method.invoke(delegate, args); // committed, but the result is lost
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+              }
+              if (recoveriesLost > 0 && method.getName().equals("recover")) {
+                recoveriesLost--;
+                return Recovery.NONE;
               }
               if (publishesLost
                   && method.getName().equals("markPublished")
