@@ -319,7 +319,15 @@ final class ClaimLoop {
    */
   void giveBackAtStop() {
     if (!claiming.tryLock()) {
-      return; // the task thread is claiming: it releases a lost claim itself before it claims
+      // A claim still running (the task thread's, or one ahead): its rows, if it commits, wait
+      // for their leases to run out, or exactly once for the next instance's recovery.
+      log.info(
+          "Nothing given back at stop: a claim is still running (reason=CLAIM_RUNNING_AT_STOP);"
+              + " {}",
+          exactlyOnce == null
+              ? "rows it leases are reclaimed when their leases run out"
+              : "the next instance's recovery releases the rows it leases");
+      return;
     }
     try {
       if (exactlyOnce != null && !claimResultLost) {
