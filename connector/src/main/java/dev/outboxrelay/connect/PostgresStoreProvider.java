@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Printable;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
@@ -53,7 +54,11 @@ final class PostgresStoreProvider implements StoreProvider {
       throw sql != null
           ? SqlStates.classify(sql, MIGRATE)
           : new OutboxStoreException(
-              OutboxStoreException.Kind.SCHEMA, "SCHEMA_MIGRATION_FAILED", null, MIGRATE);
+              OutboxStoreException.Kind.SCHEMA,
+              SCHEMA_MIGRATION_FAILED,
+              null,
+              MIGRATE,
+              "Flyway " + (e.getErrorCode() instanceof Enum<?> code ? code.name() : "ERROR"));
     }
   }
 
@@ -76,7 +81,7 @@ final class PostgresStoreProvider implements StoreProvider {
               + " the table. Rebuild each with REINDEX INDEX CONCURRENTLY, or drop it (DROP INDEX"
               + " CONCURRENTLY) and build it again as `outbox-relay-cli schema-sql` shows",
           config.table(),
-          invalid);
+          invalid.stream().map(Printable::escape).toList()); // names may hold anything quoted
     }
   }
 

@@ -12,6 +12,9 @@ interface StoreProvider {
   /** The operation a failed {@link #migrate} names in its {@link OutboxStoreException}. */
   String MIGRATE = "migrate";
 
+  /** A migration Flyway refused for a reason of its own (a failed or changed migration). */
+  String SCHEMA_MIGRATION_FAILED = "SCHEMA_MIGRATION_FAILED";
+
   /**
    * The reason code of a {@link #migrate} that found another session migrating the same table
    * (another task, or the CLI): retriable, nothing was changed.

@@ -28,6 +28,16 @@ final class TaskFailures {
     if ("DB_DATABASE_MISSING".equals(e.reasonCode())) {
       return "; connection.url names a database that does not exist";
     }
+    if (StoreProvider.SCHEMA_MIGRATION_FAILED.equals(e.reasonCode())) {
+      return "; run outbox-relay-cli migrate against the database to see what the migration"
+          + " refused, and the table's schema history (docs/operator-cli.md)";
+    }
+    if (StoreProvider.MIGRATE.equals(e.operation())
+        && e.kind() == OutboxStoreException.Kind.PERMISSION) {
+      return "; the migration needs the outbox table's owner (and CREATE on its schema): run"
+          + " outbox-relay-cli migrate as that role and set schema.migrate.on.start=false"
+          + " (docs/deployment.md)";
+    }
     return switch (e.kind()) {
       case AUTHENTICATION -> "; check connection.user and connection.password";
       case PERMISSION ->

@@ -39,12 +39,22 @@ public final class OutboxStoreException extends RuntimeException {
   private final String operation;
 
   public OutboxStoreException(Kind kind, String reasonCode, String sqlState, String operation) {
+    this(kind, reasonCode, sqlState, operation, null);
+  }
+
+  /**
+   * @param libraryCode a library's own code for the failure, such as {@code Flyway VALIDATE_ERROR}:
+   *     an enum's name, never the library's message, which may quote the connection; null for none
+   */
+  public OutboxStoreException(
+      Kind kind, String reasonCode, String sqlState, String operation, String libraryCode) {
     super(
         "outbox store "
             + operation
             + " failed: "
             + reasonCode
-            + (sqlState == null ? "" : " (SQLState " + sqlState + ")"));
+            + (sqlState == null ? "" : " (SQLState " + sqlState + ")")
+            + (libraryCode == null ? "" : " (" + libraryCode + ")"));
     this.kind = kind;
     this.reasonCode = reasonCode;
     this.sqlState = sqlState;

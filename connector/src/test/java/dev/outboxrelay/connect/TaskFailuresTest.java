@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.OutboxStoreException.Kind;
 import org.apache.kafka.connect.errors.ConnectException;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -43,6 +44,35 @@ class TaskFailuresTest {
             + hint,
         e.getMessage());
     assertNull(e.getCause());
+  }
+
+  /** Not "create the outbox table", which exists, nor "grant access", which is not enough. */
+  @Test
+  void aFailedMigrationSaysWhereToLook() {
+    ConnectException refused =
+        TaskFailures.of(
+            new OutboxStoreException(
+                Kind.SCHEMA,
+                StoreProvider.SCHEMA_MIGRATION_FAILED,
+                null,
+                StoreProvider.MIGRATE,
+                "Flyway VALIDATE_ERROR"));
+    ConnectException notOwner =
+        TaskFailures.of(
+            new OutboxStoreException(
+                Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", StoreProvider.MIGRATE));
+
+    assertEquals(
+        "outbox-relay: outbox store migrate failed: SCHEMA_MIGRATION_FAILED (Flyway"
+            + " VALIDATE_ERROR); run outbox-relay-cli migrate against the database to see what"
+            + " the migration refused, and the table's schema history (docs/operator-cli.md)",
+        refused.getMessage());
+    assertEquals(
+        "outbox-relay: outbox store migrate failed: DB_PERMISSION_DENIED (SQLState 42501); the"
+            + " migration needs the outbox table's owner (and CREATE on its schema): run"
+            + " outbox-relay-cli migrate as that role and set schema.migrate.on.start=false"
+            + " (docs/deployment.md)",
+        notOwner.getMessage());
   }
 
   @ParameterizedTest
