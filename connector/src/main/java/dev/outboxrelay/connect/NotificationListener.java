@@ -1,5 +1,6 @@
 package dev.outboxrelay.connect;
 
+import dev.outboxrelay.store.OutboxStoreException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -93,7 +94,11 @@ final class NotificationListener {
         if (!running) {
           return;
         }
-        String sqlState = e instanceof SQLException sql ? sql.getSQLState() : null;
+        // The connection supplier throws its own classified failure (a refused login, say).
+        String sqlState =
+            e instanceof SQLException sql
+                ? sql.getSQLState()
+                : e instanceof OutboxStoreException store ? store.sqlState() : null;
         if (unavailableReported) {
           log.debug(
               "Notification connection still unavailable (reason=NOTIFY_UNAVAILABLE, sqlState={})",

@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
@@ -120,5 +122,39 @@ class NotificationListenerTest {
     await().until(() -> listener.received() > before);
     assertFalse(wake.isSignalled(), "outbox_relay.notify=off sends no notification");
     assertEquals(before + 1, listener.received());
+  }
+
+  /** A refused login says which: the SQLState of the supplier's classified failure. */
+  @Test
+  void aConnectionThatCannotBeOpenedIsReportedWithItsSqlState() {
+    NotificationListener refused =
+        new NotificationListener(
+            () -> {
+              throw new OutboxStoreException(
+                  OutboxStoreException.Kind.AUTHENTICATION,
+                  "DB_AUTHENTICATION_FAILED",
+                  "28P01",
+                  "listen");
+            },
+            TABLE.notifyChannel(),
+            Set.of("eu"),
+            wake,
+            "test-refused-listener");
+    long mark = LogCapture.get().mark();
+    refused.start();
+    try {
+      await()
+          .until(
+              () ->
+                  !LogCapture.get()
+                      .matching(
+                          mark,
+                          e ->
+                              e.message().startsWith("Not listening for insert notifications")
+                                  && e.message().contains("sqlState=28P01"))
+                      .isEmpty());
+    } finally {
+      refused.stop();
+    }
   }
 }
