@@ -51,6 +51,12 @@ public class OutboxSourceTask extends SourceTask {
   private volatile boolean stopping;
   private boolean stopped;
 
+  /** The thread Connect polls on: exactly once, acknowledgements arrive on it too. */
+  private volatile Thread taskThread;
+
+  /** Exactly once, an acknowledgement came from the producer's thread: no transactions. */
+  private volatile boolean acknowledgedOutsideATransaction;
+
   public OutboxSourceTask() {
     this(new PostgresStoreProvider(), Time.SYSTEM);
   }
@@ -122,6 +128,7 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     runtime.renewer().taskPolled();
+    taskThread = Thread.currentThread();
     try {
       failIfBroken();
       return claimAndHandOver();
@@ -269,6 +276,13 @@ public class OutboxSourceTask extends SourceTask {
     if (failure != null) {
       throw new ConnectException(failure.message());
     }
+    if (acknowledgedOutsideATransaction) {
+      throw new ConnectException(
+          "outbox-relay: delivery.guarantee=exactly-once, but this worker runs the task without"
+              + " exactly-once source support (records are acknowledged as sent, not after a"
+              + " transaction commits): set exactly.once.source.support=enabled on every worker"
+              + " (docs/deployment.md); the next instance's recovery settles the rows in flight");
+    }
   }
 
   @Override
@@ -276,6 +290,18 @@ public class OutboxSourceTask extends SourceTask {
     // Runs on the producer's I/O thread (exactly-once: on the task thread, after the transaction
     // committed): identify the row, queue the outcome, return.
     runtime.renewer().acknowledged(); // the task's records are moving: it is not hung
+    if (prefetch != null
+        && !acknowledgedOutsideATransaction
+        && taskThread != null
+        && Thread.currentThread() != taskThread) {
+      // A worker without exactly-once support (it was turned off after the connector was
+      // created): offsets are written outside any transaction and earlier instances are not
+      // fenced. The record is in Kafka all the same: its outcome is still written.
+      acknowledgedOutsideATransaction = true;
+      log.error(
+          "Exactly-once task acknowledged outside a transaction (reason=NO_EXACTLY_ONCE_SUPPORT);"
+              + " the task fails at its next poll");
+    }
     if (SourceOffsets.isParked(record)) {
       return; // exactly-once dead letter: its row was parked before it was sent
     }

@@ -39,6 +39,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.source.SourceTaskContext;
@@ -584,6 +585,35 @@ class ExactlyOnceTaskTest {
     assertTrue(next == null || next.isEmpty(), "nothing sent again: " + next);
     assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
     assertEquals(0, t.metrics().unconfirmedReleased.get());
+  }
+
+  /**
+   * A worker without exactly-once support (turned off after the connector was created) runs the
+   * task as a plain source task: its acknowledgements come from the producer's thread, not the
+   * task's after a commit. The outcome is still written (the record is in Kafka), and the next poll
+   * fails the task, saying what to fix.
+   */
+  @Test
+  void anAcknowledgementOutsideATransactionFailsTheTaskAtItsNextPoll() throws Exception {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    OutboxSourceTask t = start(Map.of("claim.batch.size", "1"));
+    List<SourceRecord> first = t.poll();
+    SourceRecord a = first.get(0);
+    Thread producerIo =
+        new Thread(
+            () ->
+                t.commitRecord(
+                    a, new RecordMetadata(new TopicPartition(a.topic(), 0), 0, 0, 0L, 0, 0)));
+    producerIo.start();
+    producerIo.join();
+
+    ConnectException e = assertThrows(ConnectException.class, t::poll);
+
+    assertTrue(e.getMessage().contains("exactly.once.source.support=enabled"), e.getMessage());
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> store.find("a").orElseThrow().status() == MessageStatus.PUBLISHED);
   }
 
   @Test
