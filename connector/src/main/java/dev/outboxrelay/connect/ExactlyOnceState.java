@@ -72,7 +72,11 @@ final class ExactlyOnceState {
    */
   private List<CommittedPosition> committedAtStart = List.of();
 
-  private volatile long handedThrough; // read by the stop's give-back on the outcome thread
+  private volatile long handedThrough;
+
+  /** The last recovery or sweep failed: it may have committed, its reply lost. */
+  private boolean settleFailed; // read by the stop's give-back on the outcome thread
+
   private long nextSweepMs;
 
   /** Rows leased under a later epoch already logged; the sweep finds them again and again. */
@@ -127,8 +131,7 @@ final class ExactlyOnceState {
     takeEpoch();
     List<CommittedPosition> committed = committedPositions();
     Recovery recovery =
-        store.recover(
-            new RecoveryRequest(instanceKeys, share, epoch, committed, false, maxAttempts));
+        settle(new RecoveryRequest(instanceKeys, share, epoch, committed, false, maxAttempts));
     recovered = true;
     committedAtStart = committed;
     nextSweepMs = time.milliseconds() + sweepInterval.toMillis();
@@ -160,7 +163,7 @@ final class ExactlyOnceState {
       return;
     }
     Recovery recovery =
-        store.recover(
+        settle(
             new RecoveryRequest(instanceKeys, share, epoch, committedAtStart, true, maxAttempts));
     nextSweepMs = now + sweepInterval.toMillis();
     report(recovery, "sweep");
@@ -312,6 +315,25 @@ final class ExactlyOnceState {
           e.getClass().getSimpleName());
       throw new RetriableException("outbox-relay: committed offsets unreadable, will retry");
     }
+  }
+
+  /**
+   * One recovery or sweep. After an attempt that failed, whose commit may have gone through with
+   * its reply lost (a failover), the next says that what the failed one settled went unreported:
+   * its parks are not counted in exhausted-total, its suspects are not claimed alone.
+   */
+  private Recovery settle(RecoveryRequest request) {
+    boolean afterAFailedAttempt = settleFailed;
+    settleFailed = true;
+    Recovery recovery = store.recover(request);
+    settleFailed = false;
+    if (afterAFailedAttempt) {
+      log.warn(
+          "Exactly-once recovery retried after an attempt that failed; had that attempt committed"
+              + " (its reply lost), the rows it settled went unreported here (reason="
+              + "WRITE_REPLY_LOST): outbox-relay-cli list --status EXHAUSTED shows any it parked");
+    }
+    return recovery;
   }
 
   private void report(Recovery recovery, String when) {

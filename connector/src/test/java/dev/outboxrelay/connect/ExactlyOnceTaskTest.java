@@ -70,6 +70,9 @@ class ExactlyOnceTaskTest {
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
 
+  /** Recoveries that commit, then fail as if their reply was lost. */
+  private volatile int recoveryRepliesLost;
+
   /** Recoveries that reply having settled nothing and change nothing: lost by the database. */
   private volatile int recoveriesLost;
 
@@ -194,6 +197,32 @@ class ExactlyOnceTaskTest {
     assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status());
     assertEquals(
         ReasonCodes.RECOVERED_FROM_OFFSETS, store.find("a").orElseThrow().lastFailureCode());
+  }
+
+  /**
+   * A recovery that committed though its reply was lost settled rows the retry no longer finds:
+   * what they were is not known, and the retry says so instead of staying silent.
+   */
+  @Test
+  void aRecoveryRetriedAfterAFailedAttemptSaysWhatMayHaveGoneUnreported() {
+    add("a", "agg-1", 10);
+    long old = store.newEpoch();
+    store.claim(previousClaim().exactlyOnce(old, 1, ALL)); // never committed: released
+    recoveryRepliesLost = 1;
+    OutboxSourceTask t = start();
+    long mark = LogCapture.get().mark();
+    assertThrows(RetriableException.class, t::poll);
+
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () -> {
+              t.poll();
+              return !LogCapture.get()
+                  .matching(mark, e -> e.message().contains("reason=WRITE_REPLY_LOST"))
+                  .isEmpty();
+            });
+    assertEquals(0, t.metrics().recoveredReleased.get(), "the retry found nothing to release");
   }
 
   /**
@@ -810,6 +839,12 @@ class ExactlyOnceTaskTest {
                 method.invoke(delegate, args); // committed, but the result is lost
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+              }
+              if (recoveryRepliesLost > 0 && method.getName().equals("recover")) {
+                recoveryRepliesLost--;
+                method.invoke(delegate, args); // committed, but the reply is lost
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "recover");
               }
               if (recoveriesLost > 0 && method.getName().equals("recover")) {
                 recoveriesLost--;
