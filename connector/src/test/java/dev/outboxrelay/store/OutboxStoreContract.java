@@ -323,6 +323,26 @@ public abstract class OutboxStoreContract {
     assertEquals(MessageStatus.PENDING, state("legacy1").status());
   }
 
+  /**
+   * "Now" is the store's clock, as every lease and due time is judged: retention's cutoff is
+   * computed from it (Maintenance), so a row published an hour before it is deleted by it and one
+   * published at it is not.
+   */
+  @Test
+  void nowIsTheStoresClockAndRetentionCutsByIt() {
+    assertEquals(clock.now(), store.now());
+    ClaimedMessage old = claimAfterAdd(EU, "old");
+    store.markPublished(ack(old, 1));
+    clock.advance(Duration.ofHours(1));
+    ClaimedMessage recent = claimAfterAdd(EU, "recent");
+    store.markPublished(ack(recent, 2));
+
+    assertEquals(clock.now(), store.now());
+    assertEquals(1, store.deletePublished(Set.of(EU), store.now().minusSeconds(1), 100));
+    assertNull(state("old"));
+    assertEquals(MessageStatus.PUBLISHED, state("recent").status());
+  }
+
   private ClaimedMessage claimAfterAdd(String key, String id) {
     add(key, id, "a");
     ClaimResult r = store.claim(request("w-" + key, 1, Set.of(key)));
