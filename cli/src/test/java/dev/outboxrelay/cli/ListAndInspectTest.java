@@ -170,6 +170,10 @@ class ListAndInspectTest {
         outbox.cli().forKey("eu", "inspect", "eu-failed-1", "--payload", "--json").json();
     assertEquals(OutboxFixture.PAYLOAD, json.get("payload_utf8").asText());
     assertEquals("HEADER-SENTINEL", json.get("headers").get("trace").asText());
+    // Numbers as the relay sends them, the row's text, not rounded to a double.
+    String text = outbox.cli().forKey("eu", "inspect", "eu-failed-1", "--payload", "--json").out();
+    assertTrue(text.contains("\"amount\" : 1.50,"), text);
+    assertTrue(text.contains("\"precise\" : 0.1000000000000000055511151231257827"), text);
 
     JsonNode binary =
         outbox.cli().forKey("eu", "inspect", "eu-binary", "--payload", "--json").json();

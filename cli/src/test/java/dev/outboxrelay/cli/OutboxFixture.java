@@ -29,7 +29,9 @@ import java.util.Map;
  */
 final class OutboxFixture implements AutoCloseable {
   static final String PAYLOAD = "{\"card\":\"PAYLOAD-SENTINEL-4111\"}";
-  static final String HEADERS = "{\"trace\": \"HEADER-SENTINEL\"}";
+  static final String HEADERS =
+      "{\"trace\": \"HEADER-SENTINEL\", \"amount\": 1.50,"
+          + " \"precise\": 0.1000000000000000055511151231257827}";
 
   final String url;
   final HikariDataSource dataSource;

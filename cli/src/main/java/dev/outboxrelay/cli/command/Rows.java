@@ -1,6 +1,9 @@
 package dev.outboxrelay.cli.command;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectReader;
+import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.TextTable;
@@ -16,6 +19,16 @@ import java.util.List;
 
 /** How rows are shown: one place, so list and inspect agree. Payloads only when asked for. */
 final class Rows {
+  /**
+   * Reads a row's headers keeping each number as the row holds it ({@code 1.50}, a decimal of 34
+   * digits), as the relay sends them (their text), not rounded to a double.
+   */
+  private static final ObjectReader EXACT_NUMBERS =
+      Text.json()
+          .reader()
+          .with(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+          .without(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES);
+
   private Rows() {}
 
   static TextTable summaryTable(List<RowView> rows) {
@@ -113,7 +126,7 @@ final class Rows {
         node.putNull(Row.HEADERS.label);
       } else {
         try {
-          node.set(Row.HEADERS.label, Text.json().readTree(row.headersJson()));
+          node.set(Row.HEADERS.label, EXACT_NUMBERS.readTree(row.headersJson()));
         } catch (JsonProcessingException e) {
           node.put(
               Row.HEADERS.label, row.headersJson()); // jsonb always parses; kept as text otherwise
