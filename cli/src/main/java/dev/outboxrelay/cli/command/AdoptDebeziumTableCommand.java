@@ -80,17 +80,29 @@ public final class AdoptDebeziumTableCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw CliException.usage("--grant-to: " + e.getMessage());
     }
-    spec.commandLine()
-        .getOut()
-        .print(
-            adoption.script(
-                "outbox-relay-cli adopt-debezium-table --table "
-                    + table
-                    + " --id-column "
-                    + columns.messageId()
-                    + " --aggregate-id-column "
-                    + columns.aggregateId()));
+    StringBuilder command =
+        new StringBuilder("outbox-relay-cli adopt-debezium-table --table ")
+            .append(table)
+            .append(" --instance-key ")
+            .append(shellWord(instanceKey))
+            .append(" --id-column ")
+            .append(columns.messageId())
+            .append(" --aggregate-id-column ")
+            .append(columns.aggregateId());
+    grantees.forEach(role -> command.append(" --grant-to ").append(shellWord(role)));
+    spec.commandLine().getOut().print(adoption.script(command.toString()));
     return ExitCode.OK;
+  }
+
+  /**
+   * A value as a POSIX shell reads it back: as it is when plain, else single-quoted. Instance keys
+   * and roles hold no line break (validated), so the script's comment line stays one line.
+   */
+  static String shellWord(String value) {
+    if (value.matches("[A-Za-z0-9._/=:@+-]+")) {
+      return value;
+    }
+    return "'" + value.replace("'", "'\\''") + "'";
   }
 
   /** Only the two columns the indexes name matter here; the others are the connector's. */
