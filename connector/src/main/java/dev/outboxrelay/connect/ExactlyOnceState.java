@@ -72,10 +72,10 @@ final class ExactlyOnceState {
    */
   private List<CommittedPosition> committedAtStart = List.of();
 
-  private volatile long handedThrough;
+  private volatile long handedThrough; // read by the stop's give-back on the outcome thread
 
   /** The last recovery or sweep failed: it may have committed, its reply lost. */
-  private boolean settleFailed; // read by the stop's give-back on the outcome thread
+  private boolean settleFailed;
 
   private long nextSweepMs;
 

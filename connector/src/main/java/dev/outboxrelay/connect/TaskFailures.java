@@ -29,8 +29,9 @@ final class TaskFailures {
       return "; connection.url names a database that does not exist";
     }
     if (StoreProvider.SCHEMA_MIGRATION_FAILED.equals(e.reasonCode())) {
-      return "; run outbox-relay-cli migrate against the database to see what the migration"
-          + " refused, and the table's schema history (docs/operator-cli.md)";
+      return "; Flyway's error code says why: read the table's schema history (<table>_schema_history:"
+          + " SELECT version, checksum, success FROM it) against the migrations of this version"
+          + " (outbox-relay-cli schema-sql shows them; docs/deployment.md, Upgrades)";
     }
     if (StoreProvider.MIGRATE.equals(e.operation())
         && e.kind() == OutboxStoreException.Kind.PERMISSION) {

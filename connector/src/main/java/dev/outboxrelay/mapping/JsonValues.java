@@ -34,7 +34,7 @@ final class JsonValues {
   /**
    * Strings and member names as long as a payload may be (payload.max.bytes bounds them; Jackson's
    * defaults, 20M and 50k characters, would call valid JSON invalid). Numbers keep Jackson's limit
-   * of 1,000 characters: turning a longer one into a value costs more than linear time.
+   * of 1,000 digits: turning a longer one into a value costs more than linear time.
    */
   private static final JsonFactory FACTORY =
       factory(StreamReadConstraints.defaults().getMaxNumberLength());
@@ -84,7 +84,7 @@ final class JsonValues {
    * Exactly one JSON value, strictly (no duplicate member names, nothing after it).
    *
    * @throws UnrepresentableNumber if the JSON is well-formed but holds a number of more than 1,000
-   *     characters, which is not converted
+   *     digits, which is not converted (Jackson's limit counts digits, not sign, point or exponent)
    */
   static JsonNode parse(byte[] json) throws MalformedJson, UnrepresentableNumber {
     JsonNode tree;

@@ -19,6 +19,7 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.LogCapture;
@@ -69,6 +70,9 @@ class ExactlyOnceTaskTest {
 
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
+
+  /** Sweeps (recoveries of expired leases only) that fail as in an outage. */
+  private volatile int sweepsFail;
 
   /** Recoveries that commit, then fail as if their reply was lost. */
   private volatile int recoveryRepliesLost;
@@ -197,6 +201,25 @@ class ExactlyOnceTaskTest {
     assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status());
     assertEquals(
         ReasonCodes.RECOVERED_FROM_OFFSETS, store.find("a").orElseThrow().lastFailureCode());
+  }
+
+  /** A sweep that fails is tried again at the next poll, not a quarter lease later. */
+  @Test
+  void aFailedSweepIsRetriedAtTheNextPoll() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    List<SourceRecord> first = start().poll();
+    assertTrue(first == null || first.isEmpty(), "nothing to claim");
+    add("a", "agg-1", 10);
+    store.claim(previousClaim().exactlyOnce(0, 1, ALL)); // a zombie of a lower epoch
+    clock.advance(Duration.ofHours(1)); // its lease ran out
+    mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
+    sweepsFail = 1;
+    assertThrows(RetriableException.class, task::poll);
+
+    List<SourceRecord> next = task.poll(); // the task's clock has not moved
+
+    assertEquals(List.of("a"), next.stream().map(SourceOffsets::messageId).toList());
   }
 
   /**
@@ -640,6 +663,7 @@ class ExactlyOnceTaskTest {
     ConnectException e = assertThrows(ConnectException.class, t::poll);
 
     assertTrue(e.getMessage().contains("exactly.once.source.support=enabled"), e.getMessage());
+    assertTrue(e.getMessage().contains("reason=NO_EXACTLY_ONCE_SUPPORT"), e.getMessage());
     await()
         .atMost(Duration.ofSeconds(10))
         .until(() -> store.find("a").orElseThrow().status() == MessageStatus.PUBLISHED);
@@ -839,6 +863,13 @@ class ExactlyOnceTaskTest {
                 method.invoke(delegate, args); // committed, but the result is lost
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+              }
+              if (sweepsFail > 0
+                  && method.getName().equals("recover")
+                  && ((RecoveryRequest) args[0]).expiredOnly()) {
+                sweepsFail--;
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "recover");
               }
               if (recoveryRepliesLost > 0 && method.getName().equals("recover")) {
                 recoveryRepliesLost--;

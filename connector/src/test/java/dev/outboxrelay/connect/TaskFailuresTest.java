@@ -64,8 +64,10 @@ class TaskFailuresTest {
 
     assertEquals(
         "outbox-relay: outbox store migrate failed: SCHEMA_MIGRATION_FAILED (Flyway"
-            + " VALIDATE_ERROR); run outbox-relay-cli migrate against the database to see what"
-            + " the migration refused, and the table's schema history (docs/operator-cli.md)",
+            + " VALIDATE_ERROR); Flyway's error code says why: read the table's schema history"
+            + " (<table>_schema_history: SELECT version, checksum, success FROM it) against the"
+            + " migrations of this version (outbox-relay-cli schema-sql shows them;"
+            + " docs/deployment.md, Upgrades)",
         refused.getMessage());
     assertEquals(
         "outbox-relay: outbox store migrate failed: DB_PERMISSION_DENIED (SQLState 42501); the"
