@@ -27,6 +27,9 @@ class TextTest {
     assertEquals(
         "id-1\\udb40\\udc01\\udb40\\udc41 😀", Text.safe("id-1\uDB40\uDC01\uDB40\uDC41 😀"));
     assertEquals("a\\ud83db", Text.safe("a\uD83Db"), "an unpaired surrogate");
+    // Invisible, though not format characters: variation selectors, CGJ, Hangul fillers.
+    assertEquals(
+        "id\\ufe0f\\u034f\\u3164\\udb40\\udd00", Text.safe("id\uFE0F\u034F\u3164\uDB40\uDD00"));
   }
 
   @Test

@@ -4,7 +4,8 @@ package dev.outboxrelay.store;
  * A value read from a row, safe to write into a log line or onto a terminal. Control characters (a
  * line break would forge a log line of its own; an escape sequence rewrites a terminal), format
  * characters (bidirectional overrides reorder what follows; zero-width characters and Unicode tags
- * make two ids look alike) and unpaired surrogates (written as '?' by an encoder) are written as
+ * make two ids look alike), the other invisible ones (variation selectors, the combining grapheme
+ * joiner, the Hangul fillers) and unpaired surrogates (written as '?' by an encoder) are written as
  * {@code \\uXXXX}, one outside the Basic Multilingual Plane as its two UTF-16 units. Message ids
  * come from the application's rows, sometimes from its clients' idempotency keys.
  */
@@ -40,6 +41,19 @@ public final class Printable {
         || codePoint == '\u2028'
         || codePoint == '\u2029'
         || Character.getType(codePoint) == Character.FORMAT
-        || Character.getType(codePoint) == Character.SURROGATE; // unpaired
+        || Character.getType(codePoint) == Character.SURROGATE // unpaired
+        || isInvisible(codePoint);
+  }
+
+  /** Shown as nothing, though not format characters: a variation selector, U+034F, a filler. */
+  private static boolean isInvisible(int codePoint) {
+    Character.UnicodeBlock block = Character.UnicodeBlock.of(codePoint);
+    return block == Character.UnicodeBlock.VARIATION_SELECTORS
+        || block == Character.UnicodeBlock.VARIATION_SELECTORS_SUPPLEMENT
+        || codePoint == 0x034F
+        || codePoint == 0x115F
+        || codePoint == 0x1160
+        || codePoint == 0x3164
+        || codePoint == 0xFFA0;
   }
 }
