@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.apache.kafka.common.MetricName;
@@ -60,6 +61,15 @@ public final class RelayMetrics {
   private final List<MetricName> registered = new ArrayList<>();
   private MetricsSink sink;
   private volatile Sensor outcomeWriteSensor;
+
+  /**
+   * This instance's own sensor name: a worker's plugin metrics share sensors by name across every
+   * task it runs, so a fixed name gave all of them one sensor (each task's latency recorded into
+   * every task's figures) and the first task to stop removed the others' latency metrics. The name
+   * is never exported; the metrics' names and tags are.
+   */
+  private final String outcomeWriteSensorName =
+      "outbox-relay-outcome-write-latency-" + UUID.randomUUID();
 
   public RelayMetrics() {
     this(Time.SYSTEM);
@@ -183,7 +193,7 @@ public final class RelayMetrics {
                   "Rows of this connector's instance keys in status " + status + ".",
                   value::get));
     }
-    outcomeWriteSensor = sink.addSensor("outcome-write-latency");
+    outcomeWriteSensor = sink.addSensor(outcomeWriteSensorName);
     outcomeWriteSensor.add(
         sink.metricName(
             "outcome-write-latency-avg-ms",
@@ -276,7 +286,7 @@ public final class RelayMetrics {
     try {
       registered.forEach(sink::removeMetric);
       if (outcomeWriteSensor != null) {
-        sink.removeSensor("outcome-write-latency");
+        sink.removeSensor(outcomeWriteSensorName);
       }
       sink.close();
     } catch (RuntimeException e) {

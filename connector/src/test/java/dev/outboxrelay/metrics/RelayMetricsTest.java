@@ -122,6 +122,41 @@ class RelayMetricsTest {
     assertEquals(5.0, ((Number) value("outcome-write-latency-max-ms")).doubleValue());
   }
 
+  /**
+   * A worker shares plugin-metric sensors by name across all its tasks: two tasks on one worker
+   * keep their own latency figures, and one that stops leaves the other's.
+   */
+  @Test
+  void twoTasksOnOneWorkerKeepTheirOwnLatencyFigures() {
+    RelayMetrics task0 = new RelayMetrics();
+    task0.register(this::taskMetrics, false, "orders", 0);
+    RelayMetrics task1 = new RelayMetrics();
+    task1.register(
+        () -> new PluginMetricsImpl(registry, Map.of("connector", "orders", "task", "1")),
+        false,
+        "orders",
+        1);
+
+    task0.recordOutcomeWrite(500);
+
+    assertEquals(500.0, latencyMax("0"));
+    assertFalse(latencyMax("1") == 500.0, "task 1 recorded nothing");
+    task1.unregister();
+    assertEquals(500.0, latencyMax("0"), "task 0's figures outlive task 1");
+    task0.unregister();
+  }
+
+  private double latencyMax(String task) {
+    return registry.metrics().entrySet().stream()
+        .filter(
+            e ->
+                e.getKey().name().equals("outcome-write-latency-max-ms")
+                    && task.equals(e.getKey().tags().get("task")))
+        .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue())
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no latency metric of task " + task));
+  }
+
   @Test
   void unregisterRemovesEverythingAndIsIdempotent() {
     RelayMetrics metrics = new RelayMetrics();
