@@ -82,11 +82,15 @@ final class OutcomeWriter {
     List<PublishedAck> acks = acksOf(remaining);
     if (!acks.isEmpty()) {
       long start = time.milliseconds();
-      List<Outcome> outcomes = store.markPublished(acks);
+      List<Outcome> outcomes;
+      try {
+        outcomes = store.markPublished(acks);
+      } finally { // a write that fails or times out is the one the figures must show
+        metrics.recordOutcomeWrite(time.milliseconds() - start);
+      }
       if (retried) {
         outcomes = withEarlierAttempt(acks, outcomes);
       }
-      metrics.recordOutcomeWrite(time.milliseconds() - start);
       for (int j = 0; j < acks.size(); j++) {
         PublishedAck ack = acks.get(j);
         settle(ack.messageId(), ack.lease(), OutcomeKind.PUBLISHED, outcomes.get(j));
@@ -208,36 +212,44 @@ final class OutcomeWriter {
 
   private void writeOne(PendingOutcome o) {
     long start = time.milliseconds();
-    Outcome outcome;
-    OutcomeKind kind;
+    Written written;
+    try {
+      written = apply(o);
+    } finally { // a write that fails or times out is the one the figures must show
+      metrics.recordOutcomeWrite(time.milliseconds() - start);
+    }
+    String instanceKey = instanceKeyOf(o.messageId());
+    settle(o.messageId(), o.lease(), written.kind(), written.outcome());
+    if (o instanceof Unconfirmed u && written.outcome().isApplied()) {
+      reportUnconfirmed(u, instanceKey, written.kind(), written.outcome());
+    }
+  }
+
+  /** What one outcome write recorded, and as what. */
+  private record Written(OutcomeKind kind, Outcome outcome) {}
+
+  private Written apply(PendingOutcome o) {
     if (o instanceof Unconfirmed u) {
       if (u.mayBeDropped() && settings.nullMetadataPolicy() == NullMetadataPolicy.FAIL) {
-        kind = OutcomeKind.FAILED;
-        outcome = store.markFailed(u.messageId(), u.lease(), "DROPPED_OR_UNDELIVERED");
-      } else {
-        kind = OutcomeKind.RETRY;
-        int attempts = ledger.get(u.messageId()).map(InFlightLedger.Entry::attempts).orElse(0);
-        Duration delay =
-            settings.backoff().delayAfter(attempts + 1, ThreadLocalRandom.current()::nextDouble);
-        outcome =
-            store.retryLater(
-                u.messageId(), u.lease(), u.reasonCode(), delay, settings.maxAttempts());
+        return new Written(
+            OutcomeKind.FAILED,
+            store.markFailed(u.messageId(), u.lease(), "DROPPED_OR_UNDELIVERED"));
       }
+      int attempts = ledger.get(u.messageId()).map(InFlightLedger.Entry::attempts).orElse(0);
+      Duration delay =
+          settings.backoff().delayAfter(attempts + 1, ThreadLocalRandom.current()::nextDouble);
+      return new Written(
+          OutcomeKind.RETRY,
+          store.retryLater(
+              u.messageId(), u.lease(), u.reasonCode(), delay, settings.maxAttempts()));
     } else if (o instanceof Failed f) {
-      kind = f.deadLettered() ? OutcomeKind.DEAD_LETTERED : OutcomeKind.FAILED;
-      outcome = store.markFailed(f.messageId(), f.lease(), f.reasonCode());
+      return new Written(
+          f.deadLettered() ? OutcomeKind.DEAD_LETTERED : OutcomeKind.FAILED,
+          store.markFailed(f.messageId(), f.lease(), f.reasonCode()));
     } else if (o instanceof Released r) {
-      kind = OutcomeKind.RELEASED;
-      outcome = store.release(r.messageId(), r.lease());
-    } else {
-      throw new IllegalStateException("unknown outcome " + o.getClass().getSimpleName());
+      return new Written(OutcomeKind.RELEASED, store.release(r.messageId(), r.lease()));
     }
-    metrics.recordOutcomeWrite(time.milliseconds() - start);
-    String instanceKey = instanceKeyOf(o.messageId());
-    settle(o.messageId(), o.lease(), kind, outcome);
-    if (o instanceof Unconfirmed u && outcome.isApplied()) {
-      reportUnconfirmed(u, instanceKey, kind, outcome);
-    }
+    throw new IllegalStateException("unknown outcome " + o.getClass().getSimpleName());
   }
 
   private void settle(String messageId, Lease lease, OutcomeKind kind, Outcome outcome) {

@@ -54,9 +54,6 @@ public final class RelayMetrics {
   private volatile BacklogRead lastRead = new BacklogRead(0, 0, Long.MAX_VALUE, false);
 
   private final LinkedHashMap<MessageStatus, AtomicLong> backlog = new LinkedHashMap<>();
-  private final AtomicLong outcomeWriteMaxMs = new AtomicLong();
-  private final AtomicLong outcomeWriteTotalMs = new AtomicLong();
-  private final AtomicLong outcomeWrites = new AtomicLong();
 
   private final List<MetricName> registered = new ArrayList<>();
   private MetricsSink sink;
@@ -227,9 +224,6 @@ public final class RelayMetrics {
   }
 
   public void recordOutcomeWrite(long millis) {
-    outcomeWrites.incrementAndGet();
-    outcomeWriteTotalMs.addAndGet(millis);
-    outcomeWriteMaxMs.accumulateAndGet(millis, Math::max);
     Sensor sensor = outcomeWriteSensor;
     if (sensor != null) {
       sensor.record(millis);

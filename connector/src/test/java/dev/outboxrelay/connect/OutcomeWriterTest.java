@@ -16,6 +16,8 @@ import dev.outboxrelay.store.OutboxStoreException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 
@@ -32,6 +34,14 @@ class OutcomeWriterTest {
 
   private static Published published(ClaimedMessage m, long offset) {
     return new Published(m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, offset));
+  }
+
+  private static double latencyMax(Metrics registry) {
+    return registry.metrics().entrySet().stream()
+        .filter(e -> e.getKey().name().equals("outcome-write-latency-max-ms"))
+        .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue())
+        .findFirst()
+        .orElseThrow();
   }
 
   @Test
@@ -125,9 +135,18 @@ class OutcomeWriterTest {
     List<PendingOutcome> batch =
         new ArrayList<>(List.of(published(c.get(0), 1), new Released("m2", c.get(1).lease())));
     failing.failing = true;
+    Metrics registry = new Metrics();
+    f.metrics.register(
+        () -> new PluginMetricsImpl(registry, Map.of("connector", "c", "task", "0")),
+        false,
+        "c",
+        0);
 
     assertThrows(OutboxStoreException.class, () -> writer.write(batch));
     assertEquals(2, batch.size(), "nothing dropped");
+    assertFalse(Double.isNaN(latencyMax(registry)), "the failed write is in the latency figures");
+    f.metrics.unregister();
+    registry.close();
     failing.failing = false;
     writer.write(batch);
     assertTrue(batch.isEmpty());
