@@ -254,6 +254,8 @@ final class ClaimLoop {
     kept.forEach(row -> held.add(row.seq()));
     List<String> released =
         store.releaseUnheld(settings.instanceKeys(), settings.owner(), held, handedThrough());
+    metrics.claimed.addAndGet(released.size()); // the caller counts the kept ones
+    metrics.released.addAndGet(released.size());
     log.info(
         "Claimed {} rows past the in-flight byte budget ({} bytes) and gave them back at once",
         released.size(),
@@ -358,6 +360,7 @@ final class ClaimLoop {
     List<String> released =
         store.releaseUnheld(
             settings.instanceKeys(), settings.owner(), ledger.heldSeqs(), handedThrough());
+    metrics.released.addAndGet(released.size());
     for (String id : released) {
       log.info(
           "Gave back a row claimed ahead that Connect never got: message_id={}"

@@ -159,12 +159,12 @@ public class OutboxSourceTask extends SourceTask {
         return null;
       }
       ClaimResult claimed = runtime.claims().next();
+      metrics.claimed.addAndGet(claimed.claimed().size()); // given back or not, claimed
       if (stopping) {
         runtime.release(claimed.claimed());
         return null;
       }
       idle.claimed(claimed.claimed().size(), config.settings().batchSize());
-      metrics.claimed.addAndGet(claimed.claimed().size());
       List<SourceRecord> records = runtime.handoff().toRecords(claimed.claimed());
       if (records.isEmpty()) {
         pause.start(idle.nextWait());

@@ -155,6 +155,8 @@ class ClaimLoopTest {
     for (int i = 4; i < 10; i++) {
       assertEquals(MessageStatus.PENDING, f.store.find("large" + i).orElseThrow().status());
     }
+    assertEquals(6, f.metrics.released.get(), "the six given back are counted released");
+    assertEquals(6, f.metrics.claimed.get(), "and claimed (the kept ones are counted by poll)");
     ClaimResult next = loop.next();
     assertEquals(List.of("large4"), ids(next), "under the budget: one row, even past it");
     handToConnect(f, next);
