@@ -273,11 +273,15 @@ final class OutcomeWriter {
       metrics.claimLost.incrementAndGet();
       log.warn(
           "Claim lost: outcome {} not recorded for message_id={} instance_key={}"
-              + " (reason=LEASE_TAKEN_OVER; another owner holds or resolved the row, a duplicate"
-              + " in Kafka is possible)",
+              + " (reason=LEASE_TAKEN_OVER; another owner holds or resolved the row, {})",
           kind,
           Printable.escape(messageId),
-          instanceKey);
+          instanceKey,
+          settings.exactlyOnce() && kind == OutcomeKind.PUBLISHED
+              // Acknowledged only after its transaction committed, so the successor, which
+              // fenced this instance first, found it covered by the committed offsets.
+              ? "no duplicate: exactly once, the next owner records it from the committed offsets"
+              : "a duplicate in Kafka is possible");
       return;
     }
     switch (kind) {

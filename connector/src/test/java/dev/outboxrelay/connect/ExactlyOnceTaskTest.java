@@ -10,6 +10,7 @@ import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.CommittedPosition;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.ManualClock;
 import dev.outboxrelay.store.MessageStatus;
@@ -199,6 +200,38 @@ class ExactlyOnceTaskTest {
               return store.find("a").orElseThrow().status() != MessageStatus.IN_FLIGHT;
             });
     assertEquals(MessageStatus.PUBLISHED, store.find("a").orElseThrow().status());
+    assertEquals(
+        ReasonCodes.RECOVERED_FROM_OFFSETS, store.find("a").orElseThrow().lastFailureCode());
+  }
+
+  /**
+   * A PUBLISHED write that comes after the task's successor (which fenced it first) recorded the
+   * row from the committed offsets is a lost claim, counted and logged, but not a possible
+   * duplicate: exactly once, an acknowledgement comes only after the transaction committed.
+   */
+  @Test
+  void aPublishAfterTheSuccessorsRecoveryIsALostClaimWithoutADuplicate() {
+    add("a", "agg-1", 10);
+    OutboxSourceTask t = start();
+    SourceRecord a = t.poll().get(0);
+    Map<String, ?> partition = a.sourcePartition();
+    CommittedPosition committed =
+        SourceOffsets.committedPosition(
+                (String) partition.get(SourceOffsets.INSTANCE_KEY),
+                (Integer) partition.get(SourceOffsets.BUCKET),
+                a.sourceOffset())
+            .orElseThrow();
+    store.recover(
+        new RecoveryRequest(Set.of("eu"), ALL, store.newEpoch(), List.of(committed), false));
+    long mark = LogCapture.get().mark();
+
+    t.commitRecord(a, new RecordMetadata(new TopicPartition(a.topic(), 0), 0, 0, 0L, 0, 0));
+
+    await().atMost(Duration.ofSeconds(10)).until(() -> t.metrics().claimLost.get() == 1);
+    List<LogCapture.Event> lost =
+        LogCapture.get().matching(mark, e -> e.message().startsWith("Claim lost: outcome"));
+    assertEquals(1, lost.size());
+    assertTrue(lost.get(0).message().contains("no duplicate"), lost.get(0).message());
     assertEquals(
         ReasonCodes.RECOVERED_FROM_OFFSETS, store.find("a").orElseThrow().lastFailureCode());
   }
