@@ -870,6 +870,12 @@ class ExactlyOnceTaskTest {
     return task;
   }
 
+  /** What the driver reports when the database goes away mid-statement. */
+  private static OutboxStoreException outage(String operation) {
+    return new OutboxStoreException(
+        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", operation);
+  }
+
   /** The store, but {@code markFailed} fails as in an outage while {@link #parksFail}. */
   private OutboxStore parksMayFail(OutboxStore delegate) {
     return (OutboxStore)
@@ -882,33 +888,28 @@ class ExactlyOnceTaskTest {
               }
               if (method.getName().equals("markFailed")
                   && (parksFail || parksBeforeFailing.getAndDecrement() == 0)) {
-                throw new OutboxStoreException(
-                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "park");
+                throw outage("park");
               }
               if (parkRepliesLost > 0 && method.getName().equals("markFailed")) {
                 parkRepliesLost--;
                 method.invoke(delegate, args); // committed, but the reply is lost
-                throw new OutboxStoreException(
-                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "park");
+                throw outage("park");
               }
               if (claimResultsLost > 0 && method.getName().equals("claim")) {
                 claimResultsLost--;
                 method.invoke(delegate, args); // committed, but the result is lost
-                throw new OutboxStoreException(
-                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+                throw outage("claim");
               }
               if (sweepsFail > 0
                   && method.getName().equals("recover")
                   && ((RecoveryRequest) args[0]).expiredOnly()) {
                 sweepsFail--;
-                throw new OutboxStoreException(
-                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "recover");
+                throw outage("recover");
               }
               if (recoveryRepliesLost > 0 && method.getName().equals("recover")) {
                 recoveryRepliesLost--;
                 method.invoke(delegate, args); // committed, but the reply is lost
-                throw new OutboxStoreException(
-                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "recover");
+                throw outage("recover");
               }
               if (recoveriesLost > 0 && method.getName().equals("recover")) {
                 recoveriesLost--;
@@ -921,8 +922,7 @@ class ExactlyOnceTaskTest {
                 return acks.stream().map(ack -> Outcome.APPLIED).toList();
               }
               if (epochsFail && method.getName().equals("newEpoch")) {
-                throw new OutboxStoreException(
-                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "new-epoch");
+                throw outage("new-epoch");
               }
               try {
                 return method.invoke(delegate, args);

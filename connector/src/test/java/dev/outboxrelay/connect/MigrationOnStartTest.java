@@ -1,10 +1,12 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.LogCapture;
@@ -16,11 +18,26 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * Schema version 7 advises building its indexes beforehand, concurrently, and goes on past an
- * INVALID one left under the name by such a build that failed. A task that migrates on start says
- * so at once, naming the index: the relay would otherwise claim without it, scanning the table.
+ * A task that migrates the schema on start. Schema version 7 advises building its indexes
+ * beforehand, concurrently, and goes on past an INVALID one left under the name by such a build
+ * that failed: the task says so at once, naming the index (the relay would otherwise claim without
+ * it, scanning the table). A migration Flyway refuses for a reason of its own (an applied migration
+ * whose checksum no longer matches) fails the task naming Flyway's error code.
  */
-class InvalidIndexWarningTest {
+class MigrationOnStartTest {
+  private static OutboxSourceConfig migratingOnStart(String url) {
+    return new OutboxSourceConfig(
+        Map.of(
+            "connection.url",
+            url,
+            "connection.user",
+            Postgres.user(),
+            "instance.keys",
+            "orders",
+            "schema.migrate.on.start",
+            "true"));
+  }
+
   @Test
   void aMigrationOnStartThatLeavesAnInvalidIndexNamesIt() throws Exception {
     String url = Postgres.freshDatabase("invalid_index_warning");
@@ -35,17 +52,7 @@ class InvalidIndexWarningTest {
             "UPDATE pg_index SET indisvalid = false"
                 + " WHERE indexrelid = 'outbox_due_aggregate_idx'::regclass");
       }
-      OutboxSourceConfig config =
-          new OutboxSourceConfig(
-              Map.of(
-                  "connection.url",
-                  url,
-                  "connection.user",
-                  Postgres.user(),
-                  "instance.keys",
-                  "orders",
-                  "schema.migrate.on.start",
-                  "true"));
+      OutboxSourceConfig config = migratingOnStart(url);
       long mark = LogCapture.get().mark();
 
       new PostgresStoreProvider().migrate(config);
@@ -70,6 +77,28 @@ class InvalidIndexWarningTest {
       assertEquals(
           List.of(),
           LogCapture.get().matching(mark, e -> e.message().contains("reason=INVALID_INDEX")));
+    }
+  }
+
+  @Test
+  void aMigrationFlywayRefusesNamesItsErrorCode() throws Exception {
+    String url = Postgres.freshDatabase("refused_migration");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, OutboxTable.parse("outbox")).migrate();
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("UPDATE outbox_schema_history SET checksum = 42 WHERE version = '1'");
+      }
+
+      OutboxStoreException e =
+          assertThrows(
+              OutboxStoreException.class,
+              () -> new PostgresStoreProvider().migrate(migratingOnStart(url)));
+
+      assertEquals(
+          "outbox store migrate failed: SCHEMA_MIGRATION_FAILED (Flyway VALIDATE_ERROR)",
+          e.getMessage());
+      assertEquals(OutboxStoreException.Kind.SCHEMA, e.kind());
     }
   }
 }
