@@ -383,7 +383,20 @@ final class ClaimLoop {
       }
       holdsIsolatedClaim = false;
     }
-    exactlyOnce.sweepIfDue();
+    try {
+      exactlyOnce.sweepIfDue();
+    } catch (OutboxStoreException e) {
+      if (!e.isRetriable()) {
+        throw e;
+      }
+      // A sweep waits for row locks (a fenced instance's write must settle first) and may time
+      // out; the claims skip locked rows and go on, as between sweeps.
+      health.databaseError(e);
+      log.warn(
+          "Exactly-once sweep failed (reason={}, sqlState={}); claiming on, sweep retried soon",
+          e.reasonCode(),
+          e.sqlState());
+    }
     while (exactlyOnce.isolating()) {
       if (!ledger.isEmpty()) {
         // Alone in its transaction: what the task holds is acknowledged (committed) first. The

@@ -60,6 +60,9 @@ final class ExactlyOnceState {
   private final int maxAttempts;
   private final boolean isolatesSuspects;
 
+  /** How soon a sweep that failed is tried again: not every poll, whose claims must go on. */
+  static final Duration SWEEP_RETRY = Duration.ofSeconds(5);
+
   private long epoch = NO_EPOCH;
   private boolean recovered;
   private long batch;
@@ -155,16 +158,22 @@ final class ExactlyOnceState {
   /**
    * Settles expired leases of lower epochs in this task's buckets, once per sweep interval:
    * released, or recorded PUBLISHED where a position committed before the start covers them. A
-   * sweep that fails is tried again at the next poll.
+   * sweep that fails is tried again after {@link #SWEEP_RETRY} (or its interval, if shorter).
    */
   void sweepIfDue() {
     long now = time.milliseconds();
     if (now < nextSweepMs) {
       return;
     }
-    Recovery recovery =
-        settle(
-            new RecoveryRequest(instanceKeys, share, epoch, committedAtStart, true, maxAttempts));
+    Recovery recovery;
+    try {
+      recovery =
+          settle(
+              new RecoveryRequest(instanceKeys, share, epoch, committedAtStart, true, maxAttempts));
+    } catch (RuntimeException e) {
+      nextSweepMs = now + Math.min(sweepInterval.toMillis(), SWEEP_RETRY.toMillis());
+      throw e;
+    }
     nextSweepMs = now + sweepInterval.toMillis();
     report(recovery, "sweep");
     reportLaterEpoch(recovery);
