@@ -327,8 +327,7 @@ final class ClaimLoop {
           "Nothing given back at stop: a claim is still running (reason=CLAIM_RUNNING_AT_STOP);"
               + " {}",
           exactlyOnce == null
-              ? "the task thread gives back the rows it leases when it returns (if that fails,"
-                  + " they are reclaimed when their leases run out)"
+              ? "rows it leases are reclaimed when their leases run out"
               : "the next instance's recovery releases the rows it leases");
       return;
     }
