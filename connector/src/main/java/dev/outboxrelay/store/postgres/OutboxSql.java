@@ -644,7 +644,9 @@ final class OutboxSql {
     // table) and must hold the acked message id. The outbox is read only by `seq = ANY (:seqs)`,
     // and the statement runs under ACKS_PLAN: the join with the acks is then a hash or merge join,
     // whatever the statistics say of the rows in flight (docs/benchmarks.md, finding 19). Returns
-    // the position of each applied ack.
+    // the position of each applied ack. An exactly-once row's publish commits at least locally
+    // flushed ({durable}), like its claim: lost in a crash, the row would stay in flight, its
+    // aggregate behind it, until the next start.
     markPublishedBatch =
         statement(
             """
@@ -663,11 +665,13 @@ final class OutboxSql {
                 AND o.lease_owner = a.owner AND o.lease_token = a.token
                 AND o.instance_key = ANY (:instance_keys)
               RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,
-                a.kafka_partition, a.kafka_offset, a.n
+                a.kafka_partition, a.kafka_offset, a.n, o.lease_epoch IS NOT NULL AS exactly_once
             ), logged AS (
               {log moved}
             )
-            SELECT n FROM moved""");
+            SELECT n, CASE WHEN exactly_once
+                THEN set_config('synchronous_commit', {durable}, true) END AS commit_mode
+            FROM moved""");
 
     // Acks a retried publish found lost whose rows the log holds under their own lease and with
     // their own Kafka coordinates: published by the earlier attempt, whose reply was lost. The

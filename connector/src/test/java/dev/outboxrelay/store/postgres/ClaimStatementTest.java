@@ -34,6 +34,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The claim, publish and renewal statements on a drain-like table: their plans, and how a claim
@@ -592,6 +593,45 @@ class ClaimStatementTest {
         assertEquals(1, ps.executeUpdate(), "parks the row");
       }
       assertEquals("local", show(c));
+      c.rollback();
+    }
+  }
+
+  /**
+   * Likewise an exactly-once row's publish: lost in a crash, the row would stay in flight, and its
+   * aggregate behind it, until the next start (its recovery records it from the offsets). An
+   * at-least-once publish keeps the server's setting.
+   */
+  @ParameterizedTest(name = "exactly once: {0}")
+  @ValueSource(booleans = {true, false})
+  void onAServerThatDoesNotWaitForFlushesAnExactlyOncePublishStillDoes(boolean exactlyOnce)
+      throws SQLException {
+    ClaimedMessage held = inFlight.get(Statistics.FRESH).get(1);
+    try (Connection c = dataSources.get(Statistics.FRESH).getConnection()) {
+      c.setAutoCommit(false);
+      if (exactlyOnce) {
+        execute(c, "UPDATE outbox SET lease_epoch = 1, claim_batch = 1 WHERE seq = " + held.seq());
+      }
+      execute(c, "SET LOCAL synchronous_commit = off");
+      OutboxSql sql = new OutboxSql(TABLE);
+      try (PreparedStatement ps = c.prepareStatement(sql.markPublishedBatch.jdbc())) {
+        sql.markPublishedBatch
+            .bind(ps)
+            .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
+            .setArray("message_ids", c.createArrayOf("text", new String[] {held.messageId()}))
+            .setArray("seqs", c.createArrayOf("bigint", new Long[] {held.seq()}))
+            .setArray("owners", c.createArrayOf("text", new String[] {held.lease().owner()}))
+            .setArray("tokens", c.createArrayOf("bigint", new Long[] {held.lease().token()}))
+            .setArray("kafka_topics", c.createArrayOf("text", new String[] {"t"}))
+            .setArray("kafka_partitions", c.createArrayOf("integer", new Integer[] {0}))
+            .setArray("kafka_offsets", c.createArrayOf("bigint", new Long[] {1L}))
+            .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
+            .ready();
+        try (ResultSet rs = ps.executeQuery()) {
+          assertTrue(rs.next(), "publishes the row");
+        }
+      }
+      assertEquals(exactlyOnce ? "local" : "off", show(c));
       c.rollback();
     }
   }
