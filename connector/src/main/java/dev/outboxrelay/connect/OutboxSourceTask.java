@@ -279,9 +279,10 @@ public class OutboxSourceTask extends SourceTask {
     if (acknowledgedOutsideATransaction) {
       throw new ConnectException(
           "outbox-relay: delivery.guarantee=exactly-once, but this worker runs the task without"
-              + " exactly-once source support (reason=NO_EXACTLY_ONCE_SUPPORT) (records are acknowledged as sent, not after a"
-              + " transaction commits): set exactly.once.source.support=enabled on every worker"
-              + " (docs/deployment.md); the next instance's recovery settles the rows in flight");
+              + " exactly-once source support (reason=NO_EXACTLY_ONCE_SUPPORT: records are"
+              + " acknowledged as sent, not after a transaction commits): set"
+              + " exactly.once.source.support=enabled on every worker (docs/deployment.md); the"
+              + " next instance's recovery settles the rows in flight");
     }
   }
 
