@@ -147,8 +147,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String CLAIM_BATCH_SIZE_CONFIG = "claim.batch.size";
   public static final int CLAIM_BATCH_SIZE_DEFAULT = 500;
   private static final String CLAIM_BATCH_SIZE_DOC =
-      "Most rows one claim takes, and so most records one poll returns. A task holds at most 4"
-          + " claims' worth unacknowledged, and at most half the producer's buffer.memory"
+      "Most rows one claim takes, and so most records one poll returns. A task stops claiming"
+          + " once it holds 4 claims' worth unacknowledged (so at most 5 × claim.batch.size − 1"
+          + " records), and at most half the producer's buffer.memory"
           + " (producer.override.buffer.memory, else 32 MiB) of records, and one row more: with"
           + " large payloads a claim takes fewer rows.";
 

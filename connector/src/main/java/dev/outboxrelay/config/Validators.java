@@ -20,11 +20,12 @@ import org.apache.kafka.common.config.ConfigException;
 /**
  * The validators of {@link OutboxSourceConfig}, one small named method per rule.
  *
- * <p>Every error names the key and what is wrong, never the value: a value can hold a credential (a
- * password in a JDBC URL), SQL, or anything else a user pasted. Errors are therefore thrown with
- * {@link ConfigException#ConfigException(String)}, never with the constructor that echoes the
- * value. A null value means the key is unset: ConfigDef reports a missing required key itself, so
- * validators accept null.
+ * <p>Every error names the key and what is wrong, never a string value: a value can hold a
+ * credential (a password in a JDBC URL), SQL, or anything else a user pasted (number ranges are
+ * Kafka's own, and name the number). Errors are therefore thrown with {@link
+ * ConfigException#ConfigException(String)}, never with the constructor that echoes the value. A
+ * null value means the key is unset: ConfigDef reports a missing required key itself, so validators
+ * accept null.
  */
 final class Validators {
   static final String JDBC_PREFIX = "jdbc:postgresql://";
@@ -116,7 +117,7 @@ final class Validators {
   /** {@link OutboxTable#parse} is the one rule for table names; its messages carry no value. */
   static ConfigDef.Validator outboxTable() {
     return of(
-        "table or schema.table: lower-case letters, digits, underscores",
+        "table or schema.table: lower-case letters, digits, underscores, not starting with a digit",
         (name, value) -> {
           try {
             OutboxTable.parse((String) value);
