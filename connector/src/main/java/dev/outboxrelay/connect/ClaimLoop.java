@@ -265,17 +265,31 @@ final class ClaimLoop {
 
   /**
    * A claim, unconfirmed until it returns: one that throws may still have committed (the connection
-   * lost at COMMIT), leasing rows to this owner that no record will ever carry. The rows it parked
-   * (over a lowered max.attempts, or abandoned in isolation) are reported as soon as it returns:
-   * they are committed even if giving back rows past the byte budget then fails.
+   * lost at COMMIT), leasing rows to this owner that no record will ever carry. Not one the server
+   * answered with an error (a statement timeout on a large backlog): that one rolled back, and
+   * releasing after it would read the same backlog, time out the same way, and hold every claim
+   * back. The rows it parked (over a lowered max.attempts, or abandoned in isolation) are reported
+   * as soon as it returns: they are committed even if giving back rows past the byte budget then
+   * fails, which leaves rows leased as a lost result does.
    */
   private ClaimResult confirmed(Supplier<ClaimResult> claim) {
+    ClaimResult claimed;
     try {
-      ClaimResult claimed = claim.get();
+      claimed = claim.get();
+    } catch (OutboxStoreException e) {
+      if (e.mayHaveCommitted()) {
+        claimResultLost = true;
+      }
+      throw e;
+    } catch (RuntimeException | Error e) {
+      claimResultLost = true; // it may have committed: rows leased that no record will carry
+      throw e;
+    }
+    try {
       reportExhausted(claimed);
       return withinBudget(claimed);
     } catch (RuntimeException | Error e) {
-      claimResultLost = true; // it may have committed: rows leased that no record will carry
+      claimResultLost = true; // committed: rows leased past the budget that no record will carry
       throw e;
     }
   }

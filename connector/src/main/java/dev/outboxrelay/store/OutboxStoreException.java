@@ -79,6 +79,16 @@ public final class OutboxStoreException extends RuntimeException {
     return kind.isRetriable();
   }
 
+  /**
+   * Whether the failed write may have committed all the same: its reply never came (a connection
+   * lost, SQLState class 08; the server shutting the session down, 57P; no SQLState, an I/O or pool
+   * failure), possibly after the COMMIT. An error the server replied with (a statement timeout, a
+   * lock timeout, a serialization failure, a constraint) rolled its transaction back.
+   */
+  public boolean mayHaveCommitted() {
+    return sqlState == null || sqlState.startsWith("08") || sqlState.startsWith("57P");
+  }
+
   /** What failed, as the store names it: {@code claim}, {@code migrate}, ... */
   public String operation() {
     return operation;

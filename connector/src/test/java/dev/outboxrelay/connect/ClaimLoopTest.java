@@ -10,6 +10,7 @@ import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.testing.LogCapture;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.List;
@@ -219,6 +220,52 @@ class ClaimLoopTest {
   }
 
   /**
+   * A claim the server answered with an error (its statement timeout, on a backlog of tens of
+   * millions of rows) rolled back: nothing to release before the next claim, whose release would
+   * read the same backlog, time out the same way and hold every claim back. A claim without a reply
+   * (no SQLState: an I/O failure) may have committed, and is released first.
+   */
+  @Test
+  void onlyAClaimWithoutAReplyIsReleasedBeforeTheNextOne() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("claim.batch.size", "1"));
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "b");
+    String[] nextFailure = {null};
+    int[] releases = {0};
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("releaseUnheld")) {
+                    releases[0]++;
+                  }
+                  String state = nextFailure[0];
+                  if (method.getName().startsWith("claim") && state != null) {
+                    nextFailure[0] = null;
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT,
+                        "DB_UNAVAILABLE",
+                        state.isEmpty() ? null : state,
+                        "claim");
+                  }
+                  return method.invoke(f.store, args);
+                });
+    ClaimLoop loop = loop(f, store);
+
+    nextFailure[0] = "57014"; // canceled by statement_timeout: rolled back
+    assertThrows(OutboxStoreException.class, loop::next);
+    handToConnect(f, loop.next());
+    assertEquals(0, releases[0], "nothing to release after a claim the server rolled back");
+
+    nextFailure[0] = ""; // no SQLState: the reply lost, the claim may have committed
+    assertThrows(OutboxStoreException.class, loop::next);
+    loop.next();
+    assertEquals(1, releases[0], "released before the next claim");
+  }
+
+  /**
    * A claim that parks rows over a lowered max.attempts commits them EXHAUSTED whatever happens
    * next: when giving back its rows past the byte budget then fails (the database away), they are
    * still logged and counted, not dropped with the claim's result.
@@ -274,7 +321,8 @@ class ClaimLoopTest {
 
   /**
    * A stop gives back a claim whose result was lost, never one still running on the task thread:
-   * that claim's reply may yet arrive, and releasing its rows meanwhile would report them lost.
+   * that claim's reply may yet arrive, and releasing its rows meanwhile would report them lost. The
+   * stop says so, or the rows' wait for their leases would go unexplained.
    */
   @Test
   void aStopDuringAClaimReleasesNothing() throws Exception {
@@ -303,6 +351,7 @@ class ClaimLoopTest {
     java.util.concurrent.CompletableFuture<ClaimResult> claim =
         java.util.concurrent.CompletableFuture.supplyAsync(loop::next);
     inClaim.await();
+    long mark = LogCapture.get().mark();
 
     loop.giveBackAtStop();
     finish.countDown();
@@ -310,6 +359,12 @@ class ClaimLoopTest {
     assertEquals(List.of("m1"), ids(claim.get()));
     assertEquals(0, releases.get(), "nothing released while the claim ran");
     assertEquals(0, f.metrics.unconfirmedReleased.get());
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=CLAIM_RUNNING_AT_STOP"))
+            .size(),
+        "the stop says why it gave nothing back");
   }
 
   /** "lost", whose owner crashed and whose lease has run out, and "due", of another aggregate. */
