@@ -236,7 +236,7 @@ final class OutcomeLoop {
     boolean retried = false;
     while (!remaining.isEmpty()) {
       try {
-        writer.write(remaining, retried);
+        writer.write(remaining, retried, () -> renewBetweenWrites(remaining));
         consecutiveErrors = 0;
       } catch (OutboxStoreException e) {
         retried = true;
@@ -255,6 +255,17 @@ final class OutcomeLoop {
         goneWhileInHand.addAll(renewer.renewIfDue(messageIdsOf(remaining)));
         backoff();
       }
+    }
+  }
+
+  /**
+   * Between two outcome writes of one batch, a renewal come due: the leases of the rows still
+   * waiting for Kafka must outlast a batch of hundreds of single-row writes. Those in hand are
+   * undecided, as between retries.
+   */
+  private void renewBetweenWrites(List<PendingOutcome> remaining) {
+    if (renewer.millisUntilDue() == 0 && !pastCloseDeadline()) {
+      goneWhileInHand.addAll(renewer.renewIfDue(messageIdsOf(remaining)));
     }
   }
 

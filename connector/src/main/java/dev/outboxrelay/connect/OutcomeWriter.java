@@ -69,16 +69,19 @@ final class OutcomeWriter {
    * failure propagates with the unwritten outcomes still in {@code remaining}.
    */
   void write(List<PendingOutcome> remaining) {
-    write(remaining, false);
+    write(remaining, false, () -> {});
   }
 
   /**
    * As {@link #write(List)}; {@code retried}: these outcomes' previous write failed, and may have
    * committed all the same (the connection lost at COMMIT). A publish then finds its rows gone:
    * those its own earlier attempt published are applied, not lost claims (which would count a false
-   * duplicate each, by the hundred in a database failover).
+   * duplicate each, by the hundred in a database failover). {@code beforeEachSingleWrite} runs
+   * before each outcome written on its own (all but publishes, one statement each): the caller
+   * renews the other leases there, which hundreds of such writes in a batch (records a transform
+   * dropped, a slow database) would otherwise hold back past their expiry.
    */
-  void write(List<PendingOutcome> remaining, boolean retried) {
+  void write(List<PendingOutcome> remaining, boolean retried, Runnable beforeEachSingleWrite) {
     List<PublishedAck> acks = acksOf(remaining);
     if (!acks.isEmpty()) {
       long start = time.milliseconds();
@@ -98,7 +101,9 @@ final class OutcomeWriter {
       remaining.removeIf(Published.class::isInstance);
     }
     for (Iterator<PendingOutcome> it = remaining.iterator(); it.hasNext(); ) {
-      writeOne(it.next());
+      PendingOutcome next = it.next();
+      beforeEachSingleWrite.run();
+      writeOne(next);
       it.remove();
     }
   }

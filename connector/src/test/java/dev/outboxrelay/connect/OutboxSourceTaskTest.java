@@ -625,6 +625,52 @@ class OutboxSourceTaskTest {
     await().until(() -> status("m1") == MessageStatus.PUBLISHED);
   }
 
+  /**
+   * Outcomes other than publishes are written one statement each: a batch of hundreds (records a
+   * transform dropped, on a slow database) renews the leases of the rows still waiting for Kafka
+   * between its writes, not only after the whole batch, when they may have expired.
+   */
+  @Test
+  void aLongBatchOfSingleRowWritesRenewsTheOtherLeasesBetweenItsWrites() throws Exception {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    for (int i = 0; i < 10; i++) {
+      add("eu", "m" + i, "a" + i, "{}".getBytes());
+    }
+    startTask(
+        Map.of(
+            "lease.duration.ms", "20000",
+            "lease.renewal.interval.ms", "200",
+            "ordering.enabled", "false"));
+    List<SourceRecord> records = task.poll();
+    assertEquals(10, records.size());
+    CountDownLatch allAcknowledged = new CountDownLatch(1);
+    List<Integer> renewalsAtEachWrite = new java.util.concurrent.CopyOnWriteArrayList<>();
+    failing.beforeRetryLater =
+        () -> {
+          try {
+            allAcknowledged.await(); // the acknowledgements wait in the queue for the batch
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          renewalsAtEachWrite.add(failing.renewCalls.get());
+          mockTime.sleep(300); // each write outlasts the renewal interval
+        };
+    for (SourceRecord r : records.subList(1, 10)) {
+      task.commitRecord(r, null); // dropped by a transform: a retry, written on its own
+    }
+    allAcknowledged.countDown();
+
+    await().until(() -> renewalsAtEachWrite.size() == 9 && task.metrics().inFlight() == 1);
+    // At most two batches (the first write may have taken only the first acknowledgement): one
+    // renewal between them; the writes of a batch renew between each other.
+    assertTrue(
+        renewalsAtEachWrite.get(8) - renewalsAtEachWrite.get(1) >= 6,
+        "renewals between the writes: " + renewalsAtEachWrite);
+    assertEquals(MessageStatus.IN_FLIGHT, status("m0"));
+    assertEquals(MessageStatus.AMBIGUOUS, status("m9"));
+  }
+
   @Test
   void authenticationFailureFailsTheTaskWithASanitizedMessage() {
     startTask(Map.of());
@@ -1069,6 +1115,9 @@ class OutboxSourceTaskTest {
         new OutboxStoreException(
             OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
 
+    /** While set, runs at the start of each retryLater. */
+    volatile Runnable beforeRetryLater;
+
     /** Thrown by the next batch publish: a bug, not a store failure. */
     volatile RuntimeException publishBug;
 
@@ -1203,6 +1252,10 @@ class OutboxSourceTaskTest {
         String reasonCode,
         Duration delay,
         int maxAttempts) {
+      Runnable hook = beforeRetryLater;
+      if (hook != null) {
+        hook.run();
+      }
       check();
       return delegate.retryLater(messageId, lease, reasonCode, delay, maxAttempts);
     }
