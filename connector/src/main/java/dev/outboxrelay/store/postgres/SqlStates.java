@@ -27,9 +27,16 @@ public final class SqlStates {
     return new OutboxStoreException(kind, reasonCode(kind, state), state, operation);
   }
 
+  /**
+   * Without a SQLState: the driver's or the pool's transient and recoverable failures, and a wait
+   * for a pooled connection that an interrupt ended (HikariCP's plain SQLException, its cause the
+   * InterruptedException; the pool restores the flag): a stopping task's, not the database's.
+   */
   static Kind kindOf(String state, SQLException e) {
     if (state == null) {
-      return e instanceof SQLTransientException || e instanceof SQLRecoverableException
+      return e instanceof SQLTransientException
+              || e instanceof SQLRecoverableException
+              || e.getCause() instanceof InterruptedException
           ? Kind.TRANSIENT
           : Kind.INTERNAL;
     }

@@ -40,6 +40,14 @@ class SqlStatesTest {
     assertEquals("DB_UNAVAILABLE", classify("08006").reasonCode());
   }
 
+  /** HikariCP's "Interrupted during connection acquisition": retried, not a task failure. */
+  @Test
+  void aWaitForAConnectionEndedByAnInterruptIsRetried() {
+    SQLException interrupted = new SQLException("pool text", new InterruptedException());
+    assertTrue(SqlStates.classify(interrupted, "claim").isRetriable());
+    assertFalse(SqlStates.classify(new SQLException("pool text"), "claim").isRetriable());
+  }
+
   @Test
   void theDriversTextNeverReachesTheException() {
     assertFalse(classify("08006").getMessage().contains("driver text"));
