@@ -22,9 +22,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * A requeue by correlation id or of all parked rows finds them through the index of parked rows
- * (partial, WHERE parked_at IS NOT NULL), not by reading the key's other rows: among many rows
- * awaiting delivery, the parked few are read through it.
+ * A requeue by correlation id or of all parked rows, and the status command's oldest parked row,
+ * find them through the index of parked rows (partial, WHERE parked_at IS NOT NULL), not by reading
+ * the key's other rows: among many rows awaiting delivery, the parked few are read through it.
  */
 class RequeuePlanTest {
   private static final OutboxTable TABLE = OutboxTable.parse("outbox");
@@ -91,6 +91,15 @@ class RequeuePlanTest {
     }
   }
 
+  /**
+   * The status command's oldest FAILED or EXHAUSTED row: without the index of parked rows, the
+   * key's backlog was walked in seq order, the whole table when no row is parked.
+   */
+  @Test
+  void theOldestParkedRowIsFoundThroughTheIndexOfParkedRows() throws SQLException {
+    assertUsesParkedIndex(OperatorStatements.oldestWithStatus(TABLE), null);
+  }
+
   private static String assertUsesParkedIndex(NamedSql statement, String correlationId)
       throws SQLException {
     String plan;
@@ -107,11 +116,13 @@ class RequeuePlanTest {
       throws SQLException {
     StringBuilder plan = new StringBuilder();
     try (PreparedStatement ps = c.prepareStatement("EXPLAIN " + statement.jdbc())) {
-      NamedSql.Binder binder =
-          statement
-              .bind(ps)
-              .setString("instance_key", "eu")
-              .setArray("statuses", c.createArrayOf("text", new String[] {"EXHAUSTED", "FAILED"}));
+      NamedSql.Binder binder = statement.bind(ps).setString("instance_key", "eu");
+      if (statement.names().contains("statuses")) {
+        binder.setArray("statuses", c.createArrayOf("text", new String[] {"EXHAUSTED", "FAILED"}));
+      }
+      if (statement.names().contains("status")) {
+        binder.setString("status", "FAILED");
+      }
       if (statement.names().contains("after_seq")) {
         binder
             .setLong("after_seq", 0)

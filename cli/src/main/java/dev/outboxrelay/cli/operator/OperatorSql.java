@@ -307,7 +307,9 @@ final class OperatorSql {
     fragments.put("{table}", table.qualified());
     fragments.put("{published}", table.qualifiedPublishedLog());
 
-    // Only for the statuses a row holds in the table: status asks for FAILED and EXHAUSTED.
+    // Only for the parked statuses: status asks for FAILED and EXHAUSTED. Read through the index
+    // of parked rows: without it, the key's whole backlog was walked in seq order (the whole table
+    // when none is parked), slowest after an incident.
     oldestWithStatus =
         statement(
             """
@@ -315,8 +317,9 @@ final class OperatorSql {
               GREATEST(0, EXTRACT(EPOCH FROM (statement_timestamp() - created_at)) * 1000)::bigint
                 AS age_ms
             FROM {table}
-            WHERE instance_key = :instance_key AND status = :status
-            ORDER BY seq LIMIT 1""");
+            WHERE instance_key = :instance_key AND status = :status"""
+                + PARKED_INDEX
+                + "\nORDER BY seq LIMIT 1");
 
     // PUBLISHED rows: those of the published log, and those published before schema version 9,
     // still in the table. The log branch is planned away (a one-time filter) for any other status.

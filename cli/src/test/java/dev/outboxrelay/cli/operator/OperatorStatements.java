@@ -13,6 +13,11 @@ public final class OperatorStatements {
     return new OperatorSql(table).changeBatch.get(action).get(selector);
   }
 
+  /** The oldest row of a key with a parked status (the status command's). */
+  public static NamedSql oldestWithStatus(OutboxTable table) {
+    return new OperatorSql(table).oldestWithStatus;
+  }
+
   /** The count of parked rows by {@code selector} (the dry run of a requeue or discard). */
   public static NamedSql countParked(OutboxTable table, ParkedSelection.Selector selector) {
     return new OperatorSql(table).countParked.get(selector);
