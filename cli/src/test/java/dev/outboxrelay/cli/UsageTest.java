@@ -33,6 +33,8 @@ class UsageTest {
         "purge without cutoff      | purge --instance-key eu",
         "purge batch of zero       | purge --instance-key eu --published-before P1D --batch-size 0",
         "purge age out of range    | purge --instance-key eu --published-before P1000000000000D",
+        "purge instant too early   | purge --instance-key eu --published-before -10000-01-01T00:00Z",
+        "purge instant too late    | purge --instance-key eu --published-before +10000-01-01T00:00Z",
         "inspect without id        | inspect --instance-key eu",
         "schema-sql bad version    | schema-sql --after-version x.y",
       })

@@ -21,6 +21,9 @@ record Cutoff(Instant instant, Duration age) {
   /** A thousand years: older than any row, and within PostgreSQL's timestamps from today. */
   static final Duration MAX_AGE = Duration.ofDays(365_243);
 
+  private static final Instant EARLIEST = Instant.parse("0001-01-01T00:00:00Z");
+  private static final Instant LATEST = Instant.parse("9999-12-31T23:59:59Z");
+
   static Cutoff parse(String option, String value) {
     String v = value.strip();
     try {
@@ -36,10 +39,15 @@ record Cutoff(Instant instant, Duration age) {
         }
         return new Cutoff(null, age);
       }
-      if (v.length() == 10) {
-        return new Cutoff(LocalDate.parse(v).atStartOfDay(ZoneOffset.UTC).toInstant(), null);
+      Instant instant =
+          v.length() == 10
+              ? LocalDate.parse(v).atStartOfDay(ZoneOffset.UTC).toInstant()
+              : OffsetDateTime.parse(v).toInstant();
+      if (instant.isBefore(EARLIEST) || instant.isAfter(LATEST)) {
+        // PostgreSQL's timestamps end at 4713 BC; the database would refuse it after connecting.
+        throw CliException.usage(option + " must lie in the years 0001 to 9999");
       }
-      return new Cutoff(OffsetDateTime.parse(v).toInstant(), null);
+      return new Cutoff(instant, null);
     } catch (DateTimeException e) {
       throw CliException.usage(option + " must be " + FORMS);
     }
