@@ -153,7 +153,7 @@ public final class ConnectionOptions {
   /** Read from the terminal without echo; none (input or output redirected) is a usage error. */
   private static String prompt() {
     Console console = System.console();
-    if (console == null) {
+    if (!isTerminal(console)) {
       throw CliException.usage(
           "--password without a value needs a terminal to prompt on: set "
               + PASSWORD_ENV
@@ -164,6 +164,25 @@ public final class ConnectionOptions {
       throw CliException.usage("no password was typed");
     }
     return new String(typed);
+  }
+
+  /**
+   * Whether {@code console} is a terminal's. Before Java 22 {@code System.console()} is null when
+   * the input or output is redirected; Java 22 to 24 return a console all the same (one that may
+   * echo, and prompt onto the redirected output), and only {@code Console.isTerminal()}, new in 22,
+   * tells. Called by reflection: the CLI runs on Java 17.
+   */
+  static boolean isTerminal(Console console) {
+    if (console == null) {
+      return false;
+    }
+    try {
+      return (Boolean) Console.class.getMethod("isTerminal").invoke(console);
+    } catch (NoSuchMethodException e) {
+      return true; // before Java 22: a console exists only on a terminal
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return false;
+    }
   }
 
   private static String readPasswordFile(Path file) {
