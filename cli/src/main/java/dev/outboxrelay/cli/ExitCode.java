@@ -15,7 +15,7 @@ public final class ExitCode {
   /** The database was unreachable, refused the credentials or failed the statement. */
   public static final int DATABASE = 2;
 
-  /** Nothing matched where something was required (inspect, requeue, discard). */
+  /** Nothing matched where something was required (inspect, requeue, discard, park). */
   public static final int NOTHING_MATCHED = 3;
 
   /** A bug in the CLI: nothing more is printed, since the failure may carry driver text. */
