@@ -76,6 +76,9 @@ public final class Database implements AutoCloseable {
     config.setMaximumPoolSize(3); // migrate: its lock's connection and Flyway's two
     config.setMinimumIdle(0);
     config.setAutoCommit(true);
+    // park and the batched requeue and discard lock and re-check rows the relay changes meanwhile,
+    // as READ COMMITTED does; a database that defaults to SERIALIZABLE would fail them with 40001.
+    config.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     long timeoutMillis = settings.connectTimeout().toMillis();
     config.setConnectionTimeout(timeoutMillis);
     config.setValidationTimeout(Math.min(timeoutMillis, 5_000L));

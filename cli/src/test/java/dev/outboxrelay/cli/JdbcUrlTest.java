@@ -151,6 +151,22 @@ class JdbcUrlTest {
     }
   }
 
+  /** The CLI's writes lock and re-check rows as READ COMMITTED does, whatever the default. */
+  @Test
+  void connectionsReadCommittedWhateverTheDatabaseDefault() throws SQLException {
+    String url = TestDatabase.fresh("cli_serializable");
+    try (Connection c = TestDatabase.connect(url);
+        Statement s = c.createStatement()) {
+      s.execute(
+          "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation"
+              + " = ''serializable''', current_database()); END $$");
+    }
+    try (Database database = open(url);
+        Connection c = database.dataSource().getConnection()) {
+      assertEquals("read committed", show(c, "transaction_isolation"));
+    }
+  }
+
   /** Opens the database as the CLI does, from its connection options. */
   private static Database open(String url, String... options) {
     return Database.open(settings(url, options), OutboxTable.parse("outbox"));

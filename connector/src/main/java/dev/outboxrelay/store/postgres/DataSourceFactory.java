@@ -78,6 +78,10 @@ public final class DataSourceFactory {
         Math.min(timeouts.connection().toMillis(), Duration.ofSeconds(5).toMillis()));
     hikari.setInitializationFailTimeout(-1);
     hikari.setAutoCommit(true);
+    // The claims, publishes and renewals are written for READ COMMITTED: a claim skips or
+    // re-checks a row another task changed after its snapshot. A database or role that defaults to
+    // REPEATABLE READ or SERIALIZABLE would fail them with 40001 whenever two tasks meet.
+    hikari.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     return new HikariDataSource(hikari);
   }
 

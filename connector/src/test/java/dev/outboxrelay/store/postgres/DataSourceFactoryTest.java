@@ -62,6 +62,29 @@ class DataSourceFactoryTest {
     }
   }
 
+  /**
+   * The relay's statements are written for READ COMMITTED; a database that defaults to SERIALIZABLE
+   * (some shops set it) would fail every claim that meets another task's row.
+   */
+  @Test
+  void connectionsReadCommittedWhateverTheDatabaseDefault() throws SQLException {
+    String url = Postgres.freshDatabase("serializable_default");
+    try (HikariDataSource admin = Postgres.pool(url, 1);
+        Connection c = admin.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "ALTER DATABASE \""
+              + c.getCatalog()
+              + "\" SET default_transaction_isolation = 'serializable'");
+    }
+    OutboxSourceConfig config = config(url, Map.of("connection.user", Postgres.user()));
+
+    try (HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "rc");
+        Connection c = pool.getConnection()) {
+      assertEquals("read committed", query(c, "SHOW transaction_isolation"));
+    }
+  }
+
   /** The server's DETAIL can quote row values; HikariCP logs a broken connection's message. */
   @Test
   void errorMessagesLeaveOutTheServersDetail() throws SQLException {
