@@ -5,6 +5,7 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ExhaustedMessage;
+import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Printable;
@@ -215,8 +216,9 @@ final class ClaimLoop {
    * given back at once, so the bound holds when rows grew since the last claim (a burst of large
    * payloads after small ones). Only rows after every kept one go back, so no aggregate's later row
    * leaves before an earlier one. Throws, like a claim, while the database is away; the claim then
-   * stays unconfirmed, and its rows are released before the next. Its largest row is the size the
-   * next claim assumes ({@link #sizedRequest}).
+   * stays unconfirmed, and its rows are released before the next. (A row no longer under its lease
+   * when given back, parked by an operator meanwhile, is no longer the task's to give back.) Its
+   * largest row is the size the next claim assumes ({@link #sizedRequest}).
    */
   private ClaimResult withinBudget(ClaimResult result) {
     if (result.claimed().isEmpty()) {
@@ -250,10 +252,12 @@ final class ClaimLoop {
       return result;
     }
     List<ClaimedMessage> kept = bySeq.subList(0, keep);
-    List<Long> held = new ArrayList<>(ledger.heldSeqs());
-    kept.forEach(row -> held.add(row.seq()));
-    List<String> released =
-        store.releaseUnheld(settings.instanceKeys(), settings.owner(), held, handedThrough());
+    List<HeldLease> pastBudget = new ArrayList<>();
+    for (ClaimedMessage row : bySeq.subList(keep, bySeq.size())) {
+      pastBudget.add(new HeldLease(row.messageId(), row.seq(), row.lease()));
+    }
+    // By their seqs and leases: releasing what the task does not hold would read the whole backlog.
+    List<String> released = store.giveBack(pastBudget);
     metrics.claimed.addAndGet(released.size()); // the caller counts the kept ones
     metrics.released.addAndGet(released.size());
     log.info(

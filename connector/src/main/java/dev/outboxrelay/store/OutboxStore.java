@@ -168,6 +168,15 @@ public interface OutboxStore extends AutoCloseable {
       Set<String> instanceKeys, String owner, Collection<Long> heldSeqs, long handedThroughBatch);
 
   /**
+   * Gives back rows of a claim just made that the caller will not hand to Connect (rows past its
+   * in-flight byte budget), as {@link #releaseUnheld} gives rows back: due now, no attempt charged,
+   * token bumped. Found by seq, each only while it still holds its message id and is in flight
+   * under that lease (owner and token) on one of the claims' instance keys. Returns the message ids
+   * given back, sorted. Unlike {@link #releaseUnheld} it reads these rows only, not the backlog.
+   */
+  List<String> giveBack(List<HeldLease> rows);
+
+  /**
    * Ends now the live leases of {@code owner} (one task instance) on rows of {@code instanceKeys}:
    * a stopping task's records that Kafka can no longer acknowledge. Nothing else changes, the token
    * included: the rows are abandoned rows at once, reclaimed one by one in isolation as after a

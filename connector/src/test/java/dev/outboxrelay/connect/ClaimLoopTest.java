@@ -279,14 +279,14 @@ class ClaimLoopTest {
                 "claim.batch.size", "100",
                 "payload.max.bytes", "5000",
                 "producer.override.buffer.memory", "40000"));
-    int[] releasesFail = {0};
+    int[] giveBacksFail = {0};
     OutboxStore store =
         (OutboxStore)
             Proxy.newProxyInstance(
                 OutboxStore.class.getClassLoader(),
                 new Class<?>[] {OutboxStore.class},
                 (proxy, method, args) -> {
-                  if (method.getName().equals("releaseUnheld") && releasesFail[0]-- > 0) {
+                  if (method.getName().equals("giveBack") && giveBacksFail[0]-- > 0) {
                     throw new OutboxStoreException(
                         OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "release");
                   }
@@ -310,7 +310,7 @@ class ClaimLoopTest {
       f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
     }
 
-    releasesFail[0] = 1;
+    giveBacksFail[0] = 1;
     assertThrows(OutboxStoreException.class, loop::next); // sized for rows of 300 bytes
 
     assertEquals(MessageStatus.EXHAUSTED, f.store.find("spent").orElseThrow().status());

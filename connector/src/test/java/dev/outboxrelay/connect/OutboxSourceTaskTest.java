@@ -1203,6 +1203,12 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public List<String> giveBack(List<dev.outboxrelay.store.HeldLease> rows) {
+      check();
+      return delegate.giveBack(rows);
+    }
+
+    @Override
     public List<String> expireLeases(Set<String> instanceKeys, String owner) {
       check();
       return delegate.expireLeases(instanceKeys, owner);

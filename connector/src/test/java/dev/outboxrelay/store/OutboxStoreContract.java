@@ -698,6 +698,42 @@ public abstract class OutboxStoreContract {
   }
 
   /**
+   * Rows of a claim given back by their seqs and leases (past the task's byte budget): due again,
+   * no attempt charged, the claim's lease fenced off; a row no longer under the lease given (taken
+   * over, or already given back), another row of the same owner, and a seq that does not hold the
+   * message id are left as they are.
+   */
+  @Test
+  void givingBackTakesOnlyTheRowsNamedStillUnderTheirLease() {
+    String a = add(EU, "a", "agg-1");
+    String b = add(EU, "b", "agg-2");
+    String c = add(EU, "c", "agg-3");
+    List<ClaimedMessage> claimed = store.claim(request("me", 3)).claimed();
+    ClaimedMessage rowA = claimed.get(0);
+    ClaimedMessage rowB = claimed.get(1);
+    ClaimedMessage rowC = claimed.get(2);
+    assertEquals(List.of(a, b, c), claimed.stream().map(ClaimedMessage::messageId).toList());
+
+    assertEquals(
+        List.of(b),
+        store.giveBack(
+            List.of(
+                new HeldLease(b, rowB.seq(), rowB.lease()),
+                new HeldLease(c, rowC.seq(), new Lease("me", rowC.lease().token() + 1)),
+                new HeldLease(a, rowC.seq(), rowA.lease()))));
+
+    assertEquals(MessageStatus.PENDING, state(b).status());
+    assertNull(state(b).leaseOwner());
+    assertEquals(0, state(b).attempts(), "a give-back charges nothing");
+    assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(rowB, 1)), "fenced off");
+    assertEquals("me", state(a).leaseOwner(), "a seq that does not hold the id: untouched");
+    assertEquals("me", state(c).leaseOwner(), "another token: untouched");
+    assertEquals(List.of(), store.giveBack(List.of(new HeldLease(b, rowB.seq(), rowB.lease()))));
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(rowA, 1)));
+    assertEquals(List.of(b), ids(store.claim(request("me", 10))));
+  }
+
+  /**
    * With nothing held, every row leased to the owner goes back; a legacy row (no instance key)
    * leased under the same owner's name is never touched.
    */

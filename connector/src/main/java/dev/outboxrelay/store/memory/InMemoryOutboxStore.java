@@ -288,6 +288,20 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return released;
   }
 
+  @Override
+  public synchronized List<String> giveBack(List<HeldLease> rows) {
+    List<String> given = new ArrayList<>();
+    for (HeldLease held : rows) {
+      Row row = fenced(held.messageId(), held.lease());
+      if (row != null && row.seq == held.seq()) {
+        giveBack(row);
+        given.add(row.messageId);
+      }
+    }
+    given.sort(null);
+    return given;
+  }
+
   /** A claim's row handed back unsent: due now, no attempt charged, the lost lease fenced off. */
   private static void giveBack(Row row) {
     row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;

@@ -523,6 +523,7 @@ final class OutboxSql {
   final NamedSql recover;
   final NamedSql recoverInShare;
   final NamedSql releaseUnheld;
+  final NamedSql giveBack;
   final NamedSql expireLeases;
   final NamedSql newEpoch;
   final NamedSql claimAbandonedOrdered;
@@ -619,6 +620,20 @@ final class OutboxSql {
               AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
               AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
               AND (o.claim_batch IS NULL OR o.claim_batch > CAST(:handed_through AS bigint))
+            RETURNING {message_id(o)}""");
+    // Rows of a claim just made, past the task's byte budget, given back as releaseUnheld gives
+    // rows back; found like the rows of a renewal, and run under ACKS_PLAN too
+    // (OutboxStore#giveBack).
+    giveBack =
+        statement(
+            """
+            UPDATE {table} o SET {give back(o)}
+            FROM unnest(CAST(:seqs AS bigint[]), CAST(:message_ids AS text[]),
+                CAST(:owners AS text[]), CAST(:tokens AS bigint[])) AS h(seq, message_id, owner, token)
+            WHERE o.seq = ANY (CAST(:seqs AS bigint[]))
+              AND o.seq = h.seq AND {message_id(o)} = h.message_id AND o.status = 'IN_FLIGHT'
+              AND o.lease_owner = h.owner AND o.lease_token = h.token
+              AND o.instance_key = ANY (:instance_keys)
             RETURNING {message_id(o)}""");
     // A stopping task's live leases, ended now; nothing else changes (OutboxStore#expireLeases).
     expireLeases =

@@ -656,6 +656,41 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
+  public List<String> giveBack(List<HeldLease> rows) {
+    if (rows.isEmpty()) {
+      return List.of();
+    }
+    int n = rows.size();
+    String[] ids = new String[n];
+    Long[] seqs = new Long[n];
+    String[] owners = new String[n];
+    Long[] tokens = new Long[n];
+    for (int j = 0; j < n; j++) {
+      ids[j] = rows.get(j).messageId();
+      seqs[j] = rows.get(j).seq();
+      owners[j] = rows.get(j).lease().owner();
+      tokens[j] = rows.get(j).lease().token();
+    }
+    List<String> given =
+        new ArrayList<>(
+            run(
+                "give-back",
+                OutboxSql.ACKS_PLAN,
+                sql.giveBack,
+                (c, statement) -> {
+                  statement
+                      .setArray("seqs", c.createArrayOf("bigint", seqs))
+                      .setArray("message_ids", textArray(c, ids))
+                      .setArray("owners", textArray(c, owners))
+                      .setArray("tokens", c.createArrayOf("bigint", tokens))
+                      .setArray("instance_keys", claimedKeys(c));
+                  return returnedIds(planned(statement));
+                }));
+    given.sort(null);
+    return given;
+  }
+
+  @Override
   public List<String> expireLeases(Set<String> instanceKeys, String owner) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
     return run(
