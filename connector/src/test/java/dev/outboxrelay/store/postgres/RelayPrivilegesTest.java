@@ -130,8 +130,13 @@ class RelayPrivilegesTest {
     assertEquals(1, store.inspect(Set.of("eu"), true).count(MessageStatus.PUBLISHED));
     assertEquals(1, store.deletePublished(Set.of("eu"), Instant.now().plusSeconds(60), 10));
 
-    // A claim whose result never arrived, a stop's leases ended, an abandoned row reclaimed alone.
-    assertEquals(List.of("m5"), store.releaseUnheld(Set.of("eu"), "w", List.of(), 0));
+    // Rows past the byte budget given back, a claim whose result never arrived, a stop's leases
+    // ended, an abandoned row reclaimed alone.
+    assertEquals(List.of("m5"), store.giveBack(List.of(claimed.get(4).heldLease())));
+    ClaimRequest one = new ClaimRequest("w", Set.of("eu"), 1, Duration.ofSeconds(30), 5, false);
+    assertEquals(
+        List.of("m2"), store.claim(one).claimed().stream().map(m -> m.messageId()).toList());
+    assertEquals(List.of("m2"), store.releaseUnheld(Set.of("eu"), "w", List.of(), 0));
     ClaimRequest second =
         new ClaimRequest("w2", Set.of("eu"), 10, Duration.ofSeconds(30), 5, false);
     assertEquals(3, store.claim(second).claimed().size()); // m2 (due again), m4, m5
