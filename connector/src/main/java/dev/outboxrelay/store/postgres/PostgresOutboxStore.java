@@ -545,35 +545,23 @@ public final class PostgresOutboxStore implements OutboxStore {
     if (leases.isEmpty()) {
       return Set.of();
     }
-    int n = leases.size();
-    String[] ids = new String[n];
-    Long[] seqs = new Long[n];
-    String[] owners = new String[n];
-    Long[] tokens = new Long[n];
-    for (int j = 0; j < n; j++) {
-      ids[j] = leases.get(j).messageId();
-      seqs[j] = leases.get(j).seq();
-      owners[j] = leases.get(j).lease().owner();
-      tokens[j] = leases.get(j).lease().token();
-    }
+    LeaseColumns held = LeaseColumns.of(leases);
     Set<String> renewed =
         run(
             "renew",
             OutboxSql.ACKS_PLAN,
             sql.renew,
             (c, statement) -> {
-              statement
-                  .set("now", this::setNow)
-                  .setLong("lease_ms", leaseDuration.toMillis())
-                  .setArray("seqs", c.createArrayOf("bigint", seqs))
-                  .setArray("message_ids", textArray(c, ids))
-                  .setArray("owners", textArray(c, owners))
-                  .setArray("tokens", c.createArrayOf("bigint", tokens))
+              held.bind(
+                      c,
+                      statement
+                          .set("now", this::setNow)
+                          .setLong("lease_ms", leaseDuration.toMillis()))
                   .setArray("instance_keys", claimedKeys(c));
               return returnedIds(planned(statement));
             });
     Set<String> lost = new HashSet<>();
-    for (String id : ids) {
+    for (String id : held.ids()) {
       if (!renewed.contains(id)) {
         lost.add(id);
       }
@@ -660,34 +648,44 @@ public final class PostgresOutboxStore implements OutboxStore {
     if (rows.isEmpty()) {
       return List.of();
     }
-    int n = rows.size();
-    String[] ids = new String[n];
-    Long[] seqs = new Long[n];
-    String[] owners = new String[n];
-    Long[] tokens = new Long[n];
-    for (int j = 0; j < n; j++) {
-      ids[j] = rows.get(j).messageId();
-      seqs[j] = rows.get(j).seq();
-      owners[j] = rows.get(j).lease().owner();
-      tokens[j] = rows.get(j).lease().token();
-    }
-    List<String> given =
+    LeaseColumns given = LeaseColumns.of(rows);
+    List<String> ids =
         new ArrayList<>(
             run(
                 "give-back",
                 OutboxSql.ACKS_PLAN,
                 sql.giveBack,
                 (c, statement) -> {
-                  statement
-                      .setArray("seqs", c.createArrayOf("bigint", seqs))
-                      .setArray("message_ids", textArray(c, ids))
-                      .setArray("owners", textArray(c, owners))
-                      .setArray("tokens", c.createArrayOf("bigint", tokens))
-                      .setArray("instance_keys", claimedKeys(c));
+                  given.bind(c, statement).setArray("instance_keys", claimedKeys(c));
                   return returnedIds(planned(statement));
                 }));
-    given.sort(null);
-    return given;
+    ids.sort(null);
+    return ids;
+  }
+
+  /** Held leases as the arrays a renewal or a give-back binds, one element per row. */
+  private record LeaseColumns(String[] ids, Long[] seqs, String[] owners, Long[] tokens) {
+    static LeaseColumns of(List<HeldLease> leases) {
+      int n = leases.size();
+      LeaseColumns columns =
+          new LeaseColumns(new String[n], new Long[n], new String[n], new Long[n]);
+      for (int j = 0; j < n; j++) {
+        HeldLease held = leases.get(j);
+        columns.ids[j] = held.messageId();
+        columns.seqs[j] = held.seq();
+        columns.owners[j] = held.lease().owner();
+        columns.tokens[j] = held.lease().token();
+      }
+      return columns;
+    }
+
+    NamedSql.Binder bind(Connection c, NamedSql.Binder statement) throws SQLException {
+      return statement
+          .setArray("seqs", c.createArrayOf("bigint", seqs))
+          .setArray("message_ids", textArray(c, ids))
+          .setArray("owners", textArray(c, owners))
+          .setArray("tokens", c.createArrayOf("bigint", tokens));
+    }
   }
 
   @Override
