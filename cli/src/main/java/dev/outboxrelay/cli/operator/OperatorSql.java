@@ -185,22 +185,32 @@ final class OperatorSql {
       SELECT r.message_id, q.message_id IS NOT NULL AS changed,
         COALESCE(q.deadline_passed, FALSE) AS deadline_passed,
         COALESCE(q.in_flight, FALSE) AS in_flight,
-        COALESCE(o.instance_key = :instance_key, FALSE)
+        COALESCE(k.instance_key = :instance_key, FALSE)
           OR COALESCE(l.instance_key = :instance_key, FALSE) AS own,
         -- The key's own row first (a legacy row may share the id), the table's before the log's.
-        CASE WHEN o.instance_key = :instance_key THEN o.status
+        CASE WHEN k.instance_key = :instance_key THEN k.status
           WHEN l.instance_key = :instance_key THEN l.status
-          ELSE COALESCE(o.status, l.status) END AS status,
-        COALESCE(o.instance_key = :instance_key AND o.exactly_once, FALSE) AS exactly_once
+          ELSE COALESCE(k.status, g.status, l.status) END AS status,
+        COALESCE(k.instance_key = :instance_key AND k.exactly_once, FALSE) AS exactly_once
       FROM requested r
         LEFT JOIN changed q ON q.message_id = r.message_id
         LEFT JOIN LATERAL (
-          -- On an adopted table a legacy row may share the id: the key's own row first.
+          -- A row of an instance key, the key's own first: one per id among them, found by the
+          -- message id index (on an adopted table it indexes these rows only).
           SELECT o.status, o.instance_key, o.lease_epoch IS NOT NULL AS exactly_once
           FROM {table} o
-          WHERE {message_id(o)} = r.message_id
-          ORDER BY o.instance_key = :instance_key DESC NULLS LAST LIMIT 1
-        ) o ON TRUE
+          WHERE {message_id(o)} = r.message_id AND o.instance_key IS NOT NULL
+          ORDER BY o.instance_key = :instance_key DESC LIMIT 1
+        ) k ON TRUE
+        LEFT JOIN LATERAL (
+          -- A legacy row (no instance key: an adopted Debezium table's), only for an id no row of
+          -- an instance key has: no index serves it on an adopted table, and a scan per id of
+          -- Debezium's history would hold the changed rows' locks.
+          SELECT o.status
+          FROM {table} o
+          WHERE k.status IS NULL AND {message_id(o)} = r.message_id AND o.instance_key IS NULL
+          LIMIT 1
+        ) g ON TRUE
         LEFT JOIN LATERAL (
           SELECT p.instance_key, 'PUBLISHED' AS status
           FROM {published} p
@@ -233,7 +243,10 @@ final class OperatorSql {
    * snapshot can be parked IN_FLIGHT, its record perhaps in Kafka.) Locked rows cannot change
    * before the UPDATE, which needs no second look at them. parked_at is the time of the write,
    * after any wait for a lock (not the statement's start): a batched requeue or discard that began
-   * meanwhile takes only rows parked before it began, and this one is not.
+   * meanwhile takes only rows parked before it began, and this one is not. Locked in seq order: two
+   * parks of overlapping rows wait for each other rather than deadlock, and so do a park and a
+   * relay statement that takes its rows in seq order (a claim; a renewal or publish whose plan
+   * reads them by the primary key in order).
    */
   private static final String PARKED_AWAITING =
       """
@@ -241,6 +254,7 @@ final class OperatorSql {
         SELECT seq, status = 'IN_FLIGHT' AS in_flight FROM {table}
         {awaiting of key}
           AND {message_id} IN (SELECT message_id FROM requested)
+        ORDER BY seq
         FOR UPDATE
       ), changed AS (
         UPDATE {table} AS t

@@ -13,6 +13,14 @@ public final class OperatorStatements {
     return new OperatorSql(table).changeBatch.get(action).get(selector);
   }
 
+  /**
+   * A park's dry run by message id, on a table whose message fields are named by {@code columns}.
+   */
+  public static NamedSql parkDryRun(
+      OutboxTable table, dev.outboxrelay.store.postgres.ColumnMapping columns) {
+    return new OperatorSql(table, columns, false).parkDryRun;
+  }
+
   /** The oldest row of a key with a parked status (the status command's). */
   public static NamedSql oldestWithStatus(OutboxTable table) {
     return new OperatorSql(table).oldestWithStatus;
