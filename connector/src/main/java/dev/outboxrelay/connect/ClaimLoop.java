@@ -52,6 +52,14 @@ final class ClaimLoop {
   private volatile boolean claimResultLost;
 
   /**
+   * Rows of a claim that committed and that the task did not use: giving back its rows past the
+   * byte budget failed, and the whole result was dropped. Given back by their seqs and leases
+   * before the next claim or at a stop; the release of a lost result would read the backlog for
+   * them. Written under {@link #claiming}.
+   */
+  private volatile List<HeldLease> unusedClaim = List.of();
+
+  /**
    * Held while the task claims (or releases a lost claim first): a stop's release ({@link
    * #giveBackAtStop}) must not interleave with either, or it could take a claim that commits
    * meanwhile for the lost one and release rows whose reply came.
@@ -111,6 +119,7 @@ final class ClaimLoop {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }
     releaseUnconfirmedClaim();
+    giveBackUnusedClaim();
     if (exactlyOnce != null) {
       return claimInBuckets();
     }
@@ -252,12 +261,10 @@ final class ClaimLoop {
       return result;
     }
     List<ClaimedMessage> kept = bySeq.subList(0, keep);
-    List<HeldLease> pastBudget = new ArrayList<>();
-    for (ClaimedMessage row : bySeq.subList(keep, bySeq.size())) {
-      pastBudget.add(new HeldLease(row.messageId(), row.seq(), row.lease()));
-    }
     // By their seqs and leases: releasing what the task does not hold would read the whole backlog.
-    List<String> released = store.giveBack(pastBudget);
+    List<String> released =
+        store.giveBack(
+            bySeq.subList(keep, bySeq.size()).stream().map(ClaimedMessage::heldLease).toList());
     metrics.claimed.addAndGet(released.size()); // the caller counts the kept ones
     metrics.released.addAndGet(released.size());
     log.info(
@@ -293,9 +300,25 @@ final class ClaimLoop {
       reportExhausted(claimed);
       return withinBudget(claimed);
     } catch (RuntimeException | Error e) {
-      claimResultLost = true; // committed: rows leased past the budget that no record will carry
+      // Committed: rows leased that no record will carry, each known by its seq and lease.
+      unusedClaim = claimed.claimed().stream().map(ClaimedMessage::heldLease).toList();
       throw e;
     }
+  }
+
+  /** Gives back the rows of a claim that committed and was not used ({@link #unusedClaim}). */
+  private void giveBackUnusedClaim() {
+    if (unusedClaim.isEmpty()) {
+      return;
+    }
+    List<String> given = store.giveBack(unusedClaim);
+    metrics.claimed.addAndGet(given.size()); // never handed to Connect, so not counted by poll
+    metrics.released.addAndGet(given.size());
+    log.info(
+        "Gave back {} rows of a claim never handed to Connect (giving back its rows past the"
+            + " in-flight byte budget had failed)",
+        given.size());
+    unusedClaim = List.of();
   }
 
   /**
@@ -350,6 +373,7 @@ final class ClaimLoop {
       return;
     }
     try {
+      giveBackUnusedClaim();
       if (exactlyOnce != null && !claimResultLost) {
         releaseClaimedAhead();
       } else {

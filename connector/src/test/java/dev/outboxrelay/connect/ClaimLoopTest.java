@@ -268,7 +268,9 @@ class ClaimLoopTest {
   /**
    * A claim that parks rows over a lowered max.attempts commits them EXHAUSTED whatever happens
    * next: when giving back its rows past the byte budget then fails (the database away), they are
-   * still logged and counted, not dropped with the claim's result.
+   * still logged and counted, not dropped with the claim's result. The claim's leased rows are
+   * given back by their seqs and leases before the next claim, not found by reading the backlog for
+   * what the task does not hold (which a timeout there would have repeated before every claim).
    */
   @Test
   void rowsAClaimParkedAreCountedEvenWhenGivingBackRowsPastTheBudgetFails() {
@@ -280,12 +282,16 @@ class ClaimLoopTest {
                 "payload.max.bytes", "5000",
                 "producer.override.buffer.memory", "40000"));
     int[] giveBacksFail = {0};
+    int[] releases = {0};
     OutboxStore store =
         (OutboxStore)
             Proxy.newProxyInstance(
                 OutboxStore.class.getClassLoader(),
                 new Class<?>[] {OutboxStore.class},
                 (proxy, method, args) -> {
+                  if (method.getName().equals("releaseUnheld")) {
+                    releases[0]++;
+                  }
                   if (method.getName().equals("giveBack") && giveBacksFail[0]-- > 0) {
                     throw new OutboxStoreException(
                         OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "release");
@@ -315,8 +321,11 @@ class ClaimLoopTest {
 
     assertEquals(MessageStatus.EXHAUSTED, f.store.find("spent").orElseThrow().status());
     assertEquals(1, f.metrics.exhausted.get(), "parked by the claim: counted once");
-    loop.next(); // the unconfirmed claim's rows are released first, then claimed again
+    ClaimResult again = loop.next(); // the unused claim's rows are given back, then claimed again
     assertEquals(1, f.metrics.exhausted.get(), "and not counted again");
+    assertEquals(List.of("large0", "large1", "large2", "large3"), ids(again), "in order");
+    assertEquals(0, releases[0], "given back by their leases, not by reading the backlog");
+    assertEquals(10, f.metrics.released.get(), "the unused claim's 10 rows (the next one fits)");
   }
 
   /**
