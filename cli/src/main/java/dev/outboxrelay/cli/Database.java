@@ -78,6 +78,7 @@ public final class Database implements AutoCloseable {
     config.setAutoCommit(true);
     // park and the batched requeue and discard lock and re-check rows the relay changes meanwhile,
     // as READ COMMITTED does; a database that defaults to SERIALIZABLE would fail them with 40001.
+    // Set on each connection (below), and restored by HikariCP after a snapshot's REPEATABLE READ.
     config.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     long timeoutMillis = settings.connectTimeout().toMillis();
     config.setConnectionTimeout(timeoutMillis);
@@ -89,6 +90,7 @@ public final class Database implements AutoCloseable {
     config.addDataSourceProperty("connectTimeout", seconds);
     config.addDataSourceProperty("loginTimeout", seconds);
     List<String> init = new ArrayList<>();
+    init.add(DataSourceFactory.READ_COMMITTED);
     if (!settings.statementTimeout().isZero()) {
       // A session setting of the CLI's own connections, run after connecting and so after any
       // options of the URL; a cancelled statement fails with 57014. (The startup parameter
@@ -98,9 +100,7 @@ public final class Database implements AutoCloseable {
     if (sessionSetup != null) {
       init.add(sessionSetup);
     }
-    if (!init.isEmpty()) {
-      config.setConnectionInitSql(String.join("; ", init));
-    }
+    config.setConnectionInitSql(String.join("; ", init));
     config.setJdbcUrl(settings.jdbcUrl());
     try {
       return new Database(new HikariDataSource(config), table, columns);

@@ -37,6 +37,16 @@ public final class DataSourceFactory {
   private DataSourceFactory() {}
 
   /** The task's pool: {@code connection.pool.size} connections, named {@code poolName}. */
+  /**
+   * Run by each new connection: the claims, publishes and renewals are written for READ COMMITTED
+   * (a claim skips or re-checks a row another task changed after its snapshot), and a database or
+   * role that defaults to REPEATABLE READ or SERIALIZABLE would fail them with 40001 whenever two
+   * tasks meet. On every connection, not only where the first one HikariCP opened differed (its own
+   * isolation setting): the default may change while the pool runs.
+   */
+  public static final String READ_COMMITTED =
+      "SET default_transaction_isolation = 'read committed'";
+
   public static HikariDataSource create(ConnectionSettings settings, String poolName) {
     return create(
         settings.jdbcUrl(),
@@ -70,7 +80,10 @@ public final class DataSourceFactory {
     // A session setting rather than the startup parameter "options": connection poolers such as
     // PgBouncer refuse unknown startup parameters but pass a SET through.
     hikari.setConnectionInitSql(
-        "SET statement_timeout = " + Math.max(1L, timeouts.statement().toMillis()));
+        "SET statement_timeout = "
+            + Math.max(1L, timeouts.statement().toMillis())
+            + "; "
+            + READ_COMMITTED);
     hikari.setMaximumPoolSize(maximumPoolSize);
     hikari.setMinimumIdle(minimumIdle);
     hikari.setConnectionTimeout(timeouts.connection().toMillis());
@@ -78,9 +91,7 @@ public final class DataSourceFactory {
         Math.min(timeouts.connection().toMillis(), Duration.ofSeconds(5).toMillis()));
     hikari.setInitializationFailTimeout(-1);
     hikari.setAutoCommit(true);
-    // The claims, publishes and renewals are written for READ COMMITTED: a claim skips or
-    // re-checks a row another task changed after its snapshot. A database or role that defaults to
-    // REPEATABLE READ or SERIALIZABLE would fail them with 40001 whenever two tasks meet.
+    // Also the level HikariCP restores on a connection whose isolation a user changed.
     hikari.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     return new HikariDataSource(hikari);
   }

@@ -64,24 +64,32 @@ class DataSourceFactoryTest {
 
   /**
    * The relay's statements are written for READ COMMITTED; a database that defaults to SERIALIZABLE
-   * (some shops set it) would fail every claim that meets another task's row.
+   * (some shops set it) would fail every claim that meets another task's row. Also when the default
+   * changes while the pool runs: HikariCP applies its own isolation setting only where the first
+   * connection it opened differed.
    */
   @Test
   void connectionsReadCommittedWhateverTheDatabaseDefault() throws SQLException {
     String url = Postgres.freshDatabase("serializable_default");
-    try (HikariDataSource admin = Postgres.pool(url, 1);
-        Connection c = admin.getConnection();
-        Statement s = c.createStatement()) {
-      s.execute(
-          "ALTER DATABASE \""
-              + c.getCatalog()
-              + "\" SET default_transaction_isolation = 'serializable'");
-    }
     OutboxSourceConfig config = config(url, Map.of("connection.user", Postgres.user()));
+    try (HikariDataSource admin = Postgres.pool(url, 1);
+        HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "rc")) {
+      try (Connection c = pool.getConnection()) {
+        assertEquals("read committed", query(c, "SHOW transaction_isolation"), "the default");
+      }
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "ALTER DATABASE \""
+                + c.getCatalog()
+                + "\" SET default_transaction_isolation = 'serializable'");
+      }
+      pool.getHikariPoolMXBean().softEvictConnections(); // as maxLifetime does, in time
 
-    try (HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "rc");
-        Connection c = pool.getConnection()) {
-      assertEquals("read committed", query(c, "SHOW transaction_isolation"));
+      try (Connection c = pool.getConnection()) {
+        assertEquals("read committed", query(c, "SHOW transaction_isolation"));
+        assertEquals("30s", query(c, "SHOW statement_timeout"), "set beside it");
+      }
     }
   }
 
