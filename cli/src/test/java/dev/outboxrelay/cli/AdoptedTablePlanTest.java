@@ -18,14 +18,16 @@ import org.junit.jupiter.api.Test;
 /**
  * On a Debezium table adopted in place, a park, requeue or discard by message id finds the key's
  * rows through the message id index, which covers the rows of an instance key only; Debezium's
- * history (legacy rows, often millions) is looked at only for an id no such row has. It was read
- * whole once per requested id, inside the statement that holds the changed rows' locks.
+ * history (legacy rows, often millions) is looked at only for an id that neither such a row nor the
+ * published log has. It was read whole once per requested id, inside the statement that holds the
+ * changed rows' locks.
  */
 class AdoptedTablePlanTest {
   private static final String KEYED = "0b8e7a4d-2f19-4c1e-8d3a-5e6f7a8b9c0d";
+  private static final String PUBLISHED = "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f";
 
   @Test
-  void anIdOfTheKeyIsFoundWithoutReadingTheLegacyRows() throws SQLException {
+  void idsOfTheKeyAreFoundWithoutReadingTheLegacyRows() throws SQLException {
     String url = TestDatabase.fresh("adopted_plan");
     try (Connection c = TestDatabase.connect(url);
         Statement s = c.createStatement()) {
@@ -39,6 +41,20 @@ class AdoptedTablePlanTest {
           "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ('"
               + KEYED
               + "', 'order', 'o-1', 'OrderShipped', '{}')");
+      s.execute(
+          "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ('"
+              + PUBLISHED
+              + "', 'order', 'o-2', 'OrderPlaced', '{}')");
+      // Published as the relay publishes: moved into the published log.
+      s.execute(
+          "WITH moved AS (DELETE FROM outbox WHERE id = '"
+              + PUBLISHED
+              + "' RETURNING *) INSERT INTO outbox_published (seq, message_id, instance_key,"
+              + " aggregate_type, aggregate_id, event_type, correlation_id, created_at, attempts,"
+              + " abandoned_claims, lease_token, published_at, kafka_topic, kafka_partition,"
+              + " kafka_offset) SELECT seq, id::text, instance_key, aggregatetype::text,"
+              + " aggregateid::text, type::text, correlation_id, created_at, 1, 0, 1, now(),"
+              + " 'outbox.order', 0, 5 FROM moved");
       s.execute("ANALYZE outbox");
 
       NamedSql park =
@@ -63,7 +79,7 @@ class AdoptedTablePlanTest {
           .bind(ps)
           .setString("instance_key", "eu")
           .setArray("statuses", c.createArrayOf("text", new String[] {"PENDING", "AMBIGUOUS"}))
-          .setArray("message_ids", c.createArrayOf("text", new String[] {KEYED}));
+          .setArray("message_ids", c.createArrayOf("text", new String[] {KEYED, PUBLISHED}));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           plan.append(rs.getString(1)).append('\n');

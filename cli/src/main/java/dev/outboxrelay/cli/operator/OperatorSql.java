@@ -203,20 +203,22 @@ final class OperatorSql {
           ORDER BY o.instance_key = :instance_key DESC LIMIT 1
         ) k ON TRUE
         LEFT JOIN LATERAL (
-          -- A legacy row (no instance key: an adopted Debezium table's), only for an id no row of
-          -- an instance key has: no index serves it on an adopted table, and a scan per id of
-          -- Debezium's history would hold the changed rows' locks.
-          SELECT o.status
-          FROM {table} o
-          WHERE k.status IS NULL AND {message_id(o)} = r.message_id AND o.instance_key IS NULL
-          LIMIT 1
-        ) g ON TRUE
-        LEFT JOIN LATERAL (
           SELECT p.instance_key, 'PUBLISHED' AS status
           FROM {published} p
           WHERE p.message_id = r.message_id
           ORDER BY p.instance_key = :instance_key DESC LIMIT 1
         ) l ON TRUE
+        LEFT JOIN LATERAL (
+          -- A legacy row (no instance key: an adopted Debezium table's), only for an id neither a
+          -- row of an instance key nor the published log has (a mistyped one): no index serves it
+          -- on an adopted table, and a scan of Debezium's history per id would hold the changed
+          -- rows' locks.
+          SELECT o.status
+          FROM {table} o
+          WHERE k.status IS NULL AND l.status IS NULL
+            AND {message_id(o)} = r.message_id AND o.instance_key IS NULL
+          LIMIT 1
+        ) g ON TRUE
       ORDER BY r.n""";
 
   /**
