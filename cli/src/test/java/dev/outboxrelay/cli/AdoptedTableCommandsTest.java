@@ -72,16 +72,20 @@ class AdoptedTableCommandsTest {
       // Published as the relay publishes (schema version 9): moved into the published log, its
       // message fields as text.
       s.execute(insert(PUBLISHED, "OrderPlaced"));
-      s.execute(
-          "WITH moved AS (DELETE FROM outbox WHERE id = '"
-              + PUBLISHED
-              + "' RETURNING *) INSERT INTO outbox_published (seq, message_id, instance_key,"
-              + " aggregate_type, aggregate_id, event_type, correlation_id, created_at, attempts,"
-              + " abandoned_claims, lease_token, published_at, kafka_topic, kafka_partition,"
-              + " kafka_offset) SELECT seq, id::text, instance_key, aggregatetype::text,"
-              + " aggregateid::text, type::text, correlation_id, created_at, 1, 0, 1, now(),"
-              + " 'outbox.order', 0, 5 FROM moved");
+      s.execute(publish(PUBLISHED));
     }
+  }
+
+  /** Publishes the row as the relay does (schema version 9): moved into the published log. */
+  static String publish(String id) {
+    return "WITH moved AS (DELETE FROM outbox WHERE id = '"
+        + id
+        + "' RETURNING *) INSERT INTO outbox_published (seq, message_id, instance_key,"
+        + " aggregate_type, aggregate_id, event_type, correlation_id, created_at, attempts,"
+        + " abandoned_claims, lease_token, published_at, kafka_topic, kafka_partition,"
+        + " kafka_offset) SELECT seq, id::text, instance_key, aggregatetype::text,"
+        + " aggregateid::text, type::text, correlation_id, created_at, 1, 0, 1, now(),"
+        + " 'outbox.order', 0, 5 FROM moved";
   }
 
   private static String insert(String id, String type) {

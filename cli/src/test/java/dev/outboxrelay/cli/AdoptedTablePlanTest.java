@@ -45,16 +45,7 @@ class AdoptedTablePlanTest {
           "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES ('"
               + PUBLISHED
               + "', 'order', 'o-2', 'OrderPlaced', '{}')");
-      // Published as the relay publishes: moved into the published log.
-      s.execute(
-          "WITH moved AS (DELETE FROM outbox WHERE id = '"
-              + PUBLISHED
-              + "' RETURNING *) INSERT INTO outbox_published (seq, message_id, instance_key,"
-              + " aggregate_type, aggregate_id, event_type, correlation_id, created_at, attempts,"
-              + " abandoned_claims, lease_token, published_at, kafka_topic, kafka_partition,"
-              + " kafka_offset) SELECT seq, id::text, instance_key, aggregatetype::text,"
-              + " aggregateid::text, type::text, correlation_id, created_at, 1, 0, 1, now(),"
-              + " 'outbox.order', 0, 5 FROM moved");
+      s.execute(AdoptedTableCommandsTest.publish(PUBLISHED));
       s.execute("ANALYZE outbox");
 
       NamedSql park =

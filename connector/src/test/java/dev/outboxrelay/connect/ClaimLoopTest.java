@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 
@@ -44,6 +45,21 @@ class ClaimLoopTest {
         new LeaseRenewer(
             store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
     return new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+  }
+
+  /**
+   * The fixture's store, with {@code before} called with each method's name ahead of the call: it
+   * counts calls, or throws to stand in for a failure.
+   */
+  private static OutboxStore intercepted(RuntimeFixture f, Consumer<String> before) {
+    return (OutboxStore)
+        Proxy.newProxyInstance(
+            OutboxStore.class.getClassLoader(),
+            new Class<?>[] {OutboxStore.class},
+            (proxy, method, args) -> {
+              before.accept(method.getName());
+              return method.invoke(f.store, args);
+            });
   }
 
   private static List<String> ids(ClaimResult result) {
@@ -233,25 +249,22 @@ class ClaimLoopTest {
     String[] nextFailure = {null};
     int[] releases = {0};
     OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  if (method.getName().equals("releaseUnheld")) {
-                    releases[0]++;
-                  }
-                  String state = nextFailure[0];
-                  if (method.getName().startsWith("claim") && state != null) {
-                    nextFailure[0] = null;
-                    throw new OutboxStoreException(
-                        OutboxStoreException.Kind.TRANSIENT,
-                        "DB_UNAVAILABLE",
-                        state.isEmpty() ? null : state,
-                        "claim");
-                  }
-                  return method.invoke(f.store, args);
-                });
+        intercepted(
+            f,
+            name -> {
+              if (name.equals("releaseUnheld")) {
+                releases[0]++;
+              }
+              String state = nextFailure[0];
+              if (name.startsWith("claim") && state != null) {
+                nextFailure[0] = null;
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT,
+                    "DB_UNAVAILABLE",
+                    state.isEmpty() ? null : state,
+                    "claim");
+              }
+            });
     ClaimLoop loop = loop(f, store);
 
     nextFailure[0] = "57014"; // canceled by statement_timeout: rolled back
@@ -284,20 +297,17 @@ class ClaimLoopTest {
     int[] giveBacksFail = {0};
     int[] releases = {0};
     OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  if (method.getName().equals("releaseUnheld")) {
-                    releases[0]++;
-                  }
-                  if (method.getName().equals("giveBack") && giveBacksFail[0]-- > 0) {
-                    throw new OutboxStoreException(
-                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "release");
-                  }
-                  return method.invoke(f.store, args);
-                });
+        intercepted(
+            f,
+            name -> {
+              if (name.equals("releaseUnheld")) {
+                releases[0]++;
+              }
+              if (name.equals("giveBack") && giveBacksFail[0]-- > 0) {
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "release");
+              }
+            });
     ClaimLoop loop = loop(f, store);
     for (int i = 0; i < 3; i++) {
       f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record

@@ -367,6 +367,23 @@ final class OutboxSql {
         lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
         isolated = FALSE""";
 
+  /** {@code {held leases}}: the leases a renewal or a give-back names, one row {@code h} each. */
+  private static final String HELD_LEASES =
+      """
+      unnest(CAST(:seqs AS bigint[]), CAST(:message_ids AS text[]),
+          CAST(:owners AS text[]), CAST(:tokens AS bigint[])) AS h(seq, message_id, owner, token)""";
+
+  /**
+   * {@code {under held lease(o)}}: the row {@code o} is found by its seq (the primary key), holds
+   * the lease's message id, and is in flight under that lease on one of the statement's keys.
+   */
+  private static final String UNDER_HELD_LEASE =
+      """
+      o.seq = ANY (CAST(:seqs AS bigint[]))
+        AND o.seq = h.seq AND {message_id(o)} = h.message_id AND o.status = 'IN_FLIGHT'
+        AND o.lease_owner = h.owner AND o.lease_token = h.token
+        AND o.instance_key = ANY (:instance_keys)""";
+
   /**
    * {@code {moved(o)}}: what a published row leaves in the published log (schema version 9),
    * returned by the DELETE that takes it out of the outbox; {@code {log moved}} writes it. The
@@ -564,6 +581,8 @@ final class OutboxSql {
     fragments.put("{not held back}", NOT_HELD_BACK);
     fragments.put("{log moved}", LOG_MOVED);
     fragments.put("{give back(o)}", GIVE_BACK);
+    fragments.put("{held leases}", HELD_LEASES);
+    fragments.put("{under held lease(o)}", UNDER_HELD_LEASE);
     fragments.put("{moved(o)}", MOVED);
     fragments.put("{lease(claimable)}", LEASE.replace("{rows}", "claimable"));
     fragments.put("{lease(candidate)}", LEASE.replace("{rows}", "candidate"));
@@ -628,12 +647,8 @@ final class OutboxSql {
         statement(
             """
             UPDATE {table} o SET {give back(o)}
-            FROM unnest(CAST(:seqs AS bigint[]), CAST(:message_ids AS text[]),
-                CAST(:owners AS text[]), CAST(:tokens AS bigint[])) AS h(seq, message_id, owner, token)
-            WHERE o.seq = ANY (CAST(:seqs AS bigint[]))
-              AND o.seq = h.seq AND {message_id(o)} = h.message_id AND o.status = 'IN_FLIGHT'
-              AND o.lease_owner = h.owner AND o.lease_token = h.token
-              AND o.instance_key = ANY (:instance_keys)
+            FROM {held leases}
+            WHERE {under held lease(o)}
             RETURNING {message_id(o)}""");
     // A stopping task's live leases, ended now; nothing else changes (OutboxStore#expireLeases).
     expireLeases =
@@ -761,13 +776,8 @@ final class OutboxSql {
             WITH clock AS (SELECT {now} AS now)
             UPDATE {table} o
             SET lease_expires_at = clock.now + (:lease_ms * INTERVAL '1 millisecond')
-            FROM clock,
-              unnest(CAST(:seqs AS bigint[]), CAST(:message_ids AS text[]),
-                CAST(:owners AS text[]), CAST(:tokens AS bigint[])) AS h(seq, message_id, owner, token)
-            WHERE o.seq = ANY (CAST(:seqs AS bigint[]))
-              AND o.seq = h.seq AND {message_id(o)} = h.message_id AND o.status = 'IN_FLIGHT'
-              AND o.lease_owner = h.owner AND o.lease_token = h.token
-              AND o.instance_key = ANY (:instance_keys)
+            FROM clock, {held leases}
+            WHERE {under held lease(o)}
             RETURNING {message_id(o)}""");
 
     // One branch per partial index, so the backlog figures cost O(active + parked rows), not a
