@@ -364,8 +364,11 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String METRICS_BACKLOG_INTERVAL_MS_CONFIG = "metrics.backlog.interval.ms";
   public static final long METRICS_BACKLOG_INTERVAL_MS_DEFAULT = 30_000L;
   private static final String METRICS_BACKLOG_INTERVAL_MS_DOC =
-      "How often the backlog metrics (rows per status, age of the oldest pending row) are read"
-          + " from the database.";
+      "How often task 0 reads the backlog metrics (rows per status, age of the oldest pending row)"
+          + " from the database. The read counts every row awaiting delivery or parked: one that"
+          + " took longer than a tenth of this interval (a backlog of millions) waits ten times as"
+          + " long as it took before the next, and one that fails (the statement timeout) is"
+          + " logged, not retried at once, so that task 0 keeps claiming.";
 
   // Wake-up
   public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";

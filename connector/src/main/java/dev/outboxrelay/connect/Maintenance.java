@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import java.time.Duration;
@@ -57,14 +58,7 @@ final class Maintenance {
     }
     long now = time.milliseconds();
     if (now >= nextBacklogMs) {
-      nextBacklogMs = now + config.backlogMetricsInterval().toMillis();
-      try {
-        metrics.recordBacklog(
-            store.inspect(config.instanceKeys(), false), config.backlogMetricsInterval());
-      } catch (OutboxStoreException e) {
-        metrics.backlogReadFailed(); // lag-ms keeps ageing; the caller handles the error
-        throw e;
-      }
+      readBacklog(now);
     }
     Optional<Duration> retention = config.retention();
     if (retention.isPresent() && now >= nextCleanupMs) {
@@ -75,6 +69,42 @@ final class Maintenance {
         nextCleanupMs = time.milliseconds() + Math.max(CATCH_UP_PAUSE_MS, ran);
       }
     }
+  }
+
+  /**
+   * The backlog figures. Counting reads every row awaiting delivery or parked, so on a backlog of
+   * millions it takes seconds, on tens of millions up to the statement timeout: the next count
+   * waits ten times as long as this one took (when that is longer than the interval), and a count
+   * that fails for the database's reasons (a timeout, an outage) is logged, not thrown, so that
+   * task 0 claims between counts (it claimed nothing while each poll ran the count again and
+   * failed). An error that retrying cannot fix still fails the task.
+   */
+  private void readBacklog(long startMs) {
+    BacklogSnapshot snapshot = null;
+    OutboxStoreException failure = null;
+    try {
+      snapshot = store.inspect(config.instanceKeys(), false);
+    } catch (OutboxStoreException e) {
+      failure = e;
+    }
+    long took = time.milliseconds() - startMs;
+    long spacing = Math.max(config.backlogMetricsInterval().toMillis(), 10 * took);
+    nextBacklogMs = time.milliseconds() + spacing;
+    if (snapshot != null) {
+      metrics.recordBacklog(snapshot, Duration.ofMillis(spacing));
+      return;
+    }
+    metrics.backlogReadFailed(); // lag-ms keeps ageing from the last reading
+    if (!failure.isRetriable()) {
+      throw failure;
+    }
+    log.warn(
+        "Reading the backlog figures failed after {} ms (reason={}, sqlState={}); next try in {}"
+            + " ms",
+        took,
+        failure.reasonCode(),
+        failure.sqlState(),
+        spacing);
   }
 
   /** One run: up to {@link #MAX_BATCHES_PER_RUN} batches; true if rows older remain. */

@@ -62,8 +62,13 @@ class MaintenanceTest {
     assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
   }
 
+  /**
+   * A backlog read that fails for the database's reasons (an outage, the statement timeout on a
+   * backlog of tens of millions) leaves the lag ageing and does not fail the poll that ran it: task
+   * 0 then claimed nothing while each poll ran the count again. One that retrying cannot fix does.
+   */
   @Test
-  void aFailedBacklogReadLeavesTheLagAgeingAndFailsTheCall() {
+  void aFailedBacklogReadLeavesTheLagAgeingAndOnlyAPermanentFailureFailsTheCall() {
     RuntimeFixture f = fixture();
     f.add("eu", "m1", "a");
     f.clock.advance(Duration.ofSeconds(4));
@@ -73,10 +78,41 @@ class MaintenanceTest {
     maintenance.runIfDue();
     assertEquals(4_000, metrics.lagMs());
 
-    store.failing = true; // the database is unavailable
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "inspect");
+    store.failing = true; // cancelled by the statement timeout
+    time.sleep(5000);
+    maintenance.runIfDue();
+    assertEquals(9_000, metrics.lagMs(), "the oldest row's age now, not the last reading");
+
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", "inspect");
     time.sleep(5000);
     assertThrows(OutboxStoreException.class, maintenance::runIfDue);
-    assertEquals(9_000, metrics.lagMs(), "the oldest row's age now, not the last reading");
+  }
+
+  /**
+   * A count that took long (it reads every row awaiting delivery) is not run again before ten times
+   * as long: on a backlog of millions it would otherwise take most of task 0's time.
+   */
+  @Test
+  void aSlowBacklogReadIsSpacedByTenTimesItsDuration() {
+    RuntimeFixture f = fixture(); // every 5 s
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true);
+    store.beforeInspect = () -> time.sleep(2000);
+    maintenance.runIfDue();
+    store.beforeInspect = null;
+    f.add("eu", "m1", "a");
+
+    time.sleep(19_999);
+    maintenance.runIfDue();
+    assertEquals(0, f.metrics.backlog(MessageStatus.PENDING), "not before 10 × 2 s");
+    time.sleep(1);
+    maintenance.runIfDue();
+    assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
   }
 
   /**
