@@ -135,7 +135,7 @@ final class OutcomeWriter {
     }
     List<String> expired;
     try {
-      expired = store.expireLeases(settings.instanceKeys(), settings.owner());
+      expired = store.expireLeases(ledger.heldLeases());
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(
           "Outcome writer closed with {} records unacknowledged by Kafka and could not end their"

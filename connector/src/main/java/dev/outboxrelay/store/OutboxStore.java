@@ -177,12 +177,14 @@ public interface OutboxStore extends AutoCloseable {
   List<String> giveBack(List<HeldLease> rows);
 
   /**
-   * Ends now the live leases of {@code owner} (one task instance) on rows of {@code instanceKeys}:
-   * a stopping task's records that Kafka can no longer acknowledge. Nothing else changes, the token
-   * included: the rows are abandoned rows at once, reclaimed one by one in isolation as after a
-   * crash (one of them may have failed the task). Returns the message ids, sorted; idempotent.
+   * Ends now these leases, each of a row still in flight under it (found by seq, holding its
+   * message id, on one of the claims' instance keys) whose lease has not run out: a stopping task's
+   * records that Kafka can no longer acknowledge. Nothing else changes, the token included: the
+   * rows are abandoned rows at once, reclaimed one by one in isolation as after a crash (one of
+   * them may have failed the task). Returns the message ids, sorted; idempotent. Reads these rows
+   * only, not the backlog (a lease owner is in no index).
    */
-  List<String> expireLeases(Set<String> instanceKeys, String owner);
+  List<String> expireLeases(List<HeldLease> leases);
 
   /** "Now" by the store's clock (the database's in production). */
   Instant now();

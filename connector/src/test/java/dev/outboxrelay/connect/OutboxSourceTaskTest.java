@@ -1209,9 +1209,9 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public List<String> expireLeases(Set<String> instanceKeys, String owner) {
+    public List<String> expireLeases(List<dev.outboxrelay.store.HeldLease> leases) {
       check();
-      return delegate.expireLeases(instanceKeys, owner);
+      return delegate.expireLeases(leases);
     }
 
     @Override
@@ -1298,8 +1298,15 @@ class OutboxSourceTaskTest {
       return delegate.renew(leases, d);
     }
 
+    /** While set, runs at the start of each inspect (a count that takes its time). */
+    volatile Runnable beforeInspect;
+
     @Override
     public dev.outboxrelay.store.BacklogSnapshot inspect(Set<String> keys, boolean published) {
+      Runnable hook = beforeInspect;
+      if (hook != null) {
+        hook.run();
+      }
       check();
       return delegate.inspect(keys, published);
     }

@@ -751,33 +751,46 @@ public abstract class OutboxStoreContract {
   }
 
   /**
-   * A stopping owner's live leases end now, and nothing else changes: the rows are abandoned rows
-   * at once (reclaimed alone), their tokens kept (the store still accepts an acknowledgement,
-   * though the stopping instance writes none after this). Another owner's rows, another instance
-   * key's and a legacy row are never touched.
+   * A stopping task's leases end now, and nothing else changes: the rows are abandoned rows at once
+   * (reclaimed alone), their tokens kept (the store still accepts an acknowledgement, though the
+   * stopping instance writes none after this). Only rows in flight under the lease named: another
+   * owner's row, another instance key's and a legacy row named under leases they are not held under
+   * are never touched.
    */
   @Test
-  void expiringAnOwnersLeasesAbandonsItsRowsAtOnceAndKeepsTheirTokens() {
+  void expiringLeasesAbandonsTheirRowsAtOnceAndKeepsTheirTokens() {
     String a = add(EU, "a", "agg-1");
     String b = add(EU, "b", "agg-2");
     String o = add(EU, "o", "agg-3");
     String u = add(US, "u", "agg-4");
     insertLegacy(message("legacy", "agg-5"));
     List<ClaimedMessage> mine = store.claim(request("me", 2)).claimed();
-    store.claim(request("other", 1));
-    store.claim(request("me", 1, Set.of(US)));
+    ClaimedMessage others = store.claim(request("other", 1)).claimed().get(0);
+    ClaimedMessage otherKeys = store.claim(request("me", 1, Set.of(US))).claimed().get(0);
     holdElsewhere("legacy", new Lease("me", 1), clock.now().plus(LEASE));
+    Lease notOthers = new Lease("me", others.lease().token());
 
-    assertEquals(List.of(a, b), store.expireLeases(Set.of(EU), "me"));
+    assertEquals(
+        List.of(a, b),
+        store.expireLeases(
+            List.of(
+                mine.get(0).heldLease(),
+                mine.get(1).heldLease(),
+                new HeldLease(o, others.seq(), notOthers),
+                new HeldLease(u, otherKeys.seq(), new Lease("me", otherKeys.lease().token() + 1)),
+                new HeldLease("legacy", state("legacy").seq(), new Lease("me", 1)))));
 
     assertEquals(clock.now(), state(a).leaseExpiresAt());
     assertEquals(MessageStatus.IN_FLIGHT, state(a).status());
     assertEquals(mine.get(0).lease().token(), state(a).leaseToken(), "token kept");
     assertEquals(0, state(a).attempts());
     assertEquals(clock.now().plus(LEASE), state(o).leaseExpiresAt(), "another owner's: untouched");
-    assertEquals(clock.now().plus(LEASE), state(u).leaseExpiresAt(), "another key's: untouched");
+    assertEquals(clock.now().plus(LEASE), state(u).leaseExpiresAt(), "another token: untouched");
     assertEquals(clock.now().plus(LEASE), state("legacy").leaseExpiresAt(), "legacy: untouched");
-    assertEquals(List.of(), store.expireLeases(Set.of(EU), "me"), "idempotent");
+    assertEquals(
+        List.of(),
+        store.expireLeases(List.of(mine.get(0).heldLease(), mine.get(1).heldLease())),
+        "idempotent");
 
     assertEquals(Outcome.APPLIED, store.markPublished(ack(mine.get(1), 1)), "a late ack counts");
     assertEquals(List.of(a), ids(reclaim(request("next", 10))), "reclaimed alone");

@@ -254,12 +254,12 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized List<String> expireLeases(Set<String> instanceKeys, String owner) {
-    InstanceKeys.requireValid(instanceKeys);
+  public synchronized List<String> expireLeases(List<HeldLease> leases) {
     Instant now = now();
     List<String> expired = new ArrayList<>();
-    for (Row row : rowsBySeq.values()) {
-      if (row.ownedBy(instanceKeys) && row.isHeldBy(owner, now)) {
+    for (HeldLease held : leases) {
+      Row row = fenced(held.messageId(), held.lease());
+      if (row != null && row.seq == held.seq() && row.leaseExpiresAt.isAfter(now)) {
         row.leaseExpiresAt = now;
         expired.add(row.messageId);
       }

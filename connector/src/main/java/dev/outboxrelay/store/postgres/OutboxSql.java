@@ -651,15 +651,14 @@ final class OutboxSql {
             WHERE {under held lease(o)}
             RETURNING {message_id(o)}""");
     // A stopping task's live leases, ended now; nothing else changes (OutboxStore#expireLeases).
+    // Found like the rows of a renewal (a lease owner is in no index), and run under ACKS_PLAN too.
     expireLeases =
         statement(
             """
             WITH clock AS (SELECT {now} AS now)
             UPDATE {table} o SET lease_expires_at = clock.now
-            FROM clock
-            WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
-              AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
-              AND o.lease_expires_at > clock.now
+            FROM clock, {held leases}
+            WHERE {under held lease(o)} AND o.lease_expires_at > clock.now
             RETURNING {message_id(o)}""");
     // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md).
     newEpoch = statement("SELECT txid_current()");
@@ -820,7 +819,9 @@ final class OutboxSql {
 
     // Retention: entries of the published log older than the cutoff, through its (instance_key,
     // published_at) index, then rows published before schema version 9, still in the table,
-    // through the settled index.
+    // through the settled index. In no order: for several keys the index cannot return rows by
+    // published_at, and sorting every row past the cutoff in each batch (tens of millions where
+    // retention was lowered) would outlast the statement timeout; every batch deletes rows past it.
     deletePublishedLog =
         statement(
             """
@@ -838,7 +839,7 @@ final class OutboxSql {
               SELECT seq FROM {table}
               WHERE instance_key = ANY (:instance_keys) AND status = 'PUBLISHED'
                 AND published_at IS NOT NULL AND published_at < :published_before
-              ORDER BY published_at LIMIT :limit FOR UPDATE SKIP LOCKED)""");
+              LIMIT :limit FOR UPDATE SKIP LOCKED)""");
 
     now = statement("SELECT {now}");
 

@@ -689,17 +689,24 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public List<String> expireLeases(Set<String> instanceKeys, String owner) {
-    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
-    return run(
-        "expire-leases",
-        sql.expireLeases,
-        (c, statement) ->
-            messageIds(
-                statement
-                    .set("now", this::setNow)
-                    .setArray("instance_keys", textArray(c, keys))
-                    .setString("owner", owner)));
+  public List<String> expireLeases(List<HeldLease> leases) {
+    if (leases.isEmpty()) {
+      return List.of();
+    }
+    LeaseColumns held = LeaseColumns.of(leases);
+    List<String> expired =
+        new ArrayList<>(
+            run(
+                "expire-leases",
+                OutboxSql.ACKS_PLAN,
+                sql.expireLeases,
+                (c, statement) -> {
+                  held.bind(c, statement.set("now", this::setNow))
+                      .setArray("instance_keys", claimedKeys(c));
+                  return returnedIds(planned(statement));
+                }));
+    expired.sort(null);
+    return expired;
   }
 
   /** The message ids a statement returned (its first column), sorted. */

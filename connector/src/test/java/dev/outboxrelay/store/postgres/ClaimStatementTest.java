@@ -459,6 +459,51 @@ class ClaimStatementTest {
         "gives back every row named: " + plan);
   }
 
+  /**
+   * A stopping task's leases end as a renewal finds its rows: by the primary key, not by reading
+   * the keys' backlog for the rows of its owner (which no index holds).
+   */
+  @ParameterizedTest
+  @EnumSource(Statistics.class)
+  void endingLeasesAtAStopFindsTheRowsByThePrimaryKey(Statistics statistics) throws SQLException {
+    String plan =
+        explainUnderAcksPlan(
+            statistics,
+            new OutboxSql(TABLE).expireLeases,
+            inFlight.get(statistics).subList(0, 300),
+            (c, expire) -> {});
+    assertFindsRowsByThePrimaryKeyAlone(plan);
+    assertTrue(
+        plan.contains("Update on outbox o  (") && plan.contains("actual rows=300 loops=1"),
+        "ends every lease named: " + plan);
+  }
+
+  /**
+   * Retention of rows published before schema version 9, still in the table, sorts nothing: for
+   * several keys the settled index cannot return them by published_at, and each batch sorted every
+   * row past the cutoff (tens of millions where retention was lowered, past the statement timeout).
+   */
+  @Test
+  void retentionOfRowsPublishedInTheTableSortsNothing() throws SQLException {
+    NamedSql delete = new OutboxSql(TABLE).deletePublished;
+    StringBuilder plan = new StringBuilder();
+    try (Connection c = dataSources.get(Statistics.FRESH).getConnection();
+        PreparedStatement ps = c.prepareStatement("EXPLAIN " + delete.jdbc())) {
+      delete
+          .bind(ps)
+          .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu", "us"}))
+          .setObject(
+              "published_before", java.time.OffsetDateTime.now(), Types.TIMESTAMP_WITH_TIMEZONE)
+          .setInt("limit", 1000);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          plan.append(rs.getString(1)).append('\n');
+        }
+      }
+    }
+    assertFalse(plan.toString().contains("Sort"), plan.toString());
+  }
+
   /** Binds what one statement has beyond the leases the others share. */
   @FunctionalInterface
   private interface Binding {
