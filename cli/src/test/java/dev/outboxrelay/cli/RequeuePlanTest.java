@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.cli.operator.OperatorStatements;
 import dev.outboxrelay.cli.operator.ParkedAction;
 import dev.outboxrelay.cli.operator.ParkedSelection;
+import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.postgres.NamedSql;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.Connection;
@@ -100,11 +101,22 @@ class RequeuePlanTest {
     assertUsesParkedIndex(OperatorStatements.oldestWithStatus(TABLE), null);
   }
 
+  /**
+   * A page of FAILED or EXHAUSTED rows reads the index of parked rows, not the table in seq order
+   * past every row of the key (the whole table when none has the status).
+   */
+  @Test
+  void aPageOfParkedRowsReadsTheIndexOfParkedRows() throws SQLException {
+    for (MessageStatus parked : List.of(MessageStatus.FAILED, MessageStatus.EXHAUSTED)) {
+      assertUsesParkedIndex(OperatorStatements.list(TABLE, parked), null);
+    }
+  }
+
   private static String assertUsesParkedIndex(NamedSql statement, String correlationId)
       throws SQLException {
     String plan;
     try (Connection c = outbox.dataSource.getConnection()) {
-      plan = explain(c, statement, correlationId);
+      plan = explain(c, statement, correlationId, MessageStatus.FAILED);
     }
     assertTrue(parkedIndexes.stream().anyMatch(plan::contains), plan);
     assertFalse(plan.contains("Seq Scan on outbox"), plan);
@@ -112,7 +124,8 @@ class RequeuePlanTest {
   }
 
   /** The plan of {@code statement} for the parked rows of eu (with this correlation id). */
-  private static String explain(Connection c, NamedSql statement, String correlationId)
+  private static String explain(
+      Connection c, NamedSql statement, String correlationId, MessageStatus status)
       throws SQLException {
     StringBuilder plan = new StringBuilder();
     try (PreparedStatement ps = c.prepareStatement("EXPLAIN " + statement.jdbc())) {
@@ -121,14 +134,15 @@ class RequeuePlanTest {
         binder.setArray("statuses", c.createArrayOf("text", new String[] {"EXHAUSTED", "FAILED"}));
       }
       if (statement.names().contains("status")) {
-        binder.setString("status", "FAILED");
+        binder.setString("status", status.name());
       }
       if (statement.names().contains("after_seq")) {
+        binder.setLong("after_seq", 0).setInt("limit", 1000);
+      }
+      if (statement.names().contains("up_to_seq")) {
         binder
-            .setLong("after_seq", 0)
             .setLong("up_to_seq", Long.MAX_VALUE)
-            .setObject("parked_by", OffsetDateTime.now(), Types.TIMESTAMP_WITH_TIMEZONE)
-            .setInt("limit", 1000);
+            .setObject("parked_by", OffsetDateTime.now(), Types.TIMESTAMP_WITH_TIMEZONE);
       }
       if (correlationId != null) {
         binder.setString("correlation_id", correlationId);

@@ -1,5 +1,6 @@
 package dev.outboxrelay.cli.operator;
 
+import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.NamedSql;
 import dev.outboxrelay.store.postgres.OutboxColumns.Row;
@@ -171,7 +172,10 @@ final class OperatorSql {
       "COALESCE(deliver_before <= statement_timestamp(), FALSE)";
 
   final NamedSql oldestWithStatus;
-  final NamedSql list;
+
+  /** A page of rows with one status, by seq: one statement per kind of status. */
+  final Map<MessageStatus, NamedSql> list = new EnumMap<>(MessageStatus.class);
+
   final NamedSql inspect;
   final NamedSql inspectWithPayload;
 
@@ -337,22 +341,47 @@ final class OperatorSql {
                 + PARKED_INDEX
                 + "\nORDER BY seq LIMIT 1");
 
-    // PUBLISHED rows: those of the published log, and those published before schema version 9,
-    // still in the table. The log branch is planned away (a one-time filter) for any other status.
-    // The log has no index by seq: a page of PUBLISHED rows reads the key's entries in the log.
-    list =
+    // One statement per kind of status, each spelling the predicate of the index that holds its
+    // rows. Parked ones through the index of parked rows (the key's parked rows, sorted): without
+    // it a page walked the table in seq order past every row of the key, the whole table when none
+    // was parked, and timed out on a backlog of millions. Rows awaiting delivery may be read
+    // through the (instance_key, seq) due index (no index holds a status: a page of a rare one
+    // reads the key's rows awaiting delivery). PUBLISHED rows from the published log, and those
+    // published before schema version 9, still in the table; the log has no index by seq: a page
+    // of PUBLISHED rows reads the key's entries in the log.
+    String listTable =
+        """
+        SELECT {row}
+        FROM {table}
+        WHERE instance_key = :instance_key AND status = :status AND seq > :after_seq""";
+    NamedSql listAwaiting =
         statement(
-            """
-            SELECT * FROM (
-              SELECT {row}
-              FROM {table}
-              WHERE instance_key = :instance_key AND status = :status AND seq > :after_seq
-              UNION ALL
-              SELECT {log row}
-              FROM {published}
-              WHERE :status = 'PUBLISHED' AND instance_key = :instance_key AND seq > :after_seq
-            ) r
-            ORDER BY seq LIMIT :limit""");
+            listTable
+                + "\n    AND published_at IS NULL AND parked_at IS NULL"
+                + "\nORDER BY seq LIMIT :limit");
+    NamedSql listParked = statement(listTable + PARKED_INDEX + "\nORDER BY seq LIMIT :limit");
+    NamedSql listPublished =
+        statement(
+            "SELECT * FROM (\n"
+                + listTable
+                + "\n    AND published_at IS NOT NULL"
+                + """
+
+                UNION ALL
+                SELECT {log row}
+                FROM {published}
+                WHERE instance_key = :instance_key AND seq > :after_seq
+                ) r
+                ORDER BY seq LIMIT :limit""");
+    for (MessageStatus status : MessageStatus.values()) {
+      list.put(
+          status,
+          switch (status) {
+            case PENDING, AMBIGUOUS, IN_FLIGHT -> listAwaiting;
+            case FAILED, EXHAUSTED -> listParked;
+            case PUBLISHED -> listPublished;
+          });
+    }
 
     // The row with this id in the table, else its entry in the published log (the latest, should
     // a message id have been published twice). The table's row comes first: a message id is in

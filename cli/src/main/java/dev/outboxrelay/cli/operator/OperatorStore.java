@@ -91,7 +91,7 @@ public final class OperatorStore {
   public List<RowView> list(String instanceKey, MessageStatus status, long afterSeq, int limit) {
     return run(
         "list",
-        sql.list,
+        sql.list.get(status),
         (c, statement) -> {
           List<RowView> rows = new ArrayList<>();
           try (ResultSet rs =

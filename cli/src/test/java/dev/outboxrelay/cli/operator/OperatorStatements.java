@@ -21,6 +21,11 @@ public final class OperatorStatements {
     return new OperatorSql(table, columns, false).parkDryRun;
   }
 
+  /** A page of rows with {@code status} (the list command's). */
+  public static NamedSql list(OutboxTable table, dev.outboxrelay.store.MessageStatus status) {
+    return new OperatorSql(table).list.get(status);
+  }
+
   /** The oldest row of a key with a parked status (the status command's). */
   public static NamedSql oldestWithStatus(OutboxTable table) {
     return new OperatorSql(table).oldestWithStatus;
