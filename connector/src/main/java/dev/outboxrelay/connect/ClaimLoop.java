@@ -60,6 +60,14 @@ final class ClaimLoop {
   private volatile List<HeldLease> unusedClaim = List.of();
 
   /**
+   * Exactly once, the rows of the last claim and its batch, written under {@link #claiming}: at a
+   * stop, a batch claimed ahead that Connect never got is given back by them.
+   */
+  private volatile List<HeldLease> lastClaimRows = List.of();
+
+  private volatile long lastClaimBatch;
+
+  /**
    * Held while the task claims (or releases a lost claim first): a stop's release ({@link
    * #giveBackAtStop}) must not interleave with either, or it could take a claim that commits
    * meanwhile for the lost one and release rows whose reply came.
@@ -393,14 +401,17 @@ final class ClaimLoop {
   }
 
   /**
-   * Exactly once, at a stop: every row leased to this instance (its owner is unique to it) that it
-   * does not hold was never handed to Connect (the stop forgot the batch claimed ahead), so no
-   * record of it can be in Kafka.
+   * Exactly once, at a stop: the last claim's rows, if its batch was never handed to Connect (the
+   * stop forgot the batch claimed ahead), so that no record of them can be in Kafka. By their seqs
+   * and leases: releasing every row leased to the instance that it does not hold read the keys'
+   * whole due backlog at every stop. (A claim whose result was lost is released that way instead,
+   * before this; a row left leased all the same is released by the next instance's recovery.)
    */
   private void releaseClaimedAhead() {
-    List<String> released =
-        store.releaseUnheld(
-            settings.instanceKeys(), settings.owner(), ledger.heldSeqs(), handedThrough());
+    if (lastClaimBatch <= handedThrough()) {
+      return; // handed over: the ledger holds its rows, settled from the committed offsets
+    }
+    List<String> released = store.giveBack(lastClaimRows);
     metrics.released.addAndGet(released.size());
     for (String id : released) {
       log.info(
@@ -445,7 +456,7 @@ final class ClaimLoop {
         return ClaimResult.EMPTY;
       }
       ClaimRequest alone = exactlyOnce.nextClaim(settings.claimRequest());
-      ClaimResult suspect = confirmed(() -> store.claim(alone));
+      ClaimResult suspect = remembered(alone, confirmed(() -> store.claim(alone)));
       exactlyOnce.suspectClaimed(suspect);
       if (!suspect.claimed().isEmpty()) {
         holdsIsolatedClaim = true;
@@ -453,7 +464,15 @@ final class ClaimLoop {
       }
       // Empty: none left to isolate. Parked over a lowered budget: on to the next suspect.
     }
-    return confirmed(() -> store.claim(exactlyOnce.nextClaim(sizedRequest())));
+    ClaimRequest request = exactlyOnce.nextClaim(sizedRequest());
+    return remembered(request, confirmed(() -> store.claim(request)));
+  }
+
+  /** Exactly once: {@code result}, remembered as the last claim ({@link #lastClaimRows}). */
+  private ClaimResult remembered(ClaimRequest request, ClaimResult result) {
+    lastClaimRows = result.claimed().stream().map(ClaimedMessage::heldLease).toList();
+    lastClaimBatch = request.exactlyOnce().batch();
+    return result;
   }
 
   /**

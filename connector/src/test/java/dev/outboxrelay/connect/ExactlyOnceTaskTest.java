@@ -93,6 +93,9 @@ class ExactlyOnceTaskTest {
   private Time time = Time.SYSTEM;
   private final AtomicInteger storeCloses = new AtomicInteger();
 
+  /** Releases of every row leased and not held, which read the keys' whole due backlog. */
+  private final AtomicInteger unheldReleases = new AtomicInteger();
+
   @BeforeEach
   void setUp() {
     store = new InMemoryOutboxStore(clock);
@@ -543,7 +546,8 @@ class ExactlyOnceTaskTest {
    * then, its row would be FAILED without its dead-letter record ever sent. Its rows leave the
    * ledger at the stop (the outcome writer does not wait for them) and are given back, due at once
    * and not suspects (nothing of them was sent): the next instance claims them as a batch, and the
-   * row is dead-lettered then.
+   * row is dead-lettered then. Given back by their seqs and leases: releasing every row leased and
+   * not held read the keys' whole due backlog at every stop.
    */
   @Test
   void aBatchClaimedAheadAndNeverHandedOverParksNothingAndIsGivenBackAtTheStop() {
@@ -572,6 +576,7 @@ class ExactlyOnceTaskTest {
                 store.find("big").orElseThrow().status() == MessageStatus.PENDING
                     && store.find("c").orElseThrow().status() == MessageStatus.PENDING);
     assertEquals(0, store.find("big").orElseThrow().abandonedClaims(), "given back, not abandoned");
+    assertEquals(0, unheldReleases.get(), "by their leases, not by reading the backlog");
     assertEquals(0, first.metrics().deadLettered.get());
     assertEquals(2, first.metrics().inFlight(), "a and b only: c was never handed over");
 
@@ -897,6 +902,9 @@ class ExactlyOnceTaskTest {
             (proxy, method, args) -> {
               if (method.getName().equals("close")) {
                 storeCloses.incrementAndGet();
+              }
+              if (method.getName().equals("releaseUnheld")) {
+                unheldReleases.incrementAndGet();
               }
               if (method.getName().equals("markFailed")
                   && (parksFail || parksBeforeFailing.getAndDecrement() == 0)) {
