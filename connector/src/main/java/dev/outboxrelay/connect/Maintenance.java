@@ -74,10 +74,12 @@ final class Maintenance {
   /**
    * The backlog figures. Counting reads every row awaiting delivery or parked, so on a backlog of
    * millions it takes seconds, on tens of millions up to the statement timeout: the next count
-   * waits ten times as long as this one took (when that is longer than the interval), and a count
-   * that fails for the database's reasons (a timeout, an outage) is logged, not thrown, so that
-   * task 0 claims between counts (it claimed nothing while each poll ran the count again and
-   * failed). An error that retrying cannot fix still fails the task.
+   * waits ten times as long as this one took (when that is longer than the interval, and at most
+   * ten intervals), and a count that fails for the database's reasons (a timeout, an outage) is
+   * logged, not thrown, so that task 0 claims between counts (it claimed nothing while each poll
+   * ran the count again and failed). The lag is then read alone (each key's first row awaiting
+   * delivery), so that lag-ms stays current exactly when the backlog is largest; the backlog
+   * figures keep their last values. An error that retrying cannot fix still fails the task.
    */
   private void readBacklog(long startMs) {
     BacklogSnapshot snapshot = null;
@@ -87,23 +89,33 @@ final class Maintenance {
     } catch (OutboxStoreException e) {
       failure = e;
     }
+    long interval = config.backlogMetricsInterval().toMillis();
     long took = time.milliseconds() - startMs;
-    long spacing = Math.max(config.backlogMetricsInterval().toMillis(), 10 * took);
+    long spacing = Math.min(Math.max(interval, 10 * took), 10 * interval);
     nextBacklogMs = time.milliseconds() + spacing;
+    Duration overdueAfter = Duration.ofMillis(spacing + interval);
     if (snapshot != null) {
-      metrics.recordBacklog(snapshot, Duration.ofMillis(spacing));
+      metrics.recordBacklog(snapshot, overdueAfter);
       return;
     }
-    metrics.backlogReadFailed(); // lag-ms keeps ageing from the last reading
+    metrics.backlogReadFailed(); // lag-ms ages from the last reading unless read below
     if (!failure.isRetriable()) {
       throw failure;
     }
+    String lag = "not read";
+    try {
+      metrics.recordLag(store.lag(config.instanceKeys()), overdueAfter);
+      lag = "read alone";
+    } catch (OutboxStoreException e) { // NOPMD: the database is away; lag-ms keeps ageing
+      lag = "not read (reason=" + e.reasonCode() + ")";
+    }
     log.warn(
-        "Reading the backlog figures failed after {} ms (reason={}, sqlState={}); next try in {}"
-            + " ms",
+        "Counting the backlog failed after {} ms (reason={}, sqlState={}); the lag {}; next count"
+            + " in {} ms",
         took,
         failure.reasonCode(),
         failure.sqlState(),
+        lag,
         spacing);
   }
 

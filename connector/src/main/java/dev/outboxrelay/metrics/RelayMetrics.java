@@ -231,15 +231,22 @@ public final class RelayMetrics {
   }
 
   /**
-   * A backlog read; the next is due within {@code interval}.
+   * A backlog read.
    *
-   * @param interval how often the backlog is read ({@code metrics.backlog.interval.ms})
+   * @param overdueAfter how long until the next read is overdue: the time to the next read and some
+   *     slack
    */
-  public void recordBacklog(BacklogSnapshot snapshot, Duration interval) {
+  public void recordBacklog(BacklogSnapshot snapshot, Duration overdueAfter) {
     backlog.forEach((status, value) -> value.set(snapshot.count(status)));
-    lastRead =
-        new BacklogRead(
-            snapshot.lag().toMillis(), time.milliseconds(), 2 * interval.toMillis(), false);
+    recordLag(snapshot.lag(), overdueAfter);
+  }
+
+  /**
+   * The lag alone, read where counting the backlog failed (it reads every row awaiting delivery,
+   * and times out first): the backlog figures keep their last values.
+   */
+  public void recordLag(Duration lag, Duration overdueAfter) {
+    lastRead = new BacklogRead(lag.toMillis(), time.milliseconds(), overdueAfter.toMillis(), false);
   }
 
   /** The backlog could not be read (the database is unavailable): see {@link #lagMs()}. */
@@ -253,10 +260,10 @@ public final class RelayMetrics {
 
   /**
    * The age of the oldest undelivered row at the last backlog read. When the next read failed or is
-   * overdue (twice the interval: the task thread is held up, e.g. blocked on a full producer
-   * buffer), the age that row has now: it keeps growing, so a lag alert fires during a database or
-   * broker outage instead of showing the figure from before it. No row at the last read stays 0
-   * (rows of an unavailable database are not being written either).
+   * overdue (an interval after it was due: the task thread is held up, e.g. blocked on a full
+   * producer buffer), the age that row has now: it keeps growing, so a lag alert fires during a
+   * database or broker outage instead of showing the figure from before it. No row at the last read
+   * stays 0 (rows of an unavailable database are not being written either).
    */
   public long lagMs() {
     BacklogRead read = lastRead;

@@ -137,6 +137,12 @@ public interface OutboxStore extends AutoCloseable {
   /** Counts rows of these instance keys by status (PUBLISHED only if asked) and the lag. */
   BacklogSnapshot inspect(Set<String> instanceKeys, boolean countPublished);
 
+  /**
+   * The lag alone: the age of the oldest row of these instance keys awaiting delivery, zero when
+   * there is none. Reads each key's first such row, where {@link #inspect} counts them all.
+   */
+  Duration lag(Set<String> instanceKeys);
+
   /** Deletes at most {@code limit} PUBLISHED rows of these keys published before the cutoff. */
   int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit);
 

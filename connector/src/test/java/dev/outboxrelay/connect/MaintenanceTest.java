@@ -94,8 +94,36 @@ class MaintenanceTest {
   }
 
   /**
+   * A count that fails (the statement timeout, on a backlog of tens of millions) still leaves
+   * lag-ms current: the lag is read alone. Without it, a task 0 that started on such a backlog
+   * showed no lag at all, and lag alerts stayed silent when the backlog was largest.
+   */
+  @Test
+  void aBacklogCountThatFailsStillReadsTheLagAlone() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "m1", "a");
+    f.clock.advance(Duration.ofSeconds(4));
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "inspect");
+    store.inspectsFail = true;
+    RelayMetrics metrics = new RelayMetrics(time);
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true);
+
+    maintenance.runIfDue();
+    assertEquals(4_000, metrics.lagMs(), "read alone, though no count ever succeeded");
+
+    f.clock.advance(Duration.ofSeconds(7)); // the database's clock: the row is 11 s old
+    time.sleep(5_000);
+    maintenance.runIfDue();
+    assertEquals(11_000, metrics.lagMs(), "read again, not aged from the last reading (9 s)");
+  }
+
+  /**
    * A count that took long (it reads every row awaiting delivery) is not run again before ten times
-   * as long: on a backlog of millions it would otherwise take most of task 0's time.
+   * as long, nor later than ten intervals: on a backlog of millions it would otherwise take most of
+   * task 0's time.
    */
   @Test
   void aSlowBacklogReadIsSpacedByTenTimesItsDuration() {
@@ -113,6 +141,18 @@ class MaintenanceTest {
     time.sleep(1);
     maintenance.runIfDue();
     assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
+
+    store.beforeInspect = () -> time.sleep(60_000); // a minute: ten times that is past the cap
+    time.sleep(20_000);
+    maintenance.runIfDue();
+    store.beforeInspect = null;
+    f.add("eu", "m2", "b");
+    time.sleep(49_999);
+    maintenance.runIfDue();
+    assertEquals(1, f.metrics.backlog(MessageStatus.PENDING), "not before ten intervals (50 s)");
+    time.sleep(1);
+    maintenance.runIfDue();
+    assertEquals(2, f.metrics.backlog(MessageStatus.PENDING));
   }
 
   /**

@@ -1301,6 +1301,9 @@ class OutboxSourceTaskTest {
     /** While set, runs at the start of each inspect (a count that takes its time). */
     volatile Runnable beforeInspect;
 
+    /** While set, inspect fails (a count that times out) and nothing else does. */
+    volatile boolean inspectsFail;
+
     @Override
     public dev.outboxrelay.store.BacklogSnapshot inspect(Set<String> keys, boolean published) {
       Runnable hook = beforeInspect;
@@ -1308,7 +1311,16 @@ class OutboxSourceTaskTest {
         hook.run();
       }
       check();
+      if (inspectsFail) {
+        throw failure;
+      }
       return delegate.inspect(keys, published);
+    }
+
+    @Override
+    public Duration lag(Set<String> keys) {
+      check();
+      return delegate.lag(keys);
     }
 
     @Override

@@ -89,7 +89,7 @@ class PrometheusExportTest {
     counts.put(MessageStatus.PENDING, 40L);
     counts.put(MessageStatus.EXHAUSTED, 1L);
     relay.recordBacklog(
-        new BacklogSnapshot(counts, Duration.ofMillis(1500)), Duration.ofSeconds(30));
+        new BacklogSnapshot(counts, Duration.ofMillis(1500)), Duration.ofSeconds(60));
     relay.recordOutcomeWrite(12);
     // Connect's own task status, registered as Connect does: a string gauge of its metrics.
     kafkaMetrics.addMetric(

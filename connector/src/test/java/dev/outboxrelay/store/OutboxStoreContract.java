@@ -306,6 +306,29 @@ public abstract class OutboxStoreContract {
     assertNull(state("legacy1").instanceKey());
   }
 
+  /**
+   * The lag alone is the lag the counts come with: the age of the oldest row of the keys awaiting
+   * delivery (in flight included), by the store's clock; never another key's or a legacy row's;
+   * zero for none. (Rows take their creation time from the database, not from the test's clock.)
+   */
+  @Test
+  void theLagAloneIsTheInspectedLag() {
+    insertLegacy(message("legacy1", "a"));
+    add(US, "us1", "b");
+    clock.advance(Duration.ofSeconds(10));
+    assertEquals(Duration.ZERO, store.lag(Set.of(EU)), "nothing of eu awaits delivery");
+    assertEquals(Duration.ZERO, store.inspect(Set.of(EU), false).lag());
+    add(EU, "eu1", "c");
+    store.claim(request("w", 1, Set.of(EU)));
+    add(EU, "eu2", "d");
+    clock.advance(Duration.ofSeconds(5));
+
+    Duration lag = store.lag(Set.of(EU));
+    assertTrue(lag.compareTo(Duration.ofSeconds(5)) >= 0, "eu1, in flight: " + lag);
+    assertEquals(lag, store.inspect(Set.of(EU), false).lag());
+    assertTrue(store.lag(Set.of(EU, US)).compareTo(lag) >= 0, "us1 is older");
+  }
+
   @Test
   void anInstanceSeesOnlyItsOwnRowsInCountsAndCleanup() {
     ClaimedMessage eu = claimAfterAdd(EU, "eu1");

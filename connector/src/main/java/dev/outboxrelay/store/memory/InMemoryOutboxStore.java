@@ -507,7 +507,6 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Set<String> keys = InstanceKeys.requireValid(instanceKeys);
     Instant now = now();
     Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
-    Row oldestActive = null;
     for (Row row : rowsBySeq.values()) {
       if (!row.ownedBy(keys)) {
         continue;
@@ -515,15 +514,22 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (row.status != MessageStatus.PUBLISHED || countPublished) {
         counts.merge(row.status, 1L, Long::sum);
       }
-      if (oldestActive == null && row.status.isActive()) {
-        oldestActive = row;
+    }
+    return new BacklogSnapshot(counts, lag(keys, now));
+  }
+
+  @Override
+  public synchronized Duration lag(Set<String> instanceKeys) {
+    return lag(InstanceKeys.requireValid(instanceKeys), now());
+  }
+
+  private Duration lag(Set<String> keys, Instant now) {
+    for (Row row : rowsBySeq.values()) {
+      if (row.ownedBy(keys) && row.status.isActive()) {
+        return row.createdAt.isAfter(now) ? Duration.ZERO : Duration.between(row.createdAt, now);
       }
     }
-    Duration lag =
-        oldestActive == null || oldestActive.createdAt.isAfter(now)
-            ? Duration.ZERO
-            : Duration.between(oldestActive.createdAt, now);
-    return new BacklogSnapshot(counts, lag);
+    return Duration.ZERO;
   }
 
   @Override

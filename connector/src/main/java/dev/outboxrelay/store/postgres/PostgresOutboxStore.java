@@ -585,21 +585,31 @@ public final class PostgresOutboxStore implements OutboxStore {
           counts.merge(MessageStatus.valueOf(rs.getString(1)), rs.getLong(2), Long::sum);
         }
       }
-      long lagMillis = 0;
-      try (PreparedStatement ps = c.prepareStatement(sql.lag.jdbc());
-          ResultSet rs =
-              sql.lag
-                  .bind(ps)
-                  .set("now", this::setNow)
-                  .setArray("instance_keys", textArray(c, keys))
-                  .executeQuery()) {
-        if (rs.next()) {
-          lagMillis = rs.getLong(1);
-        }
-      }
-      return new BacklogSnapshot(counts, Duration.ofMillis(lagMillis));
+      return new BacklogSnapshot(counts, lag(c, keys));
     } catch (SQLException e) {
       throw SqlStates.classify(e, "inspect");
+    }
+  }
+
+  @Override
+  public Duration lag(Set<String> instanceKeys) {
+    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
+    try (Connection c = dataSource.getConnection()) {
+      return lag(c, keys);
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, "lag");
+    }
+  }
+
+  private Duration lag(Connection c, Object[] keys) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql.lag.jdbc());
+        ResultSet rs =
+            sql.lag
+                .bind(ps)
+                .set("now", this::setNow)
+                .setArray("instance_keys", textArray(c, keys))
+                .executeQuery()) {
+      return Duration.ofMillis(rs.next() ? rs.getLong(1) : 0);
     }
   }
 
