@@ -367,8 +367,9 @@ public class OutboxSourceConfig extends AbstractConfig {
       "How often task 0 reads the backlog metrics (rows per status, age of the oldest pending row)"
           + " from the database. The read counts every row awaiting delivery or parked: one that"
           + " took longer than a tenth of this interval (a backlog of millions) waits ten times as"
-          + " long as it took before the next, and one that fails (the statement timeout) is"
-          + " logged, not retried at once, so that task 0 keeps claiming.";
+          + " long as it took before the next (at most ten intervals), and one that fails (the"
+          + " statement timeout) is logged, not retried at once, so that task 0 keeps claiming;"
+          + " the age of the oldest pending row is then read alone.";
 
   // Wake-up
   public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";
