@@ -655,19 +655,31 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public List<String> giveBack(List<HeldLease> rows) {
-    if (rows.isEmpty()) {
+    return underHeldLeases("give-back", sql.giveBack, rows);
+  }
+
+  /**
+   * Runs {@code statement} over the rows of {@code leases}, found as a renewal finds them (under
+   * {@link OutboxSql#ACKS_PLAN}); returns the message ids it returned, sorted.
+   */
+  private List<String> underHeldLeases(
+      String operation, NamedSql statement, List<HeldLease> leases) {
+    if (leases.isEmpty()) {
       return List.of();
     }
-    LeaseColumns given = LeaseColumns.of(rows);
+    LeaseColumns held = LeaseColumns.of(leases);
     List<String> ids =
         new ArrayList<>(
             run(
-                "give-back",
+                operation,
                 OutboxSql.ACKS_PLAN,
-                sql.giveBack,
-                (c, statement) -> {
-                  given.bind(c, statement).setArray("instance_keys", claimedKeys(c));
-                  return returnedIds(planned(statement));
+                statement,
+                (c, binder) -> {
+                  if (statement.names().contains("now")) {
+                    binder.set("now", this::setNow);
+                  }
+                  held.bind(c, binder).setArray("instance_keys", claimedKeys(c));
+                  return returnedIds(planned(binder));
                 }));
     ids.sort(null);
     return ids;
@@ -700,23 +712,7 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public List<String> expireLeases(List<HeldLease> leases) {
-    if (leases.isEmpty()) {
-      return List.of();
-    }
-    LeaseColumns held = LeaseColumns.of(leases);
-    List<String> expired =
-        new ArrayList<>(
-            run(
-                "expire-leases",
-                OutboxSql.ACKS_PLAN,
-                sql.expireLeases,
-                (c, statement) -> {
-                  held.bind(c, statement.set("now", this::setNow))
-                      .setArray("instance_keys", claimedKeys(c));
-                  return returnedIds(planned(statement));
-                }));
-    expired.sort(null);
-    return expired;
+    return underHeldLeases("expire-leases", sql.expireLeases, leases);
   }
 
   /** The message ids a statement returned (its first column), sorted. */

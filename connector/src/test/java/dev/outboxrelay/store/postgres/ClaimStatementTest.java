@@ -441,41 +441,24 @@ class ClaimStatementTest {
   }
 
   /**
-   * Rows past a task's byte budget are given back as a renewal finds its rows: by the primary key,
-   * not by reading the backlog for what the task does not hold.
+   * Rows past a task's byte budget given back, and a stopping task's leases ended, are found as a
+   * renewal finds its rows: by the primary key, not by reading the backlog for the rows of the
+   * task's owner (which no index holds).
    */
   @ParameterizedTest
   @EnumSource(Statistics.class)
-  void aGiveBackFindsItsRowsByThePrimaryKey(Statistics statistics) throws SQLException {
-    String plan =
-        explainUnderAcksPlan(
-            statistics,
-            new OutboxSql(TABLE).giveBack,
-            inFlight.get(statistics).subList(0, 300),
-            (c, giveBack) -> {});
-    assertFindsRowsByThePrimaryKeyAlone(plan);
-    assertTrue(
-        plan.contains("Update on outbox o  (") && plan.contains("actual rows=300 loops=1"),
-        "gives back every row named: " + plan);
-  }
-
-  /**
-   * A stopping task's leases end as a renewal finds its rows: by the primary key, not by reading
-   * the keys' backlog for the rows of its owner (which no index holds).
-   */
-  @ParameterizedTest
-  @EnumSource(Statistics.class)
-  void endingLeasesAtAStopFindsTheRowsByThePrimaryKey(Statistics statistics) throws SQLException {
-    String plan =
-        explainUnderAcksPlan(
-            statistics,
-            new OutboxSql(TABLE).expireLeases,
-            inFlight.get(statistics).subList(0, 300),
-            (c, expire) -> {});
-    assertFindsRowsByThePrimaryKeyAlone(plan);
-    assertTrue(
-        plan.contains("Update on outbox o  (") && plan.contains("actual rows=300 loops=1"),
-        "ends every lease named: " + plan);
+  void aGiveBackAndEndingLeasesFindTheRowsByThePrimaryKey(Statistics statistics)
+      throws SQLException {
+    OutboxSql sql = new OutboxSql(TABLE);
+    for (NamedSql statement : List.of(sql.giveBack, sql.expireLeases)) {
+      String plan =
+          explainUnderAcksPlan(
+              statistics, statement, inFlight.get(statistics).subList(0, 300), (c, s) -> {});
+      assertFindsRowsByThePrimaryKeyAlone(plan);
+      assertTrue(
+          plan.contains("Update on outbox o  (") && plan.contains("actual rows=300 loops=1"),
+          "changes every row named: " + plan);
+    }
   }
 
   /**
