@@ -130,29 +130,36 @@ class MaintenanceTest {
     RuntimeFixture f = fixture(); // every 5 s
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true);
-    store.beforeInspect = () -> time.sleep(2000);
-    maintenance.runIfDue();
-    store.beforeInspect = null;
-    f.add("eu", "m1", "a");
 
-    time.sleep(19_999);
-    maintenance.runIfDue();
-    assertEquals(0, f.metrics.backlog(MessageStatus.PENDING), "not before 10 × 2 s");
-    time.sleep(1);
-    maintenance.runIfDue();
-    assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
-
-    store.beforeInspect = () -> time.sleep(60_000); // a minute: ten times that is past the cap
+    assertNextCountComesAfter(f, store, maintenance, 2_000, 20_000, "m1"); // 10 × 2 s
     time.sleep(20_000);
+    // A minute: ten times that is past the cap of ten intervals (50 s).
+    assertNextCountComesAfter(f, store, maintenance, 60_000, 50_000, "m2");
+  }
+
+  /**
+   * Runs a count that takes {@code tookMs}, adds a row, and checks that the next count comes {@code
+   * spacingMs} later, not a millisecond earlier.
+   */
+  private void assertNextCountComesAfter(
+      RuntimeFixture f,
+      OutboxSourceTaskTest.FailingStore store,
+      Maintenance maintenance,
+      long tookMs,
+      long spacingMs,
+      String newRow) {
+    store.beforeInspect = () -> time.sleep(tookMs);
     maintenance.runIfDue();
     store.beforeInspect = null;
-    f.add("eu", "m2", "b");
-    time.sleep(49_999);
+    long before = f.metrics.backlog(MessageStatus.PENDING);
+    f.add("eu", newRow, newRow);
+
+    time.sleep(spacingMs - 1);
     maintenance.runIfDue();
-    assertEquals(1, f.metrics.backlog(MessageStatus.PENDING), "not before ten intervals (50 s)");
+    assertEquals(before, f.metrics.backlog(MessageStatus.PENDING), "not before " + spacingMs);
     time.sleep(1);
     maintenance.runIfDue();
-    assertEquals(2, f.metrics.backlog(MessageStatus.PENDING));
+    assertEquals(before + 1, f.metrics.backlog(MessageStatus.PENDING));
   }
 
   /**
