@@ -275,6 +275,45 @@ final class ReportWriter {
       }
       line("");
     }
+    walByType(rows);
+  }
+
+  /**
+   * Where the relay phase's WAL goes: per record type, per row, of each configuration's last run.
+   */
+  private void walByType(List<CostRow> rows) {
+    line("### Relay-phase WAL by record type (last run of each configuration)");
+    line("");
+    line(
+        "`pg_walinspect`'s `pg_get_wal_stats` per record type over the relay phase, divided by the"
+            + " rows relayed: records per row, bytes per row without full-page images, and the"
+            + " full-page images' bytes per row (each page's first change after a checkpoint carries"
+            + " one; the benchmark checkpoints after inserting the backlog). The whole server's WAL:"
+            + " other sessions' records are in it too.");
+    line("");
+    for (CostRow row : rows) {
+      RunCost.Result last = row.costs().get(row.costs().size() - 1);
+      if (last.relayWalByType().isEmpty()) {
+        continue;
+      }
+      line("**" + row.label() + "**");
+      line("");
+      line("| record type | records/row | B/row | FPI B/row |");
+      line("|---|---:|---:|---:|");
+      for (RunCost.WalRecordType t : last.relayWalByType()) {
+        if (t.totalBytes() < last.rows()) {
+          continue; // under 1 B per row
+        }
+        line(
+            "| %s | %.2f | %.0f | %.0f |"
+                .formatted(
+                    t.type(),
+                    (double) t.count() / last.rows(),
+                    (double) t.recordBytes() / last.rows(),
+                    (double) t.fpiBytes() / last.rows()));
+      }
+      line("");
+    }
   }
 
   private static <T> double med(List<T> runs, ToDoubleFunction<T> f) {

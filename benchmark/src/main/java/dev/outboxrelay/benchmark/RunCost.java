@@ -45,6 +45,16 @@ final class RunCost {
     }
   }
 
+  /**
+   * One kind of WAL record of the relay phase ({@code pg_get_wal_stats} per record type): how many,
+   * their bytes without and with full-page images.
+   */
+  record WalRecordType(String type, long count, long recordBytes, long fpiBytes) {
+    long totalBytes() {
+      return recordBytes + fpiBytes;
+    }
+  }
+
   record Result(
       long rows,
       long insertWalBytes,
@@ -62,7 +72,8 @@ final class RunCost {
       long totalBytes,
       long publishedLogBytes,
       long vacuumedBytes,
-      List<TopStatement> topStatements) {
+      List<TopStatement> topStatements,
+      List<WalRecordType> relayWalByType) {
 
     /** True when the relayed table has a published log (its size is then measured). */
     boolean hasPublishedLog() {
@@ -232,6 +243,7 @@ final class RunCost {
         awaitOtherSessionsClosed();
         List<TopStatement> top = topStatements(); // before this meter's own heavier queries
         long[] relayStats = walStats(relayStart, relayEnd);
+        List<WalRecordType> relayByType = walByType(relayStart, relayEnd);
         long updates;
         long hot;
         long heap;
@@ -283,7 +295,8 @@ final class RunCost {
             total,
             logTotal,
             vacuumed,
-            top);
+            top,
+            relayByType);
       } finally {
         close();
       }
@@ -403,6 +416,31 @@ final class RunCost {
         BenchmarkMain.Progress.log("pg_walinspect could not read the WAL: " + e.getMessage());
         return new long[] {-1, -1};
       }
+    }
+
+    /** The phase's WAL by record type, largest first; empty if unreadable. */
+    private List<WalRecordType> walByType(String start, String end) {
+      List<WalRecordType> types = new ArrayList<>();
+      if (start.equals(end)) {
+        return types;
+      }
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "SELECT \"resource_manager/record_type\", count, record_size, fpi_size"
+                  + " FROM pg_get_wal_stats(?::pg_lsn, ?::pg_lsn, true) WHERE count > 0"
+                  + " ORDER BY combined_size DESC")) {
+        ps.setString(1, start);
+        ps.setString(2, end);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            types.add(
+                new WalRecordType(rs.getString(1), rs.getLong(2), rs.getLong(3), rs.getLong(4)));
+          }
+        }
+      } catch (SQLException e) {
+        BenchmarkMain.Progress.log("pg_walinspect could not read the WAL: " + e.getMessage());
+      }
+      return types;
     }
 
     private static long jvmCpuNanos() {

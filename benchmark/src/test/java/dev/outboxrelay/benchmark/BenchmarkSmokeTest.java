@@ -55,6 +55,8 @@ class BenchmarkSmokeTest {
     assertTrue(report.contains("outbox EventRouter, expanded JSON payload"), report);
     assertTrue(report.contains("## Cost per row"), report);
     assertTrue(report.contains("### Top statements by total time"), report);
+    assertTrue(report.contains("### Relay-phase WAL by record type"), report);
+    assertTrue(report.contains("| Heap/DELETE |"), report); // the relay's publish
     assertTrue(report.contains("## Exactly-once vs at-least-once"), report);
     assertTrue(
         report.contains(
