@@ -228,7 +228,9 @@ public final class OutboxMessage {
     try {
       return JSON.writeValueAsString(headers);
     } catch (JsonProcessingException e) {
-      throw new IllegalStateException("headers could not be serialized", e);
+      // Not the exception as a cause: its message may quote a header's name or value.
+      throw new IllegalStateException(
+          "headers could not be serialized (" + e.getClass().getSimpleName() + ")");
     }
   }
 
@@ -319,9 +321,10 @@ public final class OutboxMessage {
       try {
         this.payload = JSON.writeValueAsBytes(value);
       } catch (JsonProcessingException e) {
-        // The class only: Jackson's message may quote the value (a getter's exception, a key).
+        // The class only, and not the exception as a cause: Jackson's message (and a getter's
+        // exception it wraps) may quote the value or a key, and a logged cause prints it.
         throw new IllegalArgumentException(
-            "payload could not be serialized as JSON (" + e.getClass().getSimpleName() + ")", e);
+            "payload could not be serialized as JSON (" + e.getClass().getSimpleName() + ")");
       }
       return this;
     }

@@ -291,6 +291,25 @@ class OutboxMessageTest {
         assertThrows(IllegalArgumentException.class, () -> order().jsonPayload(new Twice()));
     assertTrue(e.getMessage().startsWith("payload could not be serialized as JSON"), e::toString);
     assertFalse(e.getMessage().contains("type"), e::toString);
+    assertNull(e.getCause(), "Jackson's exception names the key: not kept as the cause");
+  }
+
+  /** A value whose getter fails with a message that quotes data. */
+  static final class FailingGetter {
+    public String getCard() {
+      throw new IllegalStateException("card 4111-1111 not loaded");
+    }
+  }
+
+  @Test
+  void aGetterThatFailsLeavesNoTraceOfItsMessageInTheError() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class, () -> order().jsonPayload(new FailingGetter()));
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      assertFalse(String.valueOf(t.getMessage()).contains("4111"), e::toString);
+      assertEquals(0, t.getSuppressed().length);
+    }
   }
 
   @Test
