@@ -146,6 +146,12 @@ public final class Database implements AutoCloseable {
               + " driver does not read: give them as --user and OUTBOX_PASSWORD or"
               + " --password-file; the URL is not shown");
     }
+    if (DataSourceFactory.hasPasswordBeforeQuery(url)) {
+      throw CliException.usage(
+          "the JDBC URL has a password in its hosts or database name (as in /app;password=...),"
+              + " which the driver takes for part of the database name: give it as"
+              + " OUTBOX_PASSWORD or --password-file; the URL is not shown");
+    }
   }
 
   /**

@@ -209,6 +209,21 @@ class UsageTest {
     assertFalse(r.err().contains(SENTINEL) || r.out().contains(SENTINEL), r::toString);
   }
 
+  /** The driver would take ;password=... for part of the database name, and the server quote it. */
+  @Test
+  void aPasswordInTheDatabaseNameIsAUsageErrorAndNotShown() {
+    Cli.Result r =
+        CLI.run(
+            "status",
+            "--instance-key",
+            "eu",
+            "--jdbc-url",
+            "jdbc:postgresql://127.0.0.1:1/app;password=" + SENTINEL);
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertTrue(r.err().startsWith("error: the JDBC URL has a password in its hosts or database"));
+    assertFalse(r.err().contains(SENTINEL) || r.out().contains(SENTINEL), r::toString);
+  }
+
   @Test
   void anUnreadablePasswordFileIsAUsageError() {
     Cli.Result r =

@@ -177,9 +177,13 @@ public final class ConfigValidation {
     }
   }
 
-  /** A URL whose query string cannot be read (a malformed %-escape) is hidden too. */
+  /**
+   * A URL whose query string cannot be read (a malformed %-escape) is hidden too, and so is one
+   * that names a password anywhere: after a ';' or '&' in its database name, or in a libpq keyword
+   * string pasted instead of a URL, which the URL rule refuses.
+   */
   private static boolean mayHoldPassword(String url) {
-    if (url.indexOf('@') >= 0) {
+    if (url.indexOf('@') >= 0 || url.toLowerCase(Locale.ROOT).contains("password")) {
       return true; // user information, or a password holding '?' before it: hidden, not parsed
     }
     try {

@@ -53,9 +53,11 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " credentials in the URL: the driver takes the URL's over them, so a user or password"
           + " given in both places is refused, and so is a user or password before the host"
           + " (user:password@host, which the driver would take for the host; an '@' elsewhere"
-          + " before the query string, as in a database name, is written %40). It must reach a server that takes writes (the"
-          + " primary). outbox-relay never logs the URL or repeats it in errors, and validation"
-          + " responses hide one that carries a password (or any '@').";
+          + " before the query string, as in a database name, is written %40), and a password"
+          + " before the query string (/app;password=..., which the driver would take for part of"
+          + " the database name). It must reach a server that takes writes (the primary)."
+          + " outbox-relay never logs the URL or repeats it in errors, and validation responses"
+          + " hide one that names a password anywhere (or holds any '@').";
 
   public static final String CONNECTION_USER_CONFIG = "connection.user";
   private static final String CONNECTION_USER_DOC =

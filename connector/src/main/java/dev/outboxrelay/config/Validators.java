@@ -82,6 +82,13 @@ final class Validators {
                     + " set connection.user and connection.password instead (an '@' elsewhere"
                     + " before the query string, as in a database name, is written %40)");
           }
+          if (DataSourceFactory.hasPasswordBeforeQuery((String) value)) {
+            throw new ConfigException(
+                name
+                    + " must not carry a password in its hosts or database name (as in"
+                    + " /app;password=...): the driver would take it for part of the database"
+                    + " name; set connection.password instead");
+          }
           if (!DataSourceFactory.namesTheDatabaseAfterItsHosts((String) value)) {
             throw new ConfigException(
                 name

@@ -512,6 +512,26 @@ class ConfigValidationTest {
   }
 
   /**
+   * A password after the database name but before any query string, or a libpq keyword string
+   * pasted instead of a URL: an error on the URL, which is not shown.
+   */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "jdbc:postgresql://127.0.0.1:5432/app;password=" + URL_SENTINEL,
+        "jdbc:postgresql://127.0.0.1:5432/app&PASSWORD=" + URL_SENTINEL,
+        "host=127.0.0.1 dbname=app password=" + URL_SENTINEL
+      })
+  void aPasswordOutsideTheQueryStringIsAnErrorOnTheUrlAndTheUrlIsNotShown(String url) {
+    Map<String, String> props = offline();
+    props.put("connection.url", url);
+
+    String error = only(errors(props), "connection.url");
+    assertFalse(error.contains(URL_SENTINEL), error);
+    assertEquals(ConfigValidation.HIDDEN_URL, shownUrl(props));
+  }
+
+  /**
    * A URL without a '/' between its hosts and the database name, or with two, is refused before the
    * driver sees it: the driver refuses it too, but logs it whole (java.util.logging, WARNING).
    */

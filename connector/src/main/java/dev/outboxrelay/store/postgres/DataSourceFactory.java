@@ -5,6 +5,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Properties;
 import javax.sql.DataSource;
 import org.apache.kafka.common.config.types.Password;
@@ -171,6 +172,17 @@ public final class DataSourceFactory {
   /** Whether the URL's query string carries a password. */
   public static boolean urlHasPassword(String jdbcUrl) {
     return DriverDataSource.urlParameters(jdbcUrl).containsKey("password");
+  }
+
+  /**
+   * Whether the URL names a password before its query string, as in {@code /app;password=...} or
+   * {@code /app&password=...}: the driver takes it for part of the database name (and the server's
+   * error then quotes it), never for a password.
+   */
+  public static boolean hasPasswordBeforeQuery(String url) {
+    int query = url.indexOf('?');
+    String beforeQuery = query < 0 ? url : url.substring(0, query);
+    return beforeQuery.toLowerCase(Locale.ROOT).contains("password=");
   }
 
   /**
