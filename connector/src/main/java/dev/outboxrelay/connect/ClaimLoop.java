@@ -22,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * Decides what the task claims next, on the task thread: nothing while it holds all it may or
  * cannot renew; an abandoned row alone when it is time to look for one and a look (which holds
  * nothing back) found one; otherwise due rows of its own share of the aggregates, and of any share
- * once its own stayed dry. Judges time by the task's {@link Time}, so tests move it.
+ * once its own stayed dry or, while its own keeps yielding, once in a while. Judges time by the
+ * task's {@link Time}, so tests move it.
  */
 final class ClaimLoop {
   private static final Logger log = LoggerFactory.getLogger(ClaimLoop.class);
@@ -43,6 +44,15 @@ final class ClaimLoop {
   private boolean drainingForProbe;
   private volatile boolean holdsIsolatedClaim; // read by isolating() off the claiming thread
   private long shareDrySinceMs = -1;
+
+  /** When the task's own share last yielded rows; -1 before its first. */
+  private long ownRowsMs = -1;
+
+  /**
+   * While the task's own share yields rows (less than a fallback delay apart), when the task next
+   * claims from any share; -1 before its first rows.
+   */
+  private long anyShareDueMs = -1;
 
   /**
    * A claim threw, so its result never arrived, and its rows are not released yet. Set only once a
@@ -190,26 +200,39 @@ final class ClaimLoop {
 
   /**
    * Claims due rows of this task's share of the aggregates; once the share has stayed dry for a
-   * while, of any share too. Other shares' rows must not wait for a task that is gone or being
-   * restarted, but taking them at once would block the aggregates their own task is working through
-   * (the benchmark measured ordered tasks stealing each other's aggregates to a third of one task's
-   * speed).
+   * while, of any share too; and while the share yields rows (a stream or a trickle), of any share
+   * once per such while. Other shares' rows must not wait for a task that is gone or being
+   * restarted (a failed task stays failed until someone restarts it), but taking them at once would
+   * block the aggregates their own task is working through (the benchmark measured ordered tasks
+   * stealing each other's aggregates to a third of one task's speed): one batch of any share per
+   * quarter of a lease keeps a share without a task moving, oldest rows first, whatever the own
+   * share holds.
    */
   private ClaimResult claimDue() {
     ClaimRequest request = sizedRequest();
-    ClaimResult result = confirmed(() -> store.claim(request));
     if (request.affinity() == null) {
-      return result;
+      return confirmed(() -> store.claim(request));
     }
     long now = time.milliseconds();
+    long delay = settings.shareFallbackDelay().toMillis();
+    boolean ownShareActive = ownRowsMs >= 0 && now - ownRowsMs < delay;
+    if (ownShareActive && now >= anyShareDueMs) {
+      anyShareDueMs = now + delay; // before the claim: one that fails waits its turn too
+      return confirmed(() -> store.claim(request.withoutAffinity()));
+    }
+    ClaimResult result = confirmed(() -> store.claim(request));
     if (!result.isEmpty()) {
+      if (!ownShareActive) {
+        anyShareDueMs = now + delay; // rows after a pause: not at once (a short burst, a drain)
+      }
+      ownRowsMs = now;
       shareDrySinceMs = -1;
       return result;
     }
     if (shareDrySinceMs < 0) {
       shareDrySinceMs = now;
     }
-    if (now - shareDrySinceMs < settings.shareFallbackDelay().toMillis()) {
+    if (now - shareDrySinceMs < delay) {
       return result;
     }
     return confirmed(() -> store.claim(request.withoutAffinity()));

@@ -13,12 +13,15 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.testing.LogCapture;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The task's claim policy, with the task's clock moved by the test. */
 class ClaimLoopTest {
@@ -535,15 +538,19 @@ class ClaimLoopTest {
     assertEquals(List.of("m1"), ids(loop.next()));
   }
 
+  /** An aggregate of task {@code task}'s share of 2 (the in-memory store: hashCode mod 2). */
+  private static String aggregateOfShare(int task, int from) {
+    for (int i = from; ; i++) {
+      if (Math.floorMod(("agg-" + i).hashCode(), 2) == task) {
+        return "agg-" + i;
+      }
+    }
+  }
+
   @Test
   void anOrderedTaskTakesOtherSharesOnlyAfterItsOwnStayedDry() {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
-    String other = null; // an aggregate of task 1's share (the in-memory store: hashCode mod 2)
-    for (int i = 0; other == null; i++) {
-      if (Math.floorMod(("agg-" + i).hashCode(), 2) == 1) {
-        other = "agg-" + i;
-      }
-    }
+    String other = aggregateOfShare(1, 0);
     f.add("eu", "theirs", other);
     ClaimLoop loop = loop(f);
 
@@ -552,5 +559,55 @@ class ClaimLoopTest {
     assertTrue(loop.next().isEmpty());
     time.sleep(1);
     assertEquals(List.of("theirs"), ids(loop.next()));
+  }
+
+  /**
+   * A share whose task failed (Connect leaves it failed) must not wait for the other tasks' shares
+   * to run dry: under steady load they never do. Once per quarter of a lease, a task whose own
+   * share keeps yielding claims from any share, oldest rows first.
+   */
+  @ParameterizedTest(name = "own rows every {0} claims")
+  @ValueSource(ints = {1, 2})
+  void anOrderedTaskWhoseShareNeverRunsDryStillTakesAShareWithoutATask(int every) {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
+    f.add("eu", "theirs", aggregateOfShare(1, 0));
+    ClaimLoop loop = loop(f);
+
+    List<String> claimed = new ArrayList<>();
+    long claimedTheirsAtMs = -1;
+    int aggregate = 0;
+    long start = time.milliseconds();
+    for (int step = 0; step < 12 && claimedTheirsAtMs < 0; step++) {
+      if (step % every == 0) { // a stream (every claim finds rows) or a trickle (every other)
+        String own = aggregateOfShare(0, aggregate);
+        aggregate = Integer.parseInt(own.substring("agg-".length())) + 1;
+        f.add("eu", "own-" + step, own);
+      }
+      claimed.addAll(ids(loop.next()));
+      if (claimed.contains("theirs")) {
+        claimedTheirsAtMs = time.milliseconds() - start;
+      }
+      time.sleep(500);
+    }
+
+    assertEquals(
+        2000, claimedTheirsAtMs, "a quarter of the lease after the first rows: " + claimed);
+  }
+
+  /**
+   * A burst after a pause (a drain of a backlog that built up while the connector was paused)
+   * starts with the task's own share: the other tasks' shares are theirs to work through.
+   */
+  @Test
+  void aBurstAfterAPauseStartsWithTheOwnShare() {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
+    ClaimLoop loop = loop(f);
+    f.add("eu", "own-0", aggregateOfShare(0, 0));
+    assertEquals(List.of("own-0"), ids(loop.next()));
+    time.sleep(10_000); // no claim meanwhile
+
+    f.add("eu", "theirs", aggregateOfShare(1, 0));
+    f.add("eu", "own-1", aggregateOfShare(0, 1_000));
+    assertEquals(List.of("own-1"), ids(loop.next()));
   }
 }
