@@ -78,8 +78,9 @@ final class Maintenance {
    * ten intervals), and a count that fails for the database's reasons (a timeout, an outage) is
    * logged, not thrown, so that task 0 claims between counts (it claimed nothing while each poll
    * ran the count again and failed). The lag is then read alone (each key's first row awaiting
-   * delivery), so that lag-ms stays current exactly when the backlog is largest; the backlog
-   * figures keep their last values. An error that retrying cannot fix still fails the task.
+   * delivery), so that lag-ms stays current exactly when the backlog is largest, and so are the
+   * parked rows (by their own index), which the parked-rows alert reads; the other backlog figures
+   * keep their last values. An error that retrying cannot fix still fails the task.
    */
   private void readBacklog(long startMs) {
     BacklogSnapshot snapshot = null;
@@ -103,19 +104,28 @@ final class Maintenance {
       throw failure;
     }
     String lag = "not read";
+    String parked = "not read";
     try {
       metrics.recordLag(store.lag(config.instanceKeys()), overdueAfter);
       lag = "read alone";
+      metrics.recordParked(store.countParked(config.instanceKeys()));
+      parked = "counted alone";
     } catch (OutboxStoreException e) { // NOPMD: the database is away; lag-ms keeps ageing
-      lag = "not read (reason=" + e.reasonCode() + ")";
+      String reason = "not read (reason=" + e.reasonCode() + ")";
+      if (lag.equals("not read")) {
+        lag = reason;
+      } else {
+        parked = reason;
+      }
     }
     log.warn(
-        "Counting the backlog failed after {} ms (reason={}, sqlState={}); the lag {}; next count"
-            + " in {} ms",
+        "Counting the backlog failed after {} ms (reason={}, sqlState={}); the lag {}; the parked"
+            + " rows {}; next count in {} ms",
         took,
         failure.reasonCode(),
         failure.sqlState(),
         lag,
+        parked,
         spacing);
   }
 

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -247,6 +248,16 @@ public final class RelayMetrics {
    */
   public void recordLag(Duration lag, Duration overdueAfter) {
     lastRead = new BacklogRead(lag.toMillis(), time.milliseconds(), overdueAfter.toMillis(), false);
+  }
+
+  /**
+   * The parked rows alone (FAILED, EXHAUSTED), read where counting the backlog failed: the other
+   * backlog figures keep their last values.
+   */
+  public void recordParked(Map<MessageStatus, Long> parked) {
+    for (MessageStatus status : List.of(MessageStatus.FAILED, MessageStatus.EXHAUSTED)) {
+      backlog.get(status).set(parked.getOrDefault(status, 0L));
+    }
   }
 
   /** The backlog could not be read (the database is unavailable): see {@link #lagMs()}. */

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -142,6 +143,13 @@ public interface OutboxStore extends AutoCloseable {
    * there is none. Reads each key's first such row, where {@link #inspect} counts them all.
    */
   Duration lag(Set<String> instanceKeys);
+
+  /**
+   * The parked rows alone (FAILED, EXHAUSTED) of these instance keys, by status; a status without
+   * rows is absent. Reads the index of parked rows only, where {@link #inspect} counts every row
+   * awaiting delivery too: read where that count fails, so that rows parked meanwhile still show.
+   */
+  Map<MessageStatus, Long> countParked(Set<String> instanceKeys);
 
   /** Deletes at most {@code limit} PUBLISHED rows of these keys published before the cutoff. */
   int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit);

@@ -121,6 +121,42 @@ class MaintenanceTest {
   }
 
   /**
+   * A count that fails still refreshes the parked rows (by their own index): the shipped
+   * parked-rows alert reads them, and rows parked while counting kept failing went unseen.
+   */
+  @Test
+  void aBacklogCountThatFailsStillCountsTheParkedRows() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "b");
+    f.add("us", "u1", "c");
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    RelayMetrics metrics = new RelayMetrics(time);
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true);
+    maintenance.runIfDue();
+    assertEquals(2, metrics.backlog(MessageStatus.PENDING));
+    assertEquals(0, metrics.backlog(MessageStatus.FAILED));
+
+    ClaimedMessage m1 = f.store.claim(f.settings.claimRequest().withLimit(1)).claimed().get(0);
+    f.store.markFailed(m1.messageId(), m1.lease(), "PAYLOAD_INVALID_JSON");
+    ClaimedMessage u1 =
+        f.store
+            .claim(new ClaimRequest("other", Set.of("us"), 1, Duration.ofSeconds(30), 3, false))
+            .claimed()
+            .get(0);
+    f.store.markFailed(u1.messageId(), u1.lease(), "PAYLOAD_INVALID_JSON");
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "inspect");
+    store.inspectsFail = true;
+    time.sleep(5000);
+    maintenance.runIfDue();
+
+    assertEquals(1, metrics.backlog(MessageStatus.FAILED), "eu's parked row, not us's");
+    assertEquals(2, metrics.backlog(MessageStatus.PENDING), "the last count's, not read");
+  }
+
+  /**
    * A count that took long (it reads every row awaiting delivery) is not run again before ten times
    * as long, nor later than ten intervals: on a backlog of millions it would otherwise take most of
    * task 0's time.

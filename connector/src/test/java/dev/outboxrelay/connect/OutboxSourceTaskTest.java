@@ -1324,6 +1324,12 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public Map<MessageStatus, Long> countParked(Set<String> keys) {
+      check();
+      return delegate.countParked(keys);
+    }
+
+    @Override
     public int deletePublished(Set<String> keys, Instant before, int limit) {
       check();
       return delegate.deletePublished(keys, before, limit);

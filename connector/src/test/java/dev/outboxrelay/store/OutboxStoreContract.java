@@ -347,6 +347,34 @@ public abstract class OutboxStoreContract {
   }
 
   /**
+   * The parked rows alone: own keys only, by status, and nothing awaiting delivery or published.
+   */
+  @Test
+  void countingParkedRowsCountsOnlyTheOwnKeysParkedRows() {
+    ClaimedMessage failed = claimAfterAdd(EU, "eu-failed");
+    assertEquals(Outcome.APPLIED, store.markFailed("eu-failed", failed.lease(), "POISON"));
+    ClaimedMessage exhausted = claimAfterAdd(EU, "eu-exhausted");
+    assertEquals(
+        Outcome.EXHAUSTED,
+        store.retryLater("eu-exhausted", exhausted.lease(), "X", Duration.ZERO, 1));
+    ClaimedMessage published = claimAfterAdd(EU, "eu-published");
+    store.markPublished(ack(published, 1));
+    add(EU, "eu-pending", "p");
+    ClaimedMessage us = claimAfterAdd(US, "us-failed");
+    assertEquals(Outcome.APPLIED, store.markFailed("us-failed", us.lease(), "POISON"));
+    insertLegacy(message("legacy1", "a"));
+
+    assertEquals(
+        Map.of(MessageStatus.FAILED, 1L, MessageStatus.EXHAUSTED, 1L),
+        store.countParked(Set.of(EU)));
+    assertEquals(Map.of(MessageStatus.FAILED, 1L), store.countParked(Set.of(US)));
+    assertEquals(
+        Map.of(MessageStatus.FAILED, 2L, MessageStatus.EXHAUSTED, 1L),
+        store.countParked(Set.of(EU, US)));
+    assertEquals(Map.of(), store.countParked(Set.of("nobody")));
+  }
+
+  /**
    * "Now" is the store's clock, as every lease and due time is judged: retention's cutoff is
    * computed from it (Maintenance), so a row published an hour before it is deleted by it and one
    * published at it is not.

@@ -523,6 +523,19 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return lag(InstanceKeys.requireValid(instanceKeys), now());
   }
 
+  @Override
+  public synchronized Map<MessageStatus, Long> countParked(Set<String> instanceKeys) {
+    Set<String> keys = InstanceKeys.requireValid(instanceKeys);
+    Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
+    for (Row row : rowsBySeq.values()) {
+      if (row.ownedBy(keys)
+          && (row.status == MessageStatus.FAILED || row.status == MessageStatus.EXHAUSTED)) {
+        counts.merge(row.status, 1L, Long::sum);
+      }
+    }
+    return counts;
+  }
+
   private Duration lag(Set<String> keys, Instant now) {
     for (Row row : rowsBySeq.values()) {
       if (row.ownedBy(keys) && row.status.isActive()) {

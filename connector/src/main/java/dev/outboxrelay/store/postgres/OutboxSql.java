@@ -555,6 +555,7 @@ final class OutboxSql {
   final NamedSql release;
   final NamedSql renew;
   final NamedSql countByStatus;
+  final NamedSql countParked;
   final NamedSql lag;
   final NamedSql deletePublishedLog;
   final NamedSql deletePublished;
@@ -804,6 +805,15 @@ final class OutboxSql {
             SELECT 'PUBLISHED', count(*) FROM {published}
             WHERE :count_published AND instance_key = ANY (:instance_keys)
             HAVING count(*) > 0""");
+
+    // The parked rows alone, by the index of parked rows (countByStatus's second branch): read
+    // where counting the whole backlog fails, so that rows parked meanwhile still show.
+    countParked =
+        statement(
+            """
+            SELECT status, count(*) FROM {table}
+            WHERE instance_key = ANY (:instance_keys) AND parked_at IS NOT NULL
+            GROUP BY status""");
 
     // The oldest active row by insertion order: an index lookup, not a scan of the backlog.
     lag =

@@ -601,6 +601,23 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
   }
 
+  @Override
+  public Map<MessageStatus, Long> countParked(Set<String> instanceKeys) {
+    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
+    Map<MessageStatus, Long> counts = new EnumMap<>(MessageStatus.class);
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql.countParked.jdbc());
+        ResultSet rs =
+            sql.countParked.bind(ps).setArray("instance_keys", textArray(c, keys)).executeQuery()) {
+      while (rs.next()) {
+        counts.put(MessageStatus.valueOf(rs.getString(1)), rs.getLong(2));
+      }
+      return counts;
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, "countParked");
+    }
+  }
+
   private Duration lag(Connection c, Object[] keys) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(sql.lag.jdbc());
         ResultSet rs =
