@@ -73,11 +73,12 @@ class ExactlyOnceTest {
         CLUSTER.restartConnectorAndTasks(CONNECTOR);
         awaitPublished(db, key, 900);
         config.put("tasks.max", "1");
-        CLUSTER.connect().configureConnector(CONNECTOR, config);
+        CLUSTER.configure(CONNECTOR, config);
         awaitPublished(db, key, 1500);
         config.put("tasks.max", "4");
-        CLUSTER.connect().configureConnector(CONNECTOR, config);
+        CLUSTER.configure(CONNECTOR, config);
         awaitPublished(db, key, 2100);
+        CLUSTER.awaitRunning(CONNECTOR, 4); // task 1 of the new four exists
         CLUSTER.restartTask(CONNECTOR, 1);
         writer.awaitDone(Duration.ofSeconds(120));
         awaitPublished(db, key, total);
@@ -246,7 +247,7 @@ class ExactlyOnceTest {
       config.put("transforms", "fail");
       config.put("transforms.fail.type", FailOnMessageTransform.class.getName());
       config.put("transforms.fail." + FailOnMessageTransform.MESSAGE_ID, "bad");
-      CLUSTER.connect().configureConnector(CONNECTOR, config);
+      CLUSTER.configure(CONNECTOR, config);
 
       int restarts = 0;
       while (true) {

@@ -182,8 +182,16 @@ public final class ConnectCluster implements BeforeAllCallback {
 
   /** PUT /connectors/{name}/config with the config as JSON, then waits for every task to run. */
   public void deploy(String name, Map<String, String> config) throws InterruptedException {
-    connect().configureConnector(name, config);
+    configure(name, config);
     awaitRunning(name, Integer.parseInt(config.getOrDefault("tasks.max", "1")));
+  }
+
+  /**
+   * PUT /connectors/{name}/config with the config as JSON, again while Connect answers 409 (the
+   * workers rebalance after the previous change); does not wait for the tasks.
+   */
+  public void configure(String name, Map<String, String> config) {
+    duringRebalance(name + " configured", () -> connect().configureConnector(name, config));
   }
 
   /**
@@ -220,7 +228,7 @@ public final class ConnectCluster implements BeforeAllCallback {
 
   /** Deletes the connector and waits until it is gone; fails if it is not. */
   public void delete(String name) throws InterruptedException {
-    connect().deleteConnector(name);
+    duringRebalance(name + " deleted", () -> connect().deleteConnector(name));
     connect().assertions().assertConnectorDoesNotExist(name, name + " was not deleted");
   }
 
@@ -263,7 +271,16 @@ public final class ConnectCluster implements BeforeAllCallback {
   }
 
   public List<String> taskStates(String name) {
-    return status(name).tasks().stream().map(t -> t.id() + "=" + t.state()).toList();
+    ConnectorStateInfo status;
+    try {
+      status = status(name);
+    } catch (ConnectRestException e) {
+      if (e.statusCode() == 404) {
+        return List.of(); // a new connector has no status until a worker reports one
+      }
+      throw e;
+    }
+    return status.tasks().stream().map(t -> t.id() + "=" + t.state()).toList();
   }
 
   /** The raw JSON of GET /connectors/{name}/status, traces of failed tasks included. */

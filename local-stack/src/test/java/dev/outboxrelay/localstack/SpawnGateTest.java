@@ -5,9 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.Thread.State;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 
 class SpawnGateTest {
@@ -34,10 +37,16 @@ class SpawnGateTest {
                       return "pid file written";
                     }));
     assertTrue(spawning.await(10, TimeUnit.SECONDS));
-    CompletableFuture<Void> close = CompletableFuture.runAsync(gate::close);
-    assertFalse(close.isDone(), "close must wait while a process is being started");
+    Thread closer = new Thread(gate::close, "closer");
+    closer.start();
+    // Blocked on the gate, not merely not scheduled yet: only then does "not done" mean it waits.
+    Awaitility.await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> closer.getState() == State.BLOCKED);
+    assertTrue(closer.isAlive(), "close must wait while a process is being started");
     release.countDown();
-    close.get(10, TimeUnit.SECONDS);
+    closer.join(10_000);
+    assertFalse(closer.isAlive(), "close returns once the spawn is done");
     assertEquals("pid file written", spawn.get(10, TimeUnit.SECONDS));
   }
 
