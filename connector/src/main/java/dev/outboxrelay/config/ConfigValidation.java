@@ -515,7 +515,10 @@ public final class ConfigValidation {
         Object retention = validValue(values, RETENTION_PUBLISHED_MS_CONFIG);
         List<String> log =
             RelayPrivileges.missingOnPublishedLog(
-                c, table, !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER).equals(retention));
+                c,
+                table,
+                !Long.valueOf(0L).equals(retention),
+                !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER).equals(retention));
         if (!log.isEmpty()) {
           lacks.add(
               String.join(", ", log) + " on its published log " + table.objectName("published"));

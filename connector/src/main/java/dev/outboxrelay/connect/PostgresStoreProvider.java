@@ -29,7 +29,12 @@ final class PostgresStoreProvider implements StoreProvider {
   public OutboxStore open(OutboxSourceConfig config, String poolName) {
     dataSource = DataSourceFactory.create(config.connectionSettings(), poolName);
     return new PostgresOutboxStore(
-        dataSource, config.table(), config.columnMapping(), clock(), dataSource);
+        dataSource,
+        config.table(),
+        config.columnMapping(),
+        clock(),
+        dataSource,
+        config.keepsPublishedLog());
   }
 
   @Override

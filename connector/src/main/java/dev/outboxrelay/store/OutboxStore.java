@@ -100,7 +100,8 @@ public interface OutboxStore extends AutoCloseable {
    * published-log entry, or the row itself where the store keeps it): by the earlier attempt of the
    * same write, which committed though its reply never arrived (the connection lost at COMMIT).
    * Another owner's publish has other coordinates, even under the same token (a claim lost in a
-   * database crash is claimed again with the token it had).
+   * database crash is claimed again with the token it had). Empty where the store keeps no
+   * published log ({@code retention.published.ms=0}): such acks stay lost claims.
    */
   Set<String> publishedUnderOwnLease(List<PublishedAck> acks);
 

@@ -320,6 +320,25 @@ class ConfigValidationTest {
     assertEquals(Map.of(), errors(props));
   }
 
+  /** A retention of 0 keeps no log: the relay never inserts into it, and needs no INSERT. */
+  @Test
+  void withoutAPublishedLogTheLogNeedsNoInsert() throws SQLException {
+    Map<String, String> props =
+        grantedRole(
+            Postgres.freshDatabase("config_role_no_log"),
+            "GRANT SELECT, UPDATE, DELETE ON outbox",
+            "GRANT SELECT, DELETE ON outbox_published",
+            "GRANT SELECT ON outbox_schema_history");
+    assertEquals(
+        "connection.user lacks INSERT on its published log outbox_published, which a task needs:"
+            + " grant them as docs/deployment.md shows",
+        only(errors(props), "outbox.table"));
+
+    props.put("retention.published.ms", "0");
+
+    assertEquals(Map.of(), errors(props));
+  }
+
   /** UPDATE on some of the columns a claim writes would fail the first claim: it is not held. */
   @Test
   void updateOnSomeOfTheWrittenColumnsIsAnError() throws SQLException {

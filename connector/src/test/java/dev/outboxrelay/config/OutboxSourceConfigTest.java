@@ -218,6 +218,16 @@ class OutboxSourceConfigTest {
   }
 
   @Test
+  void onlyARetentionOfZeroKeepsNoPublishedLog() {
+    assertFalse(new OutboxSourceConfig(with("retention.published.ms", "0")).keepsPublishedLog());
+    for (String kept : new String[] {"-1", "1", "604800000"}) {
+      assertTrue(
+          new OutboxSourceConfig(with("retention.published.ms", kept)).keepsPublishedLog(), kept);
+    }
+    assertTrue(new OutboxSourceConfig(minimal()).keepsPublishedLog(), "the default");
+  }
+
+  @Test
   void credentialsAndTable() {
     Map<String, String> props = minimal();
     props.put("connection.user", "relay");

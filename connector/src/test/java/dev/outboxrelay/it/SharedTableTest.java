@@ -132,6 +132,38 @@ class SharedTableTest {
     }
   }
 
+  /**
+   * A connector with {@code retention.published.ms=0} keeps no published log: its rows leave the
+   * table once Kafka has them, and nothing of them is logged; a connector beside it on the same
+   * table keeps its log.
+   */
+  @Test
+  void aConnectorThatKeepsNoPublishedLogOnlyDeletesItsRows() throws Exception {
+    try (OutboxDb db = OutboxDb.fresh("it_shared_nolog").migrate()) {
+      db.insert(EU, messages(EU, 0, 50));
+      db.insert(US, messages(US, 0, 50));
+      for (String key : List.of(EU, US)) {
+        Map<String, String> config = ConnectCluster.relayConfig(db, key, 1);
+        config.put("topic.template", TOPIC_OF.get(key) + "-nolog");
+        config.put("retention.published.ms", EU.equals(key) ? "0" : "-1");
+        String name = "shared-nolog-" + key + "-relay";
+        CLUSTER.deploy(name, config);
+        deployed.add(name);
+      }
+      await("every us row PUBLISHED, every eu row gone")
+          .atMost(Duration.ofSeconds(90))
+          .until(() -> db.count("PUBLISHED", US) == 50 && db.rows(EU).isEmpty());
+
+      Set<String> relayed = new TreeSet<>();
+      CLUSTER.readAll(TOPIC_OF.get(EU) + "-nolog").forEach(d -> relayed.add(d.messageId()));
+      assertEquals(new TreeSet<>(OutboxDb.ids(EU, 0, 50)), relayed, "every eu row is in Kafka");
+      assertEquals(0, db.count("PUBLISHED", EU), "no eu entry in the published log");
+      for (String name : deployed) {
+        CLUSTER.assertRunning(name, 1);
+      }
+    }
+  }
+
   /** Rows key-00000.. spread over ten aggregates per instance key. */
   private static List<OutboxMessage> messages(String key, int from, int count) {
     return OutboxDb.ids(key, from, count).stream()

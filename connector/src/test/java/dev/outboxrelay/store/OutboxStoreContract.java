@@ -1267,15 +1267,15 @@ public abstract class OutboxStoreContract {
 
   // ---------------------------------------------------------------- exactly-once
 
-  private static ClaimRequest exactlyOnce(
+  protected static ClaimRequest exactlyOnce(
       String owner, int limit, long epoch, long batch, BucketShare share) {
     return request(owner, limit).exactlyOnce(epoch, batch, share);
   }
 
-  private static final BucketShare ALL_BUCKETS = new BucketShare(4, 0, 1);
+  protected static final BucketShare ALL_BUCKETS = new BucketShare(4, 0, 1);
 
   /** The committed position of {@code row}: the last record of its bucket in a transaction. */
-  private static CommittedPosition committedAt(ClaimedMessage row, long epoch, long batch) {
+  protected static CommittedPosition committedAt(ClaimedMessage row, long epoch, long batch) {
     return new CommittedPosition(
         row.instanceKey(), ALL_BUCKETS.bucketOf(row.aggregateHash()), epoch, batch, row.seq());
   }

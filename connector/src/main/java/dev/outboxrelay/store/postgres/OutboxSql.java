@@ -577,10 +577,19 @@ final class OutboxSql {
    *     measures its text (jsonb, json, text, varchar: an adopted table's)
    */
   OutboxSql(OutboxTable table, ColumnMapping columns, boolean payloadIsBytea) {
+    this(table, columns, payloadIsBytea, true);
+  }
+
+  /**
+   * @param logsPublished a published row leaves an entry in the published log; otherwise it is only
+   *     deleted ({@code retention.published.ms=0}: nothing kept)
+   */
+  OutboxSql(
+      OutboxTable table, ColumnMapping columns, boolean payloadIsBytea, boolean logsPublished) {
     // First: they hold placeholders of their own.
     fragments.put("{earlier}", EARLIER);
     fragments.put("{not held back}", NOT_HELD_BACK);
-    fragments.put("{log moved}", LOG_MOVED);
+    fragments.put("{log moved}", logsPublished ? LOG_MOVED : "SELECT NULL");
     fragments.put("{give back(o)}", GIVE_BACK);
     fragments.put("{held leases}", HELD_LEASES);
     fragments.put("{under held lease(o)}", UNDER_HELD_LEASE);

@@ -61,6 +61,9 @@ public final class PostgresOutboxStore implements OutboxStore {
   /** The same, whose claims measure the payload as text (jsonb, text: an adopted table's). */
   private final OutboxSql textPayloadSql;
 
+  /** Whether a publish leaves an entry in the published log. */
+  private final boolean keepsPublishedLog;
+
   /** Whether the payload column is a bytea: read at the first claim, null until then. */
   private volatile Boolean payloadIsBytea;
 
@@ -94,10 +97,27 @@ public final class PostgresOutboxStore implements OutboxStore {
       ColumnMapping columns,
       RelayClock clock,
       AutoCloseable ownedResource) {
+    this(dataSource, table, columns, clock, ownedResource, true);
+  }
+
+  /**
+   * @param keepsPublishedLog a published row leaves an entry in the published log (its Kafka
+   *     coordinates, for the retention period); false ({@code retention.published.ms=0}): the
+   *     acknowledgement's fenced write only deletes it, and a publish whose reply was lost cannot
+   *     be read back, so it is reported as a lost claim
+   */
+  public PostgresOutboxStore(
+      DataSource dataSource,
+      OutboxTable table,
+      ColumnMapping columns,
+      RelayClock clock,
+      AutoCloseable ownedResource,
+      boolean keepsPublishedLog) {
     this.dataSource = dataSource;
     this.table = table;
-    this.sql = new OutboxSql(table, columns, true);
-    this.textPayloadSql = new OutboxSql(table, columns, false);
+    this.sql = new OutboxSql(table, columns, true, keepsPublishedLog);
+    this.textPayloadSql = new OutboxSql(table, columns, false, keepsPublishedLog);
+    this.keepsPublishedLog = keepsPublishedLog;
     this.columns = columns;
     this.clock = clock;
     this.ownedResource = ownedResource;
@@ -429,8 +449,8 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public Set<String> publishedUnderOwnLease(List<PublishedAck> acks) {
-    if (acks.isEmpty()) {
-      return Set.of();
+    if (acks.isEmpty() || !keepsPublishedLog) {
+      return Set.of(); // without the log, nothing tells our publish from another owner's
     }
     return run(
         "published-under-own-lease",

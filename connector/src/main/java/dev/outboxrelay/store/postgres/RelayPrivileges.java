@@ -61,12 +61,16 @@ public final class RelayPrivileges {
   }
 
   /**
-   * The privileges a task needs on the published log that the current role lacks: INSERT to
-   * publish, SELECT for the writer's and operators' lookups, DELETE only for retention.
+   * The privileges a task needs on the published log that the current role lacks: SELECT for the
+   * writer's and operators' lookups and retention's, INSERT only to publish into it (not with a
+   * retention of 0, which keeps no log), DELETE only for retention.
    */
   public static List<String> missingOnPublishedLog(
-      Connection c, OutboxTable table, boolean retention) throws SQLException {
-    List<String> needed = new ArrayList<>(List.of("SELECT", "INSERT"));
+      Connection c, OutboxTable table, boolean logs, boolean retention) throws SQLException {
+    List<String> needed = new ArrayList<>(List.of("SELECT"));
+    if (logs) {
+      needed.add("INSERT");
+    }
     if (retention) {
       needed.add("DELETE");
     }

@@ -15,6 +15,8 @@ import dev.outboxrelay.store.OutboxStoreContract;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.Postgres;
@@ -176,6 +178,75 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     assertEquals(
         List.of(Outcome.CLAIM_LOST, Outcome.APPLIED, Outcome.APPLIED), store.markPublished(batch));
     assertEquals(coordinates(2), state("m1").kafka());
+  }
+
+  /**
+   * {@code retention.published.ms=0}: the acknowledgement's write deletes the row, fenced by its
+   * lease and instance key as ever, and writes nothing into the published log; nothing is read
+   * back, so a publish retried after a lost reply stays a lost claim.
+   */
+  @Test
+  void withoutThePublishedLogAPublishOnlyDeletesTheRowFencedAsEver() throws SQLException {
+    PostgresOutboxStore noLog =
+        new PostgresOutboxStore(dataSource, TABLE, ColumnMapping.RELAY, clock, null, false);
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    add(US, "u1", "c");
+    List<ClaimedMessage> claimed = noLog.claim(request("w1", 2)).claimed();
+    ClaimedMessage m1 = claimed.get(0);
+    ClaimedMessage m2 = claimed.get(1);
+    ClaimedMessage u1 = store.claim(request("w2", 1, Set.of(US))).claimed().get(0);
+    PublishedAck ack1 = new PublishedAck("m1", m1.seq(), m1.lease(), coordinates(1));
+    PublishedAck stale =
+        new PublishedAck("m2", m2.seq(), new Lease("w1", m2.lease().token() + 1), coordinates(2));
+    PublishedAck foreign = new PublishedAck("u1", u1.seq(), u1.lease(), coordinates(3));
+
+    assertEquals(
+        List.of(Outcome.APPLIED, Outcome.CLAIM_LOST), noLog.markPublished(List.of(ack1, stale)));
+    assertEquals(null, state("m1"), "gone from the table, and not in the log");
+    assertEquals(MessageStatus.IN_FLIGHT, state("m2").status(), "a stale token changes nothing");
+    assertEquals(List.of(Outcome.CLAIM_LOST), noLog.markPublished(List.of(ack1)), "once only");
+    assertEquals(Set.of(), noLog.publishedUnderOwnLease(List.of(ack1)), "nothing to read back");
+    assertEquals(0, publishedLogEntries(), "no entry in the published log");
+    assertEquals(MessageStatus.IN_FLIGHT, state("u1").status(), "another key's row untouched");
+    assertEquals(List.of(Outcome.APPLIED), store.markPublished(List.of(foreign)));
+    assertEquals(coordinates(3), state("u1").kafka(), "a connector that keeps the log logs it");
+  }
+
+  private static long publishedLogEntries() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT count(*) FROM outbox_published")) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /** Without the published log, an exactly-once recovery deletes a covered row and logs nothing. */
+  @Test
+  void withoutThePublishedLogARecoveredRowIsOnlyDeleted() throws SQLException {
+    PostgresOutboxStore noLog =
+        new PostgresOutboxStore(dataSource, TABLE, ColumnMapping.RELAY, clock, null, false);
+    String a = add(EU, "a", "agg-1");
+    String b = add(EU, "b", "agg-1");
+    long old = noLog.newEpoch();
+    ClaimedMessage first =
+        noLog.claim(exactlyOnce("old", 10, old, 1, ALL_BUCKETS)).claimed().get(0);
+
+    Recovery recovery =
+        noLog.recover(
+            new RecoveryRequest(
+                Set.of(EU),
+                ALL_BUCKETS,
+                noLog.newEpoch(),
+                List.of(committedAt(first, old, 1)),
+                false));
+
+    assertEquals(List.of(a), recovery.published());
+    assertEquals(List.of(b), recovery.released());
+    assertEquals(null, state(a), "gone from the table, and not in the log");
+    assertEquals(MessageStatus.PENDING, state(b).status());
+    assertEquals(0, publishedLogEntries(), "no entry in the published log");
   }
 
   /**
