@@ -49,10 +49,10 @@ final class ClaimLoop {
   private long ownRowsMs = -1;
 
   /**
-   * While the task's own share yields rows (less than a fallback delay apart), when the task next
-   * claims from any share; -1 before its first rows.
+   * When the own share first yielded rows since the last claim of any share (or since a pause of
+   * two fallback delays without rows); -1 when it has not since.
    */
-  private long anyShareDueMs = -1;
+  private long ownRowsSinceAnyShareMs = -1;
 
   /**
    * A claim threw, so its result never arrived, and its rows are not released yet. Set only once a
@@ -213,17 +213,17 @@ final class ClaimLoop {
     if (request.affinity() == null) {
       return confirmed(() -> store.claim(request));
     }
-    long now = time.milliseconds();
+    long now = time.hiResClockMs(); // monotonic: a wall clock stepped back must not stop them
     long delay = settings.shareFallbackDelay().toMillis();
-    boolean ownShareActive = ownRowsMs >= 0 && now - ownRowsMs < delay;
-    if (ownShareActive && now >= anyShareDueMs) {
-      anyShareDueMs = now + delay; // before the claim: one that fails waits its turn too
-      return confirmed(() -> store.claim(request.withoutAffinity()));
+    if (ownRowsSinceAnyShareMs >= 0
+        && now - ownRowsSinceAnyShareMs >= delay
+        && now - ownRowsMs < 2 * delay) {
+      return claimAnyShare(request); // the own share keeps yielding: once per delay
     }
     ClaimResult result = confirmed(() -> store.claim(request));
     if (!result.isEmpty()) {
-      if (!ownShareActive) {
-        anyShareDueMs = now + delay; // rows after a pause: not at once (a short burst, a drain)
+      if (ownRowsSinceAnyShareMs < 0 || now - ownRowsMs >= 2 * delay) {
+        ownRowsSinceAnyShareMs = now; // not at once after a pause (a short burst, a drain)
       }
       ownRowsMs = now;
       shareDrySinceMs = -1;
@@ -235,6 +235,12 @@ final class ClaimLoop {
     if (now - shareDrySinceMs < delay) {
       return result;
     }
+    return claimAnyShare(request);
+  }
+
+  /** A claim of any share, the oldest due rows first; the periodic one's clock starts again. */
+  private ClaimResult claimAnyShare(ClaimRequest request) {
+    ownRowsSinceAnyShareMs = -1; // before the claim: one that fails waits its turn too
     return confirmed(() -> store.claim(request.withoutAffinity()));
   }
 

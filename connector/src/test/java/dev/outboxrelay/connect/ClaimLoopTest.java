@@ -563,35 +563,56 @@ class ClaimLoopTest {
 
   /**
    * A share whose task failed (Connect leaves it failed) must not wait for the other tasks' shares
-   * to run dry: under steady load they never do. Once per quarter of a lease, a task whose own
-   * share keeps yielding claims from any share, oldest rows first.
+   * to run dry: under steady load they never do. Once per quarter of a lease (2 s here), a task
+   * whose own share keeps yielding claims from any share, oldest rows first: with own rows at every
+   * claim (a stream), at every other, or just less often than that quarter of a lease (a trickle,
+   * which never leaves the share dry for long enough either); never more often. The task claims
+   * every 500 ms for 12 s; another row of the taskless share comes every 3 s.
    */
-  @ParameterizedTest(name = "own rows every {0} claims")
-  @ValueSource(ints = {1, 2})
-  void anOrderedTaskWhoseShareNeverRunsDryStillTakesAShareWithoutATask(int every) {
+  @ParameterizedTest(name = "own rows every {0} ms")
+  @ValueSource(ints = {500, 1000, 2500})
+  void anOrderedTaskWhoseShareNeverRunsDryStillTakesAShareWithoutATask(int everyMs) {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
-    f.add("eu", "theirs", aggregateOfShare(1, 0));
-    ClaimLoop loop = loop(f);
+    List<Long> anyShareClaimsAtMs = new ArrayList<>();
+    long start = time.hiResClockMs();
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("claim")
+                      && ((ClaimRequest) args[0]).affinity() == null) {
+                    anyShareClaimsAtMs.add(time.hiResClockMs() - start);
+                  }
+                  return method.invoke(f.store, args);
+                });
+    ClaimLoop loop = loop(f, store);
 
     List<String> claimed = new ArrayList<>();
-    long claimedTheirsAtMs = -1;
     int aggregate = 0;
-    long start = time.milliseconds();
-    for (int step = 0; step < 12 && claimedTheirsAtMs < 0; step++) {
-      if (step % every == 0) { // a stream (every claim finds rows) or a trickle (every other)
+    for (int atMs = 0; atMs < 12_000; atMs += 500) {
+      if (atMs % 3000 == 0) {
+        f.add("eu", "theirs-" + atMs, aggregateOfShare(1, atMs)); // an aggregate of its own
+      }
+      if (atMs % everyMs == 0) {
         String own = aggregateOfShare(0, aggregate);
         aggregate = Integer.parseInt(own.substring("agg-".length())) + 1;
-        f.add("eu", "own-" + step, own);
+        f.add("eu", "own-" + atMs, own);
       }
       claimed.addAll(ids(loop.next()));
-      if (claimed.contains("theirs")) {
-        claimedTheirsAtMs = time.milliseconds() - start;
-      }
       time.sleep(500);
     }
 
-    assertEquals(
-        2000, claimedTheirsAtMs, "a quarter of the lease after the first rows: " + claimed);
+    assertEquals(2000, anyShareClaimsAtMs.get(0), "a quarter of the lease after the first rows");
+    for (int j = 1; j < anyShareClaimsAtMs.size(); j++) {
+      assertTrue(
+          anyShareClaimsAtMs.get(j) - anyShareClaimsAtMs.get(j - 1) >= 2000,
+          "at most one per quarter of the lease: " + anyShareClaimsAtMs);
+    }
+    for (int atMs = 0; atMs < 9_000; atMs += 3000) {
+      assertTrue(claimed.contains("theirs-" + atMs), atMs + ": " + claimed);
+    }
   }
 
   /**
