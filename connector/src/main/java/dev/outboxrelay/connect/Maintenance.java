@@ -3,10 +3,12 @@ package dev.outboxrelay.connect;
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.BacklogSnapshot;
+import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
@@ -90,43 +92,58 @@ final class Maintenance {
     } catch (OutboxStoreException e) {
       failure = e;
     }
-    long interval = config.backlogMetricsInterval().toMillis();
-    long took = time.milliseconds() - startMs;
-    long spacing = Math.min(Math.max(interval, 10 * took), 10 * interval);
-    nextBacklogMs = time.milliseconds() + spacing;
-    Duration overdueAfter = Duration.ofMillis(spacing + interval);
     if (snapshot != null) {
-      metrics.recordBacklog(snapshot, overdueAfter);
+      metrics.recordBacklog(snapshot, overdueAfter(scheduleNextRead(startMs)));
       return;
     }
+    long countTook = time.milliseconds() - startMs;
     metrics.backlogReadFailed(); // lag-ms ages from the last reading unless read below
     if (!failure.isRetriable()) {
+      scheduleNextRead(startMs);
       throw failure;
     }
-    String lag = "not read";
-    String parked = "not read";
+    Duration lag = null;
+    Map<MessageStatus, Long> parked = null;
+    String notRead = "";
     try {
-      metrics.recordLag(store.lag(config.instanceKeys()), overdueAfter);
-      lag = "read alone";
-      metrics.recordParked(store.countParked(config.instanceKeys()));
-      parked = "counted alone";
+      lag = store.lag(config.instanceKeys());
+      parked = store.countParked(config.instanceKeys());
     } catch (OutboxStoreException e) { // NOPMD: the database is away; lag-ms keeps ageing
-      String reason = "not read (reason=" + e.reasonCode() + ")";
-      if (lag.equals("not read")) {
-        lag = reason;
-      } else {
-        parked = reason;
-      }
+      notRead = " (reason=" + e.reasonCode() + ")";
+    }
+    long spacing = scheduleNextRead(startMs); // by all three reads: each holds task 0's thread
+    if (lag != null) {
+      metrics.recordLag(lag, overdueAfter(spacing));
+    }
+    if (parked != null) {
+      metrics.recordParked(parked);
     }
     log.warn(
         "Counting the backlog failed after {} ms (reason={}, sqlState={}); the lag {}; the parked"
             + " rows {}; next count in {} ms",
-        took,
+        countTook,
         failure.reasonCode(),
         failure.sqlState(),
-        lag,
-        parked,
+        lag != null ? "read alone" : "not read" + notRead,
+        parked != null ? "counted alone" : "not read" + notRead,
         spacing);
+  }
+
+  /**
+   * When the next backlog read is due: an interval after this one, or ten times as long as this one
+   * took where that is longer, at most ten intervals. Returns that spacing.
+   */
+  private long scheduleNextRead(long startMs) {
+    long interval = config.backlogMetricsInterval().toMillis();
+    long took = time.milliseconds() - startMs;
+    long spacing = Math.min(Math.max(interval, 10 * took), 10 * interval);
+    nextBacklogMs = time.milliseconds() + spacing;
+    return spacing;
+  }
+
+  /** When lag-ms counts a reading as overdue: an interval after the next was due. */
+  private Duration overdueAfter(long spacing) {
+    return Duration.ofMillis(spacing + config.backlogMetricsInterval().toMillis());
   }
 
   /** One run: up to {@link #MAX_BATCHES_PER_RUN} batches; true if rows older remain. */

@@ -174,6 +174,34 @@ class MaintenanceTest {
   }
 
   /**
+   * Where counting fails, the lag and the parked rows are read alone: the next count is spaced by
+   * all the reads took, since each held task 0's thread.
+   */
+  @Test
+  void aFailedCountIsSpacedByTheReadsThatFollowedItToo() {
+    RuntimeFixture f = fixture(); // every 5 s
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "inspect");
+    store.inspectsFail = true;
+    int[] counts = {0};
+    store.beforeInspect = () -> counts[0]++;
+    store.beforeLag = () -> time.sleep(2_000); // the count itself fails at once
+    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true);
+    maintenance.runIfDue();
+    store.beforeLag = null;
+    assertEquals(1, counts[0]);
+
+    time.sleep(19_999); // 10 × 2 s
+    maintenance.runIfDue();
+    assertEquals(1, counts[0], "not before ten times what the reads took");
+    time.sleep(1);
+    maintenance.runIfDue();
+    assertEquals(2, counts[0]);
+  }
+
+  /**
    * Runs a count that takes {@code tookMs}, adds a row, and checks that the next count comes {@code
    * spacingMs} later, not a millisecond earlier.
    */

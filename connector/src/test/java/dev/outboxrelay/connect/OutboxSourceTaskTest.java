@@ -1301,6 +1301,8 @@ class OutboxSourceTaskTest {
     /** While set, runs at the start of each inspect (a count that takes its time). */
     volatile Runnable beforeInspect;
 
+    volatile Runnable beforeLag;
+
     /** While set, inspect fails (a count that times out) and nothing else does. */
     volatile boolean inspectsFail;
 
@@ -1319,6 +1321,10 @@ class OutboxSourceTaskTest {
 
     @Override
     public Duration lag(Set<String> keys) {
+      Runnable hook = beforeLag;
+      if (hook != null) {
+        hook.run();
+      }
       check();
       return delegate.lag(keys);
     }
