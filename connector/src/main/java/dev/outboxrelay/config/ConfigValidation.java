@@ -183,7 +183,7 @@ public final class ConfigValidation {
    * string pasted instead of a URL, which the URL rule refuses.
    */
   private static boolean mayHoldPassword(String url) {
-    if (url.indexOf('@') >= 0 || url.toLowerCase(Locale.ROOT).contains("password")) {
+    if (url.indexOf('@') >= 0 || DataSourceFactory.namesPassword(url, "password")) {
       return true; // user information, or a password holding '?' before it: hidden, not parsed
     }
     try {

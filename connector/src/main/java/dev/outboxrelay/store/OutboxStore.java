@@ -149,8 +149,8 @@ public interface OutboxStore extends AutoCloseable {
    * The parked rows alone (FAILED, EXHAUSTED) of these instance keys, by status; a status without
    * rows is absent. Reads the index of parked rows only, where {@link #inspect} counts every row
    * awaiting delivery too: read where that count fails, so that rows parked meanwhile still show.
-   * (A row that a relay older than schema version 7 parked after the table's migration to it has
-   * no {@code parked_at}: PostgreSQL's count leaves it out, where {@link #inspect} counts it.)
+   * (A row that a relay older than schema version 7 parked after the table's migration to it has no
+   * {@code parked_at}: PostgreSQL's count leaves it out, where {@link #inspect} counts it.)
    */
   Map<MessageStatus, Long> countParked(Set<String> instanceKeys);
 

@@ -539,6 +539,9 @@ class ConfigValidationTest {
       strings = {
         "jdbc:postgresql://127.0.0.1:5432/app;password=" + URL_SENTINEL,
         "jdbc:postgresql://127.0.0.1:5432/app&PASSWORD=" + URL_SENTINEL,
+        // %-escaped: the driver decodes the database name
+        "jdbc:postgresql://127.0.0.1:5432/app;%70assword=" + URL_SENTINEL,
+        "jdbc:postgresql://127.0.0.1:5432/app;password%3D" + URL_SENTINEL,
         "host=127.0.0.1 dbname=app password=" + URL_SENTINEL
       })
   void aPasswordOutsideTheQueryStringIsAnErrorOnTheUrlAndTheUrlIsNotShown(String url) {

@@ -2,6 +2,8 @@ package dev.outboxrelay.store.postgres;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -176,13 +178,29 @@ public final class DataSourceFactory {
 
   /**
    * Whether the URL names a password before its query string, as in {@code /app;password=...} or
-   * {@code /app&password=...}: the driver takes it for part of the database name (and the server's
-   * error then quotes it), never for a password.
+   * {@code /app&password=...}, also %-escaped: the driver takes it for part of the database name
+   * (decoded, and the server's error then quotes it), never for a password.
    */
   public static boolean hasPasswordBeforeQuery(String url) {
     int query = url.indexOf('?');
-    String beforeQuery = query < 0 ? url : url.substring(0, query);
-    return beforeQuery.toLowerCase(Locale.ROOT).contains("password=");
+    return namesPassword(query < 0 ? url : url.substring(0, query), "password=");
+  }
+
+  /**
+   * Whether {@code text} holds {@code word} (lower case), as it is or %-decoded as the driver
+   * decodes a database name; text that does not decode counts as holding it.
+   */
+  public static boolean namesPassword(String text, String word) {
+    if (text.toLowerCase(Locale.ROOT).contains(word)) {
+      return true;
+    }
+    try {
+      return URLDecoder.decode(text.replace("+", "%2B"), StandardCharsets.UTF_8)
+          .toLowerCase(Locale.ROOT)
+          .contains(word);
+    } catch (IllegalArgumentException e) {
+      return true; // a malformed escape: cannot tell
+    }
   }
 
   /**
