@@ -19,9 +19,10 @@ import java.util.stream.Collectors;
  * outbox ({@code ON CONFLICT (message_id) DO NOTHING}) or was published: from schema version 9
  * publishing moves a row into the published log ({@link OutboxTableName#publishedLogQualified()}),
  * so the row is inserted only if the log has no entry with its message id (its message_id index
- * answers). That holds until retention deletes the log entry. A retry that races the very publish
- * of its message (the publish commits after the retry's check) inserts the row again: a duplicate,
- * delivered at least once like any other.
+ * answers). That holds until retention deletes the log entry (a connector with {@code
+ * retention.published.ms=0} writes none). A retry that races the very publish of its message (the
+ * publish commits after the retry's check) inserts the row again: a duplicate, delivered at least
+ * once like any other.
  *
  * <p>The values are one row of a VALUES list, read by the INSERT's SELECT: each is cast to its
  * column's type, so that PostgreSQL knows every parameter's type whatever the driver sends (a

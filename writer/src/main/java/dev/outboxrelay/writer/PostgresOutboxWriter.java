@@ -59,9 +59,10 @@ public final class PostgresOutboxWriter {
    * Inserts the message using {@code transaction}; the caller commits. Returns {@link
    * EnqueueResult#DUPLICATE} without writing when the message id already exists for this instance
    * key: in the outbox (awaiting delivery or parked) or in its published log, that is until
-   * retention deletes the published entry. A retry that races the publish of the very same message
-   * (the publish commits while the insert runs) can still insert it again; that duplicate is
-   * delivered at least once, like any other.
+   * retention deletes the published entry (a connector with {@code retention.published.ms=0} writes
+   * none: then only while the row is in the outbox). A retry that races the publish of the very
+   * same message (the publish commits while the insert runs) can still insert it again; that
+   * duplicate is delivered at least once, like any other.
    *
    * @throws MessageIdTakenException if the message id is used by a row of another instance key, or
    *     a legacy row without one: message ids are unique across the table; roll back

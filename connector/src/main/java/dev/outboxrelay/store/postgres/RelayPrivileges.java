@@ -61,8 +61,8 @@ public final class RelayPrivileges {
   }
 
   /**
-   * The privileges a task needs on the published log that the current role lacks: SELECT for the
-   * writer's and operators' lookups and retention's, INSERT only to publish into it (not with a
+   * The privileges a task needs on the published log that the current role lacks: SELECT (the
+   * backlog count names the log, retention reads it), INSERT only to publish into it (not with a
    * retention of 0, which keeps no log), DELETE only for retention.
    */
   public static List<String> missingOnPublishedLog(
