@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
@@ -55,12 +56,17 @@ class ClaimLoopTest {
    * counts calls, or throws to stand in for a failure.
    */
   private static OutboxStore intercepted(RuntimeFixture f, Consumer<String> before) {
+    return intercepted(f, (name, args) -> before.accept(name));
+  }
+
+  /** The fixture's store, {@code before} told each call's method name and arguments first. */
+  private static OutboxStore intercepted(RuntimeFixture f, BiConsumer<String, Object[]> before) {
     return (OutboxStore)
         Proxy.newProxyInstance(
             OutboxStore.class.getClassLoader(),
             new Class<?>[] {OutboxStore.class},
             (proxy, method, args) -> {
-              before.accept(method.getName());
+              before.accept(method.getName(), args);
               return method.invoke(f.store, args);
             });
   }
@@ -575,19 +581,16 @@ class ClaimLoopTest {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
     List<Long> anyShareClaimsAtMs = new ArrayList<>();
     long start = time.hiResClockMs();
-    OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  if (method.getName().equals("claim")
-                      && ((ClaimRequest) args[0]).affinity() == null) {
+    ClaimLoop loop =
+        loop(
+            f,
+            intercepted(
+                f,
+                (name, args) -> {
+                  if (name.equals("claim") && ((ClaimRequest) args[0]).affinity() == null) {
                     anyShareClaimsAtMs.add(time.hiResClockMs() - start);
                   }
-                  return method.invoke(f.store, args);
-                });
-    ClaimLoop loop = loop(f, store);
+                }));
 
     List<String> claimed = new ArrayList<>();
     int aggregate = 0;
