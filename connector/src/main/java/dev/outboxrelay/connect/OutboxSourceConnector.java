@@ -116,7 +116,8 @@ public class OutboxSourceConnector extends SourceConnector {
           "outbox-relay refuses to alter source offsets: each row's state is kept in the outbox"
               + " table, and an offset set by hand could make exactly-once recovery record rows"
               + " PUBLISHED that Kafka never had. Only a reset (DELETE /connectors/<name>/offsets)"
-              + " is accepted; to send rows again or skip them, use outbox-relay-cli requeue.");
+              + " is accepted; to send parked rows again use outbox-relay-cli requeue, to skip rows"
+              + " park or discard them.");
     }
     return true;
   }
