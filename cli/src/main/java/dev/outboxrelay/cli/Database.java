@@ -146,11 +146,13 @@ public final class Database implements AutoCloseable {
               + " driver does not read: give them as --user and OUTBOX_PASSWORD or"
               + " --password-file; the URL is not shown");
     }
-    if (DataSourceFactory.hasPasswordBeforeQuery(url)) {
+    if (DataSourceFactory.hasPasswordBeforeQuery(url)
+        || DataSourceFactory.hasPasswordInAnotherParameter(url)) {
       throw CliException.usage(
-          "the JDBC URL has a password in its hosts or database name (as in /app;password=...),"
-              + " which the driver takes for part of the database name: give it as"
-              + " OUTBOX_PASSWORD or --password-file; the URL is not shown");
+          "the JDBC URL has a password in its hosts, its database name or another parameter's"
+              + " value (as in /app;password=... or ?user=app;password=...), which the driver"
+              + " takes for part of that name or value: give it as OUTBOX_PASSWORD or"
+              + " --password-file; the URL is not shown");
     }
   }
 

@@ -8,6 +8,7 @@ import dev.outboxrelay.store.postgres.SchemaMigrator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** Usage errors exit with 1 before any connection is opened, and never echo a secret. */
 class UsageTest {
@@ -209,18 +210,22 @@ class UsageTest {
     assertFalse(r.err().contains(SENTINEL) || r.out().contains(SENTINEL), r::toString);
   }
 
-  /** The driver would take ;password=... for part of the database name, and the server quote it. */
-  @Test
-  void aPasswordInTheDatabaseNameIsAUsageErrorAndNotShown() {
+  /**
+   * The driver would take ;password=... for part of the database name or of another parameter's
+   * value, and the server quote it.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"/app;password=", "/app?user=ops;password="})
+  void aPasswordInTheDatabaseNameOrAnotherParameterIsAUsageErrorAndNotShown(String rest) {
     Cli.Result r =
         CLI.run(
             "status",
             "--instance-key",
             "eu",
             "--jdbc-url",
-            "jdbc:postgresql://127.0.0.1:1/app;password=" + SENTINEL);
+            "jdbc:postgresql://127.0.0.1:1" + rest + SENTINEL);
     assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
-    assertTrue(r.err().startsWith("error: the JDBC URL has a password in its hosts or database"));
+    assertTrue(r.err().startsWith("error: the JDBC URL has a password in its hosts, its database"));
     assertFalse(r.err().contains(SENTINEL) || r.out().contains(SENTINEL), r::toString);
   }
 

@@ -54,8 +54,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " given in both places is refused, and so is a user or password before the host"
           + " (user:password@host, which the driver would take for the host; an '@' elsewhere"
           + " before the query string, as in a database name, is written %40), and a password"
-          + " before the query string (/app;password=..., which the driver would take for part of"
-          + " the database name). It must reach a server that takes writes (the primary)."
+          + " before the query string or inside another parameter's value (/app;password=...,"
+          + " ?user=app;password=..., which the driver would take for part of that name or"
+          + " value). It must reach a server that takes writes (the primary)."
           + " outbox-relay never logs the URL or repeats it in errors, and validation responses"
           + " hide one that names a password anywhere (or holds any '@').";
 
@@ -379,7 +380,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " took longer than a tenth of this interval (a backlog of millions) waits ten times as"
           + " long as it took before the next (at most ten intervals), and one that fails (the"
           + " statement timeout) is logged, not retried at once, so that task 0 keeps claiming;"
-          + " the age of the oldest pending row is then read alone.";
+          + " the age of the oldest pending row and the parked rows (by their index) are then"
+          + " read alone, and the next count is spaced by all three reads alike.";
 
   // Wake-up
   public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";

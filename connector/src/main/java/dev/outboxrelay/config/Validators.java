@@ -82,12 +82,19 @@ final class Validators {
                     + " set connection.user and connection.password instead (an '@' elsewhere"
                     + " before the query string, as in a database name, is written %40)");
           }
-          if (DataSourceFactory.hasPasswordBeforeQuery((String) value)) {
+          if (DataSourceFactory.hasPasswordBeforeQuery((String) value)
+              || DataSourceFactory.hasPasswordInAnotherParameter((String) value)) {
             throw new ConfigException(
                 name
-                    + " must not carry a password in its hosts or database name (as in"
-                    + " /app;password=...): the driver would take it for part of the database"
-                    + " name; set connection.password instead");
+                    + " must not carry a password in its hosts, its database name or another"
+                    + " parameter's value (as in /app;password=... or ?user=app;password=...):"
+                    + " the driver would take it for part of that name or value; set"
+                    + " connection.password instead");
+          }
+          if (!DataSourceFactory.databaseNameDecodes((String) value)) {
+            // The driver refuses such a URL, and the password check cannot read the name.
+            throw new ConfigException(
+                name + " has a malformed %-escape in its database name: write a literal % as %25");
           }
           if (!DataSourceFactory.namesTheDatabaseAfterItsHosts((String) value)) {
             throw new ConfigException(

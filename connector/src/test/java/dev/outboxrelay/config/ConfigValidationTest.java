@@ -542,6 +542,12 @@ class ConfigValidationTest {
         // %-escaped: the driver decodes the database name
         "jdbc:postgresql://127.0.0.1:5432/app;%70assword=" + URL_SENTINEL,
         "jdbc:postgresql://127.0.0.1:5432/app;password%3D" + URL_SENTINEL,
+        // spaced, as %20 and as '+', which the driver decodes to a space
+        "jdbc:postgresql://127.0.0.1:5432/app;password =" + URL_SENTINEL,
+        "jdbc:postgresql://127.0.0.1:5432/app;password%20=" + URL_SENTINEL,
+        "jdbc:postgresql://127.0.0.1:5432/app;password+=" + URL_SENTINEL,
+        // inside another parameter's value, which the driver passes on whole
+        "jdbc:postgresql://127.0.0.1:5432/app?user=app;password=" + URL_SENTINEL,
         "host=127.0.0.1 dbname=app password=" + URL_SENTINEL
       })
   void aPasswordOutsideTheQueryStringIsAnErrorOnTheUrlAndTheUrlIsNotShown(String url) {
@@ -601,6 +607,17 @@ class ConfigValidationTest {
         "connection.url has a malformed %-escape in its query string: write a literal % as %25",
         only(errors(props), "connection.url"));
     assertEquals(ConfigValidation.HIDDEN_URL, shownUrl(props));
+  }
+
+  /** The driver refuses a database name that does not decode; the error says why. */
+  @Test
+  void aMalformedEscapeInTheDatabaseNameIsAnErrorOnTheUrl() {
+    Map<String, String> props = offline();
+    props.put("connection.url", "jdbc:postgresql://127.0.0.1:5432/50%off" + URL_SENTINEL);
+
+    assertEquals(
+        "connection.url has a malformed %-escape in its database name: write a literal % as %25",
+        only(errors(props), "connection.url"));
   }
 
   @Test

@@ -9,6 +9,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Properties;
+import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.apache.kafka.common.config.types.Password;
 
@@ -157,6 +158,10 @@ public final class DataSourceFactory {
    * close after them; behind a pooler in transaction mode they may not hold (its own limits apply),
    * and each migration's transaction lifts them again (MigrationTimeoutsCallback).
    */
+  /** A password given as a key and value, as the driver's parameters and libpq's keywords are. */
+  private static final Pattern PASSWORD_ASSIGNMENT =
+      Pattern.compile("password\\s*=", Pattern.CASE_INSENSITIVE);
+
   public static final String MIGRATION_SESSION =
       "SELECT set_config('idle_in_transaction_session_timeout', '0', false),"
           + " CASE WHEN current_setting('server_version_num')::int >= 170000"
@@ -177,13 +182,71 @@ public final class DataSourceFactory {
   }
 
   /**
-   * Whether the URL names a password before its query string, as in {@code /app;password=...} or
-   * {@code /app&password=...}, also %-escaped: the driver takes it for part of the database name
-   * (decoded, and the server's error then quotes it), never for a password.
+   * Whether the URL names a password before its query string, as in {@code /app;password=...},
+   * {@code /app&password =...} or %-escaped in the database name, which the driver decodes (its
+   * hosts it does not: an IPv6 zone such as {@code [fe80::1%eth0]} is no escape): the driver takes
+   * it for part of the database name (and the server's error then quotes it), never for a password.
+   * A database name that does not decode is refused by the driver ({@link #databaseNameDecodes}).
    */
   public static boolean hasPasswordBeforeQuery(String url) {
+    String beforeQuery = beforeQuery(url);
+    if (PASSWORD_ASSIGNMENT.matcher(beforeQuery).find()) {
+      return true;
+    }
+    try {
+      return PASSWORD_ASSIGNMENT.matcher(decodedDatabaseName(beforeQuery)).find();
+    } catch (IllegalArgumentException e) {
+      return false; // a malformed escape: databaseNameDecodes reports it
+    }
+  }
+
+  /**
+   * Whether a query parameter other than {@code password} holds one in its value, as in {@code
+   * ?user=app;password=...}: the driver passes the whole value on (the server's errors quote a user
+   * name). A query string that does not decode counts as none: {@link #urlParameters} refuses it.
+   */
+  public static boolean hasPasswordInAnotherParameter(String url) {
+    try {
+      return urlParameters(url).entrySet().stream()
+          .anyMatch(
+              p ->
+                  !"password".equals(p.getKey())
+                      && PASSWORD_ASSIGNMENT.matcher(String.valueOf(p.getValue())).find());
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  /** Whether the URL's database name %-decodes, as the driver requires of it. */
+  public static boolean databaseNameDecodes(String url) {
+    try {
+      decodedDatabaseName(beforeQuery(url));
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  private static String beforeQuery(String url) {
     int query = url.indexOf('?');
-    return namesPassword(query < 0 ? url : url.substring(0, query), "password=");
+    return query < 0 ? url : url.substring(0, query);
+  }
+
+  /**
+   * The database name as the driver reads it: the text after the hosts' '/' (or after {@code
+   * jdbc:postgresql:} without hosts), decoded as it decodes it ({@code +} is a space).
+   *
+   * @throws IllegalArgumentException on a malformed %-escape
+   */
+  private static String decodedDatabaseName(String beforeQuery) {
+    int hosts = beforeQuery.indexOf("//");
+    int start =
+        hosts >= 0
+            ? beforeQuery.indexOf('/', hosts + 2)
+            : beforeQuery.indexOf(':', beforeQuery.indexOf(':') + 1);
+    return start < 0
+        ? ""
+        : URLDecoder.decode(beforeQuery.substring(start + 1), StandardCharsets.UTF_8);
   }
 
   /**

@@ -39,6 +39,31 @@ class DataSourceFactoryTest {
     }
   }
 
+  /**
+   * A password is looked for where the driver would read it: the database name decoded (as the
+   * driver decodes it), the hosts as written (an IPv6 zone is no %-escape), other parameters'
+   * values; a database or parameter merely named like one is none.
+   */
+  @Test
+  void aMisplacedPasswordIsFoundWhereTheDriverReadsItAndOnlyThere() {
+    String zoned = "jdbc:postgresql://[fe80::1%eth0]:5432/app";
+    assertFalse(DataSourceFactory.hasPasswordBeforeQuery(zoned));
+    assertTrue(DataSourceFactory.databaseNameDecodes(zoned));
+    assertFalse(DataSourceFactory.hasPasswordBeforeQuery("jdbc:postgresql://h/passwords"));
+    assertFalse(
+        DataSourceFactory.hasPasswordInAnotherParameter(
+            "jdbc:postgresql://h/app?user=app&password=x&options=-c%20password_encryption=md5"));
+    assertTrue(
+        DataSourceFactory.hasPasswordInAnotherParameter(
+            "jdbc:postgresql://h/app?user=app%3Bpassword%3Dx"));
+    assertTrue(DataSourceFactory.hasPasswordBeforeQuery("jdbc:postgresql:app;%70assword+=x"));
+    assertTrue(DataSourceFactory.hasPasswordBeforeQuery("jdbc:postgresql://h;password=x/app"));
+
+    String malformed = "jdbc:postgresql://h/50%off";
+    assertFalse(DataSourceFactory.databaseNameDecodes(malformed));
+    assertFalse(DataSourceFactory.hasPasswordBeforeQuery(malformed));
+  }
+
   @Test
   void poolFollowsTheConfig() throws SQLException {
     OutboxSourceConfig config =
