@@ -28,6 +28,12 @@ import org.slf4j.LoggerFactory;
 final class ClaimLoop {
   private static final Logger log = LoggerFactory.getLogger(ClaimLoop.class);
 
+  /**
+   * "Not yet" for the claim clocks below, which read a monotonic clock whose values may be
+   * negative: -1 could be a real reading.
+   */
+  private static final long NEVER = Long.MIN_VALUE;
+
   /** The reason code of rows released after their claim's result was lost. */
   static final String CLAIM_RESULT_LOST = "CLAIM_RESULT_LOST";
 
@@ -43,16 +49,16 @@ final class ClaimLoop {
   private long nextAbandonedProbeMs;
   private boolean drainingForProbe;
   private volatile boolean holdsIsolatedClaim; // read by isolating() off the claiming thread
-  private long shareDrySinceMs = -1;
+  private long shareDrySinceMs = NEVER;
 
-  /** When the task's own share last yielded rows; -1 before its first. */
-  private long ownRowsMs = -1;
+  /** When the task's own share last yielded rows; NEVER before its first. */
+  private long ownRowsMs = NEVER;
 
   /**
    * When the own share first yielded rows since the last claim of any share (or since a pause of
-   * two fallback delays without rows); -1 when it has not since.
+   * two fallback delays without rows); NEVER when it has not since.
    */
-  private long ownRowsSinceAnyShareMs = -1;
+  private long ownRowsSinceAnyShareMs = NEVER;
 
   /**
    * A claim threw, so its result never arrived, and its rows are not released yet. Set only once a
@@ -215,21 +221,21 @@ final class ClaimLoop {
     }
     long now = time.hiResClockMs(); // monotonic: a wall clock stepped back must not stop them
     long delay = settings.shareFallbackDelay().toMillis();
-    if (ownRowsSinceAnyShareMs >= 0
+    if (ownRowsSinceAnyShareMs != NEVER
         && now - ownRowsSinceAnyShareMs >= delay
         && now - ownRowsMs < 2 * delay) {
       return claimAnyShare(request); // the own share keeps yielding: once per delay
     }
     ClaimResult result = confirmed(() -> store.claim(request));
     if (!result.isEmpty()) {
-      if (ownRowsSinceAnyShareMs < 0 || now - ownRowsMs >= 2 * delay) {
+      if (ownRowsSinceAnyShareMs == NEVER || now - ownRowsMs >= 2 * delay) {
         ownRowsSinceAnyShareMs = now; // not at once after a pause (a short burst, a drain)
       }
       ownRowsMs = now;
-      shareDrySinceMs = -1;
+      shareDrySinceMs = NEVER;
       return result;
     }
-    if (shareDrySinceMs < 0) {
+    if (shareDrySinceMs == NEVER) {
       shareDrySinceMs = now;
     }
     if (now - shareDrySinceMs < delay) {
@@ -240,7 +246,7 @@ final class ClaimLoop {
 
   /** A claim of any share, the oldest due rows first; the periodic one's clock starts again. */
   private ClaimResult claimAnyShare(ClaimRequest request) {
-    ownRowsSinceAnyShareMs = -1; // before the claim: one that fails waits its turn too
+    ownRowsSinceAnyShareMs = NEVER; // before the claim: one that fails waits its turn too
     return confirmed(() -> store.claim(request.withoutAffinity()));
   }
 

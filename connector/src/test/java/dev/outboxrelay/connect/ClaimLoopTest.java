@@ -22,6 +22,7 @@ import java.util.function.Consumer;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** The task's claim policy, with the task's clock moved by the test. */
@@ -29,7 +30,10 @@ class ClaimLoopTest {
   private static final Map<String, String> LEASE_8S =
       Map.of("lease.duration.ms", "8000", "lease.renewal.interval.ms", "2000");
 
-  private final MockTime time = new MockTime();
+  /** A negative start (Java allows one for {@code System.nanoTime}) is no "not yet". */
+  private static final long NEGATIVE_CLOCK_NS = -3_600_000_000_000L;
+
+  private MockTime time = new MockTime();
 
   private ClaimLoop loop(RuntimeFixture f) {
     return loop(f, new StoreHealth(f.metrics, time));
@@ -553,8 +557,10 @@ class ClaimLoopTest {
     }
   }
 
-  @Test
-  void anOrderedTaskTakesOtherSharesOnlyAfterItsOwnStayedDry() {
+  @ParameterizedTest(name = "monotonic clock from {0} ns")
+  @ValueSource(longs = {0, NEGATIVE_CLOCK_NS})
+  void anOrderedTaskTakesOtherSharesOnlyAfterItsOwnStayedDry(long clockStartNs) {
+    time = new MockTime(0, time.milliseconds(), clockStartNs);
     RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
     String other = aggregateOfShare(1, 0);
     f.add("eu", "theirs", other);
@@ -575,9 +581,11 @@ class ClaimLoopTest {
    * which never leaves the share dry for long enough either); never more often. The task claims
    * every 500 ms for 12 s; another row of the taskless share comes every 3 s.
    */
-  @ParameterizedTest(name = "own rows every {0} ms")
-  @ValueSource(ints = {500, 1000, 2500})
-  void anOrderedTaskWhoseShareNeverRunsDryStillTakesAShareWithoutATask(int everyMs) {
+  @ParameterizedTest(name = "own rows every {0} ms, monotonic clock from {1} ns")
+  @CsvSource({"500, 0", "1000, 0", "2500, 0", "500, " + NEGATIVE_CLOCK_NS})
+  void anOrderedTaskWhoseShareNeverRunsDryStillTakesAShareWithoutATask(
+      int everyMs, long clockStartNs) {
+    time = new MockTime(0, time.milliseconds(), clockStartNs);
     RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
     List<Long> anyShareClaimsAtMs = new ArrayList<>();
     long start = time.hiResClockMs();
