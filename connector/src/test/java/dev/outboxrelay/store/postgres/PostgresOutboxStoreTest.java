@@ -208,6 +208,10 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     assertEquals(List.of(Outcome.CLAIM_LOST), noLog.markPublished(List.of(ack1)), "once only");
     assertEquals(Set.of(), noLog.publishedUnderOwnLease(List.of(ack1)), "nothing to read back");
     assertEquals(0, publishedLogEntries(), "no entry in the published log");
+    assertEquals(
+        List.of(Outcome.CLAIM_LOST),
+        noLog.markPublished(List.of(foreign)),
+        "another key's row, under its own holder's lease: fenced off by the instance key");
     assertEquals(MessageStatus.IN_FLIGHT, state("u1").status(), "another key's row untouched");
     assertEquals(List.of(Outcome.APPLIED), store.markPublished(List.of(foreign)));
     assertEquals(coordinates(3), state("u1").kafka(), "a connector that keeps the log logs it");
