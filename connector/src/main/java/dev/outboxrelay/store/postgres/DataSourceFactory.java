@@ -151,6 +151,10 @@ public final class DataSourceFactory {
     return unpooled(settings, applicationName, null);
   }
 
+  /** A password given as a key and value, as the driver's parameters and libpq's keywords are. */
+  private static final Pattern PASSWORD_ASSIGNMENT =
+      Pattern.compile("password\\s*=", Pattern.CASE_INSENSITIVE);
+
   /**
    * Session settings of a migration's connections: a role's or database's timeouts on idle or whole
    * transactions would end Flyway's lock transaction (open for the whole run) or a long migration
@@ -158,10 +162,6 @@ public final class DataSourceFactory {
    * close after them; behind a pooler in transaction mode they may not hold (its own limits apply),
    * and each migration's transaction lifts them again (MigrationTimeoutsCallback).
    */
-  /** A password given as a key and value, as the driver's parameters and libpq's keywords are. */
-  private static final Pattern PASSWORD_ASSIGNMENT =
-      Pattern.compile("password\\s*=", Pattern.CASE_INSENSITIVE);
-
   public static final String MIGRATION_SESSION =
       "SELECT set_config('idle_in_transaction_session_timeout', '0', false),"
           + " CASE WHEN current_setting('server_version_num')::int >= 170000"
