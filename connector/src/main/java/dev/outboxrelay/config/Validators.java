@@ -91,17 +91,17 @@ final class Validators {
                     + " the driver would take it for part of that name or value; set"
                     + " connection.password instead");
           }
-          if (!DataSourceFactory.databaseNameDecodes((String) value)) {
-            // The driver refuses such a URL, and the password check cannot read the name.
-            throw new ConfigException(
-                name + " has a malformed %-escape in its database name: write a literal % as %25");
-          }
           if (!DataSourceFactory.namesTheDatabaseAfterItsHosts((String) value)) {
             throw new ConfigException(
                 name
                     + " must end its hosts with one '/' before the database name, as in"
                     + " jdbc:postgresql://host:5432/app (a '/' in the database name is written"
                     + " %2F)");
+          }
+          if (!DataSourceFactory.databaseNameDecodes((String) value)) {
+            // The driver refuses such a URL, and the password check cannot read the name.
+            throw new ConfigException(
+                name + " has a malformed %-escape in its database name: write a literal % as %25");
           }
           try {
             DataSourceFactory.urlParameters((String) value);

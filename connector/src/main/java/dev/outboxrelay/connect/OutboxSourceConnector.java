@@ -117,7 +117,7 @@ public class OutboxSourceConnector extends SourceConnector {
               + " table, and an offset set by hand could make exactly-once recovery record rows"
               + " PUBLISHED that Kafka never had. Only a reset (DELETE /connectors/<name>/offsets)"
               + " is accepted; to send parked rows again use outbox-relay-cli requeue, to skip rows"
-              + " park or discard them.");
+              + " park them.");
     }
     return true;
   }

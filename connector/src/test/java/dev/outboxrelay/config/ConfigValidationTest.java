@@ -564,7 +564,7 @@ class ConfigValidationTest {
    * driver sees it: the driver refuses it too, but logs it whole (java.util.logging, WARNING).
    */
   @ParameterizedTest
-  @ValueSource(strings = {"", "?sslmode=disable", "/app/", "/app/x?sslmode=disable"})
+  @ValueSource(strings = {"", "?sslmode=disable", "/app/", "/app/x?sslmode=disable", "/app/x%zz"})
   void aUrlTheDriverWouldLogAndRefuseIsAnErrorOnTheUrlAndNeverReachesTheDriver(String rest) {
     Map<String, String> props = offline();
     String url = "jdbc:postgresql://" + URL_SENTINEL + ".invalid:5432" + rest;

@@ -40,7 +40,6 @@ public final class DataSourceFactory {
 
   private DataSourceFactory() {}
 
-  /** The task's pool: {@code connection.pool.size} connections, named {@code poolName}. */
   /**
    * Run by each new connection: the claims, publishes and renewals are written for READ COMMITTED
    * (a claim skips or re-checks a row another task changed after its snapshot), and a database or
@@ -51,6 +50,7 @@ public final class DataSourceFactory {
   public static final String READ_COMMITTED =
       "SET default_transaction_isolation = 'read committed'";
 
+  /** The task's pool: {@code connection.pool.size} connections, named {@code poolName}. */
   public static HikariDataSource create(ConnectionSettings settings, String poolName) {
     return create(
         settings.jdbcUrl(),
@@ -151,9 +151,16 @@ public final class DataSourceFactory {
     return unpooled(settings, applicationName, null);
   }
 
-  /** A password given as a key and value, as the driver's parameters and libpq's keywords are. */
+  /** A URL with hosts; without, the database name follows {@code jdbc:postgresql:}. */
+  private static final String HOSTS_PREFIX = "jdbc:postgresql://";
+
+  /**
+   * A password (or the SSL key's) given as a key and value, as the driver's parameters and libpq's
+   * keywords are; not a setting whose name merely ends in one ({@code -c app.password=}, {@code
+   * keystorepassword=}).
+   */
   private static final Pattern PASSWORD_ASSIGNMENT =
-      Pattern.compile("password\\s*=", Pattern.CASE_INSENSITIVE);
+      Pattern.compile("(?<![\\w.])(?:ssl)?password\\s*=", Pattern.CASE_INSENSITIVE);
 
   /**
    * Session settings of a migration's connections: a role's or database's timeouts on idle or whole
@@ -239,10 +246,9 @@ public final class DataSourceFactory {
    * @throws IllegalArgumentException on a malformed %-escape
    */
   private static String decodedDatabaseName(String beforeQuery) {
-    int hosts = beforeQuery.indexOf("//");
     int start =
-        hosts >= 0
-            ? beforeQuery.indexOf('/', hosts + 2)
+        beforeQuery.startsWith(HOSTS_PREFIX)
+            ? beforeQuery.indexOf('/', HOSTS_PREFIX.length())
             : beforeQuery.indexOf(':', beforeQuery.indexOf(':') + 1);
     return start < 0
         ? ""

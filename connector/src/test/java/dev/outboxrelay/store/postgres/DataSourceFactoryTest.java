@@ -57,6 +57,11 @@ class DataSourceFactoryTest {
         DataSourceFactory.hasPasswordInAnotherParameter(
             "jdbc:postgresql://h/app?user=app%3Bpassword%3Dx"));
     assertTrue(DataSourceFactory.hasPasswordBeforeQuery("jdbc:postgresql:app;%70assword+=x"));
+    assertTrue(DataSourceFactory.hasPasswordBeforeQuery("jdbc:postgresql:app;%70assword=x//y"));
+    assertTrue(DataSourceFactory.hasPasswordBeforeQuery("jdbc:postgresql://h/app;sslpassword=x"));
+    assertFalse(
+        DataSourceFactory.hasPasswordInAnotherParameter(
+            "jdbc:postgresql://h/app?options=-c%20app.password%3Dx&sslfactoryarg=keypassword%3Dx"));
     assertTrue(DataSourceFactory.hasPasswordBeforeQuery("jdbc:postgresql://h;password=x/app"));
 
     String malformed = "jdbc:postgresql://h/50%off";
