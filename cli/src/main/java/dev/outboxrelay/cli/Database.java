@@ -146,8 +146,7 @@ public final class Database implements AutoCloseable {
               + " driver does not read: give them as --user and OUTBOX_PASSWORD or"
               + " --password-file; the URL is not shown");
     }
-    if (DataSourceFactory.hasPasswordBeforeQuery(url)
-        || DataSourceFactory.hasPasswordInAnotherParameter(url)) {
+    if (DataSourceFactory.hasMisplacedPassword(url)) {
       throw CliException.usage(
           "the JDBC URL has a password in its hosts, its database name or another parameter's"
               + " value (as in /app;password=... or ?user=app;password=...), which the driver"

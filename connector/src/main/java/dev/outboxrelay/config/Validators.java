@@ -82,8 +82,7 @@ final class Validators {
                     + " set connection.user and connection.password instead (an '@' elsewhere"
                     + " before the query string, as in a database name, is written %40)");
           }
-          if (DataSourceFactory.hasPasswordBeforeQuery((String) value)
-              || DataSourceFactory.hasPasswordInAnotherParameter((String) value)) {
+          if (DataSourceFactory.hasMisplacedPassword((String) value)) {
             throw new ConfigException(
                 name
                     + " must not carry a password in its hosts, its database name or another"

@@ -189,13 +189,22 @@ public final class DataSourceFactory {
   }
 
   /**
+   * Whether the URL holds a password where the driver does not take it for one: before its query
+   * string ({@link #hasPasswordBeforeQuery}) or in another parameter's value ({@link
+   * #hasPasswordInAnotherParameter}).
+   */
+  public static boolean hasMisplacedPassword(String url) {
+    return hasPasswordBeforeQuery(url) || hasPasswordInAnotherParameter(url);
+  }
+
+  /**
    * Whether the URL names a password before its query string, as in {@code /app;password=...},
    * {@code /app&password =...} or %-escaped in the database name, which the driver decodes (its
    * hosts it does not: an IPv6 zone such as {@code [fe80::1%eth0]} is no escape): the driver takes
    * it for part of the database name (and the server's error then quotes it), never for a password.
    * A database name that does not decode is refused by the driver ({@link #databaseNameDecodes}).
    */
-  public static boolean hasPasswordBeforeQuery(String url) {
+  static boolean hasPasswordBeforeQuery(String url) {
     String beforeQuery = beforeQuery(url);
     if (PASSWORD_ASSIGNMENT.matcher(beforeQuery).find()) {
       return true;
@@ -212,7 +221,7 @@ public final class DataSourceFactory {
    * ?user=app;password=...}: the driver passes the whole value on (the server's errors quote a user
    * name). A query string that does not decode counts as none: {@link #urlParameters} refuses it.
    */
-  public static boolean hasPasswordInAnotherParameter(String url) {
+  static boolean hasPasswordInAnotherParameter(String url) {
     try {
       return urlParameters(url).entrySet().stream()
           .anyMatch(
