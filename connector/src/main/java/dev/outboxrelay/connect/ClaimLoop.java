@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
@@ -33,6 +34,9 @@ final class ClaimLoop {
    * negative: -1 could be a real reading.
    */
   private static final long NEVER = Long.MIN_VALUE;
+
+  /** Pages of the backlog a stop reads at most to release a lost claim's rows. */
+  static final int STOP_RELEASE_PAGES = 10;
 
   /** The reason code of rows released after their claim's result was lost. */
   static final String CLAIM_RESULT_LOST = "CLAIM_RESULT_LOST";
@@ -61,11 +65,15 @@ final class ClaimLoop {
   private long ownRowsSinceAnyShareMs = NEVER;
 
   /**
-   * A claim threw, so its result never arrived, and its rows are not released yet. Set only once a
-   * claim has failed, never while one runs: a stop ({@link #giveBackAtStop}, on the outcome thread)
-   * must not take a claim still running on the task thread for a lost one.
+   * A claim threw, so its result never arrived, and its rows are not released yet: the release
+   * under way, or null. Set only once a claim has failed, never while one runs: a stop ({@link
+   * #giveBackAtStop}, on the outcome thread) must not take a claim still running on the task thread
+   * for a lost one.
    */
-  private volatile boolean claimResultLost;
+  private volatile LostClaimRelease lostClaim;
+
+  /** The task is stopping: a release of a lost claim's rows on the task thread reads no more. */
+  private volatile boolean stopping;
 
   /**
    * Rows of a claim that committed and that the task did not use: giving back its rows past the
@@ -142,7 +150,9 @@ final class ClaimLoop {
     if (ledger.isFull(settings) || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }
-    releaseUnconfirmedClaim();
+    if (!releaseUnconfirmedClaim(() -> stopping)) {
+      return ClaimResult.EMPTY; // stopping: the stop reads on, a few pages at most
+    }
     giveBackUnusedClaim();
     if (exactlyOnce != null) {
       return claimInBuckets();
@@ -332,11 +342,11 @@ final class ClaimLoop {
       claimed = claim.get();
     } catch (OutboxStoreException e) {
       if (e.mayHaveCommitted()) {
-        claimResultLost = true;
+        lostClaim = newLostClaimRelease();
       }
       throw e;
     } catch (RuntimeException | Error e) {
-      claimResultLost = true; // it may have committed: rows leased that no record will carry
+      lostClaim = newLostClaimRelease(); // it may have committed: leased rows no record carries
       throw e;
     }
     try {
@@ -364,20 +374,50 @@ final class ClaimLoop {
     unusedClaim = List.of();
   }
 
+  private LostClaimRelease newLostClaimRelease() {
+    // Every claim asks for at most the configured batch (sized, isolated or suspect: fewer).
+    return new LostClaimRelease(
+        settings.instanceKeys(),
+        settings.owner(),
+        settings.claimRequest().limit(),
+        LostClaimRelease.PAGE_ROWS);
+  }
+
   /**
    * Before the next claim: releases the rows of a claim whose result never arrived (leased to this
-   * owner, unique to this instance, and not held). Left leased, they would let later rows of their
-   * aggregates go first; at least once they would wait a lease and a reclaim in isolation, and
-   * exactly once the next batch's committed offset would cover them, so that a recovery recorded
-   * them PUBLISHED unsent. Throws, like a claim, while the database is away.
+   * owner, unique to this instance, and not held), page by page. Left leased, they would let later
+   * rows of their aggregates go first; at least once they would wait a lease and a reclaim in
+   * isolation, and exactly once the next batch's committed offset would cover them, so that a
+   * recovery recorded them PUBLISHED unsent. Throws, like a claim, while the database is away; the
+   * next call reads on from the page that failed. Returns whether the release has ended, not when
+   * {@code stop} said to stop reading pages.
    */
-  private void releaseUnconfirmedClaim() {
-    if (!claimResultLost) {
-      return;
+  private boolean releaseUnconfirmedClaim(BooleanSupplier stop) {
+    LostClaimRelease release = lostClaim;
+    if (release == null) {
+      return true;
     }
-    List<String> released =
-        store.releaseUnheld(
-            settings.instanceKeys(), settings.owner(), ledger.heldSeqs(), handedThrough());
+    int before = release.released().size();
+    boolean ended;
+    try {
+      ended = release.run(store, ledger::heldSeqs, handedThrough(), stop);
+    } finally { // also the rows of the pages before one that failed
+      reportReleased(release.released().subList(before, release.released().size()));
+    }
+    List<String> released = release.released();
+    if (ended) {
+      log.info(
+          "Release of a claim whose result never arrived ended: {} rows released, {} pages of"
+              + " the backlog read (reason={})",
+          released.size(),
+          release.pagesRead(),
+          CLAIM_RESULT_LOST);
+      lostClaim = null;
+    }
+    return ended;
+  }
+
+  private void reportReleased(List<String> released) {
     for (String id : released) {
       log.warn(
           "Released a claim whose result never arrived: message_id={} (reason={})",
@@ -385,7 +425,28 @@ final class ClaimLoop {
           CLAIM_RESULT_LOST);
     }
     metrics.unconfirmedReleased.addAndGet(released.size());
-    claimResultLost = false;
+  }
+
+  /**
+   * At a stop, the release of a claim whose result never arrived, a few pages at most: the stop
+   * must end, and rows it does not reach are reclaimed when their leases run out.
+   */
+  private void releaseAtStop() {
+    LostClaimRelease release = lostClaim;
+    if (release == null) {
+      return;
+    }
+    int start = release.pagesRead();
+    if (!releaseUnconfirmedClaim(() -> release.pagesRead() - start >= STOP_RELEASE_PAGES)) {
+      log.warn(
+          "Stopped before every row of a claim whose result never arrived was found ({} pages of"
+              + " the backlog read); {} (reason={})",
+          release.pagesRead(),
+          exactlyOnce == null
+              ? "rows not found are reclaimed when their leases run out"
+              : "the next instance's recovery releases rows not found",
+          CLAIM_RESULT_LOST);
+    }
   }
 
   /** Exactly once, the last batch handed to Connect, whose rows only recovery may release. */
@@ -394,16 +455,18 @@ final class ClaimLoop {
   }
 
   /**
-   * At a stop, on the outcome thread: at least once, releases the rows of a claim whose result
-   * never arrived, due again at once, as the next claim would have (a claim still running on the
-   * task thread is not such a claim; if it commits, its rows wait out their lease). Left leased,
-   * they waited out their lease and were then reclaimed one by one in isolation as abandoned rows,
-   * counted as possible duplicates though no record of them was ever sent. Exactly once, also the
-   * rows of a batch claimed ahead that Connect never got (the stop forgot it): left leased, the
-   * next instance's recovery would release them as suspects, to be claimed one by one. Never
-   * throws: the task is stopping, and the leases run out instead.
+   * At a stop, on the outcome thread: releases the rows of a claim whose result never arrived, due
+   * again at once, as the next claim would have, reading a few pages of the backlog at most (a
+   * claim still running on the task thread is not such a claim; if it commits, its rows wait out
+   * their lease; a release running there stops at its next page). Left leased, they waited out
+   * their lease and were then reclaimed one by one in isolation as abandoned rows, counted as
+   * possible duplicates though no record of them was ever sent. Exactly once, also the rows of a
+   * batch claimed ahead that Connect never got (the stop forgot it): left leased, the next
+   * instance's recovery would release them as suspects, to be claimed one by one. Never throws: the
+   * task is stopping, and the leases run out instead.
    */
   void giveBackAtStop() {
+    stopping = true; // a release running on the task thread stops reading pages
     if (!claiming.tryLock()) {
       // A claim still running (the task thread's, or one ahead): its rows, if it commits, wait
       // for their leases to run out, or exactly once for the next instance's recovery.
@@ -417,10 +480,10 @@ final class ClaimLoop {
     }
     try {
       giveBackUnusedClaim();
-      if (exactlyOnce != null && !claimResultLost) {
+      if (exactlyOnce != null && lostClaim == null) {
         releaseClaimedAhead();
       } else {
-        releaseUnconfirmedClaim();
+        releaseAtStop();
       }
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(

@@ -171,18 +171,26 @@ public interface OutboxStore extends AutoCloseable {
   Recovery recover(RecoveryRequest request);
 
   /**
-   * Releases the rows leased to {@code owner} (one task instance: owners are unique per start) that
-   * it does not hold, i.e. whose seq is not in {@code heldSeqs}: the rows of a claim whose result
-   * never reached it. Exactly once, only rows of claims numbered after {@code handedThroughBatch},
-   * the last batch handed to Connect: a row of a batch handed over that is leased and not held had
-   * its PUBLISHED write lost by the database after Kafka committed it (a failover, or the server's
-   * {@code synchronous_commit=off}), and only recovery, which reads the committed offsets, may
-   * settle it. At-least-once rows carry no batch and are all candidates. Due now, no attempt
-   * charged, token bumped. Returns the message ids released; idempotent. Finds the rows by reading
-   * the active ones: for the rare claim whose connection was lost at COMMIT, not for every claim.
+   * One page of the release of the rows leased to {@code owner} (one task instance: owners are
+   * unique per start) that it does not hold, i.e. whose seq is not in {@code heldSeqs}: the rows of
+   * a claim whose result never reached it. Reads at most {@code pageRows} rows of {@code
+   * instanceKey} that await delivery, those after {@code afterSeq} in seq order, and releases those
+   * among them; a caller that claims nothing until the last page has been read finds every such
+   * row, however large the backlog, in statements that each read one page. Exactly once, only rows
+   * of claims numbered after {@code handedThroughBatch}, the last batch handed to Connect: a row of
+   * a batch handed over that is leased and not held had its PUBLISHED write lost by the database
+   * after Kafka committed it (a failover, or the server's {@code synchronous_commit=off}), and only
+   * recovery, which reads the committed offsets, may settle it. At-least-once rows carry no batch
+   * and are all candidates. Due now, no attempt charged, token bumped; idempotent. For the rare
+   * claim whose connection was lost at COMMIT, not for every claim.
    */
-  List<String> releaseUnheld(
-      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs, long handedThroughBatch);
+  UnheldPage releaseUnheld(
+      String instanceKey,
+      String owner,
+      Collection<Long> heldSeqs,
+      long handedThroughBatch,
+      long afterSeq,
+      int pageRows);
 
   /**
    * Gives back rows of a claim just made that the caller will not hand to Connect (rows past its

@@ -249,6 +249,64 @@ class ClaimLoopTest {
   }
 
   /**
+   * The release reads the backlog page by page (here one page per instance key): rows released by
+   * the pages before one that fails are logged and counted at once, not when the release ends, and
+   * the next attempt reads on from the failed page.
+   */
+  @Test
+  void rowsReleasedBeforeAFailedPageAreReportedAtOnce() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of("instance.keys", "eu,us", "claim.batch.size", "5", "ordering.enabled", "false"));
+    f.add("eu", "e1", "a");
+    f.add("eu", "e2", "b");
+    f.add("us", "u1", "c");
+    f.add("us", "u2", "d");
+    f.add("us", "u3", "e");
+    boolean[] lostResult = {true};
+    List<String> pagesRead = new ArrayList<>();
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("releaseUnheld")) {
+                    pagesRead.add((String) args[0]);
+                    if (pagesRead.size() == 2) {
+                      throw new OutboxStoreException(
+                          OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "page");
+                    }
+                  }
+                  Object result = method.invoke(f.store, args);
+                  if (method.getName().equals("claim") && lostResult[0]) {
+                    lostResult[0] = false;
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+                  }
+                  return result;
+                });
+    ClaimLoop loop = loop(f, store);
+    assertThrows(OutboxStoreException.class, loop::next); // all five leased, the result lost
+    long mark = LogCapture.get().mark();
+
+    assertThrows(OutboxStoreException.class, loop::next); // eu's page released, us's failed
+
+    assertEquals(2, f.metrics.unconfirmedReleased.get(), "e1 and e2, counted at once");
+    assertEquals(
+        2,
+        LogCapture.get().matching(mark, e -> e.message().contains("CLAIM_RESULT_LOST")).size(),
+        "and logged");
+    assertEquals(List.of("e1", "e2", "u1", "u2", "u3"), sorted(ids(loop.next())));
+    assertEquals(List.of("eu", "us", "us"), pagesRead, "on from the failed page");
+    assertEquals(5, f.metrics.unconfirmedReleased.get());
+  }
+
+  private static List<String> sorted(List<String> ids) {
+    return ids.stream().sorted().toList();
+  }
+
+  /**
    * A claim the server answered with an error (its statement timeout, on a backlog of tens of
    * millions of rows) rolled back: nothing to release before the next claim, whose release would
    * read the same backlog, time out the same way and hold every claim back. A claim without a reply

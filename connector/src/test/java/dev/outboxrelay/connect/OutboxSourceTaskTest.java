@@ -1193,13 +1193,16 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public List<String> releaseUnheld(
-        Set<String> instanceKeys,
+    public dev.outboxrelay.store.UnheldPage releaseUnheld(
+        String instanceKey,
         String owner,
         java.util.Collection<Long> heldSeqs,
-        long handedThroughBatch) {
+        long handedThroughBatch,
+        long afterSeq,
+        int pageRows) {
       check();
-      return delegate.releaseUnheld(instanceKeys, owner, heldSeqs, handedThroughBatch);
+      return delegate.releaseUnheld(
+          instanceKey, owner, heldSeqs, handedThroughBatch, afterSeq, pageRows);
     }
 
     @Override

@@ -122,6 +122,20 @@ public abstract class OutboxStoreContract {
     return result.claimed().get(0);
   }
 
+  /** Every row of EU that {@link OutboxStore#releaseUnheld} releases, read two rows a page. */
+  private List<String> releaseUnheld(String owner, List<Long> heldSeqs, long handedThrough) {
+    List<String> released = new ArrayList<>();
+    UnheldPage page;
+    long after = Long.MIN_VALUE;
+    do {
+      page = store.releaseUnheld(EU, owner, heldSeqs, handedThrough, after, 2);
+      released.addAll(page.released());
+      after = page.lastSeq();
+    } while (page.full());
+    released.sort(null);
+    return released;
+  }
+
   private static PublishedAck ack(ClaimedMessage m, long offset) {
     return new PublishedAck(
         m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, offset));
@@ -711,7 +725,7 @@ public abstract class OutboxStoreContract {
     store.claim(request("other", 1));
     store.claim(request("me", 1, Set.of(US)));
 
-    assertEquals(List.of(b, c), store.releaseUnheld(Set.of(EU), "me", List.of(held.seq()), 0));
+    assertEquals(List.of(b, c), releaseUnheld("me", List.of(held.seq()), 0));
 
     assertEquals(MessageStatus.PENDING, state(b).status());
     assertNull(state(b).leaseOwner());
@@ -720,9 +734,53 @@ public abstract class OutboxStoreContract {
     assertEquals("me", state(a).leaseOwner(), "held: untouched");
     assertEquals("other", state(o).leaseOwner(), "another owner's: untouched");
     assertEquals("me", state(u).leaseOwner(), "another instance key's: untouched");
-    assertEquals(List.of(), store.releaseUnheld(Set.of(EU), "me", List.of(held.seq()), 0));
+    assertEquals(List.of(), releaseUnheld("me", List.of(held.seq()), 0));
     assertEquals(Outcome.APPLIED, store.markPublished(ack(held, 1)));
     assertEquals(List.of(b, c), ids(store.claim(request("me", 10))));
+  }
+
+  /**
+   * A release reads one page of the key's rows awaiting delivery at a time, in seq order after the
+   * seq given, and releases the owner's unheld rows among them only: another instance key's rows,
+   * published and parked rows are neither read nor counted, and a page that read fewer rows than
+   * allowed is the last.
+   */
+  @Test
+  void releasingUnheldRowsReadsOnePageOfTheKeysBacklogAtATime() {
+    String a = add(EU, "a", "agg-1");
+    add(US, "u", "agg-2");
+    String p = add(EU, "p", "agg-3");
+    String b = add(EU, "b", "agg-4");
+    String f = add(EU, "f", "agg-5");
+    String c = add(EU, "c", "agg-6");
+    String d = add(EU, "d", "agg-7");
+    ClaimedMessage toPublish = claimOne("other", a);
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(toPublish, 1)));
+    assertEquals(List.of(p, b), ids(store.claim(request("me", 2))));
+    ClaimedMessage toPark = claimOne("other", f);
+    assertEquals(Outcome.APPLIED, store.markFailed(f, toPark.lease(), "POISON"));
+    assertEquals(List.of(c, d), ids(store.claim(request("me", 2))));
+    store.claim(request("me", 1, Set.of(US)));
+    long held = state(p).seq();
+
+    UnheldPage first = store.releaseUnheld(EU, "me", List.of(held), 0, Long.MIN_VALUE, 2);
+    assertEquals(List.of(b), first.released(), "p held; a published, u another key's: unread");
+    assertEquals(state(b).seq(), first.lastSeq());
+    assertTrue(first.full());
+    assertEquals(MessageStatus.IN_FLIGHT, state(c).status(), "not on this page");
+
+    UnheldPage second = store.releaseUnheld(EU, "me", List.of(held), 0, first.lastSeq(), 2);
+    assertEquals(List.of(c, d), second.released(), "the parked row f is not read");
+    assertEquals(state(d).seq(), second.lastSeq());
+    assertTrue(second.full());
+
+    UnheldPage last = store.releaseUnheld(EU, "me", List.of(held), 0, second.lastSeq(), 2);
+    assertEquals(List.of(), last.released());
+    assertEquals(second.lastSeq(), last.lastSeq(), "none read: it starts where it was asked to");
+    assertFalse(last.full());
+    assertEquals(MessageStatus.IN_FLIGHT, state(p).status());
+    assertEquals("me", state("u").leaseOwner(), "another instance key's: untouched");
+    assertEquals(List.of(b, c), ids(store.claim(request("me", 2))), "due again, in order");
   }
 
   /**
@@ -740,12 +798,12 @@ public abstract class OutboxStoreContract {
     assertEquals(a, handed.messageId());
     assertEquals(List.of(b), ids(store.claim(exactlyOnce("me", 1, epoch, 2, ALL_BUCKETS))));
 
-    assertEquals(List.of(b), store.releaseUnheld(Set.of(EU), "me", List.of(), 1));
+    assertEquals(List.of(b), releaseUnheld("me", List.of(), 1));
 
     assertEquals(MessageStatus.IN_FLIGHT, state(a).status(), "batch 1 was handed over");
     assertEquals("me", state(a).leaseOwner());
     assertEquals(MessageStatus.PENDING, state(b).status());
-    assertEquals(List.of(a), store.releaseUnheld(Set.of(EU), "me", List.of(), 0));
+    assertEquals(List.of(a), releaseUnheld("me", List.of(), 0));
   }
 
   /**
@@ -795,7 +853,7 @@ public abstract class OutboxStoreContract {
     store.claim(request("me", 10));
     holdElsewhere("legacy", new Lease("me", 1), clock.now().plus(LEASE));
 
-    assertEquals(List.of(a), store.releaseUnheld(Set.of(EU), "me", List.of(), 0));
+    assertEquals(List.of(a), releaseUnheld("me", List.of(), 0));
 
     assertEquals(MessageStatus.PENDING, state(a).status());
     assertEquals("me", state("legacy").leaseOwner(), "a legacy row stays as it is");

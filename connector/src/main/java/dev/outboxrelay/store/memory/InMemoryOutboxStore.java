@@ -20,6 +20,7 @@ import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.UnheldPage;
 import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.InstanceKeys;
 import dev.outboxrelay.writer.OutboxMessage;
@@ -269,14 +270,28 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized List<String> releaseUnheld(
-      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs, long handedThroughBatch) {
-    InstanceKeys.requireValid(instanceKeys);
+  public synchronized UnheldPage releaseUnheld(
+      String instanceKey,
+      String owner,
+      Collection<Long> heldSeqs,
+      long handedThroughBatch,
+      long afterSeq,
+      int pageRows) {
+    InstanceKeys.requireValid(Set.of(instanceKey));
     Set<Long> held = Set.copyOf(heldSeqs);
     List<String> released = new ArrayList<>();
-    for (Row row : rowsBySeq.values()) {
-      if (row.ownedBy(instanceKeys)
-          && row.status == MessageStatus.IN_FLIGHT
+    long lastSeq = afterSeq;
+    int read = 0;
+    for (Row row : rowsBySeq.tailMap(afterSeq, false).values()) {
+      if (read == pageRows) {
+        break;
+      }
+      if (!instanceKey.equals(row.instanceKey) || !row.status.isActive()) {
+        continue;
+      }
+      read++;
+      lastSeq = row.seq;
+      if (row.status == MessageStatus.IN_FLIGHT
           && owner.equals(row.leaseOwner)
           && !held.contains(row.seq)
           && (row.claimBatch == null || row.claimBatch > handedThroughBatch)) {
@@ -285,7 +300,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       }
     }
     released.sort(null);
-    return released;
+    return new UnheldPage(released, lastSeq, read == pageRows);
   }
 
   @Override

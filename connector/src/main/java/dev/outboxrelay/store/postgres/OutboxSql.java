@@ -639,17 +639,38 @@ final class OutboxSql {
         claim(CLAIM_UNORDERED, t -> unordered.apply(t).replace("{share}", SHARE));
     recover = statement(RECOVER.replace("{share}", ""));
     recoverInShare = statement(RECOVER.replace("{share}", SHARE));
-    // The rows of a claim whose result never arrived: leased to the owner, not held by it, and
-    // exactly once of no batch handed to Connect (OutboxStore#releaseUnheld).
+    // One page of the rows of a claim whose result never arrived: the key's rows awaiting
+    // delivery after a seq, read in seq order along its due index (ordered as that index is, so
+    // that no plan reads another key's rows by the primary key); of them, those leased to the
+    // owner, not held by it, and exactly once of no batch handed to Connect, given back by their
+    // seqs (OutboxStore#releaseUnheld). The held seqs are compared only for the owner's own rows.
+    // The update checks the key again as a filter, not an index condition (IS NOT DISTINCT FROM):
+    // an index led by instance_key would read every entry of the key for these seqs.
     releaseUnheld =
         statement(
             """
-            UPDATE {table} o SET {give back(o)}
-            WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)}
-              AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
-              AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
-              AND (o.claim_batch IS NULL OR o.claim_batch > CAST(:handed_through AS bigint))
-            RETURNING {message_id(o)}""");
+            WITH page AS (
+              SELECT o.seq,
+                o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
+                  AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
+                  AND (o.claim_batch IS NULL OR o.claim_batch > CAST(:handed_through AS bigint))
+                  AS unheld
+              FROM {table} o
+              WHERE o.instance_key = :instance_key AND {unsettled(o)}
+                AND o.seq > CAST(:after_seq AS bigint)
+              ORDER BY o.instance_key, o.seq
+              LIMIT :page_rows
+            ), released AS (
+              UPDATE {table} o SET {give back(o)}
+              WHERE o.seq = ANY (ARRAY(SELECT seq FROM page WHERE unheld))
+                AND o.instance_key IS NOT DISTINCT FROM :instance_key AND {unsettled(o)}
+                AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
+                AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
+                AND (o.claim_batch IS NULL OR o.claim_batch > CAST(:handed_through AS bigint))
+              RETURNING {message_id(o)} AS message_id
+            )
+            SELECT (SELECT count(*) FROM page) AS rows_read, (SELECT max(seq) FROM page) AS last_seq,
+              ARRAY(SELECT message_id FROM released) AS released""");
     // Rows of a claim just made, past the task's byte budget, given back as releaseUnheld gives
     // rows back; found like the rows of a renewal, and run under ACKS_PLAN too
     // (OutboxStore#giveBack).

@@ -20,6 +20,7 @@ import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.UnheldPage;
 import dev.outboxrelay.writer.InstanceKeys;
 import java.sql.Array;
 import java.sql.Connection;
@@ -674,20 +675,37 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public List<String> releaseUnheld(
-      Set<String> instanceKeys, String owner, Collection<Long> heldSeqs, long handedThroughBatch) {
-    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
+  public UnheldPage releaseUnheld(
+      String instanceKey,
+      String owner,
+      Collection<Long> heldSeqs,
+      long handedThroughBatch,
+      long afterSeq,
+      int pageRows) {
+    InstanceKeys.requireValid(Set.of(instanceKey));
     Long[] held = heldSeqs.toArray(new Long[0]);
     return run(
         "release-unheld",
+        OutboxSql.CLAIM_PLAN, // read along the due index: no bitmap of the key's whole backlog
         sql.releaseUnheld,
-        (c, statement) ->
-            messageIds(
-                statement
-                    .setArray("instance_keys", textArray(c, keys))
-                    .setString("owner", owner)
-                    .setArray("held_seqs", c.createArrayOf("bigint", held))
-                    .setLong("handed_through", handedThroughBatch)));
+        (c, statement) -> {
+          statement
+              .setString("instance_key", instanceKey)
+              .setString("owner", owner)
+              .setArray("held_seqs", c.createArrayOf("bigint", held))
+              .setLong("handed_through", handedThroughBatch)
+              .setLong("after_seq", afterSeq)
+              .setInt("page_rows", pageRows);
+          try (ResultSet rs = planned(statement)) {
+            rs.next();
+            long read = rs.getLong("rows_read");
+            long lastSeq = read == 0 ? afterSeq : rs.getLong("last_seq");
+            List<String> released =
+                new ArrayList<>(List.of((String[]) rs.getArray("released").getArray()));
+            released.sort(null);
+            return new UnheldPage(released, lastSeq, read >= pageRows);
+          }
+        });
   }
 
   @Override

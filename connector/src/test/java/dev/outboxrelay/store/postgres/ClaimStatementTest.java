@@ -462,6 +462,55 @@ class ClaimStatementTest {
   }
 
   /**
+   * The release of a claim whose result was lost reads one page of its key's rows awaiting delivery
+   * along the (instance_key, seq) due index, from where the last page ended, none of another key's
+   * nor a legacy row, and releases the rows it finds by the primary key: no statement reads the
+   * key's whole backlog (which could outlast the statement timeout at every attempt, as a bitmap of
+   * it did), none sorts it.
+   */
+  @Test
+  void aLostClaimsReleaseReadsOnePageOfTheKeysDueIndex() throws SQLException {
+    NamedSql release = new OutboxSql(TABLE).releaseUnheld;
+    String plan;
+    try (Connection c = shared.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                PostgresOutboxStore.planned(
+                    OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + release.jdbc()))) {
+      c.setAutoCommit(false);
+      try (Statement lease = c.createStatement()) { // the lost claim's 150 rows, rolled back
+        lease.execute(
+            "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = 'relay-1',"
+                + " lease_expires_at = now() + interval '1 minute', lease_token = lease_token + 1"
+                + " WHERE seq IN (SELECT seq FROM outbox WHERE instance_key = 'us'"
+                + " ORDER BY seq LIMIT 150)");
+      }
+      release
+          .bind(ps)
+          .setString("instance_key", "us")
+          .setString("owner", "relay-1")
+          .setArray("held_seqs", c.createArrayOf("bigint", new Long[] {1L}))
+          .setLong("handed_through", 0)
+          .setLong("after_seq", Long.MIN_VALUE)
+          .setInt("page_rows", 200);
+      plan = plan(ps);
+      c.rollback();
+    }
+    assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
+    assertTrue(plan.contains("Index Cond: ((instance_key = 'us'::text) AND (seq > "), plan);
+    assertTrue(plan.matches("(?s).*Limit .*actual rows=200 loops=1.*"), "one page: " + plan);
+    assertTrue(plan.contains("Index Scan using outbox_pkey on outbox o_1"), plan);
+    assertTrue(plan.matches("(?s).*Update on outbox o_1 .*actual rows=150 loops=1.*"), plan);
+    Matcher removed = Pattern.compile("Rows Removed by Filter: (\\d+)").matcher(plan);
+    while (removed.find()) {
+      assertTrue(Long.parseLong(removed.group(1)) <= 200, "only the page's rows read: " + plan);
+    }
+    assertFalse(plan.contains("Seq Scan"), plan);
+    assertFalse(plan.contains("Bitmap"), plan);
+    assertFalse(plan.contains("Sort"), plan);
+  }
+
+  /**
    * Retention of rows published before schema version 9, still in the table, sorts nothing: for
    * several keys the settled index cannot return them by published_at, and each batch sorted every
    * row past the cutoff (tens of millions where retention was lowered, past the statement timeout).

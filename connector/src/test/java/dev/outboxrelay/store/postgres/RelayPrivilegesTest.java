@@ -136,7 +136,9 @@ class RelayPrivilegesTest {
     ClaimRequest one = new ClaimRequest("w", Set.of("eu"), 1, Duration.ofSeconds(30), 5, false);
     assertEquals(
         List.of("m2"), store.claim(one).claimed().stream().map(m -> m.messageId()).toList());
-    assertEquals(List.of("m2"), store.releaseUnheld(Set.of("eu"), "w", List.of(), 0));
+    assertEquals(
+        List.of("m2"),
+        store.releaseUnheld("eu", "w", List.of(), 0, Long.MIN_VALUE, 100).released());
     ClaimRequest second =
         new ClaimRequest("w2", Set.of("eu"), 10, Duration.ofSeconds(30), 5, false);
     List<ClaimedMessage> leased = store.claim(second).claimed(); // m2 (due again), m4, m5

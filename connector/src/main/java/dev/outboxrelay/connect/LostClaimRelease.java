@@ -1,0 +1,93 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.UnheldPage;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Set;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/**
+ * Finds and releases the rows of a claim whose result never arrived (leased to the task's owner and
+ * not held), one page of an instance key's backlog per statement ({@link
+ * OutboxStore#releaseUnheld}), so that no statement reads more than a page however large the
+ * backlog: one statement over the whole backlog could outlast {@code statement.timeout.ms} at every
+ * attempt and hold every claim back for good. Remembers where it stands, so that a page that fails
+ * (the database away) is read again and the pages before it are not. The task claims nothing until
+ * it has ended: only then is every such row known to be found.
+ *
+ * <p>It ends early once it has released as many rows as one claim may lease: only one claim's
+ * result can be lost at a time, since none is made before its release ends.
+ */
+final class LostClaimRelease {
+  /** Rows read per statement: a few milliseconds of index and heap reads each. */
+  static final int PAGE_ROWS = 10_000;
+
+  private final List<String> instanceKeys;
+  private final String owner;
+  private final int claimLimit;
+  private final int pageRows;
+  private final List<String> released = new ArrayList<>();
+  private int keyIndex;
+  private long afterSeq = Long.MIN_VALUE;
+  private int pagesRead;
+
+  LostClaimRelease(Set<String> instanceKeys, String owner, int claimLimit, int pageRows) {
+    this.instanceKeys = instanceKeys.stream().sorted().toList();
+    this.owner = owner;
+    this.claimLimit = claimLimit;
+    this.pageRows = pageRows;
+  }
+
+  /**
+   * Reads pages until every row of the lost claim is found, or {@code stop} says to stop (then
+   * false, the position kept). Throws, the position kept, when a page fails.
+   *
+   * @param heldSeqs the seqs the task holds, read again for every page (only ever fewer: it claims
+   *     nothing meanwhile)
+   * @param handedThroughBatch exactly once, the last batch handed to Connect; 0 otherwise
+   */
+  boolean run(
+      OutboxStore store,
+      Supplier<Collection<Long>> heldSeqs,
+      long handedThroughBatch,
+      BooleanSupplier stop) {
+    while (!isDone()) {
+      if (stop.getAsBoolean()) {
+        return false;
+      }
+      UnheldPage page =
+          store.releaseUnheld(
+              instanceKeys.get(keyIndex),
+              owner,
+              heldSeqs.get(),
+              handedThroughBatch,
+              afterSeq,
+              pageRows);
+      pagesRead++;
+      released.addAll(page.released());
+      if (page.full()) {
+        afterSeq = page.lastSeq();
+      } else {
+        keyIndex++;
+        afterSeq = Long.MIN_VALUE;
+      }
+    }
+    return true;
+  }
+
+  private boolean isDone() {
+    return keyIndex == instanceKeys.size() || released.size() >= claimLimit;
+  }
+
+  /** The message ids released so far, in the order the pages found them. */
+  List<String> released() {
+    return List.copyOf(released);
+  }
+
+  int pagesRead() {
+    return pagesRead;
+  }
+}
