@@ -401,6 +401,18 @@ final class ClaimLoop {
     boolean ended;
     try {
       ended = release.run(store, ledger::heldSeqs, handedThrough(), stop);
+    } catch (OutboxStoreException e) {
+      if (e.mayHaveCommitted()) {
+        // Read again, the page finds the rows it gave back due already: say so, once.
+        log.warn(
+            "A page of the release of a claim whose result never arrived failed without a reply"
+                + " (reason={}, sqlState={}): rows it released, if it committed, are not listed"
+                + " (reason={})",
+            e.reasonCode(),
+            e.sqlState(),
+            CLAIM_RESULT_LOST);
+      }
+      throw e;
     } finally { // also the rows of the pages before one that failed
       reportReleased(release.released().subList(before, release.released().size()));
     }
@@ -438,15 +450,30 @@ final class ClaimLoop {
     }
     int start = release.pagesRead();
     if (!releaseUnconfirmedClaim(() -> release.pagesRead() - start >= STOP_RELEASE_PAGES)) {
-      log.warn(
-          "Stopped before every row of a claim whose result never arrived was found ({} pages of"
-              + " the backlog read); {} (reason={})",
-          release.pagesRead(),
-          exactlyOnce == null
-              ? "rows not found are reclaimed when their leases run out"
-              : "the next instance's recovery releases rows not found",
-          CLAIM_RESULT_LOST);
+      warnReleaseCut();
     }
+  }
+
+  /** A stop came before the release of a lost claim's rows ended. */
+  private void warnReleaseCut() {
+    LostClaimRelease release = lostClaim;
+    log.warn(
+        "Stopped before every row of a claim whose result never arrived was found ({} pages of"
+            + " the backlog read); {} (reason={})",
+        release == null ? 0 : release.pagesRead(),
+        exactlyOnce == null
+            ? "rows not found are reclaimed when their leases run out"
+            : "the next instance's recovery releases rows not found",
+        CLAIM_RESULT_LOST);
+  }
+
+  /**
+   * The task is stopping (Connect called {@code stop()}): a release of a lost claim's rows on the
+   * task thread stops at its next page, so that poll() returns; the stop reads on from there
+   * ({@link #giveBackAtStop}), a few pages at most.
+   */
+  void taskStopping() {
+    stopping = true;
   }
 
   /** Exactly once, the last batch handed to Connect, whose rows only recovery may release. */
@@ -466,8 +493,13 @@ final class ClaimLoop {
    * task is stopping, and the leases run out instead.
    */
   void giveBackAtStop() {
-    stopping = true; // a release running on the task thread stops reading pages
+    taskStopping();
     if (!claiming.tryLock()) {
+      if (lostClaim != null) {
+        // Not a claim: the release of a lost one, which stops at its next page (taskStopping).
+        warnReleaseCut();
+        return;
+      }
       // A claim still running (the task thread's, or one ahead): its rows, if it commits, wait
       // for their leases to run out, or exactly once for the next instance's recovery.
       log.info(
@@ -480,11 +512,12 @@ final class ClaimLoop {
     }
     try {
       giveBackUnusedClaim();
-      if (exactlyOnce != null && lostClaim == null) {
+      if (exactlyOnce != null) {
+        // By their leases, first: a lost claim's release ends at one claim's worth of rows, and
+        // the batch ahead is not one of them (the stop forgot it after the lost claim began).
         releaseClaimedAhead();
-      } else {
-        releaseAtStop();
       }
+      releaseAtStop();
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(
           "Could not give back at stop the rows claimed and never handed to Connect (error={});"
@@ -502,8 +535,8 @@ final class ClaimLoop {
    * Exactly once, at a stop: the last claim's rows, if its batch was never handed to Connect (the
    * stop forgot the batch claimed ahead), so that no record of them can be in Kafka. By their seqs
    * and leases: releasing every row leased to the instance that it does not hold read the keys'
-   * whole due backlog at every stop. (A claim whose result was lost is released that way instead,
-   * before this; a row left leased all the same is released by the next instance's recovery.)
+   * whole due backlog at every stop. (A claim whose result was lost is released page by page after
+   * this; a row left leased all the same is released by the next instance's recovery.)
    */
   private void releaseClaimedAhead() {
     if (lastClaimBatch <= handedThrough()) {

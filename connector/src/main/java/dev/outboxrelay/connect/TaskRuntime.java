@@ -210,6 +210,7 @@ final class TaskRuntime {
       l.stop();
     }
     renewer.taskStopping();
+    claims.taskStopping();
     wake.wake();
     if (started) {
       loop.stop(flushTimeout, lateAckGrace);

@@ -295,12 +295,145 @@ class ClaimLoopTest {
     assertEquals(2, f.metrics.unconfirmedReleased.get(), "e1 and e2, counted at once");
     assertEquals(
         2,
-        LogCapture.get().matching(mark, e -> e.message().contains("CLAIM_RESULT_LOST")).size(),
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().contains("message_id=")
+                        && e.message().contains("CLAIM_RESULT_LOST"))
+            .size(),
         "and logged");
+    assertEquals(
+        1,
+        LogCapture.get().matching(mark, e -> e.message().contains("are not listed")).size(),
+        "the failed page had no reply: what it released, if it committed, is not listed");
     assertEquals(List.of("e1", "e2", "u1", "u2", "u3"), sorted(ids(loop.next())));
     assertEquals(List.of("eu", "us", "us"), pagesRead, "on from the failed page");
     assertEquals(5, f.metrics.unconfirmedReleased.get());
   }
+
+  /**
+   * Connect's stop() ends a release running on the task thread at its next page, so that poll()
+   * returns (nothing claimed); the stop then reads on from there and releases the rest.
+   */
+  @Test
+  void aStopEndsARunningReleaseAtItsNextPageAndTheStopReadsOn() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of("instance.keys", "eu,us", "claim.batch.size", "5", "ordering.enabled", "false"));
+    f.add("eu", "e1", "a");
+    f.add("eu", "e2", "b");
+    f.add("us", "u1", "c");
+    f.add("us", "u2", "d");
+    f.add("us", "u3", "e");
+    boolean[] loseResult = {true};
+    ClaimLoop[] loop = new ClaimLoop[1];
+    int[] claims = {0};
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("releaseUnheld") && args[0].equals("eu")) {
+                    loop[0].taskStopping(); // Connect calls stop() while the first page runs
+                  }
+                  if (method.getName().equals("claim")) {
+                    claims[0]++;
+                  }
+                  Object result = method.invoke(f.store, args);
+                  if (method.getName().equals("claim") && loseResult[0]) {
+                    loseResult[0] = false;
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+                  }
+                  return result;
+                });
+    loop[0] = loop(f, store);
+    assertThrows(OutboxStoreException.class, loop[0]::next);
+
+    assertTrue(loop[0].next().isEmpty(), "poll() returns");
+    assertEquals(1, claims[0], "nothing claimed");
+    assertEquals(MessageStatus.PENDING, f.store.find("e2").orElseThrow().status());
+    assertEquals(MessageStatus.IN_FLIGHT, f.store.find("u1").orElseThrow().status());
+
+    loop[0].giveBackAtStop();
+
+    for (String id : List.of("u1", "u2", "u3")) {
+      assertEquals(MessageStatus.PENDING, f.store.find(id).orElseThrow().status(), id);
+    }
+    assertEquals(5, f.metrics.unconfirmedReleased.get());
+  }
+
+  /**
+   * Exactly once, a stop that forgot the batch claimed ahead (never handed to Connect) while the
+   * next claim's result was lost gives back both: the batch ahead by its leases, the lost claim's
+   * rows by reading the backlog. The backlog's reading ends at a claim's worth of rows, and the
+   * batch ahead, read first (its key comes first), must not be taken for the lost claim's rows.
+   */
+  @Test
+  void anExactlyOnceStopGivesBackTheBatchAheadAndTheLostClaimBoth() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "delivery.guarantee", "exactly-once",
+                "exactly.once.support", "required",
+                "instance.keys", "eu,us",
+                "claim.batch.size", "2"));
+    f.add("eu", "e1", "a");
+    f.add("eu", "e2", "b");
+    f.add("us", "u1", "c");
+    f.add("us", "u2", "d");
+    boolean[] loseResult = {false};
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  Object result = method.invoke(f.store, args);
+                  if (method.getName().equals("claim") && loseResult[0]) {
+                    loseResult[0] = false;
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+                  }
+                  return result;
+                });
+    ExactlyOnceState exactlyOnce =
+        new ExactlyOnceState(store, f.settings, () -> NO_OFFSETS, f.metrics, time);
+    exactlyOnce.recover();
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(
+            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+    ClaimLoop loop =
+        new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time, exactlyOnce);
+    assertEquals(List.of("e1", "e2"), ids(loop.next())); // ahead; the stop forgets it
+    loseResult[0] = true;
+    assertThrows(OutboxStoreException.class, loop::next); // u1 and u2 leased, the result lost
+    assertEquals(MessageStatus.IN_FLIGHT, f.store.find("u2").orElseThrow().status());
+
+    loop.giveBackAtStop();
+
+    for (String id : List.of("e1", "e2", "u1", "u2")) {
+      assertEquals(MessageStatus.PENDING, f.store.find(id).orElseThrow().status(), id);
+    }
+    assertEquals(2, f.metrics.unconfirmedReleased.get(), "u1 and u2");
+  }
+
+  private static final org.apache.kafka.connect.storage.OffsetStorageReader NO_OFFSETS =
+      new org.apache.kafka.connect.storage.OffsetStorageReader() {
+        @Override
+        public <T> Map<String, Object> offset(Map<String, T> partition) {
+          return null;
+        }
+
+        @Override
+        public <T> Map<Map<String, T>, Map<String, Object>> offsets(
+            java.util.Collection<Map<String, T>> partitions) {
+          return Map.of();
+        }
+      };
 
   private static List<String> sorted(List<String> ids) {
     return ids.stream().sorted().toList();

@@ -645,7 +645,8 @@ final class OutboxSql {
     // owner, not held by it, and exactly once of no batch handed to Connect, given back by their
     // seqs (OutboxStore#releaseUnheld). The held seqs are compared only for the owner's own rows.
     // The update checks the key again as a filter, not an index condition (IS NOT DISTINCT FROM):
-    // an index led by instance_key would read every entry of the key for these seqs.
+    // as one, on a small table the planner chose the (instance_key, aggregate_id, seq) index,
+    // which reads every entry of the key to find these seqs; the primary key finds each at once.
     releaseUnheld =
         statement(
             """
