@@ -81,6 +81,38 @@ class PurgeCommandTest {
     assertEquals(1, outbox.count("message_id = 'legacy-published-old'"));
   }
 
+  /**
+   * A batch that deletes nothing is not taken for "nothing left": a row still in the table that
+   * another session holds locked is skipped, and purge says how many are left and to run it again,
+   * instead of reporting the purge done. Run again once the lock is gone, it deletes the rest.
+   */
+  @Test
+  void rowsLeftLockedBySomeoneElseAreReported() throws SQLException {
+    try (java.sql.Connection holder = outbox.dataSource.getConnection();
+        java.sql.Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id = 'eu-old-0' FOR UPDATE");
+
+      Cli.Result r = outbox.cli().forKey("eu", "purge", "--published-before", "2021-01-01");
+
+      assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+      assertEquals(
+          "deleted 24 (24 so far)\n"
+              + "purged 24 PUBLISHED row(s) of instance key eu published before"
+              + " 2021-01-01T00:00:00Z in 1 batch(es)\n"
+              + "1 more left: locked by another session (the relay's own retention, or a"
+              + " transaction holding them); run purge again\n",
+          r.out());
+      assertEquals(1, outbox.count("message_id = 'eu-old-0'"));
+      holder.rollback();
+    }
+
+    Cli.Result again = outbox.cli().forKey("eu", "purge", "--published-before", "2021-01-01");
+
+    assertTrue(again.out().startsWith("deleted 1 (1 so far)\npurged 1 "), again::toString);
+    assertEquals(0, outbox.count("message_id = 'eu-old-0'"));
+  }
+
   @Test
   void dryRunOnlyCounts() throws SQLException {
     Cli.Result r =

@@ -171,5 +171,32 @@ class StatusCommandTest {
     assertEquals(0, json.get("lag_ms").asLong());
     assertTrue(json.get("oldest_failed").isNull());
     assertTrue(json.get("oldest_exhausted").isNull());
+    assertEquals(
+        "note: instance key asia has no row in outbox: check the key if rows were expected\n",
+        r.err(),
+        "a mistyped key does not look like a healthy one");
+  }
+
+  /**
+   * --no-count-published leaves out the one figure that reads every entry the published log keeps
+   * (hundreds of millions at a week's retention): shown as not counted, null in JSON, out of the
+   * total; the others are counted as ever.
+   */
+  @Test
+  void thePublishedLogIsCountedUnlessLeftOut() {
+    Cli.Result text = outbox.cli().forKey("eu", "status", "--no-count-published");
+    assertEquals(ExitCode.OK, text.exitCode(), text::toString);
+    assertTrue(text.hasLine("PUBLISHED +not counted"), text::toString);
+    assertTrue(text.hasLine("FAILED +2"), text::toString);
+    assertTrue(text.hasLine("total +6"), text::toString);
+
+    Cli.Result json = outbox.cli().forKey("eu", "status", "--json", "--no-count-published");
+    assertEquals(ExitCode.OK, json.exitCode(), json::toString);
+    assertTrue(json.json().get("counts").get("PUBLISHED").isNull(), json::toString);
+    assertEquals(1, json.json().get("counts").get("PENDING").asLong());
+    assertEquals(6, json.json().get("total").asLong());
+
+    Cli.Result counted = outbox.cli().forKey("eu", "status", "--json", "--count-published");
+    assertEquals(2, counted.json().get("counts").get("PUBLISHED").asLong(), counted::toString);
   }
 }

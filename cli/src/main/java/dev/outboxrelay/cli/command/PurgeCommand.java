@@ -29,6 +29,9 @@ import picocli.CommandLine.Option;
 public final class PurgeCommand extends InstanceCommand {
   static final int MAX_BATCH_SIZE = 100_000;
 
+  /** Batches in a row that delete nothing while rows are left before the command stops. */
+  static final int MAX_EMPTY_BATCHES = 3;
+
   @Option(
       names = "--published-before",
       required = true,
@@ -81,6 +84,8 @@ public final class PurgeCommand extends InstanceCommand {
     Set<String> keys = Set.of(instanceKey);
     long total = 0;
     int batches = 0;
+    int emptyBatches = 0;
+    long remaining = 0;
     while (true) {
       // The relay's own retention delete, of this key's rows only: the published log's entries
       // first, then PUBLISHED rows still in the table (skipping locked ones).
@@ -104,14 +109,28 @@ public final class PurgeCommand extends InstanceCommand {
         throw e;
       }
       if (deleted == 0) {
-        break;
+        // None deleted is not "none left": the relay's own retention may have taken this batch's
+        // rows from under it (the delete waited for their locks, then found them gone), and rows
+        // still in the table that someone else has locked are skipped. Count what is left.
+        remaining = database.operatorStore().countPurgeable(instanceKey, before);
+        if (remaining == 0 || ++emptyBatches == MAX_EMPTY_BATCHES) {
+          break;
+        }
+        continue;
       }
+      emptyBatches = 0;
       total += deleted;
       batches++;
       out.println("deleted " + deleted + " (" + total + " so far)");
       out.flush();
     }
     out.println("purged " + total + " " + rows + " in " + batches + " batch(es)");
+    if (remaining > 0) {
+      out.println(
+          remaining
+              + " more left: locked by another session (the relay's own retention, or a"
+              + " transaction holding them); run purge again");
+    }
     return ExitCode.OK;
   }
 }

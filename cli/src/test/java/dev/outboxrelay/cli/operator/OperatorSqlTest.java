@@ -29,6 +29,9 @@ class OperatorSqlTest {
                 false))) {
       Map<String, NamedSql> statements = statements(sql);
       assertTrue(statements.containsKey("lastSeq"), statements::toString);
+      assertTrue(
+          statements.keySet().stream().anyMatch(k -> k.startsWith("changeBatch.")),
+          "the bulk requeue and discard, two maps deep: " + statements.keySet());
       for (Map.Entry<String, NamedSql> e : statements.entrySet()) {
         if (KEYLESS.contains(e.getKey())) {
           assertFalse(e.getValue().names().contains("instance_key"), e.getKey());
@@ -51,17 +54,17 @@ class OperatorSqlTest {
       field.setAccessible(true);
       Object value =
           java.lang.reflect.Modifier.isStatic(field.getModifiers()) ? null : field.get(sql);
-      if (value instanceof NamedSql statement) {
-        statements.put(field.getName(), statement);
-      } else if (value instanceof Map<?, ?> map) {
-        map.forEach(
-            (key, v) -> {
-              if (v instanceof NamedSql statement) {
-                statements.put(field.getName() + "." + key, statement);
-              }
-            });
-      }
+      collect(field.getName(), value, statements);
     }
     return statements;
+  }
+
+  /** {@code value}'s statements under {@code name}, a map's by key, however deeply nested. */
+  private static void collect(String name, Object value, Map<String, NamedSql> statements) {
+    if (value instanceof NamedSql statement) {
+      statements.put(name, statement);
+    } else if (value instanceof Map<?, ?> map) {
+      map.forEach((key, v) -> collect(name + "." + key, v, statements));
+    }
   }
 }
