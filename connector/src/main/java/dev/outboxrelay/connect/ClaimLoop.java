@@ -101,6 +101,9 @@ final class ClaimLoop {
   /** The estimated record size of the next claim's rows (see {@link #sizedRequest}). */
   private long rowBytes;
 
+  /** The limit of the last sized claim ({@link #fullBatch}); the task thread's. */
+  private int fullBatch;
+
   ClaimLoop(
       OutboxStore store,
       TaskSettings settings,
@@ -134,6 +137,7 @@ final class ClaimLoop {
     this.time = time;
     this.nextAbandonedProbeMs = time.milliseconds();
     this.rowBytes = settings.payloadMaxBytes() + InFlightLedger.RECORD_OVERHEAD_BYTES;
+    this.fullBatch = settings.claimRequest().limit();
   }
 
   /** The next claim: rows now leased to this task (and rows the claim parked), or nothing. */
@@ -270,7 +274,17 @@ final class ClaimLoop {
     ClaimRequest request = settings.claimRequest();
     long room = settings.maxInFlightBytes() - ledger.bytes();
     long rows = Math.max(1, room / Math.max(1, rowBytes));
-    return rows >= request.limit() ? request : request.withLimit((int) rows);
+    ClaimRequest sized = rows >= request.limit() ? request : request.withLimit((int) rows);
+    fullBatch = sized.limit();
+    return sized;
+  }
+
+  /**
+   * The rows the last claim of due rows asked for: a claim that returned as many was a full batch
+   * (a backlog), whatever the byte budget made of {@code claim.batch.size}.
+   */
+  int fullBatch() {
+    return fullBatch;
   }
 
   /**

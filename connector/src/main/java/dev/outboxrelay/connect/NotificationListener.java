@@ -25,6 +25,18 @@ final class NotificationListener {
   private static final Duration RECONNECT_MIN = Duration.ofMillis(500);
   private static final Duration RECONNECT_MAX = Duration.ofSeconds(30);
 
+  /**
+   * How often the connection is checked by a round trip, and how long that may take: a wait for
+   * notifications that times out says nothing of a dead peer (an unplanned failover leaves the
+   * socket half open, found by TCP keepalive after hours), so without it the task would poll
+   * unnoticed all that time.
+   */
+  static final Duration PROBE_INTERVAL = Duration.ofSeconds(15);
+
+  static final Duration PROBE_TIMEOUT = Duration.ofSeconds(10);
+
+  private final Duration probeInterval;
+  private final Duration probeTimeout;
   private final Supplier<Connection> connections;
   private final String channel;
   private final Set<String> instanceKeys;
@@ -34,6 +46,7 @@ final class NotificationListener {
   private volatile boolean running = true;
   private volatile Connection current;
   private final AtomicLong received = new AtomicLong();
+  private final AtomicLong probes = new AtomicLong();
 
   /** An outage of the notification connection was logged at INFO (once, until it is back). */
   private boolean unavailableReported;
@@ -44,6 +57,20 @@ final class NotificationListener {
       Set<String> instanceKeys,
       WakeSignal wake,
       String threadName) {
+    this(connections, channel, instanceKeys, wake, threadName, PROBE_INTERVAL, PROBE_TIMEOUT);
+  }
+
+  /** With the connection's check every {@code probeInterval}, answered within {@code timeout}. */
+  NotificationListener(
+      Supplier<Connection> connections,
+      String channel,
+      Set<String> instanceKeys,
+      WakeSignal wake,
+      String threadName,
+      Duration probeInterval,
+      Duration probeTimeout) {
+    this.probeInterval = probeInterval;
+    this.probeTimeout = probeTimeout;
     this.connections = connections;
     this.channel = channel;
     this.instanceKeys = instanceKeys;
@@ -71,23 +98,40 @@ final class NotificationListener {
     while (running) {
       try (Connection connection = connections.get()) {
         current = connection;
+        if (!running) {
+          return; // stopped while connecting: no LISTEN on a connection nobody will close
+        }
+        // A read of the connection that takes longer fails (the probe's), instead of hanging.
+        connection.setNetworkTimeout(Runnable::run, (int) probeTimeout.toMillis());
         try (Statement s = connection.createStatement()) {
           // The channel is derived from the validated table name: a plain identifier.
           s.execute("LISTEN \"" + channel + "\"");
         }
+        // Rows committed before the LISTEN took effect were announced to nobody: one claim now
+        // finds them, instead of the poll interval (at start, and after every reconnect).
+        wake.wake();
         backoffMs = RECONNECT_MIN.toMillis();
         if (unavailableReported) {
           unavailableReported = false;
           log.info("Listening for insert notifications again (channel {})", channel);
         }
         PGConnection pg = connection.unwrap(PGConnection.class);
-        while (running) {
-          PGNotification[] notifications = pg.getNotifications(1000);
-          if (notifications != null) {
-            if (isForUs(notifications)) {
-              wake.wake();
+        long probeNs = probeInterval.toNanos();
+        long lastProbe = System.nanoTime();
+        try (Statement probe = connection.createStatement()) {
+          while (running) {
+            PGNotification[] notifications = pg.getNotifications(1000);
+            if (notifications != null) {
+              if (isForUs(notifications)) {
+                wake.wake();
+              }
+              received.addAndGet(notifications.length);
             }
-            received.addAndGet(notifications.length);
+            if (System.nanoTime() - lastProbe >= probeNs) {
+              probe.execute("SELECT 1"); // a dead peer fails here, within the network timeout
+              probes.incrementAndGet();
+              lastProbe = System.nanoTime();
+            }
           }
         }
       } catch (SQLException | RuntimeException e) {
@@ -120,6 +164,11 @@ final class NotificationListener {
       }
       backoffMs = Math.min(RECONNECT_MAX.toMillis(), backoffMs * 2);
     }
+  }
+
+  /** Checks of the connection that succeeded; for tests. */
+  long probes() {
+    return probes.get();
   }
 
   /** Notifications read so far, ours or not; for tests. */

@@ -164,7 +164,8 @@ public class OutboxSourceTask extends SourceTask {
         runtime.release(claimed.claimed());
         return null;
       }
-      idle.claimed(claimed.claimed().size(), config.settings().batchSize());
+      // A full batch of what the claim asked for, which the byte budget may have made smaller.
+      idle.claimed(claimed.claimed().size(), runtime.claims().fullBatch());
       List<SourceRecord> records = runtime.handoff().toRecords(claimed.claimed());
       if (records.isEmpty()) {
         pause.start(idle.nextWait());

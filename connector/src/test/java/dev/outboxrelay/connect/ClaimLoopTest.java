@@ -120,9 +120,11 @@ class ClaimLoopTest {
 
     ClaimResult first = loop.next();
     assertEquals(3, first.claimed().size(), "20,000 bytes of room, rows of up to 5,256 assumed");
+    assertEquals(3, loop.fullBatch(), "a full batch of what it asked for: a backlog, no trickle");
     handToConnect(f, first);
     ClaimResult second = loop.next();
     assertEquals(2, second.claimed().size(), "8,003 bytes of room, rows like the last claim's");
+    assertEquals(2, loop.fullBatch());
     handToConnect(f, second);
     ClaimResult third = loop.next();
     assertEquals(1, third.claimed().size(), "at least one row while there is room");

@@ -10,11 +10,13 @@ import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
+import dev.outboxrelay.testing.SilentProxy;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -76,27 +78,40 @@ class NotificationListenerTest {
     }
   }
 
+  /** Starts the listener and waits for its LISTEN to take effect (it wakes the task then). */
+  private void listening() {
+    listener.start();
+    await().until(wake::isSignalled);
+    wake.await(java.time.Duration.ZERO); // consume the signal
+  }
+
+  /**
+   * Once its LISTEN has taken effect the listener wakes the task: rows committed before it were
+   * announced to nobody, and would otherwise wait for the poll interval (at start and after every
+   * reconnect).
+   */
+  @Test
+  void theTaskIsWokenOnceListening() {
+    listener.start();
+
+    await().until(wake::isSignalled);
+    assertEquals(0, listener.received(), "woken by the LISTEN, not by a notification");
+  }
+
   @Test
   void aCommittedInsertOfOurKeyWakesTheTask() throws SQLException {
-    listener.start();
-    // The LISTEN is registered asynchronously: keep inserting until one is heard.
-    await()
-        .until(
-            () -> {
-              insert("eu");
-              return wake.isSignalled();
-            });
+    listening();
+
+    insert("eu");
+
+    await().until(wake::isSignalled);
+    assertEquals(1, listener.received());
   }
 
   @Test
   void anotherInstancesInsertDoesNotWakeUs() throws SQLException {
-    listener.start();
-    await()
-        .until(
-            () -> {
-              insert("eu");
-              return wake.isSignalled();
-            });
+    listening();
+    insert("eu");
     await().until(() -> listener.received() >= 1);
     wake.await(java.time.Duration.ZERO); // consume the signal
     long before = listener.received();
@@ -107,13 +122,8 @@ class NotificationListenerTest {
 
   @Test
   void theNotificationCanBeSwitchedOffWithoutDdl() throws SQLException {
-    listener.start();
-    await()
-        .until(
-            () -> {
-              insert("eu");
-              return wake.isSignalled();
-            });
+    listening();
+    insert("eu");
     await().until(() -> listener.received() >= 1);
     wake.await(java.time.Duration.ZERO);
     long before = listener.received();
@@ -122,6 +132,63 @@ class NotificationListenerTest {
     await().until(() -> listener.received() > before);
     assertFalse(wake.isSignalled(), "outbox_relay.notify=off sends no notification");
     assertEquals(before + 1, listener.received());
+  }
+
+  /**
+   * A connection that falls silent (an unplanned failover leaves the socket half open; TCP
+   * keepalive would notice after hours) is found by the listener's periodic round trip within its
+   * timeout, reported, and replaced: a wait for notifications that times out says nothing of the
+   * peer. The new connection wakes the task, as the first did.
+   */
+  @Test
+  void aConnectionThatFallsSilentIsFoundAndReplaced() {
+    String database = url.substring(url.lastIndexOf('/') + 1).replaceAll("\\?.*", "");
+    try (SilentProxy proxy = SilentProxy.to(Postgres.server().getPort())) {
+      NotificationListener probed =
+          new NotificationListener(
+              () -> {
+                try {
+                  return DriverManager.getConnection(proxy.jdbcUrl(database), Postgres.user(), "");
+                } catch (SQLException e) {
+                  throw new IllegalStateException(e);
+                }
+              },
+              TABLE.notifyChannel(),
+              Set.of("eu"),
+              wake,
+              "test-probed-listener",
+              Duration.ofMillis(100),
+              Duration.ofMillis(500));
+      long mark = LogCapture.get().mark();
+      probed.start();
+      try {
+        await().until(() -> probed.probes() >= 1);
+        proxy.silenceAfterClientSends("SELECT 1");
+        await().until(proxy::silenced);
+        wake.await(Duration.ZERO);
+
+        await()
+            .atMost(Duration.ofSeconds(20))
+            .until(
+                () ->
+                    !LogCapture.get()
+                        .matching(
+                            mark,
+                            e -> e.message().startsWith("Listening for insert notifications again"))
+                        .isEmpty());
+        assertEquals(
+            1,
+            LogCapture.get()
+                .matching(mark, e -> e.message().contains("reason=NOTIFY_UNAVAILABLE"))
+                .size(),
+            "reported once");
+        await().until(wake::isSignalled);
+        long probesBefore = probed.probes();
+        await().until(() -> probed.probes() > probesBefore);
+      } finally {
+        probed.stop();
+      }
+    }
   }
 
   /** A refused login says which: the SQLState of the supplier's classified failure. */
