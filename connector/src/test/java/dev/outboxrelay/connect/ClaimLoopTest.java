@@ -253,41 +253,25 @@ class ClaimLoopTest {
   /**
    * The release reads the backlog page by page (here one page per instance key): rows released by
    * the pages before one that fails are logged and counted at once, not when the release ends, and
-   * the next attempt reads on from the failed page.
+   * the next attempt reads on from the failed page. A page that failed without a reply may have
+   * committed, and what it released would go unlisted: a WARN says so.
    */
   @Test
   void rowsReleasedBeforeAFailedPageAreReportedAtOnce() {
-    RuntimeFixture f =
-        new RuntimeFixture(
-            Map.of("instance.keys", "eu,us", "claim.batch.size", "5", "ordering.enabled", "false"));
-    f.add("eu", "e1", "a");
-    f.add("eu", "e2", "b");
-    f.add("us", "u1", "c");
-    f.add("us", "u2", "d");
-    f.add("us", "u3", "e");
-    boolean[] lostResult = {true};
+    RuntimeFixture f = twoKeysBacklog();
     List<String> pagesRead = new ArrayList<>();
     OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  if (method.getName().equals("releaseUnheld")) {
-                    pagesRead.add((String) args[0]);
-                    if (pagesRead.size() == 2) {
-                      throw new OutboxStoreException(
-                          OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "page");
-                    }
-                  }
-                  Object result = method.invoke(f.store, args);
-                  if (method.getName().equals("claim") && lostResult[0]) {
-                    lostResult[0] = false;
-                    throw new OutboxStoreException(
-                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
-                  }
-                  return result;
-                });
+        losingTheFirstClaimsResult(
+            f,
+            (name, args) -> {
+              if (name.equals("releaseUnheld")) {
+                pagesRead.add((String) args[0]);
+                if (pagesRead.size() == 2) {
+                  throw new OutboxStoreException(
+                      OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "page");
+                }
+              }
+            });
     ClaimLoop loop = loop(f, store);
     assertThrows(OutboxStoreException.class, loop::next); // all five leased, the result lost
     long mark = LogCapture.get().mark();
@@ -320,37 +304,20 @@ class ClaimLoopTest {
    */
   @Test
   void aStopEndsARunningReleaseAtItsNextPageAndTheStopReadsOn() {
-    RuntimeFixture f =
-        new RuntimeFixture(
-            Map.of("instance.keys", "eu,us", "claim.batch.size", "5", "ordering.enabled", "false"));
-    f.add("eu", "e1", "a");
-    f.add("eu", "e2", "b");
-    f.add("us", "u1", "c");
-    f.add("us", "u2", "d");
-    f.add("us", "u3", "e");
-    boolean[] loseResult = {true};
+    RuntimeFixture f = twoKeysBacklog();
     ClaimLoop[] loop = new ClaimLoop[1];
     int[] claims = {0};
     OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  if (method.getName().equals("releaseUnheld") && args[0].equals("eu")) {
-                    loop[0].taskStopping(); // Connect calls stop() while the first page runs
-                  }
-                  if (method.getName().equals("claim")) {
-                    claims[0]++;
-                  }
-                  Object result = method.invoke(f.store, args);
-                  if (method.getName().equals("claim") && loseResult[0]) {
-                    loseResult[0] = false;
-                    throw new OutboxStoreException(
-                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
-                  }
-                  return result;
-                });
+        losingTheFirstClaimsResult(
+            f,
+            (name, args) -> {
+              if (name.equals("releaseUnheld") && args[0].equals("eu")) {
+                loop[0].taskStopping(); // Connect calls stop() while the first page runs
+              }
+              if (name.equals("claim")) {
+                claims[0]++;
+              }
+            });
     loop[0] = loop(f, store);
     assertThrows(OutboxStoreException.class, loop[0]::next);
 
@@ -387,20 +354,7 @@ class ClaimLoopTest {
     f.add("us", "u1", "c");
     f.add("us", "u2", "d");
     boolean[] loseResult = {false};
-    OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  Object result = method.invoke(f.store, args);
-                  if (method.getName().equals("claim") && loseResult[0]) {
-                    loseResult[0] = false;
-                    throw new OutboxStoreException(
-                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
-                  }
-                  return result;
-                });
+    OutboxStore store = losingAClaimsResult(f, loseResult, (name, args) -> {});
     ExactlyOnceState exactlyOnce =
         new ExactlyOnceState(store, f.settings, () -> NO_OFFSETS, f.metrics, time);
     exactlyOnce.recover();
@@ -436,6 +390,47 @@ class ClaimLoopTest {
           return Map.of();
         }
       };
+
+  /** eu's e1 and e2, us's u1, u2 and u3, claimed five at a time, unordered. */
+  private static RuntimeFixture twoKeysBacklog() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of("instance.keys", "eu,us", "claim.batch.size", "5", "ordering.enabled", "false"));
+    f.add("eu", "e1", "a");
+    f.add("eu", "e2", "b");
+    f.add("us", "u1", "c");
+    f.add("us", "u2", "d");
+    f.add("us", "u3", "e");
+    return f;
+  }
+
+  /** The fixture's store, whose first claim commits and loses its result (see below). */
+  private static OutboxStore losingTheFirstClaimsResult(
+      RuntimeFixture f, BiConsumer<String, Object[]> before) {
+    return losingAClaimsResult(f, new boolean[] {true}, before);
+  }
+
+  /**
+   * The fixture's store, {@code before} told each call first: while {@code lose[0]}, the next claim
+   * commits and its result is lost (a connection lost at COMMIT), once.
+   */
+  private static OutboxStore losingAClaimsResult(
+      RuntimeFixture f, boolean[] lose, BiConsumer<String, Object[]> before) {
+    return (OutboxStore)
+        Proxy.newProxyInstance(
+            OutboxStore.class.getClassLoader(),
+            new Class<?>[] {OutboxStore.class},
+            (proxy, method, args) -> {
+              before.accept(method.getName(), args);
+              Object result = method.invoke(f.store, args);
+              if (method.getName().equals("claim") && lose[0]) {
+                lose[0] = false;
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+              }
+              return result;
+            });
+  }
 
   private static List<String> sorted(List<String> ids) {
     return ids.stream().sorted().toList();
