@@ -12,6 +12,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import java.io.IOException;
 import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -51,6 +55,19 @@ final class JsonValues {
           .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
           .build();
 
+  /**
+   * The bytes as UTF-8, strictly: malformed input (an overlong form, an encoded surrogate, a
+   * truncated sequence) is an error, never replaced.
+   */
+  static String strictUtf8(byte[] bytes) throws CharacterCodingException {
+    return StandardCharsets.UTF_8
+        .newDecoder()
+        .onMalformedInput(CodingErrorAction.REPORT)
+        .onUnmappableCharacter(CodingErrorAction.REPORT)
+        .decode(ByteBuffer.wrap(bytes))
+        .toString();
+  }
+
   /** The input is not exactly one well-formed JSON value (of the expected shape). */
   static final class MalformedJson extends Exception {
     private static final long serialVersionUID = 1L;
@@ -87,9 +104,21 @@ final class JsonValues {
    *     digits, which is not converted (Jackson's limit counts digits, not sign, point or exponent)
    */
   static JsonNode parse(byte[] json) throws MalformedJson, UnrepresentableNumber {
+    String text;
+    try {
+      text = strictUtf8(json);
+    } catch (CharacterCodingException e) {
+      throw new MalformedJson();
+    }
+    if (!text.isEmpty() && text.charAt(0) == '\uFEFF') {
+      throw new MalformedJson(); // a byte order mark: JSON text has none (RFC 8259, 8.1)
+    }
     JsonNode tree;
     try {
-      tree = MAPPER.readTree(json);
+      // As text: from bytes, Jackson skips a byte order mark, guesses UTF-16 or UTF-32, and
+      // accepts some malformed UTF-8 (a surrogate encoded as three bytes), sending a string that
+      // differs from the payload's instead of parking the row.
+      tree = MAPPER.readTree(text);
     } catch (StreamConstraintsException e) {
       // Too deep, or a number too long: only the second leaves well-formed JSON behind.
       if (isOneWellFormedValue(json)) {

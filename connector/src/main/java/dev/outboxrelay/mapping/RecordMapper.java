@@ -4,10 +4,7 @@ import dev.outboxrelay.mapping.MappingResult.Mapped;
 import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.ReasonCodes;
-import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
@@ -288,12 +285,7 @@ public final class RecordMapper {
 
   /** Strict: malformed input is an error, never replaced. */
   private static String utf8(byte[] bytes) throws CharacterCodingException {
-    return StandardCharsets.UTF_8
-        .newDecoder()
-        .onMalformedInput(CodingErrorAction.REPORT)
-        .onUnmappableCharacter(CodingErrorAction.REPORT)
-        .decode(ByteBuffer.wrap(bytes))
-        .toString();
+    return JsonValues.strictUtf8(bytes);
   }
 
   /**

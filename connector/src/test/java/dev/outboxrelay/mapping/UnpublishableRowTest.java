@@ -145,6 +145,31 @@ class UnpublishableRowTest {
         "PAYLOAD_INVALID_JSON", reason(mapper(PayloadFormat.JSON), row().payload(payload).build()));
   }
 
+  /**
+   * UTF-8 is read strictly, as the string format reads it: a byte order mark, UTF-16, a surrogate
+   * encoded as three bytes and an overlong form are not JSON text. Read from bytes, Jackson took
+   * some of them and sent a string that differs from the payload's (a lone surrogate, which Avro
+   * then writes as '?').
+   */
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(
+      strings = {
+        "EF BB BF 7B 7D", // a byte order mark, then {}
+        "FF FE 7B 00 7D 00", // {} in UTF-16LE, with its byte order mark
+        "5B 22 ED A0 80 22 5D", // ["<U+D800 as three bytes>"]
+        "5B 22 C0 A2 22 5D" // ["<an overlong quote>"]
+      })
+  void payloadThatIsNotStrictUtf8IsInvalidJson(String hex) {
+    String[] parts = hex.split(" ");
+    byte[] payload = new byte[parts.length];
+    for (int i = 0; i < parts.length; i++) {
+      payload[i] = (byte) Integer.parseInt(parts[i], 16);
+    }
+
+    assertEquals(
+        "PAYLOAD_INVALID_JSON", reason(mapper(PayloadFormat.JSON), row().payload(payload).build()));
+  }
+
   @Test
   void bytesFormatNeverParsesThePayload() {
     assertMapped(mapper(PayloadFormat.BYTES), row().payload("{broken").build());
