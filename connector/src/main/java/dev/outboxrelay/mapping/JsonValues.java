@@ -111,13 +111,13 @@ final class JsonValues {
       throw new MalformedJson();
     }
     if (!text.isEmpty() && text.charAt(0) == '\uFEFF') {
-      throw new MalformedJson(); // a byte order mark: JSON text has none (RFC 8259, 8.1)
+      text = text.substring(1); // a byte order mark, which RFC 8259 (8.1) lets a parser ignore
     }
     JsonNode tree;
     try {
-      // As text: from bytes, Jackson skips a byte order mark, guesses UTF-16 or UTF-32, and
-      // accepts some malformed UTF-8 (a surrogate encoded as three bytes), sending a string that
-      // differs from the payload's instead of parking the row.
+      // As text: from bytes, Jackson guesses UTF-16 or UTF-32 and accepts some malformed UTF-8
+      // (a surrogate encoded as three bytes, an overlong form), sending a string that differs
+      // from the payload's instead of parking the row.
       tree = MAPPER.readTree(text);
     } catch (StreamConstraintsException e) {
       // Too deep, or a number too long: only the second leaves well-formed JSON behind.

@@ -16,8 +16,8 @@ public final class UnpublishableReasons {
 
   /**
    * Format JSON, and the payload is not exactly one JSON value (empty, malformed, invalid UTF-8
-   * such as an overlong form or an encoded surrogate, a byte order mark, trailing content, or an
-   * object with a duplicate member name, which consumers would read differently).
+   * such as an overlong form or an encoded surrogate, trailing content, or an object with a
+   * duplicate member name, which consumers would read differently).
    */
   public static final String PAYLOAD_INVALID_JSON = "PAYLOAD_INVALID_JSON";
 

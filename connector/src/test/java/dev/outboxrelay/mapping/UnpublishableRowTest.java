@@ -146,16 +146,15 @@ class UnpublishableRowTest {
   }
 
   /**
-   * UTF-8 is read strictly, as the string format reads it: a byte order mark, UTF-16, a surrogate
-   * encoded as three bytes and an overlong form are not JSON text. Read from bytes, Jackson took
-   * some of them and sent a string that differs from the payload's (a lone surrogate, which Avro
-   * then writes as '?').
+   * UTF-8 is read strictly, as the string format reads it: UTF-16, a surrogate encoded as three
+   * bytes and an overlong form are not JSON text. Read from bytes, Jackson took them and sent a
+   * string that differs from the payload's (a lone surrogate, which Avro then writes as '?').
    */
   @ParameterizedTest(name = "{0}")
   @ValueSource(
       strings = {
-        "EF BB BF 7B 7D", // a byte order mark, then {}
         "FF FE 7B 00 7D 00", // {} in UTF-16LE, with its byte order mark
+        "7B 00 7D 00", // {} in UTF-16LE
         "5B 22 ED A0 80 22 5D", // ["<U+D800 as three bytes>"]
         "5B 22 C0 A2 22 5D" // ["<an overlong quote>"]
       })
@@ -168,6 +167,14 @@ class UnpublishableRowTest {
 
     assertEquals(
         "PAYLOAD_INVALID_JSON", reason(mapper(PayloadFormat.JSON), row().payload(payload).build()));
+  }
+
+  /** A UTF-8 byte order mark before the JSON is ignored, as RFC 8259 lets a parser do. */
+  @Test
+  void aByteOrderMarkBeforeJsonIsIgnored() {
+    byte[] payload = {(byte) 0xEF, (byte) 0xBB, (byte) 0xBF, '[', '1', ']'};
+
+    assertMapped(mapper(PayloadFormat.JSON), row().payload(payload).build());
   }
 
   @Test
