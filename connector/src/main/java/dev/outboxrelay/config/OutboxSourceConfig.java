@@ -293,8 +293,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " its size leaves the database (a jsonb or text payload's as UTF-8 text), so oversized"
           + " rows cannot fill a worker's heap. The default leaves room for the key, headers"
           + " and batch overhead under the producer's default max.request.size (1048576). Besides,"
-          + " a row whose whole record would exceed the producer's max.request.size (read from"
-          + " producer.override.max.request.size, else Kafka's default) is never published"
+          + " a row whose whole record would exceed the producer's max.request.size or its"
+          + " buffer.memory, which it refuses alike (read from producer.override.max.request.size"
+          + " and producer.override.buffer.memory, else Kafka's defaults), is never published"
           + " (reason RECORD_TOO_LARGE), so a row near the limit is parked instead of failing the"
           + " task. Keep it within the topic's max.message.bytes too.";
 
@@ -1017,6 +1018,15 @@ public class OutboxSourceConfig extends AbstractConfig {
         Math.min(
             Integer.MAX_VALUE,
             producerOverride(PRODUCER_MAX_REQUEST_SIZE, MappingSettings.DEFAULT_RECORD_MAX_BYTES));
+  }
+
+  /**
+   * The largest record the producer takes: it refuses one over {@code max.request.size} and one
+   * over {@code buffer.memory} alike ({@code RecordTooLargeException}, which fails the task), so a
+   * row whose record would exceed either is parked instead (RECORD_TOO_LARGE).
+   */
+  public int producerRecordLimit() {
+    return (int) Math.min(producerMaxRequestSize(), producerBufferMemory());
   }
 
   /**

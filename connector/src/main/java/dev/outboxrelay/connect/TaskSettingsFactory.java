@@ -72,7 +72,7 @@ final class TaskSettingsFactory {
         config.payloadFormat(),
         config.payloadMaxBytes(),
         config.deadLetterTopic().orElse(null),
-        config.producerMaxRequestSize(),
+        config.producerRecordLimit(),
         config.allowedTopics().orElse(null),
         config.inferredSchema().orElse(null));
   }

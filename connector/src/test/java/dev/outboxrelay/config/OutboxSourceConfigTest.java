@@ -84,6 +84,19 @@ class OutboxSourceConfigTest {
     assertTrue(config.notifyEnabled());
   }
 
+  /**
+   * The producer refuses a record over max.request.size and one over buffer.memory alike (failing
+   * the task): the record limit that parks a row instead (RECORD_TOO_LARGE) is the smaller.
+   */
+  @Test
+  void theRecordLimitIsTheSmallerOfMaxRequestSizeAndBufferMemory() {
+    assertEquals(1_048_576, new OutboxSourceConfig(minimal()).producerRecordLimit());
+    Map<String, String> large = with("producer.override.max.request.size", "67108864");
+    assertEquals(33_554_432, new OutboxSourceConfig(large).producerRecordLimit(), "32 MiB buffer");
+    large.put("producer.override.buffer.memory", "134217728");
+    assertEquals(67_108_864, new OutboxSourceConfig(large).producerRecordLimit());
+  }
+
   @Test
   void exactlyOnceNeedsConnectToRequireIt() {
     Map<String, String> props = with("delivery.guarantee", "exactly-once");
