@@ -435,6 +435,14 @@ final class JsonSchemaInference {
       check(filledBytes);
     }
 
+    void array() throws TooLarge {
+      // "[" and "]" in the payload; in Avro an optional array's union index, its block's count
+      // and the end marker: a byte more (its commas, with two or more elements, more than pay
+      // for longer counts).
+      filledBytes += 1;
+      check(filledBytes);
+    }
+
     private void check(long bytes) throws TooLarge {
       if (bytes > recordMaxBytes) {
         throw new TooLarge();
@@ -497,6 +505,7 @@ final class JsonSchemaInference {
       case STRUCT:
         return new Struct(schema);
       case ARRAY:
+        growth.array();
         return new ArrayList<>(node.size());
       default:
         growth.leaf(schema.type());

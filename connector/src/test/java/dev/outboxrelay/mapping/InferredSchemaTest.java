@@ -288,6 +288,19 @@ class InferredSchemaTest {
     assertInstanceOf(Mapped.class, roomy.map(row().payload(payload).build()), "within 4 MiB");
   }
 
+  /**
+   * Avro writes an optional array as a union index, a block count and an end marker, a byte more
+   * than its brackets: 90,000 elements [[[[0]]]] (900 KB of JSON) take 14 bytes each there, 1.26 MB
+   * in all, which the producer would refuse. Counted at 11 bytes each, the record passed.
+   */
+  @Test
+  void arraysThatGrowPastTheRecordInAvroAreParked() {
+    String payload = "{\"m\":[[[[[0]]]]" + ",[[[[0]]]]".repeat(89_999) + "]}";
+    assertEquals(RECORD_TOO_LARGE, parkedFor(payload));
+    RecordMapper roomy = mapper(new InferredSchema("payload", NullMembers.IGNORE), 2 << 20);
+    assertInstanceOf(Mapped.class, roomy.map(row().payload(payload).build()), "within 2 MiB");
+  }
+
   /** Deeper, JsonConverter with schemas (two levels per struct) passes Jackson's 1,000 levels. */
   @Test
   void objectsNestedDeeperThanASchemaCanBeWrittenAreParked() {
