@@ -234,7 +234,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " Values are inserted as they are: Kafka takes '.' and '_' for the same character in"
           + " topic names, so aggregate types order_item and order.item give colliding topics,"
           + " the second of which cannot be created and fails the task that sends to it (keep"
-          + " one of the two characters out, with topic.allowed.regex). A template whose only"
+          + " one of the two characters out, with topic.allowed.regex). A topic that collides"
+          + " so with one of Kafka's internal topics or with dead.letter.topic is caught: the row"
+          + " is parked (TOPIC_UNROUTABLE, TOPIC_NOT_ALLOWED). A template whose only"
           + " variable is ${instance_key} must give each configured key a topic rows may use.";
 
   public static final String TOPIC_ALLOWED_REGEX_CONFIG = "topic.allowed.regex";

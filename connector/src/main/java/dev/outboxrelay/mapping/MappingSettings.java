@@ -123,7 +123,8 @@ public record MappingSettings(
    * where a row's record would pass for a dead letter.
    */
   public boolean allows(String topic) {
-    return !topic.equals(deadLetterTopic)
+    // Not the dead-letter topic, nor one that collides with it ('.' and '_' alike in Kafka).
+    return !TopicNames.collide(topic, deadLetterTopic)
         && (allowedTopics == null || allowedTopics.matcher(topic).matches());
   }
 

@@ -280,6 +280,10 @@ class UnpublishableRowTest {
     assertEquals("TOPIC_UNROUTABLE", reason(mapper, row().topic("no spaces please").build()));
     assertEquals("TOPIC_UNROUTABLE", reason(mapper, row().aggregateType("a/b").build()));
     assertEquals("TOPIC_UNROUTABLE", reason(mapper, row().aggregateType("x".repeat(250)).build()));
+    assertEquals(
+        "TOPIC_UNROUTABLE",
+        reason(mapper, row().topic("__consumer.offsets").build()),
+        "collides with an internal topic");
   }
 
   /**
@@ -322,6 +326,10 @@ class UnpublishableRowTest {
     assertEquals("TOPIC_NOT_ALLOWED", reason(mapper, row().topic("outbox.dead-letter").build()));
     assertEquals(
         "TOPIC_NOT_ALLOWED", reason(mapper, row().aggregateType("outbox.dead-letter").build()));
+    assertEquals(
+        "TOPIC_NOT_ALLOWED",
+        reason(mapper, row().topic("outbox_dead-letter").build()),
+        "a name Kafka takes for the dead-letter topic's ('.' and '_' collide)");
     assertMapped(mapper, row().topic("outbox.orders").build());
   }
 

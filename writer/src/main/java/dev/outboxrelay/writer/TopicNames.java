@@ -36,9 +36,21 @@ public final class TopicNames {
           "__remote_log_metadata",
           "__cluster_metadata");
 
-  /** Whether {@code name} is one of Kafka's {@link #INTERNAL} topics. */
+  /**
+   * Whether {@code name} is one of Kafka's {@link #INTERNAL} topics, or collides with one ({@link
+   * #collide}: {@code __consumer.offsets}), which the broker refuses to create.
+   */
   public static boolean isInternal(String name) {
-    return INTERNAL.contains(name);
+    return INTERNAL.contains(name.replace('.', '_'));
+  }
+
+  /**
+   * Whether two names collide in Kafka, which treats '.' and '_' alike in metrics names and refuses
+   * to create a topic whose name collides with an existing one's ({@code orders.eu} and {@code
+   * orders_eu}): a record to the second waits for its topic, or fails the task.
+   */
+  public static boolean collide(String a, String b) {
+    return a != null && b != null && a.replace('.', '_').equals(b.replace('.', '_'));
   }
 
   /** Whether Kafka would accept {@code name} as a topic name; null is not legal. */

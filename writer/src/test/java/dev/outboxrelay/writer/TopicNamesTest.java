@@ -23,12 +23,23 @@ class TopicNamesTest {
   }
 
   @Test
+  void namesThatDifferOnlyByDotsAndUnderscoresCollide() {
+    assertTrue(TopicNames.collide("orders.eu", "orders_eu"));
+    assertTrue(TopicNames.collide("a.b_c", "a_b.c"));
+    assertTrue(TopicNames.collide("orders", "orders"));
+    assertFalse(TopicNames.collide("orders.eu", "orders-eu"));
+    assertFalse(TopicNames.collide("orders", null));
+  }
+
+  @Test
   void aRowMayNameAnyLegalTopicButKafkasInternalOnes() {
     for (String internal : TopicNames.INTERNAL) {
       assertTrue(TopicNames.isLegal(internal), internal);
       assertTrue(TopicNames.isInternal(internal), internal);
       assertFalse(TopicNames.isRoutable(internal), internal);
     }
+    assertFalse(TopicNames.isRoutable("__consumer.offsets"), "collides with __consumer_offsets");
+    assertFalse(TopicNames.isRoutable("__transaction.state"));
     assertTrue(TopicNames.isRoutable("__my_topic"), "other names starting with __ are ordinary");
     assertTrue(TopicNames.isRoutable("orders.eu"));
     assertFalse(TopicNames.isRoutable("Orders/EU"));
