@@ -11,7 +11,9 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.ServiceConfigurationError;
 import java.util.UUID;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -33,20 +35,59 @@ public final class OutboxMessage {
       Pattern.compile("00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}");
 
   /**
-   * The Jackson modules found on the classpath; dates and durations as ISO-8601 strings, not as
-   * numbers: Jackson's default writes an {@code Instant} as a decimal of seconds with nine
-   * fractional digits (1700000000.123456789), which a double cannot carry unchanged, so a connector
-   * with {@code payload.format=json} would not publish the row (PAYLOAD_NUMBER_UNREPRESENTABLE).
+   * The headers, a map of strings, are written by a plain mapper: no module found on the classpath
+   * can change the one column that must be a JSON object of strings, or break writing it.
    */
-  private static final ObjectMapper JSON =
-      JsonMapper.builder()
-          .findAndAddModules()
-          .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
-          .disable(SerializationFeature.WRITE_DURATIONS_AS_TIMESTAMPS)
-          // A member written twice (a type id property beside a field of that name, an any-getter
-          // key): the relay reads payloads strictly and would park the row PAYLOAD_INVALID_JSON.
-          .enable(StreamWriteFeature.STRICT_DUPLICATE_DETECTION)
-          .build();
+  private static final ObjectMapper HEADERS_JSON =
+      JsonMapper.builder().enable(StreamWriteFeature.STRICT_DUPLICATE_DETECTION).build();
+
+  /**
+   * The mapper of {@link Builder#jsonPayload}: the Jackson modules found on the classpath; dates
+   * and durations as ISO-8601 strings, not as numbers: Jackson's default writes an {@code Instant}
+   * as a decimal of seconds with nine fractional digits (1700000000.123456789), which a double
+   * cannot carry unchanged, so a connector with {@code payload.format=json} would not publish the
+   * row (PAYLOAD_NUMBER_UNREPRESENTABLE).
+   */
+  static ObjectMapper payloadMapper() {
+    return JsonMapper.builder()
+        .findAndAddModules()
+        .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
+        .disable(SerializationFeature.WRITE_DURATIONS_AS_TIMESTAMPS)
+        // A member written twice (a type id property beside a field of that name, an any-getter
+        // key): the relay reads payloads strictly and would park the row PAYLOAD_INVALID_JSON.
+        .enable(StreamWriteFeature.STRICT_DUPLICATE_DETECTION)
+        .build();
+  }
+
+  /**
+   * A mapper built once, or why it could not be: a module on the classpath that fails to load (a
+   * version that does not match, a broken service file) fails {@link Builder#jsonPayload} alone,
+   * saying so, instead of this class's initialization and with it every use of the writer.
+   */
+  record LoadedMapper(ObjectMapper mapper, String failure) {
+    static LoadedMapper of(Supplier<ObjectMapper> build) {
+      try {
+        return new LoadedMapper(build.get(), null);
+      } catch (RuntimeException | ServiceConfigurationError | LinkageError e) {
+        return new LoadedMapper(null, e.getClass().getName());
+      }
+    }
+
+    ObjectMapper get() {
+      if (mapper == null) {
+        throw new IllegalStateException(
+            "jsonPayload: a Jackson module found on the classpath failed to load ("
+                + failure
+                + "); payload(byte[]) needs no mapper");
+      }
+      return mapper;
+    }
+  }
+
+  /** Loaded at the first JSON payload (a holder class), not with {@link OutboxMessage}. */
+  private static final class PayloadJson {
+    static final LoadedMapper LOADED = LoadedMapper.of(OutboxMessage::payloadMapper);
+  }
 
   private final String messageId;
   private final String aggregateType;
@@ -226,7 +267,7 @@ public final class OutboxMessage {
       return null;
     }
     try {
-      return JSON.writeValueAsString(headers);
+      return HEADERS_JSON.writeValueAsString(headers);
     } catch (JsonProcessingException e) {
       // Not the exception as a cause: its message may quote a header's name or value.
       throw new IllegalStateException(
@@ -319,7 +360,7 @@ public final class OutboxMessage {
      */
     public Builder jsonPayload(Object value) {
       try {
-        this.payload = JSON.writeValueAsBytes(value);
+        this.payload = PayloadJson.LOADED.get().writeValueAsBytes(value);
       } catch (JsonProcessingException e) {
         // The class only, and not the exception as a cause: Jackson's message (and a getter's
         // exception it wraps) may quote the value or a key, and a logged cause prints it.

@@ -29,6 +29,29 @@ class OutboxMessageTest {
     return OutboxMessage.builder().aggregateType("order").aggregateId("o-42").eventType("Placed");
   }
 
+  /**
+   * A Jackson module on the classpath that fails to load (a mismatched version, a broken service
+   * file) fails the JSON payload's mapper alone, saying so by class: not this class's
+   * initialization, which made every later use of the writer a NoClassDefFoundError.
+   */
+  @Test
+  void aModuleThatFailsToLoadFailsOnlyTheJsonPayloadsMapper() {
+    OutboxMessage.LoadedMapper broken =
+        OutboxMessage.LoadedMapper.of(
+            () -> {
+              throw new java.util.ServiceConfigurationError("com.example.BrokenModule: secret");
+            });
+
+    IllegalStateException e = assertThrows(IllegalStateException.class, broken::get);
+    assertEquals(
+        "jsonPayload: a Jackson module found on the classpath failed to load"
+            + " (java.util.ServiceConfigurationError); payload(byte[]) needs no mapper",
+        e.getMessage());
+    assertNull(e.getCause(), "nothing of the failure's own message");
+    OutboxMessage.LoadedMapper loaded = OutboxMessage.LoadedMapper.of(OutboxMessage::payloadMapper);
+    assertEquals(loaded.mapper(), loaded.get());
+  }
+
   @Test
   void aggregateTypeAggregateIdAndEventTypeAreRequired() {
     assertEquals(
