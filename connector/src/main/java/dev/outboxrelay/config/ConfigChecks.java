@@ -96,7 +96,7 @@ final class ConfigChecks {
       topicPerInstanceKeyAllowed(parsed, template, out);
       return;
     }
-    if (template.equals(parsed.apply(DEAD_LETTER_TOPIC_CONFIG))) {
+    if (TopicNames.collide(template, (String) parsed.apply(DEAD_LETTER_TOPIC_CONFIG))) {
       out.add(
           new Problem(
               TOPIC_TEMPLATE_CONFIG,
@@ -137,7 +137,7 @@ final class ConfigChecks {
             new Problem(
                 TOPIC_TEMPLATE_CONFIG,
                 filled + " is not a topic name (" + rule + "): " + parked + " (TOPIC_UNROUTABLE)"));
-      } else if (topic.equals(parsed.apply(DEAD_LETTER_TOPIC_CONFIG))) {
+      } else if (TopicNames.collide(topic, (String) parsed.apply(DEAD_LETTER_TOPIC_CONFIG))) {
         out.add(
             new Problem(
                 TOPIC_TEMPLATE_CONFIG,

@@ -290,6 +290,8 @@ class OutboxSourceConfigTest {
     assertTrue(
         toDeadLetters.getMessage().startsWith("topic.template names dead.letter.topic"),
         toDeadLetters.getMessage());
+    deadLetters.put("dead.letter.topic", "outbox_orders"); // Kafka takes '.' and '_' alike
+    assertThrows(ConfigException.class, () -> new OutboxSourceConfig(deadLetters));
 
     Map<String, String> outside = with("topic.template", "orders");
     outside.put("topic.allowed.regex", "outbox\\..+");

@@ -296,6 +296,7 @@ final class OperatorSql {
   final Map<ParkedSelection.Selector, NamedSql> countParked =
       new EnumMap<>(ParkedSelection.Selector.class);
   final NamedSql countPurgeable;
+  final NamedSql hasPurgeable;
   final NamedSql tableExists;
 
   private final Map<String, String> fragments = new LinkedHashMap<>();
@@ -485,6 +486,16 @@ final class OperatorSql {
             SELECT (SELECT count(*) FROM {published}
                 WHERE instance_key = :instance_key AND published_at < :published_before)
               + (SELECT count(*) FROM {table}
+                WHERE instance_key = :instance_key AND status = 'PUBLISHED'
+                  AND published_at IS NOT NULL AND published_at < :published_before)""");
+
+    // Whether any row is left to purge: the first found, through the same indexes.
+    hasPurgeable =
+        statement(
+            """
+            SELECT EXISTS (SELECT 1 FROM {published}
+                WHERE instance_key = :instance_key AND published_at < :published_before)
+              OR EXISTS (SELECT 1 FROM {table}
                 WHERE instance_key = :instance_key AND status = 'PUBLISHED'
                   AND published_at IS NOT NULL AND published_at < :published_before)""");
 

@@ -363,15 +363,25 @@ public final class OperatorStore {
     };
   }
 
+  /** Whether any row {@link #countPurgeable} counts is left: the first found, no count. */
+  public boolean hasPurgeable(String instanceKey, Instant publishedBefore) {
+    return purgeable(sql.hasPurgeable, instanceKey, publishedBefore) == 1;
+  }
+
   /**
    * How many PUBLISHED rows of the key were published before the cutoff: entries of the published
    * log and rows published before schema version 9, still in the table.
    */
   public long countPurgeable(String instanceKey, Instant publishedBefore) {
+    return purgeable(sql.countPurgeable, instanceKey, publishedBefore);
+  }
+
+  /** {@code query}'s one value (a boolean as 0 or 1) for the key's rows before the cutoff. */
+  private long purgeable(NamedSql query, String instanceKey, Instant publishedBefore) {
     OffsetDateTime cutoff = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
     return run(
         "count-purgeable",
-        sql.countPurgeable,
+        query,
         (c, statement) -> {
           try (ResultSet rs =
               statement
@@ -379,7 +389,8 @@ public final class OperatorStore {
                   .set("published_before", (ps, i) -> ps.setObject(i, cutoff))
                   .executeQuery()) {
             rs.next();
-            return rs.getLong(1);
+            Object value = rs.getObject(1);
+            return value instanceof Boolean b ? (b ? 1L : 0L) : ((Number) value).longValue();
           }
         });
   }
