@@ -357,8 +357,15 @@ public final class OutboxMessage {
      * (send it as a string, for example with {@code @JsonFormat(shape = JsonFormat.Shape.STRING)}),
      * as do dates written as numbers by a mapper of your own with {@code WRITE_DATES_AS_TIMESTAMPS}
      * on.
+     *
+     * <p>Null is no payload, a tombstone, as {@code payload(null)} is: not the four bytes {@code
+     * null}, which the relay would send as that text with {@code payload.format=bytes}.
      */
     public Builder jsonPayload(Object value) {
+      if (value == null) {
+        this.payload = null;
+        return this;
+      }
       try {
         this.payload = PayloadJson.LOADED.get().writeValueAsBytes(value);
       } catch (JsonProcessingException e) {

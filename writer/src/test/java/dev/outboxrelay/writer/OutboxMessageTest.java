@@ -34,6 +34,21 @@ class OutboxMessageTest {
    * file) fails the JSON payload's mapper alone, saying so by class: not this class's
    * initialization, which made every later use of the writer a NoClassDefFoundError.
    */
+  /** A null JSON payload is no payload (a tombstone), as payload(null) is, not the text null. */
+  @Test
+  void aNullJsonPayloadIsATombstone() {
+    OutboxMessage message =
+        OutboxMessage.builder()
+            .aggregateType("order")
+            .aggregateId("a")
+            .eventType("OrderDeleted")
+            .jsonPayload(java.util.Map.of("x", 1))
+            .jsonPayload(null)
+            .build();
+
+    assertNull(message.payload());
+  }
+
   @Test
   void aModuleThatFailsToLoadFailsOnlyTheJsonPayloadsMapper() {
     OutboxMessage.LoadedMapper broken =
