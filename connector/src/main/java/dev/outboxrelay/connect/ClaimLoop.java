@@ -75,6 +75,9 @@ final class ClaimLoop {
   /** The task is stopping: a release of a lost claim's rows on the task thread reads no more. */
   private volatile boolean stopping;
 
+  /** {@link #stopping}, as the release asks it before each page (made once, not per claim). */
+  private final BooleanSupplier stopRequested = () -> stopping;
+
   /**
    * Rows of a claim that committed and that the task did not use: giving back its rows past the
    * byte budget failed, and the whole result was dropped. Given back by their seqs and leases
@@ -154,7 +157,7 @@ final class ClaimLoop {
     if (ledger.isFull(settings) || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }
-    if (!releaseUnconfirmedClaim(() -> stopping)) {
+    if (!releaseUnconfirmedClaim(stopRequested)) {
       return ClaimResult.EMPTY; // stopping: the stop reads on, a few pages at most
     }
     giveBackUnusedClaim();

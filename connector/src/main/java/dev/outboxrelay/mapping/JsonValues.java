@@ -12,10 +12,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import java.io.IOException;
 import java.math.BigDecimal;
-import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -55,19 +52,6 @@ final class JsonValues {
           .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
           .build();
 
-  /**
-   * The bytes as UTF-8, strictly: malformed input (an overlong form, an encoded surrogate, a
-   * truncated sequence) is an error, never replaced.
-   */
-  static String strictUtf8(byte[] bytes) throws CharacterCodingException {
-    return StandardCharsets.UTF_8
-        .newDecoder()
-        .onMalformedInput(CodingErrorAction.REPORT)
-        .onUnmappableCharacter(CodingErrorAction.REPORT)
-        .decode(ByteBuffer.wrap(bytes))
-        .toString();
-  }
-
   /** The input is not exactly one well-formed JSON value (of the expected shape). */
   static final class MalformedJson extends Exception {
     private static final long serialVersionUID = 1L;
@@ -106,7 +90,7 @@ final class JsonValues {
   static JsonNode parse(byte[] json) throws MalformedJson, UnrepresentableNumber {
     String text;
     try {
-      text = strictUtf8(json);
+      text = StrictUtf8.decode(json);
     } catch (CharacterCodingException e) {
       throw new MalformedJson();
     }

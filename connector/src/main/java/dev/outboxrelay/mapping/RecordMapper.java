@@ -146,7 +146,7 @@ public final class RecordMapper {
     } else if (settings.payloadFormat() == PayloadFormat.STRING) {
       valueSchema = Schema.OPTIONAL_STRING_SCHEMA;
       try {
-        value = row.payload() == null ? null : utf8(row.payload());
+        value = row.payload() == null ? null : StrictUtf8.decode(row.payload());
       } catch (CharacterCodingException e) {
         return new Unpublishable(UnpublishableReasons.PAYLOAD_INVALID_TEXT);
       }
@@ -277,15 +277,15 @@ public final class RecordMapper {
     }
     try {
       return Optional.of(
-          record(row, topic, Schema.OPTIONAL_STRING_SCHEMA, utf8(row.payload()), headers));
+          record(
+              row,
+              topic,
+              Schema.OPTIONAL_STRING_SCHEMA,
+              StrictUtf8.decode(row.payload()),
+              headers));
     } catch (CharacterCodingException e) {
       return Optional.empty();
     }
-  }
-
-  /** Strict: malformed input is an error, never replaced. */
-  private static String utf8(byte[] bytes) throws CharacterCodingException {
-    return JsonValues.strictUtf8(bytes);
   }
 
   /**

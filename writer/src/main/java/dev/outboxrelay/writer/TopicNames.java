@@ -41,7 +41,8 @@ public final class TopicNames {
    * #collide}: {@code __consumer.offsets}), which the broker refuses to create.
    */
   public static boolean isInternal(String name) {
-    return INTERNAL.contains(name.replace('.', '_'));
+    // Every internal name starts with "__": no other needs the replace (one per routed record).
+    return name.startsWith("__") && INTERNAL.contains(name.replace('.', '_'));
   }
 
   /**
@@ -50,7 +51,10 @@ public final class TopicNames {
    * orders_eu}): a record to the second waits for its topic, or fails the task.
    */
   public static boolean collide(String a, String b) {
-    return a != null && b != null && a.replace('.', '_').equals(b.replace('.', '_'));
+    return a != null
+        && b != null
+        && a.length() == b.length()
+        && a.replace('.', '_').equals(b.replace('.', '_'));
   }
 
   /** Whether Kafka would accept {@code name} as a topic name; null is not legal. */

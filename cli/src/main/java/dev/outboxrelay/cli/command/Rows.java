@@ -8,11 +8,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.TextTable;
 import dev.outboxrelay.cli.operator.RowView;
+import dev.outboxrelay.mapping.StrictUtf8;
 import dev.outboxrelay.store.postgres.OutboxColumns.Row;
-import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Base64;
 import java.util.List;
@@ -170,12 +168,7 @@ final class Rows {
       return null;
     }
     try {
-      return StandardCharsets.UTF_8
-          .newDecoder()
-          .onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT)
-          .decode(ByteBuffer.wrap(bytes))
-          .toString();
+      return StrictUtf8.decode(bytes);
     } catch (CharacterCodingException e) {
       return null;
     }
