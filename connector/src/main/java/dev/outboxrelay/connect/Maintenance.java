@@ -146,14 +146,37 @@ final class Maintenance {
     return Duration.ofMillis(spacing + config.backlogMetricsInterval().toMillis());
   }
 
-  /** One run: up to {@link #MAX_BATCHES_PER_RUN} batches; true if rows older remain. */
+  /**
+   * One run: up to {@link #MAX_BATCHES_PER_RUN} batches; true if rows older remain. A batch that
+   * fails for the database's reasons (a timeout, an outage) ends the run, logged as retention's
+   * failure with what the run deleted before it (counted), and the next run is an interval later:
+   * thrown, it was reported as a failed claim and the rows deleted before it went uncounted. One
+   * that retrying cannot fix (a privilege revoked) still fails the task, as a backlog read does.
+   */
   private boolean cleanup(Instant cutoff) {
     int total = 0;
     boolean behind = true;
-    for (int i = 0; i < MAX_BATCHES_PER_RUN && behind; i++) {
-      int deleted = store.deletePublished(config.instanceKeys(), cutoff, config.cleanupBatchSize());
-      total += deleted;
-      behind = deleted >= config.cleanupBatchSize();
+    try {
+      for (int i = 0; i < MAX_BATCHES_PER_RUN && behind; i++) {
+        int deleted =
+            store.deletePublished(config.instanceKeys(), cutoff, config.cleanupBatchSize());
+        total += deleted;
+        behind = deleted >= config.cleanupBatchSize();
+      }
+    } catch (OutboxStoreException e) {
+      metrics.cleanedUp.addAndGet(total);
+      log.warn(
+          "Retention cleanup failed after deleting {} rows (reason={}, sqlState={}); {}",
+          total,
+          e.reasonCode(),
+          e.sqlState(),
+          e.isRetriable()
+              ? "next run in " + config.cleanupInterval().toMillis() + " ms"
+              : "the task fails");
+      if (!e.isRetriable()) {
+        throw e;
+      }
+      return false;
     }
     if (total > 0) {
       metrics.cleanedUp.addAndGet(total);

@@ -262,6 +262,52 @@ class MaintenanceTest {
     assertEquals(26, f.metrics.cleanedUp.get());
   }
 
+  /**
+   * A retention batch that fails for the database's reasons ends the run without failing the poll
+   * that ran it (it was reported as a failed claim), and the rows deleted before it are counted;
+   * the next run is an interval later. One that retrying cannot fix fails the call.
+   */
+  @Test
+  void aFailedRetentionBatchEndsTheRunAndCountsWhatItDeleted() {
+    RuntimeFixture f = fixture(); // batches of 2, every 10 s
+    for (int i = 0; i < 9; i++) {
+      f.add("eu", "old" + i, "a" + i);
+    }
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "delete-published");
+    store.retentionBatchesBeforeFailing = 1;
+    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true);
+
+    time.sleep(10_000);
+    maintenance.runIfDue();
+    assertEquals(2, f.metrics.cleanedUp.get(), "the batch before the failure");
+    time.sleep(Maintenance.CATCH_UP_PAUSE_MS);
+    store.retentionBatchesBeforeFailing = Integer.MAX_VALUE;
+    maintenance.runIfDue();
+    assertEquals(2, f.metrics.cleanedUp.get(), "no catch-up pause after a failure: an interval");
+    time.sleep(10_000 - Maintenance.CATCH_UP_PAUSE_MS);
+    maintenance.runIfDue();
+    assertEquals(9, f.metrics.cleanedUp.get());
+
+    f.add("eu", "last", "l");
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.PERMISSION,
+            "DB_PERMISSION_DENIED",
+            "42501",
+            "delete-published");
+    store.retentionBatchesBeforeFailing = 0;
+    time.sleep(10_000);
+    assertThrows(OutboxStoreException.class, maintenance::runIfDue);
+    assertEquals(9, f.metrics.cleanedUp.get());
+  }
+
   @Test
   void retentionDeletesOnlyOwnPublishedRowsOlderThanTheCutoffInBatches() {
     RuntimeFixture f = fixture();

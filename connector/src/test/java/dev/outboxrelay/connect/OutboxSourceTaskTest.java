@@ -1115,6 +1115,9 @@ class OutboxSourceTaskTest {
         new OutboxStoreException(
             OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
 
+    /** Retention batches that succeed; the next ones fail with {@link #failure}. */
+    volatile int retentionBatchesBeforeFailing = Integer.MAX_VALUE;
+
     /** While set, runs at the start of each retryLater. */
     volatile Runnable beforeRetryLater;
 
@@ -1341,6 +1344,9 @@ class OutboxSourceTaskTest {
     @Override
     public int deletePublished(Set<String> keys, Instant before, int limit) {
       check();
+      if (retentionBatchesBeforeFailing-- <= 0) {
+        throw failure;
+      }
       return delegate.deletePublished(keys, before, limit);
     }
 

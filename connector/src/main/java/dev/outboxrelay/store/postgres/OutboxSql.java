@@ -858,19 +858,27 @@ final class OutboxSql {
               ORDER BY o.instance_key, o.seq LIMIT 1) k
             ORDER BY k.seq LIMIT 1""");
 
-    // Retention: entries of the published log older than the cutoff, through its (instance_key,
-    // published_at) index, then rows published before schema version 9, still in the table,
-    // through the settled index. In no order: for several keys the index cannot return rows by
-    // published_at, and sorting every row past the cutoff in each batch (tens of millions where
-    // retention was lowered) would outlast the statement timeout; every batch deletes rows past it.
+    // Retention: entries of the published log older than the cutoff, then rows published before
+    // schema version 9, still in the table, through the settled index. The log's entries are read
+    // key by key along its (instance_key, published_at) index, oldest first, as the claims read the
+    // due index ({own key(o)}), and the statement runs under CLAIM_PLAN: unordered, it left the
+    // index to the planner, and a generic plan (a prepared statement's sixth run), guessing a third
+    // of the log past the cutoff, read the log from its first page, so a retention that keeps up
+    // (a few entries past the cutoff) read the whole log at every run. Counted by the SELECT, the
+    // only result a statement behind planner settings returns (PostgresOutboxStore#planned).
     deletePublishedLog =
         statement(
             """
-            DELETE FROM {published}
-            WHERE ctid = ANY (ARRAY(
-              SELECT ctid FROM {published}
-              WHERE instance_key = ANY (:instance_keys) AND published_at < :published_before
-              LIMIT :limit))""");
+            WITH deleted AS (
+              DELETE FROM {published}
+              WHERE ctid = ANY (ARRAY(
+                SELECT e.ctid FROM {own keys} CROSS JOIN LATERAL (
+                  SELECT o.ctid FROM {published} o
+                  WHERE {own key(o)} AND o.published_at < :published_before
+                  ORDER BY o.instance_key, o.published_at LIMIT :limit) e
+                LIMIT :limit))
+              RETURNING 1)
+            SELECT count(*) FROM deleted""");
 
     deletePublished =
         statement(

@@ -655,23 +655,36 @@ public final class PostgresOutboxStore implements OutboxStore {
   public int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
     OffsetDateTime before = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
-    int deleted = deletePublished(sql.deletePublishedLog, keys, before, limit);
+    int deleted =
+        run(
+            DELETE_PUBLISHED,
+            OutboxSql.CLAIM_PLAN, // along the log's index, oldest first: never a scan of the log
+            sql.deletePublishedLog,
+            (c, statement) -> {
+              bindRetention(c, statement, keys, before, limit);
+              try (ResultSet rs = planned(statement)) {
+                rs.next();
+                return rs.getInt(1);
+              }
+            });
     // Then rows published before schema version 9, still in the table.
     return deleted >= limit
         ? deleted
-        : deleted + deletePublished(sql.deletePublished, keys, before, limit - deleted);
+        : deleted
+            + run(
+                DELETE_PUBLISHED,
+                sql.deletePublished,
+                (c, statement) ->
+                    bindRetention(c, statement, keys, before, limit - deleted).executeUpdate());
   }
 
-  private int deletePublished(NamedSql delete, Object[] keys, OffsetDateTime before, int limit) {
-    return run(
-        DELETE_PUBLISHED,
-        delete,
-        (c, statement) ->
-            statement
-                .setArray("instance_keys", textArray(c, keys))
-                .setObject("published_before", before, Types.TIMESTAMP_WITH_TIMEZONE)
-                .setInt("limit", limit)
-                .executeUpdate());
+  private static NamedSql.Binder bindRetention(
+      Connection c, NamedSql.Binder statement, Object[] keys, OffsetDateTime before, int limit)
+      throws SQLException {
+    return statement
+        .setArray("instance_keys", textArray(c, keys))
+        .setObject("published_before", before, Types.TIMESTAMP_WITH_TIMEZONE)
+        .setInt("limit", limit);
   }
 
   @Override

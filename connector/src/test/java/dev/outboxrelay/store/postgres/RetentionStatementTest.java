@@ -1,0 +1,199 @@
+package dev.outboxrelay.store.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Types;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Retention's delete from the published log reads the log's (instance_key, published_at) index,
+ * oldest first, under a custom plan and under the generic plan a prepared statement switches to:
+ * never a scan of the log. A log kept for days holds hundreds of millions of entries while a
+ * retention that keeps up finds a few past its cutoff; the unordered delete's generic plan,
+ * guessing a third of the log past the cutoff, read the log from its first page at every run.
+ */
+class RetentionStatementTest {
+  private static final OutboxTable TABLE = OutboxTable.parse("outbox");
+  private static final int OTHER_KEYS_ENTRIES = 30_000;
+  private static final int OWN_OLD_ENTRIES = 150;
+
+  private static HikariDataSource dataSource;
+
+  @BeforeAll
+  static void publishedLog() throws SQLException {
+    dataSource = Postgres.pool(Postgres.freshDatabase("retention"), 4);
+    new SchemaMigrator(dataSource, TABLE).migrate();
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      // Another connector's old entries first in the log, then this one's: old ones, and the
+      // recent ones retention keeps.
+      s.execute(entries("paused", OTHER_KEYS_ENTRIES, "40 days"));
+      s.execute(entries("eu", OWN_OLD_ENTRIES, "40 days"));
+      s.execute(entries("us", OWN_OLD_ENTRIES, "40 days"));
+      s.execute(entries("eu", 20_000, "1 hour"));
+      s.execute("VACUUM ANALYZE outbox_published");
+    }
+  }
+
+  private static String entries(String key, int count, String age) {
+    return "INSERT INTO outbox_published (seq, message_id, instance_key, attempts,"
+        + " abandoned_claims, lease_token, published_at)"
+        + " SELECT g, gen_random_uuid()::text, '"
+        + key
+        + "', 1, 0, 1, now() - interval '"
+        + age
+        + "' + g * interval '1 millisecond' FROM generate_series(1, "
+        + count
+        + ") g";
+  }
+
+  @AfterAll
+  static void close() {
+    dataSource.close();
+  }
+
+  @Test
+  void deletesOwnOldEntriesAlongTheIndexUnderACustomPlan() throws SQLException {
+    NamedSql delete = new OutboxSql(TABLE).deletePublishedLog;
+    String plan;
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                PostgresOutboxStore.planned(
+                    OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + delete.jdbc()))) {
+      c.setAutoCommit(false);
+      delete
+          .bind(ps)
+          .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu", "us"}))
+          .setObject("published_before", cutoff(), Types.TIMESTAMP_WITH_TIMEZONE)
+          .setInt("limit", 1000);
+      plan = plan(ps);
+      c.rollback();
+    }
+    assertTrue(plan.contains("Index Scan using outbox_published_at_idx on outbox_published o"));
+    assertTrue(
+        plan.matches(
+            "(?s).*Delete on outbox_published .*actual rows=" + 2 * OWN_OLD_ENTRIES + ".*"),
+        plan);
+    assertReadsNoOtherEntry(plan);
+  }
+
+  @Test
+  void readsTheIndexUnderTheGenericPlan() throws SQLException {
+    String plan;
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
+      s.execute(OutboxSql.CLAIM_PLAN);
+      plan = explainGeneric(s, new OutboxSql(TABLE).deletePublishedLog.jdbc());
+      c.rollback();
+    }
+    assertTrue(plan.contains("Index Scan using outbox_published_at_idx on outbox_published o"));
+    assertFalse(plan.contains("Seq Scan"), plan);
+    assertFalse(plan.contains("Bitmap"), plan);
+    assertFalse(plan.contains("Sort"), plan);
+  }
+
+  @Test
+  void deletesNoEntryOfAnotherKeyAndTheOldestFirst() {
+    PostgresOutboxStore store =
+        new PostgresOutboxStore(dataSource, TABLE, RelayClock.database(), null);
+    // Committed: the rows are put back below for the other tests.
+    int deleted = store.deletePublished(Set.of("us"), cutoff().toInstant(), 100);
+    assertEquals(100, deleted);
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT instance_key, count(*), min(seq) FROM outbox_published"
+                    + " WHERE published_at < now() - interval '1 day'"
+                    + " GROUP BY instance_key ORDER BY instance_key")) {
+      assertTrue(rs.next());
+      assertEquals("eu", rs.getString(1));
+      assertEquals(OWN_OLD_ENTRIES, rs.getInt(2));
+      assertTrue(rs.next());
+      assertEquals("paused", rs.getString(1));
+      assertEquals(OTHER_KEYS_ENTRIES, rs.getInt(2));
+      assertTrue(rs.next());
+      assertEquals("us", rs.getString(1));
+      assertEquals(OWN_OLD_ENTRIES - 100, rs.getInt(2));
+      assertEquals(101, rs.getLong(3), "the oldest 100 went first");
+      s.execute(entries("us", 100, "40 days")); // put back, as the other tests expect
+    } catch (SQLException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  private static OffsetDateTime cutoff() {
+    return OffsetDateTime.ofInstant(Instant.now().minus(1, ChronoUnit.DAYS), ZoneOffset.UTC);
+  }
+
+  /**
+   * The generic plan of a JDBC statement: prepared on the server (each '?' numbered as a parameter)
+   * and explained under plan_cache_mode=force_generic_plan, as PostgreSQL runs a prepared statement
+   * once it judges the generic plan good enough.
+   */
+  private static String explainGeneric(Statement s, String jdbc) throws SQLException {
+    Matcher m = Pattern.compile("\\?").matcher(jdbc);
+    StringBuilder numbered = new StringBuilder();
+    int n = 0;
+    while (m.find()) {
+      m.appendReplacement(numbered, "\\$" + ++n);
+    }
+    m.appendTail(numbered);
+    s.execute("PREPARE retention AS " + numbered);
+    s.execute("SET LOCAL plan_cache_mode = force_generic_plan");
+    // The keys, the cutoff, then the limits.
+    String limits = ", 1000".repeat(n - 2);
+    StringBuilder plan = new StringBuilder();
+    try (ResultSet rs =
+        s.executeQuery(
+            "EXPLAIN EXECUTE retention('{eu,us}', now() - interval '1 day'" + limits + ")")) {
+      while (rs.next()) {
+        plan.append(rs.getString(1)).append('\n');
+      }
+    } finally {
+      s.execute("DEALLOCATE retention");
+    }
+    return plan.toString();
+  }
+
+  private static String plan(PreparedStatement explain) throws SQLException {
+    StringBuilder plan = new StringBuilder();
+    try (ResultSet rs = PostgresOutboxStore.planned(explain)) {
+      while (rs.next()) {
+        plan.append(rs.getString(1)).append('\n');
+      }
+    }
+    return plan.toString();
+  }
+
+  private static void assertReadsNoOtherEntry(String plan) {
+    assertFalse(plan.contains("Seq Scan"), plan);
+    assertFalse(plan.contains("Bitmap"), plan);
+    assertFalse(plan.contains("Sort"), plan);
+    Matcher removed = Pattern.compile("Rows Removed by Filter: (\\d+)").matcher(plan);
+    while (removed.find()) {
+      assertTrue(Long.parseLong(removed.group(1)) == 0, "no entry read to be dropped: " + plan);
+    }
+  }
+}
