@@ -71,6 +71,7 @@ final class ConfigChecks {
     credentialsInOnePlace(parsed, problems);
     fixedTopicAllowed(parsed, problems);
     schemaInferredForJsonOnly(parsed, problems);
+    payloadFormatWrittenByValueConverter(parsed, raw, problems);
     return problems;
   }
 
@@ -179,6 +180,58 @@ final class ConfigChecks {
                   + "=json (it is "
                   + format
                   + ")"));
+    }
+  }
+
+  /** Connect's per-connector value converter. */
+  static final String CONNECT_VALUE_CONVERTER = "value.converter";
+
+  static final String STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter";
+  static final String BYTE_ARRAY_CONVERTER =
+      "org.apache.kafka.connect.converters.ByteArrayConverter";
+
+  /**
+   * The payload format the connector's own value converter writes. StringConverter writes any other
+   * value by its toString(): a payload's bytes as "[B@6d06d69c", a JSON object as "{k=v}", which
+   * Kafka acknowledges, so the row is recorded published and its payload is gone (a Debezium user's
+   * StringConverter with the default payload.format=bytes). ByteArrayConverter refuses anything but
+   * bytes and would fail the task at every record. A converter set only on the worker is not in the
+   * connector's configuration, and not checked (docs/configuration.md).
+   */
+  private static void payloadFormatWrittenByValueConverter(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    String format = (String) parsed.apply(PAYLOAD_FORMAT_CONFIG);
+    Object converter = raw.get(CONNECT_VALUE_CONVERTER);
+    String name =
+        converter instanceof Class<?> type
+            ? type.getName()
+            : converter instanceof String text ? text.trim() : null;
+    if (format == null || name == null) {
+      return;
+    }
+    String written =
+        name.equals(STRING_CONVERTER)
+            ? "string"
+            : name.equals(BYTE_ARRAY_CONVERTER) ? "bytes" : null;
+    if (written != null && !format.equalsIgnoreCase(written)) {
+      out.add(
+          new Problem(
+              PAYLOAD_FORMAT_CONFIG,
+              PAYLOAD_FORMAT_CONFIG
+                  + " must be "
+                  + written
+                  + " with "
+                  + CONNECT_VALUE_CONVERTER
+                  + "="
+                  + name
+                  + " (it is "
+                  + format
+                  + "): "
+                  + (written.equals("string")
+                      ? "StringConverter would send the text of a Java object (\"[B@...\")"
+                          + " in place of each payload, and record the row published"
+                      : "ByteArrayConverter sends bytes only, and would fail the task at every"
+                          + " record")));
     }
   }
 

@@ -258,7 +258,11 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " JsonConverter and friends (what Debezium's outbox event router sends with"
           + " table.expand.json.payload=true). string: the payload as text (UTF-8), a Connect"
           + " string, which is what Debezium's outbox event router sends by default for a jsonb,"
-          + " json, text or varchar payload column.";
+          + " json, text or varchar payload column. A value.converter in the connector's"
+          + " configuration must write it: StringConverter needs string (it would write any other"
+          + " value as the text of a Java object, and the row would be recorded published),"
+          + " ByteArrayConverter needs bytes; validation refuses other pairs. A converter set only"
+          + " on the worker is not checked.";
 
   public static final String PAYLOAD_JSON_SCHEMA_CONFIG = "payload.json.schema";
   private static final String PAYLOAD_JSON_SCHEMA_DOC =

@@ -1,5 +1,6 @@
 package dev.outboxrelay.config;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,6 +9,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.Postgres;
+import dev.outboxrelay.testing.SilentProxy;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.sql.Connection;
@@ -23,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
@@ -380,6 +383,42 @@ class ConfigValidationTest {
     props.put("poll.interval.ms", "1");
 
     assertEquals(Set.of("connection.url", "poll.interval.ms"), errors(props).keySet());
+  }
+
+  /**
+   * A server that falls silent after the login (a half-open network path, a pooler that accepts
+   * logins without a server behind it) fails the check within its timeout: the first read had no
+   * timeout, and validation outlasted Connect's REST call.
+   */
+  @Test
+  void aServerSilentAfterTheLoginIsAnErrorOnTheUrlWithinTheTimeout() {
+    try (SilentProxy proxy = SilentProxy.to(Postgres.server().getPort())) {
+      String database = Postgres.freshDatabase("config_silent");
+      Map<String, String> props =
+          props(proxy.jdbcUrl(database.substring(database.lastIndexOf('/') + 1)));
+      props.put("connection.timeout.ms", "1000");
+      proxy.silenceAfterClientSends("pg_is_in_recovery");
+      CompletableFuture<Map<String, List<String>>> validation =
+          CompletableFuture.supplyAsync(() -> errors(props));
+
+      await("validation to answer").atMost(PoolTimeoutsTest.HANG).until(validation::isDone);
+      assertTrue(proxy.silenced());
+      String message = only(validation.join(), "connection.url");
+      assertTrue(message.startsWith("could not connect"), message);
+    }
+  }
+
+  /** Reported on payload.format, beside what the live checks find. */
+  @Test
+  void aPayloadFormatTheValueConverterDoesNotWriteIsAnErrorOnTheFormat() {
+    Map<String, String> props = offline();
+    props.put("value.converter", ConfigChecks.STRING_CONVERTER);
+
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(Set.of("connection.url", "payload.format"), errors.keySet());
+    assertTrue(
+        errors.get("payload.format").get(0).contains("StringConverter would send"),
+        errors.toString());
   }
 
   // Live: table
@@ -902,6 +941,34 @@ class ConfigValidationTest {
         only(errors(props), "errors.tolerance"));
 
     props.put("errors.tolerance", "none");
+    assertEquals(Map.of(), errors(props));
+  }
+
+  /**
+   * Exactly once, Kafka's Filter transform is refused as errors.tolerance=all is: a dropped
+   * record's row is covered by a later record's committed offset.
+   */
+  @Test
+  void aFilterTransformIsAnErrorOnItsTypeInExactlyOnceModeOnly() {
+    String url = Postgres.freshDatabase("config_filter");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("transforms", "drop,route");
+    props.put("transforms.drop.type", ConfigValidation.FILTER_TRANSFORM);
+    props.put("transforms.drop.predicate", "internal");
+    props.put("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter");
+    assertEquals(Map.of(), errors(props), "at least once, a dropped record's row goes back");
+
+    props.put("delivery.guarantee", "exactly-once");
+    props.put("exactly.once.support", "required");
+    String message = only(errors(props), "transforms.drop.type");
+    assertTrue(
+        message.startsWith(
+            "transforms.drop.type must not be Filter with delivery.guarantee=exactly-once"),
+        message);
+
+    props.remove("transforms.drop.type");
+    props.put("transforms", "route");
     assertEquals(Map.of(), errors(props));
   }
 

@@ -191,6 +191,43 @@ class OutboxSourceConfigTest {
         "payload.json.schema=inferred needs payload.format=json (it is string)", e.getMessage());
   }
 
+  /**
+   * The connector's own value converter must write the payload format: StringConverter sent a byte
+   * array as "[B@..." and the row was recorded published (a Debezium user's converter with the
+   * default payload.format=bytes); ByteArrayConverter failed the task at every record.
+   */
+  @Test
+  void thePayloadFormatIsOneTheConnectorsValueConverterWrites() {
+    Map<String, String> props = with("value.converter", ConfigChecks.STRING_CONVERTER);
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage()
+            .startsWith(
+                "payload.format must be string with value.converter="
+                    + ConfigChecks.STRING_CONVERTER
+                    + " (it is bytes)"),
+        e.getMessage());
+    props.put("payload.format", "json");
+    assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    props.put("payload.format", "String");
+    assertEquals(PayloadFormat.STRING, new OutboxSourceConfig(props).payloadFormat());
+
+    props.put("value.converter", " " + ConfigChecks.BYTE_ARRAY_CONVERTER + " ");
+    e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(e.getMessage().startsWith("payload.format must be bytes with"), e.getMessage());
+    props.put("payload.format", "bytes");
+    assertEquals(PayloadFormat.BYTES, new OutboxSourceConfig(props).payloadFormat());
+
+    // Any format for any other converter, and for the worker's (not in the connector's settings).
+    for (String format : List.of("bytes", "string", "json")) {
+      props.put("payload.format", format);
+      props.put("value.converter", "org.apache.kafka.connect.json.JsonConverter");
+      new OutboxSourceConfig(props);
+      props.remove("value.converter");
+      new OutboxSourceConfig(props);
+    }
+  }
+
   @Test
   void explicitTopicTemplateWinsOverTheConvention() {
     Map<String, String> props = with("topic.template", "${instance_key}.${aggregate_type}-events");
