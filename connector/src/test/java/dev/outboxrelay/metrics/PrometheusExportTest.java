@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.outboxrelay.connect.OutboxSourceConnector;
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
 import io.prometheus.jmx.JmxCollector;
@@ -95,6 +96,18 @@ class PrometheusExportTest {
     kafkaMetrics.addMetric(
         kafkaMetrics.metricName("status", "connector-task-metrics", "task status", tags),
         (Gauge<String>) (config, now) -> "running");
+    // Connect's connector metrics (ConnectMetricsRegistry), of this connector and another one.
+    for (Map.Entry<String, String> connector :
+        Map.of(CONNECTOR, OutboxSourceConnector.class.getName(), "other", "com.example.Other")
+            .entrySet()) {
+      kafkaMetrics.addMetric(
+          kafkaMetrics.metricName(
+              "connector-class",
+              "connector-metrics",
+              "connector class",
+              Map.of("connector", connector.getKey())),
+          (Gauge<String>) (config, now) -> connector.getValue());
+    }
   }
 
   @AfterEach
@@ -157,6 +170,22 @@ class PrometheusExportTest {
             "kafka_connect_task_status{connector=\""
                 + CONNECTOR
                 + "\",status=\"running\",task=\"0\"}"));
+  }
+
+  /**
+   * The alerts know a connector as outbox-relay's by Connect's own connector metrics, which exist
+   * before (and whether or not) any task registered the relay's: a task that failed at its start is
+   * still alerted on.
+   */
+  @Test
+  void connectorsOfThisPluginAreKnownByConnectsConnectorMetrics() throws Exception {
+    Map<String, Double> samples = scrape(Files.readString(RULES));
+    assertEquals(
+        1.0, samples.get("outbox_relay_connector_deployed{connector=\"" + CONNECTOR + "\"}"));
+    assertEquals(
+        List.of(),
+        samples.keySet().stream().filter(k -> k.contains("\"other\"")).toList(),
+        "another plugin's connector");
   }
 
   /**
