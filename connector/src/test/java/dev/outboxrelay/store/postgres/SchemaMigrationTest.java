@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -23,6 +24,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
@@ -71,8 +73,13 @@ class SchemaMigrationTest {
     assertEquals(0, migrator.migrate());
   }
 
+  /**
+   * From every earlier version, with what a relay of that version left in the table: a row to
+   * relay, a parked one (parked_at set by the relay from version 7), one published in the table
+   * (before version 9), and before version 2 a legacy row without an owner.
+   */
   @ParameterizedTest(name = "upgrade from V{0}")
-  @ValueSource(strings = {"1", "2", "3", "4", "5"})
+  @ValueSource(strings = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"})
   void upgradesFromEveryEarlierVersionKeepingRowsAndQuarantiningLegacyOnes(String from)
       throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
@@ -85,6 +92,18 @@ class SchemaMigrationTest {
     exec(
         "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type)"
             + " VALUES ('owned-1', 'eu', 'order', 'a', 'E')");
+    boolean stampsParkedRows = Integer.parseInt(from) >= 7;
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " status, attempts, last_failure_code"
+            + (stampsParkedRows ? ", parked_at" : "")
+            + ") VALUES ('parked-1', 'eu', 'order', 'b', 'E', 'FAILED', 1, 'PAYLOAD_TOO_LARGE'"
+            + (stampsParkedRows ? ", now()" : "")
+            + ")");
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " status, attempts, published_at) VALUES ('published-1', 'eu', 'order', 'c', 'E',"
+            + " 'PUBLISHED', 1, now() - interval '30 days')");
     migrator.migrate();
     assertTrue(migrator.isCurrent());
 
@@ -92,7 +111,19 @@ class SchemaMigrationTest {
         new PostgresOutboxStore(
             dataSource, OutboxTable.parse("outbox"), RelayClock.database(), null);
     ClaimRequest eu = new ClaimRequest("w", Set.of("eu"), 10, Duration.ofSeconds(30), 5, true);
-    assertEquals(1, store.claim(eu).claimed().size(), "rows written before the upgrade flow");
+    List<ClaimedMessage> claimed = store.claim(eu).claimed();
+    assertEquals(
+        List.of("owned-1"),
+        claimed.stream().map(ClaimedMessage::messageId).toList(),
+        "rows written before the upgrade flow; parked and published ones are not claimed");
+    BacklogSnapshot backlog = store.inspect(Set.of("eu"), true);
+    assertEquals(1, backlog.count(MessageStatus.FAILED), backlog.toString());
+    assertEquals(1, backlog.count(MessageStatus.PUBLISHED), backlog.toString());
+    assertEquals(1, backlog.count(MessageStatus.IN_FLIGHT), backlog.toString());
+    assertEquals(
+        1,
+        store.deletePublished(Set.of("eu"), Instant.now().minus(Duration.ofDays(1)), 10),
+        "retention reaches a row published in the table before version 9");
     if (from.equals("1")) {
       assertNull(queryString("SELECT instance_key FROM outbox WHERE message_id = 'legacy-1'"));
       assertEquals(
