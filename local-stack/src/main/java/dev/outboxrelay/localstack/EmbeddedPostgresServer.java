@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Optional;
 
 /**
@@ -55,6 +56,9 @@ final class EmbeddedPostgresServer {
               .setDataDirectory(state.postgresData())
               .setCleanDataDirectory(false)
               .setRegisterShutdownHook(false)
+              // zonky waits 10 s by default: too little for a first start on a loaded machine,
+              // which it then gives up on while the server goes on starting, without a pid file.
+              .setPGStartupWait(Duration.ofSeconds(60))
               .setServerConfig("listen_addresses", Ports.LOOPBACK)
               // Its defaults trade durability for speed; a relay demo should not.
               .setServerConfig("synchronous_commit", "on")

@@ -15,7 +15,9 @@ final class Summary {
     console.line("Local stack (all on loopback):");
     console.line("  Delivery         " + stack.delivery().describe());
     console.line("  Connect REST     " + stack.connectUrl());
-    console.line("                   curl -s " + stack.connectUrl() + "/connectors?expand=status");
+    // Quoted: zsh (macOS's shell) takes an unquoted '?' for a glob and runs nothing.
+    console.line(
+        "                   curl -s '" + stack.connectUrl() + "/connectors?expand=status'");
     if (stack.hasMetrics()) {
       console.line(
           "  Metrics          " + stack.metricsUrl() + "  (Prometheus, the Connect worker)");
