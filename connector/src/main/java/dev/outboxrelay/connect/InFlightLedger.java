@@ -15,6 +15,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * acknowledgement find its row's instance key and attempt count. Thread-safe: poll adds, the
  * outcome writer removes.
  *
+ * <p>A claim that a lease renewal found lost is no longer held (not renewed, not given back), but
+ * its record may still wait in Connect and its producer: it stays counted ({@link #size}, {@link
+ * #bytes}, {@link #isEmpty}) until its outcome comes, or the task stops. Dropped from the count at
+ * once, it let the task claim a full budget again beside records still buffered (the producer's
+ * {@code send} then blocks), claim an abandoned row "alone" beside them, and end a stop's grace
+ * before their acknowledgements, counted again as late.
+ *
  * <p>An entry keeps only what an outcome needs, never the payload: with several batches of 1 MiB
  * payloads in flight, the ledger would otherwise pin them until Kafka acknowledges. It counts the
  * records' estimated size instead ({@link #bytes}), which bounds what the task holds in Connect and
@@ -47,6 +54,13 @@ final class InFlightLedger {
   static final long RECORD_OVERHEAD_BYTES = 256;
 
   private final ConcurrentMap<String, Entry> entries = new ConcurrentHashMap<>();
+
+  /** Claims reported lost at renewal whose records are still awaited, by message id and token. */
+  private final ConcurrentMap<LostClaim, Entry> lost = new ConcurrentHashMap<>();
+
+  private record LostClaim(String messageId, long token) {}
+
+  /** The estimated size of the records held and lost, in bytes. */
   private final AtomicLong bytes = new AtomicLong();
 
   void add(ClaimedMessage message, String deadLetterReason) {
@@ -76,7 +90,10 @@ final class InFlightLedger {
     return Optional.ofNullable(entries.get(messageId));
   }
 
-  /** Removes the entry only if it is still the claim with this token; true if it did. */
+  /**
+   * Removes the entry only if it is still the claim with this token; true if it did. Its record's
+   * lost claim, if a renewal reported one, goes too (its record was settled or never sent).
+   */
   boolean resolve(String messageId, long token) {
     boolean[] removed = {false};
     entries.computeIfPresent(
@@ -89,14 +106,46 @@ final class InFlightLedger {
           }
           return e;
         });
+    takeLost(messageId, token);
     return removed[0];
   }
 
-  int size() {
-    return entries.size();
+  /**
+   * A lease renewal found this claim lost: it is no longer held, and stays counted until its
+   * record's outcome ({@link #takeLost}). Empty if it is not held under this token (settled
+   * meanwhile). Called on the outcome writer's thread, as every removal is.
+   */
+  Optional<Entry> markLost(String messageId, long token) {
+    Entry e = entries.get(messageId);
+    if (e == null || e.lease().token() != token) {
+      return Optional.empty();
+    }
+    // Counted as lost before it leaves the held: never both absent to a concurrent isEmpty().
+    lost.put(new LostClaim(messageId, token), e);
+    entries.remove(messageId, e);
+    return Optional.of(e);
   }
 
-  /** The estimated size of the records held, in bytes. */
+  /** Removes and returns the claim of this record that a renewal reported lost, if it did. */
+  Optional<Entry> takeLost(String messageId, long token) {
+    Entry e = lost.remove(new LostClaim(messageId, token));
+    if (e != null) {
+      bytes.addAndGet(-e.bytes());
+    }
+    return Optional.ofNullable(e);
+  }
+
+  /** Records handed to Connect and not yet resolved: held, or lost and still awaited. */
+  int size() {
+    return entries.size() + lost.size();
+  }
+
+  /** Claims reported lost at renewal whose records are still awaited. */
+  int lostSize() {
+    return lost.size();
+  }
+
+  /** The estimated size of the records held or lost and still awaited, in bytes. */
   long bytes() {
     return bytes.get();
   }
@@ -116,8 +165,9 @@ final class InFlightLedger {
     return emptyAfter || (fullBefore && !fullAfter);
   }
 
+  /** Nothing held, and no lost claim's record still awaited. */
   boolean isEmpty() {
-    return entries.isEmpty();
+    return entries.isEmpty() && lost.isEmpty();
   }
 
   List<HeldLease> heldLeases() {

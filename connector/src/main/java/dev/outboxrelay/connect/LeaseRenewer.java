@@ -23,7 +23,6 @@ final class LeaseRenewer {
 
   private final OutboxStore store;
   private final InFlightLedger ledger;
-  private final LostClaims lostClaims;
   private final RelayMetrics metrics;
   private final TaskSettings settings;
   private final Time time;
@@ -41,7 +40,6 @@ final class LeaseRenewer {
   LeaseRenewer(
       OutboxStore store,
       InFlightLedger ledger,
-      LostClaims lostClaims,
       RelayMetrics metrics,
       TaskSettings settings,
       Time time,
@@ -49,7 +47,6 @@ final class LeaseRenewer {
       WakeSignal pollWake) {
     this.store = store;
     this.ledger = ledger;
-    this.lostClaims = lostClaims;
     this.metrics = metrics;
     this.settings = settings;
     this.time = time;
@@ -202,21 +199,17 @@ final class LeaseRenewer {
   }
 
   /**
-   * The row is no longer ours: stop renewing it and free its slot. Its record may still reach Kafka
-   * (a duplicate of what the new owner sends); its outcome write will be fenced off.
+   * The row is no longer ours: stop renewing it. Its record may still reach Kafka (a duplicate of
+   * what the new owner sends), and holds its place in the in-flight budget until then; its outcome
+   * write will be fenced off.
    */
   private void claimLost(HeldLease lease) {
-    var entry = ledger.get(lease.messageId());
-    boolean fullBefore = ledger.isFull(settings);
-    if (entry.isEmpty() || !ledger.resolve(lease.messageId(), lease.lease().token())) {
+    var entry = ledger.markLost(lease.messageId(), lease.lease().token());
+    if (entry.isEmpty()) {
       return; // settled meanwhile
     }
-    lostClaims.add(entry.get());
     metrics.leaseRenewalsLost.incrementAndGet();
     metrics.claimLost.incrementAndGet();
-    if (InFlightLedger.freesPoll(fullBefore, ledger.isFull(settings), ledger.isEmpty())) {
-      pollWake.wake();
-    }
     log.warn(
         "Claim lost while waiting for Kafka: message_id={} instance_key={}"
             + " (reason=LEASE_TAKEN_OVER; lease renewal matched no row, a duplicate in Kafka is"

@@ -33,7 +33,6 @@ final class OutcomeWriter {
 
   private final OutboxStore store;
   private final InFlightLedger ledger;
-  private final LostClaims lostClaims;
   private final RelayMetrics metrics;
   private final TaskSettings settings;
   private final Time time;
@@ -48,7 +47,6 @@ final class OutcomeWriter {
   OutcomeWriter(
       OutboxStore store,
       InFlightLedger ledger,
-      LostClaims lostClaims,
       RelayMetrics metrics,
       TaskSettings settings,
       Time time,
@@ -56,7 +54,6 @@ final class OutcomeWriter {
       Runnable giveBackUnconfirmedClaim) {
     this.store = store;
     this.ledger = ledger;
-    this.lostClaims = lostClaims;
     this.metrics = metrics;
     this.settings = settings;
     this.time = time;
@@ -260,8 +257,8 @@ final class OutcomeWriter {
   private void settle(String messageId, Lease lease, OutcomeKind kind, Outcome outcome) {
     String instanceKey = instanceKeyOf(messageId);
     boolean fullBefore = ledger.isFull(settings);
+    var reportedAtRenewal = ledger.takeLost(messageId, lease.token()); // before resolve drops it
     ledger.resolve(messageId, lease.token());
-    var reportedAtRenewal = lostClaims.take(messageId, lease.token());
     if (InFlightLedger.freesPoll(fullBefore, ledger.isFull(settings), ledger.isEmpty())) {
       pollWake.wake();
     }

@@ -26,7 +26,6 @@ final class TaskRuntime {
 
   private final OutboxStore store;
   private final InFlightLedger ledger = new InFlightLedger();
-  private final LostClaims lostClaims = new LostClaims();
   private final WakeSignal wake;
   private final StoreHealth health;
   private final LeaseRenewer renewer;
@@ -103,13 +102,11 @@ final class TaskRuntime {
     metrics.readInFlightFrom(ledger::size, ledger::bytes);
     this.wake = new WakeSignal();
     this.health = new StoreHealth(metrics, time);
-    this.renewer =
-        new LeaseRenewer(store, ledger, lostClaims, metrics, settings, time, health, wake);
+    this.renewer = new LeaseRenewer(store, ledger, metrics, settings, time, health, wake);
     this.claims =
         new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);
     this.writer =
-        new OutcomeWriter(
-            store, ledger, lostClaims, metrics, settings, time, wake, claims::giveBackAtStop);
+        new OutcomeWriter(store, ledger, metrics, settings, time, wake, claims::giveBackAtStop);
     this.loop =
         new OutcomeLoop(
             writer,

@@ -41,8 +41,7 @@ class ClaimLoopTest {
 
   private ClaimLoop loop(RuntimeFixture f, StoreHealth health) {
     LeaseRenewer renewer =
-        new LeaseRenewer(
-            f.store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+        new LeaseRenewer(f.store, f.ledger, f.metrics, f.settings, time, health, f.wake);
     return new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time);
   }
 
@@ -50,8 +49,7 @@ class ClaimLoopTest {
   private ClaimLoop loop(RuntimeFixture f, OutboxStore store) {
     StoreHealth health = new StoreHealth(f.metrics, time);
     LeaseRenewer renewer =
-        new LeaseRenewer(
-            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
     return new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
   }
 
@@ -360,8 +358,7 @@ class ClaimLoopTest {
     exactlyOnce.recover();
     StoreHealth health = new StoreHealth(f.metrics, time);
     LeaseRenewer renewer =
-        new LeaseRenewer(
-            store, f.ledger, f.lostClaims, f.metrics, f.settings, time, health, f.wake);
+        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
     ClaimLoop loop =
         new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time, exactlyOnce);
     assertEquals(List.of("e1", "e2"), ids(loop.next())); // ahead; the stop forgets it

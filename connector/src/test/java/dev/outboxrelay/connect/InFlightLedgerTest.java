@@ -55,6 +55,37 @@ class InFlightLedgerTest {
     assertTrue(ledger.isEmpty());
   }
 
+  /**
+   * A claim reported lost at renewal is no longer held but stays counted, in records and bytes,
+   * until its record's outcome takes it (by its own token: the same row claimed again is another
+   * claim), or until it is resolved as never sent (a batch forgotten at a stop).
+   */
+  @Test
+  void aLostClaimIsNotHeldButCountedUntilItsRecordIsSettled() {
+    InFlightLedger ledger = new InFlightLedger();
+    ledger.add(claimed("m1", 7, new byte[100]), null);
+    long bytes = ledger.bytes();
+    assertTrue(ledger.markLost("m1", 6).isEmpty(), "another claim of the row");
+    assertEquals(7, ledger.markLost("m1", 7).orElseThrow().lease().token());
+    assertEquals(List.of(), ledger.heldLeases());
+    assertEquals(List.of(), ledger.heldSeqs());
+    assertEquals(1, ledger.size());
+    assertEquals(bytes, ledger.bytes());
+    assertFalse(ledger.isEmpty());
+
+    ledger.add(claimed("m1", 8, new byte[100]), null); // claimed again, by this task
+    assertEquals(2, ledger.size());
+    assertTrue(ledger.takeLost("m1", 8).isEmpty(), "the new claim was not lost");
+    assertEquals(7, ledger.takeLost("m1", 7).orElseThrow().lease().token());
+    assertEquals(1, ledger.size());
+    assertEquals(bytes, ledger.bytes());
+
+    ledger.markLost("m1", 8);
+    assertFalse(ledger.resolve("m1", 8), "no longer held");
+    assertTrue(ledger.isEmpty(), "resolved as never sent, it is not awaited either");
+    assertEquals(0, ledger.bytes());
+  }
+
   @Test
   void onlyRoomUnderTheLimitOrAnEmptyLedgerWakesPoll() {
     assertTrue(InFlightLedger.freesPoll(true, false, false), "room for the next claim");

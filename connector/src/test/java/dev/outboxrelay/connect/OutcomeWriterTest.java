@@ -25,7 +25,7 @@ class OutcomeWriterTest {
 
   private static OutcomeWriter writer(RuntimeFixture f) {
     return new OutcomeWriter(
-        f.store, f.ledger, f.lostClaims, f.metrics, f.settings, new MockTime(), f.wake, () -> {});
+        f.store, f.ledger, f.metrics, f.settings, new MockTime(), f.wake, () -> {});
   }
 
   private static MessageStatus status(RuntimeFixture f, String id) {
@@ -124,14 +124,7 @@ class OutcomeWriterTest {
     OutboxSourceTaskTest.FailingStore failing = new OutboxSourceTaskTest.FailingStore(f.store);
     OutcomeWriter writer =
         new OutcomeWriter(
-            failing,
-            f.ledger,
-            f.lostClaims,
-            f.metrics,
-            f.settings,
-            new MockTime(),
-            f.wake,
-            () -> {});
+            failing, f.ledger, f.metrics, f.settings, new MockTime(), f.wake, () -> {});
     List<PendingOutcome> batch =
         new ArrayList<>(List.of(published(c.get(0), 1), new Released("m2", c.get(1).lease())));
     failing.failing = true;
@@ -196,14 +189,14 @@ class OutcomeWriterTest {
     RuntimeFixture f = new RuntimeFixture(Map.of());
     f.add("eu", "m1", "a");
     ClaimedMessage m = f.claimIntoLedger().get(0);
-    f.lostClaims.add(f.ledger.get("m1").orElseThrow());
-    f.ledger.resolve("m1", m.lease().token());
+    f.ledger.markLost("m1", m.lease().token());
     f.takeOverAfterExpiry("other");
 
     writer(f).write(new ArrayList<>(List.of(published(m, 3))));
 
     assertEquals(0, f.metrics.claimLost.get(), "counted when the renewal found it lost");
-    assertEquals(0, f.lostClaims.size());
+    assertEquals(0, f.ledger.lostSize());
+    assertTrue(f.ledger.isEmpty(), "its record settled, nothing is counted");
     assertEquals("other", leaseOwner(f, "m1"));
   }
 

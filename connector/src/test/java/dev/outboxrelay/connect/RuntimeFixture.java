@@ -21,7 +21,6 @@ final class RuntimeFixture {
   final ManualClock clock = new ManualClock(Instant.parse("2026-11-29T12:00:00Z"));
   final InMemoryOutboxStore store = new InMemoryOutboxStore(clock);
   final InFlightLedger ledger = new InFlightLedger();
-  final LostClaims lostClaims = new LostClaims();
   final RelayMetrics metrics = new RelayMetrics();
   final WakeSignal wake = new WakeSignal();
   final OutboxSourceConfig config;
