@@ -157,15 +157,24 @@ final class OutcomeLoop {
           "Outcome writer thread died (reason=BACKGROUND_THREAD_DIED, error={}); the task fails",
           t.getClass().getName());
     } finally {
-      reportUnwritten(inHand);
-      inHand.forEach(this::reportIfGone);
-      closeAdmission();
-      if (closeDeadlineMs != Long.MAX_VALUE) {
-        writer.settleUnresolvedAtStop(); // a stop, not a death: what Kafka never acknowledged
-        settledAtStop = true;
+      // Each step in a finally of its own: an Error in one (an OutOfMemoryError while logging)
+      // must not keep admission open to a queue nobody reads, nor skip onExit, which closes the
+      // store's pool when the task has stopped too.
+      try {
+        try {
+          reportUnwritten(inHand);
+          inHand.forEach(this::reportIfGone);
+        } finally {
+          closeAdmission();
+        }
+        if (closeDeadlineMs != Long.MAX_VALUE) {
+          writer.settleUnresolvedAtStop(); // a stop, not a death: what Kafka never acknowledged
+          settledAtStop = true;
+        }
+      } finally {
+        pollWake.wake();
+        onExit.run();
       }
-      pollWake.wake();
-      onExit.run();
     }
   }
 
