@@ -129,6 +129,7 @@ public class OutboxSourceTask extends SourceTask {
     }
     runtime.renewer().taskPolled();
     taskThread = Thread.currentThread();
+    metrics.retryRegistrationIfDue(); // names an earlier instance held at start, freed since
     try {
       failIfBroken();
       return claimAndHandOver();

@@ -58,6 +58,11 @@ public final class RelayMetrics {
 
   private final List<MetricName> registered = new ArrayList<>();
   private MetricsSink sink;
+
+  /** A registration whose names were taken, tried again from poll(); guarded by this. */
+  private Registration waitingRegistration;
+
+  private long nextRegistrationMs;
   private volatile Sensor outcomeWriteSensor;
 
   /**
@@ -94,38 +99,73 @@ public final class RelayMetrics {
    */
   public synchronized void register(
       PluginMetricsSource source, boolean readsBacklog, String connector, int task) {
-    MetricsSink opened;
-    try {
-      PluginMetrics metrics = source.get();
-      if (metrics == null) {
-        return;
-      }
-      opened = new PluginMetricsSink(metrics);
-    } catch (LinkageError | UnsupportedOperationException e) {
-      opened = JmxMetricsSink.open(connector, task); // worker predates KIP-877
-      if (opened == null) {
-        nameTaken();
-        return;
-      }
-    }
-    this.sink = opened;
-    try {
-      registerAll(readsBacklog);
-    } catch (IllegalArgumentException e) {
-      nameTaken();
-      unregister();
+    Registration asked = new Registration(source, readsBacklog, connector, task);
+    if (!tryRegister(asked)) {
+      log.warn(
+          "Metrics of an earlier instance of this task are still registered; this instance runs"
+              + " without exposing its metrics, and tries again every {} s"
+              + " (reason=METRICS_NAME_TAKEN)",
+          REGISTRATION_RETRY.toSeconds());
+      waitingRegistration = asked;
+      nextRegistrationMs = time.milliseconds() + REGISTRATION_RETRY.toMillis();
     }
   }
 
   /**
-   * An earlier instance of this task still holds the names: its thread has not returned (Connect
-   * gave up on a graceful stop). Run without exposed metrics rather than fail.
+   * Registers again, once {@link #REGISTRATION_RETRY} has passed, a registration whose names an
+   * earlier instance of the task held (its thread had not returned when this one started): that
+   * instance frees them when its stop ends, and this one would otherwise run without exposed
+   * metrics, its lost claims and late acknowledgements unseen, until its next restart. Called from
+   * each {@code poll()}; cheap when there is nothing to retry.
    */
-  private static void nameTaken() {
-    log.warn(
-        "Metrics of an earlier instance of this task are still registered; this instance runs"
-            + " without exposing its metrics until it restarts (reason=METRICS_NAME_TAKEN)");
+  public synchronized void retryRegistrationIfDue() {
+    Registration asked = waitingRegistration;
+    if (asked == null || time.milliseconds() < nextRegistrationMs) {
+      return;
+    }
+    if (tryRegister(asked)) {
+      waitingRegistration = null;
+      log.info("Metrics of this task exposed: the earlier instance released their names");
+    } else {
+      waitingRegistration = asked; // the failed attempt's unregister() forgot it
+      nextRegistrationMs = time.milliseconds() + REGISTRATION_RETRY.toMillis();
+    }
   }
+
+  /**
+   * False when an earlier instance of this task still holds the names: its thread has not returned
+   * (Connect gave up on a graceful stop). Runs without exposed metrics rather than fail.
+   */
+  private boolean tryRegister(Registration asked) {
+    MetricsSink opened;
+    try {
+      PluginMetrics metrics = asked.source().get();
+      if (metrics == null) {
+        return true;
+      }
+      opened = new PluginMetricsSink(metrics);
+    } catch (LinkageError | UnsupportedOperationException e) {
+      opened = JmxMetricsSink.open(asked.connector(), asked.task()); // worker predates KIP-877
+      if (opened == null) {
+        return false;
+      }
+    }
+    this.sink = opened;
+    try {
+      registerAll(asked.readsBacklog());
+      return true;
+    } catch (IllegalArgumentException e) {
+      unregister();
+      return false;
+    }
+  }
+
+  /** What {@link #register} was asked. */
+  private record Registration(
+      PluginMetricsSource source, boolean readsBacklog, String connector, int task) {}
+
+  /** How often a registration whose names were taken is tried again. */
+  static final Duration REGISTRATION_RETRY = Duration.ofSeconds(10);
 
   private void registerAll(boolean readsBacklog) {
     gauge("claimed-total", "Rows claimed under a lease (records).", claimed::get);
@@ -292,6 +332,7 @@ public final class RelayMetrics {
   }
 
   public synchronized void unregister() {
+    waitingRegistration = null; // stopped: never registered later
     if (sink == null) {
       return;
     }

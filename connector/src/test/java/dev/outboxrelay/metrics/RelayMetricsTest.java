@@ -123,6 +123,43 @@ class RelayMetricsTest {
   }
 
   /**
+   * A replacement that found the names taken takes them once the old instance released them, tried
+   * again from its polls every {@link RelayMetrics#REGISTRATION_RETRY}, not only at its next
+   * restart: its lost claims and late acknowledgements were unseen meanwhile. A stopped instance
+   * never registers later.
+   */
+  @Test
+  void aReplacementThatFoundTheNamesTakenTakesThemOnceReleased() {
+    RelayMetrics old = new RelayMetrics();
+    old.register(this::taskMetrics, false, "orders", 0);
+    old.claimed.set(7);
+    MockTime time = new MockTime();
+    RelayMetrics replacement = new RelayMetrics(time);
+    replacement.register(this::taskMetrics, false, "orders", 0);
+    replacement.claimLost.set(2);
+
+    time.sleep(RelayMetrics.REGISTRATION_RETRY.toMillis());
+    replacement.retryRegistrationIfDue();
+    assertEquals(7.0, ((Number) value("claimed-total")).doubleValue(), "still the old names");
+
+    old.unregister();
+    time.sleep(RelayMetrics.REGISTRATION_RETRY.toMillis() - 1);
+    replacement.retryRegistrationIfDue();
+    assertTrue(value("claim-lost-total") == null, "not due yet");
+    time.sleep(1);
+    replacement.retryRegistrationIfDue();
+    assertEquals(2.0, ((Number) value("claim-lost-total")).doubleValue(), "the replacement's");
+
+    RelayMetrics stopped = new RelayMetrics(time);
+    stopped.register(this::taskMetrics, false, "orders", 0); // taken by the replacement
+    stopped.unregister();
+    replacement.unregister();
+    time.sleep(RelayMetrics.REGISTRATION_RETRY.toMillis());
+    stopped.retryRegistrationIfDue();
+    assertTrue(value("claim-lost-total") == null, "a stopped instance registers nothing later");
+  }
+
+  /**
    * A worker shares plugin-metric sensors by name across all its tasks: two tasks on one worker
    * keep their own latency figures, and one that stops leaves the other's.
    */
