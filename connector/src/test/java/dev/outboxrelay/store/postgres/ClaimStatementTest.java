@@ -775,7 +775,7 @@ class ClaimStatementTest {
   }
 
   /** The plan's lines, each bound array shortened to '{...}'. */
-  private static String plan(PreparedStatement explain) throws SQLException {
+  static String plan(PreparedStatement explain) throws SQLException {
     StringBuilder plan = new StringBuilder();
     try (ResultSet rs = PostgresOutboxStore.planned(explain)) {
       while (rs.next()) {

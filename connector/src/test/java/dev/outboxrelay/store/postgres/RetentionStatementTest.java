@@ -86,7 +86,7 @@ class RetentionStatementTest {
           .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu", "us"}))
           .setObject("published_before", cutoff(), Types.TIMESTAMP_WITH_TIMEZONE)
           .setInt("limit", 1000);
-      plan = plan(ps);
+      plan = ClaimStatementTest.plan(ps);
       c.rollback();
     }
     assertTrue(plan.contains("Index Scan using outbox_published_at_idx on outbox_published o"));
@@ -173,16 +173,6 @@ class RetentionStatementTest {
       }
     } finally {
       s.execute("DEALLOCATE retention");
-    }
-    return plan.toString();
-  }
-
-  private static String plan(PreparedStatement explain) throws SQLException {
-    StringBuilder plan = new StringBuilder();
-    try (ResultSet rs = PostgresOutboxStore.planned(explain)) {
-      while (rs.next()) {
-        plan.append(rs.getString(1)).append('\n');
-      }
     }
     return plan.toString();
   }
