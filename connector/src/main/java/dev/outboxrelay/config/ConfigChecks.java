@@ -206,13 +206,13 @@ final class ConfigChecks {
         converter instanceof Class<?> type
             ? type.getName()
             : converter instanceof String text ? text.trim() : null;
-    if (format == null || name == null) {
-      return;
+    if (format == null || name == null || transformed(raw)) {
+      return; // a transform may turn the value into what the converter writes (Cast, say)
     }
     String written =
-        name.equals(STRING_CONVERTER)
+        isPlugin(name, STRING_CONVERTER)
             ? "string"
-            : name.equals(BYTE_ARRAY_CONVERTER) ? "bytes" : null;
+            : isPlugin(name, BYTE_ARRAY_CONVERTER) ? "bytes" : null;
     if (written != null && !format.equalsIgnoreCase(written)) {
       out.add(
           new Problem(
@@ -233,6 +233,26 @@ final class ConfigChecks {
                       : "ByteArrayConverter sends bytes only, and would fail the task at every"
                           + " record")));
     }
+  }
+
+  /** Whether the connector lists any transform. */
+  private static boolean transformed(Map<String, ?> raw) {
+    return raw.get("transforms") instanceof String list && !list.isBlank();
+  }
+
+  /**
+   * Whether {@code name} names the plugin class {@code className} as Connect resolves it: the full
+   * name, the simple one, or the simple one without its kind ("StringConverter", "String").
+   */
+  static boolean isPlugin(String name, String className) {
+    String simple = className.substring(className.lastIndexOf('.') + 1);
+    for (String kind : List.of("Converter", "Transformation", "Transform")) {
+      if (simple.endsWith(kind)
+          && name.equals(simple.substring(0, simple.length() - kind.length()))) {
+        return true;
+      }
+    }
+    return name.equals(className) || name.equals(simple);
   }
 
   /** A lease must be renewed before it expires, or a slow send loses its row to another task. */

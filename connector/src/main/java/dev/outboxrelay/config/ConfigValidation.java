@@ -38,7 +38,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeMap;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
@@ -230,16 +229,20 @@ public final class ConfigValidation {
     if (guarantee == null || !guarantee.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE)) {
       return errors;
     }
-    for (Map.Entry<String, String> setting : new TreeMap<>(props).entrySet()) {
-      String key = setting.getKey();
-      if (key.startsWith("transforms.")
-          && key.endsWith(".type")
-          && setting.getValue() != null
-          && setting.getValue().trim().equals(FILTER_TRANSFORM)) {
+    String listed = props.get("transforms");
+    if (listed == null) {
+      return errors;
+    }
+    for (String alias : listed.split(",")) {
+      String key = "transforms." + alias.trim() + ".type";
+      String type = props.get(key);
+      if (!alias.isBlank()
+          && type != null
+          && ConfigChecks.isPlugin(type.trim(), FILTER_TRANSFORM)) {
         errors.add(
             undefinedKeyError(
                 key,
-                setting.getValue(),
+                type,
                 key
                     + " must not be Filter with "
                     + OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG

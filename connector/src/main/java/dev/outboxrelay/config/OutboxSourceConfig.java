@@ -261,8 +261,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " json, text or varchar payload column. A value.converter in the connector's"
           + " configuration must write it: StringConverter needs string (it would write any other"
           + " value as the text of a Java object, and the row would be recorded published),"
-          + " ByteArrayConverter needs bytes; validation refuses other pairs. A converter set only"
-          + " on the worker is not checked.";
+          + " ByteArrayConverter needs bytes; validation refuses other pairs, unless the connector"
+          + " lists transforms (which may turn the value into what the converter writes). A"
+          + " converter set only on the worker is not checked.";
 
   public static final String PAYLOAD_JSON_SCHEMA_CONFIG = "payload.json.schema";
   private static final String PAYLOAD_JSON_SCHEMA_DOC =

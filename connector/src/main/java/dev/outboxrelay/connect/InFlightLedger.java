@@ -113,17 +113,24 @@ final class InFlightLedger {
   /**
    * A lease renewal found this claim lost: it is no longer held, and stays counted until its
    * record's outcome ({@link #takeLost}). Empty if it is not held under this token (settled
-   * meanwhile). Called on the outcome writer's thread, as every removal is.
+   * meanwhile). Atomic with {@link #resolve} of the same row, which a stop runs on another thread
+   * (a batch forgotten): either the row is resolved first and not marked, or marked first and
+   * resolved from the lost, its bytes counted off once.
    */
   Optional<Entry> markLost(String messageId, long token) {
-    Entry e = entries.get(messageId);
-    if (e == null || e.lease().token() != token) {
-      return Optional.empty();
-    }
-    // Counted as lost before it leaves the held: never both absent to a concurrent isEmpty().
-    lost.put(new LostClaim(messageId, token), e);
-    entries.remove(messageId, e);
-    return Optional.of(e);
+    Entry[] moved = {null};
+    entries.computeIfPresent(
+        messageId,
+        (id, e) -> {
+          if (e.lease().token() != token) {
+            return e;
+          }
+          // Counted as lost before it leaves the held: never both absent to isEmpty().
+          lost.put(new LostClaim(messageId, token), e);
+          moved[0] = e;
+          return null;
+        });
+    return Optional.ofNullable(moved[0]);
   }
 
   /** Removes and returns the claim of this record that a renewal reported lost, if it did. */

@@ -65,7 +65,7 @@ final class Maintenance {
     Optional<Duration> retention = config.retention();
     if (retention.isPresent() && now >= nextCleanupMs) {
       nextCleanupMs = now + config.cleanupInterval().toMillis();
-      if (cleanup(store.now().minus(retention.get()))) {
+      if (cleanup(retention.get())) {
         // At least as long a pause as the run took: catching up never takes over task 0.
         long ran = time.milliseconds() - now;
         nextCleanupMs = time.milliseconds() + Math.max(CATCH_UP_PAUSE_MS, ran);
@@ -149,14 +149,17 @@ final class Maintenance {
   /**
    * One run: up to {@link #MAX_BATCHES_PER_RUN} batches; true if rows older remain. A batch that
    * fails for the database's reasons (a timeout, an outage) ends the run, logged as retention's
-   * failure with what the run deleted before it (counted), and the next run is an interval later:
-   * thrown, it was reported as a failed claim and the rows deleted before it went uncounted. One
-   * that retrying cannot fix (a privilege revoked) still fails the task, as a backlog read does.
+   * failure with what the run deleted before it (counted, and the error in {@code
+   * database-errors-total}), and the next run is an interval later: thrown, it was reported as a
+   * failed claim and the rows deleted before it went uncounted. One that retrying cannot fix (a
+   * privilege revoked) still fails the task, as a backlog read does.
    */
-  private boolean cleanup(Instant cutoff) {
+  private boolean cleanup(Duration retention) {
     int total = 0;
     boolean behind = true;
+    Instant cutoff;
     try {
+      cutoff = store.now().minus(retention); // the database's clock, as published_at is
       for (int i = 0; i < MAX_BATCHES_PER_RUN && behind; i++) {
         int deleted =
             store.deletePublished(config.instanceKeys(), cutoff, config.cleanupBatchSize());
@@ -174,8 +177,9 @@ final class Maintenance {
               ? "next run in " + config.cleanupInterval().toMillis() + " ms"
               : "the task fails");
       if (!e.isRetriable()) {
-        throw e;
+        throw e; // counted and reported by the poll that ran it, which fails the task
       }
+      metrics.databaseErrors.incrementAndGet(); // seen by the database-errors alert too
       return false;
     }
     if (total > 0) {

@@ -123,7 +123,18 @@ public final class RelayMetrics {
     if (asked == null || time.milliseconds() < nextRegistrationMs) {
       return;
     }
-    if (tryRegister(asked)) {
+    boolean registered;
+    try {
+      registered = tryRegister(asked);
+    } catch (RuntimeException e) { // NOPMD: metrics must never fail the task's poll
+      waitingRegistration = null;
+      log.warn(
+          "Metrics of this task not exposed: registering them failed (reason=METRICS_NAME_TAKEN,"
+              + " error={}); not tried again until the task restarts",
+          e.getClass().getName());
+      return;
+    }
+    if (registered) {
       waitingRegistration = null;
       log.info("Metrics of this task exposed: the earlier instance released their names");
     } else {

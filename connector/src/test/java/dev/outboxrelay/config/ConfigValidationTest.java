@@ -967,8 +967,10 @@ class ConfigValidationTest {
             "transforms.drop.type must not be Filter with delivery.guarantee=exactly-once"),
         message);
 
-    props.remove("transforms.drop.type");
-    props.put("transforms", "route");
+    props.put("transforms.drop.type", "Filter"); // Connect's alias of the same class
+    assertEquals(Set.of("transforms.drop.type"), errors(props).keySet());
+
+    props.put("transforms", "route"); // drop's settings left behind, no longer listed
     assertEquals(Map.of(), errors(props));
   }
 

@@ -215,6 +215,17 @@ class OutboxSourceConfigTest {
     props.put("value.converter", " " + ConfigChecks.BYTE_ARRAY_CONVERTER + " ");
     e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
     assertTrue(e.getMessage().startsWith("payload.format must be bytes with"), e.getMessage());
+    for (String alias : List.of("ByteArrayConverter", "ByteArray")) { // Connect's plugin aliases
+      props.put("value.converter", alias);
+      assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props), alias);
+    }
+    // A transform may turn the value into what the converter writes (Cast to a string, say).
+    props.put("transforms", "cast");
+    props.put("transforms.cast.type", "org.apache.kafka.connect.transforms.Cast$Value");
+    assertEquals(PayloadFormat.STRING, new OutboxSourceConfig(props).payloadFormat());
+    props.remove("transforms");
+    props.remove("transforms.cast.type");
+    props.put("value.converter", ConfigChecks.BYTE_ARRAY_CONVERTER);
     props.put("payload.format", "bytes");
     assertEquals(PayloadFormat.BYTES, new OutboxSourceConfig(props).payloadFormat());
 

@@ -285,6 +285,7 @@ class MaintenanceTest {
     time.sleep(10_000);
     maintenance.runIfDue();
     assertEquals(2, f.metrics.cleanedUp.get(), "the batch before the failure");
+    assertEquals(1, f.metrics.databaseErrors.get(), "the database-errors alert sees it");
     time.sleep(Maintenance.CATCH_UP_PAUSE_MS);
     store.retentionBatchesBeforeFailing = Integer.MAX_VALUE;
     maintenance.runIfDue();

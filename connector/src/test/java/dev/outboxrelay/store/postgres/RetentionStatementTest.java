@@ -97,6 +97,27 @@ class RetentionStatementTest {
     assertReadsNoOtherEntry(plan);
   }
 
+  /** A batch of several keys stops at its limit, whatever each key has past the cutoff. */
+  @Test
+  void aBatchOfSeveralKeysDeletesItsLimitAtMost() throws SQLException {
+    NamedSql delete = new OutboxSql(TABLE).deletePublishedLog;
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(PostgresOutboxStore.planned(OutboxSql.CLAIM_PLAN, delete.jdbc()))) {
+      c.setAutoCommit(false);
+      delete
+          .bind(ps)
+          .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu", "us"}))
+          .setObject("published_before", cutoff(), Types.TIMESTAMP_WITH_TIMEZONE)
+          .setInt("limit", 200); // of 2 × 150 past the cutoff
+      try (ResultSet rs = PostgresOutboxStore.planned(ps)) {
+        rs.next();
+        assertEquals(200, rs.getInt(1));
+      }
+      c.rollback();
+    }
+  }
+
   @Test
   void readsTheIndexUnderTheGenericPlan() throws SQLException {
     String plan;
