@@ -49,7 +49,9 @@ record RelayFigures(String connector, SortedSet<String> tasks, Map<Figure, Doubl
           byConnector.computeIfAbsent(
               sample.label("connector"),
               c -> new RelayFigures(c, new TreeSet<>(), new EnumMap<>(Figure.class)));
-      figures.tasks().add(sample.label("task"));
+      if (!sample.label("task").isEmpty()) { // not a connector's own series (connector_deployed)
+        figures.tasks().add(sample.label("task"));
+      }
       for (Figure figure : Figure.values()) {
         if (figure.series.equals(sample.name()) && !Double.isNaN(sample.value())) {
           figures.values().merge(figure, sample.value(), figure.largest ? Math::max : Double::sum);

@@ -53,6 +53,18 @@ class RelayFiguresTest {
         FIGURES.get("outbox-relay-us").lines());
   }
 
+  /** The connector's own series (no task label) names the connector but counts no task. */
+  @Test
+  void theConnectorsOwnSeriesIsNoTask() {
+    List<PrometheusText.Sample> samples =
+        PrometheusText.parse(
+            "outbox_relay_connector_deployed{connector=\"c\"} 1\n"
+                + "outbox_relay_published_total{connector=\"c\",task=\"0\"} 4\n");
+    RelayFigures c = RelayFigures.of(samples).get("c");
+    assertEquals(List.of("0"), List.copyOf(c.tasks()));
+    assertTrue(c.lines().get(0).startsWith("c (1 task): published 4"), c.lines().get(0));
+  }
+
   @Test
   void onlyTheRelaysSeriesWithAConnectorCount() {
     SortedMap<String, RelayFigures> figures =
