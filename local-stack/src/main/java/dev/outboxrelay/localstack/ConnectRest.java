@@ -82,6 +82,17 @@ final class ConnectRest {
     }
   }
 
+  /**
+   * {@code /connectors/<name><rest>}, the name encoded as a path segment: a name with a space or a
+   * '/' made an invalid URI (a stack trace) or another path.
+   */
+  static String connectorPath(String name, String rest) {
+    return "/connectors/"
+        + java.net.URLEncoder.encode(name, java.nio.charset.StandardCharsets.UTF_8)
+            .replace("+", "%20")
+        + rest;
+  }
+
   private URI uri(String path) {
     return URI.create(baseUrl + path);
   }

@@ -75,7 +75,7 @@ final class ConnectorRegistration {
   Registered register(Path file, String jdbcUrl, String user, Delivery delivery) {
     ObjectNode config = ConnectRest.JSON.createObjectNode();
     Registered connector = prepare(file, jdbcUrl, user, delivery, config);
-    String path = "/connectors/" + connector.name() + "/config";
+    String path = ConnectRest.connectorPath(connector.name(), "/config");
     console.step(
         "Connector",
         "registering "
@@ -170,7 +170,7 @@ final class ConnectorRegistration {
   }
 
   private void awaitRunning(String name) {
-    String path = "/connectors/" + name + "/status";
+    String path = ConnectRest.connectorPath(name, "/status");
     Waiter.until(
         "connector " + name + " and its tasks RUNNING",
         RUNNING_TIMEOUT,

@@ -176,12 +176,33 @@ record StackOptions(
             !flags.containsKey("no-demo"),
             connectorConfig.isAbsolute() ? connectorConfig : root.resolve(connectorConfig),
             s.get("bootstrap-servers", null),
-            s.get("connect-url", null),
+            s.get("connect-url", null).map(StackOptions::connectUrl),
             s.get("connector-jdbc-url", null),
             s.get("exactly-once", EXACTLY_ONCE_ENV).map(StackOptions::delivery),
             List.copyOf(s.warnings));
     s.rejectUnknown();
     return options;
+  }
+
+  /**
+   * {@code --connect-url}: an http or https URL with a host (without a scheme the HTTP client
+   * refused it with a stack trace).
+   */
+  private static String connectUrl(String value) {
+    String url = value.trim();
+    try {
+      java.net.URI uri = java.net.URI.create(url);
+      String scheme = uri.getScheme();
+      if (("http".equalsIgnoreCase(scheme) || "https".equalsIgnoreCase(scheme))
+          && uri.getHost() != null) {
+        return url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+      }
+    } catch (IllegalArgumentException e) {
+      // reported below, without the parser's message
+    }
+    throw new StackException(
+        "--connect-url must be an http:// or https:// URL with a host, such as"
+            + " http://127.0.0.1:8083");
   }
 
   /**

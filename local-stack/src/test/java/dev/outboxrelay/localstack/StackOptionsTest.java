@@ -42,6 +42,19 @@ class StackOptionsTest {
     assertEquals(ROOT.resolve("config/metrics/jmx-exporter.yml"), options.metricsRules());
   }
 
+  /** A Connect URL without a scheme is a usage error naming the option, not a stack trace. */
+  @Test
+  void theConnectUrlIsAnHttpUrl() {
+    for (String bad : List.of("localhost:8083", "ftp://h:21", "http://", "http://a b")) {
+      StackException e =
+          assertThrows(StackException.class, () -> parse(Map.of(), "demo", "--connect-url=" + bad));
+      assertTrue(e.getMessage().startsWith("--connect-url must be an http://"), e.getMessage());
+    }
+    assertEquals(
+        Optional.of("http://h:8083"),
+        parse(Map.of(), "demo", "--connect-url=http://h:8083/").connectUrl());
+  }
+
   @Test
   void aFlagWinsOverTheEnvironment() {
     StackOptions options =
