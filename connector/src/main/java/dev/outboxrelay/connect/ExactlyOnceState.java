@@ -137,7 +137,7 @@ final class ExactlyOnceState {
         settle(new RecoveryRequest(instanceKeys, share, epoch, committed, false, maxAttempts));
     recovered = true;
     committedAtStart = committed;
-    nextSweepMs = time.milliseconds() + sweepInterval.toMillis();
+    nextSweepMs = time.hiResClockMs() + sweepInterval.toMillis(); // monotonic: see sweepIfDue
     report(recovery, "start");
     reportLaterEpoch(recovery);
     log.info(
@@ -161,7 +161,9 @@ final class ExactlyOnceState {
    * sweep that fails is tried again after {@link #SWEEP_RETRY} (or its interval, if shorter).
    */
   void sweepIfDue() {
-    long now = time.milliseconds();
+    // Monotonic: a wall clock stepped back (an NTP correction) stopped the sweeps for as long,
+    // leaving a fenced instance's expired rows in flight and their aggregates waiting.
+    long now = time.hiResClockMs();
     if (now < nextSweepMs) {
       return;
     }

@@ -174,6 +174,35 @@ class ExactlyOnceTaskTest {
     assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
   }
 
+  /** The sweeps keep their interval when the worker's wall clock is stepped back (NTP). */
+  @Test
+  void aWallClockSteppedBackDoesNotStopTheSweeps() {
+    long[] steppedBack = {0};
+    MockTime mockTime =
+        new MockTime() {
+          @Override
+          public long milliseconds() {
+            return super.milliseconds() - steppedBack[0];
+          }
+        };
+    time = mockTime;
+    List<SourceRecord> first = start().poll();
+    assertTrue(first == null || first.isEmpty(), "nothing to claim");
+    add("a", "agg-1", 10);
+    store.claim(previousClaim().exactlyOnce(store.newEpoch(), 1, ALL)); // a late instance
+    clock.advance(Duration.ofHours(1));
+    steppedBack[0] = Duration.ofDays(1).toMillis();
+    mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due, by the monotonic clock
+
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () -> {
+              task.poll();
+              return task.metrics().laterEpochRows.get() == 1;
+            });
+  }
+
   /**
    * A recovery whose commit the database lost (a failover) leaves a committed row leased under the
    * earlier epoch. Once its lease has run out, the sweep records it PUBLISHED by the positions read
