@@ -43,8 +43,36 @@ require_maven() {
     || fail "Maven was not found. Install Maven 3.8 or newer (e.g. 'apt-get install maven')."
 }
 
+# One build at a time in this checkout: a second first run started while the first still builds
+# (quiet for minutes while Maven downloads) would build into the same target/ folders; the
+# launcher's own lock is only taken after the build. A lock left by a killed run is taken over.
+BUILD_LOCK="$ROOT/.local-stack-build.lock"
+
+take_build_lock() {
+  local attempt holder
+  for attempt in 1 2; do
+    if mkdir "$BUILD_LOCK" 2>/dev/null; then
+      echo $$ >"$BUILD_LOCK/pid"
+      trap 'rm -rf "$BUILD_LOCK"' EXIT
+      return 0
+    fi
+    holder="$(cat "$BUILD_LOCK/pid" 2>/dev/null || true)"
+    if [[ -n "$holder" ]] && kill -0 "$holder" 2>/dev/null; then
+      fail "another ./local-stack.sh (pid $holder) is building in this checkout; run this again once it is done."
+    fi
+    rm -rf "$BUILD_LOCK" # left by a run that was killed
+  done
+  fail "could not take the build lock $BUILD_LOCK"
+}
+
+release_build_lock() {
+  rm -rf "$BUILD_LOCK"
+  trap - EXIT
+}
+
 build() {
   require_maven
+  take_build_lock
   local color=()
   if [[ ! -t 1 ]]; then
     # Output to a file or a pipe: no colour codes. -Dstyle.color=never is Maven's switch; Maven 3.8.7
@@ -60,6 +88,7 @@ build() {
   # shellcheck disable=SC2086
   mvn -B -q "${color[@]+"${color[@]}"}" -DskipTests ${MAVEN_ARGS:-} package \
     || fail "the build failed (see the Maven output above)."
+  release_build_lock
   echo "[build]    done in $((SECONDS - started)) s"
 }
 

@@ -1,8 +1,10 @@
 package dev.outboxrelay.localstack;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -40,6 +42,33 @@ class LocalStackScriptTest {
       assertEquals(0, result.exit(), String.join(" ", args) + ": " + result.output());
       assertEquals(StackOptions.USAGE.strip(), result.output().strip(), String.join(" ", args));
       assertEquals("", result.mvnCalls(), String.join(" ", args) + " ran mvn");
+    }
+  }
+
+  /**
+   * One build at a time in a checkout: a run that finds another one building says so and builds
+   * nothing (both built into the same target/ folders); a lock left by a killed run is taken over,
+   * and released when the build ends.
+   */
+  @Test
+  void oneBuildAtATimeAndALockLeftByAKilledRunIsTakenOver() throws Exception {
+    Path lock = RepoFiles.file(".local-stack-build.lock");
+    String state = "--state-dir=" + work.resolve("state");
+    try {
+      Files.createDirectories(lock);
+      Files.writeString(lock.resolve("pid"), Long.toString(ProcessHandle.current().pid()));
+      LocalStackScript.Result busy = LocalStackScript.run(work, Map.of(), "up", state);
+      assertEquals(1, busy.exit(), busy.output());
+      assertTrue(busy.output().contains("is building in this checkout"), busy.output());
+      assertEquals("", busy.mvnCalls(), "no second build");
+
+      Files.writeString(lock.resolve("pid"), "2147483646"); // no such process: a killed run's
+      LocalStackScript.Result taken = LocalStackScript.run(work, Map.of(), "up", state);
+      assertTrue(taken.mvnCalls().contains("args: "), taken.output());
+      assertFalse(Files.exists(lock), "released when the build ended (here, failed)");
+    } finally {
+      Files.deleteIfExists(lock.resolve("pid"));
+      Files.deleteIfExists(lock);
     }
   }
 
