@@ -201,16 +201,18 @@ public final class ConfigValidation {
    * the next record's offset (docs/design.md, Exactly-once, what it does not cover).
    */
   private static Optional<ConfigValue> exactlyOnceErrorTolerance(Map<String, String> props) {
-    String guarantee = props.get(OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
     String tolerance = props.get(ERRORS_TOLERANCE_CONFIG);
-    if (guarantee == null
-        || tolerance == null
-        || !guarantee.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE)
-        || !tolerance.trim().equalsIgnoreCase("all")) {
+    if (!exactlyOnce(props) || tolerance == null || !tolerance.trim().equalsIgnoreCase("all")) {
       return Optional.empty();
     }
     return Optional.of(
         undefinedKeyError(ERRORS_TOLERANCE_CONFIG, tolerance, ERRORS_TOLERANCE_ERROR));
+  }
+
+  /** Whether the raw settings ask for exactly-once delivery. */
+  private static boolean exactlyOnce(Map<String, String> props) {
+    String guarantee = props.get(OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
+    return guarantee != null && guarantee.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE);
   }
 
   /** Kafka's transform that drops the records its predicate matches. */
@@ -224,13 +226,9 @@ public final class ConfigValidation {
    * class that drops records cannot be told from its class name, and is documented instead.
    */
   private static List<ConfigValue> exactlyOnceFilters(Map<String, String> props) {
-    String guarantee = props.get(OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
     List<ConfigValue> errors = new ArrayList<>();
-    if (guarantee == null || !guarantee.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE)) {
-      return errors;
-    }
     String listed = props.get("transforms");
-    if (listed == null) {
+    if (!exactlyOnce(props) || listed == null) {
       return errors;
     }
     for (String alias : listed.split(",")) {

@@ -91,8 +91,9 @@ final class InFlightLedger {
   }
 
   /**
-   * Removes the entry only if it is still the claim with this token; true if it did. Its record's
-   * lost claim, if a renewal reported one, goes too (its record was settled or never sent).
+   * Removes the entry only if it is still the claim with this token; true if it did. Else its
+   * record's lost claim, if a renewal reported one, goes (its record was settled or never sent): a
+   * claim is held or lost, never both, so an entry removed needs no second look.
    */
   boolean resolve(String messageId, long token) {
     boolean[] removed = {false};
@@ -106,7 +107,9 @@ final class InFlightLedger {
           }
           return e;
         });
-    takeLost(messageId, token);
+    if (!removed[0] && !lost.isEmpty()) {
+      takeLost(messageId, token);
+    }
     return removed[0];
   }
 

@@ -59,8 +59,11 @@ public final class RelayMetrics {
   private final List<MetricName> registered = new ArrayList<>();
   private MetricsSink sink;
 
-  /** A registration whose names were taken, tried again from poll(); guarded by this. */
-  private Registration waitingRegistration;
+  /**
+   * A registration whose names were taken, tried again from poll(); written under this, volatile so
+   * that each poll reads it without the lock.
+   */
+  private volatile Registration waitingRegistration;
 
   private long nextRegistrationMs;
   private volatile Sensor outcomeWriteSensor;
@@ -118,7 +121,13 @@ public final class RelayMetrics {
    * metrics, its lost claims and late acknowledgements unseen, until its next restart. Called from
    * each {@code poll()}; cheap when there is nothing to retry.
    */
-  public synchronized void retryRegistrationIfDue() {
+  public void retryRegistrationIfDue() {
+    if (waitingRegistration != null) { // nearly always null: no lock taken on the poll's path
+      retryRegistration();
+    }
+  }
+
+  private synchronized void retryRegistration() {
     Registration asked = waitingRegistration;
     if (asked == null || time.milliseconds() < nextRegistrationMs) {
       return;

@@ -159,19 +159,28 @@ class ExactlyOnceTaskTest {
     List<SourceRecord> first = start().poll();
     assertTrue(first == null || first.isEmpty(), "nothing to claim");
     assertEquals(0, task.metrics().laterEpochRows.get());
-    add("a", "agg-1", 10);
-    store.claim(previousClaim().exactlyOnce(store.newEpoch(), 1, ALL)); // the late instance
-    clock.advance(Duration.ofHours(1)); // its lease ran out long ago: nobody renews it
+    aRowLeasedByALateInstance();
     mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
 
+    pollUntilASweepCountsLaterEpochRows(1);
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
+  }
+
+  /** Row "a", leased under a later epoch by a late instance whose lease ran out long ago. */
+  private void aRowLeasedByALateInstance() {
+    add("a", "agg-1", 10);
+    store.claim(previousClaim().exactlyOnce(store.newEpoch(), 1, ALL));
+    clock.advance(Duration.ofHours(1)); // nobody renews it
+  }
+
+  private void pollUntilASweepCountsLaterEpochRows(long rows) {
     await()
         .atMost(Duration.ofSeconds(10))
         .until(
             () -> {
               task.poll();
-              return task.metrics().laterEpochRows.get() == 1;
+              return task.metrics().laterEpochRows.get() == rows;
             });
-    assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
   }
 
   /** The sweeps keep their interval when the worker's wall clock is stepped back (NTP). */
@@ -188,19 +197,11 @@ class ExactlyOnceTaskTest {
     time = mockTime;
     List<SourceRecord> first = start().poll();
     assertTrue(first == null || first.isEmpty(), "nothing to claim");
-    add("a", "agg-1", 10);
-    store.claim(previousClaim().exactlyOnce(store.newEpoch(), 1, ALL)); // a late instance
-    clock.advance(Duration.ofHours(1));
+    aRowLeasedByALateInstance();
     steppedBack[0] = Duration.ofDays(1).toMillis();
     mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due, by the monotonic clock
 
-    await()
-        .atMost(Duration.ofSeconds(10))
-        .until(
-            () -> {
-              task.poll();
-              return task.metrics().laterEpochRows.get() == 1;
-            });
+    pollUntilASweepCountsLaterEpochRows(1);
   }
 
   /**
