@@ -63,8 +63,19 @@ final class ExactlyOnceState {
   /** How soon a sweep that failed is tried again: not every poll, whose claims must go on. */
   static final Duration SWEEP_RETRY = Duration.ofSeconds(5);
 
+  /** Pages a call reads at most, of a recovery or a sweep: ≈0.1 s (docs/benchmarks.md). */
+  static final int PAGES_PER_CALL = 10;
+
+  private final int pageRows;
   private long epoch = NO_EPOCH;
   private boolean recovered;
+
+  /** The start's recovery under way, its position and committed positions kept between polls. */
+  private RecoveryPass startRecovery;
+
+  /** The sweep under way, between two claims; null between sweeps. */
+  private RecoveryPass sweep;
+
   private long batch;
 
   /**
@@ -97,6 +108,18 @@ final class ExactlyOnceState {
       Supplier<OffsetStorageReader> offsets,
       RelayMetrics metrics,
       Time time) {
+    this(store, settings, offsets, metrics, time, RecoveryPass.PAGE_ROWS);
+  }
+
+  /** With {@code pageRows} rows read per page of a recovery or sweep: small in tests. */
+  ExactlyOnceState(
+      OutboxStore store,
+      TaskSettings settings,
+      Supplier<OffsetStorageReader> offsets,
+      RelayMetrics metrics,
+      Time time,
+      int pageRows) {
+    this.pageRows = pageRows;
     this.store = store;
     this.share = settings.buckets();
     this.instanceKeys = settings.instanceKeys();
@@ -106,10 +129,6 @@ final class ExactlyOnceState {
     this.sweepInterval = settings.abandonedProbeInterval();
     this.maxAttempts = settings.claimRequest().maxAttempts();
     this.isolatesSuspects = settings.isolatesSuspects();
-  }
-
-  boolean isRecovered() {
-    return recovered;
   }
 
   /**
@@ -126,39 +145,57 @@ final class ExactlyOnceState {
   }
 
   /**
-   * Recovers this instance's buckets (taking its epoch first if start() could not). Connect starts
-   * a task only after fencing every earlier producer of its buckets, so the offsets read now are
-   * final for them.
+   * Recovers this instance's buckets (taking its epoch first if start() could not), at most {@link
+   * #PAGES_PER_CALL} pages per call, so that a poll returns soon however large the backlog (Connect
+   * calls {@code stop()} on the task thread once a poll has returned). Returns whether the recovery
+   * has ended; nothing may be claimed before. Connect starts a task only after fencing every
+   * earlier producer of its buckets, so the offsets read at the first call are final for them, and
+   * every page uses them.
    */
-  void recover() {
-    takeEpoch();
-    List<CommittedPosition> committed = committedPositions();
-    Recovery recovery =
-        settle(new RecoveryRequest(instanceKeys, share, epoch, committed, false, maxAttempts));
+  boolean recover() {
+    if (recovered) {
+      return true;
+    }
+    if (startRecovery == null) {
+      takeEpoch();
+      List<CommittedPosition> committed = committedPositions();
+      startRecovery =
+          new RecoveryPass(
+              new RecoveryRequest(instanceKeys, share, epoch, committed, false, maxAttempts),
+              pageRows);
+    }
+    RecoveryPass pass = startRecovery;
+    if (!settlePages(pass, "start")) {
+      return false;
+    }
     recovered = true;
-    committedAtStart = committed;
+    startRecovery = null;
+    committedAtStart = pass.request().committed();
     nextSweepMs = time.hiResClockMs() + sweepInterval.toMillis(); // monotonic: see sweepIfDue
-    report(recovery, "start");
-    reportLaterEpoch(recovery);
+    reportLaterEpoch(pass.laterEpoch());
     log.info(
         "Exactly-once task recovered: epoch={} buckets={} of {} committed_positions={}"
             + " recorded_published={} released={} suspects={} exhausted={}"
-            + " leased_under_later_epoch={}",
+            + " leased_under_later_epoch={} pages_read={}",
         epoch,
         share.ownedBuckets(),
         share.buckets(),
-        committed.size(),
-        recovery.published().size(),
-        recovery.released().size(),
-        recovery.suspects().size(),
-        recovery.exhausted().size(),
-        recovery.laterEpoch().size());
+        committedAtStart.size(),
+        pass.published(),
+        pass.released(),
+        pass.suspects(),
+        pass.exhausted(),
+        pass.laterEpoch().size(),
+        pass.pagesRead());
+    return true;
   }
 
   /**
-   * Settles expired leases of lower epochs in this task's buckets, once per sweep interval:
-   * released, or recorded PUBLISHED where a position committed before the start covers them. A
-   * sweep that fails is tried again after {@link #SWEEP_RETRY} (or its interval, if shorter).
+   * Settles expired leases of lower epochs in this task's buckets, a pass once per sweep interval,
+   * at most {@link #PAGES_PER_CALL} pages of it per call (a claim goes between two calls: pages go
+   * in seq order, so it never takes a row ahead of an earlier row of its aggregate still leased):
+   * released, or recorded PUBLISHED where a position committed before the start covers them. A page
+   * that fails is read again after {@link #SWEEP_RETRY} (or the interval, if shorter).
    */
   void sweepIfDue() {
     // Monotonic: a wall clock stepped back (an NTP correction) stopped the sweeps for as long,
@@ -167,18 +204,35 @@ final class ExactlyOnceState {
     if (now < nextSweepMs) {
       return;
     }
-    Recovery recovery;
+    if (sweep == null) {
+      sweep =
+          new RecoveryPass(
+              new RecoveryRequest(instanceKeys, share, epoch, committedAtStart, true, maxAttempts),
+              pageRows);
+    }
+    boolean ended;
     try {
-      recovery =
-          settle(
-              new RecoveryRequest(instanceKeys, share, epoch, committedAtStart, true, maxAttempts));
+      ended = settlePages(sweep, "sweep");
     } catch (RuntimeException e) {
       nextSweepMs = now + Math.min(sweepInterval.toMillis(), SWEEP_RETRY.toMillis());
       throw e;
     }
-    nextSweepMs = now + sweepInterval.toMillis();
-    report(recovery, "sweep");
-    reportLaterEpoch(recovery);
+    if (ended) {
+      reportLaterEpoch(sweep.laterEpoch());
+      sweep = null;
+      nextSweepMs = now + sweepInterval.toMillis();
+    }
+  }
+
+  /**
+   * Settles at most {@link #PAGES_PER_CALL} pages of {@code pass}, each reported as it commits, and
+   * returns whether the pass has ended. Throws, the position kept, when a page fails.
+   */
+  private boolean settlePages(RecoveryPass pass, String when) {
+    for (int pages = 0; pages < PAGES_PER_CALL && !pass.isDone(); pages++) {
+      report(settle(pass), when);
+    }
+    return pass.isDone();
   }
 
   /**
@@ -329,14 +383,14 @@ final class ExactlyOnceState {
   }
 
   /**
-   * One recovery or sweep. After an attempt that failed, whose commit may have gone through with
-   * its reply lost (a failover), the next says that what the failed one settled went unreported:
-   * its parks are not counted in exhausted-total, its suspects are not claimed alone.
+   * One page of a recovery or sweep. After an attempt that failed, whose commit may have gone
+   * through with its reply lost (a failover), the next says that what the failed one settled went
+   * unreported: its parks are not counted in exhausted-total, its suspects are not claimed alone.
    */
-  private Recovery settle(RecoveryRequest request) {
+  private Recovery settle(RecoveryPass pass) {
     boolean afterAFailedAttempt = settleFailed;
     settleFailed = true;
-    Recovery recovery = store.recover(request);
+    Recovery recovery = pass.nextPage(store);
     settleFailed = false;
     if (afterAFailedAttempt) {
       log.warn(
@@ -382,11 +436,11 @@ final class ExactlyOnceState {
    * Rows that no instance's recovery will ever take, at start and at each sweep (an instance that
    * took its epoch late may claim after this one started); each logged once.
    */
-  private void reportLaterEpoch(Recovery recovery) {
-    metrics.laterEpochRows.set(recovery.laterEpoch().size());
+  private void reportLaterEpoch(List<String> laterEpoch) {
+    metrics.laterEpochRows.set(laterEpoch.size());
     // A row given back by hand meanwhile is forgotten: reported again should it come back.
-    reportedLaterEpoch.retainAll(Set.copyOf(recovery.laterEpoch()));
-    for (String id : recovery.laterEpoch()) {
+    reportedLaterEpoch.retainAll(Set.copyOf(laterEpoch));
+    for (String id : laterEpoch) {
       if (!reportedLaterEpoch.add(id)) {
         continue;
       }

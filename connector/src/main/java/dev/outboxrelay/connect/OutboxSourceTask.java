@@ -148,8 +148,8 @@ public class OutboxSourceTask extends SourceTask {
         return null;
       }
       ExactlyOnceState exactlyOnce = runtime.exactlyOnce();
-      if (exactlyOnce != null && !exactlyOnce.isRecovered()) {
-        exactlyOnce.recover(); // before the first claim
+      if (exactlyOnce != null && !exactlyOnce.recover()) {
+        return null; // a page at a time, before the first claim; the next poll reads on
       }
       runtime.maintenance().runIfDue();
       if (prefetch != null) {

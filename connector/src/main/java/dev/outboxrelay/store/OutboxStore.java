@@ -164,11 +164,17 @@ public interface OutboxStore extends AutoCloseable {
   long newEpoch();
 
   /**
-   * Exactly-once: settles the rows of the request's buckets leased under a lower epoch — covered by
-   * a committed position: PUBLISHED ({@link ReasonCodes#RECOVERED_FROM_OFFSETS}); otherwise
-   * released, due now, no attempt charged. Both bump the token. Atomic.
+   * Exactly-once, one page of a recovery or sweep: settles the rows of the request's buckets leased
+   * under a lower epoch — covered by a committed position: PUBLISHED ({@link
+   * ReasonCodes#RECOVERED_FROM_OFFSETS}); otherwise released, due now, no attempt charged. Both
+   * bump the token. Reads at most {@code pageRows} rows of {@code instanceKey} (one of the
+   * request's) that await delivery, those after {@code afterSeq} in seq order, and settles those
+   * among them, atomically; a caller that reads every page of every key, in seq order, settles
+   * every such row in statements that each read one page, however large the backlog. Rows released
+   * by an earlier page come before the rows of a later one, so a claim made between two pages never
+   * takes a row of an aggregate ahead of an earlier row still leased.
    */
-  Recovery recover(RecoveryRequest request);
+  RecoveryPage recover(RecoveryRequest request, String instanceKey, long afterSeq, int pageRows);
 
   /**
    * One page of the release of the rows leased to {@code owner} (one task instance: owners are

@@ -355,7 +355,7 @@ class ClaimLoopTest {
     OutboxStore store = losingAClaimsResult(f, loseResult, (name, args) -> {});
     ExactlyOnceState exactlyOnce =
         new ExactlyOnceState(store, f.settings, () -> NO_OFFSETS, f.metrics, time);
-    exactlyOnce.recover();
+    assertTrue(exactlyOnce.recover());
     StoreHealth health = new StoreHealth(f.metrics, time);
     LeaseRenewer renewer =
         new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);

@@ -19,7 +19,9 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
+import dev.outboxrelay.store.Recoveries;
 import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryPage;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
@@ -254,8 +256,8 @@ class ExactlyOnceTaskTest {
                 (Integer) partition.get(SourceOffsets.BUCKET),
                 a.sourceOffset())
             .orElseThrow();
-    store.recover(
-        new RecoveryRequest(Set.of("eu"), ALL, store.newEpoch(), List.of(committed), false));
+    Recoveries.whole(
+        store, new RecoveryRequest(Set.of("eu"), ALL, store.newEpoch(), List.of(committed), false));
     long mark = LogCapture.get().mark();
 
     t.commitRecord(a, new RecordMetadata(new TopicPartition(a.topic(), 0), 0, 0, 0L, 0, 0));
@@ -963,7 +965,7 @@ class ExactlyOnceTaskTest {
               }
               if (recoveriesLost > 0 && method.getName().equals("recover")) {
                 recoveriesLost--;
-                return Recovery.NONE;
+                return new RecoveryPage(Recovery.NONE, (Long) args[2], false);
               }
               if (publishesLost
                   && method.getName().equals("markPublished")

@@ -1195,9 +1195,13 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public dev.outboxrelay.store.Recovery recover(dev.outboxrelay.store.RecoveryRequest request) {
+    public dev.outboxrelay.store.RecoveryPage recover(
+        dev.outboxrelay.store.RecoveryRequest request,
+        String instanceKey,
+        long afterSeq,
+        int pageRows) {
       check();
-      return delegate.recover(request);
+      return delegate.recover(request, instanceKey, afterSeq, pageRows);
     }
 
     @Override

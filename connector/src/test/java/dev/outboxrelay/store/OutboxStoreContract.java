@@ -784,6 +784,57 @@ public abstract class OutboxStoreContract {
   }
 
   /**
+   * Exactly once, a recovery reads one page of a key's rows awaiting delivery at a time, in seq
+   * order from where the last page ended: published rows and another key's are neither read nor
+   * counted, a due row is read and left, rows of later pages stay leased, and a page that read
+   * fewer rows than allowed is the last.
+   */
+  @Test
+  void aRecoveryReadsOnePageOfTheKeysBacklogAtATime() {
+    String p = add(EU, "p", "agg-0");
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(claimOne("other", p), 1)));
+    String a = add(EU, "a", "agg-1");
+    add(US, "u", "agg-2");
+    String b = add(EU, "b", "agg-3");
+    String c = add(EU, "c", "agg-4");
+    String d = add(EU, "d", "agg-5");
+    long old = store.newEpoch();
+    assertEquals(
+        List.of(a, b, c, d), ids(store.claim(exactlyOnce("old", 10, old, 1, ALL_BUCKETS))));
+    store.claim(request("old", 1, Set.of(US)).exactlyOnce(old, 1, ALL_BUCKETS));
+    String e = add(EU, "e", "agg-6"); // due, never claimed
+    RecoveryRequest recovery =
+        new RecoveryRequest(Set.of(EU), ALL_BUCKETS, store.newEpoch(), List.of(), false);
+
+    RecoveryPage first = store.recover(recovery, EU, Long.MIN_VALUE, 2);
+    assertEquals(
+        List.of(a, b),
+        first.settled().released().stream().sorted().toList(),
+        "p published, u another key's");
+    assertEquals(state(b).seq(), first.lastSeq());
+    assertTrue(first.full());
+    assertEquals(MessageStatus.IN_FLIGHT, state(c).status(), "not on this page");
+
+    RecoveryPage second = store.recover(recovery, EU, first.lastSeq(), 2);
+    assertEquals(List.of(c, d), second.settled().released().stream().sorted().toList());
+    assertTrue(second.full());
+
+    RecoveryPage third = store.recover(recovery, EU, second.lastSeq(), 2);
+    assertTrue(third.settled().isEmpty(), "e read, due: left alone");
+    assertEquals(state(e).seq(), third.lastSeq());
+    assertFalse(third.full());
+
+    RecoveryPage none = store.recover(recovery, EU, third.lastSeq(), 2);
+    assertEquals(third.lastSeq(), none.lastSeq(), "none read: it starts where it was asked to");
+    assertFalse(none.full());
+    assertEquals("old", state("u").leaseOwner(), "another instance key's: untouched");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> store.recover(recovery, US, Long.MIN_VALUE, 2),
+        "only a key of the request");
+  }
+
+  /**
    * Exactly once, rows of batches handed to Connect stay leased though not held (their PUBLISHED
    * write lost by the database after Kafka committed them: only recovery may settle them); rows of
    * later batches go back.
@@ -1380,7 +1431,8 @@ public abstract class OutboxStoreContract {
 
     long next = store.newEpoch();
     Recovery recovery =
-        store.recover(
+        Recoveries.whole(
+            store,
             new RecoveryRequest(
                 Set.of(EU), ALL_BUCKETS, next, List.of(committedAt(first, old, 1)), false));
 
@@ -1414,7 +1466,8 @@ public abstract class OutboxStoreContract {
     // Another epoch's position covers nothing of this one.
     CommittedPosition foreign = committedAt(second, old - 1, 9);
     Recovery none =
-        store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, next, List.of(foreign), false));
+        Recoveries.whole(
+            store, new RecoveryRequest(Set.of(EU), ALL_BUCKETS, next, List.of(foreign), false));
     assertEquals(List.of(), none.published());
     assertEquals(List.of(a, b), none.released());
   }
@@ -1438,19 +1491,22 @@ public abstract class OutboxStoreContract {
             .exactlyOnce(before, 1, ALL_BUCKETS));
 
     Recovery live =
-        store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), false));
+        Recoveries.whole(
+            store, new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), false));
     assertEquals(Recovery.NONE, live, "a live lease of a later epoch is a successor's");
 
     clock.advance(LEASE.plusSeconds(1)); // nobody renews it
     Recovery start =
-        store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), false));
+        Recoveries.whole(
+            store, new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), false));
     assertEquals(List.of(a), start.laterEpoch());
     assertEquals(List.of(), start.released());
     assertEquals(MessageStatus.IN_FLIGHT, state(a).status(), "left alone");
     assertEquals(held.lease().token(), state(a).leaseToken());
 
     Recovery sweep =
-        store.recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), true));
+        Recoveries.whole(
+            store, new RecoveryRequest(Set.of(EU), ALL_BUCKETS, restored, List.of(), true));
     assertEquals(
         new Recovery(List.of(), List.of(), List.of(a), List.of(), List.of()),
         sweep,
@@ -1470,7 +1526,8 @@ public abstract class OutboxStoreContract {
     store.claim(exactlyOnce("old", 1, old, 3, ALL_BUCKETS));
     long next = store.newEpoch();
     Recovery recovery =
-        store.recover(
+        Recoveries.whole(
+            store,
             new RecoveryRequest(
                 Set.of(EU), ALL_BUCKETS, next, List.of(committedAt(second, old, 2)), false));
     assertEquals(List.of("a", "b"), recovery.published());
@@ -1493,13 +1550,15 @@ public abstract class OutboxStoreContract {
 
     // "mine" recovers its buckets: its own rows stay; "newer"'s rows are in other buckets.
     assertTrue(
-        store.recover(new RecoveryRequest(Set.of(EU), share0, mine, List.of(), false)).isEmpty());
+        Recoveries.whole(store, new RecoveryRequest(Set.of(EU), share0, mine, List.of(), false))
+            .isEmpty());
     // A zombie of a lower epoch owning share1 must not take the newer owner's rows; it reports
     // them, as rows nothing it could do recovers.
     // A live successor's rows are not reported either: that is what a fenced instance starting late
     // sees.
     assertTrue(
-        store.recover(new RecoveryRequest(Set.of(EU), share1, mine, List.of(), false)).isEmpty());
+        Recoveries.whole(store, new RecoveryRequest(Set.of(EU), share1, mine, List.of(), false))
+            .isEmpty());
     for (String id : newerIds) {
       assertEquals("newer", state(id).leaseOwner());
     }
@@ -1513,9 +1572,9 @@ public abstract class OutboxStoreContract {
     store.claim(exactlyOnce("zombie", 10, zombie, 1, ALL_BUCKETS));
     RecoveryRequest sweep = new RecoveryRequest(Set.of(EU), ALL_BUCKETS, owner, List.of(), true);
 
-    assertTrue(store.recover(sweep).isEmpty(), "a live lease is left alone");
+    assertTrue(Recoveries.whole(store, sweep).isEmpty(), "a live lease is left alone");
     clock.advance(LEASE.plusMillis(1));
-    assertEquals(List.of("z"), store.recover(sweep).released());
+    assertEquals(List.of("z"), Recoveries.whole(store, sweep).released());
   }
 
   /**
@@ -1616,8 +1675,8 @@ public abstract class OutboxStoreContract {
   }
 
   private Recovery recoverAt(long epoch, int maxAttempts) {
-    return store.recover(
-        new RecoveryRequest(Set.of(EU), ALL_BUCKETS, epoch, List.of(), false, maxAttempts));
+    return Recoveries.whole(
+        store, new RecoveryRequest(Set.of(EU), ALL_BUCKETS, epoch, List.of(), false, maxAttempts));
   }
 
   private static ClaimRequest suspect(String owner, long epoch, long batch, List<Long> seqs) {
@@ -1637,7 +1696,8 @@ public abstract class OutboxStoreContract {
     ClaimedMessage alo = claimOne("alo", a);
     long next = store.newEpoch();
     Recovery recovery =
-        store.recover(
+        Recoveries.whole(
+            store,
             new RecoveryRequest(
                 Set.of(EU), ALL_BUCKETS, next, List.of(committedAt(eos, old, 1)), false));
     assertEquals(List.of(a), recovery.released(), "leased by at-least-once: not covered");
@@ -1650,8 +1710,8 @@ public abstract class OutboxStoreContract {
     holdElsewhere("legacy", new Lease("old", 1), clock.now().minusSeconds(1));
     long epoch = store.newEpoch();
     assertTrue(
-        store
-            .recover(new RecoveryRequest(Set.of(EU), ALL_BUCKETS, epoch, List.of(), false))
+        Recoveries.whole(
+                store, new RecoveryRequest(Set.of(EU), ALL_BUCKETS, epoch, List.of(), false))
             .isEmpty());
     assertEquals("old", state("legacy").leaseOwner());
   }

@@ -18,6 +18,7 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryPage;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.UnheldPage;
@@ -194,7 +195,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized Recovery recover(RecoveryRequest request) {
+  public synchronized RecoveryPage recover(
+      RecoveryRequest request, String instanceKey, long afterSeq, int pageRows) {
+    if (!request.instanceKeys().contains(instanceKey)) {
+      throw new IllegalArgumentException("instanceKey is not one of the recovery's keys");
+    }
     claimedKeys.addAll(request.instanceKeys());
     Instant now = now();
     List<String> published = new ArrayList<>();
@@ -202,10 +207,18 @@ public final class InMemoryOutboxStore implements OutboxStore {
     List<String> laterEpoch = new ArrayList<>();
     List<String> exhausted = new ArrayList<>();
     List<Long> suspects = new ArrayList<>();
-    for (Row row : rowsBySeq.values()) {
-      if (!row.ownedBy(request.instanceKeys())
-          || row.status != MessageStatus.IN_FLIGHT
-          || !inBuckets(row, request.share())) {
+    long lastSeq = afterSeq;
+    int read = 0;
+    for (Row row : rowsBySeq.tailMap(afterSeq, false).values()) {
+      if (read == pageRows) {
+        break;
+      }
+      if (!instanceKey.equals(row.instanceKey) || !row.status.isActive()) {
+        continue;
+      }
+      read++;
+      lastSeq = row.seq;
+      if (row.status != MessageStatus.IN_FLIGHT || !inBuckets(row, request.share())) {
         continue;
       }
       if (row.leaseEpoch != null && row.leaseEpoch > request.epoch() && row.isAbandoned(now)) {
@@ -251,7 +264,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
       row.leaseEpoch = null;
       row.claimBatch = null;
     }
-    return new Recovery(published, released, laterEpoch, exhausted, suspects);
+    return new RecoveryPage(
+        new Recovery(published, released, laterEpoch, exhausted, suspects),
+        lastSeq,
+        read == pageRows);
   }
 
   @Override

@@ -284,17 +284,21 @@ final class OutboxSql {
       {lease(candidate)}""";
 
   /**
-   * Exactly-once recovery (docs/design.md): the rows of this task's buckets leased under a lower
-   * epoch — all of them at start, only those whose lease expired afterwards. A row whose position a
-   * committed offset covers was committed to Kafka and is recorded PUBLISHED without its Kafka
-   * coordinates (moved to the published log); any other row is released, due now, at no attempt's
-   * cost, and counted in abandoned_claims. Released a second time (its batch failed twice), it is a
-   * suspect: flagged isolated, to be claimed alone, since it may be why its instances ended. One
-   * that was claimed alone already is charged an attempt instead, and past the budget parked
-   * EXHAUSTED, as an abandoned isolated claim at least once. Both bump the token, so the previous
-   * holder's late writes are fenced off. Row locks are waited for, not skipped: a previous holder's
-   * write in progress must settle first. It also returns, untouched, the expired rows leased under
-   * a later epoch (see {@link dev.outboxrelay.store.Recovery}).
+   * Exactly-once recovery (docs/design.md), one page: of the key's rows awaiting delivery after a
+   * seq, read in seq order along its due index (no index separates the rows in flight: see {@link
+   * #UNSETTLED}), the rows of this task's buckets leased under a lower epoch — all of them at
+   * start, only those whose lease expired afterwards. A row whose position a committed offset
+   * covers was committed to Kafka and is recorded PUBLISHED without its Kafka coordinates (moved to
+   * the published log); any other row is released, due now, at no attempt's cost, and counted in
+   * abandoned_claims. Released a second time (its batch failed twice), it is a suspect: flagged
+   * isolated, to be claimed alone, since it may be why its instances ended. One that was claimed
+   * alone already is charged an attempt instead, and past the budget parked EXHAUSTED, as an
+   * abandoned isolated claim at least once. Both bump the token, so the previous holder's late
+   * writes are fenced off. Row locks are waited for, not skipped: a previous holder's write in
+   * progress must settle first; the locked rows are found again by the primary key and checked
+   * again, since such a write may have settled them. It also returns, untouched, the page's expired
+   * rows leased under a later epoch (see {@link dev.outboxrelay.store.Recovery}), and a last row
+   * ('page') with the count of rows read and the last seq read.
    */
   private static final String RECOVER =
       """
@@ -303,6 +307,19 @@ final class OutboxSql {
           CAST(:committed_buckets AS integer[]), CAST(:committed_epochs AS bigint[]),
           CAST(:committed_batches AS bigint[]), CAST(:committed_seqs AS bigint[]))
           AS c(instance_key, bucket, epoch, batch, seq)
+      ), page AS (
+        SELECT o.seq, {message_id(o)} AS message_id,
+          o.status = 'IN_FLIGHT'
+            AND (o.lease_epoch IS NULL OR o.lease_epoch < CAST(:epoch AS bigint))
+            AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
+            {share} AS lower_epoch,
+          o.status = 'IN_FLIGHT' AND o.lease_epoch > CAST(:epoch AS bigint)
+            AND o.lease_expires_at <= clock.now {share} AS later_epoch
+        FROM {table} o, clock
+        WHERE o.instance_key = :instance_key AND {unsettled(o)}
+          AND o.seq > CAST(:after_seq AS bigint)
+        ORDER BY o.instance_key, o.seq
+        LIMIT :page_rows
       ), target AS (
         SELECT o.seq, EXISTS (
             SELECT 1 FROM committed c
@@ -311,10 +328,11 @@ final class OutboxSql {
               AND c.epoch = o.lease_epoch AND (o.claim_batch, o.seq) <= (c.batch, c.seq)
           ) AS covered
         FROM {table} o, clock
-        WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)} AND o.status = 'IN_FLIGHT'
+        WHERE o.seq = ANY (ARRAY(SELECT seq FROM page WHERE lower_epoch))
+          AND o.instance_key IS NOT DISTINCT FROM :instance_key AND {unsettled(o)}
+          AND o.status = 'IN_FLIGHT'
           AND (o.lease_epoch IS NULL OR o.lease_epoch < CAST(:epoch AS bigint))
           AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
-          {share}
         ORDER BY o.seq FOR UPDATE OF o
       ), released AS (
         UPDATE {table} o
@@ -342,19 +360,14 @@ final class OutboxSql {
           CAST(NULL AS bigint) AS kafka_offset
       ), logged AS (
         {log moved}
-      ), later_epoch AS (
-        SELECT {message_id(o)} AS message_id, o.instance_key
-        FROM {table} o, clock
-        WHERE o.instance_key = ANY (:instance_keys) AND {unsettled(o)} AND o.status = 'IN_FLIGHT'
-          AND o.lease_epoch > CAST(:epoch AS bigint) AND o.lease_expires_at <= clock.now
-          {share}
       )
-      SELECT message_id, instance_key,
+      SELECT message_id,
         CASE WHEN status = 'EXHAUSTED' THEN 'exhausted' WHEN isolated THEN 'suspect'
-          ELSE 'released' END, seq
+          ELSE 'released' END AS kind, seq, CAST(NULL AS bigint) AS rows_read
       FROM released
-      UNION ALL SELECT message_id, instance_key, 'published', seq FROM moved
-      UNION ALL SELECT message_id, instance_key, 'later epoch', NULL FROM later_epoch""";
+      UNION ALL SELECT message_id, 'published', seq, NULL FROM moved
+      UNION ALL SELECT message_id, 'later epoch', seq, NULL FROM page WHERE later_epoch
+      UNION ALL SELECT NULL, 'page', (SELECT max(seq) FROM page), (SELECT count(*) FROM page)""";
 
   /**
    * {@code {give back(o)}}: a claim's row handed back unsent (its claim's result was lost): due

@@ -18,6 +18,7 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryPage;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.UnheldPage;
@@ -276,7 +277,11 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public Recovery recover(RecoveryRequest request) {
+  public RecoveryPage recover(
+      RecoveryRequest request, String instanceKey, long afterSeq, int pageRows) {
+    if (!request.instanceKeys().contains(instanceKey)) {
+      throw new IllegalArgumentException("instanceKey is not one of the recovery's keys");
+    }
     claimedKeys.addAll(request.instanceKeys());
     BucketShare share = request.share();
     List<CommittedPosition> committed = request.committed();
@@ -296,6 +301,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
     return run(
         "recover",
+        OutboxSql.CLAIM_PLAN, // read along the due index: no bitmap of the key's whole backlog
         share.ownsAll() ? sql.recover : sql.recoverInShare,
         (c, statement) -> {
           statement
@@ -305,7 +311,9 @@ public final class PostgresOutboxStore implements OutboxStore {
               .setArray("committed_epochs", c.createArrayOf("bigint", epochs))
               .setArray("committed_batches", c.createArrayOf("bigint", batches))
               .setArray("committed_seqs", c.createArrayOf("bigint", seqs))
-              .setArray("instance_keys", textArray(c, request.instanceKeys().toArray()))
+              .setString("instance_key", instanceKey)
+              .setLong("after_seq", afterSeq)
+              .setInt("page_rows", pageRows)
               .setLong("epoch", request.epoch())
               .setBoolean("expired_only", request.expiredOnly())
               .setInt("max_attempts", request.maxAttempts());
@@ -319,21 +327,30 @@ public final class PostgresOutboxStore implements OutboxStore {
           List<String> laterEpoch = new ArrayList<>();
           List<String> exhausted = new ArrayList<>();
           List<Long> suspects = new ArrayList<>();
-          try (ResultSet rs = statement.ready().executeQuery()) {
+          long read = 0;
+          long lastSeq = afterSeq;
+          try (ResultSet rs = planned(statement)) {
             while (rs.next()) {
-              switch (rs.getString(3)) {
-                case "published" -> published.add(rs.getString(1));
-                case "released" -> released.add(rs.getString(1));
+              switch (rs.getString("kind")) {
+                case "published" -> published.add(rs.getString("message_id"));
+                case "released" -> released.add(rs.getString("message_id"));
                 case "suspect" -> {
-                  released.add(rs.getString(1));
-                  suspects.add(rs.getLong(4));
+                  released.add(rs.getString("message_id"));
+                  suspects.add(rs.getLong("seq"));
                 }
-                case "exhausted" -> exhausted.add(rs.getString(1));
-                default -> laterEpoch.add(rs.getString(1));
+                case "exhausted" -> exhausted.add(rs.getString("message_id"));
+                case "later epoch" -> laterEpoch.add(rs.getString("message_id"));
+                default -> { // the page's own row, last
+                  read = rs.getLong("rows_read");
+                  lastSeq = read == 0 ? afterSeq : rs.getLong("seq");
+                }
               }
             }
           }
-          return new Recovery(published, released, laterEpoch, exhausted, suspects);
+          return new RecoveryPage(
+              new Recovery(published, released, laterEpoch, exhausted, suspects),
+              lastSeq,
+              read >= pageRows);
         });
   }
 

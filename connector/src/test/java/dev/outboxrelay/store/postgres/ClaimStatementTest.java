@@ -511,6 +511,69 @@ class ClaimStatementTest {
   }
 
   /**
+   * An exactly-once recovery or sweep reads one page of its key's rows awaiting delivery along the
+   * (instance_key, seq) due index, from where the last page ended, none of another key's nor a
+   * legacy row, and settles the rows it finds by the primary key: no statement reads the key's
+   * whole backlog (one over every due row outlasted the statement timeout behind tens of millions),
+   * none sorts it. Here 150 rows leased by an at-least-once claim (no epoch: lower than any), in a
+   * transaction rolled back, and a page of 200.
+   */
+  @ParameterizedTest(name = "in a share: {0}")
+  @ValueSource(booleans = {false, true})
+  void aRecoveryPageReadsOnePageOfTheKeysDueIndex(boolean inShare) throws SQLException {
+    OutboxSql sql = new OutboxSql(TABLE);
+    NamedSql recover = inShare ? sql.recoverInShare : sql.recover;
+    String plan;
+    try (Connection c = shared.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                PostgresOutboxStore.planned(
+                    OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + recover.jdbc()))) {
+      c.setAutoCommit(false);
+      try (Statement lease = c.createStatement()) {
+        lease.execute(
+            "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = 'relay-1',"
+                + " lease_expires_at = now() + interval '1 minute', lease_token = lease_token + 1"
+                + " WHERE seq IN (SELECT seq FROM outbox WHERE instance_key = 'us'"
+                + " ORDER BY seq LIMIT 150)");
+      }
+      NamedSql.Binder binder =
+          recover
+              .bind(ps)
+              .set("now", (statement, index) -> statement.setNull(index, Types.VARCHAR))
+              .setArray("committed_keys", c.createArrayOf("text", new String[0]))
+              .setArray("committed_buckets", c.createArrayOf("integer", new Integer[0]))
+              .setArray("committed_epochs", c.createArrayOf("bigint", new Long[0]))
+              .setArray("committed_batches", c.createArrayOf("bigint", new Long[0]))
+              .setArray("committed_seqs", c.createArrayOf("bigint", new Long[0]))
+              .setString("instance_key", "us")
+              .setLong("after_seq", Long.MIN_VALUE)
+              .setInt("page_rows", 200)
+              .setLong("epoch", Long.MAX_VALUE)
+              .setBoolean("expired_only", false)
+              .setInt("max_attempts", 5)
+              .setInt("buckets", 1);
+      if (inShare) {
+        binder.setInt("tasks", 1).setInt("tasks_minus_task", 1);
+      }
+      plan = plan(ps);
+      c.rollback();
+    }
+    assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
+    assertTrue(plan.contains("Index Cond: ((instance_key = 'us'::text) AND (seq > "), plan);
+    assertTrue(plan.matches("(?s).*Limit .*actual rows=200 loops=1.*"), "one page: " + plan);
+    assertTrue(plan.contains("Index Scan using outbox_pkey on outbox o_1"), plan);
+    assertTrue(plan.matches("(?s).*Update on outbox o_\\d .*actual rows=150 loops=1.*"), plan);
+    Matcher removed = Pattern.compile("Rows Removed by Filter: (\\d+)").matcher(plan);
+    while (removed.find()) {
+      assertTrue(Long.parseLong(removed.group(1)) <= 200, "only the page's rows read: " + plan);
+    }
+    assertFalse(plan.contains("Seq Scan"), plan);
+    assertFalse(plan.contains("Bitmap"), plan);
+    assertFalse(plan.contains("Sort"), plan);
+  }
+
+  /**
    * Retention of rows published before schema version 9, still in the table, sorts nothing: for
    * several keys the settled index cannot return them by published_at, and each batch sorted every
    * row past the cutoff (tens of millions where retention was lowered, past the statement timeout).

@@ -15,6 +15,7 @@ import dev.outboxrelay.store.OutboxStoreContract;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.Recoveries;
 import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
@@ -238,7 +239,8 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
         noLog.claim(exactlyOnce("old", 10, old, 1, ALL_BUCKETS)).claimed().get(0);
 
     Recovery recovery =
-        noLog.recover(
+        Recoveries.whole(
+            noLog,
             new RecoveryRequest(
                 Set.of(EU),
                 ALL_BUCKETS,

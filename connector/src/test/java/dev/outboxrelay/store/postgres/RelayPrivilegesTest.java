@@ -14,6 +14,7 @@ import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.Recoveries;
 import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
@@ -175,7 +176,8 @@ class RelayPrivilegesTest {
     assertEquals(Outcome.APPLIED, store.markFailed(parked.messageId(), parked.lease(), "POISON"));
     assertTrue(store.parkedUnderOwnLease(parked.messageId(), parked.lease(), "POISON", epoch, 1));
     Recovery recovery =
-        store.recover(new RecoveryRequest(Set.of("eu"), all, store.newEpoch(), List.of(), false));
+        Recoveries.whole(
+            store, new RecoveryRequest(Set.of("eu"), all, store.newEpoch(), List.of(), false));
     Set<String> released = new HashSet<>(Set.of("m2", "m4", "m5", eos.get(1).messageId()));
     released.remove(abandoned.messageId()); // the other abandoned rows, and the one left unsent
     assertEquals(released, Set.copyOf(recovery.released()));

@@ -1,0 +1,94 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryPage;
+import dev.outboxrelay.store.RecoveryRequest;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One exactly-once recovery or sweep, read one page of an instance key's backlog per statement
+ * ({@link OutboxStore#recover}), so that no statement reads more than a page however large the
+ * backlog: one statement over every due row outlasted {@code statement.timeout.ms} behind tens of
+ * millions of them, at every attempt, and the task claimed nothing. Remembers where it stands, so
+ * that a page that fails (the database away) is read again and the pages before it are not; the
+ * request, and so the committed positions read at its start, stays the same for all its pages.
+ */
+final class RecoveryPass {
+  /** Rows read per statement: a few milliseconds of index and heap reads each. */
+  static final int PAGE_ROWS = 10_000;
+
+  private final RecoveryRequest request;
+  private final List<String> instanceKeys;
+  private final int pageRows;
+  private final List<String> laterEpoch = new ArrayList<>();
+  private int keyIndex;
+  private long afterSeq = Long.MIN_VALUE;
+  private int pagesRead;
+  private long published;
+  private long released;
+  private long suspects;
+  private long exhausted;
+
+  RecoveryPass(RecoveryRequest request, int pageRows) {
+    this.request = request;
+    this.instanceKeys = request.instanceKeys().stream().sorted().toList();
+    this.pageRows = pageRows;
+  }
+
+  boolean isDone() {
+    return keyIndex == instanceKeys.size();
+  }
+
+  /**
+   * Settles the next page and returns what it did; throws, the position kept, when it fails. Only
+   * while {@link #isDone()} is false.
+   */
+  Recovery nextPage(OutboxStore store) {
+    RecoveryPage page = store.recover(request, instanceKeys.get(keyIndex), afterSeq, pageRows);
+    pagesRead++;
+    Recovery settled = page.settled();
+    published += settled.published().size();
+    released += settled.released().size();
+    suspects += settled.suspects().size();
+    exhausted += settled.exhausted().size();
+    laterEpoch.addAll(settled.laterEpoch());
+    if (page.full()) {
+      afterSeq = page.lastSeq();
+    } else {
+      keyIndex++;
+      afterSeq = Long.MIN_VALUE;
+    }
+    return settled;
+  }
+
+  RecoveryRequest request() {
+    return request;
+  }
+
+  /** The expired rows leased under a later epoch that the pages read so far found. */
+  List<String> laterEpoch() {
+    return List.copyOf(laterEpoch);
+  }
+
+  int pagesRead() {
+    return pagesRead;
+  }
+
+  long published() {
+    return published;
+  }
+
+  long released() {
+    return released;
+  }
+
+  long suspects() {
+    return suspects;
+  }
+
+  long exhausted() {
+    return exhausted;
+  }
+}
