@@ -63,7 +63,10 @@ final class ExactlyOnceState {
   /** How soon a sweep that failed is tried again: not every poll, whose claims must go on. */
   static final Duration SWEEP_RETRY = Duration.ofSeconds(5);
 
-  /** Pages a call reads at most, of a recovery or a sweep: ≈0.1 s (docs/benchmarks.md). */
+  /**
+   * Pages a call reads at most, of a recovery or a sweep: ≈0.12 s behind a large backlog
+   * (docs/benchmarks.md, "Exactly-once recovery and sweeps, paged").
+   */
   static final int PAGES_PER_CALL = 10;
 
   private final int pageRows;
@@ -75,6 +78,8 @@ final class ExactlyOnceState {
 
   /** The sweep under way, between two claims; null between sweeps. */
   private RecoveryPass sweep;
+
+  private long sweepStartedMs;
 
   private long batch;
 
@@ -191,11 +196,12 @@ final class ExactlyOnceState {
   }
 
   /**
-   * Settles expired leases of lower epochs in this task's buckets, a pass once per sweep interval,
-   * at most {@link #PAGES_PER_CALL} pages of it per call (a claim goes between two calls: pages go
-   * in seq order, so it never takes a row ahead of an earlier row of its aggregate still leased):
-   * released, or recorded PUBLISHED where a position committed before the start covers them. A page
-   * that fails is read again after {@link #SWEEP_RETRY} (or the interval, if shorter).
+   * Settles expired leases of lower epochs in this task's buckets, a pass once per sweep interval
+   * (or per pass's length, if longer), at most {@link #PAGES_PER_CALL} pages of it per call: a
+   * claim goes between two calls, the ordered claim waiting as ever for a row still leased ahead of
+   * its aggregate's next. Released, or recorded PUBLISHED where a position committed before the
+   * start covers them. A page that fails is read again after {@link #SWEEP_RETRY} (or the interval,
+   * if shorter).
    */
   void sweepIfDue() {
     // Monotonic: a wall clock stepped back (an NTP correction) stopped the sweeps for as long,
@@ -209,6 +215,7 @@ final class ExactlyOnceState {
           new RecoveryPass(
               new RecoveryRequest(instanceKeys, share, epoch, committedAtStart, true, maxAttempts),
               pageRows);
+      sweepStartedMs = now;
     }
     boolean ended;
     try {
@@ -220,7 +227,9 @@ final class ExactlyOnceState {
     if (ended) {
       reportLaterEpoch(sweep.laterEpoch());
       sweep = null;
-      nextSweepMs = now + sweepInterval.toMillis();
+      // Spaced by the interval, or by the pass's own length behind a backlog so large that it
+      // outlasts the interval: then sweeping takes at most half of the claims' time.
+      nextSweepMs = now + Math.max(sweepInterval.toMillis(), now - sweepStartedMs);
     }
   }
 

@@ -32,6 +32,9 @@ final class RecoveryPass {
   private long exhausted;
 
   RecoveryPass(RecoveryRequest request, int pageRows) {
+    if (pageRows < 1) {
+      throw new IllegalArgumentException("pageRows must be at least 1");
+    }
     this.request = request;
     this.instanceKeys = request.instanceKeys().stream().sorted().toList();
     this.pageRows = pageRows;
@@ -55,6 +58,9 @@ final class RecoveryPass {
     exhausted += settled.exhausted().size();
     laterEpoch.addAll(settled.laterEpoch());
     if (page.full()) {
+      if (page.lastSeq() <= afterSeq) { // would read the same page for ever, claiming nothing
+        throw new IllegalStateException("a full recovery page did not advance");
+      }
       afterSeq = page.lastSeq();
     } else {
       keyIndex++;

@@ -170,9 +170,9 @@ public interface OutboxStore extends AutoCloseable {
    * bump the token. Reads at most {@code pageRows} rows of {@code instanceKey} (one of the
    * request's) that await delivery, those after {@code afterSeq} in seq order, and settles those
    * among them, atomically; a caller that reads every page of every key, in seq order, settles
-   * every such row in statements that each read one page, however large the backlog. Rows released
-   * by an earlier page come before the rows of a later one, so a claim made between two pages never
-   * takes a row of an aggregate ahead of an earlier row still leased.
+   * every such row in statements that each read one page, however large the backlog. A claim may
+   * come between two pages: the ordered claim waits, as ever, for an earlier row of its aggregate
+   * still leased.
    */
   RecoveryPage recover(RecoveryRequest request, String instanceKey, long afterSeq, int pageRows);
 

@@ -9,6 +9,7 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.testing.LogCapture;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
@@ -79,6 +80,37 @@ class ExactlyOnceStateTest {
     assertEquals(rows.size(), f.metrics.recoveredReleased.get());
   }
 
+  /**
+   * Rows leased under a later epoch are reported once the pass has read every page: found on the
+   * first page of a pass of two calls, counted and logged at its end, not forgotten by the second
+   * call (which finds none).
+   */
+  @Test
+  void rowsLeasedUnderALaterEpochAreReportedForTheWholePass() {
+    ExactlyOnceState state = state();
+    f.add("eu", "later", "agg-later");
+    ClaimRequest restored =
+        new ClaimRequest("restored", Set.of("eu"), 1, Duration.ofMinutes(1), 5, true)
+            .exactlyOnce(Long.MAX_VALUE, 1, f.settings.buckets());
+    assertEquals(1, f.store.claim(restored).claimed().size());
+    List<String> rows = zombieRows(ROWS_PER_CALL, 0);
+    f.clock.advance(Duration.ofMinutes(5)); // every lease ran out
+    long mark = LogCapture.get().mark();
+
+    assertFalse(state.recover());
+    assertEquals(0, f.metrics.laterEpochRows.get(), "the pass has not ended");
+    assertTrue(state.recover());
+
+    assertEquals(1, f.metrics.laterEpochRows.get());
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=LEASED_UNDER_LATER_EPOCH"))
+            .size());
+    assertEquals(rows.size(), count(rows, MessageStatus.PENDING));
+    assertEquals(MessageStatus.IN_FLIGHT, f.store.find("later").orElseThrow().status());
+  }
+
   @Test
   void aSweepGoesOnFromWhereItStoppedAtTheNextClaimThenWaitsItsInterval() {
     ExactlyOnceState state = state();
@@ -101,6 +133,31 @@ class ExactlyOnceStateTest {
     time.sleep(f.settings.abandonedProbeInterval().toMillis());
     state.sweepIfDue();
     assertEquals(ROWS_PER_CALL, count(rows, MessageStatus.PENDING));
+  }
+
+  /**
+   * A sweep pass that outlasts its interval (a backlog of many pages, read a few per claim) is
+   * followed by a pause as long as itself, so that sweeping takes at most half of the claims' time.
+   */
+  @Test
+  void aSweepLongerThanItsIntervalIsFollowedByAPauseAsLong() {
+    ExactlyOnceState state = state();
+    assertTrue(state.recover());
+    zombieRows(ROWS_PER_CALL + 1, 0);
+    f.clock.advance(Duration.ofMinutes(5));
+    long interval = f.settings.abandonedProbeInterval().toMillis();
+    time.sleep(interval);
+    state.sweepIfDue(); // a call's worth of pages
+    time.sleep(3 * interval); // claims, acknowledgements
+    state.sweepIfDue(); // the pass ends, 3 intervals after it began
+    int asked = pagesAsked.size();
+
+    time.sleep(interval + 1);
+    state.sweepIfDue();
+    assertEquals(asked, pagesAsked.size(), "an interval is not enough after so long a pass");
+    time.sleep(2 * interval);
+    state.sweepIfDue();
+    assertTrue(pagesAsked.size() > asked, "as long as the pass: the next one begins");
   }
 
   private ExactlyOnceState state() {

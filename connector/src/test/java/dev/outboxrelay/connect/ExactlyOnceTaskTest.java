@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -36,8 +37,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.PluginMetrics;
@@ -76,6 +79,9 @@ class ExactlyOnceTaskTest {
 
   /** Sweeps (recoveries of expired leases only) that fail as in an outage. */
   private volatile int sweepsFail;
+
+  /** Rows a recovery page reads at most, when above 0: many pages from a small backlog. */
+  private volatile int recoveryPageRows;
 
   /** Recoveries that commit, then fail as if their reply was lost. */
   private volatile int recoveryRepliesLost;
@@ -128,6 +134,46 @@ class ExactlyOnceTaskTest {
         ReasonCodes.RECOVERED_FROM_OFFSETS, store.find("a").orElseThrow().lastFailureCode());
     assertEquals(1, task.metrics().recoveredPublished.get());
     assertEquals(1, task.metrics().recoveredReleased.get());
+  }
+
+  /**
+   * A start recovery of many pages reads a few per poll, each poll returning no records and soon
+   * (Connect stops a task only once its poll returned), and nothing is claimed before its last
+   * page: a claim made earlier would take due rows ahead of rows of their aggregates still leased
+   * under a lower epoch, and its committed offset could cover them.
+   */
+  @Test
+  void aStartRecoveryOfManyPagesClaimsNothingBeforeItsLastPage() {
+    int rows = 2 * ExactlyOnceState.PAGES_PER_CALL + 1;
+    for (int i = 0; i < rows; i++) {
+      add("m" + (100 + i), "agg-" + i, 10);
+    }
+    long old = store.newEpoch();
+    ClaimRequest previous =
+        new ClaimRequest("previous", Set.of("eu"), rows, Duration.ofSeconds(30), 5, true);
+    assertEquals(rows, store.claim(previous.exactlyOnce(old, 1, ALL)).claimed().size());
+    recoveryPageRows = 1;
+    OutboxSourceTask t = start();
+
+    assertNull(t.poll(), "a poll's pages read; more follow");
+    assertEquals(ExactlyOnceState.PAGES_PER_CALL, count(MessageStatus.PENDING));
+    assertEquals(rows - ExactlyOnceState.PAGES_PER_CALL, count(MessageStatus.IN_FLIGHT));
+    assertNull(t.poll());
+    assertEquals(1, count(MessageStatus.IN_FLIGHT), "the last row, on the last page");
+
+    List<SourceRecord> records = t.poll();
+    assertEquals(10, records.size(), "claimed once every page was read");
+    assertEquals("m100", SourceOffsets.messageId(records.get(0)));
+    assertEquals(rows, t.metrics().recoveredReleased.get());
+  }
+
+  /** The rows m100… of a test in {@code status}. */
+  private long count(MessageStatus status) {
+    return IntStream.range(100, 200)
+        .mapToObj(i -> store.find("m" + i))
+        .flatMap(Optional::stream)
+        .filter(row -> row.status() == status)
+        .count();
   }
 
   /**
@@ -951,6 +997,9 @@ class ExactlyOnceTaskTest {
                 claimResultsLost--;
                 method.invoke(delegate, args); // committed, but the result is lost
                 throw outage("claim");
+              }
+              if (recoveryPageRows > 0 && method.getName().equals("recover")) {
+                args[3] = Math.min((Integer) args[3], recoveryPageRows);
               }
               if (sweepsFail > 0
                   && method.getName().equals("recover")

@@ -1,7 +1,10 @@
 package dev.outboxrelay.store.postgres;
 
+import static java.time.ZoneOffset.UTC;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimedMessage;
@@ -17,6 +20,7 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.Recoveries;
 import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryPage;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
@@ -30,10 +34,14 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.time.Instant;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -116,6 +124,55 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
       c.commit();
     } catch (SQLException e) {
       throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * A recovery page reads its rows before it locks them: a row that changes hands meanwhile (here a
+   * successor of a later epoch takes it, committing while the page waits on the row's lock) is
+   * checked again once locked and left to its new holder, not released from under it (which would
+   * fence off the successor's publish and send the row twice).
+   */
+  @Test
+  void aRecoveryPageChecksEachRowAgainOnceItHoldsItsLock() throws Exception {
+    String a = add(EU, "a", "agg-1");
+    long old = store.newEpoch();
+    store.claim(exactlyOnce("old", 1, old, 1, ALL_BUCKETS));
+    clock.advance(Duration.ofMinutes(5)); // the old instance's lease ran out
+    long mine = store.newEpoch();
+    long successor = store.newEpoch();
+    RecoveryRequest sweep = new RecoveryRequest(Set.of(EU), ALL_BUCKETS, mine, List.of(), true);
+    RecoveryPage page;
+    try (Connection holder = dataSource.getConnection();
+        PreparedStatement take =
+            holder.prepareStatement(
+                "UPDATE outbox SET lease_owner = 'successor', lease_epoch = ?,"
+                    + " lease_token = lease_token + 1, lease_expires_at = ? WHERE message_id = ?")) {
+      holder.setAutoCommit(false);
+      take.setLong(1, successor);
+      take.setObject(2, OffsetDateTime.ofInstant(clock.now().plus(Duration.ofHours(1)), UTC));
+      take.setString(3, a);
+      assertEquals(1, take.executeUpdate());
+      CompletableFuture<RecoveryPage> pending =
+          CompletableFuture.supplyAsync(() -> store.recover(sweep, EU, Long.MIN_VALUE, 10));
+      await().atMost(Duration.ofSeconds(10)).until(() -> lockWaiters() == 1);
+      holder.commit();
+      page = pending.get(10, TimeUnit.SECONDS);
+    }
+    assertTrue(page.settled().isEmpty(), "read as it was, left as it is: " + page);
+    assertEquals(MessageStatus.IN_FLIGHT, state(a).status());
+    assertEquals("successor", state(a).leaseOwner());
+  }
+
+  private static long lockWaiters() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    + " AND datname = current_database()")) {
+      rs.next();
+      return rs.getLong(1);
     }
   }
 
