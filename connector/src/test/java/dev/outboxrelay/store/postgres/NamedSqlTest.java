@@ -198,12 +198,14 @@ class NamedSqlTest {
             "committed_epochs",
             "committed_batches",
             "committed_seqs",
-            "buckets",
-            "instance_keys",
             "epoch",
             "expired_only",
+            "buckets",
             "tasks",
             "tasks_minus_task",
+            "instance_key",
+            "after_seq",
+            "page_rows",
             "max_attempts"),
         List.copyOf(sql.recoverInShare.names()));
     assertEquals(
