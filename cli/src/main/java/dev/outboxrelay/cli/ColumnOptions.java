@@ -1,6 +1,7 @@
 package dev.outboxrelay.cli;
 
 import dev.outboxrelay.store.postgres.ColumnMapping;
+import dev.outboxrelay.store.postgres.OutboxColumns;
 import java.util.List;
 import picocli.CommandLine.Option;
 
@@ -46,18 +47,29 @@ public final class ColumnOptions {
   String payload;
 
   public ColumnMapping columns() {
-    String[][] options = {
-      {"--column-message-id", messageId},
-      {"--column-aggregate-type", aggregateType},
-      {"--column-aggregate-id", aggregateId},
-      {"--column-event-type", eventType},
-      {"--column-payload", payload}
+    Object[][] options = {
+      {"--column-message-id", OutboxColumns.Row.MESSAGE_ID, messageId},
+      {"--column-aggregate-type", OutboxColumns.Row.AGGREGATE_TYPE, aggregateType},
+      {"--column-aggregate-id", OutboxColumns.Row.AGGREGATE_ID, aggregateId},
+      {"--column-event-type", OutboxColumns.Row.EVENT_TYPE, eventType},
+      {"--column-payload", OutboxColumns.Row.PAYLOAD, payload}
     };
-    for (String[] option : options) {
-      if (!ColumnMapping.isColumnName(option[1])) {
-        throw CliException.usage(option[0] + " must be " + ColumnMapping.COLUMN_RULE);
-      }
+    for (Object[] option : options) {
+      requireColumn((String) option[0], (OutboxColumns.Row) option[1], (String) option[2]);
     }
     return new ColumnMapping(messageId, aggregateType, aggregateId, eventType, payload, List.of());
+  }
+
+  /**
+   * A usage error naming {@code option} unless {@code column} may hold the message's {@code field}.
+   */
+  public static void requireColumn(String option, OutboxColumns.Row field, String column) {
+    if (!ColumnMapping.isColumnName(column)) {
+      throw CliException.usage(option + " must be " + ColumnMapping.COLUMN_RULE);
+    }
+    String misuse = ColumnMapping.misuse(field, column);
+    if (misuse != null) {
+      throw CliException.usage(option + " " + misuse);
+    }
   }
 }

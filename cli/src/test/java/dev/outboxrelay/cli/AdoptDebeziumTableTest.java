@@ -75,6 +75,14 @@ class AdoptDebeziumTableTest {
         new Cli().run("adopt-debezium-table", "--instance-key", "orders", "--id-column", "Id;x");
     assertEquals(ExitCode.USAGE, column.exitCode(), column::toString);
     assertEquals("error: --id-column must be " + ColumnMapping.COLUMN_RULE + "\n", column.err());
+    Cli.Result relays =
+        new Cli()
+            .run(
+                "adopt-debezium-table", "--instance-key", "orders", "--aggregate-id-column", "seq");
+    assertEquals(ExitCode.USAGE, relays.exitCode(), relays::toString);
+    assertTrue(
+        relays.err().startsWith("error: --aggregate-id-column names the relay's own column seq"),
+        relays::toString);
 
     Cli.Result role =
         new Cli().run("adopt-debezium-table", "--instance-key", "orders", "--grant-to", "a\"b");

@@ -244,4 +244,24 @@ class AdoptedTableCommandsTest {
     assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
     assertEquals("error: --column-message-id must be " + ColumnMapping.COLUMN_RULE + "\n", r.err());
   }
+
+  /** The message id read from instance_key would make a discard by message id one of the key. */
+  @Test
+  void aColumnOptionNamingAnotherOfTheRelaysColumnsIsAUsageError() {
+    Cli.Result r =
+        Cli.against(url)
+            .run(
+                "discard",
+                "--instance-key",
+                "eu",
+                "--message-id",
+                "eu",
+                "--column-message-id",
+                "instance_key");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals(
+        "error: --column-message-id names the relay's own column instance_key, which holds the"
+            + " row's instance_key, not its message_id\n",
+        r.err());
+  }
 }

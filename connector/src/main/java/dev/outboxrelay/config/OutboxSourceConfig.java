@@ -8,6 +8,7 @@ import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.ConnectionSettings;
+import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.time.Duration;
 import java.util.Collections;
@@ -763,15 +764,14 @@ public class OutboxSourceConfig extends AbstractConfig {
             NOTIFY_ENABLED_DOC,
             "Wake up on NOTIFY");
     new Group(def, COLUMNS_GROUP)
-        .column(COLUMN_MESSAGE_ID_CONFIG, ColumnMapping.RELAY.messageId(), COLUMN_MESSAGE_ID_DOC)
+        .column(COLUMN_MESSAGE_ID_CONFIG, OutboxColumns.Row.MESSAGE_ID, COLUMN_MESSAGE_ID_DOC)
         .column(
             COLUMN_AGGREGATE_TYPE_CONFIG,
-            ColumnMapping.RELAY.aggregateType(),
+            OutboxColumns.Row.AGGREGATE_TYPE,
             COLUMN_AGGREGATE_TYPE_DOC)
-        .column(
-            COLUMN_AGGREGATE_ID_CONFIG, ColumnMapping.RELAY.aggregateId(), COLUMN_AGGREGATE_ID_DOC)
-        .column(COLUMN_EVENT_TYPE_CONFIG, ColumnMapping.RELAY.eventType(), COLUMN_EVENT_TYPE_DOC)
-        .column(COLUMN_PAYLOAD_CONFIG, ColumnMapping.RELAY.payload(), COLUMN_PAYLOAD_DOC)
+        .column(COLUMN_AGGREGATE_ID_CONFIG, OutboxColumns.Row.AGGREGATE_ID, COLUMN_AGGREGATE_ID_DOC)
+        .column(COLUMN_EVENT_TYPE_CONFIG, OutboxColumns.Row.EVENT_TYPE, COLUMN_EVENT_TYPE_DOC)
+        .column(COLUMN_PAYLOAD_CONFIG, OutboxColumns.Row.PAYLOAD, COLUMN_PAYLOAD_DOC)
         .add(
             COLUMN_ADDITIONAL_PLACEMENT_CONFIG,
             Type.LIST,
@@ -808,12 +808,12 @@ public class OutboxSourceConfig extends AbstractConfig {
       return this;
     }
 
-    Group column(String key, String defaultColumn, String doc) {
+    Group column(String key, OutboxColumns.Row field, String doc) {
       return add(
           key,
           Type.STRING,
-          defaultColumn,
-          Validators.columnName(),
+          ColumnMapping.RELAY.column(field),
+          Validators.columnName(field),
           Importance.LOW,
           doc,
           "Column: " + key.substring("column.".length()));

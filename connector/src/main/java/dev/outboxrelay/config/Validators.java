@@ -3,6 +3,7 @@ package dev.outboxrelay.config;
 import dev.outboxrelay.mapping.TopicRouter;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
+import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.writer.InstanceKeys;
 import dev.outboxrelay.writer.TopicNames;
@@ -237,13 +238,20 @@ final class Validators {
         });
   }
 
-  /** A column of the outbox table, as {@link ColumnMapping} takes it (always quoted in SQL). */
-  static ConfigDef.Validator columnName() {
+  /**
+   * The column of the outbox table that holds the message's {@code field}, as {@link ColumnMapping}
+   * takes it (always quoted in SQL): the field's own column or one the relay does not have.
+   */
+  static ConfigDef.Validator columnName(OutboxColumns.Row field) {
     return of(
-        ColumnMapping.COLUMN_RULE,
+        ColumnMapping.COLUMN_RULE + ", not another of the relay's columns",
         (name, value) -> {
           if (!ColumnMapping.isColumnName((String) value)) {
             throw new ConfigException(name + " must be " + ColumnMapping.COLUMN_RULE);
+          }
+          String misuse = ColumnMapping.misuse(field, (String) value);
+          if (misuse != null) {
+            throw new ConfigException(name + " " + misuse);
           }
         });
   }

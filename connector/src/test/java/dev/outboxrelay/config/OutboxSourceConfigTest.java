@@ -192,6 +192,33 @@ class OutboxSourceConfigTest {
   }
 
   /**
+   * A message field may be read from its own column or one the relay does not have, never from
+   * another of the relay's columns: the message id read from instance_key made a discard of one
+   * message id a discard of every parked row of the key.
+   */
+  @Test
+  void aMessageFieldIsNeverReadFromAnotherOfTheRelaysColumns() {
+    for (String[] misuse :
+        new String[][] {
+          {"column.message.id", "instance_key"},
+          {"column.message.id", "aggregate_id"},
+          {"column.aggregate.id", "lease_owner"},
+          {"column.payload", "headers"}
+        }) {
+      ConfigException e =
+          assertThrows(
+              ConfigException.class,
+              () -> new OutboxSourceConfig(with(misuse[0], misuse[1])),
+              misuse[0]);
+      assertTrue(
+          e.getMessage().startsWith(misuse[0] + " names the relay's own column " + misuse[1]),
+          e.getMessage());
+    }
+    new OutboxSourceConfig(with("column.message.id", "message_id")); // its own
+    new OutboxSourceConfig(with("column.message.id", "id")); // Debezium's, not the relay's
+  }
+
+  /**
    * The connector's own value converter must write the payload format: StringConverter sent a byte
    * array as "[B@..." and the row was recorded published (a Debezium user's converter with the
    * default payload.format=bytes); ByteArrayConverter failed the task at every record.

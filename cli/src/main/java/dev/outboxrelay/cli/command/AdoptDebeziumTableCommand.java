@@ -1,11 +1,13 @@
 package dev.outboxrelay.cli.command;
 
 import dev.outboxrelay.cli.CliException;
+import dev.outboxrelay.cli.ColumnOptions;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.InstanceKeyOption;
 import dev.outboxrelay.cli.TableOption;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DebeziumAdoption;
+import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.util.ArrayList;
 import java.util.List;
@@ -107,12 +109,9 @@ public final class AdoptDebeziumTableCommand implements Callable<Integer> {
 
   /** Only the two columns the indexes name matter here; the others are the connector's. */
   private ColumnMapping columns() {
-    for (String[] option :
-        new String[][] {{"--id-column", idColumn}, {"--aggregate-id-column", aggregateIdColumn}}) {
-      if (!ColumnMapping.isColumnName(option[1])) {
-        throw CliException.usage(option[0] + " must be " + ColumnMapping.COLUMN_RULE);
-      }
-    }
+    ColumnOptions.requireColumn("--id-column", OutboxColumns.Row.MESSAGE_ID, idColumn);
+    ColumnOptions.requireColumn(
+        "--aggregate-id-column", OutboxColumns.Row.AGGREGATE_ID, aggregateIdColumn);
     return new ColumnMapping(
         idColumn,
         ColumnMapping.RELAY.aggregateType(),

@@ -428,8 +428,9 @@ final class OperatorSql {
       for (ParkedAction action : ParkedAction.values()) {
         // One batch, in insertion order, of the rows between a cursor and the last seq when the
         // change began, parked by then (rows parked later are left for the next run, so a row
-        // that fails again at once cannot keep a requeue going, and a discard deletes no row that
-        // the relay parked while it ran: an earlier row in flight then is as new as a later one).
+        // that fails again at once cannot keep a requeue going, and a discard deletes no row whose
+        // park began after it began, by parked_at, the park statement's start: an earlier row in
+        // flight then is as new as a later one).
         // The UPDATE or DELETE repeats the selection, so a
         // row that changed since the batch was picked is left alone. Returns the batch's last seq
         // (the next cursor; null when no row is left), how many rows were changed and how many of

@@ -59,11 +59,11 @@ public record ColumnMapping(
   }
 
   public ColumnMapping {
-    requireColumn(messageId);
-    requireColumn(aggregateType);
-    requireColumn(aggregateId);
-    requireColumn(eventType);
-    requireColumn(payload);
+    requireColumn(OutboxColumns.Row.MESSAGE_ID, messageId);
+    requireColumn(OutboxColumns.Row.AGGREGATE_TYPE, aggregateType);
+    requireColumn(OutboxColumns.Row.AGGREGATE_ID, aggregateId);
+    requireColumn(OutboxColumns.Row.EVENT_TYPE, eventType);
+    requireColumn(OutboxColumns.Row.PAYLOAD, payload);
     headerColumns = List.copyOf(headerColumns);
   }
 
@@ -71,9 +71,41 @@ public record ColumnMapping(
     return name != null && COLUMN.matcher(name).matches();
   }
 
+  /**
+   * Why {@code column} cannot hold the message's {@code field}, or null if it can: it may be the
+   * field's own column or one the relay does not have, not another of the relay's columns. Read as
+   * the message id, {@code instance_key} or {@code aggregate_id} would make an operator's change of
+   * one message (a discard by message id) a change of every row of the key or the aggregate; read
+   * as the aggregate id, the lease owner would scatter an aggregate's rows.
+   */
+  public static String misuse(OutboxColumns.Row field, String column) {
+    if (column.equals(field.label)) {
+      return null;
+    }
+    for (OutboxColumns.Row relay : OutboxColumns.Row.values()) {
+      if (relay.label.equals(column)) {
+        return "names the relay's own column "
+            + column
+            + ", which holds the row's "
+            + relay.label
+            + ", not its "
+            + field.label;
+      }
+    }
+    return null;
+  }
+
   private static void requireColumn(String name) {
     if (!isColumnName(name)) {
       throw new IllegalArgumentException("column must be " + COLUMN_RULE);
+    }
+  }
+
+  private static void requireColumn(OutboxColumns.Row field, String name) {
+    requireColumn(name);
+    String misuse = misuse(field, name);
+    if (misuse != null) {
+      throw new IllegalArgumentException("the " + field.label + " column " + misuse);
     }
   }
 
