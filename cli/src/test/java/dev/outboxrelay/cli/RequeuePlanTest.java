@@ -18,6 +18,8 @@ import java.sql.Types;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -109,6 +111,81 @@ class RequeuePlanTest {
   void aPageOfParkedRowsReadsTheIndexOfParkedRows() throws SQLException {
     for (MessageStatus parked : List.of(MessageStatus.FAILED, MessageStatus.EXHAUSTED)) {
       assertUsesParkedIndex(OperatorStatements.list(TABLE, parked), null);
+    }
+  }
+
+  /**
+   * A batch of a requeue or discard of every parked row reads its own rows along the (instance_key,
+   * seq) index of parked rows (schema version 14), from the last batch's seq: with the correlation
+   * id's index alone, each batch read every parked row of the key and sorted them (a million parked
+   * rows, 100 batches: 100 million rows read); and the change finds the batch's rows by the primary
+   * key, where a join with the selection read every parked row of the key. Here 4,000 parked rows
+   * among 96,000 awaiting delivery, a batch of 1,000 from the middle, run and rolled back: without
+   * the index the batch sorted the key's parked rows or walked the primary key past 24,000 others.
+   */
+  @Test
+  void aBatchOfEveryParkedRowReadsItsOwnRowsInSeqOrder() throws SQLException {
+    try (OutboxFixture parked = OutboxFixture.populated("requeue_batch_plan")) {
+      // Every 25th row eu's and parked (4,000), among rows of us awaiting delivery.
+      parked.exec(
+          "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+              + " topic, payload, status, attempts, last_failure_code, parked_at)"
+              + " SELECT 'row-' || g, CASE WHEN g % 25 = 0 THEN 'eu' ELSE 'us' END, 'order',"
+              + " 'row-' || g, 'OrderPlaced', 'orders', '\\x00'::bytea,"
+              + " CASE WHEN g % 25 = 0 THEN 'FAILED' ELSE 'PENDING' END,"
+              + " CASE WHEN g % 25 = 0 THEN 1 ELSE 0 END,"
+              + " CASE WHEN g % 25 = 0 THEN 'PAYLOAD_TOO_LARGE' END,"
+              + " CASE WHEN g % 25 = 0 THEN now() - interval '1 hour' END"
+              + " FROM generate_series(1, 100000) g");
+      parked.exec("ANALYZE outbox");
+      long middle;
+      try (Connection c = parked.dataSource.getConnection();
+          Statement s = c.createStatement();
+          ResultSet rs =
+              s.executeQuery(
+                  "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY seq) FROM outbox"
+                      + " WHERE instance_key = 'eu' AND parked_at IS NOT NULL")) {
+        rs.next();
+        middle = rs.getLong(1);
+      }
+      for (ParkedAction action : ParkedAction.values()) {
+        NamedSql batch =
+            OperatorStatements.changeBatch(TABLE, action, ParkedSelection.Selector.ALL);
+        StringBuilder plan = new StringBuilder();
+        try (Connection c = parked.dataSource.getConnection();
+            PreparedStatement ps =
+                c.prepareStatement("EXPLAIN (ANALYZE, TIMING OFF) " + batch.jdbc())) {
+          c.setAutoCommit(false);
+          NamedSql.Binder binder =
+              batch
+                  .bind(ps)
+                  .setString("instance_key", "eu")
+                  .setLong("after_seq", middle)
+                  .setInt("limit", 1000)
+                  .setLong("up_to_seq", Long.MAX_VALUE)
+                  .setObject("parked_by", OffsetDateTime.now(), Types.TIMESTAMP_WITH_TIMEZONE);
+          if (batch.names().contains("statuses")) {
+            binder.setArray(
+                "statuses", c.createArrayOf("text", new String[] {"EXHAUSTED", "FAILED"}));
+          }
+          try (ResultSet rs = binder.executeQuery()) {
+            while (rs.next()) {
+              plan.append(rs.getString(1)).append('\n');
+            }
+          }
+          c.rollback();
+        }
+        String text = plan.toString();
+        assertTrue(text.contains("Index Scan using outbox_parked_key_seq_idx"), text);
+        assertTrue(text.matches("(?s).*Limit .*actual rows=1000 loops=1.*"), text);
+        assertFalse(text.contains("Sort"), text);
+        assertFalse(text.contains("Seq Scan on outbox"), text);
+        assertFalse(text.contains("Bitmap"), "no read of every parked row: " + text);
+        Matcher removed = Pattern.compile("Rows Removed by Filter: (\\d+)").matcher(text);
+        while (removed.find()) {
+          assertTrue(Long.parseLong(removed.group(1)) <= 1000, "the batch's rows read: " + text);
+        }
+      }
     }
   }
 

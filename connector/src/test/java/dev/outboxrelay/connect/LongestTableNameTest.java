@@ -40,7 +40,7 @@ class LongestTableNameTest {
 
   /**
    * The indexes the migrations leave (V6 dropped V1's active_idx, V7 replaced the status ones, V12
-   * the parked rows'), by suffix.
+   * the parked rows', V14 added the parked rows' by seq), by suffix.
    */
   private static final String[] INDEXES = {
     "pkey",
@@ -48,7 +48,8 @@ class LongestTableNameTest {
     "due_key_seq_idx",
     "due_aggregate_idx",
     "settled_idx",
-    "parked_cid_idx"
+    "parked_cid_idx",
+    "parked_key_seq_idx"
   };
 
   private static final String[] CONSTRAINTS = {

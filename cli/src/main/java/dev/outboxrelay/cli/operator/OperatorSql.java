@@ -431,9 +431,11 @@ final class OperatorSql {
         // that fails again at once cannot keep a requeue going, and a discard deletes no row whose
         // park began after it began, by parked_at, the park statement's start: an earlier row in
         // flight then is as new as a later one).
-        // The UPDATE or DELETE repeats the selection, so a
-        // row that changed since the batch was picked is left alone. Returns the batch's last seq
-        // (the next cursor; null when no row is left), how many rows were changed and how many of
+        // The UPDATE or DELETE finds the picked rows by the primary key (joined to the
+        // selection instead, it read every parked row of the key per batch) and repeats the
+        // selection, so a row that changed since the batch was picked is left alone. Returns the
+        // batch's last seq (the next cursor; null when no row is left), how many rows were
+        // changed and how many of
         // those have a deliver_before that has passed.
         changeBatch
             .computeIfAbsent(action, a -> new EnumMap<>(ParkedSelection.Selector.class))
@@ -451,7 +453,7 @@ final class OperatorSql {
                       {change}
                       {selection}
                         AND parked_at <= CAST(:parked_by AS timestamptz)
-                        AND seq IN (SELECT seq FROM picked)
+                        AND seq = ANY (ARRAY(SELECT seq FROM picked))
                       RETURNING {deadline passed} AS deadline_passed
                     )
                     SELECT (SELECT max(seq) FROM picked) AS last_seq,

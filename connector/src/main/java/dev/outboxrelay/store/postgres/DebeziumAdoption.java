@@ -11,8 +11,8 @@ import java.util.regex.Pattern;
  * The SQL that lets the relay take over a Debezium outbox table in place: the application keeps
  * inserting {@code id, aggregatetype, aggregateid, type, payload} as it does, and the relay reads
  * those columns through {@link ColumnMapping}. It adds the relay's state columns and the objects of
- * schema version 7 (constraints, triggers, indexes; the parked rows' index as version 12 has it,
- * the due rows' as version 13 has it) and changes no row.
+ * schema version 7 (constraints, triggers, indexes; the parked rows' indexes as versions 12 and 14
+ * have them, the due rows' as version 13 has it) and changes no row.
  *
  * <ul>
  *   <li>No rewrite, no long lock. Each column is added with no default or a constant one, which
@@ -252,6 +252,13 @@ public final class DebeziumAdoption {
             -- Parked rows by correlation id, its first 200 characters (schema version 12).
             CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_cid_idx"
                 ON {table} (instance_key, left(correlation_id, 200))
+                WHERE parked_at IS NOT NULL"""));
+    out.add(
+        fill(
+            """
+            -- Parked rows by instance key in order, for the CLI's batches (schema version 14).
+            CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_key_seq_idx"
+                ON {table} (instance_key, seq)
                 WHERE parked_at IS NOT NULL"""));
     // The published log of schema versions 9 and 10, exactly as the migrations create it.
     out.addAll(SchemaMigrator.plainStatements(PUBLISHED_LOG_MIGRATION, table));

@@ -27,7 +27,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "13";
+  public static final String CURRENT_VERSION = "14";
 
   /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
   public static final String MIGRATIONS_PATH = "db/outbox";
@@ -126,6 +126,7 @@ public final class SchemaMigrator {
         Map.entry("qualifiedIndexParkedCorrelation", table.qualifiedIndex("parked_cid_idx")),
         Map.entry("qualifiedIndexDueSeq", table.qualifiedIndex("due_seq_idx")),
         Map.entry("qualifiedIndexDueKeySeq", table.qualifiedIndex("due_key_seq_idx")),
+        Map.entry("qualifiedIndexParkedKeySeq", table.qualifiedIndex("parked_key_seq_idx")),
         Map.entry("qualifiedPublishedTable", table.qualifiedPublishedLog()),
         Map.entry("qualifiedIndexPublishedId", table.qualifiedIndex("published_id_idx")),
         Map.entry("qualifiedIndexPublishedIdHash", table.qualifiedIndex("published_id_hash")),

@@ -79,7 +79,7 @@ class SchemaMigrationTest {
    * (before version 9), and before version 2 a legacy row without an owner.
    */
   @ParameterizedTest(name = "upgrade from V{0}")
-  @ValueSource(strings = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"})
+  @ValueSource(strings = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13"})
   void upgradesFromEveryEarlierVersionKeepingRowsAndQuarantiningLegacyOnes(String from)
       throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
@@ -374,7 +374,8 @@ class SchemaMigrationTest {
         "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes"
             + " WHERE schemaname = 'app' AND tablename = 'outbox' AND indexname LIKE 'outbox_%_idx'";
     assertEquals(
-        "outbox_due_aggregate_idx,outbox_due_key_seq_idx,outbox_parked_cid_idx,outbox_settled_idx",
+        "outbox_due_aggregate_idx,outbox_due_key_seq_idx,outbox_parked_cid_idx,"
+            + "outbox_parked_key_seq_idx,outbox_settled_idx",
         queryString(indexes),
         "no index uses status any more");
     assertEquals(
@@ -594,6 +595,51 @@ class SchemaMigrationTest {
             "SELECT indisvalid::text FROM pg_index"
                 + " WHERE indexrelid = 'outbox_due_key_seq_idx'::regclass"));
     assertNull(queryString("SELECT to_regclass('outbox_due_seq_idx')::text"));
+  }
+
+  /**
+   * Version 14 indexes the parked rows by (instance_key, seq), for the CLI's batches in seq order;
+   * rows awaiting delivery and settled ones are not in it.
+   */
+  @Test
+  void version14IndexesTheParkedRowsByInstanceKeyThenSeq() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("13");
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " status, parked_at) VALUES ('parked', 'eu', 'o', 'a', 'E', 'FAILED', now()),"
+            + " ('due', 'eu', 'o', 'b', 'E', 'PENDING', NULL)");
+
+    migrator.migrate();
+
+    assertEquals(
+        "CREATE INDEX outbox_parked_key_seq_idx ON public.outbox USING btree (instance_key, seq)"
+            + " WHERE (parked_at IS NOT NULL)",
+        queryString("SELECT pg_get_indexdef('outbox_parked_key_seq_idx'::regclass)"));
+    assertEquals(
+        "1",
+        queryString("SELECT count(*)::text FROM outbox WHERE parked_at IS NOT NULL AND seq > 0"),
+        "rows kept");
+  }
+
+  @Test
+  void version14BuildsAgainAParkedIndexThatAFailedConcurrentBuildLeftInvalid() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("13");
+    exec(
+        "CREATE INDEX outbox_parked_key_seq_idx ON outbox (instance_key, seq)"
+            + " WHERE parked_at IS NOT NULL");
+    exec(
+        "UPDATE pg_index SET indisvalid = FALSE"
+            + " WHERE indexrelid = 'outbox_parked_key_seq_idx'::regclass");
+
+    migrator.migrate();
+
+    assertEquals(
+        "true",
+        queryString(
+            "SELECT indisvalid::text FROM pg_index"
+                + " WHERE indexrelid = 'outbox_parked_key_seq_idx'::regclass"));
   }
 
   /** Entries m-1 .. m-n in the published log of schema version 9. */
