@@ -207,17 +207,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
     List<String> laterEpoch = new ArrayList<>();
     List<String> exhausted = new ArrayList<>();
     List<Long> suspects = new ArrayList<>();
-    long lastSeq = afterSeq;
-    int read = 0;
-    for (Row row : rowsBySeq.tailMap(afterSeq, false).values()) {
-      if (read == pageRows) {
-        break;
-      }
-      if (!instanceKey.equals(row.instanceKey) || !row.status.isActive()) {
-        continue;
-      }
-      read++;
-      lastSeq = row.seq;
+    List<Row> page = page(instanceKey, afterSeq, pageRows);
+    for (Row row : page) {
       if (row.status != MessageStatus.IN_FLIGHT || !inBuckets(row, request.share())) {
         continue;
       }
@@ -266,8 +257,25 @@ public final class InMemoryOutboxStore implements OutboxStore {
     }
     return new RecoveryPage(
         new Recovery(published, released, laterEpoch, exhausted, suspects),
-        lastSeq,
-        read == pageRows);
+        page.isEmpty() ? afterSeq : page.get(page.size() - 1).seq,
+        page.size() == pageRows);
+  }
+
+  /**
+   * A page of {@code instanceKey}'s rows awaiting delivery after {@code afterSeq}, in seq order, at
+   * most {@code pageRows}: what the PostgreSQL store reads along its due index.
+   */
+  private List<Row> page(String instanceKey, long afterSeq, int pageRows) {
+    List<Row> page = new ArrayList<>();
+    for (Row row : rowsBySeq.tailMap(afterSeq, false).values()) {
+      if (page.size() == pageRows) {
+        break;
+      }
+      if (instanceKey.equals(row.instanceKey) && row.status.isActive()) {
+        page.add(row);
+      }
+    }
+    return page;
   }
 
   @Override
@@ -296,17 +304,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
     InstanceKeys.requireValid(Set.of(instanceKey));
     Set<Long> held = Set.copyOf(heldSeqs);
     List<String> released = new ArrayList<>();
-    long lastSeq = afterSeq;
-    int read = 0;
-    for (Row row : rowsBySeq.tailMap(afterSeq, false).values()) {
-      if (read == pageRows) {
-        break;
-      }
-      if (!instanceKey.equals(row.instanceKey) || !row.status.isActive()) {
-        continue;
-      }
-      read++;
-      lastSeq = row.seq;
+    List<Row> page = page(instanceKey, afterSeq, pageRows);
+    for (Row row : page) {
       if (row.status == MessageStatus.IN_FLIGHT
           && owner.equals(row.leaseOwner)
           && !held.contains(row.seq)
@@ -316,7 +315,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
       }
     }
     released.sort(null);
-    return new UnheldPage(released, lastSeq, read == pageRows);
+    return new UnheldPage(
+        released,
+        page.isEmpty() ? afterSeq : page.get(page.size() - 1).seq,
+        page.size() == pageRows);
   }
 
   @Override

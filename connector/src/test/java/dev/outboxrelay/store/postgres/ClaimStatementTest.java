@@ -478,13 +478,7 @@ class ClaimStatementTest {
                 PostgresOutboxStore.planned(
                     OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + release.jdbc()))) {
       c.setAutoCommit(false);
-      try (Statement lease = c.createStatement()) { // the lost claim's 150 rows, rolled back
-        lease.execute(
-            "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = 'relay-1',"
-                + " lease_expires_at = now() + interval '1 minute', lease_token = lease_token + 1"
-                + " WHERE seq IN (SELECT seq FROM outbox WHERE instance_key = 'us'"
-                + " ORDER BY seq LIMIT 150)");
-      }
+      leaseFirst150OfUs(c); // the lost claim's rows, rolled back
       release
           .bind(ps)
           .setString("instance_key", "us")
@@ -496,18 +490,7 @@ class ClaimStatementTest {
       plan = plan(ps);
       c.rollback();
     }
-    assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
-    assertTrue(plan.contains("Index Cond: ((instance_key = 'us'::text) AND (seq > "), plan);
-    assertTrue(plan.matches("(?s).*Limit .*actual rows=200 loops=1.*"), "one page: " + plan);
-    assertTrue(plan.contains("Index Scan using outbox_pkey on outbox o_1"), plan);
-    assertTrue(plan.matches("(?s).*Update on outbox o_1 .*actual rows=150 loops=1.*"), plan);
-    Matcher removed = Pattern.compile("Rows Removed by Filter: (\\d+)").matcher(plan);
-    while (removed.find()) {
-      assertTrue(Long.parseLong(removed.group(1)) <= 200, "only the page's rows read: " + plan);
-    }
-    assertFalse(plan.contains("Seq Scan"), plan);
-    assertFalse(plan.contains("Bitmap"), plan);
-    assertFalse(plan.contains("Sort"), plan);
+    assertReadsOnePageOfUsAndUpdatesByThePrimaryKey(plan);
   }
 
   /**
@@ -530,13 +513,7 @@ class ClaimStatementTest {
                 PostgresOutboxStore.planned(
                     OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + recover.jdbc()))) {
       c.setAutoCommit(false);
-      try (Statement lease = c.createStatement()) {
-        lease.execute(
-            "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = 'relay-1',"
-                + " lease_expires_at = now() + interval '1 minute', lease_token = lease_token + 1"
-                + " WHERE seq IN (SELECT seq FROM outbox WHERE instance_key = 'us'"
-                + " ORDER BY seq LIMIT 150)");
-      }
+      leaseFirst150OfUs(c);
       NamedSql.Binder binder =
           recover
               .bind(ps)
@@ -559,6 +536,26 @@ class ClaimStatementTest {
       plan = plan(ps);
       c.rollback();
     }
+    assertReadsOnePageOfUsAndUpdatesByThePrimaryKey(plan);
+  }
+
+  /** In {@code c}'s transaction, the first 150 rows of us leased to relay-1 (no epoch). */
+  private static void leaseFirst150OfUs(Connection c) throws SQLException {
+    try (Statement lease = c.createStatement()) {
+      lease.execute(
+          "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = 'relay-1',"
+              + " lease_expires_at = now() + interval '1 minute', lease_token = lease_token + 1"
+              + " WHERE seq IN (SELECT seq FROM outbox WHERE instance_key = 'us'"
+              + " ORDER BY seq LIMIT 150)");
+    }
+  }
+
+  /**
+   * The plan of a statement that reads a page of 200 of us's rows awaiting delivery along the due
+   * index, and changes the 150 leased among them, found by the primary key: nothing else read, no
+   * sort of the key's backlog.
+   */
+  private static void assertReadsOnePageOfUsAndUpdatesByThePrimaryKey(String plan) {
     assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
     assertTrue(plan.contains("Index Cond: ((instance_key = 'us'::text) AND (seq > "), plan);
     assertTrue(plan.matches("(?s).*Limit .*actual rows=200 loops=1.*"), "one page: " + plan);
