@@ -57,6 +57,10 @@ public final class ColumnOptions {
     for (Object[] option : options) {
       requireColumn((String) option[0], (OutboxColumns.Row) option[1], (String) option[2]);
     }
+    String shared = ColumnMapping.messageIdSharedWith(messageId, aggregateType, eventType, payload);
+    if (shared != null) {
+      throw CliException.usage("--column-message-id " + shared);
+    }
     return new ColumnMapping(messageId, aggregateType, aggregateId, eventType, payload, List.of());
   }
 

@@ -245,6 +245,28 @@ class AdoptedTableCommandsTest {
     assertEquals("error: --column-message-id must be " + ColumnMapping.COLUMN_RULE + "\n", r.err());
   }
 
+  /** The message id read from the aggregate type column: a discard of every row of the type. */
+  @Test
+  void aMessageIdColumnThatAnotherFieldReadsIsAUsageError() {
+    Cli.Result r =
+        Cli.against(url)
+            .run(
+                "discard",
+                "--instance-key",
+                "eu",
+                "--message-id",
+                "order",
+                "--column-message-id",
+                "aggregatetype",
+                "--column-aggregate-type",
+                "aggregatetype");
+    assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+    assertEquals(
+        "error: --column-message-id is the aggregate type column too (aggregatetype): many rows"
+            + " share its value\n",
+        r.err());
+  }
+
   /** The message id read from instance_key would make a discard by message id one of the key. */
   @Test
   void aColumnOptionNamingAnotherOfTheRelaysColumnsIsAUsageError() {

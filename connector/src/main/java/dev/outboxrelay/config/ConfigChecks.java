@@ -68,6 +68,7 @@ final class ConfigChecks {
     exactlyOnceRequiredOfConnect(parsed, raw, problems);
     headersNotReserved(parsed, problems);
     mappedColumnsNotMigrated(parsed, problems);
+    messageIdColumnOfItsOwn(parsed, problems);
     credentialsInOnePlace(parsed, problems);
     fixedTopicAllowed(parsed, problems);
     schemaInferredForJsonOnly(parsed, problems);
@@ -407,6 +408,21 @@ final class ConfigChecks {
    * The migrations create and upgrade the relay's own table, whose columns have the relay's names:
    * a table read under other names (an adopted Debezium table) is kept up to date by its owner.
    */
+  /** The message id is read from a column no other message field is ({@link ColumnMapping}). */
+  private static void messageIdColumnOfItsOwn(Function<String, Object> parsed, List<Problem> out) {
+    String messageId = (String) parsed.apply(COLUMN_MESSAGE_ID_CONFIG);
+    String aggregateType = (String) parsed.apply(COLUMN_AGGREGATE_TYPE_CONFIG);
+    String eventType = (String) parsed.apply(COLUMN_EVENT_TYPE_CONFIG);
+    String payload = (String) parsed.apply(COLUMN_PAYLOAD_CONFIG);
+    if (messageId == null || aggregateType == null || eventType == null || payload == null) {
+      return;
+    }
+    String shared = ColumnMapping.messageIdSharedWith(messageId, aggregateType, eventType, payload);
+    if (shared != null) {
+      out.add(new Problem(COLUMN_MESSAGE_ID_CONFIG, COLUMN_MESSAGE_ID_CONFIG + " " + shared));
+    }
+  }
+
   private static void mappedColumnsNotMigrated(Function<String, Object> parsed, List<Problem> out) {
     if (!Boolean.TRUE.equals(parsed.apply(SCHEMA_MIGRATE_ON_START_CONFIG))) {
       return;

@@ -219,6 +219,26 @@ class OutboxSourceConfigTest {
   }
 
   /**
+   * The message id is never read from the column of another field that many rows share (on an
+   * adopted table, the message id read from aggregatetype made a discard of one message id a
+   * discard of every parked row of that aggregate type); the aggregate id may share it, as
+   * Debezium's table.field.event.key=id does.
+   */
+  @Test
+  void theMessageIdIsNotReadFromAColumnManyRowsShare() {
+    Map<String, String> props = with("column.message.id", "kind");
+    props.put("column.aggregate.type", "kind");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage().contains("column.message.id is the aggregate type column too (kind)"),
+        e.getMessage());
+
+    Map<String, String> keyedById = with("column.message.id", "id");
+    keyedById.put("column.aggregate.id", "id");
+    new OutboxSourceConfig(keyedById);
+  }
+
+  /**
    * The connector's own value converter must write the payload format: StringConverter sent a byte
    * array as "[B@..." and the row was recorded published (a Debezium user's converter with the
    * default payload.format=bytes); ByteArrayConverter failed the task at every record.

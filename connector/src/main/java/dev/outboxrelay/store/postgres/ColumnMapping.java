@@ -64,7 +64,30 @@ public record ColumnMapping(
     requireColumn(OutboxColumns.Row.AGGREGATE_ID, aggregateId);
     requireColumn(OutboxColumns.Row.EVENT_TYPE, eventType);
     requireColumn(OutboxColumns.Row.PAYLOAD, payload);
+    String shared = messageIdSharedWith(messageId, aggregateType, eventType, payload);
+    if (shared != null) {
+      throw new IllegalArgumentException("the message id column " + shared);
+    }
     headerColumns = List.copyOf(headerColumns);
+  }
+
+  /**
+   * Why the message id cannot be read from {@code messageId}, or null if it can: the column of the
+   * aggregate type, the event type or the payload holds no message's own id (many rows share it),
+   * so an operator's change of one message would change all of them. The aggregate id may share it
+   * (Debezium's {@code table.field.event.key=id}).
+   */
+  public static String messageIdSharedWith(
+      String messageId, String aggregateType, String eventType, String payload) {
+    String[][] others = {
+      {aggregateType, "aggregate type"}, {eventType, "event type"}, {payload, "payload"}
+    };
+    for (String[] other : others) {
+      if (messageId.equals(other[0])) {
+        return "is the " + other[1] + " column too (" + messageId + "): many rows share its value";
+      }
+    }
+    return null;
   }
 
   public static boolean isColumnName(String name) {
