@@ -11,6 +11,7 @@ import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.Printable;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
+import dev.outboxrelay.store.RecoveryPass;
 import dev.outboxrelay.store.RecoveryRequest;
 import java.time.Duration;
 import java.util.ArrayList;

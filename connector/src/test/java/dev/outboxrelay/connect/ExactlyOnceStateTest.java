@@ -24,10 +24,10 @@ import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.junit.jupiter.api.Test;
 
 /**
- * Recovery and sweeps read page by page ({@link RecoveryPass}): at most {@link
- * ExactlyOnceState#PAGES_PER_CALL} pages per call, however large the backlog, each page's rows
- * settled as it commits, and a page that fails read again without the pages before it. Pages of 2
- * rows here, so that 20 rows are a call's worth.
+ * Recovery and sweeps read page by page ({@link dev.outboxrelay.store.RecoveryPass}): at most
+ * {@link ExactlyOnceState#PAGES_PER_CALL} pages per call, however large the backlog, each page's
+ * rows settled as it commits, and a page that fails read again without the pages before it. Pages
+ * of 2 rows here, so that 20 rows are a call's worth.
  */
 class ExactlyOnceStateTest {
   private static final int PAGE_ROWS = 2;

@@ -1,9 +1,5 @@
-package dev.outboxrelay.connect;
+package dev.outboxrelay.store;
 
-import dev.outboxrelay.store.OutboxStore;
-import dev.outboxrelay.store.Recovery;
-import dev.outboxrelay.store.RecoveryPage;
-import dev.outboxrelay.store.RecoveryRequest;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -15,9 +11,9 @@ import java.util.List;
  * that a page that fails (the database away) is read again and the pages before it are not; the
  * request, and so the committed positions read at its start, stays the same for all its pages.
  */
-final class RecoveryPass {
+public final class RecoveryPass {
   /** Rows read per statement: a few milliseconds of index and heap reads each. */
-  static final int PAGE_ROWS = 10_000;
+  public static final int PAGE_ROWS = 10_000;
 
   private final RecoveryRequest request;
   private final List<String> instanceKeys;
@@ -31,7 +27,7 @@ final class RecoveryPass {
   private long suspects;
   private long exhausted;
 
-  RecoveryPass(RecoveryRequest request, int pageRows) {
+  public RecoveryPass(RecoveryRequest request, int pageRows) {
     if (pageRows < 1) {
       throw new IllegalArgumentException("pageRows must be at least 1");
     }
@@ -40,7 +36,7 @@ final class RecoveryPass {
     this.pageRows = pageRows;
   }
 
-  boolean isDone() {
+  public boolean isDone() {
     return keyIndex == instanceKeys.size();
   }
 
@@ -48,7 +44,7 @@ final class RecoveryPass {
    * Settles the next page and returns what it did; throws, the position kept, when it fails. Only
    * while {@link #isDone()} is false.
    */
-  Recovery nextPage(OutboxStore store) {
+  public Recovery nextPage(OutboxStore store) {
     RecoveryPage page = store.recover(request, instanceKeys.get(keyIndex), afterSeq, pageRows);
     pagesRead++;
     Recovery settled = page.settled();
@@ -69,32 +65,32 @@ final class RecoveryPass {
     return settled;
   }
 
-  RecoveryRequest request() {
+  public RecoveryRequest request() {
     return request;
   }
 
   /** The expired rows leased under a later epoch that the pages read so far found. */
-  List<String> laterEpoch() {
+  public List<String> laterEpoch() {
     return List.copyOf(laterEpoch);
   }
 
-  int pagesRead() {
+  public int pagesRead() {
     return pagesRead;
   }
 
-  long published() {
+  public long published() {
     return published;
   }
 
-  long released() {
+  public long released() {
     return released;
   }
 
-  long suspects() {
+  public long suspects() {
     return suspects;
   }
 
-  long exhausted() {
+  public long exhausted() {
     return exhausted;
   }
 }
