@@ -165,8 +165,8 @@ class PurgeCommandTest {
 
   /**
    * A batch that fails leaves the batches before it deleted, and says so with the progress lines.
-   * The role may delete from the published log but not from the table: the second batch's log
-   * delete commits, its table delete fails.
+   * The role may delete from the published log but not from the table: the second batch's table
+   * delete fails, and undoes its log delete (one transaction).
    */
   @Test
   void aFailedBatchSaysWhatWasDeletedBeforeIt() throws SQLException {
@@ -188,14 +188,14 @@ class PurgeCommandTest {
     assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
     assertEquals(
         "deleted 10 (10 so far)\n"
-            + "failed after deleting 10 in 1 batch(es), which stay deleted; the failed batch may"
-            + " have deleted up to 10 published-log entries too\n",
+            + "failed after deleting 10 in 1 batch(es), which stay deleted; the failed batch"
+            + " deleted nothing\n",
         r.out());
     assertTrue(
         r.err().startsWith("error: purge failed: DB_PERMISSION_DENIED (SQLState 42501)"),
         r::toString);
-    // What the failed batch did: its log entries went, the table's rows stayed.
-    assertEquals(0, outbox.logCount("instance_key = 'eu' AND published_at < '2021-01-01Z'"));
+    // The failed batch deleted nothing: its log entries and the table's rows stayed.
+    assertEquals(2, outbox.logCount("instance_key = 'eu' AND published_at < '2021-01-01Z'"));
     assertEquals(13, outbox.count("instance_key = 'eu' AND status = 'PUBLISHED'"));
   }
 

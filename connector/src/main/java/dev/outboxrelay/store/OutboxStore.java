@@ -154,7 +154,11 @@ public interface OutboxStore extends AutoCloseable {
    */
   Map<MessageStatus, Long> countParked(Set<String> instanceKeys);
 
-  /** Deletes at most {@code limit} PUBLISHED rows of these keys published before the cutoff. */
+  /**
+   * Deletes at most {@code limit} PUBLISHED rows of these keys published before the cutoff, all or
+   * none: a call that throws deleted nothing (but for a connection lost at its commit), so the
+   * count returned is every row it deleted.
+   */
   int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit);
 
   /**

@@ -125,17 +125,16 @@ public final class PurgeCommand extends InstanceCommand {
         }
       } catch (OutboxStoreException e) {
         // What was done goes with the progress lines; the failure itself is reported as any
-        // other. The batches before stay deleted. The failed batch's two deletes are separate
-        // statements: its published-log entries may have been deleted before the table's delete
-        // failed, and deletePublished does not say how many.
+        // other. The batches before stay deleted; the failed one is one transaction, undone.
         out.println(
             "failed after deleting "
                 + total
                 + " in "
                 + batches
-                + " batch(es), which stay deleted; the failed batch may have deleted up to "
-                + batchSize
-                + " published-log entries too");
+                + " batch(es), which stay deleted; the failed batch deleted nothing"
+                + (e.mayHaveCommitted()
+                    ? " unless its commit went through before the failure"
+                    : ""));
         out.flush();
         throw e;
       }

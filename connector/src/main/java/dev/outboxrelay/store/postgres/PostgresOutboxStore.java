@@ -668,31 +668,35 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
   }
 
+  /**
+   * The published log's entries, then the rows published before schema version 9 still in the
+   * table, in one transaction: a failure of the second undoes the first, so a batch that fails
+   * deleted nothing, and retention's count (and the CLI's purge) never leaves deleted entries out.
+   */
   @Override
   public int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
     OffsetDateTime before = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
-    int deleted =
-        run(
-            DELETE_PUBLISHED,
-            OutboxSql.CLAIM_PLAN, // along the log's index, oldest first: never a scan of the log
-            sql.deletePublishedLog,
-            (c, statement) -> {
-              bindRetention(c, statement, keys, before, limit);
-              try (ResultSet rs = planned(statement)) {
-                rs.next();
-                return rs.getInt(1);
-              }
-            });
-    // Then rows published before schema version 9, still in the table.
-    return deleted >= limit
-        ? deleted
-        : deleted
-            + run(
-                DELETE_PUBLISHED,
-                sql.deletePublished,
-                (c, statement) ->
-                    bindRetention(c, statement, keys, before, limit - deleted).executeUpdate());
+    return run(
+        DELETE_PUBLISHED,
+        OutboxSql.CLAIM_PLAN, // along the log's index, oldest first: never a scan of the log
+        sql.deletePublishedLog,
+        (c, statement) -> {
+          bindRetention(c, statement, keys, before, limit);
+          int deleted;
+          try (ResultSet rs = planned(statement)) {
+            rs.next();
+            deleted = rs.getInt(1);
+          }
+          if (deleted >= limit) {
+            return deleted;
+          }
+          try (PreparedStatement ps = c.prepareStatement(sql.deletePublished.jdbc())) {
+            return deleted
+                + bindRetention(c, sql.deletePublished.bind(ps), keys, before, limit - deleted)
+                    .executeUpdate();
+          }
+        });
   }
 
   private static NamedSql.Binder bindRetention(

@@ -2,9 +2,11 @@ package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
@@ -161,6 +163,57 @@ class RetentionStatementTest {
       s.execute(entries("us", 100, "40 days")); // put back, as the other tests expect
     } catch (SQLException e) {
       throw new AssertionError(e);
+    }
+  }
+
+  /**
+   * A batch is one transaction: when its delete of rows published before schema version 9 fails,
+   * its delete of the log's entries is undone too, so the batch deleted nothing uncounted (it was
+   * two commits, and retention's cleaned-up-total, like the CLI's purge, left those entries out).
+   */
+  @Test
+  void aBatchWhoseTableDeleteFailsDeletesNoEntryOfTheLog() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(entries("legacy", 5, "40 days"));
+      s.execute(
+          "INSERT INTO outbox (instance_key, aggregate_type, aggregate_id, event_type, status,"
+              + " published_at) VALUES ('legacy', 'order', 'o-1', 'created', 'PUBLISHED',"
+              + " now() - interval '40 days')");
+      s.execute(
+          "CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS"
+              + " $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = '57014'; END $$");
+      s.execute(
+          "CREATE TRIGGER refuse_delete BEFORE DELETE ON outbox"
+              + " FOR EACH ROW EXECUTE FUNCTION refuse_delete()");
+    }
+    PostgresOutboxStore store =
+        new PostgresOutboxStore(dataSource, TABLE, RelayClock.database(), null);
+    try {
+      OutboxStoreException failure =
+          assertThrows(
+              OutboxStoreException.class,
+              () -> store.deletePublished(Set.of("legacy"), cutoff().toInstant(), 100));
+      assertEquals("57014", failure.sqlState());
+      assertEquals(5, count("SELECT count(*) FROM outbox_published WHERE instance_key = 'legacy'"));
+    } finally {
+      try (Connection c = dataSource.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("DROP TRIGGER refuse_delete ON outbox");
+        s.execute("DROP FUNCTION refuse_delete()");
+      }
+    }
+    assertEquals(6, store.deletePublished(Set.of("legacy"), cutoff().toInstant(), 100));
+    assertEquals(0, count("SELECT count(*) FROM outbox_published WHERE instance_key = 'legacy'"));
+    assertEquals(0, count("SELECT count(*) FROM outbox WHERE instance_key = 'legacy'"));
+  }
+
+  private static long count(String query) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(query)) {
+      rs.next();
+      return rs.getLong(1);
     }
   }
 
