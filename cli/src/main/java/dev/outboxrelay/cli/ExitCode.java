@@ -18,6 +18,12 @@ public final class ExitCode {
   /** Nothing matched where something was required (inspect, requeue, discard, park). */
   public static final int NOTHING_MATCHED = 3;
 
+  /**
+   * Some of the message ids asked for were changed and others were not (requeue, discard, park):
+   * what was changed stays changed, and each id left alone is printed with its reason.
+   */
+  public static final int PARTIAL = 5;
+
   /** A bug in the CLI: nothing more is printed, since the failure may carry driver text. */
   public static final int INTERNAL = 4;
 

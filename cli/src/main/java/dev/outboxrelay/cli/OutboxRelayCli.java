@@ -62,7 +62,9 @@ import picocli.CommandLine.UnmatchedArgumentException;
           + " connected: a purge cutoff in the future, a migrate --target older than the table)",
       "2:database or authentication error",
       "3:nothing matched where something was required",
-      "4:internal error"
+      "4:internal error",
+      "5:partly done: some of the message ids asked for were changed, others not (each is"
+          + " printed with its reason)"
     })
 public final class OutboxRelayCli implements Runnable {
   /** Held so the setting is not lost when the logger is collected. */

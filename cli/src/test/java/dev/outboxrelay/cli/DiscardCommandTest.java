@@ -58,7 +58,7 @@ class DiscardCommandTest {
                 "--message-id",
                 "no-such-id");
 
-    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals(ExitCode.PARTIAL, r.exitCode(), r::toString);
     assertTrue(r.out().startsWith("discarded 2 row(s) of instance key eu (EXHAUSTED, FAILED)\n"));
     assertTrue(r.out().contains("\nnot discarded:\n"), r::toString);
     assertTrue(r.hasLine("eu-published-new +NOT_PARKED +PUBLISHED"), r::toString);

@@ -67,7 +67,7 @@ class ParkCommandTest {
                 "--message-id",
                 "no-such-id");
 
-    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals(ExitCode.PARTIAL, r.exitCode(), r::toString);
     assertTrue(
         r.out().startsWith("parked 2 row(s) of instance key eu (FAILED, PARKED_BY_OPERATOR)\n"),
         r::toString);
@@ -162,7 +162,11 @@ class ParkCommandTest {
         outbox
             .cli()
             .forKey("eu", "park", "--message-id", "eu-pending", "--message-id", "x", "--dry-run");
-    assertEquals(ExitCode.OK, dry.exitCode(), dry::toString);
+    assertEquals(ExitCode.PARTIAL, dry.exitCode(), dry::toString);
+    assertEquals(
+        "error: partly done: 1 requested message id(s) would not be parked (listed with their"
+            + " reasons)\n",
+        dry.err());
     assertTrue(
         dry.out()
             .startsWith(
@@ -217,7 +221,7 @@ class ParkCommandTest {
                 "--in-flight",
                 "--dry-run",
                 "--json");
-    assertEquals(ExitCode.OK, dry.exitCode(), dry::toString);
+    assertEquals(ExitCode.PARTIAL, dry.exitCode(), dry::toString); // "nope" would not be
     assertEquals(1, dry.json().get("would_park").asLong(), dry::toString);
     assertEquals("[\"eu-in-flight\"]", dry.json().get("would_park_in_flight").toString());
     assertEquals(1, dry.json().get("not_parked").size(), dry::toString);
@@ -228,6 +232,7 @@ class ParkCommandTest {
             .cli()
             .forKey(
                 "eu", "park", "--message-id", "eu-pending", "--message-id", "eu-pending", "--json");
+    assertEquals(ExitCode.OK, twice.exitCode(), twice::toString);
     assertEquals(1, twice.json().get("parked").asLong(), twice::toString);
   }
 

@@ -82,7 +82,11 @@ class RequeueCommandTest {
                 "--message-id",
                 "eu-failed-1");
 
-    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    // Some requested ids were not requeued: partly done, not done.
+    assertEquals(ExitCode.PARTIAL, r.exitCode(), r::toString);
+    assertEquals(
+        "error: partly done: 7 requested message id(s) not requeued (listed with their reasons)\n",
+        r.err());
     assertTrue(r.out().startsWith("requeued 2 row(s) of instance key eu (EXHAUSTED, FAILED)\n"));
     assertTrue(r.hasLine("eu-published-old +NOT_PARKED +PUBLISHED"), r::toString);
     // In the published log: this key's is PUBLISHED, another key's is not shown.
@@ -252,6 +256,29 @@ class RequeueCommandTest {
         outbox.cli().forKey("eu", "requeue", "--correlation-id", "c-9", "--dry-run", "--json");
     assertEquals(ExitCode.NOTHING_MATCHED, json.exitCode(), json::toString);
     assertEquals(0, json.json().get("would_requeue").asLong());
+
+    // By message id, a dry run that would leave some of them says so by its exit code.
+    Cli.Result some =
+        outbox
+            .cli()
+            .forKey(
+                "eu",
+                "requeue",
+                "--message-id",
+                "eu-failed-1",
+                "--message-id",
+                "us-failed-1",
+                "--message-id",
+                "eu-failed-1",
+                "--dry-run");
+    assertEquals(ExitCode.PARTIAL, some.exitCode(), some::toString);
+    assertTrue(
+        some.err().startsWith("error: partly done: 1 requested message id(s) would not be"),
+        some::toString);
+    Cli.Result every =
+        outbox.cli().forKey("eu", "requeue", "--message-id", "eu-failed-1", "--dry-run");
+    assertEquals(ExitCode.OK, every.exitCode(), every::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
   }
 
   @Test

@@ -89,6 +89,7 @@ public final class ParkCommand extends InstanceCommand {
       err().println("error: nothing matched: no row " + (dryRun ? "would be" : "was") + " parked");
       return ExitCode.NOTHING_MATCHED;
     }
-    return ExitCode.OK;
+    return SkippedRows.exitCode(
+        err(), dryRun ? "would not be parked" : "not parked", report.skipped());
   }
 }

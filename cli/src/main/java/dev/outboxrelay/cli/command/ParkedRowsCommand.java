@@ -145,7 +145,22 @@ abstract class ParkedRowsCommand extends InstanceCommand {
                 + done);
         printDeadlinePassed(out, count);
       }
-      return count.changed() == 0 ? nothingMatched("no parked row would be " + done) : ExitCode.OK;
+      if (count.changed() == 0) {
+        return nothingMatched("no parked row would be " + done);
+      }
+      long left = request.messageIds().size() - count.changed(); // 0 unless by message id
+      if (left > 0) {
+        // A dry run counts only: which ids and why is what the change (or inspect) says.
+        err()
+            .println(
+                "error: partly done: "
+                    + left
+                    + " requested message id(s) would not be "
+                    + done
+                    + " (a dry run counts only: inspect them to see why)");
+        return ExitCode.PARTIAL;
+      }
+      return ExitCode.OK;
     }
     ParkedChange report;
     try {
@@ -183,7 +198,10 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       printDeadlinePassed(out, report);
       SkippedRows.print(out, "not " + done + ":", report.skipped());
     }
-    return report.changed() == 0 ? nothingMatched("no parked row was " + done) : ExitCode.OK;
+    if (report.changed() == 0) {
+      return nothingMatched("no parked row was " + done);
+    }
+    return SkippedRows.exitCode(err(), "not " + done, report.skipped());
   }
 
   /**

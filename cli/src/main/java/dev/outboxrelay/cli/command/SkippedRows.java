@@ -2,6 +2,7 @@ package dev.outboxrelay.cli.command;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.TextTable;
 import dev.outboxrelay.cli.operator.ParkedChange;
@@ -24,6 +25,23 @@ final class SkippedRows {
       table.row(Text.safe(s.messageId()), s.reason(), s.status() == null ? "-" : s.status().name());
     }
     out.print(table.render());
+  }
+
+  /**
+   * {@link ExitCode#PARTIAL} when some requested id was left alone (said on {@code err} too, for
+   * scripts that log only it), else {@link ExitCode#OK}: called once something was changed.
+   */
+  static int exitCode(PrintWriter err, String notDone, List<ParkedChange.Skipped> skipped) {
+    if (skipped.isEmpty()) {
+      return ExitCode.OK;
+    }
+    err.println(
+        "error: partly done: "
+            + skipped.size()
+            + " requested message id(s) "
+            + notDone
+            + " (listed with their reasons)");
+    return ExitCode.PARTIAL;
   }
 
   /** As the array {@code field} of {@code node}. */
