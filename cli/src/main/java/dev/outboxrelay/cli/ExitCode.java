@@ -20,7 +20,8 @@ public final class ExitCode {
 
   /**
    * Some of the message ids asked for were changed and others were not (requeue, discard, park):
-   * what was changed stays changed, and each id left alone is printed with its reason.
+   * what was changed stays changed, and each id left alone is printed with its reason. A purge that
+   * left rows before its cutoff which another session held locked.
    */
   public static final int PARTIAL = 5;
 

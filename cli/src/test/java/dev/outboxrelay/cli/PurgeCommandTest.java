@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.cli.OutboxFixture.RowState;
+import dev.outboxrelay.cli.command.PurgeCommand;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -95,7 +96,8 @@ class PurgeCommandTest {
 
       Cli.Result r = outbox.cli().forKey("eu", "purge", "--published-before", "2021-01-01");
 
-      assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+      assertEquals(ExitCode.PARTIAL, r.exitCode(), r::toString);
+      assertEquals("error: partly done: rows published before the cutoff are left\n", r.err());
       assertEquals(
           "deleted 24 (24 so far)\n"
               + "purged 24 PUBLISHED row(s) of instance key eu published before"
@@ -111,6 +113,41 @@ class PurgeCommandTest {
 
     assertTrue(again.out().startsWith("deleted 1 (1 so far)\npurged 1 "), again::toString);
     assertEquals(0, outbox.count("message_id = 'eu-old-0'"));
+    assertEquals(ExitCode.OK, again.exitCode(), again::toString);
+  }
+
+  /** The rows left are counted up to a bound: they may be most of a huge published log. */
+  @Test
+  void rowsLeftAreCountedUpToABound() throws SQLException {
+    long many = PurgeCommand.LEFT_COUNTED_UP_TO + 1;
+    outbox.exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " status, published_at) SELECT 'eu-locked-' || g, 'eu', 'order', 'o', 'created',"
+            + " 'PUBLISHED', '2020-01-01Z' FROM generate_series(1, "
+            + many
+            + ") g");
+    try (java.sql.Connection holder = outbox.dataSource.getConnection();
+        java.sql.Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id LIKE 'eu-locked-%' FOR UPDATE");
+
+      Cli.Result r = outbox.cli().forKey("eu", "purge", "--published-before", "2021-01-01");
+
+      assertEquals(ExitCode.PARTIAL, r.exitCode(), r::toString);
+      assertTrue(
+          r.out()
+              .endsWith(
+                  "\n"
+                      + PurgeCommand.LEFT_COUNTED_UP_TO
+                      + " or more left: locked by another"
+                      + " session (the relay's own retention, or a transaction holding them); run purge"
+                      + " again\n"),
+          r::toString);
+      holder.rollback();
+    }
+    Cli.Result dryRun =
+        outbox.cli().forKey("eu", "purge", "--published-before", "2021-01-01", "--dry-run");
+    assertTrue(dryRun.out().startsWith("dry run: " + many + " PUBLISHED row(s)"), dryRun::toString);
   }
 
   @Test

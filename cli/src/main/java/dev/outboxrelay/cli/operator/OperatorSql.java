@@ -483,14 +483,17 @@ final class OperatorSql {
 
     // The same rows PostgresOutboxStore.deletePublished removes: entries of the published log,
     // and rows published before schema version 9, still in the table.
+    // Counted up to :up_to of each: the rows a purge leaves may be most of a huge log.
     countPurgeable =
         statement(
             """
-            SELECT (SELECT count(*) FROM {published}
-                WHERE instance_key = :instance_key AND published_at < :published_before)
-              + (SELECT count(*) FROM {table}
+            SELECT (SELECT count(*) FROM (SELECT FROM {published}
+                WHERE instance_key = :instance_key AND published_at < :published_before
+                LIMIT :up_to) l)
+              + (SELECT count(*) FROM (SELECT FROM {table}
                 WHERE instance_key = :instance_key AND status = 'PUBLISHED'
-                  AND published_at IS NOT NULL AND published_at < :published_before)""");
+                  AND published_at IS NOT NULL AND published_at < :published_before
+                LIMIT :up_to) t)""");
 
     // Whether any row is left to purge: the first found, through the same indexes.
     hasPurgeable =

@@ -365,28 +365,31 @@ public final class OperatorStore {
 
   /** Whether any row {@link #countPurgeable} counts is left: the first found, no count. */
   public boolean hasPurgeable(String instanceKey, Instant publishedBefore) {
-    return purgeable(sql.hasPurgeable, instanceKey, publishedBefore) == 1;
+    return purgeable(sql.hasPurgeable, instanceKey, publishedBefore, s -> s) == 1;
   }
 
   /**
    * How many PUBLISHED rows of the key were published before the cutoff: entries of the published
-   * log and rows published before schema version 9, still in the table.
+   * log and rows published before schema version 9, still in the table, each counted up to {@code
+   * upTo} (so at most twice that in all; {@link Long#MAX_VALUE} for every one).
    */
-  public long countPurgeable(String instanceKey, Instant publishedBefore) {
-    return purgeable(sql.countPurgeable, instanceKey, publishedBefore);
+  public long countPurgeable(String instanceKey, Instant publishedBefore, long upTo) {
+    return purgeable(
+        sql.countPurgeable, instanceKey, publishedBefore, s -> s.setLong("up_to", upTo));
   }
 
   /** {@code query}'s one value (a boolean as 0 or 1) for the key's rows before the cutoff. */
-  private long purgeable(NamedSql query, String instanceKey, Instant publishedBefore) {
+  private long purgeable(NamedSql query, String instanceKey, Instant publishedBefore, Bind more) {
     OffsetDateTime cutoff = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
     return run(
         "count-purgeable",
         query,
         (c, statement) -> {
           try (ResultSet rs =
-              statement
-                  .setString("instance_key", InstanceKeys.requireValid(instanceKey))
-                  .set("published_before", (ps, i) -> ps.setObject(i, cutoff))
+              more.apply(
+                      statement
+                          .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+                          .set("published_before", (ps, i) -> ps.setObject(i, cutoff)))
                   .executeQuery()) {
             rs.next();
             Object value = rs.getObject(1);
@@ -423,6 +426,12 @@ public final class OperatorStore {
   private OutboxStoreException classify(SQLException e, String operation) {
     // No statement here deletes from the published log (purge goes through the relay's store).
     return ReplicaIdentity.classify(dataSource, table, SqlStates.classify(e, operation), false);
+  }
+
+  /** Binds a statement's parameters beyond those every caller of a query sets. */
+  @FunctionalInterface
+  private interface Bind {
+    NamedSql.Binder apply(NamedSql.Binder statement) throws SQLException;
   }
 
   @FunctionalInterface
