@@ -94,6 +94,18 @@ final class NotificationListener {
     if (mdc != null) {
       MDC.setContextMap(mdc);
     }
+    try {
+      listen();
+    } catch (Throwable t) { // NOPMD: an Error would otherwise go to stderr only
+      // The class only: a message may carry connection details. Polling goes on without it.
+      log.error(
+          "Notification listener thread died (reason=BACKGROUND_THREAD_DIED, error={}); new rows"
+              + " are found by polling (poll.interval.ms) until the task restarts",
+          t.getClass().getName());
+    }
+  }
+
+  private void listen() {
     long backoffMs = RECONNECT_MIN.toMillis();
     while (running) {
       try (Connection connection = connections.get()) {

@@ -51,6 +51,9 @@ public class OutboxSourceTask extends SourceTask {
   private volatile boolean stopping;
   private boolean stopped;
 
+  /** An interrupt of the task thread has been logged (once per task instance). */
+  private boolean interruptReported;
+
   /** The thread Connect polls on: exactly once, acknowledgements arrive on it too. */
   private volatile Thread taskThread;
 
@@ -129,12 +132,28 @@ public class OutboxSourceTask extends SourceTask {
     }
     runtime.renewer().taskPolled();
     taskThread = Thread.currentThread();
+    clearInterrupt();
     metrics.retryRegistrationIfDue(); // names an earlier instance held at start, freed since
     try {
       failIfBroken();
       return claimAndHandOver();
     } finally {
       runtime.renewer().pollReturned();
+    }
+  }
+
+  /**
+   * Clears an interrupt of the task thread, said once. Connect stops a source task by {@code
+   * stop()}, never by an interrupt, so one comes from elsewhere (a transform or converter that
+   * restored one it caught); left set, every wait of the poll and every wait for a pooled
+   * connection would end at once, and the task would claim in a loop, a core busy.
+   */
+  private void clearInterrupt() {
+    if (Thread.interrupted() && !interruptReported) {
+      interruptReported = true;
+      log.warn(
+          "The task thread was interrupted outside a stop (reason=TASK_THREAD_INTERRUPTED); the"
+              + " interrupt is cleared: Connect stops a task by stop(). Said once per task");
     }
   }
 

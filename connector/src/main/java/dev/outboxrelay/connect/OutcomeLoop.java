@@ -157,6 +157,10 @@ final class OutcomeLoop {
           "Outcome writer thread died (reason=BACKGROUND_THREAD_DIED, error={}); the task fails",
           t.getClass().getName());
     } finally {
+      // stop()'s interrupt only shortens the loop's waits: one still pending (the loop ended
+      // before a wait took it) would make the give-back's wait for a pooled connection, and the
+      // pool's close in onExit, fail at once.
+      Thread.interrupted();
       // Each step in a finally of its own: an Error in one (an OutOfMemoryError while logging)
       // must not keep admission open to a queue nobody reads, nor skip onExit, which closes the
       // store's pool when the task has stopped too.

@@ -24,24 +24,33 @@ final class WakeSignal {
   }
 
   /**
-   * Waits up to {@code timeout} for a wake-up; true if woken (or interrupted: the interrupt flag is
-   * restored), false if the time passed.
+   * Waits up to {@code timeout} for a wake-up; true if woken, false if the time passed. An
+   * interrupt does not end the wait (the flag is restored on return): nothing stops a task by
+   * interrupting it (its stop wakes this), and a wait that an interrupt ended would end at once
+   * every time after it, a caller in a loop spinning.
    */
   boolean await(Duration timeout) {
+    boolean interrupted = false;
     lock.lock();
     try {
+      long deadline = System.nanoTime() + timeout.toNanos();
       long nanos = timeout.toNanos();
       while (!signalled && nanos > 0) {
-        nanos = woken.awaitNanos(nanos);
+        try {
+          nanos = woken.awaitNanos(nanos);
+        } catch (InterruptedException e) {
+          interrupted = true; // the flag is clear now: the next wait waits
+          nanos = deadline - System.nanoTime();
+        }
       }
       boolean woke = signalled;
       signalled = false;
       return woke;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return true;
     } finally {
       lock.unlock();
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 

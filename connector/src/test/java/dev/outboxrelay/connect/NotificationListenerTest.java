@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.OutboxStoreException;
@@ -54,6 +55,40 @@ class NotificationListenerTest {
   void tearDown() {
     listener.stop();
     dataSource.close();
+  }
+
+  /**
+   * An Error on the listener's thread (not a failed connection, which it retries) is logged with
+   * the relay's reason code and the error's class, not left to the JVM's stderr.
+   */
+  @Test
+  void anErrorThatEndsTheListenerIsLoggedByClassOnly() {
+    long mark = LogCapture.get().mark();
+    NotificationListener dying =
+        new NotificationListener(
+            () -> {
+              throw new StackOverflowError("jdbc:postgresql://secret-host/db");
+            },
+            TABLE.notifyChannel(),
+            Set.of("eu"),
+            wake,
+            "test-dying-listener");
+    dying.start();
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(
+            () ->
+                !LogCapture.get()
+                    .matching(mark, e -> e.message().contains("reason=BACKGROUND_THREAD_DIED"))
+                    .isEmpty());
+    LogCapture.Event said =
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=BACKGROUND_THREAD_DIED"))
+            .get(0);
+    assertEquals("ERROR", said.level());
+    assertTrue(said.message().contains("error=java.lang.StackOverflowError"), said::message);
+    assertFalse(said.fullText().contains("secret-host"), said::fullText);
+    dying.stop();
   }
 
   private void insert(String key) throws SQLException {

@@ -19,6 +19,7 @@ import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -886,6 +887,39 @@ class OutboxSourceTaskTest {
     await().atMost(Duration.ofSeconds(30)).until(second::isDone);
     assertNull(second.join(), "still the interval's wait: nothing claimed");
     assertEquals(MessageStatus.PENDING, status("m1"));
+  }
+
+  /**
+   * Something interrupts the task thread (a transform that restored an interrupt it caught): the
+   * poll clears it, says so once, and waits as before. Left set, every wait ended at once and each
+   * poll claimed again, a core busy with claims that found nothing.
+   */
+  @Test
+  void anInterruptOfTheTaskThreadIsClearedAndTheTaskStillWaits() {
+    startTask(Map.of("poll.interval.ms", "600000"));
+    long mark = LogCapture.get().mark();
+    CompletableFuture<List<Boolean>> interruptedAfterPolls =
+        CompletableFuture.supplyAsync(
+            () -> {
+              List<Boolean> flags = new ArrayList<>();
+              for (int i = 0; i < 3; i++) {
+                Thread.currentThread().interrupt();
+                assertNull(task.poll());
+                flags.add(Thread.interrupted());
+              }
+              return flags;
+            },
+            r -> new Thread(r, "task-thread").start()); // a thread of its own, not a pool's
+    await().atMost(Duration.ofSeconds(30)).until(interruptedAfterPolls::isDone);
+
+    assertEquals(List.of(false, false, false), interruptedAfterPolls.join());
+    assertEquals(1, failing.claimCalls.get(), "one empty claim, then the interval's wait");
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=TASK_THREAD_INTERRUPTED"))
+            .size(),
+        "said once");
   }
 
   @Test
