@@ -109,7 +109,7 @@ class AdoptDebeziumTableTest {
       AdoptedTableCommandsTest.adopt(s);
       if (adoptedEarlier) { // the indexes the adoption script built before schema version 12
         s.execute("DROP INDEX outbox_parked_key_seq_idx");
-        s.execute("DROP INDEX outbox_parked_cid_idx");
+        s.execute("DROP INDEX outbox_parked_cid_seq_idx");
         s.execute(
             "CREATE INDEX outbox_parked_rows_idx ON outbox (instance_key, correlation_id)"
                 + " WHERE parked_at IS NOT NULL");
@@ -131,7 +131,7 @@ class AdoptDebeziumTableTest {
                   + " AND (c.relname LIKE 'outbox_parked%' OR c.relname LIKE 'outbox_due%')")) {
         rs.next();
         assertEquals(
-            "outbox_due_aggregate_idx true,outbox_due_key_seq_idx true,outbox_parked_cid_idx true,"
+            "outbox_due_aggregate_idx true,outbox_due_key_seq_idx true,outbox_parked_cid_seq_idx true,"
                 + "outbox_parked_key_seq_idx true",
             rs.getString(1));
       }

@@ -40,7 +40,7 @@ class LongestTableNameTest {
 
   /**
    * The indexes the migrations leave (V6 dropped V1's active_idx, V7 replaced the status ones, V12
-   * the parked rows', V14 added the parked rows' by seq), by suffix.
+   * the parked rows', V14 added the parked rows' by seq, V15 replaced V12's), by suffix.
    */
   private static final String[] INDEXES = {
     "pkey",
@@ -48,7 +48,7 @@ class LongestTableNameTest {
     "due_key_seq_idx",
     "due_aggregate_idx",
     "settled_idx",
-    "parked_cid_idx",
+    "parked_cid_seq_idx",
     "parked_key_seq_idx"
   };
 

@@ -11,7 +11,7 @@ import java.util.regex.Pattern;
  * The SQL that lets the relay take over a Debezium outbox table in place: the application keeps
  * inserting {@code id, aggregatetype, aggregateid, type, payload} as it does, and the relay reads
  * those columns through {@link ColumnMapping}. It adds the relay's state columns and the objects of
- * schema version 7 (constraints, triggers, indexes; the parked rows' indexes as versions 12 and 14
+ * schema version 7 (constraints, triggers, indexes; the parked rows' indexes as versions 14 and 15
  * have them, the due rows' as version 13 has it) and changes no row.
  *
  * <ul>
@@ -249,9 +249,9 @@ public final class DebeziumAdoption {
     out.add(
         fill(
             """
-            -- Parked rows by correlation id, its first 200 characters (schema version 12).
-            CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_cid_idx"
-                ON {table} (instance_key, left(correlation_id, 200))
+            -- Parked rows by correlation id, its first 200 characters, in order (version 15).
+            CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_cid_seq_idx"
+                ON {table} (instance_key, left(correlation_id, 200), seq)
                 WHERE parked_at IS NOT NULL"""));
     out.add(
         fill(

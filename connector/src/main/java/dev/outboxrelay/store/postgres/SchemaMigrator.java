@@ -27,7 +27,7 @@ import org.flywaydb.core.api.MigrationVersion;
  */
 public final class SchemaMigrator {
   /** The schema version this build of the relay reads and writes. */
-  public static final String CURRENT_VERSION = "14";
+  public static final String CURRENT_VERSION = "15";
 
   /** Where the migrations live on the class path, as {@code V<version>__<description>.sql}. */
   public static final String MIGRATIONS_PATH = "db/outbox";
@@ -124,6 +124,7 @@ public final class SchemaMigrator {
         Map.entry("qualifiedIndexParked", table.qualifiedIndex("parked_idx")),
         Map.entry("qualifiedIndexParkedRows", table.qualifiedIndex("parked_rows_idx")),
         Map.entry("qualifiedIndexParkedCorrelation", table.qualifiedIndex("parked_cid_idx")),
+        Map.entry("qualifiedIndexParkedCorrelationSeq", table.qualifiedIndex("parked_cid_seq_idx")),
         Map.entry("qualifiedIndexDueSeq", table.qualifiedIndex("due_seq_idx")),
         Map.entry("qualifiedIndexDueKeySeq", table.qualifiedIndex("due_key_seq_idx")),
         Map.entry("qualifiedIndexParkedKeySeq", table.qualifiedIndex("parked_key_seq_idx")),

@@ -79,7 +79,8 @@ class SchemaMigrationTest {
    * (before version 9), and before version 2 a legacy row without an owner.
    */
   @ParameterizedTest(name = "upgrade from V{0}")
-  @ValueSource(strings = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13"})
+  @ValueSource(
+      strings = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14"})
   void upgradesFromEveryEarlierVersionKeepingRowsAndQuarantiningLegacyOnes(String from)
       throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
@@ -374,7 +375,7 @@ class SchemaMigrationTest {
         "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes"
             + " WHERE schemaname = 'app' AND tablename = 'outbox' AND indexname LIKE 'outbox_%_idx'";
     assertEquals(
-        "outbox_due_aggregate_idx,outbox_due_key_seq_idx,outbox_parked_cid_idx,"
+        "outbox_due_aggregate_idx,outbox_due_key_seq_idx,outbox_parked_cid_seq_idx,"
             + "outbox_parked_key_seq_idx,outbox_settled_idx",
         queryString(indexes),
         "no index uses status any more");
@@ -512,7 +513,7 @@ class SchemaMigrationTest {
     SQLException refused = assertThrows(SQLException.class, () -> exec(park));
     assertEquals("54000", refused.getSQLState(), "version 11 cannot index the parked row");
 
-    migrator.migrate();
+    migrator.migrateTo("12");
     exec(park);
 
     exec("ANALYZE outbox");
@@ -539,7 +540,7 @@ class SchemaMigrationTest {
         "UPDATE pg_index SET indisvalid = FALSE"
             + " WHERE indexrelid = 'outbox_parked_cid_idx'::regclass");
 
-    migrator.migrate();
+    migrator.migrateTo("12");
 
     assertEquals(
         "true",
@@ -640,6 +641,66 @@ class SchemaMigrationTest {
         queryString(
             "SELECT indisvalid::text FROM pg_index"
                 + " WHERE indexrelid = 'outbox_parked_key_seq_idx'::regclass"));
+  }
+
+  /**
+   * Version 15 replaces version 12's index of parked rows by correlation id with one that also
+   * orders them by seq, for the CLI's batches by correlation id; a row whose correlation id is
+   * longer than an index entry still parks, and a lookup by correlation id reads the new index.
+   */
+  @Test
+  void version15IndexesTheParkedRowsByCorrelationIdThenSeq() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("14");
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " correlation_id, status, parked_at) VALUES"
+            + " ('parked', 'eu', 'o', 'a', 'E', 'c-1', 'FAILED', now()),"
+            + " ('due', 'eu', 'o', 'b', 'E', 'c-1', 'PENDING', NULL)");
+
+    migrator.migrate();
+
+    assertEquals(
+        "CREATE INDEX outbox_parked_cid_seq_idx ON public.outbox USING btree (instance_key,"
+            + " \"left\"(correlation_id, 200), seq) WHERE (parked_at IS NOT NULL)",
+        queryString("SELECT pg_get_indexdef('outbox_parked_cid_seq_idx'::regclass)"));
+    assertNull(queryString("SELECT to_regclass('outbox_parked_cid_idx')::text"), "replaced");
+    // 6,400 hex digits: longer than a btree entry, held by its 200-character prefix.
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " correlation_id) SELECT 'long', 'eu', 'o', 'a', 'E', string_agg(md5(g::text), '')"
+            + " FROM generate_series(1, 200) g");
+    exec(
+        "UPDATE outbox SET status = 'FAILED', parked_at = now(), last_failure_code = 'X'"
+            + " WHERE message_id = 'long'");
+    exec("ANALYZE outbox");
+    String byCorrelation =
+        "SELECT message_id FROM outbox WHERE instance_key = 'eu' AND parked_at IS NOT NULL"
+            + " AND left(correlation_id, 200) = left('c-1', 200) AND correlation_id = 'c-1'";
+    assertEquals("parked", queryString(byCorrelation));
+    exec("SET enable_seqscan = off");
+    assertTrue(plan(byCorrelation).contains("outbox_parked_cid_seq_idx"), plan(byCorrelation));
+  }
+
+  @Test
+  void version15BuildsAgainAParkedIndexThatAFailedConcurrentBuildLeftInvalid() throws SQLException {
+    SchemaMigrator migrator = migrator("outbox");
+    migrator.migrateTo("14");
+    exec(
+        "CREATE INDEX outbox_parked_cid_seq_idx ON outbox"
+            + " (instance_key, left(correlation_id, 200), seq) WHERE parked_at IS NOT NULL");
+    exec(
+        "UPDATE pg_index SET indisvalid = FALSE"
+            + " WHERE indexrelid = 'outbox_parked_cid_seq_idx'::regclass");
+
+    migrator.migrate();
+
+    assertEquals(
+        "true",
+        queryString(
+            "SELECT indisvalid::text FROM pg_index"
+                + " WHERE indexrelid = 'outbox_parked_cid_seq_idx'::regclass"));
+    assertNull(queryString("SELECT to_regclass('outbox_parked_cid_idx')::text"));
   }
 
   /** Entries m-1 .. m-n in the published log of schema version 9. */
