@@ -13,6 +13,7 @@
 -- CONCURRENTLY. A concurrent build that failed leaves an INVALID index under the name: this
 -- migration then builds it again.
 --   CREATE INDEX CONCURRENTLY "<table>_parked_cid_seq_idx" ON <table> (instance_key, left(correlation_id, 200), seq) WHERE parked_at IS NOT NULL;
+--   DROP INDEX CONCURRENTLY "<table>_parked_cid_idx";
 
 DO $$
 BEGIN

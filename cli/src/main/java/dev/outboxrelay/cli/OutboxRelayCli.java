@@ -63,8 +63,9 @@ import picocli.CommandLine.UnmatchedArgumentException;
       "2:database or authentication error",
       "3:nothing matched where something was required",
       "4:internal error",
-      "5:partly done: some of the message ids asked for were changed, others not (each is"
-          + " printed with its reason); a purge left rows that another session held locked"
+      "5:partly done: some of the message ids asked for were (or, dry run, would be) changed,"
+          + " others not (each is printed with its reason); a purge left rows that another"
+          + " session held locked"
     })
 public final class OutboxRelayCli implements Runnable {
   /** Held so the setting is not lost when the logger is collected. */

@@ -64,6 +64,13 @@ final class OutcomeLoop {
   private final Set<String> goneWhileInHand = new HashSet<>();
 
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
+
+  /** Orders stop()'s interrupt before the thread's last steps, which must not see one. */
+  private final Object interruptGuard = new Object();
+
+  /** The thread has begun its last steps; guarded by {@link #interruptGuard}. */
+  private boolean finishing;
+
   private int consecutiveErrors;
 
   /**
@@ -141,7 +148,11 @@ final class OutcomeLoop {
       pollWake.await(Duration.ofMillis(10));
     }
     closeDeadlineMs = time.milliseconds() + lateAckGrace.toMillis();
-    thread.interrupt();
+    synchronized (interruptGuard) {
+      if (!finishing) {
+        thread.interrupt(); // shortens the loop's wait; never one of the steps after it
+      }
+    }
   }
 
   private void run() {
@@ -159,8 +170,11 @@ final class OutcomeLoop {
     } finally {
       // stop()'s interrupt only shortens the loop's waits: one still pending (the loop ended
       // before a wait took it) would make the give-back's wait for a pooled connection, and the
-      // pool's close in onExit, fail at once.
-      Thread.interrupted();
+      // pool's close in onExit, fail at once. Under the guard, none comes after this.
+      synchronized (interruptGuard) {
+        finishing = true;
+        Thread.interrupted();
+      }
       // Each step in a finally of its own: an Error in one (an OutOfMemoryError while logging)
       // must not keep admission open to a queue nobody reads, nor skip onExit, which closes the
       // store's pool when the task has stopped too.

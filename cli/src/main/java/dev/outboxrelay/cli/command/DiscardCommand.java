@@ -16,7 +16,8 @@ import picocli.CommandLine.Command;
           + " batches (--batch-size), so a large parked set is never one long transaction. If a"
           + " batch fails, the batches before it stay discarded and the error says how many rows"
           + " they discarded.",
-      "Exits with 3 when nothing was (or, with --dry-run, would be) discarded."
+      "Exits with 3 when nothing was (or, with --dry-run, would be) discarded, with 5 (partly done)"
+          + " when some of the --message-ids were and others were not."
     },
     footerHeading = "%nExamples:%n",
     footer = {

@@ -23,8 +23,10 @@ import picocli.CommandLine.Option;
           + " already, or on its way; parked, its holder's outcome write is refused and counted as"
           + " a lost claim. Never a row in flight under an exactly-once claim (Kafka may have"
           + " committed it). Rows of other instance keys, legacy rows and parked or published rows"
-          + " are never touched. One statement: all or none.",
-      "Exits with 3 when nothing was (or, with --dry-run, would be) parked."
+          + " are never touched. One statement, so one snapshot: an id it leaves alone is named"
+          + " with its reason.",
+      "Exits with 3 when nothing was (or, with --dry-run, would be) parked, with 5 (partly done)"
+          + " when some of the ids were and others were not."
     },
     footerHeading = "%nExamples:%n",
     footer = {

@@ -120,12 +120,11 @@ public final class PurgeCommand extends InstanceCommand {
           if (!database.operatorStore().hasPurgeable(instanceKey, before)) {
             break;
           }
-          if (++emptyBatches == MAX_EMPTY_BATCHES) {
+          // Rows left after three tries, or when the wait between them was interrupted: said,
+          // and counted (up to a bound), never taken for done.
+          if (++emptyBatches == MAX_EMPTY_BATCHES || !pause(emptyBatches)) {
             remaining =
                 database.operatorStore().countPurgeable(instanceKey, before, LEFT_COUNTED_UP_TO);
-            break;
-          }
-          if (!pause(emptyBatches)) {
             break;
           }
           continue;

@@ -16,7 +16,8 @@ import picocli.CommandLine.Command;
           + " they requeued.",
       "A requeued row keeps its deliver_before: the count of rows whose deadline has passed is"
           + " printed, since the relay records them FAILED (DEADLINE_EXPIRED) again at once.",
-      "Exits with 3 when nothing was (or, with --dry-run, would be) requeued."
+      "Exits with 3 when nothing was (or, with --dry-run, would be) requeued, with 5 (partly done)"
+          + " when some of the --message-ids were and others were not."
     },
     footerHeading = "%nExamples:%n",
     footer = {

@@ -155,7 +155,7 @@ final class OperatorSql {
           AND status = ANY (CAST(:statuses AS text[]))""";
 
   /**
-   * The predicate of the index of parked rows (schema version 7, and 12's), spelled as it is so
+   * The predicate of the indexes of parked rows (schema versions 14 and 15), spelled as it is so
    * that the planner can use that index for a requeue by correlation id or of all parked rows. Not
    * for a requeue by message id, which finds its rows by their id: a row parked by a relay older
    * than schema version 7 after the table was migrated has no parked_at, and a requeue by its
@@ -538,7 +538,7 @@ final class OperatorSql {
   private static String selectorCondition(ParkedSelection.Selector selector) {
     return switch (selector) {
       case MESSAGE_IDS -> "\n    AND {message_id} = ANY (CAST(:message_ids AS text[]))";
-      // The prefix first: the index of parked rows holds it (schema version 12), not the whole id.
+      // The prefix first: the index of parked rows holds it (schema version 15), not the whole id.
       case CORRELATION_ID ->
           "\n    AND left(correlation_id, 200) = left(:correlation_id, 200)"
               + " AND correlation_id = :correlation_id";

@@ -11,8 +11,8 @@ import java.util.regex.Pattern;
  * The SQL that lets the relay take over a Debezium outbox table in place: the application keeps
  * inserting {@code id, aggregatetype, aggregateid, type, payload} as it does, and the relay reads
  * those columns through {@link ColumnMapping}. It adds the relay's state columns and the objects of
- * schema version 7 (constraints, triggers, indexes; the parked rows' indexes as versions 14 and 15
- * have them, the due rows' as version 13 has it) and changes no row.
+ * schema version 7 (constraints, triggers, indexes; the parked rows' indexes as versions 12, 14 and
+ * 15 have them, the due rows' as version 13 has it) and changes no row.
  *
  * <ul>
  *   <li>No rewrite, no long lock. Each column is added with no default or a constant one, which
@@ -252,6 +252,15 @@ public final class DebeziumAdoption {
             -- Parked rows by correlation id, its first 200 characters, in order (version 15).
             CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_cid_seq_idx"
                 ON {table} (instance_key, left(correlation_id, 200), seq)
+                WHERE parked_at IS NOT NULL"""));
+    out.add(
+        fill(
+            """
+            -- Version 12's, which version 15 replaces: built here so that the later versions'
+            -- statements (schema-sql --after-version 10) find it and need not build it again,
+            -- reading the whole table while inserts wait; version 15 then drops it.
+            CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}_parked_cid_idx"
+                ON {table} (instance_key, left(correlation_id, 200))
                 WHERE parked_at IS NOT NULL"""));
     out.add(
         fill(

@@ -136,6 +136,35 @@ class RetentionStatementTest {
     assertFalse(plan.contains("Sort"), plan);
   }
 
+  /**
+   * The delete of rows published before schema version 9, in the log delete's transaction and so
+   * under its planner settings, reads the settled index and sorts nothing under the generic plan
+   * too (the one a prepared statement switches to).
+   */
+  @Test
+  void theTablesDeleteReadsTheSettledIndexUnderTheGenericPlan() throws SQLException {
+    String plan;
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
+      // 20,000 rows awaiting delivery, 300 published before schema version 9, in one transaction
+      // rolled back: the other tests see none of them.
+      s.execute(
+          "INSERT INTO outbox (instance_key, aggregate_type, aggregate_id, event_type, status,"
+              + " published_at) SELECT CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END, 'order',"
+              + " 'a' || g, 'created', CASE WHEN g % 67 = 0 THEN 'PUBLISHED' ELSE 'PENDING' END,"
+              + " CASE WHEN g % 67 = 0 THEN now() - interval '40 days' END"
+              + " FROM generate_series(1, 20000) g");
+      s.execute("ANALYZE outbox");
+      s.execute(OutboxSql.CLAIM_PLAN);
+      plan = explainGeneric(s, new OutboxSql(TABLE).deletePublished.jdbc());
+      c.rollback();
+    }
+    assertTrue(plan.contains("outbox_settled_idx"), plan);
+    assertFalse(plan.contains("Seq Scan"), plan);
+    assertFalse(plan.contains("Sort"), plan);
+  }
+
   @Test
   void deletesNoEntryOfAnotherKeyAndTheOldestFirst() {
     PostgresOutboxStore store =
