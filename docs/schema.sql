@@ -497,6 +497,7 @@ CREATE INDEX IF NOT EXISTS "outbox_parked_key_seq_idx"
 -- CONCURRENTLY. A concurrent build that failed leaves an INVALID index under the name: this
 -- migration then builds it again.
 --   CREATE INDEX CONCURRENTLY "<table>_parked_cid_seq_idx" ON <table> (instance_key, left(correlation_id, 200), seq) WHERE parked_at IS NOT NULL;
+--   DROP INDEX CONCURRENTLY "<table>_parked_cid_idx";
 
 DO $$
 BEGIN
