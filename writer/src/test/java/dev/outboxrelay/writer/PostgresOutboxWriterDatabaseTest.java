@@ -1,5 +1,6 @@
 package dev.outboxrelay.writer;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,13 +10,21 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.postgresql.PGConnection;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
@@ -122,6 +131,92 @@ class PostgresOutboxWriterDatabaseTest {
     assertEquals(
         List.of(Map.of("aggregate_id", "o-1", "event_type", "OrderPlaced")),
         db.rows("SELECT aggregate_id, event_type FROM outbox"));
+  }
+
+  /**
+   * Two transactions insert one message id at once (a retry racing its first attempt, two instances
+   * handling one command): the second waits for the first's row. Once the first commits, the second
+   * is a DUPLICATE that wrote nothing; once it rolls back, the second inserts the row. Never two
+   * rows, never none.
+   */
+  @ParameterizedTest(name = "the first commits: {0}")
+  @ValueSource(booleans = {true, false})
+  void twoTransactionsInsertingOneMessageIdLeaveOneRow(boolean firstCommits) throws Exception {
+    try (Connection first = db.connection();
+        Connection second = db.connection()) {
+      first.setAutoCommit(false);
+      second.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(first, placed("o-1")));
+
+      CompletableFuture<EnqueueResult> racing =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  EnqueueResult result = writer.enqueue(second, placed("o-1"));
+                  second.commit();
+                  return result;
+                } catch (SQLException e) {
+                  throw new CompletionException(e);
+                }
+              });
+      awaitWaitingOnALock(second);
+      if (firstCommits) {
+        first.commit();
+      } else {
+        first.rollback();
+      }
+
+      assertEquals(
+          firstCommits ? EnqueueResult.DUPLICATE : EnqueueResult.ENQUEUED,
+          racing.get(30, TimeUnit.SECONDS));
+    }
+    assertEquals(
+        List.of(Map.of("message_id", "o-1:placed")), db.rows("SELECT message_id FROM outbox"));
+  }
+
+  /** The same race between two instance keys: the second is refused, not called a duplicate. */
+  @Test
+  void aRacingInsertOfAnotherInstanceKeysIdIsRefused() throws Exception {
+    PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
+    try (Connection first = db.connection();
+        Connection second = db.connection()) {
+      first.setAutoCommit(false);
+      second.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(first, placed("o-1")));
+
+      CompletableFuture<EnqueueResult> racing =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  return us.enqueue(second, placed("o-1"));
+                } catch (SQLException e) {
+                  throw new CompletionException(e);
+                }
+              });
+      awaitWaitingOnALock(second);
+      first.commit();
+
+      ExecutionException failed =
+          assertThrows(ExecutionException.class, () -> racing.get(30, TimeUnit.SECONDS));
+      assertTrue(failed.getCause() instanceof MessageIdTakenException, failed::toString);
+      second.rollback();
+    }
+    assertEquals(
+        List.of(Map.of("instance_key", "orders-eu")), db.rows("SELECT instance_key FROM outbox"));
+  }
+
+  /** Until {@code connection}'s backend waits for another transaction's lock. */
+  private void awaitWaitingOnALock(Connection connection) throws SQLException {
+    int pid = connection.unwrap(PGConnection.class).getBackendPID();
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(
+            () ->
+                !db.rows(
+                        "SELECT 1 AS waiting FROM pg_stat_activity WHERE pid = "
+                            + pid
+                            + " AND wait_event_type = 'Lock'")
+                    .isEmpty());
   }
 
   /**
