@@ -57,10 +57,28 @@ public final class ConfigValidation {
   /** Live checks answer within this, whatever {@code connection.timeout.ms} says. */
   static final Duration MAX_CHECK_TIMEOUT = Duration.ofSeconds(10);
 
-  static final String FIX_SCHEMA =
-      "set "
-          + SCHEMA_MIGRATE_ON_START_CONFIG
-          + "=true, or apply docs/schema.sql with your own migration tool";
+  /** What to do about a table that does not exist: the connector, the CLI or one's own tool. */
+  static String createTable(Object table) {
+    return "set "
+        + SCHEMA_MIGRATE_ON_START_CONFIG
+        + "=true, run `outbox-relay-cli migrate --table "
+        + table
+        + "`, or apply what `outbox-relay-cli schema-sql --table "
+        + table
+        + "` prints with your own migration tool";
+  }
+
+  /**
+   * What to do about a table whose outbox-relay schema history is older than this connector: the
+   * migrations upgrade it (docs/schema.sql creates a table, it upgrades none).
+   */
+  static String upgradeTable(OutboxTable table) {
+    return "set "
+        + SCHEMA_MIGRATE_ON_START_CONFIG
+        + "=true, or run `outbox-relay-cli migrate --table "
+        + table
+        + "`";
+  }
 
   /**
    * The columns schema version 1 created: every column of the outbox table ({@link
@@ -461,7 +479,7 @@ public final class ConfigValidation {
         Optional<String> version = new SchemaMigrator(pool, table).currentVersion();
         boolean exists = tableExists(pool, table);
         if (version.isPresent()) {
-          checkVersion(version.get(), migrateOnStart);
+          checkVersion(table, version.get(), migrateOnStart);
         } else if (exists) {
           if (migrateOnStart) {
             error(
@@ -474,11 +492,12 @@ public final class ConfigValidation {
                     + "=false and keep it up to date with your own migration tool");
           }
         } else if (!migrateOnStart) {
-          error(OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + FIX_SCHEMA);
+          error(
+              OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + createTable(table));
         }
         if (exists && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
           Set<String> present = presentColumns(pool, table);
-          checkColumns(missingColumns(present));
+          checkColumns(table, missingColumns(present));
           checkMappedColumns(present);
           checkReplicaIdentity(pool, table);
           checkInvalidIndexes(pool, table);
@@ -673,7 +692,7 @@ public final class ConfigValidation {
       }
     }
 
-    private void checkVersion(String version, boolean migrateOnStart) {
+    private void checkVersion(OutboxTable table, String version, boolean migrateOnStart) {
       int comparison =
           MigrationVersion.fromVersion(version)
               .compareTo(MigrationVersion.fromVersion(SchemaMigrator.CURRENT_VERSION));
@@ -695,7 +714,7 @@ public final class ConfigValidation {
                 + " but this connector needs version "
                 + SchemaMigrator.CURRENT_VERSION
                 + ": "
-                + FIX_SCHEMA);
+                + upgradeTable(table));
       }
     }
 
@@ -703,7 +722,7 @@ public final class ConfigValidation {
      * A table without the relay's columns (an application table named by mistake, say) would pass
      * every other check and fail the task at its first claim.
      */
-    private void checkColumns(List<String> missing) {
+    private void checkColumns(OutboxTable table, List<String> missing) {
       if (missing.isEmpty()) {
         return;
       }
@@ -719,7 +738,7 @@ public final class ConfigValidation {
                 + "). Set "
                 + OUTBOX_TABLE_CONFIG
                 + " to the outbox table; for a new one, pick a name no table has and "
-                + FIX_SCHEMA);
+                + createTable("<new table>"));
       } else {
         error(
             OUTBOX_TABLE_CONFIG,
@@ -732,7 +751,9 @@ public final class ConfigValidation {
                 + abbreviated(missing)
                 + ". Bring the table to schema version "
                 + SchemaMigrator.CURRENT_VERSION
-                + " as in docs/schema.sql with your own migration tool, or set "
+                + " with your own migration tool (`outbox-relay-cli schema-sql --table "
+                + table
+                + " --after-version N` prints the statements after version N), or set "
                 + OUTBOX_TABLE_CONFIG
                 + " to the outbox table");
       }

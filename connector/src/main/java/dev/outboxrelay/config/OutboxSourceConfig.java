@@ -132,7 +132,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " the suffix _schema_history. Each task migrates before its first claim, one at a time"
           + " per table: the others wait for the running migration, checking again after 1 s"
           + " growing to 30 s. When false, the table must already exist in the current"
-          + " version: apply docs/schema.sql with your own migration tool.";
+          + " version: `outbox-relay-cli migrate` creates or upgrades it, or apply what"
+          + " `outbox-relay-cli schema-sql` prints with your own migration tool (docs/schema.sql,"
+          + " for a table named outbox).";
 
   public static final String SCHEMA_MIGRATE_LOCK_TIMEOUT_MS_CONFIG =
       "schema.migrate.lock.timeout.ms";

@@ -44,7 +44,9 @@ final class TaskFailures {
       case PERMISSION ->
           "; grant connection.user's role access to the outbox table and its published log"
               + " (docs/deployment.md)";
-      case SCHEMA -> "; create the outbox table (schema.migrate.on.start=true, or docs/schema.sql)";
+      case SCHEMA ->
+          "; create the outbox table (schema.migrate.on.start=true, `outbox-relay-cli migrate`,"
+              + " or what `outbox-relay-cli schema-sql` prints)";
       default -> "";
     };
   }

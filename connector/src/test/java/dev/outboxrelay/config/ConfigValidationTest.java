@@ -428,8 +428,9 @@ class ConfigValidationTest {
     String message = only(errors(props(Postgres.freshDatabase("config_missing"))), "outbox.table");
 
     assertEquals(
-        "outbox.table does not exist: set schema.migrate.on.start=true, or apply"
-            + " docs/schema.sql with your own migration tool",
+        "outbox.table does not exist: set schema.migrate.on.start=true, run `outbox-relay-cli"
+            + " migrate --table outbox`, or apply what `outbox-relay-cli schema-sql --table"
+            + " outbox` prints with your own migration tool",
         message);
   }
 
@@ -479,8 +480,8 @@ class ConfigValidationTest {
     assertEquals(
         "outbox.table has schema version 1 but this connector needs version "
             + SchemaMigrator.CURRENT_VERSION
-            + ": set schema.migrate.on.start=true, or apply docs/schema.sql with your own"
-            + " migration tool",
+            + ": set schema.migrate.on.start=true, or run `outbox-relay-cli migrate --table"
+            + " outbox`",
         message);
   }
 
@@ -813,8 +814,9 @@ class ConfigValidationTest {
         "outbox.table names a table that is not an outbox table: it has none of the 25 columns"
             + " outbox-relay reads and writes (seq, message_id, instance_key, aggregate_type,"
             + " aggregate_id, event_type and 19 more). Set outbox.table to the outbox table; for a"
-            + " new one, pick a name no table has and set schema.migrate.on.start=true, or apply"
-            + " docs/schema.sql with your own migration tool",
+            + " new one, pick a name no table has and set schema.migrate.on.start=true, run"
+            + " `outbox-relay-cli migrate --table <new table>`, or apply what `outbox-relay-cli"
+            + " schema-sql --table <new table>` prints with your own migration tool",
         message);
   }
 
@@ -829,8 +831,9 @@ class ConfigValidationTest {
         "outbox.table lacks 2 of the 25 columns outbox-relay reads and writes: isolated,"
             + " kafka_offset. Bring the table to schema version "
             + SchemaMigrator.CURRENT_VERSION
-            + " as in docs/schema.sql with your own migration tool, or set outbox.table to the"
-            + " outbox table",
+            + " with your own migration tool (`outbox-relay-cli schema-sql --table outbox"
+            + " --after-version N` prints the statements after version N), or set outbox.table to"
+            + " the outbox table",
         message);
   }
 

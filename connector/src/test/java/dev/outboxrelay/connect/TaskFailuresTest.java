@@ -21,7 +21,8 @@ class TaskFailuresTest {
         "PERMISSION | DB_PERMISSION_DENIED | 42501 | grant connection.user's role access to the"
             + " outbox table and its published log (docs/deployment.md)",
         "SCHEMA | DB_SCHEMA_MISSING | 42P01 | create the outbox table"
-            + " (schema.migrate.on.start=true, or docs/schema.sql)",
+            + " (schema.migrate.on.start=true, `outbox-relay-cli migrate`, or what `outbox-relay-cli"
+            + " schema-sql` prints)",
         "SCHEMA | DB_DATABASE_MISSING | 3D000 | connection.url names a database that does not"
             + " exist",
         "SCHEMA | TABLE_WITHOUT_REPLICA_IDENTITY | 55000 | a publication that publishes updates or"

@@ -39,6 +39,9 @@ class PluginPackageIT {
   /** {@code flyway-core-13.12.1.jar}, {@code jackson-annotations-2.20.jar}: name and version. */
   private static final Pattern VERSIONED_JAR = Pattern.compile("(.+?)-\\d[^-]*(-SNAPSHOT)?\\.jar");
 
+  /** A Markdown link's target, without its anchor: {@code [text](target#anchor)}. */
+  private static final Pattern MARKDOWN_LINK = Pattern.compile("\\]\\(([^)#\\s]+)(?:#[^)]*)?\\)");
+
   /** How docs/deployment.md names a jar of lib/: {@code flyway-core-<v>.jar}. */
   private static final Pattern DOCUMENTED_JAR =
       Pattern.compile("([A-Za-z][A-Za-z0-9.-]*?)-<(?:v|version)>\\.jar");
@@ -52,8 +55,7 @@ class PluginPackageIT {
         List.of("manifest.json", "lib", "doc/README.md", "etc/local-connector.json")) {
       assertTrue(Files.exists(PLUGIN.resolve(part)), part);
     }
-    // Every connector config that the shipped doc/connector-configs.md (config/README.md)
-    // describes.
+    // Every connector config that the shipped doc/config/README.md describes.
     for (String config :
         List.of(
             "local-connector.json",
@@ -65,6 +67,38 @@ class PluginPackageIT {
           Files.readString(PLUGIN.resolve("etc/" + config)),
           config);
     }
+  }
+
+  /**
+   * The README the manifest points to, and every Markdown file shipped beside it, link only to
+   * files the archive holds: relative links resolve inside doc/ as they do in the repository.
+   */
+  @Test
+  void everyRelativeLinkOfTheShippedDocsResolvesInsideThePlugin() throws IOException {
+    Path root = PLUGIN.toAbsolutePath().normalize();
+    Path doc = root.resolve("doc");
+    List<String> broken = new java.util.ArrayList<>();
+    int links = 0;
+    try (Stream<Path> files = Files.walk(doc)) {
+      for (Path file : files.filter(f -> f.toString().endsWith(".md")).toList()) {
+        Matcher m = MARKDOWN_LINK.matcher(Files.readString(file));
+        while (m.find()) {
+          String target = m.group(1);
+          if (target.startsWith("http:")
+              || target.startsWith("https:")
+              || target.startsWith("mailto:")) {
+            continue;
+          }
+          links++;
+          Path resolved = file.getParent().resolve(target).normalize();
+          if (!resolved.startsWith(root) || !Files.exists(resolved)) {
+            broken.add(root.relativize(file) + " -> " + target);
+          }
+        }
+      }
+    }
+    assertTrue(links > 50, "the shipped docs' relative links were read: " + links);
+    assertEquals(List.of(), broken);
   }
 
   @Test
