@@ -254,16 +254,17 @@ public final class RecordMapper {
   }
 
   /**
-   * A dead-letter record's size bound. With format JSON and no inferred schema the connector's
-   * converter is JsonConverter (the only one of Kafka's that writes a schemaless value), which
-   * writes the payload's bytes as base64 in quotes: a third more. (With an inferred schema, a
-   * schema-based converter such as Avro writes bytes as they are.)
+   * A dead-letter record's size bound. With format JSON the connector's converter may write the
+   * payload's bytes as base64 in quotes, a third more: JsonConverter (the only one of Kafka's that
+   * writes a schemaless value) always, and with an inferred schema JsonConverter with schemas or a
+   * JSON Schema converter. Avro and Protobuf write bytes as they are, but the connector cannot tell
+   * which converter it has: judged as base64, a dead letter near the limit goes without its payload
+   * ({@link OutboxHeaders#PAYLOAD_OMITTED}; the row keeps it), where judged as raw bytes it failed
+   * the task at every claim.
    */
   private long deadLetterSize(SourceRecord record, byte[] payload) {
     long size = RecordSize.upperBound(record, payload);
-    if (payload != null
-        && settings.payloadFormat() == PayloadFormat.JSON
-        && settings.inferredSchema() == null) {
+    if (payload != null && settings.payloadFormat() == PayloadFormat.JSON) {
       size += RecordSize.base64Growth(payload.length);
     }
     return size;

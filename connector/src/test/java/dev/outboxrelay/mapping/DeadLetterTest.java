@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.mapping.InferredSchema.NullMembers;
 import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.Lease;
@@ -287,6 +288,39 @@ class DeadLetterTest {
     converter.configure(Map.of("schemas.enable", "false"), false);
     byte[] base64 = converter.fromConnectData(DLQ, Schema.OPTIONAL_BYTES_SCHEMA, row.payload());
     assertTrue(base64.length > 9_000, "as base64 the payload alone is over the limit");
+    assertNull(record.value());
+    assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
+  }
+
+  /**
+   * With an inferred schema too: the converter may be JsonConverter with schemas or a JSON Schema
+   * one, which write bytes as base64. Counted as raw bytes, the dead letter of a row that is no
+   * JSON object went to the producer a third larger than judged, was refused, and failed the task
+   * at every claim of the row.
+   */
+  @Test
+  void withAnInferredSchemaTheDeadLetterPayloadIsCountedAsBase64Too() {
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                    RoutingConvention.OUTBOX_RELAY,
+                    PayloadFormat.JSON,
+                    10_000,
+                    DLQ)
+                .withRecordMaxBytes(9_000)
+                .withInferredSchema(new InferredSchema("payload", NullMembers.IGNORE)));
+    // A top-level array: valid JSON, but no schema holds it.
+    ClaimedMessage row = row().payload("[\"" + "x".repeat(7_500) + "\"]").build();
+    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
+    assertEquals(UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE, reason);
+
+    SourceRecord record = mapper.deadLetter(row, reason);
+
+    JsonConverter converter = new JsonConverter();
+    converter.configure(Map.of("schemas.enable", "true"), false);
+    byte[] written = converter.fromConnectData(DLQ, Schema.OPTIONAL_BYTES_SCHEMA, row.payload());
+    assertTrue(written.length > 9_000, "as base64 the payload alone is over the limit");
     assertNull(record.value());
     assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
   }

@@ -301,6 +301,29 @@ class InferredSchemaTest {
     assertInstanceOf(Mapped.class, roomy.map(row().payload(payload).build()), "within 2 MiB");
   }
 
+  /**
+   * A character outside the Basic Multilingual Plane (an emoji) is four bytes in the payload and
+   * twelve as a JSON converter writes it (two escapes): 200,000 of them, 800 KB of payload, are 2.4
+   * MB through JsonConverter with schemas, which the producer would refuse at every claim of the
+   * row. In a member's name too.
+   */
+  @Test
+  void charactersAJsonConverterEscapesGrowPastTheRecordAndAreParked() {
+    String emoji = new String(Character.toChars(0x1F600));
+    String payload = "{\"m\":\"" + emoji.repeat(200_000) + "\"}";
+    assertEquals(RECORD_TOO_LARGE, parkedFor(payload));
+    RecordMapper roomy = mapper(new InferredSchema("payload", NullMembers.IGNORE), 4 << 20);
+    SourceRecord record =
+        assertInstanceOf(Mapped.class, roomy.map(row().payload(payload).build())).record();
+    assertTrue(
+        withSchemas().fromConnectData("t", record.valueSchema(), record.value()).length
+            > MappingSettings.DEFAULT_RECORD_MAX_BYTES,
+        "as the converter writes it, over the default limit");
+
+    String name = "{\"" + emoji.repeat(200_000) + "\":1}";
+    assertEquals(RECORD_TOO_LARGE, parkedFor(name));
+  }
+
   /** Deeper, JsonConverter with schemas (two levels per struct) passes Jackson's 1,000 levels. */
   @Test
   void objectsNestedDeeperThanASchemaCanBeWrittenAreParked() {
