@@ -424,36 +424,15 @@ final class JsonSchemaInference {
     }
 
     void member(String name) throws TooLarge {
-      filledBytes +=
-          name.getBytes(StandardCharsets.UTF_8).length
-              + FILLED_MEMBER_OVERHEAD
-              + escapeGrowth(name);
+      filledBytes += name.getBytes(StandardCharsets.UTF_8).length + FILLED_MEMBER_OVERHEAD;
       check(filledBytes);
     }
 
-    /** A member the payload has: only what a JSON converter's escapes add to its name. */
-    void escapedName(String name) throws TooLarge {
-      filledBytes += escapeGrowth(name);
-      check(filledBytes);
-    }
-
-    void leaf(Schema.Type type, JsonNode node) throws TooLarge {
+    void leaf(Schema.Type type) throws TooLarge {
       // The payload has at least one character for it: a double is eight bytes and a union
       // index more in Avro; any other value at most a union index more than its text.
       filledBytes += type == Schema.Type.FLOAT64 ? 8 : 1;
-      if (type == Schema.Type.STRING && node.isTextual()) {
-        filledBytes += escapeGrowth(node.textValue());
-      }
       check(filledBytes);
-    }
-
-    /**
-     * A JSON converter (JsonConverter with schemas, a JSON Schema one) writes a character outside
-     * the Basic Multilingual Plane (an emoji) as two escapes, twelve bytes, where the payload may
-     * hold its four UTF-8 bytes: eight more each. Avro and Protobuf write the four.
-     */
-    private static long escapeGrowth(String text) {
-      return 8L * (text.length() - text.codePointCount(0, text.length()));
     }
 
     void array() throws TooLarge {
@@ -487,7 +466,6 @@ final class JsonSchemaInference {
       if (member == null) {
         growth.member(field.name());
       } else if (!member.isNull()) {
-        growth.escapedName(field.name());
         Object value = emptyOrLeaf(field.schema(), member, growth);
         struct.put(field, value);
         fill(value, field.schema(), member, growth);
@@ -530,7 +508,7 @@ final class JsonSchemaInference {
         growth.array();
         return new ArrayList<>(node.size());
       default:
-        growth.leaf(schema.type(), node);
+        growth.leaf(schema.type());
         return leaf(schema, node);
     }
   }

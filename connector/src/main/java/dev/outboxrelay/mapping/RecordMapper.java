@@ -160,6 +160,8 @@ public final class RecordMapper {
     long size = RecordSize.upperBound(record, row.payload()) + filledBytes;
     if (valueSchema == null && value != null) { // schemaless JSON, written back by the converter
       size += RecordSize.jsonGrowth(value, row.payload().length, settings.recordMaxBytes() - size);
+    } else if (settings.inferredSchema() != null && value != null) {
+      size += RecordSize.escapeGrowth(row.payload(), settings.recordMaxBytes() - size);
     }
     if (size > settings.recordMaxBytes()) {
       return new Unpublishable(UnpublishableReasons.RECORD_TOO_LARGE);

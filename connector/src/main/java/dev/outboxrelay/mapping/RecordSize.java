@@ -64,6 +64,27 @@ final class RecordSize {
     return Math.max(0, written.count - payloadLength);
   }
 
+  /**
+   * What a JSON converter adds to an inferred struct's strings and member names, parsed from {@code
+   * payload}: it writes a character outside the Basic Multilingual Plane (an emoji) as two {@code
+   * \\u} escapes, twelve bytes, where the payload may hold its four UTF-8 bytes (one lead byte
+   * {@code 11110xxx} each). 0 when even twice the payload (the most this can add) fits in {@code
+   * room}, without reading it (every payload but the largest). Avro and Protobuf write the four
+   * bytes: counted for them too, which parks only a record near the limit.
+   */
+  static long escapeGrowth(byte[] payload, long room) {
+    if (2L * payload.length <= room) {
+      return 0;
+    }
+    long supplementary = 0;
+    for (byte b : payload) {
+      if ((b & 0xF8) == 0xF0) {
+        supplementary++;
+      }
+    }
+    return 8 * supplementary;
+  }
+
   /** What JsonConverter writes for {@code length} bytes beyond them: base64, in quotes. */
   static long base64Growth(int length) {
     return 4L * ((length + 2L) / 3) + 2 - length;
