@@ -13,6 +13,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -191,22 +192,44 @@ public final class Database implements AutoCloseable {
    */
   public <T> T inOneSnapshot(Function<Snapshot, T> reads) {
     boolean payloadIsBytea = payloadIsBytea();
+    return inOneReadOnlyTransaction(
+        c -> {
+          DataSource one = Snapshot.lending(c);
+          return reads.apply(
+              new Snapshot(
+                  new PostgresOutboxStore(one, table, columns, RelayClock.database(), null),
+                  new OperatorStore(one, table, columns, payloadIsBytea)));
+        });
+  }
+
+  /**
+   * Runs {@code reads} on one connection in one read-only REPEATABLE READ transaction, rolled back
+   * after. The transaction's first statement sets both, for the transaction alone: JDBC's
+   * setTransactionIsolation is a session setting in pgjdbc, a statement of its own before the
+   * transaction, which behind a pooler in transaction mode may reach another server connection (the
+   * reads then run under READ COMMITTED, and that connection keeps REPEATABLE READ for whoever gets
+   * it next). Package-private for the test of those settings.
+   */
+  <T> T inOneReadOnlyTransaction(Reads<T> reads) {
     try (Connection c = pool.getConnection()) {
       c.setAutoCommit(false);
-      c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-      c.setReadOnly(true);
       try {
-        DataSource one = Snapshot.lending(c);
-        return reads.apply(
-            new Snapshot(
-                new PostgresOutboxStore(one, table, columns, RelayClock.database(), null),
-                new OperatorStore(one, table, columns, payloadIsBytea)));
+        try (Statement s = c.createStatement()) {
+          s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+        }
+        return reads.apply(c);
       } finally {
-        c.rollback(); // the pool resets the connection's settings when it takes it back
+        c.rollback();
       }
     } catch (SQLException e) {
       throw classify(e, "read one snapshot");
     }
+  }
+
+  /** Reads on the transaction's connection. */
+  @FunctionalInterface
+  interface Reads<T> {
+    T apply(Connection c) throws SQLException;
   }
 
   /**

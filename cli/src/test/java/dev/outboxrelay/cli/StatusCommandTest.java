@@ -34,6 +34,38 @@ class StatusCommandTest {
    * status reads its figures in one snapshot: a row written between two of its statements is in
    * none of them, so the counts, the lag and the oldest rows agree. Nothing is written.
    */
+  /**
+   * The snapshot's isolation and read-only mode are the transaction's alone, set by its first
+   * statement: as a session setting (JDBC's setTransactionIsolation in pgjdbc, a statement before
+   * the transaction) they could reach another server connection behind a pooler in transaction
+   * mode, and stay on it.
+   */
+  @Test
+  void theSnapshotIsTheTransactionsAloneNotTheSessions() {
+    ConnectionOptions connection = new ConnectionOptions();
+    new CommandLine(connection).parseArgs("--jdbc-url", outbox.url);
+    try (Database database =
+        Database.open(
+            connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user())),
+            OutboxTable.parse("outbox"))) {
+      String settings =
+          database.inOneReadOnlyTransaction(
+              c -> {
+                try (var s = c.createStatement();
+                    var rs =
+                        s.executeQuery(
+                            "SELECT current_setting('transaction_isolation') || ','"
+                                + " || current_setting('transaction_read_only') || ','"
+                                + " || current_setting('default_transaction_isolation') || ','"
+                                + " || current_setting('default_transaction_read_only')")) {
+                  rs.next();
+                  return rs.getString(1);
+                }
+              });
+      assertEquals("repeatable read,on,read committed,off", settings);
+    }
+  }
+
   @Test
   void theFiguresAreReadInOneSnapshot() throws SQLException {
     ConnectionOptions connection = new ConnectionOptions();

@@ -10,6 +10,7 @@ import java.lang.reflect.Field;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /** What every operator statement must say, whatever the rows: it is bound to one instance key. */
@@ -45,6 +46,52 @@ class OperatorSqlTest {
         }
       }
     }
+  }
+
+  /**
+   * Statements by message id look the requested ids up in other keys' rows too, on purpose: to say
+   * OTHER_INSTANCE for an id that is not the key's (nothing else about such a row is read).
+   */
+  private static final List<String> LOOK_UP_OTHER_KEYS =
+      List.of("changeMessageIds", "park", "parkDryRun");
+
+  /**
+   * Each read of the table or its published log in a statement is bound to the key, not just one of
+   * them: a branch of a UNION (the published log's, say) that lost its condition would show another
+   * key's rows while the statement as a whole still named the key.
+   */
+  @Test
+  void everyReadOfTheTableOrTheLogIsBoundToTheInstanceKey() throws IllegalAccessException {
+    OutboxTable table = OutboxTable.parse("app.outbox");
+    Map<String, NamedSql> statements = statements(new OperatorSql(table));
+    int checked = 0;
+    for (Map.Entry<String, NamedSql> e : statements.entrySet()) {
+      String name = e.getKey();
+      if (KEYLESS.contains(name) || LOOK_UP_OTHER_KEYS.contains(name.split("\\.")[0])) {
+        continue;
+      }
+      String jdbc = e.getValue().jdbc();
+      int reads =
+          occurrences(jdbc, "FROM " + Pattern.quote(table.qualified()) + "\\s")
+              + occurrences(jdbc, "FROM " + Pattern.quote(table.qualifiedPublishedLog()) + "\\s");
+      int bound = occurrences(jdbc, Pattern.quote("instance_key = ?"));
+      assertTrue(reads > 0, name + " reads the table or the log: " + jdbc);
+      assertTrue(
+          bound >= reads,
+          name
+              + ": "
+              + reads
+              + " reads of the table or log, "
+              + bound
+              + " bound to the key: "
+              + jdbc);
+      checked++;
+    }
+    assertTrue(checked >= 10, "statements checked: " + checked);
+  }
+
+  private static int occurrences(String text, String regex) {
+    return (int) Pattern.compile(regex).matcher(text).results().count();
   }
 
   /** Every statement of {@code sql}, by field name (a map's by field name and key). */
