@@ -174,6 +174,38 @@ class PostgresOutboxWriterDatabaseTest {
         List.of(Map.of("message_id", "o-1:placed")), db.rows("SELECT message_id FROM outbox"));
   }
 
+  /**
+   * In a REPEATABLE READ transaction, a retry whose first attempt's row the relay changed after the
+   * transaction's snapshot (a claim) gets PostgreSQL's 40001, as writing-rows.md says, and is a
+   * DUPLICATE when the transaction is retried; never a second row.
+   */
+  @Test
+  void aRepeatableReadRetryOfARowChangedAfterItsSnapshotIsRetriedByTheCaller() throws Exception {
+    try (Connection c = db.connection()) {
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+    }
+    try (Connection retry = db.connection()) {
+      retry.setAutoCommit(false);
+      retry.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+      try (var s = retry.createStatement()) {
+        s.execute("SELECT 1"); // the retry's snapshot, taken before the relay's claim below
+      }
+      db.exec(
+          "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = 'relay', lease_token = 1,"
+              + " lease_expires_at = now() + interval '1 minute' WHERE message_id = 'o-1:placed'");
+
+      SQLException conflict =
+          assertThrows(SQLException.class, () -> writer.enqueue(retry, placed("o-1")));
+      assertEquals("40001", conflict.getSQLState());
+      retry.rollback();
+
+      assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(retry, placed("o-1")));
+      retry.commit();
+    }
+    assertEquals(
+        List.of(Map.of("message_id", "o-1:placed")), db.rows("SELECT message_id FROM outbox"));
+  }
+
   /** The same race between two instance keys: the second is refused, not called a duplicate. */
   @Test
   void aRacingInsertOfAnotherInstanceKeysIdIsRefused() throws Exception {
