@@ -85,7 +85,8 @@ final class JsonValues {
    * Exactly one JSON value, strictly (no duplicate member names, nothing after it).
    *
    * @throws UnrepresentableNumber if the JSON is well-formed but holds a number of more than 1,000
-   *     digits, which is not converted (Jackson's limit counts digits, not sign, point or exponent)
+   *     digits, which is not converted (Jackson's limit counts digits, not sign, point or
+   *     exponent), or one whose exponent is beyond a 32-bit integer
    */
   static JsonNode parse(byte[] json) throws MalformedJson, UnrepresentableNumber {
     String text;
@@ -109,6 +110,13 @@ final class JsonValues {
         throw new UnrepresentableNumber();
       }
       throw new MalformedJson();
+    } catch (NumberFormatException e) {
+      // A number whose exponent a BigDecimal cannot hold (1e-2147483649), read as far as the
+      // number: unrepresentable if the rest is well-formed too, by the parser that converts none.
+      if (isOneWellFormedValue(text)) {
+        throw new UnrepresentableNumber();
+      }
+      throw new MalformedJson();
     } catch (IOException e) {
       throw new MalformedJson();
     }
@@ -120,14 +128,27 @@ final class JsonValues {
 
   private static boolean isOneWellFormedValue(byte[] json) {
     try (JsonParser parser = TEXT_NUMBER_FACTORY.createParser(json)) {
-      if (parser.nextToken() == null) {
-        return false;
-      }
-      parser.skipChildren();
-      return parser.nextToken() == null;
+      return isOneWellFormedValue(parser);
     } catch (IOException e) {
       return false;
     }
+  }
+
+  /** As the text was decoded (strict UTF-8, no byte order mark), which the tree was read from. */
+  private static boolean isOneWellFormedValue(String text) {
+    try (JsonParser parser = TEXT_NUMBER_FACTORY.createParser(text)) {
+      return isOneWellFormedValue(parser);
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static boolean isOneWellFormedValue(JsonParser parser) throws IOException {
+    if (parser.nextToken() == null) {
+      return false;
+    }
+    parser.skipChildren();
+    return parser.nextToken() == null;
   }
 
   private static JsonFactory factory(int maxNumberLength) {
