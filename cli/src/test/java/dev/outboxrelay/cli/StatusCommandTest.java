@@ -31,10 +31,6 @@ class StatusCommandTest {
   }
 
   /**
-   * status reads its figures in one snapshot: a row written between two of its statements is in
-   * none of them, so the counts, the lag and the oldest rows agree. Nothing is written.
-   */
-  /**
    * The snapshot's isolation and read-only mode are the transaction's alone, set by its first
    * statement: as a session setting (JDBC's setTransactionIsolation in pgjdbc, a statement before
    * the transaction) they could reach another server connection behind a pooler in transaction
@@ -42,12 +38,7 @@ class StatusCommandTest {
    */
   @Test
   void theSnapshotIsTheTransactionsAloneNotTheSessions() {
-    ConnectionOptions connection = new ConnectionOptions();
-    new CommandLine(connection).parseArgs("--jdbc-url", outbox.url);
-    try (Database database =
-        Database.open(
-            connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user())),
-            OutboxTable.parse("outbox"))) {
+    try (Database database = openDatabase()) {
       String settings =
           database.inOneReadOnlyTransaction(
               c -> {
@@ -66,14 +57,13 @@ class StatusCommandTest {
     }
   }
 
+  /**
+   * status reads its figures in one snapshot: a row written between two of its statements is in
+   * none of them, so the counts, the lag and the oldest rows agree. Nothing is written.
+   */
   @Test
   void theFiguresAreReadInOneSnapshot() throws SQLException {
-    ConnectionOptions connection = new ConnectionOptions();
-    new CommandLine(connection).parseArgs("--jdbc-url", outbox.url);
-    try (Database database =
-        Database.open(
-            connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user())),
-            OutboxTable.parse("outbox"))) {
+    try (Database database = openDatabase()) {
       long[] pending =
           database.inOneSnapshot(
               s -> {
@@ -230,5 +220,14 @@ class StatusCommandTest {
 
     Cli.Result counted = outbox.cli().forKey("eu", "status", "--json", "--count-published");
     assertEquals(2, counted.json().get("counts").get("PUBLISHED").asLong(), counted::toString);
+  }
+
+  /** The CLI's database, as a command opens it, for the table of this test's fixture. */
+  private Database openDatabase() {
+    ConnectionOptions connection = new ConnectionOptions();
+    new CommandLine(connection).parseArgs("--jdbc-url", outbox.url);
+    return Database.open(
+        connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user())),
+        OutboxTable.parse("outbox"));
   }
 }

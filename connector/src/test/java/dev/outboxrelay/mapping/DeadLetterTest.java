@@ -266,61 +266,42 @@ class DeadLetterTest {
   /**
    * With format JSON the converter is JsonConverter, which writes a dead letter's payload bytes as
    * base64: a payload that fits as it is but not as base64 is left out, not sent for the producer
-   * to refuse (and fail the task on every claim of the row).
+   * to refuse (and fail the task on every claim of the row). With an inferred schema too: the
+   * converter may be JsonConverter with schemas or a JSON Schema one, which write bytes as base64;
+   * counted as raw bytes there, the dead letter of a row that is no JSON object (a top-level array:
+   * valid JSON, but no schema holds it) failed the task at every claim of the row.
    */
-  @Test
-  void withFormatJsonTheDeadLetterPayloadIsCountedAsBase64() {
+  @ParameterizedTest(name = "inferred schema: {0}")
+  @ValueSource(booleans = {false, true})
+  void withFormatJsonTheDeadLetterPayloadIsCountedAsBase64(boolean inferred) {
+    MappingSettings settings =
+        new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.JSON,
+                10_000,
+                DLQ)
+            .withRecordMaxBytes(9_000);
     RecordMapper mapper =
         new RecordMapper(
-            new MappingSettings(
-                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-                    RoutingConvention.OUTBOX_RELAY,
-                    PayloadFormat.JSON,
-                    10_000,
-                    DLQ)
-                .withRecordMaxBytes(9_000));
-    ClaimedMessage row = row().payload("{not json" + "x".repeat(7_500)).build();
+            inferred
+                ? settings.withInferredSchema(new InferredSchema("payload", NullMembers.IGNORE))
+                : settings);
+    String payload = inferred ? "[\"" + "x".repeat(7_500) + "\"]" : "{not json" + "x".repeat(7_500);
+    ClaimedMessage row = row().payload(payload).build();
     String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
+    assertEquals(
+        inferred
+            ? UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE
+            : UnpublishableReasons.PAYLOAD_INVALID_JSON,
+        reason);
 
     SourceRecord record = mapper.deadLetter(row, reason);
 
     JsonConverter converter = new JsonConverter();
-    converter.configure(Map.of("schemas.enable", "false"), false);
+    converter.configure(Map.of("schemas.enable", Boolean.toString(inferred)), false);
     byte[] base64 = converter.fromConnectData(DLQ, Schema.OPTIONAL_BYTES_SCHEMA, row.payload());
     assertTrue(base64.length > 9_000, "as base64 the payload alone is over the limit");
-    assertNull(record.value());
-    assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
-  }
-
-  /**
-   * With an inferred schema too: the converter may be JsonConverter with schemas or a JSON Schema
-   * one, which write bytes as base64. Counted as raw bytes, the dead letter of a row that is no
-   * JSON object went to the producer a third larger than judged, was refused, and failed the task
-   * at every claim of the row.
-   */
-  @Test
-  void withAnInferredSchemaTheDeadLetterPayloadIsCountedAsBase64Too() {
-    RecordMapper mapper =
-        new RecordMapper(
-            new MappingSettings(
-                    RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
-                    RoutingConvention.OUTBOX_RELAY,
-                    PayloadFormat.JSON,
-                    10_000,
-                    DLQ)
-                .withRecordMaxBytes(9_000)
-                .withInferredSchema(new InferredSchema("payload", NullMembers.IGNORE)));
-    // A top-level array: valid JSON, but no schema holds it.
-    ClaimedMessage row = row().payload("[\"" + "x".repeat(7_500) + "\"]").build();
-    String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
-    assertEquals(UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE, reason);
-
-    SourceRecord record = mapper.deadLetter(row, reason);
-
-    JsonConverter converter = new JsonConverter();
-    converter.configure(Map.of("schemas.enable", "true"), false);
-    byte[] written = converter.fromConnectData(DLQ, Schema.OPTIONAL_BYTES_SCHEMA, row.payload());
-    assertTrue(written.length > 9_000, "as base64 the payload alone is over the limit");
     assertNull(record.value());
     assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
   }

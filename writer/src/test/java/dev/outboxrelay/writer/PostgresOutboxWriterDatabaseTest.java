@@ -148,18 +148,7 @@ class PostgresOutboxWriterDatabaseTest {
       second.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(first, placed("o-1")));
 
-      CompletableFuture<EnqueueResult> racing =
-          CompletableFuture.supplyAsync(
-              () -> {
-                try {
-                  EnqueueResult result = writer.enqueue(second, placed("o-1"));
-                  second.commit();
-                  return result;
-                } catch (SQLException e) {
-                  throw new CompletionException(e);
-                }
-              });
-      awaitWaitingOnALock(second);
+      CompletableFuture<EnqueueResult> racing = enqueueBehindALock(writer, second, true);
       if (firstCommits) {
         first.commit();
       } else {
@@ -216,16 +205,7 @@ class PostgresOutboxWriterDatabaseTest {
       second.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(first, placed("o-1")));
 
-      CompletableFuture<EnqueueResult> racing =
-          CompletableFuture.supplyAsync(
-              () -> {
-                try {
-                  return us.enqueue(second, placed("o-1"));
-                } catch (SQLException e) {
-                  throw new CompletionException(e);
-                }
-              });
-      awaitWaitingOnALock(second);
+      CompletableFuture<EnqueueResult> racing = enqueueBehindALock(us, second, false);
       first.commit();
 
       ExecutionException failed =
@@ -235,6 +215,29 @@ class PostgresOutboxWriterDatabaseTest {
     }
     assertEquals(
         List.of(Map.of("instance_key", "orders-eu")), db.rows("SELECT instance_key FROM outbox"));
+  }
+
+  /**
+   * {@code racer}'s enqueue of o-1 on {@code connection} (committed after it, if {@code commit}),
+   * in another thread, once it waits for another transaction's lock.
+   */
+  private CompletableFuture<EnqueueResult> enqueueBehindALock(
+      PostgresOutboxWriter racer, Connection connection, boolean commit) throws SQLException {
+    CompletableFuture<EnqueueResult> racing =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                EnqueueResult result = racer.enqueue(connection, placed("o-1"));
+                if (commit) {
+                  connection.commit();
+                }
+                return result;
+              } catch (SQLException e) {
+                throw new CompletionException(e);
+              }
+            });
+    awaitWaitingOnALock(connection);
+    return racing;
   }
 
   /** Until {@code connection}'s backend waits for another transaction's lock. */
