@@ -148,19 +148,12 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       if (count.changed() == 0) {
         return nothingMatched("no parked row would be " + done);
       }
-      long left = request.messageIds().size() - count.changed(); // 0 unless by message id
-      if (left > 0) {
-        // A dry run counts only: which ids and why is what the change (or inspect) says.
-        err()
-            .println(
-                "error: partly done: "
-                    + left
-                    + " requested message id(s) would not be "
-                    + done
-                    + " (a dry run counts only: inspect them to see why)");
-        return ExitCode.PARTIAL;
-      }
-      return ExitCode.OK;
+      // 0 unless by message id. A dry run counts only: why is what the change (or inspect) says.
+      return SkippedRows.exitCode(
+          err(),
+          request.messageIds().size() - count.changed(),
+          "would not be " + done,
+          "a dry run counts only: inspect them to see why");
     }
     ParkedChange report;
     try {

@@ -32,15 +32,19 @@ final class SkippedRows {
    * scripts that log only it), else {@link ExitCode#OK}: called once something was changed.
    */
   static int exitCode(PrintWriter err, String notDone, List<ParkedChange.Skipped> skipped) {
-    if (skipped.isEmpty()) {
+    return exitCode(err, skipped.size(), notDone, "listed with their reasons");
+  }
+
+  /**
+   * {@link ExitCode#PARTIAL} when {@code left} requested ids were (or would be) left alone, said on
+   * {@code err} with {@code where} the reasons are, else {@link ExitCode#OK}.
+   */
+  static int exitCode(PrintWriter err, long left, String notDone, String where) {
+    if (left <= 0) {
       return ExitCode.OK;
     }
     err.println(
-        "error: partly done: "
-            + skipped.size()
-            + " requested message id(s) "
-            + notDone
-            + " (listed with their reasons)");
+        "error: partly done: " + left + " requested message id(s) " + notDone + " (" + where + ")");
     return ExitCode.PARTIAL;
   }
 
