@@ -288,7 +288,9 @@ class MigrateAndSchemaSqlTest {
             .payload(new byte[] {1})
             .build();
     try (Connection c = db.dataSource.getConnection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, message));
+      c.commit();
     }
     try (PostgresOutboxStore store =
         new PostgresOutboxStore(db.dataSource, outboxTable, RelayClock.database(), null)) {

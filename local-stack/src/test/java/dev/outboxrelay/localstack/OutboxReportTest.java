@@ -50,6 +50,7 @@ class OutboxReportTest {
     PostgresOutboxWriter writer =
         new PostgresOutboxWriter(DemoSchema.TABLE.tableName(), "orders-eu");
     try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
       for (String id : List.of("r-1", "r-2")) {
         writer.enqueue(
             c,
@@ -60,6 +61,7 @@ class OutboxReportTest {
                 .eventType("OrderPlaced")
                 .build());
       }
+      c.commit();
     }
     try (PostgresOutboxStore store =
         new PostgresOutboxStore(dataSource, DemoSchema.TABLE, RelayClock.database(), null)) {

@@ -10,7 +10,8 @@ import java.util.Objects;
 /**
  * Appends messages in the caller's own transaction: pass the connection that carries the business
  * change, and the row commits or rolls back with it. The writer never commits, rolls back, changes
- * auto-commit or closes the connection; that is the caller's (or its framework's) business.
+ * auto-commit or closes the connection; that is the caller's (or its framework's) business. It
+ * refuses a connection in auto-commit mode, where the row would commit apart from the change.
  *
  * <p>Bound to one table and one instance key, both checked when the writer is created, before any
  * connection or row exists. Immutable and thread-safe: create one per table and instance key and
@@ -68,11 +69,15 @@ public final class PostgresOutboxWriter {
    *     a legacy row without one: message ids are unique across the table; roll back
    * @throws java.sql.SQLTransientException (SQLState 40001) if the id kept being freed and taken
    *     again between the insert and the check: retry the transaction
+   * @throws IllegalStateException if {@code transaction} is in auto-commit mode: the row would
+   *     commit on its own, apart from the business change it announces, which is the dual write an
+   *     outbox exists to prevent. Nothing is written
    * @throws SQLException as the driver raised it, so the caller's transaction handling applies
    */
   public EnqueueResult enqueue(Connection transaction, OutboxMessage message) throws SQLException {
     Objects.requireNonNull(transaction, "transaction");
     Objects.requireNonNull(message, "message");
+    requireOpenTransaction(transaction);
     for (int attempt = 1; attempt <= MAX_INSERTS; attempt++) {
       try (PreparedStatement ps = transaction.prepareStatement(insert.sql())) {
         OutboxInsert.bind(ps, instanceKey, message);
@@ -96,6 +101,22 @@ public final class PostgresOutboxWriter {
     throw new SQLTransientException(
         "outbox message id " + message.messageId() + " kept changing owner; retry the transaction",
         "40001");
+  }
+
+  /**
+   * Refuses a connection in auto-commit mode, the usual sign of a call outside the business
+   * transaction (a Spring method without {@code @Transactional}, a pool's fresh connection). A
+   * message meant to go alone is written in a transaction of its own: turn auto-commit off,
+   * enqueue, commit.
+   */
+  private static void requireOpenTransaction(Connection transaction) throws SQLException {
+    if (transaction.getAutoCommit()) {
+      throw new IllegalStateException(
+          "enqueue needs the open transaction of the business change it announces, and this"
+              + " connection is in auto-commit mode: the message would commit on its own. Nothing"
+              + " was written; call it inside the transaction (setAutoCommit(false), or your"
+              + " framework's transaction)");
+    }
   }
 
   /** How often an insert that wrote nothing is tried again when nothing holds its id any more. */

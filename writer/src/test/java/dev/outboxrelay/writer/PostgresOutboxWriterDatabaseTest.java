@@ -114,9 +114,20 @@ class PostgresOutboxWriterDatabaseTest {
         List.of(Map.of("aggregate_id", "o-committed")), db.rows("SELECT aggregate_id FROM outbox"));
   }
 
+  /** A pool's fresh connection, in auto-commit: refused, and no row committed on its own. */
+  @Test
+  void aConnectionInAutoCommitModeWritesNothing() throws SQLException {
+    try (Connection c = db.connection()) {
+      assertTrue(c.getAutoCommit());
+      assertThrows(IllegalStateException.class, () -> writer.enqueue(c, placed("o-1")));
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM outbox"));
+  }
+
   @Test
   void aRetriedMessageIdIsADuplicateAndChangesNothing() throws SQLException {
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
       assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-1")));
       OutboxMessage sameIdOtherContent =
@@ -127,6 +138,7 @@ class PostgresOutboxWriterDatabaseTest {
               .eventType("Other")
               .build();
       assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, sameIdOtherContent));
+      c.commit();
     }
     assertEquals(
         List.of(Map.of("aggregate_id", "o-1", "event_type", "OrderPlaced")),
@@ -171,7 +183,9 @@ class PostgresOutboxWriterDatabaseTest {
   @Test
   void aRepeatableReadRetryOfARowChangedAfterItsSnapshotIsRetriedByTheCaller() throws Exception {
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+      c.commit();
     }
     try (Connection retry = db.connection()) {
       retry.setAutoCommit(false);
@@ -263,8 +277,10 @@ class PostgresOutboxWriterDatabaseTest {
   void aMessageIdOfAnotherInstanceKeyIsRefusedNotCalledADuplicate() throws SQLException {
     PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-2")));
+      c.commit();
     }
     publish("o-2:placed");
     db.exec(
@@ -285,8 +301,10 @@ class PostgresOutboxWriterDatabaseTest {
     }
     assertEquals(0, db.count("SELECT count(*) FROM outbox WHERE instance_key = 'orders-us'"));
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-1")), "its own retry");
       assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-2")), "published");
+      c.commit();
     }
   }
 
@@ -295,7 +313,9 @@ class PostgresOutboxWriterDatabaseTest {
     // What publishing leaves (schema version 9): the row is gone from the outbox, its entry is in
     // the published log.
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+      c.commit();
     }
     publish("o-1:placed");
     assertEquals(0, db.count("SELECT count(*) FROM outbox"));
@@ -311,7 +331,9 @@ class PostgresOutboxWriterDatabaseTest {
     // Once retention deleted the entry, the message id is new again.
     db.exec("DELETE FROM outbox_published");
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+      c.commit();
     }
     assertEquals(1, db.count("SELECT count(*) FROM outbox"));
   }
@@ -328,15 +350,18 @@ class PostgresOutboxWriterDatabaseTest {
             + "; GRANT INSERT, SELECT (message_id, instance_key) ON outbox TO "
             + role);
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       c.createStatement().execute("SET ROLE " + role);
       SQLException e = assertThrows(SQLException.class, () -> writer.enqueue(c, placed("o-1")));
       assertEquals("42501", e.getSQLState(), e::toString); // insufficient_privilege: the log
     }
     db.exec("GRANT SELECT ON outbox_published TO " + role);
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       c.createStatement().execute("SET ROLE " + role);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
       assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-1")));
+      c.commit();
     }
   }
 
@@ -382,8 +407,10 @@ class PostgresOutboxWriterDatabaseTest {
             .deliverBefore(Instant.parse("2030-01-02T03:04:05Z"))
             .build();
     try (Connection c = untyped.getConnection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, message));
       assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, message));
+      c.commit();
     }
     assertEquals(
         List.of(Map.of("message_id", "o-9:placed", "tenant", "acme", "topic", "orders")),
@@ -396,7 +423,9 @@ class PostgresOutboxWriterDatabaseTest {
     other.exec("CREATE SCHEMA app; SET search_path TO app; " + TestDatabase.schemaSql());
     PostgresOutboxWriter appWriter = new PostgresOutboxWriter("app.outbox", "orders-eu");
     try (Connection c = other.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, appWriter.enqueue(c, placed("o-1")));
+      c.commit();
     }
     assertEquals(1, other.count("SELECT count(*) FROM app.outbox"));
     // The duplicate check reads the log in the table's schema, not the search path's.
@@ -405,7 +434,9 @@ class PostgresOutboxWriterDatabaseTest {
             + " abandoned_claims, lease_token, published_at)"
             + " VALUES (1, 'o-2:placed', 'orders-eu', 1, 0, 1, now())");
     try (Connection c = other.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.DUPLICATE, appWriter.enqueue(c, placed("o-2")));
+      c.commit();
     }
     assertEquals(1, other.count("SELECT count(*) FROM app.outbox"));
   }
@@ -438,7 +469,9 @@ class PostgresOutboxWriterDatabaseTest {
             .eventType("OrderPlaced")
             .build();
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, longestKey.enqueue(c, longest));
+      c.commit();
     }
     assertEquals(
         List.of(Map.of("bytes", "1024")),
@@ -476,7 +509,9 @@ class PostgresOutboxWriterDatabaseTest {
             .build();
     assertEquals(List.of("tenant", "traceparent", "a"), List.copyOf(message.headers().keySet()));
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       writer.enqueue(c, message);
+      c.commit();
     }
     assertEquals(
         List.of(
@@ -490,6 +525,7 @@ class PostgresOutboxWriterDatabaseTest {
   void theDatabaseErrorReachesTheCallerAsItIs() throws SQLException {
     PostgresOutboxWriter missing = new PostgresOutboxWriter("no_such_outbox", "orders-eu");
     try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
       SQLException e = assertThrows(SQLException.class, () -> missing.enqueue(c, placed("o-1")));
       assertEquals("42P01", e.getSQLState(), e::toString); // undefined_table
     }

@@ -54,6 +54,7 @@ class PostgresOutboxWriterTest {
   private boolean takenElsewhere;
 
   private boolean ownId;
+  private boolean autoCommit;
 
   @Test
   void aBlankOrInvalidInstanceKeyIsRejectedBeforeTheConnectionIsTouched() {
@@ -103,6 +104,22 @@ class PostgresOutboxWriterTest {
     Connection connection = recordingConnection();
     assertThrows(NullPointerException.class, () -> writer.enqueue(connection, null));
     assertThrows(NullPointerException.class, () -> writer.enqueue(null, message()));
+    assertEquals(List.of(), calls);
+  }
+
+  /**
+   * In auto-commit mode the row would commit on its own, apart from the business change: the dual
+   * write an outbox exists to prevent. Refused before any statement.
+   */
+  @Test
+  void aConnectionInAutoCommitModeIsRefusedBeforeAnyStatement() {
+    autoCommit = true;
+    IllegalStateException e =
+        assertThrows(
+            IllegalStateException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertTrue(e.getMessage().contains("auto-commit"), e.getMessage());
     assertEquals(List.of(), calls);
   }
 
@@ -277,6 +294,9 @@ class PostgresOutboxWriterTest {
             getClass().getClassLoader(),
             new Class<?>[] {Connection.class},
             (proxy, method, args) -> {
+              if (method.getName().equals("getAutoCommit")) {
+                return autoCommit; // a read, which changes nothing: not recorded
+              }
               calls.add(call(method.getName(), args));
               connectionCalls.add(call(method.getName(), args));
               return method.getName().equals("prepareStatement") ? statement : null;
