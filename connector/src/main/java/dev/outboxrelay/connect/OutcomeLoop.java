@@ -12,7 +12,6 @@ import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
@@ -65,11 +64,15 @@ final class OutcomeLoop {
 
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
 
-  /** Orders stop()'s interrupt before the thread's last steps, which must not see one. */
-  private final Object interruptGuard = new Object();
+  /**
+   * Ends the loop's wait for outcomes: a submit, or stop(). The thread is never interrupted: an
+   * interrupt that landed in a write (a wait for a pooled connection ends with an exception at
+   * once) failed it, a spurious database error and a retried write at every stop under load.
+   */
+  private final WakeSignal outcomeArrived = new WakeSignal();
 
-  /** The thread has begun its last steps; guarded by {@link #interruptGuard}. */
-  private boolean finishing;
+  /** Ends a backoff between failed writes early: stop(), whose deadline the loop re-checks. */
+  private final WakeSignal stopping = new WakeSignal();
 
   private int consecutiveErrors;
 
@@ -128,8 +131,9 @@ final class OutcomeLoop {
       }
       pendingWrites.incrementAndGet();
       queue.add(outcome);
-      return true;
     }
+    outcomeArrived.wake();
+    return true;
   }
 
   /**
@@ -148,11 +152,8 @@ final class OutcomeLoop {
       pollWake.await(Duration.ofMillis(10));
     }
     closeDeadlineMs = time.milliseconds() + lateAckGrace.toMillis();
-    synchronized (interruptGuard) {
-      if (!finishing) {
-        thread.interrupt(); // shortens the loop's wait; never one of the steps after it
-      }
-    }
+    outcomeArrived.wake(); // the loop re-checks whether to close at once
+    stopping.wake();
   }
 
   private void run() {
@@ -168,13 +169,6 @@ final class OutcomeLoop {
           "Outcome writer thread died (reason=BACKGROUND_THREAD_DIED, error={}); the task fails",
           t.getClass().getName());
     } finally {
-      // stop()'s interrupt only shortens the loop's waits: one still pending (the loop ended
-      // before a wait took it) would make the give-back's wait for a pooled connection, and the
-      // pool's close in onExit, fail at once. Under the guard, none comes after this.
-      synchronized (interruptGuard) {
-        finishing = true;
-        Thread.interrupted();
-      }
       // Each step in a finally of its own: an Error in one (an OutOfMemoryError while logging)
       // must not keep admission open to a queue nobody reads, nor skip onExit, which closes the
       // store's pool when the task has stopped too.
@@ -240,16 +234,11 @@ final class OutcomeLoop {
 
   private List<PendingOutcome> nextBatch() {
     List<PendingOutcome> batch = new ArrayList<>();
-    long waitMs = Math.max(1, Math.min(renewer.millisUntilDue(), 200));
-    try {
-      PendingOutcome first = queue.poll(waitMs, TimeUnit.MILLISECONDS);
-      if (first != null) {
-        batch.add(first);
-        queue.drainTo(batch, MAX_BATCH - 1);
-      }
-    } catch (InterruptedException e) {
-      // stop() interrupts to end the wait early; the loop re-checks whether to close.
-      Thread.interrupted();
+    queue.drainTo(batch, MAX_BATCH);
+    if (batch.isEmpty()) {
+      // Woken by a submit or by stop(); a wake-up left from an outcome already drained ends the
+      // wait at once, and the loop comes back here.
+      outcomeArrived.await(Duration.ofMillis(Math.max(1, Math.min(renewer.millisUntilDue(), 200))));
       queue.drainTo(batch, MAX_BATCH);
     }
     return batch;
@@ -351,10 +340,6 @@ final class OutcomeLoop {
     long max = ERROR_BACKOFF_MAX.toMillis();
     long delay = Math.min(max, ERROR_BACKOFF_MIN.toMillis() << Math.min(consecutiveErrors, 10));
     delay = (long) (delay * (0.5 + ThreadLocalRandom.current().nextDouble() / 2));
-    try {
-      Thread.sleep(delay); // not a test wait: production backoff between database retries
-    } catch (InterruptedException e) {
-      Thread.interrupted(); // stop() shortens the wait; the caller re-checks the deadline
-    }
+    stopping.await(Duration.ofMillis(delay)); // stop() shortens it; the caller re-checks
   }
 }

@@ -5,8 +5,9 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * Lets {@code poll()} wait without spinning and return promptly when something happens: new rows (a
- * notification), capacity freed by resolved outcomes, or stop.
+ * A wait without spinning that ends promptly when something happens: for {@code poll()}, new rows
+ * (a notification), capacity freed by resolved outcomes, or stop; for the outcome thread, an
+ * outcome submitted, or stop.
  */
 final class WakeSignal {
   private final ReentrantLock lock = new ReentrantLock();
