@@ -65,7 +65,7 @@ class BadConfigAndPoisonRowTest {
   @AfterEach
   void undeploy() throws InterruptedException {
     if (deployed) {
-      CLUSTER.delete(CONNECTOR);
+      CLUSTER.deleteAndAwaitStopped(CONNECTOR, db); // the next test relays the same key
     }
   }
 

@@ -14,7 +14,6 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -41,14 +40,14 @@ class FaultsUnderLoadTest {
     try (Scenario s = Scenario.open(CLUSTER, "hung-task")) {
       String trigger = "m-" + ROWS / 4;
       HangOnceTransform.Hang hang = HangOnceTransform.arm(trigger);
-      Map<String, String> main = s.mainConfig(3);
-      main.put("transforms", "hang");
-      main.put("transforms.hang.type", HangOnceTransform.class.getName());
-      s.deploy(main, s.otherConfig(2));
-      s.startLoad(Scenario.load(ROWS));
       Set<String> takenOver;
       Map<String, String> newOwnersWrote;
-      try {
+      try { // released whatever fails: an armed hang would wait for a later test's row
+        Map<String, String> main = s.mainConfig(3);
+        main.put("transforms", "hang");
+        main.put("transforms.hang.type", HangOnceTransform.class.getName());
+        s.deploy(main, s.otherConfig(2));
+        s.startLoad(Scenario.load(ROWS));
         Scenario.awaitTrue("the task hangs", Scenario.DRAIN, hang::hasHung);
         String hungOwner =
             s.db
@@ -101,8 +100,11 @@ class FaultsUnderLoadTest {
       assertEquals(newOwnersWrote, s.db.snapshot("message_id = ANY (?)", (Object) ids(takenOver)));
 
       Figures f = Verdict.check(s);
-      assertEquals(new TreeSet<>(takenOver), new TreeSet<>(claimLostIds(s)), "claim-lost rows");
-      assertTrue(f.duplicatedRows() <= takenOver.size(), f::toString);
+      // Every row taken over is reported; another task may lose a claim too on a loaded machine
+      // (its row is then reported as well, and each duplicate is accounted for by the verdict).
+      Set<String> reported = claimLostIds(s);
+      assertTrue(reported.containsAll(takenOver), () -> takenOver + " not all in " + reported);
+      assertTrue(f.duplicatedRows() <= reported.size(), f::toString);
     }
   }
 
@@ -215,15 +217,17 @@ class FaultsUnderLoadTest {
       assertEquals(0, f.claimLostLines(), f::toString);
       assertEquals(0, f.reclaimedRows(), f::toString);
       assertTrue(s.kit.allRunning(s.mainConnector));
+      // Its connections name it, so the audit of other keys' rows can tell its changes (Verdict).
+      assertTrue(s.db.backends(Scenario.MAIN_APPLICATION) > 0, "main connector's connections");
     }
   }
 
   /**
-   * The broker itself stops (the only one: the whole cluster is away) and later returns. Connect
-   * revokes every task of a worker that cannot reach its group coordinator, so the tasks are
-   * stopped while records wait in their producers, and new task instances start once the broker is
-   * back. Nothing is lost; records that reached the broker unacknowledged are sent again by the
-   * rows' new owners, each accounted for by its reclaimed lease.
+   * The broker itself stops (the only one: the whole cluster is away) for longer than a lease, and
+   * later returns. Records wait in the producers meanwhile, and Connect may revoke tasks of a
+   * worker that cannot reach its group coordinator. Nothing is lost (the verdict); records sent
+   * again by the rows' new owners are each accounted for by a reclaimed lease or a claim-lost line;
+   * and the connector's three tasks run again.
    */
   @Test
   void theBrokerStopsAndReturns() throws Exception {
@@ -241,13 +245,15 @@ class FaultsUnderLoadTest {
       } finally {
         s.kit.connect().kafka().restartOnlyBrokers();
       }
-      Figures f = Verdict.check(s);
+      Verdict.check(s);
       s.kit.awaitRunning(s.mainConnector, 3);
-      assertTrue(f.lost() == 0, f::toString);
     }
   }
 
-  /** tasks.max changes twice mid-stream (2 to 4, then 4 to 2): every task is replaced each time. */
+  /**
+   * tasks.max changes twice mid-stream (2 to 4, then 4 to 2): each of the four tasks claims, then
+   * two remain, and the verdict holds across both changes.
+   */
   @Test
   void tasksMaxChangesMidStream() throws Exception {
     try (Scenario s = Scenario.open(CLUSTER, "tasks-max")) {

@@ -38,6 +38,13 @@ final class Scenario implements AutoCloseable {
   static final int UNOWNED_ROWS = 25;
   static final String UNOWNED_KEY = "unowned";
 
+  /**
+   * The main connector's connections say so ({@code ApplicationName} in its URL, which the relay
+   * honours): the audit then tells its changes from the other connector's whatever the owner
+   * columns say, a release of another key's row (owner set to null) included.
+   */
+  static final String MAIN_APPLICATION = "outbox-relay-main";
+
   /** Long enough for a loaded 2-core machine; every wait is on a condition. */
   static final Duration DRAIN = Duration.ofMinutes(3);
 
@@ -112,14 +119,16 @@ final class Scenario implements AutoCloseable {
         UNOWNED_KEY, UNOWNED_ROWS);
     db.update(
         "CREATE TABLE relay_audit (id BIGSERIAL PRIMARY KEY, message_id TEXT, instance_key TEXT,"
-            + " old_owner TEXT, new_owner TEXT, old_status TEXT, new_status TEXT)");
+            + " old_owner TEXT, new_owner TEXT, old_status TEXT, new_status TEXT,"
+            + " application TEXT)");
     db.update(
         "CREATE FUNCTION relay_audit_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
             + " INSERT INTO relay_audit (message_id, instance_key, old_owner, new_owner,"
-            + " old_status, new_status) VALUES (OLD.message_id, OLD.instance_key,"
+            + " old_status, new_status, application) VALUES (OLD.message_id, OLD.instance_key,"
             + " OLD.lease_owner,"
             + " CASE WHEN TG_OP = 'UPDATE' THEN NEW.lease_owner END,"
-            + " OLD.status, CASE WHEN TG_OP = 'UPDATE' THEN NEW.status ELSE 'DELETED' END);"
+            + " OLD.status, CASE WHEN TG_OP = 'UPDATE' THEN NEW.status ELSE 'DELETED' END,"
+            + " current_setting('application_name'));"
             + " RETURN NULL; END $$");
     // Deletes too: publishing moves a row out of the table (schema version 9).
     db.update(
@@ -135,7 +144,9 @@ final class Scenario implements AutoCloseable {
   }
 
   Map<String, String> mainConfig(int tasks) {
-    return relayConfig(MAIN_KEY, tasks, mainTopic);
+    Map<String, String> config = relayConfig(MAIN_KEY, tasks, mainTopic);
+    config.put("connection.url", db.url() + "?ApplicationName=" + MAIN_APPLICATION);
+    return config;
   }
 
   Map<String, String> otherConfig(int tasks) {
@@ -250,6 +261,7 @@ final class Scenario implements AutoCloseable {
         () ->
             db.backends(DataSourceFactory.APPLICATION_NAME) == 0
                 && db.backends(DataSourceFactory.APPLICATION_NAME + "-listener") == 0
+                && db.backends(MAIN_APPLICATION) == 0
                 && ConnectMBeans.metricBeans(mainConnector).isEmpty()
                 && ConnectMBeans.metricBeans(otherConnector).isEmpty());
   }

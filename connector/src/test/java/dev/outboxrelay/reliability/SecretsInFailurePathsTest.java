@@ -152,7 +152,9 @@ class SecretsInFailurePathsTest {
   private Map<String, String> secretConfig(Scenario s, Map<String, String> config) {
     // A key password the driver does not use without SSL: a password there would override
     // connection.password, which validation refuses.
-    config.put("connection.url", s.db.url() + "?sslpassword=" + urlPassword);
+    String url = config.get("connection.url"); // the main connector's names its application
+    config.put(
+        "connection.url", url + (url.contains("?") ? "&" : "?") + "sslpassword=" + urlPassword);
     config.put("connection.password", password);
     config.put("payload.format", "json");
     config.put("payload.max.bytes", "2048");

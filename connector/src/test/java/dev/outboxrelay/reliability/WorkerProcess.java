@@ -1,5 +1,6 @@
 package dev.outboxrelay.reliability;
 
+import dev.outboxrelay.testing.LogCapture;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -27,8 +28,6 @@ import java.util.regex.Pattern;
  * path (the connector is found by service loading, as in the cluster), its log a file.
  */
 final class WorkerProcess implements AutoCloseable {
-  private static final Pattern CLAIM_LOST =
-      Pattern.compile("Claim lost: outcome \\S+ not recorded for message_id=(\\S+) ");
   private static final Pattern STARTED_AS =
       Pattern.compile("Started outbox-relay task \\S+ as lease owner (\\S+) for instance keys");
 
@@ -188,11 +187,16 @@ final class WorkerProcess implements AutoCloseable {
 
   /** Message ids of the claim-lost lines this worker logged (before it died, if it did). */
   List<String> claimLost() {
-    return matches(CLAIM_LOST);
+    return matches(LogCapture.CLAIM_LOST, 2); // every form the relay logs, as in this JVM
   }
 
   /** The first group of every log line matching the pattern. */
   List<String> matches(Pattern pattern) {
+    return matches(pattern, 1);
+  }
+
+  /** Group {@code group} of every log line matching the pattern. */
+  private List<String> matches(Pattern pattern, int group) {
     List<String> found = new ArrayList<>();
     if (!Files.exists(log)) {
       return found;
@@ -201,7 +205,7 @@ final class WorkerProcess implements AutoCloseable {
       for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
         Matcher m = pattern.matcher(line);
         if (m.find()) {
-          found.add(m.group(1));
+          found.add(m.group(group));
         }
       }
     } catch (IOException e) {

@@ -3,6 +3,7 @@ package dev.outboxrelay.testing;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.outboxrelay.connect.OutboxSourceConnector;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import jakarta.ws.rs.core.Response;
 import java.time.Duration;
@@ -230,6 +231,21 @@ public final class ConnectCluster implements BeforeAllCallback {
   public void delete(String name) throws InterruptedException {
     duringRebalance(name + " deleted", () -> connect().deleteConnector(name));
     connect().assertions().assertConnectorDoesNotExist(name, name + " was not deleted");
+  }
+
+  /**
+   * {@link #delete}, then waits until the relay holds no connection to {@code db} (pools and
+   * listener): its tasks have stopped. The REST call returns before they do, and a task still
+   * stopping could claim the rows of a next test that uses the same database and instance key.
+   */
+  public void deleteAndAwaitStopped(String name, OutboxDb db) throws InterruptedException {
+    delete(name);
+    Awaitility.await(name + "'s tasks stopped")
+        .atMost(Duration.ofSeconds(90))
+        .until(
+            () ->
+                db.backends(DataSourceFactory.APPLICATION_NAME) == 0
+                    && db.backends(DataSourceFactory.APPLICATION_NAME + "-listener") == 0);
   }
 
   /** {@link #delete}, best effort, for clean-up: a test that follows uses other names. */

@@ -67,10 +67,10 @@ public final class LogCapture {
    * the lease renewer (a renewal that matched no row, while the record waited for Kafka) or an
    * exactly-once park reports it: whichever finds it first reports it, once.
    */
-  private static final Pattern CLAIM_LOST =
+  public static final Pattern CLAIM_LOST =
       Pattern.compile(
-          "Claim lost(?:: outcome (\\S+) not recorded for| while waiting for Kafka:| before"
-              + " parking:) message_id=(\\S+) ");
+          "Claim lost(?:: outcome (\\S+) not recorded for|: outcome not written for| while"
+              + " waiting for Kafka:| before parking:) message_id=(\\S+) ");
 
   /** One log event, flattened to text as it was logged. */
   public record Event(
