@@ -8,6 +8,7 @@ import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.CommittedPosition;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Printable;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
@@ -393,14 +394,24 @@ final class ExactlyOnceState {
   }
 
   /**
-   * One page of a recovery or sweep. After an attempt that failed, whose commit may have gone
-   * through with its reply lost (a failover), the next says that what the failed one settled went
+   * One page of a recovery or sweep. After an attempt that failed without the server's reply, whose
+   * commit may have gone through (a failover), the next says that what the failed one settled went
    * unreported: its parks are not counted in exhausted-total, its suspects are not claimed alone.
+   * Not after an error the server answered (a statement timeout, a lock not available): that
+   * attempt rolled back.
    */
   private Recovery settle(RecoveryPass pass) {
     boolean afterAFailedAttempt = settleFailed;
-    settleFailed = true;
-    Recovery recovery = pass.nextPage(store);
+    Recovery recovery;
+    try {
+      recovery = pass.nextPage(store);
+    } catch (OutboxStoreException e) {
+      settleFailed = afterAFailedAttempt || e.mayHaveCommitted();
+      throw e;
+    } catch (RuntimeException | Error e) {
+      settleFailed = true; // not the store's: whether it committed is unknown
+      throw e;
+    }
     settleFailed = false;
     if (afterAFailedAttempt) {
       log.warn(

@@ -18,8 +18,15 @@ import java.util.function.Supplier;
  * (the database away) is read again and the pages before it are not. The task claims nothing until
  * it has ended: only then is every such row known to be found.
  *
+ * <p>Before its first page it waits for the lost claim to have ended on the server ({@link
+ * OutboxStore#awaitClaimsEnded}): a claim whose reply never arrived may still be committing (a
+ * synchronous standby's wait), its rows invisible, and pages read meanwhile would find none of
+ * them. Released too early, the rows would sit leased to this owner; exactly once, the next batch's
+ * committed offset would cover them and a recovery record them PUBLISHED unsent.
+ *
  * <p>It ends early once it has released as many rows as one claim may lease: only one claim's
- * result can be lost at a time, since none is made before its release ends.
+ * result can be lost at a time, since none is made before its release ends, and the release starts
+ * only once that claim has ended.
  */
 final class LostClaimRelease {
   /** Rows read per statement: a few milliseconds of index and heap reads each. */
@@ -33,6 +40,7 @@ final class LostClaimRelease {
   private int keyIndex;
   private long afterSeq = Long.MIN_VALUE;
   private int pagesRead;
+  private boolean claimEnded;
 
   LostClaimRelease(Set<String> instanceKeys, String owner, int claimLimit, int pageRows) {
     this.instanceKeys = instanceKeys.stream().sorted().toList();
@@ -57,6 +65,10 @@ final class LostClaimRelease {
     while (!isDone()) {
       if (stop.getAsBoolean()) {
         return false;
+      }
+      if (!claimEnded) {
+        store.awaitClaimsEnded(owner); // throws while it has not: read again next time
+        claimEnded = true;
       }
       UnheldPage page =
           store.releaseUnheld(

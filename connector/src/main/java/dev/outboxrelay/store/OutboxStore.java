@@ -181,6 +181,15 @@ public interface OutboxStore extends AutoCloseable {
   RecoveryPage recover(RecoveryRequest request, String instanceKey, long afterSeq, int pageRows);
 
   /**
+   * Waits until no claim of {@code owner} is still ending on the server: one whose reply never
+   * arrived may still be committing (waiting for a synchronous standby, or given up by the client),
+   * its rows not yet visible, so that a release reading the table now would find none of them and
+   * leave them leased. Called before the first page of such a release ({@link #releaseUnheld}).
+   * Bounded by the statement timeout; throws, like any statement, while the claim has not ended.
+   */
+  void awaitClaimsEnded(String owner);
+
+  /**
    * One page of the release of the rows leased to {@code owner} (one task instance: owners are
    * unique per start) that it does not hold, i.e. whose seq is not in {@code heldSeqs}: the rows of
    * a claim whose result never reached it. Reads at most {@code pageRows} rows of {@code

@@ -80,6 +80,9 @@ class ExactlyOnceTaskTest {
   /** Sweeps (recoveries of expired leases only) that fail as in an outage. */
   private volatile int sweepsFail;
 
+  /** Sweeps the server cancels (statement timeout): answered, so certainly rolled back. */
+  private volatile int sweepsTimeOut;
+
   /** Rows a recovery page reads at most, when above 0: many pages from a small backlog. */
   private volatile int recoveryPageRows;
 
@@ -346,6 +349,40 @@ class ExactlyOnceTaskTest {
               return next != null
                   && next.stream().map(SourceOffsets::messageId).toList().equals(List.of("a"));
             });
+  }
+
+  /**
+   * A sweep the server cancelled (a statement timeout while it waited for row locks) rolled back:
+   * its retry has nothing to say about rows that may have gone unreported.
+   */
+  @Test
+  void aSweepTheServerCancelledIsRetriedWithoutSayingRowsMayHaveGoneUnreported() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    List<SourceRecord> first = start(Map.of("claim.batch.size", "1")).poll();
+    assertTrue(first == null || first.isEmpty(), "nothing to claim");
+    add("a", "agg-1", 10);
+    store.claim(previousClaim().exactlyOnce(0, 1, ALL)); // a zombie of a lower epoch
+    clock.advance(Duration.ofHours(1)); // the zombie's lease ran out
+    mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
+    sweepsTimeOut = 1;
+    long mark = LogCapture.get().mark();
+
+    task.poll();
+    assertEquals(1, task.metrics().databaseErrors.get());
+    mockTime.sleep(ExactlyOnceState.SWEEP_RETRY.toMillis());
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () -> {
+              List<SourceRecord> next = task.poll();
+              return next != null
+                  && next.stream().map(SourceOffsets::messageId).toList().equals(List.of("a"));
+            });
+
+    assertEquals(
+        List.of(),
+        LogCapture.get().matching(mark, e -> e.message().contains("reason=WRITE_REPLY_LOST")));
   }
 
   /**
@@ -1006,6 +1043,13 @@ class ExactlyOnceTaskTest {
                   && ((RecoveryRequest) args[0]).expiredOnly()) {
                 sweepsFail--;
                 throw outage("recover");
+              }
+              if (sweepsTimeOut > 0
+                  && method.getName().equals("recover")
+                  && ((RecoveryRequest) args[0]).expiredOnly()) {
+                sweepsTimeOut--;
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "STATEMENT_TIMEOUT", "57014", "recover");
               }
               if (recoveryRepliesLost > 0 && method.getName().equals("recover")) {
                 recoveryRepliesLost--;

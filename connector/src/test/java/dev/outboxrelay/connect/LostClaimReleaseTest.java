@@ -35,6 +35,12 @@ class LostClaimReleaseTest {
   /** Each page's instance key and the seq it read after, in call order. */
   private final List<String> pages = new ArrayList<>();
 
+  /** Each wait for the lost claim to end: its owner and the pages read before it. */
+  private final List<String> barriers = new ArrayList<>();
+
+  /** The next wait for the lost claim to end times out, as while its commit still waits. */
+  private boolean barrierFails;
+
   /** The number of the page (counted from 1) that fails once, as in an outage; 0 for none. */
   private int failingPage;
 
@@ -44,6 +50,17 @@ class LostClaimReleaseTest {
               OutboxStore.class.getClassLoader(),
               new Class<?>[] {OutboxStore.class},
               (proxy, method, args) -> {
+                if (method.getName().equals("awaitClaimsEnded")) {
+                  barriers.add(args[0] + " after " + pages.size() + " pages");
+                  if (barrierFails) {
+                    barrierFails = false;
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT,
+                        "STATEMENT_TIMEOUT",
+                        "57014",
+                        "claim-barrier");
+                  }
+                }
                 if (method.getName().equals("releaseUnheld")) {
                   pages.add(args[0] + ">" + seqName((long) args[4]));
                   if (pages.size() == failingPage) {
@@ -73,6 +90,22 @@ class LostClaimReleaseTest {
     claim("other", "eu", 2);
     claim(OWNER, "eu", 1);
     claim(OWNER, "us", 1);
+  }
+
+  /**
+   * No page is read before the lost claim has ended on the server (it may still be committing, its
+   * rows invisible): the release waits for it first, and waits again after a wait that failed.
+   */
+  @Test
+  void waitsForTheLostClaimToEndBeforeReadingAPage() {
+    barrierFails = true;
+    LostClaimRelease release = new LostClaimRelease(Set.of("us", "eu"), OWNER, 10, 2);
+    assertThrows(OutboxStoreException.class, () -> release.run(store, () -> held, 0, () -> false));
+    assertEquals(List.of(), pages, "a page read before the claim ended");
+
+    assertTrue(release.run(store, () -> held, 0, () -> false));
+    assertEquals(List.of(OWNER + " after 0 pages", OWNER + " after 0 pages"), barriers);
+    assertEquals(List.of("m3", "u0"), release.released().stream().sorted().toList());
   }
 
   @Test

@@ -1347,6 +1347,12 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public void awaitClaimsEnded(String owner) {
+      check();
+      delegate.awaitClaimsEnded(owner);
+    }
+
+    @Override
     public Set<String> publishedUnderOwnLease(List<dev.outboxrelay.store.PublishedAck> acks) {
       check();
       return delegate.publishedUnderOwnLease(acks);

@@ -1654,6 +1654,22 @@ public abstract class OutboxStoreContract {
         store.claim(suspect("owner", epoch, 4, List.of(seq(a), seq(b), seq(c), seq(u)))).isEmpty());
   }
 
+  /**
+   * A suspect whose claim alone never returned (its reply lost), released before the next claim,
+   * stays a suspect: claimed alone again, not in a batch it could fail unblamed.
+   */
+  @Test
+  void aSuspectReleasedAfterItsClaimWasLostIsClaimedAloneAgain() {
+    String a = add(EU, "a", "agg-1");
+    add(EU, "b", "agg-2");
+    List<Long> suspects = releasedTwice(2);
+    long epoch = store.newEpoch();
+    assertEquals(List.of(a), ids(store.claim(suspect("owner", epoch, 1, suspects))));
+
+    assertEquals(List.of(a), releaseUnheld("owner", List.of(), 0), "its result never arrived");
+    assertEquals(List.of(a), ids(store.claim(suspect("owner", epoch, 2, suspects))), "alone");
+  }
+
   @Test
   void aSuspectClaimedWithDueRowsIsNotCharged() {
     String a = add(EU, "a", "agg-1");

@@ -293,6 +293,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return expired;
   }
 
+  /** A claim here is one synchronized call: none is still ending once it returned or threw. */
+  @Override
+  public void awaitClaimsEnded(String owner) {}
+
   @Override
   public synchronized UnheldPage releaseUnheld(
       String instanceKey,
@@ -337,9 +341,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   /** A claim's row handed back unsent: due now, no attempt charged, the lost lease fenced off. */
   private static void giveBack(Row row) {
+    boolean suspect = row.isolated && row.leaseEpoch != null; // OutboxSql's GIVE_BACK
     row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
     row.nextAttemptAt = null;
     row.releaseLease();
+    row.isolated = suspect;
     row.leaseToken++;
     row.leaseEpoch = null;
     row.claimBatch = null;

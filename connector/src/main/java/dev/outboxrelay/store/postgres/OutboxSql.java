@@ -160,7 +160,7 @@ final class OutboxSql {
       """
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
-          {commit mode}
+          {commit mode}, {claim barrier}
       ), {quota}candidate AS (
         SELECT k.* FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
@@ -225,6 +225,20 @@ final class OutboxSql {
             THEN {durable} ELSE 'off' END, true) AS commit_mode""";
 
   /**
+   * The lock of an owner's claims, a transaction's, so held until the claim has ended, visibly: a
+   * commit waiting for a synchronous standby holds it, and so does one the client gave up on (a
+   * socket timeout, a pooler's restart) whose rows the server has yet to show. Taken by every claim
+   * ({@code {claim barrier}}) and waited for by the release of a claim whose result never arrived
+   * ({@link #awaitClaimsEnded}), which otherwise could read the table before such a claim's rows
+   * appear, find nothing, and let them sit leased: exactly once, the next batch's committed offset
+   * would then cover them, and a recovery record them PUBLISHED unsent. Two keys: the relay's own
+   * space, then the owner, unique per task instance. Only a release ever waits for it (claims of
+   * one owner never overlap), and it takes no row lock and writes no WAL.
+   */
+  private static final String CLAIM_LOCK =
+      "pg_advisory_xact_lock(hashtext('outbox-relay claims'), hashtext(CAST(:owner AS text)))";
+
+  /**
    * {@code {durable}}: the server's own synchronous_commit, raised to 'local' (wait for the local
    * flush) where the server, database or role turned it off: the writes that name it must survive a
    * crash of the database, which 'off' does not promise.
@@ -272,7 +286,7 @@ final class OutboxSql {
       """
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
-          {commit mode}
+          {commit mode}, {claim barrier}
       ), {quota}candidate AS (
         SELECT k.seq FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq
@@ -371,14 +385,17 @@ final class OutboxSql {
 
   /**
    * {@code {give back(o)}}: a claim's row handed back unsent (its claim's result was lost): due
-   * now, no attempt charged, the token bumped so that the lost claim's lease writes nothing.
+   * now, no attempt charged, the token bumped so that the lost claim's lease writes nothing. An
+   * exactly-once suspect stays flagged isolated, so that it is claimed alone again (unflagged, it
+   * would go out in a batch, and if it is why its instances end, fail that batch unblamed); at
+   * least once the flag marks an abandoned row's claim alone, which the give-back ends.
    */
   private static final String GIVE_BACK =
       """
       status = CASE WHEN o.attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
         next_attempt_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
         lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
-        isolated = FALSE""";
+        isolated = o.isolated AND o.lease_epoch IS NOT NULL""";
 
   /** {@code {held leases}}: the leases a renewal or a give-back names, one row {@code h} each. */
   private static final String HELD_LEASES =
@@ -451,7 +468,7 @@ final class OutboxSql {
    */
   private static final String CLAIM_ABANDONED =
       """
-      WITH clock AS (SELECT {now} AS now), target AS (
+      WITH clock AS (SELECT {now} AS now, {claim barrier}), target AS (
         {abandoned row} FOR UPDATE OF o SKIP LOCKED) k
         ORDER BY k.seq LIMIT 1
       )
@@ -510,7 +527,7 @@ final class OutboxSql {
       """
       WITH clock AS (
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
-          {commit mode}
+          {commit mode}, {claim barrier}
       ), candidate AS (
         SELECT o.seq FROM {table} o, clock
         WHERE o.seq = ANY (CAST(:suspects AS bigint[]))
@@ -553,6 +570,7 @@ final class OutboxSql {
   final NamedSql recover;
   final NamedSql recoverInShare;
   final NamedSql releaseUnheld;
+  final NamedSql awaitClaimsEnded;
   final NamedSql giveBack;
   final NamedSql expireLeases;
   final NamedSql newEpoch;
@@ -635,6 +653,7 @@ final class OutboxSql {
     fragments.put("{published}", table.qualifiedPublishedLog());
 
     fragments.put("{commit mode}", COMMIT_MODE);
+    fragments.put("{claim barrier}", CLAIM_LOCK + " AS barrier");
     fragments.put("{durable}", DURABLE); // after {commit mode}, which holds it
 
     claimSuspectOrdered = statement(suspect(CLAIM_SUSPECT));
@@ -660,6 +679,8 @@ final class OutboxSql {
     // The update checks the key again as a filter, not an index condition (IS NOT DISTINCT FROM):
     // as one, on a small table the planner chose the (instance_key, aggregate_id, seq) index,
     // which reads every entry of the key to find these seqs; the primary key finds each at once.
+    // In autocommit: the lock, once granted, is let go at once (OutboxStore#awaitClaimsEnded).
+    awaitClaimsEnded = statement("SELECT " + CLAIM_LOCK);
     releaseUnheld =
         statement(
             """
@@ -688,12 +709,17 @@ final class OutboxSql {
     // Rows of a claim just made, past the task's byte budget, given back as releaseUnheld gives
     // rows back; found like the rows of a renewal, and run under ACKS_PLAN too
     // (OutboxStore#giveBack).
+    // Committed as durably as a claim exactly once is ({durable}, set once before the rows are
+    // read: an uncorrelated subquery): lost in a crash, rows given back from a batch handed to
+    // Connect would stay leased under that batch's number, which the next batch's committed offset
+    // covers (recovery would record them PUBLISHED unsent).
     giveBack =
         statement(
             """
             UPDATE {table} o SET {give back(o)}
             FROM {held leases}
             WHERE {under held lease(o)}
+              AND (SELECT set_config('synchronous_commit', {durable}, true)) IS NOT NULL
             RETURNING {message_id(o)}""");
     // A stopping task's live leases, ended now; nothing else changes (OutboxStore#expireLeases).
     // Found like the rows of a renewal (a lease owner is in no index), and run under ACKS_PLAN too.

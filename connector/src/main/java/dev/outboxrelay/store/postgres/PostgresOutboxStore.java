@@ -743,6 +743,19 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
+  public void awaitClaimsEnded(String owner) {
+    run(
+        "claim-barrier",
+        sql.awaitClaimsEnded,
+        (c, statement) -> {
+          try (ResultSet rs = statement.setString("owner", owner).ready().executeQuery()) {
+            rs.next();
+          }
+          return null;
+        });
+  }
+
+  @Override
   public List<String> giveBack(List<HeldLease> rows) {
     return underHeldLeases("give-back", sql.giveBack, rows);
   }
