@@ -72,6 +72,9 @@ final class ClaimLoop {
    */
   private volatile LostClaimRelease lostClaim;
 
+  /** The release whose lost claim was said to be still ending; written under {@link #claiming}. */
+  private LostClaimRelease stillEndingReported;
+
   /** The task is stopping: a release of a lost claim's rows on the task thread reads no more. */
   private volatile boolean stopping;
 
@@ -406,8 +409,9 @@ final class ClaimLoop {
    * rows of their aggregates go first; at least once they would wait a lease and a reclaim in
    * isolation, and exactly once the next batch's committed offset would cover them, so that a
    * recovery recorded them PUBLISHED unsent. Throws, like a claim, while the database is away; the
-   * next call reads on from the page that failed. Returns whether the release has ended, not when
-   * {@code stop} said to stop reading pages.
+   * next call reads on from the page that failed. Returns whether the release has ended: not when
+   * {@code stop} said to stop reading pages, nor while the lost claim is still ending on the server
+   * (its commit waiting for a synchronous standby), which the next call asks again.
    */
   private boolean releaseUnconfirmedClaim(BooleanSupplier stop) {
     LostClaimRelease release = lostClaim;
@@ -419,7 +423,7 @@ final class ClaimLoop {
     try {
       ended = release.run(store, ledger::heldSeqs, handedThrough(), stop);
     } catch (OutboxStoreException e) {
-      if (e.mayHaveCommitted()) {
+      if (e.mayHaveCommitted() && release.claimEnded()) { // a page's failure, not the check's
         // Read again, the page finds the rows it gave back due already: say so, once.
         log.warn(
             "A page of the release of a claim whose result never arrived failed without a reply"
@@ -434,6 +438,14 @@ final class ClaimLoop {
       reportReleased(release.released().subList(before, release.released().size()));
     }
     List<String> released = release.released();
+    if (!ended && !release.claimEnded() && stillEndingReported != release) {
+      stillEndingReported = release; // once per release
+      log.warn(
+          "A claim whose result never arrived is still ending on the server (its commit may wait"
+              + " for a synchronous standby): its rows are released once it has ended, and the"
+              + " task claims nothing until then (reason={})",
+          CLAIM_RESULT_LOST);
+    }
     if (ended) {
       log.info(
           "Release of a claim whose result never arrived ended: {} rows released, {} pages of"

@@ -18,11 +18,12 @@ import java.util.function.Supplier;
  * (the database away) is read again and the pages before it are not. The task claims nothing until
  * it has ended: only then is every such row known to be found.
  *
- * <p>Before its first page it waits for the lost claim to have ended on the server ({@link
- * OutboxStore#awaitClaimsEnded}): a claim whose reply never arrived may still be committing (a
- * synchronous standby's wait), its rows invisible, and pages read meanwhile would find none of
- * them. Released too early, the rows would sit leased to this owner; exactly once, the next batch's
- * committed offset would cover them and a recovery record them PUBLISHED unsent.
+ * <p>It reads its first page only once the lost claim has ended on the server ({@link
+ * OutboxStore#claimsEnded}, asked without waiting; until then each run ends at once, unfinished): a
+ * claim whose reply never arrived may still be committing (a synchronous standby's wait), its rows
+ * invisible, and pages read meanwhile would find none of them. Released too early, the rows would
+ * sit leased to this owner; exactly once, the next batch's committed offset would cover them and a
+ * recovery record them PUBLISHED unsent.
  *
  * <p>It ends early once it has released as many rows as one claim may lease: only one claim's
  * result can be lost at a time, since none is made before its release ends, and the release starts
@@ -50,8 +51,9 @@ final class LostClaimRelease {
   }
 
   /**
-   * Reads pages until every row of the lost claim is found, or {@code stop} says to stop (then
-   * false, the position kept). Throws, the position kept, when a page fails.
+   * Reads pages until every row of the lost claim is found (then true), or {@code stop} says to
+   * stop, or the lost claim is still ending on the server (then false, the position kept). Throws,
+   * the position kept, when a page fails.
    *
    * @param heldSeqs the seqs the task holds, read again for every page (only ever fewer: it claims
    *     nothing meanwhile)
@@ -67,7 +69,9 @@ final class LostClaimRelease {
         return false;
       }
       if (!claimEnded) {
-        store.awaitClaimsEnded(owner); // throws while it has not: read again next time
+        if (!store.claimsEnded(owner)) {
+          return false; // asked again next time
+        }
         claimEnded = true;
       }
       UnheldPage page =
@@ -101,5 +105,10 @@ final class LostClaimRelease {
 
   int pagesRead() {
     return pagesRead;
+  }
+
+  /** Whether the lost claim was found ended, so that pages are being read. */
+  boolean claimEnded() {
+    return claimEnded;
   }
 }

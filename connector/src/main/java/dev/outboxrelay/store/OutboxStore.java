@@ -181,13 +181,12 @@ public interface OutboxStore extends AutoCloseable {
   RecoveryPage recover(RecoveryRequest request, String instanceKey, long afterSeq, int pageRows);
 
   /**
-   * Waits until no claim of {@code owner} is still ending on the server: one whose reply never
-   * arrived may still be committing (waiting for a synchronous standby, or given up by the client),
-   * its rows not yet visible, so that a release reading the table now would find none of them and
-   * leave them leased. Called before the first page of such a release ({@link #releaseUnheld}).
-   * Bounded by the statement timeout; throws, like any statement, while the claim has not ended.
+   * Whether no claim of {@code owner} is still ending on the server; does not wait. One whose reply
+   * never arrived may still be committing (waiting for a synchronous standby), its rows not yet
+   * visible, so that a release reading the table now would find none of them and leave them leased.
+   * Asked before the first page of such a release ({@link #releaseUnheld}), which waits for a true.
    */
-  void awaitClaimsEnded(String owner);
+  boolean claimsEnded(String owner);
 
   /**
    * One page of the release of the rows leased to {@code owner} (one task instance: owners are

@@ -1347,9 +1347,9 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public void awaitClaimsEnded(String owner) {
+    public boolean claimsEnded(String owner) {
       check();
-      delegate.awaitClaimsEnded(owner);
+      return delegate.claimsEnded(owner);
     }
 
     @Override

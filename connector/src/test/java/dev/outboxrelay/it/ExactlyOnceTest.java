@@ -10,6 +10,7 @@ import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.KafkaRecords;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.LoadWriter;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.OutboxDb;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -70,16 +71,26 @@ class ExactlyOnceTest {
       CLUSTER.awaitRunning(CONNECTOR, 3);
       try (LoadWriter writer = LoadWriter.messages(db, key, "eo", total, 50, 600).start()) {
         awaitPublished(db, key, 400);
+        // Each change replaces task instances while rows flow: their starts are awaited (the REST
+        // calls return before them), then more rows published.
+        long mark = LogCapture.get().mark();
         CLUSTER.restartConnectorAndTasks(CONNECTOR);
+        awaitTasksStarted(mark, 3);
         awaitPublished(db, key, 900);
+        mark = LogCapture.get().mark();
         config.put("tasks.max", "1");
         CLUSTER.configure(CONNECTOR, config);
+        awaitTasksStarted(mark, 1);
         awaitPublished(db, key, 1500);
+        mark = LogCapture.get().mark();
         config.put("tasks.max", "4");
         CLUSTER.configure(CONNECTOR, config);
+        awaitTasksStarted(mark, 4);
         awaitPublished(db, key, 2100);
         CLUSTER.awaitRunning(CONNECTOR, 4); // task 1 of the new four exists
+        mark = LogCapture.get().mark();
         CLUSTER.restartTask(CONNECTOR, 1);
+        awaitTasksStarted(mark, 1);
         writer.awaitDone(Duration.ofSeconds(120));
         awaitPublished(db, key, total);
         assertExactlyOnceInOrder(db, key, CLUSTER.readCommitted(topic), writer.ids());
@@ -311,6 +322,16 @@ class ExactlyOnceTest {
       messages.add(OutboxDb.message(ids.get(i), prefix + "-agg-" + (i % 16)));
     }
     return messages;
+  }
+
+  /** Waits until {@code tasks} task instances of the connector have started since {@code mark}. */
+  private static void awaitTasksStarted(long mark, int tasks) {
+    await("task instances started")
+        .atMost(Duration.ofSeconds(90))
+        .until(
+            () ->
+                LogCapture.get().tasksLogging(CONNECTOR, mark, "Started outbox-relay task")
+                    >= tasks);
   }
 
   private static void awaitPublished(OutboxDb db, String key, long atLeast) {

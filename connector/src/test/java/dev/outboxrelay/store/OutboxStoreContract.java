@@ -1720,6 +1720,32 @@ public abstract class OutboxStoreContract {
     assertEquals(Outcome.CLAIM_LOST, store.markPublished(ack(alo, 1)));
   }
 
+  /**
+   * Likewise an at-least-once reclaim of an exactly-once row whose lease ran out (the connector
+   * switched modes with rows in flight): kept, the old position would let a later exactly-once
+   * recovery record the row PUBLISHED from the old epoch's committed offsets, though the
+   * at-least-once task had not sent it.
+   */
+  @Test
+  void anAtLeastOnceReclaimOfAnAbandonedRowForgetsTheExactlyOncePosition() {
+    String a = add(EU, "a", "agg-1");
+    long old = store.newEpoch();
+    ClaimedMessage eos = store.claim(exactlyOnce("old", 1, old, 1, ALL_BUCKETS)).claimed().get(0);
+    clock.advance(LEASE.plusSeconds(1)); // its instance is gone
+    ClaimedMessage alo = reclaim(request("alo", 10)).claimed().get(0);
+    assertEquals(a, alo.messageId());
+    Recovery recovery =
+        Recoveries.whole(
+            store,
+            new RecoveryRequest(
+                Set.of(EU),
+                ALL_BUCKETS,
+                store.newEpoch(),
+                List.of(committedAt(eos, old, 1)),
+                false));
+    assertEquals(List.of(), recovery.published(), "leased by at-least-once: not covered");
+  }
+
   @Test
   void legacyRowsAreNeverRecovered() {
     insertLegacy(message("legacy", "agg-1"));

@@ -295,7 +295,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   /** A claim here is one synchronized call: none is still ending once it returned or threw. */
   @Override
-  public void awaitClaimsEnded(String owner) {}
+  public boolean claimsEnded(String owner) {
+    return true;
+  }
 
   @Override
   public synchronized UnheldPage releaseUnheld(
@@ -395,6 +397,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
       boolean charged = row.isolated;
       row.abandonedClaims++;
       row.isolated = true;
+      // At least once: no exactly-once position (OutboxSql's CLAIM_ABANDONED).
+      row.leaseEpoch = null;
+      row.claimBatch = null;
       if (charged && row.attempts + 1 >= request.maxAttempts()) {
         row.attempts++;
         row.park(ReasonCodes.ABANDONED_IN_ISOLATION);

@@ -225,18 +225,29 @@ final class OutboxSql {
             THEN {durable} ELSE 'off' END, true) AS commit_mode""";
 
   /**
-   * The lock of an owner's claims, a transaction's, so held until the claim has ended, visibly: a
-   * commit waiting for a synchronous standby holds it, and so does one the client gave up on (a
-   * socket timeout, a pooler's restart) whose rows the server has yet to show. Taken by every claim
-   * ({@code {claim barrier}}) and waited for by the release of a claim whose result never arrived
-   * ({@link #awaitClaimsEnded}), which otherwise could read the table before such a claim's rows
-   * appear, find nothing, and let them sit leased: exactly once, the next batch's committed offset
-   * would then cover them, and a recovery record them PUBLISHED unsent. Two keys: the relay's own
-   * space, then the owner, unique per task instance. Only a release ever waits for it (claims of
-   * one owner never overlap), and it takes no row lock and writes no WAL.
+   * The key of an owner's claims: two integers, the relay's own space, then the owner (unique per
+   * task instance). Every claim holds it, a transaction's lock, so until the claim has ended,
+   * visibly: a commit waiting for a synchronous standby holds it, its rows not yet shown to others.
+   * The release of a claim whose result never arrived reads the table only once it can take the
+   * lock ({@link #claimsEnded}); reading before, it would find none of such a claim's rows and let
+   * them sit leased: exactly once, the next batch's committed offset would then cover them, and a
+   * recovery record them PUBLISHED unsent. No row lock, no WAL; claims of one owner never overlap.
    */
-  private static final String CLAIM_LOCK =
-      "pg_advisory_xact_lock(hashtext('outbox-relay claims'), hashtext(CAST(:owner AS text)))";
+  private static final String CLAIM_KEY =
+      "hashtext('outbox-relay claims'), hashtext(CAST(:owner AS text))";
+
+  /**
+   * {@code {claim barrier}}: the claim's lock, and a limit on how long its transaction may sit idle
+   * (local to it). Between the claim's statement and its COMMIT the client only reads the result; a
+   * session left so longer lost its client (the statement's reply dropped on the way), can never
+   * commit, and would hold the lock, and the release that waits for it, until the server noticed
+   * the client gone (minutes to hours of TCP timeouts): it is ended instead.
+   */
+  private static final String CLAIM_BARRIER =
+      "pg_advisory_xact_lock("
+          + CLAIM_KEY
+          + ") AS barrier,"
+          + " set_config('idle_in_transaction_session_timeout', '10s', true) AS idle_limit";
 
   /**
    * {@code {durable}}: the server's own synchronous_commit, raised to 'local' (wait for the local
@@ -464,7 +475,10 @@ final class OutboxSql {
   /**
    * The claim of one abandoned row (its lease expired), ordered or not. It is reclaimed alone and
    * flagged isolated; abandoned again while isolated, it is charged an attempt, and past the budget
-   * it ends EXHAUSTED (token still bumped so the vanished owner stays fenced off).
+   * it ends EXHAUSTED (token still bumped so the vanished owner stays fenced off). At least once
+   * only: it forgets an exactly-once position (a connector switched modes with rows in flight),
+   * which would let a later exactly-once recovery take the row for covered by the old epoch's
+   * committed offsets.
    */
   private static final String CLAIM_ABANDONED =
       """
@@ -486,7 +500,7 @@ final class OutboxSql {
           THEN 'ABANDONED_IN_ISOLATION' ELSE o.last_failure_code END,
         parked_at = CASE WHEN o.isolated AND o.attempts + 1 >= :max_attempts THEN clock.now
           ELSE o.parked_at END,
-        isolated = TRUE
+        isolated = TRUE, lease_epoch = NULL, claim_batch = NULL
       FROM target c, clock WHERE o.seq = c.seq
       RETURNING {claimed columns}""";
 
@@ -570,7 +584,7 @@ final class OutboxSql {
   final NamedSql recover;
   final NamedSql recoverInShare;
   final NamedSql releaseUnheld;
-  final NamedSql awaitClaimsEnded;
+  final NamedSql claimsEnded;
   final NamedSql giveBack;
   final NamedSql expireLeases;
   final NamedSql newEpoch;
@@ -653,7 +667,7 @@ final class OutboxSql {
     fragments.put("{published}", table.qualifiedPublishedLog());
 
     fragments.put("{commit mode}", COMMIT_MODE);
-    fragments.put("{claim barrier}", CLAIM_LOCK + " AS barrier");
+    fragments.put("{claim barrier}", CLAIM_BARRIER);
     fragments.put("{durable}", DURABLE); // after {commit mode}, which holds it
 
     claimSuspectOrdered = statement(suspect(CLAIM_SUSPECT));
@@ -679,8 +693,9 @@ final class OutboxSql {
     // The update checks the key again as a filter, not an index condition (IS NOT DISTINCT FROM):
     // as one, on a small table the planner chose the (instance_key, aggregate_id, seq) index,
     // which reads every entry of the key to find these seqs; the primary key finds each at once.
-    // In autocommit: the lock, once granted, is let go at once (OutboxStore#awaitClaimsEnded).
-    awaitClaimsEnded = statement("SELECT " + CLAIM_LOCK);
+    // In autocommit: the lock, if granted, is let go at once; never waits
+    // (OutboxStore#claimsEnded).
+    claimsEnded = statement("SELECT pg_try_advisory_xact_lock(" + CLAIM_KEY + ")");
     releaseUnheld =
         statement(
             """

@@ -743,15 +743,15 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public void awaitClaimsEnded(String owner) {
-    run(
+  public boolean claimsEnded(String owner) {
+    return run(
         "claim-barrier",
-        sql.awaitClaimsEnded,
+        sql.claimsEnded,
         (c, statement) -> {
           try (ResultSet rs = statement.setString("owner", owner).ready().executeQuery()) {
             rs.next();
+            return rs.getBoolean(1);
           }
-          return null;
         });
   }
 
