@@ -249,6 +249,55 @@ class ClaimLoopTest {
   }
 
   /**
+   * A lost claim still ending on the server (its commit waiting for a standby): the next polls
+   * claim nothing and read no page, a WARN says so once, and once it has ended its rows are
+   * released and claimed first.
+   */
+  @Test
+  void aLostClaimStillEndingHoldsEveryClaimBackUntilItHasEnded() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("claim.batch.size", "1"));
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "a");
+    int[] lostResults = {1};
+    int[] stillEnding = {0};
+    List<String> calls = new ArrayList<>();
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  calls.add(method.getName());
+                  if (method.getName().equals("claimsEnded") && stillEnding[0]-- > 0) {
+                    return false;
+                  }
+                  Object result = method.invoke(f.store, args);
+                  if (method.getName().equals("claim") && lostResults[0]-- > 0) {
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+                  }
+                  return result;
+                });
+    ClaimLoop loop = loop(f, store);
+    assertThrows(OutboxStoreException.class, loop::next); // m1 leased, the result lost
+    stillEnding[0] = 2;
+    long mark = LogCapture.get().mark();
+    calls.clear();
+
+    assertTrue(loop.next().isEmpty());
+    assertTrue(loop.next().isEmpty());
+    assertEquals(List.of("claimsEnded", "claimsEnded"), calls, "no page read, nothing claimed");
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("is still ending on the server"))
+            .size());
+
+    assertEquals(List.of("m1"), ids(loop.next()));
+    assertEquals(1, f.metrics.unconfirmedReleased.get());
+  }
+
+  /**
    * The release reads the backlog page by page (here one page per instance key): rows released by
    * the pages before one that fails are logged and counted at once, not when the release ends, and
    * the next attempt reads on from the failed page. A page that failed without a reply may have
