@@ -240,14 +240,25 @@ final class Verdict {
 
   /**
    * Walks each partition in offset order, keeping the first copy of each message; per aggregate
-   * (the record key), the rows' seq must then only grow.
+   * (the record key), the rows' seq must then only grow. And each aggregate's records are in one
+   * partition of a topic: split across two, no order between them would hold for a consumer.
    */
   static List<String> orderViolations(List<Delivered> records, Map<String, Row> rows) {
     Map<String, List<Delivered>> byPartition = new TreeMap<>();
+    Map<String, String> partitionOfAggregate = new HashMap<>();
+    List<String> violations = new ArrayList<>();
     for (Delivered r : records) {
       byPartition.computeIfAbsent(r.topic() + "-" + r.partition(), k -> new ArrayList<>()).add(r);
+      Row row = rows.get(r.messageId());
+      if (row != null) {
+        String partition = r.topic() + "-" + r.partition();
+        String first =
+            partitionOfAggregate.putIfAbsent(r.topic() + "/" + row.aggregateId(), partition);
+        if (first != null && !first.equals(partition)) {
+          violations.add(row.aggregateId() + ": in " + first + " and " + partition);
+        }
+      }
     }
-    List<String> violations = new ArrayList<>();
     for (List<Delivered> partition : byPartition.values()) {
       partition.sort((a, b) -> Long.compare(a.offset(), b.offset()));
       Set<String> seen = new HashSet<>();
