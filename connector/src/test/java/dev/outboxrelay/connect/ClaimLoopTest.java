@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BiConsumer;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
@@ -258,26 +259,15 @@ class ClaimLoopTest {
     RuntimeFixture f = new RuntimeFixture(Map.of("claim.batch.size", "1"));
     f.add("eu", "m1", "a");
     f.add("eu", "m2", "a");
-    int[] lostResults = {1};
     int[] stillEnding = {0};
     List<String> calls = new ArrayList<>();
     OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  calls.add(method.getName());
-                  if (method.getName().equals("claimsEnded") && stillEnding[0]-- > 0) {
-                    return false;
-                  }
-                  Object result = method.invoke(f.store, args);
-                  if (method.getName().equals("claim") && lostResults[0]-- > 0) {
-                    throw new OutboxStoreException(
-                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
-                  }
-                  return result;
-                });
+        losingAClaimsResult(
+            f,
+            new boolean[] {true},
+            (name, args) -> calls.add(name),
+            (name, args) ->
+                name.equals("claimsEnded") && stillEnding[0]-- > 0 ? Boolean.FALSE : null);
     ClaimLoop loop = loop(f, store);
     assertThrows(OutboxStoreException.class, loop::next); // m1 leased, the result lost
     stillEnding[0] = 2;
@@ -462,12 +452,25 @@ class ClaimLoopTest {
    */
   private static OutboxStore losingAClaimsResult(
       RuntimeFixture f, boolean[] lose, BiConsumer<String, Object[]> before) {
+    return losingAClaimsResult(f, lose, before, (name, args) -> null);
+  }
+
+  /** {@link #losingAClaimsResult}, a call answered by {@code answer} instead where not null. */
+  private static OutboxStore losingAClaimsResult(
+      RuntimeFixture f,
+      boolean[] lose,
+      BiConsumer<String, Object[]> before,
+      BiFunction<String, Object[], Object> answer) {
     return (OutboxStore)
         Proxy.newProxyInstance(
             OutboxStore.class.getClassLoader(),
             new Class<?>[] {OutboxStore.class},
             (proxy, method, args) -> {
               before.accept(method.getName(), args);
+              Object answered = answer.apply(method.getName(), args);
+              if (answered != null) {
+                return answered;
+              }
               Object result = method.invoke(f.store, args);
               if (method.getName().equals("claim") && lose[0]) {
                 lose[0] = false;
