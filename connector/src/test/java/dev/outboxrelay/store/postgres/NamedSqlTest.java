@@ -147,8 +147,8 @@ class NamedSqlTest {
             "now",
             "max_attempts",
             "durable",
+            "owner", // the claim's lock, in its clock
             "instance_keys",
-            "owner",
             "limit",
             "lease_ms",
             "epoch",
@@ -160,8 +160,8 @@ class NamedSqlTest {
             "now",
             "max_attempts",
             "durable",
+            "owner", // the claim's lock, in its clock
             "instance_keys",
-            "owner",
             "slots",
             "slots_minus_slot",
             "limit",
@@ -170,17 +170,17 @@ class NamedSqlTest {
             "claim_batch",
             "payload_read_limit"),
         List.copyOf(sql.claimOrderedWithAffinity.oneKey().names()));
-    assertArrayEquals(new int[] {6, 8}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
+    assertArrayEquals(new int[] {7, 9}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
     // With several keys the quota reads the share first.
     assertArrayEquals(
-        new int[] {6, 8, 13, 15}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
+        new int[] {7, 9, 14, 16}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
     assertEquals(
         List.of(
             "now",
             "max_attempts",
             "durable",
+            "owner", // the claim's lock, in its clock
             "instance_keys",
-            "owner",
             "buckets",
             "tasks",
             "tasks_minus_task",
@@ -213,19 +213,19 @@ class NamedSqlTest {
             "now",
             "max_attempts",
             "durable",
+            "owner",
             "suspects",
             "instance_keys",
-            "owner",
             "lease_ms",
             "epoch",
             "claim_batch",
             "payload_read_limit"),
         List.copyOf(sql.claimSuspectOrdered.names()));
     assertEquals(
-        List.of("now", "instance_keys", "owner", "max_attempts", "lease_ms", "payload_read_limit"),
+        List.of("now", "owner", "instance_keys", "max_attempts", "lease_ms", "payload_read_limit"),
         List.copyOf(sql.claimAbandonedOrdered.names()));
     assertArrayEquals(
-        new int[] {4, 5, 7, 9, 10}, sql.claimAbandonedOrdered.positions("max_attempts"));
+        new int[] {5, 6, 8, 10, 11}, sql.claimAbandonedOrdered.positions("max_attempts"));
   }
 
   private static String message(Executable action) {
