@@ -73,6 +73,9 @@ final class ConfigChecks {
     fixedTopicAllowed(parsed, problems);
     schemaInferredForJsonOnly(parsed, problems);
     payloadFormatWrittenByValueConverter(parsed, raw, problems);
+    producerAcksAll(raw, problems);
+    exactlyOnceErrorTolerance(parsed, raw, problems);
+    exactlyOnceWithoutFilters(parsed, raw, problems);
     return problems;
   }
 
@@ -342,6 +345,97 @@ final class ConfigChecks {
   }
 
   /** Connect's own setting: with it, Connect refuses to run the connector without transactions. */
+  /** Connect's per-connector override of the producer's {@code acks}. */
+  static final String PRODUCER_ACKS_CONFIG = "producer.override.acks";
+
+  static final String PRODUCER_ACKS_ERROR =
+      PRODUCER_ACKS_CONFIG
+          + " must be all (or -1): a row is recorded as published on Kafka's acknowledgement,"
+          + " which proves delivery only with acks=all (acks=0 returns no offset at all, acks=1 is"
+          + " given before the record is replicated and can be lost); remove the override or set"
+          + " it to all";
+
+  /** Connect's per-connector error tolerance of converters and transforms. */
+  static final String ERRORS_TOLERANCE_CONFIG = "errors.tolerance";
+
+  static final String ERRORS_TOLERANCE_ERROR =
+      ERRORS_TOLERANCE_CONFIG
+          + " must be none with "
+          + OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG
+          + "="
+          + OutboxSourceConfig.EXACTLY_ONCE
+          + ": all drops a record that a converter or transform fails on, a later record's"
+          + " committed offset then covers its row, and a recovery would record that row PUBLISHED"
+          + " although it never reached Kafka; remove the setting (none is Connect's default)";
+
+  /** Kafka's transform that drops the records its predicate matches. */
+  static final String FILTER_TRANSFORM = "org.apache.kafka.connect.transforms.Filter";
+
+  /**
+   * {@code producer.override.acks} all or -1, or not set. Connect's own setting, judged here and at
+   * every start (not only when Connect validates a changed configuration): a connector saved before
+   * this rule, or whose value a config provider changed, must not run with it.
+   */
+  private static void producerAcksAll(Map<String, ?> raw, List<Problem> out) {
+    if (raw.get(PRODUCER_ACKS_CONFIG) instanceof String acks
+        && !acks.trim().equalsIgnoreCase("all")
+        && !acks.trim().equals("-1")) {
+      out.add(new Problem(PRODUCER_ACKS_CONFIG, PRODUCER_ACKS_ERROR));
+    }
+  }
+
+  /**
+   * Not {@code errors.tolerance=all} in exactly-once mode: at least once, a dropped record's row is
+   * only never acknowledged and goes back; exactly once, its position is covered by the next
+   * record's offset (docs/design.md, Exactly-once, what it does not cover).
+   */
+  private static void exactlyOnceErrorTolerance(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (exactlyOnce(parsed)
+        && raw.get(ERRORS_TOLERANCE_CONFIG) instanceof String tolerance
+        && tolerance.trim().equalsIgnoreCase("all")) {
+      out.add(new Problem(ERRORS_TOLERANCE_CONFIG, ERRORS_TOLERANCE_ERROR));
+    }
+  }
+
+  /**
+   * No {@code transforms.<alias>.type} that is Kafka's Filter in exactly-once mode, for the reason
+   * {@code errors.tolerance=all} is refused: the dropped record's position is covered by the next
+   * record's committed offset, and a recovery after a crash would record its row PUBLISHED. A
+   * transform of another class that drops records cannot be told from its class name, and is
+   * documented instead.
+   */
+  private static void exactlyOnceWithoutFilters(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (!exactlyOnce(parsed) || !(raw.get("transforms") instanceof String listed)) {
+      return;
+    }
+    for (String alias : listed.split(",")) {
+      String key = "transforms." + alias.trim() + ".type";
+      Object type = raw.get(key);
+      String name =
+          type instanceof Class<?> c ? c.getName() : type instanceof String t ? t.trim() : null;
+      if (!alias.isBlank() && name != null && isPlugin(name, FILTER_TRANSFORM)) {
+        out.add(
+            new Problem(
+                key,
+                key
+                    + " must not be Filter with "
+                    + DELIVERY_GUARANTEE_CONFIG
+                    + "="
+                    + EXACTLY_ONCE
+                    + ": a later record's committed offset covers a dropped record's row, and a"
+                    + " recovery would record that row PUBLISHED although it never reached Kafka;"
+                    + " leave such rows out of the outbox instead"));
+      }
+    }
+  }
+
+  private static boolean exactlyOnce(Function<String, Object> parsed) {
+    return parsed.apply(DELIVERY_GUARANTEE_CONFIG) instanceof String guarantee
+        && guarantee.trim().equalsIgnoreCase(EXACTLY_ONCE);
+  }
+
   static final String CONNECT_EXACTLY_ONCE_SUPPORT = "exactly.once.support";
 
   /**

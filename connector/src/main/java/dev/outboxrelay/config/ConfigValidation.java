@@ -33,6 +33,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -132,29 +133,6 @@ public final class ConfigValidation {
           ColumnMapping.RELAY.eventType(), COLUMN_EVENT_TYPE_CONFIG,
           ColumnMapping.RELAY.payload(), COLUMN_PAYLOAD_CONFIG);
 
-  /** Connect's per-connector override of the producer's {@code acks}. */
-  static final String PRODUCER_ACKS_CONFIG = "producer.override.acks";
-
-  static final String PRODUCER_ACKS_ERROR =
-      PRODUCER_ACKS_CONFIG
-          + " must be all (or -1): a row is recorded as published on Kafka's acknowledgement,"
-          + " which proves delivery only with acks=all (acks=0 returns no offset at all, acks=1 is"
-          + " given before the record is replicated and can be lost); remove the override or set"
-          + " it to all";
-
-  /** Connect's per-connector error tolerance of converters and transforms. */
-  static final String ERRORS_TOLERANCE_CONFIG = "errors.tolerance";
-
-  static final String ERRORS_TOLERANCE_ERROR =
-      ERRORS_TOLERANCE_CONFIG
-          + " must be none with "
-          + OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG
-          + "="
-          + OutboxSourceConfig.EXACTLY_ONCE
-          + ": all drops a record that a converter or transform fails on, a later record's"
-          + " committed offset then covers its row, and a recovery would record that row PUBLISHED"
-          + " although it never reached Kafka; remove the setting (none is Connect's default)";
-
   /** What Connect's validation response shows in place of a URL that carries a credential. */
   static final String HIDDEN_URL = "[hidden: the URL carries a password]";
 
@@ -163,8 +141,17 @@ public final class ConfigValidation {
   public static Config validate(Map<String, String> props) {
     ConfigDef definition = OutboxSourceConfig.configDef();
     Map<String, ConfigValue> values = definition.validateAll(props);
+    // Problems of Connect's own settings (a producer override, say), which the connector does not
+    // define: Connect lists such a key with its value as given, and counts its errors like any
+    // other.
+    Map<String, ConfigValue> connectKeys = new LinkedHashMap<>();
     for (ConfigChecks.Problem problem : ConfigChecks.find(key -> validValue(values, key), props)) {
-      values.get(problem.key()).addErrorMessage(problem.message());
+      ConfigValue value = values.get(problem.key());
+      if (value == null) {
+        value =
+            connectKeys.computeIfAbsent(problem.key(), key -> undefinedKey(key, props.get(key)));
+      }
+      value.addErrorMessage(problem.message());
     }
     if (allValid(
         values,
@@ -179,9 +166,7 @@ public final class ConfigValidation {
     for (String key : definition.configKeys().keySet()) {
       ordered.add(values.get(key));
     }
-    producerAcks(props).ifPresent(ordered::add);
-    exactlyOnceErrorTolerance(props).ifPresent(ordered::add);
-    ordered.addAll(exactlyOnceFilters(props));
+    ordered.addAll(connectKeys.values());
     return new Config(ordered);
   }
 
@@ -202,8 +187,12 @@ public final class ConfigValidation {
    * string pasted instead of a URL, which the URL rule refuses.
    */
   private static boolean mayHoldPassword(String url) {
-    if (url.indexOf('@') >= 0 || DataSourceFactory.namesPassword(url, "password")) {
-      return true; // user information, or a password holding '?' before it: hidden, not parsed
+    if (url.indexOf('@') >= 0
+        || DataSourceFactory.namesPassword(url, "password")
+        || !DataSourceFactory.portsAreNumbers(url)) {
+      // User information, a password holding '?' before it, or one taken for a port (pasted
+      // without its '@host'): hidden, not parsed.
+      return true;
     }
     try {
       return DataSourceFactory.urlParameters(url).stringPropertyNames().stream()
@@ -213,90 +202,11 @@ public final class ConfigValidation {
     }
   }
 
-  /**
-   * An error on {@code errors.tolerance=all} in exactly-once mode: at least once, a dropped
-   * record's row is only never acknowledged and goes back; exactly once, its position is covered by
-   * the next record's offset (docs/design.md, Exactly-once, what it does not cover).
-   */
-  private static Optional<ConfigValue> exactlyOnceErrorTolerance(Map<String, String> props) {
-    String tolerance = props.get(ERRORS_TOLERANCE_CONFIG);
-    if (!exactlyOnce(props) || tolerance == null || !tolerance.trim().equalsIgnoreCase("all")) {
-      return Optional.empty();
-    }
-    return Optional.of(
-        undefinedKeyError(ERRORS_TOLERANCE_CONFIG, tolerance, ERRORS_TOLERANCE_ERROR));
-  }
-
-  /** Whether the raw settings ask for exactly-once delivery. */
-  private static boolean exactlyOnce(Map<String, String> props) {
-    String guarantee = props.get(OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
-    return guarantee != null && guarantee.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE);
-  }
-
-  /** Kafka's transform that drops the records its predicate matches. */
-  static final String FILTER_TRANSFORM = "org.apache.kafka.connect.transforms.Filter";
-
-  /**
-   * An error on each {@code transforms.<alias>.type} that is Kafka's Filter, in exactly-once mode,
-   * for the reason {@code errors.tolerance=all} is refused: the dropped record's position is
-   * covered by the next record's committed offset, and a recovery after a crash would record its
-   * row PUBLISHED (docs/design.md, Exactly-once, what it does not cover). A transform of another
-   * class that drops records cannot be told from its class name, and is documented instead.
-   */
-  private static List<ConfigValue> exactlyOnceFilters(Map<String, String> props) {
-    List<ConfigValue> errors = new ArrayList<>();
-    String listed = props.get("transforms");
-    if (!exactlyOnce(props) || listed == null) {
-      return errors;
-    }
-    for (String alias : listed.split(",")) {
-      String key = "transforms." + alias.trim() + ".type";
-      String type = props.get(key);
-      if (!alias.isBlank()
-          && type != null
-          && ConfigChecks.isPlugin(type.trim(), FILTER_TRANSFORM)) {
-        errors.add(
-            undefinedKeyError(
-                key,
-                type,
-                key
-                    + " must not be Filter with "
-                    + OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG
-                    + "="
-                    + OutboxSourceConfig.EXACTLY_ONCE
-                    + ": a later record's committed offset covers a dropped record's row, and a"
-                    + " recovery would record that row PUBLISHED although it never reached Kafka;"
-                    + " leave such rows out of the outbox instead"));
-      }
-    }
-    return errors;
-  }
-
-  /**
-   * An error on {@code producer.override.acks} unless it is all or -1. Connect lists a value of a
-   * key the connector does not define as it is, and counts its errors like any other.
-   */
-  private static Optional<ConfigValue> producerAcks(Map<String, String> props) {
-    String acks = props.get(PRODUCER_ACKS_CONFIG);
-    if (acks == null) {
-      return Optional.empty();
-    }
-    String trimmed = acks.trim();
-    if (trimmed.equalsIgnoreCase("all") || trimmed.equals("-1")) {
-      return Optional.empty();
-    }
-    return Optional.of(undefinedKeyError(PRODUCER_ACKS_CONFIG, acks, PRODUCER_ACKS_ERROR));
-  }
-
-  /**
-   * An error on a key the connector does not define (Connect's own, such as a producer override):
-   * Connect lists it with its value as given and counts its errors like any other.
-   */
-  private static ConfigValue undefinedKeyError(String key, String value, String message) {
-    ConfigValue error = new ConfigValue(key);
-    error.value(value);
-    error.addErrorMessage(message);
-    return error;
+  /** A key the connector does not define (Connect's own), listed with its value as given. */
+  private static ConfigValue undefinedKey(String key, String value) {
+    ConfigValue undefined = new ConfigValue(key);
+    undefined.value(value);
+    return undefined;
   }
 
   private static Object validValue(Map<String, ConfigValue> values, String key) {

@@ -98,6 +98,13 @@ final class Validators {
                     + " jdbc:postgresql://host:5432/app (a '/' in the database name is written"
                     + " %2F)");
           }
+          if (!DataSourceFactory.portsAreNumbers((String) value)) {
+            throw new ConfigException(
+                name
+                    + " names a port that is not a number from 1 to 65535 (a user:password before"
+                    + " the host without its '@host'? set connection.user and connection.password"
+                    + " instead)");
+          }
           if (!DataSourceFactory.databaseNameDecodes((String) value)) {
             // The driver refuses such a URL, and the password check cannot read the name.
             throw new ConfigException(

@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.testing.SilentProxy;
 import java.io.IOException;
@@ -364,9 +366,10 @@ class ConfigValidationTest {
     Map<String, String> props = offline();
     props.put("connection.url", "jdbc:postgresql://localhost:port/" + URL_SENTINEL);
 
-    // The driver's own message quotes the whole URL; ours must not.
+    // Refused before the driver reads it (its own message would quote the whole URL).
     String message = only(errors(props), "connection.url");
-    assertTrue(message.startsWith("could not connect to the database in connection.url"), message);
+    assertTrue(message.startsWith("connection.url names a port that is not a number"), message);
+    assertFalse(message.contains(URL_SENTINEL), message);
   }
 
   @Test
@@ -542,6 +545,46 @@ class ConfigValidationTest {
                     + " the password in one place, connection.password")),
         errors(props));
     assertEquals(ConfigValidation.HIDDEN_URL, shownUrl(props));
+  }
+
+  /**
+   * A port that is not a number (a user:password pasted without its '@host') is an error on the
+   * URL, the URL is not shown, and the driver, which would log the port as it is, never reads it.
+   */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "jdbc:postgresql://app:" + URL_SENTINEL + "/appdb",
+        "jdbc:postgresql://db1:5432,app:" + URL_SENTINEL + "/appdb",
+        "jdbc:postgresql://app:/appdb",
+        "jdbc:postgresql://app:70000/appdb",
+        "jdbc:postgresql://app:" + URL_SENTINEL + "/appdb?sslmode=disable"
+      })
+  void aPortThatIsNotANumberIsAnErrorOnTheUrlWhichIsNotShown(String url) {
+    Map<String, String> props = offline();
+    props.put("connection.url", url);
+    long mark = LogCapture.get().mark();
+
+    String message = only(errors(props), "connection.url");
+    assertTrue(message.startsWith("connection.url names a port that is not a number"), message);
+    assertFalse(message.contains(URL_SENTINEL), message);
+    assertEquals(ConfigValidation.HIDDEN_URL, shownUrl(props));
+    assertEquals(
+        List.of(), LogCapture.get().matching(mark, e -> e.fullText().contains(URL_SENTINEL)));
+  }
+
+  @Test
+  void portsOfEveryFormTheDriverReadsPass() {
+    for (String url :
+        List.of(
+            "jdbc:postgresql://db:5432/app",
+            "jdbc:postgresql://db/app",
+            "jdbc:postgresql://[::1]:5432/app",
+            "jdbc:postgresql://[::1]/app",
+            "jdbc:postgresql://db1:5432,db2:6543/app?targetServerType=primary",
+            "jdbc:postgresql:app")) {
+      assertTrue(DataSourceFactory.portsAreNumbers(url), url);
+    }
   }
 
   /**
@@ -957,7 +1000,7 @@ class ConfigValidationTest {
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
     Map<String, String> props = props(url);
     props.put("transforms", "drop,route");
-    props.put("transforms.drop.type", ConfigValidation.FILTER_TRANSFORM);
+    props.put("transforms.drop.type", ConfigChecks.FILTER_TRANSFORM);
     props.put("transforms.drop.predicate", "internal");
     props.put("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter");
     assertEquals(Map.of(), errors(props), "at least once, a dropped record's row goes back");

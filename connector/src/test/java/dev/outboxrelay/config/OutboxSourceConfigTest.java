@@ -239,6 +239,36 @@ class OutboxSourceConfigTest {
   }
 
   /**
+   * Connect's own settings that would lose rows are refused at every start too, not only when
+   * Connect validates a changed configuration: a connector saved before these rules, or whose value
+   * a config provider changed behind it, is started without validation.
+   */
+  @Test
+  void connectSettingsThatWouldLoseRowsAreRefusedAtStartToo() {
+    Map<String, String> acks = with("producer.override.acks", "1");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(acks));
+    assertTrue(e.getMessage().startsWith("producer.override.acks must be all"), e.getMessage());
+    acks.put("producer.override.acks", " all ");
+    new OutboxSourceConfig(acks);
+
+    Map<String, String> exactlyOnce = with("delivery.guarantee", "exactly-once");
+    exactlyOnce.put("exactly.once.support", "required");
+    exactlyOnce.put("errors.tolerance", "all");
+    e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(exactlyOnce));
+    assertTrue(e.getMessage().startsWith("errors.tolerance must be none"), e.getMessage());
+    exactlyOnce.put("errors.tolerance", "none");
+    exactlyOnce.put("transforms", "drop");
+    exactlyOnce.put("transforms.drop.type", "Filter");
+    e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(exactlyOnce));
+    assertTrue(
+        e.getMessage().startsWith("transforms.drop.type must not be Filter"), e.getMessage());
+
+    exactlyOnce.remove("delivery.guarantee"); // at least once, a dropped record's row goes back
+    exactlyOnce.put("errors.tolerance", "all");
+    new OutboxSourceConfig(exactlyOnce);
+  }
+
+  /**
    * The connector's own value converter must write the payload format: StringConverter sent a byte
    * array as "[B@..." and the row was recorded published (a Debezium user's converter with the
    * default payload.format=bytes); ByteArrayConverter failed the task at every record.

@@ -145,7 +145,9 @@ public final class DataSourceFactory {
   /**
    * Connections outside the pool, opened on demand and closed by their user, without the pool's
    * statement and socket timeouts: for schema migrations, whose index builds on a large table may
-   * rightly take longer than any claim.
+   * rightly take longer than any claim. Without a socket timeout given in the URL either: the
+   * driver would drop the connection in the middle of such a build, the server would roll it back,
+   * and each retry would hold the table's locks as long, for nothing.
    */
   public static DataSource unpooled(ConnectionSettings settings, String applicationName) {
     return unpooled(settings, applicationName, null);
@@ -180,7 +182,7 @@ public final class DataSourceFactory {
     Properties props =
         unpooledProperties(
             settings.user(), settings.password(), applicationName, settings.connectTimeout());
-    return new DriverDataSource(settings.jdbcUrl(), props, setup);
+    return new DriverDataSource(settings.jdbcUrl(), props, setup).overriding("socketTimeout", "0");
   }
 
   /** Whether the URL's query string carries a password. */
@@ -332,6 +334,35 @@ public final class DataSourceFactory {
     String hostsAndDatabase = url.substring(start + 2, query < 0 ? url.length() : query);
     return hostsAndDatabase.indexOf('/') >= 0
         && hostsAndDatabase.indexOf('/') == hostsAndDatabase.lastIndexOf('/');
+  }
+
+  /**
+   * Whether every host of {@code url} that names a port names a number from 1 to 65535. The driver
+   * logs a port it cannot read, as it is, at WARNING: one that is a password (user:password pasted
+   * without its {@code @host}) must never reach it.
+   */
+  public static boolean portsAreNumbers(String url) {
+    int start = url.indexOf("//");
+    if (start < 0) {
+      return true;
+    }
+    int end = url.indexOf('/', start + 2);
+    int query = url.indexOf('?', start + 2);
+    if (end < 0 || (query >= 0 && query < end)) {
+      end = query < 0 ? url.length() : query;
+    }
+    for (String host : url.substring(start + 2, end).split(",", -1)) {
+      int colon = host.lastIndexOf(':');
+      if (colon > host.lastIndexOf(']')) { // a port, not an IPv6 address's colons
+        String port = host.substring(colon + 1);
+        if (!port.matches("[0-9]{1,5}")
+            || Integer.parseInt(port) < 1
+            || Integer.parseInt(port) > 65535) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   /**

@@ -74,6 +74,12 @@ final class DriverDataSource extends AbstractDataSource {
 
   static final String MALFORMED_ESCAPE = "the query string has a malformed %-escape";
 
+  /** This data source with {@code key} set to {@code value} whatever the URL's parameters say. */
+  DriverDataSource overriding(String key, String value) {
+    properties.setProperty(key, value);
+    return this;
+  }
+
   /** Null when the driver does not accept the URL (a malformed host or port, say). */
   Connection connectOrNull() throws SQLException {
     return new org.postgresql.Driver().connect(baseUrl, properties);

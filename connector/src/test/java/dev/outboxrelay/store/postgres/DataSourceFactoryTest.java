@@ -184,6 +184,27 @@ class DataSourceFactoryTest {
     }
   }
 
+  /**
+   * A migration's connections have no socket timeout, one given in the URL included (validation
+   * accepts one above statement.timeout.ms): it would drop the connection in the middle of an index
+   * build on a large table, which the server then rolls back, at every retry.
+   */
+  @Test
+  void migrationConnectionsHaveNoSocketTimeoutWhateverTheUrlSays() throws SQLException {
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres") + "?socketTimeout=60",
+            Map.of("connection.user", Postgres.user()));
+    try (Connection c =
+        DataSourceFactory.unpooled(
+                config.connectionSettings(),
+                "outbox-relay-migrate",
+                DataSourceFactory.MIGRATION_SESSION)
+            .getConnection()) {
+      assertEquals(0, c.getNetworkTimeout());
+    }
+  }
+
   @Test
   void poolStartsWhileTheDatabaseIsDown() throws IOException {
     int port;
