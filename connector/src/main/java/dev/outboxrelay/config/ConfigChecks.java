@@ -205,11 +205,7 @@ final class ConfigChecks {
   private static void payloadFormatWrittenByValueConverter(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
     String format = (String) parsed.apply(PAYLOAD_FORMAT_CONFIG);
-    Object converter = raw.get(CONNECT_VALUE_CONVERTER);
-    String name =
-        converter instanceof Class<?> type
-            ? type.getName()
-            : converter instanceof String text ? text.trim() : null;
+    String name = pluginName(raw.get(CONNECT_VALUE_CONVERTER));
     if (format == null || name == null || transformed(raw)) {
       return; // a transform may turn the value into what the converter writes (Cast, say)
     }
@@ -237,6 +233,13 @@ final class ConfigChecks {
                       : "ByteArrayConverter sends bytes only, and would fail the task at every"
                           + " record")));
     }
+  }
+
+  /** A plugin setting's class name, given as a class or as text; null when not set. */
+  private static String pluginName(Object setting) {
+    return setting instanceof Class<?> type
+        ? type.getName()
+        : setting instanceof String text ? text.trim() : null;
   }
 
   /** Whether the connector lists any transform. */
@@ -344,7 +347,6 @@ final class ConfigChecks {
     }
   }
 
-  /** Connect's own setting: with it, Connect refuses to run the connector without transactions. */
   /** Connect's per-connector override of the producer's {@code acks}. */
   static final String PRODUCER_ACKS_CONFIG = "producer.override.acks";
 
@@ -412,9 +414,7 @@ final class ConfigChecks {
     }
     for (String alias : listed.split(",")) {
       String key = "transforms." + alias.trim() + ".type";
-      Object type = raw.get(key);
-      String name =
-          type instanceof Class<?> c ? c.getName() : type instanceof String t ? t.trim() : null;
+      String name = pluginName(raw.get(key));
       if (!alias.isBlank() && name != null && isPlugin(name, FILTER_TRANSFORM)) {
         out.add(
             new Problem(
@@ -436,6 +436,7 @@ final class ConfigChecks {
         && guarantee.trim().equalsIgnoreCase(EXACTLY_ONCE);
   }
 
+  /** Connect's own setting: with it, Connect refuses to run the connector without transactions. */
   static final String CONNECT_EXACTLY_ONCE_SUPPORT = "exactly.once.support";
 
   /**
@@ -444,9 +445,7 @@ final class ConfigChecks {
    */
   private static void exactlyOnceRequiredOfConnect(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
-    Object guarantee = parsed.apply(DELIVERY_GUARANTEE_CONFIG);
-    if (guarantee instanceof String g
-        && g.trim().equalsIgnoreCase(EXACTLY_ONCE)
+    if (exactlyOnce(parsed)
         && !(raw.get(CONNECT_EXACTLY_ONCE_SUPPORT) instanceof String support
             && support.trim().equalsIgnoreCase("required"))) {
       out.add(

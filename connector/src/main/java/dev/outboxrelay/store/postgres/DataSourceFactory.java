@@ -355,14 +355,16 @@ public final class DataSourceFactory {
       int colon = host.lastIndexOf(':');
       if (colon > host.lastIndexOf(']')) { // a port, not an IPv6 address's colons
         String port = host.substring(colon + 1);
-        if (!port.matches("[0-9]{1,5}")
-            || Integer.parseInt(port) < 1
-            || Integer.parseInt(port) > 65535) {
+        if (!port.matches("[0-9]{1,5}") || !between(Integer.parseInt(port), 1, 65535)) {
           return false;
         }
       }
     }
     return true;
+  }
+
+  private static boolean between(int value, int min, int max) {
+    return value >= min && value <= max;
   }
 
   /**
