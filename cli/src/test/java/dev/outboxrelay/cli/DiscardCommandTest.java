@@ -109,6 +109,46 @@ class DiscardCommandTest {
     assertDiscarded("eu-failed-1");
   }
 
+  /**
+   * --dead-lettered deletes only FAILED rows whose dead-letter record Kafka confirmed (the relay
+   * writes its position into the row's Kafka columns, as the fixture's *-failed-2 rows have it): a
+   * FAILED row without a copy elsewhere stays, and so does another key's row with a copy.
+   */
+  @Test
+  void deadLetteredDiscardsOnlyRowsWithAConfirmedCopy() throws SQLException {
+    Cli.Result dryRun =
+        outbox.cli().forKey("eu", "discard", "--all", "--dead-lettered", "--dry-run");
+    assertEquals(ExitCode.OK, dryRun.exitCode(), dryRun::toString);
+    assertEquals(
+        "dry run: 1 FAILED, dead-lettered row(s) of instance key eu would be discarded\n",
+        dryRun.out());
+
+    Cli.Result r =
+        outbox
+            .cli()
+            .forKey("eu", "discard", "--all", "--dead-lettered", "--batch-size", "1", "--json");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertEquals(1, r.json().get("discarded").asLong(), r::toString);
+    assertTrue(r.json().get("dead_lettered_only").asBoolean(), r::toString);
+    assertDiscarded("eu-failed-2");
+  }
+
+  @Test
+  void deadLetteredIsRefusedWhereItCannotChoose() throws SQLException {
+    Cli.Result byId =
+        outbox.cli().forKey("eu", "discard", "--message-id", "eu-failed-2", "--dead-lettered");
+    assertEquals(ExitCode.USAGE, byId.exitCode(), byId::toString);
+    assertTrue(
+        byId.err().contains("--dead-lettered goes with --all or --correlation-id"), byId::toString);
+
+    Cli.Result exhausted =
+        outbox.cli().forKey("eu", "discard", "--all", "--dead-lettered", "--status", "EXHAUSTED");
+    assertEquals(ExitCode.USAGE, exhausted.exitCode(), exhausted::toString);
+    assertTrue(exhausted.err().contains("--status must include it"), exhausted::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
+  }
+
   @Test
   void dryRunOnlyCountsAndNothingToDiscardExitsWithThree() throws SQLException {
     Cli.Result r = outbox.cli().forKey("eu", "discard", "--all", "--dry-run");

@@ -108,9 +108,11 @@ final class OutboxFixture implements AutoCloseable {
             + " created_at = now() - interval '3 days', next_attempt_at = NULL,"
             + " parked_at = now() - interval '1 day'");
     insert(key, key + "-failed-2", "c-2");
+    // Dead-lettered: the relay records where Kafka confirmed the copy.
     update(
         key + "-failed-2",
-        "status = 'FAILED', last_failure_code = 'DEAD_LETTERED', parked_at = now()");
+        "status = 'FAILED', last_failure_code = 'DEAD_LETTERED', parked_at = now(),"
+            + " kafka_topic = 'orders-dlq', kafka_partition = 0, kafka_offset = 7");
     insert(key, key + "-exhausted-1", "c-1");
     update(
         key + "-exhausted-1",
@@ -238,11 +240,15 @@ final class OutboxFixture implements AutoCloseable {
                 "SELECT message_id, instance_key, status, attempts, abandoned_claims, isolated,"
                     + " next_attempt_at::text, lease_owner, lease_token,"
                     + " lease_expires_at::text, last_failure_code, published_at::text,"
-                    + " FALSE AS in_log, parked_at::text, seq FROM outbox"
+                    + " FALSE AS in_log, parked_at::text, seq, "
+                    + KAFKA
+                    + " FROM outbox"
                     + " UNION ALL"
                     + " SELECT message_id, instance_key, 'PUBLISHED', attempts, abandoned_claims,"
                     + " FALSE, NULL, NULL, lease_token, NULL, last_failure_code,"
-                    + " published_at::text, TRUE, NULL, seq FROM outbox_published"
+                    + " published_at::text, TRUE, NULL, seq, "
+                    + KAFKA
+                    + " FROM outbox_published"
                     + " ORDER BY seq")) {
       while (rs.next()) {
         RowState row =
@@ -259,14 +265,18 @@ final class OutboxFixture implements AutoCloseable {
                 rs.getString(11),
                 rs.getString(12),
                 rs.getBoolean(13),
-                rs.getString(14));
+                rs.getString(14),
+                rs.getString(16));
         assertEquals(null, rows.put(rs.getString(1), row), "one row per message id");
       }
     }
     return rows;
   }
 
-  /** A row's relay state; {@code inLog}: an entry of the published log, not a row of the table. */
+  /**
+   * A row's relay state; {@code inLog}: an entry of the published log, not a row of the table;
+   * {@code kafka}: its Kafka position (a published row's record, a parked row's dead-letter copy).
+   */
   record RowState(
       String instanceKey,
       String status,
@@ -280,7 +290,12 @@ final class OutboxFixture implements AutoCloseable {
       String lastFailureCode,
       String publishedAt,
       boolean inLog,
-      String parkedAt) {}
+      String parkedAt,
+      String kafka) {}
+
+  /** A row's Kafka position as one text (topic:partition:offset), null without one. */
+  private static final String KAFKA =
+      "NULLIF(concat_ws(':', kafka_topic, kafka_partition, kafka_offset), '')";
 
   /** Asserts that every row but {@code changed} is exactly as it was. */
   static void assertUnchangedExcept(

@@ -98,6 +98,9 @@ class ParkCommandTest {
 
   @Test
   void aRowInFlightIsParkedOnlyWhenAskedAndItsHolderIsFencedOff() throws SQLException {
+    // A Kafka position left from an earlier life of the row: an operator's park has no copy.
+    outbox.update(
+        "eu-in-flight", "kafka_topic = 'orders-dlq', kafka_partition = 0, kafka_offset = 3");
     Cli.Result r =
         outbox.cli().forKey("eu", "park", "--message-id", "eu-in-flight", "--in-flight", "--json");
 
@@ -110,6 +113,7 @@ class ParkCommandTest {
     assertEquals("FAILED", parked.status());
     assertNull(parked.leaseOwner());
     assertNull(parked.leaseExpiresAt());
+    assertNull(parked.kafka(), "no dead-letter copy: discard --dead-lettered leaves it");
     assertEquals(8, parked.leaseToken(), "token 7 bumped: worker-1's outcome cannot apply");
     assertUnchangedExcept(before, outbox.snapshot(), "eu-in-flight");
   }

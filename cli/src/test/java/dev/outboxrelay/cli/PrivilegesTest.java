@@ -20,7 +20,8 @@ class PrivilegesTest {
     outbox.exec("GRANT SELECT, DELETE ON outbox, outbox_published TO " + role);
     outbox.exec(
         "GRANT UPDATE (status, attempts, next_attempt_at, last_failure_code, isolated,"
-            + " lease_owner, lease_expires_at, lease_token, parked_at) ON outbox TO "
+            + " lease_owner, lease_expires_at, lease_token, parked_at, kafka_topic,"
+            + " kafka_partition, kafka_offset) ON outbox TO "
             + role);
   }
 

@@ -427,6 +427,7 @@ class RequeueCommandTest {
     assertEquals(0, after.attempts());
     assertNull(after.nextAttemptAt());
     assertNull(after.lastFailureCode());
+    assertNull(after.kafka(), "no dead-letter copy of the next attempt");
     assertEquals(false, after.isolated());
     assertNull(after.leaseOwner());
     assertNull(after.leaseExpiresAt());

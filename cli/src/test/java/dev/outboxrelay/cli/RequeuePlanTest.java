@@ -189,6 +189,9 @@ class RequeuePlanTest {
             binder.setArray(
                 "statuses", c.createArrayOf("text", new String[] {"EXHAUSTED", "FAILED"}));
           }
+          if (batch.names().contains("dead_lettered_only")) {
+            binder.setBoolean("dead_lettered_only", false);
+          }
           if (correlationId != null) {
             binder.setString("correlation_id", correlationId);
           }
@@ -233,6 +236,9 @@ class RequeuePlanTest {
       NamedSql.Binder binder = statement.bind(ps).setString("instance_key", "eu");
       if (statement.names().contains("statuses")) {
         binder.setArray("statuses", c.createArrayOf("text", new String[] {"EXHAUSTED", "FAILED"}));
+      }
+      if (statement.names().contains("dead_lettered_only")) {
+        binder.setBoolean("dead_lettered_only", false);
       }
       if (statement.names().contains("status")) {
         binder.setString("status", status.name());

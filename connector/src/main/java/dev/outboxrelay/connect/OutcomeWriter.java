@@ -247,7 +247,7 @@ final class OutcomeWriter {
     } else if (o instanceof Failed f) {
       return new Written(
           f.deadLettered() ? OutcomeKind.DEAD_LETTERED : OutcomeKind.FAILED,
-          store.markFailed(f.messageId(), f.lease(), f.reasonCode()));
+          store.markFailed(f.messageId(), f.lease(), f.reasonCode(), f.deadLetter()));
     } else if (o instanceof Released r) {
       return new Written(OutcomeKind.RELEASED, store.release(r.messageId(), r.lease()));
     }

@@ -28,9 +28,16 @@ sealed interface PendingOutcome {
     }
   }
 
-  /** The row can never be published (or was dead-lettered): FAILED with a reason code. */
-  record Failed(String messageId, Lease lease, String reasonCode, boolean deadLettered)
-      implements PendingOutcome {}
+  /**
+   * The row can never be published: FAILED with a reason code; with the position of its dead-letter
+   * record when Kafka confirmed one ({@code deadLetter}, else null).
+   */
+  record Failed(String messageId, Lease lease, String reasonCode, KafkaCoordinates deadLetter)
+      implements PendingOutcome {
+    boolean deadLettered() {
+      return deadLetter != null;
+    }
+  }
 
   /** A claim that was never handed to Connect. */
   record Released(String messageId, Lease lease) implements PendingOutcome {}

@@ -106,7 +106,7 @@ final class RecordHandoff {
         if (mapper.settings().hasDeadLetterTopic()) {
           records.add(mapper.deadLetter(row, bad.reasonCode()));
         } else if (!submit.test(
-            new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), false))) {
+            new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), null))) {
           metrics.lateAcks.incrementAndGet();
           log.warn(
               "Outcome not queued, the outcome writer has stopped: message_id={} (reason=LATE_ACK;"
@@ -361,7 +361,7 @@ final class RecordHandoff {
           Printable.escape(messageId),
           entry.get().instanceKey(),
           entry.get().deadLetterReason());
-      return new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), false);
+      return new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), null);
     }
     if (metadata == null) {
       return new PendingOutcome.Unconfirmed(
@@ -371,7 +371,11 @@ final class RecordHandoff {
       return new PendingOutcome.Unconfirmed(messageId, lease, PendingOutcome.Unconfirmed.NO_OFFSET);
     }
     if (entry.isPresent() && entry.get().isDeadLetter()) {
-      return new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), true);
+      return new PendingOutcome.Failed(
+          messageId,
+          lease,
+          entry.get().deadLetterReason(),
+          new KafkaCoordinates(metadata.topic(), metadata.partition(), metadata.offset()));
     }
     return new PendingOutcome.Published(
         messageId,

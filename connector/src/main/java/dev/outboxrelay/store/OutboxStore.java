@@ -112,8 +112,17 @@ public interface OutboxStore extends AutoCloseable {
   Outcome retryLater(
       String messageId, Lease lease, String reasonCode, Duration delay, int maxAttempts);
 
-  /** Marks the row FAILED (permanent, e.g. poison or dead-lettered) with a reason code. */
-  Outcome markFailed(String messageId, Lease lease, String reasonCode);
+  /** Marks the row FAILED (permanent, e.g. poison) with a reason code; no dead-letter record. */
+  default Outcome markFailed(String messageId, Lease lease, String reasonCode) {
+    return markFailed(messageId, lease, reasonCode, null);
+  }
+
+  /**
+   * Marks the row FAILED (permanent, e.g. poison or dead-lettered) with a reason code, and where
+   * Kafka confirmed its dead-letter record ({@code deadLetter}; null when there is none, or none
+   * confirmed): the row's Kafka position, which tells an operator that a copy exists.
+   */
+  Outcome markFailed(String messageId, Lease lease, String reasonCode, KafkaCoordinates deadLetter);
 
   /**
    * Exactly-once: whether the row, of a claimed instance key, is FAILED with {@code reasonCode}

@@ -1375,9 +1375,12 @@ class OutboxSourceTaskTest {
 
     @Override
     public dev.outboxrelay.store.Outcome markFailed(
-        String messageId, dev.outboxrelay.store.Lease lease, String reasonCode) {
+        String messageId,
+        dev.outboxrelay.store.Lease lease,
+        String reasonCode,
+        dev.outboxrelay.store.KafkaCoordinates deadLetter) {
       check();
-      return delegate.markFailed(messageId, lease, reasonCode);
+      return delegate.markFailed(messageId, lease, reasonCode, deadLetter);
     }
 
     @Override

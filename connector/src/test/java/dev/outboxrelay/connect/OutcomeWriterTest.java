@@ -55,8 +55,9 @@ class OutcomeWriterTest {
         new ArrayList<>(
             List.of(
                 published(c.get(0), 10),
-                new Failed("m2", c.get(1).lease(), "PAYLOAD_TOO_LARGE", false),
-                new Failed("m3", c.get(2).lease(), "PAYLOAD_TOO_LARGE", true),
+                new Failed("m2", c.get(1).lease(), "PAYLOAD_TOO_LARGE", null),
+                new Failed(
+                    "m3", c.get(2).lease(), "PAYLOAD_TOO_LARGE", new KafkaCoordinates("dlq", 2, 5)),
                 new Released("m4", c.get(3).lease())));
 
     writer(f).write(batch);
@@ -66,6 +67,11 @@ class OutcomeWriterTest {
     assertEquals(new KafkaCoordinates("t", 0, 10), f.store.find("m1").orElseThrow().kafka());
     assertEquals(MessageStatus.FAILED, status(f, "m2"));
     assertEquals(MessageStatus.FAILED, status(f, "m3"));
+    assertEquals(null, f.store.find("m2").orElseThrow().kafka(), "no dead-letter copy");
+    assertEquals(
+        new KafkaCoordinates("dlq", 2, 5),
+        f.store.find("m3").orElseThrow().kafka(),
+        "where its dead-letter copy is");
     assertEquals(MessageStatus.PENDING, status(f, "m4"));
     assertEquals(1, f.metrics.published.get());
     assertEquals(1, f.metrics.failed.get());

@@ -10,10 +10,13 @@ import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.testing.LogCapture;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
 /** At least once, the records of a claim, and the FAILED outcomes of its unpublishable rows. */
@@ -63,7 +66,27 @@ class RecordHandoffTest {
 
     PendingOutcome outcome = handoff.outcomeOf("bad", 1, 7, null);
 
-    assertEquals(new PendingOutcome.Failed("bad", new Lease("owner", 7), reason, false), outcome);
+    assertEquals(new PendingOutcome.Failed("bad", new Lease("owner", 7), reason, null), outcome);
+  }
+
+  /**
+   * A confirmed dead-letter record: the row is parked FAILED with where its copy is, which tells an
+   * operator (list, inspect, discard --dead-lettered) that it is not the only one.
+   */
+  @Test
+  void aConfirmedDeadLetterRecordParksItsRowWithTheCopysPosition() {
+    RecordHandoff handoff = new RecordHandoff(mapper("dlq"), ledger, o -> true, metrics, "owner");
+    handoff.toRecords(List.of(row("bad", "__consumer_offsets")));
+    String reason = ledger.get("bad").orElseThrow().deadLetterReason();
+
+    PendingOutcome outcome =
+        handoff.outcomeOf(
+            "bad", 1, 7, new RecordMetadata(new TopicPartition("dlq", 4), 41, 0, 0L, 0, 0));
+
+    assertEquals(
+        new PendingOutcome.Failed(
+            "bad", new Lease("owner", 7), reason, new KafkaCoordinates("dlq", 4, 41)),
+        outcome);
   }
 
   /** At stop the queue refuses: the row comes back after its lease, and that is not silent. */

@@ -8,6 +8,7 @@ import dev.outboxrelay.mapping.UnpublishableReasons;
 import dev.outboxrelay.reliability.Verdict.Figures;
 import dev.outboxrelay.testing.ConnectCluster;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
+import dev.outboxrelay.testing.OutboxDb;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -113,6 +114,34 @@ class BadInputUnderLoadTest {
             }
           });
       assertEquals(List.of(), missing, "bad rows missing from the dead-letter topic");
+      // Each dead-lettered row holds where its copy is; the other connector's (no dead-letter
+      // topic) hold no position: discard --dead-lettered tells the two apart.
+      List<String> positions = new ArrayList<>();
+      for (OutboxDb.Row row : s.db.rows().values()) {
+        if (!"FAILED".equals(row.status())) {
+          continue;
+        }
+        List<Delivered> copies = dead.getOrDefault(row.messageId(), List.of());
+        boolean pointsAtACopy =
+            copies.stream()
+                .anyMatch(
+                    c ->
+                        c.topic().equals(row.kafkaTopic())
+                            && Integer.valueOf(c.partition()).equals(row.kafkaPartition())
+                            && Long.valueOf(c.offset()).equals(row.kafkaOffset()));
+        boolean expectedCopy = row.messageId().startsWith("bad-orders-");
+        if (expectedCopy ? !pointsAtACopy : row.kafkaOffset() != null) {
+          positions.add(
+              row.messageId()
+                  + " "
+                  + row.kafkaTopic()
+                  + "-"
+                  + row.kafkaPartition()
+                  + "@"
+                  + row.kafkaOffset());
+        }
+      }
+      assertEquals(List.of(), positions, "FAILED rows whose position is not their copy's");
       assertTrue(
           dead.keySet().stream().allMatch(id -> id.startsWith("bad-orders-")),
           "only bad rows of the main connector are dead-lettered");

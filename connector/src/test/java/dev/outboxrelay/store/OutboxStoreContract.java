@@ -458,6 +458,27 @@ public abstract class OutboxStoreContract {
     assertEquals(MessageStatus.FAILED, state("m1").status());
   }
 
+  /**
+   * A dead-lettered row keeps where Kafka confirmed its copy; a row parked without one has no
+   * position.
+   */
+  @Test
+  void aParkedRowRecordsItsDeadLetterCopyOnlyWhenItHasOne() {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    ClaimedMessage copied = claimOne("w1", "m1");
+    ClaimedMessage notCopied = claimOne("w1", "m2");
+
+    assertEquals(
+        Outcome.APPLIED,
+        store.markFailed("m1", copied.lease(), "POISON", new KafkaCoordinates("dlq", 1, 9)));
+    assertEquals(Outcome.APPLIED, store.markFailed("m2", notCopied.lease(), "POISON", null));
+
+    assertEquals(new KafkaCoordinates("dlq", 1, 9), state("m1").kafka());
+    assertEquals(MessageStatus.FAILED, state("m1").status());
+    assertNull(state("m2").kafka());
+  }
+
   @Test
   void aRowUnderAnActiveLeaseIsNotClaimableByAnotherOwner() {
     add(EU, "m1", "a");

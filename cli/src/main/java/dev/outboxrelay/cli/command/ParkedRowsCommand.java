@@ -89,6 +89,11 @@ abstract class ParkedRowsCommand extends InstanceCommand {
   /** What this command does to the rows. */
   abstract ParkedAction action();
 
+  /** Only FAILED rows whose dead-letter record Kafka confirmed (discard --dead-lettered). */
+  boolean deadLetteredOnly() {
+    return false;
+  }
+
   @Override
   final void validateOptions() {
     if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
@@ -109,13 +114,27 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     } else {
       selector = ParkedSelection.Selector.ALL;
     }
+    Set<MessageStatus> chosen = statuses == null ? null : EnumSet.copyOf(statuses);
+    if (deadLetteredOnly()) {
+      if (selector == ParkedSelection.Selector.MESSAGE_IDS) {
+        throw CliException.usage(
+            "--dead-lettered goes with --all or --correlation-id (by --message-id you name the"
+                + " rows: inspect shows each one's dead-letter copy)");
+      }
+      if (chosen == null) {
+        chosen = EnumSet.of(MessageStatus.FAILED);
+      } else if (!chosen.contains(MessageStatus.FAILED)) {
+        throw CliException.usage("--dead-lettered selects FAILED rows: --status must include it");
+      }
+    }
     request =
         new ParkedSelection(
             instanceKey,
             selector,
             selection.messageIds,
             selection.correlationId,
-            statuses == null ? null : EnumSet.copyOf(statuses));
+            chosen,
+            deadLetteredOnly());
   }
 
   @Override
@@ -124,7 +143,8 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     String verb = action().verb();
     String done = action().pastTense();
     String statusNames =
-        request.statuses().stream().map(Enum::name).sorted().collect(Collectors.joining(", "));
+        request.statuses().stream().map(Enum::name).sorted().collect(Collectors.joining(", "))
+            + (request.deadLetteredOnly() ? ", dead-lettered" : "");
     if (dryRun) {
       ParkedChange count = database.operatorStore().countParked(request);
       if (json) {
@@ -222,6 +242,9 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     node.put("instance_key", instanceKey);
     ArrayNode statusArray = node.putArray("statuses");
     request.statuses().stream().map(Enum::name).sorted().forEach(statusArray::add);
+    if (request.deadLetteredOnly()) {
+      node.put("dead_lettered_only", true);
+    }
     return node;
   }
 

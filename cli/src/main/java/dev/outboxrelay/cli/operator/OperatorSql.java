@@ -122,8 +122,8 @@ final class OperatorSql {
 
   /**
    * {@code {requeue}}: back to PENDING and due now, with a fresh attempt budget, no failure code,
-   * not isolated, no lease, and a bumped lease token; and back among the rows awaiting delivery
-   * (schema version 7: parked_at is in the due indexes' predicate).
+   * no dead-letter position, not isolated, no lease, and a bumped lease token; and back among the
+   * rows awaiting delivery (schema version 7: parked_at is in the due indexes' predicate).
    */
   private static final String REQUEUE =
       """
@@ -131,7 +131,7 @@ final class OperatorSql {
         SET status = 'PENDING', attempts = 0, next_attempt_at = NULL,
           last_failure_code = NULL, isolated = FALSE, lease_owner = NULL,
           lease_expires_at = NULL, lease_token = lease_token + 1,
-          parked_at = NULL""";
+          parked_at = NULL, kafka_topic = NULL, kafka_partition = NULL, kafka_offset = NULL""";
 
   /**
    * {@code {awaiting of key}}: rows of the key awaiting delivery, with a chosen status; never one
@@ -148,11 +148,16 @@ final class OperatorSql {
   /** {@code {discard}}: the row is deleted, never relayed (nor in the published log). */
   private static final String DISCARD = "DELETE FROM {table}";
 
-  /** {@code {parked of key}}: rows still parked under the key, with a chosen status. */
+  /**
+   * {@code {parked of key}}: rows still parked under the key, with a chosen status; if asked, only
+   * those whose dead-letter record Kafka confirmed (the relay records its position in the row's
+   * Kafka columns, which a parked row has no other use for).
+   */
   private static final String PARKED_OF_KEY =
       """
       WHERE instance_key = :instance_key AND status IN ('FAILED', 'EXHAUSTED')
-          AND status = ANY (CAST(:statuses AS text[]))""";
+          AND status = ANY (CAST(:statuses AS text[]))
+          AND (kafka_offset IS NOT NULL OR NOT CAST(:dead_lettered_only AS boolean))""";
 
   /**
    * The predicate of the indexes of parked rows (schema versions 14 and 15), spelled as it is so
@@ -266,6 +271,7 @@ final class OperatorSql {
         UPDATE {table} AS t
           SET status = 'FAILED', last_failure_code = 'PARKED_BY_OPERATOR',
             parked_at = clock_timestamp(), next_attempt_at = NULL, isolated = FALSE,
+            kafka_topic = NULL, kafka_partition = NULL, kafka_offset = NULL,
             lease_owner = NULL, lease_expires_at = NULL, lease_token = t.lease_token + 1
         FROM locked l
         WHERE t.seq = l.seq

@@ -353,7 +353,8 @@ public final class OperatorStore {
       Connection c, NamedSql.Binder statement, ParkedSelection request) throws SQLException {
     statement
         .setString("instance_key", InstanceKeys.requireValid(request.instanceKey()))
-        .setArray("statuses", c.createArrayOf("text", request.statusNames()));
+        .setArray("statuses", c.createArrayOf("text", request.statusNames()))
+        .setBoolean("dead_lettered_only", request.deadLetteredOnly());
     return switch (request.selector()) {
       case MESSAGE_IDS ->
           statement.setArray(

@@ -13,13 +13,16 @@ import java.util.Set;
  * @param messageIds the requested ids, without duplicates, in the order given (MESSAGE_IDS only)
  * @param correlationId CORRELATION_ID only
  * @param statuses FAILED, EXHAUSTED or both
+ * @param deadLetteredOnly only FAILED rows whose dead-letter record Kafka confirmed (CORRELATION_ID
+ *     and ALL only: by message id an operator names each row)
  */
 public record ParkedSelection(
     String instanceKey,
     Selector selector,
     List<String> messageIds,
     String correlationId,
-    Set<MessageStatus> statuses) {
+    Set<MessageStatus> statuses,
+    boolean deadLetteredOnly) {
 
   /** How rows are chosen; always among the parked rows of the instance key. */
   public enum Selector {
@@ -46,6 +49,22 @@ public record ParkedSelection(
     if (selector == Selector.CORRELATION_ID && correlationId == null) {
       throw new IllegalArgumentException("a correlation id is required");
     }
+    if (deadLetteredOnly && selector == Selector.MESSAGE_IDS) {
+      throw new IllegalArgumentException("dead-lettered rows are chosen by correlation id or all");
+    }
+    if (deadLetteredOnly && !statuses.contains(MessageStatus.FAILED)) {
+      throw new IllegalArgumentException("only FAILED rows are dead-lettered");
+    }
+  }
+
+  /** Any parked row the selector and statuses choose, with or without a dead-letter copy. */
+  public ParkedSelection(
+      String instanceKey,
+      Selector selector,
+      List<String> messageIds,
+      String correlationId,
+      Set<MessageStatus> statuses) {
+    this(instanceKey, selector, messageIds, correlationId, statuses, false);
   }
 
   String[] statusNames() {

@@ -493,7 +493,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized Outcome markFailed(String messageId, Lease lease, String reasonCode) {
+  public synchronized Outcome markFailed(
+      String messageId, Lease lease, String reasonCode, KafkaCoordinates deadLetter) {
     ReasonCodes.require(reasonCode);
     Row row = fenced(messageId, lease);
     if (row == null) {
@@ -501,6 +502,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
     }
     row.status = MessageStatus.FAILED;
     row.lastFailureCode = reasonCode;
+    row.kafka = deadLetter;
     row.nextAttemptAt = null;
     row.releaseLease();
     return Outcome.APPLIED;

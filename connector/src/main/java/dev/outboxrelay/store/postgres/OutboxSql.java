@@ -829,6 +829,9 @@ final class OutboxSql {
             UPDATE {table}
             SET status = 'FAILED', last_failure_code = :reason, next_attempt_at = NULL,
               parked_at = clock.now,
+              kafka_topic = :dead_letter_topic,
+              kafka_partition = CAST(:dead_letter_partition AS integer),
+              kafka_offset = CAST(:dead_letter_offset AS bigint),
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
             WHERE {message_id} = :message_id {fence}""");

@@ -10,6 +10,7 @@ import dev.outboxrelay.store.CommittedPosition;
 import dev.outboxrelay.store.ExactlyOnceClaim;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
@@ -532,7 +533,8 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public Outcome markFailed(String messageId, Lease lease, String reasonCode) {
+  public Outcome markFailed(
+      String messageId, Lease lease, String reasonCode, KafkaCoordinates deadLetter) {
     return run(
         "mark-failed",
         sql.markFailed,
@@ -540,6 +542,15 @@ public final class PostgresOutboxStore implements OutboxStore {
           statement
               .set("now", this::setNow)
               .setString("reason", ReasonCodes.require(reasonCode))
+              .setString("dead_letter_topic", deadLetter == null ? null : deadLetter.topic())
+              .setObject(
+                  "dead_letter_partition",
+                  deadLetter == null ? null : deadLetter.partition(),
+                  Types.INTEGER)
+              .setObject(
+                  "dead_letter_offset",
+                  deadLetter == null ? null : deadLetter.offset(),
+                  Types.BIGINT)
               .setString("message_id", messageId);
           return fenced(c, statement, lease).executeUpdate() == 1
               ? Outcome.APPLIED
