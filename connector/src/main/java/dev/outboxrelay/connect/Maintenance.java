@@ -100,8 +100,9 @@ final class Maintenance {
     metrics.backlogReadFailed(); // lag-ms ages from the last reading unless read below
     if (!failure.isRetriable()) {
       scheduleNextRead(startMs);
-      throw failure;
+      throw failure; // counted and reported by the poll that ran it, which fails the task
     }
+    metrics.databaseErrors.incrementAndGet(); // seen by the database-errors alert, as retention's
     Duration lag = null;
     Map<MessageStatus, Long> parked = null;
     String notRead = "";
@@ -109,6 +110,7 @@ final class Maintenance {
       lag = store.lag(config.instanceKeys());
       parked = store.countParked(config.instanceKeys());
     } catch (OutboxStoreException e) { // NOPMD: the database is away; lag-ms keeps ageing
+      metrics.databaseErrors.incrementAndGet();
       notRead = " (reason=" + e.reasonCode() + ")";
     }
     long spacing = scheduleNextRead(startMs); // by all three reads: each holds task 0's thread

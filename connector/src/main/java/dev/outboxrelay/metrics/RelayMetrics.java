@@ -7,8 +7,11 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.DoubleSupplier;
 import java.util.function.LongSupplier;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.PluginMetrics;
@@ -53,6 +56,15 @@ public final class RelayMetrics {
    * The last backlog read, replaced whole: a scrape never pairs one read's lag with another's time.
    */
   private volatile BacklogRead lastRead = new BacklogRead(0, 0, Long.MAX_VALUE, false);
+
+  /**
+   * Whether a backlog read has found the lag, and which statuses it has counted: until then their
+   * figures are NaN, not 0 (task 0 started while the database was away, a migration ran or an
+   * exactly-once recovery paged), so that no alert takes an unread backlog for an empty one.
+   */
+  private volatile boolean lagRead;
+
+  private final Set<MessageStatus> counted = ConcurrentHashMap.newKeySet();
 
   private final LinkedHashMap<MessageStatus, AtomicLong> backlog = new LinkedHashMap<>();
 
@@ -243,13 +255,18 @@ public final class RelayMetrics {
         "Estimated size of the records handed to Connect and not yet resolved, bytes.",
         this::inFlightBytes);
     if (readsBacklog) {
-      gauge("lag-ms", "Age of the oldest row awaiting delivery, milliseconds.", this::lagMs);
+      figure(
+          "lag-ms",
+          "Age of the oldest row awaiting delivery, milliseconds (NaN until first read).",
+          () -> lagRead ? lagMs() : Double.NaN);
       backlog.forEach(
           (status, value) ->
-              gauge(
+              figure(
                   "backlog-" + status.name().toLowerCase().replace('_', '-') + "-records",
-                  "Rows of this connector's instance keys in status " + status + ".",
-                  value::get));
+                  "Rows of this connector's instance keys in status "
+                      + status
+                      + " (NaN until first counted).",
+                  () -> counted.contains(status) ? value.get() : Double.NaN));
     }
     outcomeWriteSensor = sink.addSensor(outcomeWriteSensorName);
     outcomeWriteSensor.add(
@@ -265,8 +282,13 @@ public final class RelayMetrics {
   }
 
   private void gauge(String name, String description, LongSupplier value) {
+    figure(name, description, value::getAsLong);
+  }
+
+  /** A gauge that may be NaN: a figure not known yet. */
+  private void figure(String name, String description, DoubleSupplier value) {
     MetricName metricName = sink.metricName(name, description);
-    sink.addMetric(metricName, (config, now) -> value.getAsLong());
+    sink.addMetric(metricName, (config, now) -> value.getAsDouble());
     registered.add(metricName);
   }
 
@@ -299,6 +321,7 @@ public final class RelayMetrics {
    */
   public void recordBacklog(BacklogSnapshot snapshot, Duration overdueAfter) {
     backlog.forEach((status, value) -> value.set(snapshot.count(status)));
+    counted.addAll(backlog.keySet());
     recordLag(snapshot.lag(), overdueAfter);
   }
 
@@ -308,6 +331,7 @@ public final class RelayMetrics {
    */
   public void recordLag(Duration lag, Duration overdueAfter) {
     lastRead = new BacklogRead(lag.toMillis(), time.milliseconds(), overdueAfter.toMillis(), false);
+    lagRead = true;
   }
 
   /**
@@ -317,6 +341,7 @@ public final class RelayMetrics {
   public void recordParked(Map<MessageStatus, Long> parked) {
     for (MessageStatus status : List.of(MessageStatus.FAILED, MessageStatus.EXHAUSTED)) {
       backlog.get(status).set(parked.getOrDefault(status, 0L));
+      counted.add(status);
     }
   }
 

@@ -85,6 +85,7 @@ class MaintenanceTest {
     time.sleep(5000);
     maintenance.runIfDue();
     assertEquals(9_000, metrics.lagMs(), "the oldest row's age now, not the last reading");
+    assertEquals(2, metrics.databaseErrors.get(), "the count and the lag read alone both failed");
 
     store.failure =
         new OutboxStoreException(
@@ -113,6 +114,7 @@ class MaintenanceTest {
 
     maintenance.runIfDue();
     assertEquals(4_000, metrics.lagMs(), "read alone, though no count ever succeeded");
+    assertEquals(1, metrics.databaseErrors.get(), "the failed count, for the errors alert");
 
     f.clock.advance(Duration.ofSeconds(7)); // the database's clock: the row is 11 s old
     time.sleep(5_000);
