@@ -119,15 +119,15 @@ class LongestTableNameTest {
   }
 
   @Test
-  void rowsAreInsertedNotifiedAndClaimed() {
+  void rowsAreInsertedNotifiedAndClaimed() throws SQLException {
     listener.start();
-    // The LISTEN is registered asynchronously: keep inserting until one is heard.
-    await()
-        .until(
-            () -> {
-              insert("eu");
-              return wake.isSignalled();
-            });
+    // Woken once its LISTEN took effect (not by a notification): consume that, then insert. A
+    // trigger and a listener whose shortened channel names differ hear nothing.
+    await().until(wake::isSignalled);
+    wake.await(Duration.ZERO);
+    insert("eu");
+    await().until(() -> listener.received() > 0);
+    assertTrue(wake.isSignalled(), "the notification wakes the task");
     PostgresOutboxStore store =
         new PostgresOutboxStore(dataSource, TABLE, RelayClock.database(), null);
     var claim = new ClaimRequest("w", Set.of("eu"), 1000, Duration.ofSeconds(30), 5, true);
