@@ -34,8 +34,14 @@ final class LeaseRenewer {
   private volatile long lastAcknowledgementMs;
   private volatile boolean polling;
   private volatile boolean stopping;
+  private volatile Thread taskThread;
   private long nextRenewalMs;
   private boolean stallReported;
+
+  /** When the task thread was last seen blocked in the producer (outcome thread only). */
+  private long lastKafkaWaitMs = Long.MIN_VALUE / 2;
+
+  private boolean kafkaWaitReported;
 
   LeaseRenewer(
       OutboxStore store,
@@ -61,6 +67,7 @@ final class LeaseRenewer {
   void taskPolled() {
     lastPollMs = time.milliseconds();
     polling = true;
+    taskThread = Thread.currentThread();
   }
 
   /**
@@ -130,8 +137,8 @@ final class LeaseRenewer {
     }
     // A task thread stuck outside poll (a hung transform or converter) must not keep its rows
     // forever: stop renewing so the leases expire and another task reclaims them. A thread
-    // blocked in a send by a full producer buffer is not stuck while acknowledgements arrive; a
-    // broker outage with small records does not trip this at all (sends only queue, poll goes on).
+    // blocked in a send by a full producer buffer is not stuck while acknowledgements arrive, nor
+    // one waiting on Kafka in the producer (a broker outage: a topic's metadata, ProducerWait).
     if (isUnresponsive()) {
       if (!stallReported) {
         stallReported = true;
@@ -192,10 +199,27 @@ final class LeaseRenewer {
     long now = time.milliseconds();
     long halfLease = settings.leaseDuration().toMillis() / 2;
     // A stopping task polls no more; its grace is bounded and its records may still be sent.
-    return !stopping
-        && !polling
-        && now - lastPollMs > halfLease
-        && now - lastAcknowledgementMs > halfLease;
+    if (stopping
+        || polling
+        || now - lastPollMs <= halfLease
+        || now - lastAcknowledgementMs <= halfLease) {
+      kafkaWaitReported = false;
+      return false;
+    }
+    if (ProducerWait.isWaitingOnKafka(taskThread)) {
+      lastKafkaWaitMs = now;
+      if (!kafkaWaitReported) {
+        kafkaWaitReported = true;
+        log.warn(
+            "Task thread has waited on Kafka in the producer for over half a lease (a broker"
+                + " unreachable, or a topic without metadata: one that does not exist waits until"
+                + " it does); its {} leases are kept (reason=WAITING_ON_KAFKA)",
+            ledger.heldLeases().size());
+      }
+      return false;
+    }
+    // Seen waiting on Kafka lately: between two sends Connect backs off outside the producer.
+    return now - lastKafkaWaitMs > halfLease;
   }
 
   /**

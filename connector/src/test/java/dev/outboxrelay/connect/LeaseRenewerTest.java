@@ -1,14 +1,21 @@
 package dev.outboxrelay.connect;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.testing.LogCapture;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 
@@ -80,6 +87,64 @@ class LeaseRenewerTest {
     time.sleep(4001); // over half a lease since both
     renewer.renewIfDue();
     assertEquals(claimed.plusSeconds(1), expiry("m1"), "neither polls nor acknowledgements");
+  }
+
+  /**
+   * In a broker outage Connect's task thread waits in the producer (for the metadata of a topic it
+   * has no metadata for, without end): it is waiting on Kafka, not hung, and its leases are kept,
+   * said once at WARN. Handed to another task, which would wait the same, the rows were sent twice
+   * once the broker was back. Once it no longer waits there (here: its send ended), the rule for a
+   * thread away from poll applies again after half a lease.
+   */
+  @Test
+  void aTaskThreadWaitingOnKafkaInTheProducerIsKeptAlive() throws Exception {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    f.clock.advance(Duration.ofSeconds(1));
+    long mark = LogCapture.get().mark();
+    Map<String, Object> config = new HashMap<>();
+    config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1"); // no broker answers
+    config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.MAX_VALUE); // as Connect sets it
+    config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    Thread task;
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config)) {
+      task =
+          new Thread(
+              () -> {
+                renewer.taskPolled();
+                renewer.pollReturned(); // Connect sends the poll's records
+                try {
+                  producer.send(new ProducerRecord<>("orders", new byte[] {1}));
+                } catch (RuntimeException e) { // NOPMD: the producer is closed under it
+                }
+              },
+              "task-thread");
+      task.start();
+      await().until(() -> ProducerWait.isWaitingOnKafka(task));
+
+      time.sleep(4001); // over half a lease without a poll or an acknowledgement
+      renewer.renewIfDue();
+      assertEquals(claimed.plusSeconds(1), expiry("m1"), "kept while it waits on Kafka");
+      f.clock.advance(Duration.ofSeconds(1));
+      time.sleep(2000);
+      renewer.renewIfDue();
+      assertEquals(claimed.plusSeconds(2), expiry("m1"));
+      assertEquals(
+          1,
+          LogCapture.get()
+              .matching(mark, e -> e.message().contains("reason=WAITING_ON_KAFKA"))
+              .size(),
+          "said once");
+      producer.close(Duration.ZERO);
+    }
+    task.join(10_000);
+
+    time.sleep(4001); // over half a lease since it was last seen waiting on Kafka
+    f.clock.advance(Duration.ofSeconds(1));
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(2), expiry("m1"), "no longer kept");
   }
 
   /** Once a stalled task thread polls again its leases are renewed within a second. */
