@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimResult;
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Printable;
 import java.time.Duration;
@@ -172,6 +173,7 @@ public class OutboxSourceTask extends SourceTask {
       }
       runtime.maintenance().runIfDue();
       if (prefetch != null) {
+        runtime.deadLetterCopies().record();
         return handOverNextBatch();
       }
       if (idle.waitBeforeClaim()) {
@@ -325,7 +327,22 @@ public class OutboxSourceTask extends SourceTask {
               + " the task fails at its next poll");
     }
     if (SourceOffsets.isParked(record)) {
-      return; // exactly-once dead letter: its row was parked before it was sent
+      // Exactly-once dead letter: its row was parked before it was sent. Its position is recorded
+      // at the next poll, on this thread (not from a producer's, a worker without support).
+      if (metadata != null
+          && metadata.hasOffset()
+          && runtime.deadLetterCopies() != null
+          && Thread.currentThread() == taskThread) {
+        runtime
+            .deadLetterCopies()
+            .committed(
+                SourceOffsets.messageId(record),
+                SourceOffsets.leaseToken(record),
+                SourceOffsets.epoch(record),
+                SourceOffsets.batch(record),
+                new KafkaCoordinates(metadata.topic(), metadata.partition(), metadata.offset()));
+      }
+      return;
     }
     String messageId;
     long seq;

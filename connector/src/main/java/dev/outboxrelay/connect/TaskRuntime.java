@@ -37,6 +37,7 @@ final class TaskRuntime {
   private final ClaimLoop claims;
   private final RecordHandoff handoff;
   private final ExactlyOnceState exactlyOnce;
+  private final DeadLetterCopies deadLetterCopies;
   private volatile NotificationListener listener;
   private Maintenance maintenance;
   private boolean started;
@@ -97,6 +98,7 @@ final class TaskRuntime {
         settings.exactlyOnce()
             ? new ExactlyOnceState(store, settings, offsets, metrics, time)
             : null;
+    this.deadLetterCopies = settings.exactlyOnce() ? new DeadLetterCopies(store) : null;
     this.store = store;
     this.metrics = metrics;
     metrics.readInFlightFrom(ledger::size, ledger::bytes);
@@ -133,6 +135,11 @@ final class TaskRuntime {
   /** The task's exactly-once state, or null in at-least-once mode. */
   ExactlyOnceState exactlyOnce() {
     return exactlyOnce;
+  }
+
+  /** Exactly once, the positions of committed dead-letter records to record; else null. */
+  DeadLetterCopies deadLetterCopies() {
+    return deadLetterCopies;
   }
 
   ClaimLoop claims() {

@@ -166,6 +166,15 @@ public final class SourceOffsets {
   }
 
   /**
+   * The exactly-once epoch of a record's position.
+   *
+   * @throws IllegalArgumentException if the record has no exactly-once position
+   */
+  public static long epoch(SourceRecord record) {
+    return whole(record, EPOCH, "epoch");
+  }
+
+  /**
    * The exactly-once claim batch of a record's position.
    *
    * @throws IllegalArgumentException if the record has no exactly-once position

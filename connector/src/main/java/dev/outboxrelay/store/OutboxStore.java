@@ -125,6 +125,15 @@ public interface OutboxStore extends AutoCloseable {
   Outcome markFailed(String messageId, Lease lease, String reasonCode, KafkaCoordinates deadLetter);
 
   /**
+   * Exactly-once: where Kafka committed the dead-letter record of a row parked before its batch
+   * left. Recorded only in a row of a claimed instance key still FAILED as that park left it (under
+   * {@code token} and the claim's {@code epoch} and {@code batch}, no position yet); false when it
+   * changed meanwhile (requeued, discarded).
+   */
+  boolean recordDeadLetterCopy(
+      String messageId, long token, long epoch, long batch, KafkaCoordinates copy);
+
+  /**
    * Exactly-once: whether the row, of a claimed instance key, is FAILED with {@code reasonCode}
    * under {@code lease}'s token and the claim's own position ({@code epoch}, {@code batch}, which a
    * park keeps): parked by an earlier attempt of {@link #markFailed} that committed though its

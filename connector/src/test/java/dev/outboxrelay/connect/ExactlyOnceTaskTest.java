@@ -551,6 +551,31 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A dead-lettered row is parked before its batch leaves; once Connect acknowledges its
+   * dead-letter record (after the transaction committed, on the task thread), the next poll records
+   * where that copy is. A record Connect acknowledged without metadata gives no position.
+   */
+  @Test
+  void aCommittedDeadLetterRecordsPositionIsRecordedAtTheNextPoll() {
+    add("big", "agg-1", 100);
+    add("bigger", "agg-2", 100);
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    List<SourceRecord> records = task.poll();
+    assertEquals(List.of("big", "bigger"), records.stream().map(SourceOffsets::messageId).toList());
+    assertEquals(MessageStatus.FAILED, store.find("big").orElseThrow().status());
+
+    task.commitRecord(
+        records.get(0), new RecordMetadata(new TopicPartition("dlq", 0), 41, 0, 0L, 0, 0));
+    task.commitRecord(records.get(1), null);
+    assertNull(store.find("big").orElseThrow().kafka(), "not before the next poll");
+    task.poll();
+
+    assertEquals(new KafkaCoordinates("dlq", 0, 41), store.find("big").orElseThrow().kafka());
+    assertNull(store.find("bigger").orElseThrow().kafka());
+    assertEquals(MessageStatus.FAILED, store.find("big").orElseThrow().status());
+  }
+
+  /**
    * A batch's first park is written, its second fails, and Connect stops the task: the batch never
    * leaves, so the first row is FAILED without its dead-letter record. It is reported (a warning)
    * and counted as failed, not as dead-lettered, which it never was.

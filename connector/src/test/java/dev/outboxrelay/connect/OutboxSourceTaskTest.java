@@ -1384,6 +1384,17 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public boolean recordDeadLetterCopy(
+        String messageId,
+        long token,
+        long epoch,
+        long batch,
+        dev.outboxrelay.store.KafkaCoordinates copy) {
+      check();
+      return delegate.recordDeadLetterCopy(messageId, token, epoch, batch, copy);
+    }
+
+    @Override
     public boolean parkedUnderOwnLease(
         String messageId,
         dev.outboxrelay.store.Lease lease,

@@ -229,6 +229,17 @@ class ExactlyOnceTest {
       for (String id : poison) {
         assertEquals("PAYLOAD_TOO_LARGE", db.row(id).lastFailureCode(), id);
       }
+      // Each parked row learns where its committed copy is (at the task's next poll).
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> poison.stream().allMatch(id -> db.row(id).kafkaOffset() != null));
+      for (Delivered copy : dead) {
+        OutboxDb.Row row = db.row(copy.messageId());
+        assertEquals(
+            List.of(copy.topic(), copy.partition(), copy.offset()),
+            List.of(row.kafkaTopic(), row.kafkaPartition(), row.kafkaOffset()),
+            copy.messageId());
+      }
       assertEquals(
           0,
           dev.outboxrelay.testing.ConnectMBeans.sumOverTasks(CONNECTOR, 2, "claim-lost-total"),

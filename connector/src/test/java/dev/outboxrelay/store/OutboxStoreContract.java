@@ -1081,6 +1081,39 @@ public abstract class OutboxStoreContract {
     assertFalse(store.parkedUnderOwnLease("missing", a.lease(), reason, epoch, 1));
   }
 
+  /**
+   * Exactly once, a parked row's dead-letter record leaves in its batch's transaction: once Kafka
+   * committed it, its position goes into the row as its park left it (token, claim position, no
+   * position yet), never into a row that changed since or is still in flight.
+   */
+  @Test
+  void aCommittedDeadLetterCopysPositionGoesOnlyIntoTheRowItsParkLeft() {
+    add(EU, "a", "agg-1");
+    add(EU, "b", "agg-2");
+    long epoch = store.newEpoch();
+    ClaimedMessage a = store.claim(exactlyOnce("w1", 1, epoch, 1, ALL_BUCKETS)).claimed().get(0);
+    ClaimedMessage b = store.claim(exactlyOnce("w1", 1, epoch, 2, ALL_BUCKETS)).claimed().get(0);
+    assertEquals(Outcome.APPLIED, store.markFailed("a", a.lease(), "PAYLOAD_TOO_LARGE"));
+    KafkaCoordinates copy = new KafkaCoordinates("dlq", 0, 17);
+    long token = a.lease().token();
+
+    assertFalse(store.recordDeadLetterCopy("a", token + 1, epoch, 1, copy), "another token");
+    assertFalse(store.recordDeadLetterCopy("a", token, epoch + 1, 1, copy), "another epoch");
+    assertFalse(store.recordDeadLetterCopy("a", token, epoch, 2, copy), "another claim");
+    assertFalse(
+        store.recordDeadLetterCopy("b", b.lease().token(), epoch, 2, copy), "b is in flight");
+    assertNull(state("a").kafka());
+
+    assertTrue(store.recordDeadLetterCopy("a", token, epoch, 1, copy));
+    assertEquals(copy, state("a").kafka());
+    assertEquals(MessageStatus.FAILED, state("a").status());
+    assertFalse(
+        store.recordDeadLetterCopy("a", token, epoch, 1, new KafkaCoordinates("dlq", 0, 18)),
+        "recorded once");
+    assertEquals(copy, state("a").kafka());
+    assertNull(state("b").kafka());
+  }
+
   @Test
   void releaseGivesBackWithoutSpendingAnAttempt() {
     add(EU, "m1", "a");

@@ -34,8 +34,8 @@ public final class DiscardCommand extends ParkedRowsCommand {
       names = "--dead-lettered",
       description =
           "With --all or --correlation-id: only FAILED rows whose dead-letter record Kafka"
-              + " confirmed (their copy is in the dead-letter topic). Rows parked without one, or"
-              + " under exactly once (whose transaction may have been aborted), are left.")
+              + " confirmed (their copy is in the dead-letter topic). Rows parked without one are"
+              + " left, exactly once those whose transaction aborted too.")
   boolean deadLettered;
 
   @Override

@@ -509,6 +509,23 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
+  public synchronized boolean recordDeadLetterCopy(
+      String messageId, long token, long epoch, long batch, KafkaCoordinates copy) {
+    Row row = rowsById.get(messageId);
+    if (row == null
+        || !row.ownedBy(claimedKeys)
+        || row.status != MessageStatus.FAILED
+        || row.leaseToken != token
+        || !Long.valueOf(epoch).equals(row.leaseEpoch)
+        || !Long.valueOf(batch).equals(row.claimBatch)
+        || row.kafka != null) {
+      return false;
+    }
+    row.kafka = copy;
+    return true;
+  }
+
+  @Override
   public synchronized boolean parkedUnderOwnLease(
       String messageId, Lease lease, String reasonCode, long epoch, long batch) {
     Row row = rowsById.get(messageId);

@@ -596,6 +596,7 @@ final class OutboxSql {
   final NamedSql publishedUnderOwnLease;
   final NamedSql retryLater;
   final NamedSql markFailed;
+  final NamedSql recordDeadLetterCopy;
   final NamedSql parkedUnderOwnLease;
   final NamedSql release;
   final NamedSql renew;
@@ -835,6 +836,19 @@ final class OutboxSql {
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
             WHERE {message_id} = :message_id {fence}""");
+
+    // Exactly once, the position of a parked row's dead-letter record, once its transaction
+    // committed: only in the row as its park left it. Found by the message id index.
+    recordDeadLetterCopy =
+        statement(
+            """
+            UPDATE {table}
+            SET kafka_topic = :dead_letter_topic,
+              kafka_partition = CAST(:dead_letter_partition AS integer),
+              kafka_offset = CAST(:dead_letter_offset AS bigint)
+            WHERE {message_id} = :message_id AND status = 'FAILED' AND lease_token = :token
+              AND lease_epoch = :epoch AND claim_batch = :batch AND kafka_offset IS NULL
+              AND instance_key = ANY (:instance_keys)""");
 
     // An exactly-once park retried after its reply was lost: FAILED with its reason under the
     // token and position it was claimed with (markFailed keeps them). Found by the message id

@@ -559,6 +559,27 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
+  public boolean recordDeadLetterCopy(
+      String messageId, long token, long epoch, long batch, KafkaCoordinates copy) {
+    return run(
+        "record-dead-letter-copy",
+        sql.recordDeadLetterCopy,
+        (c, statement) ->
+            statement
+                    .setString("dead_letter_topic", copy.topic())
+                    .setInt("dead_letter_partition", copy.partition())
+                    .setLong("dead_letter_offset", copy.offset())
+                    .setString("message_id", messageId)
+                    .setLong("token", token)
+                    .setLong("epoch", epoch)
+                    .setLong("batch", batch)
+                    .setArray("instance_keys", claimedKeys(c))
+                    .ready()
+                    .executeUpdate()
+                == 1);
+  }
+
+  @Override
   public boolean parkedUnderOwnLease(
       String messageId, Lease lease, String reasonCode, long epoch, long batch) {
     return run(

@@ -1,0 +1,87 @@
+package dev.outboxrelay.connect;
+
+import dev.outboxrelay.store.KafkaCoordinates;
+import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Printable;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Exactly once: where Kafka committed the dead-letter records of rows parked before their batches
+ * left, recorded in those rows at the next poll (an operator tells a row with a copy from one
+ * without by it: {@code discard --dead-lettered}). Task thread only: Connect acknowledges an
+ * exactly-once record on it, after its transaction committed. A position is what an operator reads,
+ * not what delivery needs: one that cannot be written is dropped with a line in the log, the row
+ * stays parked without it (as one whose transaction aborted), and nothing waits on it.
+ */
+final class DeadLetterCopies {
+  private static final Logger log = LoggerFactory.getLogger(DeadLetterCopies.class);
+
+  /** Positions kept while the database is away; older ones beyond it are dropped. */
+  static final int MAX_PENDING = 10_000;
+
+  private final OutboxStore store;
+  private final Deque<Copy> pending = new ArrayDeque<>();
+  private boolean failureReported;
+
+  DeadLetterCopies(OutboxStore store) {
+    this.store = store;
+  }
+
+  private record Copy(
+      String messageId, long token, long epoch, long batch, KafkaCoordinates position) {}
+
+  /**
+   * A dead-letter record of the row {@code messageId}, parked at this claim position, committed.
+   */
+  void committed(String messageId, long token, long epoch, long batch, KafkaCoordinates position) {
+    if (pending.size() >= MAX_PENDING) {
+      Copy dropped = pending.removeFirst();
+      log.warn(
+          "Dead-letter position not recorded: message_id={} (reason=DATABASE_UNAVAILABLE; the"
+              + " row stays parked without it)",
+          Printable.escape(dropped.messageId()));
+    }
+    pending.addLast(new Copy(messageId, token, epoch, batch, position));
+  }
+
+  /** Records the positions committed since the last poll; keeps them while the database is away. */
+  void record() {
+    while (!pending.isEmpty()) {
+      Copy next = pending.peekFirst();
+      try {
+        if (!store.recordDeadLetterCopy(
+            next.messageId(), next.token(), next.epoch(), next.batch(), next.position())) {
+          log.info(
+              "Dead-letter position not recorded: message_id={} changed since it was parked"
+                  + " (requeued or discarded)",
+              Printable.escape(next.messageId()));
+        }
+      } catch (OutboxStoreException e) {
+        if (e.isRetriable()) {
+          if (!failureReported) {
+            failureReported = true;
+            log.warn(
+                "Recording {} dead-letter positions failed (reason={}, sqlState={}); tried again"
+                    + " at the next poll",
+                pending.size(),
+                e.reasonCode(),
+                e.sqlState());
+          }
+          return;
+        }
+        log.warn(
+            "Dead-letter position not recorded: message_id={} (reason={}, sqlState={}; the row"
+                + " stays parked without it)",
+            Printable.escape(next.messageId()),
+            e.reasonCode(),
+            e.sqlState());
+      }
+      pending.removeFirst();
+      failureReported = false;
+    }
+  }
+}
