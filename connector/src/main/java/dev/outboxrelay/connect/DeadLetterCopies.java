@@ -48,6 +48,11 @@ final class DeadLetterCopies {
     pending.addLast(new Copy(messageId, token, epoch, batch, position));
   }
 
+  /** Positions waiting to be recorded. */
+  int pending() {
+    return pending.size();
+  }
+
   /** Records the positions committed since the last poll; keeps them while the database is away. */
   void record() {
     while (!pending.isEmpty()) {
