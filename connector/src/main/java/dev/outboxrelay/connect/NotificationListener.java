@@ -122,11 +122,10 @@ final class NotificationListener {
         // Rows committed before the LISTEN took effect were announced to nobody: one claim now
         // finds them, instead of the poll interval (at start, and after every reconnect).
         wake.wake();
-        backoffMs = RECONNECT_MIN.toMillis();
-        if (unavailableReported) {
-          unavailableReported = false;
-          log.info("Listening for insert notifications again (channel {})", channel);
-        }
+        // Back only once a probe has passed: a session the server or a proxy ends soon after
+        // every connect (an idle timeout shorter than the probe interval) is still an outage,
+        // reported once and retried with a growing backoff, not a reconnect logged every cycle.
+        boolean proven = false;
         PGConnection pg = connection.unwrap(PGConnection.class);
         long probeNs = probeInterval.toNanos();
         long lastProbe = System.nanoTime();
@@ -143,6 +142,14 @@ final class NotificationListener {
               probe.execute("SELECT 1"); // a dead peer fails here, within the network timeout
               probes.incrementAndGet();
               lastProbe = System.nanoTime();
+              if (!proven) {
+                proven = true;
+                backoffMs = RECONNECT_MIN.toMillis();
+                if (unavailableReported) {
+                  unavailableReported = false;
+                  log.info("Listening for insert notifications again (channel {})", channel);
+                }
+              }
             }
           }
         }

@@ -226,6 +226,69 @@ class NotificationListenerTest {
     }
   }
 
+  /**
+   * A session ended soon after every connect (a server's or proxy's idle timeout shorter than the
+   * probe interval; here the test ends it after each LISTEN) is one outage, reported once, not a
+   * reconnect logged every cycle; the connection is back once a probe has passed.
+   */
+  @Test
+  void aSessionEndedAfterEveryConnectIsOneOutageUntilAProbePasses() throws SQLException {
+    java.util.concurrent.atomic.AtomicInteger pid = new java.util.concurrent.atomic.AtomicInteger();
+    NotificationListener ended =
+        new NotificationListener(
+            () -> {
+              try {
+                Connection c = DriverManager.getConnection(url, Postgres.user(), "");
+                try (var s = c.createStatement();
+                    var rs = s.executeQuery("SELECT pg_backend_pid()")) {
+                  rs.next();
+                  pid.set(rs.getInt(1));
+                }
+                return c;
+              } catch (SQLException e) {
+                throw new IllegalStateException(e);
+              }
+            },
+            TABLE.notifyChannel(),
+            Set.of("eu"),
+            wake,
+            "test-ended-listener",
+            Duration.ofSeconds(3),
+            Duration.ofSeconds(1));
+    long mark = LogCapture.get().mark();
+    ended.start();
+    try {
+      for (int i = 0; i < 3; i++) {
+        await().until(wake::isSignalled); // listening (again), before its first probe
+        wake.await(Duration.ZERO);
+        try (Connection c = dataSource.getConnection();
+            var s = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
+          s.setInt(1, pid.get());
+          s.execute();
+        }
+      }
+      await().until(wake::isSignalled);
+      await().until(() -> ended.probes() >= 1);
+
+      assertEquals(
+          1,
+          LogCapture.get()
+              .matching(mark, e -> e.message().startsWith("Not listening for insert notifications"))
+              .size(),
+          "one outage, reported once (at INFO; then quietly)");
+      assertEquals(
+          1,
+          LogCapture.get()
+              .matching(
+                  mark, e -> e.message().startsWith("Listening for insert notifications again"))
+              .size(),
+          "back once, after a probe passed");
+      assertEquals(0, ended.probes() - 1, "no probe passed before the last connection");
+    } finally {
+      ended.stop();
+    }
+  }
+
   /** A refused login says which: the SQLState of the supplier's classified failure. */
   @Test
   void aConnectionThatCannotBeOpenedIsReportedWithItsSqlState() {
