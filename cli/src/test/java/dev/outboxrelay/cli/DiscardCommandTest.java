@@ -134,6 +134,33 @@ class DiscardCommandTest {
     assertDiscarded("eu-failed-2");
   }
 
+  /**
+   * Only a FAILED row holds a dead-letter copy's position: an EXHAUSTED row with one left from an
+   * earlier life (a requeue by an older CLI, say) is not taken for a dead-lettered row.
+   */
+  @Test
+  void deadLetteredTakesFailedRowsOnly() throws SQLException {
+    outbox.update(
+        "eu-exhausted-1", "kafka_topic = 'orders-dlq', kafka_partition = 0, kafka_offset = 2");
+    before = outbox.snapshot();
+
+    Cli.Result r =
+        outbox
+            .cli()
+            .forKey(
+                "eu",
+                "discard",
+                "--all",
+                "--dead-lettered",
+                "--status",
+                "FAILED",
+                "--status",
+                "EXHAUSTED");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertDiscarded("eu-failed-2");
+  }
+
   @Test
   void deadLetteredIsRefusedWhereItCannotChoose() throws SQLException {
     Cli.Result byId =

@@ -1,11 +1,13 @@
 package dev.outboxrelay.connect;
 
+import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Printable;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,12 +25,23 @@ final class DeadLetterCopies {
   /** Positions kept while the database is away; older ones beyond it are dropped. */
   static final int MAX_PENDING = 10_000;
 
+  /**
+   * How long after a failed write the next is tried: a write that waits out the statement timeout
+   * (a lock an operator's transaction holds on the row) must not hold every poll that long.
+   */
+  static final long RETRY_AFTER_MS = 30_000;
+
   private final OutboxStore store;
+  private final RelayMetrics metrics;
+  private final Time time;
   private final Deque<Copy> pending = new ArrayDeque<>();
   private boolean failureReported;
+  private long nextAttemptMs;
 
-  DeadLetterCopies(OutboxStore store) {
+  DeadLetterCopies(OutboxStore store, RelayMetrics metrics, Time time) {
     this.store = store;
+    this.metrics = metrics;
+    this.time = time;
   }
 
   private record Copy(
@@ -53,8 +66,14 @@ final class DeadLetterCopies {
     return pending.size();
   }
 
-  /** Records the positions committed since the last poll; keeps them while the database is away. */
+  /**
+   * Records the positions committed since the last poll; keeps them while the database is away,
+   * tried again {@link #RETRY_AFTER_MS} after a failure.
+   */
   void record() {
+    if (pending.isEmpty() || time.milliseconds() < nextAttemptMs) {
+      return;
+    }
     while (!pending.isEmpty()) {
       Copy next = pending.peekFirst();
       try {
@@ -66,12 +85,14 @@ final class DeadLetterCopies {
               Printable.escape(next.messageId()));
         }
       } catch (OutboxStoreException e) {
+        metrics.databaseErrors.incrementAndGet();
         if (e.isRetriable()) {
+          nextAttemptMs = time.milliseconds() + RETRY_AFTER_MS;
           if (!failureReported) {
             failureReported = true;
             log.warn(
                 "Recording {} dead-letter positions failed (reason={}, sqlState={}); tried again"
-                    + " at the next poll",
+                    + " in 30 s",
                 pending.size(),
                 e.reasonCode(),
                 e.sqlState());

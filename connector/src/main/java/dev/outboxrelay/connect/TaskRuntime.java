@@ -98,7 +98,8 @@ final class TaskRuntime {
         settings.exactlyOnce()
             ? new ExactlyOnceState(store, settings, offsets, metrics, time)
             : null;
-    this.deadLetterCopies = settings.exactlyOnce() ? new DeadLetterCopies(store) : null;
+    this.deadLetterCopies =
+        settings.exactlyOnce() ? new DeadLetterCopies(store, metrics, time) : null;
     this.store = store;
     this.metrics = metrics;
     metrics.readInFlightFrom(ledger::size, ledger::bytes);

@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
+import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -10,15 +11,19 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.testing.LogCapture;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 
 class DeadLetterCopiesTest {
   private final RuntimeFixture f = new RuntimeFixture(Map.of());
   private final OutboxSourceTaskTest.FailingStore store =
       new OutboxSourceTaskTest.FailingStore(f.store);
-  private final DeadLetterCopies copies = new DeadLetterCopies(store);
+  private final MockTime time = new MockTime();
+  private final RelayMetrics metrics = new RelayMetrics();
+  private final DeadLetterCopies copies = new DeadLetterCopies(store, metrics, time);
   private static final KafkaCoordinates COPY = new KafkaCoordinates("dlq", 0, 5);
 
   /** A row parked under an exactly-once claim of epoch {@code epoch}, batch 1. */
@@ -35,7 +40,11 @@ class DeadLetterCopiesTest {
     return row;
   }
 
-  /** The database away: the positions wait for the next poll, said once, and are then written. */
+  /**
+   * The database away: the positions wait, said once and counted, tried again only after {@link
+   * DeadLetterCopies#RETRY_AFTER_MS} (a write that waits out the statement timeout must not hold
+   * every poll), and are then written.
+   */
   @Test
   void positionsWaitWhileTheDatabaseIsAwayAndAreWrittenOnceItIsBack() {
     long epoch = store.newEpoch();
@@ -45,9 +54,13 @@ class DeadLetterCopiesTest {
     store.failing = true;
 
     copies.record();
+    time.sleep(DeadLetterCopies.RETRY_AFTER_MS - 1);
+    copies.record(); // not tried: no second error
+    time.sleep(1);
     copies.record();
 
     assertEquals(1, copies.pending());
+    assertEquals(2, metrics.databaseErrors.get());
     assertEquals(
         1,
         LogCapture.get()
@@ -57,6 +70,9 @@ class DeadLetterCopiesTest {
     assertNull(f.store.find("a").orElseThrow().kafka());
 
     store.failing = false;
+    copies.record();
+    assertEquals(1, copies.pending(), "not before the retry is due");
+    time.sleep(DeadLetterCopies.RETRY_AFTER_MS);
     copies.record();
 
     assertEquals(0, copies.pending());
@@ -83,9 +99,18 @@ class DeadLetterCopiesTest {
   /** While the database is away, at most MAX_PENDING positions are kept: the oldest go first. */
   @Test
   void theOldestPositionsGoFirstPastTheBound() {
+    long mark = LogCapture.get().mark();
     for (int i = 0; i <= DeadLetterCopies.MAX_PENDING; i++) {
       copies.committed("m" + i, 1, 1, 1, COPY);
     }
     assertEquals(DeadLetterCopies.MAX_PENDING, copies.pending());
+    assertEquals(
+        List.of("m0"),
+        LogCapture.get()
+            .matching(mark, e -> e.message().startsWith("Dead-letter position not recorded"))
+            .stream()
+            .map(e -> e.message().replaceAll(".*message_id=(\\S+) .*", "$1"))
+            .toList(),
+        "the oldest is dropped");
   }
 }

@@ -157,7 +157,8 @@ final class OperatorSql {
       """
       WHERE instance_key = :instance_key AND status IN ('FAILED', 'EXHAUSTED')
           AND status = ANY (CAST(:statuses AS text[]))
-          AND (kafka_offset IS NOT NULL OR NOT CAST(:dead_lettered_only AS boolean))""";
+          AND (NOT CAST(:dead_lettered_only AS boolean)
+            OR (status = 'FAILED' AND kafka_offset IS NOT NULL))""";
 
   /**
    * The predicate of the indexes of parked rows (schema versions 14 and 15), spelled as it is so
