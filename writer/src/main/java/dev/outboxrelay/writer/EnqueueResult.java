@@ -4,6 +4,9 @@ package dev.outboxrelay.writer;
 public enum EnqueueResult {
   /** A new row was written in the caller's transaction. */
   ENQUEUED,
-  /** A row with this message id already exists; nothing was written. */
+  /**
+   * This instance key already has the message id, in the outbox or in its published log; nothing
+   * was written.
+   */
   DUPLICATE
 }

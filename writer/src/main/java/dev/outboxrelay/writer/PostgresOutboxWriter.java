@@ -66,9 +66,10 @@ public final class PostgresOutboxWriter {
    * duplicate is delivered at least once, like any other.
    *
    * @throws MessageIdTakenException if the message id is used by a row of another instance key, or
-   *     a legacy row without one: message ids are unique across the table; roll back
+   *     a legacy row without one: message ids are unique across the table. The transaction is
+   *     aborted first, as PostgreSQL aborts one on its own errors: a commit rolls back
    * @throws java.sql.SQLTransientException (SQLState 40001) if the id kept being freed and taken
-   *     again between the insert and the check: retry the transaction
+   *     again between the insert and the check: the transaction is aborted first; retry it
    * @throws IllegalStateException if {@code transaction} is in auto-commit mode: the row would
    *     commit on its own, apart from the business change it announces, which is the dual write an
    *     outbox exists to prevent. Nothing is written
@@ -89,6 +90,7 @@ public final class PostgresOutboxWriter {
         case THIS_KEY:
           return EnqueueResult.DUPLICATE;
         case ANOTHER:
+          abort(transaction);
           throw new MessageIdTakenException(message.messageId());
         case NONE:
           // What stopped the insert is gone (retention deleted a published-log entry meanwhile,
@@ -98,10 +100,31 @@ public final class PostgresOutboxWriter {
           throw new IllegalStateException("unknown owner");
       }
     }
+    abort(transaction);
     throw new SQLTransientException(
         "outbox message id " + message.messageId() + " kept changing owner; retry the transaction",
         "40001");
   }
+
+  /**
+   * Aborts the caller's transaction before an error of the writer's own, as PostgreSQL aborts one
+   * on any error it raises: a framework that commits on a checked exception (Spring's default
+   * rollback rules, an EJB's) would otherwise keep the business change without its message. The
+   * server refuses every later statement, and a commit rolls back. (A driver set to roll back to a
+   * savepoint of its own after each failed statement, pgjdbc's {@code autosave}, undoes this as it
+   * undoes any error: roll back on these exceptions.)
+   */
+  private static void abort(Connection transaction) {
+    try (PreparedStatement s = transaction.prepareStatement(ABORT_SQL)) {
+      s.execute();
+    } catch (SQLException expected) { // NOPMD: the point; its text is the server's own
+    }
+  }
+
+  /** Fails on the server, which aborts the transaction; the text says why in the server's log. */
+  static final String ABORT_SQL =
+      "DO $$BEGIN RAISE EXCEPTION 'outbox-relay writer: enqueue failed, the transaction is"
+          + " aborted' USING ERRCODE = 'integrity_constraint_violation'; END$$";
 
   /**
    * Refuses a connection in auto-commit mode, the usual sign of a call outside the business

@@ -38,11 +38,20 @@ public final class TopicNames {
 
   /**
    * Whether {@code name} is one of Kafka's {@link #INTERNAL} topics, or collides with one ({@link
-   * #collide}: {@code __consumer.offsets}), which the broker refuses to create.
+   * #collide}: {@code __consumer.offsets}, {@code ._consumer_offsets}), which the broker refuses to
+   * create.
    */
   public static boolean isInternal(String name) {
-    // Every internal name starts with "__": no other needs the replace (one per routed record).
-    return name.startsWith("__") && INTERNAL.contains(name.replace('.', '_'));
+    // Every internal name starts with "__", so a colliding one with two of '.' and '_': no other
+    // needs the replace (one per routed record).
+    return name.length() > 2
+        && isDotOrUnderscore(name.charAt(0))
+        && isDotOrUnderscore(name.charAt(1))
+        && INTERNAL.contains(name.replace('.', '_'));
+  }
+
+  private static boolean isDotOrUnderscore(char c) {
+    return c == '.' || c == '_';
   }
 
   /**

@@ -269,6 +269,34 @@ class PostgresOutboxWriterDatabaseTest {
   }
 
   /**
+   * A framework that commits on a checked exception (Spring's default rollback rules) must not keep
+   * the business change without its message: the writer aborts the transaction before it throws, so
+   * the commit rolls back.
+   */
+  @Test
+  void aTakenMessageIdAbortsTheTransactionSoItsCommitKeepsNothing() throws SQLException {
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-9")));
+      c.commit();
+    }
+    PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
+    db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      try (var insert = c.prepareStatement("INSERT INTO orders VALUES ('o-9')")) {
+        insert.executeUpdate();
+      }
+      assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
+      try {
+        c.commit(); // the driver may report the rollback, or say nothing
+      } catch (SQLException rolledBack) { // NOPMD: either way nothing is kept
+      }
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
+  }
+
+  /**
    * Two applications sharing a table under their own instance keys, with ids of the same shape
    * (derived from business keys): the second is no retry of the first, and a DUPLICATE would
    * silently lose its message. Same with the first already published, and with a legacy row.

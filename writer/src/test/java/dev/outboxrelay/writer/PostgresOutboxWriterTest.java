@@ -209,14 +209,20 @@ class PostgresOutboxWriterTest {
             () -> new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message));
     assertEquals("23000", e.getSQLState());
     assertEquals(message.messageId(), e.messageId());
-    // Left open for the caller to roll back: the writer neither rolls back nor commits.
+    // Aborted on the server, as PostgreSQL aborts a transaction on its own errors, so that a
+    // commit rolls back; the writer neither rolls back nor commits.
+    assertTrue(
+        calls.contains("prepareStatement(" + PostgresOutboxWriter.ABORT_SQL + ")"),
+        calls::toString);
     assertTheTransactionIsTheCallers();
     // The check binds the id and the writer's key, for the table and the log, twice each.
     int prepared = 0;
     for (int i = 0; i < calls.size(); i++) {
-      prepared = calls.get(i).startsWith("prepareStatement(") ? i : prepared;
+      prepared = calls.get(i).startsWith("prepareStatement(SELECT EXISTS") ? i : prepared;
     }
-    List<String> check = calls.subList(prepared, calls.size());
+    List<String> check =
+        calls.subList(
+            prepared, calls.indexOf("prepareStatement(" + PostgresOutboxWriter.ABORT_SQL + ")"));
     assertTrue(check.get(0).startsWith("prepareStatement(SELECT EXISTS"), check::toString);
     for (int i = 1; i <= 8; i += 2) {
       assertTrue(
@@ -286,6 +292,7 @@ class PostgresOutboxWriterTest {
                     case "executeUpdate" ->
                         updateCounts.size() > 1 ? updateCounts.poll() : updateCounts.peek();
                     case "executeQuery" -> answer(takenElsewhere, ownId);
+                    case "execute" -> false;
                     default -> null;
                   };
                 });

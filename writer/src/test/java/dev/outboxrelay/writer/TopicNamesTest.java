@@ -40,6 +40,12 @@ class TopicNamesTest {
     }
     assertFalse(TopicNames.isRoutable("__consumer.offsets"), "collides with __consumer_offsets");
     assertFalse(TopicNames.isRoutable("__transaction.state"));
+    // '.' and '_' alike in the leading pair too: each of these is __consumer_offsets to Kafka.
+    for (String colliding :
+        new String[] {"._consumer_offsets", "_.consumer_offsets", "..consumer.offsets"}) {
+      assertFalse(TopicNames.isRoutable(colliding), colliding);
+    }
+    assertTrue(TopicNames.isRoutable("._my_topic"), "ordinary, like __my_topic");
     assertTrue(TopicNames.isRoutable("__my_topic"), "other names starting with __ are ordinary");
     assertTrue(TopicNames.isRoutable("orders.eu"));
     assertFalse(TopicNames.isRoutable("Orders/EU"));
