@@ -1053,6 +1053,19 @@ public abstract class OutboxStoreContract {
     assertEquals(Set.of(), store.publishedUnderOwnLease(List.of()));
   }
 
+  /** Exactly once, one epoch: a (claim batch 1) parked PAYLOAD_TOO_LARGE, b (batch 2) in flight. */
+  private record ParkedAndInFlight(long epoch, ClaimedMessage parked, ClaimedMessage inFlight) {}
+
+  private ParkedAndInFlight parkedAndInFlight() {
+    add(EU, "a", "agg-1");
+    add(EU, "b", "agg-2");
+    long epoch = store.newEpoch();
+    ClaimedMessage a = store.claim(exactlyOnce("w1", 1, epoch, 1, ALL_BUCKETS)).claimed().get(0);
+    ClaimedMessage b = store.claim(exactlyOnce("w1", 1, epoch, 2, ALL_BUCKETS)).claimed().get(0);
+    assertEquals(Outcome.APPLIED, store.markFailed("a", a.lease(), "PAYLOAD_TOO_LARGE"));
+    return new ParkedAndInFlight(epoch, a, b);
+  }
+
   /**
    * An exactly-once park retried after its reply was lost finds its row gone; the store tells
    * whether the row was parked under the park's own token, reason and claim position (by the
@@ -1061,12 +1074,10 @@ public abstract class OutboxStoreContract {
    */
   @Test
   void aParkedRowIsKnownByTheLeaseReasonAndPositionThatParkedIt() {
-    add(EU, "a", "agg-1");
-    add(EU, "b", "agg-2");
-    long epoch = store.newEpoch();
-    ClaimedMessage a = store.claim(exactlyOnce("w1", 1, epoch, 1, ALL_BUCKETS)).claimed().get(0);
-    ClaimedMessage b = store.claim(exactlyOnce("w1", 1, epoch, 2, ALL_BUCKETS)).claimed().get(0);
-    assertEquals(Outcome.APPLIED, store.markFailed("a", a.lease(), "PAYLOAD_TOO_LARGE"));
+    ParkedAndInFlight rows = parkedAndInFlight();
+    long epoch = rows.epoch();
+    ClaimedMessage a = rows.parked();
+    ClaimedMessage b = rows.inFlight();
     String reason = "PAYLOAD_TOO_LARGE";
     Lease otherToken = new Lease("w1", a.lease().token() + 1);
 
@@ -1088,12 +1099,10 @@ public abstract class OutboxStoreContract {
    */
   @Test
   void aCommittedDeadLetterCopysPositionGoesOnlyIntoTheRowItsParkLeft() {
-    add(EU, "a", "agg-1");
-    add(EU, "b", "agg-2");
-    long epoch = store.newEpoch();
-    ClaimedMessage a = store.claim(exactlyOnce("w1", 1, epoch, 1, ALL_BUCKETS)).claimed().get(0);
-    ClaimedMessage b = store.claim(exactlyOnce("w1", 1, epoch, 2, ALL_BUCKETS)).claimed().get(0);
-    assertEquals(Outcome.APPLIED, store.markFailed("a", a.lease(), "PAYLOAD_TOO_LARGE"));
+    ParkedAndInFlight rows = parkedAndInFlight();
+    long epoch = rows.epoch();
+    ClaimedMessage a = rows.parked();
+    ClaimedMessage b = rows.inFlight();
     KafkaCoordinates copy = new KafkaCoordinates("dlq", 0, 17);
     long token = a.lease().token();
 
