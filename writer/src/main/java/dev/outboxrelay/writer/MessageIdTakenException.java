@@ -5,11 +5,12 @@ import java.sql.SQLIntegrityConstraintViolationException;
 /**
  * The message id is already used by a row of another instance key, or by a legacy row without one:
  * nothing was written. Message ids are unique across the whole table, whichever instance key owns a
- * row; treating this as a retried duplicate would drop the message. Roll the transaction back:
- * unlike a unique violation raised by PostgreSQL, this one leaves it open, and a COMMIT would
- * commit the business change without its message. SQLState {@code 23000}
- * (integrity_constraint_violation), not {@code 23505}: code that takes a unique violation for
- * "already done" (Spring's {@code DuplicateKeyException}) and commits would lose the message.
+ * row; treating this as a retried duplicate would drop the message. The writer aborts the
+ * transaction before it throws this, as PostgreSQL aborts one on its own errors, so a COMMIT rolls
+ * back (and pgjdbc's {@code commit()} returns normally all the same): roll it back and retry with
+ * another id. SQLState {@code 23000} (integrity_constraint_violation), not {@code 23505}: code that
+ * takes a unique violation for "already done" (Spring's {@code DuplicateKeyException}) and commits
+ * would lose the message.
  */
 public final class MessageIdTakenException extends SQLIntegrityConstraintViolationException {
   private static final long serialVersionUID = 1L;

@@ -90,8 +90,8 @@ public final class PostgresOutboxWriter {
         case THIS_KEY:
           return EnqueueResult.DUPLICATE;
         case ANOTHER:
-          abort(transaction);
-          throw new MessageIdTakenException(message.messageId());
+          throw withAbortFailure(
+              new MessageIdTakenException(message.messageId()), abort(transaction));
         case NONE:
           // What stopped the insert is gone (retention deleted a published-log entry meanwhile,
           // under READ COMMITTED): the id is free again, so insert once more.
@@ -100,24 +100,72 @@ public final class PostgresOutboxWriter {
           throw new IllegalStateException("unknown owner");
       }
     }
-    abort(transaction);
-    throw new SQLTransientException(
-        "outbox message id " + message.messageId() + " kept changing owner; retry the transaction",
-        "40001");
+    SQLException abortFailure = abort(transaction);
+    throw withAbortFailure(
+        new SQLTransientException(
+            "outbox message id "
+                + message.messageId()
+                + " kept changing owner; retry the transaction",
+            "40001"),
+        abortFailure);
+  }
+
+  private static <E extends SQLException> E withAbortFailure(E thrown, SQLException abortFailure) {
+    if (abortFailure != null) {
+      thrown.addSuppressed(abortFailure);
+    }
+    return thrown;
   }
 
   /**
    * Aborts the caller's transaction before an error of the writer's own, as PostgreSQL aborts one
    * on any error it raises: a framework that commits on a checked exception (Spring's default
    * rollback rules, an EJB's) would otherwise keep the business change without its message. The
-   * server refuses every later statement, and a commit rolls back. (A driver set to roll back to a
-   * savepoint of its own after each failed statement, pgjdbc's {@code autosave}, undoes this as it
-   * undoes any error: roll back on these exceptions.)
+   * server refuses every later statement, and a commit rolls back (pgjdbc's {@code commit()}
+   * returns normally all the same). pgjdbc's {@code autosave=always}, which rolls back to a
+   * savepoint of its own after a failed statement, is suspended for it and restored.
+   *
+   * @return the statement's failure when it was not the expected one (a lost connection, say), to
+   *     be attached to the exception thrown; null otherwise
    */
-  private static void abort(Connection transaction) {
-    try (PreparedStatement s = transaction.prepareStatement(ABORT_SQL)) {
-      s.execute();
-    } catch (SQLException expected) { // NOPMD: the point; its text is the server's own
+  private static SQLException abort(Connection transaction) {
+    Runnable restore = () -> {};
+    try {
+      restore = DriverAutosave.suspend(transaction);
+      try (PreparedStatement s = transaction.prepareStatement(ABORT_SQL)) {
+        s.execute();
+      }
+      return null;
+    } catch (SQLException e) {
+      return ABORT_SQL_STATE.equals(e.getSQLState()) ? null : e;
+    } finally {
+      restore.run();
+    }
+  }
+
+  /** The SQLState the abort statement raises (integrity_constraint_violation). */
+  private static final String ABORT_SQL_STATE = "23000";
+
+  /** pgjdbc's autosave, off while the abort runs: its savepoint would undo the abort. */
+  private static final class DriverAutosave {
+    private DriverAutosave() {}
+
+    /** Suspends it; returns what restores it. Nothing to do on another driver. */
+    static Runnable suspend(Connection transaction) throws SQLException {
+      try {
+        if (!transaction.isWrapperFor(org.postgresql.PGConnection.class)) {
+          return () -> {};
+        }
+        org.postgresql.PGConnection pg = transaction.unwrap(org.postgresql.PGConnection.class);
+        org.postgresql.jdbc.AutoSave before = pg.getAutosave();
+        if (before == org.postgresql.jdbc.AutoSave.NEVER) {
+          return () -> {};
+        }
+        pg.setAutosave(org.postgresql.jdbc.AutoSave.NEVER);
+        return () -> pg.setAutosave(before);
+      } catch (LinkageError notPgjdbc) { // NOPMD: another driver (pgjdbc is "provided")
+        return () -> {};
+      }
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.outboxrelay.writer;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -23,9 +24,11 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.postgresql.PGConnection;
 import org.postgresql.ds.PGSimpleDataSource;
+import org.postgresql.jdbc.AutoSave;
 
 /**
  * The writer against a real PostgreSQL, on the table docs/schema.sql creates: every column lands as
@@ -273,8 +276,10 @@ class PostgresOutboxWriterDatabaseTest {
    * the business change without its message: the writer aborts the transaction before it throws, so
    * the commit rolls back.
    */
-  @Test
-  void aTakenMessageIdAbortsTheTransactionSoItsCommitKeepsNothing() throws SQLException {
+  @ParameterizedTest(name = "pgjdbc autosave={0}")
+  @EnumSource(AutoSave.class)
+  void aTakenMessageIdAbortsTheTransactionSoItsCommitKeepsNothing(AutoSave autosave)
+      throws SQLException {
     try (Connection c = db.connection()) {
       c.setAutoCommit(false);
       assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-9")));
@@ -283,15 +288,17 @@ class PostgresOutboxWriterDatabaseTest {
     PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
     db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
     try (Connection c = db.connection()) {
+      PGConnection pg = c.unwrap(PGConnection.class);
+      pg.setAutosave(autosave); // ALWAYS would roll back to a savepoint after the abort: suspended
       c.setAutoCommit(false);
       try (var insert = c.prepareStatement("INSERT INTO orders VALUES ('o-9')")) {
         insert.executeUpdate();
       }
-      assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
-      try {
-        c.commit(); // the driver may report the rollback, or say nothing
-      } catch (SQLException rolledBack) { // NOPMD: either way nothing is kept
-      }
+      MessageIdTakenException e =
+          assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
+      assertEquals(0, e.getSuppressed().length, "the abort failed as it should");
+      assertEquals(autosave, pg.getAutosave(), "the driver's setting restored");
+      assertDoesNotThrow(c::commit, "pgjdbc reports no silent rollback: the docs say so");
     }
     assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
   }
