@@ -1,13 +1,17 @@
 package dev.outboxrelay.reliability;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.reliability.Verdict.Figures;
 import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.OutboxDb;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
@@ -76,6 +80,14 @@ class WorkerCrashTest {
       String victimTasks = String.join(", ", victimOwners);
       victim.kill();
       long heldAtDeath = heldBy(s, victimOwners);
+      Set<String> heldAtDeathIds =
+          s.db
+              .map(
+                  "SELECT message_id, message_id FROM outbox"
+                      + " WHERE status = 'IN_FLIGHT' AND lease_owner = ANY (?)",
+                  (Object) victimOwners)
+              .keySet();
+      assertFalse(heldAtDeathIds.isEmpty(), "the frozen worker held rows");
       long killedAt = System.nanoTime();
 
       // A new worker process starts at once; it joins the group when its JVM is up, later.
@@ -97,6 +109,16 @@ class WorkerCrashTest {
         elsewhere.addAll(rejoined.claimLost());
         Figures f = Verdict.check(s, Map.of(), elsewhere);
         assertTrue(f.reclaimedRows() > 0, f::toString);
+        // Each row the dead worker held was taken back as an abandoned row (its leases ran out),
+        // not some other row reclaimed for another reason.
+        Map<String, OutboxDb.Row> rows = s.db.rows(Scenario.MAIN_KEY);
+        assertEquals(
+            List.of(),
+            heldAtDeathIds.stream()
+                .filter(id -> rows.get(id) == null || rows.get(id).abandonedClaims() == 0)
+                .sorted()
+                .toList(),
+            "rows the dead worker held, not reclaimed as abandoned rows");
         Scenario.report(
             "|  | worker-crash: task instances "
                 + victimTasks
