@@ -5,6 +5,7 @@ import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.store.Renewal;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -42,6 +43,9 @@ final class LeaseRenewer {
   private long lastKafkaWaitMs = Long.MIN_VALUE / 2;
 
   private boolean kafkaWaitReported;
+
+  /** Message ids reported skipped for their row's lock, and still skipped (outcome thread only). */
+  private final Set<String> lockedReported = new HashSet<>();
 
   LeaseRenewer(
       OutboxStore store,
@@ -158,8 +162,10 @@ final class LeaseRenewer {
       log.info("Task thread responsive again; renewing {} leases", held.size());
     }
     try {
-      Set<String> lost = store.renew(held, settings.leaseDuration());
+      Renewal renewal = store.renew(held, settings.leaseDuration());
       recovered();
+      reportLocked(renewal.locked());
+      Set<String> lost = renewal.lost();
       Set<String> missedUndecided = new HashSet<>();
       for (HeldLease lease : held) {
         if (!lost.contains(lease.messageId())) {
@@ -184,6 +190,25 @@ final class LeaseRenewer {
       nextRenewalMs =
           time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
       return Set.of();
+    }
+  }
+
+  /**
+   * Rows another session holds locked were skipped, not renewed: their leases run on, and the next
+   * renewal tries again. Counted at each renewal, logged once for as long as a row stays locked.
+   */
+  private void reportLocked(Set<String> locked) {
+    lockedReported.retainAll(locked);
+    metrics.leaseRenewalsLocked.addAndGet(locked.size());
+    for (String messageId : locked) {
+      if (lockedReported.add(messageId)) {
+        log.warn(
+            "Lease not renewed: another session holds its row's lock: message_id={}"
+                + " instance_key={} (reason=ROW_LOCKED; the lease runs on, tried again at the next"
+                + " renewal)",
+            Printable.escape(messageId),
+            ledger.get(messageId).map(InFlightLedger.Entry::instanceKey).orElse(null));
+      }
     }
   }
 

@@ -41,6 +41,7 @@ public final class RelayMetrics {
   public final AtomicLong released = new AtomicLong();
   public final AtomicLong abandonedReclaimed = new AtomicLong();
   public final AtomicLong leaseRenewalsLost = new AtomicLong();
+  public final AtomicLong leaseRenewalsLocked = new AtomicLong();
   public final AtomicLong lateAcks = new AtomicLong();
   public final AtomicLong recoveredPublished = new AtomicLong();
   public final AtomicLong recoveredReleased = new AtomicLong();
@@ -223,6 +224,10 @@ public final class RelayMetrics {
             + " exactly-once, suspects a recovery released twice (no duplicate).",
         abandonedReclaimed::get);
     gauge("lease-renewal-lost-total", "Held leases found lost at renewal.", leaseRenewalsLost::get);
+    gauge(
+        "lease-renewal-locked-total",
+        "Held leases not renewed because another session held their row's lock (each renewal).",
+        leaseRenewalsLocked::get);
     gauge(
         "late-ack-total",
         "Outcomes the task could no longer write (late acknowledgements, unqueued FAILED).",
@@ -407,6 +412,7 @@ public final class RelayMetrics {
     counts.put("published", published);
     counts.put("claimLost", claimLost);
     counts.put("leaseRenewalsLost", leaseRenewalsLost);
+    counts.put("leaseRenewalsLocked", leaseRenewalsLocked);
     counts.put("lateAcks", lateAcks);
     counts.put("unconfirmedReleased", unconfirmedReleased);
     counts.put("retried", retried);

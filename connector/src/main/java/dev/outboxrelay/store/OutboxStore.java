@@ -148,11 +148,12 @@ public interface OutboxStore extends AutoCloseable {
   Outcome release(String messageId, Lease lease);
 
   /**
-   * Extends the leases still held; returns the message ids whose claim was lost. Leases that
-   * expired but were not reclaimed are renewed too. Each message id at most once per call (a task's
-   * ledger holds one lease per row): lost claims are reported by message id.
+   * Extends the leases still held; returns the message ids whose claim was lost, and those of rows
+   * another session holds locked, skipped rather than waited for. Leases that expired but were not
+   * reclaimed are renewed too. Each message id at most once per call (a task's ledger holds one
+   * lease per row): lost claims are reported by message id.
    */
-  Set<String> renew(List<HeldLease> leases, Duration leaseDuration);
+  Renewal renew(List<HeldLease> leases, Duration leaseDuration);
 
   /** Counts rows of these instance keys by status (PUBLISHED only if asked) and the lag. */
   BacklogSnapshot inspect(Set<String> instanceKeys, boolean countPublished);

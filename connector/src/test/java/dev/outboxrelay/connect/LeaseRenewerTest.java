@@ -12,6 +12,7 @@ import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -277,5 +278,50 @@ class LeaseRenewerTest {
     assertTrue(f.ledger.isEmpty(), "settled by its record's outcome");
     assertEquals(0, f.ledger.bytes());
     assertEquals("other", f.store.find("m1").orElseThrow().leaseOwner());
+  }
+
+  /**
+   * A row another session holds locked is skipped by the renewal, not taken for a lost claim (its
+   * record would lose its outcome): counted at each renewal that skips it, logged once for as long
+   * as it stays locked, and renewed once the lock is gone; the other leases are renewed all along.
+   */
+  @Test
+  void aLeaseWhoseRowIsLockedIsSkippedNotLost() {
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "b");
+    f.claimIntoLedger();
+    Instant m2Claimed = expiry("m2");
+    store.lockedRows = Set.of("m2");
+    long mark = LogCapture.get().mark();
+    for (int renewal = 0; renewal < 2; renewal++) {
+      f.clock.advance(Duration.ofSeconds(1));
+      time.sleep(2000);
+      renewer.taskPolled();
+      renewer.renewIfDue();
+      assertEquals(f.clock.now().plusSeconds(8), expiry("m1"), "the other lease is renewed");
+    }
+
+    assertEquals(m2Claimed, expiry("m2"), "skipped: its lease runs on");
+    assertEquals(2, f.metrics.leaseRenewalsLocked.get(), "counted at each renewal");
+    assertEquals(0, f.metrics.claimLost.get());
+    assertEquals(2, f.ledger.heldLeases().size(), "still held, still renewed");
+    List<LogCapture.Event> said =
+        LogCapture.get().matching(mark, e -> e.message().contains("reason=ROW_LOCKED"));
+    assertEquals(1, said.size(), "said once while it stays locked");
+    assertTrue(said.get(0).message().contains("message_id=m2 instance_key=eu"), said.toString());
+
+    store.lockedRows = Set.of();
+    time.sleep(2000);
+    renewer.taskPolled();
+    renewer.renewIfDue();
+    assertEquals(f.clock.now().plusSeconds(8), expiry("m2"), "renewed once the lock is gone");
+    store.lockedRows = Set.of("m2");
+    time.sleep(2000);
+    renewer.taskPolled();
+    renewer.renewIfDue();
+    assertEquals(
+        2,
+        LogCapture.get().matching(mark, e -> e.message().contains("reason=ROW_LOCKED")).size(),
+        "locked again: said again");
   }
 }

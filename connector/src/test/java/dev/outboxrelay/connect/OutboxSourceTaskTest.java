@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -1216,6 +1217,12 @@ class OutboxSourceTaskTest {
     /** While set, batch publishes fail (a write stuck behind a lock); nothing else does. */
     volatile boolean publishesFail;
 
+    /**
+     * Rows another session holds locked: a renewal skips them, as PostgreSQL's does, and reports
+     * them locked.
+     */
+    volatile Set<String> lockedRows = Set.of();
+
     /** The next batch publish commits, then fails: its reply lost, as at a failover. */
     volatile boolean nextPublishLosesItsReply;
 
@@ -1413,10 +1420,21 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public Set<String> renew(List<dev.outboxrelay.store.HeldLease> leases, Duration d) {
+    public dev.outboxrelay.store.Renewal renew(
+        List<dev.outboxrelay.store.HeldLease> leases, Duration d) {
       check();
       renewCalls.incrementAndGet();
-      return delegate.renew(leases, d);
+      Set<String> locked = lockedRows;
+      Set<String> skipped = new HashSet<>();
+      List<dev.outboxrelay.store.HeldLease> free = new ArrayList<>();
+      for (dev.outboxrelay.store.HeldLease lease : leases) {
+        if (locked.contains(lease.messageId())) {
+          skipped.add(lease.messageId());
+        } else {
+          free.add(lease);
+        }
+      }
+      return new dev.outboxrelay.store.Renewal(delegate.renew(free, d).lost(), skipped);
     }
 
     /** While set, runs at the start of each inspect (a count that takes its time). */

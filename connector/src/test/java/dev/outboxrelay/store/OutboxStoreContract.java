@@ -505,7 +505,7 @@ public abstract class OutboxStoreContract {
         store.retryLater("m1", first.lease(), "SEND_FAILED", Duration.ofSeconds(5), 3));
     assertEquals(Outcome.CLAIM_LOST, store.markFailed("m1", first.lease(), "POISON"));
     assertEquals(Outcome.CLAIM_LOST, store.release("m1", first.lease()));
-    assertEquals(Set.of("m1"), store.renew(List.of(first.heldLease()), LEASE));
+    assertEquals(Renewal.lost(Set.of("m1")), store.renew(List.of(first.heldLease()), LEASE));
     assertEquals(owned, state("m1"), "a lost claim changes nothing of the new owner's row");
 
     assertEquals(Outcome.APPLIED, store.markPublished(ack(second, 8)));
@@ -516,7 +516,7 @@ public abstract class OutboxStoreContract {
     add(EU, "m1", "a");
     ClaimedMessage m = claimOne("w1", "m1");
     clock.advance(LEASE.multipliedBy(2));
-    assertEquals(Set.of(), store.renew(List.of(m.heldLease()), LEASE));
+    assertEquals(Renewal.allRenewed(), store.renew(List.of(m.heldLease()), LEASE));
     assertEquals(clock.now().plus(LEASE), state("m1").leaseExpiresAt());
     assertEquals(Outcome.APPLIED, store.markPublished(ack(m, 1)));
   }
@@ -544,7 +544,8 @@ public abstract class OutboxStoreContract {
     clock.advance(Duration.ofSeconds(1));
     Instant expiry = state("m1").leaseExpiresAt();
     assertEquals(
-        Set.of("m1"), store.renew(List.of(new HeldLease("m1", m2.seq(), m1.lease())), LEASE));
+        Renewal.lost(Set.of("m1")),
+        store.renew(List.of(new HeldLease("m1", m2.seq(), m1.lease())), LEASE));
     assertEquals(expiry, state("m1").leaseExpiresAt(), "a renewal naming another row's seq");
     assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
     assertEquals(MessageStatus.IN_FLIGHT, state("m2").status());
@@ -585,7 +586,8 @@ public abstract class OutboxStoreContract {
       assertEquals(Outcome.CLAIM_LOST, store.markFailed(id, lease, "POISON"), id);
       assertEquals(Outcome.CLAIM_LOST, store.release(id, lease), id);
       clock.advance(Duration.ofSeconds(1));
-      assertEquals(Set.of(id), store.renew(List.of(new HeldLease(id, seq, lease)), LEASE), id);
+      assertEquals(
+          Renewal.lost(Set.of(id)), store.renew(List.of(new HeldLease(id, seq, lease)), LEASE), id);
       assertEquals(theirs, state(id), id + " is not this store's to change");
     }
     assertEquals(
@@ -1143,8 +1145,8 @@ public abstract class OutboxStoreContract {
     List<ClaimedMessage> claimed = store.claim(request("w1", 2)).claimed();
     store.release("m2", claimed.get(1).lease());
     clock.advance(Duration.ofSeconds(20));
-    Set<String> lost = store.renew(claimed.stream().map(ClaimedMessage::heldLease).toList(), LEASE);
-    assertEquals(Set.of("m2"), lost);
+    Renewal renewal = store.renew(claimed.stream().map(ClaimedMessage::heldLease).toList(), LEASE);
+    assertEquals(Renewal.lost(Set.of("m2")), renewal);
     assertEquals(clock.now().plus(LEASE), state("m1").leaseExpiresAt());
     clock.advance(Duration.ofSeconds(20));
     assertTrue(reclaim(request("w2", 10)).isEmpty(), "renewed lease still held");

@@ -21,6 +21,7 @@ import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryPage;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.Renewal;
 import dev.outboxrelay.store.UnheldPage;
 import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.InstanceKeys;
@@ -551,7 +552,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized Set<String> renew(List<HeldLease> leases, Duration leaseDuration) {
+  public synchronized Renewal renew(List<HeldLease> leases, Duration leaseDuration) {
     Instant expiry = now().plus(leaseDuration);
     Set<String> lost = new HashSet<>();
     for (HeldLease held : leases) {
@@ -562,7 +563,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
         row.leaseExpiresAt = expiry;
       }
     }
-    return lost;
+    return Renewal.lost(lost); // no row locks here: nothing is ever skipped
   }
 
   @Override

@@ -870,17 +870,30 @@ final class OutboxSql {
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             WHERE {message_id} = :message_id {fence}""");
 
-    // Returns the message id of each renewed lease. Found like the rows of a publish, and run
-    // under ACKS_PLAN too.
+    // Returns the message id of each lease still held, and whether it was renewed. Found like the
+    // rows of a publish, and run under ACKS_PLAN too. A row whose lock another session holds (an
+    // operator's open transaction) is skipped, not waited for: waiting, every renewal of the task
+    // would run into the statement timeout and all its leases expire. Read as committed first, a
+    // skipped row is told apart from a lost one; the next renewal tries it again.
     renew =
         statement(
             """
-            WITH clock AS (SELECT {now} AS now)
-            UPDATE {table} o
-            SET lease_expires_at = clock.now + (:lease_ms * INTERVAL '1 millisecond')
-            FROM clock, {held leases}
-            WHERE {under held lease(o)}
-            RETURNING {message_id(o)}""");
+            WITH clock AS (SELECT {now} AS now),
+            held AS (
+              SELECT o.seq, h.message_id FROM {table} o, {held leases} WHERE {under held lease(o)}
+            ),
+            unlocked AS (
+              SELECT o.seq FROM {table} o WHERE o.seq = ANY (ARRAY(SELECT seq FROM held))
+              FOR NO KEY UPDATE OF o SKIP LOCKED
+            ),
+            renewed AS (
+              UPDATE {table} o
+              SET lease_expires_at = clock.now + (:lease_ms * INTERVAL '1 millisecond')
+              FROM clock, {held leases}
+              WHERE {under held lease(o)} AND o.seq = ANY (ARRAY(SELECT seq FROM unlocked))
+              RETURNING o.seq
+            )
+            SELECT held.message_id, held.seq IN (SELECT seq FROM renewed) AS renewed FROM held""");
 
     // One branch per partial index, so the backlog figures cost O(active + parked rows), not a
     // scan of every retained published row. The branches are disjoint by their predicates; a row

@@ -22,6 +22,7 @@ import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryPage;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.Renewal;
 import dev.outboxrelay.store.UnheldPage;
 import dev.outboxrelay.writer.InstanceKeys;
 import java.sql.Array;
@@ -39,6 +40,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -611,12 +613,12 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public Set<String> renew(List<HeldLease> leases, Duration leaseDuration) {
+  public Renewal renew(List<HeldLease> leases, Duration leaseDuration) {
     if (leases.isEmpty()) {
-      return Set.of();
+      return Renewal.allRenewed();
     }
     LeaseColumns held = LeaseColumns.of(leases);
-    Set<String> renewed =
+    Map<String, Boolean> stillHeld =
         run(
             "renew",
             OutboxSql.ACKS_PLAN,
@@ -628,15 +630,25 @@ public final class PostgresOutboxStore implements OutboxStore {
                           .set("now", this::setNow)
                           .setLong("lease_ms", leaseDuration.toMillis()))
                   .setArray("instance_keys", claimedKeys(c));
-              return returnedIds(planned(statement));
+              Map<String, Boolean> renewed = new HashMap<>();
+              try (ResultSet rs = planned(statement)) {
+                while (rs.next()) {
+                  renewed.put(rs.getString(1), rs.getBoolean(2));
+                }
+              }
+              return renewed;
             });
     Set<String> lost = new HashSet<>();
+    Set<String> locked = new HashSet<>();
     for (String id : held.ids()) {
-      if (!renewed.contains(id)) {
+      Boolean renewed = stillHeld.get(id);
+      if (renewed == null) {
         lost.add(id);
+      } else if (!renewed) {
+        locked.add(id);
       }
     }
-    return lost;
+    return new Renewal(lost, locked);
   }
 
   @Override

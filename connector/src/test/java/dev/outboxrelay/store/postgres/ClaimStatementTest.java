@@ -423,7 +423,10 @@ class ClaimStatementTest {
         "publishes every acked row: " + plan);
   }
 
-  /** A renewal finds its rows as a publish does. */
+  /**
+   * A renewal finds its rows as a publish does, and locks them (skipping any another session holds)
+   * by the primary key too.
+   */
   @ParameterizedTest
   @EnumSource(Statistics.class)
   void aRenewalFindsItsRowsByThePrimaryKeyAndHashesItsLeases(Statistics statistics)
@@ -435,8 +438,13 @@ class ClaimStatementTest {
             inFlight.get(statistics),
             (c, renew) -> renew.setLong("lease_ms", 60_000));
     assertFindsRowsByThePrimaryKeyAlone(plan);
+    String locking = plan.substring(plan.indexOf("CTE unlocked"), plan.indexOf("CTE renewed"));
     assertTrue(
-        plan.contains("Update on outbox o  (") && plan.contains("actual rows=1500 loops=1"),
+        locking.contains("LockRows") && locking.contains("outbox_pkey"),
+        "locks the held rows by the primary key: " + plan);
+    String renewing = plan.substring(plan.indexOf("CTE renewed"));
+    assertTrue(
+        renewing.matches("(?s).*Update on outbox o_\\d  \\(.*actual rows=1500 loops=1.*"),
         "renews every held row: " + plan);
   }
 

@@ -25,6 +25,7 @@ import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryPage;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.Renewal;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore.RowState;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.writer.EnqueueResult;
@@ -164,6 +165,38 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     assertTrue(page.settled().isEmpty(), "read as it was, left as it is: " + page);
     assertEquals(MessageStatus.IN_FLIGHT, state(a).status());
     assertEquals("successor", state(a).leaseOwner());
+  }
+
+  /**
+   * A renewal does not wait for a row another session holds locked (an operator's open
+   * transaction): waiting, it ran into the statement timeout and every lease of the task expired.
+   * The other leases are renewed; the locked row is reported locked, not lost, its lease left as it
+   * was, and renewed by the next renewal once the lock is gone.
+   */
+  @Test
+  void aRenewalSkipsARowAnotherSessionHoldsLocked() throws Exception {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    List<HeldLease> held =
+        store.claim(request("w1", 2)).claimed().stream().map(ClaimedMessage::heldLease).toList();
+    assertEquals(2, held.size());
+    var claimedUntil = state("m2").leaseExpiresAt();
+    clock.advance(Duration.ofSeconds(10));
+    Renewal renewal;
+    try (Connection holder = dataSource.getConnection();
+        Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id = 'm2' FOR UPDATE");
+      renewal =
+          CompletableFuture.supplyAsync(() -> store.renew(held, LEASE)).get(30, TimeUnit.SECONDS);
+      holder.rollback();
+    }
+    assertEquals(new Renewal(Set.of(), Set.of("m2")), renewal);
+    assertEquals(clock.now().plus(LEASE), state("m1").leaseExpiresAt());
+    assertEquals(claimedUntil, state("m2").leaseExpiresAt(), "skipped, left as it was");
+
+    assertEquals(Renewal.allRenewed(), store.renew(held, LEASE));
+    assertEquals(clock.now().plus(LEASE), state("m2").leaseExpiresAt());
   }
 
   /**
@@ -372,7 +405,9 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
         String id = add(EU, "m" + round, "a" + round);
         ClaimedMessage m = single.claim(request("w1", 1)).claimed().get(0);
         assertEquals(id, m.messageId());
-        assertEquals(Set.of(), single.renew(List.of(new HeldLease(id, m.seq(), m.lease())), LEASE));
+        assertEquals(
+            Renewal.allRenewed(),
+            single.renew(List.of(new HeldLease(id, m.seq(), m.lease())), LEASE));
         assertEquals(
             List.of(Outcome.APPLIED),
             single.markPublished(

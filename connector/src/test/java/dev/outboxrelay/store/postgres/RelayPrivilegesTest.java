@@ -18,6 +18,7 @@ import dev.outboxrelay.store.Recoveries;
 import dev.outboxrelay.store.Recovery;
 import dev.outboxrelay.store.RecoveryRequest;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.Renewal;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -111,7 +112,7 @@ class RelayPrivilegesTest {
             .claimed();
     assertEquals(5, claimed.size());
     assertEquals(
-        Set.of(),
+        Renewal.allRenewed(),
         store.renew(
             claimed.stream().map(ClaimedMessage::heldLease).toList(), Duration.ofSeconds(30)));
     assertEquals(
