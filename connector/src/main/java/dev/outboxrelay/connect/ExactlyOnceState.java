@@ -100,6 +100,12 @@ final class ExactlyOnceState {
 
   private long nextSweepMs;
 
+  /** How this connector's lease owners begin: another's live leases are left to it. */
+  private final String ownOwners;
+
+  /** Whether the last pass found another connector's live leases (said once until none are). */
+  private boolean foreignReported;
+
   /** Rows leased under a later epoch already logged; the sweep finds them again and again. */
   private final Set<String> reportedLaterEpoch = new HashSet<>();
 
@@ -136,6 +142,7 @@ final class ExactlyOnceState {
     this.sweepInterval = settings.abandonedProbeInterval();
     this.maxAttempts = settings.claimRequest().maxAttempts();
     this.isolatesSuspects = settings.isolatesSuspects();
+    this.ownOwners = LeaseOwners.connectorOwners(settings.claimRequest().owner());
   }
 
   /**
@@ -168,7 +175,8 @@ final class ExactlyOnceState {
       List<CommittedPosition> committed = committedPositions();
       startRecovery =
           new RecoveryPass(
-              new RecoveryRequest(instanceKeys, share, epoch, committed, false, maxAttempts),
+              new RecoveryRequest(
+                  instanceKeys, share, epoch, committed, false, maxAttempts, ownOwners),
               pageRows);
     }
     RecoveryPass pass = startRecovery;
@@ -180,10 +188,11 @@ final class ExactlyOnceState {
     committedAtStart = pass.request().committed();
     nextSweepMs = time.hiResClockMs() + sweepInterval.toMillis(); // monotonic: see sweepIfDue
     reportLaterEpoch(pass.laterEpoch());
+    reportForeign(pass);
     log.info(
         "Exactly-once task recovered: epoch={} buckets={} of {} committed_positions={}"
             + " recorded_published={} released={} suspects={} exhausted={}"
-            + " leased_under_later_epoch={} pages_read={}",
+            + " leased_under_later_epoch={} leased_by_another_connector={} pages_read={}",
         epoch,
         share.ownedBuckets(),
         share.buckets(),
@@ -193,6 +202,7 @@ final class ExactlyOnceState {
         pass.suspects(),
         pass.exhausted(),
         pass.laterEpoch().size(),
+        pass.foreign(),
         pass.pagesRead());
     return true;
   }
@@ -215,7 +225,8 @@ final class ExactlyOnceState {
     if (sweep == null) {
       sweep =
           new RecoveryPass(
-              new RecoveryRequest(instanceKeys, share, epoch, committedAtStart, true, maxAttempts),
+              new RecoveryRequest(
+                  instanceKeys, share, epoch, committedAtStart, true, maxAttempts, ownOwners),
               pageRows);
       sweepStartedMs = now;
     }
@@ -228,6 +239,7 @@ final class ExactlyOnceState {
     }
     if (ended) {
       reportLaterEpoch(sweep.laterEpoch());
+      reportForeign(sweep);
       sweep = null;
       // Spaced by the interval, or by the pass's own length behind a backlog so large that it
       // outlasts the interval: then sweeping takes at most half of the claims' time.
@@ -450,6 +462,30 @@ final class ExactlyOnceState {
               + " (reason=NOT_COMMITTED, at={})",
           Printable.escape(id),
           when);
+    }
+  }
+
+  /**
+   * Rows of this task's buckets in flight under another connector's live lease: two connectors on
+   * one instance key. Left to it (released, they were sent twice); said when a pass first finds
+   * some, again after a pass that found none.
+   */
+  private void reportForeign(RecoveryPass pass) {
+    metrics.foreignLeasedRows.set(pass.foreign());
+    if (pass.foreign() == 0) {
+      foreignReported = false;
+      return;
+    }
+    if (!foreignReported) {
+      foreignReported = true;
+      log.warn(
+          "{} rows of this task's buckets are in flight under live leases of another connector's"
+              + " tasks (e.g. message_id={}); left to it: two connectors relay the same instance"
+              + " key, and neither's recovery knows the other's offsets (a row whose lease expires"
+              + " may be sent twice); relay each key with one connector"
+              + " (reason=LEASED_BY_ANOTHER_CONNECTOR)",
+          pass.foreign(),
+          Printable.escape(pass.firstForeign()));
     }
   }
 

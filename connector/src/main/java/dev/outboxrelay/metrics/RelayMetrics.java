@@ -47,6 +47,7 @@ public final class RelayMetrics {
   public final AtomicLong recoveredReleased = new AtomicLong();
   public final AtomicLong unconfirmedReleased = new AtomicLong();
   public final AtomicLong laterEpochRows = new AtomicLong();
+  public final AtomicLong foreignLeasedRows = new AtomicLong();
   public final AtomicLong databaseErrors = new AtomicLong();
   public final AtomicLong cleanedUp = new AtomicLong();
   private volatile LongSupplier inFlightRecords = () -> 0;
@@ -246,6 +247,11 @@ public final class RelayMetrics {
             + " than its own, which nothing recovers (a restored or moved database).",
         laterEpochRows::get);
     gauge(
+        "foreign-leased-rows",
+        "Exactly-once: rows of this task's buckets in flight under live leases of another"
+            + " connector's tasks (two connectors on one instance key), left to it.",
+        foreignLeasedRows::get);
+    gauge(
         "unconfirmed-claim-released-total",
         "Rows of a claim whose result never arrived (connection lost at COMMIT), released.",
         unconfirmedReleased::get);
@@ -424,6 +430,7 @@ public final class RelayMetrics {
     counts.put("recoveredPublished", recoveredPublished);
     counts.put("recoveredReleased", recoveredReleased);
     counts.put("laterEpochRows", laterEpochRows);
+    counts.put("foreignLeasedRows", foreignLeasedRows);
     counts.put("databaseErrors", databaseErrors);
     counts.put("cleanedUp", cleanedUp);
     StringBuilder line = new StringBuilder();

@@ -18,16 +18,22 @@ import java.util.List;
  * alone is charged an attempt, and past the budget is parked EXHAUSTED ({@link
  * ReasonCodes#ABANDONED_IN_ISOLATION}) instead.
  *
+ * <p>A live lease of another connector's task ({@link RecoveryRequest#ownOwners}: two connectors
+ * relaying one instance key, which docs/design.md advises against) is left to it, whatever its
+ * epoch, and reported in {@code foreign}: this connector's offsets and epochs say nothing of it.
+ *
  * @param released the message ids of the released rows, suspects included
  * @param exhausted the message ids of the rows parked EXHAUSTED
  * @param suspects the seqs of the released rows that are suspects, in seq order
+ * @param foreign the message ids of rows left in flight under another connector's live lease
  */
 public record Recovery(
     List<String> published,
     List<String> released,
     List<String> laterEpoch,
     List<String> exhausted,
-    List<Long> suspects) {
+    List<Long> suspects,
+    List<String> foreign) {
   public static final Recovery NONE =
       new Recovery(List.of(), List.of(), List.of(), List.of(), List.of());
 
@@ -37,9 +43,24 @@ public record Recovery(
     laterEpoch = List.copyOf(laterEpoch);
     exhausted = List.copyOf(exhausted);
     suspects = suspects.stream().sorted().toList();
+    foreign = List.copyOf(foreign);
+  }
+
+  /** A recovery that found no other connector's live lease. */
+  public Recovery(
+      List<String> published,
+      List<String> released,
+      List<String> laterEpoch,
+      List<String> exhausted,
+      List<Long> suspects) {
+    this(published, released, laterEpoch, exhausted, suspects, List.of());
   }
 
   public boolean isEmpty() {
-    return published.isEmpty() && released.isEmpty() && laterEpoch.isEmpty() && exhausted.isEmpty();
+    return published.isEmpty()
+        && released.isEmpty()
+        && laterEpoch.isEmpty()
+        && exhausted.isEmpty()
+        && foreign.isEmpty();
   }
 }

@@ -26,6 +26,8 @@ public final class RecoveryPass {
   private long released;
   private long suspects;
   private long exhausted;
+  private long foreign;
+  private String firstForeign;
 
   public RecoveryPass(RecoveryRequest request, int pageRows) {
     if (pageRows < 1) {
@@ -53,6 +55,10 @@ public final class RecoveryPass {
     suspects += settled.suspects().size();
     exhausted += settled.exhausted().size();
     laterEpoch.addAll(settled.laterEpoch());
+    foreign += settled.foreign().size();
+    if (firstForeign == null && !settled.foreign().isEmpty()) {
+      firstForeign = settled.foreign().get(0);
+    }
     if (page.full()) {
       if (page.lastSeq() <= afterSeq) { // would read the same page for ever, claiming nothing
         throw new IllegalStateException("a full recovery page did not advance");
@@ -72,6 +78,16 @@ public final class RecoveryPass {
   /** The expired rows leased under a later epoch that the pages read so far found. */
   public List<String> laterEpoch() {
     return List.copyOf(laterEpoch);
+  }
+
+  /** Rows found in flight under another connector's live lease, left to it. */
+  public long foreign() {
+    return foreign;
+  }
+
+  /** The message id of the first of them, or null. */
+  public String firstForeign() {
+    return firstForeign;
   }
 
   public int pagesRead() {

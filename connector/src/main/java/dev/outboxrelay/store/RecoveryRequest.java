@@ -14,6 +14,10 @@ import java.util.Set;
  *     holders can no longer commit: nothing they hold is covered)
  * @param maxAttempts the attempt budget, {@link ClaimRequest#UNLIMITED_ATTEMPTS} for none: a row
  *     released again after it was claimed alone is charged one ({@link Recovery})
+ * @param ownOwners how the lease owners of the recovering connector's tasks begin ({@code
+ *     <connector>/task-}): a live lease of any other owner is another connector's, relaying the
+ *     same instance key, and is left to it ({@link Recovery#foreign}); its epoch, if any, is of
+ *     another epoch sequence, and releasing its rows sent them twice. Empty: every owner is own.
  */
 public record RecoveryRequest(
     Set<String> instanceKeys,
@@ -21,7 +25,8 @@ public record RecoveryRequest(
     long epoch,
     List<CommittedPosition> committed,
     boolean expiredOnly,
-    int maxAttempts) {
+    int maxAttempts,
+    String ownOwners) {
 
   public RecoveryRequest {
     instanceKeys = InstanceKeys.requireValid(instanceKeys);
@@ -30,6 +35,18 @@ public record RecoveryRequest(
     if (maxAttempts < 1) {
       throw new IllegalArgumentException("maxAttempts must be at least 1");
     }
+    Objects.requireNonNull(ownOwners, "ownOwners");
+  }
+
+  /** A recovery that takes every lease owner for its own connector's. */
+  public RecoveryRequest(
+      Set<String> instanceKeys,
+      BucketShare share,
+      long epoch,
+      List<CommittedPosition> committed,
+      boolean expiredOnly,
+      int maxAttempts) {
+    this(instanceKeys, share, epoch, committed, expiredOnly, maxAttempts, "");
   }
 
   /** A recovery without an attempt budget. */
@@ -40,5 +57,10 @@ public record RecoveryRequest(
       List<CommittedPosition> committed,
       boolean expiredOnly) {
     this(instanceKeys, share, epoch, committed, expiredOnly, ClaimRequest.UNLIMITED_ATTEMPTS);
+  }
+
+  /** Whether a lease of {@code owner} is one of the recovering connector's tasks'. */
+  public boolean isOwnOwner(String owner) {
+    return owner != null && owner.startsWith(ownOwners);
   }
 }

@@ -64,6 +64,10 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class ExactlyOnceTaskTest {
   private static final int BUCKETS = 4;
+
+  /** A previous instance of the task under test: its owner begins as this connector's do. */
+  private static final String PREVIOUS = "outbox-relay/task-0/previous";
+
   private static final BucketShare ALL = new BucketShare(BUCKETS, 0, 1);
 
   private final ManualClock clock = new ManualClock(Instant.parse("2026-12-01T12:00:00Z"));
@@ -151,7 +155,7 @@ class ExactlyOnceTaskTest {
     }
     long old = store.newEpoch();
     ClaimRequest previous =
-        new ClaimRequest("previous", Set.of("eu"), rows, Duration.ofSeconds(30), 5, true);
+        new ClaimRequest(PREVIOUS, Set.of("eu"), rows, Duration.ofSeconds(30), 5, true);
     assertEquals(rows, store.claim(previous.exactlyOnce(old, 1, ALL)).claimed().size());
     recoveryPageRows = 1;
     OutboxSourceTask t = start();
@@ -193,6 +197,48 @@ class ExactlyOnceTaskTest {
     assertTrue(records == null || records.isEmpty(), "nothing to claim");
     assertEquals(1, task.metrics().laterEpochRows.get());
     assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status());
+  }
+
+  /**
+   * Another connector relaying the same instance key: its live claims are left to it at this task's
+   * start (released, they were sent twice), counted and said once; once its lease runs out (its
+   * task gone), a sweep releases the row like any abandoned one.
+   */
+  @Test
+  void anotherConnectorsLiveClaimIsLeftAloneAtStart() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    add("a", "agg-1", 10);
+    long theirs = store.newEpoch();
+    store.claim(
+        new ClaimRequest("payments/task-0/other", Set.of("eu"), 1, Duration.ofSeconds(30), 5, true)
+            .exactlyOnce(theirs, 1, ALL));
+    long mark = LogCapture.get().mark();
+
+    List<SourceRecord> records = start().poll();
+
+    assertTrue(records == null || records.isEmpty(), "not claimed, not released");
+    assertEquals(1, task.metrics().foreignLeasedRows.get());
+    assertEquals("payments/task-0/other", store.find("a").orElseThrow().leaseOwner());
+    assertEquals(0, task.metrics().recoveredReleased.get());
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=LEASED_BY_ANOTHER_CONNECTOR"))
+            .size());
+
+    clock.advance(Duration.ofMinutes(1)); // the other connector's lease runs out
+    mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () -> {
+              List<SourceRecord> polled = task.poll();
+              return polled != null
+                  && polled.stream().map(SourceOffsets::messageId).toList().contains("a");
+            });
+    assertEquals(0, task.metrics().foreignLeasedRows.get());
+    assertEquals(1, task.metrics().recoveredReleased.get());
   }
 
   /**
@@ -480,8 +526,7 @@ class ExactlyOnceTaskTest {
     add("a", "agg-1", 10);
     add("b", "agg-1", 10);
     add("c", "agg-1", 10);
-    ClaimRequest one =
-        new ClaimRequest("previous", Set.of("eu"), 1, Duration.ofSeconds(30), 5, true);
+    ClaimRequest one = new ClaimRequest(PREVIOUS, Set.of("eu"), 1, Duration.ofSeconds(30), 5, true);
     long first = store.newEpoch();
     ClaimedMessage a = store.claim(one.exactlyOnce(first, 1, ALL)).claimed().get(0);
     store.markPublished(new PublishedAck("a", a.seq(), a.lease(), new KafkaCoordinates("t", 0, 0)));
@@ -951,7 +996,7 @@ class ExactlyOnceTaskTest {
   }
 
   private static ClaimRequest previousClaim() {
-    return new ClaimRequest("previous", Set.of("eu"), 10, Duration.ofSeconds(30), 5, true);
+    return new ClaimRequest(PREVIOUS, Set.of("eu"), 10, Duration.ofSeconds(30), 5, true);
   }
 
   private void commit(ClaimedMessage row, long epoch, long batch) {

@@ -1629,6 +1629,59 @@ public abstract class OutboxStoreContract {
     }
   }
 
+  /**
+   * Two connectors on one instance key: a recovery leaves the live leases of the other connector's
+   * tasks alone, whatever their epoch (an exactly-once one's, an at-least-once one's without), and
+   * reports them; it releases its own connector's. Releasing them, each exactly-once start sent the
+   * other connector's rows twice. Once such a lease expires it is released like any.
+   */
+  @Test
+  void aRecoveryLeavesAnotherConnectorsLiveLeasesAlone() {
+    String own = add(EU, "own", "agg-1");
+    String theirs = add(EU, "theirs", "agg-2");
+    String theirsUnfenced = add(EU, "theirs-unfenced", "agg-3");
+    long old = store.newEpoch();
+    store.claim(exactlyOnce("orders/task-0/aaaa", 1, old, 1, ALL_BUCKETS));
+    long other = store.newEpoch(); // the other connector's, yet below the recovering one's
+    store.claim(exactlyOnce("payments/task-0/bbbb", 1, other, 1, ALL_BUCKETS));
+    store.claim(request("orders-al/task-1/cccc", 1)); // a name this one's begins with
+    long theirToken = state(theirs).leaseToken();
+    long mine = store.newEpoch();
+
+    Recovery start =
+        Recoveries.whole(
+            store,
+            new RecoveryRequest(
+                Set.of(EU),
+                ALL_BUCKETS,
+                mine,
+                List.of(),
+                false,
+                ClaimRequest.UNLIMITED_ATTEMPTS,
+                "orders/task-"));
+
+    assertEquals(List.of(own), start.released());
+    assertEquals(List.of(theirs, theirsUnfenced), start.foreign());
+    assertEquals("payments/task-0/bbbb", state(theirs).leaseOwner(), "left to its connector");
+    assertEquals(theirToken, state(theirs).leaseToken());
+    assertEquals("orders-al/task-1/cccc", state(theirsUnfenced).leaseOwner());
+
+    clock.advance(LEASE.plusSeconds(1)); // nobody renews them
+    Recovery sweep =
+        Recoveries.whole(
+            store,
+            new RecoveryRequest(
+                Set.of(EU),
+                ALL_BUCKETS,
+                mine,
+                List.of(),
+                true,
+                ClaimRequest.UNLIMITED_ATTEMPTS,
+                "orders/task-"));
+    assertEquals(List.of(theirs, theirsUnfenced), sweep.released(), "expired: anyone's to take");
+    assertEquals(List.of(), sweep.foreign());
+  }
+
   @Test
   void laterRecoveriesReleaseOnlyExpiredLeasesOfLowerEpochs() {
     add(EU, "z", "agg-1");

@@ -24,6 +24,7 @@ public final class Recoveries {
     List<String> released = new ArrayList<>();
     List<String> exhausted = new ArrayList<>();
     List<Long> suspects = new ArrayList<>();
+    List<String> foreign = new ArrayList<>();
     RecoveryPass pass = new RecoveryPass(request, pageRows);
     while (!pass.isDone()) {
       Recovery page = pass.nextPage(store);
@@ -31,7 +32,8 @@ public final class Recoveries {
       released.addAll(page.released());
       exhausted.addAll(page.exhausted());
       suspects.addAll(page.suspects());
+      foreign.addAll(page.foreign());
     }
-    return new Recovery(published, released, pass.laterEpoch(), exhausted, suspects);
+    return new Recovery(published, released, pass.laterEpoch(), exhausted, suspects, foreign);
   }
 }

@@ -208,9 +208,14 @@ public final class InMemoryOutboxStore implements OutboxStore {
     List<String> laterEpoch = new ArrayList<>();
     List<String> exhausted = new ArrayList<>();
     List<Long> suspects = new ArrayList<>();
+    List<String> foreign = new ArrayList<>();
     List<Row> page = page(instanceKey, afterSeq, pageRows);
     for (Row row : page) {
       if (row.status != MessageStatus.IN_FLIGHT || !inBuckets(row, request.share())) {
+        continue;
+      }
+      if (!row.isAbandoned(now) && row.leaseOwner != null && !request.isOwnOwner(row.leaseOwner)) {
+        foreign.add(row.messageId); // another connector's live lease: not this recovery's to end
         continue;
       }
       if (row.leaseEpoch != null && row.leaseEpoch > request.epoch() && row.isAbandoned(now)) {
@@ -257,7 +262,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       row.claimBatch = null;
     }
     return new RecoveryPage(
-        new Recovery(published, released, laterEpoch, exhausted, suspects),
+        new Recovery(published, released, laterEpoch, exhausted, suspects, foreign),
         page.isEmpty() ? afterSeq : page.get(page.size() - 1).seq,
         page.size() == pageRows);
   }

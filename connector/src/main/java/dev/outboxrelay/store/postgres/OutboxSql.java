@@ -38,6 +38,17 @@ final class OutboxSql {
       "%1$s.published_at IS NULL AND %1$s.parked_at IS NULL AND %1$s.status IN " + ACTIVE;
 
   /**
+   * {@code {not foreign(o)}}: the lease of the row {@code o} (in flight) is this connector's, or
+   * has expired. A live lease of an owner that does not begin as this connector's tasks' do
+   * (another connector on the same instance key) is not a recovery's to end: its epoch, if any, is
+   * of another sequence, and its rows were sent twice. An owner missing counts as own, as before.
+   */
+  private static final String NOT_FOREIGN =
+      """
+      (o.lease_expires_at <= clock.now
+        OR starts_with(o.lease_owner, CAST(:own_owners AS text)) IS NOT FALSE)""";
+
+  /**
    * {@code {fence}}: every write after a claim holds the lease, and touches only rows of the
    * instance keys the writer claims for.
    */
@@ -323,7 +334,8 @@ final class OutboxSql {
    * progress must settle first; the locked rows are found again by the primary key and checked
    * again, since such a write may have settled them. It also returns, untouched, the page's expired
    * rows leased under a later epoch (see {@link dev.outboxrelay.store.Recovery}), and a last row
-   * ('page') with the count of rows read and the last seq read.
+   * ('page') with the count of rows read and the last seq read. A live lease of another connector's
+   * task ({@code {not foreign(o)}} false) is left alone and returned ('foreign').
    */
   private static final String RECOVER =
       """
@@ -337,9 +349,10 @@ final class OutboxSql {
           o.status = 'IN_FLIGHT'
             AND (o.lease_epoch IS NULL OR o.lease_epoch < CAST(:epoch AS bigint))
             AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
-            {share} AS lower_epoch,
+            AND {not foreign(o)} {share} AS lower_epoch,
           o.status = 'IN_FLIGHT' AND o.lease_epoch > CAST(:epoch AS bigint)
-            AND o.lease_expires_at <= clock.now {share} AS later_epoch
+            AND o.lease_expires_at <= clock.now {share} AS later_epoch,
+          o.status = 'IN_FLIGHT' AND NOT {not foreign(o)} {share} AS foreign_lease
         FROM {table} o, clock
         WHERE o.instance_key = :instance_key AND {unsettled(o)}
           AND o.seq > CAST(:after_seq AS bigint)
@@ -358,6 +371,7 @@ final class OutboxSql {
           AND o.status = 'IN_FLIGHT'
           AND (o.lease_epoch IS NULL OR o.lease_epoch < CAST(:epoch AS bigint))
           AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
+          AND {not foreign(o)}
         ORDER BY o.seq FOR UPDATE OF o
       ), released AS (
         UPDATE {table} o
@@ -392,6 +406,7 @@ final class OutboxSql {
       FROM released
       UNION ALL SELECT message_id, 'published', seq, NULL FROM moved
       UNION ALL SELECT message_id, 'later epoch', seq, NULL FROM page WHERE later_epoch
+      UNION ALL SELECT message_id, 'foreign', seq, NULL FROM page WHERE foreign_lease
       UNION ALL SELECT NULL, 'page', (SELECT max(seq) FROM page), (SELECT count(*) FROM page)""";
 
   /**
@@ -652,6 +667,7 @@ final class OutboxSql {
     fragments.put("{own keys}", OWN_KEYS);
     fragments.put("{own key(o)}", OWN_KEY);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
+    fragments.put("{not foreign(o)}", NOT_FOREIGN);
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
     fragments.put("{held(p)}", HELD.formatted("p"));
     fragments.put("{message_id}", columns.asText(OutboxColumns.Row.MESSAGE_ID, null));

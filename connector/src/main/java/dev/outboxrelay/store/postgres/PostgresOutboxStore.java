@@ -319,7 +319,8 @@ public final class PostgresOutboxStore implements OutboxStore {
               .setInt("page_rows", pageRows)
               .setLong("epoch", request.epoch())
               .setBoolean("expired_only", request.expiredOnly())
-              .setInt("max_attempts", request.maxAttempts());
+              .setInt("max_attempts", request.maxAttempts())
+              .setString("own_owners", request.ownOwners());
           if (share.ownsAll()) {
             statement.setInt("buckets", share.buckets()); // a row's bucket, for its position
           } else {
@@ -330,6 +331,7 @@ public final class PostgresOutboxStore implements OutboxStore {
           List<String> laterEpoch = new ArrayList<>();
           List<String> exhausted = new ArrayList<>();
           List<Long> suspects = new ArrayList<>();
+          List<String> foreign = new ArrayList<>();
           long read = 0;
           long lastSeq = afterSeq;
           try (ResultSet rs = planned(statement)) {
@@ -343,6 +345,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                 }
                 case "exhausted" -> exhausted.add(rs.getString("message_id"));
                 case "later epoch" -> laterEpoch.add(rs.getString("message_id"));
+                case "foreign" -> foreign.add(rs.getString("message_id"));
                 default -> { // the page's own row, last
                   read = rs.getLong("rows_read");
                   lastSeq = read == 0 ? afterSeq : rs.getLong("seq");
@@ -351,7 +354,7 @@ public final class PostgresOutboxStore implements OutboxStore {
             }
           }
           return new RecoveryPage(
-              new Recovery(published, released, laterEpoch, exhausted, suspects),
+              new Recovery(published, released, laterEpoch, exhausted, suspects, foreign),
               lastSeq,
               read >= pageRows);
         });

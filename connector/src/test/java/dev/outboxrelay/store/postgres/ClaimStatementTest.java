@@ -536,6 +536,7 @@ class ClaimStatementTest {
               .setInt("page_rows", 200)
               .setLong("epoch", Long.MAX_VALUE)
               .setBoolean("expired_only", false)
+              .setString("own_owners", "relay/task-")
               .setInt("max_attempts", 5)
               .setInt("buckets", 1);
       if (inShare) {

@@ -200,6 +200,7 @@ class NamedSqlTest {
             "committed_seqs",
             "epoch",
             "expired_only",
+            "own_owners",
             "buckets",
             "tasks",
             "tasks_minus_task",
