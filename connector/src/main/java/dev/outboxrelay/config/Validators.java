@@ -189,7 +189,7 @@ final class Validators {
   /** A legal Kafka topic name ({@link TopicNames}, the one rule), or empty for "none". */
   static ConfigDef.Validator optionalTopicName() {
     return of(
-        "empty, or " + TopicNames.RULE,
+        "empty, or " + TopicNames.RULE + ", not one of Kafka's internal topics",
         (name, value) -> {
           String topic = (String) value;
           if (!topic.isEmpty() && !TopicNames.isLegal(topic)) {
