@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Before and after, measured the only way this machine kind allows: the benchmarks of two builds run
-# in alternating invocations (A, B, A, B, ...), each a fresh JVM with its own broker, worker and
-# PostgreSQL, so that drift in the machine's load hits both builds alike. Drains spread by ±15 %
-# between invocations of one build on 2 cores (docs/benchmarks.md), so one invocation per build
-# says little.
+# in alternating invocations, pair by pair in alternating order (A B, B A, A B, ...), each a fresh
+# JVM with its own broker, worker and PostgreSQL, so that drift in the machine's load and the
+# position within a pair hit both builds alike. Drains spread by ±15 % between invocations of one
+# build on 2 cores (docs/benchmarks.md), so one invocation per build says little.
 #
 #   benchmark/compare.sh [-n PAIRS] REV_A REV_B [benchmark flags...]
 #
@@ -14,7 +14,8 @@
 #
 # Each build's benchmark is built from a clean export of its revision (Maven flags from
 # MVN_FLAGS, default "-B -q -Dstyle.color=never"); reports go to benchmark/target/compare/<time>/<n>-<A|B>/ and the
-# summary below to summary.md beside them. Run nothing else heavy meanwhile.
+# summary below to summary.md beside them: each build's "Machine and settings" and any difference,
+# every failed invocation (the script then exits 1). Run nothing else heavy meanwhile.
 set -euo pipefail
 
 pairs=2
@@ -23,7 +24,7 @@ if [[ "${1:-}" == "-n" ]]; then
   shift 2
 fi
 if [[ $# -lt 2 ]]; then
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 rev_a=$1
@@ -62,25 +63,97 @@ build() { # label revision
 build A "$rev_a"
 build B "$rev_b"
 
+# The pair's order alternates (A B, B A, ...): the second of a pair is not always the same build.
+order() { # pair number
+  if (($1 % 2 == 1)); then echo A B; else echo B A; fi
+}
+
+failed=()
 for ((i = 1; i <= pairs; i++)); do
-  for label in A B; do
+  for label in $(order "$i"); do
     out="$work/$i-$label"
     echo "invocation $i-$label started $(date +%T)"
-    (cd "$work/jar-$label" && java -jar outbox-relay-benchmark.jar "$@" --output "$out" \
-      > "$out.log" 2>&1) || echo "invocation $i-$label failed: see $out.log"
+    if ! (cd "$work/jar-$label" && java -jar outbox-relay-benchmark.jar "$@" --output "$out" \
+      > "$out.log" 2>&1); then
+      echo "invocation $i-$label failed: see $out.log"
+      failed+=("invocation $i (build $label) FAILED, see $out.log")
+    fi
   done
 done
+
+# A report's "## Machine and settings" section, without its heading.
+settings() { # report
+  awk '/^## / { on = ($0 ~ /^## Machine and settings/); next } on && NF' "$1"
+}
+first_report() { # invocation directory
+  ls "$1"/report-*.md 2>/dev/null | head -1 || true
+}
 
 # One line per configuration and invocation: rows/s (median and min–max of the invocation's runs),
 # then the cost columns where the report has them (older builds' reports have no cost table); then
 # the latency table where the invocation ran latency.
 {
-  echo "# $rev_a (A) vs $rev_b (B), $pairs alternating pairs, flags: $*"
+  echo "# $rev_a (A) vs $rev_b (B), $pairs alternating pairs (A B, B A, ...), flags: $*"
   echo
+  for line in ${failed[@]+"${failed[@]}"}; do
+    echo "- $line"
+  done
+  ((${#failed[@]} == 0)) || echo
+  # Each build's settings as its first report gives them, then what differs: B from A, and any
+  # invocation from its build's first.
+  echo "## Machine and settings"
+  echo
+  ref_A=""
+  ref_B=""
   for ((i = 1; i <= pairs; i++)); do
-    for label in A B; do
-      report=$(ls "$work/$i-$label"/report-*.md 2>/dev/null | head -1 || true)
+    for label in $(order "$i"); do
+      report=$(first_report "$work/$i-$label")
       [[ -n "$report" ]] || continue
+      ref=ref_$label
+      if [[ -z "${!ref}" ]]; then
+        printf -v "$ref" '%s' "$report"
+      elif ! diff -q <(settings "${!ref}") <(settings "$report") > /dev/null; then
+        echo "invocation $i-$label differs from its build's first report:"
+        echo
+        echo '```diff'
+        diff -u --label "${!ref#"$work"/}" --label "${report#"$work"/}" \
+          <(settings "${!ref}") <(settings "$report") || true
+        echo '```'
+        echo
+      fi
+    done
+  done
+  for label in A B; do
+    ref=ref_$label
+    [[ -n "${!ref}" ]] || continue
+    if [[ $label == B && -n "$ref_A" ]] \
+      && diff -q <(settings "$ref_A") <(settings "$ref_B") > /dev/null; then
+      echo "B: the same as A."
+      echo
+      continue
+    fi
+    echo "$label (${!ref#"$work"/}):"
+    echo
+    settings "${!ref}"
+    echo
+  done
+  if [[ -n "$ref_A" && -n "$ref_B" ]] \
+    && ! diff -q <(settings "$ref_A") <(settings "$ref_B") > /dev/null; then
+    echo "A and B differ:"
+    echo
+    echo '```diff'
+    diff -u --label A --label B <(settings "$ref_A") <(settings "$ref_B") || true
+    echo '```'
+    echo
+  fi
+  for ((i = 1; i <= pairs; i++)); do
+    for label in $(order "$i"); do
+      report=$(first_report "$work/$i-$label")
+      if [[ -z "$report" ]]; then
+        echo "## invocation $i-$label: no report, see $work/$i-$label.log"
+        echo
+        continue
+      fi
       echo "## invocation $i-$label"
       echo
       echo "| configuration | rows/s, median (min–max) | WAL B/row insert / relay | CPU µs/row PostgreSQL / JVM |"
@@ -107,3 +180,7 @@ done
   done
 } > "$work/summary.md"
 cat "$work/summary.md"
+if ((${#failed[@]} > 0)); then
+  echo "${#failed[@]} invocation(s) failed: their builds' figures are missing from the summary" >&2
+  exit 1
+fi

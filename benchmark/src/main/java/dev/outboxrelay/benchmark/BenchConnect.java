@@ -88,9 +88,16 @@ final class BenchConnect implements AutoCloseable {
     admin.deleteTopics(java.util.List.of(topic)).all().get();
   }
 
-  void createConnector(String name, Map<String, String> config, int tasks)
-      throws InterruptedException {
+  /**
+   * Creates the connector; throws (with Connect's message) if Connect refuses its config. Once this
+   * returned, the connector exists, whether or not it ever runs: a run deletes it from then on.
+   */
+  void configureConnector(String name, Map<String, String> config) {
     cluster.configureConnector(name, config);
+  }
+
+  /** Waits until the connector and exactly {@code tasks} tasks run. */
+  void awaitRunning(String name, int tasks) throws InterruptedException {
     cluster
         .assertions()
         .assertConnectorAndExactlyNumTasksAreRunning(name, tasks, "connector did not start");

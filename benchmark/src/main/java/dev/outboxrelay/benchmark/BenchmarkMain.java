@@ -134,42 +134,7 @@ public final class BenchmarkMain {
       Drain eosDrain,
       Results results)
       throws Exception {
-    List<Drain.Config> configs = new ArrayList<>();
-    if (options.runs(Scenario.DRAIN)) {
-      for (int tasks : options.tasks) {
-        for (boolean ordered : List.of(true, false)) {
-          configs.add(drainConfig(options, tasks, ordered, options.batchSize, Map.of()));
-        }
-      }
-    }
-    if (eosDrain != null) {
-      // Each exactly-once drain beside the same drain at least once (shared with the drain
-      // matrix when that runs it too).
-      for (int tasks : options.eosTasks) {
-        Drain.Config atLeastOnce = drainConfig(options, tasks, true, options.batchSize, Map.of());
-        Drain.Config exactlyOnce = eosDrainConfig(options, tasks);
-        if (configs.stream().noneMatch(c -> c.label().equals(atLeastOnce.label()))) {
-          configs.add(atLeastOnce);
-        }
-        configs.add(exactlyOnce);
-        results.eosPairs.put(exactlyOnce.label(), atLeastOnce.label());
-      }
-    }
-    if (options.runs(Scenario.VARIANTS)) {
-      for (int batch : options.variantBatchSizes) {
-        configs.add(drainConfig(options, 2, true, batch, Map.of()));
-      }
-      configs.add(drainConfig(options, 2, true, options.batchSize, Drain.throughputOverrides()));
-      int largest = options.variantBatchSizes.stream().max(Integer::compare).orElse(0);
-      if (largest > options.batchSize) {
-        configs.add(drainConfig(options, 2, true, largest, Drain.throughputOverrides()));
-      }
-    }
-    if (options.runs(Scenario.NAIVE)) {
-      configs.add(
-          new Drain.Config(
-              Results.NAIVE, true, 1, true, options.batchSize, Map.of(), options.naiveRows));
-    }
+    List<Drain.Config> configs = throughputConfigs(options, results.eosPairs);
     DatabaseLimit limit = new DatabaseLimit(pg, options);
     MinimalLoop minimal = new MinimalLoop(pg, options);
     DebeziumDrain debezium =
@@ -182,16 +147,7 @@ public final class BenchmarkMain {
     }
     // JIT, connection pools and the broker warm up on a run that is not counted.
     if (!configs.isEmpty()) {
-      Drain.Result w =
-          drain.run(
-              new Drain.Config(
-                  "warm-up",
-                  false,
-                  2,
-                  true,
-                  options.batchSize,
-                  Map.of(),
-                  Math.min(options.rows, 20_000)));
+      Drain.Result w = drain.run(warmUpConfig(options));
       Progress.log("warm-up drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
     }
     if (eosDrain != null) {
@@ -216,69 +172,177 @@ public final class BenchmarkMain {
           debezium.run(options.debeziumPayloads.get(0), Math.min(options.rows, 20_000));
       Progress.log("Debezium warm-up drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
     }
-    for (int run = 1; run <= options.runs; run++) {
-      if (options.runs(Scenario.DATABASE)) {
-        for (Results.LimitConfig lc : Results.LIMIT_CONFIGS) {
-          DatabaseLimit.Result r =
-              limit.run(options.rows, options.batchSize, lc.ordered(), lc.threads());
-          results.limits.computeIfAbsent(lc.label(), k -> new ArrayList<>()).add(r);
-          results.record("database", lc.label(), run, r.toString());
-          Progress.log(
-              "%s run %d: %.0f rows/s (%.1f s), %s, load %.2f"
-                  .formatted(
-                      lc.label(), run, r.rowsPerSecond(), r.seconds(), brief(r.cost()), r.load()));
-        }
+    // One round runs every configuration once. Round r starts at configuration r mod n (the order
+    // kept otherwise), so that no configuration is always the first after the warm-up, or always
+    // the one after a given other.
+    List<RoundStep> round = new ArrayList<>();
+    if (options.runs(Scenario.DATABASE)) {
+      for (Results.LimitConfig lc : Results.LIMIT_CONFIGS) {
+        round.add(
+            run -> {
+              DatabaseLimit.Result r =
+                  limit.run(options.rows, options.batchSize, lc.ordered(), lc.threads());
+              results.limits.computeIfAbsent(lc.label(), k -> new ArrayList<>()).add(r);
+              results.record("database", lc.label(), run, r.toString());
+              Progress.log(
+                  "%s run %d: %.0f rows/s (%.1f s), %s, load %.2f"
+                      .formatted(
+                          lc.label(),
+                          run,
+                          r.rowsPerSecond(),
+                          r.seconds(),
+                          brief(r.cost()),
+                          r.load()));
+            });
       }
-      if (options.runs(Scenario.MINIMAL)) {
-        String label = MinimalLoop.label(options.minimalBatchSize);
-        MinimalLoop.Result r = minimal.run(options.rows, options.minimalBatchSize);
-        results.minimal.computeIfAbsent(label, k -> new ArrayList<>()).add(r);
-        results.record("minimal", label, run, r.toString());
-        Progress.log(
-            "%s run %d: %.0f rows/s (%.1f s), %s, load %.2f"
-                .formatted(label, run, r.rowsPerSecond(), r.seconds(), brief(r.cost()), r.load()));
-      }
-      for (Drain.Config config : configs) {
-        Drain.Result r = (Drain.exactlyOnce(config) ? eosDrain : drain).run(config);
-        results.drains.computeIfAbsent(config.label(), k -> new ArrayList<>()).add(r);
-        results.drainConfigs.put(config.label(), config);
-        results.record("drain", config.label(), run, r.toString());
-        Progress.log(
-            "%s run %d: %.0f rows/s (%.1f s; Kafka %.1f s), duplicates %d, order violations %d, %s, load %.2f"
+    }
+    if (options.runs(Scenario.MINIMAL)) {
+      round.add(
+          run -> {
+            String label = MinimalLoop.label(options.minimalBatchSize);
+            MinimalLoop.Result r = minimal.run(options.rows, options.minimalBatchSize);
+            results.minimal.computeIfAbsent(label, k -> new ArrayList<>()).add(r);
+            results.record("minimal", label, run, r.toString());
+            Progress.log(
+                "%s run %d: %.0f rows/s (%.1f s), %s, load %.2f"
                     .formatted(
-                        config.label(),
-                        run,
-                        r.rowsPerSecond(),
-                        r.seconds(),
-                        r.kafkaSeconds(),
-                        r.duplicates(),
-                        r.orderViolations(),
-                        r.finalCounts(),
-                        r.loadAverage())
-                + ", "
-                + brief(r.cost())
-                + (r.exactlyOnce() ? ", " + r.transactions() : ""));
+                        label, run, r.rowsPerSecond(), r.seconds(), brief(r.cost()), r.load()));
+          });
+    }
+    for (Drain.Config config : configs) {
+      round.add(
+          run -> {
+            Drain.Result r = (Drain.exactlyOnce(config) ? eosDrain : drain).run(config);
+            results.drains.computeIfAbsent(config.label(), k -> new ArrayList<>()).add(r);
+            results.drainConfigs.put(config.label(), config);
+            results.record("drain", config.label(), run, r.toString());
+            Progress.log(
+                "%s run %d: %.0f rows/s (%.1f s; Kafka %.1f s), duplicates %d, order violations %d, %s, load %.2f"
+                        .formatted(
+                            config.label(),
+                            run,
+                            r.rowsPerSecond(),
+                            r.seconds(),
+                            r.kafkaSeconds(),
+                            r.duplicates(),
+                            r.orderViolations(),
+                            r.finalCounts(),
+                            r.loadAverage())
+                    + ", "
+                    + brief(r.cost())
+                    + (r.exactlyOnce() ? ", " + r.transactions() : ""));
+          });
+    }
+    if (debezium != null) {
+      for (Options.DebeziumPayload payload : options.debeziumPayloads) {
+        round.add(
+            run -> {
+              String label = debezium.label(payload);
+              DebeziumDrain.Result r = debezium.run(payload, options.rows);
+              results.debezium.computeIfAbsent(label, k -> new ArrayList<>()).add(r);
+              results.record("debezium", label, run, r.toString());
+              Progress.log(
+                  "%s run %d: %.0f rows/s (%.1f s), duplicates %d, order violations %d, %s, load %.2f"
+                      .formatted(
+                          label,
+                          run,
+                          r.rowsPerSecond(),
+                          r.seconds(),
+                          r.duplicates(),
+                          r.orderViolations(),
+                          brief(r.cost()),
+                          r.loadAverage()));
+            });
       }
-      if (debezium != null) {
-        for (Options.DebeziumPayload payload : options.debeziumPayloads) {
-          String label = debezium.label(payload);
-          DebeziumDrain.Result r = debezium.run(payload, options.rows);
-          results.debezium.computeIfAbsent(label, k -> new ArrayList<>()).add(r);
-          results.record("debezium", label, run, r.toString());
-          Progress.log(
-              "%s run %d: %.0f rows/s (%.1f s), duplicates %d, order violations %d, %s, load %.2f"
-                  .formatted(
-                      label,
-                      run,
-                      r.rowsPerSecond(),
-                      r.seconds(),
-                      r.duplicates(),
-                      r.orderViolations(),
-                      brief(r.cost()),
-                      r.loadAverage()));
+    }
+    for (int run = 1; run <= options.runs; run++) {
+      for (RoundStep step : rotated(round, run - 1)) {
+        step.run(run);
+      }
+    }
+  }
+
+  /** One configuration's run within a round of the throughput scenarios. */
+  @FunctionalInterface
+  private interface RoundStep {
+    void run(int run) throws Exception;
+  }
+
+  /** {@code list} starting at element {@code round mod size}, wrapping around. */
+  static <T> List<T> rotated(List<T> list, int round) {
+    if (list.isEmpty()) {
+      return list;
+    }
+    int start = Math.floorMod(round, list.size());
+    List<T> out = new ArrayList<>(list.subList(start, list.size()));
+    out.addAll(list.subList(0, start));
+    return out;
+  }
+
+  /**
+   * The relay drains of the throughput scenarios the options select (the naive relay's last), each
+   * once: a configuration two scenarios share (a variant batch size equal to {@code --batch-size}
+   * beside the drain matrix's tasks.max=2) runs once per round, not twice under one label.
+   *
+   * @param eosPairs gets each exactly-once drain's label and its at-least-once twin's
+   */
+  static List<Drain.Config> throughputConfigs(Options options, Map<String, String> eosPairs) {
+    Map<String, Drain.Config> configs = new LinkedHashMap<>();
+    if (options.runs(Scenario.DRAIN)) {
+      for (int tasks : options.tasks) {
+        for (boolean ordered : List.of(true, false)) {
+          addOnce(configs, drainConfig(options, tasks, ordered, options.batchSize, Map.of()));
         }
       }
     }
+    if (options.runs(Scenario.DRAIN_EOS)) {
+      // Each exactly-once drain beside the same drain at least once (shared with the drain
+      // matrix when that runs it too).
+      for (int tasks : options.eosTasks) {
+        Drain.Config atLeastOnce = drainConfig(options, tasks, true, options.batchSize, Map.of());
+        Drain.Config exactlyOnce = eosDrainConfig(options, tasks);
+        addOnce(configs, atLeastOnce);
+        addOnce(configs, exactlyOnce);
+        eosPairs.put(exactlyOnce.label(), atLeastOnce.label());
+      }
+    }
+    if (options.runs(Scenario.VARIANTS)) {
+      for (int batch : options.variantBatchSizes) {
+        addOnce(configs, drainConfig(options, 2, true, batch, Map.of()));
+      }
+      addOnce(
+          configs, drainConfig(options, 2, true, options.batchSize, Drain.throughputOverrides()));
+      int largest = options.variantBatchSizes.stream().max(Integer::compare).orElse(0);
+      if (largest > options.batchSize) {
+        addOnce(configs, drainConfig(options, 2, true, largest, Drain.throughputOverrides()));
+      }
+    }
+    if (options.runs(Scenario.NAIVE)) {
+      addOnce(
+          configs,
+          new Drain.Config(
+              Results.NAIVE, true, 1, true, options.batchSize, Map.of(), options.naiveRows));
+    }
+    return List.copyOf(configs.values());
+  }
+
+  private static void addOnce(Map<String, Drain.Config> configs, Drain.Config config) {
+    Drain.Config earlier = configs.putIfAbsent(config.label(), config);
+    if (earlier != null && !earlier.equals(config)) {
+      throw new IllegalStateException("two configurations labelled " + config.label());
+    }
+  }
+
+  /** The uncounted warm-up drain: the defaults with tasks.max=2 and the --connector-settings. */
+  static Drain.Config warmUpConfig(Options options) {
+    return new Drain.Config(
+        "warm-up",
+        false,
+        2,
+        true,
+        options.batchSize,
+        withSettings(Map.of(), options),
+        Math.min(options.rows, 20_000));
   }
 
   /** The cost figures of a run, for its progress line. */
@@ -289,7 +353,14 @@ public final class BenchmarkMain {
             c.relayWalPerRow(),
             c.pgCpuSeconds(),
             c.jvmCpuSeconds(),
-            Double.isNaN(c.hotRatio()) ? "–" : "%.0f%%".formatted(100 * c.hotRatio()));
+            Double.isNaN(c.hotRatio())
+                ? "–"
+                : "%.0f%% (%d of %d)%s"
+                    .formatted(
+                        100 * c.hotRatio(),
+                        c.hotUpdates(),
+                        c.updates(),
+                        c.statisticsLagged() ? ", statistics may lag" : ""));
   }
 
   /** The defaults drain with the connector in exactly-once mode (on the exactly-once worker). */

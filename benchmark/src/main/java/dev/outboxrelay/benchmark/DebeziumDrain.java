@@ -85,6 +85,7 @@ final class DebeziumDrain {
     String slot = "bench_debezium_" + id;
     String url = pg.freshDatabase("debezium", false);
     boolean connectorExists = false;
+    Throwable failure = null;
     try (RunCost.Meter meter = new RunCost.Meter(pg, url, TABLE, rows)) {
       try (Connection c = BenchPostgres.connect(url);
           Statement s = c.createStatement()) {
@@ -105,8 +106,9 @@ final class DebeziumDrain {
               options.aggregates,
               false,
               true)) {
-        connectorExists = true;
-        connect.createConnector(name, connectorConfig(payload, url, topic, slot, id), 1);
+        connect.configureConnector(name, connectorConfig(payload, url, topic, slot, id));
+        connectorExists = true; // only now: a config Connect refused leaves nothing to delete
+        connect.awaitRunning(name, 1);
         // Running and idle, with a committed offset: it has streamed one row.
         insert(url, 0, 0);
         long readyStart = System.nanoTime();
@@ -169,13 +171,17 @@ final class DebeziumDrain {
             load,
             meter.finish());
       }
+    } catch (Throwable e) {
+      failure = e;
+      throw e;
     } finally {
-      if (connectorExists) {
-        connect.deleteConnector(name);
-      }
-      dropSlot(slot);
-      connect.deleteTopic(topic);
-      pg.dropDatabase(url);
+      // A failure of the clean-up is attached to the run's error, never put in its place.
+      Cleanup.after(
+          failure,
+          connectorExists ? () -> connect.deleteConnector(name) : null,
+          () -> dropSlot(slot),
+          () -> connect.deleteTopic(topic),
+          () -> pg.dropDatabase(url));
     }
   }
 

@@ -91,10 +91,12 @@ final class Drain {
     String topic = "bench-drain-" + id;
     String url = pg.freshDatabase("drain");
     boolean connectorExists = false;
+    Throwable failure = null;
     try (RunCost.Meter meter = RunCost.Meter.ofRelayTable(pg, url, config.rows())) {
       connect.createTopic(topic, options.partitions);
-      connectorExists = true;
-      connect.createConnector(name, connectorConfig(config, url), config.tasks());
+      connect.configureConnector(name, connectorConfig(config, url));
+      connectorExists = true; // only now: a config Connect refused leaves nothing to delete
+      connect.awaitRunning(name, config.tasks());
       connect.pause(name, config.tasks());
       meter.insertStarted();
       Backlog.insertRows(
@@ -181,12 +183,16 @@ final class Drain {
           result.loadAverage(),
           cost,
           result.transactions());
+    } catch (Throwable e) {
+      failure = e;
+      throw e;
     } finally {
-      if (connectorExists) {
-        connect.deleteConnector(name);
-      }
-      connect.deleteTopic(topic);
-      pg.dropDatabase(url);
+      // A failure of the clean-up is attached to the run's error, never put in its place.
+      Cleanup.after(
+          failure,
+          connectorExists ? () -> connect.deleteConnector(name) : null,
+          () -> connect.deleteTopic(topic),
+          () -> pg.dropDatabase(url));
     }
   }
 

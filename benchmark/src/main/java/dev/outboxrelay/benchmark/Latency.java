@@ -70,6 +70,8 @@ final class Latency {
     // Enough application threads that durable commits of 10-40 ms (a loaded machine) still
     // keep the schedule: each thread commits one row at a time.
     int threads = Math.max(8, Math.min(64, rate / 25));
+    boolean connectorExists = false;
+    Throwable failure = null;
     try {
       connect.createTopic(topic, options.partitions);
       Drain.Config config =
@@ -89,7 +91,9 @@ final class Latency {
                   + " current_database()); END $$");
         }
       }
-      connect.createConnector(name, Drain.connectorConfig(config, url), options.latencyTasks);
+      connect.configureConnector(name, Drain.connectorConfig(config, url));
+      connectorExists = true; // only now: a config Connect refused leaves nothing to delete
+      connect.awaitRunning(name, options.latencyTasks);
       pg.checkpoint();
       resetStatements(url);
       double pgCpuStart = pg.cpuSeconds();
@@ -212,10 +216,16 @@ final class Latency {
             pgCpuSeconds * 1e6 / inserted,
             (double) claims / inserted);
       }
+    } catch (Throwable e) {
+      failure = e;
+      throw e;
     } finally {
-      connect.deleteConnector(name);
-      connect.deleteTopic(topic);
-      pg.dropDatabase(url);
+      // A failure of the clean-up is attached to the run's error, never put in its place.
+      Cleanup.after(
+          failure,
+          connectorExists ? () -> connect.deleteConnector(name) : null,
+          () -> connect.deleteTopic(topic),
+          () -> pg.dropDatabase(url));
     }
   }
 

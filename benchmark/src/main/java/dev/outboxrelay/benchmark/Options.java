@@ -146,6 +146,7 @@ final class Options {
     if (o.runs(Scenario.DEBEZIUM) && !o.walLevel.equals("logical")) {
       throw new IllegalArgumentException("--scenarios debezium needs --wal-level logical");
     }
+    ConnectorSettings.check(o);
     return o;
   }
 
@@ -218,8 +219,10 @@ final class Options {
           --wal-compression METHOD   PostgreSQL wal_compression: off, pglz, lz4 or zstd (off)
           --wal-level LEVEL          PostgreSQL wal_level, every scenario alike (logical;
                                      debezium needs it)
-          --connector-setting K=V    a connector setting for every drain of the relay
-                                     (repeatable; e.g. lease.duration.ms=4000)
+          --connector-setting K=V    a connector setting for every drain of the relay, its
+                                     warm-up included (repeatable; checked against the
+                                     connector's and Connect's settings before any run; e.g.
+                                     lease.duration.ms=4000 with lease.renewal.interval.ms=1000)
           --output DIR               where results go (benchmark/target/benchmark-results)
         """;
   }
@@ -249,7 +252,8 @@ final class Options {
   private static List<DebeziumPayload> debeziumPayloads(String v) {
     List<DebeziumPayload> values = new ArrayList<>();
     for (String part : v.split(",")) {
-      values.add(DebeziumPayload.valueOf(part.trim().toUpperCase()));
+      values.add(
+          once("--debezium-payloads", values, DebeziumPayload.valueOf(part.trim().toUpperCase())));
     }
     return List.copyOf(values);
   }
@@ -257,9 +261,21 @@ final class Options {
   private static List<Integer> ints(String flag, String v) {
     List<Integer> values = new ArrayList<>();
     for (String part : v.split(",")) {
-      values.add(positive(flag, part.trim()));
+      values.add(once(flag, values, positive(flag, part.trim())));
     }
     return List.copyOf(values);
+  }
+
+  /**
+   * {@code value}, refused if {@code earlier} has it: the runs of a value listed twice would be
+   * merged under one label (twice the runs, the medians of both).
+   */
+  private static <T> T once(String flag, List<T> earlier, T value) {
+    if (earlier.contains(value)) {
+      throw new IllegalArgumentException(
+          flag + " lists " + value.toString().toLowerCase() + " twice");
+    }
+    return value;
   }
 
   private static int positive(String flag, String v) {

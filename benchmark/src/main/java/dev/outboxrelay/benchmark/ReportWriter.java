@@ -209,7 +209,6 @@ final class ReportWriter {
     line("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (CostRow row : rows) {
       List<RunCost.Result> c = row.costs();
-      double hot = med(c, RunCost.Result::hotRatio);
       line(
           "| %s | %.0f | %.0f | %.0f | %.0f / %.0f | %.2f / %.2f | %.2f | %.2f | %.0f / %.0f | %s | %.1f | %.1f | %.1f | %s | %.1f |"
               .formatted(
@@ -225,9 +224,7 @@ final class ReportWriter {
                   med(c, RunCost.Result::jvmCpuSeconds),
                   med(c, RunCost.Result::pgCpuMicrosPerRow),
                   med(c, RunCost.Result::jvmCpuMicrosPerRow),
-                  Double.isNaN(hot)
-                      ? "– (no update)"
-                      : "%.0f %% of %.0f".formatted(100 * hot, med(c, x -> (double) x.updates())),
+                  hotCell(c),
                   med(c, x -> x.heapBytes() / 1048576.0),
                   med(c, x -> x.indexBytes() / 1048576.0),
                   med(c, x -> x.totalBytes() / 1048576.0),
@@ -245,7 +242,8 @@ final class ReportWriter {
             + " phase starts right after a CHECKPOINT, so each page's first change in it carries a"
             + " full-page image. CPU: the PostgreSQL server's process tree (/proc) and this JVM"
             + " (relay, broker, worker, consumer), over the relay phase. HOT: `n_tup_hot_upd` of"
-            + " `n_tup_upd` in `pg_stat_user_tables`; sizes: `pg_relation_size`, `pg_indexes_size`,"
+            + " `n_tup_upd` in `pg_stat_user_tables`, the share rounded, of the updates, then the"
+            + " HOT updates' count in brackets (medians); sizes: `pg_relation_size`, `pg_indexes_size`,"
             + " `pg_total_relation_size` of the relayed table after the run (not vacuumed), and"
             + " `pg_total_relation_size` of its published log (schema version 9: publishing"
             + " deletes the row from the table and writes an entry there; – where the table has"
@@ -254,6 +252,19 @@ final class ReportWriter {
             + " VACUUM has run after the run (as autovacuum soon would): the steady-state"
             + " footprint, without the drain's dead row versions.");
     line("");
+    List<String> lagged =
+        rows.stream()
+            .filter(row -> row.costs().stream().anyMatch(RunCost.Result::statisticsLagged))
+            .map(CostRow::label)
+            .toList();
+    if (!lagged.isEmpty()) {
+      line(
+          ("† Statistics may lag: in a run of %s, sessions of the run's database were still open"
+                  + " when the wait for them timed out, so the update and HOT counts (and the top"
+                  + " statements) may miss some of that run's.")
+              .formatted(String.join("; ", lagged)));
+      line("");
+    }
     line("### Top statements by total time (relay phase, last run of each configuration)");
     line("");
     for (CostRow row : rows) {
@@ -314,6 +325,25 @@ final class ReportWriter {
       }
       line("");
     }
+  }
+
+  /**
+   * The HOT updates of a configuration's runs: the median share, rounded, of the median update
+   * count ("100 % of 50000", the form scripts grep), then the median count of HOT updates, exact (a
+   * share rounded to 100 % need not be all); † when a run's statistics may lag (the note under the
+   * table).
+   */
+  static String hotCell(List<RunCost.Result> runs) {
+    double hot = med(runs, RunCost.Result::hotRatio);
+    if (Double.isNaN(hot)) {
+      return "– (no update)";
+    }
+    return "%.0f %% of %.0f (%.0f HOT)%s"
+        .formatted(
+            100 * hot,
+            med(runs, x -> (double) x.updates()),
+            med(runs, x -> (double) x.hotUpdates()),
+            runs.stream().anyMatch(RunCost.Result::statisticsLagged) ? " †" : "");
   }
 
   private static <T> double med(List<T> runs, ToDoubleFunction<T> f) {

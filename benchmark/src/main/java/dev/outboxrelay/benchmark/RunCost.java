@@ -73,7 +73,8 @@ final class RunCost {
       long publishedLogBytes,
       long vacuumedBytes,
       List<TopStatement> topStatements,
-      List<WalRecordType> relayWalByType) {
+      List<WalRecordType> relayWalByType,
+      boolean statisticsLagged) {
 
     /** True when the relayed table has a published log (its size is then measured). */
     boolean hasPublishedLog() {
@@ -125,7 +126,7 @@ final class RunCost {
               + " walRelayBytesPerRow=%.1f, walRelayRecordsPerRow=%.2f, walRelayFpiBytesPerRow=%.1f,"
               + " pgCpuSeconds=%.2f, jvmCpuSeconds=%.2f, updates=%d, hotUpdates=%d,"
               + " heapBytes=%d, indexBytes=%d, totalBytes=%d, publishedLogBytes=%d,"
-              + " vacuumedBytes=%d,"
+              + " vacuumedBytes=%d, statisticsLagged=%b,"
               + " topStatements=[%s]")
           .formatted(
               insertWalPerRow(),
@@ -143,6 +144,7 @@ final class RunCost {
               totalBytes,
               publishedLogBytes,
               vacuumedBytes,
+              statisticsLagged,
               topStatements.stream()
                   .map(TopStatement::toString)
                   .collect(Collectors.joining(" | ")));
@@ -240,7 +242,7 @@ final class RunCost {
      */
     Result finish() throws SQLException {
       try {
-        awaitOtherSessionsClosed();
+        boolean statisticsLagged = !awaitOtherSessionsClosed();
         List<TopStatement> top = topStatements(); // before this meter's own heavier queries
         long[] relayStats = walStats(relayStart, relayEnd);
         List<WalRecordType> relayByType = walByType(relayStart, relayEnd);
@@ -296,7 +298,8 @@ final class RunCost {
             logTotal,
             vacuumed,
             top,
-            relayByType);
+            relayByType,
+            statisticsLagged);
       } finally {
         close();
       }
@@ -352,8 +355,13 @@ final class RunCost {
       return top;
     }
 
-    /** Statistics of a backend reach the shared counters when it exits at the latest. */
-    private void awaitOtherSessionsClosed() throws SQLException {
+    /**
+     * Statistics of a backend reach the shared counters when it exits at the latest.
+     *
+     * @return false if sessions were still open when the wait timed out: the table's update and HOT
+     *     counts may then miss some of the run's
+     */
+    private boolean awaitOtherSessionsClosed() throws SQLException {
       long deadline = System.nanoTime() + SESSIONS_CLOSE.toNanos();
       try (Statement s = c.createStatement()) {
         while (true) {
@@ -364,13 +372,13 @@ final class RunCost {
                       + " AND backend_type IN ('client backend', 'walsender')")) {
             rs.next();
             if (rs.getLong(1) == 0) {
-              return;
+              return true;
             }
           }
           if (System.nanoTime() > deadline) {
             BenchmarkMain.Progress.log(
                 "sessions of the run still open after " + SESSIONS_CLOSE + ": HOT figures may lag");
-            return;
+            return false;
           }
           LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
         }

@@ -110,7 +110,6 @@ final class TopicReader implements AutoCloseable {
         for (ConsumerRecord<byte[], byte[]> r : records) {
           accept(r.value(), now);
         }
-        lastArrivalNanos = now;
       }
     } catch (WakeupException e) {
       // close() ends the loop.
@@ -146,6 +145,8 @@ final class TopicReader implements AutoCloseable {
       }
       lastSequence[aggregate] = Math.max(lastSequence[aggregate], head[2]);
     }
+    // Before the count: whoever reads a count reads this row's arrival time (or a later one's).
+    lastArrivalNanos = now;
     distinct.incrementAndGet();
   }
 
@@ -173,6 +174,11 @@ final class TopicReader implements AutoCloseable {
     return firstArrivalNanos;
   }
 
+  /**
+   * When the latest row of this run counted in {@link #distinct} arrived (0 before): read after
+   * {@link #distinct} returned the number of rows expected, the arrival of the last of them.
+   * Duplicates and foreign records do not move it.
+   */
   long lastArrivalNanos() {
     return lastArrivalNanos;
   }

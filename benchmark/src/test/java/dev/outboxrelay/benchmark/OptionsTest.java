@@ -86,6 +86,70 @@ class OptionsTest {
   }
 
   @Test
+  void connectorSettingsAreCheckedBeforeAnyRun() {
+    // lease.duration.ms=4000 alone: the default lease.renewal.interval.ms (20 s) is not below it.
+    IllegalArgumentException lease =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> Options.parse("--connector-setting", "lease.duration.ms=4000"));
+    assertTrue(lease.getMessage().contains("lease.renewal.interval.ms"), lease.getMessage());
+    IllegalArgumentException misspelt =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> Options.parse("--connector-setting", "lease.duraton.ms=4000"));
+    assertTrue(misspelt.getMessage().contains("lease.duraton.ms"), misspelt.getMessage());
+    // Connect's own keys and prefixes pass, and so do values valid in every drain of the run.
+    Options o =
+        Options.parse(
+            "--scenarios",
+            "drain,drain-eos,variants",
+            "--connector-setting",
+            "producer.override.linger.ms=5",
+            "--connector-setting",
+            "topic.creation.default.partitions=6",
+            "--connector-setting",
+            "poll.interval.ms=100");
+    assertEquals("100", BenchmarkMain.warmUpConfig(o).overrides().get("poll.interval.ms"));
+    assertEquals("5", BenchmarkMain.warmUpConfig(o).overrides().get("producer.override.linger.ms"));
+    // Each drain the run makes is checked: errors.tolerance=all is refused exactly once only.
+    assertEquals(
+        "all",
+        Options.parse("--scenarios", "drain", "--connector-setting", "errors.tolerance=all")
+            .connectorSettings
+            .get("errors.tolerance"));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            Options.parse(
+                "--scenarios", "drain,drain-eos", "--connector-setting", "errors.tolerance=all"));
+  }
+
+  @Test
+  void aConfigurationRunsOnceUnderItsLabel() {
+    assertThrows(IllegalArgumentException.class, () -> Options.parse("--tasks", "2,2"));
+    assertThrows(IllegalArgumentException.class, () -> Options.parse("--latency-rates", "5,5"));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> Options.parse("--debezium-payloads", "string,string"));
+    // A variant batch size equal to --batch-size is the drain matrix's tasks.max=2 drain.
+    Options o = Options.parse("--scenarios", "drain,variants", "--variant-batch-sizes", "100,500");
+    List<Drain.Config> configs = BenchmarkMain.throughputConfigs(o, new java.util.HashMap<>());
+    List<String> labels = configs.stream().map(Drain.Config::label).toList();
+    assertEquals(Set.copyOf(labels).size(), labels.size(), labels.toString());
+    assertEquals(3 * 2 + 1 + 1, labels.size(), labels.toString());
+  }
+
+  @Test
+  void eachRoundStartsOneConfigurationLater() {
+    List<String> configs = List.of("a", "b", "c");
+    assertEquals(List.of("a", "b", "c"), BenchmarkMain.rotated(configs, 0));
+    assertEquals(List.of("b", "c", "a"), BenchmarkMain.rotated(configs, 1));
+    assertEquals(List.of("c", "a", "b"), BenchmarkMain.rotated(configs, 2));
+    assertEquals(List.of("a", "b", "c"), BenchmarkMain.rotated(configs, 3));
+    assertEquals(List.of(), BenchmarkMain.rotated(List.of(), 1));
+  }
+
+  @Test
   void rejectsUnknownFlagsAndNonPositiveSizes() {
     assertThrows(IllegalArgumentException.class, () -> Options.parse("--nope", "1"));
     assertThrows(IllegalArgumentException.class, () -> Options.parse("--rows", "0"));
