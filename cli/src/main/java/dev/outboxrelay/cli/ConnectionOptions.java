@@ -75,8 +75,17 @@ public final class ConnectionOptions {
               + " URL); 0 keeps the server's (or the URL's) setting. Default: ${DEFAULT-VALUE}.")
   int statementTimeoutSeconds;
 
-  /** Resolves options, then the environment; fails as a usage error, never echoing a value. */
+  /**
+   * Resolves options, then the environment; fails as a usage error, never echoing a value. An
+   * option given blank ({@code --user "$OPS_USER"} with the variable unset) is refused, not taken
+   * for absent: the environment would then silently connect somewhere, or as someone, else.
+   */
   public ConnectionSettings resolve(Map<String, String> env) {
+    requireNotBlank("--jdbc-url", jdbcUrl, JDBC_URL_ENV);
+    requireNotBlank("--user", user, USER_ENV);
+    if (passwordFile != null && passwordFile.toString().isBlank()) {
+      throw CliException.usage("--password-file is blank: give the file's path");
+    }
     String url = firstNonBlank(jdbcUrl, env.get(JDBC_URL_ENV));
     if (url == null) {
       throw CliException.usage("no database given: pass --jdbc-url or set " + JDBC_URL_ENV);
@@ -201,6 +210,13 @@ public final class ConnectionOptions {
       throw CliException.usage("--password-file is empty");
     }
     return content;
+  }
+
+  private static void requireNotBlank(String option, String value, String variable) {
+    if (value != null && value.isBlank()) {
+      throw CliException.usage(
+          option + " is blank: give a value, or leave the option out to use " + variable);
+    }
   }
 
   private static String firstNonBlank(String first, String second) {

@@ -14,6 +14,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Instant;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -189,6 +191,13 @@ public final class Database implements AutoCloseable {
    * Runs {@code reads} with stores that share one connection in one read-only REPEATABLE READ
    * transaction, so that figures read by several statements agree with each other (a row that
    * changes status meanwhile is counted once, as it was). Rolled back after: nothing is written.
+   *
+   * <p>Time too is the transaction's: each figure is judged at its start ({@code
+   * transaction_timestamp()}), not at its own statement's, since the snapshot's rows are as the
+   * first statement saw them however long it took (a count of minutes): by a later clock, a lease
+   * the snapshot holds would have expired and a row would be older than it was. The operator
+   * store's reads say {@code transaction_timestamp()} themselves; the relay store is given that
+   * instant as its clock ({@link #transactionClock}).
    */
   public <T> T inOneSnapshot(Function<Snapshot, T> reads) {
     boolean payloadIsBytea = payloadIsBytea();
@@ -197,9 +206,34 @@ public final class Database implements AutoCloseable {
           DataSource one = Snapshot.lending(c);
           return reads.apply(
               new Snapshot(
-                  new PostgresOutboxStore(one, table, columns, RelayClock.database(), null),
+                  new PostgresOutboxStore(one, table, columns, transactionClock(c), null),
                   new OperatorStore(one, table, columns, payloadIsBytea)));
         });
+  }
+
+  /**
+   * The relay store's clock in a snapshot: the start of {@code c}'s transaction, bound as the
+   * store's {@code :now} (its lag). Read on first use, so that the snapshot is still taken by the
+   * reads' first statement; the same instant whenever it is read.
+   */
+  private static RelayClock transactionClock(Connection c) {
+    return new RelayClock() {
+      private Instant began;
+
+      @Override
+      public Instant override() {
+        if (began == null) {
+          try (Statement s = c.createStatement();
+              ResultSet rs = s.executeQuery("SELECT transaction_timestamp()")) {
+            rs.next();
+            began = rs.getObject(1, OffsetDateTime.class).toInstant();
+          } catch (SQLException e) {
+            throw classify(e, "read the transaction's time");
+          }
+        }
+        return began;
+      }
+    };
   }
 
   /**

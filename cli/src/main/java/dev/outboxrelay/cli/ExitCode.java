@@ -28,5 +28,12 @@ public final class ExitCode {
   /** A bug in the CLI: nothing more is printed, since the failure may carry driver text. */
   public static final int INTERNAL = 4;
 
+  /**
+   * The command did what was asked, but its output could not be written in full (stdout closed, as
+   * a pipe whose reader quit, or on a full disk): what it changed stays changed, and what it
+   * printed is incomplete. A command that failed otherwise keeps its own code.
+   */
+  public static final int OUTPUT = 6;
+
   private ExitCode() {}
 }

@@ -65,7 +65,9 @@ import picocli.CommandLine.UnmatchedArgumentException;
       "4:internal error",
       "5:partly done: some of the message ids asked for were (or, dry run, would be) changed,"
           + " others not (each is printed with its reason); a purge left rows that another"
-          + " session held locked"
+          + " session held locked",
+      "6:done, but the output could not be written in full (stdout closed or full); what was"
+          + " changed stays changed"
     })
 public final class OutboxRelayCli implements Runnable {
   /** Held so the setting is not lost when the logger is collected. */
@@ -110,11 +112,26 @@ public final class OutboxRelayCli implements Runnable {
         (e, commandLine, parseResult) ->
             failure(e, commandLine.getCommandName(), commandLine.getErr()));
     try {
-      return cli.execute(args);
+      return outputWritten(cli.execute(args), out, err);
     } finally {
       out.flush();
       err.flush();
     }
+  }
+
+  /**
+   * {@code code}, unless stdout failed: a PrintWriter (and System.out, the PrintStream under it)
+   * swallows a write's IOException, so a closed pipe or a full disk would pass for success. A
+   * command that failed otherwise keeps its own code; stderr says that the output is incomplete.
+   */
+  private static int outputWritten(int code, PrintWriter out, PrintWriter err) {
+    if (!out.checkError()) { // flushes first
+      return code;
+    }
+    err.println(
+        "error: the output could not be written in full (stdout closed or full); what the"
+            + " command changed stays changed");
+    return code == ExitCode.OK ? ExitCode.OUTPUT : code;
   }
 
   private static int usageError(ParameterException e, String[] args) {

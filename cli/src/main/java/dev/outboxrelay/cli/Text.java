@@ -3,6 +3,7 @@ package dev.outboxrelay.cli;
 import com.fasterxml.jackson.core.JsonFactoryBuilder;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.StreamWriteFeature;
 import com.fasterxml.jackson.core.io.CharacterEscapes;
 import com.fasterxml.jackson.core.io.SerializedString;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -18,9 +19,15 @@ public final class Text {
    * The JSON output's mapper: strings (values and field names alike) have the characters {@link
    * Printable#escape} escapes written as JSON {@code \\uXXXX} escapes, so that a value read from a
    * row cannot reorder or rewrite a terminal showing the JSON; it parses back to the same string.
+   * Decimals are written out plain, as PostgreSQL writes a jsonb number ({@code 0.0000001}, not a
+   * BigDecimal's {@code 1E-7}), so that a header's number keeps the row's text.
    */
   private static final ObjectMapper JSON =
-      new ObjectMapper(new JsonFactoryBuilder().characterEscapes(new PrintableEscapes()).build())
+      new ObjectMapper(
+              new JsonFactoryBuilder()
+                  .characterEscapes(new PrintableEscapes())
+                  .enable(StreamWriteFeature.WRITE_BIGDECIMAL_AS_PLAIN)
+                  .build())
           .enable(SerializationFeature.INDENT_OUTPUT);
 
   private Text() {}

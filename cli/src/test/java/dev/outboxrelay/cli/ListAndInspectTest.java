@@ -51,8 +51,13 @@ class ListAndInspectTest {
     assertTrue(r.hasLine("\\d+ +eu-failed-2 +0 +DEAD_LETTERED .*"), r::toString);
     assertTrue(r.out().indexOf("eu-failed-1") < r.out().indexOf("eu-failed-2"));
     assertFalse(r.out().contains("us-"), r::toString);
-    assertFalse(r.out().contains("legacy"), r::toString);
+    assertFalse(r.out().contains("legacy"), r::toString); // legacy-failed is parked too
     assertFalse(r.out().contains("PAYLOAD-SENTINEL"), r::toString);
+
+    Cli.Result pending = outbox.cli().forKey("eu", "list", "--status", "PENDING");
+    assertEquals(ExitCode.OK, pending.exitCode(), pending::toString);
+    assertTrue(pending.hasLine("\\d+ +eu-pending .*"), pending::toString);
+    assertFalse(pending.out().contains("legacy"), pending::toString); // legacy-pending
   }
 
   @Test
@@ -73,6 +78,41 @@ class ListAndInspectTest {
         outbox.cli().forKey("eu", "list", "--status", "FAILED", "--after-seq", afterSeq);
     assertTrue(next.out().contains("eu-failed-2"), next::toString);
     assertFalse(next.out().contains("eu-failed-1"), next::toString);
+  }
+
+  /**
+   * --json pages as the table does: a full page's next --after-seq on stderr, so that stdout stays
+   * one JSON array; none after a page with room left.
+   */
+  @Test
+  void listJsonGivesTheNextPageOnStderr() {
+    Cli.Result first =
+        outbox.cli().forKey("eu", "list", "--status", "FAILED", "--limit", "1", "--json");
+
+    assertEquals(ExitCode.OK, first.exitCode(), first::toString);
+    JsonNode page = first.json();
+    assertEquals(1, page.size(), first::toString);
+    assertEquals("eu-failed-1", page.get(0).get("message_id").asText());
+    String afterSeq = page.get(0).get("seq").asText();
+    assertEquals("more rows may follow: add --after-seq " + afterSeq + "\n", first.err());
+
+    Cli.Result next =
+        outbox
+            .cli()
+            .forKey(
+                "eu",
+                "list",
+                "--status",
+                "FAILED",
+                "--limit",
+                "2",
+                "--after-seq",
+                afterSeq,
+                "--json");
+    assertEquals(ExitCode.OK, next.exitCode(), next::toString);
+    assertEquals(1, next.json().size(), next::toString);
+    assertEquals("eu-failed-2", next.json().get(0).get("message_id").asText());
+    assertEquals("", next.err(), "the last page has room left: no hint");
   }
 
   @Test
@@ -174,6 +214,8 @@ class ListAndInspectTest {
     String text = outbox.cli().forKey("eu", "inspect", "eu-failed-1", "--payload", "--json").out();
     assertTrue(text.contains("\"amount\" : 1.50,"), text);
     assertTrue(text.contains("\"precise\" : 0.1000000000000000055511151231257827"), text);
+    // Written out as the row has it, never in scientific notation (a decimal's toString: 1E-7).
+    assertTrue(text.contains("\"tiny\" : 0.0000001,"), text);
 
     JsonNode binary =
         outbox.cli().forKey("eu", "inspect", "eu-binary", "--payload", "--json").json();

@@ -25,13 +25,15 @@ import java.util.Map;
  * (parked_at set, no lease; schema version 7), K-published-old (published 2020-06-01, before schema
  * version 9: still in the table, status PUBLISHED), K-published-new (published now, from version 9
  * on: moved into the published log {@code outbox_published}). Legacy: legacy-failed,
- * legacy-exhausted (c-1), legacy-published-old.
+ * legacy-exhausted (c-1), both with a parked_at (older than any row of a key's),
+ * legacy-published-old and legacy-pending: each is taken by every condition of a statement but the
+ * instance key.
  */
 final class OutboxFixture implements AutoCloseable {
   static final String PAYLOAD = "{\"card\":\"PAYLOAD-SENTINEL-4111\"}";
   static final String HEADERS =
       "{\"trace\": \"HEADER-SENTINEL\", \"amount\": 1.50,"
-          + " \"precise\": 0.1000000000000000055511151231257827}";
+          + " \"precise\": 0.1000000000000000055511151231257827, \"tiny\": 0.0000001}";
 
   final String url;
   final HikariDataSource dataSource;
@@ -79,7 +81,19 @@ final class OutboxFixture implements AutoCloseable {
     f.update("legacy-exhausted", "status = 'EXHAUSTED', attempts = 5");
     f.insert(null, "legacy-published-old", null);
     f.update("legacy-published-old", "status = 'PUBLISHED', published_at = '2020-06-01Z'");
+    f.insert(null, "legacy-pending", null);
     migrator.migrate();
+    // The legacy parked rows with a parked_at, as no relay writes it on them (version 7 set it on
+    // rows of a key only): the index predicates of parked rows then take them, and only a
+    // statement's condition on the instance key leaves them out. Version 2's constraint refuses
+    // any change to a row without a key, so it is lifted for that, and put back as it was.
+    f.exec("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
+    f.exec(
+        "UPDATE outbox SET parked_at = now() - interval '4 days'"
+            + " WHERE message_id IN ('legacy-failed', 'legacy-exhausted')");
+    f.exec(
+        "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
+            + " CHECK (instance_key IS NOT NULL) NOT VALID");
     for (String key : new String[] {"eu", "us"}) {
       f.insertRows(key);
     }

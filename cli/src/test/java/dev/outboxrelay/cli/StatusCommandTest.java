@@ -5,11 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.outboxrelay.cli.operator.OldestRow;
+import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -89,6 +93,71 @@ class StatusCommandTest {
     }
   }
 
+  /**
+   * Every figure is judged at one instant, the transaction's start, not at its own statement's: the
+   * rows are as the first statement (a count, which may take minutes) saw them, so by a later clock
+   * a live lease would look expired and the lag and ages would grow. Rows written after the
+   * transaction began but before its first read are in the snapshot, and their times lie after its
+   * start and before each of its statements: a lease that expires at the time of its write has not
+   * expired at the start, and a row created half a millisecond before its write is less than half a
+   * millisecond old then (0 ms), older than that by any later statement (at least 1 ms). Nothing
+   * waits: each later statement simply runs later.
+   */
+  @Test
+  void everyFigureIsJudgedAtTheTransactionsStart() throws SQLException {
+    try (OutboxFixture clock = OutboxFixture.populated("status_clock");
+        Database database = openDatabase(clock)) {
+      Map<String, Long> figures =
+          database.inOneSnapshot(
+              s -> {
+                // The transaction has begun; its first read below takes its snapshot.
+                try {
+                  clock.insert("clock", "clock-in-flight", null);
+                  clock.update(
+                      "clock-in-flight",
+                      "status = 'IN_FLIGHT', lease_owner = 'worker-1', lease_token = 1,"
+                          + " lease_expires_at = clock_timestamp(),"
+                          + " created_at = clock_timestamp() - interval '500 microseconds'");
+                  clock.insert("clock", "clock-failed", null);
+                  clock.update(
+                      "clock-failed",
+                      "status = 'FAILED', last_failure_code = 'POISON_PILL',"
+                          + " parked_at = clock_timestamp(),"
+                          + " created_at = clock_timestamp() - interval '500 microseconds'");
+                } catch (SQLException e) {
+                  throw new AssertionError(e);
+                }
+                // What status reads, in its order.
+                BacklogSnapshot backlog = s.relayStore().inspect(Set.of("clock"), true);
+                Optional<OldestRow> failed =
+                    s.operatorStore().oldest("clock", MessageStatus.FAILED);
+                Map<String, Long> read = new LinkedHashMap<>();
+                read.put("in flight", backlog.count(MessageStatus.IN_FLIGHT));
+                read.put("failed", backlog.count(MessageStatus.FAILED));
+                read.put("lag ms", backlog.lag().toMillis());
+                read.put("oldest failed age ms", failed.orElseThrow().age().toMillis());
+                read.put("expired leases", s.operatorStore().countExpiredLeases("clock"));
+                return read;
+              });
+
+      Map<String, Long> expected = new LinkedHashMap<>();
+      expected.put("in flight", 1L); // the rows written before the first read are in the snapshot
+      expected.put("failed", 1L);
+      expected.put("lag ms", 0L);
+      expected.put("oldest failed age ms", 0L);
+      expected.put("expired leases", 0L);
+      assertEquals(expected, figures);
+
+      // By a later transaction's start the lease has expired and the rows are older: judged by
+      // their own statements' time, the figures above would have said so.
+      Cli.Result later = clock.cli().forKey("clock", "status", "--json");
+      assertEquals(ExitCode.OK, later.exitCode(), later::toString);
+      assertEquals(1, later.json().get("expired_leases").asLong(), later::toString);
+      assertTrue(later.json().get("lag_ms").asLong() >= 1, later::toString);
+      assertTrue(later.json().get("oldest_failed").get("age_ms").asLong() >= 1, later::toString);
+    }
+  }
+
   @Test
   void jsonCountsOnlyTheKeysOwnRows() {
     Cli.Result r = outbox.cli().forKey("eu", "status", "--json");
@@ -139,7 +208,7 @@ class StatusCommandTest {
     assertTrue(r.hasLine("FAILED +us-failed-1 +POISON_PILL +3d \\d+h"), out);
     assertTrue(r.hasLine("EXHAUSTED +us-exhausted-1 +BROKER_TIMEOUT +\\S+.*"), out);
     assertFalse(out.contains("eu-"), out);
-    assertFalse(out.contains("legacy"), out);
+    assertFalse(out.contains("legacy"), out); // legacy-failed and legacy-exhausted are parked too
   }
 
   /**
@@ -160,7 +229,7 @@ class StatusCommandTest {
       leases.exec("ALTER TABLE outbox DROP CONSTRAINT outbox_instance_key_required");
       leases.update(
           "legacy-exhausted",
-          "status = 'IN_FLIGHT', lease_owner = 'worker-0', lease_token = 1,"
+          "status = 'IN_FLIGHT', lease_owner = 'worker-0', lease_token = 1, parked_at = NULL,"
               + " lease_expires_at = now() - interval '1 minute'");
       leases.exec(
           "ALTER TABLE outbox ADD CONSTRAINT outbox_instance_key_required"
@@ -223,9 +292,13 @@ class StatusCommandTest {
   }
 
   /** The CLI's database, as a command opens it, for the table of this test's fixture. */
-  private Database openDatabase() {
+  private static Database openDatabase() {
+    return openDatabase(outbox);
+  }
+
+  private static Database openDatabase(OutboxFixture fixture) {
     ConnectionOptions connection = new ConnectionOptions();
-    new CommandLine(connection).parseArgs("--jdbc-url", outbox.url);
+    new CommandLine(connection).parseArgs("--jdbc-url", fixture.url);
     return Database.open(
         connection.resolve(Map.of(ConnectionOptions.USER_ENV, TestDatabase.user())),
         OutboxTable.parse("outbox"));

@@ -217,6 +217,78 @@ class UsageTest {
     assertFalse(r.err().contains(SENTINEL) || r.out().contains(SENTINEL), r::toString);
   }
 
+  /**
+   * An option given blank (a script's unset variable: {@code --user "$OPS_USER"}) is refused,
+   * named, and not taken for absent: options win over the environment, whose database or role would
+   * otherwise be used instead. Both variables are set here, to what would be used.
+   */
+  @ParameterizedTest(name = "{0} {1}")
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "--jdbc-url  | ''  | OUTBOX_JDBC_URL",
+        "--jdbc-url  | ' ' | OUTBOX_JDBC_URL",
+        "--user      | ''  | OUTBOX_USER",
+        "--user      | ' ' | OUTBOX_USER",
+      })
+  void aBlankConnectionOptionIsRefusedNotReplacedByTheEnvironment(
+      String option, String blank, String variable) {
+    Cli withEnvironment =
+        new Cli()
+            .env(ConnectionOptions.JDBC_URL_ENV, "jdbc:postgresql://127.0.0.1:9/never")
+            .env(ConnectionOptions.USER_ENV, "ops");
+    for (String[] args :
+        new String[][] {
+          {"status", "--instance-key", "eu", option, blank},
+          {"status", "--instance-key", "eu", option + "=" + blank}
+        }) {
+      Cli.Result r = withEnvironment.run(args);
+      assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+      assertEquals(
+          "error: "
+              + option
+              + " is blank: give a value, or leave the option out to use "
+              + variable
+              + "\n",
+          r.err());
+    }
+  }
+
+  /**
+   * A blank password file is refused, named; an empty --password is one without a value (prompted
+   * for, here refused without a terminal), never the environment's password.
+   */
+  @Test
+  void aBlankPasswordOptionIsRefusedNotReplacedByTheEnvironment() {
+    Cli withPassword = new Cli().env(ConnectionOptions.PASSWORD_ENV, SENTINEL);
+    for (String blank : new String[] {"", " "}) {
+      Cli.Result file =
+          withPassword.run(
+              "status",
+              "--instance-key",
+              "eu",
+              "--jdbc-url",
+              "jdbc:postgresql://127.0.0.1:9/never",
+              "--password-file",
+              blank);
+      assertEquals(ExitCode.USAGE, file.exitCode(), file::toString);
+      assertEquals("error: --password-file is blank: give the file's path\n", file.err());
+    }
+    Cli.Result password =
+        withPassword.run(
+            "status",
+            "--instance-key",
+            "eu",
+            "--jdbc-url",
+            "jdbc:postgresql://127.0.0.1:9/never",
+            "--password",
+            "");
+    assertEquals(ExitCode.USAGE, password.exitCode(), password::toString);
+    assertTrue(
+        password.err().startsWith("error: --password without a value needs a terminal"),
+        password::toString);
+  }
+
   @Test
   void anUnreadablePasswordFileIsAUsageError() {
     Cli.Result r =

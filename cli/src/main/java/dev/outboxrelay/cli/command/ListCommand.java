@@ -48,7 +48,10 @@ public final class ListCommand extends InstanceCommand {
       description = "Only rows after this seq: the next page.")
   long afterSeq;
 
-  @Option(names = "--json", description = "Print a JSON array for machines.")
+  @Option(
+      names = "--json",
+      description =
+          "Print a JSON array for machines (a full page's next --after-seq goes to stderr).")
   boolean json;
 
   @Override
@@ -69,6 +72,12 @@ public final class ListCommand extends InstanceCommand {
       ArrayNode array = Text.json().createArrayNode();
       rows.forEach(row -> array.add(Rows.json(row, false)));
       out.println(Text.toJson(array));
+      if (rows.size() == limit) {
+        // stdout stays one JSON array; a script pages by the last row's seq, a human reads this.
+        out.flush();
+        err().println(nextPage(rows));
+        err().flush();
+      }
       return ExitCode.OK;
     }
     if (rows.isEmpty()) {
@@ -78,8 +87,13 @@ public final class ListCommand extends InstanceCommand {
     out.print(Rows.summaryTable(rows).render());
     if (rows.size() == limit) {
       out.println();
-      out.println("more rows may follow: add --after-seq " + rows.get(rows.size() - 1).seq());
+      out.println(nextPage(rows));
     }
     return ExitCode.OK;
+  }
+
+  /** The hint after a full page: the next page starts after its last row. */
+  private static String nextPage(List<RowView> rows) {
+    return "more rows may follow: add --after-seq " + rows.get(rows.size() - 1).seq();
   }
 }

@@ -21,7 +21,9 @@ import picocli.CommandLine.Option;
       "Lag is the age of the oldest row awaiting delivery (PENDING, AMBIGUOUS or IN_FLIGHT), by"
           + " the database clock.",
       "Expired leases: the IN_FLIGHT rows whose lease has expired by the database clock (their"
-          + " claimer stopped renewing it; the relay claims them again), counted among IN_FLIGHT."
+          + " claimer stopped renewing it; the relay claims them again), counted among IN_FLIGHT.",
+      "All figures are read in one snapshot and judged at its start, however long the counts"
+          + " take."
     },
     footerHeading = "%nExamples:%n",
     footer = {
@@ -45,7 +47,10 @@ public final class StatusCommand extends InstanceCommand {
               + " Default: counted.")
   boolean countPublished;
 
-  /** Every figure of the status, read in one snapshot of the table. */
+  /**
+   * Every figure of the status, read in one snapshot of the table and judged at the transaction's
+   * start (expired leases, lag, ages): see {@link Database#inOneSnapshot}.
+   */
   private record Figures(
       BacklogSnapshot backlog,
       Optional<OldestRow> failed,

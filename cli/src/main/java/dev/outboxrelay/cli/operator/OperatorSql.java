@@ -21,7 +21,9 @@ import java.util.regex.Pattern;
  * else is a bind parameter. Every statement is bound to one instance key ({@code instance_key =
  * :instance_key}), so rows of other keys and legacy rows without a key are never changed or
  * counted, and read only to tell a requeue by message id that an id is not the key's. "Now" is the
- * database's clock.
+ * database's clock: a write's statement time, and for the reads of status (expired leases, the
+ * oldest rows' ages) the transaction's start, so that in status's one snapshot each figure is
+ * judged at one instant, however long an earlier statement (a count) took.
  *
  * <p>Published rows are in two places (schema version 9): publishing moves a row out of the table
  * into the published log ({@link OutboxTable#qualifiedPublishedLog()}), a narrow row that is always
@@ -337,12 +339,14 @@ final class OperatorSql {
 
     // Only for the parked statuses: status asks for FAILED and EXHAUSTED. Read through the index
     // of parked rows: without it, the key's whole backlog was walked in seq order (the whole table
-    // when none is parked), slowest after an incident.
+    // when none is parked), slowest after an incident. The age is by the transaction's start, as
+    // status's other figures (its lag binds that instant): status reads them all in one snapshot,
+    // after a count that may take minutes.
     oldestWithStatus =
         statement(
             """
             SELECT {oldest},
-              GREATEST(0, EXTRACT(EPOCH FROM (statement_timestamp() - created_at)) * 1000)::bigint
+              GREATEST(0, EXTRACT(EPOCH FROM (transaction_timestamp() - created_at)) * 1000)::bigint
                 AS age_ms
             FROM {table}
             WHERE instance_key = :instance_key AND status = :status"""
@@ -520,14 +524,16 @@ final class OperatorSql {
                 + " FROM {table} WHERE instance_key = :instance_key AND parked_at IS NOT NULL");
 
     // IN_FLIGHT rows whose lease has expired (their claimer stopped renewing): the predicate of
-    // the indexes of the rows awaiting delivery first, so that they can serve it.
+    // the indexes of the rows awaiting delivery first, so that they can serve it. Expired by the
+    // transaction's start, the instant of status's snapshot: by this statement's own time, after a
+    // count of 90 s, every lease of 60 s that the snapshot holds would look expired.
     countExpiredLeases =
         statement(
             """
             SELECT count(*) FROM {table}
             WHERE instance_key = :instance_key
               AND published_at IS NULL AND parked_at IS NULL
-              AND status = 'IN_FLIGHT' AND lease_expires_at <= statement_timestamp()""");
+              AND status = 'IN_FLIGHT' AND lease_expires_at <= transaction_timestamp()""");
 
     // The quoted table name, as a value: to_regclass parses it.
     tableExists = statement("SELECT to_regclass(:table_name) IS NOT NULL");

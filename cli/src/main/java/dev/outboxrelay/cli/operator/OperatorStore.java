@@ -58,8 +58,9 @@ public final class OperatorStore {
   }
 
   /**
-   * The oldest row of the key with this status (by insertion order), if any: for the statuses of
-   * the rows in the table (FAILED, EXHAUSTED, ...), not for PUBLISHED ones in the published log.
+   * The oldest row of the key with this status (by insertion order), if any, its age by the
+   * database clock at the start of the transaction: for the statuses of the rows in the table
+   * (FAILED, EXHAUSTED, ...), not for PUBLISHED ones in the published log.
    */
   public Optional<OldestRow> oldest(String instanceKey, MessageStatus status) {
     return run(
@@ -147,8 +148,9 @@ public final class OperatorStore {
   }
 
   /**
-   * How many IN_FLIGHT rows of the key hold a lease that has expired by the database clock: claims
-   * whose holder stopped renewing them, which the relay takes back.
+   * How many IN_FLIGHT rows of the key hold a lease that has expired by the database clock at the
+   * start of the transaction (in a snapshot, the instant its figures are judged at): claims whose
+   * holder stopped renewing them, which the relay takes back.
    */
   public long countExpiredLeases(String instanceKey) {
     return run(
