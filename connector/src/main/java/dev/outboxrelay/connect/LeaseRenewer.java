@@ -135,6 +135,9 @@ final class LeaseRenewer {
       return Set.of();
     }
     List<HeldLease> held = ledger.heldLeases();
+    // A row no longer held is forgotten: held again later (claimed anew) and locked, it is said
+    // again.
+    lockedReported.retainAll(held.stream().map(HeldLease::messageId).toList());
     if (held.isEmpty()) {
       recovered();
       return Set.of();
@@ -195,7 +198,9 @@ final class LeaseRenewer {
 
   /**
    * Rows another session holds locked were skipped, not renewed: their leases run on, and the next
-   * renewal tries again. Counted at each renewal, logged once for as long as a row stays locked.
+   * renewal tries again (a row changed by a transaction that committed while this renewal ran is
+   * skipped too, and found lost by the next). Counted at each renewal, logged once for as long as a
+   * row stays locked.
    */
   private void reportLocked(Set<String> locked) {
     lockedReported.retainAll(locked);
@@ -203,9 +208,9 @@ final class LeaseRenewer {
     for (String messageId : locked) {
       if (lockedReported.add(messageId)) {
         log.warn(
-            "Lease not renewed: another session holds its row's lock: message_id={}"
-                + " instance_key={} (reason=ROW_LOCKED; the lease runs on, tried again at the next"
-                + " renewal)",
+            "Lease not renewed: another session holds its row's lock (or changed the row"
+                + " meanwhile): message_id={} instance_key={} (reason=ROW_LOCKED; the lease runs"
+                + " on, tried again at the next renewal, which finds a changed row lost)",
             Printable.escape(messageId),
             ledger.get(messageId).map(InFlightLedger.Entry::instanceKey).orElse(null));
       }

@@ -1631,55 +1631,57 @@ public abstract class OutboxStoreContract {
 
   /**
    * Two connectors on one instance key: a recovery leaves the live leases of the other connector's
-   * tasks alone, whatever their epoch (an exactly-once one's, an at-least-once one's without), and
-   * reports them; it releases its own connector's. Releasing them, each exactly-once start sent the
-   * other connector's rows twice. Once such a lease expires it is released like any.
+   * tasks alone, whatever their epoch (lower or higher than its own: epochs of two connectors say
+   * nothing of each other; an at-least-once one's has none), and reports them, at start and at a
+   * sweep; it releases its own connector's. Releasing them, each exactly-once start sent the other
+   * connector's rows twice. Once such a lease has expired (at its expiry on the dot) it is released
+   * like any, a later epoch's too, which is no restored database's row.
    */
   @Test
   void aRecoveryLeavesAnotherConnectorsLiveLeasesAlone() {
     String own = add(EU, "own", "agg-1");
     String theirs = add(EU, "theirs", "agg-2");
     String theirsUnfenced = add(EU, "theirs-unfenced", "agg-3");
+    String theirsLater = add(EU, "theirs-later", "agg-4");
     long old = store.newEpoch();
     store.claim(exactlyOnce("orders/task-0/aaaa", 1, old, 1, ALL_BUCKETS));
     long other = store.newEpoch(); // the other connector's, yet below the recovering one's
     store.claim(exactlyOnce("payments/task-0/bbbb", 1, other, 1, ALL_BUCKETS));
     store.claim(request("orders-al/task-1/cccc", 1)); // a name this one's begins with
-    long theirToken = state(theirs).leaseToken();
     long mine = store.newEpoch();
+    store.claim(exactlyOnce("payments/task-1/dddd", 1, store.newEpoch(), 1, ALL_BUCKETS));
+    long theirToken = state(theirs).leaseToken();
+    List<String> foreign = List.of(theirs, theirsUnfenced, theirsLater);
 
-    Recovery start =
-        Recoveries.whole(
-            store,
-            new RecoveryRequest(
-                Set.of(EU),
-                ALL_BUCKETS,
-                mine,
-                List.of(),
-                false,
-                ClaimRequest.UNLIMITED_ATTEMPTS,
-                "orders/task-"));
+    Recovery start = Recoveries.whole(store, ownedBy("orders/task-", mine, false));
 
     assertEquals(List.of(own), start.released());
-    assertEquals(List.of(theirs, theirsUnfenced), start.foreign());
+    assertEquals(foreign, start.foreign());
+    assertEquals(List.of(), start.laterEpoch(), "a later epoch of another connector's");
     assertEquals("payments/task-0/bbbb", state(theirs).leaseOwner(), "left to its connector");
     assertEquals(theirToken, state(theirs).leaseToken());
     assertEquals("orders-al/task-1/cccc", state(theirsUnfenced).leaseOwner());
+    assertEquals("payments/task-1/dddd", state(theirsLater).leaseOwner());
+    Recovery live = Recoveries.whole(store, ownedBy("orders/task-", mine, true));
+    assertEquals(foreign, live.foreign(), "a sweep finds them too");
+    assertEquals(List.of(), live.released());
 
-    clock.advance(LEASE.plusSeconds(1)); // nobody renews them
-    Recovery sweep =
-        Recoveries.whole(
-            store,
-            new RecoveryRequest(
-                Set.of(EU),
-                ALL_BUCKETS,
-                mine,
-                List.of(),
-                true,
-                ClaimRequest.UNLIMITED_ATTEMPTS,
-                "orders/task-"));
-    assertEquals(List.of(theirs, theirsUnfenced), sweep.released(), "expired: anyone's to take");
+    clock.advance(LEASE); // nobody renews them: expired on the dot
+    Recovery sweep = Recoveries.whole(store, ownedBy("orders/task-", mine, true));
+    assertEquals(foreign, sweep.released(), "expired: anyone's to take");
     assertEquals(List.of(), sweep.foreign());
+    assertEquals(List.of(), sweep.laterEpoch());
+  }
+
+  private static RecoveryRequest ownedBy(String ownOwners, long epoch, boolean expiredOnly) {
+    return new RecoveryRequest(
+        Set.of(EU),
+        ALL_BUCKETS,
+        epoch,
+        List.of(),
+        expiredOnly,
+        ClaimRequest.UNLIMITED_ATTEMPTS,
+        ownOwners);
   }
 
   @Test

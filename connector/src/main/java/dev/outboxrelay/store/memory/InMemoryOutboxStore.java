@@ -214,15 +214,22 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (row.status != MessageStatus.IN_FLIGHT || !inBuckets(row, request.share())) {
         continue;
       }
-      if (!row.isAbandoned(now) && row.leaseOwner != null && !request.isOwnOwner(row.leaseOwner)) {
-        foreign.add(row.messageId); // another connector's live lease: not this recovery's to end
+      // Another connector's lease (on the same key): its epoch says nothing of this one's; live,
+      // it is not this recovery's to end, expired it is released whatever its epoch.
+      boolean own = row.leaseOwner == null || request.isOwnOwner(row.leaseOwner);
+      if (!own && !row.isAbandoned(now)) {
+        foreign.add(row.messageId);
         continue;
       }
-      if (row.leaseEpoch != null && row.leaseEpoch > request.epoch() && row.isAbandoned(now)) {
+      if (own
+          && row.leaseEpoch != null
+          && row.leaseEpoch > request.epoch()
+          && row.isAbandoned(now)) {
         laterEpoch.add(row.messageId);
       }
-      if ((row.leaseEpoch != null && row.leaseEpoch >= request.epoch())
-          || (request.expiredOnly() && !row.isAbandoned(now))) {
+      if (own
+          && ((row.leaseEpoch != null && row.leaseEpoch >= request.epoch())
+              || (request.expiredOnly() && !row.isAbandoned(now)))) {
         continue;
       }
       boolean suspect = false;

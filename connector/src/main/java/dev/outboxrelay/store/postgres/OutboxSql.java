@@ -38,15 +38,25 @@ final class OutboxSql {
       "%1$s.published_at IS NULL AND %1$s.parked_at IS NULL AND %1$s.status IN " + ACTIVE;
 
   /**
-   * {@code {not foreign(o)}}: the lease of the row {@code o} (in flight) is this connector's, or
-   * has expired. A live lease of an owner that does not begin as this connector's tasks' do
-   * (another connector on the same instance key) is not a recovery's to end: its epoch, if any, is
-   * of another sequence, and its rows were sent twice. An owner missing counts as own, as before.
+   * {@code {own owner(o)}}: the row {@code o}'s lease owner begins as this connector's tasks' do.
+   * An owner missing counts as own.
    */
-  private static final String NOT_FOREIGN =
+  private static final String OWN_OWNER =
+      "starts_with(o.lease_owner, CAST(:own_owners AS text)) IS NOT FALSE";
+
+  /**
+   * {@code {recoverable(o)}}: the in-flight row {@code o} is a recovery's to settle: this
+   * connector's lease of a lower epoch (or none: at least once), at start live or expired,
+   * afterwards expired; another connector's (on the same instance key) only once expired, whatever
+   * its epoch, since epochs of two connectors say nothing of each other, and a live one's rows,
+   * released, were sent twice.
+   */
+  private static final String RECOVERABLE =
       """
-      (o.lease_expires_at <= clock.now
-        OR starts_with(o.lease_owner, CAST(:own_owners AS text)) IS NOT FALSE)""";
+      (CASE WHEN {own owner(o)}
+        THEN (o.lease_epoch IS NULL OR o.lease_epoch < CAST(:epoch AS bigint))
+          AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
+        ELSE o.lease_expires_at <= clock.now END)""";
 
   /**
    * {@code {fence}}: every write after a claim holds the lease, and touches only rows of the
@@ -335,7 +345,8 @@ final class OutboxSql {
    * again, since such a write may have settled them. It also returns, untouched, the page's expired
    * rows leased under a later epoch (see {@link dev.outboxrelay.store.Recovery}), and a last row
    * ('page') with the count of rows read and the last seq read. A live lease of another connector's
-   * task ({@code {not foreign(o)}} false) is left alone and returned ('foreign').
+   * task ({@code {own owner(o)}} false) is left alone and returned ('foreign'); an expired one is
+   * released whatever its epoch ({@code {recoverable(o)}}).
    */
   private static final String RECOVER =
       """
@@ -346,13 +357,11 @@ final class OutboxSql {
           AS c(instance_key, bucket, epoch, batch, seq)
       ), page AS (
         SELECT o.seq, {message_id(o)} AS message_id,
-          o.status = 'IN_FLIGHT'
-            AND (o.lease_epoch IS NULL OR o.lease_epoch < CAST(:epoch AS bigint))
-            AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
-            AND {not foreign(o)} {share} AS lower_epoch,
+          o.status = 'IN_FLIGHT' AND {recoverable(o)} {share} AS lower_epoch,
           o.status = 'IN_FLIGHT' AND o.lease_epoch > CAST(:epoch AS bigint)
-            AND o.lease_expires_at <= clock.now {share} AS later_epoch,
-          o.status = 'IN_FLIGHT' AND NOT {not foreign(o)} {share} AS foreign_lease
+            AND o.lease_expires_at <= clock.now AND {own owner(o)} {share} AS later_epoch,
+          o.status = 'IN_FLIGHT' AND o.lease_expires_at > clock.now AND NOT {own owner(o)}
+            {share} AS foreign_lease
         FROM {table} o, clock
         WHERE o.instance_key = :instance_key AND {unsettled(o)}
           AND o.seq > CAST(:after_seq AS bigint)
@@ -368,10 +377,7 @@ final class OutboxSql {
         FROM {table} o, clock
         WHERE o.seq = ANY (ARRAY(SELECT seq FROM page WHERE lower_epoch))
           AND o.instance_key IS NOT DISTINCT FROM :instance_key AND {unsettled(o)}
-          AND o.status = 'IN_FLIGHT'
-          AND (o.lease_epoch IS NULL OR o.lease_epoch < CAST(:epoch AS bigint))
-          AND (NOT CAST(:expired_only AS boolean) OR o.lease_expires_at <= clock.now)
-          AND {not foreign(o)}
+          AND o.status = 'IN_FLIGHT' AND {recoverable(o)}
         ORDER BY o.seq FOR UPDATE OF o
       ), released AS (
         UPDATE {table} o
@@ -667,7 +673,8 @@ final class OutboxSql {
     fragments.put("{own keys}", OWN_KEYS);
     fragments.put("{own key(o)}", OWN_KEY);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
-    fragments.put("{not foreign(o)}", NOT_FOREIGN);
+    fragments.put("{recoverable(o)}", RECOVERABLE);
+    fragments.put("{own owner(o)}", OWN_OWNER);
     fragments.put("{unsettled(p)}", UNSETTLED.formatted("p"));
     fragments.put("{held(p)}", HELD.formatted("p"));
     fragments.put("{message_id}", columns.asText(OutboxColumns.Row.MESSAGE_ID, null));
