@@ -142,14 +142,12 @@ public final class ConfigValidation {
     ConfigDef definition = OutboxSourceConfig.configDef();
     Map<String, ConfigValue> values = definition.validateAll(props);
     // Problems of Connect's own settings (a producer override, say), which the connector does not
-    // define: Connect lists such a key with its value as given, and counts its errors like any
-    // other.
+    // define: Connect lists such a key, and counts its errors like any other.
     Map<String, ConfigValue> connectKeys = new LinkedHashMap<>();
     for (ConfigChecks.Problem problem : ConfigChecks.find(key -> validValue(values, key), props)) {
       ConfigValue value = values.get(problem.key());
       if (value == null) {
-        value =
-            connectKeys.computeIfAbsent(problem.key(), key -> undefinedKey(key, props.get(key)));
+        value = connectKeys.computeIfAbsent(problem.key(), ConfigValidation::undefinedKey);
       }
       value.addErrorMessage(problem.message());
     }
@@ -202,11 +200,15 @@ public final class ConfigValidation {
     }
   }
 
-  /** A key the connector does not define (Connect's own), listed with its value as given. */
-  private static ConfigValue undefinedKey(String key, String value) {
-    ConfigValue undefined = new ConfigValue(key);
-    undefined.value(value);
-    return undefined;
+  /**
+   * A key the connector does not define (Connect's own), listed without its value: Connect's
+   * response puts this entry in place of its own and prints its value by Connect's type for the
+   * key, casting it (a transform's type is a CLASS: the text given failed the whole request with a
+   * ClassCastException, a 500 instead of the error). So the response shows no value for the key,
+   * only the error naming it.
+   */
+  private static ConfigValue undefinedKey(String key) {
+    return new ConfigValue(key);
   }
 
   private static Object validValue(Map<String, ConfigValue> values, String key) {
@@ -388,7 +390,16 @@ public final class ConfigValidation {
               0)) {
         Optional<String> version = new SchemaMigrator(pool, table).currentVersion();
         boolean exists = tableExists(pool, table);
-        if (version.isPresent()) {
+        if (version.isPresent() && !exists) {
+          // Migrations would find nothing to apply, and the task fail at its first claim.
+          error(
+              OUTBOX_TABLE_CONFIG,
+              OUTBOX_TABLE_CONFIG
+                  + " does not exist, though its schema history ("
+                  + table.historyTable()
+                  + ") does: restore the table, or drop the history and let the connector create"
+                  + " the table anew");
+        } else if (version.isPresent()) {
           checkVersion(table, version.get(), migrateOnStart);
         } else if (exists) {
           if (migrateOnStart) {

@@ -520,6 +520,25 @@ class ConfigValidationTest {
         message);
   }
 
+  /**
+   * A schema history whose table was dropped: migrations would find nothing to apply, and the task
+   * would fail at its first claim; validation says so, migrating or not.
+   */
+  @Test
+  void aHistoryWithoutItsTableIsAnError() throws SQLException {
+    String url = Postgres.freshDatabase("config_history_only");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    execute(url, "DROP TABLE outbox CASCADE");
+    Map<String, String> props = props(url);
+    props.put("schema.migrate.on.start", "true");
+
+    assertEquals(
+        "outbox.table does not exist, though its schema history (outbox_schema_history) does:"
+            + " restore the table, or drop the history and let the connector create the table"
+            + " anew",
+        only(errors(props), "outbox.table"));
+  }
+
   /** The outbox table as docs/schema.sql creates it: current, without outbox-relay's history. */
   static String externallyManagedTable(String prefix) throws SQLException {
     String url = Postgres.freshDatabase(prefix);

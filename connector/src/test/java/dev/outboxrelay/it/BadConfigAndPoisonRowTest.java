@@ -119,6 +119,17 @@ class BadConfigAndPoisonRowTest {
     Map<String, List<String>> acks = errorsOf(c -> c.put("producer.override.acks", "1"));
     assertEquals(Set.of("producer.override.acks"), acks.keySet(), acks::toString);
 
+    // A key Connect defines with a type of its own (a transform's type is a CLASS): the error names
+    // it; the entry, with the text as given, made Connect fail the whole request (500).
+    Map<String, List<String>> filter =
+        errorsOf(
+            c -> {
+              c.put("delivery.guarantee", "exactly-once");
+              c.put("transforms", "drop");
+              c.put("transforms.drop.type", "org.apache.kafka.connect.transforms.Filter");
+            });
+    assertTrue(filter.containsKey("transforms.drop.type"), filter::toString);
+
     int closedPort;
     try (ServerSocket socket = new ServerSocket(0)) {
       closedPort = socket.getLocalPort();
