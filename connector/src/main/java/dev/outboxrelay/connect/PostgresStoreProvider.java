@@ -8,14 +8,20 @@ import dev.outboxrelay.store.Printable;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
+import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Supplier;
+import javax.sql.DataSource;
 import org.flywaydb.core.api.FlywayException;
+import org.flywaydb.core.api.MigrationVersion;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,16 +61,73 @@ final class PostgresStoreProvider implements StoreProvider {
       throw new OutboxStoreException(
           OutboxStoreException.Kind.TRANSIENT, MIGRATION_IN_PROGRESS, null, MIGRATE);
     } catch (FlywayException e) {
-      SQLException sql = findSql(e);
-      throw sql != null
-          ? SqlStates.classify(sql, MIGRATE)
-          : new OutboxStoreException(
-              OutboxStoreException.Kind.SCHEMA,
-              SCHEMA_MIGRATION_FAILED,
-              null,
-              MIGRATE,
-              "Flyway " + (e.getErrorCode() instanceof Enum<?> code ? code.name() : "ERROR"));
+      throw failure(e, MIGRATE);
     }
+  }
+
+  @Override
+  public void checkSchema(OutboxSourceConfig config) {
+    OutboxTable table = config.table();
+    // The task's pool (its statement timeout) once open; a migration's connections otherwise.
+    DataSource source =
+        dataSource != null
+            ? dataSource
+            : DataSourceFactory.unpooled(
+                config.connectionSettings(), DataSourceFactory.APPLICATION_NAME);
+    Optional<String> version;
+    try {
+      version =
+          new SchemaMigrator(source, table, config.schemaMigrateLockTimeout()).currentVersion();
+    } catch (FlywayException e) {
+      throw failure(e, CHECK_SCHEMA);
+    }
+    if (version.isPresent()) {
+      int comparison =
+          MigrationVersion.fromVersion(version.get())
+              .compareTo(MigrationVersion.fromVersion(SchemaMigrator.CURRENT_VERSION));
+      if (comparison != 0) {
+        throw new OutboxStoreException(
+            OutboxStoreException.Kind.SCHEMA,
+            comparison < 0 ? SCHEMA_TOO_OLD : SCHEMA_TOO_NEW,
+            null,
+            CHECK_SCHEMA,
+            "schema version " + version.get() + ", this build's " + SchemaMigrator.CURRENT_VERSION);
+      }
+    } else if (config.keepsPublishedLog() && !exists(source, table.qualifiedPublishedLog())) {
+      // Kept by the user's own tool: the relay's columns are the claim's to find missing (it fails
+      // before sending), the published log only the first publish's.
+      throw new OutboxStoreException(
+          OutboxStoreException.Kind.SCHEMA,
+          SCHEMA_TOO_OLD,
+          null,
+          CHECK_SCHEMA,
+          "no published log, schema version 9");
+    }
+  }
+
+  private static boolean exists(DataSource source, String qualified) {
+    try (Connection c = source.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+      ps.setString(1, qualified);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, CHECK_SCHEMA);
+    }
+  }
+
+  /** A Flyway failure, classified by its SQL cause where it has one; never Flyway's message. */
+  private static OutboxStoreException failure(FlywayException e, String operation) {
+    SQLException sql = findSql(e);
+    return sql != null
+        ? SqlStates.classify(sql, operation)
+        : new OutboxStoreException(
+            OutboxStoreException.Kind.SCHEMA,
+            SCHEMA_MIGRATION_FAILED,
+            null,
+            operation,
+            "Flyway " + (e.getErrorCode() instanceof Enum<?> code ? code.name() : "ERROR"));
   }
 
   /**

@@ -13,12 +13,14 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Applies the schema migrations before a task's first claim, when {@code schema.migrate.on.start}
- * is set. A migration that could not take a lock within its lock timeout (SQLState 55P03: a long
- * transaction holds the outbox table) is tried again after a growing delay, not on the next poll:
- * each attempt queues the application's inserts behind its wait for up to the lock timeout. A
- * migration that another session is running (another task, or the CLI) is waited for, checking
- * again after a short growing delay: not a failure, and it holds up nothing. Any other retriable
- * failure (the database is down) is tried again on the next poll.
+ * is set, and checks that the schema is then the one this build relays (a task restarted with a new
+ * plugin on a table left unmigrated fails at once, naming what to do, not after sending). A
+ * migration that could not take a lock within its lock timeout (SQLState 55P03: a long transaction
+ * holds the outbox table) is tried again after a growing delay, not on the next poll: each attempt
+ * queues the application's inserts behind its wait for up to the lock timeout. A migration that
+ * another session is running (another task, or the CLI) is waited for, checking again after a short
+ * growing delay: not a failure, and it holds up nothing. Any other retriable failure (the database
+ * is down) is tried again on the next poll.
  */
 final class SchemaReadiness {
   private static final Logger log = LoggerFactory.getLogger(SchemaReadiness.class);
@@ -44,7 +46,6 @@ final class SchemaReadiness {
     this.config = config;
     this.time = time;
     this.random = random;
-    this.ready = !config.migrateOnStart();
     // At least twice the lock timeout (less up to a fifth of jitter), so that a task's attempts
     // hold the inserts well under half the time, and less with every attempt.
     Duration initial =
@@ -76,7 +77,10 @@ final class SchemaReadiness {
       return false;
     }
     try {
-      provider.migrate(config);
+      if (config.migrateOnStart()) {
+        provider.migrate(config);
+      }
+      provider.checkSchema(config);
     } catch (OutboxStoreException e) {
       if (StoreProvider.MIGRATION_IN_PROGRESS.equals(e.reasonCode())) {
         waitElsewhere();

@@ -22,6 +22,12 @@ final class FixedStoreProvider implements StoreProvider {
   /** Thrown by each migration while set. */
   volatile OutboxStoreException migrationFailure;
 
+  /** Schema checks run (before the first claim, whether or not the task migrates). */
+  final AtomicInteger schemaChecks = new AtomicInteger();
+
+  /** Thrown by each schema check while set. */
+  volatile OutboxStoreException schemaFailure;
+
   FixedStoreProvider(OutboxStore store, Supplier<RelayClock> clock) {
     this.store = store;
     this.clock = clock;
@@ -36,6 +42,15 @@ final class FixedStoreProvider implements StoreProvider {
   public void migrate(OutboxSourceConfig config) {
     migrations.incrementAndGet();
     OutboxStoreException failure = migrationFailure;
+    if (failure != null) {
+      throw failure;
+    }
+  }
+
+  @Override
+  public void checkSchema(OutboxSourceConfig config) {
+    schemaChecks.incrementAndGet();
+    OutboxStoreException failure = schemaFailure;
     if (failure != null) {
       throw failure;
     }

@@ -346,6 +346,47 @@ class OutboxSourceTaskTest {
   }
 
   /**
+   * A task checks the table's schema before its first claim, whether or not it migrates: a table
+   * left at an older version (a worker restarted with a new plugin; Connect validates only a new or
+   * changed configuration) fails the task at once, naming what to do, instead of failing its first
+   * publish after the records went out. Checked once, not at every poll.
+   */
+  @Test
+  void aSchemaTooOldFailsTheTaskBeforeItClaims() {
+    store.enqueue("eu", message("m1"));
+    OutboxSourceTask t = startTask(Map.of());
+    provider.schemaFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.SCHEMA,
+            StoreProvider.SCHEMA_TOO_OLD,
+            null,
+            StoreProvider.CHECK_SCHEMA,
+            "schema version 8, this build's 15");
+
+    ConnectException e = assertThrows(ConnectException.class, t::poll);
+
+    assertTrue(e.getMessage().contains("SCHEMA_TOO_OLD"), e.getMessage());
+    assertTrue(e.getMessage().contains("outbox-relay-cli"), e.getMessage());
+    assertEquals(MessageStatus.PENDING, store.find("m1").orElseThrow().status(), "not claimed");
+    assertEquals(0, provider.migrations.get(), "schema.migrate.on.start is off");
+
+    t.stop();
+    OutboxSourceTask current = startTask(Map.of()); // the table migrated meanwhile
+    List<SourceRecord> records = new ArrayList<>();
+    await()
+        .until(
+            () -> {
+              List<SourceRecord> polled = current.poll();
+              if (polled != null) {
+                records.addAll(polled);
+              }
+              return !records.isEmpty();
+            });
+    assertEquals("m1", SourceOffsets.messageId(records.get(0)));
+    assertEquals(1, provider.schemaChecks.get(), "checked once, not at every poll");
+  }
+
+  /**
    * A wait for another session's migration is logged at INFO, and at WARN once it has lasted
    * {@value SchemaReadiness#LONG_WAIT_MINUTES} minutes (a migrator that died while its session
    * lingers holds the lock until the server notices); the checks stay at most 30 s apart.

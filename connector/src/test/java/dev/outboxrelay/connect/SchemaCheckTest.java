@@ -1,0 +1,116 @@
+package dev.outboxrelay.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The schema check a task makes before its first claim, against PostgreSQL: the table must be at
+ * this build's schema version, and a table kept by the user's own tool must have the published log
+ * that the first publish writes.
+ */
+class SchemaCheckTest {
+  private static final OutboxTable TABLE = OutboxTable.parse("outbox");
+
+  private static OutboxSourceConfig notMigrating(String url) {
+    return new OutboxSourceConfig(
+        Map.of(
+            "connection.url",
+            url,
+            "connection.user",
+            Postgres.user(),
+            "instance.keys",
+            "orders",
+            "schema.migrate.on.start",
+            "false"));
+  }
+
+  private static OutboxStoreException checked(String url) {
+    return assertThrows(
+        OutboxStoreException.class,
+        () -> new PostgresStoreProvider().checkSchema(notMigrating(url)));
+  }
+
+  @Test
+  void aTableAtThisBuildsVersionPasses() {
+    String url = Postgres.freshDatabase("schema_check_current");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, TABLE).migrate();
+    }
+    new PostgresStoreProvider().checkSchema(notMigrating(url));
+  }
+
+  @Test
+  void anOlderVersionIsRefusedNamingBothVersions() {
+    String url = Postgres.freshDatabase("schema_check_older");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, TABLE).migrateTo("8"); // before the published log
+    }
+
+    OutboxStoreException e = checked(url);
+
+    assertEquals(StoreProvider.SCHEMA_TOO_OLD, e.reasonCode());
+    assertEquals(OutboxStoreException.Kind.SCHEMA, e.kind());
+    assertFalse(e.isRetriable());
+    assertEquals(
+        "outbox store check-schema failed: SCHEMA_TOO_OLD (schema version 8, this build's "
+            + SchemaMigrator.CURRENT_VERSION
+            + ")",
+        e.getMessage());
+  }
+
+  @Test
+  void aNewerVersionIsRefused() throws Exception {
+    String url = Postgres.freshDatabase("schema_check_newer");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, TABLE).migrate();
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        // What a later build's migration leaves in the history.
+        s.execute(
+            "INSERT INTO outbox_schema_history (installed_rank, version, description, type,"
+                + " script, checksum, installed_by, execution_time, success)"
+                + " SELECT max(installed_rank) + 1, '99', 'later', 'SQL', 'V99__later.sql', 0,"
+                + " current_user, 0, true FROM outbox_schema_history");
+      }
+    }
+
+    assertEquals(StoreProvider.SCHEMA_TOO_NEW, checked(url).reasonCode());
+  }
+
+  /** A table of the user's own tool (no schema history) without the published log. */
+  @Test
+  void anOwnToolsTableWithoutThePublishedLogIsRefused() throws Exception {
+    String url = Postgres.freshDatabase("schema_check_own_tool");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, TABLE).migrate();
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("DROP TABLE outbox_schema_history");
+      }
+      new PostgresStoreProvider().checkSchema(notMigrating(url)); // with its log: passes
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("DROP TABLE outbox_published");
+      }
+    }
+
+    OutboxStoreException e = checked(url);
+
+    assertEquals(StoreProvider.SCHEMA_TOO_OLD, e.reasonCode());
+    assertEquals(
+        "outbox store check-schema failed: SCHEMA_TOO_OLD (no published log, schema version 9)",
+        e.getMessage());
+  }
+}
