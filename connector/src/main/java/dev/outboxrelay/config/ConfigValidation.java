@@ -263,7 +263,7 @@ public final class ConfigValidation {
     /** One connection straight from the driver: quick to fail, nothing pooled, nothing logged. */
     private boolean canConnect() {
       try (Connection connection =
-          DataSourceFactory.connectOrNull(
+          DataSourceFactory.connectForCheckOrNull(
               url, user, password, timeout, DataSourceFactory.APPLICATION_NAME)) {
         if (connection == null) {
           error(
@@ -380,7 +380,7 @@ public final class ConfigValidation {
      */
     private void checkTable(OutboxTable table, boolean migrateOnStart) {
       try (HikariDataSource pool =
-          DataSourceFactory.create(
+          DataSourceFactory.createForChecks(
               url,
               user,
               password,

@@ -411,6 +411,32 @@ class ConfigValidationTest {
     }
   }
 
+  /**
+   * A server silent from the start (a firewall that drops, a pooler that never answers the login)
+   * fails the check within the validation's timeout even when the URL asks the driver to wait
+   * minutes: its loginTimeout, connectTimeout and socketTimeout take precedence in a task's pool,
+   * and validation outlasted Connect's REST call.
+   */
+  @Test
+  void theUrlsOwnTimeoutsDoNotHoldTheChecks() {
+    try (SilentProxy proxy = SilentProxy.to(Postgres.server().getPort())) {
+      String database = Postgres.freshDatabase("config_silent_login");
+      Map<String, String> props =
+          props(
+              proxy.jdbcUrl(database.substring(database.lastIndexOf('/') + 1))
+                  + "?loginTimeout=600&connectTimeout=600&socketTimeout=600");
+      props.put("connection.timeout.ms", "1000");
+      proxy.silenceAfterClientSends("user"); // the startup message: no login ever answered
+      CompletableFuture<Map<String, List<String>>> validation =
+          CompletableFuture.supplyAsync(() -> errors(props));
+
+      await("validation to answer").atMost(PoolTimeoutsTest.HANG).until(validation::isDone);
+      assertTrue(proxy.silenced());
+      String message = only(validation.join(), "connection.url");
+      assertTrue(message.startsWith("could not connect"), message);
+    }
+  }
+
   /** Reported on payload.format, beside what the live checks find. */
   @Test
   void aPayloadFormatTheValueConverterDoesNotWriteIsAnErrorOnTheFormat() {

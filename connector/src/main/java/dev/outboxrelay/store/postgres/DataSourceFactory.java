@@ -63,7 +63,7 @@ public final class DataSourceFactory {
         settings.poolSize());
   }
 
-  /** A pool with explicit sizes; the connector's validation uses a small one that idles at zero. */
+  /** A pool with explicit sizes. */
   public static HikariDataSource create(
       String jdbcUrl,
       String user,
@@ -72,15 +72,53 @@ public final class DataSourceFactory {
       String poolName,
       int maximumPoolSize,
       int minimumIdle) {
+    return create(jdbcUrl, user, password, timeouts, poolName, maximumPoolSize, minimumIdle, false);
+  }
+
+  /**
+   * A small pool for the connector's validation, which must answer within its timeouts whatever the
+   * URL says: Connect's REST call gives up after 90 s, and a URL's {@code loginTimeout}, {@code
+   * connectTimeout} or {@code socketTimeout} (which take precedence in a task's pool) made a check
+   * wait minutes for a silent server.
+   */
+  public static HikariDataSource createForChecks(
+      String jdbcUrl,
+      String user,
+      Password password,
+      Timeouts timeouts,
+      String poolName,
+      int maximumPoolSize,
+      int minimumIdle) {
+    return create(jdbcUrl, user, password, timeouts, poolName, maximumPoolSize, minimumIdle, true);
+  }
+
+  private static HikariDataSource create(
+      String jdbcUrl,
+      String user,
+      Password password,
+      Timeouts timeouts,
+      String poolName,
+      int maximumPoolSize,
+      int minimumIdle,
+      boolean timeoutsWin) {
     HikariConfig hikari = new HikariConfig();
     hikari.setPoolName(poolName);
     Properties props = driverProperties(user, password, APPLICATION_NAME);
     // Opening a socket never takes much longer than the pool waits for it (the driver counts in
-    // whole seconds). Settings in the URL take precedence over these.
-    props.setProperty("connectTimeout", Long.toString(wholeSeconds(timeouts.connection())));
-    props.setProperty("socketTimeout", Long.toString(wholeSeconds(timeouts.socket())));
+    // whole seconds). Settings in the URL take precedence over these, but for checks.
+    String connect = Long.toString(wholeSeconds(timeouts.connection()));
+    String socket = Long.toString(wholeSeconds(timeouts.socket()));
+    props.setProperty("connectTimeout", connect);
+    props.setProperty("socketTimeout", socket);
+    DriverDataSource driver = new DriverDataSource(jdbcUrl, props);
+    if (timeoutsWin) {
+      driver
+          .overriding("connectTimeout", connect)
+          .overriding("loginTimeout", connect)
+          .overriding("socketTimeout", socket);
+    }
     // The pool gets a data source, never the URL: Hikari logs its configuration at debug level.
-    hikari.setDataSource(new DriverDataSource(jdbcUrl, props));
+    hikari.setDataSource(driver);
     // A session setting rather than the startup parameter "options": connection poolers such as
     // PgBouncer refuse unknown startup parameters but pass a SET through.
     hikari.setConnectionInitSql(
@@ -383,6 +421,21 @@ public final class DataSourceFactory {
       throws SQLException {
     return new DriverDataSource(
             jdbcUrl, unpooledProperties(user, password, applicationName, timeout))
+        .connectOrNull();
+  }
+
+  /**
+   * As {@link #connectOrNull}, opening and logging in within {@code timeout} whatever the URL's own
+   * timeouts say: for the connector's validation (see {@link #createForChecks}).
+   */
+  public static Connection connectForCheckOrNull(
+      String jdbcUrl, String user, Password password, Duration timeout, String applicationName)
+      throws SQLException {
+    String seconds = Long.toString(wholeSeconds(timeout));
+    return new DriverDataSource(
+            jdbcUrl, unpooledProperties(user, password, applicationName, timeout))
+        .overriding("connectTimeout", seconds)
+        .overriding("loginTimeout", seconds)
         .connectOrNull();
   }
 
