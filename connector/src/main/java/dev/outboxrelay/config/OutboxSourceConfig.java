@@ -398,7 +398,8 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";
   private static final String NOTIFY_ENABLED_DOC =
       "LISTEN for the notifications the outbox table's insert trigger sends (schema version 3,"
-          + " channel [<schema>_]<table>_relay, see outbox.table; payload = instance key) and"
+          + " channel [<schema>_]<table>_relay by the table's name as spelled when it was"
+          + " migrated, which the task reads from the trigger; payload = instance key) and"
           + " claim as soon as rows of this connector's instance keys commit, instead of waiting"
           + " for poll.interval.ms. Polling"
           + " goes on regardless, so a missed notification only delays delivery. Notifying"

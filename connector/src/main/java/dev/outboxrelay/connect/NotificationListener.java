@@ -1,6 +1,8 @@
 package dev.outboxrelay.connect;
 
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.NotifyChannel;
+import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -38,7 +40,14 @@ final class NotificationListener {
   private final Duration probeInterval;
   private final Duration probeTimeout;
   private final Supplier<Connection> connections;
-  private final String channel;
+  private final OutboxTable table;
+
+  /** The channel listened on: the one the table's insert trigger announces on (NotifyChannel). */
+  private volatile String channel;
+
+  /** Said once: the trigger announces on another channel than outbox.table's spelling gives. */
+  private boolean otherChannelReported;
+
   private final Set<String> instanceKeys;
   private final WakeSignal wake;
   private final Thread thread;
@@ -53,17 +62,17 @@ final class NotificationListener {
 
   NotificationListener(
       Supplier<Connection> connections,
-      String channel,
+      OutboxTable table,
       Set<String> instanceKeys,
       WakeSignal wake,
       String threadName) {
-    this(connections, channel, instanceKeys, wake, threadName, PROBE_INTERVAL, PROBE_TIMEOUT);
+    this(connections, table, instanceKeys, wake, threadName, PROBE_INTERVAL, PROBE_TIMEOUT);
   }
 
   /** With the connection's check every {@code probeInterval}, answered within {@code timeout}. */
   NotificationListener(
       Supplier<Connection> connections,
-      String channel,
+      OutboxTable table,
       Set<String> instanceKeys,
       WakeSignal wake,
       String threadName,
@@ -72,7 +81,8 @@ final class NotificationListener {
     this.probeInterval = probeInterval;
     this.probeTimeout = probeTimeout;
     this.connections = connections;
-    this.channel = channel;
+    this.table = table;
+    this.channel = table.notifyChannel();
     this.instanceKeys = instanceKeys;
     this.wake = wake;
     this.mdc = MDC.getCopyOfContextMap();
@@ -105,6 +115,24 @@ final class NotificationListener {
     }
   }
 
+  /**
+   * The channel to listen on, as the table's insert trigger announces: another than outbox.table's
+   * spelling gives when the table was migrated under another spelling ({@code outbox} and {@code
+   * public.outbox}); said once.
+   */
+  private void listenOn(String announced) {
+    if (!announced.equals(table.notifyChannel()) && !otherChannelReported) {
+      otherChannelReported = true;
+      log.info(
+          "The outbox table's insert trigger announces on channel {}, not {} (the table was"
+              + " migrated under another spelling of outbox.table); listening on {}",
+          announced,
+          table.notifyChannel(),
+          announced);
+    }
+    channel = announced;
+  }
+
   private void listen() {
     long backoffMs = RECONNECT_MIN.toMillis();
     while (running) {
@@ -115,8 +143,9 @@ final class NotificationListener {
         }
         // A read of the connection that takes longer fails (the probe's), instead of hanging.
         connection.setNetworkTimeout(Runnable::run, (int) probeTimeout.toMillis());
+        listenOn(NotifyChannel.of(connection, table));
         try (Statement s = connection.createStatement()) {
-          // The channel is derived from the validated table name: a plain identifier.
+          // A plain identifier: derived from the validated table name, or read as one.
           s.execute("LISTEN \"" + channel + "\"");
         }
         // Rows committed before the LISTEN took effect were announced to nobody: one claim now

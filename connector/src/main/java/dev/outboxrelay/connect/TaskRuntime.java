@@ -71,7 +71,7 @@ final class TaskRuntime {
         runtime.listener =
             new NotificationListener(
                 notifications,
-                config.connector().table().notifyChannel(),
+                config.connector().table(),
                 config.connector().instanceKeys(),
                 runtime.wake,
                 "outbox-relay-listener-" + suffix);

@@ -97,7 +97,7 @@ class LongestTableNameTest {
                 throw new IllegalStateException(e);
               }
             },
-            TABLE.notifyChannel(),
+            TABLE,
             Set.of("eu"),
             wake,
             "test-listener");

@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -45,7 +46,7 @@ class NotificationListenerTest {
                 throw new IllegalStateException(e);
               }
             },
-            TABLE.notifyChannel(),
+            TABLE,
             Set.of("eu"),
             wake,
             "test-listener");
@@ -69,7 +70,7 @@ class NotificationListenerTest {
             () -> {
               throw new StackOverflowError("jdbc:postgresql://secret-host/db");
             },
-            TABLE.notifyChannel(),
+            TABLE,
             Set.of("eu"),
             wake,
             "test-dying-listener");
@@ -143,6 +144,44 @@ class NotificationListenerTest {
     assertEquals(1, listener.received());
   }
 
+  /**
+   * A connector that spells the table otherwise than its migration did ({@code public.outbox} for a
+   * table migrated as {@code outbox}) listens on the channel the table's trigger announces on, read
+   * from the trigger function; by its own spelling it listened on another channel, heard nothing,
+   * and fell back to polling without a word.
+   */
+  @Test
+  void aTableSpelledOtherwiseThanAtItsMigrationIsHeardToo() throws SQLException {
+    listener.stop();
+    OutboxTable qualified = OutboxTable.parse("public.outbox");
+    assertNotEquals(TABLE.notifyChannel(), qualified.notifyChannel());
+    long mark = LogCapture.get().mark();
+    listener =
+        new NotificationListener(
+            () -> {
+              try {
+                return DriverManager.getConnection(url, Postgres.user(), "");
+              } catch (SQLException e) {
+                throw new IllegalStateException(e);
+              }
+            },
+            qualified,
+            Set.of("eu"),
+            wake,
+            "test-listener-qualified");
+    listening();
+
+    insert("eu");
+
+    await().until(() -> listener.received() == 1);
+    assertTrue(wake.isSignalled());
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("announces on channel outbox_relay"))
+            .size());
+  }
+
   @Test
   void anotherInstancesInsertDoesNotWakeUs() throws SQLException {
     listening();
@@ -188,7 +227,7 @@ class NotificationListenerTest {
                   throw new IllegalStateException(e);
                 }
               },
-              TABLE.notifyChannel(),
+              TABLE,
               Set.of("eu"),
               wake,
               "test-probed-listener",
@@ -249,7 +288,7 @@ class NotificationListenerTest {
                 throw new IllegalStateException(e);
               }
             },
-            TABLE.notifyChannel(),
+            TABLE,
             Set.of("eu"),
             wake,
             "test-ended-listener",
@@ -301,7 +340,7 @@ class NotificationListenerTest {
                   "28P01",
                   "listen");
             },
-            TABLE.notifyChannel(),
+            TABLE,
             Set.of("eu"),
             wake,
             "test-refused-listener");
