@@ -147,7 +147,8 @@ public final class ConfigValidation {
     for (ConfigChecks.Problem problem : ConfigChecks.find(key -> validValue(values, key), props)) {
       ConfigValue value = values.get(problem.key());
       if (value == null) {
-        value = connectKeys.computeIfAbsent(problem.key(), ConfigValidation::undefinedKey);
+        value =
+            connectKeys.computeIfAbsent(problem.key(), key -> undefinedKey(key, props.get(key)));
       }
       value.addErrorMessage(problem.message());
     }
@@ -201,14 +202,18 @@ public final class ConfigValidation {
   }
 
   /**
-   * A key the connector does not define (Connect's own), listed without its value: Connect's
-   * response puts this entry in place of its own and prints its value by Connect's type for the
-   * key, casting it (a transform's type is a CLASS: the text given failed the whole request with a
-   * ClassCastException, a 500 instead of the error). So the response shows no value for the key,
-   * only the error naming it.
+   * A key the connector does not define (Connect's own). Connect's response puts this entry in
+   * place of its own and prints its value by Connect's type for the key, casting it (a transform's
+   * type is a CLASS: the text given failed the whole request with a ClassCastException, a 500
+   * instead of the error), so the value is left out, but for a client override (Connect gives those
+   * no type: the text prints as it is).
    */
-  private static ConfigValue undefinedKey(String key) {
-    return new ConfigValue(key);
+  private static ConfigValue undefinedKey(String key, String value) {
+    ConfigValue undefined = new ConfigValue(key);
+    if (key.startsWith("producer.override.") || key.startsWith("admin.override.")) {
+      undefined.value(value);
+    }
+    return undefined;
   }
 
   private static Object validValue(Map<String, ConfigValue> values, String key) {

@@ -205,6 +205,12 @@ public class OutboxSourceTask extends SourceTask {
             e.reasonCode(),
             e.sqlState(),
             schema.nextAttempt());
+      } else if (StoreProvider.CHECK_SCHEMA.equals(e.operation())) {
+        log.warn(
+            "Database unavailable while checking the schema version (reason={}, sqlState={});"
+                + " will retry",
+            e.reasonCode(),
+            e.sqlState());
       } else {
         log.warn(
             "Database unavailable while claiming (reason={}, sqlState={}); will retry",

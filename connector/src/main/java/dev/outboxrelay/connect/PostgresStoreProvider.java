@@ -85,17 +85,29 @@ final class PostgresStoreProvider implements StoreProvider {
       int comparison =
           MigrationVersion.fromVersion(version.get())
               .compareTo(MigrationVersion.fromVersion(SchemaMigrator.CURRENT_VERSION));
-      if (comparison != 0) {
+      if (comparison < 0) {
         throw new OutboxStoreException(
             OutboxStoreException.Kind.SCHEMA,
-            comparison < 0 ? SCHEMA_TOO_OLD : SCHEMA_TOO_NEW,
+            SCHEMA_TOO_OLD,
             null,
             CHECK_SCHEMA,
             "schema version " + version.get() + ", this build's " + SchemaMigrator.CURRENT_VERSION);
       }
-    } else if (config.keepsPublishedLog() && !exists(source, table.qualifiedPublishedLog())) {
-      // Kept by the user's own tool: the relay's columns are the claim's to find missing (it fails
-      // before sending), the published log only the first publish's.
+      if (comparison > 0) {
+        log.warn(
+            "Outbox table {} has schema version {}, newer than this build's {}: relaying on, as"
+                + " each release's migrations keep the previous release working (a worker not yet"
+                + " upgraded in a rolling upgrade); upgrade the plugin on this worker"
+                + " (reason=SCHEMA_NEWER_THAN_PLUGIN)",
+            table,
+            version.get(),
+            SchemaMigrator.CURRENT_VERSION);
+      }
+    } else if (config.keepsPublishedLog()
+        && exists(source, table.qualified())
+        && !exists(source, table.qualifiedPublishedLog())) {
+      // Kept by the user's own tool: the relay's columns, or the table itself, are the claim's to
+      // find missing (it fails before sending), the published log only the first publish's.
       throw new OutboxStoreException(
           OutboxStoreException.Kind.SCHEMA,
           SCHEMA_TOO_OLD,

@@ -35,6 +35,8 @@ final class SchemaReadiness {
   private int migrationsElsewhere;
   private long waitingSinceMs;
   private long nextAttemptMs;
+  private int schemaWaits;
+  private long schemaWarnedMs;
 
   SchemaReadiness(StoreProvider provider, OutboxSourceConfig config, Time time) {
     this(provider, config, time, () -> ThreadLocalRandom.current().nextDouble());
@@ -86,6 +88,10 @@ final class SchemaReadiness {
         waitElsewhere();
         return false;
       }
+      if (StoreProvider.SCHEMA_TOO_OLD.equals(e.reasonCode())) {
+        waitForMigration(e);
+        return false;
+      }
       migrationsElsewhere = 0;
       if (SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
         lockTimeouts++;
@@ -96,6 +102,30 @@ final class SchemaReadiness {
     }
     ready = true;
     return true;
+  }
+
+  /**
+   * The table is older than this build relays: nothing is claimed (its first publish would fail
+   * after the records went out) until someone migrates it, checked again after a short growing
+   * delay, so that the task goes on by itself then. Said at once, and every {@value
+   * #LONG_WAIT_MINUTES} minutes while it lasts; the backlog figures stay unread meanwhile (task 0
+   * claims nothing), which the shipped alerts report too.
+   */
+  private void waitForMigration(OutboxStoreException e) {
+    long now = time.milliseconds();
+    boolean first = schemaWaits++ == 0;
+    nextAttemptMs = now + ELSEWHERE_BACKOFF.delayAfter(schemaWaits, random).toMillis();
+    if (first || now - schemaWarnedMs >= LONG_WAIT_MINUTES * 60_000) {
+      schemaWarnedMs = now;
+      log.warn(
+          "Outbox table {} is not migrated for this build ({}); claiming nothing until it is:"
+              + " outbox-relay-cli migrate, schema.migrate.on.start=true, or, kept by your own"
+              + " tool, the statements of outbox-relay-cli schema-sql --after-version <its"
+              + " version>; checking again {} (reason=SCHEMA_TOO_OLD)",
+          config.table(),
+          e.getMessage(),
+          nextAttempt());
+    }
   }
 
   private void waitElsewhere() {

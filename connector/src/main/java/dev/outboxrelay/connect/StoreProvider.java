@@ -27,9 +27,6 @@ interface StoreProvider {
   /** The table's schema is older than this build relays: it would fail after sending. */
   String SCHEMA_TOO_OLD = "SCHEMA_TOO_OLD";
 
-  /** The table's schema is newer than this build knows (a plugin rolled back). */
-  String SCHEMA_TOO_NEW = "SCHEMA_TOO_NEW";
-
   /** Opens the store (a pool is created lazily: the database may still be down). */
   OutboxStore open(OutboxSourceConfig config, String poolName);
 
@@ -41,15 +38,17 @@ interface StoreProvider {
   void migrate(OutboxSourceConfig config);
 
   /**
-   * Checks, before the first claim, that the table's schema is the one this build relays (after
-   * {@link #migrate}, or in its stead): Connect validates a configuration only when it is created
-   * or changed, not when a worker restarts with a new plugin on a table left unmigrated, whose
-   * first publish then failed after its records went out (and again after every restart). A table
-   * kept by the user's own migration tool (no schema history) must have the published log when the
-   * connector keeps one. None by default: a store without a schema.
+   * Checks, before the first claim, that the table's schema is one this build relays (after {@link
+   * #migrate}, or in its stead): Connect validates a configuration only when it is created or
+   * changed, not when a worker restarts with a new plugin on a table left unmigrated, whose first
+   * publish then failed after its records went out (and again after every restart). A table kept by
+   * the user's own migration tool (no schema history) must have the published log when the
+   * connector keeps one. A newer schema is relayed on (a task of the older release during a rolling
+   * upgrade, whose migrations keep the previous release working), and said. None by default: a
+   * store without a schema.
    *
-   * @throws OutboxStoreException {@link #SCHEMA_TOO_OLD} or {@link #SCHEMA_TOO_NEW} (not
-   *     retriable), or classified, its operation {@link #CHECK_SCHEMA}
+   * @throws OutboxStoreException {@link #SCHEMA_TOO_OLD} (the task waits for the migration), or
+   *     classified, its operation {@link #CHECK_SCHEMA}
    */
   default void checkSchema(OutboxSourceConfig config) {}
 

@@ -28,15 +28,10 @@ final class TaskFailures {
     if ("DB_DATABASE_MISSING".equals(e.reasonCode())) {
       return "; connection.url names a database that does not exist";
     }
-    if (StoreProvider.SCHEMA_TOO_OLD.equals(e.reasonCode())) {
-      return "; outbox.table's schema is older than this connector relays: migrate it (`outbox-relay-cli"
-          + " migrate`, or schema.migrate.on.start=true; a table kept by your own tool: the"
-          + " statements of `outbox-relay-cli schema-sql --after-version <its version>`), then"
-          + " restart the task (docs/deployment.md, Upgrades)";
-    }
-    if (StoreProvider.SCHEMA_TOO_NEW.equals(e.reasonCode())) {
-      return "; outbox.table's schema is newer than this connector knows (a plugin rolled back, or"
-          + " a worker not yet upgraded): run the plugin version that migrated it";
+    if (StoreProvider.CHECK_SCHEMA.equals(e.operation())
+        && e.kind() == OutboxStoreException.Kind.PERMISSION) {
+      return "; reading the table's schema version needs SELECT on its schema history"
+          + " (<table>_schema_history; docs/deployment.md)";
     }
     if (StoreProvider.SCHEMA_MIGRATION_FAILED.equals(e.reasonCode())) {
       return "; Flyway's error code says why: read the table's schema history (<table>_schema_history:"

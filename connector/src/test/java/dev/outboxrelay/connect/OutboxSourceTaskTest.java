@@ -346,13 +346,16 @@ class OutboxSourceTaskTest {
   }
 
   /**
-   * A task checks the table's schema before its first claim, whether or not it migrates: a table
+   * A task checks the table's schema before its first claim, whether or not it migrates: on a table
    * left at an older version (a worker restarted with a new plugin; Connect validates only a new or
-   * changed configuration) fails the task at once, naming what to do, instead of failing its first
-   * publish after the records went out. Checked once, not at every poll.
+   * changed configuration) it claims nothing, instead of failing its first publish after the
+   * records went out, says so (at once, then every five minutes), checks again at most 30 s apart,
+   * and goes on by itself once the table is migrated.
    */
   @Test
-  void aSchemaTooOldFailsTheTaskBeforeItClaims() {
+  void aSchemaTooOldIsWaitedForClaimingNothing() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
     store.enqueue("eu", message("m1"));
     OutboxSourceTask t = startTask(Map.of());
     provider.schemaFailure =
@@ -362,28 +365,37 @@ class OutboxSourceTaskTest {
             null,
             StoreProvider.CHECK_SCHEMA,
             "schema version 8, this build's 15");
+    long mark = LogCapture.get().mark();
 
-    ConnectException e = assertThrows(ConnectException.class, t::poll);
+    for (int i = 0; i < 12; i++) { // 6 min
+      assertNull(t.poll());
+      mockTime.sleep(30_000);
+    }
 
-    assertTrue(e.getMessage().contains("SCHEMA_TOO_OLD"), e.getMessage());
-    assertTrue(e.getMessage().contains("outbox-relay-cli"), e.getMessage());
     assertEquals(MessageStatus.PENDING, store.find("m1").orElseThrow().status(), "not claimed");
     assertEquals(0, provider.migrations.get(), "schema.migrate.on.start is off");
+    assertTrue(provider.schemaChecks.get() >= 12, "checked at most 30 s apart");
+    List<LogCapture.Event> said =
+        LogCapture.get().matching(mark, e -> e.message().contains("reason=SCHEMA_TOO_OLD"));
+    assertEquals(2, said.size(), "at once and after five minutes: " + said);
+    assertTrue(said.get(0).message().contains("outbox-relay-cli migrate"), said.get(0)::message);
 
-    t.stop();
-    OutboxSourceTask current = startTask(Map.of()); // the table migrated meanwhile
+    provider.schemaFailure = null; // migrated meanwhile
+    int checks = provider.schemaChecks.get();
     List<SourceRecord> records = new ArrayList<>();
     await()
         .until(
             () -> {
-              List<SourceRecord> polled = current.poll();
+              mockTime.sleep(1_000);
+              List<SourceRecord> polled = t.poll();
               if (polled != null) {
                 records.addAll(polled);
               }
               return !records.isEmpty();
             });
     assertEquals("m1", SourceOffsets.messageId(records.get(0)));
-    assertEquals(1, provider.schemaChecks.get(), "checked once, not at every poll");
+    assertNull(t.poll());
+    assertEquals(checks + 1, provider.schemaChecks.get(), "then not checked again");
   }
 
   /**

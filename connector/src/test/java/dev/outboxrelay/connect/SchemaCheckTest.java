@@ -9,6 +9,7 @@ import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -70,8 +71,12 @@ class SchemaCheckTest {
         e.getMessage());
   }
 
+  /**
+   * A newer schema is relayed on (a task of the previous release during a rolling upgrade, whose
+   * migrations keep it working), and said.
+   */
   @Test
-  void aNewerVersionIsRefused() throws Exception {
+  void aNewerVersionIsRelayedOnAndSaid() throws Exception {
     String url = Postgres.freshDatabase("schema_check_newer");
     try (HikariDataSource admin = Postgres.pool(url, 3)) {
       new SchemaMigrator(admin, TABLE).migrate();
@@ -85,8 +90,22 @@ class SchemaCheckTest {
                 + " current_user, 0, true FROM outbox_schema_history");
       }
     }
+    long mark = LogCapture.get().mark();
 
-    assertEquals(StoreProvider.SCHEMA_TOO_NEW, checked(url).reasonCode());
+    new PostgresStoreProvider().checkSchema(notMigrating(url));
+
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=SCHEMA_NEWER_THAN_PLUGIN"))
+            .size());
+  }
+
+  /** No table at all is the claim's to report (DB_SCHEMA_MISSING), before anything is sent. */
+  @Test
+  void aMissingTableIsLeftToTheClaim() {
+    String url = Postgres.freshDatabase("schema_check_no_table");
+    new PostgresStoreProvider().checkSchema(notMigrating(url));
   }
 
   /** A table of the user's own tool (no schema history) without the published log. */
