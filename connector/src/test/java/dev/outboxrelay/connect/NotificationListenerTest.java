@@ -37,19 +37,23 @@ class NotificationListenerTest {
     url = Postgres.freshDatabase("notify");
     dataSource = Postgres.pool(url, 3);
     new SchemaMigrator(dataSource, TABLE).migrate();
-    listener =
-        new NotificationListener(
-            () -> {
-              try {
-                return DriverManager.getConnection(url, Postgres.user(), "");
-              } catch (SQLException e) {
-                throw new IllegalStateException(e);
-              }
-            },
-            TABLE,
-            Set.of("eu"),
-            wake,
-            "test-listener");
+    listener = listenerOf(TABLE);
+  }
+
+  /** A listener for {@code table} (as outbox.table spells it) on the test's database. */
+  private NotificationListener listenerOf(OutboxTable table) {
+    return new NotificationListener(
+        () -> {
+          try {
+            return DriverManager.getConnection(url, Postgres.user(), "");
+          } catch (SQLException e) {
+            throw new IllegalStateException(e);
+          }
+        },
+        table,
+        Set.of("eu"),
+        wake,
+        "test-listener");
   }
 
   @AfterEach
@@ -156,19 +160,7 @@ class NotificationListenerTest {
     OutboxTable qualified = OutboxTable.parse("public.outbox");
     assertNotEquals(TABLE.notifyChannel(), qualified.notifyChannel());
     long mark = LogCapture.get().mark();
-    listener =
-        new NotificationListener(
-            () -> {
-              try {
-                return DriverManager.getConnection(url, Postgres.user(), "");
-              } catch (SQLException e) {
-                throw new IllegalStateException(e);
-              }
-            },
-            qualified,
-            Set.of("eu"),
-            wake,
-            "test-listener-qualified");
+    listener = listenerOf(qualified);
     listening();
 
     insert("eu");
