@@ -12,13 +12,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
-import org.apache.kafka.connect.runtime.SourceConnectorConfig;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -29,19 +27,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class ConnectorConfigFilesTest {
   private static final Pattern REFERENCE = Pattern.compile("\\$\\{([a-z]+):([^}]*)}");
-
-  /** Keys Connect itself defines for every source connector, plus its dynamic families. */
-  private static final List<String> FRAMEWORK_PREFIXES =
-      List.of(
-          "topic.creation.",
-          "transforms.",
-          "predicates.",
-          "errors.",
-          "producer.override.",
-          "admin.override.",
-          "key.converter.",
-          "value.converter.",
-          "header.converter.");
 
   /** A connector config and the worker config of the Connect cluster it is meant for. */
   record Shipped(String file, Map<String, String> config, Set<String> workerProviders) {
@@ -115,19 +100,130 @@ class ConnectorConfigFilesTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("shippedConfigs")
   void usesOnlyKeysThatExist(Shipped shipped) {
-    Set<String> connectorKeys = OutboxSourceConfig.configDef().names();
-    Set<String> frameworkKeys = SourceConnectorConfig.configDef().names();
-    Set<String> unknown = new TreeSet<>();
-    for (String key : shipped.config().keySet()) {
-      boolean known =
-          connectorKeys.contains(key)
-              || frameworkKeys.contains(key)
-              || FRAMEWORK_PREFIXES.stream().anyMatch(key::startsWith);
-      if (!known) {
-        unknown.add(key);
-      }
+    Set<String> problems = ConnectorConfigKeys.problems(shipped.config());
+    assertTrue(problems.isEmpty(), shipped + " has keys Connect would ignore: " + problems);
+  }
+
+  /** A key the check must accept or reject, in a config with some context keys. */
+  record KeyCase(String name, Map<String, String> config, String key, String rejected) {
+    @Override
+    public String toString() {
+      return name;
     }
-    assertTrue(unknown.isEmpty(), shipped + " uses keys nobody defines: " + unknown);
+  }
+
+  private static KeyCase keyCase(String name, String key, String... context) {
+    Map<String, String> config = new LinkedHashMap<>();
+    config.put("connector.class", ConnectWorker.CONNECTOR_CLASS);
+    config.put("tasks.max", "1");
+    for (String entry : context) {
+      String[] kv = entry.split("=", 2);
+      config.put(kv[0], kv[1]);
+    }
+    config.putIfAbsent(key, "1");
+    return new KeyCase(name, config, key, key);
+  }
+
+  /** An alias whose type key is misspelled: Connect has no type for it. */
+  private static KeyCase missingType(String family) {
+    KeyCase c = keyCase(family + " without type", family + ".x.typ", family + "=x");
+    return new KeyCase(c.name(), c.config(), c.key(), family + ".x.type");
+  }
+
+  private static final String ROUTE =
+      "transforms.route.type=org.apache.kafka.connect.transforms.RegexRouter";
+  private static final String IS_DLQ =
+      "predicates.isDlq.type=org.apache.kafka.connect.transforms.predicates.TopicNameMatches";
+
+  /** A typo for each rule; correctKeys() has the keys they misspell. */
+  static Stream<KeyCase> typos() {
+    return Stream.of(
+        keyCase("producer override", "producer.override.lingr.ms"),
+        keyCase("consumer override", "consumer.override.isolaton.level"),
+        keyCase("admin override", "admin.override.request.timout.ms"),
+        keyCase("errors key", "errors.tolerence"),
+        keyCase("sink-only errors key", "errors.deadletterqueue.topic.name"),
+        keyCase("exactly-once key", "exactly.once.suport"),
+        keyCase("transaction boundary", "transaction.boundry"),
+        keyCase("offsets topic", "offsets.storage.topc"),
+        keyCase("topic creation groups", "topic.creation.group"),
+        keyCase("topic config", "topic.creation.default.min.insync.replica"),
+        keyCase("topic creation key", "topic.creation.default.replication.factr"),
+        keyCase("undeclared topic creation group", "topic.creation.defualt.partitions"),
+        keyCase("include of the default group", "topic.creation.default.include"),
+        keyCase(
+            "group topic config",
+            "topic.creation.compact.cleanup.polcy",
+            "topic.creation.groups=compact"),
+        keyCase("converter key without converter", "value.converter.schemas.enable"),
+        keyCase("unlisted transform alias", "transforms.rout.regex", "transforms=route", ROUTE),
+        keyCase("transform config", "transforms.route.regx", "transforms=route", ROUTE),
+        keyCase("transform framework key", "transforms.route.negte", "transforms=route", ROUTE),
+        missingType("transforms"),
+        keyCase(
+            "unlisted transform predicate",
+            "transforms.route.predicate",
+            "transforms=route",
+            ROUTE,
+            "predicates=isDlq",
+            IS_DLQ,
+            "transforms.route.predicate=isDql"),
+        keyCase("unlisted predicate alias", "predicates.isDql.pattern", "predicates=isDlq", IS_DLQ),
+        keyCase("predicate config", "predicates.isDlq.patern", "predicates=isDlq", IS_DLQ),
+        missingType("predicates"));
+  }
+
+  /** The same contexts with the correct keys: the check rejects the typo, not the family. */
+  static Stream<KeyCase> correctKeys() {
+    return Stream.of(
+        keyCase("producer override", "producer.override.linger.ms"),
+        keyCase("consumer override", "consumer.override.isolation.level"),
+        keyCase("admin override", "admin.override.request.timeout.ms"),
+        keyCase("errors key", "errors.tolerance"),
+        keyCase("exactly-once key", "exactly.once.support"),
+        keyCase("transaction boundary", "transaction.boundary"),
+        keyCase("offsets topic", "offsets.storage.topic"),
+        keyCase("topic creation groups", "topic.creation.groups"),
+        keyCase("topic config", "topic.creation.default.min.insync.replicas"),
+        keyCase("topic creation key", "topic.creation.default.replication.factor"),
+        keyCase(
+            "include of a declared group",
+            "topic.creation.compact.include",
+            "topic.creation.groups=compact"),
+        keyCase(
+            "group topic config",
+            "topic.creation.compact.cleanup.policy",
+            "topic.creation.groups=compact"),
+        keyCase(
+            "converter key with converter",
+            "value.converter.schemas.enable",
+            "value.converter=org.apache.kafka.connect.json.JsonConverter"),
+        keyCase("transform config", "transforms.route.regex", "transforms=route", ROUTE),
+        keyCase(
+            "transform predicate",
+            "transforms.route.predicate",
+            "transforms=route",
+            ROUTE,
+            "predicates=isDlq",
+            IS_DLQ,
+            "transforms.route.predicate=isDlq"),
+        keyCase("transform framework key", "transforms.route.negate", "transforms=route", ROUTE),
+        keyCase("predicate config", "predicates.isDlq.pattern", "predicates=isDlq", IS_DLQ));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("typos")
+  void rejectsATypoInEveryKeyFamily(KeyCase typo) {
+    Set<String> problems = ConnectorConfigKeys.problems(typo.config());
+    assertTrue(
+        problems.stream().anyMatch(p -> p.startsWith(typo.rejected() + ":")),
+        typo.rejected() + " must be rejected, problems: " + problems);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("correctKeys")
+  void acceptsTheCorrectKeyOfEveryFamily(KeyCase correct) {
+    assertEquals(Set.of(), ConnectorConfigKeys.problems(correct.config()), correct.key());
   }
 
   @ParameterizedTest(name = "{0}")
