@@ -33,21 +33,54 @@ public final class Text {
   private Text() {}
 
   /**
-   * A value from a row, safe to print on a terminal ({@link Printable#escape}: control and format
-   * characters shown as escapes). Null is shown as "-".
+   * A value from a row, safe to print on a terminal and unambiguous. A backslash is shown doubled,
+   * then control and format characters as {@code \\uXXXX} escapes ({@link Printable#escape}), and a
+   * space character (U+0020, U+00A0, ...) at the value's start or end, which a terminal shows as
+   * nothing, as an escape too ("a " as {@code a\\u0020}). A single backslash so always begins an
+   * escape, and each printed form stands for exactly one value: ESC and the six characters of its
+   * escape print differently. Null is shown as "-".
    */
   public static String safe(String value) {
-    return value == null ? "-" : Printable.escape(value);
+    return value == null ? "-" : edgeSpaces(Printable.escape(value.replace("\\", "\\\\")));
   }
 
-  /** Like {@link #safe(String)}, keeping line breaks and tabs (for a payload shown on request). */
+  /** {@code escaped} with the space characters at its start and end written as escapes. */
+  private static String edgeSpaces(String escaped) {
+    int start = 0;
+    int end = escaped.length();
+    while (start < end && Character.getType(escaped.charAt(start)) == Character.SPACE_SEPARATOR) {
+      start++;
+    }
+    while (end > start && Character.getType(escaped.charAt(end - 1)) == Character.SPACE_SEPARATOR) {
+      end--;
+    }
+    if (start == 0 && end == escaped.length()) {
+      return escaped;
+    }
+    StringBuilder out = new StringBuilder(escaped.length() + 6 * (escaped.length() - end + start));
+    for (int i = 0; i < start; i++) {
+      out.append(String.format("\\u%04x", (int) escaped.charAt(i)));
+    }
+    out.append(escaped, start, end);
+    for (int i = end; i < escaped.length(); i++) {
+      out.append(String.format("\\u%04x", (int) escaped.charAt(i)));
+    }
+    return out.toString();
+  }
+
+  /**
+   * A payload or headers shown on request, for reading, not copying: line breaks kept, tabs as four
+   * spaces, carriage returns dropped and other control and format characters escaped ({@link
+   * Printable#escape}); backslashes and spaces are left as they are, so that JSON reads as JSON.
+   * {@code --json} has the exact text.
+   */
   public static String safeMultiline(String value) {
     StringBuilder out = new StringBuilder(value.length());
     for (String line : value.split("\n", -1)) {
       if (!out.isEmpty()) {
         out.append('\n');
       }
-      out.append(safe(line.replace("\t", "    ").replace("\r", "")));
+      out.append(Printable.escape(line.replace("\t", "    ").replace("\r", "")));
     }
     return out.toString();
   }

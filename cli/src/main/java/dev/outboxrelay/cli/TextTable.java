@@ -6,6 +6,8 @@ import java.util.List;
 
 /**
  * A plain-text table with left-aligned columns, for human output. Cells must be {@link Text#safe}.
+ * Columns are padded with spaces and a line ends after its last non-empty cell; a cell's own text
+ * is never trimmed.
  */
 public final class TextTable {
   private final List<String[]> rows = new ArrayList<>();
@@ -42,14 +44,18 @@ public final class TextTable {
     }
     StringBuilder out = new StringBuilder();
     for (String[] row : rows) {
-      StringBuilder line = new StringBuilder();
+      int end = out.length(); // after the last non-empty cell: only padding is dropped
       for (int i = 0; i < columns; i++) {
-        line.append(row[i]);
+        out.append(row[i]);
+        if (!row[i].isEmpty()) {
+          end = out.length();
+        }
         if (i < columns - 1) {
-          line.append(" ".repeat(widths[i] - row[i].length() + 2));
+          out.append(" ".repeat(widths[i] - row[i].length() + 2));
         }
       }
-      out.append(line.toString().stripTrailing()).append('\n');
+      out.setLength(end);
+      out.append('\n');
     }
     return out.toString();
   }

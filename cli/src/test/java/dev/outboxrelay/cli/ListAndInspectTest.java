@@ -29,6 +29,11 @@ class ListAndInspectTest {
     outbox.insert("eu", "eu-binary", null, BINARY);
     outbox.insert("eu", "eu-\u001b[2Jtricky", null);
     outbox.insert("eu", BIDI_ID, "c-\u200Bzero-width");
+    // Ids that print alike unless backslashes are doubled and trailing spaces shown.
+    outbox.insert("esc", "esc-\u001b", null);
+    outbox.insert("esc", "esc-\\u001b", null);
+    outbox.insert("esc", "esc-space ", null);
+    outbox.insert("esc", "esc-space", null);
     // Held under exactly-once: the claim's epoch and batch (schema version 8).
     outbox.update("eu-in-flight", "lease_epoch = 3, claim_batch = 17");
   }
@@ -321,6 +326,38 @@ class ListAndInspectTest {
 
     assertFalse(r.out().contains("\u001b"), r::toString);
     assertTrue(r.out().contains("eu-\\u001b[2Jtricky"), r::toString);
+  }
+
+  /**
+   * An id holding ESC and one holding the six characters of its escape print differently, as do
+   * "esc-space " and "esc-space": each printed id stands for one row. --message-id and inspect take
+   * the exact value, which --json gives.
+   */
+  @Test
+  void backslashesAndTrailingSpacesOfIdsAreShownUnambiguously() {
+    Cli.Result list = outbox.cli().forKey("esc", "list", "--status", "PENDING");
+
+    assertEquals(ExitCode.OK, list.exitCode(), list::toString);
+    assertTrue(list.hasLine("\\d+ +esc-\\\\u001b +0 .*"), list::toString); // ESC
+    assertTrue(list.hasLine("\\d+ +esc-\\\\\\\\u001b +0 .*"), list::toString); // six characters
+    assertTrue(
+        list.hasLine("\\d+ +esc-space\\\\u0020 +0 +- +order/agg-esc-space\\\\u0020 .*"),
+        list::toString);
+    assertTrue(list.hasLine("\\d+ +esc-space +0 +- +order/agg-esc-space .*"), list::toString);
+
+    Cli.Result esc = outbox.cli().forKey("esc", "inspect", "esc-\u001b");
+    assertTrue(esc.hasLine("message id +esc-\\\\u001b"), esc::toString);
+    Cli.Result sixChars = outbox.cli().forKey("esc", "inspect", "esc-\\u001b");
+    assertTrue(sixChars.hasLine("message id +esc-\\\\\\\\u001b"), sixChars::toString);
+    Cli.Result space = outbox.cli().forKey("esc", "inspect", "esc-space ");
+    assertTrue(space.hasLine("message id +esc-space\\\\u0020"), space::toString);
+    Cli.Result noSpace = outbox.cli().forKey("esc", "inspect", "esc-space");
+    assertTrue(noSpace.hasLine("message id +esc-space"), noSpace::toString);
+
+    JsonNode json = outbox.cli().forKey("esc", "list", "--status", "PENDING", "--json").json();
+    List<String> ids = new ArrayList<>();
+    json.forEach(row -> ids.add(row.get("message_id").asText()));
+    assertEquals(List.of("esc-\u001b", "esc-\\u001b", "esc-space ", "esc-space"), ids);
   }
 
   /** --json escapes what the human output escapes, and parses back to the row's values. */

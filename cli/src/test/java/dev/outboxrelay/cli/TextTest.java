@@ -2,6 +2,7 @@ package dev.outboxrelay.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -32,9 +33,44 @@ class TextTest {
         "id\\ufe0f\\u034f\\u3164\\udb40\\udd00", Text.safe("id\uFE0F\u034F\u3164\uDB40\uDD00"));
   }
 
+  /**
+   * A backslash is doubled before anything is escaped: an id holding ESC and one holding the six
+   * characters of its escape print differently, and each printed form stands for one value.
+   */
+  @Test
+  void backslashesAreDoubledSoThatEscapesAreUnambiguous() {
+    String esc = "id-\u001b";
+    String sixChars = "id-\\u001b";
+    assertEquals("id-\\u001b", Text.safe(esc));
+    assertEquals("id-\\\\u001b", Text.safe(sixChars));
+    assertNotEquals(Text.safe(esc), Text.safe(sixChars));
+    assertEquals("C:\\\\dir\\\\", Text.safe("C:\\dir\\"));
+    assertEquals("a\\\\\\u202e", Text.safe("a\\\u202E"), "a backslash, then an override");
+    assertEquals("a\\\\u0020", Text.safe("a\\u0020"));
+    assertNotEquals(Text.safe("a "), Text.safe("a\\u0020"));
+  }
+
+  /** A terminal shows nothing of a space at a value's end (or start): it is shown as an escape. */
+  @Test
+  void spacesAtAValuesStartOrEndAreShownAsEscapes() {
+    assertEquals("a\\u0020", Text.safe("a "));
+    assertEquals("a\\u0020\\u0020", Text.safe("a  "));
+    assertEquals("\\u0020a", Text.safe(" a"));
+    assertEquals("\\u0020", Text.safe(" "));
+    assertEquals("a\\u00a0", Text.safe("a\u00A0"), "a no-break space");
+    assertEquals("\\u3000a", Text.safe("\u3000a"), "an ideographic space");
+    assertEquals("order 1 b", Text.safe("order 1 b"), "spaces inside stay");
+    assertEquals("a \\u001b", Text.safe("a \u001b"), "not at the end once ESC is escaped");
+    assertEquals("", Text.safe(""));
+  }
+
+  /** A payload is shown for reading: JSON keeps its backslashes and its indentation. */
   @Test
   void multilineValuesKeepTheirLineBreaksOnly() {
     assertEquals("{\n    \"a\": \"\\u202e\"\n}", Text.safeMultiline("{\n\t\"a\": \"\u202E\"\r\n}"));
+    assertEquals(
+        "{\n  \"a\": \"x\\\"y\\\\u001b \" \n}",
+        Text.safeMultiline("{\n  \"a\": \"x\\\"y\\\\u001b \" \n}"));
   }
 
   /**
