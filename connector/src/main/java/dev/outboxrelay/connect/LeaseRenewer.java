@@ -234,10 +234,12 @@ final class LeaseRenewer {
         || now - lastPollMs <= halfLease
         || now - lastAcknowledgementMs <= halfLease) {
       kafkaWaitReported = false;
+      metrics.waitingOnKafka.set(0);
       return false;
     }
     if (ProducerWait.isWaitingOnKafka(taskThread)) {
       lastKafkaWaitMs = now;
+      metrics.waitingOnKafka.set(1);
       if (!kafkaWaitReported) {
         kafkaWaitReported = true;
         log.warn(
@@ -249,7 +251,11 @@ final class LeaseRenewer {
       return false;
     }
     // Seen waiting on Kafka lately: between two sends Connect backs off outside the producer.
-    return now - lastKafkaWaitMs > halfLease;
+    boolean unresponsive = now - lastKafkaWaitMs > halfLease;
+    if (unresponsive) {
+      metrics.waitingOnKafka.set(0);
+    }
+    return unresponsive;
   }
 
   /**

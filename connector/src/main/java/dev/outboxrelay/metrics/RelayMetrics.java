@@ -48,6 +48,7 @@ public final class RelayMetrics {
   public final AtomicLong unconfirmedReleased = new AtomicLong();
   public final AtomicLong laterEpochRows = new AtomicLong();
   public final AtomicLong foreignLeasedRows = new AtomicLong();
+  public final AtomicLong waitingOnKafka = new AtomicLong();
   public final AtomicLong databaseErrors = new AtomicLong();
   public final AtomicLong cleanedUp = new AtomicLong();
   private volatile LongSupplier inFlightRecords = () -> 0;
@@ -247,6 +248,11 @@ public final class RelayMetrics {
             + " than its own, which nothing recovers (a restored or moved database).",
         laterEpochRows::get);
     gauge(
+        "waiting-on-kafka",
+        "1 while the task thread has waited in Kafka's producer for over half a lease (a broker"
+            + " unreachable, a topic without metadata), its leases kept; else 0.",
+        waitingOnKafka::get);
+    gauge(
         "foreign-leased-rows",
         "Exactly-once: rows of this task's buckets in flight under live leases of another"
             + " connector's tasks (two connectors on one instance key), left to it.",
@@ -431,6 +437,7 @@ public final class RelayMetrics {
     counts.put("recoveredReleased", recoveredReleased);
     counts.put("laterEpochRows", laterEpochRows);
     counts.put("foreignLeasedRows", foreignLeasedRows);
+    counts.put("waitingOnKafka", waitingOnKafka);
     counts.put("databaseErrors", databaseErrors);
     counts.put("cleanedUp", cleanedUp);
     StringBuilder line = new StringBuilder();

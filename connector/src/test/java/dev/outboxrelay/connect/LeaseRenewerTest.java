@@ -128,6 +128,7 @@ class LeaseRenewerTest {
       time.sleep(4001); // over half a lease without a poll or an acknowledgement
       renewer.renewIfDue();
       assertEquals(claimed.plusSeconds(1), expiry("m1"), "kept while it waits on Kafka");
+      assertEquals(1, f.metrics.waitingOnKafka.get());
       f.clock.advance(Duration.ofSeconds(1));
       time.sleep(2000);
       renewer.renewIfDue();
@@ -146,6 +147,11 @@ class LeaseRenewerTest {
     f.clock.advance(Duration.ofSeconds(1));
     renewer.renewIfDue();
     assertEquals(claimed.plusSeconds(2), expiry("m1"), "no longer kept");
+    assertEquals(0, f.metrics.waitingOnKafka.get());
+    renewer.taskPolled();
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(0, f.metrics.waitingOnKafka.get(), "polling again");
   }
 
   /** Once a stalled task thread polls again its leases are renewed within a second. */
