@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,8 +20,8 @@ class LeaseOwnersTest {
   void aConnectorNameHoldingTheTaskMarkerKeepsItsWholeName() {
     String owner = LeaseOwners.newOwner("a/task-b", "0");
     assertEquals("a/task-b/task-", LeaseOwners.connectorOwners(owner));
-    assertTrue(
-        !LeaseOwners.newOwner("a", "0").startsWith(LeaseOwners.connectorOwners(owner)),
+    assertFalse(
+        LeaseOwners.newOwner("a", "0").startsWith(LeaseOwners.connectorOwners(owner)),
         "connector a is another connector");
   }
 

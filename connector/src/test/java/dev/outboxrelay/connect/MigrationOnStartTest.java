@@ -26,6 +26,11 @@ import org.junit.jupiter.api.Test;
  */
 class MigrationOnStartTest {
   private static OutboxSourceConfig migratingOnStart(String url) {
+    return config(url, true);
+  }
+
+  /** A task's configuration on {@code url}'s outbox table (also SchemaCheckTest's). */
+  static OutboxSourceConfig config(String url, boolean migrateOnStart) {
     return new OutboxSourceConfig(
         Map.of(
             "connection.url",
@@ -35,7 +40,7 @@ class MigrationOnStartTest {
             "instance.keys",
             "orders",
             "schema.migrate.on.start",
-            "true"));
+            Boolean.toString(migrateOnStart)));
   }
 
   @Test

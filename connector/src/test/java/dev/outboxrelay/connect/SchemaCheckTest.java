@@ -13,7 +13,6 @@ import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
 import java.sql.Statement;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,16 +24,7 @@ class SchemaCheckTest {
   private static final OutboxTable TABLE = OutboxTable.parse("outbox");
 
   private static OutboxSourceConfig notMigrating(String url) {
-    return new OutboxSourceConfig(
-        Map.of(
-            "connection.url",
-            url,
-            "connection.user",
-            Postgres.user(),
-            "instance.keys",
-            "orders",
-            "schema.migrate.on.start",
-            "false"));
+    return MigrationOnStartTest.config(url, false);
   }
 
   private static OutboxStoreException checked(String url) {

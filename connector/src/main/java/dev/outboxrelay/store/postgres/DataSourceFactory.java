@@ -60,19 +60,8 @@ public final class DataSourceFactory {
             settings.connectTimeout(), settings.statementTimeout(), settings.socketTimeout()),
         poolName,
         settings.poolSize(),
-        settings.poolSize());
-  }
-
-  /** A pool with explicit sizes. */
-  public static HikariDataSource create(
-      String jdbcUrl,
-      String user,
-      Password password,
-      Timeouts timeouts,
-      String poolName,
-      int maximumPoolSize,
-      int minimumIdle) {
-    return create(jdbcUrl, user, password, timeouts, poolName, maximumPoolSize, minimumIdle, false);
+        settings.poolSize(),
+        false);
   }
 
   /**
@@ -92,6 +81,7 @@ public final class DataSourceFactory {
     return create(jdbcUrl, user, password, timeouts, poolName, maximumPoolSize, minimumIdle, true);
   }
 
+  /** A pool; {@code timeoutsWin}: the given timeouts over the URL's (for checks). */
   private static HikariDataSource create(
       String jdbcUrl,
       String user,
