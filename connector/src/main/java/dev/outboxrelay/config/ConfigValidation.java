@@ -20,6 +20,7 @@ import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.RelayIndexes;
 import dev.outboxrelay.store.postgres.RelayPrivileges;
 import dev.outboxrelay.store.postgres.ReplicaIdentity;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
@@ -433,6 +434,9 @@ public final class ConfigValidation {
             checkPublishedLog(pool, table);
             checkParkedRowsIndex(pool, table);
             checkDueIndex(pool, table);
+            if (values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
+              checkIndexes(pool, table);
+            }
           }
         }
       } catch (SQLException e) {
@@ -615,6 +619,34 @@ public final class ConfigValidation {
                 + table.objectName("due_key_seq_idx")
                 + "), which every claim reads: apply the statements of"
                 + " `outbox-relay-cli schema-sql --after-version 12` (schema version 13)");
+      }
+    }
+
+    /**
+     * Every other index the relay's statements read. Adopted and own-tool tables get theirs from
+     * statements run by hand, where a failed concurrent build that was dropped and not run again
+     * leaves a table that validates yet reads itself whole, in a claim or a retention run.
+     */
+    private void checkIndexes(HikariDataSource pool, OutboxTable table) throws SQLException {
+      List<String> missing;
+      try (Connection c = pool.getConnection()) {
+        missing = RelayIndexes.missing(c, table);
+      }
+      if (!missing.isEmpty()) {
+        error(
+            OUTBOX_TABLE_CONFIG,
+            OUTBOX_TABLE_CONFIG
+                + " lacks "
+                + (missing.size() == 1 ? "an index" : "indexes")
+                + " the relay reads: "
+                + String.join(", ", missing)
+                + "; without "
+                + (missing.size() == 1 ? "it" : "them")
+                + " those statements read the whole table: build "
+                + (missing.size() == 1 ? "it" : "them")
+                + " as `outbox-relay-cli schema-sql` shows (a table adopted from Debezium: as"
+                + " `outbox-relay-cli adopt-debezium-table` prints them), with CREATE INDEX"
+                + " CONCURRENTLY on a table in use");
       }
     }
 

@@ -108,6 +108,30 @@ class ColumnMappingValidationTest {
     }
   }
 
+  /**
+   * The adoption script's indexes are built one by one while the application writes; one whose
+   * failed build was dropped and not run again is named (the table's own primary key, on Debezium's
+   * id, is not the unique index on seq that the relay reads).
+   */
+  @Test
+  void anAdoptedTableMissingAnIndexOfTheScriptIsReportedOnTheTable() throws Exception {
+    try (OutboxDb db = OutboxDb.fresh("config_adopted_index")) {
+      new DebeziumOutboxTable(db).adopt("orders");
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("DROP INDEX outbox_seq_key");
+        s.execute("DROP INDEX outbox_parked_key_seq_idx");
+      }
+      String message = only(errors(debezium(db)), "outbox.table");
+      assertTrue(
+          message.startsWith(
+              "outbox.table lacks indexes the relay reads: a unique index on seq (outcome writes"
+                  + " and claims find rows by it), outbox_parked_key_seq_idx (the parked-row"
+                  + " counts); without them"),
+          message);
+    }
+  }
+
   @Test
   void aNotNullPayloadColumnIsAccepted() throws Exception {
     // Since schema version 9 publishing moves the row out instead of clearing its payload.

@@ -836,6 +836,45 @@ class ConfigValidationTest {
   }
 
   @Test
+  void tableManagedByAnotherToolWithoutIndexesTheRelayReadsIsAnErrorNamingThem()
+      throws SQLException {
+    String url = externallyManagedTable("config_external_indexes");
+    execute(url, "DROP INDEX outbox_due_aggregate_idx");
+    execute(url, "DROP INDEX outbox_published_at_idx");
+
+    assertEquals(
+        Map.of(
+            "outbox.table",
+            List.of(
+                "outbox.table lacks indexes the relay reads: outbox_due_aggregate_idx (ordered"
+                    + " claims), outbox_published_at_idx (retention of the published log); without"
+                    + " them those statements read the whole table: build them as"
+                    + " `outbox-relay-cli schema-sql` shows (a table adopted from Debezium: as"
+                    + " `outbox-relay-cli adopt-debezium-table` prints them), with CREATE INDEX"
+                    + " CONCURRENTLY on a table in use")),
+        errors(props(url)));
+  }
+
+  @Test
+  void tableManagedByAnotherToolWithoutAUniqueIndexOnSeqIsAnError() throws SQLException {
+    String url = externallyManagedTable("config_external_seq");
+    execute(url, "ALTER TABLE outbox DROP CONSTRAINT outbox_pkey");
+    // Neither a non-unique index nor a partial unique one finds every row by seq.
+    execute(url, "CREATE INDEX outbox_seq_plain ON outbox (seq)");
+    execute(url, "CREATE UNIQUE INDEX outbox_seq_partial ON outbox (seq) WHERE parked_at IS NULL");
+
+    String message = only(errors(props(url)), "outbox.table");
+    assertTrue(
+        message.startsWith(
+            "outbox.table lacks an index the relay reads: a unique index on seq (outcome writes"
+                + " and claims find rows by it); without it"),
+        message);
+
+    execute(url, "CREATE UNIQUE INDEX outbox_seq_key ON outbox (seq)");
+    assertEquals(Map.of(), errors(props(url)));
+  }
+
+  @Test
   void aRelationNamedLikeThePublishedLogThatIsNotOneIsAnErrorOnTheTable() throws SQLException {
     String url = externallyManagedTable("config_external_other_log");
     execute(url, "DROP TABLE outbox_published");

@@ -1,0 +1,93 @@
+package dev.outboxrelay.store.postgres;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The indexes the relay's own statements read, checked on a table kept by the user's own tool
+ * ({@code schema-sql}) or adopted from Debezium, where no migration history vouches for them. A
+ * missing one turns a claim, an outcome write or a retention run into a read of the whole table;
+ * under the statement timeout the task then relays nothing while it stays RUNNING. Indexes are
+ * found by name, the names the migrations and the adoption script both give them ({@code CREATE
+ * INDEX IF NOT EXISTS} made the name the contract), except the unique index on {@code seq}, which a
+ * created table has as its primary key and an adopted one as an index of its own.
+ */
+public final class RelayIndexes {
+  /**
+   * An index the relay reads: its name's suffix, whether it is on the published log, its reader.
+   */
+  private record Required(String suffix, boolean onLog, String readBy) {}
+
+  // Not here: the indexes of parked rows by correlation id, which only the CLI reads.
+  private static final List<Required> REQUIRED =
+      List.of(
+          new Required("message_id_key", false, "one row per message id"),
+          new Required("due_key_seq_idx", false, "every claim"),
+          new Required("due_aggregate_idx", false, "ordered claims"),
+          new Required("settled_idx", false, "retention of rows published in the table"),
+          new Required("parked_key_seq_idx", false, "the parked-row counts"),
+          new Required("published_id_hash", true, "message id lookups in the published log"),
+          new Required("published_at_idx", true, "retention of the published log"));
+
+  private static final String INDEX_NAMES =
+      "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+          + " WHERE i.indrelid = to_regclass(?)";
+
+  private static final String UNIQUE_SEQ =
+      """
+      SELECT EXISTS (
+        SELECT 1 FROM pg_index i
+        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+        WHERE i.indrelid = to_regclass(?) AND i.indisunique AND i.indnkeyatts = 1
+          AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'seq')""";
+
+  private RelayIndexes() {}
+
+  /**
+   * The indexes {@code table} and its published log lack, each as its name and what reads it (the
+   * unique index on {@code seq} as a description), in a fixed order; empty when none is missing.
+   */
+  public static List<String> missing(Connection c, OutboxTable table) throws SQLException {
+    List<String> missing = new ArrayList<>();
+    if (!exists(c, UNIQUE_SEQ, table.qualified())) {
+      missing.add("a unique index on seq (outcome writes and claims find rows by it)");
+    }
+    Set<String> onTable = indexNames(c, table.qualified());
+    Set<String> onLog = indexNames(c, table.qualifiedPublishedLog());
+    for (Required index : REQUIRED) {
+      String name = table.objectName(index.suffix());
+      if (!(index.onLog() ? onLog : onTable).contains(name)) {
+        missing.add(name + " (" + index.readBy() + ")");
+      }
+    }
+    return missing;
+  }
+
+  private static Set<String> indexNames(Connection c, String relation) throws SQLException {
+    Set<String> names = new HashSet<>();
+    try (PreparedStatement ps = c.prepareStatement(INDEX_NAMES)) {
+      ps.setString(1, relation);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          names.add(rs.getString(1));
+        }
+      }
+    }
+    return names;
+  }
+
+  private static boolean exists(Connection c, String sql, String relation) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, relation);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
+    }
+  }
+}
