@@ -21,6 +21,7 @@ import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -259,6 +260,55 @@ class MigrateAndSchemaSqlTest {
     String latest = SchemaMigrator.CURRENT_VERSION;
     Cli.Result none = new Cli().run("schema-sql", "--after-version", latest);
     assertTrue(none.out().contains("no migrations after version " + latest), none::toString);
+  }
+
+  /**
+   * An upgrade applied while a long transaction reads the table gives up on its lock (55P03)
+   * instead of waiting, with the application's inserts queued behind it, and leaves the table as it
+   * was.
+   */
+  @Test
+  void schemaSqlUpgradeGivesUpOnALockHeldByALongTransaction() throws SQLException {
+    Cli.Result upToV2 = new Cli().run("schema-sql");
+    db.exec(upToV2.out().substring(0, upToV2.out().indexOf("-- V3__")));
+    String upgrade = new Cli().run("schema-sql", "--after-version", "2").out();
+    assertTrue(upgrade.contains("SET LOCAL lock_timeout = '5s';\n-- outbox-relay"), upgrade);
+
+    try (Connection reader = db.dataSource.getConnection()) {
+      reader.setAutoCommit(false);
+      try (Statement s = reader.createStatement()) {
+        s.execute("SELECT count(*) FROM outbox");
+      }
+      try (Connection c = db.dataSource.getConnection()) {
+        c.setAutoCommit(false);
+        // Without the script's lock timeout the upgrade would wait for the reader, which waits
+        // for it: this cancels it instead (57014, not the lock timeout's 55P03).
+        c.createStatement().execute("SET statement_timeout = '60s'");
+        SQLException refused =
+            assertThrows(SQLException.class, () -> c.createStatement().execute(upgrade));
+        assertEquals("55P03", refused.getSQLState(), refused::toString);
+        c.rollback();
+      }
+      reader.rollback();
+    }
+    assertEquals(0, columnCount("parked_at"), "version 7's column was not added");
+
+    db.exec(upgrade);
+    assertWorkingOutbox("outbox");
+  }
+
+  private long columnCount(String column) throws SQLException {
+    try (Connection c = db.dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM information_schema.columns"
+                    + " WHERE table_name = 'outbox' AND column_name = ?")) {
+      ps.setString(1, column);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
   }
 
   @Test

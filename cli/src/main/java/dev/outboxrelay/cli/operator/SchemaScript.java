@@ -9,6 +9,7 @@ import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.Enumeration;
@@ -31,6 +32,9 @@ public final class SchemaScript {
   private static final Pattern FILE_NAME = Pattern.compile("V(\\d+(?:[._]\\d+)*)__([\\w-]+)\\.sql");
   private static final Pattern PLACEHOLDER = Pattern.compile("\\$\\{([^}]*)}");
   private static final String RULE = "-- " + "-".repeat(76);
+
+  /** The lock wait of each migration, {@code migrate}'s default, in PostgreSQL's units. */
+  private static final String LOCK_TIMEOUT = postgresDuration(SchemaMigrator.DEFAULT_LOCK_TIMEOUT);
 
   /** One versioned migration, its SQL as shipped (placeholders unfilled). */
   public record Migration(MigrationVersion version, String fileName, String sql) {}
@@ -83,16 +87,25 @@ public final class SchemaScript {
         -- Apply each migration once, in order, each in its own transaction, then keep the table
         -- current with `schema-sql --after-version N`. A table created this way has no
         -- outbox-relay schema history, so run the connector with schema.migrate.on.start=false
-        -- and do not use `outbox-relay-cli migrate` on it.
-        """);
+        -- and do not use `outbox-relay-cli migrate` on it. Each migration waits at most %s
+        -- for a lock (SET LOCAL, so inside its transaction only), as `migrate` does: a long
+        -- transaction on the table cannot make the application's inserts queue behind it. One
+        -- that gives up (SQLState 55P03) changed nothing: run it again.
+        """
+            .formatted(LOCK_TIMEOUT));
     for (Migration migration : selected) {
       out.append('\n').append(RULE).append('\n');
       out.append("-- ").append(migration.fileName()).append('\n');
       out.append(RULE).append('\n');
+      out.append("SET LOCAL lock_timeout = '").append(LOCK_TIMEOUT).append("';\n");
       String sql = fill(migration.sql(), values, migration.fileName());
       out.append(sql.stripTrailing()).append('\n');
     }
     return out.toString();
+  }
+
+  private static String postgresDuration(Duration d) {
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
   }
 
   private static String describe(List<Migration> selected, MigrationVersion afterVersion) {
