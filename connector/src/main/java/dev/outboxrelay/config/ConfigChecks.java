@@ -76,6 +76,8 @@ final class ConfigChecks {
     producerAcksAll(raw, problems);
     exactlyOnceErrorTolerance(parsed, raw, problems);
     exactlyOnceWithoutFilters(parsed, raw, problems);
+    exactlyOnceOffsetsInOneStore(parsed, raw, problems);
+    keyConverterWritesText(raw, problems);
     return problems;
   }
 
@@ -427,6 +429,83 @@ final class ConfigChecks {
                     + ": a later record's committed offset covers a dropped record's row, and a"
                     + " recovery would record that row PUBLISHED although it never reached Kafka;"
                     + " leave such rows out of the outbox instead"));
+      }
+    }
+  }
+
+  /** Connect's settings that give a connector offsets of its own, beside the worker's. */
+  static final List<String> SEPARATE_OFFSETS_SETTINGS =
+      List.of("offsets.storage.topic", "producer.override.bootstrap.servers");
+
+  /**
+   * Exactly once, neither an offsets topic of the connector's own nor a producer on another Kafka
+   * cluster (which gets one by default). With either, Connect keeps the offsets in two stores: the
+   * connector's, written in the records' transaction, and a copy in the worker's topic, written
+   * outside it as soon as the first write is acknowledged, before the commit; a read falls back to
+   * the copy for a partition the connector's store has no offset of. A first transaction of a
+   * bucket that aborted would leave its offset in the copy, and a recovery would record that
+   * batch's rows PUBLISHED although they never reached Kafka.
+   */
+  private static void exactlyOnceOffsetsInOneStore(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (!exactlyOnce(parsed)) {
+      return;
+    }
+    for (String key : SEPARATE_OFFSETS_SETTINGS) {
+      if (raw.get(key) instanceof String value && !value.isBlank()) {
+        out.add(
+            new Problem(
+                key,
+                key
+                    + " must not be set with "
+                    + DELIVERY_GUARANTEE_CONFIG
+                    + "="
+                    + EXACTLY_ONCE
+                    + ": it gives the connector offsets of its own, and Connect copies them to the"
+                    + " worker's offsets topic outside the records' transaction, where an aborted"
+                    + " transaction's offset stays and a recovery would read it; remove the"
+                    + " setting (the worker's offsets topic, on the worker's cluster)"));
+      }
+    }
+  }
+
+  /** Connect's per-connector key converter. */
+  static final String CONNECT_KEY_CONVERTER = "key.converter";
+
+  /** Kafka's converters that cannot write a string key (each writes its own type only). */
+  static final List<String> NON_TEXT_KEY_CONVERTERS =
+      List.of(
+          BYTE_ARRAY_CONVERTER,
+          "org.apache.kafka.connect.converters.LongConverter",
+          "org.apache.kafka.connect.converters.IntegerConverter",
+          "org.apache.kafka.connect.converters.ShortConverter",
+          "org.apache.kafka.connect.converters.DoubleConverter",
+          "org.apache.kafka.connect.converters.FloatConverter",
+          "org.apache.kafka.connect.converters.BooleanConverter");
+
+  /**
+   * The record key is the aggregate id as a string. A converter that writes another type only would
+   * fail every record in Connect's conversion, after the claim (with errors.tolerance=all, every
+   * row would be retried until EXHAUSTED). A transform may cast the key (Cast$Key), so with
+   * transforms listed it is not judged; a converter set only on the worker is not seen here.
+   */
+  private static void keyConverterWritesText(Map<String, ?> raw, List<Problem> out) {
+    String name = pluginName(raw.get(CONNECT_KEY_CONVERTER));
+    if (name == null || transformed(raw)) {
+      return;
+    }
+    for (String converter : NON_TEXT_KEY_CONVERTERS) {
+      if (isPlugin(name, converter)) {
+        out.add(
+            new Problem(
+                CONNECT_KEY_CONVERTER,
+                CONNECT_KEY_CONVERTER
+                    + "="
+                    + name
+                    + " cannot write the record key, the aggregate id as a string: every record"
+                    + " would fail in Connect's conversion; use StringConverter (the aggregate id's"
+                    + " text) or JsonConverter"));
+        return;
       }
     }
   }

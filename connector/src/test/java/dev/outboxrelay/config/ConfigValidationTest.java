@@ -446,6 +446,68 @@ class ConfigValidationTest {
         errors.toString());
   }
 
+  /** The key is the aggregate id as a string: a converter of another type fails every record. */
+  @Test
+  void aKeyConverterThatCannotWriteTextIsAnErrorOnTheKeyConverter() {
+    Map<String, String> props = offline();
+    props.put("key.converter", ConfigChecks.BYTE_ARRAY_CONVERTER);
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(Set.of("connection.url", "key.converter"), errors.keySet());
+    assertTrue(
+        errors
+            .get("key.converter")
+            .get(0)
+            .startsWith(
+                "key.converter=org.apache.kafka.connect.converters.ByteArrayConverter cannot"
+                    + " write the record key"),
+        errors.toString());
+
+    props.put("key.converter", "Long"); // Connect's alias of LongConverter
+    assertEquals(Set.of("connection.url", "key.converter"), errors(props).keySet());
+
+    props.put("transforms", "cast"); // a transform may cast the key
+    props.put("transforms.cast.type", "org.apache.kafka.connect.transforms.Cast$Key");
+    props.put("transforms.cast.spec", "int64");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+
+    props.remove("transforms");
+    props.put("key.converter", ConfigChecks.STRING_CONVERTER);
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+  }
+
+  /**
+   * Exactly once, offsets in one store: with a connector's own offsets topic, Connect copies each
+   * offset to the worker's topic outside the transaction, where a recovery could read an aborted
+   * one.
+   */
+  @Test
+  void separateOffsetsAreAnErrorInExactlyOnceModeOnly() {
+    Map<String, String> props = offline();
+    props.put("offsets.storage.topic", "orders-relay-offsets");
+    props.put("producer.override.bootstrap.servers", "other-cluster:9092");
+    assertEquals(
+        Set.of("connection.url"), errors(props).keySet(), "at least once: no offsets read");
+
+    props.put("delivery.guarantee", "exactly-once");
+    props.put("exactly.once.support", "required");
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(
+        Set.of("connection.url", "offsets.storage.topic", "producer.override.bootstrap.servers"),
+        errors.keySet());
+    assertTrue(
+        errors
+            .get("offsets.storage.topic")
+            .get(0)
+            .startsWith(
+                "offsets.storage.topic must not be set with delivery.guarantee=exactly-once: it"
+                    + " gives the connector offsets of its own"),
+        errors.toString());
+
+    props.remove("offsets.storage.topic");
+    props.remove("producer.override.bootstrap.servers");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+  }
+
   // Live: table
 
   @Test
