@@ -426,6 +426,7 @@ public final class ConfigValidation {
           Set<String> present = presentColumns(pool, table);
           checkColumns(table, missingColumns(present));
           checkMappedColumns(present);
+          checkMessageIdNotNull(pool, table, present);
           checkReplicaIdentity(pool, table);
           checkInvalidIndexes(pool, table);
           checkPrivileges(pool, table);
@@ -773,6 +774,45 @@ public final class ConfigValidation {
                     + " names a column that "
                     + OUTBOX_TABLE_CONFIG
                     + " does not have");
+          }
+        }
+      }
+    }
+
+    /**
+     * A row without a message id cannot be relayed or parked (nothing names it): its claim fails,
+     * and the task with it, at every claim. The relay's own tables declare the column NOT NULL; an
+     * adopted one's may not (Debezium's table without a primary key).
+     */
+    private void checkMessageIdNotNull(
+        HikariDataSource pool, OutboxTable table, Set<String> present) throws SQLException {
+      String relayColumn = ColumnMapping.RELAY.messageId();
+      Object mapped = validValue(values, COLUMN_MESSAGE_ID_CONFIG);
+      String column = mapped == null ? relayColumn : mapped.toString();
+      if (!present.contains(column)) {
+        return; // reported as missing
+      }
+      try (Connection c = pool.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "SELECT attnotnull FROM pg_attribute WHERE attrelid = to_regclass(?)"
+                      + " AND attname = ? AND NOT attisdropped")) {
+        ps.setString(1, table.qualified());
+        ps.setString(2, column);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next() && !rs.getBoolean(1)) {
+            String key =
+                column.equals(relayColumn) ? OUTBOX_TABLE_CONFIG : COLUMN_MESSAGE_ID_CONFIG;
+            error(
+                key,
+                "the message id column "
+                    + column
+                    + " of "
+                    + OUTBOX_TABLE_CONFIG
+                    + " allows NULL: a row without a message id cannot be relayed, and its claim"
+                    + " would fail the task; declare it NOT NULL (ALTER TABLE ... ALTER COLUMN "
+                    + column
+                    + " SET NOT NULL)");
           }
         }
       }

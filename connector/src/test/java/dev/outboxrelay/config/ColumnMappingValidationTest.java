@@ -132,6 +132,29 @@ class ColumnMappingValidationTest {
     }
   }
 
+  /** A row without a message id would fail every claim of its task, with nothing to park. */
+  @Test
+  void aNullableMessageIdColumnIsReportedOnItsKey() throws Exception {
+    try (OutboxDb db = OutboxDb.fresh("config_message_id_nullable")) {
+      new DebeziumOutboxTable(db).adopt("orders");
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("ALTER TABLE outbox ALTER COLUMN id DROP NOT NULL");
+      }
+      assertEquals(
+          "the message id column id of outbox.table allows NULL: a row without a message id cannot"
+              + " be relayed, and its claim would fail the task; declare it NOT NULL (ALTER TABLE"
+              + " ... ALTER COLUMN id SET NOT NULL)",
+          only(errors(debezium(db)), "column.message.id"));
+
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("ALTER TABLE outbox ALTER COLUMN id SET NOT NULL");
+      }
+      assertEquals(Map.of(), errors(debezium(db)));
+    }
+  }
+
   @Test
   void aNotNullPayloadColumnIsAccepted() throws Exception {
     // Since schema version 9 publishing moves the row out instead of clearing its payload.
