@@ -6,6 +6,7 @@ import dev.outboxrelay.connect.PendingOutcome.Published;
 import dev.outboxrelay.connect.PendingOutcome.Released;
 import dev.outboxrelay.connect.PendingOutcome.Unconfirmed;
 import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
@@ -130,9 +131,10 @@ final class OutcomeWriter {
           unresolved);
       return;
     }
+    List<HeldLease> held = ledger.heldLeases();
     List<String> expired;
     try {
-      expired = store.expireLeases(ledger.heldLeases());
+      expired = store.expireLeases(held);
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(
           "Outcome writer closed with {} records unacknowledged by Kafka and could not end their"
@@ -147,6 +149,17 @@ final class OutcomeWriter {
           "Lease ended unacknowledged at stop: message_id={} (reason=UNRESOLVED_AT_STOP; reclaimed"
               + " alone, as an abandoned row)",
           Printable.escape(id));
+    }
+    Set<String> ended = new HashSet<>(expired);
+    for (HeldLease lease : held) {
+      if (!ended.contains(lease.messageId())) {
+        // Its lease ran out before the stop, and another task may have reclaimed it since the last
+        // renewal: its record, if Kafka has it, may then reach Kafka twice.
+        log.warn(
+            "Lease not held at stop, unacknowledged: message_id={} (reason=LEASE_NOT_HELD_AT_STOP;"
+                + " expired, or reclaimed by another task, which logs it)",
+            Printable.escape(lease.messageId()));
+      }
     }
     log.warn(
         "Outcome writer closed with {} records unacknowledged by Kafka; ended the leases of {}"

@@ -927,6 +927,36 @@ class OutboxSourceTaskTest {
   }
 
   /**
+   * A held row that another task reclaimed since the last renewal is not among the leases the stop
+   * ends: it is named at the stop (its record, if sent, may reach Kafka twice), not left as the gap
+   * between two counts.
+   */
+  @Test
+  void aRowReclaimedByAnotherTaskBeforeTheStopIsNamedAtTheStop() {
+    add("eu", "m1", "a", "{}".getBytes());
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    startTask(Map.of("lease.duration.ms", "2000", "lease.renewal.interval.ms", "1000"));
+    assertEquals(List.of("m1"), messageIds(task.poll()));
+    takenOverByAnotherOwner();
+    long mark = LogCapture.get().mark();
+
+    task.stop();
+    mockTime.sleep(30_000);
+    await().until(() -> failing.closes.get() == 1);
+
+    List<LogCapture.Event> named =
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().contains("message_id=m1")
+                        && e.message().contains("reason=LEASE_NOT_HELD_AT_STOP"));
+    assertEquals(1, named.size(), () -> LogCapture.get().matching(mark, e -> true).toString());
+    assertEquals("other", store.find("m1").orElseThrow().leaseOwner(), "the other task holds it");
+  }
+
+  /**
    * Connect stops a task only once its poll has returned: a poll waits at most a second, however
    * long the poll interval, and the next polls take the rest of the wait (an idle task still claims
    * once per interval).
