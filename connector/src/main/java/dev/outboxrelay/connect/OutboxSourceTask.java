@@ -61,6 +61,9 @@ public class OutboxSourceTask extends SourceTask {
   /** Exactly once, an acknowledgement came from the producer's thread: no transactions. */
   private volatile boolean acknowledgedOutsideATransaction;
 
+  /** Exactly once: the message id of a record a transform or predicate dropped, or null. */
+  private volatile String droppedUnderExactlyOnce;
+
   public OutboxSourceTask() {
     this(new PostgresStoreProvider(), Time.SYSTEM);
   }
@@ -305,6 +308,17 @@ public class OutboxSourceTask extends SourceTask {
     if (failure != null) {
       throw new ConnectException(failure.message());
     }
+    String dropped = droppedUnderExactlyOnce;
+    if (dropped != null) {
+      throw new ConnectException(
+          "outbox-relay: delivery.guarantee=exactly-once, but a transform or predicate dropped the"
+              + " record of message_id="
+              + Printable.escape(dropped)
+              + " (reason=DROPPED_UNDER_EXACTLY_ONCE): a later record's committed offset covers a"
+              + " dropped record's row, and a recovery after a crash would record it PUBLISHED"
+              + " unsent; remove the transform that drops records (filter in the outbox instead)."
+              + " The row itself was handled per null.metadata.policy");
+    }
     if (acknowledgedOutsideATransaction) {
       throw new ConnectException(
           "outbox-relay: delivery.guarantee=exactly-once, but this worker runs the task without"
@@ -360,6 +374,16 @@ public class OutboxSourceTask extends SourceTask {
     } catch (IllegalArgumentException e) {
       log.warn("Acknowledgement for a record without an outbox source offset ignored");
       return;
+    }
+    if (metadata == null && config.settings().exactlyOnce() && droppedUnderExactlyOnce == null) {
+      // Exactly once, errors.tolerance=all is refused: no metadata means a transform or predicate
+      // dropped the record. Its outcome is still written (closing the window in which a recovery
+      // would take the row for committed); the task fails at its next poll.
+      droppedUnderExactlyOnce = messageId;
+      log.error(
+          "Record dropped by a transform or predicate under exactly once: message_id={}"
+              + " (reason=DROPPED_UNDER_EXACTLY_ONCE); the task fails at its next poll",
+          Printable.escape(messageId));
     }
     if (!runtime.submit(runtime.handoff().outcomeOf(messageId, seq, token, metadata))) {
       metrics.lateAcks.incrementAndGet();

@@ -621,6 +621,25 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * Exactly once, no metadata means a transform or predicate dropped the record
+   * (errors.tolerance=all is refused): a later record's committed offset would cover its row. The
+   * row's outcome is still written, and the task fails at its next poll, naming the row.
+   */
+  @Test
+  void aRecordDroppedByATransformFailsTheTaskNamingItsRow() {
+    add("dropped", "agg-1", 10);
+    List<SourceRecord> records = start(Map.of()).poll();
+    assertEquals(List.of("dropped"), records.stream().map(SourceOffsets::messageId).toList());
+
+    task.commitRecord(records.get(0), null);
+    ConnectException failed = assertThrows(ConnectException.class, task::poll);
+    assertTrue(
+        failed.getMessage().contains("message_id=dropped (reason=DROPPED_UNDER_EXACTLY_ONCE)"),
+        failed.getMessage());
+    await().until(() -> store.find("dropped").orElseThrow().status() == MessageStatus.AMBIGUOUS);
+  }
+
+  /**
    * A batch's first park is written, its second fails, and Connect stops the task: the batch never
    * leaves, so the first row is FAILED without its dead-letter record. It is reported (a warning)
    * and counted as failed, not as dead-lettered, which it never was.
