@@ -293,9 +293,11 @@ final class OutcomeWriter {
           Printable.escape(messageId),
           instanceKey,
           settings.exactlyOnce() && kind == OutcomeKind.PUBLISHED
-              // Acknowledged only after its transaction committed, so the successor, which
-              // fenced this instance first, found it covered by the committed offsets.
-              ? "no duplicate: exactly once, the next owner records it from the committed offsets"
+              // Acknowledged only after its transaction committed, so a successor of this
+              // connector, which fenced this instance first, finds it covered by the committed
+              // offsets; another connector on the same key does not read them (design.md, Limits).
+              ? "no duplicate if this connector's next task took it: it records it from the"
+                  + " committed offsets; another connector relaying the same key may send it again"
               : "a duplicate in Kafka is possible");
       return;
     }
