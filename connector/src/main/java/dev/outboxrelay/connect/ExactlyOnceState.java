@@ -173,6 +173,7 @@ final class ExactlyOnceState {
     if (startRecovery == null) {
       takeEpoch();
       List<CommittedPosition> committed = committedPositions();
+      committed.forEach(this::warnIfFromAnotherHistory);
       startRecovery =
           new RecoveryPass(
               new RecoveryRequest(
@@ -372,6 +373,28 @@ final class ExactlyOnceState {
       warnEarlierKeyOrder(latest.get(id));
     }
     return new ArrayList<>(latest.values());
+  }
+
+  /**
+   * An offset of an epoch not below this instance's: every instance that committed before it took
+   * its epoch earlier (Connect fences them before it starts this one), so the offset was committed
+   * against another history of the database, restored from a dump or backup or moved, whose
+   * transaction ids will climb through its epoch; an instance that then takes that very epoch and
+   * crashes before committing the bucket would have its rows taken for committed. Said at every
+   * start until the bucket commits again (docs/design.md, Limits: reset the connector's offsets).
+   */
+  private void warnIfFromAnotherHistory(CommittedPosition p) {
+    if (p.epoch() >= epoch) {
+      log.warn(
+          "Exactly-once offset from a later epoch than this instance's: instance_key={} bucket={}"
+              + " offset_epoch={} epoch={} (reason=OFFSET_FROM_LATER_EPOCH): committed against"
+              + " another history of the database (restored or moved); stop the connector and"
+              + " reset its offsets (DELETE /connectors/<name>/offsets)",
+          Printable.escape(p.instanceKey()),
+          p.bucket(),
+          p.epoch(),
+          epoch);
+    }
   }
 
   /**

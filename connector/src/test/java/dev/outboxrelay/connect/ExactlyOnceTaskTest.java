@@ -142,6 +142,27 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * An offset whose epoch is not below the starting instance's cannot come from this database's
+   * history (a restored or moved database): it is named at the start, with the remedy.
+   */
+  @Test
+  void anOffsetOfALaterEpochThanTheInstancesIsNamedAtStart() {
+    add("a", "agg-1", 10);
+    long old = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
+    commit(a, old + 1_000_000, 7); // as the moved database's predecessor committed it
+    long mark = LogCapture.get().mark();
+
+    start().poll();
+
+    List<LogCapture.Event> said =
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=OFFSET_FROM_LATER_EPOCH"));
+    assertEquals(1, said.size(), said::toString);
+    assertTrue(said.get(0).message().contains("instance_key=eu"), said.get(0).message());
+  }
+
+  /**
    * A start recovery of many pages reads a few per poll, each poll returning no records and soon
    * (Connect stops a task only once its poll returned), and nothing is claimed before its last
    * page: a claim made earlier would take due rows ahead of rows of their aggregates still leased
