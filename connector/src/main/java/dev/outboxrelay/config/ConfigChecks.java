@@ -195,6 +195,7 @@ final class ConfigChecks {
   static final String STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter";
   static final String BYTE_ARRAY_CONVERTER =
       "org.apache.kafka.connect.converters.ByteArrayConverter";
+  static final String JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter";
 
   /**
    * The payload format the connector's own value converter writes. StringConverter writes any other
@@ -238,7 +239,7 @@ final class ConfigChecks {
   }
 
   /** A plugin setting's class name, given as a class or as text; null when not set. */
-  private static String pluginName(Object setting) {
+  static String pluginName(Object setting) {
     return setting instanceof Class<?> type
         ? type.getName()
         : setting instanceof String text ? text.trim() : null;

@@ -4,6 +4,7 @@ import dev.outboxrelay.mapping.InferredSchema;
 import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.mapping.ValueConverterKind;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.postgres.ColumnMapping;
@@ -302,12 +303,16 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " published (reason PAYLOAD_TOO_LARGE), and a claim does not read its payload: only"
           + " its size leaves the database (a jsonb or text payload's as UTF-8 text), so oversized"
           + " rows cannot fill a worker's heap. The default leaves room for the key, headers"
-          + " and batch overhead under the producer's default max.request.size (1048576). Besides,"
-          + " a row whose whole record would exceed the producer's max.request.size or its"
-          + " buffer.memory, which it refuses alike (read from producer.override.max.request.size"
-          + " and producer.override.buffer.memory, else Kafka's defaults), is never published"
-          + " (reason RECORD_TOO_LARGE), so a row near the limit is parked instead of failing the"
-          + " task. Keep it within the topic's max.message.bytes too.";
+          + " and batch overhead under the producer's default max.request.size (1048576), but not"
+          + " for JsonConverter's base64 (a third more): with it keep this under three quarters of"
+          + " max.request.size. Besides, a row whose whole record would exceed the producer's"
+          + " max.request.size or its buffer.memory, which it refuses alike (read from"
+          + " producer.override.max.request.size and producer.override.buffer.memory, else Kafka's"
+          + " defaults), is never published (reason RECORD_TOO_LARGE), so a row near the limit is"
+          + " parked instead of failing the task; the payload is counted as the connector's own"
+          + " value.converter writes it where that is JsonConverter (bytes as base64, a string"
+          + " with its escapes, with schemas in an envelope; one set only on the worker is not"
+          + " seen). Keep it within the topic's max.message.bytes too.";
 
   /** The producer setting the record-size check follows, as a connector override. */
   static final String PRODUCER_MAX_REQUEST_SIZE = "producer.override.max.request.size";
@@ -984,6 +989,22 @@ public class OutboxSourceConfig extends AbstractConfig {
         new InferredSchema(
             columnMapping().payload(),
             choice(PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG, InferredSchema.NullMembers.class)));
+  }
+
+  /**
+   * The connector's own value converter, as far as a record's size depends on it; {@link
+   * ValueConverterKind#OTHER} when it is another or set only on the worker (not visible here).
+   * JsonConverter's schemas.enable defaults to true; a value it would refuse counts as true.
+   */
+  public ValueConverterKind valueConverter() {
+    String name = ConfigChecks.pluginName(originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER));
+    if (name == null || !ConfigChecks.isPlugin(name, ConfigChecks.JSON_CONVERTER)) {
+      return ValueConverterKind.OTHER;
+    }
+    Object schemas = originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER + ".schemas.enable");
+    return schemas != null && "false".equalsIgnoreCase(schemas.toString().trim())
+        ? ValueConverterKind.JSON
+        : ValueConverterKind.JSON_WITH_SCHEMAS;
   }
 
   /** How the relay reaches the database. */

@@ -74,6 +74,7 @@ final class TaskSettingsFactory {
         config.deadLetterTopic().orElse(null),
         config.producerRecordLimit(),
         config.allowedTopics().orElse(null),
-        config.inferredSchema().orElse(null));
+        config.inferredSchema().orElse(null),
+        config.valueConverter());
   }
 }

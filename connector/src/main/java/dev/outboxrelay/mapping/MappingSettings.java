@@ -22,6 +22,7 @@ import java.util.regex.Pattern;
  *     topic. Others are unpublishable ({@link UnpublishableReasons#TOPIC_NOT_ALLOWED})
  * @param inferredSchema format JSON: the payload sent as a struct with a schema inferred from it;
  *     null for a schemaless value
+ * @param valueConverter the connector's value converter, as far as the record's size depends on it
  */
 public record MappingSettings(
     String topicTemplate,
@@ -31,14 +32,15 @@ public record MappingSettings(
     String deadLetterTopic,
     int recordMaxBytes,
     Pattern allowedTopics,
-    InferredSchema inferredSchema) {
+    InferredSchema inferredSchema,
+    ValueConverterKind valueConverter) {
 
   /** Kafka's default {@code max.request.size}. */
   public static final int DEFAULT_RECORD_MAX_BYTES = 1_048_576;
 
   /**
-   * With the producer's default request size, any routable topic allowed and schemaless JSON; the
-   * {@code with…} methods set the rest.
+   * With the producer's default request size, any routable topic allowed, schemaless JSON and no
+   * converter known; the {@code with…} methods set the rest.
    */
   public MappingSettings(
       String topicTemplate,
@@ -54,13 +56,15 @@ public record MappingSettings(
         deadLetterTopic,
         DEFAULT_RECORD_MAX_BYTES,
         null,
-        null);
+        null,
+        ValueConverterKind.OTHER);
   }
 
   public MappingSettings {
     TopicRouter.requireValidTemplate(topicTemplate);
     Objects.requireNonNull(convention, "convention");
     Objects.requireNonNull(payloadFormat, "payloadFormat");
+    Objects.requireNonNull(valueConverter, "valueConverter");
     if (payloadMaxBytes < 1) {
       throw new IllegalArgumentException("payload max bytes must be at least 1");
     }
@@ -89,7 +93,8 @@ public record MappingSettings(
         deadLetterTopic,
         recordMaxBytes,
         allowedTopics,
-        inferredSchema);
+        inferredSchema,
+        valueConverter);
   }
 
   /** These settings with the topics a row may be routed to (null: any routable topic). */
@@ -102,7 +107,8 @@ public record MappingSettings(
         deadLetterTopic,
         recordMaxBytes,
         allowedTopics,
-        inferredSchema);
+        inferredSchema,
+        valueConverter);
   }
 
   /** These settings with a schema inferred for JSON payloads (null: schemaless values). */
@@ -115,7 +121,22 @@ public record MappingSettings(
         deadLetterTopic,
         recordMaxBytes,
         allowedTopics,
-        inferredSchema);
+        inferredSchema,
+        valueConverter);
+  }
+
+  /** These settings with the connector's value converter. */
+  public MappingSettings withValueConverter(ValueConverterKind valueConverter) {
+    return new MappingSettings(
+        topicTemplate,
+        convention,
+        payloadFormat,
+        payloadMaxBytes,
+        deadLetterTopic,
+        recordMaxBytes,
+        allowedTopics,
+        inferredSchema,
+        valueConverter);
   }
 
   /**

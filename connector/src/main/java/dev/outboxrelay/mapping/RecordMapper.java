@@ -158,6 +158,9 @@ public final class RecordMapper {
     rowHeaders.forEach(headers::addString);
     SourceRecord record = record(row, topic.get(), valueSchema, value, headers);
     long size = RecordSize.upperBound(record, row.payload()) + filledBytes;
+    size +=
+        JsonConverterSize.growth(
+            settings.valueConverter(), record, row.payload(), settings.recordMaxBytes() - size);
     if (valueSchema == null && value != null) { // schemaless JSON, written back by the converter
       size += RecordSize.jsonGrowth(value, row.payload().length, settings.recordMaxBytes() - size);
     } else if (settings.inferredSchema() != null && value != null) {

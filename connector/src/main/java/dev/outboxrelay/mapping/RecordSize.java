@@ -17,7 +17,8 @@ import org.apache.kafka.connect.source.SourceRecord;
  * <p>The estimate follows the producer's own upper bound (a batch of one record with every varint
  * at its widest, uncompressed), with the key and string headers as UTF-8 and the value as the
  * payload bytes: exact for the byte-array and string converters. A schemaless JSON value is written
- * back by JsonConverter, which can write more than the payload held ({@link #jsonGrowth}).
+ * back by JsonConverter, which can write more than the payload held ({@link #jsonGrowth}); so does
+ * JsonConverter with every value ({@link JsonConverterSize}).
  */
 final class RecordSize {
   /** Kafka's DefaultRecordBatch.RECORD_BATCH_OVERHEAD (magic v2). */

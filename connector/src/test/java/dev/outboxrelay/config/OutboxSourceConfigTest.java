@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.mapping.InferredSchema;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.mapping.ValueConverterKind;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.postgres.OutboxTable;
@@ -190,6 +191,26 @@ class OutboxSourceConfigTest {
     assertEquals(
         "payload.json.schema=inferred needs payload.format=json (it is string)", e.getMessage());
   }
+
+  /** The record-size estimate follows the connector's own value converter; schemas by default. */
+  @Test
+  void theValueConverterIsReadFromTheConnectorsOwnSetting() {
+    assertEquals(ValueConverterKind.OTHER, new OutboxSourceConfig(minimal()).valueConverter());
+    Map<String, String> props = with("value.converter", JSON_CONVERTER);
+    assertEquals(
+        ValueConverterKind.JSON_WITH_SCHEMAS, new OutboxSourceConfig(props).valueConverter());
+    props.put("value.converter.schemas.enable", " FALSE ");
+    assertEquals(ValueConverterKind.JSON, new OutboxSourceConfig(props).valueConverter());
+    props.put("value.converter", " Json");
+    assertEquals(ValueConverterKind.JSON, new OutboxSourceConfig(props).valueConverter());
+    props.put("value.converter.schemas.enable", "true");
+    assertEquals(
+        ValueConverterKind.JSON_WITH_SCHEMAS, new OutboxSourceConfig(props).valueConverter());
+    props.put("value.converter", "org.apache.kafka.connect.converters.ByteArrayConverter");
+    assertEquals(ValueConverterKind.OTHER, new OutboxSourceConfig(props).valueConverter());
+  }
+
+  private static final String JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter";
 
   /**
    * A message field may be read from its own column or one the relay does not have, never from

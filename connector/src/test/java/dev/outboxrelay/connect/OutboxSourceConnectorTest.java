@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.mapping.ValueConverterKind;
 import dev.outboxrelay.testing.LogCapture;
 import java.util.HashMap;
 import java.util.List;
@@ -113,5 +114,23 @@ class OutboxSourceConnectorTest {
     OutboxSourceConnector connector = new OutboxSourceConnector();
     connector.start(config(null));
     assertEquals(5, connector.taskConfigs(5).size());
+  }
+
+  /** A task's mapper sizes records by the connector's own value converter. */
+  @Test
+  void aTaskKnowsTheConnectorsValueConverter() {
+    Map<String, String> json = config(null);
+    json.put("value.converter", "org.apache.kafka.connect.json.JsonConverter");
+    json.put("value.converter.schemas.enable", "false");
+    OutboxSourceConnector connector = new OutboxSourceConnector();
+    connector.start(json);
+    assertEquals(
+        ValueConverterKind.JSON,
+        TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping().valueConverter());
+
+    connector.start(config(null));
+    assertEquals(
+        ValueConverterKind.OTHER,
+        TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping().valueConverter());
   }
 }

@@ -11,15 +11,20 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
+import java.util.stream.Stream;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.record.internal.AbstractRecords;
 import org.apache.kafka.common.record.internal.CompressionType;
 import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** A row the producer would refuse as too large is parked, never handed to Connect. */
@@ -92,15 +97,150 @@ class RecordSizeTest {
         "the estimate covers what the producer is given");
   }
 
+  static Stream<Arguments> jsonConverters() {
+    return Stream.of(PayloadFormat.BYTES, PayloadFormat.STRING)
+        .flatMap(
+            format ->
+                Stream.of(ValueConverterKind.JSON, ValueConverterKind.JSON_WITH_SCHEMAS)
+                    .map(converter -> Arguments.of(format, converter)));
+  }
+
+  /**
+   * JsonConverter writes bytes as base64 (a third more) and a string's quotes and controls as
+   * escapes, in quotes, inside an envelope with schemas (its default): a payload under
+   * payload.max.bytes that fits the request size as it is but not as written is parked, not handed
+   * to a producer that would refuse it and fail the task at every claim of the row.
+   */
+  @ParameterizedTest(name = "{0}, {1}")
+  @MethodSource("jsonConverters")
+  void aPayloadJsonConverterWritesPastTheRequestSizeIsParked(
+      PayloadFormat format, ValueConverterKind converter) {
+    byte[] payload =
+        format == PayloadFormat.BYTES
+            ? new byte[900_000]
+            : "a\"".repeat(450_000).getBytes(StandardCharsets.UTF_8);
+    ClaimedMessage row = row().payload(payload).build();
+    int maxPayload = OutboxSourceConfig.PAYLOAD_MAX_BYTES_DEFAULT;
+
+    MappingResult result =
+        converterMapper(format, converter, maxPayload, KAFKA_DEFAULT_MAX_REQUEST_SIZE).map(row);
+
+    assertEquals(
+        UnpublishableReasons.RECORD_TOO_LARGE,
+        assertInstanceOf(MappingResult.Unpublishable.class, result).reasonCode());
+    assertInstanceOf(
+        MappingResult.Mapped.class,
+        converterMapper(
+                format, ValueConverterKind.OTHER, maxPayload, KAFKA_DEFAULT_MAX_REQUEST_SIZE)
+            .map(row),
+        "written as it is, it fits");
+  }
+
+  /**
+   * The estimate covers what a JsonConverter configured as the mapping says writes, as the producer
+   * counts it: every escape (quote, backslash, short and long controls, an emoji as two), base64, a
+   * null value and the envelope. A limit just under the producer's count parks the row.
+   */
+  @ParameterizedTest(name = "{0}, {1}")
+  @MethodSource("jsonConverters")
+  void theEstimateCoversWhatJsonConverterWrites(
+      PayloadFormat format, ValueConverterKind converter) {
+    JsonConverter json = new JsonConverter();
+    boolean schemas = converter == ValueConverterKind.JSON_WITH_SCHEMAS;
+    json.configure(Map.of("schemas.enable", Boolean.toString(schemas)), false);
+    String text = "a\"\\/\b\t\n\f\r\u0001\u001f\u007f\u00e9\u20ac\uD83D\uDE00\u2028";
+    Random random = new Random(7);
+    for (int units : new int[] {-1, 0, 1, 10_000}) {
+      byte[] payload =
+          units < 0
+              ? null
+              : format == PayloadFormat.STRING
+                  ? text.repeat(units).getBytes(StandardCharsets.UTF_8)
+                  : randomBytes(random, units * 31);
+      ClaimedMessage row = row().payload(payload).headersJson("{\"h\":\"v\"}").build();
+      SourceRecord record =
+          assertInstanceOf(
+                  MappingResult.Mapped.class,
+                  converterMapper(format, converter, 1 << 20, 1 << 22).map(row))
+              .record();
+      byte[] written = json.fromConnectData("t", record.valueSchema(), record.value());
+      int producers = producerUpperBound(record, written);
+
+      long ours =
+          RecordSize.upperBound(record, payload)
+              + JsonConverterSize.growth(converter, record, payload, 0);
+
+      assertTrue(ours >= producers, () -> "units " + units + ": " + ours + " < " + producers);
+      assertEquals(
+          UnpublishableReasons.RECORD_TOO_LARGE,
+          assertInstanceOf(
+                  MappingResult.Unpublishable.class,
+                  converterMapper(format, converter, 1 << 20, producers - 1).map(row))
+              .reasonCode(),
+          () -> "units " + units);
+    }
+  }
+
+  /**
+   * Exact for what the mapper gives JsonConverter: its null, envelopes and escapes pinned to its
+   * output, so that the estimate is no looser than it must be.
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void jsonConverterSizeIsExactForTheMappersValues(boolean schemas) {
+    JsonConverter json = new JsonConverter();
+    json.configure(Map.of("schemas.enable", Boolean.toString(schemas)), false);
+    ValueConverterKind converter =
+        schemas ? ValueConverterKind.JSON_WITH_SCHEMAS : ValueConverterKind.JSON;
+    String text = "\"q\\\n\u0000\u00e9\uD83D\uDE00";
+    byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
+    byte[] object = "{\"a\":\"b\"}".getBytes(StandardCharsets.UTF_8);
+    Object[][] values = {
+      {Schema.OPTIONAL_BYTES_SCHEMA, null, null},
+      {Schema.OPTIONAL_BYTES_SCHEMA, utf8, utf8},
+      {Schema.OPTIONAL_STRING_SCHEMA, null, null},
+      {Schema.OPTIONAL_STRING_SCHEMA, text, utf8},
+      {null, Map.of("a", "b"), object}
+    };
+    for (Object[] value : values) {
+      SourceRecord record =
+          new SourceRecord(null, null, "t", null, null, "k", (Schema) value[0], value[1]);
+      byte[] payload = (byte[]) value[2];
+      byte[] written = json.fromConnectData("t", record.valueSchema(), record.value());
+      assertEquals(
+          written.length,
+          (payload == null ? 0 : payload.length)
+              + JsonConverterSize.growth(converter, record, payload, 0),
+          () -> record.valueSchema() + " " + (payload == null ? "null" : "value"));
+    }
+  }
+
+  private static byte[] randomBytes(Random random, int length) {
+    byte[] bytes = new byte[length];
+    random.nextBytes(bytes);
+    return bytes;
+  }
+
+  private static RecordMapper converterMapper(
+      PayloadFormat format, ValueConverterKind converter, int payloadMaxBytes, int recordMaxBytes) {
+    return new RecordMapper(
+        new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                format,
+                payloadMaxBytes,
+                null)
+            .withRecordMaxBytes(recordMaxBytes)
+            .withValueConverter(converter));
+  }
+
   /** A bytes value as JsonConverter writes it: base64 in quotes, exactly. */
   @Test
   void base64GrowthIsWhatJsonConverterAddsToBytes() {
     JsonConverter converter = new JsonConverter();
     converter.configure(Map.of("schemas.enable", "false"), false);
     for (int n : new int[] {0, 1, 2, 3, 4, 5, 6, 7, 100, 7_509}) {
-      byte[] written =
-          converter.fromConnectData(
-              "t", org.apache.kafka.connect.data.Schema.BYTES_SCHEMA, new byte[n]);
+      byte[] written = converter.fromConnectData("t", Schema.BYTES_SCHEMA, new byte[n]);
       assertEquals(written.length, n + RecordSize.base64Growth(n), "n=" + n);
     }
   }

@@ -1,0 +1,79 @@
+package dev.outboxrelay.mapping;
+
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.source.SourceRecord;
+
+/**
+ * What Kafka's JsonConverter writes for a record's value beyond the payload's own bytes, where the
+ * connector's value converter is known to be it: a bytes value as base64 in quotes, a string with
+ * its escapes in quotes, a null as {@code null}, and with schemas enabled each inside {@code
+ * {"schema":...,"payload":...}}. Exact for the optional bytes and string schemas the mapper gives.
+ * A schemaless JSON value's own growth is {@link RecordSize#jsonGrowth}'s; an inferred struct's
+ * schema in the envelope is not counted (see payload.json.schema).
+ */
+final class JsonConverterSize {
+  /** {@code {"schema":null,"payload":}} around a schemaless value. */
+  static final int SCHEMALESS_ENVELOPE = 26;
+
+  /** {@code {"schema":{"type":"","optional":true},"payload":}}, the type's name not counted. */
+  private static final int ENVELOPE = 49;
+
+  private static final int NULL = 4;
+
+  /** A byte JsonConverter writes as a {@code \\u00XX} escape at most: five bytes more. */
+  private static final int MAX_ESCAPE_GROWTH = 5;
+
+  private JsonConverterSize() {}
+
+  /**
+   * The bytes {@code converter} writes for {@code record}'s value beyond {@code payload}, the bytes
+   * behind it. A string's escapes are counted only when even the most they could add does not fit
+   * in {@code room} (what the record may still grow by); else 0 for them, without reading the
+   * payload.
+   */
+  static long growth(ValueConverterKind converter, SourceRecord record, byte[] payload, long room) {
+    if (converter == ValueConverterKind.OTHER) {
+      return 0;
+    }
+    boolean enveloped = converter == ValueConverterKind.JSON_WITH_SCHEMAS;
+    Schema schema = record.valueSchema();
+    if (schema == null) {
+      // Schemaless JSON; a null value is written as no value at all, a tombstone.
+      return enveloped && record.value() != null ? SCHEMALESS_ENVELOPE : 0;
+    }
+    if (schema.type() != Schema.Type.BYTES && schema.type() != Schema.Type.STRING) {
+      return 0; // an inferred struct: see above
+    }
+    long envelope = enveloped ? ENVELOPE + schema.type().getName().length() : 0;
+    if (payload == null) {
+      return envelope + NULL;
+    }
+    if (schema.type() == Schema.Type.BYTES) {
+      return envelope + RecordSize.base64Growth(payload.length);
+    }
+    return envelope + 2 + escapes(payload, room - envelope - 2);
+  }
+
+  /**
+   * What JsonConverter's escapes add to UTF-8 text (Jackson's defaults): {@code "} and {@code \}
+   * and the controls with a short escape one byte each, other controls five ({@code \\u0001}), a
+   * character outside the Basic Multilingual Plane eight (two {@code \\u} escapes for its four
+   * bytes).
+   */
+  private static long escapes(byte[] text, long room) {
+    if ((long) MAX_ESCAPE_GROWTH * text.length <= room) {
+      return 0;
+    }
+    long added = 0;
+    for (byte b : text) {
+      if (b == '"' || b == '\\' || b == '\b' || b == '\t' || b == '\n' || b == '\f' || b == '\r') {
+        added += 1;
+      } else if (b >= 0 && b < 0x20) {
+        added += MAX_ESCAPE_GROWTH;
+      } else if ((b & 0xF8) == 0xF0) {
+        added += 8;
+      }
+    }
+    return added;
+  }
+}
