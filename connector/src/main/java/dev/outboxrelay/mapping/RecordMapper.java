@@ -216,7 +216,7 @@ public final class RecordMapper {
       headers.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
       SourceRecord withHeaders =
           record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, headers);
-      if (RecordSize.upperBound(withHeaders, null) <= settings.recordMaxBytes()) {
+      if (deadLetterSize(withHeaders, null) <= settings.recordMaxBytes()) {
         return withHeaders;
       }
     }
@@ -226,7 +226,7 @@ public final class RecordMapper {
     bare.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
     SourceRecord withoutPayload =
         record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, bare);
-    if (RecordSize.upperBound(withoutPayload, null) <= settings.recordMaxBytes()) {
+    if (deadLetterSize(withoutPayload, null) <= settings.recordMaxBytes()) {
       return withoutPayload;
     }
     // Still too large: an event type, aggregate type or correlation id of the row's own making
@@ -243,7 +243,7 @@ public final class RecordMapper {
     minimal.addString(OutboxHeaders.HEADERS_OMITTED, "true");
     SourceRecord bareOfHeaders =
         record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, minimal);
-    if (RecordSize.upperBound(bareOfHeaders, null) <= settings.recordMaxBytes()) {
+    if (deadLetterSize(bareOfHeaders, null) <= settings.recordMaxBytes()) {
       return bareOfHeaders;
     }
     // The key itself, an aggregate id of the row's own making (the table bounds none): no key.
@@ -259,16 +259,23 @@ public final class RecordMapper {
   }
 
   /**
-   * A dead-letter record's size bound. With format JSON the connector's converter may write the
-   * payload's bytes as base64 in quotes, a third more: JsonConverter (the only one of Kafka's that
-   * writes a schemaless value) always, and with an inferred schema JsonConverter with schemas or a
-   * JSON Schema converter. Avro and Protobuf write bytes as they are, but the connector cannot tell
-   * which converter it has: judged as base64, a dead letter near the limit goes without its payload
-   * ({@link OutboxHeaders#PAYLOAD_OMITTED}; the row keeps it), where judged as raw bytes it failed
-   * the task at every claim.
+   * A dead-letter record's size bound, {@code payload} the bytes behind its value (null for none).
+   * With the connector's value converter known to be JsonConverter, as it writes the value ({@link
+   * JsonConverterSize}: base64, a string's escapes, a null, its envelope). Else, with format JSON,
+   * the payload's bytes as base64 in quotes, a third more: JsonConverter (the only one of Kafka's
+   * that writes a schemaless value) always, and with an inferred schema JsonConverter with schemas
+   * or a JSON Schema converter. Avro and Protobuf write bytes as they are, but a converter set only
+   * on the worker is not seen: judged as base64, a dead letter near the limit goes without its
+   * payload ({@link OutboxHeaders#PAYLOAD_OMITTED}; the row keeps it), where judged as raw bytes it
+   * failed the task at every claim.
    */
   private long deadLetterSize(SourceRecord record, byte[] payload) {
     long size = RecordSize.upperBound(record, payload);
+    if (settings.valueConverter() != ValueConverterKind.OTHER) {
+      return size
+          + JsonConverterSize.growth(
+              settings.valueConverter(), record, payload, settings.recordMaxBytes() - size);
+    }
     if (payload != null && settings.payloadFormat() == PayloadFormat.JSON) {
       size += RecordSize.base64Growth(payload.length);
     }

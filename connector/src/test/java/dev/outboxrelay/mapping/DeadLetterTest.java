@@ -13,6 +13,7 @@ import dev.outboxrelay.mapping.InferredSchema.NullMembers;
 import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.Lease;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.connect.data.Schema;
@@ -22,6 +23,7 @@ import org.apache.kafka.connect.storage.StringConverter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class DeadLetterTest {
@@ -304,6 +306,49 @@ class DeadLetterTest {
     assertTrue(base64.length > 9_000, "as base64 the payload alone is over the limit");
     assertNull(record.value());
     assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
+  }
+
+  /**
+   * With JsonConverter set on the connector, a dead letter is counted as it writes the value: bytes
+   * as base64, a string with its escapes, a left-out payload as null, in its envelope with schemas.
+   * Payloads and event types across the limit: what the producer is given always fits, where
+   * counted as raw bytes a payload over about three quarters of the limit (or, with schemas, a dead
+   * letter without one just under it) failed the task at every claim of the row.
+   */
+  @ParameterizedTest(name = "{0}, {1}")
+  @MethodSource("dev.outboxrelay.mapping.RecordSizeTest#jsonConverters")
+  void withJsonConverterADeadLetterIsCountedAsItIsWritten(
+      PayloadFormat format, ValueConverterKind converter) {
+    int limit = 3_000;
+    // Debezium's two headers: less margin in the varints than the relay's four
+    RecordMapper mapper =
+        new RecordMapper(
+            new MappingSettings(
+                    RoutingConvention.DEBEZIUM.defaultTopicTemplate(),
+                    RoutingConvention.DEBEZIUM,
+                    format,
+                    10_000,
+                    DLQ)
+                .withRecordMaxBytes(limit)
+                .withValueConverter(converter));
+    JsonConverter json = new JsonConverter();
+    json.configure(
+        Map.of(
+            "schemas.enable", Boolean.toString(converter == ValueConverterKind.JSON_WITH_SCHEMAS)),
+        false);
+    List<ClaimedMessage> rows = new ArrayList<>();
+    for (int n = limit / 3; n <= limit; n += 3) {
+      rows.add(row().payload("\"".repeat(n)).build());
+    }
+    for (int n = limit - 400; n <= limit; n++) {
+      rows.add(row().payload("p").eventType("E".repeat(n)).build());
+    }
+    for (ClaimedMessage row : rows) {
+      SourceRecord record = mapper.deadLetter(row, "TOPIC_NOT_ALLOWED");
+      byte[] written = json.fromConnectData(DLQ, record.valueSchema(), record.value());
+      int size = RecordSizeTest.producerUpperBound(record, written);
+      assertTrue(size <= limit, () -> size + " bytes, over " + limit);
+    }
   }
 
   @Test

@@ -47,7 +47,7 @@ class RecordSizeTest {
   }
 
   /** What the producer itself computes and checks against max.request.size. */
-  private static int producerUpperBound(SourceRecord record, byte[] payload) {
+  static int producerUpperBound(SourceRecord record, byte[] payload) {
     List<org.apache.kafka.common.header.Header> headers = new ArrayList<>();
     for (Header h : record.headers()) {
       headers.add(
@@ -56,7 +56,7 @@ class RecordSizeTest {
     return AbstractRecords.estimateSizeInBytesUpperBound(
         RecordBatch.CURRENT_MAGIC_VALUE,
         CompressionType.NONE,
-        record.key().toString().getBytes(StandardCharsets.UTF_8),
+        record.key() == null ? null : record.key().toString().getBytes(StandardCharsets.UTF_8),
         payload,
         headers.toArray(new org.apache.kafka.common.header.Header[0]));
   }
