@@ -94,7 +94,8 @@ final class JsonSchemaInference {
    * The payload's schema and value; null for the JSON literal {@code null}, a tombstone as in
    * schemaless JSON.
    *
-   * @throws JsonValues.MalformedJson if the payload is not exactly one JSON value
+   * @throws JsonValues.MalformedJson if the payload is not exactly one JSON value, or a string or
+   *     member name holds a surrogate without its pair
    * @throws JsonValues.UnrepresentableNumber if a number has no exact int32, int64 or float64
    * @throws Uninferable if the value is not an object, or no schema holds all of it
    * @throws TooLarge if the filled-in value would exceed the record limit
@@ -182,7 +183,7 @@ final class JsonSchemaInference {
 
   /** {@code depth}: the schema's nesting so far, as JsonConverter writes it. */
   private Shape shapeOf(String name, JsonNode node, int depth, Growth growth)
-      throws JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
+      throws JsonValues.MalformedJson, JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
     if (depth > MAX_SCHEMA_DEPTH) {
       throw new Uninferable();
     }
@@ -190,6 +191,7 @@ final class JsonSchemaInference {
       case OBJECT:
         StructShape struct = new StructShape(name);
         for (Map.Entry<String, JsonNode> member : node.properties()) {
+          requireEncodable(member.getKey());
           JsonNode value = member.getValue();
           // Only structs carry their names into the schema (an array passes its own on).
           String memberPath =
@@ -200,6 +202,7 @@ final class JsonSchemaInference {
       case ARRAY:
         return arrayShape(name, node, depth + 1, growth);
       case STRING:
+        requireEncodable(node.textValue());
         return new Leaf(Schema.OPTIONAL_STRING_SCHEMA, false);
       case BOOLEAN:
         return new Leaf(Schema.OPTIONAL_BOOLEAN_SCHEMA, false);
@@ -210,6 +213,17 @@ final class JsonSchemaInference {
       default:
         // Binary, POJO or missing nodes never come out of parsing text.
         throw new IllegalStateException("unexpected JSON node type " + node.getNodeType());
+    }
+  }
+
+  /**
+   * Avro's and Protobuf's UTF-8 encoders write '?' for a surrogate without its pair: the row would
+   * be published with other text. Parked as invalid JSON, as an encoded surrogate in the payload's
+   * UTF-8 is. (A schemaless value keeps it: JsonConverter writes it back as the same escape.)
+   */
+  private static void requireEncodable(String text) throws JsonValues.MalformedJson {
+    if (!StrictUtf8.isEncodable(text)) {
+      throw new JsonValues.MalformedJson();
     }
   }
 
@@ -234,7 +248,7 @@ final class JsonSchemaInference {
 
   /** Objects are named by the array's path, arrays by none (as Debezium names them). */
   private ArrayShape arrayShape(String arrayName, JsonNode array, int depth, Growth growth)
-      throws JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
+      throws JsonValues.MalformedJson, JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
     ArrayShape shape = new ArrayShape();
     List<Shape> typed = new ArrayList<>();
     for (JsonNode element : array) {

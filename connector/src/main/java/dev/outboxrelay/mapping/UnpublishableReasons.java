@@ -17,7 +17,9 @@ public final class UnpublishableReasons {
   /**
    * Format JSON, and the payload is not exactly one JSON value (empty, malformed, invalid UTF-8
    * such as an overlong form or an encoded surrogate, trailing content, or an object with a
-   * duplicate member name, which consumers would read differently).
+   * duplicate member name, which consumers would read differently); or, with an inferred schema, a
+   * string or member name holds a surrogate without its pair (an escape such as {@code \\ud83d}
+   * alone), which Avro's and Protobuf's encoders would write as '?'.
    */
   public static final String PAYLOAD_INVALID_JSON = "PAYLOAD_INVALID_JSON";
 

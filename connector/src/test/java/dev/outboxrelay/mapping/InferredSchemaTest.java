@@ -403,6 +403,35 @@ class InferredSchemaTest {
     assertEquals(UnpublishableReasons.PAYLOAD_INVALID_JSON, parkedFor("{\"a\":1} trailing"));
   }
 
+  /**
+   * A JSON escape of a surrogate without its pair ({@code \\ud83d}) is no character: Avro's and
+   * Protobuf's UTF-8 encoders write '?' in its place, and the row was recorded published with other
+   * text. Parked as invalid JSON, as an encoded surrogate in the payload's UTF-8 is; in a member's
+   * name too, at any depth.
+   */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "{\"m\":\"\\ud83d\"}",
+        "{\"m\":\"a\\uDE00b\"}",
+        "{\"m\":\"\\ude00\\ud83d\"}",
+        "{\"m\":\"\\ud83d\uD83D\uDE00\"}",
+        "{\"m\":[\"x\",\"\\ud83d\"]}",
+        "{\"\\ud83d\":1}",
+        "{\"o\":[{\"p\":{\"\\udfff\":\"x\"}}]}"
+      })
+  void aSurrogateWithoutItsPairIsParkedAsInvalidJson(String payload) {
+    assertEquals(UnpublishableReasons.PAYLOAD_INVALID_JSON, parkedFor(payload), () -> payload);
+  }
+
+  /** A pair written as two escapes is one character, kept as it is. */
+  @Test
+  void anEscapedSurrogatePairIsOneCharacter() {
+    Struct value = inferred("{\"m\":\"\\ud83d\\ude00\",\"\\uD83D\\uDE00\":1}");
+    assertEquals("\uD83D\uDE00", value.getString("m"));
+    assertEquals(1, value.getInt32("\uD83D\uDE00"));
+  }
+
   @Test
   void aSchemaIsInferredForFormatJsonOnly() {
     InferredSchema inferred = new InferredSchema("payload", NullMembers.IGNORE);

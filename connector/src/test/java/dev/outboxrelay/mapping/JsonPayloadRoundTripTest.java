@@ -13,6 +13,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import dev.outboxrelay.mapping.MappingResult.Mapped;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -117,6 +118,20 @@ class JsonPayloadRoundTripTest {
     assertEquals("s", array.get(1));
     assertNull(array.get(2));
     assertEquals(Map.of("k", false), value.get("m"));
+  }
+
+  /**
+   * Schemaless, a surrogate without its pair is kept: JsonConverter writes it back as the same
+   * escape, where Avro and Protobuf (an inferred schema) would write '?'.
+   */
+  @Test
+  void aSurrogateWithoutItsPairIsWrittenBackAsItsEscape() throws IOException {
+    String payload = "{\"\\ud83d\":\"a\\uDE00\"}";
+    assertSameJsonAfterConverter(payload);
+    SourceRecord record = map(payload);
+    byte[] written =
+        converter.fromConnectData(record.topic(), record.valueSchema(), record.value());
+    assertEquals("{\"\\uD83D\":\"a\\uDE00\"}", new String(written, StandardCharsets.UTF_8));
   }
 
   @Test
