@@ -17,7 +17,9 @@ import org.slf4j.LoggerFactory;
  * Renews the leases of records still waiting for Kafka, so a broker outage does not hand them to
  * another task. A lease the renewal finds lost is a lost claim: reported once, and its in-flight
  * slot is freed. Runs on the outcome loop's thread, so it never races an outcome write of the same
- * row.
+ * row. Its times are the monotonic clock's ({@link Time#hiResClockMs()}): on the wall clock, one
+ * stepped back (an NTP correction, a VM resumed) held every renewal back for as long, and the
+ * worker's leases all ran out, their rows reclaimed and sent again by other tasks.
  */
 final class LeaseRenewer {
   private static final Logger log = LoggerFactory.getLogger(LeaseRenewer.class);
@@ -62,14 +64,14 @@ final class LeaseRenewer {
     this.time = time;
     this.health = health;
     this.pollWake = pollWake;
-    this.lastPollMs = time.milliseconds();
-    this.lastAcknowledgementMs = time.milliseconds();
-    this.nextRenewalMs = time.milliseconds() + settings.leaseRenewalInterval().toMillis();
+    this.lastPollMs = time.hiResClockMs();
+    this.lastAcknowledgementMs = time.hiResClockMs();
+    this.nextRenewalMs = time.hiResClockMs() + settings.leaseRenewalInterval().toMillis();
   }
 
   /** The task thread calls this on every poll: renewal is a promise that the task is alive. */
   void taskPolled() {
-    lastPollMs = time.milliseconds();
+    lastPollMs = time.hiResClockMs();
     polling = true;
     taskThread = Thread.currentThread();
   }
@@ -80,7 +82,7 @@ final class LeaseRenewer {
    * alive, and its rows waiting for Kafka must not expire meanwhile.
    */
   void pollReturned() {
-    lastPollMs = time.milliseconds();
+    lastPollMs = time.hiResClockMs();
     polling = false;
   }
 
@@ -90,7 +92,7 @@ final class LeaseRenewer {
    * that these acknowledgements are draining, not hung.
    */
   void acknowledged() {
-    lastAcknowledgementMs = time.milliseconds();
+    lastAcknowledgementMs = time.hiResClockMs();
   }
 
   /**
@@ -111,7 +113,7 @@ final class LeaseRenewer {
 
   /** Milliseconds until the next renewal is due (0 when due now). */
   long millisUntilDue() {
-    return Math.max(0, nextRenewalMs - time.milliseconds());
+    return Math.max(0, nextRenewalMs - time.hiResClockMs());
   }
 
   void renewIfDue() {
@@ -127,10 +129,11 @@ final class LeaseRenewer {
    * caller to report should the write never be retried again (abandoned at a stop).
    */
   Set<String> renewIfDue(Set<String> undecided) {
-    if (time.milliseconds() < nextRenewalMs) {
+    long now = time.hiResClockMs();
+    if (now < nextRenewalMs) {
       return Set.of();
     }
-    nextRenewalMs = time.milliseconds() + settings.leaseRenewalInterval().toMillis();
+    nextRenewalMs = now + settings.leaseRenewalInterval().toMillis();
     if (stopping && settings.exactlyOnce()) {
       return Set.of();
     }
@@ -157,7 +160,7 @@ final class LeaseRenewer {
       }
       // Look again soon: renew as soon as the thread is back, not a whole interval later.
       nextRenewalMs =
-          time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
+          time.hiResClockMs() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
       return Set.of();
     }
     if (stallReported) {
@@ -191,7 +194,7 @@ final class LeaseRenewer {
           e.sqlState());
       // Try again soon rather than a whole interval later.
       nextRenewalMs =
-          time.milliseconds() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
+          time.hiResClockMs() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
       return Set.of();
     }
   }
@@ -226,7 +229,7 @@ final class LeaseRenewer {
   }
 
   private boolean isUnresponsive() {
-    long now = time.milliseconds();
+    long now = time.hiResClockMs();
     long halfLease = settings.leaseDuration().toMillis() / 2;
     // A stopping task polls no more; its grace is bounded and its records may still be sent.
     if (stopping

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
@@ -17,13 +18,12 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 
 class LeaseRenewerTest {
   private final RuntimeFixture f =
       new RuntimeFixture(Map.of("lease.duration.ms", "8000", "lease.renewal.interval.ms", "2000"));
-  private final MockTime time = new MockTime();
+  private final SteppableTime time = new SteppableTime();
   private final OutboxSourceTaskTest.FailingStore store =
       new OutboxSourceTaskTest.FailingStore(f.store);
   private final StoreHealth health = new StoreHealth(f.metrics, time);
@@ -49,6 +49,43 @@ class LeaseRenewerTest {
     renewer.renewIfDue();
     assertEquals(claimed.plusSeconds(1), expiry("m1"), "a lease from the store's now");
     assertEquals(0, f.metrics.claimLost.get());
+  }
+
+  /**
+   * A wall clock stepped back (an NTP correction, a VM resumed) does not hold the renewals back: on
+   * it, none ran until it had caught up again, and with a step longer than the lease less the
+   * renewal interval every lease of the worker ran out, its rows reclaimed and sent again by other
+   * tasks.
+   */
+  @Test
+  void aWallClockSteppedBackDoesNotHoldTheRenewalsBack() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    f.clock.advance(Duration.ofSeconds(2));
+    time.stepWallClock(Duration.ofHours(-1));
+    time.sleep(2000); // a renewal interval, by the monotonic clock
+
+    renewer.renewIfDue();
+    assertEquals(1, store.renewCalls.get(), "renewed when due");
+    assertEquals(claimed.plusSeconds(2), expiry("m1"));
+    assertEquals(2000, renewer.millisUntilDue(), "the next one an interval later");
+  }
+
+  /** Nor does one stepped forward make a task that polls look hung, its leases left to run out. */
+  @Test
+  void aWallClockSteppedForwardDoesNotMakeAPollingTaskLookHung() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    renewer.taskPolled();
+    renewer.pollReturned();
+    f.clock.advance(Duration.ofSeconds(2));
+    time.stepWallClock(Duration.ofHours(1));
+    time.sleep(2000);
+
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(2), expiry("m1"), "renewed: the task polled 2 s ago");
   }
 
   @Test
