@@ -144,14 +144,16 @@ final class OutcomeLoop {
    * milliseconds from landing after stop() returned, when the task's successor may already have
    * settled the rows (exactly once, its recovery records them PUBLISHED, and the late write would
    * report a false lost claim). A write still failing when the flush timeout ends goes on retrying
-   * through the grace, where that can still happen.
+   * through the grace, where that can still happen. Both deadlines are the monotonic clock's: on
+   * the wall clock, one stepped back meanwhile (an NTP correction) stretched them by the step, and
+   * the stop outlasted Connect's graceful shutdown timeout.
    */
   void stop(Duration flushTimeout, Duration lateAckGrace) {
-    long flushDeadline = time.milliseconds() + flushTimeout.toMillis();
-    while (pendingWrites.get() > 0 && time.milliseconds() < flushDeadline && thread.isAlive()) {
+    long flushDeadline = time.hiResClockMs() + flushTimeout.toMillis();
+    while (pendingWrites.get() > 0 && time.hiResClockMs() < flushDeadline && thread.isAlive()) {
       pollWake.await(Duration.ofMillis(10));
     }
-    closeDeadlineMs = time.milliseconds() + lateAckGrace.toMillis();
+    closeDeadlineMs = time.hiResClockMs() + lateAckGrace.toMillis();
     outcomeArrived.wake(); // the loop re-checks whether to close at once
     stopping.wake();
   }
@@ -209,7 +211,7 @@ final class OutcomeLoop {
   }
 
   private boolean pastCloseDeadline() {
-    return time.milliseconds() >= closeDeadlineMs;
+    return time.hiResClockMs() >= closeDeadlineMs;
   }
 
   /** Stops admission; what is still queued can no longer be written and is reported late. */

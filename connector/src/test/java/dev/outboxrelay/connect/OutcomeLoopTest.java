@@ -3,7 +3,9 @@ package dev.outboxrelay.connect;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -61,5 +63,45 @@ class OutcomeLoopTest {
     assertFalse(
         loop.submit(new PendingOutcome.Released("m1", claimed.lease())),
         "admission closed: a late outcome is refused, not queued for nobody");
+  }
+
+  /**
+   * A wall clock stepped back while stop() waits for a write that keeps failing does not stretch
+   * its flush: the stop returns once the flush timeout has passed on the monotonic clock. On the
+   * wall clock it waited out the step too, past Connect's graceful shutdown timeout.
+   */
+  @Test
+  void aWallClockSteppedBackDoesNotStretchTheFlushAtStop() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    var claimed = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failing = true; // every write fails: the flush runs out
+    SteppableTime time = new SteppableTime();
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    OutcomeWriter writer =
+        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
+    OutcomeLoop loop =
+        new OutcomeLoop(
+            writer, renewer, f.ledger, f.metrics, health, time, f.wake, () -> {}, "outcome-loop");
+    loop.start();
+    assertTrue(loop.submit(new PendingOutcome.Released("m1", claimed.lease())));
+    await().until(() -> f.metrics.databaseErrors.get() > 0); // in hand, retried
+
+    Thread stopper = new Thread(() -> loop.stop(Duration.ofSeconds(2), Duration.ZERO));
+    stopper.setDaemon(true);
+    stopper.start();
+    // Waiting for the flush: its deadline taken.
+    await().until(() -> stopper.getState() == Thread.State.TIMED_WAITING);
+    time.stepWallClock(Duration.ofHours(-1));
+    time.sleep(1999);
+    assertTrue(stopper.isAlive(), "the flush timeout has not passed");
+    time.sleep(1);
+
+    await().until(() -> !stopper.isAlive());
+    await().until(() -> !loop.isAlive());
+    assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned at the stop");
   }
 }
