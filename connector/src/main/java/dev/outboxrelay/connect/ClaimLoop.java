@@ -141,7 +141,7 @@ final class ClaimLoop {
     this.health = health;
     this.metrics = metrics;
     this.time = time;
-    this.nextAbandonedProbeMs = time.milliseconds();
+    this.nextAbandonedProbeMs = time.hiResClockMs();
     this.rowBytes = settings.payloadMaxBytes() + InFlightLedger.RECORD_OVERHEAD_BYTES;
     this.fullBatch = settings.claimRequest().limit();
   }
@@ -175,7 +175,8 @@ final class ClaimLoop {
       }
       holdsIsolatedClaim = false;
     }
-    long now = time.milliseconds();
+    // Monotonic, as StoreHealth's: a wall clock stepped back held the probe back for as long.
+    long now = time.hiResClockMs();
     if (recentDatabaseError(now)) {
       drainingForProbe = false; // owners first
     } else if (now >= nextAbandonedProbeMs && !drainingForProbe) {

@@ -34,7 +34,7 @@ final class StoreHealth {
   /** Records a failed database call; a non-retriable one fails the task. */
   void databaseError(OutboxStoreException e) {
     metrics.databaseErrors.incrementAndGet();
-    lastDatabaseErrorMs = time.milliseconds();
+    lastDatabaseErrorMs = time.hiResClockMs();
     if (!e.isRetriable()) {
       fatalStoreError.compareAndSet(null, e);
     }
@@ -49,6 +49,10 @@ final class StoreHealth {
             "the " + threadRole + " thread stopped unexpectedly (" + t.getClass().getName() + ")"));
   }
 
+  /**
+   * When a database call last failed, on the monotonic clock ({@link Time#hiResClockMs()}), or
+   * {@link #NO_ERROR}: only what has passed since is meant, never an instant.
+   */
   long lastDatabaseErrorMs() {
     return lastDatabaseErrorMs;
   }

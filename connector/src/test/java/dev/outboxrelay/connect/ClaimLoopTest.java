@@ -11,6 +11,7 @@ import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.SteppableTime;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -766,6 +767,48 @@ class ClaimLoopTest {
     assertTrue(loop.next().isEmpty());
     time.sleep(1);
     assertEquals(List.of("m1"), ids(loop.next()));
+  }
+
+  /**
+   * A wall clock stepped back (an NTP correction) holds the probe back no longer than its interval
+   * after an error: on it, abandoned rows waited for the wall clock to catch up again.
+   */
+  @Test
+  void aWallClockSteppedBackAfterAnErrorDoesNotHoldTheProbeBack() {
+    SteppableTime stepped = new SteppableTime();
+    time = stepped;
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    f.add("eu", "m1", "a");
+    f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
+    f.clock.advance(Duration.ofSeconds(9));
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    ClaimLoop loop = loop(f, health);
+    health.databaseError(
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim"));
+    assertTrue(loop.next().isEmpty(), "owners first");
+
+    stepped.stepWallClock(Duration.ofHours(-1));
+    time.sleep(2000); // a probe interval, by the monotonic clock
+    assertEquals(List.of("m1"), ids(loop.next()));
+  }
+
+  /** Nor the next probe, once one found nothing. */
+  @Test
+  void aWallClockSteppedBackDoesNotHoldTheNextProbeBack() {
+    SteppableTime stepped = new SteppableTime();
+    time = stepped;
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    ClaimLoop loop = loop(f);
+    assertTrue(loop.next().isEmpty(), "probed: nothing abandoned, nothing due");
+    f.add("eu", "lost", "a");
+    f.store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
+    f.add("eu", "due", "b");
+    f.clock.advance(Duration.ofSeconds(9));
+
+    stepped.stepWallClock(Duration.ofHours(-1));
+    time.sleep(2000); // a probe interval, by the monotonic clock
+    assertEquals(List.of("lost"), ids(loop.next()), "probed again, and reclaimed alone");
   }
 
   @Test

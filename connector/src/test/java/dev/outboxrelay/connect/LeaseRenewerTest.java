@@ -240,7 +240,7 @@ class LeaseRenewerTest {
     renewer.renewIfDue();
     assertFalse(renewer.isHealthy());
     assertEquals(1, f.metrics.databaseErrors.get());
-    assertEquals(time.milliseconds(), health.lastDatabaseErrorMs());
+    assertEquals(time.hiResClockMs(), health.lastDatabaseErrorMs());
     assertEquals(1000, renewer.millisUntilDue(), "retried soon, not a whole interval later");
 
     store.failing = false;
