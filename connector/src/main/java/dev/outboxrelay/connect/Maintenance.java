@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Periodic work of one task per connector (task 0): retention cleanup of PUBLISHED rows in bounded
- * batches, and the backlog and lag figures. Own instance keys only.
+ * batches, and the backlog and lag figures. Own instance keys only. Scheduled on the monotonic
+ * clock ({@link Time#hiResClockMs()}): a wall clock stepped back held both back for as long.
  */
 final class Maintenance {
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
@@ -50,15 +51,15 @@ final class Maintenance {
     this.metrics = metrics;
     this.time = time;
     this.enabled = enabled;
-    this.nextCleanupMs = time.milliseconds() + config.cleanupInterval().toMillis();
-    this.nextBacklogMs = time.milliseconds();
+    this.nextCleanupMs = time.hiResClockMs() + config.cleanupInterval().toMillis();
+    this.nextBacklogMs = time.hiResClockMs();
   }
 
   void runIfDue() {
     if (!enabled) {
       return;
     }
-    long now = time.milliseconds();
+    long now = time.hiResClockMs();
     if (now >= nextBacklogMs) {
       readBacklog(now);
     }
@@ -67,8 +68,8 @@ final class Maintenance {
       nextCleanupMs = now + config.cleanupInterval().toMillis();
       if (cleanup(retention.get())) {
         // At least as long a pause as the run took: catching up never takes over task 0.
-        long ran = time.milliseconds() - now;
-        nextCleanupMs = time.milliseconds() + Math.max(CATCH_UP_PAUSE_MS, ran);
+        long ran = time.hiResClockMs() - now;
+        nextCleanupMs = time.hiResClockMs() + Math.max(CATCH_UP_PAUSE_MS, ran);
       }
     }
   }
@@ -99,7 +100,7 @@ final class Maintenance {
       metrics.recordBacklog(snapshot, overdueAfter(scheduleNextRead(startMs)));
       return;
     }
-    long countTook = time.milliseconds() - startMs;
+    long countTook = time.hiResClockMs() - startMs;
     metrics.backlogReadFailed(); // lag-ms ages from the last reading unless read below
     if (!failure.isRetriable()) {
       scheduleNextRead(startMs);
@@ -144,9 +145,9 @@ final class Maintenance {
    */
   private long scheduleNextRead(long startMs) {
     long interval = config.backlogMetricsInterval().toMillis();
-    long took = time.milliseconds() - startMs;
+    long took = time.hiResClockMs() - startMs;
     long spacing = Math.min(Math.max(interval, 10 * took), 10 * interval);
-    nextBacklogMs = time.milliseconds() + spacing;
+    nextBacklogMs = time.hiResClockMs() + spacing;
     return spacing;
   }
 

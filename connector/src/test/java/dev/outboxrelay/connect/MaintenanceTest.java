@@ -11,6 +11,7 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
@@ -60,6 +61,28 @@ class MaintenanceTest {
     time.sleep(5000);
     maintenance.runIfDue();
     assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
+  }
+
+  /**
+   * A wall clock stepped back (an NTP correction) holds neither the backlog reads nor retention
+   * back: both waited for it to catch up again.
+   */
+  @Test
+  void aWallClockSteppedBackHoldsNeitherBack() {
+    SteppableTime stepped = new SteppableTime();
+    RuntimeFixture f = fixture();
+    f.add("eu", "old", "a");
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, stepped, true);
+    maintenance.runIfDue();
+    f.add("eu", "m1", "a");
+
+    stepped.stepWallClock(Duration.ofHours(-1));
+    stepped.sleep(10_000); // the backlog interval twice, the cleanup interval once
+    maintenance.runIfDue();
+    assertEquals(1, f.metrics.backlog(MessageStatus.PENDING), "the backlog read again");
+    assertEquals(1, f.metrics.cleanedUp.get(), "retention ran");
   }
 
   /**
