@@ -34,7 +34,10 @@ final class SchemaReadiness {
   private int lockTimeouts;
   private int migrationsElsewhere;
   private long waitingSinceMs;
+
+  /** On the monotonic clock ({@link Time#hiResClockMs()}), as all of this class's times. */
   private long nextAttemptMs;
+
   private int schemaWaits;
   private long schemaWarnedMs;
 
@@ -48,6 +51,7 @@ final class SchemaReadiness {
     this.config = config;
     this.time = time;
     this.random = random;
+    this.nextAttemptMs = time.hiResClockMs(); // at once (a monotonic clock may be negative)
     // At least twice the lock timeout (less up to a fifth of jitter), so that a task's attempts
     // hold the inserts well under half the time, and less with every attempt.
     Duration initial =
@@ -75,7 +79,7 @@ final class SchemaReadiness {
     if (ready) {
       return true;
     }
-    if (time.milliseconds() < nextAttemptMs) {
+    if (time.hiResClockMs() < nextAttemptMs) {
       return false;
     }
     try {
@@ -96,7 +100,7 @@ final class SchemaReadiness {
       if (SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
         lockTimeouts++;
         nextAttemptMs =
-            time.milliseconds() + lockBackoff.delayAfter(lockTimeouts, random).toMillis();
+            time.hiResClockMs() + lockBackoff.delayAfter(lockTimeouts, random).toMillis();
       }
       throw e;
     }
@@ -112,7 +116,7 @@ final class SchemaReadiness {
    * claims nothing), which the shipped alerts report too.
    */
   private void waitForMigration(OutboxStoreException e) {
-    long now = time.milliseconds();
+    long now = time.hiResClockMs();
     boolean first = schemaWaits++ == 0;
     nextAttemptMs = now + ELSEWHERE_BACKOFF.delayAfter(schemaWaits, random).toMillis();
     if (first || now - schemaWarnedMs >= LONG_WAIT_MINUTES * 60_000) {
@@ -129,7 +133,7 @@ final class SchemaReadiness {
   }
 
   private void waitElsewhere() {
-    long now = time.milliseconds();
+    long now = time.hiResClockMs();
     if (migrationsElsewhere++ == 0) {
       waitingSinceMs = now;
     }
@@ -157,7 +161,7 @@ final class SchemaReadiness {
 
   /** When the next attempt runs, for the log: "in 12 s", or "on the next poll". */
   String nextAttempt() {
-    long waitMs = nextAttemptMs - time.milliseconds();
+    long waitMs = nextAttemptMs - time.hiResClockMs();
     return waitMs > 0
         ? "in " + Math.max(1, Math.round(waitMs / 1000.0)) + " s"
         : "on the next poll";

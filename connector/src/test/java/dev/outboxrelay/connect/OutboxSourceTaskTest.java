@@ -16,6 +16,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.SteppableTime;
 import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Duration;
 import java.time.Instant;
@@ -308,6 +309,23 @@ class OutboxSourceTaskTest {
 
     provider.migrationFailure = null;
     mockTime.sleep(2_001);
+    assertEquals(List.of("m1"), messageIds(t.poll()));
+    assertEquals(2, provider.migrations.get());
+  }
+
+  /** A wall clock stepped back (an NTP correction) does not hold the migration's retry back. */
+  @Test
+  void aWallClockSteppedBackDoesNotHoldTheMigrationsRetryBack() {
+    add("eu", "m1", "a", "{}".getBytes());
+    SteppableTime steppable = new SteppableTime();
+    time = steppable;
+    OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
+    provider.migrationFailure = transientMigrationFailure("DB_LOCK_NOT_AVAILABLE", "55P03");
+    assertThrows(RetriableException.class, t::poll);
+    provider.migrationFailure = null;
+
+    steppable.stepWallClock(Duration.ofHours(-1));
+    steppable.sleep(10_000); // the first delay: 10 s less up to a fifth of jitter
     assertEquals(List.of("m1"), messageIds(t.poll()));
     assertEquals(2, provider.migrations.get());
   }
