@@ -36,12 +36,15 @@ final class DeadLetterCopies {
   private final Time time;
   private final Deque<Copy> pending = new ArrayDeque<>();
   private boolean failureReported;
+
+  /** On the monotonic clock ({@link Time#hiResClockMs()}). */
   private long nextAttemptMs;
 
   DeadLetterCopies(OutboxStore store, RelayMetrics metrics, Time time) {
     this.store = store;
     this.metrics = metrics;
     this.time = time;
+    this.nextAttemptMs = time.hiResClockMs(); // at once (a monotonic clock may be negative)
   }
 
   private record Copy(
@@ -71,7 +74,7 @@ final class DeadLetterCopies {
    * tried again {@link #RETRY_AFTER_MS} after a failure.
    */
   void record() {
-    if (pending.isEmpty() || time.milliseconds() < nextAttemptMs) {
+    if (pending.isEmpty() || time.hiResClockMs() < nextAttemptMs) {
       return;
     }
     while (!pending.isEmpty()) {
@@ -87,7 +90,7 @@ final class DeadLetterCopies {
       } catch (OutboxStoreException e) {
         metrics.databaseErrors.incrementAndGet();
         if (e.isRetriable()) {
-          nextAttemptMs = time.milliseconds() + RETRY_AFTER_MS;
+          nextAttemptMs = time.hiResClockMs() + RETRY_AFTER_MS;
           if (!failureReported) {
             failureReported = true;
             log.warn(

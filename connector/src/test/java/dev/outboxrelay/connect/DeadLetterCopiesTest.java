@@ -10,18 +10,18 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.testing.LogCapture;
+import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
 
 class DeadLetterCopiesTest {
   private final RuntimeFixture f = new RuntimeFixture(Map.of());
   private final OutboxSourceTaskTest.FailingStore store =
       new OutboxSourceTaskTest.FailingStore(f.store);
-  private final MockTime time = new MockTime();
+  private final SteppableTime time = new SteppableTime();
   private final RelayMetrics metrics = new RelayMetrics();
   private final DeadLetterCopies copies = new DeadLetterCopies(store, metrics, time);
   private static final KafkaCoordinates COPY = new KafkaCoordinates("dlq", 0, 5);
@@ -75,6 +75,23 @@ class DeadLetterCopiesTest {
     time.sleep(DeadLetterCopies.RETRY_AFTER_MS);
     copies.record();
 
+    assertEquals(0, copies.pending());
+    assertEquals(COPY, f.store.find("a").orElseThrow().kafka());
+  }
+
+  /** A wall clock stepped back (an NTP correction) does not hold the retry back. */
+  @Test
+  void aWallClockSteppedBackDoesNotHoldTheRetryBack() {
+    long epoch = store.newEpoch();
+    ClaimedMessage a = parked("a", epoch);
+    copies.committed("a", a.lease().token(), epoch, 1, COPY);
+    store.failing = true;
+    copies.record();
+    store.failing = false;
+
+    time.stepWallClock(Duration.ofHours(-1));
+    time.sleep(DeadLetterCopies.RETRY_AFTER_MS);
+    copies.record();
     assertEquals(0, copies.pending());
     assertEquals(COPY, f.store.find("a").orElseThrow().kafka());
   }
