@@ -82,12 +82,12 @@ final class OutcomeWriter {
   void write(List<PendingOutcome> remaining, boolean retried, Runnable beforeEachSingleWrite) {
     List<PublishedAck> acks = acksOf(remaining);
     if (!acks.isEmpty()) {
-      long start = time.milliseconds();
+      long start = time.hiResClockMs(); // a duration: a wall clock stepped meanwhile is no part
       List<Outcome> outcomes;
       try {
         outcomes = store.markPublished(acks);
       } finally { // a write that fails or times out is the one the figures must show
-        metrics.recordOutcomeWrite(time.milliseconds() - start);
+        metrics.recordOutcomeWrite(time.hiResClockMs() - start);
       }
       if (retried) {
         outcomes = withEarlierAttempt(acks, outcomes);
@@ -226,12 +226,12 @@ final class OutcomeWriter {
   }
 
   private void writeOne(PendingOutcome o) {
-    long start = time.milliseconds();
+    long start = time.hiResClockMs(); // as above
     Written written;
     try {
       written = apply(o);
     } finally { // a write that fails or times out is the one the figures must show
-      metrics.recordOutcomeWrite(time.milliseconds() - start);
+      metrics.recordOutcomeWrite(time.hiResClockMs() - start);
     }
     String instanceKey = instanceKeyOf(o.messageId());
     settle(o.messageId(), o.lease(), written.kind(), written.outcome());

@@ -12,7 +12,11 @@ import dev.outboxrelay.connect.PendingOutcome.Unconfirmed;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.testing.SteppableTime;
+import java.lang.reflect.Proxy;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -150,6 +154,49 @@ class OutcomeWriterTest {
     writer.write(batch);
     assertTrue(batch.isEmpty());
     assertEquals(MessageStatus.PUBLISHED, status(f, "m1"));
+  }
+
+  /**
+   * The outcome-write latency is a duration on the monotonic clock: a wall clock stepped back (an
+   * NTP correction) during a write recorded a latency of minus the step.
+   */
+  @Test
+  void aWallClockSteppedBackDuringAWriteIsNotInItsLatency() {
+    RuntimeFixture f = new RuntimeFixture(Map.of("ordering.enabled", "false"));
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "b");
+    List<ClaimedMessage> c = f.claimIntoLedger();
+    SteppableTime time = new SteppableTime();
+    OutboxStore stepping =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("markPublished")
+                      || method.getName().equals("release")) {
+                    time.stepWallClock(Duration.ofHours(-1));
+                    time.sleep(7);
+                  }
+                  return method.invoke(f.store, args);
+                });
+    OutcomeWriter writer =
+        new OutcomeWriter(stepping, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
+    Metrics registry = new Metrics();
+    f.metrics.register(
+        () -> new PluginMetricsImpl(registry, Map.of("connector", "c", "task", "0")),
+        false,
+        "c",
+        0);
+
+    writer.write(
+        new ArrayList<>(List.of(published(c.get(0), 1), new Released("m2", c.get(1).lease()))));
+
+    assertEquals(MessageStatus.PUBLISHED, status(f, "m1"));
+    assertEquals(MessageStatus.PENDING, status(f, "m2"));
+    assertEquals(7.0, latencyMax(registry), "each write took 7 ms");
+    f.metrics.unregister();
+    registry.close();
   }
 
   @Test
