@@ -96,7 +96,12 @@ public final class RelayMetrics {
     this(Time.SYSTEM);
   }
 
-  /** With the clock that ages {@code lag-ms} between backlog reads (see {@link #lagMs()}). */
+  /**
+   * With the clock that ages {@code lag-ms} between backlog reads (see {@link #lagMs()}) and spaces
+   * the registration's retries: its monotonic one ({@link Time#hiResClockMs()}), as both are
+   * durations. On the wall clock, one stepped back held the lag at its last reading for as long,
+   * and one stepped forward added the step to it.
+   */
   public RelayMetrics(Time time) {
     this.time = time;
     for (MessageStatus s : MessageStatus.values()) {
@@ -125,7 +130,7 @@ public final class RelayMetrics {
               + " (reason=METRICS_NAME_TAKEN)",
           REGISTRATION_RETRY.toSeconds());
       waitingRegistration = asked;
-      nextRegistrationMs = time.milliseconds() + REGISTRATION_RETRY.toMillis();
+      nextRegistrationMs = time.hiResClockMs() + REGISTRATION_RETRY.toMillis();
     }
   }
 
@@ -144,7 +149,7 @@ public final class RelayMetrics {
 
   private synchronized void retryRegistration() {
     Registration asked = waitingRegistration;
-    if (asked == null || time.milliseconds() < nextRegistrationMs) {
+    if (asked == null || time.hiResClockMs() < nextRegistrationMs) {
       return;
     }
     boolean registered;
@@ -163,7 +168,7 @@ public final class RelayMetrics {
       log.info("Metrics of this task exposed: the earlier instance released their names");
     } else {
       waitingRegistration = asked; // the failed attempt's unregister() forgot it
-      nextRegistrationMs = time.milliseconds() + REGISTRATION_RETRY.toMillis();
+      nextRegistrationMs = time.hiResClockMs() + REGISTRATION_RETRY.toMillis();
     }
   }
 
@@ -347,7 +352,7 @@ public final class RelayMetrics {
    * and times out first): the backlog figures keep their last values.
    */
   public void recordLag(Duration lag, Duration overdueAfter) {
-    lastRead = new BacklogRead(lag.toMillis(), time.milliseconds(), overdueAfter.toMillis(), false);
+    lastRead = new BacklogRead(lag.toMillis(), time.hiResClockMs(), overdueAfter.toMillis(), false);
     lagRead = true;
   }
 
@@ -381,7 +386,7 @@ public final class RelayMetrics {
   public long lagMs() {
     BacklogRead read = lastRead;
     long lag = read.lagMs();
-    long sinceRead = time.milliseconds() - read.atMs();
+    long sinceRead = time.hiResClockMs() - read.atMs();
     if (lag > 0 && (read.failedSince() || sinceRead > read.overdueAfterMs())) {
       return lag + Math.max(0, sinceRead);
     }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.testing.SteppableTime;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.List;
@@ -276,6 +277,39 @@ class RelayMetricsTest {
     time.sleep(600_000);
     assertEquals(0, metrics.lagMs(), "no row waited at the last reading");
     metrics.unregister();
+  }
+
+  /** Nor is the registration's retry held back by a wall clock stepped back (NTP). */
+  @Test
+  void aWallClockSteppedBackDoesNotHoldTheRegistrationsRetryBack() {
+    RelayMetrics old = new RelayMetrics();
+    old.register(this::taskMetrics, false, "orders", 0);
+    SteppableTime time = new SteppableTime();
+    RelayMetrics replacement = new RelayMetrics(time);
+    replacement.register(this::taskMetrics, false, "orders", 0);
+    replacement.claimLost.set(2);
+    old.unregister();
+
+    time.stepWallClock(Duration.ofHours(-1));
+    time.sleep(RelayMetrics.REGISTRATION_RETRY.toMillis());
+    replacement.retryRegistrationIfDue();
+    assertEquals(2.0, ((Number) value("claim-lost-total")).doubleValue(), "the replacement's");
+    replacement.unregister();
+  }
+
+  /** The lag ages by the monotonic clock: a wall clock stepped (NTP) is no part of it. */
+  @Test
+  void lagAgesWhateverTheWallClockIsSteppedBy() {
+    SteppableTime time = new SteppableTime();
+    RelayMetrics metrics = new RelayMetrics(time);
+    metrics.recordBacklog(backlog(Duration.ofSeconds(5)), Duration.ofSeconds(60));
+    time.stepWallClock(Duration.ofHours(1));
+    assertEquals(5_000, metrics.lagMs(), "stepped forward: not overdue");
+
+    metrics.backlogReadFailed();
+    time.stepWallClock(Duration.ofHours(-2));
+    time.sleep(20_000);
+    assertEquals(25_000, metrics.lagMs(), "stepped back: it ages all the same");
   }
 
   private static BacklogSnapshot backlog(Duration lag) {
