@@ -21,7 +21,6 @@ import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.PostgresOutboxWriter;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -291,24 +290,14 @@ class MigrateAndSchemaSqlTest {
       }
       reader.rollback();
     }
-    assertEquals(0, columnCount("parked_at"), "version 7's column was not added");
+    assertEquals(
+        0,
+        db.count(
+            "information_schema.columns", "table_name = 'outbox' AND column_name = 'parked_at'"),
+        "version 7's column was not added");
 
     db.exec(upgrade);
     assertWorkingOutbox("outbox");
-  }
-
-  private long columnCount(String column) throws SQLException {
-    try (Connection c = db.dataSource.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT count(*) FROM information_schema.columns"
-                    + " WHERE table_name = 'outbox' AND column_name = ?")) {
-      ps.setString(1, column);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1);
-      }
-    }
   }
 
   @Test

@@ -232,7 +232,8 @@ final class OutboxFixture implements AutoCloseable {
     return count("outbox_published", where);
   }
 
-  private long count(String table, String where) throws SQLException {
+  /** Rows of {@code table} (any relation) matching {@code where}. */
+  long count(String table, String where) throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT count(*) FROM " + table + " WHERE " + where)) {
