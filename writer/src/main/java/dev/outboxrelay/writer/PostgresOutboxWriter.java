@@ -5,7 +5,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTransientException;
+import java.sql.Statement;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Appends messages in the caller's own transaction: pass the connection that carries the business
@@ -73,12 +75,25 @@ public final class PostgresOutboxWriter {
    * @throws IllegalStateException if {@code transaction} is in auto-commit mode: the row would
    *     commit on its own, apart from the business change it announces, which is the dual write an
    *     outbox exists to prevent. Nothing is written
-   * @throws SQLException as the driver raised it, so the caller's transaction handling applies
+   * @throws SQLException as the driver raised it, so the caller's transaction handling applies; the
+   *     transaction is aborted first here too, whatever the driver left of it (pgjdbc's {@code
+   *     autosave=always} rolls back to a savepoint of its own and leaves it open). Whenever enqueue
+   *     throws an {@code SQLException}, a commit rolls back (a failure of the abort itself, such as
+   *     a lost connection, is attached as suppressed)
    */
   public EnqueueResult enqueue(Connection transaction, OutboxMessage message) throws SQLException {
     Objects.requireNonNull(transaction, "transaction");
     Objects.requireNonNull(message, "message");
     requireOpenTransaction(transaction);
+    try {
+      return insert(transaction, message);
+    } catch (SQLException e) {
+      throw withAbortFailure(e, abort(transaction));
+    }
+  }
+
+  /** The insert, and the check when it wrote nothing; the caller aborts on any exception. */
+  private EnqueueResult insert(Connection transaction, OutboxMessage message) throws SQLException {
     for (int attempt = 1; attempt <= MAX_INSERTS; attempt++) {
       try (PreparedStatement ps = transaction.prepareStatement(insert.sql())) {
         OutboxInsert.bind(ps, instanceKey, message);
@@ -90,8 +105,7 @@ public final class PostgresOutboxWriter {
         case THIS_KEY:
           return EnqueueResult.DUPLICATE;
         case ANOTHER:
-          throw withAbortFailure(
-              new MessageIdTakenException(message.messageId()), abort(transaction));
+          throw new MessageIdTakenException(message.messageId());
         case NONE:
           // What stopped the insert is gone (retention deleted a published-log entry meanwhile,
           // under READ COMMITTED): the id is free again, so insert once more.
@@ -100,14 +114,9 @@ public final class PostgresOutboxWriter {
           throw new IllegalStateException("unknown owner");
       }
     }
-    SQLException abortFailure = abort(transaction);
-    throw withAbortFailure(
-        new SQLTransientException(
-            "outbox message id "
-                + message.messageId()
-                + " kept changing owner; retry the transaction",
-            "40001"),
-        abortFailure);
+    throw new SQLTransientException(
+        "outbox message id " + message.messageId() + " kept changing owner; retry the transaction",
+        "40001");
   }
 
   private static <E extends SQLException> E withAbortFailure(E thrown, SQLException abortFailure) {
@@ -118,53 +127,133 @@ public final class PostgresOutboxWriter {
   }
 
   /**
-   * Aborts the caller's transaction before an error of the writer's own, as PostgreSQL aborts one
-   * on any error it raises: a framework that commits on a checked exception (Spring's default
-   * rollback rules, an EJB's) would otherwise keep the business change without its message. The
-   * server refuses every later statement, and a commit rolls back (pgjdbc's {@code commit()}
-   * returns normally all the same). pgjdbc's {@code autosave=always}, which rolls back to a
-   * savepoint of its own after a failed statement, is suspended for it and restored.
+   * Aborts the caller's transaction before any exception of a statement of the writer's, its own or
+   * the driver's, reaches the caller, as PostgreSQL aborts one on any error it raises: a framework
+   * that commits on a checked exception (Spring's default rollback rules, an EJB's) would otherwise
+   * keep the business change without its message. The server refuses every later statement, and a
+   * commit rolls back (pgjdbc's {@code commit()} returns normally all the same). A transaction the
+   * error aborted already stays so (the statement fails with 25P02).
    *
-   * @return the statement's failure when it was not the expected one (a lost connection, say), to
-   *     be attached to the exception thrown; null otherwise
+   * <p>pgjdbc's {@code autosave=always} rolls back to a savepoint of its own after any failed
+   * statement: after the writer's (which leaves the transaction open), and after the application's
+   * next one, past the abort. It is suspended here, and with it on the savepoints it made are
+   * released first ({@link #releaseDriverSavepoints}), so that nothing can roll back past the
+   * abort; then it is restored. ({@code conservative} rolls back only after errors a retry heals,
+   * which an aborted transaction's 25P02 is not.)
+   *
+   * @return the abort's failure when it was not the expected one (a lost connection, say), to be
+   *     attached to the exception thrown; null otherwise
    */
   private static SQLException abort(Connection transaction) {
-    Runnable restore = () -> {};
+    DriverAutosave autosave = null;
     try {
-      restore = DriverAutosave.suspend(transaction);
+      autosave = DriverAutosave.suspend(transaction);
+      if (autosave.always) {
+        releaseDriverSavepoints(transaction);
+      }
       try (PreparedStatement s = transaction.prepareStatement(ABORT_SQL)) {
         s.execute();
       }
       return null;
     } catch (SQLException e) {
-      return ABORT_SQL_STATE.equals(e.getSQLState()) ? null : e;
+      return ABORTED_SQL_STATES.contains(e.getSQLState()) ? null : e;
     } finally {
-      restore.run();
+      if (autosave != null) {
+        autosave.restore();
+      }
     }
   }
 
-  /** The SQLState the abort statement raises (integrity_constraint_violation). */
-  private static final String ABORT_SQL_STATE = "23000";
+  /**
+   * The SQLStates of an aborted transaction: the abort statement's own (integrity_constraint
+   * violation) and that of a transaction aborted already (in_failed_sql_transaction).
+   */
+  private static final Set<String> ABORTED_SQL_STATES = Set.of("23000", "25P02");
+
+  /**
+   * Releases every savepoint of pgjdbc's autosave (one for each statement since the transaction's
+   * first, unless {@code cleanupSavepoints} released them), and with them any made after the first
+   * of them, the application's own included. PostgreSQL keeps a savepoint whose name is used again
+   * and releases the latest of that name, so they are released one at a time, several to a round
+   * trip, until none is left: each release is tried under a savepoint of the writer's, rolled back
+   * to when the release finds none (the server logs that failure), so that the abort statement
+   * after it runs in a transaction still open and says why in the server's log. Runs with autosave
+   * suspended.
+   */
+  private static void releaseDriverSavepoints(Connection transaction) throws SQLException {
+    while (true) {
+      try (Statement s = transaction.createStatement()) {
+        s.execute(RELEASE_DRIVER_SAVEPOINTS);
+      } catch (SQLException e) {
+        if (!NO_SUCH_SAVEPOINT.equals(e.getSQLState())) {
+          throw e;
+        }
+        try (Statement s = transaction.createStatement()) {
+          s.execute(
+              "ROLLBACK TO SAVEPOINT "
+                  + PROBE_SAVEPOINT
+                  + "; RELEASE SAVEPOINT "
+                  + PROBE_SAVEPOINT);
+        }
+        return;
+      }
+    }
+  }
+
+  /** pgjdbc's autosave savepoint, as its statements name it (unquoted: folded to lower case). */
+  private static final String DRIVER_SAVEPOINT = "PGJDBC_AUTOSAVE";
+
+  /** The writer's savepoint under each release of the driver's. */
+  private static final String PROBE_SAVEPOINT = "outbox_relay_writer_release";
+
+  /** The releases of one round trip. */
+  private static final int RELEASES_PER_ROUND_TRIP = 16;
+
+  private static final String RELEASE_DRIVER_SAVEPOINTS =
+      ("SAVEPOINT " + PROBE_SAVEPOINT + "; RELEASE SAVEPOINT " + DRIVER_SAVEPOINT + "; ")
+          .repeat(RELEASES_PER_ROUND_TRIP)
+          .strip();
+
+  /**
+   * The SQLState of a release that finds no savepoint of its name
+   * (invalid_savepoint_specification).
+   */
+  private static final String NO_SUCH_SAVEPOINT = "3B001";
 
   /** pgjdbc's autosave, off while the abort runs: its savepoint would undo the abort. */
   private static final class DriverAutosave {
-    private DriverAutosave() {}
+    private static final DriverAutosave NONE = new DriverAutosave(false, () -> {});
 
-    /** Suspends it; returns what restores it. Nothing to do on another driver. */
-    static Runnable suspend(Connection transaction) throws SQLException {
+    /** Whether it was {@code always}: its savepoints are to be released. */
+    final boolean always;
+
+    private final Runnable restore;
+
+    private DriverAutosave(boolean always, Runnable restore) {
+      this.always = always;
+      this.restore = restore;
+    }
+
+    void restore() {
+      restore.run();
+    }
+
+    /** Suspends it; says what it was and restores it. Nothing to do on another driver. */
+    static DriverAutosave suspend(Connection transaction) throws SQLException {
       try {
         if (!transaction.isWrapperFor(org.postgresql.PGConnection.class)) {
-          return () -> {};
+          return NONE;
         }
         org.postgresql.PGConnection pg = transaction.unwrap(org.postgresql.PGConnection.class);
         org.postgresql.jdbc.AutoSave before = pg.getAutosave();
         if (before == org.postgresql.jdbc.AutoSave.NEVER) {
-          return () -> {};
+          return NONE;
         }
         pg.setAutosave(org.postgresql.jdbc.AutoSave.NEVER);
-        return () -> pg.setAutosave(before);
+        return new DriverAutosave(
+            before == org.postgresql.jdbc.AutoSave.ALWAYS, () -> pg.setAutosave(before));
       } catch (LinkageError notPgjdbc) { // NOPMD: another driver (pgjdbc is "provided")
-        return () -> {};
+        return NONE;
       }
     }
   }

@@ -11,8 +11,10 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -24,7 +26,9 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.postgresql.PGConnection;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -274,11 +278,82 @@ class PostgresOutboxWriterDatabaseTest {
   /**
    * A framework that commits on a checked exception (Spring's default rollback rules) must not keep
    * the business change without its message: the writer aborts the transaction before it throws, so
-   * the commit rolls back.
+   * the commit rolls back. With pgjdbc's autosave=always the abort must also outlast the driver's
+   * savepoints: the driver rolls back to its latest one after a statement fails, and the savepoints
+   * it made before the writer's statements (one for each statement, released only with
+   * cleanupSavepoints) are older than the abort. So the application's next statement fails, and
+   * every one after it, whatever the driver does.
+   */
+  @ParameterizedTest(name = "pgjdbc autosave={0}, cleanupSavepoints={1}")
+  @MethodSource("autosaveSettings")
+  void aTakenMessageIdAbortsTheTransactionSoItsCommitKeepsNothing(
+      AutoSave autosave, boolean cleanupSavepoints) throws SQLException {
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-9")));
+      c.commit();
+    }
+    PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
+    db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
+    try (Connection c = connection(autosave, cleanupSavepoints)) {
+      c.setAutoCommit(false);
+      // Many statements before the writer's: under autosave=always, a savepoint each, more than
+      // the writer releases in one round trip.
+      run(c, "INSERT INTO orders VALUES ('o-9')");
+      for (int i = 0; i < 40; i++) {
+        run(c, "SELECT count(*) FROM orders");
+      }
+      run(c, "INSERT INTO orders VALUES ('o-10')");
+      MessageIdTakenException e =
+          assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
+      assertEquals(0, e.getSuppressed().length, "the abort failed as it should");
+      assertEquals(
+          autosave, c.unwrap(PGConnection.class).getAutosave(), "the driver's setting restored");
+      assertAbortedForGood(c);
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
+  }
+
+  /**
+   * An error of the writer's own statement aborts the transaction too, whatever the driver does
+   * with it: under pgjdbc's autosave=always the driver rolls back to the savepoint it made before
+   * the insert, which leaves the transaction open, and a framework that commits on a checked
+   * exception would keep the business change without its message. Here the insert waits for another
+   * transaction's row of the same id and gives up (lock_timeout, 55P03).
+   */
+  @ParameterizedTest(name = "pgjdbc autosave={0}, cleanupSavepoints={1}")
+  @MethodSource("autosaveSettings")
+  void anInsertTheDatabaseRefusesAbortsTheTransactionSoItsCommitKeepsNothing(
+      AutoSave autosave, boolean cleanupSavepoints) throws SQLException {
+    db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
+    try (Connection holder = db.connection();
+        Connection c = connection(autosave, cleanupSavepoints)) {
+      holder.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(holder, placed("o-1")));
+      c.setAutoCommit(false);
+      run(c, "INSERT INTO orders VALUES ('o-1')");
+      run(c, "SET LOCAL lock_timeout = '20ms'");
+      SQLException e = assertThrows(SQLException.class, () -> writer.enqueue(c, placed("o-1")));
+      assertEquals("55P03", e.getSQLState(), e::toString); // lock_not_available
+      assertEquals(0, e.getSuppressed().length, "the abort failed as it should");
+      assertEquals(
+          autosave, c.unwrap(PGConnection.class).getAutosave(), "the driver's setting restored");
+      assertAbortedForGood(c);
+      holder.rollback();
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
+  }
+
+  /**
+   * Without autosave=always the application's own savepoints stay: rolling back to one made before
+   * enqueue undoes the abort with the rest, as after PostgreSQL's own errors, and the transaction
+   * goes on (a nested transaction, Spring's NESTED).
    */
   @ParameterizedTest(name = "pgjdbc autosave={0}")
-  @EnumSource(AutoSave.class)
-  void aTakenMessageIdAbortsTheTransactionSoItsCommitKeepsNothing(AutoSave autosave)
+  @EnumSource(
+      value = AutoSave.class,
+      names = {"NEVER", "CONSERVATIVE"})
+  void aSavepointOfTheApplicationsOwnStillRollsBackPastTheAbort(AutoSave autosave)
       throws SQLException {
     try (Connection c = db.connection()) {
       c.setAutoCommit(false);
@@ -287,20 +362,56 @@ class PostgresOutboxWriterDatabaseTest {
     }
     PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
     db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
-    try (Connection c = db.connection()) {
-      PGConnection pg = c.unwrap(PGConnection.class);
-      pg.setAutosave(autosave); // ALWAYS would roll back to a savepoint after the abort: suspended
+    try (Connection c = connection(autosave, false)) {
       c.setAutoCommit(false);
-      try (var insert = c.prepareStatement("INSERT INTO orders VALUES ('o-9')")) {
-        insert.executeUpdate();
-      }
-      MessageIdTakenException e =
-          assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
-      assertEquals(0, e.getSuppressed().length, "the abort failed as it should");
-      assertEquals(autosave, pg.getAutosave(), "the driver's setting restored");
-      assertDoesNotThrow(c::commit, "pgjdbc reports no silent rollback: the docs say so");
+      run(c, "INSERT INTO orders VALUES ('o-8')");
+      Savepoint nested = c.setSavepoint();
+      run(c, "INSERT INTO orders VALUES ('o-9')");
+      assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
+      c.rollback(nested);
+      run(c, "INSERT INTO orders VALUES ('o-10')");
+      c.commit();
     }
-    assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
+    assertEquals(
+        List.of(Map.of("id", "o-10"), Map.of("id", "o-8")), // o-9 rolled back with the abort
+        db.rows("SELECT id FROM orders ORDER BY id COLLATE \"C\""));
+  }
+
+  static List<Arguments> autosaveSettings() {
+    List<Arguments> settings = new ArrayList<>();
+    for (AutoSave autosave : AutoSave.values()) {
+      settings.add(Arguments.of(autosave, false));
+    }
+    settings.add(Arguments.of(AutoSave.ALWAYS, true));
+    return settings;
+  }
+
+  /** A connection of pgjdbc's with these settings. */
+  private Connection connection(AutoSave autosave, boolean cleanupSavepoints) throws SQLException {
+    PGSimpleDataSource source = new PGSimpleDataSource();
+    source.setUrl(db.url());
+    source.setUser("postgres");
+    source.setAutosave(autosave);
+    source.setCleanupSavepoints(cleanupSavepoints);
+    return source.getConnection();
+  }
+
+  private static void run(Connection c, String sql) throws SQLException {
+    try (var s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+
+  /**
+   * The application's next statement fails, and so does the one after it (pgjdbc's autosave=always
+   * would roll back to a savepoint of its own after the first failure); a commit returns normally
+   * (pgjdbc reports no silent rollback: the docs say so) and keeps nothing.
+   */
+  private static void assertAbortedForGood(Connection c) {
+    assertThrows(SQLException.class, () -> run(c, "SELECT 1 / 0"));
+    SQLException later = assertThrows(SQLException.class, () -> run(c, "SELECT 1"));
+    assertEquals("25P02", later.getSQLState(), later::toString); // in_failed_sql_transaction
+    assertDoesNotThrow(c::commit, "pgjdbc reports no silent rollback: the docs say so");
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.outboxrelay.writer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -55,6 +56,9 @@ class PostgresOutboxWriterTest {
 
   private boolean ownId;
   private boolean autoCommit;
+
+  /** What the INSERT throws, if anything. */
+  private SQLException insertFails;
 
   @Test
   void aBlankOrInvalidInstanceKeyIsRejectedBeforeTheConnectionIsTouched() {
@@ -260,6 +264,25 @@ class PostgresOutboxWriterTest {
     assertTheTransactionIsTheCallers();
   }
 
+  /**
+   * The driver's own error is thrown as it is, after the abort: a driver that keeps the transaction
+   * open after a failed statement (pgjdbc's autosave=always rolls back to its savepoint) would
+   * otherwise let a commit keep the business change without its message.
+   */
+  @Test
+  void aDriverErrorOfTheInsertAbortsTheTransactionAndIsThrownAsItIs() {
+    insertFails = new SQLException("canceling statement due to lock timeout", "55P03");
+    SQLException e =
+        assertThrows(
+            SQLException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertSame(insertFails, e);
+    assertEquals(0, e.getSuppressed().length);
+    assertAborted();
+    assertTheTransactionIsTheCallers();
+  }
+
   @Test
   void theWriterTellsItsTableAndInstanceKey() {
     PostgresOutboxWriter writer = new PostgresOutboxWriter("app.outbox", "eu");
@@ -289,8 +312,12 @@ class PostgresOutboxWriterTest {
                 (proxy, method, args) -> {
                   calls.add(call(method.getName(), args));
                   return switch (method.getName()) {
-                    case "executeUpdate" ->
-                        updateCounts.size() > 1 ? updateCounts.poll() : updateCounts.peek();
+                    case "executeUpdate" -> {
+                      if (insertFails != null) {
+                        throw insertFails;
+                      }
+                      yield updateCounts.size() > 1 ? updateCounts.poll() : updateCounts.peek();
+                    }
                     case "executeQuery" -> answer(takenElsewhere, ownId);
                     case "execute" -> false;
                     default -> null;
@@ -313,11 +340,6 @@ class PostgresOutboxWriterTest {
             });
   }
 
-  /**
-   * The writer only prepared statements on the caller's connection, whatever it returned or threw:
-   * no commit, rollback, auto-commit change, close or anything else that touches the transaction.
-   * And it closed every statement it prepared.
-   */
   /** The abort statement prepared and run, last: the writer's error comes after it. */
   private void assertAborted() {
     int at = calls.indexOf("prepareStatement(" + PostgresOutboxWriter.ABORT_SQL + ")");
@@ -325,6 +347,11 @@ class PostgresOutboxWriterTest {
     assertEquals(List.of("execute()", "close()"), calls.subList(at + 1, calls.size()));
   }
 
+  /**
+   * The writer only prepared statements on the caller's connection, whatever it returned or threw:
+   * no commit, rollback, auto-commit change, close or anything else that touches the transaction.
+   * And it closed every statement it prepared.
+   */
   private void assertTheTransactionIsTheCallers() {
     assertEquals(
         List.of(),
