@@ -8,7 +8,7 @@ import com.fasterxml.jackson.core.io.CharacterEscapes;
 import com.fasterxml.jackson.core.io.SerializedString;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.BitSet;

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.writer.Printable;
 import org.junit.jupiter.api.Test;
 
 /** What the CLI prints of a row's values on a terminal. */

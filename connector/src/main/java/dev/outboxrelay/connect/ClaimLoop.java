@@ -8,7 +8,7 @@ import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
-import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.writer.Printable;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;

@@ -4,7 +4,7 @@ import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
-import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.writer.Printable;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import org.apache.kafka.common.utils.Time;

@@ -5,7 +5,7 @@ import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStoreException;
-import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;

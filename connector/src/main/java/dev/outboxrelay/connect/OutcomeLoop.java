@@ -2,7 +2,7 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.OutboxStoreException;
-import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;

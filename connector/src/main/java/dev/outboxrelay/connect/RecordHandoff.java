@@ -9,7 +9,7 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.Outcome;
-import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.writer.Printable;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;

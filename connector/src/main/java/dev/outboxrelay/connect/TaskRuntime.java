@@ -4,7 +4,7 @@ import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.OutboxStore;
-import dev.outboxrelay.store.Printable;
+import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;

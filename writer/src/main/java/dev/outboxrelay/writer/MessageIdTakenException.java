@@ -20,7 +20,7 @@ public final class MessageIdTakenException extends SQLIntegrityConstraintViolati
   MessageIdTakenException(String messageId) {
     super(
         "outbox message id "
-            + messageId
+            + Printable.escape(messageId)
             + " is already used by a row of another instance key (or a legacy row without one);"
             + " nothing was written, roll the transaction back: message ids are unique across the"
             + " whole table",
@@ -28,6 +28,7 @@ public final class MessageIdTakenException extends SQLIntegrityConstraintViolati
     this.messageId = messageId;
   }
 
+  /** The message id as given, unescaped (the exception's message escapes it: {@link Printable}). */
   public String messageId() {
     return messageId;
   }

@@ -163,7 +163,7 @@ public final class OutboxMessage {
     headers.forEach(
         (name, value) -> {
           requireStorable(name, "a header name");
-          requireStorable(value, "header " + (storable(name) ? name : "?"));
+          requireStorable(value, "header " + Printable.escape(name));
         });
     if (topic != null && !TopicNames.isRoutable(topic)) {
       // The relay would record the row FAILED (TOPIC_UNROUTABLE) after the business change
@@ -194,10 +194,6 @@ public final class OutboxMessage {
               + " must not contain a UTF-16 surrogate without its pair, which is no character:"
               + " UTF-8 cannot hold it, and it would be stored as '?'");
     }
-  }
-
-  private static boolean storable(String value) {
-    return value.indexOf('\0') < 0 && !StorableText.hasUnpairedSurrogate(value);
   }
 
   private static String requireTraceparent(String traceparent) {
@@ -283,9 +279,18 @@ public final class OutboxMessage {
     return deliverBefore;
   }
 
+  /**
+   * The message id and event type, with control and format characters escaped ({@link Printable}):
+   * an id taken from a client's idempotency key, say, cannot forge a log line that prints the
+   * message.
+   */
   @Override
   public String toString() {
-    return "OutboxMessage[messageId=" + messageId + ", eventType=" + eventType + "]";
+    return "OutboxMessage[messageId="
+        + Printable.escape(messageId)
+        + ", eventType="
+        + Printable.escape(eventType)
+        + "]";
   }
 
   /** Builder; aggregate type, aggregate id and event type are required. */

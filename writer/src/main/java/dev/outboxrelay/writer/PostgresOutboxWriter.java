@@ -115,7 +115,9 @@ public final class PostgresOutboxWriter {
       }
     }
     throw new SQLTransientException(
-        "outbox message id " + message.messageId() + " kept changing owner; retry the transaction",
+        "outbox message id "
+            + Printable.escape(message.messageId())
+            + " kept changing owner; retry the transaction",
         "40001");
   }
 
@@ -311,6 +313,10 @@ public final class PostgresOutboxWriter {
 
   @Override
   public String toString() {
-    return "PostgresOutboxWriter[table=" + table + ", instanceKey=" + instanceKey + "]";
+    return "PostgresOutboxWriter[table="
+        + table
+        + ", instanceKey="
+        + Printable.escape(instanceKey) // no control character, but a bidi override may be
+        + "]";
   }
 }

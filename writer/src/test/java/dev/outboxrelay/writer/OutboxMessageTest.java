@@ -446,4 +446,31 @@ class OutboxMessageTest {
     assertNull(plain.correlationId());
     assertNull(plain.deliverBefore());
   }
+
+  /**
+   * Message ids are taken as they are, line breaks and escape sequences included (the relay relays
+   * them), but a log line that prints a message cannot be forged by one: toString escapes them as
+   * the connector's log lines do ({@link Printable}), and so does an error naming a header.
+   */
+  @Test
+  void toStringAndErrorsEscapeControlAndFormatCharacters() {
+    OutboxMessage forged =
+        order().messageId("o-1\r\nERROR forged").eventType("Placed\u202eecalP").build();
+    assertEquals("o-1\r\nERROR forged", forged.messageId(), "the id is kept as given");
+    assertEquals(
+        "OutboxMessage[messageId=o-1\\u000d\\u000aERROR forged, eventType=Placed\\u202eecalP]",
+        forged.toString());
+    OutboxMessage terminal = order().messageId("\u001b[2J\u001b[31mo-2").build();
+    assertEquals(
+        "OutboxMessage[messageId=\\u001b[2J\\u001b[31mo-2, eventType=Placed]", terminal.toString());
+
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> order().header("tenant\r\nERROR forged", "acme\0").build());
+    assertEquals(
+        "header tenant\\u000d\\u000aERROR forged must not contain the character U+0000, which"
+            + " PostgreSQL text cannot hold",
+        e.getMessage());
+  }
 }

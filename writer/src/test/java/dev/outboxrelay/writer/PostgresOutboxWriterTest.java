@@ -283,6 +283,41 @@ class PostgresOutboxWriterTest {
     assertTheTransactionIsTheCallers();
   }
 
+  /**
+   * The writer's own errors name the message id escaped ({@link Printable}), as the relay's log
+   * lines do: an id with a line break cannot forge a line of the application's log, nor an escape
+   * sequence rewrite a terminal. {@link MessageIdTakenException#messageId()} keeps the id as given.
+   */
+  @Test
+  void theWritersErrorsNameTheMessageIdEscaped() {
+    String forged = "o-1\r\nERROR forged";
+    updateCounts.clear();
+    updateCounts.add(0);
+    takenElsewhere = true;
+    MessageIdTakenException taken =
+        assertThrows(
+            MessageIdTakenException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu")
+                    .enqueue(recordingConnection(), message(forged)));
+    assertTrue(
+        taken.getMessage().startsWith("outbox message id o-1\\u000d\\u000aERROR forged is "),
+        taken::getMessage);
+    assertEquals(forged, taken.messageId());
+
+    takenElsewhere = false;
+    SQLException retry =
+        assertThrows(
+            SQLException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu")
+                    .enqueue(recordingConnection(), message("\u001b[2J\u001b[31mo-2")));
+    assertEquals("40001", retry.getSQLState());
+    assertEquals(
+        "outbox message id \\u001b[2J\\u001b[31mo-2 kept changing owner; retry the transaction",
+        retry.getMessage());
+  }
+
   @Test
   void theWriterTellsItsTableAndInstanceKey() {
     PostgresOutboxWriter writer = new PostgresOutboxWriter("app.outbox", "eu");
@@ -292,7 +327,13 @@ class PostgresOutboxWriterTest {
   }
 
   private static OutboxMessage message() {
+    return message(null);
+  }
+
+  /** A message with this id, or a random one for null. */
+  private static OutboxMessage message(String messageId) {
     return OutboxMessage.builder()
+        .messageId(messageId)
         .aggregateType("order")
         .aggregateId("o-1")
         .eventType("OrderPlaced")

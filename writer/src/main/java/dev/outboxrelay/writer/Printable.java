@@ -1,4 +1,4 @@
-package dev.outboxrelay.store;
+package dev.outboxrelay.writer;
 
 /**
  * A value read from a row, safe to write into a log line or onto a terminal. Control characters (a
@@ -7,7 +7,11 @@ package dev.outboxrelay.store;
  * make two ids look alike), the other invisible ones (variation selectors, the combining grapheme
  * joiner, the Hangul fillers) and unpaired surrogates (written as '?' by an encoder) are written as
  * {@code \\uXXXX}, one outside the Basic Multilingual Plane as its two UTF-16 units. Message ids
- * come from the application's rows, sometimes from its clients' idempotency keys.
+ * come from the application's rows, sometimes from its clients' idempotency keys, and are taken as
+ * they are (the relay accepts any id the table holds).
+ *
+ * <p>One rule for every module: the writer's exceptions and {@link OutboxMessage#toString()}, the
+ * connector's log lines and the CLI's output (which escapes backslashes on top) all use it.
  */
 public final class Printable {
   private Printable() {}
