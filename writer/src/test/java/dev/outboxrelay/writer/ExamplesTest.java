@@ -153,13 +153,37 @@ class ExamplesTest {
     assertEquals(0, db.count("SELECT count(*) FROM outbox"));
   }
 
+  /**
+   * A business change that fails after placeOrder enqueued its message, in the same transaction:
+   * the message goes with it. (A change that fails before the enqueue, such as placeOrder's own
+   * insert of an existing order, proves nothing: no enqueue ran.)
+   */
   @Test
   void aFailedBusinessChangeWritesNoOutboxRow() throws SQLException {
     SpringOrderService orders = springService();
     orders.placeOrder("o-1", 4200, TRACEPARENT);
+    TransactionTemplate business =
+        new TransactionTemplate(spring.getBean(PlatformTransactionManager.class));
+    JdbcTemplate jdbc = spring.getBean(JdbcTemplate.class);
+
     assertThrows(
-        DataIntegrityViolationException.class, () -> orders.placeOrder("o-1", 1, TRACEPARENT));
-    assertEquals(1, db.count("SELECT count(*) FROM outbox"));
+        DataIntegrityViolationException.class,
+        () ->
+            business.executeWithoutResult(
+                status -> {
+                  try {
+                    orders.placeOrder("o-2", 100, TRACEPARENT);
+                  } catch (SQLException e) {
+                    throw new IllegalStateException(e);
+                  }
+                  assertEquals(2L, outboxRowsInThisTransaction(), "o-2's written in it");
+                  // The next change of the transaction fails: o-1 exists.
+                  jdbc.update("INSERT INTO orders (id, total_cents) VALUES ('o-1', 1)");
+                }));
+
+    assertEquals(List.of(Map.of("id", "o-1")), db.rows("SELECT id FROM orders"));
+    assertEquals(
+        List.of(Map.of("message_id", "o-1:placed")), db.rows("SELECT message_id FROM outbox"));
   }
 
   @Test
