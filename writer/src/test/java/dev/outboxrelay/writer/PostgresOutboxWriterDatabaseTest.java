@@ -563,28 +563,39 @@ class PostgresOutboxWriterDatabaseTest {
         db.rows("SELECT message_id, headers ->> 'tenant' AS tenant, topic FROM outbox"));
   }
 
+  /**
+   * A writer of app.outbox writes app.outbox and reads app's published log, whatever the
+   * connection's search path: here it points at a schema of its own with a table outbox and a log
+   * outbox_published, so a statement that named either unqualified would use the wrong one (a row
+   * in the decoy, a message id taken for a duplicate or a new one by the decoy's log).
+   */
   @Test
   void aSchemaQualifiedTableIsWrittenWhereverTheSearchPathPoints() throws SQLException {
     TestDatabase other = TestDatabase.empty("writer_schema");
     other.exec("CREATE SCHEMA app; SET search_path TO app; " + TestDatabase.schemaSql());
-    PostgresOutboxWriter appWriter = new PostgresOutboxWriter("app.outbox", "orders-eu");
-    try (Connection c = other.connection()) {
-      c.setAutoCommit(false);
-      assertEquals(EnqueueResult.ENQUEUED, appWriter.enqueue(c, placed("o-1")));
-      c.commit();
-    }
-    assertEquals(1, other.count("SELECT count(*) FROM app.outbox"));
-    // The duplicate check reads the log in the table's schema, not the search path's.
+    other.exec("CREATE SCHEMA decoy; SET search_path TO decoy; " + TestDatabase.schemaSql());
+    // In the table's log: a retry. In the decoy's: nothing to the writer of app.outbox.
     other.exec(
         "INSERT INTO app.outbox_published (seq, message_id, instance_key, attempts,"
             + " abandoned_claims, lease_token, published_at)"
-            + " VALUES (1, 'o-2:placed', 'orders-eu', 1, 0, 1, now())");
+            + " VALUES (1, 'o-2:placed', 'orders-eu', 1, 0, 1, now());"
+            + " INSERT INTO decoy.outbox_published (seq, message_id, instance_key, attempts,"
+            + " abandoned_claims, lease_token, published_at)"
+            + " VALUES (1, 'o-3:placed', 'orders-eu', 1, 0, 1, now())");
+    PostgresOutboxWriter appWriter = new PostgresOutboxWriter("app.outbox", "orders-eu");
     try (Connection c = other.connection()) {
+      run(c, "SET search_path TO decoy"); // the writer's own session
       c.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, appWriter.enqueue(c, placed("o-1")));
       assertEquals(EnqueueResult.DUPLICATE, appWriter.enqueue(c, placed("o-2")));
+      assertEquals(EnqueueResult.ENQUEUED, appWriter.enqueue(c, placed("o-3")));
+      assertEquals(EnqueueResult.DUPLICATE, appWriter.enqueue(c, placed("o-1")));
       c.commit();
     }
-    assertEquals(1, other.count("SELECT count(*) FROM app.outbox"));
+    assertEquals(
+        List.of(Map.of("message_id", "o-1:placed"), Map.of("message_id", "o-3:placed")),
+        other.rows("SELECT message_id FROM app.outbox ORDER BY seq"));
+    assertEquals(0, other.count("SELECT count(*) FROM decoy.outbox"));
   }
 
   /**
