@@ -360,7 +360,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " errors.tolerance=all, and does not say which. retry: the row is retried with"
           + " backoff and charged an attempt. fail: the row is parked as FAILED (reason"
           + " DROPPED_OR_UNDELIVERED), for pipelines that filter on purpose. Neither marks it"
-          + " published.";
+          + " published. With delivery.guarantee=exactly-once the task also fails at its next poll"
+          + " (reason DROPPED_UNDER_EXACTLY_ONCE): a later record's committed offset would cover"
+          + " the dropped record's row.";
 
   // Maintenance
   public static final String RETENTION_PUBLISHED_MS_CONFIG = "retention.published.ms";

@@ -349,8 +349,9 @@ public class OutboxSourceTask extends SourceTask {
     if (SourceOffsets.isParked(record)) {
       // Exactly-once dead letter: its row was parked before it was sent. Its position is recorded
       // at the next poll, on this thread (not from a producer's, a worker without support).
-      if (metadata != null
-          && metadata.hasOffset()
+      if (metadata == null) {
+        noteDroppedUnderExactlyOnce(record); // its row stays parked, without its copy
+      } else if (metadata.hasOffset()
           && runtime.deadLetterCopies() != null
           && Thread.currentThread() == taskThread) {
         runtime
@@ -375,15 +376,10 @@ public class OutboxSourceTask extends SourceTask {
       log.warn("Acknowledgement for a record without an outbox source offset ignored");
       return;
     }
-    if (metadata == null && config.settings().exactlyOnce() && droppedUnderExactlyOnce == null) {
-      // Exactly once, errors.tolerance=all is refused: no metadata means a transform or predicate
-      // dropped the record. Its outcome is still written (closing the window in which a recovery
-      // would take the row for committed); the task fails at its next poll.
-      droppedUnderExactlyOnce = messageId;
-      log.error(
-          "Record dropped by a transform or predicate under exactly once: message_id={}"
-              + " (reason=DROPPED_UNDER_EXACTLY_ONCE); the task fails at its next poll",
-          Printable.escape(messageId));
+    if (metadata == null) {
+      // Its outcome is still written, closing the window in which a recovery would take the row
+      // for committed.
+      noteDroppedUnderExactlyOnce(record);
     }
     if (!runtime.submit(runtime.handoff().outcomeOf(messageId, seq, token, metadata))) {
       metrics.lateAcks.incrementAndGet();
@@ -392,6 +388,28 @@ public class OutboxSourceTask extends SourceTask {
               + " (reason=LATE_ACK; a later claim or the next instance's recovery settles the row)",
           Printable.escape(messageId));
     }
+  }
+
+  /**
+   * Exactly once, errors.tolerance=all is refused, so no metadata means a transform or predicate
+   * dropped the record: a later record's committed offset covers its row. The task fails at its
+   * next poll, naming the first such row.
+   */
+  private void noteDroppedUnderExactlyOnce(SourceRecord record) {
+    if (!config.settings().exactlyOnce() || droppedUnderExactlyOnce != null) {
+      return;
+    }
+    String messageId;
+    try {
+      messageId = SourceOffsets.messageId(record);
+    } catch (IllegalArgumentException e) {
+      messageId = "(unknown)";
+    }
+    droppedUnderExactlyOnce = messageId;
+    log.error(
+        "Record dropped by a transform or predicate under exactly once: message_id={}"
+            + " (reason=DROPPED_UNDER_EXACTLY_ONCE); the task fails at its next poll",
+        Printable.escape(messageId));
   }
 
   @Override

@@ -191,8 +191,10 @@ final class JsonSchemaInference {
       case OBJECT:
         StructShape struct = new StructShape(name);
         for (Map.Entry<String, JsonNode> member : node.properties()) {
-          requireEncodable(member.getKey());
           JsonNode value = member.getValue();
+          if (!value.isNull() || nullsAsBytes()) { // a null member left out writes no name
+            requireEncodable(member.getKey());
+          }
           // Only structs carry their names into the schema (an array passes its own on).
           String memberPath =
               value.isContainerNode() ? growth.named(path(name, member.getKey())) : null;

@@ -632,13 +632,31 @@ class ExactlyOnceTaskTest {
 
     task.commitRecord(
         records.get(0), new RecordMetadata(new TopicPartition("dlq", 0), 41, 0, 0L, 0, 0));
-    task.commitRecord(records.get(1), null);
     assertNull(store.find("big").orElseThrow().kafka(), "not before the next poll");
     task.poll();
 
     assertEquals(new KafkaCoordinates("dlq", 0, 41), store.find("big").orElseThrow().kafka());
-    assertNull(store.find("bigger").orElseThrow().kafka());
+    assertNull(store.find("bigger").orElseThrow().kafka(), "not acknowledged");
     assertEquals(MessageStatus.FAILED, store.find("big").orElseThrow().status());
+  }
+
+  /**
+   * A dead-letter record a transform drops gives no position, and the task fails as for any record
+   * dropped in this mode; its row stays parked, without its copy.
+   */
+  @Test
+  void aDeadLetterRecordDroppedByATransformFailsTheTask() {
+    add("big", "agg-1", 100);
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    List<SourceRecord> records = task.poll();
+
+    task.commitRecord(records.get(0), null);
+    ConnectException failed = assertThrows(ConnectException.class, task::poll);
+    assertTrue(
+        failed.getMessage().contains("message_id=big (reason=DROPPED_UNDER_EXACTLY_ONCE)"),
+        failed.getMessage());
+    assertEquals(MessageStatus.FAILED, store.find("big").orElseThrow().status());
+    assertNull(store.find("big").orElseThrow().kafka());
   }
 
   /**

@@ -424,6 +424,25 @@ class InferredSchemaTest {
     assertEquals(UnpublishableReasons.PAYLOAD_INVALID_JSON, parkedFor(payload), () -> payload);
   }
 
+  /**
+   * A null member left out (payload.json.null.behavior=ignore) writes no name: a surrogate without
+   * its pair there changes nothing that is sent. Kept as optional bytes, its name is written.
+   */
+  @Test
+  void aSurrogateInTheNameOfANullMemberLeftOutIsNoReasonToPark() {
+    String payload = "{\"\\ud83d\":null,\"a\":1}";
+    Struct value = inferred(payload);
+    assertEquals(1, value.getInt32("a"));
+    assertEquals(1, value.schema().fields().size(), value.schema().fields()::toString);
+
+    assertEquals(
+        UnpublishableReasons.PAYLOAD_INVALID_JSON,
+        assertInstanceOf(
+                Unpublishable.class,
+                mapper(NullMembers.OPTIONAL_BYTES).map(row().payload(payload).build()))
+            .reasonCode());
+  }
+
   /** A pair written as two escapes is one character, kept as it is. */
   @Test
   void anEscapedSurrogatePairIsOneCharacter() {
