@@ -120,14 +120,14 @@ class ColumnMappingValidationTest {
       try (var c = db.connection();
           var s = c.createStatement()) {
         s.execute("DROP INDEX outbox_seq_key");
-        s.execute("DROP INDEX outbox_parked_key_seq_idx");
+        s.execute("DROP INDEX outbox_due_aggregate_idx");
       }
       String message = only(errors(debezium(db)), "outbox.table");
       assertTrue(
           message.startsWith(
               "outbox.table lacks indexes the relay reads: a unique index on seq (outcome writes"
-                  + " and claims find rows by it), outbox_parked_key_seq_idx (the parked-row"
-                  + " counts); without them"),
+                  + " and claims find rows by it), outbox_due_aggregate_idx (ordered claims);"
+                  + " without them"),
           message);
     }
   }

@@ -917,6 +917,33 @@ class ConfigValidationTest {
         errors(props(url)));
   }
 
+  /**
+   * An index of an earlier version that serves the same statements is enough: a table kept at
+   * version 13 has no index of parked rows by seq (version 14's, which only the CLI needs) but
+   * version 12's by correlation id; one at version 9 has the log's btree of message ids.
+   */
+  @Test
+  void tableManagedByAnotherToolWithEarlierVersionsIndexesIsAccepted() throws SQLException {
+    String url = externallyManagedTable("config_external_v13_indexes");
+    execute(url, "DROP INDEX outbox_parked_key_seq_idx");
+    execute(url, "DROP INDEX outbox_parked_cid_seq_idx");
+    execute(
+        url,
+        "CREATE INDEX outbox_parked_cid_idx ON outbox (instance_key, left(correlation_id, 200))"
+            + " WHERE parked_at IS NOT NULL");
+    execute(url, "DROP INDEX outbox_published_id_hash");
+    execute(url, "CREATE INDEX outbox_published_id_idx ON outbox_published (message_id)");
+    assertEquals(Map.of(), errors(props(url)));
+
+    execute(url, "DROP INDEX outbox_parked_cid_idx");
+    String message = only(errors(props(url)), "outbox.table");
+    assertTrue(
+        message.startsWith(
+            "outbox.table lacks an index the relay reads: outbox_parked_key_seq_idx (the"
+                + " parked-row counts)"),
+        message);
+  }
+
   @Test
   void tableManagedByAnotherToolWithoutAUniqueIndexOnSeqIsAnError() throws SQLException {
     String url = externallyManagedTable("config_external_seq");

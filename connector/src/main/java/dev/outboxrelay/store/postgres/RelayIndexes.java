@@ -20,19 +20,33 @@ import java.util.Set;
  */
 public final class RelayIndexes {
   /**
-   * An index the relay reads: its name's suffix, whether it is on the published log, its reader.
+   * An index the relay reads: the suffixes of the names that serve (the first is the current
+   * version's, the one a missing index is named by), whether it is on the published log, its
+   * reader.
    */
-  private record Required(String suffix, boolean onLog, String readBy) {}
+  private record Required(List<String> suffixes, boolean onLog, String readBy) {
+    Required(String suffix, boolean onLog, String readBy) {
+      this(List.of(suffix), onLog, readBy);
+    }
+  }
 
-  // Not here: the indexes of parked rows by correlation id, which only the CLI reads.
   private static final List<Required> REQUIRED =
       List.of(
           new Required("message_id_key", false, "one row per message id"),
           new Required("due_key_seq_idx", false, "every claim"),
           new Required("due_aggregate_idx", false, "ordered claims"),
           new Required("settled_idx", false, "retention of rows published in the table"),
-          new Required("parked_key_seq_idx", false, "the parked-row counts"),
-          new Required("published_id_hash", true, "message id lookups in the published log"),
+          // Any index of the parked rows by instance key serves their counts: version 14's, or
+          // version 15's or 12's by correlation id (the CLI's batches want 14's and 15's).
+          new Required(
+              List.of("parked_key_seq_idx", "parked_cid_seq_idx", "parked_cid_idx"),
+              false,
+              "the parked-row counts"),
+          // Version 10's hash index, or the btree of version 9 it replaced.
+          new Required(
+              List.of("published_id_hash", "published_id_idx"),
+              true,
+              "message id lookups in the published log"),
           new Required("published_at_idx", true, "retention of the published log"));
 
   private static final String INDEX_NAMES =
@@ -61,9 +75,9 @@ public final class RelayIndexes {
     Set<String> onTable = indexNames(c, table.qualified());
     Set<String> onLog = indexNames(c, table.qualifiedPublishedLog());
     for (Required index : REQUIRED) {
-      String name = table.objectName(index.suffix());
-      if (!(index.onLog() ? onLog : onTable).contains(name)) {
-        missing.add(name + " (" + index.readBy() + ")");
+      Set<String> present = index.onLog() ? onLog : onTable;
+      if (index.suffixes().stream().map(table::objectName).noneMatch(present::contains)) {
+        missing.add(table.objectName(index.suffixes().get(0)) + " (" + index.readBy() + ")");
       }
     }
     return missing;
