@@ -792,13 +792,23 @@ public final class ConfigValidation {
       if (!present.contains(column)) {
         return; // reported as missing
       }
+      // NOT NULL, or a CHECK that keeps the relay's rows (those with an instance key) non-null;
+      // one NOT VALID holds for every row written after it, which the relay's rows are.
+      String notNull = "(" + column + " IS NOT NULL)";
       try (Connection c = pool.getConnection();
           PreparedStatement ps =
               c.prepareStatement(
-                  "SELECT attnotnull FROM pg_attribute WHERE attrelid = to_regclass(?)"
-                      + " AND attname = ? AND NOT attisdropped")) {
-        ps.setString(1, table.qualified());
-        ps.setString(2, column);
+                  "SELECT a.attnotnull OR EXISTS (SELECT 1 FROM pg_constraint k"
+                      + " WHERE k.conrelid = a.attrelid AND k.contype = 'c'"
+                      + " AND regexp_replace(pg_get_constraintdef(k.oid), ' NOT VALID$', '')"
+                      + " IN (?, ?, ?))"
+                      + " FROM pg_attribute a WHERE a.attrelid = to_regclass(?)"
+                      + " AND a.attname = ? AND NOT a.attisdropped")) {
+        ps.setString(1, "CHECK (" + notNull + ")");
+        ps.setString(2, "CHECK (((instance_key IS NULL) OR " + notNull + "))");
+        ps.setString(3, "CHECK ((" + notNull + " OR (instance_key IS NULL)))");
+        ps.setString(4, table.qualified());
+        ps.setString(5, column);
         try (ResultSet rs = ps.executeQuery()) {
           if (rs.next() && !rs.getBoolean(1)) {
             String key =
@@ -810,9 +820,11 @@ public final class ConfigValidation {
                     + " of "
                     + OUTBOX_TABLE_CONFIG
                     + " allows NULL: a row without a message id cannot be relayed, and its claim"
-                    + " would fail the task; declare it NOT NULL (ALTER TABLE ... ALTER COLUMN "
+                    + " would fail the task; add ALTER TABLE ... ADD CONSTRAINT ... CHECK"
+                    + " (instance_key IS NULL OR "
                     + column
-                    + " SET NOT NULL)");
+                    + " IS NOT NULL) NOT VALID (reads no row, so it holds the table's lock for a"
+                    + " moment only), or declare the column NOT NULL");
           }
         }
       }

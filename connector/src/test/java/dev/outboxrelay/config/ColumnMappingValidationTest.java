@@ -143,15 +143,32 @@ class ColumnMappingValidationTest {
       }
       assertEquals(
           "the message id column id of outbox.table allows NULL: a row without a message id cannot"
-              + " be relayed, and its claim would fail the task; declare it NOT NULL (ALTER TABLE"
-              + " ... ALTER COLUMN id SET NOT NULL)",
+              + " be relayed, and its claim would fail the task; add ALTER TABLE ... ADD CONSTRAINT"
+              + " ... CHECK (instance_key IS NULL OR id IS NOT NULL) NOT VALID (reads no row, so it"
+              + " holds the table's lock for a moment only), or declare the column NOT NULL",
           only(errors(debezium(db)), "column.message.id"));
 
       try (var c = db.connection();
           var s = c.createStatement()) {
+        s.execute(
+            "ALTER TABLE outbox ADD CONSTRAINT outbox_id_check"
+                + " CHECK (instance_key IS NULL OR id IS NOT NULL) NOT VALID");
+      }
+      assertEquals(Map.of(), errors(debezium(db)), "the relay's rows keep an id");
+
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_id_check");
+        s.execute("ALTER TABLE outbox ADD CONSTRAINT outbox_id_check CHECK (id IS NOT NULL)");
+      }
+      assertEquals(Map.of(), errors(debezium(db)), "every row keeps an id");
+
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("ALTER TABLE outbox DROP CONSTRAINT outbox_id_check");
         s.execute("ALTER TABLE outbox ALTER COLUMN id SET NOT NULL");
       }
-      assertEquals(Map.of(), errors(debezium(db)));
+      assertEquals(Map.of(), errors(debezium(db)), "NOT NULL");
     }
   }
 
