@@ -462,8 +462,10 @@ final class ConfigChecks {
                     + DELIVERY_GUARANTEE_CONFIG
                     + "="
                     + EXACTLY_ONCE
-                    + ": it gives the connector offsets of its own, and Connect copies them to the"
-                    + " worker's offsets topic outside the records' transaction, where an aborted"
+                    + ", whatever its value (a connector cannot see the worker's settings): unless"
+                    + " it names the worker's own offsets topic and cluster, Connect keeps the"
+                    + " connector's offsets in a store of its own and copies them to the worker's"
+                    + " offsets topic outside the records' transaction, where an aborted"
                     + " transaction's offset stays and a recovery would read it; remove the"
                     + " setting (the worker's offsets topic, on the worker's cluster)"));
       }

@@ -499,8 +499,8 @@ class ConfigValidationTest {
             .get("offsets.storage.topic")
             .get(0)
             .startsWith(
-                "offsets.storage.topic must not be set with delivery.guarantee=exactly-once: it"
-                    + " gives the connector offsets of its own"),
+                "offsets.storage.topic must not be set with delivery.guarantee=exactly-once,"
+                    + " whatever its value"),
         errors.toString());
 
     props.remove("offsets.storage.topic");
