@@ -507,7 +507,7 @@ final class ConfigChecks {
                     + name
                     + " cannot write the record key, the aggregate id as a string: every record"
                     + " would fail in Connect's conversion; use StringConverter (the aggregate id's"
-                    + " text) or JsonConverter"));
+                    + " text)"));
         return;
       }
     }

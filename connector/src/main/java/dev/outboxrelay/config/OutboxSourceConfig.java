@@ -314,7 +314,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " parked instead of failing the task; the payload is counted as the connector's own"
           + " value.converter writes it where that is JsonConverter (bytes as base64, a string"
           + " with its escapes, with schemas in an envelope; one set only on the worker is not"
-          + " seen). Keep it within the topic's max.message.bytes too.";
+          + " seen). The key is counted as its text: a key.converter that frames it"
+          + " (JsonConverter, about 60 bytes with schemas, and its escapes) is not, so keep a"
+          + " margin there. Keep it within the topic's max.message.bytes too.";
 
   /** The producer setting the record-size check follows, as a connector override. */
   static final String PRODUCER_MAX_REQUEST_SIZE = "producer.override.max.request.size";
