@@ -143,27 +143,47 @@ public final class PostgresOutboxWriter {
    * abort; then it is restored. ({@code conservative} rolls back only after errors a retry heals,
    * which an aborted transaction's 25P02 is not.)
    *
+   * <p>A failure on the way (suspending autosave, a release) does not keep the abort statement from
+   * running.
+   *
    * @return the abort's failure when it was not the expected one (a lost connection, say), to be
    *     attached to the exception thrown; null otherwise
    */
   private static SQLException abort(Connection transaction) {
-    DriverAutosave autosave = null;
+    SQLException failure = null;
+    DriverAutosave autosave = DriverAutosave.NONE;
     try {
       autosave = DriverAutosave.suspend(transaction);
+    } catch (SQLException e) {
+      failure = e; // the abort statement runs all the same
+    }
+    try {
       if (autosave.always) {
-        releaseDriverSavepoints(transaction);
+        try {
+          releaseDriverSavepoints(transaction);
+        } catch (SQLException e) {
+          failure = first(failure, e); // some may remain: the abort still runs
+        }
       }
       try (PreparedStatement s = transaction.prepareStatement(ABORT_SQL)) {
         s.execute();
+      } catch (SQLException e) {
+        if (!ABORTED_SQL_STATES.contains(e.getSQLState())) {
+          failure = first(failure, e);
+        }
       }
-      return null;
-    } catch (SQLException e) {
-      return ABORTED_SQL_STATES.contains(e.getSQLState()) ? null : e;
+      return failure;
     } finally {
-      if (autosave != null) {
-        autosave.restore();
-      }
+      autosave.restore();
     }
+  }
+
+  private static SQLException first(SQLException earlier, SQLException later) {
+    if (earlier == null) {
+      return later;
+    }
+    earlier.addSuppressed(later);
+    return earlier;
   }
 
   /**
@@ -183,11 +203,16 @@ public final class PostgresOutboxWriter {
    * suspended.
    */
   private static void releaseDriverSavepoints(Connection transaction) throws SQLException {
+    int unexpected = 0;
     while (true) {
       try (Statement s = transaction.createStatement()) {
         s.execute(RELEASE_DRIVER_SAVEPOINTS);
       } catch (SQLException e) {
-        if (!NO_SUCH_SAVEPOINT.equals(e.getSQLState())) {
+        boolean noneLeft = NO_SUCH_SAVEPOINT.equals(e.getSQLState());
+        // Another failure (a cancel, out of memory) inside the writer's savepoint: back to it and
+        // on with the releases, a few times, so that no driver savepoint survives under the abort.
+        // A lost connection ends the transaction anyway.
+        if (!noneLeft && (isConnectionError(e) || ++unexpected > MAX_UNEXPECTED_RELEASE_FAILURES)) {
           throw e;
         }
         try (Statement s = transaction.createStatement()) {
@@ -197,9 +222,19 @@ public final class PostgresOutboxWriter {
                   + "; RELEASE SAVEPOINT "
                   + PROBE_SAVEPOINT);
         }
-        return;
+        if (noneLeft) {
+          return;
+        }
       }
     }
+  }
+
+  /** Failures of a release other than "none left" that are tried past before giving up. */
+  private static final int MAX_UNEXPECTED_RELEASE_FAILURES = 3;
+
+  /** SQLState class 08: the connection is gone, and the transaction with it. */
+  private static boolean isConnectionError(SQLException e) {
+    return e.getSQLState() != null && e.getSQLState().startsWith("08");
   }
 
   /** pgjdbc's autosave savepoint, as its statements name it (unquoted: folded to lower case). */

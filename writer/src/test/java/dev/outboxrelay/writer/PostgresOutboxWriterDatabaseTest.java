@@ -12,6 +12,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Savepoint;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -303,6 +304,10 @@ class PostgresOutboxWriterDatabaseTest {
       for (int i = 0; i < 40; i++) {
         run(c, "SELECT count(*) FROM orders");
       }
+      if (autosave == AutoSave.ALWAYS) {
+        // The savepoint before a failed statement stays, cleanupSavepoints or not.
+        assertThrows(SQLException.class, () -> run(c, "SELECT 1 / 0"));
+      }
       run(c, "INSERT INTO orders VALUES ('o-10')");
       MessageIdTakenException e =
           assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
@@ -365,6 +370,12 @@ class PostgresOutboxWriterDatabaseTest {
     try (Connection c = connection(autosave, false)) {
       c.setAutoCommit(false);
       run(c, "INSERT INTO orders VALUES ('o-8')");
+      // A statement pgjdbc knows the result of: conservative makes its savepoints before such.
+      try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM orders")) {
+        for (int i = 0; i < 6; i++) {
+          ps.executeQuery().close();
+        }
+      }
       Savepoint nested = c.setSavepoint();
       run(c, "INSERT INTO orders VALUES ('o-9')");
       assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
@@ -375,6 +386,76 @@ class PostgresOutboxWriterDatabaseTest {
     assertEquals(
         List.of(Map.of("id", "o-10"), Map.of("id", "o-8")), // o-9 rolled back with the abort
         db.rows("SELECT id FROM orders ORDER BY id COLLATE \"C\""));
+  }
+
+  /**
+   * Under autosave=always, a release of the driver's savepoints that fails otherwise than "none
+   * left" (a cancel, say; here a division by zero slipped into the second round trip) neither keeps
+   * the abort statement from running nor leaves a driver savepoint under it to roll back to.
+   */
+  @Test
+  void aReleaseThatFailsOtherwiseStillLeavesTheTransactionAbortedForGood() throws SQLException {
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-9")));
+      c.commit();
+    }
+    PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
+    db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
+    java.util.concurrent.atomic.AtomicInteger releases =
+        new java.util.concurrent.atomic.AtomicInteger();
+    try (Connection real = connection(AutoSave.ALWAYS, false)) {
+      Connection c = secondReleaseFails(real, releases);
+      c.setAutoCommit(false);
+      run(c, "INSERT INTO orders VALUES ('o-9')");
+      for (int i = 0; i < 40; i++) {
+        run(c, "SELECT count(*) FROM orders");
+      }
+      assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
+      assertTrue(releases.get() > 2, "released on after the failure: " + releases.get());
+      assertAbortedForGood(c);
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
+  }
+
+  /** {@code real}, whose second round trip of savepoint releases fails with 22012. */
+  private static Connection secondReleaseFails(
+      Connection real, java.util.concurrent.atomic.AtomicInteger releases) {
+    return (Connection)
+        java.lang.reflect.Proxy.newProxyInstance(
+            Connection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              Object result = invoke(real, method, args);
+              if (!method.getName().equals("createStatement") || args != null) {
+                return result;
+              }
+              Statement statement = (Statement) result;
+              return java.lang.reflect.Proxy.newProxyInstance(
+                  Statement.class.getClassLoader(),
+                  new Class<?>[] {Statement.class},
+                  (p, m, a) -> {
+                    if (m.getName().equals("execute")
+                        && a != null
+                        && a.length == 1
+                        && a[0] instanceof String sql
+                        && sql.startsWith("SAVEPOINT outbox_relay_writer_release; RELEASE")
+                        && releases.incrementAndGet() == 2) {
+                      return statement.execute(
+                          "SAVEPOINT outbox_relay_writer_release; SELECT 1 / 0");
+                    }
+                    return invoke(statement, m, a);
+                  });
+            });
+  }
+
+  private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args)
+      throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw e.getCause();
+    }
   }
 
   static List<Arguments> autosaveSettings() {
