@@ -289,13 +289,7 @@ class PostgresOutboxWriterDatabaseTest {
   @MethodSource("autosaveSettings")
   void aTakenMessageIdAbortsTheTransactionSoItsCommitKeepsNothing(
       AutoSave autosave, boolean cleanupSavepoints) throws SQLException {
-    try (Connection c = db.connection()) {
-      c.setAutoCommit(false);
-      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-9")));
-      c.commit();
-    }
-    PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
-    db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
+    PostgresOutboxWriter us = o9TakenByAnotherKey();
     try (Connection c = connection(autosave, cleanupSavepoints)) {
       c.setAutoCommit(false);
       // Many statements before the writer's: under autosave=always, a savepoint each, more than
@@ -360,13 +354,7 @@ class PostgresOutboxWriterDatabaseTest {
       names = {"NEVER", "CONSERVATIVE"})
   void aSavepointOfTheApplicationsOwnStillRollsBackPastTheAbort(AutoSave autosave)
       throws SQLException {
-    try (Connection c = db.connection()) {
-      c.setAutoCommit(false);
-      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-9")));
-      c.commit();
-    }
-    PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
-    db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
+    PostgresOutboxWriter us = o9TakenByAnotherKey();
     try (Connection c = connection(autosave, false)) {
       c.setAutoCommit(false);
       run(c, "INSERT INTO orders VALUES ('o-8')");
@@ -395,13 +383,7 @@ class PostgresOutboxWriterDatabaseTest {
    */
   @Test
   void aReleaseThatFailsOtherwiseStillLeavesTheTransactionAbortedForGood() throws SQLException {
-    try (Connection c = db.connection()) {
-      c.setAutoCommit(false);
-      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-9")));
-      c.commit();
-    }
-    PostgresOutboxWriter us = new PostgresOutboxWriter("outbox", "orders-us");
-    db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
+    PostgresOutboxWriter us = o9TakenByAnotherKey();
     java.util.concurrent.atomic.AtomicInteger releases =
         new java.util.concurrent.atomic.AtomicInteger();
     try (Connection real = connection(AutoSave.ALWAYS, false)) {
@@ -456,6 +438,20 @@ class PostgresOutboxWriterDatabaseTest {
     } catch (java.lang.reflect.InvocationTargetException e) {
       throw e.getCause();
     }
+  }
+
+  /**
+   * Message o-9 enqueued and committed under orders-eu, and a table of orders; returns a writer of
+   * orders-us, whose enqueue of o-9 is refused (MessageIdTakenException).
+   */
+  private PostgresOutboxWriter o9TakenByAnotherKey() throws SQLException {
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-9")));
+      c.commit();
+    }
+    db.exec("CREATE TABLE orders (id text PRIMARY KEY)");
+    return new PostgresOutboxWriter("outbox", "orders-us");
   }
 
   static List<Arguments> autosaveSettings() {
