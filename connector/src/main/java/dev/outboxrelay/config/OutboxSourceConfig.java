@@ -1,10 +1,10 @@
 package dev.outboxrelay.config;
 
+import dev.outboxrelay.mapping.ConverterKind;
 import dev.outboxrelay.mapping.InferredSchema;
 import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
-import dev.outboxrelay.mapping.ValueConverterKind;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.postgres.ColumnMapping;
@@ -314,9 +314,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " parked instead of failing the task; the payload is counted as the connector's own"
           + " value.converter writes it where that is JsonConverter (bytes as base64, a string"
           + " with its escapes, with schemas in an envelope; one set only on the worker is not"
-          + " seen). The key is counted as its text: a key.converter that frames it"
-          + " (JsonConverter, about 60 bytes with schemas, and its escapes) is not, so keep a"
-          + " margin there. Keep it within the topic's max.message.bytes too.";
+          + " seen), and so is the key, by the connector's own key.converter. Keep it within the"
+          + " topic's max.message.bytes too.";
 
   /** The producer setting the record-size check follows, as a connector override. */
   static final String PRODUCER_MAX_REQUEST_SIZE = "producer.override.max.request.size";
@@ -999,18 +998,27 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   /**
    * The connector's own value converter, as far as a record's size depends on it; {@link
-   * ValueConverterKind#OTHER} when it is another or set only on the worker (not visible here).
+   * ConverterKind#OTHER} when it is another or set only on the worker (not visible here).
    * JsonConverter's schemas.enable defaults to true; a value it would refuse counts as true.
    */
-  public ValueConverterKind valueConverter() {
-    String name = ConfigChecks.pluginName(originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER));
+  public ConverterKind valueConverter() {
+    return converter(ConfigChecks.CONNECT_VALUE_CONVERTER);
+  }
+
+  /** The connector's own key converter, as {@link #valueConverter()} reads the value's. */
+  public ConverterKind keyConverter() {
+    return converter(ConfigChecks.CONNECT_KEY_CONVERTER);
+  }
+
+  private ConverterKind converter(String key) {
+    String name = ConfigChecks.pluginName(originals().get(key));
     if (name == null || !ConfigChecks.isPlugin(name, ConfigChecks.JSON_CONVERTER)) {
-      return ValueConverterKind.OTHER;
+      return ConverterKind.OTHER;
     }
-    Object schemas = originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER + ".schemas.enable");
+    Object schemas = originals().get(key + ".schemas.enable");
     return schemas != null && "false".equalsIgnoreCase(schemas.toString().trim())
-        ? ValueConverterKind.JSON
-        : ValueConverterKind.JSON_WITH_SCHEMAS;
+        ? ConverterKind.JSON
+        : ConverterKind.JSON_WITH_SCHEMAS;
   }
 
   /** How the relay reaches the database. */

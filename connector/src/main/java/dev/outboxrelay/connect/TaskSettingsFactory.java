@@ -75,6 +75,7 @@ final class TaskSettingsFactory {
         config.producerRecordLimit(),
         config.allowedTopics().orElse(null),
         config.inferredSchema().orElse(null),
-        config.valueConverter());
+        config.valueConverter(),
+        config.keyConverter());
   }
 }

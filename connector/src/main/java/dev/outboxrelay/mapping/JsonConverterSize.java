@@ -1,5 +1,6 @@
 package dev.outboxrelay.mapping;
 
+import java.nio.charset.StandardCharsets;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.source.SourceRecord;
 
@@ -31,11 +32,11 @@ final class JsonConverterSize {
    * in {@code room} (what the record may still grow by); else 0 for them, without reading the
    * payload.
    */
-  static long growth(ValueConverterKind converter, SourceRecord record, byte[] payload, long room) {
-    if (converter == ValueConverterKind.OTHER) {
+  static long growth(ConverterKind converter, SourceRecord record, byte[] payload, long room) {
+    if (converter == ConverterKind.OTHER) {
       return 0;
     }
-    boolean enveloped = converter == ValueConverterKind.JSON_WITH_SCHEMAS;
+    boolean enveloped = converter == ConverterKind.JSON_WITH_SCHEMAS;
     Schema schema = record.valueSchema();
     if (schema == null) {
       // Schemaless JSON; a null value is written as no value at all, a tombstone.
@@ -52,6 +53,28 @@ final class JsonConverterSize {
       return envelope + RecordSize.base64Growth(payload.length);
     }
     return envelope + 2 + escapes(payload, room - envelope - 2);
+  }
+
+  /**
+   * The bytes {@code converter} writes for {@code record}'s key beyond its text, which {@link
+   * RecordSize#upperBound} counts: the key is the aggregate id as a string (required, or optional
+   * and null where a row has none), in quotes with its escapes, in the envelope with schemas (a
+   * required schema's {@code "optional":false} one byte longer than {@code true}).
+   */
+  static long keyGrowth(ConverterKind converter, SourceRecord record) {
+    if (converter == ConverterKind.OTHER) {
+      return 0;
+    }
+    boolean enveloped = converter == ConverterKind.JSON_WITH_SCHEMAS;
+    Schema schema = record.keySchema();
+    String type = schema == null ? "" : schema.type().getName();
+    long envelope =
+        enveloped ? ENVELOPE + type.length() + (schema != null && !schema.isOptional() ? 1 : 0) : 0;
+    if (record.key() == null) {
+      return envelope + NULL; // written as null, not left out
+    }
+    byte[] text = record.key().toString().getBytes(StandardCharsets.UTF_8);
+    return envelope + 2 + escapes(text, -1);
   }
 
   /**

@@ -23,6 +23,7 @@ import java.util.regex.Pattern;
  * @param inferredSchema format JSON: the payload sent as a struct with a schema inferred from it;
  *     null for a schemaless value
  * @param valueConverter the connector's value converter, as far as the record's size depends on it
+ * @param keyConverter the connector's key converter, likewise
  */
 public record MappingSettings(
     String topicTemplate,
@@ -33,7 +34,8 @@ public record MappingSettings(
     int recordMaxBytes,
     Pattern allowedTopics,
     InferredSchema inferredSchema,
-    ValueConverterKind valueConverter) {
+    ConverterKind valueConverter,
+    ConverterKind keyConverter) {
 
   /** Kafka's default {@code max.request.size}. */
   public static final int DEFAULT_RECORD_MAX_BYTES = 1_048_576;
@@ -57,7 +59,8 @@ public record MappingSettings(
         DEFAULT_RECORD_MAX_BYTES,
         null,
         null,
-        ValueConverterKind.OTHER);
+        ConverterKind.OTHER,
+        ConverterKind.OTHER);
   }
 
   public MappingSettings {
@@ -65,6 +68,7 @@ public record MappingSettings(
     Objects.requireNonNull(convention, "convention");
     Objects.requireNonNull(payloadFormat, "payloadFormat");
     Objects.requireNonNull(valueConverter, "valueConverter");
+    Objects.requireNonNull(keyConverter, "keyConverter");
     if (payloadMaxBytes < 1) {
       throw new IllegalArgumentException("payload max bytes must be at least 1");
     }
@@ -94,7 +98,8 @@ public record MappingSettings(
         recordMaxBytes,
         allowedTopics,
         inferredSchema,
-        valueConverter);
+        valueConverter,
+        keyConverter);
   }
 
   /** These settings with the topics a row may be routed to (null: any routable topic). */
@@ -108,7 +113,8 @@ public record MappingSettings(
         recordMaxBytes,
         allowedTopics,
         inferredSchema,
-        valueConverter);
+        valueConverter,
+        keyConverter);
   }
 
   /** These settings with a schema inferred for JSON payloads (null: schemaless values). */
@@ -122,11 +128,12 @@ public record MappingSettings(
         recordMaxBytes,
         allowedTopics,
         inferredSchema,
-        valueConverter);
+        valueConverter,
+        keyConverter);
   }
 
   /** These settings with the connector's value converter. */
-  public MappingSettings withValueConverter(ValueConverterKind valueConverter) {
+  public MappingSettings withValueConverter(ConverterKind valueConverter) {
     return new MappingSettings(
         topicTemplate,
         convention,
@@ -136,7 +143,23 @@ public record MappingSettings(
         recordMaxBytes,
         allowedTopics,
         inferredSchema,
-        valueConverter);
+        valueConverter,
+        keyConverter);
+  }
+
+  /** These settings with the connector's key converter. */
+  public MappingSettings withKeyConverter(ConverterKind keyConverter) {
+    return new MappingSettings(
+        topicTemplate,
+        convention,
+        payloadFormat,
+        payloadMaxBytes,
+        deadLetterTopic,
+        recordMaxBytes,
+        allowedTopics,
+        inferredSchema,
+        valueConverter,
+        keyConverter);
   }
 
   /**

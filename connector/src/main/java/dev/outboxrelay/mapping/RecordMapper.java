@@ -157,7 +157,10 @@ public final class RecordMapper {
     ConnectHeaders headers = conventionHeaders(row);
     rowHeaders.forEach(headers::addString);
     SourceRecord record = record(row, topic.get(), valueSchema, value, headers);
-    long size = RecordSize.upperBound(record, row.payload()) + filledBytes;
+    long size =
+        RecordSize.upperBound(record, row.payload())
+            + JsonConverterSize.keyGrowth(settings.keyConverter(), record)
+            + filledBytes;
     size +=
         JsonConverterSize.growth(
             settings.valueConverter(), record, row.payload(), settings.recordMaxBytes() - size);
@@ -270,8 +273,10 @@ public final class RecordMapper {
    * failed the task at every claim.
    */
   private long deadLetterSize(SourceRecord record, byte[] payload) {
-    long size = RecordSize.upperBound(record, payload);
-    if (settings.valueConverter() != ValueConverterKind.OTHER) {
+    long size =
+        RecordSize.upperBound(record, payload)
+            + JsonConverterSize.keyGrowth(settings.keyConverter(), record);
+    if (settings.valueConverter() != ConverterKind.OTHER) {
       return size
           + JsonConverterSize.growth(
               settings.valueConverter(), record, payload, settings.recordMaxBytes() - size);

@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.mapping.ConverterKind;
 import dev.outboxrelay.mapping.InferredSchema;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RoutingConvention;
-import dev.outboxrelay.mapping.ValueConverterKind;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.postgres.OutboxTable;
@@ -195,19 +195,17 @@ class OutboxSourceConfigTest {
   /** The record-size estimate follows the connector's own value converter; schemas by default. */
   @Test
   void theValueConverterIsReadFromTheConnectorsOwnSetting() {
-    assertEquals(ValueConverterKind.OTHER, new OutboxSourceConfig(minimal()).valueConverter());
+    assertEquals(ConverterKind.OTHER, new OutboxSourceConfig(minimal()).valueConverter());
     Map<String, String> props = with("value.converter", JSON_CONVERTER);
-    assertEquals(
-        ValueConverterKind.JSON_WITH_SCHEMAS, new OutboxSourceConfig(props).valueConverter());
+    assertEquals(ConverterKind.JSON_WITH_SCHEMAS, new OutboxSourceConfig(props).valueConverter());
     props.put("value.converter.schemas.enable", " FALSE ");
-    assertEquals(ValueConverterKind.JSON, new OutboxSourceConfig(props).valueConverter());
+    assertEquals(ConverterKind.JSON, new OutboxSourceConfig(props).valueConverter());
     props.put("value.converter", " Json");
-    assertEquals(ValueConverterKind.JSON, new OutboxSourceConfig(props).valueConverter());
+    assertEquals(ConverterKind.JSON, new OutboxSourceConfig(props).valueConverter());
     props.put("value.converter.schemas.enable", "true");
-    assertEquals(
-        ValueConverterKind.JSON_WITH_SCHEMAS, new OutboxSourceConfig(props).valueConverter());
+    assertEquals(ConverterKind.JSON_WITH_SCHEMAS, new OutboxSourceConfig(props).valueConverter());
     props.put("value.converter", "org.apache.kafka.connect.converters.ByteArrayConverter");
-    assertEquals(ValueConverterKind.OTHER, new OutboxSourceConfig(props).valueConverter());
+    assertEquals(ConverterKind.OTHER, new OutboxSourceConfig(props).valueConverter());
   }
 
   private static final String JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter";

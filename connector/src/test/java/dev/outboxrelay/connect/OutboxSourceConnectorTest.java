@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.outboxrelay.mapping.ValueConverterKind;
+import dev.outboxrelay.mapping.ConverterKind;
 import dev.outboxrelay.testing.LogCapture;
 import java.util.HashMap;
 import java.util.List;
@@ -125,12 +125,24 @@ class OutboxSourceConnectorTest {
     OutboxSourceConnector connector = new OutboxSourceConnector();
     connector.start(json);
     assertEquals(
-        ValueConverterKind.JSON,
+        ConverterKind.JSON,
         TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping().valueConverter());
 
     connector.start(config(null));
     assertEquals(
-        ValueConverterKind.OTHER,
+        ConverterKind.OTHER,
         TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping().valueConverter());
+  }
+
+  /** And by its key converter: JsonConverter with schemas by default. */
+  @Test
+  void aTaskKnowsTheConnectorsKeyConverter() {
+    Map<String, String> json = config(null);
+    json.put("key.converter", "JsonConverter");
+    OutboxSourceConnector connector = new OutboxSourceConnector();
+    connector.start(json);
+    var mapping = TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping();
+    assertEquals(ConverterKind.JSON_WITH_SCHEMAS, mapping.keyConverter());
+    assertEquals(ConverterKind.OTHER, mapping.valueConverter());
   }
 }

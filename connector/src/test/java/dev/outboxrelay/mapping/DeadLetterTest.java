@@ -318,7 +318,7 @@ class DeadLetterTest {
   @ParameterizedTest(name = "{0}, {1}")
   @MethodSource("dev.outboxrelay.mapping.RecordSizeTest#jsonConverters")
   void withJsonConverterADeadLetterIsCountedAsItIsWritten(
-      PayloadFormat format, ValueConverterKind converter) {
+      PayloadFormat format, ConverterKind converter) {
     int limit = 3_000;
     // Debezium's two headers: less margin in the varints than the relay's four
     RecordMapper mapper =
@@ -333,8 +333,7 @@ class DeadLetterTest {
                 .withValueConverter(converter));
     JsonConverter json = new JsonConverter();
     json.configure(
-        Map.of(
-            "schemas.enable", Boolean.toString(converter == ValueConverterKind.JSON_WITH_SCHEMAS)),
+        Map.of("schemas.enable", Boolean.toString(converter == ConverterKind.JSON_WITH_SCHEMAS)),
         false);
     List<ClaimedMessage> rows = new ArrayList<>();
     for (int n = limit / 3; n <= limit; n += 3) {

@@ -101,7 +101,7 @@ class RecordSizeTest {
     return Stream.of(PayloadFormat.BYTES, PayloadFormat.STRING)
         .flatMap(
             format ->
-                Stream.of(ValueConverterKind.JSON, ValueConverterKind.JSON_WITH_SCHEMAS)
+                Stream.of(ConverterKind.JSON, ConverterKind.JSON_WITH_SCHEMAS)
                     .map(converter -> Arguments.of(format, converter)));
   }
 
@@ -114,7 +114,7 @@ class RecordSizeTest {
   @ParameterizedTest(name = "{0}, {1}")
   @MethodSource("jsonConverters")
   void aPayloadJsonConverterWritesPastTheRequestSizeIsParked(
-      PayloadFormat format, ValueConverterKind converter) {
+      PayloadFormat format, ConverterKind converter) {
     byte[] payload =
         format == PayloadFormat.BYTES
             ? new byte[900_000]
@@ -130,8 +130,7 @@ class RecordSizeTest {
         assertInstanceOf(MappingResult.Unpublishable.class, result).reasonCode());
     assertInstanceOf(
         MappingResult.Mapped.class,
-        converterMapper(
-                format, ValueConverterKind.OTHER, maxPayload, KAFKA_DEFAULT_MAX_REQUEST_SIZE)
+        converterMapper(format, ConverterKind.OTHER, maxPayload, KAFKA_DEFAULT_MAX_REQUEST_SIZE)
             .map(row),
         "written as it is, it fits");
   }
@@ -143,10 +142,9 @@ class RecordSizeTest {
    */
   @ParameterizedTest(name = "{0}, {1}")
   @MethodSource("jsonConverters")
-  void theEstimateCoversWhatJsonConverterWrites(
-      PayloadFormat format, ValueConverterKind converter) {
+  void theEstimateCoversWhatJsonConverterWrites(PayloadFormat format, ConverterKind converter) {
     JsonConverter json = new JsonConverter();
-    boolean schemas = converter == ValueConverterKind.JSON_WITH_SCHEMAS;
+    boolean schemas = converter == ConverterKind.JSON_WITH_SCHEMAS;
     json.configure(Map.of("schemas.enable", Boolean.toString(schemas)), false);
     String text = "a\"\\/\b\t\n\f\r\u0001\u001f\u007f\u00e9\u20ac\uD83D\uDE00\u2028";
     Random random = new Random(7);
@@ -190,8 +188,7 @@ class RecordSizeTest {
   void jsonConverterSizeIsExactForTheMappersValues(boolean schemas) {
     JsonConverter json = new JsonConverter();
     json.configure(Map.of("schemas.enable", Boolean.toString(schemas)), false);
-    ValueConverterKind converter =
-        schemas ? ValueConverterKind.JSON_WITH_SCHEMAS : ValueConverterKind.JSON;
+    ConverterKind converter = schemas ? ConverterKind.JSON_WITH_SCHEMAS : ConverterKind.JSON;
     String text = "\"q\\\n\u0000\u00e9\uD83D\uDE00";
     byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
     byte[] object = "{\"a\":\"b\"}".getBytes(StandardCharsets.UTF_8);
@@ -215,6 +212,70 @@ class RecordSizeTest {
     }
   }
 
+  /**
+   * A key as a JsonConverter key converter writes it, exactly: in quotes with its escapes, and with
+   * schemas in the envelope of a required string (an optional one where the row has no aggregate
+   * id, whose null key is written as such).
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void jsonConverterKeyGrowthIsExact(boolean schemas) {
+    JsonConverter json = new JsonConverter();
+    json.configure(Map.of("schemas.enable", Boolean.toString(schemas)), true);
+    ConverterKind converter = schemas ? ConverterKind.JSON_WITH_SCHEMAS : ConverterKind.JSON;
+    for (String key : new String[] {"order-1", "\"q\\\n\u0000\u00e9\uD83D\uDE00", null}) {
+      Schema schema = key == null ? Schema.OPTIONAL_STRING_SCHEMA : Schema.STRING_SCHEMA;
+      SourceRecord record = new SourceRecord(null, null, "t", null, schema, key, null, null);
+      byte[] written = json.fromConnectData("t", schema, key);
+      long text = key == null ? 0 : key.getBytes(StandardCharsets.UTF_8).length;
+      assertEquals(
+          written == null ? 0 : written.length,
+          text + JsonConverterSize.keyGrowth(converter, record),
+          () -> String.valueOf(key));
+    }
+    assertEquals(
+        0,
+        JsonConverterSize.keyGrowth(
+            ConverterKind.OTHER,
+            new SourceRecord(null, null, "t", null, Schema.STRING_SCHEMA, "k", null, null)));
+  }
+
+  /**
+   * A record that fits with its key counted as text (StringConverter) is parked when the
+   * connector's key converter is JsonConverter, whose envelope takes it over the limit.
+   */
+  @Test
+  void aKeyConverterThatFramesTheKeyIsCountedInTheEstimate() {
+    byte[] payload = new byte[100];
+    ClaimedMessage row = row().payload(payload).build();
+    SourceRecord record =
+        assertInstanceOf(
+                MappingResult.Mapped.class,
+                converterMapper(PayloadFormat.BYTES, ConverterKind.OTHER, 1 << 20, 1 << 22)
+                    .map(row))
+            .record();
+    int fits = (int) RecordSize.upperBound(record, payload);
+
+    assertInstanceOf(
+        MappingResult.Mapped.class,
+        converterMapper(PayloadFormat.BYTES, ConverterKind.OTHER, 1 << 20, fits).map(row));
+    assertEquals(
+        UnpublishableReasons.RECORD_TOO_LARGE,
+        assertInstanceOf(
+                MappingResult.Unpublishable.class,
+                new RecordMapper(
+                        new MappingSettings(
+                                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                                RoutingConvention.OUTBOX_RELAY,
+                                PayloadFormat.BYTES,
+                                1 << 20,
+                                null)
+                            .withRecordMaxBytes(fits)
+                            .withKeyConverter(ConverterKind.JSON_WITH_SCHEMAS))
+                    .map(row))
+            .reasonCode());
+  }
+
   private static byte[] randomBytes(Random random, int length) {
     byte[] bytes = new byte[length];
     random.nextBytes(bytes);
@@ -222,7 +283,7 @@ class RecordSizeTest {
   }
 
   private static RecordMapper converterMapper(
-      PayloadFormat format, ValueConverterKind converter, int payloadMaxBytes, int recordMaxBytes) {
+      PayloadFormat format, ConverterKind converter, int payloadMaxBytes, int recordMaxBytes) {
     return new RecordMapper(
         new MappingSettings(
                 RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
