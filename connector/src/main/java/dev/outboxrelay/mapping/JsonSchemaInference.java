@@ -2,6 +2,7 @@ package dev.outboxrelay.mapping;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.outboxrelay.mapping.InferredSchema.NullMembers;
+import dev.outboxrelay.writer.StorableText;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -224,7 +225,7 @@ final class JsonSchemaInference {
    * UTF-8 is. (A schemaless value keeps it: JsonConverter writes it back as the same escape.)
    */
   private static void requireEncodable(String text) throws JsonValues.MalformedJson {
-    if (!StrictUtf8.isEncodable(text)) {
+    if (StorableText.hasUnpairedSurrogate(text)) {
       throw new JsonValues.MalformedJson();
     }
   }

@@ -21,22 +21,4 @@ public final class StrictUtf8 {
         .decode(ByteBuffer.wrap(bytes))
         .toString();
   }
-
-  /**
-   * Whether UTF-8 can encode {@code text}: no surrogate without its other half (from a JSON escape
-   * such as {@code \\ud83d}), which encoders write as '?'.
-   */
-  static boolean isEncodable(String text) {
-    for (int i = 0; i < text.length(); i++) {
-      if (Character.isSurrogate(text.charAt(i))) {
-        if (!Character.isHighSurrogate(text.charAt(i))
-            || i + 1 == text.length()
-            || !Character.isLowSurrogate(text.charAt(i + 1))) {
-          return false;
-        }
-        i++;
-      }
-    }
-    return true;
-  }
 }

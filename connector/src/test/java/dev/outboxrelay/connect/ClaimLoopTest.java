@@ -750,8 +750,11 @@ class ClaimLoopTest {
     assertEquals(List.of("due"), ids(loop.next()), "settled: due rows flow");
   }
 
-  @Test
-  void afterAClaimErrorAbandonedRowsWaitAProbeIntervalForTheirOwners() {
+  /**
+   * A loop whose store holds m1 under an expired lease of another owner ("owner"), just after a
+   * database error of {@code operation}.
+   */
+  private ClaimLoop loopAfterADatabaseError(String operation) {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S);
     f.add("eu", "m1", "a");
     f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
@@ -760,7 +763,13 @@ class ClaimLoopTest {
     ClaimLoop loop = loop(f, health);
     health.databaseError(
         new OutboxStoreException(
-            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim"));
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", operation));
+    return loop;
+  }
+
+  @Test
+  void afterAClaimErrorAbandonedRowsWaitAProbeIntervalForTheirOwners() {
+    ClaimLoop loop = loopAfterADatabaseError("claim");
 
     assertTrue(loop.next().isEmpty());
     time.sleep(1999); // a probe interval is a quarter of the lease
@@ -777,15 +786,7 @@ class ClaimLoopTest {
   void aWallClockSteppedBackAfterAnErrorDoesNotHoldTheProbeBack() {
     SteppableTime stepped = new SteppableTime();
     time = stepped;
-    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
-    f.add("eu", "m1", "a");
-    f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
-    f.clock.advance(Duration.ofSeconds(9));
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    ClaimLoop loop = loop(f, health);
-    health.databaseError(
-        new OutboxStoreException(
-            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim"));
+    ClaimLoop loop = loopAfterADatabaseError("claim");
     assertTrue(loop.next().isEmpty(), "owners first");
 
     stepped.stepWallClock(Duration.ofHours(-1));
@@ -813,15 +814,7 @@ class ClaimLoopTest {
 
   @Test
   void anOutcomeWriteErrorAlsoHoldsTheProbeBack() {
-    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
-    f.add("eu", "m1", "a");
-    f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
-    f.clock.advance(Duration.ofSeconds(9));
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    ClaimLoop loop = loop(f, health);
-    health.databaseError(
-        new OutboxStoreException(
-            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "markPublished"));
+    ClaimLoop loop = loopAfterADatabaseError("markPublished");
 
     assertTrue(loop.next().isEmpty());
     time.sleep(2000);

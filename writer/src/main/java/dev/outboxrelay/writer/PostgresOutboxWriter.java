@@ -178,12 +178,9 @@ public final class PostgresOutboxWriter {
     }
   }
 
+  /** The first failure, each later one attached to it. */
   private static SQLException first(SQLException earlier, SQLException later) {
-    if (earlier == null) {
-      return later;
-    }
-    earlier.addSuppressed(later);
-    return earlier;
+    return earlier == null ? later : withAbortFailure(earlier, later);
   }
 
   /**
