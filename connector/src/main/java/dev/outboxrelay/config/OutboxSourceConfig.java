@@ -4,6 +4,7 @@ import dev.outboxrelay.mapping.ConverterKind;
 import dev.outboxrelay.mapping.InferredSchema;
 import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.mapping.PayloadFormat;
+import dev.outboxrelay.mapping.RecordTimestamp;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
@@ -268,6 +269,21 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " ByteArrayConverter needs bytes; validation refuses other pairs, unless the connector"
           + " lists transforms (which may turn the value into what the converter writes). A"
           + " converter set only on the worker is not checked.";
+
+  public static final String RECORD_TIMESTAMP_CONFIG = "record.timestamp";
+  private static final String RECORD_TIMESTAMP_DOC =
+      "What each record's timestamp is (dead letters' too). created_at: the row's created_at,"
+          + " when the application wrote the event (none, so that the producer stamps it, when"
+          + " that is before 1970 or more than 10 minutes ahead of the worker's clock: Kafka would"
+          + " refuse it). send_time: none, so the producer stamps each record when it sends it,"
+          + " as Debezium's outbox event router stamps a record when it processes the change."
+          + " Kafka's time-based retention and a topic's message.timestamp.before.max.ms judge a"
+          + " record by its timestamp: with created_at, a backlog older than a topic's"
+          + " retention.ms (after an outage) or a row requeued days later can be deleted from a"
+          + " quiet topic within minutes of its append, or refused by a broker that bounds"
+          + " timestamps in the past (which fails the task at every claim of that row); send_time,"
+          + " or topics with message.timestamp.type=LogAppendTime, avoid both. The row's"
+          + " created_at is not sent elsewhere: consumers that need it take it from the payload.";
 
   public static final String PAYLOAD_JSON_SCHEMA_CONFIG = "payload.json.schema";
   private static final String PAYLOAD_JSON_SCHEMA_DOC =
@@ -695,6 +711,14 @@ public class OutboxSourceConfig extends AbstractConfig {
             "json",
             "string")
         .choice(
+            RECORD_TIMESTAMP_CONFIG,
+            "created_at",
+            Importance.LOW,
+            RECORD_TIMESTAMP_DOC,
+            "Record timestamp",
+            "created_at",
+            "send_time")
+        .choice(
             PAYLOAD_JSON_SCHEMA_CONFIG,
             "none",
             Importance.LOW,
@@ -973,6 +997,10 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public PayloadFormat payloadFormat() {
     return choice(PAYLOAD_FORMAT_CONFIG, PayloadFormat.class);
+  }
+
+  public RecordTimestamp recordTimestamp() {
+    return choice(RECORD_TIMESTAMP_CONFIG, RecordTimestamp.class);
   }
 
   /** Whether a JSON payload goes with a schema inferred from it; validated against the format. */

@@ -76,6 +76,7 @@ final class TaskSettingsFactory {
         config.allowedTopics().orElse(null),
         config.inferredSchema().orElse(null),
         config.valueConverter(),
-        config.keyConverter());
+        config.keyConverter(),
+        config.recordTimestamp());
   }
 }

@@ -24,6 +24,7 @@ import java.util.regex.Pattern;
  *     null for a schemaless value
  * @param valueConverter the connector's value converter, as far as the record's size depends on it
  * @param keyConverter the connector's key converter, likewise
+ * @param recordTimestamp what a record's (and a dead letter's) timestamp is
  */
 public record MappingSettings(
     String topicTemplate,
@@ -35,14 +36,16 @@ public record MappingSettings(
     Pattern allowedTopics,
     InferredSchema inferredSchema,
     ConverterKind valueConverter,
-    ConverterKind keyConverter) {
+    ConverterKind keyConverter,
+    RecordTimestamp recordTimestamp) {
 
   /** Kafka's default {@code max.request.size}. */
   public static final int DEFAULT_RECORD_MAX_BYTES = 1_048_576;
 
   /**
-   * With the producer's default request size, any routable topic allowed, schemaless JSON and no
-   * converter known; the {@code with…} methods set the rest.
+   * With the producer's default request size, any routable topic allowed, schemaless JSON, no
+   * converter known and the rows' creation times as timestamps; the {@code with…} methods set the
+   * rest.
    */
   public MappingSettings(
       String topicTemplate,
@@ -60,7 +63,8 @@ public record MappingSettings(
         null,
         null,
         ConverterKind.OTHER,
-        ConverterKind.OTHER);
+        ConverterKind.OTHER,
+        RecordTimestamp.CREATED_AT);
   }
 
   public MappingSettings {
@@ -69,6 +73,7 @@ public record MappingSettings(
     Objects.requireNonNull(payloadFormat, "payloadFormat");
     Objects.requireNonNull(valueConverter, "valueConverter");
     Objects.requireNonNull(keyConverter, "keyConverter");
+    Objects.requireNonNull(recordTimestamp, "recordTimestamp");
     if (payloadMaxBytes < 1) {
       throw new IllegalArgumentException("payload max bytes must be at least 1");
     }
@@ -89,77 +94,88 @@ public record MappingSettings(
 
   /** These settings with the producer's {@code max.request.size}. */
   public MappingSettings withRecordMaxBytes(int recordMaxBytes) {
-    return new MappingSettings(
-        topicTemplate,
-        convention,
-        payloadFormat,
-        payloadMaxBytes,
-        deadLetterTopic,
-        recordMaxBytes,
-        allowedTopics,
-        inferredSchema,
-        valueConverter,
-        keyConverter);
+    Copy copy = new Copy(this);
+    copy.recordMaxBytes = recordMaxBytes;
+    return copy.settings();
   }
 
   /** These settings with the topics a row may be routed to (null: any routable topic). */
   public MappingSettings withAllowedTopics(Pattern allowedTopics) {
-    return new MappingSettings(
-        topicTemplate,
-        convention,
-        payloadFormat,
-        payloadMaxBytes,
-        deadLetterTopic,
-        recordMaxBytes,
-        allowedTopics,
-        inferredSchema,
-        valueConverter,
-        keyConverter);
+    Copy copy = new Copy(this);
+    copy.allowedTopics = allowedTopics;
+    return copy.settings();
   }
 
   /** These settings with a schema inferred for JSON payloads (null: schemaless values). */
   public MappingSettings withInferredSchema(InferredSchema inferredSchema) {
-    return new MappingSettings(
-        topicTemplate,
-        convention,
-        payloadFormat,
-        payloadMaxBytes,
-        deadLetterTopic,
-        recordMaxBytes,
-        allowedTopics,
-        inferredSchema,
-        valueConverter,
-        keyConverter);
+    Copy copy = new Copy(this);
+    copy.inferredSchema = inferredSchema;
+    return copy.settings();
   }
 
   /** These settings with the connector's value converter. */
   public MappingSettings withValueConverter(ConverterKind valueConverter) {
-    return new MappingSettings(
-        topicTemplate,
-        convention,
-        payloadFormat,
-        payloadMaxBytes,
-        deadLetterTopic,
-        recordMaxBytes,
-        allowedTopics,
-        inferredSchema,
-        valueConverter,
-        keyConverter);
+    Copy copy = new Copy(this);
+    copy.valueConverter = valueConverter;
+    return copy.settings();
   }
 
   /** These settings with the connector's key converter. */
   public MappingSettings withKeyConverter(ConverterKind keyConverter) {
-    return new MappingSettings(
-        topicTemplate,
-        convention,
-        payloadFormat,
-        payloadMaxBytes,
-        deadLetterTopic,
-        recordMaxBytes,
-        allowedTopics,
-        inferredSchema,
-        valueConverter,
-        keyConverter);
+    Copy copy = new Copy(this);
+    copy.keyConverter = keyConverter;
+    return copy.settings();
+  }
+
+  /** These settings with what a record's timestamp is. */
+  public MappingSettings withRecordTimestamp(RecordTimestamp recordTimestamp) {
+    Copy copy = new Copy(this);
+    copy.recordTimestamp = recordTimestamp;
+    return copy.settings();
+  }
+
+  /** A mutable copy for the {@code with…} methods, so that each names only what it changes. */
+  private static final class Copy {
+    private final String topicTemplate;
+    private final RoutingConvention convention;
+    private final PayloadFormat payloadFormat;
+    private final int payloadMaxBytes;
+    private final String deadLetterTopic;
+    private int recordMaxBytes;
+    private Pattern allowedTopics;
+    private InferredSchema inferredSchema;
+    private ConverterKind valueConverter;
+    private ConverterKind keyConverter;
+    private RecordTimestamp recordTimestamp;
+
+    Copy(MappingSettings settings) {
+      topicTemplate = settings.topicTemplate;
+      convention = settings.convention;
+      payloadFormat = settings.payloadFormat;
+      payloadMaxBytes = settings.payloadMaxBytes;
+      deadLetterTopic = settings.deadLetterTopic;
+      recordMaxBytes = settings.recordMaxBytes;
+      allowedTopics = settings.allowedTopics;
+      inferredSchema = settings.inferredSchema;
+      valueConverter = settings.valueConverter;
+      keyConverter = settings.keyConverter;
+      recordTimestamp = settings.recordTimestamp;
+    }
+
+    MappingSettings settings() {
+      return new MappingSettings(
+          topicTemplate,
+          convention,
+          payloadFormat,
+          payloadMaxBytes,
+          deadLetterTopic,
+          recordMaxBytes,
+          allowedTopics,
+          inferredSchema,
+          valueConverter,
+          keyConverter,
+          recordTimestamp);
+    }
   }
 
   /**

@@ -47,7 +47,7 @@ import org.apache.kafka.connect.source.SourceRecord;
  *       event router infers one ({@link JsonSchemaInference}), for Avro, Protobuf or JSON Schema
  *       converters; a null payload and the JSON literal {@code null} are a tombstone (null value,
  *       null schema).
- *   <li>Timestamp: the row's {@code created_at}.
+ *   <li>Timestamp: the row's {@code created_at}, or none ({@link RecordTimestamp}).
  *   <li>Headers, all strings: for {@link RoutingConvention#OUTBOX_RELAY} the {@link OutboxHeaders}
  *       {@code outbox.message_id}, {@code outbox.event_type}, {@code outbox.aggregate_type}, {@code
  *       outbox.instance_key} and {@code outbox.correlation_id} (when present); for {@link
@@ -345,7 +345,7 @@ public final class RecordMapper {
     return headers;
   }
 
-  private static SourceRecord record(
+  private SourceRecord record(
       ClaimedMessage row, String topic, Schema valueSchema, Object value, ConnectHeaders headers) {
     return new SourceRecord(
         SourceOffsets.partition(row),
@@ -357,7 +357,9 @@ public final class RecordMapper {
         row.aggregateId(),
         valueSchema,
         value,
-        timestamp(row.createdAt()),
+        settings.recordTimestamp() == RecordTimestamp.CREATED_AT
+            ? timestamp(row.createdAt())
+            : null,
         headers);
   }
 

@@ -101,6 +101,7 @@ final class BadConfigs {
         Arguments.of("topic.template", "t".repeat(250)),
         Arguments.of("topic.template", "t".repeat(250) + "${event_type}"),
         Arguments.of("payload.format", "avro"),
+        Arguments.of("record.timestamp", "log_append_time"),
         Arguments.of("payload.json.schema", "avro"),
         // With the default payload.format (bytes), which has no JSON to infer a schema from.
         Arguments.of("payload.json.schema", "inferred"),

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.mapping.ConverterKind;
 import dev.outboxrelay.mapping.InferredSchema;
 import dev.outboxrelay.mapping.PayloadFormat;
+import dev.outboxrelay.mapping.RecordTimestamp;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.retry.BackoffPolicy;
 import dev.outboxrelay.store.ClaimRequest;
@@ -118,7 +119,7 @@ class OutboxSourceConfigTest {
   @Test
   void everyKeyHasDocGroupAndDisplayName() {
     var keys = OutboxSourceConfig.configDef().configKeys().values();
-    assertEquals(43, keys.size());
+    assertEquals(44, keys.size());
     for (var key : keys) {
       assertFalse(key.documentation == null || key.documentation.isBlank(), key.name);
       assertFalse(key.group == null || key.group.isBlank(), key.name);
@@ -163,11 +164,13 @@ class OutboxSourceConfigTest {
     props.put("routing.convention", "Outbox-Relay");
     props.put("payload.format", "JSON");
     props.put("null.metadata.policy", "Fail");
+    props.put("record.timestamp", "Send_Time");
     OutboxSourceConfig config = new OutboxSourceConfig(props);
 
     assertEquals(RoutingConvention.OUTBOX_RELAY, config.routingConvention());
     assertEquals(PayloadFormat.JSON, config.payloadFormat());
     assertEquals(NullMetadataPolicy.FAIL, config.nullMetadataPolicy());
+    assertEquals(RecordTimestamp.SEND_TIME, config.recordTimestamp());
   }
 
   @Test

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.mapping.ConverterKind;
+import dev.outboxrelay.mapping.RecordTimestamp;
 import dev.outboxrelay.testing.LogCapture;
 import java.util.HashMap;
 import java.util.List;
@@ -132,6 +133,23 @@ class OutboxSourceConnectorTest {
     assertEquals(
         ConverterKind.OTHER,
         TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping().valueConverter());
+  }
+
+  /** A task stamps records as record.timestamp says: the rows' creation times unless told. */
+  @Test
+  void aTaskStampsRecordsAsConfigured() {
+    OutboxSourceConnector connector = new OutboxSourceConnector();
+    connector.start(config(null));
+    assertEquals(
+        RecordTimestamp.CREATED_AT,
+        TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping().recordTimestamp());
+
+    Map<String, String> sendTime = config(null);
+    sendTime.put("record.timestamp", "send_time");
+    connector.start(sendTime);
+    assertEquals(
+        RecordTimestamp.SEND_TIME,
+        TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping().recordTimestamp());
   }
 
   /** And by its key converter: JsonConverter with schemas by default. */

@@ -197,6 +197,45 @@ class DeadLetterTest {
   }
 
   /**
+   * record.timestamp=send_time: neither a record nor a dead letter (in full, bare of the payload,
+   * or with the message id only) carries the row's creation time; the producer stamps each.
+   */
+  @Test
+  void underSendTimeNoRecordCarriesTheRowsCreationTime() {
+    MappingSettings sendTime =
+        new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.JSON,
+                64,
+                DLQ)
+            .withRecordMaxBytes(2_000)
+            .withRecordTimestamp(RecordTimestamp.SEND_TIME);
+    RecordMapper mapper = new RecordMapper(sendTime);
+    RecordMapper createdAt =
+        new RecordMapper(sendTime.withRecordTimestamp(RecordTimestamp.CREATED_AT));
+    ClaimedMessage valid = row().payload("{}").build();
+    ClaimedMessage invalid = row().payload("{not json").build();
+    ClaimedMessage tooLarge = row().payload("{}").eventType("E".repeat(3_000)).build();
+
+    assertNull(RecordMapperTest.mapped(mapper, valid).timestamp());
+    assertEquals(
+        TestRows.CREATED_AT.toEpochMilli(), RecordMapperTest.mapped(createdAt, valid).timestamp());
+    for (ClaimedMessage row : List.of(invalid, tooLarge)) {
+      String reason = assertInstanceOf(Unpublishable.class, mapper.map(row)).reasonCode();
+      assertNull(mapper.deadLetter(row, reason).timestamp(), reason);
+      assertEquals(
+          TestRows.CREATED_AT.toEpochMilli(),
+          createdAt.deadLetter(row, reason).timestamp(),
+          reason);
+    }
+    String reason = "PAYLOAD_TOO_LARGE";
+    SourceRecord bare = mapper.deadLetter(row().payload("x".repeat(1_900)).build(), reason);
+    assertNull(bare.value());
+    assertNull(bare.timestamp());
+  }
+
+  /**
    * An aggregate id too large for the record (the table bounds none): the dead letter goes without
    * a key rather than be refused by the producer on every claim; the message id leads back.
    */

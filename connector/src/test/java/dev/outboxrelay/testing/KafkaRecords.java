@@ -23,14 +23,15 @@ import org.apache.kafka.connect.util.clusters.EmbeddedKafkaCluster;
 public final class KafkaRecords {
   private KafkaRecords() {}
 
-  /** A record as it is in Kafka. */
+  /** A record as it is in Kafka ({@code timestamp} in epoch milliseconds). */
   public record Delivered(
       String topic,
       int partition,
       long offset,
       String key,
       byte[] value,
-      Map<String, String> headers) {
+      Map<String, String> headers,
+      long timestamp) {
 
     public String messageId() {
       return headers.get(OutboxHeaders.MESSAGE_ID);
@@ -86,7 +87,8 @@ public final class KafkaRecords {
                   r.offset(),
                   r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8),
                   r.value(),
-                  headers(r)));
+                  headers(r),
+                  r.timestamp()));
         }
       }
     }
