@@ -77,6 +77,7 @@ final class ConfigChecks {
     exactlyOnceErrorTolerance(parsed, raw, problems);
     exactlyOnceWithoutFilters(parsed, raw, problems);
     exactlyOnceOffsetsInOneStore(parsed, raw, problems);
+    exactlyOnceBoundaryOfConnect(parsed, raw, problems);
     keyConverterWritesText(raw, problems);
     return problems;
   }
@@ -469,6 +470,30 @@ final class ConfigChecks {
                     + " transaction's offset stays and a recovery would read it; remove the"
                     + " setting (the worker's offsets topic, on the worker's cluster)"));
       }
+    }
+  }
+
+  /** Connect's setting of who ends each transaction, exactly once. */
+  static final String CONNECT_TRANSACTION_BOUNDARY = "transaction.boundary";
+
+  /**
+   * Not {@code transaction.boundary=connector}: the relay defines no boundaries, so no transaction
+   * would ever commit. Connect's distributed herder refuses it when the configuration is submitted;
+   * checked again at every start, as a configuration saved earlier, or one whose value a config
+   * provider resolves differently since, may carry it.
+   */
+  private static void exactlyOnceBoundaryOfConnect(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (exactlyOnce(parsed)
+        && raw.get(CONNECT_TRANSACTION_BOUNDARY) instanceof String boundary
+        && boundary.trim().equalsIgnoreCase("connector")) {
+      out.add(
+          new Problem(
+              CONNECT_TRANSACTION_BOUNDARY,
+              CONNECT_TRANSACTION_BOUNDARY
+                  + "=connector is not supported: outbox-relay defines no transaction boundaries"
+                  + " of its own, so no transaction would commit; use poll (the default) or"
+                  + " interval"));
     }
   }
 

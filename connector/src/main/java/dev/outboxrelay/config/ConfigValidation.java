@@ -422,6 +422,9 @@ public final class ConfigValidation {
           error(
               OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + createTable(table));
         }
+        if (migrateOnStart && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
+          checkMigrationCanRun(pool, table, exists, version);
+        }
         if (exists && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
           Set<String> present = presentColumns(pool, table);
           checkColumns(table, missingColumns(present));
@@ -452,6 +455,109 @@ public final class ConfigValidation {
         }
       }
     }
+
+    /**
+     * What the migrations a task runs at start need, which nothing else checks before its first
+     * poll fails on it: the table's schema (named, or the search_path's first), CREATE on it where
+     * a pending migration creates a table or function (versions 1 to 9), and ownership of the table
+     * and its history where they exist (an index build, an ALTER).
+     */
+    private void checkMigrationCanRun(
+        HikariDataSource pool, OutboxTable table, boolean exists, Optional<String> version)
+        throws SQLException {
+      boolean pending =
+          version.isEmpty()
+              || MigrationVersion.fromVersion(version.get())
+                      .compareTo(MigrationVersion.fromVersion(SchemaMigrator.CURRENT_VERSION))
+                  < 0;
+      if (!pending) {
+        return;
+      }
+      boolean createsObjects =
+          version.isEmpty()
+              || MigrationVersion.fromVersion(version.get())
+                      .compareTo(MigrationVersion.fromVersion(LAST_VERSION_CREATING_OBJECTS))
+                  < 0;
+      try (Connection c = pool.getConnection();
+          PreparedStatement ps = c.prepareStatement(MIGRATION_PRIVILEGES)) {
+        ps.setString(1, table.qualified());
+        ps.setString(2, table.qualifiedHistoryTable());
+        ps.setString(3, table.schema());
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          String schema = rs.getString("schema_name");
+          if (!rs.getBoolean("schema_exists")) {
+            error(
+                OUTBOX_TABLE_CONFIG,
+                table.schema() == null
+                    ? "no schema of "
+                        + CONNECTION_USER_CONFIG
+                        + "'s search_path exists, so "
+                        + SCHEMA_MIGRATE_ON_START_CONFIG
+                        + " could not create "
+                        + OUTBOX_TABLE_CONFIG
+                        + ": name its schema in "
+                        + OUTBOX_TABLE_CONFIG
+                        + " (schema.table), or create the search_path's schema"
+                    : OUTBOX_TABLE_CONFIG
+                        + "'s schema "
+                        + table.schema()
+                        + " does not exist, so "
+                        + SCHEMA_MIGRATE_ON_START_CONFIG
+                        + " could not create the table in it: create the schema, or name one"
+                        + " that exists");
+            return;
+          }
+          List<String> lacks = new ArrayList<>();
+          if (createsObjects && !rs.getBoolean("can_create")) {
+            lacks.add("CREATE on schema " + schema);
+          }
+          if (exists && !rs.getBoolean("owns_table")) {
+            lacks.add("ownership of " + OUTBOX_TABLE_CONFIG);
+          }
+          if (version.isPresent() && !rs.getBoolean("owns_history")) {
+            lacks.add("ownership of its schema history " + table.historyTable());
+          }
+          if (!lacks.isEmpty()) {
+            error(
+                SCHEMA_MIGRATE_ON_START_CONFIG,
+                CONNECTION_USER_CONFIG
+                    + " lacks "
+                    + String.join(" and ", lacks)
+                    + ", which "
+                    + SCHEMA_MIGRATE_ON_START_CONFIG
+                    + "=true needs to "
+                    + (exists ? "migrate" : "create")
+                    + " the table: grant "
+                    + (lacks.size() == 1 ? "it" : "them")
+                    + ", or run outbox-relay-cli migrate as a role that has "
+                    + (lacks.size() == 1 ? "it" : "them")
+                    + " and set "
+                    + SCHEMA_MIGRATE_ON_START_CONFIG
+                    + "=false (docs/deployment.md)");
+          }
+        }
+      }
+    }
+
+    /** The last schema version that creates a table or a function; later ones build indexes. */
+    private static final String LAST_VERSION_CREATING_OBJECTS = "9";
+
+    /**
+     * The schema (named, else the search_path's first existing one), whether the role may create in
+     * it, and whether it owns (is a member of the owner of) the table and the history table; true
+     * for a relation that does not exist.
+     */
+    private static final String MIGRATION_PRIVILEGES =
+        """
+        SELECT s.name AS schema_name, n.oid IS NOT NULL AS schema_exists,
+          n.oid IS NOT NULL AND has_schema_privilege(n.oid, 'CREATE') AS can_create,
+          coalesce((SELECT pg_has_role(current_user, t.relowner, 'USAGE') FROM pg_class t
+            WHERE t.oid = to_regclass(?)), true) AS owns_table,
+          coalesce((SELECT pg_has_role(current_user, h.relowner, 'USAGE') FROM pg_class h
+            WHERE h.oid = to_regclass(?)), true) AS owns_history
+        FROM (SELECT coalesce(?, current_schema()) AS name) s
+          LEFT JOIN pg_namespace n ON n.nspname = s.name""";
 
     /**
      * A publication that publishes updates or deletes of a table without a replica identity makes
@@ -655,16 +761,10 @@ public final class ConfigValidation {
       int comparison =
           MigrationVersion.fromVersion(version)
               .compareTo(MigrationVersion.fromVersion(SchemaMigrator.CURRENT_VERSION));
-      if (comparison > 0) {
-        error(
-            OUTBOX_TABLE_CONFIG,
-            OUTBOX_TABLE_CONFIG
-                + " has schema version "
-                + version
-                + ", newer than this connector supports ("
-                + SchemaMigrator.CURRENT_VERSION
-                + "): upgrade the connector");
-      } else if (comparison < 0 && !migrateOnStart) {
+      // A newer version passes, as a task starts on it (SCHEMA_NEWER_THAN_PLUGIN): each release's
+      // migrations keep the previous release working, and in a rolling upgrade a worker still on
+      // the older plugin validates every configuration update it receives.
+      if (comparison < 0 && !migrateOnStart) {
         error(
             OUTBOX_TABLE_CONFIG,
             OUTBOX_TABLE_CONFIG

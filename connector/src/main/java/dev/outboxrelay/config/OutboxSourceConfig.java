@@ -148,7 +148,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " transaction on the table would stall them all. On a timeout that migration is rolled"
           + " back (reason DB_LOCK_NOT_AVAILABLE) and the task tries again after a growing delay,"
           + " from twice the timeout (10 s at least; up to a fifth less, at random), doubling up to"
-          + " 5 minutes, once per task that migrates. It bounds the wait, not the"
+          + " 5 minutes (with a timeout over 2.5 minutes: twice the timeout each time), once per"
+          + " task that migrates. It bounds the wait, not the"
           + " time a migration holds a lock it got.";
 
   // Claiming
@@ -196,12 +197,21 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String RETRY_BACKOFF_INITIAL_MS_CONFIG = "retry.backoff.initial.ms";
   public static final long RETRY_BACKOFF_INITIAL_MS_DEFAULT = 1_000L;
   private static final String RETRY_BACKOFF_INITIAL_MS_DOC =
-      "Delay before a row whose delivery failed, or whose outcome is unknown, is tried again.";
+      "Delay before a row whose delivery failed, or whose outcome is unknown, is tried again. At"
+          + " most 365 days, as retry.backoff.max.ms.";
+
+  /**
+   * The longest retry delay, 365 days: the database computes each row's next attempt from it, and a
+   * delay near Long.MAX_VALUE ms overflows its interval and timestamp types (SQLState 22008), which
+   * failed the task at the row's first retry, and again after every restart.
+   */
+  static final long RETRY_BACKOFF_LIMIT_MS = 365L * 24 * 60 * 60 * 1000;
 
   public static final String RETRY_BACKOFF_MAX_MS_CONFIG = "retry.backoff.max.ms";
   public static final long RETRY_BACKOFF_MAX_MS_DEFAULT = 300_000L;
   private static final String RETRY_BACKOFF_MAX_MS_DOC =
-      "Upper bound of the retry delay. Must be at least retry.backoff.initial.ms.";
+      "Upper bound of the retry delay, at most 365 days. Must be at least"
+          + " retry.backoff.initial.ms.";
 
   public static final String RETRY_BACKOFF_MULTIPLIER_CONFIG = "retry.backoff.multiplier";
   public static final double RETRY_BACKOFF_MULTIPLIER_DEFAULT = 2.0;
@@ -624,7 +634,7 @@ public class OutboxSourceConfig extends AbstractConfig {
             RETRY_BACKOFF_INITIAL_MS_CONFIG,
             Type.LONG,
             RETRY_BACKOFF_INITIAL_MS_DEFAULT,
-            Range.atLeast(0L),
+            Range.between(0L, RETRY_BACKOFF_LIMIT_MS),
             Importance.LOW,
             RETRY_BACKOFF_INITIAL_MS_DOC,
             "Initial retry backoff (ms)")
@@ -632,7 +642,7 @@ public class OutboxSourceConfig extends AbstractConfig {
             RETRY_BACKOFF_MAX_MS_CONFIG,
             Type.LONG,
             RETRY_BACKOFF_MAX_MS_DEFAULT,
-            Range.atLeast(0L),
+            Range.between(0L, RETRY_BACKOFF_LIMIT_MS),
             Importance.LOW,
             RETRY_BACKOFF_MAX_MS_DOC,
             "Max retry backoff (ms)")

@@ -44,6 +44,10 @@ final class TaskFailures {
           + " outbox-relay-cli migrate as that role and set schema.migrate.on.start=false"
           + " (docs/deployment.md)";
     }
+    if (StoreProvider.MIGRATE.equals(e.operation()) && "3F000".equals(e.sqlState())) {
+      return "; the schema of outbox.table does not exist (or, for a name without one, no schema"
+          + " of connection.user's search_path does): create it, or name one that exists";
+    }
     return switch (e.kind()) {
       case AUTHENTICATION -> "; check connection.user and connection.password";
       case PERMISSION ->

@@ -78,6 +78,8 @@ final class BadConfigs {
         Arguments.of("retry.backoff.initial.ms", "-1"),
         Arguments.of("retry.backoff.max.ms", "-1"),
         Arguments.of("retry.backoff.max.ms", "999"),
+        Arguments.of("retry.backoff.initial.ms", "31536000001"),
+        Arguments.of("retry.backoff.max.ms", "31536000001"),
         Arguments.of("retry.backoff.multiplier", "0.99"),
         Arguments.of("retry.backoff.multiplier", "100.5"),
         Arguments.of("retry.backoff.multiplier", "fast"),

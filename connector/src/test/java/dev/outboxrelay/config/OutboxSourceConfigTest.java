@@ -285,6 +285,18 @@ class OutboxSourceConfigTest {
     assertTrue(
         e.getMessage().startsWith("transforms.drop.type must not be Filter"), e.getMessage());
 
+    exactlyOnce.remove("transforms");
+    exactlyOnce.remove("transforms.drop.type");
+    // Connect refuses it only in a distributed herder's validation; no transaction would commit.
+    exactlyOnce.put("transaction.boundary", " Connector ");
+    e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(exactlyOnce));
+    assertTrue(
+        e.getMessage().startsWith("transaction.boundary=connector is not supported"),
+        e.getMessage());
+    exactlyOnce.put("transaction.boundary", "interval");
+    new OutboxSourceConfig(exactlyOnce);
+
+    exactlyOnce.put("transaction.boundary", "connector");
     exactlyOnce.remove("delivery.guarantee"); // at least once, a dropped record's row goes back
     exactlyOnce.put("errors.tolerance", "all");
     new OutboxSourceConfig(exactlyOnce);

@@ -58,6 +58,10 @@ class TaskFailuresTest {
                 null,
                 StoreProvider.MIGRATE,
                 "Flyway VALIDATE_ERROR"));
+    ConnectException noSchema =
+        TaskFailures.of(
+            new OutboxStoreException(
+                Kind.SCHEMA, "DB_SCHEMA_MISSING", "3F000", StoreProvider.MIGRATE));
     ConnectException notOwner =
         TaskFailures.of(
             new OutboxStoreException(
@@ -76,6 +80,13 @@ class TaskFailuresTest {
             + " outbox-relay-cli migrate as that role and set schema.migrate.on.start=false"
             + " (docs/deployment.md)",
         notOwner.getMessage());
+    // Not "create the outbox table (schema.migrate.on.start=true, ...)": the migration is what
+    // failed, for want of the schema it creates the table in.
+    assertEquals(
+        "outbox-relay: outbox store migrate failed: DB_SCHEMA_MISSING (SQLState 3F000); the schema"
+            + " of outbox.table does not exist (or, for a name without one, no schema of"
+            + " connection.user's search_path does): create it, or name one that exists",
+        noSchema.getMessage());
   }
 
   @ParameterizedTest

@@ -125,6 +125,11 @@ public final class OutboxTable {
         : shortened(full, MAX_IDENTIFIER_BYTES - "_s_idx".length());
   }
 
+  /** {@link #historyTable()}, quoted and qualified as the outbox table is. */
+  public String qualifiedHistoryTable() {
+    return qualify(historyTable());
+  }
+
   /**
    * The first {@code length - 9} characters of {@code full}, an underscore and 8 hex digits of its
    * SHA-256: deterministic; two different full names end alike with odds of 1 in 2^32.
