@@ -44,6 +44,12 @@ import java.util.function.Predicate;
  * An in-memory store with exactly the PostgreSQL store's semantics (the shared contract test holds
  * both to it). Every operation runs under one lock, which plays the part of the database's atomic
  * statement. For tests and simulations, not for production.
+ *
+ * <p>It models the PostgreSQL store with its published log ({@code retention.published.ms} other
+ * than 0): published rows stay countable, a publish whose reply was lost is read back, and an id
+ * once published is a duplicate. Without the log, PostgreSQL does none of these; only its own tests
+ * cover that mode. Which key a retention batch over several keys starts with is left open by the
+ * contract: this store deletes the oldest entries over all keys.
  */
 public final class InMemoryOutboxStore implements OutboxStore {
   private final RelayClock clock;
@@ -115,6 +121,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
     row.leaseExpiresAt = expiresAt;
   }
 
+  /** For tests: sets the row's creation time, as rows written long ago have it. */
+  synchronized void backdate(String messageId, Instant createdAt) {
+    rowsById.get(messageId).createdAt = createdAt;
+  }
+
   @Override
   public synchronized ClaimResult claim(ClaimRequest request) {
     claimedKeys.addAll(request.instanceKeys());
@@ -138,13 +149,26 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (exactlyOnce != null && !inBuckets(row, exactlyOnce.share())) {
         continue;
       }
-      // Under one lock the batch is the first due rows in order, so a due predecessor is always
-      // in this batch already: only a predecessor that is neither due nor ours blocks.
+      // OutboxSql's ordered claim, in two steps as it takes them. A window of candidates: due rows
+      // whose aggregate's first active row this owner does not hold is none, or due itself.
       if (request.ordered()
-          && hasPredecessor(row, p -> !p.isDue(now) && !p.isHeldBy(request.owner(), now))) {
+          && headNotHeld(row, request.owner(), now).filter(h -> !h.isDue(now)).isPresent()) {
         continue;
       }
       batch.add(row);
+    }
+    if (request.ordered()) {
+      // Then the candidates an earlier row still blocks: one not due (behind the head), or a due
+      // one outside the window. They leave the batch short; nothing takes their place.
+      Set<Row> window = Set.copyOf(batch);
+      batch.removeIf(
+          row ->
+              headNotHeld(row, request.owner(), now).isPresent()
+                  && hasPredecessor(
+                      row,
+                      p ->
+                          !p.isHeldBy(request.owner(), now)
+                              && !(p.isDue(now) && window.contains(p))));
     }
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();
@@ -432,6 +456,19 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return Math.floorMod(aggregateId.hashCode(), affinity.slots()) == affinity.slot();
   }
 
+  /** The first active row before {@code row} in its aggregate that {@code owner} does not hold. */
+  private Optional<Row> headNotHeld(Row row, String owner, Instant now) {
+    for (Row p : rowsBySeq.headMap(row.seq, false).values()) {
+      if (p.status.isActive()
+          && row.instanceKey.equals(p.instanceKey)
+          && row.aggregateId.equals(p.aggregateId)
+          && !p.isHeldBy(owner, now)) {
+        return Optional.of(p);
+      }
+    }
+    return Optional.empty();
+  }
+
   private boolean hasPredecessor(Row row, Predicate<Row> blocks) {
     for (Row p : rowsBySeq.headMap(row.seq, false).values()) {
       if (p.status.isActive()
@@ -687,7 +724,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
     final byte[] payload;
     final String headersJson;
     final String correlationId;
-    final Instant createdAt;
+    Instant createdAt;
     final Instant deliverBefore;
     MessageStatus status = MessageStatus.PENDING;
     int attempts;

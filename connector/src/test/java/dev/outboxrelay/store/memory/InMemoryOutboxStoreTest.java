@@ -43,6 +43,11 @@ class InMemoryOutboxStoreTest extends OutboxStoreContract {
   }
 
   @Override
+  protected void backdate(String messageId, Instant createdAt) {
+    memory.backdate(messageId, createdAt);
+  }
+
+  @Override
   protected void createWriter(String instanceKey) {
     memory.enqueue(instanceKey, message("never-written", "a"));
   }

@@ -336,6 +336,11 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
     rows().holdElsewhere(messageId, lease, expiresAt);
   }
 
+  @Override
+  protected void backdate(String messageId, Instant createdAt) {
+    rows().backdate(messageId, createdAt);
+  }
+
   private ContractRows rows() {
     return new ContractRows(dataSource, "events", "id", "events_instance_key_required");
   }

@@ -99,28 +99,43 @@ record ContractRows(DataSource dataSource, String table, String idColumn, String
         rs.getLong("seq"));
   }
 
+  /** Sets the row's creation time; a legacy row's too, past the instance key check. */
+  void backdate(String messageId, Instant createdAt) {
+    updateBypassingKeyCheck(
+        "UPDATE " + table + " SET created_at = ? WHERE " + idColumn + " = ?",
+        OffsetDateTime.ofInstant(createdAt, ZoneOffset.UTC),
+        messageId);
+  }
+
   /**
    * Puts the row IN_FLIGHT under {@code lease}; a legacy row can only be held if it was claimed
    * before instance keys were required, so the check is bypassed for the update.
    */
   void holdElsewhere(String messageId, Lease lease, Instant expiresAt) {
+    updateBypassingKeyCheck(
+        "UPDATE "
+            + table
+            + " SET status = 'IN_FLIGHT', lease_owner = ?, lease_token = ?,"
+            + " lease_expires_at = ? WHERE "
+            + idColumn
+            + " = ?",
+        lease.owner(),
+        lease.token(),
+        OffsetDateTime.ofInstant(expiresAt, ZoneOffset.UTC),
+        messageId);
+  }
+
+  /** Updates exactly one row, with the instance key check (which legacy rows fail) dropped. */
+  private void updateBypassingKeyCheck(String update, Object... params) {
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       try (Statement s = c.createStatement()) {
         s.execute("ALTER TABLE " + table + " DROP CONSTRAINT " + keyCheck);
       }
-      try (PreparedStatement ps =
-          c.prepareStatement(
-              "UPDATE "
-                  + table
-                  + " SET status = 'IN_FLIGHT', lease_owner = ?, lease_token = ?,"
-                  + " lease_expires_at = ? WHERE "
-                  + idColumn
-                  + " = ?")) {
-        ps.setString(1, lease.owner());
-        ps.setLong(2, lease.token());
-        ps.setObject(3, OffsetDateTime.ofInstant(expiresAt, ZoneOffset.UTC));
-        ps.setString(4, messageId);
+      try (PreparedStatement ps = c.prepareStatement(update)) {
+        for (int i = 0; i < params.length; i++) {
+          ps.setObject(i + 1, params[i]);
+        }
         assertEquals(1, ps.executeUpdate());
       }
       try (Statement s = c.createStatement()) {

@@ -246,6 +246,11 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     rows().holdElsewhere(messageId, lease, expiresAt);
   }
 
+  @Override
+  protected void backdate(String messageId, Instant createdAt) {
+    rows().backdate(messageId, createdAt);
+  }
+
   private ContractRows rows() {
     return new ContractRows(dataSource, "outbox", "message_id", "outbox_instance_key_required");
   }
