@@ -563,6 +563,33 @@ public abstract class OutboxStoreContract {
     assertEquals(MessageStatus.IN_FLIGHT, state("m1").status());
   }
 
+  /** The token alone does not fence: another owner with the holder's token writes nothing. */
+  @Test
+  void anotherOwnerWithTheSameTokenIsFencedInEveryWrite() {
+    add(EU, "m1", "a");
+    ClaimedMessage m = claimOne("w1", "m1");
+    Lease impostor = new Lease("w2", m.lease().token());
+    RowState held = state("m1");
+
+    assertEquals(
+        Outcome.CLAIM_LOST, store.markPublished(new PublishedAck("m1", m.seq(), impostor, k(1))));
+    assertEquals(
+        List.of(Outcome.CLAIM_LOST),
+        store.markPublished(List.of(new PublishedAck("m1", m.seq(), impostor, k(1)))));
+    assertEquals(
+        Outcome.CLAIM_LOST,
+        store.retryLater("m1", impostor, "SEND_FAILED", Duration.ofSeconds(5), 3));
+    assertEquals(Outcome.CLAIM_LOST, store.markFailed("m1", impostor, "POISON"));
+    assertEquals(Outcome.CLAIM_LOST, store.release("m1", impostor));
+    clock.advance(Duration.ofSeconds(1));
+    assertEquals(
+        Renewal.lost(Set.of("m1")),
+        store.renew(List.of(new HeldLease("m1", m.seq(), impostor)), LEASE));
+    assertEquals(List.of(), store.giveBack(List.of(new HeldLease("m1", m.seq(), impostor))));
+    assertEquals(held, state("m1"), "the holder's row, unchanged");
+    assertEquals(Outcome.APPLIED, store.markPublished(ack(m, 1)));
+  }
+
   @Test
   void anAckWhoseSeqIsNotItsRowsIsALostClaimAndPublishesNothing() {
     add(EU, "m1", "a");
