@@ -22,6 +22,9 @@ import java.util.List;
  * relaying one instance key, which docs/design.md advises against) is left to it, whatever its
  * epoch, and reported in {@code foreign}: this connector's offsets and epochs say nothing of it.
  *
+ * <p>Every list is in seq order.
+ *
+ * @param published the message ids of the rows recorded PUBLISHED
  * @param released the message ids of the released rows, suspects included
  * @param exhausted the message ids of the rows parked EXHAUSTED
  * @param suspects the seqs of the released rows that are suspects, in seq order

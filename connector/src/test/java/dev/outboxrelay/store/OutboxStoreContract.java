@@ -1678,6 +1678,42 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of("c"), recovery.released());
   }
 
+  /**
+   * A position covers its own bucket's rows only: rows of other buckets claimed in the same batch,
+   * before it, were committed with positions of their own buckets, or not at all.
+   */
+  @Test
+  void aPositionCoversNoRowOfAnotherBucket() {
+    for (int i = 0; i < 12; i++) {
+      add(EU, "m" + i, "agg-" + i);
+    }
+    long old = store.newEpoch();
+    List<ClaimedMessage> claimed =
+        store.claim(exactlyOnce("old", 100, old, 1, ALL_BUCKETS)).claimed();
+    ClaimedMessage last = claimed.get(claimed.size() - 1);
+    int bucket = ALL_BUCKETS.bucketOf(last.aggregateHash());
+    List<String> ofItsBucket = new ArrayList<>();
+    List<String> ofOthers = new ArrayList<>();
+    for (ClaimedMessage row : claimed) {
+      (ALL_BUCKETS.bucketOf(row.aggregateHash()) == bucket ? ofItsBucket : ofOthers)
+          .add(row.messageId());
+    }
+    assertFalse(ofOthers.isEmpty(), "rows of other buckets, claimed before the last");
+
+    Recovery recovery =
+        Recoveries.whole(
+            store,
+            new RecoveryRequest(
+                Set.of(EU),
+                ALL_BUCKETS,
+                store.newEpoch(),
+                List.of(committedAt(last, old, 1)),
+                false));
+
+    assertEquals(ofItsBucket, recovery.published());
+    assertEquals(ofOthers, recovery.released());
+  }
+
   @Test
   void recoveryNeverTouchesRowsOfItsOwnOrAHigherEpochNorOtherBuckets() {
     for (int i = 0; i < 12; i++) {

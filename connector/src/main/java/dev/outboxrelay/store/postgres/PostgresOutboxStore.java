@@ -45,6 +45,10 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.SortedMap;
+import java.util.SortedSet;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 
@@ -326,35 +330,46 @@ public final class PostgresOutboxStore implements OutboxStore {
           } else {
             bindShare(statement, share);
           }
-          List<String> published = new ArrayList<>();
-          List<String> released = new ArrayList<>();
-          List<String> laterEpoch = new ArrayList<>();
-          List<String> exhausted = new ArrayList<>();
-          List<Long> suspects = new ArrayList<>();
-          List<String> foreign = new ArrayList<>();
+          // By seq, as Recovery promises: RETURNING gives its rows in no order of its own (sorted
+          // here rather than in the statement, whose plan sorts nothing).
+          SortedMap<Long, String> published = new TreeMap<>();
+          SortedMap<Long, String> released = new TreeMap<>();
+          SortedMap<Long, String> laterEpoch = new TreeMap<>();
+          SortedMap<Long, String> exhausted = new TreeMap<>();
+          SortedSet<Long> suspects = new TreeSet<>();
+          SortedMap<Long, String> foreign = new TreeMap<>();
           long read = 0;
           long lastSeq = afterSeq;
           try (ResultSet rs = planned(statement)) {
             while (rs.next()) {
-              switch (rs.getString("kind")) {
-                case "published" -> published.add(rs.getString("message_id"));
-                case "released" -> released.add(rs.getString("message_id"));
+              String kind = rs.getString("kind");
+              long seq = rs.getLong("seq");
+              String messageId = rs.getString("message_id");
+              switch (kind) {
+                case "published" -> published.put(seq, messageId);
+                case "released" -> released.put(seq, messageId);
                 case "suspect" -> {
-                  released.add(rs.getString("message_id"));
-                  suspects.add(rs.getLong("seq"));
+                  released.put(seq, messageId);
+                  suspects.add(seq);
                 }
-                case "exhausted" -> exhausted.add(rs.getString("message_id"));
-                case "later epoch" -> laterEpoch.add(rs.getString("message_id"));
-                case "foreign" -> foreign.add(rs.getString("message_id"));
-                default -> { // the page's own row, last
+                case "exhausted" -> exhausted.put(seq, messageId);
+                case "later epoch" -> laterEpoch.put(seq, messageId);
+                case "foreign" -> foreign.put(seq, messageId);
+                default -> { // the page's own row
                   read = rs.getLong("rows_read");
-                  lastSeq = read == 0 ? afterSeq : rs.getLong("seq");
+                  lastSeq = read == 0 ? afterSeq : seq;
                 }
               }
             }
           }
           return new RecoveryPage(
-              new Recovery(published, released, laterEpoch, exhausted, suspects, foreign),
+              new Recovery(
+                  List.copyOf(published.values()),
+                  List.copyOf(released.values()),
+                  List.copyOf(laterEpoch.values()),
+                  List.copyOf(exhausted.values()),
+                  List.copyOf(suspects),
+                  List.copyOf(foreign.values())),
               lastSeq,
               read >= pageRows);
         });
