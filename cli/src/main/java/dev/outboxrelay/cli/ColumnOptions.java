@@ -15,7 +15,9 @@ public final class ColumnOptions {
       names = "--column-message-id",
       paramLabel = "COLUMN",
       defaultValue = "message_id",
-      description = "The message id column (connector: column.message.id; Debezium: id).")
+      description =
+          "The message id column (connector: column.message.id; Debezium: id). It must hold one"
+              + " id per row: a change by an id that several rows hold is refused.")
   String messageId;
 
   @Option(

@@ -8,7 +8,8 @@ public final class ExitCode {
   /**
    * Bad options or arguments: nothing was changed. Most are found before connecting; a few only
    * once connected (a purge cutoff in the future by the database clock, a migrate target older than
-   * the table), after reads but before any change.
+   * the table), after reads but before any change, or by the change itself, then rolled back (a
+   * --column-message-id that gives one requested id to several rows).
    */
   public static final int USAGE = 1;
 

@@ -59,7 +59,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
     exitCodeList = {
       "0:done",
       "1:usage error: bad or missing options; nothing was changed (a few are found only once"
-          + " connected: a purge cutoff in the future, a migrate --target older than the table)",
+          + " connected: a purge cutoff in the future, a migrate --target older than the table, a"
+          + " --column-message-id that gives one requested id to several rows)",
       "2:database or authentication error",
       "3:nothing matched where something was required",
       "4:internal error",

@@ -382,7 +382,8 @@ class UsageTest {
           help.contains(
               "1 usage error: bad or missing options; nothing was changed (a few are found only"
                   + " once connected: a purge cutoff in the future, a migrate --target older than"
-                  + " the table)"),
+                  + " the table, a --column-message-id that gives one requested id to several"
+                  + " rows)"),
           help);
     }
   }

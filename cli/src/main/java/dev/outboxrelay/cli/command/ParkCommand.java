@@ -63,7 +63,8 @@ public final class ParkCommand extends InstanceCommand {
 
   @Override
   int run(Database database) {
-    ParkedChange report = database.operatorStore().park(instanceKey, messageIds, inFlight, dryRun);
+    ParkedChange report =
+        oneRowPerId(() -> database.operatorStore().park(instanceKey, messageIds, inFlight, dryRun));
     PrintWriter out = out();
     if (json) {
       ObjectNode node = Text.json().createObjectNode();

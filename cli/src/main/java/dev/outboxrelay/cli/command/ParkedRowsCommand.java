@@ -146,7 +146,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
         request.statuses().stream().map(Enum::name).sorted().collect(Collectors.joining(", "))
             + (request.deadLetteredOnly() ? ", dead-lettered" : "");
     if (dryRun) {
-      ParkedChange count = database.operatorStore().countParked(request);
+      ParkedChange count = oneRowPerId(() -> database.operatorStore().countParked(request));
       if (json) {
         ObjectNode node = header();
         node.put("dry_run", true);
@@ -177,7 +177,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     }
     ParkedChange report;
     try {
-      report = database.operatorStore().change(action(), request, batchSize);
+      report = oneRowPerId(() -> database.operatorStore().change(action(), request, batchSize));
     } catch (ParkedChangeFailedException e) {
       throw CliException.database(
           verb

@@ -179,6 +179,20 @@ final class OperatorSql {
   private static final String DEADLINE_PASSED =
       "COALESCE(deliver_before <= statement_timestamp(), FALSE)";
 
+  /**
+   * {@code {key rows}}: how many rows of the key hold the requested id {@code r.message_id} in the
+   * message id column. One at most where that column identifies a row: the relay's message_id is
+   * unique, and so is an adopted table's id among the rows of an instance key (the unique index
+   * adopt-debezium-table builds). More when --column-message-id names a column that rows share (an
+   * aggregate id): a change of that one "message" would change each of them, so the store refuses
+   * it ({@link MessageIdNotUniqueException}). In a change's statement it counts as the statement's
+   * snapshot has them, before the change.
+   */
+  private static final String KEY_ROWS =
+      """
+      (SELECT count(*) FROM {table} o
+        WHERE {message_id(o)} = r.message_id AND o.instance_key = :instance_key)""";
+
   final NamedSql oldestWithStatus;
 
   /** A page of rows with one status, by seq: one statement per kind of status. */
@@ -203,7 +217,8 @@ final class OperatorSql {
         CASE WHEN k.instance_key = :instance_key THEN k.status
           WHEN l.instance_key = :instance_key THEN l.status
           ELSE COALESCE(k.status, g.status, l.status) END AS status,
-        COALESCE(k.instance_key = :instance_key AND k.exactly_once, FALSE) AS exactly_once
+        COALESCE(k.instance_key = :instance_key AND k.exactly_once, FALSE) AS exactly_once,
+        {key rows} AS key_rows
       FROM requested r
         LEFT JOIN changed q ON q.message_id = r.message_id
         LEFT JOIN LATERAL (
@@ -298,6 +313,7 @@ final class OperatorSql {
   final Map<ParkedAction, NamedSql> changeMessageIds = new EnumMap<>(ParkedAction.class);
   final NamedSql park;
   final NamedSql parkDryRun;
+  final NamedSql sharedMessageId;
   final NamedSql lastSeq;
   final NamedSql countExpiredLeases;
   final Map<ParkedAction, Map<ParkedSelection.Selector, NamedSql>> changeBatch =
@@ -327,6 +343,7 @@ final class OperatorSql {
     fragments.put("{parked of key}", PARKED_OF_KEY);
     fragments.put("{awaiting of key}", AWAITING_OF_KEY);
     fragments.put("{deadline passed}", DEADLINE_PASSED);
+    fragments.put("{key rows}", KEY_ROWS);
     fragments.put("{row}", row(columns, payloadIsBytea));
     fragments.put("{row with content}", rowWithContent(columns, payloadIsBytea));
     fragments.put("{log row}", logRow(false));
@@ -491,6 +508,18 @@ final class OperatorSql {
     // Park by message id, as a requeue by message id, from the rows awaiting delivery instead.
     park = statement(CHANGE_MESSAGE_IDS.replace("{changed}", PARKED_AWAITING));
     parkDryRun = statement(CHANGE_MESSAGE_IDS.replace("{changed}", PARKED_AWAITING_DRY_RUN));
+
+    // The first requested id that several rows of the key hold, if any: for the dry run of a
+    // requeue or discard by message id, which only counts (the changes check each id themselves).
+    sharedMessageId =
+        statement(
+            """
+            SELECT message_id, key_rows FROM (
+              SELECT r.message_id, r.n, {key rows} AS key_rows
+              FROM unnest(CAST(:message_ids AS text[])) WITH ORDINALITY AS r(message_id, n)
+            ) s
+            WHERE key_rows > 1
+            ORDER BY n LIMIT 1""");
 
     // The same rows PostgresOutboxStore.deletePublished removes: entries of the published log,
     // and rows published before schema version 9, still in the table.

@@ -28,9 +28,10 @@ import javax.sql.DataSource;
 /**
  * The operator commands' reads, their writes to parked rows (requeue, discard) and their parking of
  * rows awaiting delivery (park), each statement its own transaction, each bound to one instance
- * key. Failures leave as {@link dev.outboxrelay.store.OutboxStoreException}, classified by SQLState
- * and without driver text. Counts, lag and the retention delete are the relay store's own (see
- * {@code PostgresOutboxStore}).
+ * key. A change by message id changes at most one row per id, or nothing ({@link
+ * MessageIdNotUniqueException}). Failures leave as {@link
+ * dev.outboxrelay.store.OutboxStoreException}, classified by SQLState and without driver text.
+ * Counts, lag and the retention delete are the relay store's own (see {@code PostgresOutboxStore}).
  *
  * <p>Published rows are read from the table's published log and, for rows published before schema
  * version 9, from the table itself ({@link OperatorSql}). A log entry reads as a PUBLISHED row
@@ -135,6 +136,9 @@ public final class OperatorStore {
    * deadline (without the reasons for requested ids that would not be).
    */
   public ParkedChange countParked(ParkedSelection request) {
+    if (request.selector() == ParkedSelection.Selector.MESSAGE_IDS) {
+      requireOneRowPerId(request);
+    }
     return run(
         "count-parked",
         sql.countParked.get(request.selector()),
@@ -170,10 +174,11 @@ public final class OperatorStore {
   /**
    * Requeues the chosen rows that are still parked (back to PENDING, due now, with a fresh attempt
    * budget and a bumped lease token), or discards them (deletes them). By message id: one
-   * statement, so all or none. By correlation id or all: in batches of at most {@code batchSize}
-   * rows in insertion order, each its own transaction, over the rows of the key parked before the
-   * change began; if a batch fails, the batches done stay done, the failure says how many rows they
-   * changed ({@link ParkedChangeFailedException}), and running it again continues.
+   * statement, so all or none, and none if an id is several rows' ({@link
+   * MessageIdNotUniqueException}). By correlation id or all: in batches of at most {@code
+   * batchSize} rows in insertion order, each its own transaction, over the rows of the key parked
+   * before the change began; if a batch fails, the batches done stay done, the failure says how
+   * many rows they changed ({@link ParkedChangeFailedException}), and running it again continues.
    */
   public ParkedChange change(ParkedAction action, ParkedSelection request, int batchSize) {
     if (batchSize < 1) {
@@ -231,7 +236,7 @@ public final class OperatorStore {
   }
 
   private ParkedChange changeMessageIds(ParkedAction action, ParkedSelection request) {
-    return run(
+    return runInTransaction(
         action.verb(),
         sql.changeMessageIds.get(action),
         (c, statement) -> {
@@ -240,6 +245,7 @@ public final class OperatorStore {
           List<ParkedChange.Skipped> skipped = new ArrayList<>();
           try (ResultSet rs = bindSelection(c, statement, request).executeQuery()) {
             while (rs.next()) {
+              requireOneRow(rs);
               if (rs.getBoolean("changed")) {
                 changed++;
                 deadlinePassed += rs.getBoolean("deadline_passed") ? 1 : 0;
@@ -257,7 +263,8 @@ public final class OperatorStore {
    * AMBIGUOUS, and IN_FLIGHT too if {@code inFlight}, but never under an exactly-once claim):
    * FAILED, PARKED_BY_OPERATOR, lease ended, token bumped. One statement, so all or none; the
    * report names the rows that were in flight when parked. With {@code dryRun} the same rows are
-   * only read (no lock, no write), and the report says what it would have done.
+   * only read (no lock, no write), and the report says what it would have done. An id that several
+   * rows of the key hold is refused ({@link MessageIdNotUniqueException}), and nothing is parked.
    */
   public ParkedChange park(
       String instanceKey, List<String> messageIds, boolean inFlight, boolean dryRun) {
@@ -266,9 +273,7 @@ public final class OperatorStore {
             ? new String[] {"PENDING", "AMBIGUOUS", "IN_FLIGHT"}
             : new String[] {"PENDING", "AMBIGUOUS"};
     String[] ids = new LinkedHashSet<>(messageIds).toArray(String[]::new); // each id once
-    return run(
-        "park",
-        dryRun ? sql.parkDryRun : sql.park,
+    Work<ParkedChange> park =
         (c, statement) -> {
           statement
               .setString("instance_key", InstanceKeys.requireValid(instanceKey))
@@ -279,6 +284,7 @@ public final class OperatorStore {
           List<String> parkedInFlight = new ArrayList<>();
           try (ResultSet rs = statement.executeQuery()) {
             while (rs.next()) {
+              requireOneRow(rs);
               if (rs.getBoolean("changed")) {
                 parked++;
                 if (rs.getBoolean("in_flight")) {
@@ -290,6 +296,37 @@ public final class OperatorStore {
             }
           }
           return new ParkedChange(parked, 0, skipped, parkedInFlight);
+        };
+    return dryRun ? run("park", sql.parkDryRun, park) : runInTransaction("park", sql.park, park);
+  }
+
+  /**
+   * Throws {@link MessageIdNotUniqueException} for a row of a change's report whose requested id
+   * several rows of the key hold: the change's transaction is then rolled back.
+   */
+  private static void requireOneRow(ResultSet rs) throws SQLException {
+    long rows = rs.getLong("key_rows");
+    if (rows > 1) {
+      throw new MessageIdNotUniqueException(rs.getString("message_id"), rows);
+    }
+  }
+
+  /** As {@link #requireOneRow}, before a dry run by message id counts. */
+  private void requireOneRowPerId(ParkedSelection request) {
+    run(
+        "count-parked",
+        sql.sharedMessageId,
+        (c, statement) -> {
+          try (ResultSet rs =
+              statement
+                  .setString("instance_key", InstanceKeys.requireValid(request.instanceKey()))
+                  .setArray("message_ids", c.createArrayOf("text", request.messageIds().toArray()))
+                  .executeQuery()) {
+            if (rs.next()) {
+              requireOneRow(rs);
+            }
+            return null;
+          }
         });
   }
 
@@ -411,6 +448,37 @@ public final class OperatorStore {
             return rs.next() && rs.getBoolean(1);
           }
         });
+  }
+
+  /**
+   * One statement on a connection of its own, in a transaction committed only when {@code work}
+   * returns: a change whose report {@code work} refuses (an id that several rows hold) is rolled
+   * back. A failure leaves classified, as {@code operation}.
+   */
+  private <T> T runInTransaction(String operation, NamedSql statement, Work<T> work) {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      T result;
+      try (PreparedStatement ps = c.prepareStatement(statement.jdbc())) {
+        result = work.run(c, statement.bind(ps));
+      } catch (SQLException | RuntimeException e) {
+        rollback(c);
+        throw e;
+      }
+      c.commit();
+      return result;
+    } catch (SQLException e) {
+      throw classify(e, operation);
+    }
+  }
+
+  /** Rolls back; a failure to (a connection lost) is left to the one already failing. */
+  private static void rollback(Connection c) {
+    try {
+      c.rollback();
+    } catch (SQLException ignored) {
+      // The server rolls an open transaction back when the connection ends.
+    }
   }
 
   /**
