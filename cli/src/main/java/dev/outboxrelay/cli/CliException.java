@@ -49,9 +49,9 @@ public final class CliException extends RuntimeException {
                 + " statement_timeout; a requeue, discard or purge keeps the batches it finished"
                 + " (run it again)"
             : SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())
-                ? "another transaction held a lock on the table for longer than the lock timeout;"
-                    + " what waited for it was rolled back: run the command again when that"
-                    + " transaction has ended"
+                ? "another transaction held a lock on the table or on one of its rows for longer"
+                    + " than the lock timeout (--lock-timeout); what waited for it was rolled back:"
+                    + " run the command again when that transaction has ended"
                 : ReplicaIdentity.MISSING.equals(e.reasonCode())
                     ? "a publication that publishes updates or deletes includes the outbox table,"
                         + " which has no replica identity: give it a primary key or REPLICA"

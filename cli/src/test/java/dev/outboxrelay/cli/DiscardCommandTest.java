@@ -217,6 +217,33 @@ class DiscardCommandTest {
     assertDiscarded("us-failed-1", "us-failed-2");
   }
 
+  /** By message id, one statement: a row it cannot lock in time fails it whole. */
+  @Test
+  void aDiscardByIdThatCannotLockARowGivesUpAfterTheLockTimeoutAndChangesNothing()
+      throws Exception {
+    Cli.Result r =
+        outbox.whileLocked(
+            () ->
+                outbox
+                    .cli()
+                    .forKey(
+                        "eu",
+                        "discard",
+                        "--message-id",
+                        "eu-failed-1",
+                        "--message-id",
+                        "eu-exhausted-1",
+                        "--lock-timeout",
+                        "100"),
+            "eu-exhausted-1");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertTrue(
+        r.err().startsWith("error: discard failed: DB_LOCK_NOT_AVAILABLE (SQLState 55P03): "),
+        r::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
+  }
+
   /** The rows are gone, and no other row changed. */
   private void assertDiscarded(String... ids) throws SQLException {
     Map<String, RowState> after = outbox.snapshot();

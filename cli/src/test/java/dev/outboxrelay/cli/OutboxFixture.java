@@ -13,6 +13,9 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * An outbox in a fresh database, as production would have it: legacy rows written before V2 (no
@@ -211,6 +214,33 @@ final class OutboxFixture implements AutoCloseable {
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1) > 0;
+      }
+    }
+  }
+
+  /**
+   * Runs {@code command} on another thread while a transaction of this one holds the rows with
+   * these message ids locked (FOR UPDATE), as the relay's publish or a claim holds a row, and
+   * returns what it printed. The locks are let go once it has ended, or after 60 s without an end
+   * (then failing: a command that would wait for ever ends once they are gone).
+   */
+  Cli.Result whileLocked(Supplier<Cli.Result> command, String... messageIds) throws Exception {
+    try (Connection holder = dataSource.getConnection();
+        PreparedStatement lock =
+            holder.prepareStatement("SELECT 1 FROM outbox WHERE message_id = ANY (?) FOR UPDATE")) {
+      holder.setAutoCommit(false);
+      lock.setArray(1, holder.createArrayOf("text", messageIds));
+      try (ResultSet rs = lock.executeQuery()) {
+        int locked = 0;
+        while (rs.next()) {
+          locked++;
+        }
+        assertEquals(messageIds.length, locked, "rows locked");
+      }
+      try {
+        return CompletableFuture.supplyAsync(command).get(60, TimeUnit.SECONDS);
+      } finally {
+        holder.rollback();
       }
     }
   }

@@ -144,7 +144,9 @@ class ParkCommandTest {
                           "eu-pending",
                           "--message-id",
                           "eu-ambiguous",
-                          "--in-flight"));
+                          "--in-flight",
+                          "--lock-timeout",
+                          "0")); // waits as long as the claim holds the row
       Awaitility.await()
           .atMost(Duration.ofSeconds(30))
           .until(() -> outbox.waitingForALock(Database.APPLICATION_NAME));
@@ -158,6 +160,40 @@ class ParkCommandTest {
       assertTrue(r.out().lines().noneMatch(l -> l.equals("  eu-ambiguous")), r::toString);
     }
     assertEquals("FAILED", outbox.snapshot().get("eu-pending").status());
+  }
+
+  /**
+   * A park that meets a row another transaction holds (a task's publish of it, say) gives up after
+   * --lock-timeout, changing nothing: waiting without limit, it held the rows it had locked before
+   * it (eu-pending comes first in seq order), and the relay's writes to them waited on it.
+   */
+  @Test
+  void aParkThatCannotLockARowGivesUpAfterTheLockTimeoutAndChangesNothing() throws Exception {
+    Cli.Result r =
+        outbox.whileLocked(
+            () ->
+                outbox
+                    .cli()
+                    .forKey(
+                        "eu",
+                        "park",
+                        "--message-id",
+                        "eu-pending",
+                        "--message-id",
+                        "eu-ambiguous",
+                        "--lock-timeout",
+                        "100"),
+            "eu-ambiguous");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertEquals("", r.out());
+    assertEquals(
+        "error: park failed: DB_LOCK_NOT_AVAILABLE (SQLState 55P03): another transaction held a"
+            + " lock on the table or on one of its rows for longer than the lock timeout"
+            + " (--lock-timeout); what waited for it was rolled back: run the command again when"
+            + " that transaction has ended\n",
+        r.err());
+    assertUnchangedExcept(before, outbox.snapshot());
   }
 
   @Test

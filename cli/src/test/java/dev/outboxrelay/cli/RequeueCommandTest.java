@@ -118,7 +118,16 @@ class RequeueCommandTest {
               + " WHERE message_id = 'eu-failed-1'");
       CompletableFuture<Cli.Result> requeue =
           CompletableFuture.supplyAsync(
-              () -> outbox.cli().forKey("eu", "requeue", "--message-id", "eu-failed-1"));
+              () ->
+                  outbox
+                      .cli()
+                      .forKey(
+                          "eu",
+                          "requeue",
+                          "--message-id",
+                          "eu-failed-1",
+                          "--lock-timeout",
+                          "0")); // waits as long as the other session holds the row
       Awaitility.await()
           .atMost(Duration.ofSeconds(30))
           .until(() -> outbox.waitingForALock(Database.APPLICATION_NAME));
@@ -127,6 +136,46 @@ class RequeueCommandTest {
       Cli.Result r = requeue.get(30, TimeUnit.SECONDS);
       assertEquals(ExitCode.NOTHING_MATCHED, r.exitCode(), r::toString);
       assertTrue(r.hasLine("eu-failed-1 +NOT_PARKED +-"), r::toString);
+    }
+  }
+
+  /**
+   * A batch that meets a row another transaction holds gives up after --lock-timeout instead of
+   * waiting, holding the rows it locked before, for as long as that transaction takes; the batches
+   * before it stay requeued, and the error says how many rows they requeued.
+   */
+  @Test
+  void aBatchThatCannotLockARowGivesUpAfterTheLockTimeoutKeepingTheBatchesBefore()
+      throws Exception {
+    Cli.Result r =
+        outbox.whileLocked(
+            () ->
+                outbox
+                    .cli()
+                    .forKey("us", "requeue", "--all", "--batch-size", "1", "--lock-timeout", "100"),
+            "us-exhausted-1");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertTrue(
+        r.err()
+            .startsWith(
+                "error: requeue failed after requeuing 2 row(s) in the batches before the"
+                    + " failure, which stay requeued"),
+        r::toString);
+    assertTrue(r.err().contains("(SQLState 55P03)"), r::toString);
+    Map<String, RowState> after = outbox.snapshot();
+    assertRequeued(before.get("us-failed-1"), after.get("us-failed-1"));
+    assertRequeued(before.get("us-failed-2"), after.get("us-failed-2"));
+    assertUnchangedExcept(before, after, "us-failed-1", "us-failed-2");
+  }
+
+  @Test
+  void aLockTimeoutOutOfRangeIsAUsageError() {
+    for (String timeout : new String[] {"-1", "3600001"}) {
+      Cli.Result r =
+          outbox.cli().forKey("eu", "requeue", "--all", "--lock-timeout", timeout, "--dry-run");
+      assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+      assertEquals("error: --lock-timeout must be within 0 and 3600000 milliseconds\n", r.err());
     }
   }
 

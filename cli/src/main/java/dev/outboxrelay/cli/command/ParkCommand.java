@@ -4,11 +4,14 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.cli.LockTimeoutOption;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.operator.ParkedChange;
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.util.List;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -56,15 +59,24 @@ public final class ParkCommand extends InstanceCommand {
   @Option(names = "--json", description = "Print JSON for machines.")
   boolean json;
 
+  @Mixin LockTimeoutOption lockTimeoutOption;
+
+  private Duration lockTimeout;
+
   @Override
   void validateOptions() {
     ParkedRowsCommand.requireValidMessageIds(messageIds);
+    lockTimeout = lockTimeoutOption.lockTimeout();
   }
 
   @Override
   int run(Database database) {
     ParkedChange report =
-        oneRowPerId(() -> database.operatorStore().park(instanceKey, messageIds, inFlight, dryRun));
+        oneRowPerId(
+            () ->
+                database
+                    .operatorStore()
+                    .park(instanceKey, messageIds, inFlight, dryRun, lockTimeout));
     PrintWriter out = out();
     if (json) {
       ObjectNode node = Text.json().createObjectNode();

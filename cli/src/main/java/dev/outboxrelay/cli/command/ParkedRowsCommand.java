@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.cli.LockTimeoutOption;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.operator.ParkedAction;
 import dev.outboxrelay.cli.operator.ParkedChange;
@@ -12,11 +13,13 @@ import dev.outboxrelay.cli.operator.ParkedChangeFailedException;
 import dev.outboxrelay.cli.operator.ParkedSelection;
 import dev.outboxrelay.store.MessageStatus;
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -84,7 +87,10 @@ abstract class ParkedRowsCommand extends InstanceCommand {
   @Option(names = "--json", description = "Print JSON for machines.")
   boolean json;
 
+  @Mixin LockTimeoutOption lockTimeoutOption;
+
   private ParkedSelection request;
+  private Duration lockTimeout;
 
   /** What this command does to the rows. */
   abstract ParkedAction action();
@@ -99,6 +105,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
       throw CliException.usage("--batch-size must be between 1 and " + MAX_BATCH_SIZE);
     }
+    lockTimeout = lockTimeoutOption.lockTimeout();
     if (statuses != null && !ParkedSelection.PARKED.containsAll(statuses)) {
       throw CliException.usage("--status must be FAILED or EXHAUSTED");
     }
@@ -177,7 +184,9 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     }
     ParkedChange report;
     try {
-      report = oneRowPerId(() -> database.operatorStore().change(action(), request, batchSize));
+      report =
+          oneRowPerId(
+              () -> database.operatorStore().change(action(), request, batchSize, lockTimeout));
     } catch (ParkedChangeFailedException e) {
       throw CliException.database(
           verb

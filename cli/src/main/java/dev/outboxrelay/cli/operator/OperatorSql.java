@@ -314,6 +314,7 @@ final class OperatorSql {
   final NamedSql park;
   final NamedSql parkDryRun;
   final NamedSql sharedMessageId;
+  final NamedSql limitLockWaits;
   final NamedSql lastSeq;
   final NamedSql countExpiredLeases;
   final Map<ParkedAction, Map<ParkedSelection.Selector, NamedSql>> changeBatch =
@@ -520,6 +521,10 @@ final class OperatorSql {
             ) s
             WHERE key_rows > 1
             ORDER BY n LIMIT 1""");
+
+    // lock_timeout for the change's own transaction: a session's SET would outlive the command on
+    // a pooler's server connection (PgBouncer, transaction mode), there for the application.
+    limitLockWaits = statement("SELECT set_config('lock_timeout', :lock_timeout_ms, true)");
 
     // The same rows PostgresOutboxStore.deletePublished removes: entries of the published log,
     // and rows published before schema version 9, still in the table.

@@ -179,13 +179,16 @@ public final class OperatorStore {
    * batchSize} rows in insertion order, each its own transaction, over the rows of the key parked
    * before the change began; if a batch fails, the batches done stay done, the failure says how
    * many rows they changed ({@link ParkedChangeFailedException}), and running it again continues.
+   * Each transaction waits at most {@code lockTimeout} for a lock (zero: the server's
+   * lock_timeout), then fails with 55P03, rolled back.
    */
-  public ParkedChange change(ParkedAction action, ParkedSelection request, int batchSize) {
+  public ParkedChange change(
+      ParkedAction action, ParkedSelection request, int batchSize, Duration lockTimeout) {
     if (batchSize < 1) {
       throw new IllegalArgumentException("batchSize must be positive");
     }
     if (request.selector() == ParkedSelection.Selector.MESSAGE_IDS) {
-      return changeMessageIds(action, request);
+      return changeMessageIds(action, request, lockTimeout);
     }
     NamedSql batch = sql.changeBatch.get(action).get(request.selector());
     long changed = 0;
@@ -206,25 +209,36 @@ public final class OperatorStore {
       }
       long afterSeq = 0;
       batchesBegun = true;
+      c.setAutoCommit(false); // each batch a transaction of its own, to bound its lock waits
       try (PreparedStatement ps = c.prepareStatement(batch.jdbc())) {
         while (true) {
+          limitLockWaits(c, lockTimeout);
           NamedSql.Binder statement =
               bindSelection(c, batch.bind(ps), request)
                   .setLong("after_seq", afterSeq)
                   .setLong("up_to_seq", upToSeq)
                   .setObject("parked_by", began, Types.TIMESTAMP_WITH_TIMEZONE)
                   .setInt("limit", batchSize);
+          Long last;
+          long batchChanged;
+          long batchDeadlinePassed;
           try (ResultSet rs = statement.executeQuery()) {
             rs.next();
-            long last = rs.getLong("last_seq");
-            if (rs.wasNull()) {
-              return new ParkedChange(changed, deadlinePassed, List.of());
-            }
-            changed += rs.getLong("changed");
-            deadlinePassed += rs.getLong("deadline_passed");
-            afterSeq = last;
+            last = rs.getObject("last_seq", Long.class);
+            batchChanged = rs.getLong("changed");
+            batchDeadlinePassed = rs.getLong("deadline_passed");
           }
+          c.commit(); // counted once committed
+          if (last == null) {
+            return new ParkedChange(changed, deadlinePassed, List.of());
+          }
+          changed += batchChanged;
+          deadlinePassed += batchDeadlinePassed;
+          afterSeq = last;
         }
+      } catch (SQLException e) {
+        rollback(c);
+        throw e;
       }
     } catch (SQLException e) {
       OutboxStoreException failure = classify(e, action.verb());
@@ -235,10 +249,12 @@ public final class OperatorStore {
     }
   }
 
-  private ParkedChange changeMessageIds(ParkedAction action, ParkedSelection request) {
+  private ParkedChange changeMessageIds(
+      ParkedAction action, ParkedSelection request, Duration lockTimeout) {
     return runInTransaction(
         action.verb(),
         sql.changeMessageIds.get(action),
+        lockTimeout,
         (c, statement) -> {
           long changed = 0;
           long deadlinePassed = 0;
@@ -265,9 +281,15 @@ public final class OperatorStore {
    * report names the rows that were in flight when parked. With {@code dryRun} the same rows are
    * only read (no lock, no write), and the report says what it would have done. An id that several
    * rows of the key hold is refused ({@link MessageIdNotUniqueException}), and nothing is parked.
+   * The park waits at most {@code lockTimeout} for a lock (zero: the server's lock_timeout), then
+   * fails with 55P03, rolled back.
    */
   public ParkedChange park(
-      String instanceKey, List<String> messageIds, boolean inFlight, boolean dryRun) {
+      String instanceKey,
+      List<String> messageIds,
+      boolean inFlight,
+      boolean dryRun,
+      Duration lockTimeout) {
     String[] statuses =
         inFlight
             ? new String[] {"PENDING", "AMBIGUOUS", "IN_FLIGHT"}
@@ -297,7 +319,9 @@ public final class OperatorStore {
           }
           return new ParkedChange(parked, 0, skipped, parkedInFlight);
         };
-    return dryRun ? run("park", sql.parkDryRun, park) : runInTransaction("park", sql.park, park);
+    return dryRun
+        ? run("park", sql.parkDryRun, park)
+        : runInTransaction("park", sql.park, lockTimeout, park);
   }
 
   /**
@@ -453,13 +477,16 @@ public final class OperatorStore {
   /**
    * One statement on a connection of its own, in a transaction committed only when {@code work}
    * returns: a change whose report {@code work} refuses (an id that several rows hold) is rolled
-   * back. A failure leaves classified, as {@code operation}.
+   * back. It waits at most {@code lockTimeout} for a lock (zero: the server's lock_timeout). A
+   * failure leaves classified, as {@code operation}.
    */
-  private <T> T runInTransaction(String operation, NamedSql statement, Work<T> work) {
+  private <T> T runInTransaction(
+      String operation, NamedSql statement, Duration lockTimeout, Work<T> work) {
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       T result;
       try (PreparedStatement ps = c.prepareStatement(statement.jdbc())) {
+        limitLockWaits(c, lockTimeout);
         result = work.run(c, statement.bind(ps));
       } catch (SQLException | RuntimeException e) {
         rollback(c);
@@ -469,6 +496,20 @@ public final class OperatorStore {
       return result;
     } catch (SQLException e) {
       throw classify(e, operation);
+    }
+  }
+
+  /** Sets lock_timeout for the transaction open on {@code c}; zero leaves the server's. */
+  private void limitLockWaits(Connection c, Duration lockTimeout) throws SQLException {
+    if (lockTimeout.isZero()) {
+      return;
+    }
+    try (PreparedStatement ps = c.prepareStatement(sql.limitLockWaits.jdbc())) {
+      sql.limitLockWaits
+          .bind(ps)
+          .setString("lock_timeout_ms", Long.toString(lockTimeout.toMillis()))
+          .executeQuery()
+          .close();
     }
   }
 

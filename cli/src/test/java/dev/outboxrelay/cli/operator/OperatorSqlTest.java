@@ -15,8 +15,8 @@ import org.junit.jupiter.api.Test;
 
 /** What every operator statement must say, whatever the rows: it is bound to one instance key. */
 class OperatorSqlTest {
-  /** Reads no rows: the one statement not bound to a key. */
-  private static final List<String> KEYLESS = List.of("tableExists");
+  /** Read no rows: the statements not bound to a key (a lookup of the table, a setting). */
+  private static final List<String> KEYLESS = List.of("tableExists", "limitLockWaits");
 
   @Test
   void everyStatementThatReadsRowsIsBoundToTheInstanceKey() throws IllegalAccessException {
