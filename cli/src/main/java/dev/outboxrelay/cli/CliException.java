@@ -71,6 +71,24 @@ public final class CliException extends RuntimeException {
             + hint);
   }
 
+  /**
+   * A failed change by message id (requeue, discard or park: one transaction), as {@link
+   * #database(String, OutboxStoreException)}; when its reply never came ({@link
+   * OutboxStoreException#mayHaveCommitted()}: a connection lost, perhaps after the commit went
+   * through) it says so, since "failed" alone would read as nothing done.
+   */
+  public static CliException changeFailed(String what, OutboxStoreException e) {
+    CliException failure = database(what, e);
+    if (!e.mayHaveCommitted()) {
+      return failure;
+    }
+    return new CliException(
+        failure.exitCode,
+        failure.getMessage()
+            + "; the change may have been applied before the connection was lost: run it again"
+            + " (it reports what is done) or inspect the ids");
+  }
+
   private static String hint(OutboxStoreException.Kind kind) {
     return switch (kind) {
       case TRANSIENT ->

@@ -244,6 +244,28 @@ class DiscardCommandTest {
     assertUnchangedExcept(before, outbox.snapshot());
   }
 
+  /** As a park's (ParkCommandTest): a lost reply may hide a commit, and the error says so. */
+  @Test
+  void aDiscardByIdWhoseConnectionIsLostSaysTheChangeMayHaveBeenApplied() throws Exception {
+    Cli.Result r =
+        outbox.endedWhileWaiting(
+            () ->
+                outbox
+                    .cli()
+                    .forKey("eu", "discard", "--message-id", "eu-failed-1", "--lock-timeout", "0"),
+            "eu-failed-1");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertTrue(r.err().startsWith("error: discard failed: DB_UNAVAILABLE ("), r::toString);
+    assertTrue(
+        r.err()
+            .endsWith(
+                "; the change may have been applied before the connection was lost: run"
+                    + " it again (it reports what is done) or inspect the ids\n"),
+        r::toString);
+    assertUnchangedExcept(before, outbox.snapshot());
+  }
+
   /** The rows are gone, and no other row changed. */
   private void assertDiscarded(String... ids) throws SQLException {
     Map<String, RowState> after = outbox.snapshot();

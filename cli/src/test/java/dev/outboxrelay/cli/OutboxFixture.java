@@ -11,11 +11,13 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.awaitility.Awaitility;
 
 /**
  * An outbox in a fresh database, as production would have it: legacy rows written before V2 (no
@@ -225,6 +227,20 @@ final class OutboxFixture implements AutoCloseable {
    * (then failing: a command that would wait for ever ends once they are gone).
    */
   Cli.Result whileLocked(Supplier<Cli.Result> command, String... messageIds) throws Exception {
+    return whileLocked(command, false, messageIds);
+  }
+
+  /**
+   * As {@link #whileLocked}, and once the command waits for one of the locks its session is ended
+   * (pg_terminate_backend), as a lost connection ends it: its change never gets a reply.
+   */
+  Cli.Result endedWhileWaiting(Supplier<Cli.Result> command, String... messageIds)
+      throws Exception {
+    return whileLocked(command, true, messageIds);
+  }
+
+  private Cli.Result whileLocked(Supplier<Cli.Result> command, boolean end, String... messageIds)
+      throws Exception {
     try (Connection holder = dataSource.getConnection();
         PreparedStatement lock =
             holder.prepareStatement("SELECT 1 FROM outbox WHERE message_id = ANY (?) FOR UPDATE")) {
@@ -238,7 +254,18 @@ final class OutboxFixture implements AutoCloseable {
         assertEquals(messageIds.length, locked, "rows locked");
       }
       try {
-        return CompletableFuture.supplyAsync(command).get(60, TimeUnit.SECONDS);
+        CompletableFuture<Cli.Result> result = CompletableFuture.supplyAsync(command);
+        if (end) {
+          Awaitility.await()
+              .atMost(Duration.ofSeconds(30))
+              .until(() -> waitingForALock(Database.APPLICATION_NAME));
+          exec(
+              "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                  + " WHERE application_name = '"
+                  + Database.APPLICATION_NAME
+                  + "' AND wait_event_type = 'Lock'");
+        }
+        return result.get(60, TimeUnit.SECONDS);
       } finally {
         holder.rollback();
       }

@@ -196,6 +196,39 @@ class ParkCommandTest {
     assertUnchangedExcept(before, outbox.snapshot());
   }
 
+  /**
+   * A park whose connection is lost before its reply came cannot tell whether its commit went
+   * through, and says so instead of a plain failure. (Here the server ended it while it waited for
+   * a lock, before its commit: nothing was parked, as a rerun or inspect would show.)
+   */
+  @Test
+  void aParkWhoseConnectionIsLostSaysTheChangeMayHaveBeenApplied() throws Exception {
+    Cli.Result r =
+        outbox.endedWhileWaiting(
+            () ->
+                outbox
+                    .cli()
+                    .forKey(
+                        "eu",
+                        "park",
+                        "--message-id",
+                        "eu-pending",
+                        "--message-id",
+                        "eu-ambiguous",
+                        "--lock-timeout",
+                        "0"),
+            "eu-ambiguous");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertEquals(
+        "error: park failed: DB_UNAVAILABLE (SQLState 57P01): the database is unreachable or"
+            + " unavailable; check --jdbc-url, the network and that the server accepts"
+            + " connections; the change may have been applied before the connection was lost:"
+            + " run it again (it reports what is done) or inspect the ids\n",
+        r.err());
+    assertUnchangedExcept(before, outbox.snapshot());
+  }
+
   @Test
   void dryRunChangesNothingAndNothingToParkExitsWithThree() throws SQLException {
     Cli.Result dry =

@@ -2,11 +2,13 @@ package dev.outboxrelay.cli.command;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.LockTimeoutOption;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.operator.ParkedChange;
+import dev.outboxrelay.store.OutboxStoreException;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.List;
@@ -71,12 +73,20 @@ public final class ParkCommand extends InstanceCommand {
 
   @Override
   int run(Database database) {
-    ParkedChange report =
-        oneRowPerId(
-            () ->
-                database
-                    .operatorStore()
-                    .park(instanceKey, messageIds, inFlight, dryRun, lockTimeout));
+    ParkedChange report;
+    try {
+      report =
+          oneRowPerId(
+              () ->
+                  database
+                      .operatorStore()
+                      .park(instanceKey, messageIds, inFlight, dryRun, lockTimeout));
+    } catch (OutboxStoreException e) {
+      if (dryRun) {
+        throw e; // read only
+      }
+      throw CliException.changeFailed("park failed", e);
+    }
     PrintWriter out = out();
     if (json) {
       ObjectNode node = Text.json().createObjectNode();

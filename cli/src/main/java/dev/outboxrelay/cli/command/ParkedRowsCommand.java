@@ -12,6 +12,7 @@ import dev.outboxrelay.cli.operator.ParkedChange;
 import dev.outboxrelay.cli.operator.ParkedChangeFailedException;
 import dev.outboxrelay.cli.operator.ParkedSelection;
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxStoreException;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -199,6 +200,11 @@ abstract class ParkedRowsCommand extends InstanceCommand {
               + " (the failed batch may have been applied too if the connection was lost at its"
               + " commit; --dry-run counts what is left)",
           e.failure());
+    } catch (OutboxStoreException e) {
+      if (request.selector() != ParkedSelection.Selector.MESSAGE_IDS) {
+        throw e; // batched: failed reading where to stop, before any batch changed a row
+      }
+      throw CliException.changeFailed(verb + " failed", e);
     }
     if (json) {
       ObjectNode node = header();
