@@ -422,7 +422,10 @@ public final class ConfigValidation {
           error(
               OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + createTable(table));
         }
-        if (migrateOnStart && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
+        // Not for a table without history (its error: it cannot be migrated at all).
+        if (migrateOnStart
+            && (version.isPresent() || !exists)
+            && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
           checkMigrationCanRun(pool, table, exists, version);
         }
         if (exists && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
@@ -459,33 +462,28 @@ public final class ConfigValidation {
     /**
      * What the migrations a task runs at start need, which nothing else checks before its first
      * poll fails on it: the table's schema (named, or the search_path's first), CREATE on it where
-     * a pending migration creates a table or function (versions 1 to 9), and ownership of the table
-     * and its history where they exist (an index build, an ALTER).
+     * a pending migration creates a table or function (versions 1 to 9), ownership of what a
+     * pending migration alters or indexes (the table; the published log below version 11, whose
+     * versions 10 and 11 index it; the insert notification function below version 5, which replaces
+     * it), and Flyway's reads and writes of the schema history (SELECT, INSERT, UPDATE: it locks
+     * and appends to it, never alters it).
      */
     private void checkMigrationCanRun(
         HikariDataSource pool, OutboxTable table, boolean exists, Optional<String> version)
         throws SQLException {
-      boolean pending =
-          version.isEmpty()
-              || MigrationVersion.fromVersion(version.get())
-                      .compareTo(MigrationVersion.fromVersion(SchemaMigrator.CURRENT_VERSION))
-                  < 0;
-      if (!pending) {
-        return;
+      if (version.isPresent() && !before(version.get(), SchemaMigrator.CURRENT_VERSION)) {
+        return; // nothing to migrate
       }
-      boolean createsObjects =
-          version.isEmpty()
-              || MigrationVersion.fromVersion(version.get())
-                      .compareTo(MigrationVersion.fromVersion(LAST_VERSION_CREATING_OBJECTS))
-                  < 0;
+      boolean createsObjects = version.isEmpty() || before(version.get(), "9");
       try (Connection c = pool.getConnection();
           PreparedStatement ps = c.prepareStatement(MIGRATION_PRIVILEGES)) {
         ps.setString(1, table.qualified());
-        ps.setString(2, table.qualifiedHistoryTable());
-        ps.setString(3, table.schema());
+        ps.setString(2, table.qualifiedPublishedLog());
+        ps.setString(3, table.qualifiedNotifyFunction() + "()");
+        ps.setString(4, table.qualifiedHistoryTable());
+        ps.setString(5, table.schema());
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
-          String schema = rs.getString("schema_name");
           if (!rs.getBoolean("schema_exists")) {
             error(
                 OUTBOX_TABLE_CONFIG,
@@ -510,13 +508,21 @@ public final class ConfigValidation {
           }
           List<String> lacks = new ArrayList<>();
           if (createsObjects && !rs.getBoolean("can_create")) {
-            lacks.add("CREATE on schema " + schema);
+            lacks.add("CREATE on schema " + rs.getString("schema_name"));
           }
-          if (exists && !rs.getBoolean("owns_table")) {
+          if (!rs.getBoolean("owns_table")) {
             lacks.add("ownership of " + OUTBOX_TABLE_CONFIG);
           }
-          if (version.isPresent() && !rs.getBoolean("owns_history")) {
-            lacks.add("ownership of its schema history " + table.historyTable());
+          boolean logIndexed = version.isPresent() && before(version.get(), "11");
+          if (logIndexed && !rs.getBoolean("owns_log")) {
+            lacks.add("ownership of its published log " + table.objectName("published"));
+          }
+          boolean notifyReplaced = version.isPresent() && before(version.get(), "5");
+          if (notifyReplaced && !rs.getBoolean("owns_notify")) {
+            lacks.add("ownership of its insert notification function");
+          }
+          if (!rs.getBoolean("writes_history")) {
+            lacks.add("SELECT, INSERT and UPDATE on its schema history " + table.historyTable());
           }
           if (!lacks.isEmpty()) {
             error(
@@ -540,13 +546,17 @@ public final class ConfigValidation {
       }
     }
 
-    /** The last schema version that creates a table or a function; later ones build indexes. */
-    private static final String LAST_VERSION_CREATING_OBJECTS = "9";
+    private static boolean before(String version, String other) {
+      return MigrationVersion.fromVersion(version).compareTo(MigrationVersion.fromVersion(other))
+          < 0;
+    }
 
     /**
-     * The schema (named, else the search_path's first existing one), whether the role may create in
-     * it, and whether it owns (is a member of the owner of) the table and the history table; true
-     * for a relation that does not exist.
+     * The schema (named, else the search_path's first existing one) and whether the role may create
+     * in it; whether it owns (is a member of the owner of) the table, the published log and the
+     * insert notification function, and may read, insert and update the history table: each true
+     * for an object that does not exist (has_table_privilege with several privileges is true for
+     * any one of them, hence three calls).
      */
     private static final String MIGRATION_PRIVILEGES =
         """
@@ -554,8 +564,13 @@ public final class ConfigValidation {
           n.oid IS NOT NULL AND has_schema_privilege(n.oid, 'CREATE') AS can_create,
           coalesce((SELECT pg_has_role(current_user, t.relowner, 'USAGE') FROM pg_class t
             WHERE t.oid = to_regclass(?)), true) AS owns_table,
-          coalesce((SELECT pg_has_role(current_user, h.relowner, 'USAGE') FROM pg_class h
-            WHERE h.oid = to_regclass(?)), true) AS owns_history
+          coalesce((SELECT pg_has_role(current_user, l.relowner, 'USAGE') FROM pg_class l
+            WHERE l.oid = to_regclass(?)), true) AS owns_log,
+          coalesce((SELECT pg_has_role(current_user, f.proowner, 'USAGE') FROM pg_proc f
+            WHERE f.oid = to_regprocedure(?)), true) AS owns_notify,
+          coalesce((SELECT has_table_privilege(h.oid, 'SELECT')
+              AND has_table_privilege(h.oid, 'INSERT') AND has_table_privilege(h.oid, 'UPDATE')
+            FROM pg_class h WHERE h.oid = to_regclass(?)), true) AS writes_history
         FROM (SELECT coalesce(?, current_schema()) AS name) s
           LEFT JOIN pg_namespace n ON n.nspname = s.name""";
 

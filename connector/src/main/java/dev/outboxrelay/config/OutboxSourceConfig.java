@@ -133,8 +133,12 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " in the plugin; their history is kept in a table named after the outbox table with"
           + " the suffix _schema_history. Each task migrates before its first claim, one at a time"
           + " per table: the others wait for the running migration, checking again after 1 s"
-          + " growing to 30 s. When false, the table must already exist in the current"
-          + " version: `outbox-relay-cli migrate` creates or upgrades it, or apply what"
+          + " growing to 30 s. The role then needs what the migrations do (validation names what"
+          + " it lacks): CREATE on the table's schema while one still creates a table or"
+          + " function, ownership of the table (and, below schema version 11, of its published"
+          + " log), SELECT, INSERT and UPDATE on the schema history. When false, the table must"
+          + " already exist at the current version (or a newer one, which a task relays on):"
+          + " `outbox-relay-cli migrate` creates or upgrades it, or apply what"
           + " `outbox-relay-cli schema-sql` prints with your own migration tool (docs/schema.sql,"
           + " for a table named outbox).";
 
@@ -198,19 +202,21 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final long RETRY_BACKOFF_INITIAL_MS_DEFAULT = 1_000L;
   private static final String RETRY_BACKOFF_INITIAL_MS_DOC =
       "Delay before a row whose delivery failed, or whose outcome is unknown, is tried again. At"
-          + " most 365 days, as retry.backoff.max.ms.";
+          + " most 100 years (36500 days), as retry.backoff.max.ms.";
 
   /**
-   * The longest retry delay, 365 days: the database computes each row's next attempt from it, and a
-   * delay near Long.MAX_VALUE ms overflows its interval and timestamp types (SQLState 22008), which
-   * failed the task at the row's first retry, and again after every restart.
+   * The longest retry delay, 100 years (far past any delay anyone means, so that no configuration
+   * that worked is refused): the database computes each row's next attempt from it, and a delay
+   * near Long.MAX_VALUE ms (about 266,000 years and more) overflows its interval and timestamp
+   * types (SQLState 22008), which failed the task at the row's first retry, and again after every
+   * restart.
    */
-  static final long RETRY_BACKOFF_LIMIT_MS = 365L * 24 * 60 * 60 * 1000;
+  static final long RETRY_BACKOFF_LIMIT_MS = 36_500L * 24 * 60 * 60 * 1000;
 
   public static final String RETRY_BACKOFF_MAX_MS_CONFIG = "retry.backoff.max.ms";
   public static final long RETRY_BACKOFF_MAX_MS_DEFAULT = 300_000L;
   private static final String RETRY_BACKOFF_MAX_MS_DOC =
-      "Upper bound of the retry delay, at most 365 days. Must be at least"
+      "Upper bound of the retry delay, at most 100 years (36500 days). Must be at least"
           + " retry.backoff.initial.ms.";
 
   public static final String RETRY_BACKOFF_MULTIPLIER_CONFIG = "retry.backoff.multiplier";

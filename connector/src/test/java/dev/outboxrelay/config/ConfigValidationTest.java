@@ -590,8 +590,8 @@ class ConfigValidationTest {
   }
 
   /**
-   * Index builds and ALTERs need the table's owner; the later versions build indexes only, and need
-   * no CREATE on the schema.
+   * Index builds and ALTERs need the table's owner, Flyway's history lock and entries its SELECT,
+   * INSERT and UPDATE; the later versions build indexes only, and need no CREATE on the schema.
    */
   @Test
   void migratingATableAnotherRoleOwnsIsAnErrorOnMigrating() throws SQLException {
@@ -605,14 +605,63 @@ class ConfigValidationTest {
     props.put("schema.migrate.on.start", "true");
 
     assertEquals(
-        "connection.user lacks ownership of outbox.table and ownership of its schema history"
-            + " outbox_schema_history, which schema.migrate.on.start=true needs to migrate the"
-            + " table: grant them, or run outbox-relay-cli migrate as a role that has them and set"
-            + " schema.migrate.on.start=false (docs/deployment.md)",
+        "connection.user lacks ownership of outbox.table and SELECT, INSERT and UPDATE on its"
+            + " schema history outbox_schema_history, which schema.migrate.on.start=true needs to"
+            + " migrate the table: grant them, or run outbox-relay-cli migrate as a role that has"
+            + " them and set schema.migrate.on.start=false (docs/deployment.md)",
         only(errors(props), "schema.migrate.on.start"));
 
     props.put("schema.migrate.on.start", "false");
     assertEquals(Set.of("outbox.table"), errors(props).keySet(), "version 13: migrate it first");
+  }
+
+  /**
+   * The owner of the table with Flyway's rights on the history (what the task's own hint asks for)
+   * may migrate; below version 11 it must own the published log too, which versions 10 and 11
+   * index.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"13", "10"})
+  void theTablesOwnerWithWritesToTheHistoryMayMigrate(String version) throws SQLException {
+    String url = Postgres.freshDatabase("config_migrate_owner_" + version);
+    Map<String, String> props =
+        grantedRoleAt(
+            url,
+            version,
+            "GRANT SELECT, INSERT, DELETE ON outbox_published",
+            "GRANT SELECT, INSERT, UPDATE ON outbox_schema_history");
+    execute(url, "ALTER TABLE outbox OWNER TO " + PasswordRole.NAME);
+    props.put("schema.migrate.on.start", "true");
+
+    if (version.equals("13")) {
+      assertEquals(Map.of(), errors(props));
+      return;
+    }
+    assertEquals(
+        "connection.user lacks ownership of its published log outbox_published, which"
+            + " schema.migrate.on.start=true needs to migrate the table: grant it, or run"
+            + " outbox-relay-cli migrate as a role that has it and set"
+            + " schema.migrate.on.start=false (docs/deployment.md)",
+        only(errors(props), "schema.migrate.on.start"));
+    execute(url, "ALTER TABLE outbox_published OWNER TO " + PasswordRole.NAME);
+    assertEquals(Map.of(), errors(props));
+  }
+
+  /** Such a table cannot be migrated at all: that one error, no list of rights to grant. */
+  @Test
+  void aTableWithoutHistoryGetsOneErrorOnMigratingWhateverTheRolesRights() throws SQLException {
+    String url = externallyManagedTable("config_external_migrate_role");
+    Map<String, String> props =
+        grantedRoleAt(
+            url,
+            null,
+            "GRANT SELECT, UPDATE, DELETE ON outbox",
+            "GRANT SELECT, INSERT, DELETE ON outbox_published");
+    props.put("schema.migrate.on.start", "true");
+
+    String message = only(errors(props), "schema.migrate.on.start");
+    assertTrue(
+        message.startsWith("outbox.table exists but has no outbox-relay schema history"), message);
   }
 
   @Test

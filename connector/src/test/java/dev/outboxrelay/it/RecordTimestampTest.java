@@ -58,6 +58,9 @@ class RecordTimestampTest {
       throws Exception {
     try (OutboxDb db = OutboxDb.fresh(database).migrate()) {
       Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 1);
+      // Kept whatever the records' timestamps: a record stamped 2001 in a topic of the default
+      // retention would be deleted at the broker's next retention check.
+      CLUSTER.createTopic(topic, 1, Map.of("retention.ms", "-1"));
       config.put("topic.template", topic);
       config.putAll(settings);
       CLUSTER.deploy(CONNECTOR, config);

@@ -348,6 +348,11 @@ public final class ConnectCluster implements BeforeAllCallback {
     connect().kafka().createTopic(topic, partitions);
   }
 
+  /** A topic with these topic configs (e.g. retention.ms), replicated once. */
+  public void createTopic(String topic, int partitions, Map<String, String> topicConfig) {
+    connect().kafka().createTopic(topic, partitions, 1, topicConfig);
+  }
+
   /** Everything in these topics up to their current end offsets, in partition then offset order. */
   public List<Delivered> readAll(String... topics) {
     return KafkaRecords.readAll(connect().kafka(), topics);
