@@ -24,9 +24,14 @@ public final class LockTimeoutOption {
 
   /** The bound, zero for the server's own; a usage error when out of range. */
   public Duration lockTimeout() {
-    if (lockTimeoutMs < 0 || lockTimeoutMs > MAX_MS) {
+    return checked(lockTimeoutMs);
+  }
+
+  /** {@code ms} as a --lock-timeout (migrate's too); a usage error when out of range. */
+  public static Duration checked(long ms) {
+    if (ms < 0 || ms > MAX_MS) {
       throw CliException.usage("--lock-timeout must be within 0 and 3600000 milliseconds");
     }
-    return Duration.ofMillis(lockTimeoutMs);
+    return Duration.ofMillis(ms);
   }
 }

@@ -3,6 +3,7 @@ package dev.outboxrelay.cli.command;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.cli.LockTimeoutOption;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
@@ -52,15 +53,12 @@ public final class MigrateCommand extends DatabaseCommand {
               + " behind a migration waiting for its lock. Default: ${DEFAULT-VALUE}.")
   long lockTimeoutMs = SchemaMigrator.DEFAULT_LOCK_TIMEOUT.toMillis();
 
-  private static final long MAX_LOCK_TIMEOUT_MS = 3_600_000L;
-
   private MigrationVersion targetVersion;
+  private Duration lockTimeout;
 
   @Override
   void validate() {
-    if (lockTimeoutMs < 0 || lockTimeoutMs > MAX_LOCK_TIMEOUT_MS) {
-      throw CliException.usage("--lock-timeout must be within 0 and 3600000 milliseconds");
-    }
+    lockTimeout = LockTimeoutOption.checked(lockTimeoutMs);
     if (target == null) {
       return;
     }
@@ -76,8 +74,7 @@ public final class MigrateCommand extends DatabaseCommand {
   @Override
   int run(Database database) {
     SchemaMigrator migrator =
-        new SchemaMigrator(
-            database.dataSource(), database.table(), Duration.ofMillis(lockTimeoutMs));
+        new SchemaMigrator(database.dataSource(), database.table(), lockTimeout);
     Optional<String> from = flyway(migrator::currentVersion);
     if (from.isEmpty() && database.operatorStore().tableExists()) {
       throw CliException.database(

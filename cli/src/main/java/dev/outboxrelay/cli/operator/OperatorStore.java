@@ -209,36 +209,36 @@ public final class OperatorStore {
       }
       long afterSeq = 0;
       batchesBegun = true;
-      c.setAutoCommit(false); // each batch a transaction of its own, to bound its lock waits
       try (PreparedStatement ps = c.prepareStatement(batch.jdbc())) {
         while (true) {
-          limitLockWaits(c, lockTimeout);
-          NamedSql.Binder statement =
-              bindSelection(c, batch.bind(ps), request)
-                  .setLong("after_seq", afterSeq)
-                  .setLong("up_to_seq", upToSeq)
-                  .setObject("parked_by", began, Types.TIMESTAMP_WITH_TIMEZONE)
-                  .setInt("limit", batchSize);
-          Long last;
-          long batchChanged;
-          long batchDeadlinePassed;
-          try (ResultSet rs = statement.executeQuery()) {
-            rs.next();
-            last = rs.getObject("last_seq", Long.class);
-            batchChanged = rs.getLong("changed");
-            batchDeadlinePassed = rs.getLong("deadline_passed");
-          }
-          c.commit(); // counted once committed
-          if (last == null) {
+          long from = afterSeq;
+          // Each batch a transaction of its own, to bound its lock waits; counted once committed.
+          BatchDone done =
+              inTransaction(
+                  c,
+                  lockTimeout,
+                  () -> {
+                    NamedSql.Binder statement =
+                        bindSelection(c, batch.bind(ps), request)
+                            .setLong("after_seq", from)
+                            .setLong("up_to_seq", upToSeq)
+                            .setObject("parked_by", began, Types.TIMESTAMP_WITH_TIMEZONE)
+                            .setInt("limit", batchSize);
+                    try (ResultSet rs = statement.executeQuery()) {
+                      rs.next();
+                      return new BatchDone(
+                          rs.getObject("last_seq", Long.class),
+                          rs.getLong("changed"),
+                          rs.getLong("deadline_passed"));
+                    }
+                  });
+          if (done.lastSeq() == null) {
             return new ParkedChange(changed, deadlinePassed, List.of());
           }
-          changed += batchChanged;
-          deadlinePassed += batchDeadlinePassed;
-          afterSeq = last;
+          changed += done.changed();
+          deadlinePassed += done.deadlinePassed();
+          afterSeq = done.lastSeq();
         }
-      } catch (SQLException e) {
-        rollback(c);
-        throw e;
       }
     } catch (SQLException e) {
       OutboxStoreException failure = classify(e, action.verb());
@@ -482,21 +482,39 @@ public final class OperatorStore {
    */
   private <T> T runInTransaction(
       String operation, NamedSql statement, Duration lockTimeout, Work<T> work) {
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      T result;
-      try (PreparedStatement ps = c.prepareStatement(statement.jdbc())) {
-        limitLockWaits(c, lockTimeout);
-        result = work.run(c, statement.bind(ps));
-      } catch (SQLException | RuntimeException e) {
-        rollback(c);
-        throw e;
-      }
-      c.commit();
-      return result;
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(statement.jdbc())) {
+      return inTransaction(c, lockTimeout, () -> work.run(c, statement.bind(ps)));
     } catch (SQLException e) {
       throw classify(e, operation);
     }
+  }
+
+  /** A batch's report, once its transaction committed. */
+  private record BatchDone(Long lastSeq, long changed, long deadlinePassed) {}
+
+  /** Work within a transaction. */
+  private interface TransactionWork<T> {
+    T run() throws SQLException;
+  }
+
+  /**
+   * {@code work} in a transaction of its own on {@code c}, committed only when it returns (rolled
+   * back when it throws), waiting at most {@code lockTimeout} for a lock (zero: the server's).
+   */
+  private <T> T inTransaction(Connection c, Duration lockTimeout, TransactionWork<T> work)
+      throws SQLException {
+    c.setAutoCommit(false);
+    T result;
+    try {
+      limitLockWaits(c, lockTimeout);
+      result = work.run();
+    } catch (SQLException | RuntimeException e) {
+      rollback(c);
+      throw e;
+    }
+    c.commit();
+    return result;
   }
 
   /** Sets lock_timeout for the transaction open on {@code c}; zero leaves the server's. */
