@@ -1465,8 +1465,11 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of("a2"), ids(store.claim(request("w2", 10))));
   }
 
-  @Test
-  void aDueEarlierRowInTheBatchDoesNotLiftABlockBehindIt() {
+  /**
+   * Aggregate A's a1 due again (released), a2 waiting for its retry, a3 due; b1 of B due. The same
+   * in the two tests below.
+   */
+  private void aDueHeadThenARetryInItsAggregate() {
     add(EU, "a1", "A");
     add(EU, "a2", "A");
     add(EU, "a3", "A");
@@ -1475,6 +1478,11 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of("a1", "a2"), ids(new ClaimResult(held, List.of())));
     store.retryLater("a2", held.get(1).lease(), "SEND_FAILED", Duration.ofSeconds(10), 3);
     assertEquals(Outcome.APPLIED, store.release("a1", held.get(0).lease()));
+  }
+
+  @Test
+  void aDueEarlierRowInTheBatchDoesNotLiftABlockBehindIt() {
+    aDueHeadThenARetryInItsAggregate();
     // a1 is due again, a2 waits for its retry, a3 is due: a3 must wait for a2, though a1 goes.
     assertEquals(List.of("a1", "b1"), ids(store.claim(request("w2", 10))));
   }
@@ -1487,13 +1495,7 @@ public abstract class OutboxStoreContract {
    */
   @Test
   void aCandidateDroppedForAnEarlierRowLeavesTheBatchShort() {
-    add(EU, "a1", "A");
-    add(EU, "a2", "A");
-    add(EU, "a3", "A");
-    add(EU, "b1", "B");
-    List<ClaimedMessage> held = store.claim(request("w1", 2)).claimed();
-    store.retryLater("a2", held.get(1).lease(), "SEND_FAILED", Duration.ofSeconds(10), 3);
-    assertEquals(Outcome.APPLIED, store.release("a1", held.get(0).lease()));
+    aDueHeadThenARetryInItsAggregate();
 
     assertEquals(List.of("a1"), ids(store.claim(request("w2", 2))));
     assertEquals(List.of("b1"), ids(store.claim(request("w2", 2))));
