@@ -32,6 +32,7 @@ import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.mapping.TopicRouter;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
+import dev.outboxrelay.writer.Printable;
 import dev.outboxrelay.writer.TopicNames;
 import java.util.ArrayList;
 import java.util.List;
@@ -137,7 +138,8 @@ final class ConfigChecks {
     String allowed = (String) parsed.apply(TOPIC_ALLOWED_REGEX_CONFIG);
     for (Object key : keys) {
       String topic = template.replace(variable, key.toString());
-      String filled = TOPIC_TEMPLATE_CONFIG + " filled with instance key " + key;
+      String filled =
+          TOPIC_TEMPLATE_CONFIG + " filled with instance key " + Printable.escape(key.toString());
       String parked = "every row of that key without a topic of its own would be parked";
       if (!TopicNames.isRoutable(topic)) {
         String rule = TopicNames.RULE + ", not one of Kafka's internal topics";

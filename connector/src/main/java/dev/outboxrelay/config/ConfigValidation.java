@@ -25,6 +25,7 @@ import dev.outboxrelay.store.postgres.RelayPrivileges;
 import dev.outboxrelay.store.postgres.ReplicaIdentity;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SqlStates;
+import dev.outboxrelay.writer.Printable;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -702,7 +703,7 @@ public final class ConfigValidation {
             OUTBOX_TABLE_CONFIG
                 + " has "
                 + (invalid.size() == 1 ? "an invalid index, " : "invalid indexes, ")
-                + abbreviated(invalid)
+                + abbreviated(invalid.stream().map(Printable::escape).toList())
                 + " (a concurrent build that failed, or one still running): PostgreSQL never uses"
                 + " it; rebuild it with REINDEX INDEX CONCURRENTLY, or drop it with DROP INDEX"
                 + " CONCURRENTLY and build it again (the relay's own as `outbox-relay-cli"

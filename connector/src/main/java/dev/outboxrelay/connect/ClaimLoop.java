@@ -12,6 +12,7 @@ import dev.outboxrelay.writer.Printable;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -198,9 +199,10 @@ final class ClaimLoop {
       holdsIsolatedClaim = true;
       metrics.abandonedReclaimed.incrementAndGet();
       log.info(
-          "Reclaimed abandoned message_id={} instance_key={} in isolation",
+          "Reclaimed abandoned message_id={} instance_key={} in isolation"
+              + " (reason=ABANDONED_RECLAIMED; it may already be in Kafka)",
           Printable.escape(result.claimed().get(0).messageId()),
-          result.claimed().get(0).instanceKey());
+          Printable.escape(result.claimed().get(0).instanceKey()));
       return result;
     }
     if (!result.exhausted().isEmpty()) {
@@ -336,10 +338,10 @@ final class ClaimLoop {
     }
     List<ClaimedMessage> kept = bySeq.subList(0, keep);
     // By their seqs and leases: releasing what the task does not hold would read the whole backlog.
-    List<String> released =
-        store.giveBack(
-            bySeq.subList(keep, bySeq.size()).stream().map(ClaimedMessage::heldLease).toList());
-    metrics.claimed.addAndGet(released.size()); // the caller counts the kept ones
+    List<HeldLease> past =
+        bySeq.subList(keep, bySeq.size()).stream().map(ClaimedMessage::heldLease).toList();
+    List<String> released = giveBack(past, "rows past the in-flight byte budget");
+    metrics.claimed.addAndGet(past.size()); // the caller counts the kept ones
     metrics.released.addAndGet(released.size());
     log.info(
         "Claimed {} rows past the in-flight byte budget ({} bytes) and gave them back at once",
@@ -385,14 +387,38 @@ final class ClaimLoop {
     if (unusedClaim.isEmpty()) {
       return;
     }
-    List<String> given = store.giveBack(unusedClaim);
-    metrics.claimed.addAndGet(given.size()); // never handed to Connect, so not counted by poll
+    List<String> given = giveBack(unusedClaim, "a claim never handed to Connect");
+    metrics.claimed.addAndGet(unusedClaim.size()); // never handed to Connect: not counted by poll
     metrics.released.addAndGet(given.size());
     log.info(
         "Gave back {} rows of a claim never handed to Connect (giving back its rows past the"
             + " in-flight byte budget had failed)",
         given.size());
     unusedClaim = List.of();
+  }
+
+  /**
+   * Gives back rows of a claim never handed to Connect ({@link OutboxStore#giveBack}). One it no
+   * longer holds under its lease (expired and taken over meanwhile, say in an outage) is a lost
+   * claim, reported and counted as any: never sent by this task, so no duplicate of its own.
+   */
+  private List<String> giveBack(List<HeldLease> rows, String what) {
+    List<String> given = store.giveBack(rows);
+    if (given.size() < rows.size()) {
+      Set<String> found = Set.copyOf(given);
+      for (HeldLease row : rows) {
+        if (!found.contains(row.messageId())) {
+          metrics.claimLost.incrementAndGet();
+          log.warn(
+              "Claim lost before it was sent: message_id={} (reason=LEASE_TAKEN_OVER; giving"
+                  + " back {} matched no row: another owner holds or resolved it; this task never"
+                  + " sent it)",
+              Printable.escape(row.messageId()),
+              what);
+        }
+      }
+    }
+    return given;
   }
 
   private LostClaimRelease newLostClaimRelease() {
@@ -572,7 +598,7 @@ final class ClaimLoop {
     if (lastClaimBatch <= handedThrough()) {
       return; // handed over: the ledger holds its rows, settled from the committed offsets
     }
-    List<String> released = store.giveBack(lastClaimRows);
+    List<String> released = giveBack(lastClaimRows, "a claim ahead that Connect never got");
     metrics.released.addAndGet(released.size());
     for (String id : released) {
       log.info(
@@ -651,7 +677,7 @@ final class ClaimLoop {
           "Message exhausted by a claim instead of being sent: message_id={} instance_key={}"
               + " reason={}",
           Printable.escape(row.messageId()),
-          row.instanceKey(),
+          Printable.escape(row.instanceKey()),
           row.reasonCode());
     }
   }

@@ -84,7 +84,7 @@ final class DeadLetterCopies {
             next.messageId(), next.token(), next.epoch(), next.batch(), next.position())) {
           log.info(
               "Dead-letter position not recorded: message_id={} changed since it was parked"
-                  + " (requeued or discarded)",
+                  + " (reason=PARKED_ROW_CHANGED; requeued or discarded by an operator)",
               Printable.escape(next.messageId()));
         }
       } catch (OutboxStoreException e) {

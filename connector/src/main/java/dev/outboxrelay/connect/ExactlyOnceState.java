@@ -297,7 +297,7 @@ final class ExactlyOnceState {
           "Claimed message_id={} instance_key={} alone: an earlier instance ended without Kafka"
               + " committing it (reason=NOT_COMMITTED)",
           Printable.escape(row.messageId()),
-          row.instanceKey());
+          Printable.escape(row.instanceKey()));
     }
   }
 

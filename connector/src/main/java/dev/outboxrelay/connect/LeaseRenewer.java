@@ -215,7 +215,8 @@ final class LeaseRenewer {
                 + " meanwhile): message_id={} instance_key={} (reason=ROW_LOCKED; the lease runs"
                 + " on, tried again at the next renewal, which finds a changed row lost)",
             Printable.escape(messageId),
-            ledger.get(messageId).map(InFlightLedger.Entry::instanceKey).orElse(null));
+            Printable.escape(
+                ledger.get(messageId).map(InFlightLedger.Entry::instanceKey).orElse(null)));
       }
     }
   }
@@ -278,6 +279,6 @@ final class LeaseRenewer {
             + " (reason=LEASE_TAKEN_OVER; lease renewal matched no row, a duplicate in Kafka is"
             + " possible)",
         Printable.escape(lease.messageId()),
-        entry.get().instanceKey());
+        Printable.escape(entry.get().instanceKey()));
   }
 }

@@ -7,8 +7,10 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.utils.Time;
@@ -81,7 +83,7 @@ public class OutboxSourceTask extends SourceTask {
   @Override
   public void start(Map<String, String> props) {
     config = TaskConfig.parse(props);
-    MDC.put("outbox.instance_keys", String.join(",", config.connector().instanceKeys()));
+    MDC.put("outbox.instance_keys", printable(config.connector().instanceKeys()));
     idle = new IdleBackoff(config.settings().pollInterval());
     schema = new SchemaReadiness(storeProvider, config.connector(), time);
     // Registered last before the runtime, whose failure unregisters them: Connect may not call
@@ -125,7 +127,7 @@ public class OutboxSourceTask extends SourceTask {
         "Started outbox-relay task {} as lease owner {} for instance keys {} ({})",
         config.identity().index(),
         config.settings().owner(),
-        config.connector().instanceKeys(),
+        printable(config.connector().instanceKeys()),
         config.settings().exactlyOnce() ? "exactly-once" : "at-least-once");
   }
 
@@ -373,7 +375,9 @@ public class OutboxSourceTask extends SourceTask {
       seq = SourceOffsets.seq(record);
       token = SourceOffsets.leaseToken(record);
     } catch (IllegalArgumentException e) {
-      log.warn("Acknowledgement for a record without an outbox source offset ignored");
+      log.warn(
+          "Acknowledgement for a record without an outbox source offset ignored"
+              + " (reason=NO_SOURCE_OFFSET; not a record of this connector's making)");
       return;
     }
     if (metadata == null) {
@@ -442,5 +446,10 @@ public class OutboxSourceTask extends SourceTask {
 
   String owner() {
     return config.settings().owner();
+  }
+
+  /** Instance keys for a log line: comma-separated, each escaped (bidi and line separators). */
+  private static String printable(Collection<String> instanceKeys) {
+    return instanceKeys.stream().map(Printable::escape).collect(Collectors.joining(","));
   }
 }

@@ -282,7 +282,7 @@ final class OutcomeWriter {
                 + " reported lost at lease renewal (reason=LEASE_TAKEN_OVER)",
             kind,
             Printable.escape(messageId),
-            reportedAtRenewal.get().instanceKey());
+            Printable.escape(reportedAtRenewal.get().instanceKey()));
         return;
       }
       metrics.claimLost.incrementAndGet();
@@ -291,7 +291,7 @@ final class OutcomeWriter {
               + " (reason=LEASE_TAKEN_OVER; another owner holds or resolved the row, {})",
           kind,
           Printable.escape(messageId),
-          instanceKey,
+          Printable.escape(instanceKey),
           settings.exactlyOnce() && kind == OutcomeKind.PUBLISHED
               // Acknowledged only after its transaction committed, so a successor of this
               // connector, which fenced this instance first, finds it covered by the committed
@@ -328,25 +328,25 @@ final class OutcomeWriter {
               + " FAILED as null.metadata.policy=fail asks: message_id={} instance_key={}"
               + " reason=DROPPED_OR_UNDELIVERED",
           Printable.escape(u.messageId()),
-          instanceKey);
+          Printable.escape(instanceKey));
     } else if (outcome == Outcome.EXHAUSTED) {
       log.warn(
           "Message exhausted its attempt budget: message_id={} instance_key={} reason={}",
           Printable.escape(u.messageId()),
-          instanceKey,
+          Printable.escape(instanceKey),
           u.reasonCode());
     } else if (u.mayBeDropped()) {
       log.info(
           "Delivery unconfirmed, retry scheduled: message_id={} instance_key={} reason={}",
           Printable.escape(u.messageId()),
-          instanceKey,
+          Printable.escape(instanceKey),
           u.reasonCode());
     } else {
       log.warn(
           "Kafka acknowledged without an offset, retry scheduled: message_id={} instance_key={}"
               + " reason={} (the producer must use acks=all)",
           Printable.escape(u.messageId()),
-          instanceKey,
+          Printable.escape(instanceKey),
           u.reasonCode());
     }
   }

@@ -166,10 +166,13 @@ final class RecordHandoff {
       batch.parks.remove();
       if (outcome == Outcome.CLAIM_LOST) {
         metrics.claimLost.incrementAndGet();
+        // Nor its dead-letter copy: the row is another owner's (or an operator's) now.
+        boolean unsent = park.deadLettered && batch.dropDeadLetter(park.row.messageId());
         log.warn(
-            "Claim lost before parking: message_id={} instance_key={} (reason=LEASE_TAKEN_OVER)",
+            "Claim lost before parking: message_id={} instance_key={} (reason=LEASE_TAKEN_OVER{})",
             Printable.escape(park.row.messageId()),
-            park.row.instanceKey());
+            Printable.escape(park.row.instanceKey()),
+            unsent ? "; its dead-letter record is not sent" : "");
       } else if (park.deadLettered) {
         // Counted once its dead-letter record leaves with the batch; reported if it never does.
         if (!batch.awaitRelease(park)) {
@@ -202,7 +205,7 @@ final class RecordHandoff {
         "A retried park found its row parked by its own earlier attempt, whose reply was lost:"
             + " message_id={} instance_key={} (reason=WRITE_REPLY_LOST)",
         Printable.escape(row.messageId()),
-        row.instanceKey());
+        Printable.escape(row.instanceKey()));
     return true;
   }
 
@@ -217,7 +220,7 @@ final class RecordHandoff {
         "Parked FAILED without its dead-letter record, the task stopped before its batch left:"
             + " message_id={} instance_key={} reason={} (requeue it to send it again)",
         Printable.escape(park.row.messageId()),
-        park.row.instanceKey(),
+        Printable.escape(park.row.instanceKey()),
         park.reasonCode);
   }
 
@@ -279,7 +282,7 @@ final class RecordHandoff {
     log.warn(
         "Message cannot be published: message_id={} instance_key={} reason={}",
         Printable.escape(row.messageId()),
-        row.instanceKey(),
+        Printable.escape(row.instanceKey()),
         reasonCode);
   }
 
@@ -314,6 +317,12 @@ final class RecordHandoff {
       }
       parked.add(park);
       return true;
+    }
+
+    /** Takes the dead-letter record of {@code messageId} out of the batch; false if none. */
+    private boolean dropDeadLetter(String messageId) {
+      return records.removeIf(
+          r -> SourceOffsets.isParked(r) && messageId.equals(SourceOffsets.messageId(r)));
     }
 
     /** The batch left: how many dead-letter records went with it. */
@@ -359,7 +368,7 @@ final class RecordHandoff {
           "Dead-letter record not confirmed by Kafka: message_id={} instance_key={} reason={};"
               + " the row is parked FAILED with that reason",
           Printable.escape(messageId),
-          entry.get().instanceKey(),
+          Printable.escape(entry.get().instanceKey()),
           entry.get().deadLetterReason());
       return new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), null);
     }

@@ -7,9 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.SteppableTime;
 import java.lang.reflect.Proxy;
@@ -587,6 +589,55 @@ class ClaimLoopTest {
     assertEquals(List.of("large0", "large1", "large2", "large3"), ids(again), "in order");
     assertEquals(0, releases[0], "given back by their leases, not by reading the backlog");
     assertEquals(10, f.metrics.released.get(), "the unused claim's 10 rows (the next one fits)");
+  }
+
+  /**
+   * A row of an unused claim that another owner took over before the give-back (its lease expired
+   * during the outage that failed the first give-back) is a lost claim, logged and counted, not
+   * silently left out of the rows given back.
+   */
+  @Test
+  void aRowTakenOverBeforeItIsGivenBackIsALostClaim() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "ordering.enabled", "false",
+                "claim.batch.size", "100",
+                "payload.max.bytes", "5000",
+                "producer.override.buffer.memory", "40000"));
+    int[] giveBacksFail = {0};
+    OutboxStore store =
+        intercepted(
+            f,
+            name -> {
+              if (name.equals("giveBack") && giveBacksFail[0]-- > 0) {
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "release");
+              }
+            });
+    ClaimLoop loop = loop(f, store);
+    for (int i = 0; i < 3; i++) {
+      f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
+    }
+    ClaimResult small = loop.next(); // sizes the next claim for rows of 300 bytes
+    handToConnect(f, small);
+    for (ClaimedMessage m : small.claimed()) { // published: not abandoned when leases expire
+      f.store.markPublished(
+          new PublishedAck(m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, 0)));
+    }
+    for (int i = 0; i < 10; i++) {
+      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
+    }
+    giveBacksFail[0] = 1;
+    assertThrows(OutboxStoreException.class, loop::next); // all 10 claimed, none given back
+    f.clock.advance(Duration.ofHours(1));
+    ClaimRequest other = new ClaimRequest("other", Set.of("eu"), 1, Duration.ofHours(2), 10, false);
+    assertEquals(List.of("large0"), ids(f.store.claimAbandoned(other)));
+
+    loop.next();
+
+    assertEquals(1, f.metrics.claimLost.get(), "large0: taken over, never sent by this task");
+    assertEquals(9, f.metrics.released.get(), "the other 9 given back");
   }
 
   /**

@@ -123,4 +123,44 @@ class RecordHandoffTest {
         lines.get(0)::message);
     assertFalse(lines.get(0).message().contains("\n"), lines.get(0)::message);
   }
+
+  /**
+   * Nor an instance key: the configuration refuses control characters in one, but not a bidi
+   * override or a line separator, which some log viewers render as a line of its own.
+   */
+  @Test
+  void anInstanceKeyIsLoggedWithItsFormatCharactersEscaped() {
+    RecordHandoff handoff = new RecordHandoff(mapper, ledger, o -> true, metrics, "owner");
+    long mark = LogCapture.get().mark();
+    ClaimedMessage claimed = row("id-2", "__consumer_offsets");
+    ClaimedMessage keyed =
+        new ClaimedMessage(
+            claimed.seq(),
+            claimed.messageId(),
+            "eu\u2028reason=OK\u202e",
+            claimed.aggregateType(),
+            claimed.aggregateId(),
+            claimed.eventType(),
+            claimed.topic(),
+            claimed.payload(),
+            claimed.payloadBytes(),
+            claimed.headersJson(),
+            claimed.correlationId(),
+            claimed.createdAt(),
+            claimed.deliverBefore(),
+            claimed.deadlineExpired(),
+            claimed.attempts(),
+            claimed.lease(),
+            claimed.leaseExpiresAt(),
+            claimed.aggregateHash());
+
+    handoff.toRecords(List.of(keyed));
+
+    List<LogCapture.Event> lines =
+        LogCapture.get().matching(mark, e -> e.message().contains("message_id=id-2"));
+    assertEquals(1, lines.size(), lines::toString);
+    assertTrue(
+        lines.get(0).message().contains("instance_key=eu\\u2028reason=OK\\u202e "),
+        lines.get(0)::message);
+  }
 }
