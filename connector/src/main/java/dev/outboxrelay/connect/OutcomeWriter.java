@@ -155,6 +155,7 @@ final class OutcomeWriter {
       if (!ended.contains(lease.messageId())) {
         // Its lease ran out before the stop, and another task may have reclaimed it since the last
         // renewal: its record, if Kafka has it, may then reach Kafka twice.
+        metrics.leasesNotHeldAtStop.incrementAndGet();
         log.warn(
             "Lease not held at stop, unacknowledged: message_id={} (reason=LEASE_NOT_HELD_AT_STOP;"
                 + " expired, or reclaimed by another task, which logs it)",

@@ -43,6 +43,13 @@ public final class RelayMetrics {
   public final AtomicLong leaseRenewalsLost = new AtomicLong();
   public final AtomicLong leaseRenewalsLocked = new AtomicLong();
   public final AtomicLong lateAcks = new AtomicLong();
+
+  /**
+   * Held leases a stop found no longer held (expired, or reclaimed by another task: a duplicate in
+   * Kafka is possible). In the stop summary only: the stop unregisters the metrics at once.
+   */
+  public final AtomicLong leasesNotHeldAtStop = new AtomicLong();
+
   public final AtomicLong recoveredPublished = new AtomicLong();
   public final AtomicLong recoveredReleased = new AtomicLong();
   public final AtomicLong unconfirmedReleased = new AtomicLong();
@@ -431,6 +438,7 @@ public final class RelayMetrics {
     counts.put("leaseRenewalsLost", leaseRenewalsLost);
     counts.put("leaseRenewalsLocked", leaseRenewalsLocked);
     counts.put("lateAcks", lateAcks);
+    counts.put("leasesNotHeldAtStop", leasesNotHeldAtStop);
     counts.put("unconfirmedReleased", unconfirmedReleased);
     counts.put("retried", retried);
     counts.put("exhausted", exhausted);

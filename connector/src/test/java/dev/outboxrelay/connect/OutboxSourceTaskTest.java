@@ -972,6 +972,7 @@ class OutboxSourceTaskTest {
                         && e.message().contains("reason=LEASE_NOT_HELD_AT_STOP"));
     assertEquals(1, named.size(), () -> LogCapture.get().matching(mark, e -> true).toString());
     assertEquals("other", store.find("m1").orElseThrow().leaseOwner(), "the other task holds it");
+    assertEquals(1, task.metrics().leasesNotHeldAtStop.get(), "and counted in the stop summary");
   }
 
   /**
