@@ -618,9 +618,11 @@ public final class ConfigValidation {
 
     /** "publication p publishes", "publications p, q publish". */
     private static String publish(List<String> publications) {
-      return publications.size() == 1
-          ? "publication " + abbreviated(publications) + " publishes"
-          : "publications " + abbreviated(publications) + " publish";
+      // Names read from the catalog: anything may be quoted in one.
+      List<String> names = publications.stream().map(Printable::escape).toList();
+      return names.size() == 1
+          ? "publication " + abbreviated(names) + " publishes"
+          : "publications " + abbreviated(names) + " publish";
     }
 
     /**

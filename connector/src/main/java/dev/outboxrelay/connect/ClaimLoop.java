@@ -398,9 +398,10 @@ final class ClaimLoop {
   }
 
   /**
-   * Gives back rows of a claim never handed to Connect ({@link OutboxStore#giveBack}). One it no
-   * longer holds under its lease (expired and taken over meanwhile, say in an outage) is a lost
-   * claim, reported and counted as any: never sent by this task, so no duplicate of its own.
+   * Gives back rows of a claim never handed to Connect ({@link OutboxStore#giveBack}). One no
+   * longer held under its lease is named (INFO), not counted as a lost claim: this task never sent
+   * it, so no duplicate is its doing, and it may be none of another owner's either (given back by
+   * an earlier attempt whose reply was lost, parked by this task, or already reported lost).
    */
   private List<String> giveBack(List<HeldLease> rows, String what) {
     List<String> given = store.giveBack(rows);
@@ -408,11 +409,11 @@ final class ClaimLoop {
       Set<String> found = Set.copyOf(given);
       for (HeldLease row : rows) {
         if (!found.contains(row.messageId())) {
-          metrics.claimLost.incrementAndGet();
-          log.warn(
-              "Claim lost before it was sent: message_id={} (reason=LEASE_TAKEN_OVER; giving"
-                  + " back {} matched no row: another owner holds or resolved it; this task never"
-                  + " sent it)",
+          log.info(
+              "Not given back, no longer held under its lease: message_id={}"
+                  + " (reason=GIVE_BACK_UNMATCHED; from {}, never sent by this task: given back by"
+                  + " an earlier attempt whose reply was lost, parked, or taken over by another"
+                  + " owner)",
               Printable.escape(row.messageId()),
               what);
         }

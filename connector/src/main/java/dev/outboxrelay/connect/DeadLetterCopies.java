@@ -84,7 +84,8 @@ final class DeadLetterCopies {
             next.messageId(), next.token(), next.epoch(), next.batch(), next.position())) {
           log.info(
               "Dead-letter position not recorded: message_id={} changed since it was parked"
-                  + " (reason=PARKED_ROW_CHANGED; requeued or discarded by an operator)",
+                  + " (reason=PARKED_ROW_CHANGED; requeued or discarded by an operator, or recorded"
+                  + " by an earlier attempt whose reply was lost)",
               Printable.escape(next.messageId()));
         }
       } catch (OutboxStoreException e) {

@@ -13,7 +13,9 @@ import dev.outboxrelay.writer.Printable;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -186,7 +188,7 @@ final class RecordHandoff {
       return List.of(); // forgotten meanwhile: forgetHeld reported its parks
     }
     metrics.deadLettered.addAndGet(batch.released());
-    return batch.records;
+    return batch.toSend();
   }
 
   /**
@@ -300,6 +302,12 @@ final class RecordHandoff {
     /** Dead-lettered parks written while the batch is held; guarded by this. */
     private final List<Park> parked = new ArrayList<>();
 
+    /**
+     * Message ids whose dead-letter records are not to be sent (their claims were lost); guarded by
+     * this.
+     */
+    private final Set<String> droppedDeadLetters = new HashSet<>();
+
     private boolean forgotten;
 
     /** The park last attempted (task thread only): still at the head of parks, it threw. */
@@ -319,10 +327,31 @@ final class RecordHandoff {
       return true;
     }
 
-    /** Takes the dead-letter record of {@code messageId} out of the batch; false if none. */
-    private boolean dropDeadLetter(String messageId) {
-      return records.removeIf(
-          r -> SourceOffsets.isParked(r) && messageId.equals(SourceOffsets.messageId(r)));
+    /**
+     * Leaves the dead-letter record of {@code messageId} out of what the batch sends; false if it
+     * has none. The records themselves stay as they are: a stop may read them from another thread
+     * ({@link #forgetHeld}).
+     */
+    private synchronized boolean dropDeadLetter(String messageId) {
+      boolean present = records.stream().anyMatch(r -> isDeadLetterOf(r, messageId));
+      if (present) {
+        droppedDeadLetters.add(messageId);
+      }
+      return present;
+    }
+
+    /** The records to hand over: all but the dropped dead letters. */
+    private synchronized List<SourceRecord> toSend() {
+      if (droppedDeadLetters.isEmpty()) {
+        return records;
+      }
+      return records.stream()
+          .filter(r -> droppedDeadLetters.stream().noneMatch(id -> isDeadLetterOf(r, id)))
+          .toList();
+    }
+
+    private static boolean isDeadLetterOf(SourceRecord record, String messageId) {
+      return SourceOffsets.isParked(record) && messageId.equals(SourceOffsets.messageId(record));
     }
 
     /** The batch left: how many dead-letter records went with it. */
