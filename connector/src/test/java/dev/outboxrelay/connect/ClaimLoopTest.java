@@ -107,13 +107,7 @@ class ClaimLoopTest {
    */
   @Test
   void largeRowsAreClaimedFewAtATimeWithinHalfTheProducersBuffer() {
-    RuntimeFixture f =
-        new RuntimeFixture(
-            Map.of(
-                "ordering.enabled", "false",
-                "claim.batch.size", "100",
-                "payload.max.bytes", "5000",
-                "producer.override.buffer.memory", "40000"));
+    RuntimeFixture f = byteBudgetFixture();
     for (int i = 0; i < 30; i++) {
       // 3,999 bytes a record: payload, aggregate id and the ledger's overhead
       f.add("eu", "large" + i, "a" + i, new byte[3999 - 256 - 2]);
@@ -160,13 +154,7 @@ class ClaimLoopTest {
    */
   @Test
   void aClaimOfRowsLargerThanTheLastOnesKeepsWhatFitsAndGivesTheRestBack() {
-    RuntimeFixture f =
-        new RuntimeFixture(
-            Map.of(
-                "ordering.enabled", "false",
-                "claim.batch.size", "100",
-                "payload.max.bytes", "5000",
-                "producer.override.buffer.memory", "40000"));
+    RuntimeFixture f = byteBudgetFixture();
     for (int i = 0; i < 3; i++) {
       f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
     }
@@ -540,13 +528,7 @@ class ClaimLoopTest {
    */
   @Test
   void rowsAClaimParkedAreCountedEvenWhenGivingBackRowsPastTheBudgetFails() {
-    RuntimeFixture f =
-        new RuntimeFixture(
-            Map.of(
-                "ordering.enabled", "false",
-                "claim.batch.size", "100",
-                "payload.max.bytes", "5000",
-                "producer.override.buffer.memory", "40000"));
+    RuntimeFixture f = byteBudgetFixture();
     int[] giveBacksFail = {0};
     int[] releases = {0};
     OutboxStore store =
@@ -598,13 +580,7 @@ class ClaimLoopTest {
    */
   @Test
   void aRowTakenOverBeforeItIsGivenBackIsNamed() {
-    RuntimeFixture f =
-        new RuntimeFixture(
-            Map.of(
-                "ordering.enabled", "false",
-                "claim.batch.size", "100",
-                "payload.max.bytes", "5000",
-                "producer.override.buffer.memory", "40000"));
+    RuntimeFixture f = byteBudgetFixture();
     int[] giveBacksFail = {0};
     OutboxStore store =
         intercepted(
@@ -648,6 +624,16 @@ class ClaimLoopTest {
     assertEquals(1, named.size(), () -> LogCapture.get().matching(mark, e -> true).toString());
     assertEquals(0, f.metrics.claimLost.get(), "never sent by this task");
     assertEquals(9, f.metrics.released.get(), "the other 9 given back");
+  }
+
+  /** Unordered claims of up to 100 rows under a byte budget of half a 40,000-byte buffer. */
+  private static RuntimeFixture byteBudgetFixture() {
+    return new RuntimeFixture(
+        Map.of(
+            "ordering.enabled", "false",
+            "claim.batch.size", "100",
+            "payload.max.bytes", "5000",
+            "producer.override.buffer.memory", "40000"));
   }
 
   /**
