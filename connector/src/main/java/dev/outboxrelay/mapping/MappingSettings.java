@@ -2,6 +2,7 @@ package dev.outboxrelay.mapping;
 
 import dev.outboxrelay.writer.TopicNames;
 import java.util.Objects;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 
 /**
@@ -94,43 +95,38 @@ public record MappingSettings(
 
   /** These settings with the producer's {@code max.request.size}. */
   public MappingSettings withRecordMaxBytes(int recordMaxBytes) {
-    Copy copy = new Copy(this);
-    copy.recordMaxBytes = recordMaxBytes;
-    return copy.settings();
+    return with(copy -> copy.recordMaxBytes = recordMaxBytes);
   }
 
   /** These settings with the topics a row may be routed to (null: any routable topic). */
   public MappingSettings withAllowedTopics(Pattern allowedTopics) {
-    Copy copy = new Copy(this);
-    copy.allowedTopics = allowedTopics;
-    return copy.settings();
+    return with(copy -> copy.allowedTopics = allowedTopics);
   }
 
   /** These settings with a schema inferred for JSON payloads (null: schemaless values). */
   public MappingSettings withInferredSchema(InferredSchema inferredSchema) {
-    Copy copy = new Copy(this);
-    copy.inferredSchema = inferredSchema;
-    return copy.settings();
+    return with(copy -> copy.inferredSchema = inferredSchema);
   }
 
   /** These settings with the connector's value converter. */
   public MappingSettings withValueConverter(ConverterKind valueConverter) {
-    Copy copy = new Copy(this);
-    copy.valueConverter = valueConverter;
-    return copy.settings();
+    return with(copy -> copy.valueConverter = valueConverter);
   }
 
   /** These settings with the connector's key converter. */
   public MappingSettings withKeyConverter(ConverterKind keyConverter) {
-    Copy copy = new Copy(this);
-    copy.keyConverter = keyConverter;
-    return copy.settings();
+    return with(copy -> copy.keyConverter = keyConverter);
   }
 
   /** These settings with what a record's timestamp is. */
   public MappingSettings withRecordTimestamp(RecordTimestamp recordTimestamp) {
+    return with(copy -> copy.recordTimestamp = recordTimestamp);
+  }
+
+  /** These settings with what {@code change} sets on a mutable copy of them. */
+  private MappingSettings with(Consumer<Copy> change) {
     Copy copy = new Copy(this);
-    copy.recordTimestamp = recordTimestamp;
+    change.accept(copy);
     return copy.settings();
   }
 

@@ -458,27 +458,24 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   /** The first active row before {@code row} in its aggregate that {@code owner} does not hold. */
   private Optional<Row> headNotHeld(Row row, String owner, Instant now) {
+    return firstPredecessor(row, p -> !p.isHeldBy(owner, now));
+  }
+
+  private boolean hasPredecessor(Row row, Predicate<Row> blocks) {
+    return firstPredecessor(row, blocks).isPresent();
+  }
+
+  /** The first active row before {@code row} in its aggregate that {@code matching} accepts. */
+  private Optional<Row> firstPredecessor(Row row, Predicate<Row> matching) {
     for (Row p : rowsBySeq.headMap(row.seq, false).values()) {
       if (p.status.isActive()
           && row.instanceKey.equals(p.instanceKey)
           && row.aggregateId.equals(p.aggregateId)
-          && !p.isHeldBy(owner, now)) {
+          && matching.test(p)) {
         return Optional.of(p);
       }
     }
     return Optional.empty();
-  }
-
-  private boolean hasPredecessor(Row row, Predicate<Row> blocks) {
-    for (Row p : rowsBySeq.headMap(row.seq, false).values()) {
-      if (p.status.isActive()
-          && row.instanceKey.equals(p.instanceKey)
-          && row.aggregateId.equals(p.aggregateId)
-          && blocks.test(p)) {
-        return true;
-      }
-    }
-    return false;
   }
 
   @Override
