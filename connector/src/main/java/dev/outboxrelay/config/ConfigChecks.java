@@ -3,6 +3,7 @@ package dev.outboxrelay.config;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_ADDITIONAL_PLACEMENT_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_ID_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_TYPE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TIMESTAMP_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TYPE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_MESSAGE_ID_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_PAYLOAD_CONFIG;
@@ -17,6 +18,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.PAYLOAD_FORMAT_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.PAYLOAD_JSON_SCHEMA_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.RECORD_TIMESTAMP_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_INITIAL_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETRY_BACKOFF_MAX_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.ROUTING_CONVENTION_CONFIG;
@@ -26,6 +28,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.SOCKET_TIMEOUT_MS_CONFIG
 import static dev.outboxrelay.config.OutboxSourceConfig.STATEMENT_TIMEOUT_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.TOPIC_ALLOWED_REGEX_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.TOPIC_TEMPLATE_CONFIG;
+import static dev.outboxrelay.mapping.RecordTimestamp.SEND_TIME;
 
 import dev.outboxrelay.mapping.OutboxHeaders;
 import dev.outboxrelay.mapping.RoutingConvention;
@@ -36,6 +39,7 @@ import dev.outboxrelay.writer.Printable;
 import dev.outboxrelay.writer.TopicNames;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.function.Function;
@@ -70,6 +74,7 @@ final class ConfigChecks {
     headersNotReserved(parsed, problems);
     mappedColumnsNotMigrated(parsed, problems);
     messageIdColumnOfItsOwn(parsed, problems);
+    eventTimestampColumnRead(parsed, problems);
     credentialsInOnePlace(parsed, problems);
     fixedTopicAllowed(parsed, problems);
     schemaInferredForJsonOnly(parsed, problems);
@@ -606,10 +611,6 @@ final class ConfigChecks {
     }
   }
 
-  /**
-   * The migrations create and upgrade the relay's own table, whose columns have the relay's names:
-   * a table read under other names (an adopted Debezium table) is kept up to date by its owner.
-   */
   /** The message id is read from a column no other message field is ({@link ColumnMapping}). */
   private static void messageIdColumnOfItsOwn(Function<String, Object> parsed, List<Problem> out) {
     String messageId = (String) parsed.apply(COLUMN_MESSAGE_ID_CONFIG);
@@ -625,6 +626,35 @@ final class ConfigChecks {
     }
   }
 
+  /**
+   * A column named for the event's time is read only for a record timestamp taken from the row: a
+   * setting that would change nothing is refused rather than ignored.
+   */
+  private static void eventTimestampColumnRead(Function<String, Object> parsed, List<Problem> out) {
+    String column = (String) parsed.apply(COLUMN_EVENT_TIMESTAMP_CONFIG);
+    String timestamp = (String) parsed.apply(RECORD_TIMESTAMP_CONFIG);
+    if (column == null
+        || timestamp == null
+        || column.equals(ColumnMapping.RELAY.eventTimestamp())
+        || !timestamp.toUpperCase(Locale.ROOT).replace('-', '_').equals(SEND_TIME.name())) {
+      return;
+    }
+    out.add(
+        new Problem(
+            COLUMN_EVENT_TIMESTAMP_CONFIG,
+            COLUMN_EVENT_TIMESTAMP_CONFIG
+                + " is read only under "
+                + RECORD_TIMESTAMP_CONFIG
+                + "=created_at, and "
+                + RECORD_TIMESTAMP_CONFIG
+                + " is send_time: remove one of them"));
+  }
+
+  /**
+   * The migrations create and upgrade the relay's own table, whose columns have the relay's names:
+   * a table read under other names (an adopted Debezium table) is kept up to date by its owner. The
+   * event's time may come from a column the application added to the relay's table.
+   */
   private static void mappedColumnsNotMigrated(Function<String, Object> parsed, List<Problem> out) {
     if (!Boolean.TRUE.equals(parsed.apply(SCHEMA_MIGRATE_ON_START_CONFIG))) {
       return;

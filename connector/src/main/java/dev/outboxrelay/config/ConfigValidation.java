@@ -3,6 +3,7 @@ package dev.outboxrelay.config;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_ADDITIONAL_PLACEMENT_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_ID_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_AGGREGATE_TYPE_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TIMESTAMP_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TYPE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_MESSAGE_ID_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_PAYLOAD_CONFIG;
@@ -134,6 +135,10 @@ public final class ConfigValidation {
           ColumnMapping.RELAY.aggregateId(), COLUMN_AGGREGATE_ID_CONFIG,
           ColumnMapping.RELAY.eventType(), COLUMN_EVENT_TYPE_CONFIG,
           ColumnMapping.RELAY.payload(), COLUMN_PAYLOAD_CONFIG);
+
+  /** The types a column holding the event's time may have, as {@code format_type} names them. */
+  static final Set<String> EVENT_TIMESTAMP_TYPES =
+      Set.of("timestamp with time zone", "timestamp without time zone");
 
   /** What Connect's validation response shows in place of a URL that carries a credential. */
   static final String HIDDEN_URL = "[hidden: the URL carries a password]";
@@ -422,6 +427,8 @@ public final class ConfigValidation {
         } else if (!migrateOnStart) {
           error(
               OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + createTable(table));
+        } else {
+          checkEventTimestampColumn(pool, table, Set.of());
         }
         // Not for a table without history (its error: it cannot be migrated at all).
         if (migrateOnStart
@@ -433,6 +440,7 @@ public final class ConfigValidation {
           Set<String> present = presentColumns(pool, table);
           checkColumns(table, missingColumns(present));
           checkMappedColumns(present);
+          checkEventTimestampColumn(pool, table, present);
           checkMessageIdNotNull(pool, table, present);
           checkReplicaIdentity(pool, table);
           checkInvalidIndexes(pool, table);
@@ -894,6 +902,48 @@ public final class ConfigValidation {
                     + " does not have");
           }
         }
+      }
+    }
+
+    /**
+     * A column named for the event's time must exist and hold a timestamp: the claim reads it with
+     * {@code extract(epoch ...)}, which takes no other type, and every claim would fail. A table
+     * the relay is about to create has no column of the application's.
+     */
+    private void checkEventTimestampColumn(
+        HikariDataSource pool, OutboxTable table, Set<String> present) throws SQLException {
+      Object column = validValue(values, COLUMN_EVENT_TIMESTAMP_CONFIG);
+      if (column == null || column.equals(ColumnMapping.RELAY.eventTimestamp())) {
+        return;
+      }
+      if (!present.contains(column)) {
+        error(
+            COLUMN_EVENT_TIMESTAMP_CONFIG,
+            COLUMN_EVENT_TIMESTAMP_CONFIG
+                + " names a column that "
+                + OUTBOX_TABLE_CONFIG
+                + (present.isEmpty()
+                    ? ", which the task would create, would not have"
+                    : " does not have")
+                + ": set it to the column that holds the event's time");
+        return;
+      }
+      // A domain's base type: extract reads a domain over timestamptz as a timestamptz.
+      List<String> type =
+          strings(
+              pool,
+              "SELECT format_type(COALESCE(NULLIF(t.typbasetype, 0), a.atttypid), NULL)"
+                  + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
+                  + " WHERE a.attrelid = to_regclass(?) AND a.attname = ? AND NOT a.attisdropped",
+              table.qualified(),
+              column.toString());
+      if (!type.isEmpty() && !EVENT_TIMESTAMP_TYPES.contains(type.get(0))) {
+        error(
+            COLUMN_EVENT_TIMESTAMP_CONFIG,
+            COLUMN_EVENT_TIMESTAMP_CONFIG
+                + " names a column of type "
+                + Printable.escape(type.get(0))
+                + ": the event's time must be a timestamptz, or a timestamp (read as UTC)");
       }
     }
 

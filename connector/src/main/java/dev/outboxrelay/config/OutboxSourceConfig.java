@@ -289,9 +289,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String RECORD_TIMESTAMP_CONFIG = "record.timestamp";
   private static final String RECORD_TIMESTAMP_DOC =
       "What each record's timestamp is (dead letters' too). created_at: the row's created_at,"
-          + " when the application wrote the event (none, so that the producer stamps it, when"
-          + " that is before 1970 or more than 10 minutes ahead of the worker's clock: Kafka would"
-          + " refuse it). send_time: none, so the producer stamps each record when it sends it,"
+          + " when the application wrote the event, or the column column.event.timestamp names"
+          + " (none, so that the producer stamps it, when that is null, before 1970 or more than"
+          + " 10 minutes ahead of the worker's clock: Kafka would refuse it). send_time: none, so the producer stamps each record when it sends it,"
           + " as Debezium's outbox event router stamps a record when it processes the change."
           + " Kafka's time-based retention and a topic's message.timestamp.before.max.ms judge a"
           + " record by its timestamp: with created_at, a backlog older than a topic's"
@@ -481,6 +481,15 @@ public class OutboxSourceConfig extends AbstractConfig {
       "Column holding the payload: bytea is read as bytes, jsonb, json, text and varchar as"
           + " their UTF-8 text (see payload.format). Debezium's table.field.event.payload"
           + " (payload).";
+
+  public static final String COLUMN_EVENT_TIMESTAMP_CONFIG = "column.event.timestamp";
+  private static final String COLUMN_EVENT_TIMESTAMP_DOC =
+      "Column holding the event's time, each record's timestamp under"
+          + " record.timestamp=created_at: a timestamptz, or a timestamp read as UTC (as Debezium"
+          + " reads one); a row whose value is null gets no timestamp, so the producer stamps its"
+          + " record (Debezium stamps it with the time it processed the change). Debezium's"
+          + " table.field.event.timestamp. The lag metrics, the published log and"
+          + " outbox-relay-cli keep the relay's created_at.";
 
   public static final String COLUMN_ADDITIONAL_PLACEMENT_CONFIG = "column.additional.placement";
   private static final String COLUMN_ADDITIONAL_PLACEMENT_DOC =
@@ -825,6 +834,8 @@ public class OutboxSourceConfig extends AbstractConfig {
         .column(COLUMN_AGGREGATE_ID_CONFIG, OutboxColumns.Row.AGGREGATE_ID, COLUMN_AGGREGATE_ID_DOC)
         .column(COLUMN_EVENT_TYPE_CONFIG, OutboxColumns.Row.EVENT_TYPE, COLUMN_EVENT_TYPE_DOC)
         .column(COLUMN_PAYLOAD_CONFIG, OutboxColumns.Row.PAYLOAD, COLUMN_PAYLOAD_DOC)
+        .column(
+            COLUMN_EVENT_TIMESTAMP_CONFIG, OutboxColumns.Row.CREATED_AT, COLUMN_EVENT_TIMESTAMP_DOC)
         .add(
             COLUMN_ADDITIONAL_PLACEMENT_CONFIG,
             Type.LIST,
@@ -1180,7 +1191,8 @@ public class OutboxSourceConfig extends AbstractConfig {
         getString(COLUMN_AGGREGATE_ID_CONFIG),
         eventType,
         getString(COLUMN_PAYLOAD_CONFIG),
-        headers);
+        headers,
+        getString(COLUMN_EVENT_TIMESTAMP_CONFIG));
   }
 
   // Maintenance

@@ -13,6 +13,8 @@ import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.ColumnMapping.HeaderColumn;
 import dev.outboxrelay.testing.DebeziumOutboxTable;
 import dev.outboxrelay.testing.OutboxDb;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -34,6 +36,13 @@ class ColumnMappingValidationTest {
   static void tables() throws Exception {
     adopted = OutboxDb.fresh("config_adopted");
     new DebeziumOutboxTable(adopted).adopt("orders");
+    try (Connection c = adopted.connection();
+        Statement st = c.createStatement()) {
+      st.execute(
+          "CREATE DOMAIN event_time AS timestamptz;"
+              + " ALTER TABLE outbox ADD COLUMN occurred_at timestamp,"
+              + " ADD COLUMN occurred_tz event_time, ADD COLUMN occurred_text text");
+    }
     notAdopted = OutboxDb.fresh("config_debezium");
     new DebeziumOutboxTable(notAdopted);
   }
@@ -245,6 +254,54 @@ class ColumnMappingValidationTest {
                     + " a table created or migrated by schema.migrate.on.start=true does not have"),
         errors::toString);
     assertFalse(errors.containsKey("column.payload"), "payload is the relay's own name");
+  }
+
+  /**
+   * The event's time (the record timestamp) may come from a timestamp or timestamptz column of the
+   * application's, a domain over one too; a column the table lacks or of another type would fail
+   * every claim, and one read under send_time would change nothing: each reported on the key.
+   */
+  @Test
+  void anEventTimestampColumnMustBeATimestampTheTableHas() {
+    Map<String, String> props = debezium(adopted);
+    for (String column : List.of("occurred_at", "occurred_tz", "created_at")) {
+      props.put("column.event.timestamp", column);
+      assertEquals(Map.of(), errors(props), column);
+      assertEquals(column, new OutboxSourceConfig(props).columnMapping().eventTimestamp());
+    }
+
+    props.put("column.event.timestamp", "occurred_text");
+    assertEquals(
+        "column.event.timestamp names a column of type text: the event's time must be a"
+            + " timestamptz, or a timestamp (read as UTC)",
+        only(errors(props), "column.event.timestamp"));
+
+    props.put("column.event.timestamp", "occurred");
+    assertEquals(
+        "column.event.timestamp names a column that outbox.table does not have: set it to the"
+            + " column that holds the event's time",
+        only(errors(props), "column.event.timestamp"));
+
+    props.put("column.event.timestamp", "occurred_at");
+    props.put("record.timestamp", "send_time");
+    assertEquals(
+        "column.event.timestamp is read only under record.timestamp=created_at, and"
+            + " record.timestamp is send_time: remove one of them",
+        only(errors(props), "column.event.timestamp"));
+  }
+
+  /** A table the task would create has the relay's columns only. */
+  @Test
+  void anEventTimestampColumnOfATableNotYetCreatedIsReported() {
+    Map<String, String> props = props(notAdopted.url());
+    props.put("outbox.table", "relay_outbox");
+    props.put("schema.migrate.on.start", "true");
+    props.put("column.event.timestamp", "occurred_at");
+
+    assertEquals(
+        "column.event.timestamp names a column that outbox.table, which the task would create,"
+            + " would not have: set it to the column that holds the event's time",
+        only(errors(props), "column.event.timestamp"));
   }
 
   @Test

@@ -119,7 +119,7 @@ class OutboxSourceConfigTest {
   @Test
   void everyKeyHasDocGroupAndDisplayName() {
     var keys = OutboxSourceConfig.configDef().configKeys().values();
-    assertEquals(44, keys.size());
+    assertEquals(45, keys.size());
     for (var key : keys) {
       assertFalse(key.documentation == null || key.documentation.isBlank(), key.name);
       assertFalse(key.group == null || key.group.isBlank(), key.name);
@@ -225,7 +225,8 @@ class OutboxSourceConfigTest {
           {"column.message.id", "instance_key"},
           {"column.message.id", "aggregate_id"},
           {"column.aggregate.id", "lease_owner"},
-          {"column.payload", "headers"}
+          {"column.payload", "headers"},
+          {"column.event.timestamp", "next_attempt_at"}
         }) {
       ConfigException e =
           assertThrows(

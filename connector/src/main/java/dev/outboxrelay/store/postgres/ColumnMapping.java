@@ -19,7 +19,13 @@ import java.util.stream.Collectors;
  * from {@code bytea}, the UTF-8 text of {@code jsonb}, {@code json}, {@code text} or {@code
  * varchar}.
  *
+ * <p>The event's time, each record's timestamp, is read from {@code created_at} or from a column of
+ * the application's ({@code timestamptz}, or {@code timestamp} read as UTC, as Debezium's {@code
+ * table.field.event.timestamp} reads it). Only the claim reads it there: the lag and the published
+ * log keep the relay's {@code created_at}, and the operator tools show that.
+ *
  * @param headerColumns further columns whose values (as text) become record headers, in order
+ * @param eventTimestamp the column holding the event's time ({@code created_at}: the relay's own)
  */
 public record ColumnMapping(
     String messageId,
@@ -27,7 +33,8 @@ public record ColumnMapping(
     String aggregateId,
     String eventType,
     String payload,
-    List<HeaderColumn> headerColumns) {
+    List<HeaderColumn> headerColumns,
+    String eventTimestamp) {
 
   /** A column name the relay can quote without changing it: PostgreSQL's unquoted identifiers. */
   private static final Pattern COLUMN = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
@@ -45,7 +52,8 @@ public record ColumnMapping(
           OutboxColumns.Row.AGGREGATE_ID.label,
           OutboxColumns.Row.EVENT_TYPE.label,
           OutboxColumns.Row.PAYLOAD.label,
-          List.of());
+          List.of(),
+          OutboxColumns.Row.CREATED_AT.label);
 
   /** A column whose value is sent as the header {@code header}. */
   public record HeaderColumn(String column, String header) {
@@ -64,11 +72,32 @@ public record ColumnMapping(
     requireColumn(OutboxColumns.Row.AGGREGATE_ID, aggregateId);
     requireColumn(OutboxColumns.Row.EVENT_TYPE, eventType);
     requireColumn(OutboxColumns.Row.PAYLOAD, payload);
+    requireColumn(OutboxColumns.Row.CREATED_AT, eventTimestamp);
     String shared = messageIdSharedWith(messageId, aggregateType, eventType, payload);
     if (shared != null) {
       throw new IllegalArgumentException("the message id column " + shared);
     }
     headerColumns = List.copyOf(headerColumns);
+  }
+
+  /**
+   * The message's fields in {@code columns}, the event's time in the relay's {@code created_at}.
+   */
+  public ColumnMapping(
+      String messageId,
+      String aggregateType,
+      String aggregateId,
+      String eventType,
+      String payload,
+      List<HeaderColumn> headerColumns) {
+    this(
+        messageId,
+        aggregateType,
+        aggregateId,
+        eventType,
+        payload,
+        headerColumns,
+        OutboxColumns.Row.CREATED_AT.label);
   }
 
   /**
@@ -169,6 +198,24 @@ public record ColumnMapping(
     return fields.stream()
         .map(f -> isMapped(f) ? asText(f, alias) + " AS " + f.label : f.selected(alias))
         .collect(Collectors.joining(", "));
+  }
+
+  /**
+   * The event's time over {@code alias} as a {@code timestamptz}: {@code o.created_at}, or the
+   * instant of another column's value. {@code extract(epoch ...)} reads a {@code timestamptz} as
+   * its instant and a {@code timestamp} as a time in UTC, whatever the session's time zone, so one
+   * expression serves both types (a claim is built before any column's type is read).
+   */
+  public String eventTime(String alias) {
+    String prefix = alias == null ? "" : alias + ".";
+    return readsEventTimeElsewhere()
+        ? "to_timestamp(extract(epoch FROM " + prefix + '"' + eventTimestamp + "\"))"
+        : prefix + eventTimestamp;
+  }
+
+  /** Whether the event's time is read from a column other than the relay's {@code created_at}. */
+  public boolean readsEventTimeElsewhere() {
+    return !eventTimestamp.equals(RELAY.eventTimestamp);
   }
 
   /** {@code field}'s column over {@code alias} as it is, for comparing it with itself. */

@@ -112,7 +112,11 @@ public final class OutboxColumns {
       for (Claimed c : values()) {
         Row field = c.expression == null ? Row.valueOf(c.name()) : null;
         boolean mapped = field != null && columns.isMapped(field);
-        String selected = mapped ? columns.asText(field, "o") + " AS " + c.label : c.selected;
+        boolean eventTime = c == CREATED_AT && columns.readsEventTimeElsewhere();
+        String selected =
+            eventTime
+                ? columns.eventTime("o") + " AS " + c.label
+                : mapped ? columns.asText(field, "o") + " AS " + c.label : c.selected;
         out.append(out.length() == 0 ? "" : ", ")
             .append(selected.replace("{payload size}", size).replace("{payload}", payload));
       }
