@@ -144,7 +144,9 @@ public final class PostgresOutboxWriter {
    * which an aborted transaction's 25P02 is not.)
    *
    * <p>A failure on the way (suspending autosave, a release) does not keep the abort statement from
-   * running.
+   * running. Releases that did not finish may leave savepoints of the driver's under the abort:
+   * then autosave stays off on that connection ({@code never}, until the application sets it
+   * again), as restoring it would let the driver's next rollback revive the transaction.
    *
    * @return the abort's failure when it was not the expected one (a lost connection, say), to be
    *     attached to the exception thrown; null otherwise
@@ -157,12 +159,14 @@ public final class PostgresOutboxWriter {
     } catch (SQLException e) {
       failure = e; // the abort statement runs all the same
     }
+    boolean savepointsMayRemain = false;
     try {
       if (autosave.always) {
         try {
           releaseDriverSavepoints(transaction);
         } catch (SQLException e) {
           failure = first(failure, e); // some may remain: the abort still runs
+          savepointsMayRemain = true;
         }
       }
       try (PreparedStatement s = transaction.prepareStatement(ABORT_SQL)) {
@@ -174,7 +178,9 @@ public final class PostgresOutboxWriter {
       }
       return failure;
     } finally {
-      autosave.restore();
+      if (!savepointsMayRemain) {
+        autosave.restore();
+      }
     }
   }
 
@@ -198,6 +204,10 @@ public final class PostgresOutboxWriter {
    * to when the release finds none (the server logs that failure), so that the abort statement
    * after it runs in a transaction still open and says why in the server's log. Runs with autosave
    * suspended.
+   *
+   * @throws SQLException when savepoints of the driver's may remain: the first failure that was not
+   *     tried past, with the failure of its rollback (when the writer's savepoint was not made)
+   *     attached
    */
   private static void releaseDriverSavepoints(Connection transaction) throws SQLException {
     int unexpected = 0;
@@ -218,6 +228,11 @@ public final class PostgresOutboxWriter {
                   + PROBE_SAVEPOINT
                   + "; RELEASE SAVEPOINT "
                   + PROBE_SAVEPOINT);
+        } catch (SQLException rollback) {
+          // The failure came before the writer's savepoint was made (a cancel of the SAVEPOINT
+          // itself): nothing to go back to, and the transaction is aborted over the driver's.
+          e.addSuppressed(rollback);
+          throw e;
         }
         if (noneLeft) {
           return;

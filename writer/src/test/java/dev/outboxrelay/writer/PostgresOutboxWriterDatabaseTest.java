@@ -314,6 +314,24 @@ class PostgresOutboxWriterDatabaseTest {
   }
 
   /**
+   * A framework that commits at once on the checked exception (Spring's default rollback rules),
+   * with no statement between: the commit keeps nothing, whatever the driver's autosave.
+   */
+  @ParameterizedTest(name = "pgjdbc autosave={0}, cleanupSavepoints={1}")
+  @MethodSource("autosaveSettings")
+  void aCommitRightAfterTheRefusalKeepsNothing(AutoSave autosave, boolean cleanupSavepoints)
+      throws SQLException {
+    PostgresOutboxWriter us = o9TakenByAnotherKey();
+    try (Connection c = connection(autosave, cleanupSavepoints)) {
+      c.setAutoCommit(false);
+      run(c, "INSERT INTO orders VALUES ('o-9')");
+      assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
+      c.commit();
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
+  }
+
+  /**
    * An error of the writer's own statement aborts the transaction too, whatever the driver does
    * with it: under pgjdbc's autosave=always the driver rolls back to the savepoint it made before
    * the insert, which leaves the transaction open, and a framework that commits on a checked
@@ -387,7 +405,8 @@ class PostgresOutboxWriterDatabaseTest {
     java.util.concurrent.atomic.AtomicInteger releases =
         new java.util.concurrent.atomic.AtomicInteger();
     try (Connection real = connection(AutoSave.ALWAYS, false)) {
-      Connection c = secondReleaseFails(real, releases);
+      Connection c =
+          releaseFails(real, releases, 2, "SAVEPOINT outbox_relay_writer_release; SELECT 1 / 0");
       c.setAutoCommit(false);
       run(c, "INSERT INTO orders VALUES ('o-9')");
       for (int i = 0; i < 40; i++) {
@@ -395,14 +414,56 @@ class PostgresOutboxWriterDatabaseTest {
       }
       assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
       assertTrue(releases.get() > 2, "released on after the failure: " + releases.get());
+      assertEquals(
+          AutoSave.ALWAYS, real.unwrap(PGConnection.class).getAutosave(), "none left: restored");
       assertAbortedForGood(c);
     }
     assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
   }
 
-  /** {@code real}, whose second round trip of savepoint releases fails with 22012. */
-  private static Connection secondReleaseFails(
-      Connection real, java.util.concurrent.atomic.AtomicInteger releases) {
+  /**
+   * A release round whose first statement fails (a cancel of the writer's own SAVEPOINT) has no
+   * savepoint of the writer's to go back to, and leaves the driver's under the abort: autosave
+   * stays off, or the driver's rollback after the application's next statement would revive the
+   * transaction, and its commit keep the business change without its message.
+   */
+  @Test
+  void aReleaseThatFailsBeforeItsSavepointLeavesAutosaveOffAndTheTransactionAborted()
+      throws SQLException {
+    PostgresOutboxWriter us = o9TakenByAnotherKey();
+    java.util.concurrent.atomic.AtomicInteger releases =
+        new java.util.concurrent.atomic.AtomicInteger();
+    try (Connection real = connection(AutoSave.ALWAYS, false)) {
+      Connection c = releaseFails(real, releases, 1, "SELECT 1 / 0");
+      c.setAutoCommit(false);
+      run(c, "INSERT INTO orders VALUES ('o-9')");
+      for (int i = 0; i < 40; i++) {
+        run(c, "SELECT count(*) FROM orders");
+      }
+      MessageIdTakenException e =
+          assertThrows(MessageIdTakenException.class, () -> us.enqueue(c, placed("o-9")));
+      assertEquals(1, releases.get(), "no release after a failure with nothing to go back to");
+      SQLException failure = (SQLException) e.getSuppressed()[0];
+      assertEquals("22012", failure.getSQLState(), "the release's own failure, not its rollback's");
+      assertEquals(
+          "3B001",
+          ((SQLException) failure.getSuppressed()[0]).getSQLState(),
+          "then the rollback's");
+      assertEquals(AutoSave.NEVER, real.unwrap(PGConnection.class).getAutosave());
+      assertAbortedForGood(c);
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
+  }
+
+  /**
+   * {@code real}, whose round trip number {@code failing} of savepoint releases runs {@code
+   * instead}, which fails.
+   */
+  private static Connection releaseFails(
+      Connection real,
+      java.util.concurrent.atomic.AtomicInteger releases,
+      int failing,
+      String instead) {
     return (Connection)
         java.lang.reflect.Proxy.newProxyInstance(
             Connection.class.getClassLoader(),
@@ -422,9 +483,8 @@ class PostgresOutboxWriterDatabaseTest {
                         && a.length == 1
                         && a[0] instanceof String sql
                         && sql.startsWith("SAVEPOINT outbox_relay_writer_release; RELEASE")
-                        && releases.incrementAndGet() == 2) {
-                      return statement.execute(
-                          "SAVEPOINT outbox_relay_writer_release; SELECT 1 / 0");
+                        && releases.incrementAndGet() == failing) {
+                      return statement.execute(instead);
                     }
                     return invoke(statement, m, a);
                   });
@@ -480,14 +540,16 @@ class PostgresOutboxWriterDatabaseTest {
   }
 
   /**
-   * The application's next statement fails, and so does the one after it (pgjdbc's autosave=always
-   * would roll back to a savepoint of its own after the first failure); a commit returns normally
-   * (pgjdbc reports no silent rollback: the docs say so) and keeps nothing.
+   * The application's next statement fails as the aborted transaction's (a statement that fails on
+   * its own would prove nothing), and so does the one after it (pgjdbc's autosave=always would roll
+   * back to a savepoint of its own after the first failure); a commit returns normally (pgjdbc
+   * reports no silent rollback: the docs say so) and keeps nothing.
    */
   private static void assertAbortedForGood(Connection c) {
-    assertThrows(SQLException.class, () -> run(c, "SELECT 1 / 0"));
+    SQLException next = assertThrows(SQLException.class, () -> run(c, "SELECT 1"));
+    assertEquals("25P02", next.getSQLState(), next::toString); // in_failed_sql_transaction
     SQLException later = assertThrows(SQLException.class, () -> run(c, "SELECT 1"));
-    assertEquals("25P02", later.getSQLState(), later::toString); // in_failed_sql_transaction
+    assertEquals("25P02", later.getSQLState(), later::toString);
     assertDoesNotThrow(c::commit, "pgjdbc reports no silent rollback: the docs say so");
   }
 
