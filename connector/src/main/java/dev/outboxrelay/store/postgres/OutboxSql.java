@@ -717,6 +717,9 @@ final class OutboxSql {
     // The update checks the key again as a filter, not an index condition (IS NOT DISTINCT FROM):
     // as one, on a small table the planner chose the (instance_key, aggregate_id, seq) index,
     // which reads every entry of the key to find these seqs; the primary key finds each at once.
+    // Committed as durably as a claim exactly once is, as a give-back is ({durable}): lost in a
+    // crash, the released rows would come back leased under a batch number that the next batch's
+    // committed offset covers, with nothing left to release them again.
     // In autocommit: the lock, if granted, is let go at once; never waits
     // (OutboxStore#claimsEnded).
     claimsEnded = statement("SELECT pg_try_advisory_xact_lock(" + CLAIM_KEY + ")");
@@ -741,6 +744,7 @@ final class OutboxSql {
                 AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
                 AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
                 AND (o.claim_batch IS NULL OR o.claim_batch > CAST(:handed_through AS bigint))
+                AND (SELECT set_config('synchronous_commit', {durable}, true)) IS NOT NULL
               RETURNING {message_id(o)} AS message_id
             )
             SELECT (SELECT count(*) FROM page) AS rows_read, (SELECT max(seq) FROM page) AS last_seq,

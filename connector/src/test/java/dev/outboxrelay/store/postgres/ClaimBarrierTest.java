@@ -173,6 +173,43 @@ class ClaimBarrierTest {
     assertEquals(List.of(held.messageId()), store.giveBack(List.of(held.heldLease())));
   }
 
+  /**
+   * The release of a lost claim's rows waits for its flush too, for the same reason: its rows are
+   * leased under a batch number the next batch's committed offset covers, and nothing would release
+   * them again after a crash that lost the release.
+   */
+  @Test
+  void onAServerThatDoesNotWaitForFlushesTheReleaseOfALostClaimStillDoes() throws SQLException {
+    ClaimRequest eos =
+        new ClaimRequest("relay-4", java.util.Set.of("eu"), 1, Duration.ofMinutes(5), 10, true)
+            .exactlyOnce(7, 1, new dev.outboxrelay.store.BucketShare(1, 0, 1));
+    ClaimedMessage lost = store.claim(eos).claimed().get(0);
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      execute(c, "SET LOCAL synchronous_commit = off"); // as a server, database or role may
+      OutboxSql sql = new OutboxSql(TABLE);
+      try (PreparedStatement ps = c.prepareStatement(sql.releaseUnheld.jdbc())) {
+        sql.releaseUnheld
+            .bind(ps)
+            .setString("instance_key", "eu")
+            .setString("owner", "relay-4")
+            .setArray("held_seqs", c.createArrayOf("bigint", new Long[0]))
+            .setLong("handed_through", 0)
+            .setLong("after_seq", 0)
+            .setInt("page_rows", 1000)
+            .ready();
+        try (ResultSet rs = ps.executeQuery()) {
+          assertTrue(rs.next());
+          assertEquals(
+              List.of(lost.messageId()), List.of((String[]) rs.getArray("released").getArray()));
+        }
+      }
+      assertEquals("local", show(c, "synchronous_commit"));
+      c.rollback();
+    }
+    assertEquals(List.of(lost.messageId()), release("relay-4").released());
+  }
+
   /** Claims one row in {@code c}'s open transaction, as the store's claim would; its message id. */
   private static String claimOneRow(Connection c, ClaimRequest request) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(store.claimStatement(request))) {
