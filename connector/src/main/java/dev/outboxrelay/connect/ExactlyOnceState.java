@@ -106,6 +106,14 @@ final class ExactlyOnceState {
   /** Whether the last pass found another connector's live leases (said once until none are). */
   private boolean foreignReported;
 
+  /**
+   * The committed offsets as read right after the epoch was taken, for the start recovery; null
+   * before, after, or when they could not be read then. Read later (the first poll can come long
+   * after start()), they could hold a successor's offsets: one that fenced this instance, took a
+   * later epoch and committed, which would be taken for another history of the database.
+   */
+  private List<CommittedPosition> committedAtEpoch;
+
   /** Rows leased under a later epoch already logged; the sweep finds them again and again. */
   private final Set<String> reportedLaterEpoch = new HashSet<>();
 
@@ -150,11 +158,17 @@ final class ExactlyOnceState {
    * in which Connect started (and fenced) the instances. Taken at the first poll instead, an
    * instance fenced by its successor whose first poll came late (a migration backing off, a slow
    * thread) would have taken the higher epoch, and its recovery released the successor's rows in
-   * flight. When the database is away at start, the first poll takes it.
+   * flight. When the database is away at start, the first poll takes it. The committed offsets are
+   * read right after it ({@link #committedAtEpoch}).
    */
   void takeEpoch() {
     if (epoch == NO_EPOCH) {
       epoch = store.newEpoch();
+      try {
+        committedAtEpoch = committedPositions();
+      } catch (RetriableException e) {
+        // Kafka is away (said by readOffsets): the first poll reads them.
+      }
     }
   }
 
@@ -163,8 +177,8 @@ final class ExactlyOnceState {
    * #PAGES_PER_CALL} pages per call, so that a poll returns soon however large the backlog (Connect
    * calls {@code stop()} on the task thread once a poll has returned). Returns whether the recovery
    * has ended; nothing may be claimed before. Connect starts a task only after fencing every
-   * earlier producer of its buckets, so the offsets read at the first call are final for them, and
-   * every page uses them.
+   * earlier producer of its buckets, so the offsets read when the epoch was taken (or, when Kafka
+   * was away then, at the first call) are final for them, and every page uses them.
    */
   boolean recover() {
     if (recovered) {
@@ -172,7 +186,9 @@ final class ExactlyOnceState {
     }
     if (startRecovery == null) {
       takeEpoch();
-      List<CommittedPosition> committed = committedPositions();
+      List<CommittedPosition> committed =
+          committedAtEpoch != null ? committedAtEpoch : committedPositions();
+      committedAtEpoch = null;
       committed.forEach(this::warnIfFromAnotherHistory);
       startRecovery =
           new RecoveryPass(

@@ -163,6 +163,31 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A successor that fenced this instance before its first poll (which came late: a migration
+   * backing off, a slow thread) and then committed under its later epoch is no other history of the
+   * database: the offsets are read as the epoch is taken, in start(), and nothing tells an operator
+   * to reset them (which would send every row in flight twice).
+   */
+  @Test
+  void aSuccessorsOffsetCommittedBeforeTheFirstPollIsNotTakenForAnotherHistory() {
+    add("a", "agg-1", 10);
+    long mark = LogCapture.get().mark();
+    OutboxSourceTask fenced = start();
+    long successor = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(successor, 1, ALL)).claimed().get(0);
+    commit(a, successor, 1);
+
+    fenced.poll();
+
+    assertEquals(
+        List.of(),
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=OFFSET_FROM_LATER_EPOCH")));
+    assertEquals(
+        MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status(), "the successor's");
+  }
+
+  /**
    * A start recovery of many pages reads a few per poll, each poll returning no records and soon
    * (Connect stops a task only once its poll returned), and nothing is claimed before its last
    * page: a claim made earlier would take due rows ahead of rows of their aggregates still leased
