@@ -564,7 +564,8 @@ final class ClaimLoop {
               + " {}",
           exactlyOnce == null
               ? "rows it leases are reclaimed when their leases run out"
-              : "the next instance's recovery releases the rows it leases");
+              : "the next instance's recovery, or a sweep once their leases run out, releases the"
+                  + " rows it leases");
       return;
     }
     try {

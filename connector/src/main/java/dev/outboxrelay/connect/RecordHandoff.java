@@ -161,7 +161,16 @@ final class RecordHandoff {
       Park park = batch.parks.peek();
       boolean retried = batch.attempted == park; // still at the head: its last attempt threw
       batch.attempted = park;
-      Outcome outcome = store.markFailed(park.row.messageId(), park.row.lease(), park.reasonCode);
+      Outcome outcome;
+      try {
+        outcome = store.markFailed(park.row.messageId(), park.row.lease(), park.reasonCode);
+      } catch (RuntimeException e) {
+        if (park.deadLettered && !batch.awaitUncertain(park)) {
+          reportIfParked(park); // a stop forgot the batch while the park ran
+        }
+        throw e;
+      }
+      batch.settled(park);
       if (outcome == Outcome.CLAIM_LOST && retried && parkedByTheLostReply(park)) {
         outcome = Outcome.APPLIED;
       }
@@ -251,6 +260,38 @@ final class RecordHandoff {
     if (batch != null) {
       forget(batch);
       batch.forgetParked().forEach(this::reportUnsent);
+      Park uncertain = batch.forgetUncertain();
+      if (uncertain != null) {
+        reportIfParked(uncertain);
+      }
+    }
+  }
+
+  /**
+   * A dead-lettered park whose write threw, in a batch that will never leave: the write may have
+   * committed all the same (the reply lost at COMMIT). Parked, the row is reported as any park
+   * without its dead-letter record; whether it was cannot always be asked (the database away), and
+   * then that is said.
+   */
+  private void reportIfParked(Park park) {
+    ClaimedMessage row = park.row;
+    boolean parked;
+    try {
+      parked =
+          store.parkedUnderOwnLease(
+              row.messageId(), row.lease(), park.reasonCode, park.epoch, park.batch);
+    } catch (RuntimeException e) {
+      log.warn(
+          "A park whose reply was lost may have parked its row FAILED without its dead-letter"
+              + " record, the task stopped before its batch left: message_id={} instance_key={}"
+              + " reason={} (reason=WRITE_REPLY_LOST; requeue it if it is FAILED)",
+          Printable.escape(row.messageId()),
+          Printable.escape(row.instanceKey()),
+          park.reasonCode);
+      return;
+    }
+    if (parked) {
+      reportUnsent(park);
     }
   }
 
@@ -316,6 +357,35 @@ final class RecordHandoff {
     private Positioned(List<SourceRecord> records, Deque<Park> parks) {
       this.records = records;
       this.parks = parks;
+    }
+
+    /**
+     * A dead-lettered park whose write threw, which may have committed; guarded by this. Kept until
+     * it is written again or the batch is forgotten ({@link #forgetUncertain}).
+     */
+    private Park uncertain;
+
+    /** Keeps a dead-lettered park whose write threw; false once the batch was forgotten. */
+    private synchronized boolean awaitUncertain(Park park) {
+      if (forgotten) {
+        return false;
+      }
+      uncertain = park;
+      return true;
+    }
+
+    /** A park's write returned: it is no longer uncertain. */
+    private synchronized void settled(Park park) {
+      if (uncertain == park) {
+        uncertain = null;
+      }
+    }
+
+    /** The batch will never leave: the park whose write threw, if any (forgotten already). */
+    private synchronized Park forgetUncertain() {
+      Park park = uncertain;
+      uncertain = null;
+      return park;
     }
 
     /** Keeps a written dead-lettered park until the batch leaves; false once it was forgotten. */

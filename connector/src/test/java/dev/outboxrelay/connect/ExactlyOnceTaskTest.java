@@ -748,6 +748,31 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * ... and a stop before the retry: the row is FAILED without its dead-letter record, which never
+   * leaves, and is reported and counted as such (it was only given back as "not found", at INFO).
+   */
+  @Test
+  void aParkWhoseReplyWasLostIsReportedWhenTheTaskStopsBeforeItsRetry() {
+    add("big", "agg-1", 100);
+    add("good", "agg-2", 10);
+    parkRepliesLost = 1;
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    assertThrows(RetriableException.class, task::poll, "the park's reply was lost: nothing leaves");
+    long mark = LogCapture.get().mark();
+
+    task.stop();
+
+    List<LogCapture.Event> said =
+        LogCapture.get()
+            .matching(mark, e -> e.message().startsWith("Parked FAILED without its dead-letter"));
+    assertEquals(1, said.size(), said::toString);
+    assertTrue(said.get(0).message().contains("message_id=big"), said.get(0).message());
+    assertEquals(1, task.metrics().failed.get());
+    assertEquals(0, task.metrics().deadLettered.get());
+    assertEquals(MessageStatus.FAILED, store.find("big").orElseThrow().status());
+  }
+
+  /**
    * ... but a row another owner took over and parked under its own claim is a lost claim, and its
    * dead-letter record is not sent (it went out uncounted, and its position matched no row).
    */
