@@ -301,7 +301,7 @@ class OutboxMessageTest {
   static final class Opaque {}
 
   @Test
-  void aPayloadJacksonCannotSerializeIsRejectedWhenBuilding() {
+  void aPayloadJacksonCannotSerializeIsRejectedByJsonPayload() {
     IllegalArgumentException e =
         assertThrows(IllegalArgumentException.class, () -> order().jsonPayload(new Opaque()));
     assertTrue(e.getMessage().startsWith("payload could not be serialized as JSON"), e::toString);
@@ -324,7 +324,7 @@ class OutboxMessageTest {
    * (PAYLOAD_INVALID_JSON) after the business change committed: refused when building instead.
    */
   @Test
-  void aPayloadWithAMemberTwiceIsRejectedWhenBuilding() {
+  void aPayloadWithAMemberTwiceIsRejectedByJsonPayload() {
     IllegalArgumentException e =
         assertThrows(IllegalArgumentException.class, () -> order().jsonPayload(new Twice()));
     assertTrue(e.getMessage().startsWith("payload could not be serialized as JSON"), e::toString);
