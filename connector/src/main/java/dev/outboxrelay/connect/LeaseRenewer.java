@@ -15,11 +15,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Renews the leases of records still waiting for Kafka, so a broker outage does not hand them to
- * another task. A lease the renewal finds lost is a lost claim: reported once, and its in-flight
- * slot is freed. Runs on the outcome loop's thread, so it never races an outcome write of the same
- * row. Its times are the monotonic clock's ({@link Time#hiResClockMs()}): on the wall clock, one
- * stepped back (an NTP correction, a VM resumed) held every renewal back for as long, and the
- * worker's leases all ran out, their rows reclaimed and sent again by other tasks.
+ * another task. A lease the renewal finds lost is a lost claim: reported once; its in-flight slot
+ * stays counted until its record's outcome comes (Kafka may still be sending it). Runs on the
+ * outcome loop's thread, so it never races an outcome write of the same row. Its times are the
+ * monotonic clock's ({@link Time#hiResClockMs()}): on the wall clock, one stepped back (an NTP
+ * correction, a VM resumed) held every renewal back for as long, and the worker's leases all ran
+ * out, their rows reclaimed and sent again by other tasks.
  */
 final class LeaseRenewer {
   private static final Logger log = LoggerFactory.getLogger(LeaseRenewer.class);

@@ -120,7 +120,8 @@ final class OutcomeLoop {
 
   /**
    * Queues an outcome; never blocks. Returns false once the loop no longer writes: the caller
-   * reports it as a late acknowledgement (the row keeps its lease until expiry, then is reclaimed).
+   * reports it as a late acknowledgement (at least once, the stop then ends the row's lease, and it
+   * is reclaimed as an abandoned row; exactly once, the next instance's recovery settles it).
    * Admission and the loop's closing are atomic: an outcome is either refused here or written or
    * counted by the loop, never lost in between.
    */
@@ -304,6 +305,7 @@ final class OutcomeLoop {
             unwritten.stream().filter(o -> goneWhileInHand.contains(o.messageId())).toList());
     for (PendingOutcome o : unwritten) {
       if (published.contains(o.messageId()) && goneWhileInHand.remove(o.messageId())) {
+        ledger.resolve(o.messageId(), o.lease().token()); // settled: no lease for the stop to end
         metrics.published.incrementAndGet();
         log.info(
             "Outcome found published by an earlier attempt of its write, whose reply was lost:"
@@ -329,6 +331,8 @@ final class OutcomeLoop {
     if (!goneWhileInHand.remove(o.messageId())) {
       return;
     }
+    // Settled as lost: the stop must not report its lease not held a second time.
+    ledger.resolve(o.messageId(), o.lease().token());
     metrics.claimLost.incrementAndGet();
     log.warn(
         "Claim lost: outcome not written for message_id={} and lease renewal matched no row"

@@ -107,15 +107,17 @@ final class OutcomeWriter {
   }
 
   /**
-   * After the late-acknowledgement grace of a stop, with records still unacknowledged (Connect
-   * closes the producer after stop, so few acknowledgements can still come). At least once their
-   * leases end now: the rows are abandoned rows at once instead of when their leases would have run
-   * out, reclaimed one by one in isolation as after a crash (the stop may be Connect's after a
-   * failure that one of them caused, which isolation charges and in the end parks). Runs after the
-   * outcome loop has ended, on its thread: no renewal (which matches owner and token, not a live
-   * lease) can extend a lease after this. Exactly once the next instance's recovery settles them
-   * from the committed offsets, and only rows never handed to Connect (a batch claimed ahead) are
-   * given back here. Never throws: the task is stopping.
+   * After the late-acknowledgement grace of a stop, with records still without a written outcome:
+   * unacknowledged (Connect closes the producer after stop, so few acknowledgements can still
+   * come), or acknowledged too late to be written (LATE_ACK, DATABASE_UNAVAILABLE_AT_STOP).
+   * Outcomes settled otherwise (found published by an earlier attempt, reported lost) left the
+   * ledger. At least once their leases end now: the rows are abandoned rows at once instead of when
+   * their leases would have run out, reclaimed one by one in isolation as after a crash (the stop
+   * may be Connect's after a failure that one of them caused, which isolation charges and in the
+   * end parks). Runs after the outcome loop has ended, on its thread: no renewal (which matches
+   * owner and token, not a live lease) can extend a lease after this. Exactly once the next
+   * instance's recovery settles them from the committed offsets, and only rows never handed to
+   * Connect (a batch claimed ahead) are given back here. Never throws: the task is stopping.
    */
   void settleUnresolvedAtStop() {
     giveBackUnconfirmedClaim.run(); // first: ending the leases below would make them abandoned
@@ -125,8 +127,9 @@ final class OutcomeWriter {
     }
     if (settings.exactlyOnce()) {
       log.info( // routine: a transaction that did not commit, or a claim still running at the stop
-          "Outcome writer closed with {} records unacknowledged by Kafka; the next instance's"
-              + " recovery settles their rows from the committed offsets"
+          "Outcome writer closed with {} records without a written outcome (unacknowledged by"
+              + " Kafka, or acknowledged too late); the next instance's recovery settles their rows"
+              + " from the committed offsets"
               + " (reason=UNRESOLVED_AT_STOP)",
           unresolved);
       return;
@@ -137,17 +140,18 @@ final class OutcomeWriter {
       expired = store.expireLeases(held);
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(
-          "Outcome writer closed with {} records unacknowledged by Kafka and could not end their"
-              + " leases (reason=UNRESOLVED_AT_STOP, error={}); the rows are reclaimed when the"
-              + " leases run out",
+          "Outcome writer closed with {} records without a written outcome (unacknowledged by"
+              + " Kafka, or acknowledged too late) and could not end their leases"
+              + " (reason=UNRESOLVED_AT_STOP, error={}); the rows are reclaimed when the leases run"
+              + " out",
           unresolved,
           e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
       return;
     }
     for (String id : expired) {
       log.info(
-          "Lease ended unacknowledged at stop: message_id={} (reason=UNRESOLVED_AT_STOP; reclaimed"
-              + " alone, as an abandoned row)",
+          "Lease ended at stop without a written outcome: message_id={}"
+              + " (reason=UNRESOLVED_AT_STOP; reclaimed alone, as an abandoned row)",
           Printable.escape(id));
     }
     Set<String> ended = new HashSet<>(expired);
@@ -157,14 +161,16 @@ final class OutcomeWriter {
         // renewal: its record, if Kafka has it, may then reach Kafka twice.
         metrics.leasesNotHeldAtStop.incrementAndGet();
         log.warn(
-            "Lease not held at stop, unacknowledged: message_id={} (reason=LEASE_NOT_HELD_AT_STOP;"
-                + " expired, or reclaimed by another task, which logs it)",
+            "Lease not held at stop, no outcome written: message_id={}"
+                + " (reason=LEASE_NOT_HELD_AT_STOP; expired, or reclaimed by another task, which logs"
+                + " it)",
             Printable.escape(lease.messageId()));
       }
     }
     log.warn(
-        "Outcome writer closed with {} records unacknowledged by Kafka; ended the leases of {}"
-            + " rows, reclaimed as abandoned rows (reason=UNRESOLVED_AT_STOP)",
+        "Outcome writer closed with {} records without a written outcome (unacknowledged by"
+            + " Kafka, or acknowledged too late); ended the leases of {} rows, reclaimed as"
+            + " abandoned rows (reason=UNRESOLVED_AT_STOP)",
         unresolved,
         expired.size());
   }

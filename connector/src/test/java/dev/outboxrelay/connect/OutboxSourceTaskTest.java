@@ -867,6 +867,7 @@ class OutboxSourceTaskTest {
     assertEquals(1, task.metrics().claimLost.get());
     assertEquals(0, task.metrics().leaseRenewalsLost.get(), "by the abandon, not a renewal");
     assertEquals(0, task.metrics().published.get());
+    assertEquals(0, task.metrics().leasesNotHeldAtStop.get(), "reported once, as the lost claim");
   }
 
   /**
@@ -892,6 +893,7 @@ class OutboxSourceTaskTest {
     assertEquals(0, task.metrics().claimLost.get());
     assertEquals(1, task.metrics().published.get());
     assertEquals(0, task.metrics().lateAcks.get());
+    assertEquals(0, task.metrics().leasesNotHeldAtStop.get(), "published: no lease to end");
   }
 
   @Test
