@@ -161,18 +161,21 @@ final class RecordHandoff {
       Park park = batch.parks.peek();
       boolean retried = batch.attempted == park; // still at the head: its last attempt threw
       batch.attempted = park;
+      if (!batch.beginAttempt()) {
+        return List.of(); // forgotten: the stop reported what an earlier attempt left uncertain
+      }
       Outcome outcome;
       try {
         outcome = store.markFailed(park.row.messageId(), park.row.lease(), park.reasonCode);
+        if (outcome == Outcome.CLAIM_LOST && retried && parkedByTheLostReply(park)) {
+          outcome = Outcome.APPLIED;
+        }
       } catch (RuntimeException e) {
-        if (park.deadLettered && !batch.awaitUncertain(park)) {
+        // It may have committed (its reply lost): whoever ends the batch asks, once.
+        if (!batch.awaitUncertain(park)) {
           reportIfParked(park); // a stop forgot the batch while the park ran
         }
         throw e;
-      }
-      batch.settled(park);
-      if (outcome == Outcome.CLAIM_LOST && retried && parkedByTheLostReply(park)) {
-        outcome = Outcome.APPLIED;
       }
       batch.parks.remove();
       if (outcome == Outcome.CLAIM_LOST) {
@@ -268,10 +271,10 @@ final class RecordHandoff {
   }
 
   /**
-   * A dead-lettered park whose write threw, in a batch that will never leave: the write may have
-   * committed all the same (the reply lost at COMMIT). Parked, the row is reported as any park
-   * without its dead-letter record; whether it was cannot always be asked (the database away), and
-   * then that is said.
+   * A park whose write threw, in a batch that will never leave: the write may have committed all
+   * the same (the reply lost at COMMIT). Parked, the row is reported as any park of such a batch (a
+   * dead-lettered one as parked without its dead-letter record); whether it was cannot always be
+   * asked (the database away), and then that is said.
    */
   private void reportIfParked(Park park) {
     ClaimedMessage row = park.row;
@@ -283,15 +286,18 @@ final class RecordHandoff {
     } catch (RuntimeException e) {
       log.warn(
           "A park whose reply was lost may have parked its row FAILED without its dead-letter"
-              + " record, the task stopped before its batch left: message_id={} instance_key={}"
-              + " reason={} (reason=WRITE_REPLY_LOST; requeue it if it is FAILED)",
+              + " record, if one was due, the task stopped before its batch left: message_id={}"
+              + " instance_key={} reason={} (reason=WRITE_REPLY_LOST; requeue it if it is FAILED"
+              + " and should be sent)",
           Printable.escape(row.messageId()),
           Printable.escape(row.instanceKey()),
           park.reasonCode);
       return;
     }
-    if (parked) {
+    if (parked && park.deadLettered) {
       reportUnsent(park);
+    } else if (parked) {
+      metrics.failed.incrementAndGet(); // parked as meant: no dead-letter record was due
     }
   }
 
@@ -360,12 +366,13 @@ final class RecordHandoff {
     }
 
     /**
-     * A dead-lettered park whose write threw, which may have committed; guarded by this. Kept until
-     * it is written again or the batch is forgotten ({@link #forgetUncertain}).
+     * The park whose last write threw, which may have committed; guarded by this. Kept until its
+     * next attempt begins (the task thread then answers for it) or the batch is forgotten ({@link
+     * #forgetUncertain}): one of the two reports it, never both.
      */
     private Park uncertain;
 
-    /** Keeps a dead-lettered park whose write threw; false once the batch was forgotten. */
+    /** Keeps a park whose write threw; false once the batch was forgotten. */
     private synchronized boolean awaitUncertain(Park park) {
       if (forgotten) {
         return false;
@@ -374,11 +381,16 @@ final class RecordHandoff {
       return true;
     }
 
-    /** A park's write returned: it is no longer uncertain. */
-    private synchronized void settled(Park park) {
-      if (uncertain == park) {
-        uncertain = null;
+    /**
+     * A park's attempt begins: false once the batch was forgotten (park no more of it); otherwise
+     * the attempt answers for an earlier one's uncertain park.
+     */
+    private synchronized boolean beginAttempt() {
+      if (forgotten) {
+        return false;
       }
+      uncertain = null;
+      return true;
     }
 
     /** The batch will never leave: the park whose write threw, if any (forgotten already). */

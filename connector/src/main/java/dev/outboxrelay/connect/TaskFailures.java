@@ -48,6 +48,12 @@ final class TaskFailures {
       return "; the schema of outbox.table does not exist (or, for a name without one, no schema"
           + " of connection.user's search_path does): create it, or name one that exists";
     }
+    if (e.kind() == OutboxStoreException.Kind.SCHEMA
+        && ("42703".equals(e.sqlState()) || "42883".equals(e.sqlState()))) {
+      return "; a column the relay reads is missing or of another type (dropped or altered since"
+          + " validation?): check the column.* settings, column.event.timestamp included, against"
+          + " outbox.table, and that the table is at this release's schema version";
+    }
     return switch (e.kind()) {
       case AUTHENTICATION -> "; check connection.user and connection.password";
       case PERMISSION ->

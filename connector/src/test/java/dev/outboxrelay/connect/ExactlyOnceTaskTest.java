@@ -39,6 +39,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -101,6 +104,12 @@ class ExactlyOnceTaskTest {
 
   /** Parks that commit, then fail as if their reply was lost. */
   private volatile int parkRepliesLost;
+
+  /** Reads of whether a park committed under its own lease that fail as in an outage. */
+  private volatile int ownParkChecksFail;
+
+  /** When set, {@code markFailed} counts the first down and waits for the second before it runs. */
+  private volatile CountDownLatch[] parkPause;
 
   private OutboxSourceTask task;
   private Time time = Time.SYSTEM;
@@ -773,6 +782,61 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * ... also when the retry found the row parked and the database went away again before it could
+   * tell whose park that was: the stop asks again.
+   */
+  @Test
+  void aParkWhoseRetryCouldNotTellWhoParkedItIsReportedAtTheStop() {
+    add("big", "agg-1", 100);
+    add("good", "agg-2", 10);
+    parkRepliesLost = 1;
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    assertThrows(RetriableException.class, task::poll, "the park's reply was lost");
+    ownParkChecksFail = 1;
+    assertThrows(RetriableException.class, task::poll, "its retry could not tell");
+    long mark = LogCapture.get().mark();
+
+    task.stop();
+
+    List<LogCapture.Event> said =
+        LogCapture.get()
+            .matching(mark, e -> e.message().startsWith("Parked FAILED without its dead-letter"));
+    assertEquals(1, said.size(), said::toString);
+    assertEquals(1, task.metrics().failed.get());
+    assertEquals(0, task.metrics().claimLost.get());
+  }
+
+  /**
+   * ... and a stop on another thread while the retry runs: whichever of the two ends the park
+   * reports it, once.
+   */
+  @Test
+  void aStopOnAnotherThreadDuringAParksRetryReportsItOnce() throws Exception {
+    add("big", "agg-1", 100);
+    add("good", "agg-2", 10);
+    parkRepliesLost = 1;
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    assertThrows(RetriableException.class, task::poll, "the park's reply was lost");
+    CountDownLatch inRetry = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
+    parkPause = new CountDownLatch[] {inRetry, resume};
+    CompletableFuture<List<SourceRecord>> retry = CompletableFuture.supplyAsync(task::poll);
+    assertTrue(inRetry.await(30, TimeUnit.SECONDS), "the retry is writing the park");
+    long mark = LogCapture.get().mark();
+
+    task.stop();
+    resume.countDown();
+    List<SourceRecord> handed = retry.get(30, TimeUnit.SECONDS);
+
+    assertTrue(handed == null || handed.isEmpty(), "a forgotten batch hands nothing over");
+    List<LogCapture.Event> said =
+        LogCapture.get()
+            .matching(mark, e -> e.message().startsWith("Parked FAILED without its dead-letter"));
+    assertEquals(1, said.size(), said::toString);
+    assertEquals(1, task.metrics().failed.get());
+  }
+
+  /**
    * ... but a row another owner took over and parked under its own claim is a lost claim, and its
    * dead-letter record is not sent (it went out uncounted, and its position matched no row).
    */
@@ -1181,6 +1245,15 @@ class ExactlyOnceTaskTest {
               if (method.getName().equals("markFailed")
                   && (parksFail || parksBeforeFailing.getAndDecrement() == 0)) {
                 throw outage("park");
+              }
+              CountDownLatch[] pause = parkPause;
+              if (pause != null && method.getName().equals("markFailed")) {
+                pause[0].countDown();
+                assertTrue(pause[1].await(30, TimeUnit.SECONDS), "resumed");
+              }
+              if (ownParkChecksFail > 0 && method.getName().equals("parkedUnderOwnLease")) {
+                ownParkChecksFail--;
+                throw outage("park check");
               }
               if (parkRepliesLost > 0 && method.getName().equals("markFailed")) {
                 parkRepliesLost--;
