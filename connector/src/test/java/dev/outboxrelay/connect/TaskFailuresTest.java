@@ -25,6 +25,14 @@ class TaskFailuresTest {
             + " schema-sql` prints)",
         "SCHEMA | DB_DATABASE_MISSING | 3D000 | connection.url names a database that does not"
             + " exist",
+        "SCHEMA | DB_SCHEMA_MISSING | 42703 | a column the relay reads is missing or of another"
+            + " type (dropped or altered since validation?): check the column.* settings,"
+            + " column.event.timestamp included, against outbox.table, and that the table is at"
+            + " this release's schema version",
+        "SCHEMA | DB_SCHEMA_MISSING | 42883 | a column the relay reads is missing or of another"
+            + " type (dropped or altered since validation?): check the column.* settings,"
+            + " column.event.timestamp included, against outbox.table, and that the table is at"
+            + " this release's schema version",
         "SCHEMA | TABLE_WITHOUT_REPLICA_IDENTITY | 55000 | a publication that publishes updates or"
             + " deletes includes the outbox table, which has no replica identity: give it a primary"
             + " key or REPLICA IDENTITY FULL, or take it out of the publication",
