@@ -359,8 +359,10 @@ public class OutboxSourceConfig extends AbstractConfig {
 
   public static final String DEAD_LETTER_TOPIC_CONFIG = "dead.letter.topic";
   private static final String DEAD_LETTER_TOPIC_DOC =
-      "Topic for rows that can never be published as they are (payload too large or not valid"
-          + " JSON, malformed or reserved headers, no legal or allowed topic, deadline passed), with"
+      "Topic for rows that can never be published as they are (every reason code of an"
+          + " unpublishable row in the README: payload too large, not valid JSON or text, a number"
+          + " or schema the format cannot carry, a record too large for the producer, malformed or"
+          + " reserved headers, no legal or allowed topic, deadline passed), with"
           + " the reason in a header and the payload's bytes as the value (read them with"
           + " ByteArrayConverter; with payload.format=string the payload's text, as StringConverter"
           + " writes it, and a payload that is not UTF-8 is left out); a payload over payload.max.bytes, or a record too large for the"

@@ -57,9 +57,9 @@ final class JsonConverterSize {
 
   /**
    * The bytes {@code converter} writes for {@code record}'s key beyond its text, which {@link
-   * RecordSize#upperBound} counts: the key is the aggregate id as a string (required, or optional
-   * and null where a row has none), in quotes with its escapes, in the envelope with schemas (a
-   * required schema's {@code "optional":false} one byte longer than {@code true}).
+   * RecordSize#upperBound} counts: the key is the aggregate id as a required string, in quotes with
+   * its escapes, in the envelope with schemas (a required schema's {@code "optional":false} one
+   * byte longer than {@code true}); a row without one has no key and no key schema, nothing.
    */
   static long keyGrowth(ConverterKind converter, SourceRecord record) {
     if (converter == ConverterKind.OTHER) {
@@ -67,6 +67,9 @@ final class JsonConverterSize {
     }
     boolean enveloped = converter == ConverterKind.JSON_WITH_SCHEMAS;
     Schema schema = record.keySchema();
+    if (schema == null && record.key() == null) {
+      return 0; // no key at all: JsonConverter writes none
+    }
     String type = schema == null ? "" : schema.type().getName();
     long envelope =
         enveloped ? ENVELOPE + type.length() + (schema != null && !schema.isOptional() ? 1 : 0) : 0;

@@ -23,9 +23,11 @@ import org.apache.kafka.connect.source.SourceRecord;
  * <ul>
  *   <li>Topic: see {@link TopicRouter}. Kafka partition: none, the producer partitions by key.
  *   <li>Key: the aggregate id, {@link Schema#STRING_SCHEMA}, so an aggregate's records share a
- *       partition and keep their order.
+ *       partition and keep their order; none, without a schema, for a row without one (an adopted
+ *       table's column may allow NULL), so that every converter writes no key.
  *   <li>Value, {@link PayloadFormat#BYTES}: the payload bytes as they are, {@link
- *       Schema#OPTIONAL_BYTES_SCHEMA}; a null payload is a null value (a tombstone).
+ *       Schema#OPTIONAL_BYTES_SCHEMA}; a null payload, in every format, is a tombstone: a null
+ *       value without a schema, which every converter writes as no value.
  *   <li>Value, {@link PayloadFormat#STRING}: the payload decoded as UTF-8, {@link
  *       Schema#OPTIONAL_STRING_SCHEMA}, as Debezium's outbox event router sends a text-like payload
  *       column; bytes that are not UTF-8 make the row unpublishable ({@link
@@ -143,10 +145,15 @@ public final class RecordMapper {
       } catch (JsonValues.UnrepresentableNumber e) {
         return new Unpublishable(UnpublishableReasons.PAYLOAD_NUMBER_UNREPRESENTABLE);
       }
+    } else if (row.payload() == null) {
+      // A tombstone: with a schema, JsonConverter would write the text null (or an envelope),
+      // which compaction keeps and consumers read as a value.
+      valueSchema = null;
+      value = null;
     } else if (settings.payloadFormat() == PayloadFormat.STRING) {
       valueSchema = Schema.OPTIONAL_STRING_SCHEMA;
       try {
-        value = row.payload() == null ? null : StrictUtf8.decode(row.payload());
+        value = StrictUtf8.decode(row.payload());
       } catch (CharacterCodingException e) {
         return new Unpublishable(UnpublishableReasons.PAYLOAD_INVALID_TEXT);
       }
@@ -253,7 +260,7 @@ public final class RecordMapper {
     return bareOfHeaders.newRecord(
         bareOfHeaders.topic(),
         null,
-        Schema.OPTIONAL_STRING_SCHEMA,
+        null,
         null,
         bareOfHeaders.valueSchema(),
         null,
@@ -352,8 +359,12 @@ public final class RecordMapper {
         SourceOffsets.offset(row),
         topic,
         null,
-        // An adopted table's aggregate id column may allow NULL: a record without a key.
-        row.aggregateId() == null ? Schema.OPTIONAL_STRING_SCHEMA : Schema.STRING_SCHEMA,
+        // An adopted table's aggregate id column may allow NULL: a record without a key, and
+        // without a key schema, which every converter writes as no key (with an optional string
+        // schema JsonConverter wrote the text null, one key for all such rows, and a schema
+        // registry would get an optional and a required key schema for one topic, then refuse
+        // one of them).
+        row.aggregateId() == null ? null : Schema.STRING_SCHEMA,
         row.aggregateId(),
         valueSchema,
         value,
