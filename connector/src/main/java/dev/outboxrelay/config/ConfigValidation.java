@@ -928,13 +928,18 @@ public final class ConfigValidation {
                 + ": set it to the column that holds the event's time");
         return;
       }
-      // A domain's base type: extract reads a domain over timestamptz as a timestamptz.
+      // A domain's base type, through domains over domains: extract reads a domain over
+      // timestamptz as a timestamptz.
       List<String> type =
           strings(
               pool,
-              "SELECT format_type(COALESCE(NULLIF(t.typbasetype, 0), a.atttypid), NULL)"
+              "WITH RECURSIVE base(oid, typbasetype) AS ("
+                  + " SELECT t.oid, t.typbasetype"
                   + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
-                  + " WHERE a.attrelid = to_regclass(?) AND a.attname = ? AND NOT a.attisdropped",
+                  + " WHERE a.attrelid = to_regclass(?) AND a.attname = ? AND NOT a.attisdropped"
+                  + " UNION ALL SELECT t.oid, t.typbasetype"
+                  + " FROM base b JOIN pg_type t ON t.oid = b.typbasetype WHERE b.typbasetype <> 0)"
+                  + " SELECT format_type(oid, NULL) FROM base WHERE typbasetype = 0",
               table.qualified(),
               column.toString());
       if (!type.isEmpty() && !EVENT_TIMESTAMP_TYPES.contains(type.get(0))) {

@@ -39,9 +39,10 @@ class ColumnMappingValidationTest {
     try (Connection c = adopted.connection();
         Statement st = c.createStatement()) {
       st.execute(
-          "CREATE DOMAIN event_time AS timestamptz;"
+          "CREATE DOMAIN event_time AS timestamptz; CREATE DOMAIN order_time AS event_time;"
               + " ALTER TABLE outbox ADD COLUMN occurred_at timestamp,"
-              + " ADD COLUMN occurred_tz event_time, ADD COLUMN occurred_text text");
+              + " ADD COLUMN occurred_tz event_time, ADD COLUMN ordered_at order_time,"
+              + " ADD COLUMN occurred_text text");
     }
     notAdopted = OutboxDb.fresh("config_debezium");
     new DebeziumOutboxTable(notAdopted);
@@ -264,7 +265,7 @@ class ColumnMappingValidationTest {
   @Test
   void anEventTimestampColumnMustBeATimestampTheTableHas() {
     Map<String, String> props = debezium(adopted);
-    for (String column : List.of("occurred_at", "occurred_tz", "created_at")) {
+    for (String column : List.of("occurred_at", "occurred_tz", "ordered_at", "created_at")) {
       props.put("column.event.timestamp", column);
       assertEquals(Map.of(), errors(props), column);
       assertEquals(column, new OutboxSourceConfig(props).columnMapping().eventTimestamp());

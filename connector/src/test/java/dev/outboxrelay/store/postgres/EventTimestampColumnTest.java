@@ -44,9 +44,10 @@ class EventTimestampColumnTest {
     config.setConnectionInitSql("SET TIME ZONE 'Pacific/Chatham'");
     dataSource = new HikariDataSource(config);
     new SchemaMigrator(dataSource, TABLE).migrate();
+    exec("CREATE DOMAIN event_time AS timestamptz; CREATE DOMAIN order_time AS event_time");
     exec(
         "ALTER TABLE outbox ADD COLUMN occurred_at timestamp(3),"
-            + " ADD COLUMN occurred_tz timestamptz");
+            + " ADD COLUMN occurred_tz timestamptz, ADD COLUMN ordered_at order_time");
   }
 
   @AfterAll
@@ -59,16 +60,17 @@ class EventTimestampColumnTest {
     exec("TRUNCATE outbox");
     exec(
         "INSERT INTO outbox (instance_key, message_id, aggregate_type, aggregate_id, event_type,"
-            + " created_at, occurred_at, occurred_tz) VALUES"
+            + " created_at, occurred_at, occurred_tz, ordered_at) VALUES"
             + " ('eu', 'set', 'order', 'a', 'OrderPlaced', '"
             + CREATED_AT
-            + "', '2026-03-01 10:00:00.123', '2026-03-01 10:00:00.123+05:30'),"
+            + "', '2026-03-01 10:00:00.123', '2026-03-01 10:00:00.123+05:30',"
+            + " '2026-03-01 10:00:00.123+05:30'),"
             + " ('eu', 'null', 'order', 'b', 'OrderPlaced', '"
             + CREATED_AT
-            + "', NULL, NULL),"
+            + "', NULL, NULL, NULL),"
             + " ('eu', 'infinite', 'order', 'c', 'OrderPlaced', '"
             + CREATED_AT
-            + "', 'infinity', 'infinity')");
+            + "', 'infinity', 'infinity', 'infinity')");
   }
 
   @Test
@@ -87,6 +89,15 @@ class EventTimestampColumnTest {
     assertEquals(Instant.parse("2026-03-01T04:30:00.123Z"), claimed.get("set").createdAt());
     assertNull(claimed.get("null").createdAt());
     assertTrue(claimed.get("infinite").createdAt().isAfter(Instant.parse("9999-12-31T00:00:00Z")));
+  }
+
+  /** A domain over a domain over timestamptz reads as the timestamptz it is. */
+  @Test
+  void aDomainOverATimestamptzIsReadAsItsInstant() {
+    Map<String, ClaimedMessage> claimed = claim("ordered_at");
+
+    assertEquals(Instant.parse("2026-03-01T04:30:00.123Z"), claimed.get("set").createdAt());
+    assertNull(claimed.get("null").createdAt());
   }
 
   @Test
