@@ -741,12 +741,7 @@ class ExactlyOnceTaskTest {
    */
   @Test
   void aParkRetriedAfterItsReplyWasLostIsNoLostClaimAndItsDeadLetterIsCounted() {
-    add("big", "agg-1", 100);
-    add("good", "agg-2", 10);
-    parkRepliesLost = 1;
-    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
-
-    assertThrows(RetriableException.class, task::poll, "the park's reply was lost: nothing leaves");
+    startWithAParkWhoseReplyIsLost();
     assertEquals(MessageStatus.FAILED, store.find("big").orElseThrow().status(), "it committed");
     List<SourceRecord> records = task.poll();
 
@@ -762,18 +757,12 @@ class ExactlyOnceTaskTest {
    */
   @Test
   void aParkWhoseReplyWasLostIsReportedWhenTheTaskStopsBeforeItsRetry() {
-    add("big", "agg-1", 100);
-    add("good", "agg-2", 10);
-    parkRepliesLost = 1;
-    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
-    assertThrows(RetriableException.class, task::poll, "the park's reply was lost: nothing leaves");
+    startWithAParkWhoseReplyIsLost();
     long mark = LogCapture.get().mark();
 
     task.stop();
 
-    List<LogCapture.Event> said =
-        LogCapture.get()
-            .matching(mark, e -> e.message().startsWith("Parked FAILED without its dead-letter"));
+    List<LogCapture.Event> said = unsentDeadLetterWarnings(mark);
     assertEquals(1, said.size(), said::toString);
     assertTrue(said.get(0).message().contains("message_id=big"), said.get(0).message());
     assertEquals(1, task.metrics().failed.get());
@@ -787,20 +776,14 @@ class ExactlyOnceTaskTest {
    */
   @Test
   void aParkWhoseRetryCouldNotTellWhoParkedItIsReportedAtTheStop() {
-    add("big", "agg-1", 100);
-    add("good", "agg-2", 10);
-    parkRepliesLost = 1;
-    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
-    assertThrows(RetriableException.class, task::poll, "the park's reply was lost");
+    startWithAParkWhoseReplyIsLost();
     ownParkChecksFail = 1;
     assertThrows(RetriableException.class, task::poll, "its retry could not tell");
     long mark = LogCapture.get().mark();
 
     task.stop();
 
-    List<LogCapture.Event> said =
-        LogCapture.get()
-            .matching(mark, e -> e.message().startsWith("Parked FAILED without its dead-letter"));
+    List<LogCapture.Event> said = unsentDeadLetterWarnings(mark);
     assertEquals(1, said.size(), said::toString);
     assertEquals(1, task.metrics().failed.get());
     assertEquals(0, task.metrics().claimLost.get());
@@ -812,11 +795,7 @@ class ExactlyOnceTaskTest {
    */
   @Test
   void aStopOnAnotherThreadDuringAParksRetryReportsItOnce() throws Exception {
-    add("big", "agg-1", 100);
-    add("good", "agg-2", 10);
-    parkRepliesLost = 1;
-    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
-    assertThrows(RetriableException.class, task::poll, "the park's reply was lost");
+    startWithAParkWhoseReplyIsLost();
     CountDownLatch inRetry = new CountDownLatch(1);
     CountDownLatch resume = new CountDownLatch(1);
     parkPause = new CountDownLatch[] {inRetry, resume};
@@ -829,11 +808,27 @@ class ExactlyOnceTaskTest {
     List<SourceRecord> handed = retry.get(30, TimeUnit.SECONDS);
 
     assertTrue(handed == null || handed.isEmpty(), "a forgotten batch hands nothing over");
-    List<LogCapture.Event> said =
-        LogCapture.get()
-            .matching(mark, e -> e.message().startsWith("Parked FAILED without its dead-letter"));
+    List<LogCapture.Event> said = unsentDeadLetterWarnings(mark);
     assertEquals(1, said.size(), said::toString);
     assertEquals(1, task.metrics().failed.get());
+  }
+
+  /**
+   * A dead-lettered row "big" and a row "good"; the first poll's park of "big" commits, but its
+   * reply is lost, so that nothing leaves.
+   */
+  private void startWithAParkWhoseReplyIsLost() {
+    add("big", "agg-1", 100);
+    add("good", "agg-2", 10);
+    parkRepliesLost = 1;
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    assertThrows(RetriableException.class, task::poll, "the park's reply was lost: nothing leaves");
+  }
+
+  /** The warnings since {@code mark} of rows parked without their dead-letter records. */
+  private static List<LogCapture.Event> unsentDeadLetterWarnings(long mark) {
+    return LogCapture.get()
+        .matching(mark, e -> e.message().startsWith("Parked FAILED without its dead-letter"));
   }
 
   /**

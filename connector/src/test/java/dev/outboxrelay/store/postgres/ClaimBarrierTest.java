@@ -145,13 +145,8 @@ class ClaimBarrierTest {
    */
   @Test
   void onAServerThatDoesNotWaitForFlushesAGiveBackStillDoes() throws SQLException {
-    ClaimRequest eos =
-        new ClaimRequest("relay-3", java.util.Set.of("eu"), 1, Duration.ofMinutes(5), 10, true)
-            .exactlyOnce(7, 1, new dev.outboxrelay.store.BucketShare(1, 0, 1));
-    ClaimedMessage held = store.claim(eos).claimed().get(0);
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      execute(c, "SET LOCAL synchronous_commit = off"); // as a server, database or role may
+    ClaimedMessage held = claimOneExactlyOnce("relay-3");
+    try (Connection c = withoutFlushWaits()) {
       OutboxSql sql = new OutboxSql(TABLE);
       HeldLease lease = held.heldLease();
       try (PreparedStatement ps = c.prepareStatement(sql.giveBack.jdbc())) {
@@ -180,13 +175,8 @@ class ClaimBarrierTest {
    */
   @Test
   void onAServerThatDoesNotWaitForFlushesTheReleaseOfALostClaimStillDoes() throws SQLException {
-    ClaimRequest eos =
-        new ClaimRequest("relay-4", java.util.Set.of("eu"), 1, Duration.ofMinutes(5), 10, true)
-            .exactlyOnce(7, 1, new dev.outboxrelay.store.BucketShare(1, 0, 1));
-    ClaimedMessage lost = store.claim(eos).claimed().get(0);
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      execute(c, "SET LOCAL synchronous_commit = off"); // as a server, database or role may
+    ClaimedMessage lost = claimOneExactlyOnce("relay-4");
+    try (Connection c = withoutFlushWaits()) {
       OutboxSql sql = new OutboxSql(TABLE);
       try (PreparedStatement ps = c.prepareStatement(sql.releaseUnheld.jdbc())) {
         sql.releaseUnheld
@@ -208,6 +198,25 @@ class ClaimBarrierTest {
       c.rollback();
     }
     assertEquals(List.of(lost.messageId()), release("relay-4").released());
+  }
+
+  /** One row claimed exactly once by {@code owner}, committed. */
+  private static ClaimedMessage claimOneExactlyOnce(String owner) {
+    ClaimRequest eos =
+        new ClaimRequest(owner, java.util.Set.of("eu"), 1, Duration.ofMinutes(5), 10, true)
+            .exactlyOnce(7, 1, new dev.outboxrelay.store.BucketShare(1, 0, 1));
+    return store.claim(eos).claimed().get(0);
+  }
+
+  /**
+   * A connection in a transaction that does not wait for flushes, as a server, database or role may
+   * set.
+   */
+  private static Connection withoutFlushWaits() throws SQLException {
+    Connection c = dataSource.getConnection();
+    c.setAutoCommit(false);
+    execute(c, "SET LOCAL synchronous_commit = off");
+    return c;
   }
 
   /** Claims one row in {@code c}'s open transaction, as the store's claim would; its message id. */
