@@ -377,6 +377,10 @@ final class ExactlyOnceState {
         if (position.isEmpty()) {
           continue;
         }
+        if (order > 0 && position.get().epoch() >= epoch) {
+          warnIgnoredFromAnotherHistory(position.get());
+          continue;
+        }
         List<Object> id = List.of(key, bucket);
         boolean latestSoFar =
             latest.merge(id, position.get(), ExactlyOnceState::later) == position.get();
@@ -411,6 +415,26 @@ final class ExactlyOnceState {
           p.epoch(),
           epoch);
     }
+  }
+
+  /**
+   * An offset an earlier build committed under another key order, of an epoch not below this
+   * instance's: another history of the database's (see {@link #warnIfFromAnotherHistory}), which a
+   * reset cannot clear (Connect's offsets endpoints reach only the fixed order's bytes). Taken, it
+   * would outrank every offset this history commits until its transaction ids pass that epoch: rows
+   * committed to Kafka released and sent again at each restart, and at that very epoch, rows taken
+   * for committed. Ignored: at worst rows are sent again.
+   */
+  private void warnIgnoredFromAnotherHistory(CommittedPosition p) {
+    log.warn(
+        "Exactly-once offset under an earlier build's key order from a later epoch than this"
+            + " instance's, ignored: instance_key={} bucket={} offset_epoch={} epoch={}"
+            + " (reason=OFFSET_FROM_LATER_EPOCH): committed against another history of the"
+            + " database (restored or moved), and Connect's offsets endpoints cannot reset it",
+        Printable.escape(p.instanceKey()),
+        p.bucket(),
+        p.epoch(),
+        epoch);
   }
 
   /**

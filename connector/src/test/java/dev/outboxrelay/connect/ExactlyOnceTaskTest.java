@@ -514,6 +514,39 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * An earlier build's offset under another key order, of an epoch not below the instance's, is
+   * from another history of the database (restored or moved), and no reset can clear it: ignored,
+   * with a warning, so that it never outranks what this history commits (its rows are sent again,
+   * not taken for committed).
+   */
+  @ParameterizedTest(name = "committed under key order {0}")
+  @ValueSource(ints = {1, 5})
+  void anEarlierBuildsOffsetFromAnotherHistoryIsIgnored(int order) {
+    add("a", "agg-1", 10);
+    long old = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
+    int bucket = ALL.bucketOf(a.aggregateHash());
+    commit(
+        SourceOffsets.bucketPartitionInEveryOrder("eu", bucket, BUCKETS).get(order),
+        a,
+        old + 1_000_000,
+        7);
+    long mark = LogCapture.get().mark();
+
+    List<SourceRecord> records = start().poll();
+
+    assertEquals(List.of("a"), records.stream().map(SourceOffsets::messageId).toList());
+    List<LogCapture.Event> said =
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().contains("reason=OFFSET_FROM_LATER_EPOCH")
+                        && e.message().contains("ignored"));
+    assertEquals(1, said.size(), said::toString);
+  }
+
+  /**
    * An instance takes its epoch when Connect starts it, not at its first poll: a successor started
    * (and fencing it) in between takes a higher one, so the late instance's recovery can never
    * release the successor's rows in flight.
