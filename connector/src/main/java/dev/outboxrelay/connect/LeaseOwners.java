@@ -11,8 +11,14 @@ final class LeaseOwners {
 
   private static final String TASK = "/task-";
 
+  /**
+   * {@code <connector>/task-<id>/<random UUID>}: the whole UUID (122 random bits), since checks
+   * that read the owner alone (whether a row is held by this instance, the release of a lost
+   * claim's rows, the claim's advisory lock) would take a zombie of the same task for this instance
+   * if their suffixes matched (1 in 4 billion pairs with the first 8 characters).
+   */
   static String newOwner(String connector, String taskId) {
-    String suffix = UUID.randomUUID().toString().substring(0, 8);
+    String suffix = UUID.randomUUID().toString();
     String name = connector.length() > 100 ? connector.substring(0, 100) : connector;
     return name + TASK + taskId + "/" + suffix;
   }
