@@ -14,8 +14,8 @@ import picocli.CommandLine.Option;
       "Only rows still parked when the statement runs are deleted; rows of other instance keys,"
           + " legacy rows and rows in any other status are never touched.",
       "A FAILED row whose dead-letter record Kafka confirmed shows where that copy is (the kafka"
-          + " column of list and inspect); --dead-lettered deletes only such rows, leaving those"
-          + " that have no copy anywhere else.",
+          + " line of inspect, kafka_topic/partition/offset in list --json); --dead-lettered"
+          + " deletes only such rows, leaving those that have no copy anywhere else.",
       "By message id it is one statement (all or none); with --all or --correlation-id it runs in"
           + " batches (--batch-size), so a large parked set is never one long transaction. If a"
           + " batch fails, the batches before it stay discarded and the error says how many rows"
