@@ -1,6 +1,6 @@
 package dev.outboxrelay.connect;
 
-import java.util.UUID;
+import java.security.SecureRandom;
 
 /**
  * Lease owner identities: unique per task and per start, so an abandoned ("zombie") earlier
@@ -11,14 +11,17 @@ final class LeaseOwners {
 
   private static final String TASK = "/task-";
 
+  private static final SecureRandom RANDOM = new SecureRandom();
+
   /**
-   * {@code <connector>/task-<id>/<random UUID>}: the whole UUID (122 random bits), since checks
-   * that read the owner alone (whether a row is held by this instance, the release of a lost
-   * claim's rows, the claim's advisory lock) would take a zombie of the same task for this instance
-   * if their suffixes matched (1 in 4 billion pairs with the first 8 characters).
+   * {@code <connector>/task-<id>/<64 random bits in hex>}: checks that read the owner alone
+   * (whether a row is held by this instance, the release of a lost claim's rows, the claim's
+   * advisory lock) would take a zombie of the same task for this instance if their suffixes
+   * matched, 1 in 4 billion pairs with the 32 bits of earlier releases, 1 in 10^19 now. Not a whole
+   * UUID: every claimed row carries the owner, and its WAL with it (28 bytes more a row).
    */
   static String newOwner(String connector, String taskId) {
-    String suffix = UUID.randomUUID().toString();
+    String suffix = String.format("%016x", RANDOM.nextLong());
     String name = connector.length() > 100 ? connector.substring(0, 100) : connector;
     return name + TASK + taskId + "/" + suffix;
   }
