@@ -15,9 +15,10 @@ final class LeaseOwners {
 
   /**
    * {@code <connector>/task-<id>/<64 random bits in hex>}: checks that read the owner alone
-   * (whether a row is held by this instance, the release of a lost claim's rows, the claim's
-   * advisory lock) would take a zombie of the same task for this instance if their suffixes
-   * matched, 1 in 4 billion pairs with the 32 bits of earlier releases, 1 in 10^19 now. Not a whole
+   * (whether a row is held by this instance, the release of a lost claim's rows) would take a
+   * zombie of the same task for this instance if their suffixes matched (the claim's advisory lock
+   * hashes the owner to 32 bits whatever its length: two owners sharing it only serialize their
+   * claims), 1 in 4 billion pairs with the 32 bits of earlier releases, 1 in 10^19 now. Not a whole
    * UUID: every claimed row carries the owner, and its WAL with it (28 bytes more a row).
    */
   static String newOwner(String connector, String taskId) {

@@ -361,9 +361,7 @@ public final class RecordMapper {
         null,
         // An adopted table's aggregate id column may allow NULL: a record without a key, and
         // without a key schema, which every converter writes as no key (with an optional string
-        // schema JsonConverter wrote the text null, one key for all such rows, and a schema
-        // registry would get an optional and a required key schema for one topic, then refuse
-        // one of them).
+        // schema JsonConverter wrote the text null, one key for all such rows).
         row.aggregateId() == null ? null : Schema.STRING_SCHEMA,
         row.aggregateId(),
         valueSchema,

@@ -320,7 +320,7 @@ class RecordMapperTest {
 
     assertNull(record.key());
     // No schema either: with an optional one JsonConverter wrote the text null (one key for all
-    // such rows), and a schema registry got two key schemas for one topic.
+    // such rows).
     assertNull(record.keySchema());
     for (boolean schemas : new boolean[] {false, true}) {
       org.apache.kafka.connect.json.JsonConverter keys =
