@@ -273,8 +273,8 @@ public class OutboxSourceTask extends SourceTask {
   private List<SourceRecord> handOver(List<SourceRecord> records, boolean claimedRows) {
     if (stopping) {
       // Covered by no offset, and never Connect's: they leave the ledger, and the stop gives
-      // their rows back.
-      runtime.handoff().forget(records);
+      // their rows back (rows parked already stay so, reported).
+      runtime.handoff().forgetUnsent(records);
       return null;
     }
     if (claimedRows) {
@@ -285,6 +285,7 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     runtime.exactlyOnce().handedOver(records);
+    runtime.handoff().handedOver(records);
     return records;
   }
 

@@ -58,6 +58,9 @@ final class RecordHandoff {
    */
   private final AtomicReference<Positioned> held = new AtomicReference<>();
 
+  /** Set by {@link #forgetHeld}: a batch handed over after it is forgotten, not parked. */
+  private volatile boolean stopped;
+
   RecordHandoff(
       RecordMapper mapper,
       InFlightLedger ledger,
@@ -94,7 +97,9 @@ final class RecordHandoff {
    */
   List<SourceRecord> toRecords(List<ClaimedMessage> claimed) {
     if (exactlyOnce != null) {
-      return handOver(position(claimed));
+      List<SourceRecord> records = handOver(position(claimed));
+      handedOver(records);
+      return records;
     }
     List<SourceRecord> records = new ArrayList<>(claimed.size());
     for (ClaimedMessage row : claimed) {
@@ -136,8 +141,16 @@ final class RecordHandoff {
     if (batch.parks.isEmpty()) {
       return batch.records;
     }
+    if (stopped) {
+      forget(batch); // its parks unwritten: the stop gives its rows back
+      return List.of();
+    }
     if (!held.compareAndSet(null, batch)) {
       throw new IllegalStateException("a held batch leaves before any later one");
+    }
+    if (stopped) {
+      forgetHeld(); // a stop on another thread came in between and found nothing held
+      return List.of();
     }
     return releaseHeld();
   }
@@ -199,8 +212,30 @@ final class RecordHandoff {
     if (!held.compareAndSet(batch, null)) {
       return List.of(); // forgotten meanwhile: forgetHeld reported its parks
     }
-    metrics.deadLettered.addAndGet(batch.released());
-    return batch.toSend();
+    return batch.toSend(); // its dead letters are counted when Connect takes them (handedOver)
+  }
+
+  /** Exactly-once: these records went to Connect; counts the dead letters among them. */
+  void handedOver(List<SourceRecord> records) {
+    metrics.deadLettered.addAndGet(records.stream().filter(SourceOffsets::isParked).count());
+  }
+
+  /**
+   * Exactly-once: these records will never go to Connect (a stop came after their parks were
+   * written): they leave the ledger, and each dead letter among them is reported as a park whose
+   * batch never left.
+   */
+  void forgetUnsent(List<SourceRecord> records) {
+    forget(records);
+    for (SourceRecord record : records) {
+      if (SourceOffsets.isParked(record)) {
+        metrics.failed.incrementAndGet();
+        log.warn(
+            "Parked FAILED without its dead-letter record, the task stopped before its batch left:"
+                + " message_id={} (requeue it to send it again)",
+            Printable.escape(SourceOffsets.messageId(record)));
+      }
+    }
   }
 
   /**
@@ -259,6 +294,7 @@ final class RecordHandoff {
 
   /** Exactly-once, at a stop: {@link #forget} the held batch, if any; it is not handed over. */
   void forgetHeld() {
+    stopped = true;
     Positioned batch = held.getAndSet(null);
     if (batch != null) {
       forget(batch);
@@ -434,11 +470,6 @@ final class RecordHandoff {
 
     private static boolean isDeadLetterOf(SourceRecord record, String messageId) {
       return SourceOffsets.isParked(record) && messageId.equals(SourceOffsets.messageId(record));
-    }
-
-    /** The batch left: how many dead-letter records went with it. */
-    private synchronized int released() {
-      return parked.size();
     }
 
     /** The batch will never leave: the dead-lettered parks already written. */
