@@ -445,6 +445,11 @@ public class OutboxSourceTask extends SourceTask {
     return metrics;
   }
 
+  /** For tests: the hand-off, to stop it as a stop on another thread would. */
+  RecordHandoff handoff() {
+    return runtime.handoff();
+  }
+
   String owner() {
     return config.settings().owner();
   }

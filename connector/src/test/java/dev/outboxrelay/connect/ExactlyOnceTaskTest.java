@@ -865,6 +865,25 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A stop on another thread that came before a poll handed its batch over found nothing held: the
+   * batch, handed over after it, is forgotten with its parks unwritten (its rows stay leased, for
+   * the stop's give-back or the next instance's recovery), not parked after the stop.
+   */
+  @Test
+  void aBatchHandedOverAfterAStopOnAnotherThreadIsNotParked() {
+    add("big", "agg-1", 100);
+    add("good", "agg-2", 10);
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    task.handoff().forgetHeld(); // as stop() on another thread, between the poll's two steps
+
+    List<SourceRecord> records = task.poll();
+
+    assertTrue(records == null || records.isEmpty(), "nothing handed over");
+    assertEquals(MessageStatus.IN_FLIGHT, store.find("big").orElseThrow().status(), "not parked");
+    assertEquals(0, task.metrics().deadLettered.get());
+  }
+
+  /**
    * ... but a row another owner took over and parked under its own claim is a lost claim, and its
    * dead-letter record is not sent (it went out uncounted, and its position matched no row).
    */
