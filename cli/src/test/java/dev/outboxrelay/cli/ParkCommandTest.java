@@ -169,21 +169,7 @@ class ParkCommandTest {
    */
   @Test
   void aParkThatCannotLockARowGivesUpAfterTheLockTimeoutAndChangesNothing() throws Exception {
-    Cli.Result r =
-        outbox.whileLocked(
-            () ->
-                outbox
-                    .cli()
-                    .forKey(
-                        "eu",
-                        "park",
-                        "--message-id",
-                        "eu-pending",
-                        "--message-id",
-                        "eu-ambiguous",
-                        "--lock-timeout",
-                        "100"),
-            "eu-ambiguous");
+    Cli.Result r = outbox.whileLocked(() -> parkPendingAndAmbiguous("100"), "eu-ambiguous");
 
     assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
     assertEquals("", r.out());
@@ -203,21 +189,7 @@ class ParkCommandTest {
    */
   @Test
   void aParkWhoseConnectionIsLostSaysTheChangeMayHaveBeenApplied() throws Exception {
-    Cli.Result r =
-        outbox.endedWhileWaiting(
-            () ->
-                outbox
-                    .cli()
-                    .forKey(
-                        "eu",
-                        "park",
-                        "--message-id",
-                        "eu-pending",
-                        "--message-id",
-                        "eu-ambiguous",
-                        "--lock-timeout",
-                        "0"),
-            "eu-ambiguous");
+    Cli.Result r = outbox.endedWhileWaiting(() -> parkPendingAndAmbiguous("0"), "eu-ambiguous");
 
     assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
     assertEquals(
@@ -227,6 +199,21 @@ class ParkCommandTest {
             + " run it again (it reports what is done) or inspect the ids\n",
         r.err());
     assertUnchangedExcept(before, outbox.snapshot());
+  }
+
+  /** Parks eu-pending and eu-ambiguous by message id, waiting at most {@code lockTimeout} ms. */
+  private Cli.Result parkPendingAndAmbiguous(String lockTimeout) {
+    return outbox
+        .cli()
+        .forKey(
+            "eu",
+            "park",
+            "--message-id",
+            "eu-pending",
+            "--message-id",
+            "eu-ambiguous",
+            "--lock-timeout",
+            lockTimeout);
   }
 
   @Test

@@ -428,7 +428,7 @@ public final class ConfigValidation {
           error(
               OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + createTable(table));
         } else {
-          checkEventTimestampColumn(pool, table, Set.of());
+          checkEventTimestampColumn(pool, table, null);
         }
         // Not for a table without history (its error: it cannot be migrated at all).
         if (migrateOnStart
@@ -909,6 +909,8 @@ public final class ConfigValidation {
      * A column named for the event's time must exist and hold a timestamp: the claim reads it with
      * {@code extract(epoch ...)}, which takes no other type, and every claim would fail. A table
      * the relay is about to create has no column of the application's.
+     *
+     * @param present the table's columns, or null for a table the task would create
      */
     private void checkEventTimestampColumn(
         HikariDataSource pool, OutboxTable table, Set<String> present) throws SQLException {
@@ -916,13 +918,13 @@ public final class ConfigValidation {
       if (column == null || column.equals(ColumnMapping.RELAY.eventTimestamp())) {
         return;
       }
-      if (!present.contains(column)) {
+      if (present == null || !present.contains(column)) {
         error(
             COLUMN_EVENT_TIMESTAMP_CONFIG,
             COLUMN_EVENT_TIMESTAMP_CONFIG
                 + " names a column that "
                 + OUTBOX_TABLE_CONFIG
-                + (present.isEmpty()
+                + (present == null
                     ? ", which the task would create, would not have"
                     : " does not have")
                 + ": set it to the column that holds the event's time");
