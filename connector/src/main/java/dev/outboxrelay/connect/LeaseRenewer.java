@@ -143,6 +143,11 @@ final class LeaseRenewer {
     // again.
     lockedReported.retainAll(held.stream().map(HeldLease::messageId).toList());
     if (held.isEmpty()) {
+      // Nothing left to keep or give up: a wait on Kafka or a stall said before is over for the
+      // leases (the gauge stayed at 1, and the next episode went unsaid, until rows were held
+      // again).
+      kafkaWaitEnded();
+      stallReported = false;
       recovered();
       return Set.of();
     }
@@ -238,8 +243,7 @@ final class LeaseRenewer {
         || polling
         || now - lastPollMs <= halfLease
         || now - lastAcknowledgementMs <= halfLease) {
-      kafkaWaitReported = false;
-      metrics.waitingOnKafka.set(0);
+      kafkaWaitEnded();
       return false;
     }
     if (ProducerWait.isWaitingOnKafka(taskThread)) {
@@ -261,6 +265,11 @@ final class LeaseRenewer {
       metrics.waitingOnKafka.set(0);
     }
     return unresponsive;
+  }
+
+  private void kafkaWaitEnded() {
+    kafkaWaitReported = false;
+    metrics.waitingOnKafka.set(0);
   }
 
   /**

@@ -141,26 +141,9 @@ class LeaseRenewerTest {
     Instant claimed = expiry("m1");
     f.clock.advance(Duration.ofSeconds(1));
     long mark = LogCapture.get().mark();
-    Map<String, Object> config = new HashMap<>();
-    config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1"); // no broker answers
-    config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.MAX_VALUE); // as Connect sets it
-    config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
-    config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     Thread task;
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config)) {
-      task =
-          new Thread(
-              () -> {
-                renewer.taskPolled();
-                renewer.pollReturned(); // Connect sends the poll's records
-                try {
-                  producer.send(new ProducerRecord<>("orders", new byte[] {1}));
-                } catch (RuntimeException e) { // NOPMD: the producer is closed under it
-                }
-              },
-              "task-thread");
-      task.start();
-      await().until(() -> ProducerWait.isWaitingOnKafka(task));
+    try (KafkaProducer<byte[], byte[]> producer = producerWithoutBroker()) {
+      task = sendingWithoutBroker(producer);
 
       time.sleep(4001); // over half a lease without a poll or an acknowledgement
       renewer.renewIfDue();
@@ -189,6 +172,84 @@ class LeaseRenewerTest {
     time.sleep(2000);
     renewer.renewIfDue();
     assertEquals(0, f.metrics.waitingOnKafka.get(), "polling again");
+  }
+
+  /**
+   * A wait on Kafka that ends with the task holding nothing (its last record sent and its outcome
+   * written, a quiet connector) is over: the gauge stayed at 1, firing its alert until rows were
+   * held again, and the next wait went unsaid.
+   */
+  @Test
+  void aWaitOnKafkaEndsWhenNothingIsHeldAnyMore() throws Exception {
+    f.add("eu", "m1", "a");
+    long token = f.claimIntoLedger().get(0).lease().token();
+    try (KafkaProducer<byte[], byte[]> producer = producerWithoutBroker()) {
+      Thread task = sendingWithoutBroker(producer);
+      time.sleep(4001); // over half a lease without a poll or an acknowledgement
+      renewer.renewIfDue();
+      assertEquals(1, f.metrics.waitingOnKafka.get());
+      producer.close(Duration.ZERO);
+      task.join(10_000);
+    }
+
+    f.ledger.resolve("m1", token); // sent, acknowledged, its outcome written
+    renewer.taskPolled();
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(0, f.metrics.waitingOnKafka.get(), "nothing held, nothing waits on Kafka");
+  }
+
+  /** Nor is a stall whose leases all settled: the next one, with rows held again, is said too. */
+  @Test
+  void aStallIsSaidAgainAfterOneWhoseLeasesAllSettled() {
+    long mark = LogCapture.get().mark();
+    f.add("eu", "m1", "a");
+    long token = f.claimIntoLedger().get(0).lease().token();
+    time.sleep(4001); // over half a lease without a poll or an acknowledgement
+    renewer.renewIfDue();
+    f.ledger.resolve("m1", token); // its record acknowledged after all
+    time.sleep(2000);
+    renewer.renewIfDue();
+
+    renewer.taskPolled();
+    renewer.pollReturned();
+    f.add("eu", "m2", "b");
+    f.claimIntoLedger();
+    time.sleep(4001);
+    renewer.renewIfDue();
+    assertEquals(
+        2,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=TASK_UNRESPONSIVE"))
+            .size());
+  }
+
+  /** A producer whose sends wait on Kafka for ever, as Connect's do in a broker outage. */
+  private static KafkaProducer<byte[], byte[]> producerWithoutBroker() {
+    Map<String, Object> config = new HashMap<>();
+    config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1"); // no broker answers
+    config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.MAX_VALUE); // as Connect sets it
+    config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    return new KafkaProducer<>(config);
+  }
+
+  /** A task thread that polled and now waits in a send until {@code producer} is closed. */
+  private Thread sendingWithoutBroker(KafkaProducer<byte[], byte[]> producer) {
+    Thread task =
+        new Thread(
+            () -> {
+              renewer.taskPolled();
+              renewer.pollReturned(); // Connect sends the poll's records
+              try {
+                producer.send(new ProducerRecord<>("orders", new byte[] {1}));
+              } catch (RuntimeException e) { // NOPMD: the producer is closed under it
+              }
+            },
+            "task-thread");
+    task.start();
+    await().until(() -> ProducerWait.isWaitingOnKafka(task));
+    return task;
   }
 
   /** Once a stalled task thread polls again its leases are renewed within a second. */
