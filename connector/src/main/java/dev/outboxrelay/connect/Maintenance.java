@@ -117,7 +117,12 @@ final class Maintenance {
     try {
       lag = store.lag(config.instanceKeys());
       parked = store.countParked(config.instanceKeys());
-    } catch (OutboxStoreException e) { // NOPMD: the database is away; lag-ms keeps ageing
+    } catch (OutboxStoreException e) {
+      if (!e.isRetriable()) {
+        scheduleNextRead(startMs);
+        throw e; // as a count's: a privilege revoked meanwhile is not the database being away
+      }
+      // The database is away: lag-ms keeps ageing.
       metrics.databaseErrors.incrementAndGet();
       notRead = " (reason=" + e.reasonCode() + ")";
     }

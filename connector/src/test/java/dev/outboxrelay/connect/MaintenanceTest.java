@@ -153,6 +153,29 @@ class MaintenanceTest {
     assertEquals(1, metrics.databaseErrors.get(), "a count the database failed: an error");
   }
 
+  /** A read after a count that timed out fails the task with an error retrying cannot fix. */
+  @Test
+  void aPermanentFailureOfTheLagReadAloneFailsTheCall() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "m1", "a");
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "inspect");
+    store.inspectsFail = true;
+    store.beforeLag =
+        () -> {
+          store.failure =
+              new OutboxStoreException(
+                  OutboxStoreException.Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", "lag");
+          store.failing = true; // the privilege revoked between the two reads
+        };
+    Maintenance maintenance = new Maintenance(store, f.config, new RelayMetrics(time), time, true);
+
+    OutboxStoreException thrown = assertThrows(OutboxStoreException.class, maintenance::runIfDue);
+    assertEquals("42501", thrown.sqlState());
+  }
+
   /**
    * A count that fails still refreshes the parked rows (by their own index): the shipped
    * parked-rows alert reads them, and rows parked while counting kept failing went unseen.
