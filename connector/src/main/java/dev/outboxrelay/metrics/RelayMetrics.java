@@ -130,7 +130,14 @@ public final class RelayMetrics {
   public synchronized void register(
       PluginMetricsSource source, boolean readsBacklog, String connector, int task) {
     Registration asked = new Registration(source, readsBacklog, connector, task);
-    if (!tryRegister(asked)) {
+    boolean registered;
+    try {
+      registered = tryRegister(asked);
+    } catch (RuntimeException e) { // NOPMD: metrics must never fail the task, nor its start
+      notExposed(e);
+      return;
+    }
+    if (!registered) {
       log.warn(
           "Metrics of an earlier instance of this task are still registered; this instance runs"
               + " without exposing its metrics, and tries again every {} s"
@@ -163,11 +170,7 @@ public final class RelayMetrics {
     try {
       registered = tryRegister(asked);
     } catch (RuntimeException e) { // NOPMD: metrics must never fail the task's poll
-      waitingRegistration = null;
-      log.warn(
-          "Metrics of this task not exposed: registering them failed (reason=METRICS_NAME_TAKEN,"
-              + " error={}); not tried again until the task restarts",
-          e.getClass().getName());
+      notExposed(e);
       return;
     }
     if (registered) {
@@ -177,6 +180,20 @@ public final class RelayMetrics {
       waitingRegistration = asked; // the failed attempt's unregister() forgot it
       nextRegistrationMs = time.hiResClockMs() + REGISTRATION_RETRY.toMillis();
     }
+  }
+
+  /**
+   * Registering failed for another reason than names taken (a JMX error, a metric the worker
+   * refused): what was registered before the failure goes, the task's own bean with it (left, it
+   * would take the names of every later instance), and the task runs without exposed metrics.
+   */
+  private void notExposed(RuntimeException e) {
+    unregister();
+    log.warn(
+        "Metrics of this task not exposed: registering them failed"
+            + " (reason=METRICS_REGISTRATION_FAILED, error={}); not tried again until the task"
+            + " restarts",
+        e.getClass().getName());
   }
 
   /**

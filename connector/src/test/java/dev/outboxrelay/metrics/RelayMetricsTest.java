@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.SteppableTime;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
@@ -18,6 +19,7 @@ import javax.management.ObjectName;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.JmxReporter;
 import org.apache.kafka.common.metrics.KafkaMetricsContext;
+import org.apache.kafka.common.metrics.MetricValueProvider;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.utils.MockTime;
@@ -276,6 +278,41 @@ class RelayMetricsTest {
     metrics.backlogReadFailed();
     time.sleep(600_000);
     assertEquals(0, metrics.lagMs(), "no row waited at the last reading");
+    metrics.unregister();
+  }
+
+  /**
+   * A registration that fails for another reason than names taken neither fails the task's start
+   * nor leaves behind what it registered before the failure: thrown from start(), it failed the
+   * task over metrics, and what it left took the names of every later instance.
+   */
+  @Test
+  void aRegistrationThatFailsLeavesNothingRegisteredAndDoesNotThrow() {
+    long mark = LogCapture.get().mark();
+    int[] added = {0};
+    RelayMetrics metrics = new RelayMetrics();
+    metrics.register(
+        () ->
+            new PluginMetricsImpl(registry, Map.of("connector", "orders", "task", "0")) {
+              @Override
+              public void addMetric(MetricName name, MetricValueProvider<?> provider) {
+                if (++added[0] > 3) {
+                  throw new IllegalStateException("refused");
+                }
+                super.addMetric(name, provider);
+              }
+            },
+        true,
+        "orders",
+        0);
+
+    assertEquals(4, added[0], "three registered before the failure");
+    assertNull(value("claimed-total"), "removed again");
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=METRICS_REGISTRATION_FAILED"))
+            .size());
     metrics.unregister();
   }
 
