@@ -54,6 +54,16 @@ final class ConnectorRegistration {
           file
               + " must look like {\"name\": \"...\", \"config\": {...}} (a POST /connectors body)");
     }
+    if (!Redaction.jdbcUrl(jdbcUrl).equals(jdbcUrl)) {
+      // Connect stores the config in its config topic and shows it at GET
+      // /connectors/<name>/config: the password stays a ${env:...} reference. Not repeated here.
+      throw new StackException(
+          "the connector's JDBC URL (--connector-jdbc-url, else --jdbc-url) carries a password,"
+              + " which Connect would store in the connector's config and show through its REST"
+              + " API: remove it from the URL and set "
+              + StackOptions.DB_PASSWORD_ENV
+              + " instead");
+    }
     configOut.setAll((ObjectNode) config);
     configOut.put("connection.url", jdbcUrl);
     configOut.put("connection.user", user);

@@ -28,11 +28,31 @@ final class EmbeddedPostgresServer {
   private final Console console;
   private final SpawnGate gate;
 
+  /**
+   * How long zonky waits for the server to accept connections: its 10 s default is too little for a
+   * first start on a loaded machine.
+   */
+  static final Duration STARTUP_WAIT = Duration.ofSeconds(60);
+
+  /** How zonky's exception begins when it stopped waiting for a start that goes on. */
+  private static final String ZONKY_GAVE_UP = "Gave up waiting for server to start";
+
+  /** How long a start that zonky gave up on is given to write its postmaster.pid. */
+  private static final Duration PID_FILE_WAIT = Duration.ofSeconds(10);
+
+  private final Duration startupWait;
+
   EmbeddedPostgresServer(StateDir state, int port, Console console, SpawnGate gate) {
+    this(state, port, console, gate, STARTUP_WAIT);
+  }
+
+  EmbeddedPostgresServer(
+      StateDir state, int port, Console console, SpawnGate gate, Duration startupWait) {
     this.state = state;
     this.port = port;
     this.console = console;
     this.gate = gate;
+    this.startupWait = startupWait;
   }
 
   Database start() {
@@ -56,17 +76,19 @@ final class EmbeddedPostgresServer {
               .setDataDirectory(state.postgresData())
               .setCleanDataDirectory(false)
               .setRegisterShutdownHook(false)
-              // zonky waits 10 s by default: too little for a first start on a loaded machine,
-              // which it then gives up on while the server goes on starting, without a pid file.
-              .setPGStartupWait(Duration.ofSeconds(60))
+              .setPGStartupWait(startupWait)
               .setServerConfig("listen_addresses", Ports.LOOPBACK)
-              // Its defaults trade durability for speed; a relay demo should not.
+              // Its defaults trade durability for speed (it starts the server with -F, fsync
+              // off); a relay demo should not.
+              .setServerConfig("fsync", "on")
+              .setServerConfig("full_page_writes", "on")
               .setServerConfig("synchronous_commit", "on")
               .setServerConfig("max_connections", "100")
               .setOutputRedirector(Redirect.appendTo(log.toFile()))
               .setErrorRedirector(Redirect.appendTo(log.toFile()))
               .start();
     } catch (IOException | RuntimeException e) {
+      recordPidOfGivenUpStart(String.valueOf(e.getMessage()).startsWith(ZONKY_GAVE_UP));
       throw new StackException(
           "embedded PostgreSQL did not start: "
               + e.getMessage()
@@ -78,6 +100,26 @@ final class EmbeddedPostgresServer {
     }
     state.writePid(Component.POSTGRES, postmasterPid());
     return postgres;
+  }
+
+  /**
+   * zonky gives up waiting for a slow start without stopping the server, which goes on starting:
+   * its pid is recorded once it has one, so that the failed start's clean-up (and {@code down})
+   * stops it. Without, it ran on with no pid file, holding the port, and its data directory was
+   * deleted under it.
+   */
+  private void recordPidOfGivenUpStart(boolean givenUp) {
+    Path pidFile = state.postgresData().resolve("postmaster.pid");
+    try {
+      Waiter.until(
+          "postmaster.pid",
+          givenUp ? PID_FILE_WAIT : Duration.ZERO,
+          () -> Files.exists(pidFile),
+          () -> {});
+      state.writePid(Component.POSTGRES, postmasterPid());
+    } catch (StackException | java.io.UncheckedIOException e) {
+      // No server is starting (it failed outright, and a postmaster removes its pid file).
+    }
   }
 
   static String jdbcUrl(int port) {

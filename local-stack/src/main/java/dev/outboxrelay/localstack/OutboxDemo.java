@@ -49,6 +49,24 @@ final class OutboxDemo {
    *     launcher's view under docker compose)
    */
   void run(Path connectorConfig, String connectorJdbcUrl) {
+    try {
+      runSteps(connectorConfig, connectorJdbcUrl);
+    } catch (StackException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      // A migration refused (no CREATE privilege, a newer schema), a Kafka client's error: said
+      // as the demo's failure (exit 1, the services left running), not a stack trace (exit 2).
+      // Flyway's messages may quote the JDBC URL: a password in it is masked.
+      throw new StackException(
+          "the demo failed: "
+              + e.getClass().getSimpleName()
+              + ": "
+              + Redaction.jdbcUrl(String.valueOf(e.getMessage())),
+          e);
+    }
+  }
+
+  private void runSteps(Path connectorConfig, String connectorJdbcUrl) {
     DataSource dataSource = database.dataSource();
     Optional<String> legacy = new DemoSchema(dataSource, console).prepare();
     ConnectorRegistration.Registered connector =

@@ -90,6 +90,55 @@ class DemoTest {
         said);
   }
 
+  /**
+   * The connector's JDBC URL goes into its config, which Connect stores and shows at GET
+   * /connectors/<name>/config: one carrying a password is refused, and the password not repeated.
+   */
+  @Test
+  void aConnectorJdbcUrlCarryingAPasswordIsRefused() {
+    Path file = RepoFiles.file("config/local-connector.json");
+    for (String url :
+        List.of(
+            "jdbc:postgresql://h/outbox?user=app&password=s3cret",
+            "jdbc:postgresql://h/outbox?sslpassword=s3cret",
+            "jdbc:postgresql://app:s3cret@h/outbox")) {
+      ObjectNode config = ConnectRest.JSON.createObjectNode();
+      StackException e =
+          assertThrows(
+              StackException.class,
+              () ->
+                  ConnectorRegistration.prepare(file, url, "app", Delivery.AT_LEAST_ONCE, config));
+      assertTrue(e.getMessage().contains("carries a password"), e.getMessage());
+      assertTrue(e.getMessage().contains("LOCAL_STACK_DB_PASSWORD"), e.getMessage());
+      assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
+      assertEquals(0, config.size(), "nothing prepared");
+    }
+  }
+
+  /**
+   * A failure that is not the launcher's own (the migration's, a Kafka client's) is the demo's
+   * failure, exit 1 with the services left running, not an unexpected one (exit 2, a stack trace);
+   * a password in its message is masked.
+   */
+  @Test
+  void aFailureOfTheMigrationIsTheDemosFailure() {
+    String url = "jdbc:postgresql://127.0.0.1:" + Ports.anyFree() + "/outbox?password=s3cret";
+    OutboxDemo demo =
+        new OutboxDemo(
+            new Console(new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)),
+            new Database(url, "postgres", java.util.Optional.empty(), false),
+            new ConnectRest("http://127.0.0.1:1"),
+            "127.0.0.1:1",
+            Delivery.AT_LEAST_ONCE);
+
+    StackException e =
+        assertThrows(
+            StackException.class,
+            () -> demo.run(RepoFiles.file("config/local-connector.json"), url));
+    assertTrue(e.getMessage().startsWith("the demo failed: "), e.getMessage());
+    assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
+  }
+
   @Test
   void anUnchangedConnectorIsSaidToBeUnchanged() {
     Path file = RepoFiles.file("config/local-connector.json");

@@ -2,6 +2,8 @@ package dev.outboxrelay.localstack;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -9,6 +11,10 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -44,6 +50,13 @@ class EmbeddedPostgresStopTest {
 
     try (Connection session = database.dataSource().getConnection()) {
       assertTrue(session.isValid(5));
+      for (String durable : List.of("fsync", "full_page_writes", "synchronous_commit")) {
+        try (Statement show = session.createStatement();
+            ResultSet r = show.executeQuery("SHOW " + durable)) {
+          r.next();
+          assertEquals("on", r.getString(1), durable + ": zonky's default trades durability");
+        }
+      }
 
       StackProcesses.stop(state, running, console);
 
@@ -54,5 +67,25 @@ class EmbeddedPostgresStopTest {
       assertFalse(session.isValid(5), "the session outlived the server");
     }
     assertEquals(Map.of(), StackProcesses.running(state));
+  }
+
+  /**
+   * A start zonky gave up waiting for goes on (zonky does not stop it): its pid is recorded, so
+   * that the failed start's clean-up and {@code down} stop it. Without, the server ran on with no
+   * pid file, holding the port, and its data directory was deleted under it.
+   */
+  @Test
+  void aStartGivenUpOnLeavesThePidOfTheServerStillStarting() {
+    state = new StateDir(root);
+    state.createLayout();
+    EmbeddedPostgresServer server =
+        new EmbeddedPostgresServer(
+            state, Ports.anyFree(), console, SpawnGate.open(), Duration.ofMillis(1));
+
+    StackException e = assertThrows(StackException.class, server::start);
+    assertTrue(e.getMessage().startsWith("embedded PostgreSQL did not start"), e.getMessage());
+    Long pid = StackProcesses.running(state).get(Component.POSTGRES);
+    assertNotNull(pid, "the pid of the server still starting");
+    assertTrue(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
   }
 }
