@@ -8,7 +8,7 @@
 #   benchmark/compare.sh [-n PAIRS] REV_A REV_B [benchmark flags...]
 #
 # REV_A and REV_B are git revisions; WORKTREE is the working tree with its uncommitted changes
-# (tracked files). Every flag after them goes to both benchmarks, e.g.
+# (new files too, but for those .gitignore names). Every flag after them goes to both benchmarks, e.g.
 #
 #   benchmark/compare.sh HEAD WORKTREE --scenarios database,drain --tasks 2 --runs 3
 #
@@ -35,12 +35,16 @@ root=$(git rev-parse --show-toplevel)
 work="$root/benchmark/target/compare/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$work"
 
-# A revision's tree as a commit: WORKTREE becomes a commit object of the tracked files as they are.
-commit_of() {
+# A revision's tree: WORKTREE becomes a tree object of the working tree's files as they are,
+# written through a copy of the index (git stash create left out new files, and built HEAD when
+# they were the only change, reported as WORKTREE all the same).
+tree_of() {
   if [[ "$1" == "WORKTREE" ]]; then
-    local stash
-    stash=$(git -C "$root" stash create)
-    echo "${stash:-$(git -C "$root" rev-parse HEAD)}"
+    local index
+    index=$(mktemp)
+    cp "$(git -C "$root" rev-parse --git-path index)" "$index"
+    (cd "$root" && GIT_INDEX_FILE="$index" git add -A && GIT_INDEX_FILE="$index" git write-tree)
+    rm -f "$index"
   else
     git -C "$root" rev-parse --verify "$1^{commit}"
   fi
@@ -48,8 +52,9 @@ commit_of() {
 
 build() { # label revision
   local label=$1 commit
-  commit=$(commit_of "$2")
+  commit=$(tree_of "$2")
   echo "building $label = $2 ($commit)"
+  echo "- $label: $2 = $commit" >> "$work/builds.md"
   mkdir -p "$work/src-$label" "$work/jar-$label"
   git -C "$root" archive "$commit" | tar -x -C "$work/src-$label"
   (cd "$work/src-$label" && mvn ${MVN_FLAGS:--B -q -Dstyle.color=never} -pl benchmark -am package -DskipTests)
@@ -94,6 +99,10 @@ first_report() { # invocation directory
 # the latency table where the invocation ran latency.
 {
   echo "# $rev_a (A) vs $rev_b (B), $pairs alternating pairs (A B, B A, ...), flags: $*"
+  echo
+  echo "Builds (commit, or for WORKTREE the tree it was built from):"
+  echo
+  cat "$work/builds.md"
   echo
   for line in ${failed[@]+"${failed[@]}"}; do
     echo "- $line"

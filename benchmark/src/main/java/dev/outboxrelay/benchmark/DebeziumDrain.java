@@ -153,6 +153,7 @@ final class DebeziumDrain {
         }
         long done = System.nanoTime();
         meter.relayDone();
+        reader.readToEnd(options.runTimeout);
         connect.requireHealthy(name);
         double seconds = (done - start) / 1e9;
         double firstRowSeconds = (reader.firstArrivalNanos() - start) / 1e9;

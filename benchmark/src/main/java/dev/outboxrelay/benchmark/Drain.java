@@ -146,6 +146,7 @@ final class Drain {
         long done = System.nanoTime();
         meter.relayDone();
         onResume.accept(false);
+        reader.readToEnd(options.runTimeout);
         double seconds = (done - start) / 1e9;
         TransactionCost.Result transactions =
             exactlyOnce

@@ -186,9 +186,10 @@ final class Latency {
           connect.requireHealthy(name);
           LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
         }
-        reader.close();
         double pgCpuSeconds = pg.cpuSeconds() - pgCpuStart;
         long claims = claimCalls(url);
+        reader.readToEnd(Duration.ofMinutes(2)); // duplicates counted to the topic's end
+        reader.close();
         long[] latencies = new long[measuredRows];
         long[] inserts = new long[measuredRows];
         for (int i = 0; i < measuredRows; i++) {

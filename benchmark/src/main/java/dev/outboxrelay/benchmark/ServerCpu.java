@@ -42,10 +42,26 @@ final class ServerCpu {
     if (postmaster < 0) {
       return Double.NaN;
     }
-    long[] own = stat(postmaster);
-    if (own == null) {
-      return Double.NaN;
+    // A backend reaped between the postmaster's reading and the scan of its children would be in
+    // neither: read again while the postmaster's reaped children's time moved meanwhile.
+    for (int attempt = 0; attempt < 10; attempt++) {
+      long[] own = stat(postmaster);
+      if (own == null) {
+        return Double.NaN;
+      }
+      double seconds = withChildren(own);
+      long[] after = stat(postmaster);
+      if (after == null || Double.isNaN(seconds)) {
+        return Double.NaN;
+      }
+      if (after[3] == own[3] && after[4] == own[4]) {
+        return seconds;
+      }
     }
+    return Double.NaN; // connections closing all the time: no consistent reading
+  }
+
+  private double withChildren(long[] own) {
     long ticks = own[1] + own[2] + own[3] + own[4];
     try (Stream<Path> processes = Files.list(Path.of("/proc"))) {
       for (Path p : (Iterable<Path>) processes::iterator) {

@@ -5,7 +5,10 @@ import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -20,7 +23,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * arrival time of each row's first copy.
  */
 final class TopicReader implements AutoCloseable {
-  private final KafkaConsumer<byte[], byte[]> consumer;
+  private final Consumer<byte[], byte[]> consumer;
+  private final List<TopicPartition> assigned = new ArrayList<>();
+  private volatile CountDownLatch endAsked;
+  private Map<TopicPartition, Long> endOffsets; // the reader thread's own
   private final BitSet seen;
   private final long[] lastSequence;
   private final long[] arrivalNanos;
@@ -65,24 +71,25 @@ final class TopicReader implements AutoCloseable {
       boolean recordArrivals,
       boolean checkOrder,
       boolean readCommitted) {
-    consumer =
-        new KafkaConsumer<>(
-            Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                bootstrap,
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                "earliest",
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
-                false,
-                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
-                5_000,
-                ConsumerConfig.FETCH_MIN_BYTES_CONFIG,
-                1,
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                readCommitted ? "read_committed" : "read_uncommitted"),
-            new ByteArrayDeserializer(),
-            new ByteArrayDeserializer());
-    List<TopicPartition> assigned = new ArrayList<>();
+    this(
+        consumer(bootstrap, readCommitted),
+        topic,
+        partitions,
+        rows,
+        aggregates,
+        recordArrivals,
+        checkOrder);
+  }
+
+  TopicReader(
+      Consumer<byte[], byte[]> consumer,
+      String topic,
+      int partitions,
+      int rows,
+      int aggregates,
+      boolean recordArrivals,
+      boolean checkOrder) {
+    this.consumer = consumer;
     for (int p = 0; p < partitions; p++) {
       assigned.add(new TopicPartition(topic, p));
     }
@@ -99,16 +106,42 @@ final class TopicReader implements AutoCloseable {
     thread.start();
   }
 
+  private static Consumer<byte[], byte[]> consumer(String bootstrap, boolean readCommitted) {
+    return new KafkaConsumer<>(
+        Map.of(
+            ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+            bootstrap,
+            ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+            "earliest",
+            ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+            false,
+            ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+            5_000,
+            ConsumerConfig.FETCH_MIN_BYTES_CONFIG,
+            1,
+            ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+            readCommitted ? "read_committed" : "read_uncommitted"),
+        new ByteArrayDeserializer(),
+        new ByteArrayDeserializer());
+  }
+
   private void run() {
     try {
       while (running) {
-        ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
-        if (records.isEmpty()) {
-          continue;
+        CountDownLatch asked = endAsked;
+        if (asked != null && endOffsets == null) {
+          // The last stable offsets under read_committed: what a consumer can ever read.
+          endOffsets = consumer.endOffsets(assigned);
         }
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
         long now = System.nanoTime();
         for (ConsumerRecord<byte[], byte[]> r : records) {
           accept(r.value(), now);
+        }
+        if (asked != null && atEnd()) {
+          endOffsets = null;
+          endAsked = null;
+          asked.countDown();
         }
       }
     } catch (WakeupException e) {
@@ -159,6 +192,38 @@ final class TopicReader implements AutoCloseable {
   long foreign() {
     check();
     return foreign.get();
+  }
+
+  /**
+   * Returns once the reader has read every record the topic held when asked: the run's last row
+   * arriving is not the topic's end (a second copy may follow on another partition), and duplicates
+   * and order violations read before it could miss copies. Call outside the timed window, before
+   * {@link #duplicates} and {@link #orderViolations}.
+   */
+  void readToEnd(Duration timeout) throws InterruptedException {
+    CountDownLatch asked = new CountDownLatch(1);
+    endAsked = asked;
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!asked.await(100, TimeUnit.MILLISECONDS)) {
+      check();
+      if (!thread.isAlive() || System.nanoTime() > deadline) {
+        throw new IllegalStateException("the topic reader did not reach the topic's end in time");
+      }
+    }
+  }
+
+  /** Whether a {@link #readToEnd} waits now (a test's hook). */
+  boolean endAsked() {
+    return endAsked != null;
+  }
+
+  private boolean atEnd() {
+    for (TopicPartition tp : assigned) {
+      if (consumer.position(tp) < endOffsets.get(tp)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   long duplicates() {
