@@ -271,7 +271,12 @@ class MigrateAndSchemaSqlTest {
     Cli.Result upToV2 = new Cli().run("schema-sql");
     db.exec(upToV2.out().substring(0, upToV2.out().indexOf("-- V3__")));
     String upgrade = new Cli().run("schema-sql", "--after-version", "2").out();
-    assertTrue(upgrade.contains("SET LOCAL lock_timeout = '5s';\n-- outbox-relay"), upgrade);
+    assertTrue(
+        upgrade.contains(
+            "SET LOCAL lock_timeout = '5s';\n"
+                + SchemaScript.inTransactionGuard()
+                + "-- outbox-relay"),
+        upgrade);
 
     try (Connection reader = db.dataSource.getConnection()) {
       reader.setAutoCommit(false);
@@ -298,6 +303,33 @@ class MigrateAndSchemaSqlTest {
 
     db.exec(upgrade);
     assertWorkingOutbox("outbox");
+  }
+
+  /**
+   * Applied statement by statement outside a transaction (psql -f without -1), where SET LOCAL only
+   * warns, a migration stops before its first change instead of waiting for its locks without
+   * limit.
+   */
+  @Test
+  void schemaSqlRunOutsideATransactionStopsBeforeItsFirstChange() throws SQLException {
+    String script = new Cli().run("schema-sql").out();
+    String header = "SET LOCAL lock_timeout = '5s';\n" + SchemaScript.inTransactionGuard();
+    assertTrue(script.contains(header), script);
+
+    try (Connection c = db.dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(true);
+      s.execute("SET LOCAL lock_timeout = '5s'"); // a warning, and no effect
+      SQLException stopped =
+          assertThrows(SQLException.class, () -> s.execute(SchemaScript.inTransactionGuard()));
+      assertEquals("P0001", stopped.getSQLState());
+      assertTrue(stopped.getMessage().contains("inside a transaction"), stopped::getMessage);
+
+      c.setAutoCommit(false);
+      s.execute("SET LOCAL lock_timeout = '5s'");
+      s.execute(SchemaScript.inTransactionGuard()); // inside one: it passes
+      c.rollback();
+    }
   }
 
   @Test

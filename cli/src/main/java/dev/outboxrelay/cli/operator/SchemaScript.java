@@ -90,7 +90,8 @@ public final class SchemaScript {
         -- and do not use `outbox-relay-cli migrate` on it. Each migration waits at most %s
         -- for a lock (SET LOCAL, so inside its transaction only), as `migrate` does: a long
         -- transaction on the table cannot make the application's inserts queue behind it. One
-        -- that gives up (SQLState 55P03) changed nothing: run it again.
+        -- that gives up (SQLState 55P03) changed nothing: run it again. Run outside a
+        -- transaction, a migration stops at its first statement (SQLState P0001).
         """
             .formatted(LOCK_TIMEOUT));
     for (Migration migration : selected) {
@@ -98,10 +99,23 @@ public final class SchemaScript {
       out.append("-- ").append(migration.fileName()).append('\n');
       out.append(RULE).append('\n');
       out.append("SET LOCAL lock_timeout = '").append(LOCK_TIMEOUT).append("';\n");
+      out.append(inTransactionGuard());
       String sql = fill(migration.sql(), values, migration.fileName());
       out.append(sql.stripTrailing()).append('\n');
     }
     return out.toString();
+  }
+
+  /**
+   * Stops a script run outside transactions (psql -f without -1, a tool in autocommit): there SET
+   * LOCAL only warns, and each statement would wait for its lock without limit while the
+   * application's inserts queue behind it, or a migration of several statements be applied in part.
+   */
+  public static String inTransactionGuard() {
+    return "DO $$ BEGIN IF current_setting('lock_timeout') <> '"
+        + LOCK_TIMEOUT
+        + "' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET"
+        + " LOCAL lock_timeout did not take)'; END IF; END $$;\n";
   }
 
   private static String postgresDuration(Duration d) {
