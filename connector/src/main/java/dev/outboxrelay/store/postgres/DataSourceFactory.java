@@ -129,15 +129,13 @@ public final class DataSourceFactory {
   }
 
   /**
-   * Credentials and what every connection of the connector sets. The server's DETAIL is left out of
-   * the driver's messages: it can quote row values (a duplicate key's), and HikariCP logs the
-   * message of an error that breaks a connection at WARN, outside the connector's control.
+   * Credentials and what every connection of the connector sets (and {@link DriverDataSource}
+   * leaves the server's DETAIL out of the driver's messages, whatever the URL says).
    */
   private static Properties driverProperties(String user, Password password, String application) {
     Properties props = new Properties();
     props.setProperty("ApplicationName", application);
     props.setProperty("tcpKeepAlive", "true");
-    props.setProperty("logServerErrorDetail", "false");
     if (user != null) {
       props.setProperty("user", user);
     }

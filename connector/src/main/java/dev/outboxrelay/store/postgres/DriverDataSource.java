@@ -39,7 +39,13 @@ final class DriverDataSource extends AbstractDataSource {
     this.properties = new Properties();
     this.properties.putAll(defaults);
     this.properties.putAll(urlParameters(jdbcUrl));
+    // Whatever the URL says (one copied from another service's may turn it on): the server's
+    // DETAIL can quote row values (a duplicate key's, a failing row's payload and headers), and
+    // HikariCP logs the message of an error that breaks a connection, outside the relay's control.
+    this.properties.setProperty(LOG_SERVER_ERROR_DETAIL, "false");
   }
+
+  static final String LOG_SERVER_ERROR_DETAIL = "logServerErrorDetail";
 
   /**
    * The query parameters of {@code jdbcUrl}, decoded; empty without a query string.

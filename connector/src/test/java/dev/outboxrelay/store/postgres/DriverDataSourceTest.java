@@ -2,6 +2,7 @@ package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
@@ -26,6 +27,26 @@ class DriverDataSourceTest {
         ResultSet rs = s.executeQuery("SHOW application_name")) {
       rs.next();
       assertEquals("from url", rs.getString(1));
+    }
+  }
+
+  /**
+   * The server's DETAIL stays out of the driver's messages even where the URL asks for it: it
+   * quotes row values (here a duplicate key's), and HikariCP logs such messages.
+   */
+  @Test
+  void theServersDetailStaysOutWhateverTheUrlSays() throws SQLException {
+    String url = Postgres.freshDatabase("driverdetail") + "?logServerErrorDetail=true";
+    Properties defaults = new Properties();
+    defaults.setProperty("user", Postgres.user());
+    try (Connection c = new DriverDataSource(url, defaults).getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE t (id text PRIMARY KEY)");
+      s.execute("INSERT INTO t VALUES ('SENTINEL-2')");
+      SQLException duplicate =
+          assertThrows(SQLException.class, () -> s.execute("INSERT INTO t VALUES ('SENTINEL-2')"));
+      assertEquals("23505", duplicate.getSQLState());
+      assertFalse(duplicate.getMessage().contains("SENTINEL"), duplicate.getMessage());
     }
   }
 
