@@ -42,8 +42,8 @@ tree_of() {
   if [[ "$1" == "WORKTREE" ]]; then
     local index
     index=$(mktemp)
-    cp "$(git -C "$root" rev-parse --git-path index)" "$index"
-    (cd "$root" && GIT_INDEX_FILE="$index" git add -A && GIT_INDEX_FILE="$index" git write-tree)
+    (cd "$root" && cp "$(git rev-parse --git-path index)" "$index" \
+      && GIT_INDEX_FILE="$index" git add -A && GIT_INDEX_FILE="$index" git write-tree)
     rm -f "$index"
   else
     git -C "$root" rev-parse --verify "$1^{commit}"
@@ -53,8 +53,17 @@ tree_of() {
 build() { # label revision
   local label=$1 commit
   commit=$(tree_of "$2")
+  if [[ -z "$commit" ]]; then
+    echo "could not resolve $2 to a tree" >&2
+    exit 1
+  fi
   echo "building $label = $2 ($commit)"
   echo "- $label: $2 = $commit" >> "$work/builds.md"
+  if [[ "$2" == "WORKTREE" ]]; then
+    # New files go into the build (and into .git/objects): name them, so a stray one is seen.
+    git -C "$root" ls-files -o --exclude-standard | sed 's/^/  new file in WORKTREE: /'
+    git -C "$root" ls-files -o --exclude-standard | sed 's/^/  - new file: /' >> "$work/builds.md"
+  fi
   mkdir -p "$work/src-$label" "$work/jar-$label"
   git -C "$root" archive "$commit" | tar -x -C "$work/src-$label"
   (cd "$work/src-$label" && mvn ${MVN_FLAGS:--B -q -Dstyle.color=never} -pl benchmark -am package -DskipTests)

@@ -7,13 +7,14 @@
 -- for a lock (SET LOCAL, so inside its transaction only), as `migrate` does: a long
 -- transaction on the table cannot make the application's inserts queue behind it. One
 -- that gives up (SQLState 55P03) changed nothing: run it again. Run outside a
--- transaction, a migration stops at its first statement (SQLState P0001).
+-- transaction, each migration fails at its first statement (SQLState P0001); psql
+-- stops there only with ON_ERROR_STOP: psql -1 -v ON_ERROR_STOP=1 -f <this file>.
 
 -- ----------------------------------------------------------------------------
 -- V1__outbox_table.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 1: the outbox table, its relay state and the indexes the claim needs.
 -- The table name comes from the connector's outbox.table setting (Flyway placeholders).
 
@@ -87,7 +88,7 @@ CREATE INDEX "outbox_parked_idx"
 -- V2__instance_key_ownership.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 2: every new row has an owner, and an owner never changes.
 --
 -- Rows written before this version may have no instance key. They are legacy rows that predate
@@ -117,7 +118,7 @@ CREATE TRIGGER "outbox_instance_key_immutable"
 -- V3__insert_notification.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 3: wake the relay when rows commit, instead of waiting for a poll.
 --
 -- One notification per inserting statement and instance key, delivered when the transaction
@@ -146,7 +147,7 @@ CREATE TRIGGER "outbox_notify_inserted"
 -- V4__active_seq_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 4: claims find the oldest due rows without walking retained rows.
 --
 -- The claim and lag statements filter by instance_key = ANY (...) and ORDER BY seq, which the
@@ -165,7 +166,7 @@ CREATE INDEX IF NOT EXISTS "outbox_active_seq_idx"
 -- V5__notify_switch.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 5: the insert notification can be switched off without DDL.
 --
 -- PostgreSQL serializes the commits of transactions that sent a notification, so with the
@@ -195,7 +196,7 @@ $$;
 -- V6__drop_unused_active_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 6: one index entry less per inserted and per claimed row.
 --
 -- Since version 4 no statement reads the (instance_key, seq) index of version 1: claims and the lag
@@ -211,7 +212,7 @@ DROP INDEX IF EXISTS "outbox_active_idx";
 -- V7__hot_claims.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 7: claims, renewals and retries become HOT updates, and a published
 -- row no longer keeps its payload.
 --
@@ -272,7 +273,7 @@ ALTER TABLE "outbox" SET (fillfactor = 45);
 -- V8__exactly_once_positions.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 8: what an exactly-once claim remembers (docs/design.md,
 -- "Exactly-once").
 --
@@ -293,7 +294,7 @@ ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS claim_batch BIGINT;
 -- V9__published_log.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 9: publishing moves a row out of the outbox into a narrow published
 -- log (docs/design.md, "The published log").
 --
@@ -356,7 +357,7 @@ ALTER TABLE "outbox_published" REPLICA IDENTITY FULL;
 -- V10__published_log_hash_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 10: the published log finds a message id through a hash index.
 --
 -- Every publish writes an entry into the log and one into each of its indexes. The message-id
@@ -380,7 +381,7 @@ DROP INDEX IF EXISTS "outbox_published_id_idx";
 -- V11__published_log_hash_index_valid.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 11: the published log's hash index of message ids is valid.
 --
 -- Version 10 creates that index IF NOT EXISTS, so that operators of a large log can build it
@@ -407,7 +408,7 @@ CREATE INDEX IF NOT EXISTS "outbox_published_id_hash"
 -- V12__parked_rows_bounded_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 12: the index of parked rows holds a bounded prefix of the
 -- correlation id.
 --
@@ -444,7 +445,7 @@ DROP INDEX IF EXISTS "outbox_parked_rows_idx";
 -- V13__due_index_by_instance_key.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 13: the due rows are indexed by instance key, then seq.
 --
 -- Version 7 indexed the due rows by seq alone. A claim reads them in seq order up to its limit,
@@ -482,7 +483,7 @@ DROP INDEX IF EXISTS "outbox_due_seq_idx";
 -- V14__parked_index_by_seq.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 14: the parked rows are indexed by instance key, then seq.
 --
 -- The operator CLI's bulk requeue and discard (--all, --correlation-id) change parked rows in
@@ -515,7 +516,7 @@ CREATE INDEX IF NOT EXISTS "outbox_parked_key_seq_idx"
 -- V15__parked_index_by_correlation_and_seq.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF current_setting('lock_timeout') <> '5s' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
 -- outbox-relay schema, version 15: the parked rows' correlation id index also orders by seq.
 --
 -- The operator CLI's requeue and discard by correlation id change parked rows in batches in seq

@@ -143,10 +143,12 @@ final class LeaseRenewer {
     // again.
     lockedReported.retainAll(held.stream().map(HeldLease::messageId).toList());
     if (held.isEmpty()) {
-      // Nothing left to keep or give up: a wait on Kafka or a stall said before is over for the
-      // leases (the gauge stayed at 1, and the next episode went unsaid, until rows were held
-      // again).
-      kafkaWaitEnded();
+      // Nothing left to keep or give up: a stall said before is over for the leases, and so is a
+      // wait on Kafka unless the thread still waits there (its leases lost meanwhile): the gauge
+      // stayed at 1, and the next episode went unsaid, until rows were held again.
+      if (!ProducerWait.isWaitingOnKafka(taskThread)) {
+        kafkaWaitEnded();
+      }
       stallReported = false;
       recovered();
       return Set.of();

@@ -199,6 +199,32 @@ class LeaseRenewerTest {
     assertEquals(0, f.metrics.waitingOnKafka.get(), "nothing held, nothing waits on Kafka");
   }
 
+  /**
+   * But a thread that still waits on Kafka with its leases all lost meanwhile (the database back
+   * before Kafka, other tasks took its rows) still shows: nothing would set the gauge again.
+   */
+  @Test
+  void aWaitOnKafkaWhoseLeasesWereAllLostStillShows() throws Exception {
+    f.add("eu", "m1", "a");
+    long token = f.claimIntoLedger().get(0).lease().token();
+    try (KafkaProducer<byte[], byte[]> producer = producerWithoutBroker()) {
+      Thread task = sendingWithoutBroker(producer);
+      time.sleep(4001);
+      renewer.renewIfDue();
+      assertEquals(1, f.metrics.waitingOnKafka.get());
+
+      f.ledger.markLost("m1", token); // found lost by a renewal: no longer held
+      time.sleep(2000);
+      renewer.renewIfDue();
+      assertEquals(1, f.metrics.waitingOnKafka.get(), "it still waits on Kafka");
+      producer.close(Duration.ZERO);
+      task.join(10_000);
+    }
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(0, f.metrics.waitingOnKafka.get(), "no longer");
+  }
+
   /** Nor is a stall whose leases all settled: the next one, with rows held again, is said too. */
   @Test
   void aStallIsSaidAgainAfterOneWhoseLeasesAllSettled() {

@@ -88,7 +88,9 @@ final class EmbeddedPostgresServer {
               .setErrorRedirector(Redirect.appendTo(log.toFile()))
               .start();
     } catch (IOException | RuntimeException e) {
-      recordPidOfGivenUpStart(String.valueOf(e.getMessage()).startsWith(ZONKY_GAVE_UP));
+      if (String.valueOf(e.getMessage()).startsWith(ZONKY_GAVE_UP)) {
+        recordPidOfGivenUpStart();
+      }
       throw new StackException(
           "embedded PostgreSQL did not start: "
               + e.getMessage()
@@ -108,17 +110,23 @@ final class EmbeddedPostgresServer {
    * stops it. Without, it ran on with no pid file, holding the port, and its data directory was
    * deleted under it.
    */
-  private void recordPidOfGivenUpStart(boolean givenUp) {
-    Path pidFile = state.postgresData().resolve("postmaster.pid");
+  private void recordPidOfGivenUpStart() {
+    long[] pid = {0};
     try {
-      Waiter.until(
-          "postmaster.pid",
-          givenUp ? PID_FILE_WAIT : Duration.ZERO,
-          () -> Files.exists(pidFile),
-          () -> {});
-      state.writePid(Component.POSTGRES, postmasterPid());
-    } catch (StackException | java.io.UncheckedIOException e) {
-      // No server is starting (it failed outright, and a postmaster removes its pid file).
+      // Until the file holds a pid: the postmaster creates it, then writes it.
+      Waiter.until("postmaster.pid", PID_FILE_WAIT, () -> (pid[0] = readPid()) > 0, () -> {});
+      state.writePid(Component.POSTGRES, pid[0]);
+    } catch (StackException e) {
+      // No server is starting after all (it failed, and a postmaster removes its pid file).
+    }
+  }
+
+  /** The postmaster's pid from its postmaster.pid, or 0 while there is none to read. */
+  private long readPid() {
+    try {
+      return postmasterPid();
+    } catch (StackException e) {
+      return 0;
     }
   }
 

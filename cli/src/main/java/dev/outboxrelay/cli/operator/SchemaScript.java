@@ -91,7 +91,8 @@ public final class SchemaScript {
         -- for a lock (SET LOCAL, so inside its transaction only), as `migrate` does: a long
         -- transaction on the table cannot make the application's inserts queue behind it. One
         -- that gives up (SQLState 55P03) changed nothing: run it again. Run outside a
-        -- transaction, a migration stops at its first statement (SQLState P0001).
+        -- transaction, each migration fails at its first statement (SQLState P0001); psql
+        -- stops there only with ON_ERROR_STOP: psql -1 -v ON_ERROR_STOP=1 -f <this file>.
         """
             .formatted(LOCK_TIMEOUT));
     for (Migration migration : selected) {
@@ -112,9 +113,10 @@ public final class SchemaScript {
    * application's inserts queue behind it, or a migration of several statements be applied in part.
    */
   public static String inTransactionGuard() {
-    return "DO $$ BEGIN IF current_setting('lock_timeout') <> '"
-        + LOCK_TIMEOUT
-        + "' THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET"
+    return "DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout')"
+        + " <> "
+        + SchemaMigrator.DEFAULT_LOCK_TIMEOUT.toMillis()
+        + " THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET"
         + " LOCAL lock_timeout did not take)'; END IF; END $$;\n";
   }
 
