@@ -39,6 +39,9 @@ final class ClaimLoop {
   /** Pages of the backlog a stop reads at most to release a lost claim's rows. */
   static final int STOP_RELEASE_PAGES = 10;
 
+  /** Pages of a lost claim's release that one claim reads at most before poll() returns. */
+  static final int RELEASE_PAGES_PER_CLAIM = 4;
+
   /** The reason code of rows released after their claim's result was lost. */
   static final String CLAIM_RESULT_LOST = "CLAIM_RESULT_LOST";
 
@@ -78,9 +81,6 @@ final class ClaimLoop {
 
   /** The task is stopping: a release of a lost claim's rows on the task thread reads no more. */
   private volatile boolean stopping;
-
-  /** {@link #stopping}, as the release asks it before each page (made once, not per claim). */
-  private final BooleanSupplier stopRequested = () -> stopping;
 
   /**
    * Rows of a claim that committed and that the task did not use: giving back its rows past the
@@ -161,8 +161,14 @@ final class ClaimLoop {
     if (ledger.isFull(settings) || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }
-    if (!releaseUnconfirmedClaim(stopRequested)) {
-      return ClaimResult.EMPTY; // stopping: the stop reads on, a few pages at most
+    LostClaimRelease release = lostClaim;
+    int pagesBefore = release == null ? 0 : release.pagesRead();
+    if (!releaseUnconfirmedClaim(
+        () -> stopping || release.pagesRead() - pagesBefore >= RELEASE_PAGES_PER_CLAIM)) {
+      // Stopping (the stop reads on, a few pages at most), or a few pages read: the next poll
+      // reads on at once (readsOnAtOnce). Connect stops a task once poll() returned, so a release
+      // through a backlog of millions in one poll held its stop back past the graceful timeout.
+      return ClaimResult.EMPTY;
     }
     giveBackUnusedClaim();
     if (exactlyOnce != null) {
@@ -509,6 +515,15 @@ final class ClaimLoop {
     if (!releaseUnconfirmedClaim(() -> release.pagesRead() - start >= STOP_RELEASE_PAGES)) {
       warnReleaseCut();
     }
+  }
+
+  /**
+   * Whether the release of a lost claim's rows has pages left to read now (the claim ended on the
+   * server): the next claim reads on at once, with no idle wait before it.
+   */
+  boolean readsOnAtOnce() {
+    LostClaimRelease release = lostClaim;
+    return release != null && release.claimEnded() && !stopping;
   }
 
   /** A stop came before the release of a lost claim's rows ended. */

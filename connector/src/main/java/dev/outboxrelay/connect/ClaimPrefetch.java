@@ -36,7 +36,11 @@ import org.slf4j.MDC;
 final class ClaimPrefetch implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ClaimPrefetch.class);
 
-  /** A claim's positioned records, and how many rows it claimed (some may be parked instead). */
+  /**
+   * A claim's positioned records, and how many rows it claimed (some may be parked instead), one
+   * more where it made other progress (rows parked over their budget, a lost claim's release with
+   * pages left): the next claim then starts ahead.
+   */
   record Batch(RecordHandoff.Positioned positioned, int claimed) {
     static final Batch EMPTY = new Batch(RecordHandoff.Positioned.EMPTY, 0);
 

@@ -195,6 +195,14 @@ public class OutboxSourceTask extends SourceTask {
       idle.claimed(claimed.claimed().size(), runtime.claims().fullBatch());
       List<SourceRecord> records = runtime.handoff().toRecords(claimed.claimed());
       if (records.isEmpty()) {
+        if (!claimed.exhausted().isEmpty() || runtime.claims().readsOnAtOnce()) {
+          // Rows parked over their budget (maybe more to park: an abandoned-row probe parks one at
+          // a time), or a lost claim's release with pages left: progress. Claimed again at once:
+          // waiting as after an empty claim, each such claim doubled the wait, up to
+          // poll.interval.ms, while due rows waited.
+          idle.claimedRows();
+          return null;
+        }
         pause.start(idle.nextWait());
         return null;
       }
@@ -224,6 +232,11 @@ public class OutboxSourceTask extends SourceTask {
       }
       pause.start(config.settings().pollInterval());
       throw new RetriableException("outbox-relay: " + e.getMessage());
+    } catch (RetriableException e) {
+      // Exactly once, the committed offsets unreadable (Kafka away, the offsets topic refused):
+      // Connect polls again at once, and a read that failed fast was tried again in a tight loop.
+      pause.start(config.settings().pollInterval());
+      throw e;
     }
   }
 
@@ -234,8 +247,12 @@ public class OutboxSourceTask extends SourceTask {
   private ClaimPrefetch.Batch claimBatch() {
     ClaimResult claimed = runtime.claims().next();
     metrics.claimed.addAndGet(claimed.claimed().size());
+    // Rows parked over their budget, and a lost claim's release with pages left, are progress
+    // too: the next claim starts ahead, not after a wait as after an empty claim.
+    boolean progressed = !claimed.exhausted().isEmpty() || runtime.claims().readsOnAtOnce();
     return new ClaimPrefetch.Batch(
-        runtime.handoff().position(claimed.claimed()), claimed.claimed().size());
+        runtime.handoff().position(claimed.claimed()),
+        claimed.claimed().size() + (progressed ? 1 : 0));
   }
 
   /**

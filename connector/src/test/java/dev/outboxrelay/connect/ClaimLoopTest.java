@@ -12,6 +12,7 @@ import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.store.UnheldPage;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.SteppableTime;
 import java.lang.reflect.Proxy;
@@ -360,6 +361,43 @@ class ClaimLoopTest {
       assertEquals(MessageStatus.PENDING, f.store.find(id).orElseThrow().status(), id);
     }
     assertEquals(5, f.metrics.unconfirmedReleased.get());
+  }
+
+  /**
+   * A release reads a few pages per claim, not the whole backlog: Connect stops a task only once
+   * poll() returned, and a release through millions of rows in one poll held the stop back past its
+   * graceful timeout. The next claim reads on, and says so (no idle wait before it).
+   */
+  @Test
+  void aReleaseReadsAFewPagesPerClaimAndTheNextReadsOn() {
+    RuntimeFixture f = twoKeysBacklog();
+    int[] pages = {0};
+    OutboxStore store =
+        losingAClaimsResult(
+            f,
+            new boolean[] {true},
+            (name, args) -> {},
+            (name, args) -> {
+              if (name.equals("releaseUnheld") && args[0].equals("eu") && pages[0] < 10) {
+                pages[0]++; // a backlog of ten full pages of eu's, none of them the claim's
+                return new UnheldPage(List.of(), (Long) args[4], true); // where it began
+              }
+              return null;
+            });
+    ClaimLoop loop = loop(f, store);
+    assertThrows(OutboxStoreException.class, loop::next); // all five leased, the result lost
+
+    assertTrue(loop.next().isEmpty());
+    assertEquals(ClaimLoop.RELEASE_PAGES_PER_CLAIM, pages[0], "a few pages, then poll() returns");
+    assertTrue(loop.readsOnAtOnce());
+    assertTrue(loop.next().isEmpty());
+    assertEquals(2 * ClaimLoop.RELEASE_PAGES_PER_CLAIM, pages[0]);
+    List<String> claimed = new ArrayList<>();
+    while (loop.readsOnAtOnce()) {
+      claimed.addAll(ids(loop.next())); // the one that ends the release claims on
+    }
+    assertEquals(5, f.metrics.unconfirmedReleased.get(), "every row of the lost claim");
+    assertEquals(List.of("e1", "e2", "u1", "u2", "u3"), sorted(claimed));
   }
 
   /**

@@ -111,6 +111,11 @@ class ExactlyOnceTaskTest {
   /** When set, {@code markFailed} counts the first down and waits for the second before it runs. */
   private volatile CountDownLatch[] parkPause;
 
+  /** While set, reading the committed offsets fails at once (the offsets topic refused). */
+  private volatile boolean offsetsUnreadable;
+
+  private final AtomicInteger offsetReads = new AtomicInteger();
+
   private OutboxSourceTask task;
   private Time time = Time.SYSTEM;
   private final AtomicInteger storeCloses = new AtomicInteger();
@@ -128,6 +133,22 @@ class ExactlyOnceTaskTest {
     if (task != null) {
       task.stop();
     }
+  }
+
+  /**
+   * Committed offsets that cannot be read are read again after a pause, not at once: Connect polls
+   * again right after a retriable failure, and a read that failed fast spun in a tight loop.
+   */
+  @Test
+  void unreadableCommittedOffsetsAreReadAgainAfterAPauseNotAtOnce() throws Exception {
+    offsetsUnreadable = true;
+    start(Map.of("poll.interval.ms", "600000"));
+    assertEquals(1, offsetReads.get(), "read as the epoch was taken, in vain");
+
+    assertThrows(RetriableException.class, task::poll);
+    assertEquals(2, offsetReads.get());
+    assertNull(task.poll(), "pausing");
+    assertEquals(2, offsetReads.get(), "not read again before the pause ends");
   }
 
   @Test
@@ -1357,7 +1378,23 @@ class ExactlyOnceTaskTest {
 
     @Override
     public OffsetStorageReader offsetStorageReader() {
-      return committedOffsets.reader();
+      OffsetStorageReader reader = committedOffsets.reader();
+      return new OffsetStorageReader() {
+        @Override
+        public <T> Map<String, Object> offset(Map<String, T> partition) {
+          return offsets(List.of(partition)).get(partition);
+        }
+
+        @Override
+        public <T> Map<Map<String, T>, Map<String, Object>> offsets(
+            java.util.Collection<Map<String, T>> partitions) {
+          offsetReads.incrementAndGet();
+          if (offsetsUnreadable) {
+            throw new org.apache.kafka.connect.errors.ConnectException("offsets topic refused");
+          }
+          return reader.offsets(partitions);
+        }
+      };
     }
 
     @Override

@@ -528,6 +528,27 @@ class OutboxSourceTaskTest {
     assertEquals(1, task.metrics().exhausted.get());
   }
 
+  /**
+   * A claim that only parked rows over their budget made progress: the next claim runs at once.
+   * Taken for an empty claim, it was followed by the idle wait (here the whole poll interval),
+   * doubling after each such claim, while due rows waited.
+   */
+  @Test
+  void aClaimThatOnlyParkedRowsIsFollowedByTheNextClaimAtOnce() {
+    add("eu", "a1", "a", "{}".getBytes());
+    ClaimRequest earlier = new ClaimRequest("earlier", Set.of("eu"), 1, LEASE, 10, true);
+    for (int i = 0; i < 2; i++) {
+      var m = store.claim(earlier).claimed().get(0);
+      store.retryLater("a1", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+    }
+    add("eu", "b1", "b", "{}".getBytes());
+    startTask(Map.of("max.attempts", "2", "claim.batch.size", "1", "poll.interval.ms", "600000"));
+
+    assertEquals(List.of(), messageIds(task.poll()), "a1 parked, nothing claimed");
+    assertEquals(MessageStatus.EXHAUSTED, status("a1"));
+    assertEquals(List.of("b1"), messageIds(task.poll()));
+  }
+
   /** A row due before {@code deadline}, claimed by a task whose host clock reads {@code worker}. */
   private List<SourceRecord> pollWithDeadlineAndWorkerClock(Instant deadline, Instant worker) {
     store.enqueue(
