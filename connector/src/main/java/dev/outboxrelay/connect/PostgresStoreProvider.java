@@ -10,6 +10,7 @@ import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.store.postgres.SchemaNotManagedException;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
 import java.sql.Connection;
@@ -60,6 +61,11 @@ final class PostgresStoreProvider implements StoreProvider {
     } catch (MigrationInProgressException e) {
       throw new OutboxStoreException(
           OutboxStoreException.Kind.TRANSIENT, MIGRATION_IN_PROGRESS, null, MIGRATE);
+    } catch (SchemaNotManagedException e) {
+      // Validation refuses this; a table created after it (the application's own tool), or a
+      // restore without the history, reaches here.
+      throw new OutboxStoreException(
+          OutboxStoreException.Kind.SCHEMA, SCHEMA_NOT_MANAGED, null, MIGRATE);
     } catch (FlywayException e) {
       throw failure(e, MIGRATE);
     }

@@ -27,6 +27,9 @@ interface StoreProvider {
   /** The table's schema is older than this build relays: it would fail after sending. */
   String SCHEMA_TOO_OLD = "SCHEMA_TOO_OLD";
 
+  /** A {@link #migrate} found the table without an outbox-relay schema history: nothing done. */
+  String SCHEMA_NOT_MANAGED = "SCHEMA_NOT_MANAGED";
+
   /** Opens the store (a pool is created lazily: the database may still be down). */
   OutboxStore open(OutboxSourceConfig config, String poolName);
 

@@ -33,6 +33,12 @@ final class TaskFailures {
       return "; reading the table's schema version needs SELECT on its schema history"
           + " (<table>_schema_history; docs/deployment.md)";
     }
+    if (StoreProvider.SCHEMA_NOT_MANAGED.equals(e.reasonCode())) {
+      return "; outbox.table exists without an outbox-relay schema history"
+          + " (<table>_schema_history), so the task does not migrate it: set"
+          + " schema.migrate.on.start=false and keep the table current with your own migration"
+          + " tool (outbox-relay-cli schema-sql --after-version N)";
+    }
     if (StoreProvider.SCHEMA_MIGRATION_FAILED.equals(e.reasonCode())) {
       return "; Flyway's error code says why: read the table's schema history (<table>_schema_history:"
           + " SELECT version, checksum, success FROM it) against the migrations of this version"

@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -12,6 +13,7 @@ import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
@@ -82,6 +84,40 @@ class MigrationOnStartTest {
       assertEquals(
           List.of(),
           LogCapture.get().matching(mark, e -> e.message().contains("reason=INVALID_INDEX")));
+    }
+  }
+
+  /**
+   * A table another tool keeps (created after validation, or restored without its history) is
+   * refused before Flyway runs: Flyway recorded a baseline at version 0 and then failed on the
+   * existing table (42P07), a generic error at every restart, and the table then looked
+   * relay-managed at a version it never had.
+   */
+  @Test
+  void aTableWithoutASchemaHistoryIsRefusedAndLeftAsItWas() throws Exception {
+    String url = Postgres.freshDatabase("unmanaged_table");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("CREATE TABLE outbox (seq bigserial PRIMARY KEY, message_id text NOT NULL)");
+      }
+
+      OutboxStoreException e =
+          assertThrows(
+              OutboxStoreException.class,
+              () -> new PostgresStoreProvider().migrate(migratingOnStart(url)));
+
+      assertEquals("outbox store migrate failed: SCHEMA_NOT_MANAGED", e.getMessage());
+      assertFalse(e.isRetriable());
+      assertTrue(
+          TaskFailures.of(e).getMessage().contains("set schema.migrate.on.start=false"),
+          () -> TaskFailures.of(e).getMessage());
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT to_regclass('outbox_schema_history') IS NULL")) {
+        rs.next();
+        assertTrue(rs.getBoolean(1), "no schema history written");
+      }
     }
   }
 

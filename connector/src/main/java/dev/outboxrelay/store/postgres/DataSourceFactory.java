@@ -195,12 +195,18 @@ public final class DataSourceFactory {
    * transactions would end Flyway's lock transaction (open for the whole run) or a long migration
    * half-way, at every retry. Session settings, as these connections serve migrations only and
    * close after them; behind a pooler in transaction mode they may not hold (its own limits apply),
-   * and each migration's transaction lifts them again (MigrationTimeoutsCallback).
+   * and each migration's transaction lifts them again (MigrationTimeoutsCallback). Without those
+   * timeouts, the server's TCP keepalives end the session of a migrator whose host died or was cut
+   * off within about two minutes (60 s idle, then 6 probes 10 s apart): with the system's defaults,
+   * about two hours, its lock held and every other task waiting meanwhile.
    */
   public static final String MIGRATION_SESSION =
       "SELECT set_config('idle_in_transaction_session_timeout', '0', false),"
           + " CASE WHEN current_setting('server_version_num')::int >= 170000"
-          + " THEN set_config('transaction_timeout', '0', false) END";
+          + " THEN set_config('transaction_timeout', '0', false) END,"
+          + " set_config('tcp_keepalives_idle', '60', false),"
+          + " set_config('tcp_keepalives_interval', '10', false),"
+          + " set_config('tcp_keepalives_count', '6', false)";
 
   /** As {@link #unpooled(ConnectionSettings, String)}, each connection running {@code setup}. */
   public static DataSource unpooled(

@@ -67,6 +67,7 @@ public final class SchemaMigrator {
    * three connections of the data source at once.
    *
    * @throws MigrationInProgressException another session is migrating this table; nothing changed
+   * @throws SchemaNotManagedException the table exists without a schema history; nothing changed
    */
   public int migrate() {
     return exclusively(null);
@@ -85,9 +86,24 @@ public final class SchemaMigrator {
     // Three connections for the duration: the lock's and Flyway's two (its transactional lock, the
     // default, keeps the history table's work apart from the migrations').
     try (MigrationLock lock = MigrationLock.take(dataSource, table)) {
+      // Under the lock: a migration that created the table committed its history with it.
+      if (currentVersion().isEmpty() && tableExists()) {
+        throw new SchemaNotManagedException(table);
+      }
       return flyway(target).migrate().migrationsExecuted;
     } catch (SQLException e) {
       throw new FlywayException("could not take the migration lock", e);
+    }
+  }
+
+  private boolean tableExists() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+      ps.setString(1, table.qualified());
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
     }
   }
 

@@ -17,6 +17,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -202,6 +203,34 @@ class DataSourceFactoryTest {
                 DataSourceFactory.MIGRATION_SESSION)
             .getConnection()) {
       assertEquals(0, c.getNetworkTimeout());
+    }
+  }
+
+  /**
+   * Nor the server's idle and transaction timeouts, so the server's TCP keepalives end a dead
+   * migrator's session (its lock with it) within minutes, not the system's two hours.
+   */
+  @Test
+  void migrationSessionsAreEndedSoonAfterTheirClientDies() throws SQLException {
+    OutboxSourceConfig config =
+        config(Postgres.jdbcUrl("postgres"), Map.of("connection.user", Postgres.user()));
+    try (Connection c =
+            DataSourceFactory.unpooled(
+                    config.connectionSettings(),
+                    "outbox-relay-migrate",
+                    DataSourceFactory.MIGRATION_SESSION)
+                .getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT current_setting('tcp_keepalives_idle'),"
+                    + " current_setting('tcp_keepalives_interval'),"
+                    + " current_setting('tcp_keepalives_count'),"
+                    + " inet_client_addr() IS NOT NULL")) {
+      rs.next();
+      assertTrue(rs.getBoolean(4), "a TCP connection: the settings apply");
+      assertEquals(
+          List.of("60", "10", "6"), List.of(rs.getString(1), rs.getString(2), rs.getString(3)));
     }
   }
 
