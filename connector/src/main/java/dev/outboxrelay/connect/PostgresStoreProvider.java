@@ -9,6 +9,7 @@ import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
+import dev.outboxrelay.store.postgres.RelayPrivileges;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SchemaNotManagedException;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -17,6 +18,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Supplier;
@@ -73,13 +75,50 @@ final class PostgresStoreProvider implements StoreProvider {
 
   @Override
   public void checkSchema(OutboxSourceConfig config) {
-    OutboxTable table = config.table();
     // The task's pool (its statement timeout) once open; a migration's connections otherwise.
     DataSource source =
         dataSource != null
             ? dataSource
             : DataSourceFactory.unpooled(
                 config.connectionSettings(), DataSourceFactory.APPLICATION_NAME);
+    checkVersion(config, source);
+    requirePrivileges(config, source);
+  }
+
+  /**
+   * The role may do what a task does, as validation checked: a grant revoked since (a worker
+   * restarted after it) failed the first publish after Kafka had the batch, and every restart sent
+   * it again. Checked before the first claim, it fails the task having sent nothing.
+   */
+  private static void requirePrivileges(OutboxSourceConfig config, DataSource source) {
+    OutboxTable table = config.table();
+    List<String> lacks = new ArrayList<>();
+    try (Connection c = source.getConnection()) {
+      List<String> outbox = RelayPrivileges.missingOnOutbox(c, table);
+      if (!outbox.isEmpty()) {
+        lacks.add(String.join(" ", outbox) + " on the outbox table");
+      }
+      List<String> log =
+          RelayPrivileges.missingOnPublishedLog(
+              c, table, config.keepsPublishedLog(), config.retention().isPresent());
+      if (!log.isEmpty()) {
+        lacks.add(String.join(" ", log) + " on its published log");
+      }
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, CHECK_PRIVILEGES);
+    }
+    if (!lacks.isEmpty()) {
+      throw new OutboxStoreException(
+          OutboxStoreException.Kind.PERMISSION,
+          "DB_PERMISSION_DENIED",
+          null,
+          CHECK_PRIVILEGES,
+          "lacks " + String.join("; ", lacks));
+    }
+  }
+
+  private static void checkVersion(OutboxSourceConfig config, DataSource source) {
+    OutboxTable table = config.table();
     Optional<String> version;
     try {
       version =

@@ -24,6 +24,9 @@ interface StoreProvider {
   /** The operation a failed {@link #checkSchema} names in its {@link OutboxStoreException}. */
   String CHECK_SCHEMA = "check-schema";
 
+  /** ... and the one it names when the role lacks a privilege a task uses. */
+  String CHECK_PRIVILEGES = "check-privileges";
+
   /** The table's schema is older than this build relays: it would fail after sending. */
   String SCHEMA_TOO_OLD = "SCHEMA_TOO_OLD";
 
@@ -47,11 +50,13 @@ interface StoreProvider {
    * publish then failed after its records went out (and again after every restart). A table kept by
    * the user's own migration tool (no schema history) must have the published log when the
    * connector keeps one. A newer schema is relayed on (a task of the older release during a rolling
-   * upgrade, whose migrations keep the previous release working), and said. None by default: a
-   * store without a schema.
+   * upgrade, whose migrations keep the previous release working), and said. Then that the role
+   * still has the privileges a task uses (validation checked them when the configuration was made).
+   * None by default: a store without a schema.
    *
    * @throws OutboxStoreException {@link #SCHEMA_TOO_OLD} (the task waits for the migration), or
-   *     classified, its operation {@link #CHECK_SCHEMA}
+   *     classified, its operation {@link #CHECK_SCHEMA}; a privilege missing, {@link
+   *     #CHECK_PRIVILEGES}
    */
   default void checkSchema(OutboxSourceConfig config) {}
 

@@ -13,6 +13,7 @@ import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
 import java.sql.Statement;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -120,6 +121,52 @@ class SchemaCheckTest {
     assertEquals(StoreProvider.SCHEMA_TOO_OLD, e.reasonCode());
     assertEquals(
         "outbox store check-schema failed: SCHEMA_TOO_OLD (no published log, schema version 9)",
+        e.getMessage());
+  }
+
+  /**
+   * A grant revoked since validation fails the task before its first claim, naming what it lacks:
+   * found at the first publish instead, after Kafka had the batch, every restart sent it again.
+   */
+  @Test
+  void aRoleThatLostAPrivilegeIsRefusedBeforeTheFirstClaim() throws Exception {
+    String url = Postgres.freshDatabase("schema_check_privileges");
+    String role = "outbox_relay_revoked";
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, TABLE).migrate();
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '"
+                + role
+                + "') THEN CREATE ROLE "
+                + role
+                + " LOGIN; END IF; END $$");
+        s.execute("GRANT SELECT, UPDATE, DELETE ON outbox TO " + role);
+        s.execute("GRANT SELECT, DELETE ON outbox_published TO " + role); // INSERT revoked
+        s.execute("GRANT SELECT ON outbox_schema_history TO " + role);
+      }
+    }
+    OutboxSourceConfig config =
+        new OutboxSourceConfig(
+            Map.of(
+                "connection.url",
+                url,
+                "connection.user",
+                role,
+                "instance.keys",
+                "orders",
+                "schema.migrate.on.start",
+                "false"));
+
+    OutboxStoreException e =
+        assertThrows(
+            OutboxStoreException.class, () -> new PostgresStoreProvider().checkSchema(config));
+
+    assertEquals(OutboxStoreException.Kind.PERMISSION, e.kind());
+    assertEquals(
+        "outbox store check-privileges failed: DB_PERMISSION_DENIED (lacks INSERT on its"
+            + " published log)",
         e.getMessage());
   }
 }
