@@ -158,6 +158,7 @@ final class ClaimLoop {
   }
 
   private ClaimResult claimNext() {
+    releaseCut = false;
     if (ledger.isFull(settings) || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }
@@ -168,6 +169,7 @@ final class ClaimLoop {
       // Stopping (the stop reads on, a few pages at most), or a few pages read: the next poll
       // reads on at once (readsOnAtOnce). Connect stops a task once poll() returned, so a release
       // through a backlog of millions in one poll held its stop back past the graceful timeout.
+      releaseCut = !stopping && release != null && release.claimEnded();
       return ClaimResult.EMPTY;
     }
     giveBackUnusedClaim();
@@ -522,9 +524,14 @@ final class ClaimLoop {
    * server): the next claim reads on at once, with no idle wait before it.
    */
   boolean readsOnAtOnce() {
-    LostClaimRelease release = lostClaim;
-    return release != null && release.claimEnded() && !stopping;
+    return releaseCut && !stopping;
   }
+
+  /**
+   * The last claim read its share of a lost claim's release, and pages are left: not a claim that
+   * returned at once (the ledger full, renewals failing), whose next poll must wait, or it spun.
+   */
+  private volatile boolean releaseCut;
 
   /** A stop came before the release of a lost claim's rows ended. */
   private void warnReleaseCut() {

@@ -218,7 +218,8 @@ public class OutboxSourceTask extends SourceTask {
             e.reasonCode(),
             e.sqlState(),
             schema.nextAttempt());
-      } else if (StoreProvider.CHECK_SCHEMA.equals(e.operation())) {
+      } else if (StoreProvider.CHECK_SCHEMA.equals(e.operation())
+          || StoreProvider.CHECK_PRIVILEGES.equals(e.operation())) {
         log.warn(
             "Database unavailable while checking the schema version (reason={}, sqlState={});"
                 + " will retry",

@@ -96,13 +96,13 @@ final class PostgresStoreProvider implements StoreProvider {
     try (Connection c = source.getConnection()) {
       List<String> outbox = RelayPrivileges.missingOnOutbox(c, table);
       if (!outbox.isEmpty()) {
-        lacks.add(String.join(" ", outbox) + " on the outbox table");
+        lacks.add(String.join(", ", outbox) + " on the outbox table");
       }
       List<String> log =
           RelayPrivileges.missingOnPublishedLog(
               c, table, config.keepsPublishedLog(), config.retention().isPresent());
       if (!log.isEmpty()) {
-        lacks.add(String.join(" ", log) + " on its published log");
+        lacks.add(String.join(", ", log) + " on its published log");
       }
     } catch (SQLException e) {
       throw SqlStates.classify(e, CHECK_PRIVILEGES);

@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -392,7 +393,22 @@ class ClaimLoopTest {
     assertTrue(loop.readsOnAtOnce());
     assertTrue(loop.next().isEmpty());
     assertEquals(2 * ClaimLoop.RELEASE_PAGES_PER_CLAIM, pages[0]);
-    List<String> claimed = new ArrayList<>();
+    // A claim that reads no page (the ledger full) is no reason to claim again at once: polls
+    // spun meanwhile, with no pause and no database call, for as long as it lasted.
+    for (int i = 0; i < 20; i++) {
+      f.add("eu", "x" + i, "x" + i);
+    }
+    // Held by the ledger, leased to another owner: none of the lost claim's rows.
+    ClaimRequest other =
+        new ClaimRequest("other", Set.of("eu"), 20, Duration.ofMinutes(5), 10, false);
+    f.store.claim(other).claimed().forEach(m -> f.ledger.add(m, null));
+    assertTrue(f.ledger.isFull(f.settings));
+    assertTrue(loop.next().isEmpty());
+    assertEquals(2 * ClaimLoop.RELEASE_PAGES_PER_CLAIM, pages[0], "no page read");
+    assertFalse(loop.readsOnAtOnce(), "the poll waits");
+    f.ledger.heldLeases().forEach(l -> f.ledger.resolve(l.messageId(), l.lease().token()));
+
+    List<String> claimed = new ArrayList<>(ids(loop.next()));
     while (loop.readsOnAtOnce()) {
       claimed.addAll(ids(loop.next())); // the one that ends the release claims on
     }

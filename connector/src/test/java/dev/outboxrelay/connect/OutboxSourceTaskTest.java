@@ -511,14 +511,19 @@ class OutboxSourceTaskTest {
         .build();
   }
 
-  @Test
-  void rowsOverALoweredBudgetAreParkedCountedAndTheirAggregateFlows() {
-    add("eu", "a1", "a", "{}".getBytes());
+  /** A row of aggregate {@code aggregate} that an earlier task tried twice, in vain. */
+  private void addWithTwoAttemptsSpent(String messageId, String aggregate) {
+    add("eu", messageId, aggregate, "{}".getBytes());
     ClaimRequest earlier = new ClaimRequest("earlier", Set.of("eu"), 1, LEASE, 10, true);
     for (int i = 0; i < 2; i++) {
       var m = store.claim(earlier).claimed().get(0);
-      store.retryLater("a1", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+      store.retryLater(messageId, m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
     }
+  }
+
+  @Test
+  void rowsOverALoweredBudgetAreParkedCountedAndTheirAggregateFlows() {
+    addWithTwoAttemptsSpent("a1", "a");
     add("eu", "a2", "a", "{}".getBytes());
     startTask(Map.of("max.attempts", "2"));
 
@@ -535,12 +540,7 @@ class OutboxSourceTaskTest {
    */
   @Test
   void aClaimThatOnlyParkedRowsIsFollowedByTheNextClaimAtOnce() {
-    add("eu", "a1", "a", "{}".getBytes());
-    ClaimRequest earlier = new ClaimRequest("earlier", Set.of("eu"), 1, LEASE, 10, true);
-    for (int i = 0; i < 2; i++) {
-      var m = store.claim(earlier).claimed().get(0);
-      store.retryLater("a1", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
-    }
+    addWithTwoAttemptsSpent("a1", "a");
     add("eu", "b1", "b", "{}".getBytes());
     startTask(Map.of("max.attempts", "2", "claim.batch.size", "1", "poll.interval.ms", "600000"));
 

@@ -9,6 +9,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.store.postgres.SchemaNotManagedException;
 import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -163,6 +164,11 @@ public final class MigrateCommand extends DatabaseCommand {
               + e.table()
               + " (a task with schema.migrate.on.start, or another migrate); nothing was changed:"
               + " run the command again when it has finished");
+    } catch (SchemaNotManagedException e) {
+      // Created or left half-migrated by another tool after the check above.
+      throw CliException.database(
+          "SCHEMA_NOT_MANAGED",
+          e.getMessage() + ": another migration tool keeps it; use schema-sql --after-version");
     } catch (FlywayException e) {
       if (hasSqlException(e)) {
         throw Database.classify(e, "migrate");

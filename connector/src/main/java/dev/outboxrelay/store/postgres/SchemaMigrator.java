@@ -73,10 +73,14 @@ public final class SchemaMigrator {
     return exclusively(null);
   }
 
+  /** The version of the baseline Flyway records in a schema that already holds other tables. */
+  private static final String BASELINE = "0";
+
   /**
    * Migrates up to and including {@code version}; for upgrade tests and staged roll-outs.
    *
    * @throws MigrationInProgressException another session is migrating this table; nothing changed
+   * @throws SchemaNotManagedException the table exists without a schema history; nothing changed
    */
   public int migrateTo(String version) {
     return exclusively(version);
@@ -86,9 +90,12 @@ public final class SchemaMigrator {
     // Three connections for the duration: the lock's and Flyway's two (its transactional lock, the
     // default, keeps the history table's work apart from the migrations').
     try (MigrationLock lock = MigrationLock.take(dataSource, table)) {
-      // Under the lock: a migration that created the table committed its history with it.
-      if (currentVersion().isEmpty() && tableExists()) {
-        throw new SchemaNotManagedException(table);
+      // Under the lock: a migration that created the table committed its history with it. A
+      // history at version 0 beside the table records only Flyway's baseline of a failed attempt
+      // on such a table (version 1 creates the table in the same transaction as its entry).
+      Optional<String> version = currentVersion();
+      if ((version.isEmpty() || BASELINE.equals(version.get())) && tableExists()) {
+        throw new SchemaNotManagedException(table, version.isPresent());
       }
       return flyway(target).migrate().migrationsExecuted;
     } catch (SQLException e) {
@@ -224,7 +231,7 @@ public final class SchemaMigrator {
             // The outbox usually shares a schema with the application's tables: start this
             // table's own history at version 0 rather than refusing a non-empty schema.
             .baselineOnMigrate(true)
-            .baselineVersion("0")
+            .baselineVersion(BASELINE)
             .loggers("slf4j");
     // Only the migrations' statements run under these: Flyway's own lock is an advisory try-lock.
     config.callbacks(new MigrationTimeoutsCallback(lockTimeout));

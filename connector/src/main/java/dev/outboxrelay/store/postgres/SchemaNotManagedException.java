@@ -7,12 +7,16 @@ package dev.outboxrelay.store.postgres;
  * version it never had.
  */
 public final class SchemaNotManagedException extends RuntimeException {
-  SchemaNotManagedException(OutboxTable table) {
+  SchemaNotManagedException(OutboxTable table, boolean baselineOnly) {
     super(
         "outbox table "
             + table
-            + " exists without an outbox-relay schema history ("
-            + table.historyTable()
-            + ")");
+            + (baselineOnly
+                ? " has a schema history ("
+                    + table.historyTable()
+                    + ") that records only a"
+                    + " baseline at version 0, left by a migration that failed on the existing"
+                    + " table: drop that history table"
+                : " exists without an outbox-relay schema history (" + table.historyTable() + ")"));
   }
 }
