@@ -221,8 +221,8 @@ public class OutboxSourceTask extends SourceTask {
       } else if (StoreProvider.CHECK_SCHEMA.equals(e.operation())
           || StoreProvider.CHECK_PRIVILEGES.equals(e.operation())) {
         log.warn(
-            "Database unavailable while checking the schema version (reason={}, sqlState={});"
-                + " will retry",
+            "Database unavailable while checking the schema version and privileges (reason={},"
+                + " sqlState={}); will retry",
             e.reasonCode(),
             e.sqlState());
       } else {

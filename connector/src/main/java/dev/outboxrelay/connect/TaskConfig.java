@@ -21,22 +21,8 @@ record TaskConfig(
   /**
    * Parses the properties Connect hands the task.
    *
-   * @throws ConnectException naming the setting at fault (never its value)
+   * @throws ConnectException naming the setting at fault, not the value Kafka's message quotes
    */
-  /**
-   * Kafka's "Invalid value X for configuration name: why" without X: the task status shows it, and
-   * a value has no place there (validation, which ran first, names the setting the same way).
-   */
-  static String withoutValue(String message) {
-    Matcher m = INVALID_VALUE.matcher(message);
-    return m.matches()
-        ? "invalid value for " + m.group(1) + (m.group(2) == null ? "" : ": " + m.group(2))
-        : message;
-  }
-
-  private static final Pattern INVALID_VALUE =
-      Pattern.compile("Invalid value .* for configuration ([^\\s:]+)(?::\\s(.*))?", Pattern.DOTALL);
-
   static TaskConfig parse(Map<String, String> props) {
     OutboxSourceConfig config;
     try {
@@ -56,4 +42,18 @@ record TaskConfig(
         TaskSettingsFactory.from(config, owner, identity.index(), identity.count()),
         TaskSettingsFactory.mapping(config));
   }
+
+  /**
+   * Kafka's "Invalid value X for configuration name: why" without X: the task status shows it, and
+   * a value has no place there (validation, which ran first, names the setting the same way).
+   */
+  static String withoutValue(String message) {
+    Matcher m = INVALID_VALUE.matcher(message);
+    return m.matches()
+        ? "invalid value for " + m.group(1) + (m.group(2) == null ? "" : ": " + m.group(2))
+        : message;
+  }
+
+  private static final Pattern INVALID_VALUE =
+      Pattern.compile("Invalid value .* for configuration ([^\\s:]+)(?::\\s(.*))?", Pattern.DOTALL);
 }

@@ -35,9 +35,7 @@ final class TaskFailures {
     }
     if (StoreProvider.SCHEMA_NOT_MANAGED.equals(e.reasonCode())) {
       return "; outbox.table exists without an outbox-relay schema history"
-          + " (<table>_schema_history; or with one holding only a baseline at version 0, left by a"
-          + " migration that failed on the table: drop that history), so the task does not"
-          + " migrate it: set"
+          + " (<table>_schema_history), so the task does not migrate it: set"
           + " schema.migrate.on.start=false and keep the table current with your own migration"
           + " tool (outbox-relay-cli schema-sql --after-version N)";
     }

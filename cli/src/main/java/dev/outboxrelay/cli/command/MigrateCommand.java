@@ -165,7 +165,7 @@ public final class MigrateCommand extends DatabaseCommand {
               + " (a task with schema.migrate.on.start, or another migrate); nothing was changed:"
               + " run the command again when it has finished");
     } catch (SchemaNotManagedException e) {
-      // Created or left half-migrated by another tool after the check above.
+      // Created by another tool between the check above and the migration lock.
       throw CliException.database(
           "SCHEMA_NOT_MANAGED",
           e.getMessage() + ": another migration tool keeps it; use schema-sql --after-version");

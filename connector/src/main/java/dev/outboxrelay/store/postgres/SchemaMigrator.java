@@ -90,12 +90,11 @@ public final class SchemaMigrator {
     // Three connections for the duration: the lock's and Flyway's two (its transactional lock, the
     // default, keeps the history table's work apart from the migrations').
     try (MigrationLock lock = MigrationLock.take(dataSource, table)) {
-      // Under the lock: a migration that created the table committed its history with it. A
-      // history at version 0 beside the table records only Flyway's baseline of a failed attempt
-      // on such a table (version 1 creates the table in the same transaction as its entry).
-      Optional<String> version = currentVersion();
-      if ((version.isEmpty() || BASELINE.equals(version.get())) && tableExists()) {
-        throw new SchemaNotManagedException(table, version.isPresent());
+      // Under the lock, so that no migration of ours runs meanwhile: a table ours created has
+      // its history beside it; one without is another tool's, and Flyway would record a baseline
+      // at 0 for it and then fail on the existing table at every attempt.
+      if (currentVersion().isEmpty() && tableExists()) {
+        throw new SchemaNotManagedException(table);
       }
       return flyway(target).migrate().migrationsExecuted;
     } catch (SQLException e) {

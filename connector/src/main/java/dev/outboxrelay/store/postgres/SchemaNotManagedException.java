@@ -7,16 +7,12 @@ package dev.outboxrelay.store.postgres;
  * version it never had.
  */
 public final class SchemaNotManagedException extends RuntimeException {
-  SchemaNotManagedException(OutboxTable table, boolean baselineOnly) {
+  SchemaNotManagedException(OutboxTable table) {
     super(
         "outbox table "
             + table
-            + (baselineOnly
-                ? " has a schema history ("
-                    + table.historyTable()
-                    + ") that records only a"
-                    + " baseline at version 0, left by a migration that failed on the existing"
-                    + " table: drop that history table"
-                : " exists without an outbox-relay schema history (" + table.historyTable() + ")"));
+            + " exists without an outbox-relay schema history ("
+            + table.historyTable()
+            + ")");
   }
 }
