@@ -638,24 +638,17 @@ public final class ConfigValidation {
      * first publish after Kafka had the batch. One error naming every privilege it lacks.
      */
     private void checkPrivileges(HikariDataSource pool, OutboxTable table) throws SQLException {
-      List<String> lacks = new ArrayList<>();
+      List<String> lacks;
       try (Connection c = pool.getConnection()) {
-        List<String> outbox = RelayPrivileges.missingOnOutbox(c, table);
-        if (!outbox.isEmpty()) {
-          lacks.add(String.join(", ", outbox) + " on " + OUTBOX_TABLE_CONFIG);
-        }
         // A log not there yet (migrated at start) lacks nothing.
         Object retention = validValue(values, RETENTION_PUBLISHED_MS_CONFIG);
-        List<String> log =
-            RelayPrivileges.missingOnPublishedLog(
-                c,
-                table,
-                !Long.valueOf(0L).equals(retention),
-                !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER).equals(retention));
-        if (!log.isEmpty()) {
-          lacks.add(
-              String.join(", ", log) + " on its published log " + table.objectName("published"));
-        }
+        lacks =
+            RelayPrivileges.lacking(
+                    c,
+                    table,
+                    !Long.valueOf(0L).equals(retention),
+                    !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER).equals(retention))
+                .named(OUTBOX_TABLE_CONFIG, "its published log " + table.objectName("published"));
       }
       if (!lacks.isEmpty()) {
         error(
@@ -1047,13 +1040,7 @@ public final class ConfigValidation {
 
     private static boolean relationExists(HikariDataSource pool, String qualified)
         throws SQLException {
-      try (Connection c = pool.getConnection();
-          PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
-        ps.setString(1, qualified);
-        try (ResultSet rs = ps.executeQuery()) {
-          return rs.next() && rs.getBoolean(1);
-        }
-      }
+      return SchemaMigrator.relationExists(pool, qualified);
     }
 
     private void reportTableFailure(OutboxStoreException failure) {

@@ -195,11 +195,9 @@ public class OutboxSourceTask extends SourceTask {
       idle.claimed(claimed.claimed().size(), runtime.claims().fullBatch());
       List<SourceRecord> records = runtime.handoff().toRecords(claimed.claimed());
       if (records.isEmpty()) {
-        if (!claimed.exhausted().isEmpty() || runtime.claims().readsOnAtOnce()) {
-          // Rows parked over their budget (maybe more to park: an abandoned-row probe parks one at
-          // a time), or a lost claim's release with pages left: progress. Claimed again at once:
-          // waiting as after an empty claim, each such claim doubled the wait, up to
-          // poll.interval.ms, while due rows waited.
+        if (progressedWithoutRows(claimed)) {
+          // Claimed again at once: waiting as after an empty claim, each such claim doubled the
+          // wait, up to poll.interval.ms, while due rows waited.
           idle.claimedRows();
           return null;
         }
@@ -248,12 +246,19 @@ public class OutboxSourceTask extends SourceTask {
   private ClaimPrefetch.Batch claimBatch() {
     ClaimResult claimed = runtime.claims().next();
     metrics.claimed.addAndGet(claimed.claimed().size());
-    // Rows parked over their budget, and a lost claim's release with pages left, are progress
-    // too: the next claim starts ahead, not after a wait as after an empty claim.
-    boolean progressed = !claimed.exhausted().isEmpty() || runtime.claims().readsOnAtOnce();
+    // The next claim starts ahead after such progress too, not after a wait.
     return new ClaimPrefetch.Batch(
         runtime.handoff().position(claimed.claimed()),
-        claimed.claimed().size() + (progressed ? 1 : 0));
+        claimed.claimed().size() + (progressedWithoutRows(claimed) ? 1 : 0));
+  }
+
+  /**
+   * A claim that leased no row but made progress, to be followed by the next at once: it parked
+   * rows over their budget (maybe more to park: an abandoned-row probe parks one at a time), or
+   * read its share of a lost claim's release, with pages left.
+   */
+  private boolean progressedWithoutRows(ClaimResult claimed) {
+    return !claimed.exhausted().isEmpty() || runtime.claims().readsOnAtOnce();
   }
 
   /**

@@ -15,10 +15,7 @@ import dev.outboxrelay.store.postgres.SchemaNotManagedException;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Supplier;
@@ -91,29 +88,21 @@ final class PostgresStoreProvider implements StoreProvider {
    * it again. Checked before the first claim, it fails the task having sent nothing.
    */
   private static void requirePrivileges(OutboxSourceConfig config, DataSource source) {
-    OutboxTable table = config.table();
-    List<String> lacks = new ArrayList<>();
+    RelayPrivileges.Lacking lacking;
     try (Connection c = source.getConnection()) {
-      List<String> outbox = RelayPrivileges.missingOnOutbox(c, table);
-      if (!outbox.isEmpty()) {
-        lacks.add(String.join(", ", outbox) + " on the outbox table");
-      }
-      List<String> log =
-          RelayPrivileges.missingOnPublishedLog(
-              c, table, config.keepsPublishedLog(), config.retention().isPresent());
-      if (!log.isEmpty()) {
-        lacks.add(String.join(", ", log) + " on its published log");
-      }
+      lacking =
+          RelayPrivileges.lacking(
+              c, config.table(), config.keepsPublishedLog(), config.retention().isPresent());
     } catch (SQLException e) {
       throw SqlStates.classify(e, CHECK_PRIVILEGES);
     }
-    if (!lacks.isEmpty()) {
+    if (!lacking.none()) {
       throw new OutboxStoreException(
           OutboxStoreException.Kind.PERMISSION,
           "DB_PERMISSION_DENIED",
           null,
           CHECK_PRIVILEGES,
-          "lacks " + String.join("; ", lacks));
+          "lacks " + String.join("; ", lacking.named("the outbox table", "its published log")));
     }
   }
 
@@ -163,12 +152,8 @@ final class PostgresStoreProvider implements StoreProvider {
   }
 
   private static boolean exists(DataSource source, String qualified) {
-    try (Connection c = source.getConnection();
-        PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
-      ps.setString(1, qualified);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() && rs.getBoolean(1);
-      }
+    try {
+      return SchemaMigrator.relationExists(source, qualified);
     } catch (SQLException e) {
       throw SqlStates.classify(e, CHECK_SCHEMA);
     }

@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.LongConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -181,16 +182,7 @@ class LeaseRenewerTest {
    */
   @Test
   void aWaitOnKafkaEndsWhenNothingIsHeldAnyMore() throws Exception {
-    f.add("eu", "m1", "a");
-    long token = f.claimIntoLedger().get(0).lease().token();
-    try (KafkaProducer<byte[], byte[]> producer = producerWithoutBroker()) {
-      Thread task = sendingWithoutBroker(producer);
-      time.sleep(4001); // over half a lease without a poll or an acknowledgement
-      renewer.renewIfDue();
-      assertEquals(1, f.metrics.waitingOnKafka.get());
-      producer.close(Duration.ZERO);
-      task.join(10_000);
-    }
+    long token = whileWaitingOnKafka(lease -> {});
 
     f.ledger.resolve("m1", token); // sent, acknowledged, its outcome written
     renewer.taskPolled();
@@ -205,24 +197,35 @@ class LeaseRenewerTest {
    */
   @Test
   void aWaitOnKafkaWhoseLeasesWereAllLostStillShows() throws Exception {
+    whileWaitingOnKafka(
+        token -> {
+          f.ledger.markLost("m1", token); // found lost by a renewal: no longer held
+          time.sleep(2000);
+          renewer.renewIfDue();
+          assertEquals(1, f.metrics.waitingOnKafka.get(), "it still waits on Kafka");
+        });
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(0, f.metrics.waitingOnKafka.get(), "no longer");
+  }
+
+  /**
+   * m1 held while the task thread waits on Kafka for over half a lease (said by the gauge), then
+   * {@code meanwhile} with m1's lease token, before the wait ends. Returns that token.
+   */
+  private long whileWaitingOnKafka(LongConsumer meanwhile) throws Exception {
     f.add("eu", "m1", "a");
     long token = f.claimIntoLedger().get(0).lease().token();
     try (KafkaProducer<byte[], byte[]> producer = producerWithoutBroker()) {
       Thread task = sendingWithoutBroker(producer);
-      time.sleep(4001);
+      time.sleep(4001); // over half a lease without a poll or an acknowledgement
       renewer.renewIfDue();
       assertEquals(1, f.metrics.waitingOnKafka.get());
-
-      f.ledger.markLost("m1", token); // found lost by a renewal: no longer held
-      time.sleep(2000);
-      renewer.renewIfDue();
-      assertEquals(1, f.metrics.waitingOnKafka.get(), "it still waits on Kafka");
+      meanwhile.accept(token);
       producer.close(Duration.ZERO);
       task.join(10_000);
     }
-    time.sleep(2000);
-    renewer.renewIfDue();
-    assertEquals(0, f.metrics.waitingOnKafka.get(), "no longer");
+    return token;
   }
 
   /** Nor is a stall whose leases all settled: the next one, with rows held again, is said too. */

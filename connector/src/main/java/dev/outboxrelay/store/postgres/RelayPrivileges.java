@@ -77,6 +77,34 @@ public final class RelayPrivileges {
     return missing(c, table.qualifiedPublishedLog(), needed);
   }
 
+  /** What the role lacks of what a task needs, on the outbox table and on its published log. */
+  public record Lacking(List<String> onOutbox, List<String> onLog) {
+    public boolean none() {
+      return onOutbox.isEmpty() && onLog.isEmpty();
+    }
+
+    /** "UPDATE, DELETE on {@code outbox}", "INSERT on {@code log}": the tables that lack any. */
+    public List<String> named(String outbox, String log) {
+      List<String> named = new ArrayList<>();
+      if (!onOutbox.isEmpty()) {
+        named.add(String.join(", ", onOutbox) + " on " + outbox);
+      }
+      if (!onLog.isEmpty()) {
+        named.add(String.join(", ", onLog) + " on " + log);
+      }
+      return named;
+    }
+  }
+
+  /**
+   * Both of {@link #missingOnOutbox} and {@link #missingOnPublishedLog}: what validation and a
+   * task's start check.
+   */
+  public static Lacking lacking(Connection c, OutboxTable table, boolean logs, boolean retention)
+      throws SQLException {
+    return new Lacking(missingOnOutbox(c, table), missingOnPublishedLog(c, table, logs, retention));
+  }
+
   private static List<String> missing(Connection c, String qualified, List<String> needed)
       throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(MISSING.jdbc())) {

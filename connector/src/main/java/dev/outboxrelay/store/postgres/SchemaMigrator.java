@@ -103,12 +103,19 @@ public final class SchemaMigrator {
   }
 
   private boolean tableExists() throws SQLException {
-    try (Connection c = dataSource.getConnection();
+    return relationExists(dataSource, table.qualified());
+  }
+
+  /**
+   * Whether {@code qualified} (quoted as {@link OutboxTable} quotes names) names a table or index.
+   * to_regclass takes the name as a bind parameter: nothing user-supplied in SQL.
+   */
+  public static boolean relationExists(DataSource source, String qualified) throws SQLException {
+    try (Connection c = source.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
-      ps.setString(1, table.qualified());
+      ps.setString(1, qualified);
       try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getBoolean(1);
+        return rs.next() && rs.getBoolean(1);
       }
     }
   }
