@@ -1,12 +1,11 @@
 package dev.outboxrelay.connect;
 
-import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.writer.Printable;
-import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.concurrent.ConcurrentLinkedDeque;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -14,10 +13,13 @@ import org.slf4j.LoggerFactory;
 /**
  * Exactly once: where Kafka committed the dead-letter records of rows parked before their batches
  * left, recorded in those rows at the next poll (an operator tells a row with a copy from one
- * without by it: {@code discard --dead-lettered}). Task thread only: Connect acknowledges an
- * exactly-once record on it, after its transaction committed. A position is what an operator reads,
- * not what delivery needs: one that cannot be written is dropped with a line in the log, the row
- * stays parked without it (as one whose transaction aborted), and nothing waits on it.
+ * without by it: {@code discard --dead-lettered}). Written on the task thread, where Connect
+ * acknowledges an exactly-once record after its transaction committed; {@link #stop} comes from
+ * Connect's stopping thread. A position is what an operator reads, not what delivery needs: one
+ * that cannot be written is dropped with a line in the log, the row stays parked without it (as one
+ * whose transaction aborted), and nothing waits on it. So are those still waiting when the task
+ * stops (the last transaction's, usually): no poll comes to write them, and a write in stop() could
+ * hold Connect's stop for a statement timeout.
  */
 final class DeadLetterCopies {
   private static final Logger log = LoggerFactory.getLogger(DeadLetterCopies.class);
@@ -32,17 +34,21 @@ final class DeadLetterCopies {
   static final long RETRY_AFTER_MS = 30_000;
 
   private final OutboxStore store;
-  private final RelayMetrics metrics;
+  private final StoreHealth health;
   private final Time time;
-  private final Deque<Copy> pending = new ArrayDeque<>();
+
+  /** Each position is taken off before its write, so that a stop never reports one written. */
+  private final Deque<Copy> pending = new ConcurrentLinkedDeque<>();
+
+  private volatile boolean stopped;
   private boolean failureReported;
 
   /** On the monotonic clock ({@link Time#hiResClockMs()}). */
   private long nextAttemptMs;
 
-  DeadLetterCopies(OutboxStore store, RelayMetrics metrics, Time time) {
+  DeadLetterCopies(OutboxStore store, StoreHealth health, Time time) {
     this.store = store;
-    this.metrics = metrics;
+    this.health = health;
     this.time = time;
     this.nextAttemptMs = time.hiResClockMs(); // at once (a monotonic clock may be negative)
   }
@@ -55,13 +61,38 @@ final class DeadLetterCopies {
    */
   void committed(String messageId, long token, long epoch, long batch, KafkaCoordinates position) {
     if (pending.size() >= MAX_PENDING) {
-      Copy dropped = pending.removeFirst();
-      log.warn(
-          "Dead-letter position not recorded: message_id={} (reason=DATABASE_UNAVAILABLE; the"
-              + " row stays parked without it)",
-          Printable.escape(dropped.messageId()));
+      Copy dropped = pending.pollFirst();
+      if (dropped != null) {
+        notRecorded(dropped, "DATABASE_UNAVAILABLE");
+      }
     }
     pending.addLast(new Copy(messageId, token, epoch, batch, position));
+    if (stopped) {
+      dropPending(); // acknowledged after the stop: no poll will write it
+    }
+  }
+
+  /**
+   * The task stops: what waits is dropped, each with its line, and so is what Kafka acknowledges
+   * later. Any thread.
+   */
+  void stop() {
+    stopped = true;
+    dropPending();
+  }
+
+  private void dropPending() {
+    for (Copy c = pending.pollFirst(); c != null; c = pending.pollFirst()) {
+      notRecorded(c, "TASK_STOPPED");
+    }
+  }
+
+  private static void notRecorded(Copy copy, String reasonCode) {
+    log.warn(
+        "Dead-letter position not recorded: message_id={} (reason={}; the row stays parked"
+            + " without it)",
+        Printable.escape(copy.messageId()),
+        reasonCode);
   }
 
   /** Positions waiting to be recorded. */
@@ -71,14 +102,13 @@ final class DeadLetterCopies {
 
   /**
    * Records the positions committed since the last poll; keeps them while the database is away,
-   * tried again {@link #RETRY_AFTER_MS} after a failure.
+   * tried again {@link #RETRY_AFTER_MS} after a failure. Task thread only.
    */
   void record() {
     if (pending.isEmpty() || time.hiResClockMs() < nextAttemptMs) {
       return;
     }
-    while (!pending.isEmpty()) {
-      Copy next = pending.peekFirst();
+    for (Copy next = pending.pollFirst(); next != null; next = pending.pollFirst()) {
       try {
         if (!store.recordDeadLetterCopy(
             next.messageId(), next.token(), next.epoch(), next.batch(), next.position())) {
@@ -89,18 +119,9 @@ final class DeadLetterCopies {
               Printable.escape(next.messageId()));
         }
       } catch (OutboxStoreException e) {
-        metrics.databaseErrors.incrementAndGet();
+        health.databaseError(e); // counted; one retrying cannot fix fails the task, as elsewhere
         if (e.isRetriable()) {
-          nextAttemptMs = time.hiResClockMs() + RETRY_AFTER_MS;
-          if (!failureReported) {
-            failureReported = true;
-            log.warn(
-                "Recording {} dead-letter positions failed (reason={}, sqlState={}); tried again"
-                    + " in 30 s",
-                pending.size(),
-                e.reasonCode(),
-                e.sqlState());
-          }
+          keepForRetry(next, e);
           return;
         }
         log.warn(
@@ -110,8 +131,23 @@ final class DeadLetterCopies {
             e.reasonCode(),
             e.sqlState());
       }
-      pending.removeFirst();
       failureReported = false;
+    }
+  }
+
+  private void keepForRetry(Copy next, OutboxStoreException e) {
+    pending.addFirst(next);
+    if (stopped) {
+      dropPending(); // stopped during the write: its drain may have run before the put-back
+    }
+    nextAttemptMs = time.hiResClockMs() + RETRY_AFTER_MS;
+    if (!failureReported) {
+      failureReported = true;
+      log.warn(
+          "Recording {} dead-letter positions failed (reason={}, sqlState={}); tried again in 30 s",
+          pending.size(),
+          e.reasonCode(),
+          e.sqlState());
     }
   }
 }

@@ -98,13 +98,13 @@ final class TaskRuntime {
         settings.exactlyOnce()
             ? new ExactlyOnceState(store, settings, offsets, metrics, time)
             : null;
-    this.deadLetterCopies =
-        settings.exactlyOnce() ? new DeadLetterCopies(store, metrics, time) : null;
     this.store = store;
     this.metrics = metrics;
     metrics.readInFlightFrom(ledger::size, ledger::bytes);
     this.wake = new WakeSignal();
     this.health = new StoreHealth(metrics, time);
+    this.deadLetterCopies =
+        settings.exactlyOnce() ? new DeadLetterCopies(store, health, time) : null;
     this.renewer = new LeaseRenewer(store, ledger, metrics, settings, time, health, wake);
     this.claims =
         new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);
@@ -216,6 +216,9 @@ final class TaskRuntime {
     }
     renewer.taskStopping();
     claims.taskStopping();
+    if (deadLetterCopies != null) {
+      deadLetterCopies.stop();
+    }
     wake.wake();
     if (started) {
       loop.stop(flushTimeout, lateAckGrace);

@@ -23,7 +23,8 @@ class DeadLetterCopiesTest {
       new OutboxSourceTaskTest.FailingStore(f.store);
   private final SteppableTime time = new SteppableTime();
   private final RelayMetrics metrics = new RelayMetrics();
-  private final DeadLetterCopies copies = new DeadLetterCopies(store, metrics, time);
+  private final StoreHealth health = new StoreHealth(metrics, time);
+  private final DeadLetterCopies copies = new DeadLetterCopies(store, health, time);
   private static final KafkaCoordinates COPY = new KafkaCoordinates("dlq", 0, 5);
 
   /** A row parked under an exactly-once claim of epoch {@code epoch}, batch 1. */
@@ -111,6 +112,34 @@ class DeadLetterCopiesTest {
 
     assertEquals(0, copies.pending());
     assertNull(f.store.find("a").orElseThrow().kafka());
+    assertEquals(1, metrics.databaseErrors.get());
+    assertEquals(
+        "42501", health.fatalStoreError().sqlState(), "the task fails, as at any other write");
+  }
+
+  /**
+   * The task stops with positions waiting (the last transaction's, which no poll will write): each
+   * is dropped with its line, and so is one Kafka acknowledges after the stop.
+   */
+  @Test
+  void positionsStillWaitingAtTheStopAreEachSaidDropped() {
+    long epoch = store.newEpoch();
+    ClaimedMessage a = parked("a", epoch);
+    ClaimedMessage b = parked("b", epoch);
+    copies.committed("a", a.lease().token(), epoch, 1, COPY);
+    long mark = LogCapture.get().mark();
+
+    copies.stop();
+    copies.committed("b", b.lease().token(), epoch, 1, COPY);
+    copies.record();
+
+    assertEquals(0, copies.pending());
+    assertEquals(
+        List.of("a", "b"),
+        LogCapture.get().matching(mark, e -> e.message().contains("(reason=TASK_STOPPED;")).stream()
+            .map(e -> e.message().replaceAll(".*message_id=(\\S+) .*", "$1"))
+            .toList());
+    assertNull(f.store.find("a").orElseThrow().kafka(), "nothing written after the stop");
   }
 
   /** While the database is away, at most MAX_PENDING positions are kept: the oldest go first. */
