@@ -16,6 +16,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.EXACTLY_ONCE;
 import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.ORDERING_ENABLED_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.PAYLOAD_FORMAT_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.PAYLOAD_JSON_SCHEMA_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RECORD_TIMESTAMP_CONFIG;
@@ -80,6 +81,7 @@ final class ConfigChecks {
     schemaInferredForJsonOnly(parsed, problems);
     payloadFormatWrittenByValueConverter(parsed, raw, problems);
     producerAcksAll(raw, problems);
+    producerKeepsOrder(parsed, raw, problems);
     exactlyOnceErrorTolerance(parsed, raw, problems);
     exactlyOnceWithoutFilters(parsed, raw, problems);
     exactlyOnceOffsetsInOneStore(parsed, raw, problems);
@@ -136,9 +138,12 @@ final class ConfigChecks {
   private static void topicPerInstanceKeyAllowed(
       Function<String, Object> parsed, String template, List<Problem> out) {
     String variable = "${" + TopicRouter.INSTANCE_KEY + "}";
-    if (template.replace(variable, "").contains("${")
-        || !(parsed.apply(INSTANCE_KEYS_CONFIG) instanceof List<?> keys)) {
-      return; // a row's own value decides, or the keys are refused already
+    if (!(parsed.apply(INSTANCE_KEYS_CONFIG) instanceof List<?> keys)) {
+      return; // the keys are refused already
+    }
+    if (template.replace(variable, "").contains("${")) {
+      instanceKeysInTopicNames(template, variable, keys, out);
+      return; // the rest of the name is a row's own value
     }
     String allowed = (String) parsed.apply(TOPIC_ALLOWED_REGEX_CONFIG);
     for (Object key : keys) {
@@ -172,6 +177,32 @@ final class ConfigChecks {
                     + ": "
                     + parked
                     + " (TOPIC_NOT_ALLOWED)"));
+      }
+    }
+  }
+
+  /**
+   * A template that also takes a row's own values (outbox.${instance_key}.${aggregate_type}) is
+   * judged by the key's part alone: a key with a character no topic name may hold ("orders eu",
+   * "acme/eu") makes every row of that key unroutable, whatever its own values.
+   */
+  private static void instanceKeysInTopicNames(
+      String template, String variable, List<?> keys, List<Problem> out) {
+    if (!template.contains(variable)) {
+      return;
+    }
+    for (Object key : keys) {
+      if (!TopicNames.LEGAL_CHARS.matcher(key.toString()).matches()) {
+        out.add(
+            new Problem(
+                TOPIC_TEMPLATE_CONFIG,
+                TOPIC_TEMPLATE_CONFIG
+                    + " takes instance key "
+                    + Printable.escape(key.toString())
+                    + " into the topic name, which must be "
+                    + TopicNames.RULE
+                    + ": every row of that key without a topic of its own would be parked"
+                    + " (TOPIC_UNROUTABLE)"));
       }
     }
   }
@@ -217,7 +248,7 @@ final class ConfigChecks {
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
     String format = (String) parsed.apply(PAYLOAD_FORMAT_CONFIG);
     String name = pluginName(raw.get(CONNECT_VALUE_CONVERTER));
-    if (format == null || name == null || transformed(raw)) {
+    if (format == null || name == null || transformed(raw, RecordSide.VALUE)) {
       return; // a transform may turn the value into what the converter writes (Cast, say)
     }
     String written =
@@ -253,9 +284,65 @@ final class ConfigChecks {
         : setting instanceof String text ? text.trim() : null;
   }
 
-  /** Whether the connector lists any transform. */
-  private static boolean transformed(Map<String, ?> raw) {
-    return raw.get("transforms") instanceof String list && !list.isBlank();
+  /** Kafka's transforms, whose nested Key and Value classes each change only their side. */
+  private static final String KAFKA_TRANSFORMS = "org.apache.kafka.connect.transforms.";
+
+  /** Kafka's transforms that change neither the record's key nor its value. */
+  static final List<String> KEY_AND_VALUE_KEPT =
+      List.of(
+          KAFKA_TRANSFORMS + "RegexRouter",
+          KAFKA_TRANSFORMS + "TimestampRouter",
+          KAFKA_TRANSFORMS + "InsertHeader",
+          KAFKA_TRANSFORMS + "DropHeaders",
+          KAFKA_TRANSFORMS + "Filter");
+
+  /** Which part of the record a transform may change. */
+  enum RecordSide {
+    KEY("$Value"),
+    VALUE("$Key");
+
+    /** The suffix of Kafka's nested transform classes that change the other side only. */
+    private final String otherSide;
+
+    RecordSide(String otherSide) {
+      this.otherSide = otherSide;
+    }
+  }
+
+  /**
+   * Whether a transform the connector lists may change {@code side} of the record, so that what
+   * reaches the converter cannot be judged here: any transform but those known to keep it (routers,
+   * header transforms, Filter, the other side's nested class of Kafka's own, ValueToKey for the
+   * value). A transform of unknown class, or without a type, may change anything. Routing a record
+   * (RegexRouter, the most common transform) must not switch off the check that keeps a payload
+   * from being sent as "[B@..." and recorded published.
+   */
+  static boolean transformed(Map<String, ?> raw, RecordSide side) {
+    if (!(raw.get("transforms") instanceof String listed)) {
+      return false;
+    }
+    for (String alias : listed.split(",")) {
+      if (alias.isBlank()) {
+        continue;
+      }
+      String name = pluginName(raw.get("transforms." + alias.trim() + ".type"));
+      if (name == null || !keeps(name, side)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static boolean keeps(String transform, RecordSide side) {
+    for (String kept : KEY_AND_VALUE_KEPT) {
+      if (isPlugin(transform, kept)) {
+        return true;
+      }
+    }
+    if (side == RecordSide.VALUE && isPlugin(transform, KAFKA_TRANSFORMS + "ValueToKey")) {
+      return true; // reads the value, sets the key
+    }
+    return transform.startsWith(KAFKA_TRANSFORMS) && transform.endsWith(side.otherSide);
   }
 
   /**
@@ -368,6 +455,49 @@ final class ConfigChecks {
           + " given before the record is replicated and can be lost); remove the override or set"
           + " it to all";
 
+  static final String PRODUCER_MAX_IN_FLIGHT_CONFIG =
+      "producer.override.max.in.flight.requests.per.connection";
+
+  static final String PRODUCER_IDEMPOTENCE_CONFIG = "producer.override.enable.idempotence";
+
+  /**
+   * With ordering on, more than one request in flight per connection only with idempotence: a
+   * retried request then lands behind a later one, and an aggregate's records reach Kafka out of
+   * order though they were claimed and sent in order. Connect's defaults (one in flight, no
+   * idempotence) keep order, and exactly once the producer is transactional, so idempotent; a
+   * worker-level producer setting is not seen here.
+   */
+  private static void producerKeepsOrder(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (!Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG))
+        || exactlyOnce(parsed) // a transactional producer, idempotent always
+        || !(raw.get(PRODUCER_MAX_IN_FLIGHT_CONFIG) instanceof String inFlight)) {
+      return;
+    }
+    int requests;
+    try {
+      requests = Integer.parseInt(inFlight.trim());
+    } catch (NumberFormatException e) {
+      return; // the producer refuses it, naming the setting
+    }
+    boolean idempotent =
+        raw.get(PRODUCER_IDEMPOTENCE_CONFIG) instanceof String enabled
+            && enabled.trim().equalsIgnoreCase("true");
+    if (requests > 1 && !idempotent) {
+      out.add(
+          new Problem(
+              PRODUCER_MAX_IN_FLIGHT_CONFIG,
+              PRODUCER_MAX_IN_FLIGHT_CONFIG
+                  + " above 1 needs "
+                  + PRODUCER_IDEMPOTENCE_CONFIG
+                  + "=true with "
+                  + ORDERING_ENABLED_CONFIG
+                  + "=true: a retried request would land behind a later one, and an aggregate's"
+                  + " records reach Kafka out of order; set idempotence, or leave the override"
+                  + " out (Connect's default is 1)"));
+    }
+  }
+
   /** Connect's per-connector error tolerance of converters and transforms. */
   static final String ERRORS_TOLERANCE_CONFIG = "errors.tolerance";
 
@@ -383,6 +513,14 @@ final class ConfigChecks {
 
   /** Kafka's transform that drops the records its predicate matches. */
   static final String FILTER_TRANSFORM = "org.apache.kafka.connect.transforms.Filter";
+
+  /** The transforms known to drop records: Kafka's Filter, Confluent's and Debezium's. */
+  static final List<String> FILTER_TRANSFORMS =
+      List.of(
+          FILTER_TRANSFORM,
+          "io.confluent.connect.transforms.Filter$Key",
+          "io.confluent.connect.transforms.Filter$Value",
+          "io.debezium.transforms.Filter");
 
   /**
    * {@code producer.override.acks} all or -1, or not set. Connect's own setting, judged here and at
@@ -412,11 +550,11 @@ final class ConfigChecks {
   }
 
   /**
-   * No {@code transforms.<alias>.type} that is Kafka's Filter in exactly-once mode, for the reason
-   * {@code errors.tolerance=all} is refused: the dropped record's position is covered by the next
-   * record's committed offset, and a recovery after a crash would record its row PUBLISHED. A
-   * transform of another class that drops records cannot be told from its class name, and is
-   * documented instead.
+   * No {@code transforms.<alias>.type} that is a Filter (Kafka's, Confluent's or Debezium's) in
+   * exactly-once mode, for the reason {@code errors.tolerance=all} is refused: the dropped record's
+   * position is covered by the next record's committed offset, and a recovery after a crash would
+   * record its row PUBLISHED. A transform of another class that drops records cannot be told from
+   * its class name, and is documented instead.
    */
   private static void exactlyOnceWithoutFilters(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
@@ -426,7 +564,9 @@ final class ConfigChecks {
     for (String alias : listed.split(",")) {
       String key = "transforms." + alias.trim() + ".type";
       String name = pluginName(raw.get(key));
-      if (!alias.isBlank() && name != null && isPlugin(name, FILTER_TRANSFORM)) {
+      if (!alias.isBlank()
+          && name != null
+          && FILTER_TRANSFORMS.stream().anyMatch(filter -> isPlugin(name, filter))) {
         out.add(
             new Problem(
                 key,
@@ -521,12 +661,13 @@ final class ConfigChecks {
   /**
    * The record key is the aggregate id as a string. A converter that writes another type only would
    * fail every record in Connect's conversion, after the claim (with errors.tolerance=all, every
-   * row would be retried until EXHAUSTED). A transform may cast the key (Cast$Key), so with
-   * transforms listed it is not judged; a converter set only on the worker is not seen here.
+   * row would be retried until EXHAUSTED). A transform may cast the key (Cast$Key), so with a
+   * transform listed that may change the key it is not judged; a converter set only on the worker
+   * is not seen here.
    */
   private static void keyConverterWritesText(Map<String, ?> raw, List<Problem> out) {
     String name = pluginName(raw.get(CONNECT_KEY_CONVERTER));
-    if (name == null || transformed(raw)) {
+    if (name == null || transformed(raw, RecordSide.KEY)) {
       return;
     }
     for (String converter : NON_TEXT_KEY_CONVERTERS) {

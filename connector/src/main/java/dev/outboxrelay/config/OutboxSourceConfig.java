@@ -283,8 +283,10 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " configuration must write it: StringConverter needs string (it would write any other"
           + " value as the text of a Java object, and the row would be recorded published),"
           + " ByteArrayConverter needs bytes; validation refuses other pairs, unless the connector"
-          + " lists transforms (which may turn the value into what the converter writes). A"
-          + " converter set only on the worker is not checked.";
+          + " lists a transform that may change the value (any but Kafka's RegexRouter,"
+          + " TimestampRouter, InsertHeader, DropHeaders, Filter, ValueToKey and $Key"
+          + " transforms), which may turn it into what the converter writes. A converter set only"
+          + " on the worker is not checked.";
 
   public static final String RECORD_TIMESTAMP_CONFIG = "record.timestamp";
   private static final String RECORD_TIMESTAMP_DOC =
@@ -412,7 +414,14 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " outbox-relay-cli inspect and status see no published row, the writer library's"
           + " duplicate check no longer covers published message ids, and a publish whose"
           + " database reply was lost (a failover) cannot be read back, so its row is counted as a"
-          + " lost claim though Kafka has it once.";
+          + " lost claim though Kafka has it once. At most 100 years (36500 days).";
+
+  /**
+   * The longest retention, 100 years, as the retry delay's limit: retention's cut-off is the
+   * database's clock less it, and one before 4713 BC (about 6,700 years back) is out of the
+   * timestamp type's range (SQLState 22008), which failed task 0's every run, and its restarts.
+   */
+  static final long RETENTION_LIMIT_MS = 36_500L * 24 * 60 * 60 * 1000;
 
   public static final String CLEANUP_INTERVAL_MS_CONFIG = "cleanup.interval.ms";
   public static final long CLEANUP_INTERVAL_MS_DEFAULT = 60_000L;
@@ -790,7 +799,7 @@ public class OutboxSourceConfig extends AbstractConfig {
             RETENTION_PUBLISHED_MS_CONFIG,
             Type.LONG,
             RETENTION_PUBLISHED_MS_DEFAULT,
-            Validators.minusOneOrAtLeastZero(),
+            Validators.minusOneOrBetweenZeroAnd(RETENTION_LIMIT_MS),
             Importance.MEDIUM,
             RETENTION_PUBLISHED_MS_DOC,
             "Retention of published rows (ms)")

@@ -285,13 +285,14 @@ final class Validators {
   }
 
   /** -1, or zero and above. */
-  static ConfigDef.Validator minusOneOrAtLeastZero() {
+  static ConfigDef.Validator minusOneOrBetweenZeroAnd(long max) {
     return of(
-        "-1 (never), or [0,...]",
+        "-1 (never), or [0,...," + max + "]",
         (name, value) -> {
           long v = (Long) value;
-          if (v < -1) {
-            throw new ConfigException(name + " must be -1 (keep forever) or at least 0");
+          if (v < -1 || v > max) {
+            throw new ConfigException(
+                name + " must be -1 (keep forever) or from 0 to " + max + " (100 years)");
           }
         });
   }

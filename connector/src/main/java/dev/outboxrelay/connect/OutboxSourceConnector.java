@@ -42,7 +42,9 @@ public class OutboxSourceConnector extends SourceConnector {
     try {
       config = new OutboxSourceConfig(props);
     } catch (ConfigException e) {
-      throw new ConnectException("Invalid outbox-relay configuration: " + e.getMessage());
+      // Without the value Kafka's message quotes: the connector's status shows it.
+      throw new ConnectException(
+          "Invalid outbox-relay configuration: " + TaskConfig.withoutValue(e.getMessage()));
     }
     this.props = Map.copyOf(props);
     if (config.leaseMayRunOutBehindAStuckWrite()) {

@@ -266,6 +266,33 @@ class OutboxSourceConfigTest {
    * Connect validates a changed configuration: a connector saved before these rules, or whose value
    * a config provider changed behind it, is started without validation.
    */
+  /**
+   * More than one request in flight reorders an aggregate's records on a retry, unless idempotent.
+   */
+  @Test
+  void moreThanOneRequestInFlightNeedsIdempotenceWhileOrdering() {
+    Map<String, String> props =
+        with("producer.override.max.in.flight.requests.per.connection", " 5 ");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage()
+            .startsWith(
+                "producer.override.max.in.flight.requests.per.connection above 1 needs"
+                    + " producer.override.enable.idempotence=true"),
+        e.getMessage());
+    props.put("producer.override.enable.idempotence", "false");
+    assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+
+    props.put("producer.override.enable.idempotence", "TRUE");
+    new OutboxSourceConfig(props);
+    props.remove("producer.override.enable.idempotence");
+    props.put("ordering.enabled", "false");
+    new OutboxSourceConfig(props);
+    props.put("ordering.enabled", "true");
+    props.put("producer.override.max.in.flight.requests.per.connection", "1");
+    new OutboxSourceConfig(props);
+  }
+
   @Test
   void connectSettingsThatWouldLoseRowsAreRefusedAtStartToo() {
     Map<String, String> acks = with("producer.override.acks", "1");
@@ -285,6 +312,16 @@ class OutboxSourceConfigTest {
     e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(exactlyOnce));
     assertTrue(
         e.getMessage().startsWith("transforms.drop.type must not be Filter"), e.getMessage());
+    for (String filter :
+        List.of(
+            "io.confluent.connect.transforms.Filter$Value",
+            "io.confluent.connect.transforms.Filter$Key",
+            "io.debezium.transforms.Filter")) {
+      exactlyOnce.put("transforms.drop.type", filter);
+      assertThrows(ConfigException.class, () -> new OutboxSourceConfig(exactlyOnce), filter);
+    }
+    exactlyOnce.put("transforms.drop.type", "org.apache.kafka.connect.transforms.RegexRouter");
+    new OutboxSourceConfig(exactlyOnce);
 
     exactlyOnce.remove("transforms");
     exactlyOnce.remove("transforms.drop.type");
@@ -301,6 +338,44 @@ class OutboxSourceConfigTest {
     exactlyOnce.remove("delivery.guarantee"); // at least once, a dropped record's row goes back
     exactlyOnce.put("errors.tolerance", "all");
     new OutboxSourceConfig(exactlyOnce);
+  }
+
+  /**
+   * A transform that cannot change the value leaves the converter's check on: a StringConverter
+   * beside a RegexRouter sent each payload as "[B@..." and recorded the row published. One that may
+   * change it (a custom class, a type not given) still turns the check off.
+   */
+  @Test
+  void onlyATransformThatMayChangeTheValueTurnsTheConvertersCheckOff() {
+    Map<String, String> props = with("value.converter", "StringConverter");
+    props.put("transforms", "route, header,key ,drop,copy");
+    props.put("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter");
+    props.put("transforms.header.type", "InsertHeader"); // Connect's alias
+    props.put("transforms.key.type", "org.apache.kafka.connect.transforms.Cast$Key");
+    props.put("transforms.drop.type", "org.apache.kafka.connect.transforms.Filter");
+    props.put("transforms.copy.type", "org.apache.kafka.connect.transforms.ValueToKey");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(e.getMessage().startsWith("payload.format must be string with"), e.getMessage());
+
+    for (String mayChange :
+        List.of(
+            "org.apache.kafka.connect.transforms.Cast$Value",
+            "org.apache.kafka.connect.transforms.HoistField$Value",
+            "com.example.MyTransform")) {
+      props.put("transforms.copy.type", mayChange);
+      assertEquals(PayloadFormat.BYTES, new OutboxSourceConfig(props).payloadFormat(), mayChange);
+    }
+    props.remove("transforms.copy.type"); // Connect refuses it; nothing to judge here
+    assertEquals(PayloadFormat.BYTES, new OutboxSourceConfig(props).payloadFormat());
+
+    // The key's check the other way round: a $Value transform cannot change the key.
+    Map<String, String> keyed = with("key.converter", ConfigChecks.BYTE_ARRAY_CONVERTER);
+    keyed.put("transforms", "cast");
+    keyed.put("transforms.cast.type", "org.apache.kafka.connect.transforms.Cast$Value");
+    e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(keyed));
+    assertTrue(e.getMessage().startsWith("key.converter="), e.getMessage());
+    keyed.put("transforms.cast.type", "org.apache.kafka.connect.transforms.ValueToKey");
+    new OutboxSourceConfig(keyed); // sets the key from the value: not judged
   }
 
   /**
@@ -388,6 +463,9 @@ class OutboxSourceConfigTest {
     assertEquals(
         Optional.of(Duration.ZERO),
         new OutboxSourceConfig(with("retention.published.ms", "0")).retention());
+    assertEquals(
+        Optional.of(Duration.ofDays(36_500)),
+        new OutboxSourceConfig(with("retention.published.ms", "3153600000000")).retention());
   }
 
   @Test
@@ -511,6 +589,20 @@ class OutboxSourceConfigTest {
     outside.put("topic.template", "${instance_key}.${event_type}"); // rows decide
     outside.put("topic.allowed.regex", "");
     assertEquals("${instance_key}.${event_type}", new OutboxSourceConfig(outside).topicTemplate());
+
+    // Whatever a row's own values, a key with a character no topic name holds routes none of it.
+    outside.put("instance.keys", "orders,orders eu,acme/eu");
+    ConfigException mixed =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(outside));
+    assertTrue(
+        mixed
+            .getMessage()
+            .startsWith("topic.template takes instance key orders eu into the topic name"),
+        mixed.getMessage());
+    assertTrue(mixed.getMessage().contains("instance key acme/eu into"), mixed.getMessage());
+    assertFalse(mixed.getMessage().contains("key orders into"), mixed.getMessage());
+    outside.put("topic.template", "outbox.${aggregate_type}"); // the keys are not in the names
+    assertEquals("outbox.${aggregate_type}", new OutboxSourceConfig(outside).topicTemplate());
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -108,6 +109,18 @@ class OutboxSourceConnectorTest {
               ConnectException.class, () -> connector.alterOffsets(config(guarantee), set));
       assertTrue(refused.getMessage().contains("Only a reset"), refused.getMessage());
     }
+  }
+
+  /** The connector's status names a refused setting, never its value (as a task's does). */
+  @Test
+  void aRefusedSettingIsNamedWithoutItsValue() {
+    Map<String, String> props = config(null);
+    props.put("poll.interval.ms", "SENTINEL-7");
+    String message =
+        assertThrows(ConnectException.class, () -> new OutboxSourceConnector().start(props))
+            .getMessage();
+    assertTrue(message.contains("invalid value for poll.interval.ms"), message);
+    assertFalse(message.contains("SENTINEL-7"), message);
   }
 
   @Test
