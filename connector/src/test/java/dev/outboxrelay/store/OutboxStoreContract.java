@@ -24,8 +24,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The one contract every {@link OutboxStore} passes: the PostgreSQL store and the in-memory store
- * each extend it once. Time moves only through {@link #clock}.
+ * The one contract every {@link OutboxStore} passes: the in-memory store, and the PostgreSQL store
+ * on the relay's own table and on an adopted one. Time moves only through {@link #clock}.
  */
 public abstract class OutboxStoreContract {
   protected static final String EU = "orders-eu";
@@ -77,6 +77,14 @@ public abstract class OutboxStoreContract {
    * a claim of another instance (or an older relay, for a legacy row) whose owner name collides.
    */
   protected abstract void holdElsewhere(String messageId, Lease lease, Instant expiresAt);
+
+  /**
+   * Parks the row FAILED for {@code reasonCode} under lease token {@code token} at claim position
+   * ({@code epoch}, {@code batch}) behind the store's back, as another connector's exactly-once
+   * task would, its dead-letter position not yet recorded.
+   */
+  protected abstract void parkElsewhere(
+      String messageId, long token, long epoch, long batch, String reasonCode);
 
   /** Sets the row's creation time behind the store's back, as rows written long ago have it. */
   protected abstract void backdate(String messageId, Instant createdAt);
@@ -395,6 +403,27 @@ public abstract class OutboxStoreContract {
         Map.of(MessageStatus.FAILED, 2L, MessageStatus.EXHAUSTED, 1L),
         store.countParked(Set.of(EU, US)));
     assertEquals(Map.of(), store.countParked(Set.of("nobody")));
+
+    add(EU, "eu-later", "q"); // stays pending; eu-pending, claimed first, goes back ambiguous
+    ClaimedMessage ambiguous = claimOne("w-EU", "eu-pending");
+    assertEquals(
+        Outcome.APPLIED,
+        store.retryLater("eu-pending", ambiguous.lease(), "X", Duration.ofHours(1), 5));
+    BacklogSnapshot eu = store.inspect(Set.of(EU), false);
+    for (Map.Entry<MessageStatus, Long> expected :
+        Map.of(
+                MessageStatus.FAILED, 1L,
+                MessageStatus.EXHAUSTED, 1L,
+                MessageStatus.AMBIGUOUS, 1L,
+                MessageStatus.PENDING, 1L,
+                MessageStatus.IN_FLIGHT, 0L,
+                MessageStatus.PUBLISHED, 0L)
+            .entrySet()) {
+      assertEquals(expected.getValue(), eu.count(expected.getKey()), expected.getKey().name());
+    }
+    assertEquals(1, store.inspect(Set.of(EU), true).count(MessageStatus.PUBLISHED));
+    assertEquals(1, store.inspect(Set.of(US), false).count(MessageStatus.FAILED));
+    assertEquals(0, store.inspect(Set.of(US), false).count(MessageStatus.EXHAUSTED));
   }
 
   /**
@@ -644,6 +673,9 @@ public abstract class OutboxStoreContract {
           Outcome.CLAIM_LOST, store.retryLater(id, lease, "SEND_FAILED", Duration.ZERO, 3), id);
       assertEquals(Outcome.CLAIM_LOST, store.markFailed(id, lease, "POISON"), id);
       assertEquals(Outcome.CLAIM_LOST, store.release(id, lease), id);
+      HeldLease held = new HeldLease(id, seq, lease);
+      assertEquals(List.of(), store.giveBack(List.of(held)), id);
+      assertEquals(List.of(), store.expireLeases(List.of(held)), id);
       clock.advance(Duration.ofSeconds(1));
       assertEquals(
           Renewal.lost(Set.of(id)), store.renew(List.of(new HeldLease(id, seq, lease)), LEASE), id);
@@ -1182,6 +1214,58 @@ public abstract class OutboxStoreContract {
         "recorded once");
     assertEquals(copy, state("a").kafka());
     assertNull(state("b").kafka());
+  }
+
+  /**
+   * A parked row of another instance key is never taken for one this store parked, nor given a
+   * dead-letter position, though its token, claim position and reason are the store's own; the same
+   * park on an own key's row is. (A legacy row, without a key, cannot be parked at all: the table's
+   * constraint refuses any change to it.)
+   */
+  @Test
+  void anotherKeysParkedRowIsNeitherKnownAsParkedHereNorGivenAPosition() {
+    add(EU, "mine", "agg-1");
+    long epoch = store.newEpoch();
+    store.claim(exactlyOnce("w1", 1, epoch, 1, ALL_BUCKETS)); // the store claims EU only
+    add(EU, "ours", "agg-2");
+    add(US, "theirs", "agg-3");
+    String reason = "PAYLOAD_TOO_LARGE";
+    Lease lease = new Lease("w1", 7);
+    KafkaCoordinates copy = new KafkaCoordinates("dlq", 0, 3);
+    parkElsewhere("ours", 7, epoch, 1, reason);
+    parkElsewhere("theirs", 7, epoch, 1, reason);
+
+    assertFalse(store.parkedUnderOwnLease("theirs", lease, reason, epoch, 1), "another key's");
+    assertFalse(store.recordDeadLetterCopy("theirs", 7, epoch, 1, copy), "another key's");
+    assertNull(state("theirs").kafka());
+
+    assertTrue(store.parkedUnderOwnLease("ours", lease, reason, epoch, 1), "an own key's");
+    assertTrue(store.recordDeadLetterCopy("ours", 7, epoch, 1, copy), "an own key's");
+    assertEquals(copy, state("ours").kafka());
+  }
+
+  /**
+   * A row that spent an attempt goes back AMBIGUOUS (its delivery may have happened), its attempts
+   * kept, whichever way its lease is given up unsent: released, given back, or released as unheld.
+   */
+  @Test
+  void aRowThatSpentAnAttemptGoesBackAmbiguousWhicheverWayItIsReleased() {
+    add(EU, "m1", "a");
+    ClaimedMessage first = claimOne("w1", "m1");
+    assertEquals(
+        Outcome.APPLIED, store.retryLater("m1", first.lease(), "SEND_FAILED", Duration.ZERO, 5));
+
+    ClaimedMessage again = claimOne("w1", "m1");
+    assertEquals(Outcome.APPLIED, store.release("m1", again.lease()));
+    assertEquals(MessageStatus.AMBIGUOUS, state("m1").status(), "released");
+    again = claimOne("w1", "m1");
+    assertEquals(List.of("m1"), store.giveBack(List.of(again.heldLease())));
+    assertEquals(MessageStatus.AMBIGUOUS, state("m1").status(), "given back");
+    claimOne("w1", "m1");
+    assertEquals(List.of("m1"), releaseUnheld("w1", List.of(), 0));
+    assertEquals(MessageStatus.AMBIGUOUS, state("m1").status(), "released as unheld");
+    assertEquals(1, state("m1").attempts(), "none charged by giving back");
+    assertNull(state("m1").leaseOwner());
   }
 
   @Test

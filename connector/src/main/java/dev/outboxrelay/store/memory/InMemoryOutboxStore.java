@@ -121,6 +121,23 @@ public final class InMemoryOutboxStore implements OutboxStore {
     row.leaseExpiresAt = expiresAt;
   }
 
+  /**
+   * For tests: parks a row FAILED under lease token {@code token} at claim position ({@code epoch},
+   * {@code batch}) without a claim through this store, as another connector's task would.
+   */
+  synchronized void parkElsewhere(
+      String messageId, long token, long epoch, long batch, String reasonCode) {
+    Row row = rowsById.get(messageId);
+    row.status = MessageStatus.FAILED;
+    row.leaseOwner = null;
+    row.leaseExpiresAt = null;
+    row.leaseToken = token;
+    row.leaseEpoch = epoch;
+    row.claimBatch = batch;
+    row.lastFailureCode = reasonCode;
+    row.nextAttemptAt = null;
+  }
+
   /** For tests: sets the row's creation time, as rows written long ago have it. */
   synchronized void backdate(String messageId, Instant createdAt) {
     rowsById.get(messageId).createdAt = createdAt;

@@ -43,6 +43,12 @@ class InMemoryOutboxStoreTest extends OutboxStoreContract {
   }
 
   @Override
+  protected void parkElsewhere(
+      String messageId, long token, long epoch, long batch, String reasonCode) {
+    memory.parkElsewhere(messageId, token, epoch, batch, reasonCode);
+  }
+
+  @Override
   protected void backdate(String messageId, Instant createdAt) {
     memory.backdate(messageId, createdAt);
   }

@@ -337,6 +337,12 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
   }
 
   @Override
+  protected void parkElsewhere(
+      String messageId, long token, long epoch, long batch, String reasonCode) {
+    rows().parkElsewhere(messageId, token, epoch, batch, reasonCode);
+  }
+
+  @Override
   protected void backdate(String messageId, Instant createdAt) {
     rows().backdate(messageId, createdAt);
   }

@@ -125,6 +125,23 @@ record ContractRows(DataSource dataSource, String table, String idColumn, String
         messageId);
   }
 
+  /** Parks the row FAILED under the token and claim position, as another connector's task. */
+  void parkElsewhere(String messageId, long token, long epoch, long batch, String reasonCode) {
+    updateBypassingKeyCheck(
+        "UPDATE "
+            + table
+            + " SET status = 'FAILED', lease_owner = NULL, lease_expires_at = NULL,"
+            + " next_attempt_at = NULL, lease_token = ?, lease_epoch = ?, claim_batch = ?,"
+            + " last_failure_code = ?, parked_at = now() WHERE "
+            + idColumn
+            + " = ?",
+        token,
+        epoch,
+        batch,
+        reasonCode,
+        messageId);
+  }
+
   /** Updates exactly one row, with the instance key check (which legacy rows fail) dropped. */
   private void updateBypassingKeyCheck(String update, Object... params) {
     try (Connection c = dataSource.getConnection()) {

@@ -3,8 +3,6 @@ package dev.outboxrelay.store.postgres;
 import static java.time.ZoneOffset.UTC;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -199,31 +197,6 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     assertEquals(clock.now().plus(LEASE), state("m2").leaseExpiresAt());
   }
 
-  /**
-   * A dead-letter position goes only into a row of a key the store claims: never into another key's
-   * row parked under the same token and claim position. (A legacy row, without a key, cannot be
-   * parked at all: the table's constraint refuses any change to it.)
-   */
-  @Test
-  void aDeadLetterPositionGoesIntoNoOtherKeysRow() throws SQLException {
-    add(EU, "mine", "agg-1");
-    long epoch = store.newEpoch();
-    store.claim(exactlyOnce("w1", 1, epoch, 1, ALL_BUCKETS)); // the store claims EU only
-    add(US, "theirs", "agg-2");
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement park =
-            c.prepareStatement(
-                "UPDATE outbox SET status = 'FAILED', lease_token = 7, lease_epoch = ?,"
-                    + " claim_batch = 1, parked_at = now() WHERE message_id = 'theirs'")) {
-      park.setLong(1, epoch);
-      assertEquals(1, park.executeUpdate());
-    }
-    KafkaCoordinates copy = new KafkaCoordinates("dlq", 0, 3);
-
-    assertFalse(store.recordDeadLetterCopy("theirs", 7, epoch, 1, copy), "another key's row");
-    assertNull(state("theirs").kafka());
-  }
-
   private static long lockWaiters() throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement();
@@ -244,6 +217,12 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
   @Override
   protected void holdElsewhere(String messageId, Lease lease, Instant expiresAt) {
     rows().holdElsewhere(messageId, lease, expiresAt);
+  }
+
+  @Override
+  protected void parkElsewhere(
+      String messageId, long token, long epoch, long batch, String reasonCode) {
+    rows().parkElsewhere(messageId, token, epoch, batch, reasonCode);
   }
 
   @Override
