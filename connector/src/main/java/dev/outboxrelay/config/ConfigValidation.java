@@ -165,7 +165,7 @@ public final class ConfigValidation {
         CONNECTION_USER_CONFIG,
         CONNECTION_PASSWORD_CONFIG,
         CONNECTION_TIMEOUT_MS_CONFIG)) {
-      new LiveCheck(values).run();
+      runLiveChecks(values, LIVE_CHECKS_DEADLINE);
     }
     hideCredentialsOfUrl(values.get(CONNECTION_URL_CONFIG));
     List<ConfigValue> ordered = new ArrayList<>();
@@ -174,6 +174,58 @@ public final class ConfigValidation {
     }
     ordered.addAll(connectKeys.values());
     return new Config(ordered);
+  }
+
+  /**
+   * How long all the live checks may take together. Each waits at most {@link #MAX_CHECK_TIMEOUT}
+   * and 5 s for its reply, but a server that answers each just in time (overloaded, or behind a
+   * lock) could hold the fifteen or so of them past Connect's 90 s REST call, which then fails
+   * without any error of ours.
+   */
+  static final Duration LIVE_CHECKS_DEADLINE = Duration.ofSeconds(60);
+
+  /**
+   * Runs the live checks on their own thread against a copy of {@code values}, and takes their
+   * errors only if they end within {@code deadline}; else a single error on the URL says so. The
+   * copy keeps a check that outlives the deadline (until its reply's timeout) from adding to the
+   * response Connect is writing.
+   */
+  static void runLiveChecks(Map<String, ConfigValue> values, Duration deadline) {
+    Map<String, ConfigValue> copy = new LinkedHashMap<>();
+    values.forEach((key, value) -> copy.put(key, copyOf(value)));
+    Thread checks = new Thread(() -> new LiveCheck(copy).run(), "outbox-relay-validate");
+    checks.setDaemon(true);
+    checks.start();
+    try {
+      checks.join(Math.max(1, deadline.toMillis())); // join(0) would wait for ever
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (checks.isAlive()) {
+      values
+          .get(CONNECTION_URL_CONFIG)
+          .addErrorMessage(
+              "the database did not answer validation's checks within "
+                  + deadline.toSeconds()
+                  + " s (a server overloaded, or a lock held on the outbox table or its schema"
+                  + " history): try again, or look at the server's activity (pg_stat_activity)");
+      return;
+    }
+    copy.forEach(
+        (key, checked) -> {
+          List<String> before = values.get(key).errorMessages();
+          checked.errorMessages().stream()
+              .skip(before.size())
+              .forEach(values.get(key)::addErrorMessage);
+        });
+  }
+
+  private static ConfigValue copyOf(ConfigValue value) {
+    return new ConfigValue(
+        value.name(),
+        value.value(),
+        new ArrayList<>(value.recommendedValues()),
+        new ArrayList<>(value.errorMessages()));
   }
 
   /**

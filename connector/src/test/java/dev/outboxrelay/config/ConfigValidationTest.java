@@ -19,6 +19,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -442,6 +443,31 @@ class ConfigValidationTest {
     // Silent after the startup message: no login is ever answered.
     assertSilentServerIsAnErrorOnTheUrl(
         "config_silent_login", "?loginTimeout=600&connectTimeout=600&socketTimeout=600", "user");
+  }
+
+  /**
+   * The live checks together end within their deadline, answered or not: a server that answers each
+   * check just within its own timeout could otherwise hold validation past Connect's REST call.
+   * Here the login is never answered, and the deadline shorter than its timeout.
+   */
+  @Test
+  void checksThatOutlastTheirDeadlineAreOneErrorOnTheUrl() {
+    try (SilentProxy proxy = SilentProxy.to(Postgres.server().getPort())) {
+      String database = Postgres.freshDatabase("config_deadline");
+      Map<String, String> props =
+          props(proxy.jdbcUrl(database.substring(database.lastIndexOf('/') + 1)));
+      props.put("connection.timeout.ms", "5000");
+      proxy.silenceAfterClientSends("user");
+      Map<String, ConfigValue> values = OutboxSourceConfig.configDef().validateAll(props);
+
+      ConfigValidation.runLiveChecks(values, Duration.ofMillis(50));
+
+      List<String> errors = values.get("connection.url").errorMessages();
+      assertEquals(1, errors.size(), errors.toString());
+      assertTrue(
+          errors.get(0).startsWith("the database did not answer validation's checks within"),
+          errors.get(0));
+    }
   }
 
   /** Reported on payload.format, beside what the live checks find. */
