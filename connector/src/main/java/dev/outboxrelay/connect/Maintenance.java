@@ -37,6 +37,11 @@ final class Maintenance {
   private final RelayMetrics metrics;
   private final Time time;
   private final boolean enabled;
+
+  /** How this connector's lease owners begin; null: rows leased elsewhere are not counted here. */
+  private final String ownOwners;
+
+  private boolean leasedElsewhereReported;
   private long nextCleanupMs;
   private long nextBacklogMs;
 
@@ -46,11 +51,27 @@ final class Maintenance {
       RelayMetrics metrics,
       Time time,
       boolean enabled) {
+    this(store, config, metrics, time, enabled, null);
+  }
+
+  /**
+   * @param ownOwners how this connector's lease owners begin, to count with the backlog the rows
+   *     another connector holds (at least once; exactly once each task's recovery counts those of
+   *     its buckets): null not to
+   */
+  Maintenance(
+      OutboxStore store,
+      OutboxSourceConfig config,
+      RelayMetrics metrics,
+      Time time,
+      boolean enabled,
+      String ownOwners) {
     this.store = store;
     this.config = config;
     this.metrics = metrics;
     this.time = time;
     this.enabled = enabled;
+    this.ownOwners = ownOwners;
     this.nextCleanupMs = time.hiResClockMs() + config.cleanupInterval().toMillis();
     this.nextBacklogMs = time.hiResClockMs();
   }
@@ -97,6 +118,7 @@ final class Maintenance {
       failure = e;
     }
     if (snapshot != null) {
+      readLeasedElsewhere(startMs);
       metrics.recordBacklog(snapshot, overdueAfter(scheduleNextRead(startMs)));
       return;
     }
@@ -142,6 +164,42 @@ final class Maintenance {
         lag != null ? "read alone" : "not read" + notRead,
         parked != null ? "counted alone" : "not read" + notRead,
         spacing);
+  }
+
+  /**
+   * At least once, with the backlog: rows of the connector's keys in flight under live leases of
+   * another connector's tasks. Two connectors on one instance key split its rows between them, each
+   * sending its share with its own converters and topics; said once while it lasts, and in {@code
+   * foreign-leased-rows}. A read that fails for the database's reasons leaves the figure as it was;
+   * one that retrying cannot fix fails the task, as the count's own does.
+   */
+  private void readLeasedElsewhere(long startMs) {
+    if (ownOwners == null) {
+      return;
+    }
+    long leasedElsewhere;
+    try {
+      leasedElsewhere = store.countLeasedElsewhere(config.instanceKeys(), ownOwners);
+    } catch (OutboxStoreException e) {
+      if (!e.isRetriable()) {
+        scheduleNextRead(startMs);
+        throw e;
+      }
+      metrics.databaseErrors.incrementAndGet();
+      return;
+    }
+    metrics.foreignLeasedRows.set(leasedElsewhere);
+    if (leasedElsewhere == 0) {
+      leasedElsewhereReported = false;
+    } else if (!leasedElsewhereReported) {
+      leasedElsewhereReported = true;
+      log.warn(
+          "{} rows of this connector's instance keys are in flight under live leases of another"
+              + " connector's tasks: two connectors relay the same keys, each sending its share of"
+              + " the rows with its own converters and topics; relay each key with one connector"
+              + " (reason=LEASED_BY_ANOTHER_CONNECTOR)",
+          leasedElsewhere);
+    }
   }
 
   /**

@@ -77,8 +77,18 @@ final class TaskRuntime {
                 "outbox-relay-listener-" + suffix);
         runtime.listener.start();
       }
+      TaskSettings settings = config.settings();
       runtime.maintenance =
-          new Maintenance(store, config.connector(), metrics, time, config.identity().isFirst());
+          new Maintenance(
+              store,
+              config.connector(),
+              metrics,
+              time,
+              config.identity().isFirst(),
+              // Exactly once, each task's recovery counts them in its own buckets.
+              settings.exactlyOnce()
+                  ? null
+                  : LeaseOwners.connectorOwners(settings.claimRequest().owner()));
       return runtime;
     } catch (RuntimeException | Error e) {
       runtime.stop(Duration.ZERO, Duration.ZERO);

@@ -283,8 +283,9 @@ public final class RelayMetrics {
         waitingOnKafka::get);
     gauge(
         "foreign-leased-rows",
-        "Exactly-once: rows of this task's buckets in flight under live leases of another"
-            + " connector's tasks (two connectors on one instance key), left to it.",
+        "Rows in flight under live leases of another connector's tasks (two connectors on one"
+            + " instance key): at least once counted by task 0 with the backlog, exactly once by"
+            + " each task among its buckets' rows.",
         foreignLeasedRows::get);
     gauge(
         "unconfirmed-claim-released-total",

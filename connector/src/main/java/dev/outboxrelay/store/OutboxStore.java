@@ -174,6 +174,14 @@ public interface OutboxStore extends AutoCloseable {
   Map<MessageStatus, Long> countParked(Set<String> instanceKeys);
 
   /**
+   * Rows of these instance keys in flight under a live lease whose owner does not begin with {@code
+   * ownOwners} (how every task of the asking connector names itself; empty: every owner is its
+   * own): another connector relays the same keys. Counts only, and reads each row awaiting
+   * delivery, as {@link #inspect} does.
+   */
+  long countLeasedElsewhere(Set<String> instanceKeys, String ownOwners);
+
+  /**
    * Deletes at most {@code limit} PUBLISHED rows of these keys published before the cutoff, all or
    * none: a call that throws deleted nothing (but for a connection lost at its commit), so the
    * count returned is every row it deleted.

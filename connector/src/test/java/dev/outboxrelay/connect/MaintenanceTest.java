@@ -11,6 +11,7 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.PublishedAck;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
 import java.util.Map;
@@ -61,6 +62,56 @@ class MaintenanceTest {
     time.sleep(5000);
     maintenance.runIfDue();
     assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
+  }
+
+  /**
+   * At least once, rows of the connector's keys held under live leases of another connector's tasks
+   * (two connectors on one key) are counted with the backlog, and said once while it lasts.
+   */
+  @Test
+  void rowsLeasedByAnotherConnectorAreCountedWithTheBacklogAndSaidOnce() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "ours", "a");
+    f.add("eu", "theirs", "b");
+    ClaimRequest own = f.settings.claimRequest();
+    ClaimedMessage ours =
+        f.store
+            .claim(
+                new ClaimRequest(
+                    "relay/task-1/1", own.instanceKeys(), 1, own.leaseDuration(), 3, true))
+            .claimed()
+            .get(0);
+    ClaimedMessage theirs =
+        f.store
+            .claim(
+                new ClaimRequest(
+                    "other/task-0/2", own.instanceKeys(), 1, own.leaseDuration(), 3, true))
+            .claimed()
+            .get(0);
+    assertEquals("theirs", theirs.messageId());
+    long mark = LogCapture.get().mark();
+    Maintenance maintenance =
+        new Maintenance(f.store, f.config, f.metrics, time, true, "relay/task-");
+
+    maintenance.runIfDue();
+    assertEquals(1, f.metrics.foreignLeasedRows.get());
+    time.sleep(5000);
+    maintenance.runIfDue();
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("(reason=LEASED_BY_ANOTHER_CONNECTOR)"))
+            .size(),
+        "said once while it lasts");
+
+    f.store.release("theirs", theirs.lease());
+    f.store.release("ours", ours.lease());
+    time.sleep(5000);
+    maintenance.runIfDue();
+    assertEquals(0, f.metrics.foreignLeasedRows.get());
+
+    new Maintenance(f.store, f.config, f.metrics, time, true).runIfDue(); // not asked to count
+    assertEquals(0, f.metrics.foreignLeasedRows.get());
   }
 
   /**

@@ -1600,6 +1600,12 @@ class OutboxSourceTaskTest {
     }
 
     @Override
+    public long countLeasedElsewhere(Set<String> keys, String ownOwners) {
+      check();
+      return delegate.countLeasedElsewhere(keys, ownOwners);
+    }
+
+    @Override
     public int deletePublished(Set<String> keys, Instant before, int limit) {
       check();
       if (retentionBatchesBeforeFailing-- <= 0) {

@@ -427,6 +427,30 @@ public abstract class OutboxStoreContract {
   }
 
   /**
+   * Rows held under another connector's live leases: only of the keys asked, only while the lease
+   * lives, never a legacy row; with no owner prefix every owner is the asker's own.
+   */
+  @Test
+  void rowsLeasedByAnotherConnectorAreCountedWhileTheirLeasesLive() {
+    add(EU, "a", "agg-1");
+    add(EU, "b", "agg-2");
+    add(EU, "c", "agg-3");
+    add(US, "u", "agg-4");
+    insertLegacy(message("legacy", "agg-5"));
+    claimOne("orders/task-0/1", "a");
+    claimOne("other/task-0/2", "b");
+    holdElsewhere("c", new Lease("other/task-1/3", 4), clock.now().minusSeconds(1)); // expired
+    store.claim(request("other/task-0/2", 1, Set.of(US)));
+    holdElsewhere("legacy", new Lease("other/task-0/2", 1), clock.now().plus(LEASE));
+
+    assertEquals(1, store.countLeasedElsewhere(Set.of(EU), "orders/task-"));
+    assertEquals(2, store.countLeasedElsewhere(Set.of(EU, US), "orders/task-"));
+    assertEquals(0, store.countLeasedElsewhere(Set.of(EU), ""), "every owner its own");
+    clock.advance(LEASE);
+    assertEquals(0, store.countLeasedElsewhere(Set.of(EU, US), "orders/task-"), "all expired");
+  }
+
+  /**
    * "Now" is the store's clock, as every lease and due time is judged: retention's cutoff is
    * computed from it (Maintenance), so a row published an hour before it is deleted by it and one
    * published at it is not.

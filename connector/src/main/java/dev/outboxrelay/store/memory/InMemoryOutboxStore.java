@@ -663,6 +663,24 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return counts;
   }
 
+  @Override
+  public synchronized long countLeasedElsewhere(Set<String> instanceKeys, String ownOwners) {
+    Set<String> keys = InstanceKeys.requireValid(instanceKeys);
+    Instant now = now();
+    long count = 0;
+    for (Row row : rowsBySeq.values()) {
+      if (row.ownedBy(keys)
+          && row.status == MessageStatus.IN_FLIGHT
+          && row.leaseExpiresAt != null
+          && row.leaseExpiresAt.isAfter(now)
+          && row.leaseOwner != null
+          && !row.leaseOwner.startsWith(ownOwners)) {
+        count++;
+      }
+    }
+    return count;
+  }
+
   private Duration lag(Set<String> keys, Instant now) {
     for (Row row : rowsBySeq.values()) {
       if (row.ownedBy(keys) && row.status.isActive()) {

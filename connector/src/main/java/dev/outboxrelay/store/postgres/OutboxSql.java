@@ -624,6 +624,7 @@ final class OutboxSql {
   final NamedSql countByStatus;
   final NamedSql countParked;
   final NamedSql lag;
+  final NamedSql leasedElsewhere;
   final NamedSql deletePublishedLog;
   final NamedSql deletePublished;
   final NamedSql now;
@@ -956,6 +957,18 @@ final class OutboxSql {
             SELECT status, count(*) FROM {table}
             WHERE instance_key = ANY (:instance_keys) AND parked_at IS NOT NULL
             GROUP BY status""");
+
+    // Rows in flight under another connector's live leases, among the rows awaiting delivery (read
+    // as countByStatus's first branch reads them).
+    leasedElsewhere =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now)
+            SELECT count(*) FROM {table} o, clock
+            WHERE o.instance_key = ANY (:instance_keys)
+              AND o.published_at IS NULL AND o.parked_at IS NULL
+              AND o.status = 'IN_FLIGHT' AND o.lease_expires_at > clock.now
+              AND NOT {own owner(o)}""");
 
     // The oldest active row by insertion order: an index lookup, not a scan of the backlog.
     lag =

@@ -718,6 +718,24 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
   }
 
+  @Override
+  public long countLeasedElsewhere(Set<String> instanceKeys, String ownOwners) {
+    Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql.leasedElsewhere.jdbc());
+        ResultSet rs =
+            sql.leasedElsewhere
+                .bind(ps)
+                .set("now", this::setNow)
+                .setArray("instance_keys", textArray(c, keys))
+                .setString("own_owners", ownOwners)
+                .executeQuery()) {
+      return rs.next() ? rs.getLong(1) : 0;
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, "countLeasedElsewhere");
+    }
+  }
+
   private Duration lag(Connection c, Object[] keys) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(sql.lag.jdbc());
         ResultSet rs =
