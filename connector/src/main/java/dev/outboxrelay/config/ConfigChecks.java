@@ -149,7 +149,10 @@ final class ConfigChecks {
     for (Object key : keys) {
       String topic = template.replace(variable, key.toString());
       String filled =
-          TOPIC_TEMPLATE_CONFIG + " filled with instance key " + Printable.escape(key.toString());
+          TOPIC_TEMPLATE_CONFIG
+              + " filled with instance key '"
+              + Printable.escape(key.toString())
+              + "'";
       String parked = "every row of that key without a topic of its own would be parked";
       if (!TopicNames.isRoutable(topic)) {
         String rule = TopicNames.RULE + ", not one of Kafka's internal topics";
@@ -197,9 +200,9 @@ final class ConfigChecks {
             new Problem(
                 TOPIC_TEMPLATE_CONFIG,
                 TOPIC_TEMPLATE_CONFIG
-                    + " takes instance key "
+                    + " takes instance key '"
                     + Printable.escape(key.toString())
-                    + " into the topic name, which must be "
+                    + "' into the topic name, which must be "
                     + TopicNames.RULE
                     + ": every row of that key without a topic of its own would be parked"
                     + " (TOPIC_UNROUTABLE)"));
@@ -460,41 +463,60 @@ final class ConfigChecks {
 
   static final String PRODUCER_IDEMPOTENCE_CONFIG = "producer.override.enable.idempotence";
 
+  /** What the connector's producer overrides do to per-aggregate order. */
+  enum ProducerOrder {
+    /** Kept: ordering off, one request in flight, idempotence on, or exactly once. */
+    KEPT,
+    /** Lost: more than one request in flight with idempotence switched off. */
+    LOST,
+    /** More than one in flight, idempotence not given: the worker's settings decide. */
+    UNSEEN
+  }
+
   /**
-   * With ordering on, more than one request in flight per connection only with idempotence: a
-   * retried request then lands behind a later one, and an aggregate's records reach Kafka out of
-   * order though they were claimed and sent in order. Connect's defaults (one in flight, no
-   * idempotence) keep order, and exactly once the producer is transactional, so idempotent; a
-   * worker-level producer setting is not seen here.
+   * With ordering on, more than one request in flight per connection keeps order only with
+   * idempotence: a retried request otherwise lands behind a later one, and an aggregate's records
+   * reach Kafka out of order though they were claimed and sent in order. Connect's defaults (one in
+   * flight, no idempotence) keep order, and exactly once the producer is transactional, so
+   * idempotent. Without {@code producer.override.enable.idempotence} the worker decides: its own
+   * {@code producer.enable.idempotence}, or a worker with exactly-once source support, which gives
+   * every task a transactional producer.
    */
+  static ProducerOrder producerOrder(Function<String, Object> parsed, Map<String, ?> raw) {
+    if (!Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG))
+        || exactlyOnce(parsed)
+        || !(raw.get(PRODUCER_MAX_IN_FLIGHT_CONFIG) instanceof String inFlight)) {
+      return ProducerOrder.KEPT;
+    }
+    try {
+      if (Integer.parseInt(inFlight.trim()) <= 1) {
+        return ProducerOrder.KEPT;
+      }
+    } catch (NumberFormatException e) {
+      return ProducerOrder.KEPT; // the producer refuses it, naming the setting
+    }
+    if (!(raw.get(PRODUCER_IDEMPOTENCE_CONFIG) instanceof String idempotence)) {
+      return ProducerOrder.UNSEEN;
+    }
+    return idempotence.trim().equalsIgnoreCase("false")
+        ? ProducerOrder.LOST
+        : ProducerOrder.KEPT; // true, or a value the producer refuses
+  }
+
   private static void producerKeepsOrder(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
-    if (!Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG))
-        || exactlyOnce(parsed) // a transactional producer, idempotent always
-        || !(raw.get(PRODUCER_MAX_IN_FLIGHT_CONFIG) instanceof String inFlight)) {
-      return;
-    }
-    int requests;
-    try {
-      requests = Integer.parseInt(inFlight.trim());
-    } catch (NumberFormatException e) {
-      return; // the producer refuses it, naming the setting
-    }
-    boolean idempotent =
-        raw.get(PRODUCER_IDEMPOTENCE_CONFIG) instanceof String enabled
-            && enabled.trim().equalsIgnoreCase("true");
-    if (requests > 1 && !idempotent) {
+    if (producerOrder(parsed, raw) == ProducerOrder.LOST) {
       out.add(
           new Problem(
               PRODUCER_MAX_IN_FLIGHT_CONFIG,
               PRODUCER_MAX_IN_FLIGHT_CONFIG
-                  + " above 1 needs "
+                  + " above 1 with "
                   + PRODUCER_IDEMPOTENCE_CONFIG
-                  + "=true with "
+                  + "=false and "
                   + ORDERING_ENABLED_CONFIG
                   + "=true: a retried request would land behind a later one, and an aggregate's"
-                  + " records reach Kafka out of order; set idempotence, or leave the override"
-                  + " out (Connect's default is 1)"));
+                  + " records reach Kafka out of order; set idempotence to true, or leave the"
+                  + " in-flight override out (Connect's default is 1)"));
     }
   }
 

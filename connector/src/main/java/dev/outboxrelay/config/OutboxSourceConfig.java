@@ -414,14 +414,15 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " outbox-relay-cli inspect and status see no published row, the writer library's"
           + " duplicate check no longer covers published message ids, and a publish whose"
           + " database reply was lost (a failover) cannot be read back, so its row is counted as a"
-          + " lost claim though Kafka has it once. At most 100 years (36500 days).";
+          + " lost claim though Kafka has it once. At most 5000 years (1825000 days).";
 
   /**
-   * The longest retention, 100 years, as the retry delay's limit: retention's cut-off is the
-   * database's clock less it, and one before 4713 BC (about 6,700 years back) is out of the
-   * timestamp type's range (SQLState 22008), which failed task 0's every run, and its restarts.
+   * The longest retention, 5,000 years: retention's cut-off is the database's clock less it, and
+   * one before 4713 BC (about 6,700 years back) is out of the timestamp type's range (SQLState
+   * 22008), which failed task 0's every run, and its restarts. Well past any "forever" spelled as a
+   * large number (9999999999999 ms is about 317 years), which therefore still works.
    */
-  static final long RETENTION_LIMIT_MS = 36_500L * 24 * 60 * 60 * 1000;
+  static final long RETENTION_LIMIT_MS = 1_825_000L * 24 * 60 * 60 * 1000;
 
   public static final String CLEANUP_INTERVAL_MS_CONFIG = "cleanup.interval.ms";
   public static final long CLEANUP_INTERVAL_MS_DEFAULT = 60_000L;
@@ -993,6 +994,15 @@ public class OutboxSourceConfig extends AbstractConfig {
    * Whether a renewal delayed by an outcome write stuck for a whole statement timeout could come
    * after the lease ran out: see {@code lease.duration.ms}.
    */
+  /**
+   * More than one request in flight while ordering, with idempotence left to the worker: order
+   * holds only if the worker's producer settings (or its exactly-once source support) make the
+   * producer idempotent, which the connector cannot see.
+   */
+  public boolean producerOrderLeftToTheWorker() {
+    return ConfigChecks.producerOrder(this::get, originals()) == ConfigChecks.ProducerOrder.UNSEEN;
+  }
+
   public boolean leaseMayRunOutBehindAStuckWrite() {
     return leaseRenewalInterval().plus(statementTimeout()).compareTo(leaseDuration()) >= 0;
   }

@@ -291,8 +291,7 @@ final class Validators {
         (name, value) -> {
           long v = (Long) value;
           if (v < -1 || v > max) {
-            throw new ConfigException(
-                name + " must be -1 (keep forever) or from 0 to " + max + " (100 years)");
+            throw new ConfigException(name + " must be -1 (keep forever) or from 0 to " + max);
           }
         });
   }

@@ -1,11 +1,13 @@
 package dev.outboxrelay.connect;
 
+import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.writer.Printable;
 import java.util.Deque;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,10 +37,14 @@ final class DeadLetterCopies {
 
   private final OutboxStore store;
   private final StoreHealth health;
+  private final RelayMetrics metrics;
   private final Time time;
 
   /** Each position is taken off before its write, so that a stop never reports one written. */
   private final Deque<Copy> pending = new ConcurrentLinkedDeque<>();
+
+  /** How many positions {@link #pending} holds (its own size() walks it). */
+  private final AtomicInteger count = new AtomicInteger();
 
   private volatile boolean stopped;
   private boolean failureReported;
@@ -46,9 +52,10 @@ final class DeadLetterCopies {
   /** On the monotonic clock ({@link Time#hiResClockMs()}). */
   private long nextAttemptMs;
 
-  DeadLetterCopies(OutboxStore store, StoreHealth health, Time time) {
+  DeadLetterCopies(OutboxStore store, StoreHealth health, RelayMetrics metrics, Time time) {
     this.store = store;
     this.health = health;
+    this.metrics = metrics;
     this.time = time;
     this.nextAttemptMs = time.hiResClockMs(); // at once (a monotonic clock may be negative)
   }
@@ -60,12 +67,13 @@ final class DeadLetterCopies {
    * A dead-letter record of the row {@code messageId}, parked at this claim position, committed.
    */
   void committed(String messageId, long token, long epoch, long batch, KafkaCoordinates position) {
-    if (pending.size() >= MAX_PENDING) {
-      Copy dropped = pending.pollFirst();
+    if (count.get() >= MAX_PENDING) {
+      Copy dropped = take();
       if (dropped != null) {
         notRecorded(dropped, "DATABASE_UNAVAILABLE");
       }
     }
+    count.incrementAndGet(); // first, so that a take() never counts below zero
     pending.addLast(new Copy(messageId, token, epoch, batch, position));
     if (stopped) {
       dropPending(); // acknowledged after the stop: no poll will write it
@@ -81,8 +89,16 @@ final class DeadLetterCopies {
     dropPending();
   }
 
+  private Copy take() {
+    Copy copy = pending.pollFirst();
+    if (copy != null) {
+      count.decrementAndGet();
+    }
+    return copy;
+  }
+
   private void dropPending() {
-    for (Copy c = pending.pollFirst(); c != null; c = pending.pollFirst()) {
+    for (Copy c = take(); c != null; c = take()) {
       notRecorded(c, "TASK_STOPPED");
     }
   }
@@ -97,7 +113,7 @@ final class DeadLetterCopies {
 
   /** Positions waiting to be recorded. */
   int pending() {
-    return pending.size();
+    return count.get();
   }
 
   /**
@@ -108,7 +124,7 @@ final class DeadLetterCopies {
     if (pending.isEmpty() || time.hiResClockMs() < nextAttemptMs) {
       return;
     }
-    for (Copy next = pending.pollFirst(); next != null; next = pending.pollFirst()) {
+    for (Copy next = take(); next != null; next = take()) {
       try {
         if (!store.recordDeadLetterCopy(
             next.messageId(), next.token(), next.epoch(), next.batch(), next.position())) {
@@ -119,10 +135,15 @@ final class DeadLetterCopies {
               Printable.escape(next.messageId()));
         }
       } catch (OutboxStoreException e) {
-        health.databaseError(e); // counted; one retrying cannot fix fails the task, as elsewhere
         if (e.isRetriable()) {
+          health.databaseError(e);
           keepForRetry(next, e);
           return;
+        }
+        if (failsTheTask(e)) {
+          health.databaseError(e); // as at any other write: a privilege revoked, say
+        } else {
+          metrics.databaseErrors.incrementAndGet(); // this row's own: the others go on
         }
         log.warn(
             "Dead-letter position not recorded: message_id={} (reason={}, sqlState={}; the row"
@@ -130,22 +151,42 @@ final class DeadLetterCopies {
             Printable.escape(next.messageId()),
             e.reasonCode(),
             e.sqlState());
+      } catch (RuntimeException e) {
+        putBack(next); // not a store error: the task fails, and its stop says what waited
+        throw e;
       }
       failureReported = false;
     }
   }
 
-  private void keepForRetry(Copy next, OutboxStoreException e) {
-    pending.addFirst(next);
+  /**
+   * Whether a write that retrying cannot fix fails the task: what fails every write of the task
+   * (credentials, a privilege, the schema) does; a refusal of this row's write alone (a trigger or
+   * a check of an adopted table) drops this position only, as the class's promise says.
+   */
+  private static boolean failsTheTask(OutboxStoreException e) {
+    return switch (e.kind()) {
+      case AUTHENTICATION, PERMISSION, SCHEMA -> true;
+      default -> false;
+    };
+  }
+
+  private void putBack(Copy copy) {
+    count.incrementAndGet();
+    pending.addFirst(copy);
     if (stopped) {
-      dropPending(); // stopped during the write: its drain may have run before the put-back
+      dropPending(); // stopped meanwhile: its drain may have run before the put-back
     }
+  }
+
+  private void keepForRetry(Copy next, OutboxStoreException e) {
+    putBack(next);
     nextAttemptMs = time.hiResClockMs() + RETRY_AFTER_MS;
     if (!failureReported) {
       failureReported = true;
       log.warn(
           "Recording {} dead-letter positions failed (reason={}, sqlState={}); tried again in 30 s",
-          pending.size(),
+          count.get(),
           e.reasonCode(),
           e.sqlState());
     }

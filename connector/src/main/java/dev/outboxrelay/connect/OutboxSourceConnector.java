@@ -47,6 +47,14 @@ public class OutboxSourceConnector extends SourceConnector {
           "Invalid outbox-relay configuration: " + TaskConfig.withoutValue(e.getMessage()));
     }
     this.props = Map.copyOf(props);
+    if (config.producerOrderLeftToTheWorker()) {
+      log.warn(
+          "producer.override.max.in.flight.requests.per.connection is above 1 with ordering.enabled"
+              + "=true and producer.override.enable.idempotence not set: an aggregate's records"
+              + " keep their order only if the worker makes the producer idempotent (its"
+              + " producer.enable.idempotence=true, or exactly-once source support); set"
+              + " producer.override.enable.idempotence=true (reason=ORDER_LEFT_TO_THE_WORKER)");
+    }
     if (config.leaseMayRunOutBehindAStuckWrite()) {
       log.warn(
           "lease.duration.ms ({} ms) is not above lease.renewal.interval.ms ({} ms) plus"

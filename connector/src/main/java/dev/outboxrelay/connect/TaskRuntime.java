@@ -114,7 +114,7 @@ final class TaskRuntime {
     this.wake = new WakeSignal();
     this.health = new StoreHealth(metrics, time);
     this.deadLetterCopies =
-        settings.exactlyOnce() ? new DeadLetterCopies(store, health, time) : null;
+        settings.exactlyOnce() ? new DeadLetterCopies(store, health, metrics, time) : null;
     this.renewer = new LeaseRenewer(store, ledger, metrics, settings, time, health, wake);
     this.claims =
         new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);

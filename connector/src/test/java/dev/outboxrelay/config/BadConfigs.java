@@ -119,8 +119,8 @@ final class BadConfigs {
         // Maintenance
         Arguments.of("retention.published.ms", "-2"),
         Arguments.of("retention.published.ms", "forever"),
-        // Past 100 years: a cut-off before the timestamp type's range failed every run.
-        Arguments.of("retention.published.ms", "3153600000001"),
+        // Past 5,000 years: a cut-off before the timestamp type's range failed every run.
+        Arguments.of("retention.published.ms", "157680000000001"),
         Arguments.of("retention.published.ms", Long.toString(Long.MAX_VALUE)),
         Arguments.of("cleanup.interval.ms", "999"),
         Arguments.of("cleanup.interval.ms", "86400001"),

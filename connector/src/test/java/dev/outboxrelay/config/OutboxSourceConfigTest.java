@@ -262,37 +262,40 @@ class OutboxSourceConfigTest {
   }
 
   /**
-   * Connect's own settings that would lose rows are refused at every start too, not only when
-   * Connect validates a changed configuration: a connector saved before these rules, or whose value
-   * a config provider changed behind it, is started without validation.
-   */
-  /**
-   * More than one request in flight reorders an aggregate's records on a retry, unless idempotent.
+   * More than one request in flight reorders an aggregate's records on a retry, unless idempotent:
+   * refused with idempotence switched off; left to the worker (its settings, or exactly-once
+   * support, may make the producer idempotent) when not given.
    */
   @Test
-  void moreThanOneRequestInFlightNeedsIdempotenceWhileOrdering() {
+  void moreThanOneRequestInFlightWithoutIdempotenceIsRefusedWhileOrdering() {
     Map<String, String> props =
         with("producer.override.max.in.flight.requests.per.connection", " 5 ");
+    props.put("producer.override.enable.idempotence", " false ");
     ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
     assertTrue(
         e.getMessage()
             .startsWith(
-                "producer.override.max.in.flight.requests.per.connection above 1 needs"
-                    + " producer.override.enable.idempotence=true"),
+                "producer.override.max.in.flight.requests.per.connection above 1 with"
+                    + " producer.override.enable.idempotence=false"),
         e.getMessage());
-    props.put("producer.override.enable.idempotence", "false");
-    assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
 
     props.put("producer.override.enable.idempotence", "TRUE");
-    new OutboxSourceConfig(props);
+    assertFalse(new OutboxSourceConfig(props).producerOrderLeftToTheWorker());
     props.remove("producer.override.enable.idempotence");
+    assertTrue(new OutboxSourceConfig(props).producerOrderLeftToTheWorker(), "the worker's");
     props.put("ordering.enabled", "false");
-    new OutboxSourceConfig(props);
+    assertFalse(new OutboxSourceConfig(props).producerOrderLeftToTheWorker());
     props.put("ordering.enabled", "true");
     props.put("producer.override.max.in.flight.requests.per.connection", "1");
-    new OutboxSourceConfig(props);
+    props.put("producer.override.enable.idempotence", "false");
+    assertFalse(new OutboxSourceConfig(props).producerOrderLeftToTheWorker());
   }
 
+  /**
+   * Connect's own settings that would lose rows are refused at every start too, not only when
+   * Connect validates a changed configuration: a connector saved before these rules, or whose value
+   * a config provider changed behind it, is started without validation.
+   */
   @Test
   void connectSettingsThatWouldLoseRowsAreRefusedAtStartToo() {
     Map<String, String> acks = with("producer.override.acks", "1");
@@ -464,8 +467,11 @@ class OutboxSourceConfigTest {
         Optional.of(Duration.ZERO),
         new OutboxSourceConfig(with("retention.published.ms", "0")).retention());
     assertEquals(
-        Optional.of(Duration.ofDays(36_500)),
-        new OutboxSourceConfig(with("retention.published.ms", "3153600000000")).retention());
+        Optional.of(Duration.ofDays(1_825_000)),
+        new OutboxSourceConfig(with("retention.published.ms", "157680000000000")).retention());
+    assertEquals(
+        Optional.of(Duration.ofMillis(9_999_999_999_999L)), // "forever" as a large number
+        new OutboxSourceConfig(with("retention.published.ms", "9999999999999")).retention());
   }
 
   @Test
@@ -558,9 +564,9 @@ class OutboxSourceConfigTest {
     assertTrue(
         unroutable
             .getMessage()
-            .startsWith("topic.template filled with instance key orders eu is not a topic name"),
+            .startsWith("topic.template filled with instance key 'orders eu' is not a topic name"),
         unroutable.getMessage());
-    assertFalse(unroutable.getMessage().contains("key orders is"), unroutable.getMessage());
+    assertFalse(unroutable.getMessage().contains("key 'orders' is"), unroutable.getMessage());
 
     Map<String, String> deadLetters = with("topic.template", "outbox.${instance_key}");
     deadLetters.put("dead.letter.topic", "outbox.orders");
@@ -569,7 +575,7 @@ class OutboxSourceConfigTest {
     assertTrue(
         toDeadLetters
             .getMessage()
-            .startsWith("topic.template filled with instance key orders names dead.letter.topic"),
+            .startsWith("topic.template filled with instance key 'orders' names dead.letter.topic"),
         toDeadLetters.getMessage());
 
     Map<String, String> outside = with("topic.template", "${instance_key}");
@@ -581,7 +587,7 @@ class OutboxSourceConfigTest {
             .getMessage()
             .startsWith(
                 "topic.allowed.regex does not match topic.template filled with instance key"
-                    + " orders"),
+                    + " 'orders'"),
         notAllowed.getMessage());
 
     outside.put("topic.template", "outbox.${instance_key}");
@@ -597,10 +603,10 @@ class OutboxSourceConfigTest {
     assertTrue(
         mixed
             .getMessage()
-            .startsWith("topic.template takes instance key orders eu into the topic name"),
+            .startsWith("topic.template takes instance key 'orders eu' into the topic name"),
         mixed.getMessage());
-    assertTrue(mixed.getMessage().contains("instance key acme/eu into"), mixed.getMessage());
-    assertFalse(mixed.getMessage().contains("key orders into"), mixed.getMessage());
+    assertTrue(mixed.getMessage().contains("instance key 'acme/eu' into"), mixed.getMessage());
+    assertFalse(mixed.getMessage().contains("key 'orders' into"), mixed.getMessage());
     outside.put("topic.template", "outbox.${aggregate_type}"); // the keys are not in the names
     assertEquals("outbox.${aggregate_type}", new OutboxSourceConfig(outside).topicTemplate());
   }

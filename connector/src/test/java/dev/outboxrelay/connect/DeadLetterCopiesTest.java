@@ -24,7 +24,7 @@ class DeadLetterCopiesTest {
   private final SteppableTime time = new SteppableTime();
   private final RelayMetrics metrics = new RelayMetrics();
   private final StoreHealth health = new StoreHealth(metrics, time);
-  private final DeadLetterCopies copies = new DeadLetterCopies(store, health, time);
+  private final DeadLetterCopies copies = new DeadLetterCopies(store, health, metrics, time);
   private static final KafkaCoordinates COPY = new KafkaCoordinates("dlq", 0, 5);
 
   /** A row parked under an exactly-once claim of epoch {@code epoch}, batch 1. */
@@ -115,6 +115,32 @@ class DeadLetterCopiesTest {
     assertEquals(1, metrics.databaseErrors.get());
     assertEquals(
         "42501", health.fatalStoreError().sqlState(), "the task fails, as at any other write");
+  }
+
+  /**
+   * A refusal of one row's write alone (a trigger or a check of an adopted table) drops that
+   * position, counted, and the others are written: it does not fail the task.
+   */
+  @Test
+  void aRefusalOfOneRowsWriteDropsItsPositionOnly() {
+    long epoch = store.newEpoch();
+    ClaimedMessage a = parked("a", epoch);
+    ClaimedMessage b = parked("b", epoch);
+    copies.committed("a", a.lease().token(), epoch, 1, COPY);
+    copies.committed("b", b.lease().token(), epoch, 1, COPY);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.INVALID_DATA, "DB_INVALID_DATA", "23514", "record");
+    store.failing = true;
+    store.failOnce = true;
+
+    copies.record();
+
+    assertEquals(0, copies.pending());
+    assertNull(f.store.find("a").orElseThrow().kafka(), "refused");
+    assertEquals(COPY, f.store.find("b").orElseThrow().kafka(), "written");
+    assertEquals(1, metrics.databaseErrors.get());
+    assertNull(health.fatalStoreError(), "the task goes on");
   }
 
   /**

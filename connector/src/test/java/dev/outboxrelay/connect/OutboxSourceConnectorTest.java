@@ -111,6 +111,22 @@ class OutboxSourceConnectorTest {
     }
   }
 
+  /** In-flight requests above 1 with idempotence left to the worker: said at start, not refused. */
+  @Test
+  void anOrderLeftToTheWorkersProducerSettingsIsWarnedAbout() {
+    Map<String, String> props = config(null);
+    props.put("producer.override.max.in.flight.requests.per.connection", "5");
+    long mark = LogCapture.get().mark();
+    new OutboxSourceConnector().start(props);
+    props.put("producer.override.enable.idempotence", "true");
+    new OutboxSourceConnector().start(props);
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("(reason=ORDER_LEFT_TO_THE_WORKER)"))
+            .size());
+  }
+
   /** The connector's status names a refused setting, never its value (as a task's does). */
   @Test
   void aRefusedSettingIsNamedWithoutItsValue() {

@@ -1314,6 +1314,10 @@ class OutboxSourceTaskTest {
   static final class FailingStore implements OutboxStore {
     private final OutboxStore delegate;
     volatile boolean failing;
+
+    /** With {@link #failing}: only the next call fails. */
+    volatile boolean failOnce;
+
     volatile OutboxStoreException failure =
         new OutboxStoreException(
             OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
@@ -1367,6 +1371,10 @@ class OutboxSourceTaskTest {
 
     private void check() {
       if (failing) {
+        if (failOnce) { // the next call only
+          failing = false;
+          failOnce = false;
+        }
         throw failure;
       }
     }
