@@ -61,6 +61,7 @@ final class ConnectWorker {
       String dbPassword,
       Delivery delivery) {
     copyPlugins(builtPlugins);
+    createSecretsDir();
     MetricsAgent agent = copyMetricsAgent(builtAgent);
     List<String> jvmOptions = new ArrayList<>(kafka.jvmOptions(Component.CONNECT));
     jvmOptions.add(agent.jvmOption(ports.metrics()));
@@ -116,7 +117,21 @@ final class ConnectWorker {
     p.setProperty("rest.advertised.host.name", Ports.LOOPBACK);
     p.setProperty("rest.advertised.port", Integer.toString(ports.connect()));
     p.setProperty("plugin.path", state.plugins().toString());
+    if (p.containsKey(FILE_PROVIDER_PATHS)) {
+      p.setProperty(FILE_PROVIDER_PATHS, state.secrets().toString());
+    }
     return p;
+  }
+
+  /** The file config provider's allowed paths: each must exist, or the worker does not start. */
+  static final String FILE_PROVIDER_PATHS = "config.providers.file.param.allowed.paths";
+
+  private void createSecretsDir() {
+    try {
+      Files.createDirectories(state.secrets());
+    } catch (IOException e) {
+      throw new StackException("cannot create " + state.secrets() + ": " + e.getMessage());
+    }
   }
 
   /**

@@ -62,6 +62,14 @@ final class StateDir {
     return root.resolve("plugins");
   }
 
+  /**
+   * Where the worker's file config provider may read: the template's {@code /opt/kafka/secrets}
+   * need not exist here, and a worker whose allowed path is missing does not start.
+   */
+  Path secrets() {
+    return root.resolve("secrets");
+  }
+
   /** The copy of the JMX exporter agent the worker runs. */
   Path agents() {
     return root.resolve("agents");

@@ -56,8 +56,8 @@ class ConnectorConfigFilesTest {
             imageWorker),
         strimzi("manifests/kafka-connector.yaml", "manifests/kafka-connect.yaml"),
         strimzi(
-            "manifests/kafka-connector-exactly-once.yaml",
-            "manifests/kafka-connect-exactly-once.yaml"));
+            "manifests/exactly-once/kafka-connector-exactly-once.yaml",
+            "manifests/exactly-once/kafka-connect-exactly-once.yaml"));
   }
 
   /** A KafkaConnector's config as Connect sees it, and the providers of its KafkaConnect. */
@@ -268,6 +268,33 @@ class ConnectorConfigFilesTest {
     }
   }
 
+  /**
+   * The file provider reads only under its allowed paths (else a connector config could read any
+   * file of the worker), and every shipped {@code ${file:...}} reference lies within them.
+   */
+  @Test
+  void fileReferencesAreWithinTheWorkersAllowedPaths() {
+    for (String worker :
+        List.of("config/connect-worker.properties", "docker/connect-worker.properties")) {
+      String allowed =
+          RepoFiles.properties(worker).getProperty("config.providers.file.param.allowed.paths");
+      assertTrue(allowed != null && !allowed.isBlank(), worker + " restricts the file provider");
+      for (String file :
+          List.of(
+              "config/local-connector.json",
+              "config/production-connector.json",
+              "config/exactly-once-connector.json",
+              "config/schema-registry-connector.json")) {
+        Matcher m = Pattern.compile("\\$\\{file:([^}:]+):").matcher(RepoFiles.read(file));
+        while (m.find()) {
+          assertTrue(
+              m.group(1).startsWith(allowed + "/"),
+              file + " reads " + m.group(1) + " outside " + worker + "'s " + allowed);
+        }
+      }
+    }
+  }
+
   @Test
   void envReferencesAreWithinTheWorkersAllowList() {
     for (String worker :
@@ -304,9 +331,9 @@ class ConnectorConfigFilesTest {
         "config/exactly-once-connector.json", restConfig("config/exactly-once-connector.json"));
     Map<String, String> manifest = new LinkedHashMap<>();
     shippedConfigs()
-        .filter(s -> s.file().equals("manifests/kafka-connector-exactly-once.yaml"))
+        .filter(s -> s.file().equals("manifests/exactly-once/kafka-connector-exactly-once.yaml"))
         .forEach(s -> manifest.putAll(s.config()));
-    exactlyOnce.put("manifests/kafka-connector-exactly-once.yaml", manifest);
+    exactlyOnce.put("manifests/exactly-once/kafka-connector-exactly-once.yaml", manifest);
     Map<String, String> strimziProduction = new LinkedHashMap<>();
     shippedConfigs()
         .filter(s -> s.file().equals("manifests/kafka-connector.yaml"))

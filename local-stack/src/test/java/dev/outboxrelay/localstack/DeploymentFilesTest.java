@@ -49,6 +49,60 @@ class DeploymentFilesTest {
   private static final Pattern JAVAAGENT =
       Pattern.compile("-javaagent:(\\S+\\.jar)=(?:([^:\\s]+):)?(\\d+):(\\S+)");
 
+  /**
+   * {@code kubectl apply -f manifests/} (not recursive) is safe: it creates at most one connector
+   * per instance key (the exactly-once variant of the same keys lives in a folder of its own, and
+   * both at once split the keys' rows between two connectors), and no Secret, whose placeholder
+   * password would overwrite the one a secret store made.
+   */
+  @Test
+  void applyingTheManifestsFolderCreatesOneConnectorPerInstanceKeyAndNoSecret() throws Exception {
+    Map<String, String> connectorOfKey = new HashMap<>();
+    List<Path> files;
+    try (var listed = Files.list(RepoFiles.file("manifests"))) {
+      files = listed.filter(f -> f.toString().endsWith(".yaml")).sorted().toList();
+    }
+    assertFalse(files.isEmpty());
+    for (Path file : files) {
+      for (JsonNode doc : RepoFiles.yamlDocuments("manifests/" + file.getFileName())) {
+        String kind = doc.path("kind").asText();
+        assertFalse(kind.equals("Secret"), file + " applies a Secret");
+        if (kind.equals("KafkaConnector")) {
+          String name = doc.path("metadata").path("name").asText();
+          for (String key :
+              doc.path("spec").path("config").path("instance.keys").asText().split(",")) {
+            String other = connectorOfKey.put(key.trim(), name);
+            assertTrue(other == null, key + " owned by " + other + " and " + name);
+          }
+        }
+      }
+    }
+    assertFalse(connectorOfKey.isEmpty(), "a connector is applied");
+    // The exactly-once variant owns the same keys: it must stay out of the folder's top level.
+    JsonNode exactlyOnce =
+        RepoFiles.yaml("manifests/exactly-once/kafka-connector-exactly-once.yaml");
+    assertTrue(
+        connectorOfKey.containsKey(
+            exactlyOnce.path("spec").path("config").path("instance.keys").asText().split(",")[0]));
+  }
+
+  /**
+   * The image's file config provider may read one directory, which must exist or the worker does
+   * not start: the Connect stage creates it.
+   */
+  @Test
+  void theImageCreatesTheOnlyDirectoryItsFileProviderMayRead() {
+    String allowed =
+        RepoFiles.properties("docker/connect-worker.properties")
+            .getProperty("config.providers.file.param.allowed.paths");
+    assertTrue(allowed != null && allowed.startsWith("/"), "the file provider is restricted");
+    Dockerfile.Stage connect = DOCKERFILE.stages().get(DOCKERFILE.stages().size() - 1);
+    assertTrue(
+        connect.copies().stream()
+            .anyMatch(c -> c.destination().replaceAll("/$", "").equals(allowed)),
+        "the Connect stage creates " + allowed);
+  }
+
   @Test
   void everyFileTheDockerfileCopiesFromTheContextExists() {
     for (Dockerfile.Stage stage : DOCKERFILE.stages()) {
@@ -285,7 +339,9 @@ class DeploymentFilesTest {
         .path("values")
         .forEach(v -> clusters.add(v.asText()));
     for (String manifest :
-        List.of("manifests/kafka-connect.yaml", "manifests/kafka-connect-exactly-once.yaml")) {
+        List.of(
+            "manifests/kafka-connect.yaml",
+            "manifests/exactly-once/kafka-connect-exactly-once.yaml")) {
       JsonNode connect = RepoFiles.yaml(manifest);
       assertTrue(
           clusters.contains(connect.path("metadata").path("name").asText()),
@@ -307,7 +363,7 @@ class DeploymentFilesTest {
   void strimziResourcesReferToEachOther() {
     JsonNode connect = RepoFiles.yaml("manifests/kafka-connect.yaml");
     JsonNode connector = RepoFiles.yaml("manifests/kafka-connector.yaml");
-    JsonNode secret = RepoFiles.yaml("manifests/secret.yaml");
+    JsonNode secret = RepoFiles.yaml("manifests/examples/secret.yaml");
     List<JsonNode> rbac = RepoFiles.yamlDocuments("manifests/rbac.yaml");
     String namespace = connect.path("metadata").path("namespace").asText();
     String connectName = connect.path("metadata").path("name").asText();
@@ -388,8 +444,8 @@ class DeploymentFilesTest {
   void theExactlyOnceConnectClusterIsTheSameClusterWithExactlyOnceSourceSupport() {
     ObjectNode atLeastOnce = (ObjectNode) RepoFiles.yaml("manifests/kafka-connect.yaml");
     ObjectNode exactlyOnce =
-        (ObjectNode) RepoFiles.yaml("manifests/kafka-connect-exactly-once.yaml");
-    JsonNode connector = RepoFiles.yaml("manifests/kafka-connector-exactly-once.yaml");
+        (ObjectNode) RepoFiles.yaml("manifests/exactly-once/kafka-connect-exactly-once.yaml");
+    JsonNode connector = RepoFiles.yaml("manifests/exactly-once/kafka-connector-exactly-once.yaml");
     String name = exactlyOnce.path("metadata").path("name").asText();
     JsonNode spec = exactlyOnce.path("spec");
 

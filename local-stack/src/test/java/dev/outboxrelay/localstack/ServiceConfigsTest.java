@@ -41,11 +41,18 @@ class ServiceConfigsTest {
     assertEquals("http://127.0.0.1:18083", p.getProperty("listeners"));
     assertEquals("18083", p.getProperty("rest.advertised.port"));
     assertEquals("/tmp/stack-test/plugins", p.getProperty("plugin.path"));
+    // The template's /opt/kafka/secrets need not exist here: a missing allowed path stops the
+    // worker.
+    assertEquals(
+        "/tmp/stack-test/secrets",
+        p.getProperty(ConnectWorker.FILE_PROVIDER_PATHS),
+        "the run's own");
     for (String key : template.stringPropertyNames()) {
       if (!key.startsWith("rest.advertised.")
           && !key.equals("bootstrap.servers")
           && !key.equals("listeners")
-          && !key.equals("plugin.path")) {
+          && !key.equals("plugin.path")
+          && !key.equals(ConnectWorker.FILE_PROVIDER_PATHS)) {
         assertEquals(template.getProperty(key), p.getProperty(key), key);
       }
     }

@@ -3,14 +3,18 @@ package dev.outboxrelay.localstack;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.runtime.distributed.DistributedConfig;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -58,9 +62,24 @@ class WorkerConfigFilesTest {
     assertEquals("service_load", worker.getProperty("plugin.discovery"));
   }
 
-  private static Map<String, String> asMap(Properties p) {
+  /**
+   * The file's settings, with the file provider's allowed path moved to a directory that exists
+   * here (the worker refuses to start when it does not; the deployments create theirs).
+   */
+  private Map<String, String> asMap(Properties p) {
     Map<String, String> map = new java.util.HashMap<>();
     p.stringPropertyNames().forEach(k -> map.put(k, p.getProperty(k)));
+    map.computeIfPresent(ConnectWorker.FILE_PROVIDER_PATHS, (k, v) -> secrets.toString());
     return map;
+  }
+
+  @TempDir Path secrets;
+
+  /** A worker whose file provider may read a directory that does not exist does not start. */
+  @Test
+  void theFileProvidersAllowedPathMustExist() {
+    Map<String, String> worker = asMap(RepoFiles.properties("config/connect-worker.properties"));
+    worker.put(ConnectWorker.FILE_PROVIDER_PATHS, secrets.resolve("missing").toString());
+    assertThrows(ConfigException.class, () -> new DistributedConfig(worker));
   }
 }
