@@ -319,10 +319,11 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " converter itself refuses (a member name Avro does not allow, a schema the registry"
           + " refuses) fails the task, as with Debezium, unless errors.tolerance=all (then see"
           + " null.metadata.policy). JsonConverter with schemas.enable=true writes the schema"
-          + " into every record, which neither size check counts (payload.max.bytes, nor"
-          + " RECORD_TOO_LARGE against max.request.size): a record over max.request.size then"
-          + " fails the task; keep payload.max.bytes well under it. See"
-          + " docs/switching-from-debezium.md, Schema registry.";
+          + " into every record (a path name per struct: a deep or wide payload's schema can be"
+          + " many times its size): with value.converter=JsonConverter in the connector's own"
+          + " configuration it is counted against max.request.size (RECORD_TOO_LARGE); set only"
+          + " on the worker it is not seen, and a record over max.request.size fails the task."
+          + " See docs/switching-from-debezium.md, Schema registry.";
 
   public static final String PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG = "payload.json.null.behavior";
   private static final String PAYLOAD_JSON_NULL_BEHAVIOR_DOC =

@@ -1,6 +1,7 @@
 package dev.outboxrelay.mapping;
 
 import java.nio.charset.StandardCharsets;
+import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.source.SourceRecord;
 
@@ -9,8 +10,8 @@ import org.apache.kafka.connect.source.SourceRecord;
  * connector's value converter is known to be it: a bytes value as base64 in quotes, a string with
  * its escapes in quotes, a null as {@code null}, and with schemas enabled each inside {@code
  * {"schema":...,"payload":...}}. Exact for the optional bytes and string schemas the mapper gives.
- * A schemaless JSON value's own growth is {@link RecordSize#jsonGrowth}'s; an inferred struct's
- * schema in the envelope is not counted (see payload.json.schema).
+ * A schemaless JSON value's own growth is {@link RecordSize#jsonGrowth}'s; an inferred schema's
+ * value's is the inference's, and its schema's text in the envelope {@link #schemaText}'s.
  */
 final class JsonConverterSize {
   /** {@code {"schema":null,"payload":}} around a schemaless value. */
@@ -20,6 +21,19 @@ final class JsonConverterSize {
   private static final int ENVELOPE = 49;
 
   private static final int NULL = 4;
+
+  /** {@code {"schema":}, {@code ,"payload":} and {@code }} around a schema's text and a value. */
+  private static final int SCHEMA_ENVELOPE = 22;
+
+  /** {@code {"type":"","optional":}}, the type's name and the boolean not counted. */
+  private static final int SCHEMA_OBJECT = 23;
+
+  /** {@code ,"name":""}, {@code ,"field":""}, {@code ,"fields":[]}, {@code ,"items":}. */
+  private static final int NAME = 10;
+
+  private static final int FIELD = 11;
+  private static final int FIELDS = 12;
+  private static final int ITEMS = 9;
 
   /** A byte JsonConverter writes as a {@code \\u00XX} escape at most: five bytes more. */
   private static final int MAX_ESCAPE_GROWTH = 5;
@@ -43,7 +57,9 @@ final class JsonConverterSize {
       return enveloped && record.value() != null ? SCHEMALESS_ENVELOPE : 0;
     }
     if (schema.type() != Schema.Type.BYTES && schema.type() != Schema.Type.STRING) {
-      return 0; // an inferred struct: see above
+      // An inferred schema: with schemas, its text goes into every record, a path name per struct
+      // (a deep or wide payload's schema can outgrow the payload many times over).
+      return enveloped ? SCHEMA_ENVELOPE + schemaText(schema) : 0;
     }
     long envelope = enveloped ? ENVELOPE + schema.type().getName().length() : 0;
     if (payload == null) {
@@ -78,6 +94,45 @@ final class JsonConverterSize {
     }
     byte[] text = record.key().toString().getBytes(StandardCharsets.UTF_8);
     return envelope + 2 + escapes(text, -1);
+  }
+
+  /**
+   * The length of {@code schema} as JsonConverter writes it in the envelope (its asJsonSchema, as
+   * text), for the schemas inference builds: structs with names, arrays, and the primitive types,
+   * without versions, docs, parameters or defaults.
+   */
+  static long schemaText(Schema schema) {
+    long size = SCHEMA_OBJECT + typeName(schema.type()).length() + (schema.isOptional() ? 4 : 5);
+    if (schema.name() != null) {
+      size += NAME + text(schema.name());
+    }
+    if (schema.type() == Schema.Type.STRUCT) {
+      size += FIELDS + Math.max(0, schema.fields().size() - 1); // the commas between fields
+      for (Field field : schema.fields()) {
+        size += schemaText(field.schema()) + FIELD + text(field.name());
+      }
+    } else if (schema.type() == Schema.Type.ARRAY) {
+      size += ITEMS + schemaText(schema.valueSchema());
+    } else if (schema.type() == Schema.Type.MAP) {
+      // Never inferred; counted for completeness: ,"keys": and ,"values":
+      size += 18 + schemaText(schema.keySchema()) + schemaText(schema.valueSchema());
+    }
+    return size;
+  }
+
+  /** JsonConverter's name of a type: as Connect's, but a float is "float" and a double "double". */
+  private static String typeName(Schema.Type type) {
+    return switch (type) {
+      case FLOAT32 -> "float";
+      case FLOAT64 -> "double";
+      default -> type.getName();
+    };
+  }
+
+  /** A name in quotes is counted apart: its UTF-8 bytes and its escapes. */
+  private static long text(String name) {
+    byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
+    return utf8.length + escapes(utf8, -1);
   }
 
   /**

@@ -324,6 +324,77 @@ class InferredSchemaTest {
     assertEquals(RECORD_TOO_LARGE, parkedFor(name));
   }
 
+  /**
+   * JsonConverter with schemas writes the inferred schema into every record, a path name per
+   * struct: 20,000 members (220 KB of payload) take about a megabyte of schema, and 450 levels of
+   * 9-character members (5 KB) name their structs with a megabyte. Counted as the converter writes
+   * it, exactly, so both are parked where the producer would refuse them at every claim.
+   */
+  @Test
+  void theSchemaJsonConverterWritesIntoEachRecordIsCounted() {
+    StringBuilder wide = new StringBuilder("{");
+    for (int i = 0; i < 20_000; i++) {
+      wide.append(i == 0 ? "" : ",").append(String.format("\"k%05d\":1", i));
+    }
+    String widePayload = wide.append("}").toString();
+    String member = "{\"aaaaaaaaa\":";
+    String deepPayload = member.repeat(449) + "{}" + "}".repeat(449);
+    for (String payload : List.of(widePayload, deepPayload)) {
+      RecordMapper schemaless = jsonMapper(ConverterKind.JSON, 4 << 20);
+      SourceRecord record =
+          assertInstanceOf(Mapped.class, schemaless.map(row().payload(payload).build())).record();
+      byte[] withSchema = withSchemas().fromConnectData("t", record.valueSchema(), record.value());
+      assertTrue(withSchema.length > MappingSettings.DEFAULT_RECORD_MAX_BYTES, "over the limit");
+
+      RecordMapper enveloped =
+          jsonMapper(ConverterKind.JSON_WITH_SCHEMAS, MappingSettings.DEFAULT_RECORD_MAX_BYTES);
+      assertEquals(
+          RECORD_TOO_LARGE,
+          assertInstanceOf(Unpublishable.class, enveloped.map(row().payload(payload).build()))
+              .reasonCode());
+      RecordMapper bare = jsonMapper(ConverterKind.JSON, MappingSettings.DEFAULT_RECORD_MAX_BYTES);
+      assertInstanceOf(
+          Mapped.class, bare.map(row().payload(payload).build()), "the schema takes it over");
+    }
+  }
+
+  /** The schema's text as JsonConverter writes it, to the byte, for what inference builds. */
+  @Test
+  void theSchemaTextIsWhatJsonConverterWrites() {
+    String emoji = new String(Character.toChars(0x1F600));
+    for (String payload :
+        List.of(
+            "{\"a\":1,\"b\":[{\"c\":\"x\",\"d\":null},{\"c\":\"y\",\"g\":2.5}],\"e\":{\"f\":true}}",
+            "{\"q\\\"" + emoji + "\\n\":{\"r\":[[1,2],[3]],\"s\":9007199254740993}}",
+            "{}")) {
+      for (NullMembers nulls : NullMembers.values()) {
+        SourceRecord record =
+            assertInstanceOf(
+                    Mapped.class,
+                    mapper(new InferredSchema("payload", nulls))
+                        .map(row().payload(payload).build()))
+                .record();
+        JsonConverter schemaless = new JsonConverter();
+        schemaless.configure(Map.of("schemas.enable", "false"), false);
+        long schemaAndEnvelope =
+            withSchemas().fromConnectData("t", record.valueSchema(), record.value()).length
+                - schemaless.fromConnectData("t", record.valueSchema(), record.value()).length;
+        assertEquals(
+            schemaAndEnvelope,
+            JsonConverterSize.growth(ConverterKind.JSON_WITH_SCHEMAS, record, null, 0),
+            payload + " " + nulls);
+      }
+    }
+  }
+
+  private static RecordMapper jsonMapper(ConverterKind converter, int recordMaxBytes) {
+    return new RecordMapper(
+        new MappingSettings("events", RoutingConvention.DEBEZIUM, PayloadFormat.JSON, 1 << 20, null)
+            .withRecordMaxBytes(recordMaxBytes)
+            .withValueConverter(converter)
+            .withInferredSchema(new InferredSchema("payload", NullMembers.IGNORE)));
+  }
+
   /** Deeper, JsonConverter with schemas (two levels per struct) passes Jackson's 1,000 levels. */
   @Test
   void objectsNestedDeeperThanASchemaCanBeWrittenAreParked() {
