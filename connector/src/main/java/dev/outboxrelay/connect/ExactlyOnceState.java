@@ -26,6 +26,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.errors.RetriableException;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.storage.OffsetStorageReader;
@@ -166,10 +167,25 @@ final class ExactlyOnceState {
       epoch = store.newEpoch();
       try {
         committedAtEpoch = committedPositions();
+        while (atThisEpoch(committedAtEpoch)) {
+          // Another history's offset at this very epoch would cover this instance's own rows,
+          // uncommitted, should it crash before committing their bucket. Still in start(): a later
+          // epoch is as safe to take as this one was (transaction ids only climb).
+          epoch = store.newEpoch();
+        }
       } catch (RetriableException e) {
         // Kafka is away (said by readOffsets): the first poll reads them.
       }
     }
+  }
+
+  /**
+   * Whether an offset has this instance's epoch: committed against another history of the database
+   * (restored or moved), whose transaction ids climb through it; a position covers rows of its own
+   * epoch, so this instance's rows would be taken for committed by it.
+   */
+  private boolean atThisEpoch(List<CommittedPosition> committed) {
+    return committed.stream().anyMatch(p -> p.epoch() == epoch);
   }
 
   /**
@@ -186,10 +202,19 @@ final class ExactlyOnceState {
     }
     if (startRecovery == null) {
       takeEpoch();
-      List<CommittedPosition> committed =
-          committedAtEpoch != null ? committedAtEpoch : committedPositions();
+      boolean readAtStart = committedAtEpoch != null;
+      List<CommittedPosition> committed = readAtStart ? committedAtEpoch : committedPositions();
       committedAtEpoch = null;
-      committed.forEach(this::warnIfFromAnotherHistory);
+      if (!readAtStart && atThisEpoch(committed)) {
+        // Read at the first poll: a new epoch now could be below a successor's, whose rows in
+        // flight this recovery would then release. A restart takes one in start().
+        throw new ConnectException(
+            "outbox-relay: an exactly-once offset has this instance's epoch: committed against"
+                + " another history of the database (restored or moved); restart the task, which"
+                + " takes a new epoch, and reset the connector's offsets"
+                + " (reason=OFFSET_AT_INSTANCE_EPOCH)");
+      }
+      committed.forEach(p -> warnIfFromAnotherHistory(p, readAtStart));
       startRecovery =
           new RecoveryPass(
               new RecoveryRequest(
@@ -403,17 +428,22 @@ final class ExactlyOnceState {
    * crashes before committing the bucket would have its rows taken for committed. Said at every
    * start until the bucket commits again (docs/design.md, Limits: reset the connector's offsets).
    */
-  private void warnIfFromAnotherHistory(CommittedPosition p) {
+  private void warnIfFromAnotherHistory(CommittedPosition p, boolean readAtStart) {
     if (p.epoch() >= epoch) {
       log.warn(
           "Exactly-once offset from a later epoch than this instance's: instance_key={} bucket={}"
               + " offset_epoch={} epoch={} (reason=OFFSET_FROM_LATER_EPOCH): committed against"
               + " another history of the database (restored or moved); stop the connector and"
-              + " reset its offsets (DELETE /connectors/<name>/offsets)",
+              + " reset its offsets (DELETE /connectors/<name>/offsets){}",
           Printable.escape(p.instanceKey()),
           p.bucket(),
           p.epoch(),
-          epoch);
+          epoch,
+          readAtStart
+              ? ""
+              : ". Read at the first poll (Kafka was away at start), it may also be a successor's"
+                  + " that fenced this instance meanwhile: if another instance of this task runs,"
+                  + " reset nothing");
     }
   }
 

@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -190,6 +191,51 @@ class ExactlyOnceTaskTest {
             .matching(mark, e -> e.message().contains("reason=OFFSET_FROM_LATER_EPOCH"));
     assertEquals(1, said.size(), said::toString);
     assertTrue(said.get(0).message().contains("instance_key=eu"), said.get(0).message());
+  }
+
+  /**
+   * After a restored database, another history's offset may carry the very epoch an instance takes
+   * (transaction ids climb through it): it would cover that instance's own rows, uncommitted,
+   * should it crash before committing their bucket. At start the instance takes the next epoch.
+   */
+  @Test
+  void anOffsetAtTheEpochTakenAtStartMakesTheInstanceTakeTheNext() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    long old = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
+    store.release("a", a.lease());
+    long next = old + 1; // what the store's next epoch will be
+    commit(a, next, 7); // another history's, at that epoch
+
+    List<SourceRecord> records = start().poll();
+
+    assertEquals(List.of("a", "b"), records.stream().map(SourceOffsets::messageId).toList());
+    for (SourceRecord record : records) {
+      assertTrue(SourceOffsets.epoch(record) > next, "a later epoch than the offset's");
+    }
+  }
+
+  /**
+   * Read at the first poll (Kafka away at start), such an offset fails the task: a new epoch taken
+   * then could be below a successor's, whose rows in flight the recovery would release.
+   */
+  @Test
+  void anOffsetAtTheInstancesEpochReadAtTheFirstPollFailsTheTask() {
+    add("a", "agg-1", 10);
+    long old = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
+    store.release("a", a.lease());
+    offsetsUnreadable = true;
+    start();
+    offsetsUnreadable = false;
+    commit(a, old + 1, 7); // the epoch start() took, from another history
+
+    ConnectException failed = assertThrows(ConnectException.class, task::poll);
+    assertFalse(failed instanceof RetriableException, "fails the task");
+    assertTrue(
+        failed.getMessage().contains("(reason=OFFSET_AT_INSTANCE_EPOCH)"), failed.getMessage());
+    assertEquals(MessageStatus.PENDING, store.find("a").orElseThrow().status(), "nothing claimed");
   }
 
   /**
@@ -740,6 +786,7 @@ class ExactlyOnceTaskTest {
 
     task.commitRecord(records.get(0), null);
     ConnectException failed = assertThrows(ConnectException.class, task::poll);
+    assertFalse(failed instanceof RetriableException, "fails the task");
     assertTrue(
         failed.getMessage().contains("message_id=big (reason=DROPPED_UNDER_EXACTLY_ONCE)"),
         failed.getMessage());
@@ -760,6 +807,7 @@ class ExactlyOnceTaskTest {
 
     task.commitRecord(records.get(0), null);
     ConnectException failed = assertThrows(ConnectException.class, task::poll);
+    assertFalse(failed instanceof RetriableException, "fails the task");
     assertTrue(
         failed.getMessage().contains("message_id=dropped (reason=DROPPED_UNDER_EXACTLY_ONCE)"),
         failed.getMessage());
