@@ -8,9 +8,11 @@ import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_EVENT_TYPE_CONFIG
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_MESSAGE_ID_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.COLUMN_PAYLOAD_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_PASSWORD_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_POOL_SIZE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_TIMEOUT_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_URL_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_USER_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.NOTIFY_ENABLED_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.OUTBOX_TABLE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETENTION_PUBLISHED_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.SCHEMA_MIGRATE_ON_START_CONFIG;
@@ -165,7 +167,7 @@ public final class ConfigValidation {
         CONNECTION_USER_CONFIG,
         CONNECTION_PASSWORD_CONFIG,
         CONNECTION_TIMEOUT_MS_CONFIG)) {
-      runLiveChecks(values, LIVE_CHECKS_DEADLINE);
+      runLiveChecks(values, props, LIVE_CHECKS_DEADLINE);
     }
     hideCredentialsOfUrl(values.get(CONNECTION_URL_CONFIG));
     List<ConfigValue> ordered = new ArrayList<>();
@@ -190,10 +192,12 @@ public final class ConfigValidation {
    * copy keeps a check that outlives the deadline (until its reply's timeout) from adding to the
    * response Connect is writing.
    */
-  static void runLiveChecks(Map<String, ConfigValue> values, Duration deadline) {
+  static void runLiveChecks(
+      Map<String, ConfigValue> values, Map<String, String> props, Duration deadline) {
     Map<String, ConfigValue> copy = new LinkedHashMap<>();
     values.forEach((key, value) -> copy.put(key, copyOf(value)));
-    Thread checks = new Thread(() -> new LiveCheck(copy).run(), "outbox-relay-validate");
+    int tasks = tasksStarted(copy, props);
+    Thread checks = new Thread(() -> new LiveCheck(copy, tasks).run(), "outbox-relay-validate");
     checks.setDaemon(true);
     checks.start();
     try {
@@ -218,6 +222,27 @@ public final class ConfigValidation {
               .skip(before.size())
               .forEach(values.get(key)::addErrorMessage);
         });
+  }
+
+  /**
+   * How many tasks Connect starts: {@code tasks.max} (Connect's key, 1 if not given or not a
+   * number: Connect refuses that itself), exactly once at most {@code exactly.once.buckets}.
+   */
+  private static int tasksStarted(Map<String, ConfigValue> values, Map<String, String> props) {
+    int tasks;
+    try {
+      tasks = Math.max(1, Integer.parseInt(props.getOrDefault("tasks.max", "1").trim()));
+    } catch (NumberFormatException e) {
+      tasks = 1;
+    }
+    Object guarantee = validValue(values, OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
+    Object buckets = validValue(values, OutboxSourceConfig.EXACTLY_ONCE_BUCKETS_CONFIG);
+    if (guarantee instanceof String g
+        && g.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE)
+        && buckets instanceof Integer b) {
+      tasks = Math.min(tasks, b);
+    }
+    return tasks;
   }
 
   private static ConfigValue copyOf(ConfigValue value) {
@@ -297,8 +322,12 @@ public final class ConfigValidation {
     private final Password password;
     private final Duration timeout;
 
-    LiveCheck(Map<String, ConfigValue> values) {
+    /** How many tasks Connect starts, each holding its pool. */
+    private final int tasks;
+
+    LiveCheck(Map<String, ConfigValue> values, int tasks) {
       this.values = values;
+      this.tasks = tasks;
       this.url = (String) values.get(CONNECTION_URL_CONFIG).value();
       String configuredUser = (String) values.get(CONNECTION_USER_CONFIG).value();
       this.user = configuredUser == null || configuredUser.isEmpty() ? null : configuredUser;
@@ -338,7 +367,11 @@ public final class ConfigValidation {
         // went silent after the login (a half-open path, a pooler without a server) is bounded
         // here, as the table checks' pooled reads are, or validation outlasts Connect's REST call.
         connection.setNetworkTimeout(Runnable::run, (int) readTimeout().toMillis());
-        return isWritable(connection);
+        if (!isWritable(connection)) {
+          return false;
+        }
+        checkConnectionLimits(connection); // the table's checks go on either way
+        return true;
       } catch (SQLException e) {
         reportConnectFailure(SqlStates.classify(e, "connection check"));
         return false;
@@ -370,6 +403,60 @@ public final class ConfigValidation {
           return false;
         }
         return true;
+      }
+    }
+
+    /**
+     * Every task holds its pool's connections at all times (and one more to listen for inserts):
+     * more than the server, the role or the database admits leaves tasks failing to connect, over
+     * and over, and takes connections the application needs. Other clients' connections are not
+     * counted: only what can never fit is refused.
+     */
+    private void checkConnectionLimits(Connection connection) throws SQLException {
+      Object poolSize = validValue(values, CONNECTION_POOL_SIZE_CONFIG);
+      Object notify = validValue(values, NOTIFY_ENABLED_CONFIG);
+      if (!(poolSize instanceof Integer pool) || !(notify instanceof Boolean listens)) {
+        return;
+      }
+      long needed = (long) tasks * (pool + (listens ? 1 : 0));
+      try (Statement s = connection.createStatement();
+          ResultSet rs =
+              s.executeQuery(
+                  "SELECT current_setting('max_connections')::int - CASE WHEN r.rolsuper THEN 0"
+                      + " ELSE current_setting('superuser_reserved_connections')::int"
+                      + " + coalesce(current_setting('reserved_connections', true)::int, 0) END,"
+                      + " r.rolconnlimit, d.datconnlimit"
+                      + " FROM pg_roles r, pg_database d"
+                      + " WHERE r.rolname = current_user AND d.datname = current_database()")) {
+        if (!rs.next()) {
+          return;
+        }
+        long admitted = rs.getLong(1);
+        for (int column : new int[] {2, 3}) {
+          long limit = rs.getLong(column);
+          if (limit >= 0) { // -1: no limit
+            admitted = Math.min(admitted, limit);
+          }
+        }
+        if (needed > admitted) {
+          error(
+              CONNECTION_POOL_SIZE_CONFIG,
+              tasks
+                  + " tasks of "
+                  + CONNECTION_POOL_SIZE_CONFIG
+                  + "="
+                  + pool
+                  + (listens ? " (and one listening connection each)" : "")
+                  + " hold "
+                  + needed
+                  + " connections at all times, more than the database admits for "
+                  + CONNECTION_USER_CONFIG
+                  + " ("
+                  + admitted
+                  + ": max_connections less the reserved ones, the role's and the database's"
+                  + " connection limits): lower tasks.max or "
+                  + CONNECTION_POOL_SIZE_CONFIG);
+        }
       }
     }
 

@@ -460,7 +460,7 @@ class ConfigValidationTest {
       proxy.silenceAfterClientSends("user");
       Map<String, ConfigValue> values = OutboxSourceConfig.configDef().validateAll(props);
 
-      ConfigValidation.runLiveChecks(values, Duration.ofMillis(50));
+      ConfigValidation.runLiveChecks(values, props, Duration.ofMillis(50));
 
       List<String> errors = values.get("connection.url").errorMessages();
       assertEquals(1, errors.size(), errors.toString());
@@ -1338,6 +1338,37 @@ class ConfigValidationTest {
    * Exactly once, Kafka's Filter transform is refused as errors.tolerance=all is: a dropped
    * record's row is covered by a later record's committed offset.
    */
+  /**
+   * Every task holds its pool at all times, and one listening connection: more than the server
+   * admits never fits, and is an error on the pool's size. Exactly once, no more tasks start than
+   * buckets, and the listening connection is counted only while notifications are on.
+   */
+  @Test
+  void tasksWhosePoolsNeverFitTheServersConnectionsAreAnErrorOnThePoolSize() {
+    String url = Postgres.freshDatabase("config_connections");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put("tasks.max", "10000");
+
+    String message = only(errors(props), "connection.pool.size");
+    assertTrue(
+        message.startsWith(
+            "10000 tasks of connection.pool.size=4 (and one listening connection each) hold 50000"
+                + " connections at all times, more than the database admits"),
+        message);
+
+    props.put("notify.enabled", "false");
+    assertTrue(only(errors(props), "connection.pool.size").contains("hold 40000 connections"));
+    props.put("delivery.guarantee", "exactly-once");
+    props.put("exactly.once.support", "required");
+    props.put("exactly.once.buckets", "4");
+    assertEquals(Map.of(), errors(props), "4 tasks at most, 16 connections");
+    props.put("tasks.max", "1");
+    props.remove("delivery.guarantee");
+    props.remove("exactly.once.support");
+    assertEquals(Map.of(), errors(props));
+  }
+
   @Test
   void aFilterTransformIsAnErrorOnItsTypeInExactlyOnceModeOnly() {
     String url = Postgres.freshDatabase("config_filter");
