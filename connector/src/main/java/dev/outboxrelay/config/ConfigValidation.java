@@ -407,56 +407,64 @@ public final class ConfigValidation {
     }
 
     /**
-     * Every task holds its pool's connections at all times (and one more to listen for inserts):
+     * Every task holds its pool's connections at all times, and one more to listen for inserts:
      * more than the server, the role or the database admits leaves tasks failing to connect, over
-     * and over, and takes connections the application needs. Other clients' connections are not
-     * counted: only what can never fit is refused.
+     * and over, and takes connections the application needs. Judged only with notifications on,
+     * whose LISTEN needs the server's own session: behind a transaction-mode pooler (which needs
+     * them off) many tasks' connections share few of the server's, whose limits then say nothing.
+     * Other clients' connections are not counted: only what can never fit is refused. A check that
+     * cannot be read is skipped.
      */
-    private void checkConnectionLimits(Connection connection) throws SQLException {
+    private void checkConnectionLimits(Connection connection) {
       Object poolSize = validValue(values, CONNECTION_POOL_SIZE_CONFIG);
-      Object notify = validValue(values, NOTIFY_ENABLED_CONFIG);
-      if (!(poolSize instanceof Integer pool) || !(notify instanceof Boolean listens)) {
+      if (!(poolSize instanceof Integer pool)
+          || !Boolean.TRUE.equals(validValue(values, NOTIFY_ENABLED_CONFIG))) {
         return;
       }
-      long needed = (long) tasks * (pool + (listens ? 1 : 0));
+      long needed = (long) tasks * (pool + 1);
+      long admitted;
       try (Statement s = connection.createStatement();
           ResultSet rs =
               s.executeQuery(
+                  // A superuser may use the reserved connections, and no limit of a role or a
+                  // database applies to it; the login role's limit is the one that counts.
                   "SELECT current_setting('max_connections')::int - CASE WHEN r.rolsuper THEN 0"
                       + " ELSE current_setting('superuser_reserved_connections')::int"
                       + " + coalesce(current_setting('reserved_connections', true)::int, 0) END,"
-                      + " r.rolconnlimit, d.datconnlimit"
+                      + " CASE WHEN r.rolsuper THEN -1 ELSE r.rolconnlimit END,"
+                      + " CASE WHEN r.rolsuper THEN -1 ELSE d.datconnlimit END"
                       + " FROM pg_roles r, pg_database d"
-                      + " WHERE r.rolname = current_user AND d.datname = current_database()")) {
+                      + " WHERE r.rolname = session_user AND d.datname = current_database()")) {
         if (!rs.next()) {
           return;
         }
-        long admitted = rs.getLong(1);
+        admitted = rs.getLong(1);
         for (int column : new int[] {2, 3}) {
           long limit = rs.getLong(column);
           if (limit >= 0) { // -1: no limit
             admitted = Math.min(admitted, limit);
           }
         }
-        if (needed > admitted) {
-          error(
-              CONNECTION_POOL_SIZE_CONFIG,
-              tasks
-                  + " tasks of "
-                  + CONNECTION_POOL_SIZE_CONFIG
-                  + "="
-                  + pool
-                  + (listens ? " (and one listening connection each)" : "")
-                  + " hold "
-                  + needed
-                  + " connections at all times, more than the database admits for "
-                  + CONNECTION_USER_CONFIG
-                  + " ("
-                  + admitted
-                  + ": max_connections less the reserved ones, the role's and the database's"
-                  + " connection limits): lower tasks.max or "
-                  + CONNECTION_POOL_SIZE_CONFIG);
-        }
+      } catch (SQLException e) {
+        return; // the other checks go on
+      }
+      if (needed > admitted) {
+        error(
+            CONNECTION_POOL_SIZE_CONFIG,
+            tasks
+                + " tasks of "
+                + CONNECTION_POOL_SIZE_CONFIG
+                + "="
+                + pool
+                + " and one listening connection each hold "
+                + needed
+                + " connections at all times, more than the database admits for "
+                + CONNECTION_USER_CONFIG
+                + " ("
+                + admitted
+                + ": max_connections less the reserved ones, the role's and the database's"
+                + " connection limits): lower tasks.max or "
+                + CONNECTION_POOL_SIZE_CONFIG);
       }
     }
 

@@ -81,10 +81,11 @@ public class OutboxSourceConfig extends AbstractConfig {
       "Database connections in each task's pool. Claims, acknowledgements, lease renewal and"
           + " maintenance share them. A task also holds one more, outside the pool, for"
           + " notify.enabled (LISTEN), and a task that migrates the schema three more while it"
-          + " does. Each task holds its pool at all times: validation refuses tasks.max tasks"
-          + " whose pools and listening connections exceed what the database admits for"
-          + " connection.user (max_connections less the reserved ones, the role's and the"
-          + " database's connection limits).";
+          + " does. Each task holds its pool at all times: with notify.enabled=true (a direct"
+          + " connection: behind a transaction-mode pooler, which needs it off, the server's"
+          + " limits say nothing) validation refuses tasks.max tasks whose pools and listening"
+          + " connections exceed what the database admits for connection.user (max_connections"
+          + " less the reserved ones, the role's and the database's connection limits).";
 
   public static final String CONNECTION_TIMEOUT_MS_CONFIG = "connection.timeout.ms";
   public static final long CONNECTION_TIMEOUT_MS_DEFAULT = 5_000L;

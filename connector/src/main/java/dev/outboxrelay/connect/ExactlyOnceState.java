@@ -163,19 +163,26 @@ final class ExactlyOnceState {
    * read right after it ({@link #committedAtEpoch}).
    */
   void takeEpoch() {
-    if (epoch == NO_EPOCH) {
-      epoch = store.newEpoch();
-      try {
-        committedAtEpoch = committedPositions();
-        while (atThisEpoch(committedAtEpoch)) {
-          // Another history's offset at this very epoch would cover this instance's own rows,
-          // uncommitted, should it crash before committing their bucket. Still in start(): a later
-          // epoch is as safe to take as this one was (transaction ids only climb).
-          epoch = store.newEpoch();
-        }
-      } catch (RetriableException e) {
-        // Kafka is away (said by readOffsets): the first poll reads them.
+    if (epoch != NO_EPOCH) {
+      return;
+    }
+    epoch = store.newEpoch();
+    try {
+      List<CommittedPosition> committed = committedPositions();
+      while (atThisEpoch(committed)) {
+        // Another history's offset at this very epoch would cover this instance's own rows,
+        // uncommitted, should it crash before committing their bucket. Taken where the first one
+        // was, a later epoch is as safe (transaction ids only climb); the offsets are read again,
+        // since an earlier build's are judged by the epoch.
+        epoch = store.newEpoch();
+        committed = committedPositions();
       }
+      committedAtEpoch = committed;
+    } catch (RetriableException e) {
+      // Kafka is away (said by readOffsets): the first poll reads them, and judges the epoch.
+    } catch (RuntimeException e) {
+      epoch = NO_EPOCH; // the database went away while retaking: the first poll takes one
+      throw e;
     }
   }
 
@@ -205,9 +212,10 @@ final class ExactlyOnceState {
       boolean readAtStart = committedAtEpoch != null;
       List<CommittedPosition> committed = readAtStart ? committedAtEpoch : committedPositions();
       committedAtEpoch = null;
-      if (!readAtStart && atThisEpoch(committed)) {
-        // Read at the first poll: a new epoch now could be below a successor's, whose rows in
-        // flight this recovery would then release. A restart takes one in start().
+      if (atThisEpoch(committed)) {
+        // Read at the first poll (taken at start, the epoch never has an offset's): a new epoch
+        // now could be above a successor's, whose rows in flight this recovery would then
+        // release. A restart takes one in start().
         throw new ConnectException(
             "outbox-relay: an exactly-once offset has this instance's epoch: committed against"
                 + " another history of the database (restored or moved); restart the task, which"

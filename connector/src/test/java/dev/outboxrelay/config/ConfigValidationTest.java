@@ -1341,10 +1341,11 @@ class ConfigValidationTest {
   /**
    * Every task holds its pool at all times, and one listening connection: more than the server
    * admits never fits, and is an error on the pool's size. Exactly once, no more tasks start than
-   * buckets, and the listening connection is counted only while notifications are on.
+   * buckets. With notifications off (needed behind a transaction-mode pooler, whose connections
+   * share the server's) not judged. A role's connection limit counts too.
    */
   @Test
-  void tasksWhosePoolsNeverFitTheServersConnectionsAreAnErrorOnThePoolSize() {
+  void tasksWhosePoolsNeverFitTheServersConnectionsAreAnErrorOnThePoolSize() throws SQLException {
     String url = Postgres.freshDatabase("config_connections");
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
     Map<String, String> props = props(url);
@@ -1353,20 +1354,35 @@ class ConfigValidationTest {
     String message = only(errors(props), "connection.pool.size");
     assertTrue(
         message.startsWith(
-            "10000 tasks of connection.pool.size=4 (and one listening connection each) hold 50000"
+            "10000 tasks of connection.pool.size=4 and one listening connection each hold 50000"
                 + " connections at all times, more than the database admits"),
         message);
 
-    props.put("notify.enabled", "false");
-    assertTrue(only(errors(props), "connection.pool.size").contains("hold 40000 connections"));
     props.put("delivery.guarantee", "exactly-once");
     props.put("exactly.once.support", "required");
     props.put("exactly.once.buckets", "4");
-    assertEquals(Map.of(), errors(props), "4 tasks at most, 16 connections");
-    props.put("tasks.max", "1");
+    assertEquals(Map.of(), errors(props), "4 tasks at most, 20 connections");
     props.remove("delivery.guarantee");
     props.remove("exactly.once.support");
-    assertEquals(Map.of(), errors(props));
+    props.put("notify.enabled", "false");
+    assertEquals(Map.of(), errors(props), "not judged without notifications");
+
+    // A role limited to 9 connections: 2 tasks of 4 and a listener each take 10.
+    PasswordRole.ensureCreated();
+    Map<String, String> limited = props(url);
+    limited.put("connection.url", limited.get("connection.url").replaceAll("[?&]password=.*", ""));
+    limited.put("connection.user", PasswordRole.NAME);
+    limited.put("connection.password", PasswordRole.PASSWORD);
+    limited.put("tasks.max", "2");
+    execute(url, "ALTER ROLE " + PasswordRole.NAME + " CONNECTION LIMIT 9");
+    try {
+      List<String> pool = errors(limited).get("connection.pool.size");
+      assertTrue(pool != null && pool.get(0).contains("hold 10 connections"), "the role's limit");
+      limited.put("tasks.max", "1");
+      assertFalse(errors(limited).containsKey("connection.pool.size"));
+    } finally {
+      execute(url, "ALTER ROLE " + PasswordRole.NAME + " CONNECTION LIMIT -1");
+    }
   }
 
   @Test

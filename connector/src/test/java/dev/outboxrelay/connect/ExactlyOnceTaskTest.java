@@ -112,6 +112,9 @@ class ExactlyOnceTaskTest {
   /** When set, {@code markFailed} counts the first down and waits for the second before it runs. */
   private volatile CountDownLatch[] parkPause;
 
+  /** Epochs taken before the next one fails as in an outage (once); negative: none fails. */
+  private final AtomicInteger epochsBeforeFailing = new AtomicInteger(-1);
+
   /** While set, reading the committed offsets fails at once (the offsets topic refused). */
   private volatile boolean offsetsUnreadable;
 
@@ -214,6 +217,25 @@ class ExactlyOnceTaskTest {
     for (SourceRecord record : records) {
       assertTrue(SourceOffsets.epoch(record) > next, "a later epoch than the offset's");
     }
+  }
+
+  /**
+   * The database gone while the epoch is retaken at start: the clashing epoch is not kept (the
+   * first poll would have recovered under it), and the first poll takes a new one.
+   */
+  @Test
+  void anEpochRetakenInVainAtStartIsNotKept() {
+    add("a", "agg-1", 10);
+    long old = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
+    store.release("a", a.lease());
+    commit(a, old + 1, 7); // the epoch start() takes first, from another history
+    epochsBeforeFailing.set(1); // the retake fails
+
+    List<SourceRecord> records = start().poll();
+
+    assertEquals(List.of("a"), records.stream().map(SourceOffsets::messageId).toList());
+    assertTrue(SourceOffsets.epoch(records.get(0)) > old + 1, "not the offset's epoch");
   }
 
   /**
@@ -1357,6 +1379,10 @@ class ExactlyOnceTaskTest {
               }
               if (method.getName().equals("releaseUnheld")) {
                 unheldReleases.incrementAndGet();
+              }
+              if (method.getName().equals("newEpoch")
+                  && epochsBeforeFailing.getAndDecrement() == 0) {
+                throw outage("epoch");
               }
               if (method.getName().equals("markFailed")
                   && (parksFail || parksBeforeFailing.getAndDecrement() == 0)) {
