@@ -320,9 +320,13 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " kinds of values) is never published (reason PAYLOAD_SCHEMA_UNINFERABLE), nor is one"
           + " whose string or member name holds a surrogate without its pair (a \\ud83d escape"
           + " alone), which Avro and Protobuf would write as '?' (reason PAYLOAD_INVALID_JSON). What the"
-          + " converter itself refuses (a member name Avro does not allow, a schema the registry"
-          + " refuses) fails the task, as with Debezium, unless errors.tolerance=all (then see"
-          + " null.metadata.policy). JsonConverter with schemas.enable=true writes the schema"
+          + " converter itself refuses (a schema the registry refuses) fails the task, as with"
+          + " Debezium, unless errors.tolerance=all (then see null.metadata.policy). A member name"
+          + " that is not an Avro name ([A-Za-z_][A-Za-z0-9_]*) is parked"
+          + " (PAYLOAD_SCHEMA_UNINFERABLE) where the connector's own value.converter is an Avro"
+          + " converter (Confluent's without value.converter.scrub.invalid.names=true, or"
+          + " Apicurio's), which would refuse it; one set only on the worker is not seen, and"
+          + " fails the task on such a name. JsonConverter with schemas.enable=true writes the schema"
           + " into every record (a path name per struct: a deep or wide payload's schema can be"
           + " many times its size): with value.converter=JsonConverter in the connector's own"
           + " configuration it is counted against max.request.size (RECORD_TOO_LARGE); set only"
@@ -1074,7 +1078,28 @@ public class OutboxSourceConfig extends AbstractConfig {
     return Optional.of(
         new InferredSchema(
             columnMapping().payload(),
-            choice(PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG, InferredSchema.NullMembers.class)));
+            choice(PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG, InferredSchema.NullMembers.class),
+            avroValueConverter()));
+  }
+
+  /** Avro converters of the field: each refuses a member name that is not an Avro name. */
+  static final List<String> AVRO_CONVERTERS =
+      List.of(
+          "io.confluent.connect.avro.AvroConverter",
+          "io.apicurio.registry.utils.converter.AvroConverter");
+
+  /**
+   * Whether the connector's own value converter is an Avro converter that keeps names as they are
+   * (Confluent's scrubs invalid ones with {@code scrub.invalid.names=true}); one set only on the
+   * worker is not visible here.
+   */
+  private boolean avroValueConverter() {
+    String name = ConfigChecks.pluginName(originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER));
+    if (name == null || AVRO_CONVERTERS.stream().noneMatch(c -> ConfigChecks.isPlugin(name, c))) {
+      return false;
+    }
+    Object scrub = originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER + ".scrub.invalid.names");
+    return scrub == null || !"true".equalsIgnoreCase(scrub.toString().trim());
   }
 
   /**

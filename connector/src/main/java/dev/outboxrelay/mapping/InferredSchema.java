@@ -10,8 +10,11 @@ import java.util.Objects;
  * @param rootName the name of the payload's struct schema: the payload column's name, as Debezium
  *     names it ({@code table.field.event.payload}); nested structs are named by their path under it
  * @param nullMembers what becomes of a member whose value is null
+ * @param avroNames whether member names must be Avro names ({@code [A-Za-z_][A-Za-z0-9_]*}): the
+ *     connector's value converter is an Avro converter, which refuses any other name and would fail
+ *     the task at every claim of the row
  */
-public record InferredSchema(String rootName, NullMembers nullMembers) {
+public record InferredSchema(String rootName, NullMembers nullMembers, boolean avroNames) {
 
   /** Debezium's {@code table.json.payload.null.behavior}. */
   public enum NullMembers {
@@ -26,5 +29,10 @@ public record InferredSchema(String rootName, NullMembers nullMembers) {
       throw new IllegalArgumentException("the payload schema needs a name");
     }
     Objects.requireNonNull(nullMembers, "nullMembers");
+  }
+
+  /** For converters that take any member name. */
+  public InferredSchema(String rootName, NullMembers nullMembers) {
+    this(rootName, nullMembers, false);
   }
 }

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
@@ -195,6 +196,7 @@ final class JsonSchemaInference {
           JsonNode value = member.getValue();
           if (!value.isNull() || nullsAsBytes()) { // a null member left out writes no name
             requireEncodable(member.getKey());
+            requireAvroName(member.getKey());
           }
           // Only structs carry their names into the schema (an array passes its own on).
           String memberPath =
@@ -227,6 +229,22 @@ final class JsonSchemaInference {
   private static void requireEncodable(String text) throws JsonValues.MalformedJson {
     if (StorableText.hasUnpairedSurrogate(text)) {
       throw new JsonValues.MalformedJson();
+    }
+  }
+
+  /** A name Avro takes for a field, a record or a namespace's part. */
+  private static final Pattern AVRO_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
+
+  /**
+   * With an Avro value converter, a member's name must be an Avro name: the converter refuses any
+   * other ({@code order-id}, {@code 1st}, {@code x.y}), which failed the task at every claim of the
+   * row, its message quoting the name in the task's status. A struct's name is its path of member
+   * names, so checking the members checks the structs' names too (each part of a namespace), and
+   * two different structs cannot share one.
+   */
+  private void requireAvroName(String member) throws Uninferable {
+    if (settings.avroNames() && !AVRO_NAME.matcher(member).matches()) {
+      throw new Uninferable();
     }
   }
 

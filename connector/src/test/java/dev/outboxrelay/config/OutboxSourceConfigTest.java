@@ -459,6 +459,24 @@ class OutboxSourceConfigTest {
         new OutboxSourceConfig(with("max.attempts", "0")).maxAttempts());
   }
 
+  /** Member names are held to Avro's rule only for an Avro value converter that keeps them. */
+  @Test
+  void anAvroValueConverterHoldsInferredMembersToAvroNames() {
+    Map<String, String> props = with("payload.format", "json");
+    props.put("payload.json.schema", "inferred");
+    assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroNames());
+    for (String avro :
+        List.of(
+            "io.confluent.connect.avro.AvroConverter",
+            "io.apicurio.registry.utils.converter.AvroConverter")) {
+      props.put("value.converter", avro);
+      assertTrue(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroNames(), avro);
+    }
+    props.put("value.converter", "io.confluent.connect.avro.AvroConverter");
+    props.put("value.converter.scrub.invalid.names", "true");
+    assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroNames());
+  }
+
   @Test
   void retentionMinusOneKeepsForever() {
     assertEquals(

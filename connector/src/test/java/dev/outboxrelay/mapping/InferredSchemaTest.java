@@ -358,6 +358,37 @@ class InferredSchemaTest {
     }
   }
 
+  /**
+   * With an Avro value converter, a member name that is not an Avro name is parked: the converter
+   * would refuse it and fail the task at every claim of the row. A null member left out names no
+   * field; other converters take any name.
+   */
+  @Test
+  void membersThatAreNoAvroNamesAreParkedForAnAvroConverter() {
+    RecordMapper avro = mapper(new InferredSchema("payload", NullMembers.IGNORE, true));
+    for (String payload :
+        List.of(
+            "{\"order-id\":1}",
+            "{\"1st\":true}",
+            "{\"x.y\":{\"z\":1}}",
+            "{\"a\":{\"b c\":\"d\"}}",
+            "{\"a\":[{\"\u00e9\":1}]}",
+            "{\"\":1}")) {
+      MappingResult result = avro.map(row().payload(payload).build());
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+          assertInstanceOf(Unpublishable.class, result, payload).reasonCode(),
+          payload);
+    }
+    for (String payload : List.of("{\"ok_1\":{\"_b\":[{\"C9\":1}]},\"not-named\":null}", "{}")) {
+      assertInstanceOf(Mapped.class, avro.map(row().payload(payload).build()), payload);
+    }
+    assertInstanceOf(
+        Mapped.class,
+        mapper(NullMembers.IGNORE).map(row().payload("{\"order-id\":1}").build()),
+        "any name for other converters");
+  }
+
   /** The schema's text as JsonConverter writes it, to the byte, for what inference builds. */
   @Test
   void theSchemaTextIsWhatJsonConverterWrites() {
