@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Pattern;
 import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
@@ -232,20 +231,32 @@ final class JsonSchemaInference {
     }
   }
 
-  /** A name Avro takes for a field, a record or a namespace's part. */
-  private static final Pattern AVRO_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
-
   /**
-   * With an Avro value converter, a member's name must be an Avro name: the converter refuses any
-   * other ({@code order-id}, {@code 1st}, {@code x.y}), which failed the task at every claim of the
-   * row, its message quoting the name in the task's status. A struct's name is its path of member
-   * names, so checking the members checks the structs' names too (each part of a namespace), and
-   * two different structs cannot share one.
+   * With an Avro value converter, a member's name must be an Avro name as Avro's Java library
+   * validates one (a letter of any script or '_', then letters, digits or '_'; the specification's
+   * {@code [A-Za-z_][A-Za-z0-9_]*} for ASCII): the converter refuses any other ({@code order-id},
+   * {@code 1st}, {@code x.y}), which failed the task at every claim of the row, its message quoting
+   * the name in the task's status. A struct's name is its path of member names, so checking the
+   * members checks the structs' names too (each part of a namespace), and two different structs
+   * cannot share one.
    */
   private void requireAvroName(String member) throws Uninferable {
-    if (settings.avroNames() && !AVRO_NAME.matcher(member).matches()) {
+    if (settings.avroNames() && !isAvroName(member)) {
       throw new Uninferable();
     }
+  }
+
+  private static boolean isAvroName(String name) {
+    if (name.isEmpty() || !(Character.isLetter(name.charAt(0)) || name.charAt(0) == '_')) {
+      return false;
+    }
+    for (int i = 1; i < name.length(); i++) {
+      char c = name.charAt(i);
+      if (!(Character.isLetterOrDigit(c) || c == '_')) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static final long LARGEST_EXACT_DOUBLE_INTEGER = 1L << 53;

@@ -372,7 +372,7 @@ class InferredSchemaTest {
             "{\"1st\":true}",
             "{\"x.y\":{\"z\":1}}",
             "{\"a\":{\"b c\":\"d\"}}",
-            "{\"a\":[{\"\u00e9\":1}]}",
+            "{\"a\":[{\"x$\":1}]}",
             "{\"\":1}")) {
       MappingResult result = avro.map(row().payload(payload).build());
       assertEquals(
@@ -380,7 +380,11 @@ class InferredSchemaTest {
           assertInstanceOf(Unpublishable.class, result, payload).reasonCode(),
           payload);
     }
-    for (String payload : List.of("{\"ok_1\":{\"_b\":[{\"C9\":1}]},\"not-named\":null}", "{}")) {
+    for (String payload :
+        List.of(
+            "{\"ok_1\":{\"_b\":[{\"C9\":1}]},\"not-named\":null}",
+            "{\"caf\u00e9\":1}", // a letter of any script, as Avro's Java library takes it
+            "{}")) {
       assertInstanceOf(Mapped.class, avro.map(row().payload(payload).build()), payload);
     }
     assertInstanceOf(
