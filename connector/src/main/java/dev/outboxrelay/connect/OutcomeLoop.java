@@ -346,6 +346,11 @@ final class OutcomeLoop {
     long max = ERROR_BACKOFF_MAX.toMillis();
     long delay = Math.min(max, ERROR_BACKOFF_MIN.toMillis() << Math.min(consecutiveErrors, 10));
     delay = (long) (delay * (0.5 + ThreadLocalRandom.current().nextDouble() / 2));
+    // Not past the close deadline: stop()'s wake-up is spent by the first backoff after it, and a
+    // later one would hold the stop's settlement and the pool's close past the grace.
+    if (closeDeadlineMs != Long.MAX_VALUE) { // (a monotonic clock may be negative)
+      delay = Math.max(0, Math.min(delay, closeDeadlineMs - time.hiResClockMs()));
+    }
     stopping.await(Duration.ofMillis(delay)); // stop() shortens it; the caller re-checks
   }
 }

@@ -90,13 +90,21 @@ final class OutcomeWriter {
         metrics.recordOutcomeWrite(time.hiResClockMs() - start);
       }
       if (retried) {
+        // A second statement: the leases still waiting for Kafka are renewed first if due, or two
+        // statement timeouts in a row could outlast them.
+        beforeEachSingleWrite.run();
         outcomes = withEarlierAttempt(acks, outcomes);
       }
-      for (int j = 0; j < acks.size(); j++) {
-        PublishedAck ack = acks.get(j);
-        settle(ack.messageId(), ack.lease(), OutcomeKind.PUBLISHED, outcomes.get(j));
+      // Each leaves remaining once settled: should the thread die part-way (an Error), those
+      // settled are not reported again as unwritten.
+      int j = 0;
+      for (Iterator<PendingOutcome> it = remaining.iterator(); it.hasNext(); ) {
+        if (it.next() instanceof Published) {
+          PublishedAck ack = acks.get(j);
+          settle(ack.messageId(), ack.lease(), OutcomeKind.PUBLISHED, outcomes.get(j++));
+          it.remove();
+        }
       }
-      remaining.removeIf(Published.class::isInstance);
     }
     for (Iterator<PendingOutcome> it = remaining.iterator(); it.hasNext(); ) {
       PendingOutcome next = it.next();

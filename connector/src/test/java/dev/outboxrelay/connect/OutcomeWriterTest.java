@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.utils.MockTime;
@@ -251,6 +252,26 @@ class OutcomeWriterTest {
     assertEquals(0, f.ledger.lostSize());
     assertTrue(f.ledger.isEmpty(), "its record settled, nothing is counted");
     assertEquals("other", leaseOwner(f, "m1"));
+  }
+
+  /**
+   * A retried publish reads the published log after its batch (a second statement, each up to the
+   * statement timeout): the leases still waiting are renewed between the two when due, as between
+   * single writes, or two timeouts in a row could outlast them.
+   */
+  @Test
+  void aRetriedPublishRenewsWhatIsDueBeforeReadingItsEarlierAttempt() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    ClaimedMessage m = f.claimIntoLedger().get(0);
+    AtomicInteger renewals = new AtomicInteger();
+
+    writer(f).write(new ArrayList<>(List.of(published(m, 3))), true, renewals::incrementAndGet);
+
+    assertEquals(1, renewals.get(), "once, before the read-back");
+    assertEquals(MessageStatus.PUBLISHED, status(f, "m1"));
+    writer(f).write(new ArrayList<>(List.of()), true, renewals::incrementAndGet);
+    assertEquals(1, renewals.get(), "no publish, no read-back");
   }
 
   private static String leaseOwner(RuntimeFixture f, String id) {
