@@ -70,7 +70,7 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String CONNECTION_PASSWORD_CONFIG = "connection.password";
   private static final String CONNECTION_PASSWORD_DOC =
       "Password of connection.user. Give it through a config provider set up on the worker,"
-          + " such as ${file:/etc/secrets/db.properties:password} or ${env:OUTBOX_DB_PASSWORD}:"
+          + " such as ${file:/opt/kafka/secrets/outbox.properties:password} or ${env:OUTBOX_DB_PASSWORD}:"
           + " Connect keeps connector configs as written, in its config topic and in the answer to"
           + " GET /connectors/<name>/config, so a literal password is stored and shown there in"
           + " clear; only validation responses mask it.";
@@ -1001,10 +1001,6 @@ public class OutboxSourceConfig extends AbstractConfig {
   }
 
   /**
-   * Whether a renewal delayed by an outcome write stuck for a whole statement timeout could come
-   * after the lease ran out: see {@code lease.duration.ms}.
-   */
-  /**
    * More than one request in flight while ordering, with idempotence left to the worker: order
    * holds only if the worker's producer settings (or its exactly-once source support) make the
    * producer idempotent, which the connector cannot see.
@@ -1013,6 +1009,10 @@ public class OutboxSourceConfig extends AbstractConfig {
     return ConfigChecks.producerOrder(this::get, originals()) == ConfigChecks.ProducerOrder.UNSEEN;
   }
 
+  /**
+   * Whether a renewal delayed by an outcome write stuck for a whole statement timeout could come
+   * after the lease ran out: see {@code lease.duration.ms}.
+   */
   public boolean leaseMayRunOutBehindAStuckWrite() {
     return leaseRenewalInterval().plus(statementTimeout()).compareTo(leaseDuration()) >= 0;
   }

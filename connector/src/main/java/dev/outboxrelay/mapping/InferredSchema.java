@@ -10,9 +10,10 @@ import java.util.Objects;
  * @param rootName the name of the payload's struct schema: the payload column's name, as Debezium
  *     names it ({@code table.field.event.payload}); nested structs are named by their path under it
  * @param nullMembers what becomes of a member whose value is null
- * @param avroNames whether member names must be Avro names ({@code [A-Za-z_][A-Za-z0-9_]*}): the
- *     connector's value converter is an Avro converter, which refuses any other name and would fail
- *     the task at every claim of the row
+ * @param avroNames whether member names must be Avro names (a letter of any script or '_', then
+ *     letters, digits or '_', as Avro's Java library checks them): the connector's value converter
+ *     is an Avro converter, which refuses any other name and would fail the task at every claim of
+ *     the row
  */
 public record InferredSchema(String rootName, NullMembers nullMembers, boolean avroNames) {
 
