@@ -239,6 +239,12 @@ final class ConfigChecks {
       "org.apache.kafka.connect.converters.ByteArrayConverter";
   static final String JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter";
 
+  /** Avro converters of the field: each refuses a member name that is not an Avro name. */
+  static final List<String> AVRO_CONVERTERS =
+      List.of(
+          "io.confluent.connect.avro.AvroConverter",
+          "io.apicurio.registry.utils.converter.AvroConverter");
+
   /**
    * The payload format the connector's own value converter writes. StringConverter writes any other
    * value by its toString(): a payload's bytes as "[B@6d06d69c", a JSON object as "{k=v}", which

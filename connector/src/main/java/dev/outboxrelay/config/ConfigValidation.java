@@ -44,6 +44,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
@@ -197,13 +198,37 @@ public final class ConfigValidation {
     Map<String, ConfigValue> copy = new LinkedHashMap<>();
     values.forEach((key, value) -> copy.put(key, copyOf(value)));
     int tasks = tasksStarted(copy, props);
-    Thread checks = new Thread(() -> new LiveCheck(copy, tasks).run(), "outbox-relay-validate");
+    AtomicReference<Throwable> died = new AtomicReference<>();
+    Thread checks =
+        new Thread(
+            () -> {
+              try {
+                new LiveCheck(copy, tasks).run();
+              } catch (Throwable t) { // NOPMD: said as an error below, never a silent pass
+                died.set(t);
+              }
+            },
+            "outbox-relay-validate");
     checks.setDaemon(true);
     checks.start();
+    boolean interrupted = false;
     try {
       checks.join(Math.max(1, deadline.toMillis())); // join(0) would wait for ever
     } catch (InterruptedException e) {
+      interrupted = true;
       Thread.currentThread().interrupt();
+    }
+    if (died.get() != null || interrupted) {
+      // The class only: a message may carry the connection's details.
+      values
+          .get(CONNECTION_URL_CONFIG)
+          .addErrorMessage(
+              interrupted
+                  ? "validation was interrupted before its database checks ended"
+                  : "the database checks failed unexpectedly ("
+                      + died.get().getClass().getName()
+                      + ")");
+      return;
     }
     if (checks.isAlive()) {
       values
@@ -229,20 +254,19 @@ public final class ConfigValidation {
    * number: Connect refuses that itself), exactly once at most {@code exactly.once.buckets}.
    */
   private static int tasksStarted(Map<String, ConfigValue> values, Map<String, String> props) {
-    int tasks;
+    int maxTasks;
     try {
-      tasks = Math.max(1, Integer.parseInt(props.getOrDefault("tasks.max", "1").trim()));
+      maxTasks = Math.max(1, Integer.parseInt(props.getOrDefault("tasks.max", "1").trim()));
     } catch (NumberFormatException e) {
-      tasks = 1;
+      maxTasks = 1;
     }
     Object guarantee = validValue(values, OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
     Object buckets = validValue(values, OutboxSourceConfig.EXACTLY_ONCE_BUCKETS_CONFIG);
-    if (guarantee instanceof String g
-        && g.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE)
-        && buckets instanceof Integer b) {
-      tasks = Math.min(tasks, b);
-    }
-    return tasks;
+    boolean exactlyOnce =
+        guarantee instanceof String g && g.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE);
+    return exactlyOnce && buckets instanceof Integer b
+        ? OutboxSourceConfig.tasksStarted(maxTasks, true, b)
+        : maxTasks;
   }
 
   private static ConfigValue copyOf(ConfigValue value) {

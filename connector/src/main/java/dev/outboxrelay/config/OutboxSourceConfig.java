@@ -326,8 +326,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " library checks them) is parked"
           + " (PAYLOAD_SCHEMA_UNINFERABLE) where the connector's own value.converter is an Avro"
           + " converter (Confluent's without value.converter.scrub.invalid.names=true, or"
-          + " Apicurio's), which would refuse it; one set only on the worker is not seen, and"
-          + " fails the task on such a name. JsonConverter with schemas.enable=true writes the schema"
+          + " Apicurio's), which would refuse it, even where a transform would rename the member;"
+          + " one set only on the worker is not seen, and fails the task on such a name. JsonConverter with schemas.enable=true writes the schema"
           + " into every record (a path name per struct: a deep or wide payload's schema can be"
           + " many times its size): with value.converter=JsonConverter in the connector's own"
           + " configuration it is counted against max.request.size (RECORD_TOO_LARGE); set only"
@@ -1013,6 +1013,14 @@ public class OutboxSourceConfig extends AbstractConfig {
    * Whether a renewal delayed by an outcome write stuck for a whole statement timeout could come
    * after the lease ran out: see {@code lease.duration.ms}.
    */
+  /**
+   * How many tasks Connect starts for {@code maxTasks}: exactly once no more than buckets, each of
+   * which one task owns (a task beyond them would own none).
+   */
+  public static int tasksStarted(int maxTasks, boolean exactlyOnce, int buckets) {
+    return exactlyOnce ? Math.min(maxTasks, buckets) : maxTasks;
+  }
+
   public boolean leaseMayRunOutBehindAStuckWrite() {
     return leaseRenewalInterval().plus(statementTimeout()).compareTo(leaseDuration()) >= 0;
   }
@@ -1083,20 +1091,16 @@ public class OutboxSourceConfig extends AbstractConfig {
             avroValueConverter()));
   }
 
-  /** Avro converters of the field: each refuses a member name that is not an Avro name. */
-  static final List<String> AVRO_CONVERTERS =
-      List.of(
-          "io.confluent.connect.avro.AvroConverter",
-          "io.apicurio.registry.utils.converter.AvroConverter");
-
   /**
    * Whether the connector's own value converter is an Avro converter that keeps names as they are
    * (Confluent's scrubs invalid ones with {@code scrub.invalid.names=true}); one set only on the
-   * worker is not visible here.
+   * worker is not visible here. A transform that renames members is not seen either: the row is
+   * parked where the converter might have taken it renamed.
    */
   private boolean avroValueConverter() {
     String name = ConfigChecks.pluginName(originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER));
-    if (name == null || AVRO_CONVERTERS.stream().noneMatch(c -> ConfigChecks.isPlugin(name, c))) {
+    if (name == null
+        || ConfigChecks.AVRO_CONVERTERS.stream().noneMatch(c -> ConfigChecks.isPlugin(name, c))) {
       return false;
     }
     Object scrub = originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER + ".scrub.invalid.names");

@@ -142,9 +142,10 @@ final class DeadLetterCopies {
         }
         if (failsTheTask(e)) {
           health.databaseError(e); // as at any other write: a privilege revoked, say
-        } else {
-          metrics.databaseErrors.incrementAndGet(); // this row's own: the others go on
+          putBack(next); // the task fails at its next poll: not one failing write per position
+          return;
         }
+        metrics.databaseErrors.incrementAndGet(); // this row's own: the others go on
         log.warn(
             "Dead-letter position not recorded: message_id={} (reason={}, sqlState={}; the row"
                 + " stays parked without it)",

@@ -169,30 +169,29 @@ final class ExactlyOnceState {
     epoch = store.newEpoch();
     try {
       List<CommittedPosition> committed = committedPositions();
-      while (atThisEpoch(committed)) {
-        // Another history's offset at this very epoch would cover this instance's own rows,
-        // uncommitted, should it crash before committing their bucket. Taken where the first one
-        // was, a later epoch is as safe (transaction ids only climb); the offsets are read again,
-        // since an earlier build's are judged by the epoch.
-        epoch = store.newEpoch();
-        committed = committedPositions();
-      }
+      requireNoneAtThisEpoch(committed);
       committedAtEpoch = committed;
     } catch (RetriableException e) {
       // Kafka is away (said by readOffsets): the first poll reads them, and judges the epoch.
-    } catch (RuntimeException e) {
-      epoch = NO_EPOCH; // the database went away while retaking: the first poll takes one
-      throw e;
     }
   }
 
   /**
-   * Whether an offset has this instance's epoch: committed against another history of the database
-   * (restored or moved), whose transaction ids climb through it; a position covers rows of its own
-   * epoch, so this instance's rows would be taken for committed by it.
+   * Fails the task when an offset has this instance's epoch: committed against another history of
+   * the database (restored or moved), whose transaction ids climb through it, it would cover this
+   * instance's own rows, uncommitted, should it crash before committing their bucket. Not a new
+   * epoch instead: the offsets' read may take long, a successor start meanwhile, and a later epoch
+   * taken then could be above the successor's, whose rows in flight the recovery would release. A
+   * restart takes a new one, in start().
    */
-  private boolean atThisEpoch(List<CommittedPosition> committed) {
-    return committed.stream().anyMatch(p -> p.epoch() == epoch);
+  private void requireNoneAtThisEpoch(List<CommittedPosition> committed) {
+    if (committed.stream().anyMatch(p -> p.epoch() == epoch)) {
+      throw new ConnectException(
+          "outbox-relay: an exactly-once offset has this instance's epoch: committed against"
+              + " another history of the database (restored or moved); restart the task, which"
+              + " takes a new epoch, and reset the connector's offsets"
+              + " (reason=OFFSET_AT_INSTANCE_EPOCH)");
+    }
   }
 
   /**
@@ -212,16 +211,7 @@ final class ExactlyOnceState {
       boolean readAtStart = committedAtEpoch != null;
       List<CommittedPosition> committed = readAtStart ? committedAtEpoch : committedPositions();
       committedAtEpoch = null;
-      if (atThisEpoch(committed)) {
-        // Read at the first poll (taken at start, the epoch never has an offset's): a new epoch
-        // now could be above a successor's, whose rows in flight this recovery would then
-        // release. A restart takes one in start().
-        throw new ConnectException(
-            "outbox-relay: an exactly-once offset has this instance's epoch: committed against"
-                + " another history of the database (restored or moved); restart the task, which"
-                + " takes a new epoch, and reset the connector's offsets"
-                + " (reason=OFFSET_AT_INSTANCE_EPOCH)");
-      }
+      requireNoneAtThisEpoch(committed);
       committed.forEach(p -> warnIfFromAnotherHistory(p, readAtStart));
       startRecovery =
           new RecoveryPass(

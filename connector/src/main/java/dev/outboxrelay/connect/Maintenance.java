@@ -45,15 +45,6 @@ final class Maintenance {
   private long nextCleanupMs;
   private long nextBacklogMs;
 
-  Maintenance(
-      OutboxStore store,
-      OutboxSourceConfig config,
-      RelayMetrics metrics,
-      Time time,
-      boolean enabled) {
-    this(store, config, metrics, time, enabled, null);
-  }
-
   /**
    * @param ownOwners how this connector's lease owners begin, to count with the backlog the rows
    *     another connector holds (at least once; exactly once each task's recovery counts those of
@@ -185,7 +176,14 @@ final class Maintenance {
         scheduleNextRead(startMs);
         throw e;
       }
-      metrics.databaseErrors.incrementAndGet();
+      if (!STATEMENT_TIMEOUT.equals(e.sqlState())) {
+        metrics.databaseErrors.incrementAndGet(); // as the count's: a large backlog is no error
+      }
+      log.warn(
+          "Counting rows leased by another connector failed (reason={}, sqlState={});"
+              + " foreign-leased-rows keeps its last value",
+          e.reasonCode(),
+          e.sqlState());
       return;
     }
     metrics.foreignLeasedRows.set(leasedElsewhere);

@@ -74,8 +74,9 @@ public class OutboxSourceConnector extends SourceConnector {
 
   @Override
   public List<Map<String, String>> taskConfigs(int maxTasks) {
-    // Exactly-once tasks own buckets: a task beyond the number of buckets would own none.
-    int tasks = config.exactlyOnce() ? Math.min(maxTasks, config.exactlyOnceBuckets()) : maxTasks;
+    int tasks =
+        OutboxSourceConfig.tasksStarted(
+            maxTasks, config.exactlyOnce(), config.exactlyOnceBuckets());
     List<Map<String, String>> configs = new ArrayList<>(tasks);
     for (int i = 0; i < tasks; i++) {
       Map<String, String> task = new HashMap<>(props);

@@ -75,9 +75,10 @@ final class OutcomeWriter {
    * committed all the same (the connection lost at COMMIT). A publish then finds its rows gone:
    * those its own earlier attempt published are applied, not lost claims (which would count a false
    * duplicate each, by the hundred in a database failover). {@code beforeEachSingleWrite} runs
-   * before each outcome written on its own (all but publishes, one statement each): the caller
-   * renews the other leases there, which hundreds of such writes in a batch (records a transform
-   * dropped, a slow database) would otherwise hold back past their expiry.
+   * before each outcome written on its own (all but publishes, one statement each), and before a
+   * retried publish's read-back: the caller renews the other leases there, which hundreds of such
+   * writes in a batch (records a transform dropped, a slow database), or two statement timeouts in
+   * a row, would otherwise hold back past their expiry.
    */
   void write(List<PendingOutcome> remaining, boolean retried, Runnable beforeEachSingleWrite) {
     List<PublishedAck> acks = acksOf(remaining);

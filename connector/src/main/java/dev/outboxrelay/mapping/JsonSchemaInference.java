@@ -117,7 +117,8 @@ final class JsonSchemaInference {
       fillStruct(value, tree, growth);
       return new Inferred(schema, value, growth.filledBytes);
     } catch (DataException e) {
-      // Connect refused a member name (the empty string); nothing of it is kept.
+      // Connect refused a member name (the empty string), or an Avro converter would; nothing of
+      // it is kept.
       throw new Uninferable();
     }
   }
@@ -195,7 +196,6 @@ final class JsonSchemaInference {
           JsonNode value = member.getValue();
           if (!value.isNull() || nullsAsBytes()) { // a null member left out writes no name
             requireEncodable(member.getKey());
-            requireAvroName(member.getKey());
           }
           // Only structs carry their names into the schema (an array passes its own on).
           String memberPath =
@@ -236,13 +236,14 @@ final class JsonSchemaInference {
    * validates one (a letter of any script or '_', then letters, digits or '_'; the specification's
    * {@code [A-Za-z_][A-Za-z0-9_]*} for ASCII): the converter refuses any other ({@code order-id},
    * {@code 1st}, {@code x.y}), which failed the task at every claim of the row, its message quoting
-   * the name in the task's status. A struct's name is its path of member names, so checking the
-   * members checks the structs' names too (each part of a namespace), and two different structs
-   * cannot share one.
+   * the name in the task's status. Judged where a member becomes a field: one left out (an empty
+   * array, a null under {@link NullMembers#IGNORE}) names nothing the converter sees. A struct's
+   * name is its path of member names, so checking the fields checks the structs' names too (each
+   * part of a namespace), and two different structs cannot share one.
    */
-  private void requireAvroName(String member) throws Uninferable {
+  private void requireAvroName(String member) {
     if (settings.avroNames() && !isAvroName(member)) {
-      throw new Uninferable();
+      throw new DataException("not an Avro name"); // taken as uninferable, as Connect's refusals
     }
   }
 
@@ -439,6 +440,7 @@ final class JsonSchemaInference {
     for (Map.Entry<String, Shape> member : struct.members.entrySet()) {
       Schema memberSchema = schemaOf(member.getValue(), false);
       if (memberSchema != null) {
+        requireAvroName(member.getKey());
         builder.field(member.getKey(), memberSchema);
       }
     }

@@ -99,22 +99,29 @@ class DeadLetterCopiesTest {
 
   /** One that retrying cannot fix is dropped: the row stays parked without its position. */
   @Test
-  void aPositionThatCannotBeWrittenIsDroppedNotRetried() {
+  void aWriteEveryPositionWouldFailFailsTheTaskAtTheFirst() {
     long epoch = store.newEpoch();
     ClaimedMessage a = parked("a", epoch);
+    ClaimedMessage b = parked("b", epoch);
     copies.committed("a", a.lease().token(), epoch, 1, COPY);
+    copies.committed("b", b.lease().token(), epoch, 1, COPY);
     store.failure =
         new OutboxStoreException(
             OutboxStoreException.Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", "record");
     store.failing = true;
+    long mark = LogCapture.get().mark();
 
     copies.record();
 
-    assertEquals(0, copies.pending());
     assertNull(f.store.find("a").orElseThrow().kafka());
-    assertEquals(1, metrics.databaseErrors.get());
+    assertEquals(1, metrics.databaseErrors.get(), "one failing write, not one per position");
     assertEquals(
         "42501", health.fatalStoreError().sqlState(), "the task fails, as at any other write");
+    copies.stop();
+    assertEquals(
+        2,
+        LogCapture.get().matching(mark, e -> e.message().contains("(reason=TASK_STOPPED;")).size(),
+        "each said at the stop");
   }
 
   /**

@@ -45,16 +45,16 @@ class MaintenanceTest {
   void onlyTheFirstTaskRunsIt() {
     RuntimeFixture f = fixture();
     f.add("eu", "m1", "a");
-    new Maintenance(f.store, f.config, f.metrics, time, false).runIfDue();
+    new Maintenance(f.store, f.config, f.metrics, time, false, null).runIfDue();
     assertEquals(0, f.metrics.backlog(MessageStatus.PENDING));
-    new Maintenance(f.store, f.config, f.metrics, time, true).runIfDue();
+    new Maintenance(f.store, f.config, f.metrics, time, true, null).runIfDue();
     assertEquals(1, f.metrics.backlog(MessageStatus.PENDING));
   }
 
   @Test
   void backlogFiguresAreRefreshedAtTheirInterval() {
     RuntimeFixture f = fixture();
-    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true);
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true, null);
     maintenance.runIfDue();
     f.add("eu", "m1", "a");
     maintenance.runIfDue();
@@ -110,7 +110,8 @@ class MaintenanceTest {
     maintenance.runIfDue();
     assertEquals(0, f.metrics.foreignLeasedRows.get());
 
-    new Maintenance(f.store, f.config, f.metrics, time, true).runIfDue(); // not asked to count
+    new Maintenance(f.store, f.config, f.metrics, time, true, null)
+        .runIfDue(); // not asked to count
     assertEquals(0, f.metrics.foreignLeasedRows.get());
   }
 
@@ -125,7 +126,7 @@ class MaintenanceTest {
     f.add("eu", "old", "a");
     publishAll(f);
     f.clock.advance(Duration.ofSeconds(61));
-    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, stepped, true);
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, stepped, true, null);
     maintenance.runIfDue();
     f.add("eu", "m1", "a");
 
@@ -148,7 +149,7 @@ class MaintenanceTest {
     f.clock.advance(Duration.ofSeconds(4));
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     RelayMetrics metrics = new RelayMetrics(time);
-    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true);
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true, null);
     maintenance.runIfDue();
     assertEquals(4_000, metrics.lagMs());
 
@@ -185,7 +186,7 @@ class MaintenanceTest {
             OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "inspect");
     store.inspectsFail = true;
     RelayMetrics metrics = new RelayMetrics(time);
-    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true);
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true, null);
 
     maintenance.runIfDue();
     assertEquals(4_000, metrics.lagMs(), "read alone, though no count ever succeeded");
@@ -221,7 +222,8 @@ class MaintenanceTest {
                   OutboxStoreException.Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", "lag");
           store.failing = true; // the privilege revoked between the two reads
         };
-    Maintenance maintenance = new Maintenance(store, f.config, new RelayMetrics(time), time, true);
+    Maintenance maintenance =
+        new Maintenance(store, f.config, new RelayMetrics(time), time, true, null);
 
     OutboxStoreException thrown = assertThrows(OutboxStoreException.class, maintenance::runIfDue);
     assertEquals("42501", thrown.sqlState());
@@ -239,7 +241,7 @@ class MaintenanceTest {
     f.add("us", "u1", "c");
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     RelayMetrics metrics = new RelayMetrics(time);
-    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true);
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true, null);
     maintenance.runIfDue();
     assertEquals(2, metrics.backlog(MessageStatus.PENDING));
     assertEquals(0, metrics.backlog(MessageStatus.FAILED));
@@ -272,7 +274,7 @@ class MaintenanceTest {
   void aSlowBacklogReadIsSpacedByTenTimesItsDuration() {
     RuntimeFixture f = fixture(); // every 5 s
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
-    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true);
+    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true, null);
 
     assertNextCountComesAfter(f, store, maintenance, 2_000, 20_000, "m1"); // 10 × 2 s
     time.sleep(20_000);
@@ -295,7 +297,7 @@ class MaintenanceTest {
     int[] counts = {0};
     store.beforeInspect = () -> counts[0]++;
     store.beforeLag = () -> time.sleep(2_000); // the count itself fails at once
-    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true);
+    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true, null);
     maintenance.runIfDue();
     store.beforeLag = null;
     assertEquals(1, counts[0]);
@@ -346,7 +348,7 @@ class MaintenanceTest {
     }
     publishAll(f);
     f.clock.advance(Duration.ofSeconds(61));
-    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true);
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true, null);
 
     time.sleep(10_000);
     maintenance.runIfDue();
@@ -387,7 +389,7 @@ class MaintenanceTest {
         new OutboxStoreException(
             OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "delete-published");
     store.retentionBatchesBeforeFailing = 1;
-    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true);
+    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true, null);
 
     time.sleep(10_000);
     maintenance.runIfDue();
@@ -435,7 +437,7 @@ class MaintenanceTest {
     f.clock.advance(Duration.ofSeconds(61));
     f.add("eu", "recent", "r");
     publishAll(f);
-    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true);
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true, null);
 
     time.sleep(10_000);
     maintenance.runIfDue();

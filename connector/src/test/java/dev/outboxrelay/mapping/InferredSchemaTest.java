@@ -383,6 +383,7 @@ class InferredSchemaTest {
     for (String payload :
         List.of(
             "{\"ok_1\":{\"_b\":[{\"C9\":1}]},\"not-named\":null}",
+            "{\"left-out\":[],\"nulls-only\":[null]}", // no field: the converter sees no name
             "{\"caf\u00e9\":1}", // a letter of any script, as Avro's Java library takes it
             "{}")) {
       assertInstanceOf(Mapped.class, avro.map(row().payload(payload).build()), payload);
