@@ -218,7 +218,8 @@ public final class ConfigValidation {
       interrupted = true;
       Thread.currentThread().interrupt();
     }
-    if (died.get() != null || interrupted) {
+    boolean alive = checks.isAlive(); // first: once the thread has ended, died is final
+    if (interrupted || !alive && died.get() != null) {
       // The class only: a message may carry the connection's details.
       values
           .get(CONNECTION_URL_CONFIG)
@@ -230,7 +231,7 @@ public final class ConfigValidation {
                       + ")");
       return;
     }
-    if (checks.isAlive()) {
+    if (alive) {
       values
           .get(CONNECTION_URL_CONFIG)
           .addErrorMessage(

@@ -1010,10 +1010,6 @@ public class OutboxSourceConfig extends AbstractConfig {
   }
 
   /**
-   * Whether a renewal delayed by an outcome write stuck for a whole statement timeout could come
-   * after the lease ran out: see {@code lease.duration.ms}.
-   */
-  /**
    * How many tasks Connect starts for {@code maxTasks}: exactly once no more than buckets, each of
    * which one task owns (a task beyond them would own none).
    */
@@ -1021,6 +1017,10 @@ public class OutboxSourceConfig extends AbstractConfig {
     return exactlyOnce ? Math.min(maxTasks, buckets) : maxTasks;
   }
 
+  /**
+   * Whether a renewal delayed by an outcome write stuck for a whole statement timeout could come
+   * after the lease ran out: see {@code lease.duration.ms}.
+   */
   public boolean leaseMayRunOutBehindAStuckWrite() {
     return leaseRenewalInterval().plus(statementTimeout()).compareTo(leaseDuration()) >= 0;
   }

@@ -142,6 +142,10 @@ final class DeadLetterCopies {
         }
         if (failsTheTask(e)) {
           health.databaseError(e); // as at any other write: a privilege revoked, say
+          log.warn(
+              "Recording dead-letter positions failed (reason={}, sqlState={}); the task fails",
+              e.reasonCode(),
+              e.sqlState());
           putBack(next); // the task fails at its next poll: not one failing write per position
           return;
         }

@@ -273,6 +273,10 @@ final class OutcomeLoop {
         // A write that keeps failing (behind a lock, say) must not let the held leases expire.
         goneWhileInHand.addAll(renewer.renewIfDue(messageIdsOf(remaining)));
         backoff();
+        if (pastCloseDeadline()) { // the backoff ended at it: no write past the grace
+          abandon(remaining);
+          return;
+        }
       }
     }
   }

@@ -117,6 +117,13 @@ class DeadLetterCopiesTest {
     assertEquals(1, metrics.databaseErrors.get(), "one failing write, not one per position");
     assertEquals(
         "42501", health.fatalStoreError().sqlState(), "the task fails, as at any other write");
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark, e -> e.message().contains("reason=DB_PERMISSION_DENIED, sqlState=42501"))
+            .size(),
+        "said with its own reason");
     copies.stop();
     assertEquals(
         2,
