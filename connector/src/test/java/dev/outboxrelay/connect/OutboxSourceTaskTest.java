@@ -126,11 +126,17 @@ class OutboxSourceTaskTest {
             .size());
   }
 
-  /** A renewal comes due between the retries of the outcome write in hand, and runs. */
+  /**
+   * A renewal comes due between the retries of the outcome write in hand, and runs to its end: the
+   * store counts a renewal as it starts, and the write retried after it shows that the renewer has
+   * done with its result (a lost claim it would report is counted by then).
+   */
   private void renewalBetweenRetries(MockTime mockTime) {
     int renewals = failing.renewCalls.get();
     mockTime.sleep(300);
     await().until(() -> failing.renewCalls.get() > renewals);
+    int publishes = failing.publishCalls.get();
+    await().until(() -> failing.publishCalls.get() > publishes);
   }
 
   /**
@@ -619,6 +625,7 @@ class OutboxSourceTaskTest {
   @Test
   void aStaleAcknowledgementIsRejectedCountedAndLeavesTheNewOwnersRow() {
     add("eu", "m1", "a", "{}".getBytes());
+    time = new MockTime(); // no renewal comes due: the acknowledgement's write finds the loss
     startTask(Map.of("lease.duration.ms", "1000", "lease.renewal.interval.ms", "900"));
     SourceRecord r = task.poll().get(0);
     clock.advance(Duration.ofSeconds(2));
@@ -629,7 +636,9 @@ class OutboxSourceTaskTest {
     var before = store.find("m1").orElseThrow();
 
     task.commitRecord(r, metadata(r, 5));
-    await().until(() -> task.metrics().claimLost.get() == 1);
+    await().until(() -> failing.publishCalls.get() == 1 && task.metrics().inFlight() == 0);
+    assertEquals(1, task.metrics().claimLost.get());
+    assertEquals(0, task.metrics().leaseRenewalsLost.get(), "found by the write, not a renewal");
     assertEquals(before, store.find("m1").orElseThrow());
     assertEquals(0, task.metrics().published.get());
   }
@@ -822,8 +831,9 @@ class OutboxSourceTaskTest {
         .until(
             () -> {
               assertNull(task.poll()); // keeps the task responsive, so renewals go on
-              // a renewal since, or (the defect) an earlier one that reported the row lost
-              return failing.renewCalls.get() >= renewals + 1 || task.metrics().claimLost.get() > 0;
+              // a renewal since, ended (the store counts one as it starts, and renewals run one
+              // at a time), or (the defect) an earlier one that reported the row lost
+              return failing.renewCalls.get() >= renewals + 2 || task.metrics().claimLost.get() > 0;
             });
     assertEquals(0, task.metrics().claimLost.get(), "the renewal left the row to the write");
 
@@ -854,7 +864,7 @@ class OutboxSourceTaskTest {
         .until(
             () -> {
               assertNull(task.poll());
-              return failing.renewCalls.get() >= renewals + 1;
+              return failing.renewCalls.get() >= renewals + 2; // one since, ended (as above)
             });
     assertEquals(0, task.metrics().claimLost.get(), "left to the write in hand");
 

@@ -244,7 +244,9 @@ class LocalStackIT {
   @Order(8)
   void theLogsHoldNoEscapeCodes() throws IOException {
     try (Stream<Path> logs = Files.list(stateDir.resolve("logs"))) {
-      for (Path log : logs.toList()) {
+      List<Path> files = logs.toList();
+      assertFalse(files.isEmpty(), "no log written");
+      for (Path log : files) {
         assertFalse(Files.readString(log).contains("\u001b"), "an ANSI escape code in " + log);
       }
     }

@@ -145,12 +145,9 @@ class AdoptedTableStoreTest extends OutboxStoreContract {
    * table has none; Debezium's documented shape has a primary key on {@code id}). The new row is
    * written and, like any row of its key, relayed; the legacy row stays untouched.
    */
-  @Test
   @Override
-  protected void messageIdOfALegacyRowIsRefused() {
-    insertLegacy(message("legacy1", "b"));
-    assertEquals(EnqueueResult.ENQUEUED, enqueue(US, message("legacy1", "c")));
-    assertEquals(List.of("legacy1"), ids(store.claim(request("w1", 10, Set.of(US)))));
+  protected boolean legacyRowsKeepTheirIdsUnique() {
+    return false;
   }
 
   /** A row from before the adoption: no instance key, no seq. */
