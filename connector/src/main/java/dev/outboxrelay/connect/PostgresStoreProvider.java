@@ -9,6 +9,7 @@ import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
+import dev.outboxrelay.store.postgres.RelayIndexes;
 import dev.outboxrelay.store.postgres.RelayPrivileges;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SchemaNotManagedException;
@@ -137,18 +138,44 @@ final class PostgresStoreProvider implements StoreProvider {
             version.get(),
             SchemaMigrator.CURRENT_VERSION);
       }
-    } else if (config.keepsPublishedLog()
-        && exists(source, table.qualified())
-        && !exists(source, table.qualifiedPublishedLog())) {
-      // Kept by the user's own tool: the relay's columns, or the table itself, are the claim's to
-      // find missing (it fails before sending), the published log only the first publish's.
-      throw new OutboxStoreException(
-          OutboxStoreException.Kind.SCHEMA,
-          SCHEMA_TOO_OLD,
-          null,
-          CHECK_SCHEMA,
-          "no published log, schema version 9");
+    } else if (exists(source, table.qualified())) {
+      String lacking = lackingFromOwnToolsTable(source, table);
+      if (lacking != null) {
+        throw new OutboxStoreException(
+            OutboxStoreException.Kind.SCHEMA, SCHEMA_TOO_OLD, null, CHECK_SCHEMA, lacking);
+      }
     }
+  }
+
+  /**
+   * A table kept by the user's own tool (or adopted from Debezium) has no history to vouch for what
+   * the relay's statements read, so each task checks what validation does, as the table may have
+   * changed since (a plugin upgraded, an index dropped): the published log, which the first publish
+   * writes and task 0's backlog count reads with any retention; no index of schema version 7 that
+   * fails the park of a row with a long correlation id; every index the statements read, without
+   * which a claim reads the whole table until the statement timeout. The relay's columns, or the
+   * table itself, are the claim's to find missing (it fails before sending).
+   *
+   * @return what the table lacks, or null
+   */
+  private static String lackingFromOwnToolsTable(DataSource source, OutboxTable table) {
+    if (!exists(source, table.qualifiedPublishedLog())) {
+      return "no published log, schema version 9";
+    }
+    if (exists(source, table.qualifiedIndex("parked_rows_idx"))) {
+      return "the index of parked rows of schema version 7 ("
+          + table.objectName("parked_rows_idx")
+          + "), replaced in schema version 12";
+    }
+    List<String> missing;
+    try (Connection c = source.getConnection()) {
+      missing = RelayIndexes.missing(c, table);
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, CHECK_SCHEMA);
+    }
+    return missing.isEmpty()
+        ? null
+        : "lacks indexes the relay reads: " + String.join(", ", missing);
   }
 
   private static boolean exists(DataSource source, String qualified) {

@@ -6,14 +6,19 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
+import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import java.sql.Connection;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -97,6 +102,20 @@ class SchemaCheckTest {
   void aMissingTableIsLeftToTheClaim() {
     String url = Postgres.freshDatabase("schema_check_no_table");
     new PostgresStoreProvider().checkSchema(notMigrating(url));
+
+    try (HikariDataSource pool = Postgres.pool(url, 2)) {
+      OutboxStoreException e =
+          assertThrows(
+              OutboxStoreException.class,
+              () ->
+                  new PostgresOutboxStore(pool, TABLE, RelayClock.database(), null)
+                      .claim(
+                          new ClaimRequest(
+                              "relay", Set.of("orders"), 10, Duration.ofMinutes(1), 5, true)));
+      assertEquals("DB_SCHEMA_MISSING", e.reasonCode());
+      assertEquals("42P01", e.sqlState());
+      assertFalse(e.isRetriable());
+    }
   }
 
   /** A table of the user's own tool (no schema history) without the published log. */
@@ -122,6 +141,64 @@ class SchemaCheckTest {
     assertEquals(
         "outbox store check-schema failed: SCHEMA_TOO_OLD (no published log, schema version 9)",
         e.getMessage());
+  }
+
+  /**
+   * Such a table checked as validation checks it, with any retention (task 0's backlog count reads
+   * the log even where publishing writes none): the log, then version 7's index of parked rows
+   * (which fails the park of a row with a long correlation id), then the indexes the relay reads.
+   */
+  @Test
+  void anOwnToolsTableLackingWhatTheRelayReadsIsRefused() throws Exception {
+    String url = Postgres.freshDatabase("schema_check_own_tool_indexes");
+    OutboxSourceConfig noLog =
+        new OutboxSourceConfig(
+            Map.of(
+                "connection.url", url,
+                "connection.user", Postgres.user(),
+                "instance.keys", "orders",
+                "schema.migrate.on.start", "false",
+                "retention.published.ms", "0"));
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, TABLE).migrate();
+      exec(admin, "DROP TABLE outbox_schema_history");
+      new PostgresStoreProvider().checkSchema(noLog); // all there: passes
+      exec(admin, "DROP TABLE outbox_published");
+      assertEquals(
+          "outbox store check-schema failed: SCHEMA_TOO_OLD (no published log, schema version 9)",
+          refused(noLog).getMessage());
+
+      new SchemaMigrator(admin, OutboxTable.parse("again")).migrate();
+      exec(admin, "ALTER TABLE again_published RENAME TO outbox_published");
+      exec(admin, "CREATE INDEX outbox_parked_rows_idx ON outbox (seq)");
+      assertEquals(
+          "outbox store check-schema failed: SCHEMA_TOO_OLD (the index of parked rows of schema"
+              + " version 7 (outbox_parked_rows_idx), replaced in schema version 12)",
+          refused(noLog).getMessage());
+
+      exec(admin, "DROP INDEX outbox_parked_rows_idx");
+      exec(admin, "DROP INDEX outbox_due_key_seq_idx");
+      OutboxStoreException e = refused(noLog);
+      assertEquals(StoreProvider.SCHEMA_TOO_OLD, e.reasonCode());
+      assertEquals(
+          "outbox store check-schema failed: SCHEMA_TOO_OLD (lacks indexes the relay reads:"
+              + " outbox_due_key_seq_idx (every claim), outbox_published_id_hash (message id"
+              + " lookups in the published log), outbox_published_at_idx (retention of the"
+              + " published log))",
+          e.getMessage());
+    }
+  }
+
+  private static OutboxStoreException refused(OutboxSourceConfig config) {
+    return assertThrows(
+        OutboxStoreException.class, () -> new PostgresStoreProvider().checkSchema(config));
+  }
+
+  private static void exec(HikariDataSource pool, String sql) throws Exception {
+    try (Connection c = pool.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
   }
 
   /**

@@ -195,7 +195,7 @@ public final class DataSourceFactory {
    * transactions would end Flyway's lock transaction (open for the whole run) or a long migration
    * half-way, at every retry. Session settings, as these connections serve migrations only and
    * close after them; behind a pooler in transaction mode they may not hold (its own limits apply),
-   * and each migration's transaction lifts them again (MigrationTimeoutsCallback). Without those
+   * and each migration's transaction lifts them again (MigrationSettingsCallback). Without those
    * timeouts, the server's TCP keepalives end the session of a migrator whose host died or was cut
    * off within about two minutes (60 s idle, then 6 probes 10 s apart): with the system's defaults,
    * about two hours, its lock held and every other task waiting meanwhile.

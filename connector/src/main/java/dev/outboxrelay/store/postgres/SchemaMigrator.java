@@ -240,7 +240,7 @@ public final class SchemaMigrator {
             .baselineVersion(BASELINE)
             .loggers("slf4j");
     // Only the migrations' statements run under these: Flyway's own lock is an advisory try-lock.
-    config.callbacks(new MigrationTimeoutsCallback(lockTimeout));
+    config.callbacks(new MigrationSettingsCallback(lockTimeout, table.schema()));
     if (table.schema() != null) {
       config.schemas(table.schema()).defaultSchema(table.schema());
     }

@@ -14,26 +14,36 @@ import org.flywaydb.core.api.callback.Context;
 import org.flywaydb.core.api.callback.Event;
 import org.junit.jupiter.api.Test;
 
-/** Each migration runs without a statement timeout and under the configured lock timeout. */
-class MigrationTimeoutsCallbackTest {
+/**
+ * Each migration runs without a statement timeout, under the configured lock timeout, and with the
+ * table's schema alone on its search path.
+ */
+class MigrationSettingsCallbackTest {
   @Test
-  void aMigrationRunsWithoutTheSessionsStatementTimeoutAndTheSettingsEndWithIt()
+  void aMigrationRunsWithoutTheSessionsStatementTimeoutInItsTablesSchemaAndTheSettingsEndWithIt()
       throws SQLException {
     try (HikariDataSource pool = Postgres.pool(Postgres.freshDatabase("migration_timeouts"), 1);
         Connection c = pool.getConnection()) {
       // What a role's settings or the URL's options give a session (transaction-mode poolers).
       exec(c, "SET statement_timeout = '5s'");
       exec(c, "SET lock_timeout = '7s'");
+      exec(c, "CREATE SCHEMA \"App\"");
+      exec(c, "SET search_path = \"App\", public");
       for (Duration lockTimeout : new Duration[] {Duration.ofMillis(1500), Duration.ZERO}) {
-        c.setAutoCommit(false);
-        new MigrationTimeoutsCallback(lockTimeout).handle(Event.BEFORE_EACH_MIGRATE, context(c));
+        for (String schema : new String[] {null, "public"}) {
+          c.setAutoCommit(false);
+          new MigrationSettingsCallback(lockTimeout, schema)
+              .handle(Event.BEFORE_EACH_MIGRATE, context(c));
 
-        assertEquals("0", setting(c, "statement_timeout"));
-        assertEquals(lockTimeout.isZero() ? "7s" : "1500ms", setting(c, "lock_timeout"));
-        c.commit();
-        c.setAutoCommit(true);
-        assertEquals("5s", setting(c, "statement_timeout"), "ended with the transaction");
-        assertEquals("7s", setting(c, "lock_timeout"));
+          assertEquals("0", setting(c, "statement_timeout"));
+          assertEquals(lockTimeout.isZero() ? "7s" : "1500ms", setting(c, "lock_timeout"));
+          assertEquals(schema == null ? "\"App\"" : "public", setting(c, "search_path"));
+          c.commit();
+          c.setAutoCommit(true);
+          assertEquals("5s", setting(c, "statement_timeout"), "ended with the transaction");
+          assertEquals("7s", setting(c, "lock_timeout"));
+          assertEquals("\"App\", public", setting(c, "search_path"));
+        }
       }
     }
   }
