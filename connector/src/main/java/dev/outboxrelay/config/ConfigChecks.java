@@ -83,6 +83,7 @@ final class ConfigChecks {
     producerAcksAll(raw, problems);
     producerKeepsOrder(parsed, raw, problems);
     exactlyOnceErrorTolerance(parsed, raw, problems);
+    errorLogWithoutRecords(raw, problems);
     exactlyOnceWithoutFilters(parsed, raw, problems);
     exactlyOnceOffsetsInOneStore(parsed, raw, problems);
     exactlyOnceBoundaryOfConnect(parsed, raw, problems);
@@ -538,6 +539,28 @@ final class ConfigChecks {
           + ": all drops a record that a converter or transform fails on, a later record's"
           + " committed offset then covers its row, and a recovery would record that row PUBLISHED"
           + " although it never reached Kafka; remove the setting (none is Connect's default)";
+
+  /** Connect's per-connector switch that puts each failed record whole in its error log. */
+  static final String ERRORS_LOG_INCLUDE_MESSAGES_CONFIG = "errors.log.include.messages";
+
+  static final String ERRORS_LOG_INCLUDE_MESSAGES_ERROR =
+      ERRORS_LOG_INCLUDE_MESSAGES_CONFIG
+          + " must be false: with errors.log.enable, Connect would write each record a converter"
+          + " or transform fails on into the worker's log whole (payload, header values, key and"
+          + " source offset); remove the setting (false is Connect's default) and read a row with"
+          + " outbox-relay-cli inspect --payload";
+
+  /**
+   * Not {@code errors.log.include.messages=true}: no payload in a log (the relay's own lines name a
+   * record by its message id). Judged whatever {@code errors.log.enable} says, so that turning the
+   * log on later cannot start writing payloads.
+   */
+  private static void errorLogWithoutRecords(Map<String, ?> raw, List<Problem> out) {
+    if (raw.get(ERRORS_LOG_INCLUDE_MESSAGES_CONFIG) instanceof String include
+        && include.trim().equalsIgnoreCase("true")) {
+      out.add(new Problem(ERRORS_LOG_INCLUDE_MESSAGES_CONFIG, ERRORS_LOG_INCLUDE_MESSAGES_ERROR));
+    }
+  }
 
   /** Kafka's transform that drops the records its predicate matches. */
   static final String FILTER_TRANSFORM = "org.apache.kafka.connect.transforms.Filter";

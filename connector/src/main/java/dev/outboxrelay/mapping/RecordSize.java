@@ -60,7 +60,9 @@ final class RecordSize {
       WrittenJson.MAPPER.writeValue(written, value);
     } catch (IOException e) {
       // Not from this stream; Jackson wrote every value it was given when it read it.
-      throw new IllegalStateException("schemaless JSON value could not be written", e);
+      // Its class alone: Jackson's message and reference path quote the payload's member names.
+      throw new IllegalStateException(
+          "schemaless JSON value could not be written: " + e.getClass().getName());
     }
     return Math.max(0, written.count - payloadLength);
   }

@@ -343,6 +343,19 @@ class OutboxSourceConfigTest {
     new OutboxSourceConfig(exactlyOnce);
   }
 
+  /** No payload in a log: Connect's error log of whole records is refused, whatever its switch. */
+  @Test
+  void connectsErrorLogOfWholeRecordsIsRefused() {
+    Map<String, String> props = with("errors.log.include.messages", " TRUE ");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage().startsWith("errors.log.include.messages must be false"), e.getMessage());
+    props.put("errors.log.enable", "true");
+    assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    props.put("errors.log.include.messages", "false");
+    new OutboxSourceConfig(props);
+  }
+
   /**
    * A transform that cannot change the value leaves the converter's check on: a StringConverter
    * beside a RegexRouter sent each payload as "[B@..." and recorded the row published. One that may

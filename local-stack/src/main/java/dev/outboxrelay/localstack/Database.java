@@ -11,7 +11,15 @@ record Database(String jdbcUrl, String user, Optional<String> password, boolean 
 
   DataSource dataSource() {
     PGSimpleDataSource ds = new PGSimpleDataSource();
-    ds.setURL(jdbcUrl);
+    try {
+      ds.setURL(jdbcUrl);
+    } catch (IllegalArgumentException e) { // its message quotes the whole URL, password and all
+      throw new StackException(
+          "--jdbc-url (or "
+              + StackOptions.JDBC_URL_ENV
+              + ") is not a PostgreSQL JDBC URL the driver accepts:"
+              + " jdbc:postgresql://host[:port]/database[?parameters]");
+    }
     ds.setUser(user);
     password.ifPresent(ds::setPassword);
     ds.setApplicationName("outbox-relay-local-stack");

@@ -14,7 +14,14 @@ import java.util.Map;
 public final class LocalStack {
   private LocalStack() {}
 
+  /** Held so the setting is not lost when the logger is collected. */
+  private static final java.util.logging.Logger DRIVER_LOG =
+      java.util.logging.Logger.getLogger("org.postgresql");
+
   public static void main(String[] args) {
+    // The driver's own warnings quote a malformed URL whole, password and all; the launcher says
+    // what failed itself.
+    DRIVER_LOG.setLevel(java.util.logging.Level.OFF);
     System.exit(run(args, System.getenv(), System.out, System.err));
   }
 
@@ -48,8 +55,11 @@ public final class LocalStack {
       err.println("local-stack: " + e.getMessage());
       return 1;
     } catch (Exception e) {
-      err.println("local-stack: unexpected failure: " + e);
-      e.printStackTrace(err);
+      // The class and where, not the message: a library's may quote a URL or a password.
+      err.println("local-stack: unexpected failure: " + e.getClass().getName());
+      for (StackTraceElement frame : e.getStackTrace()) {
+        err.println("\tat " + frame);
+      }
       return 2;
     }
   }

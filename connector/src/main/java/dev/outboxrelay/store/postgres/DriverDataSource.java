@@ -5,6 +5,8 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTransientException;
 import java.sql.Statement;
 import java.util.Properties;
 
@@ -93,6 +95,36 @@ final class DriverDataSource extends AbstractDataSource {
 
   @Override
   public Connection getConnection() throws SQLException {
+    try {
+      return connect();
+    } catch (SQLException e) {
+      throw withoutText(e);
+    }
+  }
+
+  /**
+   * The driver's failure to connect, its text and cause left out: HikariCP logs a failure to open a
+   * connection with its cause chain (at WARN, with the stack trace, once an empty pool has failed
+   * for a minute: any database outage), and the driver's message is raw server or network text
+   * (host and port, the server's pg_hba line with the client's address, user and database). The
+   * relay reads only the SQLState and the kind, both kept; an interrupt's cause too, which marks a
+   * stopping task's wait.
+   */
+  static SQLException withoutText(SQLException e) {
+    String message = "outbox-relay: could not connect (SQLState " + e.getSQLState() + ")";
+    SQLException bare =
+        e instanceof SQLTransientException
+            ? new SQLTransientException(message, e.getSQLState(), e.getErrorCode())
+            : e instanceof SQLRecoverableException
+                ? new SQLRecoverableException(message, e.getSQLState(), e.getErrorCode())
+                : new SQLException(message, e.getSQLState(), e.getErrorCode());
+    if (e.getCause() instanceof InterruptedException interrupted) {
+      bare.initCause(interrupted);
+    }
+    return bare;
+  }
+
+  private Connection connect() throws SQLException {
     Connection c = connectOrNull();
     if (c == null) {
       throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");

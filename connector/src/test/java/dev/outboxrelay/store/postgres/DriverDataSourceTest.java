@@ -2,6 +2,8 @@ package dev.outboxrelay.store.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.outboxrelay.testing.Postgres;
@@ -48,6 +50,45 @@ class DriverDataSourceTest {
       assertEquals("23505", duplicate.getSQLState());
       assertFalse(duplicate.getMessage().contains("SENTINEL"), duplicate.getMessage());
     }
+  }
+
+  /**
+   * A failure to connect carries its SQLState and nothing of the driver's text, which the pool logs
+   * with its cause chain: the server's pg_hba or authentication line, or the host and port.
+   */
+  @Test
+  void aFailureToConnectCarriesItsSqlStateAndNoText() {
+    String url = Postgres.freshDatabase("driverfail");
+    Properties wrongUser = new Properties();
+    wrongUser.setProperty("user", "SENTINEL_no_such_role");
+    SQLException refused =
+        assertThrows(
+            SQLException.class, () -> new DriverDataSource(url, wrongUser).getConnection());
+    assertEquals("28000", refused.getSQLState());
+    assertEquals("outbox-relay: could not connect (SQLState 28000)", refused.getMessage());
+    assertNull(refused.getCause());
+
+    Properties user = new Properties();
+    user.setProperty("user", Postgres.user());
+    String closedPort = "jdbc:postgresql://127.0.0.1:1/SENTINEL_db";
+    SQLException unreachable =
+        assertThrows(
+            SQLException.class, () -> new DriverDataSource(closedPort, user).getConnection());
+    assertEquals("08001", unreachable.getSQLState());
+    assertFalse(unreachable.toString().contains("127.0.0.1"), unreachable.toString());
+    assertNull(unreachable.getCause());
+  }
+
+  /** An interrupted wait keeps its cause: the relay tells a stopping task's by it. */
+  @Test
+  void anInterruptKeepsItsCause() {
+    SQLException e = new SQLException("SENTINEL", null, 0, new InterruptedException());
+    SQLException bare = DriverDataSource.withoutText(e);
+    assertInstanceOf(InterruptedException.class, bare.getCause());
+    assertFalse(bare.getMessage().contains("SENTINEL"));
+    assertInstanceOf(
+        java.sql.SQLTransientException.class,
+        DriverDataSource.withoutText(new java.sql.SQLTransientConnectionException("x", "08006")));
   }
 
   @Test
