@@ -7,9 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.outboxrelay.cli.OutboxFixture.RowState;
+import dev.outboxrelay.cli.operator.OperatorStore;
+import dev.outboxrelay.cli.operator.ParkedAction;
+import dev.outboxrelay.cli.operator.ParkedSelection;
+import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -67,6 +73,25 @@ class DiscardCommandTest {
     assertTrue(r.hasLine("legacy-failed +OTHER_INSTANCE +-"), r::toString);
     assertTrue(r.hasLine("no-such-id +NOT_FOUND +-"), r::toString);
     assertDiscarded("eu-failed-1", "eu-exhausted-1");
+  }
+
+  /**
+   * A batched change tells what its committed batches did as each commits, so that a run ended from
+   * outside (Ctrl-C, SIGTERM) can still say it: a discard's rows are gone.
+   */
+  @Test
+  void aBatchedDiscardTellsWhatEachCommittedBatchDid() {
+    List<Long> committed = new java.util.concurrent.CopyOnWriteArrayList<>();
+    OperatorStore store = new OperatorStore(outbox.dataSource, OutboxTable.parse("outbox"));
+
+    store.change(
+        ParkedAction.DISCARD,
+        new ParkedSelection("us", ParkedSelection.Selector.ALL, null, null, null, false),
+        1,
+        Duration.ZERO,
+        committed::add);
+
+    assertEquals(List.of(1L, 2L, 3L), committed);
   }
 
   @Test

@@ -109,6 +109,8 @@ class ParkCommandTest {
     assertEquals(1, json.get("parked").asLong());
     assertEquals(0, json.get("not_parked").size());
     assertEquals("[\"eu-in-flight\"]", json.get("parked_in_flight").toString(), r::toString);
+    assertEquals(
+        "[\"eu-in-flight\"]", json.get("parked_under_live_lease").toString(), "worker-1's lease");
     RowState parked = outbox.snapshot().get("eu-in-flight");
     assertEquals("FAILED", parked.status());
     assertNull(parked.leaseOwner());
@@ -116,6 +118,36 @@ class ParkCommandTest {
     assertNull(parked.kafka(), "no dead-letter copy: discard --dead-lettered leaves it");
     assertEquals(8, parked.leaseToken(), "token 7 bumped: worker-1's outcome cannot apply");
     assertUnchangedExcept(before, outbox.snapshot(), "eu-in-flight");
+  }
+
+  /**
+   * A row a stopped or failed task left in flight (its lease expired) is parked without the live
+   * lease's warning, in the dry run as in the park.
+   */
+  @Test
+  void aRowLeftInFlightUnderAnExpiredLeaseIsNotSaidLive() throws SQLException {
+    Cli.Result live =
+        outbox
+            .cli()
+            .forKey("eu", "park", "--message-id", "eu-in-flight", "--in-flight", "--dry-run");
+    assertTrue(
+        live.hasLine("  eu-in-flight  \\(lease live: a running task holds it; .*\\)"),
+        live::toString);
+
+    outbox.update("eu-in-flight", "lease_expires_at = now() - interval '1 minute'");
+    for (boolean dryRun : new boolean[] {true, false}) {
+      Cli.Result r =
+          dryRun
+              ? outbox
+                  .cli()
+                  .forKey("eu", "park", "--message-id", "eu-in-flight", "--in-flight", "--dry-run")
+              : outbox.cli().forKey("eu", "park", "--message-id", "eu-in-flight", "--in-flight");
+
+      assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+      assertTrue(r.hasLine("  eu-in-flight"), r::toString);
+      assertTrue(r.out().lines().noneMatch(l -> l.contains("lease live")), r::toString);
+    }
+    assertEquals("FAILED", outbox.snapshot().get("eu-in-flight").status());
   }
 
   /**
@@ -156,8 +188,10 @@ class ParkCommandTest {
       assertEquals(ExitCode.OK, r.exitCode(), r::toString);
       assertTrue(r.out().startsWith("parked 2 row(s) of instance key eu"), r::toString);
       assertTrue(r.hasLine("in flight when parked: .*requeue may send them twice"), r::toString);
-      assertTrue(r.hasLine("  eu-pending"), r::toString);
-      assertTrue(r.out().lines().noneMatch(l -> l.equals("  eu-ambiguous")), r::toString);
+      assertTrue(
+          r.hasLine("  eu-pending  \\(lease live: a running task held it; .*lost claim\\)"),
+          r::toString);
+      assertTrue(r.out().lines().noneMatch(l -> l.startsWith("  eu-ambiguous")), r::toString);
     }
     assertEquals("FAILED", outbox.snapshot().get("eu-pending").status());
   }

@@ -55,6 +55,36 @@ class UsageTest {
     }
   }
 
+  /**
+   * An id no row can hold is refused before connecting, naming the option and its position: U+0000
+   * (the database refused it naming nothing), a surrogate without its pair (sent as '?', it could
+   * match another row's id).
+   */
+  @Test
+  void anIdNoRowCanHoldIsRefusedNamingTheOption() {
+    String nul = "a\u0000b";
+    String lone = "a\ud83db";
+    Cli.Result park =
+        CLI.run("park", "--instance-key", "eu", "--message-id", "ok", "--message-id", lone);
+    assertEquals(ExitCode.USAGE, park.exitCode(), park::toString);
+    assertEquals(
+        "error: --message-id 2 holds a UTF-16 surrogate without its pair (no character), which"
+            + " would be sent as '?' and could match another row\n",
+        park.err());
+    Cli.Result requeue = CLI.run("requeue", "--instance-key", "eu", "--correlation-id", nul);
+    assertEquals(ExitCode.USAGE, requeue.exitCode(), requeue::toString);
+    assertEquals(
+        "error: --correlation-id holds the character U+0000, which no row can hold\n",
+        requeue.err());
+    Cli.Result inspect = CLI.run("inspect", "--instance-key", "eu", nul);
+    assertEquals(ExitCode.USAGE, inspect.exitCode(), inspect::toString);
+    assertTrue(
+        inspect.err().startsWith("error: MESSAGE_ID holds the character U+0000"),
+        inspect::toString);
+    Cli.Result discard = CLI.run("discard", "--instance-key", "eu", "--message-id", nul);
+    assertEquals(ExitCode.USAGE, discard.exitCode(), discard::toString);
+  }
+
   @Test
   void anUnknownOptionIsNamedButItsValueIsNot() {
     Cli.Result r = CLI.run("status", "--instance-key", "eu", "--pasword=" + SENTINEL, SENTINEL);

@@ -42,6 +42,7 @@ public final class InspectCommand extends InstanceCommand {
     if (messageId.isBlank()) {
       throw CliException.usage("MESSAGE_ID must not be blank");
     }
+    ParkedRowsCommand.requireStorable("MESSAGE_ID", messageId);
   }
 
   @Override

@@ -95,6 +95,9 @@ public final class ParkCommand extends InstanceCommand {
       node.put(dryRun ? "would_park" : "parked", report.changed());
       ArrayNode inFlightIds = node.putArray(dryRun ? "would_park_in_flight" : "parked_in_flight");
       report.changedInFlight().forEach(inFlightIds::add);
+      ArrayNode liveIds =
+          node.putArray(dryRun ? "would_park_under_live_lease" : "parked_under_live_lease");
+      report.changedUnderLiveLease().forEach(liveIds::add);
       SkippedRows.put(node, "not_parked", report.skipped());
       out.println(Text.toJson(node));
     } else {
@@ -106,7 +109,18 @@ public final class ParkCommand extends InstanceCommand {
         out.println(
             (dryRun ? "in flight (would be parked):" : "in flight when parked:")
                 + " their records may be in Kafka already, and a requeue may send them twice");
-        report.changedInFlight().forEach(id -> out.println("  " + Text.safe(id)));
+        report
+            .changedInFlight()
+            .forEach(
+                id ->
+                    out.println(
+                        "  "
+                            + Text.safe(id)
+                            + (report.changedUnderLiveLease().contains(id)
+                                ? "  (lease live: a running task "
+                                    + (dryRun ? "holds" : "held")
+                                    + " it; its outcome write counts as a lost claim)"
+                                : "")));
       }
       SkippedRows.print(out, "not parked:", report.skipped());
     }

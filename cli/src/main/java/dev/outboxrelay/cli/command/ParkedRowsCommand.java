@@ -13,11 +13,13 @@ import dev.outboxrelay.cli.operator.ParkedChangeFailedException;
 import dev.outboxrelay.cli.operator.ParkedSelection;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.writer.StorableText;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Mixin;
@@ -41,6 +43,27 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     }
     if (messageIds.stream().anyMatch(String::isBlank)) {
       throw CliException.usage("--message-id must not be blank");
+    }
+    for (int i = 0; i < messageIds.size(); i++) {
+      requireStorable("--message-id " + (i + 1), messageIds.get(i));
+    }
+  }
+
+  /**
+   * What no row can hold, refused as a usage error naming the option (and position), not the value:
+   * U+0000, which PostgreSQL's text refuses (the database's error named neither the option nor the
+   * id), and a UTF-16 surrogate without its pair (possible in a Windows command line), which the
+   * driver would send as '?' and so match another row's id.
+   */
+  static void requireStorable(String option, String value) {
+    if (value.indexOf('\0') >= 0) {
+      throw CliException.usage(option + " holds the character U+0000, which no row can hold");
+    }
+    if (StorableText.hasUnpairedSurrogate(value)) {
+      throw CliException.usage(
+          option
+              + " holds a UTF-16 surrogate without its pair (no character), which would be sent"
+              + " as '?' and could match another row");
     }
   }
 
@@ -119,6 +142,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       if (selection.correlationId.isBlank()) {
         throw CliException.usage("--correlation-id must not be blank");
       }
+      requireStorable("--correlation-id", selection.correlationId);
     } else {
       selector = ParkedSelection.Selector.ALL;
     }
@@ -184,10 +208,19 @@ abstract class ParkedRowsCommand extends InstanceCommand {
           "a dry run counts only: inspect them to see why");
     }
     ParkedChange report;
+    AtomicLong committed = new AtomicLong();
+    Thread endedFromOutside = endedFromOutside(verb, done, committed);
+    boolean batched = request.selector() != ParkedSelection.Selector.MESSAGE_IDS;
+    if (batched) {
+      Runtime.getRuntime().addShutdownHook(endedFromOutside);
+    }
     try {
       report =
           oneRowPerId(
-              () -> database.operatorStore().change(action(), request, batchSize, lockTimeout));
+              () ->
+                  database
+                      .operatorStore()
+                      .change(action(), request, batchSize, lockTimeout, committed::set));
     } catch (ParkedChangeFailedException e) {
       throw CliException.database(
           verb
@@ -205,6 +238,14 @@ abstract class ParkedRowsCommand extends InstanceCommand {
         throw e; // batched: failed reading where to stop, before any batch changed a row
       }
       throw CliException.changeFailed(verb + " failed", e);
+    } finally {
+      if (batched) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(endedFromOutside);
+        } catch (IllegalStateException shuttingDown) {
+          // the hook runs, or has run, and says what was done
+        }
+      }
     }
     if (json) {
       ObjectNode node = header();
@@ -230,6 +271,34 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       return nothingMatched("no parked row was " + done);
     }
     return SkippedRows.exitCode(err(), "not " + done, report.skipped());
+  }
+
+  /**
+   * Said when the JVM is ended from outside (Ctrl-C, SIGTERM, a closed terminal) during a batched
+   * change: the batches that committed stay done, and without this line nobody could tell how many
+   * rows they changed (a discard's are gone).
+   */
+  private Thread endedFromOutside(String verb, String done, AtomicLong committed) {
+    return new Thread(
+        () -> {
+          PrintWriter err = err();
+          err.println(endedFromOutsideMessage(verb, done, committed.get()));
+          err.flush();
+        },
+        "outbox-relay-cli " + verb + " ended");
+  }
+
+  static String endedFromOutsideMessage(String verb, String done, long committed) {
+    return "error: "
+        + verb
+        + " ended from outside after "
+        + committed
+        + " row(s) "
+        + done
+        + " in the batches that committed, which stay "
+        + done
+        + "; the batch in progress is rolled back unless its commit went through; --dry-run"
+        + " counts what is left";
   }
 
   /**

@@ -211,6 +211,7 @@ final class OperatorSql {
       SELECT r.message_id, q.message_id IS NOT NULL AS changed,
         COALESCE(q.deadline_passed, FALSE) AS deadline_passed,
         COALESCE(q.in_flight, FALSE) AS in_flight,
+        COALESCE(q.live_lease, FALSE) AS live_lease,
         COALESCE(k.instance_key = :instance_key, FALSE)
           OR COALESCE(l.instance_key = :instance_key, FALSE) AS own,
         -- The key's own row first (a legacy row may share the id), the table's before the log's.
@@ -259,7 +260,7 @@ final class OperatorSql {
         {parked of key}
           AND {message_id} IN (SELECT message_id FROM requested)
         RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed,
-          FALSE AS in_flight
+          FALSE AS in_flight, FALSE AS live_lease
       )""";
 
   /**
@@ -275,12 +276,16 @@ final class OperatorSql {
    * meanwhile takes only rows parked before it began, and this one is not. Locked in seq order: two
    * parks of overlapping rows wait for each other rather than deadlock, and so do a park and a
    * relay statement that takes its rows in seq order (a claim; a renewal or publish whose plan
-   * reads them by the primary key in order).
+   * reads them by the primary key in order). A row in flight is told live (its lease not expired
+   * when locked: a running task holds it, and its outcome write will count as a lost claim) from
+   * one a stopped or failed task left.
    */
   private static final String PARKED_AWAITING =
       """
       locked AS (
-        SELECT seq, status = 'IN_FLIGHT' AS in_flight FROM {table}
+        SELECT seq, status = 'IN_FLIGHT' AS in_flight,
+          status = 'IN_FLIGHT' AND lease_expires_at > clock_timestamp() AS live_lease
+        FROM {table}
         {awaiting of key}
           AND {message_id} IN (SELECT message_id FROM requested)
         ORDER BY seq
@@ -293,7 +298,8 @@ final class OperatorSql {
             lease_owner = NULL, lease_expires_at = NULL, lease_token = t.lease_token + 1
         FROM locked l
         WHERE t.seq = l.seq
-        RETURNING {message_id} AS message_id, FALSE AS deadline_passed, l.in_flight
+        RETURNING {message_id} AS message_id, FALSE AS deadline_passed, l.in_flight,
+          l.live_lease
       )""";
 
   /**
@@ -304,7 +310,8 @@ final class OperatorSql {
       """
       changed AS (
         SELECT {message_id} AS message_id, FALSE AS deadline_passed,
-          status = 'IN_FLIGHT' AS in_flight
+          status = 'IN_FLIGHT' AS in_flight,
+          status = 'IN_FLIGHT' AND lease_expires_at > statement_timestamp() AS live_lease
         FROM {table}
         {awaiting of key}
           AND {message_id} IN (SELECT message_id FROM requested)

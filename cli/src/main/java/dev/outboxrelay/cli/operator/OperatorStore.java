@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.LongConsumer;
 import javax.sql.DataSource;
 
 /**
@@ -184,6 +185,20 @@ public final class OperatorStore {
    */
   public ParkedChange change(
       ParkedAction action, ParkedSelection request, int batchSize, Duration lockTimeout) {
+    return change(action, request, batchSize, lockTimeout, committed -> {});
+  }
+
+  /**
+   * As {@link #change(ParkedAction, ParkedSelection, int, Duration)}, telling {@code committed} the
+   * rows changed so far after each batch commits (in batches only), so that a run ended from
+   * outside can still say what it did.
+   */
+  public ParkedChange change(
+      ParkedAction action,
+      ParkedSelection request,
+      int batchSize,
+      Duration lockTimeout,
+      LongConsumer committed) {
     if (batchSize < 1) {
       throw new IllegalArgumentException("batchSize must be positive");
     }
@@ -238,6 +253,7 @@ public final class OperatorStore {
           changed += done.changed();
           deadlinePassed += done.deadlinePassed();
           afterSeq = done.lastSeq();
+          committed.accept(changed);
         }
       }
     } catch (SQLException e) {
@@ -278,11 +294,11 @@ public final class OperatorStore {
    * Parks the rows with these message ids that still await delivery under the key (PENDING or
    * AMBIGUOUS, and IN_FLIGHT too if {@code inFlight}, but never under an exactly-once claim):
    * FAILED, PARKED_BY_OPERATOR, lease ended, token bumped. One statement, so all or none; the
-   * report names the rows that were in flight when parked. With {@code dryRun} the same rows are
-   * only read (no lock, no write), and the report says what it would have done. An id that several
-   * rows of the key hold is refused ({@link MessageIdNotUniqueException}), and nothing is parked.
-   * The park waits at most {@code lockTimeout} for a lock (zero: the server's lock_timeout), then
-   * fails with 55P03, rolled back.
+   * report names the rows that were in flight when parked, and of those the ones a running task
+   * held (a live lease). With {@code dryRun} the same rows are only read (no lock, no write), and
+   * the report says what it would have done. An id that several rows of the key hold is refused
+   * ({@link MessageIdNotUniqueException}), and nothing is parked. The park waits at most {@code
+   * lockTimeout} for a lock (zero: the server's lock_timeout), then fails with 55P03, rolled back.
    */
   public ParkedChange park(
       String instanceKey,
@@ -304,6 +320,7 @@ public final class OperatorStore {
           long parked = 0;
           List<ParkedChange.Skipped> skipped = new ArrayList<>();
           List<String> parkedInFlight = new ArrayList<>();
+          List<String> parkedUnderLiveLease = new ArrayList<>();
           try (ResultSet rs = statement.executeQuery()) {
             while (rs.next()) {
               requireOneRow(rs);
@@ -312,12 +329,15 @@ public final class OperatorStore {
                 if (rs.getBoolean("in_flight")) {
                   parkedInFlight.add(rs.getString("message_id"));
                 }
+                if (rs.getBoolean("live_lease")) {
+                  parkedUnderLiveLease.add(rs.getString("message_id"));
+                }
               } else {
                 skipped.add(notParked(rs, inFlight));
               }
             }
           }
-          return new ParkedChange(parked, 0, skipped, parkedInFlight);
+          return new ParkedChange(parked, 0, skipped, parkedInFlight, parkedUnderLiveLease);
         };
     return dryRun
         ? run("park", sql.parkDryRun, park)

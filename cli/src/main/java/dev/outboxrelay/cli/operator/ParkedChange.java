@@ -13,17 +13,24 @@ import java.util.List;
  * @param changedInFlight park: the message ids of the parked rows that were in flight (at least
  *     once, with --in-flight): their records may be in Kafka already, and a requeue may send them
  *     twice
+ * @param changedUnderLiveLease park: of those, the rows whose lease had not expired: a running task
+ *     held them, and its outcome write for each is refused and counted as a lost claim
  */
 public record ParkedChange(
-    long changed, long deadlinePassed, List<Skipped> skipped, List<String> changedInFlight) {
+    long changed,
+    long deadlinePassed,
+    List<Skipped> skipped,
+    List<String> changedInFlight,
+    List<String> changedUnderLiveLease) {
   public ParkedChange {
     skipped = List.copyOf(skipped);
     changedInFlight = List.copyOf(changedInFlight);
+    changedUnderLiveLease = List.copyOf(changedUnderLiveLease);
   }
 
   /** A requeue's or a discard's: no row they change is in flight. */
   public ParkedChange(long changed, long deadlinePassed, List<Skipped> skipped) {
-    this(changed, deadlinePassed, skipped, List.of());
+    this(changed, deadlinePassed, skipped, List.of(), List.of());
   }
 
   /** Why a requested row was left alone. */
