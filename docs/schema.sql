@@ -5,7 +5,8 @@
 -- outbox-relay schema history, so run the connector with schema.migrate.on.start=false
 -- and do not use `outbox-relay-cli migrate` on it. Each migration waits at most 5s
 -- for a lock (SET LOCAL, so inside its transaction only), as `migrate` does: a long
--- transaction on the table cannot make the application's inserts queue behind it. One
+-- transaction on the table cannot make the application's inserts queue behind it; and
+-- runs with the table's schema alone on its search path, as `migrate` does too. One
 -- that gives up (SQLState 55P03) changed nothing: run it again. Run outside a
 -- transaction, each migration fails at its first statement (SQLState P0001); psql
 -- stops there only with ON_ERROR_STOP: psql -1 -v ON_ERROR_STOP=1 -f <this file>.
@@ -15,6 +16,7 @@
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 1: the outbox table, its relay state and the indexes the claim needs.
 -- The table name comes from the connector's outbox.table setting (Flyway placeholders).
 
@@ -89,6 +91,7 @@ CREATE INDEX "outbox_parked_idx"
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 2: every new row has an owner, and an owner never changes.
 --
 -- Rows written before this version may have no instance key. They are legacy rows that predate
@@ -119,6 +122,7 @@ CREATE TRIGGER "outbox_instance_key_immutable"
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 3: wake the relay when rows commit, instead of waiting for a poll.
 --
 -- One notification per inserting statement and instance key, delivered when the transaction
@@ -148,6 +152,7 @@ CREATE TRIGGER "outbox_notify_inserted"
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 4: claims find the oldest due rows without walking retained rows.
 --
 -- The claim and lag statements filter by instance_key = ANY (...) and ORDER BY seq, which the
@@ -167,6 +172,7 @@ CREATE INDEX IF NOT EXISTS "outbox_active_seq_idx"
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 5: the insert notification can be switched off without DDL.
 --
 -- PostgreSQL serializes the commits of transactions that sent a notification, so with the
@@ -197,6 +203,7 @@ $$;
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 6: one index entry less per inserted and per claimed row.
 --
 -- Since version 4 no statement reads the (instance_key, seq) index of version 1: claims and the lag
@@ -213,6 +220,7 @@ DROP INDEX IF EXISTS "outbox_active_idx";
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 7: claims, renewals and retries become HOT updates, and a published
 -- row no longer keeps its payload.
 --
@@ -274,6 +282,7 @@ ALTER TABLE "outbox" SET (fillfactor = 45);
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 8: what an exactly-once claim remembers (docs/design.md,
 -- "Exactly-once").
 --
@@ -295,6 +304,7 @@ ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS claim_batch BIGINT;
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 9: publishing moves a row out of the outbox into a narrow published
 -- log (docs/design.md, "The published log").
 --
@@ -358,6 +368,7 @@ ALTER TABLE "outbox_published" REPLICA IDENTITY FULL;
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 10: the published log finds a message id through a hash index.
 --
 -- Every publish writes an entry into the log and one into each of its indexes. The message-id
@@ -382,6 +393,7 @@ DROP INDEX IF EXISTS "outbox_published_id_idx";
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 11: the published log's hash index of message ids is valid.
 --
 -- Version 10 creates that index IF NOT EXISTS, so that operators of a large log can build it
@@ -409,6 +421,7 @@ CREATE INDEX IF NOT EXISTS "outbox_published_id_hash"
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 12: the index of parked rows holds a bounded prefix of the
 -- correlation id.
 --
@@ -446,6 +459,7 @@ DROP INDEX IF EXISTS "outbox_parked_rows_idx";
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 13: the due rows are indexed by instance key, then seq.
 --
 -- Version 7 indexed the due rows by seq alone. A claim reads them in seq order up to its limit,
@@ -484,6 +498,7 @@ DROP INDEX IF EXISTS "outbox_due_seq_idx";
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 14: the parked rows are indexed by instance key, then seq.
 --
 -- The operator CLI's bulk requeue and discard (--all, --correlation-id) change parked rows in
@@ -517,6 +532,7 @@ CREATE INDEX IF NOT EXISTS "outbox_parked_key_seq_idx"
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 15: the parked rows' correlation id index also orders by seq.
 --
 -- The operator CLI's requeue and discard by correlation id change parked rows in batches in seq

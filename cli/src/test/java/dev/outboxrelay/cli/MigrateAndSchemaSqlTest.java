@@ -275,6 +275,7 @@ class MigrateAndSchemaSqlTest {
         upgrade.contains(
             "SET LOCAL lock_timeout = '5s';\n"
                 + SchemaScript.inTransactionGuard()
+                + "SELECT set_config('search_path', quote_ident(current_schema()), true);\n"
                 + "-- outbox-relay"),
         upgrade);
 

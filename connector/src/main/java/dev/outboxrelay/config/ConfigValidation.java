@@ -893,7 +893,7 @@ public final class ConfigValidation {
      */
     private void checkParkedRowsIndex(HikariDataSource pool, OutboxTable table)
         throws SQLException {
-      if (relationExists(pool, table.qualifiedIndex("parked_rows_idx"))) {
+      if (hasIndex(pool, table, "parked_rows_idx")) {
         error(
             OUTBOX_TABLE_CONFIG,
             OUTBOX_TABLE_CONFIG
@@ -908,8 +908,15 @@ public final class ConfigValidation {
      * Schema version 13 indexes the due rows by (instance_key, seq): the claims read each key's due
      * rows in order by it, and without it would sort the keys' whole backlog on every claim.
      */
+    private static boolean hasIndex(HikariDataSource pool, OutboxTable table, String suffix)
+        throws SQLException {
+      try (Connection c = pool.getConnection()) {
+        return RelayIndexes.onTable(c, table, suffix);
+      }
+    }
+
     private void checkDueIndex(HikariDataSource pool, OutboxTable table) throws SQLException {
-      if (!relationExists(pool, table.qualifiedIndex("due_key_seq_idx"))) {
+      if (!hasIndex(pool, table, "due_key_seq_idx")) {
         error(
             OUTBOX_TABLE_CONFIG,
             OUTBOX_TABLE_CONFIG
@@ -928,7 +935,12 @@ public final class ConfigValidation {
     private void checkIndexes(HikariDataSource pool, OutboxTable table) throws SQLException {
       List<String> missing;
       try (Connection c = pool.getConnection()) {
-        missing = RelayIndexes.missing(c, table);
+        missing =
+            RelayIndexes.missing(
+                c,
+                table,
+                !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER)
+                    .equals(validValue(values, RETENTION_PUBLISHED_MS_CONFIG)));
       }
       if (!missing.isEmpty()) {
         error(

@@ -114,14 +114,26 @@ public class OutboxSourceConnector extends SourceConnector {
 
   /**
    * KIP-875's offset endpoints, on a stopped connector. A reset is accepted: at least once the task
-   * never reads its offsets, and exactly once its next recovery then finds no committed position,
-   * so it releases the rows still leased by earlier instances and they are sent again (duplicates,
-   * never a loss). Any other value is refused: a row's state lives in the table, and a position
-   * written by hand could make an exactly-once recovery record PUBLISHED rows Kafka never had.
+   * never reads its offsets, and exactly once its next recovery then finds no committed position
+   * among those the reset reached, so it releases the rows still leased by earlier instances and
+   * they are sent again (duplicates, never a loss). An offset a build before the fixed partition
+   * key order wrote is not reached (docs/design.md, Exactly-once, Limits): said, exactly once, at
+   * the reset. Any other value is refused: a row's state lives in the table, and a position written
+   * by hand could make an exactly-once recovery record PUBLISHED rows Kafka never had.
    */
   @Override
   public boolean alterOffsets(
       Map<String, String> connectorConfig, Map<Map<String, ?>, Map<String, ?>> offsets) {
+    if (!offsets.values().stream().anyMatch(Objects::nonNull)
+        && exactlyOnceSupport(connectorConfig) == ExactlyOnceSupport.SUPPORTED) {
+      log.warn(
+          "Source offsets of {} partitions reset: the next start's recovery releases the rows"
+              + " earlier instances left in flight, which are sent again; offsets a build before"
+              + " the fixed partition key order committed are not reached by a reset: after"
+              + " restoring or moving a database such a build relayed, create the connector under"
+              + " a new name instead (reason=OFFSETS_RESET)",
+          offsets.size());
+    }
     if (offsets.values().stream().anyMatch(Objects::nonNull)) {
       throw new ConnectException(
           "outbox-relay refuses to alter source offsets: each row's state is kept in the outbox"

@@ -5,6 +5,7 @@ import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.OutboxTable;
@@ -34,14 +35,18 @@ final class PostgresStoreProvider implements StoreProvider {
 
   @Override
   public OutboxStore open(OutboxSourceConfig config, String poolName) {
+    // Read before the pool opens its connections: a store that cannot be built then leaves none
+    // open (the task has no store to close, and each restart would add a pool).
+    OutboxTable table = config.table();
+    ColumnMapping columns = config.columnMapping();
     dataSource = DataSourceFactory.create(config.connectionSettings(), poolName);
-    return new PostgresOutboxStore(
-        dataSource,
-        config.table(),
-        config.columnMapping(),
-        clock(),
-        dataSource,
-        config.keepsPublishedLog());
+    try {
+      return new PostgresOutboxStore(
+          dataSource, table, columns, clock(), dataSource, config.keepsPublishedLog());
+    } catch (RuntimeException e) {
+      dataSource.close();
+      throw e;
+    }
   }
 
   @Override
@@ -139,43 +144,56 @@ final class PostgresStoreProvider implements StoreProvider {
             SchemaMigrator.CURRENT_VERSION);
       }
     } else if (exists(source, table.qualified())) {
-      String lacking = lackingFromOwnToolsTable(source, table);
+      String lacking = lackingFromOwnToolsTable(config, source);
       if (lacking != null) {
         throw new OutboxStoreException(
-            OutboxStoreException.Kind.SCHEMA, SCHEMA_TOO_OLD, null, CHECK_SCHEMA, lacking);
+            OutboxStoreException.Kind.SCHEMA, SCHEMA_INCOMPLETE, null, CHECK_SCHEMA, lacking);
       }
     }
   }
 
   /**
    * A table kept by the user's own tool (or adopted from Debezium) has no history to vouch for what
-   * the relay's statements read, so each task checks what validation does, as the table may have
-   * changed since (a plugin upgraded, an index dropped): the published log, which the first publish
-   * writes and task 0's backlog count reads with any retention; no index of schema version 7 that
-   * fails the park of a row with a long correlation id; every index the statements read, without
-   * which a claim reads the whole table until the statement timeout. The relay's columns, or the
-   * table itself, are the claim's to find missing (it fails before sending).
+   * the relay's statements read, so each task checks, as validation does, what a plugin upgrade or
+   * a dropped index may have changed since: the published log, which the first publish writes and
+   * task 0's backlog count reads with any retention; no index of schema version 7 that fails the
+   * park of a row with a long correlation id; every index the statements read (retention's only
+   * where it runs), without which a claim reads the whole table until the statement timeout.
+   * Indexes are found among the table's own, not by name on the search path. The relay's columns,
+   * the log's, or the table itself, are the claim's and the publish's to find missing (the claim
+   * fails before sending).
    *
    * @return what the table lacks, or null
    */
-  private static String lackingFromOwnToolsTable(DataSource source, OutboxTable table) {
+  private static String lackingFromOwnToolsTable(OutboxSourceConfig config, DataSource source) {
+    OutboxTable table = config.table();
     if (!exists(source, table.qualifiedPublishedLog())) {
-      return "no published log, schema version 9";
-    }
-    if (exists(source, table.qualifiedIndex("parked_rows_idx"))) {
-      return "the index of parked rows of schema version 7 ("
-          + table.objectName("parked_rows_idx")
-          + "), replaced in schema version 12";
+      return "no published log "
+          + table.objectName("published")
+          + " (schema version 9, needed whatever the retention: the backlog count reads it):"
+          + " apply the statements of `outbox-relay-cli schema-sql --after-version 8`";
     }
     List<String> missing;
+    boolean parkedRowsIndex;
     try (Connection c = source.getConnection()) {
-      missing = RelayIndexes.missing(c, table);
+      parkedRowsIndex = RelayIndexes.onTable(c, table, "parked_rows_idx");
+      missing = RelayIndexes.missing(c, table, config.retention().isPresent());
     } catch (SQLException e) {
       throw SqlStates.classify(e, CHECK_SCHEMA);
     }
+    if (parkedRowsIndex) {
+      return "still has the index of parked rows of schema version 7 ("
+          + table.objectName("parked_rows_idx")
+          + "), which cannot hold a long correlation id: apply the statements of"
+          + " `outbox-relay-cli schema-sql --after-version 11`";
+    }
     return missing.isEmpty()
         ? null
-        : "lacks indexes the relay reads: " + String.join(", ", missing);
+        : "lacks indexes the relay reads: "
+            + String.join(", ", missing)
+            + "; build them as `outbox-relay-cli schema-sql` shows (a table adopted from Debezium:"
+            + " as `outbox-relay-cli adopt-debezium-table` prints them), with CREATE INDEX"
+            + " CONCURRENTLY on a table in use";
   }
 
   private static boolean exists(DataSource source, String qualified) {

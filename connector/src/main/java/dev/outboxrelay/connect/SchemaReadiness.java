@@ -92,7 +92,8 @@ final class SchemaReadiness {
         waitElsewhere();
         return false;
       }
-      if (StoreProvider.SCHEMA_TOO_OLD.equals(e.reasonCode())) {
+      if (StoreProvider.SCHEMA_TOO_OLD.equals(e.reasonCode())
+          || StoreProvider.SCHEMA_INCOMPLETE.equals(e.reasonCode())) {
         waitForMigration(e);
         return false;
       }
@@ -121,14 +122,24 @@ final class SchemaReadiness {
     nextAttemptMs = now + ELSEWHERE_BACKOFF.delayAfter(schemaWaits, random).toMillis();
     if (first || now - schemaWarnedMs >= LONG_WAIT_MINUTES * 60_000) {
       schemaWarnedMs = now;
-      log.warn(
-          "Outbox table {} is not migrated for this build ({}); claiming nothing until it is:"
-              + " outbox-relay-cli migrate, schema.migrate.on.start=true, or, kept by your own"
-              + " tool, the statements of outbox-relay-cli schema-sql --after-version <its"
-              + " version>; checking again {} (reason=SCHEMA_TOO_OLD)",
-          config.table(),
-          e.getMessage(),
-          nextAttempt());
+      if (StoreProvider.SCHEMA_INCOMPLETE.equals(e.reasonCode())) {
+        log.warn(
+            "Outbox table {} has no schema history (your own tool's, or adopted from Debezium),"
+                + " and lacks what the relay reads ({}); claiming nothing until it has it;"
+                + " checking again {} (reason=SCHEMA_INCOMPLETE)",
+            config.table(),
+            e.getMessage(),
+            nextAttempt());
+      } else {
+        log.warn(
+            "Outbox table {} is not migrated for this build ({}); claiming nothing until it is:"
+                + " outbox-relay-cli migrate, schema.migrate.on.start=true, or, kept by your own"
+                + " tool, the statements of outbox-relay-cli schema-sql --after-version <its"
+                + " version>; checking again {} (reason=SCHEMA_TOO_OLD)",
+            config.table(),
+            e.getMessage(),
+            nextAttempt());
+      }
     }
   }
 

@@ -30,6 +30,14 @@ interface StoreProvider {
   /** The table's schema is older than this build relays: it would fail after sending. */
   String SCHEMA_TOO_OLD = "SCHEMA_TOO_OLD";
 
+  /**
+   * A table without a schema history (the user's own tool's, or adopted from Debezium) lacks what
+   * the relay reads: the published log, or an index; or it keeps the index of parked rows of schema
+   * version 7. The task waits, as for {@link #SCHEMA_TOO_OLD}, but no migration can help: the
+   * statements named in the detail must be run by hand.
+   */
+  String SCHEMA_INCOMPLETE = "SCHEMA_INCOMPLETE";
+
   /** A {@link #migrate} found the table without an outbox-relay schema history: nothing done. */
   String SCHEMA_NOT_MANAGED = "SCHEMA_NOT_MANAGED";
 
@@ -48,15 +56,15 @@ interface StoreProvider {
    * #migrate}, or in its stead): Connect validates a configuration only when it is created or
    * changed, not when a worker restarts with a new plugin on a table left unmigrated, whose first
    * publish then failed after its records went out (and again after every restart). A table kept by
-   * the user's own migration tool (no schema history) must have the published log when the
-   * connector keeps one. A newer schema is relayed on (a task of the older release during a rolling
-   * upgrade, whose migrations keep the previous release working), and said. Then that the role
-   * still has the privileges a task uses (validation checked them when the configuration was made).
-   * None by default: a store without a schema.
+   * the user's own migration tool (no schema history) must have the published log and the indexes
+   * the relay reads ({@link #SCHEMA_INCOMPLETE}). A newer schema is relayed on (a task of the older
+   * release during a rolling upgrade, whose migrations keep the previous release working), and
+   * said. Then that the role still has the privileges a task uses (validation checked them when the
+   * configuration was made). None by default: a store without a schema.
    *
-   * @throws OutboxStoreException {@link #SCHEMA_TOO_OLD} (the task waits for the migration), or
-   *     classified, its operation {@link #CHECK_SCHEMA}; a privilege missing, {@link
-   *     #CHECK_PRIVILEGES}
+   * @throws OutboxStoreException {@link #SCHEMA_TOO_OLD} (the task waits for the migration), {@link
+   *     #SCHEMA_INCOMPLETE} (it waits for the statements the detail names), or classified, its
+   *     operation {@link #CHECK_SCHEMA}; a privilege missing, {@link #CHECK_PRIVILEGES}
    */
   default void checkSchema(OutboxSourceConfig config) {}
 

@@ -103,7 +103,12 @@ class OutboxSourceConnectorTest {
         Map.of(partition, Map.of("epoch", 1L, "batch", 1L, "seq", 42L));
 
     for (String guarantee : new String[] {null, "exactly-once"}) {
+      long mark = LogCapture.get().mark();
       assertTrue(connector.alterOffsets(config(guarantee), reset), "a reset is accepted");
+      assertEquals(
+          guarantee == null ? 0 : 1,
+          LogCapture.get().matching(mark, e -> e.message().contains("reason=OFFSETS_RESET")).size(),
+          "exactly once, the reset says what it reaches and what it does not");
       ConnectException refused =
           assertThrows(
               ConnectException.class, () -> connector.alterOffsets(config(guarantee), set));

@@ -423,6 +423,39 @@ class OutboxSourceTaskTest {
   }
 
   /**
+   * A table without a schema history that lacks what the relay reads is waited for too, said with
+   * its own reason and the statements that fix it, not the migration's advice (a migration is
+   * refused on such a table).
+   */
+  @Test
+  void anIncompleteTableOfTheUsersOwnToolIsWaitedForClaimingNothing() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    store.enqueue("eu", message("m1"));
+    OutboxSourceTask t = startTask(Map.of());
+    provider.schemaFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.SCHEMA,
+            StoreProvider.SCHEMA_INCOMPLETE,
+            null,
+            StoreProvider.CHECK_SCHEMA,
+            "lacks indexes the relay reads: outbox_due_key_seq_idx (every claim)");
+    long mark = LogCapture.get().mark();
+
+    assertNull(t.poll());
+    mockTime.sleep(30_000);
+    assertNull(t.poll());
+
+    assertEquals(MessageStatus.PENDING, store.find("m1").orElseThrow().status(), "not claimed");
+    List<LogCapture.Event> said =
+        LogCapture.get().matching(mark, e -> e.message().contains("reason=SCHEMA_INCOMPLETE"));
+    assertEquals(1, said.size(), said::toString);
+    assertTrue(said.get(0).message().contains("outbox_due_key_seq_idx"), said.get(0)::message);
+    assertFalse(said.get(0).message().contains("outbox-relay-cli migrate"), said.get(0)::message);
+    assertTrue(provider.schemaChecks.get() >= 2, "checked again");
+  }
+
+  /**
    * A wait for another session's migration is logged at INFO, and at WARN once it has lasted
    * {@value SchemaReadiness#LONG_WAIT_MINUTES} minutes (a migrator that died while its session
    * lingers holds the lock until the server notices); the checks stay at most 30 s apart.

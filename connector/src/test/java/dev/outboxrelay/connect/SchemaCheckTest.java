@@ -3,6 +3,7 @@ package dev.outboxrelay.connect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
@@ -137,9 +138,11 @@ class SchemaCheckTest {
 
     OutboxStoreException e = checked(url);
 
-    assertEquals(StoreProvider.SCHEMA_TOO_OLD, e.reasonCode());
+    assertEquals(StoreProvider.SCHEMA_INCOMPLETE, e.reasonCode());
     assertEquals(
-        "outbox store check-schema failed: SCHEMA_TOO_OLD (no published log, schema version 9)",
+        "outbox store check-schema failed: SCHEMA_INCOMPLETE (no published log outbox_published"
+            + " (schema version 9, needed whatever the retention: the backlog count reads it):"
+            + " apply the statements of `outbox-relay-cli schema-sql --after-version 8`)",
         e.getMessage());
   }
 
@@ -151,42 +154,78 @@ class SchemaCheckTest {
   @Test
   void anOwnToolsTableLackingWhatTheRelayReadsIsRefused() throws Exception {
     String url = Postgres.freshDatabase("schema_check_own_tool_indexes");
-    OutboxSourceConfig noLog =
-        new OutboxSourceConfig(
-            Map.of(
-                "connection.url", url,
-                "connection.user", Postgres.user(),
-                "instance.keys", "orders",
-                "schema.migrate.on.start", "false",
-                "retention.published.ms", "0"));
+    OutboxSourceConfig noLog = ownTool(url, "0");
     try (HikariDataSource admin = Postgres.pool(url, 3)) {
       new SchemaMigrator(admin, TABLE).migrate();
       exec(admin, "DROP TABLE outbox_schema_history");
       new PostgresStoreProvider().checkSchema(noLog); // all there: passes
       exec(admin, "DROP TABLE outbox_published");
-      assertEquals(
-          "outbox store check-schema failed: SCHEMA_TOO_OLD (no published log, schema version 9)",
-          refused(noLog).getMessage());
+      OutboxStoreException e = refused(noLog);
+      assertEquals(StoreProvider.SCHEMA_INCOMPLETE, e.reasonCode());
+      assertTrue(e.getMessage().contains("(no published log outbox_published"), e.getMessage());
 
       new SchemaMigrator(admin, OutboxTable.parse("again")).migrate();
       exec(admin, "ALTER TABLE again_published RENAME TO outbox_published");
       exec(admin, "CREATE INDEX outbox_parked_rows_idx ON outbox (seq)");
       assertEquals(
-          "outbox store check-schema failed: SCHEMA_TOO_OLD (the index of parked rows of schema"
-              + " version 7 (outbox_parked_rows_idx), replaced in schema version 12)",
+          "outbox store check-schema failed: SCHEMA_INCOMPLETE (still has the index of parked"
+              + " rows of schema version 7 (outbox_parked_rows_idx), which cannot hold a long"
+              + " correlation id: apply the statements of `outbox-relay-cli schema-sql"
+              + " --after-version 11`)",
           refused(noLog).getMessage());
 
       exec(admin, "DROP INDEX outbox_parked_rows_idx");
       exec(admin, "DROP INDEX outbox_due_key_seq_idx");
-      OutboxStoreException e = refused(noLog);
-      assertEquals(StoreProvider.SCHEMA_TOO_OLD, e.reasonCode());
       assertEquals(
-          "outbox store check-schema failed: SCHEMA_TOO_OLD (lacks indexes the relay reads:"
+          "outbox store check-schema failed: SCHEMA_INCOMPLETE (lacks indexes the relay reads:"
               + " outbox_due_key_seq_idx (every claim), outbox_published_id_hash (message id"
               + " lookups in the published log), outbox_published_at_idx (retention of the"
-              + " published log))",
-          e.getMessage());
+              + " published log); build them as `outbox-relay-cli schema-sql` shows (a table"
+              + " adopted from Debezium: as `outbox-relay-cli adopt-debezium-table` prints them),"
+              + " with CREATE INDEX CONCURRENTLY on a table in use)",
+          refused(noLog).getMessage());
+
+      // Without retention, nothing reads the index of the log's publication times.
+      exec(admin, "CREATE INDEX outbox_due_key_seq_idx ON outbox (instance_key, seq)");
+      exec(admin, "CREATE INDEX outbox_published_id_hash ON outbox_published (message_id)");
+      assertTrue(refused(noLog).getMessage().contains("outbox_published_at_idx"));
+      new PostgresStoreProvider().checkSchema(ownTool(url, "-1"));
     }
+  }
+
+  /**
+   * Version 7's index of parked rows is looked for among the table's own: a same-named table's in a
+   * schema further along the search path is not this table's.
+   */
+  @Test
+  void anotherSchemasIndexOfTheSameNameIsNotTheTables() throws Exception {
+    String url = Postgres.freshDatabase("schema_check_other_schema");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      exec(admin, "CREATE SCHEMA app");
+      try (HikariDataSource app = Postgres.pool(url + "?currentSchema=app,public", 3)) {
+        new SchemaMigrator(app, TABLE).migrate();
+      }
+      exec(admin, "DROP TABLE app.outbox_schema_history");
+      exec(admin, "CREATE TABLE public.outbox (seq bigint)");
+      exec(admin, "CREATE INDEX outbox_parked_rows_idx ON public.outbox (seq)");
+    }
+
+    new PostgresStoreProvider().checkSchema(ownTool(url + "?currentSchema=app,public", "0"));
+  }
+
+  private static OutboxSourceConfig ownTool(String url, String retention) {
+    return new OutboxSourceConfig(
+        Map.of(
+            "connection.url",
+            url,
+            "connection.user",
+            Postgres.user(),
+            "instance.keys",
+            "orders",
+            "schema.migrate.on.start",
+            "false",
+            "retention.published.ms",
+            retention));
   }
 
   private static OutboxStoreException refused(OutboxSourceConfig config) {

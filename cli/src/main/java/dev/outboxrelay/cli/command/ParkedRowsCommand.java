@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import picocli.CommandLine.ArgGroup;
@@ -209,7 +210,8 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     }
     ParkedChange report;
     AtomicLong committed = new AtomicLong();
-    Thread endedFromOutside = endedFromOutside(verb, done, committed);
+    AtomicBoolean changeEnded = new AtomicBoolean();
+    Thread endedFromOutside = endedFromOutside(verb, done, committed, changeEnded);
     boolean batched = request.selector() != ParkedSelection.Selector.MESSAGE_IDS;
     if (batched) {
       Runtime.getRuntime().addShutdownHook(endedFromOutside);
@@ -239,6 +241,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       }
       throw CliException.changeFailed(verb + " failed", e);
     } finally {
+      changeEnded.set(true); // its own report follows, not the hook's
       if (batched) {
         try {
           Runtime.getRuntime().removeShutdownHook(endedFromOutside);
@@ -278,9 +281,13 @@ abstract class ParkedRowsCommand extends InstanceCommand {
    * change: the batches that committed stay done, and without this line nobody could tell how many
    * rows they changed (a discard's are gone).
    */
-  private Thread endedFromOutside(String verb, String done, AtomicLong committed) {
+  private Thread endedFromOutside(
+      String verb, String done, AtomicLong committed, AtomicBoolean changeEnded) {
     return new Thread(
         () -> {
+          if (changeEnded.get()) {
+            return; // the command reports what it did itself
+          }
           PrintWriter err = err();
           err.println(endedFromOutsideMessage(verb, done, committed.get()));
           err.flush();

@@ -89,7 +89,8 @@ public final class SchemaScript {
         -- outbox-relay schema history, so run the connector with schema.migrate.on.start=false
         -- and do not use `outbox-relay-cli migrate` on it. Each migration waits at most %s
         -- for a lock (SET LOCAL, so inside its transaction only), as `migrate` does: a long
-        -- transaction on the table cannot make the application's inserts queue behind it. One
+        -- transaction on the table cannot make the application's inserts queue behind it; and
+        -- runs with the table's schema alone on its search path, as `migrate` does too. One
         -- that gives up (SQLState 55P03) changed nothing: run it again. Run outside a
         -- transaction, each migration fails at its first statement (SQLState P0001); psql
         -- stops there only with ON_ERROR_STOP: psql -1 -v ON_ERROR_STOP=1 -f <this file>.
@@ -101,6 +102,7 @@ public final class SchemaScript {
       out.append(RULE).append('\n');
       out.append("SET LOCAL lock_timeout = '").append(LOCK_TIMEOUT).append("';\n");
       out.append(inTransactionGuard());
+      out.append(searchPathOfTheTable(table));
       String sql = fill(migration.sql(), values, migration.fileName());
       out.append(sql.stripTrailing()).append('\n');
     }
@@ -118,6 +120,18 @@ public final class SchemaScript {
         + SchemaMigrator.DEFAULT_LOCK_TIMEOUT.toMillis()
         + " THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET"
         + " LOCAL lock_timeout did not take)'; END IF; END $$;\n";
+  }
+
+  /**
+   * The table's schema alone on the search path, for the migration's transaction, as {@code
+   * migrate} runs them: an index a migration drops or rebuilds by a name without a schema (a table
+   * named without one) must not be found in another schema further along the path, where a
+   * same-named table of another connector may keep it.
+   */
+  public static String searchPathOfTheTable(OutboxTable table) {
+    String schema =
+        table.schema() == null ? "current_schema()" : "'" + table.schema().replace("'", "''") + "'";
+    return "SELECT set_config('search_path', quote_ident(" + schema + "), true);\n";
   }
 
   private static String postgresDuration(Duration d) {

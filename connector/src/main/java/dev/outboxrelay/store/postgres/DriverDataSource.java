@@ -95,11 +95,25 @@ final class DriverDataSource extends AbstractDataSource {
 
   @Override
   public Connection getConnection() throws SQLException {
+    Connection c;
     try {
-      return connect();
+      c = connectOrNull();
     } catch (SQLException e) {
-      throw withoutText(e);
+      throw withoutText(e, "could not connect");
     }
+    if (c == null) {
+      throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");
+    }
+    if (sessionSetup != null) {
+      try (Statement s = c.createStatement()) {
+        s.execute(sessionSetup);
+      } catch (SQLException e) {
+        try (c) {
+          throw withoutText(e, "could not set up the session");
+        }
+      }
+    }
+    return c;
   }
 
   /**
@@ -110,35 +124,30 @@ final class DriverDataSource extends AbstractDataSource {
    * relay reads only the SQLState and the kind, both kept; an interrupt's cause too, which marks a
    * stopping task's wait.
    */
-  static SQLException withoutText(SQLException e) {
-    String message = "outbox-relay: could not connect (SQLState " + e.getSQLState() + ")";
+  static SQLException withoutText(SQLException e, String what) {
+    String state = sqlStateIn(e);
+    String message = "outbox-relay: " + what + " (SQLState " + state + ")";
     SQLException bare =
         e instanceof SQLTransientException
-            ? new SQLTransientException(message, e.getSQLState(), e.getErrorCode())
+            ? new SQLTransientException(message, state, e.getErrorCode())
             : e instanceof SQLRecoverableException
-                ? new SQLRecoverableException(message, e.getSQLState(), e.getErrorCode())
-                : new SQLException(message, e.getSQLState(), e.getErrorCode());
+                ? new SQLRecoverableException(message, state, e.getErrorCode())
+                : new SQLException(message, state, e.getErrorCode());
     if (e.getCause() instanceof InterruptedException interrupted) {
       bare.initCause(interrupted);
     }
     return bare;
   }
 
-  private Connection connect() throws SQLException {
-    Connection c = connectOrNull();
-    if (c == null) {
-      throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");
-    }
-    if (sessionSetup != null) {
-      try (Statement s = c.createStatement()) {
-        s.execute(sessionSetup);
-      } catch (SQLException e) {
-        try (c) {
-          throw e;
-        }
+  /** The first SQLState along the cause chain, as the relay's classification reads it. */
+  private static String sqlStateIn(SQLException e) {
+    Throwable t = e;
+    for (int depth = 0; t != null && depth < 8; depth++, t = t.getCause()) {
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        return sql.getSQLState();
       }
     }
-    return c;
+    return null;
   }
 
   @Override

@@ -22,11 +22,17 @@ public final class RelayIndexes {
   /**
    * An index the relay reads: the suffixes of the names that serve (the first is the current
    * version's, the one a missing index is named by), whether it is on the published log, its
-   * reader.
+   * reader, and whether only retention reads it (no retention with {@code
+   * retention.published.ms=-1}).
    */
-  private record Required(List<String> suffixes, boolean onLog, String readBy) {
+  private record Required(
+      List<String> suffixes, boolean onLog, String readBy, boolean retentionOnly) {
     Required(String suffix, boolean onLog, String readBy) {
-      this(List.of(suffix), onLog, readBy);
+      this(List.of(suffix), onLog, readBy, false);
+    }
+
+    Required(List<String> suffixes, boolean onLog, String readBy) {
+      this(suffixes, onLog, readBy, false);
     }
   }
 
@@ -35,7 +41,8 @@ public final class RelayIndexes {
           new Required("message_id_key", false, "one row per message id"),
           new Required("due_key_seq_idx", false, "every claim"),
           new Required("due_aggregate_idx", false, "ordered claims"),
-          new Required("settled_idx", false, "retention of rows published in the table"),
+          new Required(
+              List.of("settled_idx"), false, "retention of rows published in the table", true),
           // Any index of the parked rows by instance key serves their counts: version 14's, or
           // version 15's or 12's by correlation id (the CLI's batches want 14's and 15's).
           new Required(
@@ -47,7 +54,7 @@ public final class RelayIndexes {
               List.of("published_id_hash", "published_id_idx"),
               true,
               "message id lookups in the published log"),
-          new Required("published_at_idx", true, "retention of the published log"));
+          new Required(List.of("published_at_idx"), true, "retention of the published log", true));
 
   private static final String INDEX_NAMES =
       "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
@@ -66,8 +73,10 @@ public final class RelayIndexes {
   /**
    * The indexes {@code table} and its published log lack, each as its name and what reads it (the
    * unique index on {@code seq} as a description), in a fixed order; empty when none is missing.
+   * Those only retention reads count only where the connector runs retention ({@code retains}).
    */
-  public static List<String> missing(Connection c, OutboxTable table) throws SQLException {
+  public static List<String> missing(Connection c, OutboxTable table, boolean retains)
+      throws SQLException {
     List<String> missing = new ArrayList<>();
     if (!exists(c, UNIQUE_SEQ, table.qualified())) {
       missing.add("a unique index on seq (outcome writes and claims find rows by it)");
@@ -75,12 +84,25 @@ public final class RelayIndexes {
     Set<String> onTable = indexNames(c, table.qualified());
     Set<String> onLog = indexNames(c, table.qualifiedPublishedLog());
     for (Required index : REQUIRED) {
+      if (index.retentionOnly() && !retains) {
+        continue;
+      }
       Set<String> present = index.onLog() ? onLog : onTable;
       if (index.suffixes().stream().map(table::objectName).noneMatch(present::contains)) {
         missing.add(table.objectName(index.suffixes().get(0)) + " (" + index.readBy() + ")");
       }
     }
     return missing;
+  }
+
+  /**
+   * Whether {@code table} itself has the index named for {@code suffix}: found among the table's
+   * own indexes, not by name on the search path, where a table named without a schema would find a
+   * same-named table's index in another schema.
+   */
+  public static boolean onTable(Connection c, OutboxTable table, String suffix)
+      throws SQLException {
+    return indexNames(c, table.qualified()).contains(table.objectName(suffix));
   }
 
   private static Set<String> indexNames(Connection c, String relation) throws SQLException {

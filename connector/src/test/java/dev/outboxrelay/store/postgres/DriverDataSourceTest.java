@@ -83,12 +83,13 @@ class DriverDataSourceTest {
   @Test
   void anInterruptKeepsItsCause() {
     SQLException e = new SQLException("SENTINEL", null, 0, new InterruptedException());
-    SQLException bare = DriverDataSource.withoutText(e);
+    SQLException bare = DriverDataSource.withoutText(e, "could not connect");
     assertInstanceOf(InterruptedException.class, bare.getCause());
     assertFalse(bare.getMessage().contains("SENTINEL"));
     assertInstanceOf(
         java.sql.SQLTransientException.class,
-        DriverDataSource.withoutText(new java.sql.SQLTransientConnectionException("x", "08006")));
+        DriverDataSource.withoutText(
+            new java.sql.SQLTransientConnectionException("x", "08006"), "could not connect"));
   }
 
   @Test
