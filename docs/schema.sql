@@ -6,7 +6,8 @@
 -- and do not use `outbox-relay-cli migrate` on it. Each migration waits at most 5s
 -- for a lock (SET LOCAL, so inside its transaction only), as `migrate` does: a long
 -- transaction on the table cannot make the application's inserts queue behind it; and
--- runs with the table's schema alone on its search path, as `migrate` does too. One
+-- runs with the table's schema alone on its search path, as `migrate` does too (the
+-- session's own path is put back after it; psql prints each set_config's row). One
 -- that gives up (SQLState 55P03) changed nothing: run it again. Run outside a
 -- transaction, each migration fails at its first statement (SQLState P0001); psql
 -- stops there only with ON_ERROR_STOP: psql -1 -v ON_ERROR_STOP=1 -f <this file>.
@@ -16,7 +17,7 @@
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 1: the outbox table, its relay state and the indexes the claim needs.
 -- The table name comes from the connector's outbox.table setting (Flyway placeholders).
 
@@ -85,13 +86,14 @@ CREATE INDEX "outbox_published_idx"
 CREATE INDEX "outbox_parked_idx"
     ON "outbox" (instance_key, status, correlation_id)
     WHERE status IN ('FAILED', 'EXHAUSTED');
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V2__instance_key_ownership.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 2: every new row has an owner, and an owner never changes.
 --
 -- Rows written before this version may have no instance key. They are legacy rows that predate
@@ -116,13 +118,14 @@ $$;
 CREATE TRIGGER "outbox_instance_key_immutable"
     BEFORE UPDATE OF instance_key ON "outbox"
     FOR EACH ROW EXECUTE FUNCTION "outbox_instance_key_guard"();
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V3__insert_notification.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 3: wake the relay when rows commit, instead of waiting for a poll.
 --
 -- One notification per inserting statement and instance key, delivered when the transaction
@@ -146,13 +149,14 @@ CREATE TRIGGER "outbox_notify_inserted"
     AFTER INSERT ON "outbox"
     REFERENCING NEW TABLE AS inserted_rows
     FOR EACH STATEMENT EXECUTE FUNCTION "outbox_notify_inserted"();
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V4__active_seq_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 4: claims find the oldest due rows without walking retained rows.
 --
 -- The claim and lag statements filter by instance_key = ANY (...) and ORDER BY seq, which the
@@ -166,13 +170,14 @@ SELECT set_config('search_path', quote_ident(current_schema()), true);
 CREATE INDEX IF NOT EXISTS "outbox_active_seq_idx"
     ON "outbox" (seq)
     WHERE status IN ('PENDING', 'AMBIGUOUS', 'IN_FLIGHT');
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V5__notify_switch.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 5: the insert notification can be switched off without DDL.
 --
 -- PostgreSQL serializes the commits of transactions that sent a notification, so with the
@@ -197,13 +202,14 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V6__drop_unused_active_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 6: one index entry less per inserted and per claimed row.
 --
 -- Since version 4 no statement reads the (instance_key, seq) index of version 1: claims and the lag
@@ -214,13 +220,14 @@ SELECT set_config('search_path', quote_ident(current_schema()), true);
 -- (IF EXISTS then makes this migration a no-op).
 
 DROP INDEX IF EXISTS "outbox_active_idx";
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V7__hot_claims.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 7: claims, renewals and retries become HOT updates, and a published
 -- row no longer keeps its payload.
 --
@@ -276,13 +283,14 @@ DROP INDEX IF EXISTS "outbox_published_idx";
 DROP INDEX IF EXISTS "outbox_parked_idx";
 
 ALTER TABLE "outbox" SET (fillfactor = 45);
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V8__exactly_once_positions.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 8: what an exactly-once claim remembers (docs/design.md,
 -- "Exactly-once").
 --
@@ -298,13 +306,14 @@ SELECT set_config('search_path', quote_ident(current_schema()), true);
 
 ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS lease_epoch BIGINT;
 ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS claim_batch BIGINT;
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V9__published_log.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 9: publishing moves a row out of the outbox into a narrow published
 -- log (docs/design.md, "The published log").
 --
@@ -362,13 +371,14 @@ CREATE INDEX IF NOT EXISTS "outbox_published_at_idx"
     ON "outbox_published" (instance_key, published_at);
 
 ALTER TABLE "outbox_published" REPLICA IDENTITY FULL;
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V10__published_log_hash_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 10: the published log finds a message id through a hash index.
 --
 -- Every publish writes an entry into the log and one into each of its indexes. The message-id
@@ -387,13 +397,14 @@ CREATE INDEX IF NOT EXISTS "outbox_published_id_hash"
     ON "outbox_published" USING hash (message_id);
 
 DROP INDEX IF EXISTS "outbox_published_id_idx";
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V11__published_log_hash_index_valid.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 11: the published log's hash index of message ids is valid.
 --
 -- Version 10 creates that index IF NOT EXISTS, so that operators of a large log can build it
@@ -415,13 +426,14 @@ $$;
 
 CREATE INDEX IF NOT EXISTS "outbox_published_id_hash"
     ON "outbox_published" USING hash (message_id);
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V12__parked_rows_bounded_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 12: the index of parked rows holds a bounded prefix of the
 -- correlation id.
 --
@@ -453,13 +465,14 @@ CREATE INDEX IF NOT EXISTS "outbox_parked_cid_idx"
     WHERE parked_at IS NOT NULL;
 
 DROP INDEX IF EXISTS "outbox_parked_rows_idx";
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V13__due_index_by_instance_key.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 13: the due rows are indexed by instance key, then seq.
 --
 -- Version 7 indexed the due rows by seq alone. A claim reads them in seq order up to its limit,
@@ -492,13 +505,14 @@ CREATE INDEX IF NOT EXISTS "outbox_due_key_seq_idx"
     WHERE published_at IS NULL AND parked_at IS NULL AND instance_key IS NOT NULL;
 
 DROP INDEX IF EXISTS "outbox_due_seq_idx";
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V14__parked_index_by_seq.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 14: the parked rows are indexed by instance key, then seq.
 --
 -- The operator CLI's bulk requeue and discard (--all, --correlation-id) change parked rows in
@@ -526,13 +540,14 @@ $$;
 CREATE INDEX IF NOT EXISTS "outbox_parked_key_seq_idx"
     ON "outbox" (instance_key, seq)
     WHERE parked_at IS NOT NULL;
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);
 
 -- ----------------------------------------------------------------------------
 -- V15__parked_index_by_correlation_and_seq.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
 DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
-SELECT set_config('search_path', quote_ident(current_schema()), true);
+SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 15: the parked rows' correlation id index also orders by seq.
 --
 -- The operator CLI's requeue and discard by correlation id change parked rows in batches in seq
@@ -565,3 +580,4 @@ CREATE INDEX IF NOT EXISTS "outbox_parked_cid_seq_idx"
     WHERE parked_at IS NOT NULL;
 
 DROP INDEX IF EXISTS "outbox_parked_cid_idx";
+SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);

@@ -266,6 +266,38 @@ class MigrateAndSchemaSqlTest {
    * instead of waiting, with the application's inserts queued behind it, and leaves the table as it
    * was.
    */
+  /**
+   * A script for a table named without a schema finds only that table's indexes, not a same-named
+   * table's further along the search path (one whose own index the operator dropped beforehand, as
+   * version 13's notes advise), and gives the session its search path back.
+   */
+  @Test
+  void aScriptLeavesAnotherSchemasTableAloneAndPutsTheSearchPathBack() throws SQLException {
+    String whole = new Cli().run("schema-sql").out();
+    String publicTable = new Cli().run("schema-sql", "--table", "public.outbox").out();
+    db.exec(publicTable.substring(0, publicTable.indexOf("-- V13__")));
+    db.exec("CREATE SCHEMA app");
+    try (Connection c = db.dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
+      s.execute("SET LOCAL search_path = app, public");
+      s.execute(whole.substring(0, whole.indexOf("-- V13__")));
+      s.execute("DROP INDEX app.outbox_due_seq_idx");
+      s.execute(new Cli().run("schema-sql", "--after-version", "12").out());
+      try (ResultSet rs = s.executeQuery("SHOW search_path")) {
+        rs.next();
+        assertEquals("app, public", rs.getString(1));
+      }
+      c.commit();
+    }
+    assertEquals(
+        1,
+        db.count("pg_indexes", "schemaname = 'public' AND indexname = 'outbox_due_seq_idx'"),
+        "the other schema's index dropped");
+    assertEquals(
+        1, db.count("pg_indexes", "schemaname = 'app' AND indexname = 'outbox_due_key_seq_idx'"));
+  }
+
   @Test
   void schemaSqlUpgradeGivesUpOnALockHeldByALongTransaction() throws SQLException {
     Cli.Result upToV2 = new Cli().run("schema-sql");
@@ -275,7 +307,7 @@ class MigrateAndSchemaSqlTest {
         upgrade.contains(
             "SET LOCAL lock_timeout = '5s';\n"
                 + SchemaScript.inTransactionGuard()
-                + "SELECT set_config('search_path', quote_ident(current_schema()), true);\n"
+                + SchemaScript.searchPathOfTheTable(OutboxTable.parse("outbox"), false)
                 + "-- outbox-relay"),
         upgrade);
 

@@ -904,10 +904,7 @@ public final class ConfigValidation {
       }
     }
 
-    /**
-     * Schema version 13 indexes the due rows by (instance_key, seq): the claims read each key's due
-     * rows in order by it, and without it would sort the keys' whole backlog on every claim.
-     */
+    /** Whether the table itself has the index (not one of that name further along the path). */
     private static boolean hasIndex(HikariDataSource pool, OutboxTable table, String suffix)
         throws SQLException {
       try (Connection c = pool.getConnection()) {
@@ -915,6 +912,10 @@ public final class ConfigValidation {
       }
     }
 
+    /**
+     * Schema version 13 indexes the due rows by (instance_key, seq): the claims read each key's due
+     * rows in order by it, and without it would sort the keys' whole backlog on every claim.
+     */
     private void checkDueIndex(HikariDataSource pool, OutboxTable table) throws SQLException {
       if (!hasIndex(pool, table, "due_key_seq_idx")) {
         error(

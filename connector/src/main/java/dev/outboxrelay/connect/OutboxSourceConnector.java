@@ -127,7 +127,7 @@ public class OutboxSourceConnector extends SourceConnector {
     if (!offsets.values().stream().anyMatch(Objects::nonNull)
         && exactlyOnceSupport(connectorConfig) == ExactlyOnceSupport.SUPPORTED) {
       log.warn(
-          "Source offsets of {} partitions reset: the next start's recovery releases the rows"
+          "Source offsets of {} partitions being reset: the next start's recovery releases the rows"
               + " earlier instances left in flight, which are sent again; offsets a build before"
               + " the fixed partition key order committed are not reached by a reset: after"
               + " restoring or moving a database such a build relayed, create the connector under"

@@ -43,8 +43,9 @@ final class PostgresStoreProvider implements StoreProvider {
     try {
       return new PostgresOutboxStore(
           dataSource, table, columns, clock(), dataSource, config.keepsPublishedLog());
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       dataSource.close();
+      dataSource = null;
       throw e;
     }
   }

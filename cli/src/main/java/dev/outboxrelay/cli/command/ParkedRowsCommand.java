@@ -208,7 +208,6 @@ abstract class ParkedRowsCommand extends InstanceCommand {
           "would not be " + done,
           "a dry run counts only: inspect them to see why");
     }
-    ParkedChange report;
     AtomicLong committed = new AtomicLong();
     AtomicBoolean changeEnded = new AtomicBoolean();
     Thread endedFromOutside = endedFromOutside(verb, done, committed, changeEnded);
@@ -216,6 +215,26 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     if (batched) {
       Runtime.getRuntime().addShutdownHook(endedFromOutside);
     }
+    try {
+      return changeAndReport(database, statusNames, committed, changeEnded);
+    } finally {
+      if (batched) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(endedFromOutside);
+        } catch (IllegalStateException shuttingDown) {
+          // the hook runs, or has run, and says what was done unless the report went out
+        }
+      }
+    }
+  }
+
+  /** The change itself, and its report; {@code changeEnded} once the report is out. */
+  private int changeAndReport(
+      Database database, String statusNames, AtomicLong committed, AtomicBoolean changeEnded) {
+    String verb = action().verb();
+    String done = action().pastTense();
+    PrintWriter out = out();
+    ParkedChange report;
     try {
       report =
           oneRowPerId(
@@ -240,15 +259,6 @@ abstract class ParkedRowsCommand extends InstanceCommand {
         throw e; // batched: failed reading where to stop, before any batch changed a row
       }
       throw CliException.changeFailed(verb + " failed", e);
-    } finally {
-      changeEnded.set(true); // its own report follows, not the hook's
-      if (batched) {
-        try {
-          Runtime.getRuntime().removeShutdownHook(endedFromOutside);
-        } catch (IllegalStateException shuttingDown) {
-          // the hook runs, or has run, and says what was done
-        }
-      }
     }
     if (json) {
       ObjectNode node = header();
@@ -270,6 +280,8 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       printDeadlinePassed(out, report);
       SkippedRows.print(out, "not " + done + ":", report.skipped());
     }
+    out.flush();
+    changeEnded.set(true); // said in full: the hook has nothing to add
     if (report.changed() == 0) {
       return nothingMatched("no parked row was " + done);
     }

@@ -90,7 +90,8 @@ public final class SchemaScript {
         -- and do not use `outbox-relay-cli migrate` on it. Each migration waits at most %s
         -- for a lock (SET LOCAL, so inside its transaction only), as `migrate` does: a long
         -- transaction on the table cannot make the application's inserts queue behind it; and
-        -- runs with the table's schema alone on its search path, as `migrate` does too. One
+        -- runs with the table's schema alone on its search path, as `migrate` does too (the
+        -- session's own path is put back after it; psql prints each set_config's row). One
         -- that gives up (SQLState 55P03) changed nothing: run it again. Run outside a
         -- transaction, each migration fails at its first statement (SQLState P0001); psql
         -- stops there only with ON_ERROR_STOP: psql -1 -v ON_ERROR_STOP=1 -f <this file>.
@@ -102,9 +103,10 @@ public final class SchemaScript {
       out.append(RULE).append('\n');
       out.append("SET LOCAL lock_timeout = '").append(LOCK_TIMEOUT).append("';\n");
       out.append(inTransactionGuard());
-      out.append(searchPathOfTheTable(table));
+      out.append(searchPathOfTheTable(table, migration.version().getVersion().equals("1")));
       String sql = fill(migration.sql(), values, migration.fileName());
       out.append(sql.stripTrailing()).append('\n');
+      out.append(SEARCH_PATH_RESTORED);
     }
     return out.toString();
   }
@@ -123,16 +125,35 @@ public final class SchemaScript {
   }
 
   /**
-   * The table's schema alone on the search path, for the migration's transaction, as {@code
-   * migrate} runs them: an index a migration drops or rebuilds by a name without a schema (a table
-   * named without one) must not be found in another schema further along the path, where a
-   * same-named table of another connector may keep it.
+   * The table's schema alone on the search path while a migration runs, as {@code migrate} runs
+   * them: an index a migration drops or rebuilds by a name without a schema (a table named without
+   * one) must not be found in another schema further along the path, where a same-named table of
+   * another connector may keep it. The schema is the one the table names; else, for the migration
+   * that creates the table ({@code creates}), the current one, where it creates it; else the one
+   * the table's name finds, as the relay's statements find it. The session's own path is kept aside
+   * and put back after the migration ({@link #SEARCH_PATH_RESTORED}): a tool that runs this file in
+   * one transaction with other statements (psql -1 with other files, a migration tool's group)
+   * finds its own path again.
    */
-  public static String searchPathOfTheTable(OutboxTable table) {
+  public static String searchPathOfTheTable(OutboxTable table, boolean creates) {
     String schema =
-        table.schema() == null ? "current_schema()" : "'" + table.schema().replace("'", "''") + "'";
-    return "SELECT set_config('search_path', quote_ident(" + schema + "), true);\n";
+        table.schema() != null
+            ? "'" + table.schema().replace("'", "''") + "'"
+            : creates
+                ? "current_schema()"
+                : "coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n"
+                    + " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"
+                    + table.qualified().replace("'", "''")
+                    + "')), current_schema())";
+    return "SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true),"
+        + " set_config('search_path', quote_ident("
+        + schema
+        + "), true);\n";
   }
+
+  /** The session's search path again, after a migration (see {@link #searchPathOfTheTable}). */
+  public static final String SEARCH_PATH_RESTORED =
+      "SELECT set_config('search_path', current_setting('outbox_relay.search_path'), true);\n";
 
   private static String postgresDuration(Duration d) {
     return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";

@@ -60,6 +60,9 @@ public final class RelayIndexes {
       "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
           + " WHERE i.indrelid = to_regclass(?)";
 
+  /** As {@link #INDEX_NAMES}, valid ones only: PostgreSQL never reads an invalid index. */
+  private static final String VALID_INDEX_NAMES = INDEX_NAMES + " AND i.indisvalid";
+
   private static final String UNIQUE_SEQ =
       """
       SELECT EXISTS (
@@ -81,8 +84,8 @@ public final class RelayIndexes {
     if (!exists(c, UNIQUE_SEQ, table.qualified())) {
       missing.add("a unique index on seq (outcome writes and claims find rows by it)");
     }
-    Set<String> onTable = indexNames(c, table.qualified());
-    Set<String> onLog = indexNames(c, table.qualifiedPublishedLog());
+    Set<String> onTable = indexNames(c, VALID_INDEX_NAMES, table.qualified());
+    Set<String> onLog = indexNames(c, VALID_INDEX_NAMES, table.qualifiedPublishedLog());
     for (Required index : REQUIRED) {
       if (index.retentionOnly() && !retains) {
         continue;
@@ -98,16 +101,18 @@ public final class RelayIndexes {
   /**
    * Whether {@code table} itself has the index named for {@code suffix}: found among the table's
    * own indexes, not by name on the search path, where a table named without a schema would find a
-   * same-named table's index in another schema.
+   * same-named table's index in another schema. Valid or not (an invalid one is reported apart; a
+   * left-over index of version 7 refuses inserts even so).
    */
   public static boolean onTable(Connection c, OutboxTable table, String suffix)
       throws SQLException {
-    return indexNames(c, table.qualified()).contains(table.objectName(suffix));
+    return indexNames(c, INDEX_NAMES, table.qualified()).contains(table.objectName(suffix));
   }
 
-  private static Set<String> indexNames(Connection c, String relation) throws SQLException {
+  private static Set<String> indexNames(Connection c, String sql, String relation)
+      throws SQLException {
     Set<String> names = new HashSet<>();
-    try (PreparedStatement ps = c.prepareStatement(INDEX_NAMES)) {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setString(1, relation);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
