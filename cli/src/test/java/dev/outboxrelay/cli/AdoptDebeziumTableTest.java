@@ -53,6 +53,20 @@ class AdoptDebeziumTableTest {
     assertTrue(r.out().contains("ALTER COLUMN instance_key SET DEFAULT 'orders'"), r::toString);
     assertTrue(r.out().contains("ON \"app\".\"outbox\" ((\"event_id\"::text))"), r::toString);
     assertTrue(r.out().contains("TO \"order_service\";"), r::toString);
+    assertEquals("", r.err(), "the inserting role is granted: no warning");
+  }
+
+  /**
+   * Without --grant-to the script still prints, but stderr says what it costs: from its COMMIT, an
+   * application role that does not own the table fails every insert.
+   */
+  @Test
+  void withoutAGranteeTheInsertingRolesFateIsSaid() {
+    Cli.Result r = new Cli().run("adopt-debezium-table", "--instance-key", "orders");
+
+    assertEquals(ExitCode.OK, r.exitCode(), r::toString);
+    assertTrue(r.out().contains("ALTER COLUMN instance_key SET DEFAULT 'orders'"), r::toString);
+    assertTrue(r.err().startsWith("warning: no --grant-to: once the script commits"), r::toString);
   }
 
   /** The comment naming the command that generated the script reads back in a shell. */

@@ -35,7 +35,8 @@ import picocli.CommandLine.Spec;
     },
     footerHeading = "%nExamples:%n",
     footer = {
-      "  outbox-relay-cli adopt-debezium-table --instance-key orders > adopt.sql",
+      "  outbox-relay-cli adopt-debezium-table --instance-key orders --grant-to order_service \\",
+      "      > adopt.sql",
       "  outbox-relay-cli adopt-debezium-table --table app.outbox --instance-key orders \\",
       "      --id-column event_id --grant-to order_service"
     })
@@ -93,6 +94,16 @@ public final class AdoptDebeziumTableCommand implements Callable<Integer> {
             .append(columns.aggregateId());
     grantees.forEach(role -> command.append(" --grant-to ").append(shellWord(role)));
     spec.commandLine().getOut().print(adoption.script(command.toString()));
+    if (grantees.isEmpty()) {
+      // The script gives seq a sequence's default: from its COMMIT on, an application role that
+      // does not own the table cannot insert without USAGE on that sequence.
+      spec.commandLine()
+          .getErr()
+          .println(
+              "warning: no --grant-to: once the script commits, a role that inserts rows and does"
+                  + " not own the table fails every insert (SQLState 42501) until it is granted"
+                  + " USAGE on the sequence of seq; give each such role with --grant-to");
+    }
     return ExitCode.OK;
   }
 
