@@ -181,7 +181,7 @@ class MigrateAndSchemaSqlTest {
       Future<Integer> running =
           executor.submit(
               new SchemaMigrator(task, OutboxTable.parse("outbox"), Duration.ZERO)::migrate);
-      await().until(this::aSessionWaitsForALock);
+      await().atMost(Duration.ofSeconds(60)).until(this::aSessionWaitsForALock);
 
       Cli.Result r = db.cli().run("migrate");
 

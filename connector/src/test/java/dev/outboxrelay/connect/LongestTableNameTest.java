@@ -123,7 +123,7 @@ class LongestTableNameTest {
     listener.start();
     // Woken once its LISTEN took effect (not by a notification): consume that, then insert. A
     // trigger and a listener whose shortened channel names differ hear nothing.
-    await().until(wake::isSignalled);
+    await().atMost(Duration.ofSeconds(60)).until(wake::isSignalled);
     wake.await(Duration.ZERO);
     insert("eu");
     await().until(() -> listener.received() > 0);

@@ -630,7 +630,9 @@ class OutboxSourceTaskTest {
     startTask(Map.of());
     SourceRecord r = task.poll().get(0);
     task.commitRecord(r, null);
-    await().until(() -> status("m1") == MessageStatus.AMBIGUOUS);
+    // The row is written first, the count after it, on the outcome thread.
+    await()
+        .until(() -> status("m1") == MessageStatus.AMBIGUOUS && task.metrics().retried.get() == 1);
     assertEquals(1, store.find("m1").orElseThrow().attempts());
     assertEquals("DELIVERY_UNCONFIRMED", store.find("m1").orElseThrow().lastFailureCode());
     assertEquals(1, task.metrics().retried.get());
@@ -721,7 +723,9 @@ class OutboxSourceTaskTest {
     assertEquals("outbox.dlq", dlq.topic());
     assertEquals(MessageStatus.IN_FLIGHT, status("bad"), "FAILED only once the DLQ has it");
     task.commitRecord(dlq, metadata(dlq, 1));
-    await().until(() -> status("bad") == MessageStatus.FAILED);
+    await() // the row written first, the count after it, on the outcome thread
+        .until(
+            () -> status("bad") == MessageStatus.FAILED && task.metrics().deadLettered.get() == 1);
     assertEquals(1, task.metrics().deadLettered.get());
   }
 

@@ -1,5 +1,6 @@
 package dev.outboxrelay.localstack;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -7,6 +8,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -116,15 +118,21 @@ class LocalStackExactlyOnceIT {
   @Test
   @Order(4)
   void statusNamesTheGuarantee() {
-    LocalStackIT.Run status = localStack("status");
-    assertEquals(0, status.exit(), status.out() + status.err());
-    assertTrue(status.out().contains("  Delivery    exactly-once (worker"), status.out());
-    assertTrue(
-        status
-            .out()
-            .contains(
-                "outbox-relay-local: RUNNING task 0=RUNNING (delivery.guarantee=exactly-once)"),
-        status.out());
+    await() // as LocalStackIT's: a task restarting meanwhile shows for a moment
+        .atMost(Duration.ofSeconds(30))
+        .untilAsserted(
+            () -> {
+              LocalStackIT.Run status = localStack("status");
+              assertEquals(0, status.exit(), status.out() + status.err());
+              assertTrue(status.out().contains("  Delivery    exactly-once (worker"), status.out());
+              assertTrue(
+                  status
+                      .out()
+                      .contains(
+                          "outbox-relay-local: RUNNING task 0=RUNNING"
+                              + " (delivery.guarantee=exactly-once)"),
+                  status.out());
+            });
   }
 
   @Test

@@ -57,7 +57,7 @@ class HotClaimTest {
             .claim(new ClaimRequest("relay", Set.of("eu"), 400, Duration.ofMinutes(1), 5, true))
             .claimed();
     assertEquals(400, claimed.size());
-    await().until(() -> updates()[0] >= 400);
+    await().atMost(Duration.ofSeconds(60)).until(() -> updates()[0] >= 400);
     long[] afterClaim = updates();
     assertEquals(afterClaim[0], afterClaim[1], "every claim a HOT update");
 

@@ -199,7 +199,7 @@ class SchemaMigrationTest {
       reader.setAutoCommit(false);
       s.execute("SELECT count(*) FROM outbox");
       Future<Integer> migration = executor.submit(patient::migrate);
-      await().until(() -> waitingForALock("ALTER TABLE"));
+      await().atMost(Duration.ofSeconds(60)).until(() -> waitingForALock("ALTER TABLE"));
       assertFalse(migration.isDone());
       reader.commit();
       assertEquals(LATEST - 7, migration.get(1, TimeUnit.MINUTES));
@@ -225,7 +225,7 @@ class SchemaMigrationTest {
       s.execute("SELECT count(*) FROM outbox"); // the first migration waits for it
       Future<Integer> first =
           executor.submit(new SchemaMigrator(dataSource, table, Duration.ZERO)::migrate);
-      await().until(() -> waitingForALock("ALTER TABLE"));
+      await().atMost(Duration.ofSeconds(60)).until(() -> waitingForALock("ALTER TABLE"));
 
       for (String name : new String[] {"outbox", "public.outbox"}) {
         SchemaMigrator second = migrator(name);
