@@ -8,6 +8,7 @@ import java.util.Properties;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
+import org.apache.kafka.connect.runtime.rest.errors.ConnectRestException;
 import org.apache.kafka.connect.util.clusters.EmbeddedConnectCluster;
 
 /**
@@ -92,8 +93,8 @@ final class BenchConnect implements AutoCloseable {
    * Creates the connector; throws (with Connect's message) if Connect refuses its config. Once this
    * returned, the connector exists, whether or not it ever runs: a run deletes it from then on.
    */
-  void configureConnector(String name, Map<String, String> config) {
-    cluster.configureConnector(name, config);
+  void configureConnector(String name, Map<String, String> config) throws InterruptedException {
+    duringRebalance(() -> cluster.configureConnector(name, config));
   }
 
   /** Waits until the connector and exactly {@code tasks} tasks run. */
@@ -104,7 +105,7 @@ final class BenchConnect implements AutoCloseable {
   }
 
   void pause(String name, int tasks) throws InterruptedException {
-    cluster.pauseConnector(name);
+    duringRebalance(() -> cluster.pauseConnector(name));
     cluster
         .assertions()
         .assertConnectorAndExactlyNumTasksArePaused(name, tasks, "connector did not pause");
@@ -115,12 +116,35 @@ final class BenchConnect implements AutoCloseable {
    * background threads of its own (Debezium's WAL reader) does no work until {@link #resume}.
    */
   void stop(String name) throws InterruptedException {
-    cluster.stopConnector(name);
+    duringRebalance(() -> cluster.stopConnector(name));
     cluster.assertions().assertConnectorIsStopped(name, "connector did not stop");
   }
 
-  void resume(String name) {
-    cluster.resumeConnector(name);
+  void resume(String name) throws InterruptedException {
+    duringRebalance(() -> cluster.resumeConnector(name));
+  }
+
+  /** How long a REST request is tried again while the workers rebalance. */
+  private static final Duration REBALANCE_PATIENCE = Duration.ofSeconds(60);
+
+  /**
+   * Runs a REST request, again while Connect answers 409 (the workers rebalance after a connector
+   * was created or deleted, and the leader is briefly unknown), at most {@link
+   * #REBALANCE_PATIENCE}; any other refusal is thrown at once.
+   */
+  private static void duringRebalance(Runnable request) throws InterruptedException {
+    long deadline = System.nanoTime() + REBALANCE_PATIENCE.toNanos();
+    while (true) {
+      try {
+        request.run();
+        return;
+      } catch (ConnectRestException e) {
+        if (e.statusCode() != 409 || System.nanoTime() > deadline) {
+          throw e;
+        }
+        Thread.sleep(200); // a rebalance takes a few hundred milliseconds to seconds
+      }
+    }
   }
 
   /** Throws if the connector or a task failed: a run with a failed task has no valid figure. */
