@@ -204,17 +204,6 @@ class LocalStackIT {
    * The demo again, as docs/local-stack.md suggests after a look around: a second connector for
    * orders-us registered, more tasks for the demo's connector, and no options at all.
    */
-  private static void putUntilAccepted(ConnectRest rest, String path, ObjectNode config) {
-    await()
-        .atMost(Duration.ofSeconds(60))
-        .until(
-            () -> {
-              var response = rest.put(path, config);
-              assertTrue(response.ok() || response.status() == 409, response::toString);
-              return response.ok();
-            });
-  }
-
   @Test
   @Order(7)
   void theDemoTakesTheRunningStackKeepsTasksMaxAndJudgesOnlyItsOwnRows() {
@@ -280,5 +269,16 @@ class LocalStackIT {
     }
     assertFalse(Files.exists(stateDir.resolve("pids")));
     assertEquals(1, localStack("running").exit());
+  }
+
+  private static void putUntilAccepted(ConnectRest rest, String path, ObjectNode config) {
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .until(
+            () -> {
+              var response = rest.put(path, config);
+              assertTrue(response.ok() || response.status() == 409, response::toString);
+              return response.ok();
+            });
   }
 }
