@@ -33,16 +33,18 @@ class MigrationOnStartTest {
 
   /** A task's configuration on {@code url}'s outbox table (also SchemaCheckTest's). */
   static OutboxSourceConfig config(String url, boolean migrateOnStart) {
-    return new OutboxSourceConfig(
-        Map.of(
-            "connection.url",
-            url,
-            "connection.user",
-            Postgres.user(),
-            "instance.keys",
-            "orders",
-            "schema.migrate.on.start",
-            Boolean.toString(migrateOnStart)));
+    return config(url, migrateOnStart, Map.of());
+  }
+
+  /** ... with other settings besides. */
+  static OutboxSourceConfig config(
+      String url, boolean migrateOnStart, Map<String, String> settings) {
+    Map<String, String> props = new java.util.HashMap<>(settings);
+    props.put("connection.url", url);
+    props.put("connection.user", Postgres.user());
+    props.put("instance.keys", "orders");
+    props.put("schema.migrate.on.start", Boolean.toString(migrateOnStart));
+    return new OutboxSourceConfig(props);
   }
 
   @Test

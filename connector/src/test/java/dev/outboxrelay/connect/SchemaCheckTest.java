@@ -214,18 +214,7 @@ class SchemaCheckTest {
   }
 
   private static OutboxSourceConfig ownTool(String url, String retention) {
-    return new OutboxSourceConfig(
-        Map.of(
-            "connection.url",
-            url,
-            "connection.user",
-            Postgres.user(),
-            "instance.keys",
-            "orders",
-            "schema.migrate.on.start",
-            "false",
-            "retention.published.ms",
-            retention));
+    return MigrationOnStartTest.config(url, false, Map.of("retention.published.ms", retention));
   }
 
   private static OutboxStoreException refused(OutboxSourceConfig config) {

@@ -125,7 +125,7 @@ final class DriverDataSource extends AbstractDataSource {
    * stopping task's wait.
    */
   static SQLException withoutText(SQLException e, String what) {
-    String state = sqlStateIn(e);
+    String state = SqlStates.findState(e); // as the relay's classification reads it
     String message = "outbox-relay: " + what + " (SQLState " + state + ")";
     SQLException bare =
         e instanceof SQLTransientException
@@ -137,17 +137,6 @@ final class DriverDataSource extends AbstractDataSource {
       bare.initCause(interrupted);
     }
     return bare;
-  }
-
-  /** The first SQLState along the cause chain, as the relay's classification reads it. */
-  private static String sqlStateIn(SQLException e) {
-    Throwable t = e;
-    for (int depth = 0; t != null && depth < 8; depth++, t = t.getCause()) {
-      if (t instanceof SQLException sql && sql.getSQLState() != null) {
-        return sql.getSQLState();
-      }
-    }
-    return null;
   }
 
   @Override

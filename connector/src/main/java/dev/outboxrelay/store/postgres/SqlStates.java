@@ -93,7 +93,7 @@ public final class SqlStates {
   }
 
   /** The first SQLState in the exception chain (Hikari wraps the driver's exception). */
-  private static String findState(SQLException e) {
+  static String findState(SQLException e) {
     Throwable t = e;
     for (int depth = 0; t != null && depth < 8; depth++, t = t.getCause()) {
       if (t instanceof SQLException sql && sql.getSQLState() != null) {
