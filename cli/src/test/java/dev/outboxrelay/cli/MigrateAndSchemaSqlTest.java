@@ -262,11 +262,6 @@ class MigrateAndSchemaSqlTest {
   }
 
   /**
-   * An upgrade applied while a long transaction reads the table gives up on its lock (55P03)
-   * instead of waiting, with the application's inserts queued behind it, and leaves the table as it
-   * was.
-   */
-  /**
    * A script for a table named without a schema finds only that table's indexes, not a same-named
    * table's further along the search path (one whose own index the operator dropped beforehand, as
    * version 13's notes advise), and gives the session its search path back.
@@ -298,6 +293,11 @@ class MigrateAndSchemaSqlTest {
         1, db.count("pg_indexes", "schemaname = 'app' AND indexname = 'outbox_due_key_seq_idx'"));
   }
 
+  /**
+   * An upgrade applied while a long transaction reads the table gives up on its lock (55P03)
+   * instead of waiting, with the application's inserts queued behind it, and leaves the table as it
+   * was.
+   */
   @Test
   void schemaSqlUpgradeGivesUpOnALockHeldByALongTransaction() throws SQLException {
     Cli.Result upToV2 = new Cli().run("schema-sql");

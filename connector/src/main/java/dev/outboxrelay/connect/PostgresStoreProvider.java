@@ -175,10 +175,12 @@ final class PostgresStoreProvider implements StoreProvider {
           + " apply the statements of `outbox-relay-cli schema-sql --after-version 8`";
     }
     List<String> missing;
+    List<String> invalid;
     boolean parkedRowsIndex;
     try (Connection c = source.getConnection()) {
       parkedRowsIndex = RelayIndexes.onTable(c, table, "parked_rows_idx");
       missing = RelayIndexes.missing(c, table, config.retention().isPresent());
+      invalid = SchemaMigrator.invalidIndexes(c, table);
     } catch (SQLException e) {
       throw SqlStates.classify(e, CHECK_SCHEMA);
     }
@@ -188,13 +190,22 @@ final class PostgresStoreProvider implements StoreProvider {
           + "), which cannot hold a long correlation id: apply the statements of"
           + " `outbox-relay-cli schema-sql --after-version 11`";
     }
-    return missing.isEmpty()
-        ? null
-        : "lacks indexes the relay reads: "
-            + String.join(", ", missing)
-            + "; build them as `outbox-relay-cli schema-sql` shows (a table adopted from Debezium:"
-            + " as `outbox-relay-cli adopt-debezium-table` prints them), with CREATE INDEX"
-            + " CONCURRENTLY on a table in use";
+    if (missing.isEmpty()) {
+      return null;
+    }
+    // An invalid index under a needed name (a failed concurrent build) counts as missing, and
+    // CREATE INDEX IF NOT EXISTS would skip it: it must be rebuilt, or dropped first.
+    return "lacks indexes the relay reads: "
+        + String.join(", ", missing)
+        + "; build them as `outbox-relay-cli schema-sql` shows (a table adopted from Debezium:"
+        + " as `outbox-relay-cli adopt-debezium-table` prints them), with CREATE INDEX"
+        + " CONCURRENTLY on a table in use"
+        + (invalid.isEmpty()
+            ? ""
+            : "; invalid, which those statements skip: "
+                + invalid.stream().map(Printable::escape).toList()
+                + ", rebuild each with REINDEX INDEX CONCURRENTLY, or drop it with DROP INDEX"
+                + " CONCURRENTLY first");
   }
 
   private static boolean exists(DataSource source, String qualified) {

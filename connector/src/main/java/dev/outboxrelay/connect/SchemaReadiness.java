@@ -41,6 +41,9 @@ final class SchemaReadiness {
   private int schemaWaits;
   private long schemaWarnedMs;
 
+  /** What the last schema wait said (its failure's message), to say a change at once. */
+  private String schemaWarning;
+
   SchemaReadiness(StoreProvider provider, OutboxSourceConfig config, Time time) {
     this(provider, config, time, () -> ThreadLocalRandom.current().nextDouble());
   }
@@ -94,7 +97,7 @@ final class SchemaReadiness {
       }
       if (StoreProvider.SCHEMA_TOO_OLD.equals(e.reasonCode())
           || StoreProvider.SCHEMA_INCOMPLETE.equals(e.reasonCode())) {
-        waitForMigration(e);
+        waitForSchema(e);
         return false;
       }
       migrationsElsewhere = 0;
@@ -110,22 +113,26 @@ final class SchemaReadiness {
   }
 
   /**
-   * The table is older than this build relays: nothing is claimed (its first publish would fail
-   * after the records went out) until someone migrates it, checked again after a short growing
-   * delay, so that the task goes on by itself then. Said at once, and every {@value
-   * #LONG_WAIT_MINUTES} minutes while it lasts; the backlog figures stay unread meanwhile (task 0
-   * claims nothing), which the shipped alerts report too.
+   * The table is older than this build relays, or (no schema history) lacks what the relay reads:
+   * nothing is claimed (its first publish would fail after the records went out, or its claims read
+   * the whole table) until someone migrates it or runs the statements named, checked again after a
+   * short growing delay, so that the task goes on by itself then. Said at once, again as soon as
+   * what is lacking changes (one gap fixed, the next found), and every {@value #LONG_WAIT_MINUTES}
+   * minutes while it lasts; the backlog figures stay unread meanwhile (task 0 claims nothing),
+   * which the shipped alerts report too.
    */
-  private void waitForMigration(OutboxStoreException e) {
+  private void waitForSchema(OutboxStoreException e) {
     long now = time.hiResClockMs();
     boolean first = schemaWaits++ == 0;
+    boolean changed = !e.getMessage().equals(schemaWarning);
     nextAttemptMs = now + ELSEWHERE_BACKOFF.delayAfter(schemaWaits, random).toMillis();
-    if (first || now - schemaWarnedMs >= LONG_WAIT_MINUTES * 60_000) {
+    if (first || changed || now - schemaWarnedMs >= LONG_WAIT_MINUTES * 60_000) {
       schemaWarnedMs = now;
+      schemaWarning = e.getMessage();
       if (StoreProvider.SCHEMA_INCOMPLETE.equals(e.reasonCode())) {
         log.warn(
             "Outbox table {} has no schema history (your own tool's, or adopted from Debezium),"
-                + " and lacks what the relay reads ({}); claiming nothing until it has it;"
+                + " and is not as the relay reads it ({}); claiming nothing until it is;"
                 + " checking again {} (reason=SCHEMA_INCOMPLETE)",
             config.table(),
             e.getMessage(),

@@ -453,6 +453,20 @@ class OutboxSourceTaskTest {
     assertTrue(said.get(0).message().contains("outbox_due_key_seq_idx"), said.get(0)::message);
     assertFalse(said.get(0).message().contains("outbox-relay-cli migrate"), said.get(0)::message);
     assertTrue(provider.schemaChecks.get() >= 2, "checked again");
+
+    // One gap fixed, the next found: said at once, not five minutes later.
+    provider.schemaFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.SCHEMA,
+            StoreProvider.SCHEMA_INCOMPLETE,
+            null,
+            StoreProvider.CHECK_SCHEMA,
+            "lacks indexes the relay reads: outbox_published_at_idx");
+    mockTime.sleep(30_000);
+    assertNull(t.poll());
+    said = LogCapture.get().matching(mark, e -> e.message().contains("reason=SCHEMA_INCOMPLETE"));
+    assertEquals(2, said.size(), said::toString);
+    assertTrue(said.get(1).message().contains("outbox_published_at_idx"), said.get(1)::message);
   }
 
   /**

@@ -185,6 +185,23 @@ class SchemaCheckTest {
               + " with CREATE INDEX CONCURRENTLY on a table in use)",
           refused(noLog).getMessage());
 
+      // An index left invalid under a needed name (a failed concurrent build) counts as missing,
+      // and is named apart: CREATE INDEX IF NOT EXISTS would skip it.
+      exec(admin, "CREATE INDEX outbox_due_key_seq_idx ON outbox (instance_key, seq)");
+      exec(
+          admin,
+          "UPDATE pg_index SET indisvalid = false"
+              + " WHERE indexrelid = 'outbox_due_key_seq_idx'::regclass");
+      String invalid = refused(noLog).getMessage();
+      assertTrue(
+          invalid.contains("lacks indexes the relay reads: outbox_due_key_seq_idx"), invalid);
+      assertTrue(
+          invalid.contains(
+              "; invalid, which those statements skip: [outbox_due_key_seq_idx], rebuild each with"
+                  + " REINDEX INDEX CONCURRENTLY"),
+          invalid);
+      exec(admin, "DROP INDEX outbox_due_key_seq_idx");
+
       // Without retention, nothing reads the index of the log's publication times.
       exec(admin, "CREATE INDEX outbox_due_key_seq_idx ON outbox (instance_key, seq)");
       exec(admin, "CREATE INDEX outbox_published_id_hash ON outbox_published (message_id)");

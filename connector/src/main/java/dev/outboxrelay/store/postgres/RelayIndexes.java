@@ -68,7 +68,7 @@ public final class RelayIndexes {
       SELECT EXISTS (
         SELECT 1 FROM pg_index i
         JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-        WHERE i.indrelid = to_regclass(?) AND i.indisunique AND i.indnkeyatts = 1
+        WHERE i.indrelid = to_regclass(?) AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1
           AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'seq')""";
 
   private RelayIndexes() {}
@@ -101,8 +101,8 @@ public final class RelayIndexes {
   /**
    * Whether {@code table} itself has the index named for {@code suffix}: found among the table's
    * own indexes, not by name on the search path, where a table named without a schema would find a
-   * same-named table's index in another schema. Valid or not (an invalid one is reported apart; a
-   * left-over index of version 7 refuses inserts even so).
+   * same-named table's index in another schema. Valid or not: a left-over index of version 7
+   * refuses inserts even invalid, and validation reports invalid indexes of its own accord.
    */
   public static boolean onTable(Connection c, OutboxTable table, String suffix)
       throws SQLException {
