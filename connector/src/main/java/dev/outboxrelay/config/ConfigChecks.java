@@ -737,7 +737,7 @@ final class ConfigChecks {
     }
   }
 
-  private static boolean exactlyOnce(Function<String, Object> parsed) {
+  static boolean exactlyOnce(Function<String, Object> parsed) {
     return parsed.apply(DELIVERY_GUARANTEE_CONFIG) instanceof String guarantee
         && guarantee.trim().equalsIgnoreCase(EXACTLY_ONCE);
   }

@@ -261,11 +261,8 @@ public final class ConfigValidation {
     } catch (NumberFormatException e) {
       maxTasks = 1;
     }
-    Object guarantee = validValue(values, OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG);
     Object buckets = validValue(values, OutboxSourceConfig.EXACTLY_ONCE_BUCKETS_CONFIG);
-    boolean exactlyOnce =
-        guarantee instanceof String g && g.trim().equalsIgnoreCase(OutboxSourceConfig.EXACTLY_ONCE);
-    return exactlyOnce && buckets instanceof Integer b
+    return ConfigChecks.exactlyOnce(key -> validValue(values, key)) && buckets instanceof Integer b
         ? OutboxSourceConfig.tasksStarted(maxTasks, true, b)
         : maxTasks;
   }
@@ -755,6 +752,12 @@ public final class ConfigValidation {
         FROM (SELECT coalesce(?, current_schema()) AS name) s
           LEFT JOIN pg_namespace n ON n.nspname = s.name""";
 
+    /** Whether retention runs (anything but -1; an invalid value counts as running: stricter). */
+    private boolean retains() {
+      return !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER)
+          .equals(validValue(values, RETENTION_PUBLISHED_MS_CONFIG));
+    }
+
     /**
      * A publication that publishes updates or deletes of a table without a replica identity makes
      * the server refuse every claim and every publish (SQLState 55000); a Debezium connector's
@@ -762,9 +765,7 @@ public final class ConfigValidation {
      */
     private void checkReplicaIdentity(HikariDataSource pool, OutboxTable table)
         throws SQLException {
-      boolean retention =
-          !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER)
-              .equals(validValue(values, RETENTION_PUBLISHED_MS_CONFIG));
+      boolean retention = retains();
       List<String> ofTable;
       List<String> ofLog;
       try (Connection c = pool.getConnection()) {
@@ -936,12 +937,7 @@ public final class ConfigValidation {
     private void checkIndexes(HikariDataSource pool, OutboxTable table) throws SQLException {
       List<String> missing;
       try (Connection c = pool.getConnection()) {
-        missing =
-            RelayIndexes.missing(
-                c,
-                table,
-                !Long.valueOf(OutboxSourceConfig.RETENTION_FOREVER)
-                    .equals(validValue(values, RETENTION_PUBLISHED_MS_CONFIG)));
+        missing = RelayIndexes.missing(c, table, retains());
       }
       if (!missing.isEmpty()) {
         error(

@@ -284,7 +284,7 @@ final class Validators {
     return of("unset, or " + range, range::ensureValid);
   }
 
-  /** -1, or zero and above. */
+  /** -1, or from zero to {@code max}. */
   static ConfigDef.Validator minusOneOrBetweenZeroAnd(long max) {
     return of(
         "-1 (never), or [0,...," + max + "]",

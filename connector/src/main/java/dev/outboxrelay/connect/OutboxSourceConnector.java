@@ -124,16 +124,6 @@ public class OutboxSourceConnector extends SourceConnector {
   @Override
   public boolean alterOffsets(
       Map<String, String> connectorConfig, Map<Map<String, ?>, Map<String, ?>> offsets) {
-    if (!offsets.values().stream().anyMatch(Objects::nonNull)
-        && exactlyOnceSupport(connectorConfig) == ExactlyOnceSupport.SUPPORTED) {
-      log.warn(
-          "Source offsets of {} partitions being reset: the next start's recovery releases the rows"
-              + " earlier instances left in flight, which are sent again; offsets a build before"
-              + " the fixed partition key order committed are not reached by a reset: after"
-              + " restoring or moving a database such a build relayed, create the connector under"
-              + " a new name instead (reason=OFFSETS_RESET)",
-          offsets.size());
-    }
     if (offsets.values().stream().anyMatch(Objects::nonNull)) {
       throw new ConnectException(
           "outbox-relay refuses to alter source offsets: each row's state is kept in the outbox"
@@ -141,6 +131,15 @@ public class OutboxSourceConnector extends SourceConnector {
               + " PUBLISHED that Kafka never had. Only a reset (DELETE /connectors/<name>/offsets)"
               + " is accepted; to send parked rows again use outbox-relay-cli requeue, to skip rows"
               + " park them.");
+    }
+    if (exactlyOnceSupport(connectorConfig) == ExactlyOnceSupport.SUPPORTED) {
+      log.warn(
+          "Source offsets of {} partitions being reset: the next start's recovery releases the rows"
+              + " earlier instances left in flight, which are sent again; offsets a build before"
+              + " the fixed partition key order committed are not reached by a reset: after"
+              + " restoring or moving a database such a build relayed, create the connector under"
+              + " a new name instead (reason=OFFSETS_RESET)",
+          offsets.size());
     }
     return true;
   }

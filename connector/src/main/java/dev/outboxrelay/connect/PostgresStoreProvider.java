@@ -180,7 +180,7 @@ final class PostgresStoreProvider implements StoreProvider {
     try (Connection c = source.getConnection()) {
       parkedRowsIndex = RelayIndexes.onTable(c, table, "parked_rows_idx");
       missing = RelayIndexes.missing(c, table, config.retention().isPresent());
-      invalid = SchemaMigrator.invalidIndexes(c, table);
+      invalid = missing.isEmpty() ? List.of() : SchemaMigrator.invalidIndexes(c, table);
     } catch (SQLException e) {
       throw SqlStates.classify(e, CHECK_SCHEMA);
     }

@@ -123,10 +123,10 @@ final class SchemaReadiness {
    */
   private void waitForSchema(OutboxStoreException e) {
     long now = time.hiResClockMs();
-    boolean first = schemaWaits++ == 0;
-    boolean changed = !e.getMessage().equals(schemaWarning);
+    schemaWaits++;
+    boolean changed = !e.getMessage().equals(schemaWarning); // the first wait's too: null before
     nextAttemptMs = now + ELSEWHERE_BACKOFF.delayAfter(schemaWaits, random).toMillis();
-    if (first || changed || now - schemaWarnedMs >= LONG_WAIT_MINUTES * 60_000) {
+    if (changed || now - schemaWarnedMs >= LONG_WAIT_MINUTES * 60_000) {
       schemaWarnedMs = now;
       schemaWarning = e.getMessage();
       if (StoreProvider.SCHEMA_INCOMPLETE.equals(e.reasonCode())) {

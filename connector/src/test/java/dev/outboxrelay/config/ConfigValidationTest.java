@@ -1335,10 +1335,6 @@ class ConfigValidationTest {
   }
 
   /**
-   * Exactly once, Kafka's Filter transform is refused as errors.tolerance=all is: a dropped
-   * record's row is covered by a later record's committed offset.
-   */
-  /**
    * Every task holds its pool at all times, and one listening connection: more than the server
    * admits never fits, and is an error on the pool's size. Exactly once, no more tasks start than
    * buckets. With notifications off (needed behind a transaction-mode pooler, whose connections
@@ -1385,6 +1381,10 @@ class ConfigValidationTest {
     }
   }
 
+  /**
+   * Exactly once, Kafka's Filter transform is refused as errors.tolerance=all is: a dropped
+   * record's row is covered by a later record's committed offset.
+   */
   @Test
   void aFilterTransformIsAnErrorOnItsTypeInExactlyOnceModeOnly() {
     String url = Postgres.freshDatabase("config_filter");
