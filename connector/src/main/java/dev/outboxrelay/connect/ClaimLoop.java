@@ -12,7 +12,9 @@ import dev.outboxrelay.writer.Printable;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.NavigableMap;
 import java.util.Set;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -91,12 +93,14 @@ final class ClaimLoop {
   private volatile List<HeldLease> unusedClaim = List.of();
 
   /**
-   * Exactly once, the rows of the last claim and its batch, written under {@link #claiming}: at a
-   * stop, a batch claimed ahead that Connect never got is given back by them.
+   * Exactly once, the rows of each claim not yet handed to Connect, by batch, written under {@link
+   * #claiming}: at a stop, the batches Connect never got are given back by them. More than one: a
+   * stop that comes while a batch's parks are written drops that batch after the next was claimed
+   * ahead, and giving back only the last left the dropped one leased for the next instance's
+   * recovery, which takes its rows for suspects.
    */
-  private volatile List<HeldLease> lastClaimRows = List.of();
-
-  private volatile long lastClaimBatch;
+  private final NavigableMap<Long, List<HeldLease>> claimsNotHandedOver =
+      new ConcurrentSkipListMap<>();
 
   /**
    * Held while the task claims (or releases a lost claim first): a stop's release ({@link
@@ -612,17 +616,21 @@ final class ClaimLoop {
   }
 
   /**
-   * Exactly once, at a stop: the last claim's rows, if its batch was never handed to Connect (the
-   * stop forgot the batch claimed ahead), so that no record of them can be in Kafka. By their seqs
-   * and leases: releasing every row leased to the instance that it does not hold read the keys'
-   * whole due backlog at every stop. (A claim whose result was lost is released page by page after
-   * this; a row left leased all the same is released by the next instance's recovery.)
+   * Exactly once, at a stop: the rows of the claims whose batches were never handed to Connect (the
+   * stop forgot the batch claimed ahead, and one whose parks it interrupted), so that no record of
+   * them can be in Kafka. By their seqs and leases: releasing every row leased to the instance that
+   * it does not hold read the keys' whole due backlog at every stop. (A claim whose result was lost
+   * is released page by page after this; a row left leased all the same is released by the next
+   * instance's recovery.) Batches handed over are the ledger's, settled from the committed offsets.
    */
   private void releaseClaimedAhead() {
-    if (lastClaimBatch <= handedThrough()) {
-      return; // handed over: the ledger holds its rows, settled from the committed offsets
+    NavigableMap<Long, List<HeldLease>> ahead = claimsNotHandedOver.tailMap(handedThrough(), false);
+    List<HeldLease> rows = ahead.values().stream().flatMap(List::stream).toList();
+    ahead.clear();
+    if (rows.isEmpty()) {
+      return;
     }
-    List<String> released = giveBack(lastClaimRows, "a claim ahead that Connect never got");
+    List<String> released = giveBack(rows, "a claim ahead that Connect never got");
     metrics.released.addAndGet(released.size());
     for (String id : released) {
       log.info(
@@ -679,10 +687,17 @@ final class ClaimLoop {
     return remembered(request, confirmed(() -> store.claim(request)));
   }
 
-  /** Exactly once: {@code result}, remembered as the last claim ({@link #lastClaimRows}). */
+  /**
+   * Exactly once: {@code result}, remembered until its batch is handed over ({@link
+   * #claimsNotHandedOver}); batches handed over by now are forgotten.
+   */
   private ClaimResult remembered(ClaimRequest request, ClaimResult result) {
-    lastClaimRows = result.claimed().stream().map(ClaimedMessage::heldLease).toList();
-    lastClaimBatch = request.exactlyOnce().batch();
+    claimsNotHandedOver.headMap(handedThrough(), true).clear();
+    if (!result.claimed().isEmpty()) {
+      claimsNotHandedOver.put(
+          request.exactlyOnce().batch(),
+          result.claimed().stream().map(ClaimedMessage::heldLease).toList());
+    }
     return result;
   }
 

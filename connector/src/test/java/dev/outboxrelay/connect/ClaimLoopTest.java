@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
@@ -26,6 +27,7 @@ import java.util.function.BiConsumer;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import org.apache.kafka.common.utils.MockTime;
+import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -456,6 +458,50 @@ class ClaimLoopTest {
       assertEquals(MessageStatus.PENDING, f.store.find(id).orElseThrow().status(), id);
     }
     assertEquals(2, f.metrics.unconfirmedReleased.get(), "u1 and u2");
+  }
+
+  /**
+   * Exactly once, a stop that came while a batch's parks were written drops that batch after the
+   * next one was claimed ahead: both were never Connect's, and both are given back, not only the
+   * last claim (the first was left for the next instance's recovery, which takes its rows for
+   * suspects).
+   */
+  @Test
+  void anExactlyOnceStopGivesBackEveryBatchNeverHandedOver() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "delivery.guarantee", "exactly-once",
+                "exactly.once.support", "required",
+                "claim.batch.size", "2"));
+    for (String id : List.of("r1", "r2", "r3", "r4", "r5")) {
+      f.add("eu", id, "aggregate-" + id);
+    }
+    ExactlyOnceState exactlyOnce =
+        new ExactlyOnceState(f.store, f.settings, () -> NO_OFFSETS, f.metrics, time);
+    assertTrue(exactlyOnce.recover());
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(f.store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    ClaimLoop loop =
+        new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time, exactlyOnce);
+    assertEquals(List.of("r1", "r2"), ids(loop.next()));
+    exactlyOnce.handedOver(
+        List.of(
+            new SourceRecord(
+                Map.of(), Map.of(SourceOffsets.BATCH, exactlyOnce.batch()), "eu", null, null)));
+    assertEquals(List.of("r3", "r4"), ids(loop.next())); // dropped by the stop
+    assertEquals(List.of("r5"), ids(loop.next())); // claimed ahead meanwhile
+
+    loop.giveBackAtStop();
+
+    for (String id : List.of("r3", "r4", "r5")) {
+      assertEquals(MessageStatus.PENDING, f.store.find(id).orElseThrow().status(), id);
+    }
+    for (String id : List.of("r1", "r2")) { // Connect's: settled from the committed offsets
+      assertEquals(MessageStatus.IN_FLIGHT, f.store.find(id).orElseThrow().status(), id);
+    }
+    assertEquals(3, f.metrics.released.get());
   }
 
   private static final org.apache.kafka.connect.storage.OffsetStorageReader NO_OFFSETS =
