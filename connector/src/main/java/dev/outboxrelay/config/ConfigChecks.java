@@ -80,6 +80,7 @@ final class ConfigChecks {
     fixedTopicAllowed(parsed, problems);
     schemaInferredForJsonOnly(parsed, problems);
     payloadFormatWrittenByValueConverter(parsed, raw, problems);
+    schemaForSchemaConverter(parsed, raw, problems);
     producerAcksAll(raw, problems);
     producerKeepsOrder(parsed, raw, problems);
     exactlyOnceErrorTolerance(parsed, raw, problems);
@@ -188,7 +189,9 @@ final class ConfigChecks {
   /**
    * A template that also takes a row's own values (outbox.${instance_key}.${aggregate_type}) is
    * judged by the key's part alone: a key with a character no topic name may hold ("orders eu",
-   * "acme/eu") makes every row of that key unroutable, whatever its own values.
+   * "acme/eu"), or one whose name with the template's fixed text is already longer than a topic
+   * name may be (the row's values only add to it), makes every row of that key unroutable, whatever
+   * its own values.
    */
   private static void instanceKeysInTopicNames(
       String template, String variable, List<?> keys, List<Problem> out) {
@@ -196,7 +199,23 @@ final class ConfigChecks {
       return;
     }
     for (Object key : keys) {
-      if (!TopicNames.LEGAL_CHARS.matcher(key.toString()).matches()) {
+      int shortest =
+          ROW_VARIABLE.matcher(template.replace(variable, "")).replaceAll("").length()
+              + occurrences(template, variable) * key.toString().length();
+      if (shortest > TopicNames.MAX_LENGTH) {
+        out.add(
+            new Problem(
+                TOPIC_TEMPLATE_CONFIG,
+                TOPIC_TEMPLATE_CONFIG
+                    + " filled with instance key '"
+                    + Printable.escape(key.toString())
+                    + "' is at least "
+                    + shortest
+                    + " characters, longer than a topic name may be ("
+                    + TopicNames.MAX_LENGTH
+                    + "): every row of that key without a topic of its own would be parked"
+                    + " (TOPIC_UNROUTABLE)"));
+      } else if (!TopicNames.LEGAL_CHARS.matcher(key.toString()).matches()) {
         out.add(
             new Problem(
                 TOPIC_TEMPLATE_CONFIG,
@@ -209,6 +228,13 @@ final class ConfigChecks {
                     + " (TOPIC_UNROUTABLE)"));
       }
     }
+  }
+
+  /** A template variable that a row's own value fills. */
+  private static final Pattern ROW_VARIABLE = Pattern.compile("\\$\\{[^}]*}");
+
+  private static int occurrences(String text, String part) {
+    return (text.length() - text.replace(part, "").length()) / part.length();
   }
 
   /** A schema is inferred from JSON only: with another format the setting would do nothing. */
@@ -285,6 +311,52 @@ final class ConfigChecks {
                       : "ByteArrayConverter sends bytes only, and would fail the task at every"
                           + " record")));
     }
+  }
+
+  /**
+   * Converters that write a value by its Connect schema into a registry: given a schemaless JSON
+   * value (payload.json.schema=none) Protobuf's fails every record, and Avro's writes it as its
+   * generic "Anything" record, several times the payload's size, past the size the relay checked.
+   */
+  static final List<String> SCHEMA_CONVERTERS =
+      List.of(
+          AVRO_CONVERTERS.get(0),
+          AVRO_CONVERTERS.get(1),
+          "io.confluent.connect.protobuf.ProtobufConverter",
+          "io.confluent.connect.json.JsonSchemaConverter",
+          "io.apicurio.registry.utils.converter.ProtobufConverter",
+          "io.apicurio.registry.utils.converter.ExtJsonConverter");
+
+  /** A schemaless JSON value for a converter that needs a schema: the schema must be inferred. */
+  private static void schemaForSchemaConverter(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    String format = (String) parsed.apply(PAYLOAD_FORMAT_CONFIG);
+    String schema = (String) parsed.apply(PAYLOAD_JSON_SCHEMA_CONFIG);
+    String name = pluginName(raw.get(CONNECT_VALUE_CONVERTER));
+    if (format == null
+        || schema == null
+        || name == null
+        || !format.equalsIgnoreCase("json")
+        || schema.equalsIgnoreCase("inferred")
+        || SCHEMA_CONVERTERS.stream().noneMatch(c -> isPlugin(name, c))
+        || transformed(raw, RecordSide.VALUE)) {
+      return; // a transform may give the value a schema
+    }
+    out.add(
+        new Problem(
+            PAYLOAD_JSON_SCHEMA_CONFIG,
+            PAYLOAD_JSON_SCHEMA_CONFIG
+                + " must be inferred with "
+                + PAYLOAD_FORMAT_CONFIG
+                + "=json and "
+                + CONNECT_VALUE_CONVERTER
+                + "="
+                + name
+                + " (it is "
+                + schema
+                + "): that converter writes a value by its schema, and a schemaless JSON value"
+                + " has none (it would fail the task, or be written as a generic record several"
+                + " times its size)"));
   }
 
   /** A plugin setting's class name, given as a class or as text; null when not set. */

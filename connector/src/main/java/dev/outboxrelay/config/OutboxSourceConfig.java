@@ -262,7 +262,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " one of the two characters out, with topic.allowed.regex). A topic that collides"
           + " so with one of Kafka's internal topics or with dead.letter.topic is caught: the row"
           + " is parked (TOPIC_UNROUTABLE, TOPIC_NOT_ALLOWED). A template whose only"
-          + " variable is ${instance_key} must give each configured key a topic rows may use.";
+          + " variable is ${instance_key} must give each configured key a topic rows may use;"
+          + " one with other variables too must take each key's characters into a topic name"
+          + " and, with its fixed text, stay within a topic name's 249 characters.";
 
   public static final String TOPIC_ALLOWED_REGEX_CONFIG = "topic.allowed.regex";
   private static final String TOPIC_ALLOWED_REGEX_DOC =
@@ -316,7 +318,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " column, nested structs by their path, integers int32 or int64, other numbers"
           + " float64, every field optional), so that schema-based converters (Avro, Protobuf,"
           + " JSON Schema with a schema registry) can write it, and a registry sees the schemas"
-          + " Debezium registered. A payload no schema holds (not a JSON object, an array mixing"
+          + " Debezium registered; none with the connector's own value.converter set to one of"
+          + " them (Confluent's or Apicurio's Avro, Protobuf or JSON Schema converter) is refused,"
+          + " unless a value transform is configured. A payload no schema holds (not a JSON object, an array mixing"
           + " kinds of values) is never published (reason PAYLOAD_SCHEMA_UNINFERABLE), nor is one"
           + " whose string or member name holds a surrogate without its pair (a \\ud83d escape"
           + " alone), which Avro and Protobuf would write as '?' (reason PAYLOAD_INVALID_JSON). What the"

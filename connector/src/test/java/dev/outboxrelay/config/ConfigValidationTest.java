@@ -483,6 +483,44 @@ class ConfigValidationTest {
         errors.toString());
   }
 
+  /**
+   * A schemaless JSON value has no schema for a registry's converter: Protobuf's fails every
+   * record, Avro's writes a generic record past the size the relay checked. Inferred, or given a
+   * schema by a transform, it is written.
+   */
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "io.confluent.connect.avro.AvroConverter",
+        "io.confluent.connect.protobuf.ProtobufConverter",
+        "io.confluent.connect.json.JsonSchemaConverter"
+      })
+  void aSchemalessJsonValueForASchemaConverterIsAnErrorOnTheSchemaSetting(String converter) {
+    Map<String, String> props = offline();
+    props.put("payload.format", "json");
+    props.put("value.converter", converter);
+
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(Set.of("connection.url", "payload.json.schema"), errors.keySet());
+    assertTrue(
+        errors
+            .get("payload.json.schema")
+            .get(0)
+            .startsWith(
+                "payload.json.schema must be inferred with payload.format=json and"
+                    + " value.converter="
+                    + converter
+                    + " (it is none)"),
+        errors.toString());
+
+    props.put("payload.json.schema", "inferred");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+    props.remove("payload.json.schema");
+    props.put("transforms", "schema"); // a transform may give the value a schema
+    props.put("transforms.schema.type", "com.example.JsonSchemaTransform");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+  }
+
   /** The key is the aggregate id as a string: a converter of another type fails every record. */
   @Test
   void aKeyConverterThatCannotWriteTextIsAnErrorOnTheKeyConverter() {

@@ -640,6 +640,25 @@ class OutboxSourceConfigTest {
     assertFalse(mixed.getMessage().contains("key 'orders' into"), mixed.getMessage());
     outside.put("topic.template", "outbox.${aggregate_type}"); // the keys are not in the names
     assertEquals("outbox.${aggregate_type}", new OutboxSourceConfig(outside).topicTemplate());
+
+    // A row's values only lengthen a name that the key and the fixed text make too long already.
+    String longKey = "k".repeat(200);
+    outside.put("instance.keys", "orders," + longKey);
+    String longest = "com.example.platform.outbox.production.v1.${instance_key}.${event_type}";
+    outside.put("topic.template", longest.replace(".v1.", ".events.v1."));
+    ConfigException tooLong =
+        assertThrows(ConfigException.class, () -> new OutboxSourceConfig(outside));
+    assertTrue(
+        tooLong
+            .getMessage()
+            .startsWith(
+                "topic.template filled with instance key '"
+                    + longKey
+                    + "' is at least 250 characters"),
+        tooLong.getMessage());
+    assertFalse(tooLong.getMessage().contains("key 'orders'"), tooLong.getMessage());
+    outside.put("topic.template", longest); // 243 characters and a row's own values
+    assertEquals(longest, new OutboxSourceConfig(outside).topicTemplate());
   }
 
   /**
