@@ -31,17 +31,7 @@ final class InFlightLedger {
 
   /** One handed record: its lease, and what Kafka's acknowledgement should record. */
   record Entry(
-      String messageId,
-      long seq,
-      String instanceKey,
-      Lease lease,
-      int attempts,
-      String deadLetterReason,
-      long bytes) {
-    boolean isDeadLetter() {
-      return deadLetterReason != null;
-    }
-
+      String messageId, long seq, String instanceKey, Lease lease, int attempts, long bytes) {
     HeldLease heldLease() {
       return new HeldLease(messageId, seq, lease);
     }
@@ -63,7 +53,7 @@ final class InFlightLedger {
   /** The estimated size of the records held and lost, in bytes. */
   private final AtomicLong bytes = new AtomicLong();
 
-  void add(ClaimedMessage message, String deadLetterReason) {
+  void add(ClaimedMessage message) {
     Entry entry =
         new Entry(
             message.messageId(),
@@ -71,7 +61,6 @@ final class InFlightLedger {
             message.instanceKey(),
             message.lease(),
             message.attempts(),
-            deadLetterReason,
             recordBytes(message));
     Entry replaced = entries.put(message.messageId(), entry);
     bytes.addAndGet(entry.bytes() - (replaced == null ? 0 : replaced.bytes()));

@@ -409,7 +409,7 @@ public class OutboxSourceTask extends SourceTask {
       // for committed.
       noteDroppedUnderExactlyOnce(record);
     }
-    if (!runtime.submit(runtime.handoff().outcomeOf(messageId, seq, token, metadata))) {
+    if (!runtime.submit(runtime.handoff().outcomeOf(record, messageId, seq, token, metadata))) {
       metrics.lateAcks.incrementAndGet();
       log.warn(
           "Acknowledgement arrived after the task stopped writing: message_id={}"

@@ -105,11 +105,11 @@ final class RecordHandoff {
     for (ClaimedMessage row : claimed) {
       MappingResult result = mapper.map(row);
       if (result instanceof MappingResult.Mapped mapped) {
-        ledger.add(row, null);
+        ledger.add(row);
         records.add(mapped.record());
       } else if (result instanceof MappingResult.Unpublishable bad) {
         logUnpublishable(row, bad.reasonCode());
-        ledger.add(row, bad.reasonCode());
+        ledger.add(row);
         if (mapper.settings().hasDeadLetterTopic()) {
           records.add(mapper.deadLetter(row, bad.reasonCode()));
         } else if (!submit.test(
@@ -348,7 +348,7 @@ final class RecordHandoff {
     for (ClaimedMessage row : claimed) {
       MappingResult result = mapper.map(row);
       if (result instanceof MappingResult.Mapped mapped) {
-        ledger.add(row, null);
+        ledger.add(row);
         records.add(exactlyOnce.atPosition(mapped.record(), row, false));
       } else if (result instanceof MappingResult.Unpublishable bad) {
         logUnpublishable(row, bad.reasonCode());
@@ -495,24 +495,28 @@ final class RecordHandoff {
   }
 
   /**
-   * What an acknowledgement records. Only metadata with an offset proves a write: none means a drop
-   * or a tolerated failure, and an offset of -1 a producer with acks=0.
+   * What an acknowledgement of {@code record} records. Only metadata with an offset proves a write:
+   * none means a drop or a tolerated failure, and an offset of -1 a producer with acks=0. A
+   * dead-letter copy is told by the record itself ({@link RecordMapper#deadLetterReasonOf}), not by
+   * the ledger's entry of its row: the same owner's second claim of a row under the same token (the
+   * first lost in a database crash) replaces the entry and may map otherwise, and a dead-letter
+   * copy's acknowledgement was then recorded PUBLISHED, at the dead-letter topic's coordinates.
    */
-  PendingOutcome outcomeOf(String messageId, long seq, long token, RecordMetadata metadata) {
+  PendingOutcome outcomeOf(
+      SourceRecord record, String messageId, long seq, long token, RecordMetadata metadata) {
     Lease lease = new Lease(owner, token);
-    var entry = ledger.get(messageId);
-    if ((metadata == null || !metadata.hasOffset())
-        && entry.isPresent()
-        && entry.get().isDeadLetter()) {
+    String deadLetterReason = mapper.deadLetterReasonOf(record);
+    if ((metadata == null || !metadata.hasOffset()) && deadLetterReason != null) {
       // The row is unpublishable whatever became of its dead-letter record: parked FAILED with its
       // own reason, not retried into EXHAUSTED under DELIVERY_UNCONFIRMED, which hid that reason.
       log.warn(
           "Dead-letter record not confirmed by Kafka: message_id={} instance_key={} reason={};"
               + " the row is parked FAILED with that reason",
           Printable.escape(messageId),
-          Printable.escape(entry.get().instanceKey()),
-          entry.get().deadLetterReason());
-      return new PendingOutcome.Failed(messageId, lease, entry.get().deadLetterReason(), null);
+          Printable.escape(
+              String.valueOf(record.sourcePartition().get(SourceOffsets.INSTANCE_KEY))),
+          Printable.escape(deadLetterReason));
+      return new PendingOutcome.Failed(messageId, lease, deadLetterReason, null);
     }
     if (metadata == null) {
       return new PendingOutcome.Unconfirmed(
@@ -521,11 +525,11 @@ final class RecordHandoff {
     if (!metadata.hasOffset()) {
       return new PendingOutcome.Unconfirmed(messageId, lease, PendingOutcome.Unconfirmed.NO_OFFSET);
     }
-    if (entry.isPresent() && entry.get().isDeadLetter()) {
+    if (deadLetterReason != null) {
       return new PendingOutcome.Failed(
           messageId,
           lease,
-          entry.get().deadLetterReason(),
+          deadLetterReason,
           new KafkaCoordinates(metadata.topic(), metadata.partition(), metadata.offset()));
     }
     return new PendingOutcome.Published(

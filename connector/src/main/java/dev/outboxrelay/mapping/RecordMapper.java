@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.Optional;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.header.ConnectHeaders;
+import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
@@ -266,6 +267,20 @@ public final class RecordMapper {
         null,
         bareOfHeaders.timestamp(),
         minimal);
+  }
+
+  /**
+   * The reason code {@code record} is a dead-letter copy for (its failure-reason header, on the
+   * dead-letter topic, where no row's own record may go), or null for a row's own record. Told by
+   * the record, not by what the task holds of its row: a row the same owner claimed again under the
+   * same token (the first claim lost in a database crash) may map otherwise the second time.
+   */
+  public String deadLetterReasonOf(SourceRecord record) {
+    if (!settings.hasDeadLetterTopic() || !settings.deadLetterTopic().equals(record.topic())) {
+      return null;
+    }
+    Header reason = record.headers().lastWithName(OutboxHeaders.FAILURE_REASON);
+    return reason != null && reason.value() instanceof String code ? code : null;
   }
 
   /**

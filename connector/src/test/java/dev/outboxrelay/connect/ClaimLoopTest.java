@@ -86,7 +86,7 @@ class ClaimLoopTest {
   }
 
   private static void handToConnect(RuntimeFixture f, ClaimResult result) {
-    result.claimed().forEach(m -> f.ledger.add(m, null));
+    result.claimed().forEach(m -> f.ledger.add(m));
   }
 
   @Test
@@ -403,7 +403,7 @@ class ClaimLoopTest {
     // Held by the ledger, leased to another owner: none of the lost claim's rows.
     ClaimRequest other =
         new ClaimRequest("other", Set.of("eu"), 20, Duration.ofMinutes(5), 10, false);
-    f.store.claim(other).claimed().forEach(m -> f.ledger.add(m, null));
+    f.store.claim(other).claimed().forEach(m -> f.ledger.add(m));
     assertTrue(f.ledger.isFull(f.settings));
     assertTrue(loop.next().isEmpty());
     assertEquals(2 * ClaimLoop.RELEASE_PAGES_PER_CLAIM, pages[0], "no page read");

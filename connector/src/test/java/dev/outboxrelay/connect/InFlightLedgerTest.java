@@ -22,7 +22,7 @@ class InFlightLedgerTest {
     InFlightLedger ledger = new InFlightLedger();
     byte[] payload = new byte[1 << 20];
     WeakReference<byte[]> ref = new WeakReference<>(payload);
-    ledger.add(claimed("m1", 1, payload), null);
+    ledger.add(claimed("m1", 1, payload));
     payload = null;
     await()
         .until(
@@ -36,19 +36,18 @@ class InFlightLedgerTest {
   @Test
   void anEntryKeepsWhatAnOutcomeNeeds() {
     InFlightLedger ledger = new InFlightLedger();
-    ledger.add(claimed("m1", 7, new byte[] {1}), "POISON");
+    ledger.add(claimed("m1", 7, new byte[] {1}));
     var entry = ledger.get("m1").orElseThrow();
     assertEquals("eu", entry.instanceKey());
     assertEquals(2, entry.attempts());
     assertEquals(7, entry.lease().token());
-    assertTrue(entry.isDeadLetter());
     assertEquals(List.of("m1"), ledger.heldLeases().stream().map(h -> h.messageId()).toList());
   }
 
   @Test
   void resolveRemovesOnlyTheClaimWithTheSameToken() {
     InFlightLedger ledger = new InFlightLedger();
-    ledger.add(claimed("m1", 7, null), null);
+    ledger.add(claimed("m1", 7, null));
     assertFalse(ledger.resolve("m1", 6));
     assertEquals(1, ledger.size());
     assertTrue(ledger.resolve("m1", 7));
@@ -63,7 +62,7 @@ class InFlightLedgerTest {
   @Test
   void aLostClaimIsNotHeldButCountedUntilItsRecordIsSettled() {
     InFlightLedger ledger = new InFlightLedger();
-    ledger.add(claimed("m1", 7, new byte[100]), null);
+    ledger.add(claimed("m1", 7, new byte[100]));
     long bytes = ledger.bytes();
     assertTrue(ledger.markLost("m1", 6).isEmpty(), "another claim of the row");
     assertEquals(7, ledger.markLost("m1", 7).orElseThrow().lease().token());
@@ -73,7 +72,7 @@ class InFlightLedgerTest {
     assertEquals(bytes, ledger.bytes());
     assertFalse(ledger.isEmpty());
 
-    ledger.add(claimed("m1", 8, new byte[100]), null); // claimed again, by this task
+    ledger.add(claimed("m1", 8, new byte[100])); // claimed again, by this task
     assertEquals(2, ledger.size());
     assertTrue(ledger.takeLost("m1", 8).isEmpty(), "the new claim was not lost");
     assertEquals(7, ledger.takeLost("m1", 7).orElseThrow().lease().token());
@@ -100,14 +99,14 @@ class InFlightLedgerTest {
         new RuntimeFixture(
             Map.of("claim.batch.size", "2", "producer.override.buffer.memory", "4000"));
     InFlightLedger ledger = new InFlightLedger();
-    ledger.add(claimed("m1", 1, new byte[1000]), null);
+    ledger.add(claimed("m1", 1, new byte[1000]));
     long one = ledger.bytes();
     assertEquals(1000 + InFlightLedger.RECORD_OVERHEAD_BYTES, one, 100);
-    ledger.add(claimed("m1", 2, new byte[1000]), null); // the same row claimed again
+    ledger.add(claimed("m1", 2, new byte[1000])); // the same row claimed again
     assertEquals(one, ledger.bytes(), "a replaced entry is not counted twice");
     assertFalse(ledger.isFull(f.settings), "1 of 8 records, under 2000 bytes");
 
-    ledger.add(claimed("m2", 1, new byte[1000]), null);
+    ledger.add(claimed("m2", 1, new byte[1000]));
     assertTrue(ledger.isFull(f.settings), "by bytes: half of the producer's buffer");
     assertFalse(ledger.resolve("m2", 9));
     assertTrue(ledger.resolve("m2", 1));
@@ -116,7 +115,7 @@ class InFlightLedgerTest {
     assertEquals(0, ledger.bytes());
 
     for (int i = 0; i < 8; i++) {
-      ledger.add(claimed("small" + i, 1, new byte[1]), null);
+      ledger.add(claimed("small" + i, 1, new byte[1]));
     }
     assertTrue(ledger.isFull(f.settings), "by count: 4 batches of 2");
   }

@@ -115,7 +115,7 @@ class OutcomeWriterTest {
     f.add("eu", "m1", "a");
     ClaimedMessage first = f.claimIntoLedger().get(0);
     ClaimedMessage again = f.takeOverAfterExpiry(RuntimeFixture.OWNER);
-    f.ledger.add(again, null); // the same task reclaimed it under a new token
+    f.ledger.add(again); // the same task reclaimed it under a new token
     List<PendingOutcome> batch = new ArrayList<>(List.of(published(first, 1)));
 
     writer(f).write(batch);

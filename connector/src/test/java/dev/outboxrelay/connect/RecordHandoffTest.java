@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
 
 /** At least once, the records of a claim, and the FAILED outcomes of its unpublishable rows. */
@@ -62,9 +63,9 @@ class RecordHandoffTest {
     RecordHandoff handoff = new RecordHandoff(mapper("dlq"), ledger, o -> true, metrics, "owner");
     var records = handoff.toRecords(List.of(row("bad", "__consumer_offsets")));
     assertEquals("dlq", records.get(0).topic());
-    String reason = ledger.get("bad").orElseThrow().deadLetterReason();
+    String reason = "TOPIC_UNROUTABLE"; // a topic of Kafka's own
 
-    PendingOutcome outcome = handoff.outcomeOf("bad", 1, 7, null);
+    PendingOutcome outcome = handoff.outcomeOf(records.get(0), "bad", 1, 7, null);
 
     assertEquals(new PendingOutcome.Failed("bad", new Lease("owner", 7), reason, null), outcome);
   }
@@ -76,17 +77,56 @@ class RecordHandoffTest {
   @Test
   void aConfirmedDeadLetterRecordParksItsRowWithTheCopysPosition() {
     RecordHandoff handoff = new RecordHandoff(mapper("dlq"), ledger, o -> true, metrics, "owner");
-    handoff.toRecords(List.of(row("bad", "__consumer_offsets")));
-    String reason = ledger.get("bad").orElseThrow().deadLetterReason();
+    var records = handoff.toRecords(List.of(row("bad", "__consumer_offsets")));
+    String reason = "TOPIC_UNROUTABLE"; // a topic of Kafka's own
 
     PendingOutcome outcome =
         handoff.outcomeOf(
-            "bad", 1, 7, new RecordMetadata(new TopicPartition("dlq", 4), 41, 0, 0L, 0, 0));
+            records.get(0),
+            "bad",
+            1,
+            7,
+            new RecordMetadata(new TopicPartition("dlq", 4), 41, 0, 0L, 0, 0));
 
     assertEquals(
         new PendingOutcome.Failed(
             "bad", new Lease("owner", 7), reason, new KafkaCoordinates("dlq", 4, 41)),
         outcome);
+  }
+
+  /**
+   * The same owner claimed a row again under the same token (its first claim lost in a database
+   * crash), mapped otherwise the second time: each record's acknowledgement records what that
+   * record was. Told by the ledger's entry, which the second claim replaced, the dead-letter copy's
+   * acknowledgement recorded the row PUBLISHED at the dead-letter topic's coordinates, before its
+   * own record was in Kafka.
+   */
+  @Test
+  void eachAcknowledgementRecordsWhatItsOwnRecordWas() {
+    RecordHandoff handoff = new RecordHandoff(mapper("dlq"), ledger, o -> true, metrics, "owner");
+    SourceRecord deadLetter = handoff.toRecords(List.of(row("row", "__consumer_offsets"))).get(0);
+    String reason = "TOPIC_UNROUTABLE";
+    SourceRecord published = handoff.toRecords(List.of(row("row", "orders"))).get(0);
+    assertEquals("orders", published.topic());
+
+    assertEquals(
+        new PendingOutcome.Failed(
+            "row", new Lease("owner", 7), reason, new KafkaCoordinates("dlq", 0, 3)),
+        handoff.outcomeOf(
+            deadLetter,
+            "row",
+            1,
+            7,
+            new RecordMetadata(new TopicPartition("dlq", 0), 3, 0, 0L, 0, 0)));
+    assertEquals(
+        new PendingOutcome.Published(
+            "row", 1, new Lease("owner", 7), new KafkaCoordinates("orders", 2, 5)),
+        handoff.outcomeOf(
+            published,
+            "row",
+            1,
+            7,
+            new RecordMetadata(new TopicPartition("orders", 2), 5, 0, 0L, 0, 0)));
   }
 
   /** At stop the queue refuses: the row comes back after its lease, and that is not silent. */

@@ -61,7 +61,7 @@ final class RuntimeFixture {
   /** Claims what is due as the task would, and hands it to the ledger. */
   List<ClaimedMessage> claimIntoLedger() {
     List<ClaimedMessage> claimed = store.claim(settings.claimRequest()).claimed();
-    claimed.forEach(m -> ledger.add(m, null));
+    claimed.forEach(m -> ledger.add(m));
     return claimed;
   }
 
