@@ -31,6 +31,8 @@ final class OutcomeLoop {
   private static final Duration ERROR_BACKOFF_MIN = Duration.ofMillis(100);
   private static final Duration ERROR_BACKOFF_MAX = Duration.ofSeconds(5);
 
+  private final long errorBackoffMin;
+  private final long errorBackoffMax;
   private final OutcomeWriter writer;
   private final LeaseRenewer renewer;
   private final InFlightLedger ledger;
@@ -64,6 +66,9 @@ final class OutcomeLoop {
 
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
 
+  /** The stop's flush ends then (monotonic clock); MAX_VALUE until stop() is called. */
+  private volatile long flushDeadlineMs = Long.MAX_VALUE;
+
   /**
    * Ends the loop's wait for outcomes: a submit, or stop(). The thread is never interrupted: an
    * interrupt that landed in a write (a wait for a pooled connection ends with an exception at
@@ -89,6 +94,35 @@ final class OutcomeLoop {
       WakeSignal pollWake,
       Runnable onExit,
       String threadName) {
+    this(
+        writer,
+        renewer,
+        ledger,
+        metrics,
+        health,
+        time,
+        pollWake,
+        onExit,
+        threadName,
+        ERROR_BACKOFF_MIN,
+        ERROR_BACKOFF_MAX);
+  }
+
+  /** With the bounds of the backoff after a failed write (tests: one longer than any test). */
+  OutcomeLoop(
+      OutcomeWriter writer,
+      LeaseRenewer renewer,
+      InFlightLedger ledger,
+      RelayMetrics metrics,
+      StoreHealth health,
+      Time time,
+      WakeSignal pollWake,
+      Runnable onExit,
+      String threadName,
+      Duration errorBackoffMin,
+      Duration errorBackoffMax) {
+    this.errorBackoffMin = errorBackoffMin.toMillis();
+    this.errorBackoffMax = errorBackoffMax.toMillis();
     this.writer = writer;
     this.renewer = renewer;
     this.ledger = ledger;
@@ -151,6 +185,8 @@ final class OutcomeLoop {
    */
   void stop(Duration flushTimeout, Duration lateAckGrace) {
     long flushDeadline = time.hiResClockMs() + flushTimeout.toMillis();
+    flushDeadlineMs = flushDeadline;
+    stopping.wake(); // a write in its error backoff is retried at once, and within the flush
     while (pendingWrites.get() > 0 && time.hiResClockMs() < flushDeadline && thread.isAlive()) {
       pollWake.await(Duration.ofMillis(10));
     }
@@ -335,25 +371,31 @@ final class OutcomeLoop {
     if (!goneWhileInHand.remove(o.messageId())) {
       return;
     }
+    String instanceKey =
+        ledger.get(o.messageId()).map(InFlightLedger.Entry::instanceKey).orElse("(unknown)");
     // Settled as lost: the stop must not report its lease not held a second time.
     ledger.resolve(o.messageId(), o.lease().token());
     metrics.claimLost.incrementAndGet();
     log.warn(
-        "Claim lost: outcome not written for message_id={} and lease renewal matched no row"
-            + " (reason=LEASE_TAKEN_OVER; another owner holds or resolved the row, a duplicate in"
-            + " Kafka is possible, unless an earlier attempt of the write applied it and its reply"
-            + " was lost)",
-        Printable.escape(o.messageId()));
+        "Claim lost: outcome not written for message_id={} instance_key={} and lease renewal"
+            + " matched no row (reason=LEASE_TAKEN_OVER; another owner holds or resolved the row,"
+            + " a duplicate in Kafka is possible, unless an earlier attempt of the write applied it"
+            + " and its reply was lost)",
+        Printable.escape(o.messageId()),
+        Printable.escape(instanceKey));
   }
 
   private void backoff() {
-    long max = ERROR_BACKOFF_MAX.toMillis();
-    long delay = Math.min(max, ERROR_BACKOFF_MIN.toMillis() << Math.min(consecutiveErrors, 10));
+    long delay = Math.min(errorBackoffMax, errorBackoffMin << Math.min(consecutiveErrors, 10));
     delay = (long) (delay * (0.5 + ThreadLocalRandom.current().nextDouble() / 2));
     // Not past the close deadline: stop()'s wake-up is spent by the first backoff after it, and a
     // later one would hold the stop's settlement and the pool's close past the grace.
     if (closeDeadlineMs != Long.MAX_VALUE) { // (a monotonic clock may be negative)
       delay = Math.max(0, Math.min(delay, closeDeadlineMs - time.hiResClockMs()));
+    } else if (flushDeadlineMs != Long.MAX_VALUE) {
+      // Flushing: retried again by the flush's end at the latest (a backoff of seconds spent the
+      // whole flush without a write); not sooner than the shortest backoff once it has passed.
+      delay = Math.min(delay, Math.max(errorBackoffMin, flushDeadlineMs - time.hiResClockMs()));
     }
     stopping.await(Duration.ofMillis(delay)); // stop() shortens it; the caller re-checks
   }

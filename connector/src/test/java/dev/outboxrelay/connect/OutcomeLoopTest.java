@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
 import java.util.Map;
@@ -63,6 +64,53 @@ class OutcomeLoopTest {
     assertFalse(
         loop.submit(new PendingOutcome.Released("m1", claimed.lease())),
         "admission closed: a late outcome is refused, not queued for nobody");
+  }
+
+  /**
+   * A stop's flush retries a write that is in its error backoff at once: a backoff of seconds (a
+   * database blip) spent the whole flush without a write, and the write landed after stop()
+   * returned, where exactly once a successor's recovery may have settled the rows already. The
+   * backoff here is longer than any test: only the stop's wake-up retries the write.
+   */
+  @Test
+  void aStopsFlushRetriesAWriteInItsBackoffAtOnce() throws Exception {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    var claimed = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failing = true;
+    Time time = new MockTime();
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    OutcomeWriter writer =
+        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
+    OutcomeLoop loop =
+        new OutcomeLoop(
+            writer,
+            renewer,
+            f.ledger,
+            f.metrics,
+            health,
+            time,
+            f.wake,
+            () -> {},
+            "outcome-loop",
+            Duration.ofHours(1),
+            Duration.ofHours(2));
+    loop.start();
+    assertTrue(loop.submit(new PendingOutcome.Released("m1", claimed.lease())));
+    await().until(() -> f.metrics.databaseErrors.get() == 1); // in its backoff of an hour or more
+
+    store.failing = false; // the database is back
+    Thread stopper = new Thread(() -> loop.stop(Duration.ofSeconds(2), Duration.ZERO));
+    stopper.setDaemon(true);
+    stopper.start();
+
+    await().until(() -> f.ledger.isEmpty()); // written during the flush
+    await().until(() -> !stopper.isAlive()); // and the flush ended with nothing left to write
+    assertEquals(MessageStatus.PENDING, f.store.find("m1").orElseThrow().status());
+    assertEquals(0, f.metrics.lateAcks.get());
   }
 
   /**
