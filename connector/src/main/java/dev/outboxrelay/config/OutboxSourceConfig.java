@@ -331,6 +331,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " (PAYLOAD_SCHEMA_UNINFERABLE) where the connector's own value.converter is an Avro"
           + " converter (Confluent's without value.converter.scrub.invalid.names=true, or"
           + " Apicurio's), which would refuse it, even where a transform would rename the member;"
+          + " so is a payload with two different structs of one name (objects in an array of"
+          + " arrays are named by their members alone), which Avro cannot define twice;"
           + " one set only on the worker is not seen, and fails the task on such a name. JsonConverter with schemas.enable=true writes the schema"
           + " into every record (a path name per struct: a deep or wide payload's schema can be"
           + " many times its size): with value.converter=JsonConverter in the connector's own"

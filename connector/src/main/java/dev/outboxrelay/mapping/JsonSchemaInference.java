@@ -5,6 +5,7 @@ import dev.outboxrelay.mapping.InferredSchema.NullMembers;
 import dev.outboxrelay.writer.StorableText;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -113,6 +114,9 @@ final class JsonSchemaInference {
     try {
       Growth growth = new Growth();
       Schema schema = schemaOf(shapeOf(settings.rootName(), tree, 0, growth), false);
+      if (settings.avroNames()) {
+        requireOneStructPerName(schema, new HashMap<>());
+      }
       Struct value = new Struct(schema);
       fillStruct(value, tree, growth);
       return new Inferred(schema, value, growth.filledBytes);
@@ -239,11 +243,41 @@ final class JsonSchemaInference {
    * the name in the task's status. Judged where a member becomes a field: one left out (an empty
    * array, a null under {@link NullMembers#IGNORE}) names nothing the converter sees. A struct's
    * name is its path of member names, so checking the fields checks the structs' names too (each
-   * part of a namespace), and two different structs cannot share one.
+   * part of a namespace); two different structs may still share one ({@link
+   * #requireOneStructPerName}).
    */
   private void requireAvroName(String member) {
     if (settings.avroNames() && !isAvroName(member)) {
       throw new DataException("not an Avro name"); // taken as uninferable, as Connect's refusals
+    }
+  }
+
+  /**
+   * With an Avro value converter, no two different structs of one name: Avro defines a name once
+   * ("Can't redefine"), and the registration failed the task at every claim of the row. An array's
+   * objects take the array's path as their name, but those of an array in an array have none, and
+   * their members' structs are named by the member alone: {@code {"a":[[{"item":{"id":1}}]],
+   * "b":[[{"item":{"sku":"x"}}]]}} has two structs "item", and {@code {"a":[[{"payload":{}}]]}} one
+   * named as the root. Structs of one name with the same fields are one definition to Avro.
+   */
+  private static void requireOneStructPerName(Schema schema, Map<String, List<Field>> named)
+      throws Uninferable {
+    switch (schema.type()) {
+      case STRUCT -> {
+        if (schema.name() != null) {
+          List<Field> defined = named.putIfAbsent(schema.name(), schema.fields());
+          if (defined != null && !defined.equals(schema.fields())) {
+            throw new Uninferable();
+          }
+        }
+        for (Field field : schema.fields()) {
+          requireOneStructPerName(field.schema(), named);
+        }
+      }
+      case ARRAY -> requireOneStructPerName(schema.valueSchema(), named);
+      default -> {
+        // a leaf names nothing
+      }
     }
   }
 

@@ -359,6 +359,31 @@ class InferredSchemaTest {
   }
 
   /**
+   * With an Avro value converter, two different structs of one name are parked: Avro defines a name
+   * once, and its registration failed the task at every claim of the row. An array's objects in an
+   * array are unnamed, so their members' structs are named by the member alone. Other converters
+   * take both; one name with the same fields is one definition.
+   */
+  @Test
+  void twoDifferentStructsOfOneNameAreParkedForAnAvroConverter() {
+    RecordMapper avro = mapper(new InferredSchema("payload", NullMembers.IGNORE, true));
+    for (String payload :
+        List.of(
+            "{\"a\":[[{\"item\":{\"id\":1}}]],\"b\":[[{\"item\":{\"sku\":\"x\"}}]]}",
+            "{\"a\":[[{\"payload\":{\"x\":1}}]]}")) {
+      MappingResult result = avro.map(row().payload(payload).build());
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+          assertInstanceOf(Unpublishable.class, result, payload).reasonCode(),
+          payload);
+      assertInstanceOf(
+          Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+    }
+    String sameFields = "{\"a\":[[{\"item\":{\"id\":1}}]],\"b\":[[{\"item\":{\"id\":2}}]]}";
+    assertInstanceOf(Mapped.class, avro.map(row().payload(sameFields).build()), sameFields);
+  }
+
+  /**
    * With an Avro value converter, a member name that is not an Avro name is parked: the converter
    * would refuse it and fail the task at every claim of the row. A null member left out names no
    * field; other converters take any name.
