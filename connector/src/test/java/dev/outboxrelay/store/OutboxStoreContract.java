@@ -230,6 +230,33 @@ public abstract class OutboxStoreContract {
     assertEquals("corr-1", m.correlationId());
   }
 
+  /**
+   * A row's headers come back as the jsonb column gives them: keys by length, then by their bytes,
+   * whatever order they were written in (the relay adds them to the record in this order), with a
+   * control character escaped as jsonb writes it.
+   */
+  @Test
+  void headersComeBackInTheColumnsOrderAndText() {
+    enqueue(
+        EU,
+        OutboxMessage.builder()
+            .messageId("h1")
+            .aggregateType("order")
+            .aggregateId("a")
+            .eventType("OrderPlaced")
+            .payload(new byte[] {1})
+            .header("tenant", "acme")
+            .header("traceparent", "00-abc")
+            .header("b", "tab\there")
+            .header("a", "\u0001\"q\"")
+            .build());
+    ClaimedMessage m = store.claim(request("w1", 1)).claimed().get(0);
+    assertEquals(
+        "{\"a\": \"\\u0001\\\"q\\\"\", \"b\": \"tab\\there\", \"tenant\": \"acme\","
+            + " \"traceparent\": \"00-abc\"}",
+        m.headersJson());
+  }
+
   @Test
   void aClaimJudgesEachDeadlineByTheStoresClock() {
     for (int i = 0; i < 3; i++) {

@@ -50,6 +50,12 @@ import java.util.function.Predicate;
  * once published is a duplicate. Without the log, PostgreSQL does none of these; only its own tests
  * cover that mode. Which key a retention batch over several keys starts with is left open by the
  * contract: this store deletes the oldest entries over all keys.
+ *
+ * <p>Two differences the contract leaves open, on purpose: a row's creation time is this store's
+ * clock when it is enqueued (the test clock where one is set, so that a test moving it moves rows'
+ * ages and record timestamps with it), where PostgreSQL's is the inserting transaction's own time;
+ * and durations are exact here, where PostgreSQL's statements take whole milliseconds (the
+ * connector's settings are whole milliseconds).
  */
 public final class InMemoryOutboxStore implements OutboxStore {
   private final RelayClock clock;
@@ -781,7 +787,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       this.eventType = m.eventType();
       this.topic = m.topic();
       this.payload = m.payload();
-      this.headersJson = m.headersJson();
+      this.headersJson = JsonbText.ofHeaders(m.headersJson()); // as the jsonb column gives it
       this.correlationId = m.correlationId();
       this.createdAt = createdAt;
       this.deliverBefore = m.deliverBefore();
