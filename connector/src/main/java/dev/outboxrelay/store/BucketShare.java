@@ -18,13 +18,15 @@ public record BucketShare(int buckets, int taskIndex, int taskCount) {
 
   public BucketShare {
     if (buckets < 1) {
-      throw new IllegalArgumentException("buckets must be at least 1");
+      throw new IllegalArgumentException("buckets must be at least 1, not " + buckets);
     }
     if (taskCount < 1 || taskCount > buckets) {
-      throw new IllegalArgumentException("taskCount must be in [1, buckets]");
+      throw new IllegalArgumentException(
+          "taskCount must be in [1, buckets=" + buckets + "], not " + taskCount);
     }
     if (taskIndex < 0 || taskIndex >= taskCount) {
-      throw new IllegalArgumentException("taskIndex must be in [0, taskCount)");
+      throw new IllegalArgumentException(
+          "taskIndex must be in [0, taskCount=" + taskCount + "), not " + taskIndex);
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.outboxrelay.store;
 
+import dev.outboxrelay.writer.Printable;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -61,7 +62,13 @@ public final class RecoveryPass {
     }
     if (page.full()) {
       if (page.lastSeq() <= afterSeq) { // would read the same page for ever, claiming nothing
-        throw new IllegalStateException("a full recovery page did not advance");
+        throw new IllegalStateException(
+            "a full recovery page of instance key '"
+                + Printable.escape(instanceKeys.get(keyIndex))
+                + "' did not advance: after seq "
+                + afterSeq
+                + ", last seq "
+                + page.lastSeq());
       }
       afterSeq = page.lastSeq();
     } else {

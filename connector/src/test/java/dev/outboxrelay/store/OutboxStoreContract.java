@@ -1008,10 +1008,13 @@ public abstract class OutboxStoreContract {
     assertEquals(third.lastSeq(), none.lastSeq(), "none read: it starts where it was asked to");
     assertFalse(none.full());
     assertEquals("old", state("u").leaseOwner(), "another instance key's: untouched");
-    assertThrows(
-        IllegalArgumentException.class,
-        () -> store.recover(recovery, US, Long.MIN_VALUE, 2),
-        "only a key of the request");
+    assertEquals(
+        "instance key '" + US + "' is not one of the recovery's keys",
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> store.recover(recovery, US, Long.MIN_VALUE, 2),
+                "only a key of the request")
+            .getMessage());
   }
 
   /**

@@ -26,6 +26,7 @@ import dev.outboxrelay.store.UnheldPage;
 import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.InstanceKeys;
 import dev.outboxrelay.writer.OutboxMessage;
+import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -246,7 +247,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
   public synchronized RecoveryPage recover(
       RecoveryRequest request, String instanceKey, long afterSeq, int pageRows) {
     if (!request.instanceKeys().contains(instanceKey)) {
-      throw new IllegalArgumentException("instanceKey is not one of the recovery's keys");
+      throw new IllegalArgumentException(
+          "instance key '" + Printable.escape(instanceKey) + "' is not one of the recovery's keys");
     }
     claimedKeys.addAll(request.instanceKeys());
     Instant now = now();

@@ -25,6 +25,7 @@ import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.Renewal;
 import dev.outboxrelay.store.UnheldPage;
 import dev.outboxrelay.writer.InstanceKeys;
+import dev.outboxrelay.writer.Printable;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -287,7 +288,8 @@ public final class PostgresOutboxStore implements OutboxStore {
   public RecoveryPage recover(
       RecoveryRequest request, String instanceKey, long afterSeq, int pageRows) {
     if (!request.instanceKeys().contains(instanceKey)) {
-      throw new IllegalArgumentException("instanceKey is not one of the recovery's keys");
+      throw new IllegalArgumentException(
+          "instance key '" + Printable.escape(instanceKey) + "' is not one of the recovery's keys");
     }
     claimedKeys.addAll(request.instanceKeys());
     BucketShare share = request.share();
