@@ -1094,23 +1094,28 @@ public class OutboxSourceConfig extends AbstractConfig {
         new InferredSchema(
             columnMapping().payload(),
             choice(PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG, InferredSchema.NullMembers.class),
+            avroValueConverter() && !scrubsNames(),
             avroValueConverter()));
   }
 
   /**
-   * Whether the connector's own value converter is an Avro converter that keeps names as they are
-   * (Confluent's scrubs invalid ones with {@code scrub.invalid.names=true}); one set only on the
-   * worker is not visible here. A transform that renames members is not seen either: the row is
-   * parked where the converter might have taken it renamed.
+   * Whether the connector's own value converter is an Avro converter; one set only on the worker is
+   * not visible here.
    */
   private boolean avroValueConverter() {
     String name = ConfigChecks.pluginName(originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER));
-    if (name == null
-        || ConfigChecks.AVRO_CONVERTERS.stream().noneMatch(c -> ConfigChecks.isPlugin(name, c))) {
-      return false;
-    }
+    return name != null
+        && ConfigChecks.AVRO_CONVERTERS.stream().anyMatch(c -> ConfigChecks.isPlugin(name, c));
+  }
+
+  /**
+   * Whether the Avro converter scrubs names that are not Avro names (Confluent's, with {@code
+   * scrub.invalid.names=true}) instead of refusing them. A transform that renames members is not
+   * seen: the row is parked where the converter might have taken it renamed.
+   */
+  private boolean scrubsNames() {
     Object scrub = originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER + ".scrub.invalid.names");
-    return scrub == null || !"true".equalsIgnoreCase(scrub.toString().trim());
+    return scrub != null && "true".equalsIgnoreCase(scrub.toString().trim());
   }
 
   /**

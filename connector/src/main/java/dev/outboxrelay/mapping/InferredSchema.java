@@ -14,8 +14,13 @@ import java.util.Objects;
  *     letters, digits or '_', as Avro's Java library checks them): the connector's value converter
  *     is an Avro converter, which refuses any other name and would fail the task at every claim of
  *     the row
+ * @param avroConverter whether the connector's value converter is an Avro converter, which keeps
+ *     names or not ({@code avroNames} implies it): Avro writes a schema's text twice as deep as
+ *     JsonConverter (four levels per optional struct: the union, the record, its fields, the
+ *     field), and past Jackson's 1,000 levels it fails the task at every claim of the row
  */
-public record InferredSchema(String rootName, NullMembers nullMembers, boolean avroNames) {
+public record InferredSchema(
+    String rootName, NullMembers nullMembers, boolean avroNames, boolean avroConverter) {
 
   /** Debezium's {@code table.json.payload.null.behavior}. */
   public enum NullMembers {
@@ -30,6 +35,14 @@ public record InferredSchema(String rootName, NullMembers nullMembers, boolean a
       throw new IllegalArgumentException("the payload schema needs a name");
     }
     Objects.requireNonNull(nullMembers, "nullMembers");
+    if (avroNames && !avroConverter) {
+      throw new IllegalArgumentException("Avro names are an Avro converter's");
+    }
+  }
+
+  /** {@code avroNames}: an Avro converter that keeps names as they are. */
+  public InferredSchema(String rootName, NullMembers nullMembers, boolean avroNames) {
+    this(rootName, nullMembers, avroNames, avroNames);
   }
 
   /** For converters that take any member name. */

@@ -488,6 +488,11 @@ class OutboxSourceConfigTest {
     props.put("value.converter", "io.confluent.connect.avro.AvroConverter");
     props.put("value.converter.scrub.invalid.names", "true");
     assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroNames());
+    assertTrue(
+        new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroConverter(),
+        "its schema's depth is still Avro's");
+    props.put("value.converter", "io.confluent.connect.json.JsonSchemaConverter");
+    assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroConverter());
   }
 
   @Test

@@ -464,6 +464,28 @@ class InferredSchemaTest {
     withSchemas().fromConnectData("t", deep.schema(), deep);
   }
 
+  /**
+   * With an Avro converter (scrubbing names or not), half as deep: its schema text nests twice as
+   * deep as JsonConverter's, and past Jackson's 1,000 levels the converter failed the task at every
+   * claim of the row.
+   */
+  @Test
+  void objectsNestedDeeperThanAnAvroSchemaCanBeWrittenAreParkedForAnAvroConverter() {
+    for (InferredSchema avro :
+        List.of(
+            new InferredSchema("payload", NullMembers.IGNORE, true),
+            new InferredSchema("payload", NullMembers.IGNORE, false, true))) {
+      RecordMapper mapper = mapper(avro);
+      MappingResult deeper = mapper.map(row().payload(nested(227)).build());
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+          assertInstanceOf(Unpublishable.class, deeper).reasonCode());
+      assertInstanceOf(Mapped.class, mapper.map(row().payload(nested(226)).build()));
+    }
+    assertInstanceOf(
+        Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(nested(227)).build()));
+  }
+
   private static String nested(int objects) {
     return "{\"a\":".repeat(objects - 1) + "{}" + "}".repeat(objects - 1);
   }
