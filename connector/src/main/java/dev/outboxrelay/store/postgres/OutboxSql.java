@@ -990,6 +990,9 @@ final class OutboxSql {
     // of the log past the cutoff, read the log from its first page, so a retention that keeps up
     // (a few entries past the cutoff) read the whole log at every run. Counted by the SELECT, the
     // only result a statement behind planner settings returns (PostgresOutboxStore#planned).
+    // Found by position (ctid), a TID scan, and judged again there: a log partitioned or given
+    // child tables by the user's own tool holds a position once per partition, and the delete
+    // took every partition's entry at each position, of any key and age.
     deletePublishedLog =
         statement(
             """
@@ -1001,6 +1004,7 @@ final class OutboxSql {
                   WHERE {own key(o)} AND o.published_at < :published_before
                   ORDER BY o.instance_key, o.published_at LIMIT :limit) e
                 LIMIT :limit))
+                AND instance_key = ANY (:instance_keys) AND published_at < :published_before
               RETURNING 1)
             SELECT count(*) FROM deleted""");
 

@@ -127,7 +127,7 @@ class RetentionStatementTest {
         Statement s = c.createStatement()) {
       c.setAutoCommit(false);
       s.execute(OutboxSql.CLAIM_PLAN);
-      plan = explainGeneric(s, new OutboxSql(TABLE).deletePublishedLog.jdbc());
+      plan = explainGeneric(s, new OutboxSql(TABLE).deletePublishedLog);
       c.rollback();
     }
     assertTrue(plan.contains("Index Scan using outbox_published_at_idx on outbox_published o"));
@@ -157,12 +157,57 @@ class RetentionStatementTest {
               + " FROM generate_series(1, 20000) g");
       s.execute("ANALYZE outbox");
       s.execute(OutboxSql.CLAIM_PLAN);
-      plan = explainGeneric(s, new OutboxSql(TABLE).deletePublished.jdbc());
+      plan = explainGeneric(s, new OutboxSql(TABLE).deletePublished);
       c.rollback();
     }
     assertTrue(plan.contains("outbox_settled_idx"), plan);
     assertFalse(plan.contains("Seq Scan"), plan);
     assertFalse(plan.contains("Sort"), plan);
+  }
+
+  /**
+   * A log the user's own tool partitioned (by publication time, to drop old partitions) holds each
+   * position (ctid) once per partition: the delete judges each entry it finds at a position again,
+   * and leaves another key's recent entry at the same position in the other partition.
+   */
+  @Test
+  void aPartitionedLogLosesNoEntryThatSharesAPositionInAnotherPartition() throws SQLException {
+    try (HikariDataSource partitioned = Postgres.pool(Postgres.freshDatabase("partitioned"), 4)) {
+      new SchemaMigrator(partitioned, TABLE).migrate();
+      try (Connection c = partitioned.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("CREATE TABLE log_columns (LIKE outbox_published)");
+        s.execute("DROP TABLE outbox_published");
+        s.execute(
+            "CREATE TABLE outbox_published (LIKE log_columns) PARTITION BY RANGE (published_at)");
+        s.execute(
+            "CREATE TABLE outbox_published_old PARTITION OF outbox_published"
+                + " FOR VALUES FROM (MINVALUE) TO ('"
+                + cutoff()
+                + "')");
+        s.execute(
+            "CREATE TABLE outbox_published_new PARTITION OF outbox_published"
+                + " FOR VALUES FROM ('"
+                + cutoff()
+                + "') TO (MAXVALUE)");
+        s.execute(
+            "CREATE INDEX outbox_published_at_idx ON outbox_published (instance_key, published_at)");
+        s.execute(entries("eu", 1, "40 days")); // (0,1) of the old partition
+        s.execute(entries("us", 1, "1 hour")); // (0,1) of the new one
+      }
+      PostgresOutboxStore store =
+          new PostgresOutboxStore(partitioned, TABLE, RelayClock.database(), null);
+
+      assertEquals(1, store.deletePublished(Set.of("eu"), cutoff().toInstant(), 10));
+
+      try (Connection c = partitioned.getConnection();
+          Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT instance_key FROM outbox_published")) {
+        assertTrue(rs.next());
+        assertEquals("us", rs.getString(1), "another key's, recent: kept");
+        assertFalse(rs.next());
+      }
+    }
   }
 
   @Test
@@ -251,26 +296,37 @@ class RetentionStatementTest {
   }
 
   /**
-   * The generic plan of a JDBC statement: prepared on the server (each '?' numbered as a parameter)
-   * and explained under plan_cache_mode=force_generic_plan, as PostgreSQL runs a prepared statement
-   * once it judges the generic plan good enough.
+   * The generic plan of a statement: prepared on the server (each '?' numbered as a parameter) and
+   * explained under plan_cache_mode=force_generic_plan, as PostgreSQL runs a prepared statement
+   * once it judges the generic plan good enough. Its parameters by name: the keys, the cutoff, the
+   * limits.
    */
-  private static String explainGeneric(Statement s, String jdbc) throws SQLException {
-    Matcher m = Pattern.compile("\\?").matcher(jdbc);
+  private static String explainGeneric(Statement s, NamedSql statement) throws SQLException {
+    Matcher m = Pattern.compile("\\?").matcher(statement.jdbc());
     StringBuilder numbered = new StringBuilder();
     int n = 0;
     while (m.find()) {
       m.appendReplacement(numbered, "\\$" + ++n);
     }
     m.appendTail(numbered);
+    String[] arguments = new String[n];
+    for (String name : statement.names()) {
+      String argument =
+          switch (name) {
+            case "instance_keys" -> "'{eu,us}'";
+            case "published_before" -> "now() - interval '1 day'";
+            case "limit" -> "1000";
+            default -> throw new AssertionError("no argument for " + name);
+          };
+      for (int position : statement.positions(name)) {
+        arguments[position - 1] = argument;
+      }
+    }
     s.execute("PREPARE retention AS " + numbered);
     s.execute("SET LOCAL plan_cache_mode = force_generic_plan");
-    // The keys, the cutoff, then the limits.
-    String limits = ", 1000".repeat(n - 2);
     StringBuilder plan = new StringBuilder();
     try (ResultSet rs =
-        s.executeQuery(
-            "EXPLAIN EXECUTE retention('{eu,us}', now() - interval '1 day'" + limits + ")")) {
+        s.executeQuery("EXPLAIN EXECUTE retention(" + String.join(", ", arguments) + ")")) {
       while (rs.next()) {
         plan.append(rs.getString(1)).append('\n');
       }
