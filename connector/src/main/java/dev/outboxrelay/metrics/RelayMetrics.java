@@ -305,7 +305,7 @@ public final class RelayMetrics {
       figure(
           "lag-ms",
           "Age of the oldest row awaiting delivery, milliseconds (NaN until first read).",
-          () -> lagRead ? lagMs() : Double.NaN);
+          this::lagGauge);
       backlog.forEach(
           (status, value) ->
               figure(
@@ -406,16 +406,35 @@ public final class RelayMetrics {
    * overdue (an interval after it was due: the task thread is held up, e.g. blocked on a full
    * producer buffer), the age that row has now: it keeps growing, so a lag alert fires during a
    * database or broker outage instead of showing the figure from before it. No row at the last read
-   * stays 0 (rows of an unavailable database are not being written either).
+   * stays 0 here; the gauge is NaN then ({@link #lagGauge()}).
    */
   public long lagMs() {
     BacklogRead read = lastRead;
     long lag = read.lagMs();
-    long sinceRead = time.hiResClockMs() - read.atMs();
-    if (lag > 0 && (read.failedSince() || sinceRead > read.overdueAfterMs())) {
-      return lag + Math.max(0, sinceRead);
+    if (lag > 0 && stale(read)) {
+      return lag + Math.max(0, time.hiResClockMs() - read.atMs());
     }
     return lag;
+  }
+
+  /**
+   * {@code lag-ms}: {@link #lagMs()}, or NaN where it is not known: before task 0's first read, and
+   * where no row waited at the last read and the next failed or is overdue. Rows may have come
+   * since, written while the task thread is held up (a send blocked on a topic's metadata) or while
+   * only the relay cannot reach the database; a 0 there hid a growing backlog from the lag alert,
+   * where NaN lets OutboxRelayBacklogFiguresMissing fire.
+   */
+  private double lagGauge() {
+    if (!lagRead) {
+      return Double.NaN;
+    }
+    BacklogRead read = lastRead;
+    return read.lagMs() == 0 && stale(read) ? Double.NaN : lagMs();
+  }
+
+  /** The next read after {@code read} failed, or is overdue. */
+  private boolean stale(BacklogRead read) {
+    return read.failedSince() || time.hiResClockMs() - read.atMs() > read.overdueAfterMs();
   }
 
   public long backlog(MessageStatus status) {
