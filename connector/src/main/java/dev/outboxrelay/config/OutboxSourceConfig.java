@@ -443,7 +443,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String CLEANUP_INTERVAL_MS_CONFIG = "cleanup.interval.ms";
   public static final long CLEANUP_INTERVAL_MS_DEFAULT = 60_000L;
   private static final String CLEANUP_INTERVAL_MS_DOC =
-      "How often retention cleanup runs, on task 0. A run deletes up to 10 statements of"
+      "How often retention cleanup runs, on task 0; the first run comes within a minute of task"
+          + " 0's start, so that restarts more frequent than the interval do not hold it off. A"
+          + " run deletes up to 10 statements of"
           + " cleanup.batch.size rows; a run that finds more to delete is followed by the next one"
           + " after 1 second instead, until retention has caught up (so it keeps up with up to"
           + " about 10 x cleanup.batch.size rows published per second).";

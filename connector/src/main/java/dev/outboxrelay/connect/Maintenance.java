@@ -63,9 +63,15 @@ final class Maintenance {
     this.time = time;
     this.enabled = enabled;
     this.ownOwners = ownOwners;
-    this.nextCleanupMs = time.hiResClockMs() + config.cleanupInterval().toMillis();
+    // The first run within a minute of the start, not a whole interval later: with a long interval
+    // (a day), task 0 restarted more often than that (rolling deploys) never ran retention.
+    this.nextCleanupMs =
+        time.hiResClockMs() + Math.min(config.cleanupInterval().toMillis(), FIRST_CLEANUP_MS);
     this.nextBacklogMs = time.hiResClockMs();
   }
+
+  /** How long after task 0's start retention runs first, at most. */
+  static final long FIRST_CLEANUP_MS = 60_000;
 
   void runIfDue() {
     if (!enabled) {

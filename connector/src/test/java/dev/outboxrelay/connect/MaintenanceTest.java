@@ -23,14 +23,17 @@ class MaintenanceTest {
   private final MockTime time = new MockTime();
 
   private static RuntimeFixture fixture() {
-    return new RuntimeFixture(
-        Map.of(
-            "instance.keys", "eu",
-            "ordering.enabled", "false",
-            "retention.published.ms", "60000",
-            "cleanup.interval.ms", "10000",
-            "cleanup.batch.size", "2",
-            "metrics.backlog.interval.ms", "5000"));
+    return new RuntimeFixture(fixtureProps());
+  }
+
+  private static Map<String, String> fixtureProps() {
+    return Map.of(
+        "instance.keys", "eu",
+        "ordering.enabled", "false",
+        "retention.published.ms", "60000",
+        "cleanup.interval.ms", "10000",
+        "cleanup.batch.size", "2",
+        "metrics.backlog.interval.ms", "5000");
   }
 
   private static void publishAll(RuntimeFixture f) {
@@ -112,6 +115,39 @@ class MaintenanceTest {
     time.sleep(5000);
     maintenance.runIfDue();
     assertEquals(0, f.metrics.foreignLeasedRows.get());
+  }
+
+  /**
+   * With a long cleanup interval (a day), retention runs first within a minute of task 0's start,
+   * then at its interval: a task 0 restarted more often than the interval (rolling deploys) never
+   * ran it.
+   */
+  @Test
+  void retentionRunsFirstSoonAfterTheStartWhateverItsInterval() {
+    Map<String, String> props = new java.util.HashMap<>(fixtureProps());
+    props.put("cleanup.interval.ms", "86400000");
+    RuntimeFixture f = new RuntimeFixture(props);
+    f.add("eu", "old", "a");
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    Maintenance maintenance = new Maintenance(f.store, f.config, f.metrics, time, true, null);
+    maintenance.runIfDue();
+    time.sleep(Maintenance.FIRST_CLEANUP_MS - 1);
+    maintenance.runIfDue();
+    assertEquals(0, f.metrics.cleanedUp.get(), "not yet");
+    time.sleep(1);
+    maintenance.runIfDue();
+    assertEquals(1, f.metrics.cleanedUp.get(), "within a minute of the start");
+
+    f.add("eu", "later", "a");
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    time.sleep(Duration.ofHours(12).toMillis());
+    maintenance.runIfDue();
+    assertEquals(1, f.metrics.cleanedUp.get(), "then at its interval");
+    time.sleep(Duration.ofHours(12).toMillis());
+    maintenance.runIfDue();
+    assertEquals(2, f.metrics.cleanedUp.get());
   }
 
   /**
