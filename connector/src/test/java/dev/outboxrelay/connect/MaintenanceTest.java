@@ -240,6 +240,40 @@ class MaintenanceTest {
     assertEquals(1, metrics.databaseErrors.get(), "a count the database failed: an error");
   }
 
+  /**
+   * Rows another connector holds are counted when the backlog count fails too (a backlog too large
+   * to count is when two connectors on one key matter most): the figure froze, and its alert kept
+   * firing after the other connector was gone.
+   */
+  @Test
+  void rowsLeasedByAnotherConnectorAreCountedWhenTheBacklogCountFails() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "theirs", "b");
+    ClaimRequest own = f.settings.claimRequest();
+    ClaimedMessage theirs =
+        f.store
+            .claim(
+                new ClaimRequest(
+                    "other/task-0/2", own.instanceKeys(), 1, own.leaseDuration(), 3, true))
+            .claimed()
+            .get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "inspect");
+    store.inspectsFail = true;
+    Maintenance maintenance =
+        new Maintenance(store, f.config, f.metrics, time, true, "relay/task-");
+
+    maintenance.runIfDue();
+    assertEquals(1, f.metrics.foreignLeasedRows.get());
+
+    f.store.release("theirs", theirs.lease());
+    time.sleep(600_000);
+    maintenance.runIfDue();
+    assertEquals(0, f.metrics.foreignLeasedRows.get(), "the other connector is gone");
+  }
+
   /** A read after a count that timed out fails the task with an error retrying cannot fix. */
   @Test
   void aPermanentFailureOfTheLagReadAloneFailsTheCall() {
