@@ -430,7 +430,10 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " outbox-relay-cli inspect and status see no published row, the writer library's"
           + " duplicate check no longer covers published message ids, and a publish whose"
           + " database reply was lost (a failover) cannot be read back, so its row is counted as a"
-          + " lost claim though Kafka has it once. At most 5000 years (1825000 days).";
+          + " lost claim though Kafka has it once. A retention shorter than a database outage"
+          + " may do the same to a publish whose reply was lost in it: the entry that would be"
+          + " read back can be deleted first (keep it hours, not minutes). At most 5000 years"
+          + " (1825000 days).";
 
   /**
    * The longest retention, 5,000 years: retention's cut-off is the database's clock less it, and
