@@ -689,14 +689,17 @@ final class ClaimLoop {
 
   /**
    * Exactly once: {@code result}, remembered until its batch is handed over ({@link
-   * #claimsNotHandedOver}); batches handed over by now are forgotten.
+   * #claimsNotHandedOver}). Forgotten by now: batches handed over, and every batch before the
+   * previous claim's. A claim starts only once the batch before it was handed over, or parked whole
+   * (no record to hand over: then nothing advances past it, and the entries of a backlog parked
+   * batch by batch, a payload format that fits none of its rows, grew without bound).
    */
   private ClaimResult remembered(ClaimRequest request, ClaimResult result) {
-    claimsNotHandedOver.headMap(handedThrough(), true).clear();
+    long batch = request.exactlyOnce().batch();
+    claimsNotHandedOver.headMap(Math.max(handedThrough() + 1, batch - 1), false).clear();
     if (!result.claimed().isEmpty()) {
       claimsNotHandedOver.put(
-          request.exactlyOnce().batch(),
-          result.claimed().stream().map(ClaimedMessage::heldLease).toList());
+          batch, result.claimed().stream().map(ClaimedMessage::heldLease).toList());
     }
     return result;
   }

@@ -504,6 +504,42 @@ class ClaimLoopTest {
     assertEquals(3, f.metrics.released.get());
   }
 
+  /**
+   * Exactly once, the claims remembered for a stop are bounded: a claim starts only once the batch
+   * before it was handed over or parked whole, so batches before the previous claim's are
+   * forgotten. Batches parked whole (no record to hand over) were remembered for ever.
+   */
+  @Test
+  void anExactlyOnceStopRemembersNoBatchBeforeThePreviousClaims() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "delivery.guarantee", "exactly-once",
+                "exactly.once.support", "required",
+                "claim.batch.size", "1"));
+    for (String id : List.of("r1", "r2", "r3", "r4")) {
+      f.add("eu", id, "aggregate-" + id);
+    }
+    ExactlyOnceState exactlyOnce =
+        new ExactlyOnceState(f.store, f.settings, () -> NO_OFFSETS, f.metrics, time);
+    assertTrue(exactlyOnce.recover());
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(f.store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    ClaimLoop loop =
+        new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time, exactlyOnce);
+    for (String id : List.of("r1", "r2", "r3", "r4")) {
+      assertEquals(List.of(id), ids(loop.next())); // none handed over: as if each parked whole
+    }
+
+    loop.giveBackAtStop();
+
+    assertEquals(MessageStatus.IN_FLIGHT, f.store.find("r1").orElseThrow().status());
+    assertEquals(MessageStatus.IN_FLIGHT, f.store.find("r2").orElseThrow().status());
+    assertEquals(MessageStatus.PENDING, f.store.find("r3").orElseThrow().status());
+    assertEquals(MessageStatus.PENDING, f.store.find("r4").orElseThrow().status());
+  }
+
   private static final org.apache.kafka.connect.storage.OffsetStorageReader NO_OFFSETS =
       new org.apache.kafka.connect.storage.OffsetStorageReader() {
         @Override
