@@ -117,7 +117,7 @@ final class JsonSchemaInference {
     try {
       Growth growth = new Growth();
       Schema schema = schemaOf(shapeOf(settings.rootName(), tree, 0, growth), false);
-      if (settings.avroNames()) {
+      if (settings.avroConverter()) { // scrubbing names or not
         requireOneStructPerName(schema, new HashMap<>());
       }
       Struct value = new Struct(schema);

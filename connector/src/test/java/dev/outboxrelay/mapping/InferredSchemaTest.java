@@ -366,7 +366,15 @@ class InferredSchemaTest {
    */
   @Test
   void twoDifferentStructsOfOneNameAreParkedForAnAvroConverter() {
-    RecordMapper avro = mapper(new InferredSchema("payload", NullMembers.IGNORE, true));
+    for (InferredSchema converter :
+        List.of(
+            new InferredSchema("payload", NullMembers.IGNORE, true),
+            new InferredSchema("payload", NullMembers.IGNORE, false, true))) { // scrubbing names
+      twoDifferentStructsOfOneNameAreParked(mapper(converter));
+    }
+  }
+
+  private void twoDifferentStructsOfOneNameAreParked(RecordMapper avro) {
     for (String payload :
         List.of(
             "{\"a\":[[{\"item\":{\"id\":1}}]],\"b\":[[{\"item\":{\"sku\":\"x\"}}]]}",
