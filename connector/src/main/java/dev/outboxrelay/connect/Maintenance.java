@@ -223,9 +223,15 @@ final class Maintenance {
     return spacing;
   }
 
-  /** When lag-ms counts a reading as overdue: an interval after the next was due. */
+  /**
+   * When lag-ms counts a reading as overdue: an interval after the next was due, or after an idle
+   * poll's longest pause (poll.interval.ms) where that is longer: the read runs in poll(), and an
+   * idle task 0 with a long poll interval is not held up.
+   */
   private Duration overdueAfter(long spacing) {
-    return Duration.ofMillis(spacing + config.backlogMetricsInterval().toMillis());
+    return Duration.ofMillis(
+        Math.max(spacing, config.pollInterval().toMillis())
+            + config.backlogMetricsInterval().toMillis());
   }
 
   /**

@@ -424,7 +424,7 @@ public final class RelayMetrics {
    * only the relay cannot reach the database; a 0 there hid a growing backlog from the lag alert,
    * where NaN lets OutboxRelayBacklogFiguresMissing fire.
    */
-  private double lagGauge() {
+  public double lagGauge() {
     if (!lagRead) {
       return Double.NaN;
     }

@@ -274,6 +274,25 @@ class MaintenanceTest {
     assertEquals(0, f.metrics.foreignLeasedRows.get(), "the other connector is gone");
   }
 
+  /**
+   * An idle task 0 pauses up to poll.interval.ms between polls, where the backlog is read: with a
+   * poll interval longer than two backlog intervals, a reading that found no row is not overdue
+   * (lag-ms NaN) while the task only waits out its pause.
+   */
+  @Test
+  void anIdlePollsPauseDoesNotMakeAReadingOverdue() {
+    Map<String, String> props = new java.util.HashMap<>(fixtureProps());
+    props.put("poll.interval.ms", "300000");
+    RuntimeFixture f = new RuntimeFixture(props);
+    RelayMetrics metrics = new RelayMetrics(time);
+    Maintenance maintenance = new Maintenance(f.store, f.config, metrics, time, true, null);
+    maintenance.runIfDue();
+    time.sleep(305_000); // an idle poll's longest pause, and an interval
+    assertEquals(0.0, metrics.lagGauge(), "only waiting out its pause");
+    time.sleep(1);
+    assertTrue(Double.isNaN(metrics.lagGauge()), "overdue past the pause and an interval");
+  }
+
   /** A read after a count that timed out fails the task with an error retrying cannot fix. */
   @Test
   void aPermanentFailureOfTheLagReadAloneFailsTheCall() {
