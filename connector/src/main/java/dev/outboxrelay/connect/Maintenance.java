@@ -145,7 +145,7 @@ final class Maintenance {
       metrics.databaseErrors.incrementAndGet();
       notRead = " (reason=" + e.reasonCode() + ")";
     }
-    if (lag != null) {
+    if (lag != null && parked != null) {
       // The database answers: the rows another connector holds (in flight, few) are counted still,
       // where a backlog too large to count froze the figure, and its alert with it.
       readLeasedElsewhere(startMs);

@@ -92,6 +92,7 @@ class RetentionStatementTest {
       c.rollback();
     }
     assertTrue(plan.contains("Index Scan using outbox_published_at_idx on outbox_published o"));
+    assertTrue(plan.contains("Tid Scan on outbox_published"), plan); // the delete, by position
     assertTrue(
         plan.matches(
             "(?s).*Delete on outbox_published .*actual rows=" + 2 * OWN_OLD_ENTRIES + ".*"),
@@ -131,6 +132,7 @@ class RetentionStatementTest {
       c.rollback();
     }
     assertTrue(plan.contains("Index Scan using outbox_published_at_idx on outbox_published o"));
+    assertTrue(plan.contains("Tid Scan on outbox_published"), plan);
     assertFalse(plan.contains("Seq Scan"), plan);
     assertFalse(plan.contains("Bitmap"), plan);
     assertFalse(plan.contains("Sort"), plan);
