@@ -28,6 +28,7 @@ final class DemoCommand {
    */
   static void requireDatabaseNamedExplicitly(StackOptions options, Optional<StackRecord> stack) {
     options.requireDemoDatabaseNamedExplicitly();
+    options.requireNoPasswordInJdbcUrls();
     if (options.externalJdbcUrl().isEmpty()
         && stack.map(StackRecord::jdbcUrlFromDeprecatedEnv).orElse(false)) {
       throw StackOptions.demoRefusesDeprecatedJdbcUrl();

@@ -259,6 +259,26 @@ record StackOptions(
     }
   }
 
+  /**
+   * No JDBC URL given carries a password: the stack's record on disk keeps the URL, and the
+   * connector's config, which Connect shows through its REST API, would too. Checked before
+   * anything starts or writes to the database (it was refused only once the demo had migrated the
+   * table, and with --no-demo never). The password goes in {@value #DB_PASSWORD_ENV}.
+   */
+  void requireNoPasswordInJdbcUrls() {
+    for (Optional<String> url : List.of(externalJdbcUrl, connectorJdbcUrl)) {
+      if (url.isPresent() && !Redaction.jdbcUrl(url.get()).equals(url.get())) {
+        throw new StackException(
+            "a JDBC URL given (--jdbc-url, --connector-jdbc-url or "
+                + JDBC_URL_ENV
+                + ") carries a password, which the stack's record and the connector's config would"
+                + " keep: remove it from the URL and set "
+                + DB_PASSWORD_ENV
+                + " instead");
+      }
+    }
+  }
+
   /** Why the demo does not run on the database {@code OUTBOX_JDBC_URL} names, and what to do. */
   static StackException demoRefusesDeprecatedJdbcUrl() {
     return new StackException(

@@ -37,6 +37,7 @@ final class UpCommand {
     if (options.runDemo()) {
       options.requireDemoDatabaseNamedExplicitly();
     }
+    options.requireNoPasswordInJdbcUrls();
     stopPartialStack(running);
     StackPorts ports = StackPorts.resolve(options);
     ports.requireFree();

@@ -55,6 +55,27 @@ class StackOptionsTest {
         parse(Map.of(), "demo", "--connect-url=http://h:8083/").connectUrl());
   }
 
+  /**
+   * A JDBC URL carrying a password is refused before anything starts: the stack's record and the
+   * connector's config would keep it (it was refused only after the demo had migrated the table).
+   */
+  @Test
+  void aJdbcUrlWithAPasswordIsRefusedWhateverItNames() {
+    for (List<String> args :
+        List.of(
+            List.of("up", "--jdbc-url=jdbc:postgresql://db.local/app?password=s3cret"),
+            List.of("up", "--no-demo", "--jdbc-url=jdbc:postgresql://app:s3cret@db.local/app"),
+            List.of(
+                "demo", "--connector-jdbc-url=jdbc:postgresql://db.local/app?password=s3cret"))) {
+      StackOptions options = parse(Map.of(), args.toArray(String[]::new));
+      StackException e = assertThrows(StackException.class, options::requireNoPasswordInJdbcUrls);
+      assertTrue(e.getMessage().contains("carries a password"), e.getMessage());
+      assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
+    }
+    parse(Map.of(), "up", "--jdbc-url=jdbc:postgresql://db.local/app")
+        .requireNoPasswordInJdbcUrls();
+  }
+
   @Test
   void aFlagWinsOverTheEnvironment() {
     StackOptions options =
