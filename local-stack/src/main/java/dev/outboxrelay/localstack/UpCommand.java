@@ -32,7 +32,7 @@ final class UpCommand {
     if (record.isPresent() && running.size() == expectedComponents(record.get())) {
       console.line("The local stack is already running (pids " + running.values() + ").");
       Summary.print(console, record.get(), state, options.repoRoot());
-      return sameDelivery(record.get()) ? 0 : 1;
+      return sameDelivery(record.get()) && sameDatabase(record.get()) ? 0 : 1;
     }
     if (options.runDemo()) {
       options.requireDemoDatabaseNamedExplicitly();
@@ -101,6 +101,31 @@ final class UpCommand {
             + (asked.exactlyOnce() ? " --exactly-once" : "")
             + ", to switch.");
     return false;
+  }
+
+  /**
+   * Whether the running stack uses the database asked for: a second {@code up} naming another one
+   * (or the embedded one beside a stack on another) is not "already running" on it, and a script
+   * checking the exit code took it for so.
+   */
+  private boolean sameDatabase(StackRecord running) {
+    Optional<String> asked = options.externalJdbcUrl();
+    boolean same =
+        asked.isEmpty()
+            ? running.embedded()
+            : !running.embedded() && asked.get().equals(running.jdbcUrl());
+    if (!same) {
+      console.blank();
+      console.line(
+          "It runs on "
+              + (running.embedded()
+                  ? "the embedded PostgreSQL"
+                  : Redaction.jdbcUrl(running.jdbcUrl()))
+              + ", not on "
+              + (asked.isEmpty() ? "the embedded PostgreSQL" : Redaction.jdbcUrl(asked.get()))
+              + " as asked: ./local-stack.sh down, then ./local-stack.sh up, to switch.");
+    }
+    return same;
   }
 
   private void requireMetricsAgent() {

@@ -160,6 +160,17 @@ class LocalStackIT {
     Run again = localStack("up");
     assertEquals(0, again.exit(), again.err());
     assertTrue(again.out().startsWith("The local stack is already running"), again.out());
+
+    // Another database asked for: not "running" on it (the exit code said so before).
+    Run elsewhere = localStack("up", "--jdbc-url=jdbc:postgresql://127.0.0.1:1/elsewhere");
+    assertEquals(1, elsewhere.exit(), elsewhere.out() + elsewhere.err());
+    assertTrue(
+        elsewhere
+            .out()
+            .contains(
+                "It runs on the embedded PostgreSQL, not on"
+                    + " jdbc:postgresql://127.0.0.1:1/elsewhere as asked"),
+        elsewhere.out());
   }
 
   @Test
