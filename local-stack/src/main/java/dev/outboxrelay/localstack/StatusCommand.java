@@ -27,8 +27,21 @@ final class StatusCommand {
     Optional<StackRecord> record = StackRecord.read(state.stackFile());
     Map<Component, Long> running = StackProcesses.running(state);
     if (record.isEmpty()) {
-      console.line("No local stack is running (start one with ./local-stack.sh up).");
-      return running.isEmpty() ? 3 : 1;
+      if (running.isEmpty()) {
+        console.line("No local stack is running (start one with ./local-stack.sh up).");
+        return 3;
+      }
+      // Starting (the record is written once Connect is ready), or a launcher that died: the
+      // processes it left hold their ports.
+      console.line(
+          "No local stack is recorded as running, but some of its processes run (starting, or left"
+              + " by a launcher that ended early):");
+      running.forEach(
+          (component, pid) ->
+              console.line(
+                  String.format(Locale.ROOT, "  %-11s running (pid %d)", component.title(), pid)));
+      console.line("Stop them with ./local-stack.sh down.");
+      return 1;
     }
     StackRecord stack = record.get();
     for (Component component : Component.values()) {
@@ -55,7 +68,20 @@ final class StatusCommand {
   }
 
   private void printConnectors(ConnectRest rest) {
-    JsonNode connectors = rest.get("/connectors?expand=status&expand=info");
+    Optional<ConnectRest.Response> answer = rest.tryGet("/connectors?expand=status&expand=info");
+    if (answer.isEmpty() || !answer.get().ok()) {
+      // The worker runs but its REST API does not answer (starting, or stuck): one line, and on.
+      console.line(
+          "  Connectors: not read ("
+              + (answer.isEmpty()
+                  ? "the worker's REST API does not answer"
+                  : "the worker's REST API answered " + answer.get().status())
+              + "; see "
+              + options.stateDir().resolve("logs")
+              + ")");
+      return;
+    }
+    JsonNode connectors = answer.get().json();
     console.line("  Connectors:" + (connectors.isEmpty() ? " none" : ""));
     for (Map.Entry<String, JsonNode> entry : connectors.properties()) {
       JsonNode status = entry.getValue().path("status");

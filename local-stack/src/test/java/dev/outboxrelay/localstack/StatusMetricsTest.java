@@ -11,6 +11,7 @@ import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
@@ -74,6 +75,38 @@ class StatusMetricsTest {
     assertEquals(1, exit, "the processes do not run, nothing else fails: " + all);
     assertTrue(all.contains("Outbox rows: not readable"), all);
     return all;
+  }
+
+  /**
+   * Processes of the stack that run without its record (a launcher that ended early, or one still
+   * starting) are listed, with how to stop them: status said no stack was running.
+   */
+  @Test
+  void processesRunningWithoutTheStacksRecordAreListed() throws Exception {
+    StateDir state = new StateDir(stateDir);
+    // A process whose command line carries the Kafka broker's marker, as the launcher starts it.
+    Process kafka =
+        new ProcessBuilder(
+                "bash", "-c", "sleep 600; true", StackProcesses.marker(state, Component.KAFKA))
+            .start();
+    try {
+      Files.createDirectories(stateDir.resolve("pids"));
+      state.writePid(Component.KAFKA, kafka.pid());
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      int exit =
+          LocalStack.run(
+              new String[] {"status", "--state-dir=" + stateDir, "--repo-root=" + RepoFiles.root()},
+              Map.of(),
+              new PrintStream(out, true, StandardCharsets.UTF_8),
+              new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+      String all = out.toString(StandardCharsets.UTF_8);
+      assertEquals(1, exit, all);
+      assertTrue(all.contains("but some of its processes run"), all);
+      assertTrue(all.contains("  Kafka       running (pid " + kafka.pid() + ")"), all);
+      assertTrue(all.contains("Stop them with ./local-stack.sh down."), all);
+    } finally {
+      kafka.destroyForcibly();
+    }
   }
 
   @Test
