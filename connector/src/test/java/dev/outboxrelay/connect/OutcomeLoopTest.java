@@ -79,7 +79,7 @@ class OutcomeLoopTest {
     var claimed = f.claimIntoLedger().get(0);
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     store.failing = true;
-    Time time = new MockTime();
+    MockTime time = new MockTime();
     StoreHealth health = new StoreHealth(f.metrics, time);
     LeaseRenewer renewer =
         new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
@@ -106,11 +106,18 @@ class OutcomeLoopTest {
     Thread stopper = new Thread(() -> loop.stop(Duration.ofSeconds(2), Duration.ZERO));
     stopper.setDaemon(true);
     stopper.start();
-
-    await().until(() -> f.ledger.isEmpty()); // written during the flush
-    await().until(() -> !stopper.isAlive()); // and the flush ended with nothing left to write
-    assertEquals(MessageStatus.PENDING, f.store.find("m1").orElseThrow().status());
-    assertEquals(0, f.metrics.lateAcks.get());
+    try {
+      await().until(() -> f.ledger.isEmpty()); // written during the flush
+      await().until(() -> !stopper.isAlive()); // and the flush ended with nothing left to write
+      await().until(() -> !loop.isAlive());
+      assertEquals(MessageStatus.PENDING, f.store.find("m1").orElseThrow().status());
+      assertEquals(0, f.metrics.lateAcks.get());
+    } finally {
+      // Failed, the flush would wait for ever on this clock, the loop in its backoff: past both.
+      time.sleep(Duration.ofHours(3).toMillis());
+      stopper.join(10_000);
+      await().until(() -> !loop.isAlive());
+    }
   }
 
   /**

@@ -85,9 +85,9 @@ class StatusMetricsTest {
   void processesRunningWithoutTheStacksRecordAreListed() throws Exception {
     StateDir state = new StateDir(stateDir);
     // A process whose command line carries the Kafka broker's marker, as the launcher starts it.
+    // It waits on its stdin, a pipe from this JVM: no child of its own, and it ends with the JVM.
     Process kafka =
-        new ProcessBuilder(
-                "bash", "-c", "sleep 600; true", StackProcesses.marker(state, Component.KAFKA))
+        new ProcessBuilder("bash", "-c", "read -r _", StackProcesses.marker(state, Component.KAFKA))
             .start();
     try {
       Files.createDirectories(stateDir.resolve("pids"));
@@ -106,6 +106,7 @@ class StatusMetricsTest {
       assertTrue(all.contains("Stop them with ./local-stack.sh down."), all);
     } finally {
       kafka.destroyForcibly();
+      kafka.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
     }
   }
 

@@ -176,6 +176,7 @@ class RetentionStatementTest {
   void aPartitionedLogLosesNoEntryThatSharesAPositionInAnotherPartition() throws SQLException {
     try (HikariDataSource partitioned = Postgres.pool(Postgres.freshDatabase("partitioned"), 4)) {
       new SchemaMigrator(partitioned, TABLE).migrate();
+      OffsetDateTime cutoff = cutoff(); // one instant for both partitions' bounds and the delete
       try (Connection c = partitioned.getConnection();
           Statement s = c.createStatement()) {
         s.execute("CREATE TABLE log_columns (LIKE outbox_published)");
@@ -185,12 +186,12 @@ class RetentionStatementTest {
         s.execute(
             "CREATE TABLE outbox_published_old PARTITION OF outbox_published"
                 + " FOR VALUES FROM (MINVALUE) TO ('"
-                + cutoff()
+                + cutoff
                 + "')");
         s.execute(
             "CREATE TABLE outbox_published_new PARTITION OF outbox_published"
                 + " FOR VALUES FROM ('"
-                + cutoff()
+                + cutoff
                 + "') TO (MAXVALUE)");
         s.execute(
             "CREATE INDEX outbox_published_at_idx ON outbox_published (instance_key, published_at)");
@@ -200,7 +201,7 @@ class RetentionStatementTest {
       PostgresOutboxStore store =
           new PostgresOutboxStore(partitioned, TABLE, RelayClock.database(), null);
 
-      assertEquals(1, store.deletePublished(Set.of("eu"), cutoff().toInstant(), 10));
+      assertEquals(1, store.deletePublished(Set.of("eu"), cutoff.toInstant(), 10));
 
       try (Connection c = partitioned.getConnection();
           Statement s = c.createStatement();
