@@ -116,6 +116,12 @@ class MessageIdColumnTest {
     assertRefused(run("aggregateid", "park", "--message-id", "o-43", "--in-flight"), "o-43", 2);
   }
 
+  /** Inspect says so too, rather than show one of the rows as if it were the id's. */
+  @Test
+  void inspectRefusesAnIdThatSeveralRowsHold() throws SQLException {
+    assertRefused(run("aggregateid", "inspect", "o-42"), "o-42", 2);
+  }
+
   /** A dry run, which an operator runs first, says so too rather than counting both rows. */
   @Test
   void dryRunsRefuseItToo() throws SQLException {

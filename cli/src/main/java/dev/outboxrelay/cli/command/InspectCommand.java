@@ -47,7 +47,8 @@ public final class InspectCommand extends InstanceCommand {
 
   @Override
   int run(Database database) {
-    Optional<RowView> found = database.operatorStore().inspect(instanceKey, messageId, payload);
+    Optional<RowView> found =
+        oneRowPerId(() -> database.operatorStore().inspect(instanceKey, messageId, payload));
     if (found.isEmpty()) {
       throw CliException.nothingMatched(
           "instance key "

@@ -114,10 +114,14 @@ public final class OperatorStore {
 
   /**
    * The row with this message id, only if it belongs to the key: the table's, else the (latest)
-   * entry of the published log. Its payload and headers are read only when {@code withPayload};
-   * otherwise they never leave the database (the published log keeps neither).
+   * entry of the published log; {@link MessageIdNotUniqueException} where several rows of the key
+   * hold it. Its payload and headers are read only when {@code withPayload}; otherwise they never
+   * leave the database (the published log keeps neither).
    */
   public Optional<RowView> inspect(String instanceKey, String messageId, boolean withPayload) {
+    // One of several rows sharing the id (--column-message-id naming an aggregate id) was shown
+    // as if it were the row: refused, as the changes refuse it.
+    requireOneRowPerId("inspect", instanceKey, List.of(messageId));
     return run(
         "inspect",
         withPayload ? sql.inspectWithPayload : sql.inspect,
@@ -357,14 +361,18 @@ public final class OperatorStore {
 
   /** As {@link #requireOneRow}, before a dry run by message id counts. */
   private void requireOneRowPerId(ParkedSelection request) {
+    requireOneRowPerId("count-parked", request.instanceKey(), request.messageIds());
+  }
+
+  private void requireOneRowPerId(String operation, String instanceKey, List<String> messageIds) {
     run(
-        "count-parked",
+        operation,
         sql.sharedMessageId,
         (c, statement) -> {
           try (ResultSet rs =
               statement
-                  .setString("instance_key", InstanceKeys.requireValid(request.instanceKey()))
-                  .setArray("message_ids", c.createArrayOf("text", request.messageIds().toArray()))
+                  .setString("instance_key", InstanceKeys.requireValid(instanceKey))
+                  .setArray("message_ids", c.createArrayOf("text", messageIds.toArray()))
                   .executeQuery()) {
             if (rs.next()) {
               requireOneRow(rs);
