@@ -12,7 +12,6 @@ import java.util.Objects;
 import java.util.Optional;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.header.ConnectHeaders;
-import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
@@ -202,6 +201,21 @@ public final class RecordMapper {
    * @throws IllegalArgumentException if {@code reasonCode} is not a reason code
    */
   public SourceRecord deadLetter(ClaimedMessage row, String reasonCode) {
+    SourceRecord copy = deadLetterRecord(row, reasonCode);
+    return new SourceRecord(
+        copy.sourcePartition(),
+        SourceOffsets.deadLetterOffset(row, reasonCode),
+        copy.topic(),
+        copy.kafkaPartition(),
+        copy.keySchema(),
+        copy.key(),
+        copy.valueSchema(),
+        copy.value(),
+        copy.timestamp(),
+        copy.headers());
+  }
+
+  private SourceRecord deadLetterRecord(ClaimedMessage row, String reasonCode) {
     if (!settings.hasDeadLetterTopic()) {
       throw new IllegalStateException("no dead-letter topic is configured");
     }
@@ -270,17 +284,25 @@ public final class RecordMapper {
   }
 
   /**
-   * The reason code {@code record} is a dead-letter copy for (its failure-reason header, on the
-   * dead-letter topic, where no row's own record may go), or null for a row's own record. Told by
-   * the record, not by what the task holds of its row: a row the same owner claimed again under the
-   * same token (the first claim lost in a database crash) may map otherwise the second time.
+   * The reason code {@code record} is a dead-letter copy for, or null for a row's own record. A
+   * copy is told by its topic (the dead-letter topic, where no row's own record may go; a record's
+   * topic is fixed once made) and its reason read from its source offset ({@link
+   * SourceOffsets#deadLetterOffset}), not from its header, which a transform may remove in place.
+   * Told by the record, not by what the task holds of its row: a row the same owner claimed again
+   * under the same token (the first claim lost in a database crash) may map otherwise the second
+   * time.
+   *
+   * @throws IllegalStateException for a record on the dead-letter topic without a reason (not of
+   *     this mapper's making)
    */
   public String deadLetterReasonOf(SourceRecord record) {
     if (!settings.hasDeadLetterTopic() || !settings.deadLetterTopic().equals(record.topic())) {
       return null;
     }
-    Header reason = record.headers().lastWithName(OutboxHeaders.FAILURE_REASON);
-    return reason != null && reason.value() instanceof String code ? code : null;
+    return ReasonCodes.require(
+        SourceOffsets.deadLetterReason(record)
+            .orElseThrow(
+                () -> new IllegalStateException("a dead-letter record without its reason code")));
   }
 
   /**

@@ -27,6 +27,7 @@ public final class SourceOffsets {
   public static final String EPOCH = "epoch";
   public static final String BATCH = "batch";
   public static final String PARKED = "parked";
+  public static final String DEAD_LETTER_REASON = "dead_letter_reason";
 
   private SourceOffsets() {}
 
@@ -41,6 +42,31 @@ public final class SourceOffsets {
    */
   public static Map<String, Object> offset(ClaimedMessage row) {
     return Map.of(MESSAGE_ID, row.messageId(), LEASE_TOKEN, row.lease().token(), SEQ, row.seq());
+  }
+
+  /**
+   * A dead-letter copy's offset: the row's ({@link #offset}) and the reason code it was sent for,
+   * which its acknowledgement records. Carried here, where nothing after the connector can change
+   * it: a transform may edit the record's headers in place, and Connect acknowledges the record it
+   * was given, whose headers object the transform shares.
+   */
+  public static Map<String, Object> deadLetterOffset(ClaimedMessage row, String reasonCode) {
+    return Map.of(
+        MESSAGE_ID,
+        row.messageId(),
+        LEASE_TOKEN,
+        row.lease().token(),
+        SEQ,
+        row.seq(),
+        DEAD_LETTER_REASON,
+        reasonCode);
+  }
+
+  /** The reason code a dead-letter copy was sent for ({@link #deadLetterOffset}), if any. */
+  public static Optional<String> deadLetterReason(SourceRecord record) {
+    return offsetOf(record).get(DEAD_LETTER_REASON) instanceof String code
+        ? Optional.of(code)
+        : Optional.empty();
   }
 
   /**

@@ -129,6 +129,27 @@ class RecordHandoffTest {
             new RecordMetadata(new TopicPartition("orders", 2), 5, 0, 0L, 0, 0)));
   }
 
+  /**
+   * A transform that removes a header in place changes the record Connect acknowledges (it shares
+   * the headers object): the copy is still told by its topic and its reason by its source offset.
+   * Told by the header, its acknowledgement recorded the row PUBLISHED at the dead-letter topic.
+   */
+  @Test
+  void aDeadLetterCopyIsToldWhateverATransformDidToItsHeaders() {
+    RecordHandoff handoff = new RecordHandoff(mapper("dlq"), ledger, o -> true, metrics, "owner");
+    SourceRecord deadLetter = handoff.toRecords(List.of(row("bad", "__consumer_offsets"))).get(0);
+    deadLetter.headers().remove("outbox.failure_reason"); // a transform's DropHeaders, in place
+    assertEquals(
+        new PendingOutcome.Failed(
+            "bad", new Lease("owner", 7), "TOPIC_UNROUTABLE", new KafkaCoordinates("dlq", 1, 9)),
+        handoff.outcomeOf(
+            deadLetter,
+            "bad",
+            1,
+            7,
+            new RecordMetadata(new TopicPartition("dlq", 1), 9, 0, 0L, 0, 0)));
+  }
+
   /** At stop the queue refuses: the row comes back after its lease, and that is not silent. */
   @Test
   void aFailedOutcomeTheStoppingTaskCannotQueueIsReportedLate() {
