@@ -319,13 +319,14 @@ final class ConfigChecks {
    * generic "Anything" record, several times the payload's size, past the size the relay checked.
    */
   static final List<String> SCHEMA_CONVERTERS =
-      List.of(
-          AVRO_CONVERTERS.get(0),
-          AVRO_CONVERTERS.get(1),
-          "io.confluent.connect.protobuf.ProtobufConverter",
-          "io.confluent.connect.json.JsonSchemaConverter",
-          "io.apicurio.registry.utils.converter.ProtobufConverter",
-          "io.apicurio.registry.utils.converter.ExtJsonConverter");
+      java.util.stream.Stream.concat(
+              AVRO_CONVERTERS.stream(),
+              java.util.stream.Stream.of(
+                  "io.confluent.connect.protobuf.ProtobufConverter",
+                  "io.confluent.connect.json.JsonSchemaConverter",
+                  "io.apicurio.registry.utils.converter.ProtobufConverter",
+                  "io.apicurio.registry.utils.converter.ExtJsonConverter"))
+          .toList();
 
   /** A schemaless JSON value for a converter that needs a schema: the schema must be inferred. */
   private static void schemaForSchemaConverter(

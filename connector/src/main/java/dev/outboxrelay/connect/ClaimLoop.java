@@ -570,10 +570,11 @@ final class ClaimLoop {
    * claim still running on the task thread is not such a claim; if it commits, its rows wait out
    * their lease; a release running there stops at its next page). Left leased, they waited out
    * their lease and were then reclaimed one by one in isolation as abandoned rows, counted as
-   * possible duplicates though no record of them was ever sent. Exactly once, also the rows of a
-   * batch claimed ahead that Connect never got (the stop forgot it): left leased, the next
-   * instance's recovery would release them as suspects, to be claimed one by one. Never throws: the
-   * task is stopping, and the leases run out instead.
+   * possible duplicates though no record of them was ever sent. Exactly once, also the rows of the
+   * batches claimed that Connect never got (the one ahead, one whose parks the stop interrupted;
+   * the stop forgot them): left leased, the next instance's recovery would release them as
+   * suspects, to be claimed one by one. Never throws: the task is stopping, and the leases run out
+   * instead.
    */
   void giveBackAtStop() {
     taskStopping();
@@ -598,7 +599,7 @@ final class ClaimLoop {
       giveBackUnusedClaim();
       if (exactlyOnce != null) {
         // By their leases, first: a lost claim's release ends at one claim's worth of rows, and
-        // the batch ahead is not one of them (the stop forgot it after the lost claim began).
+        // the batches never handed over are not among them (the stop forgot them).
         releaseClaimedAhead();
       }
       releaseAtStop();

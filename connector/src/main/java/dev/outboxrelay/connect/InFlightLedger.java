@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class InFlightLedger {
 
-  /** One handed record: its lease, and what Kafka's acknowledgement should record. */
+  /** One handed record: its row's lease, key, attempts and estimated size. */
   record Entry(
       String messageId, long seq, String instanceKey, Lease lease, int attempts, long bytes) {
     HeldLease heldLease() {

@@ -92,6 +92,9 @@ final class Maintenance {
     }
   }
 
+  /** SQLState of a statement cancelled by statement_timeout. */
+  private static final String STATEMENT_TIMEOUT = "57014";
+
   /**
    * The backlog figures. Counting reads every row awaiting delivery or parked, so on a backlog of
    * millions it takes seconds, on tens of millions up to the statement timeout: the next count
@@ -100,12 +103,10 @@ final class Maintenance {
    * logged, not thrown, so that task 0 claims between counts (it claimed nothing while each poll
    * ran the count again and failed). The lag is then read alone (each key's first row awaiting
    * delivery), so that lag-ms stays current exactly when the backlog is largest, and so are the
-   * parked rows (by their own index), which the parked-rows alert reads; the other backlog figures
-   * keep their last values. An error that retrying cannot fix still fails the task.
+   * parked rows (by their own index), which the parked-rows alert reads, and the rows another
+   * connector holds; the other backlog figures keep their last values. An error that retrying
+   * cannot fix still fails the task.
    */
-  /** SQLState of a statement cancelled by statement_timeout. */
-  private static final String STATEMENT_TIMEOUT = "57014";
-
   private void readBacklog(long startMs) {
     BacklogSnapshot snapshot = null;
     OutboxStoreException failure = null;

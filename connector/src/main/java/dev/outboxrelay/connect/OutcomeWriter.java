@@ -42,8 +42,8 @@ final class OutcomeWriter {
 
   /**
    * @param giveBackUnconfirmedClaim run at a stop before the leases of what Kafka never
-   *     acknowledged end: releases a claim whose result never arrived, and exactly once a batch
-   *     claimed ahead that Connect never got ({@link ClaimLoop#giveBackAtStop}); never throws
+   *     acknowledged end: releases a claim whose result never arrived, and exactly once the batches
+   *     claimed that Connect never got ({@link ClaimLoop#giveBackAtStop}); never throws
    */
   OutcomeWriter(
       OutboxStore store,
@@ -126,7 +126,8 @@ final class OutcomeWriter {
    * end parks). Runs after the outcome loop has ended, on its thread: no renewal (which matches
    * owner and token, not a live lease) can extend a lease after this. Exactly once the next
    * instance's recovery settles them from the committed offsets, and only rows never handed to
-   * Connect (a batch claimed ahead) are given back here. Never throws: the task is stopping.
+   * Connect (claimed ahead, or dropped by the stop) are given back here. Never throws: the task is
+   * stopping.
    */
   void settleUnresolvedAtStop() {
     giveBackUnconfirmedClaim.run(); // first: ending the leases below would make them abandoned

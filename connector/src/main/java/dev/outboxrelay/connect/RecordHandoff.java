@@ -104,12 +104,11 @@ final class RecordHandoff {
     List<SourceRecord> records = new ArrayList<>(claimed.size());
     for (ClaimedMessage row : claimed) {
       MappingResult result = mapper.map(row);
+      ledger.add(row); // an unpublishable row's outcome is awaited too, its copy's or its park's
       if (result instanceof MappingResult.Mapped mapped) {
-        ledger.add(row);
         records.add(mapped.record());
       } else if (result instanceof MappingResult.Unpublishable bad) {
         logUnpublishable(row, bad.reasonCode());
-        ledger.add(row);
         if (mapper.settings().hasDeadLetterTopic()) {
           records.add(mapper.deadLetter(row, bad.reasonCode()));
         } else if (!submit.test(

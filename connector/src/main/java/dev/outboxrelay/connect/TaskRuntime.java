@@ -254,9 +254,9 @@ final class TaskRuntime {
 
   /**
    * The loop died before the stop (a bug, an Error): settle now what its end did not, or the rows
-   * would wait out their leases (exactly once, the batch claimed ahead would be left to the next
-   * instance's recovery, counted abandoned). Whatever killed the loop may strike here again: the
-   * store is closed all the same.
+   * would wait out their leases (exactly once, the batches never handed over would be left to the
+   * next instance's recovery, counted abandoned). Whatever killed the loop may strike here again:
+   * the store is closed all the same.
    */
   private void settleAfterTheLoopDied() {
     try {

@@ -494,10 +494,11 @@ public final class RelayMetrics {
     counts.forEach(
         (name, count) ->
             line.append(line.isEmpty() ? "" : " ").append(name).append('=').append(count));
+    double lag = lagGauge(); // as lag-ms shows it: unknown where it is NaN
     return line.append(" inFlight=")
         .append(inFlight())
         .append(" lagMs=")
-        .append(lagMs())
+        .append(Double.isNaN(lag) ? "unknown" : Long.toString((long) lag))
         .toString();
   }
 

@@ -269,8 +269,10 @@ record StackOptions(
     for (Optional<String> url : List.of(externalJdbcUrl, connectorJdbcUrl)) {
       if (url.isPresent() && !Redaction.jdbcUrl(url.get()).equals(url.get())) {
         throw new StackException(
-            "a JDBC URL given (--jdbc-url, --connector-jdbc-url or "
+            "a JDBC URL given (--jdbc-url, --connector-jdbc-url, "
                 + JDBC_URL_ENV
+                + " or "
+                + DEPRECATED_JDBC_URL_ENV
                 + ") carries a password, which the stack's record and the connector's config would"
                 + " keep: remove it from the URL and set "
                 + DB_PASSWORD_ENV

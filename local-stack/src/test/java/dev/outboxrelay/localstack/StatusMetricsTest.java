@@ -110,6 +110,30 @@ class StatusMetricsTest {
     }
   }
 
+  /**
+   * A worker that runs but whose REST API does not answer gets one line, and status goes on to the
+   * metrics and the rows: it threw there and printed nothing more.
+   */
+  @Test
+  void aWorkerWhoseRestApiDoesNotAnswerGetsOneLine() throws Exception {
+    StateDir state = new StateDir(stateDir);
+    Process connect =
+        new ProcessBuilder(
+                "bash", "-c", "read -r _", StackProcesses.marker(state, Component.CONNECT))
+            .start();
+    try {
+      Files.createDirectories(stateDir.resolve("pids"));
+      state.writePid(Component.CONNECT, connect.pid());
+      String out = status(serve(200, PrometheusTextTest.SCRAPE));
+      assertTrue(
+          out.contains("  Connectors: not read (the worker's REST API does not answer; see "), out);
+      assertTrue(out.contains("outbox-relay-local (2 tasks): published 7"), out);
+    } finally {
+      connect.destroyForcibly();
+      connect.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
+    }
+  }
+
   @Test
   void printsTheHeadlineFiguresPerConnector() throws IOException {
     String url = serve(200, PrometheusTextTest.SCRAPE);
