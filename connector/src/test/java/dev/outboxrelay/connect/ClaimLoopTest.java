@@ -468,23 +468,10 @@ class ClaimLoopTest {
    */
   @Test
   void anExactlyOnceStopGivesBackEveryBatchNeverHandedOver() {
-    RuntimeFixture f =
-        new RuntimeFixture(
-            Map.of(
-                "delivery.guarantee", "exactly-once",
-                "exactly.once.support", "required",
-                "claim.batch.size", "2"));
-    for (String id : List.of("r1", "r2", "r3", "r4", "r5")) {
-      f.add("eu", id, "aggregate-" + id);
-    }
+    RuntimeFixture f = exactlyOnceRows(2, "r1", "r2", "r3", "r4", "r5");
     ExactlyOnceState exactlyOnce =
         new ExactlyOnceState(f.store, f.settings, () -> NO_OFFSETS, f.metrics, time);
-    assertTrue(exactlyOnce.recover());
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(f.store, f.ledger, f.metrics, f.settings, time, health, f.wake);
-    ClaimLoop loop =
-        new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time, exactlyOnce);
+    ClaimLoop loop = exactlyOnceLoop(f, exactlyOnce);
     assertEquals(List.of("r1", "r2"), ids(loop.next()));
     exactlyOnce.handedOver(
         List.of(
@@ -511,23 +498,10 @@ class ClaimLoopTest {
    */
   @Test
   void anExactlyOnceStopRemembersNoBatchBeforeThePreviousClaims() {
-    RuntimeFixture f =
-        new RuntimeFixture(
-            Map.of(
-                "delivery.guarantee", "exactly-once",
-                "exactly.once.support", "required",
-                "claim.batch.size", "1"));
-    for (String id : List.of("r1", "r2", "r3", "r4")) {
-      f.add("eu", id, "aggregate-" + id);
-    }
-    ExactlyOnceState exactlyOnce =
-        new ExactlyOnceState(f.store, f.settings, () -> NO_OFFSETS, f.metrics, time);
-    assertTrue(exactlyOnce.recover());
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(f.store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    RuntimeFixture f = exactlyOnceRows(1, "r1", "r2", "r3", "r4");
     ClaimLoop loop =
-        new ClaimLoop(f.store, f.settings, f.ledger, renewer, health, f.metrics, time, exactlyOnce);
+        exactlyOnceLoop(
+            f, new ExactlyOnceState(f.store, f.settings, () -> NO_OFFSETS, f.metrics, time));
     for (String id : List.of("r1", "r2", "r3", "r4")) {
       assertEquals(List.of(id), ids(loop.next())); // none handed over: as if each parked whole
     }
@@ -538,6 +512,30 @@ class ClaimLoopTest {
     assertEquals(MessageStatus.IN_FLIGHT, f.store.find("r2").orElseThrow().status());
     assertEquals(MessageStatus.PENDING, f.store.find("r3").orElseThrow().status());
     assertEquals(MessageStatus.PENDING, f.store.find("r4").orElseThrow().status());
+  }
+
+  /** Exactly once, claims of {@code batchSize}: one row of its own aggregate per id, key eu. */
+  private static RuntimeFixture exactlyOnceRows(int batchSize, String... ids) {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "delivery.guarantee", "exactly-once",
+                "exactly.once.support", "required",
+                "claim.batch.size", Integer.toString(batchSize)));
+    for (String id : ids) {
+      f.add("eu", id, "aggregate-" + id);
+    }
+    return f;
+  }
+
+  /** The fixture's claim loop with {@code exactlyOnce}, recovered (nothing to recover). */
+  private ClaimLoop exactlyOnceLoop(RuntimeFixture f, ExactlyOnceState exactlyOnce) {
+    assertTrue(exactlyOnce.recover());
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(f.store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    return new ClaimLoop(
+        f.store, f.settings, f.ledger, renewer, health, f.metrics, time, exactlyOnce);
   }
 
   private static final org.apache.kafka.connect.storage.OffsetStorageReader NO_OFFSETS =

@@ -78,20 +78,28 @@ class StatusMetricsTest {
   }
 
   /**
+   * A process standing in for {@code component}: its command line carries the component's marker,
+   * as the launcher starts it, and its pid file names it. It waits on its stdin, a pipe from this
+   * JVM: no child of its own, and it ends with the JVM.
+   */
+  private Process standIn(Component component) throws IOException {
+    StateDir state = new StateDir(stateDir);
+    Process process =
+        new ProcessBuilder("bash", "-c", "read -r _", StackProcesses.marker(state, component))
+            .start();
+    Files.createDirectories(stateDir.resolve("pids"));
+    state.writePid(component, process.pid());
+    return process;
+  }
+
+  /**
    * Processes of the stack that run without its record (a launcher that ended early, or one still
    * starting) are listed, with how to stop them: status said no stack was running.
    */
   @Test
   void processesRunningWithoutTheStacksRecordAreListed() throws Exception {
-    StateDir state = new StateDir(stateDir);
-    // A process whose command line carries the Kafka broker's marker, as the launcher starts it.
-    // It waits on its stdin, a pipe from this JVM: no child of its own, and it ends with the JVM.
-    Process kafka =
-        new ProcessBuilder("bash", "-c", "read -r _", StackProcesses.marker(state, Component.KAFKA))
-            .start();
+    Process kafka = standIn(Component.KAFKA);
     try {
-      Files.createDirectories(stateDir.resolve("pids"));
-      state.writePid(Component.KAFKA, kafka.pid());
       ByteArrayOutputStream out = new ByteArrayOutputStream();
       int exit =
           LocalStack.run(
@@ -116,14 +124,8 @@ class StatusMetricsTest {
    */
   @Test
   void aWorkerWhoseRestApiDoesNotAnswerGetsOneLine() throws Exception {
-    StateDir state = new StateDir(stateDir);
-    Process connect =
-        new ProcessBuilder(
-                "bash", "-c", "read -r _", StackProcesses.marker(state, Component.CONNECT))
-            .start();
+    Process connect = standIn(Component.CONNECT);
     try {
-      Files.createDirectories(stateDir.resolve("pids"));
-      state.writePid(Component.CONNECT, connect.pid());
       String out = status(serve(200, PrometheusTextTest.SCRAPE));
       assertTrue(
           out.contains("  Connectors: not read (the worker's REST API does not answer; see "), out);
