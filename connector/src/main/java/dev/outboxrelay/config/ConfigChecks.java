@@ -200,7 +200,7 @@ final class ConfigChecks {
     }
     for (Object key : keys) {
       int shortest =
-          ROW_VARIABLE.matcher(template.replace(variable, "")).replaceAll("").length()
+          Validators.VARIABLE.matcher(template.replace(variable, "")).replaceAll("").length()
               + occurrences(template, variable) * key.toString().length();
       if (shortest > TopicNames.MAX_LENGTH) {
         out.add(
@@ -229,9 +229,6 @@ final class ConfigChecks {
       }
     }
   }
-
-  /** A template variable that a row's own value fills. */
-  private static final Pattern ROW_VARIABLE = Pattern.compile("\\$\\{[^}]*}");
 
   private static int occurrences(String text, String part) {
     return (text.length() - text.replace(part, "").length()) / part.length();

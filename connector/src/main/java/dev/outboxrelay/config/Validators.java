@@ -37,7 +37,8 @@ final class Validators {
           "${" + TopicRouter.EVENT_TYPE + "}",
           "${" + TopicRouter.INSTANCE_KEY + "}");
 
-  private static final Pattern VARIABLE = Pattern.compile("\\$\\{[^}]*}");
+  /** A topic template variable, ${...}. */
+  static final Pattern VARIABLE = Pattern.compile("\\$\\{[^}]*}");
 
   /** A PostgreSQL channel name that needs no quoting: NAMEDATALEN - 1 = 63 bytes. */
   private Validators() {}
