@@ -107,6 +107,11 @@ final class LeaseRenewer {
     stopping = true;
   }
 
+  /** For tests: whether {@link #taskStopping} was called. */
+  boolean isStopping() {
+    return stopping;
+  }
+
   /** False while renewals fail: the task must not claim more than it can keep. */
   boolean isHealthy() {
     return healthy;

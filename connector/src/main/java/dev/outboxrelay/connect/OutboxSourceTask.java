@@ -453,12 +453,13 @@ public class OutboxSourceTask extends SourceTask {
       metrics.unregister();
     }
     if (prefetch != null && runtime != null) {
-      // What Connect never got leaves the ledger, so the outcome writer does not wait for it.
+      // What Connect never got leaves the ledger, so the outcome writer does not wait for it. The
+      // held batch last: a park of it whose reply was lost is looked up in the database, which
+      // may wait for a connection, and the listener and renewals must have stopped by then.
       RecordHandoff handoff = runtime.handoff();
       prefetch.close(PREFETCH_STOP_WAIT, untaken -> handoff.forget(untaken.positioned()));
-      runtime.handoff().forgetHeld();
-    }
-    if (runtime != null) {
+      runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace(), handoff::forgetHeld);
+    } else if (runtime != null) {
       runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace());
     }
   }
@@ -471,6 +472,11 @@ public class OutboxSourceTask extends SourceTask {
   /** For tests: the hand-off, to stop it as a stop on another thread would. */
   RecordHandoff handoff() {
     return runtime.handoff();
+  }
+
+  /** For tests: whether the lease renewer was told that the task stops. */
+  boolean renewerStopping() {
+    return runtime.renewer().isStopping();
   }
 
   String owner() {

@@ -217,6 +217,15 @@ final class TaskRuntime {
    * that. Idempotent.
    */
   void stop(Duration flushTimeout, Duration lateAckGrace) {
+    stop(flushTimeout, lateAckGrace, () -> {});
+  }
+
+  /**
+   * As {@link #stop(Duration, Duration)}, running {@code lastTaskStep} once the other threads were
+   * told to stop and before the flush: a step that may wait for the database (a pooled connection
+   * during an outage) then holds no renewal or listener running on past the stop.
+   */
+  void stop(Duration flushTimeout, Duration lateAckGrace, Runnable lastTaskStep) {
     if (!stopRequested.compareAndSet(false, true)) {
       return;
     }
@@ -230,6 +239,7 @@ final class TaskRuntime {
       deadLetterCopies.stop();
     }
     wake.wake();
+    lastTaskStep.run();
     if (started) {
       loop.stop(flushTimeout, lateAckGrace);
     } else {

@@ -41,6 +41,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -108,6 +109,9 @@ class ExactlyOnceTaskTest {
 
   /** Reads of whether a park committed under its own lease that fail as in an outage. */
   private volatile int ownParkChecksFail;
+
+  /** Per read of whether a park committed under its own lease: whether renewals had stopped. */
+  private final List<Boolean> renewerStoppedAtParkChecks = new CopyOnWriteArrayList<>();
 
   /** When set, {@code markFailed} counts the first down and waits for the second before it runs. */
   private volatile CountDownLatch[] parkPause;
@@ -876,6 +880,20 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * ... and the stop asks the database only once the renewals and the listener were told to stop:
+   * the question may wait for a pooled connection (up to {@code connection.timeout.ms} in an
+   * outage), and meanwhile renewals must not run on past the stop.
+   */
+  @Test
+  void aStopAsksWhetherAParkCommittedOnlyOnceRenewalsStopped() {
+    startWithAParkWhoseReplyIsLost();
+
+    task.stop();
+
+    assertEquals(List.of(true), renewerStoppedAtParkChecks);
+  }
+
+  /**
    * ... also when the retry found the row parked and the database went away again before it could
    * tell whose park that was: the stop asks again.
    */
@@ -1369,6 +1387,9 @@ class ExactlyOnceTaskTest {
               if (pause != null && method.getName().equals("markFailed")) {
                 pause[0].countDown();
                 assertTrue(pause[1].await(30, TimeUnit.SECONDS), "resumed");
+              }
+              if (method.getName().equals("parkedUnderOwnLease") && task != null) {
+                renewerStoppedAtParkChecks.add(task.renewerStopping());
               }
               if (ownParkChecksFail > 0 && method.getName().equals("parkedUnderOwnLease")) {
                 ownParkChecksFail--;
