@@ -69,6 +69,9 @@ final class OutcomeLoop {
   /** The stop's flush ends then (monotonic clock); MAX_VALUE until stop() is called. */
   private volatile long flushDeadlineMs = Long.MAX_VALUE;
 
+  /** Set once no acknowledgement can come any more (a later instance of the task started). */
+  private volatile boolean acknowledgementsEnded;
+
   /**
    * Ends the loop's wait for outcomes: a submit, or stop(). The thread is never interrupted: an
    * interrupt that landed in a write (a wait for a pooled connection ends with an exception at
@@ -195,6 +198,17 @@ final class OutcomeLoop {
     stopping.wake();
   }
 
+  /**
+   * At least once, after {@link #stop}: no acknowledgement can come any more (Connect started a
+   * later instance of the task in this worker, so this one's producer is closed). The grace ends
+   * once what is queued is written: the rows still unresolved are settled at once, not after the
+   * grace.
+   */
+  void acknowledgementsEnded() {
+    acknowledgementsEnded = true;
+    outcomeArrived.wake();
+  }
+
   private void run() {
     if (mdc != null) {
       MDC.setContextMap(mdc);
@@ -233,6 +247,14 @@ final class OutcomeLoop {
     while (true) {
       boolean closing = closeDeadlineMs != Long.MAX_VALUE;
       if (closing && (ledger.isEmpty() && queue.isEmpty() || pastCloseDeadline())) {
+        return;
+      }
+      if (closing && acknowledgementsEnded && queue.isEmpty()) {
+        log.info(
+            "A later instance of this task started in this worker: none of the {} records still"
+                + " unresolved can be acknowledged any more, and the late-acknowledgement grace"
+                + " ends now (reason=TASK_SUCCEEDED)",
+            ledger.size());
         return;
       }
       List<PendingOutcome> batch = nextBatch();

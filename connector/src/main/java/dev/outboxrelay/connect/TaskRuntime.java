@@ -42,6 +42,7 @@ final class TaskRuntime {
   private Maintenance maintenance;
   private boolean started;
   private final String threadSuffix;
+  private TaskSuccession.Instance succession;
 
   /**
    * Opens the store and starts the task's threads: the outcome loop, and the LISTEN thread when
@@ -54,6 +55,8 @@ final class TaskRuntime {
       RelayMetrics metrics,
       Time time,
       Supplier<OffsetStorageReader> offsets) {
+    // First: the previous instance of this task in this worker settles its unresolved rows now.
+    TaskSuccession.Instance succession = TaskSuccession.started(config.identity());
     String suffix = config.identity().threadSuffix();
     OutboxStore store = provider.open(config.connector(), "outbox-relay-" + suffix);
     TaskRuntime runtime;
@@ -63,6 +66,7 @@ final class TaskRuntime {
       store.close(); // the pool and its connections, opened for a runtime that never was
       throw e;
     }
+    runtime.succession = succession;
     try {
       runtime.loop.start();
       runtime.started = true; // from now on the loop's end is the second party to the close
@@ -241,6 +245,12 @@ final class TaskRuntime {
     wake.wake();
     lastTaskStep.run();
     if (started) {
+      if (exactlyOnce == null) {
+        // Before the loop may end (at its end it forgets this). Exactly once, no acknowledgement
+        // comes after stop() at all, and the grace only retries the writes in hand through a
+        // database error: the next instance must not cut that short.
+        succession.whenSucceeded(loop::acknowledgementsEnded);
+      }
       loop.stop(flushTimeout, lateAckGrace);
     } else {
       closeWhenBothDone(); // no loop will ever end: arrive in its place
@@ -256,6 +266,7 @@ final class TaskRuntime {
 
   /** The outcome loop's last act: closes the store if the task has asked to stop already. */
   private void closeWhenBothDone() {
+    succession.ended();
     // Each party arrives once, so the count reaches zero exactly once.
     if (closeParties.decrementAndGet() == 0) {
       close();

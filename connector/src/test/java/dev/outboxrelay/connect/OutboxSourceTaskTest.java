@@ -167,6 +167,37 @@ class OutboxSourceTaskTest {
     assertEquals(MessageStatus.IN_FLIGHT, status("held"));
   }
 
+  /**
+   * A stopped task waits out its grace for acknowledgements of the records Kafka has not
+   * acknowledged, but not once Connect starts the task's next instance in this worker: the stopped
+   * instance's producer is closed by then, so its leases end at once (its rows abandoned rows, for
+   * the next instance to reclaim) instead of 30 s later, while its aggregates' next rows wait.
+   */
+  @Test
+  void aStoppedTaskEndsItsUnacknowledgedLeasesOnceItsNextInstanceStarts() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    add("eu", "m1", "a", "{}".getBytes());
+    OutboxSourceTask first = startTask(Map.of());
+    assertEquals(List.of("m1"), messageIds(first.poll())); // never acknowledged
+    stopMovingTheClock(first);
+    assertEquals(0, failing.closes.get(), "the stopped instance waits for late acknowledgements");
+    long mark = LogCapture.get().mark();
+
+    startTask(Map.of()); // the same connector's task 0 again
+
+    await().until(() -> failing.closes.get() == 1);
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().startsWith("Lease ended at stop without a written outcome")
+                        && e.message().contains("message_id=m1"))
+            .size());
+  }
+
   /** Stops the task and lets the stop's grace end: an outcome still unwritten is abandoned. */
   private void stopPastTheGrace(MockTime mockTime) {
     stopMovingTheClock(task);
