@@ -126,7 +126,7 @@ usage: ./local-stack.sh [up|down|status|demo|help] [options]
            the demo-only options name (used by docker/docker-compose.yml)
   running  exit with 0 when the local stack runs, 1 when not; prints nothing (for scripts)
 
-options (each also as an environment variable):
+options (most also as an environment variable):
   --jdbc-url=URL          LOCAL_STACK_JDBC_URL     use this PostgreSQL instead of the embedded one
   --db-user=NAME          LOCAL_STACK_DB_USER      its user (default postgres)
                           LOCAL_STACK_DB_PASSWORD  its password (environment only, never a flag)
@@ -146,6 +146,10 @@ options (each also as an environment variable):
   --no-demo                                    start the services only
   --connector-config=FILE                      connector to register (config/local-connector.json)
   --no-build              (script only)        do not run mvn package first
+  --state-dir=DIR         LOCAL_STACK_HOME     the stack's data, logs and record (default
+                                               .local-stack in the checkout)
+  --repo-root=DIR         LOCAL_STACK_ROOT     the checkout to build and run (default the
+                                               current directory)
 demo only (each defaults to the running local stack's):
   --bootstrap-servers=HOST:PORT  --connect-url=URL  --connector-jdbc-url=URL (as Connect sees it)
 EOF

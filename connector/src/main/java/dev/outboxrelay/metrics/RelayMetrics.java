@@ -273,8 +273,8 @@ public final class RelayMetrics {
         recoveredReleased::get);
     gauge(
         "later-epoch-rows",
-        "Exactly-once: rows of this task's buckets found at its start leased under a later epoch"
-            + " than its own, which nothing recovers (a restored or moved database).",
+        "Exactly-once: rows of this task's buckets found at its start or last sweep leased under"
+            + " a later epoch than its own, leases expired, which nothing recovers.",
         laterEpochRows::get);
     gauge(
         "waiting-on-kafka",
