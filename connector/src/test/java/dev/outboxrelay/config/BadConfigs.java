@@ -136,6 +136,16 @@ final class BadConfigs {
     if (NEVER_ECHOED.contains(key) && value.length() > 2) {
       assertFalse(message.contains(value.strip()), "value echoed in: " + message);
     }
+    // Nor a user or password written before the host ("//alice:s3cret@").
+    int userInfoEnd = value.indexOf('@');
+    int authority = value.indexOf("//");
+    if (NEVER_ECHOED.contains(key) && authority >= 0 && userInfoEnd > authority) {
+      for (String part : value.substring(authority + 2, userInfoEnd).split(":")) {
+        if (part.length() >= 4) {
+          assertFalse(message.contains(part), "part of a value echoed in: " + message);
+        }
+      }
+    }
     // Nor any part of a query string's values (a password), as a decoder's message would quote.
     int query = value.indexOf('?');
     if (NEVER_ECHOED.contains(key) && query >= 0) {

@@ -394,6 +394,7 @@ class LeaseRenewerTest {
     f.takeOverAfterExpiry("other");
     time.sleep(2000);
     renewer.taskPolled();
+    long mark = LogCapture.get().mark();
 
     renewer.renewIfDue();
 
@@ -406,6 +407,15 @@ class LeaseRenewerTest {
     time.sleep(2000);
     renewer.renewIfDue();
     assertEquals(1, f.metrics.claimLost.get(), "reported once");
+    List<LogCapture.Event> said =
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().startsWith("Claim lost")
+                        && e.message().contains("message_id=m1")
+                        && e.message().contains("reason=LEASE_TAKEN_OVER"));
+    assertEquals(1, said.size(), said::toString);
 
     assertEquals(mine.lease(), f.ledger.takeLost("m1", mine.lease().token()).orElseThrow().lease());
     assertTrue(f.ledger.isEmpty(), "settled by its record's outcome");

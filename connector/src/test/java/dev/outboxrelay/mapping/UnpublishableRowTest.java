@@ -355,7 +355,15 @@ class UnpublishableRowTest {
   }
 
   @Test
-  void everyReasonIsAValidCodeAndListed() {
+  void everyReasonIsAValidCodeAndListed() throws IllegalAccessException {
+    java.util.Set<Object> declared = new java.util.HashSet<>();
+    for (var field : UnpublishableReasons.class.getFields()) {
+      if (field.getType() == String.class
+          && java.lang.reflect.Modifier.isStatic(field.getModifiers())) {
+        declared.add(field.get(null));
+      }
+    }
+    assertEquals(declared, UnpublishableReasons.ALL, "every reason declared is listed");
     assertEquals(11, UnpublishableReasons.ALL.size());
     for (String code : UnpublishableReasons.ALL) {
       assertEquals(code, new Unpublishable(code).reasonCode());
