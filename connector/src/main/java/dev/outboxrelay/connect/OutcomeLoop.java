@@ -199,10 +199,10 @@ final class OutcomeLoop {
   }
 
   /**
-   * At least once, after {@link #stop}: no acknowledgement can come any more (Connect started a
-   * later instance of the task in this worker, so this one's producer is closed). The grace ends
-   * once what is queued is written: the rows still unresolved are settled at once, not after the
-   * grace.
+   * At least once, after {@link #stop}: no acknowledgement is to be waited for any more (Connect
+   * started a later instance of the task in this worker, so this one's producer is closed, or being
+   * closed at once: one from its last network round may still come, and is counted late). The grace
+   * ends once what is queued is written: the rows still unresolved are settled at once.
    */
   void acknowledgementsEnded() {
     acknowledgementsEnded = true;
@@ -251,9 +251,9 @@ final class OutcomeLoop {
       }
       if (closing && acknowledgementsEnded && queue.isEmpty()) {
         log.info(
-            "A later instance of this task started in this worker: none of the {} records still"
-                + " unresolved can be acknowledged any more, and the late-acknowledgement grace"
-                + " ends now (reason=TASK_SUCCEEDED)",
+            "A later instance of this task started in this worker, so its producer is closed:"
+                + " the late-acknowledgement grace for the {} records still unresolved ends now"
+                + " (reason=TASK_SUCCEEDED)",
             ledger.size());
         return;
       }

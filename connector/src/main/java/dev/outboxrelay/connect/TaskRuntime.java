@@ -243,12 +243,18 @@ final class TaskRuntime {
       deadLetterCopies.stop();
     }
     wake.wake();
-    lastTaskStep.run();
+    try {
+      lastTaskStep.run();
+    } finally {
+      stopThreads(flushTimeout, lateAckGrace);
+    }
+  }
+
+  private void stopThreads(Duration flushTimeout, Duration lateAckGrace) {
     if (started) {
       if (exactlyOnce == null) {
         // Before the loop may end (at its end it forgets this). Exactly once, no acknowledgement
-        // comes after stop() at all, and the grace only retries the writes in hand through a
-        // database error: the next instance must not cut that short.
+        // comes after stop() at all: there is no wait for a successor to end.
         succession.whenSucceeded(loop::acknowledgementsEnded);
       }
       loop.stop(flushTimeout, lateAckGrace);

@@ -10,8 +10,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * The instances of one connector task in this worker, in the order Connect started them. Connect
  * starts a task's next instance in a worker only once the previous one is gone: it removes that
  * instance, then waits for its thread to end, which closes its producer after {@code stop()}, or
- * cancels it when the graceful shutdown timeout passes, which closes the producer at once. From
- * then on, no acknowledgement of the previous instance's records can come; without this, a stopped
+ * cancels it when the graceful shutdown timeout passes, which has the producer closed at once (on
+ * another thread: an acknowledgement of its last network round may still come, and is then counted
+ * late, its row reclaimed, a possible duplicate, as after any grace). From then on, no
+ * acknowledgement of the previous instance's records is to be waited for; without this, a stopped
  * instance waited out its whole late-acknowledgement grace (30 s) for records a closed producer
  * would never acknowledge, keeping their leases, and ordered, their aggregates' next rows waited
  * for it (after every Kafka outage long enough for Connect to restart the tasks).
@@ -52,6 +54,7 @@ final class TaskSuccession {
   static final class Instance {
     private final Lineage lineage;
     private final long generation;
+    private boolean ended; // under the lineage's lock
 
     private Instance(Lineage lineage, long generation) {
       this.lineage = lineage;
@@ -66,6 +69,9 @@ final class TaskSuccession {
     void whenSucceeded(Runnable succeeded) {
       boolean already;
       synchronized (lineage) {
+        if (ended) {
+          return; // nothing left to tell (its outcome loop died before the stop)
+        }
         already = lineage.latest > generation;
         if (!already) {
           lineage.waiting.put(generation, succeeded);
@@ -79,6 +85,7 @@ final class TaskSuccession {
     /** This instance is done: nothing to tell it any more. */
     void ended() {
       synchronized (lineage) {
+        ended = true;
         lineage.waiting.remove(generation);
       }
     }

@@ -178,24 +178,59 @@ class OutboxSourceTaskTest {
     MockTime mockTime = new MockTime();
     time = mockTime;
     add("eu", "m1", "a", "{}".getBytes());
-    OutboxSourceTask first = startTask(Map.of());
+    Map<String, String> named = aConnectorOfItsOwn();
+    OutboxSourceTask first = startTask(named);
     assertEquals(List.of("m1"), messageIds(first.poll())); // never acknowledged
     stopMovingTheClock(first);
     assertEquals(0, failing.closes.get(), "the stopped instance waits for late acknowledgements");
     long mark = LogCapture.get().mark();
 
-    startTask(Map.of()); // the same connector's task 0 again
+    startTask(named); // the same connector's task 0 again
 
     await().until(() -> failing.closes.get() == 1);
+    String thread = "outbox-relay-outcomes-" + named.get("connector.name") + "-0";
     assertEquals(
         1,
         LogCapture.get()
             .matching(
                 mark,
                 e ->
-                    e.message().startsWith("Lease ended at stop without a written outcome")
+                    e.thread().equals(thread)
+                        && e.message().startsWith("Lease ended at stop without a written outcome")
                         && e.message().contains("message_id=m1"))
             .size());
+  }
+
+  /**
+   * ... but what Kafka acknowledged before it is still written: an acknowledgement queued behind a
+   * write that keeps failing when the next instance starts ends PUBLISHED, not late.
+   */
+  @Test
+  void anAcknowledgementQueuedWhenTheNextInstanceStartsIsStillWritten() {
+    add("eu", "m1", "a", "{}".getBytes());
+    add("eu", "m2", "b", "{}".getBytes());
+    Map<String, String> named = aConnectorOfItsOwn();
+    OutboxSourceTask first = startTask(named);
+    List<SourceRecord> records = first.poll();
+    assertEquals(List.of("m1", "m2"), messageIds(records));
+    failing.publishesFail = true;
+    first.commitRecord(records.get(0), metadata(records.get(0), 1));
+    await().until(() -> failing.publishCalls.get() >= 1); // in hand, failing
+    first.commitRecord(records.get(1), metadata(records.get(1), 2)); // queued behind it
+    first.stop();
+
+    startTask(named);
+    failing.publishesFail = false;
+
+    await().until(() -> failing.closes.get() == 1);
+    assertEquals(MessageStatus.PUBLISHED, status("m1"));
+    assertEquals(MessageStatus.PUBLISHED, status("m2"));
+    assertEquals(0, first.metrics().lateAcks.get());
+  }
+
+  /** The task config of a connector no other test's tasks share: successors are per task. */
+  private static Map<String, String> aConnectorOfItsOwn() {
+    return Map.of("connector.name", "successor-" + java.util.UUID.randomUUID());
   }
 
   /** Stops the task and lets the stop's grace end: an outcome still unwritten is abandoned. */

@@ -55,6 +55,19 @@ class TaskSuccessionTest {
     assertEquals(0, told.get());
   }
 
+  /** Its outcome loop died before the stop: nothing is kept for it (nor run for it later). */
+  @Test
+  void anInstanceThatEndedBeforeItAsksIsNeverTold() {
+    AtomicInteger told = new AtomicInteger();
+    TaskSuccession.Instance first = start(0);
+    first.ended();
+    first.whenSucceeded(told::incrementAndGet);
+
+    start(0);
+
+    assertEquals(0, told.get());
+  }
+
   @Test
   void anotherConnectorsTaskOfTheSameIndexIsNoSuccessor() {
     AtomicInteger told = new AtomicInteger();
