@@ -11,6 +11,9 @@
 -- that gives up (SQLState 55P03) changed nothing: run it again. Run outside a
 -- transaction, each migration fails at its first statement (SQLState P0001); psql
 -- stops there only with ON_ERROR_STOP: psql -1 -v ON_ERROR_STOP=1 -f <this file>.
+-- psql -1 makes the whole file one transaction, holding each migration's locks until
+-- the last one commits: to upgrade a table in use across several versions, print one
+-- file per version (`--after-version N --to-version N+1`) and apply them in turn.
 
 -- ----------------------------------------------------------------------------
 -- V1__outbox_table.sql

@@ -262,6 +262,35 @@ class MigrateAndSchemaSqlTest {
   }
 
   /**
+   * An upgrade printed one version per file, each applied in its own transaction, ends where the
+   * whole upgrade does: each file holds exactly its migration.
+   */
+  @Test
+  void anUpgradePrintedOneVersionAtATimeAppliesStepByStep() throws SQLException {
+    Cli.Result upToV2 = new Cli().run("schema-sql", "--to-version", "2");
+    assertTrue(upToV2.out().contains("-- V2__"), upToV2::toString);
+    assertFalse(upToV2.out().contains("-- V3__"), upToV2::toString);
+    db.exec(upToV2.out());
+    int latest = Integer.parseInt(SchemaMigrator.CURRENT_VERSION);
+    for (int version = 3; version <= latest; version++) {
+      Cli.Result step =
+          new Cli()
+              .run(
+                  "schema-sql",
+                  "--after-version",
+                  Integer.toString(version - 1),
+                  "--to-version",
+                  Integer.toString(version));
+      assertEquals(ExitCode.OK, step.exitCode(), step::toString);
+      assertEquals(1, step.out().split("\n-- V\\d+__", -1).length - 1, step::toString);
+      assertTrue(step.out().contains("\n-- V" + version + "__"), step::toString);
+      db.exec(step.out());
+    }
+
+    assertWorkingOutbox("outbox");
+  }
+
+  /**
    * A script for a table named without a schema finds only that table's indexes, not a same-named
    * table's further along the search path (one whose own index the operator dropped beforehand, as
    * version 13's notes advise), and gives the session its search path back.

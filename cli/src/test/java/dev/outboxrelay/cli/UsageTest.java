@@ -37,6 +37,8 @@ class UsageTest {
         "purge instant too late    | purge --instance-key eu --published-before +10000-01-01T00:00Z",
         "inspect without id        | inspect --instance-key eu",
         "schema-sql bad version    | schema-sql --after-version x.y",
+        "schema-sql to before after| schema-sql --after-version 7 --to-version 7",
+        "schema-sql bad to version | schema-sql --to-version x",
       })
   void exitsWithOne(String name, String args) {
     Cli.Result r = CLI.run(args.isEmpty() ? new String[0] : args.split(" "));
@@ -347,6 +349,7 @@ class UsageTest {
     "schema-sql, --after-version, latest",
     "schema-sql, --after-version, 1_2",
     "schema-sql, --after-version, ''",
+    "schema-sql, --to-version, latest",
   })
   void aSchemaVersionIsNumbersOnly(String command, String option, String version) {
     Cli.Result r = CLI.run(command, option, version);
@@ -361,6 +364,7 @@ class UsageTest {
   @CsvSource({
     "migrate, --target",
     "schema-sql, --after-version",
+    "schema-sql, --to-version",
   })
   void aSchemaVersionNewerThanTheLatestIsRefused(String command, String option) {
     String next = Integer.toString(Integer.parseInt(SchemaMigrator.CURRENT_VERSION) + 1);

@@ -1,5 +1,6 @@
 package dev.outboxrelay.cli.command;
 
+import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.TableOption;
 import dev.outboxrelay.cli.operator.SchemaScript;
@@ -22,7 +23,8 @@ import picocli.CommandLine.Spec;
     footerHeading = "%nExamples:%n",
     footer = {
       "  outbox-relay-cli schema-sql > V100__outbox_relay.sql",
-      "  outbox-relay-cli schema-sql --table app.outbox --after-version 2"
+      "  outbox-relay-cli schema-sql --table app.outbox --after-version 2",
+      "  outbox-relay-cli schema-sql --after-version 6 --to-version 7"
     })
 public final class SchemaSqlCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -35,6 +37,14 @@ public final class SchemaSqlCommand implements Callable<Integer> {
       description = "Only the migrations newer than VERSION: the upgrade from it.")
   String afterVersion;
 
+  @Option(
+      names = "--to-version",
+      paramLabel = "VERSION",
+      description =
+          "Only the migrations up to VERSION: with --after-version, one step of an upgrade, to"
+              + " apply each in its own transaction.")
+  String toVersion;
+
   @Override
   public Integer call() {
     OutboxTable table = tableOption.table();
@@ -42,7 +52,14 @@ public final class SchemaSqlCommand implements Callable<Integer> {
     if (afterVersion != null) {
       after = SchemaVersions.parse("--after-version", afterVersion);
     }
-    spec.commandLine().getOut().print(SchemaScript.render(table, after));
+    MigrationVersion to = null;
+    if (toVersion != null) {
+      to = SchemaVersions.parse("--to-version", toVersion);
+      if (after != null && !to.isNewerThan(after.getVersion())) {
+        throw CliException.usage("--to-version must be newer than --after-version");
+      }
+    }
+    spec.commandLine().getOut().print(SchemaScript.render(table, after, to));
     return ExitCode.OK;
   }
 }
