@@ -116,9 +116,10 @@ final class PostgresStoreProvider implements StoreProvider {
   private static void checkVersion(OutboxSourceConfig config, DataSource source) {
     OutboxTable table = config.table();
     Optional<String> version;
+    SchemaMigrator migrator;
     try {
-      version =
-          new SchemaMigrator(source, table, config.schemaMigrateLockTimeout()).currentVersion();
+      migrator = new SchemaMigrator(source, table, config.schemaMigrateLockTimeout());
+      version = migrator.currentVersion();
     } catch (FlywayException e) {
       throw failure(e, CHECK_SCHEMA);
     }
@@ -143,6 +144,12 @@ final class PostgresStoreProvider implements StoreProvider {
             table,
             version.get(),
             SchemaMigrator.CURRENT_VERSION);
+      }
+      if (!config.migrateOnStart()) {
+        // Not migrated here, which says so: an index a pre-build left invalid is named at start
+        // all the same (validation names it too, but only when the connector is created or
+        // changed, not when a worker restarts).
+        reportInvalidIndexes(migrator, config);
       }
     } else if (exists(source, table.qualified())) {
       String lacking = lackingFromOwnToolsTable(config, source);

@@ -90,6 +90,34 @@ class MigrationOnStartTest {
   }
 
   /**
+   * ... and a task that does not migrate names it at its start too: validation names it only when
+   * the connector is created or changed, and a worker restarted since relays without the index.
+   */
+  @Test
+  void aTaskThatDoesNotMigrateNamesAnInvalidIndexAtItsStart() throws Exception {
+    String url = Postgres.freshDatabase("invalid_index_at_start");
+    try (HikariDataSource admin = Postgres.pool(url, 3)) {
+      new SchemaMigrator(admin, OutboxTable.parse("outbox")).migrate();
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "UPDATE pg_index SET indisvalid = false"
+                + " WHERE indexrelid = 'outbox_due_key_seq_idx'::regclass");
+      }
+      long mark = LogCapture.get().mark();
+
+      new PostgresStoreProvider().checkSchema(config(url, false, Map.of()));
+
+      List<LogCapture.Event> warnings =
+          LogCapture.get().matching(mark, e -> e.message().contains("reason=INVALID_INDEX"));
+      assertEquals(1, warnings.size(), warnings::toString);
+      assertTrue(
+          warnings.get(0).message().contains("[outbox_due_key_seq_idx]"),
+          warnings.get(0).message());
+    }
+  }
+
+  /**
    * A table another tool keeps (created after validation, or restored without its history) is
    * refused before Flyway runs: Flyway recorded a baseline at version 0 and then failed on the
    * existing table (42P07), a generic error at every restart, and the table then looked
