@@ -206,7 +206,11 @@ public final class DataSourceFactory {
           + " THEN set_config('transaction_timeout', '0', false) END,"
           + " set_config('tcp_keepalives_idle', '60', false),"
           + " set_config('tcp_keepalives_interval', '10', false),"
-          + " set_config('tcp_keepalives_count', '6', false)";
+          + " set_config('tcp_keepalives_count', '6', false),"
+          // READ COMMITTED as the task's sessions: a database or role that defaults to REPEATABLE
+          // READ kept Flyway's lock transaction's first snapshot for the whole run, holding back
+          // vacuum and every concurrent index build in the database (an operator's pre-build).
+          + " set_config('default_transaction_isolation', 'read committed', false)";
 
   /** As {@link #unpooled(ConnectionSettings, String)}, each connection running {@code setup}. */
   public static DataSource unpooled(

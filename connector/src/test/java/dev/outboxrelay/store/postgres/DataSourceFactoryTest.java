@@ -234,6 +234,34 @@ class DataSourceFactoryTest {
     }
   }
 
+  /**
+   * And READ COMMITTED, as the task's: a database that defaults to REPEATABLE READ kept the
+   * migration's lock transaction on its first snapshot for the whole run.
+   */
+  @Test
+  void migrationSessionsReadCommittedWhateverTheDatabasesDefault() throws SQLException {
+    String url = Postgres.freshDatabase("repeatable_read_default");
+    try (var admin = Postgres.pool(url, 1);
+        Connection c = admin.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = %L',"
+              + " current_database(), 'repeatable read'); END $$");
+    }
+    OutboxSourceConfig config = config(url, Map.of("connection.user", Postgres.user()));
+    try (Connection c =
+            DataSourceFactory.unpooled(
+                    config.connectionSettings(),
+                    "outbox-relay-migrate",
+                    DataSourceFactory.MIGRATION_SESSION)
+                .getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT current_setting('default_transaction_isolation')")) {
+      rs.next();
+      assertEquals("read committed", rs.getString(1));
+    }
+  }
+
   @Test
   void poolStartsWhileTheDatabaseIsDown() throws IOException {
     int port;
