@@ -625,12 +625,12 @@ public final class ConfigValidation {
           }
         }
       } catch (SQLException e) {
-        reportTableFailure(SqlStates.classify(e, "table check"));
+        reportTableFailure(SqlStates.classify(e, "table check"), table);
       } catch (RuntimeException e) {
         // Flyway wraps the driver's exception; its message may quote SQL or the URL.
         SQLException cause = findSqlException(e);
         if (cause != null) {
-          reportTableFailure(SqlStates.classify(cause, "table check"));
+          reportTableFailure(SqlStates.classify(cause, "table check"), table);
         } else {
           error(OUTBOX_TABLE_CONFIG, "could not read the schema version of " + OUTBOX_TABLE_CONFIG);
         }
@@ -1224,12 +1224,18 @@ public final class ConfigValidation {
       return SchemaMigrator.relationExists(pool, qualified);
     }
 
-    private void reportTableFailure(OutboxStoreException failure) {
+    private void reportTableFailure(OutboxStoreException failure, OutboxTable table) {
       String state = stateSuffix(failure);
       if (failure.kind() == OutboxStoreException.Kind.PERMISSION) {
+        // The table, or its schema history, which the version check reads first.
         error(
             OUTBOX_TABLE_CONFIG,
-            CONNECTION_USER_CONFIG + " may not read " + OUTBOX_TABLE_CONFIG + state);
+            CONNECTION_USER_CONFIG
+                + " may not read "
+                + OUTBOX_TABLE_CONFIG
+                + " or its schema history "
+                + Printable.escape(table.historyTable())
+                + state);
       } else {
         error(
             OUTBOX_TABLE_CONFIG,

@@ -255,7 +255,25 @@ class ConfigValidationTest {
 
     String message = only(errors(props), "outbox.table");
 
-    assertEquals("connection.user may not read outbox.table (SQLState 42501)", message);
+    assertEquals(
+        "connection.user may not read outbox.table or its schema history outbox_schema_history"
+            + " (SQLState 42501)",
+        message);
+  }
+
+  /** The grants of the table but not its history's: the message names the history too. */
+  @Test
+  void aRoleThatMayNotReadTheSchemaHistoryIsToldItsName() throws SQLException {
+    Map<String, String> props =
+        grantedRole(
+            Postgres.freshDatabase("config_role_no_history"),
+            "GRANT SELECT, UPDATE, DELETE ON outbox",
+            "GRANT SELECT, INSERT, DELETE ON outbox_published");
+
+    assertEquals(
+        "connection.user may not read outbox.table or its schema history outbox_schema_history"
+            + " (SQLState 42501)",
+        only(errors(props), "outbox.table"));
   }
 
   /** The grants of docs/deployment.md, step 2, for the password role on {@code url}'s table. */
