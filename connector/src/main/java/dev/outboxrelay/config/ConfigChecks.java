@@ -16,6 +16,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.EXACTLY_ONCE;
 import static dev.outboxrelay.config.OutboxSourceConfig.INSTANCE_KEYS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_DURATION_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.LEASE_RENEWAL_INTERVAL_MS_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.NULL_METADATA_POLICY_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.ORDERING_ENABLED_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.PAYLOAD_FORMAT_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.PAYLOAD_JSON_SCHEMA_CONFIG;
@@ -86,6 +87,7 @@ final class ConfigChecks {
     exactlyOnceErrorTolerance(parsed, raw, problems);
     errorLogWithoutRecords(raw, problems);
     exactlyOnceWithoutFilters(parsed, raw, problems);
+    filtersParkWhatTheyDrop(parsed, raw, problems);
     exactlyOnceOffsetsInOneStore(parsed, raw, problems);
     exactlyOnceBoundaryOfConnect(parsed, raw, problems);
     keyConverterWritesText(raw, problems);
@@ -699,6 +701,43 @@ final class ConfigChecks {
                     + ": a later record's committed offset covers a dropped record's row, and a"
                     + " recovery would record that row PUBLISHED although it never reached Kafka;"
                     + " leave such rows out of the outbox instead"));
+      }
+    }
+  }
+
+  /**
+   * At least once, a Filter (Kafka's, Confluent's or Debezium's) only with {@code
+   * null.metadata.policy=fail}: Connect acknowledges a dropped record without metadata, and with
+   * {@code retry} (the default) its row was retried with backoff until its attempts ran out (ten
+   * drops over about eight minutes, then parked EXHAUSTED), every later row of its aggregate held
+   * back meanwhile. With {@code fail} the row is parked FAILED at once. Exactly once, a Filter is
+   * refused whatever the policy ({@link #exactlyOnceWithoutFilters}).
+   */
+  private static void filtersParkWhatTheyDrop(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (exactlyOnce(parsed)
+        || !(raw.get("transforms") instanceof String listed)
+        || !(parsed.apply(NULL_METADATA_POLICY_CONFIG) instanceof String policy)
+        || !policy.trim().equalsIgnoreCase("retry")) {
+      return;
+    }
+    for (String alias : listed.split(",")) {
+      String key = "transforms." + alias.trim() + ".type";
+      String name = pluginName(raw.get(key));
+      if (!alias.isBlank()
+          && name != null
+          && FILTER_TRANSFORMS.stream().anyMatch(filter -> isPlugin(name, filter))) {
+        out.add(
+            new Problem(
+                NULL_METADATA_POLICY_CONFIG,
+                NULL_METADATA_POLICY_CONFIG
+                    + " must be fail with a Filter transform ("
+                    + key
+                    + "): with retry, each row it drops is retried until its attempts run out"
+                    + " (about eight minutes), holding back the later rows of its aggregate; with"
+                    + " fail it is parked FAILED at once (DROPPED_OR_UNDELIVERED). Better: leave"
+                    + " such rows out of the outbox"));
+        return;
       }
     }
   }

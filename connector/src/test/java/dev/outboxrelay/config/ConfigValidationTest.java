@@ -1439,10 +1439,11 @@ class ConfigValidationTest {
 
   /**
    * Exactly once, Kafka's Filter transform is refused as errors.tolerance=all is: a dropped
-   * record's row is covered by a later record's committed offset.
+   * record's row is covered by a later record's committed offset. At least once, with
+   * null.metadata.policy=retry each dropped row was retried for minutes, its aggregate held back.
    */
   @Test
-  void aFilterTransformIsAnErrorOnItsTypeInExactlyOnceModeOnly() {
+  void aFilterTransformIsAnErrorOnItsTypeInExactlyOnceModeAndOnTheRetryPolicyAtLeastOnce() {
     String url = Postgres.freshDatabase("config_filter");
     migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
     Map<String, String> props = props(url);
@@ -1450,7 +1451,13 @@ class ConfigValidationTest {
     props.put("transforms.drop.type", ConfigChecks.FILTER_TRANSFORM);
     props.put("transforms.drop.predicate", "internal");
     props.put("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter");
-    assertEquals(Map.of(), errors(props), "at least once, a dropped record's row goes back");
+    String retried = only(errors(props), "null.metadata.policy");
+    assertTrue(
+        retried.startsWith(
+            "null.metadata.policy must be fail with a Filter transform (transforms.drop.type)"),
+        retried);
+    props.put("null.metadata.policy", "fail");
+    assertEquals(Map.of(), errors(props), "at least once, a dropped record's row is parked");
 
     props.put("delivery.guarantee", "exactly-once");
     props.put("exactly.once.support", "required");

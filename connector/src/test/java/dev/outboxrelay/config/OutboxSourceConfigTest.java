@@ -343,6 +343,24 @@ class OutboxSourceConfigTest {
     new OutboxSourceConfig(exactlyOnce);
   }
 
+  /**
+   * At least once, a Filter only with null.metadata.policy=fail, at start too: with retry (the
+   * default) each row it dropped was retried until its attempts ran out, for minutes.
+   */
+  @Test
+  void aFilterWithTheRetryPolicyIsRefusedAtStart() {
+    Map<String, String> props = with("transforms", "drop");
+    props.put("transforms.drop.type", "io.debezium.transforms.Filter");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    assertTrue(
+        e.getMessage().startsWith("null.metadata.policy must be fail with a Filter transform"),
+        e.getMessage());
+    props.put("null.metadata.policy", " RETRY ");
+    assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+    props.put("null.metadata.policy", "fail");
+    new OutboxSourceConfig(props);
+  }
+
   /** No payload in a log: Connect's error log of whole records is refused, whatever its switch. */
   @Test
   void connectsErrorLogOfWholeRecordsIsRefused() {
@@ -369,6 +387,7 @@ class OutboxSourceConfigTest {
     props.put("transforms.header.type", "InsertHeader"); // Connect's alias
     props.put("transforms.key.type", "org.apache.kafka.connect.transforms.Cast$Key");
     props.put("transforms.drop.type", "org.apache.kafka.connect.transforms.Filter");
+    props.put("null.metadata.policy", "fail"); // what a Filter needs
     props.put("transforms.copy.type", "org.apache.kafka.connect.transforms.ValueToKey");
     ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
     assertTrue(e.getMessage().startsWith("payload.format must be string with"), e.getMessage());
