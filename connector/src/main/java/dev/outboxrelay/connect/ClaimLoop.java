@@ -206,7 +206,7 @@ final class ClaimLoop {
     if (!ledger.isEmpty()) {
       return ClaimResult.EMPTY; // an isolated claim must be the only thing this task holds
     }
-    ClaimResult result = confirmed(() -> store.claimAbandoned(settings.claimRequest()));
+    ClaimResult result = confirmed(1, () -> store.claimAbandoned(settings.claimRequest()));
     if (!result.claimed().isEmpty()) {
       holdsIsolatedClaim = true;
       metrics.abandonedReclaimed.incrementAndGet();
@@ -252,7 +252,7 @@ final class ClaimLoop {
   private ClaimResult claimDue() {
     ClaimRequest request = sizedRequest();
     if (request.affinity() == null) {
-      return confirmed(() -> store.claim(request));
+      return confirmed(request.limit(), () -> store.claim(request));
     }
     long now = time.hiResClockMs(); // monotonic: a wall clock stepped back must not stop them
     long delay = settings.shareFallbackDelay().toMillis();
@@ -261,7 +261,7 @@ final class ClaimLoop {
         && now - ownRowsMs < 2 * delay) {
       return claimAnyShare(request); // the own share keeps yielding: once per delay
     }
-    ClaimResult result = confirmed(() -> store.claim(request));
+    ClaimResult result = confirmed(request.limit(), () -> store.claim(request));
     if (!result.isEmpty()) {
       if (ownRowsSinceAnyShareMs == NEVER || now - ownRowsMs >= 2 * delay) {
         ownRowsSinceAnyShareMs = now; // not at once after a pause (a short burst, a drain)
@@ -282,7 +282,7 @@ final class ClaimLoop {
   /** A claim of any share, the oldest due rows first; the periodic one's clock starts again. */
   private ClaimResult claimAnyShare(ClaimRequest request) {
     ownRowsSinceAnyShareMs = NEVER; // before the claim: one that fails waits its turn too
-    return confirmed(() -> store.claim(request.withoutAffinity()));
+    return confirmed(request.limit(), () -> store.claim(request.withoutAffinity()));
   }
 
   /**
@@ -371,17 +371,18 @@ final class ClaimLoop {
    * as soon as it returns: they are committed even if giving back rows past the byte budget then
    * fails, which leaves rows leased as a lost result does.
    */
-  private ClaimResult confirmed(Supplier<ClaimResult> claim) {
+  private ClaimResult confirmed(int limit, Supplier<ClaimResult> claim) {
     ClaimResult claimed;
     try {
       claimed = claim.get();
     } catch (OutboxStoreException e) {
       if (e.mayHaveCommitted()) {
-        lostClaim = newLostClaimRelease();
+        lostClaim = newLostClaimRelease(limit);
       }
       throw e;
     } catch (RuntimeException | Error e) {
-      lostClaim = newLostClaimRelease(); // it may have committed: leased rows no record carries
+      lostClaim =
+          newLostClaimRelease(limit); // it may have committed: leased rows no record carries
       throw e;
     }
     try {
@@ -434,13 +435,13 @@ final class ClaimLoop {
     return given;
   }
 
-  private LostClaimRelease newLostClaimRelease() {
-    // Every claim asks for at most the configured batch (sized, isolated or suspect: fewer).
+  /**
+   * @param limit the most rows the lost claim asked for (one abandoned row, one suspect, a batch):
+   *     the release stops reading the backlog once it has released that many
+   */
+  private LostClaimRelease newLostClaimRelease(int limit) {
     return new LostClaimRelease(
-        settings.instanceKeys(),
-        settings.owner(),
-        settings.claimRequest().limit(),
-        LostClaimRelease.PAGE_ROWS);
+        settings.instanceKeys(), settings.owner(), limit, LostClaimRelease.PAGE_ROWS);
   }
 
   /**
@@ -676,7 +677,7 @@ final class ClaimLoop {
         return ClaimResult.EMPTY;
       }
       ClaimRequest alone = exactlyOnce.nextClaim(settings.claimRequest());
-      ClaimResult suspect = remembered(alone, confirmed(() -> store.claim(alone)));
+      ClaimResult suspect = remembered(alone, confirmed(alone.limit(), () -> store.claim(alone)));
       exactlyOnce.suspectClaimed(suspect);
       if (!suspect.claimed().isEmpty()) {
         holdsIsolatedClaim = true;
@@ -685,7 +686,7 @@ final class ClaimLoop {
       // Empty: none left to isolate. Parked over a lowered budget: on to the next suspect.
     }
     ClaimRequest request = exactlyOnce.nextClaim(sizedRequest());
-    return remembered(request, confirmed(() -> store.claim(request)));
+    return remembered(request, confirmed(request.limit(), () -> store.claim(request)));
   }
 
   /**

@@ -37,6 +37,7 @@ public final class OutboxStoreException extends RuntimeException {
   private final String reasonCode;
   private final String sqlState;
   private final String operation;
+  private final boolean sentNothing;
 
   public OutboxStoreException(Kind kind, String reasonCode, String sqlState, String operation) {
     this(kind, reasonCode, sqlState, operation, null);
@@ -48,6 +49,16 @@ public final class OutboxStoreException extends RuntimeException {
    */
   public OutboxStoreException(
       Kind kind, String reasonCode, String sqlState, String operation, String libraryCode) {
+    this(kind, reasonCode, sqlState, operation, libraryCode, false);
+  }
+
+  private OutboxStoreException(
+      Kind kind,
+      String reasonCode,
+      String sqlState,
+      String operation,
+      String libraryCode,
+      boolean sentNothing) {
     super(
         "outbox store "
             + operation
@@ -59,6 +70,16 @@ public final class OutboxStoreException extends RuntimeException {
     this.reasonCode = reasonCode;
     this.sqlState = sqlState;
     this.operation = operation;
+    this.sentNothing = sentNothing;
+  }
+
+  /**
+   * This failure, of an attempt that sent nothing to the database (no connection could be had: the
+   * pool's wait timed out, or the connection could not be opened), so nothing of it can have
+   * committed, whatever its SQLState.
+   */
+  public OutboxStoreException beforeSending() {
+    return new OutboxStoreException(kind, reasonCode, sqlState, operation, null, true);
   }
 
   public Kind kind() {
@@ -81,12 +102,14 @@ public final class OutboxStoreException extends RuntimeException {
 
   /**
    * Whether the failed write may have committed all the same: its reply never came (a connection
-   * lost, SQLState class 08; the server shutting the session down, 57P; no SQLState, an I/O or pool
-   * failure), possibly after the COMMIT. An error the server replied with (a statement timeout, a
-   * lock timeout, a serialization failure, a constraint) rolled its transaction back.
+   * lost, SQLState class 08; the server shutting the session down, 57P; no SQLState, an I/O
+   * failure), possibly after the COMMIT; not one that never got a connection ({@link
+   * #beforeSending}). An error the server replied with (a statement timeout, a lock timeout, a
+   * serialization failure, a constraint) rolled its transaction back.
    */
   public boolean mayHaveCommitted() {
-    return sqlState == null || sqlState.startsWith("08") || sqlState.startsWith("57P");
+    return !sentNothing
+        && (sqlState == null || sqlState.startsWith("08") || sqlState.startsWith("57P"));
   }
 
   /** What failed, as the store names it: {@code claim}, {@code migrate}, ... */

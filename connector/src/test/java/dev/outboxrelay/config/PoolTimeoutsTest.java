@@ -2,6 +2,7 @@ package dev.outboxrelay.config;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -97,6 +98,26 @@ class PoolTimeoutsTest {
       return assertInstanceOf(OutboxStoreException.class, e.getCause());
     }
     throw new AssertionError("the call succeeded");
+  }
+
+  /**
+   * A claim that never got a connection (every pooled one taken until the pool's wait timed out)
+   * sent nothing: nothing of it can have committed, and the task need not look for its rows (a lost
+   * claim's release reads the whole backlog).
+   */
+  @Test
+  void aClaimThatGotNoConnectionSentNothing() throws Exception {
+    OutboxSourceConfig config = config(url, Map.of("connection.timeout.ms", "250"));
+    try (HikariDataSource pool =
+            DataSourceFactory.create(config.connectionSettings(), "pool-timeouts-taken");
+        OutboxStore store = new PostgresOutboxStore(pool, TABLE, RelayClock.database(), null);
+        Connection first = pool.getConnection();
+        Connection second = pool.getConnection()) {
+      OutboxStoreException e = failureOf(CompletableFuture.supplyAsync(() -> store.claim(claim())));
+
+      assertTrue(e.isRetriable(), e::toString);
+      assertFalse(e.mayHaveCommitted(), e::toString);
+    }
   }
 
   @Test

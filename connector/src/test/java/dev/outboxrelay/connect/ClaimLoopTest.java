@@ -20,6 +20,7 @@ import dev.outboxrelay.testing.SteppableTime;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -840,6 +841,48 @@ class ClaimLoopTest {
     f.ledger.resolve("lost", first.claimed().get(0).lease().token());
     assertEquals(List.of("due"), ids(loop.next()), "no abandoned row left: due rows flow");
     assertEquals(1, f.metrics.abandonedReclaimed.get(), "a possible duplicate, counted once");
+  }
+
+  /**
+   * The claim of an abandoned row takes one row: when its result is lost, the release before the
+   * next claim stops at the page that finds that row, instead of reading every key's backlog for a
+   * whole batch of rows that were never claimed.
+   */
+  @Test
+  void theReleaseOfALostAbandonedRowsClaimStopsAtThePageThatFindsIt() {
+    Map<String, String> config = new HashMap<>(LEASE_8S);
+    config.put("instance.keys", "eu,us");
+    RuntimeFixture f = new RuntimeFixture(config);
+    f.add("eu", "lost", "a");
+    f.store.claim(new ClaimRequest("crashed", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
+    f.add("us", "u1", "b");
+    f.clock.advance(Duration.ofSeconds(9));
+    List<String> pagesRead = new ArrayList<>();
+    boolean[] lose = {true};
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("releaseUnheld")) {
+                    pagesRead.add((String) args[0]);
+                  }
+                  Object result = method.invoke(f.store, args);
+                  if (method.getName().equals("claimAbandoned") && lose[0]) {
+                    lose[0] = false; // committed, the result lost
+                    throw new OutboxStoreException(
+                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
+                  }
+                  return result;
+                });
+    ClaimLoop loop = loop(f, store);
+    assertThrows(OutboxStoreException.class, loop::next);
+
+    loop.next();
+
+    assertEquals(List.of("eu"), pagesRead, "us's backlog is not read for it");
+    assertEquals(1, f.metrics.unconfirmedReleased.get());
   }
 
   /**

@@ -947,7 +947,16 @@ public final class PostgresOutboxStore implements OutboxStore {
    */
   private <T> T run(String operation, String settings, NamedSql sql, Work<T> work) {
     String jdbc = settings == null ? sql.jdbc() : planned(settings, sql.jdbc());
-    try (Connection c = dataSource.getConnection();
+    Connection connection;
+    try {
+      connection = dataSource.getConnection();
+    } catch (SQLException e) {
+      // No connection (the pool's wait timed out, or none could be opened): nothing was sent, so
+      // nothing of it committed, whatever the SQLState says (a lost claim's release reads the
+      // whole backlog for the rows of one that may have).
+      throw classify(e, operation).beforeSending();
+    }
+    try (Connection c = connection;
         PreparedStatement ps = c.prepareStatement(jdbc)) {
       NamedSql.Binder statement = sql.bind(ps);
       return settings == null
