@@ -13,6 +13,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -71,6 +72,9 @@ final class OutcomeLoop {
 
   /** Set once no acknowledgement can come any more (a later instance of the task started). */
   private volatile boolean acknowledgementsEnded;
+
+  /** After stop: true once Connect has closed the task's producer; null when it cannot tell. */
+  private volatile BooleanSupplier producerClosed;
 
   /**
    * Ends the loop's wait for outcomes: a submit, or stop(). The thread is never interrupted: an
@@ -209,6 +213,14 @@ final class OutcomeLoop {
     outcomeArrived.wake();
   }
 
+  /**
+   * At least once, with {@link #stop}: {@code closed} tells once Connect has closed the task's
+   * producer ({@link ConnectTaskClose}); the grace then ends as for {@link #acknowledgementsEnded}.
+   */
+  void endGraceOnceProducerClosed(BooleanSupplier closed) {
+    producerClosed = closed;
+  }
+
   private void run() {
     if (mdc != null) {
       MDC.setContextMap(mdc);
@@ -247,6 +259,20 @@ final class OutcomeLoop {
     while (true) {
       boolean closing = closeDeadlineMs != Long.MAX_VALUE;
       if (closing && (ledger.isEmpty() && queue.isEmpty() || pastCloseDeadline())) {
+        return;
+      }
+      BooleanSupplier closed = producerClosed;
+      // Closed first, then the queue: the acknowledgements of a producer that closed were all
+      // submitted before its close returned.
+      if (closing
+          && !acknowledgementsEnded
+          && closed != null
+          && closed.getAsBoolean()
+          && queue.isEmpty()) {
+        log.info(
+            "Connect closed this task's producer: the late-acknowledgement grace for the {} records"
+                + " still unresolved ends now (reason=PRODUCER_CLOSED)",
+            ledger.size());
         return;
       }
       if (closing && acknowledgementsEnded && queue.isEmpty()) {

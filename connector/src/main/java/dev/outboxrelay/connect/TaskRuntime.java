@@ -233,6 +233,11 @@ final class TaskRuntime {
     if (!stopRequested.compareAndSet(false, true)) {
       return;
     }
+    Thread stopper = Thread.currentThread();
+    if (exactlyOnce == null && ConnectTaskClose.isClosingATask(stopper)) {
+      // Connect's close: once it returns, the producer is closed and no acknowledgement can come.
+      loop.endGraceOnceProducerClosed(() -> !ConnectTaskClose.isClosingATask(stopper));
+    }
     NotificationListener l = listener;
     if (l != null) {
       l.stop();

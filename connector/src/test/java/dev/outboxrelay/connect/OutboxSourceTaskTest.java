@@ -28,6 +28,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
@@ -226,6 +227,62 @@ class OutboxSourceTaskTest {
     assertEquals(MessageStatus.PUBLISHED, status("m1"));
     assertEquals(MessageStatus.PUBLISHED, status("m2"));
     assertEquals(0, first.metrics().lateAcks.get());
+  }
+
+  /**
+   * A stopped task waits for acknowledgements only while Connect closes its producer (which waits
+   * for what it still sends): one that comes meanwhile is written; once the close has returned, no
+   * other can come, and the leases of the rows still unresolved end at once, not after the 30 s
+   * grace (a task that failed has no successor to cut the grace short).
+   */
+  @Test
+  void aStoppedTaskEndsItsUnacknowledgedLeasesOnceConnectHasClosedItsProducer() throws Exception {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    add("eu", "m1", "a", "{}".getBytes());
+    add("eu", "m2", "b", "{}".getBytes());
+    Map<String, String> named = aConnectorOfItsOwn();
+    OutboxSourceTask t = startTask(named);
+    List<SourceRecord> records = t.poll();
+    assertEquals(List.of("m1", "m2"), messageIds(records));
+    CountDownLatch producerClosed = new CountDownLatch(1);
+    CountDownLatch stopped = new CountDownLatch(1);
+    Thread connect =
+        new Thread(
+            () -> {
+              try {
+                org.apache.kafka.connect.runtime.StandInWorkerSourceTask.close(
+                    () -> {
+                      t.stop();
+                      stopped.countDown();
+                    },
+                    producerClosed);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
+    connect.start();
+    assertTrue(stopped.await(30, TimeUnit.SECONDS));
+
+    t.commitRecord(records.get(0), metadata(records.get(0), 1)); // while the producer closes
+    await().until(() -> status("m1") == MessageStatus.PUBLISHED);
+    assertEquals(0, failing.closes.get(), "the producer is still closing: m2 may yet come");
+    long mark = LogCapture.get().mark();
+    producerClosed.countDown();
+
+    await().until(() -> failing.closes.get() == 1);
+    String thread = "outbox-relay-outcomes-" + named.get("connector.name") + "-0";
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.thread().equals(thread)
+                        && e.message().startsWith("Lease ended at stop without a written outcome")
+                        && e.message().contains("message_id=m2"))
+            .size());
+    connect.join();
   }
 
   /** The task config of a connector no other test's tasks share: successors are per task. */
