@@ -710,12 +710,16 @@ final class ConfigChecks {
    * null.metadata.policy=fail}: Connect acknowledges a dropped record without metadata, and with
    * {@code retry} (the default) its row was retried with backoff until its attempts ran out (ten
    * drops over about eight minutes, then parked EXHAUSTED), every later row of its aggregate held
-   * back meanwhile. With {@code fail} the row is parked FAILED at once. Exactly once, a Filter is
+   * back meanwhile. With {@code fail} the row is parked FAILED at once. Not under {@code
+   * errors.tolerance=all}, where an acknowledgement without metadata may also be a failed send,
+   * which {@code retry} sends again: there the choice stays the user's. Exactly once, a Filter is
    * refused whatever the policy ({@link #exactlyOnceWithoutFilters}).
    */
   private static void filtersParkWhatTheyDrop(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
     if (exactlyOnce(parsed)
+        || raw.get(ERRORS_TOLERANCE_CONFIG) instanceof String tolerance
+            && tolerance.trim().equalsIgnoreCase("all")
         || !(raw.get("transforms") instanceof String listed)
         || !(parsed.apply(NULL_METADATA_POLICY_CONFIG) instanceof String policy)
         || !policy.trim().equalsIgnoreCase("retry")) {
@@ -735,8 +739,9 @@ final class ConfigChecks {
                     + key
                     + "): with retry, each row it drops is retried until its attempts run out"
                     + " (about eight minutes), holding back the later rows of its aggregate; with"
-                    + " fail it is parked FAILED at once (DROPPED_OR_UNDELIVERED). Better: leave"
-                    + " such rows out of the outbox"));
+                    + " fail it is parked FAILED at once (DROPPED_OR_UNDELIVERED), and with"
+                    + " errors.tolerance=none nothing else is acknowledged without metadata."
+                    + " Better: leave such rows out of the outbox"));
         return;
       }
     }

@@ -416,9 +416,10 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " errors.tolerance=all, and does not say which. retry: the row is retried with"
           + " backoff and charged an attempt. fail: the row is parked as FAILED (reason"
           + " DROPPED_OR_UNDELIVERED), for pipelines that filter on purpose: with a Filter"
-          + " transform (Kafka's, Confluent's or Debezium's) retry is refused, as each dropped row"
-          + " would be retried until its attempts ran out (ten drops over about eight minutes),"
-          + " holding back the later rows of its aggregate. Neither marks it"
+          + " transform (Kafka's, Confluent's or Debezium's) retry is refused unless"
+          + " errors.tolerance=all, as each dropped row would be retried until its attempts ran out"
+          + " (ten drops over about eight minutes), holding back the later rows of its aggregate."
+          + " Neither marks it"
           + " published. With delivery.guarantee=exactly-once the task also fails at its next poll"
           + " (reason DROPPED_UNDER_EXACTLY_ONCE): a later record's committed offset would cover"
           + " the dropped record's row.";

@@ -17,13 +17,15 @@ final class ConnectTaskClose {
   /** True if {@code thread}'s stack holds Connect's close of a source task. */
   static boolean isClosingATask(Thread thread) {
     for (StackTraceElement frame : thread.getStackTrace()) {
-      String type = frame.getClassName();
-      if (frame.getMethodName().equals("close")
-          && type.startsWith(RUNTIME)
-          && type.endsWith("WorkerSourceTask")) {
+      if (isTaskClose(frame.getClassName(), frame.getMethodName())) {
         return true;
       }
     }
     return false;
+  }
+
+  /** Whether a frame of this method of this class is Connect's close of a source task. */
+  static boolean isTaskClose(String type, String method) {
+    return method.equals("close") && type.startsWith(RUNTIME) && type.endsWith("WorkerSourceTask");
   }
 }

@@ -25,7 +25,7 @@ import java.util.function.Supplier;
  * sit leased to this owner; exactly once, the next batch's committed offset would cover them and a
  * recovery record them PUBLISHED unsent.
  *
- * <p>It ends early once it has released as many rows as one claim may lease: only one claim's
+ * <p>It ends early once it has released as many rows as the lost claim asked for: only one claim's
  * result can be lost at a time, since none is made before its release ends, and the release starts
  * only once that claim has ended.
  */

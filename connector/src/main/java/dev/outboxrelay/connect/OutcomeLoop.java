@@ -76,6 +76,8 @@ final class OutcomeLoop {
   /** After stop: true once Connect has closed the task's producer; null when it cannot tell. */
   private volatile BooleanSupplier producerClosed;
 
+  private boolean producerSeenClosed; // the loop's thread only
+
   /**
    * Ends the loop's wait for outcomes: a submit, or stop(). The thread is never interrupted: an
    * interrupt that landed in a write (a wait for a pooled connection ends with an exception at
@@ -261,14 +263,9 @@ final class OutcomeLoop {
       if (closing && (ledger.isEmpty() && queue.isEmpty() || pastCloseDeadline())) {
         return;
       }
-      BooleanSupplier closed = producerClosed;
       // Closed first, then the queue: the acknowledgements of a producer that closed were all
       // submitted before its close returned.
-      if (closing
-          && !acknowledgementsEnded
-          && closed != null
-          && closed.getAsBoolean()
-          && queue.isEmpty()) {
+      if (closing && !acknowledgementsEnded && producerClosedNow() && queue.isEmpty()) {
         log.info(
             "Connect closed this task's producer: the late-acknowledgement grace for the {} records"
                 + " still unresolved ends now (reason=PRODUCER_CLOSED)",
@@ -293,6 +290,19 @@ final class OutcomeLoop {
         renewer.renewIfDue();
       }
     }
+  }
+
+  /**
+   * Whether Connect has closed the task's producer; once seen, for good (the thread that stopped
+   * the task may go on to close another task, and its stack would then say "not yet").
+   */
+  private boolean producerClosedNow() {
+    BooleanSupplier closed = producerClosed;
+    if (closed == null || producerSeenClosed) {
+      return producerSeenClosed;
+    }
+    producerSeenClosed = closed.getAsBoolean();
+    return producerSeenClosed;
   }
 
   private boolean pastCloseDeadline() {

@@ -37,6 +37,7 @@ public final class OutboxStoreException extends RuntimeException {
   private final String reasonCode;
   private final String sqlState;
   private final String operation;
+  private final String libraryCode;
   private final boolean sentNothing;
 
   public OutboxStoreException(Kind kind, String reasonCode, String sqlState, String operation) {
@@ -70,6 +71,7 @@ public final class OutboxStoreException extends RuntimeException {
     this.reasonCode = reasonCode;
     this.sqlState = sqlState;
     this.operation = operation;
+    this.libraryCode = libraryCode;
     this.sentNothing = sentNothing;
   }
 
@@ -79,7 +81,7 @@ public final class OutboxStoreException extends RuntimeException {
    * committed, whatever its SQLState.
    */
   public OutboxStoreException beforeSending() {
-    return new OutboxStoreException(kind, reasonCode, sqlState, operation, null, true);
+    return new OutboxStoreException(kind, reasonCode, sqlState, operation, libraryCode, true);
   }
 
   public Kind kind() {

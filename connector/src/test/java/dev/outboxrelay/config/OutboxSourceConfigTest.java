@@ -345,7 +345,8 @@ class OutboxSourceConfigTest {
 
   /**
    * At least once, a Filter only with null.metadata.policy=fail, at start too: with retry (the
-   * default) each row it dropped was retried until its attempts ran out, for minutes.
+   * default) each row it dropped was retried until its attempts ran out, for minutes. Not under
+   * errors.tolerance=all.
    */
   @Test
   void aFilterWithTheRetryPolicyIsRefusedAtStart() {
@@ -358,6 +359,10 @@ class OutboxSourceConfigTest {
     props.put("null.metadata.policy", " RETRY ");
     assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
     props.put("null.metadata.policy", "fail");
+    new OutboxSourceConfig(props);
+    // Where a failed send comes without metadata too, retry sends it again: the user's choice.
+    props.put("null.metadata.policy", "retry");
+    props.put("errors.tolerance", "all");
     new OutboxSourceConfig(props);
   }
 

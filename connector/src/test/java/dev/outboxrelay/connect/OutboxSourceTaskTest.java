@@ -60,8 +60,11 @@ class OutboxSourceTaskTest {
   private Time time = Time.SYSTEM;
   private RelayClock taskClock = clock;
 
+  private String testName;
+
   @BeforeEach
-  void setUp() {
+  void setUp(org.junit.jupiter.api.TestInfo info) {
+    testName = info.getTestMethod().map(java.lang.reflect.Method::getName).orElse("test");
     store = new InMemoryOutboxStore(clock);
     failing = new FailingStore(store);
   }
@@ -99,6 +102,9 @@ class OutboxSourceTaskTest {
     props.put("poll.interval.ms", "10");
     props.put("claim.batch.size", "10");
     props.put("notify.enabled", "false");
+    // A connector of the test's own: a task stopped by an earlier test, still in its grace, is
+    // then no earlier instance of this one (TaskSuccession), whose end would log meanwhile.
+    props.put("connector.name", "task-test-" + testName);
     props.putAll(overrides);
     provider = new FixedStoreProvider(failing, () -> taskClock);
     OutboxSourceTask t = new OutboxSourceTask(provider, time);
