@@ -681,27 +681,21 @@ final class ConfigChecks {
    */
   private static void exactlyOnceWithoutFilters(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
-    if (!exactlyOnce(parsed) || !(raw.get("transforms") instanceof String listed)) {
+    if (!exactlyOnce(parsed)) {
       return;
     }
-    for (String alias : listed.split(",")) {
-      String key = "transforms." + alias.trim() + ".type";
-      String name = pluginName(raw.get(key));
-      if (!alias.isBlank()
-          && name != null
-          && FILTER_TRANSFORMS.stream().anyMatch(filter -> isPlugin(name, filter))) {
-        out.add(
-            new Problem(
-                key,
-                key
-                    + " must not be Filter with "
-                    + DELIVERY_GUARANTEE_CONFIG
-                    + "="
-                    + EXACTLY_ONCE
-                    + ": a later record's committed offset covers a dropped record's row, and a"
-                    + " recovery would record that row PUBLISHED although it never reached Kafka;"
-                    + " leave such rows out of the outbox instead"));
-      }
+    for (String key : filterTypeKeys(raw)) {
+      out.add(
+          new Problem(
+              key,
+              key
+                  + " must not be Filter with "
+                  + DELIVERY_GUARANTEE_CONFIG
+                  + "="
+                  + EXACTLY_ONCE
+                  + ": a later record's committed offset covers a dropped record's row, and a"
+                  + " recovery would record that row PUBLISHED although it never reached Kafka;"
+                  + " leave such rows out of the outbox instead"));
     }
   }
 
@@ -720,31 +714,45 @@ final class ConfigChecks {
     if (exactlyOnce(parsed)
         || raw.get(ERRORS_TOLERANCE_CONFIG) instanceof String tolerance
             && tolerance.trim().equalsIgnoreCase("all")
-        || !(raw.get("transforms") instanceof String listed)
         || !(parsed.apply(NULL_METADATA_POLICY_CONFIG) instanceof String policy)
         || !policy.trim().equalsIgnoreCase("retry")) {
       return;
     }
+    List<String> filters = filterTypeKeys(raw);
+    if (!filters.isEmpty()) {
+      out.add(
+          new Problem(
+              NULL_METADATA_POLICY_CONFIG,
+              NULL_METADATA_POLICY_CONFIG
+                  + " must be fail with a Filter transform ("
+                  + filters.get(0)
+                  + "): with retry, each row it drops is retried until its attempts run out"
+                  + " (about eight minutes), holding back the later rows of its aggregate; with"
+                  + " fail it is parked FAILED at once (DROPPED_OR_UNDELIVERED), and with"
+                  + " errors.tolerance=none nothing else is acknowledged without metadata."
+                  + " Better: leave such rows out of the outbox"));
+    }
+  }
+
+  /**
+   * The {@code transforms.<alias>.type} keys, of the aliases {@code transforms} lists, whose type
+   * is a Filter ({@link #FILTER_TRANSFORMS}), by class name or Connect's alias.
+   */
+  private static List<String> filterTypeKeys(Map<String, ?> raw) {
+    if (!(raw.get("transforms") instanceof String listed)) {
+      return List.of();
+    }
+    List<String> keys = new ArrayList<>();
     for (String alias : listed.split(",")) {
       String key = "transforms." + alias.trim() + ".type";
       String name = pluginName(raw.get(key));
       if (!alias.isBlank()
           && name != null
           && FILTER_TRANSFORMS.stream().anyMatch(filter -> isPlugin(name, filter))) {
-        out.add(
-            new Problem(
-                NULL_METADATA_POLICY_CONFIG,
-                NULL_METADATA_POLICY_CONFIG
-                    + " must be fail with a Filter transform ("
-                    + key
-                    + "): with retry, each row it drops is retried until its attempts run out"
-                    + " (about eight minutes), holding back the later rows of its aggregate; with"
-                    + " fail it is parked FAILED at once (DROPPED_OR_UNDELIVERED), and with"
-                    + " errors.tolerance=none nothing else is acknowledged without metadata."
-                    + " Better: leave such rows out of the outbox"));
-        return;
+        keys.add(key);
       }
     }
+    return keys;
   }
 
   /** Connect's settings that give a connector offsets of its own, beside the worker's. */

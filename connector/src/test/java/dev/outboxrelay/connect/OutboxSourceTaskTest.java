@@ -195,17 +195,7 @@ class OutboxSourceTaskTest {
     startTask(named); // the same connector's task 0 again
 
     await().until(() -> failing.closes.get() == 1);
-    String thread = "outbox-relay-outcomes-" + named.get("connector.name") + "-0";
-    assertEquals(
-        1,
-        LogCapture.get()
-            .matching(
-                mark,
-                e ->
-                    e.thread().equals(thread)
-                        && e.message().startsWith("Lease ended at stop without a written outcome")
-                        && e.message().contains("message_id=m1"))
-            .size());
+    assertEquals(1, leasesEndedAtStop(mark, named, "m1"));
   }
 
   /**
@@ -277,18 +267,21 @@ class OutboxSourceTaskTest {
     producerClosed.countDown();
 
     await().until(() -> failing.closes.get() == 1);
-    String thread = "outbox-relay-outcomes-" + named.get("connector.name") + "-0";
-    assertEquals(
-        1,
-        LogCapture.get()
-            .matching(
-                mark,
-                e ->
-                    e.thread().equals(thread)
-                        && e.message().startsWith("Lease ended at stop without a written outcome")
-                        && e.message().contains("message_id=m2"))
-            .size());
+    assertEquals(1, leasesEndedAtStop(mark, named, "m2"));
     connect.join();
+  }
+
+  /** Lines since {@code mark} of task 0 of that connector ending the lease of {@code id}. */
+  private static long leasesEndedAtStop(long mark, Map<String, String> connector, String id) {
+    String thread = "outbox-relay-outcomes-" + connector.get("connector.name") + "-0";
+    return LogCapture.get()
+        .matching(
+            mark,
+            e ->
+                e.thread().equals(thread)
+                    && e.message().startsWith("Lease ended at stop without a written outcome")
+                    && e.message().contains("message_id=" + id))
+        .size();
   }
 
   /** The task config of a connector no other test's tasks share: successors are per task. */
