@@ -70,13 +70,22 @@ final class OutcomeLoop {
   /** The stop's flush ends then (monotonic clock); MAX_VALUE until stop() is called. */
   private volatile long flushDeadlineMs = Long.MAX_VALUE;
 
-  /** Set once no acknowledgement can come any more (a later instance of the task started). */
-  private volatile boolean acknowledgementsEnded;
+  /**
+   * Why no acknowledgement is to be waited for any more, as its reason code ({@link
+   * #TASK_SUCCEEDED}, {@link #PRODUCER_CLOSED}); null while one may still come. Set once, for good
+   * (the thread that stopped the task may go on to close another task, and its stack would then say
+   * "not yet").
+   */
+  private volatile String acknowledgementsEndedBy;
 
   /** After stop: true once Connect has closed the task's producer; null when it cannot tell. */
   private volatile BooleanSupplier producerClosed;
 
-  private boolean producerSeenClosed; // the loop's thread only
+  /** Logged as reason=TASK_SUCCEEDED: Connect started a later instance of the task here. */
+  static final String TASK_SUCCEEDED = "TASK_SUCCEEDED";
+
+  /** Logged as reason=PRODUCER_CLOSED: Connect's close of the task closed its producer. */
+  static final String PRODUCER_CLOSED = "PRODUCER_CLOSED";
 
   /**
    * Ends the loop's wait for outcomes: a submit, or stop(). The thread is never interrupted: an
@@ -211,7 +220,7 @@ final class OutcomeLoop {
    * ends once what is queued is written: the rows still unresolved are settled at once.
    */
   void acknowledgementsEnded() {
-    acknowledgementsEnded = true;
+    acknowledgementsEndedBy = TASK_SUCCEEDED;
     outcomeArrived.wake();
   }
 
@@ -263,21 +272,18 @@ final class OutcomeLoop {
       if (closing && (ledger.isEmpty() && queue.isEmpty() || pastCloseDeadline())) {
         return;
       }
-      // Closed first, then the queue: the acknowledgements of a producer that closed were all
+      // Why first, then the queue: the acknowledgements of a producer that closed were all
       // submitted before its close returned.
-      if (closing && !acknowledgementsEnded && producerClosedNow() && queue.isEmpty()) {
+      String endedBy = closing ? acknowledgementsEndedBy() : null;
+      if (endedBy != null && queue.isEmpty()) {
         log.info(
-            "Connect closed this task's producer: the late-acknowledgement grace for the {} records"
-                + " still unresolved ends now (reason=PRODUCER_CLOSED)",
-            ledger.size());
-        return;
-      }
-      if (closing && acknowledgementsEnded && queue.isEmpty()) {
-        log.info(
-            "A later instance of this task started in this worker, so its producer is closed:"
-                + " the late-acknowledgement grace for the {} records still unresolved ends now"
-                + " (reason=TASK_SUCCEEDED)",
-            ledger.size());
+            "{}: the late-acknowledgement grace for the {} records still unresolved ends now"
+                + " (reason={})",
+            endedBy.equals(TASK_SUCCEEDED)
+                ? "A later instance of this task started in this worker, so its producer is closed"
+                : "Connect closed this task's producer",
+            ledger.size(),
+            endedBy);
         return;
       }
       List<PendingOutcome> batch = nextBatch();
@@ -292,17 +298,13 @@ final class OutcomeLoop {
     }
   }
 
-  /**
-   * Whether Connect has closed the task's producer; once seen, for good (the thread that stopped
-   * the task may go on to close another task, and its stack would then say "not yet").
-   */
-  private boolean producerClosedNow() {
+  /** {@link #acknowledgementsEndedBy}, asking whether Connect has closed the producer yet. */
+  private String acknowledgementsEndedBy() {
     BooleanSupplier closed = producerClosed;
-    if (closed == null || producerSeenClosed) {
-      return producerSeenClosed;
+    if (acknowledgementsEndedBy == null && closed != null && closed.getAsBoolean()) {
+      acknowledgementsEndedBy = PRODUCER_CLOSED;
     }
-    producerSeenClosed = closed.getAsBoolean();
-    return producerSeenClosed;
+    return acknowledgementsEndedBy;
   }
 
   private boolean pastCloseDeadline() {

@@ -587,6 +587,16 @@ class ClaimLoopTest {
       boolean[] lose,
       BiConsumer<String, Object[]> before,
       BiFunction<String, Object[], Object> answer) {
+    return losingAResultOf("claim", f, lose, before, answer);
+  }
+
+  /** As {@link #losingAClaimsResult}, for the claim method named {@code claim}. */
+  private static OutboxStore losingAResultOf(
+      String claim,
+      RuntimeFixture f,
+      boolean[] lose,
+      BiConsumer<String, Object[]> before,
+      BiFunction<String, Object[], Object> answer) {
     return (OutboxStore)
         Proxy.newProxyInstance(
             OutboxStore.class.getClassLoader(),
@@ -598,7 +608,7 @@ class ClaimLoopTest {
                 return answered;
               }
               Object result = method.invoke(f.store, args);
-              if (method.getName().equals("claim") && lose[0]) {
+              if (method.getName().equals(claim) && lose[0]) {
                 lose[0] = false;
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
@@ -858,24 +868,17 @@ class ClaimLoopTest {
     f.add("us", "u1", "b");
     f.clock.advance(Duration.ofSeconds(9));
     List<String> pagesRead = new ArrayList<>();
-    boolean[] lose = {true};
     OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  if (method.getName().equals("releaseUnheld")) {
-                    pagesRead.add((String) args[0]);
-                  }
-                  Object result = method.invoke(f.store, args);
-                  if (method.getName().equals("claimAbandoned") && lose[0]) {
-                    lose[0] = false; // committed, the result lost
-                    throw new OutboxStoreException(
-                        OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", "claim");
-                  }
-                  return result;
-                });
+        losingAResultOf(
+            "claimAbandoned",
+            f,
+            new boolean[] {true},
+            (name, args) -> {
+              if (name.equals("releaseUnheld")) {
+                pagesRead.add((String) args[0]);
+              }
+            },
+            (name, args) -> null);
     ClaimLoop loop = loop(f, store);
     assertThrows(OutboxStoreException.class, loop::next);
 
