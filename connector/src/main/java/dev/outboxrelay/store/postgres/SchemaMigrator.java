@@ -19,6 +19,7 @@ import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationInfo;
+import org.flywaydb.core.api.MigrationInfoService;
 import org.flywaydb.core.api.MigrationVersion;
 
 /**
@@ -63,10 +64,11 @@ public final class SchemaMigrator {
   }
 
   /**
-   * Migrates to the latest version; a no-op when already there. Returns migrations applied. Uses
-   * three connections of the data source at once.
+   * Migrates to the latest version; a no-op when already there, which takes no lock. Returns
+   * migrations applied. Uses three connections of the data source at once.
    *
-   * @throws MigrationInProgressException another session is migrating this table; nothing changed
+   * @throws MigrationInProgressException another session is migrating this table and this one has
+   *     something to apply; nothing changed
    * @throws SchemaNotManagedException the table exists without a schema history; nothing changed
    */
   public int migrate() {
@@ -87,6 +89,9 @@ public final class SchemaMigrator {
   }
 
   private int exclusively(String target) {
+    if (nothingToApply(flyway(target))) {
+      return 0;
+    }
     // Three connections for the duration: the lock's and Flyway's two (its transactional lock, the
     // default, keeps the history table's work apart from the migrations').
     try (MigrationLock lock = MigrationLock.take(dataSource, table)) {
@@ -100,6 +105,21 @@ public final class SchemaMigrator {
     } catch (SQLException e) {
       throw new FlywayException("could not take the migration lock", e);
     }
+  }
+
+  /**
+   * Whether the table is at (or past) the target with every applied migration as shipped. Then the
+   * lock is not taken: every task of a connector migrates at its start, and tasks starting together
+   * (a rebalance, a connector's creation) found one another's no-op migration holding it and waited
+   * a second or more each before their first claim. Read without the lock: a migration running
+   * elsewhere leaves versions pending, and anything but "nothing to do" (an edited migration too)
+   * takes the locked path, which applies or reports it as before.
+   */
+  private static boolean nothingToApply(Flyway flyway) {
+    MigrationInfoService info = flyway.info();
+    return info.current() != null
+        && info.pending().length == 0
+        && flyway.validateWithResult().validationSuccessful;
   }
 
   private boolean tableExists() throws SQLException {
