@@ -131,29 +131,22 @@ final class OutboxSql {
 
   /**
    * {@code {earlier}}: the probe of an ordered claim's candidate {@code o} (see {@link
-   * #CLAIM_ORDERED}): {@code head}, the first unsettled row of its aggregate that this owner does
-   * not hold. The candidate is itself such a row (due, so not in flight), so the head is the
-   * candidate (no earlier row) or the first earlier row that matters. Asked of the aggregate, not
-   * of the candidate (no {@code p.seq < o.seq}), the probe has the same answer for all the
-   * aggregate's rows, and PostgreSQL memoizes it (a Memoize node keyed by the aggregate): rows held
-   * back behind a retry cost a claim one probe per aggregate, not one per row (measured: 100,000
-   * such rows, 1.6 s per claim before, 0.1 s after; docs/benchmarks.md). The planner memoizes when
-   * its statistics expect several rows per aggregate; otherwise it probes each row, as before.
+   * #CLAIM_ORDERED}): {@code earlier.due} of the first unsettled row before it in its aggregate
+   * that this owner does not hold, null without one.
    */
   private static final String EARLIER =
       """
       LEFT JOIN LATERAL (
-            SELECT p.seq, {due(p)} AS due
+            SELECT {due(p)} AS due
             FROM {table} p
             WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
+              AND p.seq < o.seq
               AND {unsettled(p)}
               AND NOT {held(p)}
-            ORDER BY p.seq LIMIT 1) head ON TRUE""";
+            ORDER BY p.seq LIMIT 1) earlier ON TRUE""";
 
-  /**
-   * {@code {not held back}}: the candidate is its aggregate's head, or the head before it is due.
-   */
-  private static final String NOT_HELD_BACK = "AND (head.due OR head.seq >= o.seq) IS NOT FALSE";
+  /** {@code {not held back}}: the candidate has no earlier row of its aggregate that is not due. */
+  private static final String NOT_HELD_BACK = "AND earlier.due IS NOT FALSE";
 
   /**
    * An ordered claim. A due row within the budget is leased; one at or over it (max.attempts was
@@ -167,13 +160,13 @@ final class OutboxSql {
    * its own. A volatile function keeps this CTE evaluated and not inlined. It also carries the
    * attempt budget.
    *
-   * <p>Per-aggregate order is judged by one probe per aggregate, {@code head} ({@link #EARLIER}):
-   * the first unsettled row of the candidate's aggregate that this owner does not hold under a live
-   * lease (rows it holds are being sent in order ahead of the candidate). The candidate itself: it
-   * is next in its aggregate. An earlier one that is not due (in flight elsewhere, waiting for a
-   * retry, lease expired) blocks it. A due one must be claimed in this very batch, which only
-   * {@code claimable} can tell; the probe reads the aggregate index forwards and stops at its first
-   * match, so an aggregate stuck behind one row costs one step, not a walk of all its rows.
+   * <p>Per-aggregate order is judged by one probe per candidate, {@code earlier}: the first
+   * unsettled row before it in its aggregate that this owner does not hold under a live lease (rows
+   * it holds are being sent in order ahead of the candidate). None: the candidate is next in its
+   * aggregate. One that is not due (in flight elsewhere, waiting for a retry, lease expired) blocks
+   * it. A due one must be claimed in this very batch, which only {@code claimable} can tell; the
+   * probe reads the aggregate index forwards and stops at its first match, so an aggregate stuck
+   * behind one row costs one step per candidate, not a walk of all its rows.
    *
    * <p>{@code claimable} checks again only the candidates with a due earlier row (several rows of
    * one aggregate in a batch): no earlier row may block, and every due one must be in the batch. A
@@ -192,7 +185,7 @@ final class OutboxSql {
       ), {quota}candidate AS (
         SELECT k.* FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
-            CASE WHEN head.seq < o.seq THEN head.due END AS after_due
+            earlier.due AS after_due
           FROM {table} o CROSS JOIN clock {earlier}
           WHERE {own key(o)} AND {due(o)}
             {affinity} {share}
