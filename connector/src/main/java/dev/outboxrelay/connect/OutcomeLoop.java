@@ -307,6 +307,19 @@ final class OutcomeLoop {
     return acknowledgementsEndedBy;
   }
 
+  /**
+   * Closing, with no acknowledgement left to come (the grace ended early), a write the database
+   * refuses for good (a privilege revoked, say: the task fails for it) is not retried for the rest
+   * of the grace: retrying renewed the rows' leases, and their aggregates waited, for the whole of
+   * it. The stop then ends their leases. A retriable failure is still retried until the grace ends:
+   * written then, the rows are not sent again.
+   */
+  private boolean refusedWithNothingLeftToWaitFor(OutboxStoreException e) {
+    return !e.isRetriable()
+        && closeDeadlineMs != Long.MAX_VALUE
+        && acknowledgementsEndedBy() != null;
+  }
+
   private boolean pastCloseDeadline() {
     return time.hiResClockMs() >= closeDeadlineMs;
   }
@@ -362,7 +375,7 @@ final class OutcomeLoop {
             remaining.size(),
             e.reasonCode(),
             e.sqlState());
-        if (pastCloseDeadline()) {
+        if (pastCloseDeadline() || refusedWithNothingLeftToWaitFor(e)) {
           abandon(remaining);
           return;
         }

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
 import java.util.Map;
@@ -116,6 +118,55 @@ class OutcomeLoopTest {
       // Failed, the flush would wait for ever on this clock, the loop in its backoff: past both.
       time.sleep(Duration.ofHours(3).toMillis());
       stopper.join(10_000);
+      await().until(() -> !loop.isAlive());
+    }
+  }
+
+  /**
+   * Closing, once no acknowledgement can come (Connect closed the producer), a write the database
+   * refuses for good (here a privilege revoked) is not retried for the rest of the grace: the stop
+   * ends the rows' leases at once. Retried, the leases were renewed, and their aggregates waited,
+   * for the whole grace. The grace here is an hour of a clock that does not move.
+   */
+  @Test
+  void aWriteRefusedForGoodIsNotRetriedOnceNoAcknowledgementCanCome() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    var claimed = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", "publish");
+    store.publishesFail = true;
+    MockTime time = new MockTime();
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    OutcomeWriter writer =
+        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
+    OutcomeLoop loop =
+        new OutcomeLoop(
+            writer, renewer, f.ledger, f.metrics, health, time, f.wake, () -> {}, "outcome-loop");
+    loop.start();
+    try {
+      assertTrue(
+          loop.submit(
+              new PendingOutcome.Published(
+                  "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
+      await().until(() -> store.publishCalls.get() >= 1);
+
+      loop.endGraceOnceProducerClosed(() -> true);
+      loop.stop(Duration.ZERO, Duration.ofHours(1));
+
+      await().until(() -> !loop.isAlive());
+      assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned, counted late");
+      assertEquals(
+          f.clock.now(),
+          f.store.find("m1").orElseThrow().leaseExpiresAt(),
+          "its lease ended by the stop, not renewed through the grace");
+      assertEquals(0, f.metrics.published.get());
+    } finally {
+      time.sleep(Duration.ofHours(2).toMillis()); // failed, the loop retries until the grace ends
       await().until(() -> !loop.isAlive());
     }
   }
