@@ -66,6 +66,9 @@ public class OutboxSourceTask extends SourceTask {
   /** Exactly once: the message id of a record a transform or predicate dropped, or null. */
   private volatile String droppedUnderExactlyOnce;
 
+  /** Exactly once: the records handed over and not acknowledged yet; null at least once. */
+  private UnacknowledgedRecords unacknowledged;
+
   public OutboxSourceTask() {
     this(new PostgresStoreProvider(), Time.SYSTEM);
   }
@@ -113,6 +116,7 @@ public class OutboxSourceTask extends SourceTask {
     try {
       pause = new PollPause(runtime.wake());
       if (runtime.exactlyOnce() != null) {
+        unacknowledged = new UnacknowledgedRecords(config.connector().transactionPerPoll());
         takeEpochIfReachable(runtime.exactlyOnce());
         prefetch =
             new ClaimPrefetch(
@@ -141,6 +145,7 @@ public class OutboxSourceTask extends SourceTask {
     clearInterrupt();
     metrics.retryRegistrationIfDue(); // names an earlier instance held at start, freed since
     try {
+      acknowledgeDropped();
       failIfBroken();
       return claimAndHandOver();
     } finally {
@@ -308,6 +313,7 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     runtime.exactlyOnce().handedOver(records);
+    unacknowledged.handedOver(records);
     runtime.handoff().handedOver(records);
     return records;
   }
@@ -321,6 +327,32 @@ public class OutboxSourceTask extends SourceTask {
           "Exactly-once epoch not taken at start (reason={}, sqlState={}); the first poll takes it",
           e.reasonCode(),
           e.sqlState());
+    }
+  }
+
+  /**
+   * Exactly once: Connect ended a transaction without acknowledging records it had dispatched,
+   * which it does when a transform or predicate dropped all of them ({@link
+   * UnacknowledgedRecords}). Acknowledged here as Connect would have, without metadata: each row's
+   * outcome is written per null.metadata.policy, and the task fails, naming the first.
+   */
+  private void acknowledgeDropped() {
+    if (unacknowledged != null) {
+      for (SourceRecord record : unacknowledged.dropped()) {
+        commitRecord(record, null);
+      }
+    }
+  }
+
+  /**
+   * Connect's exactly-once task calls this on the task thread after each transaction it commits,
+   * and after each it finds nothing to commit for. Elsewhere (a worker without exactly-once support
+   * commits offsets on a thread of its own) it says nothing of the records handed over.
+   */
+  @Override
+  public void commit() {
+    if (unacknowledged != null && Thread.currentThread() == taskThread) {
+      unacknowledged.transactionEnded();
     }
   }
 
@@ -360,6 +392,9 @@ public class OutboxSourceTask extends SourceTask {
     // Runs on the producer's I/O thread (exactly-once: on the task thread, after the transaction
     // committed): identify the row, queue the outcome, return.
     runtime.renewer().acknowledged(); // the task's records are moving: it is not hung
+    if (unacknowledged != null) {
+      unacknowledged.acknowledged(record);
+    }
     if (prefetch != null
         && !acknowledgedOutsideATransaction
         && taskThread != null

@@ -46,6 +46,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.PluginMetrics;
@@ -822,6 +823,71 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * Connect acknowledges nothing of a poll whose records a transform all dropped (it has no
+   * transaction to commit, and keeps them for the next that commits), but still calls commit() on
+   * the task thread. Such a task learnt of no drop: its rows stayed in flight, renewed, until it
+   * held its limit of batches and claimed nothing, RUNNING. Records handed over before that
+   * commit() and unacknowledged were dropped: each row's outcome is written per
+   * null.metadata.policy, and the task fails at its next poll, naming the first.
+   */
+  @Test
+  void recordsUnacknowledgedWhenTheirTransactionEndedWereDroppedAndFailTheTask() {
+    add("first", "agg-1", 10);
+    add("second", "agg-2", 10);
+    List<SourceRecord> records = start(Map.of()).poll();
+    assertEquals(List.of("first", "second"), ids(records));
+
+    task.commit(); // Connect's, after finding no transaction to commit
+    ConnectException failed = assertThrows(ConnectException.class, task::poll);
+    assertFalse(failed instanceof RetriableException, "fails the task");
+    assertTrue(
+        failed.getMessage().contains("message_id=first (reason=DROPPED_UNDER_EXACTLY_ONCE)"),
+        failed.getMessage());
+    await()
+        .until(
+            () ->
+                Stream.of("first", "second")
+                    .allMatch(
+                        id -> store.find(id).orElseThrow().status() == MessageStatus.AMBIGUOUS));
+  }
+
+  /** Records acknowledged when their transaction committed are not taken for dropped. */
+  @Test
+  void recordsAcknowledgedWhenTheirTransactionEndedAreNotTakenForDropped() {
+    add("a", "agg-1", 10);
+    start(Map.of());
+    List<SourceRecord> records = task.poll();
+    commitTransaction(task, records);
+    task.commit();
+    add("b", "agg-2", 10);
+    List<SourceRecord> next = nextRecordsOnThisThread();
+    assertEquals(List.of("b"), ids(next));
+    commitTransaction(task, next);
+    task.commit();
+    assertEquals(List.of(), ids(task.poll()), "nothing more, and no failure");
+    await().until(() -> store.find("b").orElseThrow().status() == MessageStatus.PUBLISHED);
+  }
+
+  /**
+   * With transaction.boundary=interval a transaction may end half-way through a poll's records,
+   * before Connect dispatched the rest: only records of earlier polls count as dropped then.
+   */
+  @Test
+  void underIntervalTransactionsOnlyRecordsOfEarlierPollsCountAsDropped() {
+    add("a", "agg-1", 10);
+    start(Map.of("transaction.boundary", "interval", "claim.batch.size", "1"));
+    assertEquals(List.of("a"), ids(task.poll()));
+    task.commit(); // may have come before "a" was dispatched
+    add("b", "agg-2", 10);
+    assertEquals(List.of("b"), ids(nextRecordsOnThisThread()));
+    task.commit(); // "a" was dispatched before this one, and never acknowledged
+    ConnectException failed = assertThrows(ConnectException.class, task::poll);
+    assertTrue(
+        failed.getMessage().contains("message_id=a (reason=DROPPED_UNDER_EXACTLY_ONCE)"),
+        failed.getMessage());
+  }
+
+  /**
    * A batch's first park is written, its second fails, and Connect stops the task: the batch never
    * leaves, so the first row is FAILED without its dead-letter record. It is reported (a warning)
    * and counted as failed, not as dead-lettered, which it never was.
@@ -1294,6 +1360,20 @@ class ExactlyOnceTaskTest {
               return !ids.isEmpty() && handed.add(ids);
             });
     return handed.get(0);
+  }
+
+  /**
+   * The next records the task hands over, polled on this thread: Connect calls poll() and commit()
+   * on the task's one thread, and commit() from another says nothing.
+   */
+  private List<SourceRecord> nextRecordsOnThisThread() {
+    for (int polls = 0; polls < 10_000; polls++) {
+      List<SourceRecord> records = task.poll();
+      if (records != null && !records.isEmpty()) {
+        return records;
+      }
+    }
+    throw new AssertionError("no records handed over");
   }
 
   private static List<String> ids(List<SourceRecord> records) {

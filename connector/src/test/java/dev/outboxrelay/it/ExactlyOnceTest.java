@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.testing.ConnectCluster;
+import dev.outboxrelay.testing.DropTransform;
 import dev.outboxrelay.testing.KafkaRecords;
 import dev.outboxrelay.testing.KafkaRecords.Delivered;
 import dev.outboxrelay.testing.LoadWriter;
@@ -307,6 +308,39 @@ class ExactlyOnceTest {
           CLUSTER.readCommitted(topic).stream().noneMatch(d -> "bad".equals(d.messageId())),
           "never committed");
       CLUSTER.awaitRunning(CONNECTOR, 1);
+    }
+  }
+
+  /**
+   * A transform the relay does not know to refuse (unlike Filter) drops every record of a trickle:
+   * Connect, with no transaction to commit, acknowledges none of them. The task fails naming the
+   * first row, whose outcome is written per null.metadata.policy (retry: AMBIGUOUS), instead of
+   * holding its rows in flight, RUNNING, until it claimed nothing more.
+   */
+  @Test
+  void aTransformThatDropsEveryRecordFailsTheTaskNamingTheRow() throws Exception {
+    String key = "eos-drop";
+    String topic = "it-eos-drop";
+    try (OutboxDb db = OutboxDb.fresh("it_eos_drop").migrate()) {
+      CLUSTER.createTopic(topic, 3);
+      DropTransform.reset();
+      db.insert(key, List.of(OutboxDb.message("dropped", "dr-agg")));
+      Map<String, String> config = exactlyOnceConfig(db, key, topic, 1);
+      config.put("transforms", "drop");
+      config.put("transforms.drop.type", DropTransform.class.getName());
+      config.put("transforms.drop." + DropTransform.AGGREGATES_CONFIG, "dr-agg:1000");
+      CLUSTER.deploy(CONNECTOR, config);
+
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> CLUSTER.taskStates(CONNECTOR).contains("0=FAILED"));
+      String trace = CLUSTER.status(CONNECTOR).tasks().get(0).trace();
+      assertTrue(trace.contains("message_id=dropped (reason=DROPPED_UNDER_EXACTLY_ONCE)"), trace);
+      assertTrue(DropTransform.drops("dropped") > 0);
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> "AMBIGUOUS".equals(db.row("dropped").status()));
+      assertTrue(CLUSTER.readCommitted(topic).isEmpty());
     }
   }
 

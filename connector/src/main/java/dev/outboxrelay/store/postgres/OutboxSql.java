@@ -834,6 +834,10 @@ final class OutboxSql {
                 AND p.kafka_partition = a.kafka_partition AND p.kafka_offset = a.kafka_offset
             WHERE p.instance_key = ANY (:instance_keys)""");
 
+    // An exactly-once row's retry (a record a transform dropped, its row in a batch whose offsets
+    // Kafka committed) commits at least locally flushed ({durable}), as its park would: lost in a
+    // crash, the row would be in flight again at a committed position, and recovery would record it
+    // PUBLISHED, unsent.
     retryLater =
         statement(
             """
@@ -847,7 +851,8 @@ final class OutboxSql {
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
             WHERE {message_id} = :message_id {fence}
-            RETURNING status""");
+            RETURNING status, CASE WHEN lease_epoch IS NOT NULL
+                THEN set_config('synchronous_commit', {durable}, true) END AS commit_mode""");
 
     markFailed =
         statement(

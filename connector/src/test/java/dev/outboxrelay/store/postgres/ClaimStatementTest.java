@@ -806,6 +806,44 @@ class ClaimStatementTest {
     }
   }
 
+  /**
+   * Likewise an exactly-once row's retry (a record a transform dropped): lost in a crash, its row
+   * would be in flight again at a position Kafka committed, and recovery would record it PUBLISHED,
+   * unsent. An at-least-once retry keeps the server's setting.
+   */
+  @ParameterizedTest(name = "exactly once: {0}")
+  @ValueSource(booleans = {true, false})
+  void onAServerThatDoesNotWaitForFlushesAnExactlyOnceRetryStillDoes(boolean exactlyOnce)
+      throws SQLException {
+    ClaimedMessage held = inFlight.get(Statistics.FRESH).get(2);
+    try (Connection c = dataSources.get(Statistics.FRESH).getConnection()) {
+      c.setAutoCommit(false);
+      if (exactlyOnce) {
+        execute(c, "UPDATE outbox SET lease_epoch = 1, claim_batch = 1 WHERE seq = " + held.seq());
+      }
+      execute(c, "SET LOCAL synchronous_commit = off");
+      OutboxSql sql = new OutboxSql(TABLE);
+      try (PreparedStatement ps = c.prepareStatement(sql.retryLater.jdbc())) {
+        sql.retryLater
+            .bind(ps)
+            .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
+            .setInt("max_attempts", 10)
+            .setString("reason", "NULL_METADATA")
+            .setLong("delay_ms", 1_000)
+            .setString("message_id", held.messageId())
+            .setString("owner", held.lease().owner())
+            .setLong("token", held.lease().token())
+            .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
+            .ready();
+        try (ResultSet rs = ps.executeQuery()) {
+          assertTrue(rs.next(), "retries the row");
+        }
+      }
+      assertEquals(exactlyOnce ? "local" : "off", show(c));
+      c.rollback();
+    }
+  }
+
   /** Claims one row in {@code c}'s open transaction, as the store's claim would. */
   private static void claimOneRow(Connection c, PostgresOutboxStore store, ClaimRequest request)
       throws SQLException {

@@ -1,0 +1,80 @@
+package dev.outboxrelay.connect;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.connect.source.SourceRecord;
+
+/**
+ * Exactly once: the records handed to Connect that it has not acknowledged, to find those a
+ * transform or predicate dropped when Connect never says so.
+ *
+ * <p>Connect's exactly-once task acknowledges a transaction's records, dropped ones included (no
+ * metadata), right after the transaction commits, and then calls {@code SourceTask.commit()} on the
+ * task thread. A stretch of records that were all dropped opens no transaction: Connect skips the
+ * commit and the acknowledgements, keeping them until a later transaction commits, but still calls
+ * {@code commit()} (read in connect-runtime 4.3.1, {@code ExactlyOnceWorkerSourceTask}). Such
+ * records were acknowledged only once a record went through, so a task whose every record a
+ * transform dropped never learnt of it: its rows stayed in flight, leases renewed, until the task
+ * held its limit of batches and claimed nothing more, still RUNNING. A record handed over before
+ * such a {@code commit()} and still unacknowledged can only have been dropped: with {@code
+ * transaction.boundary=poll} every record of the polls before it has been dispatched; with {@code
+ * interval} a commit may come half-way through a poll's records, so only those of earlier polls.
+ *
+ * <p>Records are told apart by identity: Connect acknowledges the very records the task returned.
+ */
+final class UnacknowledgedRecords {
+  private final boolean transactionPerPoll;
+  private final Map<SourceRecord, Handed> handed = new IdentityHashMap<>();
+  private long handOvers;
+  private long handedRecords;
+
+  /** Which hand-over a record came in, and its place among all records handed over. */
+  private record Handed(long handOver, long place) {}
+
+  /** The last hand-over every record of which Connect had dispatched at its last commit. */
+  private long dispatchedThrough;
+
+  UnacknowledgedRecords(boolean transactionPerPoll) {
+    this.transactionPerPoll = transactionPerPoll;
+  }
+
+  /** The records a poll returned. */
+  synchronized void handedOver(List<SourceRecord> records) {
+    handOvers++;
+    for (SourceRecord record : records) {
+      handed.put(record, new Handed(handOvers, handedRecords++));
+    }
+  }
+
+  /** Connect acknowledged {@code record}, with or without metadata. */
+  synchronized void acknowledged(SourceRecord record) {
+    handed.remove(record);
+  }
+
+  /** Connect's exactly-once task ended a transaction, or found none to end, and said so. */
+  synchronized void transactionEnded() {
+    dispatchedThrough = transactionPerPoll ? handOvers : handOvers - 1;
+  }
+
+  /**
+   * The records dispatched before the last transaction ended and never acknowledged: dropped, in
+   * the order they were handed over. Each is returned once.
+   */
+  synchronized List<SourceRecord> dropped() {
+    List<Map.Entry<SourceRecord, Handed>> dropped = new ArrayList<>();
+    for (Iterator<Map.Entry<SourceRecord, Handed>> it = handed.entrySet().iterator();
+        it.hasNext(); ) {
+      Map.Entry<SourceRecord, Handed> entry = it.next();
+      if (entry.getValue().handOver() <= dispatchedThrough) {
+        dropped.add(Map.entry(entry.getKey(), entry.getValue())); // an entry's view ends on remove
+        it.remove();
+      }
+    }
+    dropped.sort(Comparator.comparingLong(entry -> entry.getValue().place()));
+    return dropped.stream().map(Map.Entry::getKey).toList();
+  }
+}
