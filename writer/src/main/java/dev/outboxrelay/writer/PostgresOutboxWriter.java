@@ -176,6 +176,9 @@ public final class PostgresOutboxWriter {
           failure = first(failure, e);
         }
       }
+      if (autosave.unknown) {
+        failure = first(failure, stillOpen(transaction));
+      }
       return failure;
     } finally {
       if (!savepointsMayRemain) {
@@ -183,6 +186,31 @@ public final class PostgresOutboxWriter {
       }
     }
   }
+
+  /**
+   * A driver the writer could not inspect (pgjdbc out of its class loader's reach, as in an
+   * application server's driver module, or a wrapper that hides it) may have rolled the abort back
+   * to a savepoint of its own, as pgjdbc's autosave=always does: one more statement tells, and the
+   * exception thrown then says so, rather than the caller's commit keeping the business change
+   * without its message unseen.
+   *
+   * @return a failure saying the transaction is still open; null when it is aborted, as it must be
+   */
+  private static SQLException stillOpen(Connection transaction) {
+    try (PreparedStatement s = transaction.prepareStatement("SELECT 1")) {
+      s.execute();
+    } catch (SQLException e) {
+      return ABORTED_SQL_STATES.contains(e.getSQLState()) ? null : e;
+    }
+    return new SQLException(
+        "outbox-relay writer: the transaction is still open after the writer aborted it (the"
+            + " driver rolled the abort back to a savepoint of its own, as pgjdbc's autosave=always"
+            + " does where the writer cannot reach pgjdbc's classes): roll it back, do not commit",
+        TRANSACTION_STILL_OPEN);
+  }
+
+  /** The SQLState of {@link #stillOpen}'s failure (invalid_transaction_state). */
+  static final String TRANSACTION_STILL_OPEN = "25000";
 
   /** The first failure, each later one attached to it. */
   private static SQLException first(SQLException earlier, SQLException later) {
@@ -271,15 +299,22 @@ public final class PostgresOutboxWriter {
 
   /** pgjdbc's autosave, off while the abort runs: its savepoint would undo the abort. */
   private static final class DriverAutosave {
-    private static final DriverAutosave NONE = new DriverAutosave(false, () -> {});
+    private static final DriverAutosave NONE = new DriverAutosave(false, false, () -> {});
+
+    /** A driver the writer cannot inspect: pgjdbc out of its reach, or another driver. */
+    private static final DriverAutosave UNKNOWN = new DriverAutosave(false, true, () -> {});
 
     /** Whether it was {@code always}: its savepoints are to be released. */
     final boolean always;
 
+    /** Whether the driver could not be inspected: the abort is then checked. */
+    final boolean unknown;
+
     private final Runnable restore;
 
-    private DriverAutosave(boolean always, Runnable restore) {
+    private DriverAutosave(boolean always, boolean unknown, Runnable restore) {
       this.always = always;
+      this.unknown = unknown;
       this.restore = restore;
     }
 
@@ -287,11 +322,14 @@ public final class PostgresOutboxWriter {
       restore.run();
     }
 
-    /** Suspends it; says what it was and restores it. Nothing to do on another driver. */
+    /**
+     * Suspends it; says what it was and restores it. Nothing to do on a driver it cannot inspect
+     * (another driver, or pgjdbc out of the writer's class loader's reach): the abort is checked.
+     */
     static DriverAutosave suspend(Connection transaction) throws SQLException {
       try {
         if (!transaction.isWrapperFor(org.postgresql.PGConnection.class)) {
-          return NONE;
+          return UNKNOWN;
         }
         org.postgresql.PGConnection pg = transaction.unwrap(org.postgresql.PGConnection.class);
         org.postgresql.jdbc.AutoSave before = pg.getAutosave();
@@ -300,9 +338,9 @@ public final class PostgresOutboxWriter {
         }
         pg.setAutosave(org.postgresql.jdbc.AutoSave.NEVER);
         return new DriverAutosave(
-            before == org.postgresql.jdbc.AutoSave.ALWAYS, () -> pg.setAutosave(before));
+            before == org.postgresql.jdbc.AutoSave.ALWAYS, false, () -> pg.setAutosave(before));
       } catch (LinkageError notPgjdbc) { // NOPMD: another driver (pgjdbc is "provided")
-        return NONE;
+        return UNKNOWN;
       }
     }
   }

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -311,6 +313,55 @@ class PostgresOutboxWriterDatabaseTest {
       assertAbortedForGood(c);
     }
     assertEquals(0, db.count("SELECT count(*) FROM orders"), "the business change rolled back");
+  }
+
+  /**
+   * pgjdbc out of the writer's reach (an application server's driver module, a wrapper that hides
+   * it), with autosave=always: the driver rolls the abort back to its own savepoint, and the writer
+   * cannot suspend it. The exception thrown then says the transaction is still open, where a
+   * framework committing on a checked exception kept the business change without its message, and
+   * nothing said so. A driver it can inspect adds nothing.
+   */
+  @ParameterizedTest(name = "pgjdbc autosave={0}")
+  @EnumSource(AutoSave.class)
+  void aDriverOutOfReachThatUndidTheAbortIsSaidSo(AutoSave autosave) throws SQLException {
+    PostgresOutboxWriter us = o9TakenByAnotherKey();
+    try (Connection pgjdbc = connection(autosave, false)) {
+      Connection hidden = hidingTheDriver(pgjdbc);
+      hidden.setAutoCommit(false);
+      run(hidden, "INSERT INTO orders VALUES ('o-9')");
+      MessageIdTakenException e =
+          assertThrows(MessageIdTakenException.class, () -> us.enqueue(hidden, placed("o-9")));
+      if (autosave == AutoSave.ALWAYS) {
+        assertEquals(1, e.getSuppressed().length, "said so");
+        SQLException open = (SQLException) e.getSuppressed()[0];
+        assertEquals(PostgresOutboxWriter.TRANSACTION_STILL_OPEN, open.getSQLState());
+        assertTrue(open.getMessage().contains("roll it back, do not commit"), open.getMessage());
+        pgjdbc.rollback();
+      } else {
+        assertEquals(0, e.getSuppressed().length, "aborted, as it must be");
+        assertAbortedForGood(pgjdbc);
+      }
+    }
+    assertEquals(0, db.count("SELECT count(*) FROM orders"));
+  }
+
+  /** {@code c} as a pool or container may hand it over: pgjdbc's own interface out of reach. */
+  private static Connection hidingTheDriver(Connection c) {
+    return (Connection)
+        Proxy.newProxyInstance(
+            Connection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              if (method.getName().equals("isWrapperFor")) {
+                return false;
+              }
+              try {
+                return method.invoke(c, args);
+              } catch (InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
   }
 
   /**
