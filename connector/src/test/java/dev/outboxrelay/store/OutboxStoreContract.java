@@ -2159,8 +2159,13 @@ public abstract class OutboxStoreContract {
     Map<String, Integer> shareOfAggregate = new HashMap<>();
     List<String> claimed = new ArrayList<>();
     for (int slot = 0; slot < 3; slot++) {
-      List<String> share = ids(store.claim(inShare("w" + slot, 1000, slot, 3)));
+      ClaimResult result = store.claim(inShare("w" + slot, 1000, slot, 3));
+      List<String> share = ids(result);
       assertFalse(share.isEmpty(), "share " + slot + " of 40 aggregates is empty");
+      for (ClaimedMessage row : result.claimed()) {
+        // The share is the hash each claimed row carries, as task code may compute it.
+        assertEquals(slot, row.aggregateHash() % 3, row::messageId);
+      }
       assertEquals(
           share.stream().sorted(java.util.Comparator.comparingInt(id -> seqOf(id))).toList(),
           share,

@@ -166,7 +166,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       if (!row.ownedBy(keys) || !row.isDue(now)) {
         continue;
       }
-      if (request.affinity() != null && !inShare(row.aggregateId, request.affinity())) {
+      if (request.affinity() != null && !inShare(row, request.affinity())) {
         continue;
       }
       ExactlyOnceClaim exactlyOnce = request.exactlyOnce();
@@ -477,8 +477,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   /** The share of an aggregate: any fixed function of its id will do (PostgreSQL uses hashtext). */
-  private static boolean inShare(String aggregateId, AggregateAffinity affinity) {
-    return Math.floorMod(aggregateId.hashCode(), affinity.slots()) == affinity.slot();
+  /** By the hash a claimed row carries, as PostgreSQL's affinity is by its own. */
+  private static boolean inShare(Row row, AggregateAffinity affinity) {
+    return row.aggregateHash() % affinity.slots() == affinity.slot();
   }
 
   /** The first active row before {@code row} in its aggregate that {@code owner} does not hold. */
