@@ -116,7 +116,7 @@ public class OutboxSourceTask extends SourceTask {
     try {
       pause = new PollPause(runtime.wake());
       if (runtime.exactlyOnce() != null) {
-        unacknowledged = new UnacknowledgedRecords(config.connector().transactionPerPoll());
+        unacknowledged = new UnacknowledgedRecords();
         takeEpochIfReachable(runtime.exactlyOnce());
         prefetch =
             new ClaimPrefetch(
@@ -338,9 +338,13 @@ public class OutboxSourceTask extends SourceTask {
    */
   private void acknowledgeDropped() {
     if (unacknowledged != null) {
+      // Never tolerated: a record taken for dropped always fails the task in this poll, so that
+      // Connect's final commit is skipped and its open transaction aborted; tolerating one would
+      // let a mistaken one (a worker without exactly-once support) send its row twice.
       for (SourceRecord record : unacknowledged.dropped()) {
         commitRecord(record, null);
       }
+      unacknowledged.pollBegins();
     }
   }
 

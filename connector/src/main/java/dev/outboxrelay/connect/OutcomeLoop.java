@@ -5,6 +5,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -309,16 +310,24 @@ final class OutcomeLoop {
 
   /**
    * Closing, with no acknowledgement left to come (the grace ended early), a write the database
-   * refuses for good (a privilege revoked, say: the task fails for it) is not retried for the rest
-   * of the grace: retrying renewed the rows' leases, and their aggregates waited, for the whole of
-   * it. The stop then ends their leases. A retriable failure is still retried until the grace ends:
-   * written then, the rows are not sent again.
+   * refuses for good (a privilege revoked, a column dropped, a value refused: the task fails for
+   * it) is not retried for the rest of the grace: retrying renewed the rows' leases, and their
+   * aggregates waited, for the whole of it. The stop then ends their leases. Anything a retry may
+   * heal (an outage, a password being rotated, a cached plan a migration invalidated, an error of
+   * no known class) is still retried until the grace ends: written then, the rows are not sent
+   * again.
    */
   private boolean refusedWithNothingLeftToWaitFor(OutboxStoreException e) {
-    return !e.isRetriable()
+    return REFUSED_FOR_GOOD.contains(e.kind())
         && closeDeadlineMs != Long.MAX_VALUE
         && acknowledgementsEndedBy() != null;
   }
+
+  private static final Set<OutboxStoreException.Kind> REFUSED_FOR_GOOD =
+      EnumSet.of(
+          OutboxStoreException.Kind.PERMISSION,
+          OutboxStoreException.Kind.SCHEMA,
+          OutboxStoreException.Kind.INVALID_DATA);
 
   private boolean pastCloseDeadline() {
     return time.hiResClockMs() >= closeDeadlineMs;
@@ -370,12 +379,22 @@ final class OutcomeLoop {
         retried = true;
         health.databaseError(e);
         consecutiveErrors++;
+        if (refusedWithNothingLeftToWaitFor(e)) {
+          log.warn(
+              "Writing {} outcomes refused (reason={}, sqlState={}), and no acknowledgement can"
+                  + " come any more: not retried; the stop ends their rows' leases",
+              remaining.size(),
+              e.reasonCode(),
+              e.sqlState());
+          abandon(remaining);
+          return;
+        }
         log.warn(
             "Writing {} outcomes failed (reason={}, sqlState={}); retrying",
             remaining.size(),
             e.reasonCode(),
             e.sqlState());
-        if (pastCloseDeadline() || refusedWithNothingLeftToWaitFor(e)) {
+        if (pastCloseDeadline()) {
           abandon(remaining);
           return;
         }

@@ -19,15 +19,18 @@ import org.apache.kafka.connect.source.SourceRecord;
  * {@code commit()} (read in connect-runtime 4.3.1, {@code ExactlyOnceWorkerSourceTask}). Such
  * records were acknowledged only once a record went through, so a task whose every record a
  * transform dropped never learnt of it: its rows stayed in flight, leases renewed, until the task
- * held its limit of batches and claimed nothing more, still RUNNING. A record handed over before
- * such a {@code commit()} and still unacknowledged can only have been dropped: with {@code
- * transaction.boundary=poll} every record of the polls before it has been dispatched; with {@code
- * interval} a commit may come half-way through a poll's records, so only those of earlier polls.
+ * held its limit of batches and claimed nothing more, still RUNNING.
+ *
+ * <p>Connect polls again only once it has dispatched every record the last poll returned, so the
+ * records handed over before a poll began have all been dispatched; a {@code commit()} after that
+ * ended the transaction holding them, acknowledging them, or found none (a pause may commit
+ * half-way through a poll's records, which is why the poll's start is the mark, not the commit).
+ * One of them still unacknowledged then can only have been dropped, with either {@code
+ * transaction.boundary}: found at the second poll after it was handed over.
  *
  * <p>Records are told apart by identity: Connect acknowledges the very records the task returned.
  */
 final class UnacknowledgedRecords {
-  private final boolean transactionPerPoll;
   private final Map<SourceRecord, Handed> handed = new IdentityHashMap<>();
   private long handOvers;
   private long handedRecords;
@@ -35,12 +38,11 @@ final class UnacknowledgedRecords {
   /** Which hand-over a record came in, and its place among all records handed over. */
   private record Handed(long handOver, long place) {}
 
-  /** The last hand-over every record of which Connect had dispatched at its last commit. */
-  private long dispatchedThrough;
+  /** The hand-overs made before the latest poll began: all dispatched. */
+  private long dispatchedAtPoll;
 
-  UnacknowledgedRecords(boolean transactionPerPoll) {
-    this.transactionPerPoll = transactionPerPoll;
-  }
+  /** The hand-overs dispatched before the latest commit: settled then, or dropped. */
+  private long settledThrough;
 
   /** The records a poll returned. */
   synchronized void handedOver(List<SourceRecord> records) {
@@ -55,13 +57,18 @@ final class UnacknowledgedRecords {
     handed.remove(record);
   }
 
+  /** A poll begins: Connect has dispatched every record handed over so far. */
+  synchronized void pollBegins() {
+    dispatchedAtPoll = handOvers;
+  }
+
   /** Connect's exactly-once task ended a transaction, or found none to end, and said so. */
   synchronized void transactionEnded() {
-    dispatchedThrough = transactionPerPoll ? handOvers : handOvers - 1;
+    settledThrough = dispatchedAtPoll;
   }
 
   /**
-   * The records dispatched before the last transaction ended and never acknowledged: dropped, in
+   * The records dispatched before the latest transaction ended and never acknowledged: dropped, in
    * the order they were handed over. Each is returned once.
    */
   synchronized List<SourceRecord> dropped() {
@@ -69,7 +76,7 @@ final class UnacknowledgedRecords {
     for (Iterator<Map.Entry<SourceRecord, Handed>> it = handed.entrySet().iterator();
         it.hasNext(); ) {
       Map.Entry<SourceRecord, Handed> entry = it.next();
-      if (entry.getValue().handOver() <= dispatchedThrough) {
+      if (entry.getValue().handOver() <= settledThrough) {
         dropped.add(Map.entry(entry.getKey(), entry.getValue())); // an entry's view ends on remove
         it.remove();
       }

@@ -15,6 +15,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.common.utils.Time;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 class OutcomeLoopTest {
 
@@ -126,17 +128,20 @@ class OutcomeLoopTest {
    * Closing, once no acknowledgement can come (Connect closed the producer), a write the database
    * refuses for good (here a privilege revoked) is not retried for the rest of the grace: the stop
    * ends the rows' leases at once. Retried, the leases were renewed, and their aggregates waited,
-   * for the whole grace. The grace here is an hour of a clock that does not move.
+   * for the whole grace. A failure of no known class, which a retry may heal, is still retried
+   * through the grace. The grace here is an hour of a clock that moves only when told.
    */
-  @Test
-  void aWriteRefusedForGoodIsNotRetriedOnceNoAcknowledgementCanCome() {
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(
+      value = OutboxStoreException.Kind.class,
+      names = {"PERMISSION", "INTERNAL"})
+  void aWriteRefusedForGoodIsNotRetriedOnceNoAcknowledgementCanCome(
+      OutboxStoreException.Kind kind) {
     RuntimeFixture f = new RuntimeFixture(Map.of());
     f.add("eu", "m1", "a");
     var claimed = f.claimIntoLedger().get(0);
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
-    store.failure =
-        new OutboxStoreException(
-            OutboxStoreException.Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", "publish");
+    store.failure = new OutboxStoreException(kind, "DB_REFUSED", "42501", "publish");
     store.publishesFail = true;
     MockTime time = new MockTime();
     StoreHealth health = new StoreHealth(f.metrics, time);
@@ -158,12 +163,19 @@ class OutcomeLoopTest {
       loop.endGraceOnceProducerClosed(() -> true);
       loop.stop(Duration.ZERO, Duration.ofHours(1));
 
+      if (kind == OutboxStoreException.Kind.INTERNAL) {
+        int calls = store.publishCalls.get();
+        await().until(() -> store.publishCalls.get() >= calls + 2); // retried on
+        assertTrue(loop.isAlive());
+        assertEquals(0, f.metrics.lateAcks.get());
+        time.sleep(Duration.ofHours(2).toMillis()); // the grace ends
+      }
       await().until(() -> !loop.isAlive());
       assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned, counted late");
       assertEquals(
           f.clock.now(),
           f.store.find("m1").orElseThrow().leaseExpiresAt(),
-          "its lease ended by the stop, not renewed through the grace");
+          "its lease ended by the stop");
       assertEquals(0, f.metrics.published.get());
     } finally {
       time.sleep(Duration.ofHours(2).toMillis()); // failed, the loop retries until the grace ends

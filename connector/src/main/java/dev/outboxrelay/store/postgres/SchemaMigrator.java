@@ -79,9 +79,11 @@ public final class SchemaMigrator {
   private static final String BASELINE = "0";
 
   /**
-   * Migrates up to and including {@code version}; for upgrade tests and staged roll-outs.
+   * Migrates up to and including {@code version}; for upgrade tests and staged roll-outs. A no-op,
+   * without the lock, when already there.
    *
-   * @throws MigrationInProgressException another session is migrating this table; nothing changed
+   * @throws MigrationInProgressException another session is migrating this table and this one has
+   *     something to apply; nothing changed
    * @throws SchemaNotManagedException the table exists without a schema history; nothing changed
    */
   public int migrateTo(String version) {
