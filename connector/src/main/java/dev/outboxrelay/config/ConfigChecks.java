@@ -39,6 +39,8 @@ import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.writer.Printable;
 import dev.outboxrelay.writer.TopicNames;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -91,6 +93,8 @@ final class ConfigChecks {
     exactlyOnceOffsetsInOneStore(parsed, raw, problems);
     exactlyOnceBoundaryOfConnect(parsed, raw, problems);
     keyConverterWritesText(raw, problems);
+    stringConverterWritesUtf8(raw, CONNECT_VALUE_CONVERTER, problems);
+    stringConverterWritesUtf8(raw, CONNECT_KEY_CONVERTER, problems);
     return problems;
   }
 
@@ -266,6 +270,7 @@ final class ConfigChecks {
   static final String JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter";
 
   /** Avro converters of the field: each refuses a member name that is not an Avro name. */
+  /** The Avro converters; Confluent's first (only it can scrub names). */
   static final List<String> AVRO_CONVERTERS =
       List.of(
           "io.confluent.connect.avro.AvroConverter",
@@ -739,6 +744,30 @@ final class ConfigChecks {
    * is a Filter ({@link #FILTER_TRANSFORMS}), by class name or Connect's alias.
    */
   private static List<String> filterTypeKeys(Map<String, ?> raw) {
+    return transformTypeKeys(raw, FILTER_TRANSFORMS);
+  }
+
+  /**
+   * The transforms that rename a record's topic (Kafka's and Debezium's routers), by class name or
+   * Connect's alias: {@code topic.allowed.regex} judges the topic the relay routes a row to, before
+   * Connect's transforms, so a router after it can send a row where the regex would not let it.
+   */
+  static final List<String> TOPIC_ROUTERS =
+      List.of(
+          "org.apache.kafka.connect.transforms.RegexRouter",
+          "org.apache.kafka.connect.transforms.TimestampRouter",
+          "io.debezium.transforms.ByLogicalTableRouter");
+
+  /** The {@code transforms.<alias>.type} keys of listed transforms that rename topics. */
+  static List<String> topicRouterTypeKeys(Map<String, ?> raw) {
+    return transformTypeKeys(raw, TOPIC_ROUTERS);
+  }
+
+  /**
+   * The {@code transforms.<alias>.type} keys, of the aliases listed, whose type is of {@code
+   * types}.
+   */
+  private static List<String> transformTypeKeys(Map<String, ?> raw, List<String> types) {
     if (!(raw.get("transforms") instanceof String listed)) {
       return List.of();
     }
@@ -746,9 +775,7 @@ final class ConfigChecks {
     for (String alias : listed.split(",")) {
       String key = "transforms." + alias.trim() + ".type";
       String name = pluginName(raw.get(key));
-      if (!alias.isBlank()
-          && name != null
-          && FILTER_TRANSFORMS.stream().anyMatch(filter -> isPlugin(name, filter))) {
+      if (!alias.isBlank() && name != null && types.stream().anyMatch(t -> isPlugin(name, t))) {
         keys.add(key);
       }
     }
@@ -858,6 +885,43 @@ final class ConfigChecks {
       }
     }
   }
+
+  /**
+   * StringConverter encodes with its {@code converter.encoding}, and replaces what that charset
+   * cannot encode with '?': a payload in another encoding than the relay's UTF-8 reached Kafka with
+   * its characters replaced, the row recorded published (and distinct aggregate ids could become
+   * one key); UTF-16 doubles a record past the size the relay checked. Refused, naming the setting.
+   */
+  private static void stringConverterWritesUtf8(
+      Map<String, ?> raw, String converterKey, List<Problem> out) {
+    String name = pluginName(raw.get(converterKey));
+    Object encoding = raw.get(converterKey + "." + STRING_CONVERTER_ENCODING);
+    if (name == null || !isPlugin(name, STRING_CONVERTER) || encoding == null) {
+      return;
+    }
+    boolean utf8;
+    try {
+      utf8 = Charset.forName(encoding.toString().trim()).equals(StandardCharsets.UTF_8);
+    } catch (IllegalArgumentException unknown) { // IllegalCharsetNameException too
+      utf8 = false;
+    }
+    if (!utf8) {
+      out.add(
+          new Problem(
+              converterKey,
+              converterKey
+                  + "."
+                  + STRING_CONVERTER_ENCODING
+                  + " must be UTF-8 with StringConverter (it is "
+                  + Printable.escape(encoding.toString())
+                  + "): the relay's text is UTF-8, and another encoding replaces the characters it"
+                  + " cannot encode with '?' (the row recorded published all the same) or changes"
+                  + " a record's size past what the relay checked"));
+    }
+  }
+
+  /** StringConverter's charset setting (its default is UTF-8). */
+  static final String STRING_CONVERTER_ENCODING = "converter.encoding";
 
   static boolean exactlyOnce(Function<String, Object> parsed) {
     return parsed.apply(DELIVERY_GUARANTEE_CONFIG) instanceof String guarantee

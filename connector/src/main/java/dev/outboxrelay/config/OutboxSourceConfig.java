@@ -276,7 +276,11 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " can name any topic, so whoever may insert outbox rows could otherwise write to every"
           + " topic the task's producer may, Connect's own (configs, offsets, status) included:"
           + " set it (e.g. outbox\\..*) where the outbox's writers are not trusted like the"
-          + " connector's operators.";
+          + " connector's operators. It judges the topic the relay routes a row to, before"
+          + " Connect's transforms: a router among them (RegexRouter, TimestampRouter) can send the"
+          + " record elsewhere, which the connector says at its start (reason"
+          + " TOPIC_RENAMED_AFTER_ALLOWED_CHECK); route with topic.template instead, and keep the"
+          + " producer's ACLs as the boundary.";
 
   public static final String PAYLOAD_FORMAT_CONFIG = "payload.format";
   private static final String PAYLOAD_FORMAT_DOC =
@@ -539,7 +543,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " null as a null header. Only the header placement is supported (not envelope or"
           + " partition). Header names under outbox. are the relay's, and so are id and"
           + " eventType in the debezium convention: there, <event type column>:header:eventType"
-          + " is accepted and sent once.";
+          + " is accepted and sent once. A row whose own headers hold a header of one of these"
+          + " names is parked (HEADERS_MALFORMED: a name given twice).";
 
   public OutboxSourceConfig(Map<?, ?> props) {
     this(configDef(), props);
@@ -1023,6 +1028,17 @@ public class OutboxSourceConfig extends AbstractConfig {
    * holds only if the worker's producer settings (or its exactly-once source support) make the
    * producer idempotent, which the connector cannot see.
    */
+  /**
+   * The {@code transforms.<alias>.type} keys of routers that may rename a topic after {@code
+   * topic.allowed.regex} judged it; empty without the regex.
+   */
+  public List<String> topicRenamedAfterTheAllowedCheck() {
+    String allowed = getString(TOPIC_ALLOWED_REGEX_CONFIG);
+    return allowed == null || allowed.isEmpty()
+        ? List.of()
+        : ConfigChecks.topicRouterTypeKeys(originals());
+  }
+
   public boolean producerOrderLeftToTheWorker() {
     return ConfigChecks.producerOrder(this::get, originals()) == ConfigChecks.ProducerOrder.UNSEEN;
   }
@@ -1126,8 +1142,14 @@ public class OutboxSourceConfig extends AbstractConfig {
    * seen: the row is parked where the converter might have taken it renamed.
    */
   private boolean scrubsNames() {
+    // Apicurio's converter has no such setting: carried over from a Confluent set-up, it is
+    // ignored there, and names that are not Avro names are still refused.
+    String name = ConfigChecks.pluginName(originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER));
     Object scrub = originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER + ".scrub.invalid.names");
-    return scrub != null && "true".equalsIgnoreCase(scrub.toString().trim());
+    return name != null
+        && ConfigChecks.isPlugin(name, ConfigChecks.AVRO_CONVERTERS.get(0))
+        && scrub != null
+        && "true".equalsIgnoreCase(scrub.toString().trim());
   }
 
   /**

@@ -55,6 +55,16 @@ public class OutboxSourceConnector extends SourceConnector {
               + " producer.enable.idempotence=true, or exactly-once source support); set"
               + " producer.override.enable.idempotence=true (reason=ORDER_LEFT_TO_THE_WORKER)");
     }
+    List<String> routers = config.topicRenamedAfterTheAllowedCheck();
+    if (!routers.isEmpty()) {
+      log.warn(
+          "topic.allowed.regex judges the topic the relay routes a row to, before Connect's"
+              + " transforms, and {} may rename it after: a row can then reach a topic the regex"
+              + " would refuse (a writer's topic outbox.connect-configs made connect-configs by a"
+              + " router stripping the prefix, say); route with topic.template instead, and keep"
+              + " the producer's ACLs as the boundary (reason=TOPIC_RENAMED_AFTER_ALLOWED_CHECK)",
+          routers);
+    }
     if (config.leaseMayRunOutBehindAStuckWrite()) {
       log.warn(
           "lease.duration.ms ({} ms) is not above lease.renewal.interval.ms ({} ms) plus"

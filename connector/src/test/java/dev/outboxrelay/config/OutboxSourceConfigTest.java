@@ -419,6 +419,35 @@ class OutboxSourceConfigTest {
   }
 
   /**
+   * StringConverter encodes with its converter.encoding and writes '?' for what that charset cannot
+   * encode: a payload or an aggregate id in another encoding than UTF-8 reached Kafka altered, its
+   * row recorded published. Refused on the converter, naming the setting; UTF-8 by any of its names
+   * passes.
+   */
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"value.converter", "key.converter"})
+  void aStringConverterWritesUtf8(String converter) {
+    Map<String, String> props = with("payload.format", "string");
+    props.put(converter, ConfigChecks.STRING_CONVERTER);
+    for (String encoding : List.of("ISO-8859-1", "UTF-16", "not-a-charset")) {
+      props.put(converter + ".converter.encoding", encoding);
+      ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+      assertTrue(
+          e.getMessage()
+              .startsWith(
+                  converter
+                      + ".converter.encoding must be UTF-8 with StringConverter (it is "
+                      + encoding
+                      + ")"),
+          e.getMessage());
+    }
+    for (String encoding : List.of("UTF-8", "utf8", " UTF-8 ")) {
+      props.put(converter + ".converter.encoding", encoding);
+      new OutboxSourceConfig(props);
+    }
+  }
+
+  /**
    * The connector's own value converter must write the payload format: StringConverter sent a byte
    * array as "[B@..." and the row was recorded published (a Debezium user's converter with the
    * default payload.format=bytes); ByteArrayConverter failed the task at every record.
@@ -515,6 +544,9 @@ class OutboxSourceConfigTest {
     assertTrue(
         new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroConverter(),
         "its schema's depth is still Avro's");
+    // Apicurio's has no scrub.invalid.names (one carried over from Confluent's is ignored).
+    props.put("value.converter", "io.apicurio.registry.utils.converter.AvroConverter");
+    assertTrue(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroNames());
     props.put("value.converter", "io.confluent.connect.json.JsonSchemaConverter");
     assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroConverter());
   }

@@ -133,6 +133,32 @@ class OutboxSourceConnectorTest {
             .size());
   }
 
+  /**
+   * topic.allowed.regex judges the topic before Connect's transforms: a router among them can send
+   * a row where the regex would not (a writer's topic outbox.connect-configs stripped to Connect's
+   * own). Said at start, naming the router's setting; not without the regex, nor with another
+   * transform.
+   */
+  @Test
+  void aTopicRouterAfterTheAllowedTopicsCheckIsWarnedAbout() {
+    Map<String, String> props = config(null);
+    props.put("transforms", "insert, strip");
+    props.put("transforms.insert.type", "org.apache.kafka.connect.transforms.InsertHeader");
+    props.put("transforms.strip.type", "RegexRouter");
+    long mark = LogCapture.get().mark();
+    new OutboxSourceConnector().start(props); // no regex: nothing to say
+    props.put("topic.allowed.regex", "outbox\\..*");
+    new OutboxSourceConnector().start(props);
+    props.put("transforms", "insert");
+    new OutboxSourceConnector().start(props); // no router listed
+    List<LogCapture.Event> warnings =
+        LogCapture.get()
+            .matching(
+                mark, e -> e.message().contains("(reason=TOPIC_RENAMED_AFTER_ALLOWED_CHECK)"));
+    assertEquals(1, warnings.size());
+    assertTrue(warnings.get(0).message().contains("[transforms.strip.type]"), warnings::toString);
+  }
+
   /** The connector's status names a refused setting, never its value (as a task's does). */
   @Test
   void aRefusedSettingIsNamedWithoutItsValue() {
