@@ -80,6 +80,10 @@ public final class PostgresOutboxWriter {
    *     autosave=always} rolls back to a savepoint of its own and leaves it open). Whenever enqueue
    *     throws an {@code SQLException}, a commit rolls back (a failure of the abort itself, such as
    *     a lost connection, is attached as suppressed)
+   * @throws TransactionStillOpenException (unchecked, the failure its cause) when a driver the
+   *     writer cannot inspect undid its abort (pgjdbc's {@code autosave=always} out of the writer's
+   *     class loader's reach): the transaction must be rolled back, which frameworks do for an
+   *     unchecked exception by default
    */
   public EnqueueResult enqueue(Connection transaction, OutboxMessage message) throws SQLException {
     Objects.requireNonNull(transaction, "transaction");
@@ -88,9 +92,20 @@ public final class PostgresOutboxWriter {
     try {
       return insert(transaction, message);
     } catch (SQLException e) {
-      throw withAbortFailure(e, abort(transaction));
+      Abort abort = abort(transaction);
+      if (abort.stillOpen()) {
+        TransactionStillOpenException open = new TransactionStillOpenException(e);
+        if (abort.failure() != null) {
+          open.addSuppressed(abort.failure());
+        }
+        throw open;
+      }
+      throw withAbortFailure(e, abort.failure());
     }
   }
+
+  /** What {@link #abort} did: its unexpected failure, if any, and whether it did not take. */
+  private record Abort(SQLException failure, boolean stillOpen) {}
 
   /** The insert, and the check when it wrote nothing; the caller aborts on any exception. */
   private EnqueueResult insert(Connection transaction, OutboxMessage message) throws SQLException {
@@ -149,9 +164,9 @@ public final class PostgresOutboxWriter {
    * again), as restoring it would let the driver's next rollback revive the transaction.
    *
    * @return the abort's failure when it was not the expected one (a lost connection, say), to be
-   *     attached to the exception thrown; null otherwise
+   *     attached to the exception thrown, or null; and whether the transaction is still open
    */
-  private static SQLException abort(Connection transaction) {
+  private static Abort abort(Connection transaction) {
     SQLException failure = null;
     DriverAutosave autosave = DriverAutosave.NONE;
     try {
@@ -169,17 +184,24 @@ public final class PostgresOutboxWriter {
           savepointsMayRemain = true;
         }
       }
+      boolean connectionLost = false;
       try (PreparedStatement s = transaction.prepareStatement(ABORT_SQL)) {
         s.execute();
       } catch (SQLException e) {
-        if (!ABORTED_SQL_STATES.contains(e.getSQLState())) {
+        if (!aborted(e)) {
+          failure = first(failure, e);
+          connectionLost = e.getSQLState() != null && e.getSQLState().startsWith("08");
+        }
+      }
+      boolean stillOpen = false;
+      if (autosave.unknown && !connectionLost) {
+        try {
+          stillOpen = stillOpen(transaction);
+        } catch (SQLException e) {
           failure = first(failure, e);
         }
       }
-      if (autosave.unknown) {
-        failure = first(failure, stillOpen(transaction));
-      }
-      return failure;
+      return new Abort(failure, stillOpen);
     } finally {
       if (!savepointsMayRemain) {
         autosave.restore();
@@ -190,27 +212,29 @@ public final class PostgresOutboxWriter {
   /**
    * A driver the writer could not inspect (pgjdbc out of its class loader's reach, as in an
    * application server's driver module, or a wrapper that hides it) may have rolled the abort back
-   * to a savepoint of its own, as pgjdbc's autosave=always does: one more statement tells, and the
-   * exception thrown then says so, rather than the caller's commit keeping the business change
-   * without its message unseen.
+   * to a savepoint of its own, as pgjdbc's autosave=always does: one more statement tells. Then
+   * {@link #enqueue} throws an unchecked exception, which frameworks roll back for by default,
+   * where a commit on the checked one would keep the business change without its message.
    *
-   * @return a failure saying the transaction is still open; null when it is aborted, as it must be
+   * @return whether the transaction is still open; false when it is aborted, as it must be
+   * @throws SQLException the statement failed otherwise (a lost connection, say)
    */
-  private static SQLException stillOpen(Connection transaction) {
+  private static boolean stillOpen(Connection transaction) throws SQLException {
     try (PreparedStatement s = transaction.prepareStatement("SELECT 1")) {
       s.execute();
     } catch (SQLException e) {
-      return ABORTED_SQL_STATES.contains(e.getSQLState()) ? null : e;
+      if (aborted(e)) {
+        return false;
+      }
+      throw e;
     }
-    return new SQLException(
-        "outbox-relay writer: the transaction is still open after the writer aborted it (the"
-            + " driver rolled the abort back to a savepoint of its own, as pgjdbc's autosave=always"
-            + " does where the writer cannot reach pgjdbc's classes): roll it back, do not commit",
-        TRANSACTION_STILL_OPEN);
+    return true;
   }
 
-  /** The SQLState of {@link #stillOpen}'s failure (invalid_transaction_state). */
-  static final String TRANSACTION_STILL_OPEN = "25000";
+  /** Whether {@code e} is what an aborted transaction answers (a SQLState may be missing). */
+  private static boolean aborted(SQLException e) {
+    return e.getSQLState() != null && ABORTED_SQL_STATES.contains(e.getSQLState());
+  }
 
   /** The first failure, each later one attached to it. */
   private static SQLException first(SQLException earlier, SQLException later) {

@@ -60,6 +60,9 @@ class PostgresOutboxWriterTest {
   /** What the INSERT throws, if anything. */
   private SQLException insertFails;
 
+  /** Thrown by the abort statement in place of the server's answer, while set. */
+  private SQLException abortFails;
+
   /**
    * Refused by the constructor alone, when the writer is created (as the class promises): before
    * any connection exists, so none is touched.
@@ -282,6 +285,24 @@ class PostgresOutboxWriterTest {
   }
 
   /**
+   * An abort that fails without an SQLState (a wrapper's "connection closed", say) is attached to
+   * the failure thrown, which stays the caller's to see: it was lost to a NullPointerException.
+   */
+  @Test
+  void anAbortFailingWithoutAnSqlStateIsAttachedToTheFailure() {
+    insertFails = new SQLException("canceling statement due to lock timeout", "55P03");
+    abortFails = new SQLException("connection handle already closed");
+    SQLException e =
+        assertThrows(
+            SQLException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertSame(insertFails, e);
+    assertEquals(1, e.getSuppressed().length);
+    assertSame(abortFails, e.getSuppressed()[0]);
+  }
+
+  /**
    * The writer's own errors name the message id escaped ({@link Printable}), as the relay's log
    * lines do: an id with a line break cannot forge a line of the application's log, nor an escape
    * sequence rewrite a terminal. {@link MessageIdTakenException#messageId()} keeps the id as given.
@@ -366,6 +387,9 @@ class PostgresOutboxWriterTest {
                             calls
                                 .get(calls.size() - 2)
                                 .equals("prepareStatement(" + PostgresOutboxWriter.ABORT_SQL + ")");
+                        if (abort && abortFails != null) {
+                          throw abortFails;
+                        }
                         throw new SQLException(
                             abort ? "aborted" : "in failed", abort ? "23000" : "25P02");
                       }
