@@ -95,6 +95,7 @@ final class ConfigChecks {
     keyConverterWritesText(raw, problems);
     stringConverterWritesUtf8(raw, CONNECT_VALUE_CONVERTER, problems);
     stringConverterWritesUtf8(raw, CONNECT_KEY_CONVERTER, problems);
+    stringConverterWritesUtf8(raw, CONNECT_HEADER_CONVERTER, problems);
     return problems;
   }
 
@@ -269,8 +270,10 @@ final class ConfigChecks {
       "org.apache.kafka.connect.converters.ByteArrayConverter";
   static final String JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter";
 
-  /** Avro converters of the field: each refuses a member name that is not an Avro name. */
-  /** The Avro converters; Confluent's first (only it can scrub names). */
+  /**
+   * Avro converters of the field: each refuses a member name that is not an Avro name. Confluent's
+   * first: only it can scrub such names.
+   */
   static final List<String> AVRO_CONVERTERS =
       List.of(
           "io.confluent.connect.avro.AvroConverter",
@@ -756,7 +759,11 @@ final class ConfigChecks {
       List.of(
           "org.apache.kafka.connect.transforms.RegexRouter",
           "org.apache.kafka.connect.transforms.TimestampRouter",
-          "io.debezium.transforms.ByLogicalTableRouter");
+          "io.debezium.transforms.ByLogicalTableRouter",
+          // These take the topic from the record's content: whoever writes rows picks it.
+          "io.debezium.transforms.ContentBasedRouter",
+          "io.confluent.connect.transforms.ExtractTopic$Value",
+          "io.confluent.connect.transforms.ExtractTopic$Key");
 
   /** The {@code transforms.<alias>.type} keys of listed transforms that rename topics. */
   static List<String> topicRouterTypeKeys(Map<String, ?> raw) {
@@ -895,33 +902,43 @@ final class ConfigChecks {
   private static void stringConverterWritesUtf8(
       Map<String, ?> raw, String converterKey, List<Problem> out) {
     String name = pluginName(raw.get(converterKey));
-    Object encoding = raw.get(converterKey + "." + STRING_CONVERTER_ENCODING);
-    if (name == null || !isPlugin(name, STRING_CONVERTER) || encoding == null) {
+    if (name == null || !isPlugin(name, STRING_CONVERTER)) {
       return;
     }
-    boolean utf8;
-    try {
-      utf8 = Charset.forName(encoding.toString().trim()).equals(StandardCharsets.UTF_8);
-    } catch (IllegalArgumentException unknown) { // IllegalCharsetNameException too
-      utf8 = false;
+    // Its serializer reads the side's own setting first ({key|value}.serializer.encoding, a
+    // header converter's as a value's), then the converter's.
+    String side = converterKey.equals(CONNECT_KEY_CONVERTER) ? "key" : "value";
+    for (String setting : List.of(STRING_CONVERTER_ENCODING, side + ".serializer.encoding")) {
+      Object encoding = raw.get(converterKey + "." + setting);
+      if (encoding != null && !utf8(encoding.toString())) {
+        out.add(
+            new Problem(
+                converterKey,
+                converterKey
+                    + "."
+                    + setting
+                    + " must be UTF-8 with StringConverter (it is "
+                    + Printable.escape(encoding.toString())
+                    + "): the relay's text is UTF-8, and another encoding replaces the characters"
+                    + " it cannot encode with '?' (the row recorded published all the same) or"
+                    + " changes a record's size past what the relay checked"));
+      }
     }
-    if (!utf8) {
-      out.add(
-          new Problem(
-              converterKey,
-              converterKey
-                  + "."
-                  + STRING_CONVERTER_ENCODING
-                  + " must be UTF-8 with StringConverter (it is "
-                  + Printable.escape(encoding.toString())
-                  + "): the relay's text is UTF-8, and another encoding replaces the characters it"
-                  + " cannot encode with '?' (the row recorded published all the same) or changes"
-                  + " a record's size past what the relay checked"));
+  }
+
+  private static boolean utf8(String charset) {
+    try {
+      return Charset.forName(charset.trim()).equals(StandardCharsets.UTF_8);
+    } catch (IllegalArgumentException unknown) { // IllegalCharsetNameException too
+      return false;
     }
   }
 
   /** StringConverter's charset setting (its default is UTF-8). */
   static final String STRING_CONVERTER_ENCODING = "converter.encoding";
+
+  /** Connect's setting of the connector's own header converter. */
+  static final String CONNECT_HEADER_CONVERTER = "header.converter";
 
   static boolean exactlyOnce(Function<String, Object> parsed) {
     return parsed.apply(DELIVERY_GUARANTEE_CONFIG) instanceof String guarantee

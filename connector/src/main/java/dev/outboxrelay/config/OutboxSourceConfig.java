@@ -1024,11 +1024,6 @@ public class OutboxSourceConfig extends AbstractConfig {
   }
 
   /**
-   * More than one request in flight while ordering, with idempotence left to the worker: order
-   * holds only if the worker's producer settings (or its exactly-once source support) make the
-   * producer idempotent, which the connector cannot see.
-   */
-  /**
    * The {@code transforms.<alias>.type} keys of routers that may rename a topic after {@code
    * topic.allowed.regex} judged it; empty without the regex.
    */
@@ -1039,6 +1034,11 @@ public class OutboxSourceConfig extends AbstractConfig {
         : ConfigChecks.topicRouterTypeKeys(originals());
   }
 
+  /**
+   * More than one request in flight while ordering, with idempotence left to the worker: order
+   * holds only if the worker's producer settings (or its exactly-once source support) make the
+   * producer idempotent, which the connector cannot see.
+   */
   public boolean producerOrderLeftToTheWorker() {
     return ConfigChecks.producerOrder(this::get, originals()) == ConfigChecks.ProducerOrder.UNSEEN;
   }

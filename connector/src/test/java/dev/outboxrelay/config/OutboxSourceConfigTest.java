@@ -425,25 +425,32 @@ class OutboxSourceConfigTest {
    * passes.
    */
   @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"value.converter", "key.converter"})
+  @ValueSource(strings = {"value.converter", "key.converter", "header.converter"})
   void aStringConverterWritesUtf8(String converter) {
     Map<String, String> props = with("payload.format", "string");
     props.put(converter, ConfigChecks.STRING_CONVERTER);
-    for (String encoding : List.of("ISO-8859-1", "UTF-16", "not-a-charset")) {
-      props.put(converter + ".converter.encoding", encoding);
-      ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
-      assertTrue(
-          e.getMessage()
-              .startsWith(
-                  converter
-                      + ".converter.encoding must be UTF-8 with StringConverter (it is "
-                      + encoding
-                      + ")"),
-          e.getMessage());
-    }
-    for (String encoding : List.of("UTF-8", "utf8", " UTF-8 ")) {
-      props.put(converter + ".converter.encoding", encoding);
-      new OutboxSourceConfig(props);
+    // Its serializer's own setting comes first: the side's, a header converter's as a value's.
+    String serializer = (converter.startsWith("key") ? "key" : "value") + ".serializer.encoding";
+    for (String setting : List.of("converter.encoding", serializer)) {
+      for (String encoding : List.of("ISO-8859-1", "UTF-16", "not-a-charset")) {
+        props.put(converter + "." + setting, encoding);
+        ConfigException e =
+            assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+        assertTrue(
+            e.getMessage()
+                .startsWith(
+                    converter
+                        + "."
+                        + setting
+                        + " must be UTF-8 with StringConverter (it is "
+                        + encoding
+                        + ")"),
+            e.getMessage());
+      }
+      for (String encoding : List.of("UTF-8", "utf8", " UTF-8 ")) {
+        props.put(converter + "." + setting, encoding);
+        new OutboxSourceConfig(props);
+      }
     }
   }
 

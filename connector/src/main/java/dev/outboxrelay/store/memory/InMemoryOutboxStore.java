@@ -476,8 +476,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return ClaimResult.EMPTY;
   }
 
-  /** The share of an aggregate: any fixed function of its id will do (PostgreSQL uses hashtext). */
-  /** By the hash a claimed row carries, as PostgreSQL's affinity is by its own. */
+  /**
+   * The share of an aggregate: by the hash a claimed row carries, as PostgreSQL's affinity is by
+   * its own (hashtext).
+   */
   private static boolean inShare(Row row, AggregateAffinity affinity) {
     return row.aggregateHash() % affinity.slots() == affinity.slot();
   }
