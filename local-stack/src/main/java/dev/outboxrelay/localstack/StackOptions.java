@@ -115,8 +115,9 @@ record StackOptions(
         --no-build              (script only)        do not run mvn package first
         --state-dir=DIR         LOCAL_STACK_HOME     the stack's data, logs and record (default
                                                      .local-stack in the checkout)
-        --repo-root=DIR         LOCAL_STACK_ROOT     the checkout to build and run (default the
-                                                     current directory)
+        --repo-root=DIR         LOCAL_STACK_ROOT     the checkout the launcher runs from (default the
+                                                     current directory; this script builds and runs
+                                                     its own: run the other checkout's script)
       demo only (each defaults to the running local stack's):
         --bootstrap-servers=HOST:PORT  --connect-url=URL  --connector-jdbc-url=URL (as Connect sees it)
       """;

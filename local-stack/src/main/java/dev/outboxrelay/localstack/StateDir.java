@@ -11,6 +11,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.stream.Stream;
 
 /**
@@ -19,6 +20,25 @@ import java.util.stream.Stream;
  */
 final class StateDir {
   private static final String LOCK_FILE = ".lock";
+
+  /**
+   * What the stack writes in its directory. Nothing else is ever deleted there, and a directory
+   * holding anything else is no stack's (a checkout, a home named by {@code --state-dir} or {@code
+   * LOCAL_STACK_HOME}): neither {@code up} nor {@code down} cleans it.
+   */
+  private static final Set<String> ENTRIES =
+      Set.of(
+          LOCK_FILE,
+          "config",
+          "logs",
+          "secrets",
+          "pids",
+          "postgres",
+          "kafka",
+          "connect",
+          "plugins",
+          "agents",
+          "stack.properties");
 
   private final Path root;
 
@@ -120,11 +140,12 @@ final class StateDir {
     }
   }
 
-  /** Deletes everything but the lock file. */
+  /** Deletes what the stack wrote but the lock file. */
   void wipe() {
     if (!exists()) {
       return;
     }
+    requireOnlyItsOwn();
     try (Stream<Path> entries = Files.list(root)) {
       for (Path entry : entries.toList()) {
         if (!entry.getFileName().toString().equals(LOCK_FILE)) {
@@ -136,8 +157,38 @@ final class StateDir {
     }
   }
 
+  /**
+   * Refuses to clean a directory holding anything the stack does not write: until this release,
+   * {@code --state-dir=$HOME} had {@code up} delete all it held, and {@code down} its {@code
+   * kafka/}.
+   */
+  private void requireOnlyItsOwn() {
+    List<String> foreign;
+    try (Stream<Path> entries = Files.list(root)) {
+      foreign =
+          entries
+              .map(e -> e.getFileName().toString())
+              .filter(name -> !ENTRIES.contains(name))
+              .sorted()
+              .limit(5)
+              .toList();
+    } catch (IOException e) {
+      throw new StackException("could not read " + root + ": " + e.getMessage(), e);
+    }
+    if (!foreign.isEmpty()) {
+      throw new StackException(
+          root
+              + " holds "
+              + String.join(", ", foreign)
+              + ", which the local stack does not write: it is no stack's state directory, and"
+              + " nothing in it was deleted; name an empty or new directory (--state-dir,"
+              + " LOCAL_STACK_HOME)");
+    }
+  }
+
   /** Deletes data directories and pid files; keeps logs for a look after the fact. */
   void clearAfterStop() {
+    requireOnlyItsOwn();
     for (Path path :
         List.of(
             root.resolve("postgres"),
