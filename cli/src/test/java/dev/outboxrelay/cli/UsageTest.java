@@ -39,6 +39,7 @@ class UsageTest {
         "schema-sql bad version    | schema-sql --after-version x.y",
         "schema-sql to before after| schema-sql --after-version 7 --to-version 7",
         "schema-sql bad to version | schema-sql --to-version x",
+        "schema-sql to no migration| schema-sql --to-version 0",
       })
   void exitsWithOne(String name, String args) {
     Cli.Result r = CLI.run(args.isEmpty() ? new String[0] : args.split(" "));

@@ -58,6 +58,9 @@ public final class SchemaSqlCommand implements Callable<Integer> {
       if (after != null && !to.isNewerThan(after.getVersion())) {
         throw CliException.usage("--to-version must be newer than --after-version");
       }
+      if (!to.isAtLeast("1")) {
+        throw CliException.usage("--to-version must be a version a migration has (1 or later)");
+      }
     }
     spec.commandLine().getOut().print(SchemaScript.render(table, after, to));
     return ExitCode.OK;
