@@ -40,6 +40,7 @@ class UsageTest {
         "schema-sql to before after| schema-sql --after-version 7 --to-version 7",
         "schema-sql bad to version | schema-sql --to-version x",
         "schema-sql to no migration| schema-sql --to-version 0",
+        "schema-sql to between two | schema-sql --after-version 3 --to-version 3.5",
       })
   void exitsWithOne(String name, String args) {
     Cli.Result r = CLI.run(args.isEmpty() ? new String[0] : args.split(" "));

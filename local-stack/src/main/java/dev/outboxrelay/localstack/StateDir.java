@@ -168,7 +168,7 @@ final class StateDir {
       foreign =
           entries
               .map(e -> e.getFileName().toString())
-              .filter(name -> !ENTRIES.contains(name))
+              .filter(name -> !ENTRIES.contains(name) && !leftByACrash(name))
               .sorted()
               .limit(5)
               .toList();
@@ -180,10 +180,24 @@ final class StateDir {
           root
               + " holds "
               + String.join(", ", foreign)
-              + ", which the local stack does not write: it is no stack's state directory, and"
-              + " nothing in it was deleted; name an empty or new directory (--state-dir,"
-              + " LOCAL_STACK_HOME)");
+              + ", which the local stack does not write: nothing in it was deleted. If it is the"
+              + " stack's state directory, remove those; else name an empty or new directory"
+              + " (--state-dir, LOCAL_STACK_HOME)");
     }
+  }
+
+  /**
+   * What a crash, or a look at the directory, leaves beside the stack's entries: the processes run
+   * in the state directory, so a JVM's fatal error file or a core dump lands there (and a stack
+   * whose worker crashed must still be cleaned by its next {@code up}).
+   */
+  private static boolean leftByACrash(String name) {
+    return name.startsWith("hs_err_pid")
+        || name.startsWith("replay_pid")
+        || name.startsWith(".attach_pid")
+        || name.equals("core")
+        || name.startsWith("core.")
+        || name.equals(".DS_Store");
   }
 
   /** Deletes data directories and pid files; keeps logs for a look after the fact. */

@@ -47,12 +47,14 @@ class StateDirTest {
     assertTrue(Files.exists(dir.resolve("kafka/x")));
   }
 
+  /** Its own, with what a crashed worker's JVM left in its working directory, is cleaned. */
   @Test
   void aStacksOwnDirectoryIsCleaned(@TempDir Path dir) throws Exception {
     StateDir state = new StateDir(dir);
     state.createLayout();
     StateDir.write(state.log("kafka"), "started\n");
     StateDir.write(state.stackFile(), "x=1\n");
+    StateDir.write(dir.resolve("hs_err_pid4711.log"), "A fatal error has been detected\n");
     state.clearAfterStop();
     assertFalse(Files.exists(state.kafkaDir()));
     assertTrue(Files.exists(state.log("kafka")), "logs stay for a look after the fact");

@@ -92,7 +92,13 @@ public final class PostgresOutboxWriter {
     try {
       return insert(transaction, message);
     } catch (SQLException e) {
-      Abort abort = abort(transaction);
+      Abort abort;
+      try {
+        abort = abort(transaction);
+      } catch (RuntimeException | Error wrapperFailure) { // a wrapper's own, say: e stays seen
+        wrapperFailure.addSuppressed(e);
+        throw wrapperFailure;
+      }
       if (abort.stillOpen()) {
         TransactionStillOpenException open = new TransactionStillOpenException(e);
         if (abort.failure() != null) {
@@ -172,7 +178,8 @@ public final class PostgresOutboxWriter {
     try {
       autosave = DriverAutosave.suspend(transaction);
     } catch (SQLException e) {
-      failure = e; // the abort statement runs all the same
+      failure = e; // the abort statement runs all the same, and is checked: autosave unknown
+      autosave = DriverAutosave.UNKNOWN;
     }
     boolean savepointsMayRemain = false;
     try {
@@ -199,6 +206,8 @@ public final class PostgresOutboxWriter {
           stillOpen = stillOpen(transaction);
         } catch (SQLException e) {
           failure = first(failure, e);
+          // Not known to be aborted: taken for open, unless the connection is gone with it.
+          stillOpen = e.getSQLState() == null || !e.getSQLState().startsWith("08");
         }
       }
       return new Abort(failure, stillOpen);
@@ -217,7 +226,8 @@ public final class PostgresOutboxWriter {
    * where a commit on the checked one would keep the business change without its message.
    *
    * @return whether the transaction is still open; false when it is aborted, as it must be
-   * @throws SQLException the statement failed otherwise (a lost connection, say)
+   * @throws SQLException the statement failed otherwise (a lost connection, a cancel): whether the
+   *     transaction is aborted is then not known
    */
   private static boolean stillOpen(Connection transaction) throws SQLException {
     try (PreparedStatement s = transaction.prepareStatement("SELECT 1")) {

@@ -63,6 +63,12 @@ class PostgresOutboxWriterTest {
   /** Thrown by the abort statement in place of the server's answer, while set. */
   private SQLException abortFails;
 
+  /** Thrown by the statement that checks the abort, in place of the server's answer, while set. */
+  private SQLException checkFails;
+
+  /** Thrown by the connection when the abort statement is prepared (a wrapper's own), while set. */
+  private RuntimeException abortPrepareFails;
+
   /**
    * Refused by the constructor alone, when the writer is created (as the class promises): before
    * any connection exists, so none is touched.
@@ -303,6 +309,48 @@ class PostgresOutboxWriterTest {
   }
 
   /**
+   * The statement that checks the abort fails without telling whether the transaction is aborted (a
+   * cancel): taken for open, so that the caller rolls back, the check's failure attached. After a
+   * lost connection (class 08) the transaction is gone with it, and the failure is thrown as it is.
+   */
+  @Test
+  void aCheckThatCannotTellIsTakenForAnOpenTransaction() {
+    insertFails = new SQLException("canceling statement due to lock timeout", "55P03");
+    checkFails = new SQLException("canceling statement due to user request", "57014");
+    TransactionStillOpenException open =
+        assertThrows(
+            TransactionStillOpenException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertSame(insertFails, open.getCause());
+    assertSame(checkFails, open.getSuppressed()[0]);
+
+    calls.clear();
+    checkFails = new SQLException("An I/O error occurred while sending to the backend", "08006");
+    SQLException e =
+        assertThrows(
+            SQLException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertSame(insertFails, e);
+    assertSame(checkFails, e.getSuppressed()[0]);
+  }
+
+  /** A wrapper's own unchecked failure while aborting is thrown, the enqueue's failure in it. */
+  @Test
+  void aWrappersUncheckedFailureWhileAbortingKeepsTheFailure() {
+    insertFails = new SQLException("canceling statement due to lock timeout", "55P03");
+    abortPrepareFails = new IllegalStateException("connection proxy closed");
+    IllegalStateException thrown =
+        assertThrows(
+            IllegalStateException.class,
+            () ->
+                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    assertSame(abortPrepareFails, thrown);
+    assertSame(insertFails, thrown.getSuppressed()[0]);
+  }
+
+  /**
    * The writer's own errors name the message id escaped ({@link Printable}), as the relay's log
    * lines do: an id with a line break cannot forge a line of the application's log, nor an escape
    * sequence rewrite a terminal. {@link MessageIdTakenException#messageId()} keeps the id as given.
@@ -390,6 +438,9 @@ class PostgresOutboxWriterTest {
                         if (abort && abortFails != null) {
                           throw abortFails;
                         }
+                        if (!abort && checkFails != null) {
+                          throw checkFails;
+                        }
                         throw new SQLException(
                             abort ? "aborted" : "in failed", abort ? "23000" : "25P02");
                       }
@@ -411,6 +462,11 @@ class PostgresOutboxWriterTest {
               }
               calls.add(call(method.getName(), args));
               connectionCalls.add(call(method.getName(), args));
+              if (abortPrepareFails != null
+                  && args != null
+                  && PostgresOutboxWriter.ABORT_SQL.equals(args[0])) {
+                throw abortPrepareFails;
+              }
               return method.getName().equals("prepareStatement") ? statement : null;
             });
   }

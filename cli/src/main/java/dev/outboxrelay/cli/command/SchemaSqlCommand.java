@@ -5,6 +5,7 @@ import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.TableOption;
 import dev.outboxrelay.cli.operator.SchemaScript;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
 import java.util.concurrent.Callable;
 import org.flywaydb.core.api.MigrationVersion;
 import picocli.CommandLine.Command;
@@ -58,8 +59,11 @@ public final class SchemaSqlCommand implements Callable<Integer> {
       if (after != null && !to.isNewerThan(after.getVersion())) {
         throw CliException.usage("--to-version must be newer than --after-version");
       }
-      if (!to.isAtLeast("1")) {
-        throw CliException.usage("--to-version must be a version a migration has (1 or later)");
+      if (!to.isAtLeast("1") || !to.getVersion().matches("\\d+")) {
+        throw CliException.usage(
+            "--to-version must be a version a migration has (1 to "
+                + SchemaMigrator.CURRENT_VERSION
+                + ")");
       }
     }
     spec.commandLine().getOut().print(SchemaScript.render(table, after, to));
