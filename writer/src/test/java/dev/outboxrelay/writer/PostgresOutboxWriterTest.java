@@ -125,11 +125,7 @@ class PostgresOutboxWriterTest {
   @Test
   void aConnectionInAutoCommitModeIsRefusedBeforeAnyStatement() {
     autoCommit = true;
-    IllegalStateException e =
-        assertThrows(
-            IllegalStateException.class,
-            () ->
-                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    IllegalStateException e = enqueueFails(IllegalStateException.class);
     assertTrue(e.getMessage().contains("auto-commit"), e.getMessage());
     assertEquals(List.of(), calls);
   }
@@ -258,11 +254,7 @@ class PostgresOutboxWriterTest {
   void anIdThatKeepsChangingOwnerAsksForARetryOfTheTransaction() {
     updateCounts.clear();
     updateCounts.add(0);
-    SQLException e =
-        assertThrows(
-            SQLException.class,
-            () ->
-                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    SQLException e = enqueueFails(SQLException.class);
     assertEquals("40001", e.getSQLState());
     assertEquals(3, calls.stream().filter(c -> c.equals("executeUpdate()")).count());
     // Aborted, so that a commit cannot keep the business change without its message; the caller
@@ -279,11 +271,7 @@ class PostgresOutboxWriterTest {
   @Test
   void aDriverErrorOfTheInsertAbortsTheTransactionAndIsThrownAsItIs() {
     insertFails = new SQLException("canceling statement due to lock timeout", "55P03");
-    SQLException e =
-        assertThrows(
-            SQLException.class,
-            () ->
-                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    SQLException e = enqueueFails(SQLException.class);
     assertSame(insertFails, e);
     assertEquals(0, e.getSuppressed().length);
     assertAborted();
@@ -298,11 +286,7 @@ class PostgresOutboxWriterTest {
   void anAbortFailingWithoutAnSqlStateIsAttachedToTheFailure() {
     insertFails = new SQLException("canceling statement due to lock timeout", "55P03");
     abortFails = new SQLException("connection handle already closed");
-    SQLException e =
-        assertThrows(
-            SQLException.class,
-            () ->
-                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    SQLException e = enqueueFails(SQLException.class);
     assertSame(insertFails, e);
     assertEquals(1, e.getSuppressed().length);
     assertSame(abortFails, e.getSuppressed()[0]);
@@ -317,21 +301,13 @@ class PostgresOutboxWriterTest {
   void aCheckThatCannotTellIsTakenForAnOpenTransaction() {
     insertFails = new SQLException("canceling statement due to lock timeout", "55P03");
     checkFails = new SQLException("canceling statement due to user request", "57014");
-    TransactionStillOpenException open =
-        assertThrows(
-            TransactionStillOpenException.class,
-            () ->
-                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    TransactionStillOpenException open = enqueueFails(TransactionStillOpenException.class);
     assertSame(insertFails, open.getCause());
     assertSame(checkFails, open.getSuppressed()[0]);
 
     calls.clear();
     checkFails = new SQLException("An I/O error occurred while sending to the backend", "08006");
-    SQLException e =
-        assertThrows(
-            SQLException.class,
-            () ->
-                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    SQLException e = enqueueFails(SQLException.class);
     assertSame(insertFails, e);
     assertSame(checkFails, e.getSuppressed()[0]);
   }
@@ -341,11 +317,7 @@ class PostgresOutboxWriterTest {
   void aWrappersUncheckedFailureWhileAbortingKeepsTheFailure() {
     insertFails = new SQLException("canceling statement due to lock timeout", "55P03");
     abortPrepareFails = new IllegalStateException("connection proxy closed");
-    IllegalStateException thrown =
-        assertThrows(
-            IllegalStateException.class,
-            () ->
-                new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
+    IllegalStateException thrown = enqueueFails(IllegalStateException.class);
     assertSame(abortPrepareFails, thrown);
     assertSame(insertFails, thrown.getSuppressed()[0]);
   }
@@ -405,6 +377,13 @@ class PostgresOutboxWriterTest {
         .aggregateId("o-1")
         .eventType("OrderPlaced")
         .build();
+  }
+
+  /** The failure of an enqueue of {@link #message()} on {@link #recordingConnection()}. */
+  private <T extends Throwable> T enqueueFails(Class<T> type) {
+    return assertThrows(
+        type,
+        () -> new PostgresOutboxWriter("outbox", "eu").enqueue(recordingConnection(), message()));
   }
 
   /**

@@ -777,33 +777,28 @@ class ClaimStatementTest {
   void onAServerThatDoesNotWaitForFlushesAnExactlyOncePublishStillDoes(boolean exactlyOnce)
       throws SQLException {
     ClaimedMessage held = inFlight.get(Statistics.FRESH).get(1);
-    try (Connection c = dataSources.get(Statistics.FRESH).getConnection()) {
-      c.setAutoCommit(false);
-      if (exactlyOnce) {
-        execute(c, "UPDATE outbox SET lease_epoch = 1, claim_batch = 1 WHERE seq = " + held.seq());
-      }
-      execute(c, "SET LOCAL synchronous_commit = off");
-      OutboxSql sql = new OutboxSql(TABLE);
-      try (PreparedStatement ps = c.prepareStatement(sql.markPublishedBatch.jdbc())) {
-        sql.markPublishedBatch
-            .bind(ps)
-            .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
-            .setArray("message_ids", c.createArrayOf("text", new String[] {held.messageId()}))
-            .setArray("seqs", c.createArrayOf("bigint", new Long[] {held.seq()}))
-            .setArray("owners", c.createArrayOf("text", new String[] {held.lease().owner()}))
-            .setArray("tokens", c.createArrayOf("bigint", new Long[] {held.lease().token()}))
-            .setArray("kafka_topics", c.createArrayOf("text", new String[] {"t"}))
-            .setArray("kafka_partitions", c.createArrayOf("integer", new Integer[] {0}))
-            .setArray("kafka_offsets", c.createArrayOf("bigint", new Long[] {1L}))
-            .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
-            .ready();
-        try (ResultSet rs = ps.executeQuery()) {
-          assertTrue(rs.next(), "publishes the row");
-        }
-      }
-      assertEquals(exactlyOnce ? "local" : "off", show(c));
-      c.rollback();
-    }
+    writeOnAServerThatDoesNotWaitForFlushes(
+        held,
+        exactlyOnce,
+        (c, sql) -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.markPublishedBatch.jdbc())) {
+            sql.markPublishedBatch
+                .bind(ps)
+                .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
+                .setArray("message_ids", c.createArrayOf("text", new String[] {held.messageId()}))
+                .setArray("seqs", c.createArrayOf("bigint", new Long[] {held.seq()}))
+                .setArray("owners", c.createArrayOf("text", new String[] {held.lease().owner()}))
+                .setArray("tokens", c.createArrayOf("bigint", new Long[] {held.lease().token()}))
+                .setArray("kafka_topics", c.createArrayOf("text", new String[] {"t"}))
+                .setArray("kafka_partitions", c.createArrayOf("integer", new Integer[] {0}))
+                .setArray("kafka_offsets", c.createArrayOf("bigint", new Long[] {1L}))
+                .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
+                .ready();
+            try (ResultSet rs = ps.executeQuery()) {
+              assertTrue(rs.next(), "publishes the row");
+            }
+          }
+        });
   }
 
   /**
@@ -816,29 +811,48 @@ class ClaimStatementTest {
   void onAServerThatDoesNotWaitForFlushesAnExactlyOnceRetryStillDoes(boolean exactlyOnce)
       throws SQLException {
     ClaimedMessage held = inFlight.get(Statistics.FRESH).get(2);
+    writeOnAServerThatDoesNotWaitForFlushes(
+        held,
+        exactlyOnce,
+        (c, sql) -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.retryLater.jdbc())) {
+            sql.retryLater
+                .bind(ps)
+                .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
+                .setInt("max_attempts", 10)
+                .setString("reason", "NULL_METADATA")
+                .setLong("delay_ms", 1_000)
+                .setString("message_id", held.messageId())
+                .setString("owner", held.lease().owner())
+                .setLong("token", held.lease().token())
+                .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
+                .ready();
+            try (ResultSet rs = ps.executeQuery()) {
+              assertTrue(rs.next(), "retries the row");
+            }
+          }
+        });
+  }
+
+  /** A write of the outcome of a row held in flight, in the caller's open transaction. */
+  private interface OutcomeWrite {
+    void run(Connection c, OutboxSql sql) throws SQLException;
+  }
+
+  /**
+   * Runs {@code write} where synchronous_commit is off, {@code held}'s row under an exactly-once
+   * lease or not, and checks the commit it asks for: at least local for an exactly-once row, the
+   * server's own otherwise. Rolled back.
+   */
+  private static void writeOnAServerThatDoesNotWaitForFlushes(
+      ClaimedMessage held, boolean exactlyOnce, OutcomeWrite write) throws SQLException {
     try (Connection c = dataSources.get(Statistics.FRESH).getConnection()) {
       c.setAutoCommit(false);
       if (exactlyOnce) {
         execute(c, "UPDATE outbox SET lease_epoch = 1, claim_batch = 1 WHERE seq = " + held.seq());
       }
       execute(c, "SET LOCAL synchronous_commit = off");
-      OutboxSql sql = new OutboxSql(TABLE);
-      try (PreparedStatement ps = c.prepareStatement(sql.retryLater.jdbc())) {
-        sql.retryLater
-            .bind(ps)
-            .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
-            .setInt("max_attempts", 10)
-            .setString("reason", "NULL_METADATA")
-            .setLong("delay_ms", 1_000)
-            .setString("message_id", held.messageId())
-            .setString("owner", held.lease().owner())
-            .setLong("token", held.lease().token())
-            .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
-            .ready();
-        try (ResultSet rs = ps.executeQuery()) {
-          assertTrue(rs.next(), "retries the row");
-        }
-      }
+      write.run(c, new OutboxSql(TABLE));
       assertEquals(exactlyOnce ? "local" : "off", show(c));
       c.rollback();
     }
