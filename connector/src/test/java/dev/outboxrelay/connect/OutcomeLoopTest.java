@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
+import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
@@ -19,6 +20,17 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 class OutcomeLoopTest {
+
+  /** An outcome loop over {@code store} on {@code time}, its renewer and writer the fixture's. */
+  private static OutcomeLoop loopOver(RuntimeFixture f, OutboxStore store, Time time) {
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    OutcomeWriter writer =
+        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
+    return new OutcomeLoop(
+        writer, renewer, f.ledger, f.metrics, health, time, f.wake, () -> {}, "outcome-loop");
+  }
 
   /**
    * Whatever ends the thread, its exit hook runs once and admission closes: here an Error thrown
@@ -144,14 +156,7 @@ class OutcomeLoopTest {
     store.failure = new OutboxStoreException(kind, "DB_REFUSED", "42501", "publish");
     store.publishesFail = true;
     MockTime time = new MockTime();
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
-    OutcomeWriter writer =
-        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
-    OutcomeLoop loop =
-        new OutcomeLoop(
-            writer, renewer, f.ledger, f.metrics, health, time, f.wake, () -> {}, "outcome-loop");
+    OutcomeLoop loop = loopOver(f, store, time);
     loop.start();
     try {
       assertTrue(
@@ -196,14 +201,7 @@ class OutcomeLoopTest {
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     store.failing = true; // every write fails: the flush runs out
     SteppableTime time = new SteppableTime();
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
-    OutcomeWriter writer =
-        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
-    OutcomeLoop loop =
-        new OutcomeLoop(
-            writer, renewer, f.ledger, f.metrics, health, time, f.wake, () -> {}, "outcome-loop");
+    OutcomeLoop loop = loopOver(f, store, time);
     loop.start();
     assertTrue(loop.submit(new PendingOutcome.Released("m1", claimed.lease())));
     await().until(() -> f.metrics.databaseErrors.get() > 0); // in hand, retried

@@ -19,7 +19,6 @@ import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationInfo;
-import org.flywaydb.core.api.MigrationInfoService;
 import org.flywaydb.core.api.MigrationVersion;
 
 /**
@@ -118,10 +117,9 @@ public final class SchemaMigrator {
    * takes the locked path, which applies or reports it as before.
    */
   private static boolean nothingToApply(Flyway flyway) {
-    MigrationInfoService info = flyway.info();
-    return info.current() != null
-        && info.pending().length == 0
-        && flyway.validateWithResult().validationSuccessful;
+    // One read of the history: validation fails on a pending migration (one not applied yet, the
+    // table's creation included) as on an edited or failed one.
+    return flyway.validateWithResult().validationSuccessful;
   }
 
   private boolean tableExists() throws SQLException {
