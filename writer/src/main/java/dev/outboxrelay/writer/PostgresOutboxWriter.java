@@ -197,7 +197,7 @@ public final class PostgresOutboxWriter {
       } catch (SQLException e) {
         if (!aborted(e)) {
           failure = first(failure, e);
-          connectionLost = e.getSQLState() != null && e.getSQLState().startsWith("08");
+          connectionLost = connectionLost(e);
         }
       }
       boolean stillOpen = false;
@@ -207,7 +207,7 @@ public final class PostgresOutboxWriter {
         } catch (SQLException e) {
           failure = first(failure, e);
           // Not known to be aborted: taken for open, unless the connection is gone with it.
-          stillOpen = e.getSQLState() == null || !e.getSQLState().startsWith("08");
+          stillOpen = !connectionLost(e);
         }
       }
       return new Abort(failure, stillOpen);
@@ -239,6 +239,11 @@ public final class PostgresOutboxWriter {
       throw e;
     }
     return true;
+  }
+
+  /** Whether {@code e} says the connection is gone, and the transaction with it (class 08). */
+  private static boolean connectionLost(SQLException e) {
+    return e.getSQLState() != null && e.getSQLState().startsWith("08");
   }
 
   /** Whether {@code e} is what an aborted transaction answers (a SQLState may be missing). */
