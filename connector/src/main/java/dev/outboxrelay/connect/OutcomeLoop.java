@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.apache.kafka.common.utils.Time;
@@ -32,6 +33,7 @@ final class OutcomeLoop {
   private static final int MAX_BATCH = 1000;
   private static final Duration ERROR_BACKOFF_MIN = Duration.ofMillis(100);
   private static final Duration ERROR_BACKOFF_MAX = Duration.ofSeconds(5);
+  private static final Duration BACKOFF_SLICE = Duration.ofMillis(100);
 
   private final long errorBackoffMin;
   private final long errorBackoffMax;
@@ -95,7 +97,10 @@ final class OutcomeLoop {
    */
   private final WakeSignal outcomeArrived = new WakeSignal();
 
-  /** Ends a backoff between failed writes early: stop(), whose deadline the loop re-checks. */
+  /**
+   * Ends a backoff between failed writes early: stop(), whose deadline the loop re-checks, and the
+   * end of the acknowledgements.
+   */
   private final WakeSignal stopping = new WakeSignal();
 
   private int consecutiveErrors;
@@ -223,6 +228,7 @@ final class OutcomeLoop {
   void acknowledgementsEnded() {
     acknowledgementsEndedBy = TASK_SUCCEEDED;
     outcomeArrived.wake();
+    stopping.wake(); // a write in its backoff is retried (or, refused for good, abandoned) now
   }
 
   /**
@@ -489,6 +495,16 @@ final class OutcomeLoop {
       // whole flush without a write); not sooner than the shortest backoff once it has passed.
       delay = Math.min(delay, Math.max(errorBackoffMin, flushDeadlineMs - time.hiResClockMs()));
     }
-    stopping.await(Duration.ofMillis(delay)); // stop() shortens it; the caller re-checks
+    // stop() and acknowledgementsEnded() end it early, and the caller re-checks. In slices: the
+    // close deadline is the task clock's, and a clock moved past it (an injected one) ends the wait
+    // as the time passing would.
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay);
+    for (long left = end - System.nanoTime();
+        left > 0 && !pastCloseDeadline();
+        left = end - System.nanoTime()) {
+      if (stopping.await(Duration.ofNanos(Math.min(left, BACKOFF_SLICE.toNanos())))) {
+        return;
+      }
+    }
   }
 }

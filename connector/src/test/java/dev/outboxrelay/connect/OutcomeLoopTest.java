@@ -153,7 +153,8 @@ class OutcomeLoopTest {
     f.add("eu", "m1", "a");
     var claimed = f.claimIntoLedger().get(0);
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
-    store.failure = new OutboxStoreException(kind, "DB_REFUSED", "42501", "publish");
+    String sqlState = kind == OutboxStoreException.Kind.PERMISSION ? "42501" : "XX000";
+    store.failure = new OutboxStoreException(kind, "DB_REFUSED", sqlState, "publish");
     store.publishesFail = true;
     MockTime time = new MockTime();
     OutcomeLoop loop = loopOver(f, store, time);
@@ -186,6 +187,96 @@ class OutcomeLoopTest {
       time.sleep(Duration.ofHours(2).toMillis()); // failed, the loop retries until the grace ends
       await().until(() -> !loop.isAlive());
     }
+  }
+
+  /**
+   * A write refused for good and in its backoff when a later instance of the task starts (no
+   * acknowledgement can come any more) is abandoned then, not at its backoff's end: the stop ends
+   * its rows' leases at once. The backoff and the grace here are longer than any test.
+   */
+  @Test
+  void theEndOfTheAcknowledgementsEndsAWritesBackoff() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    var claimed = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(OutboxStoreException.Kind.PERMISSION, "DB_REFUSED", "42501", "x");
+    store.publishesFail = true;
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopWithBackoffOfAnHour(f, store, time);
+    loop.start();
+    try {
+      assertTrue(
+          loop.submit(
+              new PendingOutcome.Published(
+                  "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
+      loop.stop(Duration.ZERO, Duration.ofHours(1)); // the flush's wake-up retries it once
+      await().until(() -> store.publishCalls.get() >= 2);
+      assertTrue(loop.isAlive(), "in its backoff, an acknowledgement may still come");
+
+      loop.acknowledgementsEnded();
+
+      await().until(() -> !loop.isAlive());
+      assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned, counted late");
+      assertEquals(f.clock.now(), f.store.find("m1").orElseThrow().leaseExpiresAt());
+    } finally {
+      time.sleep(Duration.ofHours(3).toMillis());
+      await().until(() -> !loop.isAlive());
+    }
+  }
+
+  /**
+   * The late-acknowledgement grace ends on the task's clock even while a write is in its backoff:
+   * the backoff is waited in slices, each ending once that clock has passed the grace. Waited
+   * whole, a clock moved past the grace (as a test moves one) did not end it.
+   */
+  @Test
+  void aBackoffEndsOnceTheTaskClockPassesTheGrace() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    var claimed = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failing = true;
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopWithBackoffOfAnHour(f, store, time);
+    loop.start();
+    try {
+      assertTrue(loop.submit(new PendingOutcome.Released("m1", claimed.lease())));
+      loop.stop(Duration.ZERO, Duration.ofMinutes(30)); // the flush's wake-up retries it once
+      await().until(() -> f.metrics.databaseErrors.get() >= 2);
+      assertTrue(loop.isAlive(), "within the grace");
+
+      time.sleep(Duration.ofMinutes(31).toMillis());
+
+      await().until(() -> !loop.isAlive());
+      assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned at the grace's end");
+    } finally {
+      time.sleep(Duration.ofHours(3).toMillis());
+      await().until(() -> !loop.isAlive());
+    }
+  }
+
+  /** As {@link #loopOver}, a failed write retried an hour or more later. */
+  private static OutcomeLoop loopWithBackoffOfAnHour(
+      RuntimeFixture f, OutboxStore store, MockTime time) {
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    OutcomeWriter writer =
+        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
+    return new OutcomeLoop(
+        writer,
+        renewer,
+        f.ledger,
+        f.metrics,
+        health,
+        time,
+        f.wake,
+        () -> {},
+        "outcome-loop",
+        Duration.ofHours(1),
+        Duration.ofHours(2));
   }
 
   /**
