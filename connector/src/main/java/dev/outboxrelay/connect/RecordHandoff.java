@@ -140,15 +140,13 @@ final class RecordHandoff {
     if (batch.parks.isEmpty()) {
       return batch.records;
     }
-    if (stopped) {
-      forget(batch); // its parks unwritten: the stop gives its rows back
-      return List.of();
-    }
     if (!held.compareAndSet(null, batch)) {
       throw new IllegalStateException("a held batch leaves before any later one");
     }
     if (stopped) {
-      forgetHeld(); // a stop on another thread came in between and found nothing held
+      // Its parks unwritten, the stop gives its rows back. Checked once it is held: a stop on
+      // another thread before that found nothing held, and one after it forgets it itself.
+      forgetHeld();
       return List.of();
     }
     return releaseHeld();

@@ -148,13 +148,18 @@ class ExactlyOnceTaskTest {
   @Test
   void unreadableCommittedOffsetsAreReadAgainAfterAPauseNotAtOnce() throws Exception {
     offsetsUnreadable = true;
-    start(Map.of("poll.interval.ms", "600000"));
+    // Three seconds: a poll waits at most one (PollPause.SLICE), the failed one included, so the
+    // second ends a second before the pause does.
+    start(Map.of("poll.interval.ms", "3000"));
     assertEquals(1, offsetReads.get(), "read as the epoch was taken, in vain");
 
     assertThrows(RetriableException.class, task::poll);
     assertEquals(2, offsetReads.get());
     assertNull(task.poll(), "pausing");
     assertEquals(2, offsetReads.get(), "not read again before the pause ends");
+
+    offsetsUnreadable = false;
+    await().pollInSameThread().until(() -> task.poll() == null && offsetReads.get() > 2);
   }
 
   @Test
@@ -1049,7 +1054,9 @@ class ExactlyOnceTaskTest {
   /**
    * A stop on another thread that came before a poll handed its batch over found nothing held: the
    * batch, handed over after it, is forgotten with its parks unwritten (its rows stay leased, for
-   * the stop's give-back or the next instance's recovery), not parked after the stop.
+   * the stop's give-back or the next instance's recovery), not parked after the stop. The hand-over
+   * checks for a stop once, after it holds the batch, so this is also the check that catches a stop
+   * coming between the two (which then found nothing held either).
    */
   @Test
   void aBatchHandedOverAfterAStopOnAnotherThreadIsNotParked() {
