@@ -19,7 +19,8 @@
 -- V1__outbox_table.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(current_schema()), true);
 -- outbox-relay schema, version 1: the outbox table, its relay state and the indexes the claim needs.
 -- The table name comes from the connector's outbox.table setting (Flyway placeholders).
@@ -95,7 +96,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V2__instance_key_ownership.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 2: every new row has an owner, and an owner never changes.
 --
@@ -127,7 +129,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V3__insert_notification.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 3: wake the relay when rows commit, instead of waiting for a poll.
 --
@@ -158,7 +161,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V4__active_seq_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 4: claims find the oldest due rows without walking retained rows.
 --
@@ -179,7 +183,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V5__notify_switch.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 5: the insert notification can be switched off without DDL.
 --
@@ -211,7 +216,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V6__drop_unused_active_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 6: one index entry less per inserted and per claimed row.
 --
@@ -229,7 +235,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V7__hot_claims.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 7: claims, renewals and retries become HOT updates, and a published
 -- row no longer keeps its payload.
@@ -292,7 +299,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V8__exactly_once_positions.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 8: what an exactly-once claim remembers (docs/design.md,
 -- "Exactly-once").
@@ -315,7 +323,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V9__published_log.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 9: publishing moves a row out of the outbox into a narrow published
 -- log (docs/design.md, "The published log").
@@ -380,7 +389,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V10__published_log_hash_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 10: the published log finds a message id through a hash index.
 --
@@ -406,7 +416,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V11__published_log_hash_index_valid.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 11: the published log's hash index of message ids is valid.
 --
@@ -435,7 +446,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V12__parked_rows_bounded_index.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 12: the index of parked rows holds a bounded prefix of the
 -- correlation id.
@@ -474,7 +486,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V13__due_index_by_instance_key.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 13: the due rows are indexed by instance key, then seq.
 --
@@ -514,7 +527,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V14__parked_index_by_seq.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 14: the parked rows are indexed by instance key, then seq.
 --
@@ -549,7 +563,8 @@ SELECT set_config('search_path', current_setting('outbox_relay.search_path'), tr
 -- V15__parked_index_by_correlation_and_seq.sql
 -- ----------------------------------------------------------------------------
 SET LOCAL lock_timeout = '5s';
-DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL lock_timeout did not take)'; END IF; END $$;
+SET LOCAL outbox_relay.migration_in_transaction = 'on';
+DO $$ BEGIN IF current_setting('outbox_relay.migration_in_transaction', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout') <> 5000 THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET LOCAL did not take)'; END IF; END $$;
 SELECT set_config('outbox_relay.search_path', current_setting('search_path'), true), set_config('search_path', quote_ident(coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('"outbox"')), current_schema())), true);
 -- outbox-relay schema, version 15: the parked rows' correlation id index also orders by seq.
 --

@@ -32,6 +32,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -334,8 +335,7 @@ class MigrateAndSchemaSqlTest {
     String upgrade = new Cli().run("schema-sql", "--after-version", "2").out();
     assertTrue(
         upgrade.contains(
-            "SET LOCAL lock_timeout = '5s';\n"
-                + SchemaScript.inTransactionGuard()
+            SchemaScript.migrationPreamble()
                 + SchemaScript.searchPathOfTheTable(OutboxTable.parse("outbox"), false)
                 + "-- outbox-relay"),
         upgrade);
@@ -370,28 +370,53 @@ class MigrateAndSchemaSqlTest {
   /**
    * Applied statement by statement outside a transaction (psql -f without -1), where SET LOCAL only
    * warns, a migration stops before its first change instead of waiting for its locks without
-   * limit.
+   * limit, or being applied in part: every migration begins with the guard, and a session whose own
+   * lock_timeout is the script's (a role's or a database's setting) is stopped all the same.
    */
   @Test
   void schemaSqlRunOutsideATransactionStopsBeforeItsFirstChange() throws SQLException {
     String script = new Cli().run("schema-sql").out();
-    String header = "SET LOCAL lock_timeout = '5s';\n" + SchemaScript.inTransactionGuard();
-    assertTrue(script.contains(header), script);
+    String preamble = SchemaScript.migrationPreamble();
+    for (SchemaScript.Migration m : SchemaScript.migrations()) {
+      String header = "-- " + m.fileName() + "\n";
+      int at = script.indexOf(header);
+      assertTrue(at >= 0, m.fileName());
+      int body = script.indexOf("\n", script.indexOf("\n", at) + 1) + 1; // past the rule below
+      assertTrue(script.startsWith(preamble, body), () -> m.fileName() + " begins with the guard");
+    }
+    assertEquals(
+        SchemaScript.migrations().size(), script.split(Pattern.quote(preamble), -1).length - 1);
 
     try (Connection c = db.dataSource.getConnection();
         Statement s = c.createStatement()) {
       c.setAutoCommit(true);
-      s.execute("SET LOCAL lock_timeout = '5s'"); // a warning, and no effect
-      SQLException stopped =
-          assertThrows(SQLException.class, () -> s.execute(SchemaScript.inTransactionGuard()));
-      assertEquals("P0001", stopped.getSQLState());
-      assertTrue(stopped.getMessage().contains("inside a transaction"), stopped::getMessage);
+      assertStopsOutsideATransaction(s, preamble);
+      // A lock timeout equal to the script's, as a role or a database may set it, still stops it.
+      s.execute("SET lock_timeout = '5s'");
+      assertStopsOutsideATransaction(s, preamble);
 
       c.setAutoCommit(false);
-      s.execute("SET LOCAL lock_timeout = '5s'");
-      s.execute(SchemaScript.inTransactionGuard()); // inside one: it passes
-      c.rollback();
+      for (String statement : preamble.split("\n")) {
+        s.execute(statement); // inside one: it passes
+      }
+      c.commit();
+      c.setAutoCommit(true);
+      assertStopsOutsideATransaction(s, preamble); // the marker ended with that transaction
+      s.execute("RESET lock_timeout"); // a pooled connection
     }
+  }
+
+  /** Runs the preamble statement by statement: its guard stops it (P0001). */
+  private static void assertStopsOutsideATransaction(Statement s, String preamble)
+      throws SQLException {
+    String[] statements = preamble.split("\n");
+    for (int i = 0; i < statements.length - 1; i++) {
+      s.execute(statements[i]); // SET LOCAL: a warning, and no effect
+    }
+    SQLException stopped =
+        assertThrows(SQLException.class, () -> s.execute(statements[statements.length - 1]));
+    assertEquals("P0001", stopped.getSQLState());
+    assertTrue(stopped.getMessage().contains("inside a transaction"), stopped::getMessage);
   }
 
   @Test

@@ -36,6 +36,9 @@ public final class SchemaScript {
   /** The lock wait of each migration, {@code migrate}'s default, in PostgreSQL's units. */
   private static final String LOCK_TIMEOUT = postgresDuration(SchemaMigrator.DEFAULT_LOCK_TIMEOUT);
 
+  /** A setting of the script's own (a custom one, which any role may set), set with SET LOCAL. */
+  static final String IN_TRANSACTION_MARKER = "outbox_relay.migration_in_transaction";
+
   /** One versioned migration, its SQL as shipped (placeholders unfilled). */
   public record Migration(MigrationVersion version, String fileName, String sql) {}
 
@@ -114,8 +117,7 @@ public final class SchemaScript {
       out.append('\n').append(RULE).append('\n');
       out.append("-- ").append(migration.fileName()).append('\n');
       out.append(RULE).append('\n');
-      out.append("SET LOCAL lock_timeout = '").append(LOCK_TIMEOUT).append("';\n");
-      out.append(inTransactionGuard());
+      out.append(migrationPreamble());
       out.append(searchPathOfTheTable(table, migration.version().getVersion().equals("1")));
       String sql = fill(migration.sql(), values, migration.fileName());
       out.append(sql.stripTrailing()).append('\n');
@@ -125,16 +127,35 @@ public final class SchemaScript {
   }
 
   /**
+   * What each migration of the script begins with: its lock timeout, a marker, both SET LOCAL, and
+   * {@link #inTransactionGuard}.
+   */
+  public static String migrationPreamble() {
+    return "SET LOCAL lock_timeout = '"
+        + LOCK_TIMEOUT
+        + "';\n"
+        + "SET LOCAL "
+        + IN_TRANSACTION_MARKER
+        + " = 'on';\n"
+        + inTransactionGuard();
+  }
+
+  /**
    * Stops a script run outside transactions (psql -f without -1, a tool in autocommit): there SET
    * LOCAL only warns, and each statement would wait for its lock without limit while the
    * application's inserts queue behind it, or a migration of several statements be applied in part.
+   * It asks for the marker set just before it, which only a transaction keeps to the next statement
+   * (a lock_timeout equal to the script's, a role's or a database's own, would pass alone), and for
+   * the lock timeout.
    */
   public static String inTransactionGuard() {
-    return "DO $$ BEGIN IF (SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout')"
-        + " <> "
+    return "DO $$ BEGIN IF current_setting('"
+        + IN_TRANSACTION_MARKER
+        + "', true) IS DISTINCT FROM 'on' OR (SELECT setting::bigint FROM pg_settings WHERE name ="
+        + " 'lock_timeout') <> "
         + SchemaMigrator.DEFAULT_LOCK_TIMEOUT.toMillis()
         + " THEN RAISE EXCEPTION 'outbox-relay: apply each migration inside a transaction (SET"
-        + " LOCAL lock_timeout did not take)'; END IF; END $$;\n";
+        + " LOCAL did not take)'; END IF; END $$;\n";
   }
 
   /**
