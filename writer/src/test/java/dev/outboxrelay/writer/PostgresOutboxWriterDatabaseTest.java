@@ -359,6 +359,9 @@ class PostgresOutboxWriterDatabaseTest {
               if (method.getName().equals("isWrapperFor")) {
                 return false;
               }
+              if (method.getName().equals("unwrap")) {
+                throw new SQLException("not a wrapper for " + args[0]); // as isWrapperFor says
+              }
               try {
                 return method.invoke(c, args);
               } catch (InvocationTargetException e) {

@@ -296,15 +296,23 @@ abstract class ParkedRowsCommand extends InstanceCommand {
   private Thread endedFromOutside(
       String verb, String done, AtomicLong committed, AtomicBoolean changeEnded) {
     return new Thread(
-        () -> {
-          if (changeEnded.get()) {
-            return; // the command reports what it did itself
-          }
-          PrintWriter err = err();
-          err.println(endedFromOutsideMessage(verb, done, committed.get()));
-          err.flush();
-        },
+        endedFromOutsideReport(err(), verb, done, committed, changeEnded),
         "outbox-relay-cli " + verb + " ended");
+  }
+
+  /**
+   * The hook's work: the committed batches' count as it is when the JVM ends, unless the command
+   * has said what it did itself ({@code changeEnded}).
+   */
+  static Runnable endedFromOutsideReport(
+      PrintWriter err, String verb, String done, AtomicLong committed, AtomicBoolean changeEnded) {
+    return () -> {
+      if (changeEnded.get()) {
+        return; // the command reports what it did itself
+      }
+      err.println(endedFromOutsideMessage(verb, done, committed.get()));
+      err.flush();
+    };
   }
 
   static String endedFromOutsideMessage(String verb, String done, long committed) {
