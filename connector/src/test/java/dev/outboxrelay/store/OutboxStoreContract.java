@@ -1494,6 +1494,31 @@ public abstract class OutboxStoreContract {
   }
 
   /**
+   * An abandoned row already at or over a lowered budget is parked by the claim that would reclaim
+   * it, as a claim parks a due one, not sent once more: charged nothing (it was not isolated).
+   */
+  @Test
+  void aLoweredBudgetParksAnAbandonedRowToo() {
+    add(EU, "a1", "A");
+    chargeTwoAttempts(EU, "a1", Duration.ZERO);
+    add(US, "us1", "A");
+    chargeTwoAttempts(US, "us1", Duration.ZERO);
+    RowState otherInstance = state("us1");
+    assertEquals(List.of("a1"), ids(store.claim(loweredBudget("w1", 10, true))));
+    clock.advance(LEASE.multipliedBy(2)); // its holder vanished
+
+    ClaimResult r = reclaim(loweredBudget("w2", 2, true));
+
+    assertEquals(List.of(), ids(r));
+    assertEquals(
+        List.of(new ExhaustedMessage("a1", EU, ReasonCodes.ATTEMPTS_BUDGET_LOWERED)),
+        r.exhausted());
+    assertParkedForALoweredBudget("a1", 2, 4);
+    assertEquals(otherInstance, state("us1"));
+    assertTrue(reclaim(loweredBudget("w3", 10, true)).isEmpty(), "parked for good");
+  }
+
+  /**
    * A claim for several instance keys takes the oldest due rows of them all, in seq order, whatever
    * their key (the PostgreSQL store reads each key's rows by its index, then keeps the first of
    * all); an aggregate that the limit cuts goes on, in order, with a later claim of its holder, and

@@ -462,13 +462,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
       // At least once: no exactly-once position (OutboxSql's CLAIM_ABANDONED).
       row.leaseEpoch = null;
       row.claimBatch = null;
-      if (charged && row.attempts + 1 >= request.maxAttempts()) {
-        row.attempts++;
-        row.park(ReasonCodes.ABANDONED_IN_ISOLATION);
+      row.attempts += charged ? 1 : 0;
+      if (row.attempts >= request.maxAttempts()) { // or max.attempts lowered below what it spent
+        row.park(
+            charged ? ReasonCodes.ABANDONED_IN_ISOLATION : ReasonCodes.ATTEMPTS_BUDGET_LOWERED);
         return new ClaimResult(List.of(), List.of(row.exhausted()));
-      }
-      if (charged) {
-        row.attempts++;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
       return new ClaimResult(List.of(row.claimed(now, request.payloadReadLimit())), List.of());

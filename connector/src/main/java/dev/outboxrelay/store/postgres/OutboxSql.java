@@ -496,10 +496,11 @@ final class OutboxSql {
   /**
    * The claim of one abandoned row (its lease expired), ordered or not. It is reclaimed alone and
    * flagged isolated; abandoned again while isolated, it is charged an attempt, and past the budget
-   * it ends EXHAUSTED (token still bumped so the vanished owner stays fenced off). At least once
-   * only: it forgets an exactly-once position (a connector switched modes with rows in flight),
-   * which would let a later exactly-once recovery take the row for covered by the old epoch's
-   * committed offsets.
+   * it ends EXHAUSTED (token still bumped so the vanished owner stays fenced off). A row already at
+   * or over the budget (max.attempts was lowered after it was charged) is parked EXHAUSTED, as a
+   * claim parks one. At least once only: it forgets an exactly-once position (a connector switched
+   * modes with rows in flight), which would let a later exactly-once recovery take the row for
+   * covered by the old epoch's committed offsets.
    */
   private static final String CLAIM_ABANDONED =
       """
@@ -508,22 +509,22 @@ final class OutboxSql {
         ORDER BY k.seq LIMIT 1
       )
       UPDATE {table} o
-      SET status = CASE WHEN (o.isolated AND o.attempts + 1 >= :max_attempts)
-          THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,
+      SET status = CASE WHEN {spent} THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,
         attempts = o.attempts + CASE WHEN o.isolated THEN 1 ELSE 0 END,
         abandoned_claims = o.abandoned_claims + 1,
         lease_token = o.lease_token + 1,
-        lease_owner = CASE WHEN (o.isolated AND o.attempts + 1 >= :max_attempts)
-          THEN NULL ELSE :owner END,
-        lease_expires_at = CASE WHEN o.isolated AND o.attempts + 1 >= :max_attempts THEN NULL
+        lease_owner = CASE WHEN {spent} THEN NULL ELSE :owner END,
+        lease_expires_at = CASE WHEN {spent} THEN NULL
           ELSE clock.now + (:lease_ms * INTERVAL '1 millisecond') END,
-        last_failure_code = CASE WHEN o.isolated AND o.attempts + 1 >= :max_attempts
-          THEN 'ABANDONED_IN_ISOLATION' ELSE o.last_failure_code END,
-        parked_at = CASE WHEN o.isolated AND o.attempts + 1 >= :max_attempts THEN clock.now
-          ELSE o.parked_at END,
+        last_failure_code = CASE WHEN NOT {spent} THEN o.last_failure_code
+          WHEN o.isolated THEN 'ABANDONED_IN_ISOLATION' ELSE 'ATTEMPTS_BUDGET_LOWERED' END,
+        parked_at = CASE WHEN {spent} THEN clock.now ELSE o.parked_at END,
         isolated = TRUE, lease_epoch = NULL, claim_batch = NULL
       FROM target c, clock WHERE o.seq = c.seq
-      RETURNING {claimed columns}""";
+      RETURNING {claimed columns}"""
+          // The attempts once this claim has charged its own (isolated: one) reach the budget.
+          .replace(
+              "{spent}", "(o.attempts + CASE WHEN o.isolated THEN 1 ELSE 0 END >= :max_attempts)");
 
   /**
    * {@code {abandoned row}}: the oldest abandoned row of each own key (IN_FLIGHT, its lease
