@@ -1194,6 +1194,28 @@ class ConfigValidationTest {
     assertEquals(Map.of(), errors(props(url)));
   }
 
+  /**
+   * The index by message id must be unique, not only named as the relay's: the writes after a claim
+   * find a row by its id, and two rows of one id claimed together were both changed by one.
+   */
+  @Test
+  void tableManagedByAnotherToolWhoseMessageIdIndexIsNotUniqueIsAnError() throws SQLException {
+    String url = externallyManagedTable("config_external_mid");
+    execute(url, "ALTER TABLE outbox DROP CONSTRAINT outbox_message_id_key");
+    execute(url, "CREATE INDEX outbox_message_id_key ON outbox (message_id)");
+
+    String message = only(errors(props(url)), "outbox.table");
+    assertTrue(
+        message.startsWith(
+            "outbox.table lacks an index the relay reads: outbox_message_id_key (unique: one row"
+                + " per message id)"),
+        message);
+
+    execute(url, "DROP INDEX outbox_message_id_key");
+    execute(url, "CREATE UNIQUE INDEX outbox_message_id_key ON outbox (message_id)");
+    assertEquals(Map.of(), errors(props(url)));
+  }
+
   @Test
   void aRelationNamedLikeThePublishedLogThatIsNotOneIsAnErrorOnTheTable() throws SQLException {
     String url = externallyManagedTable("config_external_other_log");

@@ -26,7 +26,11 @@ public final class RelayIndexes {
    * retention.published.ms=-1}).
    */
   private record Required(
-      List<String> suffixes, boolean onLog, String readBy, boolean retentionOnly) {
+      List<String> suffixes, boolean onLog, String readBy, boolean retentionOnly, boolean unique) {
+    Required(List<String> suffixes, boolean onLog, String readBy, boolean retentionOnly) {
+      this(suffixes, onLog, readBy, retentionOnly, false);
+    }
+
     Required(String suffix, boolean onLog, String readBy) {
       this(List.of(suffix), onLog, readBy, false);
     }
@@ -38,7 +42,10 @@ public final class RelayIndexes {
 
   private static final List<Required> REQUIRED =
       List.of(
-          new Required("message_id_key", false, "one row per message id"),
+          // Unique: the writes after a claim find a row by its id alone, and a plain index of
+          // that name let two rows of one id be claimed together and both changed by one write.
+          new Required(
+              List.of("message_id_key"), false, "unique: one row per message id", false, true),
           new Required("due_key_seq_idx", false, "every claim"),
           new Required("due_aggregate_idx", false, "ordered claims"),
           new Required(
@@ -63,6 +70,8 @@ public final class RelayIndexes {
   /** As {@link #INDEX_NAMES}, valid ones only: PostgreSQL never reads an invalid index. */
   private static final String VALID_INDEX_NAMES = INDEX_NAMES + " AND i.indisvalid";
 
+  private static final String VALID_UNIQUE_INDEX_NAMES = VALID_INDEX_NAMES + " AND i.indisunique";
+
   private static final String UNIQUE_SEQ =
       """
       SELECT EXISTS (
@@ -85,12 +94,13 @@ public final class RelayIndexes {
       missing.add("a unique index on seq (outcome writes and claims find rows by it)");
     }
     Set<String> onTable = indexNames(c, VALID_INDEX_NAMES, table.qualified());
+    Set<String> uniqueOnTable = indexNames(c, VALID_UNIQUE_INDEX_NAMES, table.qualified());
     Set<String> onLog = indexNames(c, VALID_INDEX_NAMES, table.qualifiedPublishedLog());
     for (Required index : REQUIRED) {
       if (index.retentionOnly() && !retains) {
         continue;
       }
-      Set<String> present = index.onLog() ? onLog : onTable;
+      Set<String> present = index.onLog() ? onLog : index.unique() ? uniqueOnTable : onTable;
       if (index.suffixes().stream().map(table::objectName).noneMatch(present::contains)) {
         missing.add(table.objectName(index.suffixes().get(0)) + " (" + index.readBy() + ")");
       }
