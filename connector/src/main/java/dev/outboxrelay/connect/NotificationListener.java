@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -50,6 +51,7 @@ final class NotificationListener {
 
   private final Set<String> instanceKeys;
   private final WakeSignal wake;
+  private final BooleanSupplier roomToClaim;
   private final Thread thread;
   private final Map<String, String> mdc;
   private volatile boolean running = true;
@@ -66,7 +68,31 @@ final class NotificationListener {
       Set<String> instanceKeys,
       WakeSignal wake,
       String threadName) {
-    this(connections, table, instanceKeys, wake, threadName, PROBE_INTERVAL, PROBE_TIMEOUT);
+    this(connections, table, instanceKeys, wake, () -> true, threadName);
+  }
+
+  /**
+   * @param roomToClaim whether a claim could take rows now: a wake-up while it could not (the task
+   *     holds its limit, waiting for Kafka) ended poll()'s pause for a claim that found nothing,
+   *     and a stream of inserts kept the task polling at their rate; the room freed wakes it
+   *     instead
+   */
+  NotificationListener(
+      Supplier<Connection> connections,
+      OutboxTable table,
+      Set<String> instanceKeys,
+      WakeSignal wake,
+      BooleanSupplier roomToClaim,
+      String threadName) {
+    this(
+        connections,
+        table,
+        instanceKeys,
+        wake,
+        roomToClaim,
+        threadName,
+        PROBE_INTERVAL,
+        PROBE_TIMEOUT);
   }
 
   /** With the connection's check every {@code probeInterval}, answered within {@code timeout}. */
@@ -75,9 +101,11 @@ final class NotificationListener {
       OutboxTable table,
       Set<String> instanceKeys,
       WakeSignal wake,
+      BooleanSupplier roomToClaim,
       String threadName,
       Duration probeInterval,
       Duration probeTimeout) {
+    this.roomToClaim = roomToClaim;
     this.probeInterval = probeInterval;
     this.probeTimeout = probeTimeout;
     this.connections = connections;
@@ -150,7 +178,7 @@ final class NotificationListener {
         }
         // Rows committed before the LISTEN took effect were announced to nobody: one claim now
         // finds them, instead of the poll interval (at start, and after every reconnect).
-        wake.wake();
+        wakeIfRoomToClaim();
         // Back only once a probe has passed: a session the server or a proxy ends soon after
         // every connect (an idle timeout shorter than the probe interval) is still an outage,
         // reported once and retried with a growing backoff, not a reconnect logged every cycle.
@@ -163,7 +191,7 @@ final class NotificationListener {
             PGNotification[] notifications = pg.getNotifications(1000);
             if (notifications != null) {
               if (isForUs(notifications)) {
-                wake.wake();
+                wakeIfRoomToClaim();
               }
               received.addAndGet(notifications.length);
             }
@@ -222,6 +250,13 @@ final class NotificationListener {
   /** Notifications read so far, ours or not; for tests. */
   long received() {
     return received.get();
+  }
+
+  /** Wakes poll() for new rows, unless no claim could take them now (see the constructor). */
+  private void wakeIfRoomToClaim() {
+    if (roomToClaim.getAsBoolean()) {
+      wake.wake();
+    }
   }
 
   private boolean isForUs(PGNotification[] notifications) {

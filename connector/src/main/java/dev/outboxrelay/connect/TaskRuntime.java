@@ -78,6 +78,7 @@ final class TaskRuntime {
                 config.connector().table(),
                 config.connector().instanceKeys(),
                 runtime.wake,
+                () -> !runtime.ledger.isFull(config.settings()),
                 "outbox-relay-listener-" + suffix);
         runtime.listener.start();
       }

@@ -175,6 +175,44 @@ class NotificationListenerTest {
             .size());
   }
 
+  /**
+   * While no claim could take rows (the task holds its limit, waiting for Kafka) an insert does not
+   * wake it: each wake-up ended poll()'s pause for a claim that found nothing, and a stream of
+   * inserts kept the task polling at their rate. The room freed wakes it instead (the outcome
+   * writer's, {@link InFlightLedger#freesPoll}); the rows stay in the table for that claim.
+   */
+  @Test
+  void anInsertWhileNoClaimCouldTakeItDoesNotWakeTheTask() throws SQLException {
+    listener.stop();
+    java.util.concurrent.atomic.AtomicBoolean room =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    listener =
+        new NotificationListener(
+            () -> {
+              try {
+                return DriverManager.getConnection(url, Postgres.user(), "");
+              } catch (SQLException e) {
+                throw new IllegalStateException(e);
+              }
+            },
+            TABLE,
+            Set.of("eu"),
+            wake,
+            room::get,
+            "test-full-listener");
+    listening();
+
+    room.set(false);
+    insert("eu");
+    await().until(() -> listener.received() == 1);
+    assertFalse(wake.isSignalled(), "no claim could take it");
+
+    room.set(true);
+    insert("eu");
+    await().until(() -> listener.received() == 2);
+    assertTrue(wake.isSignalled());
+  }
+
   @Test
   void anotherInstancesInsertDoesNotWakeUs() throws SQLException {
     listening();
@@ -223,6 +261,7 @@ class NotificationListenerTest {
               TABLE,
               Set.of("eu"),
               wake,
+              () -> true,
               "test-probed-listener",
               Duration.ofMillis(100),
               Duration.ofMillis(500));
@@ -284,6 +323,7 @@ class NotificationListenerTest {
             TABLE,
             Set.of("eu"),
             wake,
+            () -> true,
             "test-ended-listener",
             Duration.ofSeconds(3),
             Duration.ofSeconds(1));
