@@ -83,10 +83,22 @@ public class OutboxSourceTask extends SourceTask {
     return Version.get();
   }
 
+  /** The logging context's key of the task's instance keys (set at start, on the task thread). */
+  static final String MDC_INSTANCE_KEYS = "outbox.instance_keys";
+
   @Override
   public void start(Map<String, String> props) {
     config = TaskConfig.parse(props);
-    MDC.put("outbox.instance_keys", printable(config.connector().instanceKeys()));
+    MDC.put(MDC_INSTANCE_KEYS, printable(config.connector().instanceKeys()));
+    try {
+      startRuntime();
+    } catch (RuntimeException | Error e) {
+      MDC.remove(MDC_INSTANCE_KEYS); // Connect may not call stop() for a task that failed to start
+      throw e;
+    }
+  }
+
+  private void startRuntime() {
     idle = new IdleBackoff(config.settings().pollInterval());
     schema = new SchemaReadiness(storeProvider, config.connector(), time);
     // Registered last before the runtime, whose failure unregisters them: Connect may not call
@@ -485,6 +497,9 @@ public class OutboxSourceTask extends SourceTask {
       return;
     }
     stopped = true;
+    // Connect calls stop() on the task thread, a pooled one that may run another connector's task
+    // next; its own logging context restores only Connect's keys.
+    MDC.remove(MDC_INSTANCE_KEYS);
     stopping = true;
     if (metrics != null) {
       // Now, not after the late-ack grace: a replacement instance of this task may start at once

@@ -28,6 +28,9 @@ final class FixedStoreProvider implements StoreProvider {
   /** Thrown by each schema check while set. */
   volatile OutboxStoreException schemaFailure;
 
+  /** Thrown by each open while set (a task's start then fails). */
+  volatile RuntimeException openFailure;
+
   FixedStoreProvider(OutboxStore store, Supplier<RelayClock> clock) {
     this.store = store;
     this.clock = clock;
@@ -35,6 +38,10 @@ final class FixedStoreProvider implements StoreProvider {
 
   @Override
   public OutboxStore open(OutboxSourceConfig config, String poolName) {
+    RuntimeException failure = openFailure;
+    if (failure != null) {
+      throw failure;
+    }
     return store;
   }
 

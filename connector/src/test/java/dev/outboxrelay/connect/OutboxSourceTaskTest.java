@@ -45,6 +45,7 @@ import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.MDC;
 
 /**
  * The task's own logic against the in-memory store (held to the PostgreSQL store's behaviour by the
@@ -1496,6 +1497,30 @@ class OutboxSourceTaskTest {
     assertEquals(MessageStatus.PUBLISHED, status("m1"));
     assertEquals(1, task.metrics().lateAcks.get(), "m2's acknowledgement counted late");
     assertEquals(MessageStatus.IN_FLIGHT, status("m2"), "and not written after the stop");
+  }
+
+  /**
+   * The task's instance keys leave the task thread's logging context when it stops (on that thread,
+   * as Connect calls stop()) and when its start fails: Connect's own context restores only its
+   * keys, and the pooled thread's next task, another connector's, logged under these.
+   */
+  @Test
+  void theInstanceKeysLeaveTheLoggingContextAtStopAndAtAFailedStart() {
+    OutboxSourceTask t = startTask(Map.of());
+    assertEquals("eu", MDC.get(OutboxSourceTask.MDC_INSTANCE_KEYS));
+    t.stop();
+    assertNull(MDC.get(OutboxSourceTask.MDC_INSTANCE_KEYS));
+
+    Map<String, String> props = new HashMap<>();
+    props.put("connection.url", "jdbc:postgresql://localhost:1/unused");
+    props.put("instance.keys", "eu");
+    props.put("connector.name", "task-test-" + testName + "-failed");
+    FixedStoreProvider refusing = new FixedStoreProvider(failing, () -> taskClock);
+    refusing.openFailure = new IllegalStateException("the pool cannot start");
+    OutboxSourceTask failed = new OutboxSourceTask(refusing, time);
+    failed.initialize(new NoMetricsContext());
+    assertThrows(IllegalStateException.class, () -> failed.start(props));
+    assertNull(MDC.get(OutboxSourceTask.MDC_INSTANCE_KEYS));
   }
 
   @Test
