@@ -81,7 +81,10 @@ final class ClaimLoop {
   /** The release whose lost claim was said to be still ending; written under {@link #claiming}. */
   private LostClaimRelease stillEndingReported;
 
-  /** The task is stopping: a release of a lost claim's rows on the task thread reads no more. */
+  /**
+   * The task is stopping: no claim starts any more, and a release of a lost claim's rows on the
+   * task thread reads no more.
+   */
   private volatile boolean stopping;
 
   /**
@@ -163,6 +166,11 @@ final class ClaimLoop {
 
   private ClaimResult claimNext() {
     releaseCut = false;
+    if (stopping) {
+      // A claim queued on the prefetch thread as the task stopped: it would only lease rows that
+      // nobody sends, to wait out their leases or the next instance's recovery.
+      return ClaimResult.EMPTY;
+    }
     if (ledger.isFull(settings) || !renewer.isHealthy()) {
       return ClaimResult.EMPTY; // wait for Kafka to acknowledge what we hold
     }

@@ -511,6 +511,7 @@ public class OutboxSourceTask extends SourceTask {
       // held batch last: a park of it whose reply was lost is looked up in the database, which
       // may wait for a connection, and the listener and renewals must have stopped by then.
       RecordHandoff handoff = runtime.handoff();
+      runtime.claims().taskStopping(); // a claim queued on the prefetch thread does not start
       prefetch.close(PREFETCH_STOP_WAIT, untaken -> handoff.forget(untaken.positioned()));
       runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace(), handoff::forgetHeld);
     } else if (runtime != null) {

@@ -90,6 +90,23 @@ class ClaimLoopTest {
     result.claimed().forEach(m -> f.ledger.add(m));
   }
 
+  /**
+   * Once the task stops no claim starts: one queued on the prefetch thread as the task stopped
+   * leased rows that nobody would send, left to wait out their leases or the next instance's
+   * recovery.
+   */
+  @Test
+  void claimsNothingOnceTheTaskStops() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    ClaimLoop loop = loop(f);
+
+    loop.taskStopping();
+
+    assertTrue(loop.next().isEmpty());
+    assertEquals(MessageStatus.PENDING, f.store.find("m1").orElseThrow().status());
+  }
+
   @Test
   void claimsNothingMoreWhileItHoldsItsInFlightBound() {
     RuntimeFixture f = new RuntimeFixture(Map.of("claim.batch.size", "2"));
