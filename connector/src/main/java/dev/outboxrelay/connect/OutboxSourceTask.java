@@ -210,7 +210,15 @@ public class OutboxSourceTask extends SourceTask {
       }
       // A full batch of what the claim asked for, which the byte budget may have made smaller.
       idle.claimed(claimed.claimed().size(), runtime.claims().fullBatch());
-      List<SourceRecord> records = runtime.handoff().toRecords(claimed.claimed());
+      List<SourceRecord> records;
+      try {
+        records = runtime.handoff().toRecords(claimed.claimed());
+      } catch (MappingFailedException e) {
+        // Nothing of the claim entered the ledger: its rows are due again at once, for the next
+        // instance, not held until the stop's grace ends and then their leases.
+        runtime.release(claimed.claimed());
+        throw e;
+      }
       if (records.isEmpty()) {
         if (progressedWithoutRows(claimed)) {
           // Claimed again at once: waiting as after an empty claim, each such claim doubled the

@@ -17,6 +17,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -61,6 +62,9 @@ final class RecordHandoff {
   /** Set by {@link #forgetHeld}: a batch handed over after it is forgotten, not parked. */
   private volatile boolean stopped;
 
+  /** {@link RecordMapper#map}, or a test's stand-in for a mapping that throws. */
+  private volatile Function<ClaimedMessage, MappingResult> map;
+
   RecordHandoff(
       RecordMapper mapper,
       InFlightLedger ledger,
@@ -85,6 +89,7 @@ final class RecordHandoff {
     this.exactlyOnce = exactlyOnce;
     this.store = store;
     this.mapper = mapper;
+    this.map = mapper::map;
     this.ledger = ledger;
     this.submit = submit;
     this.metrics = metrics;
@@ -102,15 +107,15 @@ final class RecordHandoff {
       return records;
     }
     List<SourceRecord> records = new ArrayList<>(claimed.size());
-    for (ClaimedMessage row : claimed) {
-      MappingResult result = mapper.map(row);
+    for (Mapping m : mapAll(claimed)) {
+      ClaimedMessage row = m.row();
       ledger.add(row); // an unpublishable row's outcome is awaited too, its copy's or its park's
-      if (result instanceof MappingResult.Mapped mapped) {
+      if (m.result() instanceof MappingResult.Mapped mapped) {
         records.add(mapped.record());
-      } else if (result instanceof MappingResult.Unpublishable bad) {
+      } else if (m.result() instanceof MappingResult.Unpublishable bad) {
         logUnpublishable(row, bad.reasonCode());
-        if (mapper.settings().hasDeadLetterTopic()) {
-          records.add(mapper.deadLetter(row, bad.reasonCode()));
+        if (m.deadLetter() != null) {
+          records.add(m.deadLetter());
         } else if (!submit.test(
             new PendingOutcome.Failed(row.messageId(), row.lease(), bad.reasonCode(), null))) {
           metrics.lateAcks.incrementAndGet();
@@ -342,22 +347,56 @@ final class RecordHandoff {
   Positioned position(List<ClaimedMessage> claimed) {
     List<SourceRecord> records = new ArrayList<>(claimed.size());
     Deque<Park> parks = new ArrayDeque<>();
-    for (ClaimedMessage row : claimed) {
-      MappingResult result = mapper.map(row);
-      if (result instanceof MappingResult.Mapped mapped) {
+    for (Mapping m : mapAll(claimed)) {
+      ClaimedMessage row = m.row();
+      if (m.result() instanceof MappingResult.Mapped mapped) {
         ledger.add(row);
         records.add(exactlyOnce.atPosition(mapped.record(), row, false));
-      } else if (result instanceof MappingResult.Unpublishable bad) {
+      } else if (m.result() instanceof MappingResult.Unpublishable bad) {
         logUnpublishable(row, bad.reasonCode());
-        boolean deadLetter = mapper.settings().hasDeadLetterTopic();
+        boolean deadLetter = m.deadLetter() != null;
         parks.add(
             new Park(row, bad.reasonCode(), deadLetter, exactlyOnce.epoch(), exactlyOnce.batch()));
         if (deadLetter) {
-          records.add(exactlyOnce.atPosition(mapper.deadLetter(row, bad.reasonCode()), row, true));
+          records.add(exactlyOnce.atPosition(m.deadLetter(), row, true));
         }
       }
     }
     return new Positioned(records, parks);
+  }
+
+  /** For tests: rows are mapped by {@code standIn} (a mapping with a bug) from now on. */
+  void mapWith(Function<ClaimedMessage, MappingResult> standIn) {
+    map = standIn;
+  }
+
+  /** A claimed row, what mapping made of it, and its dead-letter record when one is due. */
+  private record Mapping(ClaimedMessage row, MappingResult result, SourceRecord deadLetter) {}
+
+  /**
+   * Every row of a claim mapped before any enters the ledger: a mapping that throws (a bug) leaves
+   * nothing behind to be waited for, renewed or settled at a stop, and the claim can be given back
+   * whole.
+   *
+   * @throws MappingFailedException naming the row and the error's class (its message may quote the
+   *     row's data)
+   */
+  private List<Mapping> mapAll(List<ClaimedMessage> claimed) {
+    List<Mapping> all = new ArrayList<>(claimed.size());
+    for (ClaimedMessage row : claimed) {
+      try {
+        MappingResult result = map.apply(row);
+        SourceRecord deadLetter =
+            result instanceof MappingResult.Unpublishable bad
+                    && mapper.settings().hasDeadLetterTopic()
+                ? mapper.deadLetter(row, bad.reasonCode())
+                : null;
+        all.add(new Mapping(row, result, deadLetter));
+      } catch (RuntimeException e) { // NOPMD: any failure here is a bug, reported by its class
+        throw new MappingFailedException(row, e);
+      }
+    }
+    return all;
   }
 
   private static void logUnpublishable(ClaimedMessage row, String reasonCode) {

@@ -1523,6 +1523,32 @@ class OutboxSourceTaskTest {
     assertNull(MDC.get(OutboxSourceTask.MDC_INSTANCE_KEYS));
   }
 
+  /**
+   * A mapping that throws (a bug) fails the poll naming the row, and the claim's rows are given
+   * back, due at once for the next instance: none is left in the ledger for the stop to wait its
+   * grace for, nor leased until its lease runs out.
+   */
+  @Test
+  void aMappingThatThrowsFailsThePollAndGivesItsClaimBack() {
+    add("eu", "m1", "a", "{}".getBytes());
+    add("eu", "m2", "b", "{}".getBytes());
+    startTask(Map.of());
+    task.handoff()
+        .mapWith(
+            row -> {
+              throw new IllegalStateException("a bug");
+            });
+
+    MappingFailedException e = assertThrows(MappingFailedException.class, task::poll);
+
+    assertEquals("m1", e.messageId());
+    assertEquals(0, task.metrics().inFlight());
+    await()
+        .until(
+            () -> status("m1") == MessageStatus.PENDING && status("m2") == MessageStatus.PENDING);
+    assertNull(store.find("m2").orElseThrow().leaseOwner(), "given back, not left leased");
+  }
+
   @Test
   void aMalformedTaskIdFailsTheTaskInsteadOfBecomingTaskZero() {
     assertThrows(ConnectException.class, () -> startTask(Map.of(OutboxSourceTask.TASK_ID, "x1")));

@@ -40,6 +40,40 @@ class RecordHandoffTest {
     return ClaimedRows.claimed(id, 7, topic, new byte[] {1}, 1);
   }
 
+  /**
+   * A mapping that throws (a bug) fails the claim naming the row and the error's class, not its
+   * message (which may quote the row's data), before any row of it enters the ledger or has an
+   * outcome queued: nothing is left to be waited for, renewed or settled at a stop, and the claim
+   * can be given back whole.
+   */
+  @Test
+  void aMappingThatThrowsLeavesNothingOfItsClaimBehind() {
+    List<PendingOutcome> queued = new ArrayList<>();
+    RecordHandoff handoff = new RecordHandoff(mapper, ledger, queued::add, metrics, "owner");
+    handoff.mapWith(
+        row -> {
+          if (row.messageId().equals("third")) {
+            throw new IllegalStateException("row data: card 4111");
+          }
+          return mapper.map(row);
+        });
+
+    MappingFailedException e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            MappingFailedException.class,
+            () ->
+                handoff.toRecords(
+                    List.of(
+                        row("bad", "__consumer_offsets"), row("good", null), row("third", null))));
+
+    assertEquals("third", e.messageId());
+    assertTrue(e.getMessage().contains("error=java.lang.IllegalStateException"), e::getMessage);
+    assertFalse(e.getMessage().contains("4111"), e::getMessage);
+    assertEquals(null, e.getCause());
+    assertEquals(0, ledger.size());
+    assertEquals(List.of(), queued, "the unpublishable row's park not queued either");
+  }
+
   @Test
   void anUnpublishableRowsOutcomeIsQueuedAndItsNeighbourHandedOver() {
     List<PendingOutcome> queued = new ArrayList<>();
