@@ -715,6 +715,23 @@ final class ClaimLoop {
   }
 
   /**
+   * Exactly once: the row whose mapping failed the task is not given back at the stop with the rest
+   * of its claim: left leased under this epoch, the next instance's recovery releases it as a
+   * suspect, claimed alone and charged an attempt each time it fails a task, until it is parked
+   * EXHAUSTED. Given back, it went out again in an ordinary batch and failed that task too, for
+   * ever.
+   */
+  void leaveLeasedAtStop(String messageId) {
+    claiming.lock();
+    try {
+      claimsNotHandedOver.replaceAll(
+          (batch, rows) -> rows.stream().filter(r -> !r.messageId().equals(messageId)).toList());
+    } finally {
+      claiming.unlock();
+    }
+  }
+
+  /**
    * Exactly once: whether the next claim must wait for what the task holds (a suspect's claim, or
    * the claim after one): nothing is claimed ahead meanwhile.
    */

@@ -214,9 +214,7 @@ public class OutboxSourceTask extends SourceTask {
       try {
         records = runtime.handoff().toRecords(claimed.claimed());
       } catch (MappingFailedException e) {
-        // Nothing of the claim entered the ledger: its rows are due again at once, for the next
-        // instance, not held until the stop's grace ends and then their leases.
-        runtime.release(claimed.claimed());
+        runtime.mappingFailed(claimed.claimed(), e.messageId());
         throw e;
       }
       if (records.isEmpty()) {
@@ -271,10 +269,16 @@ public class OutboxSourceTask extends SourceTask {
   private ClaimPrefetch.Batch claimBatch() {
     ClaimResult claimed = runtime.claims().next();
     metrics.claimed.addAndGet(claimed.claimed().size());
+    RecordHandoff.Positioned positioned;
+    try {
+      positioned = runtime.handoff().position(claimed.claimed());
+    } catch (MappingFailedException e) {
+      runtime.claims().leaveLeasedAtStop(e.messageId()); // the rest is given back at the stop
+      throw e;
+    }
     // The next claim starts ahead after such progress too, not after a wait.
     return new ClaimPrefetch.Batch(
-        runtime.handoff().position(claimed.claimed()),
-        claimed.claimed().size() + (progressedWithoutRows(claimed) ? 1 : 0));
+        positioned, claimed.claimed().size() + (progressedWithoutRows(claimed) ? 1 : 0));
   }
 
   /**
@@ -505,25 +509,29 @@ public class OutboxSourceTask extends SourceTask {
       return;
     }
     stopped = true;
-    // Connect calls stop() on the task thread, a pooled one that may run another connector's task
-    // next; its own logging context restores only Connect's keys.
-    MDC.remove(MDC_INSTANCE_KEYS);
     stopping = true;
-    if (metrics != null) {
-      // Now, not after the late-ack grace: a replacement instance of this task may start at once
-      // and must be able to register the same metric names.
-      metrics.unregister();
-    }
-    if (prefetch != null && runtime != null) {
-      // What Connect never got leaves the ledger, so the outcome writer does not wait for it. The
-      // held batch last: a park of it whose reply was lost is looked up in the database, which
-      // may wait for a connection, and the listener and renewals must have stopped by then.
-      RecordHandoff handoff = runtime.handoff();
-      runtime.claims().taskStopping(); // a claim queued on the prefetch thread does not start
-      prefetch.close(PREFETCH_STOP_WAIT, untaken -> handoff.forget(untaken.positioned()));
-      runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace(), handoff::forgetHeld);
-    } else if (runtime != null) {
-      runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace());
+    try {
+      if (metrics != null) {
+        // Now, not after the late-ack grace: a replacement instance of this task may start at
+        // once and must be able to register the same metric names.
+        metrics.unregister();
+      }
+      if (prefetch != null && runtime != null) {
+        // What Connect never got leaves the ledger, so the outcome writer does not wait for it.
+        // The held batch last: a park of it whose reply was lost is looked up in the database,
+        // which may wait for a connection, and the listener and renewals must have stopped by then.
+        RecordHandoff handoff = runtime.handoff();
+        runtime.claims().taskStopping(); // a claim queued on the prefetch thread does not start
+        prefetch.close(PREFETCH_STOP_WAIT, untaken -> handoff.forget(untaken.positioned()));
+        runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace(), handoff::forgetHeld);
+      } else if (runtime != null) {
+        runtime.stop(Duration.ofSeconds(2), config.settings().lateAckGrace());
+      }
+    } finally {
+      // Last, so that the stop's own lines carry it. Connect calls stop() on the task thread, a
+      // pooled one that may run another connector's task next, and its own logging context
+      // restores only Connect's keys.
+      MDC.remove(MDC_INSTANCE_KEYS);
     }
   }
 

@@ -3,7 +3,9 @@ package dev.outboxrelay.connect;
 import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.List;
@@ -188,10 +190,37 @@ final class TaskRuntime {
     for (ClaimedMessage m : claimed) {
       if (!submit(new PendingOutcome.Released(m.messageId(), m.lease()))) {
         log.info(
-            "Claim not given back at stop: message_id={} (reason=WRITER_CLOSED; a later claim"
-                + " or the next instance's recovery settles the row)",
+            "Claim not given back, the outcome writer has stopped: message_id={}"
+                + " (reason=WRITER_CLOSED; a later claim or the next instance's recovery settles"
+                + " the row)",
             Printable.escape(m.messageId()));
       }
+    }
+  }
+
+  /**
+   * At least once, a claim whose row {@code failedId} failed its mapping (nothing of it entered the
+   * ledger): the other rows are given back, due at once; the failed row's lease ends now, so that
+   * it takes a row-that-fails-its-task's route: reclaimed alone as an abandoned row and charged an
+   * attempt each time it fails a task, until it is parked EXHAUSTED (ABANDONED_IN_ISOLATION). Given
+   * back, it went out again in an ordinary batch and failed that task too, for ever. Its successors
+   * in its aggregate wait behind it meanwhile.
+   */
+  void mappingFailed(List<ClaimedMessage> claimed, String failedId) {
+    release(claimed.stream().filter(m -> !m.messageId().equals(failedId)).toList());
+    List<HeldLease> failed =
+        claimed.stream()
+            .filter(m -> m.messageId().equals(failedId))
+            .map(ClaimedMessage::heldLease)
+            .toList();
+    try {
+      store.expireLeases(failed);
+    } catch (RuntimeException e) { // NOPMD: failing already, for the mapping
+      log.warn(
+          "Could not end the lease of message_id={}, whose mapping failed (error={}); it is"
+              + " reclaimed alone once the lease runs out",
+          Printable.escape(failedId),
+          e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
     }
   }
 

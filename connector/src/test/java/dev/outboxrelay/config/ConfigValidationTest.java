@@ -1208,7 +1208,7 @@ class ConfigValidationTest {
     assertTrue(
         message.startsWith(
             "outbox.table lacks an index the relay reads: outbox_message_id_key (unique: one row"
-                + " per message id)"),
+                + " per message id; the index of that name is not unique: drop it first)"),
         message);
 
     execute(url, "DROP INDEX outbox_message_id_key");

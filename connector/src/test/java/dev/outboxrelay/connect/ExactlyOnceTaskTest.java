@@ -162,6 +162,36 @@ class ExactlyOnceTaskTest {
     await().pollInSameThread().until(() -> task.poll() == null && offsetReads.get() > 2);
   }
 
+  /**
+   * A mapping that throws (a bug) on the prefetch thread fails the task naming the row; at the stop
+   * the rest of its claim is given back, but not the row that failed: left leased under this epoch,
+   * the next instance's recovery releases it as a suspect, claimed alone and charged an attempt
+   * each time it fails a task. Given back, it went out again in an ordinary batch and failed that
+   * task too, for ever.
+   */
+  @Test
+  void aMappingThatThrowsLeavesItsRowToRecoveryAndGivesBackTheRest() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    start();
+    task.handoff()
+        .mapWith(
+            row -> {
+              throw new IllegalStateException("a bug");
+            });
+
+    RuntimeException e = assertThrows(RuntimeException.class, task::poll);
+    Throwable failure = e instanceof MappingFailedException ? e : e.getCause();
+    assertTrue(failure instanceof MappingFailedException, e::toString);
+    assertEquals("a", ((MappingFailedException) failure).messageId());
+    task.stop();
+
+    await().until(() -> store.find("b").orElseThrow().status() == MessageStatus.PENDING);
+    var failed = store.find("a").orElseThrow();
+    assertEquals(MessageStatus.IN_FLIGHT, failed.status(), "left to the next instance's recovery");
+    assertTrue(failed.leaseExpiresAt().isAfter(clock.now()), "its lease as claimed");
+  }
+
   @Test
   void recoversBeforeTheFirstClaimFromTheCommittedOffsets() {
     add("a", "agg-1", 10);

@@ -1524,12 +1524,15 @@ class OutboxSourceTaskTest {
   }
 
   /**
-   * A mapping that throws (a bug) fails the poll naming the row, and the claim's rows are given
-   * back, due at once for the next instance: none is left in the ledger for the stop to wait its
-   * grace for, nor leased until its lease runs out.
+   * A mapping that throws (a bug) fails the poll naming the row. The rest of its claim is given
+   * back, due at once for the next instance, and none of it is left in the ledger for the stop to
+   * wait its grace for. The row that failed takes a row-that-fails-its-task's route: its lease ends
+   * now, and it is reclaimed alone as an abandoned row (charged an attempt each time it fails a
+   * task, until it is parked EXHAUSTED); given back, it went out again in an ordinary batch and
+   * failed that task too, for ever.
    */
   @Test
-  void aMappingThatThrowsFailsThePollAndGivesItsClaimBack() {
+  void aMappingThatThrowsFailsThePollGivesBackTheRestAndLeavesItsRowAbandoned() {
     add("eu", "m1", "a", "{}".getBytes());
     add("eu", "m2", "b", "{}".getBytes());
     startTask(Map.of());
@@ -1543,10 +1546,14 @@ class OutboxSourceTaskTest {
 
     assertEquals("m1", e.messageId());
     assertEquals(0, task.metrics().inFlight());
-    await()
-        .until(
-            () -> status("m1") == MessageStatus.PENDING && status("m2") == MessageStatus.PENDING);
-    assertNull(store.find("m2").orElseThrow().leaseOwner(), "given back, not left leased");
+    await().until(() -> status("m2") == MessageStatus.PENDING);
+    assertNull(store.find("m2").orElseThrow().leaseOwner(), "given back");
+    var failed = store.find("m1").orElseThrow();
+    assertEquals(MessageStatus.IN_FLIGHT, failed.status());
+    assertEquals(clock.now(), failed.leaseExpiresAt(), "abandoned now, not given back");
+    assertTrue(
+        store.hasAbandoned(
+            new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true)));
   }
 
   @Test

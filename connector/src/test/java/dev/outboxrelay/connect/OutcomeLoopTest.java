@@ -207,11 +207,13 @@ class OutcomeLoopTest {
     OutcomeLoop loop = loopWithBackoffOfAnHour(f, store, time);
     loop.start();
     try {
+      // Stopped first: its wake-ups, unspent, end the first backoff only (one retry), and the
+      // second waits its hour; an outcome submitted before could leave one of them for the next.
+      loop.stop(Duration.ZERO, Duration.ofHours(1));
       assertTrue(
           loop.submit(
               new PendingOutcome.Published(
                   "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
-      loop.stop(Duration.ZERO, Duration.ofHours(1)); // the flush's wake-up retries it once
       await().until(() -> store.publishCalls.get() >= 2);
       assertTrue(loop.isAlive(), "in its backoff, an acknowledgement may still come");
 
@@ -242,8 +244,8 @@ class OutcomeLoopTest {
     OutcomeLoop loop = loopWithBackoffOfAnHour(f, store, time);
     loop.start();
     try {
+      loop.stop(Duration.ZERO, Duration.ofMinutes(30)); // first: see the test above
       assertTrue(loop.submit(new PendingOutcome.Released("m1", claimed.lease())));
-      loop.stop(Duration.ZERO, Duration.ofMinutes(30)); // the flush's wake-up retries it once
       await().until(() -> f.metrics.databaseErrors.get() >= 2);
       assertTrue(loop.isAlive(), "within the grace");
 

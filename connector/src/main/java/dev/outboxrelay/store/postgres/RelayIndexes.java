@@ -102,7 +102,15 @@ public final class RelayIndexes {
       }
       Set<String> present = index.onLog() ? onLog : index.unique() ? uniqueOnTable : onTable;
       if (index.suffixes().stream().map(table::objectName).noneMatch(present::contains)) {
-        missing.add(table.objectName(index.suffixes().get(0)) + " (" + index.readBy() + ")");
+        String name = table.objectName(index.suffixes().get(0));
+        // Its statement (IF NOT EXISTS) would keep a plain index of the name: say to drop it.
+        boolean notUnique = index.unique() && onTable.contains(name);
+        missing.add(
+            name
+                + " ("
+                + index.readBy()
+                + (notUnique ? "; the index of that name is not unique: drop it first" : "")
+                + ")");
       }
     }
     return missing;
