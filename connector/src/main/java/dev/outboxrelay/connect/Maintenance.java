@@ -10,14 +10,26 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
 
 /**
  * Periodic work of one task per connector (task 0): retention cleanup of PUBLISHED rows in bounded
  * batches, and the backlog and lag figures. Own instance keys only. Scheduled on the monotonic
  * clock ({@link Time#hiResClockMs()}): a wall clock stepped back held both back for as long.
+ *
+ * <p>Started by {@code poll()} when due, and run on a thread of its own: counting a backlog of
+ * millions takes seconds, up to the statement timeout, and during an outage each read waits for a
+ * connection; run in {@code poll()}, that held the poll, and a stop meanwhile (Connect stops a task
+ * only once its poll has returned) outlasted Connect's graceful shutdown timeout, which closes the
+ * producer with records in flight. A failure that retrying cannot fix is thrown by the next {@link
+ * #runIfDue}, in a poll, which fails the task.
  */
 final class Maintenance {
   private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
@@ -42,8 +54,19 @@ final class Maintenance {
   private final String ownOwners;
 
   private boolean leasedElsewhereReported;
-  private long nextCleanupMs;
-  private long nextBacklogMs;
+  private volatile long nextCleanupMs;
+  private volatile long nextBacklogMs;
+
+  /** Where a run runs: a thread of the task's own, or (tests) the caller's. */
+  private final Executor runs;
+
+  private final AtomicBoolean running = new AtomicBoolean();
+
+  /** The last run's failure that retrying cannot fix, thrown by the next {@link #runIfDue}. */
+  private final AtomicReference<Throwable> failed = new AtomicReference<>();
+
+  /** The logging context of the task's thread, for runs on another. */
+  private final Map<String, String> mdc = MDC.getCopyOfContextMap();
 
   /**
    * @param ownOwners how this connector's lease owners begin, to count with the backlog the rows
@@ -57,6 +80,19 @@ final class Maintenance {
       Time time,
       boolean enabled,
       String ownOwners) {
+    this(store, config, metrics, time, enabled, ownOwners, Runnable::run);
+  }
+
+  /** As the other constructor, each run on {@code runs} (a task's: its own thread). */
+  Maintenance(
+      OutboxStore store,
+      OutboxSourceConfig config,
+      RelayMetrics metrics,
+      Time time,
+      boolean enabled,
+      String ownOwners,
+      Executor runs) {
+    this.runs = runs;
     this.store = store;
     this.config = config;
     this.metrics = metrics;
@@ -73,10 +109,61 @@ final class Maintenance {
   /** How long after task 0's start retention runs first, at most. */
   static final long FIRST_CLEANUP_MS = 60_000;
 
+  /**
+   * Starts a run if one is due and none is running, without waiting for it (unless it runs on the
+   * caller's thread).
+   *
+   * @throws OutboxStoreException the failure of an earlier run that retrying cannot fix
+   */
   void runIfDue() {
     if (!enabled) {
       return;
     }
+    throwFailure();
+    long now = time.hiResClockMs();
+    boolean cleanupDue = config.retention().isPresent() && now >= nextCleanupMs;
+    if (!(now >= nextBacklogMs || cleanupDue) || !running.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      runs.execute(this::run);
+    } catch (RejectedExecutionException stopped) {
+      running.set(false); // the task stops
+      return;
+    }
+    throwFailure(); // a run on the caller's thread has ended
+  }
+
+  private void run() {
+    Map<String, String> previous = MDC.getCopyOfContextMap();
+    if (mdc != null) {
+      MDC.setContextMap(mdc);
+    }
+    try {
+      runDue();
+    } catch (RuntimeException | Error e) { // NOPMD: the next poll throws it, failing the task
+      failed.set(e);
+    } finally {
+      running.set(false);
+      if (previous != null) {
+        MDC.setContextMap(previous);
+      } else {
+        MDC.clear();
+      }
+    }
+  }
+
+  private void throwFailure() {
+    Throwable e = failed.getAndSet(null);
+    if (e instanceof RuntimeException r) {
+      throw r;
+    }
+    if (e instanceof Error error) {
+      throw error;
+    }
+  }
+
+  private void runDue() {
     long now = time.hiResClockMs();
     if (now >= nextBacklogMs) {
       readBacklog(now);
@@ -226,7 +313,7 @@ final class Maintenance {
 
   /**
    * When lag-ms counts a reading as overdue: an interval after the next was due, or after an idle
-   * poll's longest pause (poll.interval.ms) where that is longer: the read runs in poll(), and an
+   * poll's longest pause (poll.interval.ms) where that is longer: a poll starts the read, and an
    * idle task 0 with a long poll interval is not held up.
    */
   private Duration overdueAfter(long spacing) {

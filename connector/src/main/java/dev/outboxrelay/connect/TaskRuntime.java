@@ -9,6 +9,8 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
@@ -42,6 +44,10 @@ final class TaskRuntime {
   private final DeadLetterCopies deadLetterCopies;
   private volatile NotificationListener listener;
   private Maintenance maintenance;
+
+  /** Task 0's: where its maintenance runs; null on the other tasks. */
+  private volatile ExecutorService maintenanceThread;
+
   private boolean started;
   private final String threadSuffix;
   private TaskSuccession.Instance succession;
@@ -85,17 +91,28 @@ final class TaskRuntime {
         runtime.listener.start();
       }
       TaskSettings settings = config.settings();
+      boolean first = config.identity().isFirst();
+      if (first) {
+        runtime.maintenanceThread =
+            Executors.newSingleThreadExecutor(
+                r -> {
+                  Thread t = new Thread(r, "outbox-relay-maintenance-" + suffix);
+                  t.setDaemon(true);
+                  return t;
+                });
+      }
       runtime.maintenance =
           new Maintenance(
               store,
               config.connector(),
               metrics,
               time,
-              config.identity().isFirst(),
+              first,
               // Exactly once, each task's recovery counts them in its own buckets.
               settings.exactlyOnce()
                   ? null
-                  : LeaseOwners.connectorOwners(settings.claimRequest().owner()));
+                  : LeaseOwners.connectorOwners(settings.claimRequest().owner()),
+              first ? runtime.maintenanceThread : Runnable::run);
       return runtime;
     } catch (RuntimeException | Error e) {
       runtime.stop(Duration.ZERO, Duration.ZERO);
@@ -271,6 +288,10 @@ final class TaskRuntime {
     NotificationListener l = listener;
     if (l != null) {
       l.stop();
+    }
+    ExecutorService m = maintenanceThread;
+    if (m != null) {
+      m.shutdown(); // a run in progress ends by itself (a closed pool fails its next read)
     }
     renewer.taskStopping();
     claims.taskStopping();

@@ -44,6 +44,70 @@ class MaintenanceTest {
     }
   }
 
+  /**
+   * On a thread of its own, a run does not hold the poll that started it: a count of millions of
+   * rows (here one held until the test lets it end) or reads waiting for connections in an outage
+   * held the poll, and a stop meanwhile outlasted Connect's graceful shutdown timeout. No second
+   * run starts while one runs; a failure that retrying cannot fix is thrown by the next call, in a
+   * poll, which fails the task.
+   */
+  @Test
+  void aRunOnItsOwnThreadDoesNotHoldThePollThatStartedIt() throws Exception {
+    RuntimeFixture f = fixture();
+    f.add("eu", "m1", "a");
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    java.util.concurrent.CountDownLatch countEnds = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicInteger counts =
+        new java.util.concurrent.atomic.AtomicInteger();
+    store.beforeInspect =
+        () -> {
+          counts.incrementAndGet();
+          try {
+            countEnds.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        };
+    java.util.concurrent.ExecutorService thread =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      RelayMetrics metrics = new RelayMetrics(time);
+      Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true, null, thread);
+
+      Thread poll = new Thread(maintenance::runIfDue); // as a poll would start it
+      poll.start();
+      org.awaitility.Awaitility.await().until(() -> counts.get() == 1 && !poll.isAlive());
+      time.sleep(60_000); // due again: the run still going is not doubled
+      maintenance.runIfDue();
+      assertEquals(0, metrics.backlog(MessageStatus.PENDING), "not counted yet");
+
+      countEnds.countDown();
+      org.awaitility.Awaitility.await().until(() -> metrics.backlog(MessageStatus.PENDING) == 1);
+      assertEquals(1, counts.get());
+
+      store.beforeInspect = null;
+      store.failure =
+          new OutboxStoreException(
+              OutboxStoreException.Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", "inspect");
+      store.inspectsFail = true;
+      time.sleep(600_000);
+      maintenance.runIfDue(); // the run fails on its thread
+      org.awaitility.Awaitility.await()
+          .until(
+              () -> {
+                try {
+                  maintenance.runIfDue();
+                  return false;
+                } catch (OutboxStoreException e) {
+                  return e.kind() == OutboxStoreException.Kind.PERMISSION;
+                }
+              });
+    } finally {
+      countEnds.countDown();
+      thread.shutdownNow();
+    }
+  }
+
   @Test
   void onlyTheFirstTaskRunsIt() {
     RuntimeFixture f = fixture();
