@@ -20,6 +20,7 @@ import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Set;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -42,18 +43,18 @@ class NotificationListenerTest {
 
   /** A listener for {@code table} (as outbox.table spells it) on the test's database. */
   private NotificationListener listenerOf(OutboxTable table) {
-    return new NotificationListener(
-        () -> {
-          try {
-            return DriverManager.getConnection(url, Postgres.user(), "");
-          } catch (SQLException e) {
-            throw new IllegalStateException(e);
-          }
-        },
-        table,
-        Set.of("eu"),
-        wake,
-        "test-listener");
+    return new NotificationListener(connections(), table, Set.of("eu"), wake, "test-listener");
+  }
+
+  /** New connections to the test's database. */
+  private Supplier<Connection> connections() {
+    return () -> {
+      try {
+        return DriverManager.getConnection(url, Postgres.user(), "");
+      } catch (SQLException e) {
+        throw new IllegalStateException(e);
+      }
+    };
   }
 
   @AfterEach
@@ -188,18 +189,7 @@ class NotificationListenerTest {
         new java.util.concurrent.atomic.AtomicBoolean(true);
     listener =
         new NotificationListener(
-            () -> {
-              try {
-                return DriverManager.getConnection(url, Postgres.user(), "");
-              } catch (SQLException e) {
-                throw new IllegalStateException(e);
-              }
-            },
-            TABLE,
-            Set.of("eu"),
-            wake,
-            room::get,
-            "test-full-listener");
+            connections(), TABLE, Set.of("eu"), wake, room::get, "test-full-listener");
     listening();
 
     room.set(false);

@@ -23,13 +23,36 @@ class OutcomeLoopTest {
 
   /** An outcome loop over {@code store} on {@code time}, its renewer and writer the fixture's. */
   private static OutcomeLoop loopOver(RuntimeFixture f, OutboxStore store, Time time) {
+    return loopOver(f, store, time, null);
+  }
+
+  /**
+   * As {@link #loopOver(RuntimeFixture, OutboxStore, Time)}, a failed write retried {@code backoff}
+   * to twice that later; null: after the loop's own backoff.
+   */
+  private static OutcomeLoop loopOver(
+      RuntimeFixture f, OutboxStore store, Time time, Duration backoff) {
     StoreHealth health = new StoreHealth(f.metrics, time);
     LeaseRenewer renewer =
         new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
     OutcomeWriter writer =
         new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
+    if (backoff == null) {
+      return new OutcomeLoop(
+          writer, renewer, f.ledger, f.metrics, health, time, f.wake, () -> {}, "outcome-loop");
+    }
     return new OutcomeLoop(
-        writer, renewer, f.ledger, f.metrics, health, time, f.wake, () -> {}, "outcome-loop");
+        writer,
+        renewer,
+        f.ledger,
+        f.metrics,
+        health,
+        time,
+        f.wake,
+        () -> {},
+        "outcome-loop",
+        backoff,
+        backoff.multipliedBy(2));
   }
 
   /**
@@ -204,7 +227,7 @@ class OutcomeLoopTest {
         new OutboxStoreException(OutboxStoreException.Kind.PERMISSION, "DB_REFUSED", "42501", "x");
     store.publishesFail = true;
     MockTime time = new MockTime();
-    OutcomeLoop loop = loopWithBackoffOfAnHour(f, store, time);
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
     loop.start();
     try {
       // Stopped first: its wake-ups, unspent, end the first backoff only (one retry), and the
@@ -241,7 +264,7 @@ class OutcomeLoopTest {
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     store.failing = true;
     MockTime time = new MockTime();
-    OutcomeLoop loop = loopWithBackoffOfAnHour(f, store, time);
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
     loop.start();
     try {
       loop.stop(Duration.ZERO, Duration.ofMinutes(30)); // first: see the test above
@@ -257,28 +280,6 @@ class OutcomeLoopTest {
       time.sleep(Duration.ofHours(3).toMillis());
       await().until(() -> !loop.isAlive());
     }
-  }
-
-  /** As {@link #loopOver}, a failed write retried an hour or more later. */
-  private static OutcomeLoop loopWithBackoffOfAnHour(
-      RuntimeFixture f, OutboxStore store, MockTime time) {
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
-    OutcomeWriter writer =
-        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
-    return new OutcomeLoop(
-        writer,
-        renewer,
-        f.ledger,
-        f.metrics,
-        health,
-        time,
-        f.wake,
-        () -> {},
-        "outcome-loop",
-        Duration.ofHours(1),
-        Duration.ofHours(2));
   }
 
   /**
