@@ -119,24 +119,7 @@ class OutcomeLoopTest {
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     store.failing = true;
     MockTime time = new MockTime();
-    StoreHealth health = new StoreHealth(f.metrics, time);
-    LeaseRenewer renewer =
-        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
-    OutcomeWriter writer =
-        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, time, f.wake, () -> {});
-    OutcomeLoop loop =
-        new OutcomeLoop(
-            writer,
-            renewer,
-            f.ledger,
-            f.metrics,
-            health,
-            time,
-            f.wake,
-            () -> {},
-            "outcome-loop",
-            Duration.ofHours(1),
-            Duration.ofHours(2));
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
     loop.start();
     assertTrue(loop.submit(new PendingOutcome.Released("m1", claimed.lease())));
     await().until(() -> f.metrics.databaseErrors.get() == 1); // in its backoff of an hour or more
