@@ -497,12 +497,15 @@ final class OutcomeLoop {
     }
     // stop() and acknowledgementsEnded() end it early, and the caller re-checks. In slices: the
     // close deadline is the task clock's, and a clock moved past it (an injected one) ends the wait
-    // as the time passing would.
+    // as the time passing would; and Connect's close of the producer, which nothing signals, ends
+    // the acknowledgements as a successor's start does (a write refused for good is abandoned).
+    boolean ackable = closeDeadlineMs == Long.MAX_VALUE || acknowledgementsEndedBy() == null;
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay);
     for (long left = end - System.nanoTime();
         left > 0 && !pastCloseDeadline();
         left = end - System.nanoTime()) {
-      if (stopping.await(Duration.ofNanos(Math.min(left, BACKOFF_SLICE.toNanos())))) {
+      if (stopping.await(Duration.ofNanos(Math.min(left, BACKOFF_SLICE.toNanos())))
+          || ackable && closeDeadlineMs != Long.MAX_VALUE && acknowledgementsEndedBy() != null) {
         return;
       }
     }

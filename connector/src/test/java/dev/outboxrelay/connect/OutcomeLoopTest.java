@@ -235,6 +235,44 @@ class OutcomeLoopTest {
   }
 
   /**
+   * ... and so does Connect's close of the task's producer, which nothing signals: the backoff sees
+   * it within a slice.
+   */
+  @Test
+  void connectClosingTheProducerEndsAWritesBackoff() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    var claimed = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(OutboxStoreException.Kind.PERMISSION, "DB_REFUSED", "42501", "x");
+    store.publishesFail = true;
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
+    java.util.concurrent.atomic.AtomicBoolean producerClosed =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    loop.endGraceOnceProducerClosed(producerClosed::get);
+    loop.start();
+    try {
+      loop.stop(Duration.ZERO, Duration.ofHours(1)); // first: see the test above
+      assertTrue(
+          loop.submit(
+              new PendingOutcome.Published(
+                  "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
+      await().until(() -> store.publishCalls.get() >= 2);
+      assertTrue(loop.isAlive(), "in its backoff, an acknowledgement may still come");
+
+      producerClosed.set(true);
+
+      await().until(() -> !loop.isAlive());
+      assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned, counted late");
+    } finally {
+      time.sleep(Duration.ofHours(3).toMillis());
+      await().until(() -> !loop.isAlive());
+    }
+  }
+
+  /**
    * The late-acknowledgement grace ends on the task's clock even while a write is in its backoff:
    * the backoff is waited in slices, each ending once that clock has passed the grace. Waited
    * whole, a clock moved past the grace (as a test moves one) did not end it.
