@@ -125,6 +125,10 @@ final class Maintenance {
     if (!(now >= nextBacklogMs || cleanupDue) || !running.compareAndSet(false, true)) {
       return;
     }
+    if (failed.get() != null) { // a run that failed after the check above: no other after it
+      running.set(false);
+      throwFailure();
+    }
     try {
       runs.execute(this::run);
     } catch (RejectedExecutionException stopped) {

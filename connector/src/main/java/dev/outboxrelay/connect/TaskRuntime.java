@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
@@ -47,6 +48,9 @@ final class TaskRuntime {
 
   /** Task 0's: where its maintenance runs; null on the other tasks. */
   private volatile ExecutorService maintenanceThread;
+
+  /** How long the close waits for a maintenance run: one statement, once it has a connection. */
+  private volatile Duration maintenanceRunLimit = Duration.ZERO;
 
   private boolean started;
   private final String threadSuffix;
@@ -92,7 +96,11 @@ final class TaskRuntime {
       }
       TaskSettings settings = config.settings();
       boolean first = config.identity().isFirst();
-      if (first) {
+      // A thread of its own needs a connection of its own beside the claims' and the outcome
+      // loop's: a pool of 2 keeps maintenance on the task thread, in poll(), as it was.
+      if (first && config.connector().poolSize() >= 3) {
+        runtime.maintenanceRunLimit =
+            config.connector().statementTimeout().plus(config.connector().connectionTimeout());
         runtime.maintenanceThread =
             Executors.newSingleThreadExecutor(
                 r -> {
@@ -112,7 +120,7 @@ final class TaskRuntime {
               settings.exactlyOnce()
                   ? null
                   : LeaseOwners.connectorOwners(settings.claimRequest().owner()),
-              first ? runtime.maintenanceThread : Runnable::run);
+              runtime.maintenanceThread != null ? runtime.maintenanceThread : Runnable::run);
       return runtime;
     } catch (RuntimeException | Error e) {
       runtime.stop(Duration.ZERO, Duration.ZERO);
@@ -241,6 +249,23 @@ final class TaskRuntime {
     }
   }
 
+  /**
+   * A maintenance run still going ends before the pool closes (off the task's thread: the close
+   * never runs on the one that stopped the task): cut short by the close, it reported the task's
+   * database as failing after the task had stopped.
+   */
+  private void awaitMaintenance() {
+    ExecutorService m = maintenanceThread;
+    if (m == null) {
+      return;
+    }
+    try {
+      m.awaitTermination(maintenanceRunLimit.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   /** Queues an outcome; false once outcomes are no longer written (a late acknowledgement). */
   boolean submit(PendingOutcome outcome) {
     return loop.submit(outcome);
@@ -357,6 +382,7 @@ final class TaskRuntime {
       if (started && !loop.settledAtStop()) {
         settleAfterTheLoopDied();
       }
+      awaitMaintenance();
       store.close();
     } finally {
       log.info("outbox-relay task stopped: {}", metrics);

@@ -165,9 +165,9 @@ class ExactlyOnceTaskTest {
   /**
    * A mapping that throws (a bug) on the prefetch thread fails the task naming the row; at the stop
    * the rest of its claim is given back, but not the row that failed: left leased under this epoch,
-   * the next instance's recovery releases it as a suspect, claimed alone and charged an attempt
-   * each time it fails a task. Given back, it went out again in an ordinary batch and failed that
-   * task too, for ever.
+   * the next instance's recovery releases it (a suspect, claimed alone and charged an attempt each
+   * time it fails a task, once it has ended an instance before). Given back, it went out again in
+   * an ordinary batch and failed that task too, for ever.
    */
   @Test
   void aMappingThatThrowsLeavesItsRowToRecoveryAndGivesBackTheRest() {

@@ -45,6 +45,8 @@ import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.slf4j.MDC;
 
 /**
@@ -1554,6 +1556,43 @@ class OutboxSourceTaskTest {
     assertTrue(
         store.hasAbandoned(
             new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true)));
+  }
+
+  /**
+   * Task 0's maintenance runs beside its polls, on a thread of its own, where its pool has a
+   * connection for it beside the claims' and the outcome loop's (3 or more): a count of a large
+   * backlog (here one held until the test lets it end) no longer holds the poll that started it.
+   * With a pool of 2 it runs inside the poll, as it did.
+   */
+  @ParameterizedTest(name = "connection.pool.size={0}")
+  @ValueSource(ints = {2, 4})
+  void taskZerosMaintenanceRunsBesideItsPollsWhereThePoolHasRoom(int poolSize) throws Exception {
+    CountDownLatch countEnds = new CountDownLatch(1);
+    AtomicInteger counts = new AtomicInteger();
+    failing.beforeInspect =
+        () -> {
+          counts.incrementAndGet();
+          try {
+            countEnds.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        };
+    startTask(Map.of("connection.pool.size", Integer.toString(poolSize)));
+    Thread poll = new Thread(task::poll);
+    try {
+      poll.start();
+      await().until(() -> counts.get() == 1);
+      if (poolSize == 2) {
+        assertTrue(poll.isAlive(), "the count holds the poll");
+      } else {
+        await().until(() -> !poll.isAlive()); // the count still going
+      }
+    } finally {
+      countEnds.countDown();
+      failing.beforeInspect = null;
+      poll.join(10_000);
+    }
   }
 
   @Test
