@@ -2105,16 +2105,16 @@ public abstract class OutboxStoreContract {
     return recoverAt(store.newEpoch(), maxAttempts).suspects();
   }
 
-  private Recovery recoverAt(long epoch, int maxAttempts) {
+  protected Recovery recoverAt(long epoch, int maxAttempts) {
     return Recoveries.whole(
         store, new RecoveryRequest(Set.of(EU), ALL_BUCKETS, epoch, List.of(), false, maxAttempts));
   }
 
-  private static ClaimRequest suspect(String owner, long epoch, long batch, List<Long> seqs) {
+  protected static ClaimRequest suspect(String owner, long epoch, long batch, List<Long> seqs) {
     return request(owner, 10).isolatingSuspect(epoch, batch, ALL_BUCKETS, seqs);
   }
 
-  private long seq(String messageId) {
+  protected long seq(String messageId) {
     return state(messageId).seq();
   }
 

@@ -558,6 +558,9 @@ final class OutboxSql {
    * the first of {@code :suspects} still flagged, due and, ordered ({@code {in order}}), with no
    * earlier active row of its aggregate that the claimer does not hold. It stays flagged, so that
    * released again unsent it is charged an attempt. Read by the primary key, the seqs being known.
+   * NOWAIT, not SKIP LOCKED: a suspect another session holds locked (an operator's transaction; no
+   * other task's claim takes a row of this task's buckets) fails the claim (55P03, retried), where
+   * an empty claim was taken for "no suspect left" and the row went out in an ordinary batch.
    */
   private static final String CLAIM_SUSPECT =
       """
@@ -568,7 +571,7 @@ final class OutboxSql {
         SELECT o.seq FROM {table} o, clock
         WHERE o.seq = ANY (CAST(:suspects AS bigint[]))
           AND o.instance_key = ANY (:instance_keys) AND {due(o)} AND o.isolated {in order}
-        ORDER BY o.seq LIMIT 1 FOR UPDATE OF o SKIP LOCKED
+        ORDER BY o.seq LIMIT 1 FOR UPDATE OF o NOWAIT
       )
       {lease(candidate)}""";
 

@@ -42,6 +42,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -195,6 +196,43 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
 
     assertEquals(Renewal.allRenewed(), store.renew(held, LEASE));
     assertEquals(clock.now().plus(LEASE), state("m2").leaseExpiresAt());
+  }
+
+  /**
+   * Exactly once, a suspect another session holds locked (an operator's open transaction, a second
+   * connector on the key) fails the claim (55P03, retried) instead of being skipped: an empty claim
+   * was taken for "no suspect left", and the row, no longer isolated, went out in an ordinary
+   * batch, where a poison row failed that task too.
+   */
+  @Test
+  void aSuspectAnotherSessionHoldsLockedFailsTheClaimInsteadOfBeingSkipped() throws Exception {
+    String a = add(EU, "a", "agg-1");
+    long first = store.newEpoch();
+    store.claim(exactlyOnce("first", 10, first, 1, ALL_BUCKETS)); // its transaction aborts
+    long second = store.newEpoch();
+    recoverAt(second, 5);
+    store.claim(exactlyOnce("second", 10, second, 1, ALL_BUCKETS)); // aborted again
+    long third = store.newEpoch();
+    List<Long> suspects = recoverAt(third, 5).suspects();
+    assertEquals(List.of(seq(a)), suspects);
+
+    try (Connection holder = dataSource.getConnection();
+        Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id = 'a' FOR UPDATE");
+      ExecutionException failed =
+          assertThrows(
+              ExecutionException.class,
+              () ->
+                  CompletableFuture.supplyAsync(
+                          () -> store.claim(suspect("third", third, 1, suspects)))
+                      .get(30, TimeUnit.SECONDS));
+      OutboxStoreException e = (OutboxStoreException) failed.getCause();
+      assertEquals("55P03", e.sqlState());
+      assertTrue(e.isRetriable());
+      holder.rollback();
+    }
+    assertEquals(List.of(a), ids(store.claim(suspect("third", third, 1, suspects))));
   }
 
   private static long lockWaiters() throws SQLException {
