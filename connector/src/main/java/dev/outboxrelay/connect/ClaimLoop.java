@@ -8,6 +8,7 @@ import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -102,6 +103,9 @@ final class ClaimLoop {
    * ahead, and giving back only the last left the dropped one leased for the next instance's
    * recovery, which takes its rows for suspects.
    */
+  /** Exactly once: SUSPECT_LOCKED was said, and no suspect's claim has succeeded since. */
+  private boolean suspectLockedSaid;
+
   private final NavigableMap<Long, List<HeldLease>> claimsNotHandedOver =
       new ConcurrentSkipListMap<>();
 
@@ -685,7 +689,16 @@ final class ClaimLoop {
         return ClaimResult.EMPTY;
       }
       ClaimRequest alone = exactlyOnce.nextClaim(settings.claimRequest());
-      ClaimResult suspect = remembered(alone, confirmed(alone.limit(), () -> store.claim(alone)));
+      ClaimResult suspect;
+      try {
+        suspect = remembered(alone, confirmed(alone.limit(), () -> store.claim(alone)));
+      } catch (OutboxStoreException e) {
+        if (!SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
+          throw e;
+        }
+        return claimDueRowsBesideALockedSuspect();
+      }
+      suspectLockedSaid = false;
       exactlyOnce.suspectClaimed(suspect);
       if (!suspect.claimed().isEmpty()) {
         holdsIsolatedClaim = true;
@@ -694,6 +707,26 @@ final class ClaimLoop {
       // Empty: none left to isolate. Parked over a lowered budget: on to the next suspect.
     }
     ClaimRequest request = exactlyOnce.nextClaim(sizedRequest());
+    return remembered(request, confirmed(request.limit(), () -> store.claim(request)));
+  }
+
+  /**
+   * Exactly once: the next suspect is locked by another session (an operator's open transaction;
+   * its claim fails at once, NOWAIT): the task claims due rows meanwhile, which skip the locked row
+   * (SKIP LOCKED) and, ordered, its successors, and tries the suspect alone again once it holds
+   * nothing. Skipped instead, the suspect was taken for settled and went out in an ordinary batch
+   * once the lock was gone; waited for, the whole task stood still. Said once while it lasts.
+   */
+  private ClaimResult claimDueRowsBesideALockedSuspect() {
+    if (!suspectLockedSaid) {
+      suspectLockedSaid = true;
+      log.warn(
+          "The next row to send alone (seq={}, released twice without Kafka committing it) is"
+              + " locked by another session; claiming due rows meanwhile, and that row alone once"
+              + " the lock is gone (reason=SUSPECT_LOCKED)",
+          exactlyOnce.firstSuspect());
+    }
+    ClaimRequest request = exactlyOnce.nextClaimOfDueRows(sizedRequest());
     return remembered(request, confirmed(request.limit(), () -> store.claim(request)));
   }
 

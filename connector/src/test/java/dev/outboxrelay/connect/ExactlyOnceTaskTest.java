@@ -87,6 +87,12 @@ class ExactlyOnceTaskTest {
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
 
+  /** While set, a claim of a suspect alone fails as PostgreSQL's NOWAIT on a locked row does. */
+  private volatile boolean suspectsLocked;
+
+  /** Every claim the task asked for, in order. */
+  private final List<ClaimRequest> claims = new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** Sweeps (recoveries of expired leases only) that fail as in an outage. */
   /** The SQLState the next sweep fails with, once; null for none. */
   private volatile String sweepFailure;
@@ -1396,6 +1402,45 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A suspect another session holds locked (its claim fails at once, NOWAIT) is neither taken for
+   * settled nor waited for with the task standing still: the task claims due rows meanwhile (which
+   * skip the locked row) and tries the suspect alone again once it holds nothing; said once.
+   */
+  @Test
+  void aLockedSuspectIsTriedAgainAloneWhileDueRowsGoOn() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    start().poll();
+    task.stop(); // the transaction aborted, and the task failed
+    start().poll();
+    task.stop(); // and again: a and b are suspects for the next instance
+    suspectsLocked = true;
+    long mark = LogCapture.get().mark();
+    OutboxSourceTask third = start();
+    claims.clear();
+
+    List<SourceRecord> records = third.poll();
+
+    assertTrue(claims.get(0).exactlyOnce().isolates(), "the suspect alone first");
+    assertFalse(claims.get(1).exactlyOnce().isolates(), "then due rows, the suspect locked");
+    assertFalse(records == null || records.isEmpty(), "the task goes on");
+    assertEquals(
+        1, LogCapture.get().matching(mark, e -> e.message().contains("SUSPECT_LOCKED")).size());
+
+    commitTransaction(third, records);
+    suspectsLocked = false;
+    int before = claims.size();
+    await()
+        .pollInSameThread()
+        .until(
+            () -> {
+              third.poll(); // once the batch's outcomes are written, the next claim
+              return claims.size() > before;
+            });
+    assertTrue(claims.get(before).exactlyOnce().isolates(), "the suspects kept: tried alone again");
+  }
+
+  /**
    * With transaction.boundary=interval a transaction commits only at the end of its interval, so a
    * suspect alone would hold the task a whole interval: suspects go with due rows, as before.
    */
@@ -1543,6 +1588,17 @@ class ExactlyOnceTaskTest {
                 parkRepliesLost--;
                 method.invoke(delegate, args); // committed, but the reply is lost
                 throw outage("park");
+              }
+              if (method.getName().equals("claim")) {
+                ClaimRequest request = (ClaimRequest) args[0];
+                claims.add(request);
+                if (suspectsLocked && request.exactlyOnce().isolates()) {
+                  throw new OutboxStoreException(
+                      OutboxStoreException.Kind.TRANSIENT,
+                      "DB_LOCK_NOT_AVAILABLE",
+                      "55P03",
+                      "claim");
+                }
               }
               if (claimResultsLost > 0 && method.getName().equals("claim")) {
                 claimResultsLost--;
