@@ -80,8 +80,9 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String CONNECTION_POOL_SIZE_DOC =
       "Database connections in each task's pool. Claims, acknowledgements, lease renewal and"
           + " maintenance share them (task 0's maintenance, the backlog figures and retention,"
-          + " runs on a thread of its own beside the claims with 3 or more, inside the task's"
-          + " polls with 2). A task also holds one more, outside the pool, for"
+          + " runs on a thread of its own beside the claims with 3 or more, 4 or more exactly once,"
+          + " inside the task's polls with fewer). A task also holds one more, outside the pool,"
+          + " for"
           + " notify.enabled (LISTEN), and a task that migrates the schema three more while it"
           + " does. Each task holds its pool at all times: with notify.enabled=true (a direct"
           + " connection: behind a transaction-mode pooler, which needs it off, the server's"

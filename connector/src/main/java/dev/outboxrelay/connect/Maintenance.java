@@ -65,6 +65,9 @@ final class Maintenance {
   /** The last run's failure that retrying cannot fix, thrown by the next {@link #runIfDue}. */
   private final AtomicReference<Throwable> failed = new AtomicReference<>();
 
+  /** The task stops: a run going on ends after its statement, before the pool closes. */
+  private volatile boolean stopping;
+
   /** The logging context of the task's thread, for runs on another. */
   private final Map<String, String> mdc = MDC.getCopyOfContextMap();
 
@@ -157,6 +160,11 @@ final class Maintenance {
     }
   }
 
+  /** The task stops: no more statements of a run going on (see {@link #stopping}). */
+  void stop() {
+    stopping = true;
+  }
+
   private void throwFailure() {
     Throwable e = failed.getAndSet(null);
     if (e instanceof RuntimeException r) {
@@ -173,7 +181,7 @@ final class Maintenance {
       readBacklog(now);
     }
     Optional<Duration> retention = config.retention();
-    if (retention.isPresent() && now >= nextCleanupMs) {
+    if (retention.isPresent() && now >= nextCleanupMs && !stopping) {
       nextCleanupMs = now + config.cleanupInterval().toMillis();
       if (cleanup(retention.get())) {
         // At least as long a pause as the run took: catching up never takes over task 0.
@@ -340,7 +348,7 @@ final class Maintenance {
     Instant cutoff;
     try {
       cutoff = store.now().minus(retention); // the database's clock, as published_at is
-      for (int i = 0; i < MAX_BATCHES_PER_RUN && behind; i++) {
+      for (int i = 0; i < MAX_BATCHES_PER_RUN && behind && !stopping; i++) {
         int deleted =
             store.deletePublished(config.instanceKeys(), cutoff, config.cleanupBatchSize());
         total += deleted;

@@ -49,7 +49,13 @@ final class TaskRuntime {
   /** Task 0's: where its maintenance runs; null on the other tasks. */
   private volatile ExecutorService maintenanceThread;
 
-  /** How long the close waits for a maintenance run: one statement, once it has a connection. */
+  /** The longest the close waits for a maintenance run, whatever statement.timeout.ms says. */
+  private static final Duration MAINTENANCE_RUN_LIMIT = Duration.ofSeconds(60);
+
+  /**
+   * How long the close waits for a maintenance run: its statement, once it has a connection (a run
+   * stops after it), at most {@link #MAINTENANCE_RUN_LIMIT}.
+   */
   private volatile Duration maintenanceRunLimit = Duration.ZERO;
 
   private boolean started;
@@ -98,9 +104,12 @@ final class TaskRuntime {
       boolean first = config.identity().isFirst();
       // A thread of its own needs a connection of its own beside the claims' and the outcome
       // loop's: a pool of 2 keeps maintenance on the task thread, in poll(), as it was.
-      if (first && config.connector().poolSize() >= 3) {
+      // Exactly once the prefetch thread claims too: a fourth.
+      if (first && config.connector().poolSize() >= (settings.exactlyOnce() ? 4 : 3)) {
         runtime.maintenanceRunLimit =
-            config.connector().statementTimeout().plus(config.connector().connectionTimeout());
+            min(
+                config.connector().statementTimeout().plus(config.connector().connectionTimeout()),
+                MAINTENANCE_RUN_LIMIT);
         runtime.maintenanceThread =
             Executors.newSingleThreadExecutor(
                 r -> {
@@ -266,6 +275,10 @@ final class TaskRuntime {
     }
   }
 
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
+  }
+
   /** Queues an outcome; false once outcomes are no longer written (a late acknowledgement). */
   boolean submit(PendingOutcome outcome) {
     return loop.submit(outcome);
@@ -316,7 +329,11 @@ final class TaskRuntime {
     }
     ExecutorService m = maintenanceThread;
     if (m != null) {
-      m.shutdown(); // a run in progress ends by itself (a closed pool fails its next read)
+      Maintenance mt = maintenance;
+      if (mt != null) {
+        mt.stop(); // a run going on ends after its statement
+      }
+      m.shutdown();
     }
     renewer.taskStopping();
     claims.taskStopping();

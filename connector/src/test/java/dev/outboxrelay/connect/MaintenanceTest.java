@@ -91,7 +91,8 @@ class MaintenanceTest {
               OutboxStoreException.Kind.PERMISSION, "DB_PERMISSION_DENIED", "42501", "inspect");
       store.inspectsFail = true;
       time.sleep(600_000);
-      maintenance.runIfDue(); // the run fails on its thread
+      // The first call starts the run, which fails on its thread; a later one (or, had the run
+      // ended already, the same) throws its failure.
       org.awaitility.Awaitility.await()
           .until(
               () -> {
@@ -186,6 +187,50 @@ class MaintenanceTest {
    * then at its interval: a task 0 restarted more often than the interval (rolling deploys) never
    * ran it.
    */
+  /**
+   * A run going on when the task stops ends after its statement: retention does not start on a pool
+   * about to close (cut short by the close, it reported the database failing after the task had
+   * stopped).
+   */
+  @Test
+  void aRunGoingOnWhenTheTaskStopsEndsAfterItsStatement() throws Exception {
+    RuntimeFixture f = fixture();
+    f.add("eu", "old", "a");
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    java.util.concurrent.CountDownLatch countEnds = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch counting = new java.util.concurrent.CountDownLatch(1);
+    store.beforeInspect =
+        () -> {
+          counting.countDown();
+          try {
+            countEnds.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        };
+    java.util.concurrent.ExecutorService thread =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      Maintenance maintenance =
+          new Maintenance(store, f.config, f.metrics, time, true, null, thread);
+      time.sleep(Maintenance.FIRST_CLEANUP_MS); // the count and retention both due
+      maintenance.runIfDue();
+      assertTrue(counting.await(10, java.util.concurrent.TimeUnit.SECONDS));
+
+      maintenance.stop();
+      countEnds.countDown();
+      thread.shutdown();
+      assertTrue(thread.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
+
+      assertEquals(0, f.metrics.cleanedUp.get(), "retention did not start after the stop");
+    } finally {
+      countEnds.countDown();
+      thread.shutdownNow();
+    }
+  }
+
   @Test
   void retentionRunsFirstSoonAfterTheStartWhateverItsInterval() {
     Map<String, String> props = new java.util.HashMap<>(fixtureProps());
