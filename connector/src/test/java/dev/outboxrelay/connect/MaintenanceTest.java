@@ -60,14 +60,7 @@ class MaintenanceTest {
     java.util.concurrent.atomic.AtomicInteger counts =
         new java.util.concurrent.atomic.AtomicInteger();
     store.beforeInspect =
-        () -> {
-          counts.incrementAndGet();
-          try {
-            countEnds.await();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        };
+        OutboxSourceTaskTest.FailingStore.heldUntil(countEnds, counts::incrementAndGet);
     java.util.concurrent.ExecutorService thread =
         java.util.concurrent.Executors.newSingleThreadExecutor();
     try {
@@ -202,14 +195,7 @@ class MaintenanceTest {
     java.util.concurrent.CountDownLatch countEnds = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.CountDownLatch counting = new java.util.concurrent.CountDownLatch(1);
     store.beforeInspect =
-        () -> {
-          counting.countDown();
-          try {
-            countEnds.await();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        };
+        OutboxSourceTaskTest.FailingStore.heldUntil(countEnds, counting::countDown);
     java.util.concurrent.ExecutorService thread =
         java.util.concurrent.Executors.newSingleThreadExecutor();
     try {

@@ -1569,15 +1569,7 @@ class OutboxSourceTaskTest {
   void taskZerosMaintenanceRunsBesideItsPollsWhereThePoolHasRoom(int poolSize) throws Exception {
     CountDownLatch countEnds = new CountDownLatch(1);
     AtomicInteger counts = new AtomicInteger();
-    failing.beforeInspect =
-        () -> {
-          counts.incrementAndGet();
-          try {
-            countEnds.await();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        };
+    failing.beforeInspect = FailingStore.heldUntil(countEnds, counts::incrementAndGet);
     startTask(Map.of("connection.pool.size", Integer.toString(poolSize)));
     Thread poll = new Thread(task::poll);
     try {
@@ -1863,6 +1855,18 @@ class OutboxSourceTaskTest {
 
     /** While set, runs at the start of each inspect (a count that takes its time). */
     volatile Runnable beforeInspect;
+
+    /** For {@link #beforeInspect}: runs {@code each}, then holds the inspect until released. */
+    static Runnable heldUntil(CountDownLatch release, Runnable each) {
+      return () -> {
+        each.run();
+        try {
+          release.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      };
+    }
 
     volatile Runnable beforeLag;
 

@@ -12,12 +12,14 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.common.utils.Time;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class OutcomeLoopTest {
 
@@ -196,12 +198,14 @@ class OutcomeLoopTest {
   }
 
   /**
-   * A write refused for good and in its backoff when a later instance of the task starts (no
-   * acknowledgement can come any more) is abandoned then, not at its backoff's end: the stop ends
+   * A write refused for good and in its backoff when no acknowledgement can come any more (a later
+   * instance of the task started, or Connect closed the task's producer, which nothing signals and
+   * the backoff checks at each slice) is abandoned then, not at its backoff's end: the stop ends
    * its rows' leases at once. The backoff and the grace here are longer than any test.
    */
-  @Test
-  void theEndOfTheAcknowledgementsEndsAWritesBackoff() {
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {OutcomeLoop.TASK_SUCCEEDED, OutcomeLoop.PRODUCER_CLOSED})
+  void theEndOfTheAcknowledgementsEndsAWritesBackoff(String endedBy) {
     RuntimeFixture f = new RuntimeFixture(Map.of());
     f.add("eu", "m1", "a");
     var claimed = f.claimIntoLedger().get(0);
@@ -211,6 +215,8 @@ class OutcomeLoopTest {
     store.publishesFail = true;
     MockTime time = new MockTime();
     OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
+    AtomicBoolean producerClosed = new AtomicBoolean();
+    loop.endGraceOnceProducerClosed(producerClosed::get);
     loop.start();
     try {
       // Stopped first: its wake-ups, unspent, end the first backoff only (one retry), and the
@@ -223,49 +229,15 @@ class OutcomeLoopTest {
       await().until(() -> store.publishCalls.get() >= 2);
       assertTrue(loop.isAlive(), "in its backoff, an acknowledgement may still come");
 
-      loop.acknowledgementsEnded();
+      if (endedBy.equals(OutcomeLoop.TASK_SUCCEEDED)) {
+        loop.acknowledgementsEnded();
+      } else {
+        producerClosed.set(true);
+      }
 
       await().until(() -> !loop.isAlive());
       assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned, counted late");
       assertEquals(f.clock.now(), f.store.find("m1").orElseThrow().leaseExpiresAt());
-    } finally {
-      time.sleep(Duration.ofHours(3).toMillis());
-      await().until(() -> !loop.isAlive());
-    }
-  }
-
-  /**
-   * ... and so does Connect's close of the task's producer, which nothing signals: the backoff sees
-   * it within a slice.
-   */
-  @Test
-  void connectClosingTheProducerEndsAWritesBackoff() {
-    RuntimeFixture f = new RuntimeFixture(Map.of());
-    f.add("eu", "m1", "a");
-    var claimed = f.claimIntoLedger().get(0);
-    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
-    store.failure =
-        new OutboxStoreException(OutboxStoreException.Kind.PERMISSION, "DB_REFUSED", "42501", "x");
-    store.publishesFail = true;
-    MockTime time = new MockTime();
-    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
-    java.util.concurrent.atomic.AtomicBoolean producerClosed =
-        new java.util.concurrent.atomic.AtomicBoolean();
-    loop.endGraceOnceProducerClosed(producerClosed::get);
-    loop.start();
-    try {
-      loop.stop(Duration.ZERO, Duration.ofHours(1)); // first: see the test above
-      assertTrue(
-          loop.submit(
-              new PendingOutcome.Published(
-                  "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
-      await().until(() -> store.publishCalls.get() >= 2);
-      assertTrue(loop.isAlive(), "in its backoff, an acknowledgement may still come");
-
-      producerClosed.set(true);
-
-      await().until(() -> !loop.isAlive());
-      assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned, counted late");
     } finally {
       time.sleep(Duration.ofHours(3).toMillis());
       await().until(() -> !loop.isAlive());
