@@ -696,7 +696,7 @@ final class ClaimLoop {
         if (!SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())) {
           throw e;
         }
-        return claimDueRowsBesideALockedSuspect();
+        return waitForALockedSuspect();
       }
       suspectLockedSaid = false;
       exactlyOnce.suspectClaimed(suspect);
@@ -712,22 +712,22 @@ final class ClaimLoop {
 
   /**
    * Exactly once: the next suspect is locked by another session (an operator's open transaction;
-   * its claim fails at once, NOWAIT): the task claims due rows meanwhile, which skip the locked row
-   * (SKIP LOCKED) and, ordered, its successors, and tries the suspect alone again once it holds
-   * nothing. Skipped instead, the suspect was taken for settled and went out in an ordinary batch
-   * once the lock was gone; waited for, the whole task stood still. Said once while it lasts.
+   * its claim fails at once, NOWAIT): nothing is claimed until the lock is gone, then the suspect
+   * alone. Skipped instead (SKIP LOCKED), it was taken for settled and went out in an ordinary
+   * batch once the lock was gone; a claim of due rows meanwhile would send the other suspects in
+   * one, and a culprit among them would fail that batch too. Said once while it lasts, naming it.
    */
-  private ClaimResult claimDueRowsBesideALockedSuspect() {
+  private ClaimResult waitForALockedSuspect() {
     if (!suspectLockedSaid) {
       suspectLockedSaid = true;
       log.warn(
           "The next row to send alone (seq={}, released twice without Kafka committing it) is"
-              + " locked by another session; claiming due rows meanwhile, and that row alone once"
-              + " the lock is gone (reason=SUSPECT_LOCKED)",
+              + " locked by another session; nothing is claimed until the lock is gone, then that"
+              + " row alone: end the session holding it (pg_locks, pg_stat_activity)"
+              + " (reason=SUSPECT_LOCKED)",
           exactlyOnce.firstSuspect());
     }
-    ClaimRequest request = exactlyOnce.nextClaimOfDueRows(sizedRequest());
-    return remembered(request, confirmed(request.limit(), () -> store.claim(request)));
+    return ClaimResult.EMPTY;
   }
 
   /**

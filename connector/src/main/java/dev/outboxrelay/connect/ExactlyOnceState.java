@@ -313,15 +313,6 @@ final class ExactlyOnceState {
     return base.exactlyOnce(epoch, ++batch, share);
   }
 
-  /**
-   * A claim of due rows while suspects wait: the first suspect is locked by another session (the
-   * claim skips it: SKIP LOCKED), so the task goes on with due rows and claims it alone once it is
-   * free.
-   */
-  ClaimRequest nextClaimOfDueRows(ClaimRequest base) {
-    return base.exactlyOnce(epoch, ++batch, share);
-  }
-
   /** The seq of the suspect claimed next, for a log line; -1 when none waits. */
   long firstSuspect() {
     return suspects.isEmpty() ? -1 : suspects.first();
