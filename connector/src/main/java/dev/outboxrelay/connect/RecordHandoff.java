@@ -383,9 +383,10 @@ final class RecordHandoff {
    */
   private List<Mapping> mapAll(List<ClaimedMessage> claimed) {
     List<Mapping> all = new ArrayList<>(claimed.size());
+    Function<ClaimedMessage, MappingResult> mapping = map; // once a claim, not a volatile read a row
     for (ClaimedMessage row : claimed) {
       try {
-        MappingResult result = map.apply(row);
+        MappingResult result = mapping.apply(row);
         SourceRecord deadLetter =
             result instanceof MappingResult.Unpublishable bad
                     && mapper.settings().hasDeadLetterTopic()
