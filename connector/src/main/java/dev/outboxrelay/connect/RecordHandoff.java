@@ -383,7 +383,8 @@ final class RecordHandoff {
    */
   private List<Mapping> mapAll(List<ClaimedMessage> claimed) {
     List<Mapping> all = new ArrayList<>(claimed.size());
-    Function<ClaimedMessage, MappingResult> mapping = map; // once a claim, not a volatile read a row
+    Function<ClaimedMessage, MappingResult> mapping =
+        map; // once a claim, not a volatile read a row
     for (ClaimedMessage row : claimed) {
       try {
         MappingResult result = mapping.apply(row);
