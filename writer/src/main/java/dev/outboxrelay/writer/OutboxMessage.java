@@ -1,7 +1,10 @@
 package dev.outboxrelay.writer;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamWriteConstraints;
 import com.fasterxml.jackson.core.StreamWriteFeature;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -42,15 +45,30 @@ public final class OutboxMessage {
       JsonMapper.builder().enable(StreamWriteFeature.STRICT_DUPLICATE_DETECTION).build();
 
   /**
-   * The mapper of {@link Builder#jsonPayload}: the Jackson modules found on the classpath; dates
-   * and durations as ISO-8601 strings, not as numbers: Jackson's default writes an {@code Instant}
-   * as a decimal of seconds with nine fractional digits (1700000000.123456789), which a double
-   * cannot carry unchanged, so a connector with {@code payload.format=json} would not publish the
-   * row (PAYLOAD_NUMBER_UNREPRESENTABLE).
+   * How deep a {@link Builder#jsonPayload} may nest: the relay reads at most 900 levels (with
+   * {@code payload.format=json}) and parks a deeper payload's row PAYLOAD_INVALID_JSON after the
+   * business change committed; Jackson alone writes up to 1,000.
+   */
+  static final int MAX_PAYLOAD_NESTING = 900;
+
+  /**
+   * The mapper of {@link Builder#jsonPayload}: the Jackson modules this library's loader finds;
+   * dates and durations as ISO-8601 strings, not as numbers: Jackson's default writes an {@code
+   * Instant} as a decimal of seconds with nine fractional digits (1700000000.123456789), which a
+   * double cannot carry unchanged, so a connector with {@code payload.format=json} would not
+   * publish the row (PAYLOAD_NUMBER_UNREPRESENTABLE).
    */
   static ObjectMapper payloadMapper() {
-    return JsonMapper.builder()
-        .findAndAddModules()
+    JsonFactory factory =
+        JsonFactory.builder()
+            .streamWriteConstraints(
+                StreamWriteConstraints.builder().maxNestingDepth(MAX_PAYLOAD_NESTING).build())
+            .build();
+    // The modules this library's class loader sees, not the first caller's context class loader
+    // (Jackson's default): a first call from a pool thread that cannot see the application's jars
+    // (ForkJoinPool's in a Spring Boot fat jar) would leave java.time unsupported for good.
+    return JsonMapper.builder(factory)
+        .addModules(ObjectMapper.findModules(OutboxMessage.class.getClassLoader()))
         .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
         .disable(SerializationFeature.WRITE_DURATIONS_AS_TIMESTAMPS)
         // A member written twice (a type id property beside a field of that name, an any-getter
@@ -342,17 +360,23 @@ public final class OutboxMessage {
       return this;
     }
 
-    /** The payload exactly as given: JSON, Avro, Protobuf or anything else. */
+    /**
+     * The payload exactly as given: JSON, Avro, Protobuf or anything else, stored unchanged. The
+     * connector's {@code payload.format} decides what goes to Kafka: {@code bytes} these bytes;
+     * {@code string} UTF-8 text (other bytes park the row, PAYLOAD_INVALID_TEXT); {@code json} one
+     * strict JSON value (else PAYLOAD_INVALID_JSON), which the converter writes again.
+     */
     public Builder payload(byte[] payload) {
       this.payload = payload == null ? null : payload.clone();
       return this;
     }
 
     /**
-     * Serializes the object as JSON with the library's own Jackson mapper: the Jackson modules
-     * found on the classpath (such as jackson-datatype-jsr310 for {@code java.time}), and dates and
-     * durations as ISO-8601 strings ({@code "2023-11-14T22:13:20.123456789Z"}, {@code "PT1H"}), not
-     * Jackson's default numbers. For a mapper of your own, pass its bytes to {@link #payload}.
+     * Serializes the object as JSON with the library's own Jackson mapper: the Jackson modules this
+     * library's class loader finds (such as jackson-datatype-jsr310 for {@code java.time}), and
+     * dates and durations as ISO-8601 strings ({@code "2023-11-14T22:13:20.123456789Z"}, {@code
+     * "PT1H"}), not Jackson's default numbers. For a mapper of your own, pass its bytes to {@link
+     * #payload}.
      *
      * <p>With the connector's {@code payload.format=json}, every number in the payload must be an
      * integer of at most 64 bits or a decimal that a double carries unchanged (as it does 0.1, and
@@ -365,6 +389,9 @@ public final class OutboxMessage {
      *
      * <p>Null is no payload, a tombstone, as {@code payload(null)} is: not the four bytes {@code
      * null}, which the relay would send as that text with {@code payload.format=bytes}.
+     *
+     * @throws IllegalArgumentException the value does not serialize (naming Jackson's exception
+     *     class only), or nests deeper than 900 levels, which the relay does not read
      */
     public Builder jsonPayload(Object value) {
       if (value == null) {
@@ -374,12 +401,28 @@ public final class OutboxMessage {
       try {
         this.payload = PayloadJson.LOADED.get().writeValueAsBytes(value);
       } catch (JsonProcessingException e) {
+        if (tooDeep(e)) {
+          throw new IllegalArgumentException(
+              "payload nests deeper than "
+                  + MAX_PAYLOAD_NESTING
+                  + " levels, more than the relay reads (PAYLOAD_INVALID_JSON)");
+        }
         // The class only, and not the exception as a cause: Jackson's message (and a getter's
         // exception it wraps) may quote the value or a key, and a logged cause prints it.
         throw new IllegalArgumentException(
             "payload could not be serialized as JSON (" + e.getClass().getSimpleName() + ")");
       }
       return this;
+    }
+
+    /** Whether Jackson stopped at the nesting limit: it may wrap its generator's exception. */
+    private static boolean tooDeep(Throwable e) {
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        if (t instanceof StreamConstraintsException) {
+          return true;
+        }
+      }
+      return false;
     }
 
     /**

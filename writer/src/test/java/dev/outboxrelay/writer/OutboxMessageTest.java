@@ -9,7 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.math.BigDecimal;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -29,11 +32,6 @@ class OutboxMessageTest {
     return OutboxMessage.builder().aggregateType("order").aggregateId("o-42").eventType("Placed");
   }
 
-  /**
-   * A Jackson module on the classpath that fails to load (a mismatched version, a broken service
-   * file) fails the JSON payload's mapper alone, saying so by class: not this class's
-   * initialization, which made every later use of the writer a NoClassDefFoundError.
-   */
   /** A null JSON payload is no payload (a tombstone), as payload(null) is, not the text null. */
   @Test
   void aNullJsonPayloadIsATombstone() {
@@ -49,6 +47,11 @@ class OutboxMessageTest {
     assertNull(message.payload());
   }
 
+  /**
+   * A Jackson module on the classpath that fails to load (a mismatched version, a broken service
+   * file) fails the JSON payload's mapper alone, saying so by class: not this class's
+   * initialization, which made every later use of the writer a NoClassDefFoundError.
+   */
   @Test
   void aModuleThatFailsToLoadFailsOnlyTheJsonPayloadsMapper() {
     OutboxMessage.LoadedMapper broken =
@@ -261,6 +264,44 @@ class OutboxMessageTest {
   }
 
   record Shipped(Instant at, LocalDate day, Duration took, java.util.Date legacy) {}
+
+  /**
+   * The mapper is built once, by whichever thread asks first: one whose context class loader cannot
+   * see the application's jars (a pool thread in a Spring Boot fat jar) must still find the modules
+   * this library's loader sees, or java.time would stay unsupported for the JVM's life.
+   */
+  @Test
+  void thePayloadMapperFindsModulesThroughThisLibrarysLoaderNotTheFirstCallers() throws Exception {
+    ObjectMapper[] built = {null};
+    Thread pooled =
+        new Thread(() -> built[0] = OutboxMessage.payloadMapper(), "context-sees-nothing");
+    pooled.setContextClassLoader(new URLClassLoader(new URL[0], null));
+    pooled.start();
+    pooled.join();
+
+    assertEquals(
+        "\"2023-11-14T22:13:20Z\"",
+        built[0].writeValueAsString(Instant.parse("2023-11-14T22:13:20Z")));
+  }
+
+  /** Nested as deep as the relay reads (900 levels), and one deeper, which it would park. */
+  @Test
+  void aPayloadNestedDeeperThanTheRelayReadsIsRefusedNamingTheLimit() {
+    Object deepest = List.of();
+    for (int level = 1; level < OutboxMessage.MAX_PAYLOAD_NESTING; level++) {
+      deepest = List.of(deepest);
+    }
+    byte[] written = order().jsonPayload(deepest).build().payload();
+    assertEquals(OutboxMessage.MAX_PAYLOAD_NESTING * 2, written.length, "[[...]] 900 deep");
+
+    Object tooDeep = List.of(deepest);
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> order().jsonPayload(tooDeep));
+    assertEquals(
+        "payload nests deeper than 900 levels, more than the relay reads (PAYLOAD_INVALID_JSON)",
+        e.getMessage());
+    assertNull(e.getCause());
+  }
 
   /**
    * Dates as ISO-8601 text: Jackson's default numbers (1700000000.123456789 for an Instant) are
