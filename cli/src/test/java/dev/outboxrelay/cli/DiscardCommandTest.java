@@ -3,12 +3,15 @@ package dev.outboxrelay.cli;
 import static dev.outboxrelay.cli.OutboxFixture.assertUnchangedExcept;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.outboxrelay.cli.OutboxFixture.RowState;
+import dev.outboxrelay.cli.operator.BatchProgress;
 import dev.outboxrelay.cli.operator.OperatorStore;
 import dev.outboxrelay.cli.operator.ParkedAction;
+import dev.outboxrelay.cli.operator.ParkedChangeStoppedException;
 import dev.outboxrelay.cli.operator.ParkedSelection;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.Connection;
@@ -89,9 +92,50 @@ class DiscardCommandTest {
         new ParkedSelection("us", ParkedSelection.Selector.ALL, null, null, null, false),
         1,
         Duration.ZERO,
-        committed::add);
+        progress(committed, () -> false));
 
     assertEquals(List.of(1L, 2L, 3L), committed);
+  }
+
+  /**
+   * Asked to stop (the CLI's JVM being ended), a batched change ends before its next batch, saying
+   * what the committed batches did: nothing in progress, so that count is exact.
+   */
+  @Test
+  void aBatchedDiscardAskedToStopEndsBeforeItsNextBatch() throws SQLException {
+    List<Long> committed = new java.util.concurrent.CopyOnWriteArrayList<>();
+    OperatorStore store = new OperatorStore(outbox.dataSource, OutboxTable.parse("outbox"));
+
+    ParkedChangeStoppedException stopped =
+        assertThrows(
+            ParkedChangeStoppedException.class,
+            () ->
+                store.change(
+                    ParkedAction.DISCARD,
+                    new ParkedSelection(
+                        "us", ParkedSelection.Selector.ALL, null, null, null, false),
+                    1,
+                    Duration.ZERO,
+                    progress(committed, () -> committed.size() == 1)));
+
+    assertEquals(1, stopped.changed());
+    assertEquals(List.of(1L), committed);
+    assertEquals(2, outbox.count("instance_key = 'us' AND status IN ('FAILED', 'EXHAUSTED')"));
+  }
+
+  private static BatchProgress progress(
+      List<Long> committed, java.util.function.BooleanSupplier stop) {
+    return new BatchProgress() {
+      @Override
+      public void committed(long changedSoFar) {
+        committed.add(changedSoFar);
+      }
+
+      @Override
+      public boolean stopRequested() {
+        return stop.getAsBoolean();
+      }
+    };
   }
 
   @Test

@@ -10,6 +10,7 @@ import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.cli.operator.ParkedAction;
 import dev.outboxrelay.cli.operator.ParkedChange;
 import dev.outboxrelay.cli.operator.ParkedChangeFailedException;
+import dev.outboxrelay.cli.operator.ParkedChangeStoppedException;
 import dev.outboxrelay.cli.operator.ParkedSelection;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
@@ -19,8 +20,6 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Mixin;
@@ -208,16 +207,17 @@ abstract class ParkedRowsCommand extends InstanceCommand {
           "would not be " + done,
           "a dry run counts only: inspect them to see why");
     }
-    AtomicLong committed = new AtomicLong();
-    AtomicBoolean changeEnded = new AtomicBoolean();
-    Thread endedFromOutside = endedFromOutside(verb, done, committed, changeEnded);
+    EndedFromOutside progress =
+        new EndedFromOutside(err(), verb, done, EndedFromOutside.BATCH_WAIT);
+    Thread endedFromOutside = new Thread(progress, "outbox-relay-cli " + verb + " ended");
     boolean batched = request.selector() != ParkedSelection.Selector.MESSAGE_IDS;
     if (batched) {
       Runtime.getRuntime().addShutdownHook(endedFromOutside);
     }
     try {
-      return changeAndReport(database, statusNames, committed, changeEnded);
+      return changeAndReport(database, statusNames, progress);
     } finally {
+      progress.changeOver();
       if (batched) {
         try {
           Runtime.getRuntime().removeShutdownHook(endedFromOutside);
@@ -228,9 +228,8 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     }
   }
 
-  /** The change itself, and its report; {@code changeEnded} once the report is out. */
-  private int changeAndReport(
-      Database database, String statusNames, AtomicLong committed, AtomicBoolean changeEnded) {
+  /** The change itself, and its report; {@code progress} told once the report is out. */
+  private int changeAndReport(Database database, String statusNames, EndedFromOutside progress) {
     String verb = action().verb();
     String done = action().pastTense();
     PrintWriter out = out();
@@ -241,7 +240,11 @@ abstract class ParkedRowsCommand extends InstanceCommand {
               () ->
                   database
                       .operatorStore()
-                      .change(action(), request, batchSize, lockTimeout, committed::set));
+                      .change(action(), request, batchSize, lockTimeout, progress));
+    } catch (ParkedChangeStoppedException e) {
+      // Stopped by the shutdown hook, which says what was done; the JVM is ending, and its exit
+      // status is the signal's, not this.
+      return ExitCode.PARTIAL;
     } catch (ParkedChangeFailedException e) {
       throw CliException.database(
           verb
@@ -281,51 +284,11 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       SkippedRows.print(out, "not " + done + ":", report.skipped());
     }
     out.flush();
-    changeEnded.set(true); // said in full: the hook has nothing to add
+    progress.reported(); // said in full: the hook has nothing to add
     if (report.changed() == 0) {
       return nothingMatched("no parked row was " + done);
     }
     return SkippedRows.exitCode(err(), "not " + done, report.skipped());
-  }
-
-  /**
-   * Said when the JVM is ended from outside (Ctrl-C, SIGTERM, a closed terminal) during a batched
-   * change: the batches that committed stay done, and without this line nobody could tell how many
-   * rows they changed (a discard's are gone).
-   */
-  private Thread endedFromOutside(
-      String verb, String done, AtomicLong committed, AtomicBoolean changeEnded) {
-    return new Thread(
-        endedFromOutsideReport(err(), verb, done, committed, changeEnded),
-        "outbox-relay-cli " + verb + " ended");
-  }
-
-  /**
-   * The hook's work: the committed batches' count as it is when the JVM ends, unless the command
-   * has said what it did itself ({@code changeEnded}).
-   */
-  static Runnable endedFromOutsideReport(
-      PrintWriter err, String verb, String done, AtomicLong committed, AtomicBoolean changeEnded) {
-    return () -> {
-      if (changeEnded.get()) {
-        return; // the command reports what it did itself
-      }
-      err.println(endedFromOutsideMessage(verb, done, committed.get()));
-      err.flush();
-    };
-  }
-
-  static String endedFromOutsideMessage(String verb, String done, long committed) {
-    return "error: "
-        + verb
-        + " ended from outside after "
-        + committed
-        + " row(s) "
-        + done
-        + " in the batches that committed, which stay "
-        + done
-        + "; the batch in progress is rolled back unless its commit went through; --dry-run"
-        + " counts what is left";
   }
 
   /**

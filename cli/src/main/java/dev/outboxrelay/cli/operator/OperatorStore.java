@@ -23,7 +23,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
-import java.util.function.LongConsumer;
 import javax.sql.DataSource;
 
 /**
@@ -189,20 +188,22 @@ public final class OperatorStore {
    */
   public ParkedChange change(
       ParkedAction action, ParkedSelection request, int batchSize, Duration lockTimeout) {
-    return change(action, request, batchSize, lockTimeout, committed -> {});
+    return change(action, request, batchSize, lockTimeout, BatchProgress.NONE);
   }
 
   /**
-   * As {@link #change(ParkedAction, ParkedSelection, int, Duration)}, telling {@code committed} the
-   * rows changed so far after each batch commits (in batches only), so that a run ended from
-   * outside can still say what it did.
+   * As {@link #change(ParkedAction, ParkedSelection, int, Duration)}, telling {@code progress} the
+   * rows changed so far after each batch commits (in batches only) and asking it before each batch
+   * whether to stop, so that a run ended from outside can say exactly what it did.
+   *
+   * @throws ParkedChangeStoppedException {@code progress} asked to stop before a batch
    */
   public ParkedChange change(
       ParkedAction action,
       ParkedSelection request,
       int batchSize,
       Duration lockTimeout,
-      LongConsumer committed) {
+      BatchProgress progress) {
     if (batchSize < 1) {
       throw new IllegalArgumentException("batchSize must be positive");
     }
@@ -230,6 +231,9 @@ public final class OperatorStore {
       batchesBegun = true;
       try (PreparedStatement ps = c.prepareStatement(batch.jdbc())) {
         while (true) {
+          if (progress.stopRequested()) {
+            throw new ParkedChangeStoppedException(changed);
+          }
           long from = afterSeq;
           // Each batch a transaction of its own, to bound its lock waits; counted once committed.
           BatchDone done =
@@ -257,7 +261,7 @@ public final class OperatorStore {
           changed += done.changed();
           deadlinePassed += done.deadlinePassed();
           afterSeq = done.lastSeq();
-          committed.accept(changed);
+          progress.committed(changed);
         }
       }
     } catch (SQLException e) {
