@@ -89,6 +89,11 @@ public final class CliException extends RuntimeException {
             + " (it reports what is done) or inspect the ids");
   }
 
+  /** This failure with what the CLI found out after it, said after its own words. */
+  public CliException withDetail(String detail) {
+    return new CliException(exitCode, getMessage() + "; " + detail);
+  }
+
   private static String hint(OutboxStoreException.Kind kind) {
     return switch (kind) {
       case TRANSIENT ->

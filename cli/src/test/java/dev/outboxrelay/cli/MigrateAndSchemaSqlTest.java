@@ -153,12 +153,38 @@ class MigrateAndSchemaSqlTest {
                   "error: migrate failed: DB_LOCK_NOT_AVAILABLE (SQLState 55P03): another"
                       + " transaction held a lock"),
           r::toString);
+      assertTrue(r.err().contains("; the table's schema version is still 7\n"), r::toString);
       reader.commit();
     }
     Cli.Result after = db.cli().run("migrate", "--target", "7");
     assertTrue(after.out().contains("schema version 7, nothing to apply"), after::toString);
     assertEquals(ExitCode.USAGE, db.cli().run("migrate", "--lock-timeout", "-1").exitCode());
     assertEquals(ExitCode.USAGE, db.cli().run("migrate", "--lock-timeout", "3600001").exitCode());
+  }
+
+  /**
+   * A run that fails part-way keeps the migrations before the failed one (each its own
+   * transaction): it says the version the table now has, which a deployment script needs. Versions
+   * 10 and 11 touch only the published log; 12 waits for the table's lock behind a writer.
+   */
+  @Test
+  @Timeout(value = 2, unit = TimeUnit.MINUTES)
+  void aRunThatFailsPartWaySaysTheVersionTheTableNowHas() throws SQLException {
+    db.cli().run("migrate", "--target", "9");
+    try (Connection writer = db.dataSource.getConnection();
+        Statement s = writer.createStatement()) {
+      writer.setAutoCommit(false);
+      s.execute("LOCK TABLE outbox IN ROW EXCLUSIVE MODE"); // an application's insert, open
+
+      Cli.Result r = db.cli().run("migrate", "--lock-timeout", "200");
+
+      assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+      assertTrue(r.err().startsWith("error: migrate failed: DB_LOCK_NOT_AVAILABLE"), r::toString);
+      assertTrue(
+          r.err().contains("; the table's schema version is now 11 (it was 9 when migrate began)"),
+          r::toString);
+      writer.rollback();
+    }
   }
 
   /**

@@ -104,15 +104,16 @@ public final class MigrateCommand extends DatabaseCommand {
       // A usage error never repeats a typed value: the table's version is the database's.
       throw CliException.usage("--target is older than the table's version " + from.get());
     }
+    String before = from.orElse("none");
     int applied =
         flyway(
             () ->
                 targetVersion == null
                     ? migrator.migrate()
-                    : migrator.migrateTo(targetVersion.getVersion()));
+                    : migrator.migrateTo(targetVersion.getVersion()),
+            () -> versionAfterFailure(migrator, before));
     Optional<String> to = flyway(migrator::currentVersion);
     PrintWriter out = out();
-    String before = from.orElse("none");
     String after = to.orElse("none");
     if (applied == 0) {
       out.println("table " + database.table() + ": schema version " + after + ", nothing to apply");
@@ -151,37 +152,81 @@ public final class MigrateCommand extends DatabaseCommand {
   }
 
   /**
+   * Where a failed run left the table: each migration is its own transaction, so those before the
+   * failed one stay applied, and a deployment script must know the version it now has. Said as a
+   * fact, not as this run's doing (another session may migrate too).
+   */
+  private static String versionAfterFailure(SchemaMigrator migrator, String before) {
+    String now;
+    try {
+      now = migrator.currentVersion().orElse("none");
+    } catch (RuntimeException e) {
+      return "the table's schema version could not be read after the failure (status shows it)";
+    }
+    return now.equals(before)
+        ? "the table's schema version is still " + now
+        : "the table's schema version is now "
+            + now
+            + " (it was "
+            + before
+            + " when migrate began)";
+  }
+
+  /**
    * Runs a Flyway call. Its exceptions quote SQL, server messages or the connection, so only the
    * SQLState or Flyway's error code is reported.
    */
   private static <T> T flyway(Supplier<T> call) {
+    return flyway(call, null);
+  }
+
+  /**
+   * As {@link #flyway(Supplier)}; a failure once the migration lock was taken (not another
+   * session's migration) also says {@code afterFailure}, unless null.
+   */
+  private static <T> T flyway(Supplier<T> call, Supplier<String> afterFailure) {
     try {
       return call.get();
     } catch (MigrationInProgressException e) {
-      throw CliException.database(
-          "SCHEMA_MIGRATION_IN_PROGRESS",
-          "another session is migrating table "
-              + e.table()
-              + " (a task with schema.migrate.on.start, or another migrate); nothing was changed:"
-              + " run the command again when it has finished");
-    } catch (SchemaNotManagedException e) {
+      throw inProgress(e); // nothing done: said so
+    } catch (RuntimeException e) {
+      CliException failure = failureOf(e);
+      throw afterFailure == null ? failure : failure.withDetail(afterFailure.get());
+    }
+  }
+
+  private static CliException inProgress(MigrationInProgressException e) {
+    return CliException.database(
+        "SCHEMA_MIGRATION_IN_PROGRESS",
+        "another session is migrating table "
+            + e.table()
+            + " (a task with schema.migrate.on.start, or another migrate); nothing was changed:"
+            + " run the command again when it has finished");
+  }
+
+  /**
+   * A Flyway call's failure in the CLI's words. Flyway's exceptions quote SQL, server messages or
+   * the connection, so only the SQLState or Flyway's error code is reported.
+   */
+  private static CliException failureOf(RuntimeException failure) {
+    if (failure instanceof SchemaNotManagedException e) {
       // Created by another tool between the check above and the migration lock.
-      throw CliException.database(
+      return CliException.database(
           "SCHEMA_NOT_MANAGED",
           e.getMessage() + ": another migration tool keeps it; use schema-sql --after-version");
-    } catch (FlywayException e) {
-      if (hasSqlException(e)) {
-        throw Database.classify(e, "migrate");
-      }
+    }
+    if (failure instanceof FlywayException e && !hasSqlException(e)) {
       String code = e.getErrorCode() instanceof Enum<?> en ? en.name() : "ERROR";
-      throw CliException.database(
+      return CliException.database(
           "SCHEMA_MIGRATION_FAILED",
           "Flyway refused the migration ("
               + code
               + "); its message is not shown because it may quote the connection");
-    } catch (RuntimeException e) {
-      throw Database.classify(e, "migrate");
     }
+    RuntimeException classified = Database.classify(failure, "migrate");
+    return classified instanceof OutboxStoreException store
+        ? CliException.database("migrate failed", store) // as the CLI reports any command's
+        : (CliException) classified;
   }
 
   private static boolean hasSqlException(Throwable e) {
