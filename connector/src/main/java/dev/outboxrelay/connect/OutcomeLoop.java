@@ -387,28 +387,30 @@ final class OutcomeLoop {
         consecutiveErrors++;
         if (refusedWithNothingLeftToWaitFor(e)) {
           log.warn(
-              "Writing {} outcomes refused (reason={}, sqlState={}), and no acknowledgement can"
+              "Writing {} outcomes refused (reason={}, sqlState={}{}), and no acknowledgement can"
                   + " come any more: not retried; the stop ends their rows' leases",
               remaining.size(),
               e.reasonCode(),
-              e.sqlState());
-          abandon(remaining);
+              e.sqlState(),
+              ofMessage(e));
+          abandon(remaining, e);
           return;
         }
         log.warn(
-            "Writing {} outcomes failed (reason={}, sqlState={}); retrying",
+            "Writing {} outcomes failed (reason={}, sqlState={}{}); retrying",
             remaining.size(),
             e.reasonCode(),
-            e.sqlState());
+            e.sqlState(),
+            ofMessage(e));
         if (pastCloseDeadline()) {
-          abandon(remaining);
+          abandon(remaining, e);
           return;
         }
         // A write that keeps failing (behind a lock, say) must not let the held leases expire.
         goneWhileInHand.addAll(renewer.renewIfDue(messageIdsOf(remaining)));
         backoff();
         if (pastCloseDeadline()) { // the backoff ended at it: no write past the grace
-          abandon(remaining);
+          abandon(remaining, e);
           return;
         }
       }
@@ -434,8 +436,19 @@ final class OutcomeLoop {
     return ids;
   }
 
-  /** The task is gone and the database still refuses: the leases expire, the rows come back. */
-  private void abandon(List<PendingOutcome> unwritten) {
+  /** ", at message_id=..." when the failure was one row's write: the row the database refused. */
+  private static String ofMessage(OutboxStoreException e) {
+    return e.messageId() == null ? "" : ", at message_id=" + Printable.escape(e.messageId());
+  }
+
+  /**
+   * The task is gone and the database still fails the writes: the leases expire, the rows come
+   * back. {@code failure}, the last write's, tells an unavailable database from one that answered
+   * and refused.
+   */
+  private void abandon(List<PendingOutcome> unwritten, OutboxStoreException failure) {
+    String reason =
+        failure.isRetriable() ? "DATABASE_UNAVAILABLE_AT_STOP" : "OUTCOME_REFUSED_AT_STOP";
     // A publish whose row a renewal found gone may have been applied by an attempt whose reply was
     // lost (a failover): one read of the published log tells, so that it is no false lost claim.
     Set<String> published =
@@ -453,9 +466,11 @@ final class OutcomeLoop {
       }
       metrics.lateAcks.incrementAndGet();
       log.warn(
-          "Outcome abandoned at stop: message_id={} (reason=DATABASE_UNAVAILABLE_AT_STOP; a"
-              + " later claim or the next instance's recovery settles the row)",
-          Printable.escape(o.messageId()));
+          "Outcome abandoned at stop: message_id={} (reason={}, error={}; a later claim or the"
+              + " next instance's recovery settles the row)",
+          Printable.escape(o.messageId()),
+          reason,
+          failure.reasonCode());
       reportIfGone(o);
     }
   }

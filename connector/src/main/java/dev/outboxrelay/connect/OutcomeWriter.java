@@ -247,6 +247,10 @@ final class OutcomeWriter {
     Written written;
     try {
       written = apply(o);
+    } catch (OutboxStoreException e) {
+      // One row's write: named, so that a refusal for good (a constraint or trigger of the
+      // table's) is found from the task's status, where a batch's failure names none.
+      throw e.ofMessage(o.messageId());
     } finally { // a write that fails or times out is the one the figures must show
       metrics.recordOutcomeWrite(time.hiResClockMs() - start);
     }

@@ -1,5 +1,7 @@
 package dev.outboxrelay.store;
 
+import dev.outboxrelay.writer.Printable;
+
 /**
  * A store failure, classified and sanitized. It never carries the driver's message or cause: those
  * can contain credentials, connection strings or row data, and whatever reaches Connect is shown in
@@ -39,6 +41,7 @@ public final class OutboxStoreException extends RuntimeException {
   private final String operation;
   private final String libraryCode;
   private final boolean sentNothing;
+  private final String messageId;
 
   public OutboxStoreException(Kind kind, String reasonCode, String sqlState, String operation) {
     this(kind, reasonCode, sqlState, operation, null);
@@ -50,7 +53,7 @@ public final class OutboxStoreException extends RuntimeException {
    */
   public OutboxStoreException(
       Kind kind, String reasonCode, String sqlState, String operation, String libraryCode) {
-    this(kind, reasonCode, sqlState, operation, libraryCode, false);
+    this(kind, reasonCode, sqlState, operation, libraryCode, false, null);
   }
 
   private OutboxStoreException(
@@ -59,10 +62,12 @@ public final class OutboxStoreException extends RuntimeException {
       String sqlState,
       String operation,
       String libraryCode,
-      boolean sentNothing) {
+      boolean sentNothing,
+      String messageId) {
     super(
         "outbox store "
             + operation
+            + (messageId == null ? "" : " of message_id=" + Printable.escape(messageId))
             + " failed: "
             + reasonCode
             + (sqlState == null ? "" : " (SQLState " + sqlState + ")")
@@ -73,6 +78,7 @@ public final class OutboxStoreException extends RuntimeException {
     this.operation = operation;
     this.libraryCode = libraryCode;
     this.sentNothing = sentNothing;
+    this.messageId = messageId;
   }
 
   /**
@@ -81,7 +87,22 @@ public final class OutboxStoreException extends RuntimeException {
    * committed, whatever its SQLState.
    */
   public OutboxStoreException beforeSending() {
-    return new OutboxStoreException(kind, reasonCode, sqlState, operation, libraryCode, true);
+    return new OutboxStoreException(
+        kind, reasonCode, sqlState, operation, libraryCode, true, messageId);
+  }
+
+  /**
+   * This failure, of a write of one row, naming it: a row the database refuses for good (a
+   * constraint or a trigger of the table's owner) must be found from the task's status alone.
+   */
+  public OutboxStoreException ofMessage(String messageId) {
+    return new OutboxStoreException(
+        kind, reasonCode, sqlState, operation, libraryCode, sentNothing, messageId);
+  }
+
+  /** The row whose write failed, when the failure was of one row's write; else null. */
+  public String messageId() {
+    return messageId;
   }
 
   public Kind kind() {

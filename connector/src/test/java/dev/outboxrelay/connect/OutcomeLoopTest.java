@@ -9,8 +9,10 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -34,7 +36,14 @@ class OutcomeLoopTest {
    */
   private static OutcomeLoop loopOver(
       RuntimeFixture f, OutboxStore store, Time time, Duration backoff) {
-    StoreHealth health = new StoreHealth(f.metrics, time);
+    return loopOver(f, store, time, backoff, new StoreHealth(f.metrics, time));
+  }
+
+  /**
+   * As {@link #loopOver(RuntimeFixture, OutboxStore, Time, Duration)}, reporting to {@code health}.
+   */
+  private static OutcomeLoop loopOver(
+      RuntimeFixture f, OutboxStore store, Time time, Duration backoff, StoreHealth health) {
     LeaseRenewer renewer =
         new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
     OutcomeWriter writer =
@@ -193,6 +202,70 @@ class OutcomeLoopTest {
       assertEquals(0, f.metrics.published.get());
     } finally {
       time.sleep(Duration.ofHours(2).toMillis()); // failed, the loop retries until the grace ends
+      await().until(() -> !loop.isAlive());
+    }
+  }
+
+  /**
+   * One row's write that the database refuses for good (a constraint or a trigger of the table's
+   * owner) names the row: in the failure the next poll fails the task with (the task's status is
+   * where an operator looks), in the retry's log line, and at the stop, which says the database
+   * refused it, not that it was unavailable.
+   */
+  @Test
+  void aRowTheDatabaseRefusesIsNamedAndItsStopSaysRefusedNotUnavailable() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    var claimed = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.INVALID_DATA, "DB_INVALID_DATA", "23514", "mark-failed");
+    store.failing = true;
+    MockTime time = new MockTime();
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1), health);
+    long mark = LogCapture.get().mark();
+    loop.start();
+    try {
+      assertTrue(
+          loop.submit(new PendingOutcome.Failed("m1", claimed.lease(), "POISON_PILL", null)));
+      await().until(() -> health.fatalStoreError() != null);
+      assertEquals(
+          "outbox-relay: outbox store mark-failed of message_id=m1 failed: DB_INVALID_DATA"
+              + " (SQLState 23514)",
+          TaskFailures.of(health.fatalStoreError()).getMessage());
+      await()
+          .until(
+              () ->
+                  !LogCapture.get()
+                      .matching(
+                          mark,
+                          e ->
+                              e.message()
+                                  .equals(
+                                      "Writing 1 outcomes failed (reason=DB_INVALID_DATA,"
+                                          + " sqlState=23514, at message_id=m1); retrying"))
+                      .isEmpty());
+
+      loop.endGraceOnceProducerClosed(() -> true);
+      loop.stop(Duration.ZERO, Duration.ofHours(1));
+      await().until(() -> !loop.isAlive());
+
+      List<String> atStop =
+          LogCapture.get()
+              .matching(mark, e -> e.message().startsWith("Outcome abandoned at stop"))
+              .stream()
+              .map(LogCapture.Event::message)
+              .toList();
+      assertEquals(
+          List.of(
+              "Outcome abandoned at stop: message_id=m1 (reason=OUTCOME_REFUSED_AT_STOP,"
+                  + " error=DB_INVALID_DATA; a later claim or the next instance's recovery"
+                  + " settles the row)"),
+          atStop);
+    } finally {
+      time.sleep(Duration.ofHours(2).toMillis());
       await().until(() -> !loop.isAlive());
     }
   }
