@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import dev.outboxrelay.mapping.MappingResult;
+import dev.outboxrelay.mapping.OutboxHeaders;
 import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
@@ -20,6 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -232,12 +234,21 @@ final class RecordHandoff {
     for (SourceRecord record : records) {
       if (SourceOffsets.isParked(record)) {
         metrics.failed.incrementAndGet();
-        log.warn(
+        log.warn( // as reportUnsent says it
             "Parked FAILED without its dead-letter record, the task stopped before its batch left:"
-                + " message_id={} (requeue it to send it again)",
-            Printable.escape(SourceOffsets.messageId(record)));
+                + " message_id={} instance_key={} reason={} (requeue it to send it again)",
+            Printable.escape(SourceOffsets.messageId(record)),
+            Printable.escape(
+                String.valueOf(record.sourcePartition().get(SourceOffsets.INSTANCE_KEY))),
+            failureReasonOf(record));
       }
     }
+  }
+
+  /** The reason code a dead-letter record carries (its header: it never reached a transform). */
+  private static String failureReasonOf(SourceRecord record) {
+    Header reason = record.headers().lastWithName(OutboxHeaders.FAILURE_REASON);
+    return reason != null && reason.value() instanceof String code ? code : "UNKNOWN";
   }
 
   /**

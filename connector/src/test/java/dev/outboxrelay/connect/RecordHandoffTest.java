@@ -8,7 +8,9 @@ import dev.outboxrelay.mapping.MappingSettings;
 import dev.outboxrelay.mapping.PayloadFormat;
 import dev.outboxrelay.mapping.RecordMapper;
 import dev.outboxrelay.mapping.RoutingConvention;
+import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
@@ -203,6 +205,39 @@ class RecordHandoffTest {
   }
 
   /** A message id from a row cannot forge a log line of its own, nor reorder one. */
+  /**
+   * Exactly once, a batch whose parks were written but which a stop kept from Connect: each parked
+   * row is reported as the operator must act on it (requeue), with its instance key and reason, as
+   * a park whose batch never left is elsewhere.
+   */
+  @Test
+  void aParkedRowWhoseBatchNeverLeftIsReportedWithItsKeyAndReason() {
+    RecordHandoff handoff = new RecordHandoff(mapper("dlq"), ledger, o -> true, metrics, "owner");
+    ClaimedMessage row = row("m-9", "orders");
+    SourceRecord parked =
+        SourceOffsets.atPosition(
+            mapper("dlq").deadLetter(row, "PAYLOAD_TOO_LARGE"),
+            row,
+            new BucketShare(4, 0, 1),
+            1,
+            1,
+            true);
+    long mark = LogCapture.get().mark();
+
+    handoff.forgetUnsent(List.of(parked));
+
+    List<LogCapture.Event> lines =
+        LogCapture.get().matching(mark, e -> e.message().startsWith("Parked FAILED without"));
+    assertEquals(1, lines.size(), lines::toString);
+    assertEquals(
+        "Parked FAILED without its dead-letter record, the task stopped before its batch left:"
+            + " message_id=m-9 instance_key="
+            + row.instanceKey()
+            + " reason=PAYLOAD_TOO_LARGE (requeue it to send it again)",
+        lines.get(0).message());
+    assertEquals(1, metrics.failed.get());
+  }
+
   @Test
   void aMessageIdIsLoggedWithItsControlAndFormatCharactersEscaped() {
     RecordHandoff handoff = new RecordHandoff(mapper, ledger, o -> true, metrics, "owner");
