@@ -9,6 +9,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -19,6 +20,7 @@ import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
 
 /**
  * Owns the task's store and its background threads: starts them, tells the task thread when one
@@ -60,6 +62,13 @@ final class TaskRuntime {
 
   private boolean started;
   private final String threadSuffix;
+
+  /**
+   * The starting thread's logging context (Connect's connector and task, the instance keys): the
+   * closer thread's lines, the stop's summary among them, must say whose they are.
+   */
+  private final Map<String, String> mdc = MDC.getCopyOfContextMap();
+
   private TaskSuccession.Instance succession;
 
   /**
@@ -362,7 +371,15 @@ final class TaskRuntime {
     if (closeParties.decrementAndGet() == 0) {
       // The loop has ended already: close, but not on the caller's thread. Closing a pool during
       // a database outage can wait for a connection attempt, and Connect gives stop() 5 s.
-      Thread closer = new Thread(this::close, "outbox-relay-close-" + threadSuffix);
+      Thread closer =
+          new Thread(
+              () -> {
+                if (mdc != null) {
+                  MDC.setContextMap(mdc);
+                }
+                close();
+              },
+              "outbox-relay-close-" + threadSuffix);
       closer.setDaemon(true);
       closer.start();
     }

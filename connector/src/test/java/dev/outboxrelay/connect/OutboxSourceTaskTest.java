@@ -1328,6 +1328,7 @@ class OutboxSourceTaskTest {
     // during an outage) must not hold Connect's stop().
     CountDownLatch closing = new CountDownLatch(1);
     failing.closeGate = closing;
+    long mark = LogCapture.get().mark();
     Thread stopper = new Thread(task::stop);
     stopper.setDaemon(true); // stuck for good if the stop waited for the close
     stopper.start();
@@ -1336,6 +1337,12 @@ class OutboxSourceTaskTest {
     await().until(() -> failing.closes.get() == 1);
     task.stop();
     assertEquals(1, failing.closes.get());
+    // Closed on a thread of its own, whose lines still say whose they are.
+    List<LogCapture.Event> summary =
+        LogCapture.get().matching(mark, e -> e.message().startsWith("outbox-relay task stopped: "));
+    assertEquals(1, summary.size(), summary::toString);
+    assertEquals(
+        "eu", summary.get(0).context().get(OutboxSourceTask.MDC_INSTANCE_KEYS), summary::toString);
     // The stop settled what the dead loop could not: the row is abandoned now, not in a lease.
     var row = store.find("m1").orElseThrow();
     assertEquals(MessageStatus.IN_FLIGHT, row.status());
