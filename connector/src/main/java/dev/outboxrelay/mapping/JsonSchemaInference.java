@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
@@ -261,13 +262,17 @@ final class JsonSchemaInference {
    * objects take the array's path as their name, but those of an array in an array have none, and
    * their members' structs are named by the member alone: {@code {"a":[[{"item":{"id":1}}]],
    * "b":[[{"item":{"sku":"x"}}]]}} has two structs "item", and {@code {"a":[[{"payload":{}}]]}} one
-   * named as the root. Structs of one name with the same fields are one definition to Avro.
+   * named as the root. Structs of one name with the same fields are one definition to Avro. Nor a
+   * struct named as an Avro primitive type without a namespace ({@link #AVRO_PRIMITIVES}).
    */
   private static void requireOneStructPerName(Schema schema, Map<String, List<Field>> named)
       throws Uninferable {
     switch (schema.type()) {
       case STRUCT -> {
         if (schema.name() != null) {
+          if (AVRO_PRIMITIVES.contains(schema.name())) {
+            throw new Uninferable();
+          }
           List<Field> defined = named.putIfAbsent(schema.name(), schema.fields());
           if (defined != null && !defined.equals(schema.fields())) {
             throw new Uninferable();
@@ -283,6 +288,14 @@ final class JsonSchemaInference {
       }
     }
   }
+
+  /**
+   * Names Avro refuses for a struct without a namespace ("Schemas may not be named after
+   * primitives"): those of an array's objects in an array, named by their member alone ({@code
+   * {"a":[[{"int":{}}]]}}); with a namespace ({@code payload.int}) Avro takes them.
+   */
+  private static final Set<String> AVRO_PRIMITIVES =
+      Set.of("null", "boolean", "int", "long", "float", "double", "bytes", "string");
 
   private static boolean isAvroName(String name) {
     if (name.isEmpty() || !(Character.isLetter(name.charAt(0)) || name.charAt(0) == '_')) {

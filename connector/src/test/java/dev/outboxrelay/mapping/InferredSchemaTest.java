@@ -387,6 +387,18 @@ class InferredSchemaTest {
       assertInstanceOf(
           Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
     }
+    // Named as an Avro primitive type without a namespace: Avro refuses the name itself.
+    for (String payload :
+        List.of("{\"a\":[[{\"int\":{\"x\":1}}]]}", "{\"a\":[[{\"string\":{}}]]}")) {
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+          assertInstanceOf(Unpublishable.class, avro.map(row().payload(payload).build()), payload)
+              .reasonCode(),
+          payload);
+    }
+    String namespaced =
+        "{\"int\":{\"x\":1},\"a\":[{\"string\":{}}]}"; // payload.int, payload.a.string
+    assertInstanceOf(Mapped.class, avro.map(row().payload(namespaced).build()), namespaced);
     String sameFields = "{\"a\":[[{\"item\":{\"id\":1}}]],\"b\":[[{\"item\":{\"id\":2}}]]}";
     assertInstanceOf(Mapped.class, avro.map(row().payload(sameFields).build()), sameFields);
   }
