@@ -86,13 +86,17 @@ final class ConfigChecks {
     schemaForSchemaConverter(parsed, raw, problems);
     producerAcksAll(raw, problems);
     producerKeepsOrder(parsed, raw, problems);
+    producerInFlightWithinIdempotence(parsed, raw, problems);
     exactlyOnceErrorTolerance(parsed, raw, problems);
     errorLogWithoutRecords(raw, problems);
     exactlyOnceWithoutFilters(parsed, raw, problems);
     filtersParkWhatTheyDrop(parsed, raw, problems);
     exactlyOnceOffsetsInOneStore(parsed, raw, problems);
     exactlyOnceBoundaryOfConnect(parsed, raw, problems);
+    exactlyOnceIntervalWithinTransactionTimeout(parsed, raw, problems);
     keyConverterWritesText(raw, problems);
+    valueConverterWritesTheValue(raw, problems);
+    headerConverterWritesText(raw, problems);
     stringConverterWritesUtf8(raw, CONNECT_VALUE_CONVERTER, problems);
     stringConverterWritesUtf8(raw, CONNECT_KEY_CONVERTER, problems);
     stringConverterWritesUtf8(raw, CONNECT_HEADER_CONVERTER, problems);
@@ -592,7 +596,8 @@ final class ConfigChecks {
 
   private static void producerKeepsOrder(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
-    if (producerOrder(parsed, raw) == ProducerOrder.LOST) {
+    if (producerOrder(parsed, raw) == ProducerOrder.LOST
+        && !inFlightAbove(raw, IDEMPOTENT_MAX_IN_FLIGHT)) { // said by the check of that
       out.add(
           new Problem(
               PRODUCER_MAX_IN_FLIGHT_CONFIG,
@@ -604,6 +609,52 @@ final class ConfigChecks {
                   + "=true: a retried request would land behind a later one, and an aggregate's"
                   + " records reach Kafka out of order; set idempotence to true, or leave the"
                   + " in-flight override out (Connect's default is 1)"));
+    }
+  }
+
+  /** The most requests in flight per connection an idempotent producer takes. */
+  static final int IDEMPOTENT_MAX_IN_FLIGHT = 5;
+
+  /**
+   * Above 5 requests in flight, ordering on or exactly once cannot work: an idempotent producer
+   * (exactly once, whose producer is transactional, or enable.idempotence=true, which keeps order)
+   * refuses to start, and without idempotence (Connect's own default for its producers) a retried
+   * request lands behind a later one.
+   */
+  private static void producerInFlightWithinIdempotence(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    boolean ordered = Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG));
+    if (!(ordered || exactlyOnce(parsed)) || !inFlightAbove(raw, IDEMPOTENT_MAX_IN_FLIGHT)) {
+      return;
+    }
+    out.add(
+        new Problem(
+            PRODUCER_MAX_IN_FLIGHT_CONFIG,
+            PRODUCER_MAX_IN_FLIGHT_CONFIG
+                + " above "
+                + IDEMPOTENT_MAX_IN_FLIGHT
+                + " with "
+                + (exactlyOnce(parsed)
+                    ? DELIVERY_GUARANTEE_CONFIG + "=" + EXACTLY_ONCE
+                    : ORDERING_ENABLED_CONFIG + "=true")
+                + " cannot work: an idempotent or transactional producer refuses to start with"
+                + " it, and without idempotence a retried request lands behind a later one (an"
+                + " aggregate's records out of order); set at most "
+                + IDEMPOTENT_MAX_IN_FLIGHT
+                + " (with "
+                + PRODUCER_IDEMPOTENCE_CONFIG
+                + "=true when above 1), or leave it out (Connect's default is 1)"));
+  }
+
+  /** Whether the in-flight override is a number above {@code limit} (else the producer judges). */
+  private static boolean inFlightAbove(Map<String, ?> raw, int limit) {
+    if (!(raw.get(PRODUCER_MAX_IN_FLIGHT_CONFIG) instanceof String inFlight)) {
+      return false;
+    }
+    try {
+      return Integer.parseInt(inFlight.trim()) > limit;
+    } catch (NumberFormatException e) {
+      return false; // the producer refuses it, naming the setting
     }
   }
 
@@ -851,19 +902,124 @@ final class ConfigChecks {
     }
   }
 
+  /** Connect's interval of {@code transaction.boundary=interval}. */
+  static final String CONNECT_TRANSACTION_BOUNDARY_INTERVAL = "transaction.boundary.interval.ms";
+
+  /** The connector's override of its producer's transaction timeout. */
+  static final String PRODUCER_TRANSACTION_TIMEOUT_CONFIG =
+      "producer.override.transaction.timeout.ms";
+
+  /**
+   * With {@code transaction.boundary=interval}, an interval at or past the producer's transaction
+   * timeout: under steady traffic every transaction is still open when the broker aborts it and
+   * fences the producer, and the task fails again at every restart (nothing lost, nothing moving).
+   * Judged when both are in the connector's configuration; the worker's own producer settings and
+   * its offset.flush.interval.ms (the interval's default) are not seen here (docs/deployment.md).
+   */
+  private static void exactlyOnceIntervalWithinTransactionTimeout(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (!exactlyOnce(parsed)
+        || !(raw.get(CONNECT_TRANSACTION_BOUNDARY) instanceof String boundary)
+        || !boundary.trim().equalsIgnoreCase("interval")) {
+      return;
+    }
+    Long interval = wholeNumber(raw.get(CONNECT_TRANSACTION_BOUNDARY_INTERVAL));
+    Long timeout = wholeNumber(raw.get(PRODUCER_TRANSACTION_TIMEOUT_CONFIG));
+    if (interval != null && timeout != null && interval >= timeout) {
+      out.add(
+          new Problem(
+              CONNECT_TRANSACTION_BOUNDARY_INTERVAL,
+              CONNECT_TRANSACTION_BOUNDARY_INTERVAL
+                  + " ("
+                  + interval
+                  + " ms) must be below "
+                  + PRODUCER_TRANSACTION_TIMEOUT_CONFIG
+                  + " ("
+                  + timeout
+                  + " ms) with transaction.boundary=interval: every transaction would still be"
+                  + " open when the broker aborts it, and the task fail at every restart"));
+    }
+  }
+
+  /** A configuration value's whole number, or null for none or another text. */
+  private static Long wholeNumber(Object value) {
+    if (!(value instanceof String text)) {
+      return null;
+    }
+    try {
+      return Long.parseLong(text.trim());
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+
   /** Connect's per-connector key converter. */
   static final String CONNECT_KEY_CONVERTER = "key.converter";
 
-  /** Kafka's converters that cannot write a string key (each writes its own type only). */
-  static final List<String> NON_TEXT_KEY_CONVERTERS =
+  /** Kafka's converters of one number or boolean type: each writes its own type only. */
+  static final List<String> ONE_TYPE_CONVERTERS =
       List.of(
-          BYTE_ARRAY_CONVERTER,
           "org.apache.kafka.connect.converters.LongConverter",
           "org.apache.kafka.connect.converters.IntegerConverter",
           "org.apache.kafka.connect.converters.ShortConverter",
           "org.apache.kafka.connect.converters.DoubleConverter",
           "org.apache.kafka.connect.converters.FloatConverter",
           "org.apache.kafka.connect.converters.BooleanConverter");
+
+  /** Kafka's converters that cannot write a string key (each writes its own type only). */
+  static final List<String> NON_TEXT_KEY_CONVERTERS =
+      java.util.stream.Stream.concat(
+              java.util.stream.Stream.of(BYTE_ARRAY_CONVERTER), ONE_TYPE_CONVERTERS.stream())
+          .toList();
+
+  /**
+   * The value is the payload as bytes, a string or a struct (payload.format): a converter of one
+   * number or boolean type fails every record in Connect's conversion, after the claim (with
+   * errors.tolerance=all every row would be retried until EXHAUSTED). Not judged with a transform
+   * listed that may change the value (a Cast); one set only on the worker is not seen here.
+   */
+  private static void valueConverterWritesTheValue(Map<String, ?> raw, List<Problem> out) {
+    String name = pluginName(raw.get(CONNECT_VALUE_CONVERTER));
+    if (name == null || transformed(raw, RecordSide.VALUE)) {
+      return;
+    }
+    if (ONE_TYPE_CONVERTERS.stream().anyMatch(c -> isPlugin(name, c))) {
+      out.add(
+          new Problem(
+              CONNECT_VALUE_CONVERTER,
+              CONNECT_VALUE_CONVERTER
+                  + "="
+                  + name
+                  + " cannot write the record value, the payload (bytes, a string or a"
+                  + " struct): every record would fail in Connect's conversion; use the converter"
+                  + " payload.format asks for (ByteArrayConverter, StringConverter, JsonConverter"
+                  + " or a schema registry's)"));
+    }
+  }
+
+  /**
+   * Every record carries string headers (its message id, under either convention): a header
+   * converter that writes bytes or one number type fails every record in Connect's conversion. Not
+   * judged with any transform listed (one may drop or replace headers); one set only on the worker
+   * is not seen here.
+   */
+  private static void headerConverterWritesText(Map<String, ?> raw, List<Problem> out) {
+    String name = pluginName(raw.get(CONNECT_HEADER_CONVERTER));
+    if (name == null || raw.get("transforms") instanceof String listed && !listed.isBlank()) {
+      return;
+    }
+    if (NON_TEXT_KEY_CONVERTERS.stream().anyMatch(c -> isPlugin(name, c))) {
+      out.add(
+          new Problem(
+              CONNECT_HEADER_CONVERTER,
+              CONNECT_HEADER_CONVERTER
+                  + "="
+                  + name
+                  + " cannot write the record's headers, strings (the message id, the row's"
+                  + " headers): every record would fail in Connect's conversion; use"
+                  + " SimpleHeaderConverter (Connect's default) or StringConverter"));
+    }
+  }
 
   /**
    * The record key is the aggregate id as a string. A converter that writes another type only would
@@ -985,7 +1141,15 @@ final class ConfigChecks {
             ? RoutingConvention.DEBEZIUM
             : RoutingConvention.OUTBOX_RELAY;
     List<ColumnMapping.HeaderColumn> headers = HeaderPlacements.parse(placements);
+    String payload = (String) parsed.apply(COLUMN_PAYLOAD_CONFIG);
     for (int i = 0; i < headers.size(); i++) {
+      String notAHeader = HeaderPlacements.notAHeader(headers.get(i).column(), payload);
+      if (notAHeader != null) {
+        out.add(
+            new Problem(
+                COLUMN_ADDITIONAL_PLACEMENT_CONFIG,
+                COLUMN_ADDITIONAL_PLACEMENT_CONFIG + " entry " + (i + 1) + " " + notAHeader));
+      }
       if (HeaderPlacements.isReserved(headers.get(i), routing, eventType)) {
         out.add(
             new Problem(

@@ -62,6 +62,24 @@ final class HeaderPlacements {
   }
 
   /**
+   * Why {@code column} may not be sent as a header, or null: the payload (every claim would read it
+   * whole, past payload.max.bytes, which bounds what a claim holds, and send it twice), or the
+   * lease's owner or token, the relay's fencing state, which is not the message's.
+   */
+  static String notAHeader(String column, String payloadColumn) {
+    if (column.equals(payloadColumn)) {
+      return "names the payload column: a claim would read every payload whole as a header,"
+          + " past payload.max.bytes, and send it twice";
+    }
+    if (LEASE_COLUMNS.contains(column)) {
+      return "names the relay's lease column " + column + ": its fencing state, not the message's";
+    }
+    return null;
+  }
+
+  private static final Set<String> LEASE_COLUMNS = Set.of("lease_owner", "lease_token");
+
+  /**
    * The event type column placed as {@code eventType} under the debezium convention, which sends
    * that header itself: accepted, and sent once.
    */

@@ -569,6 +569,142 @@ class ConfigValidationTest {
   }
 
   /**
+   * The value is the payload (bytes, a string or a struct) and every record carries string headers:
+   * a value converter of one number type, or a header converter of bytes or one number type, fails
+   * every record in Connect's conversion.
+   */
+  @Test
+  void valueAndHeaderConvertersThatCannotWriteTheRecordAreErrorsOnThem() {
+    Map<String, String> props = offline();
+    props.put("value.converter", "org.apache.kafka.connect.converters.LongConverter");
+    props.put("header.converter", ConfigChecks.BYTE_ARRAY_CONVERTER);
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(Set.of("connection.url", "value.converter", "header.converter"), errors.keySet());
+    assertTrue(
+        errors
+            .get("value.converter")
+            .get(0)
+            .startsWith(
+                "value.converter=org.apache.kafka.connect.converters.LongConverter cannot write"
+                    + " the record value"),
+        errors.toString());
+    assertTrue(
+        errors
+            .get("header.converter")
+            .get(0)
+            .startsWith(
+                "header.converter=org.apache.kafka.connect.converters.ByteArrayConverter cannot"
+                    + " write the record's headers"),
+        errors.toString());
+
+    props.put("header.converter", "Integer"); // Connect's alias of IntegerConverter
+    assertEquals(
+        Set.of("connection.url", "value.converter", "header.converter"), errors(props).keySet());
+
+    props.put("transforms", "cast"); // a transform may change the value, or drop the headers
+    props.put("transforms.cast.type", "org.apache.kafka.connect.transforms.Cast$Value");
+    props.put("transforms.cast.spec", "int64");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+
+    props.remove("transforms");
+    props.put("value.converter", ConfigChecks.BYTE_ARRAY_CONVERTER);
+    props.put("header.converter", "org.apache.kafka.connect.storage.SimpleHeaderConverter");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+  }
+
+  /**
+   * Above 5 requests in flight, order cannot be kept: an idempotent (or transactional) producer
+   * refuses to start, and Connect's producers are not idempotent by default. 2 to 5 is judged by
+   * idempotence (a warning at start when the worker decides).
+   */
+  @Test
+  void moreThanFiveRequestsInFlightWithOrderingOnIsAnError() {
+    Map<String, String> props = offline();
+    props.put("producer.override.max.in.flight.requests.per.connection", "6");
+    props.put("producer.override.enable.idempotence", "true");
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(
+        Set.of("connection.url", "producer.override.max.in.flight.requests.per.connection"),
+        errors.keySet());
+    assertEquals(1, errors.get("producer.override.max.in.flight.requests.per.connection").size());
+    assertTrue(
+        errors
+            .get("producer.override.max.in.flight.requests.per.connection")
+            .get(0)
+            .startsWith(
+                "producer.override.max.in.flight.requests.per.connection above 5 with"
+                    + " ordering.enabled=true cannot work"),
+        errors.toString());
+
+    props.put("producer.override.enable.idempotence", "false"); // one error, not two
+    assertEquals(
+        1, errors(props).get("producer.override.max.in.flight.requests.per.connection").size());
+
+    props.put("producer.override.max.in.flight.requests.per.connection", "5");
+    props.put("producer.override.enable.idempotence", "true");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+
+    props.put("producer.override.max.in.flight.requests.per.connection", "6");
+    props.put("ordering.enabled", "false"); // no order to keep, and no idempotence asked for
+    props.remove("producer.override.enable.idempotence");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+  }
+
+  /**
+   * Exactly once with transaction.boundary=interval: an interval at or past the transaction timeout
+   * leaves every transaction open until the broker aborts it.
+   */
+  @Test
+  void anIntervalAtOrPastTheTransactionTimeoutIsAnErrorOnTheInterval() {
+    Map<String, String> props = offline();
+    props.put("delivery.guarantee", "exactly-once");
+    props.put("exactly.once.support", "required");
+    props.put("transaction.boundary", "interval");
+    props.put("transaction.boundary.interval.ms", "60000");
+    props.put("producer.override.transaction.timeout.ms", "60000");
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(Set.of("connection.url", "transaction.boundary.interval.ms"), errors.keySet());
+    assertEquals(
+        "transaction.boundary.interval.ms (60000 ms) must be below"
+            + " producer.override.transaction.timeout.ms (60000 ms) with"
+            + " transaction.boundary=interval: every transaction would still be open when the"
+            + " broker aborts it, and the task fail at every restart",
+        errors.get("transaction.boundary.interval.ms").get(0));
+
+    props.put("transaction.boundary.interval.ms", "10000");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+    props.put("transaction.boundary.interval.ms", "120000");
+    props.remove("producer.override.transaction.timeout.ms"); // the worker's: not seen here
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+  }
+
+  /**
+   * Not the payload as a header (read whole by every claim, past payload.max.bytes, and sent
+   * twice), nor the lease's fencing state.
+   */
+  @Test
+  void thePayloadOrALeaseColumnAsAHeaderIsAnErrorNamingTheEntry() {
+    Map<String, String> props = offline();
+    props.put("column.additional.placement", "correlation_id:header:corr,payload:header:p");
+    Map<String, List<String>> errors = errors(props);
+    assertEquals(Set.of("connection.url", "column.additional.placement"), errors.keySet());
+    assertEquals(
+        "column.additional.placement entry 2 names the payload column: a claim would read every"
+            + " payload whole as a header, past payload.max.bytes, and send it twice",
+        errors.get("column.additional.placement").get(0));
+
+    props.put("column.additional.placement", "lease_token:header:t");
+    assertEquals(
+        List.of(
+            "column.additional.placement entry 1 names the relay's lease column lease_token: its"
+                + " fencing state, not the message's"),
+        errors(props).get("column.additional.placement"));
+
+    props.put("column.additional.placement", "correlation_id:header:corr,created_at:header");
+    assertEquals(Set.of("connection.url"), errors(props).keySet());
+  }
+
+  /**
    * Exactly once, offsets in one store: with a connector's own offsets topic, Connect copies each
    * offset to the worker's topic outside the transaction, where a recovery could read an aborted
    * one.
