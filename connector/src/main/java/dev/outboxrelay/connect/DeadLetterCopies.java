@@ -26,8 +26,14 @@ import org.slf4j.LoggerFactory;
 final class DeadLetterCopies {
   private static final Logger log = LoggerFactory.getLogger(DeadLetterCopies.class);
 
-  /** Positions kept while the database is away; older ones beyond it are dropped. */
+  /**
+   * Positions kept while the database is away; older ones beyond it are dropped. At least what one
+   * transaction may commit (the task's in-flight limit and a claim beyond it, which count dead
+   * letters too), so that a healthy database never has one dropped between two polls.
+   */
   static final int MAX_PENDING = 10_000;
+
+  private final int maxPending;
 
   /**
    * How long after a failed write the next is tried: a write that waits out the statement timeout
@@ -53,6 +59,17 @@ final class DeadLetterCopies {
   private long nextAttemptMs;
 
   DeadLetterCopies(OutboxStore store, StoreHealth health, RelayMetrics metrics, Time time) {
+    this(store, health, metrics, time, MAX_PENDING);
+  }
+
+  /** {@code inOneTransaction}: the most records one transaction of the task may hold. */
+  DeadLetterCopies(
+      OutboxStore store,
+      StoreHealth health,
+      RelayMetrics metrics,
+      Time time,
+      int inOneTransaction) {
+    this.maxPending = Math.max(MAX_PENDING, inOneTransaction);
     this.store = store;
     this.health = health;
     this.metrics = metrics;
@@ -67,7 +84,7 @@ final class DeadLetterCopies {
    * A dead-letter record of the row {@code messageId}, parked at this claim position, committed.
    */
   void committed(String messageId, long token, long epoch, long batch, KafkaCoordinates position) {
-    if (count.get() >= MAX_PENDING) {
+    if (count.get() >= maxPending) {
       Copy dropped = take();
       if (dropped != null) {
         notRecorded(dropped, "DATABASE_UNAVAILABLE");

@@ -48,9 +48,17 @@ final class InFlightLedger {
   /** Claims reported lost at renewal whose records are still awaited, by message id and token. */
   private final ConcurrentMap<LostClaim, Entry> lost = new ConcurrentHashMap<>();
 
+  /**
+   * Exactly once: dead-letter records of rows parked before their batch left, awaited until Kafka
+   * commits them. Their rows hold no lease (nothing to renew or settle), but the records are in
+   * Connect and its producer as any other: uncounted, a run of unpublishable rows let every poll
+   * claim a full batch, and with transaction.boundary=interval one transaction grew without bound.
+   */
+  private final ConcurrentMap<LostClaim, Entry> parked = new ConcurrentHashMap<>();
+
   private record LostClaim(String messageId, long token) {}
 
-  /** The estimated size of the records held and lost, in bytes. */
+  /** The estimated size of the records held, lost and parked, in bytes. */
   private final AtomicLong bytes = new AtomicLong();
 
   void add(ClaimedMessage message) {
@@ -73,6 +81,29 @@ final class InFlightLedger {
     size += message.headersJson() == null ? 0 : message.headersJson().length();
     size += message.aggregateId() == null ? 0 : message.aggregateId().length();
     return size;
+  }
+
+  /** Exactly once: the dead-letter record of {@code message}, parked, handed to Connect. */
+  void addParked(ClaimedMessage message) {
+    Entry entry =
+        new Entry(
+            message.messageId(),
+            message.seq(),
+            message.instanceKey(),
+            message.lease(),
+            message.attempts(),
+            recordBytes(message));
+    Entry replaced = parked.put(new LostClaim(message.messageId(), message.lease().token()), entry);
+    bytes.addAndGet(entry.bytes() - (replaced == null ? 0 : replaced.bytes()));
+  }
+
+  /** The parked row's dead-letter record was settled (committed, dropped or never sent). */
+  boolean resolveParked(String messageId, long token) {
+    Entry e = parked.remove(new LostClaim(messageId, token));
+    if (e != null) {
+      bytes.addAndGet(-e.bytes());
+    }
+    return e != null;
   }
 
   Optional<Entry> get(String messageId) {
@@ -134,9 +165,12 @@ final class InFlightLedger {
     return Optional.ofNullable(e);
   }
 
-  /** Records handed to Connect and not yet resolved: held, or lost and still awaited. */
+  /**
+   * Records handed to Connect and not yet resolved: held, lost and still awaited, or dead letters
+   * of parked rows still awaited.
+   */
   int size() {
-    return entries.size() + lost.size();
+    return entries.size() + lost.size() + parked.size();
   }
 
   /** Claims reported lost at renewal whose records are still awaited. */
@@ -164,9 +198,9 @@ final class InFlightLedger {
     return emptyAfter || (fullBefore && !fullAfter);
   }
 
-  /** Nothing held, and no lost claim's record still awaited. */
+  /** Nothing held, and no lost claim's or parked row's record still awaited. */
   boolean isEmpty() {
-    return entries.isEmpty() && lost.isEmpty();
+    return entries.isEmpty() && lost.isEmpty() && parked.isEmpty();
   }
 
   List<HeldLease> heldLeases() {

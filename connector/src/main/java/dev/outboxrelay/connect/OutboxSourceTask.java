@@ -438,6 +438,7 @@ public class OutboxSourceTask extends SourceTask {
     if (SourceOffsets.isParked(record)) {
       // Exactly-once dead letter: its row was parked before it was sent. Its position is recorded
       // at the next poll, on this thread (not from a producer's, a worker without support).
+      runtime.handoff().parkedRecordSettled(record);
       if (metadata == null) {
         noteDroppedUnderExactlyOnce(record); // its row stays parked, without its copy
       } else if (metadata.hasOffset()

@@ -296,10 +296,21 @@ final class RecordHandoff {
     forget(batch.records);
   }
 
+  /**
+   * Exactly-once: Connect settled the dead-letter record of a parked row (acknowledged it after its
+   * transaction committed, or found it dropped): no longer counted against the task's limits. On
+   * the task thread, between polls, so the next poll sees the room.
+   */
+  void parkedRecordSettled(SourceRecord record) {
+    ledger.resolveParked(SourceOffsets.messageId(record), SourceOffsets.leaseToken(record));
+  }
+
   /** Exactly-once: {@link #forget} these records, which are not handed over. */
   void forget(List<SourceRecord> records) {
     for (SourceRecord record : records) {
-      if (!SourceOffsets.isParked(record)) {
+      if (SourceOffsets.isParked(record)) {
+        ledger.resolveParked(SourceOffsets.messageId(record), SourceOffsets.leaseToken(record));
+      } else {
         ledger.resolve(SourceOffsets.messageId(record), SourceOffsets.leaseToken(record));
       }
     }
@@ -369,6 +380,7 @@ final class RecordHandoff {
         parks.add(
             new Park(row, bad.reasonCode(), deadLetter, exactlyOnce.epoch(), exactlyOnce.batch()));
         if (deadLetter) {
+          ledger.addParked(row); // awaited as any record: counted against the task's limits
           records.add(exactlyOnce.atPosition(m.deadLetter(), row, true));
         }
       }

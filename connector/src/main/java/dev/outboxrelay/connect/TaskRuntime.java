@@ -164,7 +164,10 @@ final class TaskRuntime {
     this.wake = new WakeSignal();
     this.health = new StoreHealth(metrics, time);
     this.deadLetterCopies =
-        settings.exactlyOnce() ? new DeadLetterCopies(store, health, metrics, time) : null;
+        settings.exactlyOnce()
+            ? new DeadLetterCopies(
+                store, health, metrics, time, settings.maxInFlight() + settings.batchSize())
+            : null;
     this.renewer = new LeaseRenewer(store, ledger, metrics, settings, time, health, wake);
     this.claims =
         new ClaimLoop(store, settings, ledger, renewer, health, metrics, time, exactlyOnce);

@@ -42,6 +42,28 @@ class DeadLetterCopiesTest {
   }
 
   /**
+   * One transaction may commit more dead letters than {@link DeadLetterCopies#MAX_PENDING} (a task
+   * with a large claim.batch.size holds up to 4 batches and a claim): a healthy database must not
+   * have any of their positions dropped (and logged as if it were away) before the next poll.
+   */
+  @Test
+  void oneTransactionsPositionsAreKeptWhateverItsSize() {
+    int inOneTransaction = DeadLetterCopies.MAX_PENDING + 500;
+    DeadLetterCopies large = new DeadLetterCopies(store, health, metrics, time, inOneTransaction);
+    long mark = LogCapture.get().mark();
+
+    for (int i = 0; i < inOneTransaction; i++) {
+      large.committed("m-" + i, 1, 1, 1, COPY);
+    }
+
+    assertEquals(inOneTransaction, large.pending());
+    assertEquals(
+        List.of(),
+        LogCapture.get().matching(mark, e -> e.message().contains("not recorded")),
+        "none dropped");
+  }
+
+  /**
    * The database away: the positions wait, said once and counted, tried again only after {@link
    * DeadLetterCopies#RETRY_AFTER_MS} (a write that waits out the statement timeout must not hold
    * every poll), and are then written.

@@ -824,6 +824,35 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * Dead-letter records count against the task's in-flight limit as other records do, until Kafka
+   * commits them: a run of unpublishable rows claimed a full batch at every poll, and with
+   * transaction.boundary=interval (here: nothing acknowledged for a while) one transaction grew
+   * without bound, records and payloads held in Connect and the task. Committed, they free room.
+   */
+  @Test
+  void deadLetterRecordsCountAgainstTheInFlightLimitUntilCommitted() {
+    for (int i = 0; i < 100; i++) {
+      add("big-" + i, "agg-" + i, 100);
+    }
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+
+    List<SourceRecord> handed = new ArrayList<>();
+    for (int poll = 0; poll < 12; poll++) {
+      List<SourceRecord> records = task.poll();
+      if (records != null) {
+        handed.addAll(records);
+      }
+    }
+    assertTrue(handed.size() >= 40, "four batches of 10 at least: " + handed.size());
+    assertTrue(handed.size() < 50, "the limit, 4 batches and a claim below it: " + handed.size());
+    assertEquals(handed.size(), task.metrics().inFlight(), "each awaited");
+
+    commitTransaction(task, handed);
+    List<SourceRecord> more = nextRecordsOnThisThread();
+    assertEquals("dlq", more.get(0).topic(), "room again once committed");
+  }
+
+  /**
    * A dead-letter record a transform drops gives no position, and the task fails as for any record
    * dropped in this mode; its row stays parked, without its copy.
    */
