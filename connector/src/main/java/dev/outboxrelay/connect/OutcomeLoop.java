@@ -448,7 +448,9 @@ final class OutcomeLoop {
    */
   private void abandon(List<PendingOutcome> unwritten, OutboxStoreException failure) {
     String reason =
-        failure.isRetriable() ? "DATABASE_UNAVAILABLE_AT_STOP" : "OUTCOME_REFUSED_AT_STOP";
+        REFUSED_FOR_GOOD.contains(failure.kind())
+            ? "OUTCOME_REFUSED_AT_STOP"
+            : "DATABASE_UNAVAILABLE_AT_STOP"; // unreachable, or no telling it answered
     // A publish whose row a renewal found gone may have been applied by an attempt whose reply was
     // lost (a failover): one read of the published log tells, so that it is no false lost claim.
     Set<String> published =

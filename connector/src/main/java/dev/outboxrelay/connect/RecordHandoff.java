@@ -199,6 +199,9 @@ final class RecordHandoff {
         metrics.claimLost.incrementAndGet();
         // Nor its dead-letter copy: the row is another owner's (or an operator's) now.
         boolean unsent = park.deadLettered && batch.dropDeadLetter(park.row.messageId());
+        if (unsent) { // never Connect's: no acknowledgement will settle it
+          ledger.resolveParked(park.row.messageId(), park.row.lease().token());
+        }
         log.warn(
             "Claim lost before parking: message_id={} instance_key={} (reason=LEASE_TAKEN_OVER{})",
             Printable.escape(park.row.messageId()),

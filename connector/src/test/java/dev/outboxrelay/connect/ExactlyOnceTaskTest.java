@@ -1159,6 +1159,7 @@ class ExactlyOnceTaskTest {
     assertTrue(
         records == null || records.isEmpty(),
         () -> "nor its dead-letter copy, the row another owner's: " + records);
+    assertEquals(0, task.metrics().inFlight(), "its dead-letter record awaited by nobody");
   }
 
   /** The same parks written in one go leave with their batch: counted dead-lettered then. */

@@ -175,6 +175,7 @@ class OutcomeLoopTest {
     store.publishesFail = true;
     MockTime time = new MockTime();
     OutcomeLoop loop = loopOver(f, store, time);
+    long mark = LogCapture.get().mark();
     loop.start();
     try {
       assertTrue(
@@ -195,6 +196,19 @@ class OutcomeLoopTest {
       }
       await().until(() -> !loop.isAlive());
       assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned, counted late");
+      // Refused (a privilege) or not known to have been answered (no SQLState): said as such.
+      String reason =
+          kind == OutboxStoreException.Kind.PERMISSION
+              ? "reason=OUTCOME_REFUSED_AT_STOP, error=DB_REFUSED"
+              : "reason=DATABASE_UNAVAILABLE_AT_STOP, error=DB_REFUSED";
+      assertEquals(
+          1,
+          LogCapture.get()
+              .matching(
+                  mark,
+                  e ->
+                      e.message().startsWith("Outcome abandoned at stop: message_id=m1 (" + reason))
+              .size());
       assertEquals(
           f.clock.now(),
           f.store.find("m1").orElseThrow().leaseExpiresAt(),
