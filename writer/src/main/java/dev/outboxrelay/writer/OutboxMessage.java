@@ -1,10 +1,7 @@
 package dev.outboxrelay.writer;
 
-import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.StreamWriteConstraints;
 import com.fasterxml.jackson.core.StreamWriteFeature;
-import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -45,6 +42,34 @@ public final class OutboxMessage {
       JsonMapper.builder().enable(StreamWriteFeature.STRICT_DUPLICATE_DETECTION).build();
 
   /**
+   * How deep {@code json} (UTF-8, as Jackson wrote it) nests: arrays and objects, outside strings.
+   * Counted on the bytes, not by Jackson's write constraints, which need jackson-core 2.16 and
+   * applications pin older ones; no byte of a multi-byte UTF-8 character is an ASCII one.
+   */
+  static int nestingDepth(byte[] json) {
+    int depth = 0;
+    int deepest = 0;
+    boolean inString = false;
+    for (int i = 0; i < json.length; i++) {
+      byte b = json[i];
+      if (inString) {
+        if (b == '\\') {
+          i++; // the escaped character, whatever it is
+        } else if (b == '"') {
+          inString = false;
+        }
+      } else if (b == '"') {
+        inString = true;
+      } else if (b == '{' || b == '[') {
+        deepest = Math.max(deepest, ++depth);
+      } else if (b == '}' || b == ']') {
+        depth--;
+      }
+    }
+    return deepest;
+  }
+
+  /**
    * How deep a {@link Builder#jsonPayload} may nest: the relay reads at most 900 levels (with
    * {@code payload.format=json}) and parks a deeper payload's row PAYLOAD_INVALID_JSON after the
    * business change committed; Jackson alone writes up to 1,000.
@@ -59,15 +84,10 @@ public final class OutboxMessage {
    * publish the row (PAYLOAD_NUMBER_UNREPRESENTABLE).
    */
   static ObjectMapper payloadMapper() {
-    JsonFactory factory =
-        JsonFactory.builder()
-            .streamWriteConstraints(
-                StreamWriteConstraints.builder().maxNestingDepth(MAX_PAYLOAD_NESTING).build())
-            .build();
     // The modules this library's class loader sees, not the first caller's context class loader
     // (Jackson's default): a first call from a pool thread that cannot see the application's jars
     // (ForkJoinPool's in a Spring Boot fat jar) would leave java.time unsupported for good.
-    return JsonMapper.builder(factory)
+    return JsonMapper.builder()
         .addModules(ObjectMapper.findModules(OutboxMessage.class.getClassLoader()))
         .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
         .disable(SerializationFeature.WRITE_DURATIONS_AS_TIMESTAMPS)
@@ -399,13 +419,14 @@ public final class OutboxMessage {
         return this;
       }
       try {
-        this.payload = PayloadJson.LOADED.get().writeValueAsBytes(value);
+        byte[] json = PayloadJson.LOADED.get().writeValueAsBytes(value);
+        if (nestingDepth(json) > MAX_PAYLOAD_NESTING) {
+          throw tooDeep();
+        }
+        this.payload = json;
       } catch (JsonProcessingException e) {
-        if (tooDeep(e)) {
-          throw new IllegalArgumentException(
-              "payload nests deeper than "
-                  + MAX_PAYLOAD_NESTING
-                  + " levels, more than the relay reads (PAYLOAD_INVALID_JSON)");
+        if (stoppedAtItsNestingLimit(e)) {
+          throw tooDeep(); // Jackson 2.16 and later stop at 1,000 levels
         }
         // The class only, and not the exception as a cause: Jackson's message (and a getter's
         // exception it wraps) may quote the value or a key, and a logged cause prints it.
@@ -415,10 +436,22 @@ public final class OutboxMessage {
       return this;
     }
 
-    /** Whether Jackson stopped at the nesting limit: it may wrap its generator's exception. */
-    private static boolean tooDeep(Throwable e) {
+    private static IllegalArgumentException tooDeep() {
+      return new IllegalArgumentException(
+          "payload nests deeper than "
+              + MAX_PAYLOAD_NESTING
+              + " levels, more than the relay reads (PAYLOAD_INVALID_JSON)");
+    }
+
+    /**
+     * Whether Jackson stopped at its own nesting limit (it may wrap its generator's exception). By
+     * the class's name: it exists only from jackson-core 2.15, and the library runs on older.
+     */
+    private static boolean stoppedAtItsNestingLimit(Throwable e) {
       for (Throwable t = e; t != null; t = t.getCause()) {
-        if (t instanceof StreamConstraintsException) {
+        if (t.getClass()
+            .getName()
+            .equals("com.fasterxml.jackson.core.exc.StreamConstraintsException")) {
           return true;
         }
       }

@@ -301,6 +301,28 @@ class OutboxMessageTest {
         "payload nests deeper than 900 levels, more than the relay reads (PAYLOAD_INVALID_JSON)",
         e.getMessage());
     assertNull(e.getCause());
+
+    Object pastJacksonsOwnLimit = tooDeep;
+    for (int level = 901; level <= 1000; level++) {
+      pastJacksonsOwnLimit = List.of(pastJacksonsOwnLimit);
+    }
+    Object deeperStill = pastJacksonsOwnLimit;
+    assertEquals(
+        e.getMessage(),
+        assertThrows(IllegalArgumentException.class, () -> order().jsonPayload(deeperStill))
+            .getMessage(),
+        "Jackson's own limit (1,000) said the same way");
+  }
+
+  /** Brackets inside strings, escaped quotes and multi-byte characters do not count. */
+  @Test
+  void nestingIsCountedOutsideStrings() {
+    assertEquals(
+        4,
+        OutboxMessage.nestingDepth(
+            "{\"a\":\"[[{\\\"}\",\"ü[\":[1,{\"c\":[]}],\"d\":{}}"
+                .getBytes(StandardCharsets.UTF_8)));
+    assertEquals(0, OutboxMessage.nestingDepth("\"[{\"".getBytes(StandardCharsets.UTF_8)));
   }
 
   /**
