@@ -62,16 +62,19 @@ final class InFlightLedger {
   private final AtomicLong bytes = new AtomicLong();
 
   void add(ClaimedMessage message) {
-    Entry entry =
-        new Entry(
-            message.messageId(),
-            message.seq(),
-            message.instanceKey(),
-            message.lease(),
-            message.attempts(),
-            recordBytes(message));
+    Entry entry = entryOf(message);
     Entry replaced = entries.put(message.messageId(), entry);
     bytes.addAndGet(entry.bytes() - (replaced == null ? 0 : replaced.bytes()));
+  }
+
+  private static Entry entryOf(ClaimedMessage message) {
+    return new Entry(
+        message.messageId(),
+        message.seq(),
+        message.instanceKey(),
+        message.lease(),
+        message.attempts(),
+        recordBytes(message));
   }
 
   /** The estimated size of the record of {@code message}: its payload, headers and overhead. */
@@ -85,14 +88,7 @@ final class InFlightLedger {
 
   /** Exactly once: the dead-letter record of {@code message}, parked, handed to Connect. */
   void addParked(ClaimedMessage message) {
-    Entry entry =
-        new Entry(
-            message.messageId(),
-            message.seq(),
-            message.instanceKey(),
-            message.lease(),
-            message.attempts(),
-            recordBytes(message));
+    Entry entry = entryOf(message);
     Entry replaced = parked.put(new LostClaim(message.messageId(), message.lease().token()), entry);
     bytes.addAndGet(entry.bytes() - (replaced == null ? 0 : replaced.bytes()));
   }
