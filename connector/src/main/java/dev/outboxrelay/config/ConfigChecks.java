@@ -278,6 +278,10 @@ final class ConfigChecks {
    * Avro converters of the field: each refuses a member name that is not an Avro name. Confluent's
    * first: only it can scrub such names.
    */
+  /** Confluent's Protobuf converter, whose refusals an inferred schema avoids (InferredSchema). */
+  static final String CONFLUENT_PROTOBUF_CONVERTER =
+      "io.confluent.connect.protobuf.ProtobufConverter";
+
   static final List<String> AVRO_CONVERTERS =
       List.of(
           "io.confluent.connect.avro.AvroConverter",
@@ -333,7 +337,7 @@ final class ConfigChecks {
       java.util.stream.Stream.concat(
               AVRO_CONVERTERS.stream(),
               java.util.stream.Stream.of(
-                  "io.confluent.connect.protobuf.ProtobufConverter",
+                  CONFLUENT_PROTOBUF_CONVERTER,
                   "io.confluent.connect.json.JsonSchemaConverter",
                   "io.apicurio.registry.utils.converter.ProtobufConverter",
                   "io.apicurio.registry.utils.converter.ExtJsonConverter"))

@@ -341,9 +341,14 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " one set only on the worker is not seen, and fails the task on such a name. With any"
           + " Avro value.converter in the connector's configuration, scrubbing names or not, so is"
           + " a payload with two different structs of one name (objects in an array of arrays are"
-          + " named by their members alone), which Avro cannot define twice, and one nested deeper"
-          + " than about 225 objects (Avro's schema text nests twice as deep as JsonConverter's,"
-          + " past what Jackson writes). JsonConverter with schemas.enable=true writes the schema"
+          + " named by their members alone), which Avro cannot define twice, or one named as an"
+          + " Avro primitive type (int, string, ...), and one nested deeper than about 225 objects"
+          + " (Avro's schema text nests twice as deep as JsonConverter's, past what Jackson"
+          + " writes). With Confluent's Protobuf value.converter in the connector's configuration,"
+          + " so is a payload it refuses: a member name that is not a Protobuf identifier (ASCII"
+          + " letters, digits and '_', not starting with a digit; unless"
+          + " value.converter.scrub.invalid.names=true), a null element of an array, an array of"
+          + " arrays. JsonConverter with schemas.enable=true writes the schema"
           + " into every record (a path name per struct: a deep or wide payload's schema can be"
           + " many times its size): with value.converter=JsonConverter in the connector's own"
           + " configuration it is counted against max.request.size (RECORD_TOO_LARGE); set only"
@@ -1121,12 +1126,24 @@ public class OutboxSourceConfig extends AbstractConfig {
         || payloadFormat() != PayloadFormat.JSON) {
       return Optional.empty();
     }
+    InferredSchema.NullMembers nulls =
+        choice(PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG, InferredSchema.NullMembers.class);
+    if (valueConverterIs(ConfigChecks.CONFLUENT_PROTOBUF_CONVERTER)) {
+      return Optional.of(
+          InferredSchema.forProtobuf(columnMapping().payload(), nulls, scrubsNames()));
+    }
     return Optional.of(
         new InferredSchema(
             columnMapping().payload(),
-            choice(PAYLOAD_JSON_NULL_BEHAVIOR_CONFIG, InferredSchema.NullMembers.class),
+            nulls,
             avroValueConverter() && !scrubsNames(),
             avroValueConverter()));
+  }
+
+  /** Whether the connector's own value converter is {@code converter} (or its alias). */
+  private boolean valueConverterIs(String converter) {
+    String name = ConfigChecks.pluginName(originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER));
+    return name != null && ConfigChecks.isPlugin(name, converter);
   }
 
   /**
@@ -1140,7 +1157,7 @@ public class OutboxSourceConfig extends AbstractConfig {
   }
 
   /**
-   * Whether the Avro converter scrubs names that are not Avro names (Confluent's, with {@code
+   * Whether the Avro or Protobuf converter scrubs names it cannot take (Confluent's, with {@code
    * scrub.invalid.names=true}) instead of refusing them. A transform that renames members is not
    * seen: the row is parked where the converter might have taken it renamed.
    */
@@ -1150,7 +1167,8 @@ public class OutboxSourceConfig extends AbstractConfig {
     String name = ConfigChecks.pluginName(originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER));
     Object scrub = originals().get(ConfigChecks.CONNECT_VALUE_CONVERTER + ".scrub.invalid.names");
     return name != null
-        && ConfigChecks.isPlugin(name, ConfigChecks.AVRO_CONVERTERS.get(0))
+        && (ConfigChecks.isPlugin(name, ConfigChecks.AVRO_CONVERTERS.get(0))
+            || ConfigChecks.isPlugin(name, ConfigChecks.CONFLUENT_PROTOBUF_CONVERTER))
         && scrub != null
         && "true".equalsIgnoreCase(scrub.toString().trim());
   }

@@ -18,9 +18,21 @@ import java.util.Objects;
  *     names or not ({@code avroNames} implies it): Avro writes a schema's text twice as deep as
  *     JsonConverter (four levels per optional struct: the union, the record, its fields, the
  *     field), and past Jackson's 1,000 levels it fails the task at every claim of the row
+ * @param protobufNames whether member names must be Protobuf identifiers (ASCII letters, digits and
+ *     '_', not starting with a digit): the connector's value converter is Confluent's Protobuf
+ *     converter without {@code scrub.invalid.names}, which refuses any other name
+ * @param protobufConverter whether the connector's value converter is Confluent's Protobuf
+ *     converter ({@code protobufNames} implies it), which refuses an array of arrays ("Array cannot
+ *     be nested") and a null element of an array (a NullPointerException): either failed the task
+ *     at every claim of the row
  */
 public record InferredSchema(
-    String rootName, NullMembers nullMembers, boolean avroNames, boolean avroConverter) {
+    String rootName,
+    NullMembers nullMembers,
+    boolean avroNames,
+    boolean avroConverter,
+    boolean protobufNames,
+    boolean protobufConverter) {
 
   /** Debezium's {@code table.json.payload.null.behavior}. */
   public enum NullMembers {
@@ -38,6 +50,24 @@ public record InferredSchema(
     if (avroNames && !avroConverter) {
       throw new IllegalArgumentException("Avro names are an Avro converter's");
     }
+    if (protobufNames && !protobufConverter) {
+      throw new IllegalArgumentException("Protobuf names are a Protobuf converter's");
+    }
+    if (avroConverter && protobufConverter) {
+      throw new IllegalArgumentException("one value converter: Avro or Protobuf");
+    }
+  }
+
+  /** For an Avro converter ({@code avroConverter}, keeping names or not), or none of the two. */
+  public InferredSchema(
+      String rootName, NullMembers nullMembers, boolean avroNames, boolean avroConverter) {
+    this(rootName, nullMembers, avroNames, avroConverter, false, false);
+  }
+
+  /** For Confluent's Protobuf converter; {@code scrubsNames}: its scrub.invalid.names. */
+  public static InferredSchema forProtobuf(
+      String rootName, NullMembers nullMembers, boolean scrubsNames) {
+    return new InferredSchema(rootName, nullMembers, false, false, !scrubsNames, true);
   }
 
   /** {@code avroNames}: an Avro converter that keeps names as they are. */

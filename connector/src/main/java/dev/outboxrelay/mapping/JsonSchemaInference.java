@@ -254,6 +254,31 @@ final class JsonSchemaInference {
     if (settings.avroNames() && !isAvroName(member)) {
       throw new DataException("not an Avro name"); // taken as uninferable, as Connect's refusals
     }
+    if (settings.protobufNames() && !isProtobufName(member)) {
+      throw new DataException("not a Protobuf name"); // as the Avro one
+    }
+  }
+
+  /**
+   * A name Protobuf's descriptors take without scrubbing: ASCII letters, digits and '_', not
+   * starting with a digit ({@code order-id}, {@code 1st}, {@code größe} and {@code a.b} are
+   * refused, "is not a valid identifier").
+   */
+  private static boolean isProtobufName(String name) {
+    if (name.isEmpty() || isAsciiDigit(name.charAt(0))) {
+      return false;
+    }
+    for (int i = 0; i < name.length(); i++) {
+      char c = name.charAt(i);
+      if (!(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isAsciiDigit(c) || c == '_')) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static boolean isAsciiDigit(char c) {
+    return c >= '0' && c <= '9';
   }
 
   /**
@@ -334,6 +359,15 @@ final class JsonSchemaInference {
       throws JsonValues.MalformedJson, JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
     ArrayShape shape = new ArrayShape();
     List<Shape> typed = new ArrayList<>();
+    if (settings.protobufConverter()) {
+      for (JsonNode element : array) {
+        // A repeated field holds no null and no repeated field: Confluent's converter throws on
+        // either (a NullPointerException, "Array cannot be nested") at every claim of the row.
+        if (element.isNull() || element.isArray()) {
+          throw new Uninferable();
+        }
+      }
+    }
     for (JsonNode element : array) {
       if (element.isNull()) {
         shape.hasNullElement = true;

@@ -556,6 +556,24 @@ class OutboxSourceConfigTest {
     assertTrue(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroNames());
     props.put("value.converter", "io.confluent.connect.json.JsonSchemaConverter");
     assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroConverter());
+    assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().protobufConverter());
+  }
+
+  /** Confluent's Protobuf converter: its refusals, and names held to its rule unless it scrubs. */
+  @Test
+  void aProtobufValueConverterHoldsInferredSchemasToItsRules() {
+    Map<String, String> props = with("payload.format", "json");
+    props.put("payload.json.schema", "inferred");
+    props.put("value.converter", "io.confluent.connect.protobuf.ProtobufConverter");
+    InferredSchema keeping = new OutboxSourceConfig(props).inferredSchema().orElseThrow();
+    assertTrue(keeping.protobufConverter());
+    assertTrue(keeping.protobufNames());
+    assertFalse(keeping.avroConverter());
+
+    props.put("value.converter.scrub.invalid.names", "true");
+    InferredSchema scrubbing = new OutboxSourceConfig(props).inferredSchema().orElseThrow();
+    assertTrue(scrubbing.protobufConverter(), "arrays are still its rule");
+    assertFalse(scrubbing.protobufNames());
   }
 
   @Test

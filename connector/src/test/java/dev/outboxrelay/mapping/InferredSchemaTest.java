@@ -404,6 +404,48 @@ class InferredSchemaTest {
   }
 
   /**
+   * With Confluent's Protobuf value converter, what it refuses at every claim of the row is parked:
+   * a member name that is not a Protobuf identifier (unless it scrubs names), a null element of an
+   * array (a NullPointerException in the converter) and an array of arrays ("Array cannot be
+   * nested"). Other converters take them all.
+   */
+  @Test
+  void whatAProtobufConverterRefusesIsParkedForIt() {
+    RecordMapper protobuf =
+        mapper(InferredSchema.forProtobuf("payload", NullMembers.IGNORE, false));
+    RecordMapper scrubbing =
+        mapper(InferredSchema.forProtobuf("payload", NullMembers.IGNORE, true));
+    for (String payload :
+        List.of(
+            "{\"order-id\":1}",
+            "{\"1st\":1}",
+            "{\"gr\u00f6\u00dfe\":1}",
+            "{\"o\":{\"a.b\":1}}",
+            "{\"tags\":[\"a\",null]}",
+            "{\"m\":[null]}",
+            "{\"m\":[[1,2],[3]]}",
+            "{\"m\":[{\"n\":[[]]}]}")) {
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+          assertInstanceOf(
+                  Unpublishable.class, protobuf.map(row().payload(payload).build()), payload)
+              .reasonCode(),
+          payload);
+      assertInstanceOf(
+          Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+    }
+    for (String payload : List.of("{\"order-id\":1}", "{\"1st\":1}")) {
+      assertInstanceOf(Mapped.class, scrubbing.map(row().payload(payload).build()), payload);
+    }
+    String arrays = "{\"m\":[[1]]}";
+    assertInstanceOf(Unpublishable.class, scrubbing.map(row().payload(arrays).build()), arrays);
+
+    String taken =
+        "{\"x_1\":1,\"_x\":2,\"Tags\":[\"a\",\"b\"],\"o\":{\"i\":[1]},\"e\":[],\"n\":null}";
+    assertInstanceOf(Mapped.class, protobuf.map(row().payload(taken).build()), taken);
+  }
+
+  /**
    * With an Avro value converter, a member name that is not an Avro name is parked: the converter
    * would refuse it and fail the task at every claim of the row. A null member left out names no
    * field; other converters take any name.
