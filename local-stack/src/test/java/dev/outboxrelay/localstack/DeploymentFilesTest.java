@@ -359,6 +359,26 @@ class DeploymentFilesTest {
         "the PrometheusRule holds config/metrics/alerts.yml's groups as they are");
   }
 
+  /**
+   * No step an adopter copies puts a password on a command line: argv shows in ps, the shell keeps
+   * it in its history, and a server logging DDL writes a CREATE ROLE ... PASSWORD whole.
+   */
+  @Test
+  void noCopiedStepPutsAPasswordOnACommandLine() throws java.io.IOException {
+    List<Path> files = new ArrayList<>();
+    for (String dir : List.of("docs", "manifests", "config", "docker")) {
+      try (java.util.stream.Stream<Path> walk = Files.walk(RepoFiles.file(dir))) {
+        walk.filter(Files::isRegularFile).forEach(files::add);
+      }
+    }
+    files.add(RepoFiles.file("README.md"));
+    Pattern onACommandLine = Pattern.compile("PASSWORD '|--from-literal=password");
+    for (Path file : files) {
+      String text = Files.readString(file);
+      assertFalse(onACommandLine.matcher(text).find(), () -> file + " puts a password in argv");
+    }
+  }
+
   @Test
   void strimziResourcesReferToEachOther() {
     JsonNode connect = RepoFiles.yaml("manifests/kafka-connect.yaml");
