@@ -580,15 +580,8 @@ final class ConfigChecks {
   static ProducerOrder producerOrder(Function<String, Object> parsed, Map<String, ?> raw) {
     if (!Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG))
         || exactlyOnce(parsed)
-        || !(raw.get(PRODUCER_MAX_IN_FLIGHT_CONFIG) instanceof String inFlight)) {
+        || !inFlightAbove(raw, 1)) { // not a number: the producer refuses it, naming the setting
       return ProducerOrder.KEPT;
-    }
-    try {
-      if (Integer.parseInt(inFlight.trim()) <= 1) {
-        return ProducerOrder.KEPT;
-      }
-    } catch (NumberFormatException e) {
-      return ProducerOrder.KEPT; // the producer refuses it, naming the setting
     }
     if (!(raw.get(PRODUCER_IDEMPOTENCE_CONFIG) instanceof String idempotence)) {
       return ProducerOrder.UNSEEN;
@@ -652,14 +645,8 @@ final class ConfigChecks {
 
   /** Whether the in-flight override is a number above {@code limit} (else the producer judges). */
   private static boolean inFlightAbove(Map<String, ?> raw, int limit) {
-    if (!(raw.get(PRODUCER_MAX_IN_FLIGHT_CONFIG) instanceof String inFlight)) {
-      return false;
-    }
-    try {
-      return Integer.parseInt(inFlight.trim()) > limit;
-    } catch (NumberFormatException e) {
-      return false; // the producer refuses it, naming the setting
-    }
+    Long inFlight = wholeNumber(raw.get(PRODUCER_MAX_IN_FLIGHT_CONFIG));
+    return inFlight != null && inFlight > limit;
   }
 
   /** Connect's per-connector error tolerance of converters and transforms. */

@@ -96,6 +96,9 @@ final class ClaimLoop {
    */
   private volatile List<HeldLease> unusedClaim = List.of();
 
+  /** Exactly once: SUSPECT_LOCKED was said, and no suspect's claim has succeeded since. */
+  private boolean suspectLockedSaid;
+
   /**
    * Exactly once, the rows of each claim not yet handed to Connect, by batch, written under {@link
    * #claiming}: at a stop, the batches Connect never got are given back by them. More than one: a
@@ -103,9 +106,6 @@ final class ClaimLoop {
    * ahead, and giving back only the last left the dropped one leased for the next instance's
    * recovery, which takes its rows for suspects.
    */
-  /** Exactly once: SUSPECT_LOCKED was said, and no suspect's claim has succeeded since. */
-  private boolean suspectLockedSaid;
-
   private final NavigableMap<Long, List<HeldLease>> claimsNotHandedOver =
       new ConcurrentSkipListMap<>();
 

@@ -26,13 +26,14 @@ import org.slf4j.LoggerFactory;
 final class DeadLetterCopies {
   private static final Logger log = LoggerFactory.getLogger(DeadLetterCopies.class);
 
-  /**
-   * Positions kept while the database is away; older ones beyond it are dropped. At least what one
-   * transaction may commit (the task's in-flight limit and a claim beyond it, which count dead
-   * letters too), so that a healthy database never has one dropped between two polls.
-   */
+  /** Positions kept while the database is away; older ones beyond it are dropped. */
   static final int MAX_PENDING = 10_000;
 
+  /**
+   * {@link #MAX_PENDING}, or what one transaction may commit if more (the task's in-flight limit
+   * and a claim beyond it, which count dead letters too): a healthy database never has a position
+   * dropped between two polls.
+   */
   private final int maxPending;
 
   /**
