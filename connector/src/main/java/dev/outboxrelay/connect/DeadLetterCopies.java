@@ -42,6 +42,12 @@ final class DeadLetterCopies {
    */
   static final long RETRY_AFTER_MS = 30_000;
 
+  /**
+   * How long one poll writes positions (one statement each) before it leaves the rest to the next:
+   * Connect stops a task only once its poll returns, within 5 s for the whole stop.
+   */
+  static final long WRITING_PER_POLL_MS = 1_000;
+
   private final OutboxStore store;
   private final StoreHealth health;
   private final RelayMetrics metrics;
@@ -135,14 +141,20 @@ final class DeadLetterCopies {
   }
 
   /**
-   * Records the positions committed since the last poll; keeps them while the database is away,
-   * tried again {@link #RETRY_AFTER_MS} after a failure. Task thread only.
+   * Records the positions committed since the last poll, for {@link #WRITING_PER_POLL_MS} at most;
+   * keeps them while the database is away, tried again {@link #RETRY_AFTER_MS} after a failure.
+   * Task thread only.
    */
   void record() {
-    if (pending.isEmpty() || time.hiResClockMs() < nextAttemptMs) {
+    long startedMs = time.hiResClockMs();
+    if (pending.isEmpty() || startedMs < nextAttemptMs) {
       return;
     }
-    for (Copy next = take(); next != null; next = take()) {
+    while (time.hiResClockMs() - startedMs < WRITING_PER_POLL_MS) {
+      Copy next = take();
+      if (next == null) {
+        return;
+      }
       try {
         if (!store.recordDeadLetterCopy(
             next.messageId(), next.token(), next.epoch(), next.batch(), next.position())) {

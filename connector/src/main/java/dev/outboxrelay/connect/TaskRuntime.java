@@ -193,7 +193,8 @@ final class TaskRuntime {
             metrics,
             settings.owner(),
             exactlyOnce,
-            store);
+            store,
+            time);
   }
 
   /** The task's exactly-once state, or null in at-least-once mode. */

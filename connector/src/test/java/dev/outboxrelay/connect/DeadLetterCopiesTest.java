@@ -204,6 +204,35 @@ class DeadLetterCopiesTest {
     assertNull(f.store.find("a").orElseThrow().kafka(), "nothing written after the stop");
   }
 
+  /**
+   * One poll writes positions (a statement each) for {@link DeadLetterCopies#WRITING_PER_POLL_MS}
+   * at most, and the next poll goes on: Connect stops a task only once its poll returns, within 5 s
+   * for the whole stop.
+   */
+  @Test
+  void aPollWritesPositionsForABoundedTimeAndTheNextGoesOn() {
+    long epoch = store.newEpoch();
+    List<String> ids = List.of("a", "b", "c", "d", "e");
+    for (String id : ids) {
+      copies.committed(id, parked(id, epoch).lease().token(), epoch, 1, COPY);
+    }
+    long step = DeadLetterCopies.WRITING_PER_POLL_MS * 2 / 5; // three writes pass the bound
+    store.beforeDeadLetterCopy = () -> time.sleep(step);
+
+    copies.record();
+
+    assertEquals(2, copies.pending(), "the first three written, then the poll returns");
+    assertEquals(COPY, f.store.find("c").orElseThrow().kafka());
+    assertNull(f.store.find("d").orElseThrow().kafka());
+
+    copies.record();
+
+    assertEquals(0, copies.pending());
+    for (String id : ids) {
+      assertEquals(COPY, f.store.find(id).orElseThrow().kafka(), id);
+    }
+  }
+
   /** While the database is away, at most MAX_PENDING positions are kept: the oldest go first. */
   @Test
   void theOldestPositionsGoFirstPastTheBound() {

@@ -1618,6 +1618,9 @@ class OutboxSourceTaskTest {
     /** While set, runs at the start of each retryLater. */
     volatile Runnable beforeRetryLater;
 
+    /** While set, runs at the start of each recordDeadLetterCopy. */
+    volatile Runnable beforeDeadLetterCopy;
+
     /** Thrown by the next batch publish: a bug, not a store failure. */
     volatile RuntimeException publishBug;
 
@@ -1821,6 +1824,10 @@ class OutboxSourceTaskTest {
         long batch,
         dev.outboxrelay.store.KafkaCoordinates copy) {
       check();
+      Runnable before = beforeDeadLetterCopy;
+      if (before != null) {
+        before.run();
+      }
       return delegate.recordDeadLetterCopy(messageId, token, epoch, batch, copy);
     }
 
