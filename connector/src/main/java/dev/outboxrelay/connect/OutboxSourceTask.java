@@ -292,16 +292,12 @@ public class OutboxSourceTask extends SourceTask {
 
   /**
    * Exactly-once: the next batch, its parks written first; only then is the next one claimed ahead.
-   * A batch still held (a park failed, or its parks took longer than a poll may park) is released
-   * first, and nothing is claimed meanwhile.
+   * A batch held because a park failed is retried first, and nothing is claimed meanwhile.
    */
   private List<SourceRecord> handOverNextBatch() {
     RecordHandoff handoff = runtime.handoff();
     if (handoff.hasHeld()) {
       List<SourceRecord> records = handoff.releaseHeld();
-      if (handoff.hasHeld()) {
-        return null; // parks left for the next poll, which Connect calls at once
-      }
       claimAheadAfter(ClaimPrefetch.Batch.HAD_ROWS);
       return handOver(records, true);
     }
@@ -312,9 +308,6 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     List<SourceRecord> records = handoff.handOver(batch.positioned());
-    if (handoff.hasHeld()) {
-      return null; // parks left for the next poll, which Connect calls at once
-    }
     claimAheadAfter(batch);
     return handOver(records, batch.claimed() > 0);
   }

@@ -21,7 +21,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.slf4j.Logger;
@@ -55,15 +54,6 @@ final class RecordHandoff {
   private final String owner;
   private final ExactlyOnceState exactlyOnce;
   private final OutboxStore store;
-  private final Time time;
-
-  /**
-   * Exactly-once: how long one poll writes a held batch's parks (one statement each) before it
-   * returns and leaves the rest to the next poll, the batch still held. Connect stops a task only
-   * once its poll returns, and bounds the whole stop by {@code task.shutdown.graceful.timeout.ms}
-   * (5 s): a batch of thousands of unpublishable rows held the poll for 10-30 s.
-   */
-  static final long PARKING_PER_POLL_MS = 1_000;
 
   /**
    * Exactly-once: the batch being handed over whose parks are not all written yet, or null. Set and
@@ -83,13 +73,12 @@ final class RecordHandoff {
       Predicate<PendingOutcome> submit,
       RelayMetrics metrics,
       String owner) {
-    this(mapper, ledger, submit, metrics, owner, null, null, null);
+    this(mapper, ledger, submit, metrics, owner, null, null);
   }
 
   /**
    * @param exactlyOnce the task's exactly-once state, or null in at-least-once mode
    * @param store where an exactly-once batch parks its unpublishable rows, on the task thread
-   * @param time what bounds the parking of one poll ({@link #PARKING_PER_POLL_MS})
    */
   RecordHandoff(
       RecordMapper mapper,
@@ -98,11 +87,9 @@ final class RecordHandoff {
       RelayMetrics metrics,
       String owner,
       ExactlyOnceState exactlyOnce,
-      OutboxStore store,
-      Time time) {
+      OutboxStore store) {
     this.exactlyOnce = exactlyOnce;
     this.store = store;
-    this.time = time;
     this.mapper = mapper;
     this.map = mapper::map;
     this.ledger = ledger;
@@ -174,8 +161,7 @@ final class RecordHandoff {
 
   /**
    * Exactly-once: writes the held batch's remaining parks, then hands its records over (none when a
-   * stop {@linkplain #forgetHeld forgot} the batch meanwhile). Parks left after {@link
-   * #PARKING_PER_POLL_MS} wait for the next call, the batch held and nothing handed over.
+   * stop {@linkplain #forgetHeld forgot} the batch meanwhile).
    *
    * @throws dev.outboxrelay.store.OutboxStoreException if a park cannot be written; the batch stays
    *     held
@@ -185,13 +171,9 @@ final class RecordHandoff {
     if (batch == null) {
       return List.of();
     }
-    long startedMs = time.hiResClockMs();
     while (!batch.parks.isEmpty()) {
       if (held.get() != batch) {
         return List.of(); // a stop forgot the batch: park no more of it, hand nothing over
-      }
-      if (time.hiResClockMs() - startedMs >= PARKING_PER_POLL_MS) {
-        return List.of(); // the next poll parks on: this one returns, so that a stop can come
       }
       Park park = batch.parks.peek();
       boolean retried = batch.attempted == park; // still at the head: its last attempt threw

@@ -193,8 +193,7 @@ final class TaskRuntime {
             metrics,
             settings.owner(),
             exactlyOnce,
-            store,
-            time);
+            store);
   }
 
   /** The task's exactly-once state, or null in at-least-once mode. */

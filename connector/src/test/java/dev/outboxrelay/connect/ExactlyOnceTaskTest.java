@@ -123,12 +123,6 @@ class ExactlyOnceTaskTest {
   /** When set, {@code markFailed} counts the first down and waits for the second before it runs. */
   private volatile CountDownLatch[] parkPause;
 
-  /** How far each park moves the task's clock ahead, when {@link #time} is {@link #skewed}. */
-  private volatile long parkTakesMs;
-
-  /** The system's clock, moved ahead {@link #parkTakesMs} by each park. */
-  private final SkewedTime skewed = new SkewedTime();
-
   /** While set, reading the committed offsets fails at once (the offsets topic refused). */
   private volatile boolean offsetsUnreadable;
 
@@ -803,40 +797,6 @@ class ExactlyOnceTaskTest {
         UnpublishableReasons.PAYLOAD_TOO_LARGE,
         store.find("too-large").orElseThrow().lastFailureCode());
     assertEquals(List.of("later"), task.poll().stream().map(SourceOffsets::messageId).toList());
-  }
-
-  /**
-   * A poll writes a held batch's parks (a statement each) for {@link
-   * RecordHandoff#PARKING_PER_POLL_MS} at most; the next poll parks on, nothing claimed meanwhile,
-   * and the batch leaves whole once every park is written. Connect stops a task only once its poll
-   * returns (5 s for the whole stop): a batch of thousands of such rows held the poll 10-30 s.
-   */
-  @Test
-  void aPollParksForABoundedTimeAndTheNextParksOnBeforeTheBatchLeaves() {
-    for (int i = 0; i < 5; i++) {
-      add("big-" + i, "agg-" + i, 100);
-    }
-    add("good", "agg-9", 10);
-    time = skewed;
-    parkTakesMs = RecordHandoff.PARKING_PER_POLL_MS * 2 / 5; // three parks pass the bound
-    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
-
-    assertNull(task.poll(), "three parked, then the poll returns; nothing leaves");
-    assertEquals(
-        List.of(MessageStatus.FAILED, MessageStatus.FAILED, MessageStatus.FAILED),
-        Stream.of("big-0", "big-1", "big-2")
-            .map(id -> store.find(id).orElseThrow().status())
-            .toList());
-    assertEquals(MessageStatus.IN_FLIGHT, store.find("big-3").orElseThrow().status());
-    assertEquals(1, claims.size(), "nothing claimed ahead while the batch is held");
-
-    List<SourceRecord> records = task.poll();
-
-    assertEquals(MessageStatus.FAILED, store.find("big-4").orElseThrow().status());
-    assertEquals(
-        List.of("big-0", "big-1", "big-2", "big-3", "big-4", "good"),
-        records.stream().map(SourceOffsets::messageId).toList());
-    assertEquals(5, task.metrics().deadLettered.get());
   }
 
   /**
@@ -1636,9 +1596,6 @@ class ExactlyOnceTaskTest {
                   && (parksFail || parksBeforeFailing.getAndDecrement() == 0)) {
                 throw outage("park");
               }
-              if (method.getName().equals("markFailed")) {
-                skewed.ahead(parkTakesMs);
-              }
               CountDownLatch[] pause = parkPause;
               if (pause != null && method.getName().equals("markFailed")) {
                 pause[0].countDown();
@@ -1707,38 +1664,6 @@ class ExactlyOnceTaskTest {
                 throw e.getCause();
               }
             });
-  }
-
-  /** The system's clock, which a test moves ahead: it never goes back, as a monotonic one. */
-  private static final class SkewedTime implements Time {
-    private final java.util.concurrent.atomic.AtomicLong aheadMs =
-        new java.util.concurrent.atomic.AtomicLong();
-
-    void ahead(long ms) {
-      aheadMs.addAndGet(ms);
-    }
-
-    @Override
-    public long milliseconds() {
-      return SYSTEM.milliseconds() + aheadMs.get();
-    }
-
-    @Override
-    public long nanoseconds() {
-      return SYSTEM.nanoseconds() + TimeUnit.MILLISECONDS.toNanos(aheadMs.get());
-    }
-
-    @Override
-    public void sleep(long ms) {
-      SYSTEM.sleep(ms);
-    }
-
-    @Override
-    public void waitObject(
-        Object obj, java.util.function.Supplier<Boolean> condition, long deadline)
-        throws InterruptedException {
-      SYSTEM.waitObject(obj, condition, deadline - aheadMs.get());
-    }
   }
 
   private final class Context implements SourceTaskContext {
