@@ -14,7 +14,7 @@ import java.util.TreeSet;
  * The headline figures of each connector, from the {@code outbox_relay_*} series that the rules of
  * config/metrics/jmx-exporter.yml make of the tasks' MBeans: counts summed over the connector's
  * tasks, the age of the oldest undelivered row the largest over them (only task 0 measures the
- * backlog and the age; the other tasks report 0).
+ * backlog and the age; the other tasks export neither).
  */
 record RelayFigures(String connector, SortedSet<String> tasks, Map<Figure, Double> values) {
 
@@ -25,6 +25,7 @@ record RelayFigures(String connector, SortedSet<String> tasks, Map<Figure, Doubl
     EXHAUSTED("outbox_relay_exhausted_total", false),
     BACKLOG_PENDING("outbox_relay_backlog_pending_records", false),
     BACKLOG_IN_FLIGHT("outbox_relay_backlog_in_flight_records", false),
+    BACKLOG_AMBIGUOUS("outbox_relay_backlog_ambiguous_records", false),
     BACKLOG_FAILED("outbox_relay_backlog_failed_records", false),
     BACKLOG_EXHAUSTED("outbox_relay_backlog_exhausted_records", false),
     LAG_MS("outbox_relay_lag_ms", true);
@@ -87,6 +88,8 @@ record RelayFigures(String connector, SortedSet<String> tasks, Map<Figure, Doubl
             + count(Figure.BACKLOG_PENDING)
             + ", in flight "
             + count(Figure.BACKLOG_IN_FLIGHT)
+            + ", awaiting retry "
+            + count(Figure.BACKLOG_AMBIGUOUS)
             + ", failed "
             + count(Figure.BACKLOG_FAILED)
             + ", exhausted "

@@ -192,7 +192,8 @@ class LocalStackIT {
                           + " connector\\):\\n"
                           + "    outbox-relay-local \\(1 task\\): published 4, claims lost 0,"
                           + " retried 0, exhausted 0\\n"
-                          + "      backlog: pending \\d+, in flight \\d+, failed 0, exhausted 0;"
+                          + "      backlog: pending \\d+, in flight \\d+, awaiting retry 0, failed 0,"
+                          + " exhausted 0;"
                           + " oldest undelivered row [^\\n]+ \\(lag\\)\\n.*"),
                   out);
             });

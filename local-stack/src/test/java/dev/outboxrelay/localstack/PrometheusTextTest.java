@@ -32,6 +32,7 @@ class PrometheusTextTest {
       outbox_relay_backlog_pending_records{connector="outbox-relay-local",task="1"} 0.0
       outbox_relay_backlog_in_flight_records{connector="outbox-relay-local",task="0"} 5.0
       outbox_relay_backlog_in_flight_records{connector="outbox-relay-local",task="1"} 0.0
+      outbox_relay_backlog_ambiguous_records{connector="outbox-relay-local",task="0"} 3.0
       outbox_relay_backlog_failed_records{connector="outbox-relay-local",task="0"} 1.0
       outbox_relay_backlog_failed_records{connector="outbox-relay-local",task="1"} 0.0
       outbox_relay_backlog_exhausted_records{connector="outbox-relay-local",task="0"} 0.0
@@ -44,7 +45,7 @@ class PrometheusTextTest {
   @Test
   void readsNamesLabelsAndValuesAndSkipsComments() {
     List<PrometheusText.Sample> samples = PrometheusText.parse(SCRAPE);
-    assertEquals(22, samples.size());
+    assertEquals(23, samples.size());
     assertEquals(new PrometheusText.Sample("jvm_threads_current", Map.of(), 61.0), samples.get(0));
     assertEquals(
         new PrometheusText.Sample(
@@ -52,7 +53,7 @@ class PrometheusTextTest {
             Map.of("connector", "outbox-relay-local", "task", "1"),
             3.0),
         samples.get(2));
-    assertEquals("running", samples.get(21).label("status"));
+    assertEquals("running", samples.get(22).label("status"));
     assertEquals("", samples.get(0).label("connector"));
   }
 

@@ -23,6 +23,7 @@ class RelayFiguresTest {
     assertEquals(0.0, local.get(Figure.EXHAUSTED));
     assertEquals(12.0, local.get(Figure.BACKLOG_PENDING));
     assertEquals(5.0, local.get(Figure.BACKLOG_IN_FLIGHT));
+    assertEquals(3.0, local.get(Figure.BACKLOG_AMBIGUOUS));
     assertEquals(1.0, local.get(Figure.BACKLOG_FAILED));
     assertEquals(0.0, local.get(Figure.BACKLOG_EXHAUSTED));
   }
@@ -42,13 +43,13 @@ class RelayFiguresTest {
     assertEquals(
         List.of(
             "outbox-relay-local (2 tasks): published 7, claims lost 1, retried 3, exhausted 0",
-            "  backlog: pending 12, in flight 5, failed 1, exhausted 0;"
+            "  backlog: pending 12, in flight 5, awaiting retry 3, failed 1, exhausted 0;"
                 + " oldest undelivered row 4.3 s (lag)"),
         FIGURES.get("outbox-relay-local").lines());
     assertEquals(
         List.of(
             "outbox-relay-us (1 task): published 2, claims lost 0, retried ?, exhausted ?",
-            "  backlog: pending ?, in flight ?, failed ?, exhausted ?;"
+            "  backlog: pending ?, in flight ?, awaiting retry ?, failed ?, exhausted ?;"
                 + " oldest undelivered row ? (lag)"),
         FIGURES.get("outbox-relay-us").lines());
   }

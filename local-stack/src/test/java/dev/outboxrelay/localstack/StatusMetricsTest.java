@@ -147,7 +147,7 @@ class StatusMetricsTest {
                 + ", all tasks of each connector):\n"
                 + "    outbox-relay-local (2 tasks): published 7, claims lost 1, retried 3,"
                 + " exhausted 0\n"
-                + "      backlog: pending 12, in flight 5, failed 1, exhausted 0;"
+                + "      backlog: pending 12, in flight 5, awaiting retry 3, failed 1, exhausted 0;"
                 + " oldest undelivered row 4.3 s (lag)\n"
                 + "    outbox-relay-us (1 task): published 2,"),
         out);
