@@ -177,7 +177,7 @@ final class Maintenance {
 
   private void runDue() {
     long now = time.hiResClockMs();
-    if (now >= nextBacklogMs) {
+    if (now >= nextBacklogMs && !stopping) {
       readBacklog(now);
     }
     Optional<Duration> retention = config.retention();
@@ -213,6 +213,16 @@ final class Maintenance {
       snapshot = store.inspect(config.instanceKeys(), false);
     } catch (OutboxStoreException e) {
       failure = e;
+    }
+    if (stopping) {
+      // No more statements on a pool about to close, nor figures no scrape will read.
+      if (failure != null) {
+        log.info(
+            "Counting the backlog ended as the task stopped (reason={}, sqlState={})",
+            failure.reasonCode(),
+            failure.sqlState());
+      }
+      return;
     }
     if (snapshot != null) {
       readLeasedElsewhere(startMs);

@@ -14,10 +14,13 @@ import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class MaintenanceTest {
   private final MockTime time = new MockTime();
@@ -211,6 +214,52 @@ class MaintenanceTest {
       assertTrue(thread.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
 
       assertEquals(0, f.metrics.cleanedUp.get(), "retention did not start after the stop");
+    } finally {
+      countEnds.countDown();
+      thread.shutdownNow();
+    }
+  }
+
+  /**
+   * ... and so does a backlog read: after a count the stop let finish (or that failed), it reads
+   * neither the rows leased elsewhere nor the lag and parked rows alone, on a pool about to close
+   * (each up to the statement timeout), and logs no failure after the task's stopped line.
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void aBacklogReadGoingOnWhenTheTaskStopsRunsNoFurtherStatement(boolean countFails)
+      throws Exception {
+    RuntimeFixture f = fixture();
+    f.add("eu", "a", "a");
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_STATEMENT_TIMEOUT", "57014", "inspect");
+    store.inspectsFail = countFails;
+    java.util.concurrent.CountDownLatch countEnds = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch counting = new java.util.concurrent.CountDownLatch(1);
+    store.beforeInspect =
+        OutboxSourceTaskTest.FailingStore.heldUntil(countEnds, counting::countDown);
+    java.util.concurrent.ExecutorService thread =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    long mark = LogCapture.get().mark();
+    try {
+      Maintenance maintenance =
+          new Maintenance(store, f.config, f.metrics, time, true, "relay/task-", thread);
+      maintenance.runIfDue();
+      assertTrue(counting.await(10, java.util.concurrent.TimeUnit.SECONDS));
+
+      maintenance.stop();
+      countEnds.countDown();
+      thread.shutdown();
+      assertTrue(thread.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
+
+      assertEquals(0, store.backlogSideReads.get(), "no statement after the count");
+      assertEquals(
+          List.of(),
+          LogCapture.get()
+              .matching(mark, e -> e.level().equals("WARN") && e.logger().endsWith(".Maintenance")),
+          "nothing said failing after the stop");
     } finally {
       countEnds.countDown();
       thread.shutdownNow();

@@ -1870,6 +1870,11 @@ class OutboxSourceTaskTest {
     /** While set, runs at the start of each inspect (a count that takes its time). */
     volatile Runnable beforeInspect;
 
+    /**
+     * Calls of lag, countParked and countLeasedElsewhere: what a backlog read runs after inspect.
+     */
+    final AtomicInteger backlogSideReads = new AtomicInteger();
+
     /** For {@link #beforeInspect}: runs {@code each}, then holds the inspect until released. */
     static Runnable heldUntil(CountDownLatch release, Runnable each) {
       return () -> {
@@ -1902,6 +1907,7 @@ class OutboxSourceTaskTest {
 
     @Override
     public Duration lag(Set<String> keys) {
+      backlogSideReads.incrementAndGet();
       Runnable hook = beforeLag;
       if (hook != null) {
         hook.run();
@@ -1912,12 +1918,14 @@ class OutboxSourceTaskTest {
 
     @Override
     public Map<MessageStatus, Long> countParked(Set<String> keys) {
+      backlogSideReads.incrementAndGet();
       check();
       return delegate.countParked(keys);
     }
 
     @Override
     public long countLeasedElsewhere(Set<String> keys, String ownOwners) {
+      backlogSideReads.incrementAndGet();
       check();
       return delegate.countLeasedElsewhere(keys, ownOwners);
     }
