@@ -62,6 +62,9 @@ class PrometheusExportTest {
   private Metrics kafkaMetrics;
   private RelayMetrics relay;
 
+  /** Connect's status of task 0, as its task metrics give it. */
+  private volatile String taskStatus = "running";
+
   @BeforeEach
   void publishLikeAConnectWorker() throws Exception {
     kafkaMetrics =
@@ -95,7 +98,7 @@ class PrometheusExportTest {
     // Connect's own task status, registered as Connect does: a string gauge of its metrics.
     kafkaMetrics.addMetric(
         kafkaMetrics.metricName("status", "connector-task-metrics", "task status", tags),
-        (Gauge<String>) (config, now) -> "running");
+        (Gauge<String>) (config, now) -> taskStatus);
     // Connect's connector metrics (ConnectMetricsRegistry), of this connector and another one.
     for (Map.Entry<String, String> connector :
         Map.of(CONNECTOR, OutboxSourceConnector.class.getName(), "other", "com.example.Other")
@@ -255,6 +258,24 @@ class PrometheusExportTest {
             "outbox_relay_exhausted_total")) {
       assertTrue(queried.contains(headline), "the dashboard shows " + headline);
     }
+  }
+
+  /**
+   * A paused connector reads no backlog: the missing-figures alert stands aside for it by the
+   * series a paused task 0 exports, which it names as exported.
+   */
+  @Test
+  void thePausedTaskZeroTheMissingFiguresAlertStandsAsideForIsExported() throws Exception {
+    String paused = "kafka_connect_task_status{task=\"0\",status=\"paused\"} == 1";
+    assertTrue(Files.readString(ALERTS).contains(paused), "the alert reads " + paused);
+    taskStatus = "paused";
+    Map<String, Double> samples = scrape(Files.readString(RULES));
+    assertEquals(
+        1.0,
+        samples.get(
+            "kafka_connect_task_status{connector=\""
+                + CONNECTOR
+                + "\",status=\"paused\",task=\"0\"}"));
   }
 
   @Test
