@@ -10,10 +10,9 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.ParkRequest;
 import dev.outboxrelay.writer.Printable;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -160,66 +159,74 @@ final class RecordHandoff {
   }
 
   /**
-   * Exactly-once: writes the held batch's remaining parks, then hands its records over (none when a
-   * stop {@linkplain #forgetHeld forgot} the batch meanwhile).
+   * Exactly-once: writes the held batch's parks, all in one statement, then hands its records over
+   * (none when a stop {@linkplain #forgetHeld forgot} the batch meanwhile).
    *
-   * @throws dev.outboxrelay.store.OutboxStoreException if a park cannot be written; the batch stays
-   *     held
+   * @throws dev.outboxrelay.store.OutboxStoreException if the parks cannot be written; the batch
+   *     stays held
    */
   List<SourceRecord> releaseHeld() {
     Positioned batch = held.get();
     if (batch == null) {
       return List.of();
     }
-    while (!batch.parks.isEmpty()) {
-      if (held.get() != batch) {
-        return List.of(); // a stop forgot the batch: park no more of it, hand nothing over
-      }
-      Park park = batch.parks.peek();
-      boolean retried = batch.attempted == park; // still at the head: its last attempt threw
-      batch.attempted = park;
+    if (!batch.parks.isEmpty()) {
       if (!batch.beginAttempt()) {
         return List.of(); // forgotten: the stop reported what an earlier attempt left uncertain
       }
-      Outcome outcome;
+      boolean retried = batch.attemptThrew;
+      List<Outcome> outcomes;
       try {
-        outcome = store.markFailed(park.row.messageId(), park.row.lease(), park.reasonCode);
-        if (outcome == Outcome.CLAIM_LOST && retried && parkedByTheLostReply(park)) {
-          outcome = Outcome.APPLIED;
+        outcomes = store.park(requests(batch.parks));
+        if (retried) {
+          outcomes = withOwnLostReply(batch.parks, outcomes);
         }
       } catch (RuntimeException e) {
         // It may have committed (its reply lost): whoever ends the batch asks, once.
-        if (!batch.awaitUncertain(park)) {
-          reportIfParked(park); // a stop forgot the batch while the park ran
+        batch.attemptThrew = true;
+        if (!batch.awaitUncertain(batch.parks)) {
+          reportIfParked(batch.parks); // a stop forgot the batch while the parks ran
         }
         throw e;
       }
-      batch.parks.remove();
-      if (outcome == Outcome.CLAIM_LOST) {
-        metrics.claimLost.incrementAndGet();
-        // Nor its dead-letter copy: the row is another owner's (or an operator's) now.
-        boolean unsent = park.deadLettered && batch.dropDeadLetter(park.row.messageId());
-        if (unsent) { // never Connect's: no acknowledgement will settle it
-          ledger.resolveParked(park.row.messageId(), park.row.lease().token());
-        }
-        log.warn(
-            "Claim lost before parking: message_id={} instance_key={} (reason=LEASE_TAKEN_OVER{})",
-            Printable.escape(park.row.messageId()),
-            Printable.escape(park.row.instanceKey()),
-            unsent ? "; its dead-letter record is not sent" : "");
-      } else if (park.deadLettered) {
-        // Counted once its dead-letter record leaves with the batch; reported if it never does.
-        if (!batch.awaitRelease(park)) {
-          reportUnsent(park);
-        }
-      } else {
-        metrics.failed.incrementAndGet();
+      List<Park> written = List.copyOf(batch.parks);
+      batch.parks.clear();
+      for (int i = 0; i < written.size(); i++) {
+        parked(batch, written.get(i), outcomes.get(i));
       }
     }
     if (!held.compareAndSet(batch, null)) {
       return List.of(); // forgotten meanwhile: forgetHeld reported its parks
     }
     return batch.toSend(); // its dead letters are counted when Connect takes them (handedOver)
+  }
+
+  /** What a written park of {@code batch} came to. */
+  private void parked(Positioned batch, Park park, Outcome outcome) {
+    if (outcome == Outcome.CLAIM_LOST) {
+      metrics.claimLost.incrementAndGet();
+      // Nor its dead-letter copy: the row is another owner's (or an operator's) now.
+      boolean unsent = park.deadLettered && batch.dropDeadLetter(park.row.messageId());
+      if (unsent) { // never Connect's: no acknowledgement will settle it
+        ledger.resolveParked(park.row.messageId(), park.row.lease().token());
+      }
+      log.warn(
+          "Claim lost before parking: message_id={} instance_key={} (reason=LEASE_TAKEN_OVER{})",
+          Printable.escape(park.row.messageId()),
+          Printable.escape(park.row.instanceKey()),
+          unsent ? "; its dead-letter record is not sent" : "");
+    } else if (park.deadLettered) {
+      // Counted once its dead-letter record leaves with the batch; reported if it never does.
+      if (!batch.awaitRelease(park)) {
+        reportUnsent(park);
+      }
+    } else {
+      metrics.failed.incrementAndGet();
+    }
+  }
+
+  private static List<ParkRequest> requests(List<Park> parks) {
+    return parks.stream().map(Park::request).toList();
   }
 
   /** Exactly-once: these records went to Connect; counts the dead letters among them. */
@@ -255,29 +262,43 @@ final class RecordHandoff {
   }
 
   /**
-   * A retried park that found its row gone: whether the failed attempt committed all the same (the
-   * connection lost at COMMIT, as in a failover). A row FAILED with this park's reason, under its
-   * token and its claim's position (this instance's epoch), was parked by it. Without this it was
-   * reported a lost claim, and its dead-letter record, which leaves with the batch, went uncounted.
+   * Retried parks that found their rows gone: whether the failed attempt committed all the same
+   * (the connection lost at COMMIT, as in a failover). A row FAILED with its park's reason, under
+   * its token and its claim's position (this instance's epoch), was parked by it: applied. Without
+   * this it was reported a lost claim, and its dead-letter record, which leaves with the batch,
+   * went uncounted.
    */
-  private boolean parkedByTheLostReply(Park park) {
-    ClaimedMessage row = park.row;
-    if (!store.parkedUnderOwnLease(
-        row.messageId(), row.lease(), park.reasonCode, park.epoch, park.batch)) {
-      return false;
+  private List<Outcome> withOwnLostReply(List<Park> parks, List<Outcome> outcomes) {
+    List<Park> lost = new ArrayList<>();
+    for (int i = 0; i < parks.size(); i++) {
+      if (outcomes.get(i) == Outcome.CLAIM_LOST) {
+        lost.add(parks.get(i));
+      }
     }
-    log.info(
-        "A retried park found its row parked by its own earlier attempt, whose reply was lost:"
-            + " message_id={} instance_key={} (reason=WRITE_REPLY_LOST)",
-        Printable.escape(row.messageId()),
-        Printable.escape(row.instanceKey()));
-    return true;
+    if (lost.isEmpty()) {
+      return outcomes;
+    }
+    Set<String> own = store.parkedUnderOwnLease(requests(lost));
+    List<Outcome> judged = new ArrayList<>(outcomes);
+    for (int i = 0; i < parks.size(); i++) {
+      ClaimedMessage row = parks.get(i).row;
+      if (judged.get(i) == Outcome.CLAIM_LOST && own.contains(row.messageId())) {
+        judged.set(i, Outcome.APPLIED);
+        log.info(
+            "A retried park found its row parked by its own earlier attempt, whose reply was lost:"
+                + " message_id={} instance_key={} (reason=WRITE_REPLY_LOST)",
+            Printable.escape(row.messageId()),
+            Printable.escape(row.instanceKey()));
+      }
+    }
+    return judged;
   }
 
   /**
-   * A row parked FAILED whose dead-letter record will never be sent: a later park of its batch
-   * failed and the task stopped before the batch left. The row stays FAILED with its reason (a
-   * requeue sends it again); counted as failed, not dead-lettered.
+   * A row parked FAILED whose dead-letter record will never be sent: the task stopped before its
+   * batch left (its parks' reply was lost, or a stop on another thread came as they were written).
+   * The row stays FAILED with its reason (a requeue sends it again); counted as failed, not
+   * dead-lettered.
    */
   private void reportUnsent(Park park) {
     metrics.failed.incrementAndGet();
@@ -326,41 +347,45 @@ final class RecordHandoff {
     if (batch != null) {
       forget(batch);
       batch.forgetParked().forEach(this::reportUnsent);
-      Park uncertain = batch.forgetUncertain();
-      if (uncertain != null) {
+      List<Park> uncertain = batch.forgetUncertain();
+      if (!uncertain.isEmpty()) {
         reportIfParked(uncertain);
       }
     }
   }
 
   /**
-   * A park whose write threw, in a batch that will never leave: the write may have committed all
-   * the same (the reply lost at COMMIT). Parked, the row is reported as any park of such a batch (a
-   * dead-lettered one as parked without its dead-letter record); whether it was cannot always be
-   * asked (the database away), and then that is said.
+   * Parks whose write threw, in a batch that will never leave: the write may have committed all the
+   * same (the reply lost at COMMIT). Each row parked is reported as any park of such a batch (a
+   * dead-lettered one as parked without its dead-letter record); whether they were cannot always be
+   * asked (the database away), and then that is said, row by row.
    */
-  private void reportIfParked(Park park) {
-    ClaimedMessage row = park.row;
-    boolean parked;
+  private void reportIfParked(List<Park> parks) {
+    Set<String> parked;
     try {
-      parked =
-          store.parkedUnderOwnLease(
-              row.messageId(), row.lease(), park.reasonCode, park.epoch, park.batch);
+      parked = store.parkedUnderOwnLease(requests(parks));
     } catch (RuntimeException e) {
-      log.warn(
-          "A park whose reply was lost may have parked its row FAILED without its dead-letter"
-              + " record, if one was due, the task stopped before its batch left: message_id={}"
-              + " instance_key={} reason={} (reason=WRITE_REPLY_LOST; requeue it if it is FAILED"
-              + " and should be sent)",
-          Printable.escape(row.messageId()),
-          Printable.escape(row.instanceKey()),
-          park.reasonCode);
+      for (Park park : parks) {
+        log.warn(
+            "A park whose reply was lost may have parked its row FAILED without its dead-letter"
+                + " record, if one was due, the task stopped before its batch left: message_id={}"
+                + " instance_key={} reason={} (reason=WRITE_REPLY_LOST; requeue it if it is FAILED"
+                + " and should be sent)",
+            Printable.escape(park.row.messageId()),
+            Printable.escape(park.row.instanceKey()),
+            park.reasonCode);
+      }
       return;
     }
-    if (parked && park.deadLettered) {
-      reportUnsent(park);
-    } else if (parked) {
-      metrics.failed.incrementAndGet(); // parked as meant: no dead-letter record was due
+    for (Park park : parks) {
+      if (!parked.contains(park.row.messageId())) {
+        continue;
+      }
+      if (park.deadLettered) {
+        reportUnsent(park);
+      } else {
+        metrics.failed.incrementAndGet(); // parked as meant: no dead-letter record was due
+      }
     }
   }
 
@@ -371,7 +396,7 @@ final class RecordHandoff {
    */
   Positioned position(List<ClaimedMessage> claimed) {
     List<SourceRecord> records = new ArrayList<>(claimed.size());
-    Deque<Park> parks = new ArrayDeque<>();
+    List<Park> parks = new ArrayList<>();
     for (Mapping m : mapAll(claimed)) {
       ClaimedMessage row = m.row();
       if (m.result() instanceof MappingResult.Mapped mapped) {
@@ -437,14 +462,20 @@ final class RecordHandoff {
 
   /** A row to park, with the position ({@code epoch}, {@code batch}) of the claim that took it. */
   private record Park(
-      ClaimedMessage row, String reasonCode, boolean deadLettered, long epoch, long batch) {}
+      ClaimedMessage row, String reasonCode, boolean deadLettered, long epoch, long batch) {
+    ParkRequest request() {
+      return new ParkRequest(row.messageId(), row.seq(), row.lease(), reasonCode, epoch, batch);
+    }
+  }
 
   /** Exactly-once: a claim's records, and the parks to write before they may leave. */
   static final class Positioned {
-    static final Positioned EMPTY = new Positioned(List.of(), new ArrayDeque<>());
+    static final Positioned EMPTY = new Positioned(List.of(), new ArrayList<>());
 
     private final List<SourceRecord> records;
-    private final Deque<Park> parks;
+
+    /** The parks to write before the batch leaves; emptied once they are (task thread only). */
+    private final List<Park> parks;
 
     /** Dead-lettered parks written while the batch is held; guarded by this. */
     private final List<Park> parked = new ArrayList<>();
@@ -457,47 +488,47 @@ final class RecordHandoff {
 
     private boolean forgotten;
 
-    /** The park last attempted (task thread only): still at the head of parks, it threw. */
-    private Park attempted;
+    /** Whether the parks' last attempt threw (task thread only): it may have committed. */
+    private boolean attemptThrew;
 
-    private Positioned(List<SourceRecord> records, Deque<Park> parks) {
+    private Positioned(List<SourceRecord> records, List<Park> parks) {
       this.records = records;
       this.parks = parks;
     }
 
     /**
-     * The park whose last write threw, which may have committed; guarded by this. Kept until its
-     * next attempt begins (the task thread then answers for it) or the batch is forgotten ({@link
-     * #forgetUncertain}): one of the two reports it, never both.
+     * The parks whose last write threw, which may have committed; guarded by this. Kept until their
+     * next attempt begins (the task thread then answers for them) or the batch is forgotten ({@link
+     * #forgetUncertain}): one of the two reports them, never both.
      */
-    private Park uncertain;
+    private List<Park> uncertain = List.of();
 
-    /** Keeps a park whose write threw; false once the batch was forgotten. */
-    private synchronized boolean awaitUncertain(Park park) {
+    /** Keeps parks whose write threw; false once the batch was forgotten. */
+    private synchronized boolean awaitUncertain(List<Park> parks) {
       if (forgotten) {
         return false;
       }
-      uncertain = park;
+      uncertain = List.copyOf(parks);
       return true;
     }
 
     /**
-     * A park's attempt begins: false once the batch was forgotten (park no more of it); otherwise
-     * the attempt answers for an earlier one's uncertain park.
+     * The parks' attempt begins: false once the batch was forgotten (park none of it); otherwise
+     * the attempt answers for an earlier one's uncertain parks.
      */
     private synchronized boolean beginAttempt() {
       if (forgotten) {
         return false;
       }
-      uncertain = null;
+      uncertain = List.of();
       return true;
     }
 
-    /** The batch will never leave: the park whose write threw, if any (forgotten already). */
-    private synchronized Park forgetUncertain() {
-      Park park = uncertain;
-      uncertain = null;
-      return park;
+    /** The batch will never leave: the parks whose write threw, if any (forgotten already). */
+    private synchronized List<Park> forgetUncertain() {
+      List<Park> parks = uncertain;
+      uncertain = List.of();
+      return parks;
     }
 
     /** Keeps a written dead-lettered park until the batch leaves; false once it was forgotten. */
@@ -546,7 +577,7 @@ final class RecordHandoff {
 
     /** Records without parks (tests). */
     static Positioned of(List<SourceRecord> records) {
-      return new Positioned(records, new ArrayDeque<>());
+      return new Positioned(records, new ArrayList<>());
     }
 
     List<SourceRecord> records() {

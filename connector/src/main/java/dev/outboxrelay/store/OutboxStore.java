@@ -134,15 +134,22 @@ public interface OutboxStore extends AutoCloseable {
       String messageId, long token, long epoch, long batch, KafkaCoordinates copy);
 
   /**
-   * Exactly-once: whether the row, of a claimed instance key, is FAILED with {@code reasonCode}
-   * under {@code lease}'s token and the claim's own position ({@code epoch}, {@code batch}, which a
-   * park keeps): parked by an earlier attempt of {@link #markFailed} that committed though its
-   * reply never arrived. The token alone could be another owner's: a claim lost in a database crash
-   * or an asynchronous failover is claimed again under the token it had, but never by the same
-   * instance's epoch.
+   * Exactly-once: parks these rows of one claim FAILED, each with its reason, no Kafka position and
+   * the claim's position kept, in one statement: all of them or, when it fails, none. Returns one
+   * outcome per park, in the order of {@code parks}, each judged by its own lease as {@link
+   * #markFailed(String, Lease, String)} is. The rows are distinct (a claim holds each once).
    */
-  boolean parkedUnderOwnLease(
-      String messageId, Lease lease, String reasonCode, long epoch, long batch);
+  List<Outcome> park(List<ParkRequest> parks);
+
+  /**
+   * Exactly-once: of {@code parks} that a retried {@link #park} found lost, the message ids of
+   * those whose rows, of a claimed instance key, are FAILED with the park's reason under its
+   * lease's token and the claim's own position ({@code epoch}, {@code batch}, which a park keeps):
+   * parked by the earlier attempt, which committed though its reply never arrived. The token alone
+   * could be another owner's: a claim lost in a database crash or an asynchronous failover is
+   * claimed again under the token it had, but never by the same instance's epoch.
+   */
+  Set<String> parkedUnderOwnLease(List<ParkRequest> parks);
 
   /** Gives back a claim that was never sent: due now, no attempt charged. */
   Outcome release(String messageId, Lease lease);

@@ -81,8 +81,8 @@ class ExactlyOnceTaskTest {
   private InMemoryOutboxStore store;
   private volatile boolean parksFail;
 
-  /** Parks written before {@code markFailed} starts failing as in an outage; unlimited if < 0. */
-  private final AtomicInteger parksBeforeFailing = new AtomicInteger(-1);
+  /** Park statements the task ran (each parks a batch's unpublishable rows). */
+  private final AtomicInteger parkStatements = new AtomicInteger();
 
   private volatile boolean epochsFail;
   private volatile int claimResultsLost;
@@ -120,7 +120,7 @@ class ExactlyOnceTaskTest {
   /** Per read of whether a park committed under its own lease: whether renewals had stopped. */
   private final List<Boolean> renewerStoppedAtParkChecks = new CopyOnWriteArrayList<>();
 
-  /** When set, {@code markFailed} counts the first down and waits for the second before it runs. */
+  /** When set, {@code park} counts the first down and waits for the second before it runs. */
   private volatile CountDownLatch[] parkPause;
 
   /** While set, reading the committed offsets fails at once (the offsets topic refused). */
@@ -984,25 +984,31 @@ class ExactlyOnceTaskTest {
   }
 
   /**
-   * A batch's first park is written, its second fails, and Connect stops the task: the batch never
-   * leaves, so the first row is FAILED without its dead-letter record. It is reported (a warning)
-   * and counted as failed, not as dead-lettered, which it never was.
+   * A batch's parks are written in one statement, whatever their number (one each held a poll for
+   * seconds on a batch of thousands, past Connect's 5 s stop); when it fails none is written, and a
+   * stop then leaves no row FAILED without its dead-letter record: the rows stay leased, for the
+   * stop's give-back or the next instance's recovery, and nothing is reported or counted.
    */
   @Test
-  void aRowParkedBeforeALaterParkFailedAndTheTaskStoppedIsCountedFailedNotDeadLettered() {
-    add("big-1", "agg-1", 100);
-    add("big-2", "agg-2", 100);
-    add("good", "agg-3", 10);
-    parksBeforeFailing.set(1);
+  void aBatchsParksAreOneStatementAndAFailedOneParksNone() {
+    for (int i = 0; i < 5; i++) {
+      add("big-" + i, "agg-" + i, 100);
+    }
+    add("good", "agg-9", 10);
+    parksFail = true;
     OutboxSourceTask first = start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
 
-    assertThrows(RetriableException.class, first::poll, "the second park failed: nothing leaves");
-    assertEquals(MessageStatus.FAILED, store.find("big-1").orElseThrow().status());
-    assertEquals(MessageStatus.IN_FLIGHT, store.find("big-2").orElseThrow().status());
+    assertThrows(RetriableException.class, first::poll, "the parks failed: nothing leaves");
+    assertEquals(1, parkStatements.get(), "one statement for the five");
+    for (int i = 0; i < 5; i++) {
+      assertEquals(MessageStatus.IN_FLIGHT, store.find("big-" + i).orElseThrow().status());
+    }
+    long mark = LogCapture.get().mark();
     first.stop();
 
+    assertEquals(List.of(), unsentDeadLetterWarnings(mark));
     assertEquals(0, first.metrics().deadLettered.get());
-    assertEquals(1, first.metrics().failed.get());
+    assertEquals(0, first.metrics().failed.get());
   }
 
   /**
@@ -1579,7 +1585,7 @@ class ExactlyOnceTaskTest {
         OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", operation);
   }
 
-  /** The store, but {@code markFailed} fails as in an outage while {@link #parksFail}. */
+  /** The store, but {@code park} fails as in an outage while {@link #parksFail}. */
   private OutboxStore parksMayFail(OutboxStore delegate) {
     return (OutboxStore)
         Proxy.newProxyInstance(
@@ -1592,12 +1598,14 @@ class ExactlyOnceTaskTest {
               if (method.getName().equals("releaseUnheld")) {
                 unheldReleases.incrementAndGet();
               }
-              if (method.getName().equals("markFailed")
-                  && (parksFail || parksBeforeFailing.getAndDecrement() == 0)) {
+              if (method.getName().equals("park")) {
+                parkStatements.incrementAndGet();
+              }
+              if (method.getName().equals("park") && parksFail) {
                 throw outage("park");
               }
               CountDownLatch[] pause = parkPause;
-              if (pause != null && method.getName().equals("markFailed")) {
+              if (pause != null && method.getName().equals("park")) {
                 pause[0].countDown();
                 assertTrue(pause[1].await(30, TimeUnit.SECONDS), "resumed");
               }
@@ -1608,7 +1616,7 @@ class ExactlyOnceTaskTest {
                 ownParkChecksFail--;
                 throw outage("park check");
               }
-              if (parkRepliesLost > 0 && method.getName().equals("markFailed")) {
+              if (parkRepliesLost > 0 && method.getName().equals("park")) {
                 parkRepliesLost--;
                 method.invoke(delegate, args); // committed, but the reply is lost
                 throw outage("park");

@@ -1832,14 +1832,15 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public boolean parkedUnderOwnLease(
-        String messageId,
-        dev.outboxrelay.store.Lease lease,
-        String reasonCode,
-        long epoch,
-        long batch) {
+    public List<dev.outboxrelay.store.Outcome> park(List<dev.outboxrelay.store.ParkRequest> parks) {
       check();
-      return delegate.parkedUnderOwnLease(messageId, lease, reasonCode, epoch, batch);
+      return delegate.park(parks);
+    }
+
+    @Override
+    public Set<String> parkedUnderOwnLease(List<dev.outboxrelay.store.ParkRequest> parks) {
+      check();
+      return delegate.parkedUnderOwnLease(parks);
     }
 
     @Override

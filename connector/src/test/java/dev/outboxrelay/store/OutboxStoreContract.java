@@ -1243,15 +1243,15 @@ public abstract class OutboxStoreContract {
     String reason = "PAYLOAD_TOO_LARGE";
     Lease otherToken = new Lease("w1", a.lease().token() + 1);
 
-    assertTrue(store.parkedUnderOwnLease("a", a.lease(), reason, epoch, 1));
-    assertFalse(store.parkedUnderOwnLease("a", a.lease(), "TOPIC_NOT_ALLOWED", epoch, 1), "reason");
-    assertFalse(store.parkedUnderOwnLease("a", otherToken, reason, epoch, 1), "another token");
+    assertTrue(parkedUnderOwnLease("a", a.lease(), reason, epoch, 1));
+    assertFalse(parkedUnderOwnLease("a", a.lease(), "TOPIC_NOT_ALLOWED", epoch, 1), "reason");
+    assertFalse(parkedUnderOwnLease("a", otherToken, reason, epoch, 1), "another token");
     assertFalse(
-        store.parkedUnderOwnLease("a", a.lease(), reason, epoch + 1, 1),
+        parkedUnderOwnLease("a", a.lease(), reason, epoch + 1, 1),
         "the same token under another instance's epoch");
-    assertFalse(store.parkedUnderOwnLease("a", a.lease(), reason, epoch, 2), "another claim");
-    assertFalse(store.parkedUnderOwnLease("b", b.lease(), reason, epoch, 2), "b is in flight");
-    assertFalse(store.parkedUnderOwnLease("missing", a.lease(), reason, epoch, 1));
+    assertFalse(parkedUnderOwnLease("a", a.lease(), reason, epoch, 2), "another claim");
+    assertFalse(parkedUnderOwnLease("b", b.lease(), reason, epoch, 2), "b is in flight");
+    assertFalse(parkedUnderOwnLease("missing", a.lease(), reason, epoch, 1));
   }
 
   /**
@@ -1304,11 +1304,11 @@ public abstract class OutboxStoreContract {
     parkElsewhere("ours", 7, epoch, 1, reason);
     parkElsewhere("theirs", 7, epoch, 1, reason);
 
-    assertFalse(store.parkedUnderOwnLease("theirs", lease, reason, epoch, 1), "another key's");
+    assertFalse(parkedUnderOwnLease("theirs", lease, reason, epoch, 1), "another key's");
     assertFalse(store.recordDeadLetterCopy("theirs", 7, epoch, 1, copy), "another key's");
     assertNull(state("theirs").kafka());
 
-    assertTrue(store.parkedUnderOwnLease("ours", lease, reason, epoch, 1), "an own key's");
+    assertTrue(parkedUnderOwnLease("ours", lease, reason, epoch, 1), "an own key's");
     assertTrue(store.recordDeadLetterCopy("ours", 7, epoch, 1, copy), "an own key's");
     assertEquals(copy, state("ours").kafka());
   }
@@ -2116,6 +2116,91 @@ public abstract class OutboxStoreContract {
 
   protected long seq(String messageId) {
     return state(messageId).seq();
+  }
+
+  /**
+   * Whether the store knows the row {@code messageId} (found by its seq, -1 for a row that does not
+   * exist) as parked under this lease, reason and claim position.
+   */
+  private boolean parkedUnderOwnLease(
+      String messageId, Lease lease, String reason, long epoch, long batch) {
+    long seq = messageId.equals("missing") ? -1 : seq(messageId);
+    return store
+        .parkedUnderOwnLease(List.of(new ParkRequest(messageId, seq, lease, reason, epoch, batch)))
+        .contains(messageId);
+  }
+
+  private static ParkRequest park(ClaimedMessage row, String reason, long epoch, long batch) {
+    return new ParkRequest(row.messageId(), row.seq(), row.lease(), reason, epoch, batch);
+  }
+
+  /**
+   * Exactly once, a batch's unpublishable rows are parked in one statement, each judged by its own
+   * lease as a single park is: FAILED with its own reason, no Kafka position, the lease released
+   * and the token and claim position kept (by which a retried park knows its own); a row whose
+   * claim was lost, or a seq that names another row, is a lost claim and changes nothing.
+   */
+  @Test
+  void parksOfABatchAreWrittenTogetherEachUnderItsOwnLease() {
+    add(EU, "a", "agg-1");
+    add(EU, "b", "agg-2");
+    add(EU, "c", "agg-3");
+    add(EU, "d", "agg-4");
+    long epoch = store.newEpoch();
+    List<ClaimedMessage> rows = store.claim(exactlyOnce("w1", 4, epoch, 1, ALL_BUCKETS)).claimed();
+    assertEquals(4, rows.size());
+    ClaimedMessage a = rows.get(0);
+    ClaimedMessage b = rows.get(1);
+    ClaimedMessage c = rows.get(2);
+    ClaimedMessage d = rows.get(3);
+    ParkRequest staleB =
+        new ParkRequest(
+            b.messageId(), b.seq(), new Lease("w1", b.lease().token() + 1), "POISON", epoch, 1);
+    ParkRequest wrongSeq = new ParkRequest(c.messageId(), d.seq(), c.lease(), "POISON", epoch, 1);
+
+    List<Outcome> outcomes =
+        store.park(
+            List.of(
+                park(a, "PAYLOAD_TOO_LARGE", epoch, 1),
+                staleB,
+                wrongSeq,
+                park(d, "TOPIC_NOT_ALLOWED", epoch, 1)));
+
+    assertEquals(
+        List.of(Outcome.APPLIED, Outcome.CLAIM_LOST, Outcome.CLAIM_LOST, Outcome.APPLIED),
+        outcomes);
+    assertEquals(MessageStatus.FAILED, state(a.messageId()).status());
+    assertEquals("PAYLOAD_TOO_LARGE", state(a.messageId()).lastFailureCode());
+    assertNull(state(a.messageId()).leaseOwner(), "the lease is released");
+    assertNull(state(a.messageId()).kafka());
+    assertEquals("TOPIC_NOT_ALLOWED", state(d.messageId()).lastFailureCode());
+    assertEquals(MessageStatus.IN_FLIGHT, state(b.messageId()).status(), "a lost claim");
+    assertEquals(MessageStatus.IN_FLIGHT, state(c.messageId()).status(), "another row's seq");
+    assertEquals(
+        Set.of(a.messageId(), d.messageId()),
+        store.parkedUnderOwnLease(
+            List.of(
+                park(a, "PAYLOAD_TOO_LARGE", epoch, 1),
+                park(b, "POISON", epoch, 1),
+                park(d, "TOPIC_NOT_ALLOWED", epoch, 1))),
+        "parked under their tokens and claim position");
+    assertEquals(
+        List.of(Outcome.CLAIM_LOST), store.park(List.of(park(a, "PAYLOAD_TOO_LARGE", epoch, 1))));
+    assertEquals(List.of(), store.park(List.of()));
+  }
+
+  /** A batch of parks never touches a row of another instance key, whatever its lease. */
+  @Test
+  void parksOfABatchLeaveAnotherKeysRowsAlone() {
+    add(US, "theirs", "agg-1");
+    long epoch = store.newEpoch();
+    Lease lease = new Lease("w1", 7);
+    holdElsewhere("theirs", lease, clock.now().plus(LEASE));
+
+    assertEquals(
+        List.of(Outcome.CLAIM_LOST),
+        store.park(List.of(new ParkRequest("theirs", seq("theirs"), lease, "POISON", epoch, 1))));
+    assertEquals(MessageStatus.IN_FLIGHT, state("theirs").status());
   }
 
   @Test

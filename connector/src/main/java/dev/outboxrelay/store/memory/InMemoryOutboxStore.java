@@ -15,6 +15,7 @@ import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.ParkRequest;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
@@ -599,16 +600,41 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized boolean parkedUnderOwnLease(
-      String messageId, Lease lease, String reasonCode, long epoch, long batch) {
-    Row row = rowsById.get(messageId);
-    return row != null
-        && row.ownedBy(claimedKeys)
-        && row.status == MessageStatus.FAILED
-        && row.leaseToken == lease.token()
-        && reasonCode.equals(row.lastFailureCode)
-        && Long.valueOf(epoch).equals(row.leaseEpoch)
-        && Long.valueOf(batch).equals(row.claimBatch);
+  public synchronized List<Outcome> park(List<ParkRequest> parks) {
+    List<Outcome> outcomes = new ArrayList<>(parks.size());
+    for (ParkRequest park : parks) {
+      Row row = fenced(park.messageId(), park.lease());
+      if (row == null || row.seq != park.seq()) {
+        outcomes.add(Outcome.CLAIM_LOST);
+        continue;
+      }
+      row.status = MessageStatus.FAILED;
+      row.lastFailureCode = park.reasonCode();
+      row.kafka = null;
+      row.nextAttemptAt = null;
+      row.releaseLease();
+      outcomes.add(Outcome.APPLIED);
+    }
+    return outcomes;
+  }
+
+  @Override
+  public synchronized Set<String> parkedUnderOwnLease(List<ParkRequest> parks) {
+    Set<String> parked = new HashSet<>();
+    for (ParkRequest park : parks) {
+      Row row = rowsById.get(park.messageId());
+      if (row != null
+          && row.seq == park.seq()
+          && row.ownedBy(claimedKeys)
+          && row.status == MessageStatus.FAILED
+          && row.leaseToken == park.lease().token()
+          && park.reasonCode().equals(row.lastFailureCode)
+          && Long.valueOf(park.epoch()).equals(row.leaseEpoch)
+          && Long.valueOf(park.batch()).equals(row.claimBatch)) {
+        parked.add(park.messageId());
+      }
+    }
+    return parked;
   }
 
   @Override

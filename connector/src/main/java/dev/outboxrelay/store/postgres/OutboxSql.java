@@ -621,6 +621,7 @@ final class OutboxSql {
   final NamedSql publishedUnderOwnLease;
   final NamedSql retryLater;
   final NamedSql markFailed;
+  final NamedSql park;
   final NamedSql recordDeadLetterCopy;
   final NamedSql parkedUnderOwnLease;
   final NamedSql release;
@@ -874,6 +875,30 @@ final class OutboxSql {
             FROM clock
             WHERE {message_id} = :message_id {fence}""");
 
+    // Exactly once, the unpublishable rows of a claim parked FAILED before its batch leaves, in one
+    // statement (one each held a poll for seconds on a batch of thousands): each found as a
+    // publish finds its row, under ACKS_PLAN too, and parked as markFailed parks one (token and
+    // claim position kept), as durably (set once, by an uncorrelated subquery: a CTE calling
+    // set_config is not inlined, and its one row was joined by a nested loop). Returns the position
+    // of each applied park.
+    park =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now), h AS (
+              SELECT * FROM unnest(CAST(:seqs AS bigint[]), CAST(:message_ids AS text[]),
+                  CAST(:owners AS text[]), CAST(:tokens AS bigint[]), CAST(:reasons AS text[]))
+                WITH ORDINALITY AS p(seq, message_id, owner, token, reason, n)
+            )
+            UPDATE {table} o
+            SET status = 'FAILED', last_failure_code = h.reason, next_attempt_at = NULL,
+              parked_at = clock.now,
+              kafka_topic = NULL, kafka_partition = NULL, kafka_offset = NULL,
+              lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
+            FROM clock, h
+            WHERE {under held lease(o)}
+              AND (SELECT set_config('synchronous_commit', {durable}, true)) IS NOT NULL
+            RETURNING h.n""");
+
     // Exactly once, the position of a parked row's dead-letter record, once its transaction
     // committed: only in the row as its park left it. Found by the message id index.
     recordDeadLetterCopy =
@@ -887,16 +912,21 @@ final class OutboxSql {
               AND lease_epoch = :epoch AND claim_batch = :batch AND kafka_offset IS NULL
               AND instance_key = ANY (:instance_keys)""");
 
-    // An exactly-once park retried after its reply was lost: FAILED with its reason under the
-    // token and position it was claimed with (markFailed keeps them). Found by the message id
-    // index.
+    // Exactly-once parks retried after their reply was lost: FAILED with their reasons under the
+    // tokens and position they were claimed with (park keeps them). Found as park finds them, and
+    // run under ACKS_PLAN too.
     parkedUnderOwnLease =
         statement(
             """
-            SELECT 1 FROM {table}
-            WHERE {message_id} = :message_id AND status = 'FAILED' AND lease_token = :token
-              AND last_failure_code = :reason AND lease_epoch = :epoch AND claim_batch = :batch
-              AND instance_key = ANY (:instance_keys)""");
+            SELECT {message_id(o)}
+            FROM {table} o JOIN unnest(CAST(:seqs AS bigint[]), CAST(:message_ids AS text[]),
+                CAST(:tokens AS bigint[]), CAST(:reasons AS text[]), CAST(:epochs AS bigint[]),
+                CAST(:batches AS bigint[])) AS p(seq, message_id, token, reason, epoch, batch)
+              ON o.seq = p.seq AND {message_id(o)} = p.message_id
+            WHERE o.seq = ANY (CAST(:seqs AS bigint[])) AND o.status = 'FAILED'
+              AND o.lease_token = p.token AND o.last_failure_code = p.reason
+              AND o.lease_epoch = p.epoch AND o.claim_batch = p.batch
+              AND o.instance_key = ANY (:instance_keys)""");
 
     release =
         statement(

@@ -16,6 +16,7 @@ import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.ParkRequest;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recovery;
@@ -602,23 +603,68 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public boolean parkedUnderOwnLease(
-      String messageId, Lease lease, String reasonCode, long epoch, long batch) {
+  public List<Outcome> park(List<ParkRequest> parks) {
+    if (parks.isEmpty()) {
+      return List.of();
+    }
+    int n = parks.size();
+    boolean[] applied =
+        run(
+            "park",
+            OutboxSql.ACKS_PLAN,
+            sql.park,
+            (c, statement) -> {
+              bindParks(c, statement.set("now", this::setNow), parks)
+                  .setArray(
+                      "owners", textArray(c, parks.stream().map(p -> p.lease().owner()).toArray()))
+                  .setArray("instance_keys", claimedKeys(c));
+              boolean[] positions = new boolean[n];
+              try (ResultSet rs = planned(statement)) {
+                while (rs.next()) {
+                  positions[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
+                }
+              }
+              return positions;
+            });
+    List<Outcome> outcomes = new ArrayList<>(n);
+    for (boolean parked : applied) {
+      outcomes.add(parked ? Outcome.APPLIED : Outcome.CLAIM_LOST);
+    }
+    return outcomes;
+  }
+
+  @Override
+  public Set<String> parkedUnderOwnLease(List<ParkRequest> parks) {
+    if (parks.isEmpty()) {
+      return Set.of();
+    }
     return run(
         "parked-under-own-lease",
+        OutboxSql.ACKS_PLAN,
         sql.parkedUnderOwnLease,
         (c, statement) -> {
-          statement
-              .setString("message_id", messageId)
-              .setLong("token", lease.token())
-              .setString("reason", reasonCode)
-              .setLong("epoch", epoch)
-              .setLong("batch", batch)
+          bindParks(c, statement, parks)
+              .setArray(
+                  "epochs",
+                  c.createArrayOf("bigint", parks.stream().map(ParkRequest::epoch).toArray()))
+              .setArray(
+                  "batches",
+                  c.createArrayOf("bigint", parks.stream().map(ParkRequest::batch).toArray()))
               .setArray("instance_keys", claimedKeys(c));
-          try (ResultSet rs = statement.ready().executeQuery()) {
-            return rs.next();
-          }
+          return returnedIds(planned(statement));
         });
+  }
+
+  /** Binds each park's seq, message id, lease token and reason, as arrays in order. */
+  private static NamedSql.Binder bindParks(
+      Connection c, NamedSql.Binder statement, List<ParkRequest> parks) throws SQLException {
+    return statement
+        .setArray("seqs", c.createArrayOf("bigint", parks.stream().map(ParkRequest::seq).toArray()))
+        .setArray("message_ids", textArray(c, parks.stream().map(ParkRequest::messageId).toArray()))
+        .setArray(
+            "tokens",
+            c.createArrayOf("bigint", parks.stream().map(p -> p.lease().token()).toArray()))
+        .setArray("reasons", textArray(c, parks.stream().map(ParkRequest::reasonCode).toArray()));
   }
 
   @Override

@@ -470,6 +470,27 @@ class ClaimStatementTest {
   }
 
   /**
+   * An exactly-once batch's parks, one statement for the batch, find their rows as a publish does:
+   * by the primary key, the parks hashed, not compared with every row.
+   */
+  @ParameterizedTest
+  @EnumSource(Statistics.class)
+  void aBatchsParksFindTheirRowsByThePrimaryKey(Statistics statistics) throws SQLException {
+    List<ClaimedMessage> parked = inFlight.get(statistics).subList(0, 300);
+    String plan =
+        explainUnderAcksPlan(
+            statistics,
+            new OutboxSql(TABLE).park,
+            parked,
+            (c, park) ->
+                park.setArray("reasons", c.createArrayOf("text", column(parked, m -> "POISON"))));
+    assertFindsRowsByThePrimaryKeyAlone(plan);
+    assertTrue(
+        plan.contains("Update on outbox o  (") && plan.contains("actual rows=300 loops=1"),
+        "parks every row named: " + plan);
+  }
+
+  /**
    * The release of a claim whose result was lost reads one page of its key's rows awaiting delivery
    * along the (instance_key, seq) due index, from where the last page ended, none of another key's
    * nor a legacy row, and releases the rows it finds by the primary key: no statement reads the
@@ -761,6 +782,37 @@ class ClaimStatementTest {
             .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}))
             .ready();
         assertEquals(1, ps.executeUpdate(), "parks the row");
+      }
+      assertEquals("local", show(c));
+      c.rollback();
+    }
+  }
+
+  /** ... and so does a batch's parks, in one statement. */
+  @Test
+  void onAServerThatDoesNotWaitForFlushesABatchsParksStillDo() throws SQLException {
+    List<ClaimedMessage> held = inFlight.get(Statistics.FRESH).subList(2, 4);
+    NamedSql park = new OutboxSql(TABLE).park;
+    try (Connection c = dataSources.get(Statistics.FRESH).getConnection()) {
+      c.setAutoCommit(false);
+      execute(c, "SET LOCAL synchronous_commit = off");
+      try (PreparedStatement ps = c.prepareStatement(park.jdbc())) {
+        park.bind(ps)
+            .setObject("now", null, Types.TIMESTAMP_WITH_TIMEZONE)
+            .setArray("seqs", c.createArrayOf("bigint", column(held, ClaimedMessage::seq)))
+            .setArray(
+                "message_ids", c.createArrayOf("text", column(held, ClaimedMessage::messageId)))
+            .setArray("owners", c.createArrayOf("text", column(held, m -> m.lease().owner())))
+            .setArray("tokens", c.createArrayOf("bigint", column(held, m -> m.lease().token())))
+            .setArray("reasons", c.createArrayOf("text", column(held, m -> "POISON")))
+            .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}));
+        int parked = 0;
+        try (java.sql.ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            parked++;
+          }
+        }
+        assertEquals(2, parked, "parks both rows");
       }
       assertEquals("local", show(c));
       c.rollback();

@@ -13,6 +13,7 @@ import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.ParkRequest;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.Recoveries;
 import dev.outboxrelay.store.Recovery;
@@ -174,8 +175,10 @@ class RelayPrivilegesTest {
             .claimed();
     assertEquals(2, eos.size());
     ClaimedMessage parked = eos.get(0);
-    assertEquals(Outcome.APPLIED, store.markFailed(parked.messageId(), parked.lease(), "POISON"));
-    assertTrue(store.parkedUnderOwnLease(parked.messageId(), parked.lease(), "POISON", epoch, 1));
+    ParkRequest park =
+        new ParkRequest(parked.messageId(), parked.seq(), parked.lease(), "POISON", epoch, 1);
+    assertEquals(List.of(Outcome.APPLIED), store.park(List.of(park)));
+    assertEquals(Set.of(parked.messageId()), store.parkedUnderOwnLease(List.of(park)));
     Recovery recovery =
         Recoveries.whole(
             store, new RecoveryRequest(Set.of("eu"), all, store.newEpoch(), List.of(), false));
