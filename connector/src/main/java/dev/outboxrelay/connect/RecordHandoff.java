@@ -9,6 +9,7 @@ import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
+import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.ParkRequest;
 import dev.outboxrelay.writer.Printable;
@@ -36,12 +37,13 @@ import org.slf4j.LoggerFactory;
  * {@linkplain #position positioned} on whichever thread claimed it, and its parks are written on
  * the task thread when it is {@linkplain #handOver handed over}, not before: a batch that never
  * leaves (the task stopped first) parks nothing, so no row ends FAILED without its dead-letter
- * record; the next instance's recovery releases its rows. Until every park of a batch is written
- * the batch is held and nothing claimed after it is handed over: a later record of the bucket would
- * otherwise cover the position of a row that was never sent (docs/design.md). A held batch that a
- * stop forgets after some of its parks were written leaves those rows FAILED without their
- * dead-letter records: each is reported and counted as failed (a row is counted dead-lettered when
- * its record leaves with its batch).
+ * record; the next instance's recovery releases its rows. A batch's parks are one statement, all or
+ * none; until it is written the batch is held and nothing claimed after it is handed over: a later
+ * record of the bucket would otherwise cover the position of a row that was never sent
+ * (docs/design.md). A held batch that a stop forgets after its parks were written (their reply
+ * lost, or a stop on another thread as they ran) leaves those rows FAILED without their dead-letter
+ * records: each is reported and counted as failed (a row is counted dead-lettered when its record
+ * leaves with its batch).
  */
 final class RecordHandoff {
   private static final Logger log = LoggerFactory.getLogger(RecordHandoff.class);
@@ -174,7 +176,7 @@ final class RecordHandoff {
       if (!batch.beginAttempt()) {
         return List.of(); // forgotten: the stop reported what an earlier attempt left uncertain
       }
-      boolean retried = batch.attemptThrew;
+      boolean retried = batch.mayHaveParked;
       List<Outcome> outcomes;
       try {
         outcomes = store.park(requests(batch.parks));
@@ -182,9 +184,10 @@ final class RecordHandoff {
           outcomes = withOwnLostReply(batch.parks, outcomes);
         }
       } catch (RuntimeException e) {
-        // It may have committed (its reply lost): whoever ends the batch asks, once.
-        batch.attemptThrew = true;
-        if (!batch.awaitUncertain(batch.parks)) {
+        // One that may have committed (its reply lost), or an earlier one, leaves the batch's rows
+        // uncertain: whoever ends the batch asks, once. One the database refused parked none.
+        batch.mayHaveParked |= mayHaveCommitted(e);
+        if (batch.mayHaveParked && !batch.awaitUncertain(batch.parks)) {
           reportIfParked(batch.parks); // a stop forgot the batch while the parks ran
         }
         throw e;
@@ -223,6 +226,11 @@ final class RecordHandoff {
     } else {
       metrics.failed.incrementAndGet();
     }
+  }
+
+  /** Whether a failed write may have committed: any failure but the store's own saying not. */
+  private static boolean mayHaveCommitted(RuntimeException e) {
+    return !(e instanceof OutboxStoreException failure) || failure.mayHaveCommitted();
   }
 
   private static List<ParkRequest> requests(List<Park> parks) {
@@ -488,8 +496,11 @@ final class RecordHandoff {
 
     private boolean forgotten;
 
-    /** Whether the parks' last attempt threw (task thread only): it may have committed. */
-    private boolean attemptThrew;
+    /**
+     * Whether an attempt of the parks threw after it may have committed (its reply lost), so that
+     * rows may be parked already (task thread only).
+     */
+    private boolean mayHaveParked;
 
     private Positioned(List<SourceRecord> records, List<Park> parks) {
       this.records = records;

@@ -142,12 +142,13 @@ public interface OutboxStore extends AutoCloseable {
   List<Outcome> park(List<ParkRequest> parks);
 
   /**
-   * Exactly-once: of {@code parks} that a retried {@link #park} found lost, the message ids of
-   * those whose rows, of a claimed instance key, are FAILED with the park's reason under its
-   * lease's token and the claim's own position ({@code epoch}, {@code batch}, which a park keeps):
-   * parked by the earlier attempt, which committed though its reply never arrived. The token alone
-   * could be another owner's: a claim lost in a database crash or an asynchronous failover is
-   * claimed again under the token it had, but never by the same instance's epoch.
+   * Exactly-once: of {@code parks} whose {@link #park} may have committed though its reply never
+   * arrived (asked by its retry of the parks it found lost, or at a stop of all of them), the
+   * message ids of those whose rows, of a claimed instance key, are FAILED with the park's reason
+   * under its lease's token and the claim's own position ({@code epoch}, {@code batch}, which a
+   * park keeps): parked by that attempt. The token alone could be another owner's: a claim lost in
+   * a database crash or an asynchronous failover is claimed again under the token it had, but never
+   * by the same instance's epoch.
    */
   Set<String> parkedUnderOwnLease(List<ParkRequest> parks);
 

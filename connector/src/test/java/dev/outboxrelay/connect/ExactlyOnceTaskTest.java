@@ -81,6 +81,9 @@ class ExactlyOnceTaskTest {
   private InMemoryOutboxStore store;
   private volatile boolean parksFail;
 
+  /** While set, park statements fail before anything is sent (no connection from the pool). */
+  private volatile boolean parksFailBeforeSending;
+
   /** Park statements the task ran (each parks a batch's unpublishable rows). */
   private final AtomicInteger parkStatements = new AtomicInteger();
 
@@ -1012,6 +1015,31 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A park that failed before anything was sent (the pool had no connection) cannot have parked a
+   * row: a stop while the database is still away says nothing of the rows (it warned, row by row,
+   * that each may have been parked), and does not ask the database.
+   */
+  @Test
+  void aStopAfterAParkThatSentNothingSaysNothingOfItsRows() {
+    for (int i = 0; i < 3; i++) {
+      add("big-" + i, "agg-" + i, 100);
+    }
+    parksFailBeforeSending = true;
+    ownParkChecksFail = 1;
+    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    assertThrows(RetriableException.class, task::poll, "the parks failed: nothing leaves");
+    long mark = LogCapture.get().mark();
+
+    task.stop();
+
+    assertEquals(
+        List.of(),
+        LogCapture.get().matching(mark, e -> e.message().contains("may have parked its row")));
+    assertEquals(List.of(), renewerStoppedAtParkChecks, "nothing asked");
+    assertEquals(0, task.metrics().failed.get());
+  }
+
+  /**
    * A park whose commit reply was lost (the connection dropped at COMMIT, as in a failover) finds
    * its row gone when retried. Parked under its own token and reason, the row was parked by that
    * attempt: no lost claim, and its dead-letter record, which leaves with the batch, is counted.
@@ -1603,6 +1631,9 @@ class ExactlyOnceTaskTest {
               }
               if (method.getName().equals("park") && parksFail) {
                 throw outage("park");
+              }
+              if (method.getName().equals("park") && parksFailBeforeSending) {
+                throw outage("park").beforeSending();
               }
               CountDownLatch[] pause = parkPause;
               if (pause != null && method.getName().equals("park")) {

@@ -490,6 +490,35 @@ class ClaimStatementTest {
         "parks every row named: " + plan);
   }
 
+  /** ... and so do the rows a lost reply's parks are looked up by. */
+  @ParameterizedTest
+  @EnumSource(Statistics.class)
+  void theRowsOfParksWhoseReplyWasLostAreFoundByThePrimaryKey(Statistics statistics)
+      throws SQLException {
+    List<ClaimedMessage> rows = inFlight.get(statistics).subList(0, 300);
+    NamedSql statement = new OutboxSql(TABLE).parkedUnderOwnLease;
+    String plan;
+    try (Connection c = dataSources.get(statistics).getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                PostgresOutboxStore.planned(
+                    OutboxSql.ACKS_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + statement.jdbc()))) {
+      c.setAutoCommit(false);
+      statement
+          .bind(ps)
+          .setArray("seqs", c.createArrayOf("bigint", column(rows, ClaimedMessage::seq)))
+          .setArray("message_ids", c.createArrayOf("text", column(rows, ClaimedMessage::messageId)))
+          .setArray("tokens", c.createArrayOf("bigint", column(rows, m -> m.lease().token())))
+          .setArray("reasons", c.createArrayOf("text", column(rows, m -> "POISON")))
+          .setArray("epochs", c.createArrayOf("bigint", column(rows, m -> 1L)))
+          .setArray("batches", c.createArrayOf("bigint", column(rows, m -> 1L)))
+          .setArray("instance_keys", c.createArrayOf("text", new String[] {"eu"}));
+      plan = plan(ps);
+      c.rollback();
+    }
+    assertFindsRowsByThePrimaryKeyAlone(plan);
+  }
+
   /**
    * The release of a claim whose result was lost reads one page of its key's rows awaiting delivery
    * along the (instance_key, seq) due index, from where the last page ended, none of another key's
