@@ -474,13 +474,7 @@ public final class PostgresOutboxStore implements OutboxStore {
               bindAcks(c, statement.set("now", this::setNow), sent)
                   .setArray("owners", textArray(c, owners))
                   .setArray("instance_keys", claimedKeys(c));
-              boolean[] positions = new boolean[n];
-              try (ResultSet rs = planned(statement)) {
-                while (rs.next()) {
-                  positions[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
-                }
-              }
-              return positions;
+              return returnedPositions(planned(statement), n);
             });
     List<Outcome> outcomes = new ArrayList<>(acks.size());
     for (int position : sentAs) {
@@ -618,13 +612,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                   .setArray(
                       "owners", textArray(c, parks.stream().map(p -> p.lease().owner()).toArray()))
                   .setArray("instance_keys", claimedKeys(c));
-              boolean[] positions = new boolean[n];
-              try (ResultSet rs = planned(statement)) {
-                while (rs.next()) {
-                  positions[(int) rs.getLong(1) - 1] = true; // ordinality counts from 1
-                }
-              }
-              return positions;
+              return returnedPositions(planned(statement), n);
             });
     List<Outcome> outcomes = new ArrayList<>(n);
     for (boolean parked : applied) {
@@ -653,6 +641,20 @@ public final class PostgresOutboxStore implements OutboxStore {
               .setArray("instance_keys", claimedKeys(c));
           return returnedIds(planned(statement));
         });
+  }
+
+  /**
+   * Which of {@code n} elements bound as arrays a statement applied: it returns the position (the
+   * ordinality, from 1) of each.
+   */
+  private static boolean[] returnedPositions(ResultSet result, int n) throws SQLException {
+    boolean[] positions = new boolean[n];
+    try (ResultSet rs = result) {
+      while (rs.next()) {
+        positions[(int) rs.getLong(1) - 1] = true;
+      }
+    }
+    return positions;
   }
 
   /** Binds each park's seq, message id, lease token and reason, as arrays in order. */
