@@ -195,6 +195,23 @@ class MaintenanceTest {
     publishAll(f);
     f.clock.advance(Duration.ofSeconds(61));
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+
+    // the count and retention both due
+    stopDuringTheCount(f, store, null, () -> time.sleep(Maintenance.FIRST_CLEANUP_MS));
+
+    assertEquals(0, f.metrics.cleanedUp.get(), "retention did not start after the stop");
+  }
+
+  /**
+   * Runs maintenance on a thread of its own, holds it in its backlog count, stops it there, lets
+   * the count end, and waits for the run to end. {@code beforeRun}: once maintenance is made.
+   */
+  private void stopDuringTheCount(
+      RuntimeFixture f,
+      OutboxSourceTaskTest.FailingStore store,
+      String ownOwners,
+      Runnable beforeRun)
+      throws InterruptedException {
     java.util.concurrent.CountDownLatch countEnds = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.CountDownLatch counting = new java.util.concurrent.CountDownLatch(1);
     store.beforeInspect =
@@ -203,8 +220,8 @@ class MaintenanceTest {
         java.util.concurrent.Executors.newSingleThreadExecutor();
     try {
       Maintenance maintenance =
-          new Maintenance(store, f.config, f.metrics, time, true, null, thread);
-      time.sleep(Maintenance.FIRST_CLEANUP_MS); // the count and retention both due
+          new Maintenance(store, f.config, f.metrics, time, true, ownOwners, thread);
+      beforeRun.run();
       maintenance.runIfDue();
       assertTrue(counting.await(10, java.util.concurrent.TimeUnit.SECONDS));
 
@@ -212,8 +229,6 @@ class MaintenanceTest {
       countEnds.countDown();
       thread.shutdown();
       assertTrue(thread.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
-
-      assertEquals(0, f.metrics.cleanedUp.get(), "retention did not start after the stop");
     } finally {
       countEnds.countDown();
       thread.shutdownNow();
@@ -236,34 +251,16 @@ class MaintenanceTest {
         new OutboxStoreException(
             OutboxStoreException.Kind.TRANSIENT, "DB_STATEMENT_TIMEOUT", "57014", "inspect");
     store.inspectsFail = countFails;
-    java.util.concurrent.CountDownLatch countEnds = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.CountDownLatch counting = new java.util.concurrent.CountDownLatch(1);
-    store.beforeInspect =
-        OutboxSourceTaskTest.FailingStore.heldUntil(countEnds, counting::countDown);
-    java.util.concurrent.ExecutorService thread =
-        java.util.concurrent.Executors.newSingleThreadExecutor();
     long mark = LogCapture.get().mark();
-    try {
-      Maintenance maintenance =
-          new Maintenance(store, f.config, f.metrics, time, true, "relay/task-", thread);
-      maintenance.runIfDue();
-      assertTrue(counting.await(10, java.util.concurrent.TimeUnit.SECONDS));
 
-      maintenance.stop();
-      countEnds.countDown();
-      thread.shutdown();
-      assertTrue(thread.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
+    stopDuringTheCount(f, store, "relay/task-", () -> {});
 
-      assertEquals(0, store.backlogSideReads.get(), "no statement after the count");
-      assertEquals(
-          List.of(),
-          LogCapture.get()
-              .matching(mark, e -> e.level().equals("WARN") && e.logger().endsWith(".Maintenance")),
-          "nothing said failing after the stop");
-    } finally {
-      countEnds.countDown();
-      thread.shutdownNow();
-    }
+    assertEquals(0, store.backlogSideReads.get(), "no statement after the count");
+    assertEquals(
+        List.of(),
+        LogCapture.get()
+            .matching(mark, e -> e.level().equals("WARN") && e.logger().endsWith(".Maintenance")),
+        "nothing said failing after the stop");
   }
 
   @Test

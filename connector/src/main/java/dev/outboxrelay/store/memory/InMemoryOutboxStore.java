@@ -586,34 +586,35 @@ public final class InMemoryOutboxStore implements OutboxStore {
   public synchronized boolean recordDeadLetterCopy(
       String messageId, long token, long epoch, long batch, KafkaCoordinates copy) {
     Row row = rowsById.get(messageId);
-    if (row == null
-        || !row.ownedBy(claimedKeys)
-        || row.status != MessageStatus.FAILED
-        || row.leaseToken != token
-        || !Long.valueOf(epoch).equals(row.leaseEpoch)
-        || !Long.valueOf(batch).equals(row.claimBatch)
-        || row.kafka != null) {
+    if (!parkedUnder(row, token, epoch, batch) || row.kafka != null) {
       return false;
     }
     row.kafka = copy;
     return true;
   }
 
+  /**
+   * Whether {@code row}, of a claimed key, is FAILED as a park under this token and position left
+   * it.
+   */
+  private boolean parkedUnder(Row row, long token, long epoch, long batch) {
+    return row != null
+        && row.ownedBy(claimedKeys)
+        && row.status == MessageStatus.FAILED
+        && row.leaseToken == token
+        && Long.valueOf(epoch).equals(row.leaseEpoch)
+        && Long.valueOf(batch).equals(row.claimBatch);
+  }
+
   @Override
   public synchronized List<Outcome> park(List<ParkRequest> parks) {
     List<Outcome> outcomes = new ArrayList<>(parks.size());
     for (ParkRequest park : parks) {
-      Row row = fenced(park.messageId(), park.lease());
-      if (row == null || row.seq != park.seq()) {
-        outcomes.add(Outcome.CLAIM_LOST);
-        continue;
-      }
-      row.status = MessageStatus.FAILED;
-      row.lastFailureCode = park.reasonCode();
-      row.kafka = null;
-      row.nextAttemptAt = null;
-      row.releaseLease();
-      outcomes.add(Outcome.APPLIED);
+      Row row = rowsById.get(park.messageId());
+      outcomes.add(
+          row == null || row.seq != park.seq()
+              ? Outcome.CLAIM_LOST
+              : markFailed(park.messageId(), park.lease(), park.reasonCode(), null));
     }
     return outcomes;
   }
@@ -623,14 +624,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Set<String> parked = new HashSet<>();
     for (ParkRequest park : parks) {
       Row row = rowsById.get(park.messageId());
-      if (row != null
+      if (parkedUnder(row, park.lease().token(), park.epoch(), park.batch())
           && row.seq == park.seq()
-          && row.ownedBy(claimedKeys)
-          && row.status == MessageStatus.FAILED
-          && row.leaseToken == park.lease().token()
-          && park.reasonCode().equals(row.lastFailureCode)
-          && Long.valueOf(park.epoch()).equals(row.leaseEpoch)
-          && Long.valueOf(park.batch()).equals(row.claimBatch)) {
+          && park.reasonCode().equals(row.lastFailureCode)) {
         parked.add(park.messageId());
       }
     }
