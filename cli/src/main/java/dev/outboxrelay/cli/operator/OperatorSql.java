@@ -469,10 +469,12 @@ final class OperatorSql {
         // flight then is as new as a later one).
         // The UPDATE or DELETE finds the picked rows by the primary key (joined to the
         // selection instead, it read every parked row of the key per batch) and repeats the
-        // selection, so a row that changed since the batch was picked is left alone. Returns the
+        // selection, so a row that changed since the batch was picked is left alone. The repeat
+        // is a sub-SELECT, a filter the planner cannot search by: as a plain condition, up to
+        // PostgreSQL 16 it searched the index of parked rows by it (estimated at one row) and read
+        // every parked row of the correlation id per batch (RequeuePlanTest, on 13). Returns the
         // batch's last seq (the next cursor; null when no row is left), how many rows were
-        // changed and how many of
-        // those have a deliver_before that has passed.
+        // changed and how many of those have a deliver_before that has passed.
         changeBatch
             .computeIfAbsent(action, a -> new EnumMap<>(ParkedSelection.Selector.class))
             .put(
@@ -487,9 +489,9 @@ final class OperatorSql {
                       ORDER BY seq LIMIT :limit
                     ), changed AS (
                       {change}
-                      {selection}
-                        AND parked_at <= CAST(:parked_by AS timestamptz)
-                        AND seq = ANY (ARRAY(SELECT seq FROM picked))
+                      WHERE seq = ANY (ARRAY(SELECT seq FROM picked))
+                        AND (SELECT TRUE {selection}
+                          AND parked_at <= CAST(:parked_by AS timestamptz))
                       RETURNING {deadline passed} AS deadline_passed
                     )
                     SELECT (SELECT max(seq) FROM picked) AS last_seq,
