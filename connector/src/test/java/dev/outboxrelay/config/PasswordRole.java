@@ -33,6 +33,8 @@ public final class PasswordRole {
     }
     try (Connection c = Postgres.server().getPostgresDatabase().getConnection();
         Statement s = c.createStatement()) {
+      // Stored as SCRAM, as the rules below ask for (13's default is md5).
+      s.execute("SET password_encryption = 'scram-sha-256'");
       s.execute("CREATE ROLE " + NAME + " LOGIN PASSWORD '" + PASSWORD + "'");
       Path hba;
       try (ResultSet rs = s.executeQuery("SHOW hba_file")) {

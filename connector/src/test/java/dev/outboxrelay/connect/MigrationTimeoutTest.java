@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
@@ -81,6 +82,7 @@ class MigrationTimeoutTest {
    */
   @Test
   void aMigrationOutlivesATransactionTimeoutOfTheDatabase() throws Exception {
+    assumeTrue(Postgres.majorVersion() >= 17, "no transaction_timeout before PostgreSQL 17");
     String url = Postgres.freshDatabase("migration_transaction_timeout");
     try (HikariDataSource admin = Postgres.pool(url, 3)) {
       new SchemaMigrator(admin, TABLE).migrateTo("5");

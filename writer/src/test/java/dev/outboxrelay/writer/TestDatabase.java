@@ -74,8 +74,31 @@ final class TestDatabase {
         throw new UncheckedIOException("embedded PostgreSQL did not start", e);
       }
       Runtime.getRuntime().addShutdownHook(new Thread(TestDatabase::stopQuietly));
+      checkVersion();
     }
     return server;
+  }
+
+  /**
+   * Fails at once when the build asked for another PostgreSQL than the one that started: the
+   * oldest-postgres run (pom.xml) swaps the binaries on the classpath, and a swap that did not
+   * happen must not pass as a run on the oldest major.
+   */
+  private static void checkVersion() {
+    String expected = System.getProperty("outbox.test.postgres.version", "");
+    if (!expected.isEmpty() && majorVersion() != Integer.parseInt(expected.split("\\.")[0])) {
+      throw new IllegalStateException(
+          "PostgreSQL " + majorVersion() + " started, the build asked for " + expected);
+    }
+  }
+
+  /** The server's major version, e.g. 13 or 17. */
+  private static int majorVersion() {
+    try (Connection c = server().getPostgresDatabase().getConnection()) {
+      return c.getMetaData().getDatabaseMajorVersion();
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not read the server's version", e);
+    }
   }
 
   private static void stopQuietly() {
