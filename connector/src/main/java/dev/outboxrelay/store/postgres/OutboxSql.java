@@ -95,6 +95,14 @@ final class OutboxSql {
       "o.instance_key >= own.instance_key AND o.instance_key <= own.instance_key";
 
   /**
+   * {@code {the key(o)}}: the row is of the key {@code :instance_key}, spelled as a range for the
+   * reason {@code {own key(o)}} is: a page of a key that holds most of the table (a paused
+   * connector's backlog beside a few legacy rows) otherwise read the primary key from the start.
+   */
+  private static final String THE_KEY =
+      "o.instance_key >= :instance_key AND o.instance_key <= :instance_key";
+
+  /**
    * {@code {quota}} of a claim over several instance keys: how many of the first {@code :limit}
    * claimable rows of them all (in seq order: due, and in an ordered claim not held back by an
    * earlier row of their aggregate, {@link #EARLIER}) each key has, read without locking. A locking
@@ -371,7 +379,7 @@ final class OutboxSql {
           o.status = 'IN_FLIGHT' AND o.lease_expires_at > clock.now AND NOT {own owner(o)}
             {share} AS foreign_lease
         FROM {table} o, clock
-        WHERE o.instance_key = :instance_key AND {unsettled(o)}
+        WHERE {the key(o)} AND {unsettled(o)}
           AND o.seq > CAST(:after_seq AS bigint)
         ORDER BY o.instance_key, o.seq
         LIMIT :page_rows
@@ -686,6 +694,7 @@ final class OutboxSql {
     fragments.put("{fence}", FENCE);
     fragments.put("{own keys}", OWN_KEYS);
     fragments.put("{own key(o)}", OWN_KEY);
+    fragments.put("{the key(o)}", THE_KEY);
     fragments.put("{unsettled(o)}", UNSETTLED.formatted("o"));
     fragments.put("{recoverable(o)}", RECOVERABLE);
     fragments.put("{own owner(o)}", OWN_OWNER);
@@ -724,10 +733,13 @@ final class OutboxSql {
     recover = statement(RECOVER.replace("{share}", ""));
     recoverInShare = statement(RECOVER.replace("{share}", SHARE));
     // One page of the rows of a claim whose result never arrived: the key's rows awaiting
-    // delivery after a seq, read in seq order along its due index (ordered as that index is, so
-    // that no plan reads another key's rows by the primary key); of them, those leased to the
+    // delivery after a seq, read in seq order along its due index (the key a range, ordered as
+    // that index is, so that no plan reads another key's rows by the primary key); of them, those
+    // leased to the
     // owner, not held by it, and exactly once of no batch handed to Connect, given back by their
-    // seqs (OutboxStore#releaseUnheld). The held seqs are compared only for the owner's own rows.
+    // seqs (OutboxStore#releaseUnheld). The held seqs are compared only for the owner's own rows,
+    // as a hashed subquery: PostgreSQL 13 and 14 compared each row with every element of a
+    // "<> ALL (array)" (0.35 s a page with 31,500 held, 47 ms hashed); no held seq is null.
     // The update checks the key again as a filter, not an index condition (IS NOT DISTINCT FROM):
     // as one, on a small table the planner chose the (instance_key, aggregate_id, seq) index,
     // which reads every entry of the key to find these seqs; the primary key finds each at once.
@@ -743,11 +755,11 @@ final class OutboxSql {
             WITH page AS (
               SELECT o.seq,
                 o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
-                  AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
+                  AND o.seq NOT IN (SELECT unnest(CAST(:held_seqs AS bigint[])))
                   AND (o.claim_batch IS NULL OR o.claim_batch > CAST(:handed_through AS bigint))
                   AS unheld
               FROM {table} o
-              WHERE o.instance_key = :instance_key AND {unsettled(o)}
+              WHERE {the key(o)} AND {unsettled(o)}
                 AND o.seq > CAST(:after_seq AS bigint)
               ORDER BY o.instance_key, o.seq
               LIMIT :page_rows
@@ -756,7 +768,7 @@ final class OutboxSql {
               WHERE o.seq = ANY (ARRAY(SELECT seq FROM page WHERE unheld))
                 AND o.instance_key IS NOT DISTINCT FROM :instance_key AND {unsettled(o)}
                 AND o.status = 'IN_FLIGHT' AND o.lease_owner = :owner
-                AND o.seq <> ALL (CAST(:held_seqs AS bigint[]))
+                AND o.seq NOT IN (SELECT unnest(CAST(:held_seqs AS bigint[])))
                 AND (o.claim_batch IS NULL OR o.claim_batch > CAST(:handed_through AS bigint))
                 AND (SELECT set_config('synchronous_commit', {durable}, true)) IS NOT NULL
               RETURNING {message_id(o)} AS message_id

@@ -545,10 +545,13 @@ class ClaimStatementTest {
    * along the (instance_key, seq) due index, from where the last page ended, none of another key's
    * nor a legacy row, and releases the rows it finds by the primary key: no statement reads the
    * key's whole backlog (which could outlast the statement timeout at every attempt, as a bitmap of
-   * it did), none sorts it.
+   * it did), none sorts it. For a key of a few rows (us) and for one of most of the table (paused):
+   * the primary key also returns a key's rows in seq order, and read from the start it filtered out
+   * every legacy row and every other key's before the first of its own.
    */
-  @Test
-  void aLostClaimsReleaseReadsOnePageOfTheKeysDueIndex() throws SQLException {
+  @ParameterizedTest(name = "key {0}")
+  @ValueSource(strings = {"us", "paused"})
+  void aLostClaimsReleaseReadsOnePageOfTheKeysDueIndex(String key) throws SQLException {
     NamedSql release = new OutboxSql(TABLE).releaseUnheld;
     String plan;
     try (Connection c = shared.getConnection();
@@ -557,10 +560,10 @@ class ClaimStatementTest {
                 PostgresOutboxStore.planned(
                     OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + release.jdbc()))) {
       c.setAutoCommit(false);
-      leaseFirst150OfUs(c); // the lost claim's rows, rolled back
+      leaseFirst150Of(c, key); // the lost claim's rows, rolled back
       release
           .bind(ps)
-          .setString("instance_key", "us")
+          .setString("instance_key", key)
           .setString("owner", "relay-1")
           .setArray("held_seqs", c.createArrayOf("bigint", new Long[] {1L}))
           .setLong("handed_through", 0)
@@ -569,7 +572,12 @@ class ClaimStatementTest {
       plan = plan(ps);
       c.rollback();
     }
-    assertReadsOnePageOfUsAndUpdatesByThePrimaryKey(plan);
+    assertReadsOnePageOfTheKeyAndUpdatesByThePrimaryKey(plan, key);
+  }
+
+  static Stream<Arguments> recoveries() {
+    return Stream.of("us", "paused")
+        .flatMap(key -> Stream.of(Arguments.of(false, key), Arguments.of(true, key)));
   }
 
   /**
@@ -578,11 +586,11 @@ class ClaimStatementTest {
    * legacy row, and settles the rows it finds by the primary key: no statement reads the key's
    * whole backlog (one over every due row outlasted the statement timeout behind tens of millions),
    * none sorts it. Here 150 rows leased by an at-least-once claim (no epoch: lower than any), in a
-   * transaction rolled back, and a page of 200.
+   * transaction rolled back, and a page of 200; for a small key and a large one, as a release.
    */
-  @ParameterizedTest(name = "in a share: {0}")
-  @ValueSource(booleans = {false, true})
-  void aRecoveryPageReadsOnePageOfTheKeysDueIndex(boolean inShare) throws SQLException {
+  @ParameterizedTest(name = "in a share: {0}, key {1}")
+  @MethodSource("recoveries")
+  void aRecoveryPageReadsOnePageOfTheKeysDueIndex(boolean inShare, String key) throws SQLException {
     OutboxSql sql = new OutboxSql(TABLE);
     NamedSql recover = inShare ? sql.recoverInShare : sql.recover;
     String plan;
@@ -592,7 +600,7 @@ class ClaimStatementTest {
                 PostgresOutboxStore.planned(
                     OutboxSql.CLAIM_PLAN, "EXPLAIN (ANALYZE, TIMING OFF) " + recover.jdbc()))) {
       c.setAutoCommit(false);
-      leaseFirst150OfUs(c);
+      leaseFirst150Of(c, key);
       NamedSql.Binder binder =
           recover
               .bind(ps)
@@ -602,7 +610,7 @@ class ClaimStatementTest {
               .setArray("committed_epochs", c.createArrayOf("bigint", new Long[0]))
               .setArray("committed_batches", c.createArrayOf("bigint", new Long[0]))
               .setArray("committed_seqs", c.createArrayOf("bigint", new Long[0]))
-              .setString("instance_key", "us")
+              .setString("instance_key", key)
               .setLong("after_seq", Long.MIN_VALUE)
               .setInt("page_rows", 200)
               .setLong("epoch", Long.MAX_VALUE)
@@ -616,28 +624,36 @@ class ClaimStatementTest {
       plan = plan(ps);
       c.rollback();
     }
-    assertReadsOnePageOfUsAndUpdatesByThePrimaryKey(plan);
+    assertReadsOnePageOfTheKeyAndUpdatesByThePrimaryKey(plan, key);
   }
 
-  /** In {@code c}'s transaction, the first 150 rows of us leased to relay-1 (no epoch). */
-  private static void leaseFirst150OfUs(Connection c) throws SQLException {
+  /** In {@code c}'s transaction, the first 150 rows of the key leased to relay-1 (no epoch). */
+  private static void leaseFirst150Of(Connection c, String key) throws SQLException {
     try (Statement lease = c.createStatement()) {
       lease.execute(
           "UPDATE outbox SET status = 'IN_FLIGHT', lease_owner = 'relay-1',"
               + " lease_expires_at = now() + interval '1 minute', lease_token = lease_token + 1"
-              + " WHERE seq IN (SELECT seq FROM outbox WHERE instance_key = 'us'"
-              + " ORDER BY seq LIMIT 150)");
+              + " WHERE seq IN (SELECT seq FROM outbox WHERE instance_key = '"
+              + key
+              + "' ORDER BY seq LIMIT 150)");
     }
   }
 
   /**
-   * The plan of a statement that reads a page of 200 of us's rows awaiting delivery along the due
-   * index, and changes the 150 leased among them, found by the primary key: nothing else read, no
-   * sort of the key's backlog.
+   * The plan of a statement that reads a page of 200 of the key's rows awaiting delivery along the
+   * due index, and changes the 150 leased among them, found by the primary key: nothing else read,
+   * no sort of the key's backlog.
    */
-  private static void assertReadsOnePageOfUsAndUpdatesByThePrimaryKey(String plan) {
+  private static void assertReadsOnePageOfTheKeyAndUpdatesByThePrimaryKey(String plan, String key) {
     assertTrue(plan.contains("Index Scan using outbox_due_key_seq_idx on outbox o"), plan);
-    assertTrue(plan.contains("Index Cond: ((instance_key = 'us'::text) AND (seq > "), plan);
+    assertTrue(
+        plan.contains(
+            "Index Cond: ((instance_key >= '"
+                + key
+                + "'::text) AND (instance_key <= '"
+                + key
+                + "'::text) AND (seq > "),
+        plan);
     assertTrue(plan.matches("(?s).*Limit .*actual rows=200 loops=1.*"), "one page: " + plan);
     assertTrue(plan.contains("Index Scan using outbox_pkey on outbox o_1"), plan);
     assertTrue(plan.matches("(?s).*Update on outbox o_\\d .*actual rows=150 loops=1.*"), plan);
