@@ -115,6 +115,44 @@ class RequeuePlanTest {
   }
 
   /**
+   * After an incident: the newest rows of a key parked, among many older rows of it awaiting
+   * delivery, and statistics taken since. The status command's oldest parked row and a page of
+   * parked rows still read the index of parked rows. With the key spelled as an equality, ordering
+   * by seq alone, the planner took the key's parked rows to be spread evenly in seq order and
+   * walked the primary key from the start, past every older row, for the first of them (found on 13
+   * and 17: 845,000 rows read for the oldest of 5,000 parked).
+   */
+  @Test
+  void afterAnIncidentTheParkedRowsAreStillReadThroughTheirIndex() throws SQLException {
+    try (OutboxFixture incident = OutboxFixture.populated("requeue_incident")) {
+      incident.exec(
+          "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+              + " topic, payload)"
+              + " SELECT 'row-' || g, 'eu', 'order', 'row-' || g, 'OrderPlaced', 'orders',"
+              + " '\\x00'::bytea FROM generate_series(1, 25000) g");
+      incident.exec(
+          "UPDATE outbox SET status = 'EXHAUSTED', attempts = 10,"
+              + " last_failure_code = 'PRODUCER_SEND_FAILED', parked_at = now()"
+              + " WHERE seq IN (SELECT seq FROM outbox WHERE instance_key = 'eu'"
+              + " ORDER BY seq DESC LIMIT 5000)");
+      incident.exec("ANALYZE outbox");
+      List<String> plans = new ArrayList<>();
+      try (Connection c = incident.dataSource.getConnection()) {
+        plans.add(
+            explain(c, OperatorStatements.oldestWithStatus(TABLE), null, MessageStatus.EXHAUSTED));
+        for (MessageStatus parked : List.of(MessageStatus.FAILED, MessageStatus.EXHAUSTED)) {
+          plans.add(explain(c, OperatorStatements.list(TABLE, parked), null, parked));
+        }
+      }
+      for (String plan : plans) {
+        assertTrue(parkedIndexes.stream().anyMatch(plan::contains), plan);
+        assertFalse(plan.contains("outbox_pkey"), plan);
+        assertFalse(plan.contains("Seq Scan"), plan);
+      }
+    }
+  }
+
+  /**
    * A batch of a requeue or discard of every parked row reads its own rows along the (instance_key,
    * seq) index of parked rows (schema version 14), from the last batch's seq: with the correlation
    * id's index alone, each batch read every parked row of the key and sorted them (a million parked

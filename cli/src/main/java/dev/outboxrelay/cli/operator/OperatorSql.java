@@ -172,6 +172,17 @@ final class OperatorSql {
   private static final String PARKED_INDEX = "\n    AND parked_at IS NOT NULL";
 
   /**
+   * {@code {the key}}: the row is of the key {@code :instance_key}, spelled as a range, in
+   * statements ordered by {@code instance_key, seq}. An equality makes the key a constant, reducing
+   * the order to seq, which the primary key also gives: after an incident (the newest rows of a key
+   * parked), PostgreSQL took the parked rows to be spread evenly in seq order and walked the
+   * primary key from the start, past every older row, for the first of them (the relay's claims
+   * spell their keys so for the same reason, OutboxSql's {own key(o)}).
+   */
+  private static final String THE_KEY =
+      "instance_key >= :instance_key AND instance_key <= :instance_key";
+
+  /**
    * {@code {deadline passed}}: the row's deliver_before has passed by the database clock, as the
    * relay judges it when it claims the row (it then records the row FAILED, DEADLINE_EXPIRED,
    * again): a requeue reports how many of its rows are such.
@@ -348,6 +359,7 @@ final class OperatorSql {
   OperatorSql(OutboxTable table, ColumnMapping columns, boolean payloadIsBytea) {
     fragments.put("{requeue}", REQUEUE);
     fragments.put("{discard}", DISCARD);
+    fragments.put("{the key}", THE_KEY);
     fragments.put("{parked of key}", PARKED_OF_KEY);
     fragments.put("{awaiting of key}", AWAITING_OF_KEY);
     fragments.put("{deadline passed}", DEADLINE_PASSED);
@@ -374,9 +386,9 @@ final class OperatorSql {
               GREATEST(0, EXTRACT(EPOCH FROM (transaction_timestamp() - created_at)) * 1000)::bigint
                 AS age_ms
             FROM {table}
-            WHERE instance_key = :instance_key AND status = :status"""
+            WHERE {the key} AND status = :status"""
                 + PARKED_INDEX
-                + "\nORDER BY seq LIMIT 1");
+                + "\nORDER BY instance_key, seq LIMIT 1");
 
     // One statement per kind of status, each spelling the predicate of the index that holds its
     // rows. Parked ones through the index of parked rows (the key's parked rows, sorted): without
@@ -390,13 +402,14 @@ final class OperatorSql {
         """
         SELECT {row}
         FROM {table}
-        WHERE instance_key = :instance_key AND status = :status AND seq > :after_seq""";
+        WHERE {the key} AND status = :status AND seq > :after_seq""";
     NamedSql listAwaiting =
         statement(
             listTable
                 + "\n    AND published_at IS NULL AND parked_at IS NULL"
-                + "\nORDER BY seq LIMIT :limit");
-    NamedSql listParked = statement(listTable + PARKED_INDEX + "\nORDER BY seq LIMIT :limit");
+                + "\nORDER BY instance_key, seq LIMIT :limit");
+    NamedSql listParked =
+        statement(listTable + PARKED_INDEX + "\nORDER BY instance_key, seq LIMIT :limit");
     NamedSql listPublished =
         statement(
             "SELECT * FROM (\n"
