@@ -27,6 +27,7 @@ import dev.outboxrelay.store.postgres.RelayIndexes;
 import dev.outboxrelay.store.postgres.RelayPrivileges;
 import dev.outboxrelay.store.postgres.ReplicaIdentity;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
+import dev.outboxrelay.store.postgres.ServerVersion;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
 import java.sql.Connection;
@@ -389,6 +390,13 @@ public final class ConfigValidation {
         // went silent after the login (a half-open path, a pooler without a server) is bounded
         // here, as the table checks' pooled reads are, or validation outlasts Connect's REST call.
         connection.setNetworkTimeout(Runnable::run, (int) readTimeout().toMillis());
+        Optional<String> tooOld = ServerVersion.refusal(connection);
+        if (tooOld.isPresent()) {
+          error(
+              CONNECTION_URL_CONFIG,
+              CONNECTION_URL_CONFIG + " reaches a server too old: " + tooOld.get());
+          return false;
+        }
         if (!isWritable(connection)) {
           return false;
         }

@@ -14,6 +14,8 @@ import dev.outboxrelay.store.postgres.RelayIndexes;
 import dev.outboxrelay.store.postgres.RelayPrivileges;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SchemaNotManagedException;
+import dev.outboxrelay.store.postgres.ServerTooOldException;
+import dev.outboxrelay.store.postgres.ServerVersion;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
 import java.sql.Connection;
@@ -72,6 +74,8 @@ final class PostgresStoreProvider implements StoreProvider {
       // restore without the history, reaches here.
       throw new OutboxStoreException(
           OutboxStoreException.Kind.SCHEMA, SCHEMA_NOT_MANAGED, null, MIGRATE);
+    } catch (ServerTooOldException e) {
+      throw serverTooOld(e.getMessage(), MIGRATE);
     } catch (FlywayException e) {
       throw failure(e, MIGRATE);
     }
@@ -85,8 +89,34 @@ final class PostgresStoreProvider implements StoreProvider {
             ? dataSource
             : DataSourceFactory.unpooled(
                 config.connectionSettings(), DataSourceFactory.APPLICATION_NAME);
+    requireSupportedServer(source);
     checkVersion(config, source);
     requirePrivileges(config, source);
+  }
+
+  /**
+   * As validation judged it: a table kept by the application's own tool reaches here unmigrated.
+   */
+  private static void requireSupportedServer(DataSource source) {
+    Optional<String> refusal;
+    try (Connection c = source.getConnection()) {
+      refusal = ServerVersion.refusal(c);
+    } catch (SQLException e) {
+      throw SqlStates.classify(e, CHECK_SCHEMA);
+    }
+    if (refusal.isPresent()) {
+      throw serverTooOld(refusal.get(), CHECK_SCHEMA);
+    }
+  }
+
+  /** Not retried: the server's version does not change while a task waits. */
+  private static OutboxStoreException serverTooOld(String refusal, String operation) {
+    return new OutboxStoreException(
+        OutboxStoreException.Kind.SCHEMA,
+        ServerTooOldException.REASON_CODE,
+        null,
+        operation,
+        refusal);
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.ReplicaIdentity;
+import dev.outboxrelay.store.postgres.ServerTooOldException;
 import org.apache.kafka.connect.errors.ConnectException;
 
 /** The exceptions that fail a task: sanitized, with a hint naming what to fix. */
@@ -24,6 +25,9 @@ final class TaskFailures {
           + " whose replica identity was taken away, so retention cannot delete from it: give it"
           + " back with ALTER TABLE <log> REPLICA IDENTITY FULL, or take the log out of the"
           + " publication";
+    }
+    if (ServerTooOldException.REASON_CODE.equals(e.reasonCode())) {
+      return "; point connection.url at a server of PostgreSQL 13 or newer";
     }
     if ("DB_DATABASE_MISSING".equals(e.reasonCode())) {
       return "; connection.url names a database that does not exist";

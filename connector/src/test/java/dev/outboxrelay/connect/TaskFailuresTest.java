@@ -55,6 +55,30 @@ class TaskFailuresTest {
     assertNull(e.getCause());
   }
 
+  /** A server older than 13, at a migration or at the schema check: named, with what to do. */
+  @Test
+  void aServerTooOldIsNamed() {
+    for (String operation : new String[] {StoreProvider.MIGRATE, StoreProvider.CHECK_SCHEMA}) {
+      ConnectException e =
+          TaskFailures.of(
+              new OutboxStoreException(
+                  Kind.SCHEMA,
+                  "SERVER_TOO_OLD",
+                  null,
+                  operation,
+                  "the server is PostgreSQL 12.22; outbox-relay needs 13 or newer"
+                      + " (docs/deployment.md)"));
+
+      assertEquals(
+          "outbox-relay: outbox store "
+              + operation
+              + " failed: SERVER_TOO_OLD (the server is PostgreSQL 12.22; outbox-relay needs 13 or"
+              + " newer (docs/deployment.md)); point connection.url at a server of PostgreSQL 13"
+              + " or newer",
+          e.getMessage());
+    }
+  }
+
   /** Not "create the outbox table", which exists, nor "grant access", which is not enough. */
   @Test
   void aFailedMigrationSaysWhereToLook() {

@@ -10,6 +10,7 @@ import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SchemaNotManagedException;
+import dev.outboxrelay.store.postgres.ServerTooOldException;
 import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -209,6 +210,9 @@ public final class MigrateCommand extends DatabaseCommand {
    * the connection, so only the SQLState or Flyway's error code is reported.
    */
   private static CliException failureOf(RuntimeException failure) {
+    if (failure instanceof ServerTooOldException e) {
+      return CliException.database(ServerTooOldException.REASON_CODE, e.getMessage());
+    }
     if (failure instanceof SchemaNotManagedException e) {
       // Created by another tool between the check above and the migration lock.
       return CliException.database(

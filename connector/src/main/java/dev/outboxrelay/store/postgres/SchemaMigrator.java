@@ -69,6 +69,7 @@ public final class SchemaMigrator {
    * @throws MigrationInProgressException another session is migrating this table and this one has
    *     something to apply; nothing changed
    * @throws SchemaNotManagedException the table exists without a schema history; nothing changed
+   * @throws ServerTooOldException the server is older than the relay supports; nothing changed
    */
   public int migrate() {
     return exclusively(null);
@@ -84,6 +85,7 @@ public final class SchemaMigrator {
    * @throws MigrationInProgressException another session is migrating this table and this one has
    *     something to apply; nothing changed
    * @throws SchemaNotManagedException the table exists without a schema history; nothing changed
+   * @throws ServerTooOldException the server is older than the relay supports; nothing changed
    */
   public int migrateTo(String version) {
     return exclusively(version);
@@ -93,6 +95,7 @@ public final class SchemaMigrator {
     if (nothingToApply(flyway(target))) {
       return 0;
     }
+    requireSupportedServer(); // only with something to apply: no table is current on an older one
     // Three connections for the duration: the lock's and Flyway's two (its transactional lock, the
     // default, keeps the history table's work apart from the migrations').
     try (MigrationLock lock = MigrationLock.take(dataSource, table)) {
@@ -105,6 +108,14 @@ public final class SchemaMigrator {
       return flyway(target).migrate().migrationsExecuted;
     } catch (SQLException e) {
       throw new FlywayException("could not take the migration lock", e);
+    }
+  }
+
+  private void requireSupportedServer() {
+    try (Connection c = dataSource.getConnection()) {
+      ServerVersion.require(c);
+    } catch (SQLException e) {
+      throw new FlywayException("could not read the server's version", e);
     }
   }
 
