@@ -75,7 +75,13 @@ final class PostgresStoreProvider implements StoreProvider {
       throw new OutboxStoreException(
           OutboxStoreException.Kind.SCHEMA, SCHEMA_NOT_MANAGED, null, MIGRATE);
     } catch (ServerTooOldException e) {
-      throw serverTooOld(e.getMessage(), MIGRATE);
+      // Not retried: the server's version does not change while a task waits.
+      throw new OutboxStoreException(
+          OutboxStoreException.Kind.SCHEMA,
+          ServerTooOldException.REASON_CODE,
+          null,
+          MIGRATE,
+          e.getMessage());
     } catch (FlywayException e) {
       throw failure(e, MIGRATE);
     }
@@ -89,34 +95,31 @@ final class PostgresStoreProvider implements StoreProvider {
             ? dataSource
             : DataSourceFactory.unpooled(
                 config.connectionSettings(), DataSourceFactory.APPLICATION_NAME);
-    requireSupportedServer(source);
     checkVersion(config, source);
     requirePrivileges(config, source);
+    warnIfServerTooOld(source);
   }
 
   /**
-   * As validation judged it: a table kept by the application's own tool reaches here unmigrated.
+   * A table already current on a server older than 13 (12 with pgcrypto's gen_random_uuid() can
+   * hold one) is relayed, with a warning: failing such a task at the first start after an upgrade
+   * would stop a deployment that ran. Validation refuses the server, and nothing is created or
+   * migrated on it (SchemaMigrator).
    */
-  private static void requireSupportedServer(DataSource source) {
+  private static void warnIfServerTooOld(DataSource source) {
     Optional<String> refusal;
     try (Connection c = source.getConnection()) {
       refusal = ServerVersion.refusal(c);
     } catch (SQLException e) {
       throw SqlStates.classify(e, CHECK_SCHEMA);
     }
-    if (refusal.isPresent()) {
-      throw serverTooOld(refusal.get(), CHECK_SCHEMA);
-    }
-  }
-
-  /** Not retried: the server's version does not change while a task waits. */
-  private static OutboxStoreException serverTooOld(String refusal, String operation) {
-    return new OutboxStoreException(
-        OutboxStoreException.Kind.SCHEMA,
-        ServerTooOldException.REASON_CODE,
-        null,
-        operation,
-        refusal);
+    refusal.ifPresent(
+        tooOld ->
+            log.warn(
+                "Server not supported: {} (reason={}; the table is current, so the task goes on,"
+                    + " untested)",
+                tooOld,
+                ServerTooOldException.REASON_CODE));
   }
 
   /**

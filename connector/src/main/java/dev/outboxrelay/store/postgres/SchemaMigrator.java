@@ -95,7 +95,9 @@ public final class SchemaMigrator {
     if (nothingToApply(flyway(target))) {
       return 0;
     }
-    requireSupportedServer(); // only with something to apply: no table is current on an older one
+    // Only with something to apply: a table already current on an older server (12 with pgcrypto
+    // can hold one) is left as it is; nothing is created or changed on one.
+    requireSupportedServer();
     // Three connections for the duration: the lock's and Flyway's two (its transactional lock, the
     // default, keeps the history table's work apart from the migrations').
     try (MigrationLock lock = MigrationLock.take(dataSource, table)) {

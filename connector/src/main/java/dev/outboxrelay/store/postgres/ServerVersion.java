@@ -8,8 +8,8 @@ import java.util.Optional;
 
 /**
  * The oldest PostgreSQL the relay supports, and the check that refuses an older server in words: on
- * 12 the first migration failed on {@code gen_random_uuid()} (built in since 13) with an error that
- * named a function, not the server.
+ * 12 without pgcrypto the first migration failed on {@code gen_random_uuid()} (built in since 13)
+ * with an error that named a function, not the server.
  */
 public final class ServerVersion {
   /** {@code server_version_num} of the oldest supported server: 13 (docs/deployment.md). */
