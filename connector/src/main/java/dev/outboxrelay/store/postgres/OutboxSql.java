@@ -735,9 +735,9 @@ final class OutboxSql {
     // One page of the rows of a claim whose result never arrived: the key's rows awaiting
     // delivery after a seq, read in seq order along its due index (the key a range, ordered as
     // that index is, so that no plan reads another key's rows by the primary key); of them, those
-    // leased to the
-    // owner, not held by it, and exactly once of no batch handed to Connect, given back by their
-    // seqs (OutboxStore#releaseUnheld). The held seqs are compared only for the owner's own rows,
+    // leased to the owner, not held by it, and exactly once of no batch handed to Connect, given
+    // back by their seqs (OutboxStore#releaseUnheld). The held seqs are compared only for the
+    // owner's own rows,
     // as a hashed subquery: PostgreSQL 13 and 14 compared each row with every element of a
     // "<> ALL (array)" (0.35 s a page with 31,500 held, 47 ms hashed); no held seq is null.
     // The update checks the key again as a filter, not an index condition (IS NOT DISTINCT FROM):
