@@ -193,10 +193,16 @@ final class Scenario implements AutoCloseable {
 
   /** Waits until {@code rows} main rows are PUBLISHED: the fault then hits a flowing stream. */
   void awaitPublished(long rows) {
+    awaitPublished(rows, () -> {});
+  }
+
+  /** As {@link #awaitPublished(long)}, doing {@code beforeEachLook} before each look. */
+  void awaitPublished(long rows, Runnable beforeEachLook) {
     awaitTrue(
         name + ": " + rows + " rows published",
         DRAIN,
         () -> {
+          beforeEachLook.run();
           writer.check();
           return db.count("PUBLISHED", MAIN_KEY) >= rows;
         });
