@@ -59,6 +59,14 @@ class PrometheusExportTest {
   private static final Pattern SAMPLE =
       Pattern.compile("^([a-z_]+)\\{([^}]*)\\} ([-0-9.Ee+]+|NaN)$", Pattern.MULTILINE);
 
+  /** A series task 0 alone exports. */
+  private static final Pattern TASK_ZERO_SERIES =
+      Pattern.compile("\\boutbox_relay_(?:lag_ms|backlog_[a-z_]+)\\b");
+
+  /** The aggregation whose argument a series opens, as the text before the series ends. */
+  private static final Pattern AGGREGATION_BY_CONNECTOR =
+      Pattern.compile("\\b(\\w+) by \\(connector\\) \\($");
+
   private Metrics kafkaMetrics;
   private RelayMetrics relay;
 
@@ -276,6 +284,37 @@ class PrometheusExportTest {
             "kafka_connect_task_status{connector=\""
                 + CONNECTOR
                 + "\",status=\"paused\",task=\"0\"}"));
+  }
+
+  /**
+   * Task 0 alone exports the lag and the backlog counts, and a task 0 left stuck on a worker beside
+   * its replacement (before Kafka 4.1 its beans outlive an abandoned stop) exports them too, with
+   * the same labels: its lag ages its last row without end and its counts stay as last read. So no
+   * query sums them; the lag takes the smaller figure (the live one), the counts the larger (a
+   * parked row is never hidden by a stale zero).
+   */
+  @Test
+  void taskZerosFiguresAreTakenOnceAndTheLagFromTheLiveTask() throws Exception {
+    JsonNode dashboard = new ObjectMapper().readTree(DASHBOARD.toFile());
+    StringBuilder queries = new StringBuilder(Files.readString(ALERTS));
+    for (JsonNode panel : dashboard.get("panels")) {
+      for (JsonNode target : panel.get("targets")) {
+        queries.append('\n').append(target.get("expr").asText());
+      }
+    }
+    Matcher read = TASK_ZERO_SERIES.matcher(queries);
+    int reads = 0;
+    while (read.find()) {
+      reads++;
+      String aggregated = queries.substring(0, read.start());
+      Matcher by = AGGREGATION_BY_CONNECTOR.matcher(aggregated);
+      assertTrue(by.find(), read.group() + " is read without an aggregation by connector");
+      String expected = read.group().equals("outbox_relay_lag_ms") ? "min|group" : "max|group";
+      assertTrue(
+          by.group(1).matches(expected),
+          read.group() + " is aggregated with " + by.group(1) + ", not " + expected);
+    }
+    assertTrue(reads >= 4, "the lag and backlog are queried: " + reads);
   }
 
   @Test
