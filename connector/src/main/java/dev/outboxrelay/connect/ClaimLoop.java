@@ -749,10 +749,11 @@ final class ClaimLoop {
 
   /**
    * Exactly once: the row whose mapping failed the task is not given back at the stop with the rest
-   * of its claim: left leased under this epoch, the next instance's recovery releases it (as a
-   * suspect, claimed alone and charged an attempt each time it fails a task, once it has ended an
-   * instance before), until it is parked EXHAUSTED. Given back, it went out again in an ordinary
-   * batch and failed that task too, for ever.
+   * of its claim: it is parked (TaskRuntime#parkUnmappable), or, where that could not be written,
+   * left leased under this epoch for the next instance's recovery to release (as a suspect, claimed
+   * alone and charged an attempt each time it fails a task, once it has ended an instance before),
+   * until it is parked EXHAUSTED. Given back, it went out again in an ordinary batch and failed
+   * that task too, for ever.
    */
   void leaveLeasedAtStop(String messageId) {
     claiming.lock();

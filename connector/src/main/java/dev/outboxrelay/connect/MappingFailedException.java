@@ -21,7 +21,8 @@ final class MappingFailedException extends ConnectException {
             + Printable.escape(row.instanceKey())
             + " to a record failed (reason=MAPPING_FAILED, error="
             + error.getClass().getName()
-            + "): a bug of the connector; nothing of its claim was sent (report it with the row)");
+            + "): a bug of the connector; nothing of its claim was sent, and the row is parked"
+            + " FAILED unless a WARN says otherwise (report it with the row)");
     this.messageId = row.messageId();
   }
 

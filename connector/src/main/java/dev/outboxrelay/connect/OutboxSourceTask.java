@@ -274,6 +274,11 @@ public class OutboxSourceTask extends SourceTask {
       positioned = runtime.handoff().position(claimed.claimed());
     } catch (MappingFailedException e) {
       runtime.claims().leaveLeasedAtStop(e.messageId()); // the rest is given back at the stop
+      // Parked, its claim's batch never leaves; not parked, its lease is the next instance's
+      // recovery's to release.
+      claimed.claimed().stream()
+          .filter(m -> m.messageId().equals(e.messageId()))
+          .forEach(runtime::parkUnmappable);
       throw e;
     }
     // The next claim starts ahead after such progress too, not after a wait.

@@ -424,6 +424,18 @@ final class RecordHandoff {
     return new Positioned(records, parks);
   }
 
+  /** For tests: mapping the rows {@code which} picks throws (a mapping with a bug) from now on. */
+  void failMappingOf(Predicate<ClaimedMessage> which) {
+    Function<ClaimedMessage, MappingResult> mapping = map;
+    map =
+        row -> {
+          if (which.test(row)) {
+            throw new IllegalStateException("a bug");
+          }
+          return mapping.apply(row);
+        };
+  }
+
   /** For tests: rows are mapped by {@code standIn} (a mapping with a bug) from now on. */
   void mapWith(Function<ClaimedMessage, MappingResult> standIn) {
     map = standIn;

@@ -6,6 +6,8 @@ import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.List;
@@ -246,19 +248,22 @@ final class TaskRuntime {
 
   /**
    * At least once, a claim whose row {@code failedId} failed its mapping (nothing of it entered the
-   * ledger): the other rows are given back, due at once; the failed row's lease ends now, so that
-   * it takes a row-that-fails-its-task's route: reclaimed alone as an abandoned row and charged an
-   * attempt each time it fails a task, until it is parked EXHAUSTED (ABANDONED_IN_ISOLATION). Given
-   * back, it went out again in an ordinary batch and failed that task too, for ever. Its successors
-   * in its aggregate wait behind it meanwhile.
+   * ledger): the other rows are given back, due at once, and the failed row is parked ({@link
+   * #parkUnmappable}). Where that cannot be written, its lease ends now, so that it takes a
+   * row-that-fails-its-task's route: reclaimed alone as an abandoned row and charged an attempt
+   * each time it fails a task, until it is parked EXHAUSTED (ABANDONED_IN_ISOLATION).
    */
   void mappingFailed(List<ClaimedMessage> claimed, String failedId) {
     release(claimed.stream().filter(m -> !m.messageId().equals(failedId)).toList());
     List<HeldLease> failed =
         claimed.stream()
             .filter(m -> m.messageId().equals(failedId))
+            .filter(m -> !parkUnmappable(m))
             .map(ClaimedMessage::heldLease)
             .toList();
+    if (failed.isEmpty()) {
+      return;
+    }
     try {
       store.expireLeases(failed);
     } catch (RuntimeException e) { // NOPMD: failing already, for the mapping
@@ -268,6 +273,46 @@ final class TaskRuntime {
           Printable.escape(failedId),
           e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
     }
+  }
+
+  /**
+   * Parks FAILED ({@code MAPPING_FAILED}, no dead-letter record: the mapping that threw would build
+   * it) a claimed row whose mapping threw, before the task fails for it: the mapping is a function
+   * of the row and the settings, so the row would fail every task that claimed it again. Reclaimed
+   * instead, it failed every task of the connector in turn, up to {@code max.attempts} + 1 of them
+   * before a claim parked it EXHAUSTED, and exactly once with {@code transaction.boundary=interval}
+   * (no suspect isolated, so never charged) the bucket's task for ever. Requeued once the connector
+   * is fixed. Returns whether the row has left this task's hands: parked, or another owner's (a
+   * lost claim, reported).
+   */
+  boolean parkUnmappable(ClaimedMessage row) {
+    Outcome outcome;
+    try {
+      outcome = store.markFailed(row.messageId(), row.lease(), ReasonCodes.MAPPING_FAILED);
+    } catch (RuntimeException e) { // NOPMD: failing already, for the mapping
+      log.warn(
+          "Could not park message_id={} instance_key={}, whose mapping failed (error={})",
+          Printable.escape(row.messageId()),
+          Printable.escape(row.instanceKey()),
+          e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
+      return false;
+    }
+    if (outcome.isApplied()) {
+      metrics.failed.incrementAndGet();
+      log.warn(
+          "Parked FAILED, its mapping to a record threw: message_id={} instance_key={}"
+              + " (reason=MAPPING_FAILED; a bug of the connector: requeue the row once it is fixed)",
+          Printable.escape(row.messageId()),
+          Printable.escape(row.instanceKey()));
+    } else {
+      metrics.claimLost.incrementAndGet();
+      log.warn(
+          "Claim lost: message_id={} instance_key={}, whose mapping failed, not parked"
+              + " (reason=LEASE_TAKEN_OVER; another owner holds or resolved the row)",
+          Printable.escape(row.messageId()),
+          Printable.escape(row.instanceKey()));
+    }
+    return true;
   }
 
   /**

@@ -25,6 +25,12 @@ public final class ReasonCodes {
    */
   public static final String PARKED_BY_OPERATOR = "PARKED_BY_OPERATOR";
 
+  /**
+   * Mapping the claimed row to its record threw (a bug of the connector): parked FAILED, without a
+   * dead-letter record, before the task fails for it, so that it fails no other.
+   */
+  public static final String MAPPING_FAILED = "MAPPING_FAILED";
+
   private static final Pattern CODE = Pattern.compile("[A-Z0-9_]{1,64}");
 
   private ReasonCodes() {}

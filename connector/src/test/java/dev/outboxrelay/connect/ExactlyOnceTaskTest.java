@@ -79,6 +79,10 @@ class ExactlyOnceTaskTest {
   private final ManualClock clock = new ManualClock(Instant.parse("2026-12-01T12:00:00Z"));
   private final ConnectOffsetStore committedOffsets = new ConnectOffsetStore();
   private InMemoryOutboxStore store;
+
+  /** Whether {@code markFailed} fails as in an outage. */
+  private volatile boolean markFailedFails;
+
   private volatile boolean parksFail;
 
   /** While set, park statements fail before anything is sent (no connection from the pool). */
@@ -172,27 +176,44 @@ class ExactlyOnceTaskTest {
   }
 
   /**
-   * A mapping that throws (a bug) on the prefetch thread fails the task naming the row; at the stop
-   * the rest of its claim is given back, but not the row that failed: left leased under this epoch,
-   * the next instance's recovery releases it (a suspect, claimed alone and charged an attempt each
-   * time it fails a task, once it has ended an instance before). Given back, it went out again in
-   * an ordinary batch and failed that task too, for ever.
+   * A mapping that throws (a bug) on the prefetch thread fails the task naming the row, parked
+   * FAILED; at the stop the rest of its claim is given back, but not the row. Left to recovery, it
+   * failed each next instance too, and with transaction.boundary=interval (no suspect isolated, so
+   * never charged) for ever.
    */
-  @Test
-  void aMappingThatThrowsLeavesItsRowToRecoveryAndGivesBackTheRest() {
+  @ParameterizedTest(name = "transaction.boundary={0}")
+  @ValueSource(strings = {"poll", "interval"})
+  void aMappingThatThrowsParksItsRowAndGivesBackTheRest(String boundary) {
     add("a", "agg-1", 10);
     add("b", "agg-2", 10);
-    start();
-    task.handoff()
-        .mapWith(
-            row -> {
-              throw new IllegalStateException("a bug");
-            });
+    Map<String, String> config = Map.of("transaction.boundary", boundary);
+    start(config);
+    task.handoff().failMappingOf(row -> row.messageId().equals("a"));
 
     RuntimeException e = assertThrows(RuntimeException.class, task::poll);
     Throwable failure = e instanceof MappingFailedException ? e : e.getCause();
     assertTrue(failure instanceof MappingFailedException, e::toString);
     assertEquals("a", ((MappingFailedException) failure).messageId());
+    task.stop();
+
+    await().until(() -> store.find("b").orElseThrow().status() == MessageStatus.PENDING);
+    var failed = store.find("a").orElseThrow();
+    assertEquals(MessageStatus.FAILED, failed.status(), "parked: it would fail every instance");
+    assertEquals(ReasonCodes.MAPPING_FAILED, failed.lastFailureCode());
+    assertNull(failed.leaseOwner());
+    assertEquals(List.of("b"), nextRecords(start(config)), "the next instance fails on nothing");
+  }
+
+  /** Where the park cannot be written, the row is left leased to the next instance's recovery. */
+  @Test
+  void aMappingThatThrowsLeavesItsRowToRecoveryWhereItCannotBeParked() {
+    add("a", "agg-1", 10);
+    add("b", "agg-2", 10);
+    start();
+    task.handoff().failMappingOf(row -> row.messageId().equals("a"));
+    markFailedFails = true;
+
+    assertThrows(RuntimeException.class, task::poll);
     task.stop();
 
     await().until(() -> store.find("b").orElseThrow().status() == MessageStatus.PENDING);
@@ -1631,6 +1652,9 @@ class ExactlyOnceTaskTest {
               }
               if (method.getName().equals("park") && parksFail) {
                 throw outage("park");
+              }
+              if (method.getName().equals("markFailed") && markFailedFails) {
+                throw outage("mark failed");
               }
               if (method.getName().equals("park") && parksFailBeforeSending) {
                 throw outage("park").beforeSending();

@@ -13,6 +13,7 @@ import dev.outboxrelay.store.ManualClock;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.memory.InMemoryOutboxStore;
 import dev.outboxrelay.testing.LogCapture;
@@ -1541,15 +1542,12 @@ class OutboxSourceTaskTest {
    * failed that task too, for ever.
    */
   @Test
-  void aMappingThatThrowsFailsThePollGivesBackTheRestAndLeavesItsRowAbandoned() {
+  void aMappingThatThrowsFailsThePollGivesBackTheRestAndParksItsRow() {
     add("eu", "m1", "a", "{}".getBytes());
     add("eu", "m2", "b", "{}".getBytes());
     startTask(Map.of());
-    task.handoff()
-        .mapWith(
-            row -> {
-              throw new IllegalStateException("a bug");
-            });
+    task.handoff().failMappingOf(row -> row.messageId().equals("m1"));
+    long mark = LogCapture.get().mark();
 
     MappingFailedException e = assertThrows(MappingFailedException.class, task::poll);
 
@@ -1557,6 +1555,43 @@ class OutboxSourceTaskTest {
     assertEquals(0, task.metrics().inFlight());
     await().until(() -> status("m2") == MessageStatus.PENDING);
     assertNull(store.find("m2").orElseThrow().leaseOwner(), "given back");
+    var failed = store.find("m1").orElseThrow();
+    assertEquals(MessageStatus.FAILED, failed.status(), "parked: it would fail every task");
+    assertEquals(ReasonCodes.MAPPING_FAILED, failed.lastFailureCode());
+    assertNull(failed.leaseOwner());
+    assertEquals(1, task.metrics().failed.get());
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                l -> l.message().contains("message_id=m1") && l.message().contains("Parked FAILED"))
+            .size());
+    assertFalse(
+        store.hasAbandoned(
+            new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true)));
+    // Polled again (the task restarted), the rest goes out, and the parked row fails nothing.
+    List<String> sent = new ArrayList<>();
+    await()
+        .pollInSameThread()
+        .until(
+            () -> {
+              sent.addAll(messageIds(task.poll()));
+              return !sent.isEmpty();
+            });
+    assertEquals(List.of("m2"), sent);
+  }
+
+  /** Where the park cannot be written, the row's lease ends: reclaimed alone, charged each time. */
+  @Test
+  void aMappingThatThrowsLeavesItsRowAbandonedWhereItCannotBeParked() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    task.handoff().failMappingOf(row -> row.messageId().equals("m1"));
+    failing.parksFail = true;
+
+    assertThrows(MappingFailedException.class, task::poll);
+
     var failed = store.find("m1").orElseThrow();
     assertEquals(MessageStatus.IN_FLIGHT, failed.status());
     assertEquals(clock.now(), failed.leaseExpiresAt(), "abandoned now, not given back");
@@ -1607,6 +1642,9 @@ class OutboxSourceTaskTest {
 
     /** With {@link #failing}: only the next call fails. */
     volatile boolean failOnce;
+
+    /** Every {@code markFailed} fails, as {@link #failure}. */
+    volatile boolean parksFail;
 
     volatile OutboxStoreException failure =
         new OutboxStoreException(
@@ -1813,6 +1851,9 @@ class OutboxSourceTaskTest {
         String reasonCode,
         dev.outboxrelay.store.KafkaCoordinates deadLetter) {
       check();
+      if (parksFail) {
+        throw failure;
+      }
       return delegate.markFailed(messageId, lease, reasonCode, deadLetter);
     }
 
