@@ -15,7 +15,6 @@ import java.util.Map;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.TransactionState;
-import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -60,13 +59,8 @@ class ExactlyOnceWorkerCrashTest {
           () -> !victimTasks(kit, s, victim).isEmpty());
       s.startLoad(Scenario.load(ROWS));
       // The broker's refusal below (InvalidTxnStateException) can fail a task before the kill too
-      // (seen in CI): restarted here as after it.
-      s.awaitPublished(
-          ROWS / 4,
-          () -> {
-            restartTasksTheBrokerFailed(kit, s.mainConnector);
-            restartTasksTheBrokerFailed(kit, s.otherConnector);
-          });
+      // (seen in CI): the scenario's waits restart such a task, as after it.
+      s.awaitPublished(ROWS / 4);
 
       int[] caught = {-1};
       Scenario.awaitTrue(
@@ -109,17 +103,10 @@ class ExactlyOnceWorkerCrashTest {
       // partition map's key order (once seeded per JVM). None of them committed nothing.
       // Every task has recovered by then. A task may also fail on a commit the broker refuses
       // with InvalidTxnStateException (a race in its transaction coordinator on this loaded
-      // machine, seen once in CI; nothing of the relay's): Connect leaves it FAILED until
-      // restarted, and it is restarted here as an operator or Strimzi's auto-restart would. A task
-      // failed for any other reason is not, and the wait fails.
-      Scenario.awaitTrue(
-          s.name + ": every row written and delivered",
-          Scenario.DRAIN,
-          () -> {
-            restartTasksTheBrokerFailed(kit, s.mainConnector);
-            restartTasksTheBrokerFailed(kit, s.otherConnector);
-            return s.drained();
-          });
+      // machine, seen in CI; nothing of the relay's): the scenario's wait restarts it, as an
+      // operator or Strimzi's auto-restart would. A task failed for any other reason is not, and
+      // the wait fails.
+      s.awaitDrained();
       List<String> moved =
           LogCapture.get()
               .matching(
@@ -157,24 +144,6 @@ class ExactlyOnceWorkerCrashTest {
           .toList();
     } catch (RuntimeException e) {
       return List.of(); // no status yet, or a rebalance under way: look again
-    }
-  }
-
-  /**
-   * Restarts the connector's failed tasks when every one of them failed on the broker's refusal.
-   */
-  private static void restartTasksTheBrokerFailed(ConnectCluster kit, String connector) {
-    List<ConnectorStateInfo.TaskState> failed;
-    try {
-      failed =
-          kit.status(connector).tasks().stream().filter(t -> "FAILED".equals(t.state())).toList();
-    } catch (RuntimeException e) {
-      return; // a rebalance under way: look again at the next poll
-    }
-    if (!failed.isEmpty()
-        && failed.stream()
-            .allMatch(t -> t.trace() != null && t.trace().contains("InvalidTxnStateException"))) {
-      kit.restartFailedTasks(connector);
     }
   }
 }
