@@ -551,6 +551,11 @@ public class OutboxSourceTask extends SourceTask {
     return runtime.handoff();
   }
 
+  /** For tests: how long a stop waits for the database to answer its last question. */
+  void stopQuestionWait(Duration wait) {
+    runtime.stopQuestionWait(wait);
+  }
+
   /** For tests: whether the lease renewer was told that the task stops. */
   boolean renewerStopping() {
     return runtime.renewer().isStopping();

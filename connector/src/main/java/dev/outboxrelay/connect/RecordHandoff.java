@@ -154,7 +154,7 @@ final class RecordHandoff {
     if (stopped) {
       // Its parks unwritten, the stop gives its rows back. Checked once it is held: a stop on
       // another thread before that found nothing held, and one after it forgets it itself.
-      forgetHeld();
+      forgetHeld().run(); // nothing to ask: no park of it was tried
       return List.of();
     }
     return releaseHeld();
@@ -348,18 +348,21 @@ final class RecordHandoff {
     }
   }
 
-  /** Exactly-once, at a stop: {@link #forget} the held batch, if any; it is not handed over. */
-  void forgetHeld() {
+  /**
+   * Exactly-once, at a stop: {@link #forget} the held batch, if any; it is not handed over. Returns
+   * what is left to ask the database, which may wait (for a pooled connection during an outage):
+   * whether parks whose reply was lost committed ({@link TaskRuntime#NOTHING_TO_ASK} if none).
+   */
+  Runnable forgetHeld() {
     stopped = true;
     Positioned batch = held.getAndSet(null);
-    if (batch != null) {
-      forget(batch);
-      batch.forgetParked().forEach(this::reportUnsent);
-      List<Park> uncertain = batch.forgetUncertain();
-      if (!uncertain.isEmpty()) {
-        reportIfParked(uncertain);
-      }
+    if (batch == null) {
+      return TaskRuntime.NOTHING_TO_ASK;
     }
+    forget(batch);
+    batch.forgetParked().forEach(this::reportUnsent);
+    List<Park> uncertain = batch.forgetUncertain();
+    return uncertain.isEmpty() ? TaskRuntime.NOTHING_TO_ASK : () -> reportIfParked(uncertain);
   }
 
   /**

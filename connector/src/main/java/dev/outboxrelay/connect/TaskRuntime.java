@@ -65,6 +65,12 @@ final class TaskRuntime {
   private boolean started;
   private final String threadSuffix;
 
+  /** How long a stop waits for its database question's answer ({@link #askAtStop}). */
+  private volatile Duration stopQuestionWait = Duration.ofSeconds(1);
+
+  /** The stop's database question, once asked. */
+  private volatile Thread stopQuestion;
+
   /**
    * The starting thread's logging context (Connect's connector and task, the instance keys): the
    * closer thread's lines, the stop's summary among them, must say whose they are.
@@ -332,6 +338,22 @@ final class TaskRuntime {
     }
   }
 
+  /**
+   * The stop's question, still asked, is answered before the pool closes (off the task's thread, as
+   * the close always is): its own waits bound it (the pool's connection and socket timeouts).
+   */
+  private void awaitStopQuestion() {
+    Thread asking = stopQuestion;
+    if (asking == null) {
+      return;
+    }
+    try {
+      asking.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   private static Duration min(Duration a, Duration b) {
     return a.compareTo(b) <= 0 ? a : b;
   }
@@ -363,15 +385,19 @@ final class TaskRuntime {
    * that. Idempotent.
    */
   void stop(Duration flushTimeout, Duration lateAckGrace) {
-    stop(flushTimeout, lateAckGrace, () -> {});
+    stop(flushTimeout, lateAckGrace, () -> NOTHING_TO_ASK);
   }
+
+  /** A last question of a stop's: none. */
+  static final Runnable NOTHING_TO_ASK = () -> {};
 
   /**
    * As {@link #stop(Duration, Duration)}, running {@code lastTaskStep} once the other threads were
-   * told to stop and before the flush: a step that may wait for the database (a pooled connection
-   * during an outage) then holds no renewal or listener running on past the stop.
+   * told to stop and before the flush, then the database question it returns ({@link #askAtStop}):
+   * a question that may wait for the database (a pooled connection during an outage) then holds no
+   * renewal or listener running on past the stop.
    */
-  void stop(Duration flushTimeout, Duration lateAckGrace, Runnable lastTaskStep) {
+  void stop(Duration flushTimeout, Duration lateAckGrace, Supplier<Runnable> lastTaskStep) {
     if (!stopRequested.compareAndSet(false, true)) {
       return;
     }
@@ -399,10 +425,53 @@ final class TaskRuntime {
     }
     wake.wake();
     try {
-      lastTaskStep.run();
+      askAtStop(lastTaskStep.get());
     } finally {
       stopThreads(flushTimeout, lateAckGrace);
     }
+  }
+
+  /**
+   * Asks {@code question} of the database on a thread of its own, waiting for the answer {@link
+   * #stopQuestionWait} at most: its connection wait alone (5 s in an outage) took Connect's whole 5
+   * s for a stop, and a half-open connection's read the socket timeout. The pool closes only once
+   * it is answered ({@link #close}), so what it reports still comes before the stop's summary.
+   */
+  private void askAtStop(Runnable question) {
+    if (question == NOTHING_TO_ASK) {
+      return;
+    }
+    Thread asking =
+        new Thread(
+            () -> {
+              if (mdc != null) {
+                MDC.setContextMap(mdc);
+              }
+              question.run();
+            },
+            "outbox-relay-stop-question-" + threadSuffix);
+    asking.setDaemon(true);
+    stopQuestion = asking;
+    asking.start();
+    try {
+      long waitMs = stopQuestionWait.toMillis();
+      if (waitMs > 0) {
+        asking.join(waitMs); // join(0) would wait for ever
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (asking.isAlive()) {
+      log.info(
+          "Stop not waiting for the database to say whether parks whose reply was lost committed"
+              + " (reason=STOP_QUESTION_PENDING; their rows are reported once it answers, before"
+              + " the task's connections close)");
+    }
+  }
+
+  /** For tests: how long a stop waits for its question's answer. */
+  void stopQuestionWait(Duration wait) {
+    stopQuestionWait = wait;
   }
 
   private void stopThreads(Duration flushTimeout, Duration lateAckGrace) {
@@ -465,6 +534,7 @@ final class TaskRuntime {
         settleAfterTheLoopDied();
       }
       awaitMaintenance();
+      awaitStopQuestion();
       store.close();
     } finally {
       log.info("outbox-relay task stopped: {}", metrics);

@@ -130,6 +130,9 @@ class ExactlyOnceTaskTest {
   /** When set, {@code park} counts the first down and waits for the second before it runs. */
   private volatile CountDownLatch[] parkPause;
 
+  /** As {@link #parkPause}, for the question whether a park committed. */
+  private volatile CountDownLatch[] parkCheckPause;
+
   /** While set, reading the committed offsets fails at once (the offsets topic refused). */
   private volatile boolean offsetsUnreadable;
 
@@ -1111,6 +1114,41 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * ... and the stop does not wait long for the answer: the question's wait for a pooled connection
+   * alone (5 s in an outage) took Connect's whole 5 s for a stop. The row is reported once the
+   * answer comes, and the task's pool closes only then.
+   */
+  @Test
+  void aStopDoesNotWaitForTheDatabaseToSayWhetherAParkCommitted() throws Exception {
+    startWithAParkWhoseReplyIsLost();
+    task.stopQuestionWait(Duration.ZERO);
+    CountDownLatch asked = new CountDownLatch(1);
+    CountDownLatch answer = new CountDownLatch(1);
+    parkCheckPause = new CountDownLatch[] {asked, answer};
+    long mark = LogCapture.get().mark();
+
+    task.stop(); // returns, the question unanswered
+
+    try {
+      assertTrue(asked.await(30, TimeUnit.SECONDS), "asked");
+      assertEquals(
+          1,
+          LogCapture.get()
+              .matching(mark, e -> e.message().contains("reason=STOP_QUESTION_PENDING"))
+              .size());
+      assertEquals(List.of(), unsentDeadLetterWarnings(mark), "not answered yet");
+      assertEquals(0, storeCloses.get(), "the pool waits for the answer");
+    } finally {
+      answer.countDown();
+    }
+    await().until(() -> storeCloses.get() == 1);
+    List<LogCapture.Event> said = unsentDeadLetterWarnings(mark);
+    assertEquals(1, said.size(), said::toString);
+    assertTrue(said.get(0).message().contains("message_id=big"), said.get(0).message());
+    assertEquals(1, task.metrics().failed.get());
+  }
+
+  /**
    * ... also when the retry found the row parked and the database went away again before it could
    * tell whose park that was: the stop asks again.
    */
@@ -1625,6 +1663,9 @@ class ExactlyOnceTaskTest {
     task = new OutboxSourceTask(new FixedStoreProvider(parksMayFail, () -> clock), time);
     task.initialize(new Context());
     task.start(props);
+    // A stop waits for its question's answer as long as a loaded machine may take to give it;
+    // the test of a stop that does not wait for it sets none.
+    task.stopQuestionWait(Duration.ofSeconds(30));
     return task;
   }
 
@@ -1666,6 +1707,11 @@ class ExactlyOnceTaskTest {
               }
               if (method.getName().equals("parkedUnderOwnLease") && task != null) {
                 renewerStoppedAtParkChecks.add(task.renewerStopping());
+              }
+              CountDownLatch[] checkPause = parkCheckPause;
+              if (checkPause != null && method.getName().equals("parkedUnderOwnLease")) {
+                checkPause[0].countDown();
+                assertTrue(checkPause[1].await(30, TimeUnit.SECONDS), "resumed");
               }
               if (ownParkChecksFail > 0 && method.getName().equals("parkedUnderOwnLease")) {
                 ownParkChecksFail--;
