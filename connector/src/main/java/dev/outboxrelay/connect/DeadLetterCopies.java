@@ -1,11 +1,14 @@
 package dev.outboxrelay.connect;
 
 import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.DeadLetterCopy;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.writer.Printable;
+import java.util.ArrayList;
 import java.util.Deque;
+import java.util.List;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.Time;
@@ -43,10 +46,24 @@ final class DeadLetterCopies {
   static final long RETRY_AFTER_MS = 30_000;
 
   /**
-   * How long one poll writes positions (one statement each) before it leaves the rest to the next:
-   * Connect stops a task only once its poll returns, within 5 s for the whole stop.
+   * How long one poll writes positions before it leaves the rest to the next: Connect stops a task
+   * only once its poll returns, within 5 s for the whole stop.
    */
   static final long WRITING_PER_POLL_MS = 1_000;
+
+  /**
+   * The most positions one statement writes: one each took the poll's second for about a thousand
+   * (a storm of unpublishable rows), and held the claims meanwhile.
+   */
+  static final int PER_STATEMENT = 1_000;
+
+  private final int perStatement;
+
+  /**
+   * How many of the next positions are written one per statement: those of a statement refused for
+   * one of its rows (a trigger or a check of an adopted table), so that only that row's is dropped.
+   */
+  private int aloneLeft;
 
   private final OutboxStore store;
   private final StoreHealth health;
@@ -54,7 +71,7 @@ final class DeadLetterCopies {
   private final Time time;
 
   /** Each position is taken off before its write, so that a stop never reports one written. */
-  private final Deque<Copy> pending = new ConcurrentLinkedDeque<>();
+  private final Deque<DeadLetterCopy> pending = new ConcurrentLinkedDeque<>();
 
   /** How many positions {@link #pending} holds (its own size() walks it). */
   private final AtomicInteger count = new AtomicInteger();
@@ -76,6 +93,18 @@ final class DeadLetterCopies {
       RelayMetrics metrics,
       Time time,
       int inOneTransaction) {
+    this(store, health, metrics, time, inOneTransaction, PER_STATEMENT);
+  }
+
+  /** {@code perStatement}: the most positions one statement writes. */
+  DeadLetterCopies(
+      OutboxStore store,
+      StoreHealth health,
+      RelayMetrics metrics,
+      Time time,
+      int inOneTransaction,
+      int perStatement) {
+    this.perStatement = perStatement;
     this.maxPending = Math.max(MAX_PENDING, inOneTransaction);
     this.store = store;
     this.health = health;
@@ -84,21 +113,20 @@ final class DeadLetterCopies {
     this.nextAttemptMs = time.hiResClockMs(); // at once (a monotonic clock may be negative)
   }
 
-  private record Copy(
-      String messageId, long token, long epoch, long batch, KafkaCoordinates position) {}
-
   /**
-   * A dead-letter record of the row {@code messageId}, parked at this claim position, committed.
+   * A dead-letter record of the row {@code messageId} ({@code seq}), parked at this claim position,
+   * committed.
    */
-  void committed(String messageId, long token, long epoch, long batch, KafkaCoordinates position) {
+  void committed(
+      String messageId, long seq, long token, long epoch, long batch, KafkaCoordinates position) {
     if (count.get() >= maxPending) {
-      Copy dropped = take();
+      DeadLetterCopy dropped = take();
       if (dropped != null) {
         notRecorded(dropped, "DATABASE_UNAVAILABLE");
       }
     }
     count.incrementAndGet(); // first, so that a take() never counts below zero
-    pending.addLast(new Copy(messageId, token, epoch, batch, position));
+    pending.addLast(new DeadLetterCopy(messageId, seq, token, epoch, batch, position));
     if (stopped) {
       dropPending(); // acknowledged after the stop: no poll will write it
     }
@@ -113,8 +141,8 @@ final class DeadLetterCopies {
     dropPending();
   }
 
-  private Copy take() {
-    Copy copy = pending.pollFirst();
+  private DeadLetterCopy take() {
+    DeadLetterCopy copy = pending.pollFirst();
     if (copy != null) {
       count.decrementAndGet();
     }
@@ -122,12 +150,12 @@ final class DeadLetterCopies {
   }
 
   private void dropPending() {
-    for (Copy c = take(); c != null; c = take()) {
+    for (DeadLetterCopy c = take(); c != null; c = take()) {
       notRecorded(c, "TASK_STOPPED");
     }
   }
 
-  private static void notRecorded(Copy copy, String reasonCode) {
+  private static void notRecorded(DeadLetterCopy copy, String reasonCode) {
     log.warn(
         "Dead-letter position not recorded: message_id={} (reason={}; the row stays parked"
             + " without it)",
@@ -141,9 +169,9 @@ final class DeadLetterCopies {
   }
 
   /**
-   * Records the positions committed since the last poll, for {@link #WRITING_PER_POLL_MS} at most;
-   * keeps them while the database is away, tried again {@link #RETRY_AFTER_MS} after a failure.
-   * Task thread only.
+   * Records the positions committed since the last poll, {@link #PER_STATEMENT} a statement, for
+   * {@link #WRITING_PER_POLL_MS} at most; keeps them while the database is away, tried again {@link
+   * #RETRY_AFTER_MS} after a failure. Task thread only.
    */
   void record() {
     long startedMs = time.hiResClockMs();
@@ -151,19 +179,13 @@ final class DeadLetterCopies {
       return;
     }
     while (time.hiResClockMs() - startedMs < WRITING_PER_POLL_MS) {
-      Copy next = take();
-      if (next == null) {
+      List<DeadLetterCopy> next = take(aloneLeft > 0 ? 1 : perStatement);
+      if (next.isEmpty()) {
         return;
       }
+      List<Boolean> recorded;
       try {
-        if (!store.recordDeadLetterCopy(
-            next.messageId(), next.token(), next.epoch(), next.batch(), next.position())) {
-          log.info(
-              "Dead-letter position not recorded: message_id={} changed since it was parked"
-                  + " (reason=PARKED_ROW_CHANGED; requeued or discarded by an operator, or recorded"
-                  + " by an earlier attempt whose reply was lost)",
-              Printable.escape(next.messageId()));
-        }
+        recorded = store.recordDeadLetterCopies(next);
       } catch (OutboxStoreException e) {
         if (e.isRetriable()) {
           health.databaseError(e);
@@ -179,19 +201,49 @@ final class DeadLetterCopies {
           putBack(next); // the task fails at its next poll: not one failing write per position
           return;
         }
+        if (next.size() > 1) {
+          putBack(next); // refused for one of its rows: each is written alone, that one dropped
+          aloneLeft = next.size();
+          continue;
+        }
+        aloneLeft = Math.max(0, aloneLeft - 1);
         metrics.databaseErrors.incrementAndGet(); // this row's own: the others go on
         log.warn(
             "Dead-letter position not recorded: message_id={} (reason={}, sqlState={}; the row"
                 + " stays parked without it)",
-            Printable.escape(next.messageId()),
+            Printable.escape(next.get(0).messageId()),
             e.reasonCode(),
             e.sqlState());
+        continue;
       } catch (RuntimeException e) {
         putBack(next); // not a store error: the task fails, and its stop says what waited
         throw e;
       }
+      aloneLeft = Math.max(0, aloneLeft - next.size());
+      for (int i = 0; i < next.size(); i++) {
+        if (!recorded.get(i)) {
+          log.info(
+              "Dead-letter position not recorded: message_id={} changed since it was parked"
+                  + " (reason=PARKED_ROW_CHANGED; requeued or discarded by an operator, or recorded"
+                  + " by an earlier attempt whose reply was lost)",
+              Printable.escape(next.get(i).messageId()));
+        }
+      }
       failureReported = false;
     }
+  }
+
+  /** Up to {@code n} positions off the front, in order. */
+  private List<DeadLetterCopy> take(int n) {
+    List<DeadLetterCopy> taken = new ArrayList<>();
+    while (taken.size() < n) {
+      DeadLetterCopy copy = take();
+      if (copy == null) {
+        break;
+      }
+      taken.add(copy);
+    }
+    return taken;
   }
 
   /**
@@ -206,15 +258,18 @@ final class DeadLetterCopies {
     };
   }
 
-  private void putBack(Copy copy) {
-    count.incrementAndGet();
-    pending.addFirst(copy);
+  /** Back at the front, in their order. */
+  private void putBack(List<DeadLetterCopy> copies) {
+    for (int i = copies.size() - 1; i >= 0; i--) {
+      count.incrementAndGet();
+      pending.addFirst(copies.get(i));
+    }
     if (stopped) {
       dropPending(); // stopped meanwhile: its drain may have run before the put-back
     }
   }
 
-  private void keepForRetry(Copy next, OutboxStoreException e) {
+  private void keepForRetry(List<DeadLetterCopy> next, OutboxStoreException e) {
     putBack(next);
     nextAttemptMs = time.hiResClockMs() + RETRY_AFTER_MS;
     if (!failureReported) {

@@ -453,6 +453,7 @@ public class OutboxSourceTask extends SourceTask {
             .deadLetterCopies()
             .committed(
                 SourceOffsets.messageId(record),
+                SourceOffsets.seq(record),
                 SourceOffsets.leaseToken(record),
                 SourceOffsets.epoch(record),
                 SourceOffsets.batch(record),

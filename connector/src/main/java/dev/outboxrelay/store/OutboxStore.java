@@ -125,13 +125,13 @@ public interface OutboxStore extends AutoCloseable {
   Outcome markFailed(String messageId, Lease lease, String reasonCode, KafkaCoordinates deadLetter);
 
   /**
-   * Exactly-once: where Kafka committed the dead-letter record of a row parked before its batch
-   * left. Recorded only in a row of a claimed instance key still FAILED as that park left it (under
-   * {@code token} and the claim's {@code epoch} and {@code batch}, no position yet); false when it
-   * changed meanwhile (requeued, discarded).
+   * Exactly-once: where Kafka committed the dead-letter records of rows parked before their batches
+   * left, in one statement. Each is recorded only in a row of a claimed instance key still FAILED
+   * as its park left it (under its token and its claim's epoch and batch, no position yet).
+   * Returns, in the order of {@code copies}, whether each was recorded: false when its row changed
+   * meanwhile (requeued, discarded) or holds a position already.
    */
-  boolean recordDeadLetterCopy(
-      String messageId, long token, long epoch, long batch, KafkaCoordinates copy);
+  List<Boolean> recordDeadLetterCopies(List<DeadLetterCopy> copies);
 
   /**
    * Exactly-once: parks these rows of one claim FAILED, each with its reason, no Kafka position and

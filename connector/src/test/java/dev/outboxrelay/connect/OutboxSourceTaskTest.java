@@ -1656,7 +1656,12 @@ class OutboxSourceTaskTest {
     /** While set, runs at the start of each retryLater. */
     volatile Runnable beforeRetryLater;
 
-    /** While set, runs at the start of each recordDeadLetterCopy. */
+    /**
+     * While set, a statement of dead-letter positions with this row's fails, as {@link #failure}.
+     */
+    volatile String refusedDeadLetterCopy;
+
+    /** While set, runs at the start of each recordDeadLetterCopies. */
     volatile Runnable beforeDeadLetterCopy;
 
     /** Thrown by the next batch publish: a bug, not a store failure. */
@@ -1858,18 +1863,17 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public boolean recordDeadLetterCopy(
-        String messageId,
-        long token,
-        long epoch,
-        long batch,
-        dev.outboxrelay.store.KafkaCoordinates copy) {
+    public List<Boolean> recordDeadLetterCopies(List<dev.outboxrelay.store.DeadLetterCopy> copies) {
       check();
       Runnable before = beforeDeadLetterCopy;
       if (before != null) {
         before.run();
       }
-      return delegate.recordDeadLetterCopy(messageId, token, epoch, batch, copy);
+      String refused = refusedDeadLetterCopy;
+      if (refused != null && copies.stream().anyMatch(c -> c.messageId().equals(refused))) {
+        throw failure;
+      }
+      return delegate.recordDeadLetterCopies(copies);
     }
 
     @Override

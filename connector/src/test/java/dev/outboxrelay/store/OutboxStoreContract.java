@@ -1268,21 +1268,49 @@ public abstract class OutboxStoreContract {
     KafkaCoordinates copy = new KafkaCoordinates("dlq", 0, 17);
     long token = a.lease().token();
 
-    assertFalse(store.recordDeadLetterCopy("a", token + 1, epoch, 1, copy), "another token");
-    assertFalse(store.recordDeadLetterCopy("a", token, epoch + 1, 1, copy), "another epoch");
-    assertFalse(store.recordDeadLetterCopy("a", token, epoch, 2, copy), "another claim");
-    assertFalse(
-        store.recordDeadLetterCopy("b", b.lease().token(), epoch, 2, copy), "b is in flight");
+    assertFalse(recordDeadLetterCopy("a", token + 1, epoch, 1, copy), "another token");
+    assertFalse(recordDeadLetterCopy("a", token, epoch + 1, 1, copy), "another epoch");
+    assertFalse(recordDeadLetterCopy("a", token, epoch, 2, copy), "another claim");
+    assertFalse(recordDeadLetterCopy("b", b.lease().token(), epoch, 2, copy), "b is in flight");
     assertNull(state("a").kafka());
 
-    assertTrue(store.recordDeadLetterCopy("a", token, epoch, 1, copy));
+    assertTrue(recordDeadLetterCopy("a", token, epoch, 1, copy));
     assertEquals(copy, state("a").kafka());
     assertEquals(MessageStatus.FAILED, state("a").status());
     assertFalse(
-        store.recordDeadLetterCopy("a", token, epoch, 1, new KafkaCoordinates("dlq", 0, 18)),
+        recordDeadLetterCopy("a", token, epoch, 1, new KafkaCoordinates("dlq", 0, 18)),
         "recorded once");
     assertEquals(copy, state("a").kafka());
     assertNull(state("b").kafka());
+  }
+
+  /**
+   * ... also several in one statement, each judged on its own, answered in the order asked: a
+   * position for a row under another seq than its own, or a second one for a row, is not recorded.
+   */
+  @Test
+  void deadLetterPositionsAreRecordedTogetherEachOnlyWhereItsParkLeftItsRow() {
+    ParkedAndInFlight rows = parkedAndInFlight();
+    long epoch = rows.epoch();
+    ClaimedMessage a = rows.parked();
+    ClaimedMessage b = rows.inFlight();
+    KafkaCoordinates copy = new KafkaCoordinates("dlq", 0, 17);
+    KafkaCoordinates another = new KafkaCoordinates("dlq", 0, 18);
+    long token = a.lease().token();
+
+    List<Boolean> recorded =
+        store.recordDeadLetterCopies(
+            List.of(
+                new DeadLetterCopy("b", b.seq(), b.lease().token(), epoch, 2, copy),
+                new DeadLetterCopy("a", b.seq(), token, epoch, 1, copy),
+                new DeadLetterCopy("a", a.seq(), token, epoch, 1, copy),
+                new DeadLetterCopy("a", a.seq(), token, epoch, 1, another)));
+
+    assertEquals(List.of(false, false), recorded.subList(0, 2), "in flight; another row's seq");
+    assertEquals(1, recorded.stream().filter(r -> r).count(), "once: " + recorded);
+    assertEquals(recorded.get(2) ? copy : another, state("a").kafka());
+    assertNull(state("b").kafka());
+    assertEquals(List.of(), store.recordDeadLetterCopies(List.of()));
   }
 
   /**
@@ -1305,11 +1333,11 @@ public abstract class OutboxStoreContract {
     parkElsewhere("theirs", 7, epoch, 1, reason);
 
     assertFalse(parkedUnderOwnLease("theirs", lease, reason, epoch, 1), "another key's");
-    assertFalse(store.recordDeadLetterCopy("theirs", 7, epoch, 1, copy), "another key's");
+    assertFalse(recordDeadLetterCopy("theirs", 7, epoch, 1, copy), "another key's");
     assertNull(state("theirs").kafka());
 
     assertTrue(parkedUnderOwnLease("ours", lease, reason, epoch, 1), "an own key's");
-    assertTrue(store.recordDeadLetterCopy("ours", 7, epoch, 1, copy), "an own key's");
+    assertTrue(recordDeadLetterCopy("ours", 7, epoch, 1, copy), "an own key's");
     assertEquals(copy, state("ours").kafka());
   }
 
@@ -2128,6 +2156,15 @@ public abstract class OutboxStoreContract {
     return store
         .parkedUnderOwnLease(List.of(new ParkRequest(messageId, seq, lease, reason, epoch, batch)))
         .contains(messageId);
+  }
+
+  /** {@link OutboxStore#recordDeadLetterCopies} of one position, for the row by its own seq. */
+  private boolean recordDeadLetterCopy(
+      String messageId, long token, long epoch, long batch, KafkaCoordinates copy) {
+    return store
+        .recordDeadLetterCopies(
+            List.of(new DeadLetterCopy(messageId, seq(messageId), token, epoch, batch, copy)))
+        .get(0);
   }
 
   private static ParkRequest park(ClaimedMessage row, String reason, long epoch, long batch) {

@@ -7,6 +7,7 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.CommittedPosition;
+import dev.outboxrelay.store.DeadLetterCopy;
 import dev.outboxrelay.store.ExactlyOnceClaim;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
@@ -583,14 +584,21 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized boolean recordDeadLetterCopy(
-      String messageId, long token, long epoch, long batch, KafkaCoordinates copy) {
-    Row row = rowsById.get(messageId);
-    if (!parkedUnder(row, token, epoch, batch) || row.kafka != null) {
-      return false;
+  public synchronized List<Boolean> recordDeadLetterCopies(List<DeadLetterCopy> copies) {
+    List<Boolean> recorded = new ArrayList<>(copies.size());
+    for (DeadLetterCopy copy : copies) {
+      Row row = rowsById.get(copy.messageId());
+      boolean parked =
+          row != null
+              && row.seq == copy.seq()
+              && parkedUnder(row, copy.token(), copy.epoch(), copy.batch())
+              && row.kafka == null;
+      if (parked) {
+        row.kafka = copy.position();
+      }
+      recorded.add(parked);
     }
-    row.kafka = copy;
-    return true;
+    return recorded;
   }
 
   /**

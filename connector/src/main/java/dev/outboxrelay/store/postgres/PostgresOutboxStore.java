@@ -7,6 +7,7 @@ import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.CommittedPosition;
+import dev.outboxrelay.store.DeadLetterCopy;
 import dev.outboxrelay.store.ExactlyOnceClaim;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
@@ -52,6 +53,7 @@ import java.util.SortedSet;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import javax.sql.DataSource;
 
 /**
@@ -576,24 +578,53 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public boolean recordDeadLetterCopy(
-      String messageId, long token, long epoch, long batch, KafkaCoordinates copy) {
-    return run(
-        "record-dead-letter-copy",
-        sql.recordDeadLetterCopy,
-        (c, statement) ->
-            statement
-                    .setString("dead_letter_topic", copy.topic())
-                    .setInt("dead_letter_partition", copy.partition())
-                    .setLong("dead_letter_offset", copy.offset())
-                    .setString("message_id", messageId)
-                    .setLong("token", token)
-                    .setLong("epoch", epoch)
-                    .setLong("batch", batch)
-                    .setArray("instance_keys", claimedKeys(c))
-                    .ready()
-                    .executeUpdate()
-                == 1);
+  public List<Boolean> recordDeadLetterCopies(List<DeadLetterCopy> copies) {
+    if (copies.isEmpty()) {
+      return List.of();
+    }
+    boolean[] recorded =
+        run(
+            "record-dead-letter-copies",
+            OutboxSql.ACKS_PLAN,
+            sql.recordDeadLetterCopies,
+            (c, statement) ->
+                returnedPositions(
+                    planned(
+                        statement
+                            .setArray("seqs", column(c, "bigint", copies, DeadLetterCopy::seq))
+                            .setArray(
+                                "message_ids",
+                                textArray(
+                                    c, copies.stream().map(DeadLetterCopy::messageId).toArray()))
+                            .setArray("tokens", column(c, "bigint", copies, DeadLetterCopy::token))
+                            .setArray("epochs", column(c, "bigint", copies, DeadLetterCopy::epoch))
+                            .setArray("batches", column(c, "bigint", copies, DeadLetterCopy::batch))
+                            .setArray(
+                                "topics",
+                                textArray(
+                                    c, copies.stream().map(d -> d.position().topic()).toArray()))
+                            .setArray(
+                                "partitions",
+                                column(c, "integer", copies, d -> d.position().partition()))
+                            .setArray(
+                                "offsets", column(c, "bigint", copies, d -> d.position().offset()))
+                            .setArray("instance_keys", claimedKeys(c))),
+                    copies.size()));
+    List<Boolean> outcomes = new ArrayList<>(recorded.length);
+    for (boolean r : recorded) {
+      outcomes.add(r);
+    }
+    return outcomes;
+  }
+
+  /** One field of each of {@code copies}, as an SQL array of {@code type}. */
+  private static Array column(
+      Connection c,
+      String type,
+      List<DeadLetterCopy> copies,
+      Function<DeadLetterCopy, Object> field)
+      throws SQLException {
+    return c.createArrayOf(type, copies.stream().map(field).toArray());
   }
 
   @Override

@@ -540,6 +540,27 @@ class ClaimStatementTest {
     assertFindsRowsByThePrimaryKeyAlone(plan);
   }
 
+  /** ... and so do the rows whose dead-letter records' positions are recorded. */
+  @ParameterizedTest
+  @EnumSource(Statistics.class)
+  void theRowsOfDeadLetterPositionsAreFoundByThePrimaryKey(Statistics statistics)
+      throws SQLException {
+    List<ClaimedMessage> rows = inFlight.get(statistics).subList(0, 300);
+    String plan =
+        explainUnderAcksPlan(
+            statistics,
+            new OutboxSql(TABLE).recordDeadLetterCopies,
+            rows,
+            (c, record) ->
+                record
+                    .setArray("epochs", c.createArrayOf("bigint", column(rows, m -> 1L)))
+                    .setArray("batches", c.createArrayOf("bigint", column(rows, m -> 1L)))
+                    .setArray("topics", c.createArrayOf("text", column(rows, m -> "dlq")))
+                    .setArray("partitions", c.createArrayOf("integer", column(rows, m -> 0)))
+                    .setArray("offsets", c.createArrayOf("bigint", column(rows, m -> 5L))));
+    assertFindsRowsByThePrimaryKeyAlone(plan);
+  }
+
   /**
    * The release of a claim whose result was lost reads one page of its key's rows awaiting delivery
    * along the (instance_key, seq) due index, from where the last page ended, none of another key's
