@@ -557,6 +557,11 @@ public class OutboxSourceTask extends SourceTask {
     runtime.stopQuestionWait(wait);
   }
 
+  /** For tests: whether the task's close is due (its outcome loop ended, its stop arrived). */
+  boolean closeDue() {
+    return runtime.closeDue();
+  }
+
   /** For tests: whether the lease renewer was told that the task stops. */
   boolean renewerStopping() {
     return runtime.renewer().isStopping();

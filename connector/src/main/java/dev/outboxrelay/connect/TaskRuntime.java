@@ -71,6 +71,14 @@ final class TaskRuntime {
   /** The stop's database question, once asked. */
   private volatile Thread stopQuestion;
 
+  /** How long the close waits for the stop's question ({@link #awaitStopQuestion}). */
+  private volatile Duration stopQuestionLimit = MAINTENANCE_RUN_LIMIT;
+
+  /** For tests: whether the outcome loop has ended and the stop arrived, so the close is due. */
+  boolean closeDue() {
+    return closeParties.get() == 0;
+  }
+
   /**
    * The starting thread's logging context (Connect's connector and task, the instance keys): the
    * closer thread's lines, the stop's summary among them, must say whose they are.
@@ -118,6 +126,10 @@ final class TaskRuntime {
         runtime.listener.start();
       }
       TaskSettings settings = config.settings();
+      runtime.stopQuestionLimit =
+          min(
+              config.connector().statementTimeout().plus(config.connector().connectionTimeout()),
+              MAINTENANCE_RUN_LIMIT);
       boolean first = config.identity().isFirst();
       // A thread of its own needs a connection of its own beside the claims' and the outcome
       // loop's: a pool of 2 keeps maintenance on the task thread, in poll(), as it was.
@@ -296,11 +308,21 @@ final class TaskRuntime {
     try {
       outcome = store.markFailed(row.messageId(), row.lease(), ReasonCodes.MAPPING_FAILED);
     } catch (RuntimeException e) { // NOPMD: failing already, for the mapping
-      log.warn(
-          "Could not park message_id={} instance_key={}, whose mapping failed (error={})",
-          Printable.escape(row.messageId()),
-          Printable.escape(row.instanceKey()),
-          e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
+      if (e instanceof OutboxStoreException ose && ose.mayHaveCommitted()) {
+        log.warn(
+            "A park whose reply was lost may have parked message_id={} instance_key={}, whose"
+                + " mapping failed (reason=WRITE_REPLY_LOST, error={}; outbox-relay-cli inspect"
+                + " shows it; not parked, it is reclaimed alone)",
+            Printable.escape(row.messageId()),
+            Printable.escape(row.instanceKey()),
+            ose.reasonCode());
+      } else {
+        log.warn(
+            "Could not park message_id={} instance_key={}, whose mapping failed (error={})",
+            Printable.escape(row.messageId()),
+            Printable.escape(row.instanceKey()),
+            e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
+      }
       return false;
     }
     if (outcome.isApplied()) {
@@ -340,7 +362,9 @@ final class TaskRuntime {
 
   /**
    * The stop's question, still asked, is answered before the pool closes (off the task's thread, as
-   * the close always is): its own waits bound it (the pool's connection and socket timeouts).
+   * the close always is), for as long as its connection wait and statement may take, and a minute
+   * at most (a half-open connection's read waits out the socket timeout, up to a day): past it the
+   * pool closes under the question, which then says, row by row, that each may have been parked.
    */
   private void awaitStopQuestion() {
     Thread asking = stopQuestion;
@@ -348,7 +372,7 @@ final class TaskRuntime {
       return;
     }
     try {
-      asking.join();
+      asking.join(Math.max(1, stopQuestionLimit.toMillis()));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

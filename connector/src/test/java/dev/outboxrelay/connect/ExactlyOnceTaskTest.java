@@ -1136,16 +1136,59 @@ class ExactlyOnceTaskTest {
           LogCapture.get()
               .matching(mark, e -> e.message().contains("reason=STOP_QUESTION_PENDING"))
               .size());
+      await("the outcome loop ended, the close due").until(task::closeDue);
       assertEquals(List.of(), unsentDeadLetterWarnings(mark), "not answered yet");
       assertEquals(0, storeCloses.get(), "the pool waits for the answer");
+      assertEquals(List.of(), stoppedSummaries(mark), "and so does the stop's summary");
     } finally {
       answer.countDown();
     }
-    await().until(() -> storeCloses.get() == 1);
+    await().until(() -> storeCloses.get() == 1 && !stoppedSummaries(mark).isEmpty());
     List<LogCapture.Event> said = unsentDeadLetterWarnings(mark);
     assertEquals(1, said.size(), said::toString);
     assertTrue(said.get(0).message().contains("message_id=big"), said.get(0).message());
+    List<LogCapture.Event> since = LogCapture.get().matching(mark, e -> true);
+    assertTrue(
+        since.indexOf(said.get(0)) < since.indexOf(stoppedSummaries(mark).get(0)),
+        "reported before the summary, which counts it");
     assertEquals(1, task.metrics().failed.get());
+  }
+
+  /**
+   * ... nor does the pool wait past the question's own bounds (its connection wait and statement: a
+   * half-open connection's read waits out the socket timeout, up to a day): it closes under an
+   * unanswered question.
+   */
+  @Test
+  void thePoolClosesUnderAStopQuestionPastItsBounds() throws Exception {
+    add("big", "agg-1", 100);
+    add("good", "agg-2", 10);
+    parkRepliesLost = 1;
+    start(
+        Map.of(
+            "payload.max.bytes", "50",
+            "dead.letter.topic", "dlq",
+            "statement.timeout.ms", "100",
+            "connection.timeout.ms", "250"));
+    assertThrows(RetriableException.class, task::poll, "the park's reply was lost");
+    task.stopQuestionWait(Duration.ZERO);
+    CountDownLatch asked = new CountDownLatch(1);
+    CountDownLatch answer = new CountDownLatch(1);
+    parkCheckPause = new CountDownLatch[] {asked, answer};
+    try {
+      task.stop();
+
+      assertTrue(asked.await(30, TimeUnit.SECONDS), "asked");
+      await("the pool closed, the question unanswered").until(() -> storeCloses.get() == 1);
+    } finally {
+      answer.countDown();
+    }
+  }
+
+  /** The "task stopped" summary lines since {@code mark}. */
+  private static List<LogCapture.Event> stoppedSummaries(long mark) {
+    return LogCapture.get()
+        .matching(mark, e -> e.message().startsWith("outbox-relay task stopped"));
   }
 
   /**

@@ -1582,15 +1582,30 @@ class OutboxSourceTaskTest {
     assertEquals(List.of("m2"), sent);
   }
 
-  /** Where the park cannot be written, the row's lease ends: reclaimed alone, charged each time. */
+  /**
+   * Where the park cannot be written (or may not have been: its reply lost), the row's lease ends:
+   * reclaimed alone, charged each time.
+   */
   @Test
   void aMappingThatThrowsLeavesItsRowAbandonedWhereItCannotBeParked() {
     add("eu", "m1", "a", "{}".getBytes());
     startTask(Map.of());
     task.handoff().failMappingOf(row -> row.messageId().equals("m1"));
-    failing.parksFail = true;
+    failing.parksFail = true; // as the connection dropped mid-statement (08006)
+    long mark = LogCapture.get().mark();
 
     assertThrows(MappingFailedException.class, task::poll);
+
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                l ->
+                    l.message().contains("may have parked message_id=m1")
+                        && l.message().contains("reason=WRITE_REPLY_LOST"))
+            .size(),
+        "the park may have committed: said so, not that it failed");
 
     var failed = store.find("m1").orElseThrow();
     assertEquals(MessageStatus.IN_FLIGHT, failed.status());

@@ -89,10 +89,12 @@ class ExactlyOnceWorkerCrashTest {
       Scenario.awaitTrue(
           "every task running on a live worker",
           Scenario.DRAIN,
-          () ->
-              kit.allRunning(s.mainConnector)
-                  && victimTasks(kit, s, victim).isEmpty()
-                  && kit.allRunning(s.otherConnector));
+          () -> {
+            s.restartTasksTheBrokerFailed();
+            return kit.allRunning(s.mainConnector)
+                && victimTasks(kit, s, victim).isEmpty()
+                && kit.allRunning(s.otherConnector);
+          });
       Recoveries victimRecoveries =
           Recoveries.of(
               victim.matches(

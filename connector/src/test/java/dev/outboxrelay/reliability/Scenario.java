@@ -186,7 +186,7 @@ final class Scenario implements AutoCloseable {
    * Strimzi's auto-restart restarts it. A task failed for any other reason is left failed, and the
    * wait that looked fails.
    */
-  private void restartTasksTheBrokerFailed() {
+  void restartTasksTheBrokerFailed() {
     if (!transactional) {
       return;
     }
