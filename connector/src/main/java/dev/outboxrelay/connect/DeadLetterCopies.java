@@ -52,8 +52,8 @@ final class DeadLetterCopies {
   static final long WRITING_PER_POLL_MS = 1_000;
 
   /**
-   * The most positions one statement writes: one each took the poll's second for about a thousand
-   * (a storm of unpublishable rows), and held the claims meanwhile.
+   * The most positions one statement writes: one each took the poll's second for one or two
+   * thousand (a storm of unpublishable rows), and held the claims meanwhile.
    */
   static final int PER_STATEMENT = 1_000;
 

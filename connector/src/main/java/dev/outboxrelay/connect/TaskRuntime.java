@@ -458,8 +458,9 @@ final class TaskRuntime {
   /**
    * Asks {@code question} of the database on a thread of its own, waiting for the answer {@link
    * #stopQuestionWait} at most: its connection wait alone (5 s in an outage) took Connect's whole 5
-   * s for a stop, and a half-open connection's read the socket timeout. The pool closes only once
-   * it is answered ({@link #close}), so what it reports still comes before the stop's summary.
+   * s for a stop, and a half-open connection's read the socket timeout. The pool closes once it is
+   * answered or past its bounds ({@link #awaitStopQuestion}), so what it reports comes before the
+   * stop's summary, unless it is past them.
    */
   private void askAtStop(Runnable question) {
     if (question == NOTHING_TO_ASK) {
@@ -488,8 +489,9 @@ final class TaskRuntime {
     if (asking.isAlive()) {
       log.info(
           "Stop not waiting for the database to say whether parks whose reply was lost committed"
-              + " (reason=STOP_QUESTION_PENDING; their rows are reported once it answers, before"
-              + " the task's connections close)");
+              + " (reason=STOP_QUESTION_PENDING; their rows are reported once it answers, or as"
+              + " possibly parked, WRITE_REPLY_LOST, where it does not before the task's connections"
+              + " close)");
     }
   }
 

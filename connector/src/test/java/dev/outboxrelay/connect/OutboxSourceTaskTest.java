@@ -1615,6 +1615,29 @@ class OutboxSourceTaskTest {
             new ClaimRequest("other", Set.of("eu"), 10, Duration.ofSeconds(30), 10, true)));
   }
 
+  /** ... and where the park was refused before it was sent, that is what is said. */
+  @Test
+  void aMappingThatThrowsWhoseParkWasNotSentSaysSo() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    task.handoff().failMappingOf(row -> row.messageId().equals("m1"));
+    failing.failure =
+        new OutboxStoreException(
+                OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08001", "mark-failed")
+            .beforeSending();
+    failing.parksFail = true;
+    long mark = LogCapture.get().mark();
+
+    assertThrows(MappingFailedException.class, task::poll);
+
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, l -> l.message().contains("Could not park message_id=m1"))
+            .size());
+    assertEquals(MessageStatus.IN_FLIGHT, status("m1"), "left to its lease: abandoned now");
+  }
+
   /**
    * Task 0's maintenance runs beside its polls, on a thread of its own, where its pool has a
    * connection for it beside the claims' and the outcome loop's (3 or more): a count of a large

@@ -1314,6 +1314,35 @@ public abstract class OutboxStoreContract {
   }
 
   /**
+   * Two rows parked by one claim share its token (tokens count per row), epoch and batch: a
+   * position is recorded only in the row its message id and seq both name.
+   */
+  @Test
+  void aDeadLetterPositionGoesIntoTheRowItsIdNamesNotAnotherOfTheSameClaim() {
+    add(EU, "a", "agg-1");
+    add(EU, "c", "agg-2");
+    long epoch = store.newEpoch();
+    List<ClaimedMessage> claimed =
+        store.claim(exactlyOnce("w1", 2, epoch, 1, ALL_BUCKETS)).claimed();
+    assertEquals(2, claimed.size());
+    for (ClaimedMessage row : claimed) {
+      assertEquals(Outcome.APPLIED, store.markFailed(row.messageId(), row.lease(), "POISON"));
+    }
+    ClaimedMessage c = claimed.get(1);
+    assertEquals(claimed.get(0).lease().token(), c.lease().token(), "the same token");
+    KafkaCoordinates copy = new KafkaCoordinates("dlq", 0, 17);
+
+    assertEquals(
+        List.of(false, false),
+        store.recordDeadLetterCopies(
+            List.of(
+                new DeadLetterCopy("a", c.seq(), c.lease().token(), epoch, 1, copy),
+                new DeadLetterCopy("missing", c.seq(), c.lease().token(), epoch, 1, copy))));
+    assertNull(state("a").kafka());
+    assertNull(state("c").kafka());
+  }
+
+  /**
    * A parked row of another instance key is never taken for one this store parked, nor given a
    * dead-letter position, though its token, claim position and reason are the store's own; the same
    * park on an own key's row is. (A legacy row, without a key, cannot be parked at all: the table's

@@ -920,7 +920,8 @@ final class OutboxSql {
             RETURNING h.n""");
 
     // Exactly once, the positions of parked rows' dead-letter records, once their transactions
-    // committed, in one statement (one each took a poll's second for about a thousand): each only
+    // committed, in one statement (one each took a poll's second for one or two thousand): each
+    // only
     // in its row as its park left it. Found as a park finds its rows, and run under ACKS_PLAN too.
     // Returns the position of each recorded.
     recordDeadLetterCopies =

@@ -40,6 +40,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.EnumMap;
@@ -54,6 +55,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.stream.IntStream;
 import javax.sql.DataSource;
 
 /**
@@ -578,10 +580,19 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public List<Boolean> recordDeadLetterCopies(List<DeadLetterCopy> copies) {
-    if (copies.isEmpty()) {
+  public List<Boolean> recordDeadLetterCopies(List<DeadLetterCopy> asked) {
+    if (asked.isEmpty()) {
       return List.of();
     }
+    // In seq order, the order the rows are locked in: an operator's change of several parked rows
+    // locking them in another order could deadlock with it.
+    int[] order =
+        IntStream.range(0, asked.size())
+            .boxed()
+            .sorted(Comparator.comparingLong(i -> asked.get(i).seq()))
+            .mapToInt(Integer::intValue)
+            .toArray();
+    List<DeadLetterCopy> copies = Arrays.stream(order).mapToObj(asked::get).toList();
     boolean[] recorded =
         run(
             "record-dead-letter-copies",
@@ -610,11 +621,11 @@ public final class PostgresOutboxStore implements OutboxStore {
                                 "offsets", column(c, "bigint", copies, d -> d.position().offset()))
                             .setArray("instance_keys", claimedKeys(c))),
                     copies.size()));
-    List<Boolean> outcomes = new ArrayList<>(recorded.length);
-    for (boolean r : recorded) {
-      outcomes.add(r);
+    Boolean[] outcomes = new Boolean[recorded.length];
+    for (int i = 0; i < recorded.length; i++) {
+      outcomes[order[i]] = recorded[i];
     }
-    return outcomes;
+    return List.of(outcomes);
   }
 
   /** One field of each of {@code copies}, as an SQL array of {@code type}. */

@@ -551,14 +551,26 @@ class ClaimStatementTest {
             statistics,
             new OutboxSql(TABLE).recordDeadLetterCopies,
             rows,
-            (c, record) ->
-                record
-                    .setArray("epochs", c.createArrayOf("bigint", column(rows, m -> 1L)))
-                    .setArray("batches", c.createArrayOf("bigint", column(rows, m -> 1L)))
-                    .setArray("topics", c.createArrayOf("text", column(rows, m -> "dlq")))
-                    .setArray("partitions", c.createArrayOf("integer", column(rows, m -> 0)))
-                    .setArray("offsets", c.createArrayOf("bigint", column(rows, m -> 5L))));
+            (c, record) -> {
+              try (PreparedStatement park =
+                  c.prepareStatement(
+                      "UPDATE outbox SET status = 'FAILED', parked_at = now(), lease_owner = NULL,"
+                          + " lease_expires_at = NULL, lease_epoch = 1, claim_batch = 1"
+                          + " WHERE seq = ANY (?)")) {
+                park.setArray(1, c.createArrayOf("bigint", column(rows, ClaimedMessage::seq)));
+                assertEquals(300, park.executeUpdate(), "parked, in the explain's transaction");
+              }
+              record
+                  .setArray("epochs", c.createArrayOf("bigint", column(rows, m -> 1L)))
+                  .setArray("batches", c.createArrayOf("bigint", column(rows, m -> 1L)))
+                  .setArray("topics", c.createArrayOf("text", column(rows, m -> "dlq")))
+                  .setArray("partitions", c.createArrayOf("integer", column(rows, m -> 0)))
+                  .setArray("offsets", c.createArrayOf("bigint", column(rows, m -> 5L)));
+            });
     assertFindsRowsByThePrimaryKeyAlone(plan);
+    assertTrue(
+        plan.contains("Update on outbox o  (") && plan.contains("actual rows=300 loops=1"),
+        "records every position named: " + plan);
   }
 
   /**

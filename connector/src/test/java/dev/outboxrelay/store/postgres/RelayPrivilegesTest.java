@@ -9,6 +9,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.BucketShare;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.DeadLetterCopy;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStoreException;
@@ -179,6 +180,17 @@ class RelayPrivilegesTest {
         new ParkRequest(parked.messageId(), parked.seq(), parked.lease(), "POISON", epoch, 1);
     assertEquals(List.of(Outcome.APPLIED), store.park(List.of(park)));
     assertEquals(Set.of(parked.messageId()), store.parkedUnderOwnLease(List.of(park)));
+    assertEquals(
+        List.of(true),
+        store.recordDeadLetterCopies(
+            List.of(
+                new DeadLetterCopy(
+                    parked.messageId(),
+                    parked.seq(),
+                    parked.lease().token(),
+                    epoch,
+                    1,
+                    new KafkaCoordinates("dlq", 0, 3)))));
     Recovery recovery =
         Recoveries.whole(
             store, new RecoveryRequest(Set.of("eu"), all, store.newEpoch(), List.of(), false));
