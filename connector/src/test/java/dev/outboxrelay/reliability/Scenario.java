@@ -76,6 +76,11 @@ final class Scenario implements AutoCloseable {
   /** Whether a connector of this scenario runs exactly once: tasks with transactions. */
   private volatile boolean transactional;
 
+  /** When {@link #restartTasksTheBrokerFailed} last looked, on {@link System#nanoTime}. */
+  private volatile long lastRestartLook = System.nanoTime() - RESTART_LOOK_INTERVAL.toNanos();
+
+  private static final Duration RESTART_LOOK_INTERVAL = Duration.ofSeconds(1);
+
   private Scenario(ConnectCluster kit, String name, OutboxDb db) {
     this.name = name;
     this.kit = kit;
@@ -187,9 +192,11 @@ final class Scenario implements AutoCloseable {
    * wait that looked fails.
    */
   void restartTasksTheBrokerFailed() {
-    if (!transactional) {
-      return;
+    long now = System.nanoTime();
+    if (!transactional || now - lastRestartLook < RESTART_LOOK_INTERVAL.toNanos()) {
+      return; // a look a second: two status calls a look, beside waits polling every 20-100 ms
     }
+    lastRestartLook = now;
     for (String connector : List.of(mainConnector, otherConnector)) {
       List<ConnectorStateInfo.TaskState> failed;
       try {
