@@ -10,6 +10,7 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -73,11 +74,6 @@ final class TaskRuntime {
 
   /** How long the close waits for the stop's question ({@link #awaitStopQuestion}). */
   private volatile Duration stopQuestionLimit = MAINTENANCE_RUN_LIMIT;
-
-  /** For tests: whether the outcome loop has ended and the stop arrived, so the close is due. */
-  boolean closeDue() {
-    return closeParties.get() == 0;
-  }
 
   /**
    * The starting thread's logging context (Connect's connector and task, the instance keys): the
@@ -273,12 +269,12 @@ final class TaskRuntime {
    */
   void mappingFailed(List<ClaimedMessage> claimed, String failedId) {
     release(claimed.stream().filter(m -> !m.messageId().equals(failedId)).toList());
-    List<HeldLease> failed =
-        claimed.stream()
-            .filter(m -> m.messageId().equals(failedId))
-            .filter(m -> !parkUnmappable(m))
-            .map(ClaimedMessage::heldLease)
-            .toList();
+    List<HeldLease> failed = new ArrayList<>();
+    for (ClaimedMessage m : claimed) {
+      if (m.messageId().equals(failedId) && !parkUnmappable(m)) {
+        failed.add(m.heldLease());
+      }
+    }
     if (failed.isEmpty()) {
       return;
     }
@@ -493,6 +489,11 @@ final class TaskRuntime {
               + " possibly parked, WRITE_REPLY_LOST, where it does not before the task's connections"
               + " close)");
     }
+  }
+
+  /** For tests: whether the outcome loop has ended and the stop arrived, so the close is due. */
+  boolean closeDue() {
+    return closeParties.get() == 0;
   }
 
   /** For tests: how long a stop waits for its question's answer. */

@@ -737,9 +737,9 @@ final class OutboxSql {
     // that index is, so that no plan reads another key's rows by the primary key); of them, those
     // leased to the owner, not held by it, and exactly once of no batch handed to Connect, given
     // back by their seqs (OutboxStore#releaseUnheld). The held seqs are compared only for the
-    // owner's own rows,
-    // as a hashed subquery: PostgreSQL 13 and 14 compared each row with every element of a
-    // "<> ALL (array)" (0.35 s a page with 31,500 held, 47 ms hashed); no held seq is null.
+    // owner's own rows, as a hashed subquery: PostgreSQL 13 and 14 compared each row with every
+    // element of a "<> ALL (array)" (0.35 s a page with 31,500 held, 47 ms hashed); no held seq
+    // is null.
     // The update checks the key again as a filter, not an index condition (IS NOT DISTINCT FROM):
     // as one, on a small table the planner chose the (instance_key, aggregate_id, seq) index,
     // which reads every entry of the key to find these seqs; the primary key finds each at once.
@@ -921,9 +921,8 @@ final class OutboxSql {
 
     // Exactly once, the positions of parked rows' dead-letter records, once their transactions
     // committed, in one statement (one each took a poll's second for one or two thousand): each
-    // only
-    // in its row as its park left it. Found as a park finds its rows, and run under ACKS_PLAN too.
-    // Returns the position of each recorded.
+    // only in its row as its park left it. Found as a park finds its rows, and run under
+    // ACKS_PLAN too. Returns the position of each recorded.
     recordDeadLetterCopies =
         statement(
             """
