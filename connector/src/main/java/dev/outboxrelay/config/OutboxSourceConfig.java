@@ -189,8 +189,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " expires (a crashed or cut-off worker), any task may claim the row again, and the"
           + " former holder's late acknowledgement is rejected. Keep it above"
           + " lease.renewal.interval.ms plus statement.timeout.ms: a task renews its leases on the"
-          + " thread that writes its outcomes, so an outcome write stuck behind a lock delays the"
-          + " renewal by up to the statement timeout, and a lease that runs out meanwhile is"
+          + " thread that writes its outcomes, so an outcome write that runs long (a slow or"
+          + " overloaded database; a row lock it waits for 1 s at most) delays the renewal by up to"
+          + " the statement timeout, and a lease that runs out meanwhile is"
           + " reclaimed by another task (a duplicate). The connector logs a warning otherwise.";
 
   public static final String LEASE_RENEWAL_INTERVAL_MS_CONFIG = "lease.renewal.interval.ms";

@@ -68,8 +68,9 @@ public class OutboxSourceConnector extends SourceConnector {
     if (config.leaseMayRunOutBehindAStuckWrite()) {
       log.warn(
           "lease.duration.ms ({} ms) is not above lease.renewal.interval.ms ({} ms) plus"
-              + " statement.timeout.ms ({} ms): an outcome write stuck behind a lock can delay a"
-              + " renewal until the lease runs out, and another task then sends the row again"
+              + " statement.timeout.ms ({} ms): an outcome write that runs long (a slow database)"
+              + " can delay a renewal until the lease runs out, and another task then sends the row"
+              + " again"
               + " (reason=LEASE_SHORTER_THAN_STUCK_WRITE)",
           config.leaseDuration().toMillis(),
           config.leaseRenewalInterval().toMillis(),

@@ -35,6 +35,11 @@ final class OutcomeLoop {
   private static final Duration ERROR_BACKOFF_MAX = Duration.ofSeconds(5);
   private static final Duration BACKOFF_SLICE = Duration.ofMillis(100);
 
+  /** Bounds of the wait between two tries of the outcomes set aside for a row lock. */
+  private static final long SET_ASIDE_RETRY_MIN_MS = 500;
+
+  private static final long SET_ASIDE_RETRY_MAX_MS = 10_000;
+
   private final long errorBackoffMin;
   private final long errorBackoffMax;
   private final OutcomeWriter writer;
@@ -67,6 +72,20 @@ final class OutcomeLoop {
    * decides; one never retried again (abandoned at a stop) is reported as a possible lost claim.
    */
   private final Set<String> goneWhileInHand = new HashSet<>();
+
+  /**
+   * Outcomes whose rows another session held locked past the lock wait of their write (an
+   * operator's open transaction): neither written nor settled, still pending, tried again alone
+   * from time to time while the loop writes the others. Loop thread only.
+   */
+  private final List<PendingOutcome> setAside = new ArrayList<>();
+
+  /** Message ids of {@link #setAside} already logged: each is logged once while it stays. */
+  private final Set<String> setAsideReported = new HashSet<>();
+
+  private long setAsideRetryAtMs;
+  private int setAsideRounds;
+  private boolean setAsideTriedAtFlush;
 
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
 
@@ -259,6 +278,7 @@ final class OutcomeLoop {
         try {
           reportUnwritten(inHand);
           inHand.forEach(this::reportIfGone);
+          reportUnwritten(setAside);
         } finally {
           closeAdmission();
         }
@@ -282,7 +302,8 @@ final class OutcomeLoop {
       // Why first, then the queue: the acknowledgements of a producer that closed were all
       // submitted before its close returned.
       String endedBy = closing ? acknowledgementsEndedBy() : null;
-      if (endedBy != null && queue.isEmpty()) {
+      // Outcomes set aside for a row lock are still tried through the grace: the lock may go.
+      if (endedBy != null && queue.isEmpty() && setAside.isEmpty()) {
         log.info(
             "{}: the late-acknowledgement grace for the {} records still unresolved ends now"
                 + " (reason={})",
@@ -295,9 +316,10 @@ final class OutcomeLoop {
       }
       List<PendingOutcome> batch = nextBatch();
       if (!batch.isEmpty()) {
-        writeUntilDone(batch);
-        inHand = List.of();
-        pendingWrites.addAndGet(-batch.size());
+        write(batch, false);
+      }
+      if (setAsideDue()) {
+        write(takeSetAside(), true);
       }
       if (!pastCloseDeadline()) { // past it, abandoned outcomes were reported, and nothing renews
         renewer.renewIfDue();
@@ -371,15 +393,83 @@ final class OutcomeLoop {
     return batch;
   }
 
-  /** Writes the batch, retrying transient failures with backoff; never drops an outcome. */
-  private void writeUntilDone(List<PendingOutcome> batch) {
+  /**
+   * Writes {@code batch} ({@code setAsideBefore}: outcomes set aside before, tried again), and
+   * settles the count of pending writes: those set aside (again) stay pending.
+   */
+  private void write(List<PendingOutcome> batch, boolean setAsideBefore) {
+    int setAsideAlready = setAside.size();
+    writeUntilDone(batch, setAsideBefore);
+    inHand = List.of();
+    int newlySetAside = setAside.size() - setAsideAlready;
+    pendingWrites.addAndGet(-(batch.size() - newlySetAside));
+    if (newlySetAside > 0) {
+      reportSetAside(setAside.subList(setAsideAlready, setAside.size()));
+    }
+    setAsideReported.retainAll(messageIdsOf(setAside)); // set aside again later: logged again
+    if (setAside.isEmpty()) {
+      setAsideRounds = 0;
+    } else if (setAsideBefore || setAsideAlready == 0) { // a round ended, or the first began
+      long wait =
+          Math.min(
+              SET_ASIDE_RETRY_MAX_MS, SET_ASIDE_RETRY_MIN_MS << Math.min(setAsideRounds++, 10));
+      setAsideRetryAtMs = time.hiResClockMs() + wait;
+    }
+    if (setAsideBefore && newlySetAside < batch.size()) {
+      log.info(
+          "Wrote {} outcomes set aside before for their rows' locks; {} still wait"
+              + " (reason=ROW_LOCKED)",
+          batch.size() - newlySetAside,
+          newlySetAside);
+    }
+  }
+
+  /** Whether to try the outcomes set aside again now: their wait is over, or a stop flushes. */
+  private boolean setAsideDue() {
+    if (setAside.isEmpty()) {
+      return false;
+    }
+    if (flushDeadlineMs != Long.MAX_VALUE && !setAsideTriedAtFlush) {
+      setAsideTriedAtFlush = true; // once at once; then at their own pace, through the grace
+      return true;
+    }
+    return time.hiResClockMs() >= setAsideRetryAtMs && !pastCloseDeadline();
+  }
+
+  private List<PendingOutcome> takeSetAside() {
+    List<PendingOutcome> batch = new ArrayList<>(setAside);
+    inHand = batch; // before they leave setAside: should the thread die, each is reported once
+    setAside.clear();
+    return batch;
+  }
+
+  /** Each outcome newly set aside, logged once for as long as it stays aside. */
+  private void reportSetAside(List<PendingOutcome> newly) {
+    for (PendingOutcome o : newly) {
+      if (setAsideReported.add(o.messageId())) {
+        log.warn(
+            "Outcome set aside: another session holds its row's lock (reason=ROW_LOCKED):"
+                + " message_id={} instance_key={}; the task writes its other outcomes, and tries"
+                + " this one again alone until the lock is gone",
+            Printable.escape(o.messageId()),
+            Printable.escape(
+                ledger.get(o.messageId()).map(InFlightLedger.Entry::instanceKey).orElse(null)));
+      }
+    }
+  }
+
+  /**
+   * Writes the batch, retrying transient failures with backoff; never drops an outcome. Outcomes
+   * whose rows another session holds locked are set aside ({@link #setAside}).
+   */
+  private void writeUntilDone(List<PendingOutcome> batch, boolean skipLocked) {
     List<PendingOutcome> remaining = new ArrayList<>(batch);
     inHand = remaining; // the writer removes each outcome once written
     goneWhileInHand.clear();
     boolean retried = false;
     while (!remaining.isEmpty()) {
       try {
-        writer.write(remaining, retried, () -> renewBetweenWrites(remaining));
+        writer.write(remaining, retried, () -> renewBetweenWrites(remaining), skipLocked, setAside);
         consecutiveErrors = 0;
       } catch (OutboxStoreException e) {
         retried = true;

@@ -6,6 +6,7 @@ import dev.outboxrelay.connect.PendingOutcome.Published;
 import dev.outboxrelay.connect.PendingOutcome.Released;
 import dev.outboxrelay.connect.PendingOutcome.Unconfirmed;
 import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.EndedLeases;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.Lease;
 import dev.outboxrelay.store.OutboxStore;
@@ -64,10 +65,15 @@ final class OutcomeWriter {
 
   /**
    * Applies outcomes, removing each from {@code remaining} once written and settled. A store
-   * failure propagates with the unwritten outcomes still in {@code remaining}.
+   * failure propagates with the unwritten outcomes still in {@code remaining}. Returns those set
+   * aside (removed from {@code remaining} too, neither written nor settled): their rows are locked
+   * by another session (an operator's open transaction) past the store's lock wait, and are to be
+   * written again later.
    */
-  void write(List<PendingOutcome> remaining) {
-    write(remaining, false, () -> {});
+  List<PendingOutcome> write(List<PendingOutcome> remaining) {
+    List<PendingOutcome> setAside = new ArrayList<>();
+    write(remaining, false, () -> {}, false, setAside);
+    return setAside;
   }
 
   /**
@@ -79,14 +85,28 @@ final class OutcomeWriter {
    * retried publish's read-back: the caller renews the other leases there, which hundreds of such
    * writes in a batch (records a transform dropped, a slow database), or two statement timeouts in
    * a row, would otherwise hold back past their expiry.
+   *
+   * <p>A row lock another session holds past the store's lock wait sets outcomes aside rather than
+   * failing them all: a publish that met one is sent again skipping locked rows, and their acks are
+   * set aside; a single write that met one is set aside, and so is every single write after it in
+   * {@code remaining}, untried (one lock wait per call, not one per locked row), ahead of it: tried
+   * again in that order, each round writes what is no longer behind a locked row. Each leaves
+   * {@code remaining} only once written or in {@code setAside}: should the thread die, none is in
+   * neither. {@code skipLocked}: these are such outcomes, tried again: the publishes skip locked
+   * rows at once.
    */
-  void write(List<PendingOutcome> remaining, boolean retried, Runnable beforeEachSingleWrite) {
+  void write(
+      List<PendingOutcome> remaining,
+      boolean retried,
+      Runnable beforeEachSingleWrite,
+      boolean skipLocked,
+      List<PendingOutcome> setAside) {
     List<PublishedAck> acks = acksOf(remaining);
     if (!acks.isEmpty()) {
       long start = time.hiResClockMs(); // a duration: a wall clock stepped meanwhile is no part
       List<Outcome> outcomes;
       try {
-        outcomes = store.markPublished(acks);
+        outcomes = publish(acks, skipLocked);
       } finally { // a write that fails or times out is the one the figures must show
         metrics.recordOutcomeWrite(time.hiResClockMs() - start);
       }
@@ -100,18 +120,57 @@ final class OutcomeWriter {
       // settled are not reported again as unwritten.
       int j = 0;
       for (Iterator<PendingOutcome> it = remaining.iterator(); it.hasNext(); ) {
-        if (it.next() instanceof Published) {
+        PendingOutcome next = it.next();
+        if (next instanceof Published) {
           PublishedAck ack = acks.get(j);
-          settle(ack.messageId(), ack.lease(), OutcomeKind.PUBLISHED, outcomes.get(j++));
+          Outcome outcome = outcomes.get(j++);
+          if (outcome == Outcome.ROW_LOCKED) {
+            setAside.add(next);
+            metrics.outcomesRowLocked.incrementAndGet();
+          } else {
+            settle(ack.messageId(), ack.lease(), OutcomeKind.PUBLISHED, outcome);
+          }
           it.remove();
         }
       }
     }
+    PendingOutcome metLock = null;
     for (Iterator<PendingOutcome> it = remaining.iterator(); it.hasNext(); ) {
       PendingOutcome next = it.next();
-      beforeEachSingleWrite.run();
-      writeOne(next);
+      if (metLock == null) {
+        beforeEachSingleWrite.run();
+        if (!writeOne(next)) {
+          metLock = next; // left in remaining until it is set aside, last
+          continue;
+        }
+      } else { // behind one that met a lock: tried before it in the next round
+        setAside.add(next);
+        metrics.outcomesRowLocked.incrementAndGet();
+      }
       it.remove();
+    }
+    if (metLock != null) {
+      setAside.add(metLock);
+      remaining.remove(metLock);
+      metrics.outcomesRowLocked.incrementAndGet();
+    }
+  }
+
+  /**
+   * Publishes {@code acks}; when a row lock another session holds stopped the publish (SQLState
+   * 55P03, after the store's lock wait: nothing was written), again at once, skipping locked rows.
+   */
+  private List<Outcome> publish(List<PublishedAck> acks, boolean skipLocked) {
+    if (skipLocked) {
+      return store.markPublishedSkippingLocked(acks);
+    }
+    try {
+      return store.markPublished(acks);
+    } catch (OutboxStoreException e) {
+      if (!e.isLockWait()) {
+        throw e;
+      }
+      return store.markPublishedSkippingLocked(acks);
     }
   }
 
@@ -145,9 +204,9 @@ final class OutcomeWriter {
       return;
     }
     List<HeldLease> held = ledger.heldLeases();
-    List<String> expired;
+    EndedLeases ending;
     try {
-      expired = store.expireLeases(held);
+      ending = store.expireLeases(held);
     } catch (RuntimeException e) { // NOPMD: stopping; the leases run out instead
       log.warn(
           "Outcome writer closed with {} records without a written outcome (unacknowledged by"
@@ -158,6 +217,7 @@ final class OutcomeWriter {
           e instanceof OutboxStoreException ose ? ose.reasonCode() : e.getClass().getName());
       return;
     }
+    List<String> expired = ending.ended();
     for (String id : expired) {
       log.info(
           "Lease ended at stop without a written outcome: message_id={}"
@@ -166,7 +226,13 @@ final class OutcomeWriter {
     }
     Set<String> ended = new HashSet<>(expired);
     for (HeldLease lease : held) {
-      if (!ended.contains(lease.messageId())) {
+      if (ending.locked().contains(lease.messageId())) {
+        log.warn(
+            "Lease not ended at stop, no outcome written: message_id={} (reason=ROW_LOCKED; another"
+                + " session holds its row's lock: the lease runs out instead, and the row is"
+                + " reclaimed alone then, as an abandoned row)",
+            Printable.escape(lease.messageId()));
+      } else if (!ended.contains(lease.messageId())) {
         // Its lease ran out before the stop, and another task may have reclaimed it since the last
         // renewal: its record, if Kafka has it, may then reach Kafka twice.
         metrics.leasesNotHeldAtStop.incrementAndGet();
@@ -242,12 +308,19 @@ final class OutcomeWriter {
     return corrected;
   }
 
-  private void writeOne(PendingOutcome o) {
+  /**
+   * Writes and settles one outcome; false, with nothing written, when its row stayed locked by
+   * another session past the store's lock wait.
+   */
+  private boolean writeOne(PendingOutcome o) {
     long start = time.hiResClockMs(); // as above
     Written written;
     try {
       written = apply(o);
     } catch (OutboxStoreException e) {
+      if (e.isLockWait()) {
+        return false;
+      }
       // One row's write: named, so that a refusal for good (a constraint or trigger of the
       // table's) is found from the task's status, where a batch's failure names none.
       throw e.ofMessage(o.messageId());
@@ -259,6 +332,7 @@ final class OutcomeWriter {
     if (o instanceof Unconfirmed u && written.outcome().isApplied()) {
       reportUnconfirmed(u, instanceKey, written.kind(), written.outcome());
     }
+    return true;
   }
 
   /** What one outcome write recorded, and as what. */

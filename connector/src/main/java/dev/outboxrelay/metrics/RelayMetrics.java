@@ -42,6 +42,7 @@ public final class RelayMetrics {
   public final AtomicLong abandonedReclaimed = new AtomicLong();
   public final AtomicLong leaseRenewalsLost = new AtomicLong();
   public final AtomicLong leaseRenewalsLocked = new AtomicLong();
+  public final AtomicLong outcomesRowLocked = new AtomicLong();
   public final AtomicLong lateAcks = new AtomicLong();
 
   /**
@@ -260,6 +261,11 @@ public final class RelayMetrics {
         "Held leases not renewed because another session held their row's lock (each renewal).",
         leaseRenewalsLocked::get);
     gauge(
+        "outcome-row-locked-total",
+        "Outcomes set aside because another session held their row's lock past the write's lock"
+            + " wait (each time set aside).",
+        outcomesRowLocked::get);
+    gauge(
         "late-ack-total",
         "Outcomes the task could no longer write (late acknowledgements, unqueued FAILED).",
         lateAcks::get);
@@ -474,6 +480,7 @@ public final class RelayMetrics {
     counts.put("claimLost", claimLost);
     counts.put("leaseRenewalsLost", leaseRenewalsLost);
     counts.put("leaseRenewalsLocked", leaseRenewalsLocked);
+    counts.put("outcomesRowLocked", outcomesRowLocked);
     counts.put("lateAcks", lateAcks);
     counts.put("leasesNotHeldAtStop", leasesNotHeldAtStop);
     counts.put("unconfirmedReleased", unconfirmedReleased);

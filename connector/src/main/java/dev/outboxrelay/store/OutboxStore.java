@@ -95,6 +95,16 @@ public interface OutboxStore extends AutoCloseable {
   List<Outcome> markPublished(List<PublishedAck> acks);
 
   /**
+   * {@link #markPublished(List)} for acks whose rows another session may hold locked (an operator's
+   * open transaction): a locked row is skipped, not waited for, and its ack is {@link
+   * Outcome#ROW_LOCKED}; the others are written as {@link #markPublished(List)} writes them. A
+   * store without row locks writes them all.
+   */
+  default List<Outcome> markPublishedSkippingLocked(List<PublishedAck> acks) {
+    return markPublished(acks);
+  }
+
+  /**
    * Of {@code acks} that a retried publish found lost, the message ids of those whose rows were
    * published under the ack's own seq and lease token and with its own Kafka coordinates (their
    * published-log entry, or the row itself where the store keeps it): by the earlier attempt of the
@@ -259,10 +269,11 @@ public interface OutboxStore extends AutoCloseable {
    * message id, on one of the claims' instance keys) whose lease has not run out: a stopping task's
    * records that Kafka can no longer acknowledge. Nothing else changes, the token included: the
    * rows are abandoned rows at once, reclaimed one by one in isolation as after a crash (one of
-   * them may have failed the task). Returns the message ids, sorted; idempotent. Reads these rows
-   * only, not the backlog (a lease owner is in no index).
+   * them may have failed the task). A row another session holds locked is skipped, not waited for
+   * (its lease runs out instead). Returns the message ids ended, sorted, and those skipped;
+   * idempotent. Reads these rows only, not the backlog (a lease owner is in no index).
    */
-  List<String> expireLeases(List<HeldLease> leases);
+  EndedLeases expireLeases(List<HeldLease> leases);
 
   /** "Now" by the store's clock (the database's in production). */
   Instant now();

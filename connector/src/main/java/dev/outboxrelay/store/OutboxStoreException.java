@@ -114,6 +114,14 @@ public final class OutboxStoreException extends RuntimeException {
     return reasonCode;
   }
 
+  /**
+   * A lock another session holds was waited for past the statement's limit (SQLState 55P03): the
+   * statement changed nothing, and may succeed once the lock is gone.
+   */
+  public boolean isLockWait() {
+    return "55P03".equals(sqlState);
+  }
+
   /** The SQLState reported by the driver, or null. */
   public String sqlState() {
     return sqlState;

@@ -10,9 +10,15 @@ public enum Outcome {
    * The row is no longer held by the caller's owner and token (reclaimed after expiry, requeued, or
    * already resolved). Nothing was changed. The caller may have produced a duplicate.
    */
-  CLAIM_LOST;
+  CLAIM_LOST,
+  /**
+   * Only from {@link OutboxStore#markPublishedSkippingLocked}: another session holds the row's
+   * lock, and the write skipped it. Nothing was changed; the row, as last committed, is still held
+   * under the caller's lease. Write it again later.
+   */
+  ROW_LOCKED;
 
   public boolean isApplied() {
-    return this != CLAIM_LOST;
+    return this == APPLIED || this == EXHAUSTED;
   }
 }

@@ -24,6 +24,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -1721,10 +1722,26 @@ class OutboxSourceTaskTest {
     volatile boolean publishesFail;
 
     /**
-     * Rows another session holds locked: a renewal skips them, as PostgreSQL's does, and reports
-     * them locked.
+     * Rows another session holds locked, as PostgreSQL's statements meet them: a renewal and an end
+     * of leases skip them and report them locked; a batch publish holding one fails with 55P03 (its
+     * lock wait spent), the publish skipping locked rows marks it ROW_LOCKED and writes the others;
+     * a single outcome write of one fails with 55P03.
      */
     volatile Set<String> lockedRows = Set.of();
+
+    /** Batch publishes skipping locked rows ({@link #markPublishedSkippingLocked}). */
+    final AtomicInteger skippingLockedCalls = new AtomicInteger();
+
+    private void checkUnlocked(String messageId, String operation) {
+      if (lockedRows.contains(messageId)) {
+        throw lockWait(operation);
+      }
+    }
+
+    private static OutboxStoreException lockWait(String operation) {
+      return new OutboxStoreException(
+          OutboxStoreException.Kind.TRANSIENT, "DB_LOCK_NOT_AVAILABLE", "55P03", operation);
+    }
 
     /** The next batch publish commits, then fails: its reply lost, as at a failover. */
     volatile boolean nextPublishLosesItsReply;
@@ -1816,9 +1833,18 @@ class OutboxSourceTaskTest {
     }
 
     @Override
-    public List<String> expireLeases(List<dev.outboxrelay.store.HeldLease> leases) {
+    public dev.outboxrelay.store.EndedLeases expireLeases(
+        List<dev.outboxrelay.store.HeldLease> leases) {
       check();
-      return delegate.expireLeases(leases);
+      Set<String> locked = lockedRows;
+      List<dev.outboxrelay.store.HeldLease> free =
+          leases.stream().filter(l -> !locked.contains(l.messageId())).toList();
+      Set<String> skipped = new HashSet<>();
+      leases.stream()
+          .map(dev.outboxrelay.store.HeldLease::messageId)
+          .filter(locked::contains)
+          .forEach(skipped::add);
+      return new dev.outboxrelay.store.EndedLeases(delegate.expireLeases(free).ended(), skipped);
     }
 
     @Override
@@ -1851,11 +1877,36 @@ class OutboxSourceTaskTest {
       } else if (gate != null) {
         Uninterruptibles.await(gate);
       }
+      for (dev.outboxrelay.store.PublishedAck ack : acks) {
+        checkUnlocked(ack.messageId(), "mark-published");
+      }
       List<dev.outboxrelay.store.Outcome> outcomes = delegate.markPublished(acks);
       if (nextPublishLosesItsReply) {
         nextPublishLosesItsReply = false;
         publishesFail = publishesFailAfterTheLostReply;
         throw failure;
+      }
+      return outcomes;
+    }
+
+    @Override
+    public List<dev.outboxrelay.store.Outcome> markPublishedSkippingLocked(
+        List<dev.outboxrelay.store.PublishedAck> acks) {
+      check();
+      skippingLockedCalls.incrementAndGet();
+      if (publishesFail) {
+        throw failure;
+      }
+      Set<String> locked = lockedRows;
+      List<dev.outboxrelay.store.PublishedAck> free =
+          acks.stream().filter(a -> !locked.contains(a.messageId())).toList();
+      Iterator<dev.outboxrelay.store.Outcome> written = delegate.markPublished(free).iterator();
+      List<dev.outboxrelay.store.Outcome> outcomes = new ArrayList<>();
+      for (dev.outboxrelay.store.PublishedAck ack : acks) {
+        outcomes.add(
+            locked.contains(ack.messageId())
+                ? dev.outboxrelay.store.Outcome.ROW_LOCKED
+                : written.next());
       }
       return outcomes;
     }
@@ -1884,6 +1935,7 @@ class OutboxSourceTaskTest {
         hook.run();
       }
       check();
+      checkUnlocked(messageId, "retry-later");
       return delegate.retryLater(messageId, lease, reasonCode, delay, maxAttempts);
     }
 
@@ -1897,6 +1949,7 @@ class OutboxSourceTaskTest {
       if (parksFail) {
         throw failure;
       }
+      checkUnlocked(messageId, "mark-failed");
       return delegate.markFailed(messageId, lease, reasonCode, deadLetter);
     }
 
@@ -1930,6 +1983,7 @@ class OutboxSourceTaskTest {
     public dev.outboxrelay.store.Outcome release(
         String messageId, dev.outboxrelay.store.Lease lease) {
       check();
+      checkUnlocked(messageId, "release");
       return delegate.release(messageId, lease);
     }
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
@@ -12,8 +13,11 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.SteppableTime;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.MockTime;
@@ -393,5 +397,145 @@ class OutcomeLoopTest {
     await().until(() -> !stopper.isAlive());
     await().until(() -> !loop.isAlive());
     assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned at the stop");
+  }
+
+  /**
+   * A row another session holds locked (an operator's open transaction) holds up only its own
+   * outcome: the publish that met the lock is sent again skipping it, a single write that met one
+   * is set aside, and the loop goes on writing what comes next; the set-aside outcomes are tried
+   * again alone until the lock is gone, each logged once. Before, the whole batch waited out the
+   * statement timeout and was retried whole (the error backoff here is an hour: retried whole, m1
+   * was never written), the task's in-flight budget filled and its claims stopped.
+   */
+  @Test
+  void anOutcomeWhoseRowIsLockedIsSetAsideWhileTheOthersAreWritten() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    for (String id : List.of("m1", "m2", "m3", "m4", "m5")) {
+      f.add("eu", id, "agg-" + id);
+    }
+    Map<String, ClaimedMessage> claimed = new HashMap<>();
+    f.claimIntoLedger().forEach(m -> claimed.put(m.messageId(), m));
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.lockedRows = Set.of("m2", "m3");
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
+    long mark = LogCapture.get().mark();
+    loop.start();
+    try {
+      assertTrue(loop.submit(published(claimed.get("m1"), 1)));
+      assertTrue(loop.submit(published(claimed.get("m2"), 2)));
+      assertTrue(loop.submit(released(claimed.get("m3"))));
+      assertTrue(loop.submit(released(claimed.get("m4")))); // may be behind m3 in one batch
+
+      // Each set-aside round comes after its wait on the task's clock, moved here.
+      await().until(() -> advanced(time) && status(f, "m1") == MessageStatus.PUBLISHED);
+      await().until(() -> advanced(time) && status(f, "m4") == MessageStatus.PENDING);
+      for (int round = 0; round < 5; round++) { // rounds in which m2 and m3 stay locked
+        int before = store.skippingLockedCalls.get();
+        await().until(() -> advanced(time) && store.skippingLockedCalls.get() > before);
+      }
+      assertEquals(MessageStatus.IN_FLIGHT, status(f, "m2"));
+      assertEquals(MessageStatus.IN_FLIGHT, status(f, "m3"));
+      assertTrue(f.ledger.get("m2").isPresent() && f.ledger.get("m3").isPresent());
+      assertEquals(0, f.metrics.claimLost.get());
+      assertTrue(f.metrics.outcomesRowLocked.get() >= 2, "counted each time set aside");
+      for (String id : List.of("m2", "m3")) {
+        assertEquals(
+            1,
+            LogCapture.get()
+                .matching(
+                    mark,
+                    e ->
+                        e.message().contains("Outcome set aside")
+                            && e.message().contains("reason=ROW_LOCKED")
+                            && e.message().contains("message_id=" + id))
+                .size(),
+            "logged once while it stays aside: " + id);
+      }
+
+      // Not stalled: an outcome that comes now is written at once.
+      assertTrue(loop.submit(published(claimed.get("m5"), 5)));
+      await().until(() -> status(f, "m5") == MessageStatus.PUBLISHED);
+      assertEquals(MessageStatus.IN_FLIGHT, status(f, "m2"));
+
+      store.lockedRows = Set.of(); // the operator's transaction ends
+      await().until(() -> advanced(time) && f.ledger.isEmpty());
+      assertEquals(MessageStatus.PUBLISHED, status(f, "m2"));
+      assertEquals(MessageStatus.PENDING, status(f, "m3"));
+      assertEquals(3, f.metrics.published.get());
+      assertEquals(2, f.metrics.released.get());
+      assertEquals(0, f.metrics.claimLost.get());
+    } finally {
+      loop.stop(Duration.ZERO, Duration.ZERO); // the flush's deadline is the task clock's
+      await().until(() -> !loop.isAlive());
+    }
+    assertEquals(0, f.metrics.lateAcks.get(), "every outcome written");
+  }
+
+  /**
+   * A stop with an outcome still set aside for its row's lock: tried through the grace (the lock
+   * may go), then counted late; and the stop's end of leases skips the locked row instead of
+   * waiting for it (which held the end of every other lease past the statement timeout), telling it
+   * from a lease no longer held.
+   */
+  @Test
+  void aStopWithARowStillLockedEndsTheOtherLeasesAndSaysWhichWasLocked() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "b");
+    Map<String, ClaimedMessage> claimed = new HashMap<>();
+    f.claimIntoLedger().forEach(m -> claimed.put(m.messageId(), m));
+    Instant m1Expiry = f.store.find("m1").orElseThrow().leaseExpiresAt();
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.lockedRows = Set.of("m1");
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
+    long mark = LogCapture.get().mark();
+    loop.start();
+    try {
+      assertTrue(loop.submit(published(claimed.get("m1"), 1))); // m2: never acknowledged
+      await().until(() -> f.metrics.outcomesRowLocked.get() >= 1);
+      loop.stop(Duration.ZERO, Duration.ofHours(1));
+      loop.acknowledgementsEnded();
+      int before = store.skippingLockedCalls.get();
+      await().until(() -> store.skippingLockedCalls.get() > before); // tried at the stop
+      assertTrue(loop.isAlive(), "the set-aside outcome is tried through the grace");
+    } finally {
+      time.sleep(Duration.ofHours(2).toMillis());
+      await().until(() -> !loop.isAlive());
+    }
+    assertEquals(1, f.metrics.lateAcks.get(), "the locked row's outcome, never written");
+    assertEquals(m1Expiry, f.store.find("m1").orElseThrow().leaseExpiresAt(), "not waited for");
+    assertEquals(f.clock.now(), f.store.find("m2").orElseThrow().leaseExpiresAt(), "ended");
+    assertEquals(0, f.metrics.leasesNotHeldAtStop.get(), "locked, not lost");
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().contains("Lease not ended at stop")
+                        && e.message().contains("reason=ROW_LOCKED")
+                        && e.message().contains("message_id=m1"))
+            .size());
+  }
+
+  /** Moves {@code time} on by a second; true, for use in a condition. */
+  private static boolean advanced(MockTime time) {
+    time.sleep(1000);
+    return true;
+  }
+
+  private static MessageStatus status(RuntimeFixture f, String messageId) {
+    return f.store.find(messageId).orElseThrow().status();
+  }
+
+  private static PendingOutcome.Published published(ClaimedMessage m, long offset) {
+    return new PendingOutcome.Published(
+        m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, offset));
+  }
+
+  private static PendingOutcome.Released released(ClaimedMessage m) {
+    return new PendingOutcome.Released(m.messageId(), m.lease());
   }
 }

@@ -266,12 +266,75 @@ class OutcomeWriterTest {
     ClaimedMessage m = f.claimIntoLedger().get(0);
     AtomicInteger renewals = new AtomicInteger();
 
-    writer(f).write(new ArrayList<>(List.of(published(m, 3))), true, renewals::incrementAndGet);
+    writer(f)
+        .write(
+            new ArrayList<>(List.of(published(m, 3))),
+            true,
+            renewals::incrementAndGet,
+            false,
+            new ArrayList<>());
 
     assertEquals(1, renewals.get(), "once, before the read-back");
     assertEquals(MessageStatus.PUBLISHED, status(f, "m1"));
-    writer(f).write(new ArrayList<>(List.of()), true, renewals::incrementAndGet);
+    writer(f)
+        .write(
+            new ArrayList<>(List.of()), true, renewals::incrementAndGet, false, new ArrayList<>());
     assertEquals(1, renewals.get(), "no publish, no read-back");
+  }
+
+  /**
+   * A publish that met a row lock (55P03 after the store's lock wait, nothing written) is sent
+   * again at once skipping locked rows: the others are written and settled, the locked row's
+   * outcome set aside, neither written nor settled. A single write that met one is set aside, and
+   * so are the single writes after it, untried: one lock wait per call, not one per locked row.
+   */
+  @Test
+  void outcomesWhoseRowsAreLockedAreSetAsideAndTheOthersWritten() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    for (String id : List.of("m1", "m2", "m3", "m4", "m5")) {
+      f.add("eu", id, "agg-" + id);
+    }
+    List<ClaimedMessage> c = f.claimIntoLedger();
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.lockedRows = java.util.Set.of("m1", "m3");
+    OutcomeWriter writer =
+        new OutcomeWriter(store, f.ledger, f.metrics, f.settings, new MockTime(), f.wake, () -> {});
+    List<PendingOutcome> batch =
+        new ArrayList<>(
+            List.of(
+                published(c.get(0), 1),
+                published(c.get(1), 2),
+                new Released("m3", c.get(2).lease()),
+                new Released("m4", c.get(3).lease()),
+                new Released("m5", c.get(4).lease())));
+    List<PendingOutcome> setAside = new ArrayList<>();
+
+    writer.write(batch, false, () -> {}, false, setAside);
+
+    assertTrue(batch.isEmpty(), "each outcome written or set aside");
+    assertEquals(List.of("m1", "m4", "m5", "m3"), ids(setAside), "m3 last: m4, m5 go first next");
+    assertEquals(1, store.skippingLockedCalls.get(), "the publish sent again, skipping m1");
+    assertEquals(MessageStatus.PUBLISHED, status(f, "m2"));
+    for (String id : List.of("m1", "m3", "m4", "m5")) {
+      assertEquals(MessageStatus.IN_FLIGHT, status(f, id), id + " not written");
+      assertTrue(f.ledger.get(id).isPresent(), id + " not settled");
+    }
+    assertEquals(1, f.metrics.published.get());
+    assertEquals(0, f.metrics.claimLost.get());
+    assertEquals(4, f.metrics.outcomesRowLocked.get());
+
+    store.lockedRows = java.util.Set.of("m1");
+    List<PendingOutcome> again = new ArrayList<>(setAside);
+    setAside.clear();
+    writer.write(again, false, () -> {}, true, setAside);
+    assertEquals(List.of("m1"), ids(setAside), "tried again, skipping locked rows at once");
+    assertEquals(1, store.publishCalls.get(), "no second lock wait for the publish");
+    assertEquals(MessageStatus.PENDING, status(f, "m5"));
+    assertEquals(3, f.metrics.released.get());
+  }
+
+  private static List<String> ids(List<PendingOutcome> outcomes) {
+    return outcomes.stream().map(PendingOutcome::messageId).toList();
   }
 
   private static String leaseOwner(RuntimeFixture f, String id) {

@@ -147,7 +147,7 @@ public abstract class OutboxStoreContract {
     return released;
   }
 
-  private static PublishedAck ack(ClaimedMessage m, long offset) {
+  protected static PublishedAck ack(ClaimedMessage m, long offset) {
     return new PublishedAck(
         m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, offset));
   }
@@ -741,7 +741,7 @@ public abstract class OutboxStoreContract {
       assertEquals(Outcome.CLAIM_LOST, store.release(id, lease), id);
       HeldLease held = new HeldLease(id, seq, lease);
       assertEquals(List.of(), store.giveBack(List.of(held)), id);
-      assertEquals(List.of(), store.expireLeases(List.of(held)), id);
+      assertEquals(EndedLeases.ended(List.of()), store.expireLeases(List.of(held)), id);
       clock.advance(Duration.ofSeconds(1));
       assertEquals(
           Renewal.lost(Set.of(id)), store.renew(List.of(new HeldLease(id, seq, lease)), LEASE), id);
@@ -751,7 +751,7 @@ public abstract class OutboxStoreContract {
         Outcome.APPLIED, store.markPublished(new PublishedAck("eu1", eu1.seq(), lease, k(2))));
   }
 
-  private static KafkaCoordinates k(long offset) {
+  protected static KafkaCoordinates k(long offset) {
     return new KafkaCoordinates("t", 0, offset);
   }
 
@@ -815,6 +815,43 @@ public abstract class OutboxStoreContract {
         "only the ack under the row's lease applies, and only once");
     assertEquals(k(5), state("m1").kafka());
     assertEquals(k(7), state("m2").kafka());
+  }
+
+  /**
+   * With no row locked, a publish skipping locked rows judges each ack as a publish does: by its
+   * own lease, once, and never a row of another key.
+   */
+  @Test
+  void aPublishSkippingLockedRowsJudgesEachAckAsAPublishDoes() {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    add(US, "u1", "c");
+    List<ClaimedMessage> stale = store.claim(request("w1", 2)).claimed();
+    stale.forEach(m -> store.release(m.messageId(), m.lease()));
+    List<ClaimedMessage> current = store.claim(request("w1", 2)).claimed();
+    ClaimedMessage theirs = store.claim(request("w9", 1, Set.of(US))).claimed().get(0);
+
+    List<Outcome> outcomes =
+        store.markPublishedSkippingLocked(
+            List.of(
+                ack(current.get(0), 5),
+                ack(stale.get(0), 4),
+                ack(current.get(1), 7),
+                ack(current.get(1), 8),
+                new PublishedAck(
+                    "u1", theirs.seq(), new Lease("w1", theirs.lease().token()), k(9))));
+    assertEquals(
+        List.of(
+            Outcome.APPLIED,
+            Outcome.CLAIM_LOST,
+            Outcome.APPLIED,
+            Outcome.CLAIM_LOST,
+            Outcome.CLAIM_LOST),
+        outcomes);
+    assertEquals(k(5), state("m1").kafka());
+    assertEquals(k(7), state("m2").kafka());
+    assertEquals(MessageStatus.PUBLISHED, state("m2").status());
+    assertEquals(MessageStatus.IN_FLIGHT, state("u1").status(), "another owner's: untouched");
   }
 
   @Test
@@ -1114,7 +1151,7 @@ public abstract class OutboxStoreContract {
     Lease notOthers = new Lease("me", others.lease().token());
 
     assertEquals(
-        List.of(a, b),
+        EndedLeases.ended(List.of(a, b)),
         store.expireLeases(
             List.of(
                 mine.get(0).heldLease(),
@@ -1131,7 +1168,7 @@ public abstract class OutboxStoreContract {
     assertEquals(clock.now().plus(LEASE), state(u).leaseExpiresAt(), "another token: untouched");
     assertEquals(clock.now().plus(LEASE), state("legacy").leaseExpiresAt(), "legacy: untouched");
     assertEquals(
-        List.of(),
+        EndedLeases.ended(List.of()),
         store.expireLeases(List.of(mine.get(0).heldLease(), mine.get(1).heldLease())),
         "idempotent");
 

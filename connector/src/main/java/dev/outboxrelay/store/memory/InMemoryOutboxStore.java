@@ -8,6 +8,7 @@ import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.CommittedPosition;
 import dev.outboxrelay.store.DeadLetterCopy;
+import dev.outboxrelay.store.EndedLeases;
 import dev.outboxrelay.store.ExactlyOnceClaim;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
@@ -343,7 +344,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized List<String> expireLeases(List<HeldLease> leases) {
+  public synchronized EndedLeases expireLeases(List<HeldLease> leases) {
     Instant now = now();
     List<String> expired = new ArrayList<>();
     for (HeldLease held : leases) {
@@ -354,7 +355,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       }
     }
     expired.sort(null);
-    return expired;
+    return EndedLeases.ended(expired);
   }
 
   /** A claim here is one synchronized call: none is still ending once it returned or threw. */

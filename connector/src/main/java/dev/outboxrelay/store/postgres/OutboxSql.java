@@ -67,6 +67,24 @@ final class OutboxSql {
           + " AND instance_key = ANY (:instance_keys)";
 
   /**
+   * The longest an outcome write (a publish, a retry, a park, a release) waits for a row lock that
+   * another session holds: an operator's open transaction. Past it the write fails with 55P03 and
+   * the task sets the locked rows aside, writes the others, and tries the locked ones again alone
+   * ({@code OutcomeLoop}); waiting out the statement timeout instead held every outcome of the task
+   * behind one row (docs/design.md, "Threads and Connect"). Long enough for a lock held for a
+   * statement's milliseconds.
+   */
+  static final String OUTCOME_LOCK_WAIT = "1s";
+
+  /**
+   * {@code {lock wait}}: a single-row outcome write waits at most {@link #OUTCOME_LOCK_WAIT} for
+   * its row's lock. Set by an uncorrelated subquery, evaluated before the row is locked, and local
+   * to the statement's transaction.
+   */
+  private static final String LOCK_WAIT =
+      "AND (SELECT set_config('lock_timeout', '" + OUTCOME_LOCK_WAIT + "', true)) IS NOT NULL";
+
+  /**
    * {@code {own keys}}: the instance keys of the statement, one row each ({@code
    * own.instance_key}). A statement that reads due or unsettled rows in seq order up to a limit
    * reads them key by key ({@code {own key(o)}}, in a LATERAL subquery with that limit), each key's
@@ -245,6 +263,16 @@ final class OutboxSql {
    */
   static final String ACKS_PLAN =
       "SELECT set_config('enable_nestloop', 'off', true), set_config('jit', 'off', true)";
+
+  /**
+   * {@link #ACKS_PLAN}, and a wait for a row lock no longer than {@link #OUTCOME_LOCK_WAIT}: the
+   * setting of a publish's transaction.
+   */
+  static final String PUBLISH_PLAN =
+      "SELECT set_config('enable_nestloop', 'off', true), set_config('jit', 'off', true),"
+          + " set_config('lock_timeout', '"
+          + OUTCOME_LOCK_WAIT
+          + "', true)";
 
   /** {@code {held(p)}}: the row is in flight under a live lease of this owner. */
   private static final String HELD =
@@ -634,6 +662,7 @@ final class OutboxSql {
   final NamedSql findAbandonedOrdered;
   final NamedSql findAbandonedUnordered;
   final NamedSql markPublishedBatch;
+  final NamedSql markPublishedSkippingLocked;
   final NamedSql publishedUnderOwnLease;
   final NamedSql retryLater;
   final NamedSql markFailed;
@@ -692,6 +721,7 @@ final class OutboxSql {
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{fence}", FENCE);
+    fragments.put("{lock wait}", LOCK_WAIT);
     fragments.put("{own keys}", OWN_KEYS);
     fragments.put("{own key(o)}", OWN_KEY);
     fragments.put("{the key(o)}", THE_KEY);
@@ -792,14 +822,29 @@ final class OutboxSql {
             RETURNING {message_id(o)}""");
     // A stopping task's live leases, ended now; nothing else changes (OutboxStore#expireLeases).
     // Found like the rows of a renewal (a lease owner is in no index), and run under ACKS_PLAN too.
+    // Returns the message id of each live lease held, and whether it ended: a row whose lock
+    // another session holds is skipped as a renewal skips it (waiting, the stop's end of every
+    // other lease waited out the statement timeout, and then failed).
     expireLeases =
         statement(
             """
-            WITH clock AS (SELECT {now} AS now)
-            UPDATE {table} o SET lease_expires_at = clock.now
-            FROM clock, {held leases}
-            WHERE {under held lease(o)} AND o.lease_expires_at > clock.now
-            RETURNING {message_id(o)}""");
+            WITH clock AS (SELECT {now} AS now),
+            held AS (
+              SELECT o.seq, h.message_id FROM {table} o, {held leases}
+              WHERE {under held lease(o)} AND o.lease_expires_at > (SELECT now FROM clock)
+            ),
+            unlocked AS (
+              SELECT o.seq FROM {table} o WHERE o.seq = ANY (ARRAY(SELECT seq FROM held))
+              FOR NO KEY UPDATE OF o SKIP LOCKED
+            ),
+            ended AS (
+              UPDATE {table} o SET lease_expires_at = (SELECT now FROM clock)
+              FROM {held leases}
+              WHERE {under held lease(o)} AND o.lease_expires_at > (SELECT now FROM clock)
+                AND o.seq IN (SELECT seq FROM unlocked)
+              RETURNING o.seq
+            )
+            SELECT held.message_id, held.seq IN (SELECT seq FROM ended) AS ended FROM held""");
     // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md).
     newEpoch = statement("SELECT txid_current()");
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);
@@ -811,11 +856,12 @@ final class OutboxSql {
     // published log: one DELETE and one INSERT, no new version of the row and no index entry in
     // the outbox. Each row is found by its seq (the primary key, a unique index on an adopted
     // table) and must hold the acked message id. The outbox is read only by `seq = ANY (:seqs)`,
-    // and the statement runs under ACKS_PLAN: the join with the acks is then a hash or merge join,
-    // whatever the statistics say of the rows in flight (docs/benchmarks.md, finding 19). Returns
-    // the position of each applied ack. An exactly-once row's publish commits at least locally
-    // flushed ({durable}), like its claim: lost in a crash, the row would stay in flight, its
-    // aggregate behind it, until the next start.
+    // and the statement runs under PUBLISH_PLAN: the join with the acks is then a hash or merge
+    // join, whatever the statistics say of the rows in flight (docs/benchmarks.md, finding 19), and
+    // a row lock held elsewhere fails it after OUTCOME_LOCK_WAIT (markPublishedSkippingLocked then
+    // writes the rest). Returns the position of each applied ack. An exactly-once row's publish
+    // commits at least locally flushed ({durable}), like its claim: lost in a crash, the row would
+    // stay in flight, its aggregate behind it, until the next start.
     markPublishedBatch =
         statement(
             """
@@ -841,6 +887,49 @@ final class OutboxSql {
             SELECT n, CASE WHEN exactly_once
                 THEN set_config('synchronous_commit', {durable}, true) END AS commit_mode
             FROM moved""");
+
+    // A publish that ran into a row lock another session holds (an operator's open transaction;
+    // 55P03 after OUTCOME_LOCK_WAIT), sent again: it skips the locked rows, as a renewal does, and
+    // moves the others as markPublishedBatch does. Returns the position of each applied ack
+    // (applied true) and of each whose row, read as committed, is still held under the ack's lease
+    // but locked (applied false): written again later. Run under PUBLISH_PLAN too.
+    markPublishedSkippingLocked =
+        statement(
+            """
+            WITH clock AS (SELECT {now} AS now), acked AS (
+              SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
+                  CAST(:owners AS text[]), CAST(:tokens AS bigint[]),
+                  CAST(:kafka_topics AS text[]), CAST(:kafka_partitions AS integer[]),
+                  CAST(:kafka_offsets AS bigint[]))
+                WITH ORDINALITY AS a(message_id, seq, owner, token, topic, kafka_partition,
+                  kafka_offset, n)
+            ), held AS (
+              SELECT o.seq, a.n FROM {table} o JOIN acked a ON o.seq = a.seq
+              WHERE o.seq = ANY (CAST(:seqs AS bigint[])) AND {message_id(o)} = a.message_id
+                AND o.status = 'IN_FLIGHT'
+                AND o.lease_owner = a.owner AND o.lease_token = a.token
+                AND o.instance_key = ANY (:instance_keys)
+            ), unlocked AS (
+              SELECT o.seq FROM {table} o WHERE o.seq = ANY (ARRAY(SELECT seq FROM held))
+              FOR UPDATE OF o SKIP LOCKED
+            ), moved AS (
+              DELETE FROM {table} o USING acked a
+              WHERE o.seq = ANY (CAST(:seqs AS bigint[]))
+                AND o.seq = a.seq AND {message_id(o)} = a.message_id
+                AND o.status = 'IN_FLIGHT'
+                AND o.lease_owner = a.owner AND o.lease_token = a.token
+                AND o.instance_key = ANY (:instance_keys)
+                AND o.seq IN (SELECT seq FROM unlocked)
+              RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,
+                a.kafka_partition, a.kafka_offset, a.n, o.lease_epoch IS NOT NULL AS exactly_once
+            ), logged AS (
+              {log moved}
+            )
+            SELECT n, TRUE AS applied, CASE WHEN exactly_once
+                THEN set_config('synchronous_commit', {durable}, true) END AS commit_mode
+            FROM moved
+            UNION ALL
+            SELECT n, FALSE, NULL FROM held WHERE seq NOT IN (SELECT seq FROM unlocked)""");
 
     // Acks a retried publish found lost whose rows the log holds under their own lease and with
     // their own Kafka coordinates: published by the earlier attempt, whose reply was lost. The
@@ -875,7 +964,7 @@ final class OutboxSql {
               parked_at = CASE WHEN attempts + 1 >= :max_attempts THEN clock.now END,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
-            WHERE {message_id} = :message_id {fence}
+            WHERE {message_id} = :message_id {fence} {lock wait}
             RETURNING status, CASE WHEN lease_epoch IS NOT NULL
                 THEN set_config('synchronous_commit', {durable}, true) END AS commit_mode""");
 
@@ -893,7 +982,7 @@ final class OutboxSql {
               kafka_offset = CAST(:dead_letter_offset AS bigint),
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
             FROM clock
-            WHERE {message_id} = :message_id {fence}""");
+            WHERE {message_id} = :message_id {fence} {lock wait}""");
 
     // Exactly once, the unpublishable rows of a claim parked FAILED before its batch leaves, in one
     // statement (one each held a poll for seconds on a batch of thousands): each found as a
@@ -963,7 +1052,7 @@ final class OutboxSql {
             SET status = CASE WHEN attempts > 0 THEN 'AMBIGUOUS' ELSE 'PENDING' END,
               next_attempt_at = NULL,
               lease_owner = NULL, lease_expires_at = NULL, isolated = FALSE
-            WHERE {message_id} = :message_id {fence}""");
+            WHERE {message_id} = :message_id {fence} {lock wait}""");
 
     // Returns the message id of each lease still held, and whether it was renewed. Found like the
     // rows of a publish, and run under ACKS_PLAN too. A row whose lock another session holds (an

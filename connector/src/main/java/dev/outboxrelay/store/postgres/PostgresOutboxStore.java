@@ -8,6 +8,7 @@ import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.CommittedPosition;
 import dev.outboxrelay.store.DeadLetterCopy;
+import dev.outboxrelay.store.EndedLeases;
 import dev.outboxrelay.store.ExactlyOnceClaim;
 import dev.outboxrelay.store.ExhaustedMessage;
 import dev.outboxrelay.store.HeldLease;
@@ -451,6 +452,15 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   @Override
   public List<Outcome> markPublished(List<PublishedAck> acks) {
+    return markPublished(acks, false);
+  }
+
+  @Override
+  public List<Outcome> markPublishedSkippingLocked(List<PublishedAck> acks) {
+    return markPublished(acks, true);
+  }
+
+  private List<Outcome> markPublished(List<PublishedAck> acks, boolean skippingLocked) {
     if (acks.isEmpty()) {
       return List.of();
     }
@@ -469,20 +479,22 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
     int n = sent.size();
     Object[] owners = sent.stream().map(ack -> ack.lease().owner()).toArray();
-    boolean[] applied =
+    Outcome[] written =
         run(
-            "mark-published",
-            OutboxSql.ACKS_PLAN,
-            sql.markPublishedBatch,
+            skippingLocked ? "mark-published-skipping-locked" : "mark-published",
+            OutboxSql.PUBLISH_PLAN,
+            skippingLocked ? sql.markPublishedSkippingLocked : sql.markPublishedBatch,
             (c, statement) -> {
               bindAcks(c, statement.set("now", this::setNow), sent)
                   .setArray("owners", textArray(c, owners))
                   .setArray("instance_keys", claimedKeys(c));
-              return returnedPositions(planned(statement), n);
+              return skippingLocked
+                  ? publishedOrLocked(planned(statement), n)
+                  : applied(returnedPositions(planned(statement), n));
             });
     List<Outcome> outcomes = new ArrayList<>(acks.size());
     for (int position : sentAs) {
-      outcomes.add(position >= 0 && applied[position] ? Outcome.APPLIED : Outcome.CLAIM_LOST);
+      outcomes.add(position >= 0 ? written[position] : Outcome.CLAIM_LOST);
     }
     return outcomes;
   }
@@ -697,6 +709,30 @@ public final class PostgresOutboxStore implements OutboxStore {
       }
     }
     return positions;
+  }
+
+  /** APPLIED where {@code positions} holds true, CLAIM_LOST elsewhere. */
+  private static Outcome[] applied(boolean[] positions) {
+    Outcome[] outcomes = new Outcome[positions.length];
+    for (int i = 0; i < positions.length; i++) {
+      outcomes[i] = positions[i] ? Outcome.APPLIED : Outcome.CLAIM_LOST;
+    }
+    return outcomes;
+  }
+
+  /**
+   * The outcome of each of {@code n} acks from {@link OutboxSql#markPublishedSkippingLocked}'s rows
+   * (position, applied): APPLIED or ROW_LOCKED as returned, CLAIM_LOST where none was.
+   */
+  private static Outcome[] publishedOrLocked(ResultSet result, int n) throws SQLException {
+    Outcome[] outcomes = new Outcome[n];
+    Arrays.fill(outcomes, Outcome.CLAIM_LOST);
+    try (ResultSet rs = result) {
+      while (rs.next()) {
+        outcomes[(int) rs.getLong(1) - 1] = rs.getBoolean(2) ? Outcome.APPLIED : Outcome.ROW_LOCKED;
+      }
+    }
+    return outcomes;
   }
 
   /** Binds each park's seq, message id, lease token and reason, as arrays in order. */
@@ -985,8 +1021,29 @@ public final class PostgresOutboxStore implements OutboxStore {
   }
 
   @Override
-  public List<String> expireLeases(List<HeldLease> leases) {
-    return underHeldLeases("expire-leases", sql.expireLeases, leases);
+  public EndedLeases expireLeases(List<HeldLease> leases) {
+    if (leases.isEmpty()) {
+      return EndedLeases.ended(List.of());
+    }
+    LeaseColumns held = LeaseColumns.of(leases);
+    List<String> ended = new ArrayList<>();
+    Set<String> locked = new HashSet<>();
+    run(
+        "expire-leases",
+        OutboxSql.ACKS_PLAN,
+        sql.expireLeases,
+        (c, statement) -> {
+          held.bind(c, statement.set("now", this::setNow))
+              .setArray("instance_keys", claimedKeys(c));
+          try (ResultSet rs = planned(statement)) {
+            while (rs.next()) {
+              (rs.getBoolean(2) ? ended : locked).add(rs.getString(1));
+            }
+          }
+          return null;
+        });
+    ended.sort(null);
+    return new EndedLeases(ended, locked);
   }
 
   /** The message ids a statement returned (its first column), sorted. */

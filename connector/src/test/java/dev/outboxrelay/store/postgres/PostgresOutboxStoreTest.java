@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.EndedLeases;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.Lease;
@@ -196,6 +197,99 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
 
     assertEquals(Renewal.allRenewed(), store.renew(held, LEASE));
     assertEquals(clock.now().plus(LEASE), state("m2").leaseExpiresAt());
+  }
+
+  /**
+   * A publish does not wait out the statement timeout for a row another session holds locked (an
+   * operator's open transaction): past the outcome lock wait it fails with 55P03, having written
+   * nothing; sent again skipping locked rows, it writes the others and says which row was locked,
+   * apart from a lost claim. Once the lock is gone the locked row's ack applies. The pool here has
+   * no statement timeout: without the lock wait, the publish waited for as long as the lock held.
+   */
+  @Test
+  void aPublishMeetingALockedRowGivesUpAfterTheLockWaitAndTheSkippingPublishWritesTheOthers()
+      throws Exception {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    add(EU, "m3", "c");
+    List<ClaimedMessage> claimed = store.claim(request("w1", 3)).claimed();
+    ClaimedMessage m2 = claimed.get(1);
+    PublishedAck lost = new PublishedAck("m3", claimed.get(2).seq(), new Lease("w1", 99), k(9));
+    List<PublishedAck> acks = List.of(ack(claimed.get(0), 1), ack(m2, 2), ack(claimed.get(2), 3));
+    try (Connection holder = dataSource.getConnection();
+        Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id = 'm2' FOR UPDATE");
+      ExecutionException failed =
+          assertThrows(
+              ExecutionException.class,
+              () ->
+                  CompletableFuture.supplyAsync(() -> store.markPublished(acks))
+                      .get(30, TimeUnit.SECONDS));
+      OutboxStoreException e = (OutboxStoreException) failed.getCause();
+      assertEquals("55P03", e.sqlState());
+      assertTrue(e.isLockWait() && e.isRetriable());
+      assertEquals(MessageStatus.IN_FLIGHT, state("m1").status(), "nothing written");
+
+      List<PublishedAck> withLost = new ArrayList<>(acks);
+      withLost.add(lost);
+      assertEquals(
+          List.of(Outcome.APPLIED, Outcome.ROW_LOCKED, Outcome.APPLIED, Outcome.CLAIM_LOST),
+          CompletableFuture.supplyAsync(() -> store.markPublishedSkippingLocked(withLost))
+              .get(30, TimeUnit.SECONDS));
+      holder.rollback();
+    }
+    assertEquals(MessageStatus.PUBLISHED, state("m1").status());
+    assertEquals(MessageStatus.PUBLISHED, state("m3").status());
+    assertEquals(k(3), state("m3").kafka());
+    assertEquals(MessageStatus.IN_FLIGHT, state("m2").status());
+    assertEquals(m2.lease().token(), state("m2").leaseToken(), "skipped, left as it was");
+
+    assertEquals(List.of(Outcome.APPLIED), store.markPublishedSkippingLocked(List.of(acks.get(1))));
+    assertEquals(k(2), state("m2").kafka());
+  }
+
+  /**
+   * A single outcome write (a retry, a park, a release) gives up on a row another session holds
+   * locked after the outcome lock wait, with 55P03 and nothing written, rather than at the
+   * statement timeout; and the end of a stopping task's leases skips the locked row and says so,
+   * ending the others.
+   */
+  @Test
+  void singleOutcomeWritesGiveUpOnALockedRowAndTheEndOfLeasesSkipsIt() throws Exception {
+    add(EU, "m1", "a");
+    add(EU, "m2", "b");
+    List<ClaimedMessage> claimed = store.claim(request("w1", 2)).claimed();
+    ClaimedMessage m1 = claimed.get(0);
+    try (Connection holder = dataSource.getConnection();
+        Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id = 'm1' FOR UPDATE");
+      List<java.util.function.Supplier<Outcome>> writes =
+          List.of(
+              () -> store.retryLater("m1", m1.lease(), "SEND_FAILED", Duration.ZERO, 5),
+              () -> store.markFailed("m1", m1.lease(), "POISON"),
+              () -> store.release("m1", m1.lease()));
+      for (var write : writes) {
+        ExecutionException failed =
+            assertThrows(
+                ExecutionException.class,
+                () -> CompletableFuture.supplyAsync(write).get(30, TimeUnit.SECONDS));
+        assertTrue(((OutboxStoreException) failed.getCause()).isLockWait());
+      }
+      assertEquals(
+          new EndedLeases(List.of("m2"), Set.of("m1")),
+          CompletableFuture.supplyAsync(
+                  () ->
+                      store.expireLeases(claimed.stream().map(ClaimedMessage::heldLease).toList()))
+              .get(30, TimeUnit.SECONDS));
+      holder.rollback();
+    }
+    assertEquals(MessageStatus.IN_FLIGHT, state("m1").status(), "nothing written");
+    assertEquals(0, state("m1").attempts());
+    assertEquals(clock.now().plus(LEASE), state("m1").leaseExpiresAt(), "its lease runs on");
+    assertEquals(clock.now(), state("m2").leaseExpiresAt());
+    assertEquals(Outcome.APPLIED, store.release("m1", m1.lease()), "once the lock is gone");
   }
 
   /**

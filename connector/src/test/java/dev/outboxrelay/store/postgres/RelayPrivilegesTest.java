@@ -148,7 +148,7 @@ class RelayPrivilegesTest {
     List<ClaimedMessage> leased = store.claim(second).claimed(); // m2 (due again), m4, m5
     assertEquals(
         List.of("m2", "m4", "m5"),
-        store.expireLeases(leased.stream().map(ClaimedMessage::heldLease).toList()));
+        store.expireLeases(leased.stream().map(ClaimedMessage::heldLease).toList()).ended());
     ClaimRequest isolated =
         new ClaimRequest("w3", Set.of("eu"), 1, Duration.ofSeconds(30), 5, false);
     assertTrue(store.hasAbandoned(isolated));
