@@ -83,6 +83,12 @@ final class OutcomeLoop {
   /** Message ids of {@link #setAside} already logged: each is logged once while it stays. */
   private final Set<String> setAsideReported = new HashSet<>();
 
+  /** Of the outcomes a write set aside, those whose rows it found locked (the others untried). */
+  private final Set<String> foundLocked = new HashSet<>();
+
+  /** After the acknowledgements ended: what was set aside was tried once more. */
+  private boolean setAsideTriedAfterAcksEnded;
+
   private long setAsideRetryAtMs;
   private int setAsideRounds;
   private boolean setAsideTriedAtFlush;
@@ -302,8 +308,17 @@ final class OutcomeLoop {
       // Why first, then the queue: the acknowledgements of a producer that closed were all
       // submitted before its close returned.
       String endedBy = closing ? acknowledgementsEndedBy() : null;
-      // Outcomes set aside for a row lock are still tried through the grace: the lock may go.
-      if (endedBy != null && queue.isEmpty() && setAside.isEmpty()) {
+      if (endedBy != null
+          && queue.isEmpty()
+          && !setAside.isEmpty()
+          && !setAsideTriedAfterAcksEnded) {
+        // Tried once more, not through the grace: waiting for a lock to go, the loop held every
+        // other unresolved row's lease for the grace, and its successor waited for them.
+        setAsideTriedAfterAcksEnded = true;
+        write(takeSetAside(), true);
+        continue;
+      }
+      if (endedBy != null && queue.isEmpty()) {
         log.info(
             "{}: the late-acknowledgement grace for the {} records still unresolved ends now"
                 + " (reason={})",
@@ -403,9 +418,7 @@ final class OutcomeLoop {
     inHand = List.of();
     int newlySetAside = setAside.size() - setAsideAlready;
     pendingWrites.addAndGet(-(batch.size() - newlySetAside));
-    if (newlySetAside > 0) {
-      reportSetAside(setAside.subList(setAsideAlready, setAside.size()));
-    }
+    reportFoundLocked();
     setAsideReported.retainAll(messageIdsOf(setAside)); // set aside again later: logged again
     if (setAside.isEmpty()) {
       setAsideRounds = 0;
@@ -443,19 +456,23 @@ final class OutcomeLoop {
     return batch;
   }
 
-  /** Each outcome newly set aside, logged once for as long as it stays aside. */
-  private void reportSetAside(List<PendingOutcome> newly) {
-    for (PendingOutcome o : newly) {
-      if (setAsideReported.add(o.messageId())) {
+  /**
+   * Each outcome the last write set aside because it found its row locked, logged once for as long
+   * as it stays aside (those set aside behind it, untried, are not said to be locked).
+   */
+  private void reportFoundLocked() {
+    for (String messageId : foundLocked) {
+      if (setAsideReported.add(messageId)) {
         log.warn(
             "Outcome set aside: another session holds its row's lock (reason=ROW_LOCKED):"
                 + " message_id={} instance_key={}; the task writes its other outcomes, and tries"
                 + " this one again alone until the lock is gone",
-            Printable.escape(o.messageId()),
+            Printable.escape(messageId),
             Printable.escape(
-                ledger.get(o.messageId()).map(InFlightLedger.Entry::instanceKey).orElse(null)));
+                ledger.get(messageId).map(InFlightLedger.Entry::instanceKey).orElse(null)));
       }
     }
+    foundLocked.clear();
   }
 
   /**
@@ -469,7 +486,13 @@ final class OutcomeLoop {
     boolean retried = false;
     while (!remaining.isEmpty()) {
       try {
-        writer.write(remaining, retried, () -> renewBetweenWrites(remaining), skipLocked, setAside);
+        writer.write(
+            remaining,
+            retried,
+            () -> renewBetweenWrites(remaining),
+            skipLocked,
+            setAside,
+            foundLocked);
         consecutiveErrors = 0;
       } catch (OutboxStoreException e) {
         retried = true;

@@ -72,7 +72,7 @@ final class OutcomeWriter {
    */
   List<PendingOutcome> write(List<PendingOutcome> remaining) {
     List<PendingOutcome> setAside = new ArrayList<>();
-    write(remaining, false, () -> {}, false, setAside);
+    write(remaining, false, () -> {}, false, setAside, new HashSet<>());
     return setAside;
   }
 
@@ -93,14 +93,17 @@ final class OutcomeWriter {
    * again in that order, each round writes what is no longer behind a locked row. Each leaves
    * {@code remaining} only once written or in {@code setAside}: should the thread die, none is in
    * neither. {@code skipLocked}: these are such outcomes, tried again: the publishes skip locked
-   * rows at once.
+   * rows at once. {@code foundLocked} gets the message id of each outcome set aside because its row
+   * was found locked (counted in {@code outcome-row-locked-total}); those behind a single write
+   * that met a lock were not tried, and are not counted.
    */
   void write(
       List<PendingOutcome> remaining,
       boolean retried,
       Runnable beforeEachSingleWrite,
       boolean skipLocked,
-      List<PendingOutcome> setAside) {
+      List<PendingOutcome> setAside,
+      Set<String> foundLocked) {
     List<PublishedAck> acks = acksOf(remaining);
     if (!acks.isEmpty()) {
       long start = time.hiResClockMs(); // a duration: a wall clock stepped meanwhile is no part
@@ -126,6 +129,7 @@ final class OutcomeWriter {
           Outcome outcome = outcomes.get(j++);
           if (outcome == Outcome.ROW_LOCKED) {
             setAside.add(next);
+            foundLocked.add(next.messageId());
             metrics.outcomesRowLocked.incrementAndGet();
           } else {
             settle(ack.messageId(), ack.lease(), OutcomeKind.PUBLISHED, outcome);
@@ -143,15 +147,15 @@ final class OutcomeWriter {
           metLock = next; // left in remaining until it is set aside, last
           continue;
         }
-      } else { // behind one that met a lock: tried before it in the next round
+      } else { // behind one that met a lock, untried: tried before it in the next round
         setAside.add(next);
-        metrics.outcomesRowLocked.incrementAndGet();
       }
       it.remove();
     }
     if (metLock != null) {
       setAside.add(metLock);
       remaining.remove(metLock);
+      foundLocked.add(metLock.messageId());
       metrics.outcomesRowLocked.incrementAndGet();
     }
   }

@@ -279,7 +279,13 @@ final class TaskRuntime {
       return;
     }
     try {
-      store.expireLeases(failed);
+      if (!store.expireLeases(failed).locked().isEmpty()) {
+        log.warn(
+            "Could not end the lease of message_id={}, whose mapping failed: another session"
+                + " holds its row's lock (reason=ROW_LOCKED); it is reclaimed alone once the lease"
+                + " runs out",
+            Printable.escape(failedId));
+      }
     } catch (RuntimeException e) { // NOPMD: failing already, for the mapping
       log.warn(
           "Could not end the lease of message_id={}, whose mapping failed (error={}); it is"

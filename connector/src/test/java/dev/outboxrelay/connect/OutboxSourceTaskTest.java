@@ -1640,6 +1640,39 @@ class OutboxSourceTaskTest {
   }
 
   /**
+   * ... and where another session holds the row locked, neither the park nor the end of its lease
+   * waits for it (each gives up on the lock): the lease runs out instead, and the task says so.
+   */
+  @Test
+  void aMappingThatThrowsOnALockedRowSaysItsLeaseRunsOut() {
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    task.handoff().failMappingOf(row -> row.messageId().equals("m1"));
+    failing.lockedRows = Set.of("m1");
+    long mark = LogCapture.get().mark();
+
+    assertThrows(MappingFailedException.class, task::poll);
+
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, l -> l.message().contains("Could not park message_id=m1"))
+            .size());
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                l ->
+                    l.message().contains("Could not end the lease of message_id=m1")
+                        && l.message().contains("reason=ROW_LOCKED"))
+            .size());
+    var row = store.find("m1").orElseThrow();
+    assertEquals(MessageStatus.IN_FLIGHT, row.status());
+    assertTrue(row.leaseExpiresAt().isAfter(clock.now()), "not ended: runs out");
+  }
+
+  /**
    * Task 0's maintenance runs beside its polls, on a thread of its own, where its pool has a
    * connection for it beside the claims' and the outcome loop's (3 or more): a count of a large
    * backlog (here one held until the test lets it end) no longer holds the poll that started it.

@@ -272,13 +272,19 @@ class OutcomeWriterTest {
             true,
             renewals::incrementAndGet,
             false,
-            new ArrayList<>());
+            new ArrayList<>(),
+            new java.util.HashSet<>());
 
     assertEquals(1, renewals.get(), "once, before the read-back");
     assertEquals(MessageStatus.PUBLISHED, status(f, "m1"));
     writer(f)
         .write(
-            new ArrayList<>(List.of()), true, renewals::incrementAndGet, false, new ArrayList<>());
+            new ArrayList<>(List.of()),
+            true,
+            renewals::incrementAndGet,
+            false,
+            new ArrayList<>(),
+            new java.util.HashSet<>());
     assertEquals(1, renewals.get(), "no publish, no read-back");
   }
 
@@ -308,8 +314,9 @@ class OutcomeWriterTest {
                 new Released("m4", c.get(3).lease()),
                 new Released("m5", c.get(4).lease())));
     List<PendingOutcome> setAside = new ArrayList<>();
+    java.util.Set<String> foundLocked = new java.util.HashSet<>();
 
-    writer.write(batch, false, () -> {}, false, setAside);
+    writer.write(batch, false, () -> {}, false, setAside, foundLocked);
 
     assertTrue(batch.isEmpty(), "each outcome written or set aside");
     assertEquals(List.of("m1", "m4", "m5", "m3"), ids(setAside), "m3 last: m4, m5 go first next");
@@ -321,12 +328,13 @@ class OutcomeWriterTest {
     }
     assertEquals(1, f.metrics.published.get());
     assertEquals(0, f.metrics.claimLost.get());
-    assertEquals(4, f.metrics.outcomesRowLocked.get());
+    assertEquals(java.util.Set.of("m1", "m3"), foundLocked, "m4 and m5 untried, not locked");
+    assertEquals(2, f.metrics.outcomesRowLocked.get());
 
     store.lockedRows = java.util.Set.of("m1");
     List<PendingOutcome> again = new ArrayList<>(setAside);
     setAside.clear();
-    writer.write(again, false, () -> {}, true, setAside);
+    writer.write(again, false, () -> {}, true, setAside, new java.util.HashSet<>());
     assertEquals(List.of("m1"), ids(setAside), "tried again, skipping locked rows at once");
     assertEquals(1, store.publishCalls.get(), "no second lock wait for the publish");
     assertEquals(MessageStatus.PENDING, status(f, "m5"));

@@ -467,14 +467,18 @@ public final class PostgresOutboxStore implements OutboxStore {
     // A repeated ack (same row, same lease) is sent once: joined twice to its row, PostgreSQL
     // would apply either one's coordinates. Repeats are CLAIM_LOST, as if written one by one.
     List<PublishedAck> sent = new ArrayList<>();
+    // Each ack's position among those sent; a repeat's is its first's, negated, minus one.
     int[] sentAs = new int[acks.size()];
-    Set<HeldLease> seen = new HashSet<>();
+    Map<HeldLease, Integer> seen = new HashMap<>();
     for (int j = 0; j < acks.size(); j++) {
       PublishedAck ack = acks.get(j);
-      sentAs[j] =
-          seen.add(new HeldLease(ack.messageId(), ack.seq(), ack.lease())) ? sent.size() : -1;
-      if (sentAs[j] >= 0) {
+      Integer first =
+          seen.putIfAbsent(new HeldLease(ack.messageId(), ack.seq(), ack.lease()), sent.size());
+      if (first == null) {
+        sentAs[j] = sent.size();
         sent.add(ack);
+      } else {
+        sentAs[j] = -first - 1;
       }
     }
     int n = sent.size();
@@ -494,7 +498,14 @@ public final class PostgresOutboxStore implements OutboxStore {
             });
     List<Outcome> outcomes = new ArrayList<>(acks.size());
     for (int position : sentAs) {
-      outcomes.add(position >= 0 ? written[position] : Outcome.CLAIM_LOST);
+      // A repeat of an ack whose row was locked is undecided too: lost, its ledger entry would be
+      // settled while the first waits, its lease no longer renewed.
+      outcomes.add(
+          position >= 0
+              ? written[position]
+              : written[-position - 1] == Outcome.ROW_LOCKED
+                  ? Outcome.ROW_LOCKED
+                  : Outcome.CLAIM_LOST);
     }
     return outcomes;
   }
