@@ -241,6 +241,33 @@ class MigrateAndSchemaSqlTest {
     }
   }
 
+  /**
+   * A server older than 13 is named first, before the table is looked at: a table another tool
+   * keeps was reported first, with advice (print its SQL) that led to a schema the relay refuses.
+   * The database here answers server_version_num as 12.22 (a shadow of current_setting on the
+   * search path, as ServerTooOldTest does), and nothing is created or changed.
+   */
+  @Test
+  void aServerOlderThanThirteenIsNamedBeforeTheTableIsLookedAt() throws SQLException {
+    db.exec("CREATE TABLE outbox (id bigint)"); // kept by another tool: no schema history
+    db.exec("CREATE SCHEMA pg12");
+    db.exec(
+        "CREATE FUNCTION pg12.current_setting(setting text) RETURNS text LANGUAGE sql STABLE"
+            + " AS $$ SELECT CASE WHEN setting = 'server_version_num' THEN '120022'"
+            + " ELSE pg_catalog.current_setting(setting) END $$");
+    db.exec(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET search_path = public, pg12,"
+            + " pg_catalog', current_database()); END $$");
+
+    Cli.Result r = db.cli().run("migrate");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertTrue(r.err().startsWith("error: SERVER_TOO_OLD: "), r::toString);
+    assertTrue(r.err().contains("PostgreSQL 12.22"), r::toString);
+    assertEquals(
+        0, db.count("pg_catalog.pg_tables", "tablename = 'outbox_schema_history'"), "nothing made");
+  }
+
   @Test
   void aSchemaNewerThanTheCliIsRefused() throws SQLException {
     db.cli().run("migrate");

@@ -11,7 +11,9 @@ import dev.outboxrelay.store.postgres.MigrationInProgressException;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.store.postgres.SchemaNotManagedException;
 import dev.outboxrelay.store.postgres.ServerTooOldException;
+import dev.outboxrelay.store.postgres.ServerVersion;
 import java.io.PrintWriter;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
@@ -79,6 +81,7 @@ public final class MigrateCommand extends DatabaseCommand {
         new SchemaMigrator(database.dataSource(), database.table(), lockTimeout);
     Optional<String> from = flyway(migrator::currentVersion);
     if (from.isEmpty() && database.operatorStore().tableExists()) {
+      requireSupportedServer(database);
       throw CliException.database(
           "SCHEMA_NOT_MANAGED",
           "table "
@@ -203,6 +206,22 @@ public final class MigrateCommand extends DatabaseCommand {
             + e.table()
             + " (a task with schema.migrate.on.start, or another migrate); nothing was changed:"
             + " run the command again when it has finished");
+  }
+
+  /**
+   * Before a table another tool keeps is refused: on a server older than 13 that is what to say
+   * (said the other way round, the advice to print the table's SQL led to a schema the relay
+   * refuses). A migration to apply there is refused by the migrator; a table already current is
+   * left as it is.
+   */
+  private static void requireSupportedServer(Database database) {
+    try (Connection c = database.dataSource().getConnection()) {
+      ServerVersion.require(c);
+    } catch (ServerTooOldException e) {
+      throw CliException.database(ServerTooOldException.REASON_CODE, e.getMessage());
+    } catch (SQLException e) {
+      throw Database.classify(e, "migrate");
+    }
   }
 
   /**
