@@ -473,6 +473,35 @@ final class OutboxSql {
         lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
         isolated = o.isolated AND o.lease_epoch IS NOT NULL""";
 
+  /** {@code {acks}}: a publish's acks, one row {@code a} each, numbered in order ({@code n}). */
+  private static final String ACKS =
+      """
+      SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
+          CAST(:owners AS text[]), CAST(:tokens AS bigint[]),
+          CAST(:kafka_topics AS text[]), CAST(:kafka_partitions AS integer[]),
+          CAST(:kafka_offsets AS bigint[]))
+        WITH ORDINALITY AS a(message_id, seq, owner, token, topic, kafka_partition,
+          kafka_offset, n)""";
+
+  /**
+   * {@code {under ack(o)}}: the row {@code o} is found by its seq (the primary key, a unique index
+   * on an adopted table), holds the ack's message id, and is in flight under the ack's lease on one
+   * of the statement's keys.
+   */
+  private static final String UNDER_ACK =
+      """
+      o.seq = ANY (CAST(:seqs AS bigint[]))
+        AND o.seq = a.seq AND {message_id(o)} = a.message_id
+        AND o.status = 'IN_FLIGHT'
+        AND o.lease_owner = a.owner AND o.lease_token = a.token
+        AND o.instance_key = ANY (:instance_keys)""";
+
+  /** {@code {moved returning}}: what a publish's DELETE returns of each row it moves. */
+  private static final String MOVED_RETURNING =
+      """
+      RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,
+        a.kafka_partition, a.kafka_offset, a.n, o.lease_epoch IS NOT NULL AS exactly_once""";
+
   /** {@code {held leases}}: the leases a renewal or a give-back names, one row {@code h} each. */
   private static final String HELD_LEASES =
       """
@@ -709,6 +738,9 @@ final class OutboxSql {
     fragments.put("{not held back}", NOT_HELD_BACK);
     fragments.put("{log moved}", logsPublished ? LOG_MOVED : "SELECT NULL");
     fragments.put("{give back(o)}", GIVE_BACK);
+    fragments.put("{acks}", ACKS);
+    fragments.put("{under ack(o)}", UNDER_ACK);
+    fragments.put("{moved returning}", MOVED_RETURNING);
     fragments.put("{held leases}", HELD_LEASES);
     fragments.put("{under held lease(o)}", UNDER_HELD_LEASE);
     fragments.put("{moved(o)}", MOVED);
@@ -866,21 +898,11 @@ final class OutboxSql {
         statement(
             """
             WITH clock AS (SELECT {now} AS now), acked AS (
-              SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
-                  CAST(:owners AS text[]), CAST(:tokens AS bigint[]),
-                  CAST(:kafka_topics AS text[]), CAST(:kafka_partitions AS integer[]),
-                  CAST(:kafka_offsets AS bigint[]))
-                WITH ORDINALITY AS a(message_id, seq, owner, token, topic, kafka_partition,
-                  kafka_offset, n)
+              {acks}
             ), moved AS (
               DELETE FROM {table} o USING acked a
-              WHERE o.seq = ANY (CAST(:seqs AS bigint[]))
-                AND o.seq = a.seq AND {message_id(o)} = a.message_id
-                AND o.status = 'IN_FLIGHT'
-                AND o.lease_owner = a.owner AND o.lease_token = a.token
-                AND o.instance_key = ANY (:instance_keys)
-              RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,
-                a.kafka_partition, a.kafka_offset, a.n, o.lease_epoch IS NOT NULL AS exactly_once
+              WHERE {under ack(o)}
+              {moved returning}
             ), logged AS (
               {log moved}
             )
@@ -897,31 +919,16 @@ final class OutboxSql {
         statement(
             """
             WITH clock AS (SELECT {now} AS now), acked AS (
-              SELECT * FROM unnest(CAST(:message_ids AS text[]), CAST(:seqs AS bigint[]),
-                  CAST(:owners AS text[]), CAST(:tokens AS bigint[]),
-                  CAST(:kafka_topics AS text[]), CAST(:kafka_partitions AS integer[]),
-                  CAST(:kafka_offsets AS bigint[]))
-                WITH ORDINALITY AS a(message_id, seq, owner, token, topic, kafka_partition,
-                  kafka_offset, n)
+              {acks}
             ), held AS (
-              SELECT o.seq, a.n FROM {table} o JOIN acked a ON o.seq = a.seq
-              WHERE o.seq = ANY (CAST(:seqs AS bigint[])) AND {message_id(o)} = a.message_id
-                AND o.status = 'IN_FLIGHT'
-                AND o.lease_owner = a.owner AND o.lease_token = a.token
-                AND o.instance_key = ANY (:instance_keys)
+              SELECT o.seq, a.n FROM {table} o, acked a WHERE {under ack(o)}
             ), unlocked AS (
               SELECT o.seq FROM {table} o WHERE o.seq = ANY (ARRAY(SELECT seq FROM held))
               FOR UPDATE OF o SKIP LOCKED
             ), moved AS (
               DELETE FROM {table} o USING acked a
-              WHERE o.seq = ANY (CAST(:seqs AS bigint[]))
-                AND o.seq = a.seq AND {message_id(o)} = a.message_id
-                AND o.status = 'IN_FLIGHT'
-                AND o.lease_owner = a.owner AND o.lease_token = a.token
-                AND o.instance_key = ANY (:instance_keys)
-                AND o.seq IN (SELECT seq FROM unlocked)
-              RETURNING {moved(o)}, o.lease_token, o.last_failure_code, a.topic,
-                a.kafka_partition, a.kafka_offset, a.n, o.lease_epoch IS NOT NULL AS exactly_once
+              WHERE {under ack(o)} AND o.seq IN (SELECT seq FROM unlocked)
+              {moved returning}
             ), logged AS (
               {log moved}
             )
