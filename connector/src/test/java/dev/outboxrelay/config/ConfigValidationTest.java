@@ -12,8 +12,6 @@ import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.testing.SilentProxy;
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -36,7 +34,6 @@ import java.util.logging.Logger;
 import java.util.stream.Stream;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigValue;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -51,16 +48,12 @@ class ConfigValidationTest {
   static final String PASSWORD_SENTINEL = "PW-SENTINEL-41c9";
   static final String URL_SENTINEL = "URL-SENTINEL-8d2e";
 
-  static String closedPortUrl;
-
-  @BeforeAll
-  static void findClosedPort() throws IOException {
-    int port;
-    try (ServerSocket socket = new ServerSocket(0)) {
-      port = socket.getLocalPort();
-    }
-    closedPortUrl = "jdbc:postgresql://127.0.0.1:" + port + "/app?sslpassword=" + URL_SENTINEL;
-  }
+  /**
+   * Port 1, where nothing listens: a free port found and let go could be taken meanwhile by a
+   * broker, worker or database of a test class running in the other test JVM.
+   */
+  static final String CLOSED_PORT_URL =
+      "jdbc:postgresql://127.0.0.1:1/app?sslpassword=" + URL_SENTINEL;
 
   /**
    * Valid settings for {@code jdbcUrl}, with sentinels in the URL (a credential the driver does not
@@ -80,7 +73,7 @@ class ConfigValidationTest {
 
   static Map<String, String> offline() {
     Map<String, String> props = props("jdbc:postgresql://127.0.0.1:1/app");
-    props.put("connection.url", closedPortUrl);
+    props.put("connection.url", CLOSED_PORT_URL);
     return props;
   }
 
@@ -1003,7 +996,7 @@ class ConfigValidationTest {
   @Test
   void aUserOrPasswordInTheUrlBesideItsKeyIsAnErrorOnTheKeyAndTheUrlIsNotShown() {
     Map<String, String> props = offline();
-    props.put("connection.url", closedPortUrl + "&user=app&password=" + URL_SENTINEL + "-other");
+    props.put("connection.url", CLOSED_PORT_URL + "&user=app&password=" + URL_SENTINEL + "-other");
 
     assertEquals(
         Map.of(
@@ -1155,7 +1148,7 @@ class ConfigValidationTest {
   @Test
   void aMalformedEscapeInTheUrlIsAnErrorOnTheUrlAndTheUrlIsNotShown() {
     Map<String, String> props = offline();
-    props.put("connection.url", closedPortUrl + "&password=p%zz" + URL_SENTINEL);
+    props.put("connection.url", CLOSED_PORT_URL + "&password=p%zz" + URL_SENTINEL);
     props.remove("connection.password");
 
     assertEquals(
@@ -1179,7 +1172,7 @@ class ConfigValidationTest {
   void aSocketTimeoutInTheUrlMustOutlastTheStatementTimeout() {
     for (String socketTimeout : new String[] {"0", "30", "x"}) {
       Map<String, String> props = offline();
-      props.put("connection.url", closedPortUrl + "&socketTimeout=" + socketTimeout);
+      props.put("connection.url", CLOSED_PORT_URL + "&socketTimeout=" + socketTimeout);
 
       assertEquals(
           "the socketTimeout in connection.url must be more than statement.timeout.ms (30000 ms),"

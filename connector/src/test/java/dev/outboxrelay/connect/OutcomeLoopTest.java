@@ -531,6 +531,41 @@ class OutcomeLoopTest {
             .size());
   }
 
+  /**
+   * The try once no acknowledgement can come, apart from the stop's flush: the lock goes after the
+   * flush's try, and the task's clock never moves (no paced try comes), so only that try writes the
+   * outcome, which would otherwise be counted late.
+   */
+  @Test
+  void onceNoAcknowledgementCanComeWhatIsSetAsideIsTriedOnceMore() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    ClaimedMessage m1 = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.lockedRows = Set.of("m1");
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
+    loop.start();
+    try {
+      assertTrue(loop.submit(published(m1, 1)));
+      await().until(() -> f.metrics.outcomesRowLocked.get() == 1); // set aside
+      int first = store.skippingLockedCalls.get(); // the publish sent again, skipping m1
+      loop.stop(Duration.ZERO, Duration.ofHours(1));
+      await().until(() -> store.skippingLockedCalls.get() == first + 1); // the flush's try
+      store.lockedRows = Set.of();
+
+      loop.acknowledgementsEnded();
+
+      await().until(() -> !loop.isAlive());
+      assertEquals(first + 2, store.skippingLockedCalls.get(), "tried once more");
+    } finally {
+      loop.stop(Duration.ZERO, Duration.ZERO);
+      await().until(() -> !loop.isAlive());
+    }
+    assertEquals(MessageStatus.PUBLISHED, status(f, "m1"));
+    assertEquals(0, f.metrics.lateAcks.get());
+  }
+
   /** Moves {@code time} on by a second; true, for use in a condition. */
   private static boolean advanced(MockTime time) {
     time.sleep(1000);
