@@ -181,6 +181,41 @@ class RequeuePlanTest {
         "Index Scan using outbox_parked_cid_seq_idx");
   }
 
+  /**
+   * A requeue or discard by message id changes its rows in seq order, found by the primary key, as
+   * every other statement that waits for parked rows' locks takes them (a batched requeue or
+   * discard, a park, the relay's dead-letter positions): found by the message id index and changed
+   * in that order, two of them changing the same rows in opposite orders could deadlock.
+   */
+  @Test
+  void aChangeByMessageIdTakesItsRowsInSeqOrder() throws SQLException {
+    try (Connection c = outbox.dataSource.getConnection()) {
+      for (ParkedAction action : ParkedAction.values()) {
+        String plan = explain(c, OperatorStatements.changeMessageIds(TABLE, action), null, null);
+        String change = cte(plan, "changed");
+        assertTrue(
+            change.contains("outbox_pkey") && change.contains("seq = ANY"),
+            action + " finds its rows by the primary key: " + plan);
+      }
+    }
+  }
+
+  /** The lines of {@code plan}'s CTE {@code name}, up to the next CTE or the end. */
+  private static String cte(String plan, String name) {
+    StringBuilder lines = new StringBuilder();
+    boolean in = false;
+    for (String line : plan.lines().toList()) {
+      if (line.trim().startsWith("CTE ")) {
+        in = line.trim().equals("CTE " + name);
+      }
+      if (in) {
+        lines.append(line).append('\n');
+      }
+    }
+    assertFalse(lines.isEmpty(), "no CTE " + name + " in " + plan);
+    return lines.toString();
+  }
+
   private static void assertBatchReadsItsOwnRows(
       ParkedSelection.Selector selector, String correlationId, String index) throws SQLException {
     try (OutboxFixture parked = OutboxFixture.populated("requeue_batch_plan")) {
@@ -291,6 +326,9 @@ class RequeuePlanTest {
       }
       if (correlationId != null) {
         binder.setString("correlation_id", correlationId);
+      }
+      if (statement.names().contains("message_ids")) {
+        binder.setArray("message_ids", c.createArrayOf("text", new String[] {"m-2", "m-1"}));
       }
       try (ResultSet rs = binder.executeQuery()) {
         while (rs.next()) {

@@ -262,14 +262,23 @@ final class OperatorSql {
 
   /**
    * {@code {changed}} of a requeue or discard by message id: the requested rows still parked under
-   * the key, changed; each with whether its deliver_before has passed.
+   * the key, changed; each with whether its deliver_before has passed. Found by their ids, then
+   * changed by the primary key, in seq order, as a batched change, a park and the relay's
+   * dead-letter positions take parked rows' locks: changed in the order of the message id index,
+   * two changes of the same rows could each hold a lock the other waits for (a deadlock, one of
+   * them failed). The selection is repeated as a sub-SELECT, so a row that changed meanwhile is
+   * left alone, as a batched change repeats it.
    */
   private static final String CHANGED_PARKED =
       """
       changed AS (
         {change}
-        {parked of key}
-          AND {message_id} IN (SELECT message_id FROM requested)
+        WHERE seq = ANY (ARRAY(
+            SELECT seq FROM {table}
+            {parked of key}
+              AND {message_id} IN (SELECT message_id FROM requested)
+            ORDER BY seq))
+          AND (SELECT TRUE {parked of key})
         RETURNING {message_id} AS message_id, {deadline passed} AS deadline_passed,
           FALSE AS in_flight, FALSE AS live_lease
       )""";

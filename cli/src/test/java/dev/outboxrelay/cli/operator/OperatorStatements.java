@@ -31,6 +31,11 @@ public final class OperatorStatements {
     return new OperatorSql(table).oldestWithStatus;
   }
 
+  /** A requeue or discard by message id. */
+  public static NamedSql changeMessageIds(OutboxTable table, ParkedAction action) {
+    return new OperatorSql(table).changeMessageIds.get(action);
+  }
+
   /** The count of parked rows by {@code selector} (the dry run of a requeue or discard). */
   public static NamedSql countParked(OutboxTable table, ParkedSelection.Selector selector) {
     return new OperatorSql(table).countParked.get(selector);
