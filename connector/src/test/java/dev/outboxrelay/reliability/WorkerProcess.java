@@ -3,6 +3,7 @@ package dev.outboxrelay.reliability;
 import dev.outboxrelay.testing.LogCapture;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.BindException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -17,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -97,10 +99,22 @@ final class WorkerProcess implements AutoCloseable {
     return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
   }
 
+  /**
+   * A free loopback port below the kernel's range of ephemeral ports (32768 and up on Linux, 49152
+   * and up on macOS): the worker binds it seconds later, and a port that a bind to port 0 handed
+   * out and got back could be handed meanwhile to a broker, worker or database of a test running in
+   * the other test JVM. One picked at random below that range can only meet another such pick.
+   */
   private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0, 0, InetAddress.getLoopbackAddress())) {
-      return socket.getLocalPort();
+    for (int tries = 0; tries < 100; tries++) {
+      int port = 20_000 + ThreadLocalRandom.current().nextInt(12_000);
+      try (ServerSocket socket = new ServerSocket(port, 0, InetAddress.getLoopbackAddress())) {
+        return socket.getLocalPort();
+      } catch (BindException taken) { // NOPMD: taken, pick another
+        continue;
+      }
     }
+    throw new IOException("no free loopback port found between 20000 and 32000");
   }
 
   private static String logConfig(Path log) {
