@@ -20,6 +20,9 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -42,6 +45,47 @@ class DiscardCommandTest {
   @AfterEach
   void close() {
     outbox.close();
+  }
+
+  /**
+   * Another session takes the parked row back into flight (a requeue and a claim, committed while
+   * this discard waits for the row's lock): the row was FAILED when the discard began and is in
+   * flight when it gets the lock. The discard re-checks the row as it now is and leaves it:
+   * deleted, a row a task is sending would be lost.
+   */
+  @Test
+  void aRowTakenBackIntoFlightMeanwhileIsNotDiscarded() throws Exception {
+    try (Connection other = outbox.dataSource.getConnection();
+        Statement st = other.createStatement()) {
+      other.setAutoCommit(false);
+      st.executeUpdate(
+          "UPDATE outbox SET status = 'IN_FLIGHT', parked_at = NULL, lease_owner = 'w',"
+              + " lease_expires_at = now() + interval '1 minute', lease_token = lease_token + 1"
+              + " WHERE message_id = 'eu-failed-1'");
+      CompletableFuture<Cli.Result> discard =
+          CompletableFuture.supplyAsync(
+              () ->
+                  outbox
+                      .cli()
+                      .forKey(
+                          "eu",
+                          "discard",
+                          "--message-id",
+                          "eu-failed-1",
+                          "--lock-timeout",
+                          "0")); // waits as long as the other session holds the row
+      Awaitility.await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> outbox.waitingForALock(Database.APPLICATION_NAME));
+      other.commit();
+
+      Cli.Result r = discard.get(30, TimeUnit.SECONDS);
+      assertEquals(ExitCode.NOTHING_MATCHED, r.exitCode(), r::toString);
+    }
+    RowState row = outbox.snapshot().get("eu-failed-1");
+    assertEquals("IN_FLIGHT", row.status(), "not deleted");
+    assertEquals(
+        before.get("eu-failed-1").leaseToken() + 1, row.leaseToken(), "as the claim left it");
   }
 
   @Test

@@ -15,7 +15,6 @@ import dev.outboxrelay.testing.Sentinels;
 import dev.outboxrelay.writer.OutboxMessage;
 import jakarta.ws.rs.core.Response;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -187,14 +186,11 @@ class SentinelSecretsTest {
   }
 
   private Map<String, String> unreachableConfig(OutboxDb db) throws IOException {
-    int closedPort;
-    try (ServerSocket socket = new ServerSocket(0)) {
-      closedPort = socket.getLocalPort();
-    }
+    // Port 1, where nothing listens: a free port let go could be taken by the other test JVM.
     Map<String, String> config =
         withSecrets(
             ConnectCluster.relayConfig(db, KEY, 1),
-            "jdbc:postgresql://127.0.0.1:" + closedPort + "/x?itSecret=" + urlSecret);
+            "jdbc:postgresql://127.0.0.1:1/x?itSecret=" + urlSecret);
     config.put("name", "sentinel-validate");
     return config;
   }
