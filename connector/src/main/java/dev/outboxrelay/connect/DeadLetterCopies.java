@@ -59,6 +59,9 @@ final class DeadLetterCopies {
 
   private final int perStatement;
 
+  /** How many rows changed since they were parked one line names; it counts the rest. */
+  static final int NAMED_PER_LINE = 10;
+
   /**
    * How many of the next positions are written one per statement: those of a statement refused for
    * one of its rows (a trigger or a check of an adopted table), so that only that row's is dropped.
@@ -220,17 +223,34 @@ final class DeadLetterCopies {
         throw e;
       }
       aloneLeft = Math.max(0, aloneLeft - next.size());
-      for (int i = 0; i < next.size(); i++) {
-        if (!recorded.get(i)) {
-          log.info(
-              "Dead-letter position not recorded: message_id={} changed since it was parked"
-                  + " (reason=PARKED_ROW_CHANGED; requeued or discarded by an operator, or recorded"
-                  + " by an earlier attempt whose reply was lost)",
-              Printable.escape(next.get(i).messageId()));
-        }
-      }
+      reportChanged(next, recorded);
       failureReported = false;
     }
+  }
+
+  /**
+   * One line per statement for the rows changed since they were parked, naming the first {@link
+   * #NAMED_PER_LINE}: a statement retried after its reply was lost finds every row of it recorded,
+   * a thousand lines for one event otherwise.
+   */
+  private static void reportChanged(List<DeadLetterCopy> written, List<Boolean> recorded) {
+    List<String> changed = new ArrayList<>();
+    int count = 0;
+    for (int i = 0; i < written.size(); i++) {
+      if (!recorded.get(i) && count++ < NAMED_PER_LINE) {
+        changed.add("message_id=" + Printable.escape(written.get(i).messageId()));
+      }
+    }
+    if (count == 0) {
+      return;
+    }
+    log.info(
+        "Dead-letter positions not recorded: {} row(s) changed since they were parked: {}{}"
+            + " (reason=PARKED_ROW_CHANGED; requeued or discarded by an operator, or recorded by an"
+            + " earlier attempt whose reply was lost)",
+        count,
+        String.join(", ", changed),
+        count > NAMED_PER_LINE ? " and " + (count - NAMED_PER_LINE) + " more" : "");
   }
 
   /** Up to {@code n} positions off the front, in order. */

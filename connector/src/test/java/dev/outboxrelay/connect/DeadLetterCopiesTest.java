@@ -1,7 +1,9 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimRequest;
@@ -222,6 +224,42 @@ class DeadLetterCopiesTest {
                     e.message().contains("message_id=gone")
                         && e.message().contains("reason=PARKED_ROW_CHANGED"))
             .size());
+  }
+
+  /**
+   * A statement retried after its reply was lost finds every position of it recorded: one line says
+   * so, naming the first rows and counting the rest, not a line per row (a thousand for one event).
+   */
+  @Test
+  void rowsChangedSinceTheyWereParkedAreReportedInOneLinePerStatement() {
+    long epoch = store.newEpoch();
+    int rows = DeadLetterCopies.NAMED_PER_LINE + 15;
+    List<dev.outboxrelay.store.DeadLetterCopy> earlierAttempt = new java.util.ArrayList<>();
+    for (int i = 0; i < rows; i++) {
+      ClaimedMessage row = parked("m-" + i, epoch);
+      copies.committed(row.messageId(), row.seq(), row.lease().token(), epoch, 1, COPY);
+      earlierAttempt.add(
+          new dev.outboxrelay.store.DeadLetterCopy(
+              row.messageId(), row.seq(), row.lease().token(), epoch, 1, COPY));
+    }
+    f.store.recordDeadLetterCopies(earlierAttempt); // its reply lost
+    long mark = LogCapture.get().mark();
+
+    copies.record();
+
+    assertEquals(0, copies.pending());
+    List<String> lines =
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=PARKED_ROW_CHANGED"))
+            .stream()
+            .map(e -> e.message())
+            .toList();
+    assertEquals(1, lines.size(), lines.toString());
+    String line = lines.get(0);
+    assertTrue(line.contains(rows + " row(s)"), line);
+    assertTrue(line.contains("message_id=m-0,") && line.contains("message_id=m-9 and"), line);
+    assertFalse(line.contains("message_id=m-10"), line);
+    assertTrue(line.contains(" and 15 more "), line);
   }
 
   /**
