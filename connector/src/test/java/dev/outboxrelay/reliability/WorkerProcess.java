@@ -242,12 +242,16 @@ final class WorkerProcess implements AutoCloseable {
     return log;
   }
 
-  /** Stops it gracefully (SIGTERM), then forcibly if it does not stop within a minute. */
+  /**
+   * Stops it gracefully (SIGTERM), then forcibly if it does not stop within 20 s. A teardown: the
+   * tests' verdicts are in by then, and a worker whose Connect shutdown hung (seen once, after
+   * Jetty's "Unable to destroy") held the build a whole minute.
+   */
   @Override
   public void close() throws InterruptedException {
     if (process.isAlive()) {
       process.destroy();
-      if (!process.waitFor(60, TimeUnit.SECONDS)) {
+      if (!process.waitFor(20, TimeUnit.SECONDS)) {
         process.destroyForcibly();
         process.waitFor(30, TimeUnit.SECONDS);
       }
