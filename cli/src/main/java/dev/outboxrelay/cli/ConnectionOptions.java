@@ -18,6 +18,8 @@ public final class ConnectionOptions {
   public static final String JDBC_URL_ENV = "OUTBOX_JDBC_URL";
   public static final String USER_ENV = "OUTBOX_USER";
   public static final String PASSWORD_ENV = "OUTBOX_PASSWORD";
+  static final int MAX_CONNECT_TIMEOUT_SECONDS = 3600;
+  static final int MAX_STATEMENT_TIMEOUT_SECONDS = 86_400;
 
   @Option(
       names = "--jdbc-url",
@@ -62,7 +64,10 @@ public final class ConnectionOptions {
       names = "--connect-timeout",
       paramLabel = "SECONDS",
       defaultValue = "10",
-      description = "Give up connecting after this many seconds. Default: ${DEFAULT-VALUE}.")
+      description =
+          "Give up connecting after this many seconds (1 to "
+              + MAX_CONNECT_TIMEOUT_SECONDS
+              + "). Default: ${DEFAULT-VALUE}.")
   int connectTimeoutSeconds;
 
   @Option(
@@ -72,7 +77,9 @@ public final class ConnectionOptions {
       description =
           "Cancel any statement that runs longer than this many seconds (PostgreSQL"
               + " statement_timeout, set for the CLI's sessions only, after any options of the"
-              + " URL); 0 keeps the server's (or the URL's) setting. Default: ${DEFAULT-VALUE}.")
+              + " URL), 0 to "
+              + MAX_STATEMENT_TIMEOUT_SECONDS
+              + "; 0 keeps the server's (or the URL's) setting. Default: ${DEFAULT-VALUE}.")
   int statementTimeoutSeconds;
 
   /**
@@ -93,11 +100,15 @@ public final class ConnectionOptions {
     if (password != null && passwordFile != null) {
       throw CliException.usage("give either --password or --password-file, not both");
     }
-    if (connectTimeoutSeconds < 1 || connectTimeoutSeconds > 3600) {
-      throw CliException.usage("--connect-timeout must be between 1 and 3600 seconds");
+    if (connectTimeoutSeconds < 1 || connectTimeoutSeconds > MAX_CONNECT_TIMEOUT_SECONDS) {
+      throw CliException.usage(
+          "--connect-timeout must be between 1 and " + MAX_CONNECT_TIMEOUT_SECONDS + " seconds");
     }
-    if (statementTimeoutSeconds < 0 || statementTimeoutSeconds > 86_400) {
-      throw CliException.usage("--statement-timeout must be between 0 and 86400 seconds");
+    if (statementTimeoutSeconds < 0 || statementTimeoutSeconds > MAX_STATEMENT_TIMEOUT_SECONDS) {
+      throw CliException.usage(
+          "--statement-timeout must be between 0 and "
+              + MAX_STATEMENT_TIMEOUT_SECONDS
+              + " seconds");
     }
     requireOnePlace(url, env);
     return new ConnectionSettings(

@@ -408,6 +408,40 @@ class UsageTest {
     assertEquals(ExitCode.OK, new Cli().run("--version").exitCode());
   }
 
+  /**
+   * Each option checked against a range says it in its help, and the range it says is the one
+   * enforced: one past either end is a usage error, the upper end itself is taken (the command then
+   * fails connecting, to a port nothing listens on).
+   */
+  @ParameterizedTest(name = "{0} {1}")
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "requeue | --batch-size        | 1 | 100000 | --instance-key eu --all",
+        "discard | --batch-size        | 1 | 100000 | --instance-key eu --all",
+        "purge   | --batch-size        | 1 | 100000 | --instance-key eu --published-before P1D",
+        "status  | --connect-timeout   | 1 | 3600   | --instance-key eu",
+        "status  | --statement-timeout | 0 | 86400  | --instance-key eu",
+      })
+  void theHelpStatesTheRangeEachOptionIsCheckedAgainst(
+      String command, String option, int low, int high, String rest) {
+    String help = new Cli().run(command, "--help").out().replaceAll("\\s+", " ");
+    String optionHelp = help.substring(help.indexOf(" " + option + "=")); // not the synopsis
+    optionHelp = optionHelp.substring(0, Math.min(optionHelp.length(), 400));
+    assertTrue(optionHelp.contains(low + " to " + high), optionHelp);
+    for (int outside : new int[] {low - 1, high + 1}) {
+      Cli.Result r = CLI.run(args(command, rest, option, outside));
+      assertEquals(ExitCode.USAGE, r.exitCode(), r::toString);
+      assertTrue(r.err().contains(option), r::toString);
+    }
+    Cli.Result atTheEnd = CLI.run(args(command, rest, option, high));
+    assertEquals(ExitCode.DATABASE, atTheEnd.exitCode(), atTheEnd::toString);
+  }
+
+  private static String[] args(String command, String rest, String option, int value) {
+    return (command + " " + rest + " " + option + " " + value).split(" ");
+  }
+
   /** Exit code 1 does not promise that nothing was read: a few usage errors need the database. */
   @Test
   void theHelpSaysWhichUsageErrorsAreFoundOnceConnected() {

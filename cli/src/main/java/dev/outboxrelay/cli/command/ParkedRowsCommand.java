@@ -100,8 +100,9 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       paramLabel = "ROWS",
       defaultValue = "10000",
       description =
-          "With --all or --correlation-id: change at most ROWS rows per transaction, in insertion"
-              + " order (rows parked after the command began are left for the next run; if"
+          "With --all or --correlation-id: change at most ROWS rows (1 to "
+              + MAX_BATCH_SIZE
+              + ") per transaction, in insertion order (rows parked after the command began are left for the next run; if"
               + " interrupted, run it again). Default: ${DEFAULT-VALUE}.")
   int batchSize;
 
