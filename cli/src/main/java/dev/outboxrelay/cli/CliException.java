@@ -50,7 +50,7 @@ public final class CliException extends RuntimeException {
                 + " (run it again)"
             : SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())
                 ? "another transaction held a lock on the table or on one of its rows for longer"
-                    + " than the lock timeout (--lock-timeout of migrate, requeue, discard and park); what waited for it was rolled back:"
+                    + " than the lock timeout (--lock-timeout of migrate, requeue, discard, park and purge); what waited for it was rolled back:"
                     + " run the command again when that transaction has ended"
                 : ReplicaIdentity.MISSING.equals(e.reasonCode())
                     ? "a publication that publishes updates or deletes includes the outbox table,"

@@ -5,9 +5,9 @@ import java.time.Duration;
 import picocli.CommandLine.Option;
 
 /**
- * How long a command that changes rows (requeue, discard, park) waits for a lock: while it waits it
- * holds the locks of the rows it took before, and the relay's writes to those rows (a publish, a
- * lease renewal) queue behind it. The same bound and default as migrate's.
+ * How long a command that changes rows (requeue, discard, park, purge) waits for a lock: while it
+ * waits it holds the locks of the rows it took before, and the relay's writes to those rows (a
+ * publish, a lease renewal) queue behind it. The same bound and default as migrate's.
  */
 public final class LockTimeoutOption {
   private static final long MAX_MS = 3_600_000L;

@@ -210,7 +210,7 @@ class ParkCommandTest {
     assertEquals(
         "error: park failed: DB_LOCK_NOT_AVAILABLE (SQLState 55P03): another transaction held a"
             + " lock on the table or on one of its rows for longer than the lock timeout"
-            + " (--lock-timeout of migrate, requeue, discard and park); what waited for it was"
+            + " (--lock-timeout of migrate, requeue, discard, park and purge); what waited for it was"
             + " rolled back: run the command again when that transaction has ended\n",
         r.err());
     assertUnchangedExcept(before, outbox.snapshot());

@@ -3,11 +3,13 @@ package dev.outboxrelay.cli;
 import static dev.outboxrelay.cli.OutboxFixture.assertUnchangedExcept;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.outboxrelay.cli.OutboxFixture.RowState;
 import dev.outboxrelay.cli.command.PurgeCommand;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -114,6 +116,53 @@ class PurgeCommandTest {
     assertTrue(again.out().startsWith("deleted 1 (1 so far)\npurged 1 "), again::toString);
     assertEquals(0, outbox.count("message_id = 'eu-old-0'"));
     assertEquals(ExitCode.OK, again.exitCode(), again::toString);
+  }
+
+  /**
+   * An entry of the published log that another session holds is waited for, at most --lock-timeout:
+   * without a bound purge waited as long as the other session held it, saying nothing. It says what
+   * the batches before deleted, and names the lock.
+   */
+  @Test
+  void aLockedEntryOfThePublishedLogIsWaitedForAtMostTheLockTimeout() throws SQLException {
+    try (java.sql.Connection holder = outbox.dataSource.getConnection();
+        java.sql.Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox_published WHERE message_id = 'eu-old-21' FOR UPDATE");
+
+      Cli.Result r =
+          assertTimeoutPreemptively(
+              Duration.ofMinutes(2), // a hang guard only: without a bound it never returns
+              () ->
+                  outbox
+                      .cli()
+                      .forKey(
+                          "eu",
+                          "purge",
+                          "--published-before",
+                          "2021-01-01",
+                          "--batch-size",
+                          "5",
+                          "--lock-timeout",
+                          "100"));
+
+      assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+      assertTrue(
+          r.out()
+              .endsWith(
+                  "failed after deleting 10 in 2 batch(es), which stay deleted; the failed batch"
+                      + " deleted nothing\n"),
+          r::toString);
+      assertTrue(
+          r.err()
+              .startsWith(
+                  "error: purge failed: DB_LOCK_NOT_AVAILABLE (SQLState 55P03): another"
+                      + " transaction held a lock"),
+          r::toString);
+      assertTrue(r.err().contains("--lock-timeout of migrate, requeue, discard, park and purge"));
+      holder.rollback();
+    }
+    assertEquals(1, outbox.logCount("message_id = 'eu-old-21'"));
   }
 
   /** The rows left are counted up to a bound: they may be most of a huge published log. */

@@ -3,13 +3,16 @@ package dev.outboxrelay.cli.command;
 import dev.outboxrelay.cli.CliException;
 import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
+import dev.outboxrelay.cli.LockTimeoutOption;
 import dev.outboxrelay.cli.Text;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Set;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -56,7 +59,16 @@ public final class PurgeCommand extends InstanceCommand {
   @Option(names = "--dry-run", description = "Only count the rows that would be deleted.")
   boolean dryRun;
 
+  /**
+   * A row still in the table that another session holds is skipped and counted as left, but an
+   * entry of the published log is waited for (skipping it would lock each entry before its delete,
+   * a WAL record more per relayed row, in the relay's retention too): without a bound, purge waited
+   * as long as the other session held it, saying nothing.
+   */
+  @Mixin LockTimeoutOption lockTimeoutOption;
+
   private Cutoff cutoff;
+  private Duration lockTimeout;
 
   /**
    * A moment before the next batch after one that deleted nothing, growing with each (100 ms, 200
@@ -78,6 +90,13 @@ public final class PurgeCommand extends InstanceCommand {
       throw CliException.usage("--batch-size must be between 1 and " + MAX_BATCH_SIZE);
     }
     cutoff = Cutoff.parse("--published-before", publishedBefore);
+    lockTimeout = lockTimeoutOption.lockTimeout();
+  }
+
+  /** The lock timeout for each of the command's sessions: its statements run in several. */
+  @Override
+  String sessionSetup() {
+    return lockTimeout.isZero() ? null : "SET lock_timeout = " + lockTimeout.toMillis();
   }
 
   @Override
