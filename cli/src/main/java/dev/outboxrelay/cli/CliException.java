@@ -13,6 +13,14 @@ public final class CliException extends RuntimeException {
   /** SQLState of a statement cancelled by a timeout or on request. */
   private static final String QUERY_CANCELED = "57014";
 
+  /**
+   * SQLStates of a transaction the server rolled back for another's sake: a deadlock (40P01), a
+   * serialization failure (40001). Retriable, so classified with an unreachable server; the hint
+   * must not send the operator to check the network.
+   */
+  private static final java.util.Set<String> TRANSACTION_CONFLICTS =
+      java.util.Set.of("40P01", "40001");
+
   private final int exitCode;
 
   private CliException(int exitCode, String message) {
@@ -43,24 +51,7 @@ public final class CliException extends RuntimeException {
    * message carries only that, the reason code, the SQLState and a hint.
    */
   public static CliException database(String what, OutboxStoreException e) {
-    String hint =
-        QUERY_CANCELED.equals(e.sqlState())
-            ? "the statement was cancelled, by --statement-timeout or the server's"
-                + " statement_timeout; a requeue, discard or purge keeps the batches it finished"
-                + " (run it again)"
-            : SqlStates.LOCK_NOT_AVAILABLE.equals(e.sqlState())
-                ? "another transaction held a lock on the table or on one of its rows for longer"
-                    + " than the lock timeout (--lock-timeout of migrate, requeue, discard, park and purge); what waited for it was rolled back:"
-                    + " run the command again when that transaction has ended"
-                : ReplicaIdentity.MISSING.equals(e.reasonCode())
-                    ? "a publication that publishes updates or deletes includes the outbox table,"
-                        + " which has no replica identity: give it a primary key or REPLICA"
-                        + " IDENTITY FULL, or take it out of the publication"
-                    : ReplicaIdentity.LOG_MISSING.equals(e.reasonCode())
-                        ? "a publication that publishes deletes includes the published log, whose"
-                            + " replica identity was taken away: ALTER TABLE <log> REPLICA"
-                            + " IDENTITY FULL, or take the log out of the publication"
-                        : hint(e.kind());
+    String hint = hint(e);
     return new CliException(
         ExitCode.DATABASE,
         what
@@ -92,6 +83,37 @@ public final class CliException extends RuntimeException {
   /** This failure with what the CLI found out after it, said after its own words. */
   public CliException withDetail(String detail) {
     return new CliException(exitCode, getMessage() + "; " + detail);
+  }
+
+  /** What the operator can do about {@code e}: by its SQLState or reason where they tell more. */
+  private static String hint(OutboxStoreException e) {
+    String state = e.sqlState();
+    if (QUERY_CANCELED.equals(state)) {
+      return "the statement was cancelled, by --statement-timeout or the server's"
+          + " statement_timeout; a requeue, discard or purge keeps the batches it finished"
+          + " (run it again)";
+    }
+    if (SqlStates.LOCK_NOT_AVAILABLE.equals(state)) {
+      return "another transaction held a lock on the table or on one of its rows for longer than"
+          + " the lock timeout (--lock-timeout of migrate, requeue, discard, park and purge); what"
+          + " waited for it was rolled back: run the command again when that transaction has ended";
+    }
+    if (state != null && TRANSACTION_CONFLICTS.contains(state)) {
+      return "the command's transaction conflicted with another one (a deadlock or a"
+          + " serialization failure) and was rolled back; a requeue, discard or purge keeps the"
+          + " batches it finished: run the command again";
+    }
+    if (ReplicaIdentity.MISSING.equals(e.reasonCode())) {
+      return "a publication that publishes updates or deletes includes the outbox table, which"
+          + " has no replica identity: give it a primary key or REPLICA IDENTITY FULL, or take it"
+          + " out of the publication";
+    }
+    if (ReplicaIdentity.LOG_MISSING.equals(e.reasonCode())) {
+      return "a publication that publishes deletes includes the published log, whose replica"
+          + " identity was taken away: ALTER TABLE <log> REPLICA IDENTITY FULL, or take the log"
+          + " out of the publication";
+    }
+    return hint(e.kind());
   }
 
   private static String hint(OutboxStoreException.Kind kind) {

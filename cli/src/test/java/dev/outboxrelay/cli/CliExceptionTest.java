@@ -36,4 +36,35 @@ class CliExceptionTest {
     String plain = CliException.database("discard failed", failure).getMessage();
     assertEquals(mayHaveCommitted ? plain + MAY_HAVE_BEEN_APPLIED : plain, e.getMessage());
   }
+
+  /**
+   * A deadlock or a serialization failure is retriable, classified with an unreachable server: the
+   * hint says the transaction lost a conflict and to run the command again, not to check the
+   * network. A failure without a SQLState still reads as the connection's.
+   */
+  @ParameterizedTest(name = "{0}")
+  @CsvSource(
+      nullValues = "none",
+      value = {
+        "40P01, true", // deadlock detected
+        "40001, true", // serialization failure
+        "08006, false",
+        "none,  false"
+      })
+  void aTransactionThatLostAConflictIsNotReportedAsAnUnreachableServer(
+      String sqlState, boolean conflict) {
+    java.sql.SQLException driver =
+        sqlState == null
+            ? new java.sql.SQLTransientConnectionException("x")
+            : new java.sql.SQLException("x", sqlState);
+
+    String message =
+        CliException.database(
+                "requeue failed",
+                dev.outboxrelay.store.postgres.SqlStates.classify(driver, "requeue"))
+            .getMessage();
+
+    assertEquals(conflict, message.contains("conflicted with another one"), message);
+    assertEquals(!conflict, message.contains("unreachable"), message);
+  }
 }
