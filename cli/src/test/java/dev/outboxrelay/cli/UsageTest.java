@@ -59,6 +59,16 @@ class UsageTest {
     }
   }
 
+  /** A key that looks like another (a zero-width space pasted after it) is refused too. */
+  @Test
+  void anInstanceKeyThatLooksLikeAnotherIsRefused() {
+    Cli.Result lookalike = CLI.run("status", "--instance-key", "orders\u200b");
+    assertEquals(ExitCode.USAGE, lookalike.exitCode(), lookalike::toString);
+    assertTrue(
+        lookalike.err().startsWith("error: --instance-key: instance key must not contain format"),
+        lookalike::toString);
+  }
+
   /**
    * An id no row can hold is refused before connecting, naming the option and its position: U+0000
    * (the database refused it naming nothing), a surrogate without its pair (sent as '?', it could

@@ -63,6 +63,8 @@ final class BadConfigs {
         Arguments.of("instance.keys", "a\u0000"),
         Arguments.of("instance.keys", "\u001bb"),
         Arguments.of("instance.keys", "k".repeat(201)),
+        Arguments.of("instance.keys", "orders\u200b"), // a zero-width space: looks like "orders"
+        Arguments.of("instance.keys", "a\u202eb"),
         Arguments.of("schema.migrate.on.start", "yes"),
         // Claiming
         Arguments.of("claim.batch.size", "0"),

@@ -255,8 +255,9 @@ class RecordHandoffTest {
   }
 
   /**
-   * Nor an instance key: the configuration refuses control characters in one, but not a bidi
-   * override or a line separator, which some log viewers render as a line of its own.
+   * Nor an instance key: the configuration refuses control, format and invisible characters in one,
+   * but a row's key is logged as it is read, and a bidi override or a line separator would reorder
+   * or split the line in some log viewers.
    */
   @Test
   void anInstanceKeyIsLoggedWithItsFormatCharactersEscaped() {

@@ -44,6 +44,14 @@ public final class InstanceKeys {
           "instance key must not contain a UTF-16 surrogate without its pair, which is no"
               + " character");
     }
+    if (!Printable.escape(instanceKey).equals(instanceKey)) {
+      // "orders" + U+200B, pasted from a chat, reads as "orders": its rows would wait for a
+      // connector of a key no one can tell apart from the one configured.
+      throw new IllegalArgumentException(
+          "instance key must not contain format or invisible characters (a zero-width space, a"
+              + " byte order mark, a direction mark, a line separator), which make it look like"
+              + " another key");
+    }
     return instanceKey;
   }
 

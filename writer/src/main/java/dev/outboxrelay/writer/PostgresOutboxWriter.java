@@ -440,7 +440,7 @@ public final class PostgresOutboxWriter {
     return "PostgresOutboxWriter[table="
         + table
         + ", instanceKey="
-        + Printable.escape(instanceKey) // no control character, but a bidi override may be
+        + Printable.escape(instanceKey) // valid keys have none to escape; kept as a guard
         + "]";
   }
 }

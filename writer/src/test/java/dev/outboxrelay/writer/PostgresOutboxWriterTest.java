@@ -87,7 +87,12 @@ class PostgresOutboxWriterTest {
           "eu,us",
           "x".repeat(201),
           "eu\uD800",
-          "\uDC00eu"
+          "\uDC00eu",
+          "orders\u200B", // a zero-width space
+          "\uFEFForders", // a byte order mark
+          "or\u202Eders", // a right-to-left override
+          "eu\u2028us", // a line separator
+          "eu\uFE0F" // a variation selector
         }) {
       IllegalArgumentException e =
           assertThrows(
