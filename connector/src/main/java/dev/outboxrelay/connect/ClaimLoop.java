@@ -58,6 +58,10 @@ final class ClaimLoop {
   private final ExactlyOnceState exactlyOnce;
 
   private long nextAbandonedProbeMs;
+
+  /** How long the last probe for abandoned rows took, by the monotonic clock. */
+  private long lastProbeMs;
+
   private boolean drainingForProbe;
   private volatile boolean holdsIsolatedClaim; // read by isolating() off the claiming thread
   private long shareDrySinceMs = NEVER;
@@ -207,9 +211,10 @@ final class ClaimLoop {
     } else if (now >= nextAbandonedProbeMs && !drainingForProbe) {
       // Settles what it holds for an isolated claim only when there is a row to take; holding
       // nothing, it tries the claim at once (one statement instead of two when there is one).
-      drainingForProbe = ledger.isEmpty() || store.hasAbandoned(settings.claimRequest());
+      drainingForProbe =
+          ledger.isEmpty() || probed(now, () -> store.hasAbandoned(settings.claimRequest()), false);
       if (!drainingForProbe) {
-        nextAbandonedProbeMs = now + settings.abandonedProbeInterval().toMillis();
+        nextAbandonedProbeMs = nextProbeMs();
       }
     }
     if (!drainingForProbe) {
@@ -218,7 +223,11 @@ final class ClaimLoop {
     if (!ledger.isEmpty()) {
       return ClaimResult.EMPTY; // an isolated claim must be the only thing this task holds
     }
-    ClaimResult result = confirmed(1, () -> store.claimAbandoned(settings.claimRequest()));
+    ClaimResult result =
+        probed(
+            now,
+            () -> confirmed(1, () -> store.claimAbandoned(settings.claimRequest())),
+            ClaimResult.EMPTY);
     if (!result.claimed().isEmpty()) {
       holdsIsolatedClaim = true;
       metrics.abandonedReclaimed.incrementAndGet();
@@ -233,8 +242,51 @@ final class ClaimLoop {
       return result; // probe again at once: there may be more
     }
     drainingForProbe = false;
-    nextAbandonedProbeMs = now + settings.abandonedProbeInterval().toMillis();
+    nextAbandonedProbeMs = nextProbeMs();
     return claimDue();
+  }
+
+  /**
+   * A probe for abandoned rows ({@code probe}, begun at {@code startMs}), or {@code none} where the
+   * statement timeout cancelled it. No index serves the probe (the lease is kept out of every
+   * index, docs/design.md), so where none is abandoned it reads every active row of the keys: on a
+   * backlog of tens of millions, past the timeout. Such a probe is said and spaced out, not thrown
+   * (every probe interval, the poll threw and the task thread spent the timeout on it again); a
+   * statement the server cancelled changed nothing.
+   */
+  private <T> T probed(long startMs, Supplier<T> probe, T none) {
+    try {
+      T found = probe.get();
+      lastProbeMs = time.hiResClockMs() - startMs;
+      return found;
+    } catch (OutboxStoreException e) {
+      if (!SqlStates.QUERY_CANCELED.equals(e.sqlState())) {
+        throw e;
+      }
+      lastProbeMs = time.hiResClockMs() - startMs;
+      drainingForProbe = false;
+      log.warn(
+          "Probing for abandoned rows was cancelled after {} ms (reason=ABANDONED_PROBE_TIMED_OUT):"
+              + " no index serves the probe, which reads the keys' active rows where none is"
+              + " abandoned; abandoned rows wait for the next probe, in {} ms",
+          lastProbeMs,
+          probeSpacingMs());
+      return none;
+    }
+  }
+
+  /**
+   * When the next probe is due: a probe interval from now, or ten times as long as the last probe
+   * took where that is longer, at most ten intervals (as the backlog's count): a probe that reads a
+   * backlog of millions takes a tenth of the task thread at most.
+   */
+  private long nextProbeMs() {
+    return time.hiResClockMs() + probeSpacingMs();
+  }
+
+  private long probeSpacingMs() {
+    long interval = settings.abandonedProbeInterval().toMillis();
+    return Math.min(Math.max(interval, 10 * lastProbeMs), 10 * interval);
   }
 
   /**

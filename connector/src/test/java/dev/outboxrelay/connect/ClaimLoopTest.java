@@ -659,7 +659,8 @@ class ClaimLoopTest {
                 releases[0]++;
               }
               String state = nextFailure[0];
-              if (name.startsWith("claim") && state != null) {
+              // The due rows' claim (a cancelled probe for abandoned rows is said, not thrown).
+              if (name.equals("claim") && state != null) {
                 nextFailure[0] = null;
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT,
@@ -939,6 +940,69 @@ class ClaimLoopTest {
     assertTrue(loop.next().isEmpty(), "m4 still held");
     f.ledger.resolve("m4", second.claimed().get(0).lease().token());
     assertEquals(List.of("lost"), ids(loop.next()), "alone");
+  }
+
+  /**
+   * A probe for abandoned rows that the statement timeout cancels (no index serves it: on a backlog
+   * of tens of millions it reads past the timeout) is said, and the poll claims due rows all the
+   * same: it threw, and every probe interval the task thread spent the timeout on it again. The
+   * next probe waits ten times as long as this one took, at most ten probe intervals; it is no
+   * database error, which would hold the probe back as an outage does. Holding rows, the task looks
+   * first ({@code hasAbandoned}); holding none, it claims at once ({@code claimAbandoned}).
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"hasAbandoned", "claimAbandoned"})
+  void aProbeCancelledByTheStatementTimeoutIsSaidAndSpacedOut(String probe) {
+    RuntimeFixture f = new RuntimeFixture(LEASE_8S);
+    f.add("eu", "m0", "a0");
+    List<String> looks = new ArrayList<>();
+    OutboxStore store =
+        intercepted(
+            f,
+            name -> {
+              if (name.equals("hasAbandoned") || name.equals("claimAbandoned")) {
+                looks.add(name);
+              }
+              if (name.equals(probe) && looks.size() == 1) {
+                time.sleep(30_000); // read the backlog up to statement.timeout.ms
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", name);
+              }
+            });
+    StoreHealth health = new StoreHealth(f.metrics, time);
+    LeaseRenewer renewer =
+        new LeaseRenewer(store, f.ledger, f.metrics, f.settings, time, health, f.wake);
+    ClaimLoop loop = new ClaimLoop(store, f.settings, f.ledger, renewer, health, f.metrics, time);
+    if (probe.equals("hasAbandoned")) {
+      handToConnect(f, loop.next()); // m0 held: the task looks before it settles
+      looks.clear(); // holding nothing, that poll claimed abandoned rows at once
+      time.sleep(2000); // a probe interval is a quarter of the lease
+    }
+    f.add("eu", "m1", "a1");
+    long mark = LogCapture.get().mark();
+
+    ClaimResult claimed = loop.next();
+
+    assertEquals(List.of(probe), looks);
+    assertEquals(probe.equals("hasAbandoned") ? List.of("m1") : List.of("m0", "m1"), ids(claimed));
+    assertEquals(StoreHealth.NO_ERROR, health.lastDatabaseErrorMs(), "not an outage");
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().contains("reason=ABANDONED_PROBE_TIMED_OUT")
+                        && e.message().contains("after 30000 ms")
+                        && e.message().contains("in 20000 ms"))
+            .size());
+    handToConnect(f, claimed);
+    time.sleep(19_999); // ten probe intervals, not ten times the 30 s the probe took
+    loop.next();
+    assertEquals(1, looks.size(), "not before the next probe is due");
+    time.sleep(1);
+    loop.next();
+    assertEquals(List.of(probe, "hasAbandoned"), looks, "then probed again");
   }
 
   /**

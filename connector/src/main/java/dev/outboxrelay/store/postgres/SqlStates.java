@@ -11,6 +11,9 @@ public final class SqlStates {
   /** lock_not_available: a lock_timeout (or NOWAIT) expired; retriable. */
   public static final String LOCK_NOT_AVAILABLE = "55P03";
 
+  /** query_canceled: statement_timeout, or a cancel request; the statement changed nothing. */
+  public static final String QUERY_CANCELED = "57014";
+
   /**
    * object_not_in_prerequisite_state: retriable when the server is in recovery (a standby that was
    * connected to during a failover); permanent when the outbox table lacks a replica identity that
@@ -48,7 +51,7 @@ public final class SqlStates {
     if (state.startsWith("08") // connection exception
         || state.startsWith("53") // insufficient resources
         || state.startsWith("57P") // admin shutdown, crash shutdown, cannot connect now
-        || state.equals("57014") // statement timeout / cancel
+        || state.equals(QUERY_CANCELED) // statement timeout / cancel
         || state.equals("40001") // serialization failure
         || state.equals("40P01") // deadlock detected
         || state.equals(LOCK_NOT_AVAILABLE)
