@@ -366,11 +366,25 @@ final class Maintenance {
       }
     } catch (OutboxStoreException e) {
       metrics.cleanedUp.addAndGet(total);
+      if (stopping && e.isRetriable()) {
+        // Its pool closing under it, or a timeout that came during the stop: no failure to alert.
+        log.info(
+            "Retention cleanup ended as the task stopped, after deleting {} rows (reason={},"
+                + " sqlState={})",
+            total,
+            e.reasonCode(),
+            e.sqlState());
+        return false;
+      }
       log.warn(
-          "Retention cleanup failed after deleting {} rows (reason={}, sqlState={}); {}",
+          "Retention cleanup failed after deleting {} rows (reason={}, sqlState={}){}; {}",
           total,
           e.reasonCode(),
           e.sqlState(),
+          e.isLockWait()
+              ? ": another session holds a lock on an entry of the published log or on the table"
+                  + " (an open transaction), and each run stops at the oldest entries until it ends"
+              : "",
           e.isRetriable()
               ? "next run in " + config.cleanupInterval().toMillis() + " ms"
               : "the task fails");

@@ -601,6 +601,80 @@ class MaintenanceTest {
   }
 
   /**
+   * A retention batch that met a lock another session holds (an open transaction on an entry of the
+   * published log; the delete waits a second at most) says so: each run stops at the same oldest
+   * entries until that transaction ends.
+   */
+  @Test
+  void aRetentionBatchThatMetALockSaysSo() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "old", "a");
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT,
+            "DB_LOCK_NOT_AVAILABLE",
+            "55P03",
+            "delete-published");
+    store.retentionBatchesBeforeFailing = 0;
+    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true, null);
+    long mark = LogCapture.get().mark();
+
+    time.sleep(10_000);
+    maintenance.runIfDue();
+
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.level().equals("WARN")
+                        && e.message().contains("reason=DB_LOCK_NOT_AVAILABLE")
+                        && e.message().contains("another session holds a lock on an entry"))
+            .size());
+    assertEquals(1, f.metrics.databaseErrors.get(), "the database-errors alert sees it");
+  }
+
+  /**
+   * A retention batch that fails once the task is stopping (its statement timed out during the
+   * stop, or the pool closed under it) is no failure to alert on: said at INFO, not counted.
+   */
+  @Test
+  void aRetentionBatchEndedByTheStopIsNoFailure() {
+    RuntimeFixture f = fixture();
+    f.add("eu", "old", "a");
+    publishAll(f);
+    f.clock.advance(Duration.ofSeconds(61));
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "delete-published");
+    store.retentionBatchesBeforeFailing = 0;
+    Maintenance[] maintenance = {null};
+    store.beforeRetentionBatch = () -> maintenance[0].stop(); // the task stops as the batch runs
+    maintenance[0] = new Maintenance(store, f.config, f.metrics, time, true, null);
+    long mark = LogCapture.get().mark();
+
+    time.sleep(10_000);
+    maintenance[0].runIfDue();
+
+    assertEquals(
+        List.of(),
+        LogCapture.get()
+            .matching(mark, e -> e.level().equals("WARN") && e.logger().endsWith(".Maintenance")));
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark, e -> e.message().startsWith("Retention cleanup ended as the task stopped"))
+            .size());
+    assertEquals(0, f.metrics.databaseErrors.get());
+  }
+
+  /**
    * A retention batch that fails for the database's reasons ends the run without failing the poll
    * that ran it (it was reported as a failed claim), and the rows deleted before it are counted;
    * the next run is an interval later. One that retrying cannot fix fails the call.

@@ -1733,6 +1733,9 @@ class OutboxSourceTaskTest {
      */
     volatile String refusedDeadLetterCopy;
 
+    /** While set, runs at the start of each deletePublished. */
+    volatile Runnable beforeRetentionBatch;
+
     /** While set, runs at the start of each recordDeadLetterCopies. */
     volatile Runnable beforeDeadLetterCopy;
 
@@ -2103,6 +2106,10 @@ class OutboxSourceTaskTest {
 
     @Override
     public int deletePublished(Set<String> keys, Instant before, int limit) {
+      Runnable hook = beforeRetentionBatch;
+      if (hook != null) {
+        hook.run();
+      }
       check();
       if (retentionBatchesBeforeFailing-- <= 0) {
         throw failure;

@@ -93,7 +93,10 @@ public final class PurgeCommand extends InstanceCommand {
     lockTimeout = lockTimeoutOption.lockTimeout();
   }
 
-  /** The lock timeout for each of the command's sessions: its statements run in several. */
+  /**
+   * The lock timeout for each of the command's sessions too (its counts wait for a migration's
+   * table lock as a delete does); each delete sets its own, as the relay's retention does.
+   */
   @Override
   String sessionSetup() {
     return lockTimeout.isZero() ? null : "SET lock_timeout = " + lockTimeout.toMillis();
@@ -130,7 +133,7 @@ public final class PurgeCommand extends InstanceCommand {
       // first, then PUBLISHED rows still in the table (skipping locked ones).
       int deleted;
       try {
-        deleted = store.deletePublished(keys, before, batchSize);
+        deleted = store.deletePublished(keys, before, batchSize, lockTimeout);
         if (deleted == 0) {
           // None deleted is not "none left": the relay's own retention may have taken this
           // batch's rows from under it (the delete waited for their locks, then found them gone),

@@ -1,5 +1,6 @@
 package dev.outboxrelay.store.postgres;
 
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.UnaryOperator;
@@ -253,6 +254,26 @@ final class OutboxSql {
   static final String CLAIM_PLAN =
       "SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),"
           + " set_config('jit', 'off', true)";
+
+  /**
+   * The longest retention's delete waits for a lock: an entry of the published log that another
+   * session holds (a transaction that selected it FOR UPDATE, or deleted it and is still open), or
+   * the table during a migration. Every run reads the oldest entries first, so without a bound each
+   * run waited out the statement timeout on the same entry, holding a connection and, with a small
+   * pool, the poll. Skipping such entries instead would lock each entry before deleting it, a WAL
+   * record more per relayed row.
+   */
+  static final Duration RETENTION_LOCK_WAIT = Duration.ofSeconds(1);
+
+  /**
+   * {@link #CLAIM_PLAN}, and a wait for a lock no longer than {@code lockWait} (zero: the session's
+   * own lock_timeout): the setting of a retention batch's transaction.
+   */
+  static String retentionPlan(Duration lockWait) {
+    return lockWait.isZero()
+        ? CLAIM_PLAN
+        : CLAIM_PLAN + ", set_config('lock_timeout', '" + lockWait.toMillis() + "ms', true)";
+  }
 
   /**
    * The planner setting of a publish's or a renewal's transaction. Statistics taken with no row in

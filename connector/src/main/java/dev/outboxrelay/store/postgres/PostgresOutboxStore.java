@@ -894,11 +894,22 @@ public final class PostgresOutboxStore implements OutboxStore {
    */
   @Override
   public int deletePublished(Set<String> instanceKeys, Instant publishedBefore, int limit) {
+    return deletePublished(instanceKeys, publishedBefore, limit, OutboxSql.RETENTION_LOCK_WAIT);
+  }
+
+  /**
+   * As {@link #deletePublished(Set, Instant, int)}, waiting at most {@code lockWait} for a lock
+   * (zero: the session's lock_timeout): the CLI's purge passes its --lock-timeout. Past it the
+   * batch fails with 55P03 and deleted nothing.
+   */
+  public int deletePublished(
+      Set<String> instanceKeys, Instant publishedBefore, int limit, Duration lockWait) {
     Object[] keys = InstanceKeys.requireValid(instanceKeys).toArray();
     OffsetDateTime before = OffsetDateTime.ofInstant(publishedBefore, ZoneOffset.UTC);
     return run(
         DELETE_PUBLISHED,
-        OutboxSql.CLAIM_PLAN, // along the log's index, oldest first: never a scan of the log
+        // Along the log's index, oldest first: never a scan of the log.
+        OutboxSql.retentionPlan(lockWait),
         sql.deletePublishedLog,
         (c, statement) -> {
           bindRetention(c, statement, keys, before, limit);

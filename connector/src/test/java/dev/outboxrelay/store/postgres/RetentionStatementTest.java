@@ -3,6 +3,7 @@ package dev.outboxrelay.store.postgres;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -211,6 +212,48 @@ class RetentionStatementTest {
         assertFalse(rs.next());
       }
     }
+  }
+
+  /**
+   * An entry another session holds (an open transaction that selected it FOR UPDATE) is waited for
+   * a second at most, then the batch fails with 55P03 and deleted nothing: every run reads the
+   * oldest entries first, and without a bound each waited out the statement timeout on the same
+   * entry. A lock wait of zero leaves the session's own lock_timeout.
+   */
+  @Test
+  void aLockedEntryIsWaitedForASecondAtMost() throws SQLException {
+    PostgresOutboxStore store =
+        new PostgresOutboxStore(dataSource, TABLE, RelayClock.database(), null);
+    try (Connection holder = dataSource.getConnection();
+        Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute(
+          "SELECT 1 FROM outbox_published WHERE instance_key = 'eu'"
+              + " ORDER BY published_at LIMIT 1 FOR UPDATE");
+
+      OutboxStoreException e =
+          assertTimeoutPreemptively(
+              java.time.Duration.ofMinutes(1), // a hang guard only: the pool sets no timeout
+              () ->
+                  assertThrows(
+                      OutboxStoreException.class,
+                      () -> store.deletePublished(Set.of("eu"), cutoff().toInstant(), 10)));
+
+      assertTrue(e.isLockWait(), e::toString);
+      assertEquals("DB_LOCK_NOT_AVAILABLE", e.reasonCode());
+      holder.rollback();
+    }
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT count(*) FROM outbox_published"
+                    + " WHERE instance_key = 'eu' AND published_at < now() - interval '1 day'")) {
+      rs.next();
+      assertEquals(OWN_OLD_ENTRIES, rs.getInt(1), "the failed batch deleted nothing");
+    }
+    assertEquals(
+        OutboxSql.CLAIM_PLAN, OutboxSql.retentionPlan(java.time.Duration.ZERO), "the session's");
   }
 
   @Test
