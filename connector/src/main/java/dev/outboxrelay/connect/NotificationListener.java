@@ -272,8 +272,9 @@ final class NotificationListener {
     if (c != null) {
       try {
         c.close();
-      } catch (SQLException ignored) {
-        // Closing to interrupt a blocked read; nothing to report.
+      } catch (SQLException | RuntimeException ignored) {
+        // Closing to interrupt a blocked read; nothing to report, and nothing that may fail the
+        // stop that called it (its threads and pool would stay open for the worker's lifetime).
       }
     }
   }

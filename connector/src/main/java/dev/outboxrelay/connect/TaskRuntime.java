@@ -427,30 +427,32 @@ final class TaskRuntime {
     if (!stopRequested.compareAndSet(false, true)) {
       return;
     }
-    Thread stopper = Thread.currentThread();
-    if (exactlyOnce == null && ConnectTaskClose.isClosingATask(stopper)) {
-      // Connect's close: once it returns, the producer is closed and no acknowledgement can come.
-      loop.endGraceOnceProducerClosed(() -> !ConnectTaskClose.isClosingATask(stopper));
-    }
-    NotificationListener l = listener;
-    if (l != null) {
-      l.stop();
-    }
-    ExecutorService m = maintenanceThread;
-    if (m != null) {
-      Maintenance mt = maintenance;
-      if (mt != null) {
-        mt.stop(); // a run going on ends after its statement
-      }
-      m.shutdown();
-    }
-    renewer.taskStopping();
-    claims.taskStopping();
-    if (deadLetterCopies != null) {
-      deadLetterCopies.stop();
-    }
-    wake.wake();
+    // Whatever fails on the way, the threads are stopped and the pool closed: a second stop does
+    // nothing, so they would stay open for the worker's lifetime.
     try {
+      Thread stopper = Thread.currentThread();
+      if (exactlyOnce == null && ConnectTaskClose.isClosingATask(stopper)) {
+        // Connect's close: once it returns, the producer is closed and no acknowledgement can come.
+        loop.endGraceOnceProducerClosed(() -> !ConnectTaskClose.isClosingATask(stopper));
+      }
+      NotificationListener l = listener;
+      if (l != null) {
+        l.stop();
+      }
+      ExecutorService m = maintenanceThread;
+      if (m != null) {
+        Maintenance mt = maintenance;
+        if (mt != null) {
+          mt.stop(); // a run going on ends after its statement
+        }
+        m.shutdown();
+      }
+      renewer.taskStopping();
+      claims.taskStopping();
+      if (deadLetterCopies != null) {
+        deadLetterCopies.stop();
+      }
+      wake.wake();
       askAtStop(lastTaskStep.get());
     } finally {
       stopThreads(flushTimeout, lateAckGrace);

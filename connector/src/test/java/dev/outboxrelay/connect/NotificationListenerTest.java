@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -95,6 +96,44 @@ class NotificationListenerTest {
     assertTrue(said.message().contains("error=java.lang.StackOverflowError"), said::message);
     assertFalse(said.fullText().contains("secret-host"), said::fullText);
     dying.stop();
+  }
+
+  /**
+   * A connection whose close throws (a driver's RuntimeException) does not fail the stop: the
+   * task's stop called it first, and its threads and pool then stayed open for the worker's
+   * lifetime.
+   */
+  @Test
+  void aConnectionWhoseCloseThrowsDoesNotFailTheStop() {
+    Supplier<Connection> real = connections();
+    NotificationListener closeThrows =
+        new NotificationListener(
+            () -> {
+              Connection c = real.get();
+              return (Connection)
+                  java.lang.reflect.Proxy.newProxyInstance(
+                      Connection.class.getClassLoader(),
+                      new Class<?>[] {Connection.class},
+                      (proxy, method, args) -> {
+                        if (method.getName().equals("close")) {
+                          c.close();
+                          throw new IllegalStateException("close failed");
+                        }
+                        try {
+                          return method.invoke(c, args);
+                        } catch (java.lang.reflect.InvocationTargetException e) {
+                          throw e.getCause();
+                        }
+                      });
+            },
+            TABLE,
+            Set.of("eu"),
+            wake,
+            "test-close-throws");
+    closeThrows.start();
+    await().atMost(Duration.ofSeconds(60)).until(wake::isSignalled); // listening
+
+    assertDoesNotThrow(closeThrows::stop);
   }
 
   private void insert(String key) throws SQLException {
