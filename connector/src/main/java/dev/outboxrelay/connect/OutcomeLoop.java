@@ -93,6 +93,14 @@ final class OutcomeLoop {
   private int setAsideRounds;
   private boolean setAsideTriedAtFlush;
 
+  /**
+   * How many outcomes are set aside, once the stop's flush has tried them (0 before): the flush
+   * waits no longer for those, whose locks outlast it as far as anyone can tell (it held every stop
+   * for its whole timeout). Set after the count of pending writes, so that it never counts one more
+   * than are aside.
+   */
+  private volatile int asideAfterFlushTry;
+
   private volatile long closeDeadlineMs = Long.MAX_VALUE;
 
   /** The stop's flush ends then (monotonic clock); MAX_VALUE until stop() is called. */
@@ -236,7 +244,9 @@ final class OutcomeLoop {
     long flushDeadline = time.hiResClockMs() + flushTimeout.toMillis();
     flushDeadlineMs = flushDeadline;
     stopping.wake(); // a write in its error backoff is retried at once, and within the flush
-    while (pendingWrites.get() > 0 && time.hiResClockMs() < flushDeadline && thread.isAlive()) {
+    while (pendingWrites.get() > asideAfterFlushTry
+        && time.hiResClockMs() < flushDeadline
+        && thread.isAlive()) {
       pollWake.await(Duration.ofMillis(10));
     }
     closeDeadlineMs = time.hiResClockMs() + lateAckGrace.toMillis();
@@ -418,6 +428,7 @@ final class OutcomeLoop {
     inHand = List.of();
     int newlySetAside = setAside.size() - setAsideAlready;
     pendingWrites.addAndGet(-(batch.size() - newlySetAside));
+    asideAfterFlushTry = setAsideTriedAtFlush ? setAside.size() : 0;
     reportFoundLocked();
     setAsideReported.retainAll(messageIdsOf(setAside)); // set aside again later: logged again
     if (setAside.isEmpty()) {
@@ -452,6 +463,7 @@ final class OutcomeLoop {
   private List<PendingOutcome> takeSetAside() {
     List<PendingOutcome> batch = new ArrayList<>(setAside);
     inHand = batch; // before they leave setAside: should the thread die, each is reported once
+    asideAfterFlushTry = 0; // in hand now: the flush waits for their write
     setAside.clear();
     return batch;
   }

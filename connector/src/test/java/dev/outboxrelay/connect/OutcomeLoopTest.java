@@ -532,6 +532,37 @@ class OutcomeLoopTest {
   }
 
   /**
+   * The stop's flush tries what is set aside once, then waits no longer for it: it held every stop
+   * with a row still locked for the whole flush timeout (2 s of Connect's 5). Here the task's clock
+   * never moves, so the stop returns only if the flush stops waiting for the locked row.
+   */
+  @Test
+  void theFlushWaitsNoLongerForARowStillLockedOnceItTriedIt() throws Exception {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    ClaimedMessage m1 = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.lockedRows = Set.of("m1");
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
+    loop.start();
+    Thread stopping = new Thread(() -> loop.stop(Duration.ofHours(1), Duration.ofHours(1)));
+    try {
+      assertTrue(loop.submit(published(m1, 1)));
+      await().until(() -> f.metrics.outcomesRowLocked.get() == 1); // set aside
+      int before = store.skippingLockedCalls.get();
+
+      stopping.start();
+
+      await().until(() -> !stopping.isAlive());
+      assertTrue(store.skippingLockedCalls.get() > before, "tried once at the flush");
+    } finally {
+      time.sleep(Duration.ofHours(3).toMillis());
+      await().until(() -> !loop.isAlive() && !stopping.isAlive());
+    }
+  }
+
+  /**
    * The try once no acknowledgement can come, apart from the stop's flush: the lock goes after the
    * flush's try, and the task's clock never moves (no paced try comes), so only that try writes the
    * outcome, which would otherwise be counted late.
