@@ -3,6 +3,7 @@ package dev.outboxrelay.cli;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.ReplicaIdentity;
 import dev.outboxrelay.store.postgres.SqlStates;
+import java.util.Set;
 
 /**
  * A failure the CLI reports as one sanitized line and an exit code. Its message is written by the
@@ -18,8 +19,7 @@ public final class CliException extends RuntimeException {
    * serialization failure (40001). Retriable, so classified with an unreachable server; the hint
    * must not send the operator to check the network.
    */
-  private static final java.util.Set<String> TRANSACTION_CONFLICTS =
-      java.util.Set.of("40P01", "40001");
+  private static final Set<String> TRANSACTION_CONFLICTS = Set.of("40P01", "40001");
 
   private final int exitCode;
 

@@ -102,8 +102,8 @@ abstract class ParkedRowsCommand extends InstanceCommand {
       description =
           "With --all or --correlation-id: change at most ROWS rows (1 to "
               + MAX_BATCH_SIZE
-              + ") per transaction, in insertion order (rows parked after the command began are left for the next run; if"
-              + " interrupted, run it again). Default: ${DEFAULT-VALUE}.")
+              + ") per transaction, in insertion order (rows parked after the command began are"
+              + " left for the next run; if interrupted, run it again). Default: ${DEFAULT-VALUE}.")
   int batchSize;
 
   @Option(names = "--dry-run", description = "Only count the rows that would be changed.")
