@@ -94,8 +94,8 @@ public final class CliException extends RuntimeException {
           + " (run it again)";
     }
     if (SqlStates.LOCK_NOT_AVAILABLE.equals(state)) {
-      return "another transaction held a lock on the table or on one of its rows for longer than"
-          + " the lock timeout (--lock-timeout of migrate, requeue, discard, park and purge); what"
+      return "another transaction held a lock on the table, one of its rows or an entry of its"
+          + " published log for longer than the lock timeout (--lock-timeout of migrate, requeue, discard, park and purge); what"
           + " waited for it was rolled back: run the command again when that transaction has ended";
     }
     if (state != null && TRANSACTION_CONFLICTS.contains(state)) {

@@ -209,7 +209,8 @@ class ParkCommandTest {
     assertEquals("", r.out());
     assertEquals(
         "error: park failed: DB_LOCK_NOT_AVAILABLE (SQLState 55P03): another transaction held a"
-            + " lock on the table or on one of its rows for longer than the lock timeout"
+            + " lock on the table, one of its rows or an entry of its published log for longer than"
+            + " the lock timeout"
             + " (--lock-timeout of migrate, requeue, discard, park and purge); what waited for it was"
             + " rolled back: run the command again when that transaction has ended\n",
         r.err());

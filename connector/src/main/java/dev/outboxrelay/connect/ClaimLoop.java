@@ -265,6 +265,9 @@ final class ClaimLoop {
       }
       lastProbeMs = time.hiResClockMs() - startMs;
       drainingForProbe = false;
+      // Seen by the database-errors alert, as a failed retention run: abandoned rows wait unfound.
+      // Not the store's health: owners need no interval first, nothing was away.
+      metrics.databaseErrors.incrementAndGet();
       log.warn(
           "Probing for abandoned rows was cancelled after {} ms (reason=ABANDONED_PROBE_TIMED_OUT):"
               + " no index serves the probe, which reads the keys' active rows where none is"
@@ -278,7 +281,8 @@ final class ClaimLoop {
   /**
    * When the next probe is due: a probe interval from now, or ten times as long as the last probe
    * took where that is longer, at most ten intervals (as the backlog's count): a probe that reads a
-   * backlog of millions takes a tenth of the task thread at most.
+   * backlog of millions takes about a tenth of the task thread while it takes less than an
+   * interval, and one that takes longer (or is cancelled) runs once every ten intervals.
    */
   private long nextProbeMs() {
     return time.hiResClockMs() + probeSpacingMs();

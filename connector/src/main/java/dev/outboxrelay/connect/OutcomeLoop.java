@@ -230,15 +230,16 @@ final class OutcomeLoop {
 
   /**
    * Waits up to {@code flushTimeout} for queued outcomes, and those taken from the queue, to be
-   * written, then keeps accepting late acknowledgements for the grace period (Connect closes the
-   * producer after stop, and callbacks may still arrive); the loop ends when every handed record is
-   * resolved or grace ends. Waiting for the outcomes in hand too keeps a write that takes its usual
-   * milliseconds from landing after stop() returned, when the task's successor may already have
-   * settled the rows (exactly once, its recovery records them PUBLISHED, and the late write would
-   * report a false lost claim). A write still failing when the flush timeout ends goes on retrying
-   * through the grace, where that can still happen. Both deadlines are the monotonic clock's: on
-   * the wall clock, one stepped back meanwhile (an NTP correction) stretched them by the step, and
-   * the stop outlasted Connect's graceful shutdown timeout.
+   * written (those set aside for a row lock: until the flush has tried them once), then keeps
+   * accepting late acknowledgements for the grace period (Connect closes the producer after stop,
+   * and callbacks may still arrive); the loop ends when every handed record is resolved or grace
+   * ends. Waiting for the outcomes in hand too keeps a write that takes its usual milliseconds from
+   * landing after stop() returned, when the task's successor may already have settled the rows
+   * (exactly once, its recovery records them PUBLISHED, and the late write would report a false
+   * lost claim). A write still failing when the flush timeout ends goes on retrying through the
+   * grace, where that can still happen. Both deadlines are the monotonic clock's: on the wall
+   * clock, one stepped back meanwhile (an NTP correction) stretched them by the step, and the stop
+   * outlasted Connect's graceful shutdown timeout.
    */
   void stop(Duration flushTimeout, Duration lateAckGrace) {
     long flushDeadline = time.hiResClockMs() + flushTimeout.toMillis();

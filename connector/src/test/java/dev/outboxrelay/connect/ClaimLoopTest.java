@@ -946,9 +946,10 @@ class ClaimLoopTest {
    * A probe for abandoned rows that the statement timeout cancels (no index serves it: on a backlog
    * of tens of millions it reads past the timeout) is said, and the poll claims due rows all the
    * same: it threw, and every probe interval the task thread spent the timeout on it again. The
-   * next probe waits ten times as long as this one took, at most ten probe intervals; it is no
-   * database error, which would hold the probe back as an outage does. Holding rows, the task looks
-   * first ({@code hasAbandoned}); holding none, it claims at once ({@code claimAbandoned}).
+   * next probe waits ten times as long as this one took, at most ten probe intervals; it is counted
+   * with the database errors, but is no outage, which would hold the probe back. Holding rows, the
+   * task looks first ({@code hasAbandoned}); holding none, it claims at once ({@code
+   * claimAbandoned}).
    */
   @ParameterizedTest
   @ValueSource(strings = {"hasAbandoned", "claimAbandoned"})
@@ -986,6 +987,7 @@ class ClaimLoopTest {
     assertEquals(List.of(probe), looks);
     assertEquals(probe.equals("hasAbandoned") ? List.of("m1") : List.of("m0", "m1"), ids(claimed));
     assertEquals(StoreHealth.NO_ERROR, health.lastDatabaseErrorMs(), "not an outage");
+    assertEquals(1, f.metrics.databaseErrors.get(), "seen by the database-errors alert");
     assertEquals(
         1,
         LogCapture.get()

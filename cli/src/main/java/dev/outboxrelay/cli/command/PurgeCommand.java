@@ -63,7 +63,9 @@ public final class PurgeCommand extends InstanceCommand {
    * A row still in the table that another session holds is skipped and counted as left, but an
    * entry of the published log is waited for (skipping it would lock each entry before its delete,
    * a WAL record more per relayed row, in the relay's retention too): without a bound, purge waited
-   * as long as the other session held it, saying nothing.
+   * as long as the other session held it, saying nothing. Each delete sets it for its own
+   * transaction, as the relay's retention does: a session setting would stay, behind a pooler in
+   * transaction mode, on the server connection for the pooler's other clients.
    */
   @Mixin LockTimeoutOption lockTimeoutOption;
 
@@ -91,15 +93,6 @@ public final class PurgeCommand extends InstanceCommand {
     }
     cutoff = Cutoff.parse("--published-before", publishedBefore);
     lockTimeout = lockTimeoutOption.lockTimeout();
-  }
-
-  /**
-   * The lock timeout for each of the command's sessions too (its counts wait for a migration's
-   * table lock as a delete does); each delete sets its own, as the relay's retention does.
-   */
-  @Override
-  String sessionSetup() {
-    return lockTimeout.isZero() ? null : "SET lock_timeout = " + lockTimeout.toMillis();
   }
 
   @Override
