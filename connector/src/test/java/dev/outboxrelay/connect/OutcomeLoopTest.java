@@ -18,6 +18,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.utils.MockTime;
@@ -557,6 +558,50 @@ class OutcomeLoopTest {
       await().until(() -> !stopping.isAlive());
       assertTrue(store.skippingLockedCalls.get() > before, "tried once at the flush");
     } finally {
+      time.sleep(Duration.ofHours(3).toMillis());
+      await().until(() -> !loop.isAlive() && !stopping.isAlive());
+    }
+  }
+
+  /**
+   * ... but for the other outcomes the flush still waits: a publish in hand when the stop comes is
+   * written before the stop returns, a row set aside beside it or not.
+   */
+  @Test
+  void theFlushStillWaitsForTheOtherOutcomesBesideALockedRow() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    f.add("eu", "m2", "b");
+    Map<String, ClaimedMessage> claimed = new HashMap<>();
+    f.claimIntoLedger().forEach(m -> claimed.put(m.messageId(), m));
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.lockedRows = Set.of("m1");
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofHours(1));
+    loop.start();
+    CountDownLatch gate = new CountDownLatch(1);
+    Thread stopping = new Thread(() -> loop.stop(Duration.ofHours(1), Duration.ofHours(1)));
+    try {
+      assertTrue(loop.submit(published(claimed.get("m1"), 1)));
+      await().until(() -> f.metrics.outcomesRowLocked.get() == 1); // set aside
+      store.publishGate = gate;
+      int publishes = store.publishCalls.get();
+      assertTrue(loop.submit(published(claimed.get("m2"), 2)));
+      await().until(() -> store.publishCalls.get() > publishes); // m2's write, held
+
+      stopping.start();
+      await()
+          .until(
+              () ->
+                  stopping.getState() == Thread.State.TIMED_WAITING
+                      || stopping.getState() == Thread.State.TERMINATED);
+      assertTrue(stopping.isAlive(), "waits for m2's write");
+      gate.countDown();
+
+      await().until(() -> !stopping.isAlive());
+      assertEquals(MessageStatus.PUBLISHED, f.store.find("m2").orElseThrow().status());
+    } finally {
+      gate.countDown();
       time.sleep(Duration.ofHours(3).toMillis());
       await().until(() -> !loop.isAlive() && !stopping.isAlive());
     }
