@@ -13,7 +13,7 @@ import org.apache.kafka.connect.errors.ConnectException;
 final class MappingFailedException extends ConnectException {
   private final String messageId;
 
-  MappingFailedException(ClaimedMessage row, RuntimeException error) {
+  MappingFailedException(ClaimedMessage row, Throwable error) {
     super(
         "outbox-relay: mapping message_id="
             + Printable.escape(row.messageId())

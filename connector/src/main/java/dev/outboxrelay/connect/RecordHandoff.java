@@ -468,7 +468,11 @@ final class RecordHandoff {
                 ? mapper.deadLetter(row, bad.reasonCode())
                 : null;
         all.add(new Mapping(row, result, deadLetter));
-      } catch (RuntimeException e) { // NOPMD: any failure here is a bug, reported by its class
+      } catch (RuntimeException | StackOverflowError e) { // NOPMD: a bug, reported by its class
+        // A stack overflow too: the mapping recurses into the payload as deep as the nesting the
+        // mappers accept (900 levels), which a thread stack of well under the JVM's default 1 MB
+        // cannot hold. Unwound by now, it fails this row's mapping, parked and named, not the task
+        // with a trace that names no row.
         throw new MappingFailedException(row, e);
       }
     }

@@ -76,6 +76,28 @@ class RecordHandoffTest {
     assertEquals(List.of(), queued, "the unpublishable row's park not queued either");
   }
 
+  /**
+   * A stack overflow in the mapping (a payload nested as deep as the mappers accept, on a thread
+   * stack well under the JVM's default) fails the row's mapping, named, as any other bug: it
+   * escaped as an Error that named no row, and the task failed.
+   */
+  @Test
+  void aStackOverflowInTheMappingNamesTheRow() {
+    RecordHandoff handoff = new RecordHandoff(mapper, ledger, o -> true, metrics, "owner");
+    handoff.mapWith(
+        row -> {
+          throw new StackOverflowError();
+        });
+
+    MappingFailedException e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            MappingFailedException.class, () -> handoff.toRecords(List.of(row("deep", null))));
+
+    assertEquals("deep", e.messageId());
+    assertTrue(e.getMessage().contains("error=java.lang.StackOverflowError"), e::getMessage);
+    assertEquals(0, ledger.size());
+  }
+
   @Test
   void anUnpublishableRowsOutcomeIsQueuedAndItsNeighbourHandedOver() {
     List<PendingOutcome> queued = new ArrayList<>();
