@@ -186,12 +186,16 @@ final class ExactlyOnceState {
    */
   private void requireNoneAtThisEpoch(List<CommittedPosition> committed) {
     if (committed.stream().anyMatch(p -> p.epoch() == epoch)) {
-      throw new ConnectException(
-          "outbox-relay: an exactly-once offset has this instance's epoch: committed against"
-              + " another history of the database (restored or moved); restart the task, which"
-              + " takes a new epoch, and reset the connector's offsets"
-              + " (reason=OFFSET_AT_INSTANCE_EPOCH)");
+      throw offsetAtThisEpoch();
     }
+  }
+
+  private static ConnectException offsetAtThisEpoch() {
+    return new ConnectException(
+        "outbox-relay: an exactly-once offset has this instance's epoch: committed against"
+            + " another history of the database (restored or moved); restart the task, which"
+            + " takes a new epoch, and reset the connector's offsets"
+            + " (reason=OFFSET_AT_INSTANCE_EPOCH)");
   }
 
   /**
@@ -274,7 +278,11 @@ final class ExactlyOnceState {
     try {
       ended = settlePages(sweep, "sweep");
     } catch (RuntimeException e) {
-      nextSweepMs = now + Math.min(sweepInterval.toMillis(), SWEEP_RETRY.toMillis());
+      // From the failure, not the page's start: a page that waited out the statement timeout (a
+      // row locked by an operator's transaction) was retried by the next claim, and every claim
+      // waited the timeout first while the lock lasted.
+      nextSweepMs =
+          time.hiResClockMs() + Math.min(sweepInterval.toMillis(), SWEEP_RETRY.toMillis());
       throw e;
     }
     if (ended) {
@@ -283,7 +291,8 @@ final class ExactlyOnceState {
       sweep = null;
       // Spaced by the interval, or by the pass's own length behind a backlog so large that it
       // outlasts the interval: then sweeping takes at most half of the claims' time.
-      nextSweepMs = now + Math.max(sweepInterval.toMillis(), now - sweepStartedMs);
+      long end = time.hiResClockMs();
+      nextSweepMs = end + Math.max(sweepInterval.toMillis(), end - sweepStartedMs);
     }
   }
 
@@ -405,7 +414,12 @@ final class ExactlyOnceState {
         if (position.isEmpty()) {
           continue;
         }
-        if (order > 0 && position.get().epoch() >= epoch) {
+        if (order > 0 && position.get().epoch() == epoch) {
+          // Ignored, it would be read again by a successor (of a later epoch), and cover this
+          // instance's rows, sent or not, should it crash before committing the bucket.
+          throw offsetAtThisEpoch();
+        }
+        if (order > 0 && position.get().epoch() > epoch) {
           warnIgnoredFromAnotherHistory(position.get());
           continue;
         }
@@ -495,7 +509,8 @@ final class ExactlyOnceState {
       // Connect reads the offsets topic to its end; a broker that is away makes that time out.
       // Nothing is claimed until it succeeds, so poll() is simply tried again.
       log.warn(
-          "Exactly-once recovery could not read the committed offsets ({}); will retry",
+          "Exactly-once recovery could not read the committed offsets ({}; reason=OFFSETS_UNREADABLE);"
+              + " nothing is claimed until they are read; will retry",
           e.getClass().getSimpleName());
       throw new RetriableException("outbox-relay: committed offsets unreadable, will retry");
     }

@@ -104,6 +104,12 @@ class ExactlyOnceTaskTest {
   /** The SQLState the next sweep fails with, once; null for none. */
   private volatile String sweepFailure;
 
+  /** How long the failing sweep takes (on the task's MockTime) before it fails: 0 for none. */
+  private volatile long sweepFailsAfterMs;
+
+  /** Sweep pages asked for (recoveries of expired leases only), failed ones included. */
+  private final AtomicInteger sweepPages = new AtomicInteger();
+
   /** Rows a recovery page reads at most, when above 0: many pages from a small backlog. */
   private volatile int recoveryPageRows;
 
@@ -164,10 +170,16 @@ class ExactlyOnceTaskTest {
   @Test
   void unreadableCommittedOffsetsAreReadAgainAfterAPauseNotAtOnce() throws Exception {
     offsetsUnreadable = true;
+    long mark = LogCapture.get().mark();
     // Three seconds: a poll waits at most one (PollPause.SLICE), the failed one included, so the
     // second ends a second before the pause does.
     start(Map.of("poll.interval.ms", "3000"));
     assertEquals(1, offsetReads.get(), "read as the epoch was taken, in vain");
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=OFFSETS_UNREADABLE"))
+            .size());
 
     assertThrows(RetriableException.class, task::poll);
     assertEquals(2, offsetReads.get());
@@ -290,6 +302,30 @@ class ExactlyOnceTaskTest {
     List<SourceRecord> records = start().poll();
     assertEquals(List.of("a"), records.stream().map(SourceOffsets::messageId).toList());
     assertTrue(SourceOffsets.epoch(records.get(0)) > old + 1, "a later epoch than the offset's");
+  }
+
+  /**
+   * So does one committed by an earlier build under another key order at that epoch: ignored, the
+   * instance relayed, and its successor (of a later epoch) read the offset and took the instance's
+   * rows up to it for committed, sent or not.
+   */
+  @Test
+  void anOffsetAtTheEpochTakenAtStartUnderAnEarlierKeyOrderFailsTheStart() {
+    add("a", "agg-1", 10);
+    long old = store.newEpoch();
+    ClaimedMessage a = store.claim(previousClaim().exactlyOnce(old, 1, ALL)).claimed().get(0);
+    store.release("a", a.lease());
+    commit(
+        SourceOffsets.bucketPartitionInEveryOrder("eu", ALL.bucketOf(a.aggregateHash()), BUCKETS)
+            .get(1),
+        a,
+        old + 1,
+        7); // an earlier build's, another history's, at the epoch start() takes
+
+    ConnectException failed = assertThrows(ConnectException.class, this::start);
+    assertTrue(
+        failed.getMessage().contains("(reason=OFFSET_AT_INSTANCE_EPOCH)"), failed.getMessage());
+    assertEquals(MessageStatus.PENDING, store.find("a").orElseThrow().status(), "nothing claimed");
   }
 
   /**
@@ -581,10 +617,14 @@ class ExactlyOnceTaskTest {
     clock.advance(Duration.ofHours(1)); // the zombie's lease ran out
     mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
     sweepFailure = sqlState;
+    sweepFailsAfterMs = 30_000; // a lock waited for up to statement.timeout.ms, say
     long mark = LogCapture.get().mark();
 
     assertEquals(List.of("b"), task.poll().stream().map(SourceOffsets::messageId).toList());
     assertEquals(1, task.metrics().databaseErrors.get());
+    assertEquals(1, sweepPages.get());
+    task.poll(); // a claim made meanwhile, or now
+    assertEquals(1, sweepPages.get(), "retried after SWEEP_RETRY from the failure, not at once");
     mockTime.sleep(ExactlyOnceState.SWEEP_RETRY.toMillis());
 
     await()
@@ -1784,11 +1824,17 @@ class ExactlyOnceTaskTest {
               if (recoveryPageRows > 0 && method.getName().equals("recover")) {
                 args[3] = Math.min((Integer) args[3], recoveryPageRows);
               }
+              if (method.getName().equals("recover") && ((RecoveryRequest) args[0]).expiredOnly()) {
+                sweepPages.incrementAndGet();
+              }
               String sweepFails = sweepFailure;
               if (sweepFails != null
                   && method.getName().equals("recover")
                   && ((RecoveryRequest) args[0]).expiredOnly()) {
                 sweepFailure = null;
+                if (sweepFailsAfterMs > 0) {
+                  time.sleep(sweepFailsAfterMs); // waited out the statement timeout
+                }
                 throw new OutboxStoreException(
                     OutboxStoreException.Kind.TRANSIENT, "DB_ERROR", sweepFails, "recover");
               }
