@@ -256,6 +256,16 @@ final class OutboxSql {
           + " set_config('jit', 'off', true)";
 
   /**
+   * {@link #CLAIM_PLAN}, and a wait for a row lock no longer than {@link #OUTCOME_LOCK_WAIT}: the
+   * setting of an exactly-once sweep's page. A sweep runs ahead of a claim, and a row an operator's
+   * open transaction holds made every claim wait out the statement timeout first, sweep after
+   * sweep. Past it the page fails with 55P03, rolled back, and is tried again after a pause. (A
+   * recovery at the start waits: nothing is claimed before it ends anyway.)
+   */
+  static final String SWEEP_PLAN =
+      CLAIM_PLAN + ", set_config('lock_timeout', '" + OUTCOME_LOCK_WAIT + "', true)";
+
+  /**
    * The longest retention's delete waits for a lock: an entry of the published log that another
    * session holds (a transaction that selected it FOR UPDATE, or deleted it and is still open), or
    * the table during a migration. Every run reads the oldest entries first, so without a bound each
@@ -405,13 +415,14 @@ final class OutboxSql {
    * isolated, to be claimed alone, since it may be why its instances ended. One that was claimed
    * alone already is charged an attempt instead, and past the budget parked EXHAUSTED, as an
    * abandoned isolated claim at least once. Both bump the token, so the previous holder's late
-   * writes are fenced off. Row locks are waited for, not skipped: a previous holder's write in
-   * progress must settle first; the locked rows are found again by the primary key and checked
-   * again, since such a write may have settled them. It also returns, untouched, the page's expired
-   * rows leased under a later epoch (see {@link dev.outboxrelay.store.Recovery}), and a last row
-   * ('page') with the count of rows read and the last seq read. A live lease of another connector's
-   * task ({@code {own owner(o)}} false) is left alone and returned ('foreign'); an expired one is
-   * released whatever its epoch ({@code {recoverable(o)}}).
+   * writes are fenced off. Row locks are waited for, not skipped (a sweep's, {@link #SWEEP_PLAN},
+   * for a second at most): a previous holder's write in progress must settle first; the locked rows
+   * are found again by the primary key and checked again, since such a write may have settled them.
+   * It also returns, untouched, the page's expired rows leased under a later epoch (see {@link
+   * dev.outboxrelay.store.Recovery}), and a last row ('page') with the count of rows read and the
+   * last seq read. A live lease of another connector's task ({@code {own owner(o)}} false) is left
+   * alone and returned ('foreign'); an expired one is released whatever its epoch ({@code
+   * {recoverable(o)}}).
    */
   private static final String RECOVER =
       """

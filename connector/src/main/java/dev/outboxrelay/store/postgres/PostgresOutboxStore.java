@@ -316,7 +316,8 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
     return run(
         "recover",
-        OutboxSql.CLAIM_PLAN, // read along the due index: no bitmap of the key's whole backlog
+        // Read along the due index: no bitmap of the key's whole backlog.
+        request.expiredOnly() ? OutboxSql.SWEEP_PLAN : OutboxSql.CLAIM_PLAN,
         share.ownsAll() ? sql.recover : sql.recoverInShare,
         (c, statement) -> {
           statement

@@ -482,7 +482,13 @@ class ClaimStatementTest {
    * PostgreSQL 15). The embedded server has no LLVM, so the setting, not the timing, is checked.
    */
   @ParameterizedTest
-  @ValueSource(strings = {OutboxSql.CLAIM_PLAN, OutboxSql.ACKS_PLAN, OutboxSql.PUBLISH_PLAN})
+  @ValueSource(
+      strings = {
+        OutboxSql.CLAIM_PLAN,
+        OutboxSql.ACKS_PLAN,
+        OutboxSql.PUBLISH_PLAN,
+        OutboxSql.SWEEP_PLAN
+      })
   void statementsBehindPlanSettingsRunWithoutJit(String settings) throws SQLException {
     try (Connection c = dataSources.get(Statistics.FRESH).getConnection();
         PreparedStatement ps =

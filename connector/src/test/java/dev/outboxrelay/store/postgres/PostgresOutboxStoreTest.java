@@ -144,7 +144,8 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     clock.advance(Duration.ofMinutes(5)); // the old instance's lease ran out
     long mine = store.newEpoch();
     long successor = store.newEpoch();
-    RecoveryRequest sweep = new RecoveryRequest(Set.of(EU), ALL_BUCKETS, mine, List.of(), true);
+    // At the start (a sweep waits a second at most: below).
+    RecoveryRequest sweep = new RecoveryRequest(Set.of(EU), ALL_BUCKETS, mine, List.of(), false);
     RecoveryPage page;
     try (Connection holder = dataSource.getConnection();
         PreparedStatement take =
@@ -165,6 +166,38 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     assertTrue(page.settled().isEmpty(), "read as it was, left as it is: " + page);
     assertEquals(MessageStatus.IN_FLIGHT, state(a).status());
     assertEquals("successor", state(a).leaseOwner());
+  }
+
+  /**
+   * A sweep page waits a second at most for a row another session holds locked (an operator's open
+   * transaction): a sweep runs ahead of a claim, and every claim waited out the statement timeout
+   * first while the lock lasted. The page fails with 55P03, rolled back: the row stays as it was.
+   */
+  @Test
+  void aSweepPageWaitsASecondAtMostForALockedRow() throws Exception {
+    String a = add(EU, "a", "agg-1");
+    long old = store.newEpoch();
+    store.claim(exactlyOnce("old", 1, old, 1, ALL_BUCKETS));
+    clock.advance(Duration.ofMinutes(5)); // the old instance's lease ran out
+    long mine = store.newEpoch();
+    RecoveryRequest sweep = new RecoveryRequest(Set.of(EU), ALL_BUCKETS, mine, List.of(), true);
+    OutboxStoreException failed;
+    try (Connection holder = dataSource.getConnection();
+        Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id = '" + a + "' FOR UPDATE");
+      failed =
+          CompletableFuture.supplyAsync(
+                  () ->
+                      assertThrows(
+                          OutboxStoreException.class,
+                          () -> store.recover(sweep, EU, Long.MIN_VALUE, 10)))
+              .get(60, TimeUnit.SECONDS); // a hang guard: the test store's timeout is longer
+      holder.rollback();
+    }
+    assertTrue(failed.isLockWait(), failed::toString);
+    assertEquals(MessageStatus.IN_FLIGHT, state(a).status());
+    assertEquals("old", state(a).leaseOwner());
   }
 
   /**
