@@ -59,6 +59,11 @@ final class ClaimLoop {
 
   private long nextAbandonedProbeMs;
 
+  /** The reason of the last sweep failure logged, and when (monotonic clock); null for none. */
+  private String sweepFailureSaid;
+
+  private long sweepFailureSaidMs;
+
   /** How long the last probe for abandoned rows took, by the monotonic clock. */
   private long lastProbeMs;
 
@@ -730,13 +735,21 @@ final class ClaimLoop {
       if (!e.isRetriable()) {
         throw e;
       }
-      // A sweep waits for row locks (a fenced instance's write must settle first) and may time
-      // out; the claims skip locked rows and go on, as between sweeps.
+      // A sweep waits a second for row locks (a fenced instance's write must settle first) and
+      // fails past it; the claims skip locked rows and go on, as between sweeps.
       health.databaseError(e);
-      log.warn(
-          "Exactly-once sweep failed (reason={}, sqlState={}); claiming on, sweep retried soon",
-          e.reasonCode(),
-          e.sqlState());
+      long now = time.hiResClockMs();
+      if (!e.reasonCode().equals(sweepFailureSaid) || now - sweepFailureSaidMs >= 60_000) {
+        // Once a minute while the same failure lasts: a lock held for hours failed a sweep every
+        // few seconds.
+        sweepFailureSaid = e.reasonCode();
+        sweepFailureSaidMs = now;
+        log.warn(
+            "Exactly-once sweep failed (reason={}, sqlState={}); claiming on, sweep retried soon"
+                + " (said once a minute while it fails so)",
+            e.reasonCode(),
+            e.sqlState());
+      }
     }
     while (exactlyOnce.isolating()) {
       if (!ledger.isEmpty()) {

@@ -643,6 +643,40 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A sweep that keeps failing (a row an operator's transaction holds for hours; each sweep waits a
+   * second for it, then fails, and is tried again 5 s later) is said once a minute, not at every
+   * try.
+   */
+  @Test
+  void aSweepThatKeepsFailingIsSaidOnceAMinute() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    start(Map.of("claim.batch.size", "1")).poll();
+    add("a", "agg-1", 10);
+    store.claim(previousClaim().exactlyOnce(0, 1, ALL)); // a zombie of a lower epoch
+    clock.advance(Duration.ofHours(1)); // the zombie's lease ran out
+    long mark = LogCapture.get().mark();
+    long[] waits = {
+      Duration.ofMinutes(1).toMillis(), // a sweep is due
+      ExactlyOnceState.SWEEP_RETRY.toMillis(),
+      Duration.ofMinutes(1).toMillis()
+    };
+    int[] saidAfter = {1, 1, 2};
+    for (int i = 0; i < waits.length; i++) {
+      mockTime.sleep(waits[i]);
+      sweepFailure = "55P03";
+      int pages = i + 1;
+      await().pollInSameThread().until(() -> task.poll() == null && sweepPages.get() >= pages);
+      assertEquals(
+          saidAfter[i],
+          LogCapture.get()
+              .matching(mark, e -> e.message().startsWith("Exactly-once sweep failed"))
+              .size(),
+          "after failure " + pages);
+    }
+  }
+
+  /**
    * A recovery that committed though its reply was lost settled rows the retry no longer finds:
    * what they were is not known, and the retry says so instead of staying silent.
    */
