@@ -59,7 +59,10 @@ final class ClaimLoop {
 
   private long nextAbandonedProbeMs;
 
-  /** The reason of the last sweep failure logged, and when (monotonic clock); null for none. */
+  /**
+   * The reason and SQLState of the last sweep failure logged, and when (monotonic clock); null for
+   * none.
+   */
   private String sweepFailureSaid;
 
   private long sweepFailureSaidMs;
@@ -739,10 +742,11 @@ final class ClaimLoop {
       // fails past it; the claims skip locked rows and go on, as between sweeps.
       health.databaseError(e);
       long now = time.hiResClockMs();
-      if (!e.reasonCode().equals(sweepFailureSaid) || now - sweepFailureSaidMs >= 60_000) {
+      String failure = e.reasonCode() + "/" + e.sqlState();
+      if (!failure.equals(sweepFailureSaid) || now - sweepFailureSaidMs >= 60_000) {
         // Once a minute while the same failure lasts: a lock held for hours failed a sweep every
         // few seconds.
-        sweepFailureSaid = e.reasonCode();
+        sweepFailureSaid = failure;
         sweepFailureSaidMs = now;
         log.warn(
             "Exactly-once sweep failed (reason={}, sqlState={}); claiming on, sweep retried soon"

@@ -82,7 +82,12 @@ final class ExactlyOnceState {
   /** The sweep under way, between two claims; null between sweeps. */
   private RecoveryPass sweep;
 
-  private long sweepStartedMs;
+  /**
+   * How long the current pass's calls took in all, failed ones included: the pass's own length,
+   * which spaces the next. Not the time since it began: a pass whose pages kept failing for hours
+   * (a row locked meanwhile) put the next sweep off as long, leaving zombies' rows in flight.
+   */
+  private long sweepBusyMs;
 
   private long batch;
 
@@ -198,6 +203,15 @@ final class ExactlyOnceState {
             + " (reason=OFFSET_AT_INSTANCE_EPOCH)");
   }
 
+  /** As {@link #offsetAtThisEpoch()}, for an earlier build's offset, which no reset reaches. */
+  private static ConnectException earlierBuildsOffsetAtThisEpoch() {
+    return new ConnectException(
+        "outbox-relay: an exactly-once offset an earlier build committed has this instance's"
+            + " epoch: committed against another history of the database (restored or moved);"
+            + " no offsets reset reaches it: create the connector anew under another name"
+            + " (reason=OFFSET_AT_INSTANCE_EPOCH)");
+  }
+
   /**
    * Recovers this instance's buckets (taking its epoch first if start() could not), at most {@link
    * #PAGES_PER_CALL} pages per call, so that a poll returns soon however large the backlog (Connect
@@ -272,12 +286,13 @@ final class ExactlyOnceState {
               new RecoveryRequest(
                   instanceKeys, share, epoch, committedAtStart, true, maxAttempts, ownOwners),
               pageRows);
-      sweepStartedMs = now;
+      sweepBusyMs = 0;
     }
     boolean ended;
     try {
       ended = settlePages(sweep, "sweep");
     } catch (RuntimeException e) {
+      sweepBusyMs += time.hiResClockMs() - now;
       // From the failure, not the page's start: a page that waited out the statement timeout (a
       // row locked by an operator's transaction) was retried by the next claim, and every claim
       // waited the timeout first while the lock lasted.
@@ -285,14 +300,15 @@ final class ExactlyOnceState {
           time.hiResClockMs() + Math.min(sweepInterval.toMillis(), SWEEP_RETRY.toMillis());
       throw e;
     }
+    long end = time.hiResClockMs();
+    sweepBusyMs += end - now;
     if (ended) {
       reportLaterEpoch(sweep.laterEpoch());
       reportForeign(sweep);
       sweep = null;
       // Spaced by the interval, or by the pass's own length behind a backlog so large that it
       // outlasts the interval: then sweeping takes at most half of the claims' time.
-      long end = time.hiResClockMs();
-      nextSweepMs = end + Math.max(sweepInterval.toMillis(), end - sweepStartedMs);
+      nextSweepMs = end + Math.max(sweepInterval.toMillis(), sweepBusyMs);
     }
   }
 
@@ -417,7 +433,7 @@ final class ExactlyOnceState {
         if (order > 0 && position.get().epoch() == epoch) {
           // Ignored, it would be read again by a successor (of a later epoch), and cover this
           // instance's rows, sent or not, should it crash before committing the bucket.
-          throw offsetAtThisEpoch();
+          throw earlierBuildsOffsetAtThisEpoch();
         }
         if (order > 0 && position.get().epoch() > epoch) {
           warnIgnoredFromAnotherHistory(position.get());
@@ -465,12 +481,13 @@ final class ExactlyOnceState {
   }
 
   /**
-   * An offset an earlier build committed under another key order, of an epoch not below this
+   * An offset an earlier build committed under another key order, of an epoch above this
    * instance's: another history of the database's (see {@link #warnIfFromAnotherHistory}), which a
    * reset cannot clear (Connect's offsets endpoints reach only the fixed order's bytes). Taken, it
    * would outrank every offset this history commits until its transaction ids pass that epoch: rows
-   * committed to Kafka released and sent again at each restart, and at that very epoch, rows taken
-   * for committed. Ignored: at worst rows are sent again.
+   * committed to Kafka released and sent again at each restart. Ignored: at worst rows are sent
+   * again. (One at this instance's very epoch fails the task instead: a successor would read it,
+   * and take this instance's rows up to it for committed.)
    */
   private void warnIgnoredFromAnotherHistory(CommittedPosition p) {
     log.warn(

@@ -325,6 +325,9 @@ class ExactlyOnceTaskTest {
     ConnectException failed = assertThrows(ConnectException.class, this::start);
     assertTrue(
         failed.getMessage().contains("(reason=OFFSET_AT_INSTANCE_EPOCH)"), failed.getMessage());
+    assertTrue(
+        failed.getMessage().contains("create the connector anew under another name"),
+        "no reset reaches it: " + failed.getMessage());
     assertEquals(MessageStatus.PENDING, store.find("a").orElseThrow().status(), "nothing claimed");
   }
 
@@ -640,6 +643,41 @@ class ExactlyOnceTaskTest {
         LogCapture.get()
             .matching(mark, e -> e.message().contains("reason=WRITE_REPLY_LOST"))
             .size());
+  }
+
+  /**
+   * A pass whose pages kept failing for an hour (a row locked meanwhile) puts the next sweep off by
+   * an interval once it ends, not by the hour: spaced by the time its calls took, as behind a large
+   * backlog. By the hour, zombies' rows expired meanwhile stayed in flight as long.
+   */
+  @Test
+  void aSweepThatFailedForAnHourIsSpacedByTheInterval() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    start(Map.of("claim.batch.size", "1")).poll();
+    add("a", "agg-1", 10);
+    store.claim(previousClaim().exactlyOnce(0, 1, ALL)); // a zombie of a lower epoch
+    clock.advance(Duration.ofHours(1)); // the zombie's lease ran out
+    mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
+    sweepFailure = "55P03";
+    await().pollInSameThread().until(() -> task.poll() == null && sweepPages.get() == 1);
+    mockTime.sleep(Duration.ofHours(1).toMillis()); // the lock held; then the pass goes on
+    await()
+        .pollInSameThread()
+        .until(
+            () -> {
+              List<SourceRecord> next = task.poll();
+              return next != null
+                  && next.stream().map(SourceOffsets::messageId).toList().equals(List.of("a"));
+            });
+    int pages = sweepPages.get();
+    add("b", "agg-2", 10);
+    store.claim(previousClaim().exactlyOnce(0, 2, ALL)); // another zombie's row
+    clock.advance(Duration.ofHours(1));
+
+    mockTime.sleep(Duration.ofMinutes(1).toMillis()); // an interval: a quarter lease
+
+    await().pollInSameThread().until(() -> task.poll() != null && sweepPages.get() > pages);
   }
 
   /**
