@@ -733,7 +733,9 @@ final class ClaimLoop {
       holdsIsolatedClaim = false;
     }
     try {
-      exactlyOnce.sweepIfDue();
+      if (exactlyOnce.sweepIfDue()) {
+        sweepFailureSaid = null; // a failure after a sweep that went through is said at once
+      }
     } catch (OutboxStoreException e) {
       if (!e.isRetriable()) {
         throw e;

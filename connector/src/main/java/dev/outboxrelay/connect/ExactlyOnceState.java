@@ -83,11 +83,17 @@ final class ExactlyOnceState {
   private RecoveryPass sweep;
 
   /**
-   * How long the current pass's calls took in all, failed ones included: the pass's own length,
-   * which spaces the next. Not the time since it began: a pass whose pages kept failing for hours
-   * (a row locked meanwhile) put the next sweep off as long, leaving zombies' rows in flight.
+   * When the current pass began, moved on by the time it spent failing (each failed call, and the
+   * wait until its retry): the pass's own length, which spaces the next, is the time since. Counted
+   * from its first call, a pass whose pages kept failing for hours (a row locked meanwhile) put the
+   * next sweep off as long, leaving zombies' rows in flight.
    */
-  private long sweepBusyMs;
+  private long sweepStartedMs;
+
+  /** When the last call of the current pass failed; {@link #NOT_FAILED} otherwise. */
+  private long sweepFailedAtMs = NOT_FAILED;
+
+  private static final long NOT_FAILED = Long.MIN_VALUE;
 
   private long batch;
 
@@ -271,14 +277,14 @@ final class ExactlyOnceState {
    * claim goes between two calls, the ordered claim waiting as ever for a row still leased ahead of
    * its aggregate's next. Released, or recorded PUBLISHED where a position committed before the
    * start covers them. A page that fails is read again after {@link #SWEEP_RETRY} (or the interval,
-   * if shorter).
+   * if shorter, or the failed call's length, if longer). Returns whether pages were read now.
    */
-  void sweepIfDue() {
+  boolean sweepIfDue() {
     // Monotonic: a wall clock stepped back (an NTP correction) stopped the sweeps for as long,
     // leaving a fenced instance's expired rows in flight and their aggregates waiting.
     long now = time.hiResClockMs();
     if (now < nextSweepMs) {
-      return;
+      return false;
     }
     if (sweep == null) {
       sweep =
@@ -286,30 +292,37 @@ final class ExactlyOnceState {
               new RecoveryRequest(
                   instanceKeys, share, epoch, committedAtStart, true, maxAttempts, ownOwners),
               pageRows);
-      sweepBusyMs = 0;
+      sweepStartedMs = now;
+    } else if (sweepFailedAtMs != NOT_FAILED) {
+      sweepStartedMs += now - sweepFailedAtMs; // the wait for this retry is no part of its length
     }
+    sweepFailedAtMs = NOT_FAILED;
     boolean ended;
     try {
       ended = settlePages(sweep, "sweep");
     } catch (RuntimeException e) {
-      sweepBusyMs += time.hiResClockMs() - now;
-      // From the failure, not the page's start: a page that waited out the statement timeout (a
-      // row locked by an operator's transaction) was retried by the next claim, and every claim
-      // waited the timeout first while the lock lasted.
+      long failedAt = time.hiResClockMs();
+      sweepStartedMs += failedAt - now; // the failed call is no part of the pass's length either
+      sweepFailedAtMs = failedAt;
+      // From the failure, not the page's start, and at least as long as the failed call took: a
+      // page that waited out the statement timeout (a row locked by an operator's transaction) was
+      // retried by the next claim, and every claim waited the timeout first while it failed so.
       nextSweepMs =
-          time.hiResClockMs() + Math.min(sweepInterval.toMillis(), SWEEP_RETRY.toMillis());
+          failedAt
+              + Math.max(
+                  Math.min(sweepInterval.toMillis(), SWEEP_RETRY.toMillis()), failedAt - now);
       throw e;
     }
-    long end = time.hiResClockMs();
-    sweepBusyMs += end - now;
     if (ended) {
       reportLaterEpoch(sweep.laterEpoch());
       reportForeign(sweep);
       sweep = null;
       // Spaced by the interval, or by the pass's own length behind a backlog so large that it
       // outlasts the interval: then sweeping takes at most half of the claims' time.
-      nextSweepMs = end + Math.max(sweepInterval.toMillis(), sweepBusyMs);
+      long end = time.hiResClockMs();
+      nextSweepMs = end + Math.max(sweepInterval.toMillis(), end - sweepStartedMs);
     }
+    return true;
   }
 
   /**

@@ -627,8 +627,11 @@ class ExactlyOnceTaskTest {
     assertEquals(1, task.metrics().databaseErrors.get());
     assertEquals(1, sweepPages.get());
     task.poll(); // a claim made meanwhile, or now
-    assertEquals(1, sweepPages.get(), "retried after SWEEP_RETRY from the failure, not at once");
+    assertEquals(1, sweepPages.get(), "retried after a pause from the failure, not at once");
     mockTime.sleep(ExactlyOnceState.SWEEP_RETRY.toMillis());
+    task.poll();
+    assertEquals(1, sweepPages.get(), "a pause as long as the failed call, when longer");
+    mockTime.sleep(30_000 - ExactlyOnceState.SWEEP_RETRY.toMillis());
 
     await()
         .atMost(Duration.ofSeconds(10))
@@ -659,8 +662,13 @@ class ExactlyOnceTaskTest {
     store.claim(previousClaim().exactlyOnce(0, 1, ALL)); // a zombie of a lower epoch
     clock.advance(Duration.ofHours(1)); // the zombie's lease ran out
     mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
-    sweepFailure = "55P03";
-    await().pollInSameThread().until(() -> task.poll() == null && sweepPages.get() == 1);
+    sweepFailsAfterMs = 1_000; // each page waits a second for the lock, then fails
+    for (int failures = 1; failures <= 3; failures++) {
+      sweepFailure = "55P03";
+      int pagesNow = failures;
+      await().pollInSameThread().until(() -> task.poll() == null && sweepPages.get() == pagesNow);
+      mockTime.sleep(ExactlyOnceState.SWEEP_RETRY.toMillis());
+    }
     mockTime.sleep(Duration.ofHours(1).toMillis()); // the lock held; then the pass goes on
     await()
         .pollInSameThread()
@@ -697,12 +705,14 @@ class ExactlyOnceTaskTest {
     long[] waits = {
       Duration.ofMinutes(1).toMillis(), // a sweep is due
       ExactlyOnceState.SWEEP_RETRY.toMillis(),
-      Duration.ofMinutes(1).toMillis()
+      Duration.ofMinutes(1).toMillis(),
+      ExactlyOnceState.SWEEP_RETRY.toMillis()
     };
-    int[] saidAfter = {1, 1, 2};
+    String[] failures = {"55P03", "55P03", "55P03", "57014"};
+    int[] saidAfter = {1, 1, 2, 3}; // the same failure within the minute not said; another is
     for (int i = 0; i < waits.length; i++) {
       mockTime.sleep(waits[i]);
-      sweepFailure = "55P03";
+      sweepFailure = failures[i];
       int pages = i + 1;
       await().pollInSameThread().until(() -> task.poll() == null && sweepPages.get() >= pages);
       assertEquals(
