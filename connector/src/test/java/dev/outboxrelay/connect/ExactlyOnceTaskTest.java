@@ -650,8 +650,9 @@ class ExactlyOnceTaskTest {
 
   /**
    * A pass whose pages kept failing for an hour (a row locked meanwhile) puts the next sweep off by
-   * an interval once it ends, not by the hour: spaced by the time its calls took, as behind a large
-   * backlog. By the hour, zombies' rows expired meanwhile stayed in flight as long.
+   * an interval once it ends, not by the hour: its length is the time since it began less the time
+   * it spent failing (the failed calls, 90 s here, and the waits for their retries). By the hour,
+   * zombies' rows expired meanwhile stayed in flight as long.
    */
   @Test
   void aSweepThatFailedForAnHourIsSpacedByTheInterval() {
@@ -662,12 +663,12 @@ class ExactlyOnceTaskTest {
     store.claim(previousClaim().exactlyOnce(0, 1, ALL)); // a zombie of a lower epoch
     clock.advance(Duration.ofHours(1)); // the zombie's lease ran out
     mockTime.sleep(Duration.ofMinutes(1).toMillis()); // a sweep is due
-    sweepFailsAfterMs = 1_000; // each page waits a second for the lock, then fails
+    sweepFailsAfterMs = 30_000; // each page waits out a statement timeout, then fails
     for (int failures = 1; failures <= 3; failures++) {
-      sweepFailure = "55P03";
+      sweepFailure = "57014";
       int pagesNow = failures;
       await().pollInSameThread().until(() -> task.poll() == null && sweepPages.get() == pagesNow);
-      mockTime.sleep(ExactlyOnceState.SWEEP_RETRY.toMillis());
+      mockTime.sleep(30_000); // retried no sooner than the failed call took
     }
     mockTime.sleep(Duration.ofHours(1).toMillis()); // the lock held; then the pass goes on
     await()
