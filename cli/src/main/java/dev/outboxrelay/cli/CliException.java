@@ -11,9 +11,6 @@ import java.util.Set;
  * a password or row data.
  */
 public final class CliException extends RuntimeException {
-  /** SQLState of a statement cancelled by a timeout or on request. */
-  private static final String QUERY_CANCELED = "57014";
-
   /**
    * SQLStates of a transaction the server rolled back for another's sake: a deadlock (40P01), a
    * serialization failure (40001). Retriable, so classified with an unreachable server; the hint
@@ -88,7 +85,7 @@ public final class CliException extends RuntimeException {
   /** What the operator can do about {@code e}: by its SQLState or reason where they tell more. */
   private static String hint(OutboxStoreException e) {
     String state = e.sqlState();
-    if (QUERY_CANCELED.equals(state)) {
+    if (SqlStates.QUERY_CANCELED.equals(state)) {
       return "the statement was cancelled, by --statement-timeout or the server's"
           + " statement_timeout; a requeue, discard or purge keeps the batches it finished"
           + " (run it again)";

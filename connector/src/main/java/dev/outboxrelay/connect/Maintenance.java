@@ -6,6 +6,7 @@ import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.SqlStates;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
@@ -191,9 +192,6 @@ final class Maintenance {
     }
   }
 
-  /** SQLState of a statement cancelled by statement_timeout. */
-  private static final String STATEMENT_TIMEOUT = "57014";
-
   /**
    * The backlog figures. Counting reads every row awaiting delivery or parked, so on a backlog of
    * millions it takes seconds, on tens of millions up to the statement timeout: the next count
@@ -235,7 +233,7 @@ final class Maintenance {
       scheduleNextRead(startMs);
       throw failure; // counted and reported by the poll that ran it, which fails the task
     }
-    if (!STATEMENT_TIMEOUT.equals(failure.sqlState())) {
+    if (!SqlStates.QUERY_CANCELED.equals(failure.sqlState())) {
       // Seen by the database-errors alert, as retention's failures are; not a count that outgrew
       // the statement timeout on a healthy database (a large backlog), said in its own WARN.
       metrics.databaseErrors.incrementAndGet();
@@ -297,7 +295,7 @@ final class Maintenance {
         scheduleNextRead(startMs);
         throw e;
       }
-      if (!STATEMENT_TIMEOUT.equals(e.sqlState())) {
+      if (!SqlStates.QUERY_CANCELED.equals(e.sqlState())) {
         metrics.databaseErrors.incrementAndGet(); // as the count's: a large backlog is no error
       }
       log.warn(
