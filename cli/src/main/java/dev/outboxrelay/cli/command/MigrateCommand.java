@@ -194,8 +194,10 @@ public final class MigrateCommand extends DatabaseCommand {
     } catch (MigrationInProgressException e) {
       throw inProgress(e); // nothing done: said so
     } catch (RuntimeException e) {
-      CliException failure = failureOf(e);
-      throw afterFailure == null ? failure : failure.withDetail(afterFailure.get());
+      RuntimeException failure = failureOf(e);
+      throw afterFailure == null || !(failure instanceof CliException cli)
+          ? failure
+          : cli.withDetail(afterFailure.get());
     }
   }
 
@@ -226,9 +228,12 @@ public final class MigrateCommand extends DatabaseCommand {
 
   /**
    * A Flyway call's failure in the CLI's words. Flyway's exceptions quote SQL, server messages or
-   * the connection, so only the SQLState or Flyway's error code is reported.
+   * the connection, so only the SQLState or Flyway's error code is reported. A failure neither
+   * Flyway's nor the database's (a migration missing from the jar, a bug) is returned as it is: the
+   * CLI reports it as internal (exit 4), not as the database's failure (exit 2) that a script would
+   * retry.
    */
-  private static CliException failureOf(RuntimeException failure) {
+  static RuntimeException failureOf(RuntimeException failure) {
     if (failure instanceof ServerTooOldException e) {
       return CliException.database(ServerTooOldException.REASON_CODE, e.getMessage());
     }
@@ -245,6 +250,12 @@ public final class MigrateCommand extends DatabaseCommand {
           "Flyway refused the migration ("
               + code
               + "); its message is not shown because it may quote the connection");
+    }
+    if (failure instanceof OutboxStoreException store) {
+      return CliException.database("migrate failed", store); // classified already
+    }
+    if (!(failure instanceof FlywayException) && !hasSqlException(failure)) {
+      return failure;
     }
     RuntimeException classified = Database.classify(failure, "migrate");
     return classified instanceof OutboxStoreException store
