@@ -103,6 +103,26 @@ class DeploymentFilesTest {
         "the Connect stage creates " + allowed);
   }
 
+  /**
+   * The images that run (the demo client, Connect) say which user they run as, and it is not root:
+   * the demo's base image runs as root, and Connect's user would change with a USER root added to
+   * the stage for a RUN.
+   */
+  @Test
+  void theImagesThatRunDoSoAsAUserThatIsNotRoot() {
+    for (String name : List.of("demo", "connect")) {
+      List<String> users = DOCKERFILE.stage(name).instructions("USER");
+      assertFalse(users.isEmpty(), "stage " + name + " names its user");
+      String user = users.get(users.size() - 1);
+      assertFalse(
+          user.equals("root")
+              || user.equals("0")
+              || user.startsWith("0:")
+              || user.startsWith("root:"),
+          "stage " + name + " runs as " + user);
+    }
+  }
+
   @Test
   void everyFileTheDockerfileCopiesFromTheContextExists() {
     for (Dockerfile.Stage stage : DOCKERFILE.stages()) {
