@@ -10,6 +10,7 @@ import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -38,6 +39,9 @@ final class ClaimLoop {
    * negative: -1 could be a real reading.
    */
   private static final long NEVER = Long.MIN_VALUE;
+
+  /** How often a sweep failure that lasts is said again (a row locked for hours). */
+  private static final long SWEEP_FAILURE_REPEAT_MS = Duration.ofMinutes(1).toMillis();
 
   /** Pages of the backlog a stop reads at most to release a lost claim's rows. */
   static final int STOP_RELEASE_PAGES = 10;
@@ -745,7 +749,8 @@ final class ClaimLoop {
       health.databaseError(e);
       long now = time.hiResClockMs();
       String failure = e.reasonCode() + "/" + e.sqlState();
-      if (!failure.equals(sweepFailureSaid) || now - sweepFailureSaidMs >= 60_000) {
+      if (!failure.equals(sweepFailureSaid)
+          || now - sweepFailureSaidMs >= SWEEP_FAILURE_REPEAT_MS) {
         // Once a minute while the same failure lasts: a lock held for hours failed a sweep every
         // few seconds.
         sweepFailureSaid = failure;

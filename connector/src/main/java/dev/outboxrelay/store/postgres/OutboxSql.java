@@ -75,7 +75,12 @@ final class OutboxSql {
    * behind one row (docs/design.md, "Threads and Connect"). Long enough for a lock held for a
    * statement's milliseconds.
    */
-  static final String OUTCOME_LOCK_WAIT = "1s";
+  static final Duration OUTCOME_LOCK_WAIT = Duration.ofSeconds(1);
+
+  /** Sets the transaction's lock_timeout to {@code wait} (local to the transaction). */
+  private static String lockTimeout(Duration wait) {
+    return "set_config('lock_timeout', '" + wait.toMillis() + "ms', true)";
+  }
 
   /**
    * {@code {lock wait}}: a single-row outcome write waits at most {@link #OUTCOME_LOCK_WAIT} for
@@ -83,7 +88,7 @@ final class OutboxSql {
    * to the statement's transaction.
    */
   private static final String LOCK_WAIT =
-      "AND (SELECT set_config('lock_timeout', '" + OUTCOME_LOCK_WAIT + "', true)) IS NOT NULL";
+      "AND (SELECT " + lockTimeout(OUTCOME_LOCK_WAIT) + ") IS NOT NULL";
 
   /**
    * {@code {own keys}}: the instance keys of the statement, one row each ({@code
@@ -262,8 +267,7 @@ final class OutboxSql {
    * sweep. Past it the page fails with 55P03, rolled back, and is tried again after a pause. (A
    * recovery at the start waits: nothing is claimed before it ends anyway.)
    */
-  static final String SWEEP_PLAN =
-      CLAIM_PLAN + ", set_config('lock_timeout', '" + OUTCOME_LOCK_WAIT + "', true)";
+  static final String SWEEP_PLAN = claimPlanWaiting(OUTCOME_LOCK_WAIT);
 
   /**
    * The longest retention's delete waits for a lock: an entry of the published log that another
@@ -280,9 +284,12 @@ final class OutboxSql {
    * own lock_timeout): the setting of a retention batch's transaction.
    */
   static String retentionPlan(Duration lockWait) {
-    return lockWait.isZero()
-        ? CLAIM_PLAN
-        : CLAIM_PLAN + ", set_config('lock_timeout', '" + lockWait.toMillis() + "ms', true)";
+    return lockWait.isZero() ? CLAIM_PLAN : claimPlanWaiting(lockWait);
+  }
+
+  /** {@link #CLAIM_PLAN}, and a wait for a lock no longer than {@code lockWait}. */
+  private static String claimPlanWaiting(Duration lockWait) {
+    return CLAIM_PLAN + ", " + lockTimeout(lockWait);
   }
 
   /**
@@ -299,11 +306,7 @@ final class OutboxSql {
    * {@link #ACKS_PLAN}, and a wait for a row lock no longer than {@link #OUTCOME_LOCK_WAIT}: the
    * setting of a publish's transaction.
    */
-  static final String PUBLISH_PLAN =
-      "SELECT set_config('enable_nestloop', 'off', true), set_config('jit', 'off', true),"
-          + " set_config('lock_timeout', '"
-          + OUTCOME_LOCK_WAIT
-          + "', true)";
+  static final String PUBLISH_PLAN = ACKS_PLAN + ", " + lockTimeout(OUTCOME_LOCK_WAIT);
 
   /** {@code {held(p)}}: the row is in flight under a live lease of this owner. */
   private static final String HELD =

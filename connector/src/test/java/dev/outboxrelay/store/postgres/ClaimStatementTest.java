@@ -475,6 +475,11 @@ class ClaimStatementTest {
     }
   }
 
+  static List<String> planSettings() {
+    return List.of(
+        OutboxSql.CLAIM_PLAN, OutboxSql.ACKS_PLAN, OutboxSql.PUBLISH_PLAN, OutboxSql.SWEEP_PLAN);
+  }
+
   /**
    * A statement run behind switched-off plan steps runs without JIT: a step the plan still needs
    * costs 10^10 up to PostgreSQL 17, past every jit_above_cost, and a server built with LLVM then
@@ -482,13 +487,7 @@ class ClaimStatementTest {
    * PostgreSQL 15). The embedded server has no LLVM, so the setting, not the timing, is checked.
    */
   @ParameterizedTest
-  @ValueSource(
-      strings = {
-        OutboxSql.CLAIM_PLAN,
-        OutboxSql.ACKS_PLAN,
-        OutboxSql.PUBLISH_PLAN,
-        OutboxSql.SWEEP_PLAN
-      })
+  @MethodSource("planSettings")
   void statementsBehindPlanSettingsRunWithoutJit(String settings) throws SQLException {
     try (Connection c = dataSources.get(Statistics.FRESH).getConnection();
         PreparedStatement ps =
