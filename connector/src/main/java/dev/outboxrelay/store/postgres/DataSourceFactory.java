@@ -212,13 +212,21 @@ public final class DataSourceFactory {
           // vacuum and every concurrent index build in the database (an operator's pre-build).
           + " set_config('default_transaction_isolation', 'read committed', false)";
 
+  /** The driver's property naming its socket factory's class. */
+  static final String SOCKET_FACTORY = "socketFactory";
+
   /** As {@link #unpooled(ConnectionSettings, String)}, each connection running {@code setup}. */
   public static DataSource unpooled(
       ConnectionSettings settings, String applicationName, String setup) {
     Properties props =
         unpooledProperties(
             settings.user(), settings.password(), applicationName, settings.connectTimeout());
-    return new DriverDataSource(settings.jdbcUrl(), props, setup).overriding("socketTimeout", "0");
+    // Without a socket timeout, keepalives end a read from a dead server or path: within minutes,
+    // not the system's two hours. A factory the URL names (a proxy's, say) wins.
+    props.setProperty(SOCKET_FACTORY, KeepAliveSocketFactory.class.getName());
+    return new DriverDataSource(settings.jdbcUrl(), props, setup)
+        .overriding("socketTimeout", "0")
+        .overriding("tcpKeepAlive", "true");
   }
 
   /** Whether the URL's query string carries a password. */

@@ -88,6 +88,11 @@ final class DriverDataSource extends AbstractDataSource {
     return this;
   }
 
+  /** For tests: the driver property {@code key} as connections get it. */
+  String property(String key) {
+    return properties.getProperty(key);
+  }
+
   /** Null when the driver does not accept the URL (a malformed host or port, say). */
   Connection connectOrNull() throws SQLException {
     return new org.postgresql.Driver().connect(baseUrl, properties);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
@@ -11,6 +12,8 @@ import dev.outboxrelay.config.PasswordRole;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.testing.Postgres;
 import java.io.IOException;
+import java.lang.reflect.Field;
+import java.net.Socket;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -18,6 +21,7 @@ import java.sql.Statement;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import jdk.net.ExtendedSocketOptions;
 import org.junit.jupiter.api.Test;
 
 /** The task's pool, against the embedded PostgreSQL. */
@@ -203,6 +207,57 @@ class DataSourceFactoryTest {
             .getConnection()) {
       assertEquals(0, c.getNetworkTimeout());
     }
+  }
+
+  /**
+   * Without a socket timeout, a read from a server that died or a path a firewall dropped is ended
+   * by keepalives: the migration's sockets probe after 60 s of silence, 6 times 10 s apart (the
+   * system's default waited two hours, holding the poll), whatever the URL's tcpKeepAlive says.
+   */
+  @Test
+  void migrationConnectionsProbeASilentServerWithinMinutes() throws Exception {
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres") + "?tcpKeepAlive=false",
+            Map.of("connection.user", Postgres.user()));
+    try (Connection c =
+        DataSourceFactory.unpooled(
+                config.connectionSettings(),
+                "outbox-relay-migrate",
+                DataSourceFactory.MIGRATION_SESSION)
+            .getConnection()) {
+      Socket socket = socketOf(c);
+      assertTrue(socket.getKeepAlive());
+      assumeTrue(socket.supportedOptions().contains(ExtendedSocketOptions.TCP_KEEPIDLE));
+      assertEquals(
+          List.of(60, 10, 6),
+          List.of(
+              socket.getOption(ExtendedSocketOptions.TCP_KEEPIDLE),
+              socket.getOption(ExtendedSocketOptions.TCP_KEEPINTERVAL),
+              socket.getOption(ExtendedSocketOptions.TCP_KEEPCOUNT)));
+    }
+  }
+
+  /** A socket factory the URL names (a proxy's, say) is the one used. */
+  @Test
+  void aSocketFactoryTheUrlNamesWins() {
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres") + "?socketFactory=javax.net.DefaultSocketFactory",
+            Map.of("connection.user", Postgres.user()));
+    DriverDataSource source =
+        (DriverDataSource)
+            DataSourceFactory.unpooled(config.connectionSettings(), "outbox-relay-migrate");
+
+    assertEquals("javax.net.DefaultSocketFactory", source.property("socketFactory"));
+  }
+
+  /** The driver's socket under a connection (its internals: the test pins the driver's version). */
+  private static Socket socketOf(Connection c) throws Exception {
+    Object executor = c.unwrap(org.postgresql.core.BaseConnection.class).getQueryExecutor();
+    Field stream = org.postgresql.core.QueryExecutorBase.class.getDeclaredField("pgStream");
+    stream.setAccessible(true);
+    return ((org.postgresql.core.PGStream) stream.get(executor)).getSocket();
   }
 
   /**
