@@ -932,6 +932,33 @@ final class ConfigChecks {
     }
   }
 
+  /** Kafka's defaults of the two, where the connector's configuration does not say. */
+  static final long DEFAULT_TRANSACTION_MS = 60_000L;
+
+  /**
+   * With {@code transaction.boundary=interval} and one or both of the interval and the producer's
+   * transaction timeout left to the worker: the interval and the timeout taken as Kafka's defaults
+   * where not set ({@code [interval, timeout]}), when the interval is not below the timeout so
+   * taken; else null. Refused where both are set ({@link
+   * #exactlyOnceIntervalWithinTransactionTimeout}); warned about here, as the worker may set them.
+   */
+  static long[] exactlyOnceIntervalMayOutlastTransaction(
+      Function<String, Object> parsed, Map<String, ?> raw) {
+    if (!exactlyOnce(parsed)
+        || !(raw.get(CONNECT_TRANSACTION_BOUNDARY) instanceof String boundary)
+        || !boundary.trim().equalsIgnoreCase("interval")) {
+      return null;
+    }
+    Long interval = wholeNumber(raw.get(CONNECT_TRANSACTION_BOUNDARY_INTERVAL));
+    Long timeout = wholeNumber(raw.get(PRODUCER_TRANSACTION_TIMEOUT_CONFIG));
+    if (interval != null && timeout != null) {
+      return null;
+    }
+    long i = interval == null ? DEFAULT_TRANSACTION_MS : interval;
+    long t = timeout == null ? DEFAULT_TRANSACTION_MS : timeout;
+    return i >= t ? new long[] {i, t} : null;
+  }
+
   /** A configuration value's whole number, or null for none or another text. */
   private static Long wholeNumber(Object value) {
     if (!(value instanceof String text)) {

@@ -1054,6 +1054,16 @@ public class OutboxSourceConfig extends AbstractConfig {
   }
 
   /**
+   * Exactly once with {@code transaction.boundary=interval} where the interval or the producer's
+   * transaction timeout is left to the worker and, taken as Kafka's default (60 s each), the
+   * interval is not below the timeout: {@code [interval, timeout]} in ms as assumed; else empty.
+   */
+  public java.util.Optional<long[]> exactlyOnceIntervalMayOutlastTransaction() {
+    return java.util.Optional.ofNullable(
+        ConfigChecks.exactlyOnceIntervalMayOutlastTransaction(this::get, originals()));
+  }
+
+  /**
    * How many tasks Connect starts for {@code maxTasks}: exactly once no more than buckets, each of
    * which one task owns (a task beyond them would own none).
    */

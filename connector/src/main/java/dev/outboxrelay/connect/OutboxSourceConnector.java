@@ -65,6 +65,20 @@ public class OutboxSourceConnector extends SourceConnector {
               + " the producer's ACLs as the boundary (reason=TOPIC_RENAMED_AFTER_ALLOWED_CHECK)",
           routers);
     }
+    config
+        .exactlyOnceIntervalMayOutlastTransaction()
+        .ifPresent(
+            assumed ->
+                log.warn(
+                    "transaction.boundary=interval with transaction.boundary.interval.ms {} and"
+                        + " producer.override.transaction.timeout.ms {}: unless the worker sets"
+                        + " them so (its offset.flush.interval.ms, its producer's"
+                        + " transaction.timeout.ms), every transaction may still be open when the"
+                        + " broker aborts it, and the task then fails at every restart; set the"
+                        + " interval below the timeout in the connector's configuration"
+                        + " (reason=INTERVAL_NOT_BELOW_TRANSACTION_TIMEOUT)",
+                    said(assumed[0], "transaction.boundary.interval.ms"),
+                    said(assumed[1], "producer.override.transaction.timeout.ms")));
     if (config.leaseMayRunOutBehindAStuckWrite()) {
       log.warn(
           "lease.duration.ms ({} ms) is not above lease.renewal.interval.ms ({} ms) plus"
@@ -76,6 +90,11 @@ public class OutboxSourceConnector extends SourceConnector {
           config.leaseRenewalInterval().toMillis(),
           config.statementTimeout().toMillis());
     }
+  }
+
+  /** A value as the warning says it: set in the configuration, or Kafka's default assumed. */
+  private String said(long ms, String key) {
+    return props.containsKey(key) ? ms + " ms" : "unset (" + ms + " ms by Kafka's default)";
   }
 
   @Override

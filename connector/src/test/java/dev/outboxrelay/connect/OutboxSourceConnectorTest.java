@@ -61,6 +61,44 @@ class OutboxSourceConnectorTest {
     assertTrue(warnings.get(1).message().contains("statement.timeout.ms (40000 ms)"));
   }
 
+  /**
+   * Exactly once with transaction.boundary=interval where the worker decides the interval or the
+   * transaction timeout: Kafka's defaults (60 s each) make every transaction outlast the timeout,
+   * and the task fail at every restart. Warned about (the worker may set them); refused by
+   * validation only where the connector's configuration gives both.
+   */
+  @Test
+  void anIntervalLeftToTheWorkerNotBelowTheTransactionTimeoutIsWarnedAbout() {
+    long mark = LogCapture.get().mark();
+    Map<String, String> defaults = config("exactly-once");
+    defaults.put("transaction.boundary", "interval");
+    new OutboxSourceConnector().start(defaults);
+    Map<String, String> longInterval = config("exactly-once");
+    longInterval.put("transaction.boundary", "interval");
+    longInterval.put("transaction.boundary.interval.ms", "90000");
+    new OutboxSourceConnector().start(longInterval);
+    Map<String, String> shortInterval = config("exactly-once");
+    shortInterval.put("transaction.boundary", "interval");
+    shortInterval.put("transaction.boundary.interval.ms", "10000");
+    new OutboxSourceConnector().start(shortInterval);
+    Map<String, String> shortTimeout = config("exactly-once");
+    shortTimeout.put("transaction.boundary", "interval");
+    shortTimeout.put("producer.override.transaction.timeout.ms", "30000");
+    new OutboxSourceConnector().start(shortTimeout);
+    Map<String, String> perPoll = config("exactly-once");
+    new OutboxSourceConnector().start(perPoll);
+
+    List<LogCapture.Event> warnings =
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("INTERVAL_NOT_BELOW_TRANSACTION_TIMEOUT"));
+    assertEquals(3, warnings.size(), "defaults, a long interval, a short timeout; no other");
+    assertTrue(
+        warnings.get(0).message().contains("interval.ms unset (60000 ms by Kafka's default)"),
+        warnings.get(0).message());
+    assertTrue(warnings.get(1).message().contains("interval.ms 90000 ms"));
+    assertTrue(warnings.get(2).message().contains("timeout.ms 30000 ms"));
+  }
+
   @Test
   void exactlyOnceIsSupportedOnlyInExactlyOnceMode() {
     OutboxSourceConnector connector = new OutboxSourceConnector();
