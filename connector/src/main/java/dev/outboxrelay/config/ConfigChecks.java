@@ -528,8 +528,9 @@ final class ConfigChecks {
                   + STATEMENT_TIMEOUT_MS_CONFIG
                   + " ("
                   + statement
-                  + " ms), in whole seconds and not 0, so that no read can hang a task; or leave it"
-                  + " out and set "
+                  + " ms), in whole seconds, not 0 and at most "
+                  + Integer.MAX_VALUE / 1000
+                  + ", so that no read can hang a task; or leave it out and set "
                   + SOCKET_TIMEOUT_MS_CONFIG));
     }
   }
@@ -537,7 +538,8 @@ final class ConfigChecks {
   private static boolean socketTimeoutAbove(String seconds, long statementMs) {
     try {
       long s = Long.parseLong(seconds.strip());
-      return s > 0 && s * 1000 > statementMs;
+      // The driver takes it as int milliseconds: past that, connecting fails.
+      return s > 0 && s <= Integer.MAX_VALUE / 1000 && s * 1000 > statementMs;
     } catch (NumberFormatException e) {
       return false;
     }

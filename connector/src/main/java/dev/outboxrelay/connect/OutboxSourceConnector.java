@@ -44,7 +44,8 @@ public class OutboxSourceConnector extends SourceConnector {
     } catch (ConfigException e) {
       // Without the value Kafka's message quotes: the connector's status shows it.
       throw new ConnectException(
-          "Invalid outbox-relay configuration: " + TaskConfig.withoutValue(e.getMessage()));
+          "Invalid outbox-relay configuration: "
+              + TaskConfig.withoutValue(String.valueOf(e.getMessage())));
     }
     this.props = Map.copyOf(props);
     if (config.producerOrderLeftToTheWorker()) {

@@ -1170,14 +1170,15 @@ class ConfigValidationTest {
 
   @Test
   void aSocketTimeoutInTheUrlMustOutlastTheStatementTimeout() {
-    for (String socketTimeout : new String[] {"0", "30", "x"}) {
+    // 2147484 s is past the driver's int milliseconds; the last is past long milliseconds.
+    for (String socketTimeout : new String[] {"0", "30", "x", "2147484", "9300000000000000"}) {
       Map<String, String> props = offline();
       props.put("connection.url", CLOSED_PORT_URL + "&socketTimeout=" + socketTimeout);
 
       assertEquals(
           "the socketTimeout in connection.url must be more than statement.timeout.ms (30000 ms),"
-              + " in whole seconds and not 0, so that no read can hang a task; or leave it out"
-              + " and set socket.timeout.ms",
+              + " in whole seconds, not 0 and at most 2147483, so that no read can hang a task;"
+              + " or leave it out and set socket.timeout.ms",
           only(errors(props), "connection.url"),
           socketTimeout);
     }
