@@ -2,10 +2,12 @@ package dev.outboxrelay.store.postgres;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.UnaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * Every statement the PostgreSQL store runs, in one place, each written out whole with named
@@ -576,6 +578,19 @@ final class OutboxSql {
             m.lease_token, m.last_failure_code, clock.now, m.topic, m.kafka_partition,
             m.kafka_offset
           FROM moved m, clock""";
+
+  /**
+   * The published log's columns a publish inserts ({@link #LOG_MOVED}'s column list): the role
+   * needs INSERT on each ({@link RelayPrivileges}).
+   */
+  static final List<String> LOGGED = insertedColumns(LOG_MOVED);
+
+  private static List<String> insertedColumns(String insert) {
+    int open = insert.indexOf('(');
+    return Stream.of(insert.substring(open + 1, insert.indexOf(')', open)).split(","))
+        .map(String::strip)
+        .toList();
+  }
 
   /**
    * {@code {lease(rows)}}: the UPDATE of the claims; rows over the budget are parked. {@code

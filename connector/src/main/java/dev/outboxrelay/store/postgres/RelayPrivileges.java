@@ -13,8 +13,8 @@ import java.util.stream.Stream;
  * the task fails later: a role that may read but not UPDATE the outbox fails its first claim, and
  * one that may not INSERT into the published log fails its first publish, after Kafka has the batch
  * (the rows are sent again once their leases expire). Asked of the server, so grants through a
- * group role count. UPDATE may be granted per column, on each column the relay writes; SELECT and
- * INSERT granted on some columns count as held (the statements' own errors name the column).
+ * group role count. UPDATE and INSERT may be granted per column, on each column the relay writes;
+ * SELECT granted on some columns counts as held (the statements' own errors name the column).
  */
 public final class RelayPrivileges {
   /**
@@ -30,8 +30,9 @@ public final class RelayPrivileges {
 
   /**
    * The privileges of {@code :privileges} the current role lacks on one table, in the given order.
-   * DELETE is table-wide; UPDATE must reach every written column the table has; SELECT and INSERT
-   * may be granted per column. A missing table lacks nothing (it is reported as missing elsewhere).
+   * DELETE is table-wide; UPDATE must reach every written column the table has, INSERT every column
+   * a publish inserts (the log's); SELECT may be granted per column. A missing table lacks nothing
+   * (it is reported as missing elsewhere).
    */
   private static final NamedSql MISSING =
       NamedSql.parse(
@@ -46,6 +47,12 @@ public final class RelayPrivileges {
                             AND NOT a.attisdropped
                             AND a.attname = ANY (CAST(:written AS text[]))
                             AND NOT has_column_privilege(a.attrelid, a.attnum, 'UPDATE'))
+                       WHEN 'INSERT' THEN NOT EXISTS (
+                         SELECT 1 FROM pg_attribute a
+                          WHERE a.attrelid = to_regclass(:table) AND a.attnum > 0
+                            AND NOT a.attisdropped
+                            AND a.attname = ANY (CAST(:inserted AS text[]))
+                            AND NOT has_column_privilege(a.attrelid, a.attnum, 'INSERT'))
                        ELSE has_any_column_privilege(to_regclass(:table), p.privilege)
                      END
            ORDER BY p.position""");
@@ -113,6 +120,7 @@ public final class RelayPrivileges {
           .setArray("privileges", c.createArrayOf("text", needed.toArray()))
           .setString("table", qualified)
           .setArray("written", c.createArrayOf("text", WRITTEN.toArray()))
+          .setArray("inserted", c.createArrayOf("text", OutboxSql.LOGGED.toArray()))
           .ready();
       List<String> missing = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {

@@ -102,6 +102,31 @@ class RelayPrivilegesTest {
     }
   }
 
+  /**
+   * INSERT on the log granted on the columns a publish inserts ({@link OutboxSql#LOGGED}) is enough
+   * to publish, and validation finds nothing missing; without one of them it does: counted as held
+   * before, the first publish failed after Kafka had the batch.
+   */
+  @Test
+  void insertOnTheLoggedColumnsCoversAPublish() throws SQLException {
+    exec("REVOKE INSERT ON outbox_published FROM " + ROLE);
+    exec(
+        "GRANT INSERT ("
+            + String.join(", ", OutboxSql.LOGGED)
+            + ") ON outbox_published TO "
+            + ROLE);
+    try (Connection c = relay.getConnection()) {
+      assertEquals(List.of(), RelayPrivileges.missingOnPublishedLog(c, TABLE, true, true));
+    }
+
+    everyWriteOfATask();
+
+    exec("REVOKE INSERT (kafka_offset) ON outbox_published FROM " + ROLE);
+    try (Connection c = relay.getConnection()) {
+      assertEquals(List.of("INSERT"), RelayPrivileges.missingOnPublishedLog(c, TABLE, true, true));
+    }
+  }
+
   private void everyWriteOfATask() throws SQLException {
     PostgresOutboxStore store = new PostgresOutboxStore(relay, TABLE, RelayClock.database(), null);
     assertEquals(
