@@ -302,10 +302,14 @@ public final class RelayMetrics {
         "Failed database operations (classified by SQLState).",
         databaseErrors::get);
     gauge("cleaned-up-total", "PUBLISHED rows deleted by retention cleanup.", cleanedUp::get);
-    gauge("in-flight-records", "Records handed to Connect and not yet resolved.", this::inFlight);
+    gauge(
+        "in-flight-records",
+        "Rows the task holds and has not yet resolved: records handed to Connect, a batch claimed"
+            + " ahead, rows awaiting their park.",
+        this::inFlight);
     gauge(
         "in-flight-bytes",
-        "Estimated size of the records handed to Connect and not yet resolved, bytes.",
+        "Estimated size of the rows the task holds and has not yet resolved, bytes.",
         this::inFlightBytes);
     if (readsBacklog) {
       figure(

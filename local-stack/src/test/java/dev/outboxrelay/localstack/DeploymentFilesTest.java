@@ -106,7 +106,7 @@ class DeploymentFilesTest {
   /**
    * The images that run (the demo client, Connect) say which user they run as, and it is not root:
    * the demo's base image runs as root, and Connect's user would change with a USER root added to
-   * the stage for a RUN.
+   * the stage for a RUN. The demo's state directory (its launcher log) is one that user may create.
    */
   @Test
   void theImagesThatRunDoSoAsAUserThatIsNotRoot() {
@@ -121,6 +121,11 @@ class DeploymentFilesTest {
               || user.startsWith("root:"),
           "stage " + name + " runs as " + user);
     }
+    // The demo writes its launcher log under its state directory: one its user may create.
+    assertTrue(
+        DOCKERFILE.stage("demo").instructions("ENV").stream()
+            .anyMatch(e -> e.startsWith("LOCAL_STACK_HOME=/tmp/")),
+        "the demo's state directory is one its user may create");
   }
 
   @Test

@@ -37,16 +37,19 @@ public final class KeepAliveSocketFactory extends SocketFactory {
 
   /** Apart, so that a runtime image without the jdk.net module fails only here. */
   private static final class Timing {
-    static void set(Socket socket) throws IOException {
+    static void set(Socket socket) {
       set(socket, ExtendedSocketOptions.TCP_KEEPIDLE, IDLE_SECONDS);
       set(socket, ExtendedSocketOptions.TCP_KEEPINTERVAL, INTERVAL_SECONDS);
       set(socket, ExtendedSocketOptions.TCP_KEEPCOUNT, PROBES);
     }
 
-    private static void set(Socket socket, SocketOption<Integer> option, int value)
-        throws IOException {
+    private static void set(Socket socket, SocketOption<Integer> option, int value) {
       if (socket.supportedOptions().contains(option)) {
-        socket.setOption(option, value);
+        try {
+          socket.setOption(option, value);
+        } catch (IOException | UnsupportedOperationException e) { // NOPMD: the system's timing
+          // A platform that lists the option but refuses the value: connecting matters more.
+        }
       }
     }
   }
