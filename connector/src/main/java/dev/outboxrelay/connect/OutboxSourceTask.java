@@ -443,7 +443,7 @@ public class OutboxSourceTask extends SourceTask {
     if (SourceOffsets.isParked(record)) {
       // Exactly-once dead letter: its row was parked before it was sent. Its position is recorded
       // at the next poll, on this thread (not from a producer's, a worker without support).
-      runtime.handoff().parkedRecordSettled(record);
+      runtime.parkedRecordSettled(record, config.settings());
       if (metadata == null) {
         noteDroppedUnderExactlyOnce(record); // its row stays parked, without its copy
       } else if (metadata.hasOffset()
@@ -560,6 +560,11 @@ public class OutboxSourceTask extends SourceTask {
   /** For tests: whether the task's close is due (its outcome loop ended, its stop arrived). */
   boolean closeDue() {
     return runtime.closeDue();
+  }
+
+  /** For tests: whether a wake-up of poll() is pending. */
+  boolean pollWakePending() {
+    return runtime.wake().isSignalled();
   }
 
   /** For tests: whether the lease renewer was told that the task stops. */

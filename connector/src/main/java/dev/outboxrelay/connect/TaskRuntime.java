@@ -20,6 +20,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.storage.OffsetStorageReader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -232,6 +233,20 @@ final class TaskRuntime {
 
   Maintenance maintenance() {
     return maintenance;
+  }
+
+  /**
+   * Exactly once: Connect settled a parked row's dead-letter record ({@link
+   * RecordHandoff#parkedRecordSettled}). Wakes {@code poll()} where that made room for a claim or
+   * emptied the ledger, as the outcome writer does for the rows it resolves: a poll that paused
+   * after a claim the full ledger held back waited out its pause (up to poll.interval.ms).
+   */
+  void parkedRecordSettled(SourceRecord record, TaskSettings settings) {
+    boolean fullBefore = ledger.isFull(settings);
+    handoff.parkedRecordSettled(record);
+    if (InFlightLedger.freesPoll(fullBefore, ledger.isFull(settings), ledger.isEmpty())) {
+      wake.wake();
+    }
   }
 
   /** Woken by notifications, resolved outcomes and stop; {@code poll()} waits on it. */

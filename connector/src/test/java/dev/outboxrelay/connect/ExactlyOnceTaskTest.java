@@ -990,7 +990,8 @@ class ExactlyOnceTaskTest {
    * Dead-letter records count against the task's in-flight limit as other records do, until Kafka
    * commits them: a run of unpublishable rows claimed a full batch at every poll, and with
    * transaction.boundary=interval (here: nothing acknowledged for a while) one transaction grew
-   * without bound, records and payloads held in Connect and the task. Committed, they free room.
+   * without bound, records and payloads held in Connect and the task. Committed, they free room,
+   * and wake the poll that paused meanwhile.
    */
   @Test
   void deadLetterRecordsCountAgainstTheInFlightLimitUntilCommitted() {
@@ -1009,8 +1010,12 @@ class ExactlyOnceTaskTest {
     assertTrue(handed.size() >= 40, "four batches of 10 at least: " + handed.size());
     assertTrue(handed.size() < 50, "the limit, 4 batches and a claim below it: " + handed.size());
     assertEquals(handed.size(), task.metrics().inFlight(), "each awaited");
+    task.poll(); // held back by the full ledger: a pause begins
+    assertFalse(task.pollWakePending());
 
     commitTransaction(task, handed);
+    // The room is news to the paused poll, which otherwise waited out its pause.
+    assertTrue(task.pollWakePending(), "poll woken by the room the commit made");
     List<SourceRecord> more = nextRecordsOnThisThread();
     assertEquals("dlq", more.get(0).topic(), "room again once committed");
   }
