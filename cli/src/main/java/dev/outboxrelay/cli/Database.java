@@ -6,6 +6,7 @@ import dev.outboxrelay.cli.operator.OperatorStore;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
+import dev.outboxrelay.store.postgres.KeepAliveSocketFactory;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.PostgresOutboxStore;
 import dev.outboxrelay.store.postgres.SqlStates;
@@ -92,6 +93,11 @@ public final class Database implements AutoCloseable {
     String seconds = Long.toString(settings.connectTimeout().toSeconds());
     config.addDataSourceProperty("connectTimeout", seconds);
     config.addDataSourceProperty("loginTimeout", seconds);
+    // No socket timeout unless the URL sets one (a migration's index build may take hours): TCP
+    // keepalives end a read from a server that died, or over a path a firewall dropped, within
+    // minutes instead of the system's two hours. A socketFactory or tcpKeepAlive in the URL wins.
+    config.addDataSourceProperty("tcpKeepAlive", "true");
+    config.addDataSourceProperty("socketFactory", KeepAliveSocketFactory.class.getName());
     List<String> init = new ArrayList<>();
     init.add(DataSourceFactory.READ_COMMITTED);
     if (!settings.statementTimeout().isZero()) {

@@ -3,6 +3,7 @@ package dev.outboxrelay.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
@@ -11,6 +12,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -170,6 +172,31 @@ class JdbcUrlTest {
     try (Database database = open(url);
         Connection c = database.dataSource().getConnection()) {
       assertEquals("read committed", show(c, "transaction_isolation"));
+    }
+  }
+
+  /**
+   * The CLI's connections have no socket timeout unless the URL sets one: their sockets probe a
+   * silent server after 60 s, 6 times 10 s apart, so a command over a dropped path fails within
+   * minutes, not the system's two hours.
+   */
+  @Test
+  void connectionsProbeASilentServerWithinMinutes() throws Exception {
+    try (Database database = open(TestDatabase.url("postgres"));
+        Connection c = database.dataSource().getConnection()) {
+      Object executor = c.unwrap(org.postgresql.core.BaseConnection.class).getQueryExecutor();
+      java.lang.reflect.Field stream =
+          org.postgresql.core.QueryExecutorBase.class.getDeclaredField("pgStream");
+      stream.setAccessible(true);
+      java.net.Socket socket = ((org.postgresql.core.PGStream) stream.get(executor)).getSocket();
+      assertTrue(socket.getKeepAlive());
+      assumeTrue(socket.supportedOptions().contains(jdk.net.ExtendedSocketOptions.TCP_KEEPIDLE));
+      assertEquals(
+          List.of(60, 10, 6),
+          List.of(
+              socket.getOption(jdk.net.ExtendedSocketOptions.TCP_KEEPIDLE),
+              socket.getOption(jdk.net.ExtendedSocketOptions.TCP_KEEPINTERVAL),
+              socket.getOption(jdk.net.ExtendedSocketOptions.TCP_KEEPCOUNT)));
     }
   }
 
