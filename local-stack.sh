@@ -115,7 +115,7 @@ run_launcher() {
 # here so that help needs neither Java nor a build.
 usage() {
   cat <<'EOF'
-usage: ./local-stack.sh [up|down|status|demo|help] [options]
+usage: ./local-stack.sh [up|down|status|demo|running|help] [options]
 
   up       build the plugin, start PostgreSQL, a Kafka broker and a Connect worker, register
            the connector and run the demo; the stack keeps running (default)

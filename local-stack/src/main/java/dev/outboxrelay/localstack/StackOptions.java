@@ -82,7 +82,7 @@ record StackOptions(
 
   static final String USAGE =
       """
-      usage: ./local-stack.sh [up|down|status|demo|help] [options]
+      usage: ./local-stack.sh [up|down|status|demo|running|help] [options]
 
         up       build the plugin, start PostgreSQL, a Kafka broker and a Connect worker, register
                  the connector and run the demo; the stack keeps running (default)
