@@ -12,6 +12,7 @@ import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.ConnectionSettings;
 import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import dev.outboxrelay.writer.OutboxMessage;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashSet;
@@ -818,7 +819,7 @@ public class OutboxSourceConfig extends AbstractConfig {
             PAYLOAD_MAX_BYTES_CONFIG,
             Type.INT,
             PAYLOAD_MAX_BYTES_DEFAULT,
-            Range.between(1, 104_857_600),
+            Range.between(1, OutboxMessage.MAX_PAYLOAD_BYTES),
             Importance.LOW,
             PAYLOAD_MAX_BYTES_DOC,
             "Max payload bytes")

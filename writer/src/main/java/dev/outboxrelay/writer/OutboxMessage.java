@@ -154,6 +154,13 @@ public final class OutboxMessage {
   public static final int MAX_AGGREGATE_ID_BYTES = 1024;
 
   /**
+   * The largest payload any connector relays: the most its {@code payload.max.bytes} may be set to
+   * (100 MiB). A larger one would be parked by every connector (PAYLOAD_TOO_LARGE) after the
+   * business change committed, so it is refused here.
+   */
+  public static final int MAX_PAYLOAD_BYTES = 104_857_600;
+
+  /**
    * Every value is checked here rather than by the database: a row the database refuses fails with
    * an error whose detail quotes the whole row, payload included ("Failing row contains ..."), and
    * applications log such errors.
@@ -178,6 +185,13 @@ public final class OutboxMessage {
     this.eventType = requireText(b.eventType, "eventType");
     this.topic = b.topic;
     this.payload = b.payload;
+    if (payload != null && payload.length > MAX_PAYLOAD_BYTES) {
+      throw new IllegalArgumentException(
+          "payload must be at most "
+              + MAX_PAYLOAD_BYTES
+              + " bytes, the most any connector's payload.max.bytes allows: it was "
+              + payload.length);
+    }
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(b.headers));
     this.correlationId = b.correlationId;
     this.deliverBefore = b.deliverBefore;
@@ -411,12 +425,26 @@ public final class OutboxMessage {
      * null}, which the relay would send as that text with {@code payload.format=bytes}.
      *
      * @throws IllegalArgumentException the value does not serialize (naming Jackson's exception
-     *     class only), or nests deeper than 900 levels, which the relay does not read
+     *     class only), or nests deeper than 900 levels, which the relay does not read; or it is
+     *     text or bytes (a {@code String}, {@code byte[]}, {@code char[]}, {@code ByteBuffer}),
+     *     which would be written as one JSON string: pass those to {@link #payload}
      */
     public Builder jsonPayload(Object value) {
       if (value == null) {
         this.payload = null;
         return this;
+      }
+      if (value instanceof CharSequence
+          || value instanceof byte[]
+          || value instanceof char[]
+          || value instanceof java.nio.ByteBuffer) {
+        // Serialized, JSON text already would be one quoted JSON string (bytes one base64 string):
+        // consumers would get a string, and an inferred schema parks every such row.
+        throw new IllegalArgumentException(
+            "jsonPayload was given a "
+                + value.getClass().getSimpleName()
+                + ", which it would write as one JSON string, not as the JSON it may hold: pass"
+                + " JSON text or bytes to payload(byte[]) (text.getBytes(StandardCharsets.UTF_8))");
       }
       try {
         byte[] json = PayloadJson.LOADED.get().writeValueAsBytes(value);

@@ -34,6 +34,7 @@ public final class PostgresOutboxWriter {
    * OutboxTableName#parse}) and the relay that owns its rows, {@code instanceKey}.
    *
    * @throws IllegalArgumentException if the table name or the instance key is not valid
+   * @throws NullPointerException if {@code table} is null
    */
   public PostgresOutboxWriter(String table, String instanceKey) {
     this(OutboxTableName.parse(table), instanceKey);
@@ -79,7 +80,9 @@ public final class PostgresOutboxWriter {
    *     transaction is aborted first here too, whatever the driver left of it (pgjdbc's {@code
    *     autosave=always} rolls back to a savepoint of its own and leaves it open). Whenever enqueue
    *     throws an {@code SQLException}, a commit rolls back (a failure of the abort itself, such as
-   *     a lost connection, is attached as suppressed)
+   *     a lost connection, is attached as suppressed). Under pgjdbc's {@code autosave=always} the
+   *     driver's savepoints, the application's own among them, are released on the way, and
+   *     autosave may be left at {@code never} for the rest of the (aborted) transaction
    * @throws TransactionStillOpenException (unchecked, the failure its cause) when a driver the
    *     writer cannot inspect undid its abort (pgjdbc's {@code autosave=always} out of the writer's
    *     class loader's reach): the transaction must be rolled back, which frameworks do for an
@@ -417,7 +420,9 @@ public final class PostgresOutboxWriter {
 
   /**
    * Whose the id that stopped the insert is: another instance key's (or a legacy row's) is no retry
-   * of this message, and reporting it DUPLICATE would lose the message.
+   * of this message, and reporting it DUPLICATE would lose the message. This key's wins where both
+   * hold it (the race of two keys' writers on one id, writing-rows.md): this key has the message,
+   * and the caller, told to retry with another id, would send it twice.
    */
   private Owner owner(Connection transaction, String messageId) throws SQLException {
     try (PreparedStatement ps = transaction.prepareStatement(insert.ownerSql())) {
@@ -427,10 +432,10 @@ public final class PostgresOutboxWriter {
       }
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
-        if (rs.getBoolean(1)) {
-          return Owner.ANOTHER;
+        if (rs.getBoolean(2)) {
+          return Owner.THIS_KEY;
         }
-        return rs.getBoolean(2) ? Owner.THIS_KEY : Owner.NONE;
+        return rs.getBoolean(1) ? Owner.ANOTHER : Owner.NONE;
       }
     }
   }

@@ -48,6 +48,44 @@ class OutboxMessageTest {
   }
 
   /**
+   * JSON text or bytes given to jsonPayload would be written as one JSON string (quoted, or
+   * base64): consumers would get a string, and an inferred schema parks every such row. Refused,
+   * pointing at payload(byte[]).
+   */
+  @Test
+  void jsonPayloadRefusesTextAndBytesItWouldQuote() {
+    for (Object value :
+        List.of(
+            "{\"id\":1}",
+            new StringBuilder("{}"),
+            new byte[] {'{', '}'},
+            new char[] {'{', '}'},
+            java.nio.ByteBuffer.wrap(new byte[] {'{', '}'}))) {
+      IllegalArgumentException e =
+          assertThrows(IllegalArgumentException.class, () -> order().jsonPayload(value));
+      assertTrue(e.getMessage().contains("payload(byte[])"), e.getMessage());
+      assertFalse(e.getMessage().contains("id"), "the value is not quoted: " + e.getMessage());
+    }
+    assertEquals(
+        "{\"id\":1}",
+        new String(order().jsonPayload(Map.of("id", 1)).build().payload(), StandardCharsets.UTF_8));
+  }
+
+  /** A payload no connector could relay (over the most payload.max.bytes allows) is refused. */
+  @Test
+  void aPayloadLargerThanAnyConnectorRelaysIsRefused() {
+    assertEquals(
+        OutboxMessage.MAX_PAYLOAD_BYTES,
+        order().payload(new byte[OutboxMessage.MAX_PAYLOAD_BYTES]).build().payload().length);
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> order().payload(new byte[OutboxMessage.MAX_PAYLOAD_BYTES + 1]).build());
+    assertTrue(
+        e.getMessage().startsWith("payload must be at most 104857600 bytes"), e.getMessage());
+  }
+
+  /**
    * A Jackson module on the classpath that fails to load (a mismatched version, a broken service
    * file) fails the JSON payload's mapper alone, saying so by class: not this class's
    * initialization, which made every later use of the writer a NoClassDefFoundError.

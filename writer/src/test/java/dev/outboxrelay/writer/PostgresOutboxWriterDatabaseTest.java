@@ -561,6 +561,31 @@ class PostgresOutboxWriterDatabaseTest {
    * Message o-9 enqueued and committed under orders-eu, and a table of orders; returns a writer of
    * orders-us, whose enqueue of o-9 is refused (MessageIdTakenException).
    */
+  /**
+   * An id both this key's row and another key's published-log entry hold (left by two keys' writers
+   * racing on one id) is this key's message: DUPLICATE, not "taken", which tells the caller to send
+   * it again under another id, twice in Kafka.
+   */
+  @Test
+  void anIdThisKeyHoldsIsADuplicateThoughAnotherKeyHoldsItToo() throws SQLException {
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      assertEquals(EnqueueResult.ENQUEUED, writer.enqueue(c, placed("o-1")));
+      c.commit();
+    }
+    db.exec(
+        "INSERT INTO outbox_published (seq, message_id, instance_key, attempts, abandoned_claims,"
+            + " lease_token, published_at, kafka_topic, kafka_partition, kafka_offset)"
+            + " VALUES (999999, 'o-1:placed', 'orders-us', 1, 0, 1, now(), 'outbox.order', 0, 1)");
+
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      assertEquals(EnqueueResult.DUPLICATE, writer.enqueue(c, placed("o-1")));
+      c.commit();
+    }
+    assertEquals(1, db.count("SELECT count(*) FROM outbox"));
+  }
+
   private PostgresOutboxWriter o9TakenByAnotherKey() throws SQLException {
     try (Connection c = db.connection()) {
       c.setAutoCommit(false);
