@@ -512,6 +512,19 @@ public abstract class OutboxStoreContract {
     assertEquals(MessageStatus.PUBLISHED, state("recent").status());
   }
 
+  /** Retention deletes rows published before its cutoff, not one published at it. */
+  @Test
+  void retentionKeepsARowPublishedAtTheCutoff() {
+    ClaimedMessage m = claimAfterAdd(EU, "at");
+    store.markPublished(ack(m, 1));
+    Instant publishedAt = store.now();
+    clock.advance(Duration.ofMinutes(1));
+
+    assertEquals(0, store.deletePublished(Set.of(EU), publishedAt, 10));
+    assertEquals(MessageStatus.PUBLISHED, state("at").status());
+    assertEquals(1, store.deletePublished(Set.of(EU), publishedAt.plusMillis(1), 10));
+  }
+
   private ClaimedMessage claimAfterAdd(String key, String id) {
     add(key, id, "a");
     ClaimResult r = store.claim(request("w-" + key, 1, Set.of(key)));
@@ -1715,6 +1728,22 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of("a2"), ids(store.claim(request("w1", 10))));
   }
 
+  /**
+   * An owner's lease that ends now no longer lets its successor through: held means a lease that
+   * runs past now, in both stores, to the millisecond.
+   */
+  @Test
+  void anOwnersLeaseEndingNowNoLongerPassesItsSuccessor() {
+    add(EU, "a1", "A");
+    claimOne("w1", "a1");
+    add(EU, "a2", "A");
+    clock.advance(LEASE.minusMillis(1));
+    assertEquals(List.of("a2"), ids(store.claim(request("w1", 10))), "a1 still held");
+    add(EU, "a3", "A");
+    clock.advance(Duration.ofMillis(1)); // a1's lease ends now
+    assertTrue(store.claim(request("w1", 10)).isEmpty(), "a3 waits: a1 no longer held");
+  }
+
   @Test
   void aSuccessorWaitsForItsPredecessorsRetry() {
     add(EU, "a1", "A");
@@ -2084,6 +2113,78 @@ public abstract class OutboxStoreContract {
     assertTrue(Recoveries.whole(store, sweep).isEmpty(), "a live lease is left alone");
     clock.advance(LEASE.plusMillis(1));
     assertEquals(List.of("z"), Recoveries.whole(store, sweep).released());
+  }
+
+  /**
+   * A sweep releases a lower epoch's lease that expires exactly now (expired means not after now).
+   */
+  @Test
+  void aSweepReleasesALeaseExpiredOnTheDot() {
+    add(EU, "z", "agg-1");
+    long zombie = store.newEpoch();
+    long owner = store.newEpoch();
+    store.claim(exactlyOnce("zombie", 10, zombie, 1, ALL_BUCKETS));
+    RecoveryRequest sweep = new RecoveryRequest(Set.of(EU), ALL_BUCKETS, owner, List.of(), true);
+    clock.advance(LEASE.minusMillis(1));
+    assertTrue(Recoveries.whole(store, sweep).isEmpty(), "a millisecond to go");
+
+    clock.advance(Duration.ofMillis(1));
+    assertEquals(List.of("z"), Recoveries.whole(store, sweep).released());
+  }
+
+  /**
+   * A recovery over two instance keys settles each key's rows, the pass moving from one key to the
+   * next page by page (pages of one row here).
+   */
+  @Test
+  void aRecoveryOverTwoKeysSettlesEachKeysRows() {
+    add(EU, "e1", "agg-1");
+    add(EU, "e2", "agg-2");
+    add(US, "u1", "agg-3");
+    add(US, "u2", "agg-4");
+    long first = store.newEpoch();
+    ClaimResult claimed =
+        store.claim(request("first", 10, Set.of(EU, US)).exactlyOnce(first, 1, ALL_BUCKETS));
+    assertEquals(4, claimed.claimed().size());
+    long second = store.newEpoch();
+
+    Recovery recovery =
+        Recoveries.whole(
+            store, new RecoveryRequest(Set.of(EU, US), ALL_BUCKETS, second, List.of(), false), 1);
+    List<String> released = new ArrayList<>(recovery.released());
+    released.sort(null);
+    assertEquals(List.of("e1", "e2", "u1", "u2"), released);
+    for (String id : List.of("e1", "e2", "u1", "u2")) {
+      assertEquals(MessageStatus.PENDING, state(id).status(), id);
+    }
+  }
+
+  /**
+   * An unordered exactly-once claim over two keys takes only its share's buckets, of each key, in
+   * insertion order; the other share takes the rest.
+   */
+  @Test
+  void anUnorderedExactlyOnceClaimTakesOnlyItsBucketsAcrossKeys() {
+    for (int i = 0; i < 20; i++) {
+      add(i % 2 == 0 ? EU : US, "m" + i, "agg-" + i);
+    }
+    long epoch = store.newEpoch();
+    Set<String> seen = new java.util.HashSet<>();
+    for (int task = 0; task < 2; task++) {
+      BucketShare share = new BucketShare(4, task, 2);
+      ClaimResult result =
+          store.claim(
+              new ClaimRequest("task-" + task, Set.of(EU, US), 100, LEASE, 3, false)
+                  .exactlyOnce(epoch, 1, share));
+      long lastSeq = Long.MIN_VALUE;
+      for (ClaimedMessage row : result.claimed()) {
+        assertTrue(share.owns(share.bucketOf(row.aggregateHash())), row.messageId());
+        assertTrue(seen.add(row.messageId()), "claimed twice: " + row.messageId());
+        assertTrue(row.seq() > lastSeq, "in insertion order");
+        lastSeq = row.seq();
+      }
+    }
+    assertEquals(20, seen.size(), "every row, by one share or the other");
   }
 
   /**
