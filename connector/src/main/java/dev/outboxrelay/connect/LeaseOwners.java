@@ -11,6 +11,9 @@ final class LeaseOwners {
 
   private static final String TASK = "/task-";
 
+  /** How much of the connector's name an owner keeps. */
+  static final int NAME_KEPT = 100;
+
   private static final SecureRandom RANDOM = new SecureRandom();
 
   /**
@@ -23,8 +26,16 @@ final class LeaseOwners {
    */
   static String newOwner(String connector, String taskId) {
     String suffix = String.format("%016x", RANDOM.nextLong());
-    String name = connector.length() > 100 ? connector.substring(0, 100) : connector;
+    String name = connector.length() > NAME_KEPT ? connector.substring(0, NAME_KEPT) : connector;
     return name + TASK + taskId + "/" + suffix;
+  }
+
+  /**
+   * Whether another connector's owners could be taken for this one's ({@link #connectorOwners}):
+   * its name is cut ({@link #NAME_KEPT}), or holds {@code /task-}.
+   */
+  static boolean nameIsAmbiguous(String connector) {
+    return connector.length() > NAME_KEPT || connector.contains(TASK);
   }
 
   /**

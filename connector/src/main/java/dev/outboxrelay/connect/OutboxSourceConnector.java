@@ -66,6 +66,24 @@ public class OutboxSourceConnector extends SourceConnector {
               + " the producer's ACLs as the boundary (reason=TOPIC_RENAMED_AFTER_ALLOWED_CHECK)",
           routers);
     }
+    String name = props.getOrDefault("name", "");
+    if (LeaseOwners.nameIsAmbiguous(name)) {
+      log.warn(
+          "The connector's name is {}: its tasks' lease owners cannot tell it from a connector"
+              + " whose name {}, which then takes this connector's tasks for its own earlier"
+              + " instances (design.md, Exactly-once, Limits); give it a shorter name without"
+              + " '/task-' (reason=CONNECTOR_NAME_AMBIGUOUS_IN_LEASES)",
+          name.length() > LeaseOwners.NAME_KEPT
+              ? "longer than "
+                  + LeaseOwners.NAME_KEPT
+                  + " characters, and leases keep the first"
+                  + " "
+                  + LeaseOwners.NAME_KEPT
+              : "holding '/task-'",
+          name.length() > LeaseOwners.NAME_KEPT
+              ? "begins with the same " + LeaseOwners.NAME_KEPT
+              : "is this name's part before '/task-'");
+    }
     config
         .exactlyOnceIntervalMayOutlastTransaction()
         .ifPresent(

@@ -99,6 +99,31 @@ class OutboxSourceConnectorTest {
     assertTrue(warnings.get(2).message().contains("timeout.ms 30000 ms"));
   }
 
+  /**
+   * A name that lease owners cut (over 100 characters) or that holds '/task-' cannot be told from
+   * another connector's in the leases: warned about at start.
+   */
+  @Test
+  void aNameTheLeasesCannotTellApartIsWarnedAbout() {
+    long mark = LogCapture.get().mark();
+    Map<String, String> fine = config(null);
+    fine.put("name", "n".repeat(100));
+    new OutboxSourceConnector().start(fine);
+    Map<String, String> longName = config(null);
+    longName.put("name", "n".repeat(101));
+    new OutboxSourceConnector().start(longName);
+    Map<String, String> taskInName = config(null);
+    taskInName.put("name", "orders/task-x");
+    new OutboxSourceConnector().start(taskInName);
+
+    List<LogCapture.Event> warnings =
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("CONNECTOR_NAME_AMBIGUOUS_IN_LEASES"));
+    assertEquals(2, warnings.size(), "the long name and the one with /task-; not 100 characters");
+    assertTrue(warnings.get(0).message().contains("longer than 100 characters"));
+    assertTrue(warnings.get(1).message().contains("holding '/task-'"));
+  }
+
   @Test
   void exactlyOnceIsSupportedOnlyInExactlyOnceMode() {
     OutboxSourceConnector connector = new OutboxSourceConnector();
