@@ -1010,7 +1010,7 @@ class ExactlyOnceTaskTest {
     assertTrue(handed.size() >= 40, "four batches of 10 at least: " + handed.size());
     assertTrue(handed.size() < 50, "the limit, 4 batches and a claim below it: " + handed.size());
     assertEquals(handed.size(), task.metrics().inFlight(), "each awaited");
-    task.poll(); // held back by the full ledger: a pause begins
+    assertNull(task.poll(), "held back by the full ledger: a pause begins");
     assertFalse(task.pollWakePending());
 
     commitTransaction(task, handed);

@@ -165,6 +165,17 @@ public final class OutboxMessage {
    * an error whose detail quotes the whole row, payload included ("Failing row contains ..."), and
    * applications log such errors.
    */
+  /** Refuses a payload of {@code length} bytes over {@link #MAX_PAYLOAD_BYTES}. */
+  static void requirePayloadSize(int length) {
+    if (length > MAX_PAYLOAD_BYTES) {
+      throw new IllegalArgumentException(
+          "payload must be at most "
+              + MAX_PAYLOAD_BYTES
+              + " bytes, the most any connector's payload.max.bytes allows: it was "
+              + length);
+    }
+  }
+
   private OutboxMessage(Builder b) {
     this.messageId = b.messageId != null ? b.messageId : UUID.randomUUID().toString();
     if (messageId.isBlank()) {
@@ -185,12 +196,8 @@ public final class OutboxMessage {
     this.eventType = requireText(b.eventType, "eventType");
     this.topic = b.topic;
     this.payload = b.payload;
-    if (payload != null && payload.length > MAX_PAYLOAD_BYTES) {
-      throw new IllegalArgumentException(
-          "payload must be at most "
-              + MAX_PAYLOAD_BYTES
-              + " bytes, the most any connector's payload.max.bytes allows: it was "
-              + payload.length);
+    if (payload != null) {
+      requirePayloadSize(payload.length);
     }
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(b.headers));
     this.correlationId = b.correlationId;
@@ -426,8 +433,9 @@ public final class OutboxMessage {
      *
      * @throws IllegalArgumentException the value does not serialize (naming Jackson's exception
      *     class only), or nests deeper than 900 levels, which the relay does not read; or it is
-     *     text or bytes (a {@code String}, {@code byte[]}, {@code char[]}, {@code ByteBuffer}),
-     *     which would be written as one JSON string: pass those to {@link #payload}
+     *     text or bytes (a {@code String} or other {@code CharSequence}, {@code byte[]}, {@code
+     *     char[]}, {@code ByteBuffer}), which would be written as one JSON string: pass those to
+     *     {@link #payload}
      */
     public Builder jsonPayload(Object value) {
       if (value == null) {

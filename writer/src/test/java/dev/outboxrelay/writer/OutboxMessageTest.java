@@ -74,9 +74,11 @@ class OutboxMessageTest {
   /** A payload no connector could relay (over the most payload.max.bytes allows) is refused. */
   @Test
   void aPayloadLargerThanAnyConnectorRelaysIsRefused() {
-    assertEquals(
-        OutboxMessage.MAX_PAYLOAD_BYTES,
-        order().payload(new byte[OutboxMessage.MAX_PAYLOAD_BYTES]).build().payload().length);
+    OutboxMessage.requirePayloadSize(OutboxMessage.MAX_PAYLOAD_BYTES); // the largest: accepted
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> OutboxMessage.requirePayloadSize(OutboxMessage.MAX_PAYLOAD_BYTES + 1));
+    // One allocation (and the builder's copy) to show build() checks it.
     IllegalArgumentException e =
         assertThrows(
             IllegalArgumentException.class,

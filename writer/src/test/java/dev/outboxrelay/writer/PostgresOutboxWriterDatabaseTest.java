@@ -558,10 +558,6 @@ class PostgresOutboxWriterDatabaseTest {
   }
 
   /**
-   * Message o-9 enqueued and committed under orders-eu, and a table of orders; returns a writer of
-   * orders-us, whose enqueue of o-9 is refused (MessageIdTakenException).
-   */
-  /**
    * An id both this key's row and another key's published-log entry hold (left by two keys' writers
    * racing on one id) is this key's message: DUPLICATE, not "taken", which tells the caller to send
    * it again under another id, twice in Kafka.
@@ -586,6 +582,10 @@ class PostgresOutboxWriterDatabaseTest {
     assertEquals(1, db.count("SELECT count(*) FROM outbox"));
   }
 
+  /**
+   * Message o-9 enqueued and committed under orders-eu, and a table of orders; returns a writer of
+   * orders-us, whose enqueue of o-9 is refused (MessageIdTakenException).
+   */
   private PostgresOutboxWriter o9TakenByAnotherKey() throws SQLException {
     try (Connection c = db.connection()) {
       c.setAutoCommit(false);
