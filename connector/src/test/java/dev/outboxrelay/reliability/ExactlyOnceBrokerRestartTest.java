@@ -45,10 +45,14 @@ class ExactlyOnceBrokerRestartTest {
   @RegisterExtension
   static final ConnectCluster CLUSTER =
       ConnectCluster.shared(
+          // The exactly-once workers' broker settings too: without the 1 s cleanup of timed-out
+          // transactions, one the restart left open was aborted only 10 to 20 s after it began,
+          // which the stuck-partition check's 20 s could take for a hanging one (a skip).
           new ConnectCluster.Options(
                   "outbox-relay-eos-broker",
                   ExactlyOnceMode.WORKERS.workers(),
-                  ExactlyOnceMode.WORKERS.workerProps())
+                  ExactlyOnceMode.WORKERS.workerProps(),
+                  ExactlyOnceMode.WORKERS.brokerProps())
               .brokerProp("controlled.shutdown.enable", "false"));
 
   static final int ROWS = ExactlyOnceFaultsTest.ROWS;

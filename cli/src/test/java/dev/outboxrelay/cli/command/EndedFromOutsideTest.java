@@ -1,5 +1,6 @@
 package dev.outboxrelay.cli.command;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -78,9 +79,10 @@ class EndedFromOutsideTest {
     Thread change =
         new Thread(
             () -> {
-              while (!reportedWhileWaiting.stopRequested()) {
-                Thread.onSpinWait();
-              }
+              await()
+                  .atMost(Duration.ofMinutes(1))
+                  .pollInterval(Duration.ofMillis(10))
+                  .until(reportedWhileWaiting::stopRequested);
               reportedWhileWaiting.reported(); // its last batch done: the full report went out
               reportedWhileWaiting.changeOver();
             });
@@ -88,6 +90,7 @@ class EndedFromOutsideTest {
     change.start();
     reportedWhileWaiting.run();
     change.join(Duration.ofMinutes(1).toMillis());
+    assertFalse(change.isAlive(), "the change ended once asked to stop");
     assertEquals("", meanwhile.toString());
   }
 

@@ -260,27 +260,31 @@ class RetentionStatementTest {
   void deletesNoEntryOfAnotherKeyAndTheOldestFirst() {
     PostgresOutboxStore store =
         new PostgresOutboxStore(dataSource, TABLE, RelayClock.database(), null);
-    // Committed: the rows are put back below for the other tests.
+    // Committed: the rows are put back at the end, whatever the assertions say, for the other
+    // tests (a failure here would otherwise fail them too, hiding its own).
     int deleted = store.deletePublished(Set.of("us"), cutoff().toInstant(), 100);
-    assertEquals(100, deleted);
     try (Connection c = dataSource.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
-                "SELECT instance_key, count(*), min(seq) FROM outbox_published"
-                    + " WHERE published_at < now() - interval '1 day'"
-                    + " GROUP BY instance_key ORDER BY instance_key")) {
-      assertTrue(rs.next());
-      assertEquals("eu", rs.getString(1));
-      assertEquals(OWN_OLD_ENTRIES, rs.getInt(2));
-      assertTrue(rs.next());
-      assertEquals("paused", rs.getString(1));
-      assertEquals(OTHER_KEYS_ENTRIES, rs.getInt(2));
-      assertTrue(rs.next());
-      assertEquals("us", rs.getString(1));
-      assertEquals(OWN_OLD_ENTRIES - 100, rs.getInt(2));
-      assertEquals(101, rs.getLong(3), "the oldest 100 went first");
-      s.execute(entries("us", 100, "40 days")); // put back, as the other tests expect
+        Statement s = c.createStatement()) {
+      try (ResultSet rs =
+          s.executeQuery(
+              "SELECT instance_key, count(*), min(seq) FROM outbox_published"
+                  + " WHERE published_at < now() - interval '1 day'"
+                  + " GROUP BY instance_key ORDER BY instance_key")) {
+        assertEquals(100, deleted);
+        assertTrue(rs.next());
+        assertEquals("eu", rs.getString(1));
+        assertEquals(OWN_OLD_ENTRIES, rs.getInt(2));
+        assertTrue(rs.next());
+        assertEquals("paused", rs.getString(1));
+        assertEquals(OTHER_KEYS_ENTRIES, rs.getInt(2));
+        assertTrue(rs.next());
+        assertEquals("us", rs.getString(1));
+        assertEquals(OWN_OLD_ENTRIES - 100, rs.getInt(2));
+        assertEquals(101, rs.getLong(3), "the oldest 100 went first");
+      } finally {
+        s.execute("DELETE FROM outbox_published WHERE instance_key = 'us' AND seq <= 100");
+        s.execute(entries("us", 100, "40 days")); // put back, as the other tests expect
+      }
     } catch (SQLException e) {
       throw new AssertionError(e);
     }
