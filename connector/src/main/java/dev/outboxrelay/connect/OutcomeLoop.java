@@ -201,6 +201,11 @@ final class OutcomeLoop {
     return thread.isAlive();
   }
 
+  /** For tests: the loop thread's state (waiting in a backoff: TIMED_WAITING). */
+  Thread.State threadState() {
+    return thread.getState();
+  }
+
   /**
    * Whether the loop ended as a stop ends it, having settled what Kafka never acknowledged; false
    * while it runs and after it died (the task's stop settles then, {@link TaskRuntime}).

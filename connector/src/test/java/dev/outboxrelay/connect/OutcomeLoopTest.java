@@ -195,6 +195,7 @@ class OutcomeLoopTest {
       if (kind == OutboxStoreException.Kind.INTERNAL) {
         int calls = store.publishCalls.get();
         await().until(() -> store.publishCalls.get() >= calls + 2); // retried on
+        awaitWaitingOrEnded(loop);
         assertTrue(loop.isAlive());
         assertEquals(0, f.metrics.lateAcks.get());
         time.sleep(Duration.ofHours(2).toMillis()); // the grace ends
@@ -319,7 +320,9 @@ class OutcomeLoopTest {
               new PendingOutcome.Published(
                   "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
       await().until(() -> store.publishCalls.get() >= 2);
+      awaitWaitingOrEnded(loop); // not the moment after the write, when it is alive either way
       assertTrue(loop.isAlive(), "in its backoff, an acknowledgement may still come");
+      assertEquals(0, f.metrics.lateAcks.get(), "the outcome still in hand, retried");
 
       if (endedBy.equals(OutcomeLoop.TASK_SUCCEEDED)) {
         loop.acknowledgementsEnded();
@@ -355,7 +358,9 @@ class OutcomeLoopTest {
       loop.stop(Duration.ZERO, Duration.ofMinutes(30)); // first: see the test above
       assertTrue(loop.submit(new PendingOutcome.Released("m1", claimed.lease())));
       await().until(() -> f.metrics.databaseErrors.get() >= 2);
+      awaitWaitingOrEnded(loop);
       assertTrue(loop.isAlive(), "within the grace");
+      assertEquals(0, f.metrics.lateAcks.get(), "the outcome still in hand, retried");
 
       time.sleep(Duration.ofMinutes(31).toMillis());
 
@@ -659,5 +664,10 @@ class OutcomeLoopTest {
 
   private static PendingOutcome.Released released(ClaimedMessage m) {
     return new PendingOutcome.Released(m.messageId(), m.lease());
+  }
+
+  /** Until the loop waits (its backoff) or has ended: then whether it is alive says which. */
+  private static void awaitWaitingOrEnded(OutcomeLoop loop) {
+    await().until(() -> loop.threadState() == Thread.State.TIMED_WAITING || !loop.isAlive());
   }
 }
