@@ -269,6 +269,34 @@ class PrometheusExportTest {
   }
 
   /**
+   * Every range the dashboard's rate() or increase() reads holds several scrapes: Grafana's
+   * $__rate_interval, or at least 5 minutes. A [1m] window held one sample at Prometheus' default
+   * 1-minute scrape interval, and the panel stayed empty.
+   */
+  @Test
+  void everyRateTheDashboardTakesSpansSeveralScrapes() throws Exception {
+    JsonNode dashboard = new ObjectMapper().readTree(DASHBOARD.toFile());
+    java.util.regex.Pattern range =
+        java.util.regex.Pattern.compile("(?:rate|increase)\\([^\\[]*\\[([^\\]]+)\\]\\)");
+    int ranges = 0;
+    for (JsonNode panel : dashboard.get("panels")) {
+      for (JsonNode target : panel.get("targets")) {
+        java.util.regex.Matcher m = range.matcher(target.get("expr").asText());
+        while (m.find()) {
+          ranges++;
+          String window = m.group(1);
+          assertTrue(
+              window.equals("$__rate_interval")
+                  || (window.endsWith("m") && Integer.parseInt(window.replace("m", "")) >= 5)
+                  || window.endsWith("h"),
+              target.get("expr").asText());
+        }
+      }
+    }
+    assertTrue(ranges > 0, "the dashboard takes rates");
+  }
+
+  /**
    * A paused connector reads no backlog: the missing-figures alert stands aside for it by the
    * series a paused task 0 exports, which it names as exported.
    */
