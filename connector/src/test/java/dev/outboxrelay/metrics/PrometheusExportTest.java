@@ -73,6 +73,9 @@ class PrometheusExportTest {
   /** Connect's status of task 0, as its task metrics give it. */
   private volatile String taskStatus = "running";
 
+  /** Connect's status of the connector, as its connector metrics give it. */
+  private volatile String connectorStatus = "running";
+
   @BeforeEach
   void publishLikeAConnectWorker() throws Exception {
     kafkaMetrics =
@@ -119,6 +122,11 @@ class PrometheusExportTest {
               Map.of("connector", connector.getKey())),
           (Gauge<String>) (config, now) -> connector.getValue());
     }
+    // Connect's own connector status, as ConnectMetricsRegistry names it.
+    kafkaMetrics.addMetric(
+        kafkaMetrics.metricName(
+            "status", "connector-metrics", "connector status", Map.of("connector", CONNECTOR)),
+        (Gauge<String>) (config, now) -> connectorStatus);
   }
 
   @AfterEach
@@ -343,6 +351,23 @@ class PrometheusExportTest {
           read.group() + " is aggregated with " + by.group(1) + ", not " + expected);
     }
     assertTrue(reads >= 4, "the lag and backlog are queried: " + reads);
+  }
+
+  /**
+   * A connector that failed as a whole (its start refused its config) has no task, so no task
+   * status: its own status is exported, which the connector-failed alert reads.
+   */
+  @Test
+  void aFailedConnectorsOwnStatusIsExported() throws Exception {
+    connectorStatus = "failed";
+    Map<String, Double> samples = scrape(Files.readString(RULES));
+    assertEquals(
+        1.0,
+        samples.get(
+            "kafka_connect_connector_status{connector=\"" + CONNECTOR + "\",status=\"failed\"}"));
+    assertTrue(
+        seriesNamedIn(Files.readString(ALERTS)).contains("kafka_connect_connector_status"),
+        "a failed connector is alerted on");
   }
 
   @Test
