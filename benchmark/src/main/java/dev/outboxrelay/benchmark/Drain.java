@@ -57,6 +57,35 @@ final class Drain {
     return "exactly-once".equals(config.overrides().get("delivery.guarantee"));
   }
 
+  /**
+   * Fails a run whose delivery was wrong, so that no figure of it reaches a report (and no target
+   * reads MET on it): a row left in any status but PUBLISHED (FAILED, EXHAUSTED: every row of a
+   * drain is publishable), a duplicate in exactly-once mode, a record of an aggregate ahead of an
+   * earlier one with ordering on (the relay's; the naive relay promises no order). Duplicates at
+   * least once are counted, not failed: a drain without faults has none, but the mode allows them.
+   */
+  static void requireDelivered(
+      Config config,
+      boolean exactlyOnce,
+      Map<String, Long> finalCounts,
+      long duplicates,
+      long orderViolations) {
+    Map<String, Long> notPublished = new java.util.TreeMap<>(finalCounts);
+    notPublished.remove("PUBLISHED");
+    if (!notPublished.isEmpty()) {
+      throw new IllegalStateException(
+          config.label() + ": rows not published at the end: " + notPublished);
+    }
+    if (exactlyOnce && duplicates > 0) {
+      throw new IllegalStateException(
+          config.label() + ": " + duplicates + " duplicates in exactly-once mode");
+    }
+    if (config.ordered() && !config.naive() && orderViolations > 0) {
+      throw new IllegalStateException(
+          config.label() + ": " + orderViolations + " records ahead of an earlier one");
+    }
+  }
+
   private static final AtomicInteger RUNS = new AtomicInteger();
 
   private final BenchPostgres pg;
@@ -157,6 +186,9 @@ final class Drain {
                     seconds,
                     config.tasks())
                 : null;
+        Map<String, Long> finalCounts = Backlog.statusCounts(c);
+        requireDelivered(
+            config, exactlyOnce, finalCounts, reader.duplicates(), reader.orderViolations());
         result =
             new Result(
                 seconds,
@@ -164,7 +196,7 @@ final class Drain {
                 (kafkaDone - start) / 1e9,
                 reader.duplicates(),
                 reader.orderViolations(),
-                Backlog.statusCounts(c),
+                finalCounts,
                 load,
                 null,
                 transactions);
