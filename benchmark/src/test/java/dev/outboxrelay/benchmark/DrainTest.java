@@ -28,11 +28,7 @@ class DrainTest {
             IllegalStateException.class,
             () ->
                 Drain.requireDelivered(
-                    config(false, true),
-                    false,
-                    Map.of("PUBLISHED", 9L, "FAILED", 1L),
-                    0,
-                    0));
+                    config(false, true), false, Map.of("PUBLISHED", 9L, "FAILED", 1L), 0, 0));
     assertTrue(e.getMessage().contains("FAILED=1"), e.getMessage());
   }
 
