@@ -101,6 +101,18 @@ launcher() {
     dev.outboxrelay.localstack.LocalStack "$@"
 }
 
+# True when the state directory these options name (--state-dir=, else LOCAL_STACK_HOME, else
+# .local-stack) holds a pid file of a process the launcher started.
+recorded_pids() {
+  local state="${LOCAL_STACK_HOME:-.local-stack}"
+  for arg in "$@"; do
+    case "$arg" in
+      --state-dir=*) state="${arg#--state-dir=}" ;;
+    esac
+  done
+  compgen -G "$state/pids/*.pid" >/dev/null
+}
+
 # True when the stack these options name is up: the launcher's own check, far quicker than a build.
 stack_running() {
   launcher_built && launcher running "$@" >/dev/null 2>&1
@@ -191,7 +203,19 @@ case "$command" in
       build
     fi
     ;;
-  down | status | demo | running)
+  down | running)
+    # Without a build, nothing this checkout's launcher started can be running unless a pid file
+    # says so: answer without building (a checkout after mvn clean, or one that does not compile).
+    if ! launcher_built && ! recorded_pids "${options[@]+"${options[@]}"}"; then
+      if [[ "$command" == "down" ]]; then
+        echo "Nothing of the local stack runs."
+        exit 0
+      fi
+      exit 1
+    fi
+    launcher_built || build
+    ;;
+  status | demo)
     launcher_built || build
     ;;
   *)

@@ -94,8 +94,7 @@ final class ConnectWorker {
                       state.log(Component.CONNECT.id()),
                       state.root(),
                       true);
-              state.writePid(Component.CONNECT, p.pid());
-              return p;
+              return ProcessControl.recorded(p, () -> state.writePid(Component.CONNECT, p.pid()));
             });
     awaitReady(
         new ConnectRest(ports.connectUrl()),

@@ -100,7 +100,17 @@ final class EmbeddedPostgresServer {
               + ProcessControl.tail(log, 15),
           e);
     }
-    state.writePid(Component.POSTGRES, postmasterPid());
+    try {
+      state.writePid(Component.POSTGRES, postmasterPid());
+    } catch (RuntimeException e) {
+      // Unrecorded, the server would run on unseen by the clean-up and by down, holding its port.
+      try {
+        postgres.close();
+      } catch (IOException | RuntimeException closing) {
+        e.addSuppressed(closing);
+      }
+      throw e;
+    }
     return postgres;
   }
 

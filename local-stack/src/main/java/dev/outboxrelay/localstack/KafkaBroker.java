@@ -53,8 +53,7 @@ final class KafkaBroker {
                       state.log(Component.KAFKA.id()),
                       state.root(),
                       true);
-              state.writePid(Component.KAFKA, p.pid());
-              return p;
+              return ProcessControl.recorded(p, () -> state.writePid(Component.KAFKA, p.pid()));
             });
     awaitReady(process);
     console.step("Kafka", "ready (pid " + process.pid() + ")");

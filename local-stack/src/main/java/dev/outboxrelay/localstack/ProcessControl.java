@@ -85,6 +85,21 @@ final class ProcessControl {
   }
 
   /**
+   * {@code process}, once {@code record} (its pid file written) went through; if it failed, the
+   * process is killed first: the clean-up of a failed start, and {@code down}, find processes by
+   * their pid files only, so one started but not recorded ran on, holding its ports.
+   */
+  static Process recorded(Process process, Runnable record) {
+    try {
+      record.run();
+      return process;
+    } catch (RuntimeException | Error e) {
+      process.destroyForcibly();
+      throw e;
+    }
+  }
+
+  /**
    * The environment of a child process: the launcher's, without any {@code OUTBOX_*} or {@code
    * LOCAL_STACK_*} variable (the operator CLI's credentials, the stack's settings and password,
    * which the Connect worker's {@code env} config provider would otherwise hand to any connector),

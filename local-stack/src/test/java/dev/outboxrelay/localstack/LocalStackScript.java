@@ -29,6 +29,12 @@ final class LocalStackScript {
    */
   static Result run(Path work, Map<String, String> env, String... args)
       throws IOException, InterruptedException {
+    return run(RepoFiles.file("local-stack.sh"), work, env, args);
+  }
+
+  /** As {@link #run(Path, Map, String...)}, of the script at {@code script}. */
+  static Result run(Path script, Path work, Map<String, String> env, String... args)
+      throws IOException, InterruptedException {
     Path bin = Files.createDirectories(work.resolve("bin"));
     Path calls = work.resolve("mvn-calls.txt");
     Path mvn = bin.resolve("mvn");
@@ -44,8 +50,7 @@ final class LocalStackScript {
             + "echo 'stand-in mvn: no build here' >&2\n"
             + "exit 1\n");
     Files.setPosixFilePermissions(mvn, PosixFilePermissions.fromString("rwx------"));
-    List<String> command =
-        new java.util.ArrayList<>(List.of("bash", RepoFiles.file("local-stack.sh").toString()));
+    List<String> command = new java.util.ArrayList<>(List.of("bash", script.toString()));
     command.addAll(List.of(args));
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
     builder.environment().putAll(env);

@@ -72,6 +72,34 @@ class LocalStackScriptTest {
     }
   }
 
+  /**
+   * In a checkout whose launcher is not built (after mvn clean, or not compiling), down and running
+   * answer without a build when no pid file says a process runs: before, both ran Maven, and down
+   * stopped nothing and said only that the build failed.
+   */
+  @Test
+  void downAndRunningNeedNoBuildWhenNothingWasStarted() throws Exception {
+    Path checkout = Files.createDirectories(work.resolve("checkout"));
+    Path script = checkout.resolve("local-stack.sh");
+    Files.copy(RepoFiles.file("local-stack.sh"), script);
+    String state = "--state-dir=" + work.resolve("state");
+
+    LocalStackScript.Result running =
+        LocalStackScript.run(script, work, Map.of(), "running", state);
+    assertEquals(1, running.exit(), running.output());
+    assertEquals("", running.output());
+    LocalStackScript.Result down = LocalStackScript.run(script, work, Map.of(), "down", state);
+    assertEquals(0, down.exit(), down.output());
+    assertTrue(down.output().contains("Nothing of the local stack runs."), down.output());
+    assertEquals("", running.mvnCalls() + down.mvnCalls(), "no build");
+
+    // A pid file: something may run, so the launcher is built to stop it.
+    Files.createDirectories(work.resolve("state").resolve("pids"));
+    Files.writeString(work.resolve("state").resolve("pids").resolve("kafka.pid"), "2147483646\n");
+    LocalStackScript.Result recorded = LocalStackScript.run(script, work, Map.of(), "down", state);
+    assertTrue(recorded.mvnCalls().contains("args: "), recorded.output());
+  }
+
   @Test
   void theUsersMavenOptionsAreKept() throws Exception {
     LocalStackScript.Result result =

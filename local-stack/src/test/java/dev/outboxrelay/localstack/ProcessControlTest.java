@@ -1,6 +1,8 @@
 package dev.outboxrelay.localstack;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -44,6 +46,34 @@ class ProcessControlTest {
             "CLASSPATH", "/kafka/*"),
         ProcessControl.childEnvironment(
             launcher, Map.of("OUTBOX_DB_PASSWORD", "stack-secret", "CLASSPATH", "/kafka/*")));
+  }
+
+  /** A process whose pid file could not be written is killed, not left running unrecorded. */
+  @Test
+  void aProcessThatCouldNotBeRecordedIsKilled() throws Exception {
+    Process sleeping = new ProcessBuilder("sleep", "60").start();
+    try {
+      IllegalStateException e =
+          assertThrows(
+              IllegalStateException.class,
+              () ->
+                  ProcessControl.recorded(
+                      sleeping,
+                      () -> {
+                        throw new IllegalStateException("pids/ is not writable");
+                      }));
+      assertEquals("pids/ is not writable", e.getMessage());
+      assertTrue(sleeping.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "killed");
+    } finally {
+      sleeping.destroyForcibly();
+    }
+    Process recorded = new ProcessBuilder("sleep", "60").start();
+    try {
+      assertSame(recorded, ProcessControl.recorded(recorded, () -> {}));
+      assertTrue(recorded.isAlive(), "recorded: left running");
+    } finally {
+      recorded.destroyForcibly();
+    }
   }
 
   @Test
