@@ -207,6 +207,9 @@ final class RunCost {
           rows);
     }
 
+    /** The relay phase's top statements, read when it ended. */
+    private List<TopStatement> relayTop;
+
     void insertStarted() throws SQLException {
       insertStart = lsn();
     }
@@ -229,11 +232,16 @@ final class RunCost {
       jvmCpuStart = jvmCpuNanos();
     }
 
-    /** Right after the clock stopped. */
+    /**
+     * Right after the clock stopped; the top statements too (pg_stat_statements counts a statement
+     * as it ends): read later, they held the idle relay's empty claims after the clock stopped and
+     * the connector's shutdown.
+     */
     void relayDone() throws SQLException {
       jvmCpuEnd = jvmCpuNanos();
       pgCpuEnd = pg.cpuSeconds();
       relayEnd = lsn();
+      relayTop = topStatements();
     }
 
     /**
@@ -243,7 +251,7 @@ final class RunCost {
     Result finish() throws SQLException {
       try {
         boolean statisticsLagged = !awaitOtherSessionsClosed();
-        List<TopStatement> top = topStatements(); // before this meter's own heavier queries
+        List<TopStatement> top = relayTop == null ? List.of() : relayTop;
         long[] relayStats = walStats(relayStart, relayEnd);
         List<WalRecordType> relayByType = walByType(relayStart, relayEnd);
         long updates;
