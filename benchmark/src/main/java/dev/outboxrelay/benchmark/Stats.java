@@ -8,26 +8,47 @@ import java.util.List;
 final class Stats {
   private Stats() {}
 
-  record Summary(double median, double min, double max, int n) {
+  /**
+   * Of {@code n} measured values; {@code missing} runs measured nothing (NaN: a reading that
+   * failed), which the formatted cell says.
+   */
+  record Summary(double median, double min, double max, int n, int missing) {
+    Summary(double median, double min, double max, int n) {
+      this(median, min, max, n, 0);
+    }
+
     String format(String pattern) {
+      String unmeasured = missing == 0 ? "" : " [" + missing + " run(s) not measured]";
       if (n == 0) {
-        return "n/a";
+        return "n/a" + unmeasured;
       }
       if (n == 1) {
-        return pattern.formatted(median);
+        return pattern.formatted(median) + unmeasured;
       }
       return (pattern + " (%s–%s)")
-          .formatted(median, pattern.formatted(min), pattern.formatted(max));
+              .formatted(median, pattern.formatted(min), pattern.formatted(max))
+          + unmeasured;
     }
   }
 
+  /**
+   * Median, min and max of the measured values: a NaN (a reading that failed) is left out and
+   * counted as missing. Sorted in, NaN went last and shifted the median with no mark.
+   */
   static Summary summarize(List<Double> values) {
-    if (values.isEmpty()) {
-      return new Summary(Double.NaN, Double.NaN, Double.NaN, 0);
+    List<Double> sorted = new ArrayList<>();
+    for (Double v : values) {
+      if (!v.isNaN()) {
+        sorted.add(v);
+      }
     }
-    List<Double> sorted = new ArrayList<>(values);
+    int missing = values.size() - sorted.size();
+    if (sorted.isEmpty()) {
+      return new Summary(Double.NaN, Double.NaN, Double.NaN, 0, missing);
+    }
     Collections.sort(sorted);
-    return new Summary(median(sorted), sorted.get(0), sorted.get(sorted.size() - 1), sorted.size());
+    return new Summary(
+        median(sorted), sorted.get(0), sorted.get(sorted.size() - 1), sorted.size(), missing);
   }
 
   static double median(List<Double> sorted) {
