@@ -101,16 +101,23 @@ launcher() {
     dev.outboxrelay.localstack.LocalStack "$@"
 }
 
-# True when the state directory these options name (--state-dir=, else LOCAL_STACK_HOME, else
-# .local-stack) holds a pid file of a process the launcher started.
+# True when the state directory these options name holds a pid file of a process the launcher
+# started: --state-dir=, else LOCAL_STACK_HOME, else .local-stack under --repo-root= or
+# LOCAL_STACK_ROOT (else this checkout); a blank value counts as unset, as the launcher reads it.
 recorded_pids() {
-  local state="${LOCAL_STACK_HOME:-.local-stack}"
+  local root="${LOCAL_STACK_ROOT:-}" state="${LOCAL_STACK_HOME:-}" arg file
   for arg in "$@"; do
     case "$arg" in
       --state-dir=*) state="${arg#--state-dir=}" ;;
+      --repo-root=*) root="${arg#--repo-root=}" ;;
     esac
   done
-  compgen -G "$state/pids/*.pid" >/dev/null
+  [[ -n "${root//[[:space:]]/}" ]] || root="."
+  [[ -n "${state//[[:space:]]/}" ]] || state="$root/.local-stack"
+  for file in "$state"/pids/*.pid; do
+    [[ -e "$file" ]] && return 0
+  done
+  return 1
 }
 
 # True when the stack these options name is up: the launcher's own check, far quicker than a build.

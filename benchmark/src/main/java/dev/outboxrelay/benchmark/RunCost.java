@@ -246,7 +246,8 @@ final class RunCost {
 
     /**
      * After the relay's own sessions are closed (connector deleted, loop's connection closed):
-     * waits for them to leave, then reads the table's figures and the top statements.
+     * waits for them to leave, then reads the table's figures (the top statements were read when
+     * the relay phase ended).
      */
     Result finish() throws SQLException {
       try {

@@ -138,6 +138,9 @@ final class OutcomeLoop {
 
   private int consecutiveErrors;
 
+  /** In a write's error backoff ({@link #backoff}); for tests. */
+  private volatile boolean inBackoff;
+
   /**
    * @param onExit runs once on this thread as its last act, however the thread ends
    */
@@ -201,9 +204,9 @@ final class OutcomeLoop {
     return thread.isAlive();
   }
 
-  /** For tests: the loop thread's state (waiting in a backoff: TIMED_WAITING). */
-  Thread.State threadState() {
-    return thread.getState();
+  /** For tests: whether the loop waits in a write's error backoff. */
+  boolean inBackoff() {
+    return inBackoff;
   }
 
   /**
@@ -649,13 +652,18 @@ final class OutcomeLoop {
     // the acknowledgements as a successor's start does (a write refused for good is abandoned).
     boolean ackable = closeDeadlineMs == Long.MAX_VALUE || acknowledgementsEndedBy() == null;
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay);
-    for (long left = end - System.nanoTime();
-        left > 0 && !pastCloseDeadline();
-        left = end - System.nanoTime()) {
-      if (stopping.await(Duration.ofNanos(Math.min(left, BACKOFF_SLICE.toNanos())))
-          || ackable && closeDeadlineMs != Long.MAX_VALUE && acknowledgementsEndedBy() != null) {
-        return;
+    inBackoff = true;
+    try {
+      for (long left = end - System.nanoTime();
+          left > 0 && !pastCloseDeadline();
+          left = end - System.nanoTime()) {
+        if (stopping.await(Duration.ofNanos(Math.min(left, BACKOFF_SLICE.toNanos())))
+            || ackable && closeDeadlineMs != Long.MAX_VALUE && acknowledgementsEndedBy() != null) {
+          return;
+        }
       }
+    } finally {
+      inBackoff = false;
     }
   }
 }

@@ -666,8 +666,11 @@ class OutcomeLoopTest {
     return new PendingOutcome.Released(m.messageId(), m.lease());
   }
 
-  /** Until the loop waits (its backoff) or has ended: then whether it is alive says which. */
+  /**
+   * Until the loop waits in a write's backoff or has ended: then whether it is alive says which
+   * (idle, it waits too, but not in a backoff).
+   */
   private static void awaitWaitingOrEnded(OutcomeLoop loop) {
-    await().until(() -> loop.threadState() == Thread.State.TIMED_WAITING || !loop.isAlive());
+    await().until(() -> loop.inBackoff() || !loop.isAlive());
   }
 }

@@ -98,6 +98,23 @@ class LocalStackScriptTest {
     Files.writeString(work.resolve("state").resolve("pids").resolve("kafka.pid"), "2147483646\n");
     LocalStackScript.Result recorded = LocalStackScript.run(script, work, Map.of(), "down", state);
     assertTrue(recorded.mvnCalls().contains("args: "), recorded.output());
+
+    // Found where the launcher looks: under another checkout's .local-stack (--repo-root), and in a
+    // state directory whose name a glob would read otherwise.
+    Path other = work.resolve("other");
+    Files.createDirectories(other.resolve(".local-stack").resolve("pids"));
+    Files.writeString(other.resolve(".local-stack/pids/kafka.pid"), "2147483646\n");
+    Files.deleteIfExists(work.resolve("mvn-calls.txt"));
+    LocalStackScript.Result elsewhere =
+        LocalStackScript.run(script, work, Map.of(), "down", "--repo-root=" + other);
+    assertTrue(elsewhere.mvnCalls().contains("args: "), elsewhere.output());
+    Path bracketed = work.resolve("st[1]");
+    Files.createDirectories(bracketed.resolve("pids"));
+    Files.writeString(bracketed.resolve("pids").resolve("kafka.pid"), "2147483646\n");
+    Files.deleteIfExists(work.resolve("mvn-calls.txt"));
+    LocalStackScript.Result globbed =
+        LocalStackScript.run(script, work, Map.of(), "down", "--state-dir=" + bracketed);
+    assertTrue(globbed.mvnCalls().contains("args: "), globbed.output());
   }
 
   @Test
