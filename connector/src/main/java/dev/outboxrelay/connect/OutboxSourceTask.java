@@ -160,9 +160,30 @@ public class OutboxSourceTask extends SourceTask {
       acknowledgeDropped();
       failIfBroken();
       return claimAndHandOver();
+    } catch (ConnectException e) {
+      throw e; // the relay's own words (its failures carry no cause), or Connect's
+    } catch (RuntimeException e) {
+      throw unexpected(e);
     } finally {
       runtime.renewer().pollReturned();
     }
+  }
+
+  /**
+   * A failure nothing classified (a bug, a library's exception): the task fails naming its class
+   * and where it was thrown, never its message or causes, which may quote row data or the
+   * connection and would reach the status trace Connect's REST API shows.
+   */
+  private static ConnectException unexpected(RuntimeException e) {
+    log.error(
+        "Unexpected failure (reason=INTERNAL_ERROR, error={}) at {}; the task fails",
+        e.getClass().getName(),
+        java.util.Arrays.toString(e.getStackTrace()));
+    return new ConnectException(
+        "outbox-relay: unexpected "
+            + e.getClass().getName()
+            + " (reason=INTERNAL_ERROR); its message is not shown, as it may quote row data or the"
+            + " connection: the task's log says where it was thrown");
   }
 
   /**

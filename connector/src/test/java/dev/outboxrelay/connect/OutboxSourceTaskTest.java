@@ -100,6 +100,31 @@ class OutboxSourceTaskTest {
             });
   }
 
+  /**
+   * A failure the relay did not classify (a bug; a library's exception) fails the task naming only
+   * its class: its message and causes, which may quote row data or the connection, never reach the
+   * status trace Connect's REST API shows.
+   */
+  @Test
+  void anUnclassifiedFailureFailsTheTaskWithoutItsText() {
+    OutboxSourceTask task = startTask(Map.of());
+    failing.claimBug =
+        new IllegalStateException(
+            "SENTINEL password=s3cret", new java.sql.SQLException("SENTINEL2 row payload"));
+    long mark = LogCapture.get().mark();
+
+    ConnectException e = assertThrows(ConnectException.class, task::poll);
+
+    assertFalse(e instanceof RetriableException, "fails the task");
+    assertNull(e.getCause());
+    assertTrue(e.getMessage().contains("java.lang.IllegalStateException"), e.getMessage());
+    assertTrue(e.getMessage().contains("reason=INTERNAL_ERROR"), e.getMessage());
+    assertFalse(e.getMessage().contains("SENTINEL"), e.getMessage());
+    assertTrue(
+        LogCapture.get().matching(mark, l -> l.message().contains("SENTINEL")).isEmpty(),
+        "nor in the log");
+  }
+
   private OutboxSourceTask startTask(Map<String, String> overrides) {
     Map<String, String> props = new HashMap<>();
     props.put("connection.url", "jdbc:postgresql://localhost:1/unused");
@@ -1742,6 +1767,9 @@ class OutboxSourceTaskTest {
     /** Thrown by the next batch publish: a bug, not a store failure. */
     volatile RuntimeException publishBug;
 
+    /** Thrown by every claim: a failure the store did not classify (a bug). */
+    volatile RuntimeException claimBug;
+
     /** While set, a batch publish waits for it (uninterruptibly, like a driver call). */
     volatile CountDownLatch publishGate;
 
@@ -1812,6 +1840,10 @@ class OutboxSourceTaskTest {
     @Override
     public dev.outboxrelay.store.ClaimResult claim(ClaimRequest request) {
       check();
+      RuntimeException bug = claimBug;
+      if (bug != null) {
+        throw bug;
+      }
       claimCalls.incrementAndGet();
       dev.outboxrelay.store.ClaimResult result = delegate.claim(request);
       if (nextClaimLosesItsReply) {
