@@ -238,6 +238,28 @@ class DataSourceFactoryTest {
     }
   }
 
+  /**
+   * A single connection's failure keeps its SQLState only: the driver's text, which can name the
+   * database, the user and the server's pg_hba line, reaches no caller.
+   */
+  @Test
+  void aSingleConnectionsFailureCarriesNoDriverText() {
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("sentinel_no_such_database"),
+            Map.of("connection.user", "sentinel_user"));
+
+    SQLException e =
+        assertThrows(
+            SQLException.class,
+            () -> DataSourceFactory.connect(config.connectionSettings(), "outbox-relay-test"));
+
+    assertEquals("28000", e.getSQLState(), e.getMessage()); // no such role: said first
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      assertFalse(String.valueOf(t.getMessage()).contains("sentinel"), t.getMessage());
+    }
+  }
+
   /** A socket factory the URL names (a proxy's, say) is the one used. */
   @Test
   void aSocketFactoryTheUrlNamesWins() {
