@@ -315,12 +315,25 @@ public final class ConfigValidation {
    * instead of the error), so the value is left out, but for a client override (Connect gives those
    * no type: the text prints as it is).
    */
-  private static ConfigValue undefinedKey(String key, String value) {
+  static ConfigValue undefinedKey(String key, String value) {
     ConfigValue undefined = new ConfigValue(key);
-    if (key.startsWith("producer.override.") || key.startsWith("admin.override.")) {
+    if ((key.startsWith("producer.override.") || key.startsWith("admin.override."))
+        && !mayHoldASecret(key)) {
       undefined.value(value);
     }
     return undefined;
+  }
+
+  /**
+   * A client setting whose value may be a secret (a password, a JAAS config with one, a key): never
+   * echoed, whichever check reports on it.
+   */
+  private static boolean mayHoldASecret(String key) {
+    String k = key.toLowerCase(Locale.ROOT);
+    return k.contains("password")
+        || k.contains("jaas")
+        || k.contains("secret")
+        || k.contains(".key");
   }
 
   private static Object validValue(Map<String, ConfigValue> values, String key) {

@@ -1168,6 +1168,17 @@ class ConfigValidationTest {
         only(errors(props), "connection.url"));
   }
 
+  /** A client override whose value may be a secret is never echoed in a validation response. */
+  @Test
+  void aClientOverrideThatMayHoldASecretIsNotEchoed() {
+    assertEquals(
+        null,
+        ConfigValidation.undefinedKey("producer.override.sasl.jaas.config", "SENTINEL").value());
+    assertEquals(
+        null, ConfigValidation.undefinedKey("admin.override.ssl.key.password", "SENTINEL").value());
+    assertEquals("all", ConfigValidation.undefinedKey("producer.override.acks", "all").value());
+  }
+
   @Test
   void aSocketTimeoutInTheUrlMustOutlastTheStatementTimeout() {
     // 2147484 s is past the driver's int milliseconds; the last, times 1000, wraps to 30384 ms.

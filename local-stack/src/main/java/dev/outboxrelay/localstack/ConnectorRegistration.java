@@ -44,6 +44,16 @@ final class ConnectorRegistration {
     JsonNode root;
     try {
       root = ConnectRest.JSON.readTree(file.toFile());
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      // Not Jackson's message: it quotes the file's text where it failed, a secret written there
+      // included.
+      throw new StackException(
+          "could not read "
+              + file
+              + ": not valid JSON at line "
+              + (e.getLocation() == null ? "?" : e.getLocation().getLineNr())
+              + ", column "
+              + (e.getLocation() == null ? "?" : e.getLocation().getColumnNr()));
     } catch (IOException e) {
       throw new StackException("could not read " + file + ": " + e.getMessage(), e);
     }

@@ -23,6 +23,9 @@ record Database(String jdbcUrl, String user, Optional<String> password, boolean 
     ds.setUser(user);
     password.ifPresent(ds::setPassword);
     ds.setApplicationName("outbox-relay-local-stack");
+    // The launcher prints the driver's message of a failed statement: without the server's DETAIL,
+    // which can quote a row's values.
+    ds.setLogServerErrorDetail(false);
     return ds;
   }
 

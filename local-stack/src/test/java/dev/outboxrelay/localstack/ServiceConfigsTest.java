@@ -137,6 +137,31 @@ class ServiceConfigsTest {
     }
   }
 
+  /**
+   * A connector file that is not valid JSON is named with where it fails, not with Jackson's
+   * message, which quotes the file's text there (a secret written into it included).
+   */
+  @Test
+  void aConnectorFileThatIsNotJsonIsNotQuoted(@TempDir Path dir) throws IOException {
+    Path file = dir.resolve("connector.json");
+    Files.writeString(file, "{\"name\": \"x\", \"config\": {\"connection.password\": SENTINEL}}");
+
+    StackException e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            StackException.class,
+            () ->
+                ConnectorRegistration.prepare(
+                    file,
+                    "jdbc:postgresql://127.0.0.1:25432/outbox",
+                    "app",
+                    Delivery.AT_LEAST_ONCE,
+                    ConnectRest.JSON.createObjectNode()));
+    assertTrue(e.getMessage().contains("not valid JSON at line 1"), e.getMessage());
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      assertFalse(String.valueOf(t.getMessage()).contains("SENTINEL"), t.getMessage());
+    }
+  }
+
   @Test
   void registrationFillsInTheConnectionOfTheRunAndKeepsThePasswordReference() {
     var config = ConnectRest.JSON.createObjectNode();
