@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -92,8 +93,14 @@ public class OutboxSourceTask extends SourceTask {
     MDC.put(MDC_INSTANCE_KEYS, printable(config.connector().instanceKeys()));
     try {
       startRuntime();
-    } catch (RuntimeException | Error e) {
+    } catch (ConnectException | ConfigException | OutboxStoreException e) {
       MDC.remove(MDC_INSTANCE_KEYS); // Connect may not call stop() for a task that failed to start
+      throw e; // the relay's words, or Connect's: classified, without driver text
+    } catch (RuntimeException e) {
+      MDC.remove(MDC_INSTANCE_KEYS);
+      throw unexpected(e);
+    } catch (Error e) {
+      MDC.remove(MDC_INSTANCE_KEYS);
       throw e;
     }
   }
@@ -162,6 +169,11 @@ public class OutboxSourceTask extends SourceTask {
       return claimAndHandOver();
     } catch (ConnectException e) {
       throw e; // the relay's own words (its failures carry no cause), or Connect's
+    } catch (org.apache.kafka.common.errors.RetriableException e) {
+      // A Kafka client's, which Connect retries too: retried, as Connect's own are, without text.
+      pause.start(config.settings().pollInterval());
+      throw new RetriableException(
+          "outbox-relay: " + e.getClass().getName() + " from Kafka; polling again");
     } catch (RuntimeException e) {
       throw unexpected(e);
     } finally {
@@ -175,9 +187,19 @@ public class OutboxSourceTask extends SourceTask {
    * connection and would reach the status trace Connect's REST API shows.
    */
   private static ConnectException unexpected(RuntimeException e) {
+    StringBuilder causes = new StringBuilder();
+    Throwable cause = e.getCause();
+    for (int depth = 0; cause != null && depth < 8; depth++, cause = cause.getCause()) {
+      StackTraceElement[] frames = cause.getStackTrace();
+      causes
+          .append("; caused by ")
+          .append(cause.getClass().getName())
+          .append(frames.length > 0 ? " at " + frames[0] : "");
+    }
     log.error(
-        "Unexpected failure (reason=INTERNAL_ERROR, error={}) at {}; the task fails",
+        "Unexpected failure (reason=INTERNAL_ERROR, error={}{}) at {}; the task fails",
         e.getClass().getName(),
+        causes,
         java.util.Arrays.toString(e.getStackTrace()));
     return new ConnectException(
         "outbox-relay: unexpected "

@@ -125,6 +125,38 @@ class OutboxSourceTaskTest {
         "nor in the log");
   }
 
+  /** A Kafka client's retriable failure is retried, as Connect's own are, without its text. */
+  @Test
+  void aKafkaClientsRetriableFailureIsRetried() {
+    OutboxSourceTask task = startTask(Map.of());
+    failing.claimBug = new org.apache.kafka.common.errors.TimeoutException("SENTINEL");
+
+    RetriableException e = assertThrows(RetriableException.class, task::poll);
+
+    assertFalse(e.getMessage().contains("SENTINEL"), e.getMessage());
+    assertNull(e.getCause());
+  }
+
+  /** So is a start that fails unclassified: its class named, its text and causes not. */
+  @Test
+  void anUnclassifiedFailureAtStartFailsItWithoutItsText() {
+    Map<String, String> props = new HashMap<>();
+    props.put("connection.url", "jdbc:postgresql://localhost:1/unused");
+    props.put("instance.keys", "eu");
+    props.put("connector.name", "task-test-" + testName);
+    FixedStoreProvider refusing = new FixedStoreProvider(failing, () -> taskClock);
+    refusing.openFailure =
+        new IllegalStateException("SENTINEL", new java.sql.SQLException("SENTINEL2"));
+    OutboxSourceTask failed = new OutboxSourceTask(refusing, time);
+    failed.initialize(new NoMetricsContext());
+
+    ConnectException e = assertThrows(ConnectException.class, () -> failed.start(props));
+
+    assertNull(e.getCause());
+    assertTrue(e.getMessage().contains("reason=INTERNAL_ERROR"), e.getMessage());
+    assertFalse(e.getMessage().contains("SENTINEL"), e.getMessage());
+  }
+
   private OutboxSourceTask startTask(Map<String, String> overrides) {
     Map<String, String> props = new HashMap<>();
     props.put("connection.url", "jdbc:postgresql://localhost:1/unused");
@@ -1555,7 +1587,7 @@ class OutboxSourceTaskTest {
     refusing.openFailure = new IllegalStateException("the pool cannot start");
     OutboxSourceTask failed = new OutboxSourceTask(refusing, time);
     failed.initialize(new NoMetricsContext());
-    assertThrows(IllegalStateException.class, () -> failed.start(props));
+    assertThrows(ConnectException.class, () -> failed.start(props));
     assertNull(MDC.get(OutboxSourceTask.MDC_INSTANCE_KEYS));
   }
 

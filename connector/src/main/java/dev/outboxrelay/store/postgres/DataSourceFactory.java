@@ -150,8 +150,9 @@ public final class DataSourceFactory {
    * that must stay apart (a LISTEN connection, say). Opening it takes at most about {@code
    * connection.timeout.ms}; once open, reads have no timeout.
    *
-   * @throws SQLException classified by SQLState as usual; its message is the driver's, so never
-   *     show it to users (see {@link dev.outboxrelay.store.postgres.SqlStates#classify})
+   * @throws SQLException classified by SQLState as usual (see {@link
+   *     dev.outboxrelay.store.postgres.SqlStates#classify}); its message holds the SQLState only,
+   *     none of the driver's text
    */
   public static Connection connect(ConnectionSettings settings, String applicationName)
       throws SQLException {
