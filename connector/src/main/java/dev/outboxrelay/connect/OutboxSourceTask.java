@@ -93,14 +93,14 @@ public class OutboxSourceTask extends SourceTask {
     MDC.put(MDC_INSTANCE_KEYS, printable(config.connector().instanceKeys()));
     try {
       startRuntime();
-    } catch (ConnectException | ConfigException | OutboxStoreException e) {
+    } catch (RuntimeException | Error e) {
       MDC.remove(MDC_INSTANCE_KEYS); // Connect may not call stop() for a task that failed to start
-      throw e; // the relay's words, or Connect's: classified, without driver text
-    } catch (RuntimeException e) {
-      MDC.remove(MDC_INSTANCE_KEYS);
-      throw unexpected(e);
-    } catch (Error e) {
-      MDC.remove(MDC_INSTANCE_KEYS);
+      if (e instanceof RuntimeException r
+          && !(r instanceof ConnectException
+              || r instanceof ConfigException
+              || r instanceof OutboxStoreException)) {
+        throw unexpected(r); // not the relay's words, nor Connect's: may quote driver text
+      }
       throw e;
     }
   }

@@ -426,9 +426,9 @@ public final class DataSourceFactory {
   public static Connection connectOrNull(
       String jdbcUrl, String user, Password password, Duration timeout, String applicationName)
       throws SQLException {
-    return withoutTextIfFailed(
-        new DriverDataSource(
-            jdbcUrl, unpooledProperties(user, password, applicationName, timeout)));
+    return new DriverDataSource(
+            jdbcUrl, unpooledProperties(user, password, applicationName, timeout))
+        .connectOrNull();
   }
 
   /**
@@ -439,24 +439,11 @@ public final class DataSourceFactory {
       String jdbcUrl, String user, Password password, Duration timeout, String applicationName)
       throws SQLException {
     String seconds = Long.toString(wholeSeconds(timeout));
-    return withoutTextIfFailed(
-        new DriverDataSource(jdbcUrl, unpooledProperties(user, password, applicationName, timeout))
-            .overriding("connectTimeout", seconds)
-            .overriding("loginTimeout", seconds));
-  }
-
-  /**
-   * A connection of {@code source}, or null for a URL the driver does not take; a failure keeps
-   * only its SQLState (the driver's text can name the host, the server's pg_hba line with the
-   * client's address, user and database): whatever the caller does with it, no log or status gets
-   * that text.
-   */
-  private static Connection withoutTextIfFailed(DriverDataSource source) throws SQLException {
-    try {
-      return source.connectOrNull();
-    } catch (SQLException e) {
-      throw DriverDataSource.withoutText(e, "could not connect");
-    }
+    return new DriverDataSource(
+            jdbcUrl, unpooledProperties(user, password, applicationName, timeout))
+        .overriding("connectTimeout", seconds)
+        .overriding("loginTimeout", seconds)
+        .connectOrNull();
   }
 
   /** Opening and logging in each take at most about {@code connectTimeout}; reads, no limit. */

@@ -93,19 +93,22 @@ final class DriverDataSource extends AbstractDataSource {
     return properties.getProperty(key);
   }
 
-  /** Null when the driver does not accept the URL (a malformed host or port, say). */
+  /**
+   * Null when the driver does not accept the URL (a malformed host or port, say). A failure keeps
+   * only its SQLState ({@link #withoutText}): the driver's text can name the host, the server's
+   * pg_hba line with the client's address, user and database.
+   */
   Connection connectOrNull() throws SQLException {
-    return new org.postgresql.Driver().connect(baseUrl, properties);
+    try {
+      return new org.postgresql.Driver().connect(baseUrl, properties);
+    } catch (SQLException e) {
+      throw withoutText(e, "could not connect");
+    }
   }
 
   @Override
   public Connection getConnection() throws SQLException {
-    Connection c;
-    try {
-      c = connectOrNull();
-    } catch (SQLException e) {
-      throw withoutText(e, "could not connect");
-    }
+    Connection c = connectOrNull();
     if (c == null) {
       throw new SQLException("connection.url is not a valid PostgreSQL JDBC URL", "08001");
     }

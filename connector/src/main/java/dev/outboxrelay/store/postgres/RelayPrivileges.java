@@ -39,20 +39,17 @@ public final class RelayPrivileges {
           """
           SELECT p.privilege
             FROM unnest(CAST(:privileges AS text[])) WITH ORDINALITY AS p(privilege, position)
-           WHERE NOT CASE p.privilege
-                       WHEN 'DELETE' THEN has_table_privilege(to_regclass(:table), p.privilege)
-                       WHEN 'UPDATE' THEN NOT EXISTS (
+           WHERE NOT CASE
+                       WHEN p.privilege = 'DELETE'
+                         THEN has_table_privilege(to_regclass(:table), p.privilege)
+                       WHEN p.privilege IN ('UPDATE', 'INSERT') THEN NOT EXISTS (
                          SELECT 1 FROM pg_attribute a
                           WHERE a.attrelid = to_regclass(:table) AND a.attnum > 0
                             AND NOT a.attisdropped
-                            AND a.attname = ANY (CAST(:written AS text[]))
-                            AND NOT has_column_privilege(a.attrelid, a.attnum, 'UPDATE'))
-                       WHEN 'INSERT' THEN NOT EXISTS (
-                         SELECT 1 FROM pg_attribute a
-                          WHERE a.attrelid = to_regclass(:table) AND a.attnum > 0
-                            AND NOT a.attisdropped
-                            AND a.attname = ANY (CAST(:inserted AS text[]))
-                            AND NOT has_column_privilege(a.attrelid, a.attnum, 'INSERT'))
+                            AND a.attname = ANY (CASE p.privilege
+                              WHEN 'UPDATE' THEN CAST(:written AS text[])
+                              ELSE CAST(:inserted AS text[]) END)
+                            AND NOT has_column_privilege(a.attrelid, a.attnum, p.privilege))
                        ELSE has_any_column_privilege(to_regclass(:table), p.privilege)
                      END
            ORDER BY p.position""");
