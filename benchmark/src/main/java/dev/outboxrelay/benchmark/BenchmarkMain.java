@@ -59,14 +59,18 @@ public final class BenchmarkMain {
         BenchConnect connect = new BenchConnect(pluginPath);
         // A second cluster, whose worker runs source tasks exactly once; null when not needed.
         BenchConnect eosConnect =
-            options.runs(Scenario.DRAIN_EOS) ? new BenchConnect(null, true) : null) {
+            options.runs(Scenario.DRAIN_EOS)
+                    || (options.runs(Scenario.LATENCY) && options.latencyExactlyOnce)
+                ? new BenchConnect(null, true)
+                : null) {
       results.postgres = pg.settings();
       Progress.log("postgres " + results.postgres);
       Drain drain = new Drain(pg, connect, options);
       Drain eosDrain = eosConnect == null ? null : new Drain(pg, eosConnect, options);
       throughput(options, pg, connect, drain, eosDrain, results);
       if (options.runs(Scenario.LATENCY)) {
-        Latency latency = new Latency(pg, connect, options);
+        Latency latency =
+            new Latency(pg, options.latencyExactlyOnce ? eosConnect : connect, options);
         for (int run = 1; run <= options.runs; run++) {
           for (boolean notify : options.latencyNotifyOff ? List.of(true, false) : List.of(true)) {
             for (int rate : options.latencyRates) {

@@ -23,7 +23,9 @@ import java.util.concurrent.locks.LockSupport;
  * {@code start + n / rate}); each takes a timestamp right after its commit returns. A row cannot
  * carry its own post-commit time, so the payload carries the row number and the timestamps stay in
  * this JVM, where the consumer's arrival times are taken with the same clock ({@link
- * System#nanoTime}). The connector runs with its defaults (LISTEN/NOTIFY wake-up on).
+ * System#nanoTime}). The connector runs with its defaults (LISTEN/NOTIFY wake-up on); on a worker
+ * with exactly-once support, in exactly-once mode, read committed (a record arrives when its
+ * transaction committed).
  */
 final class Latency {
   record Result(
@@ -81,7 +83,7 @@ final class Latency {
               options.latencyTasks,
               true,
               options.batchSize,
-              java.util.Map.of(),
+              connect.exactlyOnce() ? Drain.exactlyOnceSettings() : java.util.Map.of(),
               0);
       if (!notify) {
         try (Connection c = BenchPostgres.connect(url);
@@ -110,7 +112,8 @@ final class Latency {
               total,
               options.aggregates,
               true,
-              false)) {
+              false,
+              connect.exactlyOnce())) {
         AtomicInteger tickets = new AtomicInteger();
         PostgresOutboxWriter writer =
             new PostgresOutboxWriter(BenchPostgres.TABLE.tableName(), Backlog.INSTANCE_KEY);

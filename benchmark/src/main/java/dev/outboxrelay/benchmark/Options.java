@@ -59,6 +59,10 @@ final class Options {
   Duration latencyWarmup = Duration.ofSeconds(5);
   int latencyTasks = 2;
   boolean latencyNotifyOff = true;
+
+  /** The latency runs in exactly-once mode, on a worker with exactly-once source support. */
+  boolean latencyExactlyOnce;
+
   int scaleRetained = 1_000_000;
   int scalePending = 10_000;
   int scaleClaims = 200;
@@ -113,6 +117,7 @@ final class Options {
             o.latencyWarmup = Duration.ofSeconds(Integer.parseInt(v));
         case "--latency-tasks" -> o.latencyTasks = positive(flag, v);
         case "--latency-notify-off" -> o.latencyNotifyOff = Boolean.parseBoolean(v);
+        case "--latency-exactly-once" -> o.latencyExactlyOnce = Boolean.parseBoolean(v);
         case "--scale-retained" -> o.scaleRetained = positive(flag, v);
         case "--scale-pending" -> o.scalePending = positive(flag, v);
         case "--scale-claims" -> o.scaleClaims = positive(flag, v);
@@ -207,6 +212,8 @@ final class Options {
           --latency-warmup-seconds N unmeasured lead-in (5)
           --latency-tasks N          tasks.max of the latency runs (2)
           --latency-notify-off BOOL  also run each rate with the insert notification off (true)
+          --latency-exactly-once BOOL the latency runs in exactly-once mode, read committed
+                                     (false)
           --scale-retained N         PUBLISHED rows kept in the table (1000000)
           --scale-pending N          pending rows the claims run against (10000)
           --scale-claims N           timed claims per table (200)

@@ -355,8 +355,10 @@ final class ReportWriter {
       return;
     }
     line(
-        "## Commit-to-consumer latency (connector defaults, tasks.max=%d)"
-            .formatted(r.options.latencyTasks));
+        "## Commit-to-consumer latency (connector defaults%s, tasks.max=%d)"
+            .formatted(
+                r.options.latencyExactlyOnce ? ", exactly once, read committed" : "",
+                r.options.latencyTasks));
     line("");
     line(
         "| rate | insert notification | measured rows | achieved rows/s | p50 ms | p99 ms | p99.9 ms | max ms | insert+commit p50 / p99 ms | PostgreSQL CPU µs/row | claims/row | load avg |");

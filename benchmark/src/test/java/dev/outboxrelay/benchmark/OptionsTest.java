@@ -45,6 +45,12 @@ class OptionsTest {
   }
 
   @Test
+  void latencyRunsAtLeastOnceUnlessAskedForExactlyOnce() {
+    assertFalse(Options.parse().latencyExactlyOnce);
+    assertTrue(Options.parse("--latency-exactly-once", "true").latencyExactlyOnce);
+  }
+
+  @Test
   void theExactlyOnceDrainIsAScenarioWithItsOwnTasks() {
     Options o = Options.parse("--scenarios", "drain,drain-eos", "--eos-tasks", "1,4");
     assertEquals(Set.of(Options.Scenario.DRAIN, Options.Scenario.DRAIN_EOS), o.scenarios);
