@@ -24,7 +24,8 @@ import org.slf4j.MDC;
  * during the claim and the database idle during the commit. After a batch with rows the next claim
  * starts at once on this class's thread and the next {@code poll()} takes its result; after an
  * empty one nothing is claimed ahead (the next poll claims itself, after its idle wait), so an idle
- * task does not claim before it is notified.
+ * task does not claim before it is notified. Nor after a trickle's short batch ({@link
+ * IdleBackoff}): claimed ahead, each such batch was followed by a claim that found nothing.
  *
  * <p>As safe as a claim inside {@code poll()}: a prefetched batch is claimed under the instance's
  * epoch with the next claim number, and the claims and mappings still run one after the other (each
@@ -37,18 +38,19 @@ final class ClaimPrefetch implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ClaimPrefetch.class);
 
   /**
-   * A claim's positioned records, and how many rows it claimed (some may be parked instead), one
-   * more where it made other progress (rows parked over their budget, a lost claim's release with
-   * pages left): the next claim then starts ahead.
+   * A claim's positioned records, how many rows it claimed (some may be parked instead) of the
+   * {@code fullBatch} it asked for, and whether it made other progress (rows parked over their
+   * budget, a lost claim's release with pages left), after which the next claim starts ahead.
    */
-  record Batch(RecordHandoff.Positioned positioned, int claimed) {
-    static final Batch EMPTY = new Batch(RecordHandoff.Positioned.EMPTY, 0);
+  record Batch(
+      RecordHandoff.Positioned positioned, int claimed, int fullBatch, boolean progressed) {
+    static final Batch EMPTY = new Batch(RecordHandoff.Positioned.EMPTY, 0, 0, false);
 
     /** Stands for a batch with rows, already handed over: the next claim may start. */
-    static final Batch HAD_ROWS = new Batch(RecordHandoff.Positioned.EMPTY, 1);
+    static final Batch HAD_ROWS = new Batch(RecordHandoff.Positioned.EMPTY, 1, 1, true);
 
     boolean claimedNothing() {
-      return claimed == 0 && positioned.isEmpty();
+      return claimed == 0 && !progressed && positioned.isEmpty();
     }
 
     List<SourceRecord> records() {
@@ -96,7 +98,10 @@ final class ClaimPrefetch implements AutoCloseable {
     return prefetched == null ? claim.get() : await(prefetched);
   }
 
-  /** Starts the next claim ahead if {@code batch} had rows (an empty one: the next poll claims). */
+  /**
+   * Starts the next claim ahead if {@code batch} had rows (an empty one: the next poll claims). The
+   * caller leaves out a trickle's short batch ({@link IdleBackoff}).
+   */
   void startNextAfter(Batch batch) {
     if (batch.claimedNothing()) {
       return;
@@ -106,6 +111,11 @@ final class ClaimPrefetch implements AutoCloseable {
     } catch (RejectedExecutionException e) {
       // closed: the task is stopping, and claims nothing more
     }
+  }
+
+  /** Whether a claim ahead is running or done and not yet taken. */
+  boolean hasPending() {
+    return pending.get() != null;
   }
 
   private Batch await(CompletableFuture<Batch> prefetched) {

@@ -62,6 +62,11 @@ final class IdleBackoff {
     return wait;
   }
 
+  /** As {@link #waitBeforeClaim()}, without using it up. */
+  boolean waitsBeforeClaim() {
+    return waitBeforeClaim;
+  }
+
   /** The wait after an empty claim; each one doubles the next, up to the poll interval. */
   Duration nextWait() {
     Duration wait = next;

@@ -326,7 +326,10 @@ public class OutboxSourceTask extends SourceTask {
     }
     // The next claim starts ahead after such progress too, not after a wait.
     return new ClaimPrefetch.Batch(
-        positioned, claimed.claimed().size() + (progressedWithoutRows(claimed) ? 1 : 0));
+        positioned,
+        claimed.claimed().size(),
+        runtime.claims().fullBatch(),
+        progressedWithoutRows(claimed));
   }
 
   /**
@@ -340,7 +343,9 @@ public class OutboxSourceTask extends SourceTask {
 
   /**
    * Exactly-once: the next batch, its parks written first; only then is the next one claimed ahead.
-   * A batch held because a park failed is retried first, and nothing is claimed meanwhile.
+   * A batch held because a park failed is retried first, and nothing is claimed meanwhile. After a
+   * trickle's short batch nothing is claimed ahead, and the next poll waits for a wake-up first, as
+   * at least once ({@link IdleBackoff}).
    */
   private List<SourceRecord> handOverNextBatch() {
     RecordHandoff handoff = runtime.handoff();
@@ -349,6 +354,10 @@ public class OutboxSourceTask extends SourceTask {
       claimAheadAfter(ClaimPrefetch.Batch.HAD_ROWS);
       return handOver(records, true);
     }
+    if (!prefetch.hasPending() && idle.waitBeforeClaim()) {
+      pause.start(idle.nextWait()); // a trickle: claim on its next row, not at once
+      return null;
+    }
     ClaimPrefetch.Batch batch = prefetch.take();
     if (stopping) {
       // Never handed over: nothing parked, covered by no offset; the stop gives its rows back.
@@ -356,8 +365,12 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     List<SourceRecord> records = handoff.handOver(batch.positioned());
-    claimAheadAfter(batch);
-    return handOver(records, batch.claimed() > 0);
+    idle.claimed(batch.claimed(), batch.fullBatch());
+    if (batch.progressed() || !idle.waitsBeforeClaim()) {
+      idle.waitBeforeClaim(); // claimed ahead: the next poll takes it without a wait
+      claimAheadAfter(batch);
+    }
+    return handOver(records, batch.claimed() > 0 || batch.progressed());
   }
 
   /**

@@ -21,7 +21,7 @@ import org.slf4j.MDC;
 class ClaimPrefetchTest {
   private static ClaimPrefetch.Batch batch(String topic) {
     SourceRecord record = new SourceRecord(Map.of(), Map.of(), topic, null, null);
-    return new ClaimPrefetch.Batch(RecordHandoff.Positioned.of(List.of(record)), 1);
+    return new ClaimPrefetch.Batch(RecordHandoff.Positioned.of(List.of(record)), 1, 1, false);
   }
 
   /**

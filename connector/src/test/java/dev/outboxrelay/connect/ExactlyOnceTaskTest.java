@@ -1571,6 +1571,31 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A trickle's short batch is not followed by a claim ahead, as at least once: claimed ahead,
+   * every such batch cost a claim that found nothing (two claims per row at a few hundred rows per
+   * second). The next poll waits for a wake-up first; the row after is claimed by one claim.
+   */
+  @Test
+  void aTrickleIsClaimedWithoutAClaimAheadAfterEachShortBatch() {
+    OutboxSourceTask t = start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> t.poll() == null && !claims.isEmpty());
+    add("a", "agg-1", 10);
+    List<SourceRecord> first =
+        await().atMost(Duration.ofSeconds(10)).until(t::poll, r -> r != null && !r.isEmpty());
+    assertEquals(List.of("a"), first.stream().map(SourceOffsets::messageId).toList());
+    int claimed = claims.size();
+
+    assertNull(t.poll(), "after a short batch while caught up: a wait first");
+    assertEquals(claimed, claims.size(), "nothing claimed ahead after the batch that took a");
+
+    add("b", "agg-2", 10);
+    List<SourceRecord> second =
+        await().atMost(Duration.ofSeconds(10)).until(t::poll, r -> r != null && !r.isEmpty());
+    assertEquals(List.of("b"), second.stream().map(SourceOffsets::messageId).toList());
+    assertEquals(claimed + 1, claims.size(), "one claim for b");
+  }
+
+  /**
    * A PUBLISHED write the database lost after Kafka committed the record (a failover, or the
    * server's synchronous_commit=off) leaves its row leased to the task and not held. A later claim
    * whose result never arrived releases what the task does not hold, but not that row: it was
