@@ -107,7 +107,8 @@ public class OutboxSourceTask extends SourceTask {
 
   private void startRuntime() {
     idle = new IdleBackoff(config.settings().pollInterval());
-    schema = new SchemaReadiness(storeProvider, config.connector(), time);
+    schema =
+        new SchemaReadiness(storeProvider, config.connector(), config.identity().isFirst(), time);
     // Registered last before the runtime, whose failure unregisters them: Connect may not call
     // stop() for a task that failed to start, and its replacement registers the same names.
     metrics = new RelayMetrics(time);

@@ -21,12 +21,21 @@ import org.slf4j.LoggerFactory;
  * another session is running (another task, or the CLI) is waited for, checking again after a short
  * growing delay: not a failure, and it holds up nothing. Any other retriable failure (the database
  * is down) is tried again on the next poll.
+ *
+ * <p>Only a connector's first task migrates; the others wait for the schema as for any other
+ * migrator's. Each task migrating in its turn, their backoffs did not add up to one: behind a long
+ * transaction, the tasks took the lock one after the other, and the inserts queued behind one
+ * task's wait after another, most of the time.
  */
 final class SchemaReadiness {
   private static final Logger log = LoggerFactory.getLogger(SchemaReadiness.class);
 
   private final StoreProvider provider;
   private final OutboxSourceConfig config;
+
+  /** This task migrates: {@code schema.migrate.on.start}, and the connector's first task. */
+  private final boolean migrates;
+
   private final Time time;
   private final DoubleSupplier random;
   private final BackoffPolicy lockBackoff;
@@ -39,19 +48,29 @@ final class SchemaReadiness {
   private long nextAttemptMs;
 
   private int schemaWaits;
+  private long schemaWaitingSinceMs;
   private long schemaWarnedMs;
 
   /** What the last schema wait said (its failure's message), to say a change at once. */
   private String schemaWarning;
 
-  SchemaReadiness(StoreProvider provider, OutboxSourceConfig config, Time time) {
-    this(provider, config, time, () -> ThreadLocalRandom.current().nextDouble());
+  /**
+   * @param firstTask the connector's first task: the one that migrates, with {@code
+   *     schema.migrate.on.start}
+   */
+  SchemaReadiness(StoreProvider provider, OutboxSourceConfig config, boolean firstTask, Time time) {
+    this(provider, config, firstTask, time, () -> ThreadLocalRandom.current().nextDouble());
   }
 
   SchemaReadiness(
-      StoreProvider provider, OutboxSourceConfig config, Time time, DoubleSupplier random) {
+      StoreProvider provider,
+      OutboxSourceConfig config,
+      boolean firstTask,
+      Time time,
+      DoubleSupplier random) {
     this.provider = provider;
     this.config = config;
+    this.migrates = config.migrateOnStart() && firstTask;
     this.time = time;
     this.random = random;
     this.nextAttemptMs = time.hiResClockMs(); // at once (a monotonic clock may be negative)
@@ -86,7 +105,7 @@ final class SchemaReadiness {
       return false;
     }
     try {
-      if (config.migrateOnStart()) {
+      if (migrates) {
         provider.migrate(config);
       }
       provider.checkSchema(config);
@@ -119,17 +138,42 @@ final class SchemaReadiness {
    * short growing delay, so that the task goes on by itself then. Said at once, again as soon as
    * what is lacking changes (one gap fixed, the next found), and every {@value #LONG_WAIT_MINUTES}
    * minutes while it lasts; the backlog figures stay unread meanwhile (task 0 claims nothing),
-   * which the shipped alerts report too.
+   * which the shipped alerts report too. A task that leaves the migration to the first task says so
+   * at INFO at first, and at WARN only if the wait lasts.
    */
   private void waitForSchema(OutboxStoreException e) {
     long now = time.hiResClockMs();
-    schemaWaits++;
+    if (schemaWaits++ == 0) {
+      schemaWaitingSinceMs = now;
+    }
     boolean changed = !e.getMessage().equals(schemaWarning); // the first wait's too: null before
     nextAttemptMs = now + ELSEWHERE_BACKOFF.delayAfter(schemaWaits, random).toMillis();
     if (changed || now - schemaWarnedMs >= LONG_WAIT_MINUTES * 60_000) {
+      boolean firstTaskMigrates =
+          config.migrateOnStart()
+              && !migrates
+              && StoreProvider.SCHEMA_TOO_OLD.equals(e.reasonCode());
+      // Its versions may change as the first task applies them: a WARN only once it is long.
+      boolean longWait = now - schemaWaitingSinceMs >= LONG_WAIT_MINUTES * 60_000;
       schemaWarnedMs = now;
       schemaWarning = e.getMessage();
-      if (StoreProvider.SCHEMA_INCOMPLETE.equals(e.reasonCode())) {
+      if (firstTaskMigrates && !longWait) {
+        log.info(
+            "Outbox table {} is not migrated for this build ({}); the connector's first task"
+                + " migrates it (schema.migrate.on.start), this one claims nothing until it has;"
+                + " checking again {} (reason=SCHEMA_MIGRATION_IN_PROGRESS)",
+            config.table(),
+            e.getMessage(),
+            nextAttempt());
+      } else if (firstTaskMigrates) {
+        log.warn(
+            "Outbox table {} is still not migrated for this build ({}); the connector's first"
+                + " task migrates it (schema.migrate.on.start): see its status and log; checking"
+                + " again {} (reason=SCHEMA_TOO_OLD)",
+            config.table(),
+            e.getMessage(),
+            nextAttempt());
+      } else if (StoreProvider.SCHEMA_INCOMPLETE.equals(e.reasonCode())) {
         log.warn(
             "Outbox table {} has no schema history (your own tool's, or adopted from Debezium),"
                 + " and is not as the relay reads it ({}); claiming nothing until it is;"

@@ -607,6 +607,73 @@ class OutboxSourceTaskTest {
   }
 
   /**
+   * With {@code schema.migrate.on.start}, only the connector's first task migrates: a later task
+   * waits for the schema (said at INFO, at WARN only if it lasts five minutes), as it would for the
+   * CLI's migration. When every task migrated in its turn, behind a long transaction their lock
+   * waits followed one another, and the application's inserts queued behind them most of the time.
+   */
+  @Test
+  void onlyTheFirstTaskMigratesTheOthersWaitForItsSchema() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    store.enqueue("eu", message("m1"));
+    OutboxSourceTask t =
+        startTask(Map.of("schema.migrate.on.start", "true", "task.id", "1", "task.count", "2"));
+    provider.schemaFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.SCHEMA,
+            StoreProvider.SCHEMA_TOO_OLD,
+            null,
+            StoreProvider.CHECK_SCHEMA,
+            "schema version 8, this build's 15");
+    long mark = LogCapture.get().mark();
+
+    for (int i = 0; i < 14; i++) { // 7 min
+      if (i == 2) { // the first task applies a migration: the version read changes
+        provider.schemaFailure =
+            new OutboxStoreException(
+                OutboxStoreException.Kind.SCHEMA,
+                StoreProvider.SCHEMA_TOO_OLD,
+                null,
+                StoreProvider.CHECK_SCHEMA,
+                "schema version 10, this build's 15");
+      }
+      assertNull(t.poll());
+      mockTime.sleep(30_000);
+    }
+
+    assertEquals(0, provider.migrations.get(), "the first task migrates, not this one");
+    assertEquals(MessageStatus.PENDING, store.find("m1").orElseThrow().status(), "not claimed");
+    List<LogCapture.Event> said =
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().contains("reason=SCHEMA_MIGRATION_IN_PROGRESS")
+                        || e.message().contains("reason=SCHEMA_TOO_OLD"));
+    assertEquals(3, said.size(), "at once, at the change, five minutes on: " + said);
+    assertEquals("INFO", said.get(0).level(), said.get(0)::message);
+    assertTrue(said.get(0).message().contains("first task migrates"), said.get(0)::message);
+    assertEquals("INFO", said.get(1).level(), "a version applied meanwhile: " + said.get(1));
+    assertEquals("WARN", said.get(2).level(), said.get(2)::message);
+
+    provider.schemaFailure = null; // the first task migrated meanwhile
+    List<SourceRecord> records = new ArrayList<>();
+    await()
+        .until(
+            () -> {
+              mockTime.sleep(1_000);
+              List<SourceRecord> polled = t.poll();
+              if (polled != null) {
+                records.addAll(polled);
+              }
+              return !records.isEmpty();
+            });
+    assertEquals("m1", SourceOffsets.messageId(records.get(0)));
+    assertEquals(0, provider.migrations.get());
+  }
+
+  /**
    * A table without a schema history that lacks what the relay reads is waited for too, said with
    * its own reason and the statements that fix it, not the migration's advice (a migration is
    * refused on such a table).
