@@ -577,7 +577,12 @@ final class ExactlyOnceState {
 
   private void report(Recovery recovery, String when) {
     metrics.recoveredPublished.addAndGet(recovery.published().size());
-    metrics.recoveredReleased.addAndGet(recovery.released().size());
+    // Another connector's rows: it may have sent them, so a duplicate is possible, as for a row
+    // claimed back from an expired lease at least once; not "never committed" (no offset of this
+    // connector's says anything of them).
+    metrics.recoveredReleased.addAndGet(
+        recovery.released().size() - recovery.foreignReleased().size());
+    metrics.abandonedReclaimed.addAndGet(recovery.foreignReleased().size());
     metrics.exhausted.addAndGet(recovery.exhausted().size());
     if (isolatesSuspects) {
       suspects.addAll(recovery.suspects()); // else claimed with due rows, which unflags them
@@ -597,7 +602,18 @@ final class ExactlyOnceState {
           Printable.escape(id),
           when);
     }
+    Set<String> foreignReleased = Set.copyOf(recovery.foreignReleased());
     for (String id : recovery.released()) {
+      if (foreignReleased.contains(id)) {
+        log.warn(
+            "Released a row of another connector's expired lease; that connector may have sent it,"
+                + " so it may reach Kafka twice: message_id={} (reason={}, at={}); relay each"
+                + " instance key with one connector",
+            Printable.escape(id),
+            ReasonCodes.FOREIGN_LEASE_RELEASED,
+            when);
+        continue;
+      }
       log.info(
           "Released a claim of an earlier instance that Kafka never committed: message_id={}"
               + " (reason=NOT_COMMITTED, at={})",

@@ -253,7 +253,8 @@ public final class RelayMetrics {
     gauge(
         "abandoned-reclaimed-total",
         "Rows claimed again alone: after another owner's lease expired (possible duplicate);"
-            + " exactly-once, suspects a recovery released twice (no duplicate).",
+            + " exactly-once, suspects a recovery released twice (no duplicate), and rows of"
+            + " another connector's expired lease a recovery released (possible duplicate).",
         abandonedReclaimed::get);
     gauge("lease-renewal-lost-total", "Held leases found lost at renewal.", leaseRenewalsLost::get);
     gauge(

@@ -20,6 +20,13 @@ public final class ReasonCodes {
   public static final String RECOVERED_FROM_OFFSETS = "RECOVERED_FROM_OFFSETS";
 
   /**
+   * Exactly-once: a recovery released a row under another connector's expired lease (two connectors
+   * on one instance key); that connector may have sent it, so it may reach Kafka twice. Logged, not
+   * written to the row.
+   */
+  public static final String FOREIGN_LEASE_RELEASED = "FOREIGN_LEASE_RELEASED";
+
+  /**
    * An operator parked the row by hand ({@code outbox-relay-cli park}): FAILED, as a poison row, so
    * that requeue and discard take it.
    */

@@ -20,7 +20,9 @@ import java.util.List;
  *
  * <p>A live lease of another connector's task ({@link RecoveryRequest#ownOwners}: two connectors
  * relaying one instance key, which docs/design.md advises against) is left to it, whatever its
- * epoch, and reported in {@code foreign}: this connector's offsets and epochs say nothing of it.
+ * epoch, and reported in {@code foreign}: this connector's offsets and epochs say nothing of it. An
+ * expired one is released as this connector's own are, and named in {@code foreignReleased}: that
+ * connector may have sent the row, so it may reach Kafka twice.
  *
  * <p>Every list is in seq order.
  *
@@ -29,6 +31,8 @@ import java.util.List;
  * @param exhausted the message ids of the rows parked EXHAUSTED
  * @param suspects the seqs of the released rows that are suspects, in seq order
  * @param foreign the message ids of rows left in flight under another connector's live lease
+ * @param foreignReleased the message ids of released rows (in {@code released} too) that were under
+ *     another connector's expired lease
  */
 public record Recovery(
     List<String> published,
@@ -36,7 +40,8 @@ public record Recovery(
     List<String> laterEpoch,
     List<String> exhausted,
     List<Long> suspects,
-    List<String> foreign) {
+    List<String> foreign,
+    List<String> foreignReleased) {
   public static final Recovery NONE =
       new Recovery(List.of(), List.of(), List.of(), List.of(), List.of());
 
@@ -47,6 +52,18 @@ public record Recovery(
     exhausted = List.copyOf(exhausted);
     suspects = suspects.stream().sorted().toList();
     foreign = List.copyOf(foreign);
+    foreignReleased = List.copyOf(foreignReleased);
+  }
+
+  /** A recovery that released no row of another connector's expired lease. */
+  public Recovery(
+      List<String> published,
+      List<String> released,
+      List<String> laterEpoch,
+      List<String> exhausted,
+      List<Long> suspects,
+      List<String> foreign) {
+    this(published, released, laterEpoch, exhausted, suspects, foreign, List.of());
   }
 
   /** A recovery that found no other connector's live lease. */

@@ -2074,6 +2074,7 @@ public abstract class OutboxStoreContract {
     Recovery start = Recoveries.whole(store, ownedBy("orders/task-", mine, false));
 
     assertEquals(List.of(own), start.released());
+    assertEquals(List.of(), start.foreignReleased(), "its own connector's row");
     assertEquals(foreign, start.foreign());
     assertEquals(List.of(), start.laterEpoch(), "a later epoch of another connector's");
     assertEquals("payments/task-0/bbbb", state(theirs).leaseOwner(), "left to its connector");
@@ -2087,6 +2088,7 @@ public abstract class OutboxStoreContract {
     clock.advance(LEASE); // nobody renews them: expired on the dot
     Recovery sweep = Recoveries.whole(store, ownedBy("orders/task-", mine, true));
     assertEquals(foreign, sweep.released(), "expired: anyone's to take");
+    assertEquals(foreign, sweep.foreignReleased(), "named: that connector may have sent them");
     assertEquals(List.of(), sweep.foreign());
     assertEquals(List.of(), sweep.laterEpoch());
   }

@@ -25,6 +25,7 @@ public final class Recoveries {
     List<String> exhausted = new ArrayList<>();
     List<Long> suspects = new ArrayList<>();
     List<String> foreign = new ArrayList<>();
+    List<String> foreignReleased = new ArrayList<>();
     RecoveryPass pass = new RecoveryPass(request, pageRows);
     while (!pass.isDone()) {
       Recovery page = pass.nextPage(store);
@@ -33,7 +34,9 @@ public final class Recoveries {
       exhausted.addAll(page.exhausted());
       suspects.addAll(page.suspects());
       foreign.addAll(page.foreign());
+      foreignReleased.addAll(page.foreignReleased());
     }
-    return new Recovery(published, released, pass.laterEpoch(), exhausted, suspects, foreign);
+    return new Recovery(
+        published, released, pass.laterEpoch(), exhausted, suspects, foreign, foreignReleased);
   }
 }

@@ -261,6 +261,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
     List<String> exhausted = new ArrayList<>();
     List<Long> suspects = new ArrayList<>();
     List<String> foreign = new ArrayList<>();
+    List<String> foreignReleased = new ArrayList<>();
     List<Row> page = page(instanceKey, afterSeq, pageRows);
     for (Row row : page) {
       if (row.status != MessageStatus.IN_FLIGHT || !inBuckets(row, request.share())) {
@@ -306,6 +307,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
         } else {
           row.status = row.attempts > 0 ? MessageStatus.AMBIGUOUS : MessageStatus.PENDING;
           released.add(row.messageId);
+          if (!own) {
+            foreignReleased.add(row.messageId);
+          }
           if (suspect) {
             suspects.add(row.seq);
           }
@@ -321,7 +325,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
       row.claimBatch = null;
     }
     return new RecoveryPage(
-        new Recovery(published, released, laterEpoch, exhausted, suspects, foreign),
+        new Recovery(
+            published, released, laterEpoch, exhausted, suspects, foreign, foreignReleased),
         page.isEmpty() ? afterSeq : page.get(page.size() - 1).seq,
         page.size() == pageRows);
   }

@@ -449,7 +449,7 @@ final class OutboxSql {
         ORDER BY o.instance_key, o.seq
         LIMIT :page_rows
       ), target AS (
-        SELECT o.seq, EXISTS (
+        SELECT o.seq, NOT {own owner(o)} AS foreign_owner, EXISTS (
             SELECT 1 FROM committed c
             WHERE c.instance_key = o.instance_key
               AND c.bucket = {aggregate hash(o)} % CAST(:buckets AS integer)
@@ -477,7 +477,8 @@ final class OutboxSql {
           lease_token = o.lease_token + 1, lease_epoch = NULL, claim_batch = NULL,
           isolated = o.abandoned_claims > 0
         FROM target t, clock WHERE o.seq = t.seq AND NOT t.covered
-        RETURNING {message_id(o)} AS message_id, o.instance_key, o.seq, o.status, o.isolated
+        RETURNING {message_id(o)} AS message_id, o.instance_key, o.seq, o.status, o.isolated,
+          t.foreign_owner
       ), moved AS (
         DELETE FROM {table} o USING target t WHERE o.seq = t.seq AND t.covered
         RETURNING {moved(o)}, o.lease_token + 1 AS lease_token,
@@ -494,6 +495,8 @@ final class OutboxSql {
       UNION ALL SELECT message_id, 'published', seq, NULL FROM moved
       UNION ALL SELECT message_id, 'later epoch', seq, NULL FROM page WHERE later_epoch
       UNION ALL SELECT message_id, 'foreign', seq, NULL FROM page WHERE foreign_lease
+      UNION ALL SELECT message_id, 'foreign released', seq, NULL FROM released
+        WHERE foreign_owner AND status <> 'EXHAUSTED'
       UNION ALL SELECT NULL, 'page', (SELECT max(seq) FROM page), (SELECT count(*) FROM page)""";
 
   /**

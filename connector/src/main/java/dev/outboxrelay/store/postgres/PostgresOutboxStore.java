@@ -347,6 +347,7 @@ public final class PostgresOutboxStore implements OutboxStore {
           SortedMap<Long, String> exhausted = new TreeMap<>();
           SortedSet<Long> suspects = new TreeSet<>();
           SortedMap<Long, String> foreign = new TreeMap<>();
+          SortedMap<Long, String> foreignReleased = new TreeMap<>();
           long read = 0;
           long lastSeq = afterSeq;
           try (ResultSet rs = planned(statement)) {
@@ -364,6 +365,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                 case "exhausted" -> exhausted.put(seq, messageId);
                 case "later epoch" -> laterEpoch.put(seq, messageId);
                 case "foreign" -> foreign.put(seq, messageId);
+                case "foreign released" -> foreignReleased.put(seq, messageId);
                 default -> { // the page's own row
                   read = rs.getLong("rows_read");
                   lastSeq = read == 0 ? afterSeq : seq;
@@ -378,7 +380,8 @@ public final class PostgresOutboxStore implements OutboxStore {
                   List.copyOf(laterEpoch.values()),
                   List.copyOf(exhausted.values()),
                   List.copyOf(suspects),
-                  List.copyOf(foreign.values())),
+                  List.copyOf(foreign.values()),
+                  List.copyOf(foreignReleased.values())),
               lastSeq,
               read >= pageRows);
         });
