@@ -130,7 +130,7 @@ final class JsonConverterSize {
   }
 
   /** A name in quotes is counted apart: its UTF-8 bytes and its escapes. */
-  private static long text(String name) {
+  static long text(String name) {
     byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
     return utf8.length + escapes(utf8, -1);
   }

@@ -3,9 +3,9 @@ package dev.outboxrelay.mapping;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.outboxrelay.mapping.InferredSchema.NullMembers;
 import dev.outboxrelay.writer.StorableText;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -119,7 +119,7 @@ final class JsonSchemaInference {
       Growth growth = new Growth();
       Schema schema = schemaOf(shapeOf(settings.rootName(), tree, 0, growth), false);
       if (settings.avroConverter()) { // scrubbing names or not
-        requireOneStructPerName(schema, new HashMap<>());
+        requireOneStructPerName(schema, new HashMap<>(), scrubsNames());
       }
       Struct value = new Struct(schema);
       fillStruct(value, tree, growth);
@@ -290,24 +290,26 @@ final class JsonSchemaInference {
    * named as the root. Structs of one name with the same fields are one definition to Avro. Nor a
    * struct named as an Avro primitive type without a namespace ({@link #AVRO_PRIMITIVES}).
    */
-  private static void requireOneStructPerName(Schema schema, Map<String, List<Field>> named)
-      throws Uninferable {
+  private static void requireOneStructPerName(
+      Schema schema, Map<String, List<Field>> named, boolean scrubbed) throws Uninferable {
     switch (schema.type()) {
       case STRUCT -> {
         if (schema.name() != null) {
           if (AVRO_PRIMITIVES.contains(schema.name())) {
             throw new Uninferable();
           }
-          List<Field> defined = named.putIfAbsent(schema.name(), schema.fields());
+          // Scrubbed, a name is one of every name that scrubs to the same ("a-b" and "a_b").
+          String name = scrubbed ? ScrubbedNames.fullName(schema.name()) : schema.name();
+          List<Field> defined = named.putIfAbsent(name, schema.fields());
           if (defined != null && !defined.equals(schema.fields())) {
             throw new Uninferable();
           }
         }
         for (Field field : schema.fields()) {
-          requireOneStructPerName(field.schema(), named);
+          requireOneStructPerName(field.schema(), named, scrubbed);
         }
       }
-      case ARRAY -> requireOneStructPerName(schema.valueSchema(), named);
+      case ARRAY -> requireOneStructPerName(schema.valueSchema(), named, scrubbed);
       default -> {
         // a leaf names nothing
       }
@@ -521,14 +523,29 @@ final class JsonSchemaInference {
     if (!struct.required || elementOfNullableArray) {
       builder.optional();
     }
+    Set<String> scrubbed = scrubsNames() ? new HashSet<>() : null;
     for (Map.Entry<String, Shape> member : struct.members.entrySet()) {
       Schema memberSchema = schemaOf(member.getValue(), false);
       if (memberSchema != null) {
         requireAvroName(member.getKey());
+        if (scrubbed != null && !scrubbed.add(ScrubbedNames.name(member.getKey()))) {
+          // Two fields of one name once scrubbed: the converter refuses the schema ("Duplicate
+          // field"), quoting the names, at every claim of the row.
+          throw new DataException("members whose names scrub to one");
+        }
         builder.field(member.getKey(), memberSchema);
       }
     }
     return builder.build();
+  }
+
+  /**
+   * Whether the value converter scrubs names it cannot take (Confluent's Avro or Protobuf converter
+   * with {@code scrub.invalid.names}) rather than refuse them.
+   */
+  private boolean scrubsNames() {
+    return (settings.avroConverter() && !settings.avroNames())
+        || (settings.protobufConverter() && !settings.protobufNames());
   }
 
   private boolean nullsAsBytes() {
@@ -556,7 +573,9 @@ final class JsonSchemaInference {
     }
 
     void member(String name) throws TooLarge {
-      filledBytes += name.getBytes(StandardCharsets.UTF_8).length + FILLED_MEMBER_OVERHEAD;
+      // As JsonConverter writes it, escapes included: the payload holds the name only once, so
+      // the payload's own escapes (RecordSize) cannot cover a name filled into many objects.
+      filledBytes += JsonConverterSize.text(name) + FILLED_MEMBER_OVERHEAD;
       check(filledBytes);
     }
 

@@ -325,6 +325,26 @@ class InferredSchemaTest {
   }
 
   /**
+   * A member that some objects of an array lack is written as {@code "name":null} into each of
+   * them, escaped as JsonConverter escapes it: a name of 100 emoji (400 bytes, 1,200 escaped)
+   * filled into 2,000 objects is 2.4 MB of a 6 KB payload, counted at 0.8 MB by the name's bytes; a
+   * name of 200 control characters likewise.
+   */
+  @Test
+  void aFilledInMemberIsCountedAsJsonConverterEscapesItsName() {
+    String emoji = new String(Character.toChars(0x1F600));
+    for (String name : List.of(emoji.repeat(100), "\\u0001".repeat(200))) {
+      String payload = "{\"arr\":[{\"" + name + "\":1}" + ",{}".repeat(2_000) + "]}";
+      MappingResult result =
+          jsonMapper(ConverterKind.JSON, MappingSettings.DEFAULT_RECORD_MAX_BYTES)
+              .map(row().payload(payload).build());
+      assertEquals(
+          RECORD_TOO_LARGE,
+          assertInstanceOf(Unpublishable.class, result, name.substring(0, 6)).reasonCode());
+    }
+  }
+
+  /**
    * JsonConverter with schemas writes the inferred schema into every record, a path name per
    * struct: 20,000 members (220 KB of payload) take about a megabyte of schema, and 450 levels of
    * 9-character members (5 KB) name their structs with a megabyte. Counted as the converter writes
@@ -372,6 +392,53 @@ class InferredSchemaTest {
             new InferredSchema("payload", NullMembers.IGNORE, false, true))) { // scrubbing names
       twoDifferentStructsOfOneNameAreParked(mapper(converter));
     }
+  }
+
+  /**
+   * A converter that scrubs names (Confluent's Avro or Protobuf converter with {@code
+   * scrub.invalid.names}) turns "a-b" into "a_b" and "1st" into "x1st": two members, or two
+   * structs, whose names scrub to one are parked, as the converter would refuse the schema (a
+   * duplicate field, a name defined twice) at every claim of the row, quoting the names. A name
+   * that scrubs to no other's passes.
+   */
+  @Test
+  void namesThatScrubToOneAreParkedForAConverterThatScrubs() {
+    for (InferredSchema scrubbing :
+        List.of(
+            new InferredSchema("payload", NullMembers.IGNORE, false, true),
+            InferredSchema.forProtobuf("payload", NullMembers.IGNORE, true))) {
+      for (String payload :
+          List.of(
+              "{\"a-b\":1,\"a_b\":2}",
+              "{\"1st\":1,\"x1st\":2}",
+              "{\"\u00e9\":1,\"x_C3_A9\":2}",
+              "{\"o\":{\"a-b\":{\"x\":1},\"a_b\":{\"y\":\"s\"}}}")) {
+        MappingResult result = mapper(scrubbing).map(row().payload(payload).build());
+        assertEquals(
+            UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+            assertInstanceOf(Unpublishable.class, result, payload).reasonCode(),
+            payload);
+        assertInstanceOf(
+            Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+      }
+      assertInstanceOf(
+          Mapped.class,
+          mapper(scrubbing).map(row().payload("{\"a-b\":1,\"c\":{\"a-b\":2}}").build()),
+          "one name per struct");
+    }
+  }
+
+  /** Two structs whose names scrub to one are one name to a scrubbing Avro converter. */
+  @Test
+  void structsWhoseNamesScrubToOneAreParkedForAScrubbingAvroConverter() {
+    RecordMapper scrubbing = mapper(new InferredSchema("payload", NullMembers.IGNORE, false, true));
+    String payload = "{\"a\":[[{\"b-c\":{\"x\":1}}]],\"d\":[[{\"b_c\":{\"y\":\"s\"}}]]}";
+    assertEquals(
+        UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+        assertInstanceOf(Unpublishable.class, scrubbing.map(row().payload(payload).build()))
+            .reasonCode());
+    assertInstanceOf(
+        Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
   }
 
   private void twoDifferentStructsOfOneNameAreParked(RecordMapper avro) {
