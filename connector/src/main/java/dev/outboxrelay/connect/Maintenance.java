@@ -243,6 +243,9 @@ final class Maintenance {
     String notRead = "";
     try {
       lag = store.lag(config.instanceKeys());
+      if (stopping) {
+        return; // each read may wait out the connection timeout: none after a stop
+      }
       parked = store.countParked(config.instanceKeys());
     } catch (OutboxStoreException e) {
       if (!e.isRetriable()) {
@@ -284,7 +287,7 @@ final class Maintenance {
    * one that retrying cannot fix fails the task, as the count's own does.
    */
   private void readLeasedElsewhere(long startMs) {
-    if (ownOwners == null) {
+    if (ownOwners == null || stopping) {
       return;
     }
     long leasedElsewhere;

@@ -416,6 +416,27 @@ class MaintenanceTest {
   }
 
   /**
+   * A stop that comes while the lag is read after a failed count sends no more statements: each
+   * read may wait out the connection timeout in an outage, and the pool is about to close.
+   */
+  @Test
+  void aStopDuringTheLagReadAfterAFailedCountEndsTheReads() {
+    RuntimeFixture f = fixture();
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "inspect");
+    store.inspectsFail = true;
+    Maintenance[] maintenance = {null};
+    store.beforeLag = () -> maintenance[0].stop(); // the task stops as the lag is read
+    maintenance[0] = new Maintenance(store, f.config, f.metrics, time, true, "relay/task-");
+
+    maintenance[0].runIfDue();
+
+    assertEquals(1, store.backlogSideReads.get(), "the lag only: no parked rows, no other leases");
+  }
+
+  /**
    * An idle task 0 pauses up to poll.interval.ms between polls, where the backlog is read: with a
    * poll interval longer than two backlog intervals, a reading that found no row is not overdue
    * (lag-ms NaN) while the task only waits out its pause.
