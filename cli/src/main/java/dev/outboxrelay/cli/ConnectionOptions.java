@@ -126,7 +126,7 @@ public final class ConnectionOptions {
    * the driver's is left for {@link Database#open} to refuse.
    */
   private void requireOnePlace(String url, Map<String, String> env) {
-    Properties inUrl = Database.urlProperties(url);
+    Properties inUrl = Database.urlCredentials(url);
     if (inUrl == null) {
       return;
     }

@@ -176,6 +176,38 @@ public final class Database implements AutoCloseable {
     }
   }
 
+  /** Stands for a value the CLI passes: a URL parameter outranks it, nothing else does. */
+  private static final String PASSED = "\0";
+
+  /**
+   * The user and password the URL itself gives, as the driver reads them (the other properties
+   * dropped); null as for {@link #urlProperties}. Read beside values the CLI passes: read alone, a
+   * {@code service} entry of pg_service.conf, or a password from .pgpass for the URL's user, looked
+   * like the URL's, and a URL without them was refused beside --user or OUTBOX_PASSWORD.
+   */
+  static Properties urlCredentials(String url) {
+    Properties passed = new Properties();
+    passed.setProperty("user", PASSED);
+    passed.setProperty("password", PASSED);
+    Properties read;
+    try {
+      read = url.startsWith(URL_PREFIX) ? org.postgresql.Driver.parseURL(url, passed) : null;
+    } catch (RuntimeException e) {
+      return null;
+    }
+    if (read == null) {
+      return null;
+    }
+    Properties own = new Properties();
+    for (String key : List.of("user", "password")) {
+      String value = read.getProperty(key);
+      if (value != null && !PASSED.equals(value)) {
+        own.setProperty(key, value);
+      }
+    }
+    return own;
+  }
+
   public DataSource dataSource() {
     return pool;
   }

@@ -8,6 +8,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
 import dev.outboxrelay.store.postgres.OutboxTable;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -15,6 +18,7 @@ import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
@@ -75,6 +79,42 @@ class JdbcUrlTest {
     assertEquals(ExitCode.USAGE, env.exitCode(), env::toString);
     assertTrue(env.err().contains(" and OUTBOX_PASSWORD gives one too "), env::toString);
     assertFalse((option.out() + option.err() + env.out() + env.err()).contains(SENTINEL));
+  }
+
+  /**
+   * A password the driver would find in .pgpass for the URL's user, or a user in the URL's
+   * pg_service.conf entry, is not the URL's: the CLI's own outranks both, so nothing was in two
+   * places (both were refused as the URL's).
+   */
+  @Test
+  void aPgpassPasswordOrAServiceFilesUserIsNotTheUrls(@TempDir Path dir) throws IOException {
+    Path pgpass = Files.writeString(dir.resolve("pgpass"), "*:*:*:app:" + SENTINEL + "\n");
+    Path services =
+        Files.writeString(
+            dir.resolve("pg_service.conf"),
+            "[prod]\nhost=127.0.0.1\nport=9\ndbname=never\nuser=" + SENTINEL + "\n");
+    System.setProperty("org.postgresql.pgpassfile", pgpass.toString());
+    System.setProperty("org.postgresql.pgservicefile", services.toString());
+    try {
+      Cli.Result pgpassed =
+          new Cli()
+              .env(ConnectionOptions.JDBC_URL_ENV, UNREACHABLE + "?user=app")
+              .env(ConnectionOptions.PASSWORD_ENV, SENTINEL + "-env")
+              .run("status", "--instance-key", "eu", "--connect-timeout", "1");
+      assertEquals(ExitCode.DATABASE, pgpassed.exitCode(), pgpassed::toString);
+      assertFalse(pgpassed.err().contains("has a password"), pgpassed::toString);
+
+      Cli.Result serviced =
+          new Cli()
+              .env(ConnectionOptions.JDBC_URL_ENV, UNREACHABLE + "?service=prod")
+              .run("status", "--instance-key", "eu", "--user", "app", "--connect-timeout", "1");
+      assertEquals(ExitCode.DATABASE, serviced.exitCode(), serviced::toString);
+      assertFalse(serviced.err().contains("has a user"), serviced::toString);
+      assertFalse((pgpassed.err() + serviced.err()).contains(SENTINEL));
+    } finally {
+      System.clearProperty("org.postgresql.pgpassfile");
+      System.clearProperty("org.postgresql.pgservicefile");
+    }
   }
 
   /** A user and a password in the URL alone are the URL's to give. */
