@@ -99,7 +99,11 @@ class DeploymentFilesTest {
     Dockerfile.Stage connect = DOCKERFILE.stages().get(DOCKERFILE.stages().size() - 1);
     assertTrue(
         connect.copies().stream()
-            .anyMatch(c -> c.destination().replaceAll("/$", "").equals(allowed)),
+            .anyMatch(
+                c ->
+                    c.destination().replaceAll("/$", "").equals(allowed)
+                        || c.destination()
+                            .equals(allowed + "/" + Path.of(c.destination()).getFileName())),
         "the Connect stage creates " + allowed);
   }
 
@@ -126,6 +130,33 @@ class DeploymentFilesTest {
         DOCKERFILE.stage("demo").instructions("ENV").stream()
             .anyMatch(e -> e.startsWith("LOCAL_STACK_HOME=/tmp/")),
         "the demo's state directory is one its user may create");
+  }
+
+  /**
+   * A stage that runs copies files from the context, never a directory: a directory copies what an
+   * adopter put there too (a secret in docker/secrets/, meant to be mounted, went into an image
+   * layer). Such secrets and compose's environment files stay out of the context and of git.
+   */
+  @Test
+  void theImagesBakeInNoDirectoryOfTheContextNorItsSecrets() {
+    for (String name : List.of("demo", "connect")) {
+      for (Dockerfile.Copy copy : DOCKERFILE.stage(name).copies()) {
+        if (copy.from() == null) {
+          for (String source : copy.sources()) {
+            assertTrue(
+                Files.isRegularFile(RepoFiles.file(source)),
+                "stage " + name + " copies " + source + ", which is no single file");
+          }
+        }
+      }
+    }
+    String ignore = RepoFiles.read("docker/Dockerfile.dockerignore");
+    String git = RepoFiles.read(".gitignore");
+    for (String ignored : List.of("docker/secrets/*", "!docker/secrets/README.md")) {
+      assertTrue(ignore.lines().anyMatch(ignored::equals), "dockerignore: " + ignored);
+      assertTrue(git.lines().anyMatch(ignored::equals), ".gitignore: " + ignored);
+    }
+    assertTrue(ignore.lines().anyMatch("**/.env"::equals), "dockerignore: **/.env");
   }
 
   @Test
@@ -468,6 +499,16 @@ class DeploymentFilesTest {
     assertEquals(mount.path("name").asText(), volume.path("name").asText());
     assertFalse(volume.path("secret").path("secretName").asText().isEmpty());
     assertFalse(url.contains("ApplicationName"), "the relay names its own sessions: " + url);
+    // Strimzi's file provider refuses an allowed path that does not exist: every pod fails.
+    assertEquals(
+        mount.path("mountPath").asText(),
+        config.path("config.providers.strimzifile.param.allowed.paths").asText());
+    // Without requests the pods are the first evicted under memory pressure (BestEffort).
+    JsonNode resources = connect.path("spec").path("resources");
+    assertEquals(
+        resources.path("limits").path("memory").asText(),
+        resources.path("requests").path("memory").asText());
+    assertFalse(resources.path("requests").path("memory").asText().isEmpty());
 
     // The provider reads through the Kubernetes API as the Connect pods' service account.
     JsonNode role = rbac.get(0);
