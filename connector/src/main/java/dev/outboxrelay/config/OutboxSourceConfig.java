@@ -140,9 +140,10 @@ public class OutboxSourceConfig extends AbstractConfig {
   private static final String SCHEMA_MIGRATE_ON_START_DOC =
       "Create or upgrade the outbox table when the connector starts, with the migrations shipped"
           + " in the plugin; their history is kept in a table named after the outbox table with"
-          + " the suffix _schema_history. Each task migrates before its first claim, one at a time"
-          + " per table: the others wait for the running migration, checking again after 1 s"
-          + " growing to 30 s. The role then needs what the migrations do (validation names what"
+          + " the suffix _schema_history. The connector's first task (task 0) migrates before its"
+          + " first claim; its other tasks wait for the schema, checking again after 1 s growing"
+          + " to 30 s, and any task waits for a migration another session runs (one at a time"
+          + " per table: the CLI, another connector). The role then needs what the migrations do (validation names what"
           + " it lacks): CREATE on the table's schema while one still creates a table or"
           + " function, ownership of the table (and, below schema version 11, of its published"
           + " log), SELECT, INSERT and UPDATE on the schema history. When false, the table must"
@@ -161,9 +162,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " transaction on the table would stall them all. On a timeout that migration is rolled"
           + " back (reason DB_LOCK_NOT_AVAILABLE) and the task tries again after a growing delay,"
           + " from twice the timeout (10 s at least; up to a fifth less, at random), doubling up to"
-          + " 5 minutes (with a timeout over 2.5 minutes: twice the timeout each time), once per"
-          + " task that migrates. It bounds the wait, not the"
-          + " time a migration holds a lock it got.";
+          + " 5 minutes (with a timeout over 2.5 minutes: twice the timeout each time); only the"
+          + " connector's first task migrates, so the delays are the connector's. It bounds the"
+          + " wait, not the time a migration holds a lock it got.";
 
   // Claiming
   public static final String CLAIM_BATCH_SIZE_CONFIG = "claim.batch.size";
@@ -243,8 +244,11 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final String ORDERING_ENABLED_CONFIG = "ordering.enabled";
   private static final String ORDERING_ENABLED_DOC =
       "Deliver the rows of one aggregate (instance key and aggregate id) in insertion order: a"
-          + " row is not claimed while an earlier row of its aggregate awaits delivery. Turn off"
-          + " for more parallelism when consumers do not rely on order.";
+          + " row is not claimed while an earlier row of its aggregate awaits delivery. A row"
+          + " parked FAILED or EXHAUSTED no longer holds back the rows after it, and a record whose"
+          + " send fails after later ones of its aggregate went out is sent again after them"
+          + " (docs/design.md, Per-aggregate order). Turn off for more parallelism when consumers"
+          + " do not rely on order.";
 
   // Records
   public static final String ROUTING_CONVENTION_CONFIG = "routing.convention";
@@ -347,7 +351,10 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " named by their members alone), which Avro cannot define twice, or one named as an"
           + " Avro primitive type (int, string, ...), and one nested deeper than about 225 objects"
           + " (Avro's schema text nests twice as deep as JsonConverter's, past what Jackson"
-          + " writes). With Confluent's Protobuf value.converter in the connector's configuration,"
+          + " writes). With a converter that scrubs names (Confluent's Avro or Protobuf with"
+          + " value.converter.scrub.invalid.names=true), so is a payload with two names that scrub"
+          + " to one (a-b and a_b, 1st and x1st) in one object, or two different structs so named."
+          + " With Confluent's Protobuf value.converter in the connector's configuration,"
           + " so is a payload it refuses: a member name that is not a Protobuf identifier (ASCII"
           + " letters, digits and '_', not starting with a digit; unless"
           + " value.converter.scrub.invalid.names=true), a null element of an array, an array of"
