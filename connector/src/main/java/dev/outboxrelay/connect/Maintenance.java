@@ -248,6 +248,9 @@ final class Maintenance {
       }
       parked = store.countParked(config.instanceKeys());
     } catch (OutboxStoreException e) {
+      if (stopping) {
+        return; // ended by the stop (the pool closing under it): no failure to count or alert on
+      }
       if (!e.isRetriable()) {
         scheduleNextRead(startMs);
         throw e; // as a count's: a privilege revoked meanwhile is not the database being away

@@ -184,6 +184,20 @@ final class PostgresStoreProvider implements StoreProvider {
         // changed, not when a worker restarts).
         reportInvalidIndexes(migrator, config);
       }
+    } else if (config.migrateOnStart() && exists(source, table.qualified())) {
+      // As the first task's migration refuses it: the tasks that wait for that migration fail as
+      // it does, rather than relay a table another tool keeps beside a failed task 0.
+      throw new OutboxStoreException(
+          OutboxStoreException.Kind.SCHEMA, SCHEMA_NOT_MANAGED, null, CHECK_SCHEMA);
+    } else if (config.migrateOnStart()) {
+      // Not created yet: the first task creates it (a task that migrates checks after migrating).
+      // Passed, the check let a waiting task claim from a table that did not exist, and fail.
+      throw new OutboxStoreException(
+          OutboxStoreException.Kind.SCHEMA,
+          SCHEMA_TOO_OLD,
+          null,
+          CHECK_SCHEMA,
+          "no table yet, this build's " + SchemaMigrator.CURRENT_VERSION);
     } else if (exists(source, table.qualified())) {
       String lacking = lackingFromOwnToolsTable(config, source);
       if (lacking != null) {

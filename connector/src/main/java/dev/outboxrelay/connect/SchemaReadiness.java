@@ -168,8 +168,9 @@ final class SchemaReadiness {
       } else if (firstTaskMigrates) {
         log.warn(
             "Outbox table {} is still not migrated for this build ({}); the connector's first"
-                + " task migrates it (schema.migrate.on.start): see its status and log; checking"
-                + " again {} (reason=SCHEMA_TOO_OLD)",
+                + " task migrates it (schema.migrate.on.start): see its status and log (on a worker"
+                + " not yet upgraded it runs the previous plugin, which does not); checking again {}"
+                + " (reason=SCHEMA_TOO_OLD)",
             config.table(),
             e.getMessage(),
             nextAttempt());

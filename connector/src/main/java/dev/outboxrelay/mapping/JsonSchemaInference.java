@@ -295,11 +295,11 @@ final class JsonSchemaInference {
     switch (schema.type()) {
       case STRUCT -> {
         if (schema.name() != null) {
-          if (AVRO_PRIMITIVES.contains(schema.name())) {
-            throw new Uninferable();
-          }
           // Scrubbed, a name is one of every name that scrubs to the same ("a-b" and "a_b").
           String name = scrubbed ? ScrubbedNames.fullName(schema.name()) : schema.name();
+          if (AVRO_PRIMITIVES.contains(name)) {
+            throw new Uninferable();
+          }
           List<Field> defined = named.putIfAbsent(name, schema.fields());
           if (defined != null && !defined.equals(schema.fields())) {
             throw new Uninferable();

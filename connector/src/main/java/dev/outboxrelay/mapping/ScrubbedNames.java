@@ -34,9 +34,12 @@ final class ScrubbedNames {
     return key.toString();
   }
 
-  /** The key of a struct's full name: each dot-separated part's, as the converters scrub them. */
+  /**
+   * The key of a struct's full name: each dot-separated part's, split as Confluent's AvroData
+   * splits it (empty trailing parts dropped: "payload.a." is "payload.a" to it).
+   */
   static String fullName(String name) {
-    String[] parts = name.split("\\.", -1);
+    String[] parts = name.split("\\.");
     StringBuilder key = new StringBuilder();
     for (int i = 0; i < parts.length; i++) {
       key.append(i == 0 ? "" : ".").append(name(parts[i]));

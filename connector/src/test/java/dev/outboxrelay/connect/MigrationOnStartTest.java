@@ -118,6 +118,37 @@ class MigrationOnStartTest {
   }
 
   /**
+   * With {@code schema.migrate.on.start}, a task that leaves the migration to the first task finds
+   * a table not created yet too old, to be waited for: the check passed it, and its first claim
+   * failed the task on the missing table (42P01, not retried). A table without a history is refused
+   * as the first task's migration refuses it.
+   */
+  @Test
+  void aTaskWaitingForTheFirstTasksMigrationWaitsForTheTableAndRefusesAnUnmanagedOne()
+      throws Exception {
+    String url = Postgres.freshDatabase("waits_for_first_task");
+    PostgresStoreProvider provider = new PostgresStoreProvider();
+    OutboxStoreException missing =
+        assertThrows(OutboxStoreException.class, () -> provider.checkSchema(migratingOnStart(url)));
+    assertEquals(StoreProvider.SCHEMA_TOO_OLD, missing.reasonCode());
+
+    provider.migrate(migratingOnStart(url)); // the first task
+    provider.checkSchema(migratingOnStart(url));
+
+    String unmanaged = Postgres.freshDatabase("unmanaged_for_waiting_task");
+    try (HikariDataSource admin = Postgres.pool(unmanaged, 1);
+        Connection c = admin.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE outbox (seq bigserial PRIMARY KEY, message_id text NOT NULL)");
+    }
+    OutboxStoreException refused =
+        assertThrows(
+            OutboxStoreException.class, () -> provider.checkSchema(migratingOnStart(unmanaged)));
+    assertEquals(StoreProvider.SCHEMA_NOT_MANAGED, refused.reasonCode());
+    assertFalse(refused.isRetriable());
+  }
+
+  /**
    * A table another tool keeps (created after validation, or restored without its history) is
    * refused before Flyway runs: Flyway recorded a baseline at version 0 and then failed on the
    * existing table (42P07), a generic error at every restart, and the table then looked

@@ -428,17 +428,28 @@ class InferredSchemaTest {
     }
   }
 
-  /** Two structs whose names scrub to one are one name to a scrubbing Avro converter. */
+  /**
+   * Two structs whose names scrub to one are one name to a scrubbing Avro converter, split into
+   * parts as it splits them: "payload.a." is "payload.a", and "payload.." the root's "payload".
+   */
   @Test
   void structsWhoseNamesScrubToOneAreParkedForAScrubbingAvroConverter() {
     RecordMapper scrubbing = mapper(new InferredSchema("payload", NullMembers.IGNORE, false, true));
-    String payload = "{\"a\":[[{\"b-c\":{\"x\":1}}]],\"d\":[[{\"b_c\":{\"y\":\"s\"}}]]}";
-    assertEquals(
-        UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
-        assertInstanceOf(Unpublishable.class, scrubbing.map(row().payload(payload).build()))
-            .reasonCode());
-    assertInstanceOf(
-        Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+    for (String payload :
+        List.of(
+            "{\"a\":[[{\"b-c\":{\"x\":1}}]],\"d\":[[{\"b_c\":{\"y\":\"s\"}}]]}",
+            "{\"a.\":{\"x\":1},\"a\":{\"y\":\"s\"}}",
+            "{\".\":{\"x\":1}}",
+            "{\"a\":[[{\"int.\":{\"x\":1}}]]}")) {
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+          assertInstanceOf(
+                  Unpublishable.class, scrubbing.map(row().payload(payload).build()), payload)
+              .reasonCode(),
+          payload);
+      assertInstanceOf(
+          Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+    }
   }
 
   private void twoDifferentStructsOfOneNameAreParked(RecordMapper avro) {
