@@ -161,6 +161,20 @@ final class NotificationListener {
     channel = announced;
   }
 
+  /** Listens on the channel the trigger now announces on, instead of the one it left. */
+  private void moveTo(Statement statement, String announced) throws SQLException {
+    log.info(
+        "The outbox table's insert trigger now announces on channel {}, not {} (migrated since);"
+            + " listening on {}",
+        announced,
+        channel,
+        announced);
+    statement.execute("UNLISTEN *");
+    channel = announced;
+    statement.execute("LISTEN \"" + channel + "\""); // a plain identifier, read as one
+    wakeIfRoomToClaim(); // rows announced on the new channel before this LISTEN
+  }
+
   private void listen() {
     long backoffMs = RECONNECT_MIN.toMillis();
     while (running) {
@@ -186,7 +200,7 @@ final class NotificationListener {
         PGConnection pg = connection.unwrap(PGConnection.class);
         long probeNs = probeInterval.toNanos();
         long lastProbe = System.nanoTime();
-        try (Statement probe = connection.createStatement()) {
+        try (Statement statement = connection.createStatement()) {
           while (running) {
             PGNotification[] notifications = pg.getNotifications(1000);
             if (notifications != null) {
@@ -196,7 +210,13 @@ final class NotificationListener {
               received.addAndGet(notifications.length);
             }
             if (System.nanoTime() - lastProbe >= probeNs) {
-              probe.execute("SELECT 1"); // a dead peer fails here, within the network timeout
+              // The probe reads the trigger's channel (a dead peer fails here, within the network
+              // timeout): a migration since the LISTEN may have moved it (version 5 writes it
+              // from the migrating connector's spelling of the table), and nothing was heard.
+              String announced = NotifyChannel.of(connection, table);
+              if (!announced.equals(channel)) {
+                moveTo(statement, announced);
+              }
               probes.incrementAndGet();
               lastProbe = System.nanoTime();
               if (!proven) {

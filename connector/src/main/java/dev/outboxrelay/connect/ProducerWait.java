@@ -8,15 +8,21 @@ package dev.outboxrelay.connect;
  * same and send them twice once the broker is back. A thread hung in the task's own code (a
  * converter, a transform, a partitioner or interceptor called by the producer) is not waiting on
  * Kafka: its topmost frames are not the client's.
+ *
+ * <p>Nor is a thread in Connect's topic creation ({@code topic.creation.*}), which asks the admin
+ * client about each topic before its first send (every topic again in a new task instance), waiting
+ * up to its API timeout and asking again while the broker is away: read as hung, its rows' leases
+ * ran out and another task sent them too.
  */
 final class ProducerWait {
   private static final String PRODUCER = "org.apache.kafka.clients.producer.KafkaProducer";
+  private static final String TOPIC_ADMIN = "org.apache.kafka.connect.util.TopicAdmin";
 
   private ProducerWait() {}
 
   /**
    * True if, from the top of {@code thread}'s stack down, only JDK and Kafka client frames come
-   * before one of {@code KafkaProducer}'s.
+   * before one of {@code KafkaProducer}'s or Connect's {@code TopicAdmin}'s.
    */
   static boolean isWaitingOnKafka(Thread thread) {
     if (thread == null) {
@@ -24,7 +30,7 @@ final class ProducerWait {
     }
     for (StackTraceElement frame : thread.getStackTrace()) {
       String type = frame.getClassName();
-      if (type.startsWith(PRODUCER)) {
+      if (type.startsWith(PRODUCER) || type.startsWith(TOPIC_ADMIN)) {
         return true;
       }
       if (!isJdk(type) && !isKafkaClient(type)) {

@@ -216,6 +216,57 @@ class NotificationListenerTest {
   }
 
   /**
+   * A migration after the LISTEN that moves the trigger's channel (version 5 writes it from the
+   * migrating connector's spelling of the table: {@code public.outbox} for a table migrated to
+   * version 4 as {@code outbox}) is found by the next probe, which reads the channel: the listener
+   * stayed on the old one and heard nothing until its connection failed.
+   */
+  @Test
+  void aChannelMovedByAMigrationAfterTheListenIsFollowed() throws SQLException {
+    listener.stop();
+    String older = Postgres.freshDatabase("notify_moved");
+    try (HikariDataSource olderTable = Postgres.pool(older, 3)) {
+      new SchemaMigrator(olderTable, TABLE).migrateTo("4");
+      OutboxTable qualified = OutboxTable.parse("public.outbox");
+      listener =
+          new NotificationListener(
+              () -> {
+                try {
+                  return DriverManager.getConnection(older, Postgres.user(), "");
+                } catch (SQLException e) {
+                  throw new IllegalStateException(e);
+                }
+              },
+              qualified,
+              Set.of("eu"),
+              wake,
+              () -> true,
+              "test-moved-listener",
+              Duration.ofMillis(100),
+              Duration.ofSeconds(5));
+      listening();
+
+      new SchemaMigrator(olderTable, qualified).migrate(); // the trigger now says public_outbox
+      long probes = listener.probes();
+      await().until(() -> listener.probes() > probes);
+      try (Connection c = olderTable.getConnection()) {
+        c.setAutoCommit(false);
+        new PostgresOutboxWriter(TABLE.tableName(), "eu")
+            .enqueue(
+                c,
+                OutboxMessage.builder()
+                    .aggregateType("order")
+                    .aggregateId("a")
+                    .eventType("E")
+                    .build());
+        c.commit();
+      }
+
+      await().until(() -> listener.received() == 1);
+    }
+  }
+
+  /**
    * While no claim could take rows (the task holds its limit, waiting for Kafka) an insert does not
    * wake it: each wake-up ended poll()'s pause for a claim that found nothing, and a stream of
    * inserts kept the task polling at their rate. The room freed wakes it instead (the outcome
@@ -298,7 +349,7 @@ class NotificationListenerTest {
       probed.start();
       try {
         await().until(() -> probed.probes() >= 1);
-        proxy.silenceAfterClientSends("SELECT 1");
+        proxy.silenceAfterClientSends("pg_proc"); // the probe's read of the channel
         await().until(proxy::silenced);
         wake.await(Duration.ZERO);
 

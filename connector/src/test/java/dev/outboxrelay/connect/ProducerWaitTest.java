@@ -73,6 +73,34 @@ class ProducerWaitTest {
     }
   }
 
+  /**
+   * Connect's topic creation (topic.creation.*) asks the admin client about a topic before its
+   * first send, waiting on the broker as a send does: not hung. Read as hung, a restart in a broker
+   * outage let the task's leases run out, and another task sent its rows too.
+   */
+  @Test
+  void aTopicCreationWaitingForTheBrokerIsWaitingOnKafka() {
+    Map<String, Object> adminConfig = new HashMap<>();
+    adminConfig.put("bootstrap.servers", "127.0.0.1:1"); // nothing listens
+    org.apache.kafka.connect.util.TopicAdmin admin =
+        new org.apache.kafka.connect.util.TopicAdmin(adminConfig);
+    try {
+      sender =
+          new Thread(
+              () -> {
+                try {
+                  admin.describeTopics("orders");
+                } catch (RuntimeException e) { // NOPMD: closed under it at the end of the test
+                }
+              },
+              "task-thread");
+      sender.start();
+      await().until(() -> ProducerWait.isWaitingOnKafka(sender));
+    } finally {
+      admin.close(Duration.ZERO); // the call ends, with an error
+    }
+  }
+
   /** An interceptor the producer calls is the task's own code: hung there, it is not Kafka. */
   @Test
   void aSendHungInAnInterceptorIsNotWaitingOnKafka() {
