@@ -538,6 +538,16 @@ public class OutboxSourceTask extends SourceTask {
     }
     if (!runtime.submit(runtime.handoff().outcomeOf(record, messageId, seq, token, metadata))) {
       metrics.lateAcks.incrementAndGet();
+      if (metadata != null && !config.settings().exactlyOnce()) {
+        // Kafka has the record, and the stop has ended (or will end) the row's lease: a later
+        // claim sends it again. Said as the duplicate it is, not as a row merely settled later.
+        log.warn(
+            "Acknowledgement arrived after the task stopped writing: message_id={}"
+                + " (reason=LATE_ACK; Kafka has its record, and a later claim sends the row"
+                + " again: a duplicate)",
+            Printable.escape(messageId));
+        return;
+      }
       log.warn(
           "Acknowledgement arrived after the task stopped writing: message_id={}"
               + " (reason=LATE_ACK; a later claim or the next instance's recovery settles the row)",

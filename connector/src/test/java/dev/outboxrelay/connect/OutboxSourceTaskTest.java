@@ -1610,6 +1610,34 @@ class OutboxSourceTaskTest {
         List.of(), LogCapture.get().matching(mark, e -> e.message().contains("outcomes failed")));
   }
 
+  /**
+   * At least once, an acknowledgement with Kafka's coordinates that comes after the stop's grace
+   * (Connect's producer closed late on another thread) is a record in Kafka whose row a later claim
+   * sends again: said as the duplicate it is, not as a row merely settled later.
+   */
+  @Test
+  void anAcknowledgementAfterTheGraceSaysItsRowIsSentAgain() {
+    add("eu", "m1", "a", "{}".getBytes());
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    startTask(Map.of());
+    List<SourceRecord> records = task.poll();
+    stopMovingTheClock(task);
+    mockTime.sleep(60_000); // the late-acknowledgement grace ends
+    await().until(() -> failing.closes.get() == 1);
+    long mark = LogCapture.get().mark();
+
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+
+    assertEquals(1, task.metrics().lateAcks.get());
+    List<LogCapture.Event> said =
+        LogCapture.get()
+            .matching(
+                mark, e -> e.message().contains("reason=LATE_ACK") && e.message().contains("m1"));
+    assertEquals(1, said.size(), said::toString);
+    assertTrue(said.get(0).message().contains("a duplicate"), said.get(0)::message);
+  }
+
   @Test
   void anAcknowledgementQueuedWhenTheWriterClosesIsCountedLateNotLost() {
     add("eu", "m1", "a", "{}".getBytes());
