@@ -40,6 +40,10 @@ final class LeaseRenewer {
   private volatile boolean stopping;
   private volatile Thread taskThread;
   private long nextRenewalMs;
+
+  /** Renewals failed in a row, since the last that succeeded (the outcome thread's). */
+  private int failedRenewals;
+
   private boolean stallReported;
 
   /** When the task thread was last seen blocked in the producer (outcome thread only). */
@@ -199,12 +203,21 @@ final class LeaseRenewer {
       return missedUndecided;
     } catch (OutboxStoreException e) {
       health.databaseError(e);
+      failedRenewals++;
+      if (healthy) {
+        // Once per outage: renewals are tried again every second, and each failure said at WARN
+        // filled the log through an outage; database-errors-total counts every one.
+        log.warn(
+            "Lease renewal for {} records failed (reason={}, sqlState={}); claiming paused,"
+                + " renewals tried again every second until one succeeds (said once)",
+            held.size(),
+            e.reasonCode(),
+            e.sqlState());
+      } else {
+        log.debug(
+            "Lease renewal failed again (reason={}, sqlState={})", e.reasonCode(), e.sqlState());
+      }
       healthy = false;
-      log.warn(
-          "Lease renewal for {} records failed (reason={}, sqlState={}); claiming paused",
-          held.size(),
-          e.reasonCode(),
-          e.sqlState());
       // Try again soon rather than a whole interval later.
       nextRenewalMs =
           time.hiResClockMs() + Math.min(1000, settings.leaseRenewalInterval().toMillis());
@@ -238,6 +251,10 @@ final class LeaseRenewer {
   private void recovered() {
     if (!healthy) {
       healthy = true;
+      log.info(
+          "Lease renewal succeeded again after {} failed attempts; claiming resumes",
+          failedRenewals);
+      failedRenewals = 0;
       pollWake.wake();
     }
   }

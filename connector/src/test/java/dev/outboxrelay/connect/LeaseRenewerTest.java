@@ -321,6 +321,37 @@ class LeaseRenewerTest {
     assertEquals(claimed.plusSeconds(1), expiry("m1"), "not renewed: the thread is elsewhere");
   }
 
+  /**
+   * Renewals failing through an outage are said once at WARN, and their end once at INFO: tried
+   * again every second, each failure's WARN filled the log (database-errors-total counts each).
+   */
+  @Test
+  void renewalsFailingThroughAnOutageAreSaidOnceAndTheirEndToo() {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    time.sleep(2000);
+    store.failing = true;
+    long mark = LogCapture.get().mark();
+    for (int i = 0; i < 5; i++) {
+      renewer.renewIfDue();
+      time.sleep(1000);
+      renewer.taskPolled();
+    }
+    store.failing = false;
+    renewer.renewIfDue();
+
+    assertEquals(5, f.metrics.databaseErrors.get());
+    List<LogCapture.Event> warned =
+        LogCapture.get()
+            .matching(
+                mark, e -> e.level().equals("WARN") && e.message().startsWith("Lease renewal"));
+    assertEquals(1, warned.size(), warned::toString);
+    List<LogCapture.Event> ended =
+        LogCapture.get()
+            .matching(mark, e -> e.message().startsWith("Lease renewal succeeded again after 5"));
+    assertEquals(1, ended.size());
+  }
+
   @Test
   void aFailedRenewalPausesClaimingUntilOneSucceeds() {
     f.add("eu", "m1", "a");
