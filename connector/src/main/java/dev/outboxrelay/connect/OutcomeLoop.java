@@ -353,6 +353,11 @@ final class OutcomeLoop {
         write(batch, false);
       }
       if (setAsideDue()) {
+        if (!batch.isEmpty() && !pastCloseDeadline()) {
+          // Two statements back to back, each up to the statement timeout: the leases due
+          // meanwhile are renewed between them, not only after both.
+          renewer.renewIfDue();
+        }
         write(takeSetAside(), true);
       }
       if (!pastCloseDeadline()) { // past it, abandoned outcomes were reported, and nothing renews

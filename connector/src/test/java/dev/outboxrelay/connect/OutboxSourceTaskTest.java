@@ -1084,6 +1084,53 @@ class OutboxSourceTaskTest {
     assertEquals(MessageStatus.AMBIGUOUS, status("m9"));
   }
 
+  /**
+   * A slow batch publish followed by the retry of an outcome set aside for its row's lock is two
+   * statements: the leases due for renewal meanwhile are renewed between them. Renewed only after
+   * both, a lease could run out behind two writes each near the statement timeout.
+   */
+  @Test
+  void theLeasesAreRenewedBetweenABatchPublishAndTheSetAsideRetryAfterIt() throws Exception {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    add("eu", "m1", "a", "{}".getBytes());
+    add("eu", "m2", "b", "{}".getBytes());
+    startTask(
+        Map.of(
+            "lease.duration.ms", "20000",
+            "lease.renewal.interval.ms", "200",
+            "ordering.enabled", "false"));
+    List<SourceRecord> records = task.poll();
+    assertEquals(2, records.size());
+    failing.lockedRows = Set.of("m2");
+    task.commitRecord(records.get(1), metadata(records.get(1), 2));
+    await().until(() -> failing.skippingLockedCalls.get() >= 1); // m2 set aside for its lock
+
+    List<Integer> renewalsAtSetAsideRetries = new java.util.concurrent.CopyOnWriteArrayList<>();
+    AtomicInteger renewalsAfterThePublish = new AtomicInteger(-1);
+    failing.beforePublish =
+        () -> {
+          mockTime.sleep(600); // past the renewal interval and the set-aside retry's wait
+          renewalsAfterThePublish.set(failing.renewCalls.get());
+        };
+    failing.beforeSkippingLocked =
+        () -> {
+          if (renewalsAfterThePublish.get() >= 0) {
+            renewalsAtSetAsideRetries.add(failing.renewCalls.get());
+          }
+        };
+    task.commitRecord(records.get(0), metadata(records.get(0), 1));
+
+    await().until(() -> !renewalsAtSetAsideRetries.isEmpty());
+    assertEquals(MessageStatus.PUBLISHED, status("m1"));
+    assertTrue(
+        renewalsAtSetAsideRetries.get(0) > renewalsAfterThePublish.get(),
+        "renewed between the two writes: "
+            + renewalsAfterThePublish.get()
+            + " then "
+            + renewalsAtSetAsideRetries);
+  }
+
   @Test
   void authenticationFailureFailsTheTaskWithASanitizedMessage() {
     startTask(Map.of());
@@ -1920,6 +1967,12 @@ class OutboxSourceTaskTest {
      */
     volatile Set<String> lockedRows = Set.of();
 
+    /** Run at the start of each batch publish, when set. */
+    volatile Runnable beforePublish;
+
+    /** Run at the start of each batch publish skipping locked rows, when set. */
+    volatile Runnable beforeSkippingLocked;
+
     /** Batch publishes skipping locked rows ({@link #markPublishedSkippingLocked}). */
     final AtomicInteger skippingLockedCalls = new AtomicInteger();
 
@@ -2053,6 +2106,10 @@ class OutboxSourceTaskTest {
         List<dev.outboxrelay.store.PublishedAck> acks) {
       check();
       publishCalls.incrementAndGet();
+      Runnable before = beforePublish;
+      if (before != null) {
+        before.run();
+      }
       if (publishesFail) {
         throw failure;
       }
@@ -2089,6 +2146,10 @@ class OutboxSourceTaskTest {
         List<dev.outboxrelay.store.PublishedAck> acks) {
       check();
       skippingLockedCalls.incrementAndGet();
+      Runnable beforeSkipping = beforeSkippingLocked;
+      if (beforeSkipping != null) {
+        beforeSkipping.run();
+      }
       if (publishesFail) {
         throw failure;
       }
