@@ -191,10 +191,11 @@ public class OutboxSourceConfig extends AbstractConfig {
       "How long a claimed row stays reserved for the task that claimed it. Once the lease"
           + " expires (a crashed or cut-off worker), any task may claim the row again, and the"
           + " former holder's late acknowledgement is rejected. Keep it above"
-          + " lease.renewal.interval.ms plus statement.timeout.ms: a task renews its leases on the"
-          + " thread that writes its outcomes, so an outcome write that runs long (a slow or"
-          + " overloaded database; a row lock it waits for 1 s at most) delays the renewal by up to"
-          + " the statement timeout, and a lease that runs out meanwhile is"
+          + " lease.renewal.interval.ms plus connection.timeout.ms plus statement.timeout.ms: a"
+          + " task renews its leases on the thread that writes its outcomes, so an outcome write"
+          + " that waits for a connection and then runs long (a slow or overloaded database; a row"
+          + " lock it waits for 1 s at most) delays the renewal by up to both, and a lease that"
+          + " runs out meanwhile is"
           + " reclaimed by another task (a duplicate). The connector logs a warning otherwise.";
 
   public static final String LEASE_RENEWAL_INTERVAL_MS_CONFIG = "lease.renewal.interval.ms";
@@ -1081,11 +1082,16 @@ public class OutboxSourceConfig extends AbstractConfig {
   }
 
   /**
-   * Whether a renewal delayed by an outcome write stuck for a whole statement timeout could come
-   * after the lease ran out: see {@code lease.duration.ms}.
+   * Whether a renewal delayed by an outcome write that waited a whole connection timeout for its
+   * connection and then a whole statement timeout could come after the lease ran out: see {@code
+   * lease.duration.ms}.
    */
   public boolean leaseMayRunOutBehindAStuckWrite() {
-    return leaseRenewalInterval().plus(statementTimeout()).compareTo(leaseDuration()) >= 0;
+    return leaseRenewalInterval()
+            .plus(connectionTimeout())
+            .plus(statementTimeout())
+            .compareTo(leaseDuration())
+        >= 0;
   }
 
   public Duration leaseRenewalInterval() {

@@ -101,12 +101,13 @@ public class OutboxSourceConnector extends SourceConnector {
     if (config.leaseMayRunOutBehindAStuckWrite()) {
       log.warn(
           "lease.duration.ms ({} ms) is not above lease.renewal.interval.ms ({} ms) plus"
-              + " statement.timeout.ms ({} ms): an outcome write that runs long (a slow database)"
-              + " can delay a renewal until the lease runs out, and another task then sends the row"
-              + " again"
+              + " connection.timeout.ms ({} ms) plus statement.timeout.ms ({} ms): an outcome"
+              + " write that waits for its connection and runs long (a slow database) can delay a"
+              + " renewal until the lease runs out, and another task then sends the row again"
               + " (reason=LEASE_SHORTER_THAN_STUCK_WRITE)",
           config.leaseDuration().toMillis(),
           config.leaseRenewalInterval().toMillis(),
+          config.connectionTimeout().toMillis(),
           config.statementTimeout().toMillis());
     }
   }

@@ -33,9 +33,9 @@ class OutboxSourceConnectorTest {
   }
 
   /**
-   * Renewals wait behind a stuck outcome write for up to the statement timeout: a lease no longer
-   * than both together is warned about, once, naming the settings; the defaults (60 s against 20 s
-   * plus 30 s) are not.
+   * Renewals wait behind a stuck outcome write for up to the connection and statement timeouts: a
+   * lease no longer than the three together is warned about, once, naming the settings; the
+   * defaults (60 s against 20 s plus 5 s plus 30 s) are not.
    */
   @Test
   void aLeaseNoLongerThanARenewalBehindAStuckWriteIsWarnedAbout() {
@@ -51,14 +51,19 @@ class OutboxSourceConnectorTest {
     shortButCovered.put("lease.duration.ms", "10000");
     shortButCovered.put("lease.renewal.interval.ms", "3000");
     shortButCovered.put("statement.timeout.ms", "5000");
+    shortButCovered.put("connection.timeout.ms", "1000");
     new OutboxSourceConnector().start(shortButCovered);
+    Map<String, String> slowConnections = config(null); // 20 s + 10 s + 30 s: the whole lease
+    slowConnections.put("connection.timeout.ms", "10000");
+    new OutboxSourceConnector().start(slowConnections);
 
     List<LogCapture.Event> warnings =
         LogCapture.get()
             .matching(mark, e -> e.message().contains("LEASE_SHORTER_THAN_STUCK_WRITE"));
-    assertEquals(2, warnings.size(), "the two leases a stuck write can outlast, and no other");
+    assertEquals(3, warnings.size(), "the three leases a stuck write can outlast, and no other");
     assertTrue(warnings.get(0).message().contains("lease.duration.ms (50000 ms)"));
     assertTrue(warnings.get(1).message().contains("statement.timeout.ms (40000 ms)"));
+    assertTrue(warnings.get(2).message().contains("connection.timeout.ms (10000 ms)"));
   }
 
   /**
