@@ -159,7 +159,7 @@ final class LeaseRenewer {
         kafkaWaitEnded();
       }
       stallReported = false;
-      recovered();
+      recovered(false);
       return Set.of();
     }
     // A task thread stuck outside poll (a hung transform or converter) must not keep its rows
@@ -186,7 +186,7 @@ final class LeaseRenewer {
     }
     try {
       Renewal renewal = store.renew(held, settings.leaseDuration());
-      recovered();
+      recovered(true);
       reportLocked(renewal.locked());
       Set<String> lost = renewal.lost();
       Set<String> missedUndecided = new HashSet<>();
@@ -248,12 +248,19 @@ final class LeaseRenewer {
   }
 
   /** Renewals work (again): a poll waiting since they failed claims now, not at its next turn. */
-  private void recovered() {
+  private void recovered(boolean renewed) {
     if (!healthy) {
       healthy = true;
-      log.info(
-          "Lease renewal succeeded again after {} failed attempts; claiming resumes",
-          failedRenewals);
+      if (renewed) {
+        log.info(
+            "Lease renewal succeeded again after {} failed attempts; claiming resumes",
+            failedRenewals);
+      } else {
+        log.info(
+            "No lease left to renew after {} failed renewals (their records settled); claiming"
+                + " resumes",
+            failedRenewals);
+      }
       failedRenewals = 0;
       pollWake.wake();
     }
@@ -276,9 +283,10 @@ final class LeaseRenewer {
       if (!kafkaWaitReported) {
         kafkaWaitReported = true;
         log.warn(
-            "Task thread has waited on Kafka in the producer for over half a lease (a broker"
-                + " unreachable, or a topic without metadata: one that does not exist waits until"
-                + " it does); its {} leases are kept (reason=WAITING_ON_KAFKA)",
+            "Task thread has waited on Kafka in the producer or Connect's topic creation"
+                + " (topic.creation.*) for over half a lease (a broker unreachable, or a topic"
+                + " without metadata: one that does not exist waits until it does); its {} leases"
+                + " are kept (reason=WAITING_ON_KAFKA)",
             ledger.heldLeases().size());
       }
       return false;

@@ -169,9 +169,12 @@ final class NotificationListener {
         announced,
         channel,
         announced);
-    statement.execute("UNLISTEN *");
+    String left = channel;
     channel = announced;
-    statement.execute("LISTEN \"" + channel + "\""); // a plain identifier, read as one
+    // The new one first: a row whose transaction began before the migration and commits now
+    // announces on the old one, heard until the UNLISTEN.
+    statement.execute("LISTEN \"" + channel + "\""); // plain identifiers, read as such
+    statement.execute("UNLISTEN \"" + left + "\"");
     wakeIfRoomToClaim(); // rows announced on the new channel before this LISTEN
   }
 

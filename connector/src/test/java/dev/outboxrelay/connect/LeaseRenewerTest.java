@@ -352,6 +352,29 @@ class LeaseRenewerTest {
     assertEquals(1, ended.size());
   }
 
+  /** Failed renewals whose records then settled end without a renewal: not said to succeed. */
+  @Test
+  void failedRenewalsWhoseRecordsSettledAreNotSaidToHaveSucceeded() {
+    f.add("eu", "m1", "a");
+    long token = f.claimIntoLedger().get(0).lease().token();
+    time.sleep(2000);
+    store.failing = true;
+    renewer.renewIfDue();
+    store.failing = false;
+    f.ledger.resolve("m1", token); // acknowledged and written meanwhile
+    long mark = LogCapture.get().mark();
+    time.sleep(1000);
+    renewer.taskPolled();
+
+    renewer.renewIfDue();
+
+    assertTrue(renewer.isHealthy());
+    assertEquals(
+        List.of(), LogCapture.get().matching(mark, e -> e.message().contains("succeeded again")));
+    assertEquals(
+        1, LogCapture.get().matching(mark, e -> e.message().startsWith("No lease left")).size());
+  }
+
   @Test
   void aFailedRenewalPausesClaimingUntilOneSucceeds() {
     f.add("eu", "m1", "a");
