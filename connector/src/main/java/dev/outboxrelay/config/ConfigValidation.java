@@ -51,6 +51,8 @@ import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.common.config.types.Password;
 import org.flywaydb.core.api.MigrationVersion;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What {@code Connector.validate()} returns: single-key validation (ConfigDef), the rules spanning
@@ -62,6 +64,11 @@ import org.flywaydb.core.api.MigrationVersion;
  * the URL, the password and the driver's messages never appear in them.
  */
 public final class ConfigValidation {
+  private static final Logger log = LoggerFactory.getLogger(ConfigValidation.class);
+
+  /** too_many_connections: the server's, the role's or the database's limit reached. */
+  private static final String TOO_MANY_CONNECTIONS = "53300";
+
   /** Live checks answer within this, whatever {@code connection.timeout.ms} says. */
   static final Duration MAX_CHECK_TIMEOUT = Duration.ofSeconds(10);
 
@@ -464,7 +471,8 @@ public final class ConfigValidation {
           || !Boolean.TRUE.equals(validValue(values, NOTIFY_ENABLED_CONFIG))) {
         return;
       }
-      long needed = (long) tasks * (pool + 1);
+      long held = (long) tasks * (pool + 1);
+      long needed = held + 1; // and the next validation's: an update of this config
       long admitted;
       try (Statement s = connection.createStatement();
           ResultSet rs =
@@ -500,8 +508,9 @@ public final class ConfigValidation {
                 + "="
                 + pool
                 + " and one listening connection each hold "
-                + needed
-                + " connections at all times, more than the database admits for "
+                + held
+                + " connections at all times, and validating an update of this config takes one"
+                + " more: more than the database admits for "
                 + CONNECTION_USER_CONFIG
                 + " ("
                 + admitted
@@ -518,6 +527,16 @@ public final class ConfigValidation {
      * was given is the password's; with a password, 08004 is a refusal of another kind.
      */
     private void reportConnectFailure(OutboxStoreException failure) {
+      if (TOO_MANY_CONNECTIONS.equals(failure.sqlState())) {
+        // The server answered, and is full: often with this connector's own tasks' connections
+        // (their pools are held at all times), when refusing would block the very update that
+        // lowers them. Not the config's fault: the database checks are skipped, not failed.
+        log.warn(
+            "Configuration validation skipped its database checks: the server admits no more"
+                + " connections for {} (SQLState 53300, reason=VALIDATION_DATABASE_FULL)",
+            CONNECTION_USER_CONFIG);
+        return;
+      }
       String state = stateSuffix(failure);
       if ("08004".equals(failure.sqlState()) && !passwordGiven()) {
         error(

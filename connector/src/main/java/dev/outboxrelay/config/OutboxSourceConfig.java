@@ -88,8 +88,12 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " does. Each task holds its pool at all times: with notify.enabled=true (a direct"
           + " connection: behind a transaction-mode pooler, which needs it off, the server's"
           + " limits say nothing) validation refuses tasks.max tasks whose pools and listening"
-          + " connections exceed what the database admits for connection.user (max_connections"
-          + " less the reserved ones, the role's and the database's connection limits).";
+          + " connections, and one more for validating a later update of the config, exceed"
+          + " what the database admits for connection.user (max_connections less the reserved"
+          + " ones, the role's and the database's connection limits). Where the database admits"
+          + " no connection at all for validation (SQLState 53300, full: with the running tasks'"
+          + " pools, say), the database checks are skipped with a WARN, not failed, so that an"
+          + " update lowering the pools is not refused.";
 
   public static final String CONNECTION_TIMEOUT_MS_CONFIG = "connection.timeout.ms";
   public static final long CONNECTION_TIMEOUT_MS_DEFAULT = 5_000L;

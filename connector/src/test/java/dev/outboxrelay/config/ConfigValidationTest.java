@@ -24,6 +24,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -1572,7 +1573,8 @@ class ConfigValidationTest {
     assertTrue(
         message.startsWith(
             "10000 tasks of connection.pool.size=4 and one listening connection each hold 50000"
-                + " connections at all times, more than the database admits"),
+                + " connections at all times, and validating an update of this config takes one"
+                + " more: more than the database admits"),
         message);
 
     props.put("delivery.guarantee", "exactly-once");
@@ -1597,6 +1599,30 @@ class ConfigValidationTest {
       assertTrue(pool != null && pool.get(0).contains("hold 10 connections"), "the role's limit");
       limited.put("tasks.max", "1");
       assertFalse(errors(limited).containsKey("connection.pool.size"));
+
+      // 10: the tasks' 10 fit, the next validation's does not.
+      execute(url, "ALTER ROLE " + PasswordRole.NAME + " CONNECTION LIMIT 10");
+      limited.put("tasks.max", "2");
+      List<String> exact = errors(limited).get("connection.pool.size");
+      assertTrue(exact != null && exact.get(0).contains("hold 10 connections"), "no room left");
+
+      // The role's connections all taken (by a connector's running tasks, say): an update of its
+      // config, the one lowering them, is not refused for the connection validation cannot open.
+      execute(url, "ALTER ROLE " + PasswordRole.NAME + " CONNECTION LIMIT 1");
+      limited.put("tasks.max", "1");
+      limited.put("notify.enabled", "false");
+      Properties login = new Properties();
+      login.setProperty("user", PasswordRole.NAME);
+      login.setProperty("password", PasswordRole.PASSWORD);
+      try (Connection held = new org.postgresql.Driver().connect(url, login)) {
+        long mark = LogCapture.get().mark();
+        assertEquals(Map.of(), errors(limited));
+        assertEquals(
+            1,
+            LogCapture.get()
+                .matching(mark, e -> e.fullText().contains("reason=VALIDATION_DATABASE_FULL"))
+                .size());
+      }
     } finally {
       execute(url, "ALTER ROLE " + PasswordRole.NAME + " CONNECTION LIMIT -1");
     }
