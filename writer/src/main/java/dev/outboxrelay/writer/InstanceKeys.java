@@ -38,6 +38,16 @@ public final class InstanceKeys {
         throw new IllegalArgumentException("instance key must not contain control characters");
       }
     }
+    for (int i = 0; i < instanceKey.length(); i++) {
+      char c = instanceKey.charAt(i);
+      if (c != ' ' && Character.getType(c) == Character.SPACE_SEPARATOR) {
+        // "orders" + U+00A0, pasted from a wiki, reads as "orders" (strip() keeps it), and
+        // "orders" + U+00A0 + "eu" as "orders eu".
+        throw new IllegalArgumentException(
+            "instance key must not contain a space other than U+0020 (a no-break, narrow or"
+                + " ideographic space looks like a space, or at an end like nothing)");
+      }
+    }
     if (StorableText.hasUnpairedSurrogate(instanceKey)) {
       // Stored as '?': "eu" + U+D800 and "eu" + U+DBFF would own each other's rows.
       throw new IllegalArgumentException(

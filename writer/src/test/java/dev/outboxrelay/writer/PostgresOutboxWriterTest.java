@@ -92,6 +92,10 @@ class PostgresOutboxWriterTest {
           "\uFEFForders", // a byte order mark
           "or\u202Eders", // a right-to-left override
           "eu\u2028us", // a line separator
+          "orders\u00A0", // a no-break space, which strip() keeps
+          "\u202Forders", // a narrow no-break space
+          "orders\u00A0eu",
+          "orders\u3000eu", // an ideographic space
           "eu\uFE0F" // a variation selector
         }) {
       IllegalArgumentException e =
