@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -75,6 +76,8 @@ public final class OutboxMessage {
    * business change committed; Jackson alone writes up to 1,000.
    */
   static final int MAX_PAYLOAD_NESTING = 900;
+
+  private static final byte[] JSON_NULL = "null".getBytes(StandardCharsets.US_ASCII);
 
   /**
    * The mapper of {@link Builder#jsonPayload}: the Jackson modules this library's loader finds;
@@ -429,7 +432,8 @@ public final class OutboxMessage {
      * on.
      *
      * <p>Null is no payload, a tombstone, as {@code payload(null)} is: not the four bytes {@code
-     * null}, which the relay would send as that text with {@code payload.format=bytes}.
+     * null}, which the relay would send as that text with {@code payload.format=bytes}. So is a
+     * value that serializes to JSON null (a {@code NullNode}, an empty {@code Optional}).
      *
      * @throws IllegalArgumentException the value does not serialize (naming Jackson's exception
      *     class only), or nests deeper than 900 levels, which the relay does not read; or it is
@@ -459,7 +463,9 @@ public final class OutboxMessage {
         if (nestingDepth(json) > MAX_PAYLOAD_NESTING) {
           throw tooDeep();
         }
-        this.payload = json;
+        // A value that serializes to JSON null (a NullNode, an empty Optional with Jackson's Jdk8
+        // module) is no payload either, as null is.
+        this.payload = Arrays.equals(json, JSON_NULL) ? null : json;
       } catch (JsonProcessingException e) {
         if (stoppedAtItsNestingLimit(e)) {
           throw tooDeep(); // Jackson 2.16 and later stop at 1,000 levels

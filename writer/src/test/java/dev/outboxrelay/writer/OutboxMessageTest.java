@@ -45,6 +45,16 @@ class OutboxMessageTest {
             .build();
 
     assertNull(message.payload());
+    // A value serializing to JSON null is one too: not four bytes "null", a value in Kafka with
+    // payload.format=bytes or string and a tombstone with json.
+    assertNull(
+        OutboxMessage.builder()
+            .aggregateType("order")
+            .aggregateId("a")
+            .eventType("OrderDeleted")
+            .jsonPayload(com.fasterxml.jackson.databind.node.NullNode.getInstance())
+            .build()
+            .payload());
   }
 
   /**
