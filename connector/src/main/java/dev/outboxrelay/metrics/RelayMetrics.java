@@ -458,18 +458,27 @@ public final class RelayMetrics {
     if (sink == null) {
       return;
     }
-    try {
-      registered.forEach(sink::removeMetric);
-      if (outcomeWriteSensor != null) {
-        sink.removeSensor(outcomeWriteSensorName);
-      }
-      sink.close();
-    } catch (RuntimeException e) {
-      // The worker may already have closed the plugin's metrics.
+    // Each step alone: the worker may already have closed the plugin's metrics, and a removal
+    // that throws must not keep the sink's close (the JMX bean's unregistration) from running,
+    // or the task's next instance on this worker would find its name taken.
+    for (MetricName name : registered) {
+      quietly(() -> sink.removeMetric(name));
     }
+    if (outcomeWriteSensor != null) {
+      quietly(() -> sink.removeSensor(outcomeWriteSensorName));
+    }
+    quietly(sink::close);
     registered.clear();
     outcomeWriteSensor = null;
     sink = null;
+  }
+
+  private static void quietly(Runnable step) {
+    try {
+      step.run();
+    } catch (RuntimeException e) {
+      // Closed by the worker already: nothing left to remove.
+    }
   }
 
   /**

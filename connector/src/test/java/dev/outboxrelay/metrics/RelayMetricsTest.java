@@ -2,6 +2,7 @@ package dev.outboxrelay.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -321,6 +322,36 @@ class RelayMetricsTest {
             .matching(mark, e -> e.message().contains("reason=METRICS_REGISTRATION_FAILED"))
             .size());
     metrics.unregister();
+  }
+
+  /**
+   * A removal that throws at the stop (a metric the worker removed already) keeps the others'
+   * going: one try around them all left every later metric, and the sink's close that unregisters a
+   * pre-4.1 worker's bean, in place, the names taken from the task's next instance.
+   */
+  @Test
+  void aRemovalThatThrowsAtTheStopDoesNotKeepTheOthersRegistered() {
+    RelayMetrics metrics = new RelayMetrics();
+    metrics.register(
+        () ->
+            new PluginMetricsImpl(registry, Map.of("connector", "orders", "task", "0")) {
+              @Override
+              public void removeMetric(MetricName name) {
+                if (name.name().equals("claimed-total")) {
+                  throw new IllegalStateException("removed already");
+                }
+                super.removeMetric(name);
+              }
+            },
+        true,
+        "orders",
+        0);
+    assertNotNull(value("published-total"));
+
+    metrics.unregister();
+
+    assertNull(value("published-total"), "removed after the one that threw");
+    assertNull(value("lag-ms"));
   }
 
   /** Nor is the registration's retry held back by a wall clock stepped back (NTP). */
