@@ -248,6 +248,7 @@ class ClaimLoopTest {
     handToConnect(f, first);
 
     lostResults[0] = 1;
+    long mark = LogCapture.get().mark();
     assertThrows(OutboxStoreException.class, loop::next);
     assertEquals(RuntimeFixture.OWNER, f.store.find("m1").orElseThrow().leaseOwner());
 
@@ -260,6 +261,16 @@ class ClaimLoopTest {
     assertEquals(1, f.metrics.unconfirmedReleased.get());
     assertEquals(
         RuntimeFixture.OWNER, f.store.find("held").orElseThrow().leaseOwner(), "held: kept");
+    // Rows the lost claim may have parked are not found by the release: the line says where.
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().contains("may have parked EXHAUSTED")
+                        && e.message().contains("list --status EXHAUSTED"))
+            .size());
   }
 
   /**
