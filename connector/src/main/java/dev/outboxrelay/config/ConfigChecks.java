@@ -689,13 +689,18 @@ final class ConfigChecks {
   /** Kafka's transform that drops the records its predicate matches. */
   static final String FILTER_TRANSFORM = "org.apache.kafka.connect.transforms.Filter";
 
-  /** The transforms known to drop records: Kafka's Filter, Confluent's and Debezium's. */
+  /**
+   * The transforms known to drop records: Kafka's Filter, Confluent's and Debezium's, and
+   * Confluent's TombstoneHandler (which drops tombstones, a row without payload's record, unless
+   * its behavior is fail).
+   */
   static final List<String> FILTER_TRANSFORMS =
       List.of(
           FILTER_TRANSFORM,
           "io.confluent.connect.transforms.Filter$Key",
           "io.confluent.connect.transforms.Filter$Value",
-          "io.debezium.transforms.Filter");
+          "io.debezium.transforms.Filter",
+          "io.confluent.connect.transforms.TombstoneHandler");
 
   /**
    * {@code producer.override.acks} all or -1, or not set. Connect's own setting, judged here and at
@@ -725,7 +730,7 @@ final class ConfigChecks {
   }
 
   /**
-   * No {@code transforms.<alias>.type} that is a Filter (Kafka's, Confluent's or Debezium's) in
+   * No {@code transforms.<alias>.type} that drops records ({@link #FILTER_TRANSFORMS}) in
    * exactly-once mode, for the reason {@code errors.tolerance=all} is refused: the dropped record's
    * position is covered by the next record's committed offset, and a recovery after a crash would
    * record its row PUBLISHED. A transform of another class that drops records cannot be told from
@@ -741,7 +746,8 @@ final class ConfigChecks {
           new Problem(
               key,
               key
-                  + " must not be Filter with "
+                  + " must not be a transform that drops records (a Filter, a TombstoneHandler)"
+                  + " with "
                   + DELIVERY_GUARANTEE_CONFIG
                   + "="
                   + EXACTLY_ONCE
@@ -752,7 +758,7 @@ final class ConfigChecks {
   }
 
   /**
-   * At least once, a Filter (Kafka's, Confluent's or Debezium's) only with {@code
+   * At least once, a transform that drops records ({@link #FILTER_TRANSFORMS}) only with {@code
    * null.metadata.policy=fail}: Connect acknowledges a dropped record without metadata, and with
    * {@code retry} (the default) its row was retried with backoff until its attempts ran out (ten
    * drops over about eight minutes, then parked EXHAUSTED), every later row of its aggregate held
@@ -776,7 +782,8 @@ final class ConfigChecks {
           new Problem(
               NULL_METADATA_POLICY_CONFIG,
               NULL_METADATA_POLICY_CONFIG
-                  + " must be fail with a Filter transform ("
+                  + " must be fail with a transform that drops records, a Filter or a"
+                  + " TombstoneHandler ("
                   + filters.get(0)
                   + "): with retry, each row it drops is retried until its attempts run out"
                   + " (about eight minutes), holding back the later rows of its aggregate; with"

@@ -1645,7 +1645,8 @@ class ConfigValidationTest {
     String retried = only(errors(props), "null.metadata.policy");
     assertTrue(
         retried.startsWith(
-            "null.metadata.policy must be fail with a Filter transform (transforms.drop.type)"),
+            "null.metadata.policy must be fail with a transform that drops records, a Filter or a"
+                + " TombstoneHandler (transforms.drop.type)"),
         retried);
     props.put("null.metadata.policy", "fail");
     assertEquals(Map.of(), errors(props), "at least once, a dropped record's row is parked");
@@ -1655,10 +1656,14 @@ class ConfigValidationTest {
     String message = only(errors(props), "transforms.drop.type");
     assertTrue(
         message.startsWith(
-            "transforms.drop.type must not be Filter with delivery.guarantee=exactly-once"),
+            "transforms.drop.type must not be a transform that drops records (a Filter, a"
+                + " TombstoneHandler) with delivery.guarantee=exactly-once"),
         message);
 
     props.put("transforms.drop.type", "Filter"); // Connect's alias of the same class
+    assertEquals(Set.of("transforms.drop.type"), errors(props).keySet());
+    // Confluent's TombstoneHandler drops the record of a row without payload (a tombstone).
+    props.put("transforms.drop.type", "io.confluent.connect.transforms.TombstoneHandler");
     assertEquals(Set.of("transforms.drop.type"), errors(props).keySet());
 
     props.put("transforms", "route"); // drop's settings left behind, no longer listed

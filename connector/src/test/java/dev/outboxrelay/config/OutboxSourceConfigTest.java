@@ -314,7 +314,9 @@ class OutboxSourceConfigTest {
     exactlyOnce.put("transforms.drop.type", "Filter");
     e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(exactlyOnce));
     assertTrue(
-        e.getMessage().startsWith("transforms.drop.type must not be Filter"), e.getMessage());
+        e.getMessage()
+            .startsWith("transforms.drop.type must not be a transform that drops records"),
+        e.getMessage());
     for (String filter :
         List.of(
             "io.confluent.connect.transforms.Filter$Value",
@@ -354,7 +356,8 @@ class OutboxSourceConfigTest {
     props.put("transforms.drop.type", "io.debezium.transforms.Filter");
     ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
     assertTrue(
-        e.getMessage().startsWith("null.metadata.policy must be fail with a Filter transform"),
+        e.getMessage()
+            .startsWith("null.metadata.policy must be fail with a transform that drops records"),
         e.getMessage());
     props.put("null.metadata.policy", " RETRY ");
     assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
