@@ -637,6 +637,10 @@ public final class ConfigValidation {
           error(
               OUTBOX_TABLE_CONFIG, OUTBOX_TABLE_CONFIG + " does not exist: " + createTable(table));
         } else {
+          // The table the task would create has the relay's columns, none of the application's.
+          Set<String> created = new HashSet<>(REQUIRED_COLUMNS);
+          created.addAll(MIGRATED_COLUMNS);
+          checkMappedColumns(created, true);
           checkEventTimestampColumn(pool, table, null);
         }
         // Not for a table without history (its error: it cannot be migrated at all).
@@ -648,7 +652,7 @@ public final class ConfigValidation {
         if (exists && values.get(OUTBOX_TABLE_CONFIG).errorMessages().isEmpty()) {
           Set<String> present = presentColumns(pool, table);
           checkColumns(table, missingColumns(present));
-          checkMappedColumns(present);
+          checkMappedColumns(present, false);
           checkEventTimestampColumn(pool, table, present);
           checkMessageIdNotNull(pool, table, present);
           checkReplicaIdentity(pool, table);
@@ -1087,7 +1091,9 @@ public final class ConfigValidation {
      * table's; each column placed as a header must exist. Each error on its own key, naming the
      * setting, not the value.
      */
-    private void checkMappedColumns(Set<String> present) {
+    private void checkMappedColumns(Set<String> present, boolean toBeCreated) {
+      String lacking =
+          toBeCreated ? ", which the task would create, would not have" : " does not have";
       MAPPING_KEYS.forEach(
           (relayColumn, key) -> {
             Object column = validValue(values, key);
@@ -1097,7 +1103,8 @@ public final class ConfigValidation {
                   key
                       + " names a column that "
                       + OUTBOX_TABLE_CONFIG
-                      + " does not have: set it to the column that holds this field");
+                      + lacking
+                      + ": set it to the column that holds this field");
             }
           });
       Object placements = validValue(values, COLUMN_ADDITIONAL_PLACEMENT_CONFIG);
@@ -1113,7 +1120,7 @@ public final class ConfigValidation {
                     + (i + 1)
                     + " names a column that "
                     + OUTBOX_TABLE_CONFIG
-                    + " does not have");
+                    + lacking);
           }
         }
       }

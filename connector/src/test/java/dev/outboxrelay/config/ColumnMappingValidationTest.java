@@ -303,6 +303,14 @@ class ColumnMappingValidationTest {
         "column.event.timestamp names a column that outbox.table, which the task would create,"
             + " would not have: set it to the column that holds the event's time",
         only(errors(props), "column.event.timestamp"));
+
+    // Nor a column of the application's placed as a header: every claim failed on 42703.
+    props.remove("column.event.timestamp");
+    props.put("column.additional.placement", "tenant_id:header,aggregate_type:header");
+    assertEquals(
+        "column.additional.placement entry 1 names a column that outbox.table, which the task"
+            + " would create, would not have",
+        only(errors(props), "column.additional.placement"));
   }
 
   @Test
