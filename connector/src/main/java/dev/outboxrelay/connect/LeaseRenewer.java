@@ -158,7 +158,7 @@ final class LeaseRenewer {
       if (!ProducerWait.isWaitingOnKafka(taskThread)) {
         kafkaWaitEnded();
       }
-      stallReported = false;
+      stallEnded();
       recovered(false);
       return Set.of();
     }
@@ -169,6 +169,7 @@ final class LeaseRenewer {
     if (isUnresponsive()) {
       if (!stallReported) {
         stallReported = true;
+        metrics.taskUnresponsive.set(1);
         log.warn(
             "Task thread has not polled for over half a lease and Kafka acknowledged nothing"
                 + " meanwhile (the connector paused, or the thread stuck outside poll); not"
@@ -181,7 +182,7 @@ final class LeaseRenewer {
       return Set.of();
     }
     if (stallReported) {
-      stallReported = false;
+      stallEnded();
       log.info("Task thread responsive again; renewing {} leases", held.size());
     }
     try {
@@ -297,6 +298,11 @@ final class LeaseRenewer {
       metrics.waitingOnKafka.set(0);
     }
     return unresponsive;
+  }
+
+  private void stallEnded() {
+    stallReported = false;
+    metrics.taskUnresponsive.set(0);
   }
 
   private void kafkaWaitEnded() {

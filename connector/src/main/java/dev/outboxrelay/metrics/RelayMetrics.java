@@ -57,6 +57,7 @@ public final class RelayMetrics {
   public final AtomicLong laterEpochRows = new AtomicLong();
   public final AtomicLong foreignLeasedRows = new AtomicLong();
   public final AtomicLong waitingOnKafka = new AtomicLong();
+  public final AtomicLong taskUnresponsive = new AtomicLong();
   public final AtomicLong databaseErrors = new AtomicLong();
   public final AtomicLong cleanedUp = new AtomicLong();
   private volatile LongSupplier inFlightRecords = () -> 0;
@@ -289,6 +290,12 @@ public final class RelayMetrics {
             + " unreachable, a topic without metadata), its leases kept; else 0.",
         waitingOnKafka::get);
     gauge(
+        "task-unresponsive",
+        "1 while the task thread has not polled, and Kafka has acknowledged none of its records,"
+            + " for over half a lease (stuck outside poll, or the connector paused with a batch"
+            + " held): its leases are not renewed, and run out; else 0.",
+        taskUnresponsive::get);
+    gauge(
         "foreign-leased-rows",
         "Rows in flight under live leases of another connector's tasks (two connectors on one"
             + " instance key): at least once counted by task 0 with the backlog, exactly once by"
@@ -509,6 +516,7 @@ public final class RelayMetrics {
     counts.put("laterEpochRows", laterEpochRows);
     counts.put("foreignLeasedRows", foreignLeasedRows);
     counts.put("waitingOnKafka", waitingOnKafka);
+    counts.put("taskUnresponsive", taskUnresponsive);
     counts.put("databaseErrors", databaseErrors);
     counts.put("cleanedUp", cleanedUp);
     StringBuilder line = new StringBuilder();

@@ -236,9 +236,11 @@ class LeaseRenewerTest {
     long token = f.claimIntoLedger().get(0).lease().token();
     time.sleep(4001); // over half a lease without a poll or an acknowledgement
     renewer.renewIfDue();
+    assertEquals(1, f.metrics.taskUnresponsive.get(), "renewals withheld");
     f.ledger.resolve("m1", token); // its record acknowledged after all
     time.sleep(2000);
     renewer.renewIfDue();
+    assertEquals(0, f.metrics.taskUnresponsive.get(), "nothing left to withhold");
 
     renewer.taskPolled();
     renewer.pollReturned();
@@ -251,6 +253,11 @@ class LeaseRenewerTest {
         LogCapture.get()
             .matching(mark, e -> e.message().contains("reason=TASK_UNRESPONSIVE"))
             .size());
+    assertEquals(1, f.metrics.taskUnresponsive.get());
+    renewer.taskPolled(); // the thread back
+    time.sleep(1001); // a withheld renewal looks again a second later
+    renewer.renewIfDue();
+    assertEquals(0, f.metrics.taskUnresponsive.get(), "renewing again");
   }
 
   /** A producer whose sends wait on Kafka for ever, as Connect's do in a broker outage. */
