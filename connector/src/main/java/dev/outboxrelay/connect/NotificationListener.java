@@ -4,6 +4,8 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.NotifyChannel;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -161,6 +163,18 @@ final class NotificationListener {
     channel = announced;
   }
 
+  /** Whether the session that answers on {@code connection} listens on the channel. */
+  private boolean listening(Connection connection) throws SQLException {
+    try (PreparedStatement ps =
+        connection.prepareStatement(
+            "SELECT CAST(? AS text) = ANY (ARRAY(SELECT pg_listening_channels()))")) {
+      ps.setString(1, channel);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
+    }
+  }
+
   /** Listens on the channel the trigger now announces on, instead of the one it left. */
   private void moveTo(Statement statement, String announced) throws SQLException {
     log.info(
@@ -219,6 +233,20 @@ final class NotificationListener {
               String announced = NotifyChannel.of(connection, table);
               if (!announced.equals(channel)) {
                 moveTo(statement, announced);
+              }
+              if (!listening(connection)) {
+                // A session that LISTENed listens until it ends: another session answered, so a
+                // pooler in transaction mode hands each statement to a session of its choosing,
+                // and a notification reaches whichever one holds the LISTEN. Reconnecting would
+                // only leave more of its sessions listening, their notifications unread.
+                log.warn(
+                    "Insert notifications cannot reach this task: the database session that"
+                        + " answers its listener does not listen on channel {} (a connection"
+                        + " pooler in transaction mode between them?); new rows are found by"
+                        + " polling (poll.interval.ms): set notify.enabled=false, or connect the"
+                        + " connector to the server directly (reason=NOTIFY_UNAVAILABLE)",
+                    channel);
+                return;
               }
               probes.incrementAndGet();
               lastProbe = System.nanoTime();

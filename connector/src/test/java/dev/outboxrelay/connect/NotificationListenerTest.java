@@ -136,6 +136,82 @@ class NotificationListenerTest {
     assertDoesNotThrow(closeThrows::stop);
   }
 
+  /**
+   * Behind a pooler in transaction mode the session that answers is not the one that listened
+   * (simulated: the LISTEN never reaches the server): the probe finds the channel not listened on,
+   * says so at WARN naming notify.enabled, and the listener ends rather than reconnect, which would
+   * leave one more pooled session listening each time. It passed every probe before, silent.
+   */
+  @Test
+  void aSessionThatDoesNotListenIsSaidAndNotReconnectedTo() {
+    listener.stop();
+    long mark = LogCapture.get().mark();
+    Supplier<Connection> real = connections();
+    int[] opened = {0};
+    listener =
+        new NotificationListener(
+            () -> {
+              opened[0]++;
+              return withoutListen(real.get());
+            },
+            TABLE,
+            Set.of("eu"),
+            wake,
+            () -> true,
+            "test-pooled-listener",
+            Duration.ofMillis(100),
+            Duration.ofSeconds(5));
+    listener.start();
+
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .until(
+            () ->
+                !LogCapture.get()
+                    .matching(mark, e -> e.message().contains("does not listen on channel"))
+                    .isEmpty());
+    LogCapture.Event said =
+        LogCapture.get().matching(mark, e -> e.message().contains("does not listen")).get(0);
+    assertEquals("WARN", said.level());
+    assertTrue(said.message().contains("notify.enabled=false"), said::message);
+    assertEquals(0, listener.probes(), "no probe passed");
+    assertEquals(1, opened[0], "not reconnected");
+  }
+
+  /** A connection whose LISTEN statements never reach the server, as behind such a pooler. */
+  private static Connection withoutListen(Connection c) {
+    return (Connection)
+        java.lang.reflect.Proxy.newProxyInstance(
+            Connection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              Object result = invoke(method, c, args);
+              if (method.getName().equals("createStatement")
+                  && result instanceof java.sql.Statement statement) {
+                return java.lang.reflect.Proxy.newProxyInstance(
+                    java.sql.Statement.class.getClassLoader(),
+                    new Class<?>[] {java.sql.Statement.class},
+                    (p, m, a) ->
+                        m.getName().equals("execute")
+                                && a != null
+                                && a[0] instanceof String sql
+                                && sql.startsWith("LISTEN ")
+                            ? Boolean.FALSE
+                            : invoke(m, statement, a));
+              }
+              return result;
+            });
+  }
+
+  private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args)
+      throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw e.getCause();
+    }
+  }
+
   private void insert(String key) throws SQLException {
     insert(key, true);
   }
