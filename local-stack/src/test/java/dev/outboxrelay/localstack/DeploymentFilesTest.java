@@ -159,6 +159,43 @@ class DeploymentFilesTest {
     assertTrue(ignore.lines().anyMatch("**/.env"::equals), "dockerignore: **/.env");
   }
 
+  /**
+   * The plugin's archive ships docker/'s files by name: copied whole, the directory carried what an
+   * adopter put in docker/secrets/ to mount, and compose's .env files, into the release zip. Every
+   * other file of docker/ is named, so none is left out of doc/.
+   */
+  @Test
+  void thePluginArchiveShipsDockersFilesByNameAndNoSecret() throws Exception {
+    org.w3c.dom.Document assembly =
+        javax.xml.parsers.DocumentBuilderFactory.newInstance()
+            .newDocumentBuilder()
+            .parse(RepoFiles.file("connector/src/assembly/plugin.xml").toFile());
+    org.w3c.dom.NodeList fileSets = assembly.getElementsByTagName("fileSet");
+    List<String> included = null;
+    for (int i = 0; i < fileSets.getLength(); i++) {
+      org.w3c.dom.Element fileSet = (org.w3c.dom.Element) fileSets.item(i);
+      if (fileSet.getElementsByTagName("directory").item(0).getTextContent().equals("../docker")) {
+        included = new ArrayList<>();
+        org.w3c.dom.NodeList includes = fileSet.getElementsByTagName("include");
+        for (int j = 0; j < includes.getLength(); j++) {
+          included.add(includes.item(j).getTextContent().strip());
+        }
+      }
+    }
+    assertTrue(included != null && !included.isEmpty(), "docker/ is shipped by name");
+    Path docker = RepoFiles.file("docker");
+    List<String> expected = new ArrayList<>();
+    try (var files = Files.walk(docker)) {
+      files
+          .filter(Files::isRegularFile)
+          .map(f -> docker.relativize(f).toString().replace('\\', '/'))
+          .filter(f -> !f.startsWith("secrets/") || f.equals("secrets/README.md"))
+          .filter(f -> !f.equals(".env") && !f.endsWith("/.env"))
+          .forEach(expected::add);
+    }
+    assertEquals(new TreeSet<>(expected), new TreeSet<>(included));
+  }
+
   @Test
   void everyFileTheDockerfileCopiesFromTheContextExists() {
     for (Dockerfile.Stage stage : DOCKERFILE.stages()) {
