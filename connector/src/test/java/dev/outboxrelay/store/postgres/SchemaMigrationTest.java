@@ -17,6 +17,8 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.Postgres;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -136,6 +138,38 @@ class SchemaMigrationTest {
               () -> exec("UPDATE outbox SET instance_key = 'eu' WHERE message_id = 'legacy-1'"));
       assertTrue(e.getSQLState().startsWith("23"), e.getSQLState());
     }
+  }
+
+  /**
+   * deployment.md's rename of an instance key, run as written: the rows move, the trigger is on
+   * again after it, and a plain UPDATE of a key is still refused. The README's first version, a
+   * plain UPDATE, was refused by that trigger.
+   */
+  @Test
+  void theDocumentedRenameOfAnInstanceKeyMovesItsRowsAndKeepsTheKeyImmutable() throws Exception {
+    migrator("outbox").migrate();
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('m1', E'orders\\u00a0', 'order', 'a', 'E'),"
+            + " ('m2', 'orders-us', 'order', 'a', 'E')");
+    String doc = Files.readString(Path.of("../docs/deployment.md"));
+    int at = doc.indexOf("**Renaming an instance key**");
+    int start = doc.indexOf("```sql", at) + "```sql".length();
+    String rename = doc.substring(start, doc.indexOf("```", start)).replaceAll("(?m)^  ", "");
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(rename);
+    }
+
+    assertEquals("orders", queryString("SELECT instance_key FROM outbox WHERE message_id = 'm1'"));
+    assertEquals(
+        "orders-us", queryString("SELECT instance_key FROM outbox WHERE message_id = 'm2'"));
+    assertEquals(
+        "O",
+        queryString(
+            "SELECT tgenabled::text FROM pg_trigger"
+                + " WHERE tgname = 'outbox_instance_key_immutable'"));
+    assertViolation("UPDATE outbox SET instance_key = 'us' WHERE message_id = 'm1'");
   }
 
   @Test
