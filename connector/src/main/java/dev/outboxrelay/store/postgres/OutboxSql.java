@@ -1068,7 +1068,9 @@ final class OutboxSql {
 
     // Exactly once, the unpublishable rows of a claim parked FAILED before its batch leaves, in one
     // statement (one each held a poll for seconds on a batch of thousands): each found as a
-    // publish finds its row, under ACKS_PLAN too, and parked as markFailed parks one (token and
+    // publish finds its row, under PUBLISH_PLAN too (a row lock held elsewhere fails it after
+    // OUTCOME_LOCK_WAIT: the batch stays held, parked again at the next poll), and parked as
+    // markFailed parks one (token and
     // claim position kept), as durably (set once, by an uncorrelated subquery: a CTE calling
     // set_config is not inlined, and its one row was joined by a nested loop). Returns the position
     // of each applied park.
@@ -1093,7 +1095,8 @@ final class OutboxSql {
     // Exactly once, the positions of parked rows' dead-letter records, once their transactions
     // committed, in one statement (one each took a poll's second for one or two thousand): each
     // only in its row as its park left it. Found as a park finds its rows, and run under
-    // ACKS_PLAN too. Returns the position of each recorded.
+    // PUBLISH_PLAN too (a locked row: the positions are kept and written again later). Returns the
+    // position of each recorded.
     recordDeadLetterCopies =
         statement(
             """

@@ -676,7 +676,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     boolean[] recorded =
         run(
             "record-dead-letter-copies",
-            OutboxSql.ACKS_PLAN,
+            OutboxSql.PUBLISH_PLAN,
             sql.recordDeadLetterCopies,
             (c, statement) ->
                 returnedPositions(
@@ -727,7 +727,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     boolean[] applied =
         run(
             "park",
-            OutboxSql.ACKS_PLAN,
+            OutboxSql.PUBLISH_PLAN,
             sql.park,
             (c, statement) -> {
               bindParks(c, statement.set("now", this::setNow), parks)

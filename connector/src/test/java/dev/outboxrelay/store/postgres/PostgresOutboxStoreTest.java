@@ -3,11 +3,13 @@ package dev.outboxrelay.store.postgres;
 import static java.time.ZoneOffset.UTC;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.DeadLetterCopy;
 import dev.outboxrelay.store.EndedLeases;
 import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.KafkaCoordinates;
@@ -18,6 +20,7 @@ import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreContract;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.ParkRequest;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.Recoveries;
 import dev.outboxrelay.store.Recovery;
@@ -198,6 +201,63 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     assertTrue(failed.isLockWait(), failed::toString);
     assertEquals(MessageStatus.IN_FLIGHT, state(a).status());
     assertEquals("old", state(a).leaseOwner());
+  }
+
+  /**
+   * Exactly once, a park and the record of a dead-letter position wait a second at most for a row
+   * another session holds locked (an operator's open transaction), as every other outcome write
+   * does: they waited out the statement timeout, the park holding the task's poll (and Connect's
+   * stop) that long at every poll while the lock lasted. Each fails with 55P03, rolled back.
+   */
+  @Test
+  void aParkAndADeadLetterPositionWaitASecondAtMostForALockedRow() throws Exception {
+    add(EU, "a", "agg-1");
+    add(EU, "b", "agg-2");
+    long epoch = store.newEpoch();
+    List<ClaimedMessage> claimed =
+        store.claim(exactlyOnce("w1", 2, epoch, 1, ALL_BUCKETS)).claimed();
+    ClaimedMessage a = claimed.stream().filter(m -> m.messageId().equals("a")).findFirst().get();
+    ClaimedMessage b = claimed.stream().filter(m -> m.messageId().equals("b")).findFirst().get();
+    assertEquals(
+        List.of(Outcome.APPLIED),
+        store.park(List.of(new ParkRequest("b", b.seq(), b.lease(), "POISON", epoch, 1))));
+    try (Connection holder = dataSource.getConnection();
+        Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id IN ('a', 'b') FOR UPDATE");
+      OutboxStoreException park =
+          CompletableFuture.supplyAsync(
+                  () ->
+                      assertThrows(
+                          OutboxStoreException.class,
+                          () ->
+                              store.park(
+                                  List.of(
+                                      new ParkRequest(
+                                          "a", a.seq(), a.lease(), "POISON", epoch, 1)))))
+              .get(60, TimeUnit.SECONDS); // a hang guard: the test store has no statement timeout
+      assertTrue(park.isLockWait(), park::toString);
+      OutboxStoreException position =
+          CompletableFuture.supplyAsync(
+                  () ->
+                      assertThrows(
+                          OutboxStoreException.class,
+                          () ->
+                              store.recordDeadLetterCopies(
+                                  List.of(
+                                      new DeadLetterCopy(
+                                          "b",
+                                          b.seq(),
+                                          b.lease().token(),
+                                          epoch,
+                                          1,
+                                          new KafkaCoordinates("dlq", 0, 17))))))
+              .get(60, TimeUnit.SECONDS);
+      assertTrue(position.isLockWait(), position::toString);
+      holder.rollback();
+    }
+    assertEquals(MessageStatus.IN_FLIGHT, state("a").status(), "not parked");
+    assertNull(state("b").kafka(), "no position recorded");
   }
 
   /**
