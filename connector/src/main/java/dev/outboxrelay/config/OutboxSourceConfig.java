@@ -417,7 +417,12 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " writes it, and a payload that is not UTF-8 is left out); a payload over payload.max.bytes, or a record too large for the"
           + " producer, is sent without its payload and the row's own headers (and, still too"
           + " large, with the message id as its only relay header). No row may name it as its own"
-          + " topic. Empty: none; such rows are only parked in the outbox table.";
+          + " topic. Keep it uncompacted: a dead letter of a row without payload has a null"
+          + " value, which compaction takes for a tombstone. At least once, a dead letter Kafka"
+          + " refuses (an ACL, the topic's max.message.bytes) fails the task, and its row,"
+          + " reclaimed alone until its attempts are spent, ends EXHAUSTED as"
+          + " ABANDONED_IN_ISOLATION, its own reason in the task's log only. Empty: none; such"
+          + " rows are only parked in the outbox table.";
 
   // Delivery guarantee
   public static final String DELIVERY_GUARANTEE_CONFIG = "delivery.guarantee";
