@@ -875,6 +875,38 @@ public final class ConfigValidation {
                 + String.join(" and ", lacks)
                 + ", which a task needs: grant them as docs/deployment.md shows");
       }
+      if (ConfigChecks.exactlyOnce(key -> validValue(values, key))) {
+        Optional<String> denied = emitMessageDenied(pool);
+        if (denied.isPresent()) {
+          error(
+              CONNECTION_USER_CONFIG,
+              CONNECTION_USER_CONFIG
+                  + " may not execute pg_logical_emit_message, which an exactly-once task calls to"
+                  + " commit its epoch durably (PUBLIC may, unless revoked): GRANT EXECUTE ON"
+                  + " FUNCTION "
+                  + denied.get()
+                  + " to it");
+        }
+      }
+    }
+
+    /**
+     * The signature of the function an exactly-once task's epoch calls (OutboxSql#newEpoch), its
+     * text variant, where the role may not execute it: (boolean, text, text), and from PostgreSQL
+     * 17 on with a fourth argument.
+     */
+    private static Optional<String> emitMessageDenied(HikariDataSource pool) throws SQLException {
+      try (Connection c = pool.getConnection();
+          Statement s = c.createStatement();
+          ResultSet rs =
+              s.executeQuery(
+                  "SELECT CAST(CAST(p.oid AS regprocedure) AS text) FROM pg_proc p"
+                      + " WHERE p.proname = 'pg_logical_emit_message'"
+                      + " AND p.pronamespace = CAST('pg_catalog' AS regnamespace)"
+                      + " AND p.proargtypes[2] = CAST('text' AS regtype)"
+                      + " AND NOT has_function_privilege(p.oid, 'EXECUTE')")) {
+        return rs.next() ? Optional.of(rs.getString(1)) : Optional.empty();
+      }
     }
 
     /** The published log of schema version 9 exists, and is one: it has the log's columns. */

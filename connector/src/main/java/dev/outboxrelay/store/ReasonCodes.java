@@ -27,13 +27,6 @@ public final class ReasonCodes {
   public static final String FOREIGN_LEASE_RELEASED = "FOREIGN_LEASE_RELEASED";
 
   /**
-   * Exactly-once: a new epoch's commit was not flushed to the WAL within a minute (it would be lost
-   * in a database crash, and a later instance would take the same epoch); the task takes a new one
-   * at its next poll. Logged, not written to a row.
-   */
-  public static final String EPOCH_NOT_DURABLE = "EPOCH_NOT_DURABLE";
-
-  /**
    * An operator parked the row by hand ({@code outbox-relay-cli park}): FAILED, as a poison row, so
    * that requeue and discard take it.
    */

@@ -306,6 +306,42 @@ class ConfigValidationTest {
     assertEquals(Map.of(), errors(props));
   }
 
+  /**
+   * Exactly once, a task's epoch calls pg_logical_emit_message (its commit made durable): a role
+   * that may not (EXECUTE revoked from PUBLIC, in this database only) is an error on the user,
+   * naming the grant; at least once it is not needed.
+   */
+  @Test
+  void exactlyOnceARoleThatMayNotEmitAMessageIsAnErrorOnTheUser() throws SQLException {
+    String url = Postgres.freshDatabase("config_role_no_message");
+    Map<String, String> props =
+        grantedRole(
+            url,
+            "GRANT SELECT, UPDATE, DELETE ON outbox",
+            "GRANT SELECT, INSERT, DELETE ON outbox_published",
+            "GRANT SELECT ON outbox_schema_history");
+    // Its text variant's signature: a fourth argument from PostgreSQL 17 on.
+    String signature =
+        Postgres.majorVersion() >= 17
+            ? "pg_logical_emit_message(boolean,text,text,boolean)"
+            : "pg_logical_emit_message(boolean,text,text)";
+    execute(url, "REVOKE EXECUTE ON FUNCTION " + signature + " FROM PUBLIC");
+    assertEquals(Map.of(), errors(props), "at least once");
+
+    props.put("delivery.guarantee", "exactly-once");
+    props.put("exactly.once.support", "required");
+    assertEquals(
+        "connection.user may not execute pg_logical_emit_message, which an exactly-once task"
+            + " calls to commit its epoch durably (PUBLIC may, unless revoked): GRANT EXECUTE ON"
+            + " FUNCTION "
+            + signature
+            + " to it",
+        only(errors(props), "connection.user"));
+
+    execute(url, "GRANT EXECUTE ON FUNCTION " + signature + " TO " + PasswordRole.NAME);
+    assertEquals(Map.of(), errors(props), "granted");
+  }
+
   /** Without the check this role passed validation and failed its first claim. */
   @Test
   void aRoleThatMayOnlyReadIsAnErrorOnTheTableNamingWhatItLacks() throws SQLException {

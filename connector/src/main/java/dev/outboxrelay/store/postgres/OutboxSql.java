@@ -739,8 +739,6 @@ final class OutboxSql {
   final NamedSql giveBack;
   final NamedSql expireLeases;
   final NamedSql newEpoch;
-  final NamedSql walInsertPosition;
-  final NamedSql walFlushedTo;
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
   final NamedSql findAbandonedOrdered;
@@ -932,28 +930,17 @@ final class OutboxSql {
               RETURNING o.seq
             )
             SELECT held.message_id, held.seq IN (SELECT seq FROM ended) AS ended FROM held""");
-    // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md).
-    newEpoch = statement("SELECT txid_current()");
-    // ... which is durable only once the WAL holding its commit is flushed: a transaction that
-    // writes nothing else commits asynchronously, and a database crash before the WAL writer's
-    // next flush (up to 3 x wal_writer_delay) would hand the same transaction id to a later
-    // instance. Read right after that commit, the insert position is at or past its end.
-    walInsertPosition = statement("SELECT CAST(pg_current_wal_insert_lsn() AS text)");
-    // Flushed to :target; or, where :target is just past a page's header (the commit ended where
-    // the page begins: the insert position skips the header), flushed to that page's start, which
-    // the WAL writer may not pass until more is written. Headers: 40 bytes on a segment's first
-    // page, 24 on the others.
-    walFlushedTo =
+    // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md);
+    // and committed durably before it is used. A transaction that writes no WAL of its own commits
+    // asynchronously, and a crash (or a failover to a synchronous standby) before the WAL writer's
+    // next flush lost it with its transaction id, which a later instance then took again. A
+    // logical-decoding message (EXECUTE granted to PUBLIC, at any wal_level) is its WAL record, so
+    // its commit waits for the flush (and a synchronous standby), raised from 'off' as claims are.
+    newEpoch =
         statement(
             """
-            SELECT flushed >= target
-                OR (mod(target, page) = CASE WHEN mod(target, segment) < page THEN 40 ELSE 24 END
-                    AND flushed >= target - mod(target, page))
-            FROM (SELECT CAST(:target AS pg_lsn) - CAST('0/0' AS pg_lsn) AS target,
-                         pg_current_wal_flush_lsn() - CAST('0/0' AS pg_lsn) AS flushed,
-                         CAST(current_setting('wal_block_size') AS numeric) AS page,
-                         (SELECT CAST(setting AS numeric) FROM pg_settings
-                          WHERE name = 'wal_segment_size') AS segment) AS wal""");
+            SELECT txid_current(), pg_logical_emit_message(true, 'outbox-relay', 'epoch'),
+              set_config('synchronous_commit', {durable}, true)""");
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);
     claimAbandonedUnordered = statement(unordered(CLAIM_ABANDONED));
     findAbandonedOrdered = statement(FIND_ABANDONED);

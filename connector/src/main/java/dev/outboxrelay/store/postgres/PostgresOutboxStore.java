@@ -95,14 +95,6 @@ public final class PostgresOutboxStore implements OutboxStore {
   private final Set<String> claimedKeys = ConcurrentHashMap.newKeySet();
 
   /**
-   * How long a new epoch waits for the WAL to be flushed past its commit: PostgreSQL flushes an
-   * asynchronous commit within 3 x wal_writer_delay (10 s at most).
-   */
-  static final Duration EPOCH_FLUSH_WAIT = Duration.ofSeconds(60);
-
-  private static final Duration EPOCH_FLUSH_POLL = Duration.ofMillis(10);
-
-  /**
    * @param ownedResource closed by {@link #close()} (the pool this store owns), or null
    */
   public PostgresOutboxStore(
@@ -291,56 +283,11 @@ public final class PostgresOutboxStore implements OutboxStore {
         "new-epoch",
         sql.newEpoch,
         (c, statement) -> {
-          long epoch;
           try (ResultSet rs = statement.ready().executeQuery()) {
             rs.next();
-            epoch = rs.getLong(1);
+            return rs.getLong(1); // in autocommit: committed, and flushed (OutboxSql#newEpoch)
           }
-          awaitWalFlushed(c); // in autocommit: the epoch's transaction has committed
-          return epoch;
         });
-  }
-
-  /**
-   * Returns once the WAL is flushed past the last commit on {@code c}: the epoch's, asynchronous
-   * (its transaction writes no WAL of its own), so lost with its transaction id in a database crash
-   * before the WAL writer flushes it, usually within 200 ms. A later instance would then take the
-   * same epoch, and its recovery and offsets could take this one's rows for its own. Gives up after
-   * {@link #EPOCH_FLUSH_WAIT}: the task takes a new epoch at its next poll.
-   */
-  private void awaitWalFlushed(Connection c) throws SQLException {
-    String target;
-    try (PreparedStatement ps = c.prepareStatement(sql.walInsertPosition.jdbc());
-        ResultSet rs = ps.executeQuery()) {
-      rs.next();
-      target = rs.getString(1);
-    }
-    long deadline = System.nanoTime() + EPOCH_FLUSH_WAIT.toNanos();
-    try (PreparedStatement ps = c.prepareStatement(sql.walFlushedTo.jdbc())) {
-      NamedSql.Binder flushed = sql.walFlushedTo.bind(ps).setString("target", target);
-      while (true) {
-        try (ResultSet rs = flushed.executeQuery()) {
-          rs.next();
-          if (rs.getBoolean(1)) {
-            return;
-          }
-        }
-        if (System.nanoTime() - deadline >= 0) {
-          throw epochNotDurable();
-        }
-        try {
-          Thread.sleep(EPOCH_FLUSH_POLL.toMillis()); // the WAL writer's pace, not a test's wait
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw epochNotDurable();
-        }
-      }
-    }
-  }
-
-  private static OutboxStoreException epochNotDurable() {
-    return new OutboxStoreException(
-        OutboxStoreException.Kind.TRANSIENT, ReasonCodes.EPOCH_NOT_DURABLE, null, "new-epoch");
   }
 
   @Override
