@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLTransientException;
 import java.sql.Statement;
 import java.util.Objects;
 import java.util.Set;
@@ -71,8 +70,9 @@ public final class PostgresOutboxWriter {
    * @throws MessageIdTakenException if the message id is used by a row of another instance key, or
    *     a legacy row without one: message ids are unique across the table. The transaction is
    *     aborted first, as PostgreSQL aborts one on its own errors: a commit rolls back
-   * @throws java.sql.SQLTransientException (SQLState 40001) if the id kept being freed and taken
-   *     again between the insert and the check: the transaction is aborted first; retry it
+   * @throws SQLException (SQLState 55000) if the insert wrote nothing and the id was then found in
+   *     no row, three times: the role does not see every row (row-level security), or a trigger or
+   *     rule drops the insert; the transaction is aborted first, and retrying it would not help
    * @throws IllegalStateException if {@code transaction} is in auto-commit mode: the row would
    *     commit on its own, apart from the business change it announces, which is the dual write an
    *     outbox exists to prevent. Nothing is written
@@ -138,11 +138,18 @@ public final class PostgresOutboxWriter {
           throw new IllegalStateException("unknown owner");
       }
     }
-    throw new SQLTransientException(
+    // Three inserts that wrote nothing, each time the id then found in no row: not a race (the
+    // id freed by retention between an insert and its check does not stay so), but rows this role
+    // cannot see (a row-level security policy) or an insert something drops (a trigger returning
+    // NULL, a rule). A retry of the transaction would do the same, for ever.
+    throw new SQLException(
         "outbox message id "
             + Printable.escape(message.messageId())
-            + " kept changing owner; retry the transaction",
-        "40001");
+            + " was neither written nor found, "
+            + MAX_INSERTS
+            + " times: this role may not see every row of the table (a row-level security"
+            + " policy), or a trigger or rule drops the insert",
+        "55000");
   }
 
   private static <E extends SQLException> E withAbortFailure(E thrown, SQLException abortFailure) {

@@ -186,6 +186,28 @@ class PostgresOutboxWriterDatabaseTest {
   }
 
   /**
+   * An insert something drops (a trigger returning NULL; row-level security hiding the rows does
+   * the same to the writer's check) writes nothing and leaves the id in no row: no race, so not
+   * 40001, which an application's retry loop would answer for ever, but 55000 naming the causes.
+   */
+  @Test
+  void anInsertSomethingDropsIsNoRetry() throws Exception {
+    db.exec(
+        "CREATE FUNCTION drop_insert() RETURNS trigger LANGUAGE plpgsql AS"
+            + " $$ BEGIN RETURN NULL; END; $$");
+    db.exec(
+        "CREATE TRIGGER drop_insert BEFORE INSERT ON outbox"
+            + " FOR EACH ROW EXECUTE FUNCTION drop_insert()");
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      SQLException e = assertThrows(SQLException.class, () -> writer.enqueue(c, placed("o-1")));
+      assertEquals("55000", e.getSQLState());
+      assertTrue(e.getMessage().contains("row-level security"), e::getMessage);
+      c.rollback();
+    }
+  }
+
+  /**
    * In a REPEATABLE READ transaction, a retry whose first attempt's row the relay changed after the
    * transaction's snapshot (a claim) gets PostgreSQL's 40001, as writing-rows.md says, and is a
    * DUPLICATE when the transaction is retried; never a second row.
