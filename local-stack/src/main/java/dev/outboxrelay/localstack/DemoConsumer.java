@@ -49,14 +49,21 @@ final class DemoConsumer {
     return p;
   }
 
+  static final String MESSAGE_ID_HEADER = "outbox.message_id";
+
+  /** How long the consumer reads on after the last row arrived, for a duplicate to show. */
+  static final Duration AFTER_THE_LAST = Duration.ofSeconds(1);
+
   /**
-   * Returns once {@code expected} records of run {@code runId} and of {@code instanceKeys} arrived
+   * Returns once every row of {@code owned} arrived, and {@link #AFTER_THE_LAST} later, with what
+   * it says of them ({@link #judge}): records of run {@code runId} and of {@code instanceKeys} only
    * (records of other keys, relayed by other connectors, are not counted); throws after timeout.
    */
-  List<ConsumerRecord<String, byte[]>> await(
-      String runId, Set<String> instanceKeys, int expected, Duration timeout) {
+  String await(String runId, Set<String> instanceKeys, List<DemoRows.Row> owned, Duration timeout) {
     Properties p = consumerProperties(runId);
-    List<ConsumerRecord<String, byte[]>> seen = new ArrayList<>();
+    List<String> seen = new ArrayList<>();
+    Set<String> expected = new java.util.HashSet<>();
+    owned.forEach(r -> expected.add(r.messageId()));
     console.step(
         "Kafka",
         "consuming topics matching "
@@ -68,36 +75,88 @@ final class DemoConsumer {
         new KafkaConsumer<>(p, new StringDeserializer(), new ByteArrayDeserializer())) {
       consumer.subscribe(TOPICS);
       long deadline = System.nanoTime() + timeout.toNanos();
-      while (seen.size() < expected) {
-        if (System.nanoTime() - deadline > 0) {
+      boolean allArrived = false;
+      long readUntil = 0; // once every row arrived: read on until then, for a copy to show
+      while (!allArrived || System.nanoTime() - readUntil < 0) {
+        if (!allArrived && System.nanoTime() - deadline > 0) {
           throw new StackException(
               "only "
-                  + seen.size()
+                  + seen.stream().filter(expected::contains).distinct().count()
                   + " of "
-                  + expected
-                  + " records arrived in Kafka within "
+                  + expected.size()
+                  + " rows arrived in Kafka within "
                   + timeout.toSeconds()
                   + " s; see the connector's status and .local-stack/logs/connect.log");
         }
-        for (ConsumerRecord<String, byte[]> record : consumer.poll(Duration.ofMillis(500))) {
+        for (ConsumerRecord<String, byte[]> record : consumer.poll(Duration.ofMillis(250))) {
           String value =
               record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
           String key = instanceKey(record);
           if (value.contains(runId) && key != null && instanceKeys.contains(key)) {
-            seen.add(record);
+            seen.add(header(record, MESSAGE_ID_HEADER));
             console.detail(describe(record, value));
           }
         }
+        if (!allArrived && seen.containsAll(expected)) {
+          allArrived = true;
+          readUntil = System.nanoTime() + AFTER_THE_LAST.toNanos();
+        }
       }
     }
-    return seen;
+    return judge(seen, owned, delivery.exactlyOnce());
   }
 
-  static String instanceKey(ConsumerRecord<String, byte[]> record) {
-    Header header = record.headers().lastHeader(INSTANCE_KEY_HEADER);
+  /**
+   * What the records say of the rows, in the order they arrived (message ids): each arrived once
+   * (exactly once: a second copy fails the demo; at least once it is counted, as the guarantee
+   * allows), and each aggregate's events in the order they were written (per-aggregate order, which
+   * both guarantees keep: a row of an aggregate before an earlier one fails the demo).
+   */
+  static String judge(List<String> arrived, List<DemoRows.Row> owned, boolean exactlyOnce) {
+    java.util.Map<String, DemoRows.Row> byId = new java.util.HashMap<>();
+    owned.forEach(r -> byId.put(r.messageId(), r));
+    java.util.Map<String, Integer> copies = new java.util.HashMap<>();
+    java.util.Map<String, Integer> nextOfAggregate = new java.util.HashMap<>();
+    for (String id : arrived) {
+      DemoRows.Row row = byId.get(id);
+      if (row == null || copies.merge(id, 1, Integer::sum) > 1) {
+        continue; // a copy: its first arrival was judged
+      }
+      List<DemoRows.Row> ofAggregate =
+          owned.stream().filter(r -> r.aggregateId().equals(row.aggregateId())).toList();
+      int expectedIndex = nextOfAggregate.getOrDefault(row.aggregateId(), 0);
+      if (!ofAggregate.get(expectedIndex).messageId().equals(id)) {
+        throw new StackException(
+            row.aggregateId()
+                + "'s "
+                + row.eventType()
+                + " arrived before its "
+                + ofAggregate.get(expectedIndex).eventType()
+                + ": per-aggregate order broken");
+      }
+      nextOfAggregate.put(row.aggregateId(), expectedIndex + 1);
+    }
+    long twice = copies.values().stream().filter(n -> n > 1).count();
+    if (twice > 0 && exactlyOnce) {
+      throw new StackException(
+          twice + " of the rows reached a read_committed consumer more than once, exactly once");
+    }
+    return owned.size()
+        + " rows arrived, each aggregate's events in the order written"
+        + (twice == 0
+            ? ", each once"
+            : "; " + twice + " of them more than once, as at least once allows");
+  }
+
+  private static String header(ConsumerRecord<String, byte[]> record, String name) {
+    Header header = record.headers().lastHeader(name);
     return header == null || header.value() == null
         ? null
         : new String(header.value(), StandardCharsets.UTF_8);
+  }
+
+  static String instanceKey(ConsumerRecord<String, byte[]> record) {
+    return header(record, INSTANCE_KEY_HEADER);
   }
 
   static String describe(ConsumerRecord<String, byte[]> record, String value) {

@@ -107,8 +107,14 @@ final class OutboxDemo {
         .filter(r -> otherOwners.containsKey(r.instanceKey()))
         .forEach(r -> ofOthers.merge(r.instanceKey(), 1L, Long::sum));
 
-    new DemoConsumer(bootstrapServers, delivery, console)
-        .await(runId, ownKeys, owned.size(), ARRIVAL_TIMEOUT);
+    String arrived =
+        new DemoConsumer(bootstrapServers, delivery, console)
+            .await(
+                runId,
+                ownKeys,
+                rows.stream().filter(r -> ownKeys.contains(r.instanceKey())).toList(),
+                ARRIVAL_TIMEOUT);
+    console.step("Kafka", arrived);
     OutboxReport report = new OutboxReport(dataSource);
     report.awaitPublished(owned, ARRIVAL_TIMEOUT);
 

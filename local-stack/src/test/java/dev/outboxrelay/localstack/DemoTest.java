@@ -200,6 +200,37 @@ class DemoTest {
         result);
   }
 
+  /**
+   * What the consumer says of the records: each row once and each aggregate's events in the order
+   * written, or the demo fails; a copy is allowed at least once, not exactly once. It counted
+   * records before, so a copy stood in for a row, and order was never checked.
+   */
+  @Test
+  void theRecordsMustKeepEachAggregatesOrderAndExactlyOnceArriveOnce() {
+    List<DemoRows.Row> owned =
+        List.of(
+            new DemoRows.Row("p1", "orders-eu", "order-1", "OrderPlaced"),
+            new DemoRows.Row("p2", "orders-eu", "order-2", "OrderPlaced"),
+            new DemoRows.Row("paid1", "orders-eu", "order-1", "OrderPaid"));
+
+    assertEquals(
+        "3 rows arrived, each aggregate's events in the order written, each once",
+        DemoConsumer.judge(List.of("p2", "p1", "paid1"), owned, true));
+    StackException reordered =
+        assertThrows(
+            StackException.class,
+            () -> DemoConsumer.judge(List.of("paid1", "p1", "p2"), owned, false));
+    assertEquals(
+        "order-1's OrderPaid arrived before its OrderPlaced: per-aggregate order broken",
+        reordered.getMessage());
+    List<String> withCopy = List.of("p1", "p2", "p1", "paid1");
+    assertEquals(
+        "3 rows arrived, each aggregate's events in the order written; 1 of them more than once,"
+            + " as at least once allows",
+        DemoConsumer.judge(withCopy, owned, false));
+    assertThrows(StackException.class, () -> DemoConsumer.judge(withCopy, owned, true));
+  }
+
   @Test
   void withoutASecondConnectorTheOtherKeysRowsMustStayUntouched() {
     List<OutboxReport.Row> table =
