@@ -523,8 +523,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " than latency, set outbox_relay.notify = 'off' for the database (schema version 5)."
           + " LISTEN needs a session of its own: behind a pooler in transaction mode (PgBouncer)"
           + " notifications are lost, so point connection.url at the server or turn this"
-          + " off: the listener finds such a pooler at its first check (15 s), says so at WARN"
-          + " (NOTIFY_UNAVAILABLE) and ends, the task polling.";
+          + " off: the listener finds such a pooler at a check (every 15 s) that another server"
+          + " session answers (a pool of one may never), says so at WARN (NOTIFY_UNAVAILABLE) and"
+          + " ends, the task polling.";
 
   // Table columns
   public static final String COLUMN_MESSAGE_ID_CONFIG = "column.message.id";

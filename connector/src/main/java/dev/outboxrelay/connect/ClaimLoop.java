@@ -572,7 +572,7 @@ final class ClaimLoop {
           "Release of a claim whose result never arrived ended: {} rows released, {} pages of"
               + " the backlog read; rows the claim may have parked EXHAUSTED (over max.attempts)"
               + " are neither named nor counted in exhausted-total: outbox-relay-cli list"
-              + " --status EXHAUSTED shows them (reason={})",
+              + " --instance-key <key> --status EXHAUSTED shows them (reason={})",
           released.size(),
           release.pagesRead(),
           CLAIM_RESULT_LOST);

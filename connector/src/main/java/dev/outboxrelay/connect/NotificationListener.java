@@ -293,6 +293,11 @@ final class NotificationListener {
     }
   }
 
+  /** Whether the listener's thread still runs; for tests. */
+  boolean isAlive() {
+    return thread.isAlive();
+  }
+
   /** Checks of the connection that succeeded; for tests. */
   long probes() {
     return probes.get();

@@ -269,7 +269,7 @@ class ClaimLoopTest {
                 mark,
                 e ->
                     e.message().contains("may have parked EXHAUSTED")
-                        && e.message().contains("list --status EXHAUSTED"))
+                        && e.message().contains("list --instance-key <key> --status EXHAUSTED"))
             .size());
   }
 
