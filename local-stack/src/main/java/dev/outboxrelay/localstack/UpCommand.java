@@ -32,7 +32,8 @@ final class UpCommand {
     if (record.isPresent() && running.size() == expectedComponents(record.get())) {
       console.line("The local stack is already running (pids " + running.values() + ").");
       Summary.print(console, record.get(), state, options.repoRoot());
-      return sameDelivery(record.get()) && sameDatabase(record.get()) ? 0 : 1;
+      boolean same = sameDelivery(record.get()) & sameDatabase(record.get());
+      return same & samePorts(record.get()) ? 0 : 1;
     }
     if (options.runDemo()) {
       options.requireDemoDatabaseNamedExplicitly();
@@ -126,6 +127,50 @@ final class UpCommand {
               + " as asked: ./local-stack.sh down, then ./local-stack.sh up, to switch.");
     }
     return same;
+  }
+
+  /**
+   * Whether the running stack listens on each port asked for (a flag or its environment variable):
+   * a second {@code up} asking for others is not "already running" there either.
+   */
+  private boolean samePorts(StackRecord running) {
+    Map<String, Integer> serving = new java.util.HashMap<>();
+    serving.put(StackOptions.KAFKA_PORT, port("//" + running.bootstrapServers()));
+    serving.put(StackOptions.CONNECT_PORT, port(running.connectUrl()));
+    if (running.hasMetrics()) {
+      serving.put(StackOptions.METRICS_PORT, port(running.metricsUrl()));
+    }
+    if (running.embedded()) {
+      serving.put(StackOptions.PG_PORT, port(running.jdbcUrl().substring("jdbc:".length())));
+    }
+    boolean same = true;
+    for (Map.Entry<String, Integer> asked :
+        new java.util.TreeMap<>(options.requestedPorts()).entrySet()) {
+      Integer port = serving.get(asked.getKey());
+      if (port != null && port != -1 && !port.equals(asked.getValue())) {
+        if (same) {
+          console.blank();
+        }
+        same = false;
+        console.line(
+            "It runs the "
+                + StackOptions.PORTS.get(asked.getKey()).purpose()
+                + " on port "
+                + port
+                + ", not "
+                + asked.getValue()
+                + " as asked: ./local-stack.sh down, then ./local-stack.sh up, to switch.");
+      }
+    }
+    return same;
+  }
+
+  private static int port(String uri) {
+    try {
+      return java.net.URI.create(uri).getPort();
+    } catch (IllegalArgumentException e) {
+      return -1; // not judged
+    }
   }
 
   private void requireMetricsAgent() {

@@ -171,6 +171,13 @@ class LocalStackIT {
                 "It runs on the embedded PostgreSQL, not on"
                     + " jdbc:postgresql://127.0.0.1:1/elsewhere as asked"),
         elsewhere.out());
+
+    // Another port asked for: not "running" there either (it exited 0).
+    Run otherPort = localStack("up", "--kafka-port=1");
+    assertEquals(1, otherPort.exit(), otherPort.out() + otherPort.err());
+    assertTrue(
+        otherPort.out().matches("(?s).*It runs the Kafka broker on port \\d+, not 1 as asked.*"),
+        otherPort.out());
   }
 
   @Test
