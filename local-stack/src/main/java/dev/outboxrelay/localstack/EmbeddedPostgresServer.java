@@ -9,6 +9,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -159,6 +160,16 @@ final class EmbeddedPostgresServer {
       return Long.parseLong(Files.readAllLines(pidFile).get(0).trim());
     } catch (IOException | RuntimeException e) {
       throw new StackException("could not read the PostgreSQL pid from " + pidFile, e);
+    }
+  }
+
+  /** The pid in the data directory's postmaster.pid, where one is there to read. */
+  static Optional<Long> postmasterPidOf(StateDir state) {
+    try {
+      List<String> lines = Files.readAllLines(state.postgresData().resolve("postmaster.pid"));
+      return lines.isEmpty() ? Optional.empty() : Optional.of(Long.parseLong(lines.get(0).trim()));
+    } catch (IOException | RuntimeException e) {
+      return Optional.empty(); // none, or one being written
     }
   }
 

@@ -18,11 +18,18 @@ final class StackProcesses {
         : KafkaProcesses.marker(state, component);
   }
 
-  /** Component to pid, for each one whose pid file names a live process of this stack. */
+  /**
+   * Component to pid, for each one whose pid file names a live process of this stack. PostgreSQL
+   * without one (a launcher killed while zonky started it, before it wrote the file) is found by
+   * its own postmaster.pid: unseen, it ran on holding its port, and down deleted its data under it.
+   */
   static Map<Component, Long> running(StateDir state) {
     Map<Component, Long> running = new EnumMap<>(Component.class);
     for (Component component : Component.values()) {
       Optional<Long> pid = state.readPid(component);
+      if (pid.isEmpty() && component == Component.POSTGRES) {
+        pid = EmbeddedPostgresServer.postmasterPidOf(state);
+      }
       if (pid.isPresent() && ProcessControl.isOurs(pid.get(), marker(state, component))) {
         running.put(component, pid.get());
       }

@@ -39,6 +39,24 @@ class EmbeddedPostgresStopTest {
     }
   }
 
+  /**
+   * A server whose pid file the launcher never wrote (killed while zonky started it) is found by
+   * its own postmaster.pid, and stopped: unseen, it held its port, and down deleted its data.
+   */
+  @Test
+  void aServerWithoutItsPidFileIsStillFoundAndStopped() throws Exception {
+    state = new StateDir(root);
+    state.createLayout();
+    new EmbeddedPostgresServer(state, Ports.anyFree(), console, SpawnGate.open()).start();
+    long pid = StackProcesses.running(state).get(Component.POSTGRES);
+    state.deletePid(Component.POSTGRES);
+
+    assertEquals(pid, StackProcesses.running(state).get(Component.POSTGRES));
+    StackProcesses.stop(state, StackProcesses.running(state), console);
+    assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+    assertTrue(StackProcesses.running(state).isEmpty(), "nothing left");
+  }
+
   @Test
   void downStopsPostgresCleanlyWhileASessionIsOpen() throws Exception {
     state = new StateDir(root);
