@@ -643,6 +643,7 @@ public final class ConfigValidation {
           checkMappedColumns(created, true);
           checkEventTimestampColumn(pool, table, null);
         }
+        checkTemporaryTables(pool);
         // Not for a table without history (its error: it cannot be migrated at all).
         if (migrateOnStart
             && (version.isPresent() || !exists)
@@ -875,37 +876,33 @@ public final class ConfigValidation {
                 + String.join(" and ", lacks)
                 + ", which a task needs: grant them as docs/deployment.md shows");
       }
-      if (ConfigChecks.exactlyOnce(key -> validValue(values, key))) {
-        Optional<String> denied = emitMessageDenied(pool);
-        if (denied.isPresent()) {
-          error(
-              CONNECTION_USER_CONFIG,
-              CONNECTION_USER_CONFIG
-                  + " may not execute pg_logical_emit_message, which an exactly-once task calls to"
-                  + " commit its epoch durably (PUBLIC may, unless revoked): GRANT EXECUTE ON"
-                  + " FUNCTION "
-                  + denied.get()
-                  + " to it");
-        }
-      }
     }
 
     /**
-     * The signature of the function an exactly-once task's epoch calls (OutboxSql#newEpoch), its
-     * text variant, where the role may not execute it: (boolean, text, text), and from PostgreSQL
-     * 17 on with a fourth argument.
+     * Exactly once, a task's start creates a temporary table, which makes its epoch's commit
+     * durable (OutboxSql#newEpoch): the role needs TEMPORARY on the database, which PUBLIC has
+     * unless it was revoked. Judged whether or not the table exists yet.
      */
-    private static Optional<String> emitMessageDenied(HikariDataSource pool) throws SQLException {
+    private void checkTemporaryTables(HikariDataSource pool) throws SQLException {
+      if (!ConfigChecks.exactlyOnce(key -> validValue(values, key))) {
+        return;
+      }
       try (Connection c = pool.getConnection();
           Statement s = c.createStatement();
           ResultSet rs =
               s.executeQuery(
-                  "SELECT CAST(CAST(p.oid AS regprocedure) AS text) FROM pg_proc p"
-                      + " WHERE p.proname = 'pg_logical_emit_message'"
-                      + " AND p.pronamespace = CAST('pg_catalog' AS regnamespace)"
-                      + " AND p.proargtypes[2] = CAST('text' AS regtype)"
-                      + " AND NOT has_function_privilege(p.oid, 'EXECUTE')")) {
-        return rs.next() ? Optional.of(rs.getString(1)) : Optional.empty();
+                  "SELECT has_database_privilege(current_database(), 'TEMPORARY'),"
+                      + " current_database()")) {
+        if (rs.next() && !rs.getBoolean(1)) {
+          error(
+              CONNECTION_USER_CONFIG,
+              CONNECTION_USER_CONFIG
+                  + " may not create temporary tables in the database (TEMPORARY, which PUBLIC"
+                  + " has unless revoked), which an exactly-once task's start does to commit its"
+                  + " epoch durably: GRANT TEMPORARY ON DATABASE "
+                  + Printable.escape(rs.getString(2))
+                  + " to it");
+        }
       }
     }
 

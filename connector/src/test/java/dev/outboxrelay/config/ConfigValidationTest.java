@@ -307,38 +307,42 @@ class ConfigValidationTest {
   }
 
   /**
-   * Exactly once, a task's epoch calls pg_logical_emit_message (its commit made durable): a role
-   * that may not (EXECUTE revoked from PUBLIC, in this database only) is an error on the user,
-   * naming the grant; at least once it is not needed.
+   * Exactly once, a task's start creates a temporary table (its epoch's commit made durable): a
+   * role that may not (TEMPORARY revoked from PUBLIC on the database) is an error on the user,
+   * naming the grant, also where the task is to create the outbox table; at least once it is not
+   * needed.
    */
   @Test
-  void exactlyOnceARoleThatMayNotEmitAMessageIsAnErrorOnTheUser() throws SQLException {
-    String url = Postgres.freshDatabase("config_role_no_message");
+  void exactlyOnceARoleThatMayNotCreateATemporaryTableIsAnErrorOnTheUser() throws SQLException {
+    String database = "config_role_no_temp";
+    String url = Postgres.createDatabase(database);
     Map<String, String> props =
         grantedRole(
             url,
             "GRANT SELECT, UPDATE, DELETE ON outbox",
             "GRANT SELECT, INSERT, DELETE ON outbox_published",
             "GRANT SELECT ON outbox_schema_history");
-    // Its text variant's signature: a fourth argument from PostgreSQL 17 on.
-    String signature =
-        Postgres.majorVersion() >= 17
-            ? "pg_logical_emit_message(boolean,text,text,boolean)"
-            : "pg_logical_emit_message(boolean,text,text)";
-    execute(url, "REVOKE EXECUTE ON FUNCTION " + signature + " FROM PUBLIC");
+    execute(url, "REVOKE TEMPORARY ON DATABASE " + database + " FROM PUBLIC");
     assertEquals(Map.of(), errors(props), "at least once");
 
     props.put("delivery.guarantee", "exactly-once");
     props.put("exactly.once.support", "required");
-    assertEquals(
-        "connection.user may not execute pg_logical_emit_message, which an exactly-once task"
-            + " calls to commit its epoch durably (PUBLIC may, unless revoked): GRANT EXECUTE ON"
-            + " FUNCTION "
-            + signature
-            + " to it",
-        only(errors(props), "connection.user"));
+    String expected =
+        "connection.user may not create temporary tables in the database (TEMPORARY, which PUBLIC"
+            + " has unless revoked), which an exactly-once task's start does to commit its epoch"
+            + " durably: GRANT TEMPORARY ON DATABASE "
+            + database
+            + " to it";
+    assertEquals(expected, only(errors(props), "connection.user"));
 
-    execute(url, "GRANT EXECUTE ON FUNCTION " + signature + " TO " + PasswordRole.NAME);
+    // Also where the task is to create the table (it was judged only with the table's grants).
+    props.put("outbox.table", "new_outbox");
+    props.put("schema.migrate.on.start", "true");
+    assertEquals(expected, errors(props).get("connection.user").get(0));
+
+    execute(url, "GRANT TEMPORARY ON DATABASE " + database + " TO " + PasswordRole.NAME);
+    props.put("outbox.table", "outbox");
+    props.remove("schema.migrate.on.start");
     assertEquals(Map.of(), errors(props), "granted");
   }
 

@@ -739,6 +739,7 @@ final class OutboxSql {
   final NamedSql giveBack;
   final NamedSql expireLeases;
   final NamedSql newEpoch;
+  final NamedSql epochWal;
   final NamedSql claimAbandonedOrdered;
   final NamedSql claimAbandonedUnordered;
   final NamedSql findAbandonedOrdered;
@@ -932,15 +933,14 @@ final class OutboxSql {
             SELECT held.message_id, held.seq IN (SELECT seq FROM ended) AS ended FROM held""");
     // An epoch: a transaction id, assigned now, so larger than any taken before (docs/design.md);
     // and committed durably before it is used. A transaction that writes no WAL of its own commits
-    // asynchronously, and a crash (or a failover to a synchronous standby) before the WAL writer's
-    // next flush lost it with its transaction id, which a later instance then took again. A
-    // logical-decoding message (EXECUTE granted to PUBLIC, at any wal_level) is its WAL record, so
-    // its commit waits for the flush (and a synchronous standby), raised from 'off' as claims are.
+    // asynchronously, and a crash (or a failover) before the WAL writer's next flush lost it with
+    // its transaction id, which a later instance then took again. Creating a temporary table
+    // (dropped at the commit) writes catalog rows, WAL that no logical-decoding consumer is sent,
+    // so the commit waits for the flush (and a synchronous standby where synchronous_commit asks
+    // for one), raised from 'off' as claims are. Needs TEMPORARY on the database (PUBLIC's).
+    epochWal = statement("CREATE TEMPORARY TABLE outbox_relay_epoch () ON COMMIT DROP");
     newEpoch =
-        statement(
-            """
-            SELECT txid_current(), pg_logical_emit_message(true, 'outbox-relay', 'epoch'),
-              set_config('synchronous_commit', {durable}, true)""");
+        statement("SELECT txid_current(), set_config('synchronous_commit', {durable}, true)");
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);
     claimAbandonedUnordered = statement(unordered(CLAIM_ABANDONED));
     findAbandonedOrdered = statement(FIND_ABANDONED);

@@ -282,12 +282,18 @@ public final class PostgresOutboxStore implements OutboxStore {
     return run(
         "new-epoch",
         sql.newEpoch,
-        (c, statement) -> {
-          try (ResultSet rs = statement.ready().executeQuery()) {
-            rs.next();
-            return rs.getLong(1); // in autocommit: committed, and flushed (OutboxSql#newEpoch)
-          }
-        });
+        (c, statement) ->
+            inTransaction(
+                c,
+                () -> {
+                  try (PreparedStatement wal = c.prepareStatement(sql.epochWal.jdbc())) {
+                    wal.execute(); // its commit durable, flushed (OutboxSql#newEpoch)
+                  }
+                  try (ResultSet rs = statement.ready().executeQuery()) {
+                    rs.next();
+                    return rs.getLong(1);
+                  }
+                }));
   }
 
   @Override
