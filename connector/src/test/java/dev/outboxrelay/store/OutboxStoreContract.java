@@ -1527,6 +1527,34 @@ public abstract class OutboxStoreContract {
     }
   }
 
+  /**
+   * A row parked by a claim (over a lowered budget) or by an exactly-once batch park counts as
+   * parked as one parked by an outcome write does: the stores decide it differently (the parking
+   * time against the status), so each way of parking is held to both counts here.
+   */
+  @Test
+  void rowsParkedByAClaimOrABatchParkCountAsParked() {
+    add(EU, "over-budget", "A");
+    chargeTwoAttempts(EU, "over-budget", Duration.ZERO);
+    assertEquals(1, store.claim(loweredBudget("w1", 1, false)).exhausted().size());
+    add(EU, "poison", "B");
+    long epoch = store.newEpoch();
+    ClaimedMessage poison =
+        store.claim(exactlyOnce("w2", 10, epoch, 1, ALL_BUCKETS)).claimed().get(0);
+    assertEquals("poison", poison.messageId());
+    assertEquals(
+        List.of(Outcome.APPLIED),
+        store.park(
+            List.of(new ParkRequest("poison", poison.seq(), poison.lease(), "POISON", epoch, 1))));
+
+    assertEquals(
+        Map.of(MessageStatus.FAILED, 1L, MessageStatus.EXHAUSTED, 1L),
+        store.countParked(Set.of(EU)));
+    BacklogSnapshot eu = store.inspect(Set.of(EU), false);
+    assertEquals(1, eu.count(MessageStatus.FAILED));
+    assertEquals(1, eu.count(MessageStatus.EXHAUSTED));
+  }
+
   /** Charges the oldest due row of {@code key} two retries under a budget of 10. */
   private void chargeTwoAttempts(String key, String id, Duration lastDelay) {
     ClaimRequest generous = new ClaimRequest("charger", Set.of(key), 1, LEASE, 10, true);
