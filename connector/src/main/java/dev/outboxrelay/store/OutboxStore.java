@@ -271,7 +271,8 @@ public interface OutboxStore extends AutoCloseable {
    * rows are abandoned rows at once, reclaimed one by one in isolation as after a crash (one of
    * them may have failed the task). A row another session holds locked is skipped, not waited for
    * (its lease runs out instead). Returns the message ids ended, sorted, and those skipped;
-   * idempotent. Reads these rows only, not the backlog (a lease owner is in no index).
+   * idempotent. Reads these rows only, not the backlog (a lease owner is in no index). Each row at
+   * most once in {@code leases} (the stores answer a repeated one differently).
    */
   EndedLeases expireLeases(List<HeldLease> leases);
 
