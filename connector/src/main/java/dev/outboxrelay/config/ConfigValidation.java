@@ -892,7 +892,7 @@ public final class ConfigValidation {
           ResultSet rs =
               s.executeQuery(
                   "SELECT has_database_privilege(current_database(), 'TEMPORARY'),"
-                      + " current_database()")) {
+                      + " quote_ident(current_database())")) {
         if (rs.next() && !rs.getBoolean(1)) {
           error(
               CONNECTION_USER_CONFIG,

@@ -935,10 +935,11 @@ final class OutboxSql {
     // and committed durably before it is used. A transaction that writes no WAL of its own commits
     // asynchronously, and a crash (or a failover) before the WAL writer's next flush lost it with
     // its transaction id, which a later instance then took again. Creating a temporary table
-    // (dropped at the commit) writes catalog rows, WAL that no logical-decoding consumer is sent,
-    // so the commit waits for the flush (and a synchronous standby where synchronous_commit asks
-    // for one), raised from 'off' as claims are. Needs TEMPORARY on the database (PUBLIC's).
-    epochWal = statement("CREATE TEMPORARY TABLE outbox_relay_epoch () ON COMMIT DROP");
+    // (dropped at the commit) writes catalog rows, WAL whose contents no logical-decoding consumer
+    // is sent, so the commit waits for the flush (and a synchronous standby where
+    // synchronous_commit asks for one), raised from 'off' as claims are. Needs TEMPORARY on the
+    // database (PUBLIC's). A heap whatever the default access method.
+    epochWal = statement("CREATE TEMPORARY TABLE outbox_relay_epoch () USING heap ON COMMIT DROP");
     newEpoch =
         statement("SELECT txid_current(), set_config('synchronous_commit', {durable}, true)");
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);
