@@ -4,8 +4,6 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.NotifyChannel;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -163,18 +161,6 @@ final class NotificationListener {
     channel = announced;
   }
 
-  /** Whether the session that answers on {@code connection} listens on the channel. */
-  private boolean listening(Connection connection) throws SQLException {
-    try (PreparedStatement ps =
-        connection.prepareStatement(
-            "SELECT CAST(? AS text) = ANY (ARRAY(SELECT pg_listening_channels()))")) {
-      ps.setString(1, channel);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() && rs.getBoolean(1);
-      }
-    }
-  }
-
   /** Listens on the channel the trigger now announces on, instead of the one it left. */
   private void moveTo(Statement statement, String announced) throws SQLException {
     log.info(
@@ -234,7 +220,7 @@ final class NotificationListener {
               if (!announced.equals(channel)) {
                 moveTo(statement, announced);
               }
-              if (!listening(connection)) {
+              if (!NotifyChannel.isListenedOn(connection, channel)) {
                 // A session that LISTENed listens until it ends: another session answered, so a
                 // pooler in transaction mode hands each statement to a session of its choosing,
                 // and a notification reaches whichever one holds the LISTEN. Reconnecting would

@@ -81,17 +81,7 @@ class NotificationListenerTest {
             wake,
             "test-dying-listener");
     dying.start();
-    await()
-        .atMost(Duration.ofSeconds(30))
-        .until(
-            () ->
-                !LogCapture.get()
-                    .matching(mark, e -> e.message().contains("reason=BACKGROUND_THREAD_DIED"))
-                    .isEmpty());
-    LogCapture.Event said =
-        LogCapture.get()
-            .matching(mark, e -> e.message().contains("reason=BACKGROUND_THREAD_DIED"))
-            .get(0);
+    LogCapture.Event said = awaitLine(mark, "reason=BACKGROUND_THREAD_DIED");
     assertEquals("ERROR", said.level());
     assertTrue(said.message().contains("error=java.lang.StackOverflowError"), said::message);
     assertFalse(said.fullText().contains("secret-host"), said::fullText);
@@ -119,11 +109,7 @@ class NotificationListenerTest {
                           c.close();
                           throw new IllegalStateException("close failed");
                         }
-                        try {
-                          return method.invoke(c, args);
-                        } catch (java.lang.reflect.InvocationTargetException e) {
-                          throw e.getCause();
-                        }
+                        return invoke(method, c, args);
                       });
             },
             TABLE,
@@ -163,15 +149,7 @@ class NotificationListenerTest {
             Duration.ofSeconds(5));
     listener.start();
 
-    await()
-        .atMost(Duration.ofSeconds(60))
-        .until(
-            () ->
-                !LogCapture.get()
-                    .matching(mark, e -> e.message().contains("does not listen on channel"))
-                    .isEmpty());
-    LogCapture.Event said =
-        LogCapture.get().matching(mark, e -> e.message().contains("does not listen")).get(0);
+    LogCapture.Event said = awaitLine(mark, "does not listen on channel");
     assertEquals("WARN", said.level());
     assertTrue(said.message().contains("notify.enabled=false"), said::message);
     assertEquals(0, listener.probes(), "no probe passed");
@@ -202,6 +180,16 @@ class NotificationListenerTest {
               }
               return result;
             });
+  }
+
+  /** The first line logged since {@code mark} that holds {@code fragment}, once there is one. */
+  private static LogCapture.Event awaitLine(long mark, String fragment) {
+    return await()
+        .atMost(Duration.ofSeconds(60))
+        .until(
+            () -> LogCapture.get().matching(mark, e -> e.message().contains(fragment)),
+            lines -> !lines.isEmpty())
+        .get(0);
   }
 
   private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args)

@@ -40,4 +40,19 @@ public final class NotifyChannel {
     }
     return table.notifyChannel();
   }
+
+  /**
+   * Whether the session answering on {@code connection} listens on {@code channel}: not where a
+   * pooler in transaction mode hands the statement to another server session than the LISTEN's.
+   */
+  public static boolean isListenedOn(Connection connection, String channel) throws SQLException {
+    try (PreparedStatement ps =
+        connection.prepareStatement(
+            "SELECT CAST(? AS text) = ANY (ARRAY(SELECT pg_listening_channels()))")) {
+      ps.setString(1, channel);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
+    }
+  }
 }

@@ -1058,10 +1058,9 @@ final class OutboxSql {
     // statement (one each held a poll for seconds on a batch of thousands): each found as a
     // publish finds its row, under PUBLISH_PLAN too (a row lock held elsewhere fails it after
     // OUTCOME_LOCK_WAIT: the batch stays held, parked again at the next poll), and parked as
-    // markFailed parks one (token and
-    // claim position kept), as durably (set once, by an uncorrelated subquery: a CTE calling
-    // set_config is not inlined, and its one row was joined by a nested loop). Returns the position
-    // of each applied park.
+    // markFailed parks one (token and claim position kept), as durably (set once, by an
+    // uncorrelated subquery: a CTE calling set_config is not inlined, and its one row was joined
+    // by a nested loop). Returns the position of each applied park.
     park =
         statement(
             """
