@@ -12,6 +12,7 @@ import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_POOL_SIZE_CON
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_TIMEOUT_MS_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_URL_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.CONNECTION_USER_CONFIG;
+import static dev.outboxrelay.config.OutboxSourceConfig.DELIVERY_GUARANTEE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.NOTIFY_ENABLED_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.OUTBOX_TABLE_CONFIG;
 import static dev.outboxrelay.config.OutboxSourceConfig.RETENTION_PUBLISHED_MS_CONFIG;
@@ -21,6 +22,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.DataSourceFactory;
+import dev.outboxrelay.store.postgres.EpochTable;
 import dev.outboxrelay.store.postgres.OutboxColumns;
 import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.RelayIndexes;
@@ -881,7 +883,8 @@ public final class ConfigValidation {
     /**
      * Exactly once, a task's start creates a temporary table, which makes its epoch's commit
      * durable (OutboxSql#newEpoch): the role needs TEMPORARY on the database, which PUBLIC has
-     * unless it was revoked. Judged whether or not the table exists yet.
+     * unless it was revoked, and the database must let it create one (a DDL event trigger may not),
+     * which is tried in a transaction rolled back. Judged whether or not the table exists yet.
      */
     private void checkTemporaryTables(HikariDataSource pool) throws SQLException {
       if (!ConfigChecks.exactlyOnce(key -> validValue(values, key))) {
@@ -902,7 +905,25 @@ public final class ConfigValidation {
                   + " epoch durably: GRANT TEMPORARY ON DATABASE "
                   + Printable.escape(rs.getString(2))
                   + " to it");
+          return;
         }
+      }
+      try (Connection c = pool.getConnection()) {
+        EpochTable.tryCreate(c);
+      } catch (SQLException e) {
+        OutboxStoreException failure = SqlStates.classify(e, "epoch table check");
+        if (failure.kind() == OutboxStoreException.Kind.TRANSIENT) {
+          throw e; // the database's state, reported as the table check's
+        }
+        error(
+            DELIVERY_GUARANTEE_CONFIG,
+            "the database refused the temporary table an exactly-once task's start creates to"
+                + " commit its epoch durably ("
+                + EpochTable.NAME
+                + ", dropped at its commit), so every task's start would fail"
+                + stateSuffix(failure)
+                + ": a DDL event trigger that forbids DDL must let this role create temporary"
+                + " tables");
       }
     }
 

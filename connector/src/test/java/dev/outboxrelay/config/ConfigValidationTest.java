@@ -346,6 +346,41 @@ class ConfigValidationTest {
     assertEquals(Map.of(), errors(props), "granted");
   }
 
+  /**
+   * Exactly once, a DDL event trigger that forbids DDL refuses the temporary table each task's
+   * start creates: an error on delivery.guarantee naming the table, not the trigger's message; at
+   * least once, and once the trigger lets it through, none.
+   */
+  @Test
+  void exactlyOnceADdlEventTriggerRefusingTheEpochTableIsAnErrorOnTheGuarantee()
+      throws SQLException {
+    String url = Postgres.freshDatabase("config_no_ddl");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    execute(
+        url,
+        "CREATE FUNCTION no_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN"
+            + " RAISE EXCEPTION 'secret-payload DDL refused'; END $$");
+    execute(url, "CREATE EVENT TRIGGER no_ddl ON ddl_command_start EXECUTE FUNCTION no_ddl()");
+    try {
+      assertEquals(Map.of(), errors(props), "at least once");
+
+      props.put("delivery.guarantee", "exactly-once");
+      props.put("exactly.once.support", "required");
+      assertEquals(
+          "the database refused the temporary table an exactly-once task's start creates to commit"
+              + " its epoch durably (outbox_relay_epoch, dropped at its commit), so every task's"
+              + " start would fail (SQLState P0001): a DDL event trigger that forbids DDL must let"
+              + " this role create temporary tables",
+          only(errors(props), "delivery.guarantee"));
+
+      execute(url, "ALTER EVENT TRIGGER no_ddl DISABLE");
+      assertEquals(Map.of(), errors(props), "trigger disabled");
+    } finally {
+      execute(url, "DROP EVENT TRIGGER no_ddl");
+    }
+  }
+
   /** Without the check this role passed validation and failed its first claim. */
   @Test
   void aRoleThatMayOnlyReadIsAnErrorOnTheTableNamingWhatItLacks() throws SQLException {

@@ -938,8 +938,8 @@ final class OutboxSql {
     // (dropped at the commit) writes catalog rows, WAL whose contents no logical-decoding consumer
     // is sent, so the commit waits for the flush (and a synchronous standby where
     // synchronous_commit asks for one), raised from 'off' as claims are. Needs TEMPORARY on the
-    // database (PUBLIC's). A heap whatever the default access method.
-    epochWal = statement("CREATE TEMPORARY TABLE outbox_relay_epoch () USING heap ON COMMIT DROP");
+    // database (PUBLIC's); validation tries it (EpochTable).
+    epochWal = statement(EpochTable.CREATE);
     newEpoch =
         statement("SELECT txid_current(), set_config('synchronous_commit', {durable}, true)");
     claimAbandonedOrdered = statement(CLAIM_ABANDONED);
