@@ -7,6 +7,7 @@ import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.LockTimeoutOption;
 import dev.outboxrelay.cli.Text;
+import dev.outboxrelay.cli.operator.OperatorStore;
 import dev.outboxrelay.cli.operator.ParkedChange;
 import dev.outboxrelay.store.OutboxStoreException;
 import java.io.PrintWriter;
@@ -74,13 +75,12 @@ public final class ParkCommand extends InstanceCommand {
   @Override
   int run(Database database) {
     ParkedChange report;
+    // Outside the try: its read of the payload's type changes nothing, and a failure there is no
+    // change that may have been applied.
+    OperatorStore store = database.operatorStore();
     try {
       report =
-          oneRowPerId(
-              () ->
-                  database
-                      .operatorStore()
-                      .park(instanceKey, messageIds, inFlight, dryRun, lockTimeout));
+          oneRowPerId(() -> store.park(instanceKey, messageIds, inFlight, dryRun, lockTimeout));
     } catch (OutboxStoreException e) {
       if (dryRun) {
         throw e; // read only

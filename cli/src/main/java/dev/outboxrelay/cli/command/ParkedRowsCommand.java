@@ -7,6 +7,7 @@ import dev.outboxrelay.cli.Database;
 import dev.outboxrelay.cli.ExitCode;
 import dev.outboxrelay.cli.LockTimeoutOption;
 import dev.outboxrelay.cli.Text;
+import dev.outboxrelay.cli.operator.OperatorStore;
 import dev.outboxrelay.cli.operator.ParkedAction;
 import dev.outboxrelay.cli.operator.ParkedChange;
 import dev.outboxrelay.cli.operator.ParkedChangeFailedException;
@@ -235,13 +236,11 @@ abstract class ParkedRowsCommand extends InstanceCommand {
     String done = action().pastTense();
     PrintWriter out = out();
     ParkedChange report;
+    // Outside the try: its read of the payload's type changes nothing, and a failure there is no
+    // change that may have been applied.
+    OperatorStore store = database.operatorStore();
     try {
-      report =
-          oneRowPerId(
-              () ->
-                  database
-                      .operatorStore()
-                      .change(action(), request, batchSize, lockTimeout, progress));
+      report = oneRowPerId(() -> store.change(action(), request, batchSize, lockTimeout, progress));
     } catch (ParkedChangeStoppedException e) {
       // Stopped by the shutdown hook, which says what was done; the JVM is ending, and its exit
       // status is the signal's, not this.

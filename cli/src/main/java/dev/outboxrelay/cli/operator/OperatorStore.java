@@ -265,11 +265,14 @@ public final class OperatorStore {
         }
       }
     } catch (SQLException e) {
-      OutboxStoreException failure = classify(e, action.verb());
+      boolean sentNothing = e instanceof LockLimitFailed;
+      OutboxStoreException failure =
+          classify(sentNothing ? ((LockLimitFailed) e).cause() : e, action.verb());
       if (batchesBegun) {
-        throw new ParkedChangeFailedException(changed, failure);
+        throw new ParkedChangeFailedException(
+            changed, sentNothing ? failure.beforeSending() : failure);
       }
-      throw failure;
+      throw failure.beforeSending(); // no change was sent: the connection, or the first read
     }
   }
 
@@ -514,11 +517,35 @@ public final class OperatorStore {
    */
   private <T> T runInTransaction(
       String operation, NamedSql statement, Duration lockTimeout, Work<T> work) {
-    try (Connection c = dataSource.getConnection();
+    Connection connection;
+    try {
+      connection = dataSource.getConnection();
+    } catch (SQLException e) {
+      // Nothing was sent, so nothing of it committed, whatever the SQLState: the operator is not
+      // told to check whether the change was applied.
+      throw classify(e, operation).beforeSending();
+    }
+    try (Connection c = connection;
         PreparedStatement ps = c.prepareStatement(statement.jdbc())) {
       return inTransaction(c, lockTimeout, () -> work.run(c, statement.bind(ps)));
+    } catch (LockLimitFailed e) {
+      throw classify(e.cause(), operation).beforeSending();
     } catch (SQLException e) {
       throw classify(e, operation);
+    }
+  }
+
+  /**
+   * The transaction's lock_timeout could not be set: the change's statement was not sent, and the
+   * transaction, rolled back, held nothing else.
+   */
+  private static final class LockLimitFailed extends SQLException {
+    LockLimitFailed(SQLException cause) {
+      super(cause.getMessage(), cause.getSQLState(), cause);
+    }
+
+    SQLException cause() {
+      return (SQLException) getCause();
     }
   }
 
@@ -539,7 +566,11 @@ public final class OperatorStore {
     c.setAutoCommit(false);
     T result;
     try {
-      limitLockWaits(c, lockTimeout);
+      try {
+        limitLockWaits(c, lockTimeout);
+      } catch (SQLException e) {
+        throw new LockLimitFailed(e);
+      }
       result = work.run();
     } catch (SQLException | RuntimeException e) {
       rollback(c);
