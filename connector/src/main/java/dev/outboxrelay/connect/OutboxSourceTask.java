@@ -67,8 +67,11 @@ public class OutboxSourceTask extends SourceTask {
   /** Exactly once: the message id of a record a transform or predicate dropped, or null. */
   private volatile String droppedUnderExactlyOnce;
 
-  /** Exactly once: the records handed over and not acknowledged yet; null at least once. */
+  /** The records handed over and not acknowledged yet (Connect's exactly-once task may drop). */
   private UnacknowledgedRecords unacknowledged;
+
+  /** Whether Connect runs this task in its exactly-once task; read at the first commit(). */
+  private Boolean connectExactlyOnceTask;
 
   public OutboxSourceTask() {
     this(new PostgresStoreProvider(), Time.SYSTEM);
@@ -135,8 +138,10 @@ public class OutboxSourceTask extends SourceTask {
     }
     try {
       pause = new PollPause(runtime.wake());
+      // At least once too: a worker with exactly-once support runs every source task in its
+      // exactly-once task, whatever the connector's guarantee.
+      unacknowledged = new UnacknowledgedRecords();
       if (runtime.exactlyOnce() != null) {
-        unacknowledged = new UnacknowledgedRecords();
         takeEpochIfReachable(runtime.exactlyOnce());
         prefetch =
             new ClaimPrefetch(
@@ -271,6 +276,7 @@ public class OutboxSourceTask extends SourceTask {
         pause.start(idle.nextWait());
         return null;
       }
+      unacknowledged.handedOver(records);
       return records;
     } catch (OutboxStoreException e) {
       runtime.health().databaseError(e); // counts it, and holds the abandoned-row probe back
@@ -417,16 +423,19 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   /**
-   * Exactly once: Connect ended a transaction without acknowledging records it had dispatched,
-   * which it does when a transform or predicate dropped all of them ({@link
+   * Connect's exactly-once task ended a transaction without acknowledging records it had
+   * dispatched, which it does when a transform or predicate dropped all of them ({@link
    * UnacknowledgedRecords}). Acknowledged here as Connect would have, without metadata: each row's
-   * outcome is written per null.metadata.policy, and the task fails, naming the first.
+   * outcome is written per null.metadata.policy; exactly once, the task fails, naming the first. At
+   * least once on such a worker, they stayed in flight, leases renewed, until the task held its
+   * limit and claimed nothing more, still RUNNING.
    */
   private void acknowledgeDropped() {
     if (unacknowledged != null) {
-      // Never tolerated: a record taken for dropped always fails the task in this poll, so that
-      // Connect's final commit is skipped and its open transaction aborted; tolerating one would
-      // let a mistaken one (a worker without exactly-once support) send its row twice.
+      // Exactly once never tolerated: a record taken for dropped always fails the task in this
+      // poll, so that Connect's final commit is skipped and its open transaction aborted;
+      // tolerating one would let a mistaken one (a worker without exactly-once support) send its
+      // row twice.
       for (SourceRecord record : unacknowledged.dropped()) {
         commitRecord(record, null);
       }
@@ -437,13 +446,26 @@ public class OutboxSourceTask extends SourceTask {
   /**
    * Connect's exactly-once task calls this on the task thread after each transaction it commits,
    * and after each it finds nothing to commit for. Elsewhere (a worker without exactly-once support
-   * commits offsets on a thread of its own) it says nothing of the records handed over.
+   * commits offsets on a thread of its own, and on the task thread once, as it stops, while
+   * acknowledgements may still come) it says nothing of the records handed over: an at-least-once
+   * task takes it for a transaction's end only from Connect's exactly-once task.
    */
   @Override
   public void commit() {
-    if (unacknowledged != null && Thread.currentThread() == taskThread) {
+    if (unacknowledged == null || Thread.currentThread() != taskThread) {
+      return;
+    }
+    if (config.settings().exactlyOnce() || inConnectExactlyOnceTask()) {
       unacknowledged.transactionEnded();
     }
+  }
+
+  /** Whether this commit comes from Connect's exactly-once task; the same for the task's life. */
+  private boolean inConnectExactlyOnceTask() {
+    if (connectExactlyOnceTask == null) {
+      connectExactlyOnceTask = ConnectTaskKind.isCommittingATransaction(Thread.currentThread());
+    }
+    return connectExactlyOnceTask;
   }
 
   /** A non-retriable store error or a dead background thread fails the task, sanitized. */

@@ -362,6 +362,47 @@ class ExactlyOnceTest {
     }
   }
 
+  /**
+   * At least once on an exactly-once worker (Connect runs every source task in its exactly-once
+   * task): a transform drops every record of a trickle, and Connect, with no transaction to commit,
+   * acknowledges none. Each row is settled per null.metadata.policy (fail: FAILED), the task stays
+   * RUNNING, and the rows after it are relayed; the dropped rows stayed in flight, leases renewed,
+   * until the task held its limit and claimed nothing more.
+   */
+  @Test
+  void anAtLeastOnceConnectorOnAnExactlyOnceWorkerSettlesRecordsATransformDropped()
+      throws Exception {
+    String key = "alo-drop";
+    String topic = "it-alo-drop";
+    try (OutboxDb db = OutboxDb.fresh("it_alo_drop").migrate()) {
+      CLUSTER.createTopic(topic, 3);
+      DropTransform.reset();
+      db.insert(key, List.of(OutboxDb.message("dropped-1", "dr-agg")));
+      Map<String, String> config = ConnectCluster.relayConfig(db, key, 1);
+      config.put("topic.template", topic);
+      config.put("null.metadata.policy", "fail");
+      config.put("transforms", "drop");
+      config.put("transforms.drop.type", DropTransform.class.getName());
+      config.put("transforms.drop." + DropTransform.AGGREGATES_CONFIG, "dr-agg:1000");
+      CLUSTER.deploy(CONNECTOR, config);
+
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> "FAILED".equals(db.row("dropped-1").status()));
+      assertEquals("DROPPED_OR_UNDELIVERED", db.row("dropped-1").lastFailureCode());
+      db.insert(key, List.of(OutboxDb.message("dropped-2", "dr-agg")));
+      db.insert(key, List.of(OutboxDb.message("kept", "kept-agg")));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () ->
+                  "FAILED".equals(db.row("dropped-2").status())
+                      && "PUBLISHED".equals(db.row("kept").status()));
+      assertTrue(DropTransform.drops("dropped-2") > 0);
+      CLUSTER.awaitRunning(CONNECTOR, 1);
+    }
+  }
+
   private static List<dev.outboxrelay.writer.OutboxMessage> messages(String prefix, int total) {
     List<dev.outboxrelay.writer.OutboxMessage> messages = new ArrayList<>();
     List<String> ids = OutboxDb.ids(prefix, 0, total);
