@@ -9,12 +9,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A batched requeue or discard ended from outside (Ctrl-C, SIGTERM, a closed terminal): the batches
- * that committed stay done, and without a word nobody could tell how many rows they changed (a
- * discard's are gone). As a shutdown hook ({@link #run}) it asks the change to stop before its next
- * batch and waits a while for that, so that the count it says is what was done: the JVM's own
- * threads go on running while hooks run, and a count said at once missed the batches committed
- * after it.
+ * A batched requeue, discard or purge ended from outside (Ctrl-C, SIGTERM, a closed terminal): the
+ * batches that committed stay done, and without a word nobody could tell how many rows they changed
+ * (a discard's and a purge's are gone; a purge's batch in progress printed no line). As a shutdown
+ * hook ({@link #run}) it asks the change to stop before its next batch and waits a while for that,
+ * so that the count it says is what was done: the JVM's own threads go on running while hooks run,
+ * and a count said at once missed the batches committed after it.
  */
 final class EndedFromOutside implements BatchProgress, Runnable {
   /** How long the hook waits for the batch in progress: a batch takes well under a second. */

@@ -22,7 +22,8 @@ import picocli.CommandLine.Option;
           + " (each its own transaction), printing progress: entries of the published log, then"
           + " rows published before schema version 9, still in the table. No other row is ever"
           + " deleted.",
-      "Safe to interrupt: rows deleted so far stay deleted, the rest stay as they were."
+      "Safe to interrupt: rows deleted so far stay deleted, the rest stay as they were; ended"
+          + " from outside, it stops between batches and says how many rows it deleted."
     },
     footerHeading = "%nExamples:%n",
     footer = {
@@ -116,12 +117,40 @@ public final class PurgeCommand extends InstanceCommand {
       out.println("dry run: " + count + " " + rows + " would be deleted");
       return ExitCode.OK;
     }
+    // Ended from outside (Ctrl-C, SIGTERM), the batch in progress may commit with no line saying
+    // so: the hook stops the purge between batches and says how many rows are gone.
+    EndedFromOutside progress =
+        new EndedFromOutside(err(), "purge", "deleted", EndedFromOutside.BATCH_WAIT);
+    Thread hook = new Thread(progress, "outbox-relay-cli purge ended");
+    Runtime.getRuntime().addShutdownHook(hook);
+    try {
+      return purge(database, store, before, rows, progress);
+    } finally {
+      progress.changeOver();
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException shuttingDown) {
+        // the hook runs, or has run, and says what was done unless the report went out
+      }
+    }
+  }
+
+  private int purge(
+      Database database,
+      PostgresOutboxStore store,
+      Instant before,
+      String rows,
+      EndedFromOutside progress) {
+    PrintWriter out = out();
     Set<String> keys = Set.of(instanceKey);
     long total = 0;
     int batches = 0;
     int emptyBatches = 0;
     long remaining = 0;
     while (true) {
+      if (progress.stopRequested()) {
+        return ExitCode.PARTIAL; // the hook says what was done; the exit status is the signal's
+      }
       // The relay's own retention delete, of this key's rows only: the published log's entries
       // first, then PUBLISHED rows still in the table (skipping locked ones).
       int deleted;
@@ -145,6 +174,7 @@ public final class PurgeCommand extends InstanceCommand {
           continue;
         }
       } catch (OutboxStoreException e) {
+        progress.reported();
         // What was done goes with the progress lines; the failure itself is reported as any
         // other. The batches before stay deleted; the failed one is one transaction, undone.
         out.println(
@@ -162,10 +192,13 @@ public final class PurgeCommand extends InstanceCommand {
       emptyBatches = 0;
       total += deleted;
       batches++;
+      progress.committed(total);
       out.println("deleted " + deleted + " (" + total + " so far)");
       out.flush();
     }
     out.println("purged " + total + " " + rows + " in " + batches + " batch(es)");
+    out.flush();
+    progress.reported(); // said in full: the hook has nothing to add
     if (remaining > 0) {
       out.println(
           (remaining >= LEFT_COUNTED_UP_TO ? LEFT_COUNTED_UP_TO + " or" : remaining)
