@@ -254,8 +254,10 @@ abstract class ParkedRowsCommand extends InstanceCommand {
               + e.changed()
               + " row(s) in the batches before the failure, which stay "
               + done
-              + " (the failed batch may have been applied too if the connection was lost at its"
-              + " commit; --dry-run counts what is left)",
+              + (e.failure().mayHaveCommitted()
+                  ? " (the failed batch may have been applied too if the connection was lost at its"
+                      + " commit; --dry-run counts what is left)"
+                  : " (the failed batch changed nothing; --dry-run counts what is left)"),
           e.failure());
     } catch (OutboxStoreException e) {
       if (request.selector() != ParkedSelection.Selector.MESSAGE_IDS) {

@@ -11,6 +11,7 @@ import java.io.PrintWriter;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 import java.time.Duration;
@@ -51,6 +52,13 @@ class OperatorStoreFailureTest {
       assertEquals("08006", e.sqlState());
       assertFalse(e.mayHaveCommitted(), e.operation());
     }
+    // Batched: after the read of where to stop, the first batch's lock timeout.
+    ParkedChangeFailedException batch =
+        assertThrows(
+            ParkedChangeFailedException.class,
+            () -> store.change(ParkedAction.DISCARD, all(), 100, LOCK_TIMEOUT));
+    assertEquals(0, batch.changed());
+    assertFalse(batch.failure().mayHaveCommitted());
   }
 
   private static ParkedSelection byId() {
@@ -68,19 +76,36 @@ class OperatorStoreFailureTest {
 
   /**
    * A connection that prepares any statement but the one setting lock_timeout, which fails as a
-   * connection lost would; it runs none.
+   * connection lost would; a query it runs reads one row of zeros and nulls (the batched change's
+   * read of where to stop), and it runs no update.
    */
   private static Connection lockTimeoutRefused() {
+    ResultSet oneRow =
+        (ResultSet)
+            Proxy.newProxyInstance(
+                OperatorStoreFailureTest.class.getClassLoader(),
+                new Class<?>[] {ResultSet.class},
+                (proxy, method, args) ->
+                    switch (method.getName()) {
+                      case "next" -> true;
+                      case "getLong" -> 0L;
+                      case "getObject", "close" -> null;
+                      default -> throw new AssertionError("not expected: " + method.getName());
+                    });
     PreparedStatement idle =
         (PreparedStatement)
             Proxy.newProxyInstance(
                 OperatorStoreFailureTest.class.getClassLoader(),
                 new Class<?>[] {PreparedStatement.class},
                 (proxy, method, args) -> {
-                  if (method.getName().equals("close")) {
+                  String name = method.getName();
+                  if (name.equals("close") || name.startsWith("set")) {
                     return null;
                   }
-                  throw new AssertionError("not to be run: " + method.getName());
+                  if (name.equals("executeQuery")) {
+                    return oneRow;
+                  }
+                  throw new AssertionError("not to be run: " + name);
                 });
     return (Connection)
         Proxy.newProxyInstance(
