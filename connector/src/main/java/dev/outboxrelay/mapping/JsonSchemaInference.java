@@ -536,7 +536,48 @@ final class JsonSchemaInference {
         builder.field(member.getKey(), memberSchema);
       }
     }
+    if (settings.protobufConverter()) {
+      requireProtobufTypesApart(builder.fields());
+    }
     return builder.build();
+  }
+
+  /**
+   * Confluent's Protobuf converter defines the message type of each struct member (or array of
+   * structs) inside its parent's message, named as the struct's last name part, with "Message"
+   * added where that is the member's own name: {@code {"error":{"code":1},"errorMessage":"x"}}
+   * defines a type "errorMessage" beside a field of that name, and {@code
+   * {"a.item":{},"b.item":{}}} (names scrubbed) two types "item". The descriptor is then refused
+   * ("already defined"), failing the task at every claim of the row (ProtobufData,
+   * dataTypeFromConnectSchema, read in schema-registry's source).
+   */
+  private void requireProtobufTypesApart(List<Field> fields) {
+    Set<String> names = new HashSet<>();
+    for (Field field : fields) {
+      names.add(protobufName(field.name()));
+    }
+    Set<String> types = new HashSet<>();
+    for (Field field : fields) {
+      Schema schema =
+          field.schema().type() == Schema.Type.ARRAY
+              ? field.schema().valueSchema()
+              : field.schema();
+      if (schema == null || schema.type() != Schema.Type.STRUCT || schema.name() == null) {
+        continue;
+      }
+      String type = protobufName(schema.name().substring(schema.name().lastIndexOf('.') + 1));
+      if (type.equals(protobufName(field.name()))) {
+        type += "Message";
+      }
+      if (names.contains(type) || !types.add(type)) {
+        throw new DataException("a message type named as a field or as another type");
+      }
+    }
+  }
+
+  /** A name as the Protobuf converter writes it: scrubbed where it scrubs (coarser here). */
+  private String protobufName(String name) {
+    return scrubsNames() ? ScrubbedNames.name(name) : name;
   }
 
   /**

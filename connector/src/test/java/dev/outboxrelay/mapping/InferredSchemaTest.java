@@ -524,6 +524,42 @@ class InferredSchemaTest {
   }
 
   /**
+   * Confluent's Protobuf converter defines each struct member's message type in its parent's
+   * message, named as the struct's last name part plus "Message" where that is the member's name: a
+   * type named as another member, or two types of one name, fail the descriptor at every claim.
+   */
+  @Test
+  void protobufMessageTypesNamedAsAFieldOrAsEachOtherAreParked() {
+    RecordMapper protobuf =
+        mapper(InferredSchema.forProtobuf("payload", NullMembers.IGNORE, false));
+    RecordMapper scrubbing =
+        mapper(InferredSchema.forProtobuf("payload", NullMembers.IGNORE, true));
+    for (String payload :
+        List.of(
+            "{\"error\":{\"code\":1},\"errorMessage\":\"timeout\"}",
+            "{\"items\":[{\"a\":1}],\"itemsMessage\":1}",
+            "{\"o\":{\"items\":[{\"a\":1}],\"itemsMessage\":{\"b\":2}}}")) {
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+          assertInstanceOf(
+                  Unpublishable.class, protobuf.map(row().payload(payload).build()), payload)
+              .reasonCode(),
+          payload);
+      assertInstanceOf(
+          Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+    }
+    String dotted = "{\"x.item\":{\"id\":1},\"y.item\":{\"sku\":\"s\"}}";
+    assertInstanceOf(Unpublishable.class, scrubbing.map(row().payload(dotted).build()), dotted);
+    for (String taken :
+        List.of(
+            "{\"error\":{\"code\":1},\"message\":\"timeout\"}",
+            "{\"a\":{\"item\":{\"id\":1}},\"b\":{\"item\":{\"sku\":\"s\"}}}",
+            "{\"items\":[{\"a\":1}],\"other\":[{\"b\":1}]}")) {
+      assertInstanceOf(Mapped.class, protobuf.map(row().payload(taken).build()), taken);
+    }
+  }
+
+  /**
    * With an Avro value converter, a member name that is not an Avro name is parked: the converter
    * would refuse it and fail the task at every claim of the row. A null member left out names no
    * field; other converters take any name.
