@@ -437,7 +437,7 @@ public class OutboxSourceTask extends SourceTask {
       // tolerating one would let a mistaken one (a worker without exactly-once support) send its
       // row twice.
       for (SourceRecord record : unacknowledged.dropped()) {
-        commitRecord(record, null);
+        settle(record, null);
       }
       unacknowledged.pollBegins();
     }
@@ -501,12 +501,19 @@ public class OutboxSourceTask extends SourceTask {
 
   @Override
   public void commitRecord(SourceRecord record, RecordMetadata metadata) {
+    if (unacknowledged != null && !unacknowledged.acknowledged(record)) {
+      // Settled as dropped at a poll; Connect's exactly-once task acknowledges such a record when
+      // a later transaction commits. Written again, fenced, it was reported a lost claim.
+      return;
+    }
+    settle(record, metadata);
+  }
+
+  /** Kafka's acknowledgement of {@code record}, or Connect's without metadata, written. */
+  private void settle(SourceRecord record, RecordMetadata metadata) {
     // Runs on the producer's I/O thread (exactly-once: on the task thread, after the transaction
     // committed): identify the row, queue the outcome, return.
     runtime.renewer().acknowledged(); // the task's records are moving: it is not hung
-    if (unacknowledged != null) {
-      unacknowledged.acknowledged(record);
-    }
     if (prefetch != null
         && !acknowledgedOutsideATransaction
         && taskThread != null

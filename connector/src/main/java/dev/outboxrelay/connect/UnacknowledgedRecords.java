@@ -1,11 +1,13 @@
 package dev.outboxrelay.connect;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
@@ -28,6 +30,11 @@ import org.apache.kafka.connect.source.SourceRecord;
  * One of them still unacknowledged then can only have been dropped, with either {@code
  * transaction.boundary}: found at the second poll after it was handed over.
  *
+ * <p>Connect still holds the dropped records, and acknowledges them (no metadata) when a later
+ * transaction commits: each one {@link #dropped} returned is kept until then, so that this second
+ * acknowledgement is not written (fenced, it would be reported a lost claim). Connect keeps as
+ * many.
+ *
  * <p>Records are told apart by identity: Connect acknowledges the very records the task returned.
  */
 final class UnacknowledgedRecords {
@@ -44,6 +51,13 @@ final class UnacknowledgedRecords {
   /** The hand-overs dispatched before the latest commit: settled then, or dropped. */
   private long settledThrough;
 
+  /** {@link #settledThrough} when {@link #dropped} last looked: nothing older is left to find. */
+  private long lookedThrough;
+
+  /** Records {@link #dropped} returned, whose acknowledgement Connect still owes. */
+  private final Set<SourceRecord> settledAsDropped =
+      Collections.newSetFromMap(new IdentityHashMap<>());
+
   /** The records a poll returned. */
   synchronized void handedOver(List<SourceRecord> records) {
     handOvers++;
@@ -52,9 +66,13 @@ final class UnacknowledgedRecords {
     }
   }
 
-  /** Connect acknowledged {@code record}, with or without metadata. */
-  synchronized void acknowledged(SourceRecord record) {
+  /**
+   * Connect acknowledged {@code record}, with or without metadata: false when it was already
+   * settled as dropped, an acknowledgement not to be written again.
+   */
+  synchronized boolean acknowledged(SourceRecord record) {
     handed.remove(record);
+    return !settledAsDropped.remove(record);
   }
 
   /** A poll begins: Connect has dispatched every record handed over so far. */
@@ -72,6 +90,10 @@ final class UnacknowledgedRecords {
    * the order they were handed over. Each is returned once.
    */
   synchronized List<SourceRecord> dropped() {
+    if (settledThrough == lookedThrough) {
+      return List.of(); // each poll looks, and the map may hold every record in flight
+    }
+    lookedThrough = settledThrough;
     List<Map.Entry<SourceRecord, Handed>> dropped = new ArrayList<>();
     for (Iterator<Map.Entry<SourceRecord, Handed>> it = handed.entrySet().iterator();
         it.hasNext(); ) {
@@ -82,6 +104,8 @@ final class UnacknowledgedRecords {
       }
     }
     dropped.sort(Comparator.comparingLong(entry -> entry.getValue().place()));
-    return dropped.stream().map(Map.Entry::getKey).toList();
+    List<SourceRecord> records = dropped.stream().map(Map.Entry::getKey).toList();
+    settledAsDropped.addAll(records);
+    return records;
   }
 }
