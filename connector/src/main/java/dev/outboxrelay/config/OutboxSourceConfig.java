@@ -397,7 +397,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " parked instead of failing the task; the payload is counted as the connector's own"
           + " value.converter writes it where that is JsonConverter (bytes as base64, a string"
           + " with its escapes, with schemas in an envelope; one set only on the worker is not"
-          + " seen), and so is the key, by the connector's own key.converter. Keep it within the"
+          + " seen), and so are the key and the headers, by the connector's own key.converter and"
+          + " header.converter (JsonConverter with schemas wraps each header in some fifty bytes"
+          + " of envelope). Keep it within the"
           + " topic's max.message.bytes too.";
 
   /** The producer setting the record-size check follows, as a connector override. */
@@ -1226,6 +1228,11 @@ public class OutboxSourceConfig extends AbstractConfig {
   /** The connector's own key converter, as {@link #valueConverter()} reads the value's. */
   public ConverterKind keyConverter() {
     return converter(ConfigChecks.CONNECT_KEY_CONVERTER);
+  }
+
+  /** The connector's own header converter, likewise. */
+  public ConverterKind headerConverter() {
+    return converter(ConfigChecks.CONNECT_HEADER_CONVERTER);
   }
 
   private ConverterKind converter(String key) {

@@ -77,6 +77,7 @@ final class TaskSettingsFactory {
         config.inferredSchema().orElse(null),
         config.valueConverter(),
         config.keyConverter(),
+        config.headerConverter(),
         config.recordTimestamp());
   }
 }

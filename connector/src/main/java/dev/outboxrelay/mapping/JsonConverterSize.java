@@ -3,6 +3,7 @@ package dev.outboxrelay.mapping;
 import java.nio.charset.StandardCharsets;
 import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
@@ -81,18 +82,39 @@ final class JsonConverterSize {
     if (converter == ConverterKind.OTHER) {
       return 0;
     }
-    boolean enveloped = converter == ConverterKind.JSON_WITH_SCHEMAS;
-    Schema schema = record.keySchema();
-    if (schema == null && record.key() == null) {
+    if (record.keySchema() == null && record.key() == null) {
       return 0; // no key at all: JsonConverter writes none
     }
+    return textGrowth(converter, record.keySchema(), record.key());
+  }
+
+  /**
+   * The bytes {@code converter} writes for {@code record}'s headers beyond their values' text,
+   * which {@link RecordSize#upperBound} counts: each a string (or null) as {@link #keyGrowth}
+   * writes a key, the envelope with schemas some fifty bytes a header (a record of many headers
+   * near the limit failed the task, too large for the producer, instead of being parked).
+   */
+  static long headersGrowth(ConverterKind converter, SourceRecord record) {
+    if (converter == ConverterKind.OTHER) {
+      return 0;
+    }
+    long growth = 0;
+    for (Header header : record.headers()) {
+      growth += textGrowth(converter, header.schema(), header.value());
+    }
+    return growth;
+  }
+
+  /** A string (or null) of this schema as JsonConverter writes it, beyond its UTF-8 text. */
+  private static long textGrowth(ConverterKind converter, Schema schema, Object value) {
+    boolean enveloped = converter == ConverterKind.JSON_WITH_SCHEMAS;
     String type = schema == null ? "" : schema.type().getName();
     long envelope =
         enveloped ? ENVELOPE + type.length() + (schema != null && !schema.isOptional() ? 1 : 0) : 0;
-    if (record.key() == null) {
+    if (value == null) {
       return envelope + NULL; // written as null, not left out
     }
-    byte[] text = record.key().toString().getBytes(StandardCharsets.UTF_8);
+    byte[] text = value.toString().getBytes(StandardCharsets.UTF_8);
     return envelope + 2 + escapes(text, -1);
   }
 

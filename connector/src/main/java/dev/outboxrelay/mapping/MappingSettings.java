@@ -25,6 +25,7 @@ import java.util.regex.Pattern;
  *     null for a schemaless value
  * @param valueConverter the connector's value converter, as far as the record's size depends on it
  * @param keyConverter the connector's key converter, likewise
+ * @param headerConverter the connector's header converter, likewise
  * @param recordTimestamp what a record's (and a dead letter's) timestamp is
  */
 public record MappingSettings(
@@ -38,6 +39,7 @@ public record MappingSettings(
     InferredSchema inferredSchema,
     ConverterKind valueConverter,
     ConverterKind keyConverter,
+    ConverterKind headerConverter,
     RecordTimestamp recordTimestamp) {
 
   /** Kafka's default {@code max.request.size}. */
@@ -65,6 +67,7 @@ public record MappingSettings(
         null,
         ConverterKind.OTHER,
         ConverterKind.OTHER,
+        ConverterKind.OTHER,
         RecordTimestamp.CREATED_AT);
   }
 
@@ -74,6 +77,7 @@ public record MappingSettings(
     Objects.requireNonNull(payloadFormat, "payloadFormat");
     Objects.requireNonNull(valueConverter, "valueConverter");
     Objects.requireNonNull(keyConverter, "keyConverter");
+    Objects.requireNonNull(headerConverter, "headerConverter");
     Objects.requireNonNull(recordTimestamp, "recordTimestamp");
     if (payloadMaxBytes < 1) {
       throw new IllegalArgumentException("payload max bytes must be at least 1");
@@ -118,6 +122,11 @@ public record MappingSettings(
     return with(copy -> copy.keyConverter = keyConverter);
   }
 
+  /** These settings with the connector's header converter. */
+  public MappingSettings withHeaderConverter(ConverterKind headerConverter) {
+    return with(copy -> copy.headerConverter = headerConverter);
+  }
+
   /** These settings with what a record's timestamp is. */
   public MappingSettings withRecordTimestamp(RecordTimestamp recordTimestamp) {
     return with(copy -> copy.recordTimestamp = recordTimestamp);
@@ -142,6 +151,7 @@ public record MappingSettings(
     private InferredSchema inferredSchema;
     private ConverterKind valueConverter;
     private ConverterKind keyConverter;
+    private ConverterKind headerConverter;
     private RecordTimestamp recordTimestamp;
 
     Copy(MappingSettings settings) {
@@ -155,6 +165,7 @@ public record MappingSettings(
       inferredSchema = settings.inferredSchema;
       valueConverter = settings.valueConverter;
       keyConverter = settings.keyConverter;
+      headerConverter = settings.headerConverter;
       recordTimestamp = settings.recordTimestamp;
     }
 
@@ -170,6 +181,7 @@ public record MappingSettings(
           inferredSchema,
           valueConverter,
           keyConverter,
+          headerConverter,
           recordTimestamp);
     }
   }

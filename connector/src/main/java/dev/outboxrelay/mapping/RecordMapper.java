@@ -167,6 +167,7 @@ public final class RecordMapper {
     long size =
         RecordSize.upperBound(record, row.payload())
             + JsonConverterSize.keyGrowth(settings.keyConverter(), record)
+            + JsonConverterSize.headersGrowth(settings.headerConverter(), record)
             + filledBytes;
     size +=
         JsonConverterSize.growth(
@@ -319,7 +320,8 @@ public final class RecordMapper {
   private long deadLetterSize(SourceRecord record, byte[] payload) {
     long size =
         RecordSize.upperBound(record, payload)
-            + JsonConverterSize.keyGrowth(settings.keyConverter(), record);
+            + JsonConverterSize.keyGrowth(settings.keyConverter(), record)
+            + JsonConverterSize.headersGrowth(settings.headerConverter(), record);
     if (settings.valueConverter() != ConverterKind.OTHER) {
       return size
           + JsonConverterSize.growth(

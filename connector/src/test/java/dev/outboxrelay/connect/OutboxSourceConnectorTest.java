@@ -293,5 +293,19 @@ class OutboxSourceConnectorTest {
     var mapping = TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping();
     assertEquals(ConverterKind.JSON_WITH_SCHEMAS, mapping.keyConverter());
     assertEquals(ConverterKind.OTHER, mapping.valueConverter());
+    assertEquals(ConverterKind.OTHER, mapping.headerConverter());
+  }
+
+  /** And by its header converter, read from header.converter and its schemas.enable. */
+  @Test
+  void aTaskKnowsTheConnectorsHeaderConverter() {
+    Map<String, String> json = config(null);
+    json.put("header.converter", "org.apache.kafka.connect.json.JsonConverter");
+    json.put("header.converter.schemas.enable", "false");
+    OutboxSourceConnector connector = new OutboxSourceConnector();
+    connector.start(json);
+    var mapping = TaskConfig.parse(connector.taskConfigs(1).get(0)).mapping();
+    assertEquals(ConverterKind.JSON, mapping.headerConverter());
+    assertEquals(ConverterKind.OTHER, mapping.keyConverter());
   }
 }

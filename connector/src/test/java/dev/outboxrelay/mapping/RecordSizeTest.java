@@ -18,6 +18,7 @@ import org.apache.kafka.common.record.internal.AbstractRecords;
 import org.apache.kafka.common.record.internal.CompressionType;
 import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.header.ConnectHeaders;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -238,6 +239,80 @@ class RecordSizeTest {
         JsonConverterSize.keyGrowth(
             ConverterKind.OTHER,
             new SourceRecord(null, null, "t", null, Schema.STRING_SCHEMA, "k", null, null)));
+  }
+
+  /**
+   * Headers as a JsonConverter header converter writes them, exactly: each string in quotes with
+   * its escapes, with schemas in its envelope; a null one as null.
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void jsonConverterHeadersGrowthIsExact(boolean schemas) {
+    JsonConverter json = new JsonConverter();
+    json.configure(Map.of("schemas.enable", Boolean.toString(schemas), "converter.type", "header"));
+    ConverterKind converter = schemas ? ConverterKind.JSON_WITH_SCHEMAS : ConverterKind.JSON;
+    ConnectHeaders headers = new ConnectHeaders();
+    headers.addString("a", "order-1");
+    headers.addString("b", "\"q\\\n\u0000\u00e9\uD83D\uDE00");
+    headers.addString("c", null);
+    SourceRecord record =
+        new SourceRecord(null, null, "t", null, null, null, null, null, null, headers);
+    long written = 0;
+    long text = 0;
+    for (Header h : record.headers()) {
+      byte[] bytes = json.fromConnectHeader("t", h.key(), h.schema(), h.value());
+      written += bytes == null ? 0 : bytes.length;
+      text += h.value() == null ? 0 : h.value().toString().getBytes(StandardCharsets.UTF_8).length;
+    }
+    assertEquals(written, text + JsonConverterSize.headersGrowth(converter, record));
+    assertEquals(0, JsonConverterSize.headersGrowth(ConverterKind.OTHER, record));
+  }
+
+  /**
+   * A row of many headers that fits with them counted as text (Connect's SimpleHeaderConverter) is
+   * parked when the connector's header converter is JsonConverter with schemas, some fifty bytes
+   * more a header: the producer refused it and failed the task at every claim of the row.
+   */
+  @Test
+  void aHeaderConverterThatFramesHeadersIsCountedInTheEstimate() {
+    byte[] payload = new byte[100];
+    StringBuilder many = new StringBuilder("{");
+    for (int i = 0; i < 200; i++) {
+      many.append(i == 0 ? "" : ",").append("\"h").append(i).append("\":\"v\"");
+    }
+    ClaimedMessage row = row().payload(payload).headersJson(many.append("}").toString()).build();
+    SourceRecord record =
+        assertInstanceOf(
+                MappingResult.Mapped.class,
+                converterMapper(PayloadFormat.BYTES, ConverterKind.OTHER, 1 << 20, 1 << 22)
+                    .map(row))
+            .record();
+    int fits = (int) RecordSize.upperBound(record, payload);
+    MappingSettings settings =
+        new MappingSettings(
+                RoutingConvention.OUTBOX_RELAY.defaultTopicTemplate(),
+                RoutingConvention.OUTBOX_RELAY,
+                PayloadFormat.BYTES,
+                1 << 20,
+                null)
+            .withRecordMaxBytes(fits);
+
+    assertInstanceOf(MappingResult.Mapped.class, new RecordMapper(settings).map(row));
+    assertEquals(
+        UnpublishableReasons.RECORD_TOO_LARGE,
+        assertInstanceOf(
+                MappingResult.Unpublishable.class,
+                new RecordMapper(settings.withHeaderConverter(ConverterKind.JSON_WITH_SCHEMAS))
+                    .map(row))
+            .reasonCode());
+    long framed = fits + JsonConverterSize.headersGrowth(ConverterKind.JSON_WITH_SCHEMAS, record);
+    assertInstanceOf(
+        MappingResult.Mapped.class,
+        new RecordMapper(
+                settings
+                    .withRecordMaxBytes((int) framed)
+                    .withHeaderConverter(ConverterKind.JSON_WITH_SCHEMAS))
+            .map(row));
   }
 
   /**
