@@ -721,8 +721,9 @@ final class JsonSchemaInference {
         return node.longValue();
       case FLOAT64:
         require(node.isNumber());
-        // Exact: checked when the shape was taken (an integer widened only when exact).
-        return node.decimalValue().doubleValue();
+        // Exact: checked when the shape was taken (an integer widened only when exact). A double
+        // node is a negative zero, which a BigDecimal would make 0.0 (JsonValues).
+        return node.isDouble() ? node.doubleValue() : node.decimalValue().doubleValue();
       default:
         // Bytes only ever stand for nulls, which are never filled.
         throw new Uninferable();

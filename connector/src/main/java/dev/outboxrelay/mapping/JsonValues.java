@@ -2,6 +2,7 @@ package dev.outboxrelay.mapping;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonPointer;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
@@ -10,6 +11,9 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.DoubleNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.nio.charset.CharacterCodingException;
@@ -123,6 +127,73 @@ final class JsonValues {
     if (tree == null || tree.isMissingNode()) {
       throw new MalformedJson();
     }
+    return withNegativeZeros(text, tree);
+  }
+
+  /**
+   * {@code tree} with each negative zero of a decimal ({@code -0.0}, {@code -0e3}) as the double
+   * -0.0: read as a BigDecimal, which has no negative zero, it was published as 0.0, a value of
+   * another sign (JsonConverter writes -0.0, and Avro and Protobuf doubles carry it). An integer -0
+   * stays 0: no integer type has a negative zero. Only a text holding "-0." or "-0e" is read again
+   * (not one of dates, "2026-07-01").
+   */
+  private static JsonNode withNegativeZeros(String text, JsonNode tree) throws MalformedJson {
+    if (!mayHoldNegativeZero(text)) {
+      return tree;
+    }
+    JsonNode patched = tree;
+    try (JsonParser parser = TEXT_NUMBER_FACTORY.createParser(text)) {
+      for (JsonToken token = parser.nextToken(); token != null; token = parser.nextToken()) {
+        if (token == JsonToken.VALUE_NUMBER_FLOAT && isNegativeZero(parser.getText())) {
+          patched = replaced(patched, parser.getParsingContext().pathAsPointer());
+        }
+      }
+    } catch (IOException e) {
+      throw new MalformedJson(); // read once already: not expected
+    }
+    return patched;
+  }
+
+  private static boolean mayHoldNegativeZero(String text) {
+    for (int at = text.indexOf("-0"); at >= 0; at = text.indexOf("-0", at + 2)) {
+      char next = at + 2 < text.length() ? text.charAt(at + 2) : ' ';
+      if (next == '.' || next == 'e' || next == 'E') {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** A decimal literal whose digits before any exponent are all zeros, with a minus sign. */
+  private static boolean isNegativeZero(String literal) {
+    if (!literal.startsWith("-")) {
+      return false;
+    }
+    for (int i = 1; i < literal.length(); i++) {
+      char c = literal.charAt(i);
+      if (c == 'e' || c == 'E') {
+        return true;
+      }
+      if (c != '0' && c != '.') {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** {@code tree} with the value at {@code at} replaced by -0.0 (the tree itself at the root). */
+  private static JsonNode replaced(JsonNode tree, JsonPointer at) {
+    DoubleNode negativeZero = DoubleNode.valueOf(-0.0);
+    if (at.matches()) {
+      return negativeZero;
+    }
+    JsonNode parent = tree.at(at.head());
+    JsonPointer last = at.last();
+    if (parent instanceof ObjectNode object) {
+      object.set(last.getMatchingProperty(), negativeZero);
+    } else if (parent instanceof ArrayNode array) {
+      array.set(last.getMatchingIndex(), negativeZero);
+    }
     return tree;
   }
 
@@ -204,6 +275,9 @@ final class JsonValues {
 
   /** A non-integral number as the double that names exactly its value. */
   static double exactDouble(JsonNode node) throws UnrepresentableNumber {
+    if (node.isDouble()) {
+      return node.doubleValue(); // a negative zero, the only double parsing leaves (-0.0)
+    }
     // Floats are parsed as BigDecimal, so the literal's exact value is known. JsonConverter writes
     // a Double with Double.toString; it must name the same number the payload did.
     BigDecimal exact = node.decimalValue();

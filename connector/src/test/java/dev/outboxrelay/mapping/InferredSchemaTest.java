@@ -165,6 +165,16 @@ class InferredSchemaTest {
         value.schema().field("lines").schema().valueSchema().field("price").schema().type());
   }
 
+  /** A decimal negative zero keeps its sign in a struct too, beside integers widened or not. */
+  @Test
+  void aNegativeZeroKeepsItsSignInAStruct() {
+    Struct value = inferred("{\"v\":-0.0,\"m\":[1,-0.0]}");
+    assertEquals(
+        Double.doubleToRawLongBits(-0.0), Double.doubleToRawLongBits(value.getFloat64("v")));
+    List<Double> m = value.getArray("m");
+    assertEquals(Double.doubleToRawLongBits(-0.0), Double.doubleToRawLongBits(m.get(1)));
+  }
+
   /** Merged, the null element beside it must stay possible, at any depth. */
   @ParameterizedTest
   @ValueSource(

@@ -103,6 +103,39 @@ class JsonPayloadRoundTripTest {
     assertSameJsonAfterConverter(payload);
   }
 
+  /**
+   * A decimal negative zero keeps its sign (read as a BigDecimal it was published as 0.0); an
+   * integer -0 is 0, as no integer type has a negative zero.
+   */
+  @Test
+  void aNegativeZeroKeepsItsSign() throws IOException {
+    ObjectMapper doubles = new ObjectMapper();
+    String payload =
+        "{\"v\":-0.0,\"e\":-0e3,\"a\":[1.5,-0.000,{\"x/~y\":-0E-2}],\"z\":0.0,\"i\":-0,"
+            + "\"n\":-0.5,\"k\":\"-0.0\"}";
+    SourceRecord record = map(payload);
+    JsonNode written =
+        doubles.readTree(
+            converter.fromConnectData(record.topic(), record.valueSchema(), record.value()));
+    for (String at : List.of("/v", "/e", "/a/1", "/a/2/x~1~0y")) {
+      assertEquals(
+          Double.doubleToRawLongBits(-0.0),
+          Double.doubleToRawLongBits(written.at(at).doubleValue()),
+          () -> at + " in " + written);
+    }
+    assertEquals(
+        Double.doubleToRawLongBits(0.0),
+        Double.doubleToRawLongBits(written.at("/z").doubleValue()));
+    assertEquals(0L, written.at("/i").longValue());
+    assertTrue(written.at("/i").isIntegralNumber());
+    assertEquals(-0.5, written.at("/n").doubleValue());
+    assertEquals("-0.0", written.at("/k").textValue());
+
+    SourceRecord root = map("-0.0");
+    assertEquals(
+        Double.doubleToRawLongBits(-0.0), Double.doubleToRawLongBits((Double) root.value()));
+  }
+
   @Test
   void valueIsSchemalessWithMapsListsLongsAndDoublesInMemberOrder() {
     SourceRecord record = map("{\"z\":1,\"a\":[2.5,\"s\",null],\"m\":{\"k\":false}}");
