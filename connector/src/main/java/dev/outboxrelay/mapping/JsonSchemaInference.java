@@ -121,6 +121,9 @@ final class JsonSchemaInference {
       if (settings.avroConverter()) { // scrubbing names or not
         requireOneStructPerName(schema, new HashMap<>(), scrubsNames());
       }
+      if (settings.protobufConverter()) {
+        requireProtobufTypesApart(schema, protobufName(lastNamePart(schema.name())));
+      }
       Struct value = new Struct(schema);
       fillStruct(value, tree, growth);
       return new Inferred(schema, value, growth.filledBytes);
@@ -536,28 +539,29 @@ final class JsonSchemaInference {
         builder.field(member.getKey(), memberSchema);
       }
     }
-    if (settings.protobufConverter()) {
-      requireProtobufTypesApart(builder.fields());
-    }
     return builder.build();
   }
 
   /**
    * Confluent's Protobuf converter defines the message type of each struct member (or array of
    * structs) inside its parent's message, named as the struct's last name part, with "Message"
-   * added where that is the member's own name: {@code {"error":{"code":1},"errorMessage":"x"}}
-   * defines a type "errorMessage" beside a field of that name, and {@code
-   * {"a.item":{},"b.item":{}}} (names scrubbed) two types "item". The descriptor is then refused
-   * ("already defined"), failing the task at every claim of the row (ProtobufData,
-   * dataTypeFromConnectSchema, read in schema-registry's source).
+   * added where that is the member's own name (ProtobufData.dataTypeFromConnectSchema, read in
+   * schema-registry's source). A type named as another member of that message ({@code
+   * {"error":{"code":1},"errorMessage":"x"}}: the descriptor refused, "already defined"), as
+   * another such type there ({@code {"a.item":{},"b.item":{}}}, names scrubbed: refused, or in
+   * later versions one definition for both, and a value of the other shape fails, "Cannot find
+   * field"), or as the message itself ({@code {"data":{"data":{"id":1}}}}: taken for a reference to
+   * it in later versions, the same failure) fails the task at every claim of the row. Refused here
+   * in every such case, the safe side where a version would have written it. {@code messageName}:
+   * the message {@code struct} becomes.
    */
-  private void requireProtobufTypesApart(List<Field> fields) {
+  private void requireProtobufTypesApart(Schema struct, String messageName) {
     Set<String> names = new HashSet<>();
-    for (Field field : fields) {
+    for (Field field : struct.fields()) {
       names.add(protobufName(field.name()));
     }
     Set<String> types = new HashSet<>();
-    for (Field field : fields) {
+    for (Field field : struct.fields()) {
       Schema schema =
           field.schema().type() == Schema.Type.ARRAY
               ? field.schema().valueSchema()
@@ -565,14 +569,19 @@ final class JsonSchemaInference {
       if (schema == null || schema.type() != Schema.Type.STRUCT || schema.name() == null) {
         continue;
       }
-      String type = protobufName(schema.name().substring(schema.name().lastIndexOf('.') + 1));
+      String type = protobufName(lastNamePart(schema.name()));
       if (type.equals(protobufName(field.name()))) {
         type += "Message";
       }
-      if (names.contains(type) || !types.add(type)) {
-        throw new DataException("a message type named as a field or as another type");
+      if (type.equals(messageName) || names.contains(type) || !types.add(type)) {
+        throw new DataException("a message type named as a field, another type or its message");
       }
+      requireProtobufTypesApart(schema, type);
     }
+  }
+
+  private static String lastNamePart(String name) {
+    return name == null ? "" : name.substring(name.lastIndexOf('.') + 1);
   }
 
   /** A name as the Protobuf converter writes it: scrubbed where it scrubs (coarser here). */

@@ -154,11 +154,23 @@ final class JsonValues {
     return patched;
   }
 
-  private static boolean mayHoldNegativeZero(String text) {
+  /** "-0" then '.', 'e' or 'E', not a fraction with a digit other than 0 ("-0.25"). */
+  static boolean mayHoldNegativeZero(String text) {
+    int n = text.length();
     for (int at = text.indexOf("-0"); at >= 0; at = text.indexOf("-0", at + 2)) {
-      char next = at + 2 < text.length() ? text.charAt(at + 2) : ' ';
-      if (next == '.' || next == 'e' || next == 'E') {
+      int i = at + 2;
+      char next = i < n ? text.charAt(i) : ' ';
+      if (next == 'e' || next == 'E') {
         return true;
+      }
+      if (next == '.') {
+        i++;
+        while (i < n && text.charAt(i) == '0') {
+          i++;
+        }
+        if (i >= n || text.charAt(i) < '1' || text.charAt(i) > '9') {
+          return true;
+        }
       }
     }
     return false;

@@ -548,7 +548,9 @@ class InferredSchemaTest {
         List.of(
             "{\"error\":{\"code\":1},\"errorMessage\":\"timeout\"}",
             "{\"items\":[{\"a\":1}],\"itemsMessage\":1}",
-            "{\"o\":{\"items\":[{\"a\":1}],\"itemsMessage\":{\"b\":2}}}")) {
+            "{\"o\":{\"items\":[{\"a\":1}],\"itemsMessage\":{\"b\":2}}}",
+            "{\"data\":{\"data\":{\"id\":1}}}",
+            "{\"items\":[{\"items\":[{\"a\":1}]}]}")) {
       assertEquals(
           UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
           assertInstanceOf(
@@ -564,7 +566,8 @@ class InferredSchemaTest {
         List.of(
             "{\"error\":{\"code\":1},\"message\":\"timeout\"}",
             "{\"a\":{\"item\":{\"id\":1}},\"b\":{\"item\":{\"sku\":\"s\"}}}",
-            "{\"items\":[{\"a\":1}],\"other\":[{\"b\":1}]}")) {
+            "{\"items\":[{\"a\":1}],\"other\":[{\"b\":1}]}",
+            "{\"data\":{\"inner\":{\"data\":{\"id\":1}}}}")) {
       assertInstanceOf(Mapped.class, protobuf.map(row().payload(taken).build()), taken);
     }
   }

@@ -3,6 +3,7 @@ package dev.outboxrelay.mapping;
 import static dev.outboxrelay.mapping.TestRows.row;
 import static dev.outboxrelay.mapping.TestRows.utf8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -130,6 +131,14 @@ class JsonPayloadRoundTripTest {
     assertTrue(written.at("/i").isIntegralNumber());
     assertEquals(-0.5, written.at("/n").doubleValue());
     assertEquals("-0.0", written.at("/k").textValue());
+
+    // A second read only where a negative zero may be: not for negative fractions, nor dates.
+    for (String none : List.of("[-0.5]", "[-0.0025]", "{\"d\":\"2026-07-01\"}", "[-1.0]")) {
+      assertFalse(JsonValues.mayHoldNegativeZero(none), none);
+    }
+    for (String some : List.of("[-0.00]", "-0e3", "[-0.0E1]", "-0.")) {
+      assertTrue(JsonValues.mayHoldNegativeZero(some), some);
+    }
 
     SourceRecord root = map("-0.0");
     assertEquals(
