@@ -15,8 +15,10 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every reason code a log line of the connector names ({@code reason=CODE}) is in the README's
- * table of reason codes (a row's first cell), where operators look a log line up.
+ * Every reason code a log line of the connector names ({@code reason=CODE}, or a constant of the
+ * classes that hold reason codes, logged as {@code reason={}}) is in the README's table of reason
+ * codes (a row's first cell), where operators look a log line up; and every code the table lists is
+ * still named by the connector's or the CLI's code.
  */
 class ReasonCodesDocumentedTest {
   /** Surefire runs in the connector module. */
@@ -28,14 +30,34 @@ class ReasonCodesDocumentedTest {
 
   private static final Pattern CODE = Pattern.compile("`([A-Z][A-Z0-9_]+)`");
 
+  /** The classes whose string constants are reason codes, logged through {@code reason={}}. */
+  private static final Set<Path> CODE_CLASSES =
+      Set.of(
+          SOURCES.resolve("dev/outboxrelay/store/ReasonCodes.java"),
+          SOURCES.resolve("dev/outboxrelay/mapping/UnpublishableReasons.java"));
+
+  private static final Pattern CONSTANT =
+      Pattern.compile("static final String \\w+\\s*=\\s*\"([A-Z][A-Z0-9_]+)\"");
+
+  /** Where a code the table lists must still be named. */
+  private static final Set<Path> EMITTERS =
+      Set.of(SOURCES, Path.of("../cli/src/main/java"), Path.of("../writer/src/main/java"));
+
   @Test
   void everyLoggedReasonCodeIsInTheReadme() throws IOException {
     Set<String> logged = new TreeSet<>();
     try (Stream<Path> files = Files.walk(SOURCES)) {
       for (Path file : files.filter(f -> f.toString().endsWith(".java")).toList()) {
-        Matcher m = LOGGED.matcher(Files.readString(file, StandardCharsets.UTF_8));
+        String text = Files.readString(file, StandardCharsets.UTF_8);
+        Matcher m = LOGGED.matcher(text);
         while (m.find()) {
           logged.add(m.group(1));
+        }
+        if (CODE_CLASSES.contains(file)) {
+          Matcher c = CONSTANT.matcher(text);
+          while (c.find()) {
+            logged.add(c.group(1));
+          }
         }
       }
     }
@@ -56,6 +78,18 @@ class ReasonCodesDocumentedTest {
     missing.removeAll(rowCodes);
 
     assertTrue(logged.size() > 30, "the scan found the codes: " + logged);
+    assertTrue(logged.contains("PAYLOAD_TOO_LARGE"), "the constants too: " + logged);
     assertEquals(Set.of(), missing, "reason codes logged but not in README.md's table");
+
+    Set<String> stale = new TreeSet<>(rowCodes);
+    for (Path root : EMITTERS) {
+      try (Stream<Path> files = Files.walk(root)) {
+        for (Path file : files.filter(f -> f.toString().endsWith(".java")).toList()) {
+          String text = Files.readString(file, StandardCharsets.UTF_8);
+          stale.removeIf(code -> text.contains(code));
+        }
+      }
+    }
+    assertEquals(Set.of(), stale, "README.md's table lists codes nothing names any more");
   }
 }
