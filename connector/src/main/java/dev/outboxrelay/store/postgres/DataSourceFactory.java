@@ -2,6 +2,7 @@ package dev.outboxrelay.store.postgres;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.SQLExceptionOverride;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -125,8 +126,26 @@ public final class DataSourceFactory {
     hikari.setAutoCommit(true);
     // Also the level HikariCP restores on a connection whose isolation a user changed.
     hikari.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
+    hikari.setExceptionOverride(new EvictReadOnly());
     return new HikariDataSource(hikari);
   }
+
+  /**
+   * A connection whose server refused a write as read-only (SQLState 25006: a primary demoted in a
+   * failover, or a standby a DNS name still pointed at when the connection opened) leaves the pool.
+   * HikariCP evicts on connection errors only, and kept it until its 30-minute lifetime ran out,
+   * every claim and publish on it failing while the new primary took writes.
+   */
+  private static final class EvictReadOnly implements SQLExceptionOverride {
+    @java.lang.Override
+    public SQLExceptionOverride.Override adjudicate(SQLException e) {
+      return READ_ONLY_TRANSACTION.equals(e.getSQLState())
+          ? SQLExceptionOverride.Override.MUST_EVICT
+          : SQLExceptionOverride.Override.CONTINUE_EVICT;
+    }
+  }
+
+  private static final String READ_ONLY_TRANSACTION = "25006";
 
   /**
    * Credentials and what every connection of the connector sets (and {@link DriverDataSource}

@@ -97,6 +97,37 @@ class DataSourceFactoryTest {
   }
 
   /**
+   * A connection whose server refused a write as read-only (a primary demoted in a failover, or a
+   * standby a DNS name still pointed at) is not lent again: HikariCP evicts on connection errors
+   * only, and kept it up to its 30-minute lifetime, every write on it failing with 25006.
+   */
+  @Test
+  void aConnectionThatFoundTheServerReadOnlyLeavesThePool() throws SQLException {
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres"),
+            Map.of("connection.user", Postgres.user(), "connection.pool.size", "2"));
+    try (HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "ro")) {
+      // Both of the pool's connections, held at once, find the server read-only.
+      try (Connection first = pool.getConnection();
+          Connection second = pool.getConnection()) {
+        for (Connection c : List.of(first, second)) {
+          try (Statement s = c.createStatement()) {
+            s.execute("SET SESSION default_transaction_read_only = on"); // as a standby's session
+            SQLException refused =
+                assertThrows(
+                    SQLException.class, () -> s.execute("CREATE TEMPORARY TABLE ro (x int)"));
+            assertEquals("25006", refused.getSQLState());
+          }
+        }
+      }
+      try (Connection c = pool.getConnection()) {
+        assertEquals("off", query(c, "SHOW default_transaction_read_only"), "a new connection");
+      }
+    }
+  }
+
+  /**
    * The relay's statements are written for READ COMMITTED; a database that defaults to SERIALIZABLE
    * (some shops set it) would fail every claim that meets another task's row. Also when the default
    * changes while the pool runs: HikariCP applies its own isolation setting only where the first
