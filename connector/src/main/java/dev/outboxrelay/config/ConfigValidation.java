@@ -158,6 +158,38 @@ public final class ConfigValidation {
 
   private ConfigValidation() {}
 
+  /**
+   * Exactly once, a connector whose name its tasks' lease owners cannot tell from another's (cut at
+   * {@link ConnectorNames#KEPT_IN_LEASE_OWNERS} characters, or holding {@code /task-}) takes that
+   * connector's live leases for its own earlier instances' and releases them at each start: their
+   * rows are sent twice. An error on {@code name} when the configuration is submitted; a connector
+   * already running is only warned about at its start (CONNECTOR_NAME_AMBIGUOUS_IN_LEASES), as at
+   * least once, where only the foreign-lease figures go wrong.
+   */
+  private static void ambiguousNameUnderExactlyOnce(
+      Map<String, ConfigValue> values,
+      Map<String, String> props,
+      Map<String, ConfigValue> connectKeys) {
+    String name = props.get("name");
+    if (name == null
+        || !ConfigChecks.exactlyOnce(key -> validValue(values, key))
+        || !ConnectorNames.ambiguousInLeaseOwners(name)) {
+      return;
+    }
+    connectKeys
+        .computeIfAbsent("name", key -> undefinedKey(key, name))
+        .addErrorMessage(
+            "name "
+                + (name.length() > ConnectorNames.KEPT_IN_LEASE_OWNERS
+                    ? "is longer than " + ConnectorNames.KEPT_IN_LEASE_OWNERS + " characters"
+                    : "holds '" + ConnectorNames.TASK_PART + "'")
+                + ": exactly once, its tasks' lease owners could not be told from another"
+                + " connector's, whose live leases each start would release (its rows sent"
+                + " twice); give it a shorter name without '"
+                + ConnectorNames.TASK_PART
+                + "'");
+  }
+
   public static Config validate(Map<String, String> props) {
     ConfigDef definition = OutboxSourceConfig.configDef();
     Map<String, ConfigValue> values = definition.validateAll(props);
@@ -172,6 +204,7 @@ public final class ConfigValidation {
       }
       value.addErrorMessage(problem.message());
     }
+    ambiguousNameUnderExactlyOnce(values, props, connectKeys);
     if (allValid(
         values,
         CONNECTION_URL_CONFIG,

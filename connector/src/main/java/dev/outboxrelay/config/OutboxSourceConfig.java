@@ -73,8 +73,9 @@ public class OutboxSourceConfig extends AbstractConfig {
       "Password of connection.user. Give it through a config provider set up on the worker,"
           + " such as ${file:/opt/kafka/secrets/outbox.properties:password} or ${env:OUTBOX_DB_PASSWORD}:"
           + " Connect keeps connector configs as written, in its config topic and in the answer to"
-          + " GET /connectors/<name>/config, so a literal password is stored and shown there in"
-          + " clear; only validation responses mask it.";
+          + " GET /connectors/<name>/config, and each task's config, in GET"
+          + " /connectors/<name>/tasks, so a literal password is stored and shown there in"
+          + " clear (a reference stays a reference in both); only validation responses mask it.";
 
   public static final String CONNECTION_POOL_SIZE_CONFIG = "connection.pool.size";
   public static final int CONNECTION_POOL_SIZE_DEFAULT = 4;

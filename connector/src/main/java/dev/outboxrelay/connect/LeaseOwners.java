@@ -1,5 +1,6 @@
 package dev.outboxrelay.connect;
 
+import dev.outboxrelay.config.ConnectorNames;
 import java.security.SecureRandom;
 
 /**
@@ -9,10 +10,10 @@ import java.security.SecureRandom;
 final class LeaseOwners {
   private LeaseOwners() {}
 
-  private static final String TASK = "/task-";
+  private static final String TASK = ConnectorNames.TASK_PART;
 
   /** How much of the connector's name an owner keeps. */
-  static final int NAME_KEPT = 100;
+  static final int NAME_KEPT = ConnectorNames.KEPT_IN_LEASE_OWNERS;
 
   private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -35,7 +36,7 @@ final class LeaseOwners {
    * its name is cut ({@link #NAME_KEPT}), or holds {@code /task-}.
    */
   static boolean nameIsAmbiguous(String connector) {
-    return connector.length() > NAME_KEPT || connector.contains(TASK);
+    return ConnectorNames.ambiguousInLeaseOwners(connector);
   }
 
   /**
