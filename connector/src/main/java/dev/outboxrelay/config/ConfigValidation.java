@@ -159,21 +159,17 @@ public final class ConfigValidation {
   private ConfigValidation() {}
 
   /**
-   * Exactly once, a connector whose name its tasks' lease owners cannot tell from another's (cut at
-   * {@link ConnectorNames#KEPT_IN_LEASE_OWNERS} characters, or holding {@code /task-}) takes that
-   * connector's live leases for its own earlier instances' and releases them at each start: their
-   * rows are sent twice. An error on {@code name} when the configuration is submitted; a connector
-   * already running is only warned about at its start (CONNECTOR_NAME_AMBIGUOUS_IN_LEASES), as at
-   * least once, where only the foreign-lease figures go wrong.
+   * A connector whose name its tasks' lease owners cannot tell from another's (cut at {@link
+   * ConnectorNames#KEPT_IN_LEASE_OWNERS} characters, or holding {@code /task-}): an exactly-once
+   * connector of either name takes the other's live leases for its own earlier instances' and
+   * releases them at each start, their rows sent twice, and the foreign-lease figures stay at 0. An
+   * error on {@code name} when the configuration is submitted; a connector already running is only
+   * warned about at its start (CONNECTOR_NAME_AMBIGUOUS_IN_LEASES).
    */
-  private static void ambiguousNameUnderExactlyOnce(
-      Map<String, ConfigValue> values,
-      Map<String, String> props,
-      Map<String, ConfigValue> connectKeys) {
+  private static void ambiguousName(
+      Map<String, String> props, Map<String, ConfigValue> connectKeys) {
     String name = props.get("name");
-    if (name == null
-        || !ConfigChecks.exactlyOnce(key -> validValue(values, key))
-        || !ConnectorNames.ambiguousInLeaseOwners(name)) {
+    if (name == null || !ConnectorNames.ambiguousInLeaseOwners(name)) {
       return;
     }
     connectKeys
@@ -183,9 +179,9 @@ public final class ConfigValidation {
                 + (name.length() > ConnectorNames.KEPT_IN_LEASE_OWNERS
                     ? "is longer than " + ConnectorNames.KEPT_IN_LEASE_OWNERS + " characters"
                     : "holds '" + ConnectorNames.TASK_PART + "'")
-                + ": exactly once, its tasks' lease owners could not be told from another"
-                + " connector's, whose live leases each start would release (its rows sent"
-                + " twice); give it a shorter name without '"
+                + ": its tasks' lease owners could not be told from another connector's, and an"
+                + " exactly-once one would release the other's live leases at each start (their"
+                + " rows sent twice); give it a shorter name without '"
                 + ConnectorNames.TASK_PART
                 + "'");
   }
@@ -204,7 +200,7 @@ public final class ConfigValidation {
       }
       value.addErrorMessage(problem.message());
     }
-    ambiguousNameUnderExactlyOnce(values, props, connectKeys);
+    ambiguousName(props, connectKeys);
     if (allValid(
         values,
         CONNECTION_URL_CONFIG,
