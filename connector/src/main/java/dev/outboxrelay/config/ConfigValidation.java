@@ -583,6 +583,21 @@ public final class ConfigValidation {
                 + ", preferably through a config provider");
         return;
       }
+      if (SqlStates.PROTOCOL_VIOLATION.equals(failure.sqlState())) {
+        error(
+            CONNECTION_URL_CONFIG,
+            "the server at "
+                + CONNECTION_URL_CONFIG
+                + " refused the login"
+                + state
+                + ", as a connection pooler such as PgBouncer refuses one itself: check "
+                + CONNECTION_USER_CONFIG
+                + " and "
+                + CONNECTION_PASSWORD_CONFIG
+                + " against the pooler's authentication, the database's name, and its client"
+                + " limit (max_client_conn)");
+        return;
+      }
       if ("28000".equals(failure.sqlState())) {
         error(
             CONNECTION_USER_CONFIG,

@@ -11,6 +11,7 @@ import dev.outboxrelay.store.postgres.OutboxTable;
 import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
+import dev.outboxrelay.testing.RefusingPooler;
 import dev.outboxrelay.testing.SilentProxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -408,6 +409,23 @@ class ConfigValidationTest {
     fine.put("delivery.guarantee", "exactly-once");
     fine.put("exactly.once.support", "required");
     assertEquals(null, errors(fine).get("name"));
+  }
+
+  /**
+   * A login a connection pooler refuses itself (PgBouncer, a password its auth file does not take)
+   * comes back as SQLState 08P01: named as such on the URL, not as a server that is away.
+   */
+  @Test
+  void aLoginAPoolerRefusesIsAnErrorNamingThePooler() {
+    try (RefusingPooler pooler = RefusingPooler.start()) {
+      Map<String, String> props = props(pooler.jdbcUrl("app"));
+      assertEquals(
+          "the server at connection.url refused the login (SQLState 08P01), as a connection"
+              + " pooler such as PgBouncer refuses one itself: check connection.user and"
+              + " connection.password against the pooler's authentication, the database's name,"
+              + " and its client limit (max_client_conn)",
+          only(errors(props), "connection.url"));
+    }
   }
 
   /** Without the check this role passed validation and failed its first claim. */

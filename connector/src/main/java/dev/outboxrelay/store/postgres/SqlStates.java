@@ -21,6 +21,14 @@ public final class SqlStates {
    */
   public static final String OBJECT_NOT_IN_PREREQUISITE_STATE = "55000";
 
+  /**
+   * protocol_violation: what a connection pooler (PgBouncer) answers a login it refuses itself (a
+   * wrong password in its own auth file or query, an unknown database, max_client_conn reached) and
+   * some of its own timeouts (query_wait_timeout): retried as the others of class 08, under a
+   * reason of its own, so that a password a pooler refuses is not read as an outage.
+   */
+  public static final String PROTOCOL_VIOLATION = "08P01";
+
   private SqlStates() {}
 
   /** A sanitized exception for {@code operation}; the driver's message and cause are dropped. */
@@ -86,7 +94,9 @@ public final class SqlStates {
   private static String reasonCode(Kind kind, String state) {
     return switch (kind) {
       case TRANSIENT ->
-          LOCK_NOT_AVAILABLE.equals(state) ? "DB_LOCK_NOT_AVAILABLE" : "DB_UNAVAILABLE";
+          LOCK_NOT_AVAILABLE.equals(state)
+              ? "DB_LOCK_NOT_AVAILABLE"
+              : PROTOCOL_VIOLATION.equals(state) ? "DB_POOLER_REFUSED" : "DB_UNAVAILABLE";
       case AUTHENTICATION -> "DB_AUTHENTICATION_FAILED";
       case PERMISSION -> "DB_PERMISSION_DENIED";
       case SCHEMA -> "3D000".equals(state) ? "DB_DATABASE_MISSING" : "DB_SCHEMA_MISSING";

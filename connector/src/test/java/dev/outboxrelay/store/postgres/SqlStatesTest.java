@@ -40,6 +40,17 @@ class SqlStatesTest {
     assertEquals("DB_UNAVAILABLE", classify("08006").reasonCode());
   }
 
+  /**
+   * PgBouncer answers a login it refuses itself (a wrong password in its auth file) with 08P01:
+   * retried, under a reason that says a pooler refused, not that the database is away.
+   */
+  @Test
+  void aPoolersRefusalIsRetriedUnderAReasonOfItsOwn() {
+    OutboxStoreException e = classify("08P01");
+    assertTrue(e.isRetriable());
+    assertEquals("DB_POOLER_REFUSED", e.reasonCode());
+  }
+
   /** HikariCP's "Interrupted during connection acquisition": retried, not a task failure. */
   @Test
   void aWaitForAConnectionEndedByAnInterruptIsRetried() {

@@ -1,0 +1,84 @@
+package dev.outboxrelay.testing;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * A server on 127.0.0.1 that answers every login as PgBouncer answers one it refuses itself (a
+ * password its auth file does not take): an ErrorResponse of SQLState 08P01, then the connection
+ * closed. It declines SSL, reads the startup message and says nothing else.
+ */
+public final class RefusingPooler implements AutoCloseable {
+  private static final int SSL_REQUEST = 80877103;
+  private static final int GSS_REQUEST = 80877104;
+
+  private final ServerSocket listener;
+
+  private RefusingPooler() throws IOException {
+    listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+    Thread acceptor = new Thread(this::accept, "refusing-pooler");
+    acceptor.setDaemon(true);
+    acceptor.start();
+  }
+
+  public static RefusingPooler start() {
+    try {
+      return new RefusingPooler();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** A JDBC URL of {@code database} through this pooler. */
+  public String jdbcUrl(String database) {
+    return "jdbc:postgresql://127.0.0.1:" + listener.getLocalPort() + "/" + database;
+  }
+
+  private void accept() {
+    while (!listener.isClosed()) {
+      try (Socket client = listener.accept()) {
+        refuse(client);
+      } catch (IOException e) {
+        // closed, or a client that went away: the next one
+      }
+    }
+  }
+
+  private static void refuse(Socket client) throws IOException {
+    DataInputStream in = new DataInputStream(client.getInputStream());
+    DataOutputStream out = new DataOutputStream(client.getOutputStream());
+    while (true) {
+      int length = in.readInt();
+      int code = in.readInt();
+      in.skipNBytes(length - 8);
+      if (code == SSL_REQUEST || code == GSS_REQUEST) {
+        out.writeByte('N'); // no encryption: the startup message follows
+        out.flush();
+        continue;
+      }
+      break; // the startup message
+    }
+    byte[] fields =
+        ("SFATAL\0VFATAL\0C08P01\0Mpassword authentication failed\0\0")
+            .getBytes(StandardCharsets.US_ASCII);
+    out.writeByte('E');
+    out.writeInt(4 + fields.length);
+    out.write(fields);
+    out.flush();
+  }
+
+  @Override
+  public void close() {
+    try {
+      listener.close();
+    } catch (IOException e) {
+      // closing
+    }
+  }
+}
