@@ -163,8 +163,10 @@ public final class ConfigValidation {
    * ConnectorNames#KEPT_IN_LEASE_OWNERS} characters, or holding {@code /task-}): an exactly-once
    * connector of either name takes the other's live leases for its own earlier instances' and
    * releases them at each start, their rows sent twice, and the foreign-lease figures stay at 0. An
-   * error on {@code name} when the configuration is submitted; a connector already running is only
-   * warned about at its start (CONNECTOR_NAME_AMBIGUOUS_IN_LEASES).
+   * error on {@code name} whenever a configuration is submitted, an update of a running connector's
+   * too (and a standalone worker's properties at its start): such a connector is recreated under
+   * another name. One that is not updated is only warned about at its start
+   * (CONNECTOR_NAME_AMBIGUOUS_IN_LEASES).
    */
   private static void ambiguousName(
       Map<String, String> props, Map<String, ConfigValue> connectKeys) {
@@ -588,14 +590,17 @@ public final class ConfigValidation {
             CONNECTION_URL_CONFIG,
             "the server at "
                 + CONNECTION_URL_CONFIG
-                + " refused the login"
+                + " refused the connection"
                 + state
-                + ", as a connection pooler such as PgBouncer refuses one itself: check "
+                + ", as a connection pooler such as PgBouncer refuses one itself (its log says"
+                + " why: "
                 + CONNECTION_USER_CONFIG
-                + " and "
+                + " or "
                 + CONNECTION_PASSWORD_CONFIG
-                + " against the pooler's authentication, the database's name, and its client"
-                + " limit (max_client_conn)");
+                + " its authentication does not take, an unknown database, max_client_conn, a"
+                + " startup parameter it does not accept such as extra_float_digits, which"
+                + " ignore_startup_parameters lets through, or the database behind it"
+                + " unreachable), or it is no PostgreSQL server");
         return;
       }
       if ("28000".equals(failure.sqlState())) {

@@ -420,10 +420,12 @@ class ConfigValidationTest {
     try (RefusingPooler pooler = RefusingPooler.start()) {
       Map<String, String> props = props(pooler.jdbcUrl("app"));
       assertEquals(
-          "the server at connection.url refused the login (SQLState 08P01), as a connection"
-              + " pooler such as PgBouncer refuses one itself: check connection.user and"
-              + " connection.password against the pooler's authentication, the database's name,"
-              + " and its client limit (max_client_conn)",
+          "the server at connection.url refused the connection (SQLState 08P01), as a connection"
+              + " pooler such as PgBouncer refuses one itself (its log says why: connection.user"
+              + " or connection.password its authentication does not take, an unknown database,"
+              + " max_client_conn, a startup parameter it does not accept such as"
+              + " extra_float_digits, which ignore_startup_parameters lets through, or the"
+              + " database behind it unreachable), or it is no PostgreSQL server",
           only(errors(props), "connection.url"));
     }
   }

@@ -37,15 +37,22 @@ public final class RefusingPooler implements AutoCloseable {
 
   /** A JDBC URL of {@code database} through this pooler. */
   public String jdbcUrl(String database) {
-    return "jdbc:postgresql://127.0.0.1:" + listener.getLocalPort() + "/" + database;
+    String host = listener.getInetAddress().getHostAddress();
+    return "jdbc:postgresql://"
+        + (host.contains(":") ? "[" + host + "]" : host)
+        + ":"
+        + listener.getLocalPort()
+        + "/"
+        + database;
   }
 
   private void accept() {
     while (!listener.isClosed()) {
       try (Socket client = listener.accept()) {
+        client.setSoTimeout(5_000); // a client that sends nothing holds up no other
         refuse(client);
-      } catch (IOException e) {
-        // closed, or a client that went away: the next one
+      } catch (IOException | RuntimeException e) {
+        // closed, or a client that went away or spoke otherwise: the next one
       }
     }
   }

@@ -131,10 +131,10 @@ public final class DataSourceFactory {
   }
 
   /**
-   * A connection whose server refused a write as read-only (SQLState 25006: a primary demoted in a
-   * failover, or a standby a DNS name still pointed at when the connection opened) leaves the pool.
-   * HikariCP evicts on connection errors only, and kept it until its 30-minute lifetime ran out,
-   * every claim and publish on it failing while the new primary took writes.
+   * A connection whose server refused a write as read-only (SQLState 25006: a standby a DNS name or
+   * virtual IP still led to after a failover, or default_transaction_read_only turned on) leaves
+   * the pool. HikariCP evicts on connection errors only, and kept it until its 30-minute lifetime
+   * ran out, every claim and publish on it failing while a writable server was there.
    */
   private static final class EvictReadOnly implements SQLExceptionOverride {
     @java.lang.Override

@@ -28,9 +28,18 @@ public final class EpochTable {
     c.setAutoCommit(false);
     try (Statement s = c.createStatement()) {
       s.execute(CREATE);
-    } finally {
-      c.rollback();
-      c.setAutoCommit(autoCommit);
+    } catch (SQLException e) {
+      // The database's answer, not the rollback's: a pool that evicts the connection on it (25006)
+      // has closed it, and its rollback fails without a SQLState.
+      try {
+        c.rollback();
+        c.setAutoCommit(autoCommit);
+      } catch (SQLException after) {
+        e.addSuppressed(after);
+      }
+      throw e;
     }
+    c.rollback();
+    c.setAutoCommit(autoCommit);
   }
 }

@@ -124,6 +124,15 @@ class DataSourceFactoryTest {
       try (Connection c = pool.getConnection()) {
         assertEquals("off", query(c, "SHOW default_transaction_read_only"), "a new connection");
       }
+      // Evicted under a check's transaction, the check still sees the server's answer, not the
+      // closed connection's rollback failing without a SQLState.
+      try (Connection c = pool.getConnection()) {
+        try (Statement s = c.createStatement()) {
+          s.execute("SET SESSION default_transaction_read_only = on");
+        }
+        assertEquals(
+            "25006", assertThrows(SQLException.class, () -> EpochTable.tryCreate(c)).getSQLState());
+      }
     }
   }
 
