@@ -271,11 +271,13 @@ final class LeaseRenewer {
     long now = time.hiResClockMs();
     long halfLease = settings.leaseDuration().toMillis() / 2;
     // A stopping task polls no more; its grace is bounded and its records may still be sent.
-    if (stopping
-        || polling
-        || now - lastPollMs <= halfLease
-        || now - lastAcknowledgementMs <= halfLease) {
+    if (stopping || polling || now - lastPollMs <= halfLease) {
       kafkaWaitEnded();
+      return false;
+    }
+    if (now - lastAcknowledgementMs <= halfLease) {
+      // Records move, so the task is alive; a thread still in the producer still waits on Kafka:
+      // ended here, the wait was said again (and the gauge flipped) after each acknowledgement.
       return false;
     }
     if (ProducerWait.isWaitingOnKafka(taskThread)) {

@@ -176,6 +176,32 @@ class LeaseRenewerTest {
   }
 
   /**
+   * Acknowledgements spaced over half a lease apart while the task thread stays in the producer (a
+   * full buffer draining slowly) do not end its wait on Kafka: it was said again, and the gauge
+   * flipped to 0 and back, after each.
+   */
+  @Test
+  void anAcknowledgementDoesNotEndAWaitOnKafka() throws Exception {
+    long mark = LogCapture.get().mark();
+    whileWaitingOnKafka(
+        token -> {
+          renewer.acknowledged();
+          time.sleep(2000); // a renewal due, the acknowledgement within half a lease
+          renewer.renewIfDue();
+          assertEquals(1, f.metrics.waitingOnKafka.get(), "still in the producer");
+          time.sleep(2001); // over half a lease since the acknowledgement, still in the producer
+          renewer.renewIfDue();
+          assertEquals(1, f.metrics.waitingOnKafka.get());
+        });
+    assertEquals(
+        1,
+        LogCapture.get()
+            .matching(mark, e -> e.message().contains("reason=WAITING_ON_KAFKA"))
+            .size(),
+        "said once");
+  }
+
+  /**
    * A wait on Kafka that ends with the task holding nothing (its last record sent and its outcome
    * written, a quiet connector) is over: the gauge stayed at 1, firing its alert until rows were
    * held again, and the next wait went unsaid.
