@@ -277,7 +277,10 @@ final class LeaseRenewer {
     }
     if (now - lastAcknowledgementMs <= halfLease) {
       // Records move, so the task is alive; a thread still in the producer still waits on Kafka:
-      // ended here, the wait was said again (and the gauge flipped) after each acknowledgement.
+      // ended at each acknowledgement, the wait was said again (and the gauge flipped) after each.
+      if (!ProducerWait.isWaitingOnKafka(taskThread)) {
+        kafkaWaitEnded();
+      }
       return false;
     }
     if (ProducerWait.isWaitingOnKafka(taskThread)) {

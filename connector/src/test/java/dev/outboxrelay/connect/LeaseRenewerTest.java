@@ -185,9 +185,12 @@ class LeaseRenewerTest {
     long mark = LogCapture.get().mark();
     whileWaitingOnKafka(
         token -> {
+          Instant held = expiry("m1");
           renewer.acknowledged();
+          f.clock.advance(Duration.ofSeconds(1));
           time.sleep(2000); // a renewal due, the acknowledgement within half a lease
           renewer.renewIfDue();
+          assertEquals(held.plusSeconds(1), expiry("m1"), "its leases kept");
           assertEquals(1, f.metrics.waitingOnKafka.get(), "still in the producer");
           time.sleep(2001); // over half a lease since the acknowledgement, still in the producer
           renewer.renewIfDue();
@@ -199,6 +202,16 @@ class LeaseRenewerTest {
             .matching(mark, e -> e.message().contains("reason=WAITING_ON_KAFKA"))
             .size(),
         "said once");
+  }
+
+  /** But an acknowledgement once the thread has left the producer ends the wait. */
+  @Test
+  void anAcknowledgementAfterTheThreadLeftTheProducerEndsTheWait() throws Exception {
+    whileWaitingOnKafka(token -> {}); // returns once the send ended
+    renewer.acknowledged();
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(0, f.metrics.waitingOnKafka.get());
   }
 
   /**
