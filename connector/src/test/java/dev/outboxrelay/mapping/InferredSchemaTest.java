@@ -491,6 +491,17 @@ class InferredSchemaTest {
     assertInstanceOf(Mapped.class, avro.map(row().payload(sameFields).build()), sameFields);
   }
 
+  /** {@code payload} parked as uninferable by {@code mapper}, and mapped by a plain one. */
+  private static void assertParkedOnlyFor(RecordMapper mapper, String payload) {
+    assertEquals(
+        UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+        assertInstanceOf(Unpublishable.class, mapper.map(row().payload(payload).build()), payload)
+            .reasonCode(),
+        payload);
+    assertInstanceOf(
+        Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+  }
+
   /**
    * With Confluent's Protobuf value converter, what it refuses at every claim of the row is parked:
    * a member name that is not a Protobuf identifier (unless it scrubs names), a null element of an
@@ -513,14 +524,7 @@ class InferredSchemaTest {
             "{\"m\":[null]}",
             "{\"m\":[[1,2],[3]]}",
             "{\"m\":[{\"n\":[[]]}]}")) {
-      assertEquals(
-          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
-          assertInstanceOf(
-                  Unpublishable.class, protobuf.map(row().payload(payload).build()), payload)
-              .reasonCode(),
-          payload);
-      assertInstanceOf(
-          Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+      assertParkedOnlyFor(protobuf, payload);
     }
     for (String payload : List.of("{\"order-id\":1}", "{\"1st\":1}")) {
       assertInstanceOf(Mapped.class, scrubbing.map(row().payload(payload).build()), payload);
@@ -551,14 +555,7 @@ class InferredSchemaTest {
             "{\"o\":{\"items\":[{\"a\":1}],\"itemsMessage\":{\"b\":2}}}",
             "{\"data\":{\"data\":{\"id\":1}}}",
             "{\"items\":[{\"items\":[{\"a\":1}]}]}")) {
-      assertEquals(
-          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
-          assertInstanceOf(
-                  Unpublishable.class, protobuf.map(row().payload(payload).build()), payload)
-              .reasonCode(),
-          payload);
-      assertInstanceOf(
-          Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(payload).build()), payload);
+      assertParkedOnlyFor(protobuf, payload);
     }
     String dotted = "{\"x.item\":{\"id\":1},\"y.item\":{\"sku\":\"s\"}}";
     assertInstanceOf(Unpublishable.class, scrubbing.map(row().payload(dotted).build()), dotted);

@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.AbstractDataSource;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.OutboxTable;
-import java.io.PrintWriter;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -16,8 +16,6 @@ import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 import java.time.Duration;
 import java.util.List;
-import java.util.logging.Logger;
-import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -70,7 +68,7 @@ class OperatorStoreFailureTest {
     return new ParkedSelection("eu", ParkedSelection.Selector.ALL, null, null, null);
   }
 
-  private static OperatorStore store(DataSource dataSource) {
+  private static OperatorStore store(AbstractDataSource dataSource) {
     return new OperatorStore(dataSource, OutboxTable.parse("outbox"), ColumnMapping.RELAY, false);
   }
 
@@ -131,49 +129,19 @@ class OperatorStoreFailureTest {
   }
 
   /** Hands out {@code connection}, or fails to connect when it is null. */
-  private record Connections(Connection connection) implements DataSource {
+  private static final class Connections extends AbstractDataSource {
+    private final Connection connection;
+
+    Connections(Connection connection) {
+      this.connection = connection;
+    }
+
     @Override
     public Connection getConnection() throws SQLException {
       if (connection == null) {
         throw new SQLTransientConnectionException("no connection", "08001");
       }
       return connection;
-    }
-
-    @Override
-    public Connection getConnection(String user, String password) throws SQLException {
-      return getConnection();
-    }
-
-    @Override
-    public PrintWriter getLogWriter() {
-      return null;
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) {}
-
-    @Override
-    public void setLoginTimeout(int seconds) {}
-
-    @Override
-    public int getLoginTimeout() {
-      return 0;
-    }
-
-    @Override
-    public Logger getParentLogger() {
-      return Logger.getGlobal();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) throws SQLException {
-      throw new SQLException("not a wrapper");
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) {
-      return false;
     }
   }
 }
