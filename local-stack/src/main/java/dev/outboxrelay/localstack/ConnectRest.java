@@ -49,8 +49,20 @@ final class ConnectRest {
     }
   }
 
+  /**
+   * How long a GET is tried again while Connect answers that it is rebalancing (409, or 500 "a
+   * rebalance is expected", which a connector's config answers right after another connector was
+   * created).
+   */
+  static final Duration REBALANCE_WAIT = Duration.ofSeconds(30);
+
   JsonNode get(String path) {
+    long deadline = System.nanoTime() + REBALANCE_WAIT.toNanos();
     Response response = tryGet(path).orElseThrow(() -> unreachable(path));
+    while (isRebalancing(response) && System.nanoTime() < deadline) {
+      pauseBeforeRetry();
+      response = tryGet(path).orElseThrow(() -> unreachable(path));
+    }
     if (!response.ok()) {
       throw new StackException(
           "GET " + path + " answered " + response.status() + ": " + response.body());
@@ -66,6 +78,21 @@ final class ConnectRest {
               .PUT(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(body))));
     } catch (IOException e) {
       throw unreachable(path);
+    }
+  }
+
+  static boolean isRebalancing(Response response) {
+    return response.status() == 409
+        || response.status() == 500 && response.body().contains("rebalance");
+  }
+
+  /** The launcher's own back-off between two questions to a rebalancing worker. */
+  private static void pauseBeforeRetry() {
+    try {
+      Thread.sleep(250);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StackException("interrupted while Kafka Connect rebalanced", e);
     }
   }
 
