@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.outboxrelay.connect.OutboxSourceConnector;
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
@@ -368,6 +369,59 @@ class PrometheusExportTest {
     assertTrue(
         seriesNamedIn(Files.readString(ALERTS)).contains("kafka_connect_connector_status"),
         "a failed connector is alerted on");
+  }
+
+  /**
+   * From Kafka 4.1 another connector's task metric of a relay metric's name is exported as an
+   * outbox_relay_* series under that connector: every alert over those series keeps only the
+   * connectors Connect's own metrics name as this plugin's, at the top level of its expression.
+   */
+  @Test
+  void everyAlertKeepsOnlyConnectorsOfThisPlugin() throws Exception {
+    Map<String, String> tags = new LinkedHashMap<>();
+    tags.put("connector", "other");
+    tags.put("task", "0");
+    new PluginMetricsImpl(kafkaMetrics, tags)
+        .addMetric(
+            kafkaMetrics.metricName("lag-ms", "plugins", "another plugin's lag", tags),
+            (Gauge<Double>) (config, now) -> 900_000.0);
+    assertEquals(
+        900_000.0,
+        scrape(Files.readString(RULES)).get("outbox_relay_lag_ms{connector=\"other\",task=\"0\"}"),
+        "the hazard: another connector's look-alike series");
+    int checked = 0;
+    for (JsonNode group :
+        new ObjectMapper(new YAMLFactory()).readTree(ALERTS.toFile()).path("groups")) {
+      for (JsonNode rule : group.path("rules")) {
+        String alert = rule.path("alert").asText();
+        String expr = rule.path("expr").asText().replaceAll("\\s+", " ");
+        int at = expr.lastIndexOf(" and on (connector) ");
+        assertTrue(
+            at > 0 && expr.indexOf("outbox_relay_connector_deployed", at) > 0,
+            alert + " is not joined on outbox_relay_connector_deployed: " + expr);
+        assertTrue(
+            joinsTheWhole(expr.substring(0, at)),
+            alert + " joins a part of its expression, not the whole: " + expr);
+        checked++;
+      }
+    }
+    assertTrue(checked >= 10, "alerts checked: " + checked);
+  }
+
+  /**
+   * Whether a join after {@code before} applies to all of it: no parenthesis left open, and no
+   * {@code or} outside parentheses, which binds looser than {@code and}.
+   */
+  private static boolean joinsTheWhole(String before) {
+    int depth = 0;
+    for (int i = 0; i < before.length(); i++) {
+      char c = before.charAt(i);
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      if (depth == 0 && before.startsWith(" or ", i)) {
+        return false;
+      }
+    }
+    return depth == 0;
   }
 
   @Test
