@@ -47,7 +47,7 @@ final class LostClaimRelease {
     this.instanceKeys = instanceKeys.stream().sorted().toList();
     this.owner = owner;
     this.claimLimit = claimLimit;
-    this.pageRows = pageRows;
+    this.pageRows = OutboxStore.requirePageRows(pageRows);
   }
 
   /**

@@ -62,6 +62,16 @@ import java.util.Set;
  * <p>Leases and due times are judged by one {@link RelayClock}: the database's clock in production.
  */
 public interface OutboxStore extends AutoCloseable {
+  /**
+   * {@code pageRows} of a paged read, refused below 1: a page of none is "full" without moving on,
+   * so its pass would never end, and PostgreSQL refuses a negative limit only once it runs.
+   */
+  static int requirePageRows(int pageRows) {
+    if (pageRows < 1) {
+      throw new IllegalArgumentException("pageRows must be at least 1, not " + pageRows);
+    }
+    return pageRows;
+  }
 
   /**
    * Claims up to {@code request.limit()} due rows; never abandoned ones (see claimAbandoned). Due

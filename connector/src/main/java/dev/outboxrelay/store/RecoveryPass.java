@@ -31,12 +31,9 @@ public final class RecoveryPass {
   private String firstForeign;
 
   public RecoveryPass(RecoveryRequest request, int pageRows) {
-    if (pageRows < 1) {
-      throw new IllegalArgumentException("pageRows must be at least 1");
-    }
     this.request = request;
     this.instanceKeys = request.instanceKeys().stream().sorted().toList();
-    this.pageRows = pageRows;
+    this.pageRows = OutboxStore.requirePageRows(pageRows);
   }
 
   public boolean isDone() {

@@ -2480,6 +2480,42 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of(), recovery.published(), "leased by at-least-once: not covered");
   }
 
+  /** Where each store keeps it: the exactly-once claim position and isolation of a row. */
+  @Test
+  void aClaimWritesItsPositionOnARowItParksAndAnAbandonedReclaimIsolatesAndForgetsIt() {
+    String a = add(EU, "a", "agg-1");
+    chargeTwoAttempts(EU, "a", Duration.ZERO);
+    long epoch = store.newEpoch();
+    ClaimRequest lowered =
+        new ClaimRequest("eos", Set.of(EU), 10, LEASE, 1, true).exactlyOnce(epoch, 7, ALL_BUCKETS);
+    assertEquals(1, store.claim(lowered).exhausted().size());
+    RowState parked = state(a);
+    assertEquals(MessageStatus.EXHAUSTED, parked.status());
+    assertEquals(epoch, parked.leaseEpoch());
+    assertEquals(7L, parked.claimBatch());
+    assertFalse(parked.isolated());
+
+    String b = add(EU, "b", "agg-2");
+    store.claim(exactlyOnce("old", 10, epoch, 8, ALL_BUCKETS));
+    assertEquals(8L, state(b).claimBatch());
+    clock.advance(LEASE.plusSeconds(1));
+    assertEquals(b, reclaim(request("alo", 10)).claimed().get(0).messageId());
+    RowState reclaimed = state(b);
+    assertTrue(reclaimed.isolated());
+    assertNull(reclaimed.leaseEpoch());
+    assertNull(reclaimed.claimBatch());
+  }
+
+  @Test
+  void aPageOfFewerThanOneRowIsRefused() {
+    RecoveryRequest request =
+        new RecoveryRequest(Set.of(EU), ALL_BUCKETS, store.newEpoch(), List.of(), false);
+    assertThrows(IllegalArgumentException.class, () -> store.recover(request, EU, 0, 0));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> store.releaseUnheld(EU, "me", List.of(), 0, Long.MIN_VALUE, -1));
+  }
+
   @Test
   void legacyRowsAreNeverRecovered() {
     insertLegacy(message("legacy", "agg-1"));

@@ -201,6 +201,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
     List<ExhaustedMessage> exhausted = new ArrayList<>();
     for (Row row : batch) {
       row.isolated = false;
+      // OutboxSql's LEASE writes the claim's position on every row it updates, a parked one too.
+      ExactlyOnceClaim exactlyOnce = request.exactlyOnce();
+      row.leaseEpoch = exactlyOnce == null ? null : exactlyOnce.epoch();
+      row.claimBatch = exactlyOnce == null ? null : exactlyOnce.batch();
       if (row.attempts >= request.maxAttempts()) {
         // Charged under a higher budget than today's: parked, so it neither waits for ever nor
         // blocks its aggregate.
@@ -209,9 +213,6 @@ public final class InMemoryOutboxStore implements OutboxStore {
         continue;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      ExactlyOnceClaim exactlyOnce = request.exactlyOnce();
-      row.leaseEpoch = exactlyOnce == null ? null : exactlyOnce.epoch();
-      row.claimBatch = exactlyOnce == null ? null : exactlyOnce.batch();
       claimed.add(row.claimed(now, request.payloadReadLimit()));
     }
     return new ClaimResult(claimed, exhausted);
@@ -229,13 +230,13 @@ public final class InMemoryOutboxStore implements OutboxStore {
           || (request.ordered() && hasPredecessor(row, p -> !p.isHeldBy(request.owner(), now)))) {
         continue;
       }
+      row.leaseEpoch = exactlyOnce.epoch();
+      row.claimBatch = exactlyOnce.batch();
       if (row.attempts >= request.maxAttempts()) {
         row.park(ReasonCodes.ATTEMPTS_BUDGET_LOWERED);
         return new ClaimResult(List.of(), List.of(row.exhausted()));
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      row.leaseEpoch = exactlyOnce.epoch();
-      row.claimBatch = exactlyOnce.batch();
       return new ClaimResult(List.of(row.claimed(now, request.payloadReadLimit())), List.of());
     }
     return ClaimResult.EMPTY;
@@ -249,6 +250,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   @Override
   public synchronized RecoveryPage recover(
       RecoveryRequest request, String instanceKey, long afterSeq, int pageRows) {
+    OutboxStore.requirePageRows(pageRows);
     if (!request.instanceKeys().contains(instanceKey)) {
       throw new IllegalArgumentException(
           "instance key '" + Printable.escape(instanceKey) + "' is not one of the recovery's keys");
@@ -378,6 +380,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
       long afterSeq,
       int pageRows) {
     InstanceKeys.requireValid(Set.of(instanceKey));
+    OutboxStore.requirePageRows(pageRows);
     Set<Long> held = Set.copyOf(heldSeqs);
     List<String> released = new ArrayList<>();
     List<Row> page = page(instanceKey, afterSeq, pageRows);
@@ -775,7 +778,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
     return row;
   }
 
-  /** A snapshot of one row's relay state, and its {@code seq}. */
+  /**
+   * A snapshot of one row's relay state, and its {@code seq}; a PUBLISHED row as the published log
+   * keeps it (no exactly-once claim position, not isolated).
+   */
   public record RowState(
       String messageId,
       String instanceKey,
@@ -788,7 +794,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
       Instant leaseExpiresAt,
       String lastFailureCode,
       KafkaCoordinates kafka,
-      long seq) {}
+      long seq,
+      Long leaseEpoch,
+      Long claimBatch,
+      boolean isolated) {}
 
   private static final class Row {
     final long seq;
@@ -924,7 +933,10 @@ public final class InMemoryOutboxStore implements OutboxStore {
           leaseExpiresAt,
           lastFailureCode,
           kafka,
-          seq);
+          seq,
+          status == MessageStatus.PUBLISHED ? null : leaseEpoch,
+          status == MessageStatus.PUBLISHED ? null : claimBatch,
+          status != MessageStatus.PUBLISHED && isolated);
     }
   }
 }

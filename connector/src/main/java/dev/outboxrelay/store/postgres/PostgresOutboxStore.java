@@ -299,6 +299,7 @@ public final class PostgresOutboxStore implements OutboxStore {
   @Override
   public RecoveryPage recover(
       RecoveryRequest request, String instanceKey, long afterSeq, int pageRows) {
+    OutboxStore.requirePageRows(pageRows);
     if (!request.instanceKeys().contains(instanceKey)) {
       throw new IllegalArgumentException(
           "instance key '" + Printable.escape(instanceKey) + "' is not one of the recovery's keys");
@@ -957,6 +958,7 @@ public final class PostgresOutboxStore implements OutboxStore {
       long afterSeq,
       int pageRows) {
     InstanceKeys.requireValid(Set.of(instanceKey));
+    OutboxStore.requirePageRows(pageRows);
     Long[] held = heldSeqs.toArray(new Long[0]);
     return run(
         "release-unheld",

@@ -36,8 +36,8 @@ record ContractRows(DataSource dataSource, String table, String idColumn, String
                 + idColumn
                 + "::text, instance_key, status, attempts, abandoned_claims,"
                 + " next_attempt_at, lease_owner, lease_token, lease_expires_at,"
-                + " last_failure_code, kafka_topic, kafka_partition, kafka_offset, seq"
-                + " FROM "
+                + " last_failure_code, kafka_topic, kafka_partition, kafka_offset, seq,"
+                + " lease_epoch, claim_batch, isolated FROM "
                 + table
                 + " WHERE "
                 + idColumn
@@ -55,7 +55,8 @@ record ContractRows(DataSource dataSource, String table, String idColumn, String
         "SELECT message_id, instance_key, 'PUBLISHED' AS status, attempts, abandoned_claims,"
             + " NULL::timestamptz AS next_attempt_at, NULL AS lease_owner, lease_token,"
             + " NULL::timestamptz AS lease_expires_at, last_failure_code, kafka_topic,"
-            + " kafka_partition, kafka_offset, seq FROM "
+            + " kafka_partition, kafka_offset, seq, NULL::bigint AS lease_epoch,"
+            + " NULL::bigint AS claim_batch, FALSE AS isolated FROM "
             + table
             + "_published WHERE message_id = ?",
         messageId);
@@ -96,7 +97,10 @@ record ContractRows(DataSource dataSource, String table, String idColumn, String
         topic == null
             ? null
             : new KafkaCoordinates(topic, rs.getInt("kafka_partition"), rs.getLong("kafka_offset")),
-        rs.getLong("seq"));
+        rs.getLong("seq"),
+        rs.getObject("lease_epoch", Long.class),
+        rs.getObject("claim_batch", Long.class),
+        rs.getBoolean("isolated"));
   }
 
   /** Sets the row's creation time; a legacy row's too, past the instance key check. */
