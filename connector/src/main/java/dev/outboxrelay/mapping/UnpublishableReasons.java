@@ -44,7 +44,8 @@ public final class UnpublishableReasons {
 
   /**
    * The headers are not a JSON object whose values are all strings, numbers, booleans or null, or
-   * name one header twice.
+   * name a header a column mapping also sends ({@code column.additional.placement}): the {@code
+   * jsonb} column itself keeps one value of a name.
    */
   public static final String HEADERS_MALFORMED = "HEADERS_MALFORMED";
 

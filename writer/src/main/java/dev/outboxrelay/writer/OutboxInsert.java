@@ -144,7 +144,7 @@ final class OutboxInsert {
             case AGGREGATE_ID -> (p, i) -> p.setString(i, message.aggregateId());
             case EVENT_TYPE -> (p, i) -> p.setString(i, message.eventType());
             case TOPIC -> (p, i) -> p.setString(i, message.topic());
-            case PAYLOAD -> (p, i) -> p.setBytes(i, message.payload());
+            case PAYLOAD -> (p, i) -> p.setBytes(i, message.payloadForInsert());
             case HEADERS -> (p, i) -> p.setString(i, message.headersJson());
             case CORRELATION_ID -> (p, i) -> p.setString(i, message.correlationId());
             case DELIVER_BEFORE ->

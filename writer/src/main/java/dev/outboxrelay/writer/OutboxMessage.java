@@ -204,6 +204,11 @@ public final class OutboxMessage {
     }
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(b.headers));
     this.correlationId = b.correlationId;
+    if (correlationId != null && correlationId.isBlank()) {
+      // Sent as an empty header that no operator can select rows by (the CLI refuses a blank one).
+      throw new IllegalArgumentException(
+          "correlationId must not be blank; leave it unset for none");
+    }
     this.deliverBefore = b.deliverBefore;
     if (deliverBefore != null
         && (deliverBefore.isBefore(EARLIEST_DEADLINE) || deliverBefore.isAfter(LATEST_DEADLINE))) {
@@ -306,6 +311,11 @@ public final class OutboxMessage {
   /** A copy of the payload, or null (a tombstone). */
   public byte[] payload() {
     return payload == null ? null : payload.clone();
+  }
+
+  /** The payload itself, for the insert's bind: not copied again for each attempt. */
+  byte[] payloadForInsert() {
+    return payload;
   }
 
   /**

@@ -152,6 +152,12 @@ class OutboxMessageTest {
     assertEquals(510, order().messageId("\uD83D\uDE00".repeat(255)).build().messageId().length());
     assertEveryTextFieldRefuses(
         "\0", " must not contain the character U+0000, which PostgreSQL text cannot hold");
+    for (String blank : new String[] {"", "  "}) {
+      assertEquals(
+          "correlationId must not be blank; leave it unset for none",
+          assertThrows(IllegalArgumentException.class, () -> order().correlationId(blank).build())
+              .getMessage());
+    }
   }
 
   /**

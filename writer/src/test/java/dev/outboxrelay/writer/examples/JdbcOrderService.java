@@ -37,7 +37,11 @@ public class JdbcOrderService {
         c.commit(); // both or neither
         return result;
       } catch (SQLException | RuntimeException e) {
-        c.rollback();
+        try {
+          c.rollback();
+        } catch (SQLException rollback) {
+          e.addSuppressed(rollback); // the connection lost: the enqueue's error is the one to see
+        }
         throw e;
       }
     }
