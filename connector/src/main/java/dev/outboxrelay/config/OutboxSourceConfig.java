@@ -139,8 +139,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " keys are never claimed or changed, so several connectors can share one table. A key"
           + " has at most 200 characters, no comma, no control, format or invisible character (a"
           + " zero-width space, a direction mark), no space other than U+0020, no white space at"
-          + " either end, and is in Unicode normalization form C (the writer library holds rows to"
-          + " the same rules).";
+          + " either end (the writer library holds rows to the same rules). Keys are compared as"
+          + " written, not Unicode-normalized.";
 
   public static final String SCHEMA_MIGRATE_ON_START_CONFIG = "schema.migrate.on.start";
   private static final String SCHEMA_MIGRATE_ON_START_DOC =

@@ -1,6 +1,5 @@
 package dev.outboxrelay.writer;
 
-import java.text.Normalizer;
 import java.util.LinkedHashSet;
 import java.util.Set;
 
@@ -54,13 +53,6 @@ public final class InstanceKeys {
       throw new IllegalArgumentException(
           "instance key must not contain a UTF-16 surrogate without its pair, which is no"
               + " character");
-    }
-    if (!Normalizer.isNormalized(instanceKey, Normalizer.Form.NFC)) {
-      // "cafe" + U+0301 (a combining accent) reads as "caf" + U+00E9: a writer and a connector
-      // configured in the two forms would never meet.
-      throw new IllegalArgumentException(
-          "instance key must be in Unicode normalization form C (a letter and a combining accent"
-              + " look like the one composed letter, and would be another key)");
     }
     if (!Printable.escape(instanceKey).equals(instanceKey)) {
       // "orders" + U+200B, pasted from a chat, reads as "orders": its rows would wait for a

@@ -96,8 +96,7 @@ class PostgresOutboxWriterTest {
           "\u202Forders", // a narrow no-break space
           "orders\u00A0eu",
           "orders\u3000eu", // an ideographic space
-          "eu\uFE0F", // a variation selector
-          "cafe\u0301" // an e and a combining accent: "caf\u00e9" in form C
+          "eu\uFE0F" // a variation selector
         }) {
       IllegalArgumentException e =
           assertThrows(
@@ -108,7 +107,6 @@ class PostgresOutboxWriterTest {
     }
     // A pair is one character, and a key may hold it.
     assertEquals("eu-\uD83C\uDF0D", InstanceKeys.requireValid("eu-\uD83C\uDF0D"));
-    assertEquals("caf\u00e9", InstanceKeys.requireValid("caf\u00e9"));
   }
 
   @Test
