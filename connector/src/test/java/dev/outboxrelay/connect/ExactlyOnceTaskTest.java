@@ -171,9 +171,10 @@ class ExactlyOnceTaskTest {
   void unreadableCommittedOffsetsAreReadAgainAfterAPauseNotAtOnce() throws Exception {
     offsetsUnreadable = true;
     long mark = LogCapture.get().mark();
-    // Three seconds: a poll waits at most one (PollPause.SLICE), the failed one included, so the
-    // second ends a second before the pause does.
-    start(Map.of("poll.interval.ms", "3000"));
+    // Ten seconds: a poll waits at most one (PollPause.SLICE), the failed one included, so the
+    // second ends some eight seconds before the pause does, room for a slow machine's stalls (the
+    // pause is real time, as the wake signal's waits are).
+    start(Map.of("poll.interval.ms", "10000"));
     assertEquals(1, offsetReads.get(), "read as the epoch was taken, in vain");
     assertEquals(
         1,
@@ -187,7 +188,10 @@ class ExactlyOnceTaskTest {
     assertEquals(2, offsetReads.get(), "not read again before the pause ends");
 
     offsetsUnreadable = false;
-    await().pollInSameThread().until(() -> task.poll() == null && offsetReads.get() > 2);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInSameThread()
+        .until(() -> task.poll() == null && offsetReads.get() > 2);
   }
 
   /**
@@ -228,7 +232,11 @@ class ExactlyOnceTaskTest {
     task.handoff().failMappingOf(row -> row.messageId().equals("a"));
     markFailedFails = true;
 
-    assertThrows(RuntimeException.class, task::poll);
+    RuntimeException e = assertThrows(RuntimeException.class, task::poll);
+    assertFalse(e instanceof RetriableException, "the task fails, the outage not retried: " + e);
+    Throwable failure = e instanceof MappingFailedException ? e : e.getCause();
+    assertTrue(failure instanceof MappingFailedException, e::toString);
+    assertEquals("a", ((MappingFailedException) failure).messageId());
     task.stop();
 
     await().until(() -> store.find("b").orElseThrow().status() == MessageStatus.PENDING);
