@@ -273,6 +273,7 @@ final class NotificationListener {
       try {
         Thread.sleep(backoffMs); // reconnect backoff of a background thread, not a test wait
       } catch (InterruptedException e) {
+        Thread.currentThread().interrupt(); // the thread ends here; kept for whoever reads it
         return;
       }
       backoffMs = Math.min(RECONNECT_MAX.toMillis(), backoffMs * 2);
