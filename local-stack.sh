@@ -87,7 +87,7 @@ build() {
   # MAVEN_ARGS lets you add e.g. -o for offline builds.
   # shellcheck disable=SC2086
   mvn -B -q "${color[@]+"${color[@]}"}" -DskipTests ${MAVEN_ARGS:-} package \
-    || fail "the build failed (see the Maven output above)."
+    || fail "the build failed (see the Maven output above).${BUILD_FAILURE_HINT:+ $BUILD_FAILURE_HINT}"
   release_build_lock
   echo "[build]    done in $((SECONDS - started)) s"
 }
@@ -101,11 +101,11 @@ launcher() {
     dev.outboxrelay.localstack.LocalStack "$@"
 }
 
-# True when the state directory these options name holds a pid file of a process the launcher
-# started: --state-dir=, else LOCAL_STACK_HOME, else .local-stack under --repo-root= or
-# LOCAL_STACK_ROOT (else this checkout); a blank value counts as unset, as the launcher reads it.
-recorded_pids() {
-  local root="${LOCAL_STACK_ROOT:-}" state="${LOCAL_STACK_HOME:-}" arg file
+# The state directory these options name: --state-dir=, else LOCAL_STACK_HOME, else .local-stack
+# under --repo-root= or LOCAL_STACK_ROOT (else this checkout); a blank value counts as unset, as the
+# launcher reads it.
+state_dir() {
+  local root="${LOCAL_STACK_ROOT:-}" state="${LOCAL_STACK_HOME:-}" arg
   for arg in "$@"; do
     case "$arg" in
       --state-dir=*) state="${arg#--state-dir=}" ;;
@@ -114,6 +114,14 @@ recorded_pids() {
   done
   [[ -n "${root//[[:space:]]/}" ]] || root="."
   [[ -n "${state//[[:space:]]/}" ]] || state="$root/.local-stack"
+  printf '%s\n' "$state"
+}
+
+# True when the state directory these options name holds a pid file of a process the launcher
+# started.
+recorded_pids() {
+  local state file
+  state="$(state_dir "$@")"
   for file in "$state"/pids/*.pid; do
     [[ -e "$file" ]] && return 0
   done
@@ -220,6 +228,8 @@ case "$command" in
       fi
       exit 1
     fi
+    # A checkout that does not compile must not leave a running stack without a way to stop it.
+    BUILD_FAILURE_HINT="The stack may still run: fix the build and run ./local-stack.sh $command again, or stop by hand the processes whose pids are in $(state_dir "${options[@]+"${options[@]}"}")/pids/ (check with ps that each is still the stack's first: a pid may have been reused)."
     launcher_built || build
     ;;
   status | demo)

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -128,6 +129,13 @@ final class ConnectWorker {
   private void createSecretsDir() {
     try {
       Files.createDirectories(state.secrets());
+      try {
+        // The worker's file provider reads password files here: the user's alone.
+        Files.setPosixFilePermissions(
+            state.secrets(), PosixFilePermissions.fromString("rwx------"));
+      } catch (UnsupportedOperationException e) {
+        // Not a POSIX file system: its own access rules apply.
+      }
     } catch (IOException e) {
       throw new StackException("cannot create " + state.secrets() + ": " + e.getMessage());
     }

@@ -17,6 +17,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -94,7 +95,11 @@ class LocalStackIT {
 
   @Test
   @Order(2)
-  void theConnectorRunsAndKeepsItsPasswordAReference() {
+  void theConnectorRunsAndKeepsItsPasswordAReference() throws IOException {
+    assertEquals(
+        "rwx------",
+        PosixFilePermissions.toString(Files.getPosixFilePermissions(stateDir.resolve("secrets"))),
+        "where the worker's file provider reads password files: the user's alone");
     StackRecord stack = StackRecord.read(stateDir.resolve("stack.properties")).orElseThrow();
     ConnectRest rest = new ConnectRest(stack.connectUrl());
     JsonNode status = rest.get("/connectors/outbox-relay-local/status");

@@ -98,6 +98,11 @@ class LocalStackScriptTest {
     Files.writeString(work.resolve("state").resolve("pids").resolve("kafka.pid"), "2147483646\n");
     LocalStackScript.Result recorded = LocalStackScript.run(script, work, Map.of(), "down", state);
     assertTrue(recorded.mvnCalls().contains("args: "), recorded.output());
+    // The stand-in build fails, as a checkout mid-edit does: down says how to stop it by hand.
+    assertEquals(1, recorded.exit(), recorded.output());
+    assertTrue(
+        recorded.output().contains("pids are in " + work.resolve("state") + "/pids/"),
+        recorded.output());
 
     // Found where the launcher looks: under another checkout's .local-stack (--repo-root), and in a
     // state directory whose name a glob would read otherwise.
