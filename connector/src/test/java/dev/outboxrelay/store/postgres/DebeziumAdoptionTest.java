@@ -117,6 +117,39 @@ class DebeziumAdoptionTest {
         single("SELECT count(*) FROM outbox WHERE instance_key IS NULL AND status = 'PENDING'"));
   }
 
+  /**
+   * docs/switching-from-debezium.md: a cleanup job limited to legacy rows leaves the relay's rows
+   * that wait (its backlog, a parked row); a legacy row can be deleted, not updated.
+   */
+  @Test
+  void aCleanupLimitedToLegacyRowsLeavesTheRelaysRowsAndALegacyRowIsNotUpdatable()
+      throws SQLException {
+    adopt();
+    execute(
+        "INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload) VALUES"
+            + " (gen_random_uuid(), 'order', 'o-1', 'OrderPaid', '{}'),"
+            + " (gen_random_uuid(), 'order', 'o-2', 'OrderPaid', '{}')");
+    execute(
+        "UPDATE outbox SET status = 'FAILED', last_failure_code = 'PAYLOAD_TOO_LARGE'"
+            + " WHERE seq = (SELECT min(seq) FROM outbox WHERE instance_key = 'orders')");
+    SQLException refused =
+        assertThrows(
+            SQLException.class,
+            () ->
+                execute(
+                    "UPDATE outbox SET payload = '{}' WHERE id = (SELECT id FROM outbox"
+                        + " WHERE instance_key IS NULL LIMIT 1)"));
+    assertEquals("23514", refused.getSQLState(), "the version-2 check refuses it");
+
+    execute("DELETE FROM outbox WHERE instance_key IS NULL"); // the documented cleanup, its limit
+
+    assertEquals(0, single("SELECT count(*) FROM outbox WHERE instance_key IS NULL"));
+    assertEquals(
+        2,
+        single("SELECT count(*) FROM outbox WHERE instance_key = 'orders'"),
+        "the relay's pending and parked rows stay");
+  }
+
   @Test
   void claimsReadThePartialIndexesWhichHoldNoLegacyRow() throws SQLException {
     adopt();
