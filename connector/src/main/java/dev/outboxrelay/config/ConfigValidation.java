@@ -1080,7 +1080,7 @@ public final class ConfigValidation {
     private void checkIndexes(HikariDataSource pool, OutboxTable table) throws SQLException {
       List<String> missing;
       try (Connection c = pool.getConnection()) {
-        missing = RelayIndexes.missing(c, table, retains());
+        missing = RelayIndexes.missing(c, table, this::mappedColumn, retains());
       }
       if (!missing.isEmpty()) {
         error(
@@ -1190,6 +1190,21 @@ public final class ConfigValidation {
      * table's; each column placed as a header must exist. Each error on its own key, naming the
      * setting, not the value.
      */
+    /**
+     * The column {@code field} is mapped to: its setting's value, or the relay's own; null where
+     * the setting has an error already (an invalid name, a column the table lacks).
+     */
+    private String mappedColumn(OutboxColumns.Row field) {
+      String relay = ColumnMapping.RELAY.column(field);
+      String key = MAPPING_KEYS.get(relay);
+      ConfigValue setting = key == null ? null : values.get(key);
+      if (setting != null && !setting.errorMessages().isEmpty()) {
+        return null;
+      }
+      Object column = setting == null ? null : setting.value();
+      return column == null ? relay : column.toString();
+    }
+
     private void checkMappedColumns(Set<String> present, boolean toBeCreated) {
       String lacking =
           toBeCreated ? ", which the task would create, would not have" : " does not have";

@@ -233,7 +233,9 @@ final class PostgresStoreProvider implements StoreProvider {
     boolean parkedRowsIndex;
     try (Connection c = source.getConnection()) {
       parkedRowsIndex = RelayIndexes.onTable(c, table, "parked_rows_idx");
-      missing = RelayIndexes.missing(c, table, config.retention().isPresent());
+      missing =
+          RelayIndexes.missing(
+              c, table, config.columnMapping()::column, config.retention().isPresent());
       invalid = missing.isEmpty() ? List.of() : SchemaMigrator.invalidIndexes(c, table);
     } catch (SQLException e) {
       throw SqlStates.classify(e, CHECK_SCHEMA);

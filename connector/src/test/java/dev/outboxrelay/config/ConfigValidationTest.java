@@ -1484,6 +1484,45 @@ class ConfigValidationTest {
     assertEquals(Map.of(), errors(props(url)));
   }
 
+  /**
+   * An index named as the relay's but on another column than the connector maps the field to (an
+   * adoption given another id or aggregate column) serves none of its statements: the writes after
+   * a claim would read the whole table, and find rows of one id together.
+   */
+  @Test
+  void tableManagedByAnotherToolWhoseIndexesAreOnOtherColumnsThanTheMappedOnesIsAnError()
+      throws SQLException {
+    String url = externallyManagedTable("config_external_mapped");
+    execute(url, "ALTER TABLE outbox ADD COLUMN event_id text NOT NULL");
+    execute(url, "ALTER TABLE outbox ADD COLUMN order_id text NOT NULL");
+    Map<String, String> mapped = new HashMap<>(props(url));
+    mapped.put("column.message.id", "event_id");
+    mapped.put("column.aggregate.id", "order_id");
+
+    String message = only(errors(mapped), "outbox.table");
+    assertTrue(
+        message.startsWith(
+            "outbox.table lacks indexes the relay reads: outbox_message_id_key (unique: one row per"
+                + " message id; the index of that name is not on event_id, the mapped column, at"
+                + " key position 1: drop it first), outbox_due_aggregate_idx (ordered claims; the"
+                + " index of that name is not on order_id, the mapped column, at key position 2:"
+                + " drop it first)"),
+        message);
+
+    execute(url, "ALTER TABLE outbox DROP CONSTRAINT outbox_message_id_key");
+    execute(url, "CREATE UNIQUE INDEX outbox_message_id_key ON outbox ((event_id::text))");
+    execute(url, "DROP INDEX outbox_due_aggregate_idx");
+    execute(
+        url,
+        "CREATE INDEX outbox_due_aggregate_idx ON outbox (instance_key, order_id, seq)"
+            + " WHERE published_at IS NULL AND parked_at IS NULL AND instance_key IS NOT NULL");
+    assertEquals(Map.of(), errors(mapped));
+    assertEquals(
+        List.of("outbox.table"),
+        List.copyOf(errors(props(url)).keySet()),
+        "the relay's own columns are no longer indexed");
+  }
+
   @Test
   void aRelationNamedLikeThePublishedLogThatIsNotOneIsAnErrorOnTheTable() throws SQLException {
     String url = externallyManagedTable("config_external_other_log");

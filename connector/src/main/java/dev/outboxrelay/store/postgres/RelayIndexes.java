@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * The indexes the relay's own statements read, checked on a table kept by the user's own tool
@@ -22,13 +23,20 @@ public final class RelayIndexes {
   /**
    * An index the relay reads: the suffixes of the names that serve (the first is the current
    * version's, the one a missing index is named by), whether it is on the published log, its
-   * reader, and whether only retention reads it (no retention with {@code
-   * retention.published.ms=-1}).
+   * reader, whether only retention reads it (no retention with {@code retention.published.ms=-1}),
+   * whether it must be unique, and the mapped column its key must hold at {@code keyPosition}
+   * (counted from 1; {@code keyColumn} null for none).
    */
   private record Required(
-      List<String> suffixes, boolean onLog, String readBy, boolean retentionOnly, boolean unique) {
+      List<String> suffixes,
+      boolean onLog,
+      String readBy,
+      boolean retentionOnly,
+      boolean unique,
+      OutboxColumns.Row keyColumn,
+      int keyPosition) {
     Required(List<String> suffixes, boolean onLog, String readBy, boolean retentionOnly) {
-      this(suffixes, onLog, readBy, retentionOnly, false);
+      this(suffixes, onLog, readBy, retentionOnly, false, null, 0);
     }
 
     Required(String suffix, boolean onLog, String readBy) {
@@ -45,9 +53,24 @@ public final class RelayIndexes {
           // Unique: the writes after a claim find a row by its id alone, and a plain index of
           // that name let two rows of one id be claimed together and both changed by one write.
           new Required(
-              List.of("message_id_key"), false, "unique: one row per message id", false, true),
+              List.of("message_id_key"),
+              false,
+              "unique: one row per message id",
+              false,
+              true,
+              OutboxColumns.Row.MESSAGE_ID,
+              1),
           new Required("due_key_seq_idx", false, "every claim"),
-          new Required("due_aggregate_idx", false, "ordered claims"),
+          // Named as the relay's but built on another column (an adoption given another id or
+          // aggregate column than the connector's mapping), it serves none of the statements.
+          new Required(
+              List.of("due_aggregate_idx"),
+              false,
+              "ordered claims",
+              false,
+              false,
+              OutboxColumns.Row.AGGREGATE_ID,
+              2),
           new Required(
               List.of("settled_idx"), false, "retention of rows published in the table", true),
           // Any index of the parked rows by instance key serves their counts: version 14's, or
@@ -72,6 +95,18 @@ public final class RelayIndexes {
 
   private static final String VALID_UNIQUE_INDEX_NAMES = VALID_INDEX_NAMES + " AND i.indisunique";
 
+  /**
+   * The key column at a position of an index of the table, by name: a column's name, or an
+   * expression's text (the message id's index holds {@code (id)::text} where the id is a uuid).
+   */
+  private static final String KEY_COLUMN =
+      """
+      SELECT CASE WHEN i.indkey[?::int - 1] <> 0 THEN a.attname::text
+        ELSE pg_get_indexdef(i.indexrelid, ?::int, true) END
+      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[?::int - 1]
+      WHERE i.indrelid = to_regclass(?) AND c.relname = ? AND i.indnkeyatts >= ?::int""";
+
   private static final String UNIQUE_SEQ =
       """
       SELECT EXISTS (
@@ -85,9 +120,15 @@ public final class RelayIndexes {
   /**
    * The indexes {@code table} and its published log lack, each as its name and what reads it (the
    * unique index on {@code seq} as a description), in a fixed order; empty when none is missing.
-   * Those only retention reads count only where the connector runs retention ({@code retains}).
+   * Those only retention reads count only where the connector runs retention ({@code retains});
+   * {@code columnOf} gives the column a field is mapped to ({@link ColumnMapping#column}), or null
+   * where the index's column is not to be checked (a mapping with an error of its own).
    */
-  public static List<String> missing(Connection c, OutboxTable table, boolean retains)
+  public static List<String> missing(
+      Connection c,
+      OutboxTable table,
+      Function<OutboxColumns.Row, String> columnOf,
+      boolean retains)
       throws SQLException {
     List<String> missing = new ArrayList<>();
     if (!exists(c, UNIQUE_SEQ, table.qualified())) {
@@ -101,6 +142,22 @@ public final class RelayIndexes {
         continue;
       }
       Set<String> present = index.onLog() ? onLog : index.unique() ? uniqueOnTable : onTable;
+      String column = index.keyColumn() == null ? null : columnOf.apply(index.keyColumn());
+      String name0 = table.objectName(index.suffixes().get(0));
+      if (column != null
+          && present.contains(name0)
+          && !column.equals(keyColumn(c, table, name0, index.keyPosition()))) {
+        missing.add(
+            name0
+                + " ("
+                + index.readBy()
+                + "; the index of that name is not on "
+                + column
+                + ", the mapped column, at key position "
+                + index.keyPosition()
+                + ": drop it first)");
+        continue;
+      }
       if (index.suffixes().stream().map(table::objectName).noneMatch(present::contains)) {
         String name = table.objectName(index.suffixes().get(0));
         // Its statement (IF NOT EXISTS) would keep a plain index of the name: say to drop it.
@@ -139,6 +196,28 @@ public final class RelayIndexes {
       }
     }
     return names;
+  }
+
+  /**
+   * The column at {@code position} of {@code index}'s key, an expression's text stripped to the
+   * column it casts ({@code (id)::text} read as {@code id}); null where the index has no such key.
+   */
+  private static String keyColumn(Connection c, OutboxTable table, String index, int position)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(KEY_COLUMN)) {
+      ps.setInt(1, position);
+      ps.setInt(2, position);
+      ps.setInt(3, position);
+      ps.setString(4, table.qualified());
+      ps.setString(5, index);
+      ps.setInt(6, position);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next() || rs.getString(1) == null) {
+          return null;
+        }
+        return rs.getString(1).replaceAll("[()\"]", "").replaceFirst("::text$", "");
+      }
+    }
   }
 
   private static boolean exists(Connection c, String sql, String relation) throws SQLException {
