@@ -414,10 +414,21 @@ final class OutcomeLoop {
     for (PendingOutcome o : unwritten) {
       metrics.lateAcks.incrementAndGet();
       log.warn(
-          "Outcome not written before the task stopped: message_id={} (reason=LATE_ACK; a later"
-              + " claim or the next instance's recovery settles the row)",
-          Printable.escape(o.messageId()));
+          "Outcome not written before the task stopped: message_id={} (reason=LATE_ACK; {})",
+          Printable.escape(o.messageId()),
+          whatComesOfTheRow(o));
     }
+  }
+
+  /**
+   * What comes of the row of an outcome never written. At least once, Kafka has a published row's
+   * record and the stop ends its lease: a later claim sends it again, the duplicate it is said to
+   * be; exactly once the next instance's recovery finds it in the committed offsets.
+   */
+  private String whatComesOfTheRow(PendingOutcome o) {
+    return o instanceof PendingOutcome.Published && !writer.exactlyOnce()
+        ? "Kafka has its record, and a later claim sends the row again: a duplicate"
+        : "a later claim or the next instance's recovery settles the row";
   }
 
   private List<PendingOutcome> nextBatch() {
@@ -607,11 +618,11 @@ final class OutcomeLoop {
       }
       metrics.lateAcks.incrementAndGet();
       log.warn(
-          "Outcome abandoned at stop: message_id={} (reason={}, error={}; a later claim or the"
-              + " next instance's recovery settles the row)",
+          "Outcome abandoned at stop: message_id={} (reason={}, error={}; {})",
           Printable.escape(o.messageId()),
           reason,
-          failure.reasonCode());
+          failure.reasonCode(),
+          whatComesOfTheRow(o));
       reportIfGone(o);
     }
   }

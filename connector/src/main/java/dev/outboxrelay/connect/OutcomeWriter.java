@@ -449,4 +449,9 @@ final class OutcomeWriter {
           u.reasonCode());
     }
   }
+
+  /** Whether the task relays exactly once (its outcomes' meaning at a stop differs). */
+  boolean exactlyOnce() {
+    return settings.exactlyOnce();
+  }
 }
