@@ -1186,11 +1186,6 @@ public final class ConfigValidation {
     }
 
     /**
-     * Each {@code column.*} setting that names a column of another name must name one of the
-     * table's; each column placed as a header must exist. Each error on its own key, naming the
-     * setting, not the value.
-     */
-    /**
      * The column {@code field} is mapped to: its setting's value, or the relay's own; null where
      * the setting has an error already (an invalid name, a column the table lacks).
      */
@@ -1205,6 +1200,11 @@ public final class ConfigValidation {
       return column == null ? relay : column.toString();
     }
 
+    /**
+     * Each {@code column.*} setting that names a column of another name must name one of the
+     * table's; each column placed as a header must exist. Each error on its own key, naming the
+     * setting, not the value.
+     */
     private void checkMappedColumns(Set<String> present, boolean toBeCreated) {
       String lacking =
           toBeCreated ? ", which the task would create, would not have" : " does not have";

@@ -421,12 +421,16 @@ final class OutcomeLoop {
   }
 
   /**
-   * What comes of the row of an outcome never written. At least once, Kafka has a published row's
-   * record and the stop ends its lease: a later claim sends it again, the duplicate it is said to
-   * be; exactly once the next instance's recovery finds it in the committed offsets.
+   * What comes of the row of an outcome never written. At least once, Kafka has the record of a
+   * published row (or the dead-letter copy of a failed one) and the stop ends its lease: a later
+   * claim sends it again, the duplicate it is said to be; exactly once the next instance's recovery
+   * finds it in the committed offsets.
    */
   private String whatComesOfTheRow(PendingOutcome o) {
-    return o instanceof PendingOutcome.Published && !writer.exactlyOnce()
+    boolean inKafka =
+        o instanceof PendingOutcome.Published
+            || o instanceof PendingOutcome.Failed failed && failed.deadLettered();
+    return inKafka && !writer.exactlyOnce()
         ? "Kafka has its record, and a later claim sends the row again: a duplicate"
         : "a later claim or the next instance's recovery settles the row";
   }

@@ -1493,7 +1493,7 @@ class ConfigValidationTest {
   void tableManagedByAnotherToolWhoseIndexesAreOnOtherColumnsThanTheMappedOnesIsAnError()
       throws SQLException {
     String url = externallyManagedTable("config_external_mapped");
-    execute(url, "ALTER TABLE outbox ADD COLUMN event_id text NOT NULL");
+    execute(url, "ALTER TABLE outbox ADD COLUMN event_id uuid NOT NULL"); // read as text
     execute(url, "ALTER TABLE outbox ADD COLUMN order_id text NOT NULL");
     Map<String, String> mapped = new HashMap<>(props(url));
     mapped.put("column.message.id", "event_id");

@@ -173,11 +173,14 @@ class OutcomeLoopTest {
       OutboxStoreException.Kind kind) {
     RuntimeFixture f = new RuntimeFixture(Map.of());
     f.add("eu", "m1", "a");
-    var claimed = f.claimIntoLedger().get(0);
+    f.add("eu", "m2", "b");
+    List<ClaimedMessage> both = f.claimIntoLedger();
+    var claimed = both.get(0);
     OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
     String sqlState = kind == OutboxStoreException.Kind.PERMISSION ? "42501" : "XX000";
     store.failure = new OutboxStoreException(kind, "DB_REFUSED", sqlState, "publish");
     store.publishesFail = true;
+    store.parksFail = true;
     MockTime time = new MockTime();
     OutcomeLoop loop = loopOver(f, store, time);
     long mark = LogCapture.get().mark();
@@ -187,6 +190,14 @@ class OutcomeLoopTest {
           loop.submit(
               new PendingOutcome.Published(
                   "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
+      // A dead-lettered row's outcome: its copy is in Kafka too.
+      assertTrue(
+          loop.submit(
+              new PendingOutcome.Failed(
+                  "m2",
+                  both.get(1).lease(),
+                  "PAYLOAD_TOO_LARGE",
+                  new KafkaCoordinates("dlq", 0, 3))));
       await().until(() -> store.publishCalls.get() >= 1);
 
       loop.endGraceOnceProducerClosed(() -> true);
@@ -201,7 +212,7 @@ class OutcomeLoopTest {
         time.sleep(Duration.ofHours(2).toMillis()); // the grace ends
       }
       await().until(() -> !loop.isAlive());
-      assertEquals(1, f.metrics.lateAcks.get(), "the outcome abandoned, counted late");
+      assertEquals(2, f.metrics.lateAcks.get(), "the outcomes abandoned, counted late");
       // Refused (a privilege) or not known to have been answered (no SQLState): said as such.
       String reason =
           kind == OutboxStoreException.Kind.PERMISSION
@@ -220,6 +231,16 @@ class OutcomeLoopTest {
                                       + " a duplicate)"))
               .size(),
           "at least once, said as the duplicate it is");
+      assertEquals(
+          1,
+          LogCapture.get()
+              .matching(
+                  mark,
+                  e ->
+                      e.message().startsWith("Outcome abandoned at stop: message_id=m2 (")
+                          && e.message().endsWith(" a duplicate)"))
+              .size(),
+          "its dead-letter copy too");
       assertEquals(
           f.clock.now(),
           f.store.find("m1").orElseThrow().leaseExpiresAt(),

@@ -400,7 +400,7 @@ class PrometheusExportTest {
             at > 0 && expr.indexOf("outbox_relay_connector_deployed", at) > 0,
             alert + " is not joined on outbox_relay_connector_deployed: " + expr);
         assertTrue(
-            joinsTheWhole(expr.substring(0, at)),
+            joinsTheWhole(expr.substring(0, at)) && joinsTheWhole(expr.substring(at)),
             alert + " joins a part of its expression, not the whole: " + expr);
         checked++;
       }
@@ -409,8 +409,9 @@ class PrometheusExportTest {
   }
 
   /**
-   * Whether a join after {@code before} applies to all of it: no parenthesis left open, and no
-   * {@code or} outside parentheses, which binds looser than {@code and}.
+   * Whether a join between {@code before} and what follows applies to all of the expression: no
+   * parenthesis left open in either part, and no {@code or} outside parentheses, which binds looser
+   * than {@code and}.
    */
   private static boolean joinsTheWhole(String before) {
     int depth = 0;

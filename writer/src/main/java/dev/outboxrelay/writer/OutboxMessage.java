@@ -203,12 +203,11 @@ public final class OutboxMessage {
       requirePayloadSize(payload.length);
     }
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(b.headers));
-    this.correlationId = b.correlationId;
-    if (correlationId != null && correlationId.isBlank()) {
-      // Sent as an empty header that no operator can select rows by (the CLI refuses a blank one).
-      throw new IllegalArgumentException(
-          "correlationId must not be blank; leave it unset for none");
-    }
+    // Blank is none: an empty header no operator could select rows by (the CLI refuses a blank
+    // one), and an application passing on an absent request header must not fail its business
+    // change for it.
+    this.correlationId =
+        b.correlationId == null || b.correlationId.isBlank() ? null : b.correlationId;
     this.deliverBefore = b.deliverBefore;
     if (deliverBefore != null
         && (deliverBefore.isBefore(EARLIEST_DEADLINE) || deliverBefore.isAfter(LATEST_DEADLINE))) {
@@ -552,6 +551,10 @@ public final class OutboxMessage {
       return header(TRACEPARENT, requireTraceparent(traceparent));
     }
 
+    /**
+     * The id operators select the message's row by ({@code outbox-relay-cli --correlation-id}),
+     * sent as the header {@code outbox.correlation_id}; null, empty or blank for none.
+     */
     public Builder correlationId(String correlationId) {
       this.correlationId = correlationId;
       return this;
