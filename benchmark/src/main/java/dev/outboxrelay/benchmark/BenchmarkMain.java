@@ -129,6 +129,15 @@ public final class BenchmarkMain {
     return report;
   }
 
+  /**
+   * Whether the uncounted relay drain runs first: before relay drains, and before the JDBC loops
+   * (database limit, minimal loop), whose first counted run would otherwise be the JVM's first use
+   * of the driver, the pool and the relay's store, JIT-compiled by nothing yet.
+   */
+  static boolean warmsUpTheRelay(Options options, boolean relayDrains) {
+    return relayDrains || options.runs(Scenario.DATABASE) || options.runs(Scenario.MINIMAL);
+  }
+
   /** Drains, database limit and naive relay, interleaved run by run so drift hits all alike. */
   private static void throughput(
       Options options,
@@ -150,7 +159,7 @@ public final class BenchmarkMain {
       return;
     }
     // JIT, connection pools and the broker warm up on a run that is not counted.
-    if (!configs.isEmpty()) {
+    if (warmsUpTheRelay(options, !configs.isEmpty())) {
       Drain.Result w = drain.run(warmUpConfig(options));
       Progress.log("warm-up drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
     }

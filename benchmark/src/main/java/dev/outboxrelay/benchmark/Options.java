@@ -226,8 +226,9 @@ final class Options {
           --wal-compression METHOD   PostgreSQL wal_compression: off, pglz, lz4 or zstd (off)
           --wal-level LEVEL          PostgreSQL wal_level, every scenario alike (logical;
                                      debezium needs it)
-          --connector-setting K=V    a connector setting for every drain of the relay, its
-                                     warm-up included (repeatable; checked against the
+          --connector-setting K=V    a connector setting for every throughput drain of the
+                                     relay, its warm-up included, not the memory and
+                                     latency runs (repeatable; checked against the
                                      connector's and Connect's settings before any run; e.g.
                                      lease.duration.ms=4000 with lease.renewal.interval.ms=1000)
           --output DIR               where results go (benchmark/target/benchmark-results)

@@ -260,8 +260,8 @@ final class ReportWriter {
     if (!lagged.isEmpty()) {
       line(
           ("† Statistics may lag: in a run of %s, sessions of the run's database were still open"
-                  + " when the wait for them timed out, so the update and HOT counts (and the top"
-                  + " statements) may miss some of that run's.")
+                  + " when the wait for them timed out, so the update and HOT counts may miss some"
+                  + " of that run's (the top statements, read when the clock stopped, do not).")
               .formatted(String.join("; ", lagged)));
       line("");
     }

@@ -28,10 +28,11 @@ import java.util.stream.Collectors;
  * seconds ({@link ServerCpu}) and this JVM's ({@code getProcessCpuTime}: the relay, the broker, the
  * worker and the consumer all run in it). After the run, once every other session of the run's
  * database has closed (so that their statistics are flushed): the table's updates and HOT updates
- * ({@code pg_stat_user_tables}), its heap, index and total size, the total size of its published
- * log where it has one (the relay's table from schema version 9: publishing moves each row there),
- * and the five statements of the relay phase with the most total execution time ({@code
- * pg_stat_statements}, reset when the relay phase starts).
+ * ({@code pg_stat_user_tables}), its heap, index and total size, and the total size of its
+ * published log where it has one (the relay's table from schema version 9: publishing moves each
+ * row there). When the relay phase's clock stops: the five statements of the phase with the most
+ * total execution time ({@code pg_stat_statements}, reset when the phase starts, recorded as each
+ * statement ends, so not behind like the table's counts).
  */
 final class RunCost {
   private RunCost() {}

@@ -44,6 +44,15 @@ class OptionsTest {
     assertEquals(Duration.ofSeconds(10), o.latencyDuration);
   }
 
+  /** The JDBC loops alone get the uncounted warm-up drain too: none of their runs is cold. */
+  @Test
+  void theLoopsAloneAreWarmedUpFirst() {
+    assertTrue(BenchmarkMain.warmsUpTheRelay(Options.parse("--scenarios", "database"), false));
+    assertTrue(BenchmarkMain.warmsUpTheRelay(Options.parse("--scenarios", "minimal"), false));
+    assertFalse(BenchmarkMain.warmsUpTheRelay(Options.parse("--scenarios", "latency"), false));
+    assertTrue(BenchmarkMain.warmsUpTheRelay(Options.parse("--scenarios", "drain"), true));
+  }
+
   @Test
   void latencyRunsAtLeastOnceUnlessAskedForExactlyOnce() {
     assertFalse(Options.parse().latencyExactlyOnce);
