@@ -123,11 +123,12 @@ public final class SchemaMigrator {
 
   /**
    * Whether the table is at (or past) the target with every applied migration as shipped. Then the
-   * lock is not taken: every task of a connector migrates at its start, and tasks starting together
-   * (a rebalance, a connector's creation) found one another's no-op migration holding it and waited
-   * a second or more each before their first claim. Read without the lock: a migration running
-   * elsewhere leaves versions pending, and anything but "nothing to do" (an edited migration too)
-   * takes the locked path, which applies or reports it as before.
+   * lock is not taken: when every task of a connector migrated at its start (task 0 alone does now,
+   * beside the CLI and other connectors on the table), tasks starting together found one another's
+   * no-op migration holding it and waited a second or more each before their first claim. Read
+   * without the lock: a migration running elsewhere leaves versions pending, and anything but
+   * "nothing to do" (an edited migration too) takes the locked path, which applies or reports it as
+   * before.
    */
   private static boolean nothingToApply(Flyway flyway) {
     // One read of the history: validation fails on a pending migration (one not applied yet, the
