@@ -157,6 +157,10 @@ final class LeaseRenewer {
       // stayed at 1, and the next episode went unsaid, until rows were held again.
       if (!ProducerWait.isWaitingOnKafka(taskThread)) {
         kafkaWaitEnded();
+      } else if (!ledger.isEmpty()) {
+        // Records still awaited without a lease (exactly once, a parked row's dead letter; claims
+        // all lost before the wait began): the wait is said as with leases, or never at all.
+        isUnresponsive();
       }
       stallEnded();
       recovered(false);

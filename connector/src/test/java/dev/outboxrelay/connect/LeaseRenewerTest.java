@@ -249,6 +249,29 @@ class LeaseRenewerTest {
   }
 
   /**
+   * A wait on Kafka that begins with records awaited but no lease held (exactly once, a parked
+   * row's dead letter to a topic without metadata; here a claim lost before the wait) is said too:
+   * with nothing held, nothing set the gauge.
+   */
+  @Test
+  void aWaitOnKafkaWithRecordsAwaitedButNoLeaseHeldShows() throws Exception {
+    f.add("eu", "m1", "a");
+    long token = f.claimIntoLedger().get(0).lease().token();
+    f.ledger.markLost("m1", token); // no lease held; its record still awaited
+    try (KafkaProducer<byte[], byte[]> producer = producerWithoutBroker()) {
+      Thread task = sendingWithoutBroker(producer);
+      time.sleep(4001); // over half a lease without a poll or an acknowledgement
+      renewer.renewIfDue();
+      assertEquals(1, f.metrics.waitingOnKafka.get(), "it waits on Kafka with a record awaited");
+      producer.close(Duration.ZERO);
+      task.join(10_000);
+    }
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(0, f.metrics.waitingOnKafka.get(), "no longer");
+  }
+
+  /**
    * m1 held while the task thread waits on Kafka for over half a lease (said by the gauge), then
    * {@code meanwhile} with m1's lease token, before the wait ends. Returns that token.
    */
