@@ -155,12 +155,14 @@ final class LeaseRenewer {
       // Nothing left to keep or give up: a stall said before is over for the leases, and so is a
       // wait on Kafka unless the thread still waits there (its leases lost meanwhile): the gauge
       // stayed at 1, and the next episode went unsaid, until rows were held again.
-      if (!ProducerWait.isWaitingOnKafka(taskThread)) {
-        kafkaWaitEnded();
-      } else if (!ledger.isEmpty()) {
+      if (!ledger.isEmpty()) {
         // Records still awaited without a lease (exactly once, a parked row's dead letter; claims
-        // all lost before the wait began): the wait is said as with leases, or never at all.
+        // all lost before the wait began): a wait on Kafka is said, and ended, as with leases
+        // (not between two sends, when Connect backs off outside the producer); before, nothing
+        // set the gauge then.
         isUnresponsive();
+      } else if (!ProducerWait.isWaitingOnKafka(taskThread)) {
+        kafkaWaitEnded();
       }
       stallEnded();
       recovered(false);
@@ -296,8 +298,9 @@ final class LeaseRenewer {
             "Task thread has waited on Kafka in the producer or Connect's topic creation"
                 + " (topic.creation.*) for over half a lease (a broker unreachable, or a topic"
                 + " without metadata: one that does not exist waits until it does); its {} leases"
-                + " are kept (reason=WAITING_ON_KAFKA)",
-            ledger.heldLeases().size());
+                + " are kept, {} records awaited (reason=WAITING_ON_KAFKA)",
+            ledger.heldLeases().size(),
+            ledger.size());
       }
       return false;
     }

@@ -20,6 +20,8 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class LeaseRenewerTest {
   private final RuntimeFixture f =
@@ -243,7 +245,7 @@ class LeaseRenewerTest {
           renewer.renewIfDue();
           assertEquals(1, f.metrics.waitingOnKafka.get(), "it still waits on Kafka");
         });
-    time.sleep(2000);
+    time.sleep(4001); // half a lease after its last wait: not a back-off between two sends
     renewer.renewIfDue();
     assertEquals(0, f.metrics.waitingOnKafka.get(), "no longer");
   }
@@ -253,11 +255,17 @@ class LeaseRenewerTest {
    * row's dead letter to a topic without metadata; here a claim lost before the wait) is said too:
    * with nothing held, nothing set the gauge.
    */
-  @Test
-  void aWaitOnKafkaWithRecordsAwaitedButNoLeaseHeldShows() throws Exception {
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"a lost claim", "a parked row's dead letter"})
+  void aWaitOnKafkaWithRecordsAwaitedButNoLeaseHeldShows(String awaited) throws Exception {
     f.add("eu", "m1", "a");
-    long token = f.claimIntoLedger().get(0).lease().token();
-    f.ledger.markLost("m1", token); // no lease held; its record still awaited
+    ClaimedMessage row = f.claimIntoLedger().get(0);
+    if (awaited.equals("a lost claim")) {
+      f.ledger.markLost("m1", row.lease().token()); // no lease held; its record still awaited
+    } else {
+      f.ledger.resolve("m1", row.lease().token()); // exactly once: parked, its lease gone,
+      f.ledger.addParked(row); // its dead-letter record handed to Connect
+    }
     try (KafkaProducer<byte[], byte[]> producer = producerWithoutBroker()) {
       Thread task = sendingWithoutBroker(producer);
       time.sleep(4001); // over half a lease without a poll or an acknowledgement
@@ -267,6 +275,9 @@ class LeaseRenewerTest {
       task.join(10_000);
     }
     time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(1, f.metrics.waitingOnKafka.get(), "between two sends, as with leases");
+    time.sleep(2001);
     renewer.renewIfDue();
     assertEquals(0, f.metrics.waitingOnKafka.get(), "no longer");
   }
