@@ -101,11 +101,13 @@ public final class RelayIndexes {
    */
   private static final String KEY_COLUMN =
       """
-      SELECT CASE WHEN i.indkey[?::int - 1] <> 0 THEN a.attname::text
-        ELSE pg_get_indexdef(i.indexrelid, ?::int, true) END
-      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-      LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[?::int - 1]
-      WHERE i.indrelid = to_regclass(?) AND c.relname = ? AND i.indnkeyatts >= ?::int""";
+      SELECT CASE WHEN i.indkey[k.n - 1] <> 0 THEN a.attname::text
+        ELSE pg_get_indexdef(i.indexrelid, k.n, true) END
+      FROM (SELECT CAST(? AS int) AS n) k
+      JOIN pg_index i ON i.indnkeyatts >= k.n
+      JOIN pg_class c ON c.oid = i.indexrelid
+      LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[k.n - 1]
+      WHERE i.indrelid = to_regclass(?) AND c.relname = ?""";
 
   private static final String UNIQUE_SEQ =
       """
@@ -142,31 +144,23 @@ public final class RelayIndexes {
         continue;
       }
       Set<String> present = index.onLog() ? onLog : index.unique() ? uniqueOnTable : onTable;
+      String name = table.objectName(index.suffixes().get(0));
       String column = index.keyColumn() == null ? null : columnOf.apply(index.keyColumn());
-      String name0 = table.objectName(index.suffixes().get(0));
-      if (column != null
-          && present.contains(name0)
-          && !column.equals(keyColumn(c, table, name0, index.keyPosition()))) {
-        missing.add(
-            name0
-                + " ("
-                + index.readBy()
-                + "; the index of that name is not on "
-                + column
-                + ", the mapped column, at key position "
-                + index.keyPosition()
-                + ": drop it first)");
-        continue;
-      }
+      String why = null;
       if (index.suffixes().stream().map(table::objectName).noneMatch(present::contains)) {
-        String name = table.objectName(index.suffixes().get(0));
         // Its statement (IF NOT EXISTS) would keep a plain index of the name: say to drop it.
-        boolean notUnique = index.unique() && onTable.contains(name);
+        why = index.unique() && onTable.contains(name) ? "not unique" : "";
+      } else if (column != null
+          && present.contains(name)
+          && !column.equals(keyColumn(c, table, name, index.keyPosition()))) {
+        why = "not on " + column + ", the mapped column, at key position " + index.keyPosition();
+      }
+      if (why != null) {
         missing.add(
             name
                 + " ("
                 + index.readBy()
-                + (notUnique ? "; the index of that name is not unique: drop it first" : "")
+                + (why.isEmpty() ? "" : "; the index of that name is " + why + ": drop it first")
                 + ")");
       }
     }
@@ -206,11 +200,8 @@ public final class RelayIndexes {
       throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(KEY_COLUMN)) {
       ps.setInt(1, position);
-      ps.setInt(2, position);
-      ps.setInt(3, position);
-      ps.setString(4, table.qualified());
-      ps.setString(5, index);
-      ps.setInt(6, position);
+      ps.setString(2, table.qualified());
+      ps.setString(3, index);
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next() || rs.getString(1) == null) {
           return null;
