@@ -1533,9 +1533,15 @@ class OutboxSourceTaskTest {
     await().until(() -> failing.closes.get() == 1);
     task.stop();
     assertEquals(1, failing.closes.get());
-    // Closed on a thread of its own, whose lines still say whose they are.
+    // Closed on a thread of its own, whose lines still say whose they are. This task's only: an
+    // earlier test's task may say its own stop late, from its outcome thread.
     List<LogCapture.Event> summary =
-        LogCapture.get().matching(mark, e -> e.message().startsWith("outbox-relay task stopped: "));
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.message().startsWith("outbox-relay task stopped: ")
+                        && e.thread().contains("task-test-" + testName + "-"));
     assertEquals(1, summary.size(), summary::toString);
     assertEquals(
         "eu", summary.get(0).context().get(OutboxSourceTask.MDC_INSTANCE_KEYS), summary::toString);
