@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -61,10 +62,29 @@ final class InFlightLedger {
   /** The estimated size of the records held, lost and parked, in bytes. */
   private final AtomicLong bytes = new AtomicLong();
 
+  /**
+   * The records held, lost and parked, kept apart from the maps' sizes: a claim moving from held to
+   * lost is in both maps for an instant, and a resolution that read the sum then as "still full"
+   * left poll asleep until {@code poll.interval.ms}.
+   */
+  private final AtomicInteger count = new AtomicInteger();
+
   void add(ClaimedMessage message) {
     Entry entry = entryOf(message);
     Entry replaced = entries.put(message.messageId(), entry);
+    counted(entry, replaced);
+  }
+
+  private void counted(Entry entry, Entry replaced) {
     bytes.addAndGet(entry.bytes() - (replaced == null ? 0 : replaced.bytes()));
+    if (replaced == null) {
+      count.incrementAndGet();
+    }
+  }
+
+  private void uncounted(Entry entry) {
+    bytes.addAndGet(-entry.bytes());
+    count.decrementAndGet();
   }
 
   private static Entry entryOf(ClaimedMessage message) {
@@ -90,14 +110,14 @@ final class InFlightLedger {
   void addParked(ClaimedMessage message) {
     Entry entry = entryOf(message);
     Entry replaced = parked.put(new LostClaim(message.messageId(), message.lease().token()), entry);
-    bytes.addAndGet(entry.bytes() - (replaced == null ? 0 : replaced.bytes()));
+    counted(entry, replaced);
   }
 
   /** The parked row's dead-letter record was settled (committed, dropped or never sent). */
   boolean resolveParked(String messageId, long token) {
     Entry e = parked.remove(new LostClaim(messageId, token));
     if (e != null) {
-      bytes.addAndGet(-e.bytes());
+      uncounted(e);
     }
     return e != null;
   }
@@ -118,7 +138,7 @@ final class InFlightLedger {
         (id, e) -> {
           if (e.lease().token() == token) {
             removed[0] = true;
-            bytes.addAndGet(-e.bytes());
+            uncounted(e);
             return null;
           }
           return e;
@@ -145,7 +165,10 @@ final class InFlightLedger {
             return e;
           }
           // Counted as lost before it leaves the held: never both absent to isEmpty().
-          lost.put(new LostClaim(messageId, token), e);
+          Entry replaced = lost.put(new LostClaim(messageId, token), e);
+          if (replaced != null) { // a claim is lost once; counted once all the same
+            uncounted(replaced);
+          }
           moved[0] = e;
           return null;
         });
@@ -156,7 +179,7 @@ final class InFlightLedger {
   Optional<Entry> takeLost(String messageId, long token) {
     Entry e = lost.remove(new LostClaim(messageId, token));
     if (e != null) {
-      bytes.addAndGet(-e.bytes());
+      uncounted(e);
     }
     return Optional.ofNullable(e);
   }
@@ -166,7 +189,7 @@ final class InFlightLedger {
    * of parked rows still awaited.
    */
   int size() {
-    return entries.size() + lost.size() + parked.size();
+    return count.get();
   }
 
   /** Claims reported lost at renewal whose records are still awaited. */

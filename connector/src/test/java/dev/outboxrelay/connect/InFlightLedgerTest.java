@@ -9,6 +9,9 @@ import dev.outboxrelay.store.ClaimedMessage;
 import java.lang.ref.WeakReference;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class InFlightLedgerTest {
@@ -83,6 +86,42 @@ class InFlightLedgerTest {
     assertFalse(ledger.resolve("m1", 8), "no longer held");
     assertTrue(ledger.isEmpty(), "resolved as never sent, it is not awaited either");
     assertEquals(0, ledger.bytes());
+  }
+
+  /**
+   * A claim moving from held to lost is never counted twice: an outcome resolving another row at
+   * that instant read the ledger as still full and did not wake poll. Another thread reads the
+   * count while one claim at a time is added, marked lost and settled.
+   */
+  @Test
+  void aClaimMarkedLostIsNeverCountedTwice() throws Exception {
+    InFlightLedger ledger = new InFlightLedger();
+    AtomicBoolean done = new AtomicBoolean();
+    AtomicInteger most = new AtomicInteger();
+    CountDownLatch reading = new CountDownLatch(1);
+    Thread reader =
+        new Thread(
+            () -> {
+              reading.countDown();
+              while (!done.get()) {
+                most.accumulateAndGet(ledger.size(), Math::max);
+              }
+            });
+    reader.start();
+    reading.await();
+    try {
+      for (int i = 0; i < 200_000 && most.get() < 2; i++) {
+        ledger.add(claimed("m", i + 1, null)); // the same row, claimed again
+        ledger.markLost("m", i + 1).orElseThrow();
+        ledger.takeLost("m", i + 1).orElseThrow();
+      }
+    } finally {
+      done.set(true);
+      reader.join();
+    }
+    assertTrue(most.get() <= 1, "one claim in the ledger at a time, counted " + most.get());
+    assertTrue(ledger.isEmpty());
+    assertEquals(0, ledger.size());
   }
 
   @Test
