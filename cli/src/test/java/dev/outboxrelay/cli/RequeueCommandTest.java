@@ -419,6 +419,30 @@ class RequeueCommandTest {
     assertEquals("requeued 1 row(s) of instance key us (EXHAUSTED, FAILED)\n", none.out());
   }
 
+  /** A batched requeue that fails says the count for the batches it requeued before the failure. */
+  @Test
+  void aFailedBatchedRequeueSaysHowManyOfTheRowsItRequeuedHaveAPassedDeadline() throws Exception {
+    outbox.update("us-failed-2", "deliver_before = now() - interval '1 hour'");
+
+    Cli.Result r =
+        outbox.whileLocked(
+            () ->
+                outbox
+                    .cli()
+                    .forKey("us", "requeue", "--all", "--batch-size", "1", "--lock-timeout", "100"),
+            "us-exhausted-1");
+
+    assertEquals(ExitCode.DATABASE, r.exitCode(), r::toString);
+    assertTrue(
+        r.err()
+            .startsWith(
+                "error: requeue failed after requeuing 2 row(s) in the batches before the"
+                    + " failure, which stay requeued, 1 of them with a deliver_before that has"
+                    + " passed, which the relay records FAILED (DEADLINE_EXPIRED) again when it"
+                    + " claims them (the failed batch changed nothing;"),
+        r::toString);
+  }
+
   /**
    * By correlation id the rows are found by the id's first 200 characters (what the index of parked
    * rows holds), then by the whole id: a longer id sharing that prefix is another id.

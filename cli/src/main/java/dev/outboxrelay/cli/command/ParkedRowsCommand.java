@@ -254,6 +254,7 @@ abstract class ParkedRowsCommand extends InstanceCommand {
               + e.changed()
               + " row(s) in the batches before the failure, which stay "
               + done
+              + deadlinePassedOf(e.deadlinePassed())
               + (e.failure().mayHaveCommitted()
                   ? " (the failed batch may have been applied too if the connection was lost at its"
                       + " commit; --dry-run counts what is left)"
@@ -305,6 +306,19 @@ abstract class ParkedRowsCommand extends InstanceCommand {
               + " of them have a deliver_before that has passed: the relay records them FAILED"
               + " (DEADLINE_EXPIRED) again when it claims them");
     }
+  }
+
+  /**
+   * The rows with a passed deadline among those a failed batched requeue's earlier batches sent,
+   * said as on success: they are requeued all the same.
+   */
+  private String deadlinePassedOf(long deadlinePassed) {
+    return action() == ParkedAction.REQUEUE && deadlinePassed > 0
+        ? ", "
+            + deadlinePassed
+            + " of them with a deliver_before that has passed, which the relay records FAILED"
+            + " (DEADLINE_EXPIRED) again when it claims them"
+        : "";
   }
 
   private void putDeadlinePassed(ObjectNode node, ParkedChange change) {

@@ -270,7 +270,7 @@ public final class OperatorStore {
           classify(sentNothing ? ((LockLimitFailed) e).cause() : e, action.verb());
       if (batchesBegun) {
         throw new ParkedChangeFailedException(
-            changed, sentNothing ? failure.beforeSending() : failure);
+            changed, deadlinePassed, sentNothing ? failure.beforeSending() : failure);
       }
       throw failure.beforeSending(); // no change was sent: the connection, or the first read
     }

@@ -9,17 +9,26 @@ import dev.outboxrelay.store.OutboxStoreException;
  */
 public final class ParkedChangeFailedException extends RuntimeException {
   private final long changed;
+  private final long deadlinePassed;
   private final OutboxStoreException failure;
 
-  ParkedChangeFailedException(long changed, OutboxStoreException failure) {
+  ParkedChangeFailedException(long changed, long deadlinePassed, OutboxStoreException failure) {
     super(null, failure, false, false);
     this.changed = changed;
+    this.deadlinePassed = deadlinePassed;
     this.failure = failure;
   }
 
   /** Rows changed by the batches that committed before the failure. */
   public long changed() {
     return changed;
+  }
+
+  /**
+   * Of those, the rows whose deliver_before had passed (as {@link ParkedChange#deadlinePassed}).
+   */
+  public long deadlinePassed() {
+    return deadlinePassed;
   }
 
   public OutboxStoreException failure() {
