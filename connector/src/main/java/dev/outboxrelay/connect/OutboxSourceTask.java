@@ -234,11 +234,17 @@ public class OutboxSourceTask extends SourceTask {
       if (!pause.awaitSlice() || stopping) {
         return null; // the rest of a wait begun by an earlier poll, or woken by stop()
       }
+      ExactlyOnceState exactlyOnce = runtime.exactlyOnce();
+      if (exactlyOnce != null) {
+        // Not taken at start (the database away): now, before any wait for the schema. Taken
+        // after a migration's backoff, it could be above a successor's started meanwhile, whose
+        // rows in flight this instance's recovery would then release. It needs no outbox table.
+        exactlyOnce.takeEpoch();
+      }
       if (!schema.ensure()) {
         pause.start(config.settings().pollInterval()); // a migration backing off
         return null;
       }
-      ExactlyOnceState exactlyOnce = runtime.exactlyOnce();
       if (exactlyOnce != null && !exactlyOnce.recover()) {
         return null; // a page at a time, before the first claim; the next poll reads on
       }

@@ -92,6 +92,10 @@ class ExactlyOnceTaskTest {
   private final AtomicInteger parkStatements = new AtomicInteger();
 
   private volatile boolean epochsFail;
+
+  /** The last task's store provider: its schema checks fail on demand. */
+  private FixedStoreProvider provider;
+
   private volatile int claimResultsLost;
 
   /** While set, a claim of a suspect alone fails as PostgreSQL's NOWAIT on a locked row does. */
@@ -874,6 +878,36 @@ class ExactlyOnceTaskTest {
 
     assertEquals(List.of("a"), records.stream().map(SourceOffsets::messageId).toList());
     assertTrue((Long) records.get(0).sourceOffset().get(SourceOffsets.EPOCH) > 0);
+  }
+
+  /**
+   * ... before it waits for the schema: taken after another session's migration, it could be above
+   * that of a successor started meanwhile, whose rows in flight the late instance's recovery would
+   * release.
+   */
+  @Test
+  void anEpochNotTakenAtStartIsTakenBeforeAWaitForAMigration() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    add("a", "agg-1", 10);
+    epochsFail = true;
+    OutboxSourceTask late = start();
+    epochsFail = false;
+    provider.schemaFailure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT,
+            StoreProvider.MIGRATION_IN_PROGRESS,
+            null,
+            StoreProvider.CHECK_SCHEMA);
+
+    assertNull(late.poll()); // waiting for the migration
+    long successor = store.newEpoch();
+    provider.schemaFailure = null;
+    mockTime.sleep(60_000); // past the migration's backoff
+    List<SourceRecord> records = late.poll();
+
+    assertEquals(List.of("a"), records.stream().map(SourceOffsets::messageId).toList());
+    assertTrue((Long) records.get(0).sourceOffset().get(SourceOffsets.EPOCH) < successor);
   }
 
   /**
@@ -1890,7 +1924,8 @@ class ExactlyOnceTaskTest {
     props.put("exactly.once.buckets", Integer.toString(BUCKETS));
     props.putAll(overrides);
     OutboxStore parksMayFail = parksMayFail(store);
-    task = new OutboxSourceTask(new FixedStoreProvider(parksMayFail, () -> clock), time);
+    provider = new FixedStoreProvider(parksMayFail, () -> clock);
+    task = new OutboxSourceTask(provider, time);
     task.initialize(new Context());
     task.start(props);
     // A stop waits for its question's answer as long as a loaded machine may take to give it;
