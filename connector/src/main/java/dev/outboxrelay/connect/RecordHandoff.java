@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.slf4j.Logger;
@@ -142,7 +143,8 @@ final class RecordHandoff {
    * over.
    *
    * @throws dev.outboxrelay.store.OutboxStoreException if a park cannot be written; the batch stays
-   *     held, and {@link #releaseHeld} goes on with it
+   *     held, and {@link #releaseHeld} goes on with it (a ConnectException naming the rows when the
+   *     database refused them for good)
    */
   List<SourceRecord> handOver(Positioned batch) {
     if (batch.parks.isEmpty()) {
@@ -165,7 +167,7 @@ final class RecordHandoff {
    * (none when a stop {@linkplain #forgetHeld forgot} the batch meanwhile).
    *
    * @throws dev.outboxrelay.store.OutboxStoreException if the parks cannot be written; the batch
-   *     stays held
+   *     stays held (a ConnectException naming the rows when the database refused them for good)
    */
   List<SourceRecord> releaseHeld() {
     Positioned batch = held.get();
@@ -190,6 +192,9 @@ final class RecordHandoff {
         if (batch.mayHaveParked && !batch.awaitUncertain(batch.parks)) {
           reportIfParked(batch.parks); // a stop forgot the batch while the parks ran
         }
+        if (!batch.mayHaveParked && e instanceof OutboxStoreException failure) {
+          throw refusedFor(batch.parks, failure);
+        }
         throw e;
       }
       List<Park> written = List.copyOf(batch.parks);
@@ -202,6 +207,40 @@ final class RecordHandoff {
       return List.of(); // forgotten meanwhile: forgetHeld reported its parks
     }
     return batch.toSend(); // its dead letters are counted when Connect takes them (handedOver)
+  }
+
+  /** How many of a refused batch's rows its failure names. */
+  static final int NAMED_PARKS = 10;
+
+  /**
+   * A refusal of the parks that changed nothing names their rows: refused for good by a row's value
+   * (a constraint or a trigger of an adopted table), it failed the task naming none, and every
+   * restart claimed the same rows and failed alike. Not parked one at a time to find the row: those
+   * parked before it would end FAILED without their dead-letter records when the stop gives the
+   * batch back.
+   */
+  private static RuntimeException refusedFor(List<Park> parks, OutboxStoreException failure) {
+    boolean byARow =
+        failure.kind() == OutboxStoreException.Kind.INVALID_DATA
+            || failure.kind() == OutboxStoreException.Kind.INTERNAL;
+    if (!byARow) {
+      return failure; // the statement's, not a row's: a privilege, the schema, an outage
+    }
+    if (parks.size() == 1) {
+      return failure.ofMessage(parks.get(0).row.messageId());
+    }
+    List<String> ids =
+        parks.stream().limit(NAMED_PARKS).map(p -> Printable.escape(p.row.messageId())).toList();
+    return new ConnectException(
+        "outbox-relay: "
+            + failure.getMessage()
+            + " for one of the "
+            + parks.size()
+            + " rows parked together, none of which was parked: message_ids="
+            + String.join(", ", ids)
+            + (parks.size() > NAMED_PARKS ? ", ..." : "")
+            + "; a check or trigger of the table that refuses status FAILED? The rows are given"
+            + " back at the stop (reason=PARK_REFUSED)");
   }
 
   /** What a written park of {@code batch} came to. */

@@ -19,6 +19,7 @@ import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
 import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.Outcome;
+import dev.outboxrelay.store.ParkRequest;
 import dev.outboxrelay.store.PublishedAck;
 import dev.outboxrelay.store.ReasonCodes;
 import dev.outboxrelay.store.Recoveries;
@@ -84,6 +85,9 @@ class ExactlyOnceTaskTest {
   private volatile boolean markFailedFails;
 
   private volatile boolean parksFail;
+
+  /** A park statement holding this row is refused for good, as a trigger of an adopted table. */
+  private volatile String parkRefusedFor;
 
   /** While set, park statements fail before anything is sent (no connection from the pool). */
   private volatile boolean parksFailBeforeSending;
@@ -989,6 +993,48 @@ class ExactlyOnceTaskTest {
     assertTrue(
         (Long) r2.sourceOffset().get(SourceOffsets.BATCH)
             > (Long) r1.sourceOffset().get(SourceOffsets.BATCH));
+  }
+
+  /**
+   * A batch's parks refused for good by one row's value (a trigger or a check of an adopted table):
+   * none is parked (parked one by one, those before the refused row would end FAILED without their
+   * dead-letter records when the stop gives the batch back), and the task fails naming the rows
+   * parked together, where it named none. One row alone is named as the row.
+   */
+  @Test
+  void aParkRefusedForARowFailsTheTaskNamingTheRowsParkedTogether() {
+    add("good-1", "agg-1", 10);
+    add("too-large-1", "agg-2", 100);
+    add("too-large-2", "agg-3", 100);
+    parkRefusedFor = "too-large-2";
+    start(Map.of("payload.max.bytes", "50"));
+
+    ConnectException failed = assertThrows(ConnectException.class, task::poll);
+
+    assertFalse(failed instanceof RetriableException, failed::getMessage);
+    assertTrue(
+        failed
+            .getMessage()
+            .contains(
+                "(SQLState P0001) for one of the 2 rows parked together, none of which was parked:"
+                    + " message_ids=too-large-1, too-large-2;"),
+        failed::getMessage);
+    for (String id : List.of("good-1", "too-large-1", "too-large-2")) {
+      assertEquals(MessageStatus.IN_FLIGHT, store.find(id).orElseThrow().status(), id);
+    }
+  }
+
+  @Test
+  void aParkRefusedForTheOnlyRowParkedFailsTheTaskNamingIt() {
+    add("good-1", "agg-1", 10);
+    add("too-large-1", "agg-2", 100);
+    parkRefusedFor = "too-large-1";
+    start(Map.of("payload.max.bytes", "50"));
+
+    ConnectException failed = assertThrows(ConnectException.class, task::poll);
+
+    assertFalse(failed instanceof RetriableException, failed::getMessage);
+    assertTrue(failed.getMessage().contains("of message_id=too-large-1"), failed::getMessage);
   }
 
   @Test
@@ -1958,6 +2004,13 @@ class ExactlyOnceTaskTest {
               }
               if (method.getName().equals("park") && parksFail) {
                 throw outage("park");
+              }
+              if (method.getName().equals("park")
+                  && ((List<?>) args[0])
+                      .stream()
+                          .anyMatch(r -> ((ParkRequest) r).messageId().equals(parkRefusedFor))) {
+                throw new OutboxStoreException(
+                    OutboxStoreException.Kind.INVALID_DATA, "DB_INVALID_DATA", "P0001", "park");
               }
               if (method.getName().equals("markFailed") && markFailedFails) {
                 throw outage("mark failed");
