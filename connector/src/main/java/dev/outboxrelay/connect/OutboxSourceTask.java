@@ -98,13 +98,15 @@ public class OutboxSourceTask extends SourceTask {
       startRuntime();
     } catch (RuntimeException | Error e) {
       MDC.remove(MDC_INSTANCE_KEYS); // Connect may not call stop() for a task that failed to start
-      if (e instanceof RuntimeException r
-          && !(r instanceof ConnectException
-              || r instanceof ConfigException
-              || r instanceof OutboxStoreException)) {
-        throw unexpected(r); // not the relay's words, nor Connect's: may quote driver text
+      if (e instanceof VirtualMachineError
+          || e instanceof ConnectException
+          || e instanceof ConfigException
+          || e instanceof OutboxStoreException) {
+        throw e;
       }
-      throw e;
+      // Not the relay's words, nor Connect's: may quote driver text. An Error too (a class that
+      // failed to initialize, a service not found), whose message and causes are a library's.
+      throw unexpected(e);
     }
   }
 
@@ -182,6 +184,10 @@ public class OutboxSourceTask extends SourceTask {
           "outbox-relay: " + e.getClass().getName() + " from Kafka; polling again");
     } catch (RuntimeException e) {
       throw unexpected(e);
+    } catch (VirtualMachineError e) {
+      throw e; // out of memory, a stack overflow: no report of ours may run
+    } catch (Error e) {
+      throw unexpected(e); // a library's (a class that failed to initialize): its text is not ours
     } finally {
       runtime.renewer().pollReturned();
     }
@@ -192,7 +198,7 @@ public class OutboxSourceTask extends SourceTask {
    * and where it was thrown, never its message or causes, which may quote row data or the
    * connection and would reach the status trace Connect's REST API shows.
    */
-  private static ConnectException unexpected(RuntimeException e) {
+  private static ConnectException unexpected(Throwable e) {
     StringBuilder causes = new StringBuilder();
     Throwable cause = e.getCause();
     for (int depth = 0; cause != null && depth < 8; depth++, cause = cause.getCause()) {

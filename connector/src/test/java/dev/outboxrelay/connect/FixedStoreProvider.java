@@ -29,7 +29,7 @@ final class FixedStoreProvider implements StoreProvider {
   volatile OutboxStoreException schemaFailure;
 
   /** Thrown by each open while set (a task's start then fails). */
-  volatile RuntimeException openFailure;
+  volatile Throwable openFailure;
 
   FixedStoreProvider(OutboxStore store, Supplier<RelayClock> clock) {
     this.store = store;
@@ -38,9 +38,12 @@ final class FixedStoreProvider implements StoreProvider {
 
   @Override
   public OutboxStore open(OutboxSourceConfig config, String poolName) {
-    RuntimeException failure = openFailure;
+    Throwable failure = openFailure;
+    if (failure instanceof Error error) {
+      throw error;
+    }
     if (failure != null) {
-      throw failure;
+      throw (RuntimeException) failure;
     }
     return store;
   }

@@ -48,6 +48,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.slf4j.MDC;
 
@@ -105,19 +106,18 @@ class OutboxSourceTaskTest {
    * its class: its message and causes, which may quote row data or the connection, never reach the
    * status trace Connect's REST API shows.
    */
-  @Test
-  void anUnclassifiedFailureFailsTheTaskWithoutItsText() {
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("unclassifiedFailures")
+  void anUnclassifiedFailureFailsTheTaskWithoutItsText(Throwable bug) {
     OutboxSourceTask task = startTask(Map.of());
-    failing.claimBug =
-        new IllegalStateException(
-            "SENTINEL password=s3cret", new java.sql.SQLException("SENTINEL2 row payload"));
+    failing.claimBug = bug;
     long mark = LogCapture.get().mark();
 
     ConnectException e = assertThrows(ConnectException.class, task::poll);
 
     assertFalse(e instanceof RetriableException, "fails the task");
     assertNull(e.getCause());
-    assertTrue(e.getMessage().contains("java.lang.IllegalStateException"), e.getMessage());
+    assertTrue(e.getMessage().contains(bug.getClass().getName()), e.getMessage());
     assertTrue(e.getMessage().contains("reason=INTERNAL_ERROR"), e.getMessage());
     assertFalse(e.getMessage().contains("SENTINEL"), e.getMessage());
     assertTrue(
@@ -137,16 +137,24 @@ class OutboxSourceTaskTest {
     assertNull(e.getCause());
   }
 
+  /** A bug's exception, and a library's Error (a class that failed to initialize). */
+  static List<Throwable> unclassifiedFailures() {
+    return List.of(
+        new IllegalStateException(
+            "SENTINEL password=s3cret", new java.sql.SQLException("SENTINEL2 row payload")),
+        new ExceptionInInitializerError(new IllegalStateException("SENTINEL password=s3cret")));
+  }
+
   /** So is a start that fails unclassified: its class named, its text and causes not. */
-  @Test
-  void anUnclassifiedFailureAtStartFailsItWithoutItsText() {
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("unclassifiedFailures")
+  void anUnclassifiedFailureAtStartFailsItWithoutItsText(Throwable bug) {
     Map<String, String> props = new HashMap<>();
     props.put("connection.url", "jdbc:postgresql://localhost:1/unused");
     props.put("instance.keys", "eu");
     props.put("connector.name", "task-test-" + testName);
     FixedStoreProvider refusing = new FixedStoreProvider(failing, () -> taskClock);
-    refusing.openFailure =
-        new IllegalStateException("SENTINEL", new java.sql.SQLException("SENTINEL2"));
+    refusing.openFailure = bug;
     OutboxSourceTask failed = new OutboxSourceTask(refusing, time);
     failed.initialize(new NoMetricsContext());
 
@@ -1971,7 +1979,7 @@ class OutboxSourceTaskTest {
     volatile RuntimeException publishBug;
 
     /** Thrown by every claim: a failure the store did not classify (a bug). */
-    volatile RuntimeException claimBug;
+    volatile Throwable claimBug;
 
     /** While set, a batch publish waits for it (uninterruptibly, like a driver call). */
     volatile CountDownLatch publishGate;
@@ -2049,9 +2057,12 @@ class OutboxSourceTaskTest {
     @Override
     public dev.outboxrelay.store.ClaimResult claim(ClaimRequest request) {
       check();
-      RuntimeException bug = claimBug;
+      Throwable bug = claimBug;
+      if (bug instanceof Error error) {
+        throw error;
+      }
       if (bug != null) {
-        throw bug;
+        throw (RuntimeException) bug;
       }
       claimCalls.incrementAndGet();
       dev.outboxrelay.store.ClaimResult result = delegate.claim(request);
