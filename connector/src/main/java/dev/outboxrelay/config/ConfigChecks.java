@@ -282,6 +282,9 @@ final class ConfigChecks {
   static final String CONFLUENT_PROTOBUF_CONVERTER =
       "io.confluent.connect.protobuf.ProtobufConverter";
 
+  static final String CONFLUENT_JSON_SCHEMA_CONVERTER =
+      "io.confluent.connect.json.JsonSchemaConverter";
+
   static final List<String> AVRO_CONVERTERS =
       List.of(
           "io.confluent.connect.avro.AvroConverter",
@@ -338,7 +341,7 @@ final class ConfigChecks {
               AVRO_CONVERTERS.stream(),
               java.util.stream.Stream.of(
                   CONFLUENT_PROTOBUF_CONVERTER,
-                  "io.confluent.connect.json.JsonSchemaConverter",
+                  CONFLUENT_JSON_SCHEMA_CONVERTER,
                   "io.apicurio.registry.utils.converter.ProtobufConverter",
                   "io.apicurio.registry.utils.converter.ExtJsonConverter"))
           .toList();

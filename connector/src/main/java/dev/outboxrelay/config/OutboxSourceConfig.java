@@ -358,7 +358,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " named by their members alone), which Avro cannot define twice, or one named as an"
           + " Avro primitive type (int, string, ...), and one nested deeper than about 225 objects"
           + " (Avro's schema text nests twice as deep as JsonConverter's, past what Jackson"
-          + " writes). With a converter that scrubs names (Confluent's Avro or Protobuf with"
+          + " writes); with Confluent's JSON Schema value.converter, one nested deeper than about"
+          + " 150 objects or 298 arrays (its schema text nests deeper still, and it reads it back"
+          + " through Jackson). With a converter that scrubs names (Confluent's Avro or Protobuf with"
           + " value.converter.scrub.invalid.names=true), so is a payload with two names that scrub"
           + " to one (a-b and a_b, 1st and x1st) in one object, and with Avro two different structs"
           + " so named."
@@ -1177,6 +1179,9 @@ public class OutboxSourceConfig extends AbstractConfig {
     if (valueConverterIs(ConfigChecks.CONFLUENT_PROTOBUF_CONVERTER)) {
       return Optional.of(
           InferredSchema.forProtobuf(columnMapping().payload(), nulls, scrubsNames()));
+    }
+    if (valueConverterIs(ConfigChecks.CONFLUENT_JSON_SCHEMA_CONVERTER)) {
+      return Optional.of(InferredSchema.forJsonSchema(columnMapping().payload(), nulls));
     }
     return Optional.of(
         new InferredSchema(

@@ -25,6 +25,11 @@ import java.util.Objects;
  *     converter ({@code protobufNames} implies it), which refuses an array of arrays ("Array cannot
  *     be nested") and a null element of an array (a NullPointerException): either failed the task
  *     at every claim of the row
+ * @param jsonSchemaConverter whether the connector's value converter is Confluent's JSON Schema
+ *     converter, whose schema text nests deeper still (four levels per optional struct: {@code
+ *     oneOf}, its array, the object schema, its {@code properties}; three per optional array), and
+ *     which reads it back through Jackson's 1,000 levels: past them it failed the task at every
+ *     claim of the row, quoting the schema (the payload's member names)
  */
 public record InferredSchema(
     String rootName,
@@ -32,7 +37,8 @@ public record InferredSchema(
     boolean avroNames,
     boolean avroConverter,
     boolean protobufNames,
-    boolean protobufConverter) {
+    boolean protobufConverter,
+    boolean jsonSchemaConverter) {
 
   /** Debezium's {@code table.json.payload.null.behavior}. */
   public enum NullMembers {
@@ -53,9 +59,25 @@ public record InferredSchema(
     if (protobufNames && !protobufConverter) {
       throw new IllegalArgumentException("Protobuf names are a Protobuf converter's");
     }
-    if (avroConverter && protobufConverter) {
-      throw new IllegalArgumentException("one value converter: Avro or Protobuf");
+    if ((avroConverter ? 1 : 0) + (protobufConverter ? 1 : 0) + (jsonSchemaConverter ? 1 : 0) > 1) {
+      throw new IllegalArgumentException("one value converter: Avro, Protobuf or JSON Schema");
     }
+  }
+
+  /** For a value converter of none of these kinds, or Avro, or Protobuf. */
+  public InferredSchema(
+      String rootName,
+      NullMembers nullMembers,
+      boolean avroNames,
+      boolean avroConverter,
+      boolean protobufNames,
+      boolean protobufConverter) {
+    this(rootName, nullMembers, avroNames, avroConverter, protobufNames, protobufConverter, false);
+  }
+
+  /** For Confluent's JSON Schema converter. */
+  public static InferredSchema forJsonSchema(String rootName, NullMembers nullMembers) {
+    return new InferredSchema(rootName, nullMembers, false, false, false, false, true);
   }
 
   /** For an Avro converter ({@code avroConverter}, keeping names or not), or none of the two. */

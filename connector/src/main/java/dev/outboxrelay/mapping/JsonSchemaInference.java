@@ -54,7 +54,9 @@ final class JsonSchemaInference {
    * levels, and the envelope adds one; a converter that fails would fail the task. An Avro
    * converter's schema text nests twice as deep (an optional struct is a union, a record, its
    * fields and the field; an array a union and the array): half of it then. Measured with Avro
-   * 1.12.2: a schema of 250 nested optional records is written, one of 300 is not.
+   * 1.12.2: a schema of 250 nested optional records is written, one of 300 is not. Confluent's JSON
+   * Schema converter's nests deeper still (an optional struct four levels, an optional array three)
+   * and is read back by Jackson: a third of it.
    */
   static final int MAX_SCHEMA_DEPTH = 900;
 
@@ -91,9 +93,16 @@ final class JsonSchemaInference {
   private final InferredSchema settings;
   private final long recordMaxBytes;
 
+  /** {@link #MAX_SCHEMA_DEPTH} as the value converter nests a schema's text. */
+  private final int maxDepth;
+
   JsonSchemaInference(InferredSchema settings, long recordMaxBytes) {
     this.settings = settings;
     this.recordMaxBytes = recordMaxBytes;
+    this.maxDepth =
+        settings.jsonSchemaConverter()
+            ? MAX_SCHEMA_DEPTH / 3
+            : settings.avroConverter() ? MAX_SCHEMA_DEPTH / 2 : MAX_SCHEMA_DEPTH;
   }
 
   /**
@@ -197,7 +206,7 @@ final class JsonSchemaInference {
   /** {@code depth}: the schema's nesting so far, as JsonConverter writes it. */
   private Shape shapeOf(String name, JsonNode node, int depth, Growth growth)
       throws JsonValues.MalformedJson, JsonValues.UnrepresentableNumber, Uninferable, TooLarge {
-    if (depth > (settings.avroConverter() ? MAX_SCHEMA_DEPTH / 2 : MAX_SCHEMA_DEPTH)) {
+    if (depth > maxDepth) {
       throw new Uninferable();
     }
     switch (node.getNodeType()) {

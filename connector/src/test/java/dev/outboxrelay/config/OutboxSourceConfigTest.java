@@ -560,6 +560,11 @@ class OutboxSourceConfigTest {
     props.put("value.converter", "io.confluent.connect.json.JsonSchemaConverter");
     assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().avroConverter());
     assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().protobufConverter());
+    assertTrue(
+        new OutboxSourceConfig(props).inferredSchema().orElseThrow().jsonSchemaConverter(),
+        "its schema's depth is its own");
+    props.put("value.converter", "io.confluent.connect.avro.AvroConverter");
+    assertFalse(new OutboxSourceConfig(props).inferredSchema().orElseThrow().jsonSchemaConverter());
   }
 
   /** Confluent's Protobuf converter: its refusals, and names held to its rule unless it scrubs. */

@@ -672,6 +672,34 @@ class InferredSchemaTest {
         Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(nested(227)).build()));
   }
 
+  /**
+   * With Confluent's JSON Schema converter, a third as deep: its schema text nests an optional
+   * struct four levels deep and an optional array three, and reading it back past Jackson's 1,000
+   * levels failed the task at every claim of the row, quoting the payload's member names.
+   */
+  @Test
+  void payloadsNestedDeeperThanAJsonSchemaCanBeReadBackAreParkedForAJsonSchemaConverter() {
+    RecordMapper mapper = mapper(InferredSchema.forJsonSchema("payload", NullMembers.IGNORE));
+    for (String[] deeperAndDeepest :
+        new String[][] {
+          {nested(152), nested(151)},
+          {nestedArrays(299), nestedArrays(298)},
+        }) {
+      MappingResult deeper = mapper.map(row().payload(deeperAndDeepest[0]).build());
+      assertEquals(
+          UnpublishableReasons.PAYLOAD_SCHEMA_UNINFERABLE,
+          assertInstanceOf(Unpublishable.class, deeper).reasonCode());
+      assertInstanceOf(Mapped.class, mapper.map(row().payload(deeperAndDeepest[1]).build()));
+    }
+    assertInstanceOf(
+        Mapped.class, mapper(NullMembers.IGNORE).map(row().payload(nested(152)).build()));
+  }
+
+  /** An object whose member holds {@code arrays} arrays nested in one another, then a number. */
+  private static String nestedArrays(int arrays) {
+    return "{\"a\":" + "[".repeat(arrays) + "1" + "]".repeat(arrays) + "}";
+  }
+
   private static String nested(int objects) {
     return "{\"a\":".repeat(objects - 1) + "{}" + "}".repeat(objects - 1);
   }
