@@ -500,8 +500,10 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " 0's start, so that restarts more frequent than the interval do not hold it off. A"
           + " run deletes up to 10 statements of"
           + " cleanup.batch.size rows; a run that finds more to delete is followed by the next one"
-          + " after 1 second instead, until retention has caught up (so it keeps up with up to"
-          + " about 10 x cleanup.batch.size rows published per second).";
+          + " a second after its start instead (after a pause as long as it took, if that is over"
+          + " half a second), until retention has caught up (so it keeps up with up to about 10 x"
+          + " cleanup.batch.size rows published per second while a batch takes under 50 ms;"
+          + " retention-behind-ms and a WARN, reason RETENTION_BEHIND, say when it does not).";
 
   public static final String CLEANUP_BATCH_SIZE_CONFIG = "cleanup.batch.size";
   public static final int CLEANUP_BATCH_SIZE_DEFAULT = 1_000;

@@ -39,11 +39,18 @@ final class Maintenance {
   private static final int MAX_BATCHES_PER_RUN = 10;
 
   /**
-   * The pause before the next run when a run ended on a full batch (retention is behind): a whole
+   * How often a run starts when the one before ended on a full batch (retention is behind): a whole
    * {@code cleanup.interval.ms} would cap retention at 10 batches per interval (167 rows/s with the
-   * defaults), below what one task publishes, and the published log would grow without end.
+   * defaults), below what one task publishes, and the published log would grow without end. A run
+   * that takes longer is followed by a pause as long as it took.
    */
   static final long CATCH_UP_PAUSE_MS = 1000;
+
+  /** How long retention may stay behind before a WARN says so, and again while it lasts. */
+  static final long RETENTION_BEHIND_WARN_MS = 10 * 60_000L;
+
+  /** When the last RETENTION_BEHIND warning was logged (monotonic), or -1. */
+  private long retentionBehindWarnedMs = -1;
 
   private final OutboxStore store;
   private final OutboxSourceConfig config;
@@ -184,10 +191,14 @@ final class Maintenance {
     Optional<Duration> retention = config.retention();
     if (retention.isPresent() && now >= nextCleanupMs && !stopping) {
       nextCleanupMs = now + config.cleanupInterval().toMillis();
-      if (cleanup(retention.get())) {
-        // At least as long a pause as the run took: catching up never takes over task 0.
-        long ran = time.hiResClockMs() - now;
-        nextCleanupMs = time.hiResClockMs() + Math.max(CATCH_UP_PAUSE_MS, ran);
+      long cleanupStartMs = time.hiResClockMs(); // after the backlog read, which is not its time
+      if (cleanup(retention.get(), cleanupStartMs)) {
+        // A run a second while its batches are quick (ten batches a second keep pace with ten
+        // times cleanup.batch.size rows published a second), and at least as long a pause as the
+        // run took: catching up never takes over task 0.
+        long endMs = time.hiResClockMs();
+        long ran = endMs - cleanupStartMs;
+        nextCleanupMs = endMs + Math.max(CATCH_UP_PAUSE_MS - ran, ran);
       }
     }
   }
@@ -356,7 +367,7 @@ final class Maintenance {
    * failed claim and the rows deleted before it went uncounted. One that retrying cannot fix (a
    * privilege revoked) still fails the task, as a backlog read does.
    */
-  private boolean cleanup(Duration retention) {
+  private boolean cleanup(Duration retention, long startMs) {
     int total = 0;
     boolean behind = true;
     Instant cutoff;
@@ -406,6 +417,42 @@ final class Maintenance {
         log.info("Retention cleanup deleted {} PUBLISHED rows published before {}", total, cutoff);
       }
     }
+    if (behind && !stopping) {
+      metrics.retentionBehind(startMs);
+      warnIfLongBehind();
+    } else if (!behind) {
+      if (retentionBehindWarnedMs >= 0) {
+        log.info(
+            "Retention cleanup caught up after {} s behind (reason=RETENTION_BEHIND)",
+            metrics.retentionBehindMs() / 1000);
+      }
+      retentionBehindWarnedMs = -1;
+      metrics.retentionCaughtUp();
+    }
     return behind;
+  }
+
+  /**
+   * Retention behind for long (every run ended on full batches: the published log, or the table's
+   * rows published before schema version 9, grows faster than it deletes): said at WARN, again
+   * every {@link #RETENTION_BEHIND_WARN_MS} while it lasts, and shown by retention-behind-ms. The
+   * rows are kept, not lost; the table and its indexes grow.
+   */
+  private void warnIfLongBehind() {
+    long behindMs = metrics.retentionBehindMs();
+    long now = time.hiResClockMs();
+    if (behindMs < RETENTION_BEHIND_WARN_MS
+        || retentionBehindWarnedMs >= 0
+            && now - retentionBehindWarnedMs < RETENTION_BEHIND_WARN_MS) {
+      return;
+    }
+    retentionBehindWarnedMs = now;
+    log.warn(
+        "Retention cleanup has been behind for {} min: every run ended on full batches, and"
+            + " published rows are deleted more slowly than they are published, so the published"
+            + " log grows (reason=RETENTION_BEHIND, cleaned_up_total={}); raise cleanup.batch.size,"
+            + " or look at how long its batches take (pg_stat_statements)",
+        behindMs / 60_000,
+        metrics.cleanedUp.get());
   }
 }

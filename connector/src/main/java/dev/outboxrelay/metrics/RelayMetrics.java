@@ -332,6 +332,11 @@ public final class RelayMetrics {
                       + status
                       + " (NaN until first counted).",
                   () -> counted.contains(status) ? value.get() : Double.NaN));
+      figure(
+          "retention-behind-ms",
+          "How long every retention run has ended on full batches (the published log grows"
+              + " faster than retention deletes), milliseconds; 0 once a run catches up.",
+          this::retentionBehindMs);
     }
     outcomeWriteSensor = sink.addSensor(outcomeWriteSensorName);
     outcomeWriteSensor.add(
@@ -355,6 +360,30 @@ public final class RelayMetrics {
     MetricName metricName = sink.metricName(name, description);
     sink.addMetric(metricName, (config, now) -> value.getAsDouble());
     registered.add(metricName);
+  }
+
+  /**
+   * Since when (task 0's monotonic clock) every retention run has ended on full batches; -1 while
+   * retention keeps up (or runs not at all).
+   */
+  private volatile long retentionBehindSinceMs = -1;
+
+  /** A retention run ended on a full batch; the first of a row marks when retention fell behind. */
+  public void retentionBehind(long runStartMs) {
+    if (retentionBehindSinceMs < 0) {
+      retentionBehindSinceMs = runStartMs;
+    }
+  }
+
+  /** A retention run deleted everything due. */
+  public void retentionCaughtUp() {
+    retentionBehindSinceMs = -1;
+  }
+
+  /** How long retention has been behind, in ms; 0 while it keeps up. */
+  public long retentionBehindMs() {
+    long since = retentionBehindSinceMs;
+    return since < 0 ? 0 : Math.max(0, time.hiResClockMs() - since);
   }
 
   /** Where the in-flight figures are read: the task's ledger, at every read (never stale). */

@@ -622,6 +622,56 @@ class MaintenanceTest {
   }
 
   /**
+   * Retention that stays behind (every run ends on full batches) runs once a second while its
+   * batches are quick, timed from its own start (the backlog read before it and the run's own time
+   * made it one run every 1.5 s and more: about two thirds of the pace the docs promise), and says
+   * so once it has lasted: a WARN, again while it lasts, and retention-behind-ms; an INFO and 0
+   * once it catches up. The published log grew without end, and only a DEBUG line said so.
+   */
+  @Test
+  void retentionThatStaysBehindKeepsItsPaceAndSaysSo() {
+    RuntimeFixture f = fixture(); // batches of 2, every 10 s
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.retentionBatchesFull = true;
+    store.beforeRetentionBatch = () -> time.sleep(50); // ten batches: half a second
+    store.beforeInspect = () -> time.sleep(300); // the backlog read before it, every 5 s
+    RelayMetrics metrics = new RelayMetrics(time); // on the clock the runs are timed by
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true, null);
+    long mark = LogCapture.get().mark();
+    time.sleep(10_000);
+
+    long start = time.hiResClockMs();
+    while (time.hiResClockMs() - start < 60_000) {
+      maintenance.runIfDue();
+      time.sleep(10);
+    }
+    assertTrue(
+        metrics.cleanedUp.get() >= 50 * 20,
+        "a run of 10 batches of 2 a second: " + metrics.cleanedUp.get());
+    assertTrue(metrics.retentionBehindMs() >= 59_000, "behind since its first run");
+    assertEquals(List.of(), retentionBehindLines(mark, "WARN"), "not yet");
+
+    while (time.hiResClockMs() - start < Maintenance.RETENTION_BEHIND_WARN_MS + 2_000) {
+      maintenance.runIfDue();
+      time.sleep(100);
+    }
+    assertEquals(1, retentionBehindLines(mark, "WARN").size());
+    assertTrue(metrics.retentionBehindMs() >= Maintenance.RETENTION_BEHIND_WARN_MS);
+
+    store.retentionBatchesFull = false; // nothing left to delete
+    time.sleep(Maintenance.CATCH_UP_PAUSE_MS);
+    maintenance.runIfDue();
+    assertEquals(0, metrics.retentionBehindMs());
+    assertEquals(1, retentionBehindLines(mark, "INFO").size(), "caught up");
+  }
+
+  private static List<LogCapture.Event> retentionBehindLines(long mark, String level) {
+    return LogCapture.get()
+        .matching(
+            mark, e -> e.level().equals(level) && e.message().contains("reason=RETENTION_BEHIND"));
+  }
+
+  /**
    * A retention batch that met a lock another session holds (an open transaction on an entry of the
    * published log; the delete waits a second at most) says so: each run stops at the same oldest
    * entries until that transaction ends.

@@ -1972,6 +1972,9 @@ class OutboxSourceTaskTest {
     /** While set, runs at the start of each deletePublished. */
     volatile Runnable beforeRetentionBatch;
 
+    /** While set, each deletePublished deletes nothing and says it deleted a full batch. */
+    volatile boolean retentionBatchesFull;
+
     /** While set, runs at the start of each recordDeadLetterCopies. */
     volatile Runnable beforeDeadLetterCopy;
 
@@ -2373,6 +2376,9 @@ class OutboxSourceTaskTest {
       check();
       if (retentionBatchesBeforeFailing-- <= 0) {
         throw failure;
+      }
+      if (retentionBatchesFull) {
+        return limit;
       }
       return delegate.deletePublished(keys, before, limit);
     }
