@@ -87,6 +87,7 @@ final class ConfigChecks {
     producerAcksAll(raw, problems);
     producerKeepsOrder(parsed, raw, problems);
     producerInFlightWithinIdempotence(parsed, raw, problems);
+    producerPartitionsByKey(parsed, raw, problems);
     exactlyOnceErrorTolerance(parsed, raw, problems);
     errorLogWithoutRecords(raw, problems);
     exactlyOnceWithoutFilters(parsed, raw, problems);
@@ -611,6 +612,59 @@ final class ConfigChecks {
                   + "=true: a retried request would land behind a later one, and an aggregate's"
                   + " records reach Kafka out of order; set idempotence to true, or leave the"
                   + " in-flight override out (Connect's default is 1)"));
+    }
+  }
+
+  static final String PRODUCER_PARTITIONER_CONFIG = "producer.override.partitioner.class";
+
+  static final String PRODUCER_IGNORE_KEYS_CONFIG = "producer.override.partitioner.ignore.keys";
+
+  /** Kafka's partitioners that spread one key's records over partitions. */
+  static final List<String> KEYLESS_PARTITIONERS =
+      List.of(
+          "org.apache.kafka.clients.producer.RoundRobinPartitioner",
+          "org.apache.kafka.clients.producer.UniformStickyPartitioner");
+
+  /**
+   * An aggregate's records keep their order in Kafka only in one partition: the record key (the
+   * aggregate id) must choose it. With ordering on (exactly once too: a bucket's records are sent
+   * in order) a producer that ignores keys sends an aggregate's records to several partitions, and
+   * consumers read them in any order, without any warning. Another partitioner class is left to its
+   * author; one set only on the worker is not seen.
+   */
+  private static void producerPartitionsByKey(
+      Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
+    if (!Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG)) && !exactlyOnce(parsed)) {
+      return;
+    }
+    String why =
+        Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG))
+            ? ORDERING_ENABLED_CONFIG + "=true"
+            : DELIVERY_GUARANTEE_CONFIG + "=" + EXACTLY_ONCE;
+    if (raw.get(PRODUCER_IGNORE_KEYS_CONFIG) instanceof String ignore
+        && ignore.trim().equalsIgnoreCase("true")) {
+      out.add(
+          new Problem(
+              PRODUCER_IGNORE_KEYS_CONFIG,
+              PRODUCER_IGNORE_KEYS_CONFIG
+                  + "=true with "
+                  + why
+                  + ": the producer would spread an aggregate's records over partitions, and"
+                  + " consumers read them out of order; leave it out"));
+    }
+    if (raw.get(PRODUCER_PARTITIONER_CONFIG) instanceof String partitioner
+        && KEYLESS_PARTITIONERS.contains(partitioner.trim())) {
+      out.add(
+          new Problem(
+              PRODUCER_PARTITIONER_CONFIG,
+              PRODUCER_PARTITIONER_CONFIG
+                  + " "
+                  + partitioner.trim()
+                  + " with "
+                  + why
+                  + " ignores record keys: it would spread an aggregate's records over"
+                  + " partitions, and consumers read them out of order; leave it out (Kafka's"
+                  + " default partitions by key)"));
     }
   }
 

@@ -292,6 +292,32 @@ class OutboxSourceConfigTest {
   }
 
   /**
+   * A producer that ignores record keys spreads an aggregate's records over partitions, where
+   * consumers read them in any order: refused while ordering (and exactly once); not otherwise, nor
+   * for a partitioner of another author.
+   */
+  @Test
+  void aPartitionerThatIgnoresKeysIsRefusedWhileOrdering() {
+    for (String[] setting :
+        new String[][] {
+          {"producer.override.partitioner.ignore.keys", " TRUE "},
+          {
+            "producer.override.partitioner.class",
+            "org.apache.kafka.clients.producer.RoundRobinPartitioner"
+          },
+        }) {
+      Map<String, String> props = with(setting[0], setting[1]);
+      ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+      assertTrue(e.getMessage().startsWith(setting[0]), e.getMessage());
+      assertTrue(e.getMessage().contains("ordering.enabled=true"), e.getMessage());
+      props.put("ordering.enabled", "false");
+      new OutboxSourceConfig(props);
+    }
+    new OutboxSourceConfig(with("producer.override.partitioner.ignore.keys", "false"));
+    new OutboxSourceConfig(with("producer.override.partitioner.class", "com.example.ByKey"));
+  }
+
+  /**
    * Connect's own settings that would lose rows are refused at every start too, not only when
    * Connect validates a changed configuration: a connector saved before these rules, or whose value
    * a config provider changed behind it, is started without validation.
