@@ -120,9 +120,20 @@ final class ConfigChecks {
   private static void fixedTopicAllowed(Function<String, Object> parsed, List<Problem> out) {
     String template = (String) parsed.apply(TOPIC_TEMPLATE_CONFIG);
     if (template == null || template.isEmpty()) {
+      String convention = (String) parsed.apply(ROUTING_CONVENTION_CONFIG);
+      if (convention != null) {
+        routedTopicsAllowed(
+            parsed,
+            (convention.equalsIgnoreCase(ROUTING_DEBEZIUM)
+                    ? RoutingConvention.DEBEZIUM
+                    : RoutingConvention.OUTBOX_RELAY)
+                .defaultTopicTemplate(),
+            out);
+      }
       return;
     }
     if (template.contains("${")) {
+      routedTopicsAllowed(parsed, template, out);
       topicPerInstanceKeyAllowed(parsed, template, out);
       return;
     }
@@ -149,12 +160,60 @@ final class ConfigChecks {
     }
   }
 
+  /**
+   * A template that takes a row's values cannot be checked whole, but its fixed beginning can: a
+   * topic.allowed.regex that no topic with that beginning can match (one kept from another relay's
+   * naming, say outbox\\.[a-z]+ with Debezium's outbox.event.${aggregate_type}) parks every row
+   * without a topic of its own (TOPIC_NOT_ALLOWED), which validation can say at once. Judged only
+   * where the regex reads the whole beginning and wants more (the matcher hit its end): a pattern
+   * whose match of it fails earlier refuses every such topic.
+   */
+  private static void routedTopicsAllowed(
+      Function<String, Object> parsed, String template, List<Problem> out) {
+    String allowed = (String) parsed.apply(TOPIC_ALLOWED_REGEX_CONFIG);
+    if (allowed == null
+        || allowed.isEmpty()
+        || !(parsed.apply(INSTANCE_KEYS_CONFIG) instanceof List<?> keys)) {
+      return;
+    }
+    String variable = "${" + TopicRouter.INSTANCE_KEY + "}";
+    Pattern pattern = Pattern.compile(allowed);
+    for (Object key : keys) {
+      String filled = template.replace(variable, key.toString());
+      int open = filled.indexOf("${");
+      if (open < 0) {
+        continue; // a fixed topic per key, judged whole by topicPerInstanceKeyAllowed
+      }
+      java.util.regex.Matcher prefix = pattern.matcher(filled.substring(0, open));
+      if (!prefix.matches() && !prefix.hitEnd()) {
+        out.add(
+            new Problem(
+                TOPIC_ALLOWED_REGEX_CONFIG,
+                TOPIC_ALLOWED_REGEX_CONFIG
+                    + " matches no topic the topic template ("
+                    + (template.equals(parsed.apply(TOPIC_TEMPLATE_CONFIG))
+                        ? TOPIC_TEMPLATE_CONFIG
+                        : "the default of " + ROUTING_CONVENTION_CONFIG)
+                    + ") gives"
+                    + (template.contains(variable)
+                        ? " for instance key '" + Printable.escape(key.toString()) + "'"
+                        : "")
+                    + ", which begin '"
+                    + Printable.escape(filled.substring(0, open))
+                    + "': every row without a topic of its own would be parked"
+                    + " (TOPIC_NOT_ALLOWED)"));
+        return;
+      }
+    }
+  }
+
   private static void topicPerInstanceKeyAllowed(
       Function<String, Object> parsed, String template, List<Problem> out) {
     String variable = "${" + TopicRouter.INSTANCE_KEY + "}";
     if (!(parsed.apply(INSTANCE_KEYS_CONFIG) instanceof List<?> keys)) {
       return; // the keys are refused already
     }
+    instanceKeysApartInTopicNames(template, variable, keys, out);
     if (template.replace(variable, "").contains("${")) {
       instanceKeysInTopicNames(template, variable, keys, out);
       return; // the rest of the name is a row's own value
@@ -194,6 +253,43 @@ final class ConfigChecks {
                     + ": "
                     + parked
                     + " (TOPIC_NOT_ALLOWED)"));
+      }
+    }
+  }
+
+  /**
+   * Two instance keys that differ only by '.' against '_' fill the template with topic names Kafka
+   * takes for one (it refuses to create the second: "collides with existing topic"), the rest of
+   * the template's values being equal: every row of one of the keys could never be published, and
+   * each would fail its task. Compared by the keys alone, which is exact: the filled names differ
+   * only where the keys do.
+   */
+  private static void instanceKeysApartInTopicNames(
+      String template, String variable, List<?> keys, List<Problem> out) {
+    if (!template.contains(variable)) {
+      return;
+    }
+    for (int i = 0; i < keys.size(); i++) {
+      for (int j = i + 1; j < keys.size(); j++) {
+        String a = keys.get(i).toString();
+        String b = keys.get(j).toString();
+        if (!a.equals(b) && TopicNames.collide(a, b)) {
+          out.add(
+              new Problem(
+                  TOPIC_TEMPLATE_CONFIG,
+                  TOPIC_TEMPLATE_CONFIG
+                      + " filled with instance keys '"
+                      + Printable.escape(a)
+                      + "' and '"
+                      + Printable.escape(b)
+                      + "' names topics Kafka takes for one ('.' and '_' collide in topic"
+                      + " names): the second could not be created, and the rows of one of the"
+                      + " keys without a topic of their own never published; relay such keys"
+                      + " with their own connectors, or leave "
+                      + TopicRouter.INSTANCE_KEY
+                      + " out of the template"));
+          return; // one pair said is enough to fix the keys
+        }
       }
     }
   }

@@ -292,6 +292,65 @@ class OutboxSourceConfigTest {
   }
 
   /**
+   * Two instance keys that differ only by '.' against '_' in a template that takes them fill it
+   * with topic names Kafka takes for one: it cannot create the second, and one key's rows were
+   * never published.
+   */
+  @Test
+  void instanceKeysWhoseTopicsCollideAreRefused() {
+    for (String template :
+        List.of("outbox.${instance_key}", "o.${instance_key}.${aggregate_type}")) {
+      Map<String, String> props = with("instance.keys", "orders.eu,orders_eu");
+      props.put("topic.template", template);
+      ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(props));
+      assertTrue(
+          e.getMessage()
+              .startsWith(
+                  "topic.template filled with instance keys 'orders.eu' and 'orders_eu' names"
+                      + " topics Kafka takes for one"),
+          e.getMessage());
+      props.put("instance.keys", "orders.eu,orders_us");
+      new OutboxSourceConfig(props);
+    }
+    Map<String, String> oneTopic = with("instance.keys", "orders.eu,orders_eu");
+    oneTopic.put("topic.template", "outbox.events");
+    new OutboxSourceConfig(oneTopic);
+  }
+
+  /**
+   * A topic.allowed.regex that no topic of the template's fixed beginning can match (kept from
+   * another relay's naming) parked every row without a topic of its own: refused, the default
+   * template of the routing convention included; one that may match some is left to the rows.
+   */
+  @Test
+  void anAllowedRegexThatNoRoutedTopicCanMatchIsRefused() {
+    Map<String, String> debezium = with("routing.convention", "debezium");
+    for (String regex : List.of("outbox\\.[a-z]+", "events\\..*")) {
+      debezium.put("topic.allowed.regex", regex);
+      ConfigException e =
+          assertThrows(ConfigException.class, () -> new OutboxSourceConfig(debezium), regex);
+      assertTrue(
+          e.getMessage()
+              .startsWith(
+                  "topic.allowed.regex matches no topic the topic template (the default of"
+                      + " routing.convention) gives, which begin 'outbox.event.'"),
+          e.getMessage());
+    }
+    for (String regex : List.of("outbox\\.event\\.[a-z]+", ".*", "outbox\\.(event\\.)?.*")) {
+      debezium.put("topic.allowed.regex", regex);
+      new OutboxSourceConfig(debezium);
+    }
+    Map<String, String> perKey = with("topic.template", "${instance_key}.${aggregate_type}");
+    perKey.put("topic.allowed.regex", "us\\..*");
+    ConfigException e = assertThrows(ConfigException.class, () -> new OutboxSourceConfig(perKey));
+    assertTrue(
+        e.getMessage().contains("gives for instance key 'orders', which begin 'orders.'"),
+        e.getMessage());
+    perKey.put("topic.template", "${aggregate_type}.events");
+    new OutboxSourceConfig(perKey);
+  }
+
+  /**
    * A producer that ignores record keys spreads an aggregate's records over partitions, where
    * consumers read them in any order: refused while ordering (and exactly once); not otherwise, nor
    * for a partitioner of another author.
