@@ -88,6 +88,18 @@ final class ClaimLoop {
   private long ownRowsSinceAnyShareMs = NEVER;
 
   /**
+   * The last claim of any share came back full (a share with a backlog nobody drains: its task
+   * failed) and the own share's last claim came back short (this task has room to spare): then
+   * every other claim is of any share, until one comes back short or the own share fills a batch.
+   */
+  private boolean anyShareFull;
+
+  private boolean ownShareShort;
+
+  /** The last claim of due rows was of any share: the next one is the own share's. */
+  private boolean lastClaimOfAnyShare;
+
+  /**
    * A claim threw, so its result never arrived, and its rows are not released yet: the release
    * under way, or null. Set only once a claim has failed, never while one runs: a stop ({@link
    * #giveBackAtStop}, on the outcome thread) must not take a claim still running on the task thread
@@ -327,7 +339,9 @@ final class ClaimLoop {
    * block the aggregates their own task is working through (the benchmark measured ordered tasks
    * stealing each other's aggregates to a third of one task's speed): one batch of any share per
    * quarter of a lease keeps a share without a task moving, oldest rows first, whatever the own
-   * share holds.
+   * share holds. While that batch comes back full and the own share's claims come back short (the
+   * task has room to spare), every other claim is of any share: one batch per quarter of a lease
+   * let a failed task's share fall behind without end under a stream of more than that.
    */
   private ClaimResult claimDue() {
     ClaimRequest request = sizedRequest();
@@ -341,7 +355,12 @@ final class ClaimLoop {
         && now - ownRowsMs < 2 * delay) {
       return claimAnyShare(request); // the own share keeps yielding: once per delay
     }
+    if (anyShareFull && ownShareShort && !lastClaimOfAnyShare) {
+      return claimAnyShare(request); // room to spare, and a share nobody drains: help
+    }
+    lastClaimOfAnyShare = false;
     ClaimResult result = confirmed(request.limit(), () -> store.claim(request));
+    ownShareShort = result.claimed().size() < request.limit();
     if (!result.isEmpty()) {
       if (ownRowsSinceAnyShareMs == NEVER || now - ownRowsMs >= 2 * delay) {
         ownRowsSinceAnyShareMs = now; // not at once after a pause (a short burst, a drain)
@@ -362,7 +381,11 @@ final class ClaimLoop {
   /** A claim of any share, the oldest due rows first; the periodic one's clock starts again. */
   private ClaimResult claimAnyShare(ClaimRequest request) {
     ownRowsSinceAnyShareMs = NEVER; // before the claim: one that fails waits its turn too
-    return confirmed(request.limit(), () -> store.claim(request.withoutAffinity()));
+    lastClaimOfAnyShare = true;
+    anyShareFull = false;
+    ClaimResult result = confirmed(request.limit(), () -> store.claim(request.withoutAffinity()));
+    anyShareFull = result.claimed().size() >= request.limit();
+    return result;
   }
 
   /**

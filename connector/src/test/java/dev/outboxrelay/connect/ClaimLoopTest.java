@@ -21,6 +21,7 @@ import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -1217,6 +1218,45 @@ class ClaimLoopTest {
     }
     for (int atMs = 0; atMs < 9_000; atMs += 3000) {
       assertTrue(claimed.contains("theirs-" + atMs), atMs + ": " + claimed);
+    }
+  }
+
+  /**
+   * A share whose task failed, holding more rows than one batch per quarter of a lease moves: while
+   * the task's own share yields short batches (a stream it keeps up with), every other claim is of
+   * any share as long as those come back full. One batch per quarter of a lease (2 s here) let the
+   * share fall behind without end: 15 batches in 30 s, not the 20 it holds.
+   */
+  @Test
+  void aShareWithoutATaskIsDrainedWithTheRoomAStreamLeaves() {
+    Map<String, String> props = new HashMap<>(LEASE_8S);
+    props.put("claim.batch.size", "10");
+    RuntimeFixture f = new RuntimeFixture(props, 0, 2);
+    ClaimLoop loop = loop(f);
+    List<String> theirs = new ArrayList<>();
+    int aggregate = 0;
+    for (int i = 0; i < 200; i++) {
+      String other = aggregateOfShare(1, aggregate);
+      aggregate = Integer.parseInt(other.substring("agg-".length())) + 1;
+      f.add("eu", "theirs-" + i, other);
+      theirs.add("theirs-" + i);
+    }
+
+    Set<String> claimed = new HashSet<>();
+    int own = 0;
+    for (int atMs = 0; atMs < 30_000; atMs += 500) {
+      String mine = aggregateOfShare(0, own);
+      own = Integer.parseInt(mine.substring("agg-".length())) + 1;
+      f.add("eu", "own-" + atMs, mine);
+      claimed.addAll(ids(loop.next()));
+      time.sleep(500);
+    }
+
+    assertTrue(
+        claimed.containsAll(theirs),
+        theirs.size() - claimed.stream().filter(theirs::contains).count() + " left");
+    for (int atMs = 0; atMs < 29_000; atMs += 500) {
+      assertTrue(claimed.contains("own-" + atMs), "own rows wait one claim at most: " + atMs);
     }
   }
 
