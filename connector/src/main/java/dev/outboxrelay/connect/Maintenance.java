@@ -65,6 +65,9 @@ final class Maintenance {
   private volatile long nextCleanupMs;
   private volatile long nextBacklogMs;
 
+  /** When the lag is next read alone, between counts spaced further apart than an interval. */
+  private volatile long nextLagMs;
+
   /** Where a run runs: a thread of the task's own, or (tests) the caller's. */
   private final Executor runs;
 
@@ -133,7 +136,8 @@ final class Maintenance {
     throwFailure();
     long now = time.hiResClockMs();
     boolean cleanupDue = config.retention().isPresent() && now >= nextCleanupMs;
-    if (!(now >= nextBacklogMs || cleanupDue) || !running.compareAndSet(false, true)) {
+    if (!(now >= nextBacklogMs || now >= nextLagMs || cleanupDue)
+        || !running.compareAndSet(false, true)) {
       return;
     }
     if (failed.get() != null) { // a run that failed after the check above: no other after it
@@ -187,6 +191,9 @@ final class Maintenance {
     long now = time.hiResClockMs();
     if (now >= nextBacklogMs && !stopping) {
       readBacklog(now);
+      nextLagMs = time.hiResClockMs() + config.backlogMetricsInterval().toMillis();
+    } else if (now >= nextLagMs && !stopping) {
+      readLagBetweenCounts();
     }
     Optional<Duration> retention = config.retention();
     if (retention.isPresent() && now >= nextCleanupMs && !stopping) {
@@ -291,6 +298,43 @@ final class Maintenance {
         lag != null ? "read alone" : "not read" + notRead,
         parked != null ? "counted alone" : "not read" + notRead,
         spacing);
+  }
+
+  /**
+   * Between counts that a large backlog spaced by up to ten intervals, the lag alone (each key's
+   * first row awaiting delivery, one index probe) every interval: frozen at the last count's
+   * reading, lag-ms lagged the truth by minutes exactly when the backlog was largest, and the lag
+   * alert fired that much later. A read that fails for the database's reasons leaves lag-ms ageing
+   * from its last reading (and counts the error unless the statement timed out); one that retrying
+   * cannot fix fails the task, as the count's does.
+   */
+  private void readLagBetweenCounts() {
+    long interval = config.backlogMetricsInterval().toMillis();
+    nextLagMs = time.hiResClockMs() + interval; // a read that fails waits its interval too
+    Duration lag;
+    try {
+      lag = store.lag(config.instanceKeys());
+    } catch (OutboxStoreException e) {
+      if (stopping) {
+        return;
+      }
+      if (!e.isRetriable()) {
+        throw e;
+      }
+      if (!SqlStates.QUERY_CANCELED.equals(e.sqlState())) {
+        metrics.databaseErrors.incrementAndGet();
+      }
+      metrics.backlogReadFailed(); // lag-ms ages from its last reading
+      log.debug(
+          "Reading the lag between backlog counts failed (reason={}, sqlState={})",
+          e.reasonCode(),
+          e.sqlState());
+      return;
+    }
+    if (!stopping) {
+      metrics.recordLag(lag, overdueAfter(interval));
+    }
+    nextLagMs = time.hiResClockMs() + interval;
   }
 
   /**

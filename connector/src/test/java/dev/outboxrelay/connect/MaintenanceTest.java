@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -558,6 +559,51 @@ class MaintenanceTest {
     time.sleep(1);
     maintenance.runIfDue();
     assertEquals(2, counts[0]);
+  }
+
+  /**
+   * Between counts spaced by a large backlog (ten times a 20 s count), the lag is read alone every
+   * interval: lag-ms stayed at the last count's reading for minutes, exactly when the backlog was
+   * largest, and the lag alert fired that much later.
+   */
+  @Test
+  void betweenCountsSpacedByALargeBacklogTheLagIsReadAloneEveryInterval() {
+    RuntimeFixture f = fixture(); // every 5 s
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    int[] lagReads = {0};
+    store.beforeLag = () -> lagReads[0]++;
+    RelayMetrics metrics = new RelayMetrics(time);
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true, null);
+    store.beforeInspect = () -> time.sleep(20_000); // the next count 200 s later
+    maintenance.runIfDue();
+    store.beforeInspect = null;
+    int afterCount = lagReads[0];
+
+    time.sleep(4_999);
+    maintenance.runIfDue();
+    assertEquals(afterCount, lagReads[0], "not before an interval");
+    time.sleep(1);
+    maintenance.runIfDue();
+    assertEquals(afterCount + 1, lagReads[0]);
+    assertFalse(Double.isNaN(metrics.lagGauge()));
+    time.sleep(5_000);
+    maintenance.runIfDue();
+    assertEquals(afterCount + 2, lagReads[0]);
+  }
+
+  /** A count at its interval reads the lag with the backlog: no read of it alone in between. */
+  @Test
+  void countsAtTheirIntervalReadNoLagAlone() {
+    RuntimeFixture f = fixture(); // every 5 s
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    int[] lagReads = {0};
+    store.beforeLag = () -> lagReads[0]++;
+    Maintenance maintenance = new Maintenance(store, f.config, f.metrics, time, true, null);
+    for (int i = 0; i < 10; i++) {
+      maintenance.runIfDue();
+      time.sleep(1_000);
+    }
+    assertEquals(0, lagReads[0]);
   }
 
   /**
