@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import dev.outboxrelay.metrics.RelayMetrics;
+import dev.outboxrelay.store.AggregateAffinity;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
@@ -11,6 +12,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -88,9 +90,10 @@ final class ClaimLoop {
   private long ownRowsSinceAnyShareMs = NEVER;
 
   /**
-   * The last claim of any share came back full (a share with a backlog nobody drains: its task
-   * failed) and the own share's last claim came back short (this task has room to spare): then
-   * every other claim is of any share, until one comes back short or the own share fills a batch.
+   * The last claim of any share came back full with rows of another share that had waited longer
+   * than the fallback delay (a share nobody drains: its task failed; a live task leaves none that
+   * old), and the own share's last claim came back short (this task has room to spare): then every
+   * other claim is of any share, until one comes back otherwise or the own share fills a batch.
    */
   private boolean anyShareFull;
 
@@ -339,9 +342,10 @@ final class ClaimLoop {
    * block the aggregates their own task is working through (the benchmark measured ordered tasks
    * stealing each other's aggregates to a third of one task's speed): one batch of any share per
    * quarter of a lease keeps a share without a task moving, oldest rows first, whatever the own
-   * share holds. While that batch comes back full and the own share's claims come back short (the
-   * task has room to spare), every other claim is of any share: one batch per quarter of a lease
-   * let a failed task's share fall behind without end under a stream of more than that.
+   * share holds. While that batch comes back full, with rows of another share that waited past the
+   * fallback delay, and the own share's claims come back short (the task has room to spare), every
+   * other claim is of any share: one batch per quarter of a lease let a failed task's share fall
+   * behind without end under a stream of more than that.
    */
   private ClaimResult claimDue() {
     ClaimRequest request = sizedRequest();
@@ -384,8 +388,27 @@ final class ClaimLoop {
     lastClaimOfAnyShare = true;
     anyShareFull = false;
     ClaimResult result = confirmed(request.limit(), () -> store.claim(request.withoutAffinity()));
-    anyShareFull = result.claimed().size() >= request.limit();
+    anyShareFull =
+        result.claimed().size() >= request.limit()
+            && result.claimed().stream().anyMatch(row -> leftByItsShare(row, request));
     return result;
+  }
+
+  /**
+   * A row of another share that had waited longer than the fallback delay when claimed (by the
+   * store's clock, as both times are): a live task claims its share's rows sooner, and helping it
+   * with them would take the earliest rows of the aggregates it works through, blocking it.
+   */
+  private boolean leftByItsShare(ClaimedMessage row, ClaimRequest request) {
+    AggregateAffinity affinity = request.affinity();
+    if (row.aggregateHash() % affinity.slots() == affinity.slot()
+        || row.createdAt() == null
+        || row.leaseExpiresAt() == null) {
+      return false;
+    }
+    Instant claimedAt = row.leaseExpiresAt().minus(request.leaseDuration());
+    return Duration.between(row.createdAt(), claimedAt).compareTo(settings.shareFallbackDelay())
+        > 0;
   }
 
   /**

@@ -1241,6 +1241,9 @@ class ClaimLoopTest {
       f.add("eu", "theirs-" + i, other);
       theirs.add("theirs-" + i);
     }
+    // Left by their failed task for 10 s by the store's clock (by which rows age; moved once, so
+    // that no lease runs out).
+    f.clock.advance(Duration.ofSeconds(10));
 
     Set<String> claimed = new HashSet<>();
     int own = 0;
@@ -1257,6 +1260,62 @@ class ClaimLoopTest {
         theirs.size() - claimed.stream().filter(theirs::contains).count() + " left");
     for (int atMs = 0; atMs < 29_000; atMs += 500) {
       assertTrue(claimed.contains("own-" + atMs), "own rows wait one claim at most: " + atMs);
+    }
+  }
+
+  /**
+   * ... but not a live task's share: its rows are claimed by it within moments, so the other task's
+   * claims of any share, full as they may come back (a batch of both shares' newest rows), take
+   * none that waited past the fallback delay, and stay one per quarter of a lease. Taking them at
+   * every other claim would take the earliest rows of the aggregates the live task works through.
+   */
+  @Test
+  void aLiveTasksShareIsNotHelpedAtEveryOtherClaim() {
+    Map<String, String> props = new HashMap<>(LEASE_8S);
+    props.put("claim.batch.size", "10");
+    RuntimeFixture f = new RuntimeFixture(props, 0, 2);
+    List<Long> anyShareClaimsAtMs = new ArrayList<>();
+    long start = time.hiResClockMs();
+    ClaimLoop loop =
+        loop(
+            f,
+            intercepted(
+                f,
+                (name, args) -> {
+                  if (name.equals("claim") && ((ClaimRequest) args[0]).affinity() == null) {
+                    anyShareClaimsAtMs.add(time.hiResClockMs() - start);
+                  }
+                }));
+    ClaimRequest peer =
+        new ClaimRequest(
+            "relay/task-1/peer",
+            Set.of("eu"),
+            10,
+            Duration.ofSeconds(8),
+            5,
+            true,
+            new dev.outboxrelay.store.AggregateAffinity(1, 2));
+    int own = 0;
+    int theirs = 0;
+    for (int atMs = 0; atMs < 20_000; atMs += 500) {
+      for (int i = 0; i < 7; i++) {
+        String mine = aggregateOfShare(0, own);
+        own = Integer.parseInt(mine.substring("agg-".length())) + 1;
+        f.add("eu", "own-" + atMs + "-" + i, mine);
+        String other = aggregateOfShare(1, theirs);
+        theirs = Integer.parseInt(other.substring("agg-".length())) + 1;
+        f.add("eu", "theirs-" + atMs + "-" + i, other);
+      }
+      loop.next();
+      f.store.claim(peer); // the live task of share 1, whose rows wait moments (the store's clock
+      time.sleep(500); // stands still: no lease runs out)
+    }
+
+    assertFalse(anyShareClaimsAtMs.isEmpty(), "its periodic claims of any share");
+    for (int j = 1; j < anyShareClaimsAtMs.size(); j++) {
+      assertTrue(
+          anyShareClaimsAtMs.get(j) - anyShareClaimsAtMs.get(j - 1) >= 2000,
+          "at most one per quarter of the lease: " + anyShareClaimsAtMs);
     }
   }
 
