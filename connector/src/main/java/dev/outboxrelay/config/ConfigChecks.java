@@ -120,16 +120,8 @@ final class ConfigChecks {
   private static void fixedTopicAllowed(Function<String, Object> parsed, List<Problem> out) {
     String template = (String) parsed.apply(TOPIC_TEMPLATE_CONFIG);
     if (template == null || template.isEmpty()) {
-      String convention = (String) parsed.apply(ROUTING_CONVENTION_CONFIG);
-      if (convention != null) {
-        routedTopicsAllowed(
-            parsed,
-            (convention.equalsIgnoreCase(ROUTING_DEBEZIUM)
-                    ? RoutingConvention.DEBEZIUM
-                    : RoutingConvention.OUTBOX_RELAY)
-                .defaultTopicTemplate(),
-            out);
-      }
+      // The convention's default is not judged: where every row names its own topic, a regex
+      // that only bounds those is right, and the template is never used.
       return;
     }
     if (template.contains("${")) {
@@ -163,10 +155,10 @@ final class ConfigChecks {
   /**
    * A template that takes a row's values cannot be checked whole, but its fixed beginning can: a
    * topic.allowed.regex that no topic with that beginning can match (one kept from another relay's
-   * naming, say outbox\\.[a-z]+ with Debezium's outbox.event.${aggregate_type}) parks every row
-   * without a topic of its own (TOPIC_NOT_ALLOWED), which validation can say at once. Judged only
-   * where the regex reads the whole beginning and wants more (the matcher hit its end): a pattern
-   * whose match of it fails earlier refuses every such topic.
+   * naming, say outbox\\.[a-z]+ with outbox.event.${aggregate_type}) parks every row without a
+   * topic of its own (TOPIC_NOT_ALLOWED), which validation can say at once. Judged only where the
+   * regex reads the whole beginning and wants more (the matcher hit its end): a pattern whose match
+   * of it fails earlier refuses every such topic.
    */
   private static void routedTopicsAllowed(
       Function<String, Object> parsed, String template, List<Problem> out) {
@@ -190,11 +182,9 @@ final class ConfigChecks {
             new Problem(
                 TOPIC_ALLOWED_REGEX_CONFIG,
                 TOPIC_ALLOWED_REGEX_CONFIG
-                    + " matches no topic the topic template ("
-                    + (template.equals(parsed.apply(TOPIC_TEMPLATE_CONFIG))
-                        ? TOPIC_TEMPLATE_CONFIG
-                        : "the default of " + ROUTING_CONVENTION_CONFIG)
-                    + ") gives"
+                    + " matches no topic "
+                    + TOPIC_TEMPLATE_CONFIG
+                    + " gives"
                     + (template.contains(variable)
                         ? " for instance key '" + Printable.escape(key.toString()) + "'"
                         : "")
@@ -723,20 +713,17 @@ final class ConfigChecks {
 
   /**
    * An aggregate's records keep their order in Kafka only in one partition: the record key (the
-   * aggregate id) must choose it. With ordering on (exactly once too: a bucket's records are sent
-   * in order) a producer that ignores keys sends an aggregate's records to several partitions, and
-   * consumers read them in any order, without any warning. Another partitioner class is left to its
-   * author; one set only on the worker is not seen.
+   * aggregate id) must choose it. With ordering on a producer that ignores keys sends an
+   * aggregate's records to several partitions, and consumers read them in any order, without any
+   * warning; with it off there is no order to keep (exactly once too). Another partitioner class is
+   * left to its author; one set only on the worker is not seen.
    */
   private static void producerPartitionsByKey(
       Function<String, Object> parsed, Map<String, ?> raw, List<Problem> out) {
-    if (!Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG)) && !exactlyOnce(parsed)) {
+    if (!Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG))) {
       return;
     }
-    String why =
-        Boolean.TRUE.equals(parsed.apply(ORDERING_ENABLED_CONFIG))
-            ? ORDERING_ENABLED_CONFIG + "=true"
-            : DELIVERY_GUARANTEE_CONFIG + "=" + EXACTLY_ONCE;
+    String why = ORDERING_ENABLED_CONFIG + "=true";
     if (raw.get(PRODUCER_IGNORE_KEYS_CONFIG) instanceof String ignore
         && ignore.trim().equalsIgnoreCase("true")) {
       out.add(

@@ -319,26 +319,30 @@ class OutboxSourceConfigTest {
 
   /**
    * A topic.allowed.regex that no topic of the template's fixed beginning can match (kept from
-   * another relay's naming) parked every row without a topic of its own: refused, the default
-   * template of the routing convention included; one that may match some is left to the rows.
+   * another relay's naming) parked every row without a topic of its own: refused; one that may
+   * match some is left to the rows. The routing convention's default template is not judged: where
+   * every row names its own topic, a regex bounding those alone is right.
    */
   @Test
   void anAllowedRegexThatNoRoutedTopicCanMatchIsRefused() {
-    Map<String, String> debezium = with("routing.convention", "debezium");
+    Map<String, String> routed = with("topic.template", "outbox.event.${aggregate_type}");
     for (String regex : List.of("outbox\\.[a-z]+", "events\\..*")) {
-      debezium.put("topic.allowed.regex", regex);
+      routed.put("topic.allowed.regex", regex);
       ConfigException e =
-          assertThrows(ConfigException.class, () -> new OutboxSourceConfig(debezium), regex);
+          assertThrows(ConfigException.class, () -> new OutboxSourceConfig(routed), regex);
       assertTrue(
           e.getMessage()
               .startsWith(
-                  "topic.allowed.regex matches no topic the topic template (the default of"
-                      + " routing.convention) gives, which begin 'outbox.event.'"),
+                  "topic.allowed.regex matches no topic topic.template gives, which begin"
+                      + " 'outbox.event.'"),
           e.getMessage());
+      Map<String, String> byDefault = with("routing.convention", "debezium");
+      byDefault.put("topic.allowed.regex", regex);
+      new OutboxSourceConfig(byDefault);
     }
     for (String regex : List.of("outbox\\.event\\.[a-z]+", ".*", "outbox\\.(event\\.)?.*")) {
-      debezium.put("topic.allowed.regex", regex);
-      new OutboxSourceConfig(debezium);
+      routed.put("topic.allowed.regex", regex);
+      new OutboxSourceConfig(routed);
     }
     Map<String, String> perKey = with("topic.template", "${instance_key}.${aggregate_type}");
     perKey.put("topic.allowed.regex", "us\\..*");
@@ -352,7 +356,7 @@ class OutboxSourceConfigTest {
 
   /**
    * A producer that ignores record keys spreads an aggregate's records over partitions, where
-   * consumers read them in any order: refused while ordering (and exactly once); not otherwise, nor
+   * consumers read them in any order: refused while ordering (exactly once too); not otherwise, nor
    * for a partitioner of another author.
    */
   @Test
@@ -370,6 +374,9 @@ class OutboxSourceConfigTest {
       assertTrue(e.getMessage().startsWith(setting[0]), e.getMessage());
       assertTrue(e.getMessage().contains("ordering.enabled=true"), e.getMessage());
       props.put("ordering.enabled", "false");
+      new OutboxSourceConfig(props);
+      props.put("delivery.guarantee", "exactly-once"); // no order to keep there either
+      props.put("exactly.once.support", "required");
       new OutboxSourceConfig(props);
     }
     new OutboxSourceConfig(with("producer.override.partitioner.ignore.keys", "false"));
