@@ -219,16 +219,18 @@ final class RecordHandoff {
    * parked before it would end FAILED without their dead-letter records when the stop gives the
    * batch back.
    */
-  private static RuntimeException refusedFor(List<Park> parks, OutboxStoreException failure) {
+  private RuntimeException refusedFor(List<Park> parks, OutboxStoreException failure) {
     boolean byARow =
-        failure.kind() == OutboxStoreException.Kind.INVALID_DATA
-            || failure.kind() == OutboxStoreException.Kind.INTERNAL;
+        failure.sqlState() != null // the server's refusal, not the driver's or the pool's
+            && (failure.kind() == OutboxStoreException.Kind.INVALID_DATA
+                || failure.kind() == OutboxStoreException.Kind.INTERNAL);
     if (!byARow) {
       return failure; // the statement's, not a row's: a privilege, the schema, an outage
     }
     if (parks.size() == 1) {
-      return failure.ofMessage(parks.get(0).row.messageId());
+      return failure.ofMessage(parks.get(0).row.messageId()); // counted by the poll, as any
     }
+    metrics.databaseErrors.incrementAndGet(); // not a store failure to the poll: counted here
     List<String> ids =
         parks.stream().limit(NAMED_PARKS).map(p -> Printable.escape(p.row.messageId())).toList();
     return new ConnectException(

@@ -334,8 +334,8 @@ public final class RelayMetrics {
                   () -> counted.contains(status) ? value.get() : Double.NaN));
       figure(
           "retention-behind-ms",
-          "How long every retention run has ended on full batches (the published log grows"
-              + " faster than retention deletes), milliseconds; 0 once a run catches up.",
+          "How long since a retention run ended on full batches without one catching up since"
+              + " (the published log grows), milliseconds; 0 once a run catches up.",
           this::retentionBehindMs);
     }
     outcomeWriteSensor = sink.addSensor(outcomeWriteSensorName);

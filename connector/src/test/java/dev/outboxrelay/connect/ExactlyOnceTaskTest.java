@@ -1022,6 +1022,7 @@ class ExactlyOnceTaskTest {
     for (String id : List.of("good-1", "too-large-1", "too-large-2")) {
       assertEquals(MessageStatus.IN_FLIGHT, store.find(id).orElseThrow().status(), id);
     }
+    assertEquals(1, task.metrics().databaseErrors.get(), "seen by the database-errors alert");
   }
 
   @Test
