@@ -199,6 +199,7 @@ public class OutboxSourceTask extends SourceTask {
    * connection and would reach the status trace Connect's REST API shows.
    */
   private static ConnectException unexpected(Throwable e) {
+    String missing = missingClass(e);
     StringBuilder causes = new StringBuilder();
     Throwable cause = e.getCause();
     for (int depth = 0; cause != null && depth < 8; depth++, cause = cause.getCause()) {
@@ -209,15 +210,33 @@ public class OutboxSourceTask extends SourceTask {
           .append(frames.length > 0 ? " at " + frames[0] : "");
     }
     log.error(
-        "Unexpected failure (reason=INTERNAL_ERROR, error={}{}) at {}; the task fails",
+        "Unexpected failure (reason=INTERNAL_ERROR, error={}{}{}) at {}; the task fails",
         e.getClass().getName(),
+        missing,
         causes,
         java.util.Arrays.toString(e.getStackTrace()));
     return new ConnectException(
         "outbox-relay: unexpected "
             + e.getClass().getName()
+            + missing
             + " (reason=INTERNAL_ERROR); its message is not shown, as it may quote row data or the"
             + " connection: the task's log says where it was thrown");
+  }
+
+  /** A class name only: what the plugin path lacks, the clue to a packaging mistake. */
+  private static final java.util.regex.Pattern CLASS_NAME =
+      java.util.regex.Pattern.compile("[\\p{Alnum}_$./-]{1,300}");
+
+  /**
+   * The class a NoClassDefFoundError names, when its message is a class name alone (it is, from the
+   * JVM): " (missing class ...)", else nothing.
+   */
+  private static String missingClass(Throwable e) {
+    return e instanceof NoClassDefFoundError
+            && e.getMessage() != null
+            && CLASS_NAME.matcher(e.getMessage()).matches()
+        ? " (missing class " + e.getMessage() + ")"
+        : "";
   }
 
   /**

@@ -137,6 +137,25 @@ class OutboxSourceTaskTest {
     assertNull(e.getCause());
   }
 
+  /**
+   * A class the plugin path lacks is named (the clue to a packaging mistake), where the JVM's
+   * message is a class name alone; any other text is not.
+   */
+  @Test
+  void aMissingClassIsNamedAndNothingElseOfItsMessage() {
+    OutboxSourceTask task = startTask(Map.of());
+    failing.claimBug = new NoClassDefFoundError("com/example/Missing$Inner");
+    ConnectException e = assertThrows(ConnectException.class, task::poll);
+    assertTrue(
+        e.getMessage().contains("(missing class com/example/Missing$Inner)"), e.getMessage());
+
+    task.stop();
+    OutboxSourceTask other = startTask(Map.of());
+    failing.claimBug = new NoClassDefFoundError("SENTINEL password=s3cret");
+    ConnectException hidden = assertThrows(ConnectException.class, other::poll);
+    assertFalse(hidden.getMessage().contains("SENTINEL"), hidden.getMessage());
+  }
+
   /** A bug's exception, and a library's Error (a class that failed to initialize). */
   static List<Throwable> unclassifiedFailures() {
     return List.of(
