@@ -521,7 +521,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " long as it took before the next (at most ten intervals), and one that fails (the"
           + " statement timeout) is logged, not retried at once, so that task 0 keeps claiming;"
           + " the age of the oldest pending row and the parked rows (by their index) are then"
-          + " read alone, and the next count is spaced by all three reads alike.";
+          + " read alone, and the next count is spaced by all three reads alike. Between counts"
+          + " so spaced, the age of the oldest pending row is read alone every interval.";
 
   // Wake-up
   public static final String NOTIFY_ENABLED_CONFIG = "notify.enabled";
