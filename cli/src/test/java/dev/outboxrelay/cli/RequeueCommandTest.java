@@ -8,6 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.outboxrelay.cli.OutboxFixture.RowState;
+import dev.outboxrelay.cli.operator.BatchProgress;
+import dev.outboxrelay.cli.operator.OperatorStore;
+import dev.outboxrelay.cli.operator.ParkedAction;
+import dev.outboxrelay.cli.operator.ParkedSelection;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.RelayClock;
@@ -422,6 +426,44 @@ class RequeueCommandTest {
 
     Cli.Result none = outbox.cli().forKey("us", "requeue", "--message-id", "us-failed-1");
     assertEquals("requeued 1 row(s) of instance key us (EXHAUSTED, FAILED)\n", none.out());
+  }
+
+  /**
+   * A batched requeue tells its progress (the shutdown hook that says what was done when the CLI is
+   * ended from outside) how many of the rows it requeued have a passed deadline, batch by batch.
+   */
+  @Test
+  void aBatchedRequeueTellsItsProgressTheRowsWithAPassedDeadline() throws SQLException {
+    outbox.update("us-failed-2", "deliver_before = now() - interval '1 hour'");
+    long[] told = {-1, -1};
+    BatchProgress progress =
+        new BatchProgress() {
+          @Override
+          public void committed(long changedSoFar) {
+            throw new AssertionError("a requeue tells its passed deadlines too");
+          }
+
+          @Override
+          public void committed(long changedSoFar, long deadlinePassedSoFar) {
+            told[0] = changedSoFar;
+            told[1] = deadlinePassedSoFar;
+          }
+
+          @Override
+          public boolean stopRequested() {
+            return false;
+          }
+        };
+    new OperatorStore(outbox.dataSource, OutboxTable.parse("outbox"))
+        .change(
+            ParkedAction.REQUEUE,
+            new ParkedSelection("us", ParkedSelection.Selector.ALL, null, null, null),
+            1,
+            Duration.ofSeconds(5),
+            progress);
+
+    assertEquals(3, told[0]);
+    assertEquals(1, told[1]);
   }
 
   /**

@@ -25,6 +25,7 @@ final class EndedFromOutside implements BatchProgress, Runnable {
   private final String done;
   private final Duration batchWait;
   private final AtomicLong committed = new AtomicLong();
+  private final AtomicLong deadlinePassed = new AtomicLong();
   private final AtomicBoolean stop = new AtomicBoolean();
   private final AtomicBoolean reported = new AtomicBoolean();
   private final CountDownLatch changeOver = new CountDownLatch(1);
@@ -38,6 +39,12 @@ final class EndedFromOutside implements BatchProgress, Runnable {
 
   @Override
   public void committed(long changedSoFar) {
+    committed.set(changedSoFar);
+  }
+
+  @Override
+  public void committed(long changedSoFar, long deadlinePassedSoFar) {
+    deadlinePassed.set(deadlinePassedSoFar); // before the count: never fewer rows than these
     committed.set(changedSoFar);
   }
 
@@ -67,7 +74,7 @@ final class EndedFromOutside implements BatchProgress, Runnable {
     if (reported.get()) {
       return; // it ended by itself meanwhile and said so
     }
-    err.println(message(verb, done, committed.get(), betweenBatches));
+    err.println(message(verb, done, committed.get(), deadlinePassed.get(), betweenBatches));
     err.flush();
   }
 
@@ -85,6 +92,15 @@ final class EndedFromOutside implements BatchProgress, Runnable {
    * a batch was still in progress when the hook stopped waiting.
    */
   static String message(String verb, String done, long committed, boolean betweenBatches) {
+    return message(verb, done, committed, 0, betweenBatches);
+  }
+
+  /**
+   * ... and {@code deadlinePassed} of those rows with a deliver_before that has passed (a
+   * requeue's: the relay records them FAILED again when it claims them), said as on success.
+   */
+  static String message(
+      String verb, String done, long committed, long deadlinePassed, boolean betweenBatches) {
     return "error: "
         + verb
         + " ended from outside after "
@@ -93,6 +109,12 @@ final class EndedFromOutside implements BatchProgress, Runnable {
         + done
         + " in the batches that committed, which stay "
         + done
+        + (deadlinePassed > 0
+            ? ", "
+                + deadlinePassed
+                + " of them with a deliver_before that has passed, which the relay records FAILED"
+                + " (DEADLINE_EXPIRED) again when it claims them"
+            : "")
         + (betweenBatches
             ? "; it stopped between batches"
             : "; the batch in progress is rolled back unless its commit went through")

@@ -21,6 +21,14 @@ public interface BatchProgress {
   /** After each batch commits: the rows the committed batches changed. */
   void committed(long changedSoFar);
 
+  /**
+   * After each batch of a requeue commits: the rows the committed batches requeued, and of those
+   * the rows whose deliver_before has passed (recorded FAILED again when claimed).
+   */
+  default void committed(long changedSoFar, long deadlinePassedSoFar) {
+    committed(changedSoFar);
+  }
+
   /** Asked before each batch begins. */
   boolean stopRequested();
 }

@@ -261,7 +261,11 @@ public final class OperatorStore {
           changed += done.changed();
           deadlinePassed += done.deadlinePassed();
           afterSeq = done.lastSeq();
-          progress.committed(changed);
+          if (action == ParkedAction.REQUEUE) {
+            progress.committed(changed, deadlinePassed);
+          } else {
+            progress.committed(changed);
+          }
         }
       }
     } catch (SQLException e) {

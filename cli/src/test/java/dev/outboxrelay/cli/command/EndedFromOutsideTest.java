@@ -60,6 +60,25 @@ class EndedFromOutsideTest {
         EndedFromOutside.message("requeue", "requeued", 1500, false) + "\n", err.toString());
   }
 
+  /** A requeue's rows with a passed deadline are counted too, as its report on success does. */
+  @Test
+  void aRequeueEndedFromOutsideSaysHowManyOfItsRowsHaveAPassedDeadline() {
+    StringWriter err = new StringWriter();
+    EndedFromOutside progress =
+        new EndedFromOutside(new PrintWriter(err), "requeue", "requeued", Duration.ofMillis(1));
+    progress.committed(1500, 3);
+
+    progress.run();
+
+    assertEquals(
+        "error: requeue ended from outside after 1500 row(s) requeued in the batches that"
+            + " committed, which stay requeued, 3 of them with a deliver_before that has passed,"
+            + " which the relay records FAILED (DEADLINE_EXPIRED) again when it claims them; the"
+            + " batch in progress is rolled back unless its commit went through; --dry-run counts"
+            + " what is left\n",
+        err.toString());
+  }
+
   /** The command said what it did (before the hook ran, or while it waited): nothing more. */
   @Test
   void nothingIsSaidOnceTheCommandHasReported() throws Exception {
