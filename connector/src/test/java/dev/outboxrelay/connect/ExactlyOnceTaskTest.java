@@ -1382,17 +1382,17 @@ class ExactlyOnceTaskTest {
       await("the outcome loop ended, the close due").until(task::closeDue);
       assertEquals(List.of(), unsentDeadLetterWarnings(mark), "not answered yet");
       assertEquals(0, storeCloses.get(), "the pool waits for the answer");
-      assertEquals(List.of(), stoppedSummaries(mark), "and so does the stop's summary");
+      assertEquals(List.of(), ownStoppedSummaries(mark), "and so does the stop's summary");
     } finally {
       answer.countDown();
     }
-    await().until(() -> storeCloses.get() == 1 && !stoppedSummaries(mark).isEmpty());
+    await().until(() -> storeCloses.get() == 1 && !ownStoppedSummaries(mark).isEmpty());
     List<LogCapture.Event> said = unsentDeadLetterWarnings(mark);
     assertEquals(1, said.size(), said::toString);
     assertTrue(said.get(0).message().contains("message_id=big"), said.get(0).message());
     List<LogCapture.Event> since = LogCapture.get().matching(mark, e -> true);
     assertTrue(
-        since.indexOf(said.get(0)) < since.indexOf(stoppedSummaries(mark).get(0)),
+        since.indexOf(said.get(0)) < since.indexOf(ownStoppedSummaries(mark).get(0)),
         "reported before the summary, which counts it");
     assertEquals(1, task.metrics().failed.get());
   }
@@ -1429,6 +1429,16 @@ class ExactlyOnceTaskTest {
   }
 
   /** The "task stopped" summary lines since {@code mark}. */
+  /** The stop summaries since {@code mark} of the task startWithAParkWhoseReplyIsLost started. */
+  private List<LogCapture.Event> ownStoppedSummaries(long mark) {
+    return LogCapture.get()
+        .matching(
+            mark,
+            e ->
+                e.message().startsWith("outbox-relay task stopped")
+                    && e.thread().contains(lostParkConnector + "-"));
+  }
+
   private static List<LogCapture.Event> stoppedSummaries(long mark) {
     return LogCapture.get()
         .matching(mark, e -> e.message().startsWith("outbox-relay task stopped"));
@@ -1481,11 +1491,26 @@ class ExactlyOnceTaskTest {
    * A dead-lettered row "big" and a row "good"; the first poll's park of "big" commits, but its
    * reply is lost, so that nothing leaves.
    */
+  /** The connector name of the last task startWithAParkWhoseReplyIsLost started: its own. */
+  private String lostParkConnector;
+
+  private static final AtomicInteger LOST_PARK_STARTS = new AtomicInteger();
+
   private void startWithAParkWhoseReplyIsLost() {
     add("big", "agg-1", 100);
     add("good", "agg-2", 10);
     parkRepliesLost = 1;
-    start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
+    // A name of its own: its stop's summary, said late from its close thread, is told apart from
+    // an earlier test's task's.
+    lostParkConnector = "eos-lost-park-" + LOST_PARK_STARTS.incrementAndGet();
+    start(
+        Map.of(
+            "payload.max.bytes",
+            "50",
+            "dead.letter.topic",
+            "dlq",
+            "connector.name",
+            lostParkConnector));
     assertThrows(RetriableException.class, task::poll, "the park's reply was lost: nothing leaves");
   }
 

@@ -218,12 +218,18 @@ public final class DataSourceFactory {
    * and each migration's transaction lifts them again (MigrationSettingsCallback). Without those
    * timeouts, the server's TCP keepalives end the session of a migrator whose host died or was cut
    * off within about two minutes (60 s idle, then 6 probes 10 s apart): with the system's defaults,
-   * about two hours, its lock held and every other task waiting meanwhile.
+   * about two hours, its lock held and every other task waiting meanwhile. And from PostgreSQL 14 a
+   * statement whose client has gone (a CLI ended with Ctrl-C, a worker that exited mid-build) is
+   * ended within 5 s: a busy backend notices a closed socket only when its statement ends, and went
+   * on building an index under its table lock, the application's inserts queued behind it, while
+   * the advisory lock, whose idle session closed at once, let the next migrator in.
    */
   public static final String MIGRATION_SESSION =
       "SELECT set_config('idle_in_transaction_session_timeout', '0', false),"
           + " CASE WHEN current_setting('server_version_num')::int >= 170000"
           + " THEN set_config('transaction_timeout', '0', false) END,"
+          + " CASE WHEN current_setting('server_version_num')::int >= 140000"
+          + " THEN set_config('client_connection_check_interval', '5000', false) END,"
           + " set_config('tcp_keepalives_idle', '60', false),"
           + " set_config('tcp_keepalives_interval', '10', false),"
           + " set_config('tcp_keepalives_count', '6', false),"

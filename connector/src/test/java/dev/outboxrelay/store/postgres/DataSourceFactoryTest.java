@@ -250,6 +250,32 @@ class DataSourceFactoryTest {
   }
 
   /**
+   * A migration statement whose client has gone is ended by the server within 5 s (PostgreSQL 14
+   * and later): a busy backend noticed the closed socket only when its statement ended, and kept
+   * building an index under its table lock meanwhile.
+   */
+  @Test
+  void aMigrationWhoseClientIsGoneIsEndedByTheServer() throws SQLException {
+    OutboxSourceConfig config =
+        config(Postgres.jdbcUrl("postgres"), Map.of("connection.user", Postgres.user()));
+    try (Connection c =
+            DataSourceFactory.unpooled(
+                    config.connectionSettings(),
+                    "outbox-relay-migrate",
+                    DataSourceFactory.MIGRATION_SESSION)
+                .getConnection();
+        java.sql.Statement s = c.createStatement();
+        java.sql.ResultSet rs =
+            s.executeQuery(
+                "SELECT current_setting('server_version_num')::int >= 140000,"
+                    + " current_setting('client_connection_check_interval', true)")) {
+      rs.next();
+      assumeTrue(rs.getBoolean(1), "PostgreSQL 14 or later");
+      assertEquals("5s", rs.getString(2));
+    }
+  }
+
+  /**
    * Without a socket timeout, a read from a server that died or a path a firewall dropped is ended
    * by keepalives: the migration's sockets probe after 60 s of silence, 6 times 10 s apart (the
    * system's default waited two hours, holding the poll), whatever the URL's tcpKeepAlive says.
