@@ -548,7 +548,8 @@ class LeaseRenewerTest {
                 e ->
                     e.message().startsWith("Claim lost")
                         && e.message().contains("message_id=m1")
-                        && e.message().contains("reason=LEASE_TAKEN_OVER"));
+                        && e.message().contains("reason=LEASE_TAKEN_OVER")
+                        && e.thread().equals(Thread.currentThread().getName()));
     assertEquals(1, said.size(), said::toString);
 
     assertEquals(mine.lease(), f.ledger.takeLost("m1", mine.lease().token()).orElseThrow().lease());

@@ -24,6 +24,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class MaintenanceTest {
+  /** The thread of runs on a thread of their own: their lines, not an earlier test's task's. */
+  private static final String MAINTENANCE_THREAD = "maintenance-test";
+
   private final MockTime time = new MockTime();
 
   private static RuntimeFixture fixture() {
@@ -218,7 +221,8 @@ class MaintenanceTest {
     store.beforeInspect =
         OutboxSourceTaskTest.FailingStore.heldUntil(countEnds, counting::countDown);
     java.util.concurrent.ExecutorService thread =
-        java.util.concurrent.Executors.newSingleThreadExecutor();
+        java.util.concurrent.Executors.newSingleThreadExecutor(
+            r -> new Thread(r, MAINTENANCE_THREAD));
     try {
       Maintenance maintenance =
           new Maintenance(store, f.config, f.metrics, time, true, ownOwners, thread);
@@ -260,7 +264,12 @@ class MaintenanceTest {
     assertEquals(
         List.of(),
         LogCapture.get()
-            .matching(mark, e -> e.level().equals("WARN") && e.logger().endsWith(".Maintenance")),
+            .matching(
+                mark,
+                e ->
+                    e.level().equals("WARN")
+                        && e.logger().endsWith(".Maintenance")
+                        && e.thread().equals(MAINTENANCE_THREAD)), // not an earlier test's task's
         "nothing said failing after the stop");
   }
 
@@ -781,7 +790,12 @@ class MaintenanceTest {
     assertEquals(
         List.of(),
         LogCapture.get()
-            .matching(mark, e -> e.level().equals("WARN") && e.logger().endsWith(".Maintenance")));
+            .matching(
+                mark,
+                e ->
+                    e.level().equals("WARN")
+                        && e.logger().endsWith(".Maintenance")
+                        && e.thread().equals(Thread.currentThread().getName())));
     assertEquals(
         1,
         LogCapture.get()

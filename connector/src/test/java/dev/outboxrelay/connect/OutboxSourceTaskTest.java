@@ -962,8 +962,12 @@ class OutboxSourceTaskTest {
     await().until(() -> status("m1") == MessageStatus.FAILED);
     assertEquals("DROPPED_OR_UNDELIVERED", store.find("m1").orElseThrow().lastFailureCode());
     // Said as it is: parked, not "retry scheduled"
-    // The id whole: a task of an earlier test may still log its own rows (m1-0, ...) in its grace.
-    Predicate<LogCapture.Event> aboutM1 = e -> e.message().contains("message_id=m1 ");
+    // This task's lines only: a task of an earlier test may still log its own rows (m1 among
+    // them) in its grace.
+    Predicate<LogCapture.Event> aboutM1 =
+        e ->
+            e.message().contains("message_id=m1 ")
+                && e.thread().contains("task-test-" + testName + "-");
     await().until(() -> !LogCapture.get().matching(mark, aboutM1).isEmpty());
     List<LogCapture.Event> said = LogCapture.get().matching(mark, aboutM1);
     assertEquals(1, said.size(), said::toString);

@@ -300,7 +300,11 @@ class OutcomeLoopTest {
 
       List<String> atStop =
           LogCapture.get()
-              .matching(mark, e -> e.message().startsWith("Outcome abandoned at stop"))
+              .matching(
+                  mark,
+                  e ->
+                      e.message().startsWith("Outcome abandoned at stop")
+                          && e.thread().equals("outcome-loop")) // not an earlier test's task's
               .stream()
               .map(LogCapture.Event::message)
               .toList();
