@@ -425,11 +425,23 @@ class ExactlyOnceTest {
                     >= tasks);
   }
 
+  /**
+   * Waits for the rows published, restarting tasks the broker failed with its transaction
+   * coordinator's race (ConnectCluster#restartTasksTheBrokerFailed): each step here replaces task
+   * instances while rows flow.
+   */
   private static void awaitPublished(OutboxDb db, String key, long atLeast) {
     await()
         .atMost(Duration.ofSeconds(120))
-        .pollInterval(Duration.ofMillis(200))
-        .until(() -> db.count("PUBLISHED", key) >= atLeast);
+        .pollInterval(Duration.ofMillis(500))
+        .until(
+            () -> {
+              if (db.count("PUBLISHED", key) >= atLeast) {
+                return true;
+              }
+              CLUSTER.restartTasksTheBrokerFailed(CONNECTOR);
+              return false;
+            });
   }
 
   /**
