@@ -12,7 +12,7 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
-import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -90,10 +90,10 @@ final class ClaimLoop {
   private long ownRowsSinceAnyShareMs = NEVER;
 
   /**
-   * The last claim of any share came back full with rows of another share that had waited longer
-   * than the fallback delay (a share nobody drains: its task failed; a live task leaves none that
-   * old), and the own share's last claim came back short (this task has room to spare): then every
-   * other claim is of any share, until one comes back otherwise or the own share fills a batch.
+   * The last claim of any share came back full with rows of another share that existed a fallback
+   * delay before (a share nobody drains: its task failed; a live task leaves none that old), and
+   * the own share's last claim came back short (this task has room to spare): then every other
+   * claim is of any share, until one comes back otherwise or the own share fills a batch.
    */
   private boolean anyShareFull;
 
@@ -364,6 +364,7 @@ final class ClaimLoop {
     }
     lastClaimOfAnyShare = false;
     ClaimResult result = confirmed(request.limit(), () -> store.claim(request));
+    seqs.saw(result, now, delay);
     ownShareShort = result.claimed().size() < request.limit();
     if (!result.isEmpty()) {
       if (ownRowsSinceAnyShareMs == NEVER || now - ownRowsMs >= 2 * delay) {
@@ -388,28 +389,61 @@ final class ClaimLoop {
     lastClaimOfAnyShare = true;
     anyShareFull = false;
     ClaimResult result = confirmed(request.limit(), () -> store.claim(request.withoutAffinity()));
+    long now = time.hiResClockMs();
+    long existedADelayAgo = seqs.seenADelayAgo(now, settings.shareFallbackDelay().toMillis());
+    AggregateAffinity affinity = request.affinity();
     anyShareFull =
         result.claimed().size() >= request.limit()
-            && result.claimed().stream().anyMatch(row -> leftByItsShare(row, request));
+            && result.claimed().stream()
+                .anyMatch(
+                    row ->
+                        row.aggregateHash() % affinity.slots() != affinity.slot()
+                            && row.seq() <= existedADelayAgo);
+    seqs.saw(result, now, settings.shareFallbackDelay().toMillis());
     return result;
   }
 
   /**
-   * A row of another share that had waited longer than the fallback delay when claimed (by the
-   * store's clock, as both times are): a live task claims its share's rows sooner, and helping it
-   * with them would take the earliest rows of the aggregates it works through, blocking it.
+   * The highest seq the task's claims had returned, as it grew, to tell a row that existed a
+   * fallback delay ago from a newer one: a row of another share that existed then and is still
+   * unclaimed was left by its share's task (a live task claims its rows sooner, and helping it with
+   * them would take the earliest rows of the aggregates it works through, blocking it). By seq, not
+   * by a time of the row's: created_at may be an application's event time (column.event
+   * .timestamp), in any zone or none.
    */
-  private boolean leftByItsShare(ClaimedMessage row, ClaimRequest request) {
-    AggregateAffinity affinity = request.affinity();
-    if (row.aggregateHash() % affinity.slots() == affinity.slot()
-        || row.createdAt() == null
-        || row.leaseExpiresAt() == null) {
-      return false;
+  private static final class SeqsSeen {
+    /** (monotonic ms, the highest seq returned by then), the oldest first. */
+    private final ArrayDeque<long[]> samples = new ArrayDeque<>();
+
+    private long highest = -1;
+
+    void saw(ClaimResult result, long nowMs, long delayMs) {
+      for (ClaimedMessage row : result.claimed()) {
+        highest = Math.max(highest, row.seq());
+      }
+      if (highest >= 0 && (samples.isEmpty() || samples.peekLast()[1] != highest)) {
+        samples.addLast(new long[] {nowMs, highest});
+      }
+      // Keep the youngest sample that is a delay old, and the younger ones.
+      while (samples.size() >= 2 && nowMs - secondOldest()[0] >= delayMs) {
+        samples.removeFirst();
+      }
     }
-    Instant claimedAt = row.leaseExpiresAt().minus(request.leaseDuration());
-    return Duration.between(row.createdAt(), claimedAt).compareTo(settings.shareFallbackDelay())
-        > 0;
+
+    private long[] secondOldest() {
+      var it = samples.iterator();
+      it.next();
+      return it.next();
+    }
+
+    /** The highest seq returned at least {@code delayMs} ago; -1 if none was. */
+    long seenADelayAgo(long nowMs, long delayMs) {
+      long[] oldest = samples.peekFirst();
+      return oldest != null && nowMs - oldest[0] >= delayMs ? oldest[1] : -1;
+    }
   }
+
+  private final SeqsSeen seqs = new SeqsSeen();
 
   /**
    * A batch, or fewer rows where a batch of rows the size of the largest of the last claim would
