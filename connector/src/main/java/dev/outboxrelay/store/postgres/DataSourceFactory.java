@@ -210,6 +210,9 @@ public final class DataSourceFactory {
   private static final Pattern PASSWORD_ASSIGNMENT =
       Pattern.compile("(?<![\\w.])(?:ssl)?password\\s*=", Pattern.CASE_INSENSITIVE);
 
+  /** How often a migration's backend checks that its client is still there, in ms. */
+  static final String CLIENT_CHECK_MS = "5000";
+
   /**
    * Session settings of a migration's connections: a role's or database's timeouts on idle or whole
    * transactions would end Flyway's lock transaction (open for the whole run) or a long migration
@@ -222,21 +225,27 @@ public final class DataSourceFactory {
    * statement whose client has gone (a CLI ended with Ctrl-C, a worker that exited mid-build) is
    * ended within 5 s: a busy backend notices a closed socket only when its statement ends, and went
    * on building an index under its table lock, the application's inserts queued behind it, while
-   * the advisory lock, whose idle session closed at once, let the next migrator in.
+   * the advisory lock, whose idle session closed at once, let the next migrator in. Set in a block
+   * that shrugs off a refusal: a server that cannot watch its sockets (Windows; before 15, any
+   * without POLLRDHUP, macOS among them) refuses any value but 0, and that must not stop
+   * migrations. Behind a pooler the socket watched is the pooler's.
    */
   public static final String MIGRATION_SESSION =
       "SELECT set_config('idle_in_transaction_session_timeout', '0', false),"
           + " CASE WHEN current_setting('server_version_num')::int >= 170000"
           + " THEN set_config('transaction_timeout', '0', false) END,"
-          + " CASE WHEN current_setting('server_version_num')::int >= 140000"
-          + " THEN set_config('client_connection_check_interval', '5000', false) END,"
           + " set_config('tcp_keepalives_idle', '60', false),"
           + " set_config('tcp_keepalives_interval', '10', false),"
           + " set_config('tcp_keepalives_count', '6', false),"
           // READ COMMITTED as the task's sessions: a database or role that defaults to REPEATABLE
           // READ kept Flyway's lock transaction's first snapshot for the whole run, holding back
           // vacuum and every concurrent index build in the database (an operator's pre-build).
-          + " set_config('default_transaction_isolation', 'read committed', false)";
+          + " set_config('default_transaction_isolation', 'read committed', false);"
+          + " DO $$ BEGIN IF current_setting('server_version_num')::int >= 140000 THEN"
+          + " PERFORM set_config('client_connection_check_interval', '"
+          + CLIENT_CHECK_MS
+          + "', false); END IF;"
+          + " EXCEPTION WHEN invalid_parameter_value OR undefined_object THEN NULL; END $$";
 
   /** The driver's property naming its socket factory's class. */
   static final String SOCKET_FACTORY = "socketFactory";

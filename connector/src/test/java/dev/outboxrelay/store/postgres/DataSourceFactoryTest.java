@@ -276,6 +276,32 @@ class DataSourceFactoryTest {
   }
 
   /**
+   * A server that refuses the client check (one that cannot watch its sockets refuses any value but
+   * 0, SQLState 22023, as it refuses a negative one here) still opens migration sessions.
+   */
+  @Test
+  void aServerThatRefusesTheClientCheckStillMigrates() throws SQLException {
+    OutboxSourceConfig config =
+        config(Postgres.jdbcUrl("postgres"), Map.of("connection.user", Postgres.user()));
+    String refused =
+        DataSourceFactory.MIGRATION_SESSION.replace(
+            "'" + DataSourceFactory.CLIENT_CHECK_MS + "'", "'-1'");
+    assertTrue(refused.contains("'-1'"));
+    try (Connection c =
+            DataSourceFactory.unpooled(config.connectionSettings(), "outbox-relay-migrate", refused)
+                .getConnection();
+        java.sql.Statement s = c.createStatement();
+        java.sql.ResultSet rs =
+            s.executeQuery(
+                "SELECT current_setting('idle_in_transaction_session_timeout'),"
+                    + " current_setting('client_connection_check_interval', true)")) {
+      rs.next();
+      assertEquals("0", rs.getString(1), "the rest of the session set up");
+      assertTrue(rs.getString(2) == null || rs.getString(2).equals("0"), rs.getString(2));
+    }
+  }
+
+  /**
    * Without a socket timeout, a read from a server that died or a path a firewall dropped is ended
    * by keepalives: the migration's sockets probe after 60 s of silence, 6 times 10 s apart (the
    * system's default waited two hours, holding the poll), whatever the URL's tcpKeepAlive says.
