@@ -89,6 +89,9 @@ class ExactlyOnceTaskTest {
   /** A park statement holding this row is refused for good, as a trigger of an adopted table. */
   private volatile String parkRefusedFor;
 
+  /** The refusal's SQLState: the server's (a trigger's P0001), or none (the driver's, a pool's). */
+  private volatile String parkRefusalState = "P0001";
+
   /** While set, park statements fail before anything is sent (no connection from the pool). */
   private volatile boolean parksFailBeforeSending;
 
@@ -1023,6 +1026,22 @@ class ExactlyOnceTaskTest {
       assertEquals(MessageStatus.IN_FLIGHT, store.find(id).orElseThrow().status(), id);
     }
     assertEquals(1, task.metrics().databaseErrors.get(), "seen by the database-errors alert");
+  }
+
+  /** A failure without the server's SQLState (the driver's, a pool's) is no row's refusal. */
+  @Test
+  void aParkFailureTheServerDidNotSayIsNotPutOnTheRows() {
+    add("good-1", "agg-1", 10);
+    add("too-large-1", "agg-2", 100);
+    add("too-large-2", "agg-3", 100);
+    parkRefusedFor = "too-large-2";
+    parkRefusalState = null;
+    start(Map.of("payload.max.bytes", "50"));
+
+    ConnectException failed = assertThrows(ConnectException.class, task::poll);
+
+    assertFalse(failed.getMessage().contains("message_id"), failed::getMessage);
+    assertTrue(failed.getMessage().contains("park failed: DB_ERROR"), failed::getMessage);
   }
 
   @Test
@@ -2036,7 +2055,12 @@ class ExactlyOnceTaskTest {
                       .stream()
                           .anyMatch(r -> ((ParkRequest) r).messageId().equals(parkRefusedFor))) {
                 throw new OutboxStoreException(
-                    OutboxStoreException.Kind.INVALID_DATA, "DB_INVALID_DATA", "P0001", "park");
+                    parkRefusalState == null
+                        ? OutboxStoreException.Kind.INTERNAL
+                        : OutboxStoreException.Kind.INVALID_DATA,
+                    parkRefusalState == null ? "DB_ERROR" : "DB_INVALID_DATA",
+                    parkRefusalState,
+                    "park");
               }
               if (method.getName().equals("markFailed") && markFailedFails) {
                 throw outage("mark failed");

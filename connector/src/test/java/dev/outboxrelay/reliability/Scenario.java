@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.kafka.connect.runtime.rest.entities.ConnectorStateInfo;
 
 /**
  * One fault scenario: a fresh database, the main connector (instance key {@link #MAIN_KEY}, the one
@@ -198,18 +197,7 @@ final class Scenario implements AutoCloseable {
     }
     lastRestartLook = now;
     for (String connector : List.of(mainConnector, otherConnector)) {
-      List<ConnectorStateInfo.TaskState> failed;
-      try {
-        failed =
-            kit.status(connector).tasks().stream().filter(t -> "FAILED".equals(t.state())).toList();
-      } catch (RuntimeException e) {
-        continue; // not deployed yet, or a rebalance under way: look again
-      }
-      if (!failed.isEmpty()
-          && failed.stream()
-              .allMatch(t -> t.trace() != null && t.trace().contains("InvalidTxnStateException"))) {
-        kit.restartFailedTasks(connector);
-      }
+      kit.restartTasksTheBrokerFailed(connector); // quiet while not deployed or rebalancing
     }
   }
 

@@ -6,7 +6,7 @@ import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A batched requeue, discard or purge ended from outside (Ctrl-C, SIGTERM, a closed terminal): the
@@ -24,8 +24,12 @@ final class EndedFromOutside implements BatchProgress, Runnable {
   private final String verb;
   private final String done;
   private final Duration batchWait;
-  private final AtomicLong committed = new AtomicLong();
-  private final AtomicLong deadlinePassed = new AtomicLong();
+
+  /** The committed batches' counts, read together by the hook. */
+  private final AtomicReference<Committed> committed = new AtomicReference<>(new Committed(0, 0));
+
+  private record Committed(long changed, long deadlinePassed) {}
+
   private final AtomicBoolean stop = new AtomicBoolean();
   private final AtomicBoolean reported = new AtomicBoolean();
   private final CountDownLatch changeOver = new CountDownLatch(1);
@@ -39,13 +43,12 @@ final class EndedFromOutside implements BatchProgress, Runnable {
 
   @Override
   public void committed(long changedSoFar) {
-    committed.set(changedSoFar);
+    committed.set(new Committed(changedSoFar, 0));
   }
 
   @Override
   public void committed(long changedSoFar, long deadlinePassedSoFar) {
-    deadlinePassed.set(deadlinePassedSoFar); // before the count: never fewer rows than these
-    committed.set(changedSoFar);
+    committed.set(new Committed(changedSoFar, deadlinePassedSoFar));
   }
 
   @Override
@@ -74,7 +77,8 @@ final class EndedFromOutside implements BatchProgress, Runnable {
     if (reported.get()) {
       return; // it ended by itself meanwhile and said so
     }
-    err.println(message(verb, done, committed.get(), deadlinePassed.get(), betweenBatches));
+    Committed done = committed.get();
+    err.println(message(verb, this.done, done.changed(), done.deadlinePassed(), betweenBatches));
     err.flush();
   }
 
