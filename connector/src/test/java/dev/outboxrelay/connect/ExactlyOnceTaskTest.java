@@ -89,7 +89,7 @@ class ExactlyOnceTaskTest {
   /** A park statement holding this row is refused for good, as a trigger of an adopted table. */
   private volatile String parkRefusedFor;
 
-  /** The refusal's SQLState: the server's (a trigger's P0001), or none (the driver's, a pool's). */
+  /** The refusal's SQLState: the server's (a trigger's P0001), or none (a pool's, nothing sent). */
   private volatile String parkRefusalState = "P0001";
 
   /** While set, park statements fail before anything is sent (no connection from the pool). */
@@ -1028,7 +1028,7 @@ class ExactlyOnceTaskTest {
     assertEquals(1, task.metrics().databaseErrors.get(), "seen by the database-errors alert");
   }
 
-  /** A failure without the server's SQLState (the driver's, a pool's) is no row's refusal. */
+  /** A failure without the server's SQLState (a pool's, nothing sent) is no row's refusal. */
   @Test
   void aParkFailureTheServerDidNotSayIsNotPutOnTheRows() {
     add("good-1", "agg-1", 10);
@@ -2054,11 +2054,14 @@ class ExactlyOnceTaskTest {
                   && ((List<?>) args[0])
                       .stream()
                           .anyMatch(r -> ((ParkRequest) r).messageId().equals(parkRefusedFor))) {
+                if (parkRefusalState == null) { // a pool that could not give a connection
+                  throw new OutboxStoreException(
+                          OutboxStoreException.Kind.INTERNAL, "DB_ERROR", null, "park")
+                      .beforeSending();
+                }
                 throw new OutboxStoreException(
-                    parkRefusalState == null
-                        ? OutboxStoreException.Kind.INTERNAL
-                        : OutboxStoreException.Kind.INVALID_DATA,
-                    parkRefusalState == null ? "DB_ERROR" : "DB_INVALID_DATA",
+                    OutboxStoreException.Kind.INVALID_DATA,
+                    "DB_INVALID_DATA",
                     parkRefusalState,
                     "park");
               }
