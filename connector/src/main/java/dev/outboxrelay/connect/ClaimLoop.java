@@ -390,7 +390,8 @@ final class ClaimLoop {
     anyShareFull = false;
     ClaimResult result = confirmed(request.limit(), () -> store.claim(request.withoutAffinity()));
     long now = time.hiResClockMs();
-    long existedADelayAgo = seqs.seenADelayAgo(now, settings.shareFallbackDelay().toMillis());
+    long delay = settings.shareFallbackDelay().toMillis();
+    long existedADelayAgo = seqs.seenADelayAgo(now, delay);
     AggregateAffinity affinity = request.affinity();
     anyShareFull =
         result.claimed().size() >= request.limit()
@@ -399,7 +400,7 @@ final class ClaimLoop {
                     row ->
                         row.aggregateHash() % affinity.slots() != affinity.slot()
                             && row.seq() <= existedADelayAgo);
-    seqs.saw(result, now, settings.shareFallbackDelay().toMillis());
+    seqs.saw(result, now, delay);
     return result;
   }
 

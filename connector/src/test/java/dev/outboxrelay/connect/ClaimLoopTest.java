@@ -1144,6 +1144,32 @@ class ClaimLoopTest {
   }
 
   /** An aggregate of task {@code task}'s share of 2 (the in-memory store: hashCode mod 2). */
+  /**
+   * The loop over the fixture's store, each claim of any share's time since now added to {@code
+   * atMs}.
+   */
+  private ClaimLoop recordingClaimsOfAnyShare(RuntimeFixture f, List<Long> atMs) {
+    long start = time.hiResClockMs();
+    return loop(
+        f,
+        intercepted(
+            f,
+            (name, args) -> {
+              if (name.equals("claim") && ((ClaimRequest) args[0]).affinity() == null) {
+                atMs.add(time.hiResClockMs() - start);
+              }
+            }));
+  }
+
+  /** A quarter of LEASE_8S's lease at least between two claims of any share. */
+  private static void assertAtMostOnePerQuarterOfTheLease(List<Long> anyShareClaimsAtMs) {
+    for (int j = 1; j < anyShareClaimsAtMs.size(); j++) {
+      assertTrue(
+          anyShareClaimsAtMs.get(j) - anyShareClaimsAtMs.get(j - 1) >= 2000,
+          "at most one per quarter of the lease: " + anyShareClaimsAtMs);
+    }
+  }
+
   private static String aggregateOfShare(int task, int from) {
     for (int i = from; ; i++) {
       if (Math.floorMod(("agg-" + i).hashCode(), 2) == task) {
@@ -1183,17 +1209,7 @@ class ClaimLoopTest {
     time = new MockTime(0, time.milliseconds(), clockStartNs);
     RuntimeFixture f = new RuntimeFixture(LEASE_8S, 0, 2);
     List<Long> anyShareClaimsAtMs = new ArrayList<>();
-    long start = time.hiResClockMs();
-    ClaimLoop loop =
-        loop(
-            f,
-            intercepted(
-                f,
-                (name, args) -> {
-                  if (name.equals("claim") && ((ClaimRequest) args[0]).affinity() == null) {
-                    anyShareClaimsAtMs.add(time.hiResClockMs() - start);
-                  }
-                }));
+    ClaimLoop loop = recordingClaimsOfAnyShare(f, anyShareClaimsAtMs);
 
     List<String> claimed = new ArrayList<>();
     int aggregate = 0;
@@ -1211,11 +1227,7 @@ class ClaimLoopTest {
     }
 
     assertEquals(2000, anyShareClaimsAtMs.get(0), "a quarter of the lease after the first rows");
-    for (int j = 1; j < anyShareClaimsAtMs.size(); j++) {
-      assertTrue(
-          anyShareClaimsAtMs.get(j) - anyShareClaimsAtMs.get(j - 1) >= 2000,
-          "at most one per quarter of the lease: " + anyShareClaimsAtMs);
-    }
+    assertAtMostOnePerQuarterOfTheLease(anyShareClaimsAtMs);
     for (int atMs = 0; atMs < 9_000; atMs += 3000) {
       assertTrue(claimed.contains("theirs-" + atMs), atMs + ": " + claimed);
     }
@@ -1272,17 +1284,7 @@ class ClaimLoopTest {
     props.put("claim.batch.size", "10");
     RuntimeFixture f = new RuntimeFixture(props, 0, 2);
     List<Long> anyShareClaimsAtMs = new ArrayList<>();
-    long start = time.hiResClockMs();
-    ClaimLoop loop =
-        loop(
-            f,
-            intercepted(
-                f,
-                (name, args) -> {
-                  if (name.equals("claim") && ((ClaimRequest) args[0]).affinity() == null) {
-                    anyShareClaimsAtMs.add(time.hiResClockMs() - start);
-                  }
-                }));
+    ClaimLoop loop = recordingClaimsOfAnyShare(f, anyShareClaimsAtMs);
     ClaimRequest peer =
         new ClaimRequest(
             "relay/task-1/peer",
@@ -1309,11 +1311,7 @@ class ClaimLoopTest {
     }
 
     assertFalse(anyShareClaimsAtMs.isEmpty(), "its periodic claims of any share");
-    for (int j = 1; j < anyShareClaimsAtMs.size(); j++) {
-      assertTrue(
-          anyShareClaimsAtMs.get(j) - anyShareClaimsAtMs.get(j - 1) >= 2000,
-          "at most one per quarter of the lease: " + anyShareClaimsAtMs);
-    }
+    assertAtMostOnePerQuarterOfTheLease(anyShareClaimsAtMs);
   }
 
   /**

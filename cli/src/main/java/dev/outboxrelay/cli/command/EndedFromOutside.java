@@ -77,8 +77,8 @@ final class EndedFromOutside implements BatchProgress, Runnable {
     if (reported.get()) {
       return; // it ended by itself meanwhile and said so
     }
-    Committed done = committed.get();
-    err.println(message(verb, this.done, done.changed(), done.deadlinePassed(), betweenBatches));
+    Committed counts = committed.get();
+    err.println(message(verb, done, counts.changed(), counts.deadlinePassed(), betweenBatches));
     err.flush();
   }
 
@@ -113,12 +113,7 @@ final class EndedFromOutside implements BatchProgress, Runnable {
         + done
         + " in the batches that committed, which stay "
         + done
-        + (deadlinePassed > 0
-            ? ", "
-                + deadlinePassed
-                + " of them with a deliver_before that has passed, which the relay records FAILED"
-                + " (DEADLINE_EXPIRED) again when it claims them"
-            : "")
+        + ParkedRowsCommand.deadlinesPassed(deadlinePassed)
         + (betweenBatches
             ? "; it stopped between batches"
             : "; the batch in progress is rolled back unless its commit went through")

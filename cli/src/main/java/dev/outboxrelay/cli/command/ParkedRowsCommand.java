@@ -313,7 +313,15 @@ abstract class ParkedRowsCommand extends InstanceCommand {
    * said as on success: they are requeued all the same.
    */
   private String deadlinePassedOf(long deadlinePassed) {
-    return action() == ParkedAction.REQUEUE && deadlinePassed > 0
+    return action() == ParkedAction.REQUEUE ? deadlinesPassed(deadlinePassed) : "";
+  }
+
+  /**
+   * ", N of them with a deliver_before that has passed, ...", the clause a requeue's report on
+   * failure (here and in {@link EndedFromOutside}) adds to its count; nothing for none.
+   */
+  static String deadlinesPassed(long deadlinePassed) {
+    return deadlinePassed > 0
         ? ", "
             + deadlinePassed
             + " of them with a deliver_before that has passed, which the relay records FAILED"

@@ -235,16 +235,8 @@ class DataSourceFactoryTest {
    */
   @Test
   void migrationConnectionsHaveNoSocketTimeoutWhateverTheUrlSays() throws SQLException {
-    OutboxSourceConfig config =
-        config(
-            Postgres.jdbcUrl("postgres") + "?socketTimeout=60",
-            Map.of("connection.user", Postgres.user()));
     try (Connection c =
-        DataSourceFactory.unpooled(
-                config.connectionSettings(),
-                "outbox-relay-migrate",
-                DataSourceFactory.MIGRATION_SESSION)
-            .getConnection()) {
+        migrationSession("?socketTimeout=60", DataSourceFactory.MIGRATION_SESSION)) {
       assertEquals(0, c.getNetworkTimeout());
     }
   }
@@ -256,14 +248,7 @@ class DataSourceFactoryTest {
    */
   @Test
   void aMigrationWhoseClientIsGoneIsEndedByTheServer() throws SQLException {
-    OutboxSourceConfig config =
-        config(Postgres.jdbcUrl("postgres"), Map.of("connection.user", Postgres.user()));
-    try (Connection c =
-            DataSourceFactory.unpooled(
-                    config.connectionSettings(),
-                    "outbox-relay-migrate",
-                    DataSourceFactory.MIGRATION_SESSION)
-                .getConnection();
+    try (Connection c = migrationSession("", DataSourceFactory.MIGRATION_SESSION);
         java.sql.Statement s = c.createStatement();
         java.sql.ResultSet rs =
             s.executeQuery(
@@ -281,15 +266,11 @@ class DataSourceFactoryTest {
    */
   @Test
   void aServerThatRefusesTheClientCheckStillMigrates() throws SQLException {
-    OutboxSourceConfig config =
-        config(Postgres.jdbcUrl("postgres"), Map.of("connection.user", Postgres.user()));
     String refused =
         DataSourceFactory.MIGRATION_SESSION.replace(
             "'" + DataSourceFactory.CLIENT_CHECK_MS + "'", "'-1'");
     assertTrue(refused.contains("'-1'"));
-    try (Connection c =
-            DataSourceFactory.unpooled(config.connectionSettings(), "outbox-relay-migrate", refused)
-                .getConnection();
+    try (Connection c = migrationSession("", refused);
         java.sql.Statement s = c.createStatement();
         java.sql.ResultSet rs =
             s.executeQuery(
@@ -308,16 +289,8 @@ class DataSourceFactoryTest {
    */
   @Test
   void migrationConnectionsProbeASilentServerWithinMinutes() throws Exception {
-    OutboxSourceConfig config =
-        config(
-            Postgres.jdbcUrl("postgres") + "?tcpKeepAlive=false",
-            Map.of("connection.user", Postgres.user()));
     try (Connection c =
-        DataSourceFactory.unpooled(
-                config.connectionSettings(),
-                "outbox-relay-migrate",
-                DataSourceFactory.MIGRATION_SESSION)
-            .getConnection()) {
+        migrationSession("?tcpKeepAlive=false", DataSourceFactory.MIGRATION_SESSION)) {
       Socket socket = socketOf(c);
       assertTrue(socket.getKeepAlive());
       assumeTrue(socket.supportedOptions().contains(ExtendedSocketOptions.TCP_KEEPIDLE));
@@ -328,6 +301,17 @@ class DataSourceFactoryTest {
               socket.getOption(ExtendedSocketOptions.TCP_KEEPINTERVAL),
               socket.getOption(ExtendedSocketOptions.TCP_KEEPCOUNT)));
     }
+  }
+
+  /** A migration's connection to the test server, its URL ending in {@code urlParameters}. */
+  private static Connection migrationSession(String urlParameters, String setup)
+      throws SQLException {
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres") + urlParameters,
+            Map.of("connection.user", Postgres.user()));
+    return DataSourceFactory.unpooled(config.connectionSettings(), "outbox-relay-migrate", setup)
+        .getConnection();
   }
 
   /**
