@@ -553,7 +553,9 @@ public final class OutboxMessage {
 
     /**
      * The id operators select the message's row by ({@code outbox-relay-cli --correlation-id}),
-     * sent as the header {@code outbox.correlation_id}; null, empty or blank for none.
+     * sent as the header {@code outbox.correlation_id} under the connector's default routing
+     * convention (the {@code debezium} convention sends only Debezium's headers; its {@code
+     * column.additional.placement} can send the column); null, empty or blank for none.
      */
     public Builder correlationId(String correlationId) {
       this.correlationId = correlationId;
