@@ -62,6 +62,12 @@ final class Maintenance {
   private final String ownOwners;
 
   private boolean leasedElsewhereReported;
+
+  /**
+   * A lag read between counts failed, said at WARN: the next failures until a read succeeds not.
+   */
+  private boolean lagAloneFailureReported;
+
   private volatile long nextCleanupMs;
   private volatile long nextBacklogMs;
 
@@ -305,8 +311,9 @@ final class Maintenance {
    * first row awaiting delivery, one index probe) every interval: frozen at the last count's
    * reading, lag-ms lagged the truth by minutes exactly when the backlog was largest, and the lag
    * alert fired that much later. A read that fails for the database's reasons leaves lag-ms ageing
-   * from its last reading (and counts the error unless the statement timed out); one that retrying
-   * cannot fix fails the task, as the count's does.
+   * from its last reading and counts the error, a timeout included (an index probe should not take
+   * long, unlike the count that spaced these reads), said at WARN once until a read succeeds; one
+   * that retrying cannot fix fails the task, as the count's does.
    */
   private void readLagBetweenCounts() {
     long interval = config.backlogMetricsInterval().toMillis();
@@ -321,16 +328,26 @@ final class Maintenance {
       if (!e.isRetriable()) {
         throw e;
       }
-      if (!SqlStates.QUERY_CANCELED.equals(e.sqlState())) {
-        metrics.databaseErrors.incrementAndGet();
-      }
+      metrics.databaseErrors.incrementAndGet();
       metrics.backlogReadFailed(); // lag-ms ages from its last reading
-      log.debug(
-          "Reading the lag between backlog counts failed (reason={}, sqlState={})",
-          e.reasonCode(),
-          e.sqlState());
+      if (lagAloneFailureReported) {
+        log.debug(
+            "Reading the lag between backlog counts failed again (reason={}, sqlState={})",
+            e.reasonCode(),
+            e.sqlState());
+      } else {
+        lagAloneFailureReported = true;
+        log.warn(
+            "Reading the lag between backlog counts failed (reason={}, sqlState={}); lag-ms ages"
+                + " from its last reading, read again every {} ms; not said again until a read"
+                + " succeeds",
+            e.reasonCode(),
+            e.sqlState(),
+            interval);
+      }
       return;
     }
+    lagAloneFailureReported = false;
     if (!stopping) {
       metrics.recordLag(lag, overdueAfter(interval));
     }

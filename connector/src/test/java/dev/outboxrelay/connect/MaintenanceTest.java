@@ -600,6 +600,60 @@ class MaintenanceTest {
     assertEquals(afterCount + 2, lagReads[0]);
   }
 
+  /**
+   * A lag read between spaced counts that the statement timeout cancels is a database error (an
+   * index probe should not take long), said once at WARN until a read succeeds: it was neither
+   * counted nor said above DEBUG, so lag reads timing out for the minutes between counts showed
+   * only as an ageing lag-ms.
+   */
+  @Test
+  void aLagReadBetweenCountsThatTimesOutIsCountedAndSaidOnceUntilOneSucceeds() {
+    RuntimeFixture f = fixture(); // every 5 s
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    RelayMetrics metrics = new RelayMetrics(time);
+    Maintenance maintenance = new Maintenance(store, f.config, metrics, time, true, null);
+    store.beforeInspect = () -> time.sleep(20_000); // the next count 200 s later
+    maintenance.runIfDue();
+    store.beforeInspect = null;
+    long mark = LogCapture.get().mark();
+    OutboxStoreException timedOut =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "57014", "lag");
+    store.beforeLag =
+        () -> {
+          throw timedOut;
+        };
+
+    time.sleep(5_000);
+    maintenance.runIfDue();
+    time.sleep(5_000);
+    maintenance.runIfDue();
+    assertEquals(2, metrics.databaseErrors.get(), "each timed-out read");
+    assertEquals(1, lagAloneWarnings(mark).size(), "said once while it lasts");
+
+    store.beforeLag = null;
+    time.sleep(5_000);
+    maintenance.runIfDue();
+    store.beforeLag =
+        () -> {
+          throw timedOut;
+        };
+    time.sleep(5_000);
+    maintenance.runIfDue();
+    assertEquals(3, metrics.databaseErrors.get());
+    assertEquals(2, lagAloneWarnings(mark).size(), "said again after a read succeeded");
+  }
+
+  private static List<LogCapture.Event> lagAloneWarnings(long mark) {
+    return LogCapture.get()
+        .matching(
+            mark,
+            e ->
+                e.level().equals("WARN")
+                    && e.message().contains("Reading the lag between backlog counts failed")
+                    && e.message().contains("sqlState=57014"));
+  }
+
   /** A count at its interval reads the lag with the backlog: no read of it alone in between. */
   @Test
   void countsAtTheirIntervalReadNoLagAlone() {
