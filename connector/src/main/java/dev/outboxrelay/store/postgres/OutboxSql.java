@@ -166,12 +166,12 @@ final class OutboxSql {
   /**
    * {@code {earlier}}: the probe of an ordered claim's candidate {@code o} (see {@link
    * #CLAIM_ORDERED}): {@code earlier.due} of the first unsettled row before it in its aggregate
-   * that this owner does not hold, null without one.
+   * that this owner does not hold, and its {@code earlier.seq}; null without one.
    */
   private static final String EARLIER =
       """
       LEFT JOIN LATERAL (
-            SELECT {due(p)} AS due
+            SELECT {due(p)} AS due, p.seq
             FROM {table} p
             WHERE p.instance_key = o.instance_key AND {aggregate_id(p)} = {aggregate_id(o)}
               AND p.seq < o.seq
@@ -181,6 +181,29 @@ final class OutboxSql {
 
   /** {@code {not held back}}: the candidate has no earlier row of its aggregate that is not due. */
   private static final String NOT_HELD_BACK = "AND earlier.due IS NOT FALSE";
+
+  /**
+   * {@code {head free}}: for an ordered claim's candidate whose earlier row is due, whether another
+   * session holds that row locked, asked as the claim takes its candidates (FOR UPDATE SKIP LOCKED,
+   * one step of the primary key). Read first (its seq is lower), that row is this claim's candidate
+   * already unless another session holds it: a concurrent claimer, or an operator's open
+   * transaction. Its successors cannot be claimed without it, and as candidates they took the
+   * claim's places only to be dropped in {@code claimable}: with a batch of them behind one locked
+   * row, every claim came back empty for as long as the lock lasted, for every key claimed with
+   * that one. Only candidates with a due earlier row probe (a one-time filter otherwise).
+   */
+  private static final String HEAD_FREE =
+      """
+      LEFT JOIN LATERAL (
+            SELECT TRUE AS free FROM {table} h
+            WHERE earlier.due AND h.seq = earlier.seq
+            FOR UPDATE OF h SKIP LOCKED) head ON TRUE""";
+
+  /**
+   * {@code {claimable so far}}: a candidate is next in its aggregate, or its earlier row is due and
+   * free to be claimed with it ({@link #HEAD_FREE}).
+   */
+  private static final String CLAIMABLE_SO_FAR = "AND (earlier.due IS NULL OR head.free)";
 
   /**
    * An ordered claim. A due row within the budget is leased; one at or over it (max.attempts was
@@ -204,9 +227,11 @@ final class OutboxSql {
    *
    * <p>{@code claimable} checks again only the candidates with a due earlier row (several rows of
    * one aggregate in a batch): no earlier row may block, and every due one must be in the batch. A
-   * due row not in it is locked by a concurrent claimer (skipped) or was claimed since this
-   * statement's snapshot; its successors wait for that claim to settle. Candidates with no earlier
-   * row to judge (the common case on a backlog spread over many aggregates) skip this second probe.
+   * due row not in it is one another session held locked when the candidates were taken (then
+   * {@link #HEAD_FREE} left out the candidates behind it where it was their aggregate's first row
+   * to send) or was claimed since this statement's snapshot; its successors wait for that claim or
+   * lock to end. Candidates with no earlier row to judge (the common case on a backlog spread over
+   * many aggregates) skip this second probe.
    *
    * <p>OFFSET 0 keeps the claimable check a per-candidate probe of the aggregate index: as a join,
    * PostgreSQL may hash the whole backlog on every claim (docs/benchmarks.md, findings 2 and 4).
@@ -220,10 +245,10 @@ final class OutboxSql {
         SELECT k.* FROM {own keys} CROSS JOIN LATERAL (
           SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
             earlier.due AS after_due
-          FROM {table} o CROSS JOIN clock {earlier}
+          FROM {table} o CROSS JOIN clock {earlier} {head free}
           WHERE {own key(o)} AND {due(o)}
             {affinity} {share}
-            {not held back}
+            {claimable so far}
           ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
         ORDER BY k.seq LIMIT :limit
       ), claimable AS (
@@ -790,6 +815,8 @@ final class OutboxSql {
     // First: they hold placeholders of their own.
     fragments.put("{earlier}", EARLIER);
     fragments.put("{not held back}", NOT_HELD_BACK);
+    fragments.put("{head free}", HEAD_FREE);
+    fragments.put("{claimable so far}", CLAIMABLE_SO_FAR);
     fragments.put("{log moved}", logsPublished ? LOG_MOVED : "SELECT NULL");
     fragments.put("{give back(o)}", GIVE_BACK);
     fragments.put("{acks}", ACKS);

@@ -293,6 +293,41 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
   }
 
   /**
+   * An aggregate's first row that another session holds locked (an operator's open transaction)
+   * holds back that aggregate's later rows, not the claim: rows of other aggregates after them are
+   * claimed, by a claim of that key and by one of several keys. The later rows took the claim's
+   * places and were then dropped for the row in front of them, so with a batch of them behind the
+   * locked row every ordered claim came back empty for as long as the lock lasted, for every key
+   * claimed with that one. Once the lock is gone the aggregate goes on in order.
+   */
+  @Test
+  void aLockedFirstRowHoldsBackItsAggregateNotTheClaim() throws Exception {
+    add(EU, "d", "g");
+    for (int i = 1; i <= 4; i++) {
+      add(EU, "r" + i, "g");
+    }
+    add(EU, "h", "h");
+    add(US, "u", "u");
+    try (Connection holder = dataSource.getConnection();
+        Statement lock = holder.createStatement()) {
+      holder.setAutoCommit(false);
+      lock.execute("SELECT 1 FROM outbox WHERE message_id = 'd' FOR UPDATE");
+      assertEquals(
+          List.of("h"),
+          ids(
+              CompletableFuture.supplyAsync(() -> store.claim(request("w1", 3)))
+                  .get(30, TimeUnit.SECONDS)));
+      assertEquals(
+          List.of("u"),
+          ids(
+              CompletableFuture.supplyAsync(() -> store.claim(request("w2", 3, Set.of(EU, US))))
+                  .get(30, TimeUnit.SECONDS)));
+      holder.rollback();
+    }
+    assertEquals(List.of("d", "r1", "r2"), ids(store.claim(request("w3", 3))));
+  }
+
+  /**
    * A publish does not wait out the statement timeout for a row another session holds locked (an
    * operator's open transaction): past the outcome lock wait it fails with 55P03, having written
    * nothing; sent again skipping locked rows, it writes the others and says which row was locked,
