@@ -23,6 +23,7 @@ import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -352,6 +353,44 @@ class PrometheusExportTest {
           read.group() + " is aggregated with " + by.group(1) + ", not " + expected);
     }
     assertTrue(reads >= 4, "the lag and backlog are queried: " + reads);
+  }
+
+  /**
+   * Connect lowercases a state in the worker's default locale: under a Turkish one FAILED reads
+   * fa\u0131led (a dotless i), which the rules exported as status "fa", and the task-not-running
+   * and connector-failed alerts never fired. Every state Connect has is exported by its English
+   * name, in either locale.
+   */
+  @Test
+  void everyStateIsExportedByItsEnglishNameUnderATurkishLocale() throws Exception {
+    for (String state :
+        List.of(
+            "UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "RESTARTING", "STOPPED", "DESTROYED")) {
+      String english = state.toLowerCase(Locale.ROOT);
+      for (Locale locale : List.of(Locale.ROOT, Locale.forLanguageTag("tr"))) {
+        taskStatus = state.toLowerCase(locale);
+        connectorStatus = state.toLowerCase(locale);
+        Map<String, Double> samples = scrape(Files.readString(RULES));
+        assertEquals(
+            1.0,
+            samples.get(
+                "kafka_connect_task_status{connector=\""
+                    + CONNECTOR
+                    + "\",status=\""
+                    + english
+                    + "\",task=\"0\"}"),
+            () -> taskStatus + " in " + samples.keySet());
+        assertEquals(
+            1.0,
+            samples.get(
+                "kafka_connect_connector_status{connector=\""
+                    + CONNECTOR
+                    + "\",status=\""
+                    + english
+                    + "\"}"),
+            () -> connectorStatus + " in " + samples.keySet());
+      }
+    }
   }
 
   /**
