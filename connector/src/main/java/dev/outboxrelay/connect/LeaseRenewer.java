@@ -337,7 +337,8 @@ final class LeaseRenewer {
     log.warn(
         "Claim lost while waiting for Kafka: message_id={} instance_key={}"
             + " (reason=LEASE_TAKEN_OVER; lease renewal matched no row, a duplicate in Kafka is"
-            + " possible)",
+            + " possible; Kafka's acknowledgement may have come already, its outcome still"
+            + " queued)",
         Printable.escape(lease.messageId()),
         Printable.escape(entry.get().instanceKey()));
   }
