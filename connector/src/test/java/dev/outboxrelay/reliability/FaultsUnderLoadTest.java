@@ -252,7 +252,7 @@ class FaultsUnderLoadTest {
 
   /**
    * tasks.max changes twice mid-stream (2 to 4, then 4 to 2): each of the four tasks claims, then
-   * two remain, and the verdict holds across both changes.
+   * two remain, and the verdict holds across both changes, with nothing reclaimed or sent twice.
    */
   @Test
   void tasksMaxChangesMidStream() throws Exception {
@@ -279,6 +279,9 @@ class FaultsUnderLoadTest {
       s.kit.deploy(s.mainConnector, main);
       Figures f = Verdict.check(s);
       assertEquals(2, s.kit.status(s.mainConnector).tasks().size(), f::toString);
+      // The stopped tasks flushed their outcomes: no lease was left to run out.
+      assertEquals(0, f.reclaimedRows(), f::toString);
+      assertEquals(0, f.duplicateRecords(), f::toString);
     }
   }
 

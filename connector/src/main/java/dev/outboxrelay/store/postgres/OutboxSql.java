@@ -190,7 +190,9 @@ final class OutboxSql {
    * transaction. Its successors cannot be claimed without it, and as candidates they took the
    * claim's places only to be dropped in {@code claimable}: with a batch of them behind one locked
    * row, every claim came back empty for as long as the lock lasted, for every key claimed with
-   * that one. Only candidates with a due earlier row probe (a one-time filter otherwise).
+   * that one. Only candidates with a due earlier row probe (a one-time filter otherwise). The quota
+   * does not ask (it locks nothing): with several keys, the rows behind a locked row still count
+   * for their key, and the other keys get the margin while the lock lasts (docs/design.md).
    */
   private static final String HEAD_FREE =
       """

@@ -337,6 +337,28 @@ class ClaimStatementTest {
   }
 
   /**
+   * A candidate whose aggregate's first row is due and not its claimer's asks whether another
+   * session holds that row locked: one step of the primary key, only for such candidates (a
+   * one-time filter for the others). Here the claim reaches past the first row of each aggregate
+   * (limit 2,000 over 1,000 aggregates beyond the 1,500 rows relay-1 holds), so the step runs.
+   */
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(Statistics.class)
+  void aCandidateBehindADueRowAsksAfterItByThePrimaryKey(Statistics statistics)
+      throws SQLException {
+    String plan =
+        explain(
+            statistics,
+            new ClaimRequest("relay-1", Set.of("eu"), 2000, Duration.ofMinutes(5), 10, true, null));
+    assertTrue(plan.contains("One-Time Filter: earlier.due"), plan);
+    java.util.regex.Matcher head =
+        Pattern.compile("Index Scan using outbox_pkey on outbox h .*").matcher(plan);
+    assertTrue(head.find(), plan);
+    assertFalse(head.group().contains("never executed"), plan);
+    assertFalse(plan.contains("Seq Scan"), plan);
+  }
+
+  /**
    * The look for an abandoned row (a few times per lease, and after a stop ends its leases) and the
    * claim of one it found read the unsettled rows in seq order by the due index up to the first
    * expired lease, and probe an ordered candidate's aggregate by the aggregate index: nothing that
