@@ -138,6 +138,15 @@ class PrometheusExportTest {
   }
 
   /** Series name with its labels, e.g. outbox_relay_published_total{connector=..,task=0}. */
+  /** Connect's status series of task 0, in {@code status}. */
+  private static String taskStatusSeries(String status) {
+    return "kafka_connect_task_status{connector=\""
+        + CONNECTOR
+        + "\",status=\""
+        + status
+        + "\",task=\"0\"}";
+  }
+
   private static Map<String, Double> scrape(String rules) throws Exception {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     PrometheusRegistry registry = new PrometheusRegistry();
@@ -187,12 +196,7 @@ class PrometheusExportTest {
     assertEquals(7.0, samples.get("outbox_relay_published_total{" + taskLabels() + "}"));
     assertEquals(40.0, samples.get("outbox_relay_backlog_pending_records{" + taskLabels() + "}"));
     assertEquals(1500.0, samples.get("outbox_relay_lag_ms{" + taskLabels() + "}"));
-    assertEquals(
-        1.0,
-        samples.get(
-            "kafka_connect_task_status{connector=\""
-                + CONNECTOR
-                + "\",status=\"running\",task=\"0\"}"));
+    assertEquals(1.0, samples.get(taskStatusSeries("running")));
   }
 
   /**
@@ -316,12 +320,7 @@ class PrometheusExportTest {
     assertTrue(Files.readString(ALERTS).contains(paused), "the alert reads " + paused);
     taskStatus = "paused";
     Map<String, Double> samples = scrape(Files.readString(RULES));
-    assertEquals(
-        1.0,
-        samples.get(
-            "kafka_connect_task_status{connector=\""
-                + CONNECTOR
-                + "\",status=\"paused\",task=\"0\"}"));
+    assertEquals(1.0, samples.get(taskStatusSeries("paused")));
   }
 
   /**
@@ -373,12 +372,7 @@ class PrometheusExportTest {
         Map<String, Double> samples = scrape(Files.readString(RULES));
         assertEquals(
             1.0,
-            samples.get(
-                "kafka_connect_task_status{connector=\""
-                    + CONNECTOR
-                    + "\",status=\""
-                    + english
-                    + "\",task=\"0\"}"),
+            samples.get(taskStatusSeries(english)),
             () -> taskStatus + " in " + samples.keySet());
         assertEquals(
             1.0,
