@@ -182,7 +182,12 @@ final class Backlog {
     }
   }
 
-  /** True while any row still awaits delivery or its outcome (PENDING, AMBIGUOUS, IN_FLIGHT). */
+  /**
+   * True while any row still awaits delivery or its outcome (PENDING, AMBIGUOUS, IN_FLIGHT). Such a
+   * row is neither published nor parked, which the relay's due index (instance_key, seq) keeps: by
+   * status alone, the look read the whole table, dead row versions included, inside the timed
+   * window (0.1–0.2 s of a 4 s drain of 50,000 rows, and its CPU in the relay's cost).
+   */
   static boolean anyActive(Connection c) throws SQLException {
     try (Statement s = c.createStatement();
         ResultSet rs =
@@ -191,7 +196,8 @@ final class Backlog {
                     + BenchPostgres.TABLE.qualified()
                     + " WHERE instance_key = '"
                     + INSTANCE_KEY
-                    + "' AND status IN ('PENDING', 'AMBIGUOUS', 'IN_FLIGHT'))")) {
+                    + "' AND published_at IS NULL AND parked_at IS NULL"
+                    + " AND status IN ('PENDING', 'AMBIGUOUS', 'IN_FLIGHT'))")) {
       rs.next();
       return rs.getBoolean(1);
     }

@@ -166,13 +166,14 @@ final class Drain {
           LockSupport.parkNanos(Duration.ofMillis(5).toNanos());
         }
         long kafkaDone = reader.lastArrivalNanos();
+        long done = System.nanoTime(); // when the look that found no row active began
         while (Backlog.anyActive(c)) {
           if (System.nanoTime() > deadline) {
             throw new IllegalStateException(config.label() + ": rows still active at timeout");
           }
           LockSupport.parkNanos(Duration.ofMillis(5).toNanos());
+          done = System.nanoTime();
         }
-        long done = System.nanoTime();
         meter.relayDone();
         onResume.accept(false);
         reader.readToEnd(options.runTimeout);
