@@ -2121,6 +2121,38 @@ public abstract class OutboxStoreContract {
     assertEquals(List.of(), sweep.laterEpoch());
   }
 
+  /**
+   * A committed offset of this connector never records another connector's row PUBLISHED: epochs of
+   * two connectors say nothing of each other, and an offset kept from before a database was
+   * restored (a documented limit) can name the epoch and batch another connector's task took since.
+   * Its expired row is released, which at worst sends it twice; recorded, it was lost.
+   */
+  @Test
+  void aCommittedOffsetNamingAnotherConnectorsEpochDoesNotRecordItsRow() {
+    String theirs = add(EU, "theirs", "agg-1");
+    long other = store.newEpoch();
+    ClaimedMessage claimed =
+        store.claim(exactlyOnce("payments/task-0/bbbb", 1, other, 3, ALL_BUCKETS)).claimed().get(0);
+    long mine = store.newEpoch();
+    clock.advance(LEASE); // the other connector's task crashed before its commit
+
+    Recovery sweep =
+        Recoveries.whole(
+            store,
+            new RecoveryRequest(
+                Set.of(EU),
+                ALL_BUCKETS,
+                mine,
+                List.of(committedAt(claimed, other, 3)), // a restored history's stale offset
+                true,
+                ClaimRequest.UNLIMITED_ATTEMPTS,
+                "orders/task-"));
+
+    assertEquals(List.of(theirs), sweep.released());
+    assertEquals(List.of(), sweep.published());
+    assertEquals(MessageStatus.PENDING, state(theirs).status());
+  }
+
   private static RecoveryRequest ownedBy(String ownOwners, long epoch, boolean expiredOnly) {
     return new RecoveryRequest(
         Set.of(EU),

@@ -288,7 +288,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
         continue;
       }
       boolean suspect = false;
-      if (isCovered(row, request)) {
+      if (own && isCovered(row, request)) { // another connector's epochs are not this one's
         row.status = MessageStatus.PUBLISHED;
         row.publishedAt = now;
         row.kafka = null;

@@ -440,21 +440,23 @@ final class OutboxSql {
    * Exactly-once recovery (docs/design.md), one page: of the key's rows awaiting delivery after a
    * seq, read in seq order along its due index (no index separates the rows in flight: see {@link
    * #UNSETTLED}), the rows of this task's buckets leased under a lower epoch — all of them at
-   * start, only those whose lease expired afterwards. A row whose position a committed offset
-   * covers was committed to Kafka and is recorded PUBLISHED without its Kafka coordinates (moved to
-   * the published log); any other row is released, due now, at no attempt's cost, and counted in
-   * abandoned_claims. Released a second time (its batch failed twice), it is a suspect: flagged
-   * isolated, to be claimed alone, since it may be why its instances ended. One that was claimed
-   * alone already is charged an attempt instead, and past the budget parked EXHAUSTED, as an
-   * abandoned isolated claim at least once. Both bump the token, so the previous holder's late
-   * writes are fenced off. Row locks are waited for, not skipped (a sweep's, {@link #SWEEP_PLAN},
-   * for a second at most): a previous holder's write in progress must settle first; the locked rows
-   * are found again by the primary key and checked again, since such a write may have settled them.
-   * It also returns, untouched, the page's expired rows leased under a later epoch (see {@link
-   * dev.outboxrelay.store.Recovery}), and a last row ('page') with the count of rows read and the
-   * last seq read. A live lease of another connector's task ({@code {own owner(o)}} false) is left
-   * alone and returned ('foreign'); an expired one is released whatever its epoch ({@code
-   * {recoverable(o)}}).
+   * start, only those whose lease expired afterwards. A row of this connector's whose position a
+   * committed offset covers was committed to Kafka and is recorded PUBLISHED without its Kafka
+   * coordinates (moved to the published log); another connector's row is never covered by this
+   * one's offsets, whose epochs say nothing of its own (an offset of a restored database's history
+   * could name the epoch that connector took since); any other row is released, due now, at no
+   * attempt's cost, and counted in abandoned_claims. Released a second time (its batch failed
+   * twice), it is a suspect: flagged isolated, to be claimed alone, since it may be why its
+   * instances ended. One that was claimed alone already is charged an attempt instead, and past the
+   * budget parked EXHAUSTED, as an abandoned isolated claim at least once. Both bump the token, so
+   * the previous holder's late writes are fenced off. Row locks are waited for, not skipped (a
+   * sweep's, {@link #SWEEP_PLAN}, for a second at most): a previous holder's write in progress must
+   * settle first; the locked rows are found again by the primary key and checked again, since such
+   * a write may have settled them. It also returns, untouched, the page's expired rows leased under
+   * a later epoch (see {@link dev.outboxrelay.store.Recovery}), and a last row ('page') with the
+   * count of rows read and the last seq read. A live lease of another connector's task ({@code {own
+   * owner(o)}} false) is left alone and returned ('foreign'); an expired one is released whatever
+   * its epoch ({@code {recoverable(o)}}).
    */
   private static final String RECOVER =
       """
@@ -476,7 +478,7 @@ final class OutboxSql {
         ORDER BY o.instance_key, o.seq
         LIMIT :page_rows
       ), target AS (
-        SELECT o.seq, NOT {own owner(o)} AS foreign_owner, EXISTS (
+        SELECT o.seq, NOT {own owner(o)} AS foreign_owner, {own owner(o)} AND EXISTS (
             SELECT 1 FROM committed c
             WHERE c.instance_key = o.instance_key
               AND c.bucket = {aggregate hash(o)} % CAST(:buckets AS integer)
