@@ -232,11 +232,11 @@ final class ExactlyOnceState {
     }
     if (startRecovery == null) {
       takeEpoch();
-      boolean readAtStart = committedAtEpoch != null;
-      List<CommittedPosition> committed = readAtStart ? committedAtEpoch : committedPositions();
+      List<CommittedPosition> committed =
+          committedAtEpoch != null ? committedAtEpoch : committedPositions();
       committedAtEpoch = null;
       requireNoneAtThisEpoch(committed);
-      committed.forEach(p -> warnIfFromAnotherHistory(p, readAtStart));
+      committed.forEach(this::warnIfFromAnotherHistory);
       startRecovery =
           new RecoveryPass(
               new RecoveryRequest(
@@ -474,22 +474,22 @@ final class ExactlyOnceState {
    * crashes before committing the bucket would have its rows taken for committed. Said at every
    * start until the bucket commits again (docs/design.md, Limits: reset the connector's offsets).
    */
-  private void warnIfFromAnotherHistory(CommittedPosition p, boolean readAtStart) {
+  private void warnIfFromAnotherHistory(CommittedPosition p) {
     if (p.epoch() >= epoch) {
+      // Read after the epoch was taken, in start() or at the first poll: a read that took long (a
+      // slow broker) may find a successor's that fenced this instance meanwhile, so the advice to
+      // reset is always given with that caveat (a reset then sends committed rows again).
       log.warn(
           "Exactly-once offset from a later epoch than this instance's: instance_key={} bucket={}"
               + " offset_epoch={} epoch={} (reason=OFFSET_FROM_LATER_EPOCH): committed against"
-              + " another history of the database (restored or moved); stop the connector and"
-              + " reset its offsets (DELETE /connectors/<name>/offsets){}",
+              + " another history of the database (restored or moved), or by a successor of this"
+              + " instance that fenced it while its offsets were read; unless another instance of"
+              + " this task runs, stop the connector and reset its offsets"
+              + " (DELETE /connectors/<name>/offsets)",
           Printable.escape(p.instanceKey()),
           p.bucket(),
           p.epoch(),
-          epoch,
-          readAtStart
-              ? ""
-              : ". Read at the first poll (Kafka was away at start), it may also be a successor's"
-                  + " that fenced this instance meanwhile: if another instance of this task runs,"
-                  + " reset nothing");
+          epoch);
     }
   }
 

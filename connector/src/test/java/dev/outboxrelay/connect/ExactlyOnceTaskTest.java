@@ -295,6 +295,11 @@ class ExactlyOnceTaskTest {
             .matching(mark, e -> e.message().contains("reason=OFFSET_FROM_LATER_EPOCH"));
     assertEquals(1, said.size(), said::toString);
     assertTrue(said.get(0).message().contains("instance_key=eu"), said.get(0).message());
+    // Read after the epoch was taken, even at start: a successor may have fenced this instance
+    // meanwhile, and a reset would then send its committed rows again.
+    assertTrue(
+        said.get(0).message().contains("unless another instance of this task runs"),
+        said.get(0).message());
   }
 
   /**
