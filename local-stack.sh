@@ -35,6 +35,13 @@ require_java() {
   if ! [[ "$major" =~ ^[0-9]+$ ]] || ((major < 17)); then
     fail "Java ${version:-of unknown version} found at $(command -v "$java"); Java 17 or newer is needed. Install a newer JDK or point JAVA_HOME at one."
   fi
+  # The build compiles: a Java runtime alone (Debian's default-jre-headless, which 'apt-get install
+  # maven' brings) passed the version check, and the build then died in a stack trace.
+  local resolved
+  resolved="$(readlink -f "$(command -v "$java")" 2>/dev/null || command -v "$java")"
+  if [[ ! -x "$(dirname "$resolved")/javac" ]]; then
+    fail "Java $version at $resolved is a runtime without a compiler; the build needs a JDK 17 or newer (e.g. 'apt-get install openjdk-17-jdk-headless'), or JAVA_HOME pointing at one."
+  fi
   JAVA="$java"
 }
 
@@ -81,7 +88,7 @@ build() {
     export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-Djansi.noreset=true"
   fi
   echo "[build]    Building the plugin and the launcher: mvn -B -q -DskipTests package"
-  echo "           (quiet while it works, about 10 s; the first run downloads about 240 MB of"
+  echo "           (quiet while it works, about 10 s; the first run downloads about 300 MB of"
   echo "           dependencies into ~/.m2 and takes a few minutes) ..."
   local started=$SECONDS
   # MAVEN_ARGS lets you add e.g. -o for offline builds.

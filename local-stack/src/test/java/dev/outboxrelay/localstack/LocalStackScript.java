@@ -75,7 +75,7 @@ final class LocalStackScript {
     assertTrue(
         result.output().contains("[build]    Building the plugin and the launcher"),
         result.output());
-    assertTrue(result.output().contains("downloads about 240 MB"), result.output());
+    assertTrue(result.output().contains("downloads about 300 MB"), result.output());
     assertTrue(result.mvnCalls().contains("-Dstyle.color=never"), result.mvnCalls());
     assertTrue(result.mvnCalls().contains("-Djansi.noreset=true"), result.mvnCalls());
     assertEquals(1, result.exit(), result.output());

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,6 +25,32 @@ class LocalStackScriptTest {
     assertTrue(
         result.output().contains("local-stack: the build failed (see the Maven output above)."),
         result.output());
+  }
+
+  /**
+   * A Java 17 runtime without a compiler (Debian's default-jre-headless, which 'apt-get install
+   * maven' brings) is refused before the build, naming a JDK: it passed the version check, and the
+   * build died in a stack trace of the formatter's.
+   */
+  @Test
+  void aJavaRuntimeWithoutACompilerIsRefusedBeforeTheBuild() throws Exception {
+    Path bin = Files.createDirectories(work.resolve("jre-17/bin"));
+    Path java = bin.resolve("java");
+    Files.writeString(
+        java, "#!/usr/bin/env bash\necho 'openjdk version \"17.0.15\" 2025-04-15' >&2\n");
+    Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwx------"));
+
+    LocalStackScript.Result result =
+        LocalStackScript.run(
+            work,
+            Map.of("JAVA_HOME", work.resolve("jre-17").toString()),
+            "up",
+            "--state-dir=" + work.resolve("state"));
+
+    assertEquals(1, result.exit(), result.output());
+    assertTrue(result.output().contains("without a compiler"), result.output());
+    assertTrue(result.output().contains("JDK 17"), result.output());
+    assertEquals("", result.mvnCalls(), "no build");
   }
 
   /**
