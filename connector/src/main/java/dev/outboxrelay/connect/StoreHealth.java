@@ -2,7 +2,6 @@ package dev.outboxrelay.connect;
 
 import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.OutboxStoreException;
-import dev.outboxrelay.store.postgres.SqlStates;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.common.utils.Time;
 
@@ -13,9 +12,6 @@ import org.apache.kafka.common.utils.Time;
  */
 final class StoreHealth {
   static final long NO_ERROR = Long.MIN_VALUE;
-
-  /** The store's operation name of a claim of due rows. */
-  private static final String CLAIM = "claim";
 
   /** Why the task must fail, already sanitized for Connect's REST status. */
   record Failure(String reasonCode, String detail) {
@@ -35,19 +31,10 @@ final class StoreHealth {
     this.time = time;
   }
 
-  /**
-   * Records a failed database call; a non-retriable one fails the task. Each one holds the probe
-   * for abandoned rows back ({@link #lastDatabaseErrorMs}) but a claim that the statement timeout
-   * cancelled: the database answered, so owners could renew, and the claim may be slow for the very
-   * row the probe would take (an abandoned first row with millions of its aggregate's rows behind
-   * it, which every ordered claim of the key reads): held back by its own claims' timeouts, the
-   * probe never came, and the claims kept timing out.
-   */
+  /** Records a failed database call; a non-retriable one fails the task. */
   void databaseError(OutboxStoreException e) {
     metrics.databaseErrors.incrementAndGet();
-    if (!(CLAIM.equals(e.operation()) && SqlStates.QUERY_CANCELED.equals(e.sqlState()))) {
-      lastDatabaseErrorMs = time.hiResClockMs();
-    }
+    lastDatabaseErrorMs = time.hiResClockMs();
     if (!e.isRetriable()) {
       fatalStoreError.compareAndSet(null, e);
     }

@@ -1077,10 +1077,6 @@ class ClaimLoopTest {
    * database error of {@code operation}.
    */
   private ClaimLoop loopAfterADatabaseError(String operation) {
-    return loopAfterADatabaseError(operation, "08006");
-  }
-
-  private ClaimLoop loopAfterADatabaseError(String operation, String sqlState) {
     RuntimeFixture f = new RuntimeFixture(LEASE_8S);
     f.add("eu", "m1", "a");
     f.store.claim(new ClaimRequest("owner", Set.of("eu"), 1, Duration.ofSeconds(8), 3, true));
@@ -1089,7 +1085,7 @@ class ClaimLoopTest {
     ClaimLoop loop = loop(f, health);
     health.databaseError(
         new OutboxStoreException(
-            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", sqlState, operation));
+            OutboxStoreException.Kind.TRANSIENT, "DB_UNAVAILABLE", "08006", operation));
     return loop;
   }
 
@@ -1102,19 +1098,6 @@ class ClaimLoopTest {
     assertTrue(loop.next().isEmpty());
     time.sleep(1);
     assertEquals(List.of("m1"), ids(loop.next()));
-  }
-
-  /**
-   * A claim that the statement timeout cancelled does not hold the probe back: the database
-   * answered, and the claim may be slow for the very row the probe takes (an abandoned first row
-   * with millions of its aggregate's rows behind it). Held back by its own claims' timeouts, the
-   * probe never came. Any other statement's timeout still does (a renewal's: owners may have lost
-   * their leases).
-   */
-  @Test
-  void aClaimTheStatementTimeoutCancelledDoesNotHoldTheProbeBack() {
-    assertEquals(List.of("m1"), ids(loopAfterADatabaseError("claim", "57014").next()));
-    assertTrue(loopAfterADatabaseError("renew", "57014").next().isEmpty(), "owners first");
   }
 
   /**
