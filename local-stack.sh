@@ -35,12 +35,14 @@ require_java() {
   if ! [[ "$major" =~ ^[0-9]+$ ]] || ((major < 17)); then
     fail "Java ${version:-of unknown version} found at $(command -v "$java"); Java 17 or newer is needed. Install a newer JDK or point JAVA_HOME at one."
   fi
-  # The build compiles: a Java runtime alone (Debian's default-jre-headless, which 'apt-get install
-  # maven' brings) passed the version check, and the build then died in a stack trace.
-  local resolved
-  resolved="$(readlink -f "$(command -v "$java")" 2>/dev/null || command -v "$java")"
-  if [[ ! -x "$(dirname "$resolved")/javac" ]]; then
-    fail "Java $version at $resolved is a runtime without a compiler; the build needs a JDK 17 or newer (e.g. 'apt-get install openjdk-17-jdk-headless'), or JAVA_HOME pointing at one."
+  # The build compiles in Maven's JVM: a Java runtime alone (Debian's default-jre-headless, which
+  # 'apt-get install maven' brings) passed the version check, and the build then died in a stack
+  # trace. The runtime itself says whether it has the compiler: a javac beside it is no proof
+  # through shims and wrappers (mise, eselect, macOS's /usr/bin stubs).
+  local modules
+  modules="$("$java" --list-modules 2>/dev/null || true)"
+  if ! grep -q '^jdk\.compiler@' <<<"$modules"; then
+    fail "Java $version at $(command -v "$java") is a runtime without a compiler (no jdk.compiler module); the build needs a JDK 17 or newer (e.g. 'apt-get install openjdk-17-jdk-headless'), or JAVA_HOME pointing at one."
   fi
   JAVA="$java"
 }

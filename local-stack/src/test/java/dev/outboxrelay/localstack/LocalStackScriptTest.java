@@ -30,27 +30,41 @@ class LocalStackScriptTest {
   /**
    * A Java 17 runtime without a compiler (Debian's default-jre-headless, which 'apt-get install
    * maven' brings) is refused before the build, naming a JDK: it passed the version check, and the
-   * build died in a stack trace of the formatter's.
+   * build died in a stack trace of the formatter's. The runtime's own modules tell, not a javac
+   * beside it, which a shim or wrapper (mise, eselect) does not have: such a JDK builds.
    */
   @Test
   void aJavaRuntimeWithoutACompilerIsRefusedBeforeTheBuild() throws Exception {
-    Path bin = Files.createDirectories(work.resolve("jre-17/bin"));
-    Path java = bin.resolve("java");
+    LocalStackScript.Result jre = upWithJava("jre-17", "java.base@17.0.15");
+
+    assertEquals(1, jre.exit(), jre.output());
+    assertTrue(jre.output().contains("without a compiler"), jre.output());
+    assertTrue(jre.output().contains("JDK 17"), jre.output());
+    assertEquals("", jre.mvnCalls(), "no build");
+
+    LocalStackScript.Result jdk = upWithJava("shim", "java.base@17.0.15\\njdk.compiler@17.0.15");
+    assertFalse(jdk.output().contains("without a compiler"), jdk.output());
+    assertTrue(jdk.output().contains("[build]"), jdk.output()); // past the check
+  }
+
+  /**
+   * {@code up} with JAVA_HOME at a stand-in Java 17 whose --list-modules prints {@code modules}.
+   */
+  private LocalStackScript.Result upWithJava(String home, String modules) throws Exception {
+    Path java = Files.createDirectories(work.resolve(home + "/bin")).resolve("java");
     Files.writeString(
-        java, "#!/usr/bin/env bash\necho 'openjdk version \"17.0.15\" 2025-04-15' >&2\n");
+        java,
+        "#!/usr/bin/env bash\n"
+            + "if [[ \"$1\" == --list-modules ]]; then printf '"
+            + modules
+            + "\\n'; exit 0; fi\n"
+            + "echo 'openjdk version \"17.0.15\" 2025-04-15' >&2\n");
     Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwx------"));
-
-    LocalStackScript.Result result =
-        LocalStackScript.run(
-            work,
-            Map.of("JAVA_HOME", work.resolve("jre-17").toString()),
-            "up",
-            "--state-dir=" + work.resolve("state"));
-
-    assertEquals(1, result.exit(), result.output());
-    assertTrue(result.output().contains("without a compiler"), result.output());
-    assertTrue(result.output().contains("JDK 17"), result.output());
-    assertEquals("", result.mvnCalls(), "no build");
+    return LocalStackScript.run(
+        work,
+        Map.of("JAVA_HOME", work.resolve(home).toString()),
+        "up",
+        "--state-dir=" + work.resolve("state"));
   }
 
   /**
