@@ -64,7 +64,7 @@ final class DatabaseLimit {
         ExecutorService executor = Executors.newFixedThreadPool(threads);
         meter.relayStarted();
         long start = System.nanoTime();
-        List<Future<Long>> loops = new ArrayList<>();
+        List<Future<Ended>> loops = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
           ClaimRequest request =
               new ClaimRequest(
@@ -77,10 +77,12 @@ final class DatabaseLimit {
           loops.add(executor.submit(() -> loop(store, request, pool)));
         }
         long relayed = 0;
-        for (Future<Long> f : loops) {
-          relayed += f.get();
+        long done = start;
+        for (Future<Ended> f : loops) {
+          Ended ended = f.get();
+          relayed += ended.relayed();
+          done = Math.max(done, ended.atNanos());
         }
-        long done = System.nanoTime();
         meter.relayDone();
         executor.shutdown();
         if (relayed != rows) {
@@ -97,7 +99,13 @@ final class DatabaseLimit {
     }
   }
 
-  private static long loop(PostgresOutboxStore store, ClaimRequest request, DataSource pool)
+  /**
+   * What a loop relayed, and when the look that found no row active began: the time a drain's clock
+   * stops at too ({@link Drain}), the look itself, which meets every row deleted, left out of both.
+   */
+  private record Ended(long relayed, long atNanos) {}
+
+  private static Ended loop(PostgresOutboxStore store, ClaimRequest request, DataSource pool)
       throws SQLException {
     long relayed = 0;
     while (true) {
@@ -105,8 +113,9 @@ final class DatabaseLimit {
       if (claim.claimed().isEmpty()) {
         // With several loops an empty claim may only mean "the rest is locked by the others".
         try (Connection c = pool.getConnection()) {
+          long looked = System.nanoTime();
           if (!Backlog.anyActive(c)) {
-            return relayed;
+            return new Ended(relayed, looked);
           }
         }
         continue;

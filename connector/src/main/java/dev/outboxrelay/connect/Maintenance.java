@@ -64,7 +64,8 @@ final class Maintenance {
   private boolean leasedElsewhereReported;
 
   /**
-   * A lag read between counts failed, said at WARN: the next failures until a read succeeds not.
+   * A lag read between counts failed, said at WARN: the next failures until a read of the lag
+   * succeeds (alone or with a count) not.
    */
   private boolean lagAloneFailureReported;
 
@@ -247,6 +248,7 @@ final class Maintenance {
       return;
     }
     if (snapshot != null) {
+      lagAloneFailureReported = false; // the lag was read with the count
       readLeasedElsewhere(startMs);
       metrics.recordBacklog(snapshot, overdueAfter(scheduleNextRead(startMs)));
       return;

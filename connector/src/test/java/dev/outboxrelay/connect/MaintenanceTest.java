@@ -642,6 +642,15 @@ class MaintenanceTest {
     maintenance.runIfDue();
     assertEquals(3, metrics.databaseErrors.get());
     assertEquals(2, lagAloneWarnings(mark).size(), "said again after a read succeeded");
+
+    // A count, which reads the lag with the backlog, ends the episode too.
+    store.beforeInspect = () -> time.sleep(20_000); // the next count 200 s later again
+    time.sleep(200_000);
+    maintenance.runIfDue();
+    store.beforeInspect = null;
+    time.sleep(5_000);
+    maintenance.runIfDue();
+    assertEquals(3, lagAloneWarnings(mark).size(), "said again after a count");
   }
 
   private static List<LogCapture.Event> lagAloneWarnings(long mark) {
