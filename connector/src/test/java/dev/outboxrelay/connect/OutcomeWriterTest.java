@@ -9,6 +9,7 @@ import dev.outboxrelay.connect.PendingOutcome.Failed;
 import dev.outboxrelay.connect.PendingOutcome.Published;
 import dev.outboxrelay.connect.PendingOutcome.Released;
 import dev.outboxrelay.connect.PendingOutcome.Unconfirmed;
+import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
@@ -17,14 +18,20 @@ import dev.outboxrelay.store.OutboxStoreException;
 import dev.outboxrelay.testing.SteppableTime;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.stream.Stream;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.utils.MockTime;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 class OutcomeWriterTest {
 
@@ -126,6 +133,50 @@ class OutcomeWriterTest {
     assertEquals(again.lease().token(), f.ledger.get("m1").orElseThrow().lease().token());
   }
 
+  static Stream<Arguments> staleOutcomes() {
+    Function<ClaimedMessage, PendingOutcome> retry =
+        m -> new Unconfirmed("m1", m.lease(), Unconfirmed.NO_OFFSET);
+    Function<ClaimedMessage, PendingOutcome> failed =
+        m -> new Failed("m1", m.lease(), "POISON", null);
+    Function<ClaimedMessage, PendingOutcome> deadLettered =
+        m -> new Failed("m1", m.lease(), "POISON", new KafkaCoordinates("dlq", 0, 7));
+    Function<ClaimedMessage, PendingOutcome> released = m -> new Released("m1", m.lease());
+    Function<RelayMetrics, Long> retried = r -> r.retried.get();
+    Function<RelayMetrics, Long> failures = r -> r.failed.get() + r.exhausted.get();
+    Function<RelayMetrics, Long> copies = r -> r.deadLettered.get() + r.failed.get();
+    Function<RelayMetrics, Long> releases = r -> r.released.get();
+    return Stream.of(
+        Arguments.of("retry", retry, retried),
+        Arguments.of("failed", failed, failures),
+        Arguments.of("dead-lettered", deadLettered, copies),
+        Arguments.of("released", released, releases));
+  }
+
+  /**
+   * Every outcome write under a taken-over lease, not only a publish, is a lost claim: counted and
+   * reported as one, its own counter untouched, the new owner's row and ledger entry left alone.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("staleOutcomes")
+  void everyStaleOutcomeIsALostClaimAndNotCountedAsItsKind(
+      String kind,
+      Function<ClaimedMessage, PendingOutcome> outcome,
+      Function<RelayMetrics, Long> itsCounter) {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    ClaimedMessage first = f.claimIntoLedger().get(0);
+    ClaimedMessage again = f.takeOverAfterExpiry(RuntimeFixture.OWNER);
+    f.ledger.add(again);
+
+    writer(f).write(new ArrayList<>(List.of(outcome.apply(first))));
+
+    assertEquals(1, f.metrics.claimLost.get(), kind);
+    assertEquals(0, itsCounter.apply(f.metrics), kind);
+    assertEquals(MessageStatus.IN_FLIGHT, status(f, "m1"));
+    assertEquals(0, f.store.find("m1").orElseThrow().attempts(), "not charged: " + kind);
+    assertEquals(again.lease().token(), f.ledger.get("m1").orElseThrow().lease().token());
+  }
+
   @Test
   void aStoreFailureLeavesTheUnwrittenOutcomesForTheRetry() {
     RuntimeFixture f = new RuntimeFixture(Map.of("ordering.enabled", "false"));
@@ -221,6 +272,37 @@ class OutcomeWriterTest {
     assertEquals("ACK_WITHOUT_OFFSET", f.store.find("m2").orElseThrow().lastFailureCode());
     assertEquals(1, f.store.find("m2").orElseThrow().attempts());
     assertEquals(1, f.metrics.retried.get());
+  }
+
+  /**
+   * A retry's clock is in the row: due again after the backoff's first delay, then its doubling
+   * (less up to the jitter's share), never at once, which made an unconfirmed row due again at the
+   * next claim.
+   */
+  @Test
+  void aRetryIsDueAgainAfterTheBackoffNotAtOnce() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "retry.backoff.initial.ms", "10000",
+                "retry.backoff.max.ms", "600000",
+                "retry.backoff.multiplier", "2.0",
+                "retry.backoff.jitter", "0.2"));
+    f.add("eu", "m1", "a");
+    for (long full : new long[] {10_000, 20_000}) {
+      ClaimedMessage m = f.claimIntoLedger().get(0);
+      Instant failedAt = f.clock.now();
+      writer(f)
+          .write(new ArrayList<>(List.of(new Unconfirmed("m1", m.lease(), Unconfirmed.NO_OFFSET))));
+
+      Duration delay = Duration.between(failedAt, f.store.find("m1").orElseThrow().nextAttemptAt());
+      assertTrue(
+          delay.toMillis() >= full * 8 / 10 && delay.toMillis() <= full,
+          () -> "after attempt " + m.attempts() + ": " + delay);
+      f.clock.advance(delay.minusMillis(1));
+      assertTrue(f.claimIntoLedger().isEmpty(), "not due before its delay");
+      f.clock.advance(Duration.ofMillis(1));
+    }
   }
 
   @Test
