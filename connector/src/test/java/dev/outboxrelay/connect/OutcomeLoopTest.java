@@ -184,20 +184,23 @@ class OutcomeLoopTest {
     MockTime time = new MockTime();
     OutcomeLoop loop = loopOver(f, store, time);
     long mark = LogCapture.get().mark();
+    // Both queued before the loop runs, so that they are written, and abandoned, as one batch:
+    // submitted to a running loop, the second could come after the first was taken alone, and
+    // was then reported as unwritten from the queue (seen under load).
+    assertTrue(
+        loop.submit(
+            new PendingOutcome.Published(
+                "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
+    // A dead-lettered row's outcome: its copy is in Kafka too.
+    assertTrue(
+        loop.submit(
+            new PendingOutcome.Failed(
+                "m2",
+                both.get(1).lease(),
+                "PAYLOAD_TOO_LARGE",
+                new KafkaCoordinates("dlq", 0, 3))));
     loop.start();
     try {
-      assertTrue(
-          loop.submit(
-              new PendingOutcome.Published(
-                  "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
-      // A dead-lettered row's outcome: its copy is in Kafka too.
-      assertTrue(
-          loop.submit(
-              new PendingOutcome.Failed(
-                  "m2",
-                  both.get(1).lease(),
-                  "PAYLOAD_TOO_LARGE",
-                  new KafkaCoordinates("dlq", 0, 3))));
       await().until(() -> store.publishCalls.get() >= 1);
 
       loop.endGraceOnceProducerClosed(() -> true);
