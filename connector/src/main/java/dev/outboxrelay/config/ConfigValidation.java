@@ -570,6 +570,17 @@ public final class ConfigValidation {
             CONNECTION_USER_CONFIG);
         return;
       }
+      if (failure.sqlState() != null && failure.sqlState().startsWith("57P")) {
+        // A server starting up, shutting down or in recovery (a failover, a restart): the URL is
+        // right, and refusing would block every update of the config meanwhile (a standalone
+        // worker, which validates its connectors at start, would not start). Tasks wait for it.
+        log.warn(
+            "Configuration validation skipped its database checks: the server at {} is starting"
+                + " up or shutting down (SQLState {}, reason=VALIDATION_DATABASE_UNAVAILABLE)",
+            CONNECTION_URL_CONFIG,
+            failure.sqlState());
+        return;
+      }
       String state = stateSuffix(failure);
       if ("08004".equals(failure.sqlState()) && !passwordGiven()) {
         error(

@@ -430,6 +430,30 @@ class ConfigValidationTest {
     }
   }
 
+  /**
+   * A server starting up, shutting down or in recovery (SQLState class 57P: a failover, a restart)
+   * is no fault of the config: its database checks are skipped with a WARN, as for a full server.
+   * Refused, every config update was blocked meanwhile, and a standalone worker, which validates
+   * its connectors at start, did not start.
+   */
+  @Test
+  void aServerStartingUpSkipsTheDatabaseChecksInsteadOfRefusingTheUrl() {
+    try (RefusingPooler starting =
+        RefusingPooler.answering("57P03", "the database system is starting up")) {
+      long mark = LogCapture.get().mark();
+      assertEquals(Map.of(), errors(props(starting.jdbcUrl("app"))));
+      assertEquals(
+          1,
+          LogCapture.get()
+              .matching(
+                  mark,
+                  e ->
+                      e.fullText().contains("reason=VALIDATION_DATABASE_UNAVAILABLE")
+                          && e.fullText().contains("SQLState 57P03"))
+              .size());
+    }
+  }
+
   /** Without the check this role passed validation and failed its first claim. */
   @Test
   void aRoleThatMayOnlyReadIsAnErrorOnTheTableNamingWhatItLacks() throws SQLException {

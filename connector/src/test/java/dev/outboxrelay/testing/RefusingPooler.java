@@ -12,15 +12,20 @@ import java.nio.charset.StandardCharsets;
 /**
  * A server on 127.0.0.1 that answers every login as PgBouncer answers one it refuses itself (a
  * password its auth file does not take): an ErrorResponse of SQLState 08P01, then the connection
- * closed. It declines SSL, reads the startup message and says nothing else.
+ * closed; or, {@link #answering}, with another SQLState (a server starting up: 57P03). It declines
+ * SSL, reads the startup message and says nothing else.
  */
 public final class RefusingPooler implements AutoCloseable {
   private static final int SSL_REQUEST = 80877103;
   private static final int GSS_REQUEST = 80877104;
 
   private final ServerSocket listener;
+  private final String sqlState;
+  private final String message;
 
-  private RefusingPooler() throws IOException {
+  private RefusingPooler(String sqlState, String message) throws IOException {
+    this.sqlState = sqlState;
+    this.message = message;
     listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
     Thread acceptor = new Thread(this::accept, "refusing-pooler");
     acceptor.setDaemon(true);
@@ -28,8 +33,13 @@ public final class RefusingPooler implements AutoCloseable {
   }
 
   public static RefusingPooler start() {
+    return answering("08P01", "password authentication failed");
+  }
+
+  /** A server that refuses every login with this SQLState and message. */
+  public static RefusingPooler answering(String sqlState, String message) {
     try {
-      return new RefusingPooler();
+      return new RefusingPooler(sqlState, message);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -57,7 +67,7 @@ public final class RefusingPooler implements AutoCloseable {
     }
   }
 
-  private static void refuse(Socket client) throws IOException {
+  private void refuse(Socket client) throws IOException {
     DataInputStream in = new DataInputStream(client.getInputStream());
     DataOutputStream out = new DataOutputStream(client.getOutputStream());
     while (true) {
@@ -72,7 +82,7 @@ public final class RefusingPooler implements AutoCloseable {
       break; // the startup message
     }
     byte[] fields =
-        ("SFATAL\0VFATAL\0C08P01\0Mpassword authentication failed\0\0")
+        ("SFATAL\0VFATAL\0C" + sqlState + "\0M" + message + "\0\0")
             .getBytes(StandardCharsets.US_ASCII);
     out.writeByte('E');
     out.writeInt(4 + fields.length);
