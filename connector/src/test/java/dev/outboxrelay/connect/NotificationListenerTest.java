@@ -239,7 +239,8 @@ class NotificationListenerTest {
   void theTaskIsWokenOnceListening() {
     listener.start();
 
-    await().until(wake::isSignalled);
+    // A first LISTEN on a fresh database reads the trigger's channel from the catalog first.
+    await().atMost(Duration.ofSeconds(60)).until(wake::isSignalled);
     assertEquals(0, listener.received(), "woken by the LISTEN, not by a notification");
   }
 
@@ -470,13 +471,16 @@ class NotificationListenerTest {
             wake,
             () -> true,
             "test-ended-listener",
-            Duration.ofSeconds(3),
+            // Long enough that each session is ended before its first probe even when this
+            // thread is descheduled for seconds (3 s let a probe pass first, a second outage).
+            Duration.ofSeconds(8),
             Duration.ofSeconds(1));
     long mark = LogCapture.get().mark();
     ended.start();
     try {
       for (int i = 0; i < 3; i++) {
-        await().until(wake::isSignalled); // listening (again), before its first probe
+        // listening (again), before its first probe
+        await().atMost(Duration.ofSeconds(60)).until(wake::isSignalled);
         wake.await(Duration.ZERO);
         try (Connection c = dataSource.getConnection();
             var s = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
@@ -484,20 +488,27 @@ class NotificationListenerTest {
           s.execute();
         }
       }
-      await().until(wake::isSignalled);
-      await().until(() -> ended.probes() >= 1);
+      await().atMost(Duration.ofSeconds(60)).until(wake::isSignalled);
+      await().atMost(Duration.ofSeconds(60)).until(() -> ended.probes() >= 1);
 
       assertEquals(
           1,
           LogCapture.get()
-              .matching(mark, e -> e.message().startsWith("Not listening for insert notifications"))
+              .matching(
+                  mark,
+                  e ->
+                      e.thread().equals("test-ended-listener")
+                          && e.message().startsWith("Not listening for insert notifications"))
               .size(),
           "one outage, reported once (at INFO; then quietly)");
       assertEquals(
           1,
           LogCapture.get()
               .matching(
-                  mark, e -> e.message().startsWith("Listening for insert notifications again"))
+                  mark,
+                  e ->
+                      e.thread().equals("test-ended-listener")
+                          && e.message().startsWith("Listening for insert notifications again"))
               .size(),
           "back once, after a probe passed");
       assertEquals(0, ended.probes() - 1, "no probe passed before the last connection");
