@@ -849,6 +849,72 @@ class SchemaMigrationTest {
     assertTrue(e.getSQLState().startsWith("23"), sql + " -> " + e.getSQLState());
   }
 
+  /**
+   * A table upgraded from version 1 with rows in it ends with the same schema as one created at the
+   * latest version: the same columns (type, default, nullability), indexes, constraints and
+   * triggers, and its published log likewise. Migrations that judge what they find (pre-built
+   * indexes, invalid ones, rows to quarantine) must not leave an upgraded table different.
+   */
+  @Test
+  void aTableUpgradedWithRowsEndsAsAFreshOneIs() throws SQLException {
+    migrator("outbox").migrateTo("1");
+    exec(
+        "INSERT INTO outbox (message_id, aggregate_type, aggregate_id, event_type)"
+            + " VALUES ('legacy-1', 'order', 'a', 'E')");
+    exec(
+        "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
+            + " status, published_at) VALUES ('published-1', 'eu', 'order', 'b', 'E',"
+            + " 'PUBLISHED', now())");
+    migrator("outbox").migrate();
+    migrator("fresh").migrate();
+
+    for (String[] tables :
+        new String[][] {{"outbox", "fresh"}, {"outbox_published", "fresh_published"}}) {
+      assertEquals(
+          catalog(tables[1]).replace("fresh", "outbox"),
+          catalog(tables[0]),
+          tables[0] + " upgraded vs created afresh");
+    }
+  }
+
+  /** The table's columns, indexes, constraints and triggers as PostgreSQL defines them, sorted. */
+  private String catalog(String table) throws SQLException {
+    List<String> lines = new java.util.ArrayList<>();
+    String regclass = "'public." + table + "'::regclass";
+    for (String query :
+        List.of(
+            "SELECT 'column ' || attname || ' ' || format_type(atttypid, atttypmod)"
+                + " || CASE WHEN attnotnull THEN ' not null' ELSE '' END"
+                + " || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '')"
+                + " || CASE WHEN attidentity <> '' THEN ' identity ' || attidentity::text ELSE '' END"
+                + " FROM pg_attribute a LEFT JOIN pg_attrdef d"
+                + " ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+                + " WHERE attrelid = "
+                + regclass
+                + " AND attnum > 0 AND NOT attisdropped",
+            "SELECT 'index ' || pg_get_indexdef(indexrelid) || CASE WHEN indisvalid THEN ''"
+                + " ELSE ' INVALID' END FROM pg_index WHERE indrelid = "
+                + regclass,
+            "SELECT 'constraint ' || conname || ' ' || pg_get_constraintdef(oid)"
+                + " || CASE WHEN convalidated THEN '' ELSE ' NOT VALID' END"
+                + " FROM pg_constraint WHERE conrelid = "
+                + regclass,
+            "SELECT 'trigger ' || pg_get_triggerdef(oid) FROM pg_trigger"
+                + " WHERE tgrelid = "
+                + regclass
+                + " AND NOT tgisinternal")) {
+      try (Connection c = dataSource.getConnection();
+          Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery(query)) {
+        while (rs.next()) {
+          lines.add(rs.getString(1));
+        }
+      }
+    }
+    java.util.Collections.sort(lines);
+    return String.join("\n", lines);
+  }
+
   private void exec(String sql) throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
