@@ -338,6 +338,49 @@ public abstract class OutboxStoreContract {
 
   // ---------------------------------------------------------------- claim and ownership
 
+  /**
+   * Claims racing from several threads never take one row twice, and together take every row: in
+   * PostgreSQL by the claim's row locks (PostgresClaimRaceTest races them harder), in the in-memory
+   * store by its monitor, which no other test needed.
+   */
+  @Test
+  void concurrentClaimersNeverTakeARowTwice() throws Exception {
+    int rows = 200;
+    for (int i = 0; i < rows; i++) {
+      add(EU, "r" + i, "agg-" + i);
+    }
+    int threads = 4;
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(threads);
+    java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
+    try {
+      List<java.util.concurrent.Future<List<String>>> claimers = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        String owner = "w" + t;
+        claimers.add(
+            pool.submit(
+                () -> {
+                  start.await();
+                  List<String> mine = new ArrayList<>();
+                  List<String> batch;
+                  do {
+                    batch = ids(store.claim(request(owner, 7)));
+                    mine.addAll(batch);
+                  } while (!batch.isEmpty());
+                  return mine;
+                }));
+      }
+      List<String> all = new ArrayList<>();
+      for (var claimer : claimers) {
+        all.addAll(claimer.get(60, java.util.concurrent.TimeUnit.SECONDS));
+      }
+      assertEquals(rows, all.size(), "each row once");
+      assertEquals(rows, Set.copyOf(all).size(), "no row twice");
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
   @Test
   void claimSetsOwnerBumpedTokenAndBoundedExpiry() {
     add(EU, "m1", "a");
