@@ -37,14 +37,8 @@ class StaleAcknowledgementTest {
   private static final String TOPIC = "it-stale";
   private static final String TARGET = "stale-target";
 
-  /**
-   * Every gate armed: a gate armed again for the same row is no longer the transform's to release.
-   */
-  private final List<HangOnceTransform.Hang> gates = new java.util.ArrayList<>();
-
   @AfterEach
   void undeploy() throws InterruptedException {
-    gates.forEach(HangOnceTransform.Hang::release);
     HangOnceTransform.releaseAll();
     CLUSTER.delete(CONNECTOR);
   }
@@ -53,7 +47,6 @@ class StaleAcknowledgementTest {
   void acknowledgementOfATakenOverLeaseIsRejectedVisiblyAndChangesNothing() throws Exception {
     LogCapture logs = LogCapture.get();
     HangOnceTransform.Hang gate = HangOnceTransform.arm(TARGET);
-    gates.add(gate);
     try (OutboxDb db = OutboxDb.fresh("it_stale").migrate()) {
       Map<String, String> config = ConnectCluster.relayConfig(db, KEY, 2);
       config.put("topic.template", TOPIC);
@@ -78,7 +71,6 @@ class StaleAcknowledgementTest {
       // only the lease's owner and token tell the two apart (once published, the row would be gone
       // from the table, and the stale write would find nothing whatever it checked).
       HangOnceTransform.Hang newOwner = HangOnceTransform.arm(TARGET);
-      gates.add(newOwner);
       await("the other task reclaims " + TARGET)
           .atMost(Duration.ofSeconds(60))
           .until(newOwner::hasHung);

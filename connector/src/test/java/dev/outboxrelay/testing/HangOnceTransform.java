@@ -1,8 +1,10 @@
 package dev.outboxrelay.testing;
 
 import dev.outboxrelay.mapping.SourceOffsets;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -22,6 +24,9 @@ public class HangOnceTransform implements Transformation<SourceRecord> {
   private static final long MAX_HANG_MINUTES = 10;
 
   private static final Map<String, Hang> HANGS = new ConcurrentHashMap<>();
+
+  /** Every hang armed since the last release: one armed again for a row replaces it in HANGS. */
+  private static final List<Hang> ARMED = new CopyOnWriteArrayList<>();
 
   /** What the test holds: whether a task hangs on the message, on which thread, and the release. */
   public static final class Hang {
@@ -49,14 +54,16 @@ public class HangOnceTransform implements Transformation<SourceRecord> {
   /** Arms the transform for the next record of this message id. */
   public static Hang arm(String messageId) {
     Hang hang = new Hang();
+    ARMED.add(hang);
     HANGS.put(messageId, hang);
     return hang;
   }
 
-  /** Releases every hung thread and disarms. */
+  /** Releases every hung thread, a hang armed again for its row's included, and disarms. */
   public static void releaseAll() {
-    HANGS.values().forEach(Hang::release);
     HANGS.clear();
+    ARMED.forEach(Hang::release);
+    ARMED.clear();
   }
 
   @Override
