@@ -11,9 +11,13 @@ import java.util.Optional;
 
 /**
  * {@code status}: what runs, the connectors' states, their headline metrics (from the worker's
- * Prometheus endpoint), and the outbox rows by owner and status.
+ * Prometheus endpoint), and the outbox rows by owner and status. Exits 0 when every process of the
+ * stack runs and no connector or task it lists has FAILED, 1 otherwise (a script's health check
+ * reads the exit code), 3 when no stack is recorded.
  */
 final class StatusCommand {
+  private static final String FAILED = "FAILED";
+
   private final StackOptions options;
   private final Console console;
 
@@ -57,17 +61,21 @@ final class StatusCommand {
               pid == null ? "NOT RUNNING" : "running (pid " + pid + ")"));
     }
     console.line(String.format(Locale.ROOT, "  %-11s %s", "Delivery", stack.delivery().describe()));
-    if (running.containsKey(Component.CONNECT)) {
-      printConnectors(new ConnectRest(stack.connectUrl()));
-    }
+    boolean connectorsHealthy =
+        running.containsKey(Component.CONNECT)
+            && printConnectors(new ConnectRest(stack.connectUrl()));
     printMetrics(stack);
     printOutbox(
         new Database(stack.jdbcUrl(), stack.dbUser(), options.dbPassword(), stack.embedded()));
     Summary.print(console, stack, state, options.repoRoot());
-    return running.size() == (stack.embedded() ? 3 : 2) ? 0 : 1;
+    return running.size() == (stack.embedded() ? 3 : 2) && connectorsHealthy ? 0 : 1;
   }
 
-  private void printConnectors(ConnectRest rest) {
+  /**
+   * Whether the worker's REST API answered and no connector or task it lists has FAILED (PAUSED,
+   * UNASSIGNED and RESTARTING are an operator's choice or pass on their own).
+   */
+  private boolean printConnectors(ConnectRest rest) {
     Optional<ConnectRest.Response> answer = rest.tryGet("/connectors?expand=status&expand=info");
     if (answer.isEmpty() || !answer.get().ok()) {
       // The worker runs but its REST API does not answer (starting, or stuck): one line, and on.
@@ -79,16 +87,19 @@ final class StatusCommand {
               + "; see "
               + options.stateDir().resolve("logs")
               + ")");
-      return;
+      return false;
     }
     JsonNode connectors = answer.get().json();
     console.line("  Connectors:" + (connectors.isEmpty() ? " none" : ""));
+    boolean failed = false;
     for (Map.Entry<String, JsonNode> entry : connectors.properties()) {
       JsonNode status = entry.getValue().path("status");
+      failed |= FAILED.equals(status.path("connector").path("state").asText());
       StringBuilder tasks = new StringBuilder();
       for (JsonNode task : status.path("tasks")) {
         tasks.append(" task ").append(task.path("id").asText()).append('=');
         tasks.append(task.path("state").asText());
+        failed |= FAILED.equals(task.path("state").asText());
       }
       // A connector that sets its guarantee says which; one that does not runs the default.
       String guarantee =
@@ -101,6 +112,15 @@ final class StatusCommand {
               + tasks
               + (guarantee.isEmpty() ? "" : " (" + Delivery.GUARANTEE + "=" + guarantee + ")"));
     }
+    if (failed) {
+      console.line(
+          "    A connector or task FAILED: its reason is in GET "
+              + rest.baseUrl()
+              + "/connectors/NAME/status (\"trace\") and in "
+              + options.stateDir().resolve("logs")
+              + "; restart it with POST .../connectors/NAME/restart?includeTasks=true&onlyFailed=true");
+    }
+    return !failed;
   }
 
   /** The headline figures per connector; one line, and no failure, when they cannot be read. */

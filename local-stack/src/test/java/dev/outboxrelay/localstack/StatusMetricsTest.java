@@ -13,6 +13,8 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -53,9 +55,17 @@ class StatusMetricsTest {
   /** A stack record whose services are gone: status shows what it can read. */
   private String status(String metricsUrl) {
     int gone = Ports.anyFree();
+    String all = status(metricsUrl, "http://127.0.0.1:" + gone, gone);
+    assertTrue(all.startsWith("exit 1\n"), "the processes do not run, nothing else fails: " + all);
+    assertTrue(all.contains("Outbox rows: not readable"), all);
+    return all;
+  }
+
+  /** Status of a recorded stack; its output after a first line "exit N". */
+  private String status(String metricsUrl, String connectUrl, int gone) {
     new StackRecord(
             "127.0.0.1:" + gone,
-            "http://127.0.0.1:" + gone,
+            connectUrl,
             metricsUrl,
             "jdbc:postgresql://127.0.0.1:" + gone + "/outbox",
             "postgres",
@@ -71,10 +81,11 @@ class StatusMetricsTest {
             Map.of(),
             new PrintStream(out, true, StandardCharsets.UTF_8),
             new PrintStream(err, true, StandardCharsets.UTF_8));
-    String all = out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8);
-    assertEquals(1, exit, "the processes do not run, nothing else fails: " + all);
-    assertTrue(all.contains("Outbox rows: not readable"), all);
-    return all;
+    return "exit "
+        + exit
+        + "\n"
+        + out.toString(StandardCharsets.UTF_8)
+        + err.toString(StandardCharsets.UTF_8);
   }
 
   /**
@@ -155,6 +166,74 @@ class StatusMetricsTest {
     assertTrue(out.contains("  Metrics          " + url + "  (Prometheus"), out);
     assertTrue(
         out.contains("  Dashboard        config/metrics/grafana-dashboard.json  (Grafana"), out);
+  }
+
+  /**
+   * Every process runs (stand-ins) and the worker's REST API lists the connectors: status exits 0
+   * only when none of them or their tasks has FAILED, so that a script's health check sees a failed
+   * task (it exited 0 then).
+   */
+  @Test
+  void aFailedTaskMakesStatusExitWithOne() throws Exception {
+    List<Process> standIns = new ArrayList<>();
+    try {
+      for (Component component : Component.values()) {
+        standIns.add(standIn(component));
+      }
+      String metrics = serve(200, PrometheusTextTest.SCRAPE);
+      String connect = metrics.substring(0, metrics.length() - "/metrics".length());
+      String failed = connectors("RUNNING", "FAILED");
+      server.createContext("/connectors", exchange -> answer(exchange, connectorsBody[0]));
+      int gone = Ports.anyFree();
+
+      connectorsBody[0] = connectors("RUNNING", "RUNNING");
+      String healthy = status(metrics, connect, gone);
+      assertTrue(healthy.startsWith("exit 0\n"), healthy);
+      assertTrue(
+          healthy.contains("    outbox-relay-local: RUNNING task 0=RUNNING task 1=RUNNING"),
+          healthy);
+
+      connectorsBody[0] = failed;
+      String out = status(metrics, connect, gone);
+      assertTrue(out.startsWith("exit 1\n"), out);
+      assertTrue(out.contains("    outbox-relay-local: RUNNING task 0=RUNNING task 1=FAILED"), out);
+      assertTrue(
+          out.contains(
+              "    A connector or task FAILED: its reason is in GET "
+                  + connect
+                  + "/connectors/NAME/status"),
+          out);
+
+      connectorsBody[0] = connectors("FAILED", "RUNNING");
+      assertTrue(status(metrics, connect, gone).startsWith("exit 1\n"));
+    } finally {
+      for (Process p : standIns) {
+        p.destroyForcibly();
+        p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
+      }
+    }
+  }
+
+  private final String[] connectorsBody = new String[1];
+
+  /** Connect's answer to GET /connectors?expand=status&expand=info: one connector, two tasks. */
+  private static String connectors(String connectorState, String task1State) {
+    return "{\"outbox-relay-local\":{\"status\":{\"name\":\"outbox-relay-local\","
+        + "\"connector\":{\"state\":\""
+        + connectorState
+        + "\"},\"tasks\":[{\"id\":0,\"state\":\"RUNNING\"},{\"id\":1,\"state\":\""
+        + task1State
+        + "\"}]},\"info\":{\"config\":{}}}}";
+  }
+
+  private static void answer(com.sun.net.httpserver.HttpExchange exchange, String body)
+      throws IOException {
+    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+    exchange.getResponseHeaders().add("Content-Type", "application/json");
+    exchange.sendResponseHeaders(200, bytes.length);
+    try (OutputStream out = exchange.getResponseBody()) {
+      out.write(bytes);
+    }
   }
 
   @Test
