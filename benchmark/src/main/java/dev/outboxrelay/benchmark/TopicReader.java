@@ -248,6 +248,17 @@ final class TopicReader implements AutoCloseable {
     return lastArrivalNanos;
   }
 
+  /**
+   * Rows per second between the first row's arrival and the last's ({@code rows - 1} intervals):
+   * the rate once records flow, without what came before the first (a peer's task restart and
+   * stream opening, the relay's first claim). NaN for fewer than two rows or one instant. Read
+   * after {@link #distinct} returned {@code rows}.
+   */
+  double firstToLastRowsPerSecond(long rows) {
+    long nanos = lastArrivalNanos - firstArrivalNanos;
+    return rows < 2 || nanos <= 0 ? Double.NaN : (rows - 1) / (nanos / 1e9);
+  }
+
   /** Arrival time of row {@code n}'s first copy, 0 if it never came. Read after {@link #close}. */
   long arrivalNanos(int n) {
     return arrivalNanos[n];

@@ -51,7 +51,18 @@ class ReportWriterTest {
     List<Drain.Result> runs = new ArrayList<>();
     for (boolean lagged : List.of(false, true)) {
       runs.add(
-          new Drain.Result(1, 100_000, 1, 0, 0, Map.of(), 1, cost(100_000, 99_990, lagged), null));
+          new Drain.Result(
+              1,
+              100_000,
+              1,
+              0.25,
+              133_332,
+              0,
+              0,
+              Map.of(),
+              1,
+              cost(100_000, 99_990, lagged),
+              null));
     }
     results.drains.put(config.label(), runs);
     results.drainConfigs.put(config.label(), config);
@@ -59,6 +70,13 @@ class ReportWriterTest {
     String report = new ReportWriter(results).markdown();
     assertTrue(report.contains("| 100 % of 100000 (99990 HOT) † |"), report);
     assertTrue(report.contains("† Statistics may lag: in a run of " + config.label()), report);
+
+    assertTrue(
+        report.contains(
+            "| "
+                + config.label()
+                + " | 100000 (100000–100000) | 0.25 (0.25–0.25) | 133332 (133332–133332) |"),
+        "the rate once records flow, beside the rate from resume: " + report);
 
     runs.set(1, runs.get(0));
     assertFalse(new ReportWriter(results).markdown().contains("†"), "no mark without a lag");

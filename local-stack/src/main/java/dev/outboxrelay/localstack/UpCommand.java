@@ -33,6 +33,11 @@ final class UpCommand {
       console.line("The local stack is already running (pids " + running.values() + ").");
       Summary.print(console, record.get(), state, options.repoRoot());
       boolean same = sameDelivery(record.get()) & sameDatabase(record.get());
+      if (options.runDemo()) {
+        // An up after `up --no-demo` ran no demo either: say how to run it.
+        console.line(
+            "The demo did not run again: ./local-stack.sh demo runs it against this stack.");
+      }
       return same & samePorts(record.get()) ? 0 : 1;
     }
     if (options.runDemo()) {

@@ -165,6 +165,11 @@ class LocalStackIT {
     Run again = localStack("up");
     assertEquals(0, again.exit(), again.err());
     assertTrue(again.out().startsWith("The local stack is already running"), again.out());
+    assertTrue(
+        again.out().contains("./local-stack.sh demo runs it against this stack"), again.out());
+    Run quiet = localStack("up", "--no-demo");
+    assertEquals(0, quiet.exit(), quiet.err());
+    assertTrue(!quiet.out().contains("The demo did not run again"), quiet.out());
 
     // Another database asked for: not "running" on it (the exit code said so before).
     Run elsewhere = localStack("up", "--jdbc-url=jdbc:postgresql://127.0.0.1:1/elsewhere");
