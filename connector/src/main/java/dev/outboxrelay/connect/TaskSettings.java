@@ -17,6 +17,8 @@ import java.util.Set;
  *     takes fewer rows than a batch where they would pass it (half the producer's buffer, so that a
  *     broker that acknowledges nothing never blocks the task thread in a send)
  * @param payloadMaxBytes the largest payload a row may have, what a task assumes of its first rows
+ * @param recordMaxBytes the largest record the producer sends: headers larger, never sent, are not
+ *     read
  * @param affinity the share of aggregates this task claims first when ordered; {@code null} for a
  *     single task or unordered claims
  * @param shareFallbackDelay how long the task's share must stay dry before it claims other shares
@@ -39,6 +41,7 @@ record TaskSettings(
     int maxInFlight,
     long maxInFlightBytes,
     int payloadMaxBytes,
+    int recordMaxBytes,
     Duration abandonedProbeInterval,
     Duration lateAckGrace,
     AggregateAffinity affinity,
@@ -50,10 +53,14 @@ record TaskSettings(
     return buckets != null;
   }
 
-  /** A batch; payloads over payload.max.bytes, never published, stay in the database. */
+  /**
+   * A batch; payloads over payload.max.bytes and headers over the producer's record limit, never
+   * published, stay in the database.
+   */
   ClaimRequest claimRequest() {
     return new ClaimRequest(
             owner, instanceKeys, batchSize, leaseDuration, maxAttempts, ordered, affinity)
-        .withPayloadReadLimit(payloadMaxBytes);
+        .withPayloadReadLimit(payloadMaxBytes)
+        .withHeadersReadLimit(recordMaxBytes);
   }
 }

@@ -40,6 +40,7 @@ final class TaskSettingsFactory {
         // that acknowledges nothing would hold the task thread in send(), and renewals with it).
         Math.max(1, config.producerBufferMemory() / 2),
         config.payloadMaxBytes(),
+        config.producerRecordLimit(),
         // Look for abandoned rows a few times per lease: they block their aggregates meanwhile.
         lease.dividedBy(4),
         // Connect closes the producer within 30 s of stop; later acknowledgements cannot come.

@@ -26,9 +26,11 @@ public final class OutboxHeaders {
   public static final String PAYLOAD_OMITTED = "outbox.payload_omitted";
 
   /**
-   * Dead-letter records only, value {@code true}: even without its payload the record was larger
-   * than the producer takes (an event type, aggregate type or correlation id of that size), so it
-   * carries only the message id, the failure reason and these two markers.
+   * Dead-letter records only, value {@code true}: the row's own headers are not in the record.
+   * Either they were larger than the producer takes, and the claim never read them (the rest of the
+   * record as for any dead letter); or even without its payload the record was larger than the
+   * producer takes (an event type, aggregate type or correlation id of that size), so it carries
+   * only the message id, the failure reason and these two markers.
    */
   public static final String HEADERS_OMITTED = "outbox.headers_omitted";
 

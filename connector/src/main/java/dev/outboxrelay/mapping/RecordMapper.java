@@ -62,9 +62,11 @@ import org.apache.kafka.connect.source.SourceRecord;
  *
  * <p>{@link #map} checks, in this order, and reports the first that applies: {@link
  * UnpublishableReasons#DEADLINE_EXPIRED}, {@link UnpublishableReasons#PAYLOAD_TOO_LARGE}, {@link
- * UnpublishableReasons#TOPIC_UNROUTABLE}, {@link UnpublishableReasons#TOPIC_NOT_ALLOWED}, {@link
- * UnpublishableReasons#HEADERS_MALFORMED} / {@link UnpublishableReasons#HEADER_NAME_RESERVED}, then
- * (format JSON) {@link UnpublishableReasons#PAYLOAD_INVALID_JSON} / {@link
+ * UnpublishableReasons#RECORD_TOO_LARGE} for headers the claim left out ({@link
+ * ClaimedMessage#headersOmitted}), {@link UnpublishableReasons#TOPIC_UNROUTABLE}, {@link
+ * UnpublishableReasons#TOPIC_NOT_ALLOWED}, {@link UnpublishableReasons#HEADERS_MALFORMED} / {@link
+ * UnpublishableReasons#HEADER_NAME_RESERVED}, then (format JSON) {@link
+ * UnpublishableReasons#PAYLOAD_INVALID_JSON} / {@link
  * UnpublishableReasons#PAYLOAD_NUMBER_UNREPRESENTABLE} / {@link
  * UnpublishableReasons#PAYLOAD_SCHEMA_UNINFERABLE}, then {@link
  * UnpublishableReasons#RECORD_TOO_LARGE} (see {@link RecordSize}). Nothing about the row's data is
@@ -99,6 +101,9 @@ public final class RecordMapper {
     }
     if (isTooLarge(row)) {
       return new Unpublishable(UnpublishableReasons.PAYLOAD_TOO_LARGE);
+    }
+    if (row.headersOmitted()) {
+      return new Unpublishable(UnpublishableReasons.RECORD_TOO_LARGE);
     }
     Optional<String> topic = router.route(row);
     if (topic.isEmpty()) {
@@ -222,6 +227,9 @@ public final class RecordMapper {
     }
     ReasonCodes.require(reasonCode);
     ConnectHeaders headers = conventionHeaders(row);
+    if (row.headersOmitted()) {
+      headers.addString(OutboxHeaders.HEADERS_OMITTED, "true"); // never read: over the limit
+    }
     try {
       Map<String, String> rowHeaders = rowHeaders(row);
       if (rowHeaders.keySet().stream().noneMatch(this::isReserved)) {

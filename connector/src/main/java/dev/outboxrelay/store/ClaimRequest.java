@@ -22,6 +22,9 @@ import java.util.Set;
  * @param payloadReadLimit the largest payload, in bytes, a claim reads: a larger one is left in the
  *     database and the row returned with its size only ({@link ClaimedMessage#payloadOmitted}), so
  *     that a burst of oversized rows, which are never published, cannot fill the worker's heap
+ * @param headersReadLimit the largest headers, in bytes of their text (the row's own and its header
+ *     columns' together), a claim reads: larger ones are left in the database and the row returned
+ *     without them ({@link ClaimedMessage#headersOmitted}), for the same reason
  */
 public record ClaimRequest(
     String owner,
@@ -32,11 +35,12 @@ public record ClaimRequest(
     boolean ordered,
     AggregateAffinity affinity,
     ExactlyOnceClaim exactlyOnce,
-    int payloadReadLimit) {
+    int payloadReadLimit,
+    int headersReadLimit) {
 
   public static final int UNLIMITED_ATTEMPTS = Integer.MAX_VALUE;
 
-  /** Every payload is read, whatever its size. */
+  /** Every payload (or every row's headers) is read, whatever its size. */
   public static final int UNLIMITED_PAYLOAD = Integer.MAX_VALUE;
 
   public ClaimRequest {
@@ -64,6 +68,9 @@ public record ClaimRequest(
     if (payloadReadLimit < 0) {
       throw new IllegalArgumentException("payloadReadLimit must not be negative");
     }
+    if (headersReadLimit < 0) {
+      throw new IllegalArgumentException("headersReadLimit must not be negative");
+    }
   }
 
   /** An at-least-once request. */
@@ -84,6 +91,7 @@ public record ClaimRequest(
         ordered,
         affinity,
         null,
+        UNLIMITED_PAYLOAD,
         UNLIMITED_PAYLOAD);
   }
 
@@ -103,24 +111,30 @@ public record ClaimRequest(
   }
 
   public ClaimRequest withLimit(int newLimit) {
-    return with(newLimit, affinity, exactlyOnce, payloadReadLimit);
+    return with(newLimit, affinity, exactlyOnce, payloadReadLimit, headersReadLimit);
   }
 
   /** The same request for rows of any aggregate. */
   public ClaimRequest withoutAffinity() {
-    return with(limit, null, exactlyOnce, payloadReadLimit);
+    return with(limit, null, exactlyOnce, payloadReadLimit, headersReadLimit);
   }
 
   /** The same request, reading payloads of at most {@code bytes}. */
   public ClaimRequest withPayloadReadLimit(int bytes) {
-    return with(limit, affinity, exactlyOnce, bytes);
+    return with(limit, affinity, exactlyOnce, bytes, headersReadLimit);
+  }
+
+  /** The same request, reading headers of at most {@code bytes}. */
+  public ClaimRequest withHeadersReadLimit(int bytes) {
+    return with(limit, affinity, exactlyOnce, payloadReadLimit, bytes);
   }
 
   /**
    * The same request as exactly-once claim number {@code batch} of the instance of {@code epoch}.
    */
   public ClaimRequest exactlyOnce(long epoch, long batch, BucketShare share) {
-    return with(limit, null, new ExactlyOnceClaim(epoch, batch, share), payloadReadLimit);
+    return with(
+        limit, null, new ExactlyOnceClaim(epoch, batch, share), payloadReadLimit, headersReadLimit);
   }
 
   /**
@@ -132,12 +146,21 @@ public record ClaimRequest(
     if (suspects.isEmpty()) {
       throw new IllegalArgumentException("no suspect to claim");
     }
-    return with(1, null, new ExactlyOnceClaim(epoch, batch, share, suspects), payloadReadLimit);
+    return with(
+        1,
+        null,
+        new ExactlyOnceClaim(epoch, batch, share, suspects),
+        payloadReadLimit,
+        headersReadLimit);
   }
 
   /** The same owner, keys, lease, budget and order, with these. */
   private ClaimRequest with(
-      int newLimit, AggregateAffinity newAffinity, ExactlyOnceClaim newExactlyOnce, int readLimit) {
+      int newLimit,
+      AggregateAffinity newAffinity,
+      ExactlyOnceClaim newExactlyOnce,
+      int payloadLimit,
+      int headersLimit) {
     return new ClaimRequest(
         owner,
         instanceKeys,
@@ -147,6 +170,7 @@ public record ClaimRequest(
         ordered,
         newAffinity,
         newExactlyOnce,
-        readLimit);
+        payloadLimit,
+        headersLimit);
   }
 }

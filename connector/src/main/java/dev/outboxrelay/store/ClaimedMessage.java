@@ -12,7 +12,10 @@ import java.util.Objects;
  *     tombstone), and for one over the claim's read limit ({@link #payloadOmitted})
  * @param payloadBytes the stored payload's size in bytes (a mapped text column's in UTF-8), read or
  *     not; -1 for a null payload
- * @param headersJson the row's own headers as a JSON object text, or null
+ * @param headersJson the row's own headers as a JSON object text, or null (none, or {@link
+ *     #headersOmitted})
+ * @param headersOmitted the headers were left in the database: their text over the claim's read
+ *     limit (a record that could never be sent)
  * @param deliverBefore the row is only worth sending before this instant, or null
  * @param deadlineExpired {@code deliverBefore} had passed when the row was claimed, judged by the
  *     store's clock (the database's in production) like every other time, never a worker's
@@ -31,6 +34,7 @@ public record ClaimedMessage(
     byte[] payload,
     long payloadBytes,
     String headersJson,
+    boolean headersOmitted,
     String correlationId,
     Instant createdAt,
     Instant deliverBefore,

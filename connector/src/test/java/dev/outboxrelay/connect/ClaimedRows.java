@@ -21,6 +21,7 @@ final class ClaimedRows {
         payload,
         payload == null ? -1 : payload.length,
         null,
+        false,
         null,
         Instant.EPOCH,
         null,

@@ -298,6 +298,7 @@ class RecordHandoffTest {
             claimed.payload(),
             claimed.payloadBytes(),
             claimed.headersJson(),
+            claimed.headersOmitted(),
             claimed.correlationId(),
             claimed.createdAt(),
             claimed.deliverBefore(),

@@ -13,6 +13,7 @@ import dev.outboxrelay.mapping.InferredSchema.NullMembers;
 import dev.outboxrelay.mapping.MappingResult.Unpublishable;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.Lease;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -161,6 +162,22 @@ class DeadLetterTest {
     assertEquals("true", record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
     assertEquals(reason, record.headers().lastWithName(OutboxHeaders.FAILURE_REASON).value());
     assertTrue(RecordSize.upperBound(record, null) <= 2_000);
+  }
+
+  /**
+   * Headers the claim never read (over the producer's limit): the dead-letter record says they are
+   * left out, and keeps the payload, which fits.
+   */
+  @Test
+  void headersTheClaimLeftOutAreSaidToBeLeftOut() {
+    RecordMapper mapper = jsonMapper(2_000);
+    ClaimedMessage row = row().payload("{\"a\":1}").headersLeftOut().build();
+
+    SourceRecord record = mapper.deadLetter(row, "RECORD_TOO_LARGE");
+
+    assertEquals("true", record.headers().lastWithName(OutboxHeaders.HEADERS_OMITTED).value());
+    assertNull(record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED));
+    assertEquals("{\"a\":1}", new String((byte[]) record.value(), StandardCharsets.UTF_8));
   }
 
   /**

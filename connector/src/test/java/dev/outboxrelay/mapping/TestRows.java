@@ -21,6 +21,7 @@ final class TestRows {
   String topic;
   byte[] payload = utf8("{\"id\":17,\"total\":19.99}");
   long payloadLeftOut = -1;
+  boolean headersOmitted;
   String headersJson;
   String correlationId;
   Instant createdAt = CREATED_AT;
@@ -121,6 +122,12 @@ final class TestRows {
     return this;
   }
 
+  /** As a claim returns headers over its read limit: left in the database. */
+  TestRows headersLeftOut() {
+    this.headersOmitted = true;
+    return this;
+  }
+
   ClaimedMessage build() {
     return new ClaimedMessage(
         seq,
@@ -132,7 +139,8 @@ final class TestRows {
         topic,
         payload,
         payloadLeftOut >= 0 ? payloadLeftOut : payload == null ? -1 : payload.length,
-        headersJson,
+        headersOmitted ? null : headersJson,
+        headersOmitted,
         correlationId,
         createdAt,
         deliverBefore,

@@ -80,6 +80,18 @@ class UnpublishableRowTest {
   }
 
   /**
+   * Headers the claim left in the database (their text over the producer's record limit) park the
+   * row as RECORD_TOO_LARGE, whatever else it holds: mapped without them, it was sent headerless.
+   */
+  @ParameterizedTest
+  @EnumSource(PayloadFormat.class)
+  void headersLeftOutByTheClaimAreTooLarge(PayloadFormat format) {
+    RecordMapper mapper = mapper(format);
+    assertMapped(mapper, row().payload("{}").build());
+    assertEquals("RECORD_TOO_LARGE", reason(mapper, row().payload("{}").headersLeftOut().build()));
+  }
+
+  /**
    * Valid JSON beyond Jackson's default limits (strings of 20M characters, member names of 50k) is
    * published, not parked as invalid: payload.max.bytes is what bounds a payload.
    */

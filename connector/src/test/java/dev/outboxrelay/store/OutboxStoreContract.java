@@ -336,6 +336,56 @@ public abstract class OutboxStoreContract {
     assertTrue(reclaimed.contains("large"), reclaimed::toString);
   }
 
+  /**
+   * Headers whose text is over the claim's headers read limit stay in the store, as a payload over
+   * its limit does: the row comes back marked, without them (a jsonb of headers has no bound of its
+   * own, and a task read every byte of it before any check). A reclaim keeps to it too.
+   */
+  @Test
+  void headersOverTheReadLimitAreLeftInTheStore() {
+    // As jsonb text: {"h": "<value>"}, 9 bytes around the value.
+    for (String id : List.of("small", "limit", "large", "none")) {
+      OutboxMessage.Builder row =
+          OutboxMessage.builder()
+              .messageId(id)
+              .aggregateType("order")
+              .aggregateId(id)
+              .eventType("OrderPlaced")
+              .payload(new byte[] {1});
+      switch (id) {
+        case "small" -> row.header("h", "12");
+        case "limit" -> row.header("h", "123");
+        case "large" -> row.header("h", "1234");
+        default -> {}
+      }
+      enqueue(EU, row.build());
+    }
+    Map<String, ClaimedMessage> claimed = new HashMap<>();
+    for (ClaimedMessage m : store.claim(request("w1", 10).withHeadersReadLimit(12)).claimed()) {
+      claimed.put(m.messageId(), m);
+    }
+    assertEquals("{\"h\": \"12\"}", claimed.get("small").headersJson());
+    assertEquals("{\"h\": \"123\"}", claimed.get("limit").headersJson());
+    assertFalse(claimed.get("limit").headersOmitted());
+    assertNull(claimed.get("large").headersJson());
+    assertTrue(claimed.get("large").headersOmitted());
+    assertEquals(1, claimed.get("large").payload().length, "the payload is read all the same");
+    assertNull(claimed.get("none").headersJson());
+    assertFalse(claimed.get("none").headersOmitted(), "no headers are not left out");
+
+    clock.advance(LEASE);
+    List<String> reclaimed = new java.util.ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      ClaimResult r = reclaim(request("w2", 10).withHeadersReadLimit(12));
+      for (ClaimedMessage m : r.claimed()) {
+        reclaimed.add(m.messageId());
+        assertEquals(m.messageId().equals("large"), m.headersOmitted(), m.messageId());
+        store.markPublished(ack(m, i));
+      }
+    }
+    assertTrue(reclaimed.contains("large"), reclaimed::toString);
+  }
+
   // ---------------------------------------------------------------- claim and ownership
 
   /**

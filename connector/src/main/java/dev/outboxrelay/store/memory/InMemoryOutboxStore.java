@@ -30,6 +30,7 @@ import dev.outboxrelay.writer.EnqueueResult;
 import dev.outboxrelay.writer.InstanceKeys;
 import dev.outboxrelay.writer.OutboxMessage;
 import dev.outboxrelay.writer.Printable;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -213,7 +214,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
         continue;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      claimed.add(row.claimed(now, request.payloadReadLimit()));
+      claimed.add(row.claimed(now, request.payloadReadLimit(), request.headersReadLimit()));
     }
     return new ClaimResult(claimed, exhausted);
   }
@@ -237,7 +238,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
         return new ClaimResult(List.of(), List.of(row.exhausted()));
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      return new ClaimResult(List.of(row.claimed(now, request.payloadReadLimit())), List.of());
+      return new ClaimResult(
+          List.of(row.claimed(now, request.payloadReadLimit(), request.headersReadLimit())),
+          List.of());
     }
     return ClaimResult.EMPTY;
   }
@@ -480,7 +483,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
         return new ClaimResult(List.of(), List.of(row.exhausted()));
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      return new ClaimResult(List.of(row.claimed(now, request.payloadReadLimit())), List.of());
+      return new ClaimResult(
+          List.of(row.claimed(now, request.payloadReadLimit(), request.headersReadLimit())),
+          List.of());
     }
     return ClaimResult.EMPTY;
   }
@@ -893,8 +898,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
      * The row as a claim at {@code now} returns it: its deadline is judged by this clock, and a
      * payload over {@code payloadReadLimit} is left out, its size given.
      */
-    ClaimedMessage claimed(Instant now, int payloadReadLimit) {
+    ClaimedMessage claimed(Instant now, int payloadReadLimit, int headersReadLimit) {
       boolean read = payload != null && payload.length <= payloadReadLimit;
+      boolean headersOmitted =
+          headersJson != null
+              && headersJson.getBytes(StandardCharsets.UTF_8).length > headersReadLimit;
       return new ClaimedMessage(
           seq,
           messageId,
@@ -905,7 +913,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
           topic,
           read ? payload.clone() : null,
           payload == null ? -1 : payload.length,
-          headersJson,
+          headersOmitted ? null : headersJson,
+          headersOmitted,
           correlationId,
           createdAt,
           deliverBefore,

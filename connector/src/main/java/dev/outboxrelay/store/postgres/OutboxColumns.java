@@ -46,7 +46,15 @@ public final class OutboxColumns {
     PAYLOAD("CASE WHEN {payload size} <= CAST(:payload_read_limit AS integer) THEN {payload} END"),
     /** The stored payload's size in bytes, read or not (a text-like one's as UTF-8 text). */
     PAYLOAD_BYTES("{payload size}"),
-    HEADERS,
+    /**
+     * The row's own headers as text up to the claim's headers read limit, null past it: headers no
+     * record could carry are parked without ever leaving the database (the writer bounds the
+     * payload, nothing bounds a jsonb of headers). The header columns are read the same way.
+     */
+    HEADERS(
+        "CASE WHEN octet_length({headers}) <= CAST(:headers_read_limit AS integer) THEN {headers} END"),
+    /** Whether the row's own headers, or one of its header columns, were left out. */
+    HEADERS_OMITTED("{headers omitted}"),
     CORRELATION_ID,
     CREATED_AT,
     DELIVER_BEFORE,
@@ -108,6 +116,12 @@ public final class OutboxColumns {
     static String returning(ColumnMapping columns, boolean payloadIsBytea) {
       String payload = columns.quoted(Row.PAYLOAD, "o");
       String size = "octet_length(" + payload + (payloadIsBytea ? ")" : "::text)");
+      String headers = columns.quoted(Row.HEADERS, "o") + "::text";
+      List<ColumnMapping.HeaderColumn> headerColumns = columns.headerColumns();
+      StringBuilder omitted = new StringBuilder(overReadLimit(headers));
+      for (ColumnMapping.HeaderColumn h : headerColumns) {
+        omitted.append(" OR ").append(overReadLimit(headerColumn(h)));
+      }
       StringBuilder out = new StringBuilder();
       for (Claimed c : values()) {
         Row field = c.expression == null ? Row.valueOf(c.name()) : null;
@@ -118,17 +132,33 @@ public final class OutboxColumns {
                 ? columns.eventTime("o") + " AS " + c.label
                 : mapped ? columns.asText(field, "o") + " AS " + c.label : c.selected;
         out.append(out.length() == 0 ? "" : ", ")
-            .append(selected.replace("{payload size}", size).replace("{payload}", payload));
+            .append(
+                selected
+                    .replace("{payload size}", size)
+                    .replace("{payload}", payload)
+                    .replace("{headers omitted}", omitted)
+                    .replace("{headers}", headers));
       }
-      List<ColumnMapping.HeaderColumn> headers = columns.headerColumns();
-      for (int i = 0; i < headers.size(); i++) {
-        out.append(", o.\"")
-            .append(headers.get(i).column())
-            .append("\"::text AS ")
+      for (int i = 0; i < headerColumns.size(); i++) {
+        String value = headerColumn(headerColumns.get(i));
+        out.append(", CASE WHEN octet_length(")
+            .append(value)
+            .append(") <= CAST(:headers_read_limit AS integer) THEN ")
+            .append(value)
+            .append(" END AS ")
             .append(HEADER_COLUMN_LABEL)
             .append(i + 1);
       }
       return out.toString();
+    }
+
+    private static String headerColumn(ColumnMapping.HeaderColumn column) {
+      return "o.\"" + column.column() + "\"::text";
+    }
+
+    /** True when {@code text} is over the headers read limit; false for a null. */
+    private static String overReadLimit(String text) {
+      return "COALESCE(octet_length(" + text + ") > CAST(:headers_read_limit AS integer), FALSE)";
     }
 
     static ClaimedMessage claimed(ResultSet rs) throws SQLException {
@@ -137,6 +167,7 @@ public final class OutboxColumns {
 
     static ClaimedMessage claimed(ResultSet rs, ColumnMapping columns) throws SQLException {
       byte[] payload = payload(rs);
+      boolean omitted = rs.getBoolean(HEADERS_OMITTED.label);
       return new ClaimedMessage(
           rs.getLong(SEQ.label),
           rs.getString(MESSAGE_ID.label),
@@ -147,7 +178,8 @@ public final class OutboxColumns {
           rs.getString(TOPIC.label),
           payload,
           payloadBytes(rs),
-          headers(rs, columns.headerColumns()),
+          omitted ? null : headers(rs, columns.headerColumns()),
+          omitted,
           rs.getString(CORRELATION_ID.label),
           instant(rs, CREATED_AT),
           instant(rs, DELIVER_BEFORE),

@@ -417,7 +417,9 @@ public final class PostgresOutboxStore implements OutboxStore {
 
   private static NamedSql.Binder bindPayloadReadLimit(
       NamedSql.Binder statement, ClaimRequest request) throws SQLException {
-    return statement.setInt("payload_read_limit", request.payloadReadLimit());
+    return statement
+        .setInt("payload_read_limit", request.payloadReadLimit())
+        .setInt("headers_read_limit", request.headersReadLimit());
   }
 
   @Override

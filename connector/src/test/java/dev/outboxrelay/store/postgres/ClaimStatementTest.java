@@ -198,7 +198,8 @@ class ClaimStatementTest {
             claim.ordered(),
             claim.affinity(),
             claim.exactlyOnce(),
-            claim.payloadReadLimit());
+            claim.payloadReadLimit(),
+            claim.headersReadLimit());
     PostgresOutboxStore store = new PostgresOutboxStore(shared, TABLE, RelayClock.database(), null);
     try (Connection c = shared.getConnection();
         PreparedStatement ps =
@@ -260,6 +261,9 @@ class ClaimStatementTest {
     }
     if (probe.names().contains("payload_read_limit")) {
       binder.setInt("payload_read_limit", 1_000_000);
+    }
+    if (probe.names().contains("headers_read_limit")) {
+      binder.setInt("headers_read_limit", 1_000_000);
     }
   }
 

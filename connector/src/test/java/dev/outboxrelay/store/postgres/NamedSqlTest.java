@@ -153,7 +153,8 @@ class NamedSqlTest {
             "lease_ms",
             "epoch",
             "claim_batch",
-            "payload_read_limit"),
+            "payload_read_limit",
+            "headers_read_limit"),
         List.copyOf(sql.claimOrdered.oneKey().names()));
     assertEquals(
         List.of(
@@ -168,7 +169,8 @@ class NamedSqlTest {
             "lease_ms",
             "epoch",
             "claim_batch",
-            "payload_read_limit"),
+            "payload_read_limit",
+            "headers_read_limit"),
         List.copyOf(sql.claimOrderedWithAffinity.oneKey().names()));
     assertArrayEquals(new int[] {7, 9}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
     // With several keys the quota reads the share first.
@@ -188,7 +190,8 @@ class NamedSqlTest {
             "lease_ms",
             "epoch",
             "claim_batch",
-            "payload_read_limit"),
+            "payload_read_limit",
+            "headers_read_limit"),
         List.copyOf(sql.claimOrderedInShare.oneKey().names()));
     assertEquals(
         List.of(
@@ -220,10 +223,18 @@ class NamedSqlTest {
             "lease_ms",
             "epoch",
             "claim_batch",
-            "payload_read_limit"),
+            "payload_read_limit",
+            "headers_read_limit"),
         List.copyOf(sql.claimSuspectOrdered.names()));
     assertEquals(
-        List.of("now", "owner", "instance_keys", "max_attempts", "lease_ms", "payload_read_limit"),
+        List.of(
+            "now",
+            "owner",
+            "instance_keys",
+            "max_attempts",
+            "lease_ms",
+            "payload_read_limit",
+            "headers_read_limit"),
         List.copyOf(sql.claimAbandonedOrdered.names()));
     assertArrayEquals(
         new int[] {5, 6, 8, 10, 11}, sql.claimAbandonedOrdered.positions("max_attempts"));

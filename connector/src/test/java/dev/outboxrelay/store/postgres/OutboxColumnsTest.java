@@ -70,7 +70,10 @@ class OutboxColumnsTest {
             + " o.topic,"
             + " CASE WHEN octet_length(o.payload) <= CAST(:payload_read_limit AS integer)"
             + " THEN o.payload END AS payload, octet_length(o.payload) AS payload_bytes,"
-            + " o.headers::text AS headers, o.correlation_id, o.created_at,"
+            + " CASE WHEN octet_length(o.headers::text) <= CAST(:headers_read_limit AS integer)"
+            + " THEN o.headers::text END AS headers,"
+            + " COALESCE(octet_length(o.headers::text) > CAST(:headers_read_limit AS integer), FALSE)"
+            + " AS headers_omitted, o.correlation_id, o.created_at,"
             + " o.deliver_before, COALESCE(o.deliver_before <= clock.now, FALSE) AS deadline_expired,"
             + " o.attempts, o.lease_owner, o.lease_token, o.lease_expires_at,"
             + " o.status, o.last_failure_code, {aggregate hash(o)} AS aggregate_hash",

@@ -1,0 +1,93 @@
+package dev.outboxrelay.store.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.RelayClock;
+import dev.outboxrelay.testing.Postgres;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code column.additional.placement} header columns keep to the claim's headers read limit as the
+ * row's own headers do (OutboxStoreContract): a column's text over it is never read, and the row
+ * comes back without any of its headers, marked, for the mapper to park. A text column of an
+ * application's can hold a gigabyte.
+ */
+class HeaderColumnReadLimitTest {
+  private static final OutboxTable TABLE = OutboxTable.parse("outbox");
+  private static HikariDataSource dataSource;
+
+  @BeforeAll
+  static void migrate() throws SQLException {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(Postgres.freshDatabase("header_column_limit"));
+    config.setUsername(Postgres.user());
+    config.setMaximumPoolSize(3);
+    dataSource = new HikariDataSource(config);
+    new SchemaMigrator(dataSource, TABLE).migrate();
+    exec("ALTER TABLE outbox ADD COLUMN tenant text");
+    exec(
+        "INSERT INTO outbox (instance_key, message_id, aggregate_type, aggregate_id, event_type,"
+            + " headers, tenant) VALUES"
+            + " ('eu', 'limit', 'order', 'a', 'OrderPlaced', '{\"h\": \"1\"}', '1234567890'),"
+            + " ('eu', 'large', 'order', 'b', 'OrderPlaced', '{\"h\": \"1\"}', '12345678901'),"
+            + " ('eu', 'none', 'order', 'c', 'OrderPlaced', NULL, NULL)");
+  }
+
+  @AfterAll
+  static void close() {
+    dataSource.close();
+  }
+
+  @Test
+  void aHeaderColumnOverTheLimitLeavesTheRowsHeadersOut() {
+    ColumnMapping relay = ColumnMapping.RELAY;
+    ColumnMapping columns =
+        new ColumnMapping(
+            relay.messageId(),
+            relay.aggregateType(),
+            relay.aggregateId(),
+            relay.eventType(),
+            relay.payload(),
+            List.of(new ColumnMapping.HeaderColumn("tenant", "tenant")));
+    PostgresOutboxStore store =
+        new PostgresOutboxStore(dataSource, TABLE, columns, RelayClock.database(), null);
+    Map<String, ClaimedMessage> claimed = new HashMap<>();
+    store
+        .claim(
+            new ClaimRequest("relay", Set.of("eu"), 10, Duration.ofMinutes(1), 5, false)
+                .withHeadersReadLimit(10))
+        .claimed()
+        .forEach(m -> claimed.put(m.messageId(), m));
+
+    assertEquals("{\"tenant\":\"1234567890\",\"h\": \"1\"}", claimed.get("limit").headersJson());
+    assertFalse(claimed.get("limit").headersOmitted());
+    assertNull(claimed.get("large").headersJson());
+    assertTrue(claimed.get("large").headersOmitted());
+    assertEquals("{\"tenant\":null}", claimed.get("none").headersJson());
+    assertFalse(claimed.get("none").headersOmitted());
+  }
+
+  private static void exec(String sql) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+}
