@@ -12,6 +12,7 @@ import dev.outboxrelay.cli.command.SchemaSqlCommand;
 import dev.outboxrelay.cli.command.StatusCommand;
 import dev.outboxrelay.store.OutboxStoreException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -92,10 +93,19 @@ public final class OutboxRelayCli implements Runnable {
     throw new ParameterException(spec.commandLine(), "a command is required");
   }
 
+  /**
+   * Output in UTF-8 whatever the locale: under {@code LANG=C} (kubectl exec, cron, a minimal image)
+   * Java 17 wrote every other character as '?', in JSON too, and an operator who copied {@code
+   * ordre-?} from a list acted on another row that has that id.
+   */
   public static void main(String[] args) {
-    PrintWriter out = new PrintWriter(System.out, true);
-    PrintWriter err = new PrintWriter(System.err, true);
+    PrintWriter out = utf8(System.out);
+    PrintWriter err = utf8(System.err);
     System.exit(run(args, System.getenv(), out, err));
+  }
+
+  private static PrintWriter utf8(java.io.OutputStream stream) {
+    return new PrintWriter(new java.io.OutputStreamWriter(stream, StandardCharsets.UTF_8), true);
   }
 
   /** Runs one command line; returns its exit code (see {@link ExitCode}). */
@@ -112,12 +122,47 @@ public final class OutboxRelayCli implements Runnable {
     cli.setExecutionExceptionHandler(
         (e, commandLine, parseResult) ->
             failure(e, commandLine.getCommandName(), commandLine.getErr()));
+    String undecoded = undecodedArgument(args);
+    if (undecoded != null) {
+      err.println(
+          "error: "
+              + undecoded
+              + " holds U+FFFD, the character that stands for bytes the locale's charset could"
+              + " not decode: run the CLI under a UTF-8 locale (LANG=C.UTF-8), or it would look"
+              + " for a key or id other than the one typed");
+      err.flush();
+      return ExitCode.USAGE;
+    }
     try {
       return outputWritten(cli.execute(args), out, err);
     } finally {
       out.flush();
       err.flush();
     }
+  }
+
+  /**
+   * The option (or the argument's place) whose value holds U+FFFD, named without the value; null
+   * when none does. The JVM decodes the command line in the locale's charset, and replaces what it
+   * cannot decode (an é under LANG=C) with U+FFFD: such a key, id or role was never what was typed.
+   */
+  static String undecodedArgument(String[] args) {
+    for (int i = 0; i < args.length; i++) {
+      String arg = args[i];
+      if (arg.indexOf('\uFFFD') < 0) {
+        continue;
+      }
+      int eq = arg.indexOf('=');
+      if (eq > 0 && OPTION_LIKE.matcher(arg.substring(0, eq)).matches()) {
+        return arg.substring(0, eq);
+      }
+      return "argument "
+          + (i + 1)
+          + (i > 0 && OPTION_LIKE.matcher(args[i - 1]).matches()
+              ? " (after " + args[i - 1] + ")"
+              : "");
+    }
+    return null;
   }
 
   /**
