@@ -179,7 +179,7 @@ public class OutboxSourceTask extends SourceTask {
       throw e; // the relay's own words (its failures carry no cause), or Connect's
     } catch (org.apache.kafka.common.errors.RetriableException e) {
       // A Kafka client's, which Connect retries too: retried, as Connect's own are, without text.
-      pause.start(config.settings().pollInterval());
+      pause.arm(config.settings().pollInterval()); // waited in the next poll
       throw new RetriableException(
           "outbox-relay: " + e.getClass().getName() + " from Kafka; polling again");
     } catch (RuntimeException e) {
@@ -333,12 +333,14 @@ public class OutboxSourceTask extends SourceTask {
             e.reasonCode(),
             e.sqlState());
       }
-      pause.start(config.settings().pollInterval());
+      // Waited in the next poll: this one may have waited for a connection or a statement.
+      pause.arm(config.settings().pollInterval());
       throw new RetriableException("outbox-relay: " + e.getMessage());
     } catch (RetriableException e) {
       // Exactly once, the committed offsets unreadable (Kafka away, the offsets topic refused):
-      // Connect polls again at once, and a read that failed fast was tried again in a tight loop.
-      pause.start(config.settings().pollInterval());
+      // Connect polls again at once, and a read that failed fast was tried again in a tight loop:
+      // the next poll waits.
+      pause.arm(config.settings().pollInterval());
       throw e;
     }
   }
@@ -670,6 +672,11 @@ public class OutboxSourceTask extends SourceTask {
   }
 
   /** For tests: this task's counters. */
+  /** For tests. */
+  PollPause pollPause() {
+    return pause;
+  }
+
   RelayMetrics metrics() {
     return metrics;
   }

@@ -1442,6 +1442,34 @@ class OutboxSourceTaskTest {
   }
 
   /**
+   * A poll that takes the end of one wait and then begins another waits only once: the next poll
+   * waits the new one's first slice. With an interval of 1.5 s the second poll waited 0.5 s,
+   * claimed nothing, and waited a whole slice more, each poll of an idle task up to two seconds of
+   * Connect's five for a stop.
+   */
+  @Test
+  void aPollThatEndsOneWaitDoesNotWaitTheNextToo() {
+    startTask(Map.of("poll.interval.ms", "1500"));
+    List<Long> slicesAfterEachPoll =
+        CompletableFuture.supplyAsync(
+                () -> {
+                  List<Long> slices = new ArrayList<>();
+                  for (int i = 0; i < 3; i++) {
+                    assertNull(task.poll());
+                    slices.add(task.pollPause().slicesWaited());
+                  }
+                  return slices;
+                })
+            .orTimeout(60, java.util.concurrent.TimeUnit.SECONDS)
+            .join();
+
+    // 1: an empty claim, the first slice of 1.5 s; 2: the last 0.5 s, an empty claim, no wait;
+    // 3: the first slice of the new wait.
+    // (However slow the machine: a poll that found its wait over claims and waits one slice.)
+    assertEquals(List.of(1L, 2L, 3L), slicesAfterEachPoll);
+  }
+
+  /**
    * Something interrupts the task thread (a transform that restored an interrupt it caught): the
    * poll clears it, says so once, and waits as before. Left set, every wait ended at once and each
    * poll claimed again, a core busy with claims that found nothing.
