@@ -592,8 +592,11 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " null as a null header. Only the header placement is supported (not envelope or"
           + " partition). Header names under outbox. are the relay's, and so are id and"
           + " eventType in the debezium convention: there, <event type column>:header:eventType"
-          + " is accepted and sent once. A row whose own headers hold a header of one of these"
-          + " names is parked (HEADERS_MALFORMED: a name given twice).";
+          + " is accepted and sent once. A row whose own headers hold a header of a placed name"
+          + " is parked: HEADERS_MALFORMED (a name given twice), or HEADER_NAME_RESERVED for one"
+          + " of the relay's names (eventType in the debezium convention). Values, as the row's"
+          + " own headers, are not read when one is larger than the producer's record limit: the"
+          + " row is parked RECORD_TOO_LARGE.";
 
   public OutboxSourceConfig(Map<?, ?> props) {
     this(configDef(), props);
