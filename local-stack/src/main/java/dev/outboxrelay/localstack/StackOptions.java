@@ -158,10 +158,25 @@ record StackOptions(
             .normalize();
     boolean autoPorts =
         s.get("ports", "LOCAL_STACK_PORTS").map(v -> v.equalsIgnoreCase("auto")).orElse(false);
+    // Only up and demo start something on these settings: down, status and running read the
+    // stack's record, and a stray variable of the shell (LOCAL_STACK_PG_PORT=x) must not keep them
+    // from stopping or looking at a stack.
+    boolean starts = command.equals("up") || command.equals("demo");
     Map<String, Integer> ports = new LinkedHashMap<>();
     PORTS.forEach(
         (flag, setting) ->
-            s.get(flag, setting.envVar()).ifPresent(v -> ports.put(flag, port(flag, v))));
+            s.get(flag, setting.envVar())
+                .ifPresent(
+                    v -> {
+                      String source = flags.containsKey(flag) ? "--" + flag : setting.envVar();
+                      try {
+                        ports.put(flag, port(source, v));
+                      } catch (StackException e) {
+                        if (starts) {
+                          throw e;
+                        }
+                      }
+                    }));
     Path connectorConfig =
         s.get("connector-config", null)
             .map(Path::of)
@@ -183,10 +198,22 @@ record StackOptions(
             s.get("bootstrap-servers", null),
             s.get("connect-url", null).map(StackOptions::connectUrl),
             s.get("connector-jdbc-url", null),
-            s.get("exactly-once", EXACTLY_ONCE_ENV).map(StackOptions::delivery),
+            s.get("exactly-once", EXACTLY_ONCE_ENV)
+                .flatMap(v -> starts ? Optional.of(delivery(v)) : leniently(() -> delivery(v))),
             List.copyOf(s.warnings));
     s.rejectUnknown();
     return options;
+  }
+
+  /**
+   * {@code parse}'s value, or empty where it refuses the setting (a command that does not use it).
+   */
+  private static <T> Optional<T> leniently(java.util.function.Supplier<T> parse) {
+    try {
+      return Optional.of(parse.get());
+    } catch (StackException e) {
+      return Optional.empty();
+    }
   }
 
   /**
@@ -351,7 +378,8 @@ record StackOptions(
     return repoRoot.resolve(Summary.RULES);
   }
 
-  private static int port(String flag, String value) {
+  /** {@code source}: the flag ({@code --pg-port}) or the variable the value came from. */
+  private static int port(String source, String value) {
     try {
       int port = Integer.parseInt(value.trim());
       if (port < 1 || port > 65535) {
@@ -359,8 +387,7 @@ record StackOptions(
       }
       return port;
     } catch (NumberFormatException e) {
-      throw new StackException(
-          "--" + flag + " must be a port number (1-65535), not '" + value + "'");
+      throw new StackException(source + " must be a port number (1-65535), not '" + value + "'");
     }
   }
 

@@ -397,6 +397,26 @@ class StackOptionsTest {
     }
   }
 
+  /**
+   * A stray variable of the shell that up would refuse keeps no command that only reads the stack's
+   * record from running: down stops a stack whatever LOCAL_STACK_PG_PORT says. Up names the
+   * variable, not a flag the user never typed.
+   */
+  @Test
+  void aBadSettingOfUpKeepsNeitherDownNorStatusNorRunningFromRunning() {
+    Map<String, String> stray =
+        Map.of("LOCAL_STACK_PG_PORT", "x", "LOCAL_STACK_EXACTLY_ONCE", "maybe");
+    for (String command : List.of("down", "status", "running")) {
+      assertEquals(command, parse(stray, command).command());
+    }
+    assertEquals(
+        "LOCAL_STACK_PG_PORT must be a port number (1-65535), not 'x'",
+        assertThrows(StackException.class, () -> parse(Map.of("LOCAL_STACK_PG_PORT", "x"), "up"))
+            .getMessage());
+    assertThrows(
+        StackException.class, () -> parse(Map.of("LOCAL_STACK_EXACTLY_ONCE", "maybe"), "demo"));
+  }
+
   @Test
   void rejectsWhatItDoesNotKnowWithUsage() {
     assertTrue(
