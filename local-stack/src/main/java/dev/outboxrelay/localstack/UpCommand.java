@@ -226,8 +226,24 @@ final class UpCommand {
             database.embedded(),
             options.delivery(),
             options.jdbcUrlFromDeprecatedEnv());
-    stack.write(state.stackFile());
+    record(stack);
     return stack;
+  }
+
+  /**
+   * Writes the stack's record, unless a stop (Ctrl-C, SIGTERM) came while the services started: its
+   * shutdown hook stopped them and removed the record, and one written after that named a stack
+   * that does not run. Under the abort's lock, so that the two never interleave.
+   */
+  synchronized void record(StackRecord stack) {
+    if (aborted) {
+      throw new StackException("stopped while starting: nothing of the stack runs");
+    }
+    stack.write(state.stackFile());
+  }
+
+  private synchronized boolean aborted() {
+    return aborted;
   }
 
   private Database startDatabase(StackPorts ports) {
@@ -268,6 +284,9 @@ final class UpCommand {
         console.line("  " + e.getMessage().replace("\n", "\n  "));
       }
     }
+    if (aborted()) {
+      return false; // stopped meanwhile: no summary of a stack that does not run
+    }
     Summary.print(console, stack, state, options.repoRoot());
     return ok;
   }
@@ -277,7 +296,7 @@ final class UpCommand {
    * started process has its pid file by then) and removes its record, data and pid files; the logs
    * stay.
    */
-  private synchronized void abort() {
+  synchronized void abort() {
     if (aborted) {
       return; // the shutdown hook and a start that failed because of the interrupt: once is enough
     }
