@@ -434,7 +434,9 @@ public class OutboxSourceTask extends SourceTask {
       idle.claimedRows();
     }
     if (records.isEmpty()) {
-      pause.start(idle.nextWait());
+      if (!prefetch.hasPending()) {
+        pause.start(idle.nextWait());
+      } // else the next poll takes the batch claimed ahead after this one's progress, at once
       return null;
     }
     runtime.exactlyOnce().handedOver(records);

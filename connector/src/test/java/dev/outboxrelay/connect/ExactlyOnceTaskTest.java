@@ -1828,6 +1828,34 @@ class ExactlyOnceTaskTest {
   }
 
   /**
+   * A claim that only parked a row over its budget made progress: the next poll takes the batch
+   * claimed ahead after it at once, as at least once. It waited the idle wait's first step first.
+   */
+  @Test
+  void aClaimThatOnlyParkedRowsIsFollowedByTheNextBatchWithoutAWait() {
+    add("a1", "agg-1", 10);
+    ClaimRequest earlier =
+        new ClaimRequest("earlier", Set.of("eu"), 1, Duration.ofMinutes(1), 10, true);
+    for (int i = 0; i < 2; i++) {
+      var m = store.claim(earlier).claimed().get(0);
+      store.retryLater("a1", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
+    }
+    add("b1", "agg-2", 10);
+    OutboxSourceTask task =
+        start(Map.of("max.attempts", "2", "claim.batch.size", "1", "poll.interval.ms", "600000"));
+
+    List<String> sent = new ArrayList<>();
+    for (int i = 0; i < 5 && sent.isEmpty(); i++) {
+      List<SourceRecord> records = task.poll();
+      sent.addAll(records == null ? List.of() : ids(records));
+    }
+
+    assertEquals(List.of("b1"), sent);
+    assertEquals(MessageStatus.EXHAUSTED, store.find("a1").orElseThrow().status());
+    assertEquals(0, task.pollPause().slicesWaited(), "no poll waited");
+  }
+
+  /**
    * A record that fails its task (a converter's or transform's exception, a broker's refusal)
    * aborts its whole batch's transaction, and each restarted task claimed it again with its batch:
    * a crash loop that also held back its bucket. Once a batch has failed twice, the next instance
