@@ -149,6 +149,9 @@ public final class ConfigValidation {
           ColumnMapping.RELAY.eventType(), COLUMN_EVENT_TYPE_CONFIG,
           ColumnMapping.RELAY.payload(), COLUMN_PAYLOAD_CONFIG);
 
+  /** The types a message field read without a cast may have, as {@code format_type} names them. */
+  private static final Set<String> TEXT_TYPES = Set.of("text", "character varying", "character");
+
   /** The types a column holding the event's time may have, as {@code format_type} names them. */
   static final Set<String> EVENT_TIMESTAMP_TYPES =
       Set.of("timestamp with time zone", "timestamp without time zone");
@@ -718,6 +721,7 @@ public final class ConfigValidation {
           checkMappedColumns(present, false);
           checkEventTimestampColumn(pool, table, present);
           checkMessageIdNotNull(pool, table, present);
+          checkUncastFieldTypes(pool, table, present);
           checkReplicaIdentity(pool, table);
           checkInvalidIndexes(pool, table);
           checkPrivileges(pool, table);
@@ -1297,6 +1301,62 @@ public final class ConfigValidation {
                 + " names a column of type "
                 + Printable.escape(type.get(0))
                 + ": the event's time must be a timestamptz, or a timestamp (read as UTC)");
+      }
+    }
+
+    /**
+     * A message field in a column of the relay's own name is read as it is, not cast (a column of
+     * another name is read as its text): of any type but text, varchar or char, the statements'
+     * comparisons with text and the claim's hash of the aggregate id fail. A uuid message_id passed
+     * validation, and every publish failed (42883), the task with it, each restart sending the row
+     * again; a bigint aggregate_id failed every claim (22P02). Domains count as their base type.
+     */
+    private void checkUncastFieldTypes(
+        HikariDataSource pool, OutboxTable table, Set<String> present) throws SQLException {
+      Map<OutboxColumns.Row, String> keys =
+          Map.of(
+              OutboxColumns.Row.MESSAGE_ID, COLUMN_MESSAGE_ID_CONFIG,
+              OutboxColumns.Row.AGGREGATE_TYPE, COLUMN_AGGREGATE_TYPE_CONFIG,
+              OutboxColumns.Row.AGGREGATE_ID, COLUMN_AGGREGATE_ID_CONFIG,
+              OutboxColumns.Row.EVENT_TYPE, COLUMN_EVENT_TYPE_CONFIG);
+      for (OutboxColumns.Row field : OutboxColumns.Row.values()) {
+        String key = keys.get(field);
+        if (key == null) {
+          continue;
+        }
+        Object mapped = validValue(values, key);
+        String column = mapped == null ? field.label : mapped.toString();
+        if (!column.equals(field.label) || !present.contains(column)) {
+          continue; // cast to text, or reported as missing
+        }
+        List<String> type =
+            strings(
+                pool,
+                "WITH RECURSIVE base(oid, typbasetype) AS ("
+                    + " SELECT t.oid, t.typbasetype"
+                    + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
+                    + " WHERE a.attrelid = to_regclass(?) AND a.attname = ? AND NOT a.attisdropped"
+                    + " UNION ALL SELECT t.oid, t.typbasetype"
+                    + " FROM base b JOIN pg_type t ON t.oid = b.typbasetype WHERE b.typbasetype <> 0)"
+                    + " SELECT format_type(oid, NULL) FROM base WHERE typbasetype = 0",
+                table.qualified(),
+                column);
+        if (!type.isEmpty() && !TEXT_TYPES.contains(type.get(0))) {
+          error(
+              key,
+              "column "
+                  + column
+                  + " is of type "
+                  + Printable.escape(type.get(0))
+                  + ", and a column of the relay's own name is read as it is: make it text"
+                  + " (ALTER TABLE "
+                  + table.qualified()
+                  + " ALTER COLUMN "
+                  + column
+                  + " TYPE text), or rename it and name it by "
+                  + key
+                  + ", which reads it as its text");
+        }
       }
     }
 

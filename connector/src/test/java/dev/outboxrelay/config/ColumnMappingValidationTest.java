@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.outboxrelay.mapping.RoutingConvention;
 import dev.outboxrelay.store.postgres.ColumnMapping;
 import dev.outboxrelay.store.postgres.ColumnMapping.HeaderColumn;
+import dev.outboxrelay.store.postgres.SchemaMigrator;
 import dev.outboxrelay.testing.DebeziumOutboxTable;
 import dev.outboxrelay.testing.OutboxDb;
 import java.sql.Connection;
@@ -179,6 +180,34 @@ class ColumnMappingValidationTest {
         s.execute("ALTER TABLE outbox ALTER COLUMN id SET NOT NULL");
       }
       assertEquals(Map.of(), errors(debezium(db)), "NOT NULL");
+    }
+  }
+
+  /**
+   * A column of the relay's own name is read without a cast: of another type than text, varchar or
+   * char, every claim (a bigint aggregate_id: 22P02) or every publish (a uuid message_id: 42883)
+   * failed the task, each restart sending its rows again. Reported on its key, with the remedy.
+   */
+  @Test
+  void aColumnOfTheRelaysOwnNameThatIsNotTextIsReportedOnItsKey() throws Exception {
+    try (OutboxDb db = OutboxDb.fresh("config_uncast_type")) {
+      ConfigValidationTest.migrate(db.url(), "outbox", SchemaMigrator.CURRENT_VERSION);
+      assertEquals(Map.of(), errors(props(db.url())), "the relay's own table");
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("CREATE DOMAIN order_ref AS varchar(64)");
+        s.execute("ALTER TABLE outbox ALTER COLUMN event_type TYPE order_ref");
+      }
+      assertEquals(Map.of(), errors(props(db.url())), "a domain over varchar reads as text");
+      try (var c = db.connection();
+          var s = c.createStatement()) {
+        s.execute("ALTER TABLE outbox ALTER COLUMN aggregate_id TYPE bigint USING 0");
+      }
+      assertEquals(
+          "column aggregate_id is of type bigint, and a column of the relay's own name is read as"
+              + " it is: make it text (ALTER TABLE \"outbox\" ALTER COLUMN aggregate_id TYPE text), or"
+              + " rename it and name it by column.aggregate.id, which reads it as its text",
+          only(errors(props(db.url())), "column.aggregate.id"));
     }
   }
 
