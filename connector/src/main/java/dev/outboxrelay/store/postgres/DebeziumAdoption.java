@@ -213,6 +213,11 @@ public final class DebeziumAdoption {
         -- running when it starts: let it wait as long as they take.
         RESET lock_timeout""");
     out.add(
+        """
+        -- And build as long as it takes: a statement_timeout of the role's or the database's
+        -- would cancel a build on a large table, leaving an INVALID index, at every run again.
+        SET statement_timeout = 0""");
+    out.add(
         fill(
             """
             -- The indexes, built while the application writes. A failed CONCURRENTLY build leaves

@@ -237,6 +237,29 @@ class DebeziumAdoptionTest {
     }
   }
 
+  /**
+   * The index builds run after the catalog change's COMMIT without a statement timeout: one of the
+   * role's or the database's cancelled a build on a large table, leaving an INVALID index at every
+   * run again. (The catalog change keeps the session's, with its own lock timeout.)
+   */
+  @Test
+  void theIndexBuildsRunWithoutAStatementTimeout() {
+    List<String> statements =
+        new DebeziumAdoption(TABLE, KEY, DebeziumOutboxTable.COLUMNS, List.of()).statements();
+    int commit = statements.indexOf("COMMIT");
+    int firstBuild = -1;
+    int noTimeout = -1;
+    for (int i = 0; i < statements.size(); i++) {
+      if (firstBuild < 0 && statements.get(i).contains("CONCURRENTLY IF NOT EXISTS")) {
+        firstBuild = i;
+      }
+      if (statements.get(i).endsWith("SET statement_timeout = 0")) {
+        noTimeout = i;
+      }
+    }
+    assertTrue(commit >= 0 && commit < noTimeout && noTimeout < firstBuild, statements::toString);
+  }
+
   private void adopt() throws SQLException {
     DebeziumAdoption adoption =
         new DebeziumAdoption(TABLE, KEY, DebeziumOutboxTable.COLUMNS, List.of());
