@@ -189,7 +189,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " claim that found rows the wait is 10 ms, doubling with each empty claim up to this"
           + " value, so a steady stream is picked up within milliseconds even without"
           + " notifications while an idle task claims once per interval. With notify.enabled, a"
-          + " notification ends the wait early.";
+          + " notification ends the wait early (while the task has room under its in-flight"
+          + " limit; a task at its limit ignores notifications, and room freed wakes it).";
 
   public static final String LEASE_DURATION_MS_CONFIG = "lease.duration.ms";
   public static final long LEASE_DURATION_MS_DEFAULT = 60_000L;
@@ -534,7 +535,8 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " channel [<schema>_]<table>_relay by the table's name as spelled when it was"
           + " migrated, which the task reads from the trigger; payload = instance key) and"
           + " claim as soon as rows of this connector's instance keys commit, instead of waiting"
-          + " for poll.interval.ms. Polling"
+          + " for poll.interval.ms (a task at its in-flight limit claims when room is freed"
+          + " instead). Polling"
           + " goes on regardless, so a missed notification only delays delivery. Notifying"
           + " serializes the inserting transactions' commits in PostgreSQL; where that matters more"
           + " than latency, set outbox_relay.notify = 'off' for the database (schema version 5)."
