@@ -24,10 +24,10 @@ import java.util.function.Function;
 import javax.sql.DataSource;
 
 /**
- * The CLI's connection to one outbox table: a pool of at most three connections (migrate holds two
- * at once: its lock's and Flyway's one), opened eagerly so that a wrong password or an unreachable
- * server fails at once. Every failure leaves here classified by SQLState, without the driver's
- * text.
+ * The CLI's connection to one outbox table: a pool of at most three connections (migrate holds
+ * three at once: its lock's and Flyway's two), opened eagerly so that a wrong password or an
+ * unreachable server fails at once. Every failure leaves here classified by SQLState, without the
+ * driver's text.
  */
 public final class Database implements AutoCloseable {
   /** Shown in {@code pg_stat_activity.application_name}. */

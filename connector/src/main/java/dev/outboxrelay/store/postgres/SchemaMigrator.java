@@ -20,7 +20,6 @@ import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationInfo;
 import org.flywaydb.core.api.MigrationVersion;
-import org.flywaydb.database.postgresql.PostgreSQLConfigurationExtension;
 
 /**
  * Applies the versioned migrations shipped in the plugin jar ({@code db/outbox}) with Flyway. Each
@@ -65,7 +64,7 @@ public final class SchemaMigrator {
 
   /**
    * Migrates to the latest version; a no-op when already there, which takes no lock. Returns
-   * migrations applied. Uses two connections of the data source at once.
+   * migrations applied. Uses three connections of the data source at once.
    *
    * @throws MigrationInProgressException another session is migrating this table and this one has
    *     something to apply; nothing changed
@@ -99,7 +98,8 @@ public final class SchemaMigrator {
     // Only with something to apply: a table already current on an older server (12 with pgcrypto
     // can hold one) is left as it is; nothing is created or changed on one.
     requireSupportedServer();
-    // Two connections for the duration: the lock's and Flyway's one.
+    // Three connections for the duration: the lock's and Flyway's two (its transactional lock, the
+    // default, keeps the history table's work apart from the migrations').
     try (MigrationLock lock = MigrationLock.take(dataSource, table)) {
       // Under the lock, so that no migration of ours runs meanwhile: a table ours created has
       // its history beside it; one without is another tool's, and Flyway would record a baseline
@@ -273,14 +273,6 @@ public final class SchemaMigrator {
             .baselineOnMigrate(true)
             .baselineVersion(BASELINE)
             .loggers("slf4j");
-    // One connection, whose transaction holds both a migration and its history row: with Flyway's
-    // default transactional lock the history is written on a second connection and committed
-    // after the migration, and a worker that died between the two commits left a change the
-    // history did not record, refused at every later attempt (42P07 on the published log, "not
-    // managed" on the table). Flyway's lock is then a session's.
-    config
-        .getConfigurationExtension(PostgreSQLConfigurationExtension.class)
-        .setTransactionalLock(false);
     // Only the migrations' statements run under these: Flyway's own lock is an advisory try-lock.
     config.callbacks(new MigrationSettingsCallback(lockTimeout, table.schema()));
     if (table.schema() != null) {

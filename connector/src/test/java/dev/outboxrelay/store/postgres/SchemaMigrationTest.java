@@ -527,34 +527,6 @@ class SchemaMigrationTest {
     assertEquals(Optional.of("8"), migrator.currentVersion());
   }
 
-  /**
-   * A migration and its history row commit together, or neither does: here the history row's commit
-   * is refused (a deferred trigger, as a worker dying between two commits would leave it), and the
-   * next migration applies version 9 again. The history was written on a second connection and
-   * committed after the migration: the log stayed without its version, and every later migration
-   * failed on it (42P07) for good.
-   */
-  @Test
-  void aMigrationWhoseHistoryRowIsNotCommittedIsNotCommittedEither() throws SQLException {
-    SchemaMigrator migrator = migrator("outbox");
-    migrator.migrateTo("8");
-    exec(
-        "CREATE FUNCTION refuse_version_9() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-            + " IF NEW.version = '9' THEN RAISE EXCEPTION 'history row lost'; END IF;"
-            + " RETURN NULL; END $$");
-    exec(
-        "CREATE CONSTRAINT TRIGGER refuse_version_9 AFTER INSERT ON outbox_schema_history"
-            + " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_version_9()");
-
-    assertThrows(RuntimeException.class, migrator::migrate);
-    assertEquals(Optional.of("8"), migrator.currentVersion());
-    assertNull(queryString("SELECT to_regclass('outbox_published')::text"), "rolled back");
-
-    exec("DROP TRIGGER refuse_version_9 ON outbox_schema_history");
-    assertEquals(LATEST - 8, migrator.migrate());
-    assertEquals(Optional.of(SchemaMigrator.CURRENT_VERSION), migrator.currentVersion());
-  }
-
   @Test
   void version10FindsLoggedMessageIdsThroughAHashIndex() throws SQLException {
     SchemaMigrator migrator = migrator("outbox");
