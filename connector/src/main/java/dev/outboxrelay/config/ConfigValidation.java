@@ -149,9 +149,6 @@ public final class ConfigValidation {
           ColumnMapping.RELAY.eventType(), COLUMN_EVENT_TYPE_CONFIG,
           ColumnMapping.RELAY.payload(), COLUMN_PAYLOAD_CONFIG);
 
-  /** The types a message field read without a cast may have, as {@code format_type} names them. */
-  private static final Set<String> TEXT_TYPES = Set.of("text", "character varying", "character");
-
   /** The types a column holding the event's time may have, as {@code format_type} names them. */
   static final Set<String> EVENT_TIMESTAMP_TYPES =
       Set.of("timestamp with time zone", "timestamp without time zone");
@@ -1306,10 +1303,11 @@ public final class ConfigValidation {
 
     /**
      * A message field in a column of the relay's own name is read as it is, not cast (a column of
-     * another name is read as its text): of any type but text, varchar or char, the statements'
-     * comparisons with text and the claim's hash of the aggregate id fail. A uuid message_id passed
-     * validation, and every publish failed (42883), the task with it, each restart sending the row
-     * again; a bigint aggregate_id failed every claim (22P02). Domains count as their base type.
+     * another name is read as its text): of any type but a string type (text, varchar, char,
+     * citext: PostgreSQL's category S), the statements' comparisons with text and the claim's hash
+     * of the aggregate id fail. A uuid message_id passed validation, and every publish failed
+     * (42883), the task with it, each restart sending the row again; a bigint aggregate_id failed
+     * every claim (22P02). Domains count as their base type.
      */
     private void checkUncastFieldTypes(
         HikariDataSource pool, OutboxTable table, Set<String> present) throws SQLException {
@@ -1338,16 +1336,18 @@ public final class ConfigValidation {
                     + " WHERE a.attrelid = to_regclass(?) AND a.attname = ? AND NOT a.attisdropped"
                     + " UNION ALL SELECT t.oid, t.typbasetype"
                     + " FROM base b JOIN pg_type t ON t.oid = b.typbasetype WHERE b.typbasetype <> 0)"
-                    + " SELECT format_type(oid, NULL) FROM base WHERE typbasetype = 0",
+                    + " SELECT t.typcategory::text || format_type(b.oid, NULL)"
+                    + " FROM base b JOIN pg_type t ON t.oid = b.oid WHERE b.typbasetype = 0",
                 table.qualified(),
                 column);
-        if (!type.isEmpty() && !TEXT_TYPES.contains(type.get(0))) {
+        // A string type (text, varchar, char, name, citext: category S) compares with text.
+        if (!type.isEmpty() && type.get(0).charAt(0) != 'S') {
           error(
               key,
               "column "
                   + column
                   + " is of type "
-                  + Printable.escape(type.get(0))
+                  + Printable.escape(type.get(0).substring(1))
                   + ", and a column of the relay's own name is read as it is: make it text"
                   + " (ALTER TABLE "
                   + table.qualified()
