@@ -104,8 +104,13 @@ public final class OutboxRelayCli implements Runnable {
     System.exit(run(args, System.getenv(), out, err));
   }
 
-  private static PrintWriter utf8(java.io.OutputStream stream) {
-    return new PrintWriter(new java.io.OutputStreamWriter(stream, StandardCharsets.UTF_8), true);
+  /**
+   * Over the PrintStream itself, so that {@link PrintWriter#checkError} still reads its errors:
+   * over an OutputStreamWriter of its own, a full disk or a closed pipe went unseen (exit 0, not
+   * 6).
+   */
+  private static PrintWriter utf8(java.io.PrintStream stream) {
+    return new PrintWriter(stream, true, StandardCharsets.UTF_8);
   }
 
   /** Runs one command line; returns its exit code (see {@link ExitCode}). */
@@ -147,6 +152,9 @@ public final class OutboxRelayCli implements Runnable {
    * cannot decode (an é under LANG=C) with U+FFFD: such a key, id or role was never what was typed.
    */
   static String undecodedArgument(String[] args) {
+    if ("UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding", ""))) {
+      return null; // under a UTF-8 locale a U+FFFD is one the user typed (an id may hold it)
+    }
     for (int i = 0; i < args.length; i++) {
       String arg = args[i];
       if (arg.indexOf('\uFFFD') < 0) {

@@ -62,10 +62,29 @@ class NonUtf8LocaleTest {
     assertEquals("", inspect.out);
   }
 
+  /**
+   * Standard output that cannot be written (a full disk) still exits 6: the UTF-8 writer first
+   * written over an OutputStreamWriter of its own never saw System.out's errors, and exited 0.
+   */
+  @Test
+  void outputThatCannotBeWrittenStillExitsWithSix() throws Exception {
+    Result list = run("list --instance-key loc --status FAILED --json", "/dev/full");
+
+    assertEquals(ExitCode.OUTPUT, list.exit, list.err);
+    assertTrue(list.err.contains("the output could not be written in full"), list.err);
+  }
+
   private record Result(int exit, String out, String err) {}
 
-  /** {@code arguments}, a bash word list, to a CLI started under LANG=C. */
   private Result run(String arguments) throws Exception {
+    return run(arguments, null);
+  }
+
+  /**
+   * {@code arguments}, a bash word list, to a CLI started under LANG=C, its standard output to
+   * {@code stdout} (a file of its own when null).
+   */
+  private Result run(String arguments, String stdout) throws Exception {
     Path dir = Files.createTempDirectory("c-locale");
     try {
       String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -78,7 +97,8 @@ class NonUtf8LocaleTest {
                       java,
                       System.getProperty("java.class.path")))
               .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-              .redirectOutput(dir.resolve("out").toFile())
+              .redirectOutput(
+                  stdout == null ? dir.resolve("out").toFile() : new java.io.File(stdout))
               .redirectError(dir.resolve("err").toFile());
       builder.environment().keySet().removeIf(k -> k.startsWith("LC_") || k.equals("LANGUAGE"));
       builder.environment().put("LANG", "C");
@@ -90,7 +110,7 @@ class NonUtf8LocaleTest {
       assertTrue(cli.waitFor(2, TimeUnit.MINUTES), "the CLI did not end");
       return new Result(
           cli.exitValue(),
-          Files.readString(dir.resolve("out"), StandardCharsets.UTF_8),
+          stdout == null ? Files.readString(dir.resolve("out"), StandardCharsets.UTF_8) : "",
           Files.readString(dir.resolve("err"), StandardCharsets.UTF_8));
     } finally {
       try (var files = Files.list(dir)) {
