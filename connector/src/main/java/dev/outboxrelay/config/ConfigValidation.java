@@ -1302,21 +1302,20 @@ public final class ConfigValidation {
     }
 
     /**
-     * A message field in a column of the relay's own name is read as it is, not cast (a column of
-     * another name is read as its text): of any type but a string type (text, varchar, char,
-     * citext: PostgreSQL's category S), the statements' comparisons with text and the claim's hash
-     * of the aggregate id fail. A uuid message_id passed validation, and every publish failed
-     * (42883), the task with it, each restart sending the row again; a bigint aggregate_id failed
-     * every claim (22P02). Domains count as their base type.
+     * The message id and the aggregate id in a column of the relay's own name are read as they are,
+     * not cast (a column of another name is read as its text): of any type but a string type (text,
+     * varchar, char, citext: PostgreSQL's category S), the statements' comparisons of message ids
+     * with text and the claim's hash of the aggregate id fail. (The aggregate and event types are
+     * only read, and written into text columns: an enum does.) A uuid message_id passed validation,
+     * and every publish failed (42883), the task with it, each restart sending the row again; a
+     * bigint aggregate_id failed every claim (22P02). Domains count as their base type.
      */
     private void checkUncastFieldTypes(
         HikariDataSource pool, OutboxTable table, Set<String> present) throws SQLException {
       Map<OutboxColumns.Row, String> keys =
           Map.of(
               OutboxColumns.Row.MESSAGE_ID, COLUMN_MESSAGE_ID_CONFIG,
-              OutboxColumns.Row.AGGREGATE_TYPE, COLUMN_AGGREGATE_TYPE_CONFIG,
-              OutboxColumns.Row.AGGREGATE_ID, COLUMN_AGGREGATE_ID_CONFIG,
-              OutboxColumns.Row.EVENT_TYPE, COLUMN_EVENT_TYPE_CONFIG);
+              OutboxColumns.Row.AGGREGATE_ID, COLUMN_AGGREGATE_ID_CONFIG);
       for (OutboxColumns.Row field : OutboxColumns.Row.values()) {
         String key = keys.get(field);
         if (key == null) {

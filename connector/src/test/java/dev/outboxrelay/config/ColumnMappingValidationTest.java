@@ -196,9 +196,14 @@ class ColumnMappingValidationTest {
       try (var c = db.connection();
           var s = c.createStatement()) {
         s.execute("CREATE DOMAIN order_ref AS varchar(64)");
-        s.execute("ALTER TABLE outbox ALTER COLUMN event_type TYPE order_ref");
+        s.execute("ALTER TABLE outbox ALTER COLUMN aggregate_id TYPE order_ref");
+        s.execute("CREATE TYPE event_kind AS ENUM ('OrderPlaced')");
+        s.execute("ALTER TABLE outbox ALTER COLUMN event_type TYPE event_kind USING 'OrderPlaced'");
       }
-      assertEquals(Map.of(), errors(props(db.url())), "a domain over varchar reads as text");
+      assertEquals(
+          Map.of(),
+          errors(props(db.url())),
+          "a domain over varchar compares as text; an event type is only read");
       try (var c = db.connection();
           var s = c.createStatement()) {
         s.execute("ALTER TABLE outbox ALTER COLUMN aggregate_id TYPE bigint USING 0");
