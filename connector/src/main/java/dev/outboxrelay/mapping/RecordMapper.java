@@ -258,6 +258,9 @@ public final class RecordMapper {
     ConnectHeaders bare = conventionHeaders(row);
     bare.addString(OutboxHeaders.FAILURE_REASON, reasonCode);
     bare.addString(OutboxHeaders.PAYLOAD_OMITTED, "true");
+    if (row.headersOmitted()) {
+      bare.addString(OutboxHeaders.HEADERS_OMITTED, "true");
+    }
     SourceRecord withoutPayload =
         record(row, settings.deadLetterTopic(), Schema.OPTIONAL_BYTES_SCHEMA, null, bare);
     if (deadLetterSize(withoutPayload, null) <= settings.recordMaxBytes()) {

@@ -22,9 +22,10 @@ import java.util.Set;
  * @param payloadReadLimit the largest payload, in bytes, a claim reads: a larger one is left in the
  *     database and the row returned with its size only ({@link ClaimedMessage#payloadOmitted}), so
  *     that a burst of oversized rows, which are never published, cannot fill the worker's heap
- * @param headersReadLimit the largest headers, in bytes of their text (the row's own and its header
- *     columns' together), a claim reads: larger ones are left in the database and the row returned
- *     without them ({@link ClaimedMessage#headersOmitted}), for the same reason
+ * @param headersReadLimit the largest headers, in bytes of their text (the row's own, and each of
+ *     its header columns, each on its own), a claim reads: with one larger, all are left in the
+ *     database and the row returned without them ({@link ClaimedMessage#headersOmitted}), for the
+ *     same reason
  */
 public record ClaimRequest(
     String owner,

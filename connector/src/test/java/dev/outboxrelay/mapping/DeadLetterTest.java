@@ -178,6 +178,12 @@ class DeadLetterTest {
     assertEquals("true", record.headers().lastWithName(OutboxHeaders.HEADERS_OMITTED).value());
     assertNull(record.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED));
     assertEquals("{\"a\":1}", new String((byte[]) record.value(), StandardCharsets.UTF_8));
+
+    // Its payload left out too (over payload.max.bytes): the bare record says both.
+    SourceRecord bare =
+        mapper.deadLetter(row().payloadLeftOut(65).headersLeftOut().build(), "PAYLOAD_TOO_LARGE");
+    assertEquals("true", bare.headers().lastWithName(OutboxHeaders.PAYLOAD_OMITTED).value());
+    assertEquals("true", bare.headers().lastWithName(OutboxHeaders.HEADERS_OMITTED).value());
   }
 
   /**
