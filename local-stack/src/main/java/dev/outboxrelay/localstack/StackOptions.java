@@ -88,7 +88,8 @@ record StackOptions(
                  the connector and run the demo; the stack keeps running (default)
         down     stop the stack started by `up`
         status   show what runs, the connectors' states, their headline metrics and the outbox
-                 rows; exits 1 when a process is down or a connector or task FAILED
+                 rows; exits 1 when a process is down, a connector or task FAILED, or
+                 the worker's REST API does not answer (still starting)
         demo     run only the demo: against the running local stack, or against the services
                  the demo-only options name (used by docker/docker-compose.yml)
         running  exit with 0 when the local stack runs, 1 when not; prints nothing (for scripts)

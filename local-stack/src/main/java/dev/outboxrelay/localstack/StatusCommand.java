@@ -12,8 +12,8 @@ import java.util.Optional;
 /**
  * {@code status}: what runs, the connectors' states, their headline metrics (from the worker's
  * Prometheus endpoint), and the outbox rows by owner and status. Exits 0 when every process of the
- * stack runs and no connector or task it lists has FAILED, 1 otherwise (a script's health check
- * reads the exit code), 3 when no stack is recorded.
+ * stack runs and no connector or task it lists has FAILED, 1 otherwise, the worker's REST API not
+ * answering included (a script's health check reads the exit code), 3 when no stack is recorded.
  */
 final class StatusCommand {
   private static final String FAILED = "FAILED";
