@@ -1277,26 +1277,14 @@ public final class ConfigValidation {
                 + ": set it to the column that holds the event's time");
         return;
       }
-      // A domain's base type, through domains over domains: extract reads a domain over
-      // timestamptz as a timestamptz.
-      List<String> type =
-          strings(
-              pool,
-              "WITH RECURSIVE base(oid, typbasetype) AS ("
-                  + " SELECT t.oid, t.typbasetype"
-                  + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
-                  + " WHERE a.attrelid = to_regclass(?) AND a.attname = ? AND NOT a.attisdropped"
-                  + " UNION ALL SELECT t.oid, t.typbasetype"
-                  + " FROM base b JOIN pg_type t ON t.oid = b.typbasetype WHERE b.typbasetype <> 0)"
-                  + " SELECT format_type(oid, NULL) FROM base WHERE typbasetype = 0",
-              table.qualified(),
-              column.toString());
-      if (!type.isEmpty() && !EVENT_TIMESTAMP_TYPES.contains(type.get(0))) {
+      // A domain's base type: extract reads a domain over timestamptz as a timestamptz.
+      Optional<ColumnType> type = baseType(pool, table, column.toString());
+      if (type.isPresent() && !EVENT_TIMESTAMP_TYPES.contains(type.get().name())) {
         error(
             COLUMN_EVENT_TIMESTAMP_CONFIG,
             COLUMN_EVENT_TIMESTAMP_CONFIG
                 + " names a column of type "
-                + Printable.escape(type.get(0))
+                + Printable.escape(type.get().name())
                 + ": the event's time must be a timestamptz, or a timestamp (read as UTC)");
       }
     }
@@ -1326,27 +1314,15 @@ public final class ConfigValidation {
         if (!column.equals(field.label) || !present.contains(column)) {
           continue; // cast to text, or reported as missing
         }
-        List<String> type =
-            strings(
-                pool,
-                "WITH RECURSIVE base(oid, typbasetype) AS ("
-                    + " SELECT t.oid, t.typbasetype"
-                    + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
-                    + " WHERE a.attrelid = to_regclass(?) AND a.attname = ? AND NOT a.attisdropped"
-                    + " UNION ALL SELECT t.oid, t.typbasetype"
-                    + " FROM base b JOIN pg_type t ON t.oid = b.typbasetype WHERE b.typbasetype <> 0)"
-                    + " SELECT t.typcategory::text || format_type(b.oid, NULL)"
-                    + " FROM base b JOIN pg_type t ON t.oid = b.oid WHERE b.typbasetype = 0",
-                table.qualified(),
-                column);
+        Optional<ColumnType> type = baseType(pool, table, column);
         // A string type (text, varchar, char, name, citext: category S) compares with text.
-        if (!type.isEmpty() && type.get(0).charAt(0) != 'S') {
+        if (type.isPresent() && type.get().category() != 'S') {
           error(
               key,
               "column "
                   + column
                   + " is of type "
-                  + Printable.escape(type.get(0).substring(1))
+                  + Printable.escape(type.get().name())
                   + ", and a column of the relay's own name is read as it is: make it text"
                   + " (ALTER TABLE "
                   + table.qualified()
@@ -1424,6 +1400,30 @@ public final class ConfigValidation {
               "SELECT attname FROM pg_attribute"
                   + " WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped",
               qualified));
+    }
+
+    /** A column's type through domains over domains: PostgreSQL's category and its name. */
+    private record ColumnType(char category, String name) {}
+
+    /** {@code column}'s base type, or empty when the table has no such column. */
+    private static Optional<ColumnType> baseType(
+        HikariDataSource pool, OutboxTable table, String column) throws SQLException {
+      List<String> type =
+          strings(
+              pool,
+              "WITH RECURSIVE base(oid, typbasetype) AS ("
+                  + " SELECT t.oid, t.typbasetype"
+                  + " FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
+                  + " WHERE a.attrelid = to_regclass(?) AND a.attname = ? AND NOT a.attisdropped"
+                  + " UNION ALL SELECT t.oid, t.typbasetype"
+                  + " FROM base b JOIN pg_type t ON t.oid = b.typbasetype WHERE b.typbasetype <> 0)"
+                  + " SELECT t.typcategory::text || format_type(b.oid, NULL)"
+                  + " FROM base b JOIN pg_type t ON t.oid = b.oid WHERE b.typbasetype = 0",
+              table.qualified(),
+              column);
+      return type.isEmpty()
+          ? Optional.empty()
+          : Optional.of(new ColumnType(type.get(0).charAt(0), type.get(0).substring(1)));
     }
 
     /** The first column of every row of a catalog query with text parameters. */
