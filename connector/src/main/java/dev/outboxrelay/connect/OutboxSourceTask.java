@@ -673,12 +673,12 @@ public class OutboxSourceTask extends SourceTask {
     }
   }
 
-  /** For tests: this task's counters. */
-  /** For tests. */
+  /** For tests: the poll's pause, which counts the slices it waited. */
   PollPause pollPause() {
     return pause;
   }
 
+  /** For tests: this task's counters. */
   RelayMetrics metrics() {
     return metrics;
   }
