@@ -64,6 +64,13 @@ final class Maintenance {
   private boolean leasedElsewhereReported;
 
   /**
+   * Whether a failed count of rows leased elsewhere was said: it reads every unsettled row of the
+   * keys, as the backlog count does, and on a backlog too large to count it times out at every read
+   * too, a WARN per interval otherwise.
+   */
+  private boolean leasedElsewhereFailureReported;
+
+  /**
    * A lag read between counts failed, said at WARN: the next failures until a read of the lag
    * succeeds (alone or with a count) not.
    */
@@ -286,8 +293,9 @@ final class Maintenance {
       notRead = " (reason=" + e.reasonCode() + ")";
     }
     if (lag != null && parked != null) {
-      // The database answers: the rows another connector holds (in flight, few) are counted still,
-      // where a backlog too large to count froze the figure, and its alert with it.
+      // The database answers: the rows another connector holds are counted still, where a failed
+      // count froze the figure, and its alert with it. (It reads the same unsettled rows as the
+      // count: where the count outgrew the statement timeout it may too, said once.)
       readLeasedElsewhere(startMs);
     }
     long spacing = scheduleNextRead(startMs); // by all three reads: each holds task 0's thread
@@ -378,13 +386,23 @@ final class Maintenance {
       if (!SqlStates.QUERY_CANCELED.equals(e.sqlState())) {
         metrics.databaseErrors.incrementAndGet(); // as the count's: a large backlog is no error
       }
-      log.warn(
-          "Counting rows leased by another connector failed (reason={}, sqlState={});"
-              + " foreign-leased-rows keeps its last value",
-          e.reasonCode(),
-          e.sqlState());
+      if (leasedElsewhereFailureReported) {
+        log.debug(
+            "Counting rows leased by another connector failed again (reason={}, sqlState={})",
+            e.reasonCode(),
+            e.sqlState());
+      } else {
+        leasedElsewhereFailureReported = true;
+        log.warn(
+            "Counting rows leased by another connector failed (reason={}, sqlState={});"
+                + " foreign-leased-rows keeps its last value; not said again until a count"
+                + " succeeds",
+            e.reasonCode(),
+            e.sqlState());
+      }
       return;
     }
+    leasedElsewhereFailureReported = false;
     metrics.foreignLeasedRows.set(leasedElsewhere);
     if (leasedElsewhere == 0) {
       leasedElsewhereReported = false;

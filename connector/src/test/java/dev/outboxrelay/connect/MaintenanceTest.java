@@ -426,6 +426,42 @@ class MaintenanceTest {
   }
 
   /**
+   * A count of rows leased elsewhere that times out (it reads every unsettled row, as the backlog
+   * count does) is said once until a count succeeds, not at every interval; said again after.
+   */
+  @Test
+  void aFailingCountOfRowsLeasedElsewhereIsSaidOnceUntilOneSucceeds() {
+    RuntimeFixture f = fixture();
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "QUERY_CANCELED", "57014", "count");
+    store.leasedElsewhereCountsFail = true;
+    Maintenance maintenance =
+        new Maintenance(store, f.config, f.metrics, time, true, "relay/task-");
+    long mark = LogCapture.get().mark();
+    java.util.function.IntSupplier said =
+        () ->
+            LogCapture.get()
+                .matching(
+                    mark, e -> e.message().contains("foreign-leased-rows keeps its last value"))
+                .size();
+
+    for (int i = 0; i < 3; i++) {
+      maintenance.runIfDue();
+      time.sleep(600_000);
+    }
+    assertEquals(1, said.getAsInt(), "once while it fails");
+
+    store.leasedElsewhereCountsFail = false;
+    maintenance.runIfDue();
+    time.sleep(600_000);
+    store.leasedElsewhereCountsFail = true;
+    maintenance.runIfDue();
+    assertEquals(2, said.getAsInt(), "and again after a count succeeded");
+  }
+
+  /**
    * A stop that comes while the lag is read after a failed count sends no more statements: each
    * read may wait out the connection timeout in an outage, and the pool is about to close.
    */

@@ -2411,10 +2411,16 @@ class OutboxSourceTaskTest {
       return delegate.countParked(keys);
     }
 
+    /** {@code countLeasedElsewhere} throws {@link #failure} while set. */
+    volatile boolean leasedElsewhereCountsFail;
+
     @Override
     public long countLeasedElsewhere(Set<String> keys, String ownOwners) {
       backlogSideReads.incrementAndGet();
       check();
+      if (leasedElsewhereCountsFail) {
+        throw failure;
+      }
       return delegate.countLeasedElsewhere(keys, ownOwners);
     }
 
