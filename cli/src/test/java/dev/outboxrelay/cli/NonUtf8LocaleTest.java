@@ -10,8 +10,8 @@ import java.nio.file.Path;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,10 +22,11 @@ import org.junit.jupiter.api.Test;
  * it named the other row.
  */
 class NonUtf8LocaleTest {
-  private OutboxFixture outbox;
+  /** Read only by every test: one fixture for the class. */
+  private static OutboxFixture outbox;
 
-  @BeforeEach
-  void rows() throws SQLException {
+  @BeforeAll
+  static void rows() throws SQLException {
     outbox = OutboxFixture.populated("c_locale");
     outbox.exec(
         "INSERT INTO outbox (message_id, instance_key, aggregate_type, aggregate_id, event_type,"
@@ -36,8 +37,8 @@ class NonUtf8LocaleTest {
             + " 'FAILED', 'POISON_PILL', now())");
   }
 
-  @AfterEach
-  void close() {
+  @AfterAll
+  static void close() {
     outbox.close();
   }
 
