@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimedMessage;
@@ -35,11 +34,7 @@ class HeaderColumnReadLimitTest {
 
   @BeforeAll
   static void migrate() throws SQLException {
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(Postgres.freshDatabase("header_column_limit"));
-    config.setUsername(Postgres.user());
-    config.setMaximumPoolSize(3);
-    dataSource = new HikariDataSource(config);
+    dataSource = Postgres.pool(Postgres.freshDatabase("header_column_limit"), 3);
     new SchemaMigrator(dataSource, TABLE).migrate();
     exec("ALTER TABLE outbox ADD COLUMN tenant text");
     exec(
