@@ -544,7 +544,12 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " notifications are lost, so point connection.url at the server or turn this"
           + " off: the listener finds such a pooler at a check (every 15 s) that another server"
           + " session answers (a pool of one may never), says so at WARN (NOTIFY_UNAVAILABLE) and"
-          + " ends, the task polling.";
+          + " ends, the task polling. Tables whose channels are spelled alike (one unqualified"
+          + " name in several schemas, each connector's search_path picking its own) announce"
+          + " on one channel, and a task then also wakes for rows of its keys inserted into the"
+          + " other tables, to run a claim that finds nothing: name such tables"
+          + " schema.table in outbox.table before their first migration, which fixes the"
+          + " channel, to give each its own.";
 
   // Table columns
   public static final String COLUMN_MESSAGE_ID_CONFIG = "column.message.id";
