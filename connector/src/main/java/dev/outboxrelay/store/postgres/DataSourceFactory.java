@@ -101,7 +101,7 @@ public final class DataSourceFactory {
     String socket = Long.toString(wholeSeconds(timeouts.socket()));
     props.setProperty("connectTimeout", connect);
     props.setProperty("socketTimeout", socket);
-    DriverDataSource driver = new DriverDataSource(jdbcUrl, props);
+    DriverDataSource driver = new DriverDataSource(jdbcUrl, props).textless();
     if (timeoutsWin) {
       driver
           .overriding("connectTimeout", connect)

