@@ -134,8 +134,10 @@ public final class BenchmarkMain {
    * (database limit, minimal loop), whose first counted run would otherwise be the JVM's first use
    * of the driver, the pool and the relay's store, JIT-compiled by nothing yet.
    */
-  static boolean warmsUpTheRelay(Options options, boolean relayDrains) {
-    return relayDrains || options.runs(Scenario.DATABASE) || options.runs(Scenario.MINIMAL);
+  static boolean warmsUpTheRelay(Options options) {
+    return !throughputConfigs(options, new LinkedHashMap<>()).isEmpty()
+        || options.runs(Scenario.DATABASE)
+        || options.runs(Scenario.MINIMAL);
   }
 
   /** Drains, database limit and naive relay, interleaved run by run so drift hits all alike. */
@@ -159,7 +161,7 @@ public final class BenchmarkMain {
       return;
     }
     // JIT, connection pools and the broker warm up on a run that is not counted.
-    if (warmsUpTheRelay(options, !configs.isEmpty())) {
+    if (warmsUpTheRelay(options)) {
       Drain.Result w = drain.run(warmUpConfig(options));
       Progress.log("warm-up drain, not counted: %.0f rows/s".formatted(w.rowsPerSecond()));
     }
