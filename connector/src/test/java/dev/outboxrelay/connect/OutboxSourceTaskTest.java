@@ -1972,20 +1972,20 @@ class OutboxSourceTaskTest {
     AtomicInteger counts = new AtomicInteger();
     failing.beforeInspect = FailingStore.heldUntil(countEnds, counts::incrementAndGet);
     startTask(Map.of("connection.pool.size", Integer.toString(poolSize)));
-    Thread poll = new Thread(task::poll);
+    CompletableFuture<List<SourceRecord>> poll = CompletableFuture.supplyAsync(task::poll);
     try {
-      poll.start();
       await().until(() -> counts.get() == 1);
       if (poolSize == 2) {
-        assertTrue(poll.isAlive(), "the count holds the poll");
+        assertFalse(poll.isDone(), "the count holds the poll");
       } else {
-        await().until(() -> !poll.isAlive()); // the count still going
+        poll.get(30, TimeUnit.SECONDS); // returned, not failed, the count still going
+        assertEquals(1, countEnds.getCount(), "the count still going");
       }
     } finally {
       countEnds.countDown();
       failing.beforeInspect = null;
-      poll.join(10_000);
     }
+    assertNull(poll.get(30, TimeUnit.SECONDS), "the poll returns once the count ends");
   }
 
   @Test
