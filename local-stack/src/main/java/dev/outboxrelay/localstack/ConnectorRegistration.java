@@ -64,7 +64,7 @@ final class ConnectorRegistration {
           file
               + " must look like {\"name\": \"...\", \"config\": {...}} (a POST /connectors body)");
     }
-    if (!Redaction.jdbcUrl(jdbcUrl).equals(jdbcUrl)) {
+    if (Redaction.carriesPassword(jdbcUrl)) {
       // Connect stores the config in its config topic and shows it at GET
       // /connectors/<name>/config: the password stays a ${env:...} reference. Not repeated here.
       throw new StackException(

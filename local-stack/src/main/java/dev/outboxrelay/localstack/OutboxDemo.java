@@ -61,7 +61,7 @@ final class OutboxDemo {
           "the demo failed: "
               + e.getClass().getSimpleName()
               + ": "
-              + Redaction.jdbcUrl(String.valueOf(e.getMessage())),
+              + Redaction.text(String.valueOf(e.getMessage())),
           e);
     }
   }

@@ -300,7 +300,7 @@ record StackOptions(
    */
   void requireNoPasswordInJdbcUrls() {
     for (Optional<String> url : List.of(externalJdbcUrl, connectorJdbcUrl)) {
-      if (url.isPresent() && !Redaction.jdbcUrl(url.get()).equals(url.get())) {
+      if (url.isPresent() && Redaction.carriesPassword(url.get())) {
         throw new StackException(
             "a JDBC URL given (--jdbc-url, --connector-jdbc-url, "
                 + JDBC_URL_ENV

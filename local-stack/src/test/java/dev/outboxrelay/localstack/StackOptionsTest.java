@@ -65,6 +65,8 @@ class StackOptionsTest {
         List.of(
             List.of("up", "--jdbc-url=jdbc:postgresql://db.local/app?password=s3cret"),
             List.of("up", "--no-demo", "--jdbc-url=jdbc:postgresql://app:s3cret@db.local/app"),
+            List.of("up", "--no-demo", "--jdbc-url=jdbc:postgresql://app:s3/cret@db.local/app"),
+            List.of("up", "--jdbc-url=jdbc:postgresql://db.local/app?pass%77ord=s3cret"),
             List.of(
                 "demo", "--connector-jdbc-url=jdbc:postgresql://db.local/app?password=s3cret"))) {
       StackOptions options = parse(Map.of(), args.toArray(String[]::new));
