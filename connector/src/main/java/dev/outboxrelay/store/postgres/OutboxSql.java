@@ -192,13 +192,16 @@ final class OutboxSql {
    * row, every claim came back empty for as long as the lock lasted, for every key claimed with
    * that one. Only candidates with a due earlier row probe (a one-time filter otherwise). The quota
    * does not ask (it locks nothing): with several keys, the rows behind a locked row still count
-   * for their key, and the other keys get the margin while the lock lasts (docs/design.md).
+   * for their key, and the other keys get the margin while the lock lasts (docs/design.md). The row
+   * is asked to be due still: one another session claimed after this claim's snapshot was taken
+   * (due in it) is read as its new version once locked, and without the condition was found free,
+   * its successor took a place only to be dropped, and the claim came back short or empty.
    */
   private static final String HEAD_FREE =
       """
       LEFT JOIN LATERAL (
             SELECT TRUE AS free FROM {table} h
-            WHERE earlier.due AND h.seq = earlier.seq
+            WHERE earlier.due AND h.seq = earlier.seq AND {due(h)}
             FOR UPDATE OF h SKIP LOCKED) head ON TRUE""";
 
   /**
@@ -837,6 +840,7 @@ final class OutboxSql {
     fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns, payloadIsBytea));
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
+    fragments.put("{due(h)}", due("h"));
     fragments.put("{fence}", FENCE);
     fragments.put("{lock wait}", LOCK_WAIT);
     fragments.put("{own keys}", OWN_KEYS);

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.DeadLetterCopy;
 import dev.outboxrelay.store.EndedLeases;
@@ -325,6 +326,40 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
       holder.rollback();
     }
     assertEquals(List.of("d", "r1", "r2"), ids(store.claim(request("w3", 3))));
+  }
+
+  /**
+   * An aggregate's first row that another task claims after an ordered claim's snapshot was taken
+   * (due in it) holds back that aggregate's later rows, not the claim. The probe of the first row
+   * locked its new version and found it free, so the later row took the claim's only place, was
+   * dropped for the row in front of it, and the claim came back empty. Here the claim's snapshot is
+   * taken while it waits for its owner's claim lock, which the test holds.
+   */
+  @Test
+  void aHeadClaimedSinceTheSnapshotHoldsBackItsAggregateNotTheClaim() throws Exception {
+    add(EU, "s1", "a");
+    add(EU, "s2", "a");
+    add(EU, "s3", "b");
+    String ownersLock = "hashtext('outbox-relay claims'), hashtext('z')";
+    try (Connection barrier = dataSource.getConnection();
+        Statement s = barrier.createStatement()) {
+      s.execute("SELECT pg_advisory_lock(" + ownersLock + ")");
+      CompletableFuture<ClaimResult> z =
+          CompletableFuture.supplyAsync(() -> store.claim(request("z", 1)));
+      await().until(() -> claimsWaitingForTheirLock(s) == 1); // its statement, and snapshot, began
+      assertEquals(List.of("s1"), ids(store.claim(request("y", 1))));
+      s.execute("SELECT pg_advisory_unlock(" + ownersLock + ")");
+      assertEquals(List.of("s3"), ids(z.get(30, TimeUnit.SECONDS)));
+    }
+  }
+
+  private static long claimsWaitingForTheirLock(Statement s) throws SQLException {
+    try (ResultSet rs =
+        s.executeQuery(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")) {
+      rs.next();
+      return rs.getLong(1);
+    }
   }
 
   /**
