@@ -108,7 +108,9 @@ public class OutboxSourceConfig extends AbstractConfig {
       "Longest any statement of a task may run before PostgreSQL cancels it (statement_timeout,"
           + " set on each pooled connection when it opens). A claim or an outcome write stuck"
           + " behind a lock then fails with SQLState 57014 and is retried like any other transient"
-          + " database error, instead of holding the task. Keep it above the slowest statement you"
+          + " database error, instead of holding the task (an outcome write waits 1 s at most"
+          + " for a row another session holds locked, half this setting where it is under 2 s,"
+          + " and then sets the row aside). Keep it above the slowest statement you"
           + " expect of a task; schema migrations (schema.migrate.on.start) run without a"
           + " statement timeout, whatever the role's or the URL's.";
 

@@ -79,9 +79,21 @@ final class OutboxSql {
    */
   static final Duration OUTCOME_LOCK_WAIT = Duration.ofSeconds(1);
 
-  /** Sets the transaction's lock_timeout to {@code wait} (local to the transaction). */
+  /**
+   * Sets the transaction's lock_timeout to {@code wait}, or to half the statement timeout where
+   * that is less than twice {@code wait} (local to the transaction). The statement's timer starts
+   * first: with {@code statement.timeout.ms} of 1 s or less, a wait for a locked row ended as a
+   * statement timeout (57014), never as the lock wait (55P03) on which the task sets the row aside.
+   */
   private static String lockTimeout(Duration wait) {
-    return "set_config('lock_timeout', '" + wait.toMillis() + "ms', true)";
+    long ms = wait.toMillis();
+    return "set_config('lock_timeout', (SELECT CASE WHEN s.ms > 0 AND s.ms < "
+        + 2 * ms
+        + " THEN GREATEST(1, s.ms / 2) ELSE "
+        + ms
+        + " END || 'ms' FROM (SELECT CAST(EXTRACT(EPOCH FROM"
+        + " CAST(current_setting('statement_timeout') AS interval)) * 1000 AS bigint) AS ms) s),"
+        + " true)";
   }
 
   /**

@@ -363,6 +363,61 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
   }
 
   /**
+   * With a statement timeout of 1 s or less, the statement's timer, started first, ended a publish
+   * waiting for a locked row (57014) before the 1 s lock wait could (55P03): the task did not set
+   * the row aside, and every outcome waited behind it again. The lock wait is then half the
+   * statement timeout.
+   */
+  @Test
+  void aStatementTimeoutShorterThanTheLockWaitStillEndsALockWaitAsOne() throws Exception {
+    String url = Postgres.freshDatabase("short_statement_timeout");
+    try (HikariDataSource admin = Postgres.pool(url, 4)) {
+      new SchemaMigrator(admin, TABLE).migrate();
+      try (Connection c = admin.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("ALTER DATABASE \"" + c.getCatalog() + "\" SET statement_timeout = '500ms'");
+      }
+    }
+    try (HikariDataSource pool = Postgres.pool(url, 3)) {
+      PostgresOutboxStore shortTimeout =
+          new PostgresOutboxStore(pool, TABLE, RelayClock.database(), null);
+      try (Connection c = pool.getConnection()) {
+        assertEquals("500ms", query(c, "SHOW statement_timeout"));
+        c.setAutoCommit(false);
+        PostgresOutboxWriter writer = new PostgresOutboxWriter(TABLE.tableName(), EU);
+        writer.enqueue(c, message("m1", "a"));
+        writer.enqueue(c, message("m2", "b"));
+        c.commit();
+      }
+      List<ClaimedMessage> claimed = shortTimeout.claim(request("w1", 2)).claimed();
+      List<PublishedAck> acks = List.of(ack(claimed.get(0), 1), ack(claimed.get(1), 2));
+      try (Connection holder = pool.getConnection();
+          Statement lock = holder.createStatement()) {
+        holder.setAutoCommit(false);
+        lock.execute("SELECT 1 FROM outbox WHERE message_id = 'm2' FOR UPDATE");
+        ExecutionException failed =
+            assertThrows(
+                ExecutionException.class,
+                () ->
+                    CompletableFuture.supplyAsync(() -> shortTimeout.markPublished(acks))
+                        .get(30, TimeUnit.SECONDS));
+        OutboxStoreException e = (OutboxStoreException) failed.getCause();
+        assertEquals("55P03", e.sqlState(), "a lock wait, not a statement timeout");
+        assertTrue(e.isLockWait());
+        holder.rollback();
+      }
+    }
+  }
+
+  private static String query(Connection c, String sql) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      rs.next();
+      return rs.getString(1);
+    }
+  }
+
+  /**
    * A publish does not wait out the statement timeout for a row another session holds locked (an
    * operator's open transaction): past the outcome lock wait it fails with 55P03, having written
    * nothing; sent again skipping locked rows, it writes the others and says which row was locked,
