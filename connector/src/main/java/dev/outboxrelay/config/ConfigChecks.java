@@ -85,6 +85,7 @@ final class ConfigChecks {
     payloadFormatWrittenByValueConverter(parsed, raw, problems);
     schemaForSchemaConverter(parsed, raw, problems);
     producerAcksAll(raw, problems);
+    producerSizesPositive(raw, problems);
     producerKeepsOrder(parsed, raw, problems);
     producerInFlightWithinIdempotence(parsed, raw, problems);
     producerPartitionsByKey(parsed, raw, problems);
@@ -847,6 +848,27 @@ final class ConfigChecks {
    * every start (not only when Connect validates a changed configuration): a connector saved before
    * this rule, or whose value a config provider changed, must not run with it.
    */
+  /** The producer's size limits that the connector reads to park records over them. */
+  static final List<String> PRODUCER_SIZE_CONFIGS =
+      List.of("producer.override.max.request.size", "producer.override.buffer.memory");
+
+  /**
+   * Not 0: Kafka takes it, and its producer then refuses every record (RecordTooLargeException,
+   * which fails the task at every row), where a row over a positive limit is parked.
+   */
+  private static void producerSizesPositive(Map<String, ?> raw, List<Problem> out) {
+    for (String key : PRODUCER_SIZE_CONFIGS) {
+      if (raw.get(key) != null && raw.get(key).toString().trim().matches("0+")) {
+        out.add(
+            new Problem(
+                key,
+                key
+                    + " is 0: the producer would refuse every record and fail the task at every"
+                    + " row; remove the override or give a size in bytes"));
+      }
+    }
+  }
+
   private static void producerAcksAll(Map<String, ?> raw, List<Problem> out) {
     if (raw.get(PRODUCER_ACKS_CONFIG) instanceof String acks
         && !acks.trim().equalsIgnoreCase("all")

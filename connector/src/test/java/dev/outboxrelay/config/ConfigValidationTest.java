@@ -1711,6 +1711,29 @@ class ConfigValidationTest {
         only(errors(props), "producer.override.acks"));
   }
 
+  /**
+   * A size limit of 0, which Kafka takes: the producer then refuses every record, and the task
+   * failed at every row, the connector reading 0 as no override; a positive one is the limit rows
+   * are parked over.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"producer.override.max.request.size", "producer.override.buffer.memory"})
+  void aProducerSizeLimitOfZeroIsAnErrorOnItsKey(String key) {
+    String url = Postgres.freshDatabase("config_size_zero");
+    migrate(url, "outbox", SchemaMigrator.CURRENT_VERSION);
+    Map<String, String> props = props(url);
+    props.put(key, "0");
+
+    assertEquals(
+        key
+            + " is 0: the producer would refuse every record and fail the task at every row;"
+            + " remove the override or give a size in bytes",
+        only(errors(props), key));
+
+    props.put(key, "2097152");
+    assertEquals(Map.of(), errors(props));
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"all", "-1", " all"})
   void producerAcksAllPasses(String acks) {
