@@ -223,7 +223,10 @@ public class OutboxSourceConfig extends AbstractConfig {
   public static final long RETRY_BACKOFF_INITIAL_MS_DEFAULT = 1_000L;
   private static final String RETRY_BACKOFF_INITIAL_MS_DOC =
       "Delay before a row whose delivery failed, or whose outcome is unknown, is tried again. At"
-          + " most 100 years (36500 days), as retry.backoff.max.ms.";
+          + " most 100 years (36500 days), as retry.backoff.max.ms. Each later delay is the one"
+          + " before times retry.backoff.multiplier, so 0 tries every row again at once each time"
+          + " (its attempts, max.attempts, then run out as fast as it fails), whatever"
+          + " retry.backoff.max.ms says.";
 
   /**
    * The longest retry delay, 100 years (far past any delay anyone means, so that no configuration
