@@ -18,8 +18,8 @@ final class Redaction {
   private static final Pattern PASSWORD_PARAMETER =
       Pattern.compile("(?i)((?:[?&;])[a-z]*password=)[^&;\\s]*");
 
-  /** {@code //user:secret@host} in a text's URL. */
-  private static final Pattern USER_INFO = Pattern.compile("(//[^\\s@]*:)[^\\s@]*@");
+  /** {@code //user:secret@host} in a text's URL: the user ends at the first colon. */
+  private static final Pattern USER_INFO = Pattern.compile("(//[^\\s@:/]*:)[^\\s@]*@");
 
   private Redaction() {}
 

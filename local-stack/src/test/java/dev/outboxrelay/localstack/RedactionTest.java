@@ -54,5 +54,7 @@ class RedactionTest {
         "Unable to connect to jdbc:postgresql://app:****@db/app?password=**** (timeout)",
         Redaction.text(
             "Unable to connect to jdbc:postgresql://app:pa/ss@db/app?password=k3y (timeout)"));
+    assertEquals(
+        "jdbc:postgresql://app:****@db/app", Redaction.text("jdbc:postgresql://app:pa:ss@db/app"));
   }
 }
