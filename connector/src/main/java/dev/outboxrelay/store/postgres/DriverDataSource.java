@@ -143,18 +143,31 @@ final class DriverDataSource extends AbstractDataSource {
    * stopping task's wait.
    */
   static SQLException withoutText(SQLException e, String what) {
-    String state = SqlStates.findState(e); // as the relay's classification reads it
-    String message = "outbox-relay: " + what + " (SQLState " + state + ")";
-    SQLException bare =
-        e instanceof SQLTransientException
-            ? new SQLTransientException(message, state, e.getErrorCode())
-            : e instanceof SQLRecoverableException
-                ? new SQLRecoverableException(message, state, e.getErrorCode())
-                : new SQLException(message, state, e.getErrorCode());
+    SQLException bare = bare(e, what);
     if (e.getCause() instanceof InterruptedException interrupted) {
       bare.initCause(interrupted);
     }
+    // The driver links the I/O error behind a session's end (25P03, then 08006): HikariCP reads
+    // the chain's states to evict the connection.
+    SQLException last = bare;
+    SQLException next = e.getNextException();
+    for (int depth = 0; next != null && depth < 10; depth++, next = next.getNextException()) {
+      SQLException copy = bare(next, what);
+      last.setNextException(copy);
+      last = copy;
+    }
     return bare;
+  }
+
+  /** {@code e}'s SQLState and kind, alone. */
+  private static SQLException bare(SQLException e, String what) {
+    String state = SqlStates.findState(e); // as the relay's classification reads it
+    String message = "outbox-relay: " + what + " (SQLState " + state + ")";
+    return e instanceof SQLTransientException
+        ? new SQLTransientException(message, state, e.getErrorCode())
+        : e instanceof SQLRecoverableException
+            ? new SQLRecoverableException(message, state, e.getErrorCode())
+            : new SQLException(message, state, e.getErrorCode());
   }
 
   @Override

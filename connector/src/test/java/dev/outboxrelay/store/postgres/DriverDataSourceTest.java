@@ -92,6 +92,22 @@ class DriverDataSourceTest {
             new java.sql.SQLTransientConnectionException("x", "08006"), "could not connect"));
   }
 
+  /**
+   * The driver links the I/O error behind a session the server ended (25P03, then 08006), and
+   * HikariCP reads the chain's states to evict the connection: the chain is kept, without text.
+   */
+  @Test
+  void theChainOfFailuresIsKeptWithoutText() {
+    SQLException ended = new SQLException("SENTINEL ended", "25P03");
+    ended.setNextException(new java.sql.SQLRecoverableException("SENTINEL io", "08006"));
+    SQLException bare = DriverDataSource.withoutText(ended, "execute failed");
+    assertEquals("25P03", bare.getSQLState());
+    assertEquals("08006", bare.getNextException().getSQLState());
+    assertInstanceOf(java.sql.SQLRecoverableException.class, bare.getNextException());
+    assertFalse(bare.getNextException().getMessage().contains("SENTINEL"));
+    assertNull(bare.getNextException().getNextException());
+  }
+
   @Test
   void neverRendersTheUrl() {
     DriverDataSource ds =
