@@ -858,7 +858,7 @@ final class ConfigChecks {
    */
   private static void producerSizesPositive(Map<String, ?> raw, List<Problem> out) {
     for (String key : PRODUCER_SIZE_CONFIGS) {
-      if (raw.get(key) != null && raw.get(key).toString().trim().matches("0+")) {
+      if (raw.get(key) != null && isZero(raw.get(key).toString().trim())) {
         out.add(
             new Problem(
                 key,
@@ -866,6 +866,15 @@ final class ConfigChecks {
                     + " is 0: the producer would refuse every record and fail the task at every"
                     + " row; remove the override or give a size in bytes"));
       }
+    }
+  }
+
+  /** Zero as Kafka parses a size ({@code 0}, {@code +0}, {@code -0}, {@code 000}). */
+  private static boolean isZero(String size) {
+    try {
+      return Long.parseLong(size) == 0;
+    } catch (NumberFormatException e) {
+      return false; // Kafka's to refuse, naming the key
     }
   }
 

@@ -1730,6 +1730,8 @@ class ConfigValidationTest {
             + " remove the override or give a size in bytes",
         only(errors(props), key));
 
+    props.put(key, "-0");
+    assertEquals(1, errors(props).size(), "-0 is 0 to Kafka");
     props.put(key, "2097152");
     assertEquals(Map.of(), errors(props));
   }
