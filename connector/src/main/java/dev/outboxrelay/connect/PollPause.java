@@ -1,6 +1,7 @@
 package dev.outboxrelay.connect;
 
 import java.time.Duration;
+import java.util.function.LongSupplier;
 
 /**
  * A wait of {@code poll()} that may outlast one call. Connect stops a task only once its poll has
@@ -14,6 +15,7 @@ final class PollPause {
   static final Duration SLICE = Duration.ofSeconds(1);
 
   private final WakeSignal wake;
+  private LongSupplier nanoTime = System::nanoTime;
   private boolean pausing;
   private long untilNanos;
 
@@ -28,6 +30,14 @@ final class PollPause {
 
   PollPause(WakeSignal wake) {
     this.wake = wake;
+  }
+
+  /**
+   * For tests: the clock that judges when a pause is over, in nanoseconds (the waits themselves
+   * stay real, a slice at most).
+   */
+  void judgeBy(LongSupplier nanoTime) {
+    this.nanoTime = nanoTime;
   }
 
   /**
@@ -47,7 +57,7 @@ final class PollPause {
    */
   void arm(Duration wait) {
     pausing = true;
-    untilNanos = System.nanoTime() + wait.toNanos();
+    untilNanos = nanoTime.getAsLong() + wait.toNanos();
   }
 
   /**
@@ -63,12 +73,12 @@ final class PollPause {
     if (!pausing) {
       return true;
     }
-    long remaining = untilNanos - System.nanoTime();
+    long remaining = untilNanos - nanoTime.getAsLong();
     if (remaining > 0) {
       waitedThisPoll = true;
       slicesWaited++;
       if (!wake.await(Duration.ofNanos(Math.min(remaining, SLICE.toNanos())))
-          && untilNanos - System.nanoTime() > 0) {
+          && untilNanos - nanoTime.getAsLong() > 0) {
         return false;
       }
     }

@@ -46,6 +46,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -182,10 +183,10 @@ class ExactlyOnceTaskTest {
   void unreadableCommittedOffsetsAreReadAgainAfterAPauseNotAtOnce() throws Exception {
     offsetsUnreadable = true;
     long mark = LogCapture.get().mark();
-    // Ten seconds: a poll waits at most one (PollPause.SLICE), the failed one included, so the
-    // second ends some eight seconds before the pause does, room for a slow machine's stalls (the
-    // pause is real time, as the wake signal's waits are).
     start(Map.of("poll.interval.ms", "10000"));
+    // The pause's end is judged by the test's clock (a poll still waits one real slice at most).
+    AtomicLong pauseClock = new AtomicLong();
+    task.pollPause().judgeBy(pauseClock::get);
     assertEquals(1, offsetReads.get(), "read as the epoch was taken, in vain");
     assertEquals(
         1,
@@ -199,6 +200,10 @@ class ExactlyOnceTaskTest {
     assertEquals(2, offsetReads.get(), "not read again before the pause ends");
 
     offsetsUnreadable = false;
+    pauseClock.addAndGet(Duration.ofMillis(9_999).toNanos());
+    assertNull(task.poll(), "pausing still");
+    assertEquals(2, offsetReads.get());
+    pauseClock.addAndGet(Duration.ofMillis(1).toNanos());
     await()
         .atMost(Duration.ofSeconds(30))
         .pollInSameThread()
