@@ -843,11 +843,6 @@ final class ConfigChecks {
           "io.debezium.transforms.Filter",
           "io.confluent.connect.transforms.TombstoneHandler");
 
-  /**
-   * {@code producer.override.acks} all or -1, or not set. Connect's own setting, judged here and at
-   * every start (not only when Connect validates a changed configuration): a connector saved before
-   * this rule, or whose value a config provider changed, must not run with it.
-   */
   /** The producer's size limits that the connector reads to park records over them. */
   static final List<String> PRODUCER_SIZE_CONFIGS =
       List.of("producer.override.max.request.size", "producer.override.buffer.memory");
@@ -878,6 +873,11 @@ final class ConfigChecks {
     }
   }
 
+  /**
+   * {@code producer.override.acks} all or -1, or not set. Connect's own setting, judged here and at
+   * every start (not only when Connect validates a changed configuration): a connector saved before
+   * this rule, or whose value a config provider changed, must not run with it.
+   */
   private static void producerAcksAll(Map<String, ?> raw, List<Problem> out) {
     if (raw.get(PRODUCER_ACKS_CONFIG) instanceof String acks
         && !acks.trim().equalsIgnoreCase("all")
