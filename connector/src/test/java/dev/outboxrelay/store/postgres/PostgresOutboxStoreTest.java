@@ -382,7 +382,7 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
       PostgresOutboxStore shortTimeout =
           new PostgresOutboxStore(pool, TABLE, RelayClock.database(), null);
       try (Connection c = pool.getConnection()) {
-        assertEquals("500ms", query(c, "SHOW statement_timeout"));
+        assertEquals("500ms", DataSourceFactoryTest.query(c, "SHOW statement_timeout"));
         c.setAutoCommit(false);
         PostgresOutboxWriter writer = new PostgresOutboxWriter(TABLE.tableName(), EU);
         writer.enqueue(c, message("m1", "a"));
@@ -395,13 +395,7 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
           Statement lock = holder.createStatement()) {
         holder.setAutoCommit(false);
         lock.execute("SELECT 1 FROM outbox WHERE message_id = 'm2' FOR UPDATE");
-        ExecutionException failed =
-            assertThrows(
-                ExecutionException.class,
-                () ->
-                    CompletableFuture.supplyAsync(() -> shortTimeout.markPublished(acks))
-                        .get(30, TimeUnit.SECONDS));
-        OutboxStoreException e = (OutboxStoreException) failed.getCause();
+        OutboxStoreException e = publishFailing(shortTimeout, acks);
         assertEquals("55P03", e.sqlState(), "a lock wait, not a statement timeout");
         assertTrue(e.isLockWait());
         holder.rollback();
@@ -409,12 +403,15 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     }
   }
 
-  private static String query(Connection c, String sql) throws SQLException {
-    try (Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery(sql)) {
-      rs.next();
-      return rs.getString(1);
-    }
+  /** How {@code acks}' publish fails, run on another thread (the test's holds a row lock). */
+  private static OutboxStoreException publishFailing(OutboxStore store, List<PublishedAck> acks) {
+    ExecutionException failed =
+        assertThrows(
+            ExecutionException.class,
+            () ->
+                CompletableFuture.supplyAsync(() -> store.markPublished(acks))
+                    .get(30, TimeUnit.SECONDS));
+    return (OutboxStoreException) failed.getCause();
   }
 
   /**
@@ -438,13 +435,7 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
         Statement lock = holder.createStatement()) {
       holder.setAutoCommit(false);
       lock.execute("SELECT 1 FROM outbox WHERE message_id = 'm2' FOR UPDATE");
-      ExecutionException failed =
-          assertThrows(
-              ExecutionException.class,
-              () ->
-                  CompletableFuture.supplyAsync(() -> store.markPublished(acks))
-                      .get(30, TimeUnit.SECONDS));
-      OutboxStoreException e = (OutboxStoreException) failed.getCause();
+      OutboxStoreException e = publishFailing(store, acks);
       assertEquals("55P03", e.sqlState());
       assertTrue(e.isLockWait() && e.isRetriable());
       assertEquals(MessageStatus.IN_FLIGHT, state("m1").status(), "nothing written");
