@@ -45,6 +45,14 @@ class ReasonCodesDocumentedTest {
 
   private static final Pattern BLOCK_COMMENT = Pattern.compile("(?s)/\\*.*?\\*/");
 
+  /**
+   * A line's {@code //} comment, whole-line or trailing; group 1 is the code before it, whose
+   * string and character literals may hold {@code //} ({@code "jdbc:postgresql://"}).
+   */
+  private static final Pattern LINE_COMMENT =
+      Pattern.compile(
+          "(?m)^((?:[^\"'/\\n]|\"(?:\\\\.|[^\"\\\\\\n])*\"|'(?:\\\\.|[^'\\\\\\n])+'|/(?!/))*)//.*$");
+
   @Test
   void everyLoggedReasonCodeIsInTheReadme() throws IOException {
     Set<String> logged = new TreeSet<>();
@@ -88,11 +96,9 @@ class ReasonCodesDocumentedTest {
       try (Stream<Path> files = Files.walk(root)) {
         for (Path file : files.filter(f -> f.toString().endsWith(".java")).toList()) {
           // Code, not comments; the code whole (FOO is not named by FOO_BAR).
-          String code =
-              BLOCK_COMMENT
-                  .matcher(Files.readString(file, StandardCharsets.UTF_8))
-                  .replaceAll(" ")
-                  .replaceAll("(?m)^\\s*//.*$", "");
+          String withoutBlocks =
+              BLOCK_COMMENT.matcher(Files.readString(file, StandardCharsets.UTF_8)).replaceAll(" ");
+          String code = LINE_COMMENT.matcher(withoutBlocks).replaceAll("$1");
           stale.removeIf(c -> Pattern.compile("\\b" + c + "\\b").matcher(code).find());
         }
       }
