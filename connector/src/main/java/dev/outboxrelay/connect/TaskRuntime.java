@@ -583,6 +583,8 @@ final class TaskRuntime {
       if (started && !loop.settledAtStop()) {
         settleAfterTheLoopDied();
       }
+      // Only what still runs keeps a connection while the successor's pool opens.
+      store.releaseIdleConnections();
       awaitMaintenance();
       awaitStopQuestion();
       store.close();

@@ -289,6 +289,14 @@ public interface OutboxStore extends AutoCloseable {
   /** "Now" by the store's clock (the database's in production). */
   Instant now();
 
+  /**
+   * Closes the connections the store holds idle, and each busy one when it is returned, without
+   * refilling: a stopping task's pool shrinks to the statements still running (task 0's
+   * maintenance, the stop's question) while its successor opens its own. A connection asked for
+   * afterwards is still opened. None by default: a store without connections.
+   */
+  default void releaseIdleConnections() {}
+
   @Override
   void close();
 }

@@ -1988,6 +1988,31 @@ class OutboxSourceTaskTest {
     assertNull(poll.get(30, TimeUnit.SECONDS), "the poll returns once the count ends");
   }
 
+  /**
+   * A task stopped while its maintenance runs gives its pool's idle connections back before it
+   * waits for that run, then closes the store once the run ends: the whole pool stayed open beside
+   * the successor's until then.
+   */
+  @Test
+  void aStopDuringMaintenanceReleasesTheIdleConnectionsBeforeWaitingForIt() throws Exception {
+    CountDownLatch countEnds = new CountDownLatch(1);
+    AtomicInteger counts = new AtomicInteger();
+    failing.beforeInspect = FailingStore.heldUntil(countEnds, counts::incrementAndGet);
+    startTask(Map.of("connection.pool.size", "4"));
+    assertNull(CompletableFuture.supplyAsync(task::poll).get(30, TimeUnit.SECONDS));
+    await().until(() -> counts.get() == 1);
+    try {
+      task.stop();
+      await().until(() -> failing.idleReleases.get() == 1);
+      assertEquals(0, failing.closes.get(), "the close waits for the count");
+    } finally {
+      countEnds.countDown();
+      failing.beforeInspect = null;
+    }
+    await().until(() -> failing.closes.get() == 1);
+    assertEquals(1, failing.idleReleases.get());
+  }
+
   @Test
   void aMalformedTaskIdFailsTheTaskInsteadOfBecomingTaskZero() {
     assertThrows(ConnectException.class, () -> startTask(Map.of(OutboxSourceTask.TASK_ID, "x1")));
@@ -2090,6 +2115,8 @@ class OutboxSourceTaskTest {
     final AtomicInteger renewCalls = new AtomicInteger();
     final AtomicInteger claimCalls = new AtomicInteger();
     final AtomicInteger closes = new AtomicInteger();
+
+    final AtomicInteger idleReleases = new AtomicInteger();
 
     FailingStore(OutboxStore delegate) {
       this.delegate = delegate;
@@ -2443,6 +2470,11 @@ class OutboxSourceTaskTest {
     @Override
     public Instant now() {
       return delegate.now();
+    }
+
+    @Override
+    public void releaseIdleConnections() {
+      idleReleases.incrementAndGet();
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.outboxrelay.store.postgres;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.AggregateAffinity;
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.BucketShare;
@@ -1106,6 +1107,15 @@ public final class PostgresOutboxStore implements OutboxStore {
             return ts == null ? null : ts.toInstant();
           }
         });
+  }
+
+  @Override
+  public void releaseIdleConnections() {
+    if (ownedResource instanceof HikariDataSource pool && !pool.isClosed()) {
+      // Not refilled after the eviction: the pool keeps none idle from now on.
+      pool.getHikariConfigMXBean().setMinimumIdle(0);
+      pool.getHikariPoolMXBean().softEvictConnections();
+    }
   }
 
   @Override

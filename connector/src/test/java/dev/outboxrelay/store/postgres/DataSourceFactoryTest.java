@@ -11,6 +11,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.config.OutboxSourceConfig;
 import dev.outboxrelay.config.PasswordRole;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.LogCapture;
 import dev.outboxrelay.testing.Postgres;
 import dev.outboxrelay.testing.RefusingPooler;
@@ -98,6 +99,44 @@ class DataSourceFactoryTest {
       assertTrue(c.getAutoCommit());
       assertEquals("outbox-relay", query(c, "SHOW application_name"));
       assertEquals(Postgres.user(), query(c, "SELECT current_user"));
+    }
+  }
+
+  /**
+   * A stopping task's pool keeps only the connections still in use (task 0's maintenance, the
+   * stop's question), and closes each when it is returned, while the successor opens its own pool:
+   * the whole pool stayed open, and refilled, until the last run ended (up to a minute).
+   */
+  @Test
+  void aReleasedPoolKeepsOnlyItsBusyConnectionsAndStillLendsOne() throws SQLException {
+    String application = "idle-release";
+    OutboxSourceConfig config =
+        config(
+            Postgres.jdbcUrl("postgres") + "?ApplicationName=" + application,
+            Map.of("connection.user", Postgres.user(), "connection.pool.size", "4"));
+    HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "release");
+    try (PostgresOutboxStore store =
+            new PostgresOutboxStore(
+                pool, OutboxTable.parse("outbox"), RelayClock.database(), pool);
+        Connection observer = Postgres.server().getPostgresDatabase().getConnection()) {
+      String only = "application_name = '" + application + "'";
+      String count = "SELECT count(*) FROM pg_stat_activity WHERE " + only;
+      await().until(() -> query(observer, count).equals("4")); // the pool filled itself
+      String busyOne;
+      try (Connection busy = pool.getConnection()) {
+        busyOne = query(busy, "SELECT pg_backend_pid()");
+        store.releaseIdleConnections();
+        await().until(() -> query(observer, count).equals("1"));
+        assertEquals(busyOne, query(observer, "SELECT pid FROM pg_stat_activity WHERE " + only));
+        try (Connection later = pool.getConnection()) {
+          assertEquals("1", query(later, "SELECT 1"), "a connection asked for is still opened");
+        }
+      }
+      await()
+          .until(
+              () ->
+                  query(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = " + busyOne)
+                      .equals("0"));
     }
   }
 
