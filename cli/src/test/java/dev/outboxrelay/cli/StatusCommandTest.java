@@ -252,6 +252,33 @@ class StatusCommandTest {
     }
   }
 
+  /**
+   * A parked row whose created_at the application set to an infinite time has no age: shown as
+   * unknown (null in JSON), and the lag is the oldest row's with a time; the subtraction failed,
+   * and status with it, while such a row was the oldest.
+   */
+  @Test
+  void aRowCreatedAtAnInfiniteTimeHasNoAge() throws SQLException {
+    try (OutboxFixture infinite = OutboxFixture.populated("status_infinite")) {
+      infinite.update("eu-failed-1", "created_at = '-infinity'");
+      infinite.insert("eu", "eu-pending-ancient", null);
+      infinite.update("eu-pending-ancient", "created_at = '-infinity'");
+
+      Cli.Result json = infinite.cli().forKey("eu", "status", "--json");
+      assertEquals(ExitCode.OK, json.exitCode(), json::toString);
+      JsonNode failed = json.json().get("oldest_failed");
+      assertEquals("eu-failed-1", failed.get("message_id").asText(), json::toString);
+      assertTrue(failed.get("age_ms").isNull(), json::toString);
+      long lag = json.json().get("lag_ms").asLong();
+      assertTrue(lag >= Duration.ofHours(2).toMillis(), json::toString);
+      assertTrue(lag < Duration.ofDays(1).toMillis(), json::toString);
+
+      Cli.Result text = infinite.cli().forKey("eu", "status");
+      assertEquals(ExitCode.OK, text.exitCode(), text::toString);
+      assertTrue(text.hasLine("FAILED +eu-failed-1 +POISON_PILL +unknown"), text::toString);
+    }
+  }
+
   @Test
   void aKeyWithoutRowsIsAllZeros() {
     Cli.Result r = outbox.cli().forKey("asia", "status", "--json");

@@ -9,6 +9,7 @@ import dev.outboxrelay.cli.operator.OldestRow;
 import dev.outboxrelay.store.BacklogSnapshot;
 import dev.outboxrelay.store.MessageStatus;
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;
 import picocli.CommandLine.Command;
@@ -141,7 +142,12 @@ public final class StatusCommand extends InstanceCommand {
     ObjectNode node = Text.json().createObjectNode();
     node.put("message_id", row.get().messageId());
     node.put("reason_code", row.get().reasonCode());
-    node.put("age_ms", row.get().age().toMillis());
+    Duration age = row.get().age();
+    if (age == null) {
+      node.putNull("age_ms");
+    } else {
+      node.put("age_ms", age.toMillis());
+    }
     return node;
   }
 
@@ -153,7 +159,7 @@ public final class StatusCommand extends InstanceCommand {
           status.name(),
           Text.safe(row.get().messageId()),
           Text.safe(row.get().reasonCode()),
-          Text.duration(row.get().age()));
+          row.get().age() == null ? "unknown" : Text.duration(row.get().age()));
     }
   }
 }

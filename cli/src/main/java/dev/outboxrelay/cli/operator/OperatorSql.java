@@ -387,13 +387,15 @@ final class OperatorSql {
     // of parked rows: without it, the key's whole backlog was walked in seq order (the whole table
     // when none is parked), slowest after an incident. The age is by the transaction's start, as
     // status's other figures (its lag binds that instant): status reads them all in one snapshot,
-    // after a count that may take minutes.
+    // after a count that may take minutes. None for a created_at an application set to +/-infinity
+    // (the subtraction failed, and status with it, while such a row was the oldest).
     oldestWithStatus =
         statement(
             """
             SELECT {oldest},
-              GREATEST(0, EXTRACT(EPOCH FROM (transaction_timestamp() - created_at)) * 1000)::bigint
-                AS age_ms
+              CASE WHEN isfinite(created_at) THEN
+                GREATEST(0, EXTRACT(EPOCH FROM (transaction_timestamp() - created_at)) * 1000)::bigint
+              END AS age_ms
             FROM {table}
             WHERE {the key} AND status = :status"""
                 + PARKED_INDEX

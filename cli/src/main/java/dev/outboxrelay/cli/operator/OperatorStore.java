@@ -76,11 +76,13 @@ public final class OperatorStore {
             if (!rs.next()) {
               return Optional.empty();
             }
+            long ageMs = rs.getLong("age_ms");
+            Duration age = rs.wasNull() ? null : Duration.ofMillis(ageMs);
             return Optional.of(
                 new OldestRow(
                     rs.getString(Row.MESSAGE_ID.label),
                     rs.getString(Row.LAST_FAILURE_CODE.label),
-                    Duration.ofMillis(rs.getLong("age_ms"))));
+                    age));
           }
         });
   }

@@ -1248,7 +1248,9 @@ final class OutboxSql {
               AND o.status = 'IN_FLIGHT' AND o.lease_expires_at > clock.now
               AND NOT {own owner(o)}""");
 
-    // The oldest active row by insertion order: an index lookup, not a scan of the backlog.
+    // The oldest active row by insertion order: an index lookup, not a scan of the backlog. A row
+    // whose created_at an application set to +/-infinity has no age (the subtraction fails with
+    // 22008, which failed task 0 at every start): the oldest one with a time stands for the lag.
     lag =
         statement(
             """
@@ -1256,7 +1258,7 @@ final class OutboxSql {
             SELECT GREATEST(0, EXTRACT(EPOCH FROM (clock.now - k.created_at)) * 1000)::bigint
             FROM clock, {own keys} CROSS JOIN LATERAL (
               SELECT o.seq, o.created_at FROM {table} o
-              WHERE {own key(o)} AND {unsettled(o)}
+              WHERE {own key(o)} AND {unsettled(o)} AND isfinite(o.created_at)
               ORDER BY o.instance_key, o.seq LIMIT 1) k
             ORDER BY k.seq LIMIT 1""");
 

@@ -588,6 +588,27 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
   }
 
   /**
+   * A row whose created_at the application set to an infinite time has no age: the lag is the
+   * oldest row's with a time (the subtraction failed with 22008, class 22, and task 0 failed at
+   * each start while such a row headed its key's backlog).
+   */
+  @Test
+  void aRowCreatedAtAnInfiniteTimeIsLeftOutOfTheLag() throws SQLException {
+    Instant start = clock.now();
+    add(EU, "ancient", "a");
+    add(EU, "future", "b");
+    add(EU, "eu1", "c");
+    backdate("eu1", start.minus(Duration.ofMinutes(30)));
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("UPDATE outbox SET created_at = '-infinity' WHERE message_id = 'ancient'");
+      s.execute("UPDATE outbox SET created_at = 'infinity' WHERE message_id = 'future'");
+    }
+    assertEquals(Duration.ofMinutes(30), store.lag(Set.of(EU)));
+    assertEquals(Duration.ofMinutes(30), store.inspect(Set.of(EU), false).lag());
+  }
+
+  /**
    * A batch of acks applies whole or not at all: a failure on one row (here a trigger refusing its
    * delete) publishes none of the others, so that the outcome writer's retry of the batch finds
    * them all still in flight and applies them, rather than reporting lost claims.
