@@ -42,6 +42,11 @@ public class OutboxSourceTask extends SourceTask {
   /** How long a stop waits for a claim made ahead, so that its rows leave the ledger. */
   private static final Duration PREFETCH_STOP_WAIT = Duration.ofSeconds(1);
 
+  /** How a poll's database failure says that its repeats are quieter. */
+  private static final String SAID_ONCE =
+      " (said at WARN once, then at DEBUG while the same failure lasts, again every 5 minutes;"
+          + " its end at INFO)";
+
   private final StoreProvider storeProvider;
   private final Time time;
 
@@ -52,6 +57,7 @@ public class OutboxSourceTask extends SourceTask {
   private PollPause pause;
   private ClaimPrefetch prefetch;
   private SchemaReadiness schema;
+  private FailureRun storeFailures;
   private volatile boolean stopping;
   private boolean stopped;
 
@@ -112,6 +118,7 @@ public class OutboxSourceTask extends SourceTask {
 
   private void startRuntime() {
     idle = new IdleBackoff(config.settings().pollInterval());
+    storeFailures = new FailureRun(time);
     schema =
         new SchemaReadiness(storeProvider, config.connector(), config.identity().isFirst(), time);
     // Registered last before the runtime, whose failure unregisters them: Connect may not call
@@ -254,6 +261,14 @@ public class OutboxSourceTask extends SourceTask {
     }
   }
 
+  /** The end of a run of failed polls, said once. */
+  private void claimsSucceed() {
+    int failed = storeFailures.end();
+    if (failed > 0) {
+      log.info("Claims succeed again after {} polls that the database failed", failed);
+    }
+  }
+
   private List<SourceRecord> claimAndHandOver() {
     try {
       if (!pause.awaitSlice() || stopping) {
@@ -283,6 +298,7 @@ public class OutboxSourceTask extends SourceTask {
         return null;
       }
       ClaimResult claimed = runtime.claims().next();
+      claimsSucceed();
       metrics.claimed.addAndGet(claimed.claimed().size()); // given back or not, claimed
       if (stopping) {
         runtime.release(claimed.claimed());
@@ -315,27 +331,35 @@ public class OutboxSourceTask extends SourceTask {
         throw TaskFailures.of(e);
       }
       if (StoreProvider.MIGRATE.equals(e.operation())) {
-        log.warn(
-            "Schema migration failed (reason={}, sqlState={}); will retry {}",
+        storeFailures.failed(
+            e,
+            log,
+            "Schema migration failed (reason={}, sqlState={}); will retry {}" + SAID_ONCE,
             e.reasonCode(),
             e.sqlState(),
             schema.nextAttempt());
       } else if (StoreProvider.CHECK_SCHEMA.equals(e.operation())
           || StoreProvider.CHECK_PRIVILEGES.equals(e.operation())) {
-        log.warn(
+        storeFailures.failed(
+            e,
+            log,
             "Database unavailable while checking the schema version and privileges (reason={},"
-                + " sqlState={}); will retry",
+                + " sqlState={}); will retry"
+                + SAID_ONCE,
             e.reasonCode(),
             e.sqlState());
       } else {
-        log.warn(
-            "Database unavailable while claiming (reason={}, sqlState={}); will retry",
+        storeFailures.failed(
+            e,
+            log,
+            "Database unavailable while claiming (reason={}, sqlState={}); will retry" + SAID_ONCE,
             e.reasonCode(),
             e.sqlState());
       }
-      // Waited in the next poll: this one may have waited for a connection or a statement.
+      // Waited in the next poll: this one may have waited for a connection or a statement. No
+      // records, rather than a RetriableException, which Connect logs with its trace every poll.
       pause.arm(config.settings().pollInterval());
-      throw new RetriableException("outbox-relay: " + e.getMessage());
+      return null;
     } catch (RetriableException e) {
       // Exactly once, the committed offsets unreadable (Kafka away, the offsets topic refused):
       // Connect polls again at once, and a read that failed fast was tried again in a tight loop:
@@ -399,6 +423,7 @@ public class OutboxSourceTask extends SourceTask {
       return null;
     }
     ClaimPrefetch.Batch batch = prefetch.take();
+    claimsSucceed();
     if (stopping) {
       // Never handed over: nothing parked, covered by no offset; the stop gives its rows back.
       handoff.forget(batch.positioned());

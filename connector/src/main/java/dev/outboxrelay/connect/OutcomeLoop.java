@@ -48,6 +48,7 @@ final class OutcomeLoop {
   private final RelayMetrics metrics;
   private final StoreHealth health;
   private final Time time;
+  private final FailureRun writeFailures; // the outcome thread's
   private final WakeSignal pollWake;
   private final Runnable onExit;
   private final BlockingQueue<PendingOutcome> queue = new LinkedBlockingQueue<>();
@@ -189,6 +190,7 @@ final class OutcomeLoop {
     this.metrics = metrics;
     this.health = health;
     this.time = time;
+    this.writeFailures = new FailureRun(time);
     this.pollWake = pollWake;
     this.onExit = onExit;
     this.mdc = MDC.getCopyOfContextMap();
@@ -535,6 +537,10 @@ final class OutcomeLoop {
             setAside,
             foundLocked);
         consecutiveErrors = 0;
+        int failed = writeFailures.end();
+        if (failed > 0) {
+          log.info("Outcome writes succeed again after {} failed attempts", failed);
+        }
       } catch (OutboxStoreException e) {
         retried = true;
         health.databaseError(e);
@@ -550,8 +556,12 @@ final class OutcomeLoop {
           abandon(remaining, e);
           return;
         }
-        log.warn(
-            "Writing {} outcomes failed (reason={}, sqlState={}{}); retrying",
+        writeFailures.failed(
+            e,
+            log,
+            "Writing {} outcomes failed (reason={}, sqlState={}{}); retrying (said at WARN once,"
+                + " then at DEBUG while the same failure lasts, again every 5 minutes; its end at"
+                + " INFO)",
             remaining.size(),
             e.reasonCode(),
             e.sqlState(),

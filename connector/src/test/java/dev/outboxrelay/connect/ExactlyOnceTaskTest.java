@@ -1,5 +1,6 @@
 package dev.outboxrelay.connect;
 
+import static dev.outboxrelay.connect.OutboxSourceTaskTest.assertPollFailed;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -792,7 +793,7 @@ class ExactlyOnceTaskTest {
     recoveryRepliesLost = 1;
     OutboxSourceTask t = start();
     long mark = LogCapture.get().mark();
-    assertThrows(RetriableException.class, t::poll);
+    assertPollFailed(t, "the database failed the poll");
 
     await()
         .atMost(Duration.ofSeconds(10))
@@ -1075,9 +1076,9 @@ class ExactlyOnceTaskTest {
     parksFail = true;
     start(Map.of("payload.max.bytes", "50"));
 
-    assertThrows(RetriableException.class, task::poll, "the park failed: nothing leaves");
+    assertPollFailed(task, "the park failed: nothing leaves");
     add("later", "agg-4", 10);
-    assertThrows(RetriableException.class, task::poll, "still held: nothing new is claimed");
+    assertPollFailed(task, "still held: nothing new is claimed");
     assertEquals(MessageStatus.PENDING, store.find("later").orElseThrow().status());
     assertEquals(MessageStatus.IN_FLIGHT, store.find("too-large").orElseThrow().status());
 
@@ -1297,7 +1298,7 @@ class ExactlyOnceTaskTest {
     parksFail = true;
     OutboxSourceTask first = start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
 
-    assertThrows(RetriableException.class, first::poll, "the parks failed: nothing leaves");
+    assertPollFailed(first, "the parks failed: nothing leaves");
     assertEquals(1, parkStatements.get(), "one statement for the five");
     for (int i = 0; i < 5; i++) {
       assertEquals(MessageStatus.IN_FLIGHT, store.find("big-" + i).orElseThrow().status());
@@ -1323,7 +1324,7 @@ class ExactlyOnceTaskTest {
     parksFailBeforeSending = true;
     ownParkChecksFail = 1;
     start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
-    assertThrows(RetriableException.class, task::poll, "the parks failed: nothing leaves");
+    assertPollFailed(task, "the parks failed: nothing leaves");
     long mark = LogCapture.get().mark();
 
     task.stop();
@@ -1442,7 +1443,7 @@ class ExactlyOnceTaskTest {
             "dead.letter.topic", "dlq",
             "statement.timeout.ms", "100",
             "connection.timeout.ms", "250"));
-    assertThrows(RetriableException.class, task::poll, "the park's reply was lost");
+    assertPollFailed(task, "the park's reply was lost");
     task.stopQuestionWait(Duration.ZERO);
     CountDownLatch asked = new CountDownLatch(1);
     CountDownLatch answer = new CountDownLatch(1);
@@ -1481,7 +1482,7 @@ class ExactlyOnceTaskTest {
   void aParkWhoseRetryCouldNotTellWhoParkedItIsReportedAtTheStop() {
     startWithAParkWhoseReplyIsLost();
     ownParkChecksFail = 1;
-    assertThrows(RetriableException.class, task::poll, "its retry could not tell");
+    assertPollFailed(task, "its retry could not tell");
     long mark = LogCapture.get().mark();
 
     task.stop();
@@ -1540,7 +1541,7 @@ class ExactlyOnceTaskTest {
             "dlq",
             "connector.name",
             lostParkConnector));
-    assertThrows(RetriableException.class, task::poll, "the park's reply was lost: nothing leaves");
+    assertPollFailed(task, "the park's reply was lost: nothing leaves");
   }
 
   /** The warnings since {@code mark} of rows parked without their dead-letter records. */
@@ -1579,7 +1580,7 @@ class ExactlyOnceTaskTest {
     add("big", "agg-1", 100);
     parksFail = true;
     start(Map.of("payload.max.bytes", "50", "dead.letter.topic", "dlq"));
-    assertThrows(RetriableException.class, task::poll, "the park failed: nothing leaves");
+    assertPollFailed(task, "the park failed: nothing leaves");
     clock.advance(Duration.ofHours(1)); // the task's lease ran out: another owner takes the row
     ClaimedMessage taken = store.claimAbandoned(previousClaim()).claimed().get(0);
     store.markFailed("big", taken.lease(), UnpublishableReasons.PAYLOAD_TOO_LARGE);
@@ -1708,7 +1709,7 @@ class ExactlyOnceTaskTest {
     add("b", "agg-1", 10);
     claimResultsLost = 1;
     OutboxSourceTask first = start(Map.of("claim.batch.size", "1"));
-    assertThrows(RetriableException.class, first::poll);
+    assertPollFailed(first, "the database failed the poll");
     assertEquals(MessageStatus.IN_FLIGHT, store.find("a").orElseThrow().status(), "it committed");
 
     List<SourceRecord> records = first.poll();
@@ -1776,7 +1777,7 @@ class ExactlyOnceTaskTest {
     claimResultsLost = 1; // the next claim ahead commits (finding nothing) and its reply is lost
     assertEquals(List.of("b"), t.poll().stream().map(SourceOffsets::messageId).toList());
     await().atMost(Duration.ofSeconds(10)).until(() -> claimResultsLost == 0);
-    assertThrows(RetriableException.class, t::poll);
+    assertPollFailed(t, "the database failed the poll");
 
     List<SourceRecord> next = t.poll();
 

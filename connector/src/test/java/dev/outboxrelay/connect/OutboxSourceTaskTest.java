@@ -251,7 +251,7 @@ class OutboxSourceTaskTest {
     assertEquals(List.of("held"), messageIds(first));
     add("eu", "m1", "b", "{}".getBytes());
     failing.nextClaimLosesItsReply = true;
-    assertThrows(RetriableException.class, task::poll);
+    assertPollFailed(task, "the database failed the poll");
     assertEquals(MessageStatus.IN_FLIGHT, status("m1"));
 
     stopPastTheGrace(mockTime); // "held" never acknowledged: its lease ends, an abandoned row
@@ -517,7 +517,7 @@ class OutboxSourceTaskTest {
     OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
     provider.migrationFailure = transientMigrationFailure("DB_LOCK_NOT_AVAILABLE", "55P03");
 
-    assertThrows(RetriableException.class, t::poll);
+    assertPollFailed(t, "the database failed the poll");
     assertNull(t.poll());
     mockTime.sleep(7_999); // the first delay: 10 s less up to a fifth of jitter
     assertNull(t.poll());
@@ -538,7 +538,7 @@ class OutboxSourceTaskTest {
     time = steppable;
     OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
     provider.migrationFailure = transientMigrationFailure("DB_LOCK_NOT_AVAILABLE", "55P03");
-    assertThrows(RetriableException.class, t::poll);
+    assertPollFailed(t, "the database failed the poll");
     provider.migrationFailure = null;
 
     steppable.stepWallClock(Duration.ofHours(-1));
@@ -804,7 +804,7 @@ class OutboxSourceTaskTest {
     add("eu", "m1", "a", "{}".getBytes());
     OutboxSourceTask t = startTask(Map.of("schema.migrate.on.start", "true"));
     provider.migrationFailure = transientMigrationFailure("DB_UNAVAILABLE", "08006");
-    assertThrows(RetriableException.class, t::poll);
+    assertPollFailed(t, "the database failed the poll");
     provider.migrationFailure = null;
     assertEquals(List.of("m1"), messageIds(t.poll()));
     assertEquals(2, provider.migrations.get());
@@ -1059,9 +1059,47 @@ class OutboxSourceTaskTest {
     add("eu", "m1", "a", "{}".getBytes());
     startTask(Map.of());
     failing.failing = true;
-    assertThrows(RetriableException.class, task::poll);
+    assertPollFailed(task, "the database failed the poll");
     failing.failing = false;
     assertEquals(1, task.poll().size());
+  }
+
+  /**
+   * An outage is said at WARN once, its repeats at DEBUG (at WARN again every five minutes while it
+   * lasts), and its end once at INFO: a WARN at every poll, hundreds per task in a 10-minute
+   * outage, and nothing at its end, buried what an operator needed.
+   */
+  @Test
+  void aDatabaseOutageIsSaidOnceAgainEveryFiveMinutesAndItsEndAtInfo() {
+    MockTime mockTime = new MockTime();
+    time = mockTime;
+    add("eu", "m1", "a", "{}".getBytes());
+    startTask(Map.of());
+    long mark = LogCapture.get().mark();
+    failing.failing = true;
+    for (int i = 0; i < 3; i++) {
+      assertPollFailed(task, "poll " + i);
+    }
+    mockTime.sleep(FailureRun.REMINDER.toMillis());
+    assertPollFailed(task, "poll 3, five minutes on");
+    assertPollFailed(task, "poll 4");
+    failing.failing = false;
+    assertEquals(1, task.poll().size());
+
+    List<String> said =
+        LogCapture.get()
+            .matching(mark, e -> e.message().startsWith("Database unavailable while claiming"))
+            .stream()
+            .map(LogCapture.Event::level)
+            .toList();
+    assertEquals(List.of("WARN", "DEBUG", "DEBUG", "WARN", "DEBUG"), said);
+    assertEquals(
+        List.of("Claims succeed again after 5 polls that the database failed"),
+        LogCapture.get()
+            .matching(mark, e -> e.message().startsWith("Claims succeed again"))
+            .stream()
+            .map(LogCapture.Event::message)
+            .toList());
   }
 
   /**
@@ -1538,7 +1576,7 @@ class OutboxSourceTaskTest {
     OutboxSourceTask t =
         startTask(Map.of("lease.duration.ms", "8000", "lease.renewal.interval.ms", "2000"));
     failing.failing = true;
-    assertThrows(RetriableException.class, t::poll);
+    assertPollFailed(t, "the database failed the poll");
     failing.failing = false;
 
     // For a probe interval (a quarter of the lease) after the error, m1 is left to its owner.
@@ -2017,6 +2055,16 @@ class OutboxSourceTaskTest {
   void aMalformedTaskIdFailsTheTaskInsteadOfBecomingTaskZero() {
     assertThrows(ConnectException.class, () -> startTask(Map.of(OutboxSourceTask.TASK_ID, "x1")));
     task = null;
+  }
+
+  /**
+   * A poll the database failed: no records, the failure counted; not thrown as a
+   * RetriableException, which Connect logs with its trace at every poll.
+   */
+  static void assertPollFailed(OutboxSourceTask t, String message) {
+    long before = t.metrics().databaseErrors.get();
+    assertNull(t.poll(), message);
+    assertTrue(t.metrics().databaseErrors.get() > before, "the failure counted: " + message);
   }
 
   /** Delegates to the in-memory store, or fails like a database that went away. */

@@ -295,7 +295,7 @@ class OutcomeLoopTest {
                           mark,
                           e ->
                               e.message()
-                                  .equals(
+                                  .startsWith(
                                       "Writing 1 outcomes failed (reason=DB_INVALID_DATA,"
                                           + " sqlState=23514, at message_id=m1); retrying"))
                       .isEmpty());
@@ -322,6 +322,54 @@ class OutcomeLoopTest {
           atStop);
     } finally {
       time.sleep(Duration.ofHours(2).toMillis());
+      await().until(() -> !loop.isAlive());
+    }
+  }
+
+  /**
+   * Writes failing in an outage are said at WARN once, their retries at DEBUG, and the write that
+   * goes through says so at INFO: each retry logged a WARN, up to one a second for as long as the
+   * outage lasted.
+   */
+  @Test
+  void writesFailingInAnOutageAreSaidOnceAndTheirEndAtInfo() {
+    RuntimeFixture f = new RuntimeFixture(Map.of());
+    f.add("eu", "m1", "a");
+    var claimed = f.claimIntoLedger().get(0);
+    OutboxSourceTaskTest.FailingStore store = new OutboxSourceTaskTest.FailingStore(f.store);
+    store.failing = true;
+    MockTime time = new MockTime();
+    OutcomeLoop loop = loopOver(f, store, time, Duration.ofMillis(1));
+    long mark = LogCapture.get().mark();
+    loop.start();
+    try {
+      assertTrue(
+          loop.submit(
+              new PendingOutcome.Published(
+                  "m1", claimed.seq(), claimed.lease(), new KafkaCoordinates("t", 0, 7))));
+      await().until(() -> f.metrics.databaseErrors.get() >= 3);
+      store.failing = false;
+      await().until(() -> f.store.find("m1").orElseThrow().status() == MessageStatus.PUBLISHED);
+      List<LogCapture.Event> failed =
+          LogCapture.get().matching(mark, e -> e.message().startsWith("Writing 1 outcomes failed"));
+      assertTrue(failed.size() >= 3, failed::toString);
+      assertEquals("WARN", failed.get(0).level());
+      assertEquals(
+          List.of("DEBUG"),
+          failed.subList(1, failed.size()).stream()
+              .map(LogCapture.Event::level)
+              .distinct()
+              .toList());
+      assertEquals(
+          List.of("Outcome writes succeed again after " + failed.size() + " failed attempts"),
+          LogCapture.get()
+              .matching(mark, e -> e.message().startsWith("Outcome writes succeed again"))
+              .stream()
+              .map(LogCapture.Event::message)
+              .toList());
+    } finally {
+      loop.endGraceOnceProducerClosed(() -> true);
+      loop.stop(Duration.ZERO, Duration.ZERO);
       await().until(() -> !loop.isAlive());
     }
   }
