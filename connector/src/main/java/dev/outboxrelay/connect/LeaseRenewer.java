@@ -307,6 +307,7 @@ final class LeaseRenewer {
     // Seen waiting on Kafka lately: between two sends Connect backs off outside the producer.
     boolean unresponsive = now - lastKafkaWaitMs > halfLease;
     if (unresponsive) {
+      kafkaWaitReported = false; // not ended: the thread is away, as the stall says
       metrics.waitingOnKafka.set(0);
     }
     return unresponsive;
@@ -318,7 +319,12 @@ final class LeaseRenewer {
   }
 
   private void kafkaWaitEnded() {
-    kafkaWaitReported = false;
+    if (kafkaWaitReported) {
+      kafkaWaitReported = false;
+      log.info(
+          "Task thread no longer waits on Kafka; {} records awaited (WAITING_ON_KAFKA ended)",
+          ledger.size());
+    }
     metrics.waitingOnKafka.set(0);
   }
 

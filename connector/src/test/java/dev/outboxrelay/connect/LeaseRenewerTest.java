@@ -207,14 +207,26 @@ class LeaseRenewerTest {
         "said once");
   }
 
-  /** But an acknowledgement once the thread has left the producer ends the wait. */
+  /** But an acknowledgement once the thread has left the producer ends the wait, said once. */
   @Test
   void anAcknowledgementAfterTheThreadLeftTheProducerEndsTheWait() throws Exception {
+    long mark = LogCapture.get().mark();
     whileWaitingOnKafka(token -> {}); // returns once the send ended
     renewer.acknowledged();
     time.sleep(2000);
     renewer.renewIfDue();
     assertEquals(0, f.metrics.waitingOnKafka.get());
+    renewer.taskPolled();
+    time.sleep(2000);
+    renewer.renewIfDue();
+    assertEquals(
+        List.of("INFO"),
+        LogCapture.get()
+            .matching(
+                mark, e -> onTestThread(e) && e.message().startsWith("Task thread no longer waits"))
+            .stream()
+            .map(LogCapture.Event::level)
+            .toList());
   }
 
   /**
