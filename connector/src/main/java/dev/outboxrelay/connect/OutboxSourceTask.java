@@ -5,6 +5,7 @@ import dev.outboxrelay.metrics.RelayMetrics;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.OutboxStoreException;
+import dev.outboxrelay.store.postgres.SqlStates;
 import dev.outboxrelay.writer.Printable;
 import java.time.Duration;
 import java.util.Collection;
@@ -345,6 +346,16 @@ public class OutboxSourceTask extends SourceTask {
             log,
             "Database unavailable while checking the schema version and privileges (reason={},"
                 + " sqlState={}); will retry"
+                + SAID_ONCE,
+            e.reasonCode(),
+            e.sqlState());
+      } else if (SqlStates.QUERY_CANCELED.equals(e.sqlState())) {
+        storeFailures.failed(
+            e,
+            log,
+            "Claim cancelled by the database (reason={}, sqlState={}: statement.timeout.ms passed,"
+                + " or an operator cancelled it; a claim this slow at every poll points to a"
+                + " bloated table or an index left invalid, see INVALID_INDEX); will retry"
                 + SAID_ONCE,
             e.reasonCode(),
             e.sqlState());

@@ -1103,6 +1103,37 @@ class OutboxSourceTaskTest {
   }
 
   /**
+   * A claim the database cancelled after the statement timeout is said as such, not as the database
+   * being unavailable: it answered, and a claim that slow at every poll wants looking into (a
+   * bloated table, an index left invalid).
+   */
+  @Test
+  void aClaimCancelledByTheStatementTimeoutIsNotSaidAsAnOutage() {
+    startTask(Map.of());
+    failing.failure =
+        new OutboxStoreException(
+            OutboxStoreException.Kind.TRANSIENT, "DB_QUERY_CANCELED", "57014", "claim");
+    long mark = LogCapture.get().mark();
+    failing.failing = true;
+    assertPollFailed(task, "cancelled");
+
+    List<String> said =
+        LogCapture.get()
+            .matching(
+                mark,
+                e ->
+                    e.logger().equals(OutboxSourceTask.class.getName())
+                        && e.message().contains("sqlState=57014"))
+            .stream()
+            .map(LogCapture.Event::message)
+            .toList();
+    assertEquals(1, said.size(), said::toString);
+    assertTrue(said.get(0).startsWith("Claim cancelled by the database"), said::toString);
+    assertTrue(said.get(0).contains("statement.timeout.ms"), said::toString);
+    assertFalse(said.get(0).contains("unavailable"), said::toString);
+  }
+
+  /**
    * A publish that keeps failing while the rest of the database works (a write stuck behind a lock,
    * cancelled by the statement timeout each time) does not stop lease renewal: the rows waiting for
    * their outcome keep their leases, and are published once the write goes through.

@@ -94,9 +94,14 @@ public final class SqlStates {
   private static String reasonCode(Kind kind, String state) {
     return switch (kind) {
       case TRANSIENT ->
-          LOCK_NOT_AVAILABLE.equals(state)
-              ? "DB_LOCK_NOT_AVAILABLE"
-              : PROTOCOL_VIOLATION.equals(state) ? "DB_POOLER_REFUSED" : "DB_UNAVAILABLE";
+          switch (state == null ? "" : state) { // a pool's timeout has none
+            case LOCK_NOT_AVAILABLE -> "DB_LOCK_NOT_AVAILABLE";
+            case PROTOCOL_VIOLATION -> "DB_POOLER_REFUSED";
+            // The database answered, after statement.timeout.ms (or an operator's cancel): it is
+            // no outage, and a statement cancelled at every run wants looking into.
+            case QUERY_CANCELED -> "DB_QUERY_CANCELED";
+            default -> "DB_UNAVAILABLE";
+          };
       case AUTHENTICATION -> "DB_AUTHENTICATION_FAILED";
       case PERMISSION -> "DB_PERMISSION_DENIED";
       case SCHEMA -> "3D000".equals(state) ? "DB_DATABASE_MISSING" : "DB_SCHEMA_MISSING";

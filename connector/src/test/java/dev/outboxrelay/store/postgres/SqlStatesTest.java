@@ -40,6 +40,14 @@ class SqlStatesTest {
     assertEquals("DB_UNAVAILABLE", classify("08006").reasonCode());
   }
 
+  /** The database answered, cancelling after the statement timeout: no outage, said as such. */
+  @Test
+  void aCancelledStatementIsRetriedUnderAReasonOfItsOwn() {
+    OutboxStoreException e = classify("57014");
+    assertTrue(e.isRetriable());
+    assertEquals("DB_QUERY_CANCELED", e.reasonCode());
+  }
+
   /**
    * PgBouncer answers a login it refuses itself (a wrong password in its auth file) with 08P01:
    * retried, under a reason that says a pooler refused, not that the database is away.
