@@ -14,6 +14,7 @@ import dev.outboxrelay.store.Outcome;
 import dev.outboxrelay.store.ParkRequest;
 import dev.outboxrelay.writer.Printable;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -514,10 +515,28 @@ final class RecordHandoff {
         // mappers accept (900 levels), which a thread stack of well under the JVM's default 1 MB
         // cannot hold. Unwound by now, it fails this row's mapping, parked and named, not the task
         // with a trace that names no row.
+        logWhereMappingThrew(row, e);
         throw new MappingFailedException(row, e);
       }
     }
     return all;
+  }
+
+  /** Frames shown of a mapping that threw: enough to find the bug, not a recursion's thousand. */
+  private static final int MAPPING_FRAMES = 30;
+
+  /**
+   * Where the mapping threw, for the report the failure asks for: its class and frames, never its
+   * message (it may quote the row's data), which the task's status and Connect's trace leave out.
+   */
+  private static void logWhereMappingThrew(ClaimedMessage row, Throwable e) {
+    StackTraceElement[] frames = e.getStackTrace();
+    log.error(
+        "Mapping message_id={} instance_key={} to a record threw {} (reason=MAPPING_FAILED) at {}",
+        Printable.escape(row.messageId()),
+        Printable.escape(row.instanceKey()),
+        e.getClass().getName(),
+        Arrays.toString(Arrays.copyOf(frames, Math.min(frames.length, MAPPING_FRAMES))));
   }
 
   private static void logUnpublishable(ClaimedMessage row, String reasonCode) {

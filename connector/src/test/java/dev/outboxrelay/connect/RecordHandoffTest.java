@@ -60,6 +60,7 @@ class RecordHandoffTest {
           return mapper.map(row);
         });
 
+    long mark = LogCapture.get().mark();
     MappingFailedException e =
         org.junit.jupiter.api.Assertions.assertThrows(
             MappingFailedException.class,
@@ -67,6 +68,16 @@ class RecordHandoffTest {
                 handoff.toRecords(
                     List.of(
                         row("bad", "__consumer_offsets"), row("good", null), row("third", null))));
+
+    // Where it threw is logged (the report the failure asks for), its message never.
+    List<LogCapture.Event> where =
+        LogCapture.get().matching(mark, l -> l.message().startsWith("Mapping message_id=third"));
+    assertEquals(1, where.size(), where::toString);
+    assertEquals("ERROR", where.get(0).level());
+    assertTrue(
+        where.get(0).message().contains(RecordHandoffTest.class.getName() + ".lambda$"),
+        where::toString);
+    assertFalse(where.get(0).message().contains("4111"), where::toString);
 
     assertEquals("third", e.messageId());
     assertTrue(e.getMessage().contains("error=java.lang.IllegalStateException"), e::getMessage);
