@@ -39,6 +39,7 @@ final class LeaseRenewer {
   private volatile boolean polling;
   private volatile boolean stopping;
   private volatile Thread taskThread;
+  private boolean pauseReported;
   private long nextRenewalMs;
 
   /** Renewals failed in a row, since the last that succeeded (the outcome thread's). */
@@ -279,6 +280,18 @@ final class LeaseRenewer {
     // A stopping task polls no more; its grace is bounded and its records may still be sent.
     if (stopping || polling || now - lastPollMs <= halfLease) {
       kafkaWaitEnded();
+      pauseReported = false;
+      return false;
+    }
+    if (ConnectPause.isPaused(taskThread)) {
+      // Every task of the connector is paused with it: none would take the rows meanwhile, and
+      // at the resume the rows' records still waiting in Connect are sent under their leases.
+      if (!pauseReported) {
+        pauseReported = true;
+        log.info(
+            "Task paused by Connect; its {} leases are kept, renewed until it resumes",
+            ledger.heldLeases().size());
+      }
       return false;
     }
     if (now - lastAcknowledgementMs <= halfLease) {

@@ -14,11 +14,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.function.LongConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.connect.runtime.StandInPausedTask;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -373,6 +375,60 @@ class LeaseRenewerTest {
     task.start();
     await().until(() -> ProducerWait.isWaitingOnKafka(task));
     return task;
+  }
+
+  /**
+   * A task thread waiting in Connect's pause is not hung: every task of the connector is paused,
+   * and its leases are kept (said once at INFO), so that at the resume its records still waiting in
+   * Connect go out under them. Read as hung, they ran out, and each task's first claim at the
+   * resume took the rows another had in flight, which both then sent.
+   */
+  @Test
+  void aTaskThreadPausedByConnectKeepsItsLeases() throws Exception {
+    f.add("eu", "m1", "a");
+    f.claimIntoLedger();
+    Instant claimed = expiry("m1");
+    long mark = LogCapture.get().mark();
+    CountDownLatch resumed = new CountDownLatch(1);
+    Thread task =
+        new Thread(
+            () -> {
+              renewer.taskPolled();
+              renewer.pollReturned();
+              try {
+                StandInPausedTask.awaitUnpause(resumed);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            },
+            "task-thread");
+    task.start();
+    try {
+      await().until(() -> ConnectPause.isPaused(task));
+      for (int i = 1; i <= 3; i++) {
+        f.clock.advance(Duration.ofSeconds(1));
+        time.sleep(4001); // over half a lease without a poll or an acknowledgement
+        renewer.renewIfDue();
+        assertEquals(claimed.plusSeconds(i), expiry("m1"), "kept while paused");
+      }
+      assertEquals(0, f.metrics.taskUnresponsive.get());
+      assertEquals(
+          List.of("INFO"),
+          LogCapture.get()
+              .matching(
+                  mark, e -> onTestThread(e) && e.message().startsWith("Task paused by Connect"))
+              .stream()
+              .map(LogCapture.Event::level)
+              .toList());
+    } finally {
+      resumed.countDown();
+      task.join(10_000);
+    }
+    f.clock.advance(Duration.ofSeconds(1));
+    time.sleep(4001); // no longer paused, nor polling: a stall again
+    renewer.renewIfDue();
+    assertEquals(claimed.plusSeconds(3), expiry("m1"), "not renewed");
+    assertEquals(1, f.metrics.taskUnresponsive.get());
   }
 
   /** Once a stalled task thread polls again its leases are renewed within a second. */
