@@ -205,7 +205,9 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " that waits for a connection and then runs long (a slow or overloaded database; a row"
           + " lock it waits for 1 s at most) delays the renewal by up to both, and a lease that"
           + " runs out meanwhile is"
-          + " reclaimed by another task (a duplicate). The connector logs a warning otherwise.";
+          + " reclaimed by another task (a duplicate). The connector logs a warning otherwise."
+          + " A lease runs from when the claim writes its row, so a slow claim does not shorten"
+          + " it.";
 
   public static final String LEASE_RENEWAL_INTERVAL_MS_CONFIG = "lease.renewal.interval.ms";
   public static final long LEASE_RENEWAL_INTERVAL_MS_DEFAULT = 20_000L;

@@ -27,6 +27,17 @@ final class OutboxSql {
   /** {@code {now}}: the bound test instant if any, else the database's statement timestamp. */
   private static final String NOW = "COALESCE(CAST(:now AS timestamptz), statement_timestamp())";
 
+  /**
+   * {@code {lease end}}: a claimed row's lease runs {@code :lease_ms} from when the claim writes
+   * the row (the test instant if bound), not from the statement's start: a claim that ran for
+   * seconds (a slow scan, near statement.timeout.ms) granted leases already that much shorter, and
+   * the bound lease.duration.ms documents (renewal interval, connection and statement timeouts)
+   * left the claim's own time out.
+   */
+  private static final String LEASE_END =
+      "COALESCE(CAST(:now AS timestamptz), clock_timestamp())"
+          + " + (:lease_ms * INTERVAL '1 millisecond')";
+
   /** The statuses of a row awaiting delivery, in flight included. */
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
 
@@ -653,8 +664,7 @@ final class OutboxSql {
       SET status = CASE WHEN o.attempts >= clock.budget THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,
         lease_owner = CASE WHEN o.attempts >= clock.budget THEN NULL ELSE :owner END,
         lease_token = o.lease_token + 1,
-        lease_expires_at = CASE WHEN o.attempts >= clock.budget THEN NULL
-          ELSE clock.now + (:lease_ms * INTERVAL '1 millisecond') END,
+        lease_expires_at = CASE WHEN o.attempts >= clock.budget THEN NULL ELSE {lease end} END,
         last_failure_code = CASE WHEN o.attempts >= clock.budget THEN 'ATTEMPTS_BUDGET_LOWERED'
           ELSE o.last_failure_code END,
         parked_at = CASE WHEN o.attempts >= clock.budget THEN clock.now ELSE o.parked_at END,
@@ -684,8 +694,7 @@ final class OutboxSql {
         abandoned_claims = o.abandoned_claims + 1,
         lease_token = o.lease_token + 1,
         lease_owner = CASE WHEN {spent} THEN NULL ELSE :owner END,
-        lease_expires_at = CASE WHEN {spent} THEN NULL
-          ELSE clock.now + (:lease_ms * INTERVAL '1 millisecond') END,
+        lease_expires_at = CASE WHEN {spent} THEN NULL ELSE {lease end} END,
         last_failure_code = CASE WHEN NOT {spent} THEN o.last_failure_code
           WHEN o.isolated THEN 'ABANDONED_IN_ISOLATION' ELSE 'ATTEMPTS_BUDGET_LOWERED' END,
         parked_at = CASE WHEN {spent} THEN clock.now ELSE o.parked_at END,
@@ -873,6 +882,7 @@ final class OutboxSql {
         "{aggregate_type as text(o)}", columns.asText(OutboxColumns.Row.AGGREGATE_TYPE, "o"));
     fragments.put("{event_type as text(o)}", columns.asText(OutboxColumns.Row.EVENT_TYPE, "o"));
     fragments.put("{now}", NOW);
+    fragments.put("{lease end}", LEASE_END);
     fragments.put("{table}", table.qualified());
     fragments.put("{published}", table.qualifiedPublishedLog());
 

@@ -353,6 +353,39 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     }
   }
 
+  /**
+   * A claimed row's lease runs from when the claim writes the row, not from the claim statement's
+   * start: a claim that took seconds (here it waits for its owner's claim lock, which the test
+   * holds) granted leases already that much shorter, left out of the bound lease.duration.ms
+   * documents.
+   */
+  @Test
+  void aClaimsLeaseRunsFromWhenItWritesTheRowNotFromTheStatementsStart() throws Exception {
+    add(EU, "m1", "a");
+    PostgresOutboxStore live =
+        new PostgresOutboxStore(dataSource, TABLE, RelayClock.database(), null);
+    String ownersLock = "hashtext('outbox-relay claims'), hashtext('z')";
+    try (Connection barrier = dataSource.getConnection();
+        Statement s = barrier.createStatement()) {
+      s.execute("SELECT pg_advisory_lock(" + ownersLock + ")");
+      CompletableFuture<ClaimResult> z =
+          CompletableFuture.supplyAsync(() -> live.claim(request("z", 1)));
+      await().until(() -> claimsWaitingForTheirLock(s) == 1); // its statement began
+      Instant released = timestamp(s, "SELECT clock_timestamp()");
+      s.execute("SELECT pg_advisory_unlock(" + ownersLock + ")");
+      assertEquals(List.of("m1"), ids(z.get(30, TimeUnit.SECONDS)));
+      Instant leaseEnd = timestamp(s, "SELECT lease_expires_at FROM outbox");
+      assertTrue(!leaseEnd.isBefore(released.plus(LEASE)), leaseEnd + " vs " + released);
+    }
+  }
+
+  private static Instant timestamp(Statement s, String query) throws SQLException {
+    try (ResultSet rs = s.executeQuery(query)) {
+      rs.next();
+      return rs.getTimestamp(1).toInstant();
+    }
+  }
+
   private static long claimsWaitingForTheirLock(Statement s) throws SQLException {
     try (ResultSet rs =
         s.executeQuery(
