@@ -179,7 +179,7 @@ final class LeaseRenewer {
         metrics.taskUnresponsive.set(1);
         log.warn(
             "Task thread has not polled for over half a lease and Kafka acknowledged nothing"
-                + " meanwhile (the connector paused, or the thread stuck outside poll); not"
+                + " meanwhile (stuck outside poll: a transform, converter or predicate); not"
                 + " renewing {} leases (reason=TASK_UNRESPONSIVE)",
             held.size());
       }

@@ -43,6 +43,9 @@ public class OutboxSourceTask extends SourceTask {
   /** How long a stop waits for a claim made ahead, so that its rows leave the ledger. */
   private static final Duration PREFETCH_STOP_WAIT = Duration.ofSeconds(1);
 
+  /** The operations of claims ({@code claim}, {@code claim-abandoned}, ...) start so. */
+  private static final String CLAIM = "claim";
+
   /** How a poll's database failure says that its repeats are quieter. */
   private static final String SAID_ONCE =
       " (said at WARN once, then at DEBUG while the same failure lasts, again every 5 minutes;"
@@ -349,21 +352,37 @@ public class OutboxSourceTask extends SourceTask {
                 + SAID_ONCE,
             e.reasonCode(),
             e.sqlState());
+      } else if (!e.operation().startsWith(CLAIM)) {
+        // A poll's other statements: an exactly-once park, a recovery page, the epoch.
+        storeFailures.failed(
+            e,
+            log,
+            "A poll's {} failed (reason={}, sqlState={}{}); nothing sent meanwhile, will retry"
+                + SAID_ONCE,
+            e.operation(),
+            e.reasonCode(),
+            e.sqlState(),
+            e.messageId() == null ? "" : ", at message_id=" + Printable.escape(e.messageId()));
       } else if (SqlStates.QUERY_CANCELED.equals(e.sqlState())) {
         storeFailures.failed(
             e,
             log,
-            "Claim cancelled by the database (reason={}, sqlState={}: statement.timeout.ms passed,"
-                + " or an operator cancelled it; a claim this slow at every poll points to a"
-                + " bloated table or an index left invalid, see INVALID_INDEX); will retry"
+            "Claim cancelled by the database (operation={}, reason={}, sqlState={}:"
+                + " statement.timeout.ms passed, or an operator cancelled it; a claim this slow at"
+                + " every poll points to a bloated table or an index left invalid, see"
+                + " INVALID_INDEX); will retry"
                 + SAID_ONCE,
+            e.operation(),
             e.reasonCode(),
             e.sqlState());
       } else {
         storeFailures.failed(
             e,
             log,
-            "Database unavailable while claiming (reason={}, sqlState={}); will retry" + SAID_ONCE,
+            "Database unavailable while claiming (operation={}, reason={}, sqlState={}); will"
+                + " retry"
+                + SAID_ONCE,
+            e.operation(),
             e.reasonCode(),
             e.sqlState());
       }

@@ -462,6 +462,10 @@ final class TaskRuntime {
         }
         m.shutdown();
       }
+      // At once, not at the close, which waits out the late-acknowledgement grace (Connect's
+      // producer close, up to 30 s) while the successor opens its own pool; the writes still to
+      // come open what they need.
+      store.releaseIdleConnections();
       renewer.taskStopping();
       claims.taskStopping();
       if (deadLetterCopies != null) {
@@ -583,7 +587,7 @@ final class TaskRuntime {
       if (started && !loop.settledAtStop()) {
         settleAfterTheLoopDied();
       }
-      // Only what still runs keeps a connection while the successor's pool opens.
+      // Again: what the grace's writes opened.
       store.releaseIdleConnections();
       awaitMaintenance();
       awaitStopQuestion();

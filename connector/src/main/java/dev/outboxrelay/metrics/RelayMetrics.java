@@ -292,8 +292,8 @@ public final class RelayMetrics {
     gauge(
         "task-unresponsive",
         "1 while the task thread has not polled, and Kafka has acknowledged none of its records,"
-            + " for over half a lease (stuck outside poll, or the connector paused with a batch"
-            + " held): its leases are not renewed, and run out; else 0.",
+            + " for over half a lease (stuck outside poll; not a task paused by Connect, which"
+            + " keeps its leases): its leases are not renewed, and run out; else 0.",
         taskUnresponsive::get);
     gauge(
         "foreign-leased-rows",

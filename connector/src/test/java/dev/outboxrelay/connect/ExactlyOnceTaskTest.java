@@ -1075,10 +1075,21 @@ class ExactlyOnceTaskTest {
     add("good-2", "agg-3", 10);
     parksFail = true;
     start(Map.of("payload.max.bytes", "50"));
+    long mark = LogCapture.get().mark();
 
     assertPollFailed(task, "the park failed: nothing leaves");
     add("later", "agg-4", 10);
     assertPollFailed(task, "still held: nothing new is claimed");
+    // Said as the park's failure, once: not as a claim's.
+    assertEquals(
+        List.of("WARN", "DEBUG"),
+        LogCapture.get()
+            .matching(mark, e -> e.message().startsWith("A poll's park failed"))
+            .stream()
+            .map(LogCapture.Event::level)
+            .toList());
+    assertEquals(
+        List.of(), LogCapture.get().matching(mark, e -> e.message().contains("while claiming")));
     assertEquals(MessageStatus.PENDING, store.find("later").orElseThrow().status());
     assertEquals(MessageStatus.IN_FLIGHT, store.find("too-large").orElseThrow().status());
 

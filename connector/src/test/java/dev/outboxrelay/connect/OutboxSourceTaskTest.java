@@ -2072,14 +2072,14 @@ class OutboxSourceTaskTest {
     await().until(() -> counts.get() == 1);
     try {
       task.stop();
-      await().until(() -> failing.idleReleases.get() == 1);
+      assertEquals(1, failing.idleReleases.get(), "at the stop, before the grace and the close");
       assertEquals(0, failing.closes.get(), "the close waits for the count");
     } finally {
       countEnds.countDown();
       failing.beforeInspect = null;
     }
     await().until(() -> failing.closes.get() == 1);
-    assertEquals(1, failing.idleReleases.get());
+    assertEquals(2, failing.idleReleases.get(), "again at the close: what the grace opened");
   }
 
   @Test
