@@ -340,17 +340,10 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     add(EU, "s1", "a");
     add(EU, "s2", "a");
     add(EU, "s3", "b");
-    String ownersLock = "hashtext('outbox-relay claims'), hashtext('z')";
-    try (Connection barrier = dataSource.getConnection();
-        Statement s = barrier.createStatement()) {
-      s.execute("SELECT pg_advisory_lock(" + ownersLock + ")");
-      CompletableFuture<ClaimResult> z =
-          CompletableFuture.supplyAsync(() -> store.claim(request("z", 1)));
-      await().until(() -> claimsWaitingForTheirLock(s) == 1); // its statement, and snapshot, began
-      assertEquals(List.of("s1"), ids(store.claim(request("y", 1))));
-      s.execute("SELECT pg_advisory_unlock(" + ownersLock + ")");
-      assertEquals(List.of("s3"), ids(z.get(30, TimeUnit.SECONDS)));
-    }
+    ClaimResult z =
+        claimHeldAtItsLock(
+            store, s -> assertEquals(List.of("s1"), ids(store.claim(request("y", 1)))));
+    assertEquals(List.of("s3"), ids(z));
   }
 
   /**
@@ -364,18 +357,38 @@ class PostgresOutboxStoreTest extends OutboxStoreContract {
     add(EU, "m1", "a");
     PostgresOutboxStore live =
         new PostgresOutboxStore(dataSource, TABLE, RelayClock.database(), null);
+    Instant[] released = new Instant[1];
+    ClaimResult z =
+        claimHeldAtItsLock(live, s -> released[0] = timestamp(s, "SELECT clock_timestamp()"));
+    assertEquals(List.of("m1"), ids(z));
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      Instant leaseEnd = timestamp(s, "SELECT lease_expires_at FROM outbox");
+      assertTrue(!leaseEnd.isBefore(released[0].plus(LEASE)), leaseEnd + " vs " + released[0]);
+    }
+  }
+
+  /** What runs on the claim lock's session while a claim waits for that lock. */
+  private interface WhileHeld {
+    void run(Statement lockSession) throws SQLException;
+  }
+
+  /**
+   * Owner z's claim of one row, on another thread, held at its owner's claim lock (its statement,
+   * and snapshot, begun) while {@code meanwhile} runs; then let go.
+   */
+  private static ClaimResult claimHeldAtItsLock(OutboxStore on, WhileHeld meanwhile)
+      throws Exception {
     String ownersLock = "hashtext('outbox-relay claims'), hashtext('z')";
     try (Connection barrier = dataSource.getConnection();
         Statement s = barrier.createStatement()) {
       s.execute("SELECT pg_advisory_lock(" + ownersLock + ")");
       CompletableFuture<ClaimResult> z =
-          CompletableFuture.supplyAsync(() -> live.claim(request("z", 1)));
-      await().until(() -> claimsWaitingForTheirLock(s) == 1); // its statement began
-      Instant released = timestamp(s, "SELECT clock_timestamp()");
+          CompletableFuture.supplyAsync(() -> on.claim(request("z", 1)));
+      await().until(() -> claimsWaitingForTheirLock(s) == 1);
+      meanwhile.run(s);
       s.execute("SELECT pg_advisory_unlock(" + ownersLock + ")");
-      assertEquals(List.of("m1"), ids(z.get(30, TimeUnit.SECONDS)));
-      Instant leaseEnd = timestamp(s, "SELECT lease_expires_at FROM outbox");
-      assertTrue(!leaseEnd.isBefore(released.plus(LEASE)), leaseEnd + " vs " + released);
+      return z.get(30, TimeUnit.SECONDS);
     }
   }
 
