@@ -97,13 +97,26 @@ final class InFlightLedger {
         recordBytes(message));
   }
 
-  /** The estimated size of the record of {@code message}: its payload, headers and overhead. */
+  /**
+   * The estimated size of the record of {@code message}: its payload, headers, the row's text
+   * fields (each becomes the key, the topic or a header; the table bounds none of them, so a
+   * correlation id of kilobytes counted nothing) and overhead.
+   */
   static long recordBytes(ClaimedMessage message) {
     long size = RECORD_OVERHEAD_BYTES;
     size += message.payload() == null ? 0 : message.payload().length;
-    size += message.headersJson() == null ? 0 : message.headersJson().length();
-    size += message.aggregateId() == null ? 0 : message.aggregateId().length();
+    size += length(message.headersJson());
+    size += length(message.aggregateId());
+    size += length(message.messageId());
+    size += length(message.aggregateType());
+    size += length(message.eventType());
+    size += length(message.topic());
+    size += length(message.correlationId());
     return size;
+  }
+
+  private static long length(String text) {
+    return text == null ? 0 : text.length();
   }
 
   /** Exactly once: the dead-letter record of {@code message}, parked, handed to Connect. */

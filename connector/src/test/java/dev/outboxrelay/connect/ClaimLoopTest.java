@@ -132,8 +132,12 @@ class ClaimLoopTest {
   void largeRowsAreClaimedFewAtATimeWithinHalfTheProducersBuffer() {
     RuntimeFixture f = byteBudgetFixture();
     for (int i = 0; i < 30; i++) {
-      // 3,999 bytes a record: payload, aggregate id and the ledger's overhead
-      f.add("eu", "large" + i, "a" + i, new byte[3999 - 256 - 2]);
+      // 3,999 bytes a record: payload, text fields (the message id, "order", the aggregate id,
+      // "OrderPlaced") and the ledger's overhead
+      String id = "large" + i;
+      String aggregate = "a" + i;
+      int text = id.length() + "order".length() + aggregate.length() + "OrderPlaced".length();
+      f.add("eu", id, aggregate, new byte[3999 - 256 - text]);
     }
     ClaimLoop loop = loop(f);
 
@@ -186,7 +190,7 @@ class ClaimLoopTest {
     assertEquals(List.of("small0", "small1", "small2"), ids(small));
     handToConnect(f, small);
     for (int i = 0; i < 10; i++) {
-      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
+      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // about 4,000 bytes a record
     }
 
     ClaimResult claimed = loop.next(); // sized for rows of 300 bytes: all 10 rows
@@ -733,7 +737,7 @@ class ClaimLoopTest {
       f.store.retryLater("spent", m.lease(), "DELIVERY_UNCONFIRMED", Duration.ZERO, 10);
     }
     for (int i = 0; i < 10; i++) {
-      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
+      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // about 4,000 bytes a record
     }
 
     giveBacksFail[0] = 1;
@@ -777,7 +781,7 @@ class ClaimLoopTest {
           new PublishedAck(m.messageId(), m.seq(), m.lease(), new KafkaCoordinates("t", 0, 0)));
     }
     for (int i = 0; i < 10; i++) {
-      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 4,000 bytes a record
+      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // about 4,000 bytes a record
     }
     giveBacksFail[0] = 1;
     assertThrows(OutboxStoreException.class, loop::next); // all 10 claimed, none given back

@@ -132,6 +132,39 @@ class InFlightLedgerTest {
     assertFalse(InFlightLedger.freesPoll(true, true, false), "still full");
   }
 
+  /**
+   * A row's text fields count with its payload: each becomes the key, the topic or a header, and
+   * the table bounds none of them (a correlation id of kilobytes on a small payload counted
+   * nothing, and the task held many times its byte budget).
+   */
+  @Test
+  void aRecordsTextFieldsCountWithItsPayload() {
+    ClaimedMessage small = claimed("m1", 1, new byte[10]);
+    String large = "c".repeat(10_000);
+    ClaimedMessage longFields =
+        new ClaimedMessage(
+            small.seq(),
+            small.messageId(),
+            small.instanceKey(),
+            large,
+            small.aggregateId(),
+            large,
+            large,
+            small.payload(),
+            small.payloadBytes(),
+            small.headersJson(),
+            small.headersOmitted(),
+            large,
+            small.createdAt(),
+            small.deliverBefore(),
+            small.deadlineExpired(),
+            small.attempts(),
+            small.lease(),
+            small.leaseExpiresAt(),
+            small.aggregateHash());
+    assertTrue(InFlightLedger.recordBytes(longFields) > 4 * 10_000);
+  }
+
   @Test
   void itCountsTheBytesOfWhatItHoldsOnceAndIsFullByCountOrBytes() {
     RuntimeFixture f =
