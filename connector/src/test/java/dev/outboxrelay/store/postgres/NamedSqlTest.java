@@ -237,7 +237,7 @@ class NamedSqlTest {
             "headers_read_limit"),
         List.copyOf(sql.claimAbandonedOrdered.names()));
     assertArrayEquals(
-        new int[] {5, 6, 8, 10, 11}, sql.claimAbandonedOrdered.positions("max_attempts"));
+        new int[] {5, 6, 8, 11, 12}, sql.claimAbandonedOrdered.positions("max_attempts"));
   }
 
   private static String message(Executable action) {
