@@ -1259,8 +1259,9 @@ final class OutboxSql {
               AND NOT {own owner(o)}""");
 
     // The oldest active row by insertion order: an index lookup, not a scan of the backlog. A row
-    // whose created_at an application set to +/-infinity has no age (the subtraction fails with
-    // 22008, which failed task 0 at every start): the oldest one with a time stands for the lag.
+    // whose created_at an application set to +/-infinity has no age (the subtraction fails, 22008
+    // or 0A000 by version, neither retried, and task 0 failed at every start): the oldest one with
+    // a time stands for the lag.
     lag =
         statement(
             """

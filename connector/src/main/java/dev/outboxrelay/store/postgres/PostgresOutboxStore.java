@@ -1112,9 +1112,13 @@ public final class PostgresOutboxStore implements OutboxStore {
   @Override
   public void releaseIdleConnections() {
     if (ownedResource instanceof HikariDataSource pool && !pool.isClosed()) {
-      // Not refilled after the eviction: the pool keeps none idle from now on.
-      pool.getHikariConfigMXBean().setMinimumIdle(0);
-      pool.getHikariPoolMXBean().softEvictConnections();
+      try {
+        // Not refilled after the eviction: the pool keeps none idle from now on.
+        pool.getHikariConfigMXBean().setMinimumIdle(0);
+        pool.getHikariPoolMXBean().softEvictConnections();
+      } catch (RuntimeException e) { // NOPMD: a pool closed meanwhile has nothing to release
+        // A stop must go on: the close that follows closes the pool whatever it holds.
+      }
     }
   }
 
