@@ -24,7 +24,7 @@ final class ConnectPause {
       if (type.startsWith(RUNTIME) && frame.getMethodName().equals("awaitUnpause")) {
         return true;
       }
-      if (!type.startsWith("java.") && !type.startsWith("jdk.")) {
+      if (!ProducerWait.isJdk(type)) {
         return false;
       }
     }

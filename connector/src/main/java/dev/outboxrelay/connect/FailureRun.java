@@ -15,6 +15,11 @@ import org.slf4j.Logger;
 final class FailureRun {
   static final Duration REMINDER = Duration.ofMinutes(5);
 
+  /** What every line of a run says of how its repeats are logged. */
+  private static final String SAID_ONCE =
+      " (said at WARN once, then at DEBUG while the same failure lasts, again every 5 minutes;"
+          + " its end at INFO)";
+
   private final Time time;
   private String kind; // null: no run
   private int failures;
@@ -24,7 +29,10 @@ final class FailureRun {
     this.time = time;
   }
 
-  /** Counts the failure and says it at WARN where it is news, at DEBUG otherwise. */
+  /**
+   * Counts the failure and says it ({@code format}, then how repeats are said) at WARN where it is
+   * news, at DEBUG otherwise.
+   */
   void failed(OutboxStoreException e, Logger log, String format, Object... args) {
     String failed = e.reasonCode() + "/" + e.sqlState() + "/" + e.operation();
     long now = time.hiResClockMs();
@@ -32,9 +40,9 @@ final class FailureRun {
     if (!failed.equals(kind) || now - warnedAtMs >= REMINDER.toMillis()) {
       kind = failed;
       warnedAtMs = now;
-      log.warn(format, args);
+      log.warn(format + SAID_ONCE, args);
     } else {
-      log.debug(format, args);
+      log.debug(format + SAID_ONCE, args);
     }
   }
 

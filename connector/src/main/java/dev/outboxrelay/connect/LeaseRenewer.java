@@ -283,6 +283,15 @@ final class LeaseRenewer {
       pauseReported = false;
       return false;
     }
+    if (now - lastAcknowledgementMs <= halfLease) {
+      // Records move, so the task is alive; a thread still in the producer still waits on Kafka:
+      // ended at each acknowledgement, the wait was said again (and the gauge flipped) after each.
+      if (!ProducerWait.isWaitingOnKafka(taskThread)) {
+        kafkaWaitEnded();
+      }
+      return false;
+    }
+    // Not while acknowledgements come: the stack is read only where it decides.
     if (ConnectPause.isPaused(taskThread)) {
       // Every task of the connector is paused with it: none would take the rows meanwhile, and
       // at the resume the rows' records still waiting in Connect are sent under their leases.
@@ -291,14 +300,6 @@ final class LeaseRenewer {
         log.info(
             "Task paused by Connect; its {} leases are kept, renewed until it resumes",
             ledger.heldLeases().size());
-      }
-      return false;
-    }
-    if (now - lastAcknowledgementMs <= halfLease) {
-      // Records move, so the task is alive; a thread still in the producer still waits on Kafka:
-      // ended at each acknowledgement, the wait was said again (and the gauge flipped) after each.
-      if (!ProducerWait.isWaitingOnKafka(taskThread)) {
-        kafkaWaitEnded();
       }
       return false;
     }

@@ -46,11 +46,6 @@ public class OutboxSourceTask extends SourceTask {
   /** The operations of claims ({@code claim}, {@code claim-abandoned}, ...) start so. */
   private static final String CLAIM = "claim";
 
-  /** How a poll's database failure says that its repeats are quieter. */
-  private static final String SAID_ONCE =
-      " (said at WARN once, then at DEBUG while the same failure lasts, again every 5 minutes;"
-          + " its end at INFO)";
-
   private final StoreProvider storeProvider;
   private final Time time;
 
@@ -338,7 +333,7 @@ public class OutboxSourceTask extends SourceTask {
         storeFailures.failed(
             e,
             log,
-            "Schema migration failed (reason={}, sqlState={}); will retry {}" + SAID_ONCE,
+            "Schema migration failed (reason={}, sqlState={}); will retry {}",
             e.reasonCode(),
             e.sqlState(),
             schema.nextAttempt());
@@ -348,8 +343,7 @@ public class OutboxSourceTask extends SourceTask {
             e,
             log,
             "Database unavailable while checking the schema version and privileges (reason={},"
-                + " sqlState={}); will retry"
-                + SAID_ONCE,
+                + " sqlState={}); will retry",
             e.reasonCode(),
             e.sqlState());
       } else if (!e.operation().startsWith(CLAIM)) {
@@ -357,8 +351,7 @@ public class OutboxSourceTask extends SourceTask {
         storeFailures.failed(
             e,
             log,
-            "A poll's {} failed (reason={}, sqlState={}{}); nothing sent meanwhile, will retry"
-                + SAID_ONCE,
+            "A poll's {} failed (reason={}, sqlState={}{}); nothing sent meanwhile, will retry",
             e.operation(),
             e.reasonCode(),
             e.sqlState(),
@@ -370,8 +363,7 @@ public class OutboxSourceTask extends SourceTask {
             "Claim cancelled by the database (operation={}, reason={}, sqlState={}:"
                 + " statement.timeout.ms passed, or an operator cancelled it; a claim this slow at"
                 + " every poll points to a bloated table or an index left invalid, see"
-                + " INVALID_INDEX); will retry"
-                + SAID_ONCE,
+                + " INVALID_INDEX); will retry",
             e.operation(),
             e.reasonCode(),
             e.sqlState());
@@ -380,8 +372,7 @@ public class OutboxSourceTask extends SourceTask {
             e,
             log,
             "Database unavailable while claiming (operation={}, reason={}, sqlState={}); will"
-                + " retry"
-                + SAID_ONCE,
+                + " retry",
             e.operation(),
             e.reasonCode(),
             e.sqlState());

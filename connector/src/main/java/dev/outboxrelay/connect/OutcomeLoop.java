@@ -559,9 +559,7 @@ final class OutcomeLoop {
         writeFailures.failed(
             e,
             log,
-            "Writing {} outcomes failed (reason={}, sqlState={}{}); retrying (said at WARN once,"
-                + " then at DEBUG while the same failure lasts, again every 5 minutes; its end at"
-                + " INFO)",
+            "Writing {} outcomes failed (reason={}, sqlState={}{}); retrying",
             remaining.size(),
             e.reasonCode(),
             e.sqlState(),

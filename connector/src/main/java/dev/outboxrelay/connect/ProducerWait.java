@@ -40,7 +40,8 @@ final class ProducerWait {
     return false;
   }
 
-  private static boolean isJdk(String type) {
+  /** A frame of the JDK's own (a wait, a lock, a reflective call). */
+  static boolean isJdk(String type) {
     return type.startsWith("java.") || type.startsWith("jdk.") || type.startsWith("sun.");
   }
 

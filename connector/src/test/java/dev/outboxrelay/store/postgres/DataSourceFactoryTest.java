@@ -41,6 +41,13 @@ class DataSourceFactoryTest {
     return new OutboxSourceConfig(props);
   }
 
+  /** The failure a statement raising {@code exception} ({@code RAISE EXCEPTION ...}) gets. */
+  private static SQLException raised(Statement s, String exception) {
+    return assertThrows(
+        SQLException.class,
+        () -> s.execute("DO $$ BEGIN RAISE EXCEPTION " + exception + "; END $$"));
+  }
+
   static String query(Connection c, String sql) throws SQLException {
     try (Statement s = c.createStatement();
         ResultSet rs = s.executeQuery(sql)) {
@@ -220,13 +227,7 @@ class DataSourceFactoryTest {
     try (HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "detail");
         Connection c = pool.getConnection();
         Statement s = c.createStatement()) {
-      SQLException e =
-          assertThrows(
-              SQLException.class,
-              () ->
-                  s.execute(
-                      "DO $$ BEGIN RAISE EXCEPTION 'failed' USING DETAIL = 'row-value-sentinel';"
-                          + " END $$"));
+      SQLException e = raised(s, "'failed' USING DETAIL = 'row-value-sentinel'");
       assertEquals("P0001", e.getSQLState());
       assertFalse(e.getMessage().contains("row-value-sentinel"), e.getMessage());
     }
@@ -473,13 +474,7 @@ class DataSourceFactoryTest {
         HikariDataSource pool = DataSourceFactory.create(config.connectionSettings(), "broken")) {
       try (Connection c = pool.getConnection();
           Statement s = c.createStatement()) {
-        SQLException e =
-            assertThrows(
-                SQLException.class,
-                () ->
-                    s.execute(
-                        "DO $$ BEGIN RAISE EXCEPTION 'row SENTINEL-broken' USING ERRCODE = '08P01';"
-                            + " END $$"));
+        SQLException e = raised(s, "'row SENTINEL-broken' USING ERRCODE = '08P01'");
         assertEquals("08P01", e.getSQLState());
         assertEquals(OutboxStoreException.Kind.TRANSIENT, SqlStates.classify(e, "claim").kind());
       }
