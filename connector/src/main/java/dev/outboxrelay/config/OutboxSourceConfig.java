@@ -418,13 +418,11 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " seen), and so are the key and the headers, by the connector's own key.converter and"
           + " header.converter (JsonConverter with schemas wraps each header in some fifty bytes"
           + " of envelope). Keep it within the"
-          + " topic's max.message.bytes too. A claim reads its rows whole before the byte budget"
-          + " (half the producer's buffer.memory) gives back those that do not fit, and it sizes"
-          + " itself by the last claim's rows: a burst of rows near this limit after small ones"
-          + " can read up to claim.batch.size times it (500 MB with the defaults) into a task's"
-          + " heap at once. Where rows that large are written, lower this setting or"
-          + " claim.batch.size so that their product fits the worker's heap beside its other"
-          + " tasks.";
+          + " topic's max.message.bytes too. A claim reads payloads and headers, in seq order, only"
+          + " up to the in-flight byte budget the task has left (half the producer's"
+          + " buffer.memory), its first row's whatever their size: rows past it (a burst of rows"
+          + " near this limit after small ones) are given back unread, so a task reads at most"
+          + " that budget and one row of them into the worker's heap at once.";
 
   /** The producer setting the record-size check follows, as a connector override. */
   static final String PRODUCER_MAX_REQUEST_SIZE = "producer.override.max.request.size";

@@ -450,7 +450,9 @@ final class ClaimLoop {
    * A batch, or fewer rows where a batch of rows the size of the largest of the last claim would
    * take the records held past {@code maxInFlightBytes}: large payloads are claimed a few at a
    * time, so that neither the heap nor the producer's buffer holds several batches of them. At
-   * least one row, and the first claim of a task assumes rows of {@code payload.max.bytes}.
+   * least one row, and the first claim of a task assumes rows of {@code payload.max.bytes}. The
+   * claim reads payloads and headers only up to the room left ({@link ClaimRequest#readRoom}): rows
+   * larger than the last claim's are left in the database past it, not read to be given back.
    */
   private ClaimRequest sizedRequest() {
     ClaimRequest request = settings.claimRequest();
@@ -458,7 +460,7 @@ final class ClaimLoop {
     long rows = Math.max(1, room / Math.max(1, rowBytes));
     ClaimRequest sized = rows >= request.limit() ? request : request.withLimit((int) rows);
     fullBatch = sized.limit();
-    return sized;
+    return sized.withReadRoom(Math.max(0, room));
   }
 
   /**
@@ -472,14 +474,17 @@ final class ClaimLoop {
   /**
    * The rows of a claim that fit in the bytes left, in seq order (the first always); the rest are
    * given back at once, so the bound holds when rows grew since the last claim (a burst of large
-   * payloads after small ones). Only rows after every kept one go back, so no aggregate's later row
-   * leaves before an earlier one. Throws, like a claim, while the database is away; the claim then
-   * stays unconfirmed, and its rows are released before the next. (A row no longer under its lease
-   * when given back, parked by an operator meanwhile, is no longer the task's to give back.) Its
-   * largest row is the size the next claim assumes ({@link #sizedRequest}).
+   * payloads after small ones): those the claim left unread past its read room, and those it read
+   * whose records, counted in full, do not fit. Only rows after every kept one go back, so no
+   * aggregate's later row leaves before an earlier one. Throws, like a claim, while the database is
+   * away; the claim then stays unconfirmed, and its rows are released before the next. (A row no
+   * longer under its lease when given back, parked by an operator meanwhile, is no longer the
+   * task's to give back.) Its largest row is the size the next claim assumes ({@link
+   * #sizedRequest}).
    */
   private ClaimResult withinBudget(ClaimResult result) {
-    if (result.claimed().isEmpty()) {
+    List<HeldLease> unread = result.unread();
+    if (result.claimed().isEmpty() && unread.isEmpty()) {
       return result;
     }
     long claimedBytes = 0;
@@ -489,9 +494,11 @@ final class ClaimLoop {
       claimedBytes += bytes;
       largest = Math.max(largest, bytes);
     }
-    rowBytes = largest; // the size of the next claim's rows
+    if (largest > 0) {
+      rowBytes = largest; // the size of the next claim's rows
+    }
     long room = settings.maxInFlightBytes() - ledger.bytes();
-    if (result.claimed().size() < 2 || claimedBytes <= room) {
+    if (unread.isEmpty() && (result.claimed().size() < 2 || claimedBytes <= room)) {
       return result; // the rule: rows like the last claim's
     }
     List<ClaimedMessage> bySeq = new ArrayList<>(result.claimed());
@@ -506,13 +513,14 @@ final class ClaimLoop {
       taken += bytes;
       keep++;
     }
-    if (keep == bySeq.size()) {
+    if (keep == bySeq.size() && unread.isEmpty()) {
       return result;
     }
     List<ClaimedMessage> kept = bySeq.subList(0, keep);
     // By their seqs and leases: releasing what the task does not hold would read the whole backlog.
-    List<HeldLease> past =
-        bySeq.subList(keep, bySeq.size()).stream().map(ClaimedMessage::heldLease).toList();
+    List<HeldLease> past = new ArrayList<>(unread.size() + bySeq.size() - keep);
+    bySeq.subList(keep, bySeq.size()).forEach(row -> past.add(row.heldLease()));
+    past.addAll(unread);
     List<String> released = giveBack(past, "rows past the in-flight byte budget");
     metrics.claimed.addAndGet(past.size()); // the caller counts the kept ones
     metrics.released.addAndGet(released.size());
@@ -551,7 +559,9 @@ final class ClaimLoop {
       return withinBudget(claimed);
     } catch (RuntimeException | Error e) {
       // Committed: rows leased that no record will carry, each known by its seq and lease.
-      unusedClaim = claimed.claimed().stream().map(ClaimedMessage::heldLease).toList();
+      List<HeldLease> unused = new ArrayList<>(claimed.unread());
+      claimed.claimed().forEach(row -> unused.add(row.heldLease()));
+      unusedClaim = List.copyOf(unused);
       throw e;
     }
   }

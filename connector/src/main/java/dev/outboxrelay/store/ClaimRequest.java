@@ -26,6 +26,11 @@ import java.util.Set;
  *     its header columns, each on its own), a claim reads: with one larger, all are left in the
  *     database and the row returned without them ({@link ClaimedMessage#headersOmitted}), for the
  *     same reason
+ * @param readRoom the bytes of payloads and headers a claim reads, its rows taken in seq order: the
+ *     rows past it (never the first) are leased but left in the database and returned only as
+ *     {@link ClaimResult#unread}, for the claimer to give back, so that a burst of large rows after
+ *     small ones cannot bring a whole batch of them into the worker's heap at once; {@link
+ *     #UNLIMITED_READ} for no bound
  */
 public record ClaimRequest(
     String owner,
@@ -37,12 +42,16 @@ public record ClaimRequest(
     AggregateAffinity affinity,
     ExactlyOnceClaim exactlyOnce,
     int payloadReadLimit,
-    int headersReadLimit) {
+    int headersReadLimit,
+    long readRoom) {
 
   public static final int UNLIMITED_ATTEMPTS = Integer.MAX_VALUE;
 
   /** Every payload (or every row's headers) is read, whatever its size. */
   public static final int UNLIMITED_PAYLOAD = Integer.MAX_VALUE;
+
+  /** Every row's payload and headers are read, however many bytes the claim's rows hold. */
+  public static final long UNLIMITED_READ = Long.MAX_VALUE;
 
   public ClaimRequest {
     Objects.requireNonNull(owner, "owner");
@@ -72,6 +81,9 @@ public record ClaimRequest(
     if (headersReadLimit < 0) {
       throw new IllegalArgumentException("headersReadLimit must not be negative");
     }
+    if (readRoom < 0) {
+      throw new IllegalArgumentException("readRoom must not be negative");
+    }
   }
 
   /** An at-least-once request. */
@@ -93,7 +105,8 @@ public record ClaimRequest(
         affinity,
         null,
         UNLIMITED_PAYLOAD,
-        UNLIMITED_PAYLOAD);
+        UNLIMITED_PAYLOAD,
+        UNLIMITED_READ);
   }
 
   /** A request for rows of any aggregate. */
@@ -113,6 +126,22 @@ public record ClaimRequest(
 
   public ClaimRequest withLimit(int newLimit) {
     return with(newLimit, affinity, exactlyOnce, payloadReadLimit, headersReadLimit);
+  }
+
+  /** The same request, reading the payloads and headers of its rows up to {@code bytes}. */
+  public ClaimRequest withReadRoom(long bytes) {
+    return new ClaimRequest(
+        owner,
+        instanceKeys,
+        limit,
+        leaseDuration,
+        maxAttempts,
+        ordered,
+        affinity,
+        exactlyOnce,
+        payloadReadLimit,
+        headersReadLimit,
+        bytes);
   }
 
   /** The same request for rows of any aggregate. */
@@ -155,7 +184,7 @@ public record ClaimRequest(
         headersReadLimit);
   }
 
-  /** The same owner, keys, lease, budget and order, with these. */
+  /** The same owner, keys, lease, budget, order and read room, with these. */
   private ClaimRequest with(
       int newLimit,
       AggregateAffinity newAffinity,
@@ -172,6 +201,7 @@ public record ClaimRequest(
         newAffinity,
         newExactlyOnce,
         payloadLimit,
-        headersLimit);
+        headersLimit,
+        readRoom);
   }
 }

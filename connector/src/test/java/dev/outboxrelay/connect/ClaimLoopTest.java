@@ -9,6 +9,7 @@ import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
+import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
@@ -210,6 +211,57 @@ class ClaimLoopTest {
     assertEquals(List.of("large4"), ids(next), "under the budget: one row, even past it");
     handToConnect(f, next);
     assertTrue(loop.next().isEmpty(), "the budget is held: nothing claimed");
+  }
+
+  /**
+   * The claim of such a burst reads payloads only up to the room left: the rows past it are leased
+   * but left in the database, and given back with those the task read and could not keep. Without
+   * the bound, a claim sized by small rows read a whole batch of large ones into the heap (up to
+   * claim.batch.size × payload.max.bytes) to keep a few.
+   */
+  @Test
+  void aClaimOfRowsLargerThanTheLastOnesReadsOnlyUpToTheRoomLeft() {
+    RuntimeFixture f = byteBudgetFixture();
+    List<ClaimRequest> requests = new ArrayList<>();
+    List<ClaimResult> results = new ArrayList<>();
+    OutboxStore store =
+        (OutboxStore)
+            Proxy.newProxyInstance(
+                OutboxStore.class.getClassLoader(),
+                new Class<?>[] {OutboxStore.class},
+                (proxy, method, args) -> {
+                  Object result = method.invoke(f.store, args);
+                  if (method.getName().equals("claim")) {
+                    requests.add((ClaimRequest) args[0]);
+                    results.add((ClaimResult) result);
+                  }
+                  return result;
+                });
+    for (int i = 0; i < 3; i++) {
+      f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
+    }
+    ClaimLoop loop = loop(f, store);
+    handToConnect(f, loop.next());
+    for (int i = 0; i < 10; i++) {
+      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 3,742 bytes of payload
+    }
+
+    long held = f.ledger.bytes();
+    ClaimResult claimed = loop.next(); // sized for rows of 300 bytes: all 10 rows
+
+    assertEquals(20_000 - held, requests.get(1).readRoom(), "the room the records held leave");
+    ClaimResult read = results.get(1);
+    assertEquals(10, read.claimed().size() + read.unread().size(), "all 10 leased");
+    assertEquals(5, read.claimed().size(), "5 × 3,742 bytes of payload read, the sixth not");
+    assertEquals(
+        List.of("large5", "large6", "large7", "large8", "large9"),
+        read.unread().stream().map(HeldLease::messageId).toList());
+    assertEquals(List.of("large0", "large1", "large2", "large3"), ids(claimed));
+    assertTrue(claimed.unread().isEmpty(), "the loop hands on no unread row");
+    for (int i = 4; i < 10; i++) {
+      assertEquals(MessageStatus.PENDING, f.store.find("large" + i).orElseThrow().status());
+    }
+    assertEquals(6, f.metrics.released.get(), "the one read and the five unread, given back");
   }
 
   /**

@@ -386,6 +386,53 @@ public abstract class OutboxStoreContract {
     assertTrue(reclaimed.contains("large"), reclaimed::toString);
   }
 
+  /**
+   * A claim reads its rows' payloads and headers in seq order up to its read room, the first row's
+   * whatever their size: the rows past it are leased all the same but left in the store, returned
+   * as unread leases for the claimer to give back, so that a burst of large rows after small ones
+   * cannot bring a whole batch of them into the claimer's heap. Headers count: "r2"'s 11 bytes of
+   * them take "r3" past the room.
+   */
+  @Test
+  void aClaimReadsItsRowsUpToItsReadRoomAndLeavesTheRestLeasedButUnread() {
+    for (String id : List.of("r1", "r2", "r3", "r4")) {
+      OutboxMessage.Builder row =
+          OutboxMessage.builder()
+              .messageId(id)
+              .aggregateType("order")
+              .aggregateId(id)
+              .eventType("OrderPlaced")
+              .payload("\"12345678\"".getBytes()); // 10 bytes
+      if (id.equals("r2")) {
+        row.header("h", "12"); // {"h": "12"}, 11 bytes
+      }
+      enqueue(EU, row.build());
+    }
+    ClaimResult first = store.claim(request("w1", 10).withReadRoom(31));
+    assertEquals(List.of("r1", "r2"), ids(first));
+    assertEquals(10, first.claimed().get(0).payload().length);
+    assertEquals("{\"h\": \"12\"}", first.claimed().get(1).headersJson());
+    assertEquals(List.of("r3", "r4"), first.unread().stream().map(HeldLease::messageId).toList());
+    for (HeldLease unread : first.unread()) {
+      RowState row = state(unread.messageId());
+      assertEquals(MessageStatus.IN_FLIGHT, row.status(), unread.messageId());
+      assertEquals("w1", row.leaseOwner(), unread.messageId());
+      assertEquals(unread.lease().token(), row.leaseToken(), unread.messageId());
+    }
+
+    assertEquals(List.of("r3", "r4"), store.giveBack(first.unread()).stream().sorted().toList());
+    ClaimResult second = store.claim(request("w1", 10).withReadRoom(5));
+    assertEquals(List.of("r3"), ids(second), "the first row is read, over the room as it is");
+    assertEquals(10, second.claimed().get(0).payload().length);
+    assertEquals(List.of("r4"), second.unread().stream().map(HeldLease::messageId).toList());
+
+    assertEquals(List.of("r4"), store.giveBack(second.unread()));
+    ClaimResult last = store.claim(request("w1", 10));
+    assertEquals(List.of("r4"), ids(last), "unbounded by default");
+    assertEquals(10, last.claimed().get(0).payload().length);
+    assertTrue(last.unread().isEmpty());
+  }
+
   // ---------------------------------------------------------------- claim and ownership
 
   /**

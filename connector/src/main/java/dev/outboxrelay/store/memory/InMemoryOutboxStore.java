@@ -200,6 +200,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
     }
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();
+    List<HeldLease> unread = new ArrayList<>();
+    long readThrough = 0; // OutboxSql's LEASE: the bytes read up to a row, in seq order
     for (Row row : batch) {
       row.isolated = false;
       // OutboxSql's LEASE writes the claim's position on every row it updates, a parked one too.
@@ -214,9 +216,24 @@ public final class InMemoryOutboxStore implements OutboxStore {
         continue;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      claimed.add(row.claimed(now, request.payloadReadLimit(), request.headersReadLimit()));
+      ClaimedMessage leased =
+          row.claimed(now, request.payloadReadLimit(), request.headersReadLimit());
+      long bytes = readBytes(leased);
+      readThrough += bytes;
+      if (readThrough == bytes || readThrough <= request.readRoom()) {
+        claimed.add(leased);
+      } else {
+        unread.add(leased.heldLease());
+      }
     }
-    return new ClaimResult(claimed, exhausted);
+    return new ClaimResult(claimed, exhausted, unread);
+  }
+
+  /** The bytes a claim reads of a row: its payload, unless left out, and its headers' text. */
+  private static long readBytes(ClaimedMessage row) {
+    long headers =
+        row.headersJson() == null ? 0 : row.headersJson().getBytes(StandardCharsets.UTF_8).length;
+    return (row.payload() == null ? 0 : row.payload().length) + headers;
   }
 
   /** One suspect alone, kept flagged isolated (OutboxSql's CLAIM_SUSPECT). */

@@ -38,6 +38,13 @@ final class OutboxSql {
       "COALESCE(CAST(:now AS timestamptz), clock_timestamp())"
           + " + (:lease_ms * INTERVAL '1 millisecond')";
 
+  /**
+   * {@code {read(r)}}: a leased row's payload and headers are returned ({@link #LEASE}): it is the
+   * first to read any, or the bytes read up to it fit in the read room.
+   */
+  private static final String READ =
+      "(r.read_through = r.read_bytes OR r.read_through <= CAST(:read_room AS bigint))";
+
   /** The statuses of a row awaiting delivery, in flight included. */
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
 
@@ -657,9 +664,19 @@ final class OutboxSql {
    * each, not as a join, whose plan would rest on an estimate of the claimed rows (with a claim's
    * limit hidden from the planner, it once hashed them and read the whole table;
    * docs/benchmarks.md, finding 19).
+   *
+   * <p>The claimed rows' payloads and headers are returned in seq order up to the claim's read room
+   * ({@code :read_room}, bytes): the first row's always, a later one's while the bytes read so far,
+   * its own included, fit ({@code {read(r)}}). The rows past it are leased all the same and
+   * returned without them ({@code read_in_full} false), for the claimer to give back: a task's rows
+   * are sized by its last claim's, and a burst of large rows after small ones made a claim read a
+   * whole batch of them into the worker's heap (up to {@code claim.batch.size} × {@code
+   * payload.max.bytes}) to keep a few. The bytes read so far only grow along seq, so the rows read
+   * are a seq prefix, and no aggregate's later row is kept while an earlier one goes back.
    */
   private static final String LEASE =
       """
+      , leased AS (
       UPDATE {table} o
       SET status = CASE WHEN o.attempts >= clock.budget THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,
         lease_owner = CASE WHEN o.attempts >= clock.budget THEN NULL ELSE :owner END,
@@ -671,7 +688,13 @@ final class OutboxSql {
         lease_epoch = CAST(:epoch AS bigint), claim_batch = CAST(:claim_batch AS bigint),
         isolated = {isolation}
       FROM clock WHERE o.seq = ANY (ARRAY(SELECT seq FROM {rows}))
-      RETURNING {claimed columns}""";
+      RETURNING {claimed columns}
+      ), measured AS (
+        SELECT l.*, {read bytes(l)} AS read_bytes FROM leased l
+      ), reads AS (
+        SELECT m.*, sum(m.read_bytes) OVER (ORDER BY m.seq) AS read_through FROM measured m
+      )
+      SELECT {claimed reads(r)} FROM reads r""";
 
   /**
    * The claim of one abandoned row (its lease expired), ordered or not. It is reclaimed alone and
@@ -859,6 +882,8 @@ final class OutboxSql {
     fragments.put("{abandoned row}", ABANDONED_ROW);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
     fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns, payloadIsBytea));
+    fragments.put("{claimed reads(r)}", OutboxColumns.Claimed.reads(columns, "r", READ));
+    fragments.put("{read bytes(l)}", OutboxColumns.Claimed.readBytes(columns, "l"));
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{due(h)}", due("h"));

@@ -147,7 +147,7 @@ public final class PostgresOutboxStore implements OutboxStore {
         "claim",
         OutboxSql.CLAIM_PLAN,
         claimSql(request),
-        (c, statement) -> readClaim(planned(bindClaim(c, statement, request))));
+        (c, statement) -> readClaim(planned(bindClaim(c, statement, request)), true));
   }
 
   /**
@@ -252,7 +252,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     } else {
       statement.setInt("limit", request.limit());
     }
-    bindPayloadReadLimit(statement, request);
+    bindPayloadReadLimit(statement, request).setLong("read_room", request.readRoom());
     AggregateAffinity affinity = request.affinity();
     if (affinity != null) {
       statement
@@ -413,7 +413,8 @@ public final class PostgresOutboxStore implements OutboxStore {
                             .setInt("max_attempts", request.maxAttempts())
                             .setString("owner", request.owner())
                             .setLong("lease_ms", request.leaseDuration().toMillis()),
-                        request))));
+                        request)),
+                false)); // one row: read, as a claim's first always is
   }
 
   private static NamedSql.Binder bindPayloadReadLimit(
@@ -442,13 +443,20 @@ public final class PostgresOutboxStore implements OutboxStore {
         });
   }
 
-  private ClaimResult readClaim(ResultSet result) throws SQLException {
+  /**
+   * A claim's rows; {@code measured}: the claim returns whether it read each leased row in full
+   * ({@link OutboxSql}'s LEASE and its read room), and those it did not are the result's unread.
+   */
+  private ClaimResult readClaim(ResultSet result, boolean measured) throws SQLException {
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();
+    List<HeldLease> unread = new ArrayList<>();
     try (ResultSet rs = result) {
       while (rs.next()) {
         if (OutboxColumns.Claimed.isExhausted(rs)) {
           exhausted.add(OutboxColumns.Claimed.exhausted(rs));
+        } else if (measured && !OutboxColumns.Claimed.isRead(rs)) {
+          unread.add(OutboxColumns.Claimed.claimed(rs, columns).heldLease());
         } else {
           claimed.add(OutboxColumns.Claimed.claimed(rs, columns));
         }
@@ -456,7 +464,8 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
     // UPDATE ... RETURNING has no order; records must leave in insertion order.
     claimed.sort(Comparator.comparingLong(ClaimedMessage::seq));
-    return new ClaimResult(claimed, exhausted);
+    unread.sort(Comparator.comparingLong(HeldLease::seq));
+    return new ClaimResult(claimed, exhausted, unread);
   }
 
   @Override

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outboxrelay.store.ClaimRequest;
+import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
 import dev.outboxrelay.store.RelayClock;
 import dev.outboxrelay.testing.Postgres;
@@ -77,6 +78,40 @@ class HeaderColumnReadLimitTest {
     assertTrue(claimed.get("large").headersOmitted());
     assertEquals("{\"tenant\":null}", claimed.get("none").headersJson());
     assertFalse(claimed.get("none").headersOmitted());
+  }
+
+  /**
+   * A claim's read room counts a header column's text with the row's own headers: "second"'s
+   * 10-byte headers and 11-byte tenant take it past 35 bytes (without its tenant, 30 would fit).
+   */
+  @Test
+  void aHeaderColumnCountsAgainstTheClaimsReadRoom() throws SQLException {
+    exec(
+        "INSERT INTO outbox (instance_key, message_id, aggregate_type, aggregate_id, event_type,"
+            + " headers, tenant) VALUES"
+            + " ('us', 'first', 'order', 'a', 'OrderPlaced', '{\"h\": \"1\"}', '1234567890'),"
+            + " ('us', 'second', 'order', 'b', 'OrderPlaced', '{\"h\": \"1\"}', '12345678901')");
+    PostgresOutboxStore store =
+        new PostgresOutboxStore(dataSource, TABLE, tenantColumn(), RelayClock.database(), null);
+
+    ClaimResult result =
+        store.claim(
+            new ClaimRequest("relay", Set.of("us"), 10, Duration.ofMinutes(1), 5, false)
+                .withReadRoom(35));
+
+    assertEquals(List.of("first"), result.claimed().stream().map(m -> m.messageId()).toList());
+    assertEquals(List.of("second"), result.unread().stream().map(l -> l.messageId()).toList());
+  }
+
+  private static ColumnMapping tenantColumn() {
+    ColumnMapping relay = ColumnMapping.RELAY;
+    return new ColumnMapping(
+        relay.messageId(),
+        relay.aggregateType(),
+        relay.aggregateId(),
+        relay.eventType(),
+        relay.payload(),
+        List.of(new ColumnMapping.HeaderColumn("tenant", "tenant")));
   }
 
   private static void exec(String sql) throws SQLException {

@@ -154,7 +154,8 @@ class NamedSqlTest {
             "epoch",
             "claim_batch",
             "payload_read_limit",
-            "headers_read_limit"),
+            "headers_read_limit",
+            "read_room"),
         List.copyOf(sql.claimOrdered.oneKey().names()));
     assertEquals(
         List.of(
@@ -170,7 +171,8 @@ class NamedSqlTest {
             "epoch",
             "claim_batch",
             "payload_read_limit",
-            "headers_read_limit"),
+            "headers_read_limit",
+            "read_room"),
         List.copyOf(sql.claimOrderedWithAffinity.oneKey().names()));
     assertArrayEquals(new int[] {7, 9}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
     // With several keys the quota reads the share first.
@@ -191,7 +193,8 @@ class NamedSqlTest {
             "epoch",
             "claim_batch",
             "payload_read_limit",
-            "headers_read_limit"),
+            "headers_read_limit",
+            "read_room"),
         List.copyOf(sql.claimOrderedInShare.oneKey().names()));
     assertEquals(
         List.of(
@@ -224,7 +227,8 @@ class NamedSqlTest {
             "epoch",
             "claim_batch",
             "payload_read_limit",
-            "headers_read_limit"),
+            "headers_read_limit",
+            "read_room"),
         List.copyOf(sql.claimSuspectOrdered.names()));
     assertEquals(
         List.of(
