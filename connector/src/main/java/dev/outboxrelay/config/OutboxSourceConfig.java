@@ -418,11 +418,11 @@ public class OutboxSourceConfig extends AbstractConfig {
           + " seen), and so are the key and the headers, by the connector's own key.converter and"
           + " header.converter (JsonConverter with schemas wraps each header in some fifty bytes"
           + " of envelope). Keep it within the"
-          + " topic's max.message.bytes too. A claim reads payloads and headers, in seq order, only"
-          + " up to the in-flight byte budget the task has left (half the producer's"
-          + " buffer.memory), its first row's whatever their size: rows past it (a burst of rows"
-          + " near this limit after small ones) are given back unread, so a task reads at most"
-          + " that budget and one row of them into the worker's heap at once.";
+          + " topic's max.message.bytes too. A claim stops at the in-flight byte budget the task has"
+          + " left (half the producer's buffer.memory), counting its rows' payloads and headers in"
+          + " seq order (its first row whatever its size): the rows past it (a burst of rows near"
+          + " this limit after small ones) stay for a later claim, so a task reads at most that"
+          + " budget and one row into the worker's heap at once.";
 
   /** The producer setting the record-size check follows, as a connector override. */
   static final String PRODUCER_MAX_REQUEST_SIZE = "producer.override.max.request.size";

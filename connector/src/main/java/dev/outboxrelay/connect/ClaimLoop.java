@@ -451,8 +451,8 @@ final class ClaimLoop {
    * take the records held past {@code maxInFlightBytes}: large payloads are claimed a few at a
    * time, so that neither the heap nor the producer's buffer holds several batches of them. At
    * least one row, and the first claim of a task assumes rows of {@code payload.max.bytes}. The
-   * claim reads payloads and headers only up to the room left ({@link ClaimRequest#readRoom}): rows
-   * larger than the last claim's are left in the database past it, not read to be given back.
+   * claim itself stops at the room left ({@link ClaimRequest#readRoom}): rows larger than the last
+   * claim's are not claimed past it, to be read whole and given back.
    */
   private ClaimRequest sizedRequest() {
     ClaimRequest request = settings.claimRequest();
@@ -474,8 +474,8 @@ final class ClaimLoop {
   /**
    * The rows of a claim that fit in the bytes left, in seq order (the first always); the rest are
    * given back at once, so the bound holds when rows grew since the last claim (a burst of large
-   * payloads after small ones): those the claim left unread past its read room, and those it read
-   * whose records, counted in full, do not fit. Only rows after every kept one go back, so no
+   * payloads after small ones): the claim counted their payloads and headers only, these count
+   * their records (text fields and overhead too). Only rows after every kept one go back, so no
    * aggregate's later row leaves before an earlier one. Throws, like a claim, while the database is
    * away; the claim then stays unconfirmed, and its rows are released before the next. (A row no
    * longer under its lease when given back, parked by an operator meanwhile, is no longer the
@@ -483,8 +483,7 @@ final class ClaimLoop {
    * #sizedRequest}).
    */
   private ClaimResult withinBudget(ClaimResult result) {
-    List<HeldLease> unread = result.unread();
-    if (result.claimed().isEmpty() && unread.isEmpty()) {
+    if (result.claimed().isEmpty()) {
       return result;
     }
     long claimedBytes = 0;
@@ -494,11 +493,9 @@ final class ClaimLoop {
       claimedBytes += bytes;
       largest = Math.max(largest, bytes);
     }
-    if (largest > 0) {
-      rowBytes = largest; // the size of the next claim's rows
-    }
+    rowBytes = largest; // the size of the next claim's rows
     long room = settings.maxInFlightBytes() - ledger.bytes();
-    if (unread.isEmpty() && (result.claimed().size() < 2 || claimedBytes <= room)) {
+    if (result.claimed().size() < 2 || claimedBytes <= room) {
       return result; // the rule: rows like the last claim's
     }
     List<ClaimedMessage> bySeq = new ArrayList<>(result.claimed());
@@ -513,14 +510,13 @@ final class ClaimLoop {
       taken += bytes;
       keep++;
     }
-    if (keep == bySeq.size() && unread.isEmpty()) {
+    if (keep == bySeq.size()) {
       return result;
     }
     List<ClaimedMessage> kept = bySeq.subList(0, keep);
     // By their seqs and leases: releasing what the task does not hold would read the whole backlog.
-    List<HeldLease> past = new ArrayList<>(unread.size() + bySeq.size() - keep);
-    bySeq.subList(keep, bySeq.size()).forEach(row -> past.add(row.heldLease()));
-    past.addAll(unread);
+    List<HeldLease> past =
+        bySeq.subList(keep, bySeq.size()).stream().map(ClaimedMessage::heldLease).toList();
     List<String> released = giveBack(past, "rows past the in-flight byte budget");
     metrics.claimed.addAndGet(past.size()); // the caller counts the kept ones
     metrics.released.addAndGet(released.size());
@@ -559,9 +555,7 @@ final class ClaimLoop {
       return withinBudget(claimed);
     } catch (RuntimeException | Error e) {
       // Committed: rows leased that no record will carry, each known by its seq and lease.
-      List<HeldLease> unused = new ArrayList<>(claimed.unread());
-      claimed.claimed().forEach(row -> unused.add(row.heldLease()));
-      unusedClaim = List.copyOf(unused);
+      unusedClaim = claimed.claimed().stream().map(ClaimedMessage::heldLease).toList();
       throw e;
     }
   }

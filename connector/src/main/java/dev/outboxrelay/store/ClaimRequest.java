@@ -26,11 +26,11 @@ import java.util.Set;
  *     its header columns, each on its own), a claim reads: with one larger, all are left in the
  *     database and the row returned without them ({@link ClaimedMessage#headersOmitted}), for the
  *     same reason
- * @param readRoom the bytes of payloads and headers a claim reads, its rows taken in seq order: the
- *     rows past it (never the first) are leased but left in the database and returned only as
- *     {@link ClaimResult#unread}, for the claimer to give back, so that a burst of large rows after
- *     small ones cannot bring a whole batch of them into the worker's heap at once; {@link
- *     #UNLIMITED_READ} for no bound
+ * @param readRoom the bytes of payloads and headers a claim takes, its candidates counted in seq
+ *     order: it stops before the row that would take it past them (never at the first), so that a
+ *     burst of large rows after small ones cannot bring a whole batch of them into the worker's
+ *     heap at once; {@link #UNLIMITED_READ} for no bound. A payload is counted as the claim reads
+ *     it (none over {@code payloadReadLimit}), headers as the store keeps them
  */
 public record ClaimRequest(
     String owner,

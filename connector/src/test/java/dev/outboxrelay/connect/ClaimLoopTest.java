@@ -9,7 +9,6 @@ import dev.outboxrelay.mapping.SourceOffsets;
 import dev.outboxrelay.store.ClaimRequest;
 import dev.outboxrelay.store.ClaimResult;
 import dev.outboxrelay.store.ClaimedMessage;
-import dev.outboxrelay.store.HeldLease;
 import dev.outboxrelay.store.KafkaCoordinates;
 import dev.outboxrelay.store.MessageStatus;
 import dev.outboxrelay.store.OutboxStore;
@@ -177,8 +176,10 @@ class ClaimLoopTest {
 
   /**
    * Rows that grew since the last claim (a burst of large payloads after small ones) would take the
-   * records held far past the budget: the claim keeps the rows that fit, in seq order, and gives
-   * the rest back at once, due again.
+   * records held far past the budget: the claim stops at the room left, counting their payloads,
+   * and of the rows it took the task keeps those whose records fit, in seq order, and gives the
+   * rest back at once, due again. Without the claim's bound it read all ten, a whole batch of large
+   * rows (up to claim.batch.size × payload.max.bytes) in the heap to keep a few.
    */
   @Test
   void aClaimOfRowsLargerThanTheLastOnesKeepsWhatFitsAndGivesTheRestBack() {
@@ -186,7 +187,9 @@ class ClaimLoopTest {
     for (int i = 0; i < 3; i++) {
       f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
     }
-    ClaimLoop loop = loop(f);
+    List<ClaimRequest> requests = new ArrayList<>();
+    List<ClaimResult> results = new ArrayList<>();
+    ClaimLoop loop = loop(f, recordingClaims(f, requests, results));
     ClaimResult small = loop.next(); // sized for rows of 5,256 bytes: 3 of them
     assertEquals(List.of("small0", "small1", "small2"), ids(small));
     handToConnect(f, small);
@@ -194,9 +197,13 @@ class ClaimLoopTest {
       f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // about 4,000 bytes a record
     }
 
+    long held = f.ledger.bytes();
     ClaimResult claimed = loop.next(); // sized for rows of 300 bytes: all 10 rows
     handToConnect(f, claimed);
 
+    assertTrue(requests.get(1).limit() >= 10, "sized for rows like the last claim's");
+    assertEquals(20_000 - held, requests.get(1).readRoom(), "the room the records held leave");
+    assertEquals(5, results.get(1).claimed().size(), "5 × 3,742 bytes of payload fit, 6 do not");
     assertEquals(
         List.of("large0", "large1", "large2", "large3"),
         ids(claimed),
@@ -205,8 +212,8 @@ class ClaimLoopTest {
     for (int i = 4; i < 10; i++) {
       assertEquals(MessageStatus.PENDING, f.store.find("large" + i).orElseThrow().status());
     }
-    assertEquals(6, f.metrics.released.get(), "the six given back are counted released");
-    assertEquals(6, f.metrics.claimed.get(), "and claimed (the kept ones are counted by poll)");
+    assertEquals(1, f.metrics.released.get(), "the one given back is counted released");
+    assertEquals(1, f.metrics.claimed.get(), "and claimed (the kept ones are counted by poll)");
     ClaimResult next = loop.next();
     assertEquals(List.of("large4"), ids(next), "under the budget: one row, even past it");
     handToConnect(f, next);
@@ -214,54 +221,54 @@ class ClaimLoopTest {
   }
 
   /**
-   * The claim of such a burst reads payloads only up to the room left: the rows past it are leased
-   * but left in the database, and given back with those the task read and could not keep. Without
-   * the bound, a claim sized by small rows read a whole batch of large ones into the heap (up to
-   * claim.batch.size × payload.max.bytes) to keep a few.
+   * A row larger than the whole room is claimed alone when it comes first, and the claim after a
+   * small one stops before it: the room bounds what a claim reads, whatever the last claim's rows.
    */
   @Test
-  void aClaimOfRowsLargerThanTheLastOnesReadsOnlyUpToTheRoomLeft() {
-    RuntimeFixture f = byteBudgetFixture();
+  void aRowLargerThanTheRoomIsClaimedOnlyAsTheFirst() {
+    RuntimeFixture f =
+        new RuntimeFixture(
+            Map.of(
+                "ordering.enabled", "false",
+                "claim.batch.size", "100",
+                "payload.max.bytes", "50000",
+                "producer.override.buffer.memory", "40000"));
     List<ClaimRequest> requests = new ArrayList<>();
     List<ClaimResult> results = new ArrayList<>();
-    OutboxStore store =
-        (OutboxStore)
-            Proxy.newProxyInstance(
-                OutboxStore.class.getClassLoader(),
-                new Class<?>[] {OutboxStore.class},
-                (proxy, method, args) -> {
-                  Object result = method.invoke(f.store, args);
-                  if (method.getName().equals("claim")) {
-                    requests.add((ClaimRequest) args[0]);
-                    results.add((ClaimResult) result);
-                  }
-                  return result;
-                });
+    ClaimLoop loop = loop(f, recordingClaims(f, requests, results));
     for (int i = 0; i < 3; i++) {
       f.add("eu", "small" + i, "s" + i, new byte[44]); // 300 bytes a record
     }
-    ClaimLoop loop = loop(f, store);
-    handToConnect(f, loop.next());
     for (int i = 0; i < 10; i++) {
-      f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // 3,742 bytes of payload
+      f.add("eu", "large" + i, "l" + i, new byte[19_700]);
     }
+    handToConnect(f, loop.next()); // sized for rows of payload.max.bytes: one
 
-    long held = f.ledger.bytes();
-    ClaimResult claimed = loop.next(); // sized for rows of 300 bytes: all 10 rows
+    ClaimResult claimed = loop.next(); // sized for rows of 300 bytes
+    assertEquals(List.of("small1", "small2"), ids(claimed), "88 + 19,700 bytes past the room");
+    handToConnect(f, claimed);
+    ClaimResult large = loop.next();
+    assertTrue(requests.get(2).limit() > 1, "sized for rows of 300 bytes again");
+    assertEquals(List.of("large0"), ids(results.get(2)), "the first, alone");
+    assertEquals(List.of("large0"), ids(large));
+    assertEquals(0, f.metrics.released.get(), "nothing claimed to be given back");
+  }
 
-    assertEquals(20_000 - held, requests.get(1).readRoom(), "the room the records held leave");
-    ClaimResult read = results.get(1);
-    assertEquals(10, read.claimed().size() + read.unread().size(), "all 10 leased");
-    assertEquals(5, read.claimed().size(), "5 × 3,742 bytes of payload read, the sixth not");
-    assertEquals(
-        List.of("large5", "large6", "large7", "large8", "large9"),
-        read.unread().stream().map(HeldLease::messageId).toList());
-    assertEquals(List.of("large0", "large1", "large2", "large3"), ids(claimed));
-    assertTrue(claimed.unread().isEmpty(), "the loop hands on no unread row");
-    for (int i = 4; i < 10; i++) {
-      assertEquals(MessageStatus.PENDING, f.store.find("large" + i).orElseThrow().status());
-    }
-    assertEquals(6, f.metrics.released.get(), "the one read and the five unread, given back");
+  /** The fixture's store, each claim's request and result recorded. */
+  private static OutboxStore recordingClaims(
+      RuntimeFixture f, List<ClaimRequest> requests, List<ClaimResult> results) {
+    return (OutboxStore)
+        Proxy.newProxyInstance(
+            OutboxStore.class.getClassLoader(),
+            new Class<?>[] {OutboxStore.class},
+            (proxy, method, args) -> {
+              Object result = method.invoke(f.store, args);
+              if (method.getName().equals("claim")) {
+                requests.add((ClaimRequest) args[0]);
+                results.add((ClaimResult) result);
+              }
+              return result;
+            });
   }
 
   /**
@@ -801,7 +808,7 @@ class ClaimLoopTest {
     assertEquals(1, f.metrics.exhausted.get(), "and not counted again");
     assertEquals(List.of("large0", "large1", "large2", "large3"), ids(again), "in order");
     assertEquals(0, releases[0], "given back by their leases, not by reading the backlog");
-    assertEquals(10, f.metrics.released.get(), "the unused claim's 10 rows (the next one fits)");
+    assertEquals(5, f.metrics.released.get(), "the unused claim's 5 rows (the next one fits)");
   }
 
   /**
@@ -836,7 +843,7 @@ class ClaimLoopTest {
       f.add("eu", "large" + i, "l" + i, new byte[4000 - 256 - 2]); // about 4,000 bytes a record
     }
     giveBacksFail[0] = 1;
-    assertThrows(OutboxStoreException.class, loop::next); // all 10 claimed, none given back
+    assertThrows(OutboxStoreException.class, loop::next); // 5 claimed (the room), none given back
     f.clock.advance(Duration.ofHours(1));
     ClaimRequest other = new ClaimRequest("other", Set.of("eu"), 1, Duration.ofHours(2), 10, false);
     assertEquals(List.of("large0"), ids(f.store.claimAbandoned(other)));
@@ -854,7 +861,7 @@ class ClaimLoopTest {
                         && e.message().contains("reason=GIVE_BACK_UNMATCHED"));
     assertEquals(1, named.size(), () -> LogCapture.get().matching(mark, e -> true).toString());
     assertEquals(0, f.metrics.claimLost.get(), "never sent by this task");
-    assertEquals(9, f.metrics.released.get(), "the other 9 given back");
+    assertEquals(4, f.metrics.released.get(), "the other 4 given back");
   }
 
   /** Unordered claims of up to 100 rows under a byte budget of half a 40,000-byte buffer. */

@@ -387,50 +387,36 @@ public abstract class OutboxStoreContract {
   }
 
   /**
-   * A claim reads its rows' payloads and headers in seq order up to its read room, the first row's
-   * whatever their size: the rows past it are leased all the same but left in the store, returned
-   * as unread leases for the claimer to give back, so that a burst of large rows after small ones
-   * cannot bring a whole batch of them into the claimer's heap. Headers count: "r2"'s 11 bytes of
-   * them take "r3" past the room.
+   * A claim takes its rows in seq order up to its read room, the first whatever its size: the rows
+   * past it stay due for the next claim, so that a burst of large rows after small ones cannot
+   * bring a whole batch of them into the claimer's heap. A payload over the read limit, never read,
+   * takes nothing of it: "r2" after it is the first with bytes to read.
    */
   @Test
-  void aClaimReadsItsRowsUpToItsReadRoomAndLeavesTheRestLeasedButUnread() {
-    for (String id : List.of("r1", "r2", "r3", "r4")) {
-      OutboxMessage.Builder row =
+  void aClaimStopsAtItsReadRoomAndCountsNoPayloadItLeavesOut() {
+    for (String id : List.of("over", "r2", "r3", "r4", "r5")) {
+      enqueue(
+          EU,
           OutboxMessage.builder()
               .messageId(id)
               .aggregateType("order")
               .aggregateId(id)
               .eventType("OrderPlaced")
-              .payload("\"12345678\"".getBytes()); // 10 bytes
-      if (id.equals("r2")) {
-        row.header("h", "12"); // {"h": "12"}, 11 bytes
-      }
-      enqueue(EU, row.build());
+              .payload((id.equals("over") ? "\"1234567890\"" : "\"12345678\"").getBytes())
+              .build());
     }
-    ClaimResult first = store.claim(request("w1", 10).withReadRoom(31));
-    assertEquals(List.of("r1", "r2"), ids(first));
-    assertEquals(10, first.claimed().get(0).payload().length);
-    assertEquals("{\"h\": \"12\"}", first.claimed().get(1).headersJson());
-    assertEquals(List.of("r3", "r4"), first.unread().stream().map(HeldLease::messageId).toList());
-    for (HeldLease unread : first.unread()) {
-      RowState row = state(unread.messageId());
-      assertEquals(MessageStatus.IN_FLIGHT, row.status(), unread.messageId());
-      assertEquals("w1", row.leaseOwner(), unread.messageId());
-      assertEquals(unread.lease().token(), row.leaseToken(), unread.messageId());
+    ClaimResult first = store.claim(request("w1", 10).withPayloadReadLimit(10).withReadRoom(5));
+    assertEquals(List.of("over", "r2"), ids(first), "r2 over the room, the first with bytes");
+    assertTrue(first.claimed().get(0).payloadOmitted());
+    assertEquals(10, first.claimed().get(1).payload().length);
+    for (String id : List.of("r3", "r4", "r5")) {
+      assertEquals(MessageStatus.PENDING, state(id).status(), id);
+      assertNull(state(id).leaseOwner(), id);
     }
 
-    assertEquals(List.of("r3", "r4"), store.giveBack(first.unread()).stream().sorted().toList());
-    ClaimResult second = store.claim(request("w1", 10).withReadRoom(5));
-    assertEquals(List.of("r3"), ids(second), "the first row is read, over the room as it is");
-    assertEquals(10, second.claimed().get(0).payload().length);
-    assertEquals(List.of("r4"), second.unread().stream().map(HeldLease::messageId).toList());
-
-    assertEquals(List.of("r4"), store.giveBack(second.unread()));
-    ClaimResult last = store.claim(request("w1", 10));
-    assertEquals(List.of("r4"), ids(last), "unbounded by default");
-    assertEquals(10, last.claimed().get(0).payload().length);
-    assertTrue(last.unread().isEmpty());
+    ClaimResult second = store.claim(request("w1", 10).withReadRoom(20));
+    assertEquals(List.of("r3", "r4"), ids(second), "10 + 10 bytes fit in 20, 30 do not");
+    assertEquals(List.of("r5"), ids(store.claim(request("w1", 10))), "unbounded by default");
   }
 
   // ---------------------------------------------------------------- claim and ownership

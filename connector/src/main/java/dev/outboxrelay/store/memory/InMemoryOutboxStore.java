@@ -163,6 +163,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
     }
     Set<String> keys = request.instanceKeys();
     List<Row> batch = new ArrayList<>();
+    long readThrough = 0; // OutboxSql's {within room}: the candidates' bytes so far, in seq order
     for (Row row : rowsBySeq.values()) {
       if (batch.size() == request.limit()) {
         break;
@@ -183,6 +184,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
           && headNotHeld(row, request.owner(), now).filter(h -> !h.isDue(now)).isPresent()) {
         continue;
       }
+      long bytes = readBytes(row, request.payloadReadLimit());
+      readThrough += bytes;
+      if (readThrough != bytes && readThrough > request.readRoom()) {
+        break; // past the read room: this row and every later one stay for the next claim
+      }
       batch.add(row);
     }
     if (request.ordered()) {
@@ -200,8 +206,6 @@ public final class InMemoryOutboxStore implements OutboxStore {
     }
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();
-    List<HeldLease> unread = new ArrayList<>();
-    long readThrough = 0; // OutboxSql's LEASE: the bytes read up to a row, in seq order
     for (Row row : batch) {
       row.isolated = false;
       // OutboxSql's LEASE writes the claim's position on every row it updates, a parked one too.
@@ -216,24 +220,20 @@ public final class InMemoryOutboxStore implements OutboxStore {
         continue;
       }
       row.lease(request.owner(), now.plus(request.leaseDuration()));
-      ClaimedMessage leased =
-          row.claimed(now, request.payloadReadLimit(), request.headersReadLimit());
-      long bytes = readBytes(leased);
-      readThrough += bytes;
-      if (readThrough == bytes || readThrough <= request.readRoom()) {
-        claimed.add(leased);
-      } else {
-        unread.add(leased.heldLease());
-      }
+      claimed.add(row.claimed(now, request.payloadReadLimit(), request.headersReadLimit()));
     }
-    return new ClaimResult(claimed, exhausted, unread);
+    return new ClaimResult(claimed, exhausted);
   }
 
-  /** The bytes a claim reads of a row: its payload, unless left out, and its headers' text. */
-  private static long readBytes(ClaimedMessage row) {
-    long headers =
-        row.headersJson() == null ? 0 : row.headersJson().getBytes(StandardCharsets.UTF_8).length;
-    return (row.payload() == null ? 0 : row.payload().length) + headers;
+  /**
+   * The bytes a claim counts of a candidate against its read room: its payload as read (none over
+   * the read limit), and its headers' text (PostgreSQL counts them as stored).
+   */
+  private static long readBytes(Row row, int payloadReadLimit) {
+    long payload =
+        row.payload == null || row.payload.length > payloadReadLimit ? 0 : row.payload.length;
+    return payload
+        + (row.headersJson == null ? 0 : row.headersJson.getBytes(StandardCharsets.UTF_8).length);
   }
 
   /** One suspect alone, kept flagged isolated (OutboxSql's CLAIM_SUSPECT). */

@@ -71,11 +71,6 @@ public final class OutboxColumns {
     /** The label prefix of the header columns a claim returns ({@link ColumnMapping}). */
     static final String HEADER_COLUMN_LABEL = "header_column_";
 
-    /**
-     * The label of whether a claim returned a leased row's payload and headers ({@link #reads}).
-     */
-    static final String READ_IN_FULL = "read_in_full";
-
     /** The label the row carries the column under, and the name it is read by. */
     final String label = name().toLowerCase(Locale.ROOT);
 
@@ -158,57 +153,28 @@ public final class OutboxColumns {
     }
 
     /**
-     * The select list over {@code alias}, a claim's returned rows ({@link #returning}) with their
-     * running sum of bytes read: each column under its label, the payload, headers and header
-     * columns only where {@code read} holds, and whether it does as {@code read_in_full}.
+     * The bytes a claim counts of a candidate {@code o} against its read room ({@link
+     * dev.outboxrelay.store.ClaimRequest#readRoom}): its payload's as the claim measures and reads
+     * it (none over the read limit; see {@link #returning}), and its own headers and header columns
+     * as stored ({@code pg_column_size}): measuring a jsonb of headers as text would convert every
+     * candidate's, and headers are small next to what the bound is for.
      */
-    static String reads(ColumnMapping columns, String alias, String read) {
-      StringBuilder out = new StringBuilder();
-      for (Claimed c : values()) {
-        boolean content = c == PAYLOAD || c == HEADERS;
-        out.append(out.length() == 0 ? "" : ", ").append(readColumn(alias, c.label, content, read));
-      }
-      for (int i = 1; i <= columns.headerColumns().size(); i++) {
-        out.append(", ").append(readColumn(alias, HEADER_COLUMN_LABEL + i, true, read));
-      }
-      return out.append(", ").append(read).append(" AS ").append(READ_IN_FULL).toString();
-    }
-
-    private static String readColumn(String alias, String label, boolean content, String read) {
-      String column = alias + "." + label;
-      return content ? "CASE WHEN " + read + " THEN " + column + " END AS " + label : column;
-    }
-
-    /**
-     * The bytes a claim reads of a returned row over {@code alias} ({@link #returning}): its
-     * payload's, unless left out or null, and the text of its headers and header columns; none of a
-     * row it parked.
-     */
-    static String readBytes(ColumnMapping columns, String alias) {
+    static String readBytes(ColumnMapping columns, boolean payloadIsBytea) {
+      String payload = columns.quoted(Row.PAYLOAD, "o");
+      String size = "octet_length(" + payload + (payloadIsBytea ? ")" : "::text)");
       StringBuilder sum =
-          new StringBuilder("CASE WHEN ")
-              .append(alias)
-              .append(".status = 'EXHAUSTED' THEN 0 ELSE COALESCE(CASE WHEN ")
-              .append(alias)
-              .append(".payload IS NOT NULL THEN ")
-              .append(alias)
-              .append(".payload_bytes END, 0) + COALESCE(octet_length(")
-              .append(alias)
-              .append(".headers), 0)");
-      for (int i = 1; i <= columns.headerColumns().size(); i++) {
-        sum.append(" + COALESCE(octet_length(")
-            .append(alias)
-            .append('.')
-            .append(HEADER_COLUMN_LABEL)
-            .append(i)
-            .append("), 0)");
+          new StringBuilder("COALESCE(CASE WHEN ")
+              .append(size)
+              .append(" <= CAST(:payload_read_limit AS integer) THEN ")
+              .append(size)
+              .append(" END, 0)");
+      sum.append(" + COALESCE(pg_column_size(")
+          .append(columns.quoted(Row.HEADERS, "o"))
+          .append("), 0)");
+      for (ColumnMapping.HeaderColumn h : columns.headerColumns()) {
+        sum.append(" + COALESCE(pg_column_size(o.\"").append(h.column()).append("\"), 0)");
       }
-      return sum.append(" END").toString();
-    }
-
-    /** Whether a leased row came back with its payload and headers ({@link #reads}). */
-    static boolean isRead(ResultSet rs) throws SQLException {
-      return rs.getBoolean(READ_IN_FULL);
+      return sum.toString();
     }
 
     private static String headerColumn(ColumnMapping.HeaderColumn column) {

@@ -39,11 +39,17 @@ final class OutboxSql {
           + " + (:lease_ms * INTERVAL '1 millisecond')";
 
   /**
-   * {@code {read(r)}}: a leased row's payload and headers are returned ({@link #LEASE}): it is the
-   * first to read any, or the bytes read up to it fit in the read room.
+   * {@code {within room(w)}}: a claim's candidate {@code w} is within its read room ({@code
+   * :read_room}, bytes): it is the first with bytes to read, or the bytes of the candidates up to
+   * it ({@code read_through}, its own included, in seq order) fit. A task's claims are sized by its
+   * last claim's rows, and a burst of large rows after small ones made a claim read a whole batch
+   * of them into the worker's heap (up to {@code claim.batch.size} × {@code payload.max.bytes}) to
+   * keep a few and give the rest back. The bytes only grow along seq, so the candidates within are
+   * a seq prefix: an aggregate's later row is never claimed without an earlier one that was left
+   * out. The window shares the candidates' sort by seq. A candidate's bytes: {@code {read bytes}}.
    */
-  private static final String READ =
-      "(r.read_through = r.read_bytes OR r.read_through <= CAST(:read_room AS bigint))";
+  private static final String WITHIN_ROOM =
+      "(w.read_through = w.read_bytes OR w.read_through <= CAST(:read_room AS bigint))";
 
   /** The statuses of a row awaiting delivery, in flight included. */
   private static final String ACTIVE = "('PENDING', 'AMBIGUOUS', 'IN_FLIGHT')";
@@ -277,15 +283,18 @@ final class OutboxSql {
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}, {claim barrier}
       ), {quota}candidate AS (
-        SELECT k.* FROM {own keys} CROSS JOIN LATERAL (
-          SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
-            earlier.due AS after_due
-          FROM {table} o CROSS JOIN clock {earlier} {head free}
-          WHERE {own key(o)} AND {due(o)}
-            {affinity} {share}
-            {claimable so far}
-          ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
-        ORDER BY k.seq LIMIT :limit
+        SELECT w.seq, w.instance_key, w.aggregate_id, w.after_due FROM (
+          SELECT k.*, sum(k.read_bytes) OVER (ORDER BY k.seq) AS read_through
+          FROM {own keys} CROSS JOIN LATERAL (
+            SELECT o.seq, o.instance_key, {aggregate_id(o)} AS aggregate_id,
+              earlier.due AS after_due, {read bytes(o)} AS read_bytes
+            FROM {table} o CROSS JOIN clock {earlier} {head free}
+            WHERE {own key(o)} AND {due(o)}
+              {affinity} {share}
+              {claimable so far}
+            ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
+          ORDER BY k.seq LIMIT :limit) w
+        WHERE {within room(w)}
       ), claimable AS (
         SELECT c.seq FROM candidate c, clock
         WHERE c.after_due IS NULL OR NOT EXISTS (
@@ -460,12 +469,15 @@ final class OutboxSql {
         SELECT {now} AS now, CAST(:max_attempts AS integer) AS budget,
           {commit mode}, {claim barrier}
       ), {quota}candidate AS (
-        SELECT k.seq FROM {own keys} CROSS JOIN LATERAL (
-          SELECT o.seq
-          FROM {table} o, clock
-          WHERE {own key(o)} AND {due(o)} {share}
-          ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
-        ORDER BY k.seq LIMIT :limit
+        SELECT w.seq FROM (
+          SELECT k.seq, k.read_bytes, sum(k.read_bytes) OVER (ORDER BY k.seq) AS read_through
+          FROM {own keys} CROSS JOIN LATERAL (
+            SELECT o.seq, {read bytes(o)} AS read_bytes
+            FROM {table} o, clock
+            WHERE {own key(o)} AND {due(o)} {share}
+            ORDER BY o.instance_key, o.seq LIMIT {per key} FOR UPDATE OF o SKIP LOCKED) k
+          ORDER BY k.seq LIMIT :limit) w
+        WHERE {within room(w)}
       )
       {lease(candidate)}""";
 
@@ -664,19 +676,9 @@ final class OutboxSql {
    * each, not as a join, whose plan would rest on an estimate of the claimed rows (with a claim's
    * limit hidden from the planner, it once hashed them and read the whole table;
    * docs/benchmarks.md, finding 19).
-   *
-   * <p>The claimed rows' payloads and headers are returned in seq order up to the claim's read room
-   * ({@code :read_room}, bytes): the first row's always, a later one's while the bytes read so far,
-   * its own included, fit ({@code {read(r)}}). The rows past it are leased all the same and
-   * returned without them ({@code read_in_full} false), for the claimer to give back: a task's rows
-   * are sized by its last claim's, and a burst of large rows after small ones made a claim read a
-   * whole batch of them into the worker's heap (up to {@code claim.batch.size} × {@code
-   * payload.max.bytes}) to keep a few. The bytes read so far only grow along seq, so the rows read
-   * are a seq prefix, and no aggregate's later row is kept while an earlier one goes back.
    */
   private static final String LEASE =
       """
-      , leased AS (
       UPDATE {table} o
       SET status = CASE WHEN o.attempts >= clock.budget THEN 'EXHAUSTED' ELSE 'IN_FLIGHT' END,
         lease_owner = CASE WHEN o.attempts >= clock.budget THEN NULL ELSE :owner END,
@@ -688,13 +690,7 @@ final class OutboxSql {
         lease_epoch = CAST(:epoch AS bigint), claim_batch = CAST(:claim_batch AS bigint),
         isolated = {isolation}
       FROM clock WHERE o.seq = ANY (ARRAY(SELECT seq FROM {rows}))
-      RETURNING {claimed columns}
-      ), measured AS (
-        SELECT l.*, {read bytes(l)} AS read_bytes FROM leased l
-      ), reads AS (
-        SELECT m.*, sum(m.read_bytes) OVER (ORDER BY m.seq) AS read_through FROM measured m
-      )
-      SELECT {claimed reads(r)} FROM reads r""";
+      RETURNING {claimed columns}""";
 
   /**
    * The claim of one abandoned row (its lease expired), ordered or not. It is reclaimed alone and
@@ -882,8 +878,8 @@ final class OutboxSql {
     fragments.put("{abandoned row}", ABANDONED_ROW);
     fragments.put("{in order}", ABANDONED_IN_ORDER);
     fragments.put("{claimed columns}", OutboxColumns.Claimed.returning(columns, payloadIsBytea));
-    fragments.put("{claimed reads(r)}", OutboxColumns.Claimed.reads(columns, "r", READ));
-    fragments.put("{read bytes(l)}", OutboxColumns.Claimed.readBytes(columns, "l"));
+    fragments.put("{within room(w)}", WITHIN_ROOM);
+    fragments.put("{read bytes(o)}", OutboxColumns.Claimed.readBytes(columns, payloadIsBytea));
     fragments.put("{due(o)}", due("o"));
     fragments.put("{due(p)}", due("p"));
     fragments.put("{due(h)}", due("h"));

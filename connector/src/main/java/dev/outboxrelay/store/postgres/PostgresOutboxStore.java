@@ -147,7 +147,7 @@ public final class PostgresOutboxStore implements OutboxStore {
         "claim",
         OutboxSql.CLAIM_PLAN,
         claimSql(request),
-        (c, statement) -> readClaim(planned(bindClaim(c, statement, request)), true));
+        (c, statement) -> readClaim(planned(bindClaim(c, statement, request))));
   }
 
   /**
@@ -250,9 +250,9 @@ public final class PostgresOutboxStore implements OutboxStore {
       statement.setArray(
           "suspects", c.createArrayOf("bigint", request.exactlyOnce().suspects().toArray()));
     } else {
-      statement.setInt("limit", request.limit());
+      statement.setInt("limit", request.limit()).setLong("read_room", request.readRoom());
     }
-    bindPayloadReadLimit(statement, request).setLong("read_room", request.readRoom());
+    bindPayloadReadLimit(statement, request);
     AggregateAffinity affinity = request.affinity();
     if (affinity != null) {
       statement
@@ -413,8 +413,7 @@ public final class PostgresOutboxStore implements OutboxStore {
                             .setInt("max_attempts", request.maxAttempts())
                             .setString("owner", request.owner())
                             .setLong("lease_ms", request.leaseDuration().toMillis()),
-                        request)),
-                false)); // one row: read, as a claim's first always is
+                        request))));
   }
 
   private static NamedSql.Binder bindPayloadReadLimit(
@@ -443,20 +442,13 @@ public final class PostgresOutboxStore implements OutboxStore {
         });
   }
 
-  /**
-   * A claim's rows; {@code measured}: the claim returns whether it read each leased row in full
-   * ({@link OutboxSql}'s LEASE and its read room), and those it did not are the result's unread.
-   */
-  private ClaimResult readClaim(ResultSet result, boolean measured) throws SQLException {
+  private ClaimResult readClaim(ResultSet result) throws SQLException {
     List<ClaimedMessage> claimed = new ArrayList<>();
     List<ExhaustedMessage> exhausted = new ArrayList<>();
-    List<HeldLease> unread = new ArrayList<>();
     try (ResultSet rs = result) {
       while (rs.next()) {
         if (OutboxColumns.Claimed.isExhausted(rs)) {
           exhausted.add(OutboxColumns.Claimed.exhausted(rs));
-        } else if (measured && !OutboxColumns.Claimed.isRead(rs)) {
-          unread.add(OutboxColumns.Claimed.claimed(rs, columns).heldLease());
         } else {
           claimed.add(OutboxColumns.Claimed.claimed(rs, columns));
         }
@@ -464,8 +456,7 @@ public final class PostgresOutboxStore implements OutboxStore {
     }
     // UPDATE ... RETURNING has no order; records must leave in insertion order.
     claimed.sort(Comparator.comparingLong(ClaimedMessage::seq));
-    unread.sort(Comparator.comparingLong(HeldLease::seq));
-    return new ClaimResult(claimed, exhausted, unread);
+    return new ClaimResult(claimed, exhausted);
   }
 
   @Override

@@ -147,54 +147,54 @@ class NamedSqlTest {
             "now",
             "max_attempts",
             "durable",
-            "owner", // the claim's lock, in its clock
+            "owner", // the claim's lock, in its clock,
             "instance_keys",
+            "payload_read_limit",
             "limit",
+            "read_room",
             "lease_ms",
             "epoch",
             "claim_batch",
-            "payload_read_limit",
-            "headers_read_limit",
-            "read_room"),
+            "headers_read_limit"),
         List.copyOf(sql.claimOrdered.oneKey().names()));
     assertEquals(
         List.of(
             "now",
             "max_attempts",
             "durable",
-            "owner", // the claim's lock, in its clock
+            "owner", // the claim's lock, in its clock,
             "instance_keys",
+            "payload_read_limit",
             "slots",
             "slots_minus_slot",
             "limit",
+            "read_room",
             "lease_ms",
             "epoch",
             "claim_batch",
-            "payload_read_limit",
-            "headers_read_limit",
-            "read_room"),
+            "headers_read_limit"),
         List.copyOf(sql.claimOrderedWithAffinity.oneKey().names()));
-    assertArrayEquals(new int[] {7, 9}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
+    assertArrayEquals(new int[] {8, 10}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
     // With several keys the quota reads the share first.
     assertArrayEquals(
-        new int[] {7, 9, 14, 16}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
+        new int[] {7, 9, 15, 17}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
     assertEquals(
         List.of(
             "now",
             "max_attempts",
             "durable",
-            "owner", // the claim's lock, in its clock
+            "owner", // the claim's lock, in its clock,
             "instance_keys",
+            "payload_read_limit",
             "buckets",
             "tasks",
             "tasks_minus_task",
             "limit",
+            "read_room",
             "lease_ms",
             "epoch",
             "claim_batch",
-            "payload_read_limit",
-            "headers_read_limit",
-            "read_room"),
+            "headers_read_limit"),
         List.copyOf(sql.claimOrderedInShare.oneKey().names()));
     assertEquals(
         List.of(
@@ -227,8 +227,7 @@ class NamedSqlTest {
             "epoch",
             "claim_batch",
             "payload_read_limit",
-            "headers_read_limit",
-            "read_room"),
+            "headers_read_limit"),
         List.copyOf(sql.claimSuspectOrdered.names()));
     assertEquals(
         List.of(
