@@ -30,7 +30,7 @@ import java.util.Set;
  *     order: it stops before the row that would take it past them (never at the first), so that a
  *     burst of large rows after small ones cannot bring a whole batch of them into the worker's
  *     heap at once; {@link #UNLIMITED_READ} for no bound. A payload is counted as the claim reads
- *     it (none over {@code payloadReadLimit}), headers as the store keeps them
+ *     it (none over {@code payloadReadLimit}), headers as their text
  */
 public record ClaimRequest(
     String owner,

@@ -22,6 +22,8 @@ import java.util.UUID;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The one contract every {@link OutboxStore} passes: the in-memory store, and the PostgreSQL store
@@ -417,6 +419,33 @@ public abstract class OutboxStoreContract {
     ClaimResult second = store.claim(request("w1", 10).withReadRoom(20));
     assertEquals(List.of("r3", "r4"), ids(second), "10 + 10 bytes fit in 20, 30 do not");
     assertEquals(List.of("r5"), ids(store.claim(request("w1", 10))), "unbounded by default");
+  }
+
+  /**
+   * The read room cuts an ordered claim in seq order, so an aggregate's later row is never taken
+   * without an earlier one it left out: "a1" fits, "b2" does not, and "a3" behind it stays too;
+   * another owner then takes "b2", and not "a3", whose aggregate is in flight. With one key and
+   * with two (the quota's form).
+   */
+  @ParameterizedTest(name = "{0} key(s)")
+  @ValueSource(ints = {1, 2})
+  void theReadRoomCutsAnOrderedClaimInSeqOrder(int keyCount) {
+    Set<String> keys = keyCount == 1 ? Set.of(EU) : Set.of(EU, US);
+    for (String id : List.of("a1", "b2", "a3")) {
+      enqueue(
+          EU,
+          OutboxMessage.builder()
+              .messageId(id)
+              .aggregateType("order")
+              .aggregateId(id.substring(0, 1))
+              .eventType("OrderPlaced")
+              .payload("\"12345678\"".getBytes()) // 10 bytes
+              .build());
+    }
+    assertEquals(List.of("a1"), ids(store.claim(request("w1", 10, keys).withReadRoom(15))));
+    assertEquals(MessageStatus.PENDING, state("a3").status());
+    assertEquals(List.of("b2"), ids(store.claim(request("w2", 10, keys))));
+    assertEquals(MessageStatus.PENDING, state("a3").status());
   }
 
   // ---------------------------------------------------------------- claim and ownership

@@ -227,7 +227,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   /**
    * The bytes a claim counts of a candidate against its read room: its payload as read (none over
-   * the read limit), and its headers' text (PostgreSQL counts them as stored).
+   * the read limit), and its headers' text.
    */
   private static long readBytes(Row row, int payloadReadLimit) {
     long payload =

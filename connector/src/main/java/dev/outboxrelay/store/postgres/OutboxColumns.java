@@ -155,24 +155,27 @@ public final class OutboxColumns {
     /**
      * The bytes a claim counts of a candidate {@code o} against its read room ({@link
      * dev.outboxrelay.store.ClaimRequest#readRoom}): its payload's as the claim measures and reads
-     * it (none over the read limit; see {@link #returning}), and its own headers and header columns
-     * as stored ({@code pg_column_size}): measuring a jsonb of headers as text would convert every
-     * candidate's, and headers are small next to what the bound is for.
+     * it (none over the read limit; see {@link #returning}), measured once, and the text of its own
+     * headers and header columns. Not their stored size: PostgreSQL compresses a large value, and a
+     * few kilobytes stored can be a megabyte read.
      */
     static String readBytes(ColumnMapping columns, boolean payloadIsBytea) {
       String payload = columns.quoted(Row.PAYLOAD, "o");
       String size = "octet_length(" + payload + (payloadIsBytea ? ")" : "::text)");
+      String overLimit = "(CAST(:payload_read_limit AS bigint) + 1)";
       StringBuilder sum =
-          new StringBuilder("COALESCE(CASE WHEN ")
+          new StringBuilder("COALESCE(NULLIF(LEAST(")
               .append(size)
-              .append(" <= CAST(:payload_read_limit AS integer) THEN ")
-              .append(size)
-              .append(" END, 0)");
-      sum.append(" + COALESCE(pg_column_size(")
+              .append(", ")
+              .append(overLimit)
+              .append("), ")
+              .append(overLimit)
+              .append("), 0)");
+      sum.append(" + COALESCE(octet_length(")
           .append(columns.quoted(Row.HEADERS, "o"))
-          .append("), 0)");
+          .append("::text), 0)");
       for (ColumnMapping.HeaderColumn h : columns.headerColumns()) {
-        sum.append(" + COALESCE(pg_column_size(o.\"").append(h.column()).append("\"), 0)");
+        sum.append(" + COALESCE(octet_length(").append(headerColumn(h)).append("), 0)");
       }
       return sum.toString();
     }

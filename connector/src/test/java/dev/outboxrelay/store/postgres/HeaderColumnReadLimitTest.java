@@ -81,7 +81,7 @@ class HeaderColumnReadLimitTest {
   }
 
   /**
-   * A claim's read room counts a header column with the row's own headers (as stored): "second"'s
+   * A claim's read room counts a header column with the row's own headers (as text): "second"'s
    * tenant takes it one byte past the room, which its headers alone would leave.
    */
   @Test
@@ -93,7 +93,7 @@ class HeaderColumnReadLimitTest {
             + " ('us', 'second', 'order', 'b', 'OrderPlaced', '{\"h\": \"1\"}', '12345678901')");
     long headersAndTenants =
         queryLong(
-            "SELECT sum(pg_column_size(headers) + pg_column_size(tenant)) FROM outbox"
+            "SELECT sum(octet_length(headers::text) + octet_length(tenant)) FROM outbox"
                 + " WHERE instance_key = 'us'");
     PostgresOutboxStore store =
         new PostgresOutboxStore(dataSource, TABLE, tenantColumn(), RelayClock.database(), null);
@@ -104,6 +104,35 @@ class HeaderColumnReadLimitTest {
                 .withReadRoom(headersAndTenants - 1));
 
     assertEquals(List.of("first"), result.claimed().stream().map(m -> m.messageId()).toList());
+  }
+
+  /**
+   * Headers count as the text the claim reads, not as stored: 300,000 repeated characters compress
+   * to a few kilobytes, and counted so a claim took all ten rows, 3 MB of text, for a room of 1 MB.
+   */
+  @Test
+  void compressedHeadersCountAsTheTextTheClaimReads() throws SQLException {
+    exec(
+        "INSERT INTO outbox (instance_key, message_id, aggregate_type, aggregate_id, event_type,"
+            + " headers) SELECT 'compressed', 'c' || n, 'order', 'a' || n, 'OrderPlaced',"
+            + " jsonb_build_object('h', repeat('x', 300000)) FROM generate_series(1, 10) n");
+    assertTrue(
+        queryLong(
+                "SELECT max(pg_column_size(headers)) FROM outbox WHERE instance_key = 'compressed'")
+            < 100_000,
+        "stored compressed");
+    PostgresOutboxStore store =
+        new PostgresOutboxStore(dataSource, TABLE, RelayClock.database(), null);
+
+    ClaimResult result =
+        store.claim(
+            new ClaimRequest("relay", Set.of("compressed"), 10, Duration.ofMinutes(1), 5, false)
+                .withReadRoom(1_000_000));
+
+    assertEquals(
+        List.of("c1", "c2", "c3"),
+        result.claimed().stream().map(m -> m.messageId()).toList(),
+        "3 × 300,011 bytes of text fit in 1,000,000, 4 do not");
   }
 
   private static ColumnMapping tenantColumn() {

@@ -174,10 +174,10 @@ class NamedSqlTest {
             "claim_batch",
             "headers_read_limit"),
         List.copyOf(sql.claimOrderedWithAffinity.oneKey().names()));
-    assertArrayEquals(new int[] {8, 10}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
+    assertArrayEquals(new int[] {9, 11}, sql.claimOrderedWithAffinity.oneKey().positions("slots"));
     // With several keys the quota reads the share first.
     assertArrayEquals(
-        new int[] {7, 9, 15, 17}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
+        new int[] {7, 9, 16, 18}, sql.claimOrderedWithAffinity.severalKeys().positions("slots"));
     assertEquals(
         List.of(
             "now",
