@@ -130,18 +130,7 @@ public record ClaimRequest(
 
   /** The same request, reading the payloads and headers of its rows up to {@code bytes}. */
   public ClaimRequest withReadRoom(long bytes) {
-    return new ClaimRequest(
-        owner,
-        instanceKeys,
-        limit,
-        leaseDuration,
-        maxAttempts,
-        ordered,
-        affinity,
-        exactlyOnce,
-        payloadReadLimit,
-        headersReadLimit,
-        bytes);
+    return with(limit, affinity, exactlyOnce, payloadReadLimit, headersReadLimit, bytes);
   }
 
   /** The same request for rows of any aggregate. */
@@ -191,6 +180,17 @@ public record ClaimRequest(
       ExactlyOnceClaim newExactlyOnce,
       int payloadLimit,
       int headersLimit) {
+    return with(newLimit, newAffinity, newExactlyOnce, payloadLimit, headersLimit, readRoom);
+  }
+
+  /** The same owner, keys, lease, budget and order, with these. */
+  private ClaimRequest with(
+      int newLimit,
+      AggregateAffinity newAffinity,
+      ExactlyOnceClaim newExactlyOnce,
+      int payloadLimit,
+      int headersLimit,
+      long room) {
     return new ClaimRequest(
         owner,
         instanceKeys,
@@ -202,6 +202,6 @@ public record ClaimRequest(
         newExactlyOnce,
         payloadLimit,
         headersLimit,
-        readRoom);
+        room);
   }
 }

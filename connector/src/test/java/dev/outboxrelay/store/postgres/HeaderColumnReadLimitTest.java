@@ -53,17 +53,8 @@ class HeaderColumnReadLimitTest {
 
   @Test
   void aHeaderColumnOverTheLimitLeavesTheRowsHeadersOut() {
-    ColumnMapping relay = ColumnMapping.RELAY;
-    ColumnMapping columns =
-        new ColumnMapping(
-            relay.messageId(),
-            relay.aggregateType(),
-            relay.aggregateId(),
-            relay.eventType(),
-            relay.payload(),
-            List.of(new ColumnMapping.HeaderColumn("tenant", "tenant")));
     PostgresOutboxStore store =
-        new PostgresOutboxStore(dataSource, TABLE, columns, RelayClock.database(), null);
+        new PostgresOutboxStore(dataSource, TABLE, tenantColumn(), RelayClock.database(), null);
     Map<String, ClaimedMessage> claimed = new HashMap<>();
     store
         .claim(
