@@ -103,12 +103,16 @@ public abstract class OutboxStoreContract {
   // ---------------------------------------------------------------- helpers
 
   protected static OutboxMessage message(String id, String aggregateId) {
+    return message(id, aggregateId, ("{\"id\":\"" + id + "\"}").getBytes());
+  }
+
+  protected static OutboxMessage message(String id, String aggregateId, byte[] payload) {
     return OutboxMessage.builder()
         .messageId(id)
         .aggregateType("order")
         .aggregateId(aggregateId)
         .eventType("OrderPlaced")
-        .payload(("{\"id\":\"" + id + "\"}").getBytes())
+        .payload(payload)
         .build();
   }
 
@@ -302,15 +306,7 @@ public abstract class OutboxStoreContract {
             case "large" -> "\"123456789\"".getBytes();
             default -> null;
           };
-      enqueue(
-          EU,
-          OutboxMessage.builder()
-              .messageId(id)
-              .aggregateType("order")
-              .aggregateId(id)
-              .eventType("OrderPlaced")
-              .payload(payload)
-              .build());
+      enqueue(EU, message(id, id, payload));
     }
     Map<String, ClaimedMessage> claimed = new HashMap<>();
     for (ClaimedMessage m : store.claim(request("w1", 10).withPayloadReadLimit(10)).claimed()) {
@@ -397,15 +393,8 @@ public abstract class OutboxStoreContract {
   @Test
   void aClaimStopsAtItsReadRoomAndCountsNoPayloadItLeavesOut() {
     for (String id : List.of("over", "r2", "r3", "r4", "r5")) {
-      enqueue(
-          EU,
-          OutboxMessage.builder()
-              .messageId(id)
-              .aggregateType("order")
-              .aggregateId(id)
-              .eventType("OrderPlaced")
-              .payload((id.equals("over") ? "\"1234567890\"" : "\"12345678\"").getBytes())
-              .build());
+      String payload = id.equals("over") ? "\"1234567890\"" : "\"12345678\"";
+      enqueue(EU, message(id, id, payload.getBytes()));
     }
     ClaimResult first = store.claim(request("w1", 10).withPayloadReadLimit(10).withReadRoom(5));
     assertEquals(List.of("over", "r2"), ids(first), "r2 over the room, the first with bytes");
@@ -432,15 +421,7 @@ public abstract class OutboxStoreContract {
   void theReadRoomCutsAnOrderedClaimInSeqOrder(int keyCount) {
     Set<String> keys = keyCount == 1 ? Set.of(EU) : Set.of(EU, US);
     for (String id : List.of("a1", "b2", "a3")) {
-      enqueue(
-          EU,
-          OutboxMessage.builder()
-              .messageId(id)
-              .aggregateType("order")
-              .aggregateId(id.substring(0, 1))
-              .eventType("OrderPlaced")
-              .payload("\"12345678\"".getBytes()) // 10 bytes
-              .build());
+      enqueue(EU, message(id, id.substring(0, 1), "\"12345678\"".getBytes())); // 10 bytes
     }
     assertEquals(List.of("a1"), ids(store.claim(request("w1", 10, keys).withReadRoom(15))));
     assertEquals(MessageStatus.PENDING, state("a3").status());

@@ -115,7 +115,7 @@ public final class OutboxColumns {
      */
     static String returning(ColumnMapping columns, boolean payloadIsBytea) {
       String payload = columns.quoted(Row.PAYLOAD, "o");
-      String size = "octet_length(" + payload + (payloadIsBytea ? ")" : "::text)");
+      String size = payloadSize(columns, payloadIsBytea);
       String headers = columns.quoted(Row.HEADERS, "o") + "::text";
       List<ColumnMapping.HeaderColumn> headerColumns = columns.headerColumns();
       StringBuilder omitted = new StringBuilder(overReadLimit(headers));
@@ -160,8 +160,7 @@ public final class OutboxColumns {
      * few kilobytes stored can be a megabyte read.
      */
     static String readBytes(ColumnMapping columns, boolean payloadIsBytea) {
-      String payload = columns.quoted(Row.PAYLOAD, "o");
-      String size = "octet_length(" + payload + (payloadIsBytea ? ")" : "::text)");
+      String size = payloadSize(columns, payloadIsBytea);
       String overLimit = "(CAST(:payload_read_limit AS bigint) + 1)";
       StringBuilder sum =
           new StringBuilder("COALESCE(NULLIF(LEAST(")
@@ -178,6 +177,15 @@ public final class OutboxColumns {
         sum.append(" + COALESCE(octet_length(").append(headerColumn(h)).append("), 0)");
       }
       return sum.toString();
+    }
+
+    /**
+     * The payload's size in bytes as a claim measures it: a bytea's as stored (its length, read
+     * without the value), any other type's as its text ({@code octet_length} takes no jsonb).
+     */
+    private static String payloadSize(ColumnMapping columns, boolean payloadIsBytea) {
+      String payload = columns.quoted(Row.PAYLOAD, "o");
+      return "octet_length(" + payload + (payloadIsBytea ? ")" : "::text)");
     }
 
     private static String headerColumn(ColumnMapping.HeaderColumn column) {
